@@ -1,0 +1,18 @@
+"""gpucompiler: Python and LLVM IR to the host CPU and NVIDIA PTX through a staged plugin pipeline."""
+
+__version__ = "0.1.0"
+
+from .config import CompilerConfig  # noqa: E402
+from .errors import GPUCompilerError  # noqa: E402
+from .job import CompilerJob, LLVMSource  # noqa: E402
+from .targets import NativeTarget, PTXTarget, parse_target  # noqa: E402
+
+__all__ = [
+    "CompilerConfig",
+    "CompilerJob",
+    "GPUCompilerError",
+    "LLVMSource",
+    "NativeTarget",
+    "PTXTarget",
+    "parse_target",
+]

@@ -1,0 +1,111 @@
+"""Typed errors of the compiler.
+
+Every error a user can meet derives from :class:`GPUCompilerError`. Each says
+*where* (source line, function, stage, plugin) and *what to do*; none is a bare
+``assert``. Later rooms (frontend, interpreter, cache, service) add their own
+subclasses here so that ``except GPUCompilerError`` catches them all.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+
+class GPUCompilerError(Exception):
+    """Base class of every error raised by gpucompiler."""
+
+
+class ConfigError(GPUCompilerError, ValueError):
+    """A job or configuration is malformed."""
+
+
+class UnknownNameError(ConfigError, LookupError):
+    """A name (target, plugin, stage, ...) is not known; lists the known ones."""
+
+    kind = "name"
+
+    def __init__(self, name: str, known: Iterable[str], hint: str = ""):
+        self.name = name
+        self.known = sorted(known)
+        msg = f"unknown {self.kind} {name!r}; known: {', '.join(self.known) or '(none)'}"
+        if hint:
+            msg += f". {hint}"
+        super().__init__(msg)
+
+
+class UnknownTargetError(UnknownNameError):
+    kind = "target"
+
+
+class UnknownPluginError(UnknownNameError):
+    kind = "plugin"
+
+
+class UnknownStageError(UnknownNameError):
+    kind = "stage"
+
+
+class IRParseError(GPUCompilerError):
+    """LLVM IR text that does not parse or verify.
+
+    ``line`` is the 1-based line of the offending text when known and
+    ``llvm_message`` is LLVM's (or the model parser's) own diagnostic.
+    """
+
+    def __init__(self, message: str, line: int | None = None, source_line: str | None = None):
+        self.llvm_message = message
+        self.line = line
+        self.source_line = source_line
+        where = f"line {line}: " if line is not None else ""
+        text = f"{where}{message}"
+        if source_line is not None:
+            text += f"\n    {source_line.strip()}"
+        super().__init__(text)
+
+
+class UnsupportedIRError(IRParseError):
+    """IR that is valid LLVM but that the Python model does not understand.
+
+    Raised instead of dropping text: the message names the construct.
+    """
+
+
+class PluginError(GPUCompilerError):
+    """A plugin callback failed; names the plugin, the callback and the stage."""
+
+    def __init__(self, plugin: str, stage: str, callback: str, cause: BaseException):
+        self.plugin = plugin
+        self.stage = stage
+        self.callback = callback
+        self.cause = cause
+        super().__init__(
+            f"plugin {plugin!r} failed in stage {stage!r} (callback {callback}): "
+            f"{type(cause).__name__}: {cause}"
+        )
+
+
+class ToolchainError(GPUCompilerError):
+    """An external tool or library (ptxas, libdevice, CUDA driver) is missing or failed."""
+
+
+class ToolNotFoundError(ToolchainError, FileNotFoundError):
+    """An external tool or library was not found; the message says where we looked."""
+
+
+class CompileError(GPUCompilerError):
+    """A stage of the pipeline failed for a reason that is not a plugin's fault."""
+
+
+class InvalidIRError(CompileError):
+    """Validation found IR the target cannot run.
+
+    ``errors`` holds ``(kind, message)`` pairs, e.g. ``("UNKNOWN_FUNCTION",
+    "call to undefined @foo in @kernel")``; all of them are collected before
+    raising once.
+    """
+
+    def __init__(self, errors: list[tuple[str, str]], job_name: str = ""):
+        self.errors = list(errors)
+        head = f"invalid IR for {job_name}" if job_name else "invalid IR"
+        lines = [f"  [{kind}] {msg}" for kind, msg in self.errors]
+        super().__init__(head + f" ({len(self.errors)} error(s)):\n" + "\n".join(lines))

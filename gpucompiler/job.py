@@ -1,0 +1,67 @@
+"""Compile jobs: a source plus a configuration, keyed by a stable content hash."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Protocol
+
+import attrs
+
+from .config import CompilerConfig
+from .hashing import stable_hash
+
+
+class Source(Protocol):
+    """What a job compiles. ``fingerprint()`` is a stable digest of its content."""
+
+    def fingerprint(self) -> Any: ...
+
+
+@attrs.frozen
+class LLVMSource:
+    """LLVM IR text with the name of its entry function."""
+
+    ir_text: str = attrs.field(repr=False)
+    entry: str
+
+    def fingerprint(self) -> Any:
+        return {"llvm": hashlib.sha256(self.ir_text.encode()).hexdigest(), "entry": self.entry}
+
+
+@attrs.frozen
+class CompilerJob:
+    """One unit of compilation: ``source`` compiled under ``config``."""
+
+    source: Any
+    config: CompilerConfig
+
+    @property
+    def name(self) -> str:
+        """The name of the entry function in the output."""
+        return self.config.name or self.source.entry
+
+    @property
+    def target(self):
+        return self.config.target
+
+    @property
+    def key(self) -> str:
+        """Content hash of everything that decides the output, equal in every process.
+
+        Covers the source fingerprint, the config (target included), the names
+        and versions of the enabled plugins, the gpucompiler version and the
+        LLVM version.
+        """
+        from . import __version__
+        from .plugin import plugin_versions
+        from .llvm.binding import llvm_version
+
+        return stable_hash(
+            {
+                "source": self.source.fingerprint(),
+                "config": self.config,
+                "plugins": plugin_versions(self.config.plugins),
+                "gpucompiler": __version__,
+                "llvm": llvm_version(),
+            }
+        )

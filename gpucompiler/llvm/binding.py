@@ -1,0 +1,52 @@
+"""Thin helpers over ``llvmlite.binding``: initialisation, parsing with typed errors."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import llvmlite.binding as llvm
+
+from ..errors import IRParseError
+
+
+@functools.cache
+def initialize() -> None:
+    """Initialise LLVM's targets and printers once per process."""
+    # llvmlite >= 0.44 initialises the core itself; the targets are ours to ask for.
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+def llvm_version() -> str:
+    """The version of the LLVM that llvmlite links, e.g. ``"22.1.0"``."""
+    return ".".join(map(str, llvm.llvm_version_info))
+
+
+_LINE = re.compile(r"<string>:(\d+):(\d+):\s*(?:error:\s*)?(.*)")
+
+
+def parse_ir(text: str, *, verify: bool = True) -> llvm.ModuleRef:
+    """Parse LLVM IR text into an llvmlite ``ModuleRef``.
+
+    Malformed text raises :class:`IRParseError` carrying LLVM's message and
+    the line it points at.
+    """
+    initialize()
+    try:
+        ref = llvm.parse_assembly(text)
+        if verify:
+            ref.verify()
+    except RuntimeError as exc:
+        raise _parse_error(str(exc), text) from None
+    return ref
+
+
+def _parse_error(message: str, text: str) -> IRParseError:
+    match = _LINE.search(message)
+    if not match:
+        return IRParseError(message.strip())
+    line = int(match.group(1))
+    lines = text.splitlines()
+    source = lines[line - 1] if 0 < line <= len(lines) else None
+    return IRParseError(match.group(3).strip(), line=line, source_line=source)

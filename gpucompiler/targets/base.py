@@ -1,0 +1,59 @@
+"""The target interface: every hook a target may override, with its default.
+
+A target is a frozen ``attrs`` class (so it is part of the job key) whose
+methods *are* the hooks, in the style of GPUCompiler.jl's ``interface.jl``.
+The driver (:mod:`gpucompiler.pipeline`) calls them in pipeline order.
+Required hooks raise ``NotImplementedError``; the rest have working defaults.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import llvmlite.binding as llvm
+
+    from ..job import CompilerJob
+    from ..module import IRModule
+
+
+class Target:
+    """Base class of compilation targets."""
+
+    #: short name used on the command line (``--target NAME``)
+    name: str = ""
+
+    # -- identity ---------------------------------------------------------
+    def triple(self) -> str:
+        """The LLVM target triple."""
+        raise NotImplementedError
+
+    def data_layout(self) -> str:
+        """The LLVM data layout string of the target machine."""
+        return str(self.target_machine(0).target_data)
+
+    def target_machine(self, opt_level: int) -> "llvm.TargetMachine":
+        """An llvmlite ``TargetMachine`` for code generation at ``opt_level``."""
+        raise NotImplementedError
+
+    def options(self) -> dict[str, Any]:
+        """Catch-all for target settings a plugin may read (e.g. ``{"fastmath": True}``)."""
+        return {}
+
+    # -- pipeline hooks ----------------------------------------------------
+    def prepare(self, job: "CompilerJob", module: "IRModule") -> None:
+        """Before ``post_irgen``: set triple and data layout on the module."""
+        ref = module.ref
+        ref.triple = self.triple()
+        ref.data_layout = self.data_layout()
+
+    def finish(self, job: "CompilerJob", module: "IRModule") -> None:
+        """The ``finish`` stage: target lowering (library linking, annotations)."""
+
+    def validate(self, job: "CompilerJob", module: "IRModule") -> list[tuple[str, str]]:
+        """The ``validate`` stage: return ``(KIND, message)`` for every problem found."""
+        return []
+
+    def emit(self, job: "CompilerJob", module: "IRModule", kind: str) -> str | bytes:
+        """The ``emit`` stage: ``"llvm"`` text, ``"bc"`` bitcode, ``"asm"`` or ``"obj"``."""
+        raise NotImplementedError

@@ -1,0 +1,1 @@
+"""First-party reference plugins for gpucompiler (other than Enzyme)."""

@@ -1,0 +1,74 @@
+"""Jobs, configs and targets: frozen, hashable, stable keys across processes."""
+
+import subprocess
+import sys
+
+import attrs
+import pytest
+
+from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, NativeTarget, PTXTarget, parse_target
+from gpucompiler.errors import ConfigError, UnknownTargetError
+
+IR = "define i32 @f(i32 %x) {\n  ret i32 %x\n}\n"
+
+
+def make_job(**config):
+    return CompilerJob(LLVMSource(IR, "f"), CompilerConfig(target=NativeTarget(), **config))
+
+
+def test_frozen():
+    job = make_job()
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        job.config = None
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        PTXTarget().capability = (8, 0)
+
+
+def test_key_depends_on_everything_that_changes_output():
+    base = make_job().key
+    assert make_job().key == base
+    assert make_job(opt_level=3).key != base
+    assert make_job(kernel=True).key != base
+    assert make_job(params={"a": 1}).key != base
+    assert CompilerJob(LLVMSource(IR.replace("%x", "%y"), "f"), CompilerConfig(target=NativeTarget())).key != base
+    assert CompilerJob(LLVMSource(IR, "f"), CompilerConfig(target=PTXTarget())).key != base
+    assert (CompilerJob(LLVMSource(IR, "f"), CompilerConfig(target=PTXTarget(capability=(8, 0)))).key
+            != CompilerJob(LLVMSource(IR, "f"), CompilerConfig(target=PTXTarget())).key)
+
+
+def test_params_and_plugins_are_order_insensitive():
+    assert make_job(params={"a": 1, "b": 2}).key == make_job(params={"b": 2, "a": 1}).key
+
+
+def test_key_is_stable_across_processes():
+    code = (
+        "from gpucompiler import *\n"
+        f"print(CompilerJob(LLVMSource({IR!r}, 'f'), CompilerConfig(target=PTXTarget(), params={{'z': 1.5}})).key)"
+    )
+    keys = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": str(seed), "PATH": ""}).stdout.strip()
+            for seed in (1, 2)}
+    assert len(keys) == 1 and len(keys.pop()) == 64
+
+
+@pytest.mark.parametrize("spec,expected", [
+    ("native", NativeTarget()),
+    ("ptx", PTXTarget()),
+    ("ptx:sm_80", PTXTarget(capability=(8, 0))),
+    ("ptx:sm_90", PTXTarget(capability=(9, 0))),
+    ("ptx:sm_100", PTXTarget(capability=(10, 0))),
+])
+def test_parse_target(spec, expected):
+    assert parse_target(spec) == expected
+
+
+@pytest.mark.parametrize("spec", ["cuda", "ptx:90", "native:x", "ptx:sm_"])
+def test_unknown_target_lists_known(spec):
+    with pytest.raises(UnknownTargetError) as info:
+        parse_target(spec)
+    assert "native" in str(info.value) and "ptx" in str(info.value)
+
+
+def test_bad_opt_level():
+    with pytest.raises(ConfigError):
+        make_job(opt_level=7)

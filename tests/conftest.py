@@ -1,0 +1,62 @@
+"""Shared fixtures: external tools (skipped with the reason when missing) and the GPU marker."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from gpucompiler.errors import ToolNotFoundError
+from gpucompiler.toolchain import find_libdevice, find_ptxas
+
+
+def _cuda_device_visible() -> bool:
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        return False
+    err, = driver.cuInit(0)[:1]
+    if int(err) != 0:
+        return False
+    err, count = driver.cuDeviceGetCount()
+    return int(err) == 0 and count > 0
+
+
+def pytest_collection_modifyitems(config, items):
+    if any("gpu" in item.keywords for item in items) and not _cuda_device_visible():
+        skip = pytest.mark.skip(reason="no CUDA device visible (needs cuda-bindings and a GPU)")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def ptxas_path() -> str:
+    """Path of ptxas; skips the test with the lookup's message when it is missing."""
+    try:
+        return find_ptxas()
+    except ToolNotFoundError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def libdevice_path() -> str:
+    """Path of libdevice; skips the test with the lookup's message when it is missing."""
+    try:
+        return find_libdevice()
+    except ToolNotFoundError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture
+def check_ptx(ptxas_path, tmp_path):
+    """``check_ptx(ptx_text, arch="sm_90")`` assembles PTX with ptxas and fails on errors."""
+
+    def run(ptx: str, arch: str = "sm_90") -> None:
+        src = tmp_path / "kernel.ptx"
+        src.write_text(ptx)
+        proc = subprocess.run([ptxas_path, f"-arch={arch}", str(src), "-o", str(tmp_path / "kernel.cubin")],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, f"ptxas rejected the PTX:\n{proc.stderr}"
+
+    return run

@@ -12,9 +12,17 @@ from .hashing import stable_hash
 
 
 class Source(Protocol):
-    """What a job compiles. ``fingerprint()`` is a stable digest of its content."""
+    """What a job compiles.
+
+    ``fingerprint()`` is stable data describing its content (part of the job
+    key); ``generate_ir(job)`` produces the LLVM IR text the pipeline starts from.
+    """
+
+    entry: str
 
     def fingerprint(self) -> Any: ...
+
+    def generate_ir(self, job: "CompilerJob") -> str: ...
 
 
 @attrs.frozen
@@ -26,6 +34,10 @@ class LLVMSource:
 
     def fingerprint(self) -> Any:
         return {"llvm": hashlib.sha256(self.ir_text.encode()).hexdigest(), "entry": self.entry}
+
+    def generate_ir(self, job: "CompilerJob") -> str:
+        """IR generation for this source: the text itself."""
+        return self.ir_text
 
 
 @attrs.frozen

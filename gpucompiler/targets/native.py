@@ -1,17 +1,97 @@
-"""The host CPU target."""
+"""The host CPU target: host triple, cpu and features; emits LLVM IR, bitcode, assembly, objects."""
 
 from __future__ import annotations
 
-import attrs
+import functools
 
+import attrs
+import llvmlite.binding as llvm
+
+from ..errors import ConfigError
+from ..llvm.binding import initialize
 from .base import Target
+from .validation import ModuleFacts
+
+EMIT_KINDS = ("llvm", "bc", "asm", "obj")
+
+
+@functools.cache
+def cached_target_machine(triple: str, cpu: str, features: str, opt_level: int,
+                          reloc: str = "default", codemodel: str = "default") -> llvm.TargetMachine:
+    """One llvmlite ``TargetMachine`` per distinct setting, shared by the whole process.
+
+    Targets are frozen ``attrs`` values, so the cache lives here, keyed by value.
+    """
+    initialize()
+    return llvm.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features=features, opt=opt_level, reloc=reloc, codemodel=codemodel)
+
+
+def emit_with(machine: llvm.TargetMachine, module, kind: str) -> str | bytes:
+    """Emit ``module`` as ``kind`` (see :data:`EMIT_KINDS`) with ``machine``.
+
+    Code generation mutates the IR it runs on, so assembly and objects are made
+    from a clone: emitting ``asm`` then ``llvm`` gives the optimised IR, not the
+    code generator's leftovers.
+    """
+    if kind == "llvm":
+        return module.text
+    if kind == "bc":
+        return module.ref.as_bitcode()
+    if kind == "asm":
+        return machine.emit_assembly(module.ref.clone())
+    if kind == "obj":
+        return machine.emit_object(module.ref.clone())
+    raise ConfigError(f"unknown emit kind {kind!r}; known: {', '.join(EMIT_KINDS)}")
 
 
 @attrs.frozen
 class NativeTarget(Target):
-    """The host CPU. Empty ``cpu``/``features`` mean the host's own."""
+    """The host CPU. Empty ``cpu``/``features`` mean the host's own.
+
+    Code is position independent and uses the JIT's code model (large on
+    64-bit hosts), so the same object file serves a linker and the in-process
+    loader (:mod:`gpucompiler.runtime.cpu`) wherever the JIT puts it.
+    """
 
     name = "native"
 
     cpu: str = ""
     features: str = ""
+
+    def triple(self) -> str:
+        return llvm.get_process_triple()
+
+    def host_cpu(self) -> str:
+        """The CPU name code is generated for."""
+        return self.cpu or llvm.get_host_cpu_name()
+
+    def host_features(self) -> str:
+        """The feature string code is generated with."""
+        return self.features or _host_features()
+
+    def target_machine(self, opt_level: int) -> llvm.TargetMachine:
+        return cached_target_machine(self.triple(), self.host_cpu(), self.host_features(),
+                                     opt_level, "pic", "jitdefault")
+
+    def validate(self, job, module) -> list[tuple[str, str]]:
+        """Unresolvable external names and constant pointers (see :mod:`.validation`)."""
+        facts = ModuleFacts.of(module.ref)
+        errors = facts.pointer_constant_errors()
+        for name, users in sorted(facts.external_uses.items()):
+            if not name.startswith("llvm.") and llvm.address_of_symbol(name) is None:
+                errors.append(("UNKNOWN_FUNCTION",
+                               f"@{name} (used in {', '.join('@' + u for u in users)}) is not defined "
+                               "in the module nor found among the process's symbols; define it, load "
+                               "its library (llvmlite.binding.load_library_permanently) or register "
+                               "it with llvmlite.binding.add_symbol"))
+        return errors
+
+    def emit(self, job, module, kind: str) -> str | bytes:
+        return emit_with(self.target_machine(job.config.opt_level), module, kind)
+
+
+@functools.cache
+def _host_features() -> str:
+    initialize()
+    return llvm.get_host_cpu_features().flatten()

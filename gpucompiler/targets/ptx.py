@@ -3,8 +3,31 @@
 from __future__ import annotations
 
 import attrs
+import llvmlite.binding as llvm
 
+from ..errors import ConfigError
+from ..llvm.binding import parse_ir
 from .base import Target
+from .irtext import add_fast_math_flags, add_module_flag, edit_definitions
+from .libdevice import PREFIX, libdevice_functions, link_libdevice
+from .native import cached_target_machine, emit_with
+from .validation import ALLOCATION_FUNCTIONS, ModuleFacts
+
+TRIPLE = "nvptx64-nvidia-cuda"
+
+#: lowest PTX ISA version supporting each compute capability (PTX ISA manual, "Release notes")
+MIN_PTX_VERSION = {
+    (5, 0): 40, (5, 2): 41, (5, 3): 42, (6, 0): 50, (6, 1): 50, (6, 2): 50,
+    (7, 0): 60, (7, 2): 61, (7, 5): 63, (8, 0): 70, (8, 6): 71, (8, 7): 74, (8, 9): 78,
+    (9, 0): 78, (10, 0): 86, (10, 1): 86, (10, 3): 88, (12, 0): 87, (12, 1): 88,
+}
+#: PTX ISA versions LLVM 22's NVPTX back end knows (``+ptxNN`` features)
+LLVM_PTX_VERSIONS = frozenset({32, 40, 41, 42, 43, 50, 60, 61, 62, 63, 64, 65, 70, 71, 72, 73,
+                               74, 75, 76, 77, 78, 80, 81, 82, 83, 84, 85, 86, 87, 88, 90})
+#: functions the CUDA driver provides to every kernel
+DEVICE_RUNTIME = frozenset({"vprintf", "__assertfail"})
+
+_FASTMATH_ATTRIBUTES = '"denormal-fp-math-f32"="preserve-sign,preserve-sign"'
 
 
 @attrs.frozen
@@ -12,7 +35,9 @@ class PTXTarget(Target):
     """PTX for compute capability ``capability`` (default sm_90, the H100).
 
     ``ptx_version`` of ``None`` picks the lowest ISA version that supports the
-    capability; ``maxregs`` limits registers per thread in kernels.
+    capability; ``fastmath`` flushes single-precision denormals to zero (also
+    in libdevice) and marks floating-point operations ``fast``; ``maxregs``
+    limits registers per thread in kernels.
     """
 
     name = "ptx"
@@ -21,3 +46,99 @@ class PTXTarget(Target):
     ptx_version: int | None = None
     fastmath: bool = False
     maxregs: int | None = None
+
+    # -- identity ---------------------------------------------------------
+    def triple(self) -> str:
+        return TRIPLE
+
+    def cpu(self) -> str:
+        """The ``sm_XY`` LLVM generates code for."""
+        return f"sm_{self.capability[0]}{self.capability[1]}"
+
+    def isa_version(self) -> int:
+        """The PTX ISA version, e.g. 78 for ``.version 7.8``."""
+        version = self.ptx_version
+        if version is None:
+            version = MIN_PTX_VERSION.get(tuple(self.capability))
+            if version is None:
+                raise ConfigError(
+                    f"no known PTX ISA version for {self.cpu()}; known capabilities: "
+                    + ", ".join(f"sm_{a}{b}" for a, b in MIN_PTX_VERSION)
+                    + ". Pass ptx_version=NN explicitly for newer GPUs")
+        if version not in LLVM_PTX_VERSIONS:
+            raise ConfigError(f"LLVM {'.'.join(map(str, llvm.llvm_version_info))} does not know PTX ISA "
+                              f"version {version}; known: {', '.join(map(str, sorted(LLVM_PTX_VERSIONS)))}")
+        return version
+
+    def target_machine(self, opt_level: int) -> llvm.TargetMachine:
+        return cached_target_machine(TRIPLE, self.cpu(), f"+ptx{self.isa_version()}", opt_level)
+
+    def options(self) -> dict:
+        return {"fastmath": self.fastmath, "maxregs": self.maxregs, "capability": self.capability}
+
+    # -- pipeline hooks ----------------------------------------------------
+    def finish(self, job, module) -> None:
+        """Link libdevice, annotate the kernel, set fast-math and reflect flags, re-optimise.
+
+        Only the ``__nv_*`` functions the module declares are linked; they
+        are internalised and, once inlined, removed by global DCE, so the
+        output never carries the library.
+        """
+        ref = module.ref
+        linked = set(link_libdevice(ref))
+        for fn in ref.functions:
+            if fn.name in linked:
+                fn.linkage = "internal"
+        text = str(ref)
+        if job.config.kernel:
+            attributes = f'"nvvm.maxnreg"="{self.maxregs}"' if self.maxregs else ""
+            text = edit_definitions(text, {entry_name(job, ref)}, calling_convention="ptx_kernel",
+                                    attributes=attributes)
+        if self.fastmath:
+            text = add_fast_math_flags(edit_definitions(text, None, attributes=_FASTMATH_ATTRIBUTES))
+        text = add_module_flag(text, 4, "nvvm-reflect-ftz", f"i32 {int(self.fastmath)}")
+        ref = parse_ir(text)
+        machine = self.target_machine(job.config.opt_level)
+        builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(job.config.opt_level))
+        builder.getModulePassManager().run(ref, builder)
+        cleanup = llvm.create_new_module_pass_manager()
+        cleanup.add_global_dead_code_eliminate_pass()
+        cleanup.run(ref, builder)
+        module.ref = ref
+
+    def validate(self, job, module) -> list[tuple[str, str]]:
+        """UNKNOWN_FUNCTION, RECURSION, DYNAMIC_ALLOCATION and POINTER_CONSTANT, all at once."""
+        facts = ModuleFacts.of(module.ref)
+        errors = []
+        for name, users in sorted(facts.external_uses.items()):
+            if name.startswith("llvm.") or name in DEVICE_RUNTIME or name in ALLOCATION_FUNCTIONS:
+                continue
+            if name == "__nvvm_reflect" or (name.startswith(PREFIX) and name in _libdevice_or_empty()):
+                continue
+            hint = ("libdevice defines no such function" if name.startswith(PREFIX)
+                    else "a GPU kernel can call only functions in its module, LLVM/NVVM intrinsics "
+                         "and libdevice (__nv_*)")
+            errors.append(("UNKNOWN_FUNCTION", f"call to undefined @{name} in "
+                                               f"{', '.join('@' + u for u in users)}: {hint}"))
+        return (errors + facts.recursion_errors() + facts.allocation_errors()
+                + facts.pointer_constant_errors())
+
+    def emit(self, job, module, kind: str) -> str | bytes:
+        """``asm`` is PTX text; ``obj`` (a cubin) is ptxas's job, not LLVM's."""
+        if kind == "obj":
+            raise ConfigError("the PTX target emits 'asm' (PTX text), 'llvm' or 'bc'; assemble the "
+                              "PTX with ptxas (or load it with the CUDA driver) for a cubin")
+        return emit_with(self.target_machine(job.config.opt_level), module, kind)
+
+
+def entry_name(job, ref: llvm.ModuleRef) -> str:
+    """The entry's name in ``ref``: the job's output name once the driver renamed it."""
+    names = {f.name for f in ref.functions}
+    return job.name if job.name in names else job.source.entry
+
+
+def _libdevice_or_empty() -> frozenset[str]:
+    try:
+        return libdevice_functions()
+    except FileNotFoundError:
+        return frozenset()

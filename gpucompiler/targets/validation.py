@@ -1,0 +1,99 @@
+"""Facts about a module that the targets' ``validate`` hooks judge.
+
+:class:`ModuleFacts` walks every instruction once (llvmlite's binding API)
+and records what validation rules ask about: which declarations are used and
+by whom, the call graph, dynamic allocations, and constant pointers. Each
+rule then returns ``(KIND, message)`` pairs; the driver raises them together.
+"""
+
+from __future__ import annotations
+
+import attrs
+import llvmlite.binding as llvm
+import networkx as nx
+
+#: C allocation functions: dynamic memory the GPU target rejects.
+ALLOCATION_FUNCTIONS = frozenset({"malloc", "calloc", "realloc", "free", "aligned_alloc",
+                                  "posix_memalign"})
+
+_CALLS = ("call", "invoke", "callbr")
+
+
+@attrs.define
+class ModuleFacts:
+    """What :func:`ModuleFacts.of` found in one module."""
+
+    #: name of each declaration used -> names of the functions using it
+    external_uses: dict[str, list[str]] = attrs.field(factory=dict)
+    #: direct calls between defined functions, caller -> callee
+    call_graph: nx.DiGraph = attrs.field(factory=nx.DiGraph)
+    #: ``(function, description)`` of each alloca whose size is not a constant
+    dynamic_allocas: list[tuple[str, str]] = attrs.field(factory=list)
+    #: ``(function, instruction text)`` of each inttoptr of a constant address
+    pointer_constants: list[tuple[str, str]] = attrs.field(factory=list)
+
+    @classmethod
+    def of(cls, ref: llvm.ModuleRef) -> "ModuleFacts":
+        facts = cls()
+        defined = {f.name for f in ref.functions if not f.is_declaration}
+        declared = {g.name for g in (*ref.functions, *ref.global_variables) if g.is_declaration}
+        facts.call_graph.add_nodes_from(defined)
+        for fn in ref.functions:
+            if fn.is_declaration:
+                continue
+            for block in fn.blocks:
+                for inst in block.instructions:
+                    facts._visit(fn.name, inst, defined, declared)
+        return facts
+
+    def _visit(self, fname: str, inst: llvm.ValueRef, defined: set[str], declared: set[str]) -> None:
+        opcode = inst.opcode
+        operands = list(inst.operands)
+        if opcode == "alloca" and operands and not operands[0].is_constant:
+            self.dynamic_allocas.append((fname, str(inst).strip()))
+        if opcode == "inttoptr" and operands and operands[0].is_constant:
+            self.pointer_constants.append((fname, str(inst).strip()))
+        for op in operands:
+            kind = op.value_kind
+            if kind == llvm.ValueKind.constant_expr and "inttoptr (" in str(op):
+                self.pointer_constants.append((fname, str(inst).strip()))
+            elif kind in (llvm.ValueKind.function, llvm.ValueKind.global_variable) and op.name in declared:
+                users = self.external_uses.setdefault(op.name, [])
+                if fname not in users:
+                    users.append(fname)
+        if opcode in _CALLS and operands and operands[-1].value_kind == llvm.ValueKind.function:
+            callee = operands[-1].name
+            if callee in defined:
+                self.call_graph.add_edge(fname, callee)
+
+    # -- rules ----------------------------------------------------------------
+    def pointer_constant_errors(self) -> list[tuple[str, str]]:
+        """POINTER_CONSTANT: absolute addresses baked into the IR."""
+        return [("POINTER_CONSTANT",
+                 f"constant address in @{fn}: `{text}`; runtime pointers make the IR uncacheable "
+                 "and wrong in another process: reference the object by name (an external "
+                 "global or function) instead") for fn, text in self.pointer_constants]
+
+    def recursion_errors(self) -> list[tuple[str, str]]:
+        """RECURSION: every cycle of the call graph, reported once per strongly connected set."""
+        errors = []
+        for scc in sorted(nx.strongly_connected_components(self.call_graph), key=min):
+            first = min(scc)
+            if len(scc) == 1 and not self.call_graph.has_edge(first, first):
+                continue
+            cycle = nx.find_cycle(self.call_graph.subgraph(scc), source=first)
+            path = " -> ".join("@" + a for a, _ in cycle) + f" -> @{cycle[0][0]}"
+            errors.append(("RECURSION", f"call graph cycle {path}; the GPU target does not "
+                                        "support recursion: rewrite it as a loop"))
+        return errors
+
+    def allocation_errors(self) -> list[tuple[str, str]]:
+        """DYNAMIC_ALLOCATION: heap allocation calls and allocas of non-constant size."""
+        errors = [("DYNAMIC_ALLOCATION",
+                   f"call to @{name} in {', '.join('@' + u for u in users)}; dynamic memory is "
+                   "not supported on this target: allocate buffers on the host and pass them in")
+                  for name, users in sorted(self.external_uses.items()) if name in ALLOCATION_FUNCTIONS]
+        errors += [("DYNAMIC_ALLOCATION",
+                    f"alloca of non-constant size in @{fn}: `{text}`; use a constant size")
+                   for fn, text in self.dynamic_allocas]
+        return errors

@@ -1,5 +1,264 @@
-"""Plugin interface (placeholder until the pipeline lands)."""
+"""The plugin interface: declare callbacks on pipeline stages, discover plugins.
+
+A plugin is a class (or an instance) with a ``name``, a ``version`` and
+methods marked with :func:`callback` (run at a hook point of a stage) or
+:func:`listener` (told when any stage starts or finishes)::
+
+    import gpucompiler.plugin as gp
+
+    class Square(gp.Plugin):
+        name = "square"; version = "1.0"
+
+        @gp.callback("ad", markers=("__autodiff",))
+        def rewrite(self, job, module):   # module: gpucompiler.module.IRModule
+            ...
+
+Plugins come from the entry-point group ``gpucompiler.plugins`` or from
+:func:`register`; a job runs only the plugins its ``CompilerConfig.plugins``
+names. Callbacks of one hook point run in a fixed order: by ``order`` (lower
+first), then plugin name, then declaration order in the class.
+
+pluggy carries the registry: one hookspec per hook point, entry-point
+discovery, and validation of callback signatures against the hookspecs. The
+pipeline does *not* call ``pm.hook.<name>(...)``: it reads the hook
+implementations, keeps the enabled plugins, sorts them as above and calls
+them one by one, so that marker gating, ordering and error attribution are
+ours (pluggy's own order is registration LIFO).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import inspect
+from typing import Any, Callable, ClassVar, Iterable
+
+import attrs
+import pluggy
+
+from .errors import ConfigError, GPUCompilerError, PluginError, UnknownPluginError, UnknownStageError
+from .stages import HOOK_POINTS, hook_spec_name
+
+PROJECT = "gpucompiler"
+ENTRY_POINT_GROUP = "gpucompiler.plugins"
+#: events a :func:`listener` can observe, with the arguments it may take
+EVENTS: dict[str, tuple[str, ...]] = {
+    "stage_started": ("job", "stage", "module"),
+    "stage_finished": ("job", "stage", "module", "seconds"),
+}
+HOOK_ARGS = ("job", "module")
+
+_hookspec = pluggy.HookspecMarker(PROJECT)
+_hookimpl = pluggy.HookimplMarker(PROJECT)
+_ATTR = "__gpuc_callback__"
 
 
-def plugin_versions(names):
-    return [[n, None] for n in names]
+@attrs.frozen
+class Callback:
+    """What a :func:`callback` or :func:`listener` decorator recorded."""
+
+    point: str
+    """Hook point (``"ad"``, ``"optimize.late"``...) or event (``"stage_finished"``)."""
+    name: str
+    """The method's name, used in errors and ``gpuc plugins``."""
+    markers: tuple[str, ...] = ()
+    """Function names; when non-empty the callback runs only if one is in the module."""
+    order: int = 0
+    """Lower runs first; ties go by plugin name, then declaration order."""
+
+
+class Plugin:
+    """Optional base class of plugins; defines the identity and the ``report`` hook."""
+
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = "0"
+
+    def report(self, job: Any) -> Any:
+        """A result to put in ``CompileResult.reports[self.name]`` after ``job``; None for none."""
+        return None
+
+
+def callback(stage: str, *, markers: Iterable[str] = (), order: int = 0) -> Callable:
+    """Mark a method ``fn(self, job, module)`` to run at hook point ``stage``.
+
+    ``markers``: run only when a function of one of these names is in the
+    module. ``order``: lower runs first (default 0).
+    """
+    if stage not in HOOK_POINTS:
+        raise UnknownStageError(stage, HOOK_POINTS,
+                                hint="optimize has the points optimize.early, optimize.late, optimize.last")
+    markers = (markers,) if isinstance(markers, str) else tuple(markers)
+
+    def mark(fn: Callable) -> Callable:
+        setattr(fn, _ATTR, Callback(stage, fn.__name__, markers, int(order)))
+        return _hookimpl(specname=hook_spec_name(stage))(fn)
+
+    return mark
+
+
+def listener(fn: Callable) -> Callable:
+    """Mark a method named after an event of :data:`EVENTS` (``stage_started``, ``stage_finished``)."""
+    if fn.__name__ not in EVENTS:
+        raise ConfigError(f"listener {fn.__name__!r} is not an event; events: {', '.join(EVENTS)}")
+    setattr(fn, _ATTR, Callback(fn.__name__, fn.__name__))
+    return _hookimpl(specname="gpuc_" + fn.__name__)(fn)
+
+
+def _make_specs() -> type:
+    def spec(args: tuple[str, ...], name: str) -> Callable:
+        namespace: dict[str, Any] = {}
+        exec(f"def {name}({', '.join(args)}): pass", namespace)  # a signature pluggy can inspect
+        return _hookspec(namespace[name])
+
+    table = {hook_spec_name(p): HOOK_ARGS for p in HOOK_POINTS}
+    table.update({"gpuc_" + e: args for e, args in EVENTS.items()})
+    return type("HookSpecs", (), {n: staticmethod(spec(a, n)) for n, a in table.items()})
+
+
+@attrs.frozen
+class BoundCallback:
+    """A callback of one registered plugin, ready to call."""
+
+    plugin: Any
+    info: Callback
+    function: Callable
+    argnames: tuple[str, ...]
+    rank: int
+    """Declaration index in the plugin's class."""
+
+    @property
+    def plugin_name(self) -> str:
+        return self.plugin.name
+
+    def sort_key(self) -> tuple[int, str, int]:
+        return (self.info.order, self.plugin.name, self.rank)
+
+    def __call__(self, **kwargs: Any) -> Any:
+        return self.function(**{n: kwargs[n] for n in self.argnames})
+
+
+def declared_callbacks(plugin: Any) -> list[Callback]:
+    """The callbacks and listeners of the plugin instance ``plugin`` in declaration order."""
+    return [getattr(fn, _ATTR) for fn in _declared_functions(plugin).values()]
+
+
+def _declared_functions(plugin: Any) -> dict[str, Callable]:
+    """Attribute name -> marked function, base classes first, in definition order."""
+    seen: dict[str, Callable] = {}
+    for holder in (*reversed(type(plugin).__mro__), plugin):
+        for attr, value in getattr(holder, "__dict__", {}).items():
+            fn = getattr(value, "__func__", value)
+            if hasattr(fn, _ATTR):
+                seen[attr] = fn
+            else:
+                seen.pop(attr, None)
+    return seen
+
+
+class _Manager(pluggy.PluginManager):
+    """pluggy's manager that instantiates plugin classes and checks identity and signatures."""
+
+    def register(self, plugin: Any, name: str | None = None) -> str | None:
+        instance = plugin() if inspect.isclass(plugin) else plugin
+        pname, version = getattr(instance, "name", ""), getattr(instance, "version", None)
+        if not isinstance(pname, str) or not pname.isidentifier():
+            raise ConfigError(f"plugin {instance!r} needs a `name` that is an identifier, got {pname!r}")
+        if not isinstance(version, str):
+            raise ConfigError(f"plugin {pname!r} needs a string `version`, got {version!r}")
+        if name is not None and name != pname:
+            raise ConfigError(f"entry point {name!r} loads plugin named {pname!r}; the names must match")
+        _check_signatures(instance)
+        return super().register(instance, name=pname)
+
+
+def _check_signatures(plugin: Any) -> None:
+    for attr, fn in _declared_functions(plugin).items():
+        info: Callback = getattr(fn, _ATTR)
+        allowed = EVENTS.get(info.point, HOOK_ARGS)
+        params = list(inspect.signature(getattr(plugin, attr)).parameters)
+        extra = [p for p in params if p not in allowed]
+        if extra:
+            cause = TypeError(f"arguments {extra} are not among {list(allowed)}")
+            raise PluginError(plugin.name, info.point, info.name, cause)
+
+
+_manager: _Manager | None = None
+
+
+def _registry() -> _Manager:
+    global _manager
+    if _manager is None:
+        manager = _Manager(PROJECT)
+        manager.add_hookspecs(_make_specs())
+        for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            try:
+                manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=ep.name)
+            except GPUCompilerError:
+                raise
+            except Exception as exc:  # an installed plugin that does not import
+                raise PluginError(ep.name, "discovery", ep.value, exc) from exc
+        _manager = manager
+    return _manager
+
+
+def register(plugin: Any, *, replace: bool = False) -> Any:
+    """Register a plugin class or instance programmatically; returns the instance.
+
+    A name already taken raises :class:`ConfigError` unless ``replace=True``
+    (handy when a notebook cell that defines a plugin runs again).
+    """
+    manager = _registry()
+    instance = plugin() if inspect.isclass(plugin) else plugin
+    old = manager.get_plugin(getattr(instance, "name", None) or "")
+    if old is not None:
+        if not replace:
+            raise ConfigError(f"a plugin named {instance.name!r} is already registered; pass replace=True")
+        manager.unregister(old)
+    manager.register(instance)
+    return instance
+
+
+def unregister(name: str) -> None:
+    """Remove the plugin registered as ``name``."""
+    manager = _registry()
+    if manager.get_plugin(name) is None:
+        raise UnknownPluginError(name, discovered())
+    manager.unregister(name=name)
+
+
+def discovered() -> dict[str, Any]:
+    """Every known plugin (entry points and :func:`register`), by name, sorted."""
+    return dict(sorted((n, p) for n, p in _registry().list_name_plugin() if p is not None))
+
+
+def enabled(names: Iterable[str]) -> tuple[Any, ...]:
+    """The plugins named by ``names``, sorted by name; an unknown name raises."""
+    names = tuple(names)
+    if not names:
+        return ()  # no discovery (entry-point loading) for jobs without plugins
+    known = discovered()
+    for n in names:
+        if n not in known:
+            raise UnknownPluginError(n, known, hint="install it (entry point group "
+                                     f"{ENTRY_POINT_GROUP!r}) or call gpucompiler.plugin.register")
+    return tuple(known[n] for n in sorted(set(names)))
+
+
+def plugin_versions(names: Iterable[str]) -> list[list[str]]:
+    """``[[name, version], ...]`` of the named plugins, sorted by name (part of ``job.key``)."""
+    return [[p.name, p.version] for p in enabled(names)]
+
+
+def callbacks(plugins: Iterable[Any], point: str) -> list[BoundCallback]:
+    """The callbacks of ``plugins`` at hook point or event ``point``, in running order."""
+    plugins = tuple(plugins)
+    if not plugins:
+        return []
+    caller = getattr(_registry().hook, hook_spec_name(point) if point in HOOK_POINTS else "gpuc_" + point)
+    chosen = {id(p) for p in plugins}
+    bound = []
+    for impl in caller.get_hookimpls():
+        if id(impl.plugin) in chosen:
+            fn = getattr(impl.function, "__func__", impl.function)
+            rank = list(_declared_functions(impl.plugin).values()).index(fn)
+            bound.append(BoundCallback(impl.plugin, getattr(fn, _ATTR), impl.function, tuple(impl.argnames), rank))
+    return sorted(bound, key=BoundCallback.sort_key)

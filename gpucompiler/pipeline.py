@@ -1,0 +1,82 @@
+"""The driver: compile a job through the stages, in order.
+
+Reads top to bottom like GPUCompiler.jl's driver: :func:`compile` →
+:func:`emit_llvm` (IR generation, plugin stages, deferred linking,
+optimisation, AD, target lowering, validation) → :func:`emit_code`. Each stage
+runs inside ``with stage(ctx, name)``, which times it, dumps the IR around it
+(``GPUC_DUMP_DIR``) and tells listening plugins. The stage table is
+:data:`gpucompiler.stages.STAGES`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import attrs
+
+from . import plugin as plugins
+from .errors import ConfigError
+from .job import CompilerJob
+from .module import IRModule
+from .stages import irgen, link_deferred, lower, optimize
+from .stages.context import CompileContext, Settings, run_hooks, stage
+
+EMIT_KINDS = lower.EMIT_KINDS
+
+
+@attrs.frozen
+class CompileResult:
+    """What :func:`compile` returns."""
+
+    job: CompilerJob
+    artifacts: dict[str, str | bytes]
+    """Emitted code by kind: ``"llvm"`` text, ``"bc"`` bytes, ``"asm"`` text, ``"obj"`` bytes."""
+    module: IRModule
+    """The final module (after validation)."""
+    stage_times: dict[str, float]
+    """Seconds spent per stage, in running order."""
+    reports: dict[str, Any] = attrs.field(factory=dict)
+    """What enabled plugins returned from ``report(job)``, by plugin name."""
+
+
+def compile(job: CompilerJob, emit: Sequence[str] = ("llvm",), *,
+            settings: Settings | None = None) -> CompileResult:
+    """Compile ``job`` and emit each kind in ``emit``.
+
+    ``settings`` defaults to :meth:`Settings.from_env` (``GPUC_DUMP_DIR``).
+    """
+    emit = (emit,) if isinstance(emit, str) else tuple(emit)
+    unknown = [k for k in emit if k not in EMIT_KINDS]
+    if unknown:
+        raise ConfigError(f"unknown emit kind(s) {unknown}; known: {', '.join(EMIT_KINDS)}")
+    ctx = CompileContext(job, settings or Settings.from_env(), plugins.enabled(job.config.plugins))
+    emit_llvm(ctx)
+    emit_code(ctx, emit)
+    reports = {p.name: r for p in ctx.plugins
+               if callable(getattr(p, "report", None)) and (r := p.report(job)) is not None}
+    return CompileResult(job, dict(ctx.artifacts), ctx.ir, dict(ctx.stage_times), reports)
+
+
+def emit_llvm(ctx: CompileContext) -> None:
+    """From the source to validated LLVM IR in ``ctx.module``."""
+    with stage(ctx, "irgen"):
+        irgen.generate(ctx)
+    with stage(ctx, "post_irgen"):
+        run_hooks(ctx, "post_irgen")
+    with stage(ctx, "link_deferred"):
+        link_deferred.link(ctx)
+    with stage(ctx, "optimize"):
+        optimize.optimize(ctx)
+    for name in ("pre_ad", "ad", "post_ad"):
+        with stage(ctx, name):
+            run_hooks(ctx, name)
+    with stage(ctx, "finish"):
+        lower.finish(ctx)
+    with stage(ctx, "validate"):
+        lower.validate(ctx)
+
+
+def emit_code(ctx: CompileContext, kinds: Sequence[str]) -> None:
+    """Emit each kind of code into ``ctx.artifacts``."""
+    with stage(ctx, "emit"):
+        lower.emit(ctx, kinds)

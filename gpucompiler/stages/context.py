@@ -1,0 +1,113 @@
+"""The typed context handed from stage to stage, and the ``stage`` block that times, labels and dumps.
+
+Environment switches that change how stages run are read here, once per
+compile, by :meth:`Settings.from_env`; stages never read the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import attrs
+
+from .. import plugin as plugins
+from ..errors import CompileError, PluginError
+from ..job import CompilerJob
+from ..module import IRModule
+from . import STAGE_INDEX, STAGE_OF_HOOK
+
+
+@attrs.frozen
+class Settings:
+    """Switches read from the environment (one place for all of them)."""
+
+    dump_dir: Path | None = None
+    """``GPUC_DUMP_DIR``: write ``<job>.<nn>.<stage>.{before,after}.ll`` for every stage."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Settings":
+        dump = environ.get("GPUC_DUMP_DIR")
+        return cls(dump_dir=Path(dump) if dump else None)
+
+
+@attrs.define
+class CompileContext:
+    """Everything one compile carries between stages."""
+
+    job: CompilerJob
+    settings: Settings
+    plugins: tuple[Any, ...]
+    """Enabled plugin instances, sorted by name."""
+    module: IRModule | None = None
+    """The module under compilation (None before IR generation)."""
+    stage_times: dict[str, float] = attrs.field(factory=dict)
+    """Seconds per stage name, in running order."""
+    artifacts: dict[str, str | bytes] = attrs.field(factory=dict)
+    """What the emit stage produced, by kind."""
+
+    @property
+    def ir(self) -> IRModule:
+        """The module; a stage that needs it before IR generation is a driver bug."""
+        if self.module is None:
+            raise CompileError(f"no module yet for {self.job.name!r}: IR generation has not run")
+        return self.module
+
+    def dump(self, stage: str, suffix: str, text: str | None = None) -> None:
+        """Write the IR (or ``text``) to ``<dump_dir>/<job>.<nn>.<stage>.<suffix>.ll`` when dumping."""
+        if self.settings.dump_dir is None or (text is None and self.module is None):
+            return
+        self.settings.dump_dir.mkdir(parents=True, exist_ok=True)
+        name = re.sub(r"[^\w.-]", "_", self.job.name)
+        path = self.settings.dump_dir / f"{name}.{STAGE_INDEX[stage]:02d}.{stage}.{suffix}.ll"
+        path.write_text(self.module.text if text is None else text)
+
+
+@contextmanager
+def stage(ctx: CompileContext, name: str) -> Iterator[CompileContext]:
+    """Run the body as stage ``name``: dump before/after, time it, tell listeners."""
+    ctx.dump(name, "before")
+    notify(ctx, "stage_started", name)
+    start = time.perf_counter()
+    yield ctx
+    ctx.stage_times[name] = time.perf_counter() - start
+    ctx.dump(name, "after")
+    notify(ctx, "stage_finished", name, seconds=ctx.stage_times[name])
+
+
+def run_hooks(ctx: CompileContext, point: str) -> int:
+    """Run the enabled callbacks of hook point ``point`` in order; returns how many ran.
+
+    A callback with markers runs only when the module has a function of one
+    of those names (checked just before it would run).
+    """
+    ran = 0
+    for cb in plugins.callbacks(ctx.plugins, point):
+        if cb.info.markers and not ctx.ir.function_names().intersection(cb.info.markers):
+            continue
+        _call(ctx, cb, point, job=ctx.job, module=ctx.ir)
+        ran += 1
+    return ran
+
+
+def notify(ctx: CompileContext, event: str, stage_name: str, **extra: Any) -> None:
+    """Tell the enabled listeners of ``event`` about stage ``stage_name``."""
+    for cb in plugins.callbacks(ctx.plugins, event):
+        _call(ctx, cb, stage_name, job=ctx.job, stage=stage_name, module=ctx.module, **extra)
+
+
+def _call(ctx: CompileContext, cb: plugins.BoundCallback, where: str, **kwargs: Any) -> None:
+    """Call ``cb``; a failure becomes a PluginError naming ``where`` (hook point or stage)."""
+    received = ctx.module.text if ctx.settings.dump_dir is not None and ctx.module is not None else None
+    try:
+        cb(**kwargs)
+    except PluginError:
+        raise
+    except Exception as exc:
+        if received is not None:
+            ctx.dump(STAGE_OF_HOOK.get(where, where), f"{cb.plugin_name}.{cb.info.name}.failed", received)
+        raise PluginError(cb.plugin_name, where, cb.info.name, exc) from exc

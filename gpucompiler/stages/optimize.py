@@ -1,0 +1,47 @@
+"""The optimisation stage: LLVM's default new-pass-manager pipeline with three extension points.
+
+1. ``optimize.early`` callbacks, before the default pipeline;
+2. the default ``O<opt_level>`` module pipeline of the target machine;
+3. ``optimize.late`` callbacks, then a short cleanup (instcombine +
+   simplifycfg) when any ran and ``opt_level > 0``;
+4. ``optimize.last`` callbacks, at the very end.
+"""
+
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+
+from ..llvm.binding import initialize
+from ..module import IRModule
+from .context import CompileContext, run_hooks
+
+
+def _pass_builder(ctx: CompileContext) -> llvm.PassBuilder:
+    initialize()
+    opt = ctx.job.config.opt_level
+    tm = ctx.job.target.target_machine(opt)
+    return llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=opt))
+
+
+def default_pipeline(ctx: CompileContext, module: IRModule) -> None:
+    """Run the default module pipeline at the job's opt level."""
+    pb = _pass_builder(ctx)
+    pb.getModulePassManager().run(module.ref, pb)
+
+
+def cleanup(ctx: CompileContext, module: IRModule) -> None:
+    """instcombine + simplifycfg: tidy what late callbacks left."""
+    pb = _pass_builder(ctx)
+    mpm = llvm.create_new_module_pass_manager()
+    mpm.add_instruction_combine_pass()
+    mpm.add_simplify_cfg_pass()
+    mpm.run(module.ref, pb)
+
+
+def optimize(ctx: CompileContext) -> None:
+    """Early callbacks, default pipeline, late callbacks + cleanup, last callbacks."""
+    run_hooks(ctx, "optimize.early")
+    default_pipeline(ctx, ctx.ir)
+    if run_hooks(ctx, "optimize.late") and ctx.job.config.opt_level > 0:
+        cleanup(ctx, ctx.ir)
+    run_hooks(ctx, "optimize.last")

@@ -1,0 +1,85 @@
+"""``gpuc compile-ir``: compile an LLVM IR file through the pipeline.
+
+    gpuc compile-ir kernel.ll --target ptx:sm_90 --emit asm --kernel -o kernel.ptx
+    gpuc compile-ir lib.ll --target native --emit obj -O3 -o lib.o
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import ConfigError, IRParseError
+
+EMIT_CHOICES = ("llvm", "bc", "asm", "obj")
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "compile-ir", help="compile an LLVM IR file for a target",
+        description="Compile LLVM IR (.ll) through the gpucompiler pipeline and write one artifact.")
+    parser.add_argument("input", type=Path, metavar="IN.ll", help="LLVM IR text file")
+    parser.add_argument("--target", default="native",
+                        help="native, ptx or ptx:sm_XY (default: native)")
+    parser.add_argument("--emit", choices=EMIT_CHOICES, default="llvm",
+                        help="what to write: LLVM IR text, bitcode, assembly (PTX) or object code")
+    parser.add_argument("-O", dest="opt_level", type=int, default=2, choices=range(4), metavar="N",
+                        help="optimisation level 0-3 (default 2)")
+    parser.add_argument("--plugin", dest="plugins", action="append", default=[], metavar="NAME",
+                        help="enable a plugin (repeatable)")
+    parser.add_argument("-o", dest="output", type=Path, help="output file (default: stdout)")
+    parser.add_argument("--entry", help="entry function (default: the only or first defined function)")
+    parser.add_argument("--kernel", action="store_true", help="compile the entry as a GPU kernel")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..config import CompilerConfig
+    from ..job import CompilerJob, LLVMSource
+    from ..pipeline import compile
+    from ..targets import parse_target
+
+    if args.emit in ("obj", "bc") and args.output is None:
+        raise ConfigError(f"--emit {args.emit} writes binary data: give an output file with -o")
+    try:
+        text = args.input.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {args.input}: {exc.strerror}") from None
+    target = parse_target(args.target)
+    entry = args.entry or _first_definition(text, args.input)
+    config = CompilerConfig(target=target, kernel=args.kernel, opt_level=args.opt_level,
+                            plugins=tuple(args.plugins))
+    try:
+        result = compile(CompilerJob(LLVMSource(text, entry), config), emit=(args.emit,))
+    except IRParseError as exc:
+        raise _located(exc, args.input) from None
+    artifact = result.artifacts[args.emit]
+    if args.output is None:
+        sys.stdout.write(artifact)
+    elif isinstance(artifact, bytes):
+        args.output.write_bytes(artifact)
+    else:
+        args.output.write_text(artifact)
+    return 0
+
+
+def _first_definition(text: str, path: Path) -> str:
+    from ..llvm.binding import parse_ir
+
+    try:
+        ref = parse_ir(text)
+    except IRParseError as exc:
+        raise _located(exc, path) from None
+    defined = [f.name for f in ref.functions if not f.is_declaration]
+    if not defined:
+        raise ConfigError(f"{path} defines no function to compile")
+    return defined[0]
+
+
+def _located(exc: IRParseError, path: Path) -> IRParseError:
+    """The same parse error, prefixed with the file name."""
+    where = f"{path}:{exc.line}: " if exc.line is not None else f"{path}: "
+    located = IRParseError(where + exc.llvm_message, source_line=exc.source_line)
+    located.line = exc.line
+    return located

@@ -1,0 +1,192 @@
+"""The plugin interface: declaration, discovery, enabling, ordering, markers, errors, job keys."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import gpucompiler.plugin as gp
+from gpucompiler.errors import ConfigError, PluginError, UnknownPluginError, UnknownStageError
+from gpucompiler.pipeline import compile
+
+from .conftest import make_job
+
+MARKED_IR = """\
+declare i32 @__marker(i32)
+
+define i32 @add(i32 %a, i32 %b) {
+  %s = add i32 %a, %b
+  ret i32 %s
+}
+
+define i32 @user(i32 %a) {
+  %r = call i32 @__marker(i32 %a)
+  ret i32 %r
+}
+"""
+
+
+def recorder(pname: str, log: list, order: int = 0):
+    """A plugin class that appends (plugin, callback) to ``log`` from two ``post_irgen`` callbacks."""
+
+    class Recorder(gp.Plugin):
+        name = pname
+        version = "1"
+
+        @gp.callback("post_irgen", order=order)
+        def second_alphabetically_first_declared(self, job, module):
+            log.append((pname, "first"))
+
+        @gp.callback("post_irgen", order=order)
+        def a_declared_second(self, module):
+            log.append((pname, "second"))
+
+    return Recorder
+
+
+def test_unknown_stage_lists_hook_points():
+    with pytest.raises(UnknownStageError) as err:
+        gp.callback("optimise")
+    assert "optimize.early" in str(err.value) and "post_ad" in err.value.known
+
+
+def test_unknown_plugin_lists_discovered(register):
+    register(recorder("known_one", []))
+    with pytest.raises(UnknownPluginError) as err:
+        compile(make_job(plugins=("nope",)))
+    assert "known_one" in err.value.known and "mock_enzyme" in err.value.known
+    assert "'nope'" in str(err.value)
+
+
+def test_entry_points_are_discovered():
+    found = gp.discovered()
+    assert {"mock_enzyme", "instrumentation"} <= set(found)
+    assert found["instrumentation"].version == "1.0"
+
+
+def test_disabled_plugins_do_not_run(register):
+    log: list = []
+    register(recorder("quiet", log))
+    compile(make_job())
+    assert log == []
+
+
+def test_marker_gated_callback_runs_only_with_marker(register):
+    seen: list = []
+
+    class Gated(gp.Plugin):
+        name = "gated"
+        version = "1"
+
+        @gp.callback("pre_ad", markers=("__marker",))
+        def on_marker(self, job, module):
+            seen.append(sorted(module.function_names()))
+
+    register(Gated)
+    compile(make_job(plugins=("gated",)))
+    assert seen == []
+    compile(make_job(MARKED_IR, validate=False, plugins=("gated",)))
+    assert len(seen) == 1 and "__marker" in seen[0]
+
+
+def test_order_by_order_then_name_then_declaration(register):
+    log: list = []
+    for cls in (recorder("zeta", log), recorder("alpha", log), recorder("early", log, order=-5)):
+        register(cls)
+    compile(make_job(plugins=("zeta", "alpha", "early")))
+    assert log == [("early", "first"), ("early", "second"), ("alpha", "first"), ("alpha", "second"),
+                   ("zeta", "first"), ("zeta", "second")]
+
+
+def test_order_is_independent_of_registration_order(register):
+    orders = []
+    for names in (("b", "a", "c"), ("c", "a", "b")):
+        log: list = []
+        for n in names:
+            register(recorder(n, log), replace=True)
+        compile(make_job(plugins=names))
+        orders.append(log)
+    assert orders[0] == orders[1] and [p for p, _ in orders[0][::2]] == ["a", "b", "c"]
+
+
+def test_order_is_the_same_in_every_process():
+    script = textwrap.dedent("""
+        import random, sys
+        sys.path.insert(0, "tests")
+        import gpucompiler.plugin as gp
+        from gpucompiler.pipeline import compile
+        from pipeline.conftest import make_job
+        from pipeline.test_plugin_api import recorder
+        log = []
+        names = ["p%d" % i for i in range(6)]
+        random.shuffle(names)
+        for n in names:
+            gp.register(recorder(n, log, order=int(n[1]) % 2))
+        compile(make_job(plugins=names))
+        print(log)
+    """)
+    outputs = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                              env={"PYTHONHASHSEED": str(seed), "PATH": ""}).stdout for seed in (1, 2)}
+    assert len(outputs) == 1
+    assert outputs.pop().startswith("[('p0', 'first'), ('p0', 'second'), ('p2', 'first')")
+
+
+def test_failing_callback_raises_plugin_error(register):
+    class Broken(gp.Plugin):
+        name = "broken"
+        version = "1"
+
+        @gp.callback("optimize.late")
+        def explode(self, job, module):
+            raise RuntimeError("boom")
+
+    register(Broken)
+    with pytest.raises(PluginError) as err:
+        compile(make_job(plugins=("broken",)))
+    e = err.value
+    assert (e.plugin, e.stage, e.callback) == ("broken", "optimize.late", "explode")
+    assert isinstance(e.cause, RuntimeError) and "boom" in str(e)
+
+
+def test_callback_signature_is_checked_at_registration():
+    class BadArgs(gp.Plugin):
+        name = "bad_args"
+        version = "1"
+
+        @gp.callback("ad")
+        def rewrite(self, job, module, extra):
+            pass
+
+    with pytest.raises(PluginError) as err:
+        gp.register(BadArgs)
+    assert (err.value.plugin, err.value.stage, err.value.callback) == ("bad_args", "ad", "rewrite")
+    assert "bad_args" not in gp.discovered()
+
+
+def test_plugin_identity_is_checked(register):
+    class Nameless(gp.Plugin):
+        version = "1"
+
+    with pytest.raises(ConfigError):
+        gp.register(Nameless)
+    register(recorder("twice", []))
+    with pytest.raises(ConfigError, match="replace=True"):
+        gp.register(recorder("twice", []))
+
+
+def test_plugin_names_and_versions_enter_the_job_key(register):
+    register(recorder("keyed", []))
+    plain, with_plugin = make_job().key, make_job(plugins=("keyed",)).key
+    assert plain != with_plugin
+    assert gp.plugin_versions(["keyed"]) == [["keyed", "1"]]
+
+    class Keyed2(gp.Plugin):
+        name = "keyed"
+        version = "2"
+
+    register(Keyed2, replace=True)
+    assert make_job(plugins=("keyed",)).key not in (plain, with_plugin)
+    assert gp.plugin_versions(["keyed"]) == [["keyed", "2"]]

@@ -23,7 +23,7 @@ import llvmlite.binding as llvm
 
 from ..errors import CompileError, ConfigError
 from ..llvm.binding import initialize, parse_ir
-from ..targets.native import NativeTarget
+from ..targets.native import NativeTarget, process_symbol
 
 
 class LinkError(CompileError):
@@ -57,7 +57,7 @@ class CPULibrary:
         builder = llvm.JITLibraryBuilder().add_object_img(obj)
         missing = []
         for name in imports:
-            address = llvm.address_of_symbol(name)
+            address = process_symbol(name)
             if address is None:
                 missing.append(name)
             else:

@@ -79,7 +79,7 @@ class NativeTarget(Target):
         facts = ModuleFacts.of(module.ref)
         errors = facts.pointer_constant_errors()
         for name, users in sorted(facts.external_uses.items()):
-            if not name.startswith("llvm.") and llvm.address_of_symbol(name) is None:
+            if not name.startswith("llvm.") and process_symbol(name) is None:
                 errors.append(("UNKNOWN_FUNCTION",
                                f"@{name} (used in {', '.join('@' + u for u in users)}) is not defined "
                                "in the module nor found among the process's symbols; define it, load "
@@ -89,6 +89,23 @@ class NativeTarget(Target):
 
     def emit(self, job, module, kind: str) -> str | bytes:
         return emit_with(self.target_machine(job.config.opt_level), module, kind)
+
+
+@functools.cache
+def _open_process() -> None:
+    # LLVM searches the process's own symbols (libc, libm...) only once the
+    # process is "loaded"; the C API's LoadLibraryPermanently(NULL) does that.
+    llvm.ffi.lib.LLVMPY_LoadLibraryPermanently(None, None)
+
+
+def process_symbol(name: str) -> int | None:
+    """The address LLVM resolves ``name`` to in this process, or None.
+
+    Names registered with ``llvmlite.binding.add_symbol`` come first, then
+    the process and the libraries loaded with ``load_library_permanently``.
+    """
+    _open_process()
+    return llvm.address_of_symbol(name)
 
 
 @functools.cache

@@ -57,14 +57,16 @@ class PTXTarget(Target):
 
     def isa_version(self) -> int:
         """The PTX ISA version, e.g. 78 for ``.version 7.8``."""
-        version = self.ptx_version
+        lowest = MIN_PTX_VERSION.get(tuple(self.capability))
+        version = self.ptx_version if self.ptx_version is not None else lowest
         if version is None:
-            version = MIN_PTX_VERSION.get(tuple(self.capability))
-            if version is None:
-                raise ConfigError(
-                    f"no known PTX ISA version for {self.cpu()}; known capabilities: "
-                    + ", ".join(f"sm_{a}{b}" for a, b in MIN_PTX_VERSION)
-                    + ". Pass ptx_version=NN explicitly for newer GPUs")
+            raise ConfigError(
+                f"no known PTX ISA version for {self.cpu()}; known capabilities: "
+                + ", ".join(f"sm_{a}{b}" for a, b in MIN_PTX_VERSION)
+                + ". Pass ptx_version=NN explicitly for newer GPUs")
+        if lowest is not None and version < lowest:
+            raise ConfigError(f"PTX ISA version {version} does not support {self.cpu()}; "
+                              f"use ptx_version >= {lowest} (or None for the lowest that does)")
         if version not in LLVM_PTX_VERSIONS:
             raise ConfigError(f"LLVM {'.'.join(map(str, llvm.llvm_version_info))} does not know PTX ISA "
                               f"version {version}; known: {', '.join(map(str, sorted(LLVM_PTX_VERSIONS)))}")

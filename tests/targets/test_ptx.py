@@ -1,0 +1,181 @@
+"""The PTX target: ptxas accepts what it emits; kernels, libdevice, fast math, validation."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gpucompiler.config import CompilerConfig
+from gpucompiler.errors import ConfigError, InvalidIRError, ToolNotFoundError
+from gpucompiler.job import CompilerJob, LLVMSource
+from gpucompiler.llvm.binding import parse_ir
+from gpucompiler.pipeline import compile
+from gpucompiler.targets import PTXTarget
+from gpucompiler.targets.ptx import LLVM_PTX_VERSIONS, MIN_PTX_VERSION
+
+SAXPY = """
+define void @saxpy(float %a, ptr %x, ptr %y) {
+  %i = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %px = getelementptr float, ptr %x, i32 %i
+  %py = getelementptr float, ptr %y, i32 %i
+  %vx = load float, ptr %px
+  %vy = load float, ptr %py
+  %m = fmul float %a, %vx
+  %s = fadd float %m, %vy
+  %q = call float @helper(float %s)
+  store float %q, ptr %py
+  ret void
+}
+define float @helper(float %v) noinline {
+  %d = fdiv float %v, 3.0
+  ret float %d
+}
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+"""
+
+MATH = """
+declare float @__nv_sinf(float)
+declare double @__nv_exp(double)
+define void @k(ptr %f, ptr %d) {
+  %v = load float, ptr %f
+  %s = call float @__nv_sinf(float %v)
+  store float %s, ptr %f
+  %w = load double, ptr %d
+  %e = call double @__nv_exp(double %w)
+  store double %e, ptr %d
+  ret void
+}
+"""
+
+
+def _ptx(ir, entry="saxpy", emit=("asm",), kernel=True, **target):
+    job = CompilerJob(LLVMSource(ir, entry), CompilerConfig(target=PTXTarget(**target), kernel=kernel))
+    return compile(job, emit)
+
+
+def _defined_funcs(ptx: str) -> list[str]:
+    return re.findall(r"^\.(?:visible |weak )?\.func\s+(?:\([^)]*\)\s*)?(\w+)\(", ptx, re.M)
+
+
+@pytest.mark.parametrize("cap, version", [((8, 0), "7.0"), ((9, 0), "7.8")])
+def test_kernel_and_device_function_accepted_by_ptxas(cap, version, check_ptx):
+    ptx = _ptx(SAXPY, capability=cap).artifacts["asm"]
+    assert re.search(rf"^\.version {re.escape(version)}$", ptx, re.M)
+    assert re.search(rf"^\.target sm_{cap[0]}{cap[1]}$", ptx, re.M)
+    assert re.search(r"^\.visible \.entry saxpy\(", ptx, re.M)
+    assert _defined_funcs(ptx) == ["helper"]
+    check_ptx(ptx, arch=f"sm_{cap[0]}{cap[1]}")
+
+
+def test_device_function_is_not_a_kernel(check_ptx):
+    ptx = _ptx(SAXPY, kernel=False).artifacts["asm"]
+    assert ".entry" not in ptx
+    assert sorted(_defined_funcs(ptx)) == ["helper", "saxpy"]
+    check_ptx(ptx)
+
+
+def test_kernel_uses_the_ptx_kernel_calling_convention():
+    ir = _ptx(SAXPY, emit=("llvm",)).artifacts["llvm"]
+    ref = parse_ir(ir)
+    assert ref.triple == "nvptx64-nvidia-cuda"
+    assert re.search(r"^define ptx_kernel void @saxpy\(", ir, re.M)
+    assert not re.search(r"^define .*ptx_kernel.*@helper", ir, re.M)
+
+
+def test_libdevice_linked_only_when_used(libdevice_path, check_ptx):
+    plain = _ptx(SAXPY).artifacts["asm"]
+    result = _ptx(MATH, entry="k", emit=("asm", "llvm"))
+    ptx, llvm_text = result.artifacts["asm"], result.artifacts["llvm"]
+    ref = parse_ir(llvm_text)
+    names = {f.name for f in ref.functions if not f.is_declaration}
+    assert names == {"k"}, "libdevice code is inlined and nothing else of it remains"
+    assert not any(f.name == "__nvvm_reflect" for f in ref.functions)
+    assert "__nv_" not in plain and "__nv_" not in ptx
+    assert _defined_funcs(ptx) == []
+    assert len(ptx) < 40_000  # the whole of libdevice would be megabytes of PTX
+    assert "ex2.approx" in ptx or "fma.rn.f64" in ptx  # exp's polynomial was linked
+    check_ptx(ptx)
+
+
+def test_fastmath_and_maxregs(libdevice_path, check_ptx):
+    precise = _ptx(SAXPY, kernel=True).artifacts["asm"]
+    fast = _ptx(SAXPY, kernel=True, fastmath=True, maxregs=32).artifacts["asm"]
+    assert "div.rn.f32" in precise and ".ftz" not in precise
+    assert "mul.ftz.f32" in fast and "0f3EAAAAAB" in fast  # fast: v / 3 becomes v * (1/3)
+    assert re.search(r"^\.maxnreg 32$", fast, re.M)
+    check_ptx(fast)
+    sin_fast = _ptx(MATH, entry="k", fastmath=True, emit=("llvm", "asm")).artifacts
+    assert '!"nvvm-reflect-ftz", i32 1' in sin_fast["llvm"]
+    assert ".ftz.f32" in sin_fast["asm"]
+
+
+def test_ptx_version_defaults_are_known_to_llvm():
+    for cap, version in MIN_PTX_VERSION.items():
+        assert version in LLVM_PTX_VERSIONS
+        assert PTXTarget(capability=cap).isa_version() == version
+    assert PTXTarget(ptx_version=86).isa_version() == 86
+    with pytest.raises(ConfigError, match="does not know PTX ISA version 99"):
+        PTXTarget(ptx_version=99).isa_version()
+    with pytest.raises(ConfigError, match="ptx_version"):
+        PTXTarget(capability=(4, 2)).isa_version()
+    with pytest.raises(ConfigError, match="70 does not support sm_90"):
+        PTXTarget(ptx_version=70).isa_version()
+
+
+def test_every_llvm_ptx_version_is_emitted_as_asked():
+    for version in (78, 80, 86, 88, 90):
+        ptx = _ptx(SAXPY, ptx_version=version).artifacts["asm"]
+        assert f".version {version // 10}.{version % 10}\n" in ptx
+
+
+def test_validation_collects_every_kind_at_once():
+    ir = """
+declare void @host_only(ptr)
+declare ptr @malloc(i64)
+declare void @free(ptr)
+define void @k(i64 %n) {
+  %buf = call ptr @malloc(i64 %n)
+  call void @host_only(ptr %buf)
+  call void @free(ptr %buf)
+  %a = alloca i8, i64 %n
+  call void @host_only(ptr %a)
+  call void @host_only(ptr inttoptr (i64 4096 to ptr))
+  call void @ping(i64 %n)
+  ret void
+}
+define void @ping(i64 %n) noinline {
+  %m = sub i64 %n, 1
+  call void @pong(i64 %m)
+  ret void
+}
+define void @pong(i64 %n) noinline {
+  call void @ping(i64 %n)
+  ret void
+}
+"""
+    with pytest.raises(InvalidIRError) as info:
+        _ptx(ir, entry="k", emit=("llvm",), kernel=True)
+    errors = info.value.errors
+    kinds = sorted({kind for kind, _ in errors})
+    assert kinds == ["DYNAMIC_ALLOCATION", "POINTER_CONSTANT", "RECURSION", "UNKNOWN_FUNCTION"]
+    messages = "\n".join(msg for _, msg in errors)
+    assert "@host_only" in messages and "@ping" in messages and "@pong" in messages
+    assert "@malloc" in messages and "@free" in messages and "alloca" in messages
+
+
+def test_missing_libdevice_is_a_clear_error(monkeypatch, tmp_path):
+    from gpucompiler.targets import libdevice
+    from gpucompiler import toolchain
+
+    monkeypatch.setenv("GPUC_LIBDEVICE", str(tmp_path / "nope.bc"))
+    for fn in (toolchain.find_libdevice, libdevice._bitcode, libdevice.libdevice_functions):
+        fn.cache_clear()
+    try:
+        with pytest.raises(ToolNotFoundError, match="__nv_sinf.*GPUC_LIBDEVICE"):
+            _ptx(MATH, entry="k")
+        assert "__nv_" not in _ptx(SAXPY).artifacts["asm"]  # modules without __nv_ calls still compile
+    finally:
+        monkeypatch.delenv("GPUC_LIBDEVICE")
+        for fn in (toolchain.find_libdevice, libdevice._bitcode, libdevice.libdevice_functions):
+            fn.cache_clear()

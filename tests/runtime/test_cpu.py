@@ -12,7 +12,7 @@ import pytest
 
 from gpucompiler.config import CompilerConfig
 from gpucompiler.job import CompilerJob, LLVMSource
-from gpucompiler.module import IRModule
+from gpucompiler.pipeline import compile
 from gpucompiler.runtime import CPULibrary, LinkError
 from gpucompiler.targets import NativeTarget
 
@@ -126,14 +126,21 @@ def test_unresolved_symbol_is_a_typed_error():
         CPULibrary.from_ir(ir)
 
 
-def test_from_result_loads_the_obj_artifact():
-    import attrs
+@pytest.mark.parametrize("emit", [("obj",), ("llvm",)])
+def test_from_result_of_the_pipeline(emit):
+    job = CompilerJob(LLVMSource(SUM, "dot"), CompilerConfig(target=NativeTarget(), opt_level=3))
+    result = compile(job, emit)
+    dot = CPULibrary.from_result(result).function(
+        "dot", ctypes.c_double, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double),
+        ctypes.c_int64)
+    a, b = np.arange(1.0, 8.0), np.full(7, 0.5)
+    assert dot(_as_ptr(a), _as_ptr(b), 7) == 14.0
 
-    target = NativeTarget()
-    job = CompilerJob(LLVMSource(ARITH, "poly"), CompilerConfig(target=target))
-    module = IRModule(ARITH)
-    target.prepare(job, module)
-    Result = attrs.make_class("Result", ["job", "artifacts", "module"])
-    result = Result(job, {"obj": target.emit(job, module, "obj")}, module)
-    poly = CPULibrary.from_result(result).function("poly", ctypes.c_double, ctypes.c_double)
-    assert poly(-1.0) == 4.5
+
+def test_from_result_rejects_other_targets():
+    from gpucompiler.errors import ConfigError
+    from gpucompiler.targets import PTXTarget
+
+    result = compile(CompilerJob(LLVMSource(ARITH, "poly"), CompilerConfig(target=PTXTarget())))
+    with pytest.raises(ConfigError, match="native"):
+        CPULibrary.from_result(result)

@@ -1,0 +1,89 @@
+"""``gpuc compile-ir`` end to end, in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import llvmlite.binding as llvm
+
+from gpucompiler.llvm.binding import parse_ir
+
+ROOT = Path(__file__).resolve().parents[2]
+
+KERNEL = """
+declare float @__nv_expf(float)
+define void @scale(ptr %x, float %a) {
+  %v = load float, ptr %x
+  %e = call float @__nv_expf(float %v)
+  %m = fmul float %e, %a
+  store float %m, ptr %x
+  ret void
+}
+"""
+
+BAD = """define i32 @f(i32 %x) {
+  %y = add i32 %x, %nope
+  ret i32 %y
+}
+"""
+
+
+def gpuc(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpucompiler", *args], cwd=cwd, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'plugins'}"})
+
+
+def test_ptx_kernel_to_stdout(tmp_path, libdevice_path, check_ptx):
+    (tmp_path / "x.ll").write_text(KERNEL)
+    proc = gpuc("compile-ir", "x.ll", "--target", "ptx:sm_90", "--emit", "asm", "--kernel", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert ".target sm_90" in proc.stdout and ".visible .entry scale(" in proc.stdout
+    assert "__nv_expf" not in proc.stdout
+    check_ptx(proc.stdout, arch="sm_90")
+
+
+def test_native_object_and_llvm_files(tmp_path):
+    (tmp_path / "f.ll").write_text(BAD.replace("%nope", "7"))
+    proc = gpuc("compile-ir", "f.ll", "--emit", "obj", "-O", "3", "-o", "f.o", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "f.o").read_bytes()[:4] == b"\x7fELF" and b"f" in (tmp_path / "f.o").read_bytes()
+    proc = gpuc("compile-ir", "f.ll", "--emit", "llvm", "-o", "f.opt.ll", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    ref = parse_ir((tmp_path / "f.opt.ll").read_text())
+    assert ref.triple == llvm.get_process_triple() and [f.name for f in ref.functions] == ["f"]
+
+
+def test_obj_needs_an_output_file(tmp_path):
+    (tmp_path / "f.ll").write_text(BAD.replace("%nope", "7"))
+    proc = gpuc("compile-ir", "f.ll", "--emit", "obj", cwd=tmp_path)
+    assert proc.returncode == 1 and "-o" in proc.stderr
+
+
+def test_malformed_ir_reports_llvm_message_and_line(tmp_path):
+    (tmp_path / "bad.ll").write_text(BAD)
+    proc = gpuc("compile-ir", "bad.ll", "--target", "ptx", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "bad.ll:2:" in proc.stderr and "use of undefined value '%nope'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_unknown_target_and_plugin_list_known_ones(tmp_path):
+    (tmp_path / "f.ll").write_text(KERNEL)
+    proc = gpuc("compile-ir", "f.ll", "--target", "cuda", cwd=tmp_path)
+    assert proc.returncode == 1 and "unknown target 'cuda'" in proc.stderr
+    assert "native" in proc.stderr and "ptx:sm_XX" in proc.stderr
+    proc = gpuc("compile-ir", "f.ll", "--plugin", "no_such_plugin", cwd=tmp_path)
+    assert proc.returncode == 1 and "unknown plugin 'no_such_plugin'" in proc.stderr
+    assert "instrumentation" in proc.stderr
+
+
+def test_invalid_ir_lists_every_problem(tmp_path):
+    (tmp_path / "k.ll").write_text(
+        "declare void @host_fn()\n"
+        "define void @k() {\n  call void @host_fn()\n  call void @k()\n  ret void\n}\n")
+    proc = gpuc("compile-ir", "k.ll", "--target", "ptx:sm_80", "-O", "0", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "[UNKNOWN_FUNCTION]" in proc.stderr and "[RECURSION]" in proc.stderr

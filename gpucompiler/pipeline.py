@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import attrs
 
 from . import plugin as plugins
-from .errors import ConfigError
+from .errors import ConfigError, PluginError
 from .job import CompilerJob
 from .module import IRModule
 from .stages import irgen, link_deferred, lower, optimize
@@ -52,9 +52,7 @@ def compile(job: CompilerJob, emit: Sequence[str] = ("llvm",), *,
     ctx = CompileContext(job, settings or Settings.from_env(), plugins.enabled(job.config.plugins))
     emit_llvm(ctx)
     emit_code(ctx, emit)
-    reports = {p.name: r for p in ctx.plugins
-               if callable(getattr(p, "report", None)) and (r := p.report(job)) is not None}
-    return CompileResult(job, dict(ctx.artifacts), ctx.ir, dict(ctx.stage_times), reports)
+    return CompileResult(job, dict(ctx.artifacts), ctx.ir, dict(ctx.stage_times), collect_reports(ctx))
 
 
 def emit_llvm(ctx: CompileContext) -> None:
@@ -80,3 +78,17 @@ def emit_code(ctx: CompileContext, kinds: Sequence[str]) -> None:
     """Emit each kind of code into ``ctx.artifacts``."""
     with stage(ctx, "emit"):
         lower.emit(ctx, kinds)
+
+
+def collect_reports(ctx: CompileContext) -> dict[str, Any]:
+    """``report(job)`` of every enabled plugin that has one and returns something."""
+    reports = {}
+    for p in ctx.plugins:
+        if callable(getattr(p, "report", None)):
+            try:
+                report = p.report(ctx.job)
+            except Exception as exc:
+                raise PluginError(p.name, "report", "report", exc) from exc
+            if report is not None:
+                reports[p.name] = report
+    return reports

@@ -34,7 +34,8 @@ class MockEnzymePlugin(gp.Plugin):
             if getattr(fn, "name", None) not in model.functions:
                 raise CompileError(f"{MARKER} in @{call.function.name}: first argument must be a function, "
                                    f"got {fn!r}")
-            builder = Builder.before(call)
+            builder = Builder()
+            builder.position_before(call)
             new = builder.call(fn, args)
             call.replace_all_uses_with(new)
             call.erase()

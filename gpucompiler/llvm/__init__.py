@@ -1,0 +1,20 @@
+"""A mutable Python model of LLVM IR: ``parse(text) -> Module``, ``str(module)`` prints it.
+
+``binding`` keeps the llvmlite helpers (``parse_ir``, ``initialize``).
+"""
+
+from . import binding, types
+from .builder import Builder
+from .instructions import DebugRecord, Instruction
+from .metadata import AttributeGroup, MDNode, NamedMetadata
+from .module import BasicBlock, Function, GlobalAlias, GlobalValue, GlobalVariable, Module
+from .parser import parse
+from .values import (Argument, ConstantAggregate, ConstantData, ConstantExpr, InlineAsm, Use, User, Value,
+                     const_float, const_int, constant)
+
+__all__ = [
+    "Argument", "AttributeGroup", "BasicBlock", "Builder", "ConstantAggregate", "ConstantData", "ConstantExpr",
+    "DebugRecord", "Function", "GlobalAlias", "GlobalValue", "GlobalVariable", "InlineAsm", "Instruction",
+    "MDNode", "Module", "NamedMetadata", "Use", "User", "Value", "binding", "const_float", "const_int",
+    "constant", "parse", "types",
+]

@@ -1,0 +1,163 @@
+"""Instructions and debug records.
+
+An instruction's spelling after ``%x =`` is kept as ``parts``: strings,
+``int`` slots into ``operands``, :class:`Type` objects and :class:`MDNode`
+references. Operands are tracked :class:`Value` objects, so renaming or
+replacing a value changes every instruction that prints it.
+"""
+
+from __future__ import annotations
+
+from ..errors import UnsupportedIRError
+from . import types as T
+from .values import User, Value
+
+TERMINATORS = frozenset(
+    "ret br switch indirectbr invoke resume unreachable cleanupret catchret catchswitch callbr".split()
+)
+BINARY = frozenset("add sub mul udiv sdiv urem srem shl lshr ashr and or xor fadd fsub fmul fdiv frem".split())
+CASTS = frozenset(
+    "trunc zext sext fptrunc fpext fptoui fptosi uitofp sitofp ptrtoint ptrtoaddr inttoptr bitcast addrspacecast".split()
+)
+FLAG_WORDS = frozenset(
+    "nuw nsw exact disjoint nneg samesign inbounds nusw volatile weak tail musttail notail "
+    "fast nnan ninf nsz arcp contract afn reassoc".split()
+)
+
+
+class Instruction(User):
+    """One instruction; ``parent`` is its :class:`BasicBlock` (None when detached)."""
+
+    __slots__ = ("opcode", "parts", "parent", "metadata", "debug_records")
+
+    def __init__(self, opcode: str, type: T.Type, parts: list, operands=(), name: str = ""):
+        User.__init__(self, type, operands, name)
+        self.opcode = opcode
+        #: spelling after ``%x = ``: str, int operand slot, Type or MDNode
+        self.parts = parts
+        self.parent = None
+        #: attachments ``!dbg !N`` -> {"dbg": MDNode}
+        self.metadata: dict = {}
+        #: ``#dbg_value(...)`` records printed before this instruction
+        self.debug_records: list[DebugRecord] = []
+
+    # -- queries -------------------------------------------------------------
+    @property
+    def is_terminator(self) -> bool:
+        return self.opcode in TERMINATORS
+
+    @property
+    def flags(self) -> list[str]:
+        """Keyword flags spelled in the instruction (``nsw``, ``inbounds``, ``fast``...)."""
+        return [w for p in self.parts if type(p) is str for w in p.replace(",", " ").split() if w in FLAG_WORDS]
+
+    @property
+    def predicate(self) -> str | None:
+        """The comparison predicate of ``icmp``/``fcmp``."""
+        if self.opcode not in ("icmp", "fcmp"):
+            return None
+        words = [w for w in self.parts[0].split() if w not in FLAG_WORDS]
+        return words[1]
+
+    @property
+    def successors(self) -> list:
+        """Blocks this terminator may branch to, in operand order."""
+        from .module import BasicBlock
+
+        return list(dict.fromkeys(op for op in self.operands if type(op) is BasicBlock))
+
+    @property
+    def incoming(self) -> list[tuple[Value, object]]:
+        """``phi`` incoming ``(value, block)`` pairs."""
+        ops = self.operands
+        return [(ops[i], ops[i + 1]) for i in range(0, len(ops), 2)]
+
+    @property
+    def callee(self) -> Value | None:
+        """The called value of ``call``/``invoke``/``callbr``."""
+        if self.opcode not in ("call", "invoke", "callbr"):
+            return None
+        return self.operands[self._callee_slot()]
+
+    @property
+    def args(self) -> list[Value]:
+        """Call arguments (operands after the callee, before any bundle)."""
+        k = self._callee_slot()
+        return self.operands[k + 1 : k + 1 + self._nargs()]
+
+    def _callee_slot(self) -> int:
+        for p in self.parts:
+            if type(p) is int:
+                return p
+        raise UnsupportedIRError(f"{self.opcode} without a callee")
+
+    def _nargs(self) -> int:
+        k = self._callee_slot()
+        depth, n, seen = 0, 0, False
+        for p in self.parts[self.parts.index(k) + 1 :]:
+            if type(p) is str:
+                for ch in p:
+                    if ch == "(":
+                        depth += 1
+                        seen = True
+                    elif ch == ")":
+                        depth -= 1
+                if seen and depth == 0:
+                    return n
+            elif type(p) is int and depth == 1:
+                n += 1
+        return n
+
+    @property
+    def function(self):
+        return self.parent.parent if self.parent is not None else None
+
+    # -- mutation ------------------------------------------------------------
+    def erase(self) -> None:
+        """Remove from the block and drop operands; the value must be unused."""
+        if self._uses:
+            users = ", ".join(sorted({u.user.opcode if hasattr(u.user, "opcode") else "?" for u in self._uses}))
+            raise ValueError(f"cannot erase {self!r}: still used by {len(self._uses)} use(s) ({users})")
+        self.remove_from_parent()
+        self.drop_operands()
+
+    def remove_from_parent(self) -> None:
+        """Detach from the block (operands stay); debug records move to the next instruction."""
+        block = self.parent
+        if block is None:
+            return
+        insts = block.instructions
+        i = insts.index(self)
+        del insts[i]
+        if self.debug_records and i < len(insts):
+            insts[i].debug_records[:0] = self.debug_records
+        else:
+            for r in self.debug_records:
+                r.drop_operands()
+        self.debug_records = []
+        self.parent = None
+
+    def insert_before(self, other: Instruction) -> None:
+        """Insert ``self`` (detached) just before ``other``."""
+        insts = other.parent.instructions
+        insts.insert(insts.index(other), self)
+        self.parent = other.parent
+
+    def insert_after(self, other: Instruction) -> None:
+        """Insert ``self`` (detached) just after ``other``."""
+        insts = other.parent.instructions
+        insts.insert(insts.index(other) + 1, self)
+        self.parent = other.parent
+
+    def __repr__(self) -> str:
+        return f"<Instruction {self.ref or ''} {self.opcode}: {self.type}>"
+
+
+class DebugRecord(User):
+    """``#dbg_value(...)``, ``#dbg_declare(...)``, ``#dbg_assign(...)``, ``#dbg_label(...)``."""
+
+    __slots__ = ("kind", "parts")
+
+    def __init__(self, kind: str, parts: list, operands=()):
+        User.__init__(self, T.void, operands)
+        self.kind, self.parts = kind, parts

@@ -1,0 +1,342 @@
+"""Module-level parsing: ``parse(text) -> Module``."""
+
+from __future__ import annotations
+
+from ..errors import UnsupportedIRError
+from . import types as T
+from .lexer import tokenize, unquote
+from .metadata import MDNode, NamedMetadata
+from .module import Function, GlobalAlias, GlobalVariable, Module
+from .parser_instructions import InstructionParser
+from .parser_values import Emitter, _join
+from .values import Argument
+
+_GLOBAL_KINDS = frozenset(("global", "constant", "alias", "ifunc"))
+_PRE_ATTRS = frozenset(("unnamed_addr", "local_unnamed_addr"))
+_POST_WORDS = frozenset("section partition comdat align gc prefix prologue personality".split())
+_CONTINUED = {"landingpad": frozenset(("catch", "filter", "cleanup")), "invoke": {"to"}, "callbr": {"to"}}
+
+
+def parse(text: str) -> Module:
+    """Parse LLVM's printed IR into a :class:`Module`."""
+    return Parser(text).run()
+
+
+def split_attachments(toks: list[str], comma: bool = True) -> list[tuple[str, str]]:
+    """Remove trailing ``[,] !name !N`` pairs from ``toks``; return them in order."""
+    out = []
+    step = 3 if comma else 2
+    while len(toks) > step and toks[-1][0] == "!" and toks[-2][0] == "!" and (not comma or toks[-3] == ","):
+        name, node = toks[-2], toks[-1]
+        if not (node[1:2].isdigit() and name[1:2].isalpha()):
+            break
+        out.append((name[1:], node))
+        del toks[-step:]
+    out.reverse()
+    return out
+
+
+def attr_list(toks: list[str], i: int, stop) -> tuple[list[str], int]:
+    """Group attribute tokens (``k``, ``k=v``, ``k(...)``, ``"k"="v"``) up to a token in ``stop``."""
+    out = []
+    n = len(toks)
+    while i < n and toks[i] not in stop:
+        start = i
+        i += 1
+        if i < n and toks[i] == "=":
+            i += 2
+        elif i < n and toks[i] == "(":
+            depth = 0
+            while True:
+                depth += (toks[i] == "(") - (toks[i] == ")")
+                i += 1
+                if depth == 0:
+                    break
+        out.append(_join(toks[start:i]).replace(" = ", "="))
+    return out, i
+
+
+class Parser(InstructionParser):
+    """One parse of one module text."""
+
+    def __init__(self, text: str):
+        self.lines = text.split("\n")
+        self.lineno = 0
+        self.module = Module()
+        self.toks: list[str] = []
+        self.i = 0
+        self.gvals: dict = {}
+        self.gfwd: dict = {}
+        self.mds: dict[str, MDNode] = {}
+        self.md_lines: dict[str, int] = {}
+        self.groups: dict = {}
+        self.locals: dict = {}
+        self.fwd: dict = {}
+        self.blocks: dict = {}
+        self.block_lines: dict = {}
+
+    def run(self) -> Module:
+        lines = self.lines
+        handlers = _TOP
+        while self.lineno < len(lines):
+            toks = tokenize(lines[self.lineno])
+            if toks:
+                self.toks, self.i = toks, 0
+                t = toks[0]
+                h = handlers.get(t) or handlers.get(t[0])
+                if h is None:
+                    self.error(f"unsupported top-level entity {t!r}", UnsupportedIRError)
+                h(self)
+            self.lineno += 1
+        self._finish()
+        return self.module
+
+    def _finish(self) -> None:
+        for tok, ph in self.gfwd.items():
+            self.lineno = ph.line
+            self.error(f"use of undefined value {tok}")
+        for tok, node in self.mds.items():
+            if not node.parts:
+                self.lineno = self.md_lines[tok]
+                self.error(f"use of undefined metadata {tok}")
+
+    # -- simple entities -----------------------------------------------------
+    def _target(self) -> None:
+        what, value = self.toks[1], self.toks[3]
+        setattr(self.module, "triple" if what == "triple" else "datalayout", unquote(value))
+
+    def _source_filename(self) -> None:
+        self.module.source_filename = unquote(self.toks[2])
+
+    def _module_asm(self) -> None:
+        self.module.asm.append(self.lines[self.lineno].strip())
+
+    def _comdat(self) -> None:
+        self.module.comdats.append(_join(self.toks))
+
+    def _attributes(self) -> None:
+        g = self.attr_group(self.toks[1])
+        g.attrs, _ = attr_list(self.toks, 4, ("}",))
+        self.module.attribute_groups.append(g)
+
+    def _struct(self) -> None:
+        st = self.module.get_struct(unquote(self.toks[0][1:]))
+        self.i = 3
+        if self.peek() == "opaque":
+            return
+        body = self.ptype()
+        st.elements, st.packed = body.elements, body.packed
+
+    def _metadata(self) -> None:
+        toks = self.toks
+        head = toks[0]
+        if head[1:2].isdigit():
+            node = self.md(head)
+            self.i = 2
+            if self.peek() == "distinct":
+                node.distinct = True
+                self.i += 1
+            em = Emitter()
+            self.items(em)
+            node.parts = em.done()
+            for op in em.ops:
+                node.append_operand(op)
+            self.module.metadata.append(node)
+        else:
+            nodes = [self.md(t) for t in toks[3:] if t[0] == "!" and t[1:2].isdigit()]
+            self.module.named_metadata[unquote(head[1:])] = NamedMetadata(unquote(head[1:]), nodes)
+
+    def _define(self, value, tok: str) -> None:
+        ph = self.gfwd.pop(tok, None)
+        if ph is not None:
+            ph.replace_all_uses_with(value)
+        self.gvals[tok] = value
+
+    # -- globals -------------------------------------------------------------
+    def _global(self) -> None:
+        toks = self.toks
+        name_tok = toks[0]
+        name = "" if name_tok[1:].isdigit() else unquote(name_tok[1:])
+        attachments = split_attachments(toks)
+        self.i = 2
+        while toks[self.i] not in _GLOBAL_KINDS:
+            self.skip_attr()
+        prefix = _join(toks[2 : self.i])
+        kind = toks[self.i]
+        self.i += 1
+        ty = self.ptype()
+        if kind in ("alias", "ifunc"):
+            self.expect(",")
+            aty = self.ptype()
+            gv = GlobalAlias(name, kind, ty, self.pvalue(aty), prefix, _join(toks[self.i :]))
+            self.module.aliases[name or name_tok] = gv
+        else:
+            init = None
+            if self.i < len(toks) and toks[self.i] != ",":
+                init = self.pvalue(ty)
+            space = 0
+            if "addrspace" in toks[2:]:
+                space = int(toks[toks.index("addrspace") + 2])
+            gv = GlobalVariable(name, ty, prefix=prefix, is_constant=kind == "constant", initializer=init,
+                                suffix=_join(toks[self.i :]), addrspace=space)
+            self.module.globals[name or name_tok] = gv
+        gv.module = self.module
+        gv.metadata = {k: self.md(v) for k, v in attachments}
+        self._define(gv, name_tok)
+
+    # -- functions -----------------------------------------------------------
+    def _function(self) -> None:
+        toks = self.toks
+        is_define = toks[0] == "define"
+        body = is_define and toks[-1] == "{"
+        if body:
+            toks.pop()
+        attachments = split_attachments(toks, comma=False)
+        self.i = 1
+        em = Emitter()
+        self._words_until_type(em)
+        prefix = "".join(em.done())
+        ret = self.ptype()
+        name_tok = toks[self.i]
+        self.i += 2
+        params, names, attrs, vararg = [], [], [], False
+        while toks[self.i] != ")":
+            if toks[self.i] == "...":
+                vararg = True
+                self.i += 1
+                continue
+            params.append(self.ptype())
+            start = self.i
+            while toks[self.i] not in (",", ")"):
+                self.skip_attr()
+            last = toks[self.i - 1] if self.i > start else ""
+            named = last[:1] == "%"
+            names.append(last if named else None)
+            attrs.append(_join(toks[start : self.i - named]))
+            if toks[self.i] == ",":
+                self.i += 1
+        self.i += 1
+        space = 0
+        pre = []
+        while self.peek() in _PRE_ATTRS or self.peek() == "addrspace":
+            if self.peek() == "addrspace":
+                space = int(toks[self.i + 2])
+                pre.append(f"addrspace({space})")
+                self.i += 4
+            else:
+                pre.append(toks[self.i])
+                self.i += 1
+        fn_name = "" if name_tok[1:].isdigit() else unquote(name_tok[1:])
+        fn = Function(fn_name, T.function(ret, params, vararg), prefix=prefix, addrspace=space)
+        fn.pre_attrs = " ".join(pre)
+        inline, self.i = attr_list(toks, self.i, _POST_WORDS | {t for t in toks if t[0] == "#"})
+        fn.attributes = inline
+        while self.peek()[:1] == "#":
+            fn.attribute_groups.append(self.attr_group(toks[self.i]))
+            self.i += 1
+            more, self.i = attr_list(toks, self.i, _POST_WORDS | {t for t in toks if t[0] == "#"})
+            fn.attributes.extend(more)
+        post = Emitter()
+        self.items(post)
+        fn.post = post.done()
+        for op in post.ops:
+            fn.append_operand(op)
+        fn.metadata = {k: self.md(v) for k, v in attachments}
+        for arg, n, a in zip(fn.args, names, attrs):
+            arg.attrs = a
+            if n is not None and not n[1:].isdigit():
+                arg.name = unquote(n[1:])
+        self.module.functions[fn_name or name_tok] = fn
+        fn.module = self.module
+        self._define(fn, name_tok)
+        if body:
+            self._body(fn, names)
+
+    def _body(self, fn: Function, names: list) -> None:
+        self.locals = {n: a for n, a in zip(names, fn.args) if n is not None}
+        self.fwd, self.blocks, self.block_lines = {}, {}, {}
+        lines = self.lines
+        block = None
+        pending: list = []
+        while True:
+            self.lineno += 1
+            if self.lineno >= len(lines):
+                self.error("missing '}' at the end of the function body")
+            toks = tokenize(lines[self.lineno])
+            if not toks:
+                continue
+            t0 = toks[0]
+            if t0 == "}":
+                break
+            if len(toks) == 2 and toks[1] == ":":
+                block = self.block("%" + t0)
+                if block.parent is not None:
+                    self.error(f"redefinition of block {t0}")
+                block.parent = fn
+                fn.blocks.append(block)
+                self.block_lines.pop("%" + t0, None)
+                continue
+            self.toks, self.i = toks, 0
+            if t0[:5] == "#dbg_":
+                pending.append(self.debug_record())
+                continue
+            name_tok = None
+            if t0[0] == "%" and toks[1] == "=":
+                name_tok, self.i = t0, 2
+            self._continuation(toks)
+            attachments = split_attachments(toks)
+            inst = self.instruction(name_tok)
+            if attachments:
+                inst.metadata = {k: self.md(v) for k, v in attachments}
+            if pending:
+                inst.debug_records, pending = pending, []
+            if block is None:
+                block = fn.append_block()
+            block.instructions.append(inst)
+            inst.parent = block
+            if name_tok is not None:
+                ph = self.fwd.pop(name_tok, None)
+                if ph is not None:
+                    ph.replace_all_uses_with(inst)
+                self.locals[name_tok] = inst
+        for tok, ph in self.fwd.items():
+            self.lineno = ph.line
+            self.error(f"use of undefined value {tok}")
+        for tok, line in self.block_lines.items():
+            self.lineno = line
+            self.error(f"use of undefined block {tok}")
+
+    def _continuation(self, toks: list[str]) -> None:
+        """Append the following lines of a multi-line ``switch`` or ``landingpad``."""
+        op = toks[self.i]
+        lines = self.lines
+        if op == "switch" and toks[-1] == "[":
+            while True:
+                self.lineno += 1
+                nxt = tokenize(lines[self.lineno])
+                toks.extend(nxt)
+                if nxt and nxt[0] == "]":
+                    break
+        elif op in _CONTINUED:
+            while self.lineno + 1 < len(lines):
+                nxt = tokenize(lines[self.lineno + 1])
+                if not nxt or nxt[0] not in _CONTINUED[op]:
+                    break
+                toks.extend(nxt)
+                self.lineno += 1
+
+
+_TOP = {
+    "define": Parser._function,
+    "declare": Parser._function,
+    "target": Parser._target,
+    "source_filename": Parser._source_filename,
+    "module": Parser._module_asm,
+    "attributes": Parser._attributes,
+    "@": Parser._global,
+    "%": Parser._struct,
+    "!": Parser._metadata,
+    "$": Parser._comdat,
+}
+
+__all__ = ["Argument", "parse"]

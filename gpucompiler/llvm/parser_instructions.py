@@ -1,0 +1,215 @@
+"""Instruction parsing: dispatch by opcode, result types by table."""
+
+from __future__ import annotations
+
+from ..errors import UnsupportedIRError
+from . import types as T
+from .instructions import BINARY, CASTS, DebugRecord, Instruction
+from .lexer import unquote
+from .module import BasicBlock
+from .parser_values import Emitter, ValueParser, _join
+from .values import Placeholder, Value
+
+_I1 = T.i1
+
+
+def _cmp_type(tys, toks):
+    t = tys[0]
+    return T.vector(t.count, _I1, t.scalable) if t.kind == "vector" else _I1
+
+
+def _extractvalue_type(tys, toks):
+    t = tys[0]
+    k = toks.index(",")
+    for tok in toks[k + 1 :]:
+        if tok.isdigit():
+            t = t.elements[int(tok)] if t.kind == "struct" else t.element
+    return t
+
+
+def _gep_type(tys, toks):
+    base = tys[1].scalar
+    for t in tys[1:]:
+        if t.kind == "vector":
+            return T.vector(t.count, base, t.scalable)
+    return base
+
+
+def _alloca_type(tys, toks):
+    if "addrspace" in toks:
+        return T.ptr(int(toks[toks.index("addrspace") + 2]))
+    return T.ptr()
+
+
+def _shuffle_type(tys, toks):
+    return T.vector(tys[2].count, tys[0].element, tys[2].scalable)
+
+
+_FIRST = lambda tys, toks: tys[0]  # noqa: E731
+_LAST = lambda tys, toks: tys[-1]  # noqa: E731
+_VOID = lambda tys, toks: T.void  # noqa: E731
+_TOKEN = lambda tys, toks: T.SIMPLE["token"]  # noqa: E731
+
+#: opcode -> result type from (top-level types in order, tokens)
+RESULT_TYPE = {
+    **{op: _FIRST for op in BINARY},
+    **{op: _LAST for op in CASTS},
+    "fneg": _FIRST, "freeze": _FIRST, "load": _FIRST, "phi": _FIRST, "landingpad": _FIRST,
+    "insertelement": _FIRST, "insertvalue": _FIRST,
+    "select": lambda tys, toks: tys[1],
+    "extractelement": lambda tys, toks: tys[0].element,
+    "extractvalue": _extractvalue_type, "shufflevector": _shuffle_type,
+    "getelementptr": _gep_type, "alloca": _alloca_type,
+    "icmp": _cmp_type, "fcmp": _cmp_type,
+    "atomicrmw": _LAST, "va_arg": _LAST,
+    "cmpxchg": lambda tys, toks: T.struct((tys[1], _I1)),
+    "catchpad": _TOKEN, "cleanuppad": _TOKEN, "catchswitch": _TOKEN,
+    **{op: _VOID for op in "ret br switch indirectbr resume unreachable store fence cleanupret catchret".split()},
+}
+
+
+class InstructionParser(ValueParser):
+    """Parses one instruction from ``self.toks`` (attachments already split off)."""
+
+    def local(self, tok: str, ty: T.Type) -> Value:
+        v = self.locals.get(tok)
+        if v is None:
+            v = self.locals[tok] = Placeholder(ty)
+            v.line = self.lineno
+            self.fwd[tok] = v
+        return v
+
+    def block(self, tok: str) -> BasicBlock:
+        b = self.blocks.get(tok)
+        if b is None:
+            name = unquote(tok[1:])
+            b = self.blocks[tok] = BasicBlock("" if name.isdigit() else name)
+            self.block_lines[tok] = self.lineno
+        return b
+
+    def instruction(self, name_tok: str | None) -> Instruction:
+        toks = self.toks
+        op = toks[self.i]
+        if op in ("tail", "musttail", "notail"):
+            op = toks[self.i + 1]
+        special = _SPECIAL.get(op)
+        em = Emitter()
+        if special is not None:
+            ty = special(self, em)
+        else:
+            rule = RESULT_TYPE.get(op)
+            if rule is None:
+                self.error(f"unsupported instruction {op!r}", UnsupportedIRError)
+            tys: list = []
+            self.items(em, None, tys)
+            ty = rule(tys, toks)
+        name = ""
+        if name_tok is not None:
+            name = unquote(name_tok[1:])
+            if name_tok[1:].isdigit():
+                name = ""
+        return Instruction(op, ty, em.done(), em.ops, name)
+
+    def _words_until_type(self, em: Emitter) -> None:
+        """Emit keywords (flags, predicates, attributes with groups) up to the first type."""
+        toks = self.toks
+        while not self.is_type_start(toks[self.i]):
+            start = self.i
+            if self.peek(1) == "(":
+                self.i += 1
+                self.skip_group()
+                em.raw(_join(toks[start : self.i]))
+            else:
+                em.raw(toks[self.i])
+                self.i += 1
+
+    def _binary(self, em: Emitter) -> T.Type:
+        self._words_until_type(em)
+        ty = self.ptype()
+        em.obj(ty)
+        em.slot(self.pvalue(ty))
+        if self.peek() == ",":
+            self.i += 1
+            em.raw(",")
+            em.slot(self.pvalue(ty))
+        return ty
+
+    def _cmp(self, em: Emitter) -> T.Type:
+        ty = self._binary(em)
+        return T.vector(ty.count, _I1, ty.scalable) if ty.kind == "vector" else _I1
+
+    def _phi(self, em: Emitter) -> T.Type:
+        self._words_until_type(em)
+        ty = self.ptype()
+        em.obj(ty)
+        toks = self.toks
+        while self.i < len(toks):
+            em.raw(toks[self.i])  # "[" or ","
+            if toks[self.i] == ",":
+                self.i += 1
+                continue
+            self.i += 1
+            em.slot(self.pvalue(ty))
+            self.expect(",")
+            em.raw(",")
+            em.slot(self.block(toks[self.i]))
+            self.i += 1
+            self.expect("]")
+            em.raw("]")
+        return ty
+
+    def _call(self, em: Emitter) -> T.Type:
+        self._words_until_type(em)
+        ty = self.ptype()
+        em.obj(ty)
+        em.slot(self.pvalue(T.ptr()))
+        toks = self.toks
+        self.expect("(")
+        em.raw("(")
+        while toks[self.i] != ")":
+            aty = self.ptype()
+            em.obj(aty)
+            if aty is T.metadata:
+                self.items(em, ",")
+            else:
+                self._param_attrs(em)
+                em.slot(self.pvalue(aty))
+            if toks[self.i] == ",":
+                em.raw(",")
+                self.i += 1
+        em.raw(")")
+        self.i += 1
+        self.items(em)
+        return ty.ret if ty.kind == "function" else ty
+
+    def _param_attrs(self, em: Emitter) -> None:
+        toks = self.toks
+        while not self.is_value_start(toks[self.i]) or toks[self.i - 1] == "align":
+            start = self.i
+            if self.peek(1) == "(":
+                self.i += 1
+                self.skip_group()
+                em.raw(_join(toks[start : self.i]))
+            else:
+                em.raw(toks[self.i])
+                self.i += 1
+
+    def debug_record(self) -> DebugRecord:
+        kind = self.toks[0][5:]
+        em = Emitter()
+        self.i = 1
+        self.items(em)
+        return DebugRecord(kind, em.done(), em.ops)
+
+
+_SPECIAL = {
+    **{op: InstructionParser._binary for op in BINARY},
+    "fneg": InstructionParser._binary,
+    "freeze": InstructionParser._binary,
+    "icmp": InstructionParser._cmp,
+    "fcmp": InstructionParser._cmp,
+    "phi": InstructionParser._phi,
+    "call": InstructionParser._call,
+    "invoke": InstructionParser._call,
+    "callbr": InstructionParser._call,
+}

@@ -1,0 +1,358 @@
+"""Parsing of types, values, constants and generic operand lists.
+
+The parser keeps the current line's tokens in ``self.toks`` and a cursor
+``self.i``. Spellings are collected by an :class:`Emitter` into a part list
+(strings, operand slots, types, metadata and attribute-group references).
+"""
+
+from __future__ import annotations
+
+from ..errors import IRParseError, UnsupportedIRError
+from . import types as T
+from .lexer import unquote
+from .metadata import AttributeGroup, MDNode
+from .values import ConstantAggregate, ConstantExpr, InlineAsm, Placeholder, Value, constant
+
+_NO_SPACE_BEFORE = frozenset(",):")
+_NO_SPACE_AFTER = frozenset("(!")
+CONST_WORDS = frozenset("true false null undef poison zeroinitializer none".split())
+CONSTEXPR = frozenset(
+    "getelementptr trunc zext sext fptrunc fpext fptoui fptosi uitofp sitofp ptrtoint ptrtoaddr inttoptr "
+    "bitcast addrspacecast add sub mul shl xor and or lshr ashr udiv sdiv icmp fcmp select extractelement "
+    "insertelement shufflevector splat ptrauth dso_local_equivalent no_cfi blockaddress".split()
+)
+VALUE_WORDS = CONST_WORDS | CONSTEXPR | {"asm"}
+
+
+class Emitter:
+    """Accumulates a part list with LLVM-like spacing."""
+
+    __slots__ = ("parts", "buf", "ops", "last")
+
+    def __init__(self):
+        self.parts: list = []
+        self.buf: list[str] = []
+        self.ops: list[Value] = []
+        self.last = "("
+
+    def raw(self, tok: str) -> None:
+        if tok[0] in _NO_SPACE_BEFORE or tok == "(" or self.last in _NO_SPACE_AFTER:
+            self.buf.append(tok)
+        else:
+            self.buf.append(" " + tok)
+        self.last = tok[-1]
+
+    def _flush(self) -> None:
+        if self.last not in _NO_SPACE_AFTER:
+            self.buf.append(" ")
+        if self.buf:
+            self.parts.append("".join(self.buf))
+            self.buf = []
+        self.last = "x"
+
+    def slot(self, value: Value) -> None:
+        self._flush()
+        self.parts.append(len(self.ops))
+        self.ops.append(value)
+
+    def obj(self, x) -> None:
+        self._flush()
+        self.parts.append(x)
+
+    def done(self) -> list:
+        if self.buf:
+            self.parts.append("".join(self.buf))
+        parts = self.parts
+        if parts and type(parts[0]) is str:
+            parts[0] = parts[0].lstrip(" ")
+        return parts
+
+
+class ValueParser:
+    """Types, values and generic operand lists over ``self.toks[self.i:]``."""
+
+    # set by the module parser
+    toks: list[str]
+    i: int
+
+    # -- errors --------------------------------------------------------------
+    def error(self, msg: str, cls=IRParseError):
+        raise cls(msg, self.lineno + 1, self.lines[self.lineno] if self.lineno < len(self.lines) else None)
+
+    def expect(self, tok: str) -> None:
+        got = self.toks[self.i] if self.i < len(self.toks) else "end of line"
+        if got != tok:
+            self.error(f"expected {tok!r}, found {got!r}")
+        self.i += 1
+
+    def peek(self, k: int = 0) -> str:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else ""
+
+    # -- types ---------------------------------------------------------------
+    def is_type_start(self, t: str) -> bool:
+        if t in T.SIMPLE or t == "ptr" or t == "target":
+            return True
+        c = t[0]
+        if c == "i":
+            return t[1:].isdigit()
+        if c == "%":
+            return unquote(t[1:]) in self.module.struct_types
+        if c == "[" or c == "<":
+            n = self.peek(1)
+            return n.isdigit() or n == "vscale" or (c == "<" and n == "{")
+        return c == "{"
+
+    def ptype(self) -> T.Type:
+        toks = self.toks
+        t = toks[self.i]
+        self.i += 1
+        ty = T.SIMPLE.get(t)
+        if ty is None:
+            c = t[0]
+            if c == "i" and t[1:].isdigit():
+                ty = T.int_type(int(t[1:]))
+            elif t == "ptr":
+                ty = T.ptr(self._addrspace())
+            elif c == "%":
+                ty = self.module.get_struct(unquote(t[1:]))
+            elif c == "<" or c == "[" or c == "{":
+                ty = self._aggregate_type(c)
+            elif t == "target":
+                ty = self._target_type()
+            else:
+                self.i -= 1
+                self.error(f"expected a type, found {t!r}")
+        while self.i < len(toks) and toks[self.i] == "(":
+            ty = self._function_type(ty)
+        return ty
+
+    def _addrspace(self) -> int:
+        if self.peek() == "addrspace":
+            n = self.toks[self.i + 2]
+            self.i += 4
+            return int(n)
+        return 0
+
+    def _aggregate_type(self, c: str) -> T.Type:
+        if c == "{" or (c == "<" and self.peek() == "{"):
+            packed = c == "<"
+            self.i += packed
+            elems = []
+            if self.peek() == "}":
+                self.i += 1
+            else:
+                while True:
+                    elems.append(self.ptype())
+                    t = self.toks[self.i]
+                    self.i += 1
+                    if t == "}":
+                        break
+            if packed:
+                self.expect(">")
+            return T.struct(elems, packed)
+        scalable = self.peek() == "vscale"
+        if scalable:
+            self.i += 2
+        n = int(self.toks[self.i])
+        self.i += 1
+        self.expect("x")
+        elem = self.ptype()
+        self.expect("]" if c == "[" else ">")
+        return T.array(n, elem) if c == "[" else T.vector(n, elem, scalable)
+
+    def _function_type(self, ret: T.Type) -> T.FunctionType:
+        self.i += 1
+        params, vararg = [], False
+        while self.peek() != ")":
+            if self.peek() == "...":
+                vararg = True
+                self.i += 1
+            else:
+                params.append(self.ptype())
+            if self.peek() == ",":
+                self.i += 1
+        self.i += 1
+        return T.function(ret, params, vararg)
+
+    def _target_type(self) -> T.Type:
+        start = self.i - 1
+        self.skip_group()
+        return T.TargetExtType(_join(self.toks[start : self.i]))
+
+    def skip_attr(self) -> None:
+        """Skip one word and its ``(...)`` arguments, if any."""
+        self.i += 1
+        if self.i < len(self.toks) and self.toks[self.i] == "(":
+            self.skip_group()
+
+    def skip_group(self) -> None:
+        """Skip a balanced ``(...)`` starting at the cursor."""
+        depth = 0
+        toks = self.toks
+        while True:
+            t = toks[self.i]
+            self.i += 1
+            if t == "(":
+                depth += 1
+            elif t == ")":
+                depth -= 1
+                if depth == 0:
+                    return
+
+    # -- values --------------------------------------------------------------
+    def is_value_start(self, t: str) -> bool:
+        c = t[0]
+        return c in "%@-0123456789<[{" or t in VALUE_WORDS or t.startswith('c"')
+
+    def pvalue(self, ty: T.Type) -> Value:
+        toks = self.toks
+        t = toks[self.i]
+        self.i += 1
+        c = t[0]
+        if c == "%":
+            return self.block(t) if ty is T.label else self.local(t, ty)
+        if c == "@":
+            return self.global_ref(t)
+        if c in "-0123456789" or t in CONST_WORDS or t[:2] == 'c"':
+            return constant(ty, t)
+        if c == "<" or c == "[" or c == "{":
+            return self._aggregate(c, ty)
+        if t in CONSTEXPR:
+            return self._constexpr(t, ty)
+        if t == "asm":
+            start = self.i - 1
+            while toks[self.i] != "(":
+                self.i += 1
+            return InlineAsm(ty, _join(toks[start : self.i]))
+        self.i -= 1
+        self.error(f"unsupported value {t!r}", UnsupportedIRError)
+
+    def _aggregate(self, c: str, ty: T.Type) -> Value:
+        if c == "<" and self.peek() == "{":
+            self.i += 1
+        close = {"<": ">", "[": "]", "{": "}"}[c]
+        elems = []
+        while self.toks[self.i] not in (close, "}"):
+            ety = self.ptype()
+            elems.append(self.pvalue(ety))
+            if self.toks[self.i] == ",":
+                self.i += 1
+        self.i += 1
+        if ty.kind == "struct" and ty.packed:
+            self.expect(">")
+        return ConstantAggregate(ty, elems)
+
+    def _constexpr(self, op: str, ty: T.Type) -> Value:
+        em = Emitter()
+        em.raw(op)
+        if op in ("dso_local_equivalent", "no_cfi"):
+            em.slot(self.global_ref(self.toks[self.i]))
+            self.i += 1
+            return ConstantExpr(ty, op, em.done(), em.ops)
+        if op == "blockaddress":
+            start = self.i
+            self.skip_group()
+            em.raw(_join(self.toks[start : self.i]))
+            return ConstantExpr(ty, op, em.done(), ())
+        while self.toks[self.i] != "(":
+            if self.toks[self.i + 1] == "(":  # inrange(...)
+                start = self.i
+                self.i += 1
+                self.skip_group()
+                em.raw(_join(self.toks[start : self.i]))
+            else:
+                em.raw(self.toks[self.i])
+                self.i += 1
+        em.raw("(")
+        self.i += 1
+        self.items(em, ")")
+        em.raw(")")
+        self.i += 1
+        return ConstantExpr(ty, op, em.done(), em.ops)
+
+    # -- generic operand lists -----------------------------------------------
+    def items(self, em: Emitter, closer: str | None = None, tys: list | None = None) -> None:
+        """Emit tokens until ``closer`` at depth 0 (not consumed) or the end of the line.
+
+        Types followed by a value become a type and an operand slot; ``!N`` and
+        ``#N`` become node / group references; everything else stays spelled.
+        ``tys`` collects the top-level types in order.
+        """
+        toks = self.toks
+        n = len(toks)
+        depth = 0
+        while self.i < n:
+            t = toks[self.i]
+            c = t[0]
+            if depth == 0 and t == closer:
+                return
+            if c in "({[<%" or t in T.SIMPLE or c == "i" or t == "ptr" or t == "target":
+                if self.is_type_start(t) and self.peek(1) != ":":
+                    ty = self.ptype()
+                    if tys is not None and depth == 0:
+                        tys.append(ty)
+                    em.obj(ty)
+                    if self.i < n and self.is_value_start(toks[self.i]):
+                        em.slot(self.pvalue(ty))
+                    continue
+                if c == "%":
+                    em.slot(self.local(t, T.void))
+                    self.i += 1
+                    continue
+            if c == "!":
+                if t == "!" and self.peek(1) == "{":
+                    em.raw("!")
+                    em.raw("{")
+                    depth += 1
+                    self.i += 2
+                    continue
+                if len(t) > 1 and t[1].isdigit():
+                    em.obj(self.md(t))
+                    self.i += 1
+                    continue
+            elif c == "@":
+                em.slot(self.global_ref(t))
+                self.i += 1
+                continue
+            elif c == "#":
+                em.obj(self.attr_group(t))
+                self.i += 1
+                continue
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                if depth == 0:
+                    return
+                depth -= 1
+            em.raw(t)
+            self.i += 1
+
+    # -- references (filled by the module parser) ----------------------------
+    def md(self, tok: str) -> MDNode:
+        node = self.mds.get(tok)
+        if node is None:
+            node = self.mds[tok] = MDNode()
+            self.md_lines[tok] = self.lineno
+        return node
+
+    def attr_group(self, tok: str) -> AttributeGroup:
+        g = self.groups.get(tok)
+        if g is None:
+            g = self.groups[tok] = AttributeGroup([])
+        return g
+
+    def global_ref(self, tok: str) -> Value:
+        v = self.gvals.get(tok)
+        if v is None:
+            v = self.gvals[tok] = Placeholder(T.ptr())
+            v.line = self.lineno
+            self.gfwd[tok] = v
+        return v
+
+
+def _join(toks: list[str]) -> str:
+    em = Emitter()
+    for t in toks:
+        em.raw(t)
+    return "".join(em.done())

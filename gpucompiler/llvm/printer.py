@@ -1,0 +1,236 @@
+"""Printing: ``str(module)``. Unnamed values, metadata nodes and attribute
+groups are numbered afresh so mutated IR stays valid."""
+
+from __future__ import annotations
+
+from ..errors import UnsupportedIRError
+from .instructions import Instruction
+from .metadata import AttributeGroup, MDNode
+from .module import BasicBlock, Function, Module
+from .values import ConstantAggregate, ConstantExpr, Placeholder, Value
+
+
+def _string(s: str) -> str:
+    return '"' + "".join(c if c.isprintable() and c not in '"\\' else f"\\{ord(c):02X}" for c in s) + '"'
+
+
+class Printer:
+    """Holds the numbering of one print."""
+
+    __slots__ = ("slots", "mds", "md_order", "groups", "group_order")
+
+    def __init__(self):
+        self.slots: dict[Value, str] = {}
+        self.mds: dict[MDNode, str] = {}
+        self.md_order: list[MDNode] = []
+        self.groups: dict[AttributeGroup, str] = {}
+        self.group_order: list[AttributeGroup] = []
+
+    # -- references ----------------------------------------------------------
+    def ref(self, v: Value) -> str:
+        r = v.ref
+        if r is not None:
+            return r
+        r = self.slots.get(v)
+        if r is not None:
+            return r
+        if type(v) is ConstantAggregate:
+            return self._aggregate(v)
+        if type(v) is ConstantExpr:
+            return self.parts(v.parts, v.operands)
+        if type(v) is Placeholder:
+            raise UnsupportedIRError(f"unresolved forward reference of type {v.type}")
+        raise UnsupportedIRError(f"{v!r} is not defined in the function or module being printed")
+
+    def _aggregate(self, v: ConstantAggregate) -> str:
+        ref = self.ref
+        inner = ", ".join(f"{e.type._s} {ref(e)}" for e in v.operands)
+        t = v.type
+        if t.kind == "vector":
+            return f"<{inner}>"
+        if t.kind == "array":
+            return f"[{inner}]"
+        body = f"{{ {inner} }}" if inner else "{}"
+        return f"<{body}>" if t.packed else body
+
+    def md(self, node: MDNode) -> str:
+        s = self.mds.get(node)
+        if s is None:
+            s = self.mds[node] = f"!{len(self.md_order)}"
+            self.md_order.append(node)
+        return s
+
+    def group(self, g: AttributeGroup) -> str:
+        s = self.groups.get(g)
+        if s is None:
+            s = self.groups[g] = f"#{len(self.group_order)}"
+            self.group_order.append(g)
+        return s
+
+    def parts(self, parts: list, ops: list) -> str:
+        out = []
+        slots = self.slots
+        for p in parts:
+            tp = type(p)
+            if tp is str:
+                out.append(p)
+            elif tp is int:
+                v = ops[p]
+                r = v.ref
+                if r is None:
+                    r = slots.get(v) or self.ref(v)
+                out.append(r)
+            elif tp is MDNode:
+                out.append(self.mds.get(p) or self.md(p))
+            elif tp is AttributeGroup:
+                out.append(self.group(p))
+            else:
+                out.append(p._s)
+        return "".join(out)
+
+    def attachments(self, md: dict, comma: bool = True) -> str:
+        sep = ", " if comma else " "
+        return "".join(f"{sep}!{k} {self.md(n)}" for k, n in md.items())
+
+    # -- module --------------------------------------------------------------
+    def module(self, m: Module) -> str:
+        out: list[str] = []
+        if m.source_filename is not None:
+            out.append(f"source_filename = {_string(m.source_filename)}")
+        if m.datalayout is not None:
+            out.append(f"target datalayout = {_string(m.datalayout)}")
+        if m.triple is not None:
+            out.append(f"target triple = {_string(m.triple)}")
+        out.extend(m.asm)
+        out.append("")
+        out.extend(f"%{t._s[1:]} = type {t.body()}" for t in m.struct_types.values())
+        out.extend(m.comdats)
+        for g in m.attribute_groups:
+            self.group(g)
+        for n in m.metadata:
+            self.md(n)
+        n = 0
+        for gv in (*m.globals.values(), *m.functions.values(), *m.aliases.values()):
+            if gv.ref is None:
+                self.slots[gv] = f"@{n}"
+                n += 1
+        out.extend(self.global_var(g) for g in m.globals.values())
+        out.extend(self.alias(a) for a in m.aliases.values())
+        for fn in m.functions.values():
+            out.append("")
+            out.append(self.function(fn))
+        out.append("")
+        out.extend(f"attributes {self.groups[g]} = {{ {' '.join(g.attrs)} }}" for g in self.group_order)
+        for nm in m.named_metadata.values():
+            nodes = ", ".join(self.md(x) for x in nm.nodes)
+            out.append(f"!{nm.name} = !{{{nodes}}}")
+        k = 0
+        while k < len(self.md_order):  # printing a node may number new ones
+            node = self.md_order[k]
+            body = self.parts(node.parts, node.operands)
+            out.append(f"{self.mds[node]} = {'distinct ' if node.distinct else ''}{body}")
+            k += 1
+        out.append("")
+        return "\n".join(out)
+
+    def global_var(self, g) -> str:
+        init = f" {self.ref(g.initializer)}" if g.operands else ""
+        kind = "constant" if g.is_constant else "global"
+        prefix = f"{g.prefix} " if g.prefix else ""
+        return f"{self.ref(g)} = {prefix}{kind} {g.value_type._s}{init}{g.suffix}{self.attachments(g.metadata)}"
+
+    def alias(self, a) -> str:
+        prefix = f"{a.prefix} " if a.prefix else ""
+        target = a.aliasee
+        return (f"{self.ref(a)} = {prefix}{a.kind} {a.value_type._s}, {target.type._s} {self.ref(target)}"
+                f"{' ' + a.suffix if a.suffix else ''}")
+
+    # -- functions -----------------------------------------------------------
+    def function(self, fn: Function) -> str:
+        self._number(fn)
+        define = bool(fn.blocks)
+        args = []
+        for a in fn.args:
+            s = a.type._s
+            if a.attrs:
+                s += " " + a.attrs
+            if define or a.ref is not None:
+                s += " " + (a.ref or self.slots[a])
+            args.append(s)
+        if fn.function_type.vararg:
+            args.append("...")
+        head = ["define" if define else "declare"]
+        if fn.prefix:
+            head.append(fn.prefix)
+        head.append(f"{fn.return_type._s} {self.ref(fn)}({', '.join(args)})")
+        if fn.pre_attrs:
+            head.append(fn.pre_attrs)
+        head.extend(fn.attributes)
+        head.extend(self.group(g) for g in fn.attribute_groups)
+        if fn.post:
+            head.append(self.parts(fn.post, fn.operands))
+        text = " ".join(head) + self.attachments(fn.metadata, comma=False)
+        if not define:
+            return text
+        out = [text + " {"]
+        for k, b in enumerate(fn.blocks):
+            self._block(b, k, out)
+        out.append("}")
+        return "\n".join(out)
+
+    def _number(self, fn: Function) -> None:
+        slots = self.slots
+        n = 0
+        seen: set[str] = set()
+
+        def name(v: Value) -> None:
+            nonlocal n
+            if v.ref is None:
+                slots[v] = f"%{n}"
+                n += 1
+            elif v.ref in seen:
+                base, k = v.name, 1
+                while f"%{base}.{k}" in seen:
+                    k += 1
+                v.name = f"{base}.{k}"
+                seen.add(v.ref)
+            else:
+                seen.add(v.ref)
+
+        for a in fn.args:
+            name(a)
+        for b in fn.blocks:
+            name(b)
+            for inst in b.instructions:
+                if inst.type._s != "void":
+                    name(inst)
+
+    def _block(self, b: BasicBlock, k: int, out: list[str]) -> None:
+        if b.ref is not None:
+            out.append(f"{b.ref[1:]}:")
+        elif k:
+            out.append(f"{self.slots[b][1:]}:")
+        parts, slots, att = self.parts, self.slots, self.attachments
+        for inst in b.instructions:
+            for r in inst.debug_records:
+                out.append(f"    #dbg_{r.kind}{parts(r.parts, r.operands)}")
+            body = parts(inst.parts, inst.operands)
+            if inst.metadata:
+                body += att(inst.metadata)
+            if inst.type._s == "void":
+                out.append("  " + body)
+            else:
+                out.append(f"  {inst.ref or slots[inst]} = {body}")
+
+
+def print_module(m: Module) -> str:
+    return Printer().module(m)
+
+
+def print_instruction(inst: Instruction) -> str:
+    """One instruction in isolation (operands without a number print as ``%?``)."""
+    p = Printer()
+    fn = inst.function
+    if fn is not None:
+        p._number(fn)
+    return p.parts(inst.parts, inst.operands)

@@ -1,0 +1,218 @@
+"""Values, uses and constants.
+
+Every operand slot of a :class:`User` is a :class:`Use` registered in the
+used value's ``uses``, so ``replace_all_uses_with`` costs the number of uses.
+Simple constants (:class:`ConstantData`: numbers, null, undef, ...) are
+interned per type and spelling and record no uses.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import types as T
+
+_PLAIN = re.compile(r"[-a-zA-Z$._][-a-zA-Z$._0-9]*\Z")
+
+
+def quote_name(sigil: str, name: str) -> str:
+    """``%name`` / ``@name``, quoted when LLVM needs it."""
+    if _PLAIN.match(name):
+        return sigil + name
+    return sigil + T._quote(name) if not name.isdigit() else f'{sigil}"{name}"'
+
+
+class Use:
+    """Operand slot ``index`` of ``user``."""
+
+    __slots__ = ("user", "index")
+
+    def __init__(self, user: User, index: int):
+        self.user, self.index = user, index
+
+    @property
+    def value(self) -> Value:
+        return self.user.operands[self.index]
+
+
+class Value:
+    """Anything that can be an operand. ``name`` is ``""`` for unnamed values."""
+
+    __slots__ = ("type", "_name", "ref", "_uses")
+    sigil = "%"
+
+    def __init__(self, type: T.Type, name: str = ""):
+        self.type = type
+        self._uses: dict[Use, None] = {}
+        self.name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @name.setter
+    def name(self, name: str) -> None:
+        self._name = name
+        #: the printed reference, or None when numbered at print time
+        self.ref = quote_name(self.sigil, name) if name else None
+
+    @property
+    def uses(self) -> list[Use]:
+        return list(self._uses)
+
+    @property
+    def users(self) -> list[User]:
+        return list(dict.fromkeys(u.user for u in self._uses))
+
+    def replace_all_uses_with(self, new: Value) -> None:
+        """Point every use of ``self`` at ``new``."""
+        if new is self:
+            return
+        for use in list(self._uses):
+            use.user.set_operand(use.index, new)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.ref or '(unnamed)'}: {self.type}>"
+
+
+class User(Value):
+    """A value with operands (instructions, constant expressions, globals)."""
+
+    __slots__ = ("operands", "_opuses")
+
+    def __init__(self, type: T.Type, operands=(), name: str = ""):
+        Value.__init__(self, type, name)
+        self.operands: list[Value] = []
+        self._opuses: list[Use | None] = []
+        for op in operands:
+            self.append_operand(op)
+
+    def append_operand(self, value: Value) -> int:
+        index = len(self.operands)
+        self.operands.append(value)
+        if type(value) is ConstantData:
+            self._opuses.append(None)
+        else:
+            use = Use(self, index)
+            value._uses[use] = None
+            self._opuses.append(use)
+        return index
+
+    def set_operand(self, index: int, value: Value) -> None:
+        old = self._opuses[index]
+        if old is not None:
+            del self.operands[index]._uses[old]
+        self.operands[index] = value
+        if type(value) is ConstantData:
+            self._opuses[index] = None
+        else:
+            use = self._opuses[index] = old or Use(self, index)
+            value._uses[use] = None
+
+    def drop_operands(self) -> None:
+        """Unregister every operand use (before deleting ``self``)."""
+        for op, use in zip(self.operands, self._opuses):
+            if use is not None:
+                op._uses.pop(use, None)
+        self._opuses = [None] * len(self.operands)
+
+
+class Argument(Value):
+    """A function parameter; ``attrs`` is its attribute text (``noundef``, ...)."""
+
+    __slots__ = ("function", "attrs")
+
+    def __init__(self, type: T.Type, name: str = "", attrs: str = "", function=None):
+        Value.__init__(self, type, name)
+        self.attrs, self.function = attrs, function
+
+
+class ConstantData(Value):
+    """A constant with no operands, kept as LLVM's spelling (``42``, ``0x7FF8...``, ``null``)."""
+
+    __slots__ = ()
+
+    @property
+    def text(self) -> str:
+        return self.ref
+
+    @property
+    def value(self) -> int | float | None:
+        """The Python number of an integer or float literal, else None."""
+        s = self.ref
+        if s in ("true", "false"):
+            return int(s == "true")
+        try:
+            return int(s)
+        except ValueError:
+            pass
+        if self.type.kind == "float" and not s.startswith("0x"):
+            return float(s)
+        if self.type in (T.double, T.float_) and s.startswith("0x"):
+            import struct
+
+            return struct.unpack(">d", int(s[2:], 16).to_bytes(8, "big"))[0]
+        return None
+
+
+_constants: dict[tuple, ConstantData] = {}
+
+
+def constant(type: T.Type, text: str) -> ConstantData:
+    """The interned simple constant ``type text``."""
+    key = (type, text)
+    c = _constants.get(key)
+    if c is None:
+        c = ConstantData.__new__(ConstantData)
+        c.type, c._name, c.ref, c._uses = type, "", text, {}
+        _constants[key] = c
+    return c
+
+
+def const_int(type: T.Type, value: int) -> ConstantData:
+    if type is T.i1:
+        return constant(type, "true" if value else "false")
+    return constant(type, str(value))
+
+
+def const_float(type: T.Type, value: float) -> ConstantData:
+    import math
+    import struct
+
+    if math.isfinite(value) and float(repr(value)) == value and "e" not in repr(value) and type is T.double:
+        return constant(type, repr(value))
+    bits = struct.unpack(">Q", struct.pack(">d", value))[0]
+    return constant(type, f"0x{bits:016X}")
+
+
+class ConstantAggregate(User):
+    """``[..]``, ``<..>``, ``{..}``, ``<{..}>`` constants; operands are the elements."""
+
+    __slots__ = ()
+
+
+class ConstantExpr(User):
+    """A constant expression (``getelementptr (...)``, ``ptrtoint (...)``, ``splat``,
+    ``blockaddress``, ...). ``parts`` is its spelling with operand slots."""
+
+    __slots__ = ("opcode", "parts")
+
+    def __init__(self, type: T.Type, opcode: str, parts: list, operands):
+        User.__init__(self, type, operands)
+        self.opcode, self.parts = opcode, parts
+
+
+class InlineAsm(Value):
+    """``asm sideeffect "..." , "..."`` kept as its spelling."""
+
+    __slots__ = ()
+
+    def __init__(self, type: T.Type, text: str):
+        Value.__init__(self, type)
+        self.ref = text
+
+
+class Placeholder(Value):
+    """A forward reference, replaced once its definition is parsed."""
+
+    __slots__ = ("line",)

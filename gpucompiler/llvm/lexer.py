@@ -33,4 +33,5 @@ def unquote(body: str) -> str:
     s = body[1:-1]
     if "\\" not in s:
         return s
-    return re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), s).replace("\\\\", "\\")
+    raw = re.sub(rb"\\([0-9A-Fa-f]{2})", lambda m: bytes((int(m.group(1), 16),)), s.encode("utf-8", "surrogateescape"))
+    return raw.replace(b"\\\\", b"\\").decode("utf-8", "surrogateescape")

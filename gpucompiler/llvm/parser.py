@@ -290,8 +290,12 @@ class Parser(InstructionParser):
                 inst.metadata = {k: self.md(v) for k, v in attachments}
             if pending:
                 inst.debug_records, pending = pending, []
-            if block is None:
-                block = fn.append_block()
+            if block is None:  # unlabelled entry: numbered after the unnamed arguments
+                key = f"%{sum(1 for a in fn.args if a.ref is None)}"
+                block = self.block(key)
+                self.block_lines.pop(key)
+                block.parent = fn
+                fn.blocks.append(block)
             block.instructions.append(inst)
             inst.parent = block
             if name_tok is not None:

@@ -256,7 +256,7 @@ class ValueParser:
             em.raw(_join(self.toks[start : self.i]))
             return ConstantExpr(ty, op, em.done(), ())
         while self.toks[self.i] != "(":
-            if self.toks[self.i + 1] == "(":  # inrange(...)
+            if self.toks[self.i] == "inrange":
                 start = self.i
                 self.i += 1
                 self.skip_group()

@@ -10,8 +10,7 @@ from .module import BasicBlock, Function, Module
 from .values import ConstantAggregate, ConstantExpr, Placeholder, Value
 
 
-def _string(s: str) -> str:
-    return '"' + "".join(c if c.isprintable() and c not in '"\\' else f"\\{ord(c):02X}" for c in s) + '"'
+from .types import escape_string as _string
 
 
 class Printer:

@@ -135,7 +135,13 @@ def _quote(name: str) -> str:
 
     if re.fullmatch(_PLAIN, name) or name.isdigit():
         return name
-    return '"' + "".join(c if c.isprintable() and c not in '"\\' else f"\\{ord(c):02X}" for c in name) + '"'
+    return escape_string(name)
+
+
+def escape_string(s: str) -> str:
+    """``"..."`` with LLVM's ``\\XX`` escapes for non-printable bytes, quotes and backslashes."""
+    data = s.encode("utf-8", "surrogateescape")
+    return '"' + "".join(chr(c) if 32 <= c < 127 and c not in (34, 92) else f"\\{c:02X}" for c in data) + '"'
 
 
 FLOAT_KINDS = ("half", "bfloat", "float", "double", "x86_fp80", "fp128", "ppc_fp128")

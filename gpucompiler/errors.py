@@ -109,3 +109,55 @@ class InvalidIRError(CompileError):
         head = f"invalid IR for {job_name}" if job_name else "invalid IR"
         lines = [f"  [{kind}] {msg}" for kind, msg in self.errors]
         super().__init__(head + f" ({len(self.errors)} error(s)):\n" + "\n".join(lines))
+
+
+class SourceError(CompileError):
+    """An error located in Python source; the message starts with ``file:line:``.
+
+    ``loc`` is ``(filename, line, col)`` or None; ``function`` the function name.
+    """
+
+    def __init__(self, message: str, loc=None, function: str = "", hint: str = ""):
+        self.loc = loc
+        self.filename, self.line = (loc[0], loc[1]) if loc else (None, None)
+        self.function = function
+        self.hint = hint
+        where = f"{loc[0]}:{loc[1]}: " if loc else ""
+        text = where + message + (f" (in {function})" if function else "")
+        if hint:
+            text += f"\n  hint: {hint}"
+        super().__init__(text)
+
+
+class UnsupportedError(SourceError):
+    """A Python construct the compiler does not support; names the construct."""
+
+    def __init__(self, construct: str, loc=None, function: str = "", hint: str = ""):
+        self.construct = construct
+        super().__init__(f"unsupported construct: {construct}", loc, function, hint)
+
+
+class TypeInferenceError(SourceError, TypeError):
+    """Types that do not fit together; ``types`` holds the types involved."""
+
+    def __init__(self, message: str, types=(), loc=None, function: str = "", hint: str = ""):
+        self.types = tuple(types)
+        super().__init__(message, loc, function, hint)
+
+
+class ArgumentTypeError(TypeInferenceError):
+    """A call whose argument cannot be compiled; ``parameter`` names it."""
+
+    def __init__(self, parameter: str, value_type, loc=None, function: str = "", hint: str = ""):
+        self.parameter = parameter
+        super().__init__(f"parameter {parameter!r} has a type that cannot be compiled: {value_type}",
+                         (value_type,), loc, function, hint)
+
+
+class RuleConflictError(ConfigError):
+    """Two enabled rule sets (plugins) claim the same call."""
+
+    def __init__(self, function: str, claimants):
+        self.claimants = tuple(claimants)
+        super().__init__(f"{function} is claimed by several plugins: {', '.join(self.claimants)}; "
+                         "enable only one of them for this job")

@@ -1,0 +1,186 @@
+"""Typed SSA IR of one specialization -> an LLVM function (llvmlite.ir).
+
+Only blocks and edges the interpreter found reachable are emitted; values
+the interpreter knows as constants are materialised instead of computed.
+This class is also the ``cg`` object rules lower with: ``b`` (the builder),
+``cast``, ``truth``, ``call_intrinsic``, ``call_extern``, ``check``.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .. import types as T
+from ..frontend.ir import Branch, Jump, Return
+from ..interpreter.lattice import BOTTOM, Const, pyobj, widen
+from .lltypes import has_value, ll
+
+_INT_SUFFIX = {T.float32: "f32", T.float64: "f64"}
+
+
+class FunctionCodegen:
+    """Emits the body of ``frame`` into ``fn`` (an ``ir.Function`` of ``mod``)."""
+
+    def __init__(self, mod, frame, fn: ir.Function):
+        self.mod, self.frame, self.fn = mod, frame, fn
+        self.target_name = mod.target_name
+        self.values: dict = {}
+        self.b: ir.IRBuilder | None = None
+
+    # -- helpers for rules -------------------------------------------------
+    def ll(self, t):
+        return ll(t)
+
+    def const(self, t, value):
+        t = widen(t)
+        if isinstance(t, T.TupleType):
+            return ir.Constant(ll(t), [self.const(it, v) for it, v in zip(t.items, value)])
+        if t.kind == "f":
+            return ir.Constant(ll(t), float(value))
+        return ir.Constant(ll(t), int(value))
+
+    def cast(self, v, frm, to):
+        """Numeric conversion with Python semantics (float -> int truncates)."""
+        frm, to = widen(frm), widen(to)
+        if frm == to or not isinstance(to, T.Scalar):
+            return v
+        b = self.b
+        if frm.kind == "f" and to.kind == "f":
+            return b.fpext(v, ll(to)) if to.bits > frm.bits else b.fptrunc(v, ll(to))
+        if to.kind == "b":
+            return self.truth(v, frm)
+        if frm.kind == "f":
+            return b.fptosi(v, ll(to))
+        if to.kind == "f":
+            return (b.uitofp if frm.kind == "b" else b.sitofp)(v, ll(to))
+        if to.bits > frm.bits:
+            return (b.zext if frm.kind == "b" else b.sext)(v, ll(to))
+        return b.trunc(v, ll(to))
+
+    def truth(self, v, t):
+        t = widen(t)
+        if t == T.boolean:
+            return v
+        if t.kind == "f":
+            return self.b.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
+        return self.b.icmp_signed("!=", v, ir.Constant(v.type, 0))
+
+    def call_intrinsic(self, name, restype, args):
+        """Call the overloaded LLVM intrinsic ``name`` (``llvm.sin``) at ``restype``."""
+        suffix = _INT_SUFFIX[widen(restype)]
+        return self.call_extern(f"{name}.{suffix}", restype, args)
+
+    def call_extern(self, name, restype, args):
+        """Call the external function ``name`` (declared by name)."""
+        fn = self.mod.declare(name, ll(restype), [a.type for a in args])
+        return self.b.call(fn, args)
+
+    def check(self, ok, exc_name, message):
+        """When Python errors are on: raise ``exc_name(message)`` in the caller if not ``ok``."""
+        if not self.mod.python_errors:
+            return
+        fail = self.fn.append_basic_block("raise")
+        cont = self.fn.append_basic_block("ok")
+        self.b.cbranch(ok, cont, fail)
+        self.b.position_at_end(fail)
+        exc = self.mod.extern_global("PyExc_" + exc_name)
+        setter = self.mod.declare("PyErr_SetString", ir.VoidType(), [exc.type, exc.type])
+        self.b.call(setter, [self.b.load(exc, typ=ir.PointerType()), self.mod.cstring(message)])
+        self.b.branch(cont)
+        self.b.position_at_end(cont)
+
+    def load_scalar(self, ptr, t):
+        if t == T.boolean:
+            return self.b.trunc(self.b.load(ptr, typ=ir.IntType(8)), ir.IntType(1))
+        return self.b.load(ptr, typ=ll(t))
+
+    def store_scalar(self, v, ptr, t):
+        self.b.store(self.b.zext(v, ir.IntType(8)) if t == T.boolean else v, ptr)
+
+    # -- emission ----------------------------------------------------------
+    def value(self, v):
+        """The LLVM value of SSA value ``v`` (None for values without one)."""
+        t = self._abstract(v)
+        if isinstance(t, Const) and t.type != pyobj and has_value(t.type):
+            return self.const(t.type, t.value)
+        return self.values.get(v)
+
+    def emit(self) -> None:
+        frame = self.frame
+        live = [bl for bl in frame.ir.blocks if frame.executable(bl)]
+        blocks = {bl: self.fn.append_basic_block(f"bb{bl.id}") for bl in live}
+        params = iter(self.fn.args)
+        for arg, t in zip(frame.ir.args, frame.argtypes):
+            if has_value(widen(t)) and widen(t) != pyobj:
+                self.values[arg] = next(params)
+        for bl in live:
+            self.b = ir.IRBuilder(blocks[bl])
+            for phi in bl.phis:
+                t = widen(frame.types.get(phi, BOTTOM))
+                if t is not BOTTOM and has_value(t):
+                    self.values[phi] = self.b.phi(ll(t), name=phi.var.replace("$", "t"))
+        pending = []
+        for bl in live:
+            self.b = ir.IRBuilder(blocks[bl])
+            self.b.position_at_end(blocks[bl])
+            for inst in bl.insts:
+                self._inst(inst)
+            pending += self._terminator(bl, blocks)
+        for phi, v, block in pending:
+            phi.add_incoming(v, block)
+
+    def _inst(self, inst):
+        t = self.frame.types.get(inst, BOTTOM)
+        res = self.frame.calls.get(inst)
+        if res is None or (isinstance(t, Const) and res.callee is None):
+            return
+        args = [self.value(a) for a in inst.args]
+        argtypes = [self._abstract(a) for a in inst.args]
+        if res.callee is not None:
+            callee = self.mod.function_for(res.callee)
+            vals = [v for v, at in zip(args, argtypes) if has_value(widen(at)) and widen(at) != pyobj]
+            vals = [self.cast(v, widen(at), widen(pt)) for v, at, pt in
+                    zip(vals, [a for a in argtypes if has_value(widen(a)) and widen(a) != pyobj],
+                        [p for p in res.callee.argtypes if has_value(widen(p)) and widen(p) != pyobj])]
+            out = self.b.call(callee, vals)
+            self.values[inst] = out if has_value(widen(t)) else None
+        else:
+            self.values[inst] = res.lower(self, args, argtypes, t)
+
+    def _abstract(self, v):
+        return self.frame.typeof(v)
+
+    def _terminator(self, bl, blocks):
+        term, frame = bl.term, self.frame
+        if isinstance(term, Return):
+            rt = widen(frame.rettype)
+            if not has_value(rt):
+                self.b.ret_void()
+            else:
+                v = self.value(term.value)
+                self.b.ret(self.cast(v, widen(frame.typeof(term.value)), rt)
+                           if v is not None else ir.Constant(ll(rt), ir.Undefined))
+            return []
+        succs = [s for s in ((term.target,) if isinstance(term, Jump) else (term.then, term.orelse))
+                 if (bl, s) in frame.edges]
+        pending = []
+        for s in dict.fromkeys(succs):
+            for phi in s.phis:
+                llphi = self.values.get(phi)
+                if llphi is None:
+                    continue
+                inc = phi.incoming[bl]
+                v = self.value(inc)
+                v = (self.cast(v, widen(frame.typeof(inc)), widen(frame.types[phi]))
+                     if v is not None else ir.Constant(llphi.type, ir.Undefined))
+                pending.append((llphi, v, self.b.block))
+        if isinstance(term, Branch) and len(succs) == 2:
+            self.b.cbranch(self.value(term.cond), blocks[succs[0]], blocks[succs[1]])
+        elif succs:
+            self.b.branch(blocks[succs[0]])
+        else:
+            self.b.unreachable()
+        return pending
+
+
+__all__ = ["FunctionCodegen"]

@@ -1,0 +1,37 @@
+"""LLVM types of frontend types."""
+
+from __future__ import annotations
+
+import functools
+
+from llvmlite import ir
+
+from .. import types as T
+from ..interpreter.lattice import pyobj, widen
+
+_SCALARS = {T.boolean: ir.IntType(1), T.int32: ir.IntType(32), T.int64: ir.IntType(64),
+            T.float32: ir.FloatType(), T.float64: ir.DoubleType()}
+PTR = ir.PointerType()
+I64 = ir.IntType(64)
+
+
+def has_value(t) -> bool:
+    """Whether values of type ``t`` exist at run time (not None, not compile-time objects)."""
+    t = widen(t)
+    return t != T.none and t != pyobj and t is not None and isinstance(t, T.Type)
+
+
+@functools.cache
+def ll(t) -> ir.Type:
+    """The LLVM type of frontend type ``t``."""
+    t = widen(t)
+    if t in _SCALARS:
+        return _SCALARS[t]
+    if isinstance(t, T.TupleType):
+        return ir.LiteralStructType([ll(i) for i in t.items if has_value(i)])
+    if isinstance(t, T.ArrayType):
+        dims = ir.ArrayType(I64, t.ndim)
+        return ir.LiteralStructType([PTR, dims, dims])
+    if t == T.none or t == pyobj:
+        return ir.VoidType()
+    raise TypeError(f"no LLVM type for {t!r}")

@@ -1,0 +1,97 @@
+"""A module of specializations: the entry function and every callee, by stable names.
+
+Names, declaration order and string constants depend only on the job, so the
+same job prints byte-identical IR in every process.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..interpreter.lattice import pyobj, widen
+from .function import FunctionCodegen
+from .lltypes import has_value, ll
+
+
+def spec_name(frame) -> str:
+    """A readable, stable LLVM name of a specialization: ``mod.qualname(types)``."""
+    fn = frame.pyfunc
+    sig = ", ".join(repr(t) for t in frame.argtypes)
+    return f"{fn.__module__}.{fn.__qualname__}({sig})"
+
+
+class ModuleCodegen:
+    """Builds one ``ir.Module`` from inferred frames."""
+
+    def __init__(self, name: str, interp, triple: str = "", data_layout: str = ""):
+        self.module = ir.Module(name=name)
+        if triple:
+            self.module.triple = triple
+        if data_layout:
+            self.module.data_layout = data_layout
+        self.interp = interp
+        self.target_name = interp.target_name
+        self.python_errors = interp.python_errors
+        self.functions: dict[str, ir.Function] = {}
+        self.queue: list = []
+        self.strings: dict[str, ir.GlobalVariable] = {}
+
+    def signature(self, frame) -> ir.FunctionType:
+        params = [ll(t) for t in frame.argtypes if has_value(t) and widen(t) != pyobj]
+        rt = widen(frame.rettype)
+        return ir.FunctionType(ll(rt) if has_value(rt) else ir.VoidType(), params)
+
+    def function_for(self, frame, name: str | None = None) -> ir.Function:
+        """The LLVM function of ``frame``, declared now and emitted by :meth:`emit`."""
+        name = name or frame.name or spec_name(frame)
+        fn = self.functions.get(spec_name(frame))
+        if fn is None:
+            fn = ir.Function(self.module, self.signature(frame), name=name)
+            self.functions[spec_name(frame)] = fn
+            self.queue.append((frame, fn))
+            if name == spec_name(frame):
+                fn.linkage = "internal"
+            policy = self._inline(frame)
+            if policy is not None:
+                fn.attributes.add("alwaysinline" if policy else "noinline")
+        return fn
+
+    def _inline(self, frame):
+        for rs in (*self.interp.plugin_sets, *self.interp.base_sets):
+            if rs.inline_policy is not None:
+                decision = rs.inline_policy(self.interp, frame)
+                if decision is not None:
+                    return decision
+        return None
+
+    def emit(self, entry_frame, entry_name: str) -> ir.Function:
+        entry = self.function_for(entry_frame, entry_name)
+        while self.queue:
+            frame, fn = self.queue.pop(0)
+            FunctionCodegen(self, frame, fn).emit()
+        return entry
+
+    def declare(self, name: str, restype: ir.Type, argtypes) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(restype, list(argtypes)), name=name)
+        return fn
+
+    def extern_global(self, name: str) -> ir.GlobalVariable:
+        g = self.module.globals.get(name)
+        if g is None:
+            g = ir.GlobalVariable(self.module, ir.PointerType(), name=name)
+            g.linkage = "external"
+        return g
+
+    def cstring(self, text: str) -> ir.GlobalVariable:
+        g = self.strings.get(text)
+        if g is None:
+            data = bytearray(text.encode() + b"\0")
+            g = ir.GlobalVariable(self.module, ir.ArrayType(ir.IntType(8), len(data)),
+                                  name=f".str.{len(self.strings)}")
+            g.global_constant, g.linkage = True, "private"
+            g.initializer = ir.Constant(g.type.pointee if hasattr(g.type, "pointee") else g.value_type,
+                                        data)
+            self.strings[text] = g
+        return g

@@ -1,0 +1,128 @@
+"""Lowering of expressions: operators as calls, short-circuit forms as control flow."""
+
+from __future__ import annotations
+
+import ast
+import operator
+
+from . import intrinsics as K
+from .ir import Const, Global, Value
+
+_BINOPS = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Pow: operator.pow, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+}
+_CMPOPS = {
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+}
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+          ast.Invert: operator.invert}
+
+
+class Expressions:
+    """Mixin of the AST lowerer: one ``expr_<Node>`` method per expression kind."""
+
+    def expr(self, node) -> Value:
+        handler = getattr(self, "expr_" + type(node).__name__, None)
+        if handler is None:
+            self.unsupported(node)
+        return handler(node)
+
+    def expr_Constant(self, node):
+        if not isinstance(node.value, (bool, int, float, type(None), str)):
+            self.unsupported(node, f"constant of type {type(node.value).__name__}")
+        return Const(node.value, self.loc(node))
+
+    def expr_Name(self, node):
+        if node.id in self.locals:
+            return self.ssa.read(node.id, self.block)
+        return Global(node.id, self.loc(node))
+
+    def expr_Tuple(self, node):
+        return self.emit(K.build_tuple, [self.expr(e) for e in node.elts], node)
+
+    def expr_BinOp(self, node):
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            self.unsupported(node.op)
+        return self.emit(op, [self.expr(node.left), self.expr(node.right)], node)
+
+    def expr_UnaryOp(self, node):
+        return self.emit(_UNARY[type(node.op)], [self.expr(node.operand)], node)
+
+    def expr_Call(self, node):
+        if node.keywords:
+            self.unsupported(node.keywords[0], "keyword arguments", "pass arguments by position")
+        fn = self.expr(node.func)
+        return self.emit(fn, [self.expr(a) for a in node.args], node)
+
+    def expr_Attribute(self, node):
+        return self.emit(getattr, [self.expr(node.value), Const(node.attr)], node)
+
+    def expr_Subscript(self, node):
+        return self.emit(operator.getitem, [self.expr(node.value), self.expr(node.slice)], node)
+
+    def select(self, node, first: Value, rest) -> Value:
+        """``first`` if ``rest`` is None, else ``rest[0]()`` when ``first`` decides to go on.
+
+        ``rest = (make_value, take_when_true)``: shared shape of ``and``, ``or``,
+        chained comparisons and conditional expressions.
+        """
+        var = self.temp()
+        self.write(var, first)
+        make, when_true = rest
+        more, after = self.ssa.new_block(), self.ssa.new_block()
+        if when_true:
+            self.branch(first, more, after, node)
+        else:
+            self.branch(first, after, more, node)
+        self.ssa.seal(more)
+        self.block = more
+        self.write(var, make())
+        self.goto(after, node)
+        self.ssa.seal(after)
+        self.block = after
+        return self.ssa.read(var, after)
+
+    def expr_BoolOp(self, node):
+        value = self.expr(node.values[0])
+        for operand in node.values[1:]:
+            value = self.select(node, value, (lambda o=operand: self.expr(o),
+                                              isinstance(node.op, ast.And)))
+        return value
+
+    def expr_Compare(self, node):
+        rhs = self.temp()  # the previous right-hand side, evaluated once
+        self.write(rhs, self.expr(node.left))
+        value = None
+        for op, comp in zip(node.ops, node.comparators):
+            def make(op=op, comp=comp):
+                left, right = self.ssa.read(rhs, self.block), self.expr(comp)
+                self.write(rhs, right)
+                return self._compare(node, op, left, right)
+
+            value = make() if value is None else self.select(node, value, (make, True))
+        return value
+
+    def _compare(self, node, op, left, right):
+        fn = _CMPOPS.get(type(op))
+        if fn is None:
+            self.unsupported(op, f"comparison {type(op).__name__}")
+        return self.emit(fn, [left, right], node)
+
+    def expr_IfExp(self, node):
+        cond = self.expr(node.test)
+        var = self.temp()
+        then, orelse, after = self.ssa.new_block(), self.ssa.new_block(), self.ssa.new_block()
+        self.branch(cond, then, orelse, node)
+        for block, sub in ((then, node.body), (orelse, node.orelse)):
+            self.ssa.seal(block)
+            self.block = block
+            self.write(var, self.expr(sub))
+            self.goto(after, node)
+        self.ssa.seal(after)
+        self.block = after
+        return self.ssa.read(var, after)

@@ -1,0 +1,51 @@
+"""Functions the frontend calls for constructs that are not a Python call.
+
+Each is a plain Python function with the construct's semantics, so that
+method tables key on it like on any other callee.
+"""
+
+
+def build_tuple(*items):
+    """``(a, b, ...)``"""
+    return items
+
+
+def unpack(value, n):
+    """``a, b = value``: checks that ``value`` has ``n`` items."""
+    if len(value) != n:
+        raise ValueError(f"expected {n} values to unpack, got {len(value)}")
+    return value
+
+
+def range_start(*args):
+    """First value of ``range(*args)``."""
+    return args[0] if len(args) > 1 else 0
+
+
+def range_stop(*args):
+    return args[1] if len(args) > 1 else args[0]
+
+
+def range_step(*args):
+    return args[2] if len(args) > 2 else 1
+
+
+def range_cond(i, stop, step):
+    """Whether the loop over a range goes on with ``i``."""
+    return i < stop if step > 0 else i > stop
+
+
+
+def check(ok, exc_name, message):
+    """Raise the built-in exception named ``exc_name`` when ``ok`` is false."""
+    if not ok:
+        import builtins
+
+        raise getattr(builtins, exc_name)(message)
+
+
+def ffloor(x):
+    """``floor`` of a float, as a float."""
+    import math
+
+    return float(math.floor(x))

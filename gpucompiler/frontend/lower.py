@@ -1,0 +1,139 @@
+"""Python AST -> SSA IR (:mod:`.ir`), keeping file:line:col on every value.
+
+Operators become calls of the functions in :mod:`operator`; loops over
+``range`` and the short-circuit operators become control flow. Anything
+outside the supported subset raises :class:`UnsupportedError` naming the
+construct, with a hint.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import operator
+import textwrap
+
+from ..errors import UnsupportedError
+from . import intrinsics as K
+from .ir import Arg, Branch, Call, Const, Function, Global, Jump, Return, Value
+from .ssa import SSABuilder
+from .statements import Statements
+from .expressions import Expressions
+
+_HINTS = {
+    "ListComp": "build results in an array argument with a loop over range()",
+    "List": "use a tuple or an array argument", "Dict": "dicts are not supported in compiled code",
+    "Set": "sets are not supported in compiled code", "Lambda": "define a module-level function",
+    "FunctionDef": "define the helper at module level; it is compiled when called",
+    "Try": "compiled code cannot catch exceptions", "Raise": "check the inputs before the call",
+    "With": "context managers are not supported", "Slice": "index elements one at a time",
+    "Starred": "pass arguments explicitly", "For": "only `for x in range(...)` loops are supported",
+    "Global": "read module constants without declaring them; compiled code cannot rebind globals",
+    "JoinedStr": "strings are not supported in compiled code", "Yield": "generators are not supported",
+}
+
+
+@functools.lru_cache(maxsize=512)
+def _parse(pyfunc) -> tuple[ast.FunctionDef, str, int]:
+    try:
+        lines, first = inspect.getsourcelines(pyfunc)
+    except (OSError, TypeError) as exc:
+        raise UnsupportedError("function without source", hint=str(exc)) from None
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    node = tree.body[0]
+    if not isinstance(node, ast.FunctionDef):
+        raise UnsupportedError(type(node).__name__, (inspect.getsourcefile(pyfunc), first, 0),
+                               hint="compile a plain `def` function")
+    return node, inspect.getsourcefile(pyfunc) or "<unknown>", first - 1
+
+
+def lower_function(pyfunc) -> Function:
+    """Build the SSA IR of the Python function ``pyfunc``."""
+    node, filename, offset = _parse(pyfunc)
+    return _Lowerer(pyfunc, node, filename, offset).run()
+
+
+def _assigned_names(node: ast.FunctionDef) -> set[str]:
+    names = {a.arg for a in node.args.args}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+            names.add(sub.id)
+    return names
+
+
+class _Lowerer(Statements, Expressions):
+    def __init__(self, pyfunc, node: ast.FunctionDef, filename: str, offset: int):
+        self.node, self.filename, self.offset = node, filename, offset
+        a = node.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+            self.unsupported(node, "*args, **kwargs or keyword-only parameters",
+                             "use plain positional parameters")
+        args = [Arg(i, p.arg, self.loc(p)) for i, p in enumerate(a.args)]
+        self.fn = Function(pyfunc.__qualname__, filename, node.lineno + offset, args, pyfunc)
+        self.ssa = SSABuilder(self.fn)
+        self.locals = _assigned_names(node)
+        self.loops: list[tuple] = []  # (continue target, break target)
+        self.ntemp = 0
+
+    # -- helpers -----------------------------------------------------------
+    def loc(self, node) -> tuple:
+        return (self.filename, node.lineno + self.offset, node.col_offset)
+
+    def unsupported(self, node, construct: str | None = None, hint: str = ""):
+        name = construct or type(node).__name__
+        raise UnsupportedError(name, self.loc(node) if hasattr(node, "lineno") else None,
+                               self.fn.name if hasattr(self, "fn") else "",
+                               hint or _HINTS.get(name, ""))
+
+    def emit(self, fn, args, node) -> Call:
+        inst = Call(fn if isinstance(fn, Value) else Const(fn), args, self.loc(node))
+        inst.block = self.block
+        self.block.insts.append(inst)
+        return inst
+
+    def terminate(self, term, *targets) -> None:
+        term.block = self.block
+        self.block.term = term
+        for t in targets:
+            t.preds.append(self.block)
+        self.block = None
+
+    def goto(self, target, node) -> None:
+        if self.block is not None:
+            self.terminate(Jump(target, self.loc(node)), target)
+
+    def branch(self, cond: Value, then, orelse, node) -> None:
+        truth = self.emit(bool, [cond], node)
+        self.terminate(Branch(truth, then, orelse, self.loc(node)), then, orelse)
+
+    def temp(self) -> str:
+        self.ntemp += 1
+        return f"${self.ntemp}"
+
+    def write(self, var: str, value: Value) -> None:
+        self.ssa.write(var, self.block, value)
+
+    # -- driver ------------------------------------------------------------
+    def run(self) -> Function:
+        self.block = self.ssa.new_block()
+        self.ssa.seal(self.block)
+        for arg in self.fn.args:
+            self.write(arg.name, arg)
+        self.body(self.node.body)
+        if self.block is not None:
+            self.terminate(Return(Const(None), self.loc(self.node)))
+        self.ssa.finish()
+        return self.fn
+
+    def body(self, stmts) -> None:
+        for stmt in stmts:
+            if self.block is None:
+                return  # code after return/break/continue never runs
+            handler = getattr(self, "stmt_" + type(stmt).__name__, None)
+            if handler is None:
+                self.unsupported(stmt)
+            handler(stmt)
+
+
+__all__ = ["lower_function"]

@@ -1,0 +1,42 @@
+"""Readable text of SSA functions, optionally annotated with inferred types."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .ir import Branch, Call, Function, Jump, Phi, Return
+
+
+def format_function(fn: Function, typeof: Callable | None = None, header: str | None = None) -> str:
+    """Print ``fn``; ``typeof(value)`` (when given) annotates each value with its type."""
+    fn.renumber()
+    ann = (lambda v: f" :: {typeof(v)!r}") if typeof else (lambda v: "")
+    lines = [header or f"function {fn.name}({', '.join(a.name for a in fn.args)})"]
+    for block in fn.blocks:
+        preds = ", ".join(map(repr, block.preds))
+        lines.append(f"{block!r}:" + (f"  ; preds {preds}" if preds else ""))
+        for phi in block.phis:
+            inc = ", ".join(f"[{b!r}: {v.ref()}]" for b, v in phi.incoming.items())
+            lines.append(f"  %{phi.id} = phi {phi.var} {inc}{ann(phi)}")
+        for inst in block.insts:
+            args = ", ".join(a.ref() for a in inst.args)
+            lines.append(f"  %{inst.id} = {inst.fn.ref()}({args}){ann(inst)}{_loc(inst)}")
+        lines.append("  " + _term(block.term))
+    return "\n".join(lines)
+
+
+def _loc(inst) -> str:
+    return f"  # line {inst.loc[1]}" if inst.loc else ""
+
+
+def _term(term) -> str:
+    if isinstance(term, Jump):
+        return f"goto {term.target!r}"
+    if isinstance(term, Branch):
+        return f"if {term.cond.ref()} goto {term.then!r} else {term.orelse!r}"
+    if isinstance(term, Return):
+        return f"return {term.value.ref()}"
+    return "<no terminator>"
+
+
+__all__ = ["format_function", "Call", "Phi"]

@@ -1,0 +1,115 @@
+"""On-the-fly SSA construction (Braun et al., "Simple and Efficient Construction
+of Static Single Assignment Form", CC 2013).
+
+Variables are written and read per block; reading in a block whose
+predecessors are not all known yet leaves an incomplete phi, filled when the
+block is sealed. Trivial phis are removed at the end.
+"""
+
+from __future__ import annotations
+
+from .ir import Block, Function, Phi, Undef, Value
+
+
+class SSABuilder:
+    """Blocks, variable definitions and sealing for one function."""
+
+    def __init__(self, fn: Function):
+        self.fn = fn
+        self.defs: dict[str, dict[Block, Value]] = {}
+        self.sealed: set[Block] = set()
+        self.incomplete: dict[Block, list[Phi]] = {}
+
+    def new_block(self) -> Block:
+        block = Block(len(self.fn.blocks))
+        self.fn.blocks.append(block)
+        return block
+
+    def write(self, var: str, block: Block, value: Value) -> None:
+        self.defs.setdefault(var, {})[block] = value
+
+    def read(self, var: str, block: Block) -> Value:
+        value = self.defs.get(var, {}).get(block)
+        return value if value is not None else self._read_recursive(var, block)
+
+    def _read_recursive(self, var: str, block: Block) -> Value:
+        if block not in self.sealed:
+            value = self._phi(var, block)
+            self.incomplete.setdefault(block, []).append(value)
+        elif len(block.preds) == 1:
+            value = self.read(var, block.preds[0])
+        elif not block.preds:
+            value = Undef(var)
+        else:
+            value = self._phi(var, block)
+            self.write(var, block, value)
+            self._fill(value, block)
+        self.write(var, block, value)
+        return value
+
+    def _phi(self, var: str, block: Block) -> Phi:
+        phi = Phi(var)
+        phi.block = block
+        block.phis.append(phi)
+        return phi
+
+    def _fill(self, phi: Phi, block: Block) -> None:
+        for pred in block.preds:
+            phi.incoming[pred] = self.read(phi.var, pred)
+
+    def seal(self, block: Block) -> None:
+        self.sealed.add(block)
+        for phi in self.incomplete.pop(block, []):
+            self._fill(phi, block)
+
+    def finish(self) -> None:
+        """Drop unreachable blocks and trivial phis, then renumber."""
+        reachable = _reachable(self.fn.entry)
+        self.fn.blocks = [b for b in self.fn.blocks if b in reachable]
+        for b in self.fn.blocks:
+            b.preds = [p for p in b.preds if p in reachable]
+            for phi in b.phis:
+                phi.incoming = {p: v for p, v in phi.incoming.items() if p in reachable}
+        subst: dict[Value, Value] = {}
+
+        def resolve(v: Value) -> Value:
+            while v in subst:
+                v = subst[v]
+            return v
+
+        changed = True
+        while changed:
+            changed = False
+            for b in self.fn.blocks:
+                for phi in b.phis:
+                    if phi in subst:
+                        continue
+                    vals = {resolve(v) for v in phi.incoming.values()} - {phi}
+                    if len(vals) == 1:
+                        subst[phi] = vals.pop()
+                        changed = True
+        for b in self.fn.blocks:
+            b.phis = [p for p in b.phis if p not in subst]
+            for phi in b.phis:
+                phi.incoming = {p: resolve(v) for p, v in phi.incoming.items()}
+            for inst in b.insts:
+                inst.fn = resolve(inst.fn)
+                inst.args = [resolve(a) for a in inst.args]
+            term = b.term
+            if hasattr(term, "cond"):
+                term.cond = resolve(term.cond)
+            elif hasattr(term, "value"):
+                term.value = resolve(term.value)
+        self.fn.renumber()
+
+
+def _reachable(entry: Block) -> set[Block]:
+    from .ir import successors
+
+    seen, stack = {entry}, [entry]
+    while stack:
+        for s in successors(stack.pop().term):
+            if s not in seen:
+                seen.add(s)
+                stack.append(s)
+    return seen

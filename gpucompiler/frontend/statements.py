@@ -1,0 +1,134 @@
+"""Lowering of statements: assignment, control flow, loops, returns."""
+
+from __future__ import annotations
+
+import ast
+import operator
+
+from . import intrinsics as K
+from .ir import Const, Return
+
+
+class Statements:
+    """Mixin of the AST lowerer: one ``stmt_<Node>`` method per statement kind."""
+
+    def stmt_Pass(self, node):
+        pass
+
+    def stmt_Expr(self, node):
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        self.expr(node.value)
+
+    def stmt_Return(self, node):
+        value = self.expr(node.value) if node.value is not None else Const(None)
+        self.terminate(Return(value, self.loc(node)))
+
+    def stmt_Assign(self, node):
+        value = self.expr(node.value)
+        for target in node.targets:
+            self.assign_to(target, value, node)
+
+    def stmt_AnnAssign(self, node):
+        if node.value is None:
+            return
+        self.assign_to(node.target, self.expr(node.value), node)
+
+    def stmt_AugAssign(self, node):
+        from .expressions import _BINOPS
+
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            self.unsupported(node.op)
+        target = node.target
+        if isinstance(target, ast.Name):
+            self.assign_to(target, self.emit(op, [self.expr(target), self.expr(node.value)], node), node)
+        elif isinstance(target, ast.Subscript):
+            obj, index = self.expr(target.value), self.expr(target.slice)
+            old = self.emit(operator.getitem, [obj, index], node)
+            new = self.emit(op, [old, self.expr(node.value)], node)
+            self.emit(operator.setitem, [obj, index, new], node)
+        else:
+            self.unsupported(target, "augmented assignment to " + type(target).__name__)
+
+    def assign_to(self, target, value, node):
+        if isinstance(target, ast.Name):
+            self.write(target.id, value)
+        elif isinstance(target, ast.Tuple):
+            checked = self.emit(K.unpack, [value, Const(len(target.elts))], node)
+            for i, elt in enumerate(target.elts):
+                self.assign_to(elt, self.emit(operator.getitem, [checked, Const(i)], node), node)
+        elif isinstance(target, ast.Subscript):
+            self.emit(operator.setitem, [self.expr(target.value), self.expr(target.slice), value], node)
+        else:
+            self.unsupported(target, "assignment to " + type(target).__name__,
+                             "assign to local names, tuples of names or array elements")
+
+    def stmt_If(self, node):
+        then, after = self.ssa.new_block(), self.ssa.new_block()
+        orelse = self.ssa.new_block() if node.orelse else after
+        self.branch(self.expr(node.test), then, orelse, node)
+        for block, stmts in ((then, node.body), (orelse, node.orelse)):
+            if stmts:
+                self.ssa.seal(block)
+                self.block = block
+                self.body(stmts)
+                self.goto(after, node)
+        self.ssa.seal(after)
+        self.block = after
+
+    def loop(self, node, cond, body_prologue=None):
+        """``while cond(): body``; ``body_prologue`` runs first in each iteration."""
+        if node.orelse:
+            self.unsupported(node, type(node).__name__ + "-else", "move the else part after the loop")
+        header, body, after = self.ssa.new_block(), self.ssa.new_block(), self.ssa.new_block()
+        self.goto(header, node)
+        self.block = header
+        self.branch(cond(), body, after, node)
+        self.ssa.seal(body)
+        self.block = body
+        if body_prologue:
+            body_prologue()
+        self.loops.append((header, after))
+        self.body(node.body)
+        self.loops.pop()
+        self.goto(header, node)
+        self.ssa.seal(header)
+        self.ssa.seal(after)
+        self.block = after
+
+    def stmt_While(self, node):
+        self.loop(node, lambda: self.expr(node.test))
+
+    def stmt_For(self, node):
+        it = node.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and 1 <= len(it.args) <= 3 and not it.keywords and "range" not in self.locals):
+            self.unsupported(node, "For")
+        args = [self.expr(a) for a in it.args]
+        counter, stop, step = self.temp(), self.temp(), self.temp()
+        self.write(counter, self.emit(K.range_start, args, it))
+        self.write(stop, self.emit(K.range_stop, args, it))
+        self.write(step, self.emit(K.range_step, args, it))
+        read = lambda var: self.ssa.read(var, self.block)  # noqa: E731
+
+        def cond():
+            return self.emit(K.range_cond, [read(counter), read(stop), read(step)], node)
+
+        def prologue():
+            value = read(counter)
+            self.write(counter, self.emit(operator.add, [value, read(step)], node))
+            self.assign_to(node.target, value, node)
+
+        self.loop(node, cond, prologue)
+
+    def stmt_Break(self, node):
+        self._jump_out(node, 1)
+
+    def stmt_Continue(self, node):
+        self._jump_out(node, 0)
+
+    def _jump_out(self, node, which):
+        if not self.loops:
+            self.unsupported(node, type(node).__name__ + " outside a loop")
+        self.goto(self.loops[-1][which], node)

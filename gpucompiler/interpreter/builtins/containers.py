@@ -1,0 +1,167 @@
+"""Base rules for tuples, arrays, ``len``, ``getattr`` and module attributes.
+
+An array value is ``{ptr data, [n x i64] shape, [n x i64] strides}`` with
+strides in bytes; indexing wraps negative indices like Python.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+
+from llvmlite import ir
+
+from ... import types as T
+from ...errors import TypeInferenceError
+from ...frontend import intrinsics as K
+from ..lattice import Const, const, pyobj, widen
+from ..rules import Any_, Constant, Int, Number, RuleSet, register
+from .numbers import IntLike, base
+
+_A = T.ArrayType
+_Tup = T.TupleType
+
+
+@base.handler
+def _module_attribute(interp, fn, args):
+    """``mod.name`` on a compile-time object: a constant, recorded for invalidation."""
+    if fn is getattr and len(args) == 2 and isinstance(args[0], Const) and args[0].type == pyobj:
+        from ..rules import CallResult
+
+        return CallResult(interp.read(args[0].value, args[1].value), lambda *a: None)
+    return None
+
+
+# -- tuples ------------------------------------------------------------------
+@base.define(K.build_tuple, Any_, varargs=True, restype=lambda *ts: _Tup(widen(t) for t in ts))
+@base.define(K.build_tuple, restype=_Tup(()))
+def _build_tuple(cg, args, argtypes, rt):
+    value = ir.Constant(cg.ll(rt), ir.Undefined)
+    for i, v in enumerate(args):
+        value = cg.b.insert_value(value, v, i)
+    return value
+
+
+def _tuple_index(tup, index):
+    n = len(widen(tup).items)
+    i = index.value
+    if not -n <= i < n:
+        raise TypeInferenceError(f"tuple index {i} out of range for {widen(tup)!r}", (widen(tup),))
+    return i % n
+
+
+@base.define(operator.getitem, _Tup, lambda t: isinstance(t, Const) and type(t.value) is int,
+             restype=lambda t, i: widen(t).items[_tuple_index(t, i)])
+def _tuple_getitem(cg, args, argtypes, rt):
+    return cg.b.extract_value(args[0], _tuple_index(*argtypes))
+
+
+def _unpack_type(t, n):
+    if len(widen(t).items) != n.value:
+        raise TypeInferenceError(f"cannot unpack {widen(t)!r} into {n.value} names", (widen(t),))
+    return t
+
+
+@base.define(K.unpack, _Tup, Constant, restype=_unpack_type)
+def _unpack(cg, args, argtypes, rt):
+    return args[0]
+
+
+@base.define(len, _Tup, restype=lambda t: const(len(widen(t).items)), pure=False)
+def _len_tuple(cg, args, argtypes, rt):
+    return None
+
+
+@base.define(bool, _Tup, restype=lambda t: const(bool(widen(t).items)), pure=False)
+def _bool_tuple(cg, args, argtypes, rt):
+    return None
+
+
+# -- arrays ------------------------------------------------------------------
+def _dims(cg, arr, field):
+    return [cg.b.extract_value(arr, [field, k]) for k in range(arr.type.elements[1].count)]
+
+
+def _element_pointer(cg, arr, indices, argtypes):
+    shape, strides = _dims(cg, arr, 1), _dims(cg, arr, 2)
+    offset = ir.Constant(cg.ll(T.int64), 0)
+    for k, (idx, t) in enumerate(zip(indices, argtypes)):
+        i = cg.cast(idx, widen(t), T.int64)
+        i = cg.b.select(cg.b.icmp_signed("<", i, offset.type(0)), cg.b.add(i, shape[k]), i)
+        offset = cg.b.add(offset, cg.b.mul(i, strides[k]))
+    return cg.b.gep(cg.b.extract_value(arr, 0), [offset], source_etype=ir.IntType(8))
+
+
+def _index_types(index):
+    w = widen(index)
+    items = w.items if isinstance(w, _Tup) else (w,)
+    return items if all(isinstance(t, T.Scalar) and t.kind in "ib" for t in items) else None
+
+
+def _getitem_type(a, index):
+    items = _index_types(index)
+    if items is None or len(items) > a.ndim:
+        return None
+    rest = a.ndim - len(items)
+    return a.dtype if rest == 0 else _A(a.dtype, rest, "A" if len(items) else a.layout)
+
+
+def _indices(cg, index, itype):
+    w = widen(itype)
+    if isinstance(w, _Tup):
+        return [cg.b.extract_value(index, k) for k in range(len(w.items))], w.items
+    return [index], (w,)
+
+
+@base.define(operator.getitem, _A, Any_, restype=_getitem_type)
+def _array_getitem(cg, args, argtypes, rt):
+    arr, index = args
+    idx, itypes = _indices(cg, index, argtypes[1])
+    ptr = _element_pointer(cg, arr, idx, itypes)
+    if isinstance(rt, T.Scalar):
+        return cg.load_scalar(ptr, rt)
+    view = ir.Constant(cg.ll(rt), ir.Undefined)
+    view = cg.b.insert_value(view, ptr, 0)
+    for k in range(rt.ndim):
+        for field in (1, 2):
+            view = cg.b.insert_value(view, cg.b.extract_value(arr, [field, k + len(idx)]), [field, k])
+    return view
+
+
+@base.define(operator.setitem, _A, Any_, Number,
+             restype=lambda a, i, v: T.none if _getitem_type(widen(a), i) == a.dtype else None,
+             pure=False)
+def _array_setitem(cg, args, argtypes, rt):
+    arr, index, value = args
+    idx, itypes = _indices(cg, index, argtypes[1])
+    dtype = widen(argtypes[0]).dtype
+    cg.store_scalar(cg.cast(value, widen(argtypes[2]), dtype), _element_pointer(cg, arr, idx, itypes),
+                    dtype)
+
+
+_ATTRS = {"shape": lambda a: _Tup([T.int64] * a.ndim), "ndim": lambda a: const(a.ndim),
+          "size": lambda a: T.int64}
+
+
+@base.define(getattr, _A, Constant,
+             restype=lambda a, n: _ATTRS[n.value](widen(a)) if n.value in _ATTRS else None,
+             pure=False)
+def _array_attr(cg, args, argtypes, rt):
+    name = argtypes[1].value
+    if name == "ndim":
+        return None
+    shape = _dims(cg, args[0], 1)
+    if name == "size":
+        size = ir.Constant(cg.ll(T.int64), 1)
+        for s in shape:
+            size = cg.b.mul(size, s)
+        return size
+    return _build_tuple(cg, shape, None, rt)
+
+
+@base.define(len, _A, restype=T.int64)
+def _len_array(cg, args, argtypes, rt):
+    return cg.b.extract_value(args[0], [1, 0])
+
+
+__all__ = ["base", "builtins", "Int", "RuleSet", "register"]

@@ -1,0 +1,101 @@
+"""The ``math`` module: LLVM intrinsics or libm by name on the CPU, libdevice on PTX.
+
+The base rule set lowers to LLVM intrinsics where LLVM has one and to the C
+library name otherwise; the ``base.ptx`` overlay replaces every function by
+libdevice's ``__nv_*`` (``__nv_sinf`` for float32).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ... import types as T
+from ...frontend import intrinsics as K
+from ..lattice import widen
+from ..rules import Number, RuleSet, register
+from .numbers import base
+
+ptx = register(RuleSet("base.ptx", target="ptx"))
+
+_INTRINSICS = ("sin", "cos", "exp", "exp2", "log", "log2", "log10", "sqrt", "fabs")
+_LIBM = ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+         "expm1", "log1p", "erf", "erfc", "cbrt")
+_BINARY_INTRINSICS = {"pow": "llvm.pow", "copysign": "llvm.copysign"}
+_BINARY_LIBM = ("atan2", "hypot", "fmod")
+
+
+def _float_type(*ts):
+    return T.float32 if all(widen(t) == T.float32 for t in ts) else T.float64
+
+
+def _args(cg, args, argtypes, rt):
+    return [cg.cast(v, widen(t), rt) for v, t in zip(args, argtypes)]
+
+
+def _intrinsic(name):
+    def lower(cg, args, argtypes, rt):
+        return cg.call_intrinsic(name, rt, _args(cg, args, argtypes, rt))
+    return lower
+
+
+def _libm(name):
+    def lower(cg, args, argtypes, rt):
+        return cg.call_extern(name + ("f" if rt == T.float32 else ""), rt,
+                              _args(cg, args, argtypes, rt))
+    return lower
+
+
+def _nv(name):
+    def lower(cg, args, argtypes, rt):
+        return cg.call_extern("__nv_" + name + ("f" if rt == T.float32 else ""), rt,
+                              _args(cg, args, argtypes, rt))
+    return lower
+
+
+for _name in _INTRINSICS + _LIBM:
+    _fn = getattr(math, _name)
+    _low = _intrinsic("llvm." + _name) if _name in _INTRINSICS else _libm(_name)
+    base.define(_fn, Number, restype=_float_type)(_low)
+    ptx.define(_fn, Number, restype=_float_type)(_nv(_name))
+for _name in tuple(_BINARY_INTRINSICS) + _BINARY_LIBM:
+    _fn = getattr(math, _name)
+    _low = _intrinsic(_BINARY_INTRINSICS[_name]) if _name in _BINARY_INTRINSICS else _libm(_name)
+    base.define(_fn, Number, Number, restype=_float_type)(_low)
+    ptx.define(_fn, Number, Number, restype=_float_type)(_nv(_name))
+
+
+def _rounding(intrinsic, nv):
+    def lower(cg, args, argtypes, rt):
+        t = _float_type(*argtypes)
+        x = cg.cast(args[0], widen(argtypes[0]), t)
+        if cg.target_name == "ptx":
+            r = cg.call_extern("__nv_" + nv + ("f" if t == T.float32 else ""), t, [x])
+        else:
+            r = cg.call_intrinsic(intrinsic, t, [x])
+        return cg.cast(r, t, rt)
+    return lower
+
+
+for _fn, _intr, _nvname, _rt in ((math.floor, "llvm.floor", "floor", T.int64),
+                                  (math.ceil, "llvm.ceil", "ceil", T.int64),
+                                  (math.trunc, "llvm.trunc", "trunc", T.int64),
+                                  (K.ffloor, "llvm.floor", "floor", T.float64)):
+    base.define(_fn, Number, restype=_rt)(_rounding(_intr, _nvname))
+
+
+def _classify(kind):
+    def lower(cg, args, argtypes, rt):
+        t = widen(argtypes[0])
+        if t.kind != "f":
+            return cg.const(T.boolean, kind == "isfinite")
+        x = args[0]
+        if kind == "isnan":
+            return cg.b.fcmp_unordered("uno", x, x)
+        inf = cg.const(t, math.inf)
+        ax = cg.call_intrinsic("llvm.fabs", t, [x])
+        return cg.b.fcmp_ordered("==" if kind == "isinf" else "<", ax, inf)
+    return lower
+
+
+for _name in ("isnan", "isinf", "isfinite"):
+    base.define(getattr(math, _name), Number, restype=T.boolean)(_classify(_name))

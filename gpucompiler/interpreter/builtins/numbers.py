@@ -1,0 +1,233 @@
+"""Base rules for scalars: arithmetic with Python semantics, comparisons, conversions."""
+
+from __future__ import annotations
+
+import builtins
+import operator
+
+from llvmlite import ir
+
+from ... import types as T
+from ...frontend import intrinsics as K
+from ..lattice import Const, widen
+from ..rules import Any_, Bool, Constant, Float, Int, Number, RuleSet, register
+from . import pyhelpers as H
+
+base = register(RuleSet("base"))
+IntLike = lambda t: isinstance(widen(t), T.Scalar) and widen(t).kind in "ib"  # noqa: E731
+
+
+def _promoted(*ts):
+    out = widen(ts[0])
+    for t in ts[1:]:
+        out = T.promote(out, widen(t))
+    return T.promote(out, out) if out == T.boolean else out
+
+
+def _binary(fn, sig, restype, int_op=None, float_op=None, lower=None):
+    def lower_(cg, args, argtypes, rt):
+        t = _promoted(*argtypes)
+        a, b = (cg.cast(v, widen(at), t) for v, at in zip(args, argtypes))
+        if lower is not None:
+            return lower(cg, a, b, t)
+        return getattr(cg.b, float_op if t.kind == "f" else int_op)(a, b)
+    base.define(fn, *sig, restype=restype)(lower_)
+
+
+for _fn, _i, _f in ((operator.add, "add", "fadd"), (operator.sub, "sub", "fsub"),
+                    (operator.mul, "mul", "fmul")):
+    _binary(_fn, (Number, Number), _promoted, _i, _f)
+for _fn, _i in ((operator.and_, "and_"), (operator.or_, "or_"), (operator.xor, "xor"),
+                (operator.lshift, "shl"), (operator.rshift, "ashr")):
+    _binary(_fn, (IntLike, IntLike), _promoted, _i)
+
+
+def _truediv_type(a, b):
+    t = _promoted(a, b)
+    return t if t.kind == "f" else T.float64
+
+
+@base.define(operator.truediv, Number, Number, restype=_truediv_type)
+def _truediv(cg, args, argtypes, rt):
+    a, b = (cg.cast(v, widen(t), rt) for v, t in zip(args, argtypes))
+    cg.check(cg.b.fcmp_unordered("!=", b, ir.Constant(b.type, 0.0)), "ZeroDivisionError",
+             "division by zero")
+    return cg.b.fdiv(a, b)
+
+
+def _safe_divisor(cg, a, b):
+    """``(b', minus_one)``: b with 0 and -1 replaced by 1 (no trap), and b == -1."""
+    zero = ir.Constant(b.type, 0)
+    cg.check(cg.b.icmp_signed("!=", b, zero), "ZeroDivisionError", "integer division by zero")
+    minus_one = cg.b.icmp_signed("==", b, ir.Constant(b.type, -1))
+    bad = cg.b.or_(minus_one, cg.b.icmp_signed("==", b, zero))
+    return cg.b.select(bad, ir.Constant(b.type, 1), b), minus_one
+
+
+def _int_floordiv(cg, a, b, t):
+    b1, minus_one = _safe_divisor(cg, a, b)
+    q, r = cg.b.sdiv(a, b1), cg.b.srem(a, b1)
+    adjust = cg.b.and_(cg.b.icmp_signed("!=", r, ir.Constant(r.type, 0)),
+                       cg.b.icmp_signed("<", cg.b.xor(r, b1), ir.Constant(r.type, 0)))
+    q = cg.b.sub(q, cg.b.zext(adjust, q.type))
+    return cg.b.select(minus_one, cg.b.neg(a), q)
+
+
+def _int_mod(cg, a, b, t):
+    b1, minus_one = _safe_divisor(cg, a, b)
+    r = cg.b.srem(a, b1)
+    adjust = cg.b.and_(cg.b.icmp_signed("!=", r, ir.Constant(r.type, 0)),
+                       cg.b.icmp_signed("<", cg.b.xor(r, b1), ir.Constant(r.type, 0)))
+    r = cg.b.select(adjust, cg.b.add(r, b1), r)
+    return cg.b.select(minus_one, ir.Constant(r.type, 0), r)
+
+
+_binary(operator.floordiv, (IntLike, IntLike), _promoted, lower=_int_floordiv)
+_binary(operator.mod, (IntLike, IntLike), _promoted, lower=_int_mod)
+
+
+@base.handler
+def _python_helpers(interp, fn, args):
+    """``//``, ``%`` on floats and ``**`` on ints are written in Python (pyhelpers)."""
+    if len(args) != 2 or not all(isinstance(widen(a), T.Scalar) for a in args):
+        return None
+    kinds = {widen(a).kind for a in args}
+    helper = None
+    if "f" in kinds:
+        helper = {operator.floordiv: H.float_floordiv, operator.mod: H.float_mod}.get(fn)
+    elif fn is operator.pow:
+        e = args[1]
+        if isinstance(e, Const) and e.value < 0:
+            return None  # float result: the float rule below
+        helper = H.int_pow
+    return interp.invoke(helper, args) if helper else None
+
+
+def _pow_type(a, b):
+    t = _promoted(a, b)
+    return t if t.kind == "f" else T.float64
+
+
+@base.define(operator.pow, Number, Number, restype=_pow_type)
+def _pow(cg, args, argtypes, rt):
+    a, b = (cg.cast(v, widen(t), rt) for v, t in zip(args, argtypes))
+    return cg.call_intrinsic("llvm.pow", rt, [a, b])
+
+
+_CMP = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=",
+        operator.eq: "==", operator.ne: "!="}
+
+
+def _compare(sym):
+    def lower(cg, args, argtypes, rt):
+        t = _promoted(*argtypes)
+        a, b = (cg.cast(v, widen(at), t) for v, at in zip(args, argtypes))
+        if t.kind == "f":
+            return (cg.b.fcmp_unordered if sym == "!=" else cg.b.fcmp_ordered)(sym, a, b)
+        return cg.b.icmp_signed(sym, a, b)
+    return lower
+
+
+for _fn, _sym in _CMP.items():
+    base.define(_fn, Number, Number, restype=T.boolean)(_compare(_sym))
+
+
+@base.define(operator.is_, Any_, Any_, restype=lambda a, b: Const(widen(a) == widen(b) == T.none,
+                                                                    T.boolean), pure=False)
+@base.define(operator.is_not, Any_, Any_,
+             restype=lambda a, b: Const(not widen(a) == widen(b) == T.none, T.boolean), pure=False)
+def _is(cg, args, argtypes, rt):
+    return None
+
+
+@base.define(operator.neg, Number, restype=lambda a: _promoted(a))
+def _neg(cg, args, argtypes, rt):
+    v = cg.cast(args[0], widen(argtypes[0]), rt)
+    return cg.b.fneg(v) if rt.kind == "f" else cg.b.neg(v)
+
+
+@base.define(operator.pos, Number, restype=lambda a: _promoted(a))
+def _pos(cg, args, argtypes, rt):
+    return cg.cast(args[0], widen(argtypes[0]), rt)
+
+
+@base.define(operator.invert, IntLike, restype=lambda a: _promoted(a))
+def _invert(cg, args, argtypes, rt):
+    return cg.b.not_(cg.cast(args[0], widen(argtypes[0]), rt))
+
+
+@base.define(bool, Number, restype=T.boolean)
+def _bool(cg, args, argtypes, rt):
+    return cg.truth(args[0], widen(argtypes[0]))
+
+
+@base.define(operator.not_, Number, restype=T.boolean)
+def _not(cg, args, argtypes, rt):
+    return cg.b.not_(cg.truth(args[0], widen(argtypes[0])))
+
+
+@base.define(float, Number, restype=T.float64)
+@base.define(int, Number, restype=T.int64)
+def _convert(cg, args, argtypes, rt):
+    return cg.cast(args[0], widen(argtypes[0]), rt)
+
+
+for _t in (T.int32, T.int64, T.float32, T.float64):
+    base.define(_t, Number, restype=_t)(_convert)
+
+
+@base.define(abs, Number, restype=lambda a: _promoted(a))
+def _abs(cg, args, argtypes, rt):
+    v = cg.cast(args[0], widen(argtypes[0]), rt)
+    if rt.kind == "f":
+        return cg.call_intrinsic("llvm.fabs", rt, [v])
+    return cg.b.select(cg.b.icmp_signed("<", v, ir.Constant(v.type, 0)), cg.b.neg(v), v)
+
+
+def _minmax(sym):
+    def lower(cg, args, argtypes, rt):
+        vals = [cg.cast(v, widen(t), rt) for v, t in zip(args, argtypes)]
+        acc = vals[0]
+        for v in vals[1:]:  # Python keeps the first of equal items
+            better = (cg.b.fcmp_ordered(sym, v, acc) if rt.kind == "f"
+                      else cg.b.icmp_signed(sym, v, acc))
+            acc = cg.b.select(better, v, acc)
+        return acc
+    return lower
+
+
+base.define(builtins.min, Number, Number, varargs=True, restype=_promoted)(_minmax("<"))
+base.define(builtins.max, Number, Number, varargs=True, restype=_promoted)(_minmax(">"))
+
+
+@base.define(K.check, Bool, Constant, Constant, restype=T.none, pure=False)
+def _check(cg, args, argtypes, rt):
+    cg.check(args[0], argtypes[1].value, argtypes[2].value)
+
+
+def _range_lower(index_of):
+    def lower(cg, args, argtypes, rt):
+        i = index_of(len(args))
+        if i is None:
+            return ir.Constant(cg.ll(T.int64), 0 if index_of is _START else 1)
+        return cg.cast(args[i], widen(argtypes[i]), T.int64)
+    return lower
+
+
+def _START(n):
+    return 0 if n > 1 else None
+
+
+for _fn, _idx in ((K.range_start, _START), (K.range_stop, lambda n: 1 if n > 1 else 0),
+                  (K.range_step, lambda n: 2 if n > 2 else None)):
+    base.define(_fn, IntLike, varargs=True, restype=T.int64)(_range_lower(_idx))
+
+
+@base.define(K.range_cond, Int, Int, Int, restype=T.boolean)
+def _range_cond(cg, args, argtypes, rt):
+    i, stop, step = args
+    up = cg.b.icmp_signed(">", step, ir.Constant(step.type, 0))
+    return cg.b.select(up, cg.b.icmp_signed("<", i, stop), cg.b.icmp_signed(">", i, stop))
+
+
+__all__ = ["base", "Float", "Int"]

@@ -1,0 +1,265 @@
+"""Type inference as abstract interpretation over the SSA IR.
+
+A :class:`Frame` is one specialization (a Python function and the abstract
+values of its arguments). Values start at ``BOTTOM`` and rise through the
+lattice until nothing changes; only branches reachable under the constants
+known so far are interpreted (so ``if DEBUG:`` on a captured ``False`` is
+never typed). Recursive specializations iterate on their provisional return
+type. Every global read is recorded in ``deps`` for world-age invalidation.
+"""
+
+from __future__ import annotations
+
+import builtins
+import types as pytypes
+
+from .. import types as T
+from ..errors import TypeInferenceError
+from ..frontend import lower_function
+from ..frontend.ir import Arg, Branch, Const as IRConst, Global, Inst, Return, Undef
+from .lattice import BOTTOM, Const, const, join, pyobj, widen
+from .rules import CallResult, claim, enabled_rule_sets
+
+MISSING = object()
+_MAX_ROUNDS = 64
+
+
+class Frame:
+    """The inference state and result of one specialization."""
+
+    __slots__ = ("pyfunc", "argtypes", "ir", "types", "calls", "rettype", "provisional",
+                 "recursive", "depth", "low", "edges", "name")
+
+    def __init__(self, pyfunc, argtypes, ir, depth):
+        self.pyfunc, self.argtypes, self.ir, self.depth = pyfunc, argtypes, ir, depth
+        self.provisional = BOTTOM
+        """return type assumed by recursive calls while this frame is inferred"""
+        self.recursive = False
+        self.name = ""
+        """the LLVM name of the specialization (set by codegen)"""
+
+    def typeof(self, v):
+        if isinstance(v, Arg):
+            return self.argtypes[v.index]
+        if isinstance(v, IRConst):
+            return const(v.value)
+        return self.types.get(v, BOTTOM)
+
+    def where(self, v):
+        return v.loc or (self.ir.filename, self.ir.line, 0)
+
+    def executable(self, block) -> bool:
+        return block is self.ir.entry or any((p, block) in self.edges for p in block.preds)
+
+
+def spec_argtypes(argtypes) -> tuple:
+    """Argument types a specialization is keyed on: numbers widened, objects kept."""
+    return tuple(a if isinstance(a, Const) and a.type == pyobj else widen(a) for a in argtypes)
+
+
+class Interpreter:
+    """Abstract interpreter for one job: its target and enabled plugin rule sets."""
+
+    def __init__(self, target_name: str = "native", plugins=(), python_errors: bool = False):
+        self.target_name = target_name
+        self.python_errors = python_errors
+        self.plugin_sets, self.base_sets = enabled_rule_sets(target_name, plugins)
+        self.done: dict = {}
+        self.stack: list[Frame] = []
+        self.deps: dict = {}
+        """(id(holder), name) -> (holder, name, value) of every global read"""
+
+    # -- specializations ----------------------------------------------------
+    def infer(self, pyfunc, argtypes) -> Frame:
+        """Infer ``pyfunc`` for the abstract argument values ``argtypes``."""
+        key = (pyfunc, spec_argtypes(argtypes))
+        if key in self.done:
+            return self.done[key]
+        for fr in self.stack:
+            if (fr.pyfunc, fr.argtypes) == key:
+                fr.recursive = True
+                self.stack[-1].low = min(self.stack[-1].low, fr.depth)
+                return fr
+        frame = Frame(pyfunc, key[1], lower_function(pyfunc), len(self.stack))
+        self.stack.append(frame)
+        try:
+            for _ in range(_MAX_ROUNDS):
+                frame.low, frame.recursive = frame.depth, False
+                self._run(frame)
+                if not frame.recursive or frame.rettype == frame.provisional:
+                    break
+                frame.provisional = frame.rettype
+        finally:
+            self.stack.pop()
+        if frame.low < frame.depth:
+            self.stack[-1].low = min(self.stack[-1].low, frame.low)
+        else:
+            self.done[key] = frame
+        return frame
+
+    def _run(self, frame: Frame) -> None:
+        frame.types, frame.calls, frame.edges, frame.rettype = {}, {}, set(), BOTTOM
+        for _ in range(_MAX_ROUNDS * 4):
+            changed = False
+            for block in frame.ir.blocks:
+                if block is frame.ir.entry or frame.executable(block):
+                    changed |= self._block(frame, block)
+            if not changed:
+                return
+        raise TypeInferenceError("types do not converge (a value grows on every loop iteration)",
+                                 loc=(frame.ir.filename, frame.ir.line, 0), function=frame.ir.name)
+
+    def _set(self, frame, v, new) -> bool:
+        if frame.types.get(v, BOTTOM) == new:
+            return False
+        frame.types[v] = new
+        return True
+
+    def _block(self, frame: Frame, block) -> bool:
+        changed = False
+        for phi in block.phis:
+            acc = BOTTOM
+            for pred, val in phi.incoming.items():
+                if (pred, block) in frame.edges:
+                    acc = self._join(frame, acc, frame.typeof(val), val, f"variable {phi.var!r}")
+            changed |= self._set(frame, phi, acc)
+        for inst in block.insts:
+            changed |= self._set(frame, inst, self._call(frame, inst))
+        term = block.term
+        if isinstance(term, Return):
+            frame.rettype = self._join(frame, frame.rettype, frame.typeof(term.value), term,
+                                       "the return value")
+            return changed
+        targets = (term.target,) if not isinstance(term, Branch) else ()
+        if isinstance(term, Branch):
+            cond = frame.typeof(term.cond)
+            if isinstance(cond, Const):
+                targets = (term.then if cond.value else term.orelse,)
+            elif cond is not BOTTOM:
+                targets = (term.then, term.orelse)
+        for t in targets:
+            if (block, t) not in frame.edges:
+                frame.edges.add((block, t))
+                changed = True
+        return changed
+
+    def _join(self, frame, acc, new, at, what):
+        out = join(acc, new)
+        if out is None:
+            raise TypeInferenceError(
+                f"{what} would have two types: {widen(acc)!r} and {widen(new)!r}",
+                (widen(acc), widen(new)), frame.where(at), frame.ir.name,
+                "convert one side explicitly (float(...), int(...)) or use separate variables")
+        return out
+
+    # -- calls --------------------------------------------------------------
+    def _call(self, frame: Frame, inst):
+        fn = self._value(frame, inst.fn)
+        args = [self._value(frame, a) for a in inst.args]
+        if fn is BOTTOM or any(a is BOTTOM for a in args):
+            return BOTTOM
+        if not isinstance(fn, Const) or fn.type != pyobj:
+            raise TypeInferenceError(f"cannot call a value of type {widen(fn)!r}", (widen(fn),),
+                                     frame.where(inst), frame.ir.name)
+        try:
+            result = self.abstract_call(fn.value, args)
+        except TypeInferenceError as exc:
+            if exc.loc is None:
+                exc = type(exc)(exc.args[0], exc.types, frame.where(inst), frame.ir.name, exc.hint)
+            raise exc from None
+        if result is None:
+            name = getattr(fn.value, "__qualname__", repr(fn.value))
+            shown = ", ".join(repr(widen(a)) for a in args)
+            raise TypeInferenceError(f"no implementation of {name}({shown})",
+                                     [widen(a) for a in args], frame.where(inst), frame.ir.name)
+        frame.calls[inst] = result
+        return result.restype
+
+    def _value(self, frame: Frame, v):
+        if isinstance(v, Global):
+            frame.types[v] = value = self.resolve_global(frame, v)
+            return value
+        if isinstance(v, Undef):
+            return BOTTOM
+        return frame.typeof(v) if not isinstance(v, Inst) else frame.types.get(v, BOTTOM)
+
+    def resolve_global(self, frame: Frame, v: Global):
+        fn, name = frame.pyfunc, v.name
+        if name in fn.__code__.co_freevars:
+            cell = fn.__closure__[fn.__code__.co_freevars.index(name)]
+            return self._located(frame, v, self.read, cell, "cell_contents")
+        g = fn.__globals__
+        if name in g:
+            return self.read(g, name)
+        b = g.get("__builtins__", builtins)
+        b = b if isinstance(b, dict) else vars(b)
+        if name not in b:
+            raise TypeInferenceError(f"name {name!r} is not defined", (), frame.where(v), frame.ir.name)
+        self.deps[(id(g), name)] = (g, name, MISSING)
+        return Const(b[name], pyobj)
+
+    def _located(self, frame, at, fn, *args):
+        try:
+            return fn(*args)
+        except TypeInferenceError as exc:
+            raise TypeInferenceError(exc.args[0], exc.types, frame.where(at), frame.ir.name) from None
+
+    def read(self, holder, name):
+        """Read a global (dict item, module attribute or closure cell) and record it."""
+        if isinstance(holder, dict):
+            value = holder[name]
+        else:
+            try:
+                value = getattr(holder, name)
+            except (AttributeError, ValueError):
+                raise TypeInferenceError(f"{holder!r} has no attribute {name!r}") from None
+        self.deps[(id(holder), name)] = (holder, name, value)
+        return const(value)
+
+    def abstract_call(self, fn, args) -> CallResult | None:
+        """What calling ``fn`` with abstract values ``args`` means, or None."""
+        found = claim(self.plugin_sets, self, fn, args)
+        if found is None:
+            for rs in self.base_sets:
+                for h in rs.handlers:
+                    found = h(self, fn, args)
+                    if found is not None:
+                        return found
+                hit = rs.lookup(fn, args)
+                if hit is not None:
+                    found = (hit, rs.name)
+                    break
+        if isinstance(found, tuple):
+            (method, restype), owner = found
+            if method.pure and not isinstance(restype, Const):
+                restype = _fold(fn, args, restype)
+            return CallResult(restype, method.lower, None, owner)
+        if found is None and isinstance(fn, pytypes.FunctionType):
+            return self.invoke(fn, args)
+        return found
+
+    def invoke(self, fn, args) -> CallResult:
+        """Call the Python function ``fn`` (compiled too): infer its specialization."""
+        code = fn.__code__
+        n = code.co_argcount
+        defaults = fn.__defaults__ or ()
+        if not (n - len(defaults) <= len(args) <= n):
+            raise TypeInferenceError(f"{fn.__qualname__}() takes {n} arguments, got {len(args)}")
+        args = list(args) + [const(d) for d in defaults[len(defaults) - (n - len(args)):]][:n - len(args)]
+        callee = self.infer(fn, args)
+        ret = callee.provisional if callee in self.stack else callee.rettype
+        return CallResult(ret, None, callee)
+
+
+def _fold(fn, args, restype):
+    if not all(isinstance(a, Const) and a.type != pyobj for a in args):
+        return restype
+    try:
+        value = fn(*[a.value for a in args])
+    except Exception:
+        return restype
+    c = const(value)
+    return c if c.type == widen(restype) else restype
+
+
+__all__ = ["Interpreter", "Frame", "T"]

@@ -1,0 +1,109 @@
+"""The lattice of abstract values: Bottom < Const(value) < type.
+
+``Const`` carries a compile-time value (a literal, a folded result, a
+function or module reached through a global). Joining two different
+constants widens to their type; numbers of different types join to their
+promoted type; anything else that differs is a union, which is an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .. import types as T
+
+
+class _Bottom:
+    """No value yet (code not reached, or a recursive call still being inferred)."""
+
+    def __repr__(self) -> str:
+        return "⊥"
+
+
+BOTTOM = _Bottom()
+
+
+@attrs.frozen(repr=False)
+class PyObj(T.Type):
+    """The type of a compile-time-only Python object (function, module, string)."""
+
+    def __repr__(self) -> str:
+        return "pyobject"
+
+
+pyobj = PyObj()
+
+
+@attrs.frozen(repr=False, eq=False)
+class Const:
+    """A known value of type ``type``."""
+
+    value: Any
+    type: T.Type
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, Const) and type(self.value) is type(other.value)
+                and self.type == other.type and _same(self.value, other.value))
+
+    def __hash__(self) -> int:
+        return hash((self.type, id(self.value) if self.type == pyobj else self.value))
+
+    def __repr__(self) -> str:
+        if self.type == pyobj:
+            return f"Const({getattr(self.value, '__qualname__', repr(self.value))})"
+        return f"Const({self.value!r}::{self.type!r})"
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float):
+        return a == b and str(a) == str(b) or (a != a and b != b)
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(type(x) is type(y) and _same(x, y) for x, y in zip(a, b))
+    return a is b or (type(a) in (int, bool, str, type(None)) and a == b)
+
+
+INT64_RANGE = range(-(2**63), 2**63)
+
+
+def const_type(value) -> T.Type:
+    """The type of the constant ``value`` (``pyobj`` for compile-time-only objects)."""
+    if isinstance(value, bool):
+        return T.boolean
+    if isinstance(value, int):
+        return T.int64 if value in INT64_RANGE else pyobj
+    if isinstance(value, float):
+        return T.float64
+    if value is None:
+        return T.none
+    if isinstance(value, tuple):
+        items = tuple(const_type(v) for v in value)
+        return pyobj if pyobj in items else T.TupleType(items)
+    return pyobj
+
+
+def const(value) -> Const:
+    return Const(value, const_type(value))
+
+
+def widen(x):
+    """The type of an abstract value."""
+    return x.type if isinstance(x, Const) else x
+
+
+def join(a, b):
+    """Least upper bound of ``a`` and ``b``; ``None`` when they do not fit (a union)."""
+    if a is BOTTOM or a == b:
+        return b
+    if b is BOTTOM:
+        return a
+    ta, tb = widen(a), widen(b)
+    if ta == tb:
+        return None if ta == pyobj else ta
+    if isinstance(ta, T.Scalar) and isinstance(tb, T.Scalar):
+        return T.promote(ta, tb)
+    if isinstance(ta, T.TupleType) and isinstance(tb, T.TupleType) and len(ta.items) == len(tb.items):
+        items = [join(x, y) for x, y in zip(ta.items, tb.items)]
+        return None if None in items else T.TupleType(items)
+    return None

@@ -1,0 +1,175 @@
+"""Rule sets: method tables, per-target overlays, call handlers, inlining policy.
+
+Every meaning the compiler gives to a call lives in a :class:`RuleSet`: the
+base rules (operators, builtins, ``math``), a target's overlay (``math.sin``
+-> ``__nv_sin`` on PTX) and each plugin's rules. A job uses the base rules,
+the overlay of its target and the rule sets of the plugins its config
+enables, so a plugin's rules never leak into jobs that did not ask for them.
+
+Example: a plugin adding an intrinsic ``fma3(a, b, c)``::
+
+    rules = RuleSet("my_plugin")
+
+    @rules.define(fma3, Float, Float, Float, restype=lambda a, b, c: a)
+    def _fma3(cg, args, argtypes, restype):
+        return cg.call_intrinsic("llvm.fma", restype, args)
+
+    register(rules)   # enabled by CompilerConfig(plugins=("my_plugin",))
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import attrs
+
+from .. import types as T
+from ..errors import RuleConflictError
+from .lattice import Const, widen
+
+
+@attrs.frozen(eq=False)
+class CallResult:
+    """What a call means: its result (an abstract value) and how to lower it.
+
+    ``lower(cg, args, argtypes, restype)`` returns the LLVM value (``None``
+    for results without one); ``callee`` instead names a specialization
+    ``(pyfunc, argtypes)`` to call; ``rule_set`` is the claimant's name.
+    """
+
+    restype: Any
+    lower: Callable | None = None
+    callee: Any = None
+    rule_set: str = ""
+
+
+Float = ("kind", "f")
+Int = ("kind", "i")
+Bool = ("kind", "b")
+Number = ("number",)
+Any_ = ("any",)
+
+
+def _matches(pattern, t) -> bool:
+    w = widen(t)
+    if isinstance(pattern, T.Type):
+        return w == pattern
+    if isinstance(pattern, type):
+        return isinstance(w, pattern)
+    if isinstance(pattern, tuple):
+        tag = pattern[0]
+        if tag == "any":
+            return True
+        if tag == "number":
+            return isinstance(w, T.Scalar)
+        if tag == "kind":
+            return isinstance(w, T.Scalar) and w.kind == pattern[1]
+        if tag == "const":
+            return isinstance(t, Const)
+    return bool(pattern(t))
+
+
+Constant = ("const",)
+
+
+class Method:
+    """One entry of a method table: a signature, a result type and a lowering."""
+
+    __slots__ = ("sig", "varargs", "restype", "lower", "pure")
+
+    def __init__(self, sig, varargs, restype, lower, pure):
+        self.sig, self.varargs, self.restype = sig, varargs, restype
+        self.lower, self.pure = lower, pure
+
+    def match(self, argtypes) -> bool:
+        n = len(self.sig)
+        if len(argtypes) != n and not (self.varargs and len(argtypes) >= n - 1):
+            return False
+        pats = list(self.sig) + [self.sig[-1]] * (len(argtypes) - n) if n else []
+        return all(_matches(p, t) for p, t in zip(pats, argtypes))
+
+    def result(self, argtypes):
+        r = self.restype
+        return r(*argtypes) if callable(r) and not isinstance(r, T.Type) else r
+
+
+class RuleSet:
+    """A named set of rules; ``target`` limits it to one target name (an overlay)."""
+
+    def __init__(self, name: str, target: str | None = None):
+        self.name, self.target = name, target
+        self.methods: dict[Any, list[Method]] = {}
+        self.handlers: list[Callable] = []
+        self.inline_policy: Callable | None = None
+
+    def define(self, fn, *sig, restype, varargs: bool = False, pure: bool = True):
+        """Decorator: ``lower(cg, args, argtypes, restype)`` implements ``fn`` for ``sig``.
+
+        Signature entries are types, type classes (``ArrayType``), the
+        patterns ``Float``/``Int``/``Bool``/``Number``/``Any_``/``Constant``
+        or predicates on the abstract value. ``restype`` is a type or a
+        function of the argument types; it may return ``None`` to decline.
+        ``pure`` rules of constant arguments are folded by calling ``fn``.
+        """
+        def deco(lower):
+            self.methods.setdefault(fn, []).append(Method(sig, varargs, restype, lower, pure))
+            return lower
+        return deco
+
+    def handler(self, fn: Callable) -> Callable:
+        """Register ``fn(interp, callee, argtypes) -> CallResult | None`` (a call handler)."""
+        self.handlers.append(fn)
+        return fn
+
+    def lookup(self, fn, argtypes) -> tuple[Method, Any] | None:
+        for method in reversed(self.methods.get(fn, ())):
+            if method.match(argtypes):
+                res = method.result(argtypes)
+                if res is not None:
+                    return method, res
+        return None
+
+    def __repr__(self) -> str:
+        return f"RuleSet({self.name!r})"
+
+
+RULE_SETS: dict[str, RuleSet] = {}
+"""Every registered rule set by name."""
+
+
+def register(rule_set: RuleSet) -> RuleSet:
+    RULE_SETS[rule_set.name] = rule_set
+    return rule_set
+
+
+def enabled_rule_sets(target_name: str, plugins) -> tuple[list[RuleSet], list[RuleSet]]:
+    """``(plugin rule sets, base rule sets)`` for a job; base includes the target overlay."""
+    from . import builtins  # noqa: F401  (registers the base rules)
+
+    plugin_sets = [RULE_SETS[p] for p in plugins if p in RULE_SETS]
+    base = [r for r in RULE_SETS.values()
+            if r.name.startswith("base") and r.target in (None, target_name)]
+    base.sort(key=lambda r: r.target is None)  # overlays first
+    return plugin_sets, base
+
+
+def claim(plugin_sets: list[RuleSet], interp, fn, argtypes) -> CallResult | None:
+    """The one plugin claim on ``fn(argtypes)``; several claims raise RuleConflictError."""
+    claims = []
+    for rs in plugin_sets:
+        found = None
+        for h in rs.handlers:
+            found = h(interp, fn, argtypes)
+            if found is not None:
+                found = attrs.evolve(found, rule_set=rs.name)
+                break
+        if found is None:
+            hit = rs.lookup(fn, argtypes)
+            if hit is not None:
+                found = (hit, rs.name)
+        if found is not None:
+            claims.append(found)
+    if len(claims) > 1:
+        names = [c.rule_set if isinstance(c, CallResult) else c[1] for c in claims]
+        raise RuleConflictError(getattr(fn, "__qualname__", repr(fn)), names)
+    return claims[0] if claims else None

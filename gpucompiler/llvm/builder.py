@@ -1,1 +1,227 @@
-class Builder: pass
+"""A small instruction builder with an insertion point.
+
+    b = Builder()
+    b.position_at_end(fn.append_block("entry"))
+    s = b.add(fn.args[0], fn.args[1], name="s", flags=("nsw",))
+    b.ret(s)
+"""
+
+from __future__ import annotations
+
+from . import types as T
+from .instructions import BINARY, CASTS, Instruction
+from .module import BasicBlock, Function
+from .parser_values import Emitter
+from .values import Value
+
+
+class Builder:
+    """Creates instructions and inserts them at the current position."""
+
+    __slots__ = ("block", "before")
+
+    def __init__(self, block: BasicBlock | None = None):
+        self.block = block
+        #: insert before this instruction; None means at the end of ``block``
+        self.before: Instruction | None = None
+
+    def position_at_end(self, block: BasicBlock) -> None:
+        self.block, self.before = block, None
+
+    def position_before(self, inst: Instruction) -> None:
+        self.block, self.before = inst.parent, inst
+
+    def position_after(self, inst: Instruction) -> None:
+        insts = inst.parent.instructions
+        k = insts.index(inst) + 1
+        self.block, self.before = inst.parent, insts[k] if k < len(insts) else None
+
+    def insert(self, inst: Instruction) -> Instruction:
+        if self.before is not None:
+            inst.insert_before(self.before)
+        else:
+            self.block.append(inst)
+        return inst
+
+    def _make(self, opcode: str, type: T.Type, em: Emitter, name: str) -> Instruction:
+        return self.insert(Instruction(opcode, type, em.done(), em.ops, name if type is not T.void else ""))
+
+    @staticmethod
+    def _typed(em: Emitter, v: Value) -> None:
+        em.obj(v.type)
+        em.slot(v)
+
+    # -- arithmetic ----------------------------------------------------------
+    def binop(self, opcode: str, a: Value, b: Value, name: str = "", flags=()) -> Instruction:
+        """``opcode [flags] ty a, b`` for any binary opcode (``add``, ``fmul`` ...)."""
+        em = Emitter()
+        for w in (opcode, *flags):
+            em.raw(w)
+        self._typed(em, a)
+        em.raw(",")
+        em.slot(b)
+        return self._make(opcode, a.type, em, name)
+
+    def fneg(self, a: Value, name: str = "", flags=()) -> Instruction:
+        em = Emitter()
+        for w in ("fneg", *flags):
+            em.raw(w)
+        self._typed(em, a)
+        return self._make("fneg", a.type, em, name)
+
+    def _cmp(self, opcode: str, pred: str, a: Value, b: Value, name: str) -> Instruction:
+        em = Emitter()
+        em.raw(opcode)
+        em.raw(pred)
+        self._typed(em, a)
+        em.raw(",")
+        em.slot(b)
+        t = a.type
+        rt = T.vector(t.count, T.i1, t.scalable) if t.kind == "vector" else T.i1
+        return self._make(opcode, rt, em, name)
+
+    def icmp(self, pred: str, a: Value, b: Value, name: str = "") -> Instruction:
+        return self._cmp("icmp", pred, a, b, name)
+
+    def fcmp(self, pred: str, a: Value, b: Value, name: str = "") -> Instruction:
+        return self._cmp("fcmp", pred, a, b, name)
+
+    def cast(self, opcode: str, v: Value, to: T.Type, name: str = "") -> Instruction:
+        em = Emitter()
+        em.raw(opcode)
+        self._typed(em, v)
+        em.raw("to")
+        em.obj(to)
+        return self._make(opcode, to, em, name)
+
+    def select(self, cond: Value, a: Value, b: Value, name: str = "") -> Instruction:
+        em = Emitter()
+        em.raw("select")
+        for k, v in enumerate((cond, a, b)):
+            if k:
+                em.raw(",")
+            self._typed(em, v)
+        return self._make("select", a.type, em, name)
+
+    def phi(self, type: T.Type, incoming=(), name: str = "") -> Instruction:
+        """``phi type [v, %bb], ...``; ``incoming`` is ``(value, block)`` pairs."""
+        em = Emitter()
+        em.raw("phi")
+        em.obj(type)
+        for k, (v, bb) in enumerate(incoming):
+            em.raw(", [" if k else "[")
+            em.slot(v)
+            em.raw(",")
+            em.slot(bb)
+            em.raw("]")
+        return self._make("phi", type, em, name)
+
+    # -- memory --------------------------------------------------------------
+    def alloca(self, type: T.Type, name: str = "", align: int | None = None) -> Instruction:
+        em = Emitter()
+        em.raw("alloca")
+        em.obj(type)
+        if align:
+            em.raw(f", align {align}")
+        return self._make("alloca", T.ptr(), em, name)
+
+    def load(self, type: T.Type, ptr: Value, name: str = "", align: int | None = None) -> Instruction:
+        em = Emitter()
+        em.raw("load")
+        em.obj(type)
+        em.raw(",")
+        self._typed(em, ptr)
+        if align:
+            em.raw(f", align {align}")
+        return self._make("load", type, em, name)
+
+    def store(self, value: Value, ptr: Value, align: int | None = None) -> Instruction:
+        em = Emitter()
+        em.raw("store")
+        self._typed(em, value)
+        em.raw(",")
+        self._typed(em, ptr)
+        if align:
+            em.raw(f", align {align}")
+        return self._make("store", T.void, em, "")
+
+    def gep(self, type: T.Type, ptr: Value, indices, name: str = "", flags=()) -> Instruction:
+        em = Emitter()
+        for w in ("getelementptr", *flags):
+            em.raw(w)
+        em.obj(type)
+        for v in (ptr, *indices):
+            em.raw(",")
+            self._typed(em, v)
+        return self._make("getelementptr", ptr.type, em, name)
+
+    # -- calls and control flow ----------------------------------------------
+    def call(self, callee: Value, args, name: str = "", fnty: T.FunctionType | None = None) -> Instruction:
+        """``call`` a :class:`Function` (or any pointer, given ``fnty``)."""
+        fnty = fnty or callee.function_type
+        em = Emitter()
+        em.raw("call")
+        em.obj(fnty if fnty.vararg else fnty.ret)
+        em.slot(callee)
+        em.raw("(")
+        for k, a in enumerate(args):
+            if k:
+                em.raw(",")
+            self._typed(em, a)
+        em.raw(")")
+        return self._make("call", fnty.ret, em, name)
+
+    def ret(self, value: Value | None = None) -> Instruction:
+        em = Emitter()
+        em.raw("ret")
+        if value is None:
+            em.raw("void")
+        else:
+            self._typed(em, value)
+        return self._make("ret", T.void, em, "")
+
+    def br(self, target: BasicBlock) -> Instruction:
+        em = Emitter()
+        em.raw("br")
+        self._typed(em, target)
+        return self._make("br", T.void, em, "")
+
+    def cond_br(self, cond: Value, if_true: BasicBlock, if_false: BasicBlock) -> Instruction:
+        em = Emitter()
+        em.raw("br")
+        for k, v in enumerate((cond, if_true, if_false)):
+            if k:
+                em.raw(",")
+            self._typed(em, v)
+        return self._make("br", T.void, em, "")
+
+    def unreachable(self) -> Instruction:
+        em = Emitter()
+        em.raw("unreachable")
+        return self._make("unreachable", T.void, em, "")
+
+
+def _binop_method(opcode: str):
+    def method(self, a: Value, b: Value, name: str = "", flags=()) -> Instruction:
+        return self.binop(opcode, a, b, name, flags)
+
+    method.__name__ = method.__qualname__ = opcode
+    method.__doc__ = f"``{opcode} [flags] ty a, b``"
+    return method
+
+
+def _cast_method(opcode: str):
+    def method(self, v: Value, to: T.Type, name: str = "") -> Instruction:
+        return self.cast(opcode, v, to, name)
+
+    method.__name__ = method.__qualname__ = opcode
+    method.__doc__ = f"``{opcode} ty v to type``"
+    return method
+
+
+for _op in BINARY:
+    setattr(Builder, f"{_op}_" if _op in ("and", "or") else _op, _binop_method(_op))
+for _op in CASTS:
+    setattr(Builder, _op, _cast_method(_op))
+
+__all__ = ["Builder", "Function"]

@@ -6,6 +6,8 @@ from .config import CompilerConfig  # noqa: E402
 from .errors import GPUCompilerError  # noqa: E402
 from .job import CompilerJob, LLVMSource  # noqa: E402
 from .targets import NativeTarget, PTXTarget, parse_target  # noqa: E402
+from . import types  # noqa: E402
+from .jit import jit  # noqa: E402
 
 __all__ = [
     "CompilerConfig",
@@ -15,4 +17,6 @@ __all__ = [
     "NativeTarget",
     "PTXTarget",
     "parse_target",
+    "jit",
+    "types",
 ]

@@ -218,6 +218,7 @@ class Interpreter:
 
     def abstract_call(self, fn, args) -> CallResult | None:
         """What calling ``fn`` with abstract values ``args`` means, or None."""
+        fn = getattr(fn, "py_func", fn) if hasattr(fn, "inspect_ir") else fn  # a @jit function
         found = claim(self.plugin_sets, self, fn, args)
         if found is None:
             for rs in self.base_sets:

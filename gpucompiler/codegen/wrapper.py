@@ -1,0 +1,97 @@
+"""The CPython entry wrapper of a jit-compiled function.
+
+``<entry>.pywrap`` takes scalars as C values and NumPy arrays as ``PyObject*``
+(the ``PyArrayObject`` fields data/dimensions/strides are read directly, so
+the Python side does no per-array work), calls the entry and returns a C
+scalar, nothing, or a new tuple object built with the C API. It is called
+through ``ctypes.PYFUNCTYPE``: the GIL is held and an exception set by the
+compiled code (``ZeroDivisionError``...) is raised on return.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .. import types as T
+from ..interpreter.lattice import widen
+from .lltypes import I64, PTR, has_value, ll
+
+# offsets in PyArrayObject (after PyObject_HEAD): data, nd, dimensions, strides
+_DATA, _DIMS, _STRIDES = 16, 32, 40
+_I8 = ir.IntType(8)
+
+
+def _param_type(t):
+    if isinstance(t, T.ArrayType):
+        return PTR
+    return _I8 if t == T.boolean else ll(t)
+
+
+def _field(b, obj, offset):
+    return b.load(b.gep(obj, [ir.Constant(I64, offset)], source_etype=_I8), typ=PTR)
+
+
+def _array(b, obj, t: T.ArrayType):
+    data, dims = _field(b, obj, _DATA), _field(b, obj, _DIMS)
+    shape = [b.load(b.gep(dims, [ir.Constant(I64, k)], source_etype=I64), typ=I64)
+             for k in range(t.ndim)]
+    if t.layout == "C":  # known strides let LLVM vectorise
+        strides, acc = [], ir.Constant(I64, t.dtype.itemsize)
+        for k in reversed(range(t.ndim)):
+            strides.insert(0, acc)
+            acc = b.mul(acc, shape[k])
+    else:
+        sp = _field(b, obj, _STRIDES)
+        strides = [b.load(b.gep(sp, [ir.Constant(I64, k)], source_etype=I64), typ=I64)
+                   for k in range(t.ndim)]
+    value = ir.Constant(ll(t), ir.Undefined)
+    value = b.insert_value(value, data, 0)
+    for k in range(t.ndim):
+        value = b.insert_value(value, shape[k], [1, k])
+        value = b.insert_value(value, strides[k], [2, k])
+    return value
+
+
+def _box(mod, b, v, t):
+    """A new reference to a Python object holding ``v`` of type ``t``."""
+    if isinstance(t, T.TupleType):
+        new = mod.declare("PyTuple_New", PTR, [I64])
+        setitem = mod.declare("PyTuple_SetItem", ir.IntType(32), [PTR, I64, PTR])
+        tup = b.call(new, [ir.Constant(I64, len(t.items))])
+        for k, it in enumerate(t.items):
+            b.call(setitem, [tup, ir.Constant(I64, k), _box(mod, b, b.extract_value(v, k), it)])
+        return tup
+    if t == T.boolean:
+        return b.call(mod.declare("PyBool_FromLong", PTR, [I64]), [b.zext(v, I64)])
+    if t.kind == "f":
+        d = b.fpext(v, ir.DoubleType()) if t == T.float32 else v
+        return b.call(mod.declare("PyFloat_FromDouble", PTR, [ir.DoubleType()]), [d])
+    return b.call(mod.declare("PyLong_FromLongLong", PTR, [I64]), [b.sext(v, I64)])
+
+
+def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
+    """Add ``name``, the CPython wrapper of ``entry`` (specialization ``frame``)."""
+    argtypes = [widen(t) for t in frame.argtypes]
+    rt = widen(frame.rettype)
+    if isinstance(rt, T.TupleType):
+        ret = PTR
+    elif has_value(rt):
+        ret = _I8 if rt == T.boolean else ll(rt)
+    else:
+        ret = ir.VoidType()
+    fn = ir.Function(mod.module, ir.FunctionType(ret, [_param_type(t) for t in argtypes]), name=name)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    args = []
+    for p, t in zip(fn.args, argtypes):
+        if isinstance(t, T.ArrayType):
+            args.append(_array(b, p, t))
+        else:
+            args.append(b.trunc(p, ir.IntType(1)) if t == T.boolean else p)
+    out = b.call(entry, args)
+    if isinstance(rt, T.TupleType):
+        b.ret(_box(mod, b, out, rt))
+    elif not has_value(rt):
+        b.ret_void()
+    else:
+        b.ret(b.zext(out, _I8) if rt == T.boolean else out)
+    return fn

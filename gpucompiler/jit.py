@@ -1,0 +1,149 @@
+"""``@jit``: compile a Python function on its first call per argument types, run it on the CPU.
+
+Each combination of argument types compiles once (through the pipeline,
+then loaded by the CPU runtime) into a ctypes callable built once per
+signature. Like Julia's world age, every global the compiled code read is
+checked at each call: a rebound global recompiles (the job key changes
+only when the value does, so rebinding to an equal value reuses the code).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+
+from . import types as T
+from .errors import ArgumentTypeError
+from .frontend.printer import format_function
+from .frontend.spec import FunctionSpec
+from .interpreter.infer import MISSING
+
+_CTYPES = {T.boolean: ctypes.c_bool, T.int32: ctypes.c_int32, T.int64: ctypes.c_int64,
+           T.float32: ctypes.c_float, T.float64: ctypes.c_double}
+_FAST = {int: T.int64, float: T.float64, bool: T.boolean}
+_LOADED: dict = {}  # job key -> (library, address): shared by every dispatcher
+
+
+def _ctype(t):
+    if isinstance(t, T.ArrayType):
+        return ctypes.py_object
+    if isinstance(t, T.TupleType):
+        return ctypes.py_object
+    return _CTYPES.get(t)
+
+
+def _valid(deps) -> bool:
+    for holder, name, value in deps:
+        cur = holder.get(name, MISSING) if isinstance(holder, dict) else getattr(holder, name, MISSING)
+        if cur is not value:
+            return False
+    return True
+
+
+class _Entry:
+    __slots__ = ("call", "deps", "spec", "job")
+
+    def __init__(self, call, deps, spec, job):
+        self.call, self.deps, self.spec, self.job = call, deps, spec, job
+
+
+class Dispatcher:
+    """A jit-compiled function; call it like the Python function."""
+
+    def __init__(self, fn, *, opt_level: int = 2, plugins=()):
+        self.py_func = fn
+        self.opt_level, self.plugins = opt_level, tuple(plugins)
+        self._entries: dict = {}
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args):
+        try:
+            key = tuple([_FAST[type(a)] for a in args])
+        except KeyError:
+            key = tuple(map(T.typeof, args))
+        entry = self._entries.get(key)
+        if entry is None or (entry.deps and not _valid(entry.deps)):
+            entry = self._compile(key, args)
+        return entry.call(*args)
+
+    # -- compilation --------------------------------------------------------
+    def _spec(self, argtypes) -> FunctionSpec:
+        params = self.py_func.__code__.co_varnames[:self.py_func.__code__.co_argcount]
+        for name, t in zip(params, argtypes):
+            if t is None or _ctype(t) is None or isinstance(t, T.TupleType):
+                raise ArgumentTypeError(name, t, function=self.py_func.__qualname__,
+                                        hint="pass bool, int, float or a NumPy array of those dtypes")
+        return FunctionSpec(self.py_func, argtypes)
+
+    def _job(self, argtypes):
+        from .config import CompilerConfig
+        from .job import CompilerJob
+        from .targets import NativeTarget
+
+        config = CompilerConfig(NativeTarget(), params={"python_abi": True},
+                                opt_level=self.opt_level, plugins=self.plugins)
+        return CompilerJob(self._spec(argtypes), config)
+
+    def _compile(self, argtypes, args=()) -> _Entry:
+        from . import pipeline
+        from .runtime.cpu import CPULibrary
+
+        job = self._job(argtypes)
+        spec = job.source
+        key = job.key
+        loaded = _LOADED.get(key)
+        if loaded is None:
+            result = pipeline.compile(job, emit=("obj",))
+            lib = CPULibrary.from_result(result)
+            loaded = _LOADED[key] = (lib, lib.address(spec.entry + ".pywrap"))
+        lib, address = loaded
+        interp, frame = spec.infer("native", self.plugins, True)
+        rt = frame.rettype.type if hasattr(frame.rettype, "type") else frame.rettype
+        restype = _ctype(rt) if rt != T.none else None
+        call = ctypes.PYFUNCTYPE(restype, *[_ctype(t) for t in argtypes])(address)
+        call._library = lib
+        if args and any(type(a) not in _FAST and T.typeof(a) in _CTYPES for a in args):
+            raw = call
+            call = lambda *a: raw(*[x.item() if hasattr(x, "item") and  # noqa: E731
+                                    not isinstance(x, (int, float)) and getattr(x, "ndim", 1) == 0
+                                    else x for x in a])
+        entry = _Entry(call, tuple(spec.dependencies()), spec, job)
+        self._entries[argtypes] = entry
+        return entry
+
+    def _types(self, argtypes):
+        return tuple(argtypes)
+
+    # -- inspection ---------------------------------------------------------
+    def inspect_ir(self, *argtypes) -> str:
+        """The typed SSA IR of the specialization for ``argtypes`` and of its callees."""
+        interp, frame = FunctionSpec(self.py_func, argtypes).infer("native", self.plugins, True)
+        frames = [frame] + [f for f in interp.done.values() if f is not frame]
+        out = []
+        for f in frames:
+            sig = ", ".join(f"{a.name}::{t!r}" for a, t in zip(f.ir.args, f.argtypes))
+            out.append(format_function(f.ir, f.typeof, f"function {f.ir.name}({sig}) :: {f.rettype!r}"))
+        return "\n\n".join(out)
+
+    def _emit(self, kind, argtypes) -> str:
+        from . import pipeline
+
+        return pipeline.compile(self._job(tuple(argtypes)), emit=(kind,)).artifacts[kind]
+
+    def inspect_llvm(self, *argtypes) -> str:
+        """The optimised LLVM IR for ``argtypes``."""
+        return self._emit("llvm", argtypes)
+
+    def inspect_asm(self, *argtypes) -> str:
+        """The host assembly for ``argtypes``."""
+        return self._emit("asm", argtypes)
+
+    def __repr__(self) -> str:
+        return f"<jit {self.py_func.__qualname__}>"
+
+
+def jit(fn=None, **options):
+    """Decorator: ``@jit`` or ``@jit(opt_level=3, plugins=("name",))``."""
+    if fn is None:
+        return lambda f: Dispatcher(f, **options)
+    return Dispatcher(fn, **options)

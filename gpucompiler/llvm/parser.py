@@ -261,6 +261,7 @@ class Parser(InstructionParser):
         while True:
             self.lineno += 1
             if self.lineno >= len(lines):
+                self.lineno = max(k for k, line in enumerate(lines) if line.strip())
                 self.error("missing '}' at the end of the function body")
             toks = tokenize(lines[self.lineno])
             if not toks:

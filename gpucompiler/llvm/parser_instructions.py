@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from ..errors import UnsupportedIRError
 from . import types as T
-from .instructions import BINARY, CASTS, DebugRecord, Instruction
+from .instructions import BINARY, CASTS, FLAG_WORDS, DebugRecord, Instruction
 from .lexer import unquote
 from .module import BasicBlock
-from .parser_values import Emitter, ValueParser, _join
+from .parser_values import VALUE_WORDS, Emitter, ValueParser, _join
 from .values import Placeholder, Value
 
 _I1 = T.i1
@@ -50,6 +50,13 @@ _LAST = lambda tys, toks: tys[-1]  # noqa: E731
 _VOID = lambda tys, toks: T.void  # noqa: E731
 _TOKEN = lambda tys, toks: T.SIMPLE["token"]  # noqa: E731
 
+#: words an instruction may spell besides types and values
+KEYWORDS = frozenset(
+    "to align volatile atomic unordered monotonic acquire release acq_rel seq_cst syncscope weak xchg nand max "
+    "min umax umin fmax fmin fmaximum fminimum uinc_wrap udec_wrap usub_cond usub_sat inrange label unwind "
+    "within caller none cleanup catch filter addrspace inalloca swifterror x vscale tail musttail notail".split()
+) | FLAG_WORDS | VALUE_WORDS | {"from"}
+
 #: opcode -> result type from (top-level types in order, tokens)
 RESULT_TYPE = {
     **{op: _FIRST for op in BINARY},
@@ -66,6 +73,8 @@ RESULT_TYPE = {
     "catchpad": _TOKEN, "cleanuppad": _TOKEN, "catchswitch": _TOKEN,
     **{op: _VOID for op in "ret br switch indirectbr resume unreachable store fence cleanupret catchret".split()},
 }
+
+KEYWORDS |= RESULT_TYPE.keys()
 
 
 class InstructionParser(ValueParser):
@@ -101,7 +110,7 @@ class InstructionParser(ValueParser):
             if rule is None:
                 self.error(f"unsupported instruction {op!r}", UnsupportedIRError)
             tys: list = []
-            self.items(em, None, tys)
+            self.items(em, None, tys, KEYWORDS)
             ty = rule(tys, toks)
         name = ""
         if name_tok is not None:
@@ -115,6 +124,8 @@ class InstructionParser(ValueParser):
         toks = self.toks
         while not self.is_type_start(toks[self.i]):
             start = self.i
+            if not (toks[self.i][0].isalnum() or toks[self.i][0] == '"'):
+                self.error(f"expected a type, found {toks[self.i]!r}")
             if self.peek(1) == "(":
                 self.i += 1
                 self.skip_group()
@@ -179,7 +190,7 @@ class InstructionParser(ValueParser):
                 self.i += 1
         em.raw(")")
         self.i += 1
-        self.items(em)
+        self.items(em, None, None, KEYWORDS)
         return ty.ret if ty.kind == "function" else ty
 
     def _param_attrs(self, em: Emitter) -> None:

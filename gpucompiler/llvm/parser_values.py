@@ -272,12 +272,13 @@ class ValueParser:
         return ConstantExpr(ty, op, em.done(), em.ops)
 
     # -- generic operand lists -----------------------------------------------
-    def items(self, em: Emitter, closer: str | None = None, tys: list | None = None) -> None:
+    def items(self, em: Emitter, closer: str | None = None, tys: list | None = None, words=None) -> None:
         """Emit tokens until ``closer`` at depth 0 (not consumed) or the end of the line.
 
         Types followed by a value become a type and an operand slot; ``!N`` and
         ``#N`` become node / group references; everything else stays spelled.
-        ``tys`` collects the top-level types in order.
+        ``tys`` collects the top-level types in order; ``words``, when given, is
+        the set of keywords allowed outside brackets (others raise).
         """
         toks = self.toks
         n = len(toks)
@@ -319,6 +320,8 @@ class ValueParser:
                 em.obj(self.attr_group(t))
                 self.i += 1
                 continue
+            if words is not None and c.isalpha() and t not in words and t[:2] != 'c"':
+                self.error(f"unknown keyword or type {t!r}")
             if c in "([{":
                 depth += 1
             elif c in ")]}":

@@ -1,0 +1,98 @@
+"""Parse/print speed of the LLVM IR model (``gpucompiler.llvm``).
+
+Prints a table (module, instructions, parse and print ms per 1000
+instructions, total ms) for libdevice (when found), the test corpus after
+LLVM's O2 pipeline and a generated straight-line module, and writes
+``benchmarks/results/llvm_model.json``. ``--quick`` runs one repetition.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import llvmlite.binding as llvm
+
+from gpucompiler.llvm import parse
+from gpucompiler.llvm.binding import initialize
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _libdevice() -> str | None:
+    from gpucompiler.toolchain import find_libdevice
+
+    try:
+        path = find_libdevice()
+    except Exception:
+        return None
+    return str(llvm.parse_bitcode(Path(path).read_bytes(), context=llvm.create_context()))
+
+
+def _optimised_corpus() -> str | None:
+    """Every host-target corpus module after O2, concatenated as separate modules' texts."""
+    texts = []
+    for f in sorted((ROOT / "tests/llvm/corpus").glob("*.ll")):
+        ref = llvm.parse_assembly(f.read_text(), context=llvm.create_context())
+        if ref.triple and not ref.triple.startswith("x86_64"):
+            continue
+        tm = llvm.Target.from_default_triple().create_target_machine()
+        pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=2))
+        pb.getModulePassManager().run(ref, pb)
+        texts.append(str(ref))
+    return texts or None
+
+
+def _generated(n: int = 20000) -> str:
+    body = ["define i64 @chain(i64 %x) {", "entry:"]
+    prev = "%x"
+    for k in range(n):
+        body.append(f"  %v{k} = add nsw i64 {prev}, {k}")
+        prev = f"%v{k}"
+    body += [f"  ret i64 {prev}", "}"]
+    return "\n".join(body) + "\n"
+
+
+def measure(texts, reps: int) -> dict:
+    parse_s = print_s = 0.0
+    n = 0
+    for _ in range(reps):
+        for t in texts:
+            t0 = time.perf_counter()
+            m = parse(t)
+            t1 = time.perf_counter()
+            str(m)
+            t2 = time.perf_counter()
+            parse_s += t1 - t0
+            print_s += t2 - t1
+            n += sum(len(b.instructions) for f in m.functions.values() for b in f.blocks)
+    k = n / 1000
+    return {"instructions": n // reps, "parse_ms_per_1k": parse_s * 1e3 / k, "print_ms_per_1k": print_s * 1e3 / k,
+            "total_ms": (parse_s + print_s) * 1e3 / reps}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="one repetition")
+    args = ap.parse_args()
+    initialize()
+    reps = 1 if args.quick else 3
+    cases = {"libdevice": _libdevice(), "corpus-O2": _optimised_corpus(), "generated-chain": _generated()}
+    results = {}
+    print(f"{'module':<18}{'instructions':>13}{'parse ms/1k':>13}{'print ms/1k':>13}{'total ms':>10}")
+    for name, texts in cases.items():
+        if texts is None:
+            print(f"{name:<18}{'(not found)':>13}")
+            continue
+        r = results[name] = measure(texts if isinstance(texts, list) else [texts], reps)
+        print(f"{name:<18}{r['instructions']:>13}{r['parse_ms_per_1k']:>13.2f}{r['print_ms_per_1k']:>13.2f}"
+              f"{r['total_ms']:>10.1f}")
+    out = ROOT / "benchmarks/results/llvm_model.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

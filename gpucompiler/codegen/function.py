@@ -12,7 +12,7 @@ from llvmlite import ir
 
 from .. import types as T
 from ..frontend.ir import Branch, Jump, Return
-from ..interpreter.lattice import BOTTOM, Const, pyobj, widen
+from ..interpreter.lattice import BOTTOM, Const, const, pyobj, widen
 from .lltypes import has_value, ll
 
 _INT_SUFFIX = {T.float32: "f32", T.float64: "f64"}
@@ -137,15 +137,22 @@ class FunctionCodegen:
         args = [self.value(a) for a in inst.args]
         argtypes = [self._abstract(a) for a in inst.args]
         if res.callee is not None:
-            callee = self.mod.function_for(res.callee)
-            vals = [v for v, at in zip(args, argtypes) if has_value(widen(at)) and widen(at) != pyobj]
-            vals = [self.cast(v, widen(at), widen(pt)) for v, at, pt in
-                    zip(vals, [a for a in argtypes if has_value(widen(a)) and widen(a) != pyobj],
-                        [p for p in res.callee.argtypes if has_value(widen(p)) and widen(p) != pyobj])]
-            out = self.b.call(callee, vals)
-            self.values[inst] = out if has_value(widen(t)) else None
+            self.values[inst] = self._invoke(res.callee, args, argtypes, t)
         else:
             self.values[inst] = res.lower(self, args, argtypes, t)
+
+    def _invoke(self, callee, args, argtypes, t):
+        """Call the specialization ``callee``, filling parameters left to their defaults."""
+        missing = callee.pyfunc.__code__.co_argcount - len(args)
+        if missing:
+            defaults = [const(d) for d in callee.pyfunc.__defaults__[-missing:]]
+            args = args + [self.const(d.type, d.value) if has_value(d.type) else None for d in defaults]
+            argtypes = argtypes + defaults
+        vals = [self.cast(v, widen(at), widen(pt))
+                for v, at, pt in zip(args, argtypes, callee.argtypes)
+                if has_value(widen(pt)) and widen(pt) != pyobj]
+        out = self.b.call(self.mod.function_for(callee), vals)
+        return out if has_value(widen(t)) else None
 
     def _abstract(self, v):
         return self.frame.typeof(v)

@@ -14,7 +14,10 @@ Example: a plugin adding an intrinsic ``fma3(a, b, c)``::
     def _fma3(cg, args, argtypes, restype):
         return cg.call_intrinsic("llvm.fma", restype, args)
 
-    register(rules)   # enabled by CompilerConfig(plugins=("my_plugin",))
+    class MyPlugin(gpucompiler.plugin.Plugin):
+        name, version, rules = "my_plugin", "1.0", rules
+
+    gpucompiler.plugin.register(MyPlugin)  # enabled by CompilerConfig(plugins=("my_plugin",))
 """
 
 from __future__ import annotations
@@ -146,11 +149,19 @@ def enabled_rule_sets(target_name: str, plugins) -> tuple[list[RuleSet], list[Ru
     """``(plugin rule sets, base rule sets)`` for a job; base includes the target overlay."""
     from . import builtins  # noqa: F401  (registers the base rules)
 
-    plugin_sets = [RULE_SETS[p] for p in plugins if p in RULE_SETS]
+    plugin_sets = [rs for rs in map(_plugin_rules, plugins) if rs is not None]
     base = [r for r in RULE_SETS.values()
             if r.name.startswith("base") and r.target in (None, target_name)]
     base.sort(key=lambda r: r.target is None)  # overlays first
     return plugin_sets, base
+
+
+def _plugin_rules(name: str) -> RuleSet | None:
+    """The rule set of plugin ``name``: its ``rules`` attribute, else one registered by name."""
+    from ..plugin import enabled
+
+    rules = getattr(enabled([name])[0], "rules", None)
+    return rules if rules is not None else RULE_SETS.get(name)
 
 
 def claim(plugin_sets: list[RuleSet], interp, fn, argtypes) -> CallResult | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 from ..errors import UnsupportedIRError
 from . import types as T
 from .lexer import tokenize, unquote
@@ -19,7 +21,14 @@ _CONTINUED = {"landingpad": frozenset(("catch", "filter", "cleanup")), "invoke":
 
 def parse(text: str) -> Module:
     """Parse LLVM's printed IR into a :class:`Module`."""
-    return Parser(text).run()
+    # the model allocates many long-lived objects: cyclic GC passes would only rescan them
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return Parser(text).run()
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def split_attachments(toks: list[str], comma: bool = True) -> list[tuple[str, str]]:

@@ -31,38 +31,39 @@ class Emitter:
 
     def __init__(self):
         self.parts: list = []
-        self.buf: list[str] = []
+        self.buf = ""
         self.ops: list[Value] = []
         self.last = "("
 
     def raw(self, tok: str) -> None:
         if tok[0] in _NO_SPACE_BEFORE or tok == "(" or self.last in _NO_SPACE_AFTER:
-            self.buf.append(tok)
+            self.buf += tok
         else:
-            self.buf.append(" " + tok)
+            self.buf += " " + tok
         self.last = tok[-1]
 
-    def _flush(self) -> None:
-        if self.last not in _NO_SPACE_AFTER:
-            self.buf.append(" ")
-        if self.buf:
-            self.parts.append("".join(self.buf))
-            self.buf = []
-        self.last = "x"
-
     def slot(self, value: Value) -> None:
-        self._flush()
-        self.parts.append(len(self.ops))
-        self.ops.append(value)
+        buf = self.buf if self.last in _NO_SPACE_AFTER else self.buf + " "
+        ops = self.ops
+        if buf:
+            self.parts += (buf, len(ops))
+        else:
+            self.parts.append(len(ops))
+        ops.append(value)
+        self.buf, self.last = "", "x"
 
     def obj(self, x) -> None:
-        self._flush()
-        self.parts.append(x)
+        buf = self.buf if self.last in _NO_SPACE_AFTER else self.buf + " "
+        if buf:
+            self.parts += (buf, x)
+        else:
+            self.parts.append(x)
+        self.buf, self.last = "", "x"
 
     def done(self) -> list:
-        if self.buf:
-            self.parts.append("".join(self.buf))
         parts = self.parts
+        if self.buf:
+            parts.append(self.buf)
         if parts and type(parts[0]) is str:
             parts[0] = parts[0].lstrip(" ")
         return parts

@@ -3,6 +3,8 @@ groups are numbered afresh so mutated IR stays valid."""
 
 from __future__ import annotations
 
+import gc
+
 from ..errors import UnsupportedIRError
 from .instructions import Instruction
 from .metadata import AttributeGroup, MDNode
@@ -223,7 +225,13 @@ class Printer:
 
 
 def print_module(m: Module) -> str:
-    return Printer().module(m)
+    enabled = gc.isenabled()
+    gc.disable()  # printing allocates many short lists; no cycles to find
+    try:
+        return Printer().module(m)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def print_instruction(inst: Instruction) -> str:

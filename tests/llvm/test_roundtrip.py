@@ -38,9 +38,14 @@ def _init() -> None:
 
 
 def _llvm_module(text: str) -> llvm.ModuleRef:
-    """LLVM's own parse of ``text``, verified."""
+    """LLVM's own parse of ``text``, verified.
+
+    Each parse gets a fresh LLVMContext: in llvmlite's global context a second
+    module naming ``%Complex`` would get ``%Complex.1``, and the printings of
+    two parses of the same text would differ for no fault of the model.
+    """
     _init()
-    mod = llvm.parse_assembly(text)
+    mod = llvm.parse_assembly(text, context=llvm.create_context())
     mod.verify()
     return mod
 
@@ -185,8 +190,9 @@ declare i32 @__nv_float2int_rn(float)
 
 def _linked_libdevice(path: str) -> llvm.ModuleRef:
     _init()
-    mod = llvm.parse_assembly(_LIBDEVICE_USER)
-    lib = llvm.parse_bitcode(Path(path).read_bytes())
+    ctx = llvm.create_context()
+    mod = llvm.parse_assembly(_LIBDEVICE_USER, context=ctx)
+    lib = llvm.parse_bitcode(Path(path).read_bytes(), context=ctx)
     lib.triple = NVPTX_TRIPLE
     lib.data_layout = NVPTX_LAYOUT
     mod.link_in(lib)

@@ -1,0 +1,47 @@
+"""Kernels of benchmarks/frontend.py (plain Python, compiled by each engine)."""
+
+def loop20(n, x):
+    s = 0.0
+    t = 1
+    for i in range(n):
+        if i % 3 == 0:
+            s += x * i
+        elif i % 3 == 1:
+            s -= x / (i + 1)
+        else:
+            t = (t * 7 + i) % 1000
+        j = 0
+        while j < 3:
+            s += j * 0.5
+            j += 1
+        if s > 1e6:
+            s = s / 2
+        if t > 500:
+            s += 1
+    return s + t
+
+
+def add(a, b):
+    return a + b
+
+
+def stencil(a, out):
+    for i in range(1, a.shape[0] - 1):
+        for j in range(1, a.shape[1] - 1):
+            out[i, j] = 0.25 * (a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1])
+    return 0
+
+
+def primes(n):
+    count = 0
+    for k in range(2, n):
+        d = 2
+        p = True
+        while d * d <= k:
+            if k % d == 0:
+                p = False
+                break
+            d += 1
+        if p:
+            count += 1
+    return count

@@ -382,3 +382,13 @@ def test_rare_construct_roundtrips_or_is_refused_by_name(keyword, text):
         assert str(_llvm_module(str(model))) == _llvm_print(text)
     else:
         assert_roundtrips(text, keyword)
+
+
+def test_unsupported_construct_is_refused_by_name_and_line():
+    """``uselistorder`` directives are valid LLVM the model does not keep: refused, never dropped."""
+    text = RARE["uselistorder"][1]
+    _llvm_module(text)
+    with pytest.raises(UnsupportedIRError) as info:
+        _parse(text)
+    assert "uselistorder" in str(info.value)
+    assert info.value.line == 11

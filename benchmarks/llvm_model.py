@@ -3,13 +3,14 @@
 Prints a table (module, instructions, parse and print ms per 1000
 instructions, total ms) for libdevice (when found), the test corpus after
 LLVM's O2 pipeline and a generated straight-line module, and writes
-``benchmarks/results/llvm_model.json``. ``--quick`` runs one repetition.
+``benchmarks/results/llvm_model.json``. Figures are medians of 5 rounds after a warm-up round; ``--quick`` times one round.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 from pathlib import Path
 
@@ -56,9 +57,11 @@ def _generated(n: int = 20000) -> str:
 
 
 def measure(texts, reps: int) -> dict:
-    parse_s = print_s = 0.0
-    n = 0
+    """Median over ``reps`` timed rounds, after one untimed warm-up round."""
+    n = sum(len(b.instructions) for t in texts for f in parse(t).functions.values() for b in f.blocks)
+    parse_runs, print_runs = [], []
     for _ in range(reps):
+        parse_s = print_s = 0.0
         for t in texts:
             t0 = time.perf_counter()
             m = parse(t)
@@ -67,10 +70,12 @@ def measure(texts, reps: int) -> dict:
             t2 = time.perf_counter()
             parse_s += t1 - t0
             print_s += t2 - t1
-            n += sum(len(b.instructions) for f in m.functions.values() for b in f.blocks)
+        parse_runs.append(parse_s)
+        print_runs.append(print_s)
+    parse_s, print_s = statistics.median(parse_runs), statistics.median(print_runs)
     k = n / 1000
-    return {"instructions": n // reps, "parse_ms_per_1k": parse_s * 1e3 / k, "print_ms_per_1k": print_s * 1e3 / k,
-            "total_ms": (parse_s + print_s) * 1e3 / reps}
+    return {"instructions": n, "parse_ms_per_1k": parse_s * 1e3 / k, "print_ms_per_1k": print_s * 1e3 / k,
+            "total_ms": (parse_s + print_s) * 1e3}
 
 
 def main() -> None:
@@ -78,7 +83,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="one repetition")
     args = ap.parse_args()
     initialize()
-    reps = 1 if args.quick else 3
+    reps = 1 if args.quick else 5
     cases = {"libdevice": _libdevice(), "corpus-O2": _optimised_corpus(), "generated-chain": _generated()}
     results = {}
     print(f"{'module':<18}{'instructions':>13}{'parse ms/1k':>13}{'print ms/1k':>13}{'total ms':>10}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 
 import pytest
@@ -10,7 +11,8 @@ from gpucompiler.errors import ToolNotFoundError
 from gpucompiler.toolchain import find_libdevice, find_ptxas
 
 
-def _cuda_device_visible() -> bool:
+@functools.cache
+def cuda_device_visible() -> bool:
     try:
         from cuda.bindings import driver
     except ImportError:
@@ -23,7 +25,7 @@ def _cuda_device_visible() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    if any("gpu" in item.keywords for item in items) and not _cuda_device_visible():
+    if any("gpu" in item.keywords for item in items) and not cuda_device_visible():
         skip = pytest.mark.skip(reason="no CUDA device visible (needs cuda-bindings and a GPU)")
         for item in items:
             if "gpu" in item.keywords:

@@ -161,3 +161,43 @@ class RuleConflictError(ConfigError):
         self.claimants = tuple(claimants)
         super().__init__(f"{function} is claimed by several plugins: {', '.join(self.claimants)}; "
                          "enable only one of them for this job")
+
+
+# -- cache and compile service -------------------------------------------------
+
+class CacheError(GPUCompilerError):
+    """The compile cache cannot be used as configured (bad URL, bad size, missing client library)."""
+
+
+class CacheCorruptionError(CacheError):
+    """A cache entry failed its checks (checksum, length, key); ``reason`` says which."""
+
+    def __init__(self, where: str, reason: str):
+        self.where = where
+        self.reason = reason
+        super().__init__(f"corrupt cache entry {where}: {reason}")
+
+
+class CacheWarning(UserWarning):
+    """The cache could not be read or written; the compile went on without it."""
+
+
+class UnserialisableIRError(InvalidIRError):
+    """IR that holds runtime pointers or process-specific symbols and so cannot be cached or sent."""
+
+
+class ServiceError(GPUCompilerError):
+    """The compile service answered with an error or could not be reached.
+
+    ``status`` is the HTTP status (None when no answer came) and ``kind``
+    the error kind the service named (``"plugin_mismatch"``, ``"too_large"``...).
+    """
+
+    def __init__(self, message: str, status: int | None = None, kind: str = ""):
+        self.status = status
+        self.kind = kind
+        super().__init__(message)
+
+
+class PluginMismatchError(ServiceError):
+    """The service lacks a plugin the job needs, or has it at another version."""

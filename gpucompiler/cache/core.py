@@ -1,0 +1,295 @@
+"""The cache: look a job up tier by tier, compile it once on a miss, publish everywhere.
+
+:func:`compile_cached` is the integration point for ``@jit`` and for the
+command line: the same call as :func:`gpucompiler.pipeline.compile`, with a
+result that has the same ``job``, ``artifacts``, ``module``,
+``stage_times`` and ``reports``. Settings come from the environment, read
+here once per configuration (:class:`CacheSettings`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import attrs
+
+from ..errors import CacheCorruptionError, CacheError, CacheWarning
+from . import keys
+from .entry import Entry, decode
+from .serialisable import serialisation_errors
+from .tiers import DiskTier, MemoryTier, RedisTier
+
+log = logging.getLogger("gpucompiler.cache")
+
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``"512M"`` -> bytes; plain digits are bytes."""
+    t = text.strip().lower().removesuffix("b").removesuffix("i")
+    unit = t[-1] if t and t[-1] in _UNITS else ""
+    try:
+        return int(float(t[:len(t) - len(unit)]) * _UNITS[unit])
+    except ValueError:
+        raise CacheError(f"GPUC_CACHE_SIZE={text!r} is not a size; write e.g. 512M or 2G") from None
+
+
+def default_cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """``GPUC_CACHE_DIR``, else ``$XDG_CACHE_HOME/gpucompiler``, else ``~/.cache/gpucompiler``."""
+    if environ.get("GPUC_CACHE_DIR"):
+        return Path(environ["GPUC_CACHE_DIR"])
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "gpucompiler"
+
+
+@attrs.frozen
+class CacheSettings:
+    """Environment switches of the cache and the compile service."""
+
+    directory: Path | None
+    """``GPUC_CACHE_DIR`` (or the per-user default); None when ``GPUC_CACHE=off``."""
+    max_bytes: int = 1 << 30
+    """``GPUC_CACHE_SIZE``: bound of the disk tier (LRU eviction past it)."""
+    redis_url: str | None = None
+    """``GPUC_CACHE_URL=redis://…``: the shared tier."""
+    service_url: str | None = None
+    """``GPUC_SERVICE_URL``: compile misses on this service."""
+    service_token: str | None = None
+    """``GPUC_SERVICE_TOKEN``: bearer token sent to the service."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "CacheSettings":
+        off = environ.get("GPUC_CACHE", "").lower() in ("0", "off", "no", "false")
+        url = environ.get("GPUC_CACHE_URL") or None
+        if url and not url.startswith(("redis://", "rediss://", "unix://")):
+            raise CacheError(f"GPUC_CACHE_URL={url!r}: only redis://, rediss:// and unix:// URLs are supported")
+        return cls(directory=None if off else default_cache_dir(environ),
+                   max_bytes=parse_size(environ.get("GPUC_CACHE_SIZE", "1G")),
+                   redis_url=None if off else url,
+                   service_url=environ.get("GPUC_SERVICE_URL") or None,
+                   service_token=environ.get("GPUC_SERVICE_TOKEN") or None)
+
+
+@attrs.define
+class CachedResult:
+    """What :func:`compile_cached` returns: a ``CompileResult`` look-alike."""
+
+    job: Any
+    artifacts: dict[str, str | bytes]
+    key: str
+    """The entry's key (SHA-256 of the key document)."""
+    origin: str
+    """Where the artifacts came from: ``memory``, ``disk``, ``redis``, ``compiled`` or ``service``."""
+    meta: dict[str, Any] = attrs.field(factory=dict)
+    _module: Any = None
+
+    @property
+    def module(self):
+        """The final module (parsed from the ``llvm`` artifact on first use after a hit)."""
+        if self._module is None:
+            from ..module import IRModule
+
+            self._module = IRModule(self.artifacts["llvm"])
+        return self._module
+
+    @property
+    def stage_times(self) -> dict[str, float]:
+        return dict(self.meta.get("stage_times", {}))
+
+    @property
+    def reports(self) -> dict[str, Any]:
+        return dict(self.meta.get("reports", {}))
+
+
+class Cache:
+    """Tiers in lookup order: memory, then disk, then Redis (read through to disk and memory)."""
+
+    def __init__(self, disk: DiskTier | None = None, redis: RedisTier | None = None,
+                 memory: MemoryTier | None = None, service: Any = None):
+        self.memory = memory if memory is not None else MemoryTier()
+        self.disk = disk
+        self.redis = redis
+        self.service = service
+        self.stats: Counter[str] = Counter()
+
+    @classmethod
+    def from_settings(cls, settings: CacheSettings) -> "Cache":
+        disk = DiskTier(settings.directory, settings.max_bytes) if settings.directory else None
+        redis = RedisTier(settings.redis_url) if settings.redis_url else None
+        service = None
+        if settings.service_url:
+            from ..service.client import ServiceClient
+
+            service = ServiceClient(settings.service_url, token=settings.service_token)
+        return cls(disk, redis, service=service)
+
+    # -- lookup -------------------------------------------------------------
+    def lookup(self, key: str, document: dict, kinds: Sequence[str], *,
+               memory: bool = True) -> tuple[Entry, str] | None:
+        """The entry of ``key`` holding every kind in ``kinds``, and its tier; None on a miss."""
+        if memory:
+            entry = self.memory.get(key)
+            if entry is not None and _has(entry, kinds) and entry.document == document:
+                self.stats["hit.memory"] += 1
+                return entry, "memory"
+        for tier in (self.disk, self.redis):
+            if tier is None:
+                continue
+            entry = self._read(tier, key, document)
+            if entry is None or not _has(entry, kinds):
+                continue
+            self.stats[f"hit.{tier.name}"] += 1
+            self.memory.put(entry)
+            if tier is self.redis and self.disk is not None:
+                self._write(self.disk, entry.key, entry.encode())  # read through to local disk
+            return entry, tier.name
+        return None
+
+    def _read(self, tier: Any, key: str, document: dict) -> Entry | None:
+        where = f"{tier.name}:{key}"
+        try:
+            data = tier.get(key)
+        except self._errors(tier) as exc:
+            self._warn(f"cannot read the {tier.name} cache ({exc}); compiling without it")
+            return None
+        if data is None:
+            return None
+        try:
+            entry = decode(data, where, expect_key=key)
+            if entry.document != document:
+                raise CacheCorruptionError(where, "stored key document differs from the job's")
+        except CacheCorruptionError as exc:
+            self.stats["corrupt"] += 1
+            log.warning("%s; evicting it and recompiling", exc)
+            try:
+                tier.delete(key)
+            except self._errors(tier):
+                pass
+            return None
+        return entry
+
+    # -- publishing ---------------------------------------------------------
+    def publish(self, entry: Entry) -> None:
+        """Store ``entry`` in every tier; a tier that cannot be written is skipped with a warning."""
+        self.memory.put(entry)
+        data = entry.encode()
+        for tier in (self.disk, self.redis):
+            if tier is not None:
+                self._write(tier, entry.key, data)
+
+    def _write(self, tier: Any, key: str, data: bytes) -> None:
+        try:
+            tier.put(key, data)
+            self.stats[f"write.{tier.name}"] += 1
+        except self._errors(tier) as exc:
+            self.stats["write_error"] += 1
+            self._warn(f"cannot write the {tier.name} cache ({exc}); the compiled code is used "
+                       "but not kept")
+
+    @staticmethod
+    def _errors(tier: Any) -> tuple[type[BaseException], ...]:
+        return getattr(tier, "errors", (OSError,))
+
+    @staticmethod
+    def _warn(message: str) -> None:
+        log.warning(message)
+        warnings.warn(message, CacheWarning, stacklevel=4)
+
+    # -- the whole story ------------------------------------------------------
+    def compile(self, job: Any, emit: Sequence[str] = ("llvm",),
+                compiler: Callable[[Any, tuple[str, ...]], Any] | None = None) -> CachedResult:
+        """The artifacts of ``job`` for each kind in ``emit``: from a tier, else compiled once."""
+        emit = (emit,) if isinstance(emit, str) else tuple(emit)
+        document = keys.key_document(job)
+        key = keys.digest(document)
+        found = self.lookup(key, document, emit)
+        if found is not None:
+            return _result(job, *found)
+        lock = self.disk.lock(key) if self.disk is not None else _no_lock()
+        with lock as locked:
+            if self.disk is not None and not locked:
+                self._warn(f"cannot create a lock in {self.disk.locks}; compiling without one")
+            found = self.lookup(key, document, emit, memory=False)  # another process may have won
+            if found is not None:
+                return _result(job, *found)
+            return self._compile_and_publish(job, emit, key, document, compiler)
+
+    def _compile_and_publish(self, job, emit, key, document, compiler) -> CachedResult:
+        kinds = tuple(sorted(set(emit) | {"llvm"}))
+        start = time.perf_counter()
+        if compiler is not None:
+            result, origin = compiler(job, kinds), "compiled"
+        elif self.service is not None:
+            result, origin = self.service.compile(job, kinds), "service"
+        else:
+            from .. import pipeline
+
+            result, origin = pipeline.compile(job, kinds), "compiled"
+        self.stats["compile"] += 1
+        meta = {"name": job.name, "stage_times": dict(result.stage_times),
+                "reports": _jsonable(result.reports), "created": time.time(),
+                "compile_seconds": time.perf_counter() - start}
+        entry = Entry(key, document, dict(result.artifacts), meta)
+        problems = serialisation_errors(result.module)
+        if problems:
+            self.stats["uncacheable"] += 1
+            self._warn(f"job {job.name!r} is not cached: its IR is not serialisable: "
+                       + "; ".join(f"[{k}] {m}" for k, m in problems))
+        else:
+            self.publish(entry)
+        return CachedResult(job, entry.artifacts, key, origin, meta, result.module)
+
+
+def _has(entry: Entry, kinds: Sequence[str]) -> bool:
+    return all(k in entry.artifacts for k in kinds)
+
+
+def _result(job: Any, entry: Entry, tier: str) -> CachedResult:
+    return CachedResult(job, entry.artifacts, entry.key, tier, entry.meta)
+
+
+def _jsonable(reports: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for name, value in reports.items():
+        try:
+            json.dumps(value)
+            out[name] = value
+        except (TypeError, ValueError):
+            out[name] = repr(value)
+    return out
+
+
+class _no_lock:
+    def __enter__(self) -> bool:
+        return True
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+_default: tuple[CacheSettings, Cache] | None = None
+
+
+def default_cache(environ: Mapping[str, str] = os.environ) -> Cache:
+    """The process's cache for the current environment (rebuilt when the settings change)."""
+    global _default
+    settings = CacheSettings.from_env(environ)
+    if _default is None or _default[0] != settings:
+        _default = (settings, Cache.from_settings(settings))
+    return _default[1]
+
+
+def compile_cached(job: Any, emit: Sequence[str] = ("llvm",), *, cache: Cache | None = None) -> CachedResult:
+    """:func:`gpucompiler.pipeline.compile` through the cache (and the service, when configured).
+
+    ``GPUC_CACHE_DIR``, ``GPUC_CACHE_SIZE``, ``GPUC_CACHE_URL``, ``GPUC_CACHE=off``,
+    ``GPUC_SERVICE_URL`` and ``GPUC_SERVICE_TOKEN`` configure the default cache.
+    """
+    return (cache or default_cache()).compile(job, emit)

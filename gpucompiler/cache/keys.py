@@ -1,0 +1,73 @@
+"""Cache keys: a canonical *key document* per job and its SHA-256.
+
+The document holds everything that decides the compiled output: the
+source's fingerprint (for Python functions: the source of the function and
+of everything it calls, captured globals, argument types), the config
+(target included), the machine code is generated for, the names, versions
+and settings of the enabled plugins, the requested emit kinds' superset is
+*not* part of it (an entry holds several kinds), the gpucompiler version and
+the LLVM version. The document itself is stored in every entry and compared
+field by field on each hit, so a hash collision or a swapped file can never
+serve the wrong code. Python's ``hash()`` is never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from ..hashing import canonical
+
+#: bumped when the entry layout or the key document changes
+FORMAT_VERSION = 1
+
+
+def plugin_identity(names) -> list[list[Any]]:
+    """``[[name, version, settings], ...]`` of the enabled plugins, sorted by name.
+
+    ``settings`` is what the plugin's optional ``cache_settings()`` returns
+    (JSON-able data describing options that change its output), else None.
+    """
+    from .. import plugin as gp
+
+    out = []
+    for p in gp.enabled(names):
+        hook = getattr(p, "cache_settings", None)
+        out.append([p.name, p.version, canonical(hook()) if callable(hook) else None])
+    return out
+
+
+def machine(target: Any) -> dict[str, str]:
+    """What code generation depends on beyond the target's own fields (host CPU name and features)."""
+    out = {"triple": target.triple()}
+    if hasattr(target, "host_cpu"):
+        out["cpu"] = target.host_cpu()
+        out["features"] = target.host_features()
+    return out
+
+
+def key_document(job: Any) -> dict[str, Any]:
+    """The canonical JSON data that identifies ``job``'s output in every process."""
+    from .. import __version__
+    from ..llvm.binding import llvm_version
+
+    return canonical({
+        "format": FORMAT_VERSION,
+        "source": job.source.fingerprint(),
+        "config": job.config,
+        "machine": machine(job.config.target),
+        "plugins": plugin_identity(job.config.plugins),
+        "gpucompiler": __version__,
+        "llvm": llvm_version(),
+    })
+
+
+def encode_document(doc: dict[str, Any]) -> bytes:
+    """The one byte encoding of a key document (sorted keys, no spaces)."""
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+
+
+def digest(doc: dict[str, Any]) -> str:
+    """SHA-256 hex digest of the encoded key document: the entry's address."""
+    return hashlib.sha256(encode_document(doc)).hexdigest()

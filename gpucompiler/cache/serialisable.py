@@ -1,0 +1,62 @@
+"""The serialisable-IR validator: IR another process can load and run with the same results.
+
+Compiled IR enters the cache or crosses the wire only if it holds no
+runtime pointers and no process-specific symbols:
+
+* ``POINTER_CONSTANT``: an ``inttoptr`` of a constant address, in a function
+  body (the targets' own check, :class:`~gpucompiler.targets.validation.ModuleFacts`)
+  or in a global's initializer;
+* ``PROCESS_SYMBOL``: a declared name that encodes an address or a process
+  id (``@fn_0x7f3a12c0``, ``@__gpuc_addr_…``); such names are resolved by
+  ``llvmlite.binding.add_symbol`` in one process and mean nothing in another.
+
+Externals referenced *by name* (``@sin``, ``@llvm.fma.f64``) are fine: every
+process resolves them itself.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..errors import UnserialisableIRError
+from ..llvm.binding import parse_ir
+
+#: hexadecimal runs of 8+ digits (``0x7f3a...`` or bare) or explicit address markers in a symbol name
+_ADDRESS_NAME = re.compile(r"(0x[0-9a-fA-F]{6,}|(?<![0-9a-zA-Z])[0-9a-fA-F]{12,}(?![0-9a-zA-Z])|"
+                           r"__gpuc_addr|\baddr_\d{6,}|\bpid\d+)")
+_GLOBAL_INTTOPTR = re.compile(r"inttoptr\s*\(\s*i\d+\s+(-?\d+)")
+
+
+def serialisation_errors(module: Any) -> list[tuple[str, str]]:
+    """Every reason ``module`` (IR text, an ``IRModule`` or a ``ModuleRef``) cannot be serialised."""
+    from ..targets.validation import ModuleFacts
+
+    ref = _ref(module)
+    errors = ModuleFacts.of(ref).pointer_constant_errors()
+    for gv in ref.global_variables:
+        text = str(gv)
+        if not gv.is_declaration and _GLOBAL_INTTOPTR.search(text):
+            errors.append(("POINTER_CONSTANT",
+                           f"constant address in the initializer of @{gv.name}: `{text.strip()}`; "
+                           "refer to the object by name instead"))
+    for g in (*ref.functions, *ref.global_variables):
+        if g.is_declaration and _ADDRESS_NAME.search(g.name):
+            errors.append(("PROCESS_SYMBOL",
+                           f"@{g.name} names a process-specific object (an address in its name); "
+                           "another process cannot resolve it: declare a stable symbol name"))
+    return errors
+
+
+def check_serialisable(module: Any, job_name: str = "") -> None:
+    """Raise :class:`UnserialisableIRError` listing every problem of ``module``; return None if clean."""
+    errors = serialisation_errors(module)
+    if errors:
+        raise UnserialisableIRError(errors, job_name=job_name)
+
+
+def _ref(module: Any):
+    if isinstance(module, str):
+        return parse_ir(module, verify=False)
+    ref = getattr(module, "ref", None)
+    return ref if ref is not None else module

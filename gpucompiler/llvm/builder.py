@@ -155,6 +155,53 @@ class Builder:
             self._typed(em, v)
         return self._make("getelementptr", ptr.type, em, name)
 
+    # -- aggregates and vectors ----------------------------------------------
+    def extractvalue(self, agg: Value, index: int, name: str = "") -> Instruction:
+        em = Emitter()
+        em.raw("extractvalue")
+        self._typed(em, agg)
+        em.raw(f", {index}")
+        t = agg.type
+        rt = t.elements[index] if t.kind == "struct" else t.element
+        return self._make("extractvalue", rt, em, name)
+
+    def insertvalue(self, agg: Value, value: Value, index: int, name: str = "") -> Instruction:
+        em = Emitter()
+        em.raw("insertvalue")
+        self._typed(em, agg)
+        em.raw(",")
+        self._typed(em, value)
+        em.raw(f", {index}")
+        return self._make("insertvalue", agg.type, em, name)
+
+    def extractelement(self, vec: Value, index: Value, name: str = "") -> Instruction:
+        em = Emitter()
+        em.raw("extractelement")
+        self._typed(em, vec)
+        em.raw(",")
+        self._typed(em, index)
+        return self._make("extractelement", vec.type.element, em, name)
+
+    def insertelement(self, vec: Value, value: Value, index: Value, name: str = "") -> Instruction:
+        em = Emitter()
+        em.raw("insertelement")
+        for k, v in enumerate((vec, value, index)):
+            if k:
+                em.raw(",")
+            self._typed(em, v)
+        return self._make("insertelement", vec.type, em, name)
+
+    def shufflevector(self, a: Value, b: Value, mask: Value, name: str = "") -> Instruction:
+        """``shufflevector``; ``mask`` is a vector-of-i32 constant."""
+        em = Emitter()
+        em.raw("shufflevector")
+        for k, v in enumerate((a, b, mask)):
+            if k:
+                em.raw(",")
+            self._typed(em, v)
+        rt = T.vector(mask.type.count, a.type.element)
+        return self._make("shufflevector", rt, em, name)
+
     # -- calls and control flow ----------------------------------------------
     def call(self, callee: Value, args, name: str = "", fnty: T.FunctionType | None = None) -> Instruction:
         """``call`` a :class:`Function` (or any pointer, given ``fnty``)."""
@@ -194,6 +241,21 @@ class Builder:
                 em.raw(",")
             self._typed(em, v)
         return self._make("br", T.void, em, "")
+
+    def switch(self, value: Value, default: BasicBlock, cases=()) -> Instruction:
+        """``switch ty value, label %default [ ty c, label %bb ... ]``; ``cases`` is ``(const, block)`` pairs."""
+        em = Emitter()
+        em.raw("switch")
+        self._typed(em, value)
+        em.raw(",")
+        self._typed(em, default)
+        em.raw("[")
+        for c, bb in cases:
+            self._typed(em, c)
+            em.raw(",")
+            self._typed(em, bb)
+        em.raw("]")
+        return self._make("switch", T.void, em, "")
 
     def unreachable(self) -> Instruction:
         em = Emitter()

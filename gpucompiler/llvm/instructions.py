@@ -108,6 +108,71 @@ class Instruction(User):
                 n += 1
         return n
 
+    # -- per-kind accessors ----------------------------------------------------
+    @property
+    def pointer_operand(self) -> Value | None:
+        """The address of ``load``/``store``/``getelementptr``/``atomicrmw``/``cmpxchg``."""
+        if self.opcode in ("load", "getelementptr"):
+            return self.operands[0]
+        if self.opcode == "store":
+            return self.operands[1]
+        if self.opcode in ("atomicrmw", "cmpxchg"):
+            return self.operands[0]
+        return None
+
+    @property
+    def value_operand(self) -> Value | None:
+        """The stored value of ``store`` (the operand of ``atomicrmw``)."""
+        if self.opcode == "store":
+            return self.operands[0]
+        if self.opcode == "atomicrmw":
+            return self.operands[1]
+        return None
+
+    def _first_type(self) -> T.Type:
+        return next(p for p in self.parts if isinstance(p, T.Type))
+
+    @property
+    def source_element_type(self) -> T.Type | None:
+        """The source element type of ``getelementptr``."""
+        return self._first_type() if self.opcode == "getelementptr" else None
+
+    @property
+    def indices(self) -> list[Value]:
+        """The index operands of ``getelementptr``."""
+        return self.operands[1:] if self.opcode == "getelementptr" else []
+
+    @property
+    def allocated_type(self) -> T.Type | None:
+        """The element type of ``alloca``."""
+        return self._first_type() if self.opcode == "alloca" else None
+
+    @property
+    def alignment(self) -> int | None:
+        """``align N`` of ``load``/``store``/``alloca``, if spelled."""
+        for p in self.parts:
+            if type(p) is str and "align " in p:
+                words = p.replace(",", " ").split()
+                for k, w in enumerate(words[:-1]):
+                    if w == "align":
+                        return int(words[k + 1])
+        return None
+
+    def add_incoming(self, value: Value, block) -> None:
+        """Append ``[value, %block]`` to a ``phi``."""
+        if self.opcode != "phi":
+            raise ValueError(f"add_incoming on {self.opcode}")
+        parts = self.parts
+        sep = ", [ " if len(self.operands) else " [ "
+        if type(parts[-1]) is str:
+            parts[-1] += sep
+        else:
+            parts.append(sep)
+        parts.append(self.append_operand(value))
+        parts.append(", ")
+        parts.append(self.append_operand(block))
+        parts.append(" ]")
+
     @property
     def function(self):
         return self.parent.parent if self.parent is not None else None

@@ -60,7 +60,8 @@ def emit_llvm(ctx: CompileContext) -> None:
     with stage(ctx, "irgen"):
         irgen.generate(ctx)
     with stage(ctx, "post_irgen"):
-        run_hooks(ctx, "post_irgen")
+        if not getattr(ctx.job.source, "post_irgen_done", False):  # IR sent to the compile service
+            run_hooks(ctx, "post_irgen")
     with stage(ctx, "link_deferred"):
         link_deferred.link(ctx)
     with stage(ctx, "optimize"):

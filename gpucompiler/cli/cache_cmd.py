@@ -1,0 +1,90 @@
+"""``gpuc cache``: look at and tidy the compile cache.
+
+    gpuc cache stats           entries, bytes, bound, directory (and Redis when configured)
+    gpuc cache ls              one line per entry: key, size, age, name, artifact kinds
+    gpuc cache verify          check every entry; --evict removes the bad ones
+    gpuc cache clear           remove every entry (local disk; --redis the shared tier too)
+
+``--json`` prints JSON instead. ``GPUC_CACHE_DIR`` / ``--dir`` pick the directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("cache", help="inspect, verify or clear the compile cache",
+                                   description="Inspect, verify or clear the compile cache.")
+    parser.add_argument("action", choices=("stats", "ls", "verify", "clear"))
+    parser.add_argument("--dir", type=Path, help="cache directory (default: GPUC_CACHE_DIR or the per-user one)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--evict", action="store_true", help="verify: remove entries that fail their checks")
+    parser.add_argument("--redis", action="store_true", help="clear: also the Redis tier (GPUC_CACHE_URL)")
+    parser.set_defaults(func=run)
+
+
+def _tiers(args: argparse.Namespace):
+    from ..cache.core import CacheSettings
+    from ..cache.tiers import DiskTier, RedisTier
+
+    settings = CacheSettings.from_env()
+    directory = args.dir or settings.directory
+    disk = DiskTier(directory, settings.max_bytes) if directory else None
+    redis = RedisTier(settings.redis_url) if settings.redis_url else None
+    return disk, redis
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cache.entry import decode
+    from ..errors import CacheCorruptionError, ConfigError
+
+    disk, redis = _tiers(args)
+    if disk is None:
+        raise ConfigError("the cache is off (GPUC_CACHE=off): give --dir")
+    files = sorted(disk.files(), key=lambda f: -f[2])
+    if args.action == "stats":
+        out = {"directory": str(disk.root), "entries": len(files), "bytes": sum(f[1] for f in files),
+               "max_bytes": disk.max_bytes}
+        if redis is not None:
+            out["redis"] = {"url": redis.url, "entries": len(redis.keys())}
+        _print(args, out, "\n".join(f"{k}: {v}" for k, v in out.items()))
+    elif args.action == "ls":
+        rows = []
+        for key, size, mtime in files:
+            try:
+                entry = decode(disk.path(key).read_bytes(), key, expect_key=key)
+                name, kinds = entry.meta.get("name", "?"), sorted(entry.artifacts)
+            except (CacheCorruptionError, OSError):
+                name, kinds = "(corrupt)", []
+            rows.append({"key": key, "bytes": size, "age_s": round(time.time() - mtime, 1), "name": name,
+                         "kinds": kinds})
+        _print(args, rows, "\n".join(f"{r['key'][:16]}  {r['bytes']:>9}  {r['age_s']:>9.1f}s  {r['name']}  "
+                                     f"{','.join(r['kinds'])}" for r in rows))
+    elif args.action == "verify":
+        bad = []
+        for key, _, _ in files:
+            try:
+                decode(disk.path(key).read_bytes(), str(disk.path(key)), expect_key=key)
+            except (CacheCorruptionError, OSError) as exc:
+                bad.append({"key": key, "reason": str(exc)})
+                if args.evict:
+                    disk.delete(key)
+        out = {"checked": len(files), "bad": bad, "evicted": len(bad) if args.evict else 0}
+        _print(args, out, f"checked {len(files)} entries, {len(bad)} bad"
+               + "".join(f"\n  {b['key'][:16]}: {b['reason']}" for b in bad)
+               + (f"\nevicted {len(bad)}" if args.evict and bad else ""))
+        return 1 if bad and not args.evict else 0
+    else:
+        removed = {"disk": disk.clear()}
+        if args.redis and redis is not None:
+            removed["redis"] = redis.clear()
+        _print(args, removed, ", ".join(f"removed {n} entries from {t}" for t, n in removed.items()))
+    return 0
+
+
+def _print(args: argparse.Namespace, data, text: str) -> None:
+    print(json.dumps(data, indent=2) if args.json else text)

@@ -1,0 +1,8 @@
+"""The cache-backed compile service (``gpuc serve``) and its client.
+
+See ``docs/cache.md``. The server needs ``pip install 'gpucompiler[service]'``.
+"""
+
+from .client import ServiceClient, ServiceResult
+
+__all__ = ["ServiceClient", "ServiceResult"]

@@ -1,0 +1,202 @@
+"""The compile service: a Starlette app served by uvicorn (``gpuc serve``).
+
+``POST /compile`` takes a serialisable job (:mod:`.protocol`), answers from
+the cache when it can, else compiles it in a pool of worker processes.
+Identical jobs in flight are compiled once (single flight): later requests
+wait for the first one's answer. ``GET /health`` says who is serving;
+``GET /stats`` counts requests, hits, compiles and dedupes.
+
+Every failure is an HTTP answer with a JSON ``{"error", "message"}``: 400
+malformed, 401 missing token, 409 plugin missing or at another version, 413
+too large, 422 the compile failed (typed error's message), 504 over time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .. import __version__
+from ..cache import keys
+from ..cache.core import Cache
+from ..cache.entry import Entry, decode
+from ..cache.tiers import DiskTier, RedisTier
+from ..errors import CacheCorruptionError, GPUCompilerError
+from ..llvm.binding import llvm_version
+from . import worker
+from .protocol import RequestError, encode_artifacts, parse_request
+
+log = logging.getLogger("gpucompiler.service")
+
+
+@attrs.define
+class ServiceConfig:
+    """How ``gpuc serve`` runs."""
+
+    cache_dir: str | None = None
+    """Disk tier shared by the server and its workers (None: memory only)."""
+    max_cache_bytes: int = 1 << 30
+    redis_url: str | None = None
+    workers: int = 2
+    token: str | None = None
+    """Bearer token every request but ``/health`` must carry (None: no auth)."""
+    max_request_bytes: int = 16 << 20
+    timeout_s: float = 120.0
+    """Longest a request waits for its compile."""
+
+
+class _Service:
+    def __init__(self, config: ServiceConfig):
+        self.config = config
+        disk = DiskTier(config.cache_dir, config.max_cache_bytes) if config.cache_dir else None
+        redis = RedisTier(config.redis_url) if config.redis_url else None
+        self.cache = Cache(disk, redis)
+        self.pool: ProcessPoolExecutor | None = None
+        self.inflight: dict[tuple[str, tuple[str, ...]], asyncio.Future] = {}
+        self.counts: Counter[str] = Counter()
+
+    def start_pool(self) -> None:
+        c = self.config
+        self.pool = ProcessPoolExecutor(c.workers, initializer=worker.init,
+                                        initargs=(c.cache_dir, c.max_cache_bytes, c.redis_url))
+        for _ in range(c.workers):
+            self.pool.submit(worker.ping)  # start the workers (and their imports) now
+
+    def authorised(self, request: Request) -> bool:
+        if not self.config.token:
+            return True
+        got = request.headers.get("authorization", "")
+        return hmac.compare_digest(got.encode(), f"Bearer {self.config.token}".encode())
+
+    async def body(self, request: Request) -> bytes:
+        limit = self.config.max_request_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise RequestError(f"request of {declared} bytes exceeds the limit of {limit}", 413, "too_large")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise RequestError(f"request exceeds the limit of {limit} bytes", 413, "too_large")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def compile(self, request: Request) -> Response:
+        self.counts["requests"] += 1
+        if not self.authorised(request):
+            return _error(401, "unauthorized", "missing or wrong bearer token (Authorization: Bearer …)")
+        try:
+            body = await self.body(request)
+            try:
+                data = json.loads(body)
+            except ValueError as exc:
+                raise RequestError(f"the body is not JSON: {exc}", 400, "bad_request") from None
+            job, emit = parse_request(data)
+            document = keys.key_document(job)
+            key = keys.digest(document)
+            found = self.cache.lookup(key, document, emit)
+            if found is not None:
+                self.counts["hits"] += 1
+                return _answer(found[0], found[1], emit)
+            entry = await self.single_flight(key, document, emit, body)
+            return _answer(entry, "compiled", emit)
+        except GPUCompilerError as exc:
+            self.counts["errors"] += 1
+            status = getattr(exc, "status", None) or 422
+            return _error(status, getattr(exc, "kind", "") or type(exc).__name__, str(exc))
+        except asyncio.TimeoutError:
+            self.counts["errors"] += 1
+            return _error(504, "timeout", f"the compile took longer than {self.config.timeout_s} s")
+
+    async def single_flight(self, key: str, document: dict, emit: tuple[str, ...], body: bytes) -> Entry:
+        flight = (key, tuple(sorted(emit)))
+        future = self.inflight.get(flight)
+        if future is None:
+            future = asyncio.ensure_future(self._run(key, document, body))
+            self.inflight[flight] = future
+            future.add_done_callback(lambda _: self.inflight.pop(flight, None))
+        else:
+            self.counts["deduped"] += 1
+        return await asyncio.wait_for(asyncio.shield(future), self.config.timeout_s)
+
+    async def _run(self, key: str, document: dict, body: bytes) -> Entry:
+        self.counts["compiles"] += 1
+        loop = asyncio.get_running_loop()
+        try:
+            status, payload = await loop.run_in_executor(self.pool, worker.compile_body, body)
+        except BrokenProcessPool:
+            log.error("a compile worker died; restarting the pool")
+            self.start_pool()
+            raise RequestError("a compile worker died while compiling this job", 500, "worker_died")
+        if status != 200:
+            err = json.loads(payload)
+            raise RequestError(err["message"], status, err["error"])
+        try:
+            sent = decode(payload, f"worker:{key}")
+        except CacheCorruptionError as exc:
+            raise RequestError(str(exc), 500, "internal") from None
+        entry = Entry(key, document, sent.artifacts, sent.meta)
+        self.cache.memory.put(entry)
+        return entry
+
+
+def _answer(entry: Entry, origin: str, emit: tuple[str, ...]) -> Response:
+    artifacts = {k: entry.artifacts[k] for k in {*emit, "llvm"} if k in entry.artifacts}
+    meta = {k: v for k, v in entry.meta.items() if k in ("name", "stage_times", "reports", "compile_seconds")}
+    return JSONResponse({"key": entry.key, "origin": origin, "artifacts": encode_artifacts(artifacts),
+                         "meta": meta})
+
+
+def _error(status: int, kind: str, message: str) -> Response:
+    return JSONResponse({"error": kind, "message": message}, status_code=status)
+
+
+def create_app(config: ServiceConfig | None = None) -> Starlette:
+    """The ASGI app; the worker pool starts with the app's lifespan."""
+    service = _Service(config or ServiceConfig())
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette):
+        service.start_pool()
+        try:
+            yield
+        finally:
+            if service.pool is not None:
+                service.pool.shutdown(wait=False, cancel_futures=True)
+
+    async def health(request: Request) -> Response:
+        from ..plugin import discovered
+
+        return JSONResponse({"status": "ok", "gpucompiler": __version__, "llvm": llvm_version(),
+                             "workers": service.config.workers, "auth": bool(service.config.token),
+                             "plugins": [[n, p.version] for n, p in discovered().items()]})
+
+    async def stats(request: Request) -> Response:
+        if not service.authorised(request):
+            return _error(401, "unauthorized", "missing or wrong bearer token")
+        return JSONResponse({**service.counts, "inflight": len(service.inflight),
+                             "cache": dict(service.cache.stats)})
+
+    async def not_found(request: Request, exc: Any) -> Response:
+        return _error(getattr(exc, "status_code", 404), "not_found",
+                      f"{request.method} {request.url.path}: use POST /compile, GET /health or GET /stats")
+
+    app = Starlette(routes=[Route("/compile", service.compile, methods=["POST"]),
+                            Route("/health", health, methods=["GET"]),
+                            Route("/stats", stats, methods=["GET"])],
+                    lifespan=lifespan, exception_handlers={404: not_found, 405: not_found})
+    app.state.service = service
+    return app

@@ -1,0 +1,88 @@
+"""The client of ``gpuc serve``: send a job, get a ``CompileResult`` look-alike back.
+
+``GPUC_SERVICE_URL=http://127.0.0.1:8765`` makes :func:`gpucompiler.cache.compile_cached`
+(and through it ``@jit``) compile its cache misses here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import attrs
+
+from ..errors import PluginMismatchError, ServiceError
+from .protocol import decode_artifacts, make_request
+
+
+@attrs.define
+class ServiceResult:
+    """What the service answered, shaped like ``CompileResult``."""
+
+    job: Any
+    artifacts: dict[str, str | bytes]
+    key: str
+    origin: str
+    """``compiled`` (by a worker), ``memory``, ``disk`` or ``redis`` (the service's tiers)."""
+    meta: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def module(self):
+        from ..module import IRModule
+
+        return IRModule(self.artifacts["llvm"])
+
+    @property
+    def stage_times(self) -> dict[str, float]:
+        return dict(self.meta.get("stage_times", {}))
+
+    @property
+    def reports(self) -> dict[str, Any]:
+        return dict(self.meta.get("reports", {}))
+
+
+class ServiceClient:
+    """A connection to one compile service (``url``: ``http://host:port``)."""
+
+    def __init__(self, url: str, token: str | None = None, timeout: float = 300.0):
+        try:
+            import httpx
+        except ImportError:
+            raise ServiceError("GPUC_SERVICE_URL needs httpx: pip install 'gpucompiler[service]'") from None
+        self.url = url.rstrip("/")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._httpx = httpx
+        self._client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+
+    def compile(self, job: Any, emit: Sequence[str] = ("llvm",)) -> ServiceResult:
+        """Prepare ``job`` here (IR generation, ``post_irgen``), compile the rest on the service."""
+        body = json.dumps(make_request(job, tuple(emit))).encode()
+        data = self.post("/compile", body)
+        return ServiceResult(job, decode_artifacts(data["artifacts"]), data["key"], data["origin"], data["meta"])
+
+    def post(self, path: str, body: bytes) -> dict[str, Any]:
+        try:
+            response = self._client.post(path, content=body, headers={"Content-Type": "application/json"})
+        except self._httpx.HTTPError as exc:
+            raise ServiceError(f"compile service {self.url} unreachable: {exc}") from None
+        return self._json(response)
+
+    def get(self, path: str) -> dict[str, Any]:
+        try:
+            return self._json(self._client.get(path))
+        except self._httpx.HTTPError as exc:
+            raise ServiceError(f"compile service {self.url} unreachable: {exc}") from None
+
+    def _json(self, response: Any) -> dict[str, Any]:
+        try:
+            data = response.json()
+        except ValueError:
+            data = {"error": "bad_answer", "message": response.text[:200]}
+        if response.status_code != 200:
+            cls = PluginMismatchError if data.get("error") == "plugin_mismatch" else ServiceError
+            raise cls(f"compile service {self.url} answered {response.status_code} "
+                      f"({data.get('error')}): {data.get('message')}", response.status_code, data.get("error", ""))
+        return data
+
+    def close(self) -> None:
+        self._client.close()

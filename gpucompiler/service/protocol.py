@@ -1,0 +1,172 @@
+"""What travels between a client and ``gpuc serve``: JSON, no pickle.
+
+A request carries a *serialisable job*: the module after ``post_irgen``
+(IR generation and the plugins' first callbacks ran on the client, so
+markers are in it), the name of its entry function, the config as JSON,
+the requested emit kinds and the client's plugins with their versions::
+
+    {"protocol": 1, "ir": "...", "entry": "f", "emit": ["obj"],
+     "config": {"target": {"name": "native", "cpu": "znver3", "features": "+avx2,..."},
+                "params": [["python_abi", true]], "kernel": false, "name": null,
+                "opt_level": 2, "plugins": ["mock_enzyme"], "validate": true},
+     "plugins": [["mock_enzyme", "1.0", null]]}
+
+The answer holds the artifacts (text as is, bytes in base64) and metadata.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from typing import Any
+
+import attrs
+
+from ..config import CompilerConfig
+from ..errors import ConfigError, PluginMismatchError, ServiceError
+from ..job import CompilerJob
+from ..targets import NativeTarget, PTXTarget
+
+PROTOCOL = 1
+TARGETS = {"native": NativeTarget, "ptx": PTXTarget}
+EMIT_KINDS = ("llvm", "bc", "asm", "obj")
+
+
+class RequestError(ServiceError):
+    """A request the service refuses (malformed, unknown kind...); carries its HTTP status."""
+
+
+@attrs.frozen
+class PreparedSource:
+    """LLVM IR that already went through IR generation and ``post_irgen`` on the client."""
+
+    ir_text: str = attrs.field(repr=False)
+    entry: str
+    post_irgen_done = True  # the pipeline skips the post_irgen callbacks
+
+    def fingerprint(self) -> Any:
+        return {"prepared_llvm": hashlib.sha256(self.ir_text.encode()).hexdigest(), "entry": self.entry}
+
+    def generate_ir(self, job: Any) -> str:
+        return self.ir_text
+
+
+# -- config <-> JSON -------------------------------------------------------------
+
+def config_to_json(config: CompilerConfig) -> dict[str, Any]:
+    """The config as JSON; a native target is pinned to this host's CPU and features."""
+    target = config.target
+    if isinstance(target, NativeTarget):
+        target = attrs.evolve(target, cpu=target.host_cpu(), features=target.host_features())
+    fields = attrs.asdict(target, recurse=False)
+    fields = {k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()}
+    return {"target": {"name": target.name, **fields}, "params": [[k, _json_value(k, v)] for k, v in config.params],
+            "kernel": config.kernel, "name": config.name, "opt_level": config.opt_level,
+            "plugins": list(config.plugins), "validate": config.validate}
+
+
+def _json_value(key: str, value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (tuple, list)):
+        return [_json_value(key, v) for v in value]
+    raise ConfigError(f"config param {key!r} = {value!r} cannot be sent to the compile service "
+                      "(only JSON scalars and tuples of them)")
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def config_from_json(data: Any) -> CompilerConfig:
+    """Inverse of :func:`config_to_json`; malformed data raises :class:`RequestError` (400)."""
+    try:
+        target = dict(data["target"])
+        cls = TARGETS.get(target.pop("name"))
+        if cls is None:
+            raise RequestError(f"unknown target {data['target']['name']!r}; known: {', '.join(TARGETS)}",
+                               400, "bad_request")
+        return CompilerConfig(cls(**target), params=[(k, _tuples(v)) for k, v in data["params"]],
+                              kernel=bool(data["kernel"]), name=data["name"], opt_level=data["opt_level"],
+                              plugins=tuple(data["plugins"]), validate=bool(data["validate"]))
+    except RequestError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise RequestError(f"malformed config: {type(exc).__name__}: {exc}", 400, "bad_request") from None
+
+
+# -- requests -----------------------------------------------------------------------
+
+def prepared_ir(job: CompilerJob) -> str:
+    """Run IR generation and the ``post_irgen`` callbacks here; the module's text after them."""
+    from .. import plugin as gp
+    from ..stages import irgen
+    from ..stages.context import CompileContext, Settings, run_hooks, stage
+
+    ctx = CompileContext(job, Settings.from_env(), gp.enabled(job.config.plugins))
+    with stage(ctx, "irgen"):
+        irgen.generate(ctx)
+    with stage(ctx, "post_irgen"):
+        run_hooks(ctx, "post_irgen")
+    return ctx.ir.text
+
+
+def make_request(job: CompilerJob, emit: tuple[str, ...]) -> dict[str, Any]:
+    """The request body for ``job``; refuses IR that is not serialisable."""
+    from ..cache.keys import plugin_identity
+    from ..cache.serialisable import check_serialisable
+
+    text = prepared_ir(job)
+    check_serialisable(text, job.name)
+    return {"protocol": PROTOCOL, "ir": text, "entry": job.name, "emit": list(emit),
+            "config": config_to_json(job.config), "plugins": plugin_identity(job.config.plugins)}
+
+
+def parse_request(data: Any) -> tuple[CompilerJob, tuple[str, ...]]:
+    """The job and emit kinds of a request body; raises :class:`RequestError` or :class:`PluginMismatchError`."""
+    if not isinstance(data, dict):
+        raise RequestError("the request body must be a JSON object", 400, "bad_request")
+    if data.get("protocol") != PROTOCOL:
+        raise RequestError(f"protocol {data.get('protocol')!r} is not supported; this service speaks "
+                           f"{PROTOCOL}", 400, "bad_request")
+    ir, entry, emit = data.get("ir"), data.get("entry"), data.get("emit")
+    if not isinstance(ir, str) or not isinstance(entry, str) or not entry:
+        raise RequestError("'ir' and 'entry' must be strings", 400, "bad_request")
+    if not isinstance(emit, list) or not emit or any(k not in EMIT_KINDS for k in emit):
+        raise RequestError(f"'emit' must be a non-empty list of {', '.join(EMIT_KINDS)}", 400, "bad_request")
+    config = config_from_json(data.get("config"))
+    check_plugins(config.plugins, data.get("plugins"))
+    return CompilerJob(PreparedSource(ir, entry), config), tuple(emit)
+
+
+def check_plugins(names: tuple[str, ...], claimed: Any) -> None:
+    """The client's plugins must be installed here at the same versions and settings."""
+    from .. import plugin as gp
+    from ..cache.keys import plugin_identity
+
+    if not isinstance(claimed, list) or sorted(str(c[0]) for c in claimed if isinstance(c, list) and c) != list(names):
+        raise RequestError("'plugins' must list [name, version, settings] of every plugin in config.plugins",
+                           400, "bad_request")
+    installed = gp.discovered()
+    for name, version, settings in (tuple(c) + (None,) * (3 - len(c)) for c in claimed):
+        have = installed.get(name)
+        if have is None:
+            raise PluginMismatchError(f"plugin {name!r} {version} is not installed on the compile service; "
+                                      f"it has: {', '.join(f'{n} {p.version}' for n, p in installed.items()) or '(none)'}",
+                                      409, "plugin_mismatch")
+        mine = plugin_identity((name,))[0]
+        if mine[1] != version or mine[2] != settings:
+            raise PluginMismatchError(f"plugin {name!r}: the client has version {version} (settings "
+                                      f"{settings}), the compile service {mine[1]} (settings {mine[2]}); "
+                                      "install the same version on both", 409, "plugin_mismatch")
+
+
+# -- answers ---------------------------------------------------------------------------
+
+def encode_artifacts(artifacts: dict[str, str | bytes]) -> dict[str, dict[str, str]]:
+    return {k: {"text": v} if isinstance(v, str) else {"base64": base64.b64encode(v).decode()}
+            for k, v in artifacts.items()}
+
+
+def decode_artifacts(data: dict[str, dict[str, str]]) -> dict[str, str | bytes]:
+    return {k: v["text"] if "text" in v else base64.b64decode(v["base64"]) for k, v in data.items()}

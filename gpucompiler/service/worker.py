@@ -1,0 +1,55 @@
+"""What runs in the service's worker processes: one request body in, entry bytes out.
+
+Only bytes and integers cross the process boundary (the request body as
+received, the entry in the cache format or a JSON error), so nothing the
+pool transports is a Python object graph.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ..cache.core import Cache
+from ..cache.tiers import DiskTier, MemoryTier, RedisTier
+from ..errors import GPUCompilerError, UnserialisableIRError
+
+_cache: Cache | None = None
+
+
+def init(cache_dir: str | None, max_bytes: int, redis_url: str | None) -> None:
+    """Pool initializer: this worker's cache (disk and Redis; no service, no memory to speak of)."""
+    global _cache
+    os.environ.pop("GPUC_SERVICE_URL", None)  # a worker never forwards to a service
+    disk = DiskTier(cache_dir, max_bytes) if cache_dir else None
+    redis = RedisTier(redis_url) if redis_url else None
+    _cache = Cache(disk, redis, memory=MemoryTier(max_entries=16))
+    from .. import pipeline  # noqa: F401  (import the compiler now, not on the first request)
+
+
+def ping() -> int:
+    return os.getpid()
+
+
+def compile_body(body: bytes) -> tuple[int, bytes]:
+    """``(200, entry bytes)`` or ``(status, JSON error)`` for one request body."""
+    from ..cache.serialisable import serialisation_errors
+    from .protocol import parse_request
+
+    if _cache is None:
+        init(None, 0, None)
+    try:
+        job, emit = parse_request(json.loads(body))
+        problems = serialisation_errors(job.source.ir_text)
+        if problems:
+            raise UnserialisableIRError(problems, job.name)
+        result = _cache.compile(job, emit)
+        from ..cache.entry import Entry
+
+        return 200, Entry(result.key, {}, result.artifacts, {**result.meta, "origin": result.origin}).encode()
+    except GPUCompilerError as exc:
+        status = getattr(exc, "status", None) or 422
+        kind = getattr(exc, "kind", "") or type(exc).__name__
+        return status, json.dumps({"error": kind, "message": str(exc)}).encode()
+    except Exception as exc:  # a compiler bug: report it, keep the worker
+        return 500, json.dumps({"error": "internal", "message": f"{type(exc).__name__}: {exc}"}).encode()

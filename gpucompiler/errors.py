@@ -201,3 +201,32 @@ class ServiceError(GPUCompilerError):
 
 class PluginMismatchError(ServiceError):
     """The service lacks a plugin the job needs, or has it at another version."""
+
+
+class KernelError(SourceError):
+    """A kernel uses something a GPU cannot do; ``kind`` names it.
+
+    Kinds: ``RETURN_VALUE`` (kernels return nothing), ``RECURSION``,
+    ``ARGUMENT`` (an argument a kernel cannot take).
+    """
+
+    def __init__(self, kind: str, message: str, loc=None, function: str = "", hint: str = ""):
+        self.kind = kind
+        super().__init__(f"[{kind}] {message}", loc, function, hint)
+
+
+class LaunchError(GPUCompilerError, ValueError):
+    """A kernel launch is malformed: grid/block shape, device, arguments."""
+
+
+class CudaError(ToolchainError):
+    """A CUDA driver call failed; ``name`` is the driver's error name (``CUDA_ERROR_...``)."""
+
+    def __init__(self, name: str, message: str = "", call: str = "", code: int | None = None):
+        self.name, self.code, self.call = name, code, call
+        text = f"{call}: {name}" if call else name
+        super().__init__(text + (f" ({message})" if message else ""))
+
+
+class EmulationError(GPUCompilerError):
+    """The CPU grid emulation cannot run a kernel faithfully (e.g. divergent barriers)."""

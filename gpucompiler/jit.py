@@ -107,7 +107,7 @@ class Dispatcher:
             call = lambda *a: raw(*[x.item() if hasattr(x, "item") and  # noqa: E731
                                     not isinstance(x, (int, float)) and getattr(x, "ndim", 1) == 0
                                     else x for x in a])
-        entry = _Entry(call, tuple(spec.dependencies()), spec, job)
+        entry = _Entry(call, tuple(spec.dependencies("native", self.plugins, True)), spec, job)
         self._entries[argtypes] = entry
         return entry
 

@@ -14,13 +14,13 @@ from .hashing import stable_hash
 class Source(Protocol):
     """What a job compiles.
 
-    ``fingerprint()`` is stable data describing its content (part of the job
-    key); ``generate_ir(job)`` produces the LLVM IR text the pipeline starts from.
+    ``fingerprint(job)`` is stable data describing its content (part of the job
+    key; ``job`` is the job it is compiled in); ``generate_ir(job)`` produces the LLVM IR text the pipeline starts from.
     """
 
     entry: str
 
-    def fingerprint(self) -> Any: ...
+    def fingerprint(self, job: "CompilerJob | None" = None) -> Any: ...
 
     def generate_ir(self, job: "CompilerJob") -> str: ...
 
@@ -32,7 +32,7 @@ class LLVMSource:
     ir_text: str = attrs.field(repr=False)
     entry: str
 
-    def fingerprint(self) -> Any:
+    def fingerprint(self, job: "CompilerJob | None" = None) -> Any:
         return {"llvm": hashlib.sha256(self.ir_text.encode()).hexdigest(), "entry": self.entry}
 
     def generate_ir(self, job: "CompilerJob") -> str:
@@ -70,7 +70,7 @@ class CompilerJob:
 
         return stable_hash(
             {
-                "source": self.source.fingerprint(),
+                "source": self.source.fingerprint(self),
                 "config": self.config,
                 "plugins": plugin_versions(self.config.plugins),
                 "gpucompiler": __version__,

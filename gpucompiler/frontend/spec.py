@@ -71,15 +71,18 @@ class FunctionSpec:
             self._cache[key] = (interp, frame)
         return self._cache[key]
 
-    def dependencies(self) -> list[tuple]:
-        """Every global read: ``(holder, name, value)``."""
-        return list(self.infer()[0].deps.values())
+    def dependencies(self, *settings) -> list[tuple]:
+        """Every global read: ``(holder, name, value)``; ``settings`` as for :meth:`infer`."""
+        return list(self.infer(*settings)[0].deps.values())
 
-    def fingerprint(self) -> Any:
+    def fingerprint(self, job=None) -> Any:
+        """Content of the source; ``job`` (when given) selects its target's and plugins' rules."""
         from ..interpreter.infer import MISSING
 
+        settings = () if job is None else (job.target.name, job.config.plugins,
+                                           bool(job.config.param("python_abi", False)))
         deps = [[_holder(h), n, "<builtin>" if v is MISSING else _encode(v)]
-                for h, n, v in self.dependencies()]
+                for h, n, v in self.dependencies(*settings)]
         deps.sort(key=lambda d: json.dumps(d, sort_keys=True))
         return {"python": _encode(self.fn), "argtypes": [repr(t) for t in self.argtypes],
                 "globals": deps}

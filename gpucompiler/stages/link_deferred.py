@@ -1,23 +1,122 @@
-"""Linking deferred jobs into the module (``gpuc.lookup`` calls).
+"""Linking deferred jobs into the module: every ``gpuc.lookup`` becomes a function pointer.
 
-Nested jobs are not supported yet: a module that references the lookup
-function is refused with a typed error instead of being passed on with an
-unresolved call.
+A module produced from a deferred call (see
+:mod:`gpucompiler.interpreter.deferred`) holds
+``call ptr @gpuc.lookup(ptr @"gpuc.job.<id>")``. This stage
+
+1. walks the job graph (a networkx ``DiGraph``: an edge ``a -> b`` when job
+   ``a``'s module looks up job ``b``) from the job under compilation,
+   generating each nested job's module once: irgen and ``post_irgen``
+   callbacks, under the parent's config (target, plugins, opt level). A
+   nested job may defer again; an identical nested job (same id) is one
+   node, so it is compiled once; a cycle ends where it meets a node
+   already generated;
+2. links every nested module into the parent (optimisation, AD, lowering
+   and validation then run once, on the whole module, as in GPUCompiler.jl
+   where nested jobs are compiled with ``toplevel=false``);
+3. replaces every lookup by the nested entry function (internal linkage
+   from then on) and drops ``@gpuc.lookup`` and the job constants;
+4. runs the ``link_deferred`` callbacks.
+
+``ctx.job``'s nested jobs are resolved by id among the deferred calls
+inferred in this process (:func:`gpucompiler.interpreter.deferred.resolve`).
 """
 
 from __future__ import annotations
 
-from ..errors import CompileError
-from .context import CompileContext, run_hooks
+import attrs
+import networkx as nx
 
-LOOKUP = "gpuc.lookup"
+from ..errors import CompileError
+from ..interpreter.deferred import JOB_GLOBAL_PREFIX, LOOKUP, resolve
+from ..job import CompilerJob
+from ..module import IRModule
+from .context import CompileContext, run_hooks, stage
+
+
+def lookups(module: IRModule) -> list[str]:
+    """The job ids ``module`` looks up, in order of first appearance, without repeats."""
+    if LOOKUP not in module.function_names():
+        return []
+    model = module.model
+    ids = []
+    for use in model.functions[LOOKUP].uses:
+        call = use.user
+        arg = call.args[0] if getattr(call, "args", None) else None
+        name = getattr(arg, "name", "") or ""
+        if not name.startswith(JOB_GLOBAL_PREFIX):
+            raise CompileError(f"stage link_deferred: @{LOOKUP} in @{call.function.name} must take a "
+                               f'@"{JOB_GLOBAL_PREFIX}<id>" constant, got {arg!r}')
+        ids.append(name[len(JOB_GLOBAL_PREFIX):])
+    return list(dict.fromkeys(ids))
+
+
+def nested_job(parent: CompilerJob, job_id: str) -> CompilerJob:
+    """The compile job of deferred job ``job_id`` under ``parent``'s config."""
+    from ..codegen.deferred import DeferredSpec
+
+    deferred = resolve(job_id)
+    params = [(k, v) for k, v in parent.config.params if k != "python_abi"]
+    config = attrs.evolve(parent.config, params=params, kernel=False, name=None, validate=False)
+    return CompilerJob(DeferredSpec(deferred), config)
+
+
+def job_graph(ctx: CompileContext) -> tuple[nx.DiGraph, dict[str, IRModule]]:
+    """The graph of ``ctx.job`` (node ``"root"``) and its nested jobs, and each nested module."""
+    graph = nx.DiGraph()
+    graph.add_node("root", job=ctx.job)
+    modules: dict[str, IRModule] = {}
+    todo = [("root", ctx.ir)]
+    while todo:
+        parent, module = todo.pop(0)
+        for job_id in lookups(module):
+            graph.add_edge(parent, job_id)
+            if job_id in modules:
+                continue  # identical job, or a cycle: generated already
+            job = nested_job(ctx.job, job_id)
+            graph.nodes[job_id]["job"] = job
+            modules[job_id] = generate(ctx, job)
+            todo.append((job_id, modules[job_id]))
+    return graph, modules
+
+
+def generate(ctx: CompileContext, job: CompilerJob) -> IRModule:
+    """IR generation and ``post_irgen`` callbacks of a nested job (stage names of the nested job)."""
+    from . import irgen
+
+    nctx = CompileContext(job, ctx.settings, ctx.plugins)
+    with stage(nctx, "irgen"):
+        irgen.generate(nctx)
+    with stage(nctx, "post_irgen"):
+        run_hooks(nctx, "post_irgen")
+    return nctx.ir
+
+
+def replace_lookups(module: IRModule, names: dict[str, str]) -> None:
+    """Point every lookup at its nested function; drop ``@gpuc.lookup`` and the job constants."""
+    model = module.model
+    lookup = model.functions[LOOKUP]
+    for use in list(lookup.uses):
+        call = use.user
+        job_id = call.args[0].name[len(JOB_GLOBAL_PREFIX):]
+        call.replace_all_uses_with(model.functions[names[job_id]])
+        call.erase()
+    model.remove_function(lookup)
+    for name in [n for n in model.globals if n.startswith(JOB_GLOBAL_PREFIX)]:
+        if not model.globals[name].uses:
+            model.remove_global(model.globals[name])
 
 
 def link(ctx: CompileContext) -> None:
-    """Refuse deferred jobs (for now), then run the ``link_deferred`` callbacks."""
+    """Generate, link and resolve every nested job, then run the ``link_deferred`` callbacks."""
     if LOOKUP in ctx.ir.function_names():
-        raise CompileError(
-            f"stage link_deferred: job {ctx.job.name!r} references @{LOOKUP} (a deferred job); "
-            "deferred jobs are not supported yet: compile the callee as its own job"
-        )
+        graph, modules = job_graph(ctx)
+        names = {}
+        for job_id in sorted(modules):  # a fixed order: byte-identical output
+            names[job_id] = graph.nodes[job_id]["job"].name
+            ctx.ir.ref.link_in(modules[job_id].ref)
+        replace_lookups(ctx.ir, names)
+        ref = ctx.ir.ref
+        for name in names.values():
+            ref.get_function(name).linkage = "internal"
     run_hooks(ctx, "link_deferred")

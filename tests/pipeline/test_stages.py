@@ -118,10 +118,10 @@ def test_failing_callback_dumps_the_ir_it_received(register, tmp_path):
     assert llvm.parse_assembly(received).get_function("add").linkage == llvm.Linkage.external
 
 
-def test_deferred_jobs_are_refused():
+def test_lookup_without_a_job_constant_is_refused():
     ir = ADD_IR + "declare ptr @gpuc.lookup(i64)\n" \
         "define ptr @get() {\n  %p = call ptr @gpuc.lookup(i64 7)\n  ret ptr %p\n}\n"
-    with pytest.raises(CompileError, match="link_deferred.*not supported yet"):
+    with pytest.raises(CompileError, match="link_deferred.*gpuc.job"):
         compile(make_job(ir))
 
 

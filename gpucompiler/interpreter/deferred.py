@@ -1,0 +1,172 @@
+"""Deferred calls: a call handler turns a call into a nested compile job.
+
+This is GPUCompiler.jl's ``gpuc.deferred(meta, f, args...)`` (PRs #582,
+#634, #636). A plugin's call handler returns :func:`deferred_call`; the
+interpreter then
+
+* infers ``f(args...)`` under the *nested rules*: the parent's rules (base,
+  target overlay, enabled plugins) plus the rule sets of ``meta``, which
+  apply inside the nested job and nowhere else (the "double extension":
+  PTX overlays and a plugin's rules together);
+* records a :class:`DeferredJob` under a content hash (its *job id*, the
+  same in every process);
+* lowers the call (:mod:`gpucompiler.codegen.deferred`) to
+  ``%f = call ptr @gpuc.lookup(ptr @"gpuc.job.<id>")`` and the plugin's
+  marker call ``@<marker>(ptr %f, args...)``.
+
+The ``link_deferred`` stage later compiles each nested job
+(:class:`DeferredSpec` is its source) and replaces the lookups.
+
+Example (the interpreter half of ``gpucompiler_plugins.mock_enzyme``)::
+
+    @attrs.frozen
+    class AutodiffMeta(DeferredMeta):
+        rules = (nested_rules,)          # apply only inside the nested job
+
+    @rules.handler
+    def _autodiff(interp, fn, args):
+        if fn is mock_autodiff and args and is_function(args[0]):
+            return deferred_call(interp, AutodiffMeta(), args[0].value, args[1:], marker="__autodiff")
+        return None
+"""
+
+from __future__ import annotations
+
+import types as pytypes
+from typing import Any, ClassVar
+
+import attrs
+
+from ..errors import CompileError, TypeInferenceError
+from ..hashing import stable_hash
+from .lattice import BOTTOM, Const, pyobj, widen
+from .rules import CallResult, RuleSet
+
+LOOKUP = "gpuc.lookup"
+"""Name of the function whose calls the ``link_deferred`` stage replaces."""
+JOB_GLOBAL_PREFIX = "gpuc.job."
+"""``@"gpuc.job.<id>"``: the constant naming a nested job, the argument of a lookup."""
+
+
+class DeferredMeta:
+    """Base class of a plugin's meta: what the nested job is for (an ``attrs.frozen`` subclass).
+
+    Its fields are part of the job id. ``rules`` are the rule sets that
+    apply inside the nested job (in addition to the parent's), nowhere else.
+    """
+
+    rules: ClassVar[tuple[RuleSet, ...]] = ()
+
+
+@attrs.frozen
+class DeferredJob:
+    """A nested job as the interpreter records it: ``fn(argtypes)`` under ``meta``, in a context."""
+
+    fn: Any = attrs.field(metadata={"hash": False})
+    argtypes: tuple = attrs.field(converter=tuple)
+    meta: Any
+    target_name: str
+    rules: tuple[str, ...]
+    """names of the plugin rule sets of the nested context (the parent's and the meta's)"""
+    python_errors: bool
+    function: Any = None
+    """stable encoding of ``fn`` (qualified name, source, closure constants)"""
+    plugin_sets: tuple = attrs.field(default=(), eq=False, repr=False, metadata={"hash": False})
+    """the rule sets named by ``rules``, in the order the nested interpreter consults them"""
+
+    @property
+    def id(self) -> str:
+        """Content hash: equal in every process for the same function, types, meta and context."""
+        return stable_hash(self)
+
+    @property
+    def name(self) -> str:
+        """The LLVM name of the nested entry function."""
+        return f"{self.fn.__module__}.{self.fn.__qualname__}.deferred.{self.id[:16]}"
+
+
+def is_function(v) -> bool:
+    """Whether abstract value ``v`` is a known Python function (what can be deferred)."""
+    return isinstance(v, Const) and v.type == pyobj and isinstance(v.value, pytypes.FunctionType)
+
+
+def _encode_function(fn) -> Any:
+    from ..frontend.spec import _encode
+
+    cells = [_encode(c.cell_contents) for c in (fn.__closure__ or ())]
+    return {"function": _encode(fn), "closure": cells}
+
+
+_REGISTRY: dict[str, DeferredJob] = {}
+"""Every deferred job recorded in this process, by id (ids are content hashes)."""
+
+
+def resolve(job_id: str) -> DeferredJob:
+    """The deferred job recorded under ``job_id`` in this process."""
+    job = _REGISTRY.get(job_id)
+    if job is None:
+        raise CompileError(f"stage link_deferred: no deferred job with id {job_id} was recorded in this "
+                           "process; compile the parent from its Python source here so its deferred calls "
+                           "are inferred")
+    return job
+
+
+def nested_interpreter(interp, rule_sets: tuple[RuleSet, ...]):
+    """The interpreter of a nested context: ``interp``'s rules plus ``rule_sets``.
+
+    When ``interp`` already has them (a nested job deferring under the same
+    meta), it is reused, so that a cycle of deferred calls is inferred like
+    ordinary recursion.
+    """
+    from .infer import Interpreter
+
+    extra = [rs for rs in rule_sets if rs not in interp.plugin_sets]
+    if not extra:
+        return interp
+    children = interp.__dict__.setdefault("_deferred_children", {})
+    key = tuple(rs.name for rs in extra)
+    child = children.get(key)
+    if child is None:
+        child = Interpreter(interp.target_name, (), interp.python_errors)
+        child.plugin_sets = [*interp.plugin_sets, *extra]
+        children[key] = child
+    return child
+
+
+def deferred_call(interp, meta, fn, args, *, marker: str) -> CallResult:
+    """What a call handler returns to defer ``fn(*args)`` under ``meta``, lowered to ``marker``.
+
+    ``args`` are the abstract values of the arguments passed on to ``fn``.
+    The result type is ``fn``'s return type inferred under the nested rules.
+    """
+    if not isinstance(fn, pytypes.FunctionType):
+        raise TypeInferenceError(f"{marker}: only Python functions can be deferred, got {fn!r}")
+    args = tuple(args)
+    child = nested_interpreter(interp, tuple(getattr(meta, "rules", ())))
+    frame = child.infer(fn, list(args))
+    ret = frame.provisional if frame in child.stack else frame.rettype
+    if child is not interp:
+        interp.deps.update(child.deps)  # world age and job key cover the deferred code too
+    from .infer import spec_argtypes
+
+    job = DeferredJob(fn, spec_argtypes(args), meta, interp.target_name,
+                      tuple(rs.name for rs in child.plugin_sets), interp.python_errors,
+                      _encode_function(fn), tuple(child.plugin_sets))
+    job_id = job.id
+    _REGISTRY.setdefault(job_id, job)
+    interp.__dict__.setdefault("deferred", {})[job_id] = job
+    if ret is BOTTOM:
+        return CallResult(BOTTOM)
+    restype = widen(ret)
+
+    def lower(cg, values, argtypes, _restype):
+        from ..codegen.deferred import emit_deferred
+
+        return emit_deferred(cg, job, marker, values[-len(args):] if args else [],
+                             argtypes[-len(args):] if args else [], restype)
+
+    return CallResult(restype, lower)
+
+
+__all__ = ["DeferredMeta", "DeferredJob", "deferred_call", "is_function", "resolve", "LOOKUP",
+           "JOB_GLOBAL_PREFIX", "nested_interpreter"]

@@ -67,3 +67,17 @@ if __name__ == "__main__":  # python jobs.py VARIANT: compile through the defaul
     variant = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     res = compile_cached(job(variant), emit=("obj",))
     print(json.dumps({"origin": res.origin, "key": res.key, "value": run(res, variant)}))
+
+
+def run_in_subprocess(variant: int, env: dict, *, timeout: float = 60.0) -> dict:
+    """Run this file in a fresh interpreter with ``env`` added; its JSON answer."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    environ = {**os.environ, **env}
+    proc = subprocess.run([sys.executable, str(Path(__file__)), str(variant)], env=environ,
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise AssertionError(f"subprocess failed ({proc.returncode}):\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])

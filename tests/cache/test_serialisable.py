@@ -1,0 +1,61 @@
+"""The serialisable-IR validator and the cache's refusal to keep IR that is not."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpucompiler.cache import Cache, DiskTier, check_serialisable, serialisation_errors
+from gpucompiler.config import CompilerConfig
+from gpucompiler.errors import CacheWarning, UnserialisableIRError
+from gpucompiler.job import CompilerJob, LLVMSource
+from gpucompiler.targets import NativeTarget
+from tests.cache import jobs
+
+BAKED = """
+define i64 @f() {
+  %p = inttoptr i64 140737488355328 to i64*
+  %v = load i64, i64* %p
+  ret i64 %v
+}
+"""
+GLOBAL = """
+@table = global i8* inttoptr (i64 94558800000000 to i8*)
+define i8* @g() {
+  %v = load i8*, i8** @table
+  ret i8* %v
+}
+"""
+SYMBOL = """
+declare double @pyobj_0x7f3a12c04d10(double)
+define double @h(double %x) {
+  %y = call double @pyobj_0x7f3a12c04d10(double %x)
+  ret double %y
+}
+"""
+
+
+def kinds(text):
+    return sorted(k for k, _ in serialisation_errors(text))
+
+
+def test_clean_ir_with_named_externals_passes():
+    assert serialisation_errors(jobs.KERNEL_IR) == []
+    check_serialisable(jobs.KERNEL_IR)
+
+
+@pytest.mark.parametrize("text,expected", [(BAKED, ["POINTER_CONSTANT"]), (GLOBAL, ["POINTER_CONSTANT"]),
+                                           (SYMBOL, ["PROCESS_SYMBOL"])])
+def test_runtime_pointers_and_process_symbols_are_named(text, expected):
+    assert kinds(text) == expected
+    with pytest.raises(UnserialisableIRError) as info:
+        check_serialisable(text, "job")
+    assert info.value.errors[0][0] == expected[0]
+
+
+def test_cache_compiles_but_does_not_keep_unserialisable_ir(cache_env):
+    job = CompilerJob(LLVMSource(GLOBAL, "g"), CompilerConfig(NativeTarget(), validate=False))
+    cache = Cache(DiskTier(cache_env))
+    with pytest.warns(CacheWarning, match="not serialisable"):
+        res = cache.compile(job, ("llvm",))
+    assert res.origin == "compiled" and cache.stats["uncacheable"] == 1
+    assert DiskTier(cache_env).files() == [] and len(cache.memory) == 0

@@ -1,0 +1,329 @@
+"""The kernel language: thread and block indices, barriers, atomics, shared memory.
+
+Everything here is meant to be *called inside a kernel* (see
+:mod:`gpucompiler.kernel`); from plain Python it raises. Numba-style
+spelling::
+
+    from gpucompiler import device as gd, kernel
+
+    @kernel
+    def saxpy(a, x, y, out):
+        i = gd.grid(1)                 # blockIdx.x * blockDim.x + threadIdx.x
+        if i < out.shape[0]:
+            out[i] = a * x[i] + y[i]
+
+* ``threadIdx``, ``blockIdx``, ``blockDim``, ``gridDim`` with ``.x/.y/.z``
+  (``int64``); ``grid(ndim)`` the global index (a tuple for 2 or 3),
+  ``gridsize(ndim)`` the number of threads of the grid per axis;
+* ``syncthreads()``: the block-wide barrier;
+* ``atomic_add/min/max/exch(array, index, value)`` and
+  ``atomic_cas(array, index, expected, value)``: return the old element;
+* ``shared_array(shape, dtype)``: a block-shared array of constant shape
+  (``dtype`` a :mod:`gpucompiler.types` scalar, a NumPy scalar type or its name).
+
+Each intrinsic has one lowering per target, registered as interpreter rules:
+the ``base.kernel.ptx`` overlay (NVVM special registers, ``bar.sync``,
+``atomicrmw``, ``addrspace(3)`` globals) and the rules of the ``gpuc_grid``
+plugin, which the CPU grid emulation (:mod:`gpucompiler.runtime.grid`)
+enables for its jobs. In a ``@jit`` function they have no implementation
+and compilation fails with the offending line.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from . import types as T
+from .errors import TypeInferenceError
+from .interpreter import builtins as _base_rules  # noqa: F401  (base rules registered first)
+from .interpreter.builtins.containers import _element_pointer, _getitem_type, _indices
+from .interpreter.lattice import Const, pyobj, widen
+from .interpreter.rules import Any_, CallResult, Number, RuleSet, register
+
+__all__ = ["threadIdx", "blockIdx", "blockDim", "gridDim", "grid", "gridsize", "syncthreads",
+           "atomic_add", "atomic_min", "atomic_max", "atomic_exch", "atomic_cas", "shared_array",
+           "KERNEL_RULES_PTX", "EMULATION_RULES"]
+
+
+class KernelOnlyError(RuntimeError):
+    """A device intrinsic was called from plain Python."""
+
+
+class Intrinsic:
+    """A device function: meaningful only in compiled kernels."""
+
+    def __init__(self, name: str, doc: str):
+        self.__name__ = self.__qualname__ = name
+        self.__module__ = __name__
+        self.__doc__ = doc
+
+    def __call__(self, *args, **kwargs):
+        raise KernelOnlyError(f"gpucompiler.device.{self.__name__}() can only be called inside a "
+                              "@kernel (launch it with k[grid, block](...))")
+
+    def __repr__(self) -> str:
+        return f"<device intrinsic {self.__name__}>"
+
+
+class Dim3:
+    """A special register triple (``threadIdx`` ...) read as ``.x``, ``.y``, ``.z``."""
+
+    def __init__(self, name: str, register_name: str, field: int):
+        self.name, self.register_name, self.field = name, register_name, field
+        self.__qualname__ = name
+        self.__module__ = __name__
+
+    def __getattr__(self, attr):
+        if attr in ("x", "y", "z"):
+            raise AttributeError(f"{self.name}.{attr} is available only inside a @kernel")
+        raise AttributeError(attr)
+
+    def __repr__(self) -> str:
+        return f"gpucompiler.device.{self.name}"
+
+
+threadIdx = Dim3("threadIdx", "tid", 0)
+blockIdx = Dim3("blockIdx", "ctaid", 3)
+blockDim = Dim3("blockDim", "ntid", 6)
+gridDim = Dim3("gridDim", "nctaid", 9)
+
+grid = Intrinsic("grid", "grid(ndim): the global thread index (a tuple when ndim > 1).")
+gridsize = Intrinsic("gridsize", "gridsize(ndim): threads of the grid per axis.")
+syncthreads = Intrinsic("syncthreads", "syncthreads(): wait until every thread of the block arrives.")
+atomic_add = Intrinsic("atomic_add", "atomic_add(a, i, v): a[i] += v atomically; returns the old a[i].")
+atomic_min = Intrinsic("atomic_min", "atomic_min(a, i, v): a[i] = min(a[i], v); returns the old a[i].")
+atomic_max = Intrinsic("atomic_max", "atomic_max(a, i, v): a[i] = max(a[i], v); returns the old a[i].")
+atomic_exch = Intrinsic("atomic_exch", "atomic_exch(a, i, v): a[i] = v; returns the old a[i].")
+atomic_cas = Intrinsic("atomic_cas", "atomic_cas(a, i, expected, v): a[i] = v if a[i] == expected; "
+                                     "returns the old a[i].")
+shared_array = Intrinsic("shared_array", "shared_array(shape, dtype): block-shared array of constant shape.")
+
+_AXES = {"x": 0, "y": 1, "z": 2}
+_I64 = ir.IntType(64)
+_I32 = ir.IntType(32)
+
+
+# -- target-specific reads of the special registers -----------------------------
+def _ptx_register(cg, register_name: str, axis: int):
+    name = f"llvm.nvvm.read.ptx.sreg.{register_name}.{'xyz'[axis]}"
+    fn = cg.mod.declare(name, _I32, [])
+    return cg.b.zext(cg.b.call(fn, []), _I64)
+
+
+def _emu_context(cg):
+    """The emulated thread's context (``pthread_getspecific(gpuc_emu_key)``)."""
+    key = cg.b.load(cg.mod.extern_global("gpuc_emu_key"), typ=_I32)
+    get = cg.mod.declare("pthread_getspecific", ir.PointerType(), [_I32])
+    return cg.b.call(get, [key])
+
+
+def _emu_register(cg, field: int, axis: int):
+    ptr = cg.b.gep(_emu_context(cg), [ir.Constant(_I64, field + axis)], source_etype=_I64)
+    return cg.b.load(ptr, typ=_I64)
+
+
+# -- rule construction, shared by both targets ----------------------------------
+def _constant_int(t) -> bool:
+    return isinstance(t, Const) and type(t.value) is int
+
+
+def _add_rules(rules: RuleSet, read, barrier, shared_global) -> None:
+    """Define every intrinsic in ``rules``; ``read(cg, field, axis)`` reads a register."""
+
+    @rules.handler
+    def _dim3(interp, fn, args):
+        if (fn is getattr and len(args) == 2 and isinstance(args[0], Const)
+                and isinstance(args[0].value, Dim3) and isinstance(args[1], Const)
+                and args[1].value in _AXES):
+            reg, axis = args[0].value, _AXES[args[1].value]
+            return CallResult(T.int64, lambda cg, a, at, rt: read(cg, reg, axis))
+        return None
+
+    def _grid_type(n):
+        if not _constant_int(n) or n.value not in (1, 2, 3):
+            raise TypeInferenceError("grid(ndim)/gridsize(ndim) take a constant 1, 2 or 3", (widen(n),))
+        return T.int64 if n.value == 1 else T.TupleType([T.int64] * n.value)
+
+    def _tuple(cg, values, rt):
+        if len(values) == 1:
+            return values[0]
+        out = ir.Constant(cg.ll(rt), ir.Undefined)
+        for k, v in enumerate(values):
+            out = cg.b.insert_value(out, v, k)
+        return out
+
+    @rules.define(grid, Any_, restype=_grid_type, pure=False)
+    def _grid(cg, args, argtypes, rt):
+        vals = [cg.b.add(cg.b.mul(read(cg, blockIdx, k), read(cg, blockDim, k)), read(cg, threadIdx, k))
+                for k in range(argtypes[0].value)]
+        return _tuple(cg, vals, rt)
+
+    @rules.define(gridsize, Any_, restype=_grid_type, pure=False)
+    def _gridsize(cg, args, argtypes, rt):
+        vals = [cg.b.mul(read(cg, blockDim, k), read(cg, gridDim, k)) for k in range(argtypes[0].value)]
+        return _tuple(cg, vals, rt)
+
+    @rules.define(syncthreads, restype=T.none, pure=False)
+    def _sync(cg, args, argtypes, rt):
+        barrier(cg)
+
+    _atomic_rules(rules)
+
+    @rules.define(shared_array, Any_, Any_, restype=_shared_type, pure=False)
+    def _shared(cg, args, argtypes, rt):
+        shape = _shared_shape(argtypes[0])
+        count = 1
+        for s in shape:
+            count *= s
+        ptr = shared_global(cg, ir.ArrayType(cg.ll(rt.dtype) if rt.dtype != T.boolean else ir.IntType(8),
+                                             max(count, 1)))
+        value = ir.Constant(cg.ll(rt), ir.Undefined)
+        value = cg.b.insert_value(value, ptr, 0)
+        stride = rt.dtype.itemsize
+        strides = []
+        for s in reversed(shape):
+            strides.insert(0, stride)
+            stride *= s
+        for k, (s, st) in enumerate(zip(shape, strides)):
+            value = cg.b.insert_value(value, ir.Constant(_I64, s), [1, k])
+            value = cg.b.insert_value(value, ir.Constant(_I64, st), [2, k])
+        return value
+
+
+# -- atomics ---------------------------------------------------------------------
+_RMW = {  # (intrinsic, dtype kind) -> atomicrmw operation
+    ("add", "i"): "add", ("add", "f"): "fadd", ("min", "i"): "min", ("min", "f"): "fmin",
+    ("max", "i"): "max", ("max", "f"): "fmax", ("exch", "i"): "xchg", ("exch", "f"): "xchg",
+}
+
+
+def _atomic_type(a, index, *values):
+    a = widen(a)
+    if not isinstance(a, T.ArrayType) or _getitem_type(a, index) != a.dtype:
+        return None
+    if a.dtype.kind not in "if" or a.dtype.bits < 32:
+        raise TypeInferenceError(f"atomics need an int32/int64/float32/float64 array, got {a!r}", (a,))
+    if not all(isinstance(widen(v), T.Scalar) for v in values):
+        return None
+    return a.dtype
+
+
+def _atomic_pointer(cg, args, argtypes):
+    idx, itypes = _indices(cg, args[1], argtypes[1])
+    return _element_pointer(cg, args[0], idx, itypes)
+
+
+def _atomic_rules(rules: RuleSet) -> None:
+    for name, fn in (("add", atomic_add), ("min", atomic_min), ("max", atomic_max), ("exch", atomic_exch)):
+        def lower(cg, args, argtypes, rt, name=name):
+            dtype = widen(argtypes[0]).dtype
+            value = cg.cast(args[2], widen(argtypes[2]), dtype)
+            op = _RMW[(name, dtype.kind)]
+            return cg.b.atomic_rmw(op, _atomic_pointer(cg, args, argtypes), value, "monotonic")
+        rules.define(fn, T.ArrayType, Any_, Number, restype=_atomic_type, pure=False)(lower)
+
+    @rules.define(atomic_cas, T.ArrayType, Any_, Number, Number, restype=_atomic_type, pure=False)
+    def _cas(cg, args, argtypes, rt):
+        dtype = widen(argtypes[0]).dtype
+        ptr = _atomic_pointer(cg, args, argtypes)
+        cmp, val = (cg.cast(v, widen(t), dtype) for v, t in zip(args[2:], argtypes[2:]))
+        if dtype.kind == "f":  # compare bit patterns, like CUDA's atomicCAS on floats
+            ity = ir.IntType(dtype.bits)
+            out = cg.b.cmpxchg(ptr, cg.b.bitcast(cmp, ity), cg.b.bitcast(val, ity), "monotonic", "monotonic")
+            return cg.b.bitcast(cg.b.extract_value(out, 0), cg.ll(dtype))
+        out = cg.b.cmpxchg(ptr, cmp, val, "monotonic", "monotonic")
+        return cg.b.extract_value(out, 0)
+
+
+# -- shared memory -----------------------------------------------------------------
+_DTYPES = {**T.SCALARS, "float": T.float64, "int": T.int64, "bool": T.boolean}
+
+
+def _scalar_of(dtype):
+    if isinstance(dtype, T.Scalar):
+        return dtype
+    name = dtype if isinstance(dtype, str) else getattr(dtype, "__name__", None)
+    return _DTYPES.get(str(name)) if name is not None else None
+
+
+def _shared_shape(shape) -> tuple[int, ...]:
+    value = shape.value if isinstance(shape, Const) else None
+    value = (value,) if type(value) is int else value
+    if not isinstance(value, tuple) or not value or not all(type(v) is int and v > 0 for v in value):
+        raise TypeInferenceError("shared_array needs a constant shape: a positive int or a tuple of them "
+                                 "(module-level constants are fine)", (widen(shape),))
+    return value
+
+
+def _shared_type(shape, dtype):
+    dims = _shared_shape(shape)
+    scalar = _scalar_of(dtype.value) if isinstance(dtype, Const) and dtype.type == pyobj else None
+    if scalar is None:
+        raise TypeInferenceError("shared_array dtype must be a constant scalar type (types.float32, "
+                                 "numpy.float64, 'int32'...)", (widen(dtype),))
+    return T.ArrayType(scalar, len(dims), "C")
+
+
+def _new_shared_name(cg) -> str:
+    count = getattr(cg.mod, "_gpuc_shared_count", 0)
+    cg.mod._gpuc_shared_count = count + 1
+    return f"gpuc.shared.{count}"
+
+
+def _ptx_shared(cg, array_type):
+    g = ir.GlobalVariable(cg.mod.module, array_type, name=_new_shared_name(cg), addrspace=3)
+    g.linkage, g.align = "internal", 16
+    g.initializer = ir.Constant(array_type, ir.Undefined)
+    return cg.b.addrspacecast(g, ir.PointerType())
+
+
+def _emu_shared(cg, array_type):
+    # one global per kernel: the emulation runs one block at a time
+    g = ir.GlobalVariable(cg.mod.module, array_type, name=_new_shared_name(cg))
+    g.linkage, g.align = "internal", 16
+    g.initializer = ir.Constant(array_type, None)
+    return g
+
+
+# -- barriers ------------------------------------------------------------------------
+def _ptx_barrier(cg):
+    fn = cg.mod.declare("llvm.nvvm.barrier.cta.sync.aligned.all", ir.VoidType(), [_I32])
+    cg.b.call(fn, [ir.Constant(_I32, 0)])
+
+
+def _emu_barrier(cg):
+    count = getattr(cg.mod, "_gpuc_barrier_count", 0)
+    cg.mod._gpuc_barrier_count = count + 1
+    fn = cg.mod.declare("gpuc_emu_barrier", ir.VoidType(), [_I64])
+    cg.b.call(fn, [ir.Constant(_I64, count)])
+
+
+KERNEL_RULES_PTX = register(RuleSet("base.kernel.ptx", target="ptx"))
+"""The PTX overlay of the device intrinsics (used by every PTX job)."""
+_add_rules(KERNEL_RULES_PTX, lambda cg, reg, axis: _ptx_register(cg, reg.register_name, axis),
+           _ptx_barrier, _ptx_shared)
+
+EMULATION_RULES = RuleSet("gpuc_grid")
+"""The CPU grid emulation's lowering; enabled by the ``gpuc_grid`` plugin only."""
+_add_rules(EMULATION_RULES, lambda cg, reg, axis: _emu_register(cg, reg.field, axis),
+           _emu_barrier, _emu_shared)
+
+
+class GridEmulationPlugin:
+    """Enables :data:`EMULATION_RULES` for the jobs of the CPU grid emulation."""
+
+    name = "gpuc_grid"
+    version = "1"
+    rules = EMULATION_RULES
+
+    def report(self, job):
+        return None
+
+
+def _register_plugin() -> None:
+    from . import plugin
+
+    plugin.register(GridEmulationPlugin, replace=True)
+
+
+_register_plugin()

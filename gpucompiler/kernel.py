@@ -1,0 +1,247 @@
+"""``@kernel``: GPU kernels written in Python, launched as ``k[grid, block](*args)``.
+
+::
+
+    from gpucompiler import kernel, device as gd
+
+    @kernel
+    def saxpy(a, x, y):
+        i = gd.grid(1)
+        if i < y.shape[0]:
+            y[i] = a * x[i] + y[i]
+
+    saxpy[blocks, 256](2.0, x, y)            # CUDA, default stream
+    saxpy[blocks, 256, stream](2.0, x, y)    # CUDA stream (CuPy, PyTorch, int handle...)
+    saxpy[blocks, 256, "cpu"](2.0, x, y)     # CPU grid emulation on NumPy arrays
+
+``grid`` and ``block`` are an int or a tuple of up to three ints. Every
+argument-type combination is specialised once; the same checks run for both
+devices (a kernel returns nothing and does not recurse; calls to anything
+without a GPU implementation fail type inference with the offending line),
+so a kernel that runs in the emulation also compiles for the GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from . import types as T
+from . import device as _device  # noqa: F401  (registers the device intrinsics)
+from .errors import ArgumentTypeError, KernelError, LaunchError
+from .frontend.ir import Return
+from .frontend.spec import FunctionSpec
+from .interpreter.lattice import widen
+
+CPU = "cpu"
+"""The device spelling of the CPU grid emulation: ``k[grid, block, "cpu"]``."""
+
+_TYPESTR = {"<f4": T.float32, "<f8": T.float64, "<i4": T.int32, "<i8": T.int64, "|b1": T.boolean,
+            "=f4": T.float32, "=f8": T.float64, "=i4": T.int32, "=i8": T.int64}
+_PY = {int: T.int64, float: T.float64, bool: T.boolean}
+
+
+# -- argument types ---------------------------------------------------------------
+def cuda_array_type(cai: dict):
+    """The frontend type of an array described by ``__cuda_array_interface__``; None if unsupported."""
+    dtype = _TYPESTR.get(cai["typestr"])
+    if dtype is None:
+        return None
+    shape = tuple(cai["shape"])
+    return T.ArrayType(dtype, len(shape), "C" if is_contiguous(shape, cai.get("strides"), dtype) else "A")
+
+
+def is_contiguous(shape, strides, dtype) -> bool:
+    if strides is None:
+        return True
+    expect = dtype.itemsize
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != expect:
+            return False
+        expect *= n
+    return True
+
+
+def argument_type(value, name: str = "?", function: str = ""):
+    """The frontend type a kernel argument is specialised on."""
+    t = _PY.get(type(value))
+    if t is not None:
+        return t
+    cai = getattr(value, "__cuda_array_interface__", None)
+    if cai is not None:
+        t = cuda_array_type(cai)
+    else:
+        t = T.typeof(value)
+    if t is None or isinstance(t, T.TupleType) or (isinstance(t, T.ArrayType) and t.ndim == 0):
+        raise ArgumentTypeError(name, type(value).__name__, function=function,
+                                hint="kernels take bool/int/float scalars and arrays (NumPy, or any "
+                                     "object with __cuda_array_interface__) of bool, int32, int64, "
+                                     "float32 or float64")
+    return t
+
+
+def normalize_dims(value, what: str) -> tuple[int, int, int]:
+    """``int | tuple`` of up to 3 positive ints -> ``(x, y, z)``."""
+    dims = (value,) if isinstance(value, int) else tuple(value) if isinstance(value, (tuple, list)) else None
+    if (dims is None or not 1 <= len(dims) <= 3
+            or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)):
+        raise LaunchError(f"{what} must be a positive int or a tuple of 1 to 3 positive ints, got {value!r}")
+    return tuple(dims) + (1,) * (3 - len(dims))
+
+
+# -- source-level checks (same for every device) ----------------------------------------
+def check_kernel(spec: FunctionSpec) -> None:
+    """Kernel rules on the typed IR (PTX target): no return value, no recursion."""
+    interp, frame = spec.infer("ptx")
+    name = frame.ir.name
+    if widen(frame.rettype) != T.none:
+        loc = next((frame.where(bl.term) for bl in frame.ir.blocks
+                    if isinstance(bl.term, Return) and frame.executable(bl)
+                    and widen(frame.typeof(bl.term.value)) != T.none), (frame.ir.filename, frame.ir.line, 0))
+        raise KernelError("RETURN_VALUE", f"a kernel returns nothing, this one returns "
+                                          f"{widen(frame.rettype)!r}", loc, name,
+                          "write results into an array argument")
+    _check_recursion(frame)
+
+
+def _check_recursion(entry) -> None:
+    state: dict = {}  # frame -> 1 on the path, 2 done
+
+    def visit(frame):
+        state[frame] = 1
+        for inst, res in frame.calls.items():
+            callee = res.callee
+            if callee is None:
+                continue
+            if state.get(callee) == 1:
+                raise KernelError("RECURSION", f"{callee.ir.name} is called recursively",
+                                  frame.where(inst), frame.ir.name,
+                                  "GPU kernels cannot recurse: rewrite the recursion as a loop")
+            if callee not in state:
+                visit(callee)
+        state[frame] = 2
+
+    visit(entry)
+
+
+def kernel_symbol(fn) -> str:
+    """The kernel's name in PTX: the function's name with non-identifier characters replaced."""
+    return re.sub(r"\W", "_", fn.__name__)
+
+
+# -- the kernel object ---------------------------------------------------------------
+class Kernel:
+    """A ``@kernel`` function: index it with a launch configuration to call it."""
+
+    def __init__(self, fn, *, opt_level: int = 3, fastmath: bool = False, maxregs: int | None = None):
+        self.py_func = fn
+        self.opt_level, self.fastmath, self.maxregs = opt_level, fastmath, maxregs
+        self.symbol = kernel_symbol(fn)
+        self._specs: dict = {}
+        self._ptx: dict = {}
+        self._emulated: dict = {}
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args):
+        raise LaunchError(f"launch kernel {self.py_func.__qualname__} with a configuration: "
+                          f"{self.py_func.__name__}[grid, block](...) or [grid, block, stream]")
+
+    def __getitem__(self, config) -> "Launch":
+        if not isinstance(config, tuple) or len(config) not in (2, 3):
+            raise LaunchError(f"launch configuration must be [grid, block] or [grid, block, stream_or_"
+                              f"device], got {config!r}")
+        return Launch(self, normalize_dims(config[0], "grid"), normalize_dims(config[1], "block"),
+                      config[2] if len(config) == 3 else None)
+
+    # -- specialisation ------------------------------------------------------------
+    def argument_types(self, args) -> tuple:
+        code = self.py_func.__code__
+        names = code.co_varnames[:code.co_argcount]
+        if len(args) != len(names):
+            raise LaunchError(f"kernel {self.py_func.__qualname__} takes {len(names)} arguments, "
+                              f"got {len(args)}")
+        return tuple(argument_type(a, n, self.py_func.__qualname__) for a, n in zip(args, names))
+
+    def specialization(self, argtypes) -> FunctionSpec:
+        """The checked :class:`FunctionSpec` for ``argtypes`` (types of :mod:`gpucompiler.types`)."""
+        spec = self._specs.get(argtypes)
+        if spec is None:
+            spec = FunctionSpec(self.py_func, argtypes)
+            check_kernel(spec)
+            self._specs[argtypes] = spec
+        return spec
+
+    def job(self, argtypes, capability=(9, 0)):
+        """The PTX :class:`~gpucompiler.job.CompilerJob` of ``argtypes`` for ``capability``."""
+        from .config import CompilerConfig
+        from .job import CompilerJob
+        from .targets import PTXTarget
+
+        target = PTXTarget(capability=tuple(capability), fastmath=self.fastmath, maxregs=self.maxregs)
+        return CompilerJob(self.specialization(tuple(argtypes)),
+                           CompilerConfig(target, kernel=True, name=self.symbol, opt_level=self.opt_level))
+
+    def compile_ptx(self, argtypes, capability=(9, 0)):
+        """``(ptx text, job)`` for ``argtypes`` and compute capability ``capability``; cached."""
+        key = (tuple(argtypes), tuple(capability))
+        hit = self._ptx.get(key)
+        if hit is None:
+            from . import pipeline
+
+            job = self.job(argtypes, capability)
+            hit = self._ptx[key] = (pipeline.compile(job, ("asm",)).artifacts["asm"], job)
+        return hit
+
+    def inspect_ptx(self, *argtypes, capability=(9, 0)) -> str:
+        """The PTX of the specialisation for ``argtypes`` (types, or example arguments)."""
+        return self.compile_ptx(self._types(argtypes), capability)[0]
+
+    def inspect_llvm(self, *argtypes, capability=(9, 0)) -> str:
+        """The final LLVM IR (PTX target) of the specialisation for ``argtypes``."""
+        from . import pipeline
+
+        return pipeline.compile(self.job(self._types(argtypes), capability), ("llvm",)).artifacts["llvm"]
+
+    def _types(self, argtypes) -> tuple:
+        if all(isinstance(t, T.Type) for t in argtypes):
+            return tuple(argtypes)
+        return self.argument_types(argtypes)
+
+    def emulated(self, argtypes):
+        """The CPU grid emulation of ``argtypes`` (compiled once)."""
+        em = self._emulated.get(argtypes)
+        if em is None:
+            from .runtime.grid import EmulatedKernel
+
+            em = self._emulated[argtypes] = EmulatedKernel(self.specialization(argtypes), self.opt_level)
+        return em
+
+    def __repr__(self) -> str:
+        return f"<kernel {self.py_func.__qualname__}>"
+
+
+class Launch:
+    """A kernel with its grid, block and stream (or device); call it with the arguments."""
+
+    __slots__ = ("kernel", "grid", "block", "stream")
+
+    def __init__(self, kernel: Kernel, grid, block, stream):
+        self.kernel, self.grid, self.block, self.stream = kernel, grid, block, stream
+
+    def __call__(self, *args) -> None:
+        if isinstance(self.stream, str):
+            if self.stream != CPU:
+                raise LaunchError(f"unknown device {self.stream!r}; use {CPU!r} for the CPU grid emulation "
+                                  "or a CUDA stream")
+            k = self.kernel
+            return k.emulated(k.argument_types(args)).launch(self.grid, self.block, args)
+        from .runtime import cuda
+
+        return cuda.launch(self.kernel, self.grid, self.block, self.stream, args)
+
+
+def kernel(fn=None, **options):
+    """Decorator: ``@kernel`` or ``@kernel(opt_level=3, fastmath=True, maxregs=64)``."""
+    if fn is None:
+        return lambda f: Kernel(f, **options)
+    return Kernel(fn, **options)

@@ -1,0 +1,307 @@
+"""CPU grid emulation: run a kernel over its whole grid on the host, faithfully.
+
+The kernel is compiled once per argument types for the native target with
+the ``gpuc_grid`` plugin, whose rules lower the device intrinsics for the
+host (:mod:`gpucompiler.device`): a thread's indices are read from its
+*context* (``pthread_getspecific(gpuc_emu_key)``, an array of ``int64``),
+shared arrays are module globals (one block runs at a time), atomics are
+LLVM atomics, and ``syncthreads()`` calls ``gpuc_emu_barrier``. A compiled
+driver, ``gpuc_emu_run(ctx, params)``, loops over a range of blocks and over
+a strided range of threads, calling the kernel with the arguments read from
+``params`` (a ``void*`` per argument, the layout ``cuLaunchKernel`` takes).
+
+* **Without barriers**, one driver call runs every thread of every block in
+  order on the calling thread: each block's threads run one after another,
+  which is one legal schedule of the GPU.
+* **With barriers**, every thread of a block is an OS thread (the GIL is
+  released while compiled code runs) and ``syncthreads`` is a real barrier:
+  a thread that returned no longer takes part; threads of one block that
+  wait at *different* ``syncthreads`` calls raise :class:`EmulationError`
+  after the launch instead of producing a result. Blocks run one at a time.
+
+Linux/glibc only (``pthread_getspecific``). Out-of-bounds indexing is not
+checked (as on the GPU) and may crash the process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+from typing import Any
+
+import attrs
+from llvmlite import ir
+
+from .. import types as T
+from ..codegen.lltypes import has_value, ll
+from ..errors import EmulationError, LaunchError
+from ..interpreter.lattice import widen
+
+PLUGIN = "gpuc_grid"
+# context fields (int64): tid xyz, ctaid xyz, ntid xyz, nctaid xyz, first thread, thread step,
+# first block, end block
+_TID, _CTAID, _NTID, _NCTAID, _T0, _TSTEP, _B0, _B1 = 0, 3, 6, 9, 12, 13, 14, 15
+_CTX_FIELDS = 16
+_I64, _I32, _I8, _PTR = ir.IntType(64), ir.IntType(32), ir.IntType(8), ir.PointerType()
+
+
+@attrs.frozen
+class EmulationSource:
+    """A kernel specialisation plus the driver ``gpuc_emu_run``, as a job source."""
+
+    spec: Any
+
+    @property
+    def entry(self) -> str:
+        return self.spec.entry
+
+    def fingerprint(self) -> Any:
+        return {"grid_emulation": 1, "kernel": self.spec.fingerprint()}
+
+    def generate_ir(self, job) -> str:
+        from ..codegen import ModuleCodegen
+
+        interp, frame = self.spec.infer(job.target.name, job.config.plugins, False)
+        mod = ModuleCodegen(self.spec.entry, interp)
+        entry = mod.emit(frame, self.spec.entry)
+        _emit_driver(mod, frame, entry)
+        return str(mod.module)
+
+
+class _Loop:
+    """``for i in range(start, stop, step)`` in IR, the counter in an alloca."""
+
+    def __init__(self, b: ir.IRBuilder, fn, start, stop, step, name):
+        self.b, self.stop, self.step = b, stop, step
+        self.var = b.alloca(_I64, name=name)
+        b.store(start, self.var)
+        self.head, self.body = fn.append_basic_block(name + ".head"), fn.append_basic_block(name + ".body")
+        self.exit = fn.append_basic_block(name + ".exit")
+        b.branch(self.head)
+        b.position_at_end(self.head)
+        self.i = b.load(self.var)
+        b.cbranch(b.icmp_signed("<", self.i, stop), self.body, self.exit)
+        b.position_at_end(self.body)
+
+    def close(self):
+        self.b.store(self.b.add(self.i, self.step), self.var)
+        self.b.branch(self.head)
+        self.b.position_at_end(self.exit)
+
+
+def _emit_driver(mod, frame, entry) -> None:
+    fn = ir.Function(mod.module, ir.FunctionType(ir.VoidType(), [_PTR, _PTR]), name="gpuc_emu_run")
+    ctx, params = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    field = lambda k: b.gep(ctx, [ir.Constant(_I64, k)], source_etype=_I64)  # noqa: E731
+    get = lambda k: b.load(field(k), typ=_I64)  # noqa: E731
+    key = b.load(mod.extern_global("gpuc_emu_key"), typ=_I32)
+    b.call(mod.declare("pthread_setspecific", _I32, [_I32, _PTR]), [key, ctx])
+    args = []
+    for k, t in enumerate(widen(t) for t in frame.argtypes):
+        if not has_value(t):
+            continue
+        p = b.load(b.gep(params, [ir.Constant(_I64, k)], source_etype=_PTR), typ=_PTR)
+        args.append(b.trunc(b.load(p, typ=_I8), ir.IntType(1)) if t == T.boolean else b.load(p, typ=ll(t)))
+    bdim = [get(_NTID + k) for k in range(3)]
+    gdim = [get(_NCTAID + k) for k in range(3)]
+    nthreads = b.mul(b.mul(bdim[0], bdim[1]), bdim[2])
+    blocks = _Loop(b, fn, get(_B0), get(_B1), ir.Constant(_I64, 1), "block")
+    _store_split(b, field, _CTAID, blocks.i, gdim)
+    threads = _Loop(b, fn, get(_T0), nthreads, get(_TSTEP), "thread")
+    _store_split(b, field, _TID, threads.i, bdim)
+    b.call(entry, args)
+    threads.close()
+    blocks.close()
+    b.ret_void()
+
+
+def _store_split(b, field, base, linear, dims) -> None:
+    """Store the x/y/z of ``linear`` (x fastest) over ``dims`` into fields ``base..base+2``."""
+    x = b.srem(linear, dims[0])
+    rest = b.sdiv(linear, dims[0])
+    b.store(x, field(base))
+    b.store(b.srem(rest, dims[1]), field(base + 1))
+    b.store(b.sdiv(rest, dims[1]), field(base + 2))
+
+
+# -- process-wide runtime symbols -----------------------------------------------------
+_local = threading.local()
+
+
+class _Block:
+    """Barrier state of one block in flight (barrier mode)."""
+
+    def __init__(self, n: int):
+        self.cond = threading.Condition()
+        self.reset(n)
+        self.error: str | None = None
+
+    def reset(self, n: int) -> None:
+        self.alive, self.arrived, self.generation, self.site = n, 0, 0, None
+
+    def arrive(self, site: int) -> None:
+        with self.cond:
+            if self.arrived == 0:
+                self.site = site
+            elif site != self.site and self.error is None:
+                self.error = (f"threads of one block wait at different syncthreads() calls (barrier "
+                              f"#{self.site} and #{site}); on a GPU this is undefined behaviour")
+            self.arrived += 1
+            if self.arrived >= self.alive:
+                self._release()
+            else:
+                gen = self.generation
+                while self.generation == gen:
+                    self.cond.wait()
+
+    def leave(self) -> None:
+        """The calling thread returned from the kernel: it no longer takes part in barriers."""
+        with self.cond:
+            self.alive -= 1
+            if self.arrived and self.arrived >= self.alive:
+                self._release()
+
+    def _release(self) -> None:
+        self.arrived, self.site = 0, None
+        self.generation += 1
+        self.cond.notify_all()
+
+
+def _barrier(site: int) -> None:
+    block = getattr(_local, "block", None)
+    if block is None:  # not inside a barrier-mode launch: nothing to wait for
+        return
+    block.arrive(site)
+
+
+_BARRIER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64)
+
+
+@functools.cache
+def _runtime():
+    """Create the pthread key and the barrier callback; register their names with LLVM."""
+    import llvmlite.binding as llvm
+
+    libc = ctypes.CDLL(None)
+    key = ctypes.c_uint(0)
+    if libc.pthread_key_create(ctypes.byref(key), None) != 0:
+        raise EmulationError("pthread_key_create failed: the CPU grid emulation needs POSIX threads")
+    callback = _BARRIER_TYPE(_barrier)
+    llvm.add_symbol("gpuc_emu_key", ctypes.addressof(key))
+    llvm.add_symbol("gpuc_emu_barrier", ctypes.cast(callback, ctypes.c_void_p).value)
+    return key, callback
+
+
+# -- argument buffers -------------------------------------------------------------------
+_SCALAR_CTYPES = {T.boolean: ctypes.c_uint8, T.int32: ctypes.c_int32, T.int64: ctypes.c_int64,
+                  T.float32: ctypes.c_float, T.float64: ctypes.c_double}
+
+
+def array_param(data_ptr: int, shape, strides) -> ctypes.Array:
+    """The parameter buffer of an array argument: ``{ptr, shape..., strides in bytes...}``."""
+    return (ctypes.c_int64 * (1 + 2 * len(shape)))(data_ptr, *shape, *strides)
+
+
+def scalar_param(value, t: T.Scalar) -> ctypes.Array:
+    """An 8-byte zero-padded buffer holding ``value`` as ``t`` (little-endian first bytes)."""
+    buf = (ctypes.c_uint8 * 8)()
+    _SCALAR_CTYPES[t].from_buffer(buf).value = value
+    return buf
+
+
+def param_array(buffers) -> ctypes.Array:
+    """The ``void*[]`` pointing at each buffer (what ``cuLaunchKernel`` and the driver take)."""
+    return (ctypes.c_void_p * max(len(buffers), 1))(*[ctypes.addressof(b) for b in buffers])
+
+
+class EmulatedKernel:
+    """A kernel specialisation compiled for the host, runnable over a grid."""
+
+    def __init__(self, spec, opt_level: int = 2):
+        from .. import pipeline
+        from ..config import CompilerConfig
+        from ..job import CompilerJob
+        from ..targets import NativeTarget
+        from ..targets.validation import ModuleFacts
+        from .cpu import CPULibrary
+
+        _runtime()
+        self.spec = spec
+        self.argtypes = tuple(widen(t) for t in spec.argtypes)
+        job = CompilerJob(EmulationSource(spec), CompilerConfig(NativeTarget(), plugins=(PLUGIN,),
+                                                                opt_level=opt_level))
+        result = pipeline.compile(job, ("obj",))
+        self.uses_barrier = "gpuc_emu_barrier" in ModuleFacts.of(result.module.ref).external_uses
+        self.library = CPULibrary.from_result(result)
+        self._run = self.library.function("gpuc_emu_run", None, ctypes.c_void_p, ctypes.c_void_p)
+        self._lock = threading.Lock()  # shared arrays are module globals: one launch at a time
+
+    def params(self, args):
+        """``(void*[] array, buffers)`` for the arguments (NumPy arrays used in place)."""
+        buffers = []
+        for a, t in zip(args, self.argtypes):
+            if isinstance(t, T.ArrayType):
+                if hasattr(a, "__cuda_array_interface__") and not hasattr(a, "__array_interface__"):
+                    raise LaunchError("the CPU grid emulation runs on host memory: pass NumPy arrays "
+                                      f"(got {type(a).__name__} in device memory)")
+                buffers.append(array_param(a.ctypes.data, a.shape, a.strides))
+            else:
+                buffers.append(scalar_param(a.item() if hasattr(a, "item") else a, t))
+        return param_array(buffers), buffers
+
+    def launch(self, grid, block, args) -> None:
+        nthreads = block[0] * block[1] * block[2]
+        if nthreads > 1024:
+            raise LaunchError(f"a block has at most 1024 threads (as on NVIDIA GPUs), got {block}")
+        array, keep = self.params(args)
+        nblocks = grid[0] * grid[1] * grid[2]
+        with self._lock:
+            if not self.uses_barrier:
+                ctx = _context(grid, block, 0, 1, 0, nblocks)
+                self._run(ctypes.addressof(ctx), ctypes.addressof(array))
+            else:
+                self._launch_threads(grid, block, nthreads, nblocks, array)
+        del keep
+
+    def _launch_threads(self, grid, block, nthreads, nblocks, array) -> None:
+        state = _Block(nthreads)
+        errors: list[str] = []
+
+        def end_of_block():
+            if state.error:
+                errors.append(state.error)
+            state.reset(nthreads)
+
+        done = threading.Barrier(nthreads, action=end_of_block)
+
+        def worker(t):
+            _local.block = state
+            ctx = _context(grid, block, t, nthreads, 0, 0)
+            try:
+                for blk in range(nblocks):
+                    ctx[_B0], ctx[_B1] = blk, blk + 1
+                    self._run(ctypes.addressof(ctx), ctypes.addressof(array))
+                    state.leave()
+                    done.wait()
+                    if errors:
+                        return
+            finally:
+                _local.block = None
+
+        workers = [threading.Thread(target=worker, args=(t,), daemon=True) for t in range(nthreads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        if errors:
+            raise EmulationError(errors[0])
+
+
+def _context(grid, block, t0, tstep, b0, b1) -> ctypes.Array:
+    ctx = (ctypes.c_int64 * _CTX_FIELDS)()
+    ctx[_NTID:_NTID + 3] = list(block)
+    ctx[_NCTAID:_NCTAID + 3] = list(grid)
+    ctx[_T0], ctx[_TSTEP], ctx[_B0], ctx[_B1] = t0, tstep, b0, b1
+    return ctx

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import re
 
 from . import types as T
 from .errors import ArgumentTypeError
@@ -85,7 +86,7 @@ class Dispatcher:
         return CompilerJob(self._spec(argtypes), config)
 
     def _compile(self, argtypes, args=()) -> _Entry:
-        from . import pipeline
+        from .cache import compile_cached
         from .runtime.cpu import CPULibrary
 
         job = self._job(argtypes)
@@ -93,7 +94,7 @@ class Dispatcher:
         key = job.key
         loaded = _LOADED.get(key)
         if loaded is None:
-            result = pipeline.compile(job, emit=("obj",))
+            result = compile_cached(job, emit=("obj",))  # GPUC_CACHE_*, GPUC_SERVICE_URL
             lib = CPULibrary.from_result(result)
             loaded = _LOADED[key] = (lib, lib.address(spec.entry + ".pywrap"))
         lib, address = loaded
@@ -130,9 +131,29 @@ class Dispatcher:
 
         return pipeline.compile(self._job(tuple(argtypes)), emit=(kind,)).artifacts[kind]
 
-    def inspect_llvm(self, *argtypes) -> str:
-        """The optimised LLVM IR for ``argtypes``."""
-        return self._emit("llvm", argtypes)
+    def inspect_llvm(self, *argtypes, stage: str | None = None) -> str:
+        """The optimised LLVM IR for ``argtypes``; with ``stage``, the module after that stage.
+
+        ``stage="post_irgen"`` shows the module as plugins first see it, with
+        its marker calls and ``gpuc.lookup`` of deferred jobs still in place.
+        """
+        if stage is None:
+            return self._emit("llvm", argtypes)
+        import tempfile
+        from pathlib import Path
+
+        from . import pipeline
+        from .errors import UnknownStageError
+        from .stages import STAGE_INDEX, STAGE_NAMES
+        from .stages.context import Settings
+
+        if stage not in STAGE_INDEX:
+            raise UnknownStageError(stage, STAGE_NAMES)
+        job = self._job(tuple(argtypes))
+        with tempfile.TemporaryDirectory() as tmp:
+            pipeline.compile(job, emit=(), settings=Settings(dump_dir=Path(tmp)))
+            name = re.sub(r"[^\w.-]", "_", job.name)
+            return (Path(tmp) / f"{name}.{STAGE_INDEX[stage]:02d}.{stage}.after.ll").read_text()
 
     def inspect_asm(self, *argtypes) -> str:
         """The host assembly for ``argtypes``."""

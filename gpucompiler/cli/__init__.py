@@ -12,7 +12,7 @@ import sys
 
 from ..errors import GPUCompilerError
 
-SUBCOMMANDS = ("compile_ir", "plugins_cmd", "cache_cmd", "serve")
+SUBCOMMANDS = ("compile_ir", "plugins_cmd", "cache_cmd", "serve", "enzyme")
 
 
 def build_parser() -> argparse.ArgumentParser:

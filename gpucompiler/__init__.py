@@ -8,6 +8,7 @@ from .job import CompilerJob, LLVMSource  # noqa: E402
 from .targets import NativeTarget, PTXTarget, parse_target  # noqa: E402
 from . import types  # noqa: E402
 from .jit import jit  # noqa: E402
+from .kernel import kernel  # noqa: E402
 
 __all__ = [
     "CompilerConfig",
@@ -18,5 +19,6 @@ __all__ = [
     "PTXTarget",
     "parse_target",
     "jit",
+    "kernel",
     "types",
 ]

@@ -14,13 +14,14 @@ from .hashing import stable_hash
 class Source(Protocol):
     """What a job compiles.
 
-    ``fingerprint(job)`` is stable data describing its content (part of the job
-    key; ``job`` is the job it is compiled in); ``generate_ir(job)`` produces the LLVM IR text the pipeline starts from.
+    ``fingerprint()`` is stable data describing its content (part of the job
+    key; a source whose content depends on the job's rules may define
+    ``fingerprint_for(job)`` instead); ``generate_ir(job)`` produces the LLVM IR text the pipeline starts from.
     """
 
     entry: str
 
-    def fingerprint(self, job: "CompilerJob | None" = None) -> Any: ...
+    def fingerprint(self) -> Any: ...
 
     def generate_ir(self, job: "CompilerJob") -> str: ...
 
@@ -32,7 +33,7 @@ class LLVMSource:
     ir_text: str = attrs.field(repr=False)
     entry: str
 
-    def fingerprint(self, job: "CompilerJob | None" = None) -> Any:
+    def fingerprint(self) -> Any:
         return {"llvm": hashlib.sha256(self.ir_text.encode()).hexdigest(), "entry": self.entry}
 
     def generate_ir(self, job: "CompilerJob") -> str:
@@ -56,6 +57,11 @@ class CompilerJob:
     def target(self):
         return self.config.target
 
+    def source_fingerprint(self):
+        """The source's ``fingerprint_for(self)`` when it has one, else its ``fingerprint()``."""
+        fingerprint_for = getattr(self.source, "fingerprint_for", None)
+        return fingerprint_for(self) if fingerprint_for is not None else self.source.fingerprint()
+
     @property
     def key(self) -> str:
         """Content hash of everything that decides the output, equal in every process.
@@ -70,7 +76,7 @@ class CompilerJob:
 
         return stable_hash(
             {
-                "source": self.source.fingerprint(self),
+                "source": self.source_fingerprint(),
                 "config": self.config,
                 "plugins": plugin_versions(self.config.plugins),
                 "gpucompiler": __version__,

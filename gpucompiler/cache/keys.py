@@ -4,9 +4,8 @@ The document holds everything that decides the compiled output: the
 source's fingerprint (for Python functions: the source of the function and
 of everything it calls, captured globals, argument types), the config
 (target included), the machine code is generated for, the names, versions
-and settings of the enabled plugins, the requested emit kinds' superset is
-*not* part of it (an entry holds several kinds), the gpucompiler version and
-the LLVM version. The document itself is stored in every entry and compared
+and settings of the enabled plugins, the gpucompiler version and the LLVM
+version. The emit kinds are not part of it: one entry holds several kinds. The document itself is stored in every entry and compared
 field by field on each hit, so a hash collision or a swapped file can never
 serve the wrong code. Python's ``hash()`` is never used.
 """
@@ -17,7 +16,9 @@ import hashlib
 import json
 from typing import Any
 
+from .. import plugin as gp
 from ..hashing import canonical
+from ..llvm.binding import llvm_version
 
 #: bumped when the entry layout or the key document changes
 FORMAT_VERSION = 1
@@ -29,8 +30,6 @@ def plugin_identity(names) -> list[list[Any]]:
     ``settings`` is what the plugin's optional ``cache_settings()`` returns
     (JSON-able data describing options that change its output), else None.
     """
-    from .. import plugin as gp
-
     out = []
     for p in gp.enabled(names):
         hook = getattr(p, "cache_settings", None)
@@ -50,11 +49,10 @@ def machine(target: Any) -> dict[str, str]:
 def key_document(job: Any) -> dict[str, Any]:
     """The canonical JSON data that identifies ``job``'s output in every process."""
     from .. import __version__
-    from ..llvm.binding import llvm_version
 
     return canonical({
         "format": FORMAT_VERSION,
-        "source": job.source.fingerprint(),
+        "source": job.source_fingerprint(),
         "config": job.config,
         "machine": machine(job.config.target),
         "plugins": plugin_identity(job.config.plugins),

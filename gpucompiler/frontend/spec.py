@@ -75,6 +75,10 @@ class FunctionSpec:
         """Every global read: ``(holder, name, value)``; ``settings`` as for :meth:`infer`."""
         return list(self.infer(*settings)[0].deps.values())
 
+    def fingerprint_for(self, job) -> Any:
+        """:meth:`fingerprint` under ``job``'s target and plugins (their rules decide what is read)."""
+        return self.fingerprint(job)
+
     def fingerprint(self, job=None) -> Any:
         """Content of the source; ``job`` (when given) selects its target's and plugins' rules."""
         from ..interpreter.infer import MISSING

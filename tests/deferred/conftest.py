@@ -1,42 +1,13 @@
-"""Helpers: IR after a named stage, function names and call targets by parsing."""
+"""The deferred-job tests import their helper modules from this folder."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-import llvmlite.binding as llvm
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-
-
-def defined_and_declared(ir: str) -> tuple[set[str], set[str]]:
-    ref = llvm.parse_assembly(ir)
-    defined = {f.name for f in ref.functions if not f.is_declaration}
-    declared = {f.name for f in ref.functions if f.is_declaration}
-    return defined, declared
-
-
-def callees(ir: str, function: str) -> list[str]:
-    """Names of the functions ``function`` calls directly, in order (parsed with the Python model)."""
-    from gpucompiler.llvm import parse
-
-    fn = parse(ir).functions[function]
-    return [i.operands[0].name for i in fn.instructions() if i.opcode == "call"]
-
-
-def linked_ir(job) -> str:
-    """The module of ``job`` after ``link_deferred`` (irgen, post_irgen, link_deferred only)."""
-    from gpucompiler import plugin
-    from gpucompiler.stages import irgen, link_deferred
-    from gpucompiler.stages.context import CompileContext, Settings, run_hooks
-
-    ctx = CompileContext(job, Settings(), plugin.enabled(job.config.plugins))
-    irgen.generate(ctx)
-    run_hooks(ctx, "post_irgen")
-    link_deferred.link(ctx)
-    return ctx.ir.text
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ import llvmlite.binding as llvm
 import networkx as nx
 import pytest
 
-import funcs as F
-from conftest import callees, defined_and_declared, linked_ir
+import deferred_funcs as F
+from deferred_helpers import callees, defined_and_declared, linked_ir
 from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, NativeTarget, PTXTarget, jit
 from gpucompiler import types as T
 from gpucompiler.errors import CompileError, TypeInferenceError
@@ -22,6 +22,7 @@ from gpucompiler.llvm import parse
 from gpucompiler.stages import link_deferred
 
 PLUGINS = ("mock_enzyme",)
+M = F.__name__
 XS = (0.0, 1.5, -3.25, 7.0)
 
 
@@ -76,7 +77,7 @@ def test_post_irgen_shows_lookup_and_marker():
 def test_inspect_after_link_deferred_shows_the_nested_function():
     ir = compiled(F.calls_poly).inspect_llvm(T.float64, T.int64, stage="link_deferred")
     (nested,) = deferred_functions(ir)
-    assert nested.startswith("funcs.poly.deferred.")
+    assert nested.startswith("deferred_funcs.poly.deferred.")
     model = parse(ir)
     (marker,) = [u.user for u in model.functions["__autodiff"].uses]
     assert marker.operands[1] is model.functions[nested]
@@ -86,12 +87,12 @@ def test_inspect_after_link_deferred_shows_the_nested_function():
 def test_nested_job_defers_again():
     ir = linked_ir(job_of(F.outer, T.float64))
     names = deferred_functions(ir)
-    assert [n.split(".deferred.")[0] for n in names] == ["funcs.inner", "funcs.middle", "funcs.square"]
-    middle = next(n for n in names if n.startswith("funcs.middle"))
+    assert [n.split(".deferred.")[0] for n in names] == [M + ".inner", M + ".middle", M + ".square"]
+    middle = next(n for n in names if n.startswith(M + ".middle"))
     model = parse(ir)
     passed = [u.user.operands[1].name for u in model.functions["__autodiff"].uses
               if u.user.function.name == middle]
-    assert sorted(p.split(".deferred.")[0] for p in passed) == ["funcs.inner", "funcs.square"]
+    assert sorted(p.split(".deferred.")[0] for p in passed) == [M + ".inner", M + ".square"]
 
 
 def test_identical_nested_jobs_compiled_once(monkeypatch):
@@ -109,7 +110,7 @@ def test_cycle_of_deferred_jobs_terminates(after_irgen):
     graph, modules = link_deferred.job_graph(ctx)
     assert isinstance(graph, nx.DiGraph) and len(modules) == 2
     cycle = nx.find_cycle(graph)
-    assert {graph.nodes[a]["job"].name.split(".deferred.")[0] for a, _ in cycle} == {"funcs.even", "funcs.odd"}
+    assert {graph.nodes[a]["job"].name.split(".deferred.")[0] for a, _ in cycle} == {M + ".even", M + ".odd"}
     f = compiled(F.parity)
     assert [f(n) for n in range(9)] == [F.parity(n) for n in range(9)] == [1, 0] * 4 + [1]
 
@@ -128,7 +129,7 @@ def test_ptx_nested_job_has_target_and_plugin_rules():
     assert callees(ir, nested) == ["__nv_sin"]  # PTX overlay kept
     text = str(llvm.parse_assembly(ir).get_function(nested))
     assert "2.000000e+00" in text and "3.000000e+00" not in text  # in_autodiff() is True: nested rules
-    parent = "funcs.kernel_like"
+    parent = "deferred_funcs.kernel_like"
     assert "__nv_sin" in callees(ir, parent) and "__autodiff" in callees(ir, parent)
 
 
@@ -167,7 +168,7 @@ def test_unknown_job_id_is_a_typed_error():
 def test_ir_and_job_ids_identical_in_two_processes():
     code = textwrap.dedent(f"""
         import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})
-        import funcs as F
+        import deferred_funcs as F
         from gpucompiler import jit, types as T
         f = jit(F.outer, plugins=("mock_enzyme",))
         print(f.inspect_llvm(T.float64, stage="post_irgen"))

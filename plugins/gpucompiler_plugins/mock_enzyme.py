@@ -13,8 +13,6 @@ from __future__ import annotations
 import gpucompiler.plugin as gp
 from gpucompiler.errors import CompileError
 
-from .mock_autodiff import rules as _rules
-
 MARKER = "__autodiff"
 
 
@@ -23,7 +21,13 @@ class MockEnzymePlugin(gp.Plugin):
 
     name = "mock_enzyme"
     version = "1.0"
-    rules = _rules  # the interpreter half: mock_autodiff(f, *args) -> deferred job (mock_autodiff.py)
+
+    @property
+    def rules(self):
+        """The interpreter half: ``mock_autodiff(f, *args)`` as a deferred job (:mod:`.mock_autodiff`)."""
+        from .mock_autodiff import rules
+
+        return rules
 
     @gp.callback("ad", markers=(MARKER,))
     def lower_autodiff(self, job, module):

@@ -1,0 +1,154 @@
+"""Kernels the GPU cannot run are rejected with a typed error naming the line; bad launches too."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+from gpucompiler import device as gd
+from gpucompiler import jit, kernel
+from gpucompiler.device import KernelOnlyError
+from gpucompiler.errors import (ArgumentTypeError, EmulationError, KernelError, LaunchError,
+                                TypeInferenceError)
+
+
+def _line_of(fn, text):
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(k for k, line in enumerate(lines) if text in line)
+
+
+def returns_value(x):
+    x[0] = 1.0
+    return x[0]  # the offending line
+
+
+def fact(n):
+    if n <= 1:
+        return 1
+    return n * fact(n - 1)  # recursive call
+
+
+def recursive(x):
+    x[0] = fact(5)
+
+
+def host_call(x):
+    x[0] = 1.0
+    print(x[0])  # host-only
+
+
+def allocates(x):
+    y = np.zeros(10)  # dynamic allocation
+    x[0] = y[0]
+
+
+def divergent(x):
+    t = gd.threadIdx.x
+    if t < 2:
+        gd.syncthreads()
+    else:
+        gd.syncthreads()
+    x[t] = t
+
+
+@pytest.mark.parametrize("device", ["cpu", "ptx"])
+def test_return_value_rejected_with_line(device):
+    k = kernel(returns_value)
+    with pytest.raises(KernelError) as info:
+        _launch_or_compile(k, device, np.zeros(4))
+    assert info.value.kind == "RETURN_VALUE"
+    assert info.value.line == _line_of(returns_value, "the offending line")
+
+
+@pytest.mark.parametrize("device", ["cpu", "ptx"])
+def test_recursion_rejected_with_line(device):
+    k = kernel(recursive)
+    with pytest.raises(KernelError) as info:
+        _launch_or_compile(k, device, np.zeros(4))
+    assert info.value.kind == "RECURSION"
+    assert info.value.line == _line_of(fact, "recursive call")
+    assert "loop" in str(info.value)
+
+
+@pytest.mark.parametrize("fn, marker", [(host_call, "host-only"), (allocates, "dynamic allocation")])
+@pytest.mark.parametrize("device", ["cpu", "ptx"])
+def test_host_only_calls_rejected_with_line(fn, marker, device):
+    k = kernel(fn)
+    with pytest.raises(TypeInferenceError) as info:
+        _launch_or_compile(k, device, np.zeros(4))
+    assert info.value.line == _line_of(fn, marker)
+    assert "no implementation" in str(info.value) or "has no attribute" in str(info.value)
+
+
+def _launch_or_compile(k, device, *args):
+    if device == "cpu":
+        k[1, 1, "cpu"](*args)
+    else:
+        k.inspect_ptx(*args)
+
+
+def test_divergent_barriers_are_an_error_not_a_result():
+    x = np.zeros(8)
+    with pytest.raises(EmulationError, match="different syncthreads"):
+        kernel(divergent)[1, 8, "cpu"](x)
+
+
+def test_early_return_before_barrier_is_fine():
+    @kernel
+    def k(x, out):
+        sh = gd.shared_array(8, np.float64)
+        t = gd.threadIdx.x
+        if t >= x.shape[0]:
+            return
+        sh[t] = x[t]
+        gd.syncthreads()
+        out[t] = sh[x.shape[0] - 1 - t]
+
+    x, out = np.arange(5.0), np.zeros(5)
+    k[1, 8, "cpu"](x, out)
+    np.testing.assert_array_equal(out, x[::-1])
+
+
+def test_intrinsics_outside_kernels():
+    with pytest.raises(KernelOnlyError, match="inside a @kernel"):
+        gd.syncthreads()
+
+    @jit
+    def f(x):
+        x[0] = gd.grid(1)
+
+    with pytest.raises(TypeInferenceError) as info:
+        f(np.zeros(2))
+    assert "grid" in str(info.value)
+
+
+def test_shared_array_needs_constant_shape():
+    @kernel
+    def k(x):
+        sh = gd.shared_array(x.shape[0], np.float32)
+        sh[0] = 1.0
+        x[0] = sh[0]
+
+    with pytest.raises(TypeInferenceError, match="constant shape"):
+        k[1, 1, "cpu"](np.zeros(2, np.float32))
+
+
+@pytest.mark.parametrize("config", [(0, 1), ((1, 2, 3, 4), 1), (1.5, 2), (1,), (1, 2, 3, 4)])
+def test_bad_launch_configurations(config):
+    k = kernel(divergent)
+    with pytest.raises(LaunchError):
+        k[config]
+
+
+def test_launch_errors():
+    k = kernel(divergent)
+    with pytest.raises(LaunchError, match="configuration"):
+        k(np.zeros(2))
+    with pytest.raises(LaunchError, match="1024"):
+        k[1, (64, 32), "cpu"](np.zeros(2))
+    with pytest.raises(LaunchError, match="unknown device"):
+        k[1, 1, "tpu"](np.zeros(2))
+    with pytest.raises(LaunchError, match="takes 1 arguments"):
+        k[1, 1, "cpu"](np.zeros(2), 1)
+    with pytest.raises(ArgumentTypeError):
+        k[1, 1, "cpu"]("text")

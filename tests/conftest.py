@@ -17,7 +17,10 @@ def cuda_device_visible() -> bool:
         from cuda.bindings import driver
     except ImportError:
         return False
-    err, = driver.cuInit(0)[:1]
+    try:
+        err, = driver.cuInit(0)[:1]
+    except Exception:  # cuda-bindings without an NVIDIA driver library on the machine
+        return False
     if int(err) != 0:
         return False
     err, count = driver.cuDeviceGetCount()

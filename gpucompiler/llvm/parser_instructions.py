@@ -20,7 +20,12 @@ def _cmp_type(tys, toks):
 
 def _extractvalue_type(tys, toks):
     t = tys[0]
-    k = toks.index(",")
+    depth, k = 0, len(toks)
+    for j, tok in enumerate(toks):  # the first comma outside the aggregate's type ends the operand
+        depth += (tok in ("{", "[", "<", "(", "<{")) - (tok in ("}", "]", ">", ")", "}>"))
+        if tok == "," and depth == 0:
+            k = j
+            break
     for tok in toks[k + 1 :]:
         if tok.isdigit():
             t = t.elements[int(tok)] if t.kind == "struct" else t.element

@@ -90,9 +90,9 @@ def normalize_dims(value, what: str) -> tuple[int, int, int]:
 
 
 # -- source-level checks (same for every device) ----------------------------------------
-def check_kernel(spec: FunctionSpec) -> None:
+def check_kernel(spec: FunctionSpec, plugins=()) -> None:
     """Kernel rules on the typed IR (PTX target): no return value, no recursion."""
-    interp, frame = spec.infer("ptx")
+    interp, frame = spec.infer("ptx", tuple(plugins))
     name = frame.ir.name
     if widen(frame.rettype) != T.none:
         loc = next((frame.where(bl.term) for bl in frame.ir.blocks
@@ -133,8 +133,10 @@ def kernel_symbol(fn) -> str:
 class Kernel:
     """A ``@kernel`` function: index it with a launch configuration to call it."""
 
-    def __init__(self, fn, *, opt_level: int = 3, fastmath: bool = False, maxregs: int | None = None):
+    def __init__(self, fn, *, opt_level: int = 3, fastmath: bool = False, maxregs: int | None = None,
+                 plugins=()):
         self.py_func = fn
+        self.plugins = tuple(sorted(set(plugins)))
         self.opt_level, self.fastmath, self.maxregs = opt_level, fastmath, maxregs
         self.symbol = kernel_symbol(fn)
         self._specs: dict = {}
@@ -167,7 +169,7 @@ class Kernel:
         spec = self._specs.get(argtypes)
         if spec is None:
             spec = FunctionSpec(self.py_func, argtypes)
-            check_kernel(spec)
+            check_kernel(spec, self.plugins)
             self._specs[argtypes] = spec
         return spec
 
@@ -179,7 +181,8 @@ class Kernel:
 
         target = PTXTarget(capability=tuple(capability), fastmath=self.fastmath, maxregs=self.maxregs)
         return CompilerJob(self.specialization(tuple(argtypes)),
-                           CompilerConfig(target, kernel=True, name=self.symbol, opt_level=self.opt_level))
+                           CompilerConfig(target, kernel=True, name=self.symbol, opt_level=self.opt_level,
+                                          plugins=self.plugins))
 
     def compile_ptx(self, argtypes, capability=(9, 0)):
         """``(ptx text, job)`` for ``argtypes`` and compute capability ``capability``; cached."""
@@ -213,7 +216,8 @@ class Kernel:
         if em is None:
             from .runtime.grid import EmulatedKernel
 
-            em = self._emulated[argtypes] = EmulatedKernel(self.specialization(argtypes), self.opt_level)
+            em = self._emulated[argtypes] = EmulatedKernel(self.specialization(argtypes), self.opt_level,
+                                                                     self.plugins)
         return em
 
     def __repr__(self) -> str:
@@ -241,7 +245,7 @@ class Launch:
 
 
 def kernel(fn=None, **options):
-    """Decorator: ``@kernel`` or ``@kernel(opt_level=3, fastmath=True, maxregs=64)``."""
+    """Decorator: ``@kernel`` or ``@kernel(opt_level=3, fastmath=True, maxregs=64, plugins=("name",))``."""
     if fn is None:
         return lambda f: Kernel(f, **options)
     return Kernel(fn, **options)

@@ -219,7 +219,7 @@ def param_array(buffers) -> ctypes.Array:
 class EmulatedKernel:
     """A kernel specialisation compiled for the host, runnable over a grid."""
 
-    def __init__(self, spec, opt_level: int = 2):
+    def __init__(self, spec, opt_level: int = 2, plugins=()):
         from .. import pipeline
         from ..config import CompilerConfig
         from ..job import CompilerJob
@@ -230,7 +230,7 @@ class EmulatedKernel:
         _runtime()
         self.spec = spec
         self.argtypes = tuple(widen(t) for t in spec.argtypes)
-        job = CompilerJob(EmulationSource(spec), CompilerConfig(NativeTarget(), plugins=(PLUGIN,),
+        job = CompilerJob(EmulationSource(spec), CompilerConfig(NativeTarget(), plugins=(PLUGIN, *plugins),
                                                                 opt_level=opt_level))
         result = pipeline.compile(job, ("obj",))
         self.uses_barrier = "gpuc_emu_barrier" in ModuleFacts.of(result.module.ref).external_uses

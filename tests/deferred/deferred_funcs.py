@@ -2,6 +2,7 @@
 
 import math
 
+from gpucompiler import device as gd
 from gpucompiler_plugins.mock_autodiff import in_autodiff, mock_autodiff
 
 SCALE = 2.0
@@ -91,3 +92,18 @@ def kernel_like(x):
 
 def not_a_function(x):
     return mock_autodiff(SCALE, x)
+
+
+def sin_plus(x):
+    return math.sin(x) * 2.0 + x * (3.0 if in_autodiff() else 1.0)
+
+
+def sin_plus_direct(x):
+    """CPython's value of ``mock_autodiff(sin_plus, x)``: in_autodiff() is True in the nested job."""
+    return math.sin(x) * 2.0 + x * 3.0
+
+
+def autodiff_kernel(xs, out):
+    i = gd.grid(1)
+    if i < out.shape[0]:
+        out[i] = mock_autodiff(sin_plus, xs[i]) + mock_autodiff(square, xs[i])

@@ -1,8 +1,10 @@
 """Enzyme-style automatic differentiation on LLVM IR, as a gpucompiler plugin.
 
-The AD engine and the ``autodiff`` API arrive with their own issues; this
-package is installed now so that the plugin's entry point and imports are
-stable.
+``differentiate(ir_text)`` replaces every ``__enzyme_autodiff`` /
+``__enzyme_fwddiff`` call of a module by a call to the generated derivative.
 """
 
+from .ad import ADError, differentiate
+
 __version__ = "0.1.0"
+__all__ = ["ADError", "differentiate"]

@@ -1,0 +1,12 @@
+"""The AD engine: Enzyme-style forward and reverse mode on LLVM IR.
+
+Pipeline: preprocessing (LLVM cleanup passes), analyses (CFG, activity,
+memory types), the forward sweep (:mod:`.sweep`), reverse mode
+(:mod:`.reverse`) with a stack tape, rules by family (:mod:`.rules`,
+:mod:`.memory`, :mod:`.calls`), the C interface (:mod:`.interface`).
+"""
+
+from .errors import ADError, set_error_handler
+from .interface import differentiate
+
+__all__ = ["ADError", "differentiate", "set_error_handler"]

@@ -1,0 +1,251 @@
+"""Analyses computed before any rule runs: control flow, activity, memory types.
+
+* :class:`CFG`: reverse post-order, loops, dominators, blocks that run once.
+* :class:`Activity`: which values carry a derivative (``is_constant_value``),
+  which pointers have a shadow, which instructions need a rule
+  (``is_constant_instruction``). Forward propagation from the active
+  arguments to a fixed point; across calls a call is active when any
+  argument is.
+* :func:`memory_type`: the scalar type a pointer's memory holds, as seen by
+  the loads, stores and GEPs reached from its base object.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from gpucompiler.llvm import Argument, Instruction, types as T
+
+from .emit import is_float_like
+
+#: argument kinds: no derivative / pointer with a shadow / active scalar
+CONST, DUP, OUT = "const", "dup", "out"
+
+ALLOCATORS = frozenset(("malloc", "calloc", "realloc", "_Znwm", "_Znam"))
+
+
+class CFG:
+    """Blocks of a function: order, loops, dominance."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        g = nx.DiGraph()
+        for b in fn.blocks:
+            g.add_node(b)
+            for s in b.successors:
+                g.add_edge(b, s)
+        self.graph = g
+        entry = fn.entry
+        self.rpo = [b for b in reversed(list(nx.dfs_postorder_nodes(g, entry)))]
+        reachable = set(self.rpo)
+        self.rpo += [b for b in fn.blocks if b not in reachable]
+        self.in_loop = set()
+        for scc in nx.strongly_connected_components(g):
+            if len(scc) > 1:
+                self.in_loop |= scc
+            else:
+                (b,) = scc
+                if g.has_edge(b, b):
+                    self.in_loop.add(b)
+        self.idom = dict(nx.immediate_dominators(g, entry))
+        self.idom[entry] = entry
+        #: blocks reachable from the entry
+        self.reachable = reachable
+        rets = [b for b in fn.blocks if b.terminator is not None and b.terminator.opcode == "ret"]
+        self.exit = rets[0] if len(rets) == 1 else None
+        once = set()
+        if self.exit is not None and self.exit in self.idom:
+            b = self.exit
+            while True:
+                if b not in self.in_loop:
+                    once.add(b)
+                nxt = self.idom[b]
+                if nxt is b:
+                    break
+                b = nxt
+        #: blocks that run exactly once on every path to the return
+        self.once = once
+
+    def preds(self, block):
+        """Predecessors in a fixed order (function block order)."""
+        ps = set(self.graph.predecessors(block))
+        return [b for b in self.fn.blocks if b in ps]
+
+
+def holds_derivative_data(t: T.Type) -> bool:
+    """Whether memory of type ``t`` may hold floats or pointers."""
+    k = t.kind
+    if k in ("float", "ptr"):
+        return True
+    if k in ("vector", "array"):
+        return holds_derivative_data(t.element)
+    if k == "struct":
+        return t.elements is None or any(holds_derivative_data(e) for e in t.elements)
+    return False
+
+
+def callee_name(inst) -> str | None:
+    c = inst.callee
+    return getattr(c, "name", None) if c is not None and c.sigil == "@" else None
+
+
+class Activity:
+    """Activity of one function for one argument signature (``kinds``, one per argument)."""
+
+    def __init__(self, fn, kinds, inactive_calls=frozenset()):
+        self.fn = fn
+        self.kinds = list(kinds)
+        self.active: set = set()
+        self.shadowed: set = set()
+        for a, k in zip(fn.args, self.kinds):
+            if k == OUT and is_float_like(a.type):
+                self.active.add(a)
+            elif k == DUP:
+                (self.shadowed if a.type.kind == "ptr" else self.active).add(a)
+        self._inactive_calls = inactive_calls
+        self._run()
+
+    # -- queries -------------------------------------------------------------
+    def is_constant_value(self, v) -> bool:
+        """No derivative flows through ``v`` (an inactive float, an integer, a pointer without shadow)."""
+        return v not in self.active and v not in self.shadowed
+
+    def is_active(self, v) -> bool:
+        return v in self.active
+
+    def has_shadow(self, v) -> bool:
+        return v in self.shadowed
+
+    def is_constant_instruction(self, inst) -> bool:
+        """``inst`` needs no derivative rule: it neither produces a derivative nor moves one through memory."""
+        if not self.is_constant_value(inst):
+            return False
+        op = inst.opcode
+        if op == "store":
+            return not self.has_shadow(inst.pointer_operand) and not self.is_active(inst.value_operand)
+        if op == "call":
+            return not any(not self.is_constant_value(a) for a in inst.args)
+        return True
+
+    # -- propagation ---------------------------------------------------------
+    def _run(self) -> None:
+        insts = list(self.fn.instructions())
+        changed = True
+        while changed:
+            changed = False
+            for inst in insts:
+                if inst in self.active or inst in self.shadowed:
+                    continue
+                kind = self._classify(inst)
+                if kind == "active":
+                    self.active.add(inst)
+                    changed = True
+                elif kind == "shadow":
+                    self.shadowed.add(inst)
+                    changed = True
+
+    def _any_varied(self, values) -> bool:
+        return any(v in self.active or v in self.shadowed for v in values)
+
+    def _classify(self, inst) -> str | None:
+        t = inst.type
+        op = inst.opcode
+        if t.kind == "ptr":
+            if op == "alloca":
+                return "shadow" if holds_derivative_data(inst.allocated_type) else None
+            if op in ("getelementptr", "bitcast", "addrspacecast"):
+                return "shadow" if inst.operands[0] in self.shadowed else None
+            if op == "phi":
+                return "shadow" if any(v in self.shadowed for v, _ in inst.incoming) else None
+            if op == "select":
+                return "shadow" if inst.operands[1] in self.shadowed or inst.operands[2] in self.shadowed else None
+            if op == "load":
+                return "shadow" if inst.pointer_operand in self.shadowed else None
+            if op == "call":
+                name = callee_name(inst)
+                if name in ALLOCATORS:
+                    return "shadow"
+                if name in self._inactive_calls:
+                    return None
+                return "shadow" if self._any_varied(inst.args) else None
+            return None
+        if not is_float_like(t):
+            if t.kind == "struct" and op in ("call", "insertvalue", "extractvalue", "load", "phi", "select"):
+                if self._any_varied(inst.operands) and _has_float(t):
+                    return "active"
+            return None
+        if op in ("sitofp", "uitofp"):
+            return None
+        if op == "load":
+            return "active" if inst.pointer_operand in self.shadowed else None
+        if op == "call":
+            name = callee_name(inst)
+            if name in self._inactive_calls:
+                return None
+            return "active" if self._any_varied(inst.args) else None
+        if op == "phi":
+            return "active" if any(v in self.active for v, _ in inst.incoming) else None
+        return "active" if any(v in self.active for v in inst.operands) else None
+
+
+def _has_float(t: T.Type) -> bool:
+    if t.kind == "float":
+        return True
+    if t.kind in ("vector", "array"):
+        return _has_float(t.element)
+    if t.kind == "struct":
+        return any(_has_float(e) for e in t.elements or ())
+    return False
+
+
+def _base_object(p):
+    seen = set()
+    while isinstance(p, Instruction) and p.opcode in ("getelementptr", "bitcast", "addrspacecast") and p not in seen:
+        seen.add(p)
+        p = p.operands[0]
+    return p
+
+
+def memory_type(p) -> T.Type | None:
+    """The scalar type held where ``p`` points: the float type if any access of the base object
+    reads or writes floats, else a pointer type if pointers, else an integer type, else None."""
+    base = _base_object(p)
+    found: set = set()
+    if isinstance(base, Instruction) and base.opcode == "alloca":
+        _collect_type(base.allocated_type, found)
+    work, seen = [base], set()
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for u in v.users:
+            if not isinstance(u, Instruction):
+                continue
+            if u.opcode in ("getelementptr", "bitcast", "addrspacecast", "phi", "select"):
+                if u.opcode == "getelementptr":
+                    _collect_type(u.source_element_type, found)
+                work.append(u)
+            elif u.opcode == "load" and u.pointer_operand is v:
+                _collect_type(u.type, found)
+            elif u.opcode == "store" and u.pointer_operand is v:
+                _collect_type(u.value_operand.type, found)
+    for kind in ("float", "ptr", "int"):
+        ts = [t for t in found if t.kind == kind]
+        if ts:
+            return max(ts, key=str) if kind != "float" else (T.double if T.double in ts else ts[0])
+    return None
+
+
+def _collect_type(t: T.Type, out: set) -> None:
+    if t.kind in ("vector", "array"):
+        _collect_type(t.element, out)
+    elif t.kind == "struct":
+        for e in t.elements or ():
+            _collect_type(e, out)
+    elif t.kind in ("float", "ptr", "int"):
+        out.add(t)
+
+
+def is_argument(v) -> bool:
+    return isinstance(v, Argument)

@@ -1,0 +1,168 @@
+"""Calls: math functions by rule, allocation with shadow allocations, memory
+intrinsics, calls to defined functions differentiated recursively.
+
+``forward(sweep, inst)`` runs in the forward sweep after the copied call;
+``reverse(r, inst)`` in the reverse sweep.
+"""
+
+from __future__ import annotations
+
+from gpucompiler.llvm import types as T
+
+from .analysis import CONST, DUP, OUT, callee_name, memory_type
+from .emit import is_float_like, zero
+from .errors import unsupported
+from .rules import MATH_FORWARD, MATH_REVERSE, derived_forward, math_name
+
+#: calls that never carry derivatives (no memory of the caller written with floats)
+INACTIVE = frozenset("printf fprintf puts putchar fflush fputs abort exit __assert_fail rand srand time clock "
+                     "malloc_usable_size".split())
+#: intrinsics with no derivative effect
+_IGNORED_PREFIXES = ("llvm.lifetime.", "llvm.dbg.", "llvm.assume", "llvm.experimental.noalias.scope.decl",
+                     "llvm.invariant.", "llvm.prefetch", "llvm.donothing", "llvm.sideeffect",
+                     "llvm.stacksave", "llvm.stackrestore", "llvm.trap", "llvm.expect", "llvm.annotation",
+                     "llvm.var.annotation", "llvm.ptr.annotation", "llvm.umax", "llvm.umin", "llvm.smax",
+                     "llvm.smin", "llvm.abs.i", "llvm.ctpop", "llvm.ctlz", "llvm.cttz", "llvm.fshl", "llvm.fshr",
+                     "llvm.bswap", "llvm.is.fpclass", "llvm.objectsize")
+ALLOC = frozenset(("malloc", "_Znwm", "_Znam"))
+FREE = frozenset(("free", "_ZdlPv", "_ZdaPv", "_ZdlPvm"))
+
+
+def classify(inst) -> str:
+    """What kind of call ``inst`` is: ``ignored``, ``math``, ``alloc``, ``calloc``, ``realloc``, ``free``,
+    ``memcpy``, ``memset``, ``defined``, ``inactive`` or ``unknown``."""
+    name = callee_name(inst)
+    if name is None:
+        return "unknown"
+    if name.startswith(_IGNORED_PREFIXES):
+        return "ignored"
+    if math_name(name) is not None:
+        return "math"
+    if name in ALLOC:
+        return "alloc"
+    if name == "calloc":
+        return "calloc"
+    if name == "realloc":
+        return "realloc"
+    if name in FREE:
+        return "free"
+    if name.startswith(("llvm.memcpy.", "llvm.memmove.")):
+        return "memcpy"
+    if name.startswith("llvm.memset."):
+        return "memset"
+    if name in INACTIVE:
+        return "inactive"
+    if not inst.callee.is_declaration:
+        return "defined"
+    return "unknown"
+
+
+def call_kinds(act, inst, forward: bool) -> list[str]:
+    """The argument kinds of a call to a defined function, from the caller's activity."""
+    out = []
+    for a in inst.args:
+        if a in act.shadowed:
+            out.append(DUP)
+        elif a in act.active:
+            out.append(DUP if forward else OUT)
+        else:
+            out.append(CONST)
+    return out
+
+
+def _memory_kind(inst):
+    t = memory_type(inst.args[0]) or memory_type(inst.args[1]) if len(inst.args) > 1 else memory_type(inst.args[0])
+    return t
+
+
+# -- forward sweep -----------------------------------------------------------
+def forward(s, inst):
+    kind = classify(inst)
+    act = s.act
+    varied = not act.is_constant_instruction(inst)
+    if kind in ("ignored", "inactive"):
+        return
+    if kind == "math":
+        if s.tangents and inst in act.active:
+            key = math_name(callee_name(inst))
+            ts = [s.tangent(a) for a in inst.args]
+            fwd = MATH_FORWARD.get(key)
+            t = fwd(s, inst, ts) if fwd else derived_forward(MATH_REVERSE[key], s, inst, ts)
+            s.shadow_map[inst] = t if t is not None else zero(inst.type)
+        return
+    if kind in ("alloc", "calloc"):
+        copy = s.vmap[inst]
+        sh = s.call(callee_name(inst), inst.type, [s.val(a) for a in inst.args])
+        if kind == "alloc":
+            s.memset(sh, s.val(inst.args[0]))
+        s.shadow_map[inst] = sh
+        del copy
+        return
+    if kind == "realloc":
+        raise unsupported("realloc of active memory is not supported", inst, s.fn)
+    if kind == "free":
+        p = inst.args[0]
+        if s.tangents and p in act.shadowed:
+            s.call(callee_name(inst), T.void, [s.shadow(p, inst)])
+        return
+    if kind in ("memcpy", "memset"):
+        dst = inst.args[0]
+        if dst not in act.shadowed:
+            if kind == "memcpy" and inst.args[1] in act.shadowed:
+                raise unsupported("copy from active memory into memory without shadow", inst, s.fn)
+            return
+        mt = memory_type(dst) or (memory_type(inst.args[1]) if kind == "memcpy" else None)
+        if not s.tangents and mt is not None and mt.kind == "float":
+            return  # float adjoints are moved by the reverse sweep
+        args = [s.shadow(dst, inst)]
+        if kind == "memcpy":
+            args.append(s.shadow(inst.args[1], inst))
+            args += [s.val(a) for a in inst.args[2:]]
+        else:
+            args += [zero(inst.args[1].type)] + [s.val(a) for a in inst.args[2:]]
+        s.call(callee_name(inst), T.void, args)
+        return
+    if kind == "defined":
+        if not varied and inst not in act.active and inst not in act.shadowed:
+            return
+        if inst in act.shadowed:
+            raise unsupported("call returning a pointer with a shadow is not supported", inst, s.fn)
+        s.engine.forward_call(s, inst, call_kinds(act, inst, s.tangents))
+        return
+    if varied or inst in act.active or inst in act.shadowed:
+        raise unsupported(f"no derivative rule for call to '{callee_name(inst) or 'an indirect callee'}'", inst, s.fn)
+
+
+# -- reverse sweep -----------------------------------------------------------
+def reverse(r, inst):
+    kind = classify(inst)
+    act = r.act
+    if kind == "math":
+        if inst not in act.active:
+            return
+        d = r.take_adjoint(inst)
+        rule = MATH_REVERSE[math_name(callee_name(inst))]
+        for k, a in enumerate(inst.args):
+            if k < len(rule) and rule[k] is not None and a in act.active:
+                r.accumulate(a, rule[k](r, inst, d))
+        return
+    if kind in ("alloc", "calloc"):
+        r.call("free", T.void, [r.fwd_shadow(inst, inst)])
+        return
+    if kind in ("memcpy", "memset"):
+        dst = inst.args[0]
+        if dst not in act.shadowed:
+            return
+        mt = memory_type(dst) or (memory_type(inst.args[1]) if kind == "memcpy" else None)
+        if mt is None or mt.kind != "float":
+            return
+        n = r.fwd(inst.args[2])
+        sd = r.fwd_shadow(dst, inst)
+        if kind == "memset":
+            r.memset(sd, n)
+        else:
+            helper = r.engine.memcpy_adjoint(mt)
+            r.b.call(helper, [sd, r.fwd_shadow(inst.args[1], inst), n if n.type is T.i64 else r.b.zext(n, T.i64)])
+        return
+    if kind == "defined" and not act.is_constant_instruction(inst):
+        r.engine.reverse_call(r, inst, call_kinds(act, inst, False))

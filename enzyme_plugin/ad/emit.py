@@ -1,0 +1,191 @@
+"""Small IR-emission helpers shared by the derivative rules and the sweeps:
+float constants, arithmetic, math calls (intrinsic or libm, declared on demand)."""
+
+from __future__ import annotations
+
+import struct
+
+from gpucompiler.llvm import Builder, Function, const_int, constant, types as T
+
+#: math functions emitted as ``llvm.<name>.<type>`` intrinsics; others call libm
+_INTRINSICS = frozenset("sqrt exp exp2 log log2 log10 pow sin cos fabs copysign floor ceil trunc round "
+                        "fma fmuladd maxnum minnum powi".split())
+
+
+def is_float_like(t: T.Type) -> bool:
+    """A floating-point scalar or vector of them (the values that carry derivatives)."""
+    return t.scalar.kind == "float"
+
+
+def float_text(t: T.Type, x: float) -> str:
+    """LLVM's spelling of ``x`` as a constant of scalar type ``t`` (rounded to ``t``)."""
+    if t is T.float_:
+        x = struct.unpack("<f", struct.pack("<f", x))[0]
+    elif t is not T.double:
+        raise TypeError(f"float constant of type {t}")
+    bits = struct.unpack("<Q", struct.pack("<d", x))[0]
+    return f"0x{bits:016X}"
+
+
+def fconst(t: T.Type, x: float):
+    """``x`` as a scalar or splat-vector constant of type ``t``."""
+    if t.kind == "vector":
+        if x == 0.0:
+            return constant(t, "zeroinitializer")
+        el = f"{t.element} {float_text(t.element, x)}"
+        return constant(t, "<" + ", ".join([el] * t.count) + ">")
+    return constant(t, float_text(t, x))
+
+
+def zero(t: T.Type):
+    """The zero of any type (``0.0``, ``zeroinitializer``, ``null``...)."""
+    if t.kind == "float":
+        return fconst(t, 0.0)
+    if t.kind == "int":
+        return const_int(t, 0)
+    if t.kind == "ptr":
+        return constant(t, "null")
+    return constant(t, "zeroinitializer")
+
+
+def type_suffix(t: T.Type) -> str:
+    """Intrinsic name mangling: ``f64``, ``f32``, ``v4f64``."""
+    s = t.scalar
+    base = {"double": "f64", "float": "f32", "half": "f16"}[str(s)] if s.kind == "float" else str(s)
+    return f"v{t.count}{base}" if t.kind == "vector" else base
+
+
+def declare(module, name: str, fnty: T.FunctionType) -> Function:
+    """The function ``name`` of ``module``, declared with ``fnty`` if absent."""
+    fn = module.functions.get(name)
+    if fn is None:
+        fn = module.add_function(Function(name, fnty))
+    return fn
+
+
+class Emit:
+    """A builder with float helpers; ``module`` gets the declarations it needs."""
+
+    def __init__(self, module, builder: Builder | None = None):
+        self.module = module
+        self.b = builder or Builder()
+
+    # -- arithmetic (folding additions of zero keeps the output small) --------
+    def fadd(self, a, b):
+        if _is_zero(a):
+            return b
+        if _is_zero(b):
+            return a
+        return self.b.fadd(a, b)
+
+    def fsub(self, a, b):
+        return a if _is_zero(b) else self.b.fsub(a, b)
+
+    def fmul(self, a, b):
+        return self.b.fmul(a, b)
+
+    def fdiv(self, a, b):
+        return self.b.fdiv(a, b)
+
+    def fneg(self, a):
+        return self.b.fneg(a)
+
+    def const(self, t, x: float):
+        return fconst(t, x)
+
+    def select(self, c, a, b):
+        return self.b.select(c, a, b)
+
+    def fcmp(self, pred, a, b):
+        return self.b.fcmp(pred, a, b)
+
+    def cast(self, op, v, t):
+        return self.b.cast(op, v, t)
+
+    def extract(self, vec, i: int):
+        return self.b.extractelement(vec, const_int(T.i32, i))
+
+    def insert(self, vec, v, i: int):
+        return self.b.insertelement(vec, v, const_int(T.i32, i))
+
+    def splat(self, v, t: T.Type):
+        """A vector of type ``t`` with every lane ``v``."""
+        one = self.b.insertelement(constant(t, "poison"), v, const_int(T.i32, 0))
+        mask = constant(T.vector(t.count, T.i32), "zeroinitializer")
+        return self.b.shufflevector(one, constant(t, "poison"), mask)
+
+    # -- calls ----------------------------------------------------------------
+    def call(self, name: str, ret: T.Type, args):
+        fn = declare(self.module, name, T.function(ret, [a.type for a in args]))
+        return self.b.call(fn, list(args))
+
+    def math(self, name: str, *args):
+        """``name(args)`` on the type of the first argument: an intrinsic where LLVM has one, else libm."""
+        t = args[0].type
+        if name in _INTRINSICS:
+            full = f"llvm.{name}.{type_suffix(t)}"
+            if name == "powi":
+                full += f".{args[1].type}"
+            return self.call(full, t, args)
+        if t.kind == "vector":
+            lanes = [self.math(name, *[self.extract(a, k) for a in args]) for k in range(t.count)]
+            out = constant(t, "poison")
+            for k, lane in enumerate(lanes):
+                out = self.insert(out, lane, k)
+            return out
+        return self.call(name + ("f" if t is T.float_ else ""), t, args)
+
+
+def _is_zero(v) -> bool:
+    ref = getattr(v, "ref", None)
+    return ref == "zeroinitializer" or (ref is not None and ref.startswith("0x0000000000000000")
+                                        and v.type.kind == "float") or ref == "0.0"
+
+
+def sizeof(t: T.Type) -> int:
+    """Allocation size in bytes of ``t`` under the usual 64-bit data layout."""
+    k = t.kind
+    if k == "float":
+        return {"half": 2, "bfloat": 2, "float": 4, "double": 8, "x86_fp80": 16, "fp128": 16}[str(t)]
+    if k == "int":
+        n = max(1, (t.bits + 7) // 8)
+        p = 1
+        while p < n:
+            p *= 2
+        return p
+    if k == "ptr":
+        return 8
+    if k == "vector":
+        n = sizeof(t.element) * t.count
+        p = 1
+        while p < n:
+            p *= 2
+        return p
+    if k == "array":
+        return sizeof(t.element) * t.count
+    if k == "struct":
+        off, al = 0, 1
+        for e in t.elements or ():
+            a = 1 if t.packed else alignof(e)
+            off = (off + a - 1) // a * a + sizeof(e)
+            al = max(al, a)
+        return (off + al - 1) // al * al
+    raise TypeError(f"size of {t}")
+
+
+def alignof(t: T.Type) -> int:
+    if t.kind in ("array",):
+        return alignof(t.element)
+    if t.kind == "struct":
+        return max([alignof(e) for e in t.elements or ()] or [1])
+    return min(sizeof(t), 16)
+
+
+def _memset(self, p, n):
+    """``llvm.memset(p, 0, n)``."""
+    if n.type is not T.i64:
+        n = self.b.zext(n, T.i64)
+    return self.call("llvm.memset.p0.i64", T.void, [p, const_int(T.i8, 0), n, const_int(T.i1, 0)])
+
+
+Emit.memset = _memset

@@ -1,0 +1,285 @@
+"""The engine: derivative functions per (function, argument kinds, mode),
+generated on demand through a worklist so that recursion terminates."""
+
+from __future__ import annotations
+
+import re
+
+from gpucompiler.llvm import Builder, Function, constant, types as T
+
+from .analysis import CONST, DUP, OUT, Activity
+from .calls import INACTIVE
+from .emit import declare, fconst, is_float_like, zero
+from .errors import unsupported
+from .helpers import HELPERS, memcpy_adjoint
+from .reverse import TAPE, Reverse
+from .sweep import Sweep
+
+_PREFIX = "__gpuc_ad_"
+
+
+class Engine:
+    """Generates derivative functions into ``module``."""
+
+    def __init__(self, module):
+        self.module = module
+        self._acts: dict = {}
+        self._fns: dict = {}
+        self._work: list = []
+        self._helpers: dict = {}
+
+    # -- helpers and analyses ---------------------------------------------------
+    def helper(self, key: str) -> Function:
+        fnty, text = HELPERS[key]
+        return self._helper(key, fnty, text)
+
+    def memcpy_adjoint(self, ty) -> Function:
+        fnty, text = memcpy_adjoint(ty)
+        return self._helper(f"memcpy_adj_{ty}", fnty, text)
+
+    def _helper(self, key, fnty, text):
+        name = _PREFIX + key
+        if name not in self._helpers:
+            self._helpers[name] = text.format(name=name)
+            if key in ("push",):
+                declare(self.module, "realloc", T.function(T.ptr(), [T.ptr(), T.i64]))
+            if key in ("free",):
+                declare(self.module, "free", T.function(T.void, [T.ptr()]))
+        return declare(self.module, name, fnty)
+
+    def activity(self, fn, kinds) -> Activity:
+        key = (fn.name, tuple(kinds))
+        act = self._acts.get(key)
+        if act is None:
+            act = self._acts[key] = Activity(fn, kinds, INACTIVE)
+        return act
+
+    def _name(self, tag, fn, kinds) -> str:
+        sig = "".join(k[0] for k in kinds)
+        base = f"{tag}_{fn.name}.{sig}" if sig else f"{tag}_{fn.name}"
+        name, n = base, 1
+        while name in self.module.functions:
+            n += 1
+            name = f"{base}.{n}"
+        return name
+
+    def run(self) -> None:
+        """Generate every pending derivative body."""
+        while self._work:
+            self._work.pop()()
+
+    # -- signatures -------------------------------------------------------------
+    @staticmethod
+    def _params(fn, kinds, extra=()):
+        types, names, roles = [], [], []
+        for a, k in zip(fn.args, kinds):
+            types.append(a.type)
+            names.append("")
+            roles.append(("arg", a))
+            if k == DUP:
+                types.append(a.type)
+                names.append("")
+                roles.append(("shadow", a))
+        for t, role in extra:
+            types.append(t)
+            names.append("")
+            roles.append((role, None))
+        return types, roles
+
+    def _new(self, name, ret, types) -> Function:
+        fn = Function(name, T.function(ret, types), prefix="internal")
+        self.module.add_function(fn)
+        return fn
+
+    @staticmethod
+    def _roles(fn, roles):
+        args, shadows, extra = {}, {}, {}
+        for a, (role, prim) in zip(fn.args, roles):
+            if role == "arg":
+                args[prim] = a
+            elif role == "shadow":
+                shadows[prim] = a
+            else:
+                extra[role] = a
+        return args, shadows, extra
+
+    @staticmethod
+    def adjoint_type(fn, kinds):
+        """The literal struct of the adjoints of the ``out`` arguments (None when there are none)."""
+        outs = [a.type for a, k in zip(fn.args, kinds) if k == OUT]
+        return T.struct(outs) if outs else None
+
+    # -- forward mode -------------------------------------------------------------
+    def forward_fn(self, fn, kinds) -> Function:
+        """``fwd(args, tangents of dup args) -> {ret, dret}`` (float return) or ``ret``."""
+        key = ("fwd", fn.name, tuple(kinds))
+        if key in self._fns:
+            return self._fns[key]
+        if fn.is_declaration:
+            raise unsupported(f"cannot differentiate declared function @{fn.name}", None, fn)
+        rt = fn.return_type
+        ret = T.struct([rt, rt]) if is_float_like(rt) else rt
+        types, roles = self._params(fn, kinds)
+        new = self._new(self._name("fwddiffe", fn, kinds), ret, types)
+        self._fns[key] = new
+        self._work.append(lambda: self._gen_forward(fn, kinds, new, roles))
+        return new
+
+    def _gen_forward(self, fn, kinds, new, roles):
+        act = self.activity(fn, kinds)
+        args, shadows, _ = self._roles(new, roles)
+        sw = Sweep(self, fn, act, new, args, shadows, tangents=True)
+        sw.run()
+        rt = fn.return_type
+        for block in fn.blocks:
+            term = block.terminator
+            if term is None or term.opcode != "ret" or not is_float_like(rt):
+                continue
+            copy = sw.vmap[term]
+            b = Builder()
+            b.position_before(copy)
+            v = sw.val(term.operands[0])
+            t = sw.shadow_map.get(term.operands[0]) if term.operands[0] in act.active else None
+            agg = b.insertvalue(constant(new.return_type, "poison"), v, 0)
+            agg = b.insertvalue(agg, t if t is not None else zero(rt), 1)
+            b.ret(agg)
+            copy.erase()
+
+    def forward_call(self, s, inst, kinds):
+        """In a forward sweep: replace the copied call by a call to the callee's derivative."""
+        callee = inst.callee
+        copy = s.vmap[inst]
+        args = []
+        for a, k in zip(inst.args, kinds):
+            args.append(s.val(a))
+            if k == DUP:
+                args.append(s.shadow(a, inst))
+        rt = callee.return_type
+        if s.tangents:
+            new = s.b.call(self.forward_fn(callee, kinds), args)
+            if is_float_like(rt):
+                prim = s.b.extractvalue(new, 0)
+                s.shadow_map[inst] = s.b.extractvalue(new, 1)
+            else:
+                prim = new
+        else:
+            aug, _ = self.split_fns(callee, kinds)
+            prim = s.b.call(aug, args + [s.tape])
+        if rt is not T.void:
+            copy.replace_all_uses_with(prim)
+        s.vmap[inst] = prim
+        copy.erase()
+
+    # -- reverse mode -------------------------------------------------------------
+    def split_fns(self, fn, kinds):
+        """``aug(args, shadows, tape) -> ret`` and ``rev(args, shadows, [dret], tape) -> {adjoints}``."""
+        key = ("split", fn.name, tuple(kinds))
+        if key in self._fns:
+            return self._fns[key]
+        if fn.is_declaration:
+            raise unsupported(f"cannot differentiate declared function @{fn.name}", None, fn)
+        rt = fn.return_type
+        types, roles = self._params(fn, kinds, [(T.ptr(), "tape")])
+        aug = self._new(self._name("augmented", fn, kinds), rt, types)
+        extra = ([(rt, "dret")] if is_float_like(rt) else []) + [(T.ptr(), "tape")]
+        rtypes, rroles = self._params(fn, kinds, extra)
+        adj = self.adjoint_type(fn, kinds)
+        rev = self._new(self._name("diffe", fn, kinds), adj or T.void, rtypes)
+        self._fns[key] = (aug, rev)
+        self._work.append(lambda: self._gen_split(fn, kinds, aug, roles, rev, rroles))
+        return aug, rev
+
+    def _gen_split(self, fn, kinds, aug, roles, rev, rroles):
+        act = self.activity(fn, kinds)
+        fargs, fshadows, fextra = self._roles(aug, roles)
+        rargs, rshadows, rextra = self._roles(rev, rroles)
+        entry = rev.append_block("entry")
+        Builder(entry).unreachable()  # placeholder terminator, replaced below
+        r = Reverse(self, fn, act, aug, rev, fwd_args=fargs, fwd_shadows=fshadows, rev_args=rargs,
+                    rev_shadows=rshadows, dret=rextra.get("dret"), fwd_tape=fextra["tape"],
+                    rev_tape=rextra["tape"], rev_entry=entry)
+        r.run(lambda rr: self._finish(rr, fn, kinds, rev, None))
+        entry.instructions[-1].erase()
+        exit_block = r.cfg.exit
+        Builder(entry).br(r.pop_blocks[exit_block])
+
+    def combined_fn(self, fn, kinds) -> Function:
+        """``diffe(args, shadows) -> {adjoints of out args}``, the return seeded with 1."""
+        key = ("combined", fn.name, tuple(kinds))
+        if key in self._fns:
+            return self._fns[key]
+        if fn.is_declaration:
+            raise unsupported(f"cannot differentiate declared function @{fn.name}", None, fn)
+        types, roles = self._params(fn, kinds)
+        adj = self.adjoint_type(fn, kinds)
+        new = self._new(self._name("diffe", fn, kinds), adj or T.void, types)
+        self._fns[key] = new
+        self._work.append(lambda: self._gen_combined(fn, kinds, new, roles))
+        return new
+
+    def _gen_combined(self, fn, kinds, new, roles):
+        act = self.activity(fn, kinds)
+        args, shadows, _ = self._roles(new, roles)
+        rt = fn.return_type
+        dret = fconst(rt, 1.0) if is_float_like(rt) else None
+        # the tape lives in the first block; the sweep's copy of the entry follows it
+        top = new.append_block("alloca")
+        b = Builder(top)
+        tape = b.alloca(TAPE)
+        b.store(constant(TAPE, "zeroinitializer"), tape)
+        r = Reverse(self, fn, act, new, new, fwd_args=args, fwd_shadows=shadows, rev_args=args,
+                    rev_shadows=shadows, dret=dret, fwd_tape=tape, rev_tape=tape, rev_entry=top)
+        r.run(lambda rr: self._finish(rr, fn, kinds, new, tape))
+        b.position_at_end(top)
+        b.br(r.sweep.vmap[fn.entry])
+        ret = r.sweep.vmap[r.cfg.exit.terminator]
+        b.position_before(ret)
+        b.br(r.pop_blocks[r.cfg.exit])
+        ret.erase()
+
+    def _finish(self, r, fn, kinds, rev, tape):
+        adj = self.adjoint_type(fn, kinds)
+        if tape is not None:
+            r.b.call(self.helper("free"), [tape])
+        if adj is None:
+            r.b.ret()
+            return
+        agg = constant(adj, "poison")
+        k = 0
+        for a, kind in zip(fn.args, kinds):
+            if kind != OUT:
+                continue
+            v = r.b.load(a.type, r.slot(a)) if a in r.act.active else zero(a.type)
+            agg = r.b.insertvalue(agg, v, k)
+            k += 1
+        r.b.ret(agg)
+
+    def reverse_call(self, r, inst, kinds):
+        """In a reverse sweep: call the callee's reverse and accumulate the adjoints of its arguments."""
+        callee = inst.callee
+        _, rev = self.split_fns(callee, kinds)
+        args = []
+        for a, k in zip(inst.args, kinds):
+            args.append(r.fwd(a))
+            if k == DUP:
+                args.append(r.fwd_shadow(a, inst))
+        if is_float_like(callee.return_type):
+            args.append(r.take_adjoint(inst) if inst in r.act.active else zero(callee.return_type))
+        args.append(r.tape)
+        out = r.b.call(rev, args)
+        k = 0
+        for a, kind in zip(inst.args, kinds):
+            if kind == OUT:
+                r.accumulate(a, r.b.extractvalue(out, k))
+                k += 1
+
+    # -- output -------------------------------------------------------------------
+    def finalize(self, text: str) -> str:
+        """Replace the helper declarations of ``text`` by their definitions."""
+        for name, body in self._helpers.items():
+            text = re.sub(rf"^declare [^\n]*@{re.escape(name)}\([^\n]*\n", "", text, flags=re.M)
+            text += body
+        return text
+
+
+__all__ = ["CONST", "DUP", "OUT", "Engine"]

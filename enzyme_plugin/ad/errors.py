@@ -1,0 +1,75 @@
+"""The AD engine's error and its single error-handler hook.
+
+Every unsupported construct goes through :func:`unsupported`, which builds an
+:class:`ADError` naming the instruction (as printed) and the function, hands
+it to the installed handler (default: raise). Never a silently wrong
+derivative.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from gpucompiler.errors import GPUCompilerError
+
+
+class ADError(GPUCompilerError):
+    """A construct the AD engine cannot differentiate.
+
+    ``instruction`` is the offending instruction as printed (or None) and
+    ``function`` the name of the function being differentiated.
+    """
+
+    def __init__(self, message: str, instruction: str | None = None, function: str | None = None):
+        self.reason, self.instruction, self.function = message, instruction, function
+        text = message
+        if function:
+            text += f" in function @{function}"
+        if instruction:
+            text += f"\n    {instruction.strip()}"
+        super().__init__(text)
+
+
+def _raise(err: ADError) -> None:
+    raise err
+
+
+#: the error handler: receives every ADError; the default raises it
+_handler: list[Callable[[ADError], None]] = [_raise]
+
+
+def set_error_handler(handler: Callable[[ADError], None] | None) -> None:
+    """Install ``handler`` (None restores the default, which raises). A handler
+    that returns lets the engine raise anyway: nothing unsupported is skipped."""
+    _handler[0] = handler or _raise
+
+
+def print_instruction(inst) -> str:
+    """``%x = fmul double %a, %b`` as LLVM would print it (operands by reference)."""
+    try:
+        from gpucompiler.llvm.printer import print_module  # noqa: F401
+
+        parts = []
+        for p in inst.parts:
+            if type(p) is int:
+                op = inst.operands[p]
+                parts.append(op.ref or "%<unnamed>")
+            elif type(p) is str:
+                parts.append(p)
+            else:
+                parts.append(str(p) if not hasattr(p, "slot") else "#?")
+        body = "".join(parts)
+        return f"{inst.ref} = {body}" if inst.ref else body
+    except Exception:  # printing must never hide the real error
+        return f"<{inst.opcode}>"
+
+
+def unsupported(message: str, inst=None, function=None) -> ADError:
+    """Report ``message`` about ``inst`` in ``function`` through the handler, then raise."""
+    fn = function
+    if fn is None and inst is not None and getattr(inst, "parent", None) is not None:
+        fn = inst.parent.parent
+    err = ADError(message, print_instruction(inst) if inst is not None else None,
+                  getattr(fn, "name", fn) if fn is not None else None)
+    _handler[0](err)
+    raise err

@@ -1,0 +1,87 @@
+"""Runtime helpers the derivatives call, defined as LLVM IR text appended to
+the module (internal, always inlined): the tape stack and memcpy adjoints."""
+
+from __future__ import annotations
+
+from gpucompiler.llvm import types as T
+
+#: name -> (function type, body text with {name})
+HELPERS = {
+    "push": (T.function(T.ptr(), [T.ptr(), T.i64]), """
+define internal ptr @{name}(ptr %t, i64 %n) alwaysinline {{
+entry:
+  %spp = getelementptr inbounds i8, ptr %t, i64 8
+  %capp = getelementptr inbounds i8, ptr %t, i64 16
+  %sp = load i64, ptr %spp, align 8
+  %cap = load i64, ptr %capp, align 8
+  %nsp = add i64 %sp, %n
+  %full = icmp ugt i64 %nsp, %cap
+  br i1 %full, label %grow, label %ok, !prof !{{!"branch_weights", i32 1, i32 2000}}
+grow:
+  %c2 = shl i64 %cap, 1
+  %c3 = add i64 %nsp, 4096
+  %big = icmp ugt i64 %c2, %c3
+  %nc = select i1 %big, i64 %c2, i64 %c3
+  %b = load ptr, ptr %t, align 8
+  %nb = call ptr @realloc(ptr %b, i64 %nc)
+  store ptr %nb, ptr %t, align 8
+  store i64 %nc, ptr %capp, align 8
+  br label %ok
+ok:
+  %base = load ptr, ptr %t, align 8
+  store i64 %nsp, ptr %spp, align 8
+  %w = getelementptr inbounds i8, ptr %base, i64 %sp
+  ret ptr %w
+}}
+"""),
+    "pop": (T.function(T.ptr(), [T.ptr(), T.i64]), """
+define internal ptr @{name}(ptr %t, i64 %n) alwaysinline {{
+entry:
+  %spp = getelementptr inbounds i8, ptr %t, i64 8
+  %sp = load i64, ptr %spp, align 8
+  %nsp = sub i64 %sp, %n
+  store i64 %nsp, ptr %spp, align 8
+  %base = load ptr, ptr %t, align 8
+  %w = getelementptr inbounds i8, ptr %base, i64 %nsp
+  ret ptr %w
+}}
+"""),
+    "free": (T.function(T.void, [T.ptr()]), """
+define internal void @{name}(ptr %t) alwaysinline {{
+entry:
+  %b = load ptr, ptr %t, align 8
+  call void @free(ptr %b)
+  ret void
+}}
+"""),
+}
+
+_MEMCPY_ADJ = """
+define internal void @{name}(ptr %d, ptr %s, i64 %bytes) {{
+entry:
+  %n = udiv i64 %bytes, {size}
+  %z = icmp eq i64 %n, 0
+  br i1 %z, label %done, label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]
+  %pd = getelementptr inbounds {ty}, ptr %d, i64 %i
+  %ps = getelementptr inbounds {ty}, ptr %s, i64 %i
+  %vd = load {ty}, ptr %pd
+  %vs = load {ty}, ptr %ps
+  %sum = fadd {ty} %vs, %vd
+  store {ty} %sum, ptr %ps
+  store {ty} 0.0, ptr %pd
+  %i1 = add i64 %i, 1
+  %c = icmp ult i64 %i1, %n
+  br i1 %c, label %loop, label %done
+done:
+  ret void
+}}
+"""
+
+
+def memcpy_adjoint(ty: T.Type):
+    """(function type, text) of the memcpy adjoint for element ``ty``: ``s[i] += d[i]; d[i] = 0``."""
+    size = {"double": 8, "float": 4}[str(ty)]
+    return T.function(T.void, [T.ptr(), T.ptr(), T.i64]), _MEMCPY_ADJ.replace("{size}", str(size)).replace(
+        "{ty}", str(ty))

@@ -1,0 +1,176 @@
+"""Enzyme's C interface: find the marker calls, decode their argument
+conventions, generate the derivatives and replace the markers.
+
+``__enzyme_autodiff*`` (reverse mode, adjoints of active scalars returned),
+``__enzyme_fwddiff*`` (forward mode, the tangent of the return), matched by
+substring so C++-mangled names work. Argument conventions: ``enzyme_dup``,
+``enzyme_dupnoneed``, ``enzyme_const``, ``enzyme_out`` given as globals (or
+loads of them) or metadata strings; without a marker a pointer is followed
+by its shadow, a float is active (forward mode: followed by its tangent) and
+an integer is constant.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpucompiler.llvm import Builder, Function, GlobalVariable, Instruction, constant, parse, types as T
+
+from . import preprocess
+from .analysis import CONST, DUP, OUT
+from .emit import is_float_like
+from .engine import Engine
+from .errors import unsupported
+
+MODES = (("__enzyme_autodiff", "reverse"), ("__enzyme_fwddiff", "forward"))
+MARKERS = ("enzyme_dupnoneed", "enzyme_dup", "enzyme_const", "enzyme_out")
+_MDSTR = re.compile(r'!"([^"]*)"')
+
+
+def marker_mode(name: str) -> str | None:
+    for key, mode in MODES:
+        if key in name:
+            return mode
+    return None
+
+
+def _marker_of(v) -> str | None:
+    if isinstance(v, tuple):
+        return v[1]
+    g = v
+    if isinstance(v, Instruction) and v.opcode == "load":
+        g = v.pointer_operand
+    if isinstance(g, GlobalVariable):
+        for m in MARKERS:
+            if m in g.name:
+                return m
+    return None
+
+
+def call_items(inst) -> list:
+    """The call's arguments in order: values, and ``("marker", name)`` for metadata strings."""
+    k = inst._callee_slot()
+    items, pending = [], None
+    parts = inst.parts
+    for p in parts[parts.index(k) + 1:]:
+        if isinstance(p, T.Type):
+            pending = p
+        elif type(p) is int:
+            items.append(inst.operands[p])
+            pending = None
+        elif type(p) is str and pending is T.metadata:
+            m = _MDSTR.search(p)
+            if m:
+                items.append(("marker", m.group(1)))
+                pending = None
+    return items
+
+
+def decode(inst, fn, mode: str):
+    """(kinds, caller values per derivative parameter) of a marker call on ``fn``."""
+    items = call_items(inst)[1:]
+    kinds, values, i = [], [], 0
+    for a in fn.args:
+        if i >= len(items):
+            raise unsupported(f"too few arguments for @{fn.name} in the marker call", inst)
+        m = _marker_of(items[i])
+        if m is not None:
+            i += 1
+        if m is None:
+            if a.type.kind == "ptr":
+                m = "enzyme_dup"
+            elif is_float_like(a.type):
+                m = "enzyme_dup" if mode == "forward" else "enzyme_out"
+            else:
+                m = "enzyme_const"
+        if m in ("enzyme_dup", "enzyme_dupnoneed"):
+            if mode == "reverse" and a.type.kind != "ptr":
+                kinds.append(OUT)
+                values.append(items[i])
+                i += 1
+                continue
+            kinds.append(DUP)
+            values += [items[i], items[i + 1]]
+            i += 2
+        elif m == "enzyme_out":
+            kinds.append(OUT if is_float_like(a.type) else CONST)
+            values.append(items[i])
+            i += 1
+        else:
+            kinds.append(CONST)
+            values.append(items[i])
+            i += 1
+    for v in values:
+        if isinstance(v, tuple):
+            raise unsupported("misplaced activity marker in the marker call", inst)
+    return kinds, values
+
+
+def _target(inst):
+    items = call_items(inst)
+    f = items[0] if items else None
+    if not isinstance(f, Function):
+        raise unsupported("the first argument of the marker call must be a function", inst)
+    return f
+
+
+def _convert(b, v, want, inst):
+    """Reshape the derivative's result ``v`` to the marker call's return type ``want``."""
+    have = v.type if v is not None else T.void
+    if want is T.void:
+        return None
+    if have is want:
+        return v
+    if have.kind == "struct" and len(have.elements) == 1 and have.elements[0] is want:
+        return b.extractvalue(v, 0)
+    if have.kind == "struct" and want.kind in ("struct", "array"):
+        n = len(want.elements) if want.kind == "struct" else want.count
+        if n == len(have.elements):
+            out = constant(want, "poison")
+            for k in range(n):
+                out = b.insertvalue(out, b.extractvalue(v, k), k)
+            return out
+    raise unsupported(f"marker call returns {want} but the derivative gives {have}", inst)
+
+
+def differentiate_module(module):
+    """Differentiate every marker call of ``module`` in place; returns (engine, count)."""
+    engine = Engine(module)
+    sites = []
+    for fn in list(module.functions.values()):
+        for inst in list(fn.instructions()):
+            if inst.opcode != "call" or inst.callee is None or getattr(inst.callee, "sigil", "") != "@":
+                continue
+            mode = marker_mode(inst.callee.name)
+            if mode is not None:
+                sites.append((inst, mode))
+    for inst, mode in sites:
+        if any("sret" in p for p in inst.parts if type(p) is str):
+            raise unsupported("marker call returning through sret is not supported", inst)
+        f = _target(inst)
+        kinds, values = decode(inst, f, mode)
+        b = Builder()
+        b.position_before(inst)
+        if mode == "forward":
+            d = engine.forward_fn(f, kinds)
+            out = b.call(d, values)
+            res = b.extractvalue(out, 1) if is_float_like(f.return_type) else None
+        else:
+            d = engine.combined_fn(f, kinds)
+            out = b.call(d, values)
+            res = out if d.return_type is not T.void else None
+        new = _convert(b, res, inst.type, inst)
+        if new is not None:
+            inst.replace_all_uses_with(new)
+        inst.erase()
+    engine.run()
+    return engine, len(sites)
+
+
+def differentiate(ir_text: str, *, optimize: bool = True) -> str:
+    """LLVM IR text with every ``__enzyme_autodiff``/``__enzyme_fwddiff`` call replaced by a call to
+    the generated derivative; the result verifies under LLVM and is optimised at O2."""
+    module = parse(preprocess.prepare(ir_text))
+    engine, _ = differentiate_module(module)
+    text = engine.finalize(str(module))
+    return preprocess.optimize(text, 2 if optimize else 0)

@@ -1,0 +1,121 @@
+"""Memory instructions: shadows in the forward sweep, adjoint accumulation in the reverse.
+
+Forward rules ``fwd(sweep, inst)`` run after the primal copy of ``inst``;
+reverse rules ``rev(r, inst)`` run in the reverse block of ``inst``'s block.
+"""
+
+from __future__ import annotations
+
+from gpucompiler.llvm import Instruction, const_int, types as T
+
+from .emit import is_float_like, sizeof, zero
+from .errors import unsupported
+
+
+def _align(inst):
+    return inst.alignment
+
+
+def fwd_alloca(s, inst):
+    if inst not in s.act.shadowed:
+        return
+    copy = s.vmap[inst]
+    sh = Instruction("alloca", inst.type, list(copy.parts), (), "")
+    for o in copy.operands:
+        sh.append_operand(o)
+    s.b.insert(sh)
+    size = sizeof(inst.allocated_type)
+    n = const_int(T.i64, size)
+    if inst.operands:
+        cnt = copy.operands[0]
+        if cnt.type is not T.i64:
+            cnt = s.b.zext(cnt, T.i64) if cnt.type.bits < 64 else s.b.trunc(cnt, T.i64)
+        n = s.b.mul(cnt, n)
+    s.memset(sh, n)
+    s.shadow_map[inst] = sh
+
+
+def fwd_load(s, inst):
+    p = inst.pointer_operand
+    if p not in s.act.shadowed:
+        return
+    if inst in s.act.shadowed or (s.tangents and inst in s.act.active):
+        s.shadow_map[inst] = s.b.load(inst.type, s.shadow(p, inst), align=_align(inst))
+
+
+def fwd_store(s, inst):
+    v, p = inst.value_operand, inst.pointer_operand
+    has = p in s.act.shadowed
+    if v in s.act.active and not has:
+        raise unsupported("active value stored into memory that has no shadow", inst, s.fn)
+    if not has:
+        return
+    t = v.type
+    sp = s.shadow(p, inst)
+    if is_float_like(t):
+        if s.tangents:
+            tv = s.shadow_map.get(v) if v in s.act.active else None
+            s.b.store(tv if tv is not None else zero(t), sp, align=_align(inst))
+        return
+    if t.kind == "ptr":
+        sv = s.shadow_map.get(v)
+        s.b.store(sv if sv is not None else zero(t), sp, align=_align(inst))
+        return
+    if t.kind in ("int",) or (t.kind == "vector" and t.element.kind == "int"):
+        s.b.store(s.val(v), sp, align=_align(inst))
+        return
+    raise unsupported(f"store of {t} into active memory", inst, s.fn)
+
+
+def fwd_address(s, inst):
+    """getelementptr / bitcast / addrspacecast: the same computation on the shadow."""
+    if inst not in s.act.shadowed:
+        return
+    copy = s.vmap[inst]
+    sh = Instruction(inst.opcode, inst.type, list(copy.parts), (), "")
+    for k, o in enumerate(copy.operands):
+        sh.append_operand(s.shadow(inst.operands[0], inst) if k == 0 else o)
+    s.b.insert(sh)
+    s.shadow_map[inst] = sh
+
+
+FORWARD = {
+    "alloca": fwd_alloca,
+    "load": fwd_load,
+    "store": fwd_store,
+    "getelementptr": fwd_address,
+    "bitcast": lambda s, i: fwd_address(s, i) if i.type.kind == "ptr" else None,
+    "addrspacecast": fwd_address,
+    "atomicrmw": lambda s, i: _atomic(s, i),
+    "cmpxchg": lambda s, i: _atomic(s, i),
+    "fence": lambda s, i: None,
+}
+
+
+def _atomic(s, inst):
+    if not s.act.is_constant_instruction(inst) or inst.pointer_operand in s.act.shadowed:
+        raise unsupported("atomic operation on active memory", inst, s.fn)
+
+
+# -- reverse -----------------------------------------------------------------
+def rev_load(r, inst):
+    if inst not in r.act.active:
+        return
+    d = r.take_adjoint(inst)
+    sp = r.fwd_shadow(inst.pointer_operand, inst)
+    old = r.b.load(inst.type, sp, align=_align(inst))
+    r.b.store(r.fadd(old, d), sp, align=_align(inst))
+
+
+def rev_store(r, inst):
+    v, p = inst.value_operand, inst.pointer_operand
+    if p not in r.act.shadowed or not is_float_like(v.type):
+        return
+    sp = r.fwd_shadow(p, inst)
+    m = r.b.load(v.type, sp, align=_align(inst))
+    r.b.store(zero(v.type), sp, align=_align(inst))
+    if v in r.act.active:
+        r.accumulate(v, m)
+
+
+REVERSE = {"load": rev_load, "store": rev_store}

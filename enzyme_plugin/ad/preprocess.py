@@ -1,0 +1,56 @@
+"""LLVM passes around AD: cleanup before (so AD sees SSA values, not stack slots)
+and the O2 pipeline after (what Enzyme does so the derivative is fast)."""
+
+from __future__ import annotations
+
+import re
+
+import llvmlite.binding as llvm
+
+from gpucompiler.llvm.binding import initialize, parse_ir
+
+_OPTNONE = re.compile(r"\boptnone\b")
+
+
+def _target_machine(ref: llvm.ModuleRef, opt: int):
+    initialize()
+    triple = ref.triple or llvm.get_process_triple()
+    try:
+        target = llvm.Target.from_triple(triple)
+    except RuntimeError:
+        target = llvm.Target.from_default_triple()
+    return target.create_target_machine(opt=opt)
+
+
+def _pass_builder(ref: llvm.ModuleRef, opt: int) -> llvm.PassBuilder:
+    tm = _target_machine(ref, opt)
+    return llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=opt))
+
+
+def prepare(text: str) -> str:
+    """SROA/mem2reg, instcombine, simplifycfg and a single exit per function.
+
+    ``optnone`` is dropped first (clang -O0 sets it; the derivative is
+    optimised anyway)."""
+    text = _OPTNONE.sub("", text)
+    ref = parse_ir(text)
+    pb = _pass_builder(ref, 2)
+    mpm = llvm.create_new_module_pass_manager()
+    mpm.add_sroa_pass()
+    mpm.add_instruction_combine_pass()
+    mpm.add_simplify_cfg_pass()
+    mpm.add_sroa_pass()
+    mpm.add_dead_code_elimination_pass()
+    mpm.add_unify_function_exit_nodes_pass()
+    mpm.run(ref, pb)
+    return str(ref)
+
+
+def optimize(text: str, level: int = 2) -> str:
+    """LLVM's default ``O<level>`` pipeline; the result is verified."""
+    ref = parse_ir(text)
+    if level > 0:
+        pb = _pass_builder(ref, level)
+        pb.getModulePassManager().run(ref, pb)
+        ref.verify()
+    return str(ref)

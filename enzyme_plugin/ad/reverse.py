@@ -1,0 +1,224 @@
+"""Reverse mode: an augmented forward sweep that pushes, at the end of each
+block, the values the block's reverse needs (and which predecessor it came
+from), then one reverse block per primal block that pops them, runs the
+adjoint rules in reverse order and branches to the reverse of the recorded
+predecessor. The tape is a stack (``{ptr base, i64 sp, i64 cap}``, grown by
+``realloc``), which is correct for any CFG: loops of any trip count,
+recursion through calls (callees push on the same tape) and early exits.
+
+Adjoints are accumulated in ``alloca`` slots; LLVM's SROA/mem2reg turns them
+into registers. When forward and reverse share one function, values that run
+exactly once and dominate the return are used directly, not taped.
+"""
+
+from __future__ import annotations
+
+from gpucompiler.llvm import Argument, Builder, Instruction, const_int, constant, types as T
+
+from . import calls, memory
+from .emit import Emit, fconst, is_float_like, sizeof, zero
+from .errors import unsupported
+from .rules import ARITH_REVERSE
+from .sweep import PASSIVE, Sweep
+
+TAPE = T.struct([T.ptr(), T.i64, T.i64])
+
+
+class Reverse(Emit):
+    """Emits the derivative of ``fn`` (activity ``act``).
+
+    ``aug``/``rev`` are the functions receiving the forward and reverse
+    sweeps (the same function in combined mode). ``fwd_args``/``rev_args``
+    map primal arguments to values, ``fwd_shadows``/``rev_shadows`` map
+    primal pointer arguments to their shadows, ``dret`` is the return seed
+    (None when the return is inactive) and ``fwd_tape``/``rev_tape`` point to
+    the tape.
+    """
+
+    def __init__(self, engine, fn, act, aug, rev, *, fwd_args, fwd_shadows, rev_args, rev_shadows,
+                 dret, fwd_tape, rev_tape, rev_entry):
+        Emit.__init__(self, engine.module, Builder())
+        self.engine, self.fn, self.act = engine, fn, act
+        self.aug, self.rev = aug, rev
+        self.combined = aug is rev
+        self.sweep = Sweep(engine, fn, act, aug, fwd_args, fwd_shadows, tangents=False)
+        self.sweep.tape = fwd_tape
+        self.cfg = self.sweep.cfg
+        self.rev_args, self.rev_shadows = rev_args, rev_shadows
+        self.dret, self.tape = dret, rev_tape
+        #: the block holding adjoint slots (start of the reverse function)
+        self.rev_entry = rev_entry
+        self.slots: dict = {}
+        self.requests: dict = {}  # primal block -> [(forward value, load, offset)]
+        self.memo: dict = {}
+        self.cur = None
+
+    # -- values available in the reverse sweep --------------------------------
+    def fwd(self, v):
+        if isinstance(v, Argument):
+            return self.rev_args[v]
+        if not isinstance(v, Instruction):
+            return v
+        return self._from_forward(v.parent, self.sweep.vmap[v])
+
+    def fwd_shadow(self, v, inst=None):
+        if isinstance(v, Argument):
+            s = self.rev_shadows.get(v)
+            if s is None:
+                raise unsupported("pointer argument without a shadow", inst, self.fn)
+            return s
+        s = self.sweep.shadow(v, inst)
+        if not isinstance(s, (Instruction, Argument)):
+            return s
+        return self._from_forward(v.parent if isinstance(v, Instruction) else None, s)
+
+    def op(self, inst, k):
+        return self.fwd(inst.args[k] if inst.opcode == "call" else inst.operands[k])
+
+    def res(self, inst):
+        return self.fwd(inst)
+
+    def _from_forward(self, block, fv):
+        if self.combined and (block is None or block in self.cfg.once):
+            return fv
+        key = (self.cur, fv)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        reqs = self.requests.setdefault(self.cur, [])
+        off = sum(_slot(v.type) for v, _, _ in reqs)
+        pop = self.pop_blocks[self.cur]
+        ld = Instruction("load", fv.type, ["load ", fv.type, ", ", T.ptr(), " ", 0, ", align 8"],
+                         (constant(T.ptr(), "poison"),))
+        pop.instructions.insert(len(pop.instructions) - 1, ld)
+        ld.parent = pop
+        reqs.append((fv, ld, off))
+        self.memo[key] = ld
+        return ld
+
+    # -- adjoints --------------------------------------------------------------
+    def slot(self, v):
+        s = self.slots.get(v)
+        if s is None:
+            b = Builder()
+            b.position_before(self.rev_entry.instructions[0])
+            s = b.alloca(v.type)
+            b.store(zero(v.type), s)
+            self.slots[v] = s
+        return s
+
+    def take_adjoint(self, v):
+        """The adjoint of ``v`` accumulated so far; the slot is reset to zero."""
+        s = self.slot(v)
+        d = self.b.load(v.type, s)
+        self.b.store(zero(v.type), s)
+        return d
+
+    def accumulate(self, v, d):
+        """``adjoint(v) += d`` (nothing when ``v`` is inactive)."""
+        if v not in self.act.active or d is None:
+            return
+        s = self.slot(v)
+        self.b.store(self.fadd(self.b.load(v.type, s), d), s)
+
+    # -- driver ---------------------------------------------------------------
+    def run(self, finish):
+        """Build both sweeps; ``finish(r, exit_builder)`` emits the end of the reverse of the entry block."""
+        sw = self.sweep
+        sw.run()
+        fn, cfg = self.fn, self.cfg
+        self.pop_blocks, self.rev_blocks = {}, {}
+        for block in fn.blocks:
+            pb = self.rev.append_block(f"rev.{block.name}" if block.name else "")
+            rb = self.rev.append_block("")
+            self.pop_blocks[block], self.rev_blocks[block] = pb, rb
+            Builder(pb).br(rb)
+        self.pred_ids = {}
+        for block in fn.blocks:
+            preds = cfg.preds(block)
+            if len(preds) > 1:
+                b = Builder()
+                b.position_before(sw.vmap[block].instructions[0])
+                self.pred_ids[block] = b.phi(T.i32, [(const_int(T.i32, k), sw.vmap[p]) for k, p in enumerate(preds)])
+        for block in fn.blocks:
+            self.cur = block
+            self.b.position_at_end(self.rev_blocks[block])
+            self.reverse_block(block, finish)
+        self._materialize()
+
+    def reverse_block(self, block, finish):
+        if block not in self.cfg.reachable:
+            self.b.unreachable()
+            return
+        for inst in reversed(block.instructions):
+            if inst.opcode != "phi":
+                self.reverse_rule(inst)
+        phis = [p for p in block.instructions if p.opcode == "phi" and p in self.act.active]
+        ds = [(p, self.take_adjoint(p)) for p in phis]
+        preds = self.cfg.preds(block)
+        if block is self.fn.entry:
+            finish(self)
+            return
+        if len(preds) == 1:
+            self._edge(ds, preds[0])
+            return
+        pid = self._from_forward(block, self.pred_ids[block])
+        targets = [self.rev.append_block("") for _ in preds]
+        self.b.switch(pid, targets[0], [(const_int(T.i32, k), t) for k, t in enumerate(targets) if k])
+        for p, t in zip(preds, targets):
+            self.b.position_at_end(t)
+            self._edge(ds, p)
+
+    def _edge(self, ds, pred):
+        for p, d in ds:
+            v = next(v for v, blk in p.incoming if blk is pred)
+            self.accumulate(v, d)
+        self.b.br(self.pop_blocks[pred])
+
+    def reverse_rule(self, inst):
+        op = inst.opcode
+        if op == "ret":
+            if inst.operands and self.dret is not None:
+                self.accumulate(inst.operands[0], self.dret)
+            return
+        if op in memory.REVERSE:
+            memory.REVERSE[op](self, inst)
+            return
+        if op == "call":
+            calls.reverse(self, inst)
+            return
+        if op in PASSIVE or inst not in self.act.active:
+            return
+        rule = ARITH_REVERSE.get(op)
+        if rule is None:
+            raise unsupported(f"no reverse rule for '{op}'", inst, self.fn)
+        d = self.take_adjoint(inst)
+        for k, v in enumerate(inst.operands):
+            if k < len(rule) and rule[k] is not None and v in self.act.active:
+                self.accumulate(v, rule[k](self, inst, d))
+
+    def _materialize(self):
+        """Pushes at the end of each forward block, pops at the start of its reverse."""
+        push = self.engine.helper("push")
+        pop = self.engine.helper("pop")
+        for block, reqs in self.requests.items():
+            size = sum(_slot(v.type) for v, _, _ in reqs)
+            fb = self.sweep.vmap[block]
+            b = Builder()
+            b.position_before(fb.terminator)
+            w = b.call(push, [self.sweep.tape, const_int(T.i64, size)])
+            for v, _, off in reqs:
+                b.store(v, b.gep(T.i8, w, [const_int(T.i64, off)]), align=8)
+            pb = self.pop_blocks[block]
+            b.position_before(pb.instructions[0])
+            frame = b.call(pop, [self.tape, const_int(T.i64, size)])
+            for _, ld, off in reqs:
+                b.position_before(ld)
+                ld.set_operand(0, b.gep(T.i8, frame, [const_int(T.i64, off)]))
+
+
+def _slot(t) -> int:
+    return (sizeof(t) + 7) // 8 * 8
+
+
+__all__ = ["Reverse", "TAPE", "fconst", "is_float_like"]

@@ -1,0 +1,158 @@
+"""Math functions and intrinsics, keyed by base name (``llvm.sin.f64``, ``sin``
+and ``sinf`` are all ``sin``). Operand ``k`` is call argument ``k``."""
+
+from __future__ import annotations
+
+import math
+
+from gpucompiler.llvm import const_int
+
+from ..emit import zero
+
+
+def _x(e, I, k=0):
+    return e.op(I, k)
+
+
+def _r(e, I):
+    return e.res(I)
+
+
+def _c(e, I, x):
+    return e.const(I.type, x)
+
+
+def _mul(e, d, *factors):
+    out = d
+    for f in factors:
+        out = e.fmul(out, f)
+    return out
+
+
+def _sq(e, v):
+    return e.fmul(v, v)
+
+
+def _one_minus_sq(e, I, v):
+    return e.fsub(_c(e, I, 1.0), _sq(e, v))
+
+
+def _none(e, I, d):
+    return None
+
+
+def _pow_x(e, I, d):
+    x, y = _x(e, I), _x(e, I, 1)
+    return _mul(e, d, y, e.math("pow", x, e.fsub(y, _c(e, I, 1.0))))
+
+
+def _pow_y(e, I, d):
+    return _mul(e, d, _r(e, I), e.math("log", _x(e, I)))
+
+
+def _powi_x(e, I, d):
+    n = _x(e, I, 1)
+    nf = e.cast("sitofp", n, I.type) if I.type.kind != "vector" else e.splat(e.cast("sitofp", n, I.type.element), I.type)
+    nm1 = e.b.sub(n, const_int(n.type, 1))
+    return _mul(e, d, nf, e.math("powi", _x(e, I), nm1))
+
+
+def _atan2(k):
+    def rule(e, I, d):
+        y, x = _x(e, I, 0), _x(e, I, 1)
+        den = e.fadd(_sq(e, x), _sq(e, y))
+        num = e.fmul(d, x if k == 0 else y)
+        q = e.fdiv(num, den)
+        return q if k == 0 else e.fneg(q)
+    return rule
+
+
+def _maxmin(take_first_when_less: bool, k: int):
+    def rule(e, I, d):
+        less = e.fcmp("olt", _x(e, I, 0), _x(e, I, 1))
+        z = zero(d.type)
+        first = (d, z) if take_first_when_less else (z, d)
+        a, b = first if k == 0 else first[::-1]
+        return e.select(less, a, b)
+    return rule
+
+
+def _sign(e, I, v):
+    return e.math("copysign", _c(e, I, 1.0), v)
+
+
+REVERSE = {
+    "sqrt": (lambda e, I, d: e.fdiv(e.fmul(d, _c(e, I, 0.5)), _r(e, I)),),
+    "exp": (lambda e, I, d: e.fmul(d, _r(e, I)),),
+    "exp2": (lambda e, I, d: _mul(e, d, _r(e, I), _c(e, I, math.log(2.0))),),
+    "expm1": (lambda e, I, d: e.fmul(d, e.fadd(_r(e, I), _c(e, I, 1.0))),),
+    "log": (lambda e, I, d: e.fdiv(d, _x(e, I)),),
+    "log2": (lambda e, I, d: e.fdiv(d, e.fmul(_x(e, I), _c(e, I, math.log(2.0)))),),
+    "log10": (lambda e, I, d: e.fdiv(d, e.fmul(_x(e, I), _c(e, I, math.log(10.0)))),),
+    "log1p": (lambda e, I, d: e.fdiv(d, e.fadd(_x(e, I), _c(e, I, 1.0))),),
+    "pow": (_pow_x, _pow_y),
+    "powi": (_powi_x, None),
+    "sin": (lambda e, I, d: e.fmul(d, e.math("cos", _x(e, I))),),
+    "cos": (lambda e, I, d: e.fneg(e.fmul(d, e.math("sin", _x(e, I)))),),
+    "tan": (lambda e, I, d: e.fmul(d, e.fadd(_c(e, I, 1.0), _sq(e, _r(e, I)))),),
+    "asin": (lambda e, I, d: e.fdiv(d, e.math("sqrt", _one_minus_sq(e, I, _x(e, I)))),),
+    "acos": (lambda e, I, d: e.fneg(e.fdiv(d, e.math("sqrt", _one_minus_sq(e, I, _x(e, I))))),),
+    "atan": (lambda e, I, d: e.fdiv(d, e.fadd(_c(e, I, 1.0), _sq(e, _x(e, I)))),),
+    "atan2": (_atan2(0), _atan2(1)),
+    "sinh": (lambda e, I, d: e.fmul(d, e.math("cosh", _x(e, I))),),
+    "cosh": (lambda e, I, d: e.fmul(d, e.math("sinh", _x(e, I))),),
+    "tanh": (lambda e, I, d: e.fmul(d, _one_minus_sq(e, I, _r(e, I))),),
+    "fabs": (lambda e, I, d: e.fmul(d, _sign(e, I, _x(e, I))),),
+    "fma": (lambda e, I, d: e.fmul(d, _x(e, I, 1)), lambda e, I, d: e.fmul(d, _x(e, I, 0)), lambda e, I, d: d),
+    "maxnum": (_maxmin(False, 0), _maxmin(False, 1)),
+    "minnum": (_maxmin(True, 0), _maxmin(True, 1)),
+    "copysign": (lambda e, I, d: _mul(e, d, _sign(e, I, _x(e, I)), _sign(e, I, _x(e, I, 1))), None),
+    "floor": (None,), "ceil": (None,), "trunc": (None,), "round": (None,), "rint": (None,),
+    "nearbyint": (None,), "roundeven": (None,),
+    "erf": (lambda e, I, d: _mul(e, d, _c(e, I, 2.0 / math.sqrt(math.pi)),
+                                 e.math("exp", e.fneg(_sq(e, _x(e, I))))),),
+    "erfc": (lambda e, I, d: _mul(e, d, _c(e, I, -2.0 / math.sqrt(math.pi)),
+                                  e.math("exp", e.fneg(_sq(e, _x(e, I))))),),
+    "cbrt": (lambda e, I, d: e.fdiv(e.fmul(d, _r(e, I)), e.fmul(_c(e, I, 3.0), _x(e, I))),),
+    "hypot": (lambda e, I, d: e.fdiv(e.fmul(d, _x(e, I)), _r(e, I)),
+              lambda e, I, d: e.fdiv(e.fmul(d, _x(e, I, 1)), _r(e, I))),
+}
+REVERSE["fmuladd"] = REVERSE["fma"]
+REVERSE["fmax"] = REVERSE["maxnum"]
+REVERSE["fmin"] = REVERSE["minnum"]
+REVERSE["maximum"] = REVERSE["maxnum"]
+REVERSE["minimum"] = REVERSE["minnum"]
+
+
+def _reduce_fadd_rev(k):
+    def rule(e, I, d):
+        return d if k == 0 else e.splat(d, I.args[1].type)
+    return rule
+
+
+REVERSE["vector.reduce.fadd"] = (_reduce_fadd_rev(0), _reduce_fadd_rev(1))
+
+
+def _reduce_fadd_fwd(e, I, ts):
+    start = ts[0] if ts[0] is not None else zero(I.type)
+    if ts[1] is None:
+        return start
+    return e.call(I.callee.name, I.type, [start, ts[1]])
+
+
+FORWARD = {"vector.reduce.fadd": _reduce_fadd_fwd}
+
+_LIBM_FLOAT = {name + "f": name for name in REVERSE}
+
+
+def math_name(callee: str) -> str | None:
+    """The rule key of a callee name, or None: ``llvm.sin.f64`` / ``sin`` / ``sinf`` -> ``sin``."""
+    if callee.startswith("llvm."):
+        body = callee[5:]
+        if body.startswith("vector.reduce.fadd"):
+            return "vector.reduce.fadd"
+        base = body.split(".", 1)[0]
+        return base if base in REVERSE else None
+    if callee in REVERSE and "." not in callee:
+        return callee
+    return _LIBM_FLOAT.get(callee)

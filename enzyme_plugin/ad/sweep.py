@@ -1,0 +1,147 @@
+"""The forward sweep: a copy of the primal function's body into a derivative
+function, with shadows of pointers and, in forward mode, tangents of floats.
+
+Used by forward mode (tangents on) and by reverse mode's augmented forward
+sweep (shadows only; float adjoints live in the reverse sweep). Rules are
+looked up by family: memory and calls in their modules, arithmetic in
+``rules``.
+"""
+
+from __future__ import annotations
+
+from gpucompiler.llvm import Builder, Instruction, constant
+
+from . import calls, memory
+from .analysis import CFG
+from .emit import Emit, is_float_like, zero
+from .errors import unsupported
+from .rules import ARITH_FORWARD, ARITH_REVERSE, derived_forward
+
+#: opcodes that only move integers, pointers or control: copied, no rule
+PASSIVE = frozenset("add sub mul udiv sdiv urem srem shl lshr ashr and or xor icmp fcmp trunc zext sext "
+                    "fptoui fptosi uitofp sitofp ptrtoint inttoptr br switch unreachable freeze".split())
+
+
+class Sweep(Emit):
+    """Copies ``fn`` (analysed by ``act``) into ``target`` starting at block ``into``."""
+
+    def __init__(self, engine, fn, act, target, args, shadows, tangents: bool):
+        Emit.__init__(self, engine.module, Builder())
+        self.engine, self.fn, self.act, self.target = engine, fn, act, target
+        self.cfg = CFG(fn)
+        self.tangents = tangents
+        #: primal value -> its copy
+        self.vmap: dict = dict(args)
+        #: primal pointer -> shadow pointer / primal float -> tangent (forward mode)
+        self.shadow_map: dict = dict(shadows)
+        self._phis: list = []
+
+    # -- values --------------------------------------------------------------
+    def val(self, v):
+        return self.vmap.get(v, v)
+
+    def op(self, inst, k):
+        return self.val(inst.args[k] if inst.opcode == "call" else inst.operands[k])
+
+    def res(self, inst):
+        return self.vmap[inst]
+
+    def shadow(self, v, inst=None):
+        """The shadow (pointer) or tangent (float) of primal ``v``."""
+        s = self.shadow_map.get(v)
+        if s is not None:
+            return s
+        if is_float_like(v.type) or v.type.kind in ("int", "struct", "array"):
+            return zero(v.type)
+        if getattr(v, "ref", None) in ("null", "undef", "poison"):
+            return v
+        raise unsupported("pointer without a shadow used where a derivative is needed", inst or v, self.fn)
+
+    def tangent(self, v):
+        return self.shadow_map.get(v) if v in self.act.active else None
+
+    # -- driver --------------------------------------------------------------
+    def copy_blocks(self, prefix: str = ""):
+        """Create the copies of every block and instruction (operands mapped)."""
+        pairs = []
+        for block in self.fn.blocks:
+            self.vmap[block] = self.target.append_block(prefix + block.name if block.name else "")
+        for block in self.fn.blocks:
+            nb = self.vmap[block]
+            for inst in block.instructions:
+                ni = Instruction(inst.opcode, inst.type, list(inst.parts), (), inst.name)
+                nb.append(ni)
+                self.vmap[inst] = ni
+                pairs.append((inst, ni))
+        for inst, ni in pairs:
+            for op in inst.operands:
+                ni.append_operand(self.vmap.get(op, op))
+
+    def run(self):
+        """Copy the body, then emit the shadow/tangent rule after each copied instruction."""
+        self.copy_blocks()
+        for block in self.cfg.rpo:
+            for inst in list(block.instructions):
+                self.b.position_after(self.vmap[inst])
+                self.forward_rule(inst)
+        for inst, phi in self._phis:
+            for v, blk in inst.incoming:
+                phi.add_incoming(self._phi_incoming(inst, v), self.vmap[blk])
+
+    def _phi_incoming(self, inst, v):
+        if inst.type.kind == "ptr":
+            if v in self.shadow_map:
+                return self.shadow_map[v]
+            if getattr(v, "ref", None) in ("null", "undef", "poison"):
+                return v
+            raise unsupported("phi mixes pointers with and without shadow", inst, self.fn)
+        return self.shadow_map.get(v) or zero(inst.type)
+
+    def forward_rule(self, inst):
+        op = inst.opcode
+        if op in PASSIVE or op == "ret":
+            return
+        handler = memory.FORWARD.get(op) or (calls.forward if op == "call" else None)
+        if handler is not None:
+            handler(self, inst)
+            return
+        if op == "phi":
+            if inst in self.act.shadowed or (self.tangents and inst in self.act.active):
+                self.b.position_before(self._first_non_phi(self.vmap[inst.parent]))
+                phi = self.b.phi(inst.type)
+                self.shadow_map[inst] = phi
+                self._phis.append((inst, phi))
+            return
+        if inst in self.act.shadowed and op == "select":
+            self.shadow_map[inst] = self.b.select(self.val(inst.operands[0]), self.shadow(inst.operands[1], inst),
+                                                  self.shadow(inst.operands[2], inst))
+            return
+        if self.act.is_constant_value(inst):
+            if op in ARITH_REVERSE or op in ("extractvalue", "insertvalue", "select"):
+                return
+            if is_float_like(inst.type) or inst.type.kind == "ptr":
+                return
+            raise unsupported(f"no rule for instruction '{op}'", inst, self.fn)
+        if not self.tangents:
+            if op in ARITH_REVERSE:
+                return
+            raise unsupported(f"no derivative rule for '{op}'", inst, self.fn)
+        self.shadow_map[inst] = self.tangent_rule(inst)
+
+    def tangent_rule(self, inst):
+        op = inst.opcode
+        ts = [self.tangent(v) for v in inst.operands]
+        if op in ARITH_FORWARD:
+            return ARITH_FORWARD[op](self, inst, ts)
+        rule = ARITH_REVERSE.get(op)
+        if rule is None:
+            raise unsupported(f"no derivative rule for '{op}'", inst, self.fn)
+        return derived_forward(rule, self, inst, ts) or zero(inst.type)
+
+    @staticmethod
+    def _first_non_phi(block):
+        return next(i for i in block.instructions if i.opcode != "phi")
+
+
+def undef(t):
+    return constant(t, "undef")

@@ -84,11 +84,11 @@ double bheat_fwd(double *x, double *vx, int n) {
     return __enzyme_fwddiff((void *)bheat, enzyme_dup, x, vx, enzyme_const, n, enzyme_const, HEAT_STEPS);
 }
 
-/* a small MLP 8 -> 16 (tanh) -> 1 on a fixed batch of 4 inputs, squared loss;
+/* a small MLP 8 -> 16 (tanh) -> 1 on a fixed batch of 32 inputs, squared loss;
  * x holds the 161 parameters: W1 (16x8), b1 (16), w2 (16), b2 */
 #define MLP_IN 8
 #define MLP_HID 16
-#define MLP_BATCH 4
+#define MLP_BATCH 32
 #define MLP_PARAMS (MLP_HID * MLP_IN + MLP_HID + MLP_HID + 1)
 double bmlp(const double *p, int batch) {
     const double *w1 = p, *b1 = p + MLP_HID * MLP_IN, *w2 = b1 + MLP_HID, *b2 = w2 + MLP_HID;

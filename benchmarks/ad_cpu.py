@@ -1,0 +1,231 @@
+"""Reverse-mode AD on the CPU: gradient time / primal time.
+
+    python benchmarks/ad_cpu.py [--quick] [--json benchmarks/results/ad_cpu.json]
+
+Six functions written in C (tests/enzyme/c/bench.c: dot product, polynomial,
+logsumexp, a 1-D heat stencil over 20 time steps, a small MLP, an n-body
+energy), compiled by clang-19 at -O2 (the committed fixture
+tests/enzyme/fixtures/bench.O2.ll), differentiated by
+``enzyme_plugin.differentiate`` and run through the JIT. The same functions
+are written in JAX and timed as ``jax.jit(f)`` / ``jax.jit(jax.grad(f))`` when
+JAX is installed; both gradients are checked against each other.
+
+Each time is the median over several runs of the mean of many calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+import timeit
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURE = os.path.join(ROOT, "tests", "enzyme", "fixtures", "bench.O2.ll")
+DEFAULT_JSON = os.path.join(ROOT, "benchmarks", "results", "ad_cpu.json")
+
+HEAT_STEPS, MLP_IN, MLP_HID, MLP_BATCH, POLY_DEG = 20, 8, 16, 32, 7
+
+#: benchmark name -> (C entry prefix, n, n with --quick, sampling interval)
+FUNCTIONS = {
+    "dot": ("bdot", 200_000, 20_000, (-1.0, 1.0)),
+    "polynomial": ("bpoly", POLY_DEG + 1 + 50_000, POLY_DEG + 1 + 5_000, (-1.0, 1.0)),
+    "logsumexp": ("blse", 50_000, 5_000, (-3.0, 3.0)),
+    "heat": ("bheat", 4_000, 400, (-1.0, 1.0)),
+    "mlp": ("bmlp", MLP_HID * MLP_IN + 2 * MLP_HID + 1, MLP_HID * MLP_IN + 2 * MLP_HID + 1, (-0.5, 0.5)),
+    "nbody": ("bnbody", 3 * 200, 3 * 60, (-2.0, 2.0)),
+}
+
+
+def median_time(fn, min_time: float, repeat: int) -> float:
+    """Median over ``repeat`` runs of the mean seconds per call (calls per run
+    calibrated so that a run lasts about ``min_time``)."""
+    fn()
+    once = timeit.timeit(fn, number=1)
+    number = max(1, int(min_time / max(once, 1e-8)))
+    return statistics.median(t / number for t in timeit.repeat(fn, number=number, repeat=repeat))
+
+
+# --------------------------------------------------------------------------- ours
+
+
+def load_ours():
+    import enzyme_plugin
+    from gpucompiler.runtime import CPULibrary
+
+    text = open(FIXTURE).read()
+    t0 = time.perf_counter()
+    out = enzyme_plugin.differentiate(text)
+    t_diff = time.perf_counter() - t0
+    return CPULibrary.from_ir(out), t_diff
+
+
+def time_ours(lib, prefix: str, x: np.ndarray, min_time: float, repeat: int):
+    p = ctypes.POINTER(ctypes.c_double)
+    primal = lib.function(f"{prefix}_primal", ctypes.c_double, p, ctypes.c_int)
+    grad = lib.function(f"{prefix}_grad", None, p, p, ctypes.c_int)
+    xs, dx = x.copy(), np.zeros_like(x)
+    px, pdx, n = xs.ctypes.data_as(p), dx.ctypes.data_as(p), len(x)
+    t_primal = median_time(lambda: primal(px, n), min_time, repeat)
+    t_grad = median_time(lambda: grad(px, pdx, n), min_time, repeat)
+    g = np.zeros_like(x)
+    grad(x.copy().ctypes.data_as(p), g.ctypes.data_as(p), n)
+    return t_primal, t_grad, g
+
+
+# --------------------------------------------------------------------------- JAX
+
+
+def jax_functions():
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+
+    def dot(x):
+        h = x.shape[0] // 2
+        return jnp.dot(x[:h], x[h:2 * h])
+
+    def polynomial(x):
+        c, t = x[:POLY_DEG + 1], x[POLY_DEG + 1:]
+        p = jnp.full_like(t, c[POLY_DEG])
+        for i in range(POLY_DEG - 1, -1, -1):
+            p = p * t + c[i]
+        return jnp.sum(p)
+
+    def logsumexp(x):
+        m = jnp.max(x)
+        return m + jnp.log(jnp.sum(jnp.exp(x - m)))
+
+    def heat(x):
+        def step(_, u):
+            return u.at[1:-1].set(u[1:-1] + 0.25 * (u[:-2] - 2.0 * u[1:-1] + u[2:]))
+
+        u = jax.lax.fori_loop(0, HEAT_STEPS, step, x)
+        w = 1.0 + 0.01 * jnp.arange(x.shape[0])
+        return jnp.sum(w * u * u)
+
+    k, i = np.meshgrid(np.arange(MLP_BATCH), np.arange(MLP_IN), indexing="ij")
+    inputs = jnp.asarray(np.sin(0.3 * (k * MLP_IN + i) + 0.1))
+    targets = jnp.asarray(0.25 * np.arange(MLP_BATCH) - 0.3)
+
+    def mlp(p):
+        w1 = p[:MLP_HID * MLP_IN].reshape(MLP_HID, MLP_IN)
+        b1 = p[MLP_HID * MLP_IN:MLP_HID * MLP_IN + MLP_HID]
+        w2 = p[MLP_HID * MLP_IN + MLP_HID:MLP_HID * MLP_IN + 2 * MLP_HID]
+        b2 = p[-1]
+        out = jnp.tanh(inputs @ w1.T + b1) @ w2 + b2
+        return jnp.mean((out - targets) ** 2)
+
+    def nbody(x):
+        pos = x.reshape(-1, 3)
+        nb = pos.shape[0]
+        m = 1.0 + 0.1 * (jnp.arange(nb) % 5)
+        d = pos[:, None, :] - pos[None, :, :]
+        r = jnp.sqrt(jnp.sum(d * d, axis=-1) + 0.01)
+        upper = jnp.triu(jnp.ones((nb, nb)), 1)
+        return -jnp.sum(upper * m[:, None] * m[None, :] / r)
+
+    fns = dict(dot=dot, polynomial=polynomial, logsumexp=logsumexp, heat=heat, mlp=mlp, nbody=nbody)
+    return jax, {name: (jax.jit(f), jax.jit(jax.grad(f))) for name, f in fns.items()}
+
+
+def time_jax(jax, pair, x: np.ndarray, min_time: float, repeat: int):
+    f, g = pair
+    xj = jax.device_put(x)
+    t_primal = median_time(lambda: f(xj).block_until_ready(), min_time, repeat)
+    t_grad = median_time(lambda: g(xj).block_until_ready(), min_time, repeat)
+    return t_primal, t_grad, np.asarray(g(xj))
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
+    ap.add_argument("--json", default=DEFAULT_JSON, help=f"where to write results (default {DEFAULT_JSON})")
+    ap.add_argument("--no-jax", action="store_true", help="skip JAX even when installed")
+    opts = ap.parse_args(argv)
+    min_time, repeat = (0.01, 3) if opts.quick else (0.1, 7)
+
+    try:
+        lib, t_diff = load_ours()
+    except Exception as exc:  # the engine's error, reported as the result
+        print(f"ad_cpu: differentiating {FIXTURE} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    jax = pairs = None
+    if not opts.no_jax:
+        try:
+            jax, pairs = jax_functions()
+        except ImportError:
+            pass
+
+    rows = []
+    for name, (prefix, n_full, n_quick, (lo, hi)) in FUNCTIONS.items():
+        n = n_quick if opts.quick else n_full
+        x = lo + (hi - lo) * np.random.default_rng(len(name)).random(n)
+        tp, tg, g = time_ours(lib, prefix, x, min_time, repeat)
+        row = dict(function=name, n=n, primal_us=tp * 1e6, grad_us=tg * 1e6, ratio=tg / tp)
+        if pairs is not None:
+            jp, jg, gj = time_jax(jax, pairs[name], x, min_time, repeat)
+            err = float(np.max(np.abs(g - gj)) / max(1e-300, float(np.max(np.abs(gj)))))
+            row.update(jax_primal_us=jp * 1e6, jax_grad_us=jg * 1e6, jax_ratio=jg / jp,
+                       grad_speedup_vs_jax=jg / tg, max_rel_diff_vs_jax=err)
+        rows.append(row)
+        print_row(row, header=len(rows) == 1)
+        if row.get("max_rel_diff_vs_jax", 0.0) > 1e-8:
+            print(f"  warning: {name}: our gradient and JAX's differ by {row['max_rel_diff_vs_jax']:.2e} (relative)")
+
+    summary = dict(median_ratio=statistics.median(r["ratio"] for r in rows))
+    if pairs is not None:
+        summary["jax_median_ratio"] = statistics.median(r["jax_ratio"] for r in rows)
+        summary["median_grad_speedup_vs_jax"] = statistics.median(r["grad_speedup_vs_jax"] for r in rows)
+    print("\n" + "  ".join(f"{k} = {v:.2f}" for k, v in summary.items())
+          + f"  (differentiate bench.O2.ll: {t_diff * 1e3:.0f} ms)")
+    result = dict(benchmark="ad_cpu", quick=opts.quick, machine=machine(), differentiate_s=t_diff,
+                  rows=rows, **summary)
+    if opts.json:
+        os.makedirs(os.path.dirname(os.path.abspath(opts.json)), exist_ok=True)
+        with open(opts.json, "w") as fh:
+            json.dump(result, fh, indent=2)
+            fh.write("\n")
+    return 0
+
+
+def print_row(row: dict, header: bool) -> None:
+    cols = [("function", "{:<11}"), ("n", "{:>7}"), ("primal_us", "{:>10.1f}"), ("grad_us", "{:>10.1f}"),
+            ("ratio", "{:>6.2f}"), ("jax_primal_us", "{:>10.1f}"), ("jax_grad_us", "{:>10.1f}"),
+            ("jax_ratio", "{:>6.2f}"), ("grad_speedup_vs_jax", "{:>7.2f}")]
+    cols = [(k, f) for k, f in cols if k in row]
+    if header:
+        names = {"primal_us": "primal µs", "grad_us": "grad µs", "ratio": "g/p", "jax_primal_us": "JAX p µs",
+                 "jax_grad_us": "JAX g µs", "jax_ratio": "JAX g/p", "grad_speedup_vs_jax": "vs JAX"}
+        print("  ".join(f.replace(".1f", "").replace(".2f", "").format(names.get(k, k)) for k, f in cols))
+    print("  ".join(f.format(row[k]) for k, f in cols))
+
+
+def machine() -> dict:
+    import llvmlite.binding as llvm
+
+    info = dict(python=platform.python_version(), platform=platform.platform(), cpus=os.cpu_count(),
+                llvm=".".join(map(str, llvm.llvm_version_info)))
+    try:
+        import jax
+
+        info["jax"] = jax.__version__
+    except ImportError:
+        pass
+    return info
+
+
+if __name__ == "__main__":
+    sys.exit(main())

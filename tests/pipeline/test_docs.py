@@ -21,7 +21,7 @@ def python_blocks(text: str) -> list[str]:
 
 def test_guide_example_runs_and_internalizes():
     blocks = python_blocks(DOC.read_text())
-    assert len(blocks) == 1
+    assert len(blocks) >= 1  # the first block is the guide's plugin; later ones run in tests/test_docs.py
     namespace: dict = {}
     try:
         exec(compile(blocks[0], str(DOC), "exec"), namespace)  # the block asserts its own effect too

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
+import tempfile
 
 import pytest
 
@@ -25,6 +27,12 @@ def cuda_device_visible() -> bool:
         return False
     err, count = driver.cuDeviceGetCount()
     return int(err) == 0 and count > 0
+
+
+def pytest_configure(config):
+    """Compile caches of a test run live in a fresh directory, never the user's."""
+    if "GPUC_CACHE_DIR" not in os.environ:
+        os.environ["GPUC_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpuc-test-cache-")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -267,7 +267,7 @@ def _shared_type(shape, dtype):
 def _new_shared_name(cg) -> str:
     count = getattr(cg.mod, "_gpuc_shared_count", 0)
     cg.mod._gpuc_shared_count = count + 1
-    return f"gpuc.shared.{count}"
+    return f"gpuc_shared_{count}"
 
 
 def _ptx_shared(cg, array_type):

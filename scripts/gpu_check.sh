@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU, from the checkout:
+#     bash scripts/gpu_check.sh            (writes reports to ${OUT:-/tmp/gpu_check})
+# Runs every pytest test marked `gpu`, then benchmarks/gpu.py, and prints a short table.
+set -u
+cd "$(dirname "$0")/.."
+export PYTHONPATH=".:plugins${PYTHONPATH:+:$PYTHONPATH}"
+PY=${PYTHON:-python}
+REPORT=${OUT:-/tmp/gpu_check}
+mkdir -p "$REPORT"
+
+echo "== device"
+"$PY" - <<'PYEOF'
+from gpucompiler.runtime import cuda
+print(f"GPU: {cuda.device_name()}  compute capability {cuda.capability()}")
+import llvmlite, numpy, sys
+print(f"python {sys.version.split()[0]}, llvmlite {llvmlite.__version__}, numpy {numpy.__version__}")
+PYEOF
+
+echo "== gpu tests"
+"$PY" -m pytest -m gpu tests -q -p no:cacheprovider --junitxml="$REPORT/gpu_tests.xml" 2>&1 | tail -n 40
+TESTS_RC=${PIPESTATUS[0]}
+
+echo "== benchmarks/gpu.py"
+"$PY" benchmarks/gpu.py --json "$REPORT/gpu_bench.json" 2>&1 | tee "$REPORT/gpu_bench.txt"
+BENCH_RC=${PIPESTATUS[0]}
+
+echo "== summary"
+"$PY" - "$REPORT" "$TESTS_RC" "$BENCH_RC" <<'PYEOF'
+import json, sys, xml.etree.ElementTree as ET
+report, tests_rc, bench_rc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+counts = {"passed": 0, "failed": 0, "skipped": 0}
+failed = []
+try:
+    for case in ET.parse(f"{report}/gpu_tests.xml").iter("testcase"):
+        kinds = {child.tag for child in case}
+        if kinds & {"failure", "error"}:
+            counts["failed"] += 1
+            failed.append(f"{case.get('classname')}::{case.get('name')}")
+        elif "skipped" in kinds:
+            counts["skipped"] += 1
+        else:
+            counts["passed"] += 1
+except (OSError, ET.ParseError) as exc:
+    print(f"no test report: {exc}")
+print(f"| item                          | result")
+print(f"|-------------------------------|-------")
+print(f"| gpu tests (pytest -m gpu)     | {counts['passed']} passed, {counts['failed']} failed, "
+      f"{counts['skipped']} skipped (rc {tests_rc})")
+for name in failed[:20]:
+    print(f"|   FAILED                      | {name}")
+try:
+    bench = json.load(open(f"{report}/gpu_bench.json"))
+    for row in bench["bandwidth"]:
+        print(f"| {row['kernel'][:29]:29} | {row['GBps']:.0f} GB/s, {row['ms']:.3f} ms  {row['note']}")
+    for label, us in bench["launch_us"].items():
+        print(f"| launch: {label[:21]:21} | {us:.2f} us")
+except (OSError, KeyError, ValueError) as exc:
+    print(f"| benchmarks                    | no results (rc {bench_rc}): {exc}")
+PYEOF
+exit $(( TESTS_RC != 0 || BENCH_RC != 0 ))

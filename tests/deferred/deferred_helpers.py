@@ -31,3 +31,15 @@ def linked_ir(job) -> str:
     run_hooks(ctx, "post_irgen")
     link_deferred.link(ctx)
     return ctx.ir.text
+
+
+def after_irgen(job):
+    """The compile context of ``job`` after irgen and the post_irgen callbacks."""
+    from gpucompiler import plugin
+    from gpucompiler.stages import irgen
+    from gpucompiler.stages.context import CompileContext, Settings, run_hooks
+
+    ctx = CompileContext(job, Settings(), plugin.enabled(job.config.plugins))
+    irgen.generate(ctx)
+    run_hooks(ctx, "post_irgen")
+    return ctx

@@ -13,7 +13,7 @@ import networkx as nx
 import pytest
 
 import deferred_funcs as F
-from deferred_helpers import callees, defined_and_declared, linked_ir
+from deferred_helpers import after_irgen, callees, defined_and_declared, linked_ir
 from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, NativeTarget, PTXTarget, jit
 from gpucompiler import types as T
 from gpucompiler.errors import CompileError, TypeInferenceError
@@ -105,7 +105,7 @@ def test_identical_nested_jobs_compiled_once(monkeypatch):
     assert f(3.0, 4.0) == F.uses_square_twice(3.0, 4.0) == 34.0
 
 
-def test_cycle_of_deferred_jobs_terminates(after_irgen):
+def test_cycle_of_deferred_jobs_terminates():
     ctx = after_irgen(job_of(F.parity, T.int64))
     graph, modules = link_deferred.job_graph(ctx)
     assert isinstance(graph, nx.DiGraph) and len(modules) == 2

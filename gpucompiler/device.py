@@ -31,6 +31,8 @@ and compilation fails with the offending line.
 
 from __future__ import annotations
 
+import inspect
+
 from llvmlite import ir
 
 from . import types as T
@@ -208,8 +210,14 @@ def _atomic_type(a, index, *values):
     return a.dtype
 
 
+# the base rules' element addressing; newer versions take the array type (layout-aware strides)
+_POINTER_TAKES_TYPE = len(inspect.signature(_element_pointer).parameters) >= 5
+
+
 def _atomic_pointer(cg, args, argtypes):
     idx, itypes = _indices(cg, args[1], argtypes[1])
+    if _POINTER_TAKES_TYPE:
+        return _element_pointer(cg, args[0], idx, itypes, widen(argtypes[0]))
     return _element_pointer(cg, args[0], idx, itypes)
 
 

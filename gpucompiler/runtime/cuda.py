@@ -79,7 +79,13 @@ def current_context() -> int:
     if not _state["init"]:
         with _lock:
             if not _state["init"]:
-                check(d.cuInit(0), "cuInit")
+                try:
+                    result = d.cuInit(0)
+                except Exception as exc:  # noqa: BLE001 - e.g. libcuda.so missing
+                    raise ToolchainError(f"the CUDA driver could not be loaded ({type(exc).__name__}: "
+                                         f"{exc}); use k[grid, block, 'cpu'] for the CPU grid "
+                                         "emulation") from exc
+                check(result, "cuInit")
                 _state["init"] = True
     ctx = check(d.cuCtxGetCurrent(), "cuCtxGetCurrent")
     if int(ctx) == 0:

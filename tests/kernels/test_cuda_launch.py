@@ -197,3 +197,16 @@ def test_non_contiguous_numpy_array_is_staged_and_written_back(fake):
     CASES["grid_stride"][0][1, 32](base[::2], 2.0)
     np.testing.assert_array_equal(base[::2], 2.0 * np.arange(24.0)[::2])
     np.testing.assert_array_equal(base[1::2], np.arange(24.0)[1::2])
+
+
+def test_missing_driver_is_a_typed_error(monkeypatch):
+    from gpucompiler.errors import ToolchainError
+
+    class NoDriver:
+        def cuInit(self, flags):
+            raise OSError("libcuda.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(cuda, "_driver", lambda: NoDriver())
+    monkeypatch.setattr(cuda, "_state", {"init": False})
+    with pytest.raises(ToolchainError, match="CPU grid emulation"):
+        saxpy[1, 1](1.0, np.zeros(1), np.zeros(1), np.zeros(1))

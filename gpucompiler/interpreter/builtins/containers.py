@@ -82,8 +82,22 @@ def _dims(cg, arr, field):
     return [cg.b.extract_value(arr, [field, k]) for k in range(arr.type.elements[1].count)]
 
 
-def _element_pointer(cg, arr, indices, argtypes):
-    shape, strides = _dims(cg, arr, 1), _dims(cg, arr, 2)
+def _strides(cg, arr, atype):
+    """Byte strides; for C-contiguous arrays derived from the shape (known to LLVM,
+    so the innermost stride is the constant itemsize and loops vectorise)."""
+    if atype.layout != "C":
+        return _dims(cg, arr, 2)
+    shape = _dims(cg, arr, 1)
+    acc = ir.Constant(cg.ll(T.int64), atype.dtype.itemsize)
+    strides = []
+    for extent in reversed(shape):
+        strides.insert(0, acc)
+        acc = cg.b.mul(acc, extent)
+    return strides
+
+
+def _element_pointer(cg, arr, indices, argtypes, atype):
+    shape, strides = _dims(cg, arr, 1), _strides(cg, arr, atype)
     offset = ir.Constant(cg.ll(T.int64), 0)
     for k, (idx, t) in enumerate(zip(indices, argtypes)):
         i = cg.cast(idx, widen(t), T.int64)
@@ -117,7 +131,7 @@ def _indices(cg, index, itype):
 def _array_getitem(cg, args, argtypes, rt):
     arr, index = args
     idx, itypes = _indices(cg, index, argtypes[1])
-    ptr = _element_pointer(cg, arr, idx, itypes)
+    ptr = _element_pointer(cg, arr, idx, itypes, widen(argtypes[0]))
     if isinstance(rt, T.Scalar):
         return cg.load_scalar(ptr, rt)
     view = ir.Constant(cg.ll(rt), ir.Undefined)
@@ -135,7 +149,7 @@ def _array_setitem(cg, args, argtypes, rt):
     arr, index, value = args
     idx, itypes = _indices(cg, index, argtypes[1])
     dtype = widen(argtypes[0]).dtype
-    cg.store_scalar(cg.cast(value, widen(argtypes[2]), dtype), _element_pointer(cg, arr, idx, itypes),
+    cg.store_scalar(cg.cast(value, widen(argtypes[2]), dtype), _element_pointer(cg, arr, idx, itypes, widen(argtypes[0])),
                     dtype)
 
 

@@ -20,6 +20,11 @@ PYEOF
 echo "== gpu tests"
 "$PY" -m pytest -m gpu tests -q -p no:cacheprovider --junitxml="$REPORT/gpu_tests.xml" 2>&1 | tail -n 40
 TESTS_RC=${PIPESTATUS[0]}
+echo "== docs/kernels.md examples (GPU blocks included)"
+"$PY" -m pytest -q -p no:cacheprovider "tests/test_docs.py::test_doc_examples_run[kernels.md]" \
+    --junitxml="$REPORT/gpu_docs.xml" 2>&1 | tail -n 15
+DOCS_RC=${PIPESTATUS[0]}
+[ "$DOCS_RC" -ne 0 ] && TESTS_RC=$DOCS_RC
 
 echo "== benchmarks/gpu.py"
 "$PY" benchmarks/gpu.py --json "$REPORT/gpu_bench.json" 2>&1 | tee "$REPORT/gpu_bench.txt"
@@ -32,7 +37,8 @@ report, tests_rc, bench_rc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 counts = {"passed": 0, "failed": 0, "skipped": 0}
 failed = []
 try:
-    for case in ET.parse(f"{report}/gpu_tests.xml").iter("testcase"):
+    cases = [c for f in ("gpu_tests.xml", "gpu_docs.xml") for c in ET.parse(f"{report}/{f}").iter("testcase")]
+    for case in cases:
         kinds = {child.tag for child in case}
         if kinds & {"failure", "error"}:
             counts["failed"] += 1
@@ -45,7 +51,7 @@ except (OSError, ET.ParseError) as exc:
     print(f"no test report: {exc}")
 print(f"| item                          | result")
 print(f"|-------------------------------|-------")
-print(f"| gpu tests (pytest -m gpu)     | {counts['passed']} passed, {counts['failed']} failed, "
+print(f"| gpu tests + kernels.md docs   | {counts['passed']} passed, {counts['failed']} failed, "
       f"{counts['skipped']} skipped (rc {tests_rc})")
 for name in failed[:20]:
     print(f"|   FAILED                      | {name}")

@@ -19,7 +19,6 @@ stream, handle 0), like CUDA; synchronise before reading device results.
 from __future__ import annotations
 
 import ctypes
-import functools
 import threading
 
 import numpy as np
@@ -126,7 +125,7 @@ def stream_handle(stream) -> int:
         return stream
     proto = getattr(stream, "__cuda_stream__", None)
     if proto is not None:
-        return int(proto()[1])
+        return int((proto() if callable(proto) else proto)[1])
     for attr in ("ptr", "cuda_stream", "handle"):
         value = getattr(stream, attr, None)
         if value is not None:

@@ -15,9 +15,11 @@ LEVELS = {"O0": ["-O0", "-Xclang", "-disable-O0-optnone"], "O2": ["-O2"]}
 #: program -> (source file in c/, extra clang flags)
 PROGRAMS: dict[str, tuple[str, list[str]]] = {
     "arrays": ("arrays.c", []),
+    "realloc": ("realloc.c", []),
     "control": ("control.c", []),
     "calls": ("calls.c", []),
     "activity": ("activity.c", []),
+    "structret": ("structret.c", []),
     "custom": ("custom.c", []),
     "split": ("split.c", []),
     "vec": ("vec.c", ["-ffast-math"]),

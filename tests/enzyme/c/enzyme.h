@@ -32,8 +32,10 @@ typedef struct { double d0, d1, d2; } enzyme_d3;    /* returned through sret */
 enzyme_d2 __enzyme_autodiff_d2(void *, ...);
 enzyme_d3 __enzyme_autodiff_d3(void *, ...);
 
-/* Forward mode: returns the tangent of the result. */
+/* Forward mode: returns the tangent of the result (void: tangents only
+ * through shadow memory). */
 double __enzyme_fwddiff(void *, ...);
+void __enzyme_fwddiff_void(void *, ...);
 
 /* Split reverse mode with a caller-allocated tape. */
 void *__enzyme_augmentfwd(void *, ...);

@@ -30,6 +30,6 @@ void split_grad(double *x, double *dx, int n) {
 
 double split_fwd(double *x, double *vx, int n) {
     double out = 0.0, dout = 0.0;
-    __enzyme_fwddiff((void *)sinsum, enzyme_dup, x, vx, enzyme_dup, &out, &dout, enzyme_const, n);
+    __enzyme_fwddiff_void((void *)sinsum, enzyme_dup, x, vx, enzyme_dup, &out, &dout, enzyme_const, n);
     return dout;
 }

@@ -28,6 +28,7 @@ def test_cupy_arrays_in_place_on_a_stream():
     y = cp.random.random(n, dtype=cp.float32)
     out = cp.zeros(n, dtype=cp.float32)
     stream = cp.cuda.Stream(non_blocking=True)
+    cp.cuda.Device().synchronize()  # the inputs were made on the default stream
     saxpy[(n + 255) // 256, 256, stream](np.float32(3.0), x, y, out)
     stream.synchronize()
     np.testing.assert_allclose(cp.asnumpy(out), 3.0 * cp.asnumpy(x) + cp.asnumpy(y), rtol=1e-6)

@@ -8,6 +8,7 @@ import re
 from gpucompiler.llvm import Builder, Function, constant, types as T
 
 from .analysis import CONST, DUP, OUT, Activity
+from . import custom
 from .calls import INACTIVE
 from .emit import declare, fconst, is_float_like, zero
 from .errors import unsupported
@@ -27,6 +28,7 @@ class Engine:
         self._fns: dict = {}
         self._work: list = []
         self._helpers: dict = {}
+        self.custom_gradients, self.custom_derivatives = custom.registered(module)
 
     # -- helpers and analyses ---------------------------------------------------
     def helper(self, key: str) -> Function:
@@ -122,7 +124,11 @@ class Engine:
         types, roles = self._params(fn, kinds)
         new = self._new(self._name("fwddiffe", fn, kinds), ret, types)
         self._fns[key] = new
-        self._work.append(lambda: self._gen_forward(fn, kinds, new, roles))
+        user = self.custom_derivatives.get(fn.name)
+        if user is not None:
+            self._work.append(lambda: custom.gen_forward(self, fn, kinds, new, user))
+        else:
+            self._work.append(lambda: self._gen_forward(fn, kinds, new, roles))
         return new
 
     def _gen_forward(self, fn, kinds, new, roles):
@@ -186,6 +192,10 @@ class Engine:
         adj = self.adjoint_type(fn, kinds)
         rev = self._new(self._name("diffe", fn, kinds), adj or T.void, rtypes)
         self._fns[key] = (aug, rev)
+        user = self.custom_gradients.get(fn.name)
+        if user is not None:
+            self._work.append(lambda: custom.gen_split(self, fn, kinds, aug, rev, *user))
+            return aug, rev
         self._work.append(lambda: self._gen_split(fn, kinds, aug, roles, rev, rroles))
         return aug, rev
 

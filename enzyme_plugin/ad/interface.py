@@ -22,8 +22,9 @@ from .emit import is_float_like
 from .engine import Engine
 from .errors import unsupported
 
-MODES = (("__enzyme_autodiff", "reverse"), ("__enzyme_fwddiff", "forward"))
-MARKERS = ("enzyme_dupnoneed", "enzyme_dup", "enzyme_const", "enzyme_out")
+MODES = (("__enzyme_autodiff", "reverse"), ("__enzyme_fwddiff", "forward"),
+         ("__enzyme_augmentfwd", "augment"), ("__enzyme_reverse", "split_reverse"))
+MARKERS = ("enzyme_dupnoneed", "enzyme_dup", "enzyme_const", "enzyme_out", "enzyme_allocated", "enzyme_tape")
 _MDSTR = re.compile(r'!"([^"]*)"')
 
 
@@ -66,10 +67,15 @@ def call_items(inst) -> list:
     return items
 
 
-def decode(inst, fn, mode: str):
+def decode(inst, fn, mode: str, sret=None):
     """(kinds, caller values per derivative parameter) of a marker call on ``fn``."""
-    items = call_items(inst)[1:]
+    items = call_items(inst)[2 if sret else 1:]
     kinds, values, i = [], [], 0
+    extras = {}
+    while i < len(items) and _marker_of(items[i]) in ("enzyme_allocated", "enzyme_tape"):
+        extras[_marker_of(items[i])] = items[i + 1]
+        i += 2
+    decode.extras = extras
     for a in fn.args:
         if i >= len(items):
             raise unsupported(f"too few arguments for @{fn.name} in the marker call", inst)
@@ -80,11 +86,11 @@ def decode(inst, fn, mode: str):
             if a.type.kind == "ptr":
                 m = "enzyme_dup"
             elif is_float_like(a.type):
-                m = "enzyme_dup" if mode == "forward" else "enzyme_out"
+                m = "enzyme_dup" if mode == "forward" else "enzyme_out"  # noqa: E501
             else:
                 m = "enzyme_const"
         if m in ("enzyme_dup", "enzyme_dupnoneed"):
-            if mode == "reverse" and a.type.kind != "ptr":
+            if mode != "forward" and a.type.kind != "ptr":
                 kinds.append(OUT)
                 values.append(items[i])
                 i += 1
@@ -106,8 +112,16 @@ def decode(inst, fn, mode: str):
     return kinds, values
 
 
-def _target(inst):
-    items = call_items(inst)
+def _sret(inst):
+    """``(pointer, None)`` when the marker returns its struct through ``sret``, else None."""
+    for k, p in enumerate(inst.parts):
+        if type(p) is str and "sret(" in p:
+            return inst.args[0], None
+    return None
+
+
+def _target(inst, sret=None):
+    items = call_items(inst)[1 if sret else 0:]
     f = items[0] if items else None
     if not isinstance(f, Function):
         raise unsupported("the first argument of the marker call must be a function", inst)
@@ -119,6 +133,10 @@ def _convert(b, v, want, inst):
     have = v.type if v is not None else T.void
     if want is T.void:
         return None
+    if v is None:
+        from .emit import zero
+
+        return zero(want)
     if have is want:
         return v
     if have.kind == "struct" and len(have.elements) == 1 and have.elements[0] is want:
@@ -133,6 +151,32 @@ def _convert(b, v, want, inst):
     raise unsupported(f"marker call returns {want} but the derivative gives {have}", inst)
 
 
+def _split_site(engine, b, inst, f, kinds, values, extras, mode):
+    """``__enzyme_augmentfwd`` / ``__enzyme_reverse``: the engine's tape is kept behind a pointer
+    stored in the first word of the caller's tape memory (``enzyme_tape``)."""
+    from .emit import declare, fconst
+    from .reverse import TAPE
+
+    holder = extras.get("enzyme_tape")
+    if holder is None:
+        raise unsupported("split mode needs an enzyme_tape argument", inst)
+    aug, rev = engine.split_fns(f, kinds)
+    if mode == "augment":
+        malloc = declare(engine.module, "malloc", T.function(T.ptr(), [T.i64]))
+        ts = b.call(malloc, [constant(T.i64, "24")])
+        b.store(constant(TAPE, "zeroinitializer"), ts)
+        b.call(aug, values + [ts])
+        b.store(ts, holder)
+        return holder if inst.type.kind == "ptr" else None
+    ts = b.load(T.ptr(), holder)
+    rt = f.return_type
+    seed = [fconst(rt, 1.0)] if is_float_like(rt) else []
+    out = b.call(rev, values + seed + [ts])
+    b.call(engine.helper("free"), [ts])
+    b.call(declare(engine.module, "free", T.function(T.void, [T.ptr()])), [ts])
+    return out if out.type is not T.void else None
+
+
 def differentiate_module(module):
     """Differentiate every marker call of ``module`` in place; returns (engine, count)."""
     engine = Engine(module)
@@ -145,13 +189,14 @@ def differentiate_module(module):
             if mode is not None:
                 sites.append((inst, mode))
     for inst, mode in sites:
-        if any("sret" in p for p in inst.parts if type(p) is str):
-            raise unsupported("marker call returning through sret is not supported", inst)
-        f = _target(inst)
-        kinds, values = decode(inst, f, mode)
+        sret = _sret(inst)
+        f = _target(inst, sret)
+        kinds, values = decode(inst, f, mode, sret)
         b = Builder()
         b.position_before(inst)
-        if mode == "forward":
+        if mode in ("augment", "split_reverse"):
+            res = _split_site(engine, b, inst, f, kinds, values, decode.extras, mode)
+        elif mode == "forward":
             d = engine.forward_fn(f, kinds)
             out = b.call(d, values)
             res = b.extractvalue(out, 1) if is_float_like(f.return_type) else None
@@ -159,6 +204,11 @@ def differentiate_module(module):
             d = engine.combined_fn(f, kinds)
             out = b.call(d, values)
             res = out if d.return_type is not T.void else None
+        if sret is not None:
+            if res is not None:  # the struct of adjoints has the sret struct's layout
+                b.store(res, sret[0])
+            inst.erase()
+            continue
         new = _convert(b, res, inst.type, inst)
         if new is not None:
             inst.replace_all_uses_with(new)

@@ -46,6 +46,8 @@ def _mask(I) -> list[int]:
     m = I.operands[2]
     text = m.ref
     n = I.type.count
+    if text is None:  # a constant vector with element operands
+        return [-1 if o.ref in ("undef", "poison") else int(o.ref) for o in m.operands]
     if text in ("zeroinitializer",):
         return [0] * n
     if text in ("undef", "poison"):

@@ -99,7 +99,8 @@ def forward(s, inst):
         del copy
         return
     if kind == "realloc":
-        raise unsupported("realloc of active memory is not supported", inst, s.fn)
+        _forward_realloc(s, inst)
+        return
     if kind == "free":
         p = inst.args[0]
         if s.tangents and p in act.shadowed:
@@ -133,6 +134,22 @@ def forward(s, inst):
         raise unsupported(f"no derivative rule for call to '{callee_name(inst) or 'an indirect callee'}'", inst, s.fn)
 
 
+def _forward_realloc(s, inst):
+    """Forward mode: the shadow is reallocated alike. Reverse mode: a fresh zeroed shadow; the old
+    one stays alive so the reverse can hand back the adjoints of the bytes realloc copied."""
+    old, n = inst.args
+    so = s.shadow(old, inst)
+    if s.tangents:
+        s.shadow_map[inst] = s.call("realloc", inst.type, [so, s.val(n)])
+        return
+    ns = s.call("malloc", inst.type, [s.val(n)])
+    s.memset(ns, s.val(n))
+    usable = s.call("malloc_usable_size", T.i64, [so])
+    nn = s.val(n) if s.val(n).type is T.i64 else s.b.zext(s.val(n), T.i64)
+    s.realloc_bytes[inst] = s.select(s.b.icmp("ult", usable, nn), usable, nn)
+    s.shadow_map[inst] = ns
+
+
 # -- reverse sweep -----------------------------------------------------------
 def reverse(r, inst):
     kind = classify(inst)
@@ -148,6 +165,14 @@ def reverse(r, inst):
         return
     if kind in ("alloc", "calloc"):
         r.call("free", T.void, [r.fwd_shadow(inst, inst)])
+        return
+    if kind == "realloc":
+        ns = r.fwd_shadow(inst, inst)
+        mt = memory_type(inst)
+        if mt is not None and mt.kind == "float":
+            nbytes = r._from_forward(inst.parent, r.sweep.realloc_bytes[inst])
+            r.b.call(r.engine.memcpy_adjoint(mt), [ns, r.fwd_shadow(inst.args[0], inst), nbytes])
+        r.call("free", T.void, [ns])
         return
     if kind in ("memcpy", "memset"):
         dst = inst.args[0]

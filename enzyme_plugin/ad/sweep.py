@@ -35,6 +35,8 @@ class Sweep(Emit):
         #: primal pointer -> shadow pointer / primal float -> tangent (forward mode)
         self.shadow_map: dict = dict(shadows)
         self._phis: list = []
+        #: realloc -> bytes of the old shadow it copied (reverse mode)
+        self.realloc_bytes: dict = {}
 
     # -- values --------------------------------------------------------------
     def val(self, v):

@@ -9,6 +9,11 @@ PY=${PYTHON:-python}
 REPORT=${OUT:-/tmp/gpu_check}
 mkdir -p "$REPORT"
 
+# Entry points (plugin discovery) need the package's metadata: install the
+# checkout itself, offline and without dependencies (they are on the machine).
+"$PY" -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 \
+    || echo "note: could not pip-install the checkout; plugins are found only if registered by hand"
+
 echo "== device"
 "$PY" - <<'PYEOF'
 from gpucompiler.runtime import cuda

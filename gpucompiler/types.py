@@ -14,7 +14,7 @@ class Type:
     """Base class of frontend types."""
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, cache_hash=True)
 class Scalar(Type):
     """A machine scalar. ``kind`` is ``"b"`` (bool), ``"i"`` (signed int) or ``"f"`` (float)."""
 
@@ -30,7 +30,7 @@ class Scalar(Type):
         return self.name
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, cache_hash=True)
 class NoneType(Type):
     """The type of ``None`` (functions that return nothing)."""
 
@@ -38,7 +38,7 @@ class NoneType(Type):
         return "none"
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, cache_hash=True)
 class ArrayType(Type):
     """A strided array: ``dtype``, ``ndim`` and ``layout`` (``"C"`` contiguous or ``"A"`` any)."""
 
@@ -50,7 +50,7 @@ class ArrayType(Type):
         return f"array({self.dtype!r}, {self.ndim}d, {self.layout})"
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, cache_hash=True)
 class TupleType(Type):
     """A fixed-length heterogeneous tuple."""
 
@@ -104,11 +104,22 @@ def typeof(value):
     dtype = getattr(value, "dtype", None)
     if dtype is None:
         return None
-    scalar = SCALARS.get(str(dtype))
-    if scalar is None:
-        return None
     ndim = getattr(value, "ndim", 0)
-    if ndim == 0:
+    flags = getattr(value, "flags", None)
+    key = (dtype, ndim, ndim > 0 and flags is not None and flags.c_contiguous)
+    try:
+        return _ARRAY_TYPES[key]
+    except KeyError:
+        t = _ARRAY_TYPES[key] = _array_type(*key)
+        return t
+
+
+#: (dtype, ndim, C-contiguous) -> type; typeof is on the dispatch path of every call
+_ARRAY_TYPES: dict = {}
+
+
+def _array_type(dtype, ndim: int, c_contiguous: bool):
+    scalar = SCALARS.get(str(dtype))
+    if scalar is None or ndim == 0:
         return scalar
-    layout = "C" if value.flags.c_contiguous else "A"
-    return ArrayType(scalar, ndim, layout)
+    return ArrayType(scalar, ndim, "C" if c_contiguous else "A")

@@ -142,6 +142,7 @@ class Kernel:
         self._specs: dict = {}
         self._ptx: dict = {}
         self._emulated: dict = {}
+        self._launches: dict = {}   # configuration -> Launch (ints, tuples, None/int/str streams only)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args):
@@ -149,11 +150,24 @@ class Kernel:
                           f"{self.py_func.__name__}[grid, block](...) or [grid, block, stream]")
 
     def __getitem__(self, config) -> "Launch":
+        try:
+            hit = self._launches.get(config)
+        except TypeError:  # unhashable (a list): not cached
+            hit = None
+        if hit is not None:
+            return hit
         if not isinstance(config, tuple) or len(config) not in (2, 3):
             raise LaunchError(f"launch configuration must be [grid, block] or [grid, block, stream_or_"
                               f"device], got {config!r}")
-        return Launch(self, normalize_dims(config[0], "grid"), normalize_dims(config[1], "block"),
-                      config[2] if len(config) == 3 else None)
+        stream = config[2] if len(config) == 3 else None
+        launch = Launch(self, normalize_dims(config[0], "grid"), normalize_dims(config[1], "block"), stream)
+        # cache configurations of plain values only: a stream object is not kept alive here
+        if (stream is None or type(stream) in (int, str)) and len(self._launches) < 256:
+            try:
+                self._launches[config] = launch
+            except TypeError:
+                pass
+        return launch
 
     # -- specialisation ------------------------------------------------------------
     def argument_types(self, args) -> tuple:
@@ -227,12 +241,16 @@ class Kernel:
 class Launch:
     """A kernel with its grid, block and stream (or device); call it with the arguments."""
 
-    __slots__ = ("kernel", "grid", "block", "stream")
+    __slots__ = ("kernel", "grid", "block", "stream", "_hstream", "_launch")
 
     def __init__(self, kernel: Kernel, grid, block, stream):
         self.kernel, self.grid, self.block, self.stream = kernel, grid, block, stream
+        self._hstream = self._launch = None
 
     def __call__(self, *args) -> None:
+        launch = self._launch
+        if launch is not None:
+            return launch(self.kernel, self.grid, self.block, self._hstream, args)
         if isinstance(self.stream, str):
             if self.stream != CPU:
                 raise LaunchError(f"unknown device {self.stream!r}; use {CPU!r} for the CPU grid emulation "
@@ -241,7 +259,9 @@ class Launch:
             return k.emulated(k.argument_types(args)).launch(self.grid, self.block, args)
         from .runtime import cuda
 
-        return cuda.launch(self.kernel, self.grid, self.block, self.stream, args)
+        self._hstream = cuda.stream_handle(self.stream)
+        self._launch = cuda.fast_launch
+        return cuda.fast_launch(self.kernel, self.grid, self.block, self._hstream, args)
 
 
 def kernel(fn=None, **options):

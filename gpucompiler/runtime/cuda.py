@@ -12,6 +12,15 @@
 * Every failing driver call raises :class:`~gpucompiler.errors.CudaError`
   carrying the CUDA error name (``CUDA_ERROR_ILLEGAL_ADDRESS``...).
 
+Launches whose arguments are all Python scalars and ``__cuda_array_interface__``
+arrays take a fast path: a :class:`Launcher` per (kernel, context, argument
+signature) holds the function handle, a ``struct`` packer writing every
+parameter into one preallocated buffer and the ``void*[]`` pointing into it,
+so a launch is one context query, one signature tuple, one dict hit, one
+``pack_into`` and ``cuLaunchKernel``. The signature key holds each scalar's
+Python type and each array's typestr, rank and contiguity: whatever changes
+the argument types changes the key, so it compiles a new specialisation.
+
 Launches are asynchronous on the given stream (default: the legacy default
 stream, handle 0), like CUDA; synchronise before reading device results.
 """
@@ -19,13 +28,14 @@ stream, handle 0), like CUDA; synchronise before reading device results.
 from __future__ import annotations
 
 import ctypes
+import struct
 import threading
 
 import numpy as np
 
 from .. import types as T
 from ..errors import CudaError, LaunchError, ToolchainError
-from ..kernel import argument_type, cuda_array_type
+from ..kernel import _TYPESTR as _TYPESTR_DTYPE, argument_type, cuda_array_type, is_contiguous
 from .grid import array_param, param_array, scalar_param
 
 _PY = {int: T.int64, float: T.float64, bool: T.boolean}
@@ -33,6 +43,7 @@ _lock = threading.Lock()
 _state: dict = {"init": False}
 _capability: dict = {}   # context handle -> (major, minor)
 _functions: dict = {}    # (kernel id, argtypes, context) -> (CUfunction, module, kernel)
+_launchers: dict = {}    # (kernel id, context, signature key) -> Launcher
 
 
 def _driver():
@@ -209,9 +220,128 @@ def _c_strides(shape, itemsize):
 
 def launch(kernel, grid, block, stream, args) -> None:
     """Launch ``kernel`` on the GPU; see the module docstring."""
+    fast_launch(kernel, grid, block, stream_handle(stream), args)
+
+
+# -- the fast path ----------------------------------------------------------------------
+_SCALAR_FORMAT = {T.float64: "d", T.float32: "f4x", T.int64: "q", T.int32: "i4x", T.boolean: "?7x"}
+_ITEMSIZE = {k: t.itemsize for k, t in _TYPESTR_DTYPE.items()}
+_CONTIGUOUS: dict = {}   # (typestr, shape, strides) -> contiguous? (non-None strides only)
+
+
+def signature(args):
+    """``(key, values)``: the argument signature and the flat parameter values, or ``None`` when
+    an argument is neither a Python scalar nor a ``__cuda_array_interface__`` array."""
+    key, values = [], []
+    for a in args:
+        tp = type(a)
+        if tp is float or tp is int or tp is bool:
+            key.append(tp)
+            values.append(a)
+            continue
+        cai = getattr(a, "__cuda_array_interface__", None)
+        if cai is None:
+            return None
+        shape, strides, typestr = cai["shape"], cai.get("strides"), cai["typestr"]
+        if strides is None:
+            key.append((typestr, len(shape), True))
+            values.append(cai["data"][0])
+            values.extend(shape)
+            itemsize = _ITEMSIZE.get(typestr)
+            if itemsize is None:
+                return None
+            values.extend(_c_strides(shape, itemsize))
+        else:
+            layout = (typestr, tuple(shape), tuple(strides))
+            contiguous = _CONTIGUOUS.get(layout)
+            if contiguous is None:
+                dtype = _TYPESTR_DTYPE.get(typestr)
+                contiguous = dtype is not None and is_contiguous(shape, strides, dtype)
+                if len(_CONTIGUOUS) < 4096:
+                    _CONTIGUOUS[layout] = contiguous
+            key.append((typestr, len(shape), contiguous))
+            values.append(cai["data"][0])
+            values.extend(shape)
+            values.extend(strides)
+    return tuple(key), values
+
+
+class Launcher:
+    """One (kernel, context, argument signature): function handle and parameter layout."""
+
+    __slots__ = ("fn", "packer", "buffer", "params", "params_address", "lock", "launch_kernel")
+
+    def __init__(self, d, fn, argtypes):
+        fmt = "<" + "".join(_SCALAR_FORMAT[t] if not isinstance(t, T.ArrayType) else "q" * (1 + 2 * t.ndim)
+                            for t in argtypes)
+        self.fn, self.packer = fn, struct.Struct(fmt)
+        self.buffer = (ctypes.c_int64 * max(self.packer.size // 8, 1))()
+        base, offsets, at = ctypes.addressof(self.buffer), [], 0
+        for t in argtypes:
+            offsets.append(base + at)
+            at += 8 * (1 + 2 * t.ndim) if isinstance(t, T.ArrayType) else 8
+        self.params = (ctypes.c_void_p * max(len(argtypes), 1))(*offsets)
+        self.params_address = ctypes.addressof(self.params)
+        self.lock = threading.Lock()
+        self.launch_kernel = d.cuLaunchKernel
+
+    def __call__(self, grid, block, hstream, values) -> None:
+        if self.lock.acquire(False):  # the shared buffer: the driver copies it during the call
+            try:
+                self.packer.pack_into(self.buffer, 0, *values)
+                err = self.launch_kernel(self.fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0,
+                                         hstream, self.params_address, 0)[0]
+            finally:
+                self.lock.release()
+        else:  # another thread is launching this signature: private buffers
+            buffer = ctypes.create_string_buffer(self.packer.size + 8)
+            self.packer.pack_into(buffer, 0, *values)
+            base, offsets, at = ctypes.addressof(buffer), [], 0
+            for addr in self.params:
+                offsets.append(base + (addr - ctypes.addressof(self.buffer)))
+            params = (ctypes.c_void_p * len(offsets))(*offsets)
+            err = self.launch_kernel(self.fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0,
+                                     hstream, ctypes.addressof(params), 0)[0]
+        if err:
+            check((err,), "cuLaunchKernel")
+
+
+def fast_launch(kernel, grid, block, hstream: int, args) -> None:
+    """Launch with a stream handle; arguments that cannot take the fast path go through :func:`slow_launch`."""
+    state = _state
+    d = state.get("driver")
+    if d is None:
+        current_context()
+        d = state["driver"] = _driver()
+    err, ctx = d.cuCtxGetCurrent()
+    ctx = int(ctx)
+    sig = signature(args) if int(err) == 0 and ctx else None
+    if sig is None:
+        return slow_launch(kernel, grid, block, hstream, args)
+    key, values = sig
+    launcher = _launchers.get((id(kernel), ctx, key))
+    if launcher is None:
+        launcher = _new_launcher(d, kernel, ctx, key, args)
+    try:
+        launcher(grid, block, hstream, values)
+    except struct.error:  # a scalar out of its type's range: the slow path names the problem
+        slow_launch(kernel, grid, block, hstream, args)
+
+
+def _new_launcher(d, kernel, ctx, key, args) -> Launcher:
+    argtypes, _, _ = marshal(args)  # full checks and typed errors; no NumPy arrays here
+    code = kernel.py_func.__code__
+    if len(argtypes) != code.co_argcount:
+        raise LaunchError(f"kernel {kernel.py_func.__qualname__} takes {code.co_argcount} "
+                          f"arguments, got {len(argtypes)}")
+    launcher = _launchers[(id(kernel), ctx, key)] = Launcher(d, load_function(kernel, argtypes, ctx), argtypes)
+    return launcher
+
+
+def slow_launch(kernel, grid, block, hstream: int, args) -> None:
+    """Any arguments: NumPy arrays staged to the device and copied back, NumPy scalars."""
     d = _driver()
     ctx = current_context()
-    hstream = stream_handle(stream)
     allocated = []
 
     def alloc(nbytes):

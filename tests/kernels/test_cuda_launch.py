@@ -127,7 +127,9 @@ class DeviceArray:
 
     @property
     def __cuda_array_interface__(self):
-        return {"shape": self.host.shape, "typestr": self.host.dtype.str, "strides": None,
+        contiguous = self.host.flags.c_contiguous
+        return {"shape": self.host.shape, "typestr": self.host.dtype.str,
+                "strides": None if contiguous else self.host.strides,
                 "data": (self.host.ctypes.data, False), "version": 3}
 
 
@@ -136,6 +138,7 @@ def fake(monkeypatch):
     driver = FakeDriver()
     monkeypatch.setattr(cuda, "_driver", lambda: driver)
     monkeypatch.setattr(cuda, "_functions", {})
+    monkeypatch.setattr(cuda, "_launchers", {})
     monkeypatch.setattr(cuda, "_capability", {})
     monkeypatch.setattr(cuda, "_state", {"init": False})
     return driver
@@ -210,3 +213,45 @@ def test_missing_driver_is_a_typed_error(monkeypatch):
     monkeypatch.setattr(cuda, "_state", {"init": False})
     with pytest.raises(ToolchainError, match="CPU grid emulation"):
         saxpy[1, 1](1.0, np.zeros(1), np.zeros(1), np.zeros(1))
+
+
+def test_fast_path_reuses_one_launcher_and_recompiles_when_types_change(fake):
+    n = 200
+    x = np.random.rand(n)
+    x0 = x.copy()
+    k = CASES["grid_stride"][0]
+    launch = k[2, 64]
+    assert k[2, 64] is launch  # the configuration object is cached
+    for _ in range(3):
+        launch(DeviceArray(x), 3.0)
+    np.testing.assert_allclose(x, 27.0 * x0, rtol=1e-15)  # in place, three launches
+    assert len(cuda._launchers) == 1 and len(fake.modules) == 1
+    # another dtype, a Python int scalar, a strided array: each a new specialisation with right results
+    x32 = np.arange(n, dtype=np.float32)
+    launch(DeviceArray(x32), 2.0)
+    np.testing.assert_array_equal(x32, 2 * np.arange(n, dtype=np.float32))
+    xi = np.arange(n, dtype=np.float64)
+    launch(DeviceArray(xi), 2)
+    np.testing.assert_array_equal(xi, 2 * np.arange(n))
+    base = np.arange(2.0 * n)
+    launch(DeviceArray(base[::2]), 0.5)
+    np.testing.assert_array_equal(base[::2], 0.5 * np.arange(2.0 * n)[::2])
+    np.testing.assert_array_equal(base[1::2], np.arange(2.0 * n)[1::2])
+    assert len(cuda._launchers) == 4 and len(fake.modules) == 4
+    assert len({key[2] for key in cuda._launchers}) == 4
+    # NumPy arrays after the fast path: still staged and copied back
+    host = np.ones(n)
+    launch(host, 4.0)
+    np.testing.assert_array_equal(host, 4.0)
+    assert fake.memory == {}
+
+
+def test_fast_path_wrong_argument_count_and_type_are_typed_errors(fake):
+    from gpucompiler.errors import ArgumentTypeError
+
+    k = CASES["grid_stride"][0]
+    with pytest.raises(LaunchError, match="takes 2 arguments"):
+        k[1, 32](DeviceArray(np.zeros(4)))
+    with pytest.raises(ArgumentTypeError):
+        k[1, 32](DeviceArray(np.zeros(4, np.complex128)), 1.0)
+    assert cuda._launchers == {}

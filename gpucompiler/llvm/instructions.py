@@ -158,6 +158,17 @@ class Instruction(User):
                         return int(words[k + 1])
         return None
 
+    def add_flags(self, *words: str) -> None:
+        """Spell keyword flags (``fast``, ``nsw``...) after the opcode; words already present stay once.
+        On calls the flags follow ``call`` (fast-math flags of a call)."""
+        head = self.parts[0]
+        tokens = head.split()
+        at = tokens.index("call") + 1 if self.opcode == "call" else 1
+        new = [w for w in words if w not in tokens[at:]]
+        if new:
+            tokens[at:at] = new
+            self.parts[0] = " ".join(tokens) + (" " if head.endswith(" ") else "")
+
     def add_incoming(self, value: Value, block) -> None:
         """Append ``[value, %block]`` to a ``phi``."""
         if self.opcode != "phi":

@@ -8,6 +8,19 @@ from .metadata import AttributeGroup, MDNode, NamedMetadata, _attr_key
 from .values import Argument, User, Value
 
 
+#: linkage, preemption, visibility and DLL storage words that precede a calling convention
+_PREFIX_WORDS = frozenset(
+    "private internal available_externally linkonce weak common appending extern_weak linkonce_odr "
+    "weak_odr external dso_local dso_preemptable default hidden protected dllimport dllexport".split())
+#: named calling conventions (``cc N`` is the numbered spelling)
+CALLING_CONVENTIONS = frozenset(
+    "ccc fastcc coldcc ghccc webkit_jscc anyregcc preserve_mostcc preserve_allcc preserve_nonecc cxx_fast_tlscc "
+    "tailcc swiftcc swifttailcc cfguard_checkcc ptx_kernel ptx_device x86_stdcallcc x86_fastcallcc "
+    "x86_thiscallcc x86_vectorcallcc x86_regcallcc x86_intrcc amdgpu_kernel spir_kernel spir_func "
+    "aarch64_vector_pcs aarch64_sve_vector_pcs arm_apcscc arm_aapcscc arm_aapcs_vfpcc "
+    "win64cc x86_64_sysvcc".split())
+
+
 class BasicBlock(Value):
     """A labelled list of instructions; ``parent`` is its :class:`Function`."""
 
@@ -135,6 +148,40 @@ class Function(GlobalValue):
         self.blocks.append(block)
         return block
 
+    # -- calling convention -----------------------------------------------------
+    @property
+    def calling_convention(self) -> str:
+        """``ccc`` unless ``prefix`` spells another (``fastcc``, ``ptx_kernel``, ``cc 10``...)."""
+        words = self.prefix.split()
+        for k, w in enumerate(words):
+            if w in CALLING_CONVENTIONS or w.endswith("cc") and w not in _PREFIX_WORDS:
+                return w
+            if w == "cc" and k + 1 < len(words):
+                return f"cc {words[k + 1]}"
+        return "ccc"
+
+    @calling_convention.setter
+    def calling_convention(self, cc: str) -> None:
+        words = self.prefix.split()
+        keep = []
+        skip = False
+        for w in words:
+            if skip:
+                skip = False
+                continue
+            if w == "cc":
+                skip = True
+                continue
+            if w in CALLING_CONVENTIONS or w.endswith("cc") and w not in _PREFIX_WORDS:
+                continue
+            keep.append(w)
+        at = 0
+        while at < len(keep) and keep[at] in _PREFIX_WORDS:
+            at += 1
+        if cc and cc != "ccc":
+            keep[at:at] = cc.split()
+        self.prefix = " ".join(keep)
+
     # -- attributes ----------------------------------------------------------
     def get_attributes(self) -> list[str]:
         """Every function attribute, inline and from groups."""
@@ -247,6 +294,29 @@ class Module:
         if nm is None:
             nm = self.named_metadata[name] = NamedMetadata(name)
         return nm
+
+    def module_flag(self, key: str) -> MDNode | None:
+        """The ``!llvm.module.flags`` entry named ``key``, if any."""
+        nm = self.named_metadata.get("llvm.module.flags")
+        for node in nm.nodes if nm is not None else ():
+            if any(type(p) is str and f'!"{key}"' in p for p in node.parts):
+                return node
+        return None
+
+    def add_module_flag(self, behavior: int, key: str, value: Value) -> MDNode:
+        """Add ``!{i32 behavior, !"key", value}`` to ``!llvm.module.flags`` (the existing entry if
+        ``key`` is already set)."""
+        node = self.module_flag(key)
+        if node is not None:
+            return node
+        from .values import const_int
+
+        escaped = key.replace("\\", "\\5C").replace('"', "\\22")
+        node = MDNode(["!{", T.i32, " ", 0, f', !"{escaped}", ', value.type, " ", 1, "}"],
+                      [const_int(T.i32, behavior), value])
+        self.add_metadata(node)
+        self.get_named_metadata("llvm.module.flags").nodes.append(node)
+        return node
 
     def get_global(self, name: str) -> GlobalValue | None:
         return self.functions.get(name) or self.globals.get(name) or self.aliases.get(name)

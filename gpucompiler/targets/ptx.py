@@ -6,9 +6,8 @@ import attrs
 import llvmlite.binding as llvm
 
 from ..errors import ConfigError
-from ..llvm.binding import parse_ir
+from ..llvm import Builder, const_int, types as LT
 from .base import Target
-from .irtext import add_fast_math_flags, add_module_flag, edit_definitions
 from .libdevice import PREFIX, libdevice_functions, link_libdevice
 from .native import cached_target_machine, emit_with
 from .validation import ALLOCATION_FUNCTIONS, ModuleFacts
@@ -27,7 +26,10 @@ LLVM_PTX_VERSIONS = frozenset({32, 40, 41, 42, 43, 50, 60, 61, 62, 63, 64, 65, 7
 #: functions the CUDA driver provides to every kernel
 DEVICE_RUNTIME = frozenset({"vprintf", "__assertfail"})
 
-_FASTMATH_ATTRIBUTES = '"denormal-fp-math-f32"="preserve-sign,preserve-sign"'
+_FASTMATH_ATTRIBUTE = '"denormal-fp-math-f32"="preserve-sign,preserve-sign"'
+_FLOAT_OPS = frozenset({"fadd", "fsub", "fmul", "fdiv", "frem", "fneg"})
+GLOBAL = 1
+"""The NVPTX address space of global (device) memory."""
 
 
 @attrs.frozen
@@ -91,15 +93,21 @@ class PTXTarget(Target):
         for fn in ref.functions:
             if fn.name in linked:
                 fn.linkage = "internal"
-        text = str(ref)
-        if job.config.kernel:
-            attributes = f'"nvvm.maxnreg"="{self.maxregs}"' if self.maxregs else ""
-            text = edit_definitions(text, {entry_name(job, ref)}, calling_convention="ptx_kernel",
-                                    attributes=attributes)
+        name = entry_name(job, ref) if job.config.kernel else None
+        model = module.model
+        if name is not None:
+            entry = model.functions[name]
+            entry.calling_convention = "ptx_kernel"
+            if self.maxregs:
+                entry.add_attribute(f'"nvvm.maxnreg"="{self.maxregs}"')
+            global_array_pointers(entry)
         if self.fastmath:
-            text = add_fast_math_flags(edit_definitions(text, None, attributes=_FASTMATH_ATTRIBUTES))
-        text = add_module_flag(text, 4, "nvvm-reflect-ftz", f"i32 {int(self.fastmath)}")
-        ref = parse_ir(text)
+            for fn in model.functions.values():
+                if not fn.is_declaration:
+                    fn.add_attribute(_FASTMATH_ATTRIBUTE)
+                    add_fast_math_flags(fn)
+        model.add_module_flag(4, "nvvm-reflect-ftz", const_int(LT.i32, int(self.fastmath)))
+        ref = module.ref
         machine = self.target_machine(job.config.opt_level)
         builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(job.config.opt_level))
         builder.getModulePassManager().run(ref, builder)
@@ -131,6 +139,76 @@ class PTXTarget(Target):
             raise ConfigError("the PTX target emits 'asm' (PTX text), 'llvm' or 'bc'; assemble the "
                               "PTX with ptxas (or load it with the CUDA driver) for a cubin")
         return emit_with(self.target_machine(job.config.opt_level), module, kind)
+
+
+def global_array_pointers(entry) -> int:
+    """Access the kernel's array arguments through global-memory pointers.
+
+    An array argument is ``{ptr, shape..., strides...}`` whose pointer the
+    caller takes from device memory (never shared or local memory). Each
+    ``extractvalue %arg, 0`` of a pointer is cast to ``addrspace(1)`` once,
+    and the ``getelementptr`` chains, plain loads and plain stores using it
+    are rebuilt on the global pointer, so the back end emits
+    ``ld.global``/``st.global`` instead of generic accesses. Other uses keep
+    the generic pointer (a cast back). Returns the number of accesses moved.
+    """
+    moved = 0
+    for arg in entry.args:
+        t = arg.type
+        if not isinstance(t, LT.StructType) or not t.elements or t.elements[0] != LT.ptr():
+            continue
+        for user in arg.users:
+            if (getattr(user, "opcode", None) == "extractvalue" and user.type == LT.ptr()
+                    and user.parts[-1].replace(" ", "") == ",0"):
+                b = Builder()
+                b.position_after(user)
+                moved += _move_to_global(b, user, b.cast("addrspacecast", user, LT.ptr(GLOBAL)))
+    return moved
+
+
+def _move_to_global(b, generic, glob) -> int:
+    """Rebuild the GEPs, loads and stores addressed by ``generic`` on ``glob`` (its global twin)."""
+    moved = 0
+    for use in generic.uses:
+        inst = use.user
+        op = getattr(inst, "opcode", None)
+        if inst is glob or inst.parent is None or use.index != (1 if op == "store" else 0):
+            continue
+        if op in ("load", "store") and ("volatile" in inst.flags or " atomic" in f" {inst.parts[0]}"):
+            continue
+        b.position_before(inst)
+        if op == "getelementptr":
+            flags = [f for f in inst.flags if f in ("inbounds", "nuw", "nusw")]
+            new = b.gep(inst.source_element_type, glob, inst.indices, flags=flags)
+            back = b.cast("addrspacecast", new, LT.ptr())
+            inst.replace_all_uses_with(back)
+            moved += _move_to_global(b, back, new)
+        elif op == "load":
+            new = b.load(inst.type, glob, align=inst.alignment)
+            inst.replace_all_uses_with(new)
+        elif op == "store":
+            new = b.store(inst.value_operand, glob, align=inst.alignment)
+        else:
+            continue
+        new.metadata = dict(inst.metadata)
+        inst.erase()
+        moved += op != "getelementptr"
+    return moved
+
+
+def add_fast_math_flags(fn) -> None:
+    """Mark ``fn``'s floating-point operations and floating-point intrinsic calls ``fast``."""
+    for inst in fn.instructions():
+        if inst.opcode in _FLOAT_OPS:
+            inst.add_flags("fast")
+        elif inst.opcode == "call" and _is_float(inst.type):
+            callee = inst.callee
+            if callee is not None and callee.name.startswith("llvm."):
+                inst.add_flags("fast")
+
+
+def _is_float(t) -> bool:
+    return str(t.scalar) in ("float", "double", "half")
 
 
 def entry_name(job, ref: llvm.ModuleRef) -> str:

@@ -1,10 +1,17 @@
 """Enzyme-style automatic differentiation on LLVM IR, as a gpucompiler plugin.
 
-``differentiate(ir_text)`` replaces every ``__enzyme_autodiff`` /
-``__enzyme_fwddiff`` call of a module by a call to the generated derivative.
+``autodiff(Reverse, f, Active(x), Duplicated(a, da))`` differentiates ``f``
+from plain Python, inside ``@jit(plugins=("enzyme",))`` functions and inside
+``@kernel(plugins=("enzyme",))`` GPU kernels (docs/autodiff.md).
+``custom_rule`` gives a function its own derivative. ``differentiate(ir_text)``
+is the engine on any LLVM IR that calls ``__enzyme_autodiff`` /
+``__enzyme_fwddiff`` (docs/enzyme.md).
 """
 
 from .ad import ADError, differentiate
+from .api import Active, Const, Duplicated, DuplicatedNoNeed, Forward, Mode, Reverse, autodiff
+from .rules.custom import custom_rule
 
 __version__ = "0.1.0"
-__all__ = ["ADError", "differentiate"]
+__all__ = ["ADError", "Active", "Const", "Duplicated", "DuplicatedNoNeed", "Forward", "Mode", "Reverse",
+           "autodiff", "custom_rule", "differentiate"]

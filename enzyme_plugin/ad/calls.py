@@ -11,6 +11,7 @@ from gpucompiler.llvm import types as T
 
 from .analysis import CONST, DUP, OUT, callee_name, memory_type
 from .emit import is_float_like, zero
+from . import gpu
 from .errors import unsupported
 from .rules import MATH_FORWARD, MATH_REVERSE, derived_forward, math_name
 
@@ -34,6 +35,9 @@ def classify(inst) -> str:
     name = callee_name(inst)
     if name is None:
         return "unknown"
+    special = gpu.classify(name)
+    if special is not None:
+        return special
     if name.startswith(_IGNORED_PREFIXES):
         return "ignored"
     if math_name(name) is not None:
@@ -80,7 +84,7 @@ def forward(s, inst):
     kind = classify(inst)
     act = s.act
     varied = not act.is_constant_instruction(inst)
-    if kind in ("ignored", "inactive"):
+    if kind in ("ignored", "inactive", "barrier"):
         return
     if kind == "math":
         if s.tangents and inst in act.active:
@@ -154,6 +158,9 @@ def _forward_realloc(s, inst):
 def reverse(r, inst):
     kind = classify(inst)
     act = r.act
+    if kind == "barrier":
+        gpu.reverse_barrier(r, inst)
+        return
     if kind == "math":
         if inst not in act.active:
             return

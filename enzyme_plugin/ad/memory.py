@@ -9,7 +9,9 @@ from __future__ import annotations
 from gpucompiler.llvm import Instruction, const_int, types as T
 
 from .emit import is_float_like, sizeof, zero
+from . import gpu
 from .errors import unsupported
+from .typeinfo import is_copy_store
 
 
 def _align(inst):
@@ -35,10 +37,28 @@ def fwd_alloca(s, inst):
     s.shadow_map[inst] = sh
 
 
+def _int_access_check(s, inst, p, t):
+    """An integer access of memory with a shadow must not touch floats or pointers (their
+    derivative or shadow would be lost): copies were retyped, anything else is an error."""
+    held = s.act.mem.types_at(p, sizeof(t))
+    bad = sorted({str(x) for x in held if x.kind in ("float", "ptr")})
+    if bad:
+        what = "load from" if inst.opcode == "load" else "store into"
+        raise unsupported(f"integer {what} memory holding {', '.join(bad)} (an active bit pattern)", inst, s.fn)
+    if inst.opcode == "store" and is_copy_store(inst) and not held:
+        v = inst.value_operand
+        src = v.pointer_operand if isinstance(v, Instruction) and v.opcode == "load" else None
+        if src is not None and not s.act.mem.types_at(src, sizeof(t)):
+            raise unsupported("cannot deduce the type of the bytes an integer copy moves between memories "
+                              "with shadows", inst, s.fn)
+
+
 def fwd_load(s, inst):
     p = inst.pointer_operand
     if p not in s.act.shadowed:
         return
+    if inst.type.scalar.kind == "int":
+        _int_access_check(s, inst, p, inst.type)
     if inst in s.act.shadowed or (s.tangents and inst in s.act.active):
         s.shadow_map[inst] = s.b.load(inst.type, s.shadow(p, inst), align=_align(inst))
 
@@ -62,6 +82,7 @@ def fwd_store(s, inst):
         s.b.store(sv if sv is not None else zero(t), sp, align=_align(inst))
         return
     if t.kind in ("int",) or (t.kind == "vector" and t.element.kind == "int"):
+        _int_access_check(s, inst, p, t)
         s.b.store(s.val(v), sp, align=_align(inst))
         return
     raise unsupported(f"store of {t} into active memory", inst, s.fn)
@@ -103,6 +124,8 @@ def rev_load(r, inst):
         return
     d = r.take_adjoint(inst)
     sp = r.fwd_shadow(inst.pointer_operand, inst)
+    if gpu.atomic_accumulate(r, inst, sp, d):
+        return
     old = r.b.load(inst.type, sp, align=_align(inst))
     r.b.store(r.fadd(old, d), sp, align=_align(inst))
 

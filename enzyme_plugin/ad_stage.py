@@ -1,0 +1,36 @@
+"""The ``ad`` stage: the engine on the whole module, then the job's optimisation level."""
+
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+
+from gpucompiler.llvm import parse
+from gpucompiler.llvm.binding import initialize, parse_ir
+
+from .ad import preprocess
+from .ad.interface import differentiate_module
+
+
+def optimize(job, text: str) -> llvm.ModuleRef:
+    """``O<opt_level>`` of ``job``'s target machine on ``text``; returns the verified module."""
+    ref = parse_ir(text)
+    opt = job.config.opt_level
+    if opt > 0:
+        initialize()
+        tm = job.target.target_machine(opt)
+        pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=opt))
+        pb.getModulePassManager().run(ref, pb)
+    ref.verify()
+    return ref
+
+
+def run_ad(job, module) -> None:
+    """Differentiate every Enzyme marker call of ``module`` in place."""
+    from .ad import gpu
+
+    atomic = job.target.name == "ptx" or bool(job.config.param("enzyme_atomic", False)) \
+        or "gpuc_emu_key" in module.text
+    model = parse(preprocess.prepare(module.text))
+    with gpu.options(atomic_adjoints=atomic):
+        engine, _ = differentiate_module(model)  # ADError names the instruction; the driver names the stage
+    module.ref = optimize(job, engine.finalize(str(model)))

@@ -1,0 +1,147 @@
+"""The user-facing API: ``autodiff(mode, f, *args)``, modes and activities (Enzyme.jl's conventions).
+
+In compiled code (``@jit(plugins=("enzyme",))``, ``@kernel(plugins=("enzyme",))``)
+a call ``autodiff(Reverse, f, Active(x), Duplicated(a, da), Const(n))`` becomes
+a nested compile job of ``f`` that the AD stage differentiates
+(:mod:`enzyme_plugin.rules`, :mod:`enzyme_plugin.plugin`). From plain Python
+the same call compiles a small entry function for the CPU and runs it.
+
+Conventions (as in Enzyme.jl):
+
+* ``Reverse``: returns a tuple with the derivative of every ``Active``
+  argument, in argument order; a floating-point result of ``f`` is seeded
+  with 1.0. ``Duplicated(a, da)`` *adds* the gradient with respect to ``a``
+  into ``da``.
+* ``Forward``: ``Duplicated(x, dx)`` gives the tangent ``dx`` of ``x``;
+  returns ``(df,)``, the tangent of ``f``'s floating-point result (``()``
+  when ``f`` returns nothing); tangents of arrays ``f`` writes land in their
+  shadows.
+* ``Const(v)`` (and any argument given without an activity) is not
+  differentiated; ``DuplicatedNoNeed`` is ``Duplicated`` whose primal
+  writes are not needed afterwards.
+"""
+
+from __future__ import annotations
+
+import functools
+import linecache
+import types as pytypes
+
+import attrs
+
+
+@attrs.frozen
+class Mode:
+    """An AD mode; use the singletons :data:`Reverse` and :data:`Forward`."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+Reverse = Mode("Reverse")
+"""Reverse mode: derivatives of ``Active`` scalars returned, gradients added into shadows."""
+Forward = Mode("Forward")
+"""Forward mode: tangents in, the tangent of the result out."""
+
+
+class Annotation:
+    """Base class of activities: a primal value and, for duplicated ones, its shadow."""
+
+    __slots__ = ("val",)
+    kind = ""
+
+    def __init__(self, val):
+        self.val = val
+
+    def values(self) -> tuple:
+        return (self.val,)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(map(repr, self.values()))})"
+
+
+class Const(Annotation):
+    """Not differentiated."""
+
+    __slots__ = ()
+    kind = "const"
+
+
+class Active(Annotation):
+    """An active scalar (reverse mode): its derivative is returned."""
+
+    __slots__ = ()
+    kind = "active"
+
+
+class Duplicated(Annotation):
+    """A value and its shadow: the gradient is added into the shadow (reverse) or it is the tangent (forward)."""
+
+    __slots__ = ("dval",)
+    kind = "dup"
+
+    def __init__(self, val, dval):
+        self.val, self.dval = val, dval
+
+    def values(self) -> tuple:
+        return (self.val, self.dval)
+
+
+class DuplicatedNoNeed(Duplicated):
+    """As :class:`Duplicated`; the primal results written through the value are not needed."""
+
+    __slots__ = ()
+    kind = "dupnoneed"
+
+
+ACTIVITIES = {cls.__name__: cls for cls in (Const, Active, Duplicated, DuplicatedNoNeed)}
+
+
+def autodiff(mode: Mode, f, *args):
+    """Differentiate ``f`` at ``args`` in ``mode`` (see the module docstring for the conventions).
+
+    Example::
+
+        def f(x, a):
+            return x * a[0] * a[0]
+
+        a, da = np.array([3.0]), np.zeros(1)
+        (dx,) = autodiff(Reverse, f, Active(2.0), Duplicated(a, da))   # dx == 9.0, da == [12.0]
+    """
+    from gpucompiler.errors import ArgumentTypeError
+
+    if not isinstance(mode, Mode):
+        raise ArgumentTypeError("mode", type(mode), function="autodiff", hint="pass Reverse or Forward")
+    if not isinstance(f, pytypes.FunctionType):
+        raise ArgumentTypeError("f", type(f), function="autodiff", hint="pass a Python function")
+    ann = tuple(a if isinstance(a, Annotation) else Const(a) for a in args)
+    entry = _entry(mode, f, tuple(type(a).__name__ for a in ann))
+    flat = [v for a in ann for v in a.values()]
+    return entry(*flat)
+
+
+@functools.lru_cache(maxsize=256)
+def _entry(mode: Mode, f, kinds: tuple[str, ...]):
+    """A jit-compiled entry ``(flattened values) -> autodiff(mode, f, activities...)``."""
+    from gpucompiler.jit import jit
+
+    params, wrapped, k = [], [], 0
+    for kind in kinds:
+        n = 2 if issubclass(ACTIVITIES[kind], Duplicated) else 1
+        names = [f"a{k + i}" for i in range(n)]
+        k += n
+        params += names
+        wrapped.append(f"{kind}({', '.join(names)})")
+    src = (f"def autodiff_entry({', '.join(params)}):\n"
+           f"    return autodiff(MODE, F, {', '.join(wrapped)})\n")
+    filename = f"<enzyme_plugin.autodiff {mode.name} {f.__module__}.{f.__qualname__} {' '.join(kinds)}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # source for the frontend
+    namespace = {"autodiff": autodiff, "MODE": mode, "F": f, **ACTIVITIES}
+    exec(compile(src, filename, "exec"), namespace)
+    return jit(namespace["autodiff_entry"], plugins=("enzyme",))
+
+
+__all__ = ["Mode", "Reverse", "Forward", "Annotation", "Const", "Active", "Duplicated", "DuplicatedNoNeed",
+           "autodiff"]

@@ -1,0 +1,74 @@
+"""The Enzyme plugin: ``autodiff`` in compiled code, differentiated at the pipeline's ``ad`` stage.
+
+Stages (each callback marker-gated, so modules without ``autodiff`` are untouched):
+
+=================  =========================================================
+``post_irgen``     inttoptr preserve: calls through constant addresses -> named declarations
+``link_deferred``  ``gpuc.enzyme.autodiff`` -> Enzyme's C interface; custom-rule functions noinline
+``optimize``       the job's ``O<n>`` pipeline (the driver's), before AD
+``pre_ad``         NVVM preserve: NVVM intrinsics / libdevice calls -> forms the engine has rules for
+``ad``             the engine (:func:`enzyme_plugin.ad.interface.differentiate_module`), then ``O<n>``
+``post_ad``        NVVM, noinline and inttoptr restore
+=================  =========================================================
+"""
+
+from __future__ import annotations
+
+import gpucompiler.plugin as gp
+
+from .passes import inttoptr, lower, noinline, nvvm
+from .rules import MARKER
+
+AD_MARKERS = ("__enzyme_autodiff", "__enzyme_fwddiff")
+
+
+class EnzymePlugin(gp.Plugin):
+    """Automatic differentiation of ``autodiff(mode, f, args...)`` calls (see the module docstring)."""
+
+    name = "enzyme"
+    version = "0.1"
+
+    def __init__(self):
+        self._ran_ad: dict = {}
+
+    @property
+    def rules(self):
+        from .rules import rules
+
+        return rules
+
+    @gp.callback("post_irgen")
+    def preserve_inttoptr(self, job, module):
+        if "inttoptr" in module.text:  # cheap text check: most modules have none
+            inttoptr.preserve(module.model)
+
+    @gp.callback("link_deferred", markers=(MARKER,))
+    def lower_autodiff(self, job, module):
+        model = module.model
+        lower.lower_markers(model)
+        noinline.mark(model)
+
+    @gp.callback("pre_ad", markers=AD_MARKERS)
+    def preserve_nvvm(self, job, module):
+        nvvm.preserve(module.model, job.target.name)
+
+    @gp.callback("ad", markers=AD_MARKERS)
+    def differentiate(self, job, module):
+        from .ad_stage import run_ad
+
+        run_ad(job, module)
+        self._ran_ad[job.key] = True
+
+    @gp.callback("post_ad")
+    def restore(self, job, module):
+        if not self._ran_ad.pop(job.key, False):
+            return
+        model = module.model
+        nvvm.restore(model, job.target.name)
+        noinline.restore(model)
+        for name in lower.ENZYME_MARKERS.values():
+            g = model.globals.get(name)
+            if g is not None and not g.uses:
+                model.remove_global(g)
+        if job.config.param("enzyme_inttoptr") == "restore":
+            inttoptr.restore(model)

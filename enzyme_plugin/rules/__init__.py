@@ -1,0 +1,179 @@
+"""Interpreter rules of the Enzyme plugin: activities as values, ``autodiff`` as a deferred job.
+
+``Active(x)``, ``Const(v)``, ``Duplicated(a, da)``, ``DuplicatedNoNeed(a, da)``
+are typed as :class:`ActivityType` (a tuple of the primal and its shadow,
+tagged with the activity). ``autodiff(mode, f, *args)`` defers ``f`` under
+:class:`EnzymeMeta` (:func:`gpucompiler.interpreter.deferred.deferred_call`;
+the nested job keeps the target's overlays) and lowers to::
+
+    %f = call ptr @gpuc.lookup(ptr @"gpuc.job.<id>")
+    %r = call {double} (ptr, ...) @gpuc.enzyme.autodiff(ptr %f, i32 <mode>, i32 <activity>, <values>...)
+
+which the pipeline half (:mod:`enzyme_plugin.passes.lower`) turns into
+Enzyme's C interface after the nested job is linked.
+"""
+
+from __future__ import annotations
+
+import attrs
+from llvmlite import ir
+
+from gpucompiler import types as T
+from gpucompiler.errors import TypeInferenceError
+from gpucompiler.interpreter import RuleSet
+from gpucompiler.interpreter.deferred import DeferredMeta, deferred_call, is_function
+from gpucompiler.interpreter.infer import spec_argtypes
+from gpucompiler.interpreter.lattice import BOTTOM, Const, pyobj, widen
+from gpucompiler.interpreter.rules import Any_, CallResult
+
+from .. import api
+
+MARKER = "gpuc.enzyme.autodiff"
+"""The marker call the interpreter leaves for the pipeline half."""
+MODES = {"Reverse": 0, "Forward": 1}
+KINDS = {"const": 0, "active": 1, "dup": 2, "dupnoneed": 3}
+
+rules = RuleSet("enzyme")
+"""Rules of every job that enables the ``enzyme`` plugin."""
+nested_rules = RuleSet("enzyme.nested")
+"""Rules of the differentiated (nested) jobs only: custom derivative rules keep their functions out of line."""
+
+
+@attrs.frozen(repr=False, cache_hash=True)
+class ActivityType(T.TupleType):
+    """The type of ``Active(x)`` & co: a tuple (primal[, shadow]) tagged with the activity ``kind``."""
+
+    kind: str = "const"
+
+    def __repr__(self) -> str:
+        return f"{self.kind}(" + ", ".join(map(repr, self.items)) + ")"
+
+
+@attrs.frozen
+class EnzymeMeta(DeferredMeta):
+    """What a nested job of ``autodiff`` is for (part of its job id)."""
+
+    mode: str = "Reverse"
+    rules = (nested_rules,)
+
+
+def _is_float(t) -> bool:
+    t = widen(t)
+    return isinstance(t, T.Scalar) and t.kind == "f"
+
+
+def _is_float_array(t) -> bool:
+    t = widen(t)
+    return isinstance(t, T.ArrayType) and t.dtype.kind == "f"
+
+
+def _pack(cg, args, argtypes, rt):
+    out = ir.Constant(cg.ll(rt), ir.Undefined)
+    for k, v in enumerate(args):
+        out = cg.b.insert_value(out, v, k)
+    return out
+
+
+def _single(kind):
+    def restype(x):
+        w = widen(x)
+        if kind == "active" and not _is_float(w):
+            raise TypeInferenceError(f"Active takes a float scalar, got {w!r}", (w,),
+                                     hint="use Duplicated for arrays and Const for integers")
+        if w == pyobj or not isinstance(w, T.Type):
+            raise TypeInferenceError(f"{kind} activity of a compile-time object", (w,))
+        return ActivityType((w,), kind)
+    return restype
+
+
+def _double(kind):
+    def restype(x, dx):
+        w, dw = widen(x), widen(dx)
+        if w != dw:
+            raise TypeInferenceError(f"the shadow of a Duplicated value must have its type: {w!r} and {dw!r}",
+                                     (w, dw), hint="allocate the shadow like the value (np.zeros_like)")
+        if not (_is_float(w) or _is_float_array(w)):
+            raise TypeInferenceError(f"Duplicated takes a float scalar or a float array, got {w!r}", (w,),
+                                     hint="use Const for integers and integer arrays")
+        return ActivityType((w, w), kind)
+    return restype
+
+
+for _cls, _rt in ((api.Const, _single("const")), (api.Active, _single("active")),
+                  (api.Duplicated, _double("dup")), (api.DuplicatedNoNeed, _double("dupnoneed"))):
+    n = 2 if issubclass(_cls, api.Duplicated) else 1
+    rules.define(_cls, *([Any_] * n), restype=_rt, pure=False)(_pack)
+
+
+def _mode_of(v) -> api.Mode:
+    if isinstance(v, Const) and isinstance(v.value, api.Mode):
+        return v.value
+    raise TypeInferenceError(f"autodiff: the mode must be Reverse or Forward, got {widen(v)!r}",
+                             hint="autodiff(Reverse, f, Active(x), ...)")
+
+
+def _activities(mode: api.Mode, args) -> tuple[list[ActivityType], list[bool]]:
+    """The activity of every argument, and whether it was given wrapped (``Const(n)``) or bare (``n``)."""
+    out, wrapped = [], []
+    for a in args:
+        t = widen(a)
+        wrapped.append(isinstance(t, ActivityType))
+        if not isinstance(t, ActivityType):
+            if t == pyobj or not isinstance(t, T.Type):
+                raise TypeInferenceError(f"autodiff: cannot pass {a!r} to a differentiated function")
+            t = ActivityType((t,), "const")
+        if isinstance(t.items[0], T.TupleType):
+            raise TypeInferenceError(f"autodiff: tuple arguments are not supported, got {t.items[0]!r}",
+                                     hint="pass the tuple's items as separate arguments")
+        if mode is api.Forward and t.kind == "active":
+            raise TypeInferenceError("autodiff: Active is for reverse mode; in forward mode use "
+                                     "Duplicated(x, dx) with the tangent dx")
+        if mode is api.Reverse and t.kind in ("dup", "dupnoneed") and not _is_float_array(t.items[0]):
+            raise TypeInferenceError(f"autodiff: in reverse mode Duplicated takes arrays, got {t.items[0]!r}",
+                                     hint="use Active(x) for a scalar whose derivative you want")
+        out.append(t)
+    return out, wrapped
+
+
+def result_type(mode: api.Mode, acts, ret) -> T.TupleType:
+    """What ``autodiff`` returns in compiled code."""
+    if mode is api.Reverse:
+        return T.TupleType(tuple(a.items[0] for a in acts if a.kind == "active"))
+    return T.TupleType((widen(ret),) if _is_float(ret) else ())
+
+
+def _find_job(interp, fn, meta, argtypes):
+    for job in interp.__dict__.get("deferred", {}).values():
+        if job.fn is fn and job.meta == meta and job.argtypes == argtypes:
+            return job
+    raise AssertionError("deferred_call recorded no job")  # internal invariant
+
+
+@rules.handler
+def _autodiff(interp, fn, args):
+    if fn is not api.autodiff:
+        return None
+    if len(args) < 2 or not is_function(args[1]):
+        got = repr(args[1]) if len(args) > 1 else "nothing"
+        raise TypeInferenceError(f"autodiff needs a Python function as second argument, got {got}",
+                                 hint="pass a module-level function: autodiff(Reverse, f, Active(x))")
+    mode = _mode_of(args[0])
+    f = args[1].value
+    acts, wrapped = _activities(mode, args[2:])
+    primal = tuple(a.items[0] for a in acts)
+    meta = EnzymeMeta(mode.name)
+    res = deferred_call(interp, meta, f, primal, marker=MARKER)
+    if res.restype is BOTTOM:
+        return CallResult(BOTTOM)
+    job = _find_job(interp, f, meta, spec_argtypes(primal))
+    restype = result_type(mode, acts, res.restype)
+
+    def lower(cg, values, argtypes, rt):
+        from .lowering import emit_autodiff
+
+        return emit_autodiff(cg, job, mode, acts, wrapped, values[2:], restype)
+
+    return CallResult(restype, lower)
+
+
+__all__ = ["rules", "nested_rules", "ActivityType", "EnzymeMeta", "MARKER", "MODES", "KINDS", "result_type"]

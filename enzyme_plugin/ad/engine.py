@@ -15,6 +15,7 @@ from .errors import unsupported
 from .helpers import HELPERS, memcpy_adjoint
 from .reverse import TAPE, Reverse
 from .sweep import Sweep
+from .typeinfo import MemoryTypes, retype_integer_copies
 
 _PREFIX = "__gpuc_ad_"
 
@@ -28,6 +29,7 @@ class Engine:
         self._fns: dict = {}
         self._work: list = []
         self._helpers: dict = {}
+        self._retyped: set = set()
         self.custom_gradients, self.custom_derivatives = custom.registered(module)
 
     # -- helpers and analyses ---------------------------------------------------
@@ -53,7 +55,11 @@ class Engine:
         key = (fn.name, tuple(kinds))
         act = self._acts.get(key)
         if act is None:
+            if fn.name not in self._retyped:
+                self._retyped.add(fn.name)
+                retype_integer_copies(fn)
             act = self._acts[key] = Activity(fn, kinds, INACTIVE)
+            act.mem = MemoryTypes()
         return act
 
     def _name(self, tag, fn, kinds) -> str:

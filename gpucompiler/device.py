@@ -19,7 +19,10 @@ spelling::
 * ``atomic_add/min/max/exch(array, index, value)`` and
   ``atomic_cas(array, index, expected, value)``: return the old element;
 * ``shared_array(shape, dtype)``: a block-shared array of constant shape
-  (``dtype`` a :mod:`gpucompiler.types` scalar, a NumPy scalar type or its name).
+  (``dtype`` a :mod:`gpucompiler.types` scalar, a NumPy scalar type or its name);
+* ``shfl_down(value, delta)``: the ``value`` of the lane ``delta`` above in the
+  warp (32 lanes), or the caller's own where that lane is past the warp's end
+  (``shfl.sync.down`` with a full mask: every lane of the warp must call it).
 
 Each intrinsic has one lowering per target, registered as interpreter rules:
 the ``base.kernel.ptx`` overlay (NVVM special registers, ``bar.sync``,
@@ -43,7 +46,8 @@ from .interpreter.lattice import Const, pyobj, widen
 from .interpreter.rules import Any_, CallResult, Number, RuleSet, register
 
 __all__ = ["threadIdx", "blockIdx", "blockDim", "gridDim", "grid", "gridsize", "syncthreads",
-           "atomic_add", "atomic_min", "atomic_max", "atomic_exch", "atomic_cas", "shared_array",
+           "atomic_add", "atomic_min", "atomic_max", "atomic_exch", "atomic_cas", "shared_array", "shfl_down",
+           "WARP_SIZE",
            "KERNEL_RULES_PTX", "EMULATION_RULES"]
 
 
@@ -99,6 +103,9 @@ atomic_exch = Intrinsic("atomic_exch", "atomic_exch(a, i, v): a[i] = v; returns 
 atomic_cas = Intrinsic("atomic_cas", "atomic_cas(a, i, expected, v): a[i] = v if a[i] == expected; "
                                      "returns the old a[i].")
 shared_array = Intrinsic("shared_array", "shared_array(shape, dtype): block-shared array of constant shape.")
+shfl_down = Intrinsic("shfl_down", "shfl_down(value, delta): value of the lane delta above in the warp "
+                                   "(the caller's own past the warp's end); all 32 lanes must call it.")
+WARP_SIZE = 32
 
 _AXES = {"x": 0, "y": 1, "z": 2}
 _I64 = ir.IntType(64)
@@ -129,7 +136,7 @@ def _constant_int(t) -> bool:
     return isinstance(t, Const) and type(t.value) is int
 
 
-def _add_rules(rules: RuleSet, read, barrier, shared_global) -> None:
+def _add_rules(rules: RuleSet, read, barrier, shared_global, shuffle_down) -> None:
     """Define every intrinsic in ``rules``; ``read(cg, field, axis)`` reads a register."""
 
     @rules.handler
@@ -171,6 +178,16 @@ def _add_rules(rules: RuleSet, read, barrier, shared_global) -> None:
 
     _atomic_rules(rules)
 
+    @rules.define(shfl_down, Number, Number, restype=_shuffle_type, pure=False)
+    def _shfl_down(cg, args, argtypes, rt):
+        value = cg.cast(args[0], widen(argtypes[0]), rt)
+        delta = cg.b.trunc(cg.cast(args[1], widen(argtypes[1]), T.int64), _I32)
+        bits = rt.bits
+        ity = ir.IntType(bits)
+        word = cg.b.bitcast(value, ity) if rt.kind == "f" else value
+        out = shuffle_down(cg, word, delta)
+        return cg.b.bitcast(out, cg.ll(rt)) if rt.kind == "f" else out
+
     @rules.define(shared_array, Any_, Any_, restype=_shared_type, pure=False)
     def _shared(cg, args, argtypes, rt):
         shape = _shared_shape(argtypes[0])
@@ -190,6 +207,37 @@ def _add_rules(rules: RuleSet, read, barrier, shared_global) -> None:
             value = cg.b.insert_value(value, ir.Constant(_I64, s), [1, k])
             value = cg.b.insert_value(value, ir.Constant(_I64, st), [2, k])
         return value
+
+
+# -- warp shuffles -----------------------------------------------------------------
+def _shuffle_type(value, delta):
+    v, d = widen(value), widen(delta)
+    if not isinstance(d, T.Scalar) or d.kind not in "iu" or d == T.boolean:
+        raise TypeInferenceError("shfl_down(value, delta): delta must be an integer", (v, d))
+    if v == T.boolean or not isinstance(v, T.Scalar) or v.kind not in "if" or v.bits < 32:
+        raise TypeInferenceError("shfl_down shuffles int32, int64, float32 or float64 values", (v, d))
+    return v
+
+
+def _ptx_shuffle_down(cg, word, delta):
+    """``shfl.sync.down.b32`` over every lane (64-bit values as two 32-bit halves)."""
+    fn = cg.mod.declare("llvm.nvvm.shfl.sync.down.i32", _I32, [_I32, _I32, _I32, _I32])
+    full, clamp = ir.Constant(_I32, 0xFFFFFFFF), ir.Constant(_I32, 0x1F)
+    if word.type == _I32:
+        return cg.b.call(fn, [full, word, delta, clamp])
+    lo = cg.b.call(fn, [full, cg.b.trunc(word, _I32), delta, clamp])
+    hi = cg.b.call(fn, [full, cg.b.trunc(cg.b.lshr(word, ir.Constant(_I64, 32)), _I32), delta, clamp])
+    return cg.b.or_(cg.b.shl(cg.b.zext(hi, _I64), ir.Constant(_I64, 32)), cg.b.zext(lo, _I64))
+
+
+def _emu_shuffle_down(cg, word, delta):
+    """``gpuc_emu_shfl(site, bits, delta)``: the emulation's warp exchange (a block barrier)."""
+    count = getattr(cg.mod, "_gpuc_barrier_count", 0)
+    cg.mod._gpuc_barrier_count = count + 1
+    fn = cg.mod.declare("gpuc_emu_shfl", _I64, [_I64, _I64, _I64])
+    wide = cg.b.zext(word, _I64) if word.type != _I64 else word
+    out = cg.b.call(fn, [ir.Constant(_I64, count), wide, cg.b.zext(delta, _I64)])
+    return cg.b.trunc(out, word.type) if word.type != _I64 else out
 
 
 # -- atomics ---------------------------------------------------------------------
@@ -309,12 +357,12 @@ def _emu_barrier(cg):
 KERNEL_RULES_PTX = register(RuleSet("base.kernel.ptx", target="ptx"))
 """The PTX overlay of the device intrinsics (used by every PTX job)."""
 _add_rules(KERNEL_RULES_PTX, lambda cg, reg, axis: _ptx_register(cg, reg.register_name, axis),
-           _ptx_barrier, _ptx_shared)
+           _ptx_barrier, _ptx_shared, _ptx_shuffle_down)
 
 EMULATION_RULES = RuleSet("gpuc_grid")
 """The CPU grid emulation's lowering; enabled by the ``gpuc_grid`` plugin only."""
 _add_rules(EMULATION_RULES, lambda cg, reg, axis: _emu_register(cg, reg.field, axis),
-           _emu_barrier, _emu_shared)
+           _emu_barrier, _emu_shared, _emu_shuffle_down)
 
 
 class GridEmulationPlugin:

@@ -18,6 +18,12 @@ a strided range of threads, calling the kernel with the arguments read from
   a thread that returned no longer takes part; threads of one block that
   wait at *different* ``syncthreads`` calls raise :class:`EmulationError`
   after the launch instead of producing a result. Blocks run one at a time.
+* ``shfl_down`` is an exchange between two block-wide barriers: each thread
+  publishes its value, then reads the one of lane ``lane + delta`` of its
+  warp (its own past the warp's end). A source lane that did not take part
+  (it returned, waits elsewhere, or lies past the block's last thread) is an
+  :class:`EmulationError`, never a stale value. Kernels that shuffle run in
+  the threaded mode.
 
 Linux/glibc only (``pthread_getspecific``). Out-of-bounds indexing is not
 checked (as on the GPU) and may crash the process.
@@ -140,14 +146,39 @@ class _Block:
 
     def reset(self, n: int) -> None:
         self.alive, self.arrived, self.generation, self.site = n, 0, 0, None
+        self.nthreads = n
+        self.slots: dict = {}  # thread -> (generation, bits) published for a shuffle
+
+    def shuffle_down(self, site: int, tid: int, bits: int, delta: int) -> int:
+        """Exchange ``bits`` with the warp: the value of thread ``tid + delta`` of the same warp."""
+        with self.cond:
+            gen = self.generation
+            self.slots[tid] = (gen, bits)
+        self.arrive(site)
+        lane = tid % 32
+        out = bits
+        if 0 <= delta and lane + delta < 32:
+            src = tid + delta
+            got = self.slots.get(src)
+            if got is None or got[0] != gen:
+                with self.cond:
+                    if self.error is None:
+                        self.error = (f"shfl_down: thread {tid} reads lane {src % 32} of its warp, which "
+                                      f"did not take part in the shuffle (returned, waited elsewhere or "
+                                      f"lies past the block's {self.nthreads} threads); on a GPU this is "
+                                      "undefined behaviour")
+            else:
+                out = got[1]
+        self.arrive(site)
+        return out
 
     def arrive(self, site: int) -> None:
         with self.cond:
             if self.arrived == 0:
                 self.site = site
             elif site != self.site and self.error is None:
-                self.error = (f"threads of one block wait at different syncthreads() calls (barrier "
-                              f"#{self.site} and #{site}); on a GPU this is undefined behaviour")
+                self.error = (f"threads of one block wait at different syncthreads()/shfl_down() calls "
+                              f"(barrier #{self.site} and #{site}); on a GPU this is undefined behaviour")
             self.arrived += 1
             if self.arrived >= self.alive:
                 self._release()
@@ -176,7 +207,15 @@ def _barrier(site: int) -> None:
     block.arrive(site)
 
 
+def _shuffle(site: int, bits: int, delta: int) -> int:
+    block = getattr(_local, "block", None)
+    if block is None:  # cannot happen: kernels that shuffle run in the threaded mode
+        return bits
+    return block.shuffle_down(site, _local.tid, bits, delta)
+
+
 _BARRIER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64)
+_SHUFFLE_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
 
 
 @functools.cache
@@ -189,9 +228,11 @@ def _runtime():
     if libc.pthread_key_create(ctypes.byref(key), None) != 0:
         raise EmulationError("pthread_key_create failed: the CPU grid emulation needs POSIX threads")
     callback = _BARRIER_TYPE(_barrier)
+    shuffle = _SHUFFLE_TYPE(_shuffle)
     llvm.add_symbol("gpuc_emu_key", ctypes.addressof(key))
     llvm.add_symbol("gpuc_emu_barrier", ctypes.cast(callback, ctypes.c_void_p).value)
-    return key, callback
+    llvm.add_symbol("gpuc_emu_shfl", ctypes.cast(shuffle, ctypes.c_void_p).value)
+    return key, callback, shuffle
 
 
 # -- argument buffers -------------------------------------------------------------------
@@ -233,7 +274,8 @@ class EmulatedKernel:
         job = CompilerJob(EmulationSource(spec), CompilerConfig(NativeTarget(), plugins=(PLUGIN, *plugins),
                                                                 opt_level=opt_level))
         result = pipeline.compile(job, ("obj",))
-        self.uses_barrier = "gpuc_emu_barrier" in ModuleFacts.of(result.module.ref).external_uses
+        uses = ModuleFacts.of(result.module.ref).external_uses
+        self.uses_barrier = "gpuc_emu_barrier" in uses or "gpuc_emu_shfl" in uses
         self.library = CPULibrary.from_result(result)
         self._run = self.library.function("gpuc_emu_run", None, ctypes.c_void_p, ctypes.c_void_p)
         self._lock = threading.Lock()  # shared arrays are module globals: one launch at a time
@@ -277,7 +319,7 @@ class EmulatedKernel:
         done = threading.Barrier(nthreads, action=end_of_block)
 
         def worker(t):
-            _local.block = state
+            _local.block, _local.tid = state, t
             ctx = _context(grid, block, t, nthreads, 0, 0)
             try:
                 for blk in range(nblocks):

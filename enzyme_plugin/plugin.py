@@ -57,11 +57,11 @@ class EnzymePlugin(gp.Plugin):
         from .ad_stage import run_ad
 
         run_ad(job, module)
-        self._ran_ad[job.key] = True
+        self._ran_ad[id(job)] = True
 
     @gp.callback("post_ad")
     def restore(self, job, module):
-        if not self._ran_ad.pop(job.key, False):
+        if not self._ran_ad.pop(id(job), False):
             return
         model = module.model
         nvvm.restore(model, job.target.name)

@@ -74,9 +74,23 @@ def call_kinds(act, inst, forward: bool) -> list[str]:
     return out
 
 
-def _memory_kind(inst):
-    t = memory_type(inst.args[0]) or memory_type(inst.args[1]) if len(inst.args) > 1 else memory_type(inst.args[0])
-    return t
+def copied_type(e, inst, kind):
+    """The float type a memcpy/memset into memory with a shadow moves (its adjoints move with it),
+    or None when the bytes hold no floats. Memory mixing floats with pointers, several float
+    types, or bytes of unknown type raise ADError."""
+    n = inst.args[2]
+    size = n.value if isinstance(getattr(n, "value", None), int) else None
+    held = set(e.act.mem.types_at(inst.args[0], size))
+    if kind == "memcpy":
+        held |= e.act.mem.types_at(inst.args[1], size)
+    floats = {t for t in held if t.kind == "float"}
+    if not held:
+        raise unsupported(f"cannot deduce the type of the memory a {kind} writes", inst, e.fn)
+    if len(floats) > 1:
+        raise unsupported(f"{kind} over memory holding several float types", inst, e.fn)
+    if floats and any(t.kind == "ptr" for t in held):
+        raise unsupported(f"{kind} over memory holding both floating-point values and pointers", inst, e.fn)
+    return next(iter(floats)) if floats else None
 
 
 # -- forward sweep -----------------------------------------------------------
@@ -116,7 +130,7 @@ def forward(s, inst):
             if kind == "memcpy" and inst.args[1] in act.shadowed:
                 raise unsupported("copy from active memory into memory without shadow", inst, s.fn)
             return
-        mt = memory_type(dst) or (memory_type(inst.args[1]) if kind == "memcpy" else None)
+        mt = copied_type(s, inst, kind)
         if not s.tangents and mt is not None and mt.kind == "float":
             return  # float adjoints are moved by the reverse sweep
         args = [s.shadow(dst, inst)]
@@ -185,7 +199,7 @@ def reverse(r, inst):
         dst = inst.args[0]
         if dst not in act.shadowed:
             return
-        mt = memory_type(dst) or (memory_type(inst.args[1]) if kind == "memcpy" else None)
+        mt = copied_type(r, inst, kind)
         if mt is None or mt.kind != "float":
             return
         n = r.fwd(inst.args[2])

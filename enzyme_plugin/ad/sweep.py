@@ -101,6 +101,8 @@ class Sweep(Emit):
 
     def forward_rule(self, inst):
         op = inst.opcode
+        if op in _CHECKED:
+            _CHECKED[op](self, inst)
         if op in PASSIVE or op == "ret":
             return
         handler = memory.FORWARD.get(op) or (calls.forward if op == "call" else None)
@@ -143,6 +145,40 @@ class Sweep(Emit):
     @staticmethod
     def _first_non_phi(block):
         return next(i for i in block.instructions if i.opcode != "phi")
+
+
+def _bits_of_active(s, inst):
+    """``bitcast`` of an active float to an integer: its derivative would be lost."""
+    v = inst.operands[0]
+    if v in s.act.active and not is_float_like(inst.type):
+        raise unsupported("bit pattern of an active float used as an integer", inst, s.fn)
+
+
+def _from_shadowed_pointer(s, v, depth=0):
+    """Whether integer ``v`` is computed from ``ptrtoint`` of a pointer with a shadow."""
+    if not isinstance(v, Instruction) or depth > 8:
+        return False
+    if v.opcode == "ptrtoint":
+        return v.operands[0] in s.act.shadowed
+    if v.opcode in ("add", "sub", "and", "or", "xor", "shl", "lshr", "mul", "trunc", "zext", "sext",
+                    "select", "phi", "freeze"):
+        return any(_from_shadowed_pointer(s, o, depth + 1) for o in v.operands if o is not v)
+    return False
+
+
+def _int_to_pointer(s, inst):
+    """``inttoptr`` of an address taken from memory with a shadow: the new pointer would have none."""
+    if _from_shadowed_pointer(s, inst.operands[0]):
+        raise unsupported("pointer with a shadow rebuilt from an integer (inttoptr)", inst, s.fn)
+
+
+def _store_check(s, inst):
+    if inst.value_operand.type.scalar.kind == "int" and _from_shadowed_pointer(s, inst.value_operand):
+        raise unsupported("address of memory with a shadow stored as an integer", inst, s.fn)
+
+
+#: checks of instructions that are otherwise copied without a rule
+_CHECKED = {"bitcast": _bits_of_active, "inttoptr": _int_to_pointer, "store": _store_check}
 
 
 def undef(t):

@@ -47,8 +47,16 @@ def restore(model) -> int:
         if fn.has_attribute(RECORD):
             fn.remove_attribute("noinline")
             fn.remove_attribute(RECORD)
+            fn.attribute_groups = [g for g in fn.attribute_groups if g.attrs]
             n += 1
+    if n:
+        model.attribute_groups = [g for g in model.attribute_groups if g.attrs]
+    helpers = []
     for g in [g for name, g in model.globals.items() if REGISTER in name]:
         if not g.uses:
+            helpers += [o for o in getattr(g.initializer, "operands", ())[1:] if isinstance(o, Function)]
             model.remove_global(g)
+    for fn in helpers:  # the rules' own functions, unused once the engine has called them in
+        if fn.module is model and not fn.uses and "internal" in fn.prefix.split():
+            model.remove_function(fn)
     return n

@@ -28,8 +28,6 @@ from ..ad.gpu import BARRIER_PREFIX, INACTIVE_PREFIX
 INACTIVE = re.compile(r"^(llvm\.nvvm\.read\.ptx\.sreg\..*|pthread_getspecific)$")
 BARRIER = re.compile(r"^(llvm\.nvvm\.barrier.*|gpuc_emu_barrier)$")
 LIBDEVICE = "__nv_"
-RECORD = "gpuc.enzyme.libdevice"
-"""string attribute on a libm declaration that was a libdevice function before AD"""
 RESTORE_MARKERS_PREFIXES = (INACTIVE_PREFIX, BARRIER_PREFIX)
 #: libm (and ``llvm.<f>.f64/f32``) names whose libdevice version is ``__nv_<f>`` / ``__nv_<f>f``
 MATH = frozenset("sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh exp exp2 exp10 expm1 log "
@@ -63,8 +61,7 @@ def preserve(model, target_name: str) -> int:
         elif BARRIER.match(name):
             _rename(model, fn, BARRIER_PREFIX + name)
         elif name.startswith(LIBDEVICE) and _libm(name) is not None:
-            new = _rename(model, fn, _libm(name))
-            new.add_attribute(f'"{RECORD}"')
+            _rename(model, fn, _libm(name))
         else:
             continue
         n += 1
@@ -101,11 +98,10 @@ def restore(model, target_name: str) -> int:
         name = fn.name
         if name.startswith((INACTIVE_PREFIX, BARRIER_PREFIX)):
             _rename(model, fn, name.split(".", 2)[2])
-        elif fn.is_declaration and (fn.has_attribute(RECORD) or target_name == "ptx"):
+        elif fn.is_declaration and target_name == "ptx":
             new = _to_libdevice(name, fn)
             if new is None:
                 continue
-            fn.remove_attribute(RECORD)
             _rename(model, fn, new)
         else:
             continue

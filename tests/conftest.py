@@ -44,6 +44,12 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
+def cuda_available() -> bool:
+    """Whether a CUDA device is visible (for tests that run GPU parts only when it is)."""
+    return cuda_device_visible()
+
+
+@pytest.fixture(scope="session")
 def ptxas_path() -> str:
     """Path of ptxas; skips the test with the lookup's message when it is missing."""
     try:

@@ -42,15 +42,13 @@ def register_source(path: Path) -> str:
 
 
 @pytest.mark.parametrize("path", [p for p in DOCS if blocks(p)], ids=lambda p: p.name)
-def test_doc_examples_run(path, request):
-    from conftest import cuda_device_visible
-
+def test_doc_examples_run(path, cuda_available):
     before = set(gp.discovered())
     filename = register_source(path)
     namespace: dict = {"__name__": f"doc_{path.stem}"}
     try:
         for info, code, start in blocks(path):
-            if info == "python gpu" and not cuda_device_visible():
+            if info == "python gpu" and not cuda_available:
                 continue
             exec(compile("\n" * start + code, filename, "exec"), namespace)
     finally:

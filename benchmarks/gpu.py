@@ -5,10 +5,15 @@ the launch table when installed)::
 
     PYTHONPATH=.:plugins python benchmarks/gpu.py [--log2n 26] [--json out.json]
 
-Prints one table. Bandwidth is bytes moved / kernel time (CUDA events on the
-default stream, median of the repetitions after a warm-up); the elementwise
-kernel ``out[i] = a * x[i]`` and the copy move the same bytes. Launch overhead
-is host wall time per launch of a one-array kernel, many launches in a row.
+Prints one table. Bandwidth is bytes moved / kernel time: CUDA events on the
+default stream around ``--inner`` back-to-back calls (so the host's launch
+work overlaps the previous kernel and is not counted as kernel time), the
+median over ``--reps`` after a warm-up; the elementwise kernel
+``out[i] = a * x[i]`` and the copy move the same bytes. Launch overhead is
+host wall time per launch of a one-array kernel, many launches in a row.
+numba-cuda runs in a subprocess (benchmarks/gpu_numba.py) whose PYTHONPATH
+starts with ``$GPUC_NUMBA_SITE`` (scripts/gpu_check.sh installs carried
+wheels there), so this process keeps its own llvmlite.
 Goals: elementwise ≥ 90 % of the copy bandwidth, reduction within 1.2× of
 CuPy's time, launch overhead no more than numba-cuda's.
 """
@@ -17,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import time
 
@@ -57,24 +64,74 @@ def block_sum(x, out):
         gd.atomic_add(out, 0, buf[0])
 
 
+WARPS = BLOCK // 32
+
+
+@kernel
+def warp_sum(x, out):
+    """Grid-stride sum with four loads in flight, warp shuffles, one atomic per block."""
+    n = x.shape[0]
+    step = gd.gridsize(1)
+    i = gd.grid(1)
+    a0 = 0.0
+    a1 = 0.0
+    a2 = 0.0
+    a3 = 0.0
+    while i + 3 * step < n:
+        a0 += x[i]
+        a1 += x[i + step]
+        a2 += x[i + 2 * step]
+        a3 += x[i + 3 * step]
+        i += 4 * step
+    while i < n:
+        a0 += x[i]
+        i += step
+    v = (a0 + a1) + (a2 + a3)
+    off = 16
+    while off > 0:
+        v += gd.shfl_down(v, off)
+        off //= 2
+    buf = gd.shared_array(WARPS, np.float64)
+    lane = gd.threadIdx.x % 32
+    warp = gd.threadIdx.x // 32
+    if lane == 0:
+        buf[warp] = v
+    gd.syncthreads()
+    if warp == 0:
+        v = 0.0
+        if lane < WARPS:
+            v = buf[lane]
+        off = WARPS // 2
+        while off > 0:
+            v += gd.shfl_down(v, off)
+            off //= 2
+        if lane == 0:
+            gd.atomic_add(out, 0, v)
+
+
 @kernel
 def touch(x):
     if gd.grid(1) == 0:
         x[0] = x[0] + 1.0
 
 
-def _time(cp, fn, reps):
-    """Median milliseconds of ``fn()`` measured with CUDA events."""
+INNER = 10
+
+
+def _time(cp, fn, reps, inner=None):
+    """Median milliseconds per ``fn()``: CUDA events around ``inner`` calls in a row."""
+    inner = inner or INNER
     fn()
     cp.cuda.Device().synchronize()
     times = []
     for _ in range(reps):
         start, end = cp.cuda.Event(), cp.cuda.Event()
         start.record()
-        fn()
+        for _ in range(inner):
+            fn()
         end.record()
         end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end))
+        times.append(cp.cuda.get_elapsed_time(start, end) / inner)
     return float(np.median(times))
 
 
@@ -102,28 +159,26 @@ def bandwidth(cp, n, reps):
     copy_ms = _time(cp, lambda: out.__setitem__(Ellipsis, x), reps)
     rows.append(("device-to-device copy", "float64", n, copy_ms, gbs(nbytes, copy_ms), "reference"))
     ours_ms = _time(cp, lambda: scale[blocks, BLOCK](2.0, x, out), reps)
-    assert bool(cp.allclose(out, 2.0 * x))
+    ok = bool(cp.allclose(out, 2.0 * x))
     rows.append(("gpucompiler out = a*x", "float64", n, ours_ms, gbs(nbytes, ours_ms),
-                 f"{copy_ms / ours_ms:.0%} of copy"))
+                 f"{copy_ms / ours_ms:.0%} of copy" + ("" if ok else " WRONG RESULT")))
     cupy_ms = _time(cp, lambda: cp.multiply(x, 2.0, out=out), reps)
     rows.append(("CuPy multiply", "float64", n, cupy_ms, gbs(nbytes, cupy_ms), f"{copy_ms / cupy_ms:.0%} of copy"))
 
     acc = cp.zeros(1, dtype=cp.float64)
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     grid = sms * 8
-
-    def ours_sum():
-        acc.fill(0)
-        block_sum[grid, BLOCK](x, acc)
-
-    sum_ms = _time(cp, ours_sum, reps)
-    assert abs(float(acc[0]) - float(x.sum())) < 1e-9 * n
     cupy_sum_ms = _time(cp, lambda: x.sum(), reps)
-    rows.append(("gpucompiler sum (shared+atomic)", "float64", n, sum_ms, gbs(x.nbytes, sum_ms),
-                 f"{sum_ms / cupy_sum_ms:.2f}x CuPy time"))
+    for label, k in (("gpucompiler sum (shared+atomic)", block_sum), ("gpucompiler sum (shfl+atomic)", warp_sum)):
+        acc.fill(0)
+        k[grid, BLOCK](x, acc)
+        ok = abs(float(acc[0]) - float(x.sum())) < 1e-9 * n
+        ms = _time(cp, lambda k=k: k[grid, BLOCK](x, acc), reps)  # accumulates: timing only
+        rows.append((label, "float64", n, ms, gbs(x.nbytes, ms),
+                     f"{ms / cupy_sum_ms:.2f}x CuPy time" + ("" if ok else " WRONG RESULT")))
     rows.append(("CuPy sum", "float64", n, cupy_sum_ms, gbs(x.nbytes, cupy_sum_ms), "reference"))
     cuda.synchronize()
-    return rows
+    return rows, copy_ms, cupy_sum_ms
 
 
 def launches(cp, count):
@@ -133,24 +188,39 @@ def launches(cp, count):
     raw = cp.RawKernel(r'''extern "C" __global__ void touch(double* x) {
         if (blockIdx.x * blockDim.x + threadIdx.x == 0) x[0] += 1.0; }''', "touch")
     rows.append(("CuPy RawKernel((1,), (32,), (x,))", _launch_us(cp, lambda: raw((1,), (32,), (x,)), count)))
-    try:
-        from numba import cuda as ncuda
-
-        @ncuda.jit
-        def ntouch(y):
-            if ncuda.grid(1) == 0:
-                y[0] += 1.0
-
-        rows.append(("numba-cuda ntouch[1, 32](x)", _launch_us(cp, lambda: ntouch[1, 32](x), count)))
-    except Exception as exc:  # noqa: BLE001 - report, do not fail the run
-        rows.append((f"numba-cuda: not available ({type(exc).__name__})", float("nan")))
     return rows
+
+
+def numba_cuda(n, reps, count, copy_ms):
+    """numba-cuda's elementwise kernel and launch overhead, timed in a subprocess (see the docstring)."""
+    env = dict(os.environ)
+    site = env.get("GPUC_NUMBA_SITE")
+    if site:
+        env["PYTHONPATH"] = site + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_numba.py")
+    cmd = [sys.executable, script, "--n", str(n), "--reps", str(reps), "--inner", str(INNER),
+           "--launches", str(count)]
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        result = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else None
+        if result is None or "error" in result:
+            why = (result or {}).get("error") or (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(why)
+    except Exception as exc:  # noqa: BLE001 - report, do not fail the run
+        msg = f"numba-cuda: not available ({type(exc).__name__}: {str(exc)[:120]})"
+        return [(msg, "float64", n, float("nan"), float("nan"), "")], [(msg, float("nan"))], None
+    gbs = 2 * 8 * n / (result["scale_ms"] * 1e-3) / 1e9
+    bw = [(f"numba-cuda out = a*x ({result['version']})", "float64", n, result["scale_ms"], gbs,
+           f"{copy_ms / result['scale_ms']:.0%} of copy")]
+    ln = [("numba-cuda ntouch[1, 32](x)", result["launch_us"])]
+    return bw, ln, result
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--log2n", type=int, default=26, help="elements = 2**log2n (default 26)")
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--inner", type=int, default=INNER, help="calls between two CUDA events")
     parser.add_argument("--launches", type=int, default=20000)
     parser.add_argument("--json", help="also write the figures to this file")
     opts = parser.parse_args(argv)
@@ -166,8 +236,12 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     scale.compile_ptx(scale.argument_types((2.0, cp.zeros(1), cp.zeros(1))), cuda.capability())
     compile_s = time.perf_counter() - t0
-    bw = bandwidth(cp, n, opts.reps)
+    globals()["INNER"] = opts.inner
+    bw, copy_ms, cupy_sum_ms = bandwidth(cp, n, opts.reps)
     ln = launches(cp, opts.launches)
+    numba_bw, numba_ln, numba_info = numba_cuda(n, opts.reps, opts.launches, copy_ms)
+    bw[3:3] = numba_bw
+    ln.extend(numba_ln)
     print(f"GPU: {name} (sm_{''.join(map(str, cuda.capability()))}); cold compile of `scale` to PTX: "
           f"{compile_s * 1e3:.0f} ms")
     print()
@@ -184,7 +258,7 @@ def main(argv=None) -> int:
         with open(opts.json, "w") as fh:
             json.dump({"gpu": name, "compile_s": compile_s,
                        "bandwidth": [dict(zip(("kernel", "dtype", "n", "ms", "GBps", "note"), r)) for r in bw],
-                       "launch_us": dict(ln)}, fh, indent=2)
+                       "launch_us": dict(ln), "numba": numba_info}, fh, indent=2)
     return 0
 
 

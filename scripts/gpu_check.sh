@@ -14,6 +14,23 @@ mkdir -p "$REPORT"
 "$PY" -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 \
     || echo "note: could not pip-install the checkout; plugins are found only if registered by hand"
 
+# numba-cuda for the comparison: wheels carried in .whl/ (numba, numba-cuda; see docs/kernels.md)
+# go into their own --target directory, used only by the numba-cuda timing subprocess of
+# benchmarks/gpu.py (GPUC_NUMBA_SITE), so this Python keeps its own numba/llvmlite untouched.
+NUMBA_SITE=${GPUC_NUMBA_SITE:-/tmp/gpuc_numba_site}
+if ls .whl/numba-*.whl .whl/numba_cuda-*.whl >/dev/null 2>&1; then
+    rm -rf "$NUMBA_SITE"
+    if "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$NUMBA_SITE" \
+            .whl/numba-*.whl .whl/numba_cuda-*.whl >"$REPORT/numba_install.txt" 2>&1; then
+        export GPUC_NUMBA_SITE="$NUMBA_SITE"
+        echo "numba-cuda: carried wheels installed in $NUMBA_SITE"
+    else
+        echo "numba-cuda: installing the carried wheels failed (see $REPORT/numba_install.txt)"
+    fi
+else
+    echo "numba-cuda: no wheels in .whl/; the benchmark tries the installed numba-cuda"
+fi
+
 echo "== device"
 "$PY" - <<'PYEOF'
 from gpucompiler.runtime import cuda
@@ -62,11 +79,35 @@ for name in failed[:20]:
     print(f"|   FAILED                      | {name}")
 try:
     bench = json.load(open(f"{report}/gpu_bench.json"))
+    print(f"| GPU                           | {bench['gpu']}")
+    rows = {}
     for row in bench["bandwidth"]:
+        rows[row["kernel"].split(" (numba")[0].split(" (")[0] if row["kernel"].startswith("numba-cuda out")
+             else row["kernel"]] = row
         print(f"| {row['kernel'][:29]:29} | {row['GBps']:.0f} GB/s, {row['ms']:.3f} ms  {row['note']}")
-    for label, us in bench["launch_us"].items():
+    launch = bench["launch_us"]
+    for label, us in launch.items():
         print(f"| launch: {label[:21]:21} | {us:.2f} us")
-except (OSError, KeyError, ValueError) as exc:
+    # goals
+    def ms(key):
+        r = rows.get(key)
+        return r["ms"] if r else float("nan")
+    copy, ours, numba = ms("device-to-device copy"), ms("gpucompiler out = a*x"), ms("numba-cuda out = a*x")
+    sums = {k: ms(k) for k in ("gpucompiler sum (shared+atomic)", "gpucompiler sum (shfl+atomic)")}
+    cupy_sum = ms("CuPy sum")
+    best_sum = min(sums.values())
+    ours_l = next((v for k, v in launch.items() if k.startswith("gpucompiler")), float("nan"))
+    cupy_l = next((v for k, v in launch.items() if k.startswith("CuPy")), float("nan"))
+    numba_l = next((v for k, v in launch.items() if k.startswith("numba-cuda")), float("nan"))
+    ok = lambda c: "MET" if c else "not met"  # noqa: E731
+    print(f"| GOAL elementwise >= 90% copy  | {copy / ours:.0%} of copy ({ok(copy / ours >= 0.9)}); "
+          f"numba-cuda {copy / numba:.0%}")
+    print(f"| GOAL reduction <= 1.2x CuPy   | " + ", ".join(f"{k.split('(')[1][:-1]} {v / cupy_sum:.2f}x"
+                                                      for k, v in sums.items())
+          + f" ({ok(best_sum / cupy_sum <= 1.2)})")
+    print(f"| GOAL launch <= numba-cuda     | ours {ours_l:.2f} us, CuPy {cupy_l:.2f} us, numba-cuda "
+          f"{numba_l:.2f} us ({ok(ours_l <= numba_l) if numba_l == numba_l else 'numba-cuda not measured'})")
+except (OSError, KeyError, ValueError, ZeroDivisionError) as exc:
     print(f"| benchmarks                    | no results (rc {bench_rc}): {exc}")
 PYEOF
 exit $(( TESTS_RC != 0 || BENCH_RC != 0 ))

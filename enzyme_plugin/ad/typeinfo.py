@@ -201,18 +201,32 @@ class MemoryTypes:
             info = self._bases[base] = _scan(base)
         return info
 
-    def types_at(self, p, size: int | None, _depth: int = 0) -> set:
+    def types_at(self, p, size: int | None) -> set:
         """Scalar types overlapping ``[p, p + size)`` (``size`` None: anywhere in ``p``'s object)."""
         base, c, s, _ = locate(p)
+        return self._at(base, c, s, size, 0)
+
+    def _at(self, base, c, s, size, depth) -> set:
         info = self._info(base)
         out = set()
         for ic, is_, n, t in info.items:
             if size is None or _overlaps(c, s, size, ic, is_, n):
                 out.add(t)
-        if _depth < 3:
-            for cc, cs, other, n in info.copies:
-                if size is None or n is None or _overlaps(c, s, size, cc, cs, n):
-                    out |= self.types_at(other, n, _depth + 1)
+        if depth >= 4:
+            return out
+        for cc, cs, other, n in info.copies:
+            if size is not None and n is not None and not _overlaps(c, s, size, cc, cs, n):
+                continue
+            ob, oc, os_, _ = locate(other)
+            g = gcd(s, cs)
+            if size is not None and n is not None and (g == 0 or g >= n):
+                rs = [c - cc] if g == 0 else [(c - cc) % g, (c - cc) % g - g]
+                for r in rs:
+                    lo, hi = max(r, 0), min(r + size, n)
+                    if hi > lo:
+                        out |= self._at(ob, oc + lo, os_, hi - lo, depth + 1)
+                continue
+            out |= self._at(ob, oc, os_, n, depth + 1)  # where in the copy is not known: all of it
         return out
 
 

@@ -46,11 +46,27 @@ def symbol_name(address: int) -> str | None:
         return None
     dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
     info = _DlInfo()
-    if not dladdr(ctypes.c_void_p(address), ctypes.byref(info)) or not info.dli_sname:
+    if not dladdr(ctypes.c_void_p(address), ctypes.byref(info)):
         return None
-    if info.dli_saddr != address:
+    if info.dli_sname and info.dli_saddr == address:
+        return info.dli_sname.decode()
+    if info.dli_fname:  # an IFUNC-resolved libm entry has no symbol of its own: try the math names
+        return _math_symbol(info.dli_fname.decode(), address)
+    return None
+
+
+def _math_symbol(library: str, address: int) -> str | None:
+    from .nvvm import MATH
+
+    try:
+        lib = ctypes.CDLL(library)
+    except OSError:
         return None
-    return info.dli_sname.decode()
+    for name in sorted(MATH | {m + "f" for m in MATH}):
+        fn = getattr(lib, name, None)
+        if fn is not None and ctypes.cast(fn, ctypes.c_void_p).value == address:
+            return name
+    return None
 
 
 def _address(callee) -> int | None:

@@ -1,0 +1,125 @@
+"""The plugin's passes, by parsing the IR around their stages: noinline, NVVM, inttoptr, the marker lowering."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import math
+
+import pytest
+
+import ez_funcs as F
+from enzyme_plugin.passes import inttoptr, nvvm
+from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, NativeTarget, jit
+from gpucompiler import types as T
+from gpucompiler.llvm import parse
+from gpucompiler.pipeline import compile
+from gpucompiler.runtime import CPULibrary
+
+P = ("enzyme",)
+
+
+def _fn(ir, part):
+    model = parse(ir)
+    return model, next(f for n, f in model.functions.items() if part in n and not f.is_declaration)
+
+
+def test_custom_rule_function_noinline_before_ad_and_restored_after():
+    j = jit(F.grad_uses_clip, plugins=P)
+    _, before = _fn(j.inspect_llvm(T.float64, stage="link_deferred"), "ez_funcs.clip(float64)")
+    assert before.has_attribute("noinline") and before.has_attribute("gpuc.enzyme.noinline")
+    model, opt = _fn(j.inspect_llvm(T.float64, stage="optimize"), "ez_funcs.clip(float64)")
+    assert opt.has_attribute("noinline") and opt.uses  # the optimiser kept the call the rule applies to
+    assert any(n.startswith("__enzyme_register_gradient_") for n in model.globals)
+    after = parse(j.inspect_llvm(T.float64, stage="post_ad"))
+    clip = [f for n, f in after.functions.items() if "ez_funcs.clip(float64)" in n and not f.is_declaration]
+    assert all(not f.has_attribute("noinline") and not f.has_attribute("gpuc.enzyme.noinline") for f in clip)
+    assert not any(n.startswith("__enzyme_register_") for n in after.globals)
+
+
+def test_marker_lowered_to_the_c_interface_with_flattened_arrays():
+    j = jit(F.grad_sumsq, plugins=P)
+    A = T.ArrayType(T.float64, 1, "C")
+    early = parse(j.inspect_llvm(A, A, T.float64, T.int64, stage="post_irgen"))
+    assert "gpuc.enzyme.autodiff" in early.functions and "gpuc.lookup" in early.functions
+    linked = parse(j.inspect_llvm(A, A, T.float64, T.int64, stage="link_deferred"))
+    assert "gpuc.enzyme.autodiff" not in linked.functions
+    call = next(u.user for u in linked.functions["__enzyme_autodiff"].uses)
+    wrapper = call.args[0]
+    assert wrapper.name.endswith(".enzyme") and [str(a.type) for a in wrapper.args] == \
+        ["ptr", "i64", "i64", "double", "i64"]
+    markers = [a.name for a in call.args[1:] if getattr(a, "name", "").startswith("enzyme_")]
+    assert markers == ["enzyme_dup", "enzyme_const", "enzyme_const", "enzyme_out", "enzyme_const"]
+    final = parse(j.inspect_llvm(A, A, T.float64, T.int64))
+    assert not {"__enzyme_autodiff", "enzyme_dup", "enzyme_out"} & (set(final.functions) | set(final.globals))
+
+
+NVVM_IR = """
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+declare void @llvm.nvvm.barrier0()
+declare double @__nv_sin(double)
+define double @f(double %x) {
+  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  call void @llvm.nvvm.barrier0()
+  %s = call double @__nv_sin(double %x)
+  ret double %s
+}
+"""
+
+
+def test_nvvm_preserve_and_restore_round_trip():
+    model = parse(NVVM_IR)
+    assert nvvm.preserve(model, "ptx") == 3
+    names = set(model.functions)
+    assert {"gpuc.inactive.llvm.nvvm.read.ptx.sreg.tid.x", "gpuc.barrier.llvm.nvvm.barrier0", "sin"} <= names
+    assert not {n for n in names if n.startswith(("llvm.nvvm", "__nv_"))}
+    assert nvvm.restore(model, "ptx") == 3
+    assert {"llvm.nvvm.read.ptx.sreg.tid.x", "llvm.nvvm.barrier0", "__nv_sin"} <= set(model.functions)
+    assert parse(str(model)).functions["f"] is not None  # still valid IR
+
+
+def _sin_address() -> int:
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    return ctypes.cast(libm.sin, ctypes.c_void_p).value
+
+
+def _inttoptr_ir(addr: int, marker: str = "__enzyme_autodiff") -> str:
+    return f"""
+define double @f(double %x) {{
+  %s = call double inttoptr (i64 {addr} to ptr)(double %x)
+  %y = fmul double %s, %x
+  ret double %y
+}}
+declare double @{marker}(ptr, ...)
+define double @df(double %x) {{
+  %d = call double (ptr, ...) @{marker}(ptr @f, double %x)
+  ret double %d
+}}
+"""
+
+
+def test_inttoptr_callee_named_then_differentiated_and_run():
+    addr = _sin_address()
+    model = parse(_inttoptr_ir(addr))
+    assert inttoptr.preserve(model) == 1
+    callee = next(i for i in model.functions["f"].instructions() if i.opcode == "call").callee
+    assert callee.name == "sin" and inttoptr.ADDRESSES["sin"] == addr
+    job = CompilerJob(LLVMSource(_inttoptr_ir(addr), "df"), CompilerConfig(NativeTarget(), plugins=P))
+    result = compile(job, ("llvm", "obj"))
+    assert "inttoptr" not in result.artifacts["llvm"]  # serialised IR keeps names, no process addresses
+    df = CPULibrary.from_result(result).function("df", ctypes.c_double, ctypes.c_double)
+    x = 0.8
+    assert df(x) == pytest.approx(math.cos(x) * x + math.sin(x), rel=1e-14)
+
+
+def test_unnamed_address_kept_on_the_side_and_restored():
+    fake = 0x10000  # no symbol there: a name made from the address
+    model = parse(_inttoptr_ir(fake, "not_a_marker"))
+    inttoptr.preserve(model)
+    name = f"{inttoptr.PREFIX}{fake:x}"
+    assert name in model.functions and inttoptr.ADDRESSES[name] == fake
+    assert "inttoptr" not in str(model)
+    assert inttoptr.restore(model) == 1
+    assert name not in model.functions
+    call = next(i for i in parse(str(model)).functions["f"].instructions() if i.opcode == "call")
+    assert call.callee.opcode == "inttoptr" and call.callee.operands[0].value == fake

@@ -10,6 +10,7 @@ runs inside ``with stage(ctx, name)``, which times it, dumps the IR around it
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Sequence
 
 import attrs
@@ -20,6 +21,24 @@ from .job import CompilerJob
 from .module import IRModule
 from .stages import irgen, link_deferred, lower, optimize
 from .stages.context import CompileContext, Settings, run_hooks, stage
+
+
+@attrs.frozen
+class PreparedSource:
+    """LLVM IR that already went through :func:`prepare` (possibly in another process).
+
+    The pipeline parses it and continues at ``optimize``.
+    """
+
+    ir_text: str = attrs.field(repr=False)
+    entry: str
+    prepared = True
+
+    def fingerprint(self) -> Any:
+        return {"prepared_llvm": hashlib.sha256(self.ir_text.encode()).hexdigest(), "entry": self.entry}
+
+    def generate_ir(self, job: CompilerJob) -> str:
+        return self.ir_text
 
 EMIT_KINDS = lower.EMIT_KINDS
 
@@ -55,15 +74,40 @@ def compile(job: CompilerJob, emit: Sequence[str] = ("llvm",), *,
     return CompileResult(job, dict(ctx.artifacts), ctx.ir, dict(ctx.stage_times), collect_reports(ctx))
 
 
+def prepare(job: CompilerJob, *, settings: Settings | None = None) -> IRModule:
+    """The front half alone: IR generation, ``post_irgen`` and deferred linking.
+
+    Its output holds no reference to this process (nested jobs are linked in,
+    plugin markers stay), so a compile service can run the rest from the
+    text: see :class:`PreparedSource`.
+    """
+    ctx = CompileContext(job, settings or Settings.from_env(), plugins.enabled(job.config.plugins))
+    emit_front(ctx)
+    return ctx.ir
+
+
 def emit_llvm(ctx: CompileContext) -> None:
     """From the source to validated LLVM IR in ``ctx.module``."""
+    if getattr(ctx.job.source, "prepared", False):
+        with stage(ctx, "irgen"):
+            irgen.generate(ctx)
+    else:
+        emit_front(ctx)
+    emit_back(ctx)
+
+
+def emit_front(ctx: CompileContext) -> None:
+    """Stages that need the source's process: IR generation, ``post_irgen``, deferred linking."""
     with stage(ctx, "irgen"):
         irgen.generate(ctx)
     with stage(ctx, "post_irgen"):
-        if not getattr(ctx.job.source, "post_irgen_done", False):  # IR sent to the compile service
-            run_hooks(ctx, "post_irgen")
+        run_hooks(ctx, "post_irgen")
     with stage(ctx, "link_deferred"):
         link_deferred.link(ctx)
+
+
+def emit_back(ctx: CompileContext) -> None:
+    """Stages that work on the IR alone: optimisation, AD, lowering, validation."""
     with stage(ctx, "optimize"):
         optimize.optimize(ctx)
     for name in ("pre_ad", "ad", "post_ad"):

@@ -1,8 +1,9 @@
 """What travels between a client and ``gpuc serve``: JSON, no pickle.
 
-A request carries a *serialisable job*: the module after ``post_irgen``
-(IR generation and the plugins' first callbacks ran on the client, so
-markers are in it), the name of its entry function, the config as JSON,
+A request carries a *serialisable job*: the module after the front half of the
+pipeline (:func:`gpucompiler.pipeline.prepare`: IR generation, ``post_irgen``,
+deferred jobs linked in: plugin markers are still in it, references to the
+client's process are not), the name of its entry function, the config as JSON,
 the requested emit kinds and the client's plugins with their versions::
 
     {"protocol": 1, "ir": "...", "entry": "f", "emit": ["obj"],
@@ -17,7 +18,6 @@ The answer holds the artifacts (text as is, bytes in base64) and metadata.
 from __future__ import annotations
 
 import base64
-import hashlib
 from typing import Any
 
 import attrs
@@ -25,6 +25,7 @@ import attrs
 from ..config import CompilerConfig
 from ..errors import ConfigError, PluginMismatchError, ServiceError
 from ..job import CompilerJob
+from ..pipeline import PreparedSource
 from ..targets import NativeTarget, PTXTarget
 
 PROTOCOL = 1
@@ -34,21 +35,6 @@ EMIT_KINDS = ("llvm", "bc", "asm", "obj")
 
 class RequestError(ServiceError):
     """A request the service refuses (malformed, unknown kind...); carries its HTTP status."""
-
-
-@attrs.frozen
-class PreparedSource:
-    """LLVM IR that already went through IR generation and ``post_irgen`` on the client."""
-
-    ir_text: str = attrs.field(repr=False)
-    entry: str
-    post_irgen_done = True  # the pipeline skips the post_irgen callbacks
-
-    def fingerprint(self) -> Any:
-        return {"prepared_llvm": hashlib.sha256(self.ir_text.encode()).hexdigest(), "entry": self.entry}
-
-    def generate_ir(self, job: Any) -> str:
-        return self.ir_text
 
 
 # -- config <-> JSON -------------------------------------------------------------
@@ -98,17 +84,10 @@ def config_from_json(data: Any) -> CompilerConfig:
 # -- requests -----------------------------------------------------------------------
 
 def prepared_ir(job: CompilerJob) -> str:
-    """Run IR generation and the ``post_irgen`` callbacks here; the module's text after them."""
-    from .. import plugin as gp
-    from ..stages import irgen
-    from ..stages.context import CompileContext, Settings, run_hooks, stage
+    """The front half of the pipeline run here (IR generation, ``post_irgen``, deferred linking)."""
+    from ..pipeline import prepare
 
-    ctx = CompileContext(job, Settings.from_env(), gp.enabled(job.config.plugins))
-    with stage(ctx, "irgen"):
-        irgen.generate(ctx)
-    with stage(ctx, "post_irgen"):
-        run_hooks(ctx, "post_irgen")
-    return ctx.ir.text
+    return prepare(job).text
 
 
 def make_request(job: CompilerJob, emit: tuple[str, ...]) -> dict[str, Any]:

@@ -139,3 +139,36 @@ def test_unreachable_service_is_a_service_error():
 
     with pytest.raises(ServiceError, match="unreachable"):
         ServiceClient(f"http://127.0.0.1:{free_port()}", timeout=2).compile(jobs.job(86), ("obj",))
+
+
+DEFERRED_CLIENT = """
+import json, sys
+sys.path[:0] = [{tests!r}]
+from gpucompiler import jit, types
+from gpucompiler.cache import compile_cached
+from deferred.deferred_funcs import uses_square_twice
+
+f = jit(plugins=("mock_enzyme",))(uses_square_twice)
+origin = compile_cached(f._job((types.float64, types.float64)), ("obj",)).origin
+print(json.dumps({{"value": f(1.5, 2.0), "origin": origin}}))
+"""
+
+
+def test_jobs_with_deferred_calls_compile_on_the_service(service, tmp_path):
+    """Nested jobs are linked on the client, so the service gets IR that stands alone."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    url, _ = service
+    tests = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "GPUC_SERVICE_URL": url, "GPUC_SERVICE_TOKEN": TOKEN,
+           "GPUC_CACHE_DIR": str(tmp_path / "local")}
+    proc = subprocess.run([sys.executable, "-c", DEFERRED_CLIENT.format(tests=tests)], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert answer["value"] == 1.5 * 1.5 + 2.0 * 2.0 + 1.5 * 1.5
+    assert answer["origin"] == "service"

@@ -25,7 +25,11 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
     "vec": ("vec.c", ["-ffast-math"]),
     "math_float": ("math_float.c", ["-fno-math-errno"]),
     "bench": ("bench.c", []),
+    "memtypes": ("memtypes.c", []),
     "unsup_asm": ("unsup_asm.c", []),
+    "unsup_bits": ("unsup_bits.c", []),
+    "unsup_mixcpy": ("unsup_mixcpy.c", []),
+    "unsup_intptr": ("unsup_intptr.c", []),
     "unsup_extern": ("unsup_extern.c", []),
 }
 

@@ -277,6 +277,15 @@ def _lse(x):
     return e / e.sum()
 
 
+def _punned(x):
+    n = len(x)
+    g = np.zeros(n)
+    for i in range(n):
+        j = (3 * i) % n
+        g[j] += 2 * x[j] * (i + 1)
+    return g
+
+
 def _math(op: str) -> Grad:
     fn = MATH_OPS[op][1]
     return lambda x: np.array(fn(float(x[0]), float(x[1])))
@@ -323,10 +332,15 @@ CASES: list[Case] = [
     Case("bench", "bheat", sizes=(3, 16, 40), analytic=_heat),
     Case("bench", "bmlp", sizes=(161,), domain=(-0.5, 0.5), rtol=1e-5),
     Case("bench", "bnbody", sizes=(6, 24), domain=(-2.0, 2.0), rtol=1e-5),
+    Case("memtypes", "punned", sizes=(1, 5, 16), analytic=lambda x: _punned(x)),
+    Case("memtypes", "structs", sizes=(1, 5, 16)),
+    Case("memtypes", "mixed", sizes=(1, 6, 17)),
+    Case("memtypes", "unions", sizes=(1, 6, 17), analytic=lambda x: 2 * x[::-1]),
     *(Case(f"math_{op}", "math", domain=_A, analytic=_math(op), rtol=1e-5) for op in MATH_OPS),
 ]
 
 #: programs that must raise ADError, and what the message must name
-UNSUPPORTED = {"unsup_asm": "asm", "unsup_extern": "mystery_kernel"}
+UNSUPPORTED = {"unsup_asm": "asm", "unsup_extern": "mystery_kernel", "unsup_bits": "bit pattern",
+               "unsup_mixcpy": "floating-point values and pointers", "unsup_intptr": "inttoptr"}
 
 LEVEL_NAMES = tuple(LEVELS)

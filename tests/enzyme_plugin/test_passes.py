@@ -106,7 +106,7 @@ def test_inttoptr_callee_named_then_differentiated_and_run():
     assert callee.name == "sin" and inttoptr.ADDRESSES["sin"] == addr
     job = CompilerJob(LLVMSource(_inttoptr_ir(addr), "df"), CompilerConfig(NativeTarget(), plugins=P))
     result = compile(job, ("llvm", "obj"))
-    assert "inttoptr" not in result.artifacts["llvm"]  # serialised IR keeps names, no process addresses
+    assert "inttoptr (" not in result.artifacts["llvm"]  # serialised IR keeps names, no process addresses
     df = CPULibrary.from_result(result).function("df", ctypes.c_double, ctypes.c_double)
     x = 0.8
     assert df(x) == pytest.approx(math.cos(x) * x + math.sin(x), rel=1e-14)
@@ -118,7 +118,8 @@ def test_unnamed_address_kept_on_the_side_and_restored():
     inttoptr.preserve(model)
     name = f"{inttoptr.PREFIX}{fake:x}"
     assert name in model.functions and inttoptr.ADDRESSES[name] == fake
-    assert "inttoptr" not in str(model)
+    named = next(i for i in model.functions["f"].instructions() if i.opcode == "call")
+    assert named.callee is model.functions[name]
     assert inttoptr.restore(model) == 1
     assert name not in model.functions
     call = next(i for i in parse(str(model)).functions["f"].instructions() if i.opcode == "call")

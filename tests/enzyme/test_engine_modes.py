@@ -149,3 +149,90 @@ define double @grad(double %x) {
         enzyme_plugin.differentiate(ir)
     assert "@mystery" in str(info.value) and "@h" in str(info.value)
     assert info.value.function == "h"
+
+
+def _grad_of(body: str, sig: str = "ptr %x, i64 %n") -> str:
+    return HEAD + f"""
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+define double @h({sig}) {{
+{body}
+}}
+define void @grad(ptr %x, ptr %dx) {{
+  %d = call double (ptr, ...) @__enzyme_autodiff(ptr @h, ptr %x, ptr %dx, i64 4)
+  ret void
+}}
+"""
+
+
+SILENT_PATHS = {
+    # an atomic add of an active value into memory with a shadow
+    "atomicrmw": ("""  %v = load double, ptr %x
+  %m = fmul double %v, %v
+  %o = atomicrmw fadd ptr %x, double %m monotonic
+  ret double %o""", "atomic"),
+    # an i64 load of doubles used as an integer (not only copied)
+    "integer load of doubles": ("""  %p = getelementptr inbounds double, ptr %x, i64 1
+  %v = load double, ptr %p
+  %i = load i64, ptr %x
+  %j = add i64 %i, 1
+  store i64 %j, ptr %p
+  ret double %v""", "integer"),
+    # a memcpy whose bytes are never typed in the function
+    "untyped memcpy": ("""  %q = getelementptr inbounds i8, ptr %x, i64 16
+  call void @llvm.memcpy.p0.p0.i64(ptr %q, ptr %x, i64 16, i1 false)
+  ret double 0.0""", "cannot deduce"),
+    # a pointer into active memory selected with one that has no shadow
+    "select of pointers": ("""  %c = icmp sgt i64 %n, 2
+  %p = select i1 %c, ptr %x, ptr @enzyme_dup
+  %v = load double, ptr %p
+  ret double %v""", "shadow"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SILENT_PATHS))
+def test_would_be_silent_paths_raise(case):
+    body, needle = SILENT_PATHS[case]
+    with pytest.raises(ADError) as info:
+        enzyme_plugin.differentiate(_grad_of(body))
+    assert needle in str(info.value) and "@h" in str(info.value), str(info.value)
+
+
+def test_integer_copy_of_doubles_moves_the_adjoint():
+    """``load i64``/``store i64`` between doubles (a lowered memcpy): the adjoint moves with the bytes."""
+    body = """  %p = getelementptr inbounds double, ptr %x, i64 1
+  %v = load double, ptr %x
+  %m = fmul double %v, 3.0
+  store double %m, ptr %p
+  %q = getelementptr inbounds double, ptr %x, i64 2
+  %i = load i64, ptr %p
+  store i64 %i, ptr %q
+  %r = load double, ptr %q
+  %s = fmul double %r, %r
+  ret double %s"""
+    lib = CPULibrary.from_ir(enzyme_plugin.differentiate(_grad_of(body)))
+    grad = lib.function("grad", None, PD, PD)
+    x, dx = (D * 4)(1.5, 0.0, 0.0, 0.0), (D * 4)()
+    grad(x, dx)
+    # s = (3 x0)^2: ds/dx0 = 18 x0; x[1], x[2] are overwritten before being read
+    assert list(dx) == pytest.approx([18 * 1.5, 0.0, 0.0, 0.0], rel=1e-12)
+
+
+def test_struct_of_doubles_stored_whole():
+    """``store {double, double}`` into memory with a shadow: both fields carry their adjoints."""
+    body = """  %v = load double, ptr %x
+  %w = fmul double %v, %v
+  %a = insertvalue { double, double } poison, double %v, 0
+  %b = insertvalue { double, double } %a, double %w, 1
+  %q = getelementptr inbounds double, ptr %x, i64 2
+  store { double, double } %b, ptr %q
+  %r = load double, ptr %q
+  %p = getelementptr inbounds double, ptr %x, i64 3
+  %t = load double, ptr %p
+  %s = fmul double %r, %t
+  ret double %s"""
+    lib = CPULibrary.from_ir(enzyme_plugin.differentiate(_grad_of(body)))
+    grad = lib.function("grad", None, PD, PD)
+    x, dx = (D * 4)(1.5, 0.0, 0.0, 0.0), (D * 4)()
+    grad(x, dx)
+    # s = x0 * x0^2: ds/dx0 = 3 x0^2
+    assert list(dx) == pytest.approx([3 * 1.5 ** 2, 0.0, 0.0, 0.0], rel=1e-12)

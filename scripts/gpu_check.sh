@@ -14,14 +14,16 @@ mkdir -p "$REPORT"
 "$PY" -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 \
     || echo "note: could not pip-install the checkout; plugins are found only if registered by hand"
 
-# numba-cuda for the comparison: wheels carried in .whl/ (numba, numba-cuda; see docs/kernels.md)
+# numba-cuda for the comparison: wheels carried in .whl/ (numba, numba-cuda, and a NumPy numba
+# supports when the machine's is newer; see docs/kernels.md)
 # go into their own --target directory, used only by the numba-cuda timing subprocess of
 # benchmarks/gpu.py (GPUC_NUMBA_SITE), so this Python keeps its own numba/llvmlite untouched.
 NUMBA_SITE=${GPUC_NUMBA_SITE:-/tmp/gpuc_numba_site}
 if ls .whl/numba-*.whl .whl/numba_cuda-*.whl >/dev/null 2>&1; then
     rm -rf "$NUMBA_SITE"
     if "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$NUMBA_SITE" \
-            .whl/numba-*.whl .whl/numba_cuda-*.whl >"$REPORT/numba_install.txt" 2>&1; then
+            .whl/numba-*.whl .whl/numba_cuda-*.whl $(ls .whl/numpy-*.whl 2>/dev/null) \
+            >"$REPORT/numba_install.txt" 2>&1; then
         export GPUC_NUMBA_SITE="$NUMBA_SITE"
         echo "numba-cuda: carried wheels installed in $NUMBA_SITE"
     else

@@ -18,13 +18,14 @@ from gpucompiler.llvm import Argument, Builder, Instruction, const_int, constant
 from . import calls, memory
 from .emit import Emit, fconst, is_float_like, sizeof, zero
 from .errors import unsupported
+from .recompute import Recompute
 from .rules import ARITH_REVERSE
 from .sweep import PASSIVE, Sweep
 
 TAPE = T.struct([T.ptr(), T.i64, T.i64])
 
 
-class Reverse(Emit):
+class Reverse(Emit, Recompute):
     """Emits the derivative of ``fn`` (activity ``act``).
 
     ``aug``/``rev`` are the functions receiving the forward and reverse
@@ -59,7 +60,12 @@ class Reverse(Emit):
             return self.rev_args[v]
         if not isinstance(v, Instruction):
             return v
-        return self._from_forward(v.parent, self.sweep.vmap[v])
+        fv = self.sweep.vmap[v]
+        if not (self.combined and v.parent in self.cfg.once):
+            r = self._recompute(v)
+            if r is not None:
+                return r
+        return self._from_forward(v.parent, fv)
 
     def fwd_shadow(self, v, inst=None):
         if isinstance(v, Argument):
@@ -70,6 +76,10 @@ class Reverse(Emit):
         s = self.sweep.shadow(v, inst)
         if not isinstance(s, (Instruction, Argument)):
             return s
+        if isinstance(v, Instruction) and not (self.combined and v.parent in self.cfg.once):
+            r = self._recompute_shadow(v)
+            if r is not None:
+                return r
         return self._from_forward(v.parent if isinstance(v, Instruction) else None, s)
 
     def op(self, inst, k):

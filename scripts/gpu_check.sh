@@ -53,6 +53,15 @@ DOCS_RC=${PIPESTATUS[0]}
 echo "== benchmarks/gpu.py"
 "$PY" benchmarks/gpu.py --json "$REPORT/gpu_bench.json" 2>&1 | tee "$REPORT/gpu_bench.txt"
 BENCH_RC=${PIPESTATUS[0]}
+echo "== examples/main.py and docs/autodiff.md (autodiff inside kernels, GPU blocks included)"
+"$PY" examples/main.py 2>&1 | tee "$REPORT/main_job.txt"
+[ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
+"$PY" -m pytest -q -p no:cacheprovider "tests/test_docs.py::test_doc_examples_run[autodiff.md]" 2>&1 | tail -n 15
+[ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
+echo "== benchmarks/ad_gpu.py"
+"$PY" benchmarks/ad_gpu.py --json "$REPORT/ad_gpu.json" 2>&1 | tee "$REPORT/ad_gpu.txt"
+AD_BENCH_RC=${PIPESTATUS[0]}
+[ "$AD_BENCH_RC" -ne 0 ] && BENCH_RC=$AD_BENCH_RC
 
 echo "== summary"
 "$PY" - "$REPORT" "$TESTS_RC" "$BENCH_RC" <<'PYEOF'

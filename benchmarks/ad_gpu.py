@@ -1,0 +1,254 @@
+"""Gradient kernels on the GPU: time(gradient) / time(primal), ours beside JAX and PyTorch.
+
+For four kernels (benchmarks/ad_kernels.py: elementwise with math, a
+reduction with atomics, a stencil, an n-body step), the primal kernel
+computes per-element outputs and the gradient kernel calls ``autodiff``
+inside to get the gradient of their sum. The same functions are written in
+JAX (``jax.jit(f)`` against ``jax.jit(jax.grad(sum f))``) and PyTorch (the
+forward without autograd against forward + ``backward``) on the same GPU and
+sizes. Every gradient is checked against JAX's (or NumPy finite differences)
+before it is timed. Times: median over ``--reps`` of ``--inner`` back-to-back
+calls, synchronised, per call.
+
+Run on a GPU machine (CuPy, cuda-bindings; JAX and PyTorch when installed)::
+
+    PYTHONPATH=.:plugins python benchmarks/ad_gpu.py [--json benchmarks/results/ad_gpu.json]
+
+``--emulate`` runs the kernels once on the CPU grid emulation with small
+sizes (a correctness smoke test, no timing). Goal (issue 7): median
+gradient/primal ≤ 3×, and below JAX's and PyTorch's ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import ad_kernels as K  # noqa: E402
+from gpucompiler import kernel  # noqa: E402
+
+BLOCK = 256
+P = ("enzyme",)
+
+
+def _k(fn):
+    return kernel(fn, plugins=P)
+
+
+# -- the cases: inputs, our launches, numpy references, JAX/torch functions -----------
+def cases(n: int, nbody: int, rng):
+    x = rng.uniform(-2.0, 2.0, n)
+    w = np.array([0.7, -0.3])
+    pos = [rng.uniform(-1.0, 1.0, nbody) for _ in range(3)]
+    return {
+        "elementwise (sin·exp+log)": dict(
+            inputs=[x], primal=(_k(K.elem_primal), lambda xp, a: [a[0], xp.zeros_like(a[0])]),
+            grad=(_k(K.elem_grad), lambda xp, a: [a[0], xp.zeros_like(a[0])], [1]),
+            n=n, ref=lambda a: [np.cos(a[0]) * np.exp(-a[0] ** 2 / 2) - a[0] * np.sin(a[0]) * np.exp(-a[0] ** 2 / 2)
+                                + 2 * a[0] / (1 + a[0] ** 2)],
+            jax=lambda jnp, a: jnp.sin(a[0]) * jnp.exp(-0.5 * a[0] ** 2) + jnp.log(1 + a[0] ** 2), nargs_diff=1),
+        "reduction (atomics)": dict(
+            inputs=[x, w], primal=(_k(K.red_primal), lambda xp, a: [a[0], a[1], xp.zeros(1)]),
+            grad=(_k(K.red_grad), lambda xp, a: [a[0], xp.zeros_like(a[0]), a[1], xp.zeros(2)], [1, 3]),
+            n=n, ref=lambda a: [2 * a[1][0] * a[0] + a[1][1], np.array([np.sum(a[0] ** 2), np.sum(a[0])])],
+            jax=lambda jnp, a: a[1][0] * a[0] ** 2 + a[1][1] * a[0], nargs_diff=2),
+        "stencil (tanh, 3 points)": dict(
+            inputs=[x], primal=(_k(K.sten_primal), lambda xp, a: [a[0], xp.zeros_like(a[0])]),
+            grad=(_k(K.sten_grad), lambda xp, a: [a[0], xp.zeros_like(a[0])], [1]),
+            n=n, ref=None,
+            jax=lambda jnp, a: jnp.tanh(0.25 * a[0][:-2] + 0.5 * a[0][1:-1] + 0.25 * a[0][2:]), nargs_diff=1),
+        "n-body step (softened)": dict(
+            inputs=pos, primal=(_k(K.nbody_primal), lambda xp, a: [a[0], a[1], a[2], xp.zeros_like(a[0])]),
+            grad=(_k(K.nbody_grad), lambda xp, a: [a[0], xp.zeros_like(a[0]), a[1], xp.zeros_like(a[1]),
+                                                     a[2], xp.zeros_like(a[2])], [1, 3, 5]),
+            n=nbody, ref=None, jax=_nbody_jax, nargs_diff=3),
+    }
+
+
+def _nbody_jax(jnp, a):
+    px, py, pz = a
+    d2 = (px[None, :] - px[:, None]) ** 2 + (py[None, :] - py[:, None]) ** 2 + (pz[None, :] - pz[:, None]) ** 2
+    return jnp.sum(1.0 / jnp.sqrt(d2 + K.EPS), axis=1)
+
+
+def _numpy_fn(a, fn):
+    class _NP:  # the JAX expression evaluated with NumPy, for the finite differences
+        def __getattr__(self, name):
+            return getattr(np, name)
+    return fn(_NP(), a)
+
+
+def fd_check(case, a, grads, h=1e-6, probes=3):
+    """Central finite differences of sum(f) at a few coordinates of each differentiated input."""
+    worst = 0.0
+    rng = np.random.default_rng(1)
+    for k in range(case["nargs_diff"]):
+        for j in rng.choice(len(a[k]), size=min(probes, len(a[k])), replace=False):
+            up = [v.copy() for v in a]
+            dn = [v.copy() for v in a]
+            up[k][j] += h
+            dn[k][j] -= h
+            fd = (np.sum(_numpy_fn(up, case["jax"])) - np.sum(_numpy_fn(dn, case["jax"]))) / (2 * h)
+            worst = max(worst, abs(grads[k][j] - fd) / max(1.0, abs(fd)))
+    return worst
+
+
+def grid(n):
+    return ((n + BLOCK - 1) // BLOCK,)
+
+
+# -- timing ------------------------------------------------------------------------------
+def timed(fn, sync, reps, inner):
+    fn()
+    sync()
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        sync()
+        out.append((time.perf_counter() - t0) / inner)
+    return statistics.median(out)
+
+
+def run_ours(name, case, reps, inner, emulate):
+    if emulate:
+        xp, to = np, (lambda v: v)
+        launch = lambda k, n, args: k[grid(n)[0], BLOCK, "cpu"](*args)  # noqa: E731
+        sync = lambda: None  # noqa: E731
+    else:
+        import cupy as cp
+        xp, to = cp, cp.asarray
+        launch = lambda k, n, args: k[grid(n)[0], BLOCK](*args)  # noqa: E731
+        sync = cp.cuda.runtime.deviceSynchronize
+    a = [to(v) for v in case["inputs"]]
+    pk, pargs = case["primal"]
+    gk, gargs, shadow_ix = case["grad"]
+    p_args, g_args = pargs(xp, a), gargs(xp, a)
+    n = case["n"]
+    launch(gk, n, g_args)  # one gradient from zero shadows, checked below
+    sync()
+    grads = [np.asarray(g_args[i].get() if hasattr(g_args[i], "get") else g_args[i]) for i in shadow_ix]
+    err = fd_check(case, [np.asarray(v) for v in case["inputs"]], grads)
+    if emulate:
+        return {"check_rel_err": err}
+    tp = timed(lambda: launch(pk, n, p_args), sync, reps, inner)
+    tg = timed(lambda: launch(gk, n, g_args), sync, reps, inner)
+    return {"primal_s": tp, "grad_s": tg, "ratio": tg / tp, "check_rel_err": err}
+
+
+def run_jax(case, reps, inner):
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    a = [jnp.asarray(v) for v in case["inputs"]]
+    nd = case["nargs_diff"]
+    f = jax.jit(lambda *v: case["jax"](jnp, v))
+    g = jax.jit(jax.grad(lambda *v: jnp.sum(case["jax"](jnp, v)), argnums=tuple(range(nd))))
+    sync = lambda: None  # noqa: E731
+    last = {}
+
+    def pf():
+        last["p"] = f(*a)
+
+    def gf():
+        last["g"] = g(*a)
+
+    tp = timed(lambda: (pf(), last["p"].block_until_ready()), sync, reps, inner)
+    tg = timed(lambda: (gf(), jax.block_until_ready(last["g"])), sync, reps, inner)
+    return {"primal_s": tp, "grad_s": tg, "ratio": tg / tp}
+
+
+def run_torch(case, reps, inner):
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    nd = case["nargs_diff"]
+    a = [torch.tensor(v, device="cuda", dtype=torch.float64) for v in case["inputs"]]
+    ag = [v.clone().requires_grad_(k < nd) for k, v in enumerate(a)]
+
+    class _T:
+        def __getattr__(self, name):
+            return getattr(torch, name)
+
+    T = _T()
+
+    def pf():
+        with torch.no_grad():
+            case["jax"](T, a)
+
+    def gf():
+        for v in ag[:nd]:
+            v.grad = None
+        torch.sum(case["jax"](T, ag)).backward()
+
+    sync = torch.cuda.synchronize
+    tp = timed(pf, sync, reps, inner)
+    tg = timed(gf, sync, reps, inner)
+    return {"primal_s": tp, "grad_s": tg, "ratio": tg / tp}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--log2n", type=int, default=24, help="elements of the elementwise/reduction/stencil cases")
+    ap.add_argument("--nbody", type=int, default=16384, help="bodies of the n-body case")
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--inner", type=int, default=10)
+    ap.add_argument("--json", default="benchmarks/results/ad_gpu.json")
+    ap.add_argument("--emulate", action="store_true", help="small sizes on the CPU grid emulation, no timing")
+    args = ap.parse_args(argv)
+    n, nb = (4096, 256) if args.emulate else (1 << args.log2n, args.nbody)
+    rng = np.random.default_rng(0)
+    device = "CPU grid emulation"
+    if not args.emulate:
+        import cupy as cp
+        device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    rows = {}
+    for name, case in cases(n, nb, rng).items():
+        ours = run_ours(name, case, args.reps, args.inner, args.emulate)
+        row = {"n": case["n"], "ours": ours}
+        if not args.emulate:
+            row["jax"] = run_jax(case, args.reps, args.inner)
+            row["torch"] = run_torch(case, args.reps, args.inner)
+        rows[name] = row
+    ok = all(r["ours"]["check_rel_err"] < 1e-5 for r in rows.values())
+    print(f"# gradient/primal time on {device} (float64)")
+    if args.emulate:
+        for name, r in rows.items():
+            print(f"| {name:28s} | n={r['n']:8d} | check rel. err {r['ours']['check_rel_err']:.1e} |")
+        return 0 if ok else 1
+    print("| kernel | n | ours primal | ours grad | ours ratio | JAX ratio | torch ratio | check |")
+    print("|---|---|---|---|---|---|---|---|")
+    fmt = lambda r: f"{r['ratio']:.2f}x" if r else "n/a"  # noqa: E731
+    for name, r in rows.items():
+        o = r["ours"]
+        print(f"| {name} | {r['n']} | {o['primal_s'] * 1e6:.1f} us | {o['grad_s'] * 1e6:.1f} us | "
+              f"{o['ratio']:.2f}x | {fmt(r['jax'])} | {fmt(r['torch'])} | {o['check_rel_err']:.0e} |")
+    med = statistics.median(r["ours"]["ratio"] for r in rows.values())
+    faster = all((r["jax"] is None or r["ours"]["ratio"] < r["jax"]["ratio"])
+                 and (r["torch"] is None or r["ours"]["ratio"] < r["torch"]["ratio"]) for r in rows.values())
+    print(f"| GOAL median ratio <= 3x | {med:.2f}x ({'MET' if med <= 3 else 'not met'}); "
+          f"below JAX and torch on every kernel: {'yes' if faster else 'no'} |")
+    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+    with open(args.json, "w") as fh:
+        json.dump({"device": device, "command": "python benchmarks/ad_gpu.py " + " ".join(argv or sys.argv[1:]),
+                   "median_ratio": med, "rows": rows}, fh, indent=2)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

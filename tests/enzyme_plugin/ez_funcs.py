@@ -145,3 +145,16 @@ def square_sync(x, out, i):
 def grad_square_sync_kernel(x, dx, out, dout):
     i = gd.grid(1)
     autodiff(Reverse, square_sync, Duplicated(x, dx), Duplicated(out, dout), Const(i))
+
+
+def cumulative(x, i):
+    s = 0.0
+    for j in range(i + 1):
+        s += math.sin(x[j]) * s + x[j]
+    return s
+
+
+def loop_in_kernel(x, dx):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        autodiff(Reverse, cumulative, Duplicated(x, dx), Const(i))

@@ -102,3 +102,11 @@ def test_autodiff_kernel_on_the_gpu():
     out = cp.zeros(N)
     kernel(F.derivative_kernel, plugins=P)[N // 128, 128](d_x, out, 0.3)
     np.testing.assert_allclose(cp.asnumpy(out), 0.3 * np.exp(0.3 * x) + 2 * x / (1 + x * x), rtol=1e-12)
+
+
+def test_loop_tape_in_a_gpu_kernel_is_a_typed_error():
+    """A loop inside the differentiated function needs a growing tape (realloc): the PTX target refuses it."""
+    from gpucompiler.errors import InvalidIRError
+
+    with pytest.raises(InvalidIRError, match="DYNAMIC_ALLOCATION"):
+        kernel(F.loop_in_kernel, plugins=P).inspect_llvm(A, A)

@@ -59,22 +59,39 @@ def _primal_mask(kinds):
     return mask
 
 
+def _augment_results(b, out, rt):
+    """(tape, primal result) from the augmented rule's return: a tape pointer, the primal result,
+    or Enzyme's ``{tape, primal result[, ...]}`` struct (either part None when absent)."""
+    ty = out.type
+    if ty.kind == "struct" and ty.elements and ty.elements[0].kind == "ptr":
+        prim = b.extractvalue(out, 1) if rt is not T.void and len(ty.elements) > 1 and ty.elements[1] is rt else None
+        return b.extractvalue(out, 0), prim
+    if ty.kind == "ptr" and rt is not T.ptr():
+        return out, None
+    if rt is not T.void and ty is rt:
+        return None, out
+    return None, None
+
+
 def gen_split(engine, fn, kinds, aug, rev, user_aug, user_rev):
     b = Builder(aug.append_block("entry"))
     args = _user_args(fn, kinds, aug.args)
     tape = aug.args[-1]
-    t = b.call(user_aug, args)
-    if t.type.kind == "ptr":
+    out = b.call(user_aug, args)
+    t, prim = _augment_results(b, out, fn.return_type)
+    if t is not None:
         w = b.call(engine.helper("push"), [tape, const_int(T.i64, 8)])
         b.store(t, w, align=8)
     if fn.return_type is T.void:
         b.ret()
     else:
-        b.ret(b.call(fn, [a for a, k in zip(aug.args, _primal_mask(kinds)) if k]))
+        if prim is None:  # the rule gives no primal result: run the primal for it
+            prim = b.call(fn, [a for a, k in zip(aug.args, _primal_mask(kinds)) if k])
+        b.ret(prim)
     b = Builder(rev.append_block("entry"))
     rargs = _user_args(fn, kinds, rev.args)
     extra = list(rev.args[len(rargs):-1])  # dret, if any
-    if t.type.kind == "ptr":
+    if t is not None:
         w = b.call(engine.helper("pop"), [rev.args[-1], const_int(T.i64, 8)])
         extra.append(b.load(T.ptr(), w, align=8))
     out = b.call(user_rev, rargs + extra[: len(user_rev.args) - len(rargs)])

@@ -236,3 +236,50 @@ def test_struct_of_doubles_stored_whole():
     grad(x, dx)
     # s = x0 * x0^2: ds/dx0 = 3 x0^2
     assert list(dx) == pytest.approx([3 * 1.5 ** 2, 0.0, 0.0, 0.0], rel=1e-12)
+
+
+def test_custom_gradient_of_a_returning_function_runs_the_primal_once():
+    """The augmented rule returns Enzyme's ``{tape, primal result}``: the primal is not run again."""
+    ir = HEAD + """
+@calls = global i64 0
+define double @cube(double %x) noinline {
+  %c = load i64, ptr @calls
+  %c1 = add i64 %c, 1
+  store i64 %c1, ptr @calls
+  %x2 = fmul double %x, %x
+  %x3 = fmul double %x2, %x
+  ret double %x3
+}
+define { ptr, double } @cube_aug(double %x) {
+  %y = call double @cube(double %x)
+  %r = insertvalue { ptr, double } { ptr null, double poison }, double %y, 1
+  ret { ptr, double } %r
+}
+define { double } @cube_rev(double %x, double %d, ptr %tape) {
+  %x2 = fmul double %x, %x
+  %g = fmul double %x2, 7.0
+  %gd = fmul double %g, %d
+  %r = insertvalue { double } poison, double %gd, 0
+  ret { double } %r
+}
+@__enzyme_register_gradient_cube = global [3 x ptr] [ptr @cube, ptr @cube_aug, ptr @cube_rev]
+define double @h(double %x) {
+  %y = call double @cube(double %x)
+  %s = fmul double %y, %y
+  ret double %s
+}
+define double @grad(double %x) {
+  %d = call double (ptr, ...) @__enzyme_autodiff(ptr @h, double %x)
+  ret double %d
+}
+define i64 @count() {
+  %c = load i64, ptr @calls
+  ret i64 %c
+}
+"""
+    lib = CPULibrary.from_ir(enzyme_plugin.differentiate(ir))
+    grad = lib.function("grad", D, D)
+    count = lib.function("count", ctypes.c_int64)
+    # d/dx (cube(x))^2 with the rule's d cube = 7 x^2 (not 3 x^2): 2 x^3 * 7 x^2
+    assert grad(1.5) == pytest.approx(2 * 1.5 ** 3 * 7 * 1.5 ** 2, rel=1e-12)
+    assert count() == 1

@@ -31,6 +31,6 @@ def run_ad(job, module) -> None:
     atomic = job.target.name == "ptx" or bool(job.config.param("enzyme_atomic", False)) \
         or "gpuc_emu_key" in module.text
     model = parse(preprocess.prepare(module.text))
-    with gpu.options(atomic_adjoints=atomic):
+    with gpu.options(atomic_adjoints=atomic, warp_aggregate=job.target.name == "ptx"):
         engine, _ = differentiate_module(model)  # ADError names the instruction; the driver names the stage
     module.ref = optimize(job, engine.finalize(str(model)))

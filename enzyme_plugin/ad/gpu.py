@@ -4,6 +4,17 @@
   memory adds its adjoint with ``atomicrmw fadd`` (threads of a kernel may
   read the same element, so their adjoints collide), except for memory the
   function allocated itself (``alloca``), which is private to the thread.
+* ``with options(warp_aggregate=True)`` (PTX only): such an atomic first checks
+  whether the whole warp is active and adds to one address (a parameter every
+  thread reads, ``w[j]`` at a loop index ``j`` shared by the warp); then the
+  32 adjoints are summed with butterfly shuffles and one lane adds the sum,
+  so 32 times fewer atomics contend for the address. Otherwise each lane
+  adds its own.
+* ``atomicrmw fadd/fsub`` into shadowed memory (``atomic_add(out, 0, v)`` of a
+  reduction) whose old value is unused: the forward sweep keeps it, the
+  reverse reads the adjoint of the element with a plain load (an atomic add
+  leaves the element's adjoint as it is, so nothing is written back) and
+  gives it to ``v``.
 * Calls to functions named ``gpuc.inactive.*`` (thread and block indices,
   the emulation's thread context) carry no derivative.
 * Calls to functions named ``gpuc.barrier.*`` are barriers: kept in the
@@ -18,17 +29,19 @@ from __future__ import annotations
 
 import contextlib
 
-from gpucompiler.llvm import Instruction
+from gpucompiler.llvm import Instruction, const_int
+
+from .errors import unsupported
 
 INACTIVE_PREFIX = "gpuc.inactive."
 BARRIER_PREFIX = "gpuc.barrier."
 
-_OPTIONS = {"atomic_adjoints": False}
+_OPTIONS = {"atomic_adjoints": False, "warp_aggregate": False}
 
 
 @contextlib.contextmanager
 def options(**kw):
-    """Engine options for the duration of the block (``atomic_adjoints``)."""
+    """Engine options for the duration of the block (``atomic_adjoints``, ``warp_aggregate``)."""
     old = dict(_OPTIONS)
     unknown = set(kw) - set(_OPTIONS)
     if unknown:
@@ -59,11 +72,111 @@ def atomic_accumulate(r, inst, sp, d) -> bool:
         return False
     if d.type.kind != "float":
         return False  # vectors: the plain accumulation (no vector atomics in PTX)
-    rmw = Instruction("atomicrmw", d.type, ["atomicrmw fadd ", T_PTR, " ", 0, ", ", d.type, " ", 1, " monotonic"], (), "")
+    if _OPTIONS["warp_aggregate"] and d.type in _BITS:
+        _warp_aggregated_add(r, sp, d)
+    else:
+        _atomic_fadd(r.b, sp, d)
+    return True
+
+
+def _atomic_fadd(b, sp, d):
+    rmw = Instruction("atomicrmw", d.type, ["atomicrmw fadd ", sp.type, " ", 0, ", ", d.type, " ", 1, " monotonic"], (), "")
     rmw.append_operand(sp)
     rmw.append_operand(d)
-    r.b.insert(rmw)
-    return True
+    b.insert(rmw)
+    return rmw
+
+
+_FULL = 0xFFFFFFFF
+
+
+def _shfl(r, kind, v, lane):
+    """``shfl.sync.<kind>`` over the full warp of a 32- or 64-bit integer ``v``."""
+    i32 = _T.i32
+    args = lambda w: [const_int(i32, -1), w, const_int(i32, lane), const_int(i32, 0x1F)]  # noqa: E731
+    name = f"llvm.nvvm.shfl.sync.{kind}.i32"
+    if v.type is i32:
+        return r.call(name, i32, args(v))
+    lo = r.b.trunc(v, i32)
+    hi = r.b.trunc(r.b.lshr(v, const_int(_T.i64, 32)), i32)
+    lo, hi = r.call(name, i32, args(lo)), r.call(name, i32, args(hi))
+    return r.b.or_(r.b.zext(lo, _T.i64), r.b.shl(r.b.zext(hi, _T.i64), const_int(_T.i64, 32)))
+
+
+def _warp_aggregated_add(r, sp, d):
+    """``atomicrmw fadd sp, d``, once per warp with the warp's sum when all 32 lanes add to ``sp``.
+
+    Emits, in the reverse function::
+
+        full = activemask() == -1            ; every lane here (then shuffles are legal)
+        br full, check, single
+      check: same = vote.all(sp == shfl.idx(sp, 0)); br same, reduce, single
+      reduce: s = butterfly sum of d (5 shuffles); br laneid == 0, add, join
+      add:    atomicrmw fadd sp, s
+      single: atomicrmw fadd sp, d
+    """
+    b, fn = r.b, r.rev
+    i32, i64 = _T.i32, _T.i64
+    check, reduce, add, single, join = (fn.append_block("") for _ in range(5))
+    full = b.icmp("eq", r.call("llvm.nvvm.activemask", i32, []), const_int(i32, -1))
+    b.cond_br(full, check, single)
+    b.position_at_end(check)
+    addr = b.ptrtoint(sp, i64)
+    lead = _shfl(r, "idx", addr, 0)
+    same = r.call("llvm.nvvm.vote.all.sync", _T.i1, [const_int(i32, -1), b.icmp("eq", addr, lead)])
+    b.cond_br(same, reduce, single)
+    b.position_at_end(reduce)
+    it = _T.int_type(_BITS[d.type])
+    s = d
+    for lane in (16, 8, 4, 2, 1):
+        other = _shfl(r, "bfly", b.bitcast(s, it), lane)
+        s = b.fadd(s, b.bitcast(other, d.type))
+    first = b.icmp("eq", r.call("llvm.nvvm.read.ptx.sreg.laneid", i32, []), const_int(i32, 0))
+    b.cond_br(first, add, join)
+    b.position_at_end(add)
+    _atomic_fadd(b, sp, s)
+    b.br(join)
+    b.position_at_end(single)
+    _atomic_fadd(b, sp, d)
+    b.br(join)
+    b.position_at_end(join)
+
+
+# -- atomic adds into shadowed memory ----------------------------------------------
+def _is_add(inst) -> str | None:
+    """``fadd``/``fsub`` for those ``atomicrmw`` operations, else None."""
+    head = inst.parts[0] if inst.parts and type(inst.parts[0]) is str else ""
+    words = set(head.split())
+    return next((op for op in ("fadd", "fsub") if op in words), None)
+
+
+def fwd_atomic(s, inst) -> None:
+    """Forward rule of ``atomicrmw``/``cmpxchg``: only ``fadd``/``fsub`` into shadowed memory is differentiable."""
+    p = inst.pointer_operand
+    if s.act.is_constant_instruction(inst) and p not in s.act.shadowed:
+        return
+    kind = _is_add(inst) if inst.opcode == "atomicrmw" else None
+    if kind is None or p not in s.act.shadowed:
+        raise unsupported("atomic operation on active memory (only atomic fadd/fsub into memory with a "
+                          "shadow is differentiable)", inst, s.fn)
+    if inst.users:
+        raise unsupported("the old value of an atomic add into active memory is used (its derivative "
+                          "depends on the order of the threads)", inst, s.fn)
+    if s.tangents and inst.value_operand in s.act.active:
+        t = s.shadow_map.get(inst.value_operand)
+        if t is not None:
+            _atomic_fadd(s.b, s.shadow(p, inst), t if kind == "fadd" else s.b.fneg(t))
+
+
+def rev_atomic(r, inst) -> None:
+    """``v``'s adjoint += (-) the element's adjoint, a plain load; the element's adjoint is unchanged."""
+    if inst.opcode != "atomicrmw" or _is_add(inst) is None:
+        return
+    v, p = inst.value_operand, inst.pointer_operand
+    if v not in r.act.active or p not in r.act.shadowed:
+        return
+    m = r.b.load(v.type, r.fwd_shadow(p, inst), align=inst.alignment)
+    r.accumulate(v, m if _is_add(inst) == "fadd" else r.fneg(m))
 
 
 def classify(name: str) -> str | None:
@@ -83,3 +196,4 @@ def reverse_barrier(r, inst) -> None:
 from gpucompiler.llvm import types as _T  # noqa: E402
 
 T_PTR = _T.ptr()
+_BITS = {_T.float_: 32, _T.double: 64}

@@ -107,15 +107,10 @@ FORWARD = {
     "getelementptr": fwd_address,
     "bitcast": lambda s, i: fwd_address(s, i) if i.type.kind == "ptr" else None,
     "addrspacecast": fwd_address,
-    "atomicrmw": lambda s, i: _atomic(s, i),
-    "cmpxchg": lambda s, i: _atomic(s, i),
+    "atomicrmw": lambda s, i: gpu.fwd_atomic(s, i),
+    "cmpxchg": lambda s, i: gpu.fwd_atomic(s, i),
     "fence": lambda s, i: None,
 }
-
-
-def _atomic(s, inst):
-    if not s.act.is_constant_instruction(inst) or inst.pointer_operand in s.act.shadowed:
-        raise unsupported("atomic operation on active memory", inst, s.fn)
 
 
 # -- reverse -----------------------------------------------------------------
@@ -141,4 +136,4 @@ def rev_store(r, inst):
         r.accumulate(v, m)
 
 
-REVERSE = {"load": rev_load, "store": rev_store}
+REVERSE = {"load": rev_load, "store": rev_store, "atomicrmw": lambda r, i: gpu.rev_atomic(r, i)}

@@ -147,9 +147,10 @@ def global_array_pointers(entry) -> int:
     An array argument is ``{ptr, shape..., strides...}`` whose pointer the
     caller takes from device memory (never shared or local memory). Each
     ``extractvalue %arg, 0`` of a pointer is cast to ``addrspace(1)`` once,
-    and the ``getelementptr`` chains, plain loads and plain stores using it
-    are rebuilt on the global pointer, so the back end emits
-    ``ld.global``/``st.global`` instead of generic accesses. Other uses keep
+    and the ``getelementptr`` chains, plain loads, plain stores and atomic
+    read-modify-writes using it are rebuilt on the global pointer, so the
+    back end emits ``ld.global``/``st.global``/``atom.global`` instead of
+    generic accesses. Other uses keep
     the generic pointer (a cast back). Returns the number of accesses moved.
     """
     moved = 0
@@ -188,6 +189,12 @@ def _move_to_global(b, generic, glob) -> int:
             inst.replace_all_uses_with(new)
         elif op == "store":
             new = b.store(inst.value_operand, glob, align=inst.alignment)
+        elif op == "atomicrmw":  # e.g. adjoints added by the AD engine: atom.global, not generic atom
+            k = next(k for k, part in enumerate(inst.parts) if isinstance(part, LT.Type))
+            inst.parts[k] = LT.ptr(GLOBAL)
+            inst.set_operand(0, glob)
+            moved += 1
+            continue
         else:
             continue
         new.metadata = dict(inst.metadata)

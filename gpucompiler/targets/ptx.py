@@ -146,24 +146,36 @@ def global_array_pointers(entry) -> int:
 
     An array argument is ``{ptr, shape..., strides...}`` whose pointer the
     caller takes from device memory (never shared or local memory). Each
-    ``extractvalue %arg, 0`` of a pointer is cast to ``addrspace(1)`` once,
+    ``extractvalue %arg, 0`` of a pointer (or of ``freeze %arg``) is cast to ``addrspace(1)`` once,
     and the ``getelementptr`` chains, plain loads, plain stores and atomic
     read-modify-writes using it are rebuilt on the global pointer, so the
     back end emits ``ld.global``/``st.global``/``atom.global`` instead of
-    generic accesses. Other uses keep
-    the generic pointer (a cast back). Returns the number of accesses moved.
+    generic accesses. Other uses get the global pointer cast back to
+    generic, so that LLVM infers the address space through calls it
+    inlines later. Returns the number of accesses moved.
     """
     moved = 0
     for arg in entry.args:
         t = arg.type
         if not isinstance(t, LT.StructType) or not t.elements or t.elements[0] != LT.ptr():
             continue
-        for user in arg.users:
+        users = list(arg.users)
+        users += [u for f in users if getattr(f, "opcode", None) == "freeze" for u in f.users]
+        for user in users:
             if (getattr(user, "opcode", None) == "extractvalue" and user.type == LT.ptr()
                     and user.parts[-1].replace(" ", "") == ",0"):
                 b = Builder()
                 b.position_after(user)
-                moved += _move_to_global(b, user, b.cast("addrspacecast", user, LT.ptr(GLOBAL)))
+                glob = b.cast("addrspacecast", user, LT.ptr(GLOBAL))
+                moved += _move_to_global(b, user, glob)
+                # the rest (calls not inlined yet, phis, selects) take the global pointer cast
+                # back, from which LLVM infers the address space once they are inlined
+                rest = [u for u in list(user.uses) if u.user is not glob and u.user.parent is not None]
+                if rest:
+                    b.position_after(glob)
+                    back = b.cast("addrspacecast", glob, LT.ptr())
+                    for u in rest:
+                        u.user.set_operand(u.index, back)
     return moved
 
 

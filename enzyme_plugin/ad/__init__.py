@@ -2,9 +2,12 @@
 
 Pipeline: preprocessing (LLVM cleanup passes), analyses (CFG, activity,
 memory types), the forward sweep (:mod:`.sweep`), reverse mode
-(:mod:`.reverse`) with a stack tape, rules by family (:mod:`.rules`,
+(:mod:`.reverse`) with a tape of per-loop cache arrays and a stack
+(:mod:`.loops`, :mod:`.tape`), rules by family (:mod:`.rules`,
 :mod:`.memory`, :mod:`.calls`), the C interface (:mod:`.interface`).
 """
+
+import gpucompiler  # noqa: F401  (first: it loads the plugins, which import this package's modules)
 
 from .errors import ADError, set_error_handler
 from .interface import differentiate

@@ -45,10 +45,14 @@ class Engine:
         name = _PREFIX + key
         if name not in self._helpers:
             self._helpers[name] = text.format(name=name)
-            if key in ("push",):
+            if key in ("push", "loop_grow"):
                 declare(self.module, "realloc", T.function(T.ptr(), [T.ptr(), T.i64]))
-            if key in ("free",):
+            if key in ("free", "tape_free"):
                 declare(self.module, "free", T.function(T.void, [T.ptr()]))
+            if key == "tape_alloc":
+                declare(self.module, "malloc", T.function(T.ptr(), [T.i64]))
+            if key == "trip_check":
+                declare(self.module, "llvm.trap", T.function(T.void, []))
         return declare(self.module, name, fnty)
 
     def activity(self, fn, kinds) -> Activity:

@@ -46,6 +46,55 @@ entry:
   ret ptr %w
 }}
 """),
+    # loop cache arrays: indexed by the loop's iteration counter; the engine's calls to malloc/free/realloc
+    # for them carry !gpuc.ad.tape, which the GPU validator accepts (device-side malloc exists in PTX)
+    "loop_grow": (T.function(T.ptr(), [T.ptr(), T.i64, T.i64]), """
+define internal ptr @{name}(ptr %t, i64 %k, i64 %frame) alwaysinline {{
+entry:
+  %capp = getelementptr inbounds i8, ptr %t, i64 8
+  %cap = load i64, ptr %capp, align 8
+  %full = icmp uge i64 %k, %cap
+  br i1 %full, label %grow, label %ok, !prof !{{!"branch_weights", i32 1, i32 2000}}
+grow:
+  %c2 = shl i64 %cap, 1
+  %nc = add i64 %c2, 16
+  %bytes = mul i64 %nc, %frame
+  %b = load ptr, ptr %t, align 8
+  %nb = call ptr @realloc(ptr %b, i64 %bytes), !gpuc.ad.tape !{{}}
+  store ptr %nb, ptr %t, align 8
+  store i64 %nc, ptr %capp, align 8
+  br label %ok
+ok:
+  %base = load ptr, ptr %t, align 8
+  ret ptr %base
+}}
+"""),
+    "tape_alloc": (T.function(T.ptr(), [T.i64]), """
+define internal ptr @{name}(i64 %n) alwaysinline {{
+entry:
+  %p = call ptr @malloc(i64 %n), !gpuc.ad.tape !{{}}
+  ret ptr %p
+}}
+"""),
+    "tape_free": (T.function(T.void, [T.ptr()]), """
+define internal void @{name}(ptr %p) alwaysinline {{
+entry:
+  call void @free(ptr %p), !gpuc.ad.tape !{{}}
+  ret void
+}}
+"""),
+    "trip_check": (T.function(T.void, [T.i64, T.i64]), """
+define internal void @{name}(i64 %k, i64 %trip) alwaysinline {{
+entry:
+  %bad = icmp uge i64 %k, %trip
+  br i1 %bad, label %trap, label %ok, !prof !{{!"branch_weights", i32 1, i32 2000}}
+trap:
+  call void @llvm.trap()
+  unreachable
+ok:
+  ret void
+}}
+"""),
     "free": (T.function(T.void, [T.ptr()]), """
 define internal void @{name}(ptr %t) alwaysinline {{
 entry:

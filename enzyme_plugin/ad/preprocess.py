@@ -28,7 +28,8 @@ def _pass_builder(ref: llvm.ModuleRef, opt: int) -> llvm.PassBuilder:
 
 
 def prepare(text: str) -> str:
-    """SROA/mem2reg, instcombine, simplifycfg and a single exit per function.
+    """SROA/mem2reg, instcombine, simplifycfg, a single exit per function and
+    loops in canonical form (loop-simplify, LCSSA).
 
     ``optnone`` is dropped first (clang -O0 sets it; the derivative is
     optimised anyway)."""
@@ -42,6 +43,9 @@ def prepare(text: str) -> str:
     mpm.add_sroa_pass()
     mpm.add_dead_code_elimination_pass()
     mpm.add_unify_function_exit_nodes_pass()
+    # canonical loops for the tape: a preheader, one latch, exits reached only from the loop
+    mpm.add_loop_simplify_pass()
+    mpm.add_lcssa_pass()
     mpm.run(ref, pb)
     return str(ref)
 

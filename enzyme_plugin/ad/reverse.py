@@ -21,11 +21,12 @@ from .errors import unsupported
 from .recompute import Recompute
 from .rules import ARITH_REVERSE
 from .sweep import PASSIVE, Sweep
+from .tape import LoopTape
 
 TAPE = T.struct([T.ptr(), T.i64, T.i64])
 
 
-class Reverse(Emit, Recompute):
+class Reverse(Emit, Recompute, LoopTape):
     """Emits the derivative of ``fn`` (activity ``act``).
 
     ``aug``/``rev`` are the functions receiving the forward and reverse
@@ -62,6 +63,9 @@ class Reverse(Emit, Recompute):
             return v
         fv = self.sweep.vmap[v]
         if not (self.combined and v.parent in self.cfg.once):
+            r = self._iv(v)
+            if r is not None:
+                return r
             r = self._recompute(v)
             if r is not None:
                 return r
@@ -95,13 +99,15 @@ class Reverse(Emit, Recompute):
         hit = self.memo.get(key)
         if hit is not None:
             return hit
+        lp = self._hoist_loop(block)
+        if lp is not None:
+            ld = self._slot_load(fv.type, self._hoisted(lp, block, fv), key)
+            self.memo[key] = ld
+            return ld
         reqs = self.requests.setdefault(self.cur, [])
         off = sum(_slot(v.type) for v, _, _ in reqs)
-        pop = self.pop_blocks[self.cur]
-        ld = Instruction("load", fv.type, ["load ", fv.type, ", ", T.ptr(), " ", 0, ", align 8"],
-                         (constant(T.ptr(), "poison"),))
-        pop.instructions.insert(len(pop.instructions) - 1, ld)
-        ld.parent = pop
+        ld = self._in_pop(Instruction("load", fv.type, ["load ", fv.type, ", ", T.ptr(), " ", 0, ", align 8"],
+                                      (constant(T.ptr(), "poison"),)))
         reqs.append((fv, ld, off))
         self.memo[key] = ld
         return ld
@@ -136,6 +142,7 @@ class Reverse(Emit, Recompute):
         """Build both sweeps; ``finish(r, exit_builder)`` emits the end of the reverse of the entry block."""
         sw = self.sweep
         sw.run()
+        self._setup_loops()
         fn, cfg = self.fn, self.cfg
         self.pop_blocks, self.rev_blocks = {}, {}
         for block in fn.blocks:
@@ -172,6 +179,8 @@ class Reverse(Emit, Recompute):
         if len(preds) == 1:
             self._edge(ds, preds[0])
             return
+        if self._reverse_header(block, ds):
+            return
         pid = self._from_forward(block, self.pred_ids[block])
         targets = [self.rev.append_block("") for _ in preds]
         self.b.switch(pid, targets[0], [(const_int(T.i32, k), t) for k, t in enumerate(targets) if k])
@@ -180,6 +189,7 @@ class Reverse(Emit, Recompute):
             self._edge(ds, p)
 
     def _edge(self, ds, pred):
+        self._enter_loop(pred)
         for p, d in ds:
             v = next(v for v, blk in p.incoming if blk is pred)
             self.accumulate(v, d)
@@ -208,20 +218,24 @@ class Reverse(Emit, Recompute):
                 self.accumulate(v, rule[k](self, inst, d))
 
     def _materialize(self):
-        """Pushes at the end of each forward block, pops at the start of its reverse."""
-        push = self.engine.helper("push")
-        pop = self.engine.helper("pop")
+        """Stores at the end of each forward block (into its loop's array, else pushed on the
+        stack), loads at the start of its reverse."""
+        frames, offsets = self._loop_frames()
         for block, reqs in self.requests.items():
             size = sum(_slot(v.type) for v, _, _ in reqs)
             fb = self.sweep.vmap[block]
             b = Builder()
             b.position_before(fb.terminator)
-            w = b.call(push, [self.sweep.tape, const_int(T.i64, size)])
+            w = self._loop_push(block, b, frames, offsets)
+            if w is None:
+                w = b.call(self.engine.helper("push"), [self.sweep.tape, const_int(T.i64, size)])
             for v, _, off in reqs:
                 b.store(v, b.gep(T.i8, w, [const_int(T.i64, off)]), align=8)
             pb = self.pop_blocks[block]
             b.position_before(pb.instructions[0])
-            frame = b.call(pop, [self.tape, const_int(T.i64, size)])
+            frame = self._loop_pop(block, b, frames, offsets)
+            if frame is None:
+                frame = b.call(self.engine.helper("pop"), [self.tape, const_int(T.i64, size)])
             for _, ld, off in reqs:
                 b.position_before(ld)
                 ld.set_operand(0, b.gep(T.i8, frame, [const_int(T.i64, off)]))

@@ -1,0 +1,204 @@
+"""Loop structure for the tape: natural loops, which of them get a per-loop
+cache array, their induction variables and trip counts.
+
+A loop gets a cache array when it is in canonical form: one preheader whose
+only successor is the header, one latch, and exits whose predecessors all
+belong to the loop itself (not to a loop nested in it). Its iterations are
+numbered by a counter ``k`` (0, 1, ...) added to the forward sweep; the
+values its blocks' reverses need are stored at ``base + k * frame``, and
+the reverse sweep counts ``k`` down instead of reading the loop's exit
+decisions back.
+
+The array is sized before the loop when the trip count is known there (a
+single exiting block, the latch, testing an induction variable of step ±1
+against a value defined outside the loop); otherwise it grows.
+"""
+
+from __future__ import annotations
+
+from gpucompiler.llvm import Instruction, const_int, types as T
+
+
+class Loop:
+    """A natural loop of the primal function."""
+
+    def __init__(self, header, blocks):
+        self.header = header
+        #: blocks of the loop, nested loops included
+        self.blocks = set(blocks)
+        self.parent = None
+        self.latch = None
+        self.preheader = None
+        #: blocks outside the loop with a predecessor inside, in function order
+        self.exits: list = []
+        #: whether the loop gets a cache array indexed by its iteration counter
+        self.counted = False
+        #: (phi, start, step) of the header's affine induction variables
+        self.ivs: list = []
+        #: how the trip count is computed before the loop: (iv tuple, bound, predicate, offset) or None
+        self.trip = None
+
+    def __repr__(self):
+        return f"<Loop {self.header.name} ({len(self.blocks)} blocks)>"
+
+
+def _int_value(v):
+    ref = getattr(v, "ref", None)
+    if ref is None or v.type.kind != "int" or isinstance(v, Instruction):
+        return None
+    try:
+        return int(ref)
+    except ValueError:
+        return {"true": 1, "false": 0}.get(ref)
+
+
+def find_loops(cfg) -> tuple[list, dict]:
+    """``(loops, innermost)``: natural loops (outermost first) and each block's innermost loop.
+
+    Both are empty when some cycle is not a natural loop (irreducible flow):
+    the tape is then a stack for the whole function."""
+    g, idom, entry = cfg.graph, cfg.idom, cfg.fn.entry
+
+    def dominates(a, b):
+        while True:
+            if a is b:
+                return True
+            nb = idom.get(b)
+            if nb is None or nb is b:
+                return False
+            b = nb
+
+    bodies: dict = {}
+    for u, h in g.edges():
+        if u in cfg.reachable and dominates(h, u):
+            body = bodies.setdefault(h, {h})
+            stack = [u]
+            while stack:
+                x = stack.pop()
+                if x in body:
+                    continue
+                body.add(x)
+                stack.extend(p for p in g.predecessors(x) if p in cfg.reachable)
+    covered = set().union(*bodies.values()) if bodies else set()
+    if any(b in cfg.reachable and b not in covered for b in cfg.in_loop):
+        return [], {}
+    loops = sorted((Loop(h, body) for h, body in bodies.items()), key=lambda lp: -len(lp.blocks))
+    innermost: dict = {}
+    for lp in loops:  # outermost first: later (smaller) loops overwrite
+        for b in lp.blocks:
+            innermost[b] = lp
+    for lp in loops:
+        enclosing = [o for o in loops if o is not lp and lp.blocks < o.blocks]
+        lp.parent = min(enclosing, key=lambda o: len(o.blocks)) if enclosing else None
+    for lp in loops:
+        _classify(cfg, lp, innermost)
+    return loops, innermost
+
+
+def _classify(cfg, lp, innermost):
+    preds = cfg.preds(lp.header)
+    latches = [p for p in preds if p in lp.blocks]
+    outside = [p for p in preds if p not in lp.blocks]
+    exits = []
+    for b in cfg.fn.blocks:
+        if b in lp.blocks:
+            continue
+        if any(p in lp.blocks for p in cfg.preds(b)):
+            exits.append(b)
+    lp.exits = exits
+    if len(latches) != 1 or len(outside) != 1:
+        return
+    pre = outside[0]
+    if list(pre.successors) != [lp.header]:
+        return
+    for e in exits:
+        if any(p not in lp.blocks or innermost.get(p) is not lp for p in cfg.preds(e)):
+            return
+    lp.latch, lp.preheader, lp.counted = latches[0], pre, True
+    for phi in lp.header.instructions:
+        if phi.opcode != "phi":
+            break
+        if phi.type.kind != "int":
+            continue
+        inc = dict((id(blk), v) for v, blk in phi.incoming)
+        start, nxt = inc.get(id(pre)), inc.get(id(lp.latch))
+        if not isinstance(nxt, Instruction) or nxt.opcode not in ("add", "sub") or len(inc) != 2:
+            continue
+        a, c = nxt.operands
+        if a is not phi:
+            a, c = c, a
+            if nxt.opcode == "sub":
+                continue
+        step = _int_value(c)
+        if a is not phi or step is None:
+            continue
+        if nxt.opcode == "sub":
+            step = -step
+        lp.ivs.append((phi, start, step, nxt))
+    lp.trip = _trip(lp)
+
+
+_SWAP = {"eq": "eq", "ne": "ne", "slt": "sgt", "sgt": "slt", "sle": "sge", "sge": "sle",
+         "ult": "ugt", "ugt": "ult", "ule": "uge", "uge": "ule"}
+_NEGATE = {"eq": "ne", "ne": "eq", "slt": "sge", "sge": "slt", "sgt": "sle", "sle": "sgt",
+           "ult": "uge", "uge": "ult", "ugt": "ule", "ule": "ugt"}
+
+
+def _trip(lp):
+    """The latch's exit test as ``(iv, bound, continue-predicate, offset)`` when it fixes the trip count."""
+    if any(p in lp.blocks and p is not lp.latch and any(s not in lp.blocks for s in p.successors)
+           for p in lp.blocks):
+        return None  # an early exit: the count is known only when the loop ends
+    term = lp.latch.terminator
+    if term is None or term.opcode != "br" or len(term.operands) != 3:
+        return None
+    cond, if_true, if_false = term.operands
+    if not isinstance(cond, Instruction) or cond.opcode != "icmp":
+        return None
+    pred = cond.predicate
+    if if_true is lp.header and if_false not in lp.blocks:
+        pass
+    elif if_false is lp.header and if_true not in lp.blocks:
+        pred = _NEGATE[pred]
+    else:
+        return None
+    a, n = cond.operands
+    for swapped in (False, True):
+        for iv in lp.ivs:
+            phi, start, step, nxt = iv
+            if a is phi or a is nxt:
+                if isinstance(n, Instruction) and n.parent in lp.blocks:
+                    return None
+                if step not in (1, -1):
+                    return None
+                return iv, n, pred, (step if a is nxt else 0)
+        a, n = n, a
+        pred = _SWAP[pred]
+    return None
+
+
+def emit_trip_count(b, trip, val):
+    """Emit the trip count (i64) of a loop before its preheader's terminator; ``val`` maps primal values."""
+    (phi, start, step, _), n, pred, off = trip
+    t = phi.type
+    s0 = b.add(val(start), const_int(t, off)) if off else val(start)
+    n = val(n)
+    # the tested value at iteration k is s0 + step * k; the loop continues while ``s0+step*k pred n``
+    if step == 1:
+        dist = b.sub(n, s0)  # iterations before the test fails
+    else:
+        dist = b.sub(s0, n)
+    one = const_int(t, 1)
+    if pred == "ne":
+        count = b.add(dist, one)
+    elif pred in (("slt", "ult") if step == 1 else ("sgt", "ugt")):
+        count = b.select(b.icmp(pred, s0, n), b.add(dist, one), one)
+    elif pred in (("sle", "ule") if step == 1 else ("sge", "uge")):
+        count = b.select(b.icmp(pred, s0, n), b.add(dist, const_int(t, 2)), one)
+    else:
+        return None
+    if t.bits < 64:
+        count = b.zext(count, T.i64)
+    elif t.bits > 64:
+        return None
+    return count

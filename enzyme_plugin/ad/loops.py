@@ -10,7 +10,7 @@ the reverse sweep counts ``k`` down instead of reading the loop's exit
 decisions back.
 
 The array is sized before the loop when the trip count is known there (a
-single exiting block, the latch, testing an induction variable of step ±1
+single exiting block, the latch or the header, testing an affine induction variable
 against a value defined outside the loop); otherwise it grows.
 """
 
@@ -145,20 +145,21 @@ _NEGATE = {"eq": "ne", "ne": "eq", "slt": "sge", "sge": "slt", "sgt": "sle", "sl
 
 
 def _trip(lp):
-    """The latch's exit test as ``(iv, bound, continue-predicate, offset)`` when it fixes the trip count."""
-    if any(p in lp.blocks and p is not lp.latch and any(s not in lp.blocks for s in p.successors)
-           for p in lp.blocks):
-        return None  # an early exit: the count is known only when the loop ends
-    term = lp.latch.terminator
+    """The exit test of the latch or the header as ``(iv, bound, continue-predicate, offset)`` when it fixes the trip count."""
+    exiting = [p for p in lp.blocks if any(s not in lp.blocks for s in p.successors)]
+    if len(exiting) != 1 or exiting[0] not in (lp.latch, lp.header):
+        return None  # early exits: the count is known only when the loop ends
+    # the test runs once per iteration (top-tested: once more than the body)
+    term = exiting[0].terminator
     if term is None or term.opcode != "br" or len(term.operands) != 3:
         return None
     cond, if_true, if_false = term.operands
     if not isinstance(cond, Instruction) or cond.opcode != "icmp":
         return None
     pred = cond.predicate
-    if if_true is lp.header and if_false not in lp.blocks:
+    if if_true in lp.blocks and if_false not in lp.blocks:
         pass
-    elif if_false is lp.header and if_true not in lp.blocks:
+    elif if_false in lp.blocks and if_true not in lp.blocks:
         pred = _NEGATE[pred]
     else:
         return None
@@ -169,7 +170,7 @@ def _trip(lp):
             if a is phi or a is nxt:
                 if isinstance(n, Instruction) and n.parent in lp.blocks:
                     return None
-                if step not in (1, -1):
+                if step == 0:
                     return None
                 return iv, n, pred, (step if a is nxt else 0)
         a, n = n, a
@@ -184,17 +185,21 @@ def emit_trip_count(b, trip, val):
     s0 = b.add(val(start), const_int(t, off)) if off else val(start)
     n = val(n)
     # the tested value at iteration k is s0 + step * k; the loop continues while ``s0+step*k pred n``
-    if step == 1:
-        dist = b.sub(n, s0)  # iterations before the test fails
-    else:
-        dist = b.sub(s0, n)
-    one = const_int(t, 1)
+    dist = b.sub(n, s0) if step > 0 else b.sub(s0, n)  # distance to the bound, in the direction of the steps
+    mag, one = const_int(t, abs(step)), const_int(t, 1)
+
+    def steps(d):
+        return d if abs(step) == 1 else b.udiv(d, mag)
+
+    up = ("slt", "ult") if step > 0 else ("sgt", "ugt")
+    up_eq = ("sle", "ule") if step > 0 else ("sge", "uge")
     if pred == "ne":
-        count = b.add(dist, one)
-    elif pred in (("slt", "ult") if step == 1 else ("sgt", "ugt")):
-        count = b.select(b.icmp(pred, s0, n), b.add(dist, one), one)
-    elif pred in (("sle", "ule") if step == 1 else ("sge", "uge")):
-        count = b.select(b.icmp(pred, s0, n), b.add(dist, const_int(t, 2)), one)
+        count = b.add(steps(dist), one)
+    elif pred in up:  # tests until the first value at or past the bound: ceil(dist / |step|) + 1
+        rounded = dist if abs(step) == 1 else b.add(dist, const_int(t, abs(step) - 1))
+        count = b.select(b.icmp(pred, s0, n), b.add(steps(rounded), one), one)
+    elif pred in up_eq:  # floor(dist / |step|) + 2
+        count = b.select(b.icmp(pred, s0, n), b.add(steps(dist), const_int(t, 2)), one)
     else:
         return None
     if t.bits < 64:

@@ -218,8 +218,9 @@ class Reverse(Emit, Recompute, LoopTape):
                 self.accumulate(v, rule[k](self, inst, d))
 
     def _materialize(self):
-        """Stores at the end of each forward block (into its loop's array, else pushed on the
-        stack), loads at the start of its reverse."""
+        """Stores at the end of each forward block (into its loop's array; in combined mode for
+        a block outside loops, into an ``alloca``; else pushed on the stack), loads at the
+        start of its reverse."""
         frames, offsets = self._loop_frames()
         for block, reqs in self.requests.items():
             size = sum(_slot(v.type) for v, _, _ in reqs)
@@ -227,13 +228,16 @@ class Reverse(Emit, Recompute, LoopTape):
             b = Builder()
             b.position_before(fb.terminator)
             w = self._loop_push(block, b, frames, offsets)
-            if w is None:
+            once = self.combined and block not in self.cfg.in_loop
+            if once:  # runs at most once per call: a frame on the function's stack frame
+                w = self._fwd_alloca_bytes(size)
+            elif w is None:
                 w = b.call(self.engine.helper("push"), [self.sweep.tape, const_int(T.i64, size)])
             for v, _, off in reqs:
                 b.store(v, b.gep(T.i8, w, [const_int(T.i64, off)]), align=8)
             pb = self.pop_blocks[block]
             b.position_before(pb.instructions[0])
-            frame = self._loop_pop(block, b, frames, offsets)
+            frame = w if once else self._loop_pop(block, b, frames, offsets)
             if frame is None:
                 frame = b.call(self.engine.helper("pop"), [self.tape, const_int(T.i64, size)])
             for _, ld, off in reqs:

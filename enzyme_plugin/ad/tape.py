@@ -51,6 +51,11 @@ class LoopTape:
         b.store(init, a)
         return a
 
+    def _fwd_alloca_bytes(self, size):
+        b = Builder()
+        b.position_before(self.aug.blocks[0].instructions[0])
+        return b.alloca(T.array(size, T.i8), align=8)
+
     def _rev_alloca(self, t, init):
         b = Builder()
         b.position_before(self.rev_entry.instructions[0])

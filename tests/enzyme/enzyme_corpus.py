@@ -25,6 +25,7 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
     "vec": ("vec.c", ["-ffast-math"]),
     "math_float": ("math_float.c", ["-fno-math-errno"]),
     "bench": ("bench.c", []),
+    "loops": ("loops.c", []),
     "memtypes": ("memtypes.c", []),
     "unsup_asm": ("unsup_asm.c", []),
     "unsup_bits": ("unsup_bits.c", []),

@@ -1,0 +1,75 @@
+"""The tape of loops (tests/enzyme/c/loops.c): cache arrays sized before a
+loop whose trip count is known there, nested loops, arrays that grow for a
+while loop with a data-dependent exit and for a loop with an early exit.
+Gradients against finite differences and forward mode; the IR of a loop
+with a known trip count has no ``realloc``."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ad_checks import check_forward, check_reverse
+from enzyme_harness import Case, differentiated
+
+CASES = [
+    Case("loops", "counted", sizes=(1, 2, 9, 40)),
+    Case("loops", "nest", sizes=(1, 2, 7, 20)),
+    Case("loops", "untilsum", sizes=(1, 3, 8), domain=(0.2, 1.0)),
+    Case("loops", "early", sizes=(1, 3, 9, 40)),
+]
+LEVELS = ("O0", "O2")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_reverse_gradient(case, level):
+    check_reverse(case, level)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_forward_agrees(case, level):
+    check_forward(case, level)
+
+
+def _body(text: str, prefix: str) -> str:
+    """The text of ``<prefix>_grad`` (the derivative is inlined into it) and of any derivative
+    function of ``<prefix>`` left out of line."""
+    found = re.findall(rf"^define [^\n]*@(?:{prefix}_grad|diffe_{prefix}\b)[^\n]*\{{\n(.*?)^\}}", text, re.S | re.M)
+    m = "".join(found)
+    assert m, f"no derivative of {prefix} in the output"
+    return m
+
+
+def _calls(body: str, name: str) -> int:
+    return len(re.findall(rf"call [^\n]*@{name}\(", body))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_known_trip_count_allocates_before_the_loop_and_never_grows(level):
+    body = _body(differentiated("loops", level), "counted")
+    assert _calls(body, "realloc") == 0, body
+    # one array per loop (clang -O2 splits the loop into an unrolled one and its remainder)
+    assert _calls(body, "malloc") >= 1 and _calls(body, "malloc") == _calls(body, "free"), body
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_nested_loops_with_known_trip_counts_never_grow(level):
+    assert _calls(_body(differentiated("loops", level), "nest"), "realloc") == 0
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("name", ["untilsum", "early"])
+def test_unknown_trip_count_grows(level, name):
+    assert _calls(_body(differentiated("loops", level), name), "realloc") >= 1
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_tape_calls_are_marked(level):
+    """The engine's own allocations carry !gpuc.ad.tape (the GPU validator accepts only those)."""
+    text = differentiated("loops", level)
+    for line in text.splitlines():
+        if re.search(r"call [^\n]*@(malloc|realloc|free)\(", line):
+            assert "!gpuc.ad.tape" in line, line

@@ -3,7 +3,7 @@
 A value the reverse sweep needs is rebuilt from its operands when that is
 cheaper than a tape slot (a store in the forward sweep, a load in the
 reverse): address arithmetic (GEPs of primal and shadow pointers), integer
-and cheap float arithmetic, casts, and loads of memory the function never
+and cheap float arithmetic, casts, cheap math calls (square root, fabs, fma...), and loads of memory the function never
 writes (function arguments and globals when every store of the function goes
 to its own allocations; combined mode only, where nothing can run between the
 sweeps). Operands are fetched recursively the same way, so a loop's reverse
@@ -14,12 +14,16 @@ from __future__ import annotations
 
 from gpucompiler.llvm import Argument, GlobalVariable, Instruction
 
+from .analysis import callee_name
 from .typeinfo import locate
 
 #: opcodes recomputed from their operands
 PURE = frozenset("getelementptr add sub mul shl lshr ashr and or xor trunc zext sext icmp fcmp "
                  "fadd fsub fmul fneg fpext fptrunc sitofp uitofp extractelement insertelement "
                  "shufflevector".split())
+#: math calls cheap enough to run again rather than tape (a square root costs about what a
+#: store and a load of a tape slot do; on a GPU it spares per-thread tape memory)
+CHEAP_MATH = frozenset("sqrt fabs copysign floor ceil trunc round fma fmuladd maxnum minnum".split())
 #: longest chain of recomputed instructions behind one value
 MAX_DEPTH = 6
 #: calls that write no memory of the caller
@@ -69,6 +73,10 @@ class Recompute:
         op = v.opcode
         if op in PURE:
             return True
+        if op == "call":
+            from .calls import classify, math_name
+
+            return classify(v) == "math" and math_name(callee_name(v)) in CHEAP_MATH
         if op == "load" and self._loads_recomputable() and "volatile" not in str(v.parts[0]):
             base = locate(v.pointer_operand)[0]
             return isinstance(base, (Argument, GlobalVariable))

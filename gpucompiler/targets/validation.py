@@ -18,6 +18,11 @@ ALLOCATION_FUNCTIONS = frozenset({"malloc", "calloc", "realloc", "free", "aligne
 
 _CALLS = ("call", "invoke", "callbr")
 
+#: metadata the AD engine attaches to the malloc/free of the cache arrays of its loop tapes
+TAPE_METADATA = "!gpuc.ad.tape"
+#: allocation functions a device has (PTX: the malloc/free system calls): accepted for the AD tape only
+TAPE_FUNCTIONS = frozenset({"malloc", "free"})
+
 
 @attrs.define
 class ModuleFacts:
@@ -31,6 +36,8 @@ class ModuleFacts:
     dynamic_allocas: list[tuple[str, str]] = attrs.field(factory=list)
     #: ``(function, instruction text)`` of each inttoptr of a constant address
     pointer_constants: list[tuple[str, str]] = attrs.field(factory=list)
+    #: ``(function, callee)`` of each malloc/free the AD engine marked as a tape allocation
+    tape_allocations: list[tuple[str, str]] = attrs.field(factory=list)
 
     @classmethod
     def of(cls, ref: llvm.ModuleRef) -> "ModuleFacts":
@@ -53,6 +60,10 @@ class ModuleFacts:
             self.dynamic_allocas.append((fname, str(inst).strip()))
         if opcode == "inttoptr" and operands and operands[0].is_constant:
             self.pointer_constants.append((fname, str(inst).strip()))
+        if (opcode in _CALLS and operands and operands[-1].value_kind == llvm.ValueKind.function
+                and operands[-1].name in TAPE_FUNCTIONS and TAPE_METADATA in str(inst)):
+            self.tape_allocations.append((fname, operands[-1].name))
+            operands = operands[:-1]  # the callee is not a use of dynamic memory by the user's code
         for op in operands:
             kind = op.value_kind
             if kind == llvm.ValueKind.constant_expr and "inttoptr (" in str(op):

@@ -3,7 +3,7 @@
 A value the reverse sweep needs is rebuilt from its operands when that is
 cheaper than a tape slot (a store in the forward sweep, a load in the
 reverse): address arithmetic (GEPs of primal and shadow pointers), integer
-and cheap float arithmetic, casts, cheap math calls (square root, fabs, fma...), and loads of memory the function never
+and cheap float arithmetic, casts, cheap math calls (fabs, minnum, floor...), and loads of memory the function never
 writes (function arguments and globals when every store of the function goes
 to its own allocations; combined mode only, where nothing can run between the
 sweeps). Operands are fetched recursively the same way, so a loop's reverse
@@ -21,9 +21,9 @@ from .typeinfo import locate
 PURE = frozenset("getelementptr add sub mul shl lshr ashr and or xor trunc zext sext icmp fcmp "
                  "fadd fsub fmul fneg fpext fptrunc sitofp uitofp extractelement insertelement "
                  "shufflevector".split())
-#: math calls cheap enough to run again rather than tape (a square root costs about what a
-#: store and a load of a tape slot do; on a GPU it spares per-thread tape memory)
-CHEAP_MATH = frozenset("sqrt fabs copysign floor ceil trunc round fma fmuladd maxnum minnum".split())
+#: math calls cheap enough to run again rather than tape (a square root or an fma chain is not:
+#: recomputed every reverse iteration, they made n-body and polynomial gradients slower)
+CHEAP_MATH = frozenset("fabs copysign floor ceil trunc round maxnum minnum".split())
 #: longest chain of recomputed instructions behind one value
 MAX_DEPTH = 6
 #: calls that write no memory of the caller

@@ -26,9 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-
-# JAX would otherwise take 75 % of the GPU at import, leaving PyTorch and CuPy too little.
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 import statistics
 import sys
 import time
@@ -207,6 +204,8 @@ def run_ours(name, case, reps, inner, emulate):
 
 def run_jax(case, reps, inner):
     try:
+        # JAX would otherwise take 75 % of the GPU at import, leaving PyTorch too little.
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         import jax
         import jax.numpy as jnp
     except ImportError:

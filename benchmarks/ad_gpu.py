@@ -38,6 +38,8 @@ import ad_kernels as K  # noqa: E402
 from gpucompiler import kernel  # noqa: E402
 
 BLOCK = 256
+# JAX (imported on demand) would otherwise take 75 % of the GPU, leaving PyTorch too little.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 P = ("enzyme",)
 
 
@@ -204,8 +206,6 @@ def run_ours(name, case, reps, inner, emulate):
 
 def run_jax(case, reps, inner):
     try:
-        # JAX would otherwise take 75 % of the GPU at import, leaving PyTorch too little.
-        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         import jax
         import jax.numpy as jnp
     except ImportError:

@@ -51,7 +51,7 @@ class Engine:
                 declare(self.module, "free", T.function(T.void, [T.ptr()]))
             if key == "tape_alloc":
                 declare(self.module, "malloc", T.function(T.ptr(), [T.i64]))
-            if key == "trip_check":
+            if key in ("trip_check", "push", "loop_grow", "tape_alloc"):  # trap on overrun or out of memory
                 declare(self.module, "llvm.trap", T.function(T.void, []))
         return declare(self.module, name, fnty)
 

@@ -24,6 +24,12 @@ grow:
   %nc = select i1 %big, i64 %c2, i64 %c3
   %b = load ptr, ptr %t, align 8
   %nb = call ptr @realloc(ptr %b, i64 %nc)
+  %lost = icmp eq ptr %nb, null
+  br i1 %lost, label %oom, label %grown, !prof !{{!"branch_weights", i32 1, i32 2000}}
+oom:
+  call void @llvm.trap()
+  unreachable
+grown:
   store ptr %nb, ptr %t, align 8
   store i64 %nc, ptr %capp, align 8
   br label %ok
@@ -61,6 +67,12 @@ grow:
   %bytes = mul i64 %nc, %frame
   %b = load ptr, ptr %t, align 8
   %nb = call ptr @realloc(ptr %b, i64 %bytes), !gpuc.ad.tape !{{}}
+  %lost = icmp eq ptr %nb, null
+  br i1 %lost, label %oom, label %grown, !prof !{{!"branch_weights", i32 1, i32 2000}}
+oom:
+  call void @llvm.trap()
+  unreachable
+grown:
   store ptr %nb, ptr %t, align 8
   store i64 %nc, ptr %capp, align 8
   br label %ok
@@ -73,6 +85,12 @@ ok:
 define internal ptr @{name}(i64 %n) alwaysinline {{
 entry:
   %p = call ptr @malloc(i64 %n), !gpuc.ad.tape !{{}}
+  %lost = icmp eq ptr %p, null
+  br i1 %lost, label %oom, label %ok, !prof !{{!"branch_weights", i32 1, i32 2000}}
+oom:
+  call void @llvm.trap()
+  unreachable
+ok:
   ret ptr %p
 }}
 """),

@@ -1,0 +1,38 @@
+"""Every allocation the tape makes is checked: out of memory traps, never writes through null."""
+
+import re
+
+import pytest
+
+from enzyme_plugin.ad.helpers import HELPERS
+from gpucompiler.llvm import parse
+
+DECLS = """
+declare ptr @malloc(i64)
+declare ptr @realloc(ptr, i64)
+declare void @free(ptr)
+declare void @llvm.trap()
+"""
+
+ALLOCATING = [k for k, (_, text) in HELPERS.items() if re.search(r"@(malloc|realloc)\(", text)]
+
+
+def test_the_tape_allocates_through_these_helpers():
+    assert {"push", "loop_grow", "tape_alloc"} <= set(ALLOCATING)
+
+
+@pytest.mark.parametrize("key", ALLOCATING)
+def test_allocation_result_is_checked_before_use(key):
+    _, text = HELPERS[key]
+    module = parse(DECLS + text.format(name="helper"))
+    fn = module.functions["helper"]
+    calls = [i for b in fn.blocks for i in b.instructions
+             if i.opcode == "call" and getattr(i.callee, "name", "") in ("malloc", "realloc")]
+    assert calls
+    for call in calls:
+        checks = [u.user for u in call.uses if u.user.opcode == "icmp" and u.user.predicate == "eq"
+                  and any(getattr(op, "ref", "") == "null" or "null" in repr(op) for op in u.user.operands)]
+        assert checks, f"{key}: result of @{call.callee.name} is not compared with null"
+        branch = next(u.user for u in checks[0].uses if u.user.opcode == "br")
+        failing = branch.successors[0]
+        assert any(i.opcode == "call" and i.callee.name == "llvm.trap" for i in failing.instructions)

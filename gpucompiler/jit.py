@@ -51,9 +51,10 @@ class _Entry:
 class Dispatcher:
     """A jit-compiled function; call it like the Python function."""
 
-    def __init__(self, fn, *, opt_level: int = 2, plugins=()):
+    def __init__(self, fn, *, opt_level: int = 2, plugins=(), boundscheck: bool = True):
         self.py_func = fn
         self.opt_level, self.plugins = opt_level, tuple(plugins)
+        self.boundscheck = bool(boundscheck)
         self._entries: dict = {}
         functools.update_wrapper(self, fn)
 
@@ -81,7 +82,7 @@ class Dispatcher:
         from .job import CompilerJob
         from .targets import NativeTarget
 
-        config = CompilerConfig(NativeTarget(), params={"python_abi": True},
+        config = CompilerConfig(NativeTarget(), params={"python_abi": True, "boundscheck": self.boundscheck},
                                 opt_level=self.opt_level, plugins=self.plugins)
         return CompilerJob(self._spec(argtypes), config)
 
@@ -164,7 +165,11 @@ class Dispatcher:
 
 
 def jit(fn=None, **options):
-    """Decorator: ``@jit`` or ``@jit(opt_level=3, plugins=("name",))``."""
+    """Decorator: ``@jit`` or ``@jit(opt_level=3, plugins=("name",), boundscheck=False)``.
+
+    Array indices are checked (``IndexError``, as in NumPy) unless
+    ``boundscheck=False``; the option is part of the job key.
+    """
     if fn is None:
         return lambda f: Dispatcher(f, **options)
     return Dispatcher(fn, **options)

@@ -3,7 +3,14 @@
 Only blocks and edges the interpreter found reachable are emitted; values
 the interpreter knows as constants are materialised instead of computed.
 This class is also the ``cg`` object rules lower with: ``b`` (the builder),
-``cast``, ``truth``, ``call_intrinsic``, ``call_extern``, ``check``.
+``cast``, ``truth``, ``call_intrinsic``, ``call_extern``, ``check``,
+``check_index``.
+
+Errors stop execution: in a module with a status (``mod.status``) a failed
+check sets the error and returns ``failed`` at once, and every call of a
+compiled function tests the callee's flag and returns at once too. The
+error paths are marked cold (branch weights), so the hot path pays one
+well-predicted branch per check.
 """
 
 from __future__ import annotations
@@ -13,9 +20,12 @@ from llvmlite import ir
 from .. import types as T
 from ..frontend.ir import Branch, Jump, Return
 from ..interpreter.lattice import BOTTOM, Const, const, pyobj, widen
-from .lltypes import has_value, ll
+from .lltypes import I64, PTR, STATUS, has_value, ll
 
 _INT_SUFFIX = {T.float32: "f32", T.float64: "f64"}
+_LIKELY = [1 << 20, 1]  # branch weights: the first successor is taken, the second is cold
+_EMU_INDEX_ERROR = "gpuc_emu_index_error"
+"""The CPU grid emulation's callback ``void(i64 index, i64 axis, i64 size)`` (runtime/grid.py)."""
 
 
 class FunctionCodegen:
@@ -26,6 +36,7 @@ class FunctionCodegen:
         self.target_name = mod.target_name
         self.values: dict = {}
         self.b: ir.IRBuilder | None = None
+        self._failed: ir.Block | None = None  # returns "failed" (modules with a status)
 
     # -- helpers for rules -------------------------------------------------
     def ll(self, t):
@@ -75,19 +86,79 @@ class FunctionCodegen:
         fn = self.mod.declare(name, ll(restype), [a.type for a in args])
         return self.b.call(fn, args)
 
-    def check(self, ok, exc_name, message):
-        """When Python errors are on: raise ``exc_name(message)`` in the caller if not ``ok``."""
+    def check(self, ok, exc_name, message, *values):
+        """When Python errors are on: raise ``exc_name(message)`` if not ``ok``.
+
+        ``values`` (i64) fill ``%lld`` fields of ``message`` (``PyErr_Format``).
+        With a status the function returns at once; without one (code that
+        a plugin transforms, such as a differentiated function) execution
+        goes on and the exception surfaces when the wrapper returns.
+        """
         if not self.mod.python_errors:
             return
+        self._unless(ok, lambda: self._set_python_error(exc_name, message, values))
+
+    def check_index(self, index, size, axis, original):
+        """With bounds checks on: ``index`` (wrapped) must lie in ``[0, size)``, NumPy's IndexError."""
+        if not self.mod.boundscheck:
+            return
+        ok = self.b.icmp_unsigned("<", index, size)
+        how = self.mod.on_error
+        if how == "python" and self.mod.python_errors:
+            message = f"index %lld is out of bounds for axis {axis} with size %lld"
+            self._unless(ok, lambda: self._set_python_error("IndexError", message, (original, size)))
+        elif how == "emulation" and self.mod.status:
+            report = self.mod.declare(_EMU_INDEX_ERROR, ir.VoidType(), [I64, I64, I64])
+            self._unless(ok, lambda: self.b.call(report, [original, ir.Constant(I64, axis), size]))
+        else:
+            self._unless(ok, self._trap)
+
+    def _trap(self):
+        self.b.call(self.mod.declare("llvm.trap", ir.VoidType(), []), [])
+        self.b.unreachable()
+
+    def _set_python_error(self, exc_name, message, values):
+        exc = self.b.load(self.mod.extern_global("PyExc_" + exc_name), typ=PTR)
+        if values:
+            fmt = self.mod.module.globals.get("PyErr_Format")
+            if fmt is None:
+                fmt = ir.Function(self.mod.module, ir.FunctionType(PTR, [PTR, PTR], var_arg=True),
+                                  name="PyErr_Format")
+            self.b.call(fmt, [exc, self.mod.cstring(message), *values])
+        else:
+            setter = self.mod.declare("PyErr_SetString", ir.VoidType(), [PTR, PTR])
+            self.b.call(setter, [exc, self.mod.cstring(message)])
+
+    def _unless(self, ok, report):
+        """Run ``report()`` on the cold path where ``ok`` is false, then stop (or go on)."""
         fail = self.fn.append_basic_block("raise")
         cont = self.fn.append_basic_block("ok")
-        self.b.cbranch(ok, cont, fail)
+        self.b.cbranch(ok, cont, fail).set_weights(_LIKELY)
         self.b.position_at_end(fail)
-        exc = self.mod.extern_global("PyExc_" + exc_name)
-        setter = self.mod.declare("PyErr_SetString", ir.VoidType(), [exc.type, exc.type])
-        self.b.call(setter, [self.b.load(exc, typ=ir.PointerType()), self.mod.cstring(message)])
-        self.b.branch(cont)
+        report()
+        if not self.b.block.is_terminated:
+            self.b.branch(self._fail_block() if self.mod.status else cont)
         self.b.position_at_end(cont)
+
+    def _fail_block(self) -> ir.Block:
+        """The block returning ``failed`` (an error is set), made on first use."""
+        if self._failed is None:
+            self._failed = self.fn.append_basic_block("failed")
+            b = ir.IRBuilder(self._failed)
+            rt = self.fn.function_type.return_type
+            if isinstance(rt, ir.LiteralStructType):
+                b.ret(ir.Constant(rt, [ir.Constant(rt.elements[0], ir.Undefined), ir.Constant(STATUS, 1)]))
+            else:
+                b.ret(ir.Constant(STATUS, 1))
+        return self._failed
+
+    def _propagate(self, out, has_result):
+        """After a call of a function with a status: return at once if it failed; its value."""
+        failed = self.b.extract_value(out, 1) if has_result else out
+        cont = self.fn.append_basic_block("ok")
+        self.b.cbranch(failed, self._fail_block(), cont).set_weights(list(reversed(_LIKELY)))
+        self.b.position_at_end(cont)
+        return self.b.extract_value(out, 0) if has_result else None
 
     def load_scalar(self, ptr, t):
         if t == T.boolean:
@@ -152,6 +223,8 @@ class FunctionCodegen:
                 for v, at, pt in zip(args, argtypes, callee.argtypes)
                 if has_value(widen(pt)) and widen(pt) != pyobj]
         out = self.b.call(self.mod.function_for(callee), vals)
+        if self.mod.status:
+            out = self._propagate(out, has_value(widen(callee.rettype)))
         return out if has_value(widen(t)) else None
 
     def _abstract(self, v):
@@ -161,12 +234,23 @@ class FunctionCodegen:
         term, frame = bl.term, self.frame
         if isinstance(term, Return):
             rt = widen(frame.rettype)
-            if not has_value(rt):
+            v = None
+            if has_value(rt):
+                v = self.value(term.value)
+                v = (self.cast(v, widen(frame.typeof(term.value)), rt)
+                     if v is not None else ir.Constant(ll(rt), ir.Undefined))
+            if self.mod.status:
+                ok = ir.Constant(STATUS, 0)
+                if v is None:
+                    self.b.ret(ok)
+                else:
+                    st = self.fn.function_type.return_type
+                    self.b.ret(self.b.insert_value(self.b.insert_value(ir.Constant(st, ir.Undefined), v, 0),
+                                                   ok, 1))
+            elif v is None:
                 self.b.ret_void()
             else:
-                v = self.value(term.value)
-                self.b.ret(self.cast(v, widen(frame.typeof(term.value)), rt)
-                           if v is not None else ir.Constant(ll(rt), ir.Undefined))
+                self.b.ret(v)
             return []
         succs = [s for s in ((term.target,) if isinstance(term, Jump) else (term.then, term.orelse))
                  if (bl, s) in frame.edges]

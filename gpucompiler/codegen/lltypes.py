@@ -21,6 +21,21 @@ def has_value(t) -> bool:
     return t != T.none and t != pyobj and t is not None and isinstance(t, T.Type)
 
 
+STATUS = ir.IntType(1)
+"""The failure flag of a function with a status: ``true`` when it raised."""
+
+
+def status_type(rt) -> ir.Type:
+    """What a function with a status returns: ``{value, i1 failed}``, or ``i1 failed`` alone.
+
+    A failed check sets the error (a Python exception, the emulation's
+    record) and returns ``failed = true`` at once; every caller tests the
+    flag after the call and returns at once too, up to the wrapper that
+    raises. LLVM removes the flag where it inlines a callee that cannot fail.
+    """
+    return ir.LiteralStructType([ll(rt), STATUS]) if has_value(rt) else STATUS
+
+
 @functools.cache
 def ll(t) -> ir.Type:
     """The LLVM type of frontend type ``t``."""

@@ -10,7 +10,7 @@ from llvmlite import ir
 
 from ..interpreter.lattice import pyobj, widen
 from .function import FunctionCodegen
-from .lltypes import has_value, ll
+from .lltypes import has_value, ll, status_type
 
 
 def spec_name(frame) -> str:
@@ -23,7 +23,12 @@ def spec_name(frame) -> str:
 class ModuleCodegen:
     """Builds one ``ir.Module`` from inferred frames."""
 
-    def __init__(self, name: str, interp, triple: str = "", data_layout: str = ""):
+    def __init__(self, name: str, interp, triple: str = "", data_layout: str = "", *,
+                 status: bool = False, boundscheck: bool = False, on_error: str = "python"):
+        """``status``: every function also returns a failure flag (see :func:`status_type`);
+        ``boundscheck``: array indices are checked; ``on_error`` says how a failed
+        index check reports: ``"python"`` (an ``IndexError`` is set), ``"trap"``
+        (``llvm.trap``) or ``"emulation"`` (the CPU grid emulation's callback)."""
         self.module = ir.Module(name=name)
         if triple:
             self.module.triple = triple
@@ -32,6 +37,7 @@ class ModuleCodegen:
         self.interp = interp
         self.target_name = interp.target_name
         self.python_errors = interp.python_errors
+        self.status, self.boundscheck, self.on_error = status, boundscheck, on_error
         self.functions: dict[str, ir.Function] = {}
         self.queue: list = []
         self.strings: dict[str, ir.GlobalVariable] = {}
@@ -39,6 +45,8 @@ class ModuleCodegen:
     def signature(self, frame) -> ir.FunctionType:
         params = [ll(t) for t in frame.argtypes if has_value(t) and widen(t) != pyobj]
         rt = widen(frame.rettype)
+        if self.status:
+            return ir.FunctionType(status_type(rt), params)
         return ir.FunctionType(ll(rt) if has_value(rt) else ir.VoidType(), params)
 
     def function_for(self, frame, name: str | None = None) -> ir.Function:

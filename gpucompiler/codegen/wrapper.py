@@ -5,7 +5,10 @@
 the Python side does no per-array work), calls the entry and returns a C
 scalar, nothing, or a new tuple object built with the C API. It is called
 through ``ctypes.PYFUNCTYPE``: the GIL is held and an exception set by the
-compiled code (``ZeroDivisionError``...) is raised on return.
+compiled code (``ZeroDivisionError``...) is raised on return. The entry has
+a status (see :func:`~.lltypes.status_type`): when it failed, the wrapper
+returns a dummy value at once (``NULL`` for a tuple) and ctypes raises the
+exception the compiled code set.
 """
 
 from __future__ import annotations
@@ -88,6 +91,14 @@ def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
         else:
             args.append(b.trunc(p, ir.IntType(1)) if t == T.boolean else p)
     out = b.call(entry, args)
+    if mod.status:
+        failed = b.extract_value(out, 1) if has_value(rt) else out
+        with b.if_then(failed, likely=False):
+            if isinstance(ret, ir.VoidType):
+                b.ret_void()
+            else:
+                b.ret(ir.Constant(ret, None))
+        out = b.extract_value(out, 0) if has_value(rt) else None
     if isinstance(rt, T.TupleType):
         b.ret(_box(mod, b, out, rt))
     elif not has_value(rt):

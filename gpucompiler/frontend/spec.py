@@ -98,7 +98,11 @@ class FunctionSpec:
 
         abi = bool(job.config.param("python_abi", False))
         interp, frame = self.infer(job.target.name, job.config.plugins, abi)
-        mod = ModuleCodegen(self.entry, interp)
+        # with the Python ABI errors stop execution (a status) and a bad index raises
+        # IndexError; elsewhere a bad index traps (on the GPU: a launch error)
+        mod = ModuleCodegen(self.entry, interp, status=abi,
+                            boundscheck=bool(job.config.param("boundscheck", False)),
+                            on_error="python" if abi else "trap")
         entry = mod.emit(frame, self.entry)
         if abi:
             emit_wrapper(mod, frame, entry, self.entry + ".pywrap")

@@ -1,7 +1,9 @@
 """Base rules for tuples, arrays, ``len``, ``getattr`` and module attributes.
 
 An array value is ``{ptr data, [n x i64] shape, [n x i64] strides}`` with
-strides in bytes; indexing wraps negative indices like Python.
+strides in bytes; indexing wraps negative indices like Python, then checks
+every index against its axis when the module has bounds checks on
+(``cg.check_index``: NumPy's ``IndexError`` message).
 """
 
 from __future__ import annotations
@@ -100,8 +102,10 @@ def _element_pointer(cg, arr, indices, argtypes, atype):
     shape, strides = _dims(cg, arr, 1), _strides(cg, arr, atype)
     offset = ir.Constant(cg.ll(T.int64), 0)
     for k, (idx, t) in enumerate(zip(indices, argtypes)):
-        i = cg.cast(idx, widen(t), T.int64)
-        i = cg.b.select(cg.b.icmp_signed("<", i, offset.type(0)), cg.b.add(i, shape[k]), i)
+        original = cg.cast(idx, widen(t), T.int64)
+        i = cg.b.select(cg.b.icmp_signed("<", original, offset.type(0)), cg.b.add(original, shape[k]),
+                        original)
+        cg.check_index(i, shape[k], k, original)
         offset = cg.b.add(offset, cg.b.mul(i, strides[k]))
     return cg.b.gep(cg.b.extract_value(arr, 0), [offset], source_etype=ir.IntType(8))
 

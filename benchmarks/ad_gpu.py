@@ -43,12 +43,19 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 P = ("enzyme",)
 
 
-def _k(fn):
-    return kernel(fn, plugins=P)
+def _k(fn, **options):
+    return kernel(fn, plugins=P, **options)
+
+
+NBODY_SLICES = 32
+"""Threads per body in the n-body kernels (each sums a slice of the j range): 16384 bodies alone would be
+64 blocks, under half of an H100's 132 multiprocessors."""
 
 
 # -- the cases: inputs, our launches, numpy references, JAX/torch functions -----------
-def cases(n: int, nbody: int, rng):
+def cases(n: int, nbody: int, rng, wave: int = 1024, slices: int = NBODY_SLICES):
+    """The four cases; ``wave``: threads the device keeps resident at once (the grid-stride reduction
+    launches one wave), ``slices``: threads per body of the n-body kernels."""
     x = rng.uniform(-2.0, 2.0, n)
     w = np.array([0.7, -0.3])
     pos = [rng.uniform(-1.0, 1.0, nbody) for _ in range(3)]
@@ -56,24 +63,24 @@ def cases(n: int, nbody: int, rng):
         "elementwise (sin·exp+log)": dict(
             inputs=[x], primal=(_k(K.elem_primal), lambda xp, a: [a[0], xp.zeros_like(a[0])]),
             grad=(_k(K.elem_grad), lambda xp, a: [a[0], xp.zeros_like(a[0])], [1]),
-            n=n, ref=lambda a: [np.cos(a[0]) * np.exp(-a[0] ** 2 / 2) - a[0] * np.sin(a[0]) * np.exp(-a[0] ** 2 / 2)
+            n=n, threads=n, ref=lambda a: [np.cos(a[0]) * np.exp(-a[0] ** 2 / 2) - a[0] * np.sin(a[0]) * np.exp(-a[0] ** 2 / 2)
                                 + 2 * a[0] / (1 + a[0] ** 2)],
             jax=lambda jnp, a: jnp.sin(a[0]) * jnp.exp(-0.5 * a[0] ** 2) + jnp.log(1 + a[0] ** 2), nargs_diff=1),
         "reduction (atomics)": dict(
             inputs=[x, w], primal=(_k(K.red_primal), lambda xp, a: [a[0], a[1], xp.zeros(1)]),
             grad=(_k(K.red_grad), lambda xp, a: [a[0], xp.zeros_like(a[0]), a[1], xp.zeros(2)], [1, 3]),
-            n=n, ref=lambda a: [2 * a[1][0] * a[0] + a[1][1], np.array([np.sum(a[0] ** 2), np.sum(a[0])])],
+            n=n, threads=min(n, wave), ref=lambda a: [2 * a[1][0] * a[0] + a[1][1], np.array([np.sum(a[0] ** 2), np.sum(a[0])])],
             jax=lambda jnp, a: a[1][0] * a[0] ** 2 + a[1][1] * a[0], nargs_diff=2),
         "stencil (tanh, 3 points)": dict(
             inputs=[x], primal=(_k(K.sten_primal), lambda xp, a: [a[0], xp.zeros_like(a[0])]),
             grad=(_k(K.sten_grad), lambda xp, a: [a[0], xp.zeros_like(a[0])], [1]),
-            n=n, ref=None,
+            n=n, threads=n, ref=None,
             jax=lambda jnp, a: jnp.tanh(0.25 * a[0][:-2] + 0.5 * a[0][1:-1] + 0.25 * a[0][2:]), nargs_diff=1),
         "n-body step (softened)": dict(
-            inputs=pos, primal=(_k(K.nbody_primal), lambda xp, a: [a[0], a[1], a[2], xp.zeros_like(a[0])]),
-            grad=(_k(K.nbody_grad), lambda xp, a: [a[0], xp.zeros_like(a[0]), a[1], xp.zeros_like(a[1]),
+            inputs=pos, primal=(_k(K.nbody_primal, fastmath=True), lambda xp, a: [a[0], a[1], a[2], xp.zeros_like(a[0])]),
+            grad=(_k(K.nbody_grad, fastmath=True), lambda xp, a: [a[0], xp.zeros_like(a[0]), a[1], xp.zeros_like(a[1]),
                                                      a[2], xp.zeros_like(a[2])], [1, 3, 5]),
-            n=nbody, ref=None, jax=_nbody_jax, nargs_diff=3),
+            n=nbody, threads=nbody * slices, ref=None, jax=_nbody_jax, nargs_diff=3),
     }
 
 
@@ -180,18 +187,18 @@ def timed(fn, sync, reps, inner):
 def run_ours(name, case, reps, inner, emulate):
     if emulate:
         xp, to = np, (lambda v: v)
-        launch = lambda k, n, args: k[grid(n)[0], BLOCK, "cpu"](*args)  # noqa: E731
+        launch = lambda k, t, args: k[grid(t)[0], BLOCK, "cpu"](*args)  # noqa: E731
         sync = lambda: None  # noqa: E731
     else:
         import cupy as cp
         xp, to = cp, cp.asarray
-        launch = lambda k, n, args: k[grid(n)[0], BLOCK](*args)  # noqa: E731
+        launch = lambda k, t, args: k[grid(t)[0], BLOCK](*args)  # noqa: E731
         sync = cp.cuda.runtime.deviceSynchronize
     a = [to(v) for v in case["inputs"]]
     pk, pargs = case["primal"]
     gk, gargs, shadow_ix = case["grad"]
     p_args, g_args = pargs(xp, a), gargs(xp, a)
-    n = case["n"]
+    n = case["threads"]
     launch(gk, n, g_args)  # one gradient from zero shadows, checked below
     sync()
     grads = [np.asarray(g_args[i].get() if hasattr(g_args[i], "get") else g_args[i]) for i in shadow_ix]
@@ -272,12 +279,14 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     n, nb = (4096, 256) if args.emulate else (1 << args.log2n, args.nbody)
     rng = np.random.default_rng(0)
-    device = "CPU grid emulation"
+    device, wave, slices = "CPU grid emulation", 1024, 4  # emulation: 4 grid-stride steps, 4 slices per body
     if not args.emulate:
         import cupy as cp
-        device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+        props = cp.cuda.runtime.getDeviceProperties(0)
+        device = props["name"].decode()
+        wave, slices = props["multiProcessorCount"] * props["maxThreadsPerMultiProcessor"], NBODY_SLICES
     rows = {}
-    for name, case in cases(n, nb, rng).items():
+    for name, case in cases(n, nb, rng, wave, slices).items():
         ours = run_ours(name, case, args.reps, args.inner, args.emulate)
         row = {"n": case["n"], "ours": ours}
         if not args.emulate:

@@ -6,7 +6,7 @@ import attrs
 import llvmlite.binding as llvm
 
 from ..errors import ConfigError
-from ..llvm import Builder, const_int, types as LT
+from ..llvm import Builder, Function, const_int, types as LT
 from .base import Target
 from .libdevice import PREFIX, libdevice_functions, link_libdevice
 from .native import cached_target_machine, emit_with
@@ -38,8 +38,10 @@ class PTXTarget(Target):
 
     ``ptx_version`` of ``None`` picks the lowest ISA version that supports the
     capability; ``fastmath`` flushes single-precision denormals to zero (also
-    in libdevice) and marks floating-point operations ``fast``; ``maxregs``
-    limits registers per thread in kernels.
+    in libdevice), marks floating-point operations ``fast`` and computes
+    ``a / sqrt(x)`` as ``a * rsqrt(x)`` (libdevice's ``__nv_rsqrt``, within
+    about one ulp, instead of a correctly rounded square root and division);
+    ``maxregs`` limits registers per thread in kernels.
     """
 
     name = "ptx"
@@ -88,6 +90,8 @@ class PTXTarget(Target):
         are internalised and, once inlined, removed by global DCE, so the
         output never carries the library.
         """
+        if self.fastmath:
+            use_rsqrt(module.model)
         ref = module.ref
         linked = set(link_libdevice(ref))
         for fn in ref.functions:
@@ -224,6 +228,48 @@ def add_fast_math_flags(fn) -> None:
             callee = inst.callee
             if callee is not None and callee.name.startswith("llvm."):
                 inst.add_flags("fast")
+
+
+_SQRT = {"llvm.sqrt.f64": "__nv_rsqrt", "__nv_sqrt": "__nv_rsqrt", "llvm.nvvm.sqrt.rn.d": "__nv_rsqrt",
+         "llvm.sqrt.f32": "__nv_rsqrtf", "__nv_sqrtf": "__nv_rsqrtf"}
+"""Square roots whose reciprocal libdevice computes directly (fast-math only), by name."""
+
+
+def use_rsqrt(model) -> int:
+    """Rewrite ``fdiv a, sqrt(x)`` as ``fmul a, __nv_rsqrt(x)`` (fast-math); returns how many.
+
+    libdevice's ``rsqrt`` is an approximate reciprocal square root refined
+    by Newton steps (about one ulp), a few instructions where a correctly
+    rounded ``sqrt.rn`` followed by ``div.rn``/``rcp.rn`` are two
+    subroutines with special-case branches. ``1.0 * r`` folds in the
+    re-optimisation that follows; the square root stays where it has other
+    users.
+    """
+    count = 0
+    for fn in list(model.functions.values()):
+        if fn.is_declaration:
+            continue
+        for inst in list(fn.instructions()):
+            if inst.opcode != "fdiv":
+                continue
+            den = inst.operands[1]
+            callee = den.callee if getattr(den, "opcode", None) == "call" else None
+            name = _SQRT.get(callee.name) if callee is not None else None
+            if name is None:
+                continue
+            rsqrt = model.functions.get(name)
+            if rsqrt is None:
+                rsqrt = model.add_function(Function(name, LT.function(den.type, [den.type])))
+            b = Builder()
+            b.position_before(inst)
+            r = b.call(rsqrt, [den.args[0]])
+            prod = b.binop("fmul", inst.operands[0], r)
+            inst.replace_all_uses_with(prod)
+            inst.erase()
+            if not den.users:
+                den.erase()
+            count += 1
+    return count
 
 
 def _is_float(t) -> bool:

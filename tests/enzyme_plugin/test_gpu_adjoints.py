@@ -7,6 +7,7 @@ IR properties by parsing the PTX target's final LLVM IR; the PTX by ptxas.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -181,9 +182,20 @@ def test_warp_aggregation_only_on_ptx():
         assert name in out
 
 
+def shared_term(x, w, i):
+    v = x[i]
+    return w[0] * v * v + w[1] * v
+
+
+def shared_term_grad(x, dx, w, dw):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        autodiff(Reverse, shared_term, Duplicated(x, dx), Duplicated(w, dw), Const(i))
+
+
 def test_shared_parameter_adjoints_are_warp_aggregated_in_ptx(check_ptx):
     """dw: a full warp adding to one address sums with 5 butterfly shuffles, then one lane adds."""
-    k = kernel(K.red_grad, plugins=P)
+    k = kernel(shared_term_grad, plugins=P)
     ptx = k.inspect_ptx(A, A, A, A)
     check_ptx(ptx)
     body = [ln.strip() for ln in ptx.splitlines()]
@@ -194,6 +206,81 @@ def test_shared_parameter_adjoints_are_warp_aggregated_in_ptx(check_ptx):
     atoms = [ln for ln in body if ln.startswith("atom.") or ln.startswith("red.")]
     assert atoms and all(".global." in ln for ln in atoms), atoms
     assert not any(ln.startswith(("ld.b", "st.b", "ld.f", "st.f")) for ln in body)
+    x, w = np.linspace(-2.0, 2.0, 300), np.array([0.7, -0.3])
+    dx, dw = np.zeros(300), np.zeros(2)
+    k[3, 128, "cpu"](x, dx, w, dw)
+    np.testing.assert_allclose(dx, 2 * w[0] * x + w[1], rtol=1e-14)
+    np.testing.assert_allclose(dw, [np.sum(x * x), np.sum(x)], rtol=1e-12, atol=1e-12)
+
+
+def _ptx_lines(fn, nargs, **options):
+    return [ln.strip() for ln in kernel(fn, plugins=P, **options).inspect_ptx(*([A] * nargs)).splitlines()]
+
+
+def _loop_body(lines):
+    """The lines of the innermost loop: from the last label that a backward branch targets to that branch."""
+    labels = {ln[:-1]: k for k, ln in enumerate(lines) if ln.endswith(":")}
+    loops = [(labels[m.group(1)], k) for k, ln in enumerate(lines)
+             if (m := re.search(r"bra(?:\.uni)?\s+(\S+);", ln)) and m.group(1) in labels and labels[m.group(1)] < k]
+    assert loops, "no loop"
+    start, end = min(loops, key=lambda se: se[1] - se[0])
+    return lines[start:end + 1]
+
+
+def test_reduction_kernels_add_once_per_block(check_ptx):
+    """Grid-stride primal and gradient: the shared sum of w's adjoints is one atomic per block and parameter."""
+    primal = _ptx_lines(K.red_primal, 3)
+    check_ptx("\n".join(primal))
+    atoms = [ln for ln in primal if ln.startswith(("atom.", "red."))]
+    assert len(atoms) == 1 and ".global.add.f64" in atoms[0]
+    assert any(ln.startswith("bar.sync") for ln in primal)
+    grad = _ptx_lines(K.red_grad, 4)
+    check_ptx("\n".join(grad))
+    # dw: two plain atomics after the block's sum, not warp-aggregated (its adjoints are in registers)
+    assert sum(ln.startswith("activemask") for ln in grad) == 3  # only dx[i] of the 3 autodiff call sites
+    atoms = [ln for ln in grad if ln.startswith(("atom.", "red."))]
+    assert len(atoms) == 5 and all(".global.add.f64" in ln for ln in atoms)
+    assert not any("malloc" in ln for ln in grad)
+
+
+def test_nbody_kernels_use_rsqrt_under_fastmath_and_no_atomics_in_the_loop(check_ptx):
+    """fastmath: 1/sqrt is libdevice's rsqrt; without it, sqrt.rn and a correctly rounded division."""
+    exact = _ptx_lines(K.nbody_primal, 4)
+    check_ptx("\n".join(exact))
+    assert any(ln.startswith("sqrt.rn.f64") for ln in exact)
+    assert not any("rsqrt" in ln for ln in exact)
+    for fn, nargs in ((K.nbody_primal, 4), (K.nbody_grad, 6)):
+        lines = _ptx_lines(fn, nargs, fastmath=True)
+        check_ptx("\n".join(lines))
+        assert any(ln.startswith("rsqrt.approx.f64") for ln in lines), fn.__name__
+        assert not any(ln.startswith(("sqrt.", "div.rn.f64", "rcp.rn.f64")) for ln in lines), fn.__name__
+        loop = _loop_body(lines)
+        assert any(ln.startswith("rsqrt.approx.f64") for ln in loop)
+        assert not any(ln.startswith(("atom.", "red.", "shfl.", "call")) for ln in loop), fn.__name__
+        # body j: three loads; body i: in registers
+        assert sum(ln.startswith("ld.global") for ln in loop) % 3 == 0
+        assert not any("malloc" in ln for ln in lines)
+
+
+def test_fastmath_rsqrt_rewrite_keeps_other_square_roots():
+    """a / sqrt(x) -> a * rsqrt(x) only under fastmath; a sqrt used elsewhere stays."""
+    def f(x, out):
+        i = gd.grid(1)
+        if i < x.shape[0]:
+            s = math.sqrt(x[i])
+            out[i] = 2.0 / s + s
+
+    def ops(fast):
+        mod = parse(kernel(f, fastmath=fast).inspect_llvm(A, A))
+        fn = next(fn for fn in mod.functions.values() if not fn.is_declaration)
+        return [(i.opcode, i.callee.name if i.opcode == "call" and i.callee is not None else "")
+                for i in fn.instructions()]
+
+    fast, exact = ops(True), ops(False)
+    assert ("fdiv", "") in exact and not any("rsqrt" in c for _, c in exact)
+    assert ("fdiv", "") not in fast
+    assert any(c == "llvm.nvvm.rsqrt.approx.d" or "rsqrt" in c for _, c in fast)
+    assert any(c == "llvm.sqrt.f64" or "sqrt.rn" in c for _, c in fast)  # s is still added
 
 
 def test_benchmark_kernels_have_no_generic_memory_access(check_ptx):
@@ -205,17 +292,38 @@ def test_benchmark_kernels_have_no_generic_memory_access(check_ptx):
         assert not generic, (fn.__name__, generic[:3])
 
 
-def test_reduction_benchmark_kernels_in_emulation():
-    """The warp-shuffle primal gives the sum; the gradient matches the analytic one (w shared)."""
+@pytest.mark.parametrize("blocks, block", [(4, 256), (2, 96)])
+def test_reduction_benchmark_kernels_in_emulation(blocks, block):
+    """Grid-stride sums (several elements per thread, a partial last warp): the primal gives the sum;
+    the gradient matches the analytic one (w's adjoints summed in registers, then per block)."""
     n = 1000
     x, w = np.linspace(-2.0, 2.0, n), np.array([0.7, -0.3])
     out = np.zeros(1)
-    kernel(K.red_primal, plugins=P)[(n + 255) // 256, 256, "cpu"](x, w, out)
+    kernel(K.red_primal, plugins=P)[blocks, block, "cpu"](x, w, out)
     np.testing.assert_allclose(out, [np.sum(w[0] * x * x + w[1] * x)], rtol=1e-12)
     dx, dw = np.zeros(n), np.zeros(2)
-    kernel(K.red_grad, plugins=P)[(n + 255) // 256, 256, "cpu"](x, dx, w, dw)
+    kernel(K.red_grad, plugins=P)[blocks, block, "cpu"](x, dx, w, dw)
     np.testing.assert_allclose(dx, 2 * w[0] * x + w[1], rtol=1e-14)
     np.testing.assert_allclose(dw, [np.sum(x * x), np.sum(x)], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("slices", [1, 3, 4])
+def test_nbody_benchmark_kernels_in_emulation(slices):
+    """Bodies split over slices of the j range: energies and the gathered gradient against NumPy."""
+    nb = 64
+    rng = np.random.default_rng(3)
+    p = [rng.uniform(-1.0, 1.0, nb) for _ in range(3)]
+    d2 = sum((q[None, :] - q[:, None]) ** 2 for q in p)
+    blocks = (nb * slices + 31) // 32
+    out = np.zeros(nb)
+    kernel(K.nbody_primal, plugins=P, fastmath=True)[blocks, 32, "cpu"](*p, out)
+    np.testing.assert_allclose(out, np.sum(1.0 / np.sqrt(d2 + K.EPS), axis=1), rtol=1e-13)
+    g = [np.zeros(nb) for _ in range(3)]
+    kernel(K.nbody_grad, plugins=P, fastmath=True)[blocks, 32, "cpu"](p[0], g[0], p[1], g[1], p[2], g[2])
+    f = -((d2 + K.EPS) ** -1.5)
+    for got, q in zip(g, p):  # d/dq_i sum_ij f(p_i, p_j) = 2 sum_j -(d2 + eps)^-3/2 (q_i - q_j)
+        np.testing.assert_allclose(got, 2 * np.sum(f * (q[:, None] - q[None, :]), axis=1), rtol=1e-12,
+                                   atol=1e-12)
 
 
 # -- the benchmark's gradient check -------------------------------------------------------

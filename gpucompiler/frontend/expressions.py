@@ -63,7 +63,8 @@ class Expressions:
         return self.emit(getattr, [self.expr(node.value), Const(node.attr)], node)
 
     def expr_Subscript(self, node):
-        return self.emit(operator.getitem, [self.expr(node.value), self.expr(node.slice)], node)
+        fn = K.getitem_unchecked if id(node) in self.unchecked else operator.getitem
+        return self.emit(fn, [self.expr(node.value), self.expr(node.slice)], node)
 
     def select(self, node, first: Value, rest) -> Value:
         """``first`` if ``rest`` is None, else ``rest[0]()`` when ``first`` decides to go on.

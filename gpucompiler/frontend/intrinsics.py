@@ -35,6 +35,21 @@ def range_cond(i, stop, step):
     return i < stop if step > 0 else i > stop
 
 
+def getitem_unchecked(obj, index):
+    """``obj[index]`` where the index is known to be in bounds (see frontend/versioning.py)."""
+    return obj[index]
+
+
+def setitem_unchecked(obj, index, value):
+    """``obj[index] = value`` where the index is known to be in bounds."""
+    obj[index] = value
+
+
+def all_in_bounds(*quads):
+    """Whether ``0 <= lo and hi < a.shape[axis]`` for every ``(a, axis, lo, hi)`` of ``quads``."""
+    return all(0 <= quads[k + 2] and quads[k + 3] < quads[k].shape[quads[k + 1]]
+               for k in range(0, len(quads), 4))
+
 
 def check(ok, exc_name, message):
     """Raise the built-in exception named ``exc_name`` when ``ok`` is false."""

@@ -74,6 +74,9 @@ class _Lowerer(Statements, Expressions):
         self.ssa = SSABuilder(self.fn)
         self.locals = _assigned_names(node)
         self.loops: list[tuple] = []  # (continue target, break target)
+        self.params = {a.arg for a in node.args.args}
+        self.range_vars: list[str] = []  # variables of the enclosing range loops
+        self.unchecked: set[int] = set()  # ids of subscripts proven in bounds (versioning.py)
         self.ntemp = 0
 
     # -- helpers -----------------------------------------------------------

@@ -7,6 +7,7 @@ import operator
 
 from . import intrinsics as K
 from .ir import Const, Return
+from .versioning import covered_accesses, step_sign
 
 
 class Statements:
@@ -45,9 +46,10 @@ class Statements:
             self.assign_to(target, self.emit(op, [self.expr(target), self.expr(node.value)], node), node)
         elif isinstance(target, ast.Subscript):
             obj, index = self.expr(target.value), self.expr(target.slice)
-            old = self.emit(operator.getitem, [obj, index], node)
+            unchecked = id(target) in self.unchecked
+            old = self.emit(K.getitem_unchecked if unchecked else operator.getitem, [obj, index], node)
             new = self.emit(op, [old, self.expr(node.value)], node)
-            self.emit(operator.setitem, [obj, index, new], node)
+            self.emit(K.setitem_unchecked if unchecked else operator.setitem, [obj, index, new], node)
         else:
             self.unsupported(target, "augmented assignment to " + type(target).__name__)
 
@@ -59,7 +61,8 @@ class Statements:
             for i, elt in enumerate(target.elts):
                 self.assign_to(elt, self.emit(operator.getitem, [checked, Const(i)], node), node)
         elif isinstance(target, ast.Subscript):
-            self.emit(operator.setitem, [self.expr(target.value), self.expr(target.slice), value], node)
+            fn = K.setitem_unchecked if id(target) in self.unchecked else operator.setitem
+            self.emit(fn, [self.expr(target.value), self.expr(target.slice), value], node)
         else:
             self.unsupported(target, "assignment to " + type(target).__name__,
                              "assign to local names, tuples of names or array elements")
@@ -106,6 +109,42 @@ class Statements:
                 and 1 <= len(it.args) <= 3 and not it.keywords and "range" not in self.locals):
             self.unsupported(node, "For")
         args = [self.expr(a) for a in it.args]
+        sign = step_sign(it)
+        covered = covered_accesses(node, self.params, self.range_vars) if sign else []
+        self.range_vars.append(node.target.id if isinstance(node.target, ast.Name) else "")
+        if covered:
+            fast, slow, after = self.ssa.new_block(), self.ssa.new_block(), self.ssa.new_block()
+            self.branch(self._range_test(node, args, sign, covered), fast, slow, node)
+            for block, unchecked in ((fast, {id(sub) for sub, _, _ in covered}), (slow, set())):
+                self.ssa.seal(block)
+                self.block, saved, self.unchecked = block, self.unchecked, self.unchecked | unchecked
+                self._range_loop(node, it, args)
+                self.unchecked = saved
+                self.goto(after, node)
+            self.ssa.seal(after)
+            self.block = after
+        else:
+            self._range_loop(node, it, args)
+        self.range_vars.pop()
+
+    def _range_test(self, node, args, sign, covered):
+        """``all_in_bounds`` of every covered access over the values the loop variable takes."""
+        start, stop = self.emit(K.range_start, args, node.iter), self.emit(K.range_stop, args, node.iter)
+        one = Const(1)
+        lo, hi = ((start, self.emit(operator.sub, [stop, one], node)) if sign > 0
+                  else (self.emit(operator.add, [stop, one], node), start))
+        quads = []
+        for sub, array, comps in covered:
+            for axis, name, c in comps:
+                if name is None:
+                    low = high = Const(c)
+                else:
+                    base = (lo, hi) if name == node.target.id else (self.ssa.read(name, self.block),) * 2
+                    low, high = (self.emit(operator.add, [b, Const(c)], node) if c else b for b in base)
+                quads += [self.ssa.read(array, self.block), Const(axis), low, high]
+        return self.emit(K.all_in_bounds, quads, node)
+
+    def _range_loop(self, node, it, args):
         counter, stop, step = self.temp(), self.temp(), self.temp()
         self.write(counter, self.emit(K.range_start, args, it))
         self.write(stop, self.emit(K.range_stop, args, it))

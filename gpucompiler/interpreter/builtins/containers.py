@@ -98,14 +98,15 @@ def _strides(cg, arr, atype):
     return strides
 
 
-def _element_pointer(cg, arr, indices, argtypes, atype):
+def _element_pointer(cg, arr, indices, argtypes, atype, checked=True):
     shape, strides = _dims(cg, arr, 1), _strides(cg, arr, atype)
     offset = ir.Constant(cg.ll(T.int64), 0)
     for k, (idx, t) in enumerate(zip(indices, argtypes)):
         original = cg.cast(idx, widen(t), T.int64)
         i = cg.b.select(cg.b.icmp_signed("<", original, offset.type(0)), cg.b.add(original, shape[k]),
                         original)
-        cg.check_index(i, shape[k], k, original)
+        if checked:
+            cg.check_index(i, shape[k], k, original)
         offset = cg.b.add(offset, cg.b.mul(i, strides[k]))
     return cg.b.gep(cg.b.extract_value(arr, 0), [offset], source_etype=ir.IntType(8))
 
@@ -132,10 +133,10 @@ def _indices(cg, index, itype):
 
 
 @base.define(operator.getitem, _A, Any_, restype=_getitem_type)
-def _array_getitem(cg, args, argtypes, rt):
+def _array_getitem(cg, args, argtypes, rt, checked=True):
     arr, index = args
     idx, itypes = _indices(cg, index, argtypes[1])
-    ptr = _element_pointer(cg, arr, idx, itypes, widen(argtypes[0]))
+    ptr = _element_pointer(cg, arr, idx, itypes, widen(argtypes[0]), checked)
     if isinstance(rt, T.Scalar):
         return cg.load_scalar(ptr, rt)
     view = ir.Constant(cg.ll(rt), ir.Undefined)
@@ -149,12 +150,53 @@ def _array_getitem(cg, args, argtypes, rt):
 @base.define(operator.setitem, _A, Any_, Number,
              restype=lambda a, i, v: T.none if _getitem_type(widen(a), i) == a.dtype else None,
              pure=False)
-def _array_setitem(cg, args, argtypes, rt):
+def _array_setitem(cg, args, argtypes, rt, checked=True):
     arr, index, value = args
     idx, itypes = _indices(cg, index, argtypes[1])
     dtype = widen(argtypes[0]).dtype
-    cg.store_scalar(cg.cast(value, widen(argtypes[2]), dtype), _element_pointer(cg, arr, idx, itypes, widen(argtypes[0])),
-                    dtype)
+    ptr = _element_pointer(cg, arr, idx, itypes, widen(argtypes[0]), checked)
+    cg.store_scalar(cg.cast(value, widen(argtypes[2]), dtype), ptr, dtype)
+
+
+# -- loop versioning (frontend/versioning.py): accesses a range test proved in bounds
+@base.define(K.getitem_unchecked, _A, Any_, restype=_getitem_type)
+def _array_getitem_unchecked(cg, args, argtypes, rt):
+    return _array_getitem(cg, args, argtypes, rt, checked=False)
+
+
+@base.define(K.setitem_unchecked, _A, Any_, Number,
+             restype=lambda a, i, v: T.none if _getitem_type(widen(a), i) == a.dtype else None,
+             pure=False)
+def _array_setitem_unchecked(cg, args, argtypes, rt):
+    _array_setitem(cg, args, argtypes, rt, checked=False)
+
+
+def _in_bounds_type(*quads):
+    """bool when every quad is ``(array, axis within it, int, int)``; else the constant False."""
+    if len(quads) % 4:
+        return None
+    for k in range(0, len(quads), 4):
+        a, axis, lo, hi = quads[k:k + 4]
+        ok = (isinstance(widen(a), _A) and isinstance(axis, Const) and 0 <= axis.value < widen(a).ndim
+              and all(isinstance(widen(t), T.Scalar) and widen(t).kind in "ib" for t in (lo, hi)))
+        if not ok:
+            return const(False)
+    return T.boolean
+
+
+@base.define(K.all_in_bounds, Any_, varargs=True, restype=_in_bounds_type, pure=False)
+def _all_in_bounds(cg, args, argtypes, rt):
+    true = ir.Constant(ir.IntType(1), 1)
+    if not cg.mod.boundscheck:
+        return true  # nothing to prove: LLVM keeps the first loop copy only
+    ok = true
+    for k in range(0, len(args), 4):
+        arr, lo, hi = args[k], *(cg.cast(v, widen(t), T.int64) for v, t in
+                                 zip(args[k + 2:k + 4], argtypes[k + 2:k + 4]))
+        size = cg.b.extract_value(arr, [1, argtypes[k + 1].value])
+        inside = cg.b.and_(cg.b.icmp_signed(">=", lo, lo.type(0)), cg.b.icmp_signed("<", hi, size))
+        ok = cg.b.and_(ok, inside)
+    return ok
 
 
 _ATTRS = {"shape": lambda a: _Tup([T.int64] * a.ndim), "ndim": lambda a: const(a.ndim),

@@ -134,8 +134,9 @@ class Kernel:
     """A ``@kernel`` function: index it with a launch configuration to call it."""
 
     def __init__(self, fn, *, opt_level: int = 3, fastmath: bool = False, maxregs: int | None = None,
-                 plugins=()):
+                 plugins=(), boundscheck: bool = False):
         self.py_func = fn
+        self.boundscheck = bool(boundscheck)  # off by default, as in CUDA C
         self.plugins = tuple(sorted(set(plugins)))
         self.opt_level, self.fastmath, self.maxregs = opt_level, fastmath, maxregs
         self.symbol = kernel_symbol(fn)
@@ -196,7 +197,11 @@ class Kernel:
         target = PTXTarget(capability=tuple(capability), fastmath=self.fastmath, maxregs=self.maxregs)
         return CompilerJob(self.specialization(tuple(argtypes)),
                            CompilerConfig(target, kernel=True, name=self.symbol, opt_level=self.opt_level,
-                                          plugins=self.plugins))
+                                          plugins=self.plugins, params=self._params()))
+
+    def _params(self) -> dict:
+        """Job parameters: ``boundscheck`` only when on (a bad index traps: a launch error)."""
+        return {"boundscheck": True} if self.boundscheck else {}
 
     def compile_ptx(self, argtypes, capability=(9, 0)):
         """``(ptx text, job)`` for ``argtypes`` and compute capability ``capability``; cached."""
@@ -231,7 +236,7 @@ class Kernel:
             from .runtime.grid import EmulatedKernel
 
             em = self._emulated[argtypes] = EmulatedKernel(self.specialization(argtypes), self.opt_level,
-                                                                     self.plugins)
+                                                                     self.plugins, self.boundscheck)
         return em
 
     def __repr__(self) -> str:
@@ -265,7 +270,12 @@ class Launch:
 
 
 def kernel(fn=None, **options):
-    """Decorator: ``@kernel`` or ``@kernel(opt_level=3, fastmath=True, maxregs=64, plugins=("name",))``."""
+    """Decorator: ``@kernel`` or ``@kernel(opt_level=3, fastmath=True, maxregs=64, plugins=("name",))``.
+
+    ``boundscheck=True`` checks every array index: on the GPU a bad index
+    traps (``llvm.trap``; the launch reports a CUDA error), under the CPU
+    grid emulation the launch raises ``IndexError``. Off by default.
+    """
     if fn is None:
         return lambda f: Kernel(f, **options)
     return Kernel(fn, **options)

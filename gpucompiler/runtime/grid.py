@@ -26,7 +26,10 @@ a strided range of threads, calling the kernel with the arguments read from
   the threaded mode.
 
 Linux/glibc only (``pthread_getspecific``). Out-of-bounds indexing is not
-checked (as on the GPU) and may crash the process.
+checked (as on the GPU) and may crash the process, unless the kernel has
+``boundscheck=True``: then a bad index calls ``gpuc_emu_index_error``, the
+thread's kernel returns at once (its functions have a status), the driver
+stops, and the launch raises ``IndexError`` with NumPy's message.
 """
 
 from __future__ import annotations
@@ -69,7 +72,8 @@ class EmulationSource:
         from ..codegen import ModuleCodegen
 
         interp, frame = self.spec.infer(job.target.name, job.config.plugins, False)
-        mod = ModuleCodegen(self.spec.entry, interp)
+        checked = bool(job.config.param("boundscheck", False))
+        mod = ModuleCodegen(self.spec.entry, interp, status=checked, boundscheck=checked, on_error="emulation")
         entry = mod.emit(frame, self.spec.entry)
         _emit_driver(mod, frame, entry)
         return str(mod.module)
@@ -117,7 +121,10 @@ def _emit_driver(mod, frame, entry) -> None:
     _store_split(b, field, _CTAID, blocks.i, gdim)
     threads = _Loop(b, fn, get(_T0), nthreads, get(_TSTEP), "thread")
     _store_split(b, field, _TID, threads.i, bdim)
-    b.call(entry, args)
+    out = b.call(entry, args)
+    if mod.status:  # a failed index check: stop the launch (the error is recorded)
+        with b.if_then(out, likely=False):
+            b.ret_void()
     threads.close()
     blocks.close()
     b.ret_void()
@@ -216,6 +223,21 @@ def _shuffle(site: int, bits: int, delta: int) -> int:
 
 _BARRIER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64)
 _SHUFFLE_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
+_INDEX_ERROR_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
+_index_errors: list[str] = []  # launches run one at a time (EmulatedKernel._lock)
+
+
+def _index_error(index: int, axis: int, size: int) -> None:
+    """A bounds-checked kernel indexed out of bounds: record NumPy's message (the first one wins)."""
+    if not _index_errors:
+        _index_errors.append(f"index {index} is out of bounds for axis {axis} with size {size}")
+
+
+def _raise_index_error() -> None:
+    if _index_errors:
+        message = _index_errors.pop()
+        _index_errors.clear()
+        raise IndexError(message)
 
 
 @functools.cache
@@ -229,10 +251,12 @@ def _runtime():
         raise EmulationError("pthread_key_create failed: the CPU grid emulation needs POSIX threads")
     callback = _BARRIER_TYPE(_barrier)
     shuffle = _SHUFFLE_TYPE(_shuffle)
+    index_error = _INDEX_ERROR_TYPE(_index_error)
+    llvm.add_symbol("gpuc_emu_index_error", ctypes.cast(index_error, ctypes.c_void_p).value)
     llvm.add_symbol("gpuc_emu_key", ctypes.addressof(key))
     llvm.add_symbol("gpuc_emu_barrier", ctypes.cast(callback, ctypes.c_void_p).value)
     llvm.add_symbol("gpuc_emu_shfl", ctypes.cast(shuffle, ctypes.c_void_p).value)
-    return key, callback, shuffle
+    return key, callback, shuffle, index_error
 
 
 # -- argument buffers -------------------------------------------------------------------
@@ -260,7 +284,7 @@ def param_array(buffers) -> ctypes.Array:
 class EmulatedKernel:
     """A kernel specialisation compiled for the host, runnable over a grid."""
 
-    def __init__(self, spec, opt_level: int = 2, plugins=()):
+    def __init__(self, spec, opt_level: int = 2, plugins=(), boundscheck: bool = False):
         from .. import pipeline
         from ..config import CompilerConfig
         from ..job import CompilerJob
@@ -271,8 +295,9 @@ class EmulatedKernel:
         _runtime()
         self.spec = spec
         self.argtypes = tuple(widen(t) for t in spec.argtypes)
+        params = {"boundscheck": True} if boundscheck else {}
         job = CompilerJob(EmulationSource(spec), CompilerConfig(NativeTarget(), plugins=(PLUGIN, *plugins),
-                                                                opt_level=opt_level))
+                                                                opt_level=opt_level, params=params))
         result = pipeline.compile(job, ("obj",))
         uses = ModuleFacts.of(result.module.ref).external_uses
         self.uses_barrier = "gpuc_emu_barrier" in uses or "gpuc_emu_shfl" in uses
@@ -300,11 +325,13 @@ class EmulatedKernel:
         array, keep = self.params(args)
         nblocks = grid[0] * grid[1] * grid[2]
         with self._lock:
+            _index_errors.clear()
             if not self.uses_barrier:
                 ctx = _context(grid, block, 0, 1, 0, nblocks)
                 self._run(ctypes.addressof(ctx), ctypes.addressof(array))
             else:
                 self._launch_threads(grid, block, nthreads, nblocks, array)
+            _raise_index_error()
         del keep
 
     def _launch_threads(self, grid, block, nthreads, nblocks, array) -> None:
@@ -327,7 +354,7 @@ class EmulatedKernel:
                     self._run(ctypes.addressof(ctx), ctypes.addressof(array))
                     state.leave()
                     done.wait()
-                    if errors:
+                    if errors or _index_errors:
                         return
             finally:
                 _local.block = None

@@ -58,7 +58,8 @@ def main() -> None:
     opts = ap.parse_args()
     from gpucompiler import jit
 
-    engines = {"cpython": lambda f: f, "gpucompiler": jit}
+    engines = {"cpython": lambda f: f, "gpucompiler": jit,
+               "gpuc-nobc": lambda f: jit(f, boundscheck=False)}  # bounds checks off, as in Numba
     try:
         from numba import njit
 

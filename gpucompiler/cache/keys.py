@@ -4,8 +4,9 @@ The document holds everything that decides the compiled output: the
 source's fingerprint (for Python functions: the source of the function and
 of everything it calls, captured globals, argument types), the config
 (target included), the machine code is generated for, the names, versions
-and settings of the enabled plugins, the gpucompiler version and the LLVM
-version. The emit kinds are not part of it: one entry holds several kinds. The document itself is stored in every entry and compared
+settings and code digests of the enabled plugins, the gpucompiler version
+and the digest of its source (so a changed compiler never reuses entries of
+another build), and the LLVM version. The emit kinds are not part of it: one entry holds several kinds. The document itself is stored in every entry and compared
 field by field on each hit, so a hash collision or a swapped file can never
 serve the wrong code. Python's ``hash()`` is never used.
 """
@@ -18,22 +19,26 @@ from typing import Any
 
 from .. import plugin as gp
 from ..hashing import canonical
+from .codeprint import code_digest
 from ..llvm.binding import llvm_version
 
 #: bumped when the entry layout or the key document changes
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def plugin_identity(names) -> list[list[Any]]:
-    """``[[name, version, settings], ...]`` of the enabled plugins, sorted by name.
+    """``[[name, version, settings, code], ...]`` of the enabled plugins, sorted by name.
 
     ``settings`` is what the plugin's optional ``cache_settings()`` returns
-    (JSON-able data describing options that change its output), else None.
+    (JSON-able data describing options that change its output), else None;
+    ``code`` the digest of the source of the plugin's top-level package
+    (:mod:`.codeprint`), else None.
     """
     out = []
     for p in gp.enabled(names):
         hook = getattr(p, "cache_settings", None)
-        out.append([p.name, p.version, canonical(hook()) if callable(hook) else None])
+        out.append([p.name, p.version, canonical(hook()) if callable(hook) else None,
+                    code_digest(type(p).__module__)])
     return out
 
 
@@ -56,7 +61,7 @@ def key_document(job: Any) -> dict[str, Any]:
         "config": job.config,
         "machine": machine(job.config.target),
         "plugins": plugin_identity(job.config.plugins),
-        "gpucompiler": __version__,
+        "gpucompiler": [__version__, code_digest("gpucompiler")],
         "llvm": llvm_version(),
     })
 

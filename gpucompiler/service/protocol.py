@@ -10,7 +10,7 @@ the requested emit kinds and the client's plugins with their versions::
      "config": {"target": {"name": "native", "cpu": "znver3", "features": "+avx2,..."},
                 "params": [["python_abi", true]], "kernel": false, "name": null,
                 "opt_level": 2, "plugins": ["mock_enzyme"], "validate": true},
-     "plugins": [["mock_enzyme", "1.0", null]]}
+     "plugins": [["mock_enzyme", "1.0", null, "<sha256 of its source>"]]}
 
 The answer holds the artifacts (text as is, bytes in base64) and metadata.
 """
@@ -124,10 +124,10 @@ def check_plugins(names: tuple[str, ...], claimed: Any) -> None:
     from ..cache.keys import plugin_identity
 
     if not isinstance(claimed, list) or sorted(str(c[0]) for c in claimed if isinstance(c, list) and c) != list(names):
-        raise RequestError("'plugins' must list [name, version, settings] of every plugin in config.plugins",
-                           400, "bad_request")
+        raise RequestError("'plugins' must list [name, version, settings, code] of every plugin in "
+                           "config.plugins", 400, "bad_request")
     installed = gp.discovered()
-    for name, version, settings in (tuple(c) + (None,) * (3 - len(c)) for c in claimed):
+    for name, version, settings, code in (tuple(c[:4]) + (None,) * (4 - len(c[:4])) for c in claimed):
         have = installed.get(name)
         if have is None:
             raise PluginMismatchError(f"plugin {name!r} {version} is not installed on the compile service; "
@@ -138,6 +138,10 @@ def check_plugins(names: tuple[str, ...], claimed: Any) -> None:
             raise PluginMismatchError(f"plugin {name!r}: the client has version {version} (settings "
                                       f"{settings}), the compile service {mine[1]} (settings {mine[2]}); "
                                       "install the same version on both", 409, "plugin_mismatch")
+        if mine[3] != code:
+            raise PluginMismatchError(f"plugin {name!r} {version}: the client's code (digest {str(code)[:12]}) "
+                                      f"differs from the compile service's ({str(mine[3])[:12]}); install the "
+                                      "same build on both", 409, "plugin_mismatch")
 
 
 # -- answers ---------------------------------------------------------------------------

@@ -110,5 +110,5 @@ def process_symbol(name: str) -> int | None:
 
 @functools.cache
 def _host_features() -> str:
-    initialize()
+    # no target initialisation needed (it costs ~1 ms, on the path of every fresh-process cache hit)
     return llvm.get_host_cpu_features().flatten()

@@ -12,6 +12,7 @@ import attrs
 import pytest
 
 import gpucompiler.plugin as gp
+from gpucompiler.cache.codeprint import code_digest
 from gpucompiler.cache import DiskTier, decode, digest, key_document
 from tests.cache import jobs
 from tests.cache.servers import ROOT
@@ -89,7 +90,9 @@ def test_key_covers_plugin_name_version_and_settings():
     try:
         job = attrs.evolve(jobs.job(0), config=attrs.evolve(jobs.job(0).config, plugins=("cache_test_plugin",)))
         k1 = digest(key_document(job))
-        assert key_document(job)["plugins"] == [["cache_test_plugin", "1.0", {"mode": "a"}]]
+        (identity,) = key_document(job)["plugins"]
+        assert identity[:3] == ["cache_test_plugin", "1.0", {"mode": "a"}]
+        assert identity[3] == code_digest(__name__)  # the plugin's own source file
         plugin.mode = "b"
         k2 = digest(key_document(job))
         type(plugin).version = "2.0"
@@ -98,3 +101,30 @@ def test_key_covers_plugin_name_version_and_settings():
     finally:
         type(plugin).version = "1.0"
         gp.unregister("cache_test_plugin")
+
+
+def test_key_covers_the_compilers_own_code(tmp_path, monkeypatch):
+    """An edited compiler (same version number) never reuses another build's entries."""
+    import importlib
+    import sys
+
+    import gpucompiler.cache.codeprint as codeprint
+
+    package = tmp_path / "fakepkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("GPUC_CACHE_DIR", str(tmp_path / "cache"))
+    importlib.import_module("fakepkg")
+    try:
+        first = codeprint.code_digest("fakepkg")
+        codeprint.code_digest.cache_clear()
+        assert codeprint.code_digest("fakepkg") == first  # memoised under the files' stamp
+        assert list((tmp_path / "cache" / "code").iterdir())
+        (package / "__init__.py").write_text("X = 2\n")
+        codeprint.code_digest.cache_clear()
+        assert codeprint.code_digest("fakepkg") != first
+    finally:
+        sys.modules.pop("fakepkg", None)
+        codeprint.code_digest.cache_clear()
+    assert key_document(jobs.job(0))["gpucompiler"][1] == codeprint.code_digest("gpucompiler")

@@ -5,6 +5,9 @@ then loaded by the CPU runtime) into a ctypes callable built once per
 signature. Like Julia's world age, every global the compiled code read is
 checked at each call: a rebound global recompiles (the job key changes
 only when the value does, so rebinding to an equal value reuses the code).
+Compiles go through the cache's two-level key (docs/cache.md): when the
+index entry's dependency record still holds, neither the key nor the return
+type needs type inference, and the checked live reads are the world-age deps.
 """
 
 from __future__ import annotations
@@ -19,10 +22,15 @@ from .frontend.printer import format_function
 from .frontend.spec import FunctionSpec
 from .interpreter.infer import MISSING
 
+# imported with the package, not at the first call: a first call served from the cache costs ~1 ms
+from .cache import compile_cached  # noqa: E402
+from .runtime.cpu import CPULibrary  # noqa: E402
+
 _CTYPES = {T.boolean: ctypes.c_bool, T.int32: ctypes.c_int32, T.int64: ctypes.c_int64,
            T.float32: ctypes.c_float, T.float64: ctypes.c_double}
 _FAST = {int: T.int64, float: T.float64, bool: T.boolean}
-_LOADED: dict = {}  # job key -> (library, address): shared by every dispatcher
+_LOADED: dict = {}  # cache key -> (library, address): shared by every dispatcher
+_BY_REPR = {repr(t): t for t in (*_CTYPES, T.none)}  # return types a dependency record can name
 
 
 def _ctype(t):
@@ -87,20 +95,19 @@ class Dispatcher:
         return CompilerJob(self._spec(argtypes), config)
 
     def _compile(self, argtypes, args=()) -> _Entry:
-        from .cache import compile_cached
-        from .runtime.cpu import CPULibrary
-
         job = self._job(argtypes)
         spec = job.source
-        key = job.key
-        loaded = _LOADED.get(key)
+        # through the cache's index key: on a hit in a fresh process no type inference runs
+        result = compile_cached(job, emit=("obj",))  # GPUC_CACHE_*, GPUC_SERVICE_URL
+        loaded = _LOADED.get(result.key)
         if loaded is None:
-            result = compile_cached(job, emit=("obj",))  # GPUC_CACHE_*, GPUC_SERVICE_URL
             lib = CPULibrary.from_result(result)
-            loaded = _LOADED[key] = (lib, lib.address(spec.entry + ".pywrap"))
+            loaded = _LOADED[result.key] = (lib, lib.address(spec.entry + ".pywrap"))
         lib, address = loaded
-        interp, frame = spec.infer("native", self.plugins, True)
-        rt = frame.rettype.type if hasattr(frame.rettype, "type") else frame.rettype
+        rt = _BY_REPR.get(spec.verified_restype(job) or "")
+        if rt is None:
+            interp, frame = spec.infer("native", self.plugins, True)
+            rt = frame.rettype.type if hasattr(frame.rettype, "type") else frame.rettype
         restype = _ctype(rt) if rt != T.none else None
         call = ctypes.PYFUNCTYPE(restype, *[_ctype(t) for t in argtypes])(address)
         call._library = lib

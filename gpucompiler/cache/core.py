@@ -132,12 +132,15 @@ class Cache:
 
     # -- lookup -------------------------------------------------------------
     def lookup(self, key: str, document: dict, kinds: Sequence[str], *,
-               memory: bool = True) -> tuple[Entry, str] | None:
-        """The entry of ``key`` holding every kind in ``kinds``, and its tier; None on a miss."""
+               memory: bool = True, counter: str = "hit") -> tuple[Entry, str] | None:
+        """The entry of ``key`` holding every kind in ``kinds``, and its tier; None on a miss.
+
+        A hit counts as ``stats[f"{counter}.{tier}"]``.
+        """
         if memory:
             entry = self.memory.get(key)
             if entry is not None and _has(entry, kinds) and entry.document == document:
-                self.stats["hit.memory"] += 1
+                self.stats[f"{counter}.memory"] += 1
                 return entry, "memory"
         for tier in (self.disk, self.redis):
             if tier is None:
@@ -145,7 +148,7 @@ class Cache:
             entry = self._read(tier, key, document)
             if entry is None or not _has(entry, kinds):
                 continue
-            self.stats[f"hit.{tier.name}"] += 1
+            self.stats[f"{counter}.{tier.name}"] += 1
             self.memory.put(entry)
             if tier is self.redis and self.disk is not None:
                 self._write(self.disk, entry.key, entry.encode())  # read through to local disk
@@ -205,21 +208,82 @@ class Cache:
     # -- the whole story ------------------------------------------------------
     def compile(self, job: Any, emit: Sequence[str] = ("llvm",),
                 compiler: Callable[[Any, tuple[str, ...]], Any] | None = None) -> CachedResult:
-        """The artifacts of ``job`` for each kind in ``emit``: from a tier, else compiled once."""
+        """The artifacts of ``job`` for each kind in ``emit``: from a tier, else compiled once.
+
+        Sources with a dependency record (Python functions) go through the
+        *index key* first (:meth:`_fast_lookup`): no type inference on a hit.
+        """
         emit = (emit,) if isinstance(emit, str) else tuple(emit)
+        index = self._fast_lookup(job, emit)
+        if isinstance(index, CachedResult):
+            return index
         document = keys.key_document(job)
         key = keys.digest(document)
         found = self.lookup(key, document, emit)
-        if found is not None:
-            return _result(job, *found)
-        lock = self.disk.lock(key) if self.disk is not None else _no_lock()
-        with lock as locked:
-            if self.disk is not None and not locked:
-                self._warn(f"cannot create a lock in {self.disk.locks}; compiling without one")
-            found = self.lookup(key, document, emit, memory=False)  # another process may have won
-            if found is not None:
-                return _result(job, *found)
-            return self._compile_and_publish(job, emit, key, document, compiler)
+        if found is None:
+            lock = self.disk.lock(key) if self.disk is not None else _no_lock()
+            with lock as locked:
+                if self.disk is not None and not locked:
+                    self._warn(f"cannot create a lock in {self.disk.locks}; compiling without one")
+                found = self.lookup(key, document, emit, memory=False)  # another process may have won
+                if found is None:
+                    result = self._compile_and_publish(job, emit, key, document, compiler)
+                    if self.memory.get(key) is not None:  # published (its IR is serialisable)
+                        self._publish_index(job, index, key)
+                    return result
+        self._publish_index(job, index, key)
+        return _result(job, *found)
+
+    # -- the index key (two-level keys for Python sources) -------------------
+    def _fast_lookup(self, job: Any, emit: tuple[str, ...]) -> Any:
+        """A :class:`CachedResult` found through the index key, else what :meth:`_publish_index` needs.
+
+        The index document (:func:`.keys.index_document`) needs no inference;
+        its entry holds the source's dependency record. The source re-reads
+        every recorded dependency from the live objects (``verify_record``);
+        when all are unchanged it rebuilds its full fingerprint from them, and
+        the full key document, computed from that, fetches the code, compared
+        in full as always. Any change, or no entry, returns to inference.
+        """
+        try:
+            idoc = keys.index_document(job)
+        except Exception as exc:  # an unusual source: the full path decides
+            log.debug("no index key for %s: %s", getattr(job, "name", job), exc)
+            return None
+        if idoc is None:
+            return None
+        ikey = keys.digest(idoc)
+        found = self.lookup(ikey, idoc, (), counter="index.hit")
+        if found is None:
+            return (ikey, idoc, False)
+        record = found[0].meta.get("record")
+        fingerprint = job.source.verify_record(job, record) if isinstance(record, dict) else None
+        if fingerprint is None:
+            self.stats["index.stale"] += 1
+            return (ikey, idoc, False)
+        document = keys.key_document(job, fingerprint)
+        key = keys.digest(document)
+        hit = self.lookup(key, document, emit)
+        if hit is not None:
+            return _result(job, *hit)
+        return (ikey, idoc, True)  # the record holds; only the code is missing
+
+    def _publish_index(self, job: Any, index: Any, key: str) -> None:
+        """Store the index entry of ``job``: its dependency record and full key ``key``."""
+        if index is None or index[2]:
+            return
+        ikey, idoc, _ = index
+        try:
+            record = job.source.dependency_record(job)
+        except Exception as exc:
+            log.debug("no dependency record for %s: %s", job.name, exc)
+            return
+        if record is None:
+            self.stats["index.unrecordable"] += 1
+            return
+        self.stats["index.write"] += 1
+        self.publish(Entry(ikey, idoc, {}, {"name": f"index:{job.name}", "index": True, "key": key,
+                                            "record": record, "created": time.time()}))
 
     def _compile_and_publish(self, job, emit, key, document, compiler) -> CachedResult:
         kinds = tuple(sorted(set(emit) | {"llvm"}))

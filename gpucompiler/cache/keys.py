@@ -23,7 +23,7 @@ from .codeprint import code_digest
 from ..llvm.binding import llvm_version
 
 #: bumped when the entry layout or the key document changes
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 def plugin_identity(names) -> list[list[Any]]:
@@ -51,19 +51,41 @@ def machine(target: Any) -> dict[str, str]:
     return out
 
 
-def key_document(job: Any) -> dict[str, Any]:
-    """The canonical JSON data that identifies ``job``'s output in every process."""
+def _context(job: Any) -> dict[str, Any]:
+    """Everything in a key document but the source."""
     from .. import __version__
 
-    return canonical({
+    return {
         "format": FORMAT_VERSION,
-        "source": job.source_fingerprint(),
         "config": job.config,
         "machine": machine(job.config.target),
         "plugins": plugin_identity(job.config.plugins),
         "gpucompiler": [__version__, code_digest("gpucompiler")],
         "llvm": llvm_version(),
-    })
+    }
+
+
+def key_document(job: Any, source: Any = None) -> dict[str, Any]:
+    """The canonical JSON data that identifies ``job``'s output in every process.
+
+    ``source`` is the source's fingerprint when the caller already has it
+    (rebuilt from a verified dependency record); by default it is computed.
+    """
+    return canonical({**_context(job), "source": job.source_fingerprint() if source is None else source})
+
+
+def index_document(job: Any) -> dict[str, Any] | None:
+    """The *index key* document of ``job``: :func:`key_document` with the source's cheap
+    ``index_fingerprint()`` (no type inference) in place of its fingerprint; None
+    for sources without one.
+
+    Its entry holds no code, only the source's dependency record and the full
+    key it led to: see :meth:`gpucompiler.cache.core.Cache.compile`.
+    """
+    index = getattr(job.source, "index_fingerprint", None)
+    if index is None or not hasattr(job.source, "verify_record"):
+        return None
+    return canonical({**_context(job), "index": index()})
 
 
 def encode_document(doc: dict[str, Any]) -> bytes:

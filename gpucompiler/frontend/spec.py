@@ -1,20 +1,67 @@
 """``FunctionSpec``: a Python function and argument types, as a job source.
 
-Its fingerprint covers the source text of the function and of every function
-it reaches, and the value of every global it reads (found by running the
+Its fingerprint covers the code of the function and of every function it
+reaches, and the value of every global it reads (found by running the
 abstract interpreter), so rebinding a captured constant changes the job key.
+
+Running the interpreter costs milliseconds, too much for a cache hit in a
+fresh process. A spec therefore also has a cheap :meth:`index_fingerprint`
+(its own code and the argument types, no inference) and a
+:meth:`dependency_record` of what inference read: for every global read,
+where it was read (which dict, module, object or closure cell, named by
+the path from the entry function) and the fingerprint of its value.
+:meth:`verify_record` re-reads each recorded dependency from the live
+objects; when every fingerprint is unchanged the full fingerprint is rebuilt
+from those live reads, equal to what inference would give, without
+inference. The cache (:mod:`gpucompiler.cache.core`) stores the record in
+an *index entry*; it is checked on every use, never trusted.
 """
 
 from __future__ import annotations
 
-import inspect
+import hashlib
 import json
+import sys
 import types as pytypes
 from typing import Any
 
 import attrs
 
 from ..errors import TypeInferenceError
+
+_CODE_FP: dict[int, tuple[Any, str]] = {}  # id(code) -> (code, digest); code objects are immutable
+
+
+def _const(c) -> Any:
+    if isinstance(c, pytypes.CodeType):
+        return ["code", code_fingerprint(c)]
+    if isinstance(c, (tuple, list)):
+        return [type(c).__name__, [_const(x) for x in c]]
+    if isinstance(c, frozenset):
+        return ["frozenset", sorted((_const(x) for x in c), key=json.dumps)]
+    return [type(c).__name__, repr(c)]
+
+
+def code_fingerprint(code: pytypes.CodeType) -> str:
+    """SHA-256 of what a code object computes: bytecode, constants, names (line numbers excluded)."""
+    hit = _CODE_FP.get(id(code))
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    doc = [sys.implementation.cache_tag, getattr(code, "co_qualname", code.co_name), code.co_argcount,
+           code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags, code.co_code.hex(),
+           getattr(code, "co_exceptiontable", b"").hex(), [_const(c) for c in code.co_consts],
+           list(code.co_names), list(code.co_varnames), list(code.co_freevars), list(code.co_cellvars)]
+    digest = hashlib.sha256(json.dumps(doc, separators=(",", ":")).encode()).hexdigest()
+    _CODE_FP[id(code)] = (code, digest)
+    return digest
+
+
+def _function(value):
+    """The Python function behind ``value`` (a function or a ``@jit`` dispatcher), else None."""
+    if isinstance(value, pytypes.FunctionType):
+        return value
+    inner = getattr(value, "py_func", None)
+    return inner if isinstance(inner, pytypes.FunctionType) and hasattr(value, "inspect_ir") else None
 
 
 def _encode(value) -> Any:
@@ -23,12 +70,12 @@ def _encode(value) -> Any:
     if isinstance(value, tuple):
         return [_encode(v) for v in value]
     if isinstance(value, pytypes.FunctionType):
-        try:
-            src = inspect.getsource(value)
-        except (OSError, TypeError):
-            src = value.__code__.co_code.hex()
-        return {"function": f"{value.__module__}.{value.__qualname__}", "source": src,
-                "defaults": _encode(value.__defaults__)}
+        return {"function": f"{value.__module__}.{value.__qualname__}",
+                "code": code_fingerprint(value.__code__), "defaults": _encode(value.__defaults__),
+                "kwdefaults": _encode(tuple(sorted((value.__kwdefaults__ or {}).items())))}
+    fn = _function(value)
+    if fn is not None:  # a @jit function called from compiled code: its body is compiled in
+        return {"jit": _encode(fn)}
     if isinstance(value, pytypes.ModuleType):
         return {"module": value.__name__}
     name = getattr(value, "__qualname__", None)
@@ -43,6 +90,26 @@ def _holder(holder) -> str:
     if isinstance(holder, pytypes.ModuleType):
         return f"module:{holder.__name__}"
     return "closure"
+
+
+def _fp(holder, name, value) -> list:
+    from ..interpreter.infer import MISSING
+
+    return [_holder(holder), name, "<builtin>" if value is MISSING else _encode(value)]
+
+
+def _sort(deps: list) -> list:
+    return sorted(deps, key=lambda d: json.dumps(d, sort_keys=True))
+
+
+def _restype(frame) -> str:
+    rt = frame.rettype.type if hasattr(frame.rettype, "type") else frame.rettype
+    return repr(rt)
+
+
+def _settings(job) -> tuple:
+    return () if job is None else (job.target.name, job.config.plugins,
+                                   bool(job.config.param("python_abi", False)))
 
 
 @attrs.frozen
@@ -72,24 +139,158 @@ class FunctionSpec:
         return self._cache[key]
 
     def dependencies(self, *settings) -> list[tuple]:
-        """Every global read: ``(holder, name, value)``; ``settings`` as for :meth:`infer`."""
+        """Every global read: ``(holder, name, value)``; ``settings`` as for :meth:`infer`.
+
+        After a successful :meth:`verify_record` for these settings, the live reads
+        it checked (the same triples inference would record), without inference.
+        """
+        key = self._norm(settings)
+        verified = self._cache.get(("verified", key))
+        if verified is not None and key not in self._cache:
+            return list(verified["deps"])
         return list(self.infer(*settings)[0].deps.values())
+
+    @staticmethod
+    def _norm(settings) -> tuple:
+        if not settings:
+            return ("native", (), False)
+        target, plugins, abi = (tuple(settings) + ((), False))[:3]
+        return (target, tuple(plugins), abi)
 
     def fingerprint_for(self, job) -> Any:
         """:meth:`fingerprint` under ``job``'s target and plugins (their rules decide what is read)."""
         return self.fingerprint(job)
 
+    def index_fingerprint(self) -> Any:
+        """The part of :meth:`fingerprint` known without inference: the entry's code and argument types."""
+        return {"python": _encode(self.fn), "argtypes": [repr(t) for t in self.argtypes]}
+
     def fingerprint(self, job=None) -> Any:
         """Content of the source; ``job`` (when given) selects its target's and plugins' rules."""
+        key = self._norm(_settings(job))
+        verified = self._cache.get(("verified", key))
+        if verified is not None and key not in self._cache:  # inference, once run, is preferred
+            return verified["fingerprint"]
+        interp, frame = self.infer(*_settings(job))
+        deps = [_fp(h, n, v) for h, n, v in interp.deps.values()]
+        return {**self.index_fingerprint(), "globals": _sort(deps), "restype": _restype(frame)}
+
+    # -- the dependency record (two-level cache keys) -------------------------
+    def dependency_record(self, job) -> dict | None:
+        """What inference read under ``job``, as JSON data :meth:`verify_record` can check again.
+
+        ``reads`` lists ``[holder, name, fingerprint]`` in the order inference
+        read them; ``holder`` is ``["globals", i]`` (the globals of the function
+        that is the value of read ``i``; -1: the entry function),
+        ``["cell", i, freevar]`` (a closure cell of that function) or
+        ``["value", i]`` (an attribute of the value of read ``i``: a module, a
+        class...). ``restype`` is the entry's return type. None when some read
+        cannot be located that way (the job is then always keyed by inference).
+        """
+        settings = _settings(job)
+        interp, frame = self.infer(*settings)
+        triples = list(interp.deps.values())
+        values = [self.fn] + [v for _, _, v in triples]  # index j+1 <-> read j; 0 <-> entry
+        reads = []
+        for k, (holder, name, value) in enumerate(triples):
+            ref = self._locate(holder, values, k)
+            if ref is None:
+                return None
+            reads.append([ref, name, _fp(holder, name, value)])
+        record = {"reads": reads, "restype": _restype(frame)}
+        # the record must reproduce this very fingerprint from the live objects, else it is useless
+        probe = FunctionSpec(self.fn, self.argtypes)
+        if probe.verify_record(job, record) != self.fingerprint(job):
+            return None
+        return record
+
+    @staticmethod
+    def _locate(holder, values, k) -> list | None:
+        for j, v in enumerate(values):
+            if j == k + 1:
+                continue
+            fn = _function(v)
+            if fn is not None:
+                if holder is fn.__globals__:
+                    return ["globals", j - 1]
+                for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+                    if holder is cell:
+                        return ["cell", j - 1, var]
+            if holder is v and not isinstance(v, (dict, bool, int, float, str, type(None))):
+                return ["value", j - 1]
+        return None
+
+    def verify_record(self, job, record) -> Any:
+        """The fingerprint rebuilt from the live objects the record names, or None on any change.
+
+        Every recorded read is done again (from the entry function's globals and
+        closure on, through the live values of the earlier reads) and its
+        fingerprint compared with the recorded one; all equal means inference
+        would read the same values and give this same fingerprint. On success the
+        live reads serve :meth:`dependencies` and :meth:`fingerprint` for ``job``'s
+        settings, so neither runs inference.
+        """
         from ..interpreter.infer import MISSING
 
-        settings = () if job is None else (job.target.name, job.config.plugins,
-                                           bool(job.config.param("python_abi", False)))
-        deps = [[_holder(h), n, "<builtin>" if v is MISSING else _encode(v)]
-                for h, n, v in self.dependencies(*settings)]
-        deps.sort(key=lambda d: json.dumps(d, sort_keys=True))
-        return {"python": _encode(self.fn), "argtypes": [repr(t) for t in self.argtypes],
-                "globals": deps}
+        try:
+            reads = record["reads"]
+            live: list = [None] * len(reads)
+            done = [False] * len(reads)
+            progress = True
+            while progress and not all(done):
+                progress = False
+                for k, (ref, name, expected) in enumerate(reads):
+                    if done[k]:
+                        continue
+                    j = ref[1]
+                    if j >= 0 and not done[j]:
+                        continue
+                    base = self.fn if j < 0 else live[j][2]
+                    if ref[0] == "value":
+                        holder = base
+                        value = getattr(holder, name, MISSING)
+                        if value is MISSING:
+                            return None
+                    else:
+                        fn = _function(base)
+                        if fn is None:
+                            return None
+                        if ref[0] == "globals":
+                            holder = fn.__globals__
+                            value = holder.get(name, MISSING)
+                        elif ref[0] == "cell":
+                            cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+                            holder = cells.get(ref[2])
+                            if holder is None:
+                                return None
+                            try:
+                                value = holder.cell_contents
+                            except ValueError:
+                                return None
+                        else:
+                            return None
+                    triple = (holder, name, value)
+                    if json.dumps(_fp(*triple), sort_keys=True) != json.dumps(expected, sort_keys=True):
+                        return None
+                    live[k], done[k], progress = triple, True, True
+            if not all(done):
+                return None
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return None
+        restype = record.get("restype")
+        if not isinstance(restype, str):
+            return None
+        # the return type is part of the full key: a wrong one here can only miss
+        fingerprint = {**self.index_fingerprint(), "globals": _sort([_fp(*t) for t in live]),
+                       "restype": restype}
+        self._cache[("verified", self._norm(_settings(job)))] = {
+            "deps": live, "fingerprint": fingerprint, "restype": record.get("restype")}
+        return fingerprint
+
+    def verified_restype(self, job) -> str | None:
+        """``repr`` of the return type recorded with a verified dependency record, else None."""
+        verified = self._cache.get(("verified", self._norm(_settings(job))))
+        return None if verified is None else verified["restype"]
 
     def generate_ir(self, job) -> str:
         """The LLVM IR of the entry specialization and every callee."""
@@ -107,4 +308,3 @@ class FunctionSpec:
         if abi:
             emit_wrapper(mod, frame, entry, self.entry + ".pywrap")
         return str(mod.module)
-

@@ -255,24 +255,28 @@ class Cache:
         ikey = keys.digest(idoc)
         found = self.lookup(ikey, idoc, (), counter="index.hit")
         if found is None:
-            return (ikey, idoc, False)
+            return (ikey, idoc)
         record = found[0].meta.get("record")
         fingerprint = job.source.verify_record(job, record) if isinstance(record, dict) else None
         if fingerprint is None:
             self.stats["index.stale"] += 1
-            return (ikey, idoc, False)
+            return (ikey, idoc)
         document = keys.key_document(job, fingerprint)
         key = keys.digest(document)
         hit = self.lookup(key, document, emit)
         if hit is not None:
             return _result(job, *hit)
-        return (ikey, idoc, True)  # the record holds; only the code is missing
+        # no code under the rebuilt key: evicted, or a record that does not describe what
+        # inference reads. Only inference may name the key under which new code is stored.
+        job.source.discard_verified(job)
+        self.stats["index.nocode"] += 1
+        return (ikey, idoc)
 
     def _publish_index(self, job: Any, index: Any, key: str) -> None:
         """Store the index entry of ``job``: its dependency record and full key ``key``."""
-        if index is None or index[2]:
+        if index is None:
             return
-        ikey, idoc, _ = index
+        ikey, idoc = index
         try:
             record = job.source.dependency_record(job)
         except Exception as exc:

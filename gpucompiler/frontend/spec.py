@@ -287,6 +287,10 @@ class FunctionSpec:
             "deps": live, "fingerprint": fingerprint, "restype": record.get("restype")}
         return fingerprint
 
+    def discard_verified(self, job) -> None:
+        """Forget a verified record for ``job``'s settings: the fingerprint comes from inference again."""
+        self._cache.pop(("verified", self._norm(_settings(job))), None)
+
     def verified_restype(self, job) -> str | None:
         """``repr`` of the return type recorded with a verified dependency record, else None."""
         verified = self._cache.get(("verified", self._norm(_settings(job))))

@@ -246,7 +246,8 @@ class Cache:
         in full as always. Any change, or no entry, returns to inference.
         """
         try:
-            idoc = keys.index_document(job)
+            ctx = keys.context(job)
+            idoc = keys.index_document(job, ctx)
         except Exception as exc:  # an unusual source: the full path decides
             log.debug("no index key for %s: %s", getattr(job, "name", job), exc)
             return None
@@ -261,7 +262,7 @@ class Cache:
         if fingerprint is None:
             self.stats["index.stale"] += 1
             return (ikey, idoc)
-        document = keys.key_document(job, fingerprint)
+        document = keys.key_document(job, fingerprint, ctx)
         key = keys.digest(document)
         hit = self.lookup(key, document, emit)
         if hit is not None:
@@ -301,7 +302,7 @@ class Cache:
 
             result, origin = pipeline.compile(job, kinds), "compiled"
         self.stats["compile"] += 1
-        meta = {"name": job.name, "stage_times": dict(result.stage_times),
+        meta = {"name": job.name, "symbols": _symbols(result.module), "stage_times": dict(result.stage_times),
                 "reports": _jsonable(result.reports), "created": time.time(),
                 "compile_seconds": time.perf_counter() - start}
         entry = Entry(key, document, dict(result.artifacts), meta)
@@ -313,6 +314,19 @@ class Cache:
         else:
             self.publish(entry)
         return CachedResult(job, entry.artifacts, key, origin, meta, result.module)
+
+
+def _symbols(module: Any) -> list[list[Any]] | None:
+    """``[[name, is_declaration, linkage], ...]`` of the module's functions and global variables.
+
+    Kept in the entry so that loading cached object code needs no parse of its IR.
+    """
+    try:
+        ref = module.ref
+        return [[g.name, bool(g.is_declaration), g.linkage.name]
+                for g in (*ref.functions, *ref.global_variables)]
+    except Exception:  # a result without an LLVM module: loaders parse the IR
+        return None
 
 
 def _has(entry: Entry, kinds: Sequence[str]) -> bool:

@@ -51,30 +51,32 @@ def machine(target: Any) -> dict[str, str]:
     return out
 
 
-def _context(job: Any) -> dict[str, Any]:
-    """Everything in a key document but the source."""
+def context(job: Any) -> dict[str, Any]:
+    """Everything in a key document but the source (canonical JSON data)."""
     from .. import __version__
 
-    return {
+    return canonical({
         "format": FORMAT_VERSION,
         "config": job.config,
         "machine": machine(job.config.target),
         "plugins": plugin_identity(job.config.plugins),
         "gpucompiler": [__version__, code_digest("gpucompiler")],
         "llvm": llvm_version(),
-    }
+    })
 
 
-def key_document(job: Any, source: Any = None) -> dict[str, Any]:
+def key_document(job: Any, source: Any = None, ctx: dict[str, Any] | None = None) -> dict[str, Any]:
     """The canonical JSON data that identifies ``job``'s output in every process.
 
     ``source`` is the source's fingerprint when the caller already has it
     (rebuilt from a verified dependency record); by default it is computed.
+    ``ctx`` is :func:`context` when the caller already has it.
     """
-    return canonical({**_context(job), "source": job.source_fingerprint() if source is None else source})
+    ctx = context(job) if ctx is None else ctx
+    return {**ctx, "source": canonical(job.source_fingerprint() if source is None else source)}
 
 
-def index_document(job: Any) -> dict[str, Any] | None:
+def index_document(job: Any, ctx: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The *index key* document of ``job``: :func:`key_document` with the source's cheap
     ``index_fingerprint()`` (no type inference) in place of its fingerprint; None
     for sources without one.
@@ -85,7 +87,8 @@ def index_document(job: Any) -> dict[str, Any] | None:
     index = getattr(job.source, "index_fingerprint", None)
     if index is None or not hasattr(job.source, "verify_record"):
         return None
-    return canonical({**_context(job), "index": index()})
+    ctx = context(job) if ctx is None else ctx
+    return {**ctx, "index": canonical(index())}
 
 
 def encode_document(doc: dict[str, Any]) -> bytes:

@@ -12,6 +12,12 @@ decisions back.
 The array is sized before the loop when the trip count is known there (a
 single exiting block, the latch or the header, testing an affine induction variable
 against a value defined outside the loop); otherwise it grows.
+
+Nests share one array: a loop whose trip count is known before the outermost
+loop of its nest (a rectangular nest) and which runs on every iteration of
+its parent (its preheader dominates the parent's latch) is *hosted* by the
+parent (:func:`plan_nests`); the nest's root allocates once, before the
+nest, a region per loop indexed by the product of the iteration counters.
 """
 
 from __future__ import annotations
@@ -37,6 +43,12 @@ class Loop:
         self.ivs: list = []
         #: how the trip count is computed before the loop: (iv tuple, bound, predicate, offset) or None
         self.trip = None
+        #: the block whose test ends the loop (with ``trip``): the latch or the header
+        self.exiting = None
+        #: the enclosing loop whose nest array holds this loop's frames (None: an array of its own)
+        self.host = None
+        #: the outermost loop of the nest this loop's frames live in (itself when not hosted)
+        self.root = self
 
     def __repr__(self):
         return f"<Loop {self.header.name} ({len(self.blocks)} blocks)>"
@@ -93,6 +105,37 @@ def find_loops(cfg) -> tuple[list, dict]:
     for lp in loops:
         _classify(cfg, lp, innermost)
     return loops, innermost
+
+
+def dominates(cfg, a, b) -> bool:
+    """Whether block ``a`` dominates block ``b`` (both reachable)."""
+    idom = cfg.idom
+    while True:
+        if a is b:
+            return True
+        nb = idom.get(b)
+        if nb is None or nb is b:
+            return False
+        b = nb
+
+
+def plan_nests(cfg, loops) -> None:
+    """Set ``host``/``root`` of each loop (``loops`` outermost first): a counted loop with a known
+    trip count is hosted by its parent when the parent has one too, the loop runs on every
+    iteration of the parent, and its trip count depends only on values defined before the root."""
+    for lp in loops:
+        p = lp.parent
+        if lp.trip is None or p is None or p.trip is None or lp.root is not lp:
+            continue
+        if not dominates(cfg, lp.preheader, p.latch):
+            continue
+        (_, start, _, _), bound, _, _ = lp.trip
+        if any(isinstance(v, Instruction) and v.parent in p.root.blocks for v in (start, bound)):
+            continue
+        lp.host, lp.root = p, p.root
+    for lp in loops:  # a hosted loop's own children follow it
+        if lp.host is not None:
+            lp.root = lp.host.root
 
 
 def _classify(cfg, lp, innermost):
@@ -172,10 +215,49 @@ def _trip(lp):
                     return None
                 if step == 0:
                     return None
+                lp.exiting = exiting[0]
                 return iv, n, pred, (step if a is nxt else 0)
         a, n = n, a
         pred = _SWAP[pred]
     return None
+
+
+def body_runs_every_iteration(lp) -> bool:
+    """Whether every header execution of ``lp`` reaches its latch (the latch holds the exit test)."""
+    return lp.exiting is lp.latch and lp.latch is not lp.header
+
+
+def static_trip_count(trip):
+    """The trip count (int) when the start and the bound are constants, the same as :func:`emit_trip_count`."""
+    (phi, start, step, _), n, pred, off = trip
+    s0, n = _int_value(start), _int_value(n)
+    if s0 is None or n is None or phi.type.bits > 64:
+        return None
+    bits = phi.type.bits
+    mask = (1 << bits) - 1
+
+    def signed(x):
+        x &= mask
+        return x - (1 << bits) if x >> (bits - 1) else x
+
+    s0 = (s0 + off) & mask
+    n &= mask
+    dist = (n - s0) & mask if step > 0 else (s0 - n) & mask
+    mag = abs(step)
+    sgn = pred[0] == "s"
+    a, c = (signed(s0), signed(n)) if sgn else (s0, n)
+    enters = {"lt": a < c, "gt": a > c, "le": a <= c, "ge": a >= c}.get(pred[1:])
+    up = ("slt", "ult") if step > 0 else ("sgt", "ugt")
+    up_eq = ("sle", "ule") if step > 0 else ("sge", "uge")
+    if pred == "ne":
+        count = (dist // mag + 1) & mask
+    elif pred in up:
+        count = ((((dist + mag - 1) & mask) // mag + 1) & mask) if enters else 1
+    elif pred in up_eq:
+        count = ((dist // mag + 2) & mask) if enters else 1
+    else:
+        return None
+    return count
 
 
 def emit_trip_count(b, trip, val):

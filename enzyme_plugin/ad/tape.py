@@ -21,10 +21,13 @@ from __future__ import annotations
 
 from gpucompiler.llvm import Builder, Instruction, const_int, constant, types as T
 
-from .loops import emit_trip_count, find_loops
+from .emit import declare
+from .loops import body_runs_every_iteration, emit_trip_count, find_loops, plan_nests, static_trip_count
 
 _STATE = T.struct([T.ptr(), T.i64])
 _NULL = constant(T.ptr(), "null")
+#: largest nest array (bytes per call) kept in an ``alloca`` when every trip count is a constant
+MAX_STACK_TAPE = 1024
 
 
 def _first_non_phi(block):
@@ -36,6 +39,7 @@ class LoopTape:
 
     def _setup_loops(self):
         self.loops, self.innermost = find_loops(self.cfg)
+        plan_nests(self.cfg, self.loops)
         #: loop -> {"k": forward counter phi, "state": {ptr, cap} alloca, "trip": i64 or None,
         #:          "exit_base": {exit block: load of the base}, "kslot"/"bslot": reverse slots}
         self.lstate = {}
@@ -113,7 +117,8 @@ class LoopTape:
         leave, again = self.rev.append_block(""), self.rev.append_block("")
         self.b.cond_br(self.b.icmp("eq", k, const_int(T.i64, 0)), leave, again)
         self.b.position_at_end(leave)
-        self.b.call(self.engine.helper("tape_free"), [self.b.load(T.ptr(), st["bslot"])])
+        if lp.host is None:  # a hosted loop's frames are freed with its nest's root
+            st["free"] = self.b.call(self.engine.helper("tape_free"), [self.b.load(T.ptr(), st["bslot"])])
         self._edge(ds, lp.preheader)
         self.b.position_at_end(again)
         self.b.store(self.b.sub(k, const_int(T.i64, 1)), st["kslot"])
@@ -199,21 +204,64 @@ class LoopTape:
             frames[lp] = offsets[block] + sum(_slot(v.type) for v, _, _ in reqs)
         b = Builder()
         for lp, st in self.lstate.items():
-            size = frames.get(lp, 0)
-            if size == 0:
+            if lp.host is not None:
                 continue
-            head = self.sweep.vmap[lp.header]
-            if st["trip"] is not None:
-                b.position_before(self.sweep.vmap[lp.preheader].terminator)
-                nbytes = b.mul(st["trip"], const_int(T.i64, size))
-                b.store(b.call(self.engine.helper("tape_alloc"), [nbytes]), st["state"])
-                b.position_before(_first_non_phi(head))
+            if st["trip"] is None:
+                if frames.get(lp, 0):
+                    b.position_before(_first_non_phi(self.sweep.vmap[lp.header]))
+                    st["base_iter"] = b.call(self.engine.helper("loop_grow"),
+                                             [st["state"], st["k"], const_int(T.i64, frames[lp])])
+                continue
+            nest = [o for o in self.loops if o.root is lp]
+            if any(frames.get(o, 0) for o in nest):
+                self._allocate_nest(nest, frames)
+        for lp, st in self.lstate.items():
+            if st["trip"] is not None and frames.get(lp, 0):
+                b.position_before(_first_non_phi(self.sweep.vmap[lp.header]))
                 st["base_iter"] = b.load(T.ptr(), st["state"])
-            else:
-                b.position_before(_first_non_phi(head))
-                st["base_iter"] = b.call(self.engine.helper("loop_grow"),
-                                         [st["state"], st["k"], const_int(T.i64, size)])
         return frames, offsets
+
+    def _allocate_nest(self, nest, frames):
+        """One array for the loops of ``nest`` (its root first): a region per loop with frames,
+        ``frame * product of the trip counts`` from the root down, allocated before the root
+        (an ``alloca`` when every trip count is a constant and the array is small, else ``malloc``);
+        each loop's preheader stores the start of its rows in the loop's state."""
+        root, sw = nest[0], self.sweep
+        b = Builder()
+        b.position_before(sw.vmap[root.preheader].terminator)
+        static = _nest_layout(nest, frames, _StaticSizes())
+        st = self.lstate[root]
+        if static is not None and static[0] <= MAX_STACK_TAPE and self.combined and root.parent is None:
+            total, regions = static
+            mem = self._fwd_alloca_bytes(max(total, 8))
+            regions = {lp: const_int(T.i64, off) for lp, off in regions.items()}
+            free = st.pop("free", None)
+            if free is not None:
+                free.erase()
+        else:
+            total, regions = _nest_layout(nest, frames, _EmittedSizes(self, b))
+            mem = b.call(self._helper("tape_alloc"), [total])
+        b.store(mem, st["state"])
+        rows = {root: None}
+        for lp in nest:
+            if lp is root:
+                continue
+            pst, lst = self.lstate[lp.host], self.lstate[lp]
+            b.position_before(sw.vmap[lp.preheader].terminator)
+            at = pst["k"] if rows[lp.host] is None else b.add(rows[lp.host], pst["k"])
+            rows[lp] = b.mul(at, lst["trip"])
+            if lp in regions:
+                off = b.add(regions[lp], b.mul(rows[lp], const_int(T.i64, frames[lp])))
+                b.store(b.gep(T.i8, mem, [off]), lst["state"])
+
+    def _helper(self, key):
+        """``engine.helper(key)`` with the intrinsics its body calls declared."""
+        m = self.engine.module
+        declare(m, "llvm.trap", T.function(T.void, []))
+        if key.startswith("size_"):
+            op = {"size_mul": "umul", "size_add": "uadd"}[key]
+            declare(m, f"llvm.{op}.with.overflow.i64", T.function(T.struct([T.i64, T.i1]), [T.i64, T.i64]))
+        return self.engine.helper(key)
 
     def _loop_push(self, block, b, frames, offsets):
         """The frame address of ``block`` in its loop's array, in the forward sweep (None: on the stack)."""
@@ -233,6 +281,90 @@ class LoopTape:
         base = b.load(T.ptr(), st["bslot"])
         off = b.add(b.mul(k, const_int(T.i64, frames[lp])), const_int(T.i64, offsets[block]))
         return b.gep(T.i8, base, [off])
+
+
+class _StaticSizes:
+    """Sizes of a nest array as Python integers (None: some trip count is not a constant)."""
+
+    def trip(self, lp):
+        return static_trip_count(lp.trip)
+
+    zero = 0
+
+    def root_trip(self, lp):
+        return self.trip(lp)
+
+    def mul(self, a, c):
+        return a * c
+
+    def add(self, a, c):
+        return a + c
+
+    def entered(self, cond, sized_parent):
+        runs = sized_parent > 1
+        return runs if cond is None else (cond and runs)
+
+    def select(self, cond, t):
+        return t if cond else 0
+
+
+class _EmittedSizes:
+    """Sizes of a nest array computed in the forward sweep before the nest's root."""
+
+    zero = const_int(T.i64, 0)
+
+    def __init__(self, tape, b):
+        self.tape, self.b = tape, b
+
+    def root_trip(self, lp):
+        return self.tape.lstate[lp]["trip"]
+
+    def trip(self, lp):
+        return emit_trip_count(self.b, lp.trip, self.tape.sweep.val)
+
+    def mul(self, a, c):
+        if isinstance(c, int):
+            c = const_int(T.i64, c)
+        return self.b.call(self.tape._helper("size_mul"), [a, c])
+
+    def add(self, a, c):
+        return self.b.call(self.tape._helper("size_add"), [a, c])
+
+    def entered(self, cond, sized_parent):
+        runs = self.b.icmp("ugt", sized_parent, const_int(T.i64, 1))
+        return runs if cond is None else self.b.and_(cond, runs)
+
+    def select(self, cond, t):
+        return self.b.select(cond, t, const_int(T.i64, 0))
+
+
+def _nest_layout(nest, frames, ops):
+    """``(total bytes, {loop: offset of its region})`` of the nest array, or None.
+
+    A hosted loop's trip count counts only when the loop runs (its parent's body runs on
+    every iteration when the latch holds the exit test; otherwise on all but the last, and
+    not at all when the parent's own count is 0 or 1): a count computed before the root for
+    a loop that never runs need not mean anything."""
+    root = nest[0]
+    sized = {root: ops.root_trip(root)}
+    if sized[root] is None:
+        return None
+    entered, count, total, regions = {root: None}, {root: sized[root]}, None, {}
+    for lp in nest:
+        if lp is not root:
+            p = lp.host
+            t = ops.trip(lp)
+            if t is None:
+                return None
+            cond = entered[p] if body_runs_every_iteration(p) else ops.entered(entered[p], sized[p])
+            entered[lp] = cond
+            sized[lp] = t if cond is None else ops.select(cond, t)
+            count[lp] = ops.mul(count[p], sized[lp])
+        if frames.get(lp, 0):
+            nbytes = ops.mul(count[lp], frames[lp])
+            regions[lp] = total if total is not None else ops.zero
+            total = nbytes if total is None else ops.add(total, nbytes)
+    return total, regions
 
 
 def _slot(t) -> int:

@@ -214,10 +214,11 @@ class Cache:
         *index key* first (:meth:`_fast_lookup`): no type inference on a hit.
         """
         emit = (emit,) if isinstance(emit, str) else tuple(emit)
-        index = self._fast_lookup(job, emit)
+        ctx = keys.context(job)
+        index = self._fast_lookup(job, emit, ctx)
         if isinstance(index, CachedResult):
             return index
-        document = keys.key_document(job)
+        document = keys.key_document(job, ctx=ctx)
         key = keys.digest(document)
         found = self.lookup(key, document, emit)
         if found is None:
@@ -235,7 +236,7 @@ class Cache:
         return _result(job, *found)
 
     # -- the index key (two-level keys for Python sources) -------------------
-    def _fast_lookup(self, job: Any, emit: tuple[str, ...]) -> Any:
+    def _fast_lookup(self, job: Any, emit: tuple[str, ...], ctx: dict[str, Any]) -> Any:
         """A :class:`CachedResult` found through the index key, else what :meth:`_publish_index` needs.
 
         The index document (:func:`.keys.index_document`) needs no inference;
@@ -246,7 +247,6 @@ class Cache:
         in full as always. Any change, or no entry, returns to inference.
         """
         try:
-            ctx = keys.context(job)
             idoc = keys.index_document(job, ctx)
         except Exception as exc:  # an unusual source: the full path decides
             log.debug("no index key for %s: %s", getattr(job, "name", job), exc)

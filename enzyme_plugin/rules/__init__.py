@@ -55,6 +55,7 @@ class EnzymeMeta(DeferredMeta):
 
     mode: str = "Reverse"
     rules = (nested_rules,)
+    error_slot = True  # checks inside f stop it (plain signatures for the engine): see lowering.py
 
 
 def _is_float(t) -> bool:

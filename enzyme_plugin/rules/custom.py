@@ -126,11 +126,11 @@ def _custom(interp, fn, args):
         _expect(rule.reverse, widen(rev.rettype), T.TupleType(tuple(argtypes)))
 
     def lower(cg, values, ats, rt):
-        f_ll = cg.mod.function_for(frame)
+        f_ll = cg.mod.function_for(frame, plain=True)  # signatures fixed by Enzyme's convention
         if fwd is not None:
-            _register_global(cg, "derivative", f_ll, [f_ll, cg.mod.function_for(fwd)])
+            _register_global(cg, "derivative", f_ll, [f_ll, cg.mod.function_for(fwd, plain=True)])
         if rev is not None:
-            _register_global(cg, "gradient", f_ll, [f_ll, _augment(cg, f_ll), cg.mod.function_for(rev)])
+            _register_global(cg, "gradient", f_ll, [f_ll, _augment(cg, f_ll), cg.mod.function_for(rev, plain=True)])
         vals = [cg.cast(v, widen(a), t) for v, a, t in zip(values, ats, argtypes)]
         return cg.b.call(f_ll, vals)
 

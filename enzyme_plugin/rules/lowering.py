@@ -14,14 +14,27 @@ _I32 = ir.IntType(32)
 
 
 def emit_autodiff(cg, job, mode, acts, wrapped, values, restype):
-    """``call <restype> @gpuc.enzyme.autodiff(ptr f, i32 mode, (i32 kind, values...)...)``."""
+    """``call <restype> @gpuc.enzyme.autodiff(ptr f, i32 mode, (i32 kind, values...)...)``.
+
+    When the parent stops on errors (a status or an error slot) the nested
+    job ``f`` takes an error slot first (:func:`gpucompiler.codegen.deferred.nested_checks`):
+    it is passed as a ``Const`` pointer (the engine sees a plain argument; its
+    stores and the branches on it are inactive), and after the call the
+    parent returns at once if ``f`` failed, before any result is used.
+    """
     b = cg.b
     lookup = cg.mod.declare(LOOKUP, PTR, [PTR])
     args = [b.call(lookup, [job_global(cg.mod, job.id)], name="deferred"), ir.Constant(_I32, MODES[mode.name])]
+    slot = cg.call_slot() if cg.mod.status or cg.mod.error_slot else None
+    if slot is not None:
+        args += [ir.Constant(_I32, KINDS["const"]), slot]
     for act, is_wrapped, v in zip(acts, wrapped, values):
         args.append(ir.Constant(_I32, KINDS[act.kind]))
         args += [b.extract_value(v, k) for k in range(len(act.items))] if is_wrapped else [v]
     decl = cg.mod.declare(MARKER, ir.VoidType(), [PTR])
     if not decl.function_type.var_arg:
         decl.function_type.var_arg = True
-    return b.call(_TypedCallee(decl, ir.FunctionType(ll(restype), [PTR], var_arg=True)), args)
+    out = b.call(_TypedCallee(decl, ir.FunctionType(ll(restype), [PTR], var_arg=True)), args)
+    if slot is not None:
+        cg.stop_if_failed(slot)
+    return out

@@ -110,7 +110,29 @@ class DeferredSpec:
         from .module import ModuleCodegen
 
         interp, frame = self.infer()
-        mod = ModuleCodegen(self.entry, interp)
+        mod = ModuleCodegen(self.entry, interp, **nested_checks(self.job, job.config))
         mod.emit(frame, self.entry)
         return str(mod.module)
+
+
+def nested_checks(deferred: DeferredJob, config) -> dict:
+    """How the nested job's checks report: ``ModuleCodegen`` options from the parent's config.
+
+    Array indices are checked when the parent's are (``boundscheck``, a job
+    parameter, so it is part of the nested job's key). A failed check sets the
+    Python error under the Python ABI, calls the CPU grid emulation's
+    callback in an emulated kernel, and traps elsewhere (on the GPU). When the
+    meta asks for an error slot (:attr:`DeferredMeta.error_slot`) and the
+    parent stops on errors (it has a status: the Python ABI, or an emulated
+    kernel with bounds checks), the nested functions take the slot instead
+    of a status, and the parent passes it (:meth:`FunctionCodegen.call_slot`).
+    """
+    from ..runtime.grid import PLUGIN as EMULATION
+
+    boundscheck = bool(config.param("boundscheck", False))
+    emulated = EMULATION in config.plugins
+    on_error = "python" if deferred.python_errors else "emulation" if emulated else "trap"
+    parent_stops = deferred.python_errors or (emulated and boundscheck)
+    return {"boundscheck": boundscheck, "on_error": on_error,
+            "error_slot": bool(getattr(deferred.meta, "error_slot", False)) and parent_stops}
 

@@ -8,9 +8,12 @@ This class is also the ``cg`` object rules lower with: ``b`` (the builder),
 
 Errors stop execution: in a module with a status (``mod.status``) a failed
 check sets the error and returns ``failed`` at once, and every call of a
-compiled function tests the callee's flag and returns at once too. The
-error paths are marked cold (branch weights), so the hot path pays one
-well-predicted branch per check.
+compiled function tests the callee's flag and returns at once too. In a
+module with an error slot (``mod.error_slot``: plain signatures plus a
+leading slot pointer, for differentiated code) a failed check sets the
+error, stores 1 into the slot and returns a zero result at once; every call
+tests the slot after it. The error paths are marked cold (branch weights),
+so the hot path pays one well-predicted branch per check.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from .lltypes import I64, PTR, STATUS, has_value, ll
 
 _INT_SUFFIX = {T.float32: "f32", T.float64: "f64"}
 _LIKELY = [1 << 20, 1]  # branch weights: the first successor is taken, the second is cold
+_I8 = ir.IntType(8)
 _EMU_INDEX_ERROR = "gpuc_emu_index_error"
 """The CPU grid emulation's callback ``void(i64 index, i64 axis, i64 size)`` (runtime/grid.py)."""
 
@@ -37,6 +41,10 @@ class FunctionCodegen:
         self.values: dict = {}
         self.b: ir.IRBuilder | None = None
         self._failed: ir.Block | None = None  # returns "failed" (modules with a status)
+        self.slot = fn.args[0] if fn.name in mod.slotted else None
+        """this function's error slot parameter (modules with an error slot)"""
+        self._stopped: ir.Block | None = None  # sets the slot and returns (functions with a slot)
+        self._local_slot: ir.AllocaInstr | None = None
 
     # -- helpers for rules -------------------------------------------------
     def ll(self, t):
@@ -90,9 +98,9 @@ class FunctionCodegen:
         """When Python errors are on: raise ``exc_name(message)`` if not ``ok``.
 
         ``values`` (i64) fill ``%lld`` fields of ``message`` (``PyErr_Format``).
-        With a status the function returns at once; without one (code that
-        a plugin transforms, such as a differentiated function) execution
-        goes on and the exception surfaces when the wrapper returns.
+        With a status or an error slot the function returns at once; in a
+        function with neither (a custom derivative rule's) execution goes on
+        and the exception surfaces when the wrapper returns.
         """
         if not self.mod.python_errors:
             return
@@ -104,10 +112,11 @@ class FunctionCodegen:
             return
         ok = self.b.icmp_unsigned("<", index, size)
         how = self.mod.on_error
-        if how == "python" and self.mod.python_errors:
+        stops = self.mod.status or self.slot is not None  # else only a trap keeps memory safe
+        if how == "python" and self.mod.python_errors and stops:
             message = f"index %lld is out of bounds for axis {axis} with size %lld"
             self._unless(ok, lambda: self._set_python_error("IndexError", message, (original, size)))
-        elif how == "emulation" and self.mod.status:
+        elif how == "emulation" and stops:
             report = self.mod.declare(_EMU_INDEX_ERROR, ir.VoidType(), [I64, I64, I64])
             self._unless(ok, lambda: self.b.call(report, [original, ir.Constant(I64, axis), size]))
         else:
@@ -137,7 +146,44 @@ class FunctionCodegen:
         self.b.position_at_end(fail)
         report()
         if not self.b.block.is_terminated:
-            self.b.branch(self._fail_block() if self.mod.status else cont)
+            self.b.branch(self._fail_block() if self.mod.status
+                          else self._stop_block() if self.slot is not None else cont)
+        self.b.position_at_end(cont)
+
+    def _stop_block(self) -> ir.Block:
+        """The block storing 1 into this function's error slot and returning a zero result."""
+        if self._stopped is None:
+            self._stopped = self.fn.append_basic_block("stop")
+            b = ir.IRBuilder(self._stopped)
+            b.store(ir.Constant(_I8, 1), self.slot)
+            rt = self.fn.function_type.return_type
+            b.ret_void() if isinstance(rt, ir.VoidType) else b.ret(ir.Constant(rt, None))
+        return self._stopped
+
+    def call_slot(self):
+        """The error slot to pass to a callee that takes one: this function's, else a local one cleared now."""
+        if self.slot is not None:
+            return self.slot
+        if self._local_slot is None:
+            here = self.b.block
+            self.b.position_at_start(self.fn.entry_basic_block)
+            self._local_slot = self.b.alloca(_I8, name="error.slot")
+            self.b.position_at_end(here)
+        self.b.store(ir.Constant(_I8, 0), self._local_slot)
+        return self._local_slot
+
+    def stop_if_failed(self, slot) -> None:
+        """After a call given ``slot`` (from :meth:`call_slot`): return at once if the callee failed.
+
+        With a status the function returns ``failed`` (the error is set); with
+        a slot it returns through it; otherwise execution goes on.
+        """
+        if not (self.mod.status or self.slot is not None):
+            return
+        failed = self.b.icmp_unsigned("!=", self.b.load(slot, typ=_I8), ir.Constant(_I8, 0))
+        stop = self._fail_block() if self.mod.status else self._stop_block()
+        cont = self.fn.append_basic_block("ok")
+        self.b.cbranch(failed, stop, cont).set_weights(list(reversed(_LIKELY)))
         self.b.position_at_end(cont)
 
     def _fail_block(self) -> ir.Block:
@@ -180,7 +226,7 @@ class FunctionCodegen:
         frame = self.frame
         live = [bl for bl in frame.ir.blocks if frame.executable(bl)]
         blocks = {bl: self.fn.append_basic_block(f"bb{bl.id}") for bl in live}
-        params = iter(self.fn.args)
+        params = iter(self.fn.args[1:] if self.slot is not None else self.fn.args)
         for arg, t in zip(frame.ir.args, frame.argtypes):
             if has_value(widen(t)) and widen(t) != pyobj:
                 self.values[arg] = next(params)
@@ -222,9 +268,13 @@ class FunctionCodegen:
         vals = [self.cast(v, widen(at), widen(pt))
                 for v, at, pt in zip(args, argtypes, callee.argtypes)
                 if has_value(widen(pt)) and widen(pt) != pyobj]
-        out = self.b.call(self.mod.function_for(callee), vals)
+        fn = self.mod.function_for(callee)
+        slot = self.call_slot() if fn.name in self.mod.slotted else None
+        out = self.b.call(fn, [slot, *vals] if slot is not None else vals)
         if self.mod.status:
             out = self._propagate(out, has_value(widen(callee.rettype)))
+        elif slot is not None:
+            self.stop_if_failed(slot)
         return out if has_value(widen(t)) else None
 
     def _abstract(self, v):

@@ -10,7 +10,7 @@ from llvmlite import ir
 
 from ..interpreter.lattice import pyobj, widen
 from .function import FunctionCodegen
-from .lltypes import has_value, ll, status_type
+from .lltypes import PTR, has_value, ll, status_type
 
 
 def spec_name(frame) -> str:
@@ -24,11 +24,18 @@ class ModuleCodegen:
     """Builds one ``ir.Module`` from inferred frames."""
 
     def __init__(self, name: str, interp, triple: str = "", data_layout: str = "", *,
-                 status: bool = False, boundscheck: bool = False, on_error: str = "python"):
+                 status: bool = False, boundscheck: bool = False, on_error: str = "python",
+                 error_slot: bool = False):
         """``status``: every function also returns a failure flag (see :func:`status_type`);
         ``boundscheck``: array indices are checked; ``on_error`` says how a failed
         index check reports: ``"python"`` (an ``IndexError`` is set), ``"trap"``
-        (``llvm.trap``) or ``"emulation"`` (the CPU grid emulation's callback)."""
+        (``llvm.trap``) or ``"emulation"`` (the CPU grid emulation's callback).
+        ``error_slot`` (instead of a status, for code a plugin transforms and
+        that must keep plain signatures, such as a differentiated function):
+        every function takes a leading ``ptr`` to an ``i8`` slot; a failed check
+        reports, stores 1 there and returns at once (a zero result), and every
+        call of a compiled function tests the slot after it (see
+        :meth:`FunctionCodegen.call_slot`)."""
         self.module = ir.Module(name=name)
         if triple:
             self.module.triple = triple
@@ -38,23 +45,35 @@ class ModuleCodegen:
         self.target_name = interp.target_name
         self.python_errors = interp.python_errors
         self.status, self.boundscheck, self.on_error = status, boundscheck, on_error
+        self.error_slot = error_slot and not status
+        self.slotted: set[str] = set()
+        """names of the functions taking the error slot (all but those asked ``plain``)"""
         self.functions: dict[str, ir.Function] = {}
         self.queue: list = []
         self.strings: dict[str, ir.GlobalVariable] = {}
 
-    def signature(self, frame) -> ir.FunctionType:
-        params = [ll(t) for t in frame.argtypes if has_value(t) and widen(t) != pyobj]
+    def signature(self, frame, slot: bool = False) -> ir.FunctionType:
+        params = [PTR] if slot else []
+        params += [ll(t) for t in frame.argtypes if has_value(t) and widen(t) != pyobj]
         rt = widen(frame.rettype)
         if self.status:
             return ir.FunctionType(status_type(rt), params)
         return ir.FunctionType(ll(rt) if has_value(rt) else ir.VoidType(), params)
 
-    def function_for(self, frame, name: str | None = None) -> ir.Function:
-        """The LLVM function of ``frame``, declared now and emitted by :meth:`emit`."""
+    def function_for(self, frame, name: str | None = None, *, plain: bool = False) -> ir.Function:
+        """The LLVM function of ``frame``, declared now and emitted by :meth:`emit`.
+
+        ``plain``: without the error slot even when the module has one (a
+        function whose signature a convention fixes, such as a custom
+        derivative rule's); the first request decides.
+        """
         name = name or frame.name or spec_name(frame)
         fn = self.functions.get(spec_name(frame))
         if fn is None:
-            fn = ir.Function(self.module, self.signature(frame), name=name)
+            slot = self.error_slot and not plain
+            fn = ir.Function(self.module, self.signature(frame, slot), name=name)
+            if slot:
+                self.slotted.add(fn.name)
             self.functions[spec_name(frame)] = fn
             self.queue.append((frame, fn))
             if name == spec_name(frame):

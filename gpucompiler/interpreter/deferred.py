@@ -56,6 +56,10 @@ class DeferredMeta:
     """
 
     rules: ClassVar[tuple[RuleSet, ...]] = ()
+    error_slot: ClassVar[bool] = False
+    """whether the nested functions take an error slot (plain signatures that still stop on
+    errors; see :class:`gpucompiler.codegen.ModuleCodegen`); the lowering then passes
+    ``FunctionCodegen.call_slot()`` as the first argument and calls ``stop_if_failed`` after"""
 
 
 @attrs.frozen

@@ -46,10 +46,11 @@ def test_marker_lowered_to_the_c_interface_with_flattened_arrays():
     assert "gpuc.enzyme.autodiff" not in linked.functions
     call = next(u.user for u in linked.functions["__enzyme_autodiff"].uses)
     wrapper = call.args[0]
+    # the error slot first (a Const pointer), then the arrays flattened
     assert wrapper.name.endswith(".enzyme") and [str(a.type) for a in wrapper.args] == \
-        ["ptr", "i64", "i64", "double", "i64"]
+        ["ptr", "ptr", "i64", "i64", "double", "i64"]
     markers = [a.name for a in call.args[1:] if getattr(a, "name", "").startswith("enzyme_")]
-    assert markers == ["enzyme_dup", "enzyme_const", "enzyme_const", "enzyme_out", "enzyme_const"]
+    assert markers == ["enzyme_const", "enzyme_dup", "enzyme_const", "enzyme_const", "enzyme_out", "enzyme_const"]
     final = parse(j.inspect_llvm(A, A, T.float64, T.int64))
     assert not {"__enzyme_autodiff", "enzyme_dup", "enzyme_out"} & (set(final.functions) | set(final.globals))
 

@@ -224,7 +224,10 @@ def _shuffle(site: int, bits: int, delta: int) -> int:
 _BARRIER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64)
 _SHUFFLE_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
 _INDEX_ERROR_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
-_index_errors: list[str] = []  # launches run one at a time (EmulatedKernel._lock)
+_index_errors: list[str] = []  # written by the running launch only: launches hold _LAUNCH_LOCK
+#: one emulated launch at a time in the process: shared arrays are module globals and the index-error
+#: channel above is process-wide, so two kernels running at once could see each other's errors
+_LAUNCH_LOCK = threading.Lock()
 
 
 def _index_error(index: int, axis: int, size: int) -> None:
@@ -269,8 +272,17 @@ def array_param(data_ptr: int, shape, strides) -> ctypes.Array:
     return (ctypes.c_int64 * (1 + 2 * len(shape)))(data_ptr, *shape, *strides)
 
 
+_INT_RANGES = {T.int32: (-(1 << 31), (1 << 31) - 1), T.int64: (-(1 << 63), (1 << 63) - 1)}
+
+
 def scalar_param(value, t: T.Scalar) -> ctypes.Array:
-    """An 8-byte zero-padded buffer holding ``value`` as ``t`` (little-endian first bytes)."""
+    """An 8-byte zero-padded buffer holding ``value`` as ``t`` (little-endian first bytes).
+
+    An integer outside ``t``'s range is an ``OverflowError``, never a wrapped value.
+    """
+    bounds = _INT_RANGES.get(t)
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+        raise OverflowError(f"kernel argument {value} does not fit in {t}")
     buf = (ctypes.c_uint8 * 8)()
     _SCALAR_CTYPES[t].from_buffer(buf).value = value
     return buf
@@ -303,7 +315,6 @@ class EmulatedKernel:
         self.uses_barrier = "gpuc_emu_barrier" in uses or "gpuc_emu_shfl" in uses
         self.library = CPULibrary.from_result(result)
         self._run = self.library.function("gpuc_emu_run", None, ctypes.c_void_p, ctypes.c_void_p)
-        self._lock = threading.Lock()  # shared arrays are module globals: one launch at a time
 
     def params(self, args):
         """``(void*[] array, buffers)`` for the arguments (NumPy arrays used in place)."""
@@ -324,7 +335,7 @@ class EmulatedKernel:
             raise LaunchError(f"a block has at most 1024 threads (as on NVIDIA GPUs), got {block}")
         array, keep = self.params(args)
         nblocks = grid[0] * grid[1] * grid[2]
-        with self._lock:
+        with _LAUNCH_LOCK:
             _index_errors.clear()
             if not self.uses_barrier:
                 ctx = _context(grid, block, 0, 1, 0, nblocks)

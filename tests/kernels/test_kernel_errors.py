@@ -152,3 +152,57 @@ def test_launch_errors():
         k[1, 1, "cpu"](np.zeros(2), 1)
     with pytest.raises(ArgumentTypeError):
         k[1, 1, "cpu"]("text")
+
+
+def store_scalar(n, out):
+    if gd.grid(1) == 0:
+        out[0] = n
+
+
+def test_integer_argument_out_of_range_is_an_overflow_not_a_wrap():
+    k = kernel(store_scalar)
+    out = np.zeros(1, dtype=np.int64)
+    k[1, 1, "cpu"](2**62, out)
+    assert out[0] == 2**62
+    with pytest.raises(OverflowError, match="does not fit in int64"):
+        k[1, 1, "cpu"](2**64 + 5, out)
+    assert out[0] == 2**62
+
+
+def read_at(x, i, out):
+    if gd.grid(1) == 0:
+        out[0] = x[i]
+
+
+def test_index_errors_of_concurrent_launches_stay_with_their_launch():
+    """Two threads launching checked kernels: each sees its own IndexError, no other's."""
+    import threading
+
+    bad = kernel(boundscheck=True)(read_at)
+    good = kernel(boundscheck=True)(store_scalar)
+    x, out, out2 = np.arange(4.0), np.zeros(1), np.zeros(1, dtype=np.int64)
+    bad[1, 1, "cpu"](x, 1, out)
+    good[1, 1, "cpu"](1, out2)
+    failures = []
+
+    def run_bad():
+        for _ in range(200):
+            try:
+                bad[1, 1, "cpu"](x, 10, out)
+                failures.append("missed IndexError")
+            except IndexError:
+                pass
+
+    def run_good():
+        for k in range(200):
+            try:
+                good[1, 1, "cpu"](k, out2)
+            except IndexError as exc:
+                failures.append(f"foreign IndexError: {exc}")
+
+    threads = [threading.Thread(target=run_bad), threading.Thread(target=run_good)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []

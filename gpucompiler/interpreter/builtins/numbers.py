@@ -37,9 +37,33 @@ def _binary(fn, sig, restype, int_op=None, float_op=None, lower=None):
 for _fn, _i, _f in ((operator.add, "add", "fadd"), (operator.sub, "sub", "fsub"),
                     (operator.mul, "mul", "fmul")):
     _binary(_fn, (Number, Number), _promoted, _i, _f)
-for _fn, _i in ((operator.and_, "and_"), (operator.or_, "or_"), (operator.xor, "xor"),
-                (operator.lshift, "shl"), (operator.rshift, "ashr")):
+for _fn, _i in ((operator.and_, "and_"), (operator.or_, "or_"), (operator.xor, "xor")):
     _binary(_fn, (IntLike, IntLike), _promoted, _i)
+
+
+def _shift_count(cg, b):
+    """``b`` checked like Python (a negative count is a ValueError) and whether it is past the width."""
+    zero = ir.Constant(b.type, 0)
+    cg.check(cg.b.icmp_signed(">=", b, zero), "ValueError", "negative shift count")
+    return cg.b.icmp_signed(">=", b, ir.Constant(b.type, b.type.width))
+
+
+def _lshift(cg, a, b, t):
+    """Python's ``a << b`` wrapped to the integer width: 0 once every bit is shifted out
+    (LLVM's ``shl`` by the width or more is poison)."""
+    past = _shift_count(cg, b)
+    safe = cg.b.select(past, ir.Constant(b.type, 0), b)
+    return cg.b.select(past, ir.Constant(a.type, 0), cg.b.shl(a, safe))
+
+
+def _rshift(cg, a, b, t):
+    """Python's ``a >> b``: a shift by the width or more gives 0 or -1 (the sign)."""
+    past = _shift_count(cg, b)
+    return cg.b.ashr(a, cg.b.select(past, ir.Constant(b.type, b.type.width - 1), b))
+
+
+_binary(operator.lshift, (IntLike, IntLike), _promoted, lower=_lshift)
+_binary(operator.rshift, (IntLike, IntLike), _promoted, lower=_rshift)
 
 
 def _truediv_type(a, b):

@@ -42,10 +42,12 @@ for _fn, _i in ((operator.and_, "and_"), (operator.or_, "or_"), (operator.xor, "
 
 
 def _shift_count(cg, b):
-    """``b`` checked like Python (a negative count is a ValueError) and whether it is past the width."""
+    """``b`` checked like Python (a negative count is a ValueError) and whether it is out of
+    ``[0, width)`` (unsigned compare: where errors cannot be raised, in kernels, a negative
+    count still gives a defined value, never LLVM poison)."""
     zero = ir.Constant(b.type, 0)
     cg.check(cg.b.icmp_signed(">=", b, zero), "ValueError", "negative shift count")
-    return cg.b.icmp_signed(">=", b, ir.Constant(b.type, b.type.width))
+    return cg.b.icmp_unsigned(">=", b, ir.Constant(b.type, b.type.width))
 
 
 def _lshift(cg, a, b, t):

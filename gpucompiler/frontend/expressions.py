@@ -47,7 +47,7 @@ class Expressions:
     def expr_BinOp(self, node):
         op = _BINOPS.get(type(node.op))
         if op is None:
-            self.unsupported(node.op)
+            self.unsupported(node, type(node.op).__name__)
         return self.emit(op, [self.expr(node.left), self.expr(node.right)], node)
 
     def expr_UnaryOp(self, node):
@@ -111,7 +111,7 @@ class Expressions:
     def _compare(self, node, op, left, right):
         fn = _CMPOPS.get(type(op))
         if fn is None:
-            self.unsupported(op, f"comparison {type(op).__name__}")
+            self.unsupported(node, f"comparison {type(op).__name__}")
         return self.emit(fn, [left, right], node)
 
     def expr_IfExp(self, node):

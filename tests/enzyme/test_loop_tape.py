@@ -1,8 +1,10 @@
 """The tape of loops (tests/enzyme/c/loops.c): cache arrays sized before a
-loop whose trip count is known there, nested loops, arrays that grow for a
-while loop with a data-dependent exit and for a loop with an early exit.
-Gradients against finite differences and forward mode; the IR of a loop
-with a known trip count has no ``realloc``."""
+loop whose trip count is known there, nested loops (one array per
+rectangular nest), arrays that grow for a while loop with a data-dependent
+exit and for a loop with an early exit, small arrays of constant size on the
+stack. Gradients against finite differences and forward mode; the IR of a
+loop with a known trip count has no ``realloc``, a constant one no
+``malloc``."""
 
 from __future__ import annotations
 
@@ -18,6 +20,9 @@ CASES = [
     Case("loops", "nest", sizes=(1, 2, 7, 20)),
     Case("loops", "untilsum", sizes=(1, 3, 8), domain=(0.2, 1.0)),
     Case("loops", "early", sizes=(1, 3, 9, 40)),
+    Case("loops", "fixed", sizes=(1, 3, 30)),
+    Case("loops", "fixnest", sizes=(1, 4, 11)),
+    Case("loops", "rect", sizes=(1, 2, 5, 12)),
 ]
 LEVELS = ("O0", "O2")
 
@@ -73,3 +78,31 @@ def test_tape_calls_are_marked(level):
     for line in text.splitlines():
         if re.search(r"call [^\n]*@(malloc|realloc|free)\(", line):
             assert "!gpuc.ad.tape" in line, line
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("name", ["fixed", "fixnest"])
+def test_constant_trip_counts_keep_the_tape_on_the_stack(level, name):
+    """A small array of constant size is an ``alloca`` of the entry block: no malloc, free or realloc."""
+    body = _body(differentiated("loops", level), name)
+    for fn in ("malloc", "free", "realloc"):
+        assert _calls(body, fn) == 0, body
+
+
+def _malloc_sizes(body: str):
+    return re.findall(r"call [^\n]*@malloc\(i64 (?:noundef )?([^)]*)\)", body)
+
+
+def test_rectangular_nest_allocates_one_array():
+    """At -O0 both loops of ``rect`` test their counter in the header: the inner loop runs on every
+    iteration of the outer one, so a single array holds both levels (one malloc, one free)."""
+    body = _body(differentiated("loops", "O0"), "rect")
+    assert _calls(body, "malloc") == 1 and _calls(body, "free") == 1, body
+    assert _calls(body, "realloc") == 0
+
+
+def test_triangular_inner_loop_keeps_its_own_array():
+    """``nest``'s second nest is triangular (the inner count is the outer counter): the inner loop
+    allocates per execution; the rectangular first nest allocates once."""
+    body = _body(differentiated("loops", "O0"), "nest")
+    assert _calls(body, "malloc") == 3, body  # the rectangular nest, the triangular outer and inner loops

@@ -48,6 +48,34 @@ double early(const double *x, int n) {
     return s * s;
 }
 
+/* a constant trip count: the cache is small enough for the stack frame */
+double fixed(const double *x, int n) {
+    double s = 0.3;
+    for (int i = 0; i < 24; i++)
+        s = sin(s) * x[i % n] + 0.5 * x[(i + 1) % n];
+    return s;
+}
+
+/* a rectangular nest of constant trip counts, also on the stack */
+double fixnest(const double *x, int n) {
+    double s = 0.2;
+    for (int t = 0; t < 3; t++)
+        for (int i = 0; i < 5; i++)
+            s = 0.8 * s + cos(s * x[(t + i) % n]) * x[i % n];
+    return s;
+}
+
+/* a rectangular nest over n: one array for both levels */
+double rect(const double *x, int n) {
+    double s = 0.1;
+    for (int t = 0; t < n; t++) {
+        s = s * x[t];
+        for (int i = 0; i < n; i++)
+            s = 0.7 * s + sin(s * x[i]) * x[t];
+    }
+    return s;
+}
+
 #define ENTRIES(f)                                                              \
     double f##_primal(double *x, int n) { return f(x, n); }                     \
     void f##_grad(double *x, double *dx, int n) {                               \
@@ -61,3 +89,6 @@ ENTRIES(counted)
 ENTRIES(nest)
 ENTRIES(untilsum)
 ENTRIES(early)
+ENTRIES(fixed)
+ENTRIES(fixnest)
+ENTRIES(rect)

@@ -19,7 +19,7 @@ from .rules import ARITH_FORWARD, ARITH_REVERSE, derived_forward
 
 #: opcodes that only move integers, pointers or control: copied, no rule
 PASSIVE = frozenset("add sub mul udiv sdiv urem srem shl lshr ashr and or xor icmp fcmp trunc zext sext "
-                    "fptoui fptosi uitofp sitofp ptrtoint inttoptr br switch unreachable freeze".split())
+                    "fptoui fptosi uitofp sitofp ptrtoint inttoptr br switch unreachable".split())
 
 
 class Sweep(Emit):

@@ -283,3 +283,26 @@ define i64 @count() {
     # d/dx (cube(x))^2 with the rule's d cube = 7 x^2 (not 3 x^2): 2 x^3 * 7 x^2
     assert grad(1.5) == pytest.approx(2 * 1.5 ** 3 * 7 * 1.5 ** 2, rel=1e-12)
     assert count() == 1
+
+
+FREEZE = HEAD + """
+define double @f(double %x) {
+  %y = fmul double %x, %x
+  %z = freeze double %y
+  ret double %z
+}
+define double @grad(double %x) {
+  %r = call double (ptr, ...) @__enzyme_autodiff(ptr @f, double %x)
+  ret double %r
+}
+define double @tangent(double %x) {
+  %r = call double (ptr, ...) @__enzyme_fwddiff(ptr @f, double %x, double 1.0)
+  ret double %r
+}
+"""
+
+
+def test_freeze_carries_the_derivative():
+    lib = CPULibrary.from_ir(enzyme_plugin.differentiate(FREEZE))
+    for name in ("grad", "tangent"):
+        assert lib.function(name, D, D)(1.5) == pytest.approx(3.0, rel=1e-15)

@@ -29,6 +29,7 @@ REVERSE = {
              lambda e, I, d: e.fneg(e.fdiv(e.fmul(d, e.res(I)), e.op(I, 1)))),
     "frem": (_d, _frem_y),
     "fneg": (_neg,),
+    "freeze": (_d,),
     "fpext": (lambda e, I, d: e.cast("fptrunc", d, I.operands[0].type),),
     "fptrunc": (lambda e, I, d: e.cast("fpext", d, I.operands[0].type),),
     "select": (None,

@@ -222,7 +222,10 @@ def test_kernel_boundscheck_covers_the_differentiated_function_in_emulation():
     np.testing.assert_array_equal(dwbuf, dbefore)
 
 
-def test_kernel_boundscheck_traps_in_the_differentiated_function_on_the_gpu():
+def test_kernel_boundscheck_traps_in_the_differentiated_function_on_the_gpu(check_ptx):
     plain = kernel(grad_kernel, plugins=P).inspect_llvm(A, A, A, A, T.int64)
-    checked = kernel(grad_kernel, plugins=P, boundscheck=True).inspect_llvm(A, A, A, A, T.int64)
-    assert "llvm.trap" not in plain and "llvm.trap" in checked
+    k = kernel(grad_kernel, plugins=P, boundscheck=True)
+    assert "llvm.trap" not in plain and "llvm.trap" in k.inspect_llvm(A, A, A, A, T.int64)
+    ptx = k.inspect_ptx(A, A, A, A, T.int64)
+    assert "trap;" in ptx
+    check_ptx(ptx)

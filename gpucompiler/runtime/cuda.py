@@ -23,13 +23,28 @@ the argument types changes the key, so it compiles a new specialisation.
 
 Launches are asynchronous on the given stream (default: the legacy default
 stream, handle 0), like CUDA; synchronise before reading device results.
+
+Device heap: a kernel whose PTX calls ``malloc`` (the AD tape of a loop whose
+trip count is known only at run time) allocates from the context's device
+heap, 8 MiB by default in CUDA. Before the first launch of such a kernel in a
+context, the heap limit (``CU_LIMIT_MALLOC_HEAP_SIZE``) is raised to
+:data:`DEFAULT_DEVICE_HEAP` when it is below it, once per context; the
+environment variable ``GPUC_DEVICE_HEAP`` (bytes, or with a ``K``/``M``/``G``
+suffix) sets another size, read once by :meth:`RuntimeSettings.from_env`,
+the runtime's one reader of the environment. CUDA refuses the change once a
+kernel using ``malloc`` has run in the context: the launch then goes on with
+the heap as it is, after a ``RuntimeWarning``.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
+import re
 import struct
 import threading
+import warnings
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -44,6 +59,62 @@ _state: dict = {"init": False}
 _capability: dict = {}   # context handle -> (major, minor)
 _functions: dict = {}    # (kernel id, argtypes, context) -> (CUfunction, module, kernel)
 _launchers: dict = {}    # (kernel id, context, signature key) -> Launcher
+_heap_checked: set = set()  # contexts whose device heap limit was checked
+
+#: device heap (bytes) made available to kernels that call malloc (CUDA's default is 8 MiB)
+DEFAULT_DEVICE_HEAP = 256 << 20
+_SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)i?B?\s*$", re.I)
+
+
+class RuntimeSettings:
+    """Switches of the CUDA runtime read from the environment (the one place that reads them)."""
+
+    def __init__(self, device_heap: int = DEFAULT_DEVICE_HEAP):
+        #: ``GPUC_DEVICE_HEAP``: the device heap limit (bytes) for kernels that call malloc
+        self.device_heap = device_heap
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "RuntimeSettings":
+        raw = environ.get("GPUC_DEVICE_HEAP")
+        if not raw:
+            return cls()
+        m = _SIZE.match(raw)
+        if m is None:
+            raise LaunchError(f"GPUC_DEVICE_HEAP={raw!r} is not a size: write bytes, or a number with "
+                              "K, M or G (e.g. 512M)")
+        return cls(int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2).upper()])
+
+
+def settings() -> RuntimeSettings:
+    """The runtime's settings, read from the environment on first use."""
+    s = _state.get("settings")
+    if s is None:
+        s = _state["settings"] = RuntimeSettings.from_env()
+    return s
+
+
+def calls_malloc(ptx: str) -> bool:
+    """Whether a PTX module calls the device's ``malloc`` (declared ``.extern .func ... malloc``)."""
+    return re.search(r"^\s*\.extern\s+\.func\b[^\n]*\bmalloc\b", ptx, re.M) is not None
+
+
+def ensure_device_heap(d, ctx: int) -> None:
+    """Raise context ``ctx``'s device heap limit to the configured size if it is below it (once per context)."""
+    if ctx in _heap_checked:
+        return
+    _heap_checked.add(ctx)
+    want = settings().device_heap
+    limit = d.CUlimit.CU_LIMIT_MALLOC_HEAP_SIZE
+    have = int(check(d.cuCtxGetLimit(limit), "cuCtxGetLimit"))
+    if have >= want:
+        return
+    err = d.cuCtxSetLimit(limit, want)[0]
+    if int(err):
+        name = d.cuGetErrorName(err)[1]
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        warnings.warn(f"could not raise the CUDA device heap from {have} to {want} bytes ({name}): a kernel "
+                      "calling malloc already ran in this context; set GPUC_DEVICE_HEAP or launch "
+                      "gpucompiler kernels first", RuntimeWarning, stacklevel=3)
 
 
 def _driver():
@@ -156,6 +227,8 @@ def load_function(kernel, argtypes, ctx: int):
     if hit is None:
         d = _driver()
         ptx, job = kernel.compile_ptx(argtypes, capability(ctx))
+        if calls_malloc(ptx):
+            ensure_device_heap(d, ctx)
         module = check(d.cuModuleLoadData(ptx.encode() + b"\0"), "cuModuleLoadData")
         fn = check(d.cuModuleGetFunction(module, kernel.symbol.encode()), "cuModuleGetFunction")
         hit = _functions[key] = (fn, module, kernel)

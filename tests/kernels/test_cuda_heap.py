@@ -1,0 +1,112 @@
+"""The device heap limit raised before launching a kernel whose PTX calls malloc (the AD tape
+of a loop with a run-time trip count), against the fake driver of test_cuda_launch: once per
+context, only when below the configured size, ``GPUC_DEVICE_HEAP`` read as the override."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from gpucompiler import kernel
+from gpucompiler.errors import LaunchError
+from gpucompiler.runtime import cuda
+from kernel_corpus import saxpy
+from test_cuda_launch import FakeDriver
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "enzyme_plugin"))
+import ez_funcs as F  # noqa: E402
+
+HEAP = "heap"
+
+
+class HeapDriver(FakeDriver):
+    class CUlimit:
+        CU_LIMIT_MALLOC_HEAP_SIZE = HEAP
+
+    def __init__(self, heap=8 << 20, refuse=False):
+        super().__init__()
+        self.heap, self.refuse, self.set_calls = heap, refuse, []
+
+    def cuCtxGetLimit(self, limit):
+        assert limit == HEAP
+        return (0, self.heap)
+
+    def cuCtxSetLimit(self, limit, value):
+        assert limit == HEAP
+        self.set_calls.append(value)
+        if self.refuse:
+            return (1,)
+        self.heap = value
+        return (0,)
+
+
+@pytest.fixture
+def heap_fake(monkeypatch, request):
+    driver = HeapDriver(**getattr(request, "param", {}))
+    monkeypatch.setattr(cuda, "_driver", lambda: driver)
+    for name, value in (("_functions", {}), ("_launchers", {}), ("_capability", {}),
+                        ("_state", {"init": False}), ("_heap_checked", set())):
+        monkeypatch.setattr(cuda, name, value)
+    monkeypatch.delenv("GPUC_DEVICE_HEAP", raising=False)
+    return driver
+
+
+def _launch_tape_kernel(n=12):
+    x = np.linspace(-0.4, 0.6, n)
+    dx = np.zeros_like(x)
+    kernel(F.loop_in_kernel, plugins=("enzyme",))[1, 16](x, dx)
+    return x, dx
+
+
+def test_kernel_calling_malloc_raises_the_heap_once_per_context(heap_fake):
+    x, dx = _launch_tape_kernel()
+    assert heap_fake.set_calls == [cuda.DEFAULT_DEVICE_HEAP]
+    h, fd = 1e-6, np.zeros_like(x)
+    for k in range(len(x)):
+        e = np.zeros_like(x)
+        e[k] = h
+        fd[k] = sum(F.cumulative(x + e, i) - F.cumulative(x - e, i) for i in range(len(x))) / (2 * h)
+    np.testing.assert_allclose(dx, fd, rtol=1e-6, atol=1e-8)
+    _launch_tape_kernel()
+    assert heap_fake.set_calls == [cuda.DEFAULT_DEVICE_HEAP]  # the context was checked already
+
+
+def test_kernel_without_malloc_leaves_the_heap_alone(heap_fake):
+    n = 64
+    x, y = np.random.rand(n).astype(np.float32), np.random.rand(n).astype(np.float32)
+    out = np.zeros_like(x)
+    saxpy[1, 64](np.float32(2.0), x, y, out)
+    np.testing.assert_allclose(out, 2.0 * x + y, rtol=1e-6)
+    assert heap_fake.set_calls == [] and cuda._heap_checked == set()
+
+
+@pytest.mark.parametrize("heap_fake", [{"heap": 1 << 30}], indirect=True)
+def test_a_larger_heap_is_kept(heap_fake):
+    _launch_tape_kernel()
+    assert heap_fake.set_calls == [] and heap_fake.heap == 1 << 30
+
+
+def test_environment_override(heap_fake, monkeypatch):
+    monkeypatch.setenv("GPUC_DEVICE_HEAP", "512M")
+    _launch_tape_kernel()
+    assert heap_fake.set_calls == [512 << 20]
+
+
+@pytest.mark.parametrize("raw, size", [("1048576", 1 << 20), ("64K", 64 << 10), ("2g", 2 << 30),
+                                       ("300 MiB", 300 << 20)])
+def test_settings_parse_sizes(raw, size):
+    assert cuda.RuntimeSettings.from_env({"GPUC_DEVICE_HEAP": raw}).device_heap == size
+    assert cuda.RuntimeSettings.from_env({}).device_heap == cuda.DEFAULT_DEVICE_HEAP
+
+
+def test_settings_reject_a_bad_size():
+    with pytest.raises(LaunchError, match="GPUC_DEVICE_HEAP"):
+        cuda.RuntimeSettings.from_env({"GPUC_DEVICE_HEAP": "lots"})
+
+
+@pytest.mark.parametrize("heap_fake", [{"refuse": True}], indirect=True)
+def test_refused_change_warns_and_launches(heap_fake):
+    with pytest.warns(RuntimeWarning, match="device heap"):
+        _, dx = _launch_tape_kernel()
+    assert heap_fake.set_calls == [cuda.DEFAULT_DEVICE_HEAP] and np.any(dx != 0)

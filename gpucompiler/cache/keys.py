@@ -1,8 +1,9 @@
 """Cache keys: a canonical *key document* per job and its SHA-256.
 
 The document holds everything that decides the compiled output: the
-source's fingerprint (for Python functions: the source of the function and
-of everything it calls, captured globals, argument types), the config
+source's fingerprint (for Python functions: the code of the function and
+of everything it calls, captured globals, argument types, return type; see
+:func:`index_document` for the cheap first-level key), the config
 (target included), the machine code is generated for, the names, versions
 settings and code digests of the enabled plugins, the gpucompiler version
 and the digest of its source (so a changed compiler never reuses entries of

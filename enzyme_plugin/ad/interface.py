@@ -68,48 +68,55 @@ def call_items(inst) -> list:
 
 
 def decode(inst, fn, mode: str, sret=None):
-    """(kinds, caller values per derivative parameter) of a marker call on ``fn``."""
+    """``(kinds, caller values per derivative parameter, split-mode extras)`` of a marker call on ``fn``.
+
+    Too few or too many arguments for ``fn``, or a marker with no value after
+    it, raise :class:`ADError` naming the call.
+    """
     items = call_items(inst)[2 if sret else 1:]
     kinds, values, i = [], [], 0
     extras = {}
+
+    def take(n: int, what: str) -> list:
+        nonlocal i
+        if i + n > len(items):
+            raise unsupported(f"too few arguments for @{fn.name} in the marker call (missing {what})", inst)
+        out = items[i:i + n]
+        i += n
+        return out
+
     while i < len(items) and _marker_of(items[i]) in ("enzyme_allocated", "enzyme_tape"):
-        extras[_marker_of(items[i])] = items[i + 1]
-        i += 2
-    decode.extras = extras
+        marker = _marker_of(items[i])
+        i += 1
+        extras[marker] = take(1, f"the value after {marker}")[0]
     for a in fn.args:
         if i >= len(items):
             raise unsupported(f"too few arguments for @{fn.name} in the marker call", inst)
         m = _marker_of(items[i])
         if m is not None:
             i += 1
-        if m is None:
+        else:
             if a.type.kind == "ptr":
                 m = "enzyme_dup"
             elif is_float_like(a.type):
-                m = "enzyme_dup" if mode == "forward" else "enzyme_out"  # noqa: E501
+                m = "enzyme_dup" if mode == "forward" else "enzyme_out"
             else:
                 m = "enzyme_const"
-        if m in ("enzyme_dup", "enzyme_dupnoneed"):
-            if mode != "forward" and a.type.kind != "ptr":
-                kinds.append(OUT)
-                values.append(items[i])
-                i += 1
-                continue
+        if m in ("enzyme_dup", "enzyme_dupnoneed") and (mode == "forward" or a.type.kind == "ptr"):
             kinds.append(DUP)
-            values += [items[i], items[i + 1]]
-            i += 2
-        elif m == "enzyme_out":
+            values += take(2, f"the value and shadow after {m}")
+        elif m in ("enzyme_dup", "enzyme_dupnoneed", "enzyme_out"):
             kinds.append(OUT if is_float_like(a.type) else CONST)
-            values.append(items[i])
-            i += 1
+            values += take(1, f"the value after {m}")
         else:
             kinds.append(CONST)
-            values.append(items[i])
-            i += 1
+            values += take(1, f"the value after {m}")
+    if i < len(items):
+        raise unsupported(f"{len(items) - i} argument(s) too many for @{fn.name} in the marker call", inst)
     for v in values:
         if isinstance(v, tuple):
             raise unsupported("misplaced activity marker in the marker call", inst)
-    return kinds, values
+    return kinds, values, extras
 
 
 def _sret(inst):
@@ -191,11 +198,11 @@ def differentiate_module(module):
     for inst, mode in sites:
         sret = _sret(inst)
         f = _target(inst, sret)
-        kinds, values = decode(inst, f, mode, sret)
+        kinds, values, extras = decode(inst, f, mode, sret)
         b = Builder()
         b.position_before(inst)
         if mode in ("augment", "split_reverse"):
-            res = _split_site(engine, b, inst, f, kinds, values, decode.extras, mode)
+            res = _split_site(engine, b, inst, f, kinds, values, extras, mode)
         elif mode == "forward":
             d = engine.forward_fn(f, kinds)
             out = b.call(d, values)

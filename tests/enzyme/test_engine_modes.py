@@ -306,3 +306,22 @@ def test_freeze_carries_the_derivative():
     lib = CPULibrary.from_ir(enzyme_plugin.differentiate(FREEZE))
     for name in ("grad", "tangent"):
         assert lib.function(name, D, D)(1.5) == pytest.approx(3.0, rel=1e-15)
+
+
+ONE_ARG = HEAD + """
+define double @f(double %x) {
+  %y = fmul double %x, %x
+  ret double %y
+}
+"""
+
+
+@pytest.mark.parametrize("call,message", [
+    ("call double (ptr, ...) @__enzyme_autodiff(ptr @f, double %x, double %x)", "too many"),
+    ("call double (ptr, ...) @__enzyme_autodiff(ptr @f, ptr @enzyme_const)", "missing the value after enzyme_const"),
+    ("call double (ptr, ...) @__enzyme_autodiff(ptr @f)", "too few arguments"),
+])
+def test_marker_calls_with_wrong_arguments_are_aderrors(call, message):
+    ir = ONE_ARG + f"define double @g(double %x) {{\n  %r = {call}\n  ret double %r\n}}\n"
+    with pytest.raises(ADError, match=message):
+        enzyme_plugin.differentiate(ir)

@@ -18,7 +18,7 @@ import re
 import types
 
 from . import types as T
-from .errors import ArgumentTypeError
+from .errors import ArgumentTypeError, TypeInferenceError
 from .frontend.printer import format_function
 from .frontend.spec import FunctionSpec
 from .interpreter.infer import MISSING
@@ -30,6 +30,8 @@ from .runtime.cpu import CPULibrary  # noqa: E402
 _CTYPES = {T.boolean: ctypes.c_bool, T.int32: ctypes.c_int32, T.int64: ctypes.c_int64,
            T.float32: ctypes.c_float, T.float64: ctypes.c_double}
 _FAST = {int: T.int64, float: T.float64, bool: T.boolean}
+#: integer parameters are range-checked before the call: ctypes would wrap a Python int silently
+_INT_RANGES = {T.int32: (-(1 << 31), (1 << 31) - 1), T.int64: (-(1 << 63), (1 << 63) - 1)}
 _LOADED: dict = {}  # cache key -> (library, address): shared by every dispatcher
 _BY_REPR = {repr(t): t for t in (*_CTYPES, T.none)}  # return types a dependency record can name
 
@@ -94,26 +96,31 @@ class Dispatcher:
             entry = self._compile(key, args)
         return entry.call(*args)
 
+    def _describe(self, value) -> str:
+        dtype = getattr(value, "dtype", None)
+        return f"{type(value).__name__} of dtype {dtype}" if dtype is not None else type(value).__name__
+
     # -- compilation --------------------------------------------------------
-    def _spec(self, argtypes) -> FunctionSpec:
+    def _spec(self, argtypes, args=()) -> FunctionSpec:
         params = self.py_func.__code__.co_varnames[:self.py_func.__code__.co_argcount]
-        for name, t in zip(params, argtypes):
+        for k, (name, t) in enumerate(zip(params, argtypes)):
             if t is None or _ctype(t) is None or isinstance(t, T.TupleType):
-                raise ArgumentTypeError(name, t, function=self.py_func.__qualname__,
+                shown = self._describe(args[k]) if t is None and k < len(args) else t
+                raise ArgumentTypeError(name, shown, function=self.py_func.__qualname__,
                                         hint="pass bool, int, float or a NumPy array of those dtypes")
         return FunctionSpec(self.py_func, argtypes)
 
-    def _job(self, argtypes):
+    def _job(self, argtypes, args=()):
         from .config import CompilerConfig
         from .job import CompilerJob
         from .targets import NativeTarget
 
         config = CompilerConfig(NativeTarget(), params={"python_abi": True, "boundscheck": self.boundscheck},
                                 opt_level=self.opt_level, plugins=self.plugins)
-        return CompilerJob(self._spec(argtypes), config)
+        return CompilerJob(self._spec(argtypes, args), config)
 
     def _compile(self, argtypes, args=()) -> _Entry:
-        job = self._job(argtypes)
+        job = self._job(argtypes, args)
         spec = job.source
         # through the cache's index key: on a hit in a fresh process no type inference runs
         result = compile_cached(job, emit=("obj",))  # GPUC_CACHE_*, GPUC_SERVICE_URL
@@ -129,9 +136,23 @@ class Dispatcher:
         if rt is None:
             interp, frame = spec.infer("native", self.plugins, True)
             rt = frame.rettype.type if hasattr(frame.rettype, "type") else frame.rettype
+        if rt != T.none and _ctype(rt) is None:
+            raise TypeInferenceError(f"{self.py_func.__qualname__} returns a value of type {rt}, which compiled "
+                                     "code cannot hand back to Python", (rt,), function=self.py_func.__qualname__,
+                                     hint="return bool, int, float, a tuple of those or an array")
         restype = _ctype(rt) if rt != T.none else None
         call = ctypes.PYFUNCTYPE(restype, *[_ctype(t) for t in argtypes])(address)
         call._library = lib
+        ints = [(k, *_INT_RANGES[t]) for k, t in enumerate(argtypes) if t in _INT_RANGES]
+        if ints:
+            checked = call
+
+            def call(*a, _call=checked, _ints=ints, _name=self.py_func.__qualname__):
+                for k, lo, hi in _ints:
+                    if not lo <= a[k] <= hi:
+                        raise OverflowError(f"argument {k + 1} of {_name} ({a[k]}) does not fit in "
+                                            f"{argtypes[k]}")
+                return _call(*a)
         if args and any(type(a) not in _FAST and T.typeof(a) in _CTYPES for a in args):
             raw = call
             call = lambda *a: raw(*[x.item() if hasattr(x, "item") and  # noqa: E731

@@ -234,3 +234,40 @@ def test_unsupported_operators_name_the_line(fn, construct, marker):
     with pytest.raises(UnsupportedError) as info:
         jit(fn)(*args)
     assert construct in str(info.value) and f":{line}" in str(info.value)
+
+
+def _add(a, b):
+    return a + b
+
+
+def _returns_str(a):
+    return "abc"
+
+
+def _identity(a):
+    return a
+
+
+def test_integer_arguments_out_of_range_raise_overflow():
+    add = jit(_add)
+    assert add(2**62, 1) == 2**62 + 1
+    with pytest.raises(OverflowError, match="does not fit in int64"):
+        add(2**64 + 5, 1)
+    with pytest.raises(OverflowError):
+        add(1, -(2**63) - 1)
+
+
+def test_returning_a_python_object_is_a_typed_error_not_none():
+    from gpucompiler.errors import TypeInferenceError
+
+    with pytest.raises(TypeInferenceError, match="returns a value of type"):
+        jit(_returns_str)(1)
+
+
+@pytest.mark.parametrize("value,shown", [([1, 2], "list"), (1j, "complex"),
+                                         (np.zeros(3, dtype=np.uint8), "ndarray of dtype uint8")])
+def test_argument_type_errors_name_the_python_type(value, shown):
+    from gpucompiler.errors import ArgumentTypeError
+
+    with pytest.raises(ArgumentTypeError, match=shown):
+        jit(_identity)(value)

@@ -20,8 +20,7 @@ import types
 from . import types as T
 from .errors import ArgumentTypeError, TypeInferenceError
 from .frontend.printer import format_function
-from .frontend.spec import FunctionSpec
-from .interpreter.infer import MISSING
+from .frontend.spec import FunctionSpec, deps_valid
 
 # imported with the package, not at the first call: a first call served from the cache costs ~1 ms
 from .cache import compile_cached  # noqa: E402
@@ -42,14 +41,6 @@ def _ctype(t):
     if isinstance(t, T.TupleType):
         return ctypes.py_object
     return _CTYPES.get(t)
-
-
-def _valid(deps) -> bool:
-    for holder, name, value in deps:
-        cur = holder.get(name, MISSING) if isinstance(holder, dict) else getattr(holder, name, MISSING)
-        if cur is not value:
-            return False
-    return True
 
 
 class _Symbol:
@@ -92,7 +83,7 @@ class Dispatcher:
         except KeyError:
             key = tuple(map(T.typeof, args))
         entry = self._entries.get(key)
-        if entry is None or (entry.deps and not _valid(entry.deps)):
+        if entry is None or (entry.deps and not deps_valid(entry.deps)):
             entry = self._compile(key, args)
         return entry.call(*args)
 

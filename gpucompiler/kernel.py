@@ -30,7 +30,7 @@ from . import types as T
 from . import device as _device  # noqa: F401  (registers the device intrinsics)
 from .errors import ArgumentTypeError, KernelError, LaunchError
 from .frontend.ir import Return
-from .frontend.spec import FunctionSpec
+from .frontend.spec import FunctionSpec, deps_valid
 from .interpreter.lattice import widen
 
 CPU = "cpu"
@@ -143,6 +143,7 @@ class Kernel:
         self._specs: dict = {}
         self._ptx: dict = {}
         self._emulated: dict = {}
+        self._deps: list = []       # every global read by any specialisation (world age)
         self._launches: dict = {}   # configuration -> Launch (ints, tuples, None/int/str streams only)
         functools.update_wrapper(self, fn)
 
@@ -185,8 +186,21 @@ class Kernel:
         if spec is None:
             spec = FunctionSpec(self.py_func, argtypes)
             check_kernel(spec, self.plugins)
+            self._deps.extend(spec.dependencies("ptx", self.plugins))
             self._specs[argtypes] = spec
         return spec
+
+    def refresh(self) -> None:
+        """World age: when a global any compiled specialisation read was rebound, forget them all
+        (PTX, emulation, loaded CUDA functions), so the next launch compiles against the new value."""
+        if self._deps and not deps_valid(self._deps):
+            self._specs.clear()
+            self._ptx.clear()
+            self._emulated.clear()
+            self._deps.clear()
+            from .runtime import cuda
+
+            cuda.forget(self)
 
     def job(self, argtypes, capability=(9, 0)):
         """The PTX :class:`~gpucompiler.job.CompilerJob` of ``argtypes`` for ``capability``."""
@@ -253,6 +267,7 @@ class Launch:
         self._hstream = self._launch = None
 
     def __call__(self, *args) -> None:
+        self.kernel.refresh()
         launch = self._launch
         if launch is not None:
             return launch(self.kernel, self.grid, self.block, self._hstream, args)

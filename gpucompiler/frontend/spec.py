@@ -312,3 +312,19 @@ class FunctionSpec:
         if abi:
             emit_wrapper(mod, frame, entry, self.entry + ".pywrap")
         return str(mod.module)
+
+
+MISSING = None
+
+
+def deps_valid(deps) -> bool:
+    """Whether every recorded global read ``(holder, name, value)`` still finds the same object
+    (Julia's world age: a rebound global invalidates code compiled against the old one)."""
+    global MISSING
+    if MISSING is None:  # interpreter.infer imports this package: bind its sentinel on first use
+        from ..interpreter.infer import MISSING
+    for holder, name, value in deps:
+        cur = holder.get(name, MISSING) if isinstance(holder, dict) else getattr(holder, name, MISSING)
+        if cur is not value:
+            return False
+    return True

@@ -235,6 +235,14 @@ def load_function(kernel, argtypes, ctx: int):
     return hit[0]
 
 
+def forget(kernel) -> None:
+    """Drop ``kernel``'s loaded functions and launchers (a global it read was rebound): the next
+    launch loads freshly compiled code. Loaded modules stay until their context is destroyed."""
+    for table in (_functions, _launchers):
+        for key in [k for k in table if k[0] == id(kernel)]:
+            del table[key]
+
+
 # -- arguments --------------------------------------------------------------------------
 class _Copy:
     """A NumPy array staged in device memory for one launch."""

@@ -206,3 +206,29 @@ def test_index_errors_of_concurrent_launches_stay_with_their_launch():
     for t in threads:
         t.join()
     assert failures == []
+
+
+SCALE = 2.0
+
+
+def scaled(x, out):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        out[i] = SCALE * x[i]
+
+
+def test_rebinding_a_global_recompiles_the_kernel():
+    """World age, as for @jit: the next launch after a rebinding uses the new value."""
+    global SCALE
+    k = kernel(scaled)
+    x, out = np.arange(4.0), np.zeros(4)
+    try:
+        k[1, 4, "cpu"](x, out)
+        assert (out == 2.0 * x).all()
+        SCALE = 3.0
+        k[1, 4, "cpu"](x, out)
+        assert (out == 3.0 * x).all()
+        ptx = k.inspect_ptx(x, out)
+        assert "0d4008000000000000" in ptx  # 3.0 as a PTX double constant
+    finally:
+        SCALE = 2.0

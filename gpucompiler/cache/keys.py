@@ -43,15 +43,6 @@ def plugin_identity(names) -> list[list[Any]]:
     return out
 
 
-def machine(target: Any) -> dict[str, str]:
-    """What code generation depends on beyond the target's own fields (host CPU name and features)."""
-    out = {"triple": target.triple()}
-    if hasattr(target, "host_cpu"):
-        out["cpu"] = target.host_cpu()
-        out["features"] = target.host_features()
-    return out
-
-
 def context(job: Any) -> dict[str, Any]:
     """Everything in a key document but the source (canonical JSON data)."""
     from .. import __version__
@@ -59,7 +50,7 @@ def context(job: Any) -> dict[str, Any]:
     return canonical({
         "format": FORMAT_VERSION,
         "config": job.config,
-        "machine": machine(job.config.target),
+        "machine": job.config.target.machine(),  # host CPU, libdevice...
         "plugins": plugin_identity(job.config.plugins),
         "gpucompiler": [__version__, code_digest("gpucompiler")],
         "llvm": llvm_version(),

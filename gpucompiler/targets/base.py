@@ -36,6 +36,11 @@ class Target:
         """An llvmlite ``TargetMachine`` for code generation at ``opt_level``."""
         raise NotImplementedError
 
+    def machine(self) -> dict[str, Any]:
+        """What code generation depends on beyond the target's own fields (part of cache keys):
+        the host CPU for native code, the libdevice linked for PTX."""
+        return {"triple": self.triple()}
+
     def options(self) -> dict[str, Any]:
         """Catch-all for target settings a plugin may read (e.g. ``{"fastmath": True}``)."""
         return {}

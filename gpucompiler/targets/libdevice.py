@@ -17,6 +17,7 @@ the target's ``sm_XY``.
 from __future__ import annotations
 
 import functools
+import hashlib
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -30,6 +31,15 @@ PREFIX = "__nv_"
 @functools.cache
 def _bitcode() -> bytes:
     return Path(find_libdevice()).read_bytes()
+
+
+@functools.cache
+def libdevice_digest() -> str | None:
+    """SHA-256 of the libdevice in use (None when none is found): part of PTX cache keys."""
+    try:
+        return hashlib.sha256(_bitcode()).hexdigest()
+    except ToolNotFoundError:
+        return None
 
 
 @functools.cache

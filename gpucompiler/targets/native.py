@@ -62,6 +62,9 @@ class NativeTarget(Target):
     def triple(self) -> str:
         return llvm.get_process_triple()
 
+    def machine(self) -> dict:
+        return {"triple": self.triple(), "cpu": self.host_cpu(), "features": self.host_features()}
+
     def host_cpu(self) -> str:
         """The CPU name code is generated for."""
         return self.cpu or llvm.get_host_cpu_name()

@@ -8,7 +8,7 @@ import llvmlite.binding as llvm
 from ..errors import ConfigError
 from ..llvm import Builder, Function, const_int, types as LT
 from .base import Target
-from .libdevice import PREFIX, libdevice_functions, link_libdevice
+from .libdevice import PREFIX, libdevice_digest, libdevice_functions, link_libdevice
 from .native import cached_target_machine, emit_with
 from .validation import ALLOCATION_FUNCTIONS, ModuleFacts
 
@@ -78,6 +78,9 @@ class PTXTarget(Target):
 
     def target_machine(self, opt_level: int) -> llvm.TargetMachine:
         return cached_target_machine(TRIPLE, self.cpu(), f"+ptx{self.isa_version()}", opt_level)
+
+    def machine(self) -> dict:
+        return {"triple": TRIPLE, "libdevice": libdevice_digest()}
 
     def options(self) -> dict:
         return {"fastmath": self.fastmath, "maxregs": self.maxregs, "capability": self.capability}

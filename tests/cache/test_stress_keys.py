@@ -128,3 +128,31 @@ def test_key_covers_the_compilers_own_code(tmp_path, monkeypatch):
         sys.modules.pop("fakepkg", None)
         codeprint.code_digest.cache_clear()
     assert key_document(jobs.job(0))["gpucompiler"][1] == codeprint.code_digest("gpucompiler")
+
+
+def test_ptx_keys_cover_the_libdevice_in_use(libdevice_path, tmp_path, monkeypatch):
+    """PTX linked against one libdevice is never served for another."""
+    import shutil
+
+    from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, PTXTarget
+    from gpucompiler.targets import libdevice
+
+    job = CompilerJob(LLVMSource("define void @k() {\n  ret void\n}\n", "k"), CompilerConfig(target=PTXTarget()))
+    first = digest(key_document(job))
+    other = tmp_path / "libdevice.10.bc"
+    shutil.copy(libdevice_path, other)
+    with open(other, "ab") as fh:
+        fh.write(b"\0" * 4)  # another build of the library
+    monkeypatch.setenv("GPUC_LIBDEVICE", str(other))
+    for cached in (libdevice._bitcode, libdevice.libdevice_digest):
+        cached.cache_clear()
+    from gpucompiler import toolchain
+
+    toolchain.find_libdevice.cache_clear()
+    try:
+        assert digest(key_document(job)) != first
+    finally:
+        monkeypatch.undo()
+        for cached in (libdevice._bitcode, libdevice.libdevice_digest, toolchain.find_libdevice):
+            cached.cache_clear()
+    assert digest(key_document(job)) == first

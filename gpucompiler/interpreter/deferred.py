@@ -127,7 +127,7 @@ def nested_interpreter(interp, rule_sets: tuple[RuleSet, ...]):
     extra = [rs for rs in rule_sets if rs not in interp.plugin_sets]
     if not extra:
         return interp
-    children = interp.__dict__.setdefault("_deferred_children", {})
+    children = interp.deferred_children
     key = tuple(rs.name for rs in extra)
     child = children.get(key)
     if child is None:
@@ -158,7 +158,7 @@ def deferred_call(interp, meta, fn, args, *, marker: str) -> CallResult:
                       _encode_function(fn), tuple(child.plugin_sets))
     job_id = job.id
     _REGISTRY.setdefault(job_id, job)
-    interp.__dict__.setdefault("deferred", {})[job_id] = job
+    interp.deferred[job_id] = job
     if ret is BOTTOM:
         return CallResult(BOTTOM)
     restype = widen(ret)

@@ -68,6 +68,10 @@ class Interpreter:
         self.stack: list[Frame] = []
         self.deps: dict = {}
         """(id(holder), name) -> (holder, name, value) of every global read"""
+        self.deferred: dict = {}
+        """job id -> DeferredJob of every deferred call inferred (see interpreter.deferred)"""
+        self.deferred_children: dict = {}
+        """names of extra rule sets -> the child interpreter that infers nested jobs under them"""
 
     # -- specializations ----------------------------------------------------
     def infer(self, pyfunc, argtypes) -> Frame:

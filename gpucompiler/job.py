@@ -8,7 +8,6 @@ from typing import Any, Protocol
 import attrs
 
 from .config import CompilerConfig
-from .hashing import stable_hash
 
 
 class Source(Protocol):
@@ -66,20 +65,11 @@ class CompilerJob:
     def key(self) -> str:
         """Content hash of everything that decides the output, equal in every process.
 
-        Covers the source fingerprint, the config (target included), the names
-        and versions of the enabled plugins, the gpucompiler version and the
-        LLVM version.
+        The one definition of it is the compile cache's key document
+        (:func:`gpucompiler.cache.keys.key_document`): source fingerprint,
+        config, machine, plugins (names, versions, settings, code), the
+        gpucompiler version and code digest, the LLVM version.
         """
-        from . import __version__
-        from .plugin import plugin_versions
-        from .llvm.binding import llvm_version
+        from .cache.keys import digest, key_document
 
-        return stable_hash(
-            {
-                "source": self.source_fingerprint(),
-                "config": self.config,
-                "plugins": plugin_versions(self.config.plugins),
-                "gpucompiler": __version__,
-                "llvm": llvm_version(),
-            }
-        )
+        return digest(key_document(self))

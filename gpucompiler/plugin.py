@@ -243,11 +243,6 @@ def enabled(names: Iterable[str]) -> tuple[Any, ...]:
     return tuple(known[n] for n in sorted(set(names)))
 
 
-def plugin_versions(names: Iterable[str]) -> list[list[str]]:
-    """``[[name, version], ...]`` of the named plugins, sorted by name (part of ``job.key``)."""
-    return [[p.name, p.version] for p in enabled(names)]
-
-
 def callbacks(plugins: Iterable[Any], point: str) -> list[BoundCallback]:
     """The callbacks of ``plugins`` at hook point or event ``point``, in running order."""
     plugins = tuple(plugins)

@@ -203,8 +203,12 @@ def main() -> None:
             stop(p)
         shutil.rmtree(tmp, ignore_errors=True)
     disk = rows["fresh-process disk hit"]
+    # like with like: each hit against the cold compile of the same job
+    out["speedups"] = {"llvm_ir_job": rows["cold compile"] / disk,
+                       "jit": rows["@jit cold first call (fresh process)"] / rows["@jit disk-hit first call (fresh process)"]}
     out["goals"] = {"disk_hit_ms<=2": disk <= 2.0,
-                    "disk_hit_speedup>=20 (vs @jit cold)": rows["@jit cold first call (fresh process)"] / disk >= 20,
+                    "disk_hit_speedup>=20 (LLVM IR job)": out["speedups"]["llvm_ir_job"] >= 20,
+                    "disk_hit_speedup>=20 (@jit)": out["speedups"]["jit"] >= 20,
                     "service_hits_per_s>=200": out.get("throughput", {}).get("requests_per_s", 0) >= 200
                     and out["throughput"]["errors"] == 0}
     print(f"{'case':42} {'ms':>9}  {'vs cold':>8}")

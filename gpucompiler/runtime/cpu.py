@@ -22,7 +22,7 @@ from typing import Any
 import llvmlite.binding as llvm
 
 from ..errors import CompileError, ConfigError
-from ..llvm.binding import initialize, parse_ir
+from ..llvm.binding import initialize_native, parse_ir
 from ..targets.native import NativeTarget, process_symbol
 
 
@@ -35,7 +35,7 @@ _library_ids = itertools.count()
 
 @functools.cache
 def _jit() -> llvm.LLJIT:
-    initialize()
+    initialize_native()
     return llvm.create_lljit_compiler()
 
 

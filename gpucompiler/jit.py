@@ -23,8 +23,8 @@ from .frontend.printer import format_function
 from .frontend.spec import FunctionSpec, deps_valid
 
 # imported with the package, not at the first call: a first call served from the cache costs ~1 ms
-from .cache import compile_cached  # noqa: E402
-from .runtime.cpu import CPULibrary  # noqa: E402
+from .cache import compile_cached, keys as _keys  # noqa: E402
+from .runtime.cpu import CPULibrary, prepare as prepare_loader  # noqa: E402
 
 _CTYPES = {T.boolean: ctypes.c_bool, T.int32: ctypes.c_int32, T.int64: ctypes.c_int64,
            T.float32: ctypes.c_float, T.float64: ctypes.c_double}
@@ -113,6 +113,10 @@ class Dispatcher:
     def _compile(self, argtypes, args=()) -> _Entry:
         job = self._job(argtypes, args)
         spec = job.source
+        # the host machine (part of the key) is asked of LLVM first; then the LLJIT is made in
+        # the background (LLVM runs without the GIL) while the cache is looked up
+        _keys.machine(job.config.target)
+        prepare_loader()
         # through the cache's index key: on a hit in a fresh process no type inference runs
         result = compile_cached(job, emit=("obj",))  # GPUC_CACHE_*, GPUC_SERVICE_URL
         loaded = _LOADED.get(result.key)

@@ -22,6 +22,7 @@ from .. import plugin as gp
 from ..hashing import canonical
 from .codeprint import code_digest
 from ..llvm.binding import llvm_version
+from ..targets.native import NativeTarget
 
 #: bumped when the entry layout or the key document changes
 FORMAT_VERSION = 3
@@ -43,6 +44,25 @@ def plugin_identity(names) -> list[list[Any]]:
     return out
 
 
+_MACHINES: dict[Any, dict[str, Any]] = {}
+
+
+def machine(target: Any) -> dict[str, Any]:
+    """``target.machine()``: what code generation depends on beyond the target's fields.
+
+    For the native target (host triple, CPU and features, asked of LLVM) it is
+    kept once per process and target value: the host does not change while the
+    process runs. Other targets are asked every time (the libdevice in use may
+    be switched by the environment).
+    """
+    if type(target) is not NativeTarget:
+        return canonical(target.machine())
+    value = _MACHINES.get(target)
+    if value is None:
+        value = _MACHINES[target] = canonical(target.machine())
+    return value
+
+
 def context(job: Any) -> dict[str, Any]:
     """Everything in a key document but the source (canonical JSON data)."""
     from .. import __version__
@@ -50,7 +70,7 @@ def context(job: Any) -> dict[str, Any]:
     return canonical({
         "format": FORMAT_VERSION,
         "config": job.config,
-        "machine": job.config.target.machine(),  # host CPU, libdevice...
+        "machine": machine(job.config.target),  # host CPU, libdevice...
         "plugins": plugin_identity(job.config.plugins),
         "gpucompiler": [__version__, code_digest("gpucompiler")],
         "llvm": llvm_version(),

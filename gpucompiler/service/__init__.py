@@ -3,6 +3,6 @@
 See ``docs/cache.md``. The server needs ``pip install 'gpucompiler[service]'``.
 """
 
-from .client import ServiceClient, ServiceResult
+from .client import ServiceClient
 
-__all__ = ["ServiceClient", "ServiceResult"]
+__all__ = ["ServiceClient"]

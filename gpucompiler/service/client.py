@@ -1,4 +1,5 @@
-"""The client of ``gpuc serve``: send a job, get a ``CompileResult`` look-alike back.
+"""The client of ``gpuc serve``: send a job, get a :class:`~gpucompiler.cache.core.CachedResult` back
+(``origin`` is where the service found the code: ``compiled``, ``memory``, ``disk`` or ``redis``).
 
 ``GPUC_SERVICE_URL=http://127.0.0.1:8765`` makes :func:`gpucompiler.cache.compile_cached`
 (and through it ``@jit``) compile its cache misses here.
@@ -9,36 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-import attrs
-
+from ..cache.core import CachedResult
 from ..errors import PluginMismatchError, ServiceError
 from .protocol import decode_artifacts, make_request
-
-
-@attrs.define
-class ServiceResult:
-    """What the service answered, shaped like ``CompileResult``."""
-
-    job: Any
-    artifacts: dict[str, str | bytes]
-    key: str
-    origin: str
-    """``compiled`` (by a worker), ``memory``, ``disk`` or ``redis`` (the service's tiers)."""
-    meta: dict[str, Any] = attrs.field(factory=dict)
-
-    @property
-    def module(self):
-        from ..module import IRModule
-
-        return IRModule(self.artifacts["llvm"])
-
-    @property
-    def stage_times(self) -> dict[str, float]:
-        return dict(self.meta.get("stage_times", {}))
-
-    @property
-    def reports(self) -> dict[str, Any]:
-        return dict(self.meta.get("reports", {}))
 
 
 class ServiceClient:
@@ -54,11 +28,11 @@ class ServiceClient:
         self._httpx = httpx
         self._client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
 
-    def compile(self, job: Any, emit: Sequence[str] = ("llvm",)) -> ServiceResult:
+    def compile(self, job: Any, emit: Sequence[str] = ("llvm",)) -> CachedResult:
         """Prepare ``job`` here (IR generation, ``post_irgen``), compile the rest on the service."""
         body = json.dumps(make_request(job, tuple(emit))).encode()
         data = self.post("/compile", body)
-        return ServiceResult(job, decode_artifacts(data["artifacts"]), data["key"], data["origin"], data["meta"])
+        return CachedResult(job, decode_artifacts(data["artifacts"]), data["key"], data["origin"], data["meta"])
 
     def post(self, path: str, body: bytes) -> dict[str, Any]:
         try:

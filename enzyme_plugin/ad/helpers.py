@@ -5,6 +5,22 @@ from __future__ import annotations
 
 from gpucompiler.llvm import types as T
 
+#: ``a OP b`` on sizes, trapping on unsigned overflow (OP: umul or uadd)
+_CHECKED_SIZE = """
+define internal i64 @{name}(i64 %a, i64 %b) alwaysinline {{
+entry:
+  %r = call {{ i64, i1 }} @llvm.OP.with.overflow.i64(i64 %a, i64 %b)
+  %o = extractvalue {{ i64, i1 }} %r, 1
+  br i1 %o, label %trap, label %ok, !prof !{{!"branch_weights", i32 1, i32 2000}}
+trap:
+  call void @llvm.trap()
+  unreachable
+ok:
+  %v = extractvalue {{ i64, i1 }} %r, 0
+  ret i64 %v
+}}
+"""
+
 #: name -> (function type, body text with {name})
 HELPERS = {
     "push": (T.function(T.ptr(), [T.ptr(), T.i64]), """
@@ -114,34 +130,8 @@ ok:
 }}
 """),
     # sizes of nest arrays (products of trip counts and frame sizes): an overflow traps
-    "size_mul": (T.function(T.i64, [T.i64, T.i64]), """
-define internal i64 @{name}(i64 %a, i64 %b) alwaysinline {{
-entry:
-  %r = call {{ i64, i1 }} @llvm.umul.with.overflow.i64(i64 %a, i64 %b)
-  %o = extractvalue {{ i64, i1 }} %r, 1
-  br i1 %o, label %trap, label %ok, !prof !{{!"branch_weights", i32 1, i32 2000}}
-trap:
-  call void @llvm.trap()
-  unreachable
-ok:
-  %v = extractvalue {{ i64, i1 }} %r, 0
-  ret i64 %v
-}}
-"""),
-    "size_add": (T.function(T.i64, [T.i64, T.i64]), """
-define internal i64 @{name}(i64 %a, i64 %b) alwaysinline {{
-entry:
-  %r = call {{ i64, i1 }} @llvm.uadd.with.overflow.i64(i64 %a, i64 %b)
-  %o = extractvalue {{ i64, i1 }} %r, 1
-  br i1 %o, label %trap, label %ok, !prof !{{!"branch_weights", i32 1, i32 2000}}
-trap:
-  call void @llvm.trap()
-  unreachable
-ok:
-  %v = extractvalue {{ i64, i1 }} %r, 0
-  ret i64 %v
-}}
-"""),
+    "size_mul": (T.function(T.i64, [T.i64, T.i64]), _CHECKED_SIZE.replace("OP", "umul")),
+    "size_add": (T.function(T.i64, [T.i64, T.i64]), _CHECKED_SIZE.replace("OP", "uadd")),
     "free": (T.function(T.void, [T.ptr()]), """
 define internal void @{name}(ptr %t) alwaysinline {{
 entry:

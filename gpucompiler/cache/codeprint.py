@@ -24,7 +24,6 @@ import hashlib
 import os
 import re
 import sys
-from pathlib import Path
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -127,19 +126,20 @@ def code_digest(module_name: str) -> str | None:
     return digest
 
 
-def _memo_path(name: str, stamp: str) -> Path | None:
+def _memo_path(name: str, stamp: str) -> str | None:
     from .core import CacheSettings
 
     directory = CacheSettings.from_env().directory
-    return None if directory is None else directory / "code" / f"{name}-{stamp[:40]}"
+    return None if directory is None else os.path.join(directory, "code", f"{name}-{stamp[:40]}")
 
 
-def _publish(path: Path, digest: str) -> None:
+def _publish(path: str, digest: str) -> None:
     """Write-then-rename, so a reader never sees half a digest; a read-only cache is fine."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(digest)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(digest)
         os.replace(tmp, path)
     except OSError:
         pass

@@ -49,6 +49,12 @@ def default_cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
     return Path(base) / "gpucompiler"
 
 
+#: every variable the settings are read from (``HOME`` through ``~``)
+_ENV_VARS = ("GPUC_CACHE", "GPUC_CACHE_DIR", "GPUC_CACHE_SIZE", "GPUC_CACHE_URL", "GPUC_SERVICE_URL",
+             "GPUC_SERVICE_TOKEN", "XDG_CACHE_HOME", "HOME")
+_last_settings: tuple[tuple, "CacheSettings"] | None = None  # (values of _ENV_VARS, settings)
+
+
 @attrs.frozen
 class CacheSettings:
     """Environment switches of the cache and the compile service."""
@@ -66,6 +72,17 @@ class CacheSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "CacheSettings":
+        global _last_settings
+        probe = tuple(map(environ.get, _ENV_VARS))
+        last = _last_settings
+        if last is not None and last[0] == probe:
+            return last[1]
+        settings = cls._parse(environ)
+        _last_settings = (probe, settings)
+        return settings
+
+    @classmethod
+    def _parse(cls, environ: Mapping[str, str]) -> "CacheSettings":
         off = environ.get("GPUC_CACHE", "").lower() in ("0", "off", "no", "false")
         url = environ.get("GPUC_CACHE_URL") or None
         if url and not url.startswith(("redis://", "rediss://", "unix://")):
@@ -363,7 +380,7 @@ def default_cache(environ: Mapping[str, str] = os.environ) -> Cache:
     """The process's cache for the current environment (rebuilt when the settings change)."""
     global _default
     settings = CacheSettings.from_env(environ)
-    if _default is None or _default[0] != settings:
+    if _default is None or (_default[0] is not settings and _default[0] != settings):
         _default = (settings, Cache.from_settings(settings))
     return _default[1]
 

@@ -67,6 +67,7 @@ class DiskTier:
     def __init__(self, root: str | os.PathLike, max_bytes: int = 1 << 30):
         self.root = Path(root)
         self.entries = self.root / "entries"
+        self._entries = os.fspath(self.entries)
         self.locks = self.root / "locks"
         self.max_bytes = max_bytes
 
@@ -74,13 +75,14 @@ class DiskTier:
         return self.entries / key[:2] / key
 
     def get(self, key: str) -> bytes | None:
+        path = f"{self._entries}/{key[:2]}/{key}"  # strings: a fresh process's hit reads two entries
         try:
-            with open(self.path(key), "rb") as f:
+            with open(path, "rb") as f:
                 data = f.read()
         except FileNotFoundError:
             return None
         try:
-            os.utime(self.path(key))
+            os.utime(path)
         except OSError:
             pass  # read-only cache: LRU order is not updated
         return data

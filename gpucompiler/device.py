@@ -379,7 +379,7 @@ class GridEmulationPlugin:
 def _register_plugin() -> None:
     from . import plugin
 
-    plugin.register(GridEmulationPlugin, replace=True)
+    plugin.builtin(GridEmulationPlugin)
 
 
 _register_plugin()

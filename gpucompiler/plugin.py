@@ -184,11 +184,27 @@ def _check_signatures(plugin: Any) -> None:
 _manager: _Manager | None = None
 
 
+#: plugins the framework itself provides (e.g. the CPU grid emulation's rules), registered with
+#: the registry when it is first built: declaring one costs no entry-point discovery at import
+_BUILTIN: list = []
+
+
+def builtin(plugin: Any) -> Any:
+    """Declare a plugin the framework provides; registered when the registry is first used."""
+    if _manager is not None:
+        register(plugin, replace=True)
+    else:
+        _BUILTIN.append(plugin)
+    return plugin
+
+
 def _registry() -> _Manager:
     global _manager
     if _manager is None:
         manager = _Manager(PROJECT)
         manager.add_hookspecs(_make_specs())
+        for plugin in _BUILTIN:
+            manager.register(plugin() if inspect.isclass(plugin) else plugin)
         for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             try:
                 manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=ep.name)

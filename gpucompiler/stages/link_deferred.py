@@ -24,14 +24,18 @@ inferred in this process (:func:`gpucompiler.interpreter.deferred.resolve`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
-import networkx as nx
 
 from ..errors import CompileError
 from ..interpreter.deferred import JOB_GLOBAL_PREFIX, LOOKUP, resolve
 from ..job import CompilerJob
 from ..module import IRModule
 from .context import CompileContext, run_hooks, stage
+
+if TYPE_CHECKING:  # pragma: no cover
+    import networkx as nx
 
 
 def lookups(module: IRModule) -> list[str]:
@@ -61,8 +65,10 @@ def nested_job(parent: CompilerJob, job_id: str) -> CompilerJob:
     return CompilerJob(DeferredSpec(deferred), config)
 
 
-def job_graph(ctx: CompileContext) -> tuple[nx.DiGraph, dict[str, IRModule]]:
+def job_graph(ctx: CompileContext) -> tuple["nx.DiGraph", dict[str, IRModule]]:
     """The graph of ``ctx.job`` (node ``"root"``) and its nested jobs, and each nested module."""
+    import networkx as nx  # only modules with deferred calls need it (costly to import)
+
     graph = nx.DiGraph()
     graph.add_node("root", job=ctx.job)
     modules: dict[str, IRModule] = {}

@@ -8,9 +8,20 @@ rule then returns ``(KIND, message)`` pairs; the driver raises them together.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 import llvmlite.binding as llvm
-import networkx as nx
+
+if TYPE_CHECKING:  # pragma: no cover
+    import networkx as nx
+
+def _networkx():
+    """networkx, imported when a call graph is first needed (it costs ~90 ms of ``import gpucompiler``)."""
+    import networkx
+
+    return networkx
+
 
 #: C allocation functions: dynamic memory the GPU target rejects.
 ALLOCATION_FUNCTIONS = frozenset({"malloc", "calloc", "realloc", "free", "aligned_alloc",
@@ -31,7 +42,7 @@ class ModuleFacts:
     #: name of each declaration used -> names of the functions using it
     external_uses: dict[str, list[str]] = attrs.field(factory=dict)
     #: direct calls between defined functions, caller -> callee
-    call_graph: nx.DiGraph = attrs.field(factory=nx.DiGraph)
+    call_graph: "nx.DiGraph" = attrs.field(factory=lambda: _networkx().DiGraph())
     #: ``(function, description)`` of each alloca whose size is not a constant
     dynamic_allocas: list[tuple[str, str]] = attrs.field(factory=list)
     #: ``(function, instruction text)`` of each inttoptr of a constant address
@@ -88,6 +99,7 @@ class ModuleFacts:
     def recursion_errors(self) -> list[tuple[str, str]]:
         """RECURSION: every cycle of the call graph, reported once per strongly connected set."""
         errors = []
+        nx = _networkx()
         for scc in sorted(nx.strongly_connected_components(self.call_graph), key=min):
             first = min(scc)
             if len(scc) == 1 and not self.call_graph.has_edge(first, first):

@@ -25,7 +25,7 @@ from ..llvm.binding import llvm_version
 from ..targets.native import NativeTarget
 
 #: bumped when the entry layout or the key document changes
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 
 def plugin_identity(names) -> list[list[Any]]:

@@ -19,6 +19,7 @@ an *index entry*; it is checked on every use, never trusted.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import sys
@@ -82,6 +83,12 @@ def _encode(value) -> Any:
     if name is not None:
         return {"object": f"{getattr(value, '__module__', '')}.{name}"}
     return {"object": type(value).__qualname__, "repr": repr(value)}
+
+
+def _builtins_of(fn) -> dict:
+    """The builtins namespace ``fn``'s global lookups fall back to."""
+    b = fn.__globals__.get("__builtins__", builtins)
+    return b if isinstance(b, dict) else vars(b)
 
 
 def _holder(holder) -> str:
@@ -182,7 +189,8 @@ class FunctionSpec:
         ``reads`` lists ``[holder, name, fingerprint]`` in the order inference
         read them; ``holder`` is ``["globals", i]`` (the globals of the function
         that is the value of read ``i``; -1: the entry function),
-        ``["cell", i, freevar]`` (a closure cell of that function) or
+        ``["cell", i, freevar]`` (a closure cell of that function),
+        ``["builtins", i]`` (the builtins that function's globals fall back to) or
         ``["value", i]`` (an attribute of the value of read ``i``: a module, a
         class...). ``restype`` is the entry's return type. None when some read
         cannot be located that way (the job is then always keyed by inference).
@@ -213,6 +221,8 @@ class FunctionSpec:
             if fn is not None:
                 if holder is fn.__globals__:
                     return ["globals", j - 1]
+                if holder is _builtins_of(fn):
+                    return ["builtins", j - 1]
                 for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
                     if holder is cell:
                         return ["cell", j - 1, var]
@@ -255,8 +265,8 @@ class FunctionSpec:
                         fn = _function(base)
                         if fn is None:
                             return None
-                        if ref[0] == "globals":
-                            holder = fn.__globals__
+                        if ref[0] in ("globals", "builtins"):
+                            holder = fn.__globals__ if ref[0] == "globals" else _builtins_of(fn)
                             value = holder.get(name, MISSING)
                         elif ref[0] == "cell":
                             cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))

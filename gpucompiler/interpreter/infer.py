@@ -199,7 +199,8 @@ class Interpreter:
         b = b if isinstance(b, dict) else vars(b)
         if name not in b:
             raise TypeInferenceError(f"name {name!r} is not defined", (), frame.where(v), frame.ir.name)
-        self.deps[(id(g), name)] = (g, name, MISSING)
+        self.deps[(id(g), name)] = (g, name, MISSING)  # not shadowed by a module global...
+        self.deps[(id(b), name)] = (b, name, b[name])  # ...and this very builtin (it can be rebound)
         return Const(b[name], pyobj)
 
     def _located(self, frame, at, fn, *args):

@@ -67,6 +67,8 @@ EDITS = {
     "callee default": (("def with_default(x, k=3)", "def with_default(x, k=2)"), None),
     "module attribute": (None, ("OFFSET = 7", "OFFSET = 9")),
     "builtin shadowed": (("SCALE = 3\n", "SCALE = 3\n\ndef abs(x):\n    return x * 2\n"), None),
+    "builtin rebound": (("SCALE = 3\n", "SCALE = 3\n\nimport builtins\n\ndef _abs2(x):\n    return x * 2\n\n"
+                         "builtins.abs = _abs2\n"), None),
     "constant type": (("SCALE = 3", "SCALE = 3.0"), None),
 }
 

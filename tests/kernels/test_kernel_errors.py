@@ -232,3 +232,31 @@ def test_rebinding_a_global_recompiles_the_kernel():
         assert "0d4008000000000000" in ptx  # 3.0 as a PTX double constant
     finally:
         SCALE = 2.0
+
+
+def uses_abs(x, out):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        out[i] = abs(x[i])
+
+
+def test_rebinding_a_builtin_recompiles_the_kernel():
+    import builtins
+
+    k = kernel(uses_abs)
+    x, out = np.array([-2.0, 3.0]), np.zeros(2)
+    k[1, 2, "cpu"](x, out)
+    assert (out == [2.0, 3.0]).all()
+    original = builtins.abs
+
+    def shifted(v):
+        return v + 100.0
+
+    builtins.abs = shifted
+    try:
+        k[1, 2, "cpu"](x, out)
+        assert (out == [98.0, 103.0]).all()
+    finally:
+        builtins.abs = original
+    k[1, 2, "cpu"](x, out)
+    assert (out == [2.0, 3.0]).all()

@@ -39,12 +39,16 @@ def _root(name: str) -> tuple[str, bool] | None:
     return os.path.dirname(path), True
 
 
-def _scan(root: str, package: bool) -> list[tuple[str, str]]:
-    """``(relative path, path)`` of every ``.py`` file of the package at ``root``, sorted."""
+def _sources(root: str, package: bool):
+    """``(relative path, os.DirEntry or path)`` of every ``.py`` file of the module at ``root``.
+
+    One ``os.scandir`` per directory (several times faster than ``Path.rglob``);
+    a single-file module yields its path.
+    """
     if not package:
-        return [(os.path.basename(root), root)]
+        yield os.path.basename(root), root
+        return
     skip = len(root) + 1
-    found = []
     todo = [root]
     while todo:
         with os.scandir(todo.pop()) as entries:
@@ -53,45 +57,28 @@ def _scan(root: str, package: bool) -> list[tuple[str, str]]:
                     if entry.name != "__pycache__":
                         todo.append(entry.path)
                 elif entry.name.endswith(".py"):
-                    found.append((entry.path[skip:], entry.path))
-    found.sort()
-    return found
+                    yield entry.path[skip:], entry
+
+
+def _scan(root: str, package: bool) -> list[tuple[str, str]]:
+    """``(relative path, path)`` of every source file, sorted."""
+    return sorted((rel, getattr(f, "path", f)) for rel, f in _sources(root, package))
 
 
 def _stamp(root: str, package: bool) -> str:
     """Digest of every source file's relative path, size, modification and change times and inode.
 
-    One ``os.scandir`` per directory and one ``stat`` per file (the floor for
-    noticing an edit; several times faster than ``Path.rglob``). Any edit
-    changes the modification and change times (a tool that restores an old
-    mtime still changes the ctime; a file replaced by a rename has a new inode),
-    so an edited tree never matches the memo of another.
+    One ``stat`` per file: the floor for noticing an edit. Any edit changes the
+    modification and change times (a tool that restores an old mtime still
+    changes the ctime; a file replaced by a rename has a new inode), so an
+    edited tree never matches the memo of another.
     """
-    if not package:
-        st = os.stat(root)
-        rows = [f"{os.path.basename(root)}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"]
-    else:
-        skip = len(root) + 1
-        rows = []
-        todo = [root]
-        while todo:
-            with os.scandir(todo.pop()) as entries:
-                for entry in entries:
-                    if entry.is_dir():
-                        if entry.name != "__pycache__":
-                            todo.append(entry.path)
-                    elif entry.name.endswith(".py"):
-                        st = entry.stat()
-                        rows.append(f"{entry.path[skip:]}\0{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:"
-                                    f"{st.st_ino}")
-        rows.sort()
+    rows = []
+    for rel, f in _sources(root, package):
+        st = f.stat() if isinstance(f, os.DirEntry) else os.stat(f)
+        rows.append(f"{rel}\0{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}")
+    rows.sort()
     return hashlib.sha256("\n".join(rows).encode()).hexdigest()
-
-
-def _files(name: str) -> list[tuple[str, str]] | None:
-    """``(relative path, path)`` of top-level module ``name``'s source files, sorted."""
-    where = _root(name)
-    return None if where is None else _scan(*where)
 
 
 def _content_digest(files) -> str:

@@ -74,7 +74,9 @@ class DeferredJob:
     """names of the plugin rule sets of the nested context (the parent's and the meta's)"""
     python_errors: bool
     function: Any = None
-    """stable encoding of ``fn`` (qualified name, source, closure constants)"""
+    """stable encoding of ``fn``: qualified name, code, closure and the globals its code names,
+    through the functions it reaches (two copies of one code over other globals, such as
+    ``exec``'d copies, are different jobs)"""
     plugin_sets: tuple = attrs.field(default=(), eq=False, repr=False, metadata={"hash": False})
     """the rule sets named by ``rules``, in the order the nested interpreter consults them"""
 
@@ -94,11 +96,37 @@ def is_function(v) -> bool:
     return isinstance(v, Const) and v.type == pyobj and isinstance(v.value, pytypes.FunctionType)
 
 
-def _encode_function(fn) -> Any:
-    from ..frontend.spec import _encode
+def _encode_function(fn, seen=None) -> Any:
+    """``fn``'s code and closure plus the values of the globals its code names (functions among
+    them encoded the same way, once each: recursion ends at a function already being encoded)."""
+    from ..frontend.spec import _encode, _function
 
-    cells = [_encode(c.cell_contents) for c in (fn.__closure__ or ())]
-    return {"function": _encode(fn), "closure": cells}
+    seen = set() if seen is None else seen
+    if id(fn) in seen:
+        return {"again": f"{fn.__module__}.{fn.__qualname__}"}
+    seen.add(id(fn))
+
+    def value(v):
+        inner = _function(v)
+        return _encode_function(inner, seen) if inner is not None else _encode(v)
+
+    names = set()
+    todo = [fn.__code__]
+    while todo:  # the names of nested code objects (comprehensions, inner functions) count too
+        code = todo.pop()
+        names.update(code.co_names)
+        todo.extend(c for c in code.co_consts if isinstance(c, pytypes.CodeType))
+    env = {n: value(fn.__globals__[n]) for n in sorted(names) if n in fn.__globals__}
+    cells = [value(c.cell_contents) for c in (fn.__closure__ or ()) if _has_contents(c)]
+    return {"function": _encode(fn), "closure": cells, "globals": env}
+
+
+def _has_contents(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # an empty cell (a name bound later)
+        return False
+    return True
 
 
 _REGISTRY: dict[str, DeferredJob] = {}

@@ -178,3 +178,31 @@ def test_ir_and_job_ids_identical_in_two_processes():
             for _ in range(2)]
     assert outs[0] == outs[1]
     assert outs[0].count("@gpuc.lookup(ptr @gpuc.job.") == 1 and ".deferred." in outs[0]
+
+
+SAME_CODE = "def f(x):\n    return K * x * x\n"
+
+
+def test_same_code_other_globals_are_different_jobs(tmp_path):
+    """Deferred job ids cover what the nested function reads, not just its code and closure:
+    two copies of one function over other globals must not share a job (one would be linked for both)."""
+    from gpucompiler import jit
+    from gpucompiler_plugins.mock_autodiff import mock_autodiff
+
+    copies = []
+    for i, k in enumerate((2.0, 3.0)):
+        path = tmp_path / f"copy{i}.py"
+        path.write_text(SAME_CODE)
+        namespace = {"__name__": "copies", "K": k}
+        exec(compile(SAME_CODE, str(path), "exec"), namespace)
+        copies.append(namespace["f"])
+
+    def both(x):
+        return mock_autodiff(F2, x) + 10.0 * mock_autodiff(F3, x)
+
+    both.__globals__.update(F2=copies[0], F3=copies[1], mock_autodiff=mock_autodiff)
+    try:
+        assert jit(plugins=("mock_enzyme",))(both)(1.5) == 2.0 * 1.5**2 + 10.0 * 3.0 * 1.5**2
+    finally:
+        for name in ("F2", "F3"):
+            both.__globals__.pop(name, None)

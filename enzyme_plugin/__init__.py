@@ -3,15 +3,19 @@
 ``autodiff(Reverse, f, Active(x), Duplicated(a, da))`` differentiates ``f``
 from plain Python, inside ``@jit(plugins=("enzyme",))`` functions and inside
 ``@kernel(plugins=("enzyme",))`` GPU kernels (docs/autodiff.md).
-``custom_rule`` gives a function its own derivative. ``differentiate(ir_text)``
+``autodiff_thunk(ReverseSplit, f, ...)`` splits reverse mode into a forward
+and a reverse pass sharing a tape (plain Python only). ``custom_rule`` gives
+a function its own derivative. ``differentiate(ir_text)``
 is the engine on any LLVM IR that calls ``__enzyme_autodiff`` /
 ``__enzyme_fwddiff`` (docs/enzyme.md).
 """
 
 from .ad import ADError, differentiate
-from .api import Active, Const, Duplicated, DuplicatedNoNeed, Forward, Mode, Reverse, autodiff
+from .api import (Active, Const, Duplicated, DuplicatedNoNeed, Forward, Mode, Reverse, ReverseSplit, autodiff,
+                  autodiff_thunk)
+from .split import Tape, TapeError
 from .rules.custom import custom_rule
 
 __version__ = "0.1.0"
 __all__ = ["ADError", "Active", "Const", "Duplicated", "DuplicatedNoNeed", "Forward", "Mode", "Reverse",
-           "autodiff", "custom_rule", "differentiate"]
+           "ReverseSplit", "Tape", "TapeError", "autodiff", "autodiff_thunk", "custom_rule", "differentiate"]

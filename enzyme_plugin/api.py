@@ -44,6 +44,8 @@ Reverse = Mode("Reverse")
 """Reverse mode: derivatives of ``Active`` scalars returned, gradients added into shadows."""
 Forward = Mode("Forward")
 """Forward mode: tangents in, the tangent of the result out."""
+ReverseSplit = Mode("ReverseSplit")
+"""Split reverse mode, from plain Python only: see :func:`enzyme_plugin.split.autodiff_thunk`."""
 
 
 class Annotation:
@@ -112,8 +114,9 @@ def autodiff(mode: Mode, f, *args):
     """
     from gpucompiler.errors import ArgumentTypeError
 
-    if not isinstance(mode, Mode):
-        raise ArgumentTypeError("mode", type(mode), function="autodiff", hint="pass Reverse or Forward")
+    if not isinstance(mode, Mode) or mode not in (Reverse, Forward):
+        raise ArgumentTypeError("mode", type(mode), function="autodiff",
+                                hint="pass Reverse or Forward (split mode: autodiff_thunk(ReverseSplit, ...))")
     if not isinstance(f, pytypes.FunctionType):
         raise ArgumentTypeError("f", type(f), function="autodiff", hint="pass a Python function")
     ann = tuple(a if isinstance(a, Annotation) else Const(a) for a in args)
@@ -143,5 +146,12 @@ def _entry(mode: Mode, f, kinds: tuple[str, ...]):
     return jit(namespace["autodiff_entry"], plugins=("enzyme",))
 
 
-__all__ = ["Mode", "Reverse", "Forward", "Annotation", "Const", "Active", "Duplicated", "DuplicatedNoNeed",
-           "autodiff"]
+def autodiff_thunk(mode: Mode, f, *activities):
+    """Split mode: ``fwd, rev = autodiff_thunk(ReverseSplit, f, Active, Duplicated, ...)`` (plain Python only)."""
+    from .split import autodiff_thunk as thunk
+
+    return thunk(mode, f, *activities)
+
+
+__all__ = ["Mode", "Reverse", "Forward", "ReverseSplit", "Annotation", "Const", "Active", "Duplicated",
+           "DuplicatedNoNeed", "autodiff", "autodiff_thunk"]

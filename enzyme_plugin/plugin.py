@@ -19,7 +19,7 @@ import gpucompiler.plugin as gp
 from .passes import inttoptr, lower, noinline, nvvm
 from .rules import MARKER
 
-AD_MARKERS = ("__enzyme_autodiff", "__enzyme_fwddiff")
+AD_MARKERS = ("__enzyme_autodiff", "__enzyme_fwddiff", "__enzyme_augmentfwd", "__enzyme_reverse")
 
 
 class EnzymePlugin(gp.Plugin):

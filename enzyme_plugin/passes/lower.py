@@ -106,6 +106,12 @@ def lower_call(model, call) -> None:
     b = Builder()
     b.position_before(call)
     args, actives, i = [w], [], 0
+    if mode in ("Augment", "SplitReverse"):  # the tape holder: enzyme_allocated 8, enzyme_tape <its data>
+        if _KIND_NAMES.get(_int_const(rest[0], "an activity", call)) != "tape":
+            raise CompileError(f"{MARKER} in @{call.function.name}: split mode needs the tape holder first")
+        args += [_marker_global(model, "enzyme_allocated"), constant(T.i64, "8"),
+                 _marker_global(model, "enzyme_tape"), _flatten(b, rest[1])[0]]
+        i = 2
     for _param in f.args:
         kind = _KIND_NAMES[_int_const(rest[i], "an activity", call)]
         n = 2 if kind in ("dup", "dupnoneed") else 1
@@ -124,9 +130,11 @@ def lower_call(model, call) -> None:
         else:
             for k, x in enumerate(flat[0]):
                 args += [marker if k == 0 else _marker_global(model, "enzyme_const"), x]
-    if mode == "Reverse":
-        name = "__enzyme_autodiff"
+    if mode in ("Reverse", "SplitReverse"):
+        name = "__enzyme_autodiff" if mode == "Reverse" else "__enzyme_reverse"
         rt = T.void if not actives else actives[0] if len(actives) == 1 else T.struct(actives)
+    elif mode == "Augment":  # the primal result comes back through memory (enzyme_plugin.split)
+        name, rt = "__enzyme_augmentfwd", T.void
     else:
         name = "__enzyme_fwddiff"
         rt = f.return_type if f.return_type.kind == "float" else T.void

@@ -26,12 +26,15 @@ from gpucompiler.interpreter.infer import spec_argtypes
 from gpucompiler.interpreter.lattice import BOTTOM, Const, pyobj, widen
 from gpucompiler.interpreter.rules import Any_, CallResult
 
-from .. import api
+from .. import api, split as split_api
 
 MARKER = "gpuc.enzyme.autodiff"
 """The marker call the interpreter leaves for the pipeline half."""
-MODES = {"Reverse": 0, "Forward": 1}
-KINDS = {"const": 0, "active": 1, "dup": 2, "dupnoneed": 3}
+MODES = {"Reverse": 0, "Forward": 1, "Augment": 2, "SplitReverse": 3}
+"""``Augment`` / ``SplitReverse``: the two halves of split mode, emitted only by :mod:`enzyme_plugin.split`."""
+KINDS = {"const": 0, "active": 1, "dup": 2, "dupnoneed": 3, "tape": 4}
+SPLIT_ONLY_FROM_PYTHON = ("split mode (ReverseSplit, autodiff_thunk) is available from plain Python only, "
+                          "not inside @jit functions or kernels")
 
 rules = RuleSet("enzyme")
 """Rules of every job that enables the ``enzyme`` plugin."""
@@ -108,6 +111,9 @@ for _cls, _rt in ((api.Const, _single("const")), (api.Active, _single("active"))
 
 def _mode_of(v) -> api.Mode:
     if isinstance(v, Const) and isinstance(v.value, api.Mode):
+        if v.value is api.ReverseSplit:
+            raise TypeInferenceError(f"autodiff: {SPLIT_ONLY_FROM_PYTHON}",
+                                     hint="use autodiff(Reverse, ...) in compiled code")
         return v.value
     raise TypeInferenceError(f"autodiff: the mode must be Reverse or Forward, got {widen(v)!r}",
                              hint="autodiff(Reverse, f, Active(x), ...)")
@@ -152,6 +158,9 @@ def _find_job(interp, fn, meta, argtypes):
 
 @rules.handler
 def _autodiff(interp, fn, args):
+    if fn is api.autodiff_thunk or fn is split_api.autodiff_thunk:
+        raise TypeInferenceError(f"autodiff_thunk: {SPLIT_ONLY_FROM_PYTHON}",
+                                 hint="use autodiff(Reverse, ...) in compiled code")
     if fn is not api.autodiff:
         return None
     if len(args) < 2 or not is_function(args[1]):
@@ -160,18 +169,25 @@ def _autodiff(interp, fn, args):
                                  hint="pass a module-level function: autodiff(Reverse, f, Active(x))")
     mode = _mode_of(args[0])
     f = args[1].value
-    acts, wrapped = _activities(mode, args[2:])
+    split = mode.name in ("Augment", "SplitReverse")
+    if split:  # autodiff(<half>, f, tape holder, activities...): both halves share one nested job
+        holder = widen(args[2]) if len(args) > 2 else None
+        if not (isinstance(holder, T.ArrayType) and holder.dtype.kind == "i"):
+            raise TypeInferenceError(f"autodiff: split mode needs an integer tape holder array, got {holder!r}")
+    acts, wrapped = _activities(api.Reverse if split else mode, args[3 if split else 2:])
     primal = tuple(a.items[0] for a in acts)
-    meta = EnzymeMeta(mode.name)
+    meta = EnzymeMeta("ReverseSplit" if split else mode.name)
     res = deferred_call(interp, meta, f, primal, marker=MARKER)
     if res.restype is BOTTOM:
         return CallResult(BOTTOM)
     job = _find_job(interp, f, meta, spec_argtypes(primal))
-    restype = result_type(mode, acts, res.restype)
+    restype = result_type(api.Reverse if split else mode, acts, res.restype)
 
     def lower(cg, values, argtypes, rt):
         from .lowering import emit_autodiff
 
+        if split:
+            return emit_autodiff(cg, job, mode, acts, wrapped, values[3:], restype, tape=values[2])
         return emit_autodiff(cg, job, mode, acts, wrapped, values[2:], restype)
 
     return CallResult(restype, lower)

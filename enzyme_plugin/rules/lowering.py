@@ -13,7 +13,7 @@ from . import KINDS, MARKER, MODES
 _I32 = ir.IntType(32)
 
 
-def emit_autodiff(cg, job, mode, acts, wrapped, values, restype):
+def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None):
     """``call <restype> @gpuc.enzyme.autodiff(ptr f, i32 mode, (i32 kind, values...)...)``.
 
     When the parent stops on errors (a status or an error slot) the nested
@@ -21,10 +21,13 @@ def emit_autodiff(cg, job, mode, acts, wrapped, values, restype):
     it is passed as a ``Const`` pointer (the engine sees a plain argument; its
     stores and the branches on it are inactive), and after the call the
     parent returns at once if ``f`` failed, before any result is used.
+    Split mode passes the tape holder array first, as ``(i32 tape, holder)``.
     """
     b = cg.b
     lookup = cg.mod.declare(LOOKUP, PTR, [PTR])
     args = [b.call(lookup, [job_global(cg.mod, job.id)], name="deferred"), ir.Constant(_I32, MODES[mode.name])]
+    if tape is not None:
+        args += [ir.Constant(_I32, KINDS["tape"]), tape]
     slot = cg.call_slot() if cg.mod.status or cg.mod.error_slot else None
     if slot is not None:
         args += [ir.Constant(_I32, KINDS["const"]), slot]

@@ -1,0 +1,214 @@
+"""Split reverse mode from plain Python: ``fwd, rev = autodiff_thunk(ReverseSplit, f, activities...)``.
+
+As Enzyme.jl's ``autodiff_thunk(ReverseSplitWithPrimal, ...)``::
+
+    fwd, rev = autodiff_thunk(ReverseSplit, f, Active, Duplicated, Const)
+    tape, y = fwd(Active(x), Duplicated(a, da), Const(n))      # augmented forward: y == f(x, a, n)
+    (dx,) = rev(Active(x), Duplicated(a, da), Const(n), 1.0, tape)   # reverse: seed dy = 1.0
+
+``fwd`` runs the augmented forward sweep (``__enzyme_augmentfwd``) and
+returns a :class:`Tape` and the primal result of ``f`` (``None`` when ``f``
+returns nothing). ``rev`` runs the reverse sweep (``__enzyme_reverse``) from
+that tape with the adjoint ``seed`` of the result (``None`` when ``f``
+returns nothing): gradients are added into the ``Duplicated`` shadows and
+the derivatives of the ``Active`` arguments are returned, as
+``autodiff(Reverse, ...)`` does. Between the two, the primal arrays must not
+change (Enzyme's rule); the shadows may.
+
+One compiled entry holds both halves, so that they share one derivative and
+one tape layout. ``f`` is wrapped as ``W(out, args...)`` writing its result
+into ``out[0]`` (and 1.0 into ``out[1]``): the primal comes back through ``out`` and the seed goes in
+through ``out``'s shadow. The engine's tape lives behind a pointer that the
+augmented sweep stores into a small holder array; the reverse sweep frees it.
+A tape is consumed by its first ``rev``: a second use raises
+:class:`TapeError`. A tape never reversed is freed by its finaliser, which
+runs the reverse sweep with a zero seed into scratch shadows.
+Inside ``@jit`` functions and kernels split mode raises
+:class:`~gpucompiler.errors.TypeInferenceError` (plain Python only).
+"""
+
+from __future__ import annotations
+
+import functools
+import linecache
+import types as pytypes
+import weakref
+
+import numpy as np
+
+from gpucompiler.errors import ArgumentTypeError, GPUCompilerError
+
+from .api import ACTIVITIES, Active, Annotation, Const, Duplicated, Mode, ReverseSplit, autodiff
+
+_AUGMENT = Mode("Augment")
+_SPLIT_REVERSE = Mode("SplitReverse")
+
+
+class TapeError(GPUCompilerError, ValueError):
+    """A split-mode tape used twice, or given to the reverse pass of another function or activity list."""
+
+
+class Tape:
+    """The record of one augmented forward pass; consumed (and freed) by the first reverse pass."""
+
+    __slots__ = ("_thunk", "_holder", "_out", "_dout", "_result", "_used", "_finalizer", "__weakref__")
+
+    def __init__(self, thunk, holder, out, dout, result, flat):
+        self._thunk, self._holder, self._out, self._dout, self._result = thunk, holder, out, dout, result
+        self._used = False
+        scratch = _scratch(thunk.kinds, flat)
+        self._finalizer = weakref.finalize(self, _release, thunk.entry, holder, scratch)
+
+    @property
+    def used(self) -> bool:
+        """Whether the reverse pass has consumed this tape."""
+        return self._used
+
+    def __repr__(self) -> str:
+        return f"<Tape of {self._thunk.f.__qualname__}{' (used)' if self._used else ''}>"
+
+
+def _scratch(kinds, flat) -> list:
+    """Arguments for the releasing reverse sweep: the primals, fresh zero shadows, a zero seed."""
+    out, k = [np.zeros(2), np.zeros(2)], 0
+    for kind in kinds:
+        if issubclass(ACTIVITIES[kind], Duplicated):
+            out += [flat[k], np.zeros_like(flat[k + 1])]
+            k += 2
+        else:
+            out.append(flat[k])
+            k += 1
+    return out
+
+
+def _release(entry, holder, scratch) -> None:
+    """Free a tape that no reverse pass consumed: the engine's reverse sweep frees it, seeded with zero."""
+    entry(1, holder, *scratch)
+
+
+def _check(what: str, kinds: tuple, args) -> list:
+    if len(args) != len(kinds):
+        raise TypeError(f"{what}: expected {len(kinds)} argument(s) ({', '.join(kinds)}), got {len(args)}")
+    flat = []
+    for k, (kind, a) in enumerate(zip(kinds, args)):
+        cls = ACTIVITIES[kind]
+        if not isinstance(a, Annotation):
+            if cls is not Const:
+                raise ArgumentTypeError(f"argument {k}", type(a), function=what, hint=f"pass {kind}(...)")
+            a = Const(a)
+        if type(a) is not cls:
+            raise ArgumentTypeError(f"argument {k}", type(a), function=what,
+                                    hint=f"the thunk was made for {kind} here")
+        flat += a.values()
+    return flat
+
+
+class _Thunk:
+    __slots__ = ("f", "kinds", "entry")
+
+    def __init__(self, f, kinds, entry):
+        self.f, self.kinds, self.entry = f, kinds, entry
+
+
+class ForwardThunk(_Thunk):
+    """``fwd(args...) -> (tape, result)``: the augmented forward pass."""
+
+    __slots__ = ()
+
+    def __call__(self, *args):
+        flat = _check("forward thunk", self.kinds, args)
+        holder, out, dout = np.zeros(1, dtype=np.int64), np.zeros(2), np.zeros(2)
+        self.entry(0, holder, out, dout, *flat)
+        result = float(out[0]) if out[1] == 1.0 else None
+        return Tape(self, holder, out, dout, result, flat), result
+
+
+class ReverseThunk(_Thunk):
+    """``rev(args..., seed, tape) -> derivatives of the Active arguments``: the reverse pass."""
+
+    __slots__ = ("fwd",)
+
+    def __call__(self, *args):
+        if len(args) < 2:
+            raise TypeError("reverse thunk: expected the arguments, the seed and the tape")
+        *args, seed, tape = args
+        if not isinstance(tape, Tape):
+            raise ArgumentTypeError("tape", type(tape), function="reverse thunk",
+                                    hint="pass the tape returned by the forward thunk")
+        if tape._thunk is not self.fwd:
+            raise TapeError("reverse thunk: this tape was recorded by the forward pass of another thunk")
+        if tape._used:
+            raise TapeError("reverse thunk: this tape was already used by a reverse pass (a tape is consumed once)")
+        flat = _check("reverse thunk", self.kinds, args)
+        if tape._result is None:
+            if seed is not None:
+                raise ArgumentTypeError("seed", type(seed), function="reverse thunk",
+                                        hint="f returns nothing: pass None as the seed")
+            seed = 0.0
+        elif not isinstance(seed, (int, float, np.floating, np.integer)) or isinstance(seed, bool):
+            raise ArgumentTypeError("seed", type(seed), function="reverse thunk",
+                                    hint="pass the adjoint of f's result, a float (1.0 for the gradient)")
+        tape._used = True
+        tape._finalizer.detach()  # this reverse sweep frees the engine's tape
+        tape._dout[0] = float(seed)
+        return self.entry(1, tape._holder, tape._out, tape._dout, *flat)
+
+
+def autodiff_thunk(mode: Mode, f, *activities):
+    """``fwd, rev`` for split reverse mode (see the module docstring).
+
+    ``activities`` are the activity classes (``Active``, ``Duplicated``,
+    ``DuplicatedNoNeed``, ``Const``) or example values (a bare value is ``Const``), one per argument of ``f``.
+    """
+    if mode is not ReverseSplit:
+        raise ArgumentTypeError("mode", mode, function="autodiff_thunk", hint="pass ReverseSplit")
+    if not isinstance(f, pytypes.FunctionType):
+        raise ArgumentTypeError("f", type(f), function="autodiff_thunk", hint="pass a Python function")
+    kinds = []
+    for k, a in enumerate(activities):
+        cls = a if isinstance(a, type) else type(a) if isinstance(a, Annotation) else Const  # bare: Const
+        if not (issubclass(cls, Annotation) and cls.__name__ in ACTIVITIES):
+            raise ArgumentTypeError(f"activity {k}", cls, function="autodiff_thunk",
+                                    hint="pass Active, Duplicated, DuplicatedNoNeed or Const")
+        kinds.append(cls.__name__)
+    kinds = tuple(kinds)
+    entry = _entry(f, kinds)
+    fwd = ForwardThunk(f, kinds, entry)
+    rev = ReverseThunk(f, kinds, entry)
+    rev.fwd = fwd
+    return fwd, rev
+
+
+@functools.lru_cache(maxsize=256)
+def _entry(f, kinds: tuple[str, ...]):
+    """``split_entry(op, holder, out, dout, flattened values...)``: op 0 augments, op 1 reverses."""
+    from gpucompiler.jit import jit
+
+    params, wrapped, k = [], [], 0
+    for kind in kinds:
+        n = 2 if issubclass(ACTIVITIES[kind], Duplicated) else 1
+        names = [f"a{k + i}" for i in range(n)]
+        k += n
+        params += names
+        wrapped.append(f"{kind}({', '.join(names)})")
+    fargs = ", ".join(f"x{i}" for i in range(len(kinds)))
+    acts = ", ".join(["Duplicated(out, dout)"] + wrapped)
+    src = (f"def split_primal(out, {fargs}):\n"
+           f"    r = F({fargs})\n"
+           f"    if r is not None:\n"
+           f"        out[0] = r\n"
+           f"        out[1] = 1.0\n"
+           f"\n"
+           f"def split_entry(op, holder, out, dout, {', '.join(params)}):\n"
+           f"    if op == 0:\n"
+           f"        return autodiff(AUGMENT, split_primal, holder, {acts})\n"
+           f"    return autodiff(SPLIT_REVERSE, split_primal, holder, {acts})\n")
+    filename = f"<enzyme_plugin.split {f.__module__}.{f.__qualname__} {' '.join(kinds)}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # source for the frontend
+    namespace = {"autodiff": autodiff, "AUGMENT": _AUGMENT, "SPLIT_REVERSE": _SPLIT_REVERSE, "F": f,
+                 **ACTIVITIES}
+    exec(compile(src, filename, "exec"), namespace)
+    return jit(namespace["split_entry"], plugins=("enzyme",))
+
+
+__all__ = ["ReverseSplit", "autodiff_thunk", "Tape", "TapeError", "ForwardThunk", "ReverseThunk"]

@@ -5,6 +5,15 @@ from __future__ import annotations
 
 from gpucompiler.llvm import types as T
 
+def _trap_if_null(value: str, next_label: str) -> str:
+    """IR lines (braces doubled, for ``str.format``) that trap when allocation ``value`` failed:
+    the tape never writes through null, on the CPU or on a device heap."""
+    return (f"  %lost = icmp eq ptr {value}, null\n"
+            f"  br i1 %lost, label %oom, label %{next_label}, "
+            "!prof !{{!\"branch_weights\", i32 1, i32 2000}}\n"
+            "oom:\n  call void @llvm.trap()\n  unreachable\n")
+
+
 #: ``a OP b`` on sizes, trapping on unsigned overflow (OP: umul or uadd)
 _CHECKED_SIZE = """
 define internal i64 @{name}(i64 %a, i64 %b) alwaysinline {{
@@ -40,12 +49,7 @@ grow:
   %nc = select i1 %big, i64 %c2, i64 %c3
   %b = load ptr, ptr %t, align 8
   %nb = call ptr @realloc(ptr %b, i64 %nc)
-  %lost = icmp eq ptr %nb, null
-  br i1 %lost, label %oom, label %grown, !prof !{{!"branch_weights", i32 1, i32 2000}}
-oom:
-  call void @llvm.trap()
-  unreachable
-grown:
+"""+_trap_if_null("%nb", "grown")+"""grown:
   store ptr %nb, ptr %t, align 8
   store i64 %nc, ptr %capp, align 8
   br label %ok
@@ -83,12 +87,7 @@ grow:
   %bytes = mul i64 %nc, %frame
   %b = load ptr, ptr %t, align 8
   %nb = call ptr @realloc(ptr %b, i64 %bytes), !gpuc.ad.tape !{{}}
-  %lost = icmp eq ptr %nb, null
-  br i1 %lost, label %oom, label %grown, !prof !{{!"branch_weights", i32 1, i32 2000}}
-oom:
-  call void @llvm.trap()
-  unreachable
-grown:
+"""+_trap_if_null("%nb", "grown")+"""grown:
   store ptr %nb, ptr %t, align 8
   store i64 %nc, ptr %capp, align 8
   br label %ok
@@ -101,12 +100,7 @@ ok:
 define internal ptr @{name}(i64 %n) alwaysinline {{
 entry:
   %p = call ptr @malloc(i64 %n), !gpuc.ad.tape !{{}}
-  %lost = icmp eq ptr %p, null
-  br i1 %lost, label %oom, label %ok, !prof !{{!"branch_weights", i32 1, i32 2000}}
-oom:
-  call void @llvm.trap()
-  unreachable
-ok:
+"""+_trap_if_null("%p", "ok")+"""ok:
   ret ptr %p
 }}
 """),

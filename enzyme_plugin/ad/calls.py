@@ -29,12 +29,27 @@ ALLOC = frozenset(("malloc", "_Znwm", "_Znam"))
 FREE = frozenset(("free", "_ZdlPv", "_ZdaPv", "_ZdlPvm"))
 
 
-def classify(inst) -> str:
+def rule_name(inst, like=None) -> str | None:
+    """The math rule key of a call: its callee's, or that of the function the callee is declared to
+    behave like (``like``: callee name -> math function, from ``__enzyme_function_like``)."""
+    name = callee_name(inst)
+    if like and name in like:
+        key = math_name(like[name])
+        if key is None:
+            raise unsupported(f"@{name} is declared to behave like '{like[name]}' (__enzyme_function_like), "
+                              f"which has no derivative rule", inst)
+        return key
+    return math_name(name) if name is not None else None
+
+
+def classify(inst, like=None) -> str:
     """What kind of call ``inst`` is: ``ignored``, ``math``, ``alloc``, ``calloc``, ``realloc``, ``free``,
-    ``memcpy``, ``memset``, ``defined``, ``inactive`` or ``unknown``."""
+    ``memcpy``, ``memset``, ``defined``, ``inactive`` or ``unknown``. ``like`` as in :func:`rule_name`."""
     name = callee_name(inst)
     if name is None:
         return "unknown"
+    if like and name in like:
+        return "math"
     special = gpu.classify(name)
     if special is not None:
         return special
@@ -95,14 +110,15 @@ def copied_type(e, inst, kind):
 
 # -- forward sweep -----------------------------------------------------------
 def forward(s, inst):
-    kind = classify(inst)
+    like = s.engine.function_like
+    kind = classify(inst, like)
     act = s.act
     varied = not act.is_constant_instruction(inst)
     if kind in ("ignored", "inactive", "barrier"):
         return
     if kind == "math":
         if s.tangents and inst in act.active:
-            key = math_name(callee_name(inst))
+            key = rule_name(inst, like)
             ts = [s.tangent(a) for a in inst.args]
             fwd = MATH_FORWARD.get(key)
             t = fwd(s, inst, ts) if fwd else derived_forward(MATH_REVERSE[key], s, inst, ts)
@@ -170,7 +186,8 @@ def _forward_realloc(s, inst):
 
 # -- reverse sweep -----------------------------------------------------------
 def reverse(r, inst):
-    kind = classify(inst)
+    like = r.engine.function_like
+    kind = classify(inst, like)
     act = r.act
     if kind == "barrier":
         gpu.reverse_barrier(r, inst)
@@ -179,7 +196,7 @@ def reverse(r, inst):
         if inst not in act.active:
             return
         d = r.take_adjoint(inst)
-        rule = MATH_REVERSE[math_name(callee_name(inst))]
+        rule = MATH_REVERSE[rule_name(inst, like)]
         for k, a in enumerate(inst.args):
             if k < len(rule) and rule[k] is not None and a in act.active:
                 r.accumulate(a, rule[k](r, inst, d))

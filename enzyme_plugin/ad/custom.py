@@ -1,5 +1,6 @@
 """User-registered derivative rules: ``__enzyme_register_gradient_<f> = {f, augment, reverse}``
-and ``__enzyme_register_derivative_<f> = {f, forward}`` global arrays.
+and ``__enzyme_register_derivative_<f> = {f, forward}`` global arrays, and
+``__enzyme_function_like* = {f, "log1p"}`` (``f`` takes a math function's rule).
 
 The engine wraps them in its own calling convention: the augmented wrapper
 pushes the user's tape pointer on the engine's tape, the reverse wrapper pops
@@ -8,10 +9,14 @@ it and hands it back.
 
 from __future__ import annotations
 
+import re
+
 from gpucompiler.llvm import Builder, Function, const_int, constant, types as T
 
 from .analysis import DUP
-from .emit import is_float_like, zero
+from .emit import reshape
+from .errors import unsupported
+from .rules import math_name
 
 
 def registered(module):
@@ -27,6 +32,50 @@ def registered(module):
         elif "__enzyme_register_derivative" in g.name and len(fns) >= 2:
             fwds[fns[0].name] = fns[1]
     return grads, fwds
+
+
+def function_like(module) -> dict[str, str]:
+    """``__enzyme_function_like* = {f, "name"}`` globals: function name -> the math function whose
+    derivative it takes (``log1p``)."""
+    out = {}
+    for g in module.globals.values():
+        init = g.initializer
+        if init is None or not g.name.startswith("__enzyme_function_like"):
+            continue
+        ops = list(getattr(init, "operands", ()))
+        if len(ops) < 2 or not isinstance(ops[0], Function) or _c_string(ops[1]) is None:
+            raise unsupported(f"@{g.name} must be {{function, \"math function name\"}}")
+        name = _c_string(ops[1])
+        if math_name(name) is None:
+            raise unsupported(f"@{g.name} declares @{ops[0].name} to behave like '{name}', "
+                              f"which has no derivative rule")
+        out[ops[0].name] = name
+    return out
+
+
+def wrap_function_like(module, fn, like) -> Function:
+    """``fn`` itself, or when it is declared function-like, an internal function that calls it (so
+    that differentiating it directly takes the math function's rule, as calls to it do)."""
+    if fn.name not in like:
+        return fn
+    name = f"{fn.name}.like"
+    w = module.functions.get(name)
+    if w is None:
+        w = Function(name, fn.function_type, prefix="internal")
+        module.add_function(w)
+        b = Builder(w.append_block("entry"))
+        out = b.call(fn, list(w.args))
+        b.ret(out) if fn.return_type is not T.void else b.ret()
+    return w
+
+
+def _c_string(v) -> str | None:
+    """The text of a global holding ``c"...\\00"``, or None."""
+    ref = getattr(getattr(v, "initializer", None), "ref", None)
+    if not isinstance(ref, str) or not ref.startswith('c"'):
+        return None
+    raw = re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), ref[2:-1])
+    return raw.split("\0", 1)[0]
 
 
 def _user_args(fn, kinds, params):
@@ -45,9 +94,16 @@ def gen_forward(engine, fn, kinds, new, user):
     if out.type is new.return_type:
         b.ret(out)
         return
-    prim = b.call(fn, [a for a, k in zip(new.args, _primal_mask(kinds)) if k])
-    agg = b.insertvalue(constant(new.return_type, "poison"), prim, 0)
-    b.ret(b.insertvalue(agg, out if is_float_like(out.type) else zero(rt), 1))
+    if out.type is rt:  # the rule gives the tangent only: the primal comes from fn
+        prim = b.call(fn, [a for a, k in zip(new.args, _primal_mask(kinds)) if k])
+        agg = b.insertvalue(constant(new.return_type, "poison"), prim, 0)
+        b.ret(b.insertvalue(agg, out, 1))
+        return
+    both = reshape(b, out, new.return_type) if out.type is not T.void else None
+    if both is None:
+        raise unsupported(f"the forward rule @{user.name} registered for @{fn.name} returns {out.type}: "
+                          f"return the tangent of the result ({rt}), or the primal and the tangent", None, fn)
+    b.ret(both)
 
 
 def _primal_mask(kinds):
@@ -97,7 +153,10 @@ def gen_split(engine, fn, kinds, aug, rev, user_aug, user_rev):
     out = b.call(user_rev, rargs + extra[: len(user_rev.args) - len(rargs)])
     if rev.return_type is T.void:
         b.ret()
-    elif out.type is rev.return_type:
-        b.ret(out)
-    else:
-        b.ret(zero(rev.return_type))
+        return
+    adjoints = reshape(b, out, rev.return_type) if out.type is not T.void else None
+    if adjoints is None:
+        raise unsupported(f"the reverse rule @{user_rev.name} registered for @{fn.name} returns {out.type}, "
+                          f"but the adjoints of its active arguments are {rev.return_type}: return them "
+                          f"(one value, or a struct of them in argument order)", None, fn)
+    b.ret(adjoints)

@@ -48,6 +48,41 @@ def zero(t: T.Type):
     return constant(t, "zeroinitializer")
 
 
+def _parts(t: T.Type) -> list[T.Type] | None:
+    """The scalar parts of an aggregate or vector, in order (None for a scalar)."""
+    if t.kind == "struct":
+        return list(t.elements or ())
+    if t.kind in ("array", "vector"):
+        return [t.element] * t.count
+    return None
+
+
+def _part(b: Builder, v, t: T.Type, k: int):
+    return b.extractelement(v, const_int(T.i32, k)) if t.kind == "vector" else b.extractvalue(v, k)
+
+
+def reshape(b: Builder, v, want: T.Type):
+    """``v`` rebuilt as a value of type ``want`` with the same scalars in the same order (a float
+    and a ``{float}``, a ``<2 x float>`` and a ``{float, float}``: how C returns small structs),
+    or None when the scalars differ in number or type."""
+    have = v.type
+    if have is want:
+        return v
+    hp, wp = _parts(have), _parts(want)
+    if hp is None and wp is not None and len(wp) == 1 and wp[0] is have:
+        return b.insertvalue(constant(want, "poison"), v, 0) if want.kind != "vector" else \
+            b.insertelement(constant(want, "poison"), v, const_int(T.i32, 0))
+    if wp is None and hp is not None and len(hp) == 1 and hp[0] is want:
+        return _part(b, v, have, 0)
+    if hp is None or wp is None or len(hp) != len(wp) or any(x is not y for x, y in zip(hp, wp)):
+        return None
+    out = constant(want, "poison")
+    for k in range(len(wp)):
+        e = _part(b, v, have, k)
+        out = b.insertelement(out, e, const_int(T.i32, k)) if want.kind == "vector" else b.insertvalue(out, e, k)
+    return out
+
+
 def type_suffix(t: T.Type) -> str:
     """Intrinsic name mangling: ``f64``, ``f32``, ``v4f64``."""
     s = t.scalar

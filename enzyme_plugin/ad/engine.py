@@ -31,6 +31,8 @@ class Engine:
         self._helpers: dict = {}
         self._retyped: set = set()
         self.custom_gradients, self.custom_derivatives = custom.registered(module)
+        #: callee name -> math function it behaves like (``__enzyme_function_like``)
+        self.function_like = custom.function_like(module)
 
     # -- helpers and analyses ---------------------------------------------------
     def helper(self, key: str) -> Function:
@@ -234,8 +236,24 @@ class Engine:
         adj = self.adjoint_type(fn, kinds)
         new = self._new(self._name("diffe", fn, kinds), adj or T.void, types)
         self._fns[key] = new
-        self._work.append(lambda: self._gen_combined(fn, kinds, new, roles))
+        if fn.name in self.custom_gradients:
+            self._work.append(lambda: self._gen_combined_from_rule(fn, kinds, new))
+        else:
+            self._work.append(lambda: self._gen_combined(fn, kinds, new, roles))
         return new
+
+    def _gen_combined_from_rule(self, fn, kinds, new):
+        """A registered rule differentiated directly: its augmented forward, then its reverse seeded with 1."""
+        aug, rev = self.split_fns(fn, kinds)
+        b = Builder(new.append_block("entry"))
+        tape = b.alloca(TAPE)
+        b.store(constant(TAPE, "zeroinitializer"), tape)
+        args = list(new.args)
+        b.call(aug, args + [tape])
+        rt = fn.return_type
+        out = b.call(rev, args + ([fconst(rt, 1.0)] if is_float_like(rt) else []) + [tape])
+        b.call(self.helper("free"), [tape])
+        b.ret(out) if new.return_type is not T.void else b.ret()
 
     def _gen_combined(self, fn, kinds, new, roles):
         act = self.activity(fn, kinds)

@@ -16,7 +16,7 @@ import re
 
 from gpucompiler.llvm import Builder, Function, GlobalVariable, Instruction, constant, parse, types as T
 
-from . import preprocess
+from . import custom, preprocess
 from .analysis import CONST, DUP, OUT
 from .emit import is_float_like
 from .engine import Engine
@@ -197,7 +197,7 @@ def differentiate_module(module):
                 sites.append((inst, mode))
     for inst, mode in sites:
         sret = _sret(inst)
-        f = _target(inst, sret)
+        f = custom.wrap_function_like(module, _target(inst, sret), engine.function_like)
         kinds, values, extras = decode(inst, f, mode, sret)
         b = Builder()
         b.position_before(inst)

@@ -21,6 +21,8 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
     "activity": ("activity.c", []),
     "structret": ("structret.c", []),
     "custom": ("custom.c", []),
+    "custom_float": ("custom_float.c", []),
+    "function_like": ("function_like.c", []),
     "split": ("split.c", []),
     "vec": ("vec.c", ["-ffast-math"]),
     "math_float": ("math_float.c", ["-fno-math-errno"]),

@@ -178,6 +178,17 @@ class CacheCorruptionError(CacheError):
         super().__init__(f"corrupt cache entry {where}: {reason}")
 
 
+class CacheForgeryError(CacheCorruptionError):
+    """An entry from a shared tier without a valid MAC under this deployment's secret (refused)."""
+
+    def __init__(self, where: str, reason: str):
+        super().__init__(where, reason)
+        self.args = (f"refused cache entry {where}: {reason}",)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
 class CacheWarning(UserWarning):
     """The cache could not be read or written; the compile went on without it."""
 

@@ -20,11 +20,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 import attrs
 
-from ..errors import CacheCorruptionError, CacheError, CacheWarning
+from ..errors import CacheCorruptionError, CacheError, CacheForgeryError, CacheWarning
 from . import keys
 from .entry import Entry, decode
 from .serialisable import serialisation_errors
 from .tiers import DiskTier, MemoryTier, RedisTier
+from .trust import Signer, SignedTier, private_directory_problem, read_secret_file
 
 log = logging.getLogger("gpucompiler.cache")
 
@@ -51,7 +52,8 @@ def default_cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
 
 #: every variable the settings are read from (``HOME`` through ``~``)
 _ENV_VARS = ("GPUC_CACHE", "GPUC_CACHE_DIR", "GPUC_CACHE_SIZE", "GPUC_CACHE_URL", "GPUC_SERVICE_URL",
-             "GPUC_SERVICE_TOKEN", "XDG_CACHE_HOME", "HOME")
+             "GPUC_SERVICE_TOKEN", "GPUC_CACHE_SECRET", "GPUC_CACHE_SECRET_FILE", "GPUC_CACHE_SHARED_DIR",
+             "GPUC_CACHE_REDIS_CA", "GPUC_CACHE_REDIS_CERT", "GPUC_CACHE_REDIS_KEY", "XDG_CACHE_HOME", "HOME")
 _last_settings: tuple[tuple, "CacheSettings"] | None = None  # (values of _ENV_VARS, settings)
 
 
@@ -67,8 +69,15 @@ class CacheSettings:
     """``GPUC_CACHE_URL=redis://…``: the shared tier."""
     service_url: str | None = None
     """``GPUC_SERVICE_URL``: compile misses on this service."""
-    service_token: str | None = None
+    service_token: str | None = attrs.field(default=None, repr=False)
     """``GPUC_SERVICE_TOKEN``: bearer token sent to the service."""
+    secret: bytes | None = attrs.field(default=None, repr=False)
+    """``GPUC_CACHE_SECRET_FILE`` (a file only this user can read) or ``GPUC_CACHE_SECRET``: the key
+    of the MACs that entries from shared tiers must carry."""
+    shared_dir: Path | None = None
+    """``GPUC_CACHE_SHARED_DIR``: a directory other users may write too (entries signed)."""
+    redis_tls: dict[str, str] = attrs.field(factory=dict)
+    """``GPUC_CACHE_REDIS_CA`` / ``_CERT`` / ``_KEY``: TLS files for a ``rediss://`` URL."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "CacheSettings":
@@ -87,11 +96,21 @@ class CacheSettings:
         url = environ.get("GPUC_CACHE_URL") or None
         if url and not url.startswith(("redis://", "rediss://", "unix://")):
             raise CacheError(f"GPUC_CACHE_URL={url!r}: only redis://, rediss:// and unix:// URLs are supported")
+        secret_file = environ.get("GPUC_CACHE_SECRET_FILE")
+        secret = (read_secret_file(secret_file) if secret_file
+                  else (environ.get("GPUC_CACHE_SECRET") or "").encode() or None)
+        tls = {arg: environ[var] for var, arg in (("GPUC_CACHE_REDIS_CA", "ssl_ca_certs"),
+                                                  ("GPUC_CACHE_REDIS_CERT", "ssl_certfile"),
+                                                  ("GPUC_CACHE_REDIS_KEY", "ssl_keyfile")) if environ.get(var)}
+        if tls and not (url or "").startswith("rediss://"):
+            raise CacheError("GPUC_CACHE_REDIS_CA/_CERT/_KEY need a TLS URL: GPUC_CACHE_URL=rediss://…")
+        shared = environ.get("GPUC_CACHE_SHARED_DIR")
         return cls(directory=None if off else default_cache_dir(environ),
                    max_bytes=parse_size(environ.get("GPUC_CACHE_SIZE", "1G")),
                    redis_url=None if off else url,
                    service_url=environ.get("GPUC_SERVICE_URL") or None,
-                   service_token=environ.get("GPUC_SERVICE_TOKEN") or None)
+                   service_token=environ.get("GPUC_SERVICE_TOKEN") or None,
+                   secret=secret, shared_dir=Path(shared) if shared and not off else None, redis_tls=tls)
 
 
 @attrs.define
@@ -125,27 +144,56 @@ class CachedResult:
         return dict(self.meta.get("reports", {}))
 
 
+def private_disk(directory: str | os.PathLike, max_bytes: int = 1 << 30) -> DiskTier | None:
+    """The private disk tier in ``directory``, created owner-only (0700); None, with a
+    :class:`CacheWarning`, when another user owns it or can write to it."""
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    except OSError:
+        return DiskTier(directory, max_bytes)  # unwritable: every write warns and falls back
+    problem = private_directory_problem(os.fspath(directory))
+    if problem is not None:
+        Cache._warn(f"the cache directory {directory} is not used: {problem}. A directory others write "
+                    "to belongs in GPUC_CACHE_SHARED_DIR, whose entries must be signed", stacklevel=3)
+        return None
+    return DiskTier(directory, max_bytes)
+
+
 class Cache:
-    """Tiers in lookup order: memory, then disk, then Redis (read through to disk and memory)."""
+    """Tiers in lookup order: memory, the private disk, then the shared tiers (a shared directory,
+    Redis), read through to disk and memory.
+
+    Entries from shared tiers must carry a MAC under ``secret`` (:mod:`.trust`);
+    a shared tier without a secret is a :class:`CacheError`.
+    """
 
     def __init__(self, disk: DiskTier | None = None, redis: RedisTier | None = None,
-                 memory: MemoryTier | None = None, service: Any = None):
+                 memory: MemoryTier | None = None, service: Any = None, *,
+                 shared: DiskTier | None = None, secret: bytes | None = None):
+        self.signer = Signer(secret) if secret else None
+        if (redis is not None or shared is not None) and self.signer is None:
+            raise CacheError("a shared cache tier (Redis, a shared directory) needs the deployment's "
+                             "secret, to sign and check its entries: set GPUC_CACHE_SECRET_FILE (a file "
+                             "only you can read) or GPUC_CACHE_SECRET")
         self.memory = memory if memory is not None else MemoryTier()
         self.disk = disk
-        self.redis = redis
+        self.shared = SignedTier(shared, self.signer) if shared is not None else None
+        self.redis = SignedTier(redis, self.signer) if redis is not None else None
+        self.tiers = tuple(t for t in (disk, self.shared, self.redis) if t is not None)
         self.service = service
         self.stats: Counter[str] = Counter()
 
     @classmethod
     def from_settings(cls, settings: CacheSettings) -> "Cache":
-        disk = DiskTier(settings.directory, settings.max_bytes) if settings.directory else None
-        redis = RedisTier(settings.redis_url) if settings.redis_url else None
+        disk = private_disk(settings.directory, settings.max_bytes) if settings.directory else None
+        shared = DiskTier(settings.shared_dir, settings.max_bytes, name="shared") if settings.shared_dir else None
+        redis = RedisTier(settings.redis_url, tls=settings.redis_tls) if settings.redis_url else None
         service = None
         if settings.service_url:
             from ..service.client import ServiceClient
 
-            service = ServiceClient(settings.service_url, token=settings.service_token)
-        return cls(disk, redis, service=service)
+            service = ServiceClient(settings.service_url, token=settings.service_token, secret=settings.secret)
+        return cls(disk, redis, service=service, shared=shared, secret=settings.secret)
 
     # -- lookup -------------------------------------------------------------
     def lookup(self, key: str, document: dict, kinds: Sequence[str], *,
@@ -159,15 +207,13 @@ class Cache:
             if entry is not None and _has(entry, kinds) and entry.document == document:
                 self.stats[f"{counter}.memory"] += 1
                 return entry, "memory"
-        for tier in (self.disk, self.redis):
-            if tier is None:
-                continue
+        for tier in self.tiers:
             entry = self._read(tier, key, document)
             if entry is None or not _has(entry, kinds):
                 continue
             self.stats[f"{counter}.{tier.name}"] += 1
             self.memory.put(entry)
-            if tier is self.redis and self.disk is not None:
+            if tier is not self.disk and self.disk is not None:  # checked: its MAC verified
                 self._write(self.disk, entry.key, entry.encode())  # read through to local disk
             return entry, tier.name
         return None
@@ -176,15 +222,18 @@ class Cache:
         where = f"{tier.name}:{key}"
         try:
             data = tier.get(key)
-        except self._errors(tier) as exc:
-            self._warn(f"cannot read the {tier.name} cache ({exc}); compiling without it")
-            return None
-        if data is None:
-            return None
-        try:
+            if data is None:
+                return None
             entry = decode(data, where, expect_key=key)
             if entry.document != document:
                 raise CacheCorruptionError(where, "stored key document differs from the job's")
+        except self._errors(tier) as exc:
+            self._warn(f"cannot read the {tier.name} cache ({exc}); compiling without it")
+            return None
+        except CacheForgeryError as exc:  # left in place: only a holder of the secret can replace it
+            self.stats["forged"] += 1
+            self._warn(f"{exc}; compiling instead")
+            return None
         except CacheCorruptionError as exc:
             self.stats["corrupt"] += 1
             log.warning("%s; evicting it and recompiling", exc)
@@ -200,9 +249,8 @@ class Cache:
         """Store ``entry`` in every tier; a tier that cannot be written is skipped with a warning."""
         self.memory.put(entry)
         data = entry.encode()
-        for tier in (self.disk, self.redis):
-            if tier is not None:
-                self._write(tier, entry.key, data)
+        for tier in self.tiers:
+            self._write(tier, entry.key, data)
 
     def _write(self, tier: Any, key: str, data: bytes) -> None:
         try:
@@ -218,9 +266,9 @@ class Cache:
         return getattr(tier, "errors", (OSError,))
 
     @staticmethod
-    def _warn(message: str) -> None:
+    def _warn(message: str, stacklevel: int = 4) -> None:
         log.warning(message)
-        warnings.warn(message, CacheWarning, stacklevel=4)
+        warnings.warn(message, CacheWarning, stacklevel=stacklevel)
 
     # -- the whole story ------------------------------------------------------
     def compile(self, job: Any, emit: Sequence[str] = ("llvm",),
@@ -312,12 +360,12 @@ class Cache:
         start = time.perf_counter()
         if compiler is not None:
             result, origin = compiler(job, kinds), "compiled"
-        elif self.service is not None:
-            result, origin = self.service.compile(job, kinds), "service"
         else:
-            from .. import pipeline
+            result, origin = self._service_compile(job, kinds), "service"
+            if result is None:
+                from .. import pipeline
 
-            result, origin = pipeline.compile(job, kinds), "compiled"
+                result, origin = pipeline.compile(job, kinds), "compiled"
         self.stats["compile"] += 1
         meta = {"name": job.name, "symbols": _symbols(result.module), "stage_times": dict(result.stage_times),
                 "reports": _jsonable(result.reports), "created": time.time(),
@@ -331,6 +379,19 @@ class Cache:
         else:
             self.publish(entry)
         return CachedResult(job, entry.artifacts, key, origin, meta, result.module)
+
+
+    def _service_compile(self, job: Any, kinds: tuple[str, ...]) -> Any:
+        """The service's answer for ``job``; None (compile here) without a service or when its
+        answer is refused as forged."""
+        if self.service is None:
+            return None
+        try:
+            return self.service.compile(job, kinds)
+        except CacheForgeryError as exc:
+            self.stats["forged"] += 1
+            self._warn(f"{exc}; compiling here instead", stacklevel=5)
+            return None
 
 
 def _symbols(module: Any) -> list[list[Any]] | None:

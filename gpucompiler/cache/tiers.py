@@ -10,14 +10,53 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 import time
 from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import CacheError
+from ..errors import CacheCorruptionError, CacheError
 from .entry import Entry
+
+#: the largest entry a tier hands out (an entry of a big kernel is a few MiB)
+MAX_ENTRY_BYTES = 256 << 20
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def read_entry_file(path: str, limit: int) -> bytes | None:
+    """The bytes of the regular file ``path`` (None when absent).
+
+    A symbolic link, a FIFO, a device or a file over ``limit`` bytes is a
+    :class:`CacheCorruptionError`: it neither blocks the reader nor fills its memory.
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CacheCorruptionError(path, "is a symbolic link, not an entry file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise CacheCorruptionError(path, "is not a regular file")
+        if st.st_size > limit:
+            raise CacheCorruptionError(path, f"{st.st_size} bytes, over the entry limit of {limit}")
+        chunks, size = [], 0
+        while True:
+            chunk = os.read(fd, max(st.st_size + 1 - size, 1 << 16))
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > limit:
+                raise CacheCorruptionError(path, f"grew over the entry limit of {limit} bytes while read")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 class MemoryTier:
@@ -63,23 +102,24 @@ class DiskTier:
     """
 
     name = "disk"
+    shared = False
 
-    def __init__(self, root: str | os.PathLike, max_bytes: int = 1 << 30):
+    def __init__(self, root: str | os.PathLike, max_bytes: int = 1 << 30, *, name: str = "disk"):
+        self.name = name
         self.root = Path(root)
         self.entries = self.root / "entries"
         self._entries = os.fspath(self.entries)
         self.locks = self.root / "locks"
         self.max_bytes = max_bytes
+        self.max_entry_bytes = min(max_bytes, MAX_ENTRY_BYTES)
 
     def path(self, key: str) -> Path:
         return self.entries / key[:2] / key
 
     def get(self, key: str) -> bytes | None:
         path = f"{self._entries}/{key[:2]}/{key}"  # strings: a fresh process's hit reads two entries
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
+        data = read_entry_file(path, self.max_entry_bytes)
+        if data is None:
             return None
         try:
             os.utime(path)
@@ -90,7 +130,7 @@ class DiskTier:
     def put(self, key: str, data: bytes) -> None:
         """Publish ``data`` atomically (write a temporary file, rename); OSError when not writable."""
         final = self.path(key)
-        final.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(final.parent, mode=0o700, exist_ok=True)
         tmp = final.parent / f".tmp-{os.getpid()}-{time.monotonic_ns()}"
         try:
             with open(tmp, "wb") as f:
@@ -152,8 +192,8 @@ class DiskTier:
     def lock(self, key: str, timeout: float = 120.0) -> Iterator[bool]:
         """Hold the cross-process lock of ``key``; yields False when the lock file cannot be made."""
         try:
-            self.locks.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.locks / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            os.makedirs(self.locks, mode=0o700, exist_ok=True)
+            fd = os.open(self.locks / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         except OSError:
             yield False
             return
@@ -178,7 +218,8 @@ class RedisTier:
 
     name = "redis"
 
-    def __init__(self, url: str, prefix: str = "gpuc:v1:", timeout: float = 2.0):
+    def __init__(self, url: str, prefix: str = "gpuc:v1:", timeout: float = 2.0, *,
+                 tls: dict[str, str] | None = None, max_entry_bytes: int = MAX_ENTRY_BYTES):
         try:
             import redis
         except ImportError:
@@ -186,12 +227,19 @@ class RedisTier:
                              "'gpucompiler[redis]'") from None
         self.url = url
         self.prefix = prefix
+        self.max_entry_bytes = max_entry_bytes
         self.errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
-        self.client: Any = redis.Redis.from_url(url, socket_timeout=timeout,
-                                                socket_connect_timeout=timeout)
+        self.client: Any = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout,
+                                                **(tls or {}))
 
     def get(self, key: str) -> bytes | None:
-        return self.client.get(self.prefix + key)
+        """The entry's bytes, at most ``max_entry_bytes`` of them (GETRANGE: a huge value is not fetched)."""
+        data = self.client.getrange(self.prefix + key, 0, self.max_entry_bytes)
+        if not data:
+            return None
+        if len(data) > self.max_entry_bytes:
+            raise CacheCorruptionError(f"redis:{key}", f"over the entry limit of {self.max_entry_bytes} bytes")
+        return data
 
     def put(self, key: str, data: bytes) -> None:
         self.client.set(self.prefix + key, data)

@@ -2,7 +2,7 @@
 
     gpuc cache stats           entries, bytes, bound, directory (and Redis when configured)
     gpuc cache ls              one line per entry: key, size, age, name, artifact kinds
-    gpuc cache verify          check every entry; --evict removes the bad ones
+    gpuc cache verify          check every entry (checksums; MACs in the shared tiers); --evict removes the bad ones
     gpuc cache clear           remove every entry (local disk; --redis the shared tier too)
 
 ``--json`` prints JSON instead. ``GPUC_CACHE_DIR`` / ``--dir`` pick the directory.
@@ -27,22 +27,42 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _tiers(args: argparse.Namespace):
-    from ..cache.core import CacheSettings
+def _cache(args: argparse.Namespace):
+    from ..cache.core import Cache, CacheSettings
     from ..cache.tiers import DiskTier, RedisTier
 
     settings = CacheSettings.from_env()
     directory = args.dir or settings.directory
     disk = DiskTier(directory, settings.max_bytes) if directory else None
-    redis = RedisTier(settings.redis_url) if settings.redis_url else None
-    return disk, redis
+    shared = DiskTier(settings.shared_dir, settings.max_bytes, name="shared") if settings.shared_dir else None
+    redis = RedisTier(settings.redis_url, tls=settings.redis_tls) if settings.redis_url else None
+    return Cache(disk, redis, shared=shared, secret=settings.secret)
+
+
+def _verify(tier, keys: list[str], evict: bool) -> list[dict]:
+    """The entries of ``tier`` that fail their checks (through the tier: MACs for shared ones)."""
+    from ..cache.entry import decode
+    from ..errors import CacheCorruptionError
+
+    bad = []
+    for key in keys:
+        try:
+            data = tier.get(key)
+            if data is not None:
+                decode(data, f"{tier.name}:{key}", expect_key=key)
+        except (CacheCorruptionError, *getattr(tier, "errors", (OSError,))) as exc:
+            bad.append({"tier": tier.name, "key": key, "reason": str(exc)})
+            if evict:
+                tier.delete(key)
+    return bad
 
 
 def run(args: argparse.Namespace) -> int:
     from ..cache.entry import decode
     from ..errors import CacheCorruptionError, ConfigError
 
-    disk, redis = _tiers(args)
+    cache = _cache(args)
+    disk, redis = cache.disk, cache.redis
     if disk is None:
         raise ConfigError("the cache is off (GPUC_CACHE=off): give --dir")
     files = sorted(disk.files(), key=lambda f: -f[2])
@@ -56,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         rows = []
         for key, size, mtime in files:
             try:
-                entry = decode(disk.path(key).read_bytes(), key, expect_key=key)
+                entry = decode(disk.get(key) or b"", key, expect_key=key)
                 name, kinds = entry.meta.get("name", "?"), sorted(entry.artifacts)
             except (CacheCorruptionError, OSError):
                 name, kinds = "(corrupt)", []
@@ -65,17 +85,19 @@ def run(args: argparse.Namespace) -> int:
         _print(args, rows, "\n".join(f"{r['key'][:16]}  {r['bytes']:>9}  {r['age_s']:>9.1f}s  {r['name']}  "
                                      f"{','.join(r['kinds'])}" for r in rows))
     elif args.action == "verify":
-        bad = []
-        for key, _, _ in files:
-            try:
-                decode(disk.path(key).read_bytes(), str(disk.path(key)), expect_key=key)
-            except (CacheCorruptionError, OSError) as exc:
-                bad.append({"key": key, "reason": str(exc)})
-                if args.evict:
-                    disk.delete(key)
-        out = {"checked": len(files), "bad": bad, "evicted": len(bad) if args.evict else 0}
-        _print(args, out, f"checked {len(files)} entries, {len(bad)} bad"
-               + "".join(f"\n  {b['key'][:16]}: {b['reason']}" for b in bad)
+        checked = {"disk": [k for k, _, _ in files]}
+        if cache.shared is not None:
+            checked["shared"] = [k for k, _, _ in cache.shared.files()]
+        if redis is not None:
+            checked["redis"] = redis.keys()
+        tiers = {t.name: t for t in cache.tiers}
+        bad = [b for name, keys in checked.items() for b in _verify(tiers[name], keys, args.evict)]
+        total = sum(map(len, checked.values()))
+        out = {"checked": total, "tiers": {n: len(k) for n, k in checked.items()}, "bad": bad,
+               "evicted": len(bad) if args.evict else 0}
+        _print(args, out, f"checked {total} entries ({', '.join(f'{n}: {len(k)}' for n, k in checked.items())}), "
+               f"{len(bad)} bad"
+               + "".join(f"\n  {b['tier']}:{b['key'][:16]}: {b['reason']}" for b in bad)
                + (f"\nevicted {len(bad)}" if args.evict and bad else ""))
         return 1 if bad and not args.evict else 0
     else:

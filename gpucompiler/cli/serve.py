@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     settings = CacheSettings.from_env()
     config = ServiceConfig(cache_dir=args.cache_dir or (str(settings.directory) if settings.directory else None),
                            max_cache_bytes=settings.max_bytes, redis_url=settings.redis_url,
+                           redis_tls=settings.redis_tls, secret=settings.secret,
                            workers=args.workers, token=token or None,
                            max_request_bytes=int(args.max_request_mb * (1 << 20)), timeout_s=args.timeout)
     print(f"gpuc serve: http://{args.host}:{args.port} ({args.workers} workers, cache "

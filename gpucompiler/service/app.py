@@ -31,13 +31,14 @@ from starlette.routing import Route
 
 from .. import __version__
 from ..cache import keys
-from ..cache.core import Cache
+from ..cache.core import Cache, private_disk
 from ..cache.entry import Entry, decode
-from ..cache.tiers import DiskTier, RedisTier
+from ..cache.tiers import RedisTier
+from ..cache.trust import Signer
 from ..errors import CacheCorruptionError, GPUCompilerError
 from ..llvm.binding import llvm_version
 from . import worker
-from .protocol import RequestError, encode_artifacts, parse_request
+from .protocol import RequestError, answer_signer, encode_artifacts, parse_request
 
 log = logging.getLogger("gpucompiler.service")
 
@@ -51,8 +52,11 @@ class ServiceConfig:
     max_cache_bytes: int = 1 << 30
     redis_url: str | None = None
     workers: int = 2
-    token: str | None = None
+    token: str | None = attrs.field(default=None, repr=False)
     """Bearer token every request but ``/health`` must carry (None: no auth)."""
+    secret: bytes | None = attrs.field(default=None, repr=False)
+    """The deployment's secret: signs answers and the Redis tier's entries."""
+    redis_tls: dict[str, str] = attrs.field(factory=dict)
     max_request_bytes: int = 16 << 20
     timeout_s: float = 120.0
     """Longest a request waits for its compile."""
@@ -61,9 +65,10 @@ class ServiceConfig:
 class _Service:
     def __init__(self, config: ServiceConfig):
         self.config = config
-        disk = DiskTier(config.cache_dir, config.max_cache_bytes) if config.cache_dir else None
-        redis = RedisTier(config.redis_url) if config.redis_url else None
-        self.cache = Cache(disk, redis)
+        disk = private_disk(config.cache_dir, config.max_cache_bytes) if config.cache_dir else None
+        redis = RedisTier(config.redis_url, tls=config.redis_tls) if config.redis_url else None
+        self.cache = Cache(disk, redis, secret=config.secret)
+        self.signer = answer_signer(config.secret, config.token)
         self.pool: ProcessPoolExecutor | None = None
         self.inflight: dict[tuple[str, tuple[str, ...]], asyncio.Future] = {}
         self.counts: Counter[str] = Counter()
@@ -71,7 +76,8 @@ class _Service:
     def start_pool(self) -> None:
         c = self.config
         self.pool = ProcessPoolExecutor(c.workers, initializer=worker.init,
-                                        initargs=(c.cache_dir, c.max_cache_bytes, c.redis_url))
+                                        initargs=(c.cache_dir, c.max_cache_bytes, c.redis_url, c.secret,
+                                                  c.redis_tls))
         for _ in range(c.workers):
             self.pool.submit(worker.ping)  # start the workers (and their imports) now
 
@@ -110,9 +116,9 @@ class _Service:
             found = self.cache.lookup(key, document, emit)
             if found is not None:
                 self.counts["hits"] += 1
-                return _answer(found[0], found[1], emit)
+                return _answer(found[0], found[1], emit, self.signer)
             entry = await self.single_flight(key, document, emit, body)
-            return _answer(entry, "compiled", emit)
+            return _answer(entry, "compiled", emit, self.signer)
         except GPUCompilerError as exc:
             self.counts["errors"] += 1
             status = getattr(exc, "status", None) or 422
@@ -153,11 +159,13 @@ class _Service:
         return entry
 
 
-def _answer(entry: Entry, origin: str, emit: tuple[str, ...]) -> Response:
+def _answer(entry: Entry, origin: str, emit: tuple[str, ...], signer: Signer | None) -> Response:
     artifacts = {k: entry.artifacts[k] for k in {*emit, "llvm"} if k in entry.artifacts}
     meta = {k: v for k, v in entry.meta.items() if k in ("name", "stage_times", "reports", "compile_seconds")}
-    return JSONResponse({"key": entry.key, "origin": origin, "artifacts": encode_artifacts(artifacts),
-                         "meta": meta})
+    body = {"key": entry.key, "origin": origin, "artifacts": encode_artifacts(artifacts), "meta": meta}
+    if signer is not None:
+        body["mac"] = signer.answer_mac(entry.key, artifacts)
+    return JSONResponse(body)
 
 
 def _error(status: int, kind: str, message: str) -> Response:

@@ -11,18 +11,29 @@ import json
 from typing import Any, Sequence
 
 from ..cache.core import CachedResult
-from ..errors import PluginMismatchError, ServiceError
-from .protocol import decode_artifacts, make_request
+from ..errors import CacheError, PluginMismatchError, ServiceError
+from .protocol import answer_signer, decode_artifacts, make_request
 
 
 class ServiceClient:
-    """A connection to one compile service (``url``: ``http://host:port``)."""
+    """A connection to one compile service (``url``: ``http://host:port``).
 
-    def __init__(self, url: str, token: str | None = None, timeout: float = 300.0):
+    Answers carry a MAC under the deployment's ``secret`` (else one derived from
+    the bearer ``token``); an answer without a valid one raises
+    :class:`~gpucompiler.errors.CacheForgeryError` (the cache then compiles here).
+    """
+
+    def __init__(self, url: str, token: str | None = None, timeout: float = 300.0, *,
+                 secret: bytes | None = None):
         try:
             import httpx
         except ImportError:
             raise ServiceError("GPUC_SERVICE_URL needs httpx: pip install 'gpucompiler[service]'") from None
+        signer = answer_signer(secret, token)
+        if signer is None:
+            raise CacheError(f"GPUC_SERVICE_URL={url}: the service's answers are checked with the deployment's "
+                             "secret (GPUC_CACHE_SECRET_FILE) or the service token (GPUC_SERVICE_TOKEN): set one")
+        self.signer = signer
         self.url = url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._httpx = httpx
@@ -32,7 +43,13 @@ class ServiceClient:
         """Prepare ``job`` here (IR generation, ``post_irgen``), compile the rest on the service."""
         body = json.dumps(make_request(job, tuple(emit))).encode()
         data = self.post("/compile", body)
-        return CachedResult(job, decode_artifacts(data["artifacts"]), data["key"], data["origin"], data["meta"])
+        try:
+            key, artifacts, origin, meta = (data["key"], decode_artifacts(data["artifacts"]), data["origin"],
+                                            data["meta"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ServiceError(f"compile service {self.url} sent a malformed answer ({exc!r})") from None
+        self.signer.check_answer(key, artifacts, data.get("mac"), f"service:{self.url}")
+        return CachedResult(job, artifacts, key, origin, meta)
 
     def post(self, path: str, body: bytes) -> dict[str, Any]:
         try:

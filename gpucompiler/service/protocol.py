@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from ..cache.trust import Signer
 from ..config import CompilerConfig
 from ..errors import ConfigError, PluginMismatchError, ServiceError
 from ..job import CompilerJob
@@ -145,6 +146,15 @@ def check_plugins(names: tuple[str, ...], claimed: Any) -> None:
 
 
 # -- answers ---------------------------------------------------------------------------
+
+def answer_signer(secret: bytes | None, token: str | None) -> Signer | None:
+    """The key of answer MACs: the deployment's secret, else one derived from the bearer token."""
+    if secret:
+        return Signer(secret)
+    if token:
+        return Signer(b"gpuc service token\0" + token.encode())
+    return None
+
 
 def encode_artifacts(artifacts: dict[str, str | bytes]) -> dict[str, dict[str, str]]:
     return {k: {"text": v} if isinstance(v, str) else {"base64": base64.b64encode(v).decode()}

@@ -17,13 +17,14 @@ from ..errors import GPUCompilerError, UnserialisableIRError
 _cache: Cache | None = None
 
 
-def init(cache_dir: str | None, max_bytes: int, redis_url: str | None) -> None:
+def init(cache_dir: str | None, max_bytes: int, redis_url: str | None, secret: bytes | None = None,
+         redis_tls: dict[str, str] | None = None) -> None:
     """Pool initializer: this worker's cache (disk and Redis; no service, no memory to speak of)."""
     global _cache
     os.environ.pop("GPUC_SERVICE_URL", None)  # a worker never forwards to a service
-    disk = DiskTier(cache_dir, max_bytes) if cache_dir else None
-    redis = RedisTier(redis_url) if redis_url else None
-    _cache = Cache(disk, redis, memory=MemoryTier(max_entries=16))
+    disk = DiskTier(cache_dir, max_bytes) if cache_dir else None  # checked private by the server
+    redis = RedisTier(redis_url, tls=redis_tls) if redis_url else None
+    _cache = Cache(disk, redis, memory=MemoryTier(max_entries=16), secret=secret)
     from .. import pipeline  # noqa: F401  (import the compiler now, not on the first request)
 
 

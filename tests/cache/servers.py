@@ -13,6 +13,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+#: the deployment secret the tests' shared tiers sign with
+SECRET = b"tests-deployment-secret-7f3a9c"
+#: the password of the test redis-server (requirepass)
+REDIS_PASSWORD = "tests-redis-password"
 
 
 def free_port() -> int:
@@ -48,7 +52,7 @@ def _stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
-    """``redis://127.0.0.1:<port>/0`` of a redis-server started for the test session."""
+    """``redis://:<password>@127.0.0.1:<port>/0`` of a redis-server (with a password) started for the session."""
     exe = shutil.which("redis-server")
     if exe is None:
         pytest.skip("redis-server is not installed (apt-get install redis-server; CI installs it)")
@@ -56,9 +60,9 @@ def redis_url(tmp_path_factory):
     port = free_port()
     workdir = tmp_path_factory.mktemp("redis")
     proc = subprocess.Popen([exe, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
-                             "--dir", str(workdir), "--protected-mode", "yes"],
+                             "--dir", str(workdir), "--protected-mode", "yes", "--requirepass", REDIS_PASSWORD],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"redis://127.0.0.1:{port}/0"
+    url = f"redis://:{REDIS_PASSWORD}@127.0.0.1:{port}/0"
     client = redis.Redis.from_url(url, socket_timeout=1)
     try:
         _wait(client.ping, proc, "redis-server")

@@ -8,13 +8,15 @@ import logging
 import pytest
 
 from gpucompiler.cache import Cache, DiskTier, RedisTier, decode
+from gpucompiler.cache.trust import Signer
 from gpucompiler.cli import main
 from tests.cache import jobs
+from tests.cache.servers import SECRET
 
 
 def test_redis_shares_entries_between_machines_and_reads_through(redis_url, tmp_path):
-    env_a = {"GPUC_CACHE_DIR": str(tmp_path / "a"), "GPUC_CACHE_URL": redis_url}
-    env_b = {"GPUC_CACHE_DIR": str(tmp_path / "b"), "GPUC_CACHE_URL": redis_url}
+    env_a = {"GPUC_CACHE_DIR": str(tmp_path / "a"), "GPUC_CACHE_URL": redis_url, "GPUC_CACHE_SECRET": SECRET.decode()}
+    env_b = {**env_a, "GPUC_CACHE_DIR": str(tmp_path / "b")}
     RedisTier(redis_url).clear()
     first = jobs.run_in_subprocess(60, env_a)
     second = jobs.run_in_subprocess(60, env_b)   # another "machine": empty disk, same Redis
@@ -24,25 +26,27 @@ def test_redis_shares_entries_between_machines_and_reads_through(redis_url, tmp_
     assert [k for k, _, _ in DiskTier(tmp_path / "b").files()] == [first["key"]]
 
 
-def test_corrupt_redis_entry_is_evicted_and_recompiled(redis_url, tmp_path, caplog):
+def test_corrupt_redis_entry_is_refused_and_recompiled(redis_url, tmp_path, caplog):
     redis = RedisTier(redis_url)
     redis.clear()
-    key = Cache(None, redis).compile(jobs.job(61), ("obj",)).key
+    key = Cache(None, redis, secret=SECRET).compile(jobs.job(61), ("obj",)).key
     data = redis.get(key)
     redis.put(key, data[:-10])
-    cache = Cache(DiskTier(tmp_path / "c"), redis)
-    with caplog.at_level(logging.WARNING, logger="gpucompiler.cache"):
+    cache = Cache(DiskTier(tmp_path / "c"), redis, secret=SECRET)
+    with caplog.at_level(logging.WARNING, logger="gpucompiler.cache"), pytest.warns(Warning, match="MAC"):
         res = cache.compile(jobs.job(61), ("obj",))
-    assert res.origin == "compiled" and cache.stats["corrupt"] == 1
+    assert res.origin == "compiled" and cache.stats["forged"] >= 1  # its MAC no longer verifies
     assert any("redis:" + key in r.getMessage() for r in caplog.records)
-    assert decode(redis.get(key), "check", expect_key=key).artifacts["obj"] == res.artifacts["obj"]
+    entry = decode(Signer(SECRET).open(redis.get(key), "check"), "check", expect_key=key)  # republished
+    assert entry.artifacts["obj"] == res.artifacts["obj"]
     assert jobs.run(res, 61) == pytest.approx(jobs.expected(61), rel=1e-12)
 
 
 def test_unreachable_redis_warns_and_compiles(tmp_path):
     from tests.cache.servers import free_port
 
-    cache = Cache(DiskTier(tmp_path / "d"), RedisTier(f"redis://127.0.0.1:{free_port()}/0", timeout=0.5))
+    cache = Cache(DiskTier(tmp_path / "d"), RedisTier(f"redis://127.0.0.1:{free_port()}/0", timeout=0.5),
+                  secret=SECRET)
     with pytest.warns(Warning, match="redis"):
         res = cache.compile(jobs.job(62), ("obj",))
     assert res.origin == "compiled"

@@ -138,7 +138,7 @@ def test_unreachable_service_is_a_service_error():
     from tests.cache.servers import free_port
 
     with pytest.raises(ServiceError, match="unreachable"):
-        ServiceClient(f"http://127.0.0.1:{free_port()}", timeout=2).compile(jobs.job(86), ("obj",))
+        ServiceClient(f"http://127.0.0.1:{free_port()}", token="t", timeout=2).compile(jobs.job(86), ("obj",))
 
 
 DEFERRED_CLIENT = """

@@ -1,0 +1,130 @@
+"""Authenticity of entries from shared tiers: a keyed MAC (HMAC-SHA256) under the deployment's secret.
+
+The entry format (:mod:`.entry`) carries SHA-256 checksums: they catch a
+truncated or bit-flipped entry (integrity) but anyone can recompute them, so
+they say nothing about *who* wrote it. Tiers other processes or machines can
+write (Redis, a shared directory, the compile service's answers) therefore
+store each entry in an envelope::
+
+    b"GPUCMAC1"  HMAC-SHA256(secret, entry bytes)  entry bytes
+
+and a client refuses an entry whose envelope is missing or whose MAC does
+not verify under its own secret. Only holders of the secret can make an
+entry a client accepts from those tiers. See ``docs/cache.md`` (threat model).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import stat
+from typing import Any
+
+from ..errors import CacheError, CacheForgeryError
+
+MAGIC = b"GPUCMAC1"
+_MAC = 32
+
+
+class Signer:
+    """MACs under one secret (at least 16 bytes)."""
+
+    def __init__(self, secret: bytes):
+        if len(secret) < 16:
+            raise CacheError("the cache secret is too short: give at least 16 bytes (e.g. `openssl rand "
+                             "-hex 32 > secret; chmod 600 secret`)")
+        self._key = hashlib.sha256(b"gpucompiler cache mac\0" + secret).digest()
+
+    def __repr__(self) -> str:
+        return "Signer(<secret>)"
+
+    def mac(self, data: bytes) -> bytes:
+        return hmac.new(self._key, data, hashlib.sha256).digest()
+
+    def seal(self, data: bytes) -> bytes:
+        """``data`` in its envelope."""
+        return MAGIC + self.mac(data) + data
+
+    def open(self, data: bytes, where: str) -> bytes:
+        """The entry bytes inside a verified envelope; :class:`CacheForgeryError` otherwise."""
+        if not data.startswith(MAGIC):
+            raise CacheForgeryError(where, "unsigned (no MAC envelope): refused from a shared tier")
+        body = data[len(MAGIC) + _MAC:]
+        if not hmac.compare_digest(self.mac(body), data[len(MAGIC):len(MAGIC) + _MAC]):
+            raise CacheForgeryError(where, "MAC does not verify under this deployment's secret: refused")
+        return body
+
+    def answer_mac(self, key: str, artifacts: dict[str, str | bytes]) -> str:
+        """The MAC of a compile service answer: its key and the SHA-256 of each artifact."""
+        digests = {k: hashlib.sha256(v.encode() if isinstance(v, str) else bytes(v)).hexdigest()
+                   for k, v in artifacts.items()}
+        doc = json.dumps({"key": key, "artifacts": digests}, sort_keys=True).encode()
+        return self.mac(b"answer\0" + doc).hex()
+
+    def check_answer(self, key: str, artifacts: dict[str, str | bytes], mac: Any, where: str) -> None:
+        if not isinstance(mac, str) or not hmac.compare_digest(self.answer_mac(key, artifacts), mac):
+            raise CacheForgeryError(where, "answer without a valid MAC under this deployment's secret: refused")
+
+
+class SignedTier:
+    """A shared tier seen through :class:`Signer`: writes sealed entries, reads only verified ones."""
+
+    shared = True
+
+    def __init__(self, tier: Any, signer: Signer):
+        self.tier = tier
+        self.signer = signer
+        self.name = tier.name
+        self.errors: tuple[type[BaseException], ...] = getattr(tier, "errors", (OSError,))
+
+    def get(self, key: str) -> bytes | None:
+        data = self.tier.get(key)
+        return None if data is None else self.signer.open(data, f"{self.name}:{key}")
+
+    def put(self, key: str, data: bytes) -> None:
+        self.tier.put(key, self.signer.seal(data))
+
+    def delete(self, key: str) -> bool:
+        return self.tier.delete(key)
+
+    def __getattr__(self, name: str) -> Any:  # keys(), clear(), files(), lock()... of the tier
+        return getattr(self.tier, name)
+
+
+def read_secret_file(path: str) -> bytes:
+    """The secret in ``path``: a regular file of this user that nobody else can read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise CacheError(f"GPUC_CACHE_SECRET_FILE={path}: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 4096:
+            raise CacheError(f"GPUC_CACHE_SECRET_FILE={path} is not a regular file of at most 4 KiB")
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise CacheError(f"GPUC_CACHE_SECRET_FILE={path} must belong to this user and be readable by "
+                             f"no one else (mode {stat.S_IMODE(st.st_mode):o}; chmod 600 {path})")
+        return os.read(fd, 4097).strip()
+    finally:
+        os.close(fd)
+
+
+def private_directory_problem(path: str) -> str | None:
+    """Why ``path`` (a directory) cannot be a private cache tier, or None when it can.
+
+    Another user who can write to it, or its owner when that is not this
+    user, could plant object code this process would run.
+    """
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"cannot stat it ({exc.strerror})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a directory"
+    if st.st_uid != os.getuid():
+        return f"it belongs to uid {st.st_uid}, not to this user ({os.getuid()})"
+    if st.st_mode & 0o022:
+        return f"others can write to it (mode {stat.S_IMODE(st.st_mode):o}; chmod 700 it)"
+    return None

@@ -92,11 +92,12 @@ def callee_name(inst) -> str | None:
 class Activity:
     """Activity of one function for one argument signature (``kinds``, one per argument)."""
 
-    def __init__(self, fn, kinds, inactive_calls=frozenset()):
+    def __init__(self, fn, kinds, inactive_calls=frozenset(), shadowed_constants=()):
         self.fn = fn
         self.kinds = list(kinds)
         self.active: set = set()
-        self.shadowed: set = set()
+        #: pointers with a shadow: arguments, instructions, and globals given one (``shadowed_constants``)
+        self.shadowed: set = set(shadowed_constants)
         for a, k in zip(fn.args, self.kinds):
             if k == OUT and is_float_like(a.type):
                 self.active.add(a)

@@ -12,6 +12,7 @@ from . import custom
 from .calls import INACTIVE
 from .emit import declare, fconst, is_float_like, zero
 from .errors import unsupported
+from .globals import GlobalShadows
 from .helpers import HELPERS, memcpy_adjoint
 from .reverse import TAPE, Reverse
 from .sweep import Sweep
@@ -33,6 +34,8 @@ class Engine:
         self.custom_gradients, self.custom_derivatives = custom.registered(module)
         #: callee name -> math function it behaves like (``__enzyme_function_like``)
         self.function_like = custom.function_like(module)
+        self.globals = GlobalShadows(module)
+        self._global_operands: dict = {}
 
     # -- helpers and analyses ---------------------------------------------------
     def helper(self, key: str) -> Function:
@@ -64,9 +67,16 @@ class Engine:
             if fn.name not in self._retyped:
                 self._retyped.add(fn.name)
                 retype_integer_copies(fn)
-            act = self._acts[key] = Activity(fn, kinds, INACTIVE)
+            act = self._acts[key] = Activity(fn, kinds, INACTIVE, self.global_operands(fn))
             act.mem = MemoryTypes()
         return act
+
+    def global_operands(self, fn) -> dict:
+        """Constant pointers into shadowed globals that ``fn`` uses -> their shadows."""
+        hit = self._global_operands.get(fn.name)
+        if hit is None:
+            hit = self._global_operands[fn.name] = self.globals.operands_with_shadow(fn)
+        return hit
 
     def _name(self, tag, fn, kinds) -> str:
         sig = "".join(k[0] for k in kinds)

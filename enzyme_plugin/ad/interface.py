@@ -201,6 +201,8 @@ def differentiate_module(module):
         kinds, values, extras = decode(inst, f, mode, sret)
         b = Builder()
         b.position_before(inst)
+        if mode != "split_reverse":
+            engine.globals.zero_before(b, f)
         if mode in ("augment", "split_reverse"):
             res = _split_site(engine, b, inst, f, kinds, values, extras, mode)
         elif mode == "forward":

@@ -33,7 +33,7 @@ class Sweep(Emit):
         #: primal value -> its copy
         self.vmap: dict = dict(args)
         #: primal pointer -> shadow pointer / primal float -> tangent (forward mode)
-        self.shadow_map: dict = dict(shadows)
+        self.shadow_map: dict = {**engine.global_operands(fn), **shadows}
         self._phis: list = []
         #: realloc -> bytes of the old shadow it copied (reverse mode)
         self.realloc_bytes: dict = {}

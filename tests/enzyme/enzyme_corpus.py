@@ -24,6 +24,7 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
     "custom_float": ("custom_float.c", []),
     "function_like": ("function_like.c", []),
     "split": ("split.c", []),
+    "globals": ("globals.c", []),
     "vec": ("vec.c", ["-ffast-math"]),
     "math_float": ("math_float.c", ["-fno-math-errno"]),
     "bench": ("bench.c", []),

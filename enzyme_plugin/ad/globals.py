@@ -1,0 +1,125 @@
+"""Shadows of globals: a global that differentiated code may write floats into
+gets a shadow global of the same type (``__gpuc_ad_shadow.<name>``, internal,
+zero-initialised), as Enzyme gives active globals shadows.
+
+A global is given one when some function of the module writes it (a store,
+``memcpy``/``memset`` or atomic whose base object is the global) and its
+memory holds floats; read-only globals stay constant. Each differentiation
+call (``__enzyme_autodiff``, ``__enzyme_fwddiff``, ``__enzyme_augmentfwd``)
+zeroes the shadows of the globals its function reaches before it runs, so
+every call starts from zero adjoints (Enzyme's convention for globals it
+shadows itself); ``__enzyme_reverse`` continues from its augmented call.
+Globals of other address spaces (GPU shared and device memory) get none:
+zeroing them from every thread would race.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpucompiler.llvm import Builder, ConstantExpr, Function, GlobalVariable, Instruction, const_int, types as T
+
+from .analysis import _has_float
+from .emit import declare, sizeof, zero
+
+_ADDRESS = ("getelementptr", "bitcast", "addrspacecast")
+_WRITES = ("store", "atomicrmw", "cmpxchg")
+
+
+def base_global(v) -> GlobalVariable | None:
+    """The global a pointer (instruction or constant expression chain) is derived from, or None."""
+    seen = 0
+    while isinstance(v, (Instruction, ConstantExpr)) and v.opcode in _ADDRESS and seen < 64:
+        v = v.operands[0]
+        seen += 1
+    return v if isinstance(v, GlobalVariable) else None
+
+
+def _written(inst) -> GlobalVariable | None:
+    op = inst.opcode
+    if op in _WRITES:
+        return base_global(inst.pointer_operand if op == "store" else inst.operands[0])
+    if op == "call":
+        name = getattr(inst.callee, "name", "") or ""
+        if name.startswith(("llvm.memcpy.", "llvm.memmove.", "llvm.memset.")):
+            return base_global(inst.args[0])
+    return None
+
+
+class GlobalShadows:
+    """The shadow of every global that differentiated code may write floats into."""
+
+    def __init__(self, module):
+        self.module = module
+        #: primal global -> its shadow global
+        self.of: dict[GlobalVariable, GlobalVariable] = {}
+        self._exprs: dict = {}
+        for fn in module.functions.values():
+            for inst in fn.instructions():
+                g = _written(inst)
+                if g is not None and g not in self.of and self._wants_shadow(g, inst):
+                    self.of[g] = self._make(g)
+
+    @staticmethod
+    def _wants_shadow(g: GlobalVariable, inst) -> bool:
+        if g.is_constant or g.type.addrspace != 0 or g.name.startswith("__enzyme_"):
+            return False
+        stored = inst.value_operand.type if inst.opcode == "store" else None
+        return _has_float(g.value_type) or (stored is not None and _has_float(stored))
+
+    def _make(self, g: GlobalVariable) -> GlobalVariable:
+        m = re.search(r"align (\d+)", g.suffix)
+        align = f", align {m.group(1)}" if m else ""
+        sh = GlobalVariable(f"__gpuc_ad_shadow.{g.name}", g.value_type, prefix="internal",
+                            initializer=zero(g.value_type), suffix=align)
+        return self.module.add_global(sh)
+
+    # -- queries ----------------------------------------------------------------
+    def shadow(self, v):
+        """The shadow of constant pointer ``v`` (a shadowed global or an address expression over
+        one), or None."""
+        if isinstance(v, GlobalVariable):
+            return self.of.get(v)
+        if not isinstance(v, ConstantExpr) or v.opcode not in _ADDRESS or base_global(v) not in self.of:
+            return None
+        hit = self._exprs.get(v)
+        if hit is None:
+            ops = [self.shadow(o) if k == 0 else o for k, o in enumerate(v.operands)]
+            hit = self._exprs[v] = ConstantExpr(v.type, v.opcode, list(v.parts), ops)
+        return hit
+
+    def operands_with_shadow(self, fn) -> dict:
+        """Constant pointers used by ``fn`` that have a shadow -> the shadow."""
+        out = {}
+        for inst in fn.instructions():
+            for o in inst.operands:
+                if isinstance(o, (GlobalVariable, ConstantExpr)) and o not in out:
+                    sh = self.shadow(o)
+                    if sh is not None:
+                        out[o] = sh
+        return out
+
+    def reached(self, fn) -> list[GlobalVariable]:
+        """The shadowed globals ``fn`` and the functions it calls use, in module order."""
+        used, seen, work = set(), set(), [fn]
+        while work:
+            f = work.pop()
+            if f in seen or f.is_declaration:
+                continue
+            seen.add(f)
+            for inst in f.instructions():
+                for o in inst.operands:
+                    if isinstance(o, Function):
+                        work.append(o)
+                    g = base_global(o) if isinstance(o, (GlobalVariable, ConstantExpr)) else None
+                    if g in self.of:
+                        used.add(g)
+        return [g for g in self.of if g in used]
+
+    def zero_before(self, b: Builder, fn) -> None:
+        """Zero the shadows of the globals ``fn`` reaches, at ``b``'s position."""
+        for g in self.reached(fn):
+            memset = declare(self.module, "llvm.memset.p0.i64",
+                             T.function(T.void, [T.ptr(), T.i8, T.i64, T.i1]))
+            b.call(memset, [self.of[g], const_int(T.i8, 0), const_int(T.i64, sizeof(g.value_type)),
+                            const_int(T.i1, 0)])

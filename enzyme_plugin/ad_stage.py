@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import llvmlite.binding as llvm
 
-from gpucompiler.llvm import parse
 from gpucompiler.llvm.binding import initialize, parse_ir
 
-from .ad import preprocess
-from .ad.interface import differentiate_module
+from .ad.interface import differentiate_nested
 
 
 def optimize(job, text: str) -> llvm.ModuleRef:
@@ -30,7 +28,7 @@ def run_ad(job, module) -> None:
 
     atomic = job.target.name == "ptx" or bool(job.config.param("enzyme_atomic", False)) \
         or "gpuc_emu_key" in module.text
-    model = parse(preprocess.prepare(module.text))
     with gpu.options(atomic_adjoints=atomic, warp_aggregate=job.target.name == "ptx"):
-        engine, _ = differentiate_module(model)  # ADError names the instruction; the driver names the stage
-    module.ref = optimize(job, engine.finalize(str(model)))
+        # ADError names the instruction; the driver names the stage
+        text = differentiate_nested(module.text, lambda t: str(optimize(job, t)))
+    module.ref = optimize(job, text)

@@ -16,7 +16,7 @@ import networkx as nx
 
 from gpucompiler.llvm import Argument, Instruction, types as T
 
-from .emit import is_float_like
+from .emit import has_float, is_float_like
 
 #: argument kinds: no derivative / pointer with a shadow / active scalar
 CONST, DUP, OUT = "const", "dup", "out"
@@ -172,7 +172,7 @@ class Activity:
             return None
         if not is_float_like(t):
             if t.kind == "struct" and op in ("call", "insertvalue", "extractvalue", "load", "phi", "select"):
-                if self._any_varied(inst.operands) and _has_float(t):
+                if self._any_varied(inst.operands) and has_float(t):
                     return "active"
             return None
         if op in ("sitofp", "uitofp"):
@@ -187,16 +187,6 @@ class Activity:
         if op == "phi":
             return "active" if any(v in self.active for v, _ in inst.incoming) else None
         return "active" if any(v in self.active for v in inst.operands) else None
-
-
-def _has_float(t: T.Type) -> bool:
-    if t.kind == "float":
-        return True
-    if t.kind in ("vector", "array"):
-        return _has_float(t.element)
-    if t.kind == "struct":
-        return any(_has_float(e) for e in t.elements or ())
-    return False
 
 
 def _base_object(p):

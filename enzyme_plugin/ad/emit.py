@@ -17,6 +17,34 @@ def is_float_like(t: T.Type) -> bool:
     return t.scalar.kind == "float"
 
 
+def has_float(t: T.Type) -> bool:
+    """Whether a value of type ``t`` holds a float anywhere (scalar, vector or aggregate member)."""
+    if t.kind == "float":
+        return True
+    if t.kind in ("vector", "array"):
+        return has_float(t.element)
+    if t.kind == "struct":
+        return any(has_float(e) for e in t.elements or ())
+    return False
+
+
+def carries_derivative(t: T.Type) -> bool:
+    """A return or argument type with a derivative: a float scalar or vector, or an aggregate
+    holding floats (the adjoint or tangent is an aggregate of the same type, zero elsewhere)."""
+    return is_float_like(t) or (t.kind in ("struct", "array") and has_float(t))
+
+
+def float_leaves(t: T.Type, path: tuple = ()) -> list[tuple[tuple[int, ...], T.Type]]:
+    """The index paths of the float (or float vector) members of aggregate type ``t``."""
+    if is_float_like(t):
+        return [(path, t)]
+    if t.kind == "struct":
+        return [leaf for k, e in enumerate(t.elements or ()) for leaf in float_leaves(e, path + (k,))]
+    if t.kind == "array":
+        return [leaf for k in range(t.count) for leaf in float_leaves(t.element, path + (k,))]
+    return []
+
+
 def float_text(t: T.Type, x: float) -> str:
     """LLVM's spelling of ``x`` as a constant of scalar type ``t`` (rounded to ``t``)."""
     if t is T.float_:
@@ -111,6 +139,12 @@ class Emit:
             return b
         if _is_zero(b):
             return a
+        if a.type.kind in ("struct", "array"):  # adjoints of aggregates: member by member
+            out = a
+            for path, _ in float_leaves(a.type):
+                s = self.b.fadd(self.b.extractvalue(a, path), self.b.extractvalue(b, path))
+                out = self.b.insertvalue(out, s, path)
+            return out
         return self.b.fadd(a, b)
 
     def fsub(self, a, b):

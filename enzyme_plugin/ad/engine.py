@@ -10,7 +10,7 @@ from gpucompiler.llvm import Builder, Function, constant, types as T
 from .analysis import CONST, DUP, OUT, Activity
 from . import custom
 from .calls import INACTIVE
-from .emit import declare, fconst, is_float_like, zero
+from .emit import carries_derivative, declare, fconst, is_float_like, zero
 from .errors import unsupported
 from .globals import GlobalShadows
 from .helpers import HELPERS, memcpy_adjoint
@@ -48,7 +48,8 @@ class Engine:
 
     def _helper(self, key, fnty, text):
         name = _PREFIX + key
-        if name not in self._helpers:
+        have = self.module.functions.get(name)
+        if name not in self._helpers and (have is None or have.is_declaration):  # defined by an inner level
             self._helpers[name] = text.format(name=name)
             if key in ("push", "loop_grow"):
                 declare(self.module, "realloc", T.function(T.ptr(), [T.ptr(), T.i64]))
@@ -142,7 +143,7 @@ class Engine:
         if fn.is_declaration:
             raise unsupported(f"cannot differentiate declared function @{fn.name}", None, fn)
         rt = fn.return_type
-        ret = T.struct([rt, rt]) if is_float_like(rt) else rt
+        ret = T.struct([rt, rt]) if carries_derivative(rt) else rt
         types, roles = self._params(fn, kinds)
         new = self._new(self._name("fwddiffe", fn, kinds), ret, types)
         self._fns[key] = new
@@ -161,7 +162,7 @@ class Engine:
         rt = fn.return_type
         for block in fn.blocks:
             term = block.terminator
-            if term is None or term.opcode != "ret" or not is_float_like(rt):
+            if term is None or term.opcode != "ret" or not carries_derivative(rt):
                 continue
             copy = sw.vmap[term]
             b = Builder()
@@ -185,7 +186,7 @@ class Engine:
         rt = callee.return_type
         if s.tangents:
             new = s.b.call(self.forward_fn(callee, kinds), args)
-            if is_float_like(rt):
+            if carries_derivative(rt):
                 prim = s.b.extractvalue(new, 0)
                 s.shadow_map[inst] = s.b.extractvalue(new, 1)
             else:
@@ -209,7 +210,7 @@ class Engine:
         rt = fn.return_type
         types, roles = self._params(fn, kinds, [(T.ptr(), "tape")])
         aug = self._new(self._name("augmented", fn, kinds), rt, types)
-        extra = ([(rt, "dret")] if is_float_like(rt) else []) + [(T.ptr(), "tape")]
+        extra = ([(rt, "dret")] if carries_derivative(rt) else []) + [(T.ptr(), "tape")]
         rtypes, rroles = self._params(fn, kinds, extra)
         adj = self.adjoint_type(fn, kinds)
         rev = self._new(self._name("diffe", fn, kinds), adj or T.void, rtypes)
@@ -311,7 +312,7 @@ class Engine:
             args.append(r.fwd(a))
             if k == DUP:
                 args.append(r.fwd_shadow(a, inst))
-        if is_float_like(callee.return_type):
+        if carries_derivative(callee.return_type):
             args.append(r.take_adjoint(inst) if inst in r.act.active else zero(callee.return_type))
         args.append(r.tape)
         out = r.b.call(rev, args)

@@ -13,12 +13,13 @@ an integer is constant.
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from gpucompiler.llvm import Builder, Function, GlobalVariable, Instruction, constant, parse, types as T
 
-from . import custom, preprocess
+from . import custom, gpu, preprocess
 from .analysis import CONST, DUP, OUT
-from .emit import is_float_like
+from .emit import carries_derivative, is_float_like
 from .engine import Engine
 from .errors import unsupported
 
@@ -161,7 +162,7 @@ def _convert(b, v, want, inst):
 def _split_site(engine, b, inst, f, kinds, values, extras, mode):
     """``__enzyme_augmentfwd`` / ``__enzyme_reverse``: the engine's tape is kept behind a pointer
     stored in the first word of the caller's tape memory (``enzyme_tape``)."""
-    from .emit import declare, fconst
+    from .emit import declare, fconst, zero
     from .reverse import TAPE
 
     holder = extras.get("enzyme_tape")
@@ -177,16 +178,15 @@ def _split_site(engine, b, inst, f, kinds, values, extras, mode):
         return holder if inst.type.kind == "ptr" else None
     ts = b.load(T.ptr(), holder)
     rt = f.return_type
-    seed = [fconst(rt, 1.0)] if is_float_like(rt) else []
+    seed = [fconst(rt, 1.0)] if is_float_like(rt) else [zero(rt)] if carries_derivative(rt) else []
     out = b.call(rev, values + seed + [ts])
     b.call(engine.helper("free"), [ts])
     b.call(declare(engine.module, "free", T.function(T.void, [T.ptr()])), [ts])
     return out if out.type is not T.void else None
 
 
-def differentiate_module(module):
-    """Differentiate every marker call of ``module`` in place; returns (engine, count)."""
-    engine = Engine(module)
+def marker_sites(module) -> list:
+    """Every marker call of ``module`` as ``(call, mode)``, in module order."""
     sites = []
     for fn in list(module.functions.values()):
         for inst in list(fn.instructions()):
@@ -195,6 +195,46 @@ def differentiate_module(module):
             mode = marker_mode(inst.callee.name)
             if mode is not None:
                 sites.append((inst, mode))
+    return sites
+
+
+def _innermost(module, sites) -> list:
+    """The sites whose differentiated function reaches no other marker call (through calls or
+    function references): differentiated first, so that an outer derivative differentiates
+    the code of the inner one (higher-order AD). A marker reached from its own function
+    (``f`` differentiating itself) is an ADError."""
+    holders = {inst.parent.parent for inst, _ in sites}
+    refs: dict = {}
+    for fn in module.functions.values():
+        refs[fn] = {op for inst in fn.instructions() for op in inst.operands if isinstance(op, Function)}
+
+    def reaches_marker(f) -> bool:
+        seen, todo = set(), [f]
+        while todo:
+            g = todo.pop()
+            if g in holders:
+                return True
+            if g not in seen:
+                seen.add(g)
+                todo.extend(refs.get(g, ()))
+        return False
+
+    ready = []
+    for inst, mode in sites:
+        if not reaches_marker(_target(inst, _sret(inst))):
+            ready.append((inst, mode))
+    if not ready:
+        raise unsupported("autodiff of a function that differentiates itself (the marker calls form a "
+                          "cycle): a derivative of unbounded order", sites[0][0])
+    return ready
+
+
+def differentiate_module(module, sites=None):
+    """Differentiate ``sites`` (default: every marker call of ``module``) in place; returns
+    (engine, count). The functions the sites differentiate must not contain marker calls
+    themselves: :func:`differentiate_nested` orders them."""
+    engine = Engine(module)
+    sites = marker_sites(module) if sites is None else sites
     for inst, mode in sites:
         sret = _sret(inst)
         f = custom.wrap_function_like(module, _target(inst, sret), engine.function_like)
@@ -208,7 +248,7 @@ def differentiate_module(module):
         elif mode == "forward":
             d = engine.forward_fn(f, kinds)
             out = b.call(d, values)
-            res = b.extractvalue(out, 1) if is_float_like(f.return_type) else None
+            res = b.extractvalue(out, 1) if carries_derivative(f.return_type) else None
         else:
             d = engine.combined_fn(f, kinds)
             out = b.call(d, values)
@@ -226,10 +266,29 @@ def differentiate_module(module):
     return engine, len(sites)
 
 
+def differentiate_nested(text: str, optimize: Callable[[str], str]) -> str:
+    """Differentiate every marker call of LLVM IR ``text``, innermost first; returns the text
+    (helpers defined, not optimised).
+
+    A function that calls ``__enzyme_autodiff``/``__enzyme_fwddiff`` is differentiated after
+    its own marker calls became calls of derivative functions; between the levels the module
+    is optimised (``optimize``: text -> text) and prepared again, so the outer derivative
+    sees the inner one as SSA code, as Enzyme differentiates its own output. Inner levels add
+    adjoints with plain atomics (no warp shuffles), which the outer level differentiates."""
+    module = parse(preprocess.prepare(text))
+    while True:
+        sites = marker_sites(module)
+        ready = _innermost(module, sites) if sites else []
+        if len(ready) == len(sites):
+            engine, _ = differentiate_module(module, ready)
+            return engine.finalize(str(module))
+        with gpu.options(warp_aggregate=False):  # plain atomics: the outer level differentiates them
+            engine, _ = differentiate_module(module, ready)
+        module = parse(preprocess.prepare(optimize(engine.finalize(str(module)))))
+
+
 def differentiate(ir_text: str, *, optimize: bool = True) -> str:
     """LLVM IR text with every ``__enzyme_autodiff``/``__enzyme_fwddiff`` call replaced by a call to
     the generated derivative; the result verifies under LLVM and is optimised at O2."""
-    module = parse(preprocess.prepare(ir_text))
-    engine, _ = differentiate_module(module)
-    text = engine.finalize(str(module))
+    text = differentiate_nested(ir_text, lambda t: preprocess.optimize(t, 2))
     return preprocess.optimize(text, 2 if optimize else 0)

@@ -44,6 +44,30 @@ def _const(v):
     return val if isinstance(val, int) and not isinstance(val, bool) and v.type.kind == "int" else None
 
 
+def _index_form(v, depth: int = 0) -> tuple[int, int]:
+    """``(c, s)``: integer ``v`` is ``c`` plus a multiple of ``s`` (``s == 0``: exactly ``c``), read
+    through ``add``/``mul``/``shl``/``or disjoint`` by constants (a record of ``n`` bytes indexed as
+    ``i * n + k`` in an ``i8`` GEP, the layout of tapes). Unknown values are ``(0, 1)``."""
+    k = _const(v)
+    if k is not None:
+        return k, 0
+    if not isinstance(v, Instruction) or depth > 6 or v.opcode not in ("add", "mul", "shl", "or", "sext",
+                                                                      "zext"):
+        return 0, 1
+    if v.opcode in ("sext", "zext"):
+        return _index_form(v.operands[0], depth + 1)
+    a, b = (_index_form(o, depth + 1) for o in v.operands)
+    if v.opcode == "add" or (v.opcode == "or" and "disjoint" in str(v.parts[0])):
+        return a[0] + b[0], gcd(a[1], b[1])
+    if v.opcode == "mul" and b[1] == 0:
+        return a[0] * b[0], a[1] * b[0]
+    if v.opcode == "mul" and a[1] == 0:
+        return a[0] * b[0], b[1] * a[0]
+    if v.opcode == "shl" and b[1] == 0 and 0 <= b[0] < 63:
+        return a[0] << b[0], a[1] << b[0]
+    return 0, 1
+
+
 def _gep_step(inst, c: int, s: int):
     """Offset after GEP ``inst`` from ``(c, s)``; None when a step is not understood."""
     t = inst.source_element_type
@@ -60,11 +84,9 @@ def _gep_step(inst, c: int, s: int):
                 return None
             t = t.element
         n = sizeof(t)
-        j = _const(idx)
-        if j is not None:
-            c += j * n
-        else:
-            s = gcd(s, n)
+        jc, js = _index_form(idx)
+        c += jc * n
+        s = gcd(s, js * n)
     return c, s, t
 
 
@@ -152,8 +174,11 @@ def _scan(base) -> _Base:
                 work.append((u, nc % ns if ns else nc, ns))
             elif op in ("bitcast", "addrspacecast"):
                 work.append((u, c, s))
-            elif op in ("phi", "select"):
-                work.append((u, 0, 1))
+            elif op in ("phi", "select"):  # a merge of base pointers (a grown tape) is at offset 0
+                merged = u.operands if op == "phi" else u.operands[1:]
+                exact = (c, s) == (0, 0) and not any(isinstance(m, Instruction) and m.opcode == "getelementptr"
+                                                     for m in merged)
+                work.append((u, 0, 0) if exact else (u, 0, 1))
             elif op == "load" and u.pointer_operand is v:
                 if not is_copy_load(u):
                     info.add(u.type, c, s)

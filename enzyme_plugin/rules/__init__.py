@@ -21,7 +21,7 @@ from llvmlite import ir
 from gpucompiler import types as T
 from gpucompiler.errors import TypeInferenceError
 from gpucompiler.interpreter import RuleSet
-from gpucompiler.interpreter.deferred import DeferredMeta, deferred_call, is_function
+from gpucompiler.interpreter.deferred import DeferredMeta, deferred_call, is_function, nested_interpreter
 from gpucompiler.interpreter.infer import spec_argtypes
 from gpucompiler.interpreter.lattice import BOTTOM, Const, pyobj, widen
 from gpucompiler.interpreter.rules import Any_, CallResult
@@ -156,6 +156,16 @@ def _find_job(interp, fn, meta, argtypes):
     raise AssertionError("deferred_call recorded no job")  # internal invariant
 
 
+def _check_not_differentiating_itself(interp, f, meta) -> None:
+    """``autodiff`` of ``f`` while ``f`` is being inferred (``f`` differentiates itself, directly or
+    through calls): a derivative of unbounded order."""
+    child = nested_interpreter(interp, tuple(meta.rules))
+    if any(fr.pyfunc is f for fr in (*interp.stack, *child.stack)):
+        raise TypeInferenceError(f"autodiff of {f.__qualname__} inside {f.__qualname__} (directly or through "
+                                 "the functions it calls): a derivative of unbounded order",
+                                 hint="differentiate a function that does not call autodiff on itself")
+
+
 @rules.handler
 def _autodiff(interp, fn, args):
     if fn is api.autodiff_thunk or fn is split_api.autodiff_thunk:
@@ -177,6 +187,7 @@ def _autodiff(interp, fn, args):
     acts, wrapped = _activities(api.Reverse if split else mode, args[3 if split else 2:])
     primal = tuple(a.items[0] for a in acts)
     meta = EnzymeMeta("ReverseSplit" if split else mode.name)
+    _check_not_differentiating_itself(interp, f, meta)
     res = deferred_call(interp, meta, f, primal, marker=MARKER)
     if res.restype is BOTTOM:
         return CallResult(BOTTOM)

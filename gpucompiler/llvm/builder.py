@@ -156,22 +156,24 @@ class Builder:
         return self._make("getelementptr", ptr.type, em, name)
 
     # -- aggregates and vectors ----------------------------------------------
-    def extractvalue(self, agg: Value, index: int, name: str = "") -> Instruction:
+    def extractvalue(self, agg: Value, index: int | tuple[int, ...], name: str = "") -> Instruction:
+        """``extractvalue`` at ``index``, one index or a path of them."""
+        path = (index,) if isinstance(index, int) else tuple(index)
         em = Emitter()
         em.raw("extractvalue")
         self._typed(em, agg)
-        em.raw(f", {index}")
-        t = agg.type
-        rt = t.elements[index] if t.kind == "struct" else t.element
-        return self._make("extractvalue", rt, em, name)
+        em.raw(", " + ", ".join(map(str, path)))
+        return self._make("extractvalue", _member(agg.type, path), em, name)
 
-    def insertvalue(self, agg: Value, value: Value, index: int, name: str = "") -> Instruction:
+    def insertvalue(self, agg: Value, value: Value, index: int | tuple[int, ...], name: str = "") -> Instruction:
+        """``insertvalue`` at ``index``, one index or a path of them."""
+        path = (index,) if isinstance(index, int) else tuple(index)
         em = Emitter()
         em.raw("insertvalue")
         self._typed(em, agg)
         em.raw(",")
         self._typed(em, value)
-        em.raw(f", {index}")
+        em.raw(", " + ", ".join(map(str, path)))
         return self._make("insertvalue", agg.type, em, name)
 
     def extractelement(self, vec: Value, index: Value, name: str = "") -> Instruction:
@@ -287,3 +289,10 @@ for _op in CASTS:
     setattr(Builder, _op, _cast_method(_op))
 
 __all__ = ["Builder", "Function"]
+
+
+def _member(t: T.Type, path) -> T.Type:
+    """The type at ``path`` inside aggregate type ``t``."""
+    for k in path:
+        t = t.elements[k] if t.kind == "struct" else t.element
+    return t

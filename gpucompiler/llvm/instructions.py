@@ -143,6 +143,14 @@ class Instruction(User):
         return self.operands[1:] if self.opcode == "getelementptr" else []
 
     @property
+    def aggregate_indices(self) -> tuple[int, ...]:
+        """The constant index path of ``extractvalue``/``insertvalue``."""
+        if self.opcode not in ("extractvalue", "insertvalue"):
+            return ()
+        tail = self.parts[-1]
+        return tuple(int(w) for w in tail.replace(",", " ").split()) if type(tail) is str else ()
+
+    @property
     def allocated_type(self) -> T.Type | None:
         """The element type of ``alloca``."""
         return self._first_type() if self.opcode == "alloca" else None

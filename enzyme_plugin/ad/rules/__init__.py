@@ -13,8 +13,14 @@ scalar factor; the few others (casts, vector shuffles, reductions) give a
 forward rule of their own: ``fwd(e, inst, tangents) -> tangent``.
 """
 
-from .arith import FORWARD as ARITH_FORWARD, REVERSE as ARITH_REVERSE
+from .aggregate import FORWARD as _AGG_FORWARD, REVERSE as _AGG_REVERSE
+from .arith import FORWARD as _ARITH_FORWARD, REVERSE as _ARITH_REVERSE
 from .math import FORWARD as MATH_FORWARD, REVERSE as MATH_REVERSE, math_name
+
+ARITH_REVERSE = {**_ARITH_REVERSE, **_AGG_REVERSE}
+"""Reverse rules of arithmetic, casts, select, vector and aggregate instructions."""
+ARITH_FORWARD = {**_ARITH_FORWARD, **_AGG_FORWARD}
+"""Forward rules that are not derived from the reverse ones."""
 
 __all__ = ["ARITH_FORWARD", "ARITH_REVERSE", "MATH_FORWARD", "MATH_REVERSE", "math_name", "derived_forward"]
 

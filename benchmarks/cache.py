@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpucompiler.cache import Cache, DiskTier, MemoryTier, RedisTier  # noqa: E402
+from gpucompiler.pipeline import compile as compile_job  # noqa: E402
 from tests.cache import jobs  # noqa: E402
 from tests.cache.servers import free_port, start_service, stop  # noqa: E402
 
@@ -62,7 +63,7 @@ FRESH = """
 import sys, time, json
 sys.path.insert(0, {root!r})
 from tests.cache import jobs
-from gpucompiler.cache import compile_cached
+from gpucompiler.cached import compile_cached
 job = jobs.job(3000)
 t = time.perf_counter(); r = compile_cached(job, emit=("obj",)); dt = time.perf_counter() - t
 assert r.origin == "disk", r.origin
@@ -72,7 +73,7 @@ print(json.dumps([dt, load]))
 
 
 def fresh_disk_hit(cache_dir: str, n: int = 7) -> tuple[float, float]:
-    Cache(DiskTier(cache_dir)).compile(jobs.job(3000), EMIT)
+    Cache(DiskTier(cache_dir), compiler=compile_job).compile(jobs.job(3000), EMIT)
     env = {**os.environ, "GPUC_CACHE_DIR": cache_dir}
     env.pop("GPUC_SERVICE_URL", None)
     env.pop("GPUC_CACHE_URL", None)
@@ -90,7 +91,7 @@ JIT = """
 import sys, time, json
 sys.path.insert(0, {bench!r})
 import gpucompiler, frontend_kernels as K
-from gpucompiler.cache import default_cache
+from gpucompiler.cached import default_cache
 f = gpucompiler.jit(K.loop20)
 t = time.perf_counter(); f(10, 1.5); dt = time.perf_counter() - t
 print(json.dumps([dt, dict(default_cache().stats)]))
@@ -117,10 +118,10 @@ def jit_fresh(cache_dir: str, n: int = 5) -> tuple[float, float]:
 
 def redis_hit(url: str) -> float:
     redis = RedisTier(url)
-    Cache(None, redis).compile(jobs.job(4000), EMIT)
+    Cache(None, redis, compiler=compile_job).compile(jobs.job(4000), EMIT)
     times = []
     for _ in range(100):
-        cache = Cache(None, redis, memory=MemoryTier())
+        cache = Cache(None, redis, memory=MemoryTier(), compiler=compile_job)
         t = time.perf_counter()
         assert cache.compile(jobs.job(4000), EMIT).origin == "redis"
         times.append(time.perf_counter() - t)
@@ -181,7 +182,7 @@ def main() -> None:
     rows: dict[str, float] = {}
     out: dict = {"ms": rows}
     rows["cold compile"] = cold()
-    rows["in-memory hit"] = memory_hit(Cache(DiskTier(tmp / "mem")))
+    rows["in-memory hit"] = memory_hit(Cache(DiskTier(tmp / "mem"), compiler=compile_job))
     rows["fresh-process disk hit"], rows["fresh-process load (JIT link)"] = fresh_disk_hit(str(tmp / "disk"))
     rows["@jit cold first call (fresh process)"], rows["@jit disk-hit first call (fresh process)"] = \
         jit_fresh(str(tmp / "jit"))

@@ -1,6 +1,6 @@
 """gpucompiler: Python and LLVM IR to the host CPU and NVIDIA PTX through a staged plugin pipeline."""
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
 from .config import CompilerConfig  # noqa: E402
 from .errors import GPUCompilerError  # noqa: E402

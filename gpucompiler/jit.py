@@ -21,9 +21,11 @@ from . import types as T
 from .errors import ArgumentTypeError, TypeInferenceError
 from .frontend.printer import format_function
 from .frontend.spec import FunctionSpec, deps_valid
+from .settings import CompileSettings
 
 # imported with the package, not at the first call: a first call served from the cache costs ~1 ms
-from .cache import compile_cached, keys as _keys  # noqa: E402
+from . import identity as _keys  # noqa: E402
+from .cached import compile_cached  # noqa: E402
 from .runtime.cpu import CPULibrary, prepare as prepare_loader  # noqa: E402
 
 _CTYPES = {T.boolean: ctypes.c_bool, T.int32: ctypes.c_int32, T.int64: ctypes.c_int64,
@@ -190,13 +192,12 @@ class Dispatcher:
         from . import pipeline
         from .errors import UnknownStageError
         from .stages import STAGE_INDEX, STAGE_NAMES
-        from .stages.context import Settings
 
         if stage not in STAGE_INDEX:
             raise UnknownStageError(stage, STAGE_NAMES)
         job = self._job(tuple(argtypes))
         with tempfile.TemporaryDirectory() as tmp:
-            pipeline.compile(job, emit=(), settings=Settings(dump_dir=Path(tmp)))
+            pipeline.compile(job, emit=(), settings=CompileSettings(dump_dir=Path(tmp)))
             name = re.sub(r"[^\w.-]", "_", job.name)
             return (Path(tmp) / f"{name}.{STAGE_INDEX[stage]:02d}.{stage}.after.ll").read_text()
 

@@ -1,4 +1,4 @@
-"""Compile jobs: a source plus a configuration, keyed by a stable content hash."""
+"""Compile jobs: a source plus a configuration (keyed by :func:`gpucompiler.identity.job_key`)."""
 
 from __future__ import annotations
 
@@ -60,16 +60,3 @@ class CompilerJob:
         """The source's ``fingerprint_for(self)`` when it has one, else its ``fingerprint()``."""
         fingerprint_for = getattr(self.source, "fingerprint_for", None)
         return fingerprint_for(self) if fingerprint_for is not None else self.source.fingerprint()
-
-    @property
-    def key(self) -> str:
-        """Content hash of everything that decides the output, equal in every process.
-
-        The one definition of it is the compile cache's key document
-        (:func:`gpucompiler.cache.keys.key_document`): source fingerprint,
-        config, machine, plugins (names, versions, settings, code), the
-        gpucompiler version and code digest, the LLVM version.
-        """
-        from .cache.keys import digest, key_document
-
-        return digest(key_document(self))

@@ -20,7 +20,8 @@ from .errors import ConfigError, PluginError
 from .job import CompilerJob
 from .module import IRModule
 from .stages import irgen, link_deferred, lower, optimize
-from .stages.context import CompileContext, Settings, run_hooks, stage
+from .settings import CompileSettings
+from .stages.context import CompileContext, run_hooks, stage
 
 
 @attrs.frozen
@@ -59,29 +60,29 @@ class CompileResult:
 
 
 def compile(job: CompilerJob, emit: Sequence[str] = ("llvm",), *,
-            settings: Settings | None = None) -> CompileResult:
+            settings: CompileSettings | None = None) -> CompileResult:
     """Compile ``job`` and emit each kind in ``emit``.
 
-    ``settings`` defaults to :meth:`Settings.from_env` (``GPUC_DUMP_DIR``).
+    ``settings`` defaults to :meth:`CompileSettings.from_env` (``GPUC_DUMP_DIR``).
     """
     emit = (emit,) if isinstance(emit, str) else tuple(emit)
     unknown = [k for k in emit if k not in EMIT_KINDS]
     if unknown:
         raise ConfigError(f"unknown emit kind(s) {unknown}; known: {', '.join(EMIT_KINDS)}")
-    ctx = CompileContext(job, settings or Settings.from_env(), plugins.enabled(job.config.plugins))
+    ctx = CompileContext(job, settings or CompileSettings.from_env(), plugins.enabled(job.config.plugins))
     emit_llvm(ctx)
     emit_code(ctx, emit)
     return CompileResult(job, dict(ctx.artifacts), ctx.ir, dict(ctx.stage_times), collect_reports(ctx))
 
 
-def prepare(job: CompilerJob, *, settings: Settings | None = None) -> IRModule:
+def prepare(job: CompilerJob, *, settings: CompileSettings | None = None) -> IRModule:
     """The front half alone: IR generation, ``post_irgen`` and deferred linking.
 
     Its output holds no reference to this process (nested jobs are linked in,
     plugin markers stay), so a compile service can run the rest from the
     text: see :class:`PreparedSource`.
     """
-    ctx = CompileContext(job, settings or Settings.from_env(), plugins.enabled(job.config.plugins))
+    ctx = CompileContext(job, settings or CompileSettings.from_env(), plugins.enabled(job.config.plugins))
     emit_front(ctx)
     return ctx.ir
 

@@ -21,13 +21,11 @@ import sys
 from pathlib import Path
 
 from .errors import ToolNotFoundError
+from .settings import ToolchainSettings
 
 
-def _cuda_roots() -> list[Path]:
-    roots: list[Path] = []
-    for var in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
-        if os.environ.get(var):
-            roots.append(Path(os.environ[var]))
+def _cuda_roots(settings: ToolchainSettings) -> list[Path]:
+    roots: list[Path] = list(settings.cuda_roots)
     ptxas = shutil.which("ptxas")
     if ptxas:
         roots.append(Path(ptxas).resolve().parent.parent)
@@ -49,13 +47,14 @@ def _cuda_roots() -> list[Path]:
 @functools.cache
 def find_ptxas() -> str:
     """Path of the ``ptxas`` executable."""
-    explicit = os.environ.get("GPUC_PTXAS")
+    settings = ToolchainSettings.from_env()
+    explicit = settings.ptxas
     if explicit:
         if os.access(explicit, os.X_OK):
             return explicit
         raise ToolNotFoundError(f"GPUC_PTXAS={explicit!r} is not an executable file")
     looked = []
-    for root in _cuda_roots():
+    for root in _cuda_roots(settings):
         candidate = root / "bin" / "ptxas"
         looked.append(str(candidate))
         if os.access(candidate, os.X_OK):
@@ -69,13 +68,14 @@ def find_ptxas() -> str:
 @functools.cache
 def find_libdevice() -> str:
     """Path of ``libdevice.10.bc``."""
-    explicit = os.environ.get("GPUC_LIBDEVICE")
+    settings = ToolchainSettings.from_env()
+    explicit = settings.libdevice
     if explicit:
         if os.path.isfile(explicit):
             return explicit
         raise ToolNotFoundError(f"GPUC_LIBDEVICE={explicit!r} is not a file")
     looked = []
-    for root in _cuda_roots():
+    for root in _cuda_roots(settings):
         directory = root / "nvvm" / "libdevice"
         looked.append(str(directory))
         hits = sorted(directory.glob("libdevice*.bc"))

@@ -8,6 +8,7 @@ import pytest
 
 from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, NativeTarget, PTXTarget, parse_target
 from gpucompiler.errors import ConfigError, UnknownTargetError
+from gpucompiler.identity import job_key
 
 IR = "define i32 @f(i32 %x) {\n  ret i32 %x\n}\n"
 
@@ -25,25 +26,25 @@ def test_frozen():
 
 
 def test_key_depends_on_everything_that_changes_output():
-    base = make_job().key
-    assert make_job().key == base
-    assert make_job(opt_level=3).key != base
-    assert make_job(kernel=True).key != base
-    assert make_job(params={"a": 1}).key != base
-    assert CompilerJob(LLVMSource(IR.replace("%x", "%y"), "f"), CompilerConfig(target=NativeTarget())).key != base
-    assert CompilerJob(LLVMSource(IR, "f"), CompilerConfig(target=PTXTarget())).key != base
-    assert (CompilerJob(LLVMSource(IR, "f"), CompilerConfig(target=PTXTarget(capability=(8, 0)))).key
-            != CompilerJob(LLVMSource(IR, "f"), CompilerConfig(target=PTXTarget())).key)
+    base = job_key(make_job())
+    assert job_key(make_job()) == base
+    assert job_key(make_job(opt_level=3)) != base
+    assert job_key(make_job(kernel=True)) != base
+    assert job_key(make_job(params={"a": 1})) != base
+    assert job_key(CompilerJob(LLVMSource(IR.replace("%x", "%y"), "f"), CompilerConfig(target=NativeTarget()))) != base
+    assert job_key(CompilerJob(LLVMSource(IR, "f"), CompilerConfig(target=PTXTarget()))) != base
+    assert (job_key(CompilerJob(LLVMSource(IR, "f"), CompilerConfig(target=PTXTarget(capability=(8, 0)))))
+            != job_key(CompilerJob(LLVMSource(IR, "f"), CompilerConfig(target=PTXTarget()))))
 
 
 def test_params_and_plugins_are_order_insensitive():
-    assert make_job(params={"a": 1, "b": 2}).key == make_job(params={"b": 2, "a": 1}).key
+    assert job_key(make_job(params={"a": 1, "b": 2})) == job_key(make_job(params={"b": 2, "a": 1}))
 
 
 def test_key_is_stable_across_processes():
     code = (
-        "from gpucompiler import *\n"
-        f"print(CompilerJob(LLVMSource({IR!r}, 'f'), CompilerConfig(target=PTXTarget(), params={{'z': 1.5}})).key)"
+        "from gpucompiler import *\nfrom gpucompiler.identity import job_key\n"
+        f"print(job_key(CompilerJob(LLVMSource({IR!r}, 'f'), CompilerConfig(target=PTXTarget(), params={{'z': 1.5}}))))"
     )
     keys = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={"PYTHONHASHSEED": str(seed), "PATH": ""}).stdout.strip()

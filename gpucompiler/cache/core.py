@@ -1,10 +1,10 @@
 """The cache: look a job up tier by tier, compile it once on a miss, publish everywhere.
 
-:func:`compile_cached` is the integration point for ``@jit`` and for the
-command line: the same call as :func:`gpucompiler.pipeline.compile`, with a
-result that has the same ``job``, ``artifacts``, ``module``,
-``stage_times`` and ``reports``. Settings come from the environment, read
-here once per configuration (:class:`CacheSettings`).
+:meth:`Cache.compile` has the shape of :func:`gpucompiler.pipeline.compile`, with a
+result that has the same ``job``, ``artifacts``, ``module``, ``stage_times``
+and ``reports``. The cache is given the compile function (and optionally a
+compile service client) by its owner; it imports neither. The process's
+default cache, wired to the pipeline, is :mod:`gpucompiler.cached`.
 """
 
 from __future__ import annotations
@@ -15,103 +15,19 @@ import os
 import time
 import warnings
 from collections import Counter
-from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import attrs
 
-from ..errors import CacheCorruptionError, CacheError, CacheForgeryError, CacheWarning
-from . import keys
+from .. import identity as keys
+from ..errors import CacheCorruptionError, CacheError, CacheForgeryError, CacheWarning, ConfigError
+from ..module import IRModule
 from .entry import Entry, decode
 from .serialisable import serialisation_errors
 from .tiers import DiskTier, MemoryTier, RedisTier
-from .trust import Signer, SignedTier, private_directory_problem, read_secret_file
+from .trust import Signer, SignedTier, private_directory_problem
 
 log = logging.getLogger("gpucompiler.cache")
-
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-def parse_size(text: str) -> int:
-    """``"512M"`` -> bytes; plain digits are bytes."""
-    t = text.strip().lower().removesuffix("b").removesuffix("i")
-    unit = t[-1] if t and t[-1] in _UNITS else ""
-    try:
-        return int(float(t[:len(t) - len(unit)]) * _UNITS[unit])
-    except ValueError:
-        raise CacheError(f"GPUC_CACHE_SIZE={text!r} is not a size; write e.g. 512M or 2G") from None
-
-
-def default_cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
-    """``GPUC_CACHE_DIR``, else ``$XDG_CACHE_HOME/gpucompiler``, else ``~/.cache/gpucompiler``."""
-    if environ.get("GPUC_CACHE_DIR"):
-        return Path(environ["GPUC_CACHE_DIR"])
-    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gpucompiler"
-
-
-#: every variable the settings are read from (``HOME`` through ``~``)
-_ENV_VARS = ("GPUC_CACHE", "GPUC_CACHE_DIR", "GPUC_CACHE_SIZE", "GPUC_CACHE_URL", "GPUC_SERVICE_URL",
-             "GPUC_SERVICE_TOKEN", "GPUC_CACHE_SECRET", "GPUC_CACHE_SECRET_FILE", "GPUC_CACHE_SHARED_DIR",
-             "GPUC_CACHE_REDIS_CA", "GPUC_CACHE_REDIS_CERT", "GPUC_CACHE_REDIS_KEY", "XDG_CACHE_HOME", "HOME")
-_last_settings: tuple[tuple, "CacheSettings"] | None = None  # (values of _ENV_VARS, settings)
-
-
-@attrs.frozen
-class CacheSettings:
-    """Environment switches of the cache and the compile service."""
-
-    directory: Path | None
-    """``GPUC_CACHE_DIR`` (or the per-user default); None when ``GPUC_CACHE=off``."""
-    max_bytes: int = 1 << 30
-    """``GPUC_CACHE_SIZE``: bound of the disk tier (LRU eviction past it)."""
-    redis_url: str | None = None
-    """``GPUC_CACHE_URL=redis://…``: the shared tier."""
-    service_url: str | None = None
-    """``GPUC_SERVICE_URL``: compile misses on this service."""
-    service_token: str | None = attrs.field(default=None, repr=False)
-    """``GPUC_SERVICE_TOKEN``: bearer token sent to the service."""
-    secret: bytes | None = attrs.field(default=None, repr=False)
-    """``GPUC_CACHE_SECRET_FILE`` (a file only this user can read) or ``GPUC_CACHE_SECRET``: the key
-    of the MACs that entries from shared tiers must carry."""
-    shared_dir: Path | None = None
-    """``GPUC_CACHE_SHARED_DIR``: a directory other users may write too (entries signed)."""
-    redis_tls: dict[str, str] = attrs.field(factory=dict)
-    """``GPUC_CACHE_REDIS_CA`` / ``_CERT`` / ``_KEY``: TLS files for a ``rediss://`` URL."""
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "CacheSettings":
-        global _last_settings
-        probe = tuple(map(environ.get, _ENV_VARS))
-        last = _last_settings
-        if last is not None and last[0] == probe:
-            return last[1]
-        settings = cls._parse(environ)
-        _last_settings = (probe, settings)
-        return settings
-
-    @classmethod
-    def _parse(cls, environ: Mapping[str, str]) -> "CacheSettings":
-        off = environ.get("GPUC_CACHE", "").lower() in ("0", "off", "no", "false")
-        url = environ.get("GPUC_CACHE_URL") or None
-        if url and not url.startswith(("redis://", "rediss://", "unix://")):
-            raise CacheError(f"GPUC_CACHE_URL={url!r}: only redis://, rediss:// and unix:// URLs are supported")
-        secret_file = environ.get("GPUC_CACHE_SECRET_FILE")
-        secret = (read_secret_file(secret_file) if secret_file
-                  else (environ.get("GPUC_CACHE_SECRET") or "").encode() or None)
-        tls = {arg: environ[var] for var, arg in (("GPUC_CACHE_REDIS_CA", "ssl_ca_certs"),
-                                                  ("GPUC_CACHE_REDIS_CERT", "ssl_certfile"),
-                                                  ("GPUC_CACHE_REDIS_KEY", "ssl_keyfile")) if environ.get(var)}
-        if tls and not (url or "").startswith("rediss://"):
-            raise CacheError("GPUC_CACHE_REDIS_CA/_CERT/_KEY need a TLS URL: GPUC_CACHE_URL=rediss://…")
-        shared = environ.get("GPUC_CACHE_SHARED_DIR")
-        return cls(directory=None if off else default_cache_dir(environ),
-                   max_bytes=parse_size(environ.get("GPUC_CACHE_SIZE", "1G")),
-                   redis_url=None if off else url,
-                   service_url=environ.get("GPUC_SERVICE_URL") or None,
-                   service_token=environ.get("GPUC_SERVICE_TOKEN") or None,
-                   secret=secret, shared_dir=Path(shared) if shared and not off else None, redis_tls=tls)
-
 
 @attrs.define
 class CachedResult:
@@ -130,8 +46,6 @@ class CachedResult:
     def module(self):
         """The final module (parsed from the ``llvm`` artifact on first use after a hit)."""
         if self._module is None:
-            from ..module import IRModule
-
             self._module = IRModule(self.artifacts["llvm"])
         return self._module
 
@@ -159,17 +73,30 @@ def private_disk(directory: str | os.PathLike, max_bytes: int = 1 << 30) -> Disk
     return DiskTier(directory, max_bytes)
 
 
+Compiler = Callable[[Any, tuple[str, ...]], Any]
+"""``compiler(job, kinds)`` -> a result with ``artifacts``, ``module``, ``stage_times``, ``reports``
+(:func:`gpucompiler.pipeline.compile`)."""
+
+
+class CompileService(Protocol):
+    """What the cache needs of a compile service client (:class:`gpucompiler.service.client.ServiceClient`)."""
+
+    def compile(self, job: Any, emit: Sequence[str]) -> "CachedResult": ...
+
+
 class Cache:
     """Tiers in lookup order: memory, the private disk, then the shared tiers (a shared directory,
     Redis), read through to disk and memory.
 
     Entries from shared tiers must carry a MAC under ``secret`` (:mod:`.trust`);
-    a shared tier without a secret is a :class:`CacheError`.
+    a shared tier without a secret is a :class:`CacheError`. A miss is compiled
+    by ``service`` when given (and its answer authentic), else by ``compiler``.
     """
 
     def __init__(self, disk: DiskTier | None = None, redis: RedisTier | None = None,
-                 memory: MemoryTier | None = None, service: Any = None, *,
-                 shared: DiskTier | None = None, secret: bytes | None = None):
+                 memory: MemoryTier | None = None, service: CompileService | None = None, *,
+                 shared: DiskTier | None = None, secret: bytes | None = None,
+                 compiler: Compiler | None = None):
         self.signer = Signer(secret) if secret else None
         if (redis is not None or shared is not None) and self.signer is None:
             raise CacheError("a shared cache tier (Redis, a shared directory) needs the deployment's "
@@ -181,19 +108,8 @@ class Cache:
         self.redis = SignedTier(redis, self.signer) if redis is not None else None
         self.tiers = tuple(t for t in (disk, self.shared, self.redis) if t is not None)
         self.service = service
+        self.compiler = compiler
         self.stats: Counter[str] = Counter()
-
-    @classmethod
-    def from_settings(cls, settings: CacheSettings) -> "Cache":
-        disk = private_disk(settings.directory, settings.max_bytes) if settings.directory else None
-        shared = DiskTier(settings.shared_dir, settings.max_bytes, name="shared") if settings.shared_dir else None
-        redis = RedisTier(settings.redis_url, tls=settings.redis_tls) if settings.redis_url else None
-        service = None
-        if settings.service_url:
-            from ..service.client import ServiceClient
-
-            service = ServiceClient(settings.service_url, token=settings.service_token, secret=settings.secret)
-        return cls(disk, redis, service=service, shared=shared, secret=settings.secret)
 
     # -- lookup -------------------------------------------------------------
     def lookup(self, key: str, document: dict, kinds: Sequence[str], *,
@@ -272,7 +188,7 @@ class Cache:
 
     # -- the whole story ------------------------------------------------------
     def compile(self, job: Any, emit: Sequence[str] = ("llvm",),
-                compiler: Callable[[Any, tuple[str, ...]], Any] | None = None) -> CachedResult:
+                compiler: Compiler | None = None) -> CachedResult:
         """The artifacts of ``job`` for each kind in ``emit``: from a tier, else compiled once.
 
         Sources with a dependency record (Python functions) go through the
@@ -363,9 +279,10 @@ class Cache:
         else:
             result, origin = self._service_compile(job, kinds), "service"
             if result is None:
-                from .. import pipeline
-
-                result, origin = pipeline.compile(job, kinds), "compiled"
+                if self.compiler is None:
+                    raise ConfigError(f"this cache has no compile function for the miss of {job.name!r}: "
+                                      "make it with Cache(..., compiler=gpucompiler.pipeline.compile)")
+                result, origin = self.compiler(job, kinds), "compiled"
         self.stats["compile"] += 1
         meta = {"name": job.name, "symbols": _symbols(result.module), "stage_times": dict(result.stage_times),
                 "reports": _jsonable(result.reports), "created": time.time(),
@@ -432,24 +349,3 @@ class _no_lock:
 
     def __exit__(self, *exc: Any) -> None:
         return None
-
-
-_default: tuple[CacheSettings, Cache] | None = None
-
-
-def default_cache(environ: Mapping[str, str] = os.environ) -> Cache:
-    """The process's cache for the current environment (rebuilt when the settings change)."""
-    global _default
-    settings = CacheSettings.from_env(environ)
-    if _default is None or (_default[0] is not settings and _default[0] != settings):
-        _default = (settings, Cache.from_settings(settings))
-    return _default[1]
-
-
-def compile_cached(job: Any, emit: Sequence[str] = ("llvm",), *, cache: Cache | None = None) -> CachedResult:
-    """:func:`gpucompiler.pipeline.compile` through the cache (and the service, when configured).
-
-    ``GPUC_CACHE_DIR``, ``GPUC_CACHE_SIZE``, ``GPUC_CACHE_URL``, ``GPUC_CACHE=off``,
-    ``GPUC_SERVICE_URL`` and ``GPUC_SERVICE_TOKEN`` configure the default cache.
-    """
-    return (cache or default_cache()).compile(job, emit)

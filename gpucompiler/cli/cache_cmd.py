@@ -28,7 +28,8 @@ def add_parser(subparsers) -> None:
 
 
 def _cache(args: argparse.Namespace):
-    from ..cache.core import Cache, CacheSettings
+    from ..cache.core import Cache
+    from ..settings import CacheSettings
     from ..cache.tiers import DiskTier, RedisTier
 
     settings = CacheSettings.from_env()

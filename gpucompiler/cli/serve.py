@@ -7,10 +7,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..settings import CacheSettings
 
 
 def add_parser(subparsers) -> None:
@@ -36,14 +36,13 @@ def run(args: argparse.Namespace) -> int:
         import uvicorn
     except ImportError:
         raise ConfigError("gpuc serve needs starlette and uvicorn: pip install 'gpucompiler[service]'") from None
-    from ..cache.core import CacheSettings
     from ..service.app import ServiceConfig, create_app
 
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.allow_remote:
         raise ConfigError(f"--host {args.host} is not loopback; pass --allow-remote to serve other machines "
                           "(and set a token)")
-    token = args.token_file.read_text().strip() if args.token_file else os.environ.get("GPUC_SERVICE_TOKEN")
     settings = CacheSettings.from_env()
+    token = args.token_file.read_text().strip() if args.token_file else settings.service_token
     config = ServiceConfig(cache_dir=args.cache_dir or (str(settings.directory) if settings.directory else None),
                            max_cache_bytes=settings.max_bytes, redis_url=settings.redis_url,
                            redis_tls=settings.redis_tls, secret=settings.secret,

@@ -30,8 +30,8 @@ heap, 8 MiB by default in CUDA. Before the first launch of such a kernel in a
 context, the heap limit (``CU_LIMIT_MALLOC_HEAP_SIZE``) is raised to
 :data:`DEFAULT_DEVICE_HEAP` when it is below it, once per context; the
 environment variable ``GPUC_DEVICE_HEAP`` (bytes, or with a ``K``/``M``/``G``
-suffix) sets another size, read once by :meth:`RuntimeSettings.from_env`,
-the runtime's one reader of the environment. CUDA refuses the change once a
+suffix) sets another size (:class:`gpucompiler.settings.RuntimeSettings`, read on
+first use). CUDA refuses the change once a
 kernel using ``malloc`` has run in the context: the launch then goes on with
 the heap as it is, after a ``RuntimeWarning``.
 """
@@ -39,17 +39,16 @@ the heap as it is, after a ``RuntimeWarning``.
 from __future__ import annotations
 
 import ctypes
-import os
 import re
 import struct
 import threading
 import warnings
-from collections.abc import Mapping
 
 import numpy as np
 
 from .. import types as T
 from ..errors import CudaError, LaunchError, ToolchainError
+from ..settings import DEFAULT_DEVICE_HEAP, RuntimeSettings
 from ..kernel import _TYPESTR as _TYPESTR_DTYPE, argument_type, cuda_array_type, is_contiguous
 from .grid import array_param, param_array, scalar_param
 
@@ -60,30 +59,6 @@ _capability: dict = {}   # context handle -> (major, minor)
 _functions: dict = {}    # (kernel id, argtypes, context) -> (CUfunction, module, kernel)
 _launchers: dict = {}    # (kernel id, context, signature key) -> Launcher
 _heap_checked: set = set()  # contexts whose device heap limit was checked
-
-#: device heap (bytes) made available to kernels that call malloc (CUDA's default is 8 MiB)
-DEFAULT_DEVICE_HEAP = 256 << 20
-_SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)i?B?\s*$", re.I)
-
-
-class RuntimeSettings:
-    """Switches of the CUDA runtime read from the environment (the one place that reads them)."""
-
-    def __init__(self, device_heap: int = DEFAULT_DEVICE_HEAP):
-        #: ``GPUC_DEVICE_HEAP``: the device heap limit (bytes) for kernels that call malloc
-        self.device_heap = device_heap
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "RuntimeSettings":
-        raw = environ.get("GPUC_DEVICE_HEAP")
-        if not raw:
-            return cls()
-        m = _SIZE.match(raw)
-        if m is None:
-            raise LaunchError(f"GPUC_DEVICE_HEAP={raw!r} is not a size: write bytes, or a number with "
-                              "K, M or G (e.g. 512M)")
-        return cls(int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2).upper()])
-
 
 def settings() -> RuntimeSettings:
     """The runtime's settings, read from the environment on first use."""

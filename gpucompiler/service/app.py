@@ -29,14 +29,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .. import __version__
-from ..cache import keys
+from .. import identity as keys, pipeline
 from ..cache.core import Cache, private_disk
 from ..cache.entry import Entry, decode
 from ..cache.tiers import RedisTier
 from ..cache.trust import Signer
 from ..errors import CacheCorruptionError, GPUCompilerError
 from ..llvm.binding import llvm_version
+from ..plugin import discovered
+from ..version import __version__
 from . import worker
 from .protocol import RequestError, answer_signer, encode_artifacts, parse_request
 
@@ -67,7 +68,7 @@ class _Service:
         self.config = config
         disk = private_disk(config.cache_dir, config.max_cache_bytes) if config.cache_dir else None
         redis = RedisTier(config.redis_url, tls=config.redis_tls) if config.redis_url else None
-        self.cache = Cache(disk, redis, secret=config.secret)
+        self.cache = Cache(disk, redis, secret=config.secret, compiler=pipeline.compile)
         self.signer = answer_signer(config.secret, config.token)
         self.pool: ProcessPoolExecutor | None = None
         self.inflight: dict[tuple[str, tuple[str, ...]], asyncio.Future] = {}
@@ -186,8 +187,6 @@ def create_app(config: ServiceConfig | None = None) -> Starlette:
                 service.pool.shutdown(wait=False, cancel_futures=True)
 
     async def health(request: Request) -> Response:
-        from ..plugin import discovered
-
         return JSONResponse({"status": "ok", "gpucompiler": __version__, "llvm": llvm_version(),
                              "workers": service.config.workers, "auth": bool(service.config.token),
                              "plugins": [[n, p.version] for n, p in discovered().items()]})

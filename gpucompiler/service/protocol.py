@@ -22,11 +22,14 @@ from typing import Any
 
 import attrs
 
+from .. import plugin as gp
+from ..cache.serialisable import check_serialisable
 from ..cache.trust import Signer
 from ..config import CompilerConfig
 from ..errors import ConfigError, PluginMismatchError, ServiceError
+from ..identity import plugin_identity
 from ..job import CompilerJob
-from ..pipeline import PreparedSource
+from ..pipeline import PreparedSource, prepare
 from ..targets import NativeTarget, PTXTarget
 
 PROTOCOL = 1
@@ -86,16 +89,11 @@ def config_from_json(data: Any) -> CompilerConfig:
 
 def prepared_ir(job: CompilerJob) -> str:
     """The front half of the pipeline run here (IR generation, ``post_irgen``, deferred linking)."""
-    from ..pipeline import prepare
-
     return prepare(job).text
 
 
 def make_request(job: CompilerJob, emit: tuple[str, ...]) -> dict[str, Any]:
     """The request body for ``job``; refuses IR that is not serialisable."""
-    from ..cache.keys import plugin_identity
-    from ..cache.serialisable import check_serialisable
-
     text = prepared_ir(job)
     check_serialisable(text, job.name)
     return {"protocol": PROTOCOL, "ir": text, "entry": job.name, "emit": list(emit),
@@ -121,9 +119,6 @@ def parse_request(data: Any) -> tuple[CompilerJob, tuple[str, ...]]:
 
 def check_plugins(names: tuple[str, ...], claimed: Any) -> None:
     """The client's plugins must be installed here at the same versions and settings."""
-    from .. import plugin as gp
-    from ..cache.keys import plugin_identity
-
     if not isinstance(claimed, list) or sorted(str(c[0]) for c in claimed if isinstance(c, list) and c) != list(names):
         raise RequestError("'plugins' must list [name, version, settings, code] of every plugin in "
                            "config.plugins", 400, "bad_request")

@@ -10,9 +10,13 @@ from __future__ import annotations
 import json
 import os
 
+from .. import pipeline
 from ..cache.core import Cache
+from ..cache.entry import Entry
+from ..cache.serialisable import serialisation_errors
 from ..cache.tiers import DiskTier, MemoryTier, RedisTier
 from ..errors import GPUCompilerError, UnserialisableIRError
+from .protocol import parse_request
 
 _cache: Cache | None = None
 
@@ -24,8 +28,7 @@ def init(cache_dir: str | None, max_bytes: int, redis_url: str | None, secret: b
     os.environ.pop("GPUC_SERVICE_URL", None)  # a worker never forwards to a service
     disk = DiskTier(cache_dir, max_bytes) if cache_dir else None  # checked private by the server
     redis = RedisTier(redis_url, tls=redis_tls) if redis_url else None
-    _cache = Cache(disk, redis, memory=MemoryTier(max_entries=16), secret=secret)
-    from .. import pipeline  # noqa: F401  (import the compiler now, not on the first request)
+    _cache = Cache(disk, redis, memory=MemoryTier(max_entries=16), secret=secret, compiler=pipeline.compile)
 
 
 def ping() -> int:
@@ -34,9 +37,6 @@ def ping() -> int:
 
 def compile_body(body: bytes) -> tuple[int, bytes]:
     """``(200, entry bytes)`` or ``(status, JSON error)`` for one request body."""
-    from ..cache.serialisable import serialisation_errors
-    from .protocol import parse_request
-
     if _cache is None:
         init(None, 0, None)
     try:
@@ -45,8 +45,6 @@ def compile_body(body: bytes) -> tuple[int, bytes]:
         if problems:
             raise UnserialisableIRError(problems, job.name)
         result = _cache.compile(job, emit)
-        from ..cache.entry import Entry
-
         return 200, Entry(result.key, {}, result.artifacts, {**result.meta, "origin": result.origin}).encode()
     except GPUCompilerError as exc:
         status = getattr(exc, "status", None) or 422

@@ -1,17 +1,16 @@
 """The typed context handed from stage to stage, and the ``stage`` block that times, labels and dumps.
 
-Environment switches that change how stages run are read here, once per
-compile, by :meth:`Settings.from_env`; stages never read the environment.
+Environment switches that change how stages run arrive in
+:class:`gpucompiler.settings.CompileSettings`, read once per compile; stages
+never read the environment.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator
 
 import attrs
 
@@ -19,20 +18,8 @@ from .. import plugin as plugins
 from ..errors import CompileError, PluginError
 from ..job import CompilerJob
 from ..module import IRModule
+from ..settings import CompileSettings
 from . import STAGE_INDEX, STAGE_OF_HOOK
-
-
-@attrs.frozen
-class Settings:
-    """Switches read from the environment (one place for all of them)."""
-
-    dump_dir: Path | None = None
-    """``GPUC_DUMP_DIR``: write ``<job>.<nn>.<stage>.{before,after}.ll`` for every stage."""
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Settings":
-        dump = environ.get("GPUC_DUMP_DIR")
-        return cls(dump_dir=Path(dump) if dump else None)
 
 
 @attrs.define
@@ -40,7 +27,7 @@ class CompileContext:
     """Everything one compile carries between stages."""
 
     job: CompilerJob
-    settings: Settings
+    settings: CompileSettings
     plugins: tuple[Any, ...]
     """Enabled plugin instances, sorted by name."""
     module: IRModule | None = None

@@ -7,8 +7,10 @@ import logging
 
 import pytest
 
-from gpucompiler.cache import Cache, DiskTier, compile_cached, decode
+from gpucompiler.cache import Cache, DiskTier, decode
+from gpucompiler.cached import compile_cached
 from gpucompiler.errors import CacheWarning
+from gpucompiler.pipeline import compile as compile_job
 from tests.cache import jobs
 
 
@@ -26,7 +28,7 @@ def test_one_process_compiles_another_loads_and_runs(cache_env):
 
 
 def test_memory_hit_after_disk_and_stats(cache_env):
-    cache = Cache(DiskTier(cache_env))
+    cache = Cache(DiskTier(cache_env), compiler=compile_job)
     a = cache.compile(jobs.job(2), ("obj",))
     b = cache.compile(jobs.job(2), ("obj",))
     assert (a.origin, b.origin) == ("compiled", "memory")
@@ -35,16 +37,16 @@ def test_memory_hit_after_disk_and_stats(cache_env):
 
 
 def test_missing_kind_recompiles_and_keeps_both(cache_env):
-    cache = Cache(DiskTier(cache_env))
+    cache = Cache(DiskTier(cache_env), compiler=compile_job)
     assert cache.compile(jobs.job(3), ("llvm",)).origin == "compiled"
     res = cache.compile(jobs.job(3), ("asm",))
     assert res.origin == "compiled" and "wsum" in res.artifacts["asm"]
-    assert Cache(DiskTier(cache_env)).compile(jobs.job(3), ("asm",)).origin == "disk"
+    assert Cache(DiskTier(cache_env), compiler=compile_job).compile(jobs.job(3), ("asm",)).origin == "disk"
 
 
 def test_lru_eviction_keeps_the_bound(cache_env):
     disk = DiskTier(cache_env, max_bytes=10**9)
-    cache = Cache(disk)
+    cache = Cache(disk, compiler=compile_job)
     for v in range(4):
         cache.compile(jobs.job(10 + v), ("obj",))
     sizes = {k: s for k, s, _ in disk.files()}
@@ -62,8 +64,8 @@ def test_lru_eviction_keeps_the_bound(cache_env):
 @pytest.mark.parametrize("damage", ["truncate", "flip", "swap"])
 def test_corrupt_entry_detected_evicted_recompiled_logged(cache_env, caplog, damage):
     disk = DiskTier(cache_env)
-    a = Cache(disk).compile(jobs.job(30), ("obj",))
-    b = Cache(disk).compile(jobs.job(31), ("obj",))
+    a = Cache(disk, compiler=compile_job).compile(jobs.job(30), ("obj",))
+    b = Cache(disk, compiler=compile_job).compile(jobs.job(31), ("obj",))
     pa, pb = disk.path(a.key), disk.path(b.key)
     data = pa.read_bytes()
     if damage == "truncate":
@@ -75,7 +77,7 @@ def test_corrupt_entry_detected_evicted_recompiled_logged(cache_env, caplog, dam
         other = pb.read_bytes()
         pa.write_bytes(other)
         pb.write_bytes(data)
-    cache = Cache(disk)
+    cache = Cache(disk, compiler=compile_job)
     with caplog.at_level(logging.WARNING, logger="gpucompiler.cache"):
         res = cache.compile(jobs.job(30), ("obj",))
     assert res.origin == "compiled"
@@ -89,7 +91,7 @@ def test_corrupt_entry_detected_evicted_recompiled_logged(cache_env, caplog, dam
 def test_read_only_cache_falls_back_with_a_warning(tmp_path):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("x")  # a cache path under a file cannot be created (EROFS-like, also for root)
-    cache = Cache(DiskTier(blocker / "cache"))
+    cache = Cache(DiskTier(blocker / "cache"), compiler=compile_job)
     with pytest.warns(CacheWarning, match="cannot"):
         res = cache.compile(jobs.job(40), ("obj",))
     assert res.origin == "compiled" and cache.stats["write_error"] == 1
@@ -103,7 +105,7 @@ def test_full_cache_falls_back_with_a_warning(cache_env, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(disk, "put", full)
-    cache = Cache(disk)
+    cache = Cache(disk, compiler=compile_job)
     with pytest.warns(CacheWarning, match="No space left"):
         res = cache.compile(jobs.job(41), ("obj",))
     assert res.origin == "compiled" and disk.files() == []

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-import gpucompiler.cache.codeprint as codeprint
+import gpucompiler.identity.codeprint as codeprint
 from gpucompiler.runtime import cpu
 
 _KEEP: list = []

@@ -76,7 +76,7 @@ SCRIPT = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, sys.argv[1])
     import jitmod
-    from gpucompiler.cache import default_cache
+    from gpucompiler.cached import default_cache
     value = jitmod.total(20)
     stats = dict(default_cache().stats)
     spec = next(iter(jitmod.total._entries.values())).spec
@@ -133,7 +133,7 @@ WORLD_AGE = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, sys.argv[1])
     import jitmod
-    from gpucompiler.cache import default_cache
+    from gpucompiler.cached import default_cache
     stats = default_cache().stats
     out = [jitmod.total(20), dict(stats)]
     jitmod.SCALE = 5                       # a rebound global recompiles at the next call
@@ -160,7 +160,9 @@ def test_a_forged_record_is_checked_not_trusted(tmp_path):
     """An index entry whose record omits reads, or names another return type, never serves code."""
     from gpucompiler import jit
     from gpucompiler import types as T
-    from gpucompiler.cache import Cache, DiskTier, Entry, decode, keys
+    from gpucompiler import identity as keys
+    from gpucompiler.cache import Cache, DiskTier, Entry, decode
+    from gpucompiler.pipeline import compile as compile_job
 
     sys.path.insert(0, str(tmp_path))
     write(tmp_path)
@@ -171,7 +173,7 @@ def test_a_forged_record_is_checked_not_trusted(tmp_path):
     root = tmp_path / "forged"
     f = jit(jitmod.total.py_func)
     job = f._job((T.int64,))
-    Cache(DiskTier(root)).compile(job, ("obj",))
+    Cache(DiskTier(root), compiler=compile_job).compile(job, ("obj",))
     idoc = keys.index_document(job)
     ikey = keys.digest(idoc)
     tier = DiskTier(root)
@@ -183,7 +185,7 @@ def test_a_forged_record_is_checked_not_trusted(tmp_path):
         else:
             record["restype"] = "float64"
         tier.put(ikey, Entry(ikey, idoc, {}, {**good.meta, "record": record}).encode())
-        cache = Cache(DiskTier(root))
+        cache = Cache(DiskTier(root), compiler=compile_job)
         res = cache.compile(f._job(job.source.argtypes), ("obj",))
         assert res.key == good.meta["key"] and res.origin == "disk"
         assert cache.stats["index.nocode"] == 1 and "compile" not in cache.stats

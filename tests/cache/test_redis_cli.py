@@ -10,6 +10,7 @@ import pytest
 from gpucompiler.cache import Cache, DiskTier, RedisTier, decode
 from gpucompiler.cache.trust import Signer
 from gpucompiler.cli import main
+from gpucompiler.pipeline import compile as compile_job
 from tests.cache import jobs
 from tests.cache.servers import SECRET
 
@@ -29,10 +30,10 @@ def test_redis_shares_entries_between_machines_and_reads_through(redis_url, tmp_
 def test_corrupt_redis_entry_is_refused_and_recompiled(redis_url, tmp_path, caplog):
     redis = RedisTier(redis_url)
     redis.clear()
-    key = Cache(None, redis, secret=SECRET).compile(jobs.job(61), ("obj",)).key
+    key = Cache(None, redis, secret=SECRET, compiler=compile_job).compile(jobs.job(61), ("obj",)).key
     data = redis.get(key)
     redis.put(key, data[:-10])
-    cache = Cache(DiskTier(tmp_path / "c"), redis, secret=SECRET)
+    cache = Cache(DiskTier(tmp_path / "c"), redis, secret=SECRET, compiler=compile_job)
     with caplog.at_level(logging.WARNING, logger="gpucompiler.cache"), pytest.warns(Warning, match="MAC"):
         res = cache.compile(jobs.job(61), ("obj",))
     assert res.origin == "compiled" and cache.stats["forged"] >= 1  # its MAC no longer verifies
@@ -46,14 +47,14 @@ def test_unreachable_redis_warns_and_compiles(tmp_path):
     from tests.cache.servers import free_port
 
     cache = Cache(DiskTier(tmp_path / "d"), RedisTier(f"redis://127.0.0.1:{free_port()}/0", timeout=0.5),
-                  secret=SECRET)
+                  secret=SECRET, compiler=compile_job)
     with pytest.warns(Warning, match="redis"):
         res = cache.compile(jobs.job(62), ("obj",))
     assert res.origin == "compiled"
 
 
 def test_cli_stats_ls_verify_clear(cache_env, capsys):
-    cache = Cache(DiskTier(cache_env))
+    cache = Cache(DiskTier(cache_env), compiler=compile_job)
     keys = [cache.compile(jobs.job(70 + v), ("obj",)).key for v in range(2)]
     assert main(["cache", "stats", "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)

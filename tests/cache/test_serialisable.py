@@ -8,6 +8,7 @@ from gpucompiler.cache import Cache, DiskTier, check_serialisable, serialisation
 from gpucompiler.config import CompilerConfig
 from gpucompiler.errors import CacheWarning, UnserialisableIRError
 from gpucompiler.job import CompilerJob, LLVMSource
+from gpucompiler.pipeline import compile as compile_job
 from gpucompiler.targets import NativeTarget
 from tests.cache import jobs
 
@@ -54,7 +55,7 @@ def test_runtime_pointers_and_process_symbols_are_named(text, expected):
 
 def test_cache_compiles_but_does_not_keep_unserialisable_ir(cache_env):
     job = CompilerJob(LLVMSource(GLOBAL, "g"), CompilerConfig(NativeTarget(), validate=False))
-    cache = Cache(DiskTier(cache_env))
+    cache = Cache(DiskTier(cache_env), compiler=compile_job)
     with pytest.warns(CacheWarning, match="not serialisable"):
         res = cache.compile(job, ("llvm",))
     assert res.origin == "compiled" and cache.stats["uncacheable"] == 1

@@ -12,7 +12,7 @@ import attrs
 import pytest
 
 import gpucompiler.plugin as gp
-from gpucompiler.cache.codeprint import code_digest
+from gpucompiler.identity.codeprint import code_digest
 from gpucompiler.cache import DiskTier, decode, digest, key_document
 from tests.cache import jobs
 from tests.cache.servers import ROOT
@@ -21,7 +21,8 @@ WORKER = textwrap.dedent("""
     import json, os, sys, time
     from pathlib import Path
     from tests.cache import jobs
-    from gpucompiler.cache import compile_cached, key_document, digest
+    from gpucompiler.cache import key_document, digest
+    from gpucompiler.cached import compile_cached
     go = Path(sys.argv[1])
     deadline = time.monotonic() + 30
     while not go.exists() and time.monotonic() < deadline:   # start together
@@ -108,7 +109,7 @@ def test_key_covers_the_compilers_own_code(tmp_path, monkeypatch):
     import importlib
     import sys
 
-    import gpucompiler.cache.codeprint as codeprint
+    import gpucompiler.identity.codeprint as codeprint
 
     package = tmp_path / "fakepkg"
     package.mkdir()

@@ -11,7 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from gpucompiler.cache import Cache, DiskTier, RedisTier, decode, keys
-from gpucompiler.cache.core import CacheSettings, private_disk
+from gpucompiler.cache.core import private_disk
+from gpucompiler.settings import CacheSettings
 from gpucompiler.cache.entry import Entry
 from gpucompiler.cache.trust import Signer
 from gpucompiler.cli import main

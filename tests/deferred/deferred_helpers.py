@@ -24,9 +24,10 @@ def linked_ir(job) -> str:
     """The module of ``job`` after ``link_deferred`` (irgen, post_irgen, link_deferred only)."""
     from gpucompiler import plugin
     from gpucompiler.stages import irgen, link_deferred
-    from gpucompiler.stages.context import CompileContext, Settings, run_hooks
+    from gpucompiler.settings import CompileSettings
+    from gpucompiler.stages.context import CompileContext, run_hooks
 
-    ctx = CompileContext(job, Settings(), plugin.enabled(job.config.plugins))
+    ctx = CompileContext(job, CompileSettings(), plugin.enabled(job.config.plugins))
     irgen.generate(ctx)
     run_hooks(ctx, "post_irgen")
     link_deferred.link(ctx)
@@ -37,9 +38,10 @@ def after_irgen(job):
     """The compile context of ``job`` after irgen and the post_irgen callbacks."""
     from gpucompiler import plugin
     from gpucompiler.stages import irgen
-    from gpucompiler.stages.context import CompileContext, Settings, run_hooks
+    from gpucompiler.settings import CompileSettings
+    from gpucompiler.stages.context import CompileContext, run_hooks
 
-    ctx = CompileContext(job, Settings(), plugin.enabled(job.config.plugins))
+    ctx = CompileContext(job, CompileSettings(), plugin.enabled(job.config.plugins))
     irgen.generate(ctx)
     run_hooks(ctx, "post_irgen")
     return ctx

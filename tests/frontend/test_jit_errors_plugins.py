@@ -16,6 +16,7 @@ from gpucompiler.errors import (ArgumentTypeError, RuleConflictError, TypeInfere
                                 UnsupportedError)
 from gpucompiler.frontend.spec import FunctionSpec
 from gpucompiler.interpreter import Float, RuleSet
+from gpucompiler.identity import job_key
 from gpucompiler.job import CompilerJob
 from gpucompiler.targets import NativeTarget, PTXTarget
 
@@ -76,11 +77,12 @@ def test_byte_identical_ir_in_two_processes():
         from gpucompiler import types as T
         from gpucompiler.config import CompilerConfig
         from gpucompiler.frontend.spec import FunctionSpec
+        from gpucompiler.identity import job_key
         from gpucompiler.job import CompilerJob
         from gpucompiler.targets import NativeTarget
         job = CompilerJob(FunctionSpec(C.count_primes, (T.int64, T.int64)),
                           CompilerConfig(NativeTarget(), params={"python_abi": True}))
-        print(job.key)
+        print(job_key(job))
         print(job.source.generate_ir(job))
     """ % __file__.rsplit("/", 1)[0])
     outs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

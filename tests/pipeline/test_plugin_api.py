@@ -10,6 +10,7 @@ import pytest
 
 import gpucompiler.plugin as gp
 from gpucompiler.errors import ConfigError, PluginError, UnknownPluginError, UnknownStageError
+from gpucompiler.identity import job_key
 from gpucompiler.pipeline import compile
 
 from .conftest import make_job
@@ -179,7 +180,7 @@ def test_plugin_identity_is_checked(register):
 
 def test_plugin_names_and_versions_enter_the_job_key(register):
     register(recorder("keyed", []))
-    plain, with_plugin = make_job().key, make_job(plugins=("keyed",)).key
+    plain, with_plugin = job_key(make_job()), job_key(make_job(plugins=("keyed",)))
     assert plain != with_plugin
 
     class Keyed2(gp.Plugin):
@@ -187,4 +188,4 @@ def test_plugin_names_and_versions_enter_the_job_key(register):
         version = "2"
 
     register(Keyed2, replace=True)
-    assert make_job(plugins=("keyed",)).key not in (plain, with_plugin)
+    assert job_key(make_job(plugins=("keyed",))) not in (plain, with_plugin)

@@ -9,7 +9,7 @@ import gpucompiler.plugin as gp
 from gpucompiler.errors import CompileError, ConfigError, InvalidIRError, IRParseError, PluginError
 from gpucompiler.pipeline import compile
 from gpucompiler.stages import STAGE_NAMES
-from gpucompiler.stages.context import Settings
+from gpucompiler.settings import CompileSettings
 
 from .conftest import ADD_IR, make_job
 
@@ -86,7 +86,7 @@ def test_late_callbacks_are_cleaned_up(register):
 
 
 def test_dump_dir_gets_before_and_after_of_every_stage(tmp_path):
-    compile(make_job(), settings=Settings(dump_dir=tmp_path))
+    compile(make_job(), settings=CompileSettings(dump_dir=tmp_path))
     names = sorted(p.name for p in tmp_path.iterdir())
     expected = [f"add.{i:02d}.{s}.{w}.ll" for i, s in enumerate(STAGE_NAMES) for w in ("before", "after")
                 if (s, w) != ("irgen", "before")]
@@ -113,7 +113,7 @@ def test_failing_callback_dumps_the_ir_it_received(register, tmp_path):
 
     register(Breaks)
     with pytest.raises(PluginError, match="'breaks' failed in stage 'ad' \\(callback mangle\\)"):
-        compile(make_job(plugins=("breaks",)), settings=Settings(dump_dir=tmp_path))
+        compile(make_job(plugins=("breaks",)), settings=CompileSettings(dump_dir=tmp_path))
     received = (tmp_path / "add.05.ad.breaks.mangle.failed.ll").read_text()
     assert llvm.parse_assembly(received).get_function("add").linkage == llvm.Linkage.external
 

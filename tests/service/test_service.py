@@ -145,7 +145,7 @@ DEFERRED_CLIENT = """
 import json, sys
 sys.path[:0] = [{tests!r}]
 from gpucompiler import jit, types
-from gpucompiler.cache import compile_cached
+from gpucompiler.cached import compile_cached
 from deferred.deferred_funcs import uses_square_twice
 
 f = jit(plugins=("mock_enzyme",))(uses_square_twice)

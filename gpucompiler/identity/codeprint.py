@@ -25,6 +25,8 @@ import os
 import re
 import sys
 
+from ..settings import CacheSettings
+
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -114,8 +116,6 @@ def code_digest(module_name: str) -> str | None:
 
 
 def _memo_path(name: str, stamp: str) -> str | None:
-    from .core import CacheSettings
-
     directory = CacheSettings.from_env().directory
     return None if directory is None else os.path.join(directory, "code", f"{name}-{stamp[:40]}")
 

@@ -1,4 +1,4 @@
-"""Cache keys: a canonical *key document* per job and its SHA-256.
+"""Job keys: a canonical *key document* per job and its SHA-256.
 
 The document holds everything that decides the compiled output: the
 source's fingerprint (for Python functions: the code of the function and
@@ -23,6 +23,7 @@ from ..hashing import canonical
 from .codeprint import code_digest
 from ..llvm.binding import llvm_version
 from ..targets.native import NativeTarget
+from ..version import __version__
 
 #: bumped when the entry layout or the key document changes
 FORMAT_VERSION = 4
@@ -65,8 +66,6 @@ def machine(target: Any) -> dict[str, Any]:
 
 def context(job: Any) -> dict[str, Any]:
     """Everything in a key document but the source (canonical JSON data)."""
-    from .. import __version__
-
     return canonical({
         "format": FORMAT_VERSION,
         "config": job.config,
@@ -111,3 +110,13 @@ def encode_document(doc: dict[str, Any]) -> bytes:
 def digest(doc: dict[str, Any]) -> str:
     """SHA-256 hex digest of the encoded key document: the entry's address."""
     return hashlib.sha256(encode_document(doc)).hexdigest()
+
+
+def job_key(job: Any) -> str:
+    """Content hash of everything that decides ``job``'s output, equal in every process.
+
+    The digest of :func:`key_document`: source fingerprint, config, machine,
+    plugins (names, versions, settings, code), the gpucompiler version and
+    code digest, the LLVM version.
+    """
+    return digest(key_document(job))

@@ -1,0 +1,59 @@
+"""The process's default cache, wired: the pipeline compiles its misses, or the compile service does.
+
+:func:`compile_cached` is the integration point for ``@jit``, kernels and the
+command line: the same call as :func:`gpucompiler.pipeline.compile`, with a
+result that has the same ``job``, ``artifacts``, ``module``, ``stage_times``
+and ``reports``. Settings come from the environment
+(:class:`gpucompiler.settings.CacheSettings`).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Sequence
+
+from .cache.core import Cache, CachedResult, private_disk
+from .cache.tiers import DiskTier, RedisTier
+from .settings import CacheSettings
+
+
+def compile_job(job: Any, kinds: tuple[str, ...]) -> Any:
+    """:func:`gpucompiler.pipeline.compile`, imported on the first miss."""
+    from . import pipeline  # import time: `import gpucompiler` 75 -> 180 ms if the pipeline came with it
+
+    return pipeline.compile(job, kinds)
+
+
+def cache_from_settings(settings: CacheSettings) -> Cache:
+    """A cache with the tiers ``settings`` name, compiling misses on the service when one is set."""
+    disk = private_disk(settings.directory, settings.max_bytes) if settings.directory else None
+    shared = DiskTier(settings.shared_dir, settings.max_bytes, name="shared") if settings.shared_dir else None
+    redis = RedisTier(settings.redis_url, tls=settings.redis_tls) if settings.redis_url else None
+    service = None
+    if settings.service_url:
+        from .service.client import ServiceClient  # optional dependency (httpx)
+
+        service = ServiceClient(settings.service_url, token=settings.service_token, secret=settings.secret)
+    return Cache(disk, redis, service=service, shared=shared, secret=settings.secret, compiler=compile_job)
+
+
+@functools.lru_cache(maxsize=1)
+def _cache_for(settings: CacheSettings) -> Cache:
+    return cache_from_settings(settings)
+
+
+def default_cache(settings: CacheSettings | None = None) -> Cache:
+    """The process's cache for ``settings`` (default: the environment's; rebuilt when they change)."""
+    return _cache_for(settings or CacheSettings.from_env())
+
+
+def compile_cached(job: Any, emit: Sequence[str] = ("llvm",), *, cache: Cache | None = None) -> CachedResult:
+    """:func:`gpucompiler.pipeline.compile` through the cache (and the service, when configured).
+
+    ``GPUC_CACHE_DIR``, ``GPUC_CACHE_SIZE``, ``GPUC_CACHE_URL``, ``GPUC_CACHE=off``,
+    ``GPUC_SERVICE_URL`` and ``GPUC_SERVICE_TOKEN`` configure the default cache.
+    """
+    return (cache or default_cache()).compile(job, emit)
+
+
+__all__ = ["cache_from_settings", "compile_cached", "default_cache"]

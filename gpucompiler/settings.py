@@ -1,0 +1,182 @@
+"""Every environment switch of the package, read in this one module into typed objects.
+
+No other module reads ``os.environ``: the cache, the stages, the toolchain
+finder and the CUDA runtime receive these objects (or call the readers
+below, which take the environment as an argument for tests).
+
+* :class:`CacheSettings`: ``GPUC_CACHE`` (``off`` turns the disk and shared tiers off),
+  ``GPUC_CACHE_DIR``, ``GPUC_CACHE_SIZE``, ``GPUC_CACHE_URL`` (Redis),
+  ``GPUC_CACHE_SHARED_DIR``, ``GPUC_CACHE_SECRET`` / ``GPUC_CACHE_SECRET_FILE``,
+  ``GPUC_CACHE_REDIS_CA`` / ``_CERT`` / ``_KEY``, ``GPUC_SERVICE_URL``,
+  ``GPUC_SERVICE_TOKEN`` (both ends of the service), ``XDG_CACHE_HOME``;
+* :class:`CompileSettings`: ``GPUC_DUMP_DIR`` (dump every stage's IR);
+* :class:`ToolchainSettings`: ``GPUC_PTXAS``, ``GPUC_LIBDEVICE``, ``CUDA_HOME``,
+  ``CUDA_PATH``, ``CUDA_ROOT``;
+* :class:`RuntimeSettings`: ``GPUC_DEVICE_HEAP`` (device heap for kernels that call malloc).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Mapping
+
+import attrs
+
+from .errors import CacheError, LaunchError
+
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``"512M"`` -> bytes; plain digits are bytes."""
+    t = text.strip().lower().removesuffix("b").removesuffix("i")
+    unit = t[-1] if t and t[-1] in _UNITS else ""
+    try:
+        return int(float(t[:len(t) - len(unit)]) * _UNITS[unit])
+    except ValueError:
+        raise CacheError(f"GPUC_CACHE_SIZE={text!r} is not a size; write e.g. 512M or 2G") from None
+
+
+def default_cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """``GPUC_CACHE_DIR``, else ``$XDG_CACHE_HOME/gpucompiler``, else ``~/.cache/gpucompiler``."""
+    if environ.get("GPUC_CACHE_DIR"):
+        return Path(environ["GPUC_CACHE_DIR"])
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "gpucompiler"
+
+
+#: every variable the cache settings are read from (``HOME`` through ``~``)
+_CACHE_VARS = ("GPUC_CACHE", "GPUC_CACHE_DIR", "GPUC_CACHE_SIZE", "GPUC_CACHE_URL", "GPUC_SERVICE_URL",
+               "GPUC_SERVICE_TOKEN", "GPUC_CACHE_SECRET", "GPUC_CACHE_SECRET_FILE", "GPUC_CACHE_SHARED_DIR",
+               "GPUC_CACHE_REDIS_CA", "GPUC_CACHE_REDIS_CERT", "GPUC_CACHE_REDIS_KEY", "XDG_CACHE_HOME", "HOME")
+
+
+def read_secret_file(path: str) -> bytes:
+    """The secret in ``path``: a regular file of this user that nobody else can read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise CacheError(f"GPUC_CACHE_SECRET_FILE={path}: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 4096:
+            raise CacheError(f"GPUC_CACHE_SECRET_FILE={path} is not a regular file of at most 4 KiB")
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise CacheError(f"GPUC_CACHE_SECRET_FILE={path} must belong to this user and be readable by "
+                             f"no one else (mode {stat.S_IMODE(st.st_mode):o}; chmod 600 {path})")
+        return os.read(fd, 4097).strip()
+    finally:
+        os.close(fd)
+
+
+@attrs.frozen
+class CacheSettings:
+    """Environment switches of the cache and the compile service."""
+
+    directory: Path | None
+    """``GPUC_CACHE_DIR`` (or the per-user default); None when ``GPUC_CACHE=off``."""
+    max_bytes: int = 1 << 30
+    """``GPUC_CACHE_SIZE``: bound of the disk tier (LRU eviction past it)."""
+    redis_url: str | None = None
+    """``GPUC_CACHE_URL=redis://…``: the shared tier."""
+    service_url: str | None = None
+    """``GPUC_SERVICE_URL``: compile misses on this service."""
+    service_token: str | None = attrs.field(default=None, repr=False)
+    """``GPUC_SERVICE_TOKEN``: bearer token sent to the service (and required by ``gpuc serve``)."""
+    secret: bytes | None = attrs.field(default=None, repr=False)
+    """``GPUC_CACHE_SECRET_FILE`` (a file only this user can read) or ``GPUC_CACHE_SECRET``: the key
+    of the MACs that entries from shared tiers must carry."""
+    shared_dir: Path | None = None
+    """``GPUC_CACHE_SHARED_DIR``: a directory other users may write too (entries signed)."""
+    redis_tls: dict[str, str] = attrs.field(factory=dict, hash=False)
+    """``GPUC_CACHE_REDIS_CA`` / ``_CERT`` / ``_KEY``: TLS files for a ``rediss://`` URL."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "CacheSettings":
+        """The settings for ``environ``; parsed once per set of values (a fresh process's hit path)."""
+        return _cache_settings(tuple(map(environ.get, _CACHE_VARS)))
+
+    @classmethod
+    def parse(cls, environ: Mapping[str, str]) -> "CacheSettings":
+        off = environ.get("GPUC_CACHE", "").lower() in ("0", "off", "no", "false")
+        url = environ.get("GPUC_CACHE_URL") or None
+        if url and not url.startswith(("redis://", "rediss://", "unix://")):
+            raise CacheError(f"GPUC_CACHE_URL={url!r}: only redis://, rediss:// and unix:// URLs are supported")
+        secret_file = environ.get("GPUC_CACHE_SECRET_FILE")
+        secret = (read_secret_file(secret_file) if secret_file
+                  else (environ.get("GPUC_CACHE_SECRET") or "").encode() or None)
+        tls = {arg: environ[var] for var, arg in (("GPUC_CACHE_REDIS_CA", "ssl_ca_certs"),
+                                                  ("GPUC_CACHE_REDIS_CERT", "ssl_certfile"),
+                                                  ("GPUC_CACHE_REDIS_KEY", "ssl_keyfile")) if environ.get(var)}
+        if tls and not (url or "").startswith("rediss://"):
+            raise CacheError("GPUC_CACHE_REDIS_CA/_CERT/_KEY need a TLS URL: GPUC_CACHE_URL=rediss://…")
+        shared = environ.get("GPUC_CACHE_SHARED_DIR")
+        return cls(directory=None if off else default_cache_dir(environ),
+                   max_bytes=parse_size(environ.get("GPUC_CACHE_SIZE", "1G")),
+                   redis_url=None if off else url,
+                   service_url=environ.get("GPUC_SERVICE_URL") or None,
+                   service_token=environ.get("GPUC_SERVICE_TOKEN") or None,
+                   secret=secret, shared_dir=Path(shared) if shared and not off else None, redis_tls=tls)
+
+
+@functools.lru_cache(maxsize=4)
+def _cache_settings(values: tuple[str | None, ...]) -> CacheSettings:
+    return CacheSettings.parse({k: v for k, v in zip(_CACHE_VARS, values) if v is not None})
+
+
+@attrs.frozen
+class CompileSettings:
+    """Switches that change how the stages of one compile run (read once per compile)."""
+
+    dump_dir: Path | None = None
+    """``GPUC_DUMP_DIR``: write ``<job>.<nn>.<stage>.{before,after}.ll`` for every stage."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "CompileSettings":
+        dump = environ.get("GPUC_DUMP_DIR")
+        return cls(dump_dir=Path(dump) if dump else None)
+
+
+@attrs.frozen
+class ToolchainSettings:
+    """Where the CUDA tools are, as far as the environment says."""
+
+    ptxas: str | None = None
+    """``GPUC_PTXAS``: an explicit ``ptxas``."""
+    libdevice: str | None = None
+    """``GPUC_LIBDEVICE``: an explicit ``libdevice.10.bc``."""
+    cuda_roots: tuple[Path, ...] = ()
+    """``CUDA_HOME``, ``CUDA_PATH``, ``CUDA_ROOT`` (those set, in this order)."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "ToolchainSettings":
+        roots = tuple(Path(environ[v]) for v in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT") if environ.get(v))
+        return cls(environ.get("GPUC_PTXAS") or None, environ.get("GPUC_LIBDEVICE") or None, roots)
+
+
+#: device heap (bytes) made available to kernels that call malloc (CUDA's default is 8 MiB)
+DEFAULT_DEVICE_HEAP = 256 << 20
+_SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)i?B?\s*$", re.I)
+
+
+@attrs.frozen
+class RuntimeSettings:
+    """Switches of the CUDA runtime."""
+
+    device_heap: int = DEFAULT_DEVICE_HEAP
+    """``GPUC_DEVICE_HEAP``: the device heap limit (bytes) for kernels that call malloc."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "RuntimeSettings":
+        raw = environ.get("GPUC_DEVICE_HEAP")
+        if not raw:
+            return cls()
+        m = _SIZE.match(raw)
+        if m is None:
+            raise LaunchError(f"GPUC_DEVICE_HEAP={raw!r} is not a size: write bytes, or a number with "
+                              "K, M or G (e.g. 512M)")
+        return cls(int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2).upper()])

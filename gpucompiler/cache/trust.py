@@ -93,24 +93,6 @@ class SignedTier:
         return getattr(self.tier, name)
 
 
-def read_secret_file(path: str) -> bytes:
-    """The secret in ``path``: a regular file of this user that nobody else can read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        raise CacheError(f"GPUC_CACHE_SECRET_FILE={path}: {exc.strerror}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > 4096:
-            raise CacheError(f"GPUC_CACHE_SECRET_FILE={path} is not a regular file of at most 4 KiB")
-        if st.st_uid != os.getuid() or st.st_mode & 0o077:
-            raise CacheError(f"GPUC_CACHE_SECRET_FILE={path} must belong to this user and be readable by "
-                             f"no one else (mode {stat.S_IMODE(st.st_mode):o}; chmod 600 {path})")
-        return os.read(fd, 4097).strip()
-    finally:
-        os.close(fd)
-
-
 def private_directory_problem(path: str) -> str | None:
     """Why ``path`` (a directory) cannot be a private cache tier, or None when it can.
 

@@ -10,13 +10,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from gpucompiler.cache import Cache, DiskTier, RedisTier, decode, keys
+from gpucompiler import identity as keys
+from gpucompiler.cache import Cache, DiskTier, RedisTier, decode
 from gpucompiler.cache.core import private_disk
-from gpucompiler.settings import CacheSettings
 from gpucompiler.cache.entry import Entry
 from gpucompiler.cache.trust import Signer
 from gpucompiler.cli import main
 from gpucompiler.errors import CacheError, CacheWarning
+from gpucompiler.pipeline import compile as compile_job
+from gpucompiler.settings import CacheSettings
 from gpucompiler.service.protocol import encode_artifacts
 from tests.cache import jobs
 from tests.cache.servers import SECRET
@@ -37,7 +39,7 @@ def forge(variant) -> tuple[str, bytes]:
     job = jobs.job(variant)
     document = keys.key_document(job)
     key = keys.digest(document)
-    evil = Cache().compile(evil_job(variant), ("obj",))
+    evil = Cache(compiler=compile_job).compile(evil_job(variant), ("obj",))
     assert jobs.run(evil, variant) != pytest.approx(jobs.expected(variant))  # it would give a wrong answer
     entry = Entry(key, document, dict(evil.artifacts), dict(evil.meta))
     data = entry.encode()
@@ -59,10 +61,10 @@ def test_forged_entry_in_a_shared_directory_is_refused_recompiled_and_not_writte
     shared = DiskTier(tmp_path / "shared", name="shared")
     shared.put(key, data if how == "unsigned" else Signer(ATTACKER_SECRET).seal(data))
     private = DiskTier(tmp_path / "private")
-    res = assert_refused_and_recompiled(Cache(private, shared=shared, secret=SECRET), 100)
+    res = assert_refused_and_recompiled(Cache(private, shared=shared, secret=SECRET, compiler=compile_job), 100)
     mine = decode(private.get(key), "check", expect_key=key)  # the private copy is ours, not the forgery
     assert mine.artifacts["obj"] == res.artifacts["obj"]
-    again = Cache(DiskTier(tmp_path / "other-machine"), shared=shared, secret=SECRET).compile(jobs.job(100), ("obj",))
+    again = Cache(DiskTier(tmp_path / "other-machine"), shared=shared, secret=SECRET, compiler=compile_job).compile(jobs.job(100), ("obj",))
     assert again.origin == "shared"  # the republished entry is signed and served
     assert jobs.run(again, 100) == pytest.approx(jobs.expected(100), rel=1e-12)
 
@@ -74,7 +76,7 @@ def test_forged_entry_in_redis_is_refused_recompiled_and_not_written_through(red
     key, data = forge(101)
     redis.put(key, data if how == "unsigned" else Signer(ATTACKER_SECRET).seal(data))
     private = DiskTier(tmp_path / "private")
-    cache = Cache(private, redis, secret=SECRET)
+    cache = Cache(private, redis, secret=SECRET, compiler=compile_job)
     res = assert_refused_and_recompiled(cache, 101)
     assert decode(private.get(key), "check", expect_key=key).artifacts["obj"] == res.artifacts["obj"]
     assert main(["cache", "verify", "--dir", str(private.root)]) == 0  # (no shared tier configured here)
@@ -142,7 +144,7 @@ def test_forged_service_answer_is_refused_and_compiled_here(tmp_path, mac):
     try:
         service = ServiceClient(f"http://127.0.0.1:{server.server_address[1]}", token="t", secret=SECRET)
         private = DiskTier(tmp_path / "private")
-        assert_refused_and_recompiled(Cache(private, service=service), 103)
+        assert_refused_and_recompiled(Cache(private, service=service, compiler=compile_job), 103)
         assert decode(private.get(key), "c", expect_key=key).artifacts["obj"] != entry.artifacts["obj"]
     finally:
         server.shutdown()
@@ -150,11 +152,11 @@ def test_forged_service_answer_is_refused_and_compiled_here(tmp_path, mac):
 
 def test_shared_tiers_need_the_secret(tmp_path, redis_url):
     with pytest.raises(CacheError, match="GPUC_CACHE_SECRET"):
-        Cache(None, RedisTier(redis_url))
+        Cache(None, RedisTier(redis_url), compiler=compile_job)
     with pytest.raises(CacheError, match="GPUC_CACHE_SECRET"):
-        Cache(None, shared=DiskTier(tmp_path))
+        Cache(None, shared=DiskTier(tmp_path), compiler=compile_job)
     with pytest.raises(CacheError, match="too short"):
-        Cache(None, shared=DiskTier(tmp_path), secret=b"short")
+        Cache(None, shared=DiskTier(tmp_path), secret=b"short", compiler=compile_job)
 
 
 def test_secret_file_must_be_private(tmp_path):
@@ -171,7 +173,7 @@ def test_secret_file_must_be_private(tmp_path):
 
 def test_redis_without_its_password_warns_and_compiles(redis_url, tmp_path):
     wrong = redis_url.replace(redis_url.split("@")[0], "redis://:wrong")
-    cache = Cache(DiskTier(tmp_path / "d"), RedisTier(wrong, timeout=1), secret=SECRET)
+    cache = Cache(DiskTier(tmp_path / "d"), RedisTier(wrong, timeout=1), secret=SECRET, compiler=compile_job)
     with pytest.warns(CacheWarning, match="redis"):
         res = cache.compile(jobs.job(104), ("obj",))
     assert res.origin == "compiled" and jobs.run(res, 104) == pytest.approx(jobs.expected(104), rel=1e-12)
@@ -180,7 +182,7 @@ def test_redis_without_its_password_warns_and_compiles(redis_url, tmp_path):
 def test_cli_verify_reports_forged_redis_entries(redis_url, tmp_path, monkeypatch, capsys):
     redis = RedisTier(redis_url)
     redis.clear()
-    good = Cache(None, redis, secret=SECRET).compile(jobs.job(105), ("obj",)).key
+    good = Cache(None, redis, secret=SECRET, compiler=compile_job).compile(jobs.job(105), ("obj",)).key
     key, data = forge(106)
     redis.put(key, data)
     for name, value in {"GPUC_CACHE_DIR": str(tmp_path / "c"), "GPUC_CACHE_URL": redis_url,
@@ -206,7 +208,7 @@ def test_entry_file_that_is_not_a_small_regular_file_is_refused_without_blocking
         os.symlink("/dev/zero", path)
     else:
         path.write_bytes(b"\0" * ((1 << 20) + 1))
-    cache = Cache(tier)
+    cache = Cache(tier, compiler=compile_job)
     res = cache.compile(jobs.job(107), ("obj",))
     assert res.origin == "compiled" and cache.stats["corrupt"] >= 1
     assert jobs.run(res, 107) == pytest.approx(jobs.expected(107), rel=1e-12)

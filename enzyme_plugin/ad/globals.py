@@ -19,7 +19,7 @@ import re
 
 from gpucompiler.llvm import Builder, ConstantExpr, Function, GlobalVariable, Instruction, const_int, types as T
 
-from .analysis import _has_float
+from .emit import has_float
 from .emit import declare, sizeof, zero
 
 _ADDRESS = ("getelementptr", "bitcast", "addrspacecast")
@@ -65,7 +65,7 @@ class GlobalShadows:
         if g.is_constant or g.type.addrspace != 0 or g.name.startswith("__enzyme_"):
             return False
         stored = inst.value_operand.type if inst.opcode == "store" else None
-        return _has_float(g.value_type) or (stored is not None and _has_float(stored))
+        return has_float(g.value_type) or (stored is not None and has_float(stored))
 
     def _make(self, g: GlobalVariable) -> GlobalVariable:
         m = re.search(r"align (\d+)", g.suffix)

@@ -15,9 +15,10 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from gpucompiler.llvm import Builder, Function, GlobalVariable, Instruction, constant, parse, types as T
+from gpucompiler.llvm import (Builder, ConstantExpr, Function, GlobalVariable, Instruction, constant, parse,
+                              types as T)
 
-from . import custom, gpu, preprocess
+from . import custom, gpu, preprocess, splitmode
 from .analysis import CONST, DUP, OUT
 from .emit import carries_derivative, is_float_like
 from .engine import Engine
@@ -25,7 +26,9 @@ from .errors import unsupported
 
 MODES = (("__enzyme_autodiff", "reverse"), ("__enzyme_fwddiff", "forward"),
          ("__enzyme_augmentfwd", "augment"), ("__enzyme_reverse", "split_reverse"))
-MARKERS = ("enzyme_dupnoneed", "enzyme_dup", "enzyme_const", "enzyme_out", "enzyme_allocated", "enzyme_tape")
+MARKERS = ("enzyme_dupnoneed", "enzyme_dup", "enzyme_const_return", "enzyme_const", "enzyme_out",
+           "enzyme_allocated", "enzyme_tape", "enzyme_width", "enzyme_vector", "enzyme_scalar", "enzyme_context",
+           "enzyme_nofree", "enzyme_primal_return", "enzyme_noret")
 _MDSTR = re.compile(r'!"([^"]*)"')
 
 
@@ -42,6 +45,8 @@ def _marker_of(v) -> str | None:
     g = v
     if isinstance(v, Instruction) and v.opcode == "load":
         g = v.pointer_operand
+    while isinstance(g, (Instruction, ConstantExpr)) and g.opcode in ("addrspacecast", "bitcast"):
+        g = g.operands[0]  # CUDA device code: the marker lives in addrspace(1), read through a cast
     if isinstance(g, GlobalVariable):
         for m in MARKERS:
             if m in g.name:
@@ -68,11 +73,21 @@ def call_items(inst) -> list:
     return items
 
 
+#: markers that take one value and say something about the call, not about an argument
+_EXTRA = ("enzyme_allocated", "enzyme_tape")
+#: markers of Enzyme's interface the engine does not implement
+_UNSUPPORTED_MARKERS = ("enzyme_width", "enzyme_vector", "enzyme_scalar", "enzyme_context", "enzyme_nofree",
+                        "enzyme_primal_return", "enzyme_const_return", "enzyme_noret")
+
+
 def decode(inst, fn, mode: str, sret=None):
     """``(kinds, caller values per derivative parameter, split-mode extras)`` of a marker call on ``fn``.
 
-    Too few or too many arguments for ``fn``, or a marker with no value after
-    it, raise :class:`ADError` naming the call.
+    ``enzyme_allocated, N`` and ``enzyme_tape, t`` may stand before, between or after the
+    arguments; in split reverse mode a trailing pointer is the tape (as ``__enzyme_augmentfwd``
+    returned it) and a trailing float before it the seed of the result's adjoint. Too few or too
+    many arguments for ``fn``, or a marker with no value after it, raise :class:`ADError` naming
+    the call.
     """
     items = call_items(inst)[2 if sret else 1:]
     kinds, values, i = [], [], 0
@@ -86,11 +101,19 @@ def decode(inst, fn, mode: str, sret=None):
         i += n
         return out
 
-    while i < len(items) and _marker_of(items[i]) in ("enzyme_allocated", "enzyme_tape"):
-        marker = _marker_of(items[i])
-        i += 1
-        extras[marker] = take(1, f"the value after {marker}")[0]
+    def take_extras() -> None:
+        nonlocal i
+        while i < len(items):
+            marker = _marker_of(items[i])
+            if marker in _UNSUPPORTED_MARKERS:
+                raise unsupported(f"the {marker} marker is not supported", inst)
+            if marker not in _EXTRA:
+                return
+            i += 1
+            extras[marker] = take(1, f"the value after {marker}")[0]
+
     for a in fn.args:
+        take_extras()
         if i >= len(items):
             raise unsupported(f"too few arguments for @{fn.name} in the marker call", inst)
         m = _marker_of(items[i])
@@ -112,6 +135,18 @@ def decode(inst, fn, mode: str, sret=None):
         else:
             kinds.append(CONST)
             values += take(1, f"the value after {m}")
+    take_extras()
+    if mode == "split_reverse":
+        rest = items[i:]
+        if rest and is_float_like(fn.return_type) and not isinstance(rest[0], tuple) \
+                and rest[0].type is fn.return_type:
+            extras["seed"] = rest[0]
+            i += 1
+            rest = rest[1:]
+        if len(rest) == 1 and "enzyme_tape" not in extras and getattr(rest[0], "type", None) is not None \
+                and rest[0].type.kind == "ptr":
+            extras["returned_tape"] = rest[0]
+            i += 1
     if i < len(items):
         raise unsupported(f"{len(items) - i} argument(s) too many for @{fn.name} in the marker call", inst)
     for v in values:
@@ -157,32 +192,6 @@ def _convert(b, v, want, inst):
                 out = b.insertvalue(out, b.extractvalue(v, k), k)
             return out
     raise unsupported(f"marker call returns {want} but the derivative gives {have}", inst)
-
-
-def _split_site(engine, b, inst, f, kinds, values, extras, mode):
-    """``__enzyme_augmentfwd`` / ``__enzyme_reverse``: the engine's tape is kept behind a pointer
-    stored in the first word of the caller's tape memory (``enzyme_tape``)."""
-    from .emit import declare, fconst, zero
-    from .reverse import TAPE
-
-    holder = extras.get("enzyme_tape")
-    if holder is None:
-        raise unsupported("split mode needs an enzyme_tape argument", inst)
-    aug, rev = engine.split_fns(f, kinds)
-    if mode == "augment":
-        malloc = declare(engine.module, "malloc", T.function(T.ptr(), [T.i64]))
-        ts = b.call(malloc, [constant(T.i64, "24")])
-        b.store(constant(TAPE, "zeroinitializer"), ts)
-        b.call(aug, values + [ts])
-        b.store(ts, holder)
-        return holder if inst.type.kind == "ptr" else None
-    ts = b.load(T.ptr(), holder)
-    rt = f.return_type
-    seed = [fconst(rt, 1.0)] if is_float_like(rt) else [zero(rt)] if carries_derivative(rt) else []
-    out = b.call(rev, values + seed + [ts])
-    b.call(engine.helper("free"), [ts])
-    b.call(declare(engine.module, "free", T.function(T.void, [T.ptr()])), [ts])
-    return out if out.type is not T.void else None
 
 
 def marker_sites(module) -> list:
@@ -235,7 +244,15 @@ def differentiate_module(module, sites=None):
     themselves: :func:`differentiate_nested` orders them."""
     engine = Engine(module)
     sites = marker_sites(module) if sites is None else sites
+    augmented = []
     for inst, mode in sites:
+        if mode == "augment":
+            sret = _sret(inst)
+            f = custom.wrap_function_like(module, _target(inst, sret), engine.function_like)
+            kinds, _, extras = decode(inst, f, mode, sret)
+            augmented.append((inst, f, kinds, extras))
+    tapes = splitmode.TapeConventions(augmented)
+    for inst, mode in sites:  # decoded again: a call replaced earlier may be an argument
         sret = _sret(inst)
         f = custom.wrap_function_like(module, _target(inst, sret), engine.function_like)
         kinds, values, extras = decode(inst, f, mode, sret)
@@ -243,8 +260,10 @@ def differentiate_module(module, sites=None):
         b.position_before(inst)
         if mode != "split_reverse":
             engine.globals.zero_before(b, f)
-        if mode in ("augment", "split_reverse"):
-            res = _split_site(engine, b, inst, f, kinds, values, extras, mode)
+        if mode == "augment":
+            res = splitmode.augment(engine, b, inst, f, kinds, values, extras)
+        elif mode == "split_reverse":
+            res = splitmode.reverse(engine, b, inst, f, kinds, values, extras, tapes)
         elif mode == "forward":
             d = engine.forward_fn(f, kinds)
             out = b.call(d, values)

@@ -25,6 +25,7 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
     "function_like": ("function_like.c", []),
     "split": ("split.c", []),
     "globals": ("globals.c", []),
+    "split_ret": ("split_ret.c", []),
     "vec": ("vec.c", ["-ffast-math"]),
     "math_float": ("math_float.c", ["-fno-math-errno"]),
     "bench": ("bench.c", []),

@@ -1,0 +1,99 @@
+"""Split reverse mode from C: ``__enzyme_augmentfwd`` runs the forward sweep and
+keeps the tape, ``__enzyme_reverse`` runs the reverse sweep from it.
+
+The engine's tape is a ``{ptr, i64, i64}`` stack on the heap. The caller
+gets hold of it in one of two ways, chosen per augmented call:
+
+* ``enzyme_tape, t`` (with ``enzyme_allocated, N``, N >= 8): the tape's
+  address is stored in the first word of the caller's memory ``t``, and
+  ``__enzyme_reverse`` is given the same ``enzyme_tape, t``;
+* no ``enzyme_tape``: ``__enzyme_augmentfwd`` returns the tape (a ``void *``,
+  or the first member of a ``{void *, result}`` struct), and
+  ``__enzyme_reverse`` takes it as its last argument (or after
+  ``enzyme_tape``).
+
+Which one applies to a reverse call is decided by the augmented calls of the
+same function and argument kinds in the module; mixing both is an ADError.
+The reverse call frees the tape.
+"""
+
+from __future__ import annotations
+
+from gpucompiler.llvm import constant, types as T
+
+from .emit import carries_derivative, declare, fconst, is_float_like, zero
+from .errors import unsupported
+
+
+def _key(f, kinds):
+    return f.name, tuple(kinds)
+
+
+class TapeConventions:
+    """Per (function, kinds): whether its augmented calls keep the tape behind ``enzyme_tape``."""
+
+    def __init__(self, augment_sites):
+        self._held: dict = {}
+        for inst, f, kinds, extras in augment_sites:
+            self._held.setdefault(_key(f, kinds), set()).add("enzyme_tape" in extras)
+
+    def held(self, inst, f, kinds) -> bool | None:
+        """True: behind ``enzyme_tape`` memory; False: the returned pointer; None: no augmented call."""
+        seen = self._held.get(_key(f, kinds), set())
+        if len(seen) > 1:
+            raise unsupported(f"the augmented calls of @{f.name} keep the tape both in enzyme_tape memory and "
+                              f"as their result: use one convention", inst)
+        return next(iter(seen)) if seen else None
+
+
+def augment(engine, b, inst, f, kinds, values, extras):
+    """The augmented forward sweep; the value that replaces the marker call."""
+    from .reverse import TAPE
+
+    size = extras.get("enzyme_allocated")
+    n = getattr(size, "value", None)
+    if isinstance(n, int) and n < 8:
+        raise unsupported(f"enzyme_allocated gives {n} bytes: the tape needs at least 8", inst)
+    aug, _ = engine.split_fns(f, kinds)
+    malloc = declare(engine.module, "malloc", T.function(T.ptr(), [T.i64]))
+    ts = b.call(malloc, [constant(T.i64, "24")])
+    b.store(constant(TAPE, "zeroinitializer"), ts)
+    prim = b.call(aug, values + [ts])
+    holder = extras.get("enzyme_tape")
+    if holder is not None:
+        b.store(ts, holder)
+        ts = holder
+    want = inst.type
+    if want is T.void:
+        return None
+    if want.kind == "ptr":
+        return ts
+    if want is f.return_type:
+        return prim
+    if want.kind == "struct" and len(want.elements) == 2 and want.elements[0].kind == "ptr" \
+            and want.elements[1] is f.return_type:
+        return b.insertvalue(b.insertvalue(constant(want, "poison"), ts, 0), prim, 1)
+    raise unsupported(f"__enzyme_augmentfwd returns {want}: expected void *, the result of @{f.name}, "
+                      f"or {{void *, result}}", inst)
+
+
+def reverse(engine, b, inst, f, kinds, values, extras, conventions):
+    """The reverse sweep from the tape of an augmented call; the adjoints it returns."""
+    _, rev = engine.split_fns(f, kinds)
+    given = extras.get("enzyme_tape", extras.get("returned_tape"))
+    if given is None:
+        raise unsupported("__enzyme_reverse needs the tape: enzyme_tape, t or the augmented call's result "
+                          "as the last argument", inst)
+    held = conventions.held(inst, f, kinds)
+    if held is None:
+        held = "enzyme_tape" in extras
+    ts = b.load(T.ptr(), given) if held else given
+    rt = f.return_type
+    if is_float_like(rt):
+        seed = [extras.get("seed") or fconst(rt, 1.0)]
+    else:  # an aggregate result holding floats gets a zero seed; others none
+        seed = [zero(rt)] if carries_derivative(rt) else []
+    out = b.call(rev, values + seed + [ts])
+    b.call(engine.helper("free"), [ts])
+    b.call(declare(engine.module, "free", T.function(T.void, [T.ptr()])), [ts])
+    return out if out.type is not T.void else None

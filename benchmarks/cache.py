@@ -3,7 +3,9 @@
     python benchmarks/cache.py [--json benchmarks/results/cache.json] [--requests 2000]
 
 Cold compile vs in-memory hit vs fresh-process disk hit vs Redis hit vs
-service hit, for a small loop kernel (LLVM IR, native target, ``obj``), and
+service hit, for a small loop kernel (LLVM IR, native target, ``obj``); the
+first ``@jit`` call and the first launch and PTX of a kernel with
+``autodiff`` inside in a fresh process, cold and from the disk tier; and
 the service's throughput on cache hits with 32 concurrent clients. Redis
 rows need ``redis-server`` on PATH; service rows need starlette + uvicorn.
 Every server started here listens on 127.0.0.1 only and is stopped at the end.
@@ -29,9 +31,10 @@ sys.path.insert(0, str(ROOT))
 from gpucompiler.cache import Cache, DiskTier, MemoryTier, RedisTier  # noqa: E402
 from gpucompiler.pipeline import compile as compile_job  # noqa: E402
 from tests.cache import jobs  # noqa: E402
-from tests.cache.servers import free_port, start_service, stop  # noqa: E402
+from tests.cache.servers import SECRET, free_port, start_service, stop  # noqa: E402
 
 EMIT = ("obj",)
+TOKEN = "benchmark-token-5d1f0c"
 
 
 def median_ms(samples: list[float]) -> float:
@@ -116,12 +119,51 @@ def jit_fresh(cache_dir: str, n: int = 5) -> tuple[float, float]:
     return median_ms(colds), median_ms(hits)
 
 
+KERNEL = """
+import sys, time, json
+sys.path.insert(0, {ez!r})
+t0 = time.perf_counter()
+import numpy as np, ez_funcs as F
+from gpucompiler import kernel, types as T
+from gpucompiler.cached import default_cache
+t1 = time.perf_counter()
+k = kernel(F.grad_energy_kernel, plugins=("enzyme",))
+x, w = np.linspace(-2.0, 2.0, 256), np.array([1.5, -0.25])
+dx, dw = np.zeros(256), np.zeros(2)
+k[4, 64, "cpu"](x, dx, w, dw)
+t2 = time.perf_counter()
+A = T.ArrayType(T.float64, 1, "C")
+k.compile_ptx((A, A, A, A), (9, 0))
+t3 = time.perf_counter()
+print(json.dumps([t1 - t0, t2 - t1, t3 - t2, dict(default_cache().stats)]))
+"""
+
+
+def kernel_fresh(cache_dir: str, n: int = 5) -> dict[str, float]:
+    """A kernel with ``autodiff`` inside, in a fresh process: first emulated launch and PTX, cold and hit."""
+    env = {**os.environ, "GPUC_CACHE_DIR": cache_dir}
+    for name in ("GPUC_SERVICE_URL", "GPUC_CACHE_URL", "GPUC_CACHE_SHARED_DIR"):
+        env.pop(name, None)
+    code = KERNEL.format(ez=str(ROOT / "tests" / "enzyme_plugin"))
+    samples: dict[str, list[float]] = {}
+    for _ in range(n):
+        shutil.rmtree(cache_dir, ignore_errors=True)
+        for case in ("cold", "disk hit"):
+            imports, launch, ptx, stats = json.loads(subprocess.run(
+                [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout)
+            assert ("compile" not in stats) == (case == "disk hit"), stats
+            samples.setdefault(f"kernel+autodiff {case}: first CPU-grid launch (fresh process)", []).append(launch)
+            samples.setdefault(f"kernel+autodiff {case}: PTX (fresh process)", []).append(ptx)
+        samples.setdefault("kernel+autodiff: imports (numpy, gpucompiler, plugin)", []).append(imports)
+    return {name: median_ms(v) for name, v in samples.items()}
+
+
 def redis_hit(url: str) -> float:
     redis = RedisTier(url)
-    Cache(None, redis, compiler=compile_job).compile(jobs.job(4000), EMIT)
+    Cache(None, redis, secret=SECRET, compiler=compile_job).compile(jobs.job(4000), EMIT)
     times = []
     for _ in range(100):
-        cache = Cache(None, redis, memory=MemoryTier(), compiler=compile_job)
+        cache = Cache(None, redis, memory=MemoryTier(), secret=SECRET, compiler=compile_job)
         t = time.perf_counter()
         assert cache.compile(jobs.job(4000), EMIT).origin == "redis"
         times.append(time.perf_counter() - t)
@@ -131,7 +173,7 @@ def redis_hit(url: str) -> float:
 def service_hit(url: str) -> float:
     from gpucompiler.service import ServiceClient
 
-    client = ServiceClient(url)
+    client = ServiceClient(url, token=TOKEN)
     client.compile(jobs.job(5000), EMIT)
     times = []
     for _ in range(100):
@@ -156,7 +198,7 @@ async def _throughput(url: str, body: bytes, clients: int, total: int) -> tuple[
                 errors += 1
 
     limits = httpx.Limits(max_connections=clients)
-    async with httpx.AsyncClient(limits=limits, timeout=60) as http:
+    async with httpx.AsyncClient(limits=limits, timeout=60, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
         start = time.perf_counter()
         await asyncio.gather(*[one_client(http, total // clients) for _ in range(clients)])
         elapsed = time.perf_counter() - start
@@ -167,7 +209,7 @@ def throughput(url: str, clients: int, total: int) -> dict:
     from gpucompiler.service import ServiceClient
     from gpucompiler.service.protocol import make_request
 
-    ServiceClient(url).compile(jobs.job(6000), EMIT)
+    ServiceClient(url, token=TOKEN).compile(jobs.job(6000), EMIT)
     body = json.dumps(make_request(jobs.job(6000), EMIT)).encode()
     rate, ok, errors = asyncio.run(_throughput(url, body, clients, total))
     return {"clients": clients, "requests": ok + errors, "ok": ok, "errors": errors, "requests_per_s": rate}
@@ -186,6 +228,7 @@ def main() -> None:
     rows["fresh-process disk hit"], rows["fresh-process load (JIT link)"] = fresh_disk_hit(str(tmp / "disk"))
     rows["@jit cold first call (fresh process)"], rows["@jit disk-hit first call (fresh process)"] = \
         jit_fresh(str(tmp / "jit"))
+    rows.update(kernel_fresh(str(tmp / "kernel")))
     procs = []
     try:
         if shutil.which("redis-server"):
@@ -195,7 +238,9 @@ def main() -> None:
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             time.sleep(0.5)
             rows["Redis hit"] = redis_hit(f"redis://127.0.0.1:{port}/0")
-        url, proc = start_service(tmp / "service", "--workers", "2")
+        token_file = tmp / "token"
+        token_file.write_text(TOKEN)
+        url, proc = start_service(tmp / "service", "--workers", "2", "--token-file", str(token_file))
         procs.append(proc)
         rows["service hit (client round trip)"] = service_hit(url)
         out["throughput"] = throughput(url, 32, args.requests)
@@ -205,7 +250,11 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
     disk = rows["fresh-process disk hit"]
     # like with like: each hit against the cold compile of the same job
+    kc, kh = "kernel+autodiff cold: first CPU-grid launch (fresh process)", \
+        "kernel+autodiff disk hit: first CPU-grid launch (fresh process)"
+    pc, ph = "kernel+autodiff cold: PTX (fresh process)", "kernel+autodiff disk hit: PTX (fresh process)"
     out["speedups"] = {"llvm_ir_job": rows["cold compile"] / disk,
+                       "kernel_autodiff_launch": rows[kc] / rows[kh], "kernel_autodiff_ptx": rows[pc] / rows[ph],
                        "jit": rows["@jit cold first call (fresh process)"] / rows["@jit disk-hit first call (fresh process)"]}
     out["goals"] = {"disk_hit_ms<=2": disk <= 2.0,
                     "disk_hit_speedup>=20 (LLVM IR job)": out["speedups"]["llvm_ir_job"] >= 20,

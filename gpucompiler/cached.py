@@ -10,7 +10,7 @@ and ``reports``. Settings come from the environment
 from __future__ import annotations
 
 import functools
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .cache.core import Cache, CachedResult, private_disk
 from .cache.tiers import DiskTier, RedisTier
@@ -47,13 +47,15 @@ def default_cache(settings: CacheSettings | None = None) -> Cache:
     return _cache_for(settings or CacheSettings.from_env())
 
 
-def compile_cached(job: Any, emit: Sequence[str] = ("llvm",), *, cache: Cache | None = None) -> CachedResult:
+def compile_cached(job: Any, emit: Sequence[str] = ("llvm",), *, cache: Cache | None = None,
+                   check: Callable[[Any], None] | None = None) -> CachedResult:
     """:func:`gpucompiler.pipeline.compile` through the cache (and the service, when configured).
 
     ``GPUC_CACHE_DIR``, ``GPUC_CACHE_SIZE``, ``GPUC_CACHE_URL``, ``GPUC_CACHE=off``,
     ``GPUC_SERVICE_URL`` and ``GPUC_SERVICE_TOKEN`` configure the default cache.
+    ``check(job)`` runs before a compile, not on a hit (see :meth:`Cache.compile`).
     """
-    return (cache or default_cache()).compile(job, emit)
+    return (cache or default_cache()).compile(job, emit, check=check)
 
 
 __all__ = ["cache_from_settings", "compile_cached", "default_cache"]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import re
-import types
 
 from . import types as T
 from .errors import ArgumentTypeError, TypeInferenceError
@@ -43,23 +42,6 @@ def _ctype(t):
     if isinstance(t, T.TupleType):
         return ctypes.py_object
     return _CTYPES.get(t)
-
-
-class _Symbol:
-    __slots__ = ("name", "is_declaration", "linkage")
-
-    def __init__(self, name, is_declaration, linkage):
-        self.name, self.is_declaration = name, is_declaration
-        self.linkage = types.SimpleNamespace(name=linkage)
-
-
-class _SymbolTable:
-    """The symbols of a cached module (its entry's ``symbols``), standing in for its parsed IR
-    when the object code is loaded: a cache hit needs no parse of the IR text."""
-
-    def __init__(self, rows):
-        self.functions = [_Symbol(*row) for row in rows]
-        self.global_variables = ()
 
 
 class _Entry:
@@ -123,10 +105,7 @@ class Dispatcher:
         result = compile_cached(job, emit=("obj",))  # GPUC_CACHE_*, GPUC_SERVICE_URL
         loaded = _LOADED.get(result.key)
         if loaded is None:
-            symbols = result.meta.get("symbols")
-            obj = result.artifacts.get("obj")
-            lib = (CPULibrary(obj, _SymbolTable(symbols)) if symbols and obj is not None
-                   else CPULibrary.from_result(result))
+            lib = CPULibrary.from_cached(result)
             loaded = _LOADED[result.key] = (lib, lib.address(spec.entry + ".pywrap"))
         lib, address = loaded
         rt = _BY_REPR.get(spec.verified_restype(job) or "")

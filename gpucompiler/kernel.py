@@ -141,6 +141,7 @@ class Kernel:
         self.opt_level, self.fastmath, self.maxregs = opt_level, fastmath, maxregs
         self.symbol = kernel_symbol(fn)
         self._specs: dict = {}
+        self._checked: set = set()
         self._ptx: dict = {}
         self._emulated: dict = {}
         self._deps: list = []       # every global read by any specialisation (world age)
@@ -180,21 +181,33 @@ class Kernel:
                               f"got {len(args)}")
         return tuple(argument_type(a, n, self.py_func.__qualname__) for a, n in zip(args, names))
 
-    def specialization(self, argtypes) -> FunctionSpec:
-        """The checked :class:`FunctionSpec` for ``argtypes`` (types of :mod:`gpucompiler.types`)."""
+    def _spec(self, argtypes) -> FunctionSpec:
+        """The (not yet checked) :class:`FunctionSpec` of ``argtypes``: one per signature."""
         spec = self._specs.get(argtypes)
         if spec is None:
-            spec = FunctionSpec(self.py_func, argtypes)
-            check_kernel(spec, self.plugins)
-            self._deps.extend(spec.dependencies("ptx", self.plugins))
-            self._specs[argtypes] = spec
+            spec = self._specs[argtypes] = FunctionSpec(self.py_func, argtypes)
         return spec
+
+    def specialization(self, argtypes) -> FunctionSpec:
+        """The checked :class:`FunctionSpec` for ``argtypes`` (types of :mod:`gpucompiler.types`)."""
+        spec = self._spec(argtypes)
+        if argtypes not in self._checked:
+            check_kernel(spec, self.plugins)
+            self._checked.add(argtypes)
+        return spec
+
+    def _check(self, job) -> None:
+        """The kernel rules, run by the cache before it compiles ``job`` (a hit was checked when
+        it was compiled: the rules' outcome is decided by what the key covers)."""
+        self.specialization(tuple(job.source.spec.argtypes if hasattr(job.source, "spec")
+                                  else job.source.argtypes))
 
     def refresh(self) -> None:
         """World age: when a global any compiled specialisation read was rebound, forget them all
         (PTX, emulation, loaded CUDA functions), so the next launch compiles against the new value."""
         if self._deps and not deps_valid(self._deps):
             self._specs.clear()
+            self._checked.clear()
             self._ptx.clear()
             self._emulated.clear()
             self._deps.clear()
@@ -202,14 +215,16 @@ class Kernel:
 
             cuda.forget(self)
 
-    def job(self, argtypes, capability=(9, 0)):
-        """The PTX :class:`~gpucompiler.job.CompilerJob` of ``argtypes`` for ``capability``."""
+    def job(self, argtypes, capability=(9, 0), *, checked: bool = True):
+        """The PTX :class:`~gpucompiler.job.CompilerJob` of ``argtypes`` for ``capability``
+        (``checked=False``: the kernel rules are left to the compile)."""
         from .config import CompilerConfig
         from .job import CompilerJob
         from .targets import PTXTarget
 
+        argtypes = tuple(argtypes)
         target = PTXTarget(capability=tuple(capability), fastmath=self.fastmath, maxregs=self.maxregs)
-        return CompilerJob(self.specialization(tuple(argtypes)),
+        return CompilerJob(self.specialization(argtypes) if checked else self._spec(argtypes),
                            CompilerConfig(target, kernel=True, name=self.symbol, opt_level=self.opt_level,
                                           plugins=self.plugins, params=self._params()))
 
@@ -218,14 +233,22 @@ class Kernel:
         return {"boundscheck": True} if self.boundscheck else {}
 
     def compile_ptx(self, argtypes, capability=(9, 0)):
-        """``(ptx text, job)`` for ``argtypes`` and compute capability ``capability``; cached."""
+        """``(ptx text, job)`` for ``argtypes`` and compute capability ``capability``.
+
+        Through the compile cache (memory, disk, shared tiers, service) with the
+        two-level key of Python sources: a fresh process finds a cached kernel,
+        nested ``autodiff`` jobs included, without running the frontend or the
+        interpreter; the kernel rules run only before a compile.
+        """
         key = (tuple(argtypes), tuple(capability))
         hit = self._ptx.get(key)
         if hit is None:
-            from . import pipeline
+            from .cached import compile_cached
 
-            job = self.job(argtypes, capability)
-            hit = self._ptx[key] = (pipeline.compile(job, ("asm",)).artifacts["asm"], job)
+            job = self.job(argtypes, capability, checked=False)
+            result = compile_cached(job, ("asm",), check=self._check)
+            self._deps.extend(job.source.dependencies("ptx", job.config.plugins))
+            hit = self._ptx[key] = (result.artifacts["asm"], job)
         return hit
 
     def inspect_ptx(self, *argtypes, capability=(9, 0)) -> str:
@@ -244,13 +267,15 @@ class Kernel:
         return self.argument_types(argtypes)
 
     def emulated(self, argtypes):
-        """The CPU grid emulation of ``argtypes`` (compiled once)."""
+        """The CPU grid emulation of ``argtypes`` (compiled once, through the cache)."""
         em = self._emulated.get(argtypes)
         if em is None:
             from .runtime.grid import EmulatedKernel
 
-            em = self._emulated[argtypes] = EmulatedKernel(self.specialization(argtypes), self.opt_level,
-                                                                     self.plugins, self.boundscheck)
+            em = EmulatedKernel(self._spec(argtypes), self.opt_level, self.plugins, self.boundscheck,
+                                check=self._check)
+            self._deps.extend(em.deps)
+            self._emulated[argtypes] = em
         return em
 
     def __repr__(self) -> str:

@@ -188,11 +188,14 @@ class Cache:
 
     # -- the whole story ------------------------------------------------------
     def compile(self, job: Any, emit: Sequence[str] = ("llvm",),
-                compiler: Compiler | None = None) -> CachedResult:
+                compiler: Compiler | None = None,
+                check: Callable[[Any], None] | None = None) -> CachedResult:
         """The artifacts of ``job`` for each kind in ``emit``: from a tier, else compiled once.
 
         Sources with a dependency record (Python functions) go through the
         *index key* first (:meth:`_fast_lookup`): no type inference on a hit.
+        ``check(job)`` runs before a compile (never on a hit): rules whose
+        outcome the key decides, such as the kernel rules, run once per key.
         """
         emit = (emit,) if isinstance(emit, str) else tuple(emit)
         ctx = keys.context(job)
@@ -209,6 +212,8 @@ class Cache:
                     self._warn(f"cannot create a lock in {self.disk.locks}; compiling without one")
                 found = self.lookup(key, document, emit, memory=False)  # another process may have won
                 if found is None:
+                    if check is not None:
+                        check(job)
                     result = self._compile_and_publish(job, emit, key, document, compiler)
                     if self.memory.get(key) is not None:  # published (its IR is serialisable)
                         self._publish_index(job, index, key)

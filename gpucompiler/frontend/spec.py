@@ -159,10 +159,8 @@ class FunctionSpec:
 
     @staticmethod
     def _norm(settings) -> tuple:
-        if not settings:
-            return ("native", (), False)
-        target, plugins, abi = (tuple(settings) + ((), False))[:3]
-        return (target, tuple(plugins), abi)
+        target, plugins, abi = tuple(settings) + ("native", (), False)[len(settings):]
+        return (target, tuple(plugins), bool(abi))
 
     def fingerprint_for(self, job) -> Any:
         """:meth:`fingerprint` under ``job``'s target and plugins (their rules decide what is read)."""

@@ -26,6 +26,7 @@ import itertools
 import os
 import threading
 import _thread
+from types import SimpleNamespace
 from typing import Any
 
 import llvmlite.binding as llvm
@@ -169,6 +170,16 @@ class CPULibrary:
             obj = target.emit(result.job, result.module, "obj")
         return cls(obj, result.module.ref)
 
+    @classmethod
+    def from_cached(cls, result: Any) -> "CPULibrary":
+        """Load a cache result: with the entry's symbol table (``meta.symbols``) when it has one,
+        so a hit needs no parse of its IR."""
+        symbols = result.meta.get("symbols")
+        obj = result.artifacts.get("obj")
+        if symbols and obj is not None:
+            return cls(obj, SymbolTable(symbols))
+        return cls.from_result(result)
+
     def address(self, name: str) -> int:
         """The address of the exported symbol ``name``."""
         if name not in self.names:
@@ -184,3 +195,23 @@ class CPULibrary:
         fn = ctypes.CFUNCTYPE(restype, *argtypes)(self.address(name))
         fn._gpuc_library = self  # keeps the JIT dylib alive
         return fn
+
+
+class _Symbol:
+    __slots__ = ("name", "is_declaration", "linkage")
+
+    def __init__(self, name, is_declaration, linkage):
+        self.name, self.is_declaration = name, is_declaration
+        self.linkage = SimpleNamespace(name=linkage)
+
+
+class SymbolTable:
+    """The symbols of a cached module (its entry's ``symbols``), standing in for its parsed IR
+    when the object code is loaded: a cache hit needs no parse of the IR text."""
+
+    def __init__(self, rows):
+        self.functions = [_Symbol(*row) for row in rows]
+        self.global_variables = ()
+
+    def declares(self, name: str) -> bool:
+        return any(f.name == name and f.is_declaration for f in self.functions)

@@ -65,8 +65,25 @@ class EmulationSource:
     def entry(self) -> str:
         return self.spec.entry
 
-    def fingerprint(self) -> Any:
-        return {"grid_emulation": 1, "kernel": self.spec.fingerprint()}
+    def fingerprint(self, job=None) -> Any:
+        return {"grid_emulation": 1, "kernel": self.spec.fingerprint(job)}
+
+    def fingerprint_for(self, job) -> Any:
+        return self.fingerprint(job)
+
+    # the two-level key of the kernel's spec (docs/cache.md), under the emulation's settings
+    def index_fingerprint(self) -> Any:
+        return {"grid_emulation": 1, "kernel": self.spec.index_fingerprint()}
+
+    def dependency_record(self, job) -> dict | None:
+        return self.spec.dependency_record(job)
+
+    def verify_record(self, job, record) -> Any:
+        fingerprint = self.spec.verify_record(job, record)
+        return None if fingerprint is None else {"grid_emulation": 1, "kernel": fingerprint}
+
+    def discard_verified(self, job) -> None:
+        self.spec.discard_verified(job)
 
     def generate_ir(self, job) -> str:
         from ..codegen import ModuleCodegen
@@ -293,16 +310,21 @@ def param_array(buffers) -> ctypes.Array:
     return (ctypes.c_void_p * max(len(buffers), 1))(*[ctypes.addressof(b) for b in buffers])
 
 
+def _rows(ref) -> list:
+    return [[f.name, bool(f.is_declaration), f.linkage.name] for f in ref.functions]
+
+
 class EmulatedKernel:
     """A kernel specialisation compiled for the host, runnable over a grid."""
 
-    def __init__(self, spec, opt_level: int = 2, plugins=(), boundscheck: bool = False):
-        from .. import pipeline
+    def __init__(self, spec, opt_level: int = 2, plugins=(), boundscheck: bool = False, check=None):
+        """Compile through the cache (``check(job)`` runs before a compile, not on a hit);
+        ``deps`` are the globals the code depends on (world age)."""
+        from ..cached import compile_cached
         from ..config import CompilerConfig
         from ..job import CompilerJob
         from ..targets import NativeTarget
-        from ..targets.validation import ModuleFacts
-        from .cpu import CPULibrary
+        from .cpu import CPULibrary, SymbolTable
 
         _runtime()
         self.spec = spec
@@ -310,10 +332,12 @@ class EmulatedKernel:
         params = {"boundscheck": True} if boundscheck else {}
         job = CompilerJob(EmulationSource(spec), CompilerConfig(NativeTarget(), plugins=(PLUGIN, *plugins),
                                                                 opt_level=opt_level, params=params))
-        result = pipeline.compile(job, ("obj",))
-        uses = ModuleFacts.of(result.module.ref).external_uses
-        self.uses_barrier = "gpuc_emu_barrier" in uses or "gpuc_emu_shfl" in uses
-        self.library = CPULibrary.from_result(result)
+        result = compile_cached(job, ("obj",), check=check)
+        symbols = SymbolTable(result.meta.get("symbols") or _rows(result.module.ref))
+        self.uses_barrier = symbols.declares("gpuc_emu_barrier") or symbols.declares("gpuc_emu_shfl")
+        self.library = CPULibrary.from_cached(result)
+        self.origin = result.origin
+        self.deps = tuple(spec.dependencies(NativeTarget.name, job.config.plugins, False))
         self._run = self.library.function("gpuc_emu_run", None, ctypes.c_void_p, ctypes.c_void_p)
 
     def params(self, args):

@@ -261,9 +261,9 @@ def main() -> None:
                     "disk_hit_speedup>=20 (@jit)": out["speedups"]["jit"] >= 20,
                     "service_hits_per_s>=200": out.get("throughput", {}).get("requests_per_s", 0) >= 200
                     and out["throughput"]["errors"] == 0}
-    print(f"{'case':42} {'ms':>9}  {'vs cold':>8}")
+    print(f"{'case':66} {'ms':>9}  {'vs cold':>8}")
     for name, ms in rows.items():
-        print(f"{name:42} {ms:9.3f}  {rows['cold compile'] / ms:7.1f}x")
+        print(f"{name:66} {ms:9.3f}  {rows['cold compile'] / ms:7.1f}x")
     if "throughput" in out:
         t = out["throughput"]
         print(f"service throughput: {t['requests_per_s']:.0f} cache-hit requests/s with {t['clients']} clients, "

@@ -210,6 +210,17 @@ class ServiceError(GPUCompilerError):
         super().__init__(message)
 
 
+class CompilerCrashError(GPUCompilerError):
+    """LLVM aborted the process compiling ``what`` (``crash``: the signal's name); contained in a
+    child process, so only this job failed. ``detail`` is LLVM's message when it printed one."""
+
+    def __init__(self, what: str, crash: str, detail: str = ""):
+        self.what, self.crash, self.detail = what, crash, detail
+        super().__init__(f"the compiler crashed ({crash}) while compiling {what}"
+                         + (f": {detail}" if detail else "")
+                         + "; this input makes LLVM abort: check it with `opt -passes=verify`, or report it")
+
+
 class PluginMismatchError(ServiceError):
     """The service lacks a plugin the job needs, or has it at another version."""
 

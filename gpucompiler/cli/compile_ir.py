@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from ..config import CompilerConfig
     from ..job import CompilerJob, LLVMSource
     from ..pipeline import compile
+    from ..service.contain import call_in_child
     from ..targets import parse_target
 
     if args.emit in ("obj", "bc") and args.output is None:
@@ -50,17 +51,20 @@ def run(args: argparse.Namespace) -> int:
     entry = args.entry or _first_definition(text, args.input)
     config = CompilerConfig(target=target, kernel=args.kernel, opt_level=args.opt_level,
                             plugins=tuple(args.plugins))
-    try:
-        result = compile(CompilerJob(LLVMSource(text, entry), config), emit=(args.emit,))
-    except IRParseError as exc:
-        raise _located(exc, args.input) from None
-    artifact = result.artifacts[args.emit]
+
+    def build() -> bytes:
+        try:
+            artifact = compile(CompilerJob(LLVMSource(text, entry), config), emit=(args.emit,)).artifacts[args.emit]
+        except IRParseError as exc:
+            raise _located(exc, args.input) from None
+        return artifact.encode() if isinstance(artifact, str) else artifact
+
+    # LLVM aborts the process on some inputs: compile in a child, report an abort as an error
+    artifact = call_in_child(build, str(args.input))
     if args.output is None:
-        sys.stdout.write(artifact)
-    elif isinstance(artifact, bytes):
-        args.output.write_bytes(artifact)
+        sys.stdout.write(artifact.decode())
     else:
-        args.output.write_text(artifact)
+        args.output.write_bytes(artifact)
     return 0
 
 

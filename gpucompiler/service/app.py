@@ -34,11 +34,12 @@ from ..cache.core import Cache, private_disk
 from ..cache.entry import Entry, decode
 from ..cache.tiers import RedisTier
 from ..cache.trust import Signer
-from ..errors import CacheCorruptionError, GPUCompilerError
+from ..errors import CacheCorruptionError, CompilerCrashError, GPUCompilerError
 from ..llvm.binding import llvm_version
 from ..plugin import discovered
 from ..version import __version__
 from . import worker
+from .contain import call_in_child
 from .protocol import RequestError, answer_signer, encode_artifacts, parse_request
 
 log = logging.getLogger("gpucompiler.service")
@@ -142,12 +143,18 @@ class _Service:
     async def _run(self, key: str, document: dict, body: bytes) -> Entry:
         self.counts["compiles"] += 1
         loop = asyncio.get_running_loop()
+        pool = self.pool
         try:
-            status, payload = await loop.run_in_executor(self.pool, worker.compile_body, body)
+            status, payload = await loop.run_in_executor(pool, worker.compile_body, body)
         except BrokenProcessPool:
-            log.error("a compile worker died; restarting the pool")
-            self.start_pool()
-            raise RequestError("a compile worker died while compiling this job", 500, "worker_died")
+            # a worker died (LLVM aborted on some job): every job in flight in the pool fails here;
+            # each is retried once alone in a fresh child, so only the job that crashes fails
+            if self.pool is pool:
+                log.error("a compile worker died; restarting the pool and retrying its jobs one by one")
+                pool.shutdown(wait=False, cancel_futures=True)
+                self.start_pool()
+            self.counts["retried"] += 1
+            status, payload = await loop.run_in_executor(None, self._isolated, key, body)
         if status != 200:
             err = json.loads(payload)
             raise RequestError(err["message"], status, err["error"])
@@ -158,6 +165,19 @@ class _Service:
         entry = Entry(key, document, sent.artifacts, sent.meta)
         self.cache.memory.put(entry)
         return entry
+
+
+    def _isolated(self, key: str, body: bytes) -> tuple[int, bytes]:
+        """Compile one request body in a fresh forked child: an abort fails this job alone."""
+        c = self.config
+        initargs = (c.cache_dir, c.max_cache_bytes, c.redis_url, c.secret, c.redis_tls)
+        try:
+            out = call_in_child(lambda: worker.compile_packed(body, initargs), f"job {key[:16]}",
+                                timeout=c.timeout_s)
+        except CompilerCrashError as exc:
+            self.counts["crashed"] += 1
+            return 422, json.dumps({"error": "compiler_crashed", "message": str(exc)}).encode()
+        return int(out[:3]), out[3:]
 
 
 def _answer(entry: Entry, origin: str, emit: tuple[str, ...], signer: Signer | None) -> Response:

@@ -52,3 +52,10 @@ def compile_body(body: bytes) -> tuple[int, bytes]:
         return status, json.dumps({"error": kind, "message": str(exc)}).encode()
     except Exception as exc:  # a compiler bug: report it, keep the worker
         return 500, json.dumps({"error": "internal", "message": f"{type(exc).__name__}: {exc}"}).encode()
+
+
+def compile_packed(body: bytes, initargs: tuple) -> bytes:
+    """:func:`compile_body` in a fresh child (:mod:`.contain`): the status as three digits, then the payload."""
+    init(*initargs)
+    status, payload = compile_body(body)
+    return b"%03d" % status + payload

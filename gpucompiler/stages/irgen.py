@@ -8,7 +8,7 @@ it (triple, data layout).
 
 from __future__ import annotations
 
-from ..errors import CompileError
+from ..errors import CompileError, InvalidIRError
 from ..module import IRModule
 from .context import CompileContext
 
@@ -16,7 +16,11 @@ from .context import CompileContext
 def generate(ctx: CompileContext) -> None:
     """Build ``ctx.module`` from the job's source, then let the target prepare it."""
     job, source = ctx.job, ctx.job.source
-    module = IRModule(source.generate_ir(job))
+    text = source.generate_ir(job)
+    if "vscale x" in text and not job.target.scalable_vectors():  # LLVM would abort, not report
+        raise InvalidIRError([("SCALABLE_VECTOR", f"scalable vector types (<vscale x ...>): the "
+                               f"{job.target.name} target has none; use fixed-width vectors")], job.name)
+    module = IRModule(text)
     ref = module.ref  # parses and verifies; raises IRParseError with the line
     defined = {f.name for f in ref.functions if not f.is_declaration}
     if source.entry not in defined:

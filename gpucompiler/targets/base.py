@@ -45,6 +45,11 @@ class Target:
         """Catch-all for target settings a plugin may read (e.g. ``{"fastmath": True}``)."""
         return {}
 
+    def scalable_vectors(self) -> bool:
+        """Whether code for this target may use scalable vectors (``<vscale x …>``); LLVM aborts
+        the process on them for a target without (x86, NVPTX), so the IR is refused first."""
+        return False
+
     # -- pipeline hooks ----------------------------------------------------
     def prepare(self, job: "CompilerJob", module: "IRModule") -> None:
         """Before ``post_irgen``: set triple and data layout on the module."""

@@ -87,3 +87,23 @@ def test_invalid_ir_lists_every_problem(tmp_path):
     proc = gpuc("compile-ir", "k.ll", "--target", "ptx:sm_80", "-O", "0", cwd=tmp_path)
     assert proc.returncode == 1
     assert "[UNKNOWN_FUNCTION]" in proc.stderr and "[RECURSION]" in proc.stderr
+
+
+def test_llvm_abort_is_an_error_line_and_status_1(tmp_path):
+    from tests.cache.aborting import FOREIGN_INTRINSIC
+
+    (tmp_path / "abort.ll").write_text(FOREIGN_INTRINSIC)
+    proc = gpuc("compile-ir", "abort.ll", "--emit", "asm", cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stdout == ""
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("gpuc: error: the compiler crashed (SIGABRT) while compiling abort.ll")
+    assert "Cannot select" in last and "llvm.nvvm.read.ptx.sreg.tid.x" in last
+
+
+def test_scalable_vectors_are_refused_before_llvm(tmp_path):
+    from tests.cache.aborting import SCALABLE
+
+    (tmp_path / "sv.ll").write_text(SCALABLE)
+    for target in ("native", "ptx"):
+        proc = gpuc("compile-ir", "sv.ll", "--target", target, "--emit", "asm", cwd=tmp_path)
+        assert proc.returncode == 1 and "[SCALABLE_VECTOR]" in proc.stderr and "crashed" not in proc.stderr

@@ -42,6 +42,6 @@ def test_crashing_job_gets_a_json_error_and_unrelated_concurrent_jobs_succeed(se
         assert status == 422 and body["error"] == "compiler_crashed"
         assert "SIGABRT" in body["message"] and "Cannot select" in body["message"]
     after = stats(url)
-    assert after["crashed"] >= 2
+    assert after["crashed"] >= 1  # the two identical requests share one compile (single flight)
     # the service is whole again: a new job compiles
     assert jobs.run(client(url).compile(jobs.job(399), ("obj",)), 399) == pytest.approx(jobs.expected(399))

@@ -16,13 +16,17 @@ from gpucompiler.errors import GPUCompilerError
 class ADError(GPUCompilerError):
     """A construct the AD engine cannot differentiate.
 
-    ``instruction`` is the offending instruction as printed (or None) and
-    ``function`` the name of the function being differentiated.
+    ``instruction`` is the offending instruction as printed (or None),
+    ``function`` the name of the function being differentiated and
+    ``location`` the source ``file:line`` when the IR carries debug info.
     """
 
-    def __init__(self, message: str, instruction: str | None = None, function: str | None = None):
+    def __init__(self, message: str, instruction: str | None = None, function: str | None = None,
+                 location: str | None = None):
         self.reason, self.instruction, self.function = message, instruction, function
-        text = message
+        #: ``file:line`` from the debug info (``!dbg``) of the instruction or function, when present
+        self.location = location
+        text = f"{location}: {message}" if location else message
         if function:
             text += f" in function @{function}"
         if instruction:
@@ -64,12 +68,38 @@ def print_instruction(inst) -> str:
         return f"<{inst.opcode}>"
 
 
+def _unquote(text) -> str | None:
+    return text.strip().strip('"') if isinstance(text, str) else None
+
+
+def source_location(inst=None, fn=None) -> str | None:
+    """``file:line`` of ``inst``'s ``!dbg`` location, else of ``fn``'s ``DISubprogram``, else None."""
+    for node in (getattr(inst, "metadata", None) or {}).get("dbg"), (getattr(fn, "metadata", None) or {}).get("dbg"):
+        if node is None or not hasattr(node, "field"):
+            continue
+        line = _unquote(node.field("line"))
+        scope, depth = node, 0
+        while scope is not None and hasattr(scope, "field") and depth < 32:
+            f = scope.field("file")
+            if hasattr(f, "field"):
+                name = _unquote(f.field("filename"))
+                return f"{name}:{line}" if name and line else name
+            scope, depth = scope.field("scope"), depth + 1
+        if line:
+            return f"line {line}"
+    return None
+
+
 def unsupported(message: str, inst=None, function=None) -> ADError:
     """Report ``message`` about ``inst`` in ``function`` through the handler, then raise."""
     fn = function
     if fn is None and inst is not None and getattr(inst, "parent", None) is not None:
         fn = inst.parent.parent
+    try:
+        where = source_location(inst, fn if not isinstance(fn, str) else None)
+    except Exception:  # a malformed debug node must never hide the real error
+        where = None
     err = ADError(message, print_instruction(inst) if inst is not None else None,
-                  getattr(fn, "name", fn) if fn is not None else None)
+                  getattr(fn, "name", fn) if fn is not None else None, where)
     _handler[0](err)
     raise err

@@ -202,6 +202,9 @@ class Parser(InstructionParser):
             toks.pop()
         attachments = split_attachments(toks, comma=False)
         self.i = 1
+        while not is_define and toks[self.i][:1] == "!" and toks[self.i + 1][:1] == "!":
+            attachments.append((toks[self.i][1:], toks[self.i + 1]))  # declare !dbg !20 double @f(...)
+            self.i += 2
         em = Emitter()
         self._words_until_type(em)
         prefix = "".join(em.done())

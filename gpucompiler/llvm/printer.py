@@ -161,6 +161,8 @@ class Printer:
         if fn.function_type.vararg:
             args.append("...")
         head = ["define" if define else "declare"]
+        if not define and fn.metadata:  # LLVM reads a declaration's attachments before its type
+            head[0] += self.attachments(fn.metadata, comma=False)
         if fn.prefix:
             head.append(fn.prefix)
         head.append(f"{fn.return_type._s} {self.ref(fn)}({', '.join(args)})")
@@ -170,7 +172,7 @@ class Printer:
         head.extend(self.group(g) for g in fn.attribute_groups)
         if fn.post:
             head.append(self.parts(fn.post, fn.operands))
-        text = " ".join(head) + self.attachments(fn.metadata, comma=False)
+        text = " ".join(head) + (self.attachments(fn.metadata, comma=False) if define else "")
         if not define:
             return text
         out = [text + " {"]

@@ -36,6 +36,9 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
     "unsup_mixcpy": ("unsup_mixcpy.c", []),
     "unsup_intptr": ("unsup_intptr.c", []),
     "unsup_extern": ("unsup_extern.c", []),
+    # with debug info (clang -g: !dbg on declarations too); errors name the source line
+    "calls_g": ("calls.c", ["-g"]),
+    "unsup_extern_g": ("unsup_extern.c", ["-g"]),
 }
 
 

@@ -307,6 +307,7 @@ CASES: list[Case] = [
          analytic=lambda x: np.array([0.5 / math.sqrt(x[0]), math.exp(x[1])])),
     Case("calls", "calls", sizes=(1, 5, 30), domain=(-0.8, 0.8)),
     Case("calls", "recursion", domain=((0.5, 1.2), (0.2, 0.9)), rtol=1e-5),
+    Case("calls_g", "calls", sizes=(1, 5, 30), domain=(-0.8, 0.8)),
     Case("activity", "implicit", sizes=(4, 10), analytic=_wsum(True)),
     Case("activity", "consts", sizes=(4, 10), analytic=_wsum(False), inactive=_wsum_const_w),
     Case("activity", "noneed", sizes=(1, 9),
@@ -346,7 +347,7 @@ CASES: list[Case] = [
 ]
 
 #: programs that must raise ADError, and what the message must name
-UNSUPPORTED = {"unsup_asm": "asm", "unsup_extern": "mystery_kernel", "unsup_bits": "bit pattern",
+UNSUPPORTED = {"unsup_asm": "asm", "unsup_extern": "mystery_kernel", "unsup_extern_g": "unsup_extern.c:7: ", "unsup_bits": "bit pattern",
                "unsup_mixcpy": "floating-point values and pointers", "unsup_intptr": "inttoptr"}
 
 LEVEL_NAMES = tuple(LEVELS)

@@ -45,7 +45,9 @@ def jobs() -> list[tuple[str, str, list[str]]]:
 
 
 def compile_one(cc: str, src: str, level: list[str], flags: list[str]) -> str:
-    proc = subprocess.run([cc, *BASE_FLAGS, *level, *flags, src, "-o", "-"], cwd=SRC,
+    # -g fixtures name the directory "." and system headers "SYS" (no absolute path)
+    maps = [f"-fdebug-prefix-map={SRC}=.", "-fdebug-prefix-map=/usr=SYS"]
+    proc = subprocess.run([cc, *BASE_FLAGS, *maps, *level, *flags, src, "-o", "-"], cwd=SRC,
                           capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"regen_fixtures: {src} {' '.join(flags)} failed:\n{proc.stderr}")

@@ -392,3 +392,13 @@ def test_unsupported_construct_is_refused_by_name_and_line():
         _parse(text)
     assert "uselistorder" in str(info.value)
     assert info.value.line == 11
+
+
+def test_declaration_with_debug_attachment_roundtrips():
+    """clang -g -O2 attaches ``!dbg`` to declarations of the functions it calls
+    (``declare !dbg !20 double @sin(double)``): LLVM reads it before the type."""
+    path = Path(__file__).resolve().parents[1] / "enzyme" / "fixtures" / "calls_g.O2.ll"
+    text = path.read_text()
+    assert "declare !dbg " in text
+    assert_roundtrips(text, path.name)
+    assert "declare !dbg " in str(_parse(text))

@@ -39,7 +39,7 @@ import inspect
 from llvmlite import ir
 
 from . import types as T
-from .errors import TypeInferenceError
+from .errors import ReadOnlyArrayError, TypeInferenceError
 from .interpreter import builtins as _base_rules  # noqa: F401  (base rules registered first)
 from .interpreter.builtins.containers import _element_pointer, _getitem_type, _indices
 from .interpreter.lattice import Const, pyobj, widen
@@ -253,6 +253,9 @@ def _atomic_type(a, index, *values):
         return None
     if a.dtype.kind not in "if" or a.dtype.bits < 32:
         raise TypeInferenceError(f"atomics need an int32/int64/float32/float64 array, got {a!r}", (a,))
+    if a.readonly:
+        raise ReadOnlyArrayError("assignment destination is read-only (an atomic writes the array)", (a,),
+                                 hint="pass a writeable array")
     if not all(isinstance(widen(v), T.Scalar) for v in values):
         return None
     return a.dtype

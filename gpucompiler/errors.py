@@ -118,6 +118,8 @@ class SourceError(CompileError):
     """
 
     def __init__(self, message: str, loc=None, function: str = "", hint: str = ""):
+        self.message = message
+        """the message without location, function and hint"""
         self.loc = loc
         self.filename, self.line = (loc[0], loc[1]) if loc else (None, None)
         self.function = function
@@ -152,6 +154,14 @@ class ArgumentTypeError(TypeInferenceError):
         self.parameter = parameter
         super().__init__(f"parameter {parameter!r} has a type that cannot be compiled: {value_type}",
                          (value_type,), loc, function, hint)
+
+
+class ReadOnlyArrayError(TypeInferenceError, ValueError):
+    """Compiled code writes an array that is read-only (NumPy's ``flags.writeable`` is off)."""
+
+
+class ArgumentBindingError(SourceError, TypeError):
+    """A call whose arguments do not bind to the function's parameters (too many, missing, unknown keyword)."""
 
 
 class RuleConflictError(ConfigError):

@@ -17,6 +17,7 @@ import functools
 import re
 
 from . import types as T
+from .arguments import Binder, arguments
 from .errors import ArgumentTypeError, TypeInferenceError
 from .frontend.printer import format_function
 from .frontend.spec import FunctionSpec, deps_valid
@@ -59,13 +60,17 @@ class Dispatcher:
         self.opt_level, self.plugins = opt_level, tuple(plugins)
         self.boundscheck = bool(boundscheck)
         self._entries: dict = {}
+        self._bind = Binder(fn)
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        bind = self._bind
+        if kwargs or len(args) != bind.positional:
+            args = bind.bind(args, kwargs)
         try:
             key = tuple([_FAST[type(a)] for a in args])
-        except KeyError:
-            key = tuple(map(T.typeof, args))
+        except KeyError:  # arrays, NumPy scalars, array-likes (viewed as arrays), or refused
+            key, args = arguments(args, bind.names, self.py_func.__qualname__)
         entry = self._entries.get(key)
         if entry is None or (entry.deps and not deps_valid(entry.deps)):
             entry = self._compile(key, args)
@@ -77,8 +82,7 @@ class Dispatcher:
 
     # -- compilation --------------------------------------------------------
     def _spec(self, argtypes, args=()) -> FunctionSpec:
-        params = self.py_func.__code__.co_varnames[:self.py_func.__code__.co_argcount]
-        for k, (name, t) in enumerate(zip(params, argtypes)):
+        for k, (name, t) in enumerate(zip(self._bind.names, argtypes)):
             if t is None or _ctype(t) is None or isinstance(t, T.TupleType):
                 shown = self._describe(args[k]) if t is None and k < len(args) else t
                 raise ArgumentTypeError(name, shown, function=self.py_func.__qualname__,
@@ -129,11 +133,6 @@ class Dispatcher:
                         raise OverflowError(f"argument {k + 1} of {_name} ({a[k]}) does not fit in "
                                             f"{argtypes[k]}")
                 return _call(*a)
-        if args and any(type(a) not in _FAST and T.typeof(a) in _CTYPES for a in args):
-            raw = call
-            call = lambda *a: raw(*[x.item() if hasattr(x, "item") and  # noqa: E731
-                                    not isinstance(x, (int, float)) and getattr(x, "ndim", 1) == 0
-                                    else x for x in a])
         entry = _Entry(call, tuple(spec.dependencies("native", self.plugins, True)), spec, job)
         self._entries[argtypes] = entry
         return entry

@@ -28,6 +28,7 @@ import re
 
 from . import types as T
 from . import device as _device  # noqa: F401  (registers the device intrinsics)
+from .arguments import Binder, argument
 from .errors import ArgumentTypeError, KernelError, LaunchError
 from .frontend.ir import Return
 from .frontend.spec import FunctionSpec, deps_valid
@@ -48,7 +49,8 @@ def cuda_array_type(cai: dict):
     if dtype is None:
         return None
     shape = tuple(cai["shape"])
-    return T.ArrayType(dtype, len(shape), "C" if is_contiguous(shape, cai.get("strides"), dtype) else "A")
+    readonly = bool(cai["data"][1]) if isinstance(cai.get("data"), (tuple, list)) else False
+    return T.ArrayType(dtype, len(shape), "C" if is_contiguous(shape, cai.get("strides"), dtype) else "A", readonly)
 
 
 def is_contiguous(shape, strides, dtype) -> bool:
@@ -68,11 +70,10 @@ def argument_type(value, name: str = "?", function: str = ""):
     if t is not None:
         return t
     cai = getattr(value, "__cuda_array_interface__", None)
-    if cai is not None:
-        t = cuda_array_type(cai)
-    else:
-        t = T.typeof(value)
-    if t is None or isinstance(t, T.TupleType) or (isinstance(t, T.ArrayType) and t.ndim == 0):
+    if cai is None:
+        return argument(value, name, function)[0]
+    t = cuda_array_type(cai)
+    if t is None or t.ndim == 0:
         raise ArgumentTypeError(name, type(value).__name__, function=function,
                                 hint="kernels take bool/int/float scalars and arrays (NumPy, or any "
                                      "object with __cuda_array_interface__) of bool, int32, int64, "
@@ -134,9 +135,10 @@ class Kernel:
     """A ``@kernel`` function: index it with a launch configuration to call it."""
 
     def __init__(self, fn, *, opt_level: int = 3, fastmath: bool = False, maxregs: int | None = None,
-                 plugins=(), boundscheck: bool = False):
+                 plugins=(), boundscheck: bool | None = None):
         self.py_func = fn
-        self.boundscheck = bool(boundscheck)  # off by default, as in CUDA C
+        #: None: the default of each device (on in the CPU grid emulation, off on the GPU as in CUDA C)
+        self.boundscheck = None if boundscheck is None else bool(boundscheck)
         self.plugins = tuple(sorted(set(plugins)))
         self.opt_level, self.fastmath, self.maxregs = opt_level, fastmath, maxregs
         self.symbol = kernel_symbol(fn)
@@ -146,6 +148,7 @@ class Kernel:
         self._emulated: dict = {}
         self._deps: list = []       # every global read by any specialisation (world age)
         self._launches: dict = {}   # configuration -> Launch (ints, tuples, None/int/str streams only)
+        self.bind = Binder(fn)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args):
@@ -174,12 +177,18 @@ class Kernel:
 
     # -- specialisation ------------------------------------------------------------
     def argument_types(self, args) -> tuple:
-        code = self.py_func.__code__
-        names = code.co_varnames[:code.co_argcount]
+        """The types of bound positional arguments (see :meth:`Launch.__call__` for the binding)."""
+        names = self.bind.names
         if len(args) != len(names):
-            raise LaunchError(f"kernel {self.py_func.__qualname__} takes {len(names)} arguments, "
-                              f"got {len(args)}")
+            self.bind.bind(args, {})  # raises the binding error
         return tuple(argument_type(a, n, self.py_func.__qualname__) for a, n in zip(args, names))
+
+    def host_arguments(self, args) -> tuple[tuple, tuple]:
+        """``(types, values)`` of bound arguments in host memory: array-likes viewed as NumPy arrays."""
+        names, name = self.bind.names, self.py_func.__qualname__
+        typed = [(argument_type(a, n, name), a) if hasattr(a, "__cuda_array_interface__") else argument(a, n, name)
+                 for a, n in zip(args, names)]
+        return tuple(t for t, _ in typed), tuple(v for _, v in typed)
 
     def _spec(self, argtypes) -> FunctionSpec:
         """The (not yet checked) :class:`FunctionSpec` of ``argtypes``: one per signature."""
@@ -230,7 +239,7 @@ class Kernel:
 
     def _params(self) -> dict:
         """Job parameters: ``boundscheck`` only when on (a bad index traps: a launch error)."""
-        return {"boundscheck": True} if self.boundscheck else {}
+        return {"boundscheck": True} if self.boundscheck is True else {}
 
     def compile_ptx(self, argtypes, capability=(9, 0)):
         """``(ptx text, job)`` for ``argtypes`` and compute capability ``capability``.
@@ -272,7 +281,7 @@ class Kernel:
         if em is None:
             from .runtime.grid import EmulatedKernel
 
-            em = EmulatedKernel(self._spec(argtypes), self.opt_level, self.plugins, self.boundscheck,
+            em = EmulatedKernel(self._spec(argtypes), self.opt_level, self.plugins, self.boundscheck is not False,
                                 check=self._check)
             self._deps.extend(em.deps)
             self._emulated[argtypes] = em
@@ -291,7 +300,10 @@ class Launch:
         self.kernel, self.grid, self.block, self.stream = kernel, grid, block, stream
         self._hstream = self._launch = None
 
-    def __call__(self, *args) -> None:
+    def __call__(self, *args, **kwargs) -> None:
+        bind = self.kernel.bind
+        if kwargs or len(args) != bind.positional:
+            args = bind.bind(args, kwargs)
         self.kernel.refresh()
         launch = self._launch
         if launch is not None:
@@ -301,7 +313,8 @@ class Launch:
                 raise LaunchError(f"unknown device {self.stream!r}; use {CPU!r} for the CPU grid emulation "
                                   "or a CUDA stream")
             k = self.kernel
-            return k.emulated(k.argument_types(args)).launch(self.grid, self.block, args)
+            types, values = k.host_arguments(args)
+            return k.emulated(types).launch(self.grid, self.block, values)
         from .runtime import cuda
 
         self._hstream = cuda.stream_handle(self.stream)
@@ -314,7 +327,9 @@ def kernel(fn=None, **options):
 
     ``boundscheck=True`` checks every array index: on the GPU a bad index
     traps (``llvm.trap``; the launch reports a CUDA error), under the CPU
-    grid emulation the launch raises ``IndexError``. Off by default.
+    grid emulation the launch raises ``IndexError`` with the kernel's
+    ``file:line``. By default checks are on in the emulation (it is for
+    debugging) and off on the GPU; ``boundscheck=False`` turns them off in both.
     """
     if fn is None:
         return lambda f: Kernel(f, **options)

@@ -40,14 +40,18 @@ class NoneType(Type):
 
 @attrs.frozen(repr=False, cache_hash=True)
 class ArrayType(Type):
-    """A strided array: ``dtype``, ``ndim`` and ``layout`` (``"C"`` contiguous or ``"A"`` any)."""
+    """A strided array: ``dtype``, ``ndim`` and ``layout`` (``"C"`` contiguous or ``"A"`` any).
+
+    ``readonly`` arrays (NumPy's ``flags.writeable`` off) cannot be written by compiled code.
+    """
 
     dtype: Scalar
     ndim: int
     layout: str = "C"
+    readonly: bool = False
 
     def __repr__(self) -> str:
-        return f"array({self.dtype!r}, {self.ndim}d, {self.layout})"
+        return f"array({self.dtype!r}, {self.ndim}d, {self.layout}{', readonly' if self.readonly else ''})"
 
 
 @attrs.frozen(repr=False, cache_hash=True)
@@ -94,19 +98,28 @@ _PY_SCALARS = {bool: boolean, int: int64, float: float64}
 
 
 def typeof(value):
-    """The frontend type of a Python argument value; ``None`` when it has none."""
+    """The frontend type of a Python argument value; ``None`` when it has none.
+
+    Arrays are NumPy ``ndarray``s of at least one dimension (an object that only
+    has ``dtype``/``ndim`` attributes is no array: see :mod:`gpucompiler.arguments`);
+    NumPy scalars and 0-d arrays have their scalar type.
+    """
     t = _PY_SCALARS.get(type(value))
     if t is not None:
         return t
     if isinstance(value, tuple):
         items = tuple(typeof(v) for v in value)
         return None if None in items else TupleType(items)
+    if type(value).__module__ != "numpy" and not _is_ndarray(value):
+        return None
     dtype = getattr(value, "dtype", None)
     if dtype is None:
         return None
-    ndim = getattr(value, "ndim", 0)
-    flags = getattr(value, "flags", None)
-    key = (dtype, ndim, ndim > 0 and flags is not None and flags.c_contiguous)
+    ndim = value.ndim
+    if ndim == 0:
+        return SCALARS.get(str(dtype))
+    flags = value.flags
+    key = (dtype, ndim, flags.c_contiguous, not flags.writeable)
     try:
         return _ARRAY_TYPES[key]
     except KeyError:
@@ -114,12 +127,17 @@ def typeof(value):
         return t
 
 
-#: (dtype, ndim, C-contiguous) -> type; typeof is on the dispatch path of every call
+def _is_ndarray(value) -> bool:
+    """Whether ``value`` is a NumPy array (of a subclass: matrix, memmap...); NumPy is not imported here."""
+    return any(c.__name__ == "ndarray" and c.__module__ == "numpy" for c in type(value).__mro__)
+
+
+#: (dtype, ndim, C-contiguous, read-only) -> type; typeof is on the dispatch path of every call
 _ARRAY_TYPES: dict = {}
 
 
-def _array_type(dtype, ndim: int, c_contiguous: bool):
+def _array_type(dtype, ndim: int, c_contiguous: bool, readonly: bool):
     scalar = SCALARS.get(str(dtype))
-    if scalar is None or ndim == 0:
-        return scalar
-    return ArrayType(scalar, ndim, "C" if c_contiguous else "A")
+    if scalar is None:
+        return None
+    return ArrayType(scalar, ndim, "C" if c_contiguous else "A", readonly)

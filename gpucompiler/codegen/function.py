@@ -45,6 +45,8 @@ class FunctionCodegen:
         """this function's error slot parameter (modules with an error slot)"""
         self._stopped: ir.Block | None = None  # sets the slot and returns (functions with a slot)
         self._local_slot: ir.AllocaInstr | None = None
+        self.inst = None
+        """the instruction being lowered (its source location names a failed check)"""
 
     # -- helpers for rules -------------------------------------------------
     def ll(self, t):
@@ -117,10 +119,16 @@ class FunctionCodegen:
             message = f"index %lld is out of bounds for axis {axis} with size %lld"
             self._unless(ok, lambda: self._set_python_error("IndexError", message, (original, size)))
         elif how == "emulation" and stops:
-            report = self.mod.declare(_EMU_INDEX_ERROR, ir.VoidType(), [I64, I64, I64])
-            self._unless(ok, lambda: self.b.call(report, [original, ir.Constant(I64, axis), size]))
+            report = self.mod.declare(_EMU_INDEX_ERROR, ir.VoidType(), [I64, I64, I64, PTR])
+            where = self.mod.cstring(self._where())
+            self._unless(ok, lambda: self.b.call(report, [original, ir.Constant(I64, axis), size, where]))
         else:
             self._unless(ok, self._trap)
+
+    def _where(self) -> str:
+        """``file:line (in function)`` of the instruction being lowered."""
+        loc = self.frame.where(self.inst) if self.inst is not None else (self.frame.ir.filename, self.frame.ir.line)
+        return f"{loc[0]}:{loc[1]} (in {self.frame.ir.name})"
 
     def _trap(self):
         self.b.call(self.mod.declare("llvm.trap", ir.VoidType(), []), [])
@@ -247,6 +255,7 @@ class FunctionCodegen:
             phi.add_incoming(v, block)
 
     def _inst(self, inst):
+        self.inst = inst
         t = self.frame.types.get(inst, BOTTOM)
         res = self.frame.calls.get(inst)
         if res is None or (isinstance(t, Const) and res.callee is None):

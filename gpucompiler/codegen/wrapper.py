@@ -16,6 +16,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import types as T
+from ..errors import TypeInferenceError
+from ..frontend.ir import Return
 from ..interpreter.lattice import widen
 from .lltypes import I64, PTR, has_value, ll
 
@@ -72,8 +74,27 @@ def _box(mod, b, v, t):
     return b.call(mod.declare("PyLong_FromLongLong", PTR, [I64]), [b.sext(v, I64)])
 
 
+def _holds_array(t) -> bool:
+    if isinstance(t, T.TupleType):
+        return any(_holds_array(it) for it in t.items)
+    return isinstance(t, T.ArrayType)
+
+
+def check_returnable(frame) -> None:
+    """Refuse a return value holding an array: compiled code owns no arrays to hand back to Python."""
+    rt = widen(frame.rettype)
+    if not _holds_array(rt):
+        return
+    loc = next((frame.where(bl.term) for bl in frame.ir.blocks
+                if isinstance(bl.term, Return) and frame.executable(bl)
+                and _holds_array(widen(frame.typeof(bl.term.value)))), (frame.ir.filename, frame.ir.line, 0))
+    raise TypeInferenceError(f"returning an array to Python is not supported (the return type is {rt!r})", (rt,),
+                             loc, frame.ir.name, "write results into an array argument, or return scalars")
+
+
 def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
     """Add ``name``, the CPython wrapper of ``entry`` (specialization ``frame``)."""
+    check_returnable(frame)
     argtypes = [widen(t) for t in frame.argtypes]
     rt = widen(frame.rettype)
     if isinstance(rt, T.TupleType):

@@ -54,8 +54,14 @@ def lower_function(pyfunc) -> Function:
     return _Lowerer(pyfunc, node, filename, offset).run()
 
 
+def _parameters(node: ast.FunctionDef) -> list[ast.arg]:
+    """The parameters in the order of the compiled function's arguments (as ``co_varnames`` lists them)."""
+    a = node.args
+    return [*a.posonlyargs, *a.args, *a.kwonlyargs]
+
+
 def _assigned_names(node: ast.FunctionDef) -> set[str]:
-    names = {a.arg for a in node.args.args}
+    names = {a.arg for a in _parameters(node)}
     for sub in ast.walk(node):
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
             names.add(sub.id)
@@ -66,15 +72,14 @@ class _Lowerer(Statements, Expressions):
     def __init__(self, pyfunc, node: ast.FunctionDef, filename: str, offset: int):
         self.node, self.filename, self.offset = node, filename, offset
         a = node.args
-        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
-            self.unsupported(node, "*args, **kwargs or keyword-only parameters",
-                             "use plain positional parameters")
-        args = [Arg(i, p.arg, self.loc(p)) for i, p in enumerate(a.args)]
+        if a.vararg or a.kwarg:
+            self.unsupported(node, "*args or **kwargs parameters", "use named parameters")
+        args = [Arg(i, p.arg, self.loc(p)) for i, p in enumerate(_parameters(node))]
         self.fn = Function(pyfunc.__qualname__, filename, node.lineno + offset, args, pyfunc)
         self.ssa = SSABuilder(self.fn)
         self.locals = _assigned_names(node)
         self.loops: list[tuple] = []  # (continue target, break target)
-        self.params = {a.arg for a in node.args.args}
+        self.params = {a.arg for a in _parameters(node)}
         self.range_vars: list[str] = []  # variables of the enclosing range loops
         self.unchecked: set[int] = set()  # ids of subscripts proven in bounds (versioning.py)
         self.ntemp = 0

@@ -169,7 +169,7 @@ class Interpreter:
             result = self.abstract_call(fn.value, args)
         except TypeInferenceError as exc:
             if exc.loc is None:
-                exc = type(exc)(exc.args[0], exc.types, frame.where(inst), frame.ir.name, exc.hint)
+                exc = type(exc)(exc.message, exc.types, frame.where(inst), frame.ir.name, exc.hint)
             raise exc from None
         if result is None:
             name = getattr(fn.value, "__qualname__", repr(fn.value))
@@ -207,7 +207,7 @@ class Interpreter:
         try:
             return fn(*args)
         except TypeInferenceError as exc:
-            raise TypeInferenceError(exc.args[0], exc.types, frame.where(at), frame.ir.name) from None
+            raise TypeInferenceError(exc.message, exc.types, frame.where(at), frame.ir.name, exc.hint) from None
 
     def read(self, holder, name):
         """Read a global (dict item, module attribute or closure cell) and record it."""
@@ -248,6 +248,9 @@ class Interpreter:
         """Call the Python function ``fn`` (compiled too): infer its specialization."""
         code = fn.__code__
         n = code.co_argcount
+        if code.co_kwonlyargcount:
+            raise TypeInferenceError(f"{fn.__qualname__}() has keyword-only parameters, which calls in compiled "
+                                     "code cannot pass", hint="make them positional parameters")
         defaults = fn.__defaults__ or ()
         if not (n - len(defaults) <= len(args) <= n):
             raise TypeInferenceError(f"{fn.__qualname__}() takes {n} arguments, got {len(args)}")

@@ -256,7 +256,7 @@ def marshal(args, alloc=None):
         types.append(t)
         if isinstance(t, T.ArrayType):
             staged = np.ascontiguousarray(a)
-            t = T.ArrayType(t.dtype, t.ndim, "C")
+            t = T.ArrayType(t.dtype, t.ndim, "C", t.readonly)
             types[-1] = t
             dptr = alloc(staged.nbytes) if staged.nbytes else 0
             copies.append(_Copy(a, staged, dptr, staged.nbytes))
@@ -300,7 +300,7 @@ def signature(args):
             return None
         shape, strides, typestr = cai["shape"], cai.get("strides"), cai["typestr"]
         if strides is None:
-            key.append((typestr, len(shape), True))
+            key.append((typestr, len(shape), True, bool(cai["data"][1])))
             values.append(cai["data"][0])
             values.extend(shape)
             itemsize = _ITEMSIZE.get(typestr)
@@ -315,7 +315,7 @@ def signature(args):
                 contiguous = dtype is not None and is_contiguous(shape, strides, dtype)
                 if len(_CONTIGUOUS) < 4096:
                     _CONTIGUOUS[layout] = contiguous
-            key.append((typestr, len(shape), contiguous))
+            key.append((typestr, len(shape), contiguous, bool(cai["data"][1])))
             values.append(cai["data"][0])
             values.extend(shape)
             values.extend(strides)

@@ -25,11 +25,12 @@ a strided range of threads, calling the kernel with the arguments read from
   :class:`EmulationError`, never a stale value. Kernels that shuffle run in
   the threaded mode.
 
-Linux/glibc only (``pthread_getspecific``). Out-of-bounds indexing is not
-checked (as on the GPU) and may crash the process, unless the kernel has
-``boundscheck=True``: then a bad index calls ``gpuc_emu_index_error``, the
-thread's kernel returns at once (its functions have a status), the driver
-stops, and the launch raises ``IndexError`` with NumPy's message.
+Linux/glibc only (``pthread_getspecific``). Indices are checked unless the
+kernel has ``boundscheck=False`` (the emulation is for debugging; on the GPU
+checks are off unless asked for): a bad index calls ``gpuc_emu_index_error``,
+the thread's kernel returns at once (its functions have a status), the driver
+stops, and the launch raises ``IndexError`` with NumPy's message and the
+kernel's ``file:line``. Unchecked, a bad index may crash the process.
 """
 
 from __future__ import annotations
@@ -65,22 +66,27 @@ class EmulationSource:
     def entry(self) -> str:
         return self.spec.entry
 
+    def _where(self) -> list:
+        """The kernel's file and first line: bounds-check messages name lines (code digests leave them out)."""
+        code = self.spec.fn.__code__
+        return [code.co_filename, code.co_firstlineno]
+
     def fingerprint(self, job=None) -> Any:
-        return {"grid_emulation": 1, "kernel": self.spec.fingerprint(job)}
+        return {"grid_emulation": 1, "kernel": self.spec.fingerprint(job), "where": self._where()}
 
     def fingerprint_for(self, job) -> Any:
         return self.fingerprint(job)
 
     # the two-level key of the kernel's spec (docs/cache.md), under the emulation's settings
     def index_fingerprint(self) -> Any:
-        return {"grid_emulation": 1, "kernel": self.spec.index_fingerprint()}
+        return {"grid_emulation": 1, "kernel": self.spec.index_fingerprint(), "where": self._where()}
 
     def dependency_record(self, job) -> dict | None:
         return self.spec.dependency_record(job)
 
     def verify_record(self, job, record) -> Any:
         fingerprint = self.spec.verify_record(job, record)
-        return None if fingerprint is None else {"grid_emulation": 1, "kernel": fingerprint}
+        return None if fingerprint is None else {"grid_emulation": 1, "kernel": fingerprint, "where": self._where()}
 
     def discard_verified(self, job) -> None:
         self.spec.discard_verified(job)
@@ -240,17 +246,19 @@ def _shuffle(site: int, bits: int, delta: int) -> int:
 
 _BARRIER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64)
 _SHUFFLE_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
-_INDEX_ERROR_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
+_INDEX_ERROR_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p)
 _index_errors: list[str] = []  # written by the running launch only: launches hold _LAUNCH_LOCK
 #: one emulated launch at a time in the process: shared arrays are module globals and the index-error
 #: channel above is process-wide, so two kernels running at once could see each other's errors
 _LAUNCH_LOCK = threading.Lock()
 
 
-def _index_error(index: int, axis: int, size: int) -> None:
-    """A bounds-checked kernel indexed out of bounds: record NumPy's message (the first one wins)."""
+def _index_error(index: int, axis: int, size: int, where: bytes) -> None:
+    """A bounds-checked kernel indexed out of bounds: record NumPy's message and the kernel's
+    ``file:line`` (the first one wins)."""
     if not _index_errors:
-        _index_errors.append(f"index {index} is out of bounds for axis {axis} with size {size}")
+        _index_errors.append(f"index {index} is out of bounds for axis {axis} with size {size} "
+                             f"at {where.decode(errors='replace')}")
 
 
 def _raise_index_error() -> None:

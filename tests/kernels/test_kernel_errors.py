@@ -8,7 +8,7 @@ import pytest
 from gpucompiler import device as gd
 from gpucompiler import jit, kernel
 from gpucompiler.device import KernelOnlyError
-from gpucompiler.errors import (ArgumentTypeError, EmulationError, KernelError, LaunchError,
+from gpucompiler.errors import (ArgumentBindingError, ArgumentTypeError, EmulationError, KernelError, LaunchError,
                                 TypeInferenceError)
 
 
@@ -148,7 +148,7 @@ def test_launch_errors():
         k[1, (64, 32), "cpu"](np.zeros(2))
     with pytest.raises(LaunchError, match="unknown device"):
         k[1, 1, "tpu"](np.zeros(2))
-    with pytest.raises(LaunchError, match="takes 1 arguments"):
+    with pytest.raises(ArgumentBindingError, match="too many positional arguments"):
         k[1, 1, "cpu"](np.zeros(2), 1)
     with pytest.raises(ArgumentTypeError):
         k[1, 1, "cpu"]("text")

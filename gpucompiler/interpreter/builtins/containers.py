@@ -14,7 +14,7 @@ import operator
 from llvmlite import ir
 
 from ... import types as T
-from ...errors import TypeInferenceError
+from ...errors import ReadOnlyArrayError, TypeInferenceError
 from ...frontend import intrinsics as K
 from ..lattice import Const, const, pyobj, widen
 from ..rules import Any_, Constant, Int, Number, RuleSet, register
@@ -122,7 +122,7 @@ def _getitem_type(a, index):
     if items is None or len(items) > a.ndim:
         return None
     rest = a.ndim - len(items)
-    return a.dtype if rest == 0 else _A(a.dtype, rest, "A" if len(items) else a.layout)
+    return a.dtype if rest == 0 else _A(a.dtype, rest, "A" if len(items) else a.layout, a.readonly)
 
 
 def _indices(cg, index, itype):
@@ -147,9 +147,16 @@ def _array_getitem(cg, args, argtypes, rt, checked=True):
     return view
 
 
-@base.define(operator.setitem, _A, Any_, Number,
-             restype=lambda a, i, v: T.none if _getitem_type(widen(a), i) == a.dtype else None,
-             pure=False)
+def _setitem_type(a, index, value):
+    if _getitem_type(widen(a), index) != a.dtype:
+        return None
+    if a.readonly:
+        raise ReadOnlyArrayError("assignment destination is read-only", (a,),
+                                 hint="pass a writeable array (a.copy(), or a.flags.writeable = True)")
+    return T.none
+
+
+@base.define(operator.setitem, _A, Any_, Number, restype=_setitem_type, pure=False)
 def _array_setitem(cg, args, argtypes, rt, checked=True):
     arr, index, value = args
     idx, itypes = _indices(cg, index, argtypes[1])
@@ -164,9 +171,7 @@ def _array_getitem_unchecked(cg, args, argtypes, rt):
     return _array_getitem(cg, args, argtypes, rt, checked=False)
 
 
-@base.define(K.setitem_unchecked, _A, Any_, Number,
-             restype=lambda a, i, v: T.none if _getitem_type(widen(a), i) == a.dtype else None,
-             pure=False)
+@base.define(K.setitem_unchecked, _A, Any_, Number, restype=_setitem_type, pure=False)
 def _array_setitem_unchecked(cg, args, argtypes, rt):
     _array_setitem(cg, args, argtypes, rt, checked=False)
 

@@ -53,7 +53,9 @@ def _nv(name):
 
 
 for _name in _INTRINSICS + _LIBM:
-    _fn = getattr(math, _name)
+    _fn = getattr(math, _name, None)
+    if _fn is None:  # math.exp2 and math.cbrt are new in Python 3.11
+        continue
     _low = _intrinsic("llvm." + _name) if _name in _INTRINSICS else _libm(_name)
     base.define(_fn, Number, restype=_float_type)(_low)
     ptx.define(_fn, Number, restype=_float_type)(_nv(_name))

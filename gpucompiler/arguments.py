@@ -1,0 +1,111 @@
+"""The call boundary of ``@jit`` functions and kernels: arguments bound and checked as Python would.
+
+Arguments bind to parameters as :meth:`inspect.Signature.bind` binds them:
+keywords, keyword-only parameters and defaults work (a default value is
+passed like an argument and typed like one); too many or missing arguments
+and unknown keywords raise :class:`~gpucompiler.errors.ArgumentBindingError`
+(a ``TypeError``). A call with exactly the positional parameters skips the
+binding.
+
+Arrays are NumPy ``ndarray``s of at least one dimension. An object with
+``__array_interface__`` or the buffer protocol (``memoryview``,
+``array.array``, ...) is viewed as one with :func:`numpy.asarray` (no copy
+when its layout allows) and that view is what the call gets, alive until it
+returns. Anything else, an object that merely has ``dtype`` and ``ndim``
+attributes included, is refused with an error naming the parameter: compiled
+code reads arrays at NumPy's struct offsets. A 0-d array is refused too
+(pass ``a.item()`` or a 1-element array).
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+
+from . import types as T
+from .errors import ArgumentBindingError, ArgumentTypeError
+
+_PY = {int: T.int64, float: T.float64, bool: T.boolean}
+_HINT = "pass bool, int, float or a NumPy array (of at least one dimension) of bool, int32, int64, float32 or float64"
+
+
+class Binder:
+    """Binds the arguments of calls of ``fn`` to its parameters, in the compiled function's order."""
+
+    __slots__ = ("fn", "names", "positional", "_signature")
+
+    def __init__(self, fn):
+        code = fn.__code__
+        self.fn = fn
+        self.names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        #: the argument count a call may have to skip binding (-1: always bind)
+        self.positional = code.co_argcount if not code.co_kwonlyargcount else -1
+        self._signature = None
+
+    def bind(self, args: tuple, kwargs: dict) -> tuple:
+        """The argument of every parameter, defaults filled in; :class:`ArgumentBindingError` if none binds."""
+        if self._signature is None:
+            self._signature = inspect.signature(self.fn)
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            code = self.fn.__code__
+            raise ArgumentBindingError(f"{self.fn.__name__}(): {exc}", (code.co_filename, code.co_firstlineno, 0),
+                                       self.fn.__qualname__,
+                                       f"the signature is {self.fn.__name__}{self._signature}") from None
+        bound.apply_defaults()
+        return tuple(bound.arguments[n] for n in self.names)
+
+    def __call__(self, args: tuple, kwargs: dict) -> tuple:
+        if not kwargs and len(args) == self.positional:
+            return args
+        return self.bind(args, kwargs)
+
+
+def _refuse(value, name: str, function: str, hint: str = _HINT):
+    dtype = getattr(value, "dtype", None)
+    shown = type(value).__name__ + (f" of dtype {dtype}" if dtype is not None else "")
+    raise ArgumentTypeError(name, shown, function=function, hint=hint)
+
+
+def argument(value, name: str, function: str) -> tuple:
+    """``(type, value to pass)`` of one argument: scalars as they are, array-likes as NumPy arrays."""
+    t = _PY.get(type(value))
+    if t is not None:
+        return t, value
+    np = sys.modules.get("numpy")
+    if np is None or not isinstance(value, (np.ndarray, np.generic)):
+        if hasattr(value, "__array_interface__") or _has_buffer(value):
+            import numpy as np
+
+            try:
+                value = np.asarray(value)
+            except (TypeError, ValueError) as exc:
+                _refuse(value, name, function, f"NumPy cannot view it as an array ({exc})")
+        else:
+            _refuse(value, name, function)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        _refuse(value, name, function, "0-d arrays are not supported: pass a.item() (a scalar) or "
+                                       "a.reshape(1) (a 1-element array)")
+    t = T.typeof(value)
+    if t is None:
+        _refuse(value, name, function)
+    if isinstance(value, np.generic):
+        value = value.item()
+    return t, value
+
+
+def _has_buffer(value) -> bool:
+    if isinstance(value, (str, tuple, list, dict)):
+        return False
+    try:
+        memoryview(value).release()
+    except TypeError:
+        return False
+    return True
+
+
+def arguments(values, names, function: str) -> tuple[tuple, tuple]:
+    """``(types, values to pass)`` of bound arguments (see :func:`argument`)."""
+    typed = [argument(v, n, function) for v, n in zip(values, names)]
+    return tuple(t for t, _ in typed), tuple(v for _, v in typed)

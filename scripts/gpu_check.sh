@@ -50,6 +50,10 @@ echo "== docs/kernels.md examples (GPU blocks included)"
 DOCS_RC=${PIPESTATUS[0]}
 [ "$DOCS_RC" -ne 0 ] && TESTS_RC=$DOCS_RC
 
+echo "== Enzyme's CUDA guide (clang device code -> gpuc enzyme --target ptx -> launched, gradient checked)"
+"$PY" -m pytest -q -p no:cacheprovider tests/enzyme/test_cuda_guide.py 2>&1 | tail -n 5
+[ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
+
 echo "== benchmarks/gpu.py"
 "$PY" benchmarks/gpu.py --json "$REPORT/gpu_bench.json" 2>&1 | tee "$REPORT/gpu_bench.txt"
 BENCH_RC=${PIPESTATUS[0]}

@@ -35,10 +35,6 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..config import CompilerConfig
-    from ..job import CompilerJob, LLVMSource
-    from ..pipeline import compile
-    from ..service.contain import call_in_child
     from ..targets import parse_target
 
     if args.emit in ("obj", "bc") and args.output is None:
@@ -47,25 +43,42 @@ def run(args: argparse.Namespace) -> int:
         text = args.input.read_text()
     except OSError as exc:
         raise ConfigError(f"cannot read {args.input}: {exc.strerror}") from None
-    target = parse_target(args.target)
-    entry = args.entry or _first_definition(text, args.input)
-    config = CompilerConfig(target=target, kernel=args.kernel, opt_level=args.opt_level,
-                            plugins=tuple(args.plugins))
+    artifact = compile_text(text, args.input, target=parse_target(args.target), emit=args.emit, entry=args.entry,
+                            kernel=args.kernel, opt_level=args.opt_level, plugins=tuple(args.plugins))
+    write_artifact(artifact, args.output)
+    return 0
+
+
+def compile_text(text: str, path: Path, *, target, emit: str, entry: str | None, kernel: bool, opt_level: int,
+                 plugins: tuple[str, ...]) -> bytes:
+    """``text`` (read from ``path``) compiled through the pipeline for ``target``; the ``emit`` artifact.
+
+    Shared by ``gpuc compile-ir`` and ``gpuc enzyme --target`` (one path: the plugins' stages run
+    inside the pipeline)."""
+    from ..config import CompilerConfig
+    from ..job import CompilerJob, LLVMSource
+    from ..pipeline import compile
+    from ..service.contain import call_in_child
+
+    entry = entry or _first_definition(text, path)
+    config = CompilerConfig(target=target, kernel=kernel, opt_level=opt_level, plugins=plugins)
 
     def build() -> bytes:
         try:
-            artifact = compile(CompilerJob(LLVMSource(text, entry), config), emit=(args.emit,)).artifacts[args.emit]
+            artifact = compile(CompilerJob(LLVMSource(text, entry), config), emit=(emit,)).artifacts[emit]
         except IRParseError as exc:
-            raise _located(exc, args.input) from None
+            raise _located(exc, path) from None
         return artifact.encode() if isinstance(artifact, str) else artifact
 
     # LLVM aborts the process on some inputs: compile in a child, report an abort as an error
-    artifact = call_in_child(build, str(args.input))
-    if args.output is None:
+    return call_in_child(build, str(path))
+
+
+def write_artifact(artifact: bytes, output: Path | None) -> None:
+    if output is None:
         sys.stdout.write(artifact.decode())
     else:
-        args.output.write_bytes(artifact)
-    return 0
+        output.write_bytes(artifact)
 
 
 def _first_definition(text: str, path: Path) -> str:

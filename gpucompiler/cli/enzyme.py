@@ -1,6 +1,7 @@
 """``gpuc enzyme``: differentiate the Enzyme calls of an LLVM IR file.
 
     gpuc enzyme grad.ll -o grad.diff.ll
+    gpuc enzyme kernel.ll --target ptx:sm_90 -o kernel.ptx     (differentiated, then compiled)
     clang-19 -S -emit-llvm -O2 grad.c -o - | gpuc enzyme - > grad.diff.ll
 
 Every ``__enzyme_autodiff*`` / ``__enzyme_fwddiff*`` / ``__enzyme_augmentfwd*``
@@ -17,6 +18,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError, IRParseError
+from .compile_ir import EMIT_CHOICES
 
 
 def add_parser(subparsers) -> None:
@@ -26,6 +28,14 @@ def add_parser(subparsers) -> None:
                     "for, and write the verified module.")
     parser.add_argument("input", metavar="IN.ll", help="LLVM IR text file ('-' reads stdin)")
     parser.add_argument("-o", dest="output", type=Path, help="output file (default: stdout)")
+    parser.add_argument("--target", help="also compile the differentiated module for this target (native, ptx "
+                                         "or ptx:sm_XY, as compile-ir): writes --emit instead of LLVM IR")
+    parser.add_argument("--emit", choices=EMIT_CHOICES, default="asm",
+                        help="with --target: what to write (default asm: PTX for ptx targets)")
+    parser.add_argument("-O", dest="opt_level", type=int, default=2, choices=range(4), metavar="N",
+                        help="with --target: optimisation level 0-3 (default 2)")
+    parser.add_argument("--entry", help="with --target: entry function (default: the first defined one)")
+    parser.add_argument("--kernel", action="store_true", help="with --target: compile the entry as a GPU kernel")
     parser.set_defaults(func=run)
 
 
@@ -39,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
         parse_ir(text)
     except IRParseError as exc:
         raise _located(exc, args.input) from None
+    if args.target is not None:
+        return _compile(text, args)
     out = differentiate(text)
     try:
         parse_ir(out)
@@ -49,6 +61,19 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(out)
     else:
         args.output.write_text(out)
+    return 0
+
+
+def _compile(text: str, args: argparse.Namespace) -> int:
+    """The compile-ir path with the enzyme plugin: its ``ad`` stage differentiates the markers."""
+    from ..targets import parse_target
+    from .compile_ir import compile_text, write_artifact
+
+    if args.emit in ("obj", "bc") and args.output is None:
+        raise ConfigError(f"--emit {args.emit} writes binary data: give an output file with -o")
+    artifact = compile_text(text, Path(args.input), target=parse_target(args.target), emit=args.emit,
+                            entry=args.entry, kernel=args.kernel, opt_level=args.opt_level, plugins=("enzyme",))
+    write_artifact(artifact, args.output)
     return 0
 
 

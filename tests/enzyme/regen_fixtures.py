@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerate tests/enzyme/fixtures/*.ll from tests/enzyme/c/*.c with clang-19.
+"""Regenerate tests/enzyme/fixtures/*.ll from tests/enzyme/c/*.c (and tests/enzyme/cuda/*.ll from
+cuda/guide.cu) with clang-19.
 
     python tests/enzyme/regen_fixtures.py            # rewrite the fixtures
     python tests/enzyme/regen_fixtures.py --check    # fail if any differs
@@ -54,6 +55,23 @@ def compile_one(cc: str, src: str, level: list[str], flags: list[str]) -> str:
     return proc.stdout
 
 
+#: the CUDA guide example: (fixture, clang flags), compiled from cuda/guide.cu in cuda/
+CUDA = HERE / "cuda"
+CUDA_JOBS = [
+    ("guide.ptx.ll", ["--cuda-device-only", "-nocudainc", "-nocudalib", "--cuda-gpu-arch=sm_90",
+                      "-Wno-unknown-cuda-version"]),
+    ("guide.host.ll", ["-x", "c++", "--target=x86_64-pc-linux-gnu"]),
+]
+
+
+def compile_cuda(cc: str, flags: list[str]) -> str:
+    proc = subprocess.run([cc, *flags, "-S", "-emit-llvm", "-fno-ident", "-g0", "-O2", "-fno-discard-value-names",
+                           "guide.cu", "-o", "-"], cwd=CUDA, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"regen_fixtures: cuda/guide.cu {' '.join(flags)} failed:\n{proc.stderr}")
+    return proc.stdout
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare instead of writing")
@@ -70,6 +88,14 @@ def main() -> int:
                     differ.append(path.name)
             else:
                 path.write_text(text)
+    for name, flags in CUDA_JOBS:
+        text = compile_cuda(cc, flags)
+        path = CUDA / name
+        if args.check:
+            if not path.exists() or path.read_text() != text:
+                differ.append(f"cuda/{name}")
+        else:
+            path.write_text(text)
     if differ:
         print("regen_fixtures: out of date:", ", ".join(differ))
         return 1

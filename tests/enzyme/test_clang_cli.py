@@ -61,3 +61,9 @@ def test_cli_reports_malformed_ir(tmp_path):
 def test_cli_missing_file(tmp_path):
     proc = gpuc("absent.ll", cwd=tmp_path)
     assert proc.returncode == 1 and "absent.ll" in proc.stderr
+
+
+def test_cli_target_is_parsed_like_compile_ir(tmp_path):
+    proc = gpuc(str(fixture_path("arrays", "O2")), "--target", "ptx:sm_9x", "-o", "out.ptx", cwd=tmp_path)
+    assert proc.returncode == 1 and "unknown target 'ptx:sm_9x'" in proc.stderr
+    assert not (tmp_path / "out.ptx").exists()

@@ -11,7 +11,7 @@ from gpucompiler.llvm import types as T
 
 from .analysis import CONST, DUP, OUT, callee_name, memory_type
 from .emit import is_float_like, zero
-from . import gpu
+from . import gpu, stack
 from .errors import unsupported
 from .rules import MATH_FORWARD, MATH_REVERSE, derived_forward, math_name
 
@@ -44,7 +44,7 @@ def rule_name(inst, like=None) -> str | None:
 
 def classify(inst, like=None) -> str:
     """What kind of call ``inst`` is: ``ignored``, ``math``, ``alloc``, ``calloc``, ``realloc``, ``free``,
-    ``memcpy``, ``memset``, ``defined``, ``inactive`` or ``unknown``. ``like`` as in :func:`rule_name`."""
+    ``memcpy``, ``memset``, ``tape`` (the engine's stack helpers), ``defined``, ``inactive`` or ``unknown``. ``like`` as in :func:`rule_name`."""
     name = callee_name(inst)
     if name is None:
         return "unknown"
@@ -53,6 +53,8 @@ def classify(inst, like=None) -> str:
     special = gpu.classify(name)
     if special is not None:
         return special
+    if stack.operation(inst) is not None:
+        return "tape"
     if name.startswith(_IGNORED_PREFIXES):
         return "ignored"
     if math_name(name) is not None:
@@ -115,6 +117,9 @@ def forward(s, inst):
     act = s.act
     varied = not act.is_constant_instruction(inst)
     if kind in ("ignored", "inactive", "barrier"):
+        return
+    if kind == "tape":
+        stack.forward(s, inst)
         return
     if kind == "math":
         if s.tangents and inst in act.active:
@@ -191,6 +196,9 @@ def reverse(r, inst):
     act = r.act
     if kind == "barrier":
         gpu.reverse_barrier(r, inst)
+        return
+    if kind == "tape":
+        stack.reverse(r, inst)
         return
     if kind == "math":
         if inst not in act.active:

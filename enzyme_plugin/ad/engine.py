@@ -8,17 +8,16 @@ import re
 from gpucompiler.llvm import Builder, Function, constant, types as T
 
 from .analysis import CONST, DUP, OUT, Activity
-from . import custom
+from . import custom, stack
 from .calls import INACTIVE
 from .emit import carries_derivative, declare, fconst, is_float_like, zero
 from .errors import unsupported
 from .globals import GlobalShadows
-from .helpers import HELPERS, memcpy_adjoint
+from .helpers import HELPERS, PREFIX as _PREFIX, memcpy_adjoint
 from .reverse import TAPE, Reverse
 from .sweep import Sweep
 from .typeinfo import MemoryTypes, retype_integer_copies
 
-_PREFIX = "__gpuc_ad_"
 
 
 class Engine:
@@ -323,11 +322,12 @@ class Engine:
                 k += 1
 
     # -- output -------------------------------------------------------------------
-    def finalize(self, text: str) -> str:
-        """Replace the helper declarations of ``text`` by their definitions."""
+    def finalize(self, text: str, *, out_of_line: bool = False) -> str:
+        """Replace the helper declarations of ``text`` by their definitions (the stack helpers
+        ``noinline`` when ``out_of_line``: the derivative is differentiated again, :mod:`.stack`)."""
         for name, body in self._helpers.items():
             text = re.sub(rf"^declare [^\n]*@{re.escape(name)}\([^\n]*\n", "", text, flags=re.M)
-            text += body
+            text += stack.out_of_line(body) if out_of_line else body
         return text
 
 

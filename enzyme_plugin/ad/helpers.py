@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from gpucompiler.llvm import types as T
 
+PREFIX = "__gpuc_ad_"
+"""Names of the helpers: ``PREFIX + key``."""
+
 def _trap_if_null(value: str, next_label: str) -> str:
     """IR lines (braces doubled, for ``str.format``) that trap when allocation ``value`` failed:
     the tape never writes through null, on the CPU or on a device heap."""

@@ -18,7 +18,7 @@ from typing import Callable
 from gpucompiler.llvm import (Builder, ConstantExpr, Function, GlobalVariable, Instruction, constant, parse,
                               types as T)
 
-from . import custom, gpu, preprocess, splitmode
+from . import custom, gpu, preprocess, splitmode, stack
 from .analysis import CONST, DUP, OUT
 from .emit import carries_derivative, is_float_like
 from .engine import Engine
@@ -300,10 +300,12 @@ def differentiate_nested(text: str, optimize: Callable[[str], str]) -> str:
         ready = _innermost(module, sites) if sites else []
         if len(ready) == len(sites):
             engine, _ = differentiate_module(module, ready)
+            stack.inline_again(module)
             return engine.finalize(str(module))
         with gpu.options(warp_aggregate=False):  # plain atomics: the outer level differentiates them
             engine, _ = differentiate_module(module, ready)
-        module = parse(preprocess.prepare(optimize(engine.finalize(str(module)))))
+        text = engine.finalize(str(module), out_of_line=True)
+        module = parse(preprocess.prepare(optimize(text)))
 
 
 def differentiate(ir_text: str, *, optimize: bool = True) -> str:

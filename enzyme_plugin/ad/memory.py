@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from gpucompiler.llvm import Instruction, const_int, types as T
 
-from .emit import is_float_like, sizeof, zero
-from . import gpu
+from .emit import has_float, is_float_like, sizeof, zero
+from . import gpu, stack
 from .errors import unsupported
 from .typeinfo import is_copy_store
 
@@ -22,10 +22,6 @@ def fwd_alloca(s, inst):
     if inst not in s.act.shadowed:
         return
     copy = s.vmap[inst]
-    sh = Instruction("alloca", inst.type, list(copy.parts), (), "")
-    for o in copy.operands:
-        sh.append_operand(o)
-    s.b.insert(sh)
     size = sizeof(inst.allocated_type)
     n = const_int(T.i64, size)
     if inst.operands:
@@ -33,6 +29,13 @@ def fwd_alloca(s, inst):
         if cnt.type is not T.i64:
             cnt = s.b.zext(cnt, T.i64) if cnt.type.bits < 64 else s.b.trunc(cnt, T.i64)
         n = s.b.mul(cnt, n)
+    if s.heap_shadows:  # freed by the reverse of the alloca (rev_alloca)
+        sh = s.b.call(s.engine.helper("tape_alloc"), [n])
+    else:
+        sh = Instruction("alloca", inst.type, list(copy.parts), (), "")
+        for o in copy.operands:
+            sh.append_operand(o)
+        s.b.insert(sh)
     s.memset(sh, n)
     s.shadow_map[inst] = sh
 
@@ -85,7 +88,14 @@ def fwd_store(s, inst):
         _int_access_check(s, inst, p, t)
         s.b.store(s.val(v), sp, align=_align(inst))
         return
+    if _zero_aggregate(v):  # a struct set to zero (a tape's state): its shadow too
+        s.b.store(zero(t), sp, align=_align(inst))
+        return
     raise unsupported(f"store of {t} into active memory", inst, s.fn)
+
+
+def _zero_aggregate(v) -> bool:
+    return v.type.kind in ("struct", "array") and getattr(v, "ref", None) in ("zeroinitializer", "undef", "poison")
 
 
 def fwd_address(s, inst):
@@ -127,6 +137,9 @@ def rev_load(r, inst):
 
 def rev_store(r, inst):
     v, p = inst.value_operand, inst.pointer_operand
+    if p in r.act.shadowed and _zero_aggregate(v) and has_float(v.type):  # overwritten: adjoints dropped
+        r.b.store(zero(v.type), r.fwd_shadow(p, inst), align=_align(inst))
+        return
     if p not in r.act.shadowed or not is_float_like(v.type):
         return
     sp = r.fwd_shadow(p, inst)
@@ -136,4 +149,15 @@ def rev_store(r, inst):
         r.accumulate(v, m)
 
 
-REVERSE = {"load": rev_load, "store": rev_store, "atomicrmw": lambda r, i: gpu.rev_atomic(r, i)}
+def rev_alloca(r, inst):
+    """Every use of the alloca is reversed: free its shadow stack (a tape struct, :mod:`.stack`) and,
+    in split mode, its heap shadow."""
+    if inst not in r.act.shadowed:
+        return
+    stack.free_shadow_stacks(r, inst)
+    if r.sweep.heap_shadows:
+        r.b.call(r.engine.helper("tape_free"), [r.fwd_shadow(inst, inst)])
+
+
+REVERSE = {"load": rev_load, "store": rev_store, "alloca": rev_alloca,
+           "atomicrmw": lambda r, i: gpu.rev_atomic(r, i)}

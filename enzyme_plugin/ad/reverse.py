@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from gpucompiler.llvm import Argument, Builder, Instruction, const_int, constant, types as T
 
-from . import calls, memory
+from . import calls, memory, stack
 from .emit import Emit, fconst, is_float_like, sizeof, zero
 from .errors import unsupported
 from .recompute import Recompute
@@ -54,6 +54,8 @@ class Reverse(Emit, Recompute, LoopTape):
         self.requests: dict = {}  # primal block -> [(forward value, load, offset)]
         self.memo: dict = {}
         self.cur = None
+        # split mode: the reverse runs after the forward function returned, so shadows of allocas live on the heap
+        self.sweep.heap_shadows = not self.combined
 
     # -- values available in the reverse sweep --------------------------------
     def fwd(self, v):
@@ -72,6 +74,8 @@ class Reverse(Emit, Recompute, LoopTape):
         return self._from_forward(v.parent, fv)
 
     def fwd_shadow(self, v, inst=None):
+        if v in self.sweep.frame_offsets:
+            return stack.shadow_frame(self, v)
         if isinstance(v, Argument):
             s = self.rev_shadows.get(v)
             if s is None:

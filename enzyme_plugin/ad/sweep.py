@@ -37,6 +37,10 @@ class Sweep(Emit):
         self._phis: list = []
         #: realloc -> bytes of the old shadow it copied (reverse mode)
         self.realloc_bytes: dict = {}
+        #: stack helper call -> offset of its shadow frame in the shadow stack (reverse mode, :mod:`.stack`)
+        self.frame_offsets: dict = {}
+        #: shadows of allocas on the heap (split reverse mode: the reverse runs in another function)
+        self.heap_shadows = False
 
     # -- values --------------------------------------------------------------
     def val(self, v):

@@ -206,10 +206,13 @@ class Builder:
 
     # -- calls and control flow ----------------------------------------------
     def call(self, callee: Value, args, name: str = "", fnty: T.FunctionType | None = None) -> Instruction:
-        """``call`` a :class:`Function` (or any pointer, given ``fnty``)."""
+        """``call`` a :class:`Function` (in its calling convention) or any pointer, given ``fnty``."""
         fnty = fnty or callee.function_type
         em = Emitter()
         em.raw("call")
+        cc = callee.calling_convention if isinstance(callee, Function) else "ccc"
+        if cc != "ccc":  # a call in another convention than the callee's is undefined behaviour
+            em.raw(cc)
         em.obj(fnty if fnty.vararg else fnty.ret)
         em.slot(callee)
         em.raw("(")

@@ -84,6 +84,24 @@ def test_full_hessian_of_rosenbrock_column_by_column():
     close(np.array(cols).T, F.hess_rosenbrock(x))
 
 
+@pytest.mark.parametrize("hidden,n", [(3, 4), (8, 64)], ids=["small", "stack_grows"])
+def test_mlp_loss_hessian_vector_products_both_ways(hidden, n):
+    """Nested loops with early exits (index checks): the inner gradient keeps a stack tape, which the
+    outer derivative mirrors; 8 x 64 iterations grow (move) the stack."""
+    rng = np.random.default_rng(3)
+    w, x, a, y = rng.normal(size=hidden * n), rng.normal(size=n), rng.normal(size=hidden), 0.4
+    v = rng.normal(size=hidden * n)
+    want = F.hess_mlp_loss(w, x, a, y, hidden, n) @ v
+    dw, hv = np.zeros_like(w), np.zeros_like(w)
+    autodiff(Forward, F.grad_mlp_loss, Duplicated(w, v), Duplicated(dw, hv), Const(x), Const(a), Const(y),
+             Const(hidden), Const(n))
+    close(hv, want)
+    dw, hv2 = np.zeros_like(w), np.zeros_like(w)
+    autodiff(Reverse, F.grad_mlp_loss, Duplicated(w, hv2), Duplicated(dw, v.copy()), Const(x), Const(a),
+             Const(y), Const(hidden), Const(n))
+    close(hv2, want)
+
+
 def test_hessian_vector_products_inside_jit_functions():
     x = np.linspace(-0.5, 1.3, 6)
     v = np.cos(np.arange(6.0))

@@ -8,7 +8,8 @@ below, which take the environment as an argument for tests).
   ``GPUC_CACHE_DIR``, ``GPUC_CACHE_SIZE``, ``GPUC_CACHE_URL`` (Redis),
   ``GPUC_CACHE_SHARED_DIR``, ``GPUC_CACHE_SECRET`` / ``GPUC_CACHE_SECRET_FILE``,
   ``GPUC_CACHE_REDIS_CA`` / ``_CERT`` / ``_KEY``, ``GPUC_SERVICE_URL``,
-  ``GPUC_SERVICE_TOKEN`` (both ends of the service), ``XDG_CACHE_HOME``;
+  ``GPUC_SERVICE_TOKEN`` / ``GPUC_SERVICE_TOKEN_FILE`` (both ends of the service), ``XDG_CACHE_HOME``;
+  :func:`runtime_dir`: ``XDG_RUNTIME_DIR`` (where ``gpuc serve`` writes a generated token);
 * :class:`CompileSettings`: ``GPUC_DUMP_DIR`` (dump every stage's IR);
 * :class:`ToolchainSettings`: ``GPUC_PTXAS``, ``GPUC_LIBDEVICE``, ``CUDA_HOME``,
   ``CUDA_PATH``, ``CUDA_ROOT``;
@@ -52,7 +53,29 @@ def default_cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
 #: every variable the cache settings are read from (``HOME`` through ``~``)
 _CACHE_VARS = ("GPUC_CACHE", "GPUC_CACHE_DIR", "GPUC_CACHE_SIZE", "GPUC_CACHE_URL", "GPUC_SERVICE_URL",
                "GPUC_SERVICE_TOKEN", "GPUC_CACHE_SECRET", "GPUC_CACHE_SECRET_FILE", "GPUC_CACHE_SHARED_DIR",
-               "GPUC_CACHE_REDIS_CA", "GPUC_CACHE_REDIS_CERT", "GPUC_CACHE_REDIS_KEY", "XDG_CACHE_HOME", "HOME")
+               "GPUC_CACHE_REDIS_CA", "GPUC_CACHE_REDIS_CERT", "GPUC_CACHE_REDIS_KEY", "XDG_CACHE_HOME", "HOME",
+               "GPUC_SERVICE_TOKEN_FILE")
+
+
+def runtime_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """``$XDG_RUNTIME_DIR/gpucompiler``, else ``~/.local/share/gpucompiler/runtime`` (as Jupyter's)."""
+    base = environ.get("XDG_RUNTIME_DIR")
+    if base:
+        return Path(base) / "gpucompiler"
+    return Path(os.path.expanduser("~")) / ".local" / "share" / "gpucompiler" / "runtime"
+
+
+def _service_token(environ: Mapping[str, str]) -> str | None:
+    """``GPUC_SERVICE_TOKEN``, else the contents of ``GPUC_SERVICE_TOKEN_FILE``."""
+    if environ.get("GPUC_SERVICE_TOKEN"):
+        return environ["GPUC_SERVICE_TOKEN"]
+    path = environ.get("GPUC_SERVICE_TOKEN_FILE")
+    if not path:
+        return None
+    try:
+        return Path(path).read_text().strip() or None
+    except OSError as exc:
+        raise CacheError(f"GPUC_SERVICE_TOKEN_FILE={path}: {exc.strerror}") from None
 
 
 def read_secret_file(path: str) -> bytes:
@@ -119,7 +142,7 @@ class CacheSettings:
                    max_bytes=parse_size(environ.get("GPUC_CACHE_SIZE", "1G")),
                    redis_url=None if off else url,
                    service_url=environ.get("GPUC_SERVICE_URL") or None,
-                   service_token=environ.get("GPUC_SERVICE_TOKEN") or None,
+                   service_token=_service_token(environ),
                    secret=secret, shared_dir=Path(shared) if shared and not off else None, redis_tls=tls)
 
 

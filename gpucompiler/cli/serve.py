@@ -1,7 +1,10 @@
 """``gpuc serve``: the cache-backed compile service on loopback.
 
-    gpuc serve                             127.0.0.1:8765, 2 workers, the default cache directory
+    gpuc serve                             127.0.0.1:8765, 2 workers, the default cache directory,
+                                           a generated token in a user-only file (printed)
     gpuc serve --port 9000 --workers 4 --token-file token.txt --max-request-mb 8 --timeout 60
+    gpuc serve --no-auth                   loopback only: no token
+    gpuc serve --host 0.0.0.0 --allow-remote --token-file token.txt
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--token-file", type=Path,
                         help="require 'Authorization: Bearer <token>' (token read from this file; "
                              "GPUC_SERVICE_TOKEN works too)")
+    parser.add_argument("--no-auth", action="store_true",
+                        help="serve without a token (loopback only; by default a token is generated)")
     parser.add_argument("--max-request-mb", type=float, default=16.0, help="largest request body (MiB)")
     parser.add_argument("--timeout", type=float, default=120.0, help="longest compile a request waits for (s)")
     parser.add_argument("--cache-dir", help="disk tier (default: GPUC_CACHE_DIR or the per-user cache)")
@@ -38,19 +43,51 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("gpuc serve needs starlette and uvicorn: pip install 'gpucompiler[service]'") from None
     from ..service.app import ServiceConfig, create_app
 
-    if args.host not in ("127.0.0.1", "localhost", "::1") and not args.allow_remote:
+    loopback = args.host in ("127.0.0.1", "localhost", "::1")
+    if not loopback and not args.allow_remote:
         raise ConfigError(f"--host {args.host} is not loopback; pass --allow-remote to serve other machines "
-                          "(and set a token)")
+                          "(with --token-file)")
     settings = CacheSettings.from_env()
     token = args.token_file.read_text().strip() if args.token_file else settings.service_token
+    if args.no_auth and not loopback:
+        raise ConfigError("--no-auth is for loopback only: other machines need a token (--token-file)")
+    if not loopback and not token:
+        raise ConfigError("--allow-remote needs a token: --token-file FILE (or GPUC_SERVICE_TOKEN)")
+    generated = None
+    if args.no_auth:
+        token = None
+    elif not token:
+        token, generated = _generate_token(args.port)
     config = ServiceConfig(cache_dir=args.cache_dir or (str(settings.directory) if settings.directory else None),
                            max_cache_bytes=settings.max_bytes, redis_url=settings.redis_url,
                            redis_tls=settings.redis_tls, secret=settings.secret,
                            workers=args.workers, token=token or None,
+                           generated_token_file=str(generated) if generated else None,
                            max_request_bytes=int(args.max_request_mb * (1 << 20)), timeout_s=args.timeout)
     print(f"gpuc serve: http://{args.host}:{args.port} ({args.workers} workers, cache "
           f"{config.cache_dir or 'memory only'}{', redis' if config.redis_url else ''}"
           f"{', token required' if token else ''})", flush=True)
+    if generated is not None:
+        print(f"gpuc serve: token in {generated} (clients: GPUC_SERVICE_TOKEN_FILE={generated})", flush=True)
     uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="warning",
                 timeout_keep_alive=30)
     return 0
+
+
+def _generate_token(port: int) -> tuple[str, Path]:
+    """A fresh token, written to a file only this user can read (as Jupyter does); the service
+    removes it when it stops."""
+    import os
+    import secrets
+
+    from ..settings import runtime_dir
+
+    token = secrets.token_hex(24)
+    directory = runtime_dir()
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    path = directory / f"serve-{port}.token"
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    return token, path

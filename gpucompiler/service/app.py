@@ -21,6 +21,7 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -40,7 +41,7 @@ from ..plugin import discovered
 from ..version import __version__
 from . import worker
 from .contain import call_in_child
-from .protocol import RequestError, answer_signer, encode_artifacts, parse_request
+from .protocol import RequestError, answer_signer, encode_artifacts, parse_body, parse_request
 
 log = logging.getLogger("gpucompiler.service")
 
@@ -56,6 +57,8 @@ class ServiceConfig:
     workers: int = 2
     token: str | None = attrs.field(default=None, repr=False)
     """Bearer token every request but ``/health`` must carry (None: no auth)."""
+    generated_token_file: str | None = None
+    """A token file ``gpuc serve`` generated: removed when the service stops."""
     secret: bytes | None = attrs.field(default=None, repr=False)
     """The deployment's secret: signs answers and the Redis tier's entries."""
     redis_tls: dict[str, str] = attrs.field(factory=dict)
@@ -74,6 +77,8 @@ class _Service:
         self.pool: ProcessPoolExecutor | None = None
         self.inflight: dict[tuple[str, tuple[str, ...]], asyncio.Future] = {}
         self.counts: Counter[str] = Counter()
+        self.crashed: dict[str, str] = {}
+        """Keys of jobs that crashed a worker and then a fresh child: their error, answered at once."""
 
     def start_pool(self) -> None:
         c = self.config
@@ -82,6 +87,21 @@ class _Service:
                                                   c.redis_tls))
         for _ in range(c.workers):
             self.pool.submit(worker.ping)  # start the workers (and their imports) now
+
+    def stop_pool(self, grace: float = 5.0) -> None:
+        """Stop the workers: cancel queued jobs, end the processes (none outlives the server)."""
+        pool, self.pool = self.pool, None
+        if pool is None:
+            return
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in processes:
+            proc.terminate()
+        for proc in processes:
+            proc.join(grace)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(grace)
 
     def authorised(self, request: Request) -> bool:
         if not self.config.token:
@@ -108,11 +128,7 @@ class _Service:
             return _error(401, "unauthorized", "missing or wrong bearer token (Authorization: Bearer …)")
         try:
             body = await self.body(request)
-            try:
-                data = json.loads(body)
-            except ValueError as exc:
-                raise RequestError(f"the body is not JSON: {exc}", 400, "bad_request") from None
-            job, emit = parse_request(data)
+            job, emit = parse_request(parse_body(body))
             document = keys.key_document(job)
             key = keys.digest(document)
             found = self.cache.lookup(key, document, emit)
@@ -128,6 +144,10 @@ class _Service:
         except asyncio.TimeoutError:
             self.counts["errors"] += 1
             return _error(504, "timeout", f"the compile took longer than {self.config.timeout_s} s")
+        except Exception as exc:  # a bug of ours: a JSON answer all the same, the connection kept
+            self.counts["errors"] += 1
+            log.exception("internal error on /compile")
+            return _error(500, "internal", f"{type(exc).__name__}: {exc}")
 
     async def single_flight(self, key: str, document: dict, emit: tuple[str, ...], body: bytes) -> Entry:
         flight = (key, tuple(sorted(emit)))
@@ -141,6 +161,10 @@ class _Service:
         return await asyncio.wait_for(asyncio.shield(future), self.config.timeout_s)
 
     async def _run(self, key: str, document: dict, body: bytes) -> Entry:
+        crash = self.crashed.get(key)
+        if crash is not None:  # it crashed a worker and a fresh child: not tried a third time
+            self.counts["crash_memo"] += 1
+            raise RequestError(crash, 422, "compiler_crashed")
         self.counts["compiles"] += 1
         loop = asyncio.get_running_loop()
         pool = self.pool
@@ -166,7 +190,6 @@ class _Service:
         self.cache.memory.put(entry)
         return entry
 
-
     def _isolated(self, key: str, body: bytes) -> tuple[int, bytes]:
         """Compile one request body in a fresh forked child: an abort fails this job alone."""
         c = self.config
@@ -176,6 +199,9 @@ class _Service:
                                 timeout=c.timeout_s)
         except CompilerCrashError as exc:
             self.counts["crashed"] += 1
+            self.crashed[key] = str(exc)
+            while len(self.crashed) > 1024:
+                self.crashed.pop(next(iter(self.crashed)))
             return 422, json.dumps({"error": "compiler_crashed", "message": str(exc)}).encode()
         return int(out[:3]), out[3:]
 
@@ -203,10 +229,13 @@ def create_app(config: ServiceConfig | None = None) -> Starlette:
         try:
             yield
         finally:
-            if service.pool is not None:
-                service.pool.shutdown(wait=False, cancel_futures=True)
+            service.stop_pool()
+            if service.config.generated_token_file:
+                Path(service.config.generated_token_file).unlink(missing_ok=True)
 
     async def health(request: Request) -> Response:
+        if not (service.config.token and service.authorised(request)):
+            return JSONResponse({"status": "ok"})  # versions and plugins only to token holders
         return JSONResponse({"status": "ok", "gpucompiler": __version__, "llvm": llvm_version(),
                              "workers": service.config.workers, "auth": bool(service.config.token),
                              "plugins": [[n, p.version] for n, p in discovered().items()]})

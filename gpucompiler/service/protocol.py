@@ -18,6 +18,7 @@ The answer holds the artifacts (text as is, bytes in base64) and metadata.
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import attrs
@@ -68,6 +69,22 @@ def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
+_SCALARS = {"str": str, "int": int, "bool": bool, "float": (int, float), "None": type(None)}
+
+
+def _matches(value: Any, annotation: str) -> bool:
+    """Whether a JSON value fits a target field's annotation (``str``, ``int | None``, ``tuple[int, int]``)."""
+    for option in (a.strip() for a in annotation.split("|")):
+        if option.startswith("tuple[") and isinstance(value, tuple):
+            inner = [i.strip() for i in option[6:-1].split(",")]
+            if len(inner) == len(value) and all(_matches(v, i) for v, i in zip(value, inner)):
+                return True
+        elif option in _SCALARS and isinstance(value, _SCALARS[option]) and (
+                option == "bool" or not isinstance(value, bool)):
+            return True
+    return False
+
+
 def config_from_json(data: Any) -> CompilerConfig:
     """Inverse of :func:`config_to_json`; malformed data raises :class:`RequestError` (400)."""
     try:
@@ -76,9 +93,20 @@ def config_from_json(data: Any) -> CompilerConfig:
         if cls is None:
             raise RequestError(f"unknown target {data['target']['name']!r}; known: {', '.join(TARGETS)}",
                                400, "bad_request")
-        return CompilerConfig(cls(**target), params=[(k, _tuples(v)) for k, v in data["params"]],
-                              kernel=bool(data["kernel"]), name=data["name"], opt_level=data["opt_level"],
-                              plugins=tuple(data["plugins"]), validate=bool(data["validate"]))
+        if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in data["params"]):
+            raise ValueError("params must be [name, value] pairs with string names")
+        config = CompilerConfig(cls(**{k: _tuples(v) for k, v in target.items()}),
+                                params=[(k, _tuples(v)) for k, v in data["params"]],
+                                kernel=bool(data["kernel"]), name=data["name"], opt_level=data["opt_level"],
+                                plugins=tuple(data["plugins"]), validate=bool(data["validate"]))
+        for field in attrs.fields(cls):
+            value = getattr(config.target, field.name)
+            if not _matches(value, str(field.type)):
+                raise TypeError(f"target field {field.name!r} must be {field.type}, not {value!r}")
+        hash(config)
+        if not isinstance(config.opt_level, int) or not 0 <= config.opt_level <= 3:
+            raise ValueError(f"opt_level {config.opt_level!r} is not 0-3")
+        return config
     except RequestError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -86,6 +114,28 @@ def config_from_json(data: Any) -> CompilerConfig:
 
 
 # -- requests -----------------------------------------------------------------------
+
+#: deepest nesting of arrays and objects a request may have (a real one has 4)
+MAX_DEPTH = 16
+
+
+def parse_body(body: bytes) -> Any:
+    """The JSON of a request body; not JSON, or nested deeper than :data:`MAX_DEPTH`, is a 400."""
+    try:
+        data = json.loads(body)
+    except RecursionError:
+        raise RequestError(f"the body is nested too deeply (the limit is {MAX_DEPTH})", 400, "too_deep") from None
+    except ValueError as exc:
+        raise RequestError(f"the body is not JSON: {exc}", 400, "bad_request") from None
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (list, dict)):
+            if depth > MAX_DEPTH:
+                raise RequestError(f"the body is nested too deeply (the limit is {MAX_DEPTH})", 400, "too_deep")
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+    return data
+
 
 def prepared_ir(job: CompilerJob) -> str:
     """The front half of the pipeline run here (IR generation, ``post_irgen``, deferred linking)."""

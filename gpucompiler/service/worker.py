@@ -7,8 +7,10 @@ pool transports is a Python object graph.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 
 from .. import pipeline
 from ..cache.core import Cache
@@ -25,10 +27,22 @@ def init(cache_dir: str | None, max_bytes: int, redis_url: str | None, secret: b
          redis_tls: dict[str, str] | None = None) -> None:
     """Pool initializer: this worker's cache (disk and Redis; no service, no memory to speak of)."""
     global _cache
+    die_with_parent()
     os.environ.pop("GPUC_SERVICE_URL", None)  # a worker never forwards to a service
     disk = DiskTier(cache_dir, max_bytes) if cache_dir else None  # checked private by the server
     redis = RedisTier(redis_url, tls=redis_tls) if redis_url else None
     _cache = Cache(disk, redis, memory=MemoryTier(max_entries=16), secret=secret, compiler=pipeline.compile)
+
+
+def die_with_parent() -> None:
+    """Linux: this process gets SIGTERM when the server dies, however it dies (no orphans)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:  # the server died before the call
+        os._exit(1)
 
 
 def ping() -> int:

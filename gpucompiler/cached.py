@@ -28,7 +28,8 @@ def cache_from_settings(settings: CacheSettings) -> Cache:
     """A cache with the tiers ``settings`` name, compiling misses on the service when one is set."""
     disk = private_disk(settings.directory, settings.max_bytes) if settings.directory else None
     shared = DiskTier(settings.shared_dir, settings.max_bytes, name="shared") if settings.shared_dir else None
-    redis = RedisTier(settings.redis_url, tls=settings.redis_tls) if settings.redis_url else None
+    redis = (RedisTier(settings.redis_url, tls=settings.redis_tls, lock_lease=settings.lock_lease)
+             if settings.redis_url else None)
     service = None
     if settings.service_url:
         from .service.client import ServiceClient  # optional dependency (httpx)

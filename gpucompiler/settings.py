@@ -54,7 +54,7 @@ def default_cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
 _CACHE_VARS = ("GPUC_CACHE", "GPUC_CACHE_DIR", "GPUC_CACHE_SIZE", "GPUC_CACHE_URL", "GPUC_SERVICE_URL",
                "GPUC_SERVICE_TOKEN", "GPUC_CACHE_SECRET", "GPUC_CACHE_SECRET_FILE", "GPUC_CACHE_SHARED_DIR",
                "GPUC_CACHE_REDIS_CA", "GPUC_CACHE_REDIS_CERT", "GPUC_CACHE_REDIS_KEY", "XDG_CACHE_HOME", "HOME",
-               "GPUC_SERVICE_TOKEN_FILE")
+               "GPUC_SERVICE_TOKEN_FILE", "GPUC_CACHE_LOCK_LEASE")
 
 
 def runtime_dir(environ: Mapping[str, str] = os.environ) -> Path:
@@ -76,6 +76,19 @@ def _service_token(environ: Mapping[str, str]) -> str | None:
         return Path(path).read_text().strip() or None
     except OSError as exc:
         raise CacheError(f"GPUC_SERVICE_TOKEN_FILE={path}: {exc.strerror}") from None
+
+
+def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
+    text = environ.get(name)
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise CacheError(f"{name}={text!r} is not a positive number of seconds")
+    return value
 
 
 def read_secret_file(path: str) -> bytes:
@@ -117,6 +130,8 @@ class CacheSettings:
     """``GPUC_CACHE_SHARED_DIR``: a directory other users may write too (entries signed)."""
     redis_tls: dict[str, str] = attrs.field(factory=dict, hash=False)
     """``GPUC_CACHE_REDIS_CA`` / ``_CERT`` / ``_KEY``: TLS files for a ``rediss://`` URL."""
+    lock_lease: float = 10.0
+    """``GPUC_CACHE_LOCK_LEASE``: seconds a dead holder of the fleet's compile lock keeps it."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "CacheSettings":
@@ -143,7 +158,8 @@ class CacheSettings:
                    redis_url=None if off else url,
                    service_url=environ.get("GPUC_SERVICE_URL") or None,
                    service_token=_service_token(environ),
-                   secret=secret, shared_dir=Path(shared) if shared and not off else None, redis_tls=tls)
+                   secret=secret, shared_dir=Path(shared) if shared and not off else None, redis_tls=tls,
+                   lock_lease=_seconds(environ, "GPUC_CACHE_LOCK_LEASE", 10.0))
 
 
 @functools.lru_cache(maxsize=4)

@@ -207,9 +207,12 @@ class Cache:
         found = self.lookup(key, document, emit)
         if found is None:
             lock = self.disk.lock(key) if self.disk is not None else _no_lock()
-            with lock as locked:
+            fleet = self.redis.lock(key) if self.redis is not None else _no_lock()  # one compile per fleet
+            with lock as locked, fleet as fleet_locked:
                 if self.disk is not None and not locked:
                     self._warn(f"cannot create a lock in {self.disk.locks}; compiling without one")
+                if not fleet_locked:
+                    self.stats["fleet_lock_unavailable"] += 1
                 found = self.lookup(key, document, emit, memory=False)  # another process may have won
                 if found is None:
                     if check is not None:

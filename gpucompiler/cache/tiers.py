@@ -19,6 +19,7 @@ from typing import Any, Iterator
 
 from ..errors import CacheCorruptionError, CacheError
 from .entry import Entry
+from .fleet import CircuitBreaker, LeaseLock, TierUnavailable
 
 #: the largest entry a tier hands out (an entry of a big kernel is a few MiB)
 MAX_ENTRY_BYTES = 256 << 20
@@ -214,12 +215,18 @@ class DiskTier:
 
 
 class RedisTier:
-    """A shared tier in Redis: ``<prefix><key>`` holds the entry's bytes."""
+    """A shared tier in Redis: ``<prefix><key>`` holds the entry's bytes.
+
+    Every operation goes through a :class:`~.fleet.CircuitBreaker` (a failing
+    server is skipped for ``cooldown`` seconds); :meth:`lock` is the fleet's
+    compile lock (:class:`~.fleet.LeaseLock`).
+    """
 
     name = "redis"
 
     def __init__(self, url: str, prefix: str = "gpuc:v1:", timeout: float = 2.0, *,
-                 tls: dict[str, str] | None = None, max_entry_bytes: int = MAX_ENTRY_BYTES):
+                 tls: dict[str, str] | None = None, max_entry_bytes: int = MAX_ENTRY_BYTES,
+                 cooldown: float = 30.0, lock_lease: float = 10.0):
         try:
             import redis
         except ImportError:
@@ -228,13 +235,19 @@ class RedisTier:
         self.url = url
         self.prefix = prefix
         self.max_entry_bytes = max_entry_bytes
-        self.errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+        self.lock_lease = lock_lease
+        self._failures: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+        self.errors: tuple[type[BaseException], ...] = (*self._failures, TierUnavailable)
+        self.breaker = CircuitBreaker(cooldown)
         self.client: Any = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout,
                                                 **(tls or {}))
 
+    def _call(self, what: str, op: Any, *args: Any, **kwargs: Any) -> Any:
+        return self.breaker.call(f"redis {what}", op, *args, errors=self._failures, **kwargs)
+
     def get(self, key: str) -> bytes | None:
         """The entry's bytes, at most ``max_entry_bytes`` of them (GETRANGE: a huge value is not fetched)."""
-        data = self.client.getrange(self.prefix + key, 0, self.max_entry_bytes)
+        data = self._call("get", self.client.getrange, self.prefix + key, 0, self.max_entry_bytes)
         if not data:
             return None
         if len(data) > self.max_entry_bytes:
@@ -242,14 +255,29 @@ class RedisTier:
         return data
 
     def put(self, key: str, data: bytes) -> None:
-        self.client.set(self.prefix + key, data)
+        self._call("set", self.client.set, self.prefix + key, data)
 
     def delete(self, key: str) -> bool:
-        return bool(self.client.delete(self.prefix + key))
+        return bool(self._call("delete", self.client.delete, self.prefix + key))
+
+    @contextmanager
+    def lock(self, key: str, wait: float = 600.0) -> Iterator[bool]:
+        """Hold the fleet's compile lock of ``key``; yields False when Redis cannot be used."""
+        lease = LeaseLock(self._call, self.client, f"{self.prefix}lock:{key}", self.lock_lease, wait)
+        try:
+            lease.acquire()
+        except self.errors:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            lease.release()
 
     def keys(self) -> list[str]:
         n = len(self.prefix)
-        return sorted(k.decode()[n:] for k in self.client.scan_iter(match=self.prefix + "*", count=1000))
+        return sorted(k.decode()[n:] for k in self.client.scan_iter(match=self.prefix + "*", count=1000)
+                      if not k.decode()[n:].startswith("lock:"))
 
     def clear(self) -> int:
         keys = self.keys()

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         token, generated = _generate_token(args.port)
     config = ServiceConfig(cache_dir=args.cache_dir or (str(settings.directory) if settings.directory else None),
                            max_cache_bytes=settings.max_bytes, redis_url=settings.redis_url,
-                           redis_tls=settings.redis_tls, secret=settings.secret,
+                           redis_tls=settings.redis_tls, secret=settings.secret, lock_lease=settings.lock_lease,
                            workers=args.workers, token=token or None,
                            generated_token_file=str(generated) if generated else None,
                            max_request_bytes=int(args.max_request_mb * (1 << 20)), timeout_s=args.timeout)

@@ -62,6 +62,8 @@ class ServiceConfig:
     secret: bytes | None = attrs.field(default=None, repr=False)
     """The deployment's secret: signs answers and the Redis tier's entries."""
     redis_tls: dict[str, str] = attrs.field(factory=dict)
+    lock_lease: float = 10.0
+    """Lease of the fleet's compile lock in Redis (seconds)."""
     max_request_bytes: int = 16 << 20
     timeout_s: float = 120.0
     """Longest a request waits for its compile."""
@@ -71,7 +73,8 @@ class _Service:
     def __init__(self, config: ServiceConfig):
         self.config = config
         disk = private_disk(config.cache_dir, config.max_cache_bytes) if config.cache_dir else None
-        redis = RedisTier(config.redis_url, tls=config.redis_tls) if config.redis_url else None
+        redis = (RedisTier(config.redis_url, tls=config.redis_tls, lock_lease=config.lock_lease)
+                 if config.redis_url else None)
         self.cache = Cache(disk, redis, secret=config.secret, compiler=pipeline.compile)
         self.signer = answer_signer(config.secret, config.token)
         self.pool: ProcessPoolExecutor | None = None
@@ -84,7 +87,7 @@ class _Service:
         c = self.config
         self.pool = ProcessPoolExecutor(c.workers, initializer=worker.init,
                                         initargs=(c.cache_dir, c.max_cache_bytes, c.redis_url, c.secret,
-                                                  c.redis_tls))
+                                                  c.redis_tls, c.lock_lease))
         for _ in range(c.workers):
             self.pool.submit(worker.ping)  # start the workers (and their imports) now
 
@@ -186,6 +189,7 @@ class _Service:
             sent = decode(payload, f"worker:{key}")
         except CacheCorruptionError as exc:
             raise RequestError(str(exc), 500, "internal") from None
+        self.counts[f"worker.{sent.meta.get('origin', 'compiled')}"] += 1  # worker.compiled: LLVM ran
         entry = Entry(key, document, sent.artifacts, sent.meta)
         self.cache.memory.put(entry)
         return entry
@@ -193,7 +197,7 @@ class _Service:
     def _isolated(self, key: str, body: bytes) -> tuple[int, bytes]:
         """Compile one request body in a fresh forked child: an abort fails this job alone."""
         c = self.config
-        initargs = (c.cache_dir, c.max_cache_bytes, c.redis_url, c.secret, c.redis_tls)
+        initargs = (c.cache_dir, c.max_cache_bytes, c.redis_url, c.secret, c.redis_tls, c.lock_lease)
         try:
             out = call_in_child(lambda: worker.compile_packed(body, initargs), f"job {key[:16]}",
                                 timeout=c.timeout_s)

@@ -24,13 +24,13 @@ _cache: Cache | None = None
 
 
 def init(cache_dir: str | None, max_bytes: int, redis_url: str | None, secret: bytes | None = None,
-         redis_tls: dict[str, str] | None = None) -> None:
+         redis_tls: dict[str, str] | None = None, lock_lease: float = 10.0) -> None:
     """Pool initializer: this worker's cache (disk and Redis; no service, no memory to speak of)."""
     global _cache
     die_with_parent()
     os.environ.pop("GPUC_SERVICE_URL", None)  # a worker never forwards to a service
     disk = DiskTier(cache_dir, max_bytes) if cache_dir else None  # checked private by the server
-    redis = RedisTier(redis_url, tls=redis_tls) if redis_url else None
+    redis = RedisTier(redis_url, tls=redis_tls, lock_lease=lock_lease) if redis_url else None
     _cache = Cache(disk, redis, memory=MemoryTier(max_entries=16), secret=secret, compiler=pipeline.compile)
 
 

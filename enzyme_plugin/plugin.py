@@ -14,12 +14,24 @@ Stages (each callback marker-gated, so modules without ``autodiff`` are untouche
 
 from __future__ import annotations
 
+import attrs
+
 import gpucompiler.plugin as gp
 
 from .passes import inttoptr, lower, noinline, nvvm
-from .rules import MARKER
+from . import cli
+from .ad_stage import run_ad
+from .rules import MARKER, rules
 
 AD_MARKERS = ("__enzyme_autodiff", "__enzyme_fwddiff", "__enzyme_augmentfwd", "__enzyme_reverse")
+
+
+@attrs.define
+class EnzymeJobState:
+    """The plugin's state for one compile (``CompileContext.plugin_state["enzyme"]``)."""
+
+    ran_ad: bool = False
+    """whether the ``ad`` stage differentiated this module (``post_ad`` restores only then)"""
 
 
 class EnzymePlugin(gp.Plugin):
@@ -27,15 +39,13 @@ class EnzymePlugin(gp.Plugin):
 
     name = "enzyme"
     version = "0.1"
+    rules = rules
 
-    def __init__(self):
-        self._ran_ad: dict = {}
+    def new_state(self, job) -> EnzymeJobState:
+        return EnzymeJobState()
 
-    @property
-    def rules(self):
-        from .rules import rules
-
-        return rules
+    def add_commands(self, subparsers) -> None:
+        cli.add_parser(subparsers)  # gpuc enzyme
 
     @gp.callback("post_irgen")
     def preserve_inttoptr(self, job, module):
@@ -53,15 +63,13 @@ class EnzymePlugin(gp.Plugin):
         nvvm.preserve(module.model, job.target.name)
 
     @gp.callback("ad", markers=AD_MARKERS)
-    def differentiate(self, job, module):
-        from .ad_stage import run_ad
-
+    def differentiate(self, job, module, state: EnzymeJobState):
         run_ad(job, module)
-        self._ran_ad[id(job)] = True
+        state.ran_ad = True
 
     @gp.callback("post_ad")
-    def restore(self, job, module):
-        if not self._ran_ad.pop(id(job), False):
+    def restore(self, job, module, state: EnzymeJobState):
+        if not state.ran_ad:
             return
         model = module.model
         nvvm.restore(model, job.target.name)

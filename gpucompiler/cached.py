@@ -12,16 +12,10 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
+from . import pipeline
 from .cache.core import Cache, CachedResult, private_disk
 from .cache.tiers import DiskTier, RedisTier
 from .settings import CacheSettings
-
-
-def compile_job(job: Any, kinds: tuple[str, ...]) -> Any:
-    """:func:`gpucompiler.pipeline.compile`, imported on the first miss."""
-    from . import pipeline  # import time: `import gpucompiler` 75 -> 180 ms if the pipeline came with it
-
-    return pipeline.compile(job, kinds)
 
 
 def cache_from_settings(settings: CacheSettings) -> Cache:
@@ -35,7 +29,7 @@ def cache_from_settings(settings: CacheSettings) -> Cache:
         from .service.client import ServiceClient  # optional dependency (httpx)
 
         service = ServiceClient(settings.service_url, token=settings.service_token, secret=settings.secret)
-    return Cache(disk, redis, service=service, shared=shared, secret=settings.secret, compiler=compile_job)
+    return Cache(disk, redis, service=service, shared=shared, secret=settings.secret, compiler=pipeline.compile)
 
 
 @functools.lru_cache(maxsize=1)

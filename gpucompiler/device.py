@@ -34,11 +34,9 @@ and compilation fails with the offending line.
 
 from __future__ import annotations
 
-import inspect
-
 from llvmlite import ir
 
-from . import types as T
+from . import plugin, types as T
 from .errors import ReadOnlyArrayError, TypeInferenceError
 from .interpreter import builtins as _base_rules  # noqa: F401  (base rules registered first)
 from .interpreter.builtins.containers import _element_pointer, _getitem_type, _indices
@@ -261,15 +259,9 @@ def _atomic_type(a, index, *values):
     return a.dtype
 
 
-# the base rules' element addressing; newer versions take the array type (layout-aware strides)
-_POINTER_TAKES_TYPE = len(inspect.signature(_element_pointer).parameters) >= 5
-
-
 def _atomic_pointer(cg, args, argtypes):
     idx, itypes = _indices(cg, args[1], argtypes[1])
-    if _POINTER_TAKES_TYPE:
-        return _element_pointer(cg, args[0], idx, itypes, widen(argtypes[0]))
-    return _element_pointer(cg, args[0], idx, itypes)
+    return _element_pointer(cg, args[0], idx, itypes, widen(argtypes[0]))
 
 
 def _atomic_rules(rules: RuleSet) -> None:
@@ -368,21 +360,12 @@ _add_rules(EMULATION_RULES, lambda cg, reg, axis: _emu_register(cg, reg.field, a
            _emu_barrier, _emu_shared, _emu_shuffle_down)
 
 
-class GridEmulationPlugin:
+class GridEmulationPlugin(plugin.Plugin):
     """Enables :data:`EMULATION_RULES` for the jobs of the CPU grid emulation."""
 
     name = "gpuc_grid"
     version = "1"
     rules = EMULATION_RULES
 
-    def report(self, job):
-        return None
 
-
-def _register_plugin() -> None:
-    from . import plugin
-
-    plugin.builtin(GridEmulationPlugin)
-
-
-_register_plugin()
+plugin.builtin(GridEmulationPlugin)

@@ -71,17 +71,29 @@ class UnsupportedIRError(IRParseError):
 
 
 class PluginError(GPUCompilerError):
-    """A plugin callback failed; names the plugin, the callback and the stage."""
+    """A plugin hook failed; names the plugin, the hook (``stage``: a stage, ``call handler``...)
+    and the callback, and, for interpreter hooks, the user's ``file:line`` (``loc``)."""
 
-    def __init__(self, plugin: str, stage: str, callback: str, cause: BaseException):
+    def __init__(self, plugin: str, stage: str, callback: str, cause: BaseException, loc=None,
+                 function: str = ""):
         self.plugin = plugin
         self.stage = stage
         self.callback = callback
         self.cause = cause
+        self.loc, self.function = loc, function
+        where = f"{loc[0]}:{loc[1]}: " if loc else ""
         super().__init__(
-            f"plugin {plugin!r} failed in stage {stage!r} (callback {callback}): "
-            f"{type(cause).__name__}: {cause}"
+            f"{where}plugin {plugin!r} failed in {_hook_words(stage)} (callback {callback}"
+            f"{f' on a call in {function}' if function else ''}): {type(cause).__name__}: {cause}"
         )
+
+    def located(self, loc, function: str = "") -> "PluginError":
+        """This error at the user's source location ``loc`` (``(file, line, col)``)."""
+        return PluginError(self.plugin, self.stage, self.callback, self.cause, loc, function)
+
+
+def _hook_words(stage: str) -> str:
+    return stage if stage in ("call handler",) else f"stage {stage!r}"
 
 
 class ToolchainError(GPUCompilerError):

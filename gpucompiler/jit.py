@@ -15,13 +15,19 @@ from __future__ import annotations
 import ctypes
 import functools
 import re
+import tempfile
+from pathlib import Path
 
-from . import types as T
+from . import pipeline, types as T
 from .arguments import Binder, arguments
-from .errors import ArgumentTypeError, TypeInferenceError
+from .config import CompilerConfig
+from .errors import ArgumentTypeError, TypeInferenceError, UnknownStageError
 from .frontend.printer import format_function
-from .frontend.spec import FunctionSpec, deps_valid
+from .interface import STAGE_INDEX, STAGE_NAMES
+from .job import CompilerJob
 from .settings import CompileSettings
+from .source.spec import FunctionSpec, deps_valid
+from .targets import NativeTarget
 
 # imported with the package, not at the first call: a first call served from the cache costs ~1 ms
 from . import identity as _keys  # noqa: E402
@@ -90,10 +96,6 @@ class Dispatcher:
         return FunctionSpec(self.py_func, argtypes)
 
     def _job(self, argtypes, args=()):
-        from .config import CompilerConfig
-        from .job import CompilerJob
-        from .targets import NativeTarget
-
         config = CompilerConfig(NativeTarget(), params={"python_abi": True, "boundscheck": self.boundscheck},
                                 opt_level=self.opt_level, plugins=self.plugins)
         return CompilerJob(self._spec(argtypes, args), config)
@@ -152,8 +154,6 @@ class Dispatcher:
         return "\n\n".join(out)
 
     def _emit(self, kind, argtypes) -> str:
-        from . import pipeline
-
         return pipeline.compile(self._job(tuple(argtypes)), emit=(kind,)).artifacts[kind]
 
     def inspect_llvm(self, *argtypes, stage: str | None = None) -> str:
@@ -164,13 +164,6 @@ class Dispatcher:
         """
         if stage is None:
             return self._emit("llvm", argtypes)
-        import tempfile
-        from pathlib import Path
-
-        from . import pipeline
-        from .errors import UnknownStageError
-        from .stages import STAGE_INDEX, STAGE_NAMES
-
         if stage not in STAGE_INDEX:
             raise UnknownStageError(stage, STAGE_NAMES)
         job = self._job(tuple(argtypes))

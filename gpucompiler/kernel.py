@@ -26,60 +26,22 @@ from __future__ import annotations
 import functools
 import re
 
-from . import types as T
 from . import device as _device  # noqa: F401  (registers the device intrinsics)
+from . import pipeline, types as T
 from .arguments import Binder, argument
-from .errors import ArgumentTypeError, KernelError, LaunchError
+from .cached import compile_cached
+from .config import CompilerConfig
+from .errors import KernelError, LaunchError
 from .frontend.ir import Return
-from .frontend.spec import FunctionSpec, deps_valid
 from .interpreter.lattice import widen
+from .job import CompilerJob
+from .runtime.arguments import argument_type
+from .runtime.grid import EmulatedKernel
+from .source.spec import FunctionSpec, deps_valid
+from .targets import PTXTarget
 
 CPU = "cpu"
 """The device spelling of the CPU grid emulation: ``k[grid, block, "cpu"]``."""
-
-_TYPESTR = {"<f4": T.float32, "<f8": T.float64, "<i4": T.int32, "<i8": T.int64, "|b1": T.boolean,
-            "=f4": T.float32, "=f8": T.float64, "=i4": T.int32, "=i8": T.int64}
-_PY = {int: T.int64, float: T.float64, bool: T.boolean}
-
-
-# -- argument types ---------------------------------------------------------------
-def cuda_array_type(cai: dict):
-    """The frontend type of an array described by ``__cuda_array_interface__``; None if unsupported."""
-    dtype = _TYPESTR.get(cai["typestr"])
-    if dtype is None:
-        return None
-    shape = tuple(cai["shape"])
-    readonly = bool(cai["data"][1]) if isinstance(cai.get("data"), (tuple, list)) else False
-    return T.ArrayType(dtype, len(shape), "C" if is_contiguous(shape, cai.get("strides"), dtype) else "A", readonly)
-
-
-def is_contiguous(shape, strides, dtype) -> bool:
-    if strides is None:
-        return True
-    expect = dtype.itemsize
-    for n, s in zip(reversed(shape), reversed(strides)):
-        if n != 1 and s != expect:
-            return False
-        expect *= n
-    return True
-
-
-def argument_type(value, name: str = "?", function: str = ""):
-    """The frontend type a kernel argument is specialised on."""
-    t = _PY.get(type(value))
-    if t is not None:
-        return t
-    cai = getattr(value, "__cuda_array_interface__", None)
-    if cai is None:
-        return argument(value, name, function)[0]
-    t = cuda_array_type(cai)
-    if t is None or t.ndim == 0:
-        raise ArgumentTypeError(name, type(value).__name__, function=function,
-                                hint="kernels take bool/int/float scalars and arrays (NumPy, or any "
-                                     "object with __cuda_array_interface__) of bool, int32, int64, "
-                                     "float32 or float64")
-    return t
-
 
 def normalize_dims(value, what: str) -> tuple[int, int, int]:
     """``int | tuple`` of up to 3 positive ints -> ``(x, y, z)``."""
@@ -220,17 +182,13 @@ class Kernel:
             self._ptx.clear()
             self._emulated.clear()
             self._deps.clear()
-            from .runtime import cuda
+            from .runtime import cuda  # import time: NumPy and the CUDA runtime load at the first CUDA use
 
             cuda.forget(self)
 
     def job(self, argtypes, capability=(9, 0), *, checked: bool = True):
         """The PTX :class:`~gpucompiler.job.CompilerJob` of ``argtypes`` for ``capability``
         (``checked=False``: the kernel rules are left to the compile)."""
-        from .config import CompilerConfig
-        from .job import CompilerJob
-        from .targets import PTXTarget
-
         argtypes = tuple(argtypes)
         target = PTXTarget(capability=tuple(capability), fastmath=self.fastmath, maxregs=self.maxregs)
         return CompilerJob(self.specialization(argtypes) if checked else self._spec(argtypes),
@@ -252,8 +210,6 @@ class Kernel:
         key = (tuple(argtypes), tuple(capability))
         hit = self._ptx.get(key)
         if hit is None:
-            from .cached import compile_cached
-
             job = self.job(argtypes, capability, checked=False)
             result = compile_cached(job, ("asm",), check=self._check)
             self._deps.extend(job.source.dependencies("ptx", job.config.plugins))
@@ -266,8 +222,6 @@ class Kernel:
 
     def inspect_llvm(self, *argtypes, capability=(9, 0)) -> str:
         """The final LLVM IR (PTX target) of the specialisation for ``argtypes``."""
-        from . import pipeline
-
         return pipeline.compile(self.job(self._types(argtypes), capability), ("llvm",)).artifacts["llvm"]
 
     def _types(self, argtypes) -> tuple:
@@ -279,8 +233,6 @@ class Kernel:
         """The CPU grid emulation of ``argtypes`` (compiled once, through the cache)."""
         em = self._emulated.get(argtypes)
         if em is None:
-            from .runtime.grid import EmulatedKernel
-
             em = EmulatedKernel(self._spec(argtypes), self.opt_level, self.plugins, self.boundscheck is not False,
                                 check=self._check)
             self._deps.extend(em.deps)
@@ -315,7 +267,7 @@ class Launch:
             k = self.kernel
             types, values = k.host_arguments(args)
             return k.emulated(types).launch(self.grid, self.block, values)
-        from .runtime import cuda
+        from .runtime import cuda  # import time: NumPy and the CUDA runtime load at the first CUDA use
 
         self._hstream = cuda.stream_handle(self.stream)
         self._launch = cuda.fast_launch

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm
 
+from .llvm import parse
 from .llvm.binding import parse_ir
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,8 +63,6 @@ class IRModule:
     def model(self) -> "Module":
         """The module as a mutable Python model; becomes the authoritative form."""
         if self._model is None:
-            from .llvm import parse
-
             self._model = parse(self.text)
             self._ref = self._text = None
         return self._model

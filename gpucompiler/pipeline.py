@@ -127,14 +127,13 @@ def emit_code(ctx: CompileContext, kinds: Sequence[str]) -> None:
 
 
 def collect_reports(ctx: CompileContext) -> dict[str, Any]:
-    """``report(job)`` of every enabled plugin that has one and returns something."""
+    """``report(job)`` of every enabled plugin that returns something."""
     reports = {}
     for p in ctx.plugins:
-        if callable(getattr(p, "report", None)):
-            try:
-                report = p.report(ctx.job)
-            except Exception as exc:
-                raise PluginError(p.name, "report", "report", exc) from exc
-            if report is not None:
-                reports[p.name] = report
+        try:
+            report = plugins.hook(p, "report")(ctx.job)
+        except Exception as exc:
+            raise PluginError(p.name, "report", "report", exc) from exc
+        if report is not None:
+            reports[p.name] = report
     return reports

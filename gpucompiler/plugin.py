@@ -1,8 +1,7 @@
-"""The plugin interface: declare callbacks on pipeline stages, discover plugins.
+"""The plugin registry: discover plugins, enable them per job, hand out their callbacks in order.
 
-A plugin is a class (or an instance) with a ``name``, a ``version`` and
-methods marked with :func:`callback` (run at a hook point of a stage) or
-:func:`listener` (told when any stage starts or finishes)::
+The hooks a plugin implements are declared in :mod:`gpucompiler.interface`
+(re-exported here: ``gp.Plugin``, ``gp.callback``, ``gp.listener``)::
 
     import gpucompiler.plugin as gp
 
@@ -30,77 +29,17 @@ from __future__ import annotations
 
 import importlib.metadata
 import inspect
-from typing import Any, Callable, ClassVar, Iterable
+from typing import Any, Callable, Iterable
 
 import attrs
 import pluggy
 
-from .errors import ConfigError, GPUCompilerError, PluginError, UnknownPluginError, UnknownStageError
-from .stages import HOOK_POINTS, hook_spec_name
+from .errors import ConfigError, GPUCompilerError, PluginError, UnknownPluginError
+from .interface import (CALLBACK_ATTR as _ATTR, EVENTS, HOOK_ARGS, HOOK_POINTS, PROJECT, Callback, Plugin,
+                        callback, hook, hook_spec_name, listener)
 
-PROJECT = "gpucompiler"
 ENTRY_POINT_GROUP = "gpucompiler.plugins"
-#: events a :func:`listener` can observe, with the arguments it may take
-EVENTS: dict[str, tuple[str, ...]] = {
-    "stage_started": ("job", "stage", "module"),
-    "stage_finished": ("job", "stage", "module", "seconds"),
-}
-HOOK_ARGS = ("job", "module")
-
 _hookspec = pluggy.HookspecMarker(PROJECT)
-_hookimpl = pluggy.HookimplMarker(PROJECT)
-_ATTR = "__gpuc_callback__"
-
-
-@attrs.frozen
-class Callback:
-    """What a :func:`callback` or :func:`listener` decorator recorded."""
-
-    point: str
-    """Hook point (``"ad"``, ``"optimize.late"``...) or event (``"stage_finished"``)."""
-    name: str
-    """The method's name, used in errors and ``gpuc plugins``."""
-    markers: tuple[str, ...] = ()
-    """Function names; when non-empty the callback runs only if one is in the module."""
-    order: int = 0
-    """Lower runs first; ties go by plugin name, then declaration order."""
-
-
-class Plugin:
-    """Optional base class of plugins; defines the identity and the ``report`` hook."""
-
-    name: ClassVar[str] = ""
-    version: ClassVar[str] = "0"
-
-    def report(self, job: Any) -> Any:
-        """A result to put in ``CompileResult.reports[self.name]`` after ``job``; None for none."""
-        return None
-
-
-def callback(stage: str, *, markers: Iterable[str] = (), order: int = 0) -> Callable:
-    """Mark a method ``fn(self, job, module)`` to run at hook point ``stage``.
-
-    ``markers``: run only when a function of one of these names is in the
-    module. ``order``: lower runs first (default 0).
-    """
-    if stage not in HOOK_POINTS:
-        raise UnknownStageError(stage, HOOK_POINTS,
-                                hint="optimize has the points optimize.early, optimize.late, optimize.last")
-    markers = (markers,) if isinstance(markers, str) else tuple(markers)
-
-    def mark(fn: Callable) -> Callable:
-        setattr(fn, _ATTR, Callback(stage, fn.__name__, markers, int(order)))
-        return _hookimpl(specname=hook_spec_name(stage))(fn)
-
-    return mark
-
-
-def listener(fn: Callable) -> Callable:
-    """Mark a method named after an event of :data:`EVENTS` (``stage_started``, ``stage_finished``)."""
-    if fn.__name__ not in EVENTS:
-        raise ConfigError(f"listener {fn.__name__!r} is not an event; events: {', '.join(EVENTS)}")
-    setattr(fn, _ATTR, Callback(fn.__name__, fn.__name__))
-    return _hookimpl(specname="gpuc_" + fn.__name__)(fn)
 
 
 def _make_specs() -> type:
@@ -273,3 +212,7 @@ def callbacks(plugins: Iterable[Any], point: str) -> list[BoundCallback]:
             rank = list(_declared_functions(impl.plugin).values()).index(fn)
             bound.append(BoundCallback(impl.plugin, getattr(fn, _ATTR), impl.function, tuple(impl.argnames), rank))
     return sorted(bound, key=BoundCallback.sort_key)
+
+
+__all__ = ["ENTRY_POINT_GROUP", "EVENTS", "HOOK_ARGS", "BoundCallback", "Callback", "Plugin", "builtin", "callback",
+           "callbacks", "declared_callbacks", "discovered", "enabled", "hook", "listener", "register", "unregister"]

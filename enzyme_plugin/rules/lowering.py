@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from gpucompiler.codegen.deferred import _TypedCallee, job_global
+from gpucompiler.codegen.deferred import TypedCallee, job_global
 from gpucompiler.codegen.lltypes import PTR, ll
 from gpucompiler.interpreter.deferred import LOOKUP
 
@@ -17,7 +17,7 @@ def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None):
     """``call <restype> @gpuc.enzyme.autodiff(ptr f, i32 mode, (i32 kind, values...)...)``.
 
     When the parent stops on errors (a status or an error slot) the nested
-    job ``f`` takes an error slot first (:func:`gpucompiler.codegen.deferred.nested_checks`):
+    job ``f`` takes an error slot first (:func:`gpucompiler.source.deferred.nested_checks`):
     it is passed as a ``Const`` pointer (the engine sees a plain argument; its
     stores and the branches on it are inactive), and after the call the
     parent returns at once if ``f`` failed, before any result is used.
@@ -37,7 +37,7 @@ def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None):
     decl = cg.mod.declare(MARKER, ir.VoidType(), [PTR])
     if not decl.function_type.var_arg:
         decl.function_type.var_arg = True
-    out = b.call(_TypedCallee(decl, ir.FunctionType(ll(restype), [PTR], var_arg=True)), args)
+    out = b.call(TypedCallee(decl, ir.FunctionType(ll(restype), [PTR], var_arg=True)), args)
     if slot is not None:
         cg.stop_if_failed(slot)
     return out

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import UnserialisableIRError
 from ..llvm.binding import parse_ir
+from ..targets.validation import ModuleFacts
 
 #: hexadecimal runs of 8+ digits (``0x7f3a...`` or bare) or explicit address markers in a symbol name
 _ADDRESS_NAME = re.compile(r"(0x[0-9a-fA-F]{6,}|(?<![0-9a-zA-Z])[0-9a-fA-F]{12,}(?![0-9a-zA-Z])|"
@@ -30,8 +31,6 @@ _GLOBAL_INTTOPTR = re.compile(r"inttoptr\s*\(\s*i\d+\s+(-?\d+)")
 
 def serialisation_errors(module: Any) -> list[tuple[str, str]]:
     """Every reason ``module`` (IR text, an ``IRModule`` or a ``ModuleRef``) cannot be serialised."""
-    from ..targets.validation import ModuleFacts
-
     ref = _ref(module)
     errors = ModuleFacts.of(ref).pointer_constant_errors()
     for gv in ref.global_variables:

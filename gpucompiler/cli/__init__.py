@@ -2,7 +2,8 @@
 
 Each subcommand lives in its own module with ``add_parser(subparsers)`` (which
 sets ``func`` on the parser) so that the list below reads as the CLI's table
-of contents.
+of contents. Plugins add their own subcommands through the ``add_commands``
+hook (``gpuc enzyme`` comes from the Enzyme plugin).
 """
 
 from __future__ import annotations
@@ -10,18 +11,22 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import plugin
 from ..errors import GPUCompilerError
+from . import cache_cmd, compile_ir, plugins_cmd, serve
+from .compile_ir import EMIT_CHOICES, compile_text, write_artifact
 
-SUBCOMMANDS = ("compile_ir", "plugins_cmd", "cache_cmd", "serve", "enzyme")
+SUBCOMMANDS = (compile_ir, plugins_cmd, cache_cmd, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    import importlib
-
+    """The parser of ``gpuc``: the built-in subcommands, then those of every installed plugin."""
     parser = argparse.ArgumentParser(prog="gpuc", description="gpucompiler command line")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in SUBCOMMANDS:
-        importlib.import_module(f"{__name__}.{name}").add_parser(sub)
+    for module in SUBCOMMANDS:
+        module.add_parser(sub)
+    for p in plugin.discovered().values():
+        plugin.hook(p, "add_commands")(sub)
     return parser
 
 
@@ -32,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     except GPUCompilerError as exc:
         print(f"gpuc: error: {exc}", file=sys.stderr)
         return 1
+
+
+__all__ = ["EMIT_CHOICES", "build_parser", "compile_text", "main", "write_artifact"]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,6 +15,12 @@ import json
 import time
 from pathlib import Path
 
+from ..cache.core import Cache
+from ..cache.entry import decode
+from ..cache.tiers import DiskTier, RedisTier
+from ..errors import CacheCorruptionError, ConfigError
+from ..settings import CacheSettings
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("cache", help="inspect, verify or clear the compile cache",
@@ -28,10 +34,6 @@ def add_parser(subparsers) -> None:
 
 
 def _cache(args: argparse.Namespace):
-    from ..cache.core import Cache
-    from ..settings import CacheSettings
-    from ..cache.tiers import DiskTier, RedisTier
-
     settings = CacheSettings.from_env()
     directory = args.dir or settings.directory
     disk = DiskTier(directory, settings.max_bytes) if directory else None
@@ -42,9 +44,6 @@ def _cache(args: argparse.Namespace):
 
 def _verify(tier, keys: list[str], evict: bool) -> list[dict]:
     """The entries of ``tier`` that fail their checks (through the tier: MACs for shared ones)."""
-    from ..cache.entry import decode
-    from ..errors import CacheCorruptionError
-
     bad = []
     for key in keys:
         try:
@@ -59,9 +58,6 @@ def _verify(tier, keys: list[str], evict: bool) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cache.entry import decode
-    from ..errors import CacheCorruptionError, ConfigError
-
     cache = _cache(args)
     disk, redis = cache.disk, cache.redis
     if disk is None:

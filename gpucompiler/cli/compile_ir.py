@@ -11,6 +11,12 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError, IRParseError
+from ..config import CompilerConfig
+from ..job import CompilerJob, LLVMSource
+from ..llvm.binding import parse_ir
+from ..pipeline import compile
+from ..service.contain import call_in_child
+from ..targets import parse_target
 
 EMIT_CHOICES = ("llvm", "bc", "asm", "obj")
 
@@ -35,8 +41,6 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..targets import parse_target
-
     if args.emit in ("obj", "bc") and args.output is None:
         raise ConfigError(f"--emit {args.emit} writes binary data: give an output file with -o")
     try:
@@ -55,11 +59,6 @@ def compile_text(text: str, path: Path, *, target, emit: str, entry: str | None,
 
     Shared by ``gpuc compile-ir`` and ``gpuc enzyme --target`` (one path: the plugins' stages run
     inside the pipeline)."""
-    from ..config import CompilerConfig
-    from ..job import CompilerJob, LLVMSource
-    from ..pipeline import compile
-    from ..service.contain import call_in_child
-
     entry = entry or _first_definition(text, path)
     config = CompilerConfig(target=target, kernel=kernel, opt_level=opt_level, plugins=plugins)
 
@@ -82,8 +81,6 @@ def write_artifact(artifact: bytes, output: Path | None) -> None:
 
 
 def _first_definition(text: str, path: Path) -> str:
-    from ..llvm.binding import parse_ir
-
     try:
         ref = parse_ir(text)
     except IRParseError as exc:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from .. import plugin as gp
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -21,8 +23,6 @@ def add_parser(subparsers) -> None:
 
 def describe() -> list[dict]:
     """One entry per discovered plugin, sorted by name; callbacks in declaration order."""
-    from .. import plugin as gp
-
     return [
         {"name": name, "version": p.version,
          "callbacks": [{"callback": c.name, "stage": c.point, "order": c.order, "markers": list(c.markers)}

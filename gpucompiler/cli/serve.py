@@ -38,10 +38,10 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        import uvicorn
+        import uvicorn  # optional dependency (gpucompiler[service])
     except ImportError:
         raise ConfigError("gpuc serve needs starlette and uvicorn: pip install 'gpucompiler[service]'") from None
-    from ..service.app import ServiceConfig, create_app
+    from ..service.app import ServiceConfig, create_app  # optional dependency (starlette)
 
     loopback = args.host in ("127.0.0.1", "localhost", "::1")
     if not loopback and not args.allow_remote:

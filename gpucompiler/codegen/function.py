@@ -23,6 +23,7 @@ from llvmlite import ir
 from .. import types as T
 from ..frontend.ir import Branch, Jump, Return
 from ..interpreter.lattice import BOTTOM, Const, const, pyobj, widen
+from .deferred import lower_deferred
 from .lltypes import I64, PTR, STATUS, has_value, ll
 
 _INT_SUFFIX = {T.float32: "f32", T.float64: "f64"}
@@ -264,6 +265,8 @@ class FunctionCodegen:
         argtypes = [self._abstract(a) for a in inst.args]
         if res.callee is not None:
             self.values[inst] = self._invoke(res.callee, args, argtypes, t)
+        elif res.deferred is not None:
+            self.values[inst] = lower_deferred(self, res.deferred, args, argtypes)
         else:
             self.values[inst] = res.lower(self, args, argtypes, t)
 

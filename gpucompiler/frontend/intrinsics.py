@@ -4,6 +4,9 @@ Each is a plain Python function with the construct's semantics, so that
 method tables key on it like on any other callee.
 """
 
+import builtins
+import math
+
 
 def build_tuple(*items):
     """``(a, b, ...)``"""
@@ -54,13 +57,9 @@ def all_in_bounds(*quads):
 def check(ok, exc_name, message):
     """Raise the built-in exception named ``exc_name`` when ``ok`` is false."""
     if not ok:
-        import builtins
-
         raise getattr(builtins, exc_name)(message)
 
 
 def ffloor(x):
     """``floor`` of a float, as a float."""
-    import math
-
     return float(math.floor(x))

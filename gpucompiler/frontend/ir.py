@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .printer import format_function
+
 Loc = tuple  # (filename, line, col)
 
 
@@ -120,6 +122,9 @@ class Jump(Inst):
         super().__init__(loc)
         self.target = target
 
+    def text(self) -> str:
+        return f"goto {self.target!r}"
+
 
 class Branch(Inst):
     """Conditional branch on a bool value."""
@@ -134,6 +139,9 @@ class Branch(Inst):
     def operands(self):
         return (self.cond,)
 
+    def text(self) -> str:
+        return f"if {self.cond.ref()} goto {self.then!r} else {self.orelse!r}"
+
 
 class Return(Inst):
     __slots__ = ("value",)
@@ -145,6 +153,9 @@ class Return(Inst):
     @property
     def operands(self):
         return (self.value,)
+
+    def text(self) -> str:
+        return f"return {self.value.ref()}"
 
 
 def successors(term: Inst) -> tuple:
@@ -194,8 +205,6 @@ class Function:
                 inst.id, n = n, n + 1
 
     def __str__(self) -> str:
-        from .printer import format_function
-
         return format_function(self)
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from .ir import Branch, Call, Function, Jump, Phi, Return
+if TYPE_CHECKING:
+    from .ir import Function
 
 
-def format_function(fn: Function, typeof: Callable | None = None, header: str | None = None) -> str:
+def format_function(fn: "Function", typeof: Callable | None = None, header: str | None = None) -> str:
     """Print ``fn``; ``typeof(value)`` (when given) annotates each value with its type."""
     fn.renumber()
     ann = (lambda v: f" :: {typeof(v)!r}") if typeof else (lambda v: "")
@@ -30,13 +31,8 @@ def _loc(inst) -> str:
 
 
 def _term(term) -> str:
-    if isinstance(term, Jump):
-        return f"goto {term.target!r}"
-    if isinstance(term, Branch):
-        return f"if {term.cond.ref()} goto {term.then!r} else {term.orelse!r}"
-    if isinstance(term, Return):
-        return f"return {term.value.ref()}"
-    return "<no terminator>"
+    text = getattr(term, "text", None)
+    return text() if text is not None else "<no terminator>"
 
 
-__all__ = ["format_function", "Call", "Phi"]
+__all__ = ["format_function"]

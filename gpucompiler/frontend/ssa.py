@@ -8,7 +8,7 @@ block is sealed. Trivial phis are removed at the end.
 
 from __future__ import annotations
 
-from .ir import Block, Function, Phi, Undef, Value
+from .ir import Block, Function, Phi, Undef, Value, successors
 
 
 class SSABuilder:
@@ -104,8 +104,6 @@ class SSABuilder:
 
 
 def _reachable(entry: Block) -> set[Block]:
-    from .ir import successors
-
     seen, stack = {entry}, [entry]
     while stack:
         for s in successors(stack.pop().term):

@@ -6,6 +6,7 @@ import ast
 import operator
 
 from . import intrinsics as K
+from .expressions import _BINOPS
 from .ir import Const, Return
 from .versioning import covered_accesses, step_sign
 
@@ -36,8 +37,6 @@ class Statements:
         self.assign_to(node.target, self.expr(node.value), node)
 
     def stmt_AugAssign(self, node):
-        from .expressions import _BINOPS
-
         op = _BINOPS.get(type(node.op))
         if op is None:
             self.unsupported(node.op)

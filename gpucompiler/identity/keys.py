@@ -39,8 +39,8 @@ def plugin_identity(names) -> list[list[Any]]:
     """
     out = []
     for p in gp.enabled(names):
-        hook = getattr(p, "cache_settings", None)
-        out.append([p.name, p.version, canonical(hook()) if callable(hook) else None,
+        settings = gp.hook(p, "cache_settings")()
+        out.append([p.name, p.version, None if settings is None else canonical(settings),
                     code_digest(type(p).__module__)])
     return out
 

@@ -10,12 +10,14 @@ interpreter then
   PTX overlays and a plugin's rules together);
 * records a :class:`DeferredJob` under a content hash (its *job id*, the
   same in every process);
-* lowers the call (:mod:`gpucompiler.codegen.deferred`) to
+* returns a :class:`DeferredCall`, which the code generator
+  (:mod:`gpucompiler.codegen.deferred`) lowers to
   ``%f = call ptr @gpuc.lookup(ptr @"gpuc.job.<id>")`` and the plugin's
   marker call ``@<marker>(ptr %f, args...)``.
 
 The ``link_deferred`` stage later compiles each nested job
-(:class:`DeferredSpec` is its source) and replaces the lookups.
+(:class:`gpucompiler.source.deferred.DeferredSpec` is its source) and
+replaces the lookups.
 
 Example (the interpreter half of ``gpucompiler_plugins.mock_enzyme``)::
 
@@ -38,7 +40,9 @@ from typing import Any, ClassVar
 import attrs
 
 from ..errors import CompileError, TypeInferenceError
+from ..frontend.fingerprint import encode_value, python_function
 from ..hashing import stable_hash
+from .infer import Interpreter, spec_argtypes
 from .lattice import BOTTOM, Const, pyobj, widen
 from .rules import CallResult, RuleSet
 
@@ -91,6 +95,21 @@ class DeferredJob:
         return f"{self.fn.__module__}.{self.fn.__qualname__}.deferred.{self.id[:16]}"
 
 
+@attrs.frozen
+class DeferredCall:
+    """A call site deferred to a nested job, as the code generator lowers it.
+
+    The lookup of ``job`` and the ``marker`` call with the last ``nargs``
+    arguments of the call site, whose result has type ``restype``
+    (:func:`gpucompiler.codegen.deferred.lower_deferred`).
+    """
+
+    job: DeferredJob
+    marker: str
+    nargs: int
+    restype: Any
+
+
 def is_function(v) -> bool:
     """Whether abstract value ``v`` is a known Python function (what can be deferred)."""
     return isinstance(v, Const) and v.type == pyobj and isinstance(v.value, pytypes.FunctionType)
@@ -99,16 +118,14 @@ def is_function(v) -> bool:
 def _encode_function(fn, seen=None) -> Any:
     """``fn``'s code and closure plus the values of the globals its code names (functions among
     them encoded the same way, once each: recursion ends at a function already being encoded)."""
-    from ..frontend.spec import _encode, _function
-
     seen = set() if seen is None else seen
     if id(fn) in seen:
         return {"again": f"{fn.__module__}.{fn.__qualname__}"}
     seen.add(id(fn))
 
     def value(v):
-        inner = _function(v)
-        return _encode_function(inner, seen) if inner is not None else _encode(v)
+        inner = python_function(v)
+        return _encode_function(inner, seen) if inner is not None else encode_value(v)
 
     names = set()
     todo = [fn.__code__]
@@ -118,7 +135,7 @@ def _encode_function(fn, seen=None) -> Any:
         todo.extend(c for c in code.co_consts if isinstance(c, pytypes.CodeType))
     env = {n: value(fn.__globals__[n]) for n in sorted(names) if n in fn.__globals__}
     cells = [value(c.cell_contents) for c in (fn.__closure__ or ()) if _has_contents(c)]
-    return {"function": _encode(fn), "closure": cells, "globals": env}
+    return {"function": encode_value(fn), "closure": cells, "globals": env}
 
 
 def _has_contents(cell) -> bool:
@@ -150,8 +167,6 @@ def nested_interpreter(interp, rule_sets: tuple[RuleSet, ...]):
     meta), it is reused, so that a cycle of deferred calls is inferred like
     ordinary recursion.
     """
-    from .infer import Interpreter
-
     extra = [rs for rs in rule_sets if rs not in interp.plugin_sets]
     if not extra:
         return interp
@@ -179,8 +194,6 @@ def deferred_call(interp, meta, fn, args, *, marker: str) -> CallResult:
     ret = frame.provisional if frame in child.stack else frame.rettype
     if child is not interp:
         interp.deps.update(child.deps)  # world age and job key cover the deferred code too
-    from .infer import spec_argtypes
-
     job = DeferredJob(fn, spec_argtypes(args), meta, interp.target_name,
                       tuple(rs.name for rs in child.plugin_sets), interp.python_errors,
                       _encode_function(fn), tuple(child.plugin_sets))
@@ -190,15 +203,8 @@ def deferred_call(interp, meta, fn, args, *, marker: str) -> CallResult:
     if ret is BOTTOM:
         return CallResult(BOTTOM)
     restype = widen(ret)
-
-    def lower(cg, values, argtypes, _restype):
-        from ..codegen.deferred import emit_deferred
-
-        return emit_deferred(cg, job, marker, values[-len(args):] if args else [],
-                             argtypes[-len(args):] if args else [], restype)
-
-    return CallResult(restype, lower)
+    return CallResult(restype, deferred=DeferredCall(job, marker, len(args), restype))
 
 
-__all__ = ["DeferredMeta", "DeferredJob", "deferred_call", "is_function", "resolve", "LOOKUP",
+__all__ = ["DeferredMeta", "DeferredJob", "DeferredCall", "deferred_call", "is_function", "resolve", "LOOKUP",
            "JOB_GLOBAL_PREFIX", "nested_interpreter"]

@@ -14,9 +14,10 @@ import builtins
 import types as pytypes
 
 from .. import types as T
-from ..errors import TypeInferenceError
+from ..errors import PluginError, TypeInferenceError
 from ..frontend import lower_function
 from ..frontend.ir import Arg, Branch, Const as IRConst, Global, Inst, Return, Undef
+from . import builtins as _base_rules  # noqa: F401  (registers the base rules)
 from .lattice import BOTTOM, Const, const, join, pyobj, widen
 from .rules import CallResult, claim, enabled_rule_sets
 
@@ -171,6 +172,10 @@ class Interpreter:
             if exc.loc is None:
                 exc = type(exc)(exc.message, exc.types, frame.where(inst), frame.ir.name, exc.hint)
             raise exc from None
+        except PluginError as exc:
+            if exc.loc is not None:
+                raise
+            raise exc.located(frame.where(inst), frame.ir.name) from exc.cause
         if result is None:
             name = getattr(fn.value, "__qualname__", repr(fn.value))
             shown = ", ".join(repr(widen(a)) for a in args)

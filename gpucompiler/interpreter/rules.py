@@ -26,8 +26,8 @@ from typing import Any, Callable
 
 import attrs
 
-from .. import types as T
-from ..errors import RuleConflictError
+from .. import plugin as gp, types as T
+from ..errors import GPUCompilerError, PluginError, RuleConflictError
 from .lattice import Const, widen
 
 
@@ -37,13 +37,16 @@ class CallResult:
 
     ``lower(cg, args, argtypes, restype)`` returns the LLVM value (``None``
     for results without one); ``callee`` instead names a specialization
-    ``(pyfunc, argtypes)`` to call; ``rule_set`` is the claimant's name.
+    ``(pyfunc, argtypes)`` to call; ``deferred`` a
+    :class:`~gpucompiler.interpreter.deferred.DeferredCall` (a nested job);
+    ``rule_set`` is the claimant's name.
     """
 
     restype: Any
     lower: Callable | None = None
     callee: Any = None
     rule_set: str = ""
+    deferred: Any = None
 
 
 Float = ("kind", "f")
@@ -97,10 +100,15 @@ class Method:
 
 
 class RuleSet:
-    """A named set of rules; ``target`` limits it to one target name (an overlay)."""
+    """A named set of rules; ``target`` limits it to one target name (an overlay).
 
-    def __init__(self, name: str, target: str | None = None):
+    ``plugin`` names the plugin the rules belong to (errors in its handlers
+    name it); by default the part of ``name`` before its first dot.
+    """
+
+    def __init__(self, name: str, target: str | None = None, plugin: str | None = None):
         self.name, self.target = name, target
+        self.plugin = plugin or name.partition(".")[0]
         self.methods: dict[Any, list[Method]] = {}
         self.handlers: list[Callable] = []
         self.inline_policy: Callable | None = None
@@ -146,10 +154,13 @@ def register(rule_set: RuleSet) -> RuleSet:
 
 
 def enabled_rule_sets(target_name: str, plugins) -> tuple[list[RuleSet], list[RuleSet]]:
-    """``(plugin rule sets, base rule sets)`` for a job; base includes the target overlay."""
-    from . import builtins  # noqa: F401  (registers the base rules)
+    """``(plugin rule sets, base rule sets)`` for a job; base includes the target overlay.
 
-    plugin_sets = [rs for rs in map(_plugin_rules, plugins) if rs is not None]
+    A rule set with a ``target`` (a plugin's overlay, like the base ones)
+    applies only to jobs for that target.
+    """
+    plugin_sets = [rs for rs in map(_plugin_rules, plugins)
+                   if rs is not None and rs.target in (None, target_name)]
     base = [r for r in RULE_SETS.values()
             if r.name.startswith("base") and r.target in (None, target_name)]
     base.sort(key=lambda r: r.target is None)  # overlays first
@@ -157,11 +168,22 @@ def enabled_rule_sets(target_name: str, plugins) -> tuple[list[RuleSet], list[Ru
 
 
 def _plugin_rules(name: str) -> RuleSet | None:
-    """The rule set of plugin ``name``: its ``rules`` attribute, else one registered by name."""
-    from ..plugin import enabled
-
-    rules = getattr(enabled([name])[0], "rules", None)
+    """The rule set of plugin ``name``: its ``rules`` hook, else one registered by name."""
+    rules = gp.hook(gp.enabled([name])[0], "rules")
     return rules if rules is not None else RULE_SETS.get(name)
+
+
+def call_handler(rs: RuleSet, handler: Callable, interp, fn, argtypes) -> CallResult | None:
+    """``handler(interp, fn, argtypes)`` of rule set ``rs``; a failure (other than a typed compiler
+    error) becomes a :class:`PluginError` naming the plugin and the handler (the interpreter adds
+    the user's file:line)."""
+    try:
+        return handler(interp, fn, argtypes)
+    except GPUCompilerError:
+        raise
+    except Exception as exc:
+        name = getattr(handler, "__qualname__", repr(handler))
+        raise PluginError(rs.plugin, "call handler", name, exc) from exc
 
 
 def claim(plugin_sets: list[RuleSet], interp, fn, argtypes) -> CallResult | None:
@@ -170,7 +192,7 @@ def claim(plugin_sets: list[RuleSet], interp, fn, argtypes) -> CallResult | None
     for rs in plugin_sets:
         found = None
         for h in rs.handlers:
-            found = h(interp, fn, argtypes)
+            found = call_handler(rs, h, interp, fn, argtypes)
             if found is not None:
                 found = attrs.evolve(found, rule_set=rs.name)
                 break

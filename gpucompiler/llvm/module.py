@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import types as T
 from .instructions import DebugRecord, Instruction
 from .metadata import AttributeGroup, MDNode, NamedMetadata, _attr_key
-from .values import Argument, User, Value
+from .values import Argument, User, Value, const_int
 
 
 #: linkage, preemption, visibility and DLL storage words that precede a calling convention
@@ -309,8 +309,6 @@ class Module:
         node = self.module_flag(key)
         if node is not None:
             return node
-        from .values import const_int
-
         escaped = key.replace("\\", "\\5C").replace('"', "\\22")
         node = MDNode(["!{", T.i32, " ", 0, f', !"{escaped}", ', value.type, " ", 1, "}"],
                       [const_int(T.i32, behavior), value])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class Type:
     """Base of all types; ``str(t)`` is LLVM's spelling."""
@@ -131,8 +133,6 @@ _PLAIN = r"[-a-zA-Z$._][-a-zA-Z$._0-9]*"
 
 def _quote(name: str) -> str:
     """Quote an identifier body when LLVM needs it."""
-    import re
-
     if re.fullmatch(_PLAIN, name) or name.isdigit():
         return name
     return escape_string(name)

@@ -8,7 +8,9 @@ interned per type and spelling and record no uses.
 
 from __future__ import annotations
 
+import math
 import re
+import struct
 
 from . import types as T
 
@@ -149,9 +151,7 @@ class ConstantData(Value):
         if self.type.kind == "float" and not s.startswith("0x"):
             return float(s)
         if self.type in (T.double, T.float_) and s.startswith("0x"):
-            import struct
-
-            return struct.unpack(">d", int(s[2:], 16).to_bytes(8, "big"))[0]
+                    return struct.unpack(">d", int(s[2:], 16).to_bytes(8, "big"))[0]
         return None
 
 
@@ -176,9 +176,6 @@ def const_int(type: T.Type, value: int) -> ConstantData:
 
 
 def const_float(type: T.Type, value: float) -> ConstantData:
-    import math
-    import struct
-
     if math.isfinite(value) and float(repr(value)) == value and "e" not in repr(value) and type is T.double:
         return constant(type, repr(value))
     bits = struct.unpack(">Q", struct.pack(">d", value))[0]

@@ -49,10 +49,9 @@ import numpy as np
 from .. import types as T
 from ..errors import CudaError, LaunchError, ToolchainError
 from ..settings import DEFAULT_DEVICE_HEAP, RuntimeSettings
-from ..kernel import _TYPESTR as _TYPESTR_DTYPE, argument_type, cuda_array_type, is_contiguous
+from .arguments import SCALAR_TYPES, TYPESTR, argument_type, cuda_array_type, is_contiguous
 from .grid import array_param, param_array, scalar_param
 
-_PY = {int: T.int64, float: T.float64, bool: T.boolean}
 _lock = threading.Lock()
 _state: dict = {"init": False}
 _capability: dict = {}   # context handle -> (major, minor)
@@ -237,7 +236,7 @@ def marshal(args, alloc=None):
     """
     types, buffers, copies = [], [], []
     for k, a in enumerate(args):
-        t = _PY.get(type(a))
+        t = SCALAR_TYPES.get(type(a))
         if t is not None:
             types.append(t)
             buffers.append(scalar_param(a, t))
@@ -281,7 +280,7 @@ def launch(kernel, grid, block, stream, args) -> None:
 
 # -- the fast path ----------------------------------------------------------------------
 _SCALAR_FORMAT = {T.float64: "d", T.float32: "f4x", T.int64: "q", T.int32: "i4x", T.boolean: "?7x"}
-_ITEMSIZE = {k: t.itemsize for k, t in _TYPESTR_DTYPE.items()}
+_ITEMSIZE = {k: t.itemsize for k, t in TYPESTR.items()}
 _CONTIGUOUS: dict = {}   # (typestr, shape, strides) -> contiguous? (non-None strides only)
 
 
@@ -311,7 +310,7 @@ def signature(args):
             layout = (typestr, tuple(shape), tuple(strides))
             contiguous = _CONTIGUOUS.get(layout)
             if contiguous is None:
-                dtype = _TYPESTR_DTYPE.get(typestr)
+                dtype = TYPESTR.get(typestr)
                 contiguous = dtype is not None and is_contiguous(shape, strides, dtype)
                 if len(_CONTIGUOUS) < 4096:
                     _CONTIGUOUS[layout] = contiguous

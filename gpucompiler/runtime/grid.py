@@ -43,12 +43,21 @@ from typing import Any
 import attrs
 from llvmlite import ir
 
+import llvmlite.binding as llvm
+
 from .. import types as T
+from ..cached import compile_cached
+from ..codegen import ModuleCodegen
 from ..codegen.lltypes import has_value, ll
+from ..config import CompilerConfig
+from ..device import GridEmulationPlugin
 from ..errors import EmulationError, LaunchError
 from ..interpreter.lattice import widen
+from ..job import CompilerJob
+from ..targets import NativeTarget
+from .cpu import CPULibrary, SymbolTable
 
-PLUGIN = "gpuc_grid"
+PLUGIN = GridEmulationPlugin.name
 # context fields (int64): tid xyz, ctaid xyz, ntid xyz, nctaid xyz, first thread, thread step,
 # first block, end block
 _TID, _CTAID, _NTID, _NCTAID, _T0, _TSTEP, _B0, _B1 = 0, 3, 6, 9, 12, 13, 14, 15
@@ -92,8 +101,6 @@ class EmulationSource:
         self.spec.discard_verified(job)
 
     def generate_ir(self, job) -> str:
-        from ..codegen import ModuleCodegen
-
         interp, frame = self.spec.infer(job.target.name, job.config.plugins, False)
         checked = bool(job.config.param("boundscheck", False))
         mod = ModuleCodegen(self.spec.entry, interp, status=checked, boundscheck=checked, on_error="emulation")
@@ -271,8 +278,6 @@ def _raise_index_error() -> None:
 @functools.cache
 def _runtime():
     """Create the pthread key and the barrier callback; register their names with LLVM."""
-    import llvmlite.binding as llvm
-
     libc = ctypes.CDLL(None)
     key = ctypes.c_uint(0)
     if libc.pthread_key_create(ctypes.byref(key), None) != 0:
@@ -328,12 +333,6 @@ class EmulatedKernel:
     def __init__(self, spec, opt_level: int = 2, plugins=(), boundscheck: bool = False, check=None):
         """Compile through the cache (``check(job)`` runs before a compile, not on a hit);
         ``deps`` are the globals the code depends on (world age)."""
-        from ..cached import compile_cached
-        from ..config import CompilerConfig
-        from ..job import CompilerJob
-        from ..targets import NativeTarget
-        from .cpu import CPULibrary, SymbolTable
-
         _runtime()
         self.spec = spec
         self.argtypes = tuple(widen(t) for t in spec.argtypes)

@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 import traceback
 from typing import Callable
 
@@ -102,8 +103,6 @@ class _Killer:
     """Kill ``pid`` after ``seconds`` unless cancelled."""
 
     def __init__(self, pid: int, seconds: float):
-        import threading
-
         self.fired = False
         self._pid = pid
         self._timer = threading.Timer(seconds, self._kill)

@@ -36,6 +36,16 @@ class CompileContext:
     """Seconds per stage name, in running order."""
     artifacts: dict[str, str | bytes] = attrs.field(factory=dict)
     """What the emit stage produced, by kind."""
+    plugin_state: dict[str, Any] = attrs.field(init=False)
+    """Each enabled plugin's state for this compile (its ``new_state(job)``), by plugin name."""
+
+    def __attrs_post_init__(self) -> None:
+        self.plugin_state = {}
+        for p in self.plugins:
+            try:
+                self.plugin_state[p.name] = plugins.hook(p, "new_state")(self.job)
+            except Exception as exc:
+                raise PluginError(p.name, "start", "new_state", exc) from exc
 
     @property
     def ir(self) -> IRModule:
@@ -76,7 +86,7 @@ def run_hooks(ctx: CompileContext, point: str) -> int:
     for cb in plugins.callbacks(ctx.plugins, point):
         if cb.info.markers and not ctx.ir.function_names().intersection(cb.info.markers):
             continue
-        _call(ctx, cb, point, job=ctx.job, module=ctx.ir)
+        _call(ctx, cb, point, job=ctx.job, module=ctx.ir, state=ctx.plugin_state.get(cb.plugin_name))
         ran += 1
     return ran
 

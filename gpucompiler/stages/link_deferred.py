@@ -32,6 +32,8 @@ from ..errors import CompileError
 from ..interpreter.deferred import JOB_GLOBAL_PREFIX, LOOKUP, resolve
 from ..job import CompilerJob
 from ..module import IRModule
+from ..source.deferred import DeferredSpec
+from . import irgen
 from .context import CompileContext, run_hooks, stage
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,8 +59,6 @@ def lookups(module: IRModule) -> list[str]:
 
 def nested_job(parent: CompilerJob, job_id: str) -> CompilerJob:
     """The compile job of deferred job ``job_id`` under ``parent``'s config."""
-    from ..codegen.deferred import DeferredSpec
-
     deferred = resolve(job_id)
     params = [(k, v) for k, v in parent.config.params if k != "python_abi"]
     config = attrs.evolve(parent.config, params=params, kernel=False, name=None, validate=False)
@@ -88,8 +88,6 @@ def job_graph(ctx: CompileContext) -> tuple["nx.DiGraph", dict[str, IRModule]]:
 
 def generate(ctx: CompileContext, job: CompilerJob) -> IRModule:
     """IR generation and ``post_irgen`` callbacks of a nested job (stage names of the nested job)."""
-    from . import irgen
-
     nctx = CompileContext(job, ctx.settings, ctx.plugins)
     with stage(nctx, "irgen"):
         irgen.generate(nctx)

@@ -17,7 +17,7 @@ from deferred_helpers import after_irgen, callees, defined_and_declared, linked_
 from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, NativeTarget, PTXTarget, jit
 from gpucompiler import types as T
 from gpucompiler.errors import CompileError, TypeInferenceError
-from gpucompiler.frontend.spec import FunctionSpec
+from gpucompiler.source.spec import FunctionSpec
 from gpucompiler.llvm import parse
 from gpucompiler.stages import link_deferred
 

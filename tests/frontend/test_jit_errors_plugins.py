@@ -14,7 +14,7 @@ from gpucompiler import jit, types as T
 from gpucompiler.config import CompilerConfig
 from gpucompiler.errors import (ArgumentTypeError, RuleConflictError, TypeInferenceError,
                                 UnsupportedError)
-from gpucompiler.frontend.spec import FunctionSpec
+from gpucompiler.source.spec import FunctionSpec
 from gpucompiler.interpreter import Float, RuleSet
 from gpucompiler.identity import job_key
 from gpucompiler.job import CompilerJob
@@ -76,7 +76,7 @@ def test_byte_identical_ir_in_two_processes():
         import frontend_corpus as C
         from gpucompiler import types as T
         from gpucompiler.config import CompilerConfig
-        from gpucompiler.frontend.spec import FunctionSpec
+        from gpucompiler.source.spec import FunctionSpec
         from gpucompiler.identity import job_key
         from gpucompiler.job import CompilerJob
         from gpucompiler.targets import NativeTarget

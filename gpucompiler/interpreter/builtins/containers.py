@@ -17,7 +17,7 @@ from ... import types as T
 from ...errors import ReadOnlyArrayError, TypeInferenceError
 from ...frontend import intrinsics as K
 from ..lattice import Const, const, pyobj, widen
-from ..rules import Any_, Constant, Int, Number, RuleSet, register
+from ..rules import Any_, CallResult, Constant, Int, Number, RuleSet, register
 from .numbers import IntLike, base
 
 _A = T.ArrayType
@@ -28,8 +28,6 @@ _Tup = T.TupleType
 def _module_attribute(interp, fn, args):
     """``mod.name`` on a compile-time object: a constant, recorded for invalidation."""
     if fn is getattr and len(args) == 2 and isinstance(args[0], Const) and args[0].type == pyobj:
-        from ..rules import CallResult
-
         return CallResult(interp.read(args[0].value, args[1].value), lambda *a: None)
     return None
 

@@ -1,4 +1,5 @@
-"""``gpuc enzyme``: differentiate the Enzyme calls of an LLVM IR file.
+"""``gpuc enzyme``: differentiate the Enzyme calls of an LLVM IR file (added by the plugin's
+``add_commands`` hook).
 
     gpuc enzyme grad.ll -o grad.diff.ll
     gpuc enzyme kernel.ll --target ptx:sm_90 -o kernel.ptx     (differentiated, then compiled)
@@ -17,8 +18,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import ConfigError, IRParseError
-from .compile_ir import EMIT_CHOICES
+from gpucompiler.cli import EMIT_CHOICES, compile_text, write_artifact
+from gpucompiler.errors import ConfigError, IRParseError
+from gpucompiler.llvm.binding import parse_ir
+from gpucompiler.targets import parse_target
+
+from .ad import differentiate
 
 
 def add_parser(subparsers) -> None:
@@ -40,10 +45,6 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from enzyme_plugin import differentiate
-
-    from ..llvm.binding import parse_ir
-
     text = _read(args.input)
     try:
         parse_ir(text)
@@ -66,9 +67,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _compile(text: str, args: argparse.Namespace) -> int:
     """The compile-ir path with the enzyme plugin: its ``ad`` stage differentiates the markers."""
-    from ..targets import parse_target
-    from .compile_ir import compile_text, write_artifact
-
     if args.emit in ("obj", "bc") and args.output is None:
         raise ConfigError(f"--emit {args.emit} writes binary data: give an output file with -o")
     artifact = compile_text(text, Path(args.input), target=parse_target(args.target), emit=args.emit,

@@ -20,70 +20,18 @@ an *index entry*; it is checked on every use, never trusted.
 from __future__ import annotations
 
 import builtins
-import hashlib
 import json
-import sys
 import types as pytypes
 from typing import Any
 
 import attrs
 
+from ..codegen import ModuleCodegen
+from ..codegen.wrapper import emit_wrapper
 from ..errors import TypeInferenceError
-
-_CODE_FP: dict[int, tuple[Any, str]] = {}  # id(code) -> (code, digest); code objects are immutable
-
-
-def _const(c) -> Any:
-    if isinstance(c, pytypes.CodeType):
-        return ["code", code_fingerprint(c)]
-    if isinstance(c, (tuple, list)):
-        return [type(c).__name__, [_const(x) for x in c]]
-    if isinstance(c, frozenset):
-        return ["frozenset", sorted((_const(x) for x in c), key=json.dumps)]
-    return [type(c).__name__, repr(c)]
-
-
-def code_fingerprint(code: pytypes.CodeType) -> str:
-    """SHA-256 of what a code object computes: bytecode, constants, names (line numbers excluded)."""
-    hit = _CODE_FP.get(id(code))
-    if hit is not None and hit[0] is code:
-        return hit[1]
-    doc = [sys.implementation.cache_tag, getattr(code, "co_qualname", code.co_name), code.co_argcount,
-           code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags, code.co_code.hex(),
-           getattr(code, "co_exceptiontable", b"").hex(), [_const(c) for c in code.co_consts],
-           list(code.co_names), list(code.co_varnames), list(code.co_freevars), list(code.co_cellvars)]
-    digest = hashlib.sha256(json.dumps(doc, separators=(",", ":")).encode()).hexdigest()
-    _CODE_FP[id(code)] = (code, digest)
-    return digest
-
-
-def _function(value):
-    """The Python function behind ``value`` (a function or a ``@jit`` dispatcher), else None."""
-    if isinstance(value, pytypes.FunctionType):
-        return value
-    inner = getattr(value, "py_func", None)
-    return inner if isinstance(inner, pytypes.FunctionType) and hasattr(value, "inspect_ir") else None
-
-
-def _encode(value) -> Any:
-    if isinstance(value, (bool, int, float, str, type(None))):
-        return value
-    if isinstance(value, tuple):
-        return [_encode(v) for v in value]
-    if isinstance(value, pytypes.FunctionType):
-        return {"function": f"{value.__module__}.{value.__qualname__}",
-                "code": code_fingerprint(value.__code__), "defaults": _encode(value.__defaults__),
-                "kwdefaults": _encode(tuple(sorted((value.__kwdefaults__ or {}).items())))}
-    fn = _function(value)
-    if fn is not None:  # a @jit function called from compiled code: its body is compiled in
-        return {"jit": _encode(fn)}
-    if isinstance(value, pytypes.ModuleType):
-        return {"module": value.__name__}
-    name = getattr(value, "__qualname__", None)
-    if name is not None:
-        return {"object": f"{getattr(value, '__module__', '')}.{name}"}
-    return {"object": type(value).__qualname__, "repr": repr(value)}
-
+from ..frontend.fingerprint import encode_value, python_function
+from ..interpreter import BOTTOM, Interpreter
+from ..interpreter.infer import MISSING
 
 def _builtins_of(fn) -> dict:
     """The builtins namespace ``fn``'s global lookups fall back to."""
@@ -99,13 +47,13 @@ def _holder(holder) -> str:
     return "closure"
 
 
-def _fp(holder, name, value) -> list:
-    from ..interpreter.infer import MISSING
+def read_fingerprint(holder, name, value) -> list:
+    """``[holder kind, name, encoded value]`` of one global read."""
+    return [_holder(holder), name, "<builtin>" if value is MISSING else encode_value(value)]
 
-    return [_holder(holder), name, "<builtin>" if value is MISSING else _encode(value)]
 
-
-def _sort(deps: list) -> list:
+def sorted_reads(deps: list) -> list:
+    """Read fingerprints in a canonical order."""
     return sorted(deps, key=lambda d: json.dumps(d, sort_keys=True))
 
 
@@ -133,8 +81,6 @@ class FunctionSpec:
 
     def infer(self, target_name: str = "native", plugins=(), python_errors: bool = False):
         """``(interpreter, entry frame)``, computed once per setting."""
-        from ..interpreter import BOTTOM, Interpreter
-
         key = (target_name, tuple(plugins), python_errors)
         if key not in self._cache:
             interp = Interpreter(target_name, plugins, python_errors)
@@ -168,7 +114,7 @@ class FunctionSpec:
 
     def index_fingerprint(self) -> Any:
         """The part of :meth:`fingerprint` known without inference: the entry's code and argument types."""
-        return {"python": _encode(self.fn), "argtypes": [repr(t) for t in self.argtypes]}
+        return {"python": encode_value(self.fn), "argtypes": [repr(t) for t in self.argtypes]}
 
     def fingerprint(self, job=None) -> Any:
         """Content of the source; ``job`` (when given) selects its target's and plugins' rules."""
@@ -177,8 +123,8 @@ class FunctionSpec:
         if verified is not None and key not in self._cache:  # inference, once run, is preferred
             return verified["fingerprint"]
         interp, frame = self.infer(*_settings(job))
-        deps = [_fp(h, n, v) for h, n, v in interp.deps.values()]
-        return {**self.index_fingerprint(), "globals": _sort(deps), "restype": _restype(frame)}
+        deps = [read_fingerprint(h, n, v) for h, n, v in interp.deps.values()]
+        return {**self.index_fingerprint(), "globals": sorted_reads(deps), "restype": _restype(frame)}
 
     # -- the dependency record (two-level cache keys) -------------------------
     def dependency_record(self, job) -> dict | None:
@@ -202,7 +148,7 @@ class FunctionSpec:
             ref = self._locate(holder, values, k)
             if ref is None:
                 return None
-            reads.append([ref, name, _fp(holder, name, value)])
+            reads.append([ref, name, read_fingerprint(holder, name, value)])
         record = {"reads": reads, "restype": _restype(frame)}
         # the record must reproduce this very fingerprint from the live objects, else it is useless
         probe = FunctionSpec(self.fn, self.argtypes)
@@ -215,7 +161,7 @@ class FunctionSpec:
         for j, v in enumerate(values):
             if j == k + 1:
                 continue
-            fn = _function(v)
+            fn = python_function(v)
             if fn is not None:
                 if holder is fn.__globals__:
                     return ["globals", j - 1]
@@ -238,8 +184,6 @@ class FunctionSpec:
         live reads serve :meth:`dependencies` and :meth:`fingerprint` for ``job``'s
         settings, so neither runs inference.
         """
-        from ..interpreter.infer import MISSING
-
         try:
             reads = record["reads"]
             live: list = [None] * len(reads)
@@ -260,7 +204,7 @@ class FunctionSpec:
                         if value is MISSING:
                             return None
                     else:
-                        fn = _function(base)
+                        fn = python_function(base)
                         if fn is None:
                             return None
                         if ref[0] in ("globals", "builtins"):
@@ -278,7 +222,7 @@ class FunctionSpec:
                         else:
                             return None
                     triple = (holder, name, value)
-                    if json.dumps(_fp(*triple), sort_keys=True) != json.dumps(expected, sort_keys=True):
+                    if json.dumps(read_fingerprint(*triple), sort_keys=True) != json.dumps(expected, sort_keys=True):
                         return None
                     live[k], done[k], progress = triple, True, True
             if not all(done):
@@ -289,7 +233,7 @@ class FunctionSpec:
         if not isinstance(restype, str):
             return None
         # the return type is part of the full key: a wrong one here can only miss
-        fingerprint = {**self.index_fingerprint(), "globals": _sort([_fp(*t) for t in live]),
+        fingerprint = {**self.index_fingerprint(), "globals": sorted_reads([read_fingerprint(*t) for t in live]),
                        "restype": restype}
         self._cache[("verified", self._norm(_settings(job)))] = {
             "deps": live, "fingerprint": fingerprint, "restype": record.get("restype")}
@@ -306,9 +250,6 @@ class FunctionSpec:
 
     def generate_ir(self, job) -> str:
         """The LLVM IR of the entry specialization and every callee."""
-        from ..codegen import ModuleCodegen
-        from ..codegen.wrapper import emit_wrapper
-
         abi = bool(job.config.param("python_abi", False))
         interp, frame = self.infer(job.target.name, job.config.plugins, abi)
         # with the Python ABI errors stop execution (a status) and a bad index raises
@@ -322,15 +263,9 @@ class FunctionSpec:
         return str(mod.module)
 
 
-MISSING = None
-
-
 def deps_valid(deps) -> bool:
     """Whether every recorded global read ``(holder, name, value)`` still finds the same object
     (Julia's world age: a rebound global invalidates code compiled against the old one)."""
-    global MISSING
-    if MISSING is None:  # interpreter.infer imports this package: bind its sentinel on first use
-        from ..interpreter.infer import MISSING
     for holder, name, value in deps:
         cur = holder.get(name, MISSING) if isinstance(holder, dict) else getattr(holder, name, MISSING)
         if cur is not value:

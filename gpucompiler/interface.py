@@ -1,0 +1,187 @@
+"""The plugin interface, in one place: every hook a plugin can implement, with its default.
+
+In the style of GPUCompiler.jl's ``interface.jl``: :class:`Plugin` is the
+base class whose attributes and methods *are* the defaults, each with a
+one-line docstring saying when it is used. A plugin overrides what it needs::
+
+    import gpucompiler.plugin as gp
+
+    class Square(gp.Plugin):
+        name = "square"; version = "1.0"
+
+        @gp.callback("ad", markers=("__autodiff",))
+        def rewrite(self, job, module, state):   # module: gpucompiler.module.IRModule
+            ...
+
+The hooks:
+
+* identity: :attr:`Plugin.name`, :attr:`Plugin.version`, :meth:`Plugin.cache_settings`
+  (all three are part of the key of every job that enables the plugin);
+* interpreter rules: :attr:`Plugin.rules` (method tables, call handlers,
+  inlining policy; a rule set with a ``target`` applies on that target only);
+* per-job state: :meth:`Plugin.new_state`, handed to callbacks that take ``state``;
+* pipeline callbacks: methods marked :func:`callback` at a hook point of
+  :data:`STAGES` (arguments any of :data:`HOOK_ARGS`);
+* listeners: methods marked :func:`listener`, named after an event of
+  :data:`EVENTS`;
+* :meth:`Plugin.report`: a result in ``CompileResult.reports`` after a compile;
+* :meth:`Plugin.add_commands`: subcommands of the ``gpuc`` command line.
+
+A plugin may be any object with these attributes (plain classes work);
+:func:`hook` reads one, falling back to the default here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
+
+import attrs
+import pluggy
+
+from .errors import ConfigError, UnknownStageError
+
+if TYPE_CHECKING:
+    import argparse
+
+    from .interpreter.rules import RuleSet
+    from .job import CompilerJob
+
+PROJECT = "gpucompiler"
+
+
+# -- the stages and their hook points ------------------------------------------------
+@attrs.frozen
+class Stage:
+    """One row of the stage table."""
+
+    name: str
+    """Stage name: timing key, dump file component, instrumentation label."""
+    hooks: tuple[str, ...]
+    """Hook points callbacks may name, in the order they run within the stage."""
+    summary: str
+    """When the hook points run, for docs and ``gpuc plugins``."""
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("irgen", (), "source -> LLVM IR; then target.prepare (triple, data layout)"),
+    Stage("post_irgen", ("post_irgen",), "callbacks on the freshly generated module"),
+    Stage("link_deferred", ("link_deferred",), "deferred jobs linked (callbacks run after linking)"),
+    Stage("optimize", ("optimize.early", "optimize.late", "optimize.last"),
+          "early callbacks; default O-level pipeline; late callbacks + cleanup; last callbacks"),
+    Stage("pre_ad", ("pre_ad",), "callbacks before automatic differentiation"),
+    Stage("ad", ("ad",), "automatic differentiation (done by plugins, e.g. marker-gated)"),
+    Stage("post_ad", ("post_ad",), "callbacks after automatic differentiation"),
+    Stage("finish", ("finish",), "target.finish (lowering), then callbacks"),
+    Stage("validate", ("validate",), "callbacks, then target.validate (raises InvalidIRError)"),
+    Stage("emit", ("emit",), "callbacks, then target.emit for each requested kind"),
+)
+"""The pipeline's stages in running order (the driver, ``gpuc plugins`` and the docs read it)."""
+
+STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES)
+HOOK_POINTS: tuple[str, ...] = tuple(h for s in STAGES for h in s.hooks)
+STAGE_INDEX: dict[str, int] = {s.name: i for i, s in enumerate(STAGES)}
+STAGE_OF_HOOK: dict[str, str] = {h: s.name for s in STAGES for h in s.hooks}
+
+HOOK_ARGS: tuple[str, ...] = ("job", "module", "state")
+"""Arguments a callback may take: the job, the :class:`~gpucompiler.module.IRModule`, the plugin's per-job state."""
+EVENTS: dict[str, tuple[str, ...]] = {
+    "stage_started": ("job", "stage", "module"),
+    "stage_finished": ("job", "stage", "module", "seconds"),
+}
+"""Events a :func:`listener` can observe, with the arguments it may take."""
+
+
+def hook_spec_name(point: str) -> str:
+    """The pluggy hook name of a hook point: ``optimize.late`` -> ``gpuc_optimize_late``."""
+    return "gpuc_" + point.replace(".", "_")
+
+
+# -- the plugin base class: every attribute and method is a hook with its default ---
+class Plugin:
+    """Base class of plugins; each attribute and method below is a hook, its value here the default."""
+
+    name: ClassVar[str] = ""
+    """Identity (required): an identifier; ``CompilerConfig.plugins`` enables the plugin by it."""
+    version: ClassVar[str] = "0"
+    """Part of the key of every job that enables the plugin: bump it when the output changes."""
+    rules: "RuleSet | None" = None
+    """Interpreter rules used in the jobs that enable the plugin (a rule set with a target: there only)."""
+
+    def cache_settings(self) -> Any:
+        """JSON data describing options that change the plugin's output (part of job keys); None: none."""
+        return None
+
+    def new_state(self, job: "CompilerJob") -> Any:
+        """The plugin's state for one compile of ``job``, made when it starts; callbacks taking ``state`` get it."""
+        return None
+
+    def report(self, job: "CompilerJob") -> Any:
+        """A result to put in ``CompileResult.reports[self.name]`` after ``job``; None for none."""
+        return None
+
+    def add_commands(self, subparsers: "argparse._SubParsersAction") -> None:
+        """Add ``gpuc`` subcommands (``subparsers.add_parser(...)``, setting ``func``); default: none."""
+        return None
+
+
+_HOOKS = ("name", "version", "rules", "cache_settings", "new_state", "report", "add_commands")
+
+
+def hook(plugin: Any, name: str) -> Any:
+    """``plugin``'s hook ``name`` (an attribute or bound method), else the default of :class:`Plugin`."""
+    if name not in _HOOKS:
+        raise ConfigError(f"{name!r} is not a plugin hook; hooks: {', '.join(_HOOKS)}")
+    value = getattr(plugin, name, None)
+    if value is not None:
+        return value
+    default = getattr(Plugin, name)
+    return default.__get__(plugin) if callable(default) else default
+
+
+# -- callbacks and listeners ---------------------------------------------------------
+_hookimpl = pluggy.HookimplMarker(PROJECT)
+CALLBACK_ATTR = "__gpuc_callback__"
+
+
+@attrs.frozen
+class Callback:
+    """What a :func:`callback` or :func:`listener` decorator recorded."""
+
+    point: str
+    """Hook point (``"ad"``, ``"optimize.late"``...) or event (``"stage_finished"``)."""
+    name: str
+    """The method's name, used in errors and ``gpuc plugins``."""
+    markers: tuple[str, ...] = ()
+    """Function names; when non-empty the callback runs only if one is in the module."""
+    order: int = 0
+    """Lower runs first; ties go by plugin name, then declaration order."""
+
+
+def callback(stage: str, *, markers: Iterable[str] = (), order: int = 0) -> Callable:
+    """Mark a method ``fn(self, job, module, state)`` (any of :data:`HOOK_ARGS`) to run at hook point ``stage``.
+
+    ``markers``: run only when a function of one of these names is in the
+    module. ``order``: lower runs first (default 0).
+    """
+    if stage not in HOOK_POINTS:
+        raise UnknownStageError(stage, HOOK_POINTS,
+                                hint="optimize has the points optimize.early, optimize.late, optimize.last")
+    markers = (markers,) if isinstance(markers, str) else tuple(markers)
+
+    def mark(fn: Callable) -> Callable:
+        setattr(fn, CALLBACK_ATTR, Callback(stage, fn.__name__, markers, int(order)))
+        return _hookimpl(specname=hook_spec_name(stage))(fn)
+
+    return mark
+
+
+def listener(fn: Callable) -> Callable:
+    """Mark a method named after an event of :data:`EVENTS` (``stage_started``, ``stage_finished``)."""
+    if fn.__name__ not in EVENTS:
+        raise ConfigError(f"listener {fn.__name__!r} is not an event; events: {', '.join(EVENTS)}")
+    setattr(fn, CALLBACK_ATTR, Callback(fn.__name__, fn.__name__))
+    return _hookimpl(specname="gpuc_" + fn.__name__)(fn)
+
+
+__all__ = ["EVENTS", "HOOK_ARGS", "HOOK_POINTS", "STAGES", "STAGE_INDEX", "STAGE_NAMES", "STAGE_OF_HOOK",
+           "Callback", "Plugin", "Stage", "callback", "hook", "hook_spec_name", "listener"]

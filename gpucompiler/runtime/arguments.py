@@ -1,0 +1,54 @@
+"""The frontend types of launch arguments: scalars, NumPy arrays and ``__cuda_array_interface__`` arrays."""
+
+from __future__ import annotations
+
+from .. import types as T
+from ..arguments import argument
+from ..errors import ArgumentTypeError
+
+#: ``__array_interface__`` / ``__cuda_array_interface__`` type strings -> element types
+TYPESTR = {"<f4": T.float32, "<f8": T.float64, "<i4": T.int32, "<i8": T.int64, "|b1": T.boolean,
+            "=f4": T.float32, "=f8": T.float64, "=i4": T.int32, "=i8": T.int64}
+#: Python scalar types -> frontend types
+SCALAR_TYPES = {int: T.int64, float: T.float64, bool: T.boolean}
+
+
+def cuda_array_type(cai: dict):
+    """The frontend type of an array described by ``__cuda_array_interface__``; None if unsupported."""
+    dtype = TYPESTR.get(cai["typestr"])
+    if dtype is None:
+        return None
+    shape = tuple(cai["shape"])
+    readonly = bool(cai["data"][1]) if isinstance(cai.get("data"), (tuple, list)) else False
+    return T.ArrayType(dtype, len(shape), "C" if is_contiguous(shape, cai.get("strides"), dtype) else "A", readonly)
+
+
+def is_contiguous(shape, strides, dtype) -> bool:
+    if strides is None:
+        return True
+    expect = dtype.itemsize
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != expect:
+            return False
+        expect *= n
+    return True
+
+
+def argument_type(value, name: str = "?", function: str = ""):
+    """The frontend type a kernel argument is specialised on."""
+    t = SCALAR_TYPES.get(type(value))
+    if t is not None:
+        return t
+    cai = getattr(value, "__cuda_array_interface__", None)
+    if cai is None:
+        return argument(value, name, function)[0]
+    t = cuda_array_type(cai)
+    if t is None or t.ndim == 0:
+        raise ArgumentTypeError(name, type(value).__name__, function=function,
+                                hint="kernels take bool/int/float scalars and arrays (NumPy, or any "
+                                     "object with __cuda_array_interface__) of bool, int32, int64, "
+                                     "float32 or float64")
+    return t
+
+
+__all__ = ["SCALAR_TYPES", "TYPESTR", "argument_type", "cuda_array_type", "is_contiguous"]

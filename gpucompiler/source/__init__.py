@@ -1,0 +1,12 @@
+"""Job sources made from Python: a function with argument types, and the nested jobs of deferred calls.
+
+This room sits above the frontend, the interpreter and the code generator
+and drives them: :class:`FunctionSpec` infers and generates a function's
+module; :class:`DeferredSpec` does the same for a deferred call's function
+under the nested rules.
+"""
+
+from .deferred import DeferredSpec, nested_checks
+from .spec import FunctionSpec, deps_valid
+
+__all__ = ["DeferredSpec", "FunctionSpec", "deps_valid", "nested_checks"]

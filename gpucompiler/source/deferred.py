@@ -1,0 +1,79 @@
+"""The source of a nested job: a deferred call's function under the nested rules.
+
+The interpreter records deferred calls (:mod:`gpucompiler.interpreter.deferred`),
+the code generator lowers them (:mod:`gpucompiler.codegen.deferred`), and the
+``link_deferred`` stage compiles each recorded job from a :class:`DeferredSpec`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from ..codegen import ModuleCodegen
+from ..device import GridEmulationPlugin
+from ..errors import TypeInferenceError
+from ..interpreter import BOTTOM, Interpreter
+from ..interpreter.deferred import DeferredJob
+from .spec import read_fingerprint, sorted_reads
+
+
+@attrs.frozen
+class DeferredSpec:
+    """The source of a nested job: ``job.fn(job.argtypes)`` under the nested rules, entry ``job.name``."""
+
+    job: DeferredJob
+    _cache: dict = attrs.field(factory=dict, eq=False, repr=False, alias="_cache")
+
+    @property
+    def entry(self) -> str:
+        return self.job.name
+
+    def infer(self, *_ignored):
+        """``(interpreter, entry frame)`` under the parent's rules plus the meta's."""
+        if "infer" not in self._cache:
+            job = self.job
+            interp = Interpreter(job.target_name, (), job.python_errors)
+            interp.plugin_sets = list(job.plugin_sets)
+            frame = interp.infer(job.fn, list(job.argtypes))
+            if frame.rettype is BOTTOM:
+                raise TypeInferenceError("the deferred function never returns", (),
+                                         (frame.ir.filename, frame.ir.line, 0), frame.ir.name)
+            self._cache["infer"] = (interp, frame)
+        return self._cache["infer"]
+
+    def dependencies(self) -> list[tuple]:
+        return list(self.infer()[0].deps.values())
+
+    def fingerprint(self) -> Any:
+        deps = [read_fingerprint(h, n, v) for h, n, v in self.dependencies()]
+        return {"deferred": self.job.id, "globals": sorted_reads(deps)}
+
+    def generate_ir(self, job) -> str:
+        """The LLVM IR of the nested entry and its callees."""
+        interp, frame = self.infer()
+        mod = ModuleCodegen(self.entry, interp, **nested_checks(self.job, job.config))
+        mod.emit(frame, self.entry)
+        return str(mod.module)
+
+
+def nested_checks(deferred: DeferredJob, config) -> dict:
+    """How the nested job's checks report: ``ModuleCodegen`` options from the parent's config.
+
+    Array indices are checked when the parent's are (``boundscheck``, a job
+    parameter, so it is part of the nested job's key). A failed check sets the
+    Python error under the Python ABI, calls the CPU grid emulation's
+    callback in an emulated kernel, and traps elsewhere (on the GPU). When the
+    meta asks for an error slot (:attr:`DeferredMeta.error_slot`) and the
+    parent stops on errors (it has a status: the Python ABI, or an emulated
+    kernel with bounds checks), the nested functions take the slot instead
+    of a status, and the parent passes it (:meth:`FunctionCodegen.call_slot`).
+    """
+    boundscheck = bool(config.param("boundscheck", False))
+    emulated = GridEmulationPlugin.name in config.plugins
+    on_error = "python" if deferred.python_errors else "emulation" if emulated else "trap"
+    parent_stops = deferred.python_errors or (emulated and boundscheck)
+    return {"boundscheck": boundscheck, "on_error": on_error,
+            "error_slot": bool(getattr(deferred.meta, "error_slot", False)) and parent_stops}
+

@@ -1,0 +1,151 @@
+"""The rooms of gpucompiler/ import one way: a declared layer order, no cycles, no plugin imports.
+
+A *room* is a folder of ``gpucompiler/`` or one of its top-level modules.
+The import graph is read from the source with ``ast`` (every ``import`` and
+``from ... import``, at any depth; imports under ``if TYPE_CHECKING:`` are
+annotations only and do not count). docs/architecture.md shows the same
+order.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import networkx as nx
+
+PACKAGE = Path(__file__).resolve().parent.parent / "gpucompiler"
+
+#: the layers, bottom first: a room may import only rooms listed before it (and itself)
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "version", "types", "hashing", "settings", "toolchain", "arguments"),  # ground
+    ("llvm", "module"),                          # the LLVM IR model; a module in its three forms
+    ("interface", "plugin"),                     # the plugin hooks and the registry
+    ("frontend", "interpreter", "codegen"),      # Python source -> SSA -> types -> LLVM IR
+    ("device",),                                 # the kernel language (rules for both devices)
+    ("targets", "config", "job"),                # Target objects, configs, jobs
+    ("source", "identity", "cache"),             # Python job sources; job keys; cache tiers
+    ("stages", "pipeline"),                      # the driver
+    ("service", "cached"),                       # the compile service; the default cache, wired
+    ("runtime",),                                # loading and launching: CPU JIT, grid emulation, CUDA
+    ("kernel", "jit", "cli", "__main__", "__init__"),  # user API and command line
+)
+ORDER = [room for layer in LAYERS for room in layer]
+
+#: imports inside functions, each an optional dependency or a measured import-time saving
+ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
+    ("cache/tiers.py", "redis"): "optional dependency",
+    ("service/client.py", "httpx"): "optional dependency",
+    ("cached.py", "gpucompiler.service.client"): "optional dependency (httpx)",
+    ("cli/serve.py", "uvicorn"): "optional dependency",
+    ("cli/serve.py", "gpucompiler.service.app"): "optional dependency (starlette)",
+    ("runtime/cuda.py", "cuda.bindings"): "optional dependency",
+    ("runtime/cuda.py", "cuda"): "optional dependency",
+    ("kernel.py", "gpucompiler.runtime.cuda"): "import time: NumPy and the CUDA runtime (~240 ms)",
+    ("arguments.py", "numpy"): "import time: NumPy (~240 ms), only for array arguments",
+    ("stages/link_deferred.py", "networkx"): "import time: networkx (~95 ms), only with deferred jobs",
+    ("targets/validation.py", "networkx"): "import time: networkx (~95 ms), only for call graphs",
+    ("llvm/instructions.py", "gpucompiler.llvm.module"): "the block class of the module that holds instructions",
+    ("llvm/module.py", "gpucompiler.llvm.clone"): "the cloner works on the module's classes",
+    ("llvm/module.py", "gpucompiler.llvm.printer"): "the printer works on the module's classes",
+}
+PLUGIN_PACKAGES = ("enzyme_plugin", "gpucompiler_plugins")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _imports(path: Path, modules: set[str], source: str | None = None):
+    """``(imported module, line, inside a function)`` for every runtime import of ``path``."""
+    name = _module_name(path)
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+
+    def visit(node: ast.AST, in_function: bool):
+        for child in ast.iter_child_nodes(node):
+            if _type_checking(child):
+                continue
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    yield alias.name, child.lineno, in_function
+            elif isinstance(child, ast.ImportFrom):
+                base = package[:len(package) - child.level + 1] if child.level else []
+                module = ".".join(base + ([child.module] if child.module else []))
+                for alias in child.names:
+                    sub = f"{module}.{alias.name}"
+                    yield (sub if sub in modules else module), child.lineno, in_function
+            else:
+                yield from visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+    yield from visit(ast.parse(path.read_text() if source is None else source), False)
+
+
+def _graph():
+    files = sorted(PACKAGE.rglob("*.py"))
+    modules = {_module_name(p) for p in files}
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    function_level, plugin_imports = [], []
+    for path in files:
+        rel = path.relative_to(PACKAGE).as_posix()
+        here = _room(_module_name(path))
+        for module, line, in_function in _imports(path, modules):
+            if module.split(".")[0] in PLUGIN_PACKAGES:
+                plugin_imports.append(f"{rel}:{line} imports {module}")
+            if in_function:
+                function_level.append((rel, module, line))
+            if module.split(".")[0] == "gpucompiler" and _room(module) != here:
+                edges[(here, _room(module))].append(f"{rel}:{line}")
+    return edges, function_level, plugin_imports
+
+
+def test_every_room_is_in_the_declared_layers():
+    rooms = {_room(_module_name(p)) for p in PACKAGE.rglob("*.py")}
+    assert sorted(rooms - set(ORDER)) == [], "add new rooms to LAYERS (and docs/architecture.md)"
+    assert sorted(set(ORDER) - rooms) == [], "LAYERS names rooms that do not exist"
+    assert len(ORDER) == len(set(ORDER))
+
+
+def test_rooms_import_only_rooms_below_them():
+    edges, _, _ = _graph()
+    rank = {room: k for k, room in enumerate(ORDER)}
+    upward = sorted(f"{a} -> {b} ({', '.join(where)})" for (a, b), where in edges.items() if rank[b] > rank[a])
+    assert upward == []
+
+
+def test_no_import_cycle_between_rooms():
+    edges, _, _ = _graph()
+    cycles = list(nx.simple_cycles(nx.DiGraph(list(edges))))
+    assert cycles == []
+
+
+def test_gpucompiler_imports_nothing_from_the_plugins():
+    _, _, plugin_imports = _graph()
+    assert plugin_imports == []
+
+
+def test_function_level_imports_are_only_the_listed_ones():
+    _, function_level, _ = _graph()
+    unlisted = sorted(f"{rel}:{line} imports {module}" for rel, module, line in function_level
+                      if (rel, module) not in ALLOWED_FUNCTION_IMPORTS)
+    assert unlisted == [], "import at module level; only optional dependencies and measured " \
+                           "import-time savings may be imported in a function (list them with the reason)"
+    stale = sorted(set(ALLOWED_FUNCTION_IMPORTS) - {(rel, module) for rel, module, _ in function_level})
+    assert stale == [], "listed function-level imports that no longer exist"
+
+
+def test_the_walk_sees_an_upward_import_inside_a_function():
+    """The checker itself: it finds a function-level upward import (it cannot pass vacuously)."""
+    source = "def f():\n    from ..pipeline import compile\n"
+    found = list(_imports(PACKAGE / "llvm" / "fake.py", {"gpucompiler.pipeline"}, source))
+    assert found == [("gpucompiler.pipeline", 2, True)]

@@ -10,10 +10,12 @@
 from __future__ import annotations
 
 import argparse
+import os
+import secrets
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..settings import CacheSettings
+from ..settings import CacheSettings, runtime_dir
 
 
 def add_parser(subparsers) -> None:
@@ -77,11 +79,6 @@ def run(args: argparse.Namespace) -> int:
 def _generate_token(port: int) -> tuple[str, Path]:
     """A fresh token, written to a file only this user can read (as Jupyter does); the service
     removes it when it stops."""
-    import os
-    import secrets
-
-    from ..settings import runtime_dir
-
     token = secrets.token_hex(24)
     directory = runtime_dir()
     os.makedirs(directory, mode=0o700, exist_ok=True)

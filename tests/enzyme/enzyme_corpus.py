@@ -30,6 +30,7 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
     "math_float": ("math_float.c", ["-fno-math-errno"]),
     "bench": ("bench.c", []),
     "loops": ("loops.c", []),
+    "nested": ("nested.c", []),  # higher order: differentiated functions call the markers
     "memtypes": ("memtypes.c", []),
     "unsup_asm": ("unsup_asm.c", []),
     "unsup_bits": ("unsup_bits.c", []),

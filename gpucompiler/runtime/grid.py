@@ -275,8 +275,13 @@ def _raise_index_error() -> None:
         raise IndexError(message)
 
 
+#: the names :func:`emulation_runtime` gives the loader: the job says so (param ``loader_symbols``),
+#: so that its code validates where it is compiled (a compile service) as where it is loaded
+LOADER_SYMBOLS = ("gpuc_emu_barrier", "gpuc_emu_index_error", "gpuc_emu_key", "gpuc_emu_shfl")
+
+
 @functools.cache
-def _runtime():
+def emulation_runtime():
     """Create the pthread key and the barrier callback; register their names with LLVM."""
     libc = ctypes.CDLL(None)
     key = ctypes.c_uint(0)
@@ -333,10 +338,10 @@ class EmulatedKernel:
     def __init__(self, spec, opt_level: int = 2, plugins=(), boundscheck: bool = False, check=None):
         """Compile through the cache (``check(job)`` runs before a compile, not on a hit);
         ``deps`` are the globals the code depends on (world age)."""
-        _runtime()
+        emulation_runtime()
         self.spec = spec
         self.argtypes = tuple(widen(t) for t in spec.argtypes)
-        params = {"boundscheck": True} if boundscheck else {}
+        params = {"loader_symbols": LOADER_SYMBOLS, **({"boundscheck": True} if boundscheck else {})}
         job = CompilerJob(EmulationSource(spec), CompilerConfig(NativeTarget(), plugins=(PLUGIN, *plugins),
                                                                 opt_level=opt_level, params=params))
         result = compile_cached(job, ("obj",), check=check)

@@ -78,11 +78,13 @@ class NativeTarget(Target):
                                      opt_level, "pic", "jitdefault")
 
     def validate(self, job, module) -> list[tuple[str, str]]:
-        """Unresolvable external names and constant pointers (see :mod:`.validation`)."""
+        """Unresolvable external names and constant pointers (see :mod:`.validation`); the job's
+        ``loader_symbols`` param names what the code's loader will define."""
         facts = ModuleFacts.of(module.ref)
         errors = facts.pointer_constant_errors()
+        provided = set(job.config.param("loader_symbols", ()))  # the loader defines these names
         for name, users in sorted(facts.external_uses.items()):
-            if not name.startswith("llvm.") and process_symbol(name) is None:
+            if not name.startswith("llvm.") and name not in provided and process_symbol(name) is None:
                 errors.append(("UNKNOWN_FUNCTION",
                                f"@{name} (used in {', '.join('@' + u for u in users)}) is not defined "
                                "in the module nor found among the process's symbols; define it, load "

@@ -172,3 +172,43 @@ def test_jobs_with_deferred_calls_compile_on_the_service(service, tmp_path):
     answer = json.loads(proc.stdout.strip().splitlines()[-1])
     assert answer["value"] == 1.5 * 1.5 + 2.0 * 2.0 + 1.5 * 1.5
     assert answer["origin"] == "service"
+
+
+KERNEL_CLIENT = """
+import json, sys
+sys.path[:0] = [{ez!r}]
+import numpy as np, ez_funcs as F
+from gpucompiler import kernel, types as T
+from gpucompiler.cached import default_cache
+k = kernel(F.grad_energy_kernel, plugins=("enzyme",))
+A = T.ArrayType(T.float64, 1, "C")
+ptx, job = k.compile_ptx((A, A, A, A), (8, 0))
+x, w = np.linspace(-2.0, 2.0, 64), np.array([1.5, -0.25])
+dx, dw = np.zeros(64), np.zeros(2)
+k[1, 64, "cpu"](x, dx, w, dw)
+print(json.dumps({{"stats": dict(default_cache().stats), "ptx": ".entry grad_energy_kernel" in ptx,
+                  "dw": dw.tolist(), "emulation": k.emulated((A, A, A, A)).origin}}))
+"""
+
+
+def test_kernels_with_autodiff_compile_on_the_service(service, tmp_path):
+    """The PTX of a kernel and its CPU-grid emulation are compiled by the service (the client ran the
+    front half); the emulated gradient is right."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+
+    url, _ = service
+    tests = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "GPUC_SERVICE_URL": url, "GPUC_SERVICE_TOKEN": TOKEN,
+           "GPUC_CACHE_DIR": str(tmp_path / "local")}
+    proc = subprocess.run([sys.executable, "-c", KERNEL_CLIENT.format(ez=str(tests / "enzyme_plugin"))],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["ptx"] and out["emulation"] == "service" and out["stats"]["compile"] == 2  # both on the service
+    x = np.linspace(-2.0, 2.0, 64)
+    np.testing.assert_allclose(out["dw"], [np.sum(np.sin(x) * x), np.sum(x * x)], rtol=1e-12)

@@ -16,8 +16,10 @@ import llvmlite.binding as llvm
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
 
+
 def _networkx():
-    """networkx, imported when a call graph is first needed (it costs ~90 ms of ``import gpucompiler``)."""
+    """networkx, imported when a call graph has an edge: a cycle is to be looked for (its import costs
+    more than the rest of a small kernel's first compile)."""
     import networkx
 
     return networkx
@@ -41,8 +43,8 @@ class ModuleFacts:
 
     #: name of each declaration used -> names of the functions using it
     external_uses: dict[str, list[str]] = attrs.field(factory=dict)
-    #: direct calls between defined functions, caller -> callee
-    call_graph: "nx.DiGraph" = attrs.field(factory=lambda: _networkx().DiGraph())
+    #: direct calls between defined functions: caller -> callees
+    calls: dict[str, set[str]] = attrs.field(factory=dict)
     #: ``(function, description)`` of each alloca whose size is not a constant
     dynamic_allocas: list[tuple[str, str]] = attrs.field(factory=list)
     #: ``(function, instruction text)`` of each inttoptr of a constant address
@@ -55,7 +57,7 @@ class ModuleFacts:
         facts = cls()
         defined = {f.name for f in ref.functions if not f.is_declaration}
         declared = {g.name for g in (*ref.functions, *ref.global_variables) if g.is_declaration}
-        facts.call_graph.add_nodes_from(defined)
+        facts.calls = {name: set() for name in defined}
         for fn in ref.functions:
             if fn.is_declaration:
                 continue
@@ -86,7 +88,15 @@ class ModuleFacts:
         if opcode in _CALLS and operands and operands[-1].value_kind == llvm.ValueKind.function:
             callee = operands[-1].name
             if callee in defined:
-                self.call_graph.add_edge(fname, callee)
+                self.calls[fname].add(callee)
+
+    @property
+    def call_graph(self) -> "nx.DiGraph":
+        """:attr:`calls` as a networkx graph."""
+        graph = _networkx().DiGraph()
+        graph.add_nodes_from(self.calls)
+        graph.add_edges_from((a, b) for a, callees in self.calls.items() for b in callees)
+        return graph
 
     # -- rules ----------------------------------------------------------------
     def pointer_constant_errors(self) -> list[tuple[str, str]]:
@@ -98,13 +108,15 @@ class ModuleFacts:
 
     def recursion_errors(self) -> list[tuple[str, str]]:
         """RECURSION: every cycle of the call graph, reported once per strongly connected set."""
-        errors = []
-        nx = _networkx()
-        for scc in sorted(nx.strongly_connected_components(self.call_graph), key=min):
+        errors: list[tuple[str, str]] = []
+        if not any(self.calls.values()):  # no call between defined functions: no cycle
+            return errors
+        nx, graph = _networkx(), self.call_graph
+        for scc in sorted(nx.strongly_connected_components(graph), key=min):
             first = min(scc)
-            if len(scc) == 1 and not self.call_graph.has_edge(first, first):
+            if len(scc) == 1 and not graph.has_edge(first, first):
                 continue
-            cycle = nx.find_cycle(self.call_graph.subgraph(scc), source=first)
+            cycle = nx.find_cycle(graph.subgraph(scc), source=first)
             path = " -> ".join("@" + a for a, _ in cycle) + f" -> @{cycle[0][0]}"
             errors.append(("RECURSION", f"call graph cycle {path}; the GPU target does not "
                                         "support recursion: rewrite it as a loop"))

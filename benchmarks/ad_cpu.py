@@ -10,6 +10,13 @@ tests/enzyme/fixtures/bench.O2.ll), differentiated by
 are written in JAX and timed as ``jax.jit(f)`` / ``jax.jit(jax.grad(f))`` when
 JAX is installed; both gradients are checked against each other.
 
+Two loop-heavy functions go through the Python frontend and ``@jit``
+(benchmarks/ad_loops.py): a 13-step iterated map with a branch in each step
+and a Newton solve with a data-dependent ``while``, per element of an array,
+the gradient calling ``autodiff`` per element. JAX writes the branch with
+``where`` and the Newton solve as a fixed number of steps (it cannot
+reverse-differentiate a ``while_loop``).
+
 Each time is the median over several runs of the mean of many calls.
 """
 
@@ -29,8 +36,14 @@ import timeit
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import ad_kernels as K  # noqa: E402  (constants of the loop functions)
 FIXTURE = os.path.join(ROOT, "tests", "enzyme", "fixtures", "bench.O2.ll")
 DEFAULT_JSON = os.path.join(ROOT, "benchmarks", "results", "ad_cpu.json")
+
+#: the @jit loop functions: elements, elements with --quick
+LOOP_N = (100_000, 10_000)
 
 HEAT_STEPS, MLP_IN, MLP_HID, MLP_BATCH, POLY_DEG = 20, 8, 16, 32, 7
 
@@ -78,6 +91,21 @@ def time_ours(lib, prefix: str, x: np.ndarray, min_time: float, repeat: int):
     t_grad = median_time(lambda: grad(px, pdx, n), min_time, repeat)
     g = np.zeros_like(x)
     grad(x.copy().ctypes.data_as(p), g.ctypes.data_as(p), n)
+    return t_primal, t_grad, g
+
+
+def time_loops(name: str, x: np.ndarray, min_time: float, repeat: int):
+    """Primal and gradient times of a benchmarks/ad_loops.py function (compiled before timing)."""
+    import ad_loops
+
+    primal, grad, _ = ad_loops.LOOPS[name]
+    out, dx = np.zeros_like(x), np.zeros_like(x)
+    primal(x, out)
+    grad(x, dx)
+    t_primal = median_time(lambda: primal(x, out), min_time, repeat)
+    t_grad = median_time(lambda: grad(x, dx), min_time, repeat)
+    g = np.zeros_like(x)
+    grad(x, g)
     return t_primal, t_grad, g
 
 
@@ -134,7 +162,20 @@ def jax_functions():
         upper = jnp.triu(jnp.ones((nb, nb)), 1)
         return -jnp.sum(upper * m[:, None] * m[None, :] / r)
 
-    fns = dict(dot=dot, polynomial=polynomial, logsumexp=logsumexp, heat=heat, mlp=mlp, nbody=nbody)
+    def bmap(x):
+        s = x
+        for k in range(K.MAP_STEPS):
+            s = jnp.where(s > 0.2, 0.8 * s - 0.25 * s * s + 0.05 * k, jnp.sin(1.5 * s) + 0.3)
+        return jnp.sum(s)
+
+    def newton(x):
+        y = x
+        for _ in range(K.NEWTON_STEPS):
+            y = y - (y * y * y + y - x) / (3.0 * y * y + 1.0)
+        return jnp.sum(y * y)
+
+    fns = dict(dot=dot, polynomial=polynomial, logsumexp=logsumexp, heat=heat, mlp=mlp, nbody=nbody,
+               **{"bmap13.py": bmap, "newton.py": newton})
     return jax, {name: (jax.jit(f), jax.jit(jax.grad(f))) for name, f in fns.items()}
 
 
@@ -170,10 +211,14 @@ def main(argv=None) -> int:
             pass
 
     rows = []
-    for name, (prefix, n_full, n_quick, (lo, hi)) in FUNCTIONS.items():
+    loops = {name: (None, *LOOP_N, (-2.0, 2.0)) for name in ("bmap13.py", "newton.py")}
+    for name, (prefix, n_full, n_quick, (lo, hi)) in {**FUNCTIONS, **loops}.items():
         n = n_quick if opts.quick else n_full
         x = lo + (hi - lo) * np.random.default_rng(len(name)).random(n)
-        tp, tg, g = time_ours(lib, prefix, x, min_time, repeat)
+        if prefix is None:
+            tp, tg, g = time_loops(name, x, min_time, repeat)
+        else:
+            tp, tg, g = time_ours(lib, prefix, x, min_time, repeat)
         row = dict(function=name, n=n, primal_us=tp * 1e6, grad_us=tg * 1e6, ratio=tg / tp)
         if pairs is not None:
             jp, jg, gj = time_jax(jax, pairs[name], x, min_time, repeat)

@@ -197,3 +197,63 @@ def nbody_grad(px, dpx, py, dpy, pz, dpz):
         gd.atomic_add(dpx, i, gx)
         gd.atomic_add(dpy, i, gy)
         gd.atomic_add(dpz, i, gz)
+
+
+# 5. an iterated branchy map per element, 13 steps: a loop of constant trip count with an if/else inside
+# (what JAX writes with `where`, computing both sides). The tape is 13 values and 13 branch decisions
+# per thread in local memory or registers; no heap.
+MAP_STEPS = 13
+
+
+def bmap(x, i):
+    s = x[i]
+    for k in range(MAP_STEPS):
+        if s > 0.2:
+            s = 0.8 * s - 0.25 * s * s + 0.05 * k
+        else:
+            s = math.sin(1.5 * s) + 0.3
+    return s
+
+
+def bmap_primal(x, out):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        out[i] = bmap(x, i)
+
+
+def bmap_grad(x, dx):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        autodiff(Reverse, bmap, Duplicated(x, dx), Const(i))
+
+
+# 6. a per-element Newton solve: y with y^3 + y = x[i] by a data-dependent while (to |residual| <= 1e-13,
+# at most 60 steps), out[i] = y^2. The tape grows with the iterations: it starts in a 256-byte inline
+# segment per thread and reaches the device heap only past it. JAX cannot reverse-differentiate a
+# while_loop: its version runs a fixed NEWTON_STEPS steps (enough for |x| <= 2, as a JAX user writes it).
+NEWTON_TOL = 1e-13
+NEWTON_STEPS = 8
+
+
+def newton(x, i):
+    a = x[i]
+    y = a
+    r = y * y * y + y - a
+    it = 0
+    while abs(r) > NEWTON_TOL and it < 60:
+        y = y - r / (3.0 * y * y + 1.0)
+        r = y * y * y + y - a
+        it += 1
+    return y * y
+
+
+def newton_primal(x, out):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        out[i] = newton(x, i)
+
+
+def newton_grad(x, dx):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        autodiff(Reverse, newton, Duplicated(x, dx), Const(i))

@@ -26,9 +26,10 @@ def run_ad(job, module) -> None:
     """Differentiate every Enzyme marker call of ``module`` in place."""
     from .ad import gpu
 
-    atomic = job.target.name == "ptx" or bool(job.config.param("enzyme_atomic", False)) \
-        or "gpuc_emu_key" in module.text
-    with gpu.options(atomic_adjoints=atomic, warp_aggregate=job.target.name == "ptx"):
+    emulated = "gpuc_emu_key" in module.text
+    atomic = job.target.name == "ptx" or bool(job.config.param("enzyme_atomic", False)) or emulated
+    device = job.target.name == "ptx" or emulated  # the emulation runs the tape code the device runs
+    with gpu.options(atomic_adjoints=atomic, warp_aggregate=job.target.name == "ptx", device_tape=device):
         # ADError names the instruction; the driver names the stage
         text = differentiate_nested(module.text, lambda t: str(optimize(job, t)))
     module.ref = optimize(job, text)

@@ -272,5 +272,11 @@ class CudaError(ToolchainError):
         super().__init__(text + (f" ({message})" if message else ""))
 
 
+class DeviceHeapError(CudaError):
+    """A kernel that allocates from the device heap (the AD tape of a loop whose trip count is
+    known only as it runs) stopped with a trap: most likely the heap ran out. Raise it with
+    ``GPUC_DEVICE_HEAP`` (read before the first such launch of the process)."""
+
+
 class EmulationError(GPUCompilerError):
     """The CPU grid emulation cannot run a kernel faithfully (e.g. divergent barriers)."""

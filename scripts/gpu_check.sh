@@ -44,6 +44,11 @@ PYEOF
 echo "== gpu tests"
 "$PY" -m pytest -m gpu tests -q -p no:cacheprovider --junitxml="$REPORT/gpu_tests.xml" 2>&1 | tail -n 40
 TESTS_RC=${PIPESTATUS[0]}
+echo "== kernel-gradient corpus: emulation vs exact/FD, ptxas, device vs emulation"
+"$PY" -m pytest -q -p no:cacheprovider tests/enzyme_plugin/test_kernel_gradient_corpus.py \
+    --junitxml="$REPORT/gpu_corpus.xml" 2>&1 | tail -n 15
+CORPUS_RC=${PIPESTATUS[0]}
+[ "$CORPUS_RC" -ne 0 ] && TESTS_RC=$CORPUS_RC
 echo "== docs/kernels.md examples (GPU blocks included)"
 "$PY" -m pytest -q -p no:cacheprovider "tests/test_docs.py::test_doc_examples_run[kernels.md]" \
     --junitxml="$REPORT/gpu_docs.xml" 2>&1 | tail -n 15
@@ -77,7 +82,8 @@ report, tests_rc, bench_rc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 counts = {"passed": 0, "failed": 0, "skipped": 0}
 failed = []
 try:
-    cases = [c for f in ("gpu_tests.xml", "gpu_docs.xml") for c in ET.parse(f"{report}/{f}").iter("testcase")]
+    cases = [c for f in ("gpu_tests.xml", "gpu_docs.xml", "gpu_corpus.xml")
+             for c in ET.parse(f"{report}/{f}").iter("testcase")]
     for case in cases:
         kinds = {child.tag for child in case}
         if kinds & {"failure", "error"}:
@@ -127,5 +133,16 @@ try:
           f"{numba_l:.2f} us ({ok(ours_l <= numba_l) if numba_l == numba_l else 'numba-cuda not measured'})")
 except (OSError, KeyError, ValueError, ZeroDivisionError) as exc:
     print(f"| benchmarks                    | no results (rc {bench_rc}): {exc}")
+try:
+    ad = json.load(open(f"{report}/ad_gpu.json"))
+    for name, r in ad["rows"].items():
+        if r.get("tape_per_thread", "-") == "-":
+            continue
+        o, j = r["ours"], r.get("jax")
+        vs = (f", JAX grad {j['grad_s'] * 1e6:.1f} us ({j['ratio']:.1f}x its primal)" if j else ", no JAX")
+        print(f"| AD {name[:31]:31} | grad {o['grad_s'] * 1e6:.1f} us = {o['ratio']:.2f}x primal{vs}; "
+              f"tape/thread {r['tape_per_thread']}")
+except (OSError, KeyError, ValueError) as exc:
+    print(f"| AD loop kernels               | no results: {exc}")
 PYEOF
 exit $(( TESTS_RC != 0 || BENCH_RC != 0 ))

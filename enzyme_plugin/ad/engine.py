@@ -8,7 +8,7 @@ import re
 from gpucompiler.llvm import Builder, Function, constant, types as T
 
 from .analysis import CONST, DUP, OUT, Activity
-from . import custom, stack
+from . import custom, gpu, stack
 from .calls import INACTIVE
 from .emit import carries_derivative, declare, fconst, is_float_like, zero
 from .errors import unsupported
@@ -38,25 +38,31 @@ class Engine:
 
     # -- helpers and analyses ---------------------------------------------------
     def helper(self, key: str) -> Function:
-        fnty, text = HELPERS[key]
-        return self._helper(key, fnty, text)
+        """The runtime helper ``key``; a growing tape's on a device (``gpu.options(device_tape=True)``:
+        PTX and the grid emulation) copies into a new malloc'd block instead of calling realloc."""
+        variant = key + "_device" if key in ("push", "loop_grow") and gpu.device_tape() else key
+        fnty, text = HELPERS[variant]
+        return self._helper(key, fnty, text, variant)  # one name for both: higher-order AD knows it
 
     def memcpy_adjoint(self, ty) -> Function:
         fnty, text = memcpy_adjoint(ty)
         return self._helper(f"memcpy_adj_{ty}", fnty, text)
 
-    def _helper(self, key, fnty, text):
-        name = _PREFIX + key
+    def _helper(self, key, fnty, text, variant=None):
+        name, key = _PREFIX + key, variant or key
         have = self.module.functions.get(name)
         if name not in self._helpers and (have is None or have.is_declaration):  # defined by an inner level
             self._helpers[name] = text.format(name=name)
+            grow = ("push", "loop_grow", "push_device", "loop_grow_device")
             if key in ("push", "loop_grow"):
                 declare(self.module, "realloc", T.function(T.ptr(), [T.ptr(), T.i64]))
-            if key in ("free", "tape_free"):
+            if key in ("push_device", "loop_grow_device"):  # malloc + copy + free: a device has no realloc
+                declare(self.module, "llvm.memcpy.p0.p0.i64", T.function(T.void, [T.ptr(), T.ptr(), T.i64, T.i1]))
+            if key in ("free", "tape_free", "loop_free", "push_device", "loop_grow_device"):
                 declare(self.module, "free", T.function(T.void, [T.ptr()]))
-            if key == "tape_alloc":
+            if key in ("tape_alloc", "push_device", "loop_grow_device"):
                 declare(self.module, "malloc", T.function(T.ptr(), [T.i64]))
-            if key in ("trip_check", "push", "loop_grow", "tape_alloc"):  # trap on overrun or out of memory
+            if key in ("trip_check", "tape_alloc", *grow):  # trap on overrun or out of memory
                 declare(self.module, "llvm.trap", T.function(T.void, []))
         return declare(self.module, name, fnty)
 

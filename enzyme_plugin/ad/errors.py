@@ -8,6 +8,7 @@ derivative.
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 from gpucompiler.errors import GPUCompilerError
@@ -90,6 +91,37 @@ def source_location(inst=None, fn=None) -> str | None:
     return None
 
 
+def _line_of(inst) -> tuple[str, int] | None:
+    """``(file, line)`` from ``!gpuc.loc !{!"file", i32 line}`` (what the Python frontend attaches
+    to code a plugin transforms), or None."""
+    md = getattr(inst, "metadata", {}).get("gpuc.loc")
+    if md is None or not md.parts or type(md.parts[0]) is not str:
+        return None
+    m = re.match(r'!\{\s*!"((?:[^"\\]|\\.)*)"', md.parts[0])
+    line = md.operands[0].ref if md.operands else None
+    if m is None or line is None or not str(line).lstrip("-").isdigit():
+        return None
+    return m.group(1), int(line)
+
+
+def python_line(inst) -> tuple[str, int] | None:
+    """The Python source line of ``inst``: its own, else the nearest located instruction before it
+    in its block, else after it (optimisations make instructions without one)."""
+    where = _line_of(inst)
+    block = getattr(inst, "parent", None)
+    if where is not None or block is None:
+        return where
+    insts = block.instructions
+    at = next((k for k, i in enumerate(insts) if i is inst), None)
+    if at is None:
+        return None
+    for i in [*reversed(insts[:at]), *insts[at + 1:]]:
+        where = _line_of(i)
+        if where is not None:
+            return where
+    return None
+
+
 def unsupported(message: str, inst=None, function=None) -> ADError:
     """Report ``message`` about ``inst`` in ``function`` through the handler, then raise."""
     fn = function
@@ -97,7 +129,10 @@ def unsupported(message: str, inst=None, function=None) -> ADError:
         fn = inst.parent.parent
     try:
         where = source_location(inst, fn if not isinstance(fn, str) else None)
-    except Exception:  # a malformed debug node must never hide the real error
+        if where is None and inst is not None:  # the Python frontend's !gpuc.loc (no debug info)
+            line = python_line(inst)
+            where = f"{line[0]}:{line[1]}" if line else None
+    except Exception:  # a malformed location must never hide the real error
         where = None
     err = ADError(message, print_instruction(inst) if inst is not None else None,
                   getattr(fn, "name", fn) if fn is not None else None, where)

@@ -15,6 +15,10 @@
   reverse reads the adjoint of the element with a plain load (an atomic add
   leaves the element's adjoint as it is, so nothing is written back) and
   gives it to ``v``.
+* ``with options(device_tape=True)`` (PTX and the grid emulation): a tape
+  whose size is known only as a loop runs grows by ``malloc`` + copy +
+  ``free`` (a device has no ``realloc``) and, when it can, starts in an
+  inline ``alloca`` segment (:mod:`.tape`).
 * Calls to functions named ``gpuc.inactive.*`` (thread and block indices,
   the emulation's thread context) carry no derivative.
 * Calls to functions named ``gpuc.barrier.*`` are barriers: kept in the
@@ -36,12 +40,13 @@ from .errors import unsupported
 INACTIVE_PREFIX = "gpuc.inactive."
 BARRIER_PREFIX = "gpuc.barrier."
 
-_OPTIONS = {"atomic_adjoints": False, "warp_aggregate": False}
+_OPTIONS = {"atomic_adjoints": False, "warp_aggregate": False, "device_tape": False}
 
 
 @contextlib.contextmanager
 def options(**kw):
-    """Engine options for the duration of the block (``atomic_adjoints``, ``warp_aggregate``)."""
+    """Engine options for the duration of the block (``atomic_adjoints``, ``warp_aggregate``,
+    ``device_tape``)."""
     old = dict(_OPTIONS)
     unknown = set(kw) - set(_OPTIONS)
     if unknown:
@@ -52,6 +57,11 @@ def options(**kw):
     finally:
         _OPTIONS.clear()
         _OPTIONS.update(old)
+
+
+def device_tape() -> bool:
+    """Whether growing tapes avoid realloc (a device has none) and start in an inline segment."""
+    return _OPTIONS["device_tape"]
 
 
 def _thread_private(p) -> bool:

@@ -35,6 +35,8 @@ ok:
 
 #: name -> (function type, body text with {name})
 HELPERS = {
+    # the tape stack ``{ptr base, i64 sp, i64 cap}``: on the host grown by realloc (which the engine
+    # differentiates again in higher-order AD), on a device (``push_device``) by malloc + copy + free
     "push": (T.function(T.ptr(), [T.ptr(), T.i64]), """
 define internal ptr @{name}(ptr %t, i64 %n) alwaysinline {{
 entry:
@@ -51,8 +53,66 @@ grow:
   %big = icmp ugt i64 %c2, %c3
   %nc = select i1 %big, i64 %c2, i64 %c3
   %b = load ptr, ptr %t, align 8
-  %nb = call ptr @realloc(ptr %b, i64 %nc)
+  %nb = call ptr @realloc(ptr %b, i64 %nc), !gpuc.ad.tape !{{}}
 """+_trap_if_null("%nb", "grown")+"""grown:
+  store ptr %nb, ptr %t, align 8
+  store i64 %nc, ptr %capp, align 8
+  br label %ok
+ok:
+  %base = load ptr, ptr %t, align 8
+  store i64 %nsp, ptr %spp, align 8
+  %w = getelementptr inbounds i8, ptr %base, i64 %sp
+  ret ptr %w
+}}
+"""),
+    # host: the loop array ``{ptr, capacity, ptr inline (unused)}`` grown by realloc
+    "loop_grow": (T.function(T.ptr(), [T.ptr(), T.i64, T.i64]), """
+define internal ptr @{name}(ptr %t, i64 %k, i64 %frame) alwaysinline {{
+entry:
+  %capp = getelementptr inbounds i8, ptr %t, i64 8
+  %cap = load i64, ptr %capp, align 8
+  %full = icmp uge i64 %k, %cap
+  br i1 %full, label %grow, label %ok, !prof !{{!"branch_weights", i32 1, i32 2000}}
+grow:
+  %c2 = shl i64 %cap, 1
+  %nc = add i64 %c2, 16
+  %bytes = mul i64 %nc, %frame
+  %b = load ptr, ptr %t, align 8
+  %nb = call ptr @realloc(ptr %b, i64 %bytes), !gpuc.ad.tape !{{}}
+"""+_trap_if_null("%nb", "grown")+"""grown:
+  store ptr %nb, ptr %t, align 8
+  store i64 %nc, ptr %capp, align 8
+  br label %ok
+ok:
+  %base = load ptr, ptr %t, align 8
+  ret ptr %base
+}}
+"""),
+    "push_device": (T.function(T.ptr(), [T.ptr(), T.i64]), """
+define internal ptr @{name}(ptr %t, i64 %n) alwaysinline {{
+entry:
+  %spp = getelementptr inbounds i8, ptr %t, i64 8
+  %capp = getelementptr inbounds i8, ptr %t, i64 16
+  %sp = load i64, ptr %spp, align 8
+  %cap = load i64, ptr %capp, align 8
+  %nsp = add i64 %sp, %n
+  %full = icmp ugt i64 %nsp, %cap
+  br i1 %full, label %grow, label %ok, !prof !{{!"branch_weights", i32 1, i32 2000}}
+grow:
+  %c2 = shl i64 %cap, 1
+  %c3 = add i64 %nsp, 4096
+  %big = icmp ugt i64 %c2, %c3
+  %nc = select i1 %big, i64 %c2, i64 %c3
+  %b = load ptr, ptr %t, align 8
+  %nb = call ptr @malloc(i64 %nc), !gpuc.ad.tape !{{}}
+"""+_trap_if_null("%nb", "copy")+"""copy:
+  call void @llvm.memcpy.p0.p0.i64(ptr %nb, ptr %b, i64 %sp, i1 false)
+  %had = icmp ne ptr %b, null
+  br i1 %had, label %release, label %grown
+release:
+  call void @free(ptr %b), !gpuc.ad.tape !{{}}
+  br label %grown
+grown:
   store ptr %nb, ptr %t, align 8
   store i64 %nc, ptr %capp, align 8
   br label %ok
@@ -75,9 +135,11 @@ entry:
   ret ptr %w
 }}
 """),
-    # loop cache arrays: indexed by the loop's iteration counter; the engine's calls to malloc/free/realloc
-    # for them carry !gpuc.ad.tape, which the GPU validator accepts (device-side malloc exists in PTX)
-    "loop_grow": (T.function(T.ptr(), [T.ptr(), T.i64, T.i64]), """
+    # loop cache arrays: indexed by the loop's iteration counter; the engine's calls to malloc/free
+    # carry !gpuc.ad.tape, which the GPU validator accepts (device-side malloc exists in PTX).
+    # ``%t`` is ``{ptr base, i64 capacity (frames), ptr inline}``: growth copies into a new
+    # block twice as large and frees the old one unless it is the inline segment (an alloca)
+    "loop_grow_device": (T.function(T.ptr(), [T.ptr(), T.i64, T.i64]), """
 define internal ptr @{name}(ptr %t, i64 %k, i64 %frame) alwaysinline {{
 entry:
   %capp = getelementptr inbounds i8, ptr %t, i64 8
@@ -88,15 +150,38 @@ grow:
   %c2 = shl i64 %cap, 1
   %nc = add i64 %c2, 16
   %bytes = mul i64 %nc, %frame
+  %nb = call ptr @malloc(i64 %bytes), !gpuc.ad.tape !{{}}
+"""+_trap_if_null("%nb", "copy")+"""copy:
   %b = load ptr, ptr %t, align 8
-  %nb = call ptr @realloc(ptr %b, i64 %bytes), !gpuc.ad.tape !{{}}
-"""+_trap_if_null("%nb", "grown")+"""grown:
+  %used = mul i64 %cap, %frame
+  call void @llvm.memcpy.p0.p0.i64(ptr %nb, ptr %b, i64 %used, i1 false)
+  %inlp = getelementptr inbounds i8, ptr %t, i64 16
+  %inl = load ptr, ptr %inlp, align 8
+  %heap = icmp ne ptr %b, %inl
+  br i1 %heap, label %release, label %grown
+release:
+  call void @free(ptr %b), !gpuc.ad.tape !{{}}
+  br label %grown
+grown:
   store ptr %nb, ptr %t, align 8
   store i64 %nc, ptr %capp, align 8
   br label %ok
 ok:
   %base = load ptr, ptr %t, align 8
   ret ptr %base
+}}
+"""),
+    # the end of a grown loop array: freed unless it is still the inline segment
+    "loop_free": (T.function(T.void, [T.ptr(), T.ptr()]), """
+define internal void @{name}(ptr %p, ptr %inline) alwaysinline {{
+entry:
+  %heap = icmp ne ptr %p, %inline
+  br i1 %heap, label %release, label %done
+release:
+  call void @free(ptr %p), !gpuc.ad.tape !{{}}
+  br label %done
+done:
+  ret void
 }}
 """),
     "tape_alloc": (T.function(T.ptr(), [T.i64]), """
@@ -133,7 +218,7 @@ ok:
 define internal void @{name}(ptr %t) alwaysinline {{
 entry:
   %b = load ptr, ptr %t, align 8
-  call void @free(ptr %b)
+  call void @free(ptr %b), !gpuc.ad.tape !{{}}
   ret void
 }}
 """),

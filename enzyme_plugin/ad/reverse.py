@@ -3,7 +3,7 @@ block, the values the block's reverse needs (and which predecessor it came
 from), then one reverse block per primal block that pops them, runs the
 adjoint rules in reverse order and branches to the reverse of the recorded
 predecessor. The tape is a stack (``{ptr base, i64 sp, i64 cap}``, grown by
-``realloc``), which is correct for any CFG: loops of any trip count,
+``malloc`` + copy + ``free``: a device has no ``realloc``), which is correct for any CFG: loops of any trip count,
 recursion through calls (callees push on the same tape) and early exits.
 
 Adjoints are accumulated in ``alloca`` slots; LLVM's SROA/mem2reg turns them

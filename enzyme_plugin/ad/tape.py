@@ -5,8 +5,12 @@ Mixed into :class:`~.reverse.Reverse`. For each loop in canonical form
 (:mod:`.loops`) the forward sweep numbers iterations ``k = 0, 1, ...``; the
 blocks of the loop store what their reverses need at ``base + k * frame +
 offset`` in one array per loop execution: allocated in the preheader when
-the trip count is known there (and checked at the exit), grown by
-``realloc`` from the header otherwise. Each exit block's frame records
+the trip count is known there (and checked at the exit), grown from the
+header otherwise: by ``realloc`` on the host; on a device (PTX and the grid
+emulation: ``gpu.options(device_tape=True)``) by ``malloc`` of twice the
+size, a copy and ``free`` (a device has no ``realloc``), starting in an
+inline ``alloca`` segment of :data:`INLINE_SEGMENT` bytes when the loop runs
+once per call and the reverse runs in the same call. Each exit block's frame records
 ``k`` and ``base``; the reverse sweep counts ``k`` down, leaves the loop at
 ``k == 0`` and frees the array. Affine induction variables are rebuilt from
 ``k`` instead of being stored.
@@ -22,12 +26,16 @@ from __future__ import annotations
 from gpucompiler.llvm import Builder, Instruction, const_int, constant, types as T
 
 from .emit import declare
+from .gpu import device_tape
 from .loops import body_runs_every_iteration, emit_trip_count, find_loops, plan_nests, static_trip_count
 
-_STATE = T.struct([T.ptr(), T.i64])
+#: a loop array's forward state: base, capacity in frames (growth), inline segment (or null)
+_STATE = T.struct([T.ptr(), T.i64, T.ptr()])
 _NULL = constant(T.ptr(), "null")
 #: largest nest array (bytes per call) kept in an ``alloca`` when every trip count is a constant
 MAX_STACK_TAPE = 1024
+#: bytes of the inline segment (an ``alloca``) a growing loop array starts in before it needs the heap
+INLINE_SEGMENT = 256
 
 
 def _first_non_phi(block):
@@ -81,6 +89,7 @@ class LoopTape:
         trip = emit_trip_count(b, lp.trip, sw.val) if lp.trip is not None else None
         b.store(_NULL, state)
         b.store(const_int(T.i64, 0), b.gep(T.i8, state, [const_int(T.i64, 8)]))
+        b.store(_NULL, b.gep(T.i8, state, [const_int(T.i64, 16)]))
         st = {"k": k, "state": state, "trip": trip, "exit_base": {}, "kslot": self._rev_alloca(T.i64, const_int(T.i64, 0)),
               "bslot": self._rev_alloca(T.ptr(), _NULL), "base_iter": None}
         for e in lp.exits:
@@ -208,6 +217,7 @@ class LoopTape:
                 continue
             if st["trip"] is None:
                 if frames.get(lp, 0):
+                    self._inline_segment(lp, st, frames[lp])
                     b.position_before(_first_non_phi(self.sweep.vmap[lp.header]))
                     st["base_iter"] = b.call(self.engine.helper("loop_grow"),
                                              [st["state"], st["k"], const_int(T.i64, frames[lp])])
@@ -220,6 +230,24 @@ class LoopTape:
                 b.position_before(_first_non_phi(self.sweep.vmap[lp.header]))
                 st["base_iter"] = b.load(T.ptr(), st["state"])
         return frames, offsets
+
+    def _inline_segment(self, lp, st, frame):
+        """Start a growing array in an ``alloca`` of :data:`INLINE_SEGMENT` bytes when the reverse
+        runs in the same call (combined mode) and the loop runs once per call (no enclosing loop):
+        trip counts up to ``INLINE_SEGMENT // frame`` then never touch the heap."""
+        if not device_tape() or not self.combined or lp.parent is not None or frame > INLINE_SEGMENT:
+            return
+        mem = self._fwd_alloca_bytes(INLINE_SEGMENT)
+        b = Builder()
+        b.position_before(self.sweep.vmap[lp.preheader].terminator)
+        b.store(mem, st["state"])
+        b.store(const_int(T.i64, INLINE_SEGMENT // frame), b.gep(T.i8, st["state"], [const_int(T.i64, 8)]))
+        b.store(mem, b.gep(T.i8, st["state"], [const_int(T.i64, 16)]))
+        free = st.pop("free", None)
+        if free is not None:  # the reverse frees the array only if it left the inline segment
+            b.position_before(free)
+            b.call(self.engine.helper("loop_free"), [free.args[0], mem])
+            free.erase()
 
     def _allocate_nest(self, nest, frames):
         """One array for the loops of ``nest`` (its root first): a region per loop with frames,

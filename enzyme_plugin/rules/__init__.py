@@ -59,6 +59,7 @@ class EnzymeMeta(DeferredMeta):
     mode: str = "Reverse"
     rules = (nested_rules,)
     error_slot = True  # checks inside f stop it (plain signatures for the engine): see lowering.py
+    source_lines = True  # an ADError names the Python line of what it cannot differentiate
 
 
 def _is_float(t) -> bool:

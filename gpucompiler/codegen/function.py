@@ -261,6 +261,8 @@ class FunctionCodegen:
         res = self.frame.calls.get(inst)
         if res is None or (isinstance(t, Const) and res.callee is None):
             return
+        mark = (self.b.block, len(self.b.block.instructions), len(self.fn.blocks)) \
+            if self.mod.source_lines and inst.loc else None
         args = [self.value(a) for a in inst.args]
         argtypes = [self._abstract(a) for a in inst.args]
         if res.callee is not None:
@@ -269,6 +271,18 @@ class FunctionCodegen:
             self.values[inst] = lower_deferred(self, res.deferred, args, argtypes)
         else:
             self.values[inst] = res.lower(self, args, argtypes, t)
+        if mark is not None:
+            self._locate(inst.loc, *mark)
+
+    def _locate(self, loc, block, first, nblocks):
+        """Attach ``!gpuc.loc !{file, line}`` to the instructions just emitted for a Python
+        instruction (``source_lines``: a plugin's errors can name the Python line)."""
+        node = self.mod.location_node(loc[0], loc[1])
+        blocks = [block, *self.fn.blocks[nblocks:]]
+        for k, bl in enumerate(blocks):
+            for ins in bl.instructions[first if k == 0 else 0:]:
+                if "gpuc.loc" not in ins.metadata:
+                    ins.set_metadata("gpuc.loc", node)
 
     def _invoke(self, callee, args, argtypes, t):
         """Call the specialization ``callee``, filling parameters left to their defaults."""

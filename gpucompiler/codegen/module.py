@@ -25,7 +25,7 @@ class ModuleCodegen:
 
     def __init__(self, name: str, interp, triple: str = "", data_layout: str = "", *,
                  status: bool = False, boundscheck: bool = False, on_error: str = "python",
-                 error_slot: bool = False):
+                 error_slot: bool = False, source_lines: bool = False):
         """``status``: every function also returns a failure flag (see :func:`status_type`);
         ``boundscheck``: array indices are checked; ``on_error`` says how a failed
         index check reports: ``"python"`` (an ``IndexError`` is set), ``"trap"``
@@ -35,7 +35,8 @@ class ModuleCodegen:
         every function takes a leading ``ptr`` to an ``i8`` slot; a failed check
         reports, stores 1 there and returns at once (a zero result), and every
         call of a compiled function tests the slot after it (see
-        :meth:`FunctionCodegen.call_slot`)."""
+        :meth:`FunctionCodegen.call_slot`). ``source_lines``: instructions carry
+        ``!gpuc.loc !{!"file", i32 line}``, their Python line (for a plugin's errors)."""
         self.module = ir.Module(name=name)
         if triple:
             self.module.triple = triple
@@ -46,11 +47,21 @@ class ModuleCodegen:
         self.python_errors = interp.python_errors
         self.status, self.boundscheck, self.on_error = status, boundscheck, on_error
         self.error_slot = error_slot and not status
+        self.source_lines = source_lines
         self.slotted: set[str] = set()
         """names of the functions taking the error slot (all but those asked ``plain``)"""
         self.functions: dict[str, ir.Function] = {}
         self.queue: list = []
         self.strings: dict[str, ir.GlobalVariable] = {}
+        self._locations: dict[tuple[str, int], ir.MDValue] = {}
+
+    def location_node(self, filename: str, line: int) -> ir.MDValue:
+        """The ``!{!"file", i32 line}`` node of a Python source line (one per line)."""
+        node = self._locations.get((filename, line))
+        if node is None:
+            node = self._locations[(filename, line)] = self.module.add_metadata(
+                [ir.MetaDataString(self.module, filename), ir.Constant(ir.IntType(32), line)])
+        return node
 
     def signature(self, frame, slot: bool = False) -> ir.FunctionType:
         params = [PTR] if slot else []

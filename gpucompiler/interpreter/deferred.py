@@ -64,6 +64,9 @@ class DeferredMeta:
     """whether the nested functions take an error slot (plain signatures that still stop on
     errors; see :class:`gpucompiler.codegen.ModuleCodegen`); the lowering then passes
     ``FunctionCodegen.call_slot()`` as the first argument and calls ``stop_if_failed`` after"""
+    source_lines: ClassVar[bool] = False
+    """whether the nested job's instructions carry ``!gpuc.loc !{!"file", i32 line}`` (their Python
+    source line), so that the plugin's errors about them can name it"""
 
 
 @attrs.frozen

@@ -33,7 +33,11 @@ environment variable ``GPUC_DEVICE_HEAP`` (bytes, or with a ``K``/``M``/``G``
 suffix) sets another size (:class:`gpucompiler.settings.RuntimeSettings`, read on
 first use). CUDA refuses the change once a
 kernel using ``malloc`` has run in the context: the launch then goes on with
-the heap as it is, after a ``RuntimeWarning``.
+the heap as it is, after a ``RuntimeWarning``. The tape traps when ``malloc``
+returns null; once a kernel calling ``malloc`` has been loaded, a trap
+(``CUDA_ERROR_LAUNCH_FAILED`` or ``CUDA_ERROR_ILLEGAL_INSTRUCTION``) reported by
+any later driver call raises :class:`~gpucompiler.errors.DeviceHeapError`
+saying how large the heap was and how to raise it.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ import warnings
 import numpy as np
 
 from .. import types as T
-from ..errors import CudaError, LaunchError, ToolchainError
+from ..errors import CudaError, DeviceHeapError, LaunchError, ToolchainError
 from ..settings import DEFAULT_DEVICE_HEAP, RuntimeSettings
 from .arguments import SCALAR_TYPES, TYPESTR, argument_type, cuda_array_type, is_contiguous
 from .grid import array_param, param_array, scalar_param
@@ -58,6 +62,10 @@ _capability: dict = {}   # context handle -> (major, minor)
 _functions: dict = {}    # (kernel id, argtypes, context) -> (CUfunction, module, kernel)
 _launchers: dict = {}    # (kernel id, context, signature key) -> Launcher
 _heap_checked: set = set()  # contexts whose device heap limit was checked
+
+#: what a trap on the device reports (CUDA_ERROR_ILLEGAL_INSTRUCTION, CUDA_ERROR_LAUNCH_FAILED)
+_TRAP_CODES = frozenset({715, 719})
+
 
 def settings() -> RuntimeSettings:
     """The runtime's settings, read from the environment on first use."""
@@ -121,6 +129,13 @@ def check(result, call: str = ""):
                 message = raw.decode() if isinstance(raw, bytes) else str(raw)
         except Exception:  # noqa: BLE001 - naming the error must not hide it
             pass
+        if code in _TRAP_CODES and _heap_checked:
+            heap = settings().device_heap
+            raise DeviceHeapError(name, f"{message}; a kernel that allocates on the device (an AD tape that "
+                                  f"grows with a loop's trip count) trapped, most likely because the device "
+                                  f"heap of {heap} bytes ran out: set GPUC_DEVICE_HEAP to more (e.g. "
+                                  f"GPUC_DEVICE_HEAP={max(2 * heap, 1 << 30) >> 20}M) before the first launch "
+                                  "in a new process; this CUDA context cannot be used any more", call, code)
         raise CudaError(name, message, call, code)
     if not rest:
         return None

@@ -75,5 +75,6 @@ def nested_checks(deferred: DeferredJob, config) -> dict:
     on_error = "python" if deferred.python_errors else "emulation" if emulated else "trap"
     parent_stops = deferred.python_errors or (emulated and boundscheck)
     return {"boundscheck": boundscheck, "on_error": on_error,
-            "error_slot": bool(getattr(deferred.meta, "error_slot", False)) and parent_stops}
+            "error_slot": bool(getattr(deferred.meta, "error_slot", False)) and parent_stops,
+            "source_lines": bool(getattr(deferred.meta, "source_lines", False))}
 

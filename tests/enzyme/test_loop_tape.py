@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 from ad_checks import check_forward, check_reverse
@@ -69,6 +70,30 @@ def test_nested_loops_with_known_trip_counts_never_grow(level):
 @pytest.mark.parametrize("name", ["untilsum", "early"])
 def test_unknown_trip_count_grows(level, name):
     assert _calls(_body(differentiated("loops", level), name), "realloc") >= 1
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("case", [c for c in CASES if c.name in ("untilsum", "early", "counted")],
+                         ids=lambda c: c.name)
+def test_device_tape_grows_without_realloc_to_the_host_gradients(case, level):
+    """With the device's tapes (PTX and the grid emulation: no realloc; growth by malloc + copy +
+    free from a 256-byte inline segment) the clang loops give the gradients the host tapes give
+    (those are checked against finite differences above), also for sizes that leave the segment."""
+    import enzyme_plugin
+    from enzyme_harness import Entry, fixture_text, library
+    from enzyme_plugin.ad import gpu
+    from gpucompiler.runtime import CPULibrary
+
+    with gpu.options(device_tape=True):
+        text = enzyme_plugin.differentiate(fixture_text("loops", level))
+    body = _body(text, case.name)
+    assert _calls(body, "realloc") == 0, body
+    if case.name != "counted":
+        assert "@llvm.memcpy" in body and "alloca [256 x i8]" in body, body
+    device, host = Entry(CPULibrary.from_ir(text), case), Entry(library("loops", level), case)
+    for n in (1, 3, 9, 40, 300):
+        x = case.sample(n)
+        np.testing.assert_array_equal(device.grad(x), host.grad(x), err_msg=f"n={n}")
 
 
 @pytest.mark.parametrize("level", LEVELS)

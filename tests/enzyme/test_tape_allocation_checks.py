@@ -12,13 +12,25 @@ declare ptr @malloc(i64)
 declare ptr @realloc(ptr, i64)
 declare void @free(ptr)
 declare void @llvm.trap()
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 """
 
 ALLOCATING = [k for k, (_, text) in HELPERS.items() if re.search(r"@(malloc|realloc)\(", text)]
 
 
 def test_the_tape_allocates_through_these_helpers():
-    assert {"push", "loop_grow", "tape_alloc"} <= set(ALLOCATING)
+    assert {"push", "loop_grow", "push_device", "loop_grow_device", "tape_alloc"} <= set(ALLOCATING)
+
+
+@pytest.mark.parametrize("key", sorted(HELPERS))
+def test_device_helpers_never_call_realloc_and_every_heap_call_is_marked(key):
+    """A device has no realloc (only the host's helpers call it); the GPU validator accepts only
+    malloc/free marked as the tape's."""
+    _, text = HELPERS[key]
+    assert ("@realloc" in text) == (key in ("push", "loop_grow"))
+    for line in text.splitlines():
+        if re.search(r"call [^\n]*@(malloc|free)\(", line):
+            assert "!gpuc.ad.tape" in line, line
 
 
 @pytest.mark.parametrize("key", ALLOCATING)

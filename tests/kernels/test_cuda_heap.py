@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gpucompiler import kernel
-from gpucompiler.errors import LaunchError
+from gpucompiler.errors import CudaError, DeviceHeapError, LaunchError
 from gpucompiler.runtime import cuda
 from kernel_corpus import saxpy
 from test_cuda_launch import FakeDriver
@@ -110,3 +110,39 @@ def test_refused_change_warns_and_launches(heap_fake):
     with pytest.warns(RuntimeWarning, match="device heap"):
         _, dx = _launch_tape_kernel()
     assert heap_fake.set_calls == [cuda.DEFAULT_DEVICE_HEAP] and np.any(dx != 0)
+
+
+class TrappingDriver(HeapDriver):
+    """Every launch stops with a trap (CUDA_ERROR_LAUNCH_FAILED), as a tape whose malloc failed does."""
+
+    def cuLaunchKernel(self, *args):
+        return (719,)
+
+    def cuGetErrorName(self, err):
+        return (0, b"CUDA_ERROR_LAUNCH_FAILED" if int(err) == 719 else b"CUDA_ERROR_UNKNOWN")
+
+
+@pytest.fixture
+def trapping(monkeypatch, heap_fake):
+    driver = TrappingDriver()
+    monkeypatch.setattr(cuda, "_driver", lambda: driver)
+    return driver
+
+
+def test_trap_of_a_kernel_with_a_growing_tape_is_a_heap_error_saying_how_to_raise_it(trapping, monkeypatch):
+    """A Newton solve (a data-dependent while) grows its tape with device malloc; a trap is reported
+    as DeviceHeapError naming the heap's size and GPUC_DEVICE_HEAP, not as a bare launch failure."""
+    import kernel_gradient_corpus as C
+
+    monkeypatch.setenv("GPUC_DEVICE_HEAP", "64M")
+    x = np.linspace(-1.0, 1.0, 8)
+    with pytest.raises(DeviceHeapError, match=r"heap of 67108864 bytes.*GPUC_DEVICE_HEAP=1024M") as info:
+        kernel(C.k_newton_solve, plugins=("enzyme",))[1, 8](x, np.zeros_like(x))
+    assert info.value.name == "CUDA_ERROR_LAUNCH_FAILED"
+
+
+def test_trap_of_a_kernel_without_malloc_stays_a_cuda_error(trapping):
+    x = np.ones(8, np.float32)
+    with pytest.raises(CudaError) as info:
+        saxpy[1, 8](np.float32(2.0), x, x, np.zeros_like(x))
+    assert type(info.value) is CudaError and info.value.name == "CUDA_ERROR_LAUNCH_FAILED"

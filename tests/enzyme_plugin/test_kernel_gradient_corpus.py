@@ -1,0 +1,107 @@
+"""The kernel-gradient corpus (kernel_gradient_corpus.py): every gradient the CPU grid emulation
+computes is checked against exact derivatives or central differences, and also compiles for PTX
+without ``realloc`` (or any allocation but the AD tape's marked malloc/free) and through ptxas;
+on a GPU (``gpu``) the device's numbers match the emulation's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpucompiler import kernel
+from gpucompiler import types as T
+from gpucompiler.llvm import parse
+
+from kernel_gradient_corpus import CASES
+
+P = ("enzyme",)
+A = T.ArrayType(T.float64, 1, "C")
+IDS = [c.name for c in CASES]
+
+
+def emulated(case) -> np.ndarray:
+    dx = np.zeros_like(case.x)
+    blocks, threads = case.launch
+    kernel(case.kernel, plugins=P)[blocks, threads, "cpu"](case.x.copy(), dx)
+    return dx
+
+
+def calls(text: str) -> list:
+    """``(callee, metadata names)`` of every direct call in LLVM IR text, parsed back."""
+    model = parse(text)
+    return [(i.callee.name, set(i.metadata)) for f in model.functions.values() for i in f.instructions()
+            if i.opcode == "call" and getattr(i.callee, "name", None)]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_emulated_kernel_gradient_matches_the_reference(case):
+    got, want = emulated(case), case.reference()
+    assert np.all(np.isfinite(got))
+    if case.exact is not None:
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    assert np.any(got != 0.0)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_kernel_gradient_compiles_for_ptx_without_realloc(case, check_ptx):
+    k = kernel(case.kernel, plugins=P)
+    found = calls(k.inspect_llvm(A, A))
+    names = {name for name, _ in found}
+    assert "realloc" not in names
+    for name, md in found:  # the only heap calls are the tape's, marked for the validator
+        if name in ("malloc", "free"):
+            assert "gpuc.ad.tape" in md, (name, md)
+    ptx = k.inspect_ptx(A, A)
+    assert "realloc" not in ptx
+    check_ptx(ptx)
+
+
+def test_thirteen_step_branchy_map_keeps_its_tape_off_the_heap():
+    """13 values and 13 branch decisions of a constant-trip loop: stack memory, no malloc."""
+    names = {name for name, _ in calls(kernel(CASES[0].kernel, plugins=P).inspect_llvm(A, A))}
+    assert not {"malloc", "free", "realloc"} & names
+
+
+def test_short_while_starts_in_an_inline_segment():
+    """A Newton solve's growing array starts in an alloca; the heap is reached only by growth."""
+    text = kernel(CASES[4].kernel, plugins=P).inspect_llvm(A, A)
+    assert "alloca [256 x i8]" in text
+    assert "@llvm.memcpy" in text  # the copy of a growth step (no realloc)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_device_kernel_gradient_matches_the_emulation(case):
+    dx = np.zeros_like(case.x)
+    blocks, threads = case.launch
+    kernel(case.kernel, plugins=P)[blocks, threads](case.x.copy(), dx)  # NumPy arrays: copied both ways
+    np.testing.assert_allclose(dx, emulated(case), rtol=1e-9, atol=1e-12)
+
+
+def _line_of(fn, marker: str) -> int:
+    import inspect
+
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(k for k, text in enumerate(lines) if marker in text)
+
+
+@pytest.mark.parametrize("where", ["ptx", "cpu"])
+def test_gradient_that_cannot_be_built_names_the_construct_and_the_python_line(where):
+    """Never a wrong number: an ADError (inside the plugin's error) saying what and at which line."""
+    from gpucompiler.errors import GPUCompilerError
+
+    import kernel_gradient_corpus as C
+
+    k = kernel(C.k_atomic_old_value, plugins=P)
+    with pytest.raises(GPUCompilerError) as info:
+        if where == "ptx":
+            k.inspect_ptx(A, A, A, A)
+        else:
+            x = np.ones(4)
+            k[1, 4, "cpu"](x, np.zeros(4), np.zeros(1), np.zeros(1))
+    text = str(info.value)
+    line = _line_of(C.atomic_old_value, "the line the error names")
+    assert "ADError" in text and "old value of an atomic add" in text
+    assert f"kernel_gradient_corpus.py:{line}:" in text, text

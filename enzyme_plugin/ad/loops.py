@@ -9,9 +9,10 @@ values its blocks' reverses need are stored at ``base + k * frame``, and
 the reverse sweep counts ``k`` down instead of reading the loop's exit
 decisions back.
 
-The array is sized before the loop when the trip count is known there (a
-single exiting block, the latch or the header, testing an affine induction variable
-against a value defined outside the loop); otherwise it grows.
+The array is sized before the loop when the trip count is known there (the
+latch or the header tests an affine induction variable against a value
+defined outside the loop); with early exits besides (``break``, ``return``)
+that count is an upper bound, enough to size the array. Otherwise it grows.
 
 Nests share one array: a loop whose trip count is known before the outermost
 loop of its nest (a rectangular nest) and which runs on every iteration of
@@ -45,6 +46,8 @@ class Loop:
         self.trip = None
         #: the block whose test ends the loop (with ``trip``): the latch or the header
         self.exiting = None
+        #: whether the loop has other exits too (``break``, ``return``): ``trip`` is then an upper bound
+        self.bounded = False
         #: the enclosing loop whose nest array holds this loop's frames (None: an array of its own)
         self.host = None
         #: the outermost loop of the nest this loop's frames live in (itself when not hosted)
@@ -125,8 +128,8 @@ def plan_nests(cfg, loops) -> None:
     iteration of the parent, and its trip count depends only on values defined before the root."""
     for lp in loops:
         p = lp.parent
-        if lp.trip is None or p is None or p.trip is None or lp.root is not lp:
-            continue
+        if lp.trip is None or p is None or p.trip is None or p.bounded or lp.root is not lp:
+            continue  # (a parent that may break before its body: the count need not mean anything)
         if not dominates(cfg, lp.preheader, p.latch):
             continue
         (_, start, _, _), bound, _, _ = lp.trip
@@ -190,10 +193,19 @@ _NEGATE = {"eq": "ne", "ne": "eq", "slt": "sge", "sge": "slt", "sgt": "sle", "sl
 def _trip(lp):
     """The exit test of the latch or the header as ``(iv, bound, continue-predicate, offset)`` when it fixes the trip count."""
     exiting = [p for p in lp.blocks if any(s not in lp.blocks for s in p.successors)]
-    if len(exiting) != 1 or exiting[0] not in (lp.latch, lp.header):
-        return None  # early exits: the count is known only when the loop ends
+    for block in (lp.latch, lp.header):  # with early exits elsewhere the count is an upper bound
+        if block in exiting:
+            found = _counted_exit(lp, block)
+            if found is not None:
+                lp.bounded = len(exiting) > 1
+                return found
+    return None
+
+
+def _counted_exit(lp, block):
+    """The exit test of ``block`` (the latch or the header) as ``(iv, bound, predicate, offset)``."""
     # the test runs once per iteration (top-tested: once more than the body)
-    term = exiting[0].terminator
+    term = block.terminator
     if term is None or term.opcode != "br" or len(term.operands) != 3:
         return None
     cond, if_true, if_false = term.operands
@@ -215,7 +227,7 @@ def _trip(lp):
                     return None
                 if step == 0:
                     return None
-                lp.exiting = exiting[0]
+                lp.exiting = block
                 return iv, n, pred, (step if a is nxt else 0)
         a, n = n, a
         pred = _SWAP[pred]

@@ -67,9 +67,16 @@ def test_nested_loops_with_known_trip_counts_never_grow(level):
 
 
 @pytest.mark.parametrize("level", LEVELS)
-@pytest.mark.parametrize("name", ["untilsum", "early"])
-def test_unknown_trip_count_grows(level, name):
-    assert _calls(_body(differentiated("loops", level), name), "realloc") >= 1
+def test_unknown_trip_count_grows(level):
+    assert _calls(_body(differentiated("loops", level), "untilsum"), "realloc") >= 1
+
+
+def test_early_exit_from_a_counted_loop_is_sized_by_its_bound():
+    """A counted loop with a ``break`` besides: its count is an upper bound, enough to size the
+    array once before the loop (no growth). (At -O2 clang's loop tests the counter in a block
+    that is neither the header nor the latch: that array grows.)"""
+    body = _body(differentiated("loops", "O0"), "early")
+    assert _calls(body, "realloc") == 0 and _calls(body, "malloc") == 1, body
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -88,7 +95,7 @@ def test_device_tape_grows_without_realloc_to_the_host_gradients(case, level):
         text = enzyme_plugin.differentiate(fixture_text("loops", level))
     body = _body(text, case.name)
     assert _calls(body, "realloc") == 0, body
-    if case.name != "counted":
+    if case.name == "untilsum":
         assert "@llvm.memcpy" in body and "alloca [256 x i8]" in body, body
     device, host = Entry(CPULibrary.from_ir(text), case), Entry(library("loops", level), case)
     for n in (1, 3, 9, 40, 300):

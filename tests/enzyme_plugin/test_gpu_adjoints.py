@@ -399,7 +399,8 @@ def test_emulated_benchmark_passes_and_fails_loudly(monkeypatch, capsys):
     monkeypatch.setattr(ad_gpu, "check_gradients", broken)
     assert ad_gpu.main(["--emulate"]) == 1
     cap = capsys.readouterr()
-    assert cap.out.count("FAILED") == 4 and "GRADIENT CHECK FAILED" in cap.err
+    ncases = len(ad_gpu.cases(64, 16, np.random.default_rng(0)))
+    assert ncases == 6 and cap.out.count("FAILED") == ncases and "GRADIENT CHECK FAILED" in cap.err
 
 
 def test_analytic_reference_catches_an_unprobed_element(monkeypatch):

@@ -64,6 +64,16 @@ def test_thirteen_step_branchy_map_keeps_its_tape_off_the_heap():
     assert not {"malloc", "free", "realloc"} & names
 
 
+def test_break_out_of_a_counted_loop_is_sized_by_its_bound():
+    """``for k in range(40)`` with a ``break``, ``for j in range(n)`` with a ``return``: the count is
+    an upper bound, the array is allocated once before the loop and never grows (no copy)."""
+    for name in ("break inside a loop", "return inside a loop"):
+        case = next(c for c in CASES if c.name == name)
+        found = [n for n, _ in calls(kernel(case.kernel, plugins=P).inspect_llvm(A, A))]
+        assert "llvm.memcpy.p0.p0.i64" not in found and "realloc" not in found, (name, found)
+        assert found.count("malloc") <= 1, (name, found)
+
+
 def test_short_while_starts_in_an_inline_segment():
     """A Newton solve's growing array starts in an alloca; the heap is reached only by growth."""
     text = kernel(CASES[4].kernel, plugins=P).inspect_llvm(A, A)

@@ -120,9 +120,36 @@ def autodiff(mode: Mode, f, *args):
     if not isinstance(f, pytypes.FunctionType):
         raise ArgumentTypeError("f", type(f), function="autodiff", hint="pass a Python function")
     ann = tuple(a if isinstance(a, Annotation) else Const(a) for a in args)
+    _check_arguments(f, ann)
     entry = _entry(mode, f, tuple(type(a).__name__ for a in ann))
     flat = [v for a in ann for v in a.values()]
     return entry(*flat)
+
+
+def _check_arguments(f, ann) -> None:
+    """One activity per parameter of ``f``, shadows of their values' dtype and rank (the shape is
+    checked by the compiled entry, as in compiled code)."""
+    from gpucompiler.errors import ArgumentBindingError, ArgumentTypeError
+
+    code = f.__code__
+    names = code.co_varnames[:code.co_argcount]
+    if len(ann) != len(names) and not (code.co_kwonlyargcount or code.co_flags & 0x0C):
+        what = (f"takes {len(names)} arguments, got {len(ann)}" if len(ann) > len(names) else
+                "is missing the argument(s) " + ", ".join(repr(n) for n in names[len(ann):]))
+        raise ArgumentBindingError(f"autodiff: {f.__qualname__}({', '.join(names)}) {what}",
+                                   (code.co_filename, code.co_firstlineno, 0), f.__qualname__,
+                                   "pass one activity (Active, Duplicated, Const) per parameter")
+    for name, a in zip(names, ann):
+        if isinstance(a, Duplicated):
+            v, dv = a.val, a.dval
+            same = (type(v) is type(dv) and getattr(v, "dtype", None) == getattr(dv, "dtype", None)
+                    and getattr(v, "ndim", None) == getattr(dv, "ndim", None))
+            if not same:
+                shown = (f"{type(dv).__name__} of dtype {getattr(dv, 'dtype', '-')}, {getattr(dv, 'ndim', 0)}-d "
+                         f"(the value: {type(v).__name__} of dtype {getattr(v, 'dtype', '-')}, "
+                         f"{getattr(v, 'ndim', 0)}-d)")
+                raise ArgumentTypeError(name, "a Duplicated shadow " + shown, function=f.__qualname__,
+                                        hint="allocate the shadow like the value (np.zeros_like)")
 
 
 @functools.lru_cache(maxsize=256)

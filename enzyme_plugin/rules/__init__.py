@@ -19,7 +19,7 @@ import attrs
 from llvmlite import ir
 
 from gpucompiler import types as T
-from gpucompiler.errors import TypeInferenceError
+from gpucompiler.errors import ReadOnlyArrayError, TypeInferenceError
 from gpucompiler.interpreter import RuleSet
 from gpucompiler.interpreter.deferred import DeferredMeta, deferred_call, is_function, nested_interpreter
 from gpucompiler.interpreter.infer import spec_argtypes
@@ -94,13 +94,18 @@ def _single(kind):
 def _double(kind):
     def restype(x, dx):
         w, dw = widen(x), widen(dx)
+        if isinstance(dw, T.ArrayType) and dw.readonly:
+            raise ReadOnlyArrayError("the shadow of a Duplicated array is written by the derivative code: "
+                                     "assignment destination is read-only", (dw,), hint="pass a writeable shadow")
+        if isinstance(w, T.ArrayType) and w.readonly:  # a read-only value: its shadow is writeable
+            w = attrs.evolve(w, readonly=False)
         if w != dw:
             raise TypeInferenceError(f"the shadow of a Duplicated value must have its type: {w!r} and {dw!r}",
                                      (w, dw), hint="allocate the shadow like the value (np.zeros_like)")
         if not (_is_float(w) or _is_float_array(w)):
             raise TypeInferenceError(f"Duplicated takes a float scalar or a float array, got {w!r}", (w,),
                                      hint="use Const for integers and integer arrays")
-        return ActivityType((w, w), kind)
+        return ActivityType((widen(x), dw), kind)
     return restype
 
 
@@ -150,6 +155,22 @@ def result_type(mode: api.Mode, acts, ret) -> T.TupleType:
     return T.TupleType((widen(ret),) if _is_float(ret) else ())
 
 
+def _check_arity(f, given: int) -> None:
+    """One activity per parameter of ``f``: an extra one would get a phantom zero derivative."""
+    code = f.__code__
+    names = code.co_varnames[:code.co_argcount]
+    if code.co_kwonlyargcount or code.co_flags & 0x0C:  # keyword-only, *args, **kwargs
+        raise TypeInferenceError(f"autodiff: {f.__qualname__} has keyword-only, *args or **kwargs parameters",
+                                 hint="differentiate a function of positional parameters only")
+    if given > len(names):
+        raise TypeInferenceError(f"autodiff: {f.__qualname__}({', '.join(names)}) takes {len(names)} arguments, "
+                                 f"got {given}", hint="pass one activity (Active, Duplicated, Const) per parameter")
+    if given < len(names):
+        missing = ", ".join(repr(n) for n in names[given:])
+        raise TypeInferenceError(f"autodiff: {f.__qualname__}({', '.join(names)}) is missing the argument(s) "
+                                 f"{missing}", hint="pass one activity per parameter (defaults are not filled in)")
+
+
 def _find_job(interp, fn, meta, argtypes):
     for job in interp.__dict__.get("deferred", {}).values():
         if job.fn is fn and job.meta == meta and job.argtypes == argtypes:
@@ -186,6 +207,7 @@ def _autodiff(interp, fn, args):
         if not (isinstance(holder, T.ArrayType) and holder.dtype.kind == "i"):
             raise TypeInferenceError(f"autodiff: split mode needs an integer tape holder array, got {holder!r}")
     acts, wrapped = _activities(api.Reverse if split else mode, args[3 if split else 2:])
+    _check_arity(f, len(acts))
     primal = tuple(a.items[0] for a in acts)
     meta = EnzymeMeta("ReverseSplit" if split else mode.name)
     _check_not_differentiating_itself(interp, f, meta)
@@ -199,8 +221,8 @@ def _autodiff(interp, fn, args):
         from .lowering import emit_autodiff
 
         if split:
-            return emit_autodiff(cg, job, mode, acts, wrapped, values[3:], restype, tape=values[2])
-        return emit_autodiff(cg, job, mode, acts, wrapped, values[2:], restype)
+            return emit_autodiff(cg, job, mode, acts, wrapped, values[3:], restype, tape=values[2], fn=f)
+        return emit_autodiff(cg, job, mode, acts, wrapped, values[2:], restype, fn=f)
 
     return CallResult(restype, lower)
 

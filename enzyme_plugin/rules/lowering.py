@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from gpucompiler import types as T
 from gpucompiler.codegen.deferred import TypedCallee, job_global
 from gpucompiler.codegen.lltypes import PTR, ll
 from gpucompiler.interpreter.deferred import LOOKUP
@@ -13,7 +14,27 @@ from . import KINDS, MARKER, MODES
 _I32 = ir.IntType(32)
 
 
-def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None):
+def check_shadows(cg, fn, acts, wrapped, values) -> None:
+    """A ``Duplicated`` array's shadow must have its value's shape (else the derivative code reads and
+    writes past the shadow): a cold-path ``ValueError`` naming the parameter, checked at run time.
+    Kernels check with their bounds checks (on in the grid emulation, off on the GPU by default)."""
+    if not (cg.mod.python_errors or cg.mod.boundscheck):
+        return
+    names = fn.__code__.co_varnames
+    for k, (act, is_wrapped, v) in enumerate(zip(acts, wrapped, values)):
+        t = act.items[0]
+        if act.kind not in ("dup", "dupnoneed") or not is_wrapped or not isinstance(t, T.ArrayType):
+            continue
+        value, shadow = cg.b.extract_value(v, 0), cg.b.extract_value(v, 1)
+        for axis in range(t.ndim):
+            n, m = cg.b.extract_value(value, [1, axis]), cg.b.extract_value(shadow, [1, axis])
+            cg.check_value(cg.b.icmp_signed("==", n, m),
+                           f"autodiff: the shadow of {fn.__qualname__}'s argument {names[k]!r} must have the "
+                           f"shape of its value: axis {axis} has %lld elements in the value, %lld in the shadow",
+                           n, m)
+
+
+def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None, fn=None):
     """``call <restype> @gpuc.enzyme.autodiff(ptr f, i32 mode, (i32 kind, values...)...)``.
 
     When the parent stops on errors (a status or an error slot) the nested
@@ -23,6 +44,8 @@ def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None):
     parent returns at once if ``f`` failed, before any result is used.
     Split mode passes the tape holder array first, as ``(i32 tape, holder)``.
     """
+    if fn is not None:
+        check_shadows(cg, fn, acts, wrapped, values)
     b = cg.b
     lookup = cg.mod.declare(LOOKUP, PTR, [PTR])
     args = [b.call(lookup, [job_global(cg.mod, job.id)], name="deferred"), ir.Constant(_I32, MODES[mode.name])]

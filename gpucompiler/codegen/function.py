@@ -30,6 +30,7 @@ _INT_SUFFIX = {T.float32: "f32", T.float64: "f64"}
 _LIKELY = [1 << 20, 1]  # branch weights: the first successor is taken, the second is cold
 _I8 = ir.IntType(8)
 _EMU_INDEX_ERROR = "gpuc_emu_index_error"
+_EMU_VALUE_ERROR = "gpuc_emu_value_error"
 """The CPU grid emulation's callback ``void(i64 index, i64 axis, i64 size)`` (runtime/grid.py)."""
 
 
@@ -108,6 +109,24 @@ class FunctionCodegen:
         if not self.mod.python_errors:
             return
         self._unless(ok, lambda: self._set_python_error(exc_name, message, values))
+
+    def check_value(self, ok, message, *values):
+        """A check on every target (a cold path): ``ValueError(message)`` if not ``ok``.
+
+        With Python errors ``values`` (i64) fill ``%lld`` fields (``PyErr_Format``); the grid
+        emulation raises the message with the ``file:line`` (fields shown as ``?``); elsewhere
+        (the GPU, or code that cannot stop) a failed check traps.
+        """
+        how = self.mod.on_error
+        stops = self.mod.status or self.slot is not None
+        if how == "python" and self.mod.python_errors and stops:
+            self._unless(ok, lambda: self._set_python_error("ValueError", message, values))
+        elif how == "emulation" and stops:
+            report = self.mod.declare(_EMU_VALUE_ERROR, ir.VoidType(), [PTR])
+            text = self.mod.cstring(message.replace("%lld", "?") + f" at {self._where()}")
+            self._unless(ok, lambda: self.b.call(report, [text]))
+        else:
+            self._unless(ok, self._trap)
 
     def check_index(self, index, size, axis, original):
         """With bounds checks on: ``index`` (wrapped) must lie in ``[0, size)``, NumPy's IndexError."""

@@ -254,7 +254,8 @@ def _shuffle(site: int, bits: int, delta: int) -> int:
 _BARRIER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64)
 _SHUFFLE_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
 _INDEX_ERROR_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p)
-_index_errors: list[str] = []  # written by the running launch only: launches hold _LAUNCH_LOCK
+_VALUE_ERROR_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
+_errors: list[tuple[type, str]] = []  # written by the running launch only: launches hold _LAUNCH_LOCK
 #: one emulated launch at a time in the process: shared arrays are module globals and the index-error
 #: channel above is process-wide, so two kernels running at once could see each other's errors
 _LAUNCH_LOCK = threading.Lock()
@@ -263,16 +264,22 @@ _LAUNCH_LOCK = threading.Lock()
 def _index_error(index: int, axis: int, size: int, where: bytes) -> None:
     """A bounds-checked kernel indexed out of bounds: record NumPy's message and the kernel's
     ``file:line`` (the first one wins)."""
-    if not _index_errors:
-        _index_errors.append(f"index {index} is out of bounds for axis {axis} with size {size} "
-                             f"at {where.decode(errors='replace')}")
+    if not _errors:
+        _errors.append((IndexError, f"index {index} is out of bounds for axis {axis} with size {size} "
+                                    f"at {where.decode(errors='replace')}"))
 
 
-def _raise_index_error() -> None:
-    if _index_errors:
-        message = _index_errors.pop()
-        _index_errors.clear()
-        raise IndexError(message)
+def _value_error(message: bytes) -> None:
+    """A kernel's run-time check failed (``FunctionCodegen.check_value``): record its message."""
+    if not _errors:
+        _errors.append((ValueError, message.decode(errors="replace")))
+
+
+def _raise_error() -> None:
+    if _errors:
+        exc, message = _errors.pop()
+        _errors.clear()
+        raise exc(message)
 
 
 #: the names :func:`emulation_runtime` gives the loader: the job says so (param ``loader_symbols``),
@@ -290,11 +297,13 @@ def emulation_runtime():
     callback = _BARRIER_TYPE(_barrier)
     shuffle = _SHUFFLE_TYPE(_shuffle)
     index_error = _INDEX_ERROR_TYPE(_index_error)
+    value_error = _VALUE_ERROR_TYPE(_value_error)
     llvm.add_symbol("gpuc_emu_index_error", ctypes.cast(index_error, ctypes.c_void_p).value)
+    llvm.add_symbol("gpuc_emu_value_error", ctypes.cast(value_error, ctypes.c_void_p).value)
     llvm.add_symbol("gpuc_emu_key", ctypes.addressof(key))
     llvm.add_symbol("gpuc_emu_barrier", ctypes.cast(callback, ctypes.c_void_p).value)
     llvm.add_symbol("gpuc_emu_shfl", ctypes.cast(shuffle, ctypes.c_void_p).value)
-    return key, callback, shuffle, index_error
+    return key, callback, shuffle, index_error, value_error
 
 
 # -- argument buffers -------------------------------------------------------------------
@@ -372,13 +381,13 @@ class EmulatedKernel:
         array, keep = self.params(args)
         nblocks = grid[0] * grid[1] * grid[2]
         with _LAUNCH_LOCK:
-            _index_errors.clear()
+            _errors.clear()
             if not self.uses_barrier:
                 ctx = _context(grid, block, 0, 1, 0, nblocks)
                 self._run(ctypes.addressof(ctx), ctypes.addressof(array))
             else:
                 self._launch_threads(grid, block, nthreads, nblocks, array)
-            _raise_index_error()
+            _raise_error()
         del keep
 
     def _launch_threads(self, grid, block, nthreads, nblocks, array) -> None:
@@ -401,7 +410,7 @@ class EmulatedKernel:
                     self._run(ctypes.addressof(ctx), ctypes.addressof(array))
                     state.leave()
                     done.wait()
-                    if errors or _index_errors:
+                    if errors or _errors:
                         return
             finally:
                 _local.block = None

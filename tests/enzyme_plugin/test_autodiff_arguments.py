@@ -1,0 +1,110 @@
+"""autodiff's arguments are checked from Python, ``@jit`` and kernels: one activity per parameter
+(an extra ``Active`` got a phantom 0.0 derivative, a missing one an internal IndexError), and a
+``Duplicated`` shadow of its value's dtype, rank and shape (a shorter shadow corrupted the heap)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from enzyme_plugin import Active, Const, Duplicated, Reverse, autodiff
+from gpucompiler import device as gd, jit, kernel
+from gpucompiler.errors import ArgumentBindingError, ArgumentTypeError, ReadOnlyArrayError, TypeInferenceError
+
+P = ("enzyme",)
+
+
+def square(x):
+    return x * x
+
+
+def mul(x, y):
+    return x * y
+
+
+def sumsq(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * a[i]
+    return s
+
+
+def test_from_python_each_parameter_takes_one_activity():
+    assert autodiff(Reverse, mul, Active(2.0), Active(3.0)) == (3.0, 2.0)
+    with pytest.raises(ArgumentBindingError, match=r"square\(x\) takes 1 arguments, got 2"):
+        autodiff(Reverse, square, Active(2.0), Active(3.0))
+    with pytest.raises(ArgumentBindingError, match="missing the argument.*'y'"):
+        autodiff(Reverse, mul, Active(2.0))
+
+
+def extra_active(x):
+    return autodiff(Reverse, square, Active(x), Active(x))[0]
+
+
+def missing_active(x):
+    return autodiff(Reverse, mul, Active(x))[0]
+
+
+@pytest.mark.parametrize("fn,text", [(extra_active, "takes 1 arguments, got 2"),
+                                     (missing_active, "missing the argument")])
+def test_in_jit_a_wrong_number_of_activities_is_a_typed_error_at_the_call(fn, text):
+    with pytest.raises(TypeInferenceError, match=text) as info:
+        jit(fn, plugins=P)(3.0)
+    assert info.value.line == fn.__code__.co_firstlineno + 1
+
+
+def test_shadow_of_another_dtype_or_rank_is_refused_naming_the_parameter():
+    a = np.ones(4)
+    for shadow in (np.zeros(4, np.float32), np.zeros((4, 1)), [0.0] * 4):
+        with pytest.raises(ArgumentTypeError, match="parameter 'a'.*shadow"):
+            autodiff(Reverse, sumsq, Duplicated(a, shadow))
+
+
+def test_shadow_of_another_shape_is_a_value_error_from_python_and_jit():
+    a = np.arange(1.0, 1001.0)
+    with pytest.raises(ValueError, match="argument 'a' must have the shape.*1000 elements in the value, 2 in"):
+        autodiff(Reverse, sumsq, Duplicated(a, np.zeros(2)))
+
+    def grad_into(a, da):
+        autodiff(Reverse, sumsq, Duplicated(a, da))
+        return 0.0
+
+    g = jit(grad_into, plugins=P)
+    with pytest.raises(ValueError, match="1000 elements in the value, 999 in the shadow"):
+        g(a, np.zeros(999))
+    da = np.zeros(1000)
+    g(a, da)
+    np.testing.assert_allclose(da, 2 * a)
+
+
+def test_a_read_only_shadow_is_refused():
+    a, da = np.ones(3), np.zeros(3)
+    da.flags.writeable = False
+    with pytest.raises(ReadOnlyArrayError, match="read-only"):
+        autodiff(Reverse, sumsq, Duplicated(a, da))
+    a.flags.writeable = False  # a read-only value with a writeable shadow is fine
+    db = np.zeros(3)
+    autodiff(Reverse, sumsq, Duplicated(a, db))
+    np.testing.assert_allclose(db, 2 * a)
+
+
+def _grad_kernel(a, da):
+    if gd.grid(1) == 0:
+        autodiff(Reverse, sumsq, Duplicated(a, da))
+
+
+def _extra_kernel(x, out):
+    if gd.grid(1) == 0:
+        out[0] = autodiff(Reverse, square, Active(x[0]), Const(1.0))[0]
+
+
+def test_in_kernels_shadow_shape_is_checked_in_the_emulation_and_arity_at_compile_time():
+    a = np.arange(1.0, 9.0)
+    k = kernel(_grad_kernel, plugins=P)
+    with pytest.raises(ValueError, match="argument 'a' must have the shape of its value"):
+        k[1, 1, "cpu"](a, np.zeros(4))
+    da = np.zeros(8)
+    k[1, 1, "cpu"](a, da)
+    np.testing.assert_allclose(da, 2 * a)
+    with pytest.raises(TypeInferenceError, match="takes 1 arguments, got 2"):
+        kernel(_extra_kernel, plugins=P)[1, 1, "cpu"](np.ones(1), np.zeros(1))

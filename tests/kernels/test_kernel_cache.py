@@ -33,20 +33,24 @@ from gpucompiler.cached import default_cache
 k = kernel(F.grad_energy_kernel, plugins=("enzyme",))
 x, w = np.linspace(-2.0, 2.0, 256), np.array([1.5, -0.25])
 dx, dw = np.zeros(256), np.zeros(2)
-k[4, 64, "cpu"](x, dx, w, dw)
 A = T.ArrayType(T.float64, 1, "C")
+if sys.argv[2] == "cpu":
+    k[4, 64, "cpu"](x, dx, w, dw)
+    emulation = k.emulated((A, A, A, A)).origin
+else:  # the CUDA launch compiles (or finds) the PTX for the device's capability
+    k[4, 64](x, dx, w, dw)
+    emulation = None
 ptx, job = k.compile_ptx((A, A, A, A), (8, 0))
 stats = dict(default_cache().stats)
-print(json.dumps({{"dx": dx.tolist(), "dw": dw.tolist(), "ptx": ptx, "stats": stats,
-                  "emulation": k.emulated((A, A, A, A)).origin}}))
+print(json.dumps({{"dx": dx.tolist(), "dw": dw.tolist(), "ptx": ptx, "stats": stats, "emulation": emulation}}))
 """
 
 
-def run(mode: str, cache_dir: Path) -> dict:
+def run(mode: str, cache_dir: Path, device: str = "cpu") -> dict:
     env = {**os.environ, "GPUC_CACHE_DIR": str(cache_dir)}
     for name in ("GPUC_CACHE_URL", "GPUC_SERVICE_URL", "GPUC_CACHE_SHARED_DIR"):
         env.pop(name, None)
-    proc = subprocess.run([sys.executable, "-c", SCRIPT.format(ez=str(TESTS / "enzyme_plugin")), mode],
+    proc = subprocess.run([sys.executable, "-c", SCRIPT.format(ez=str(TESTS / "enzyme_plugin")), mode, device],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -108,3 +112,15 @@ def test_a_rebound_global_misses_the_cached_kernel_in_a_fresh_process(tmp_path):
         answers.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     assert [a["compiles"] for a in answers] == [1, 0, 1]
     assert [a["out"] for a in answers] == [[0.0, 2.0, 4.0, 6.0]] * 2 + [[0.0, 3.0, 6.0, 9.0]]
+
+
+@pytest.mark.gpu
+def test_fresh_process_launches_a_cached_autodiff_kernel_on_the_gpu_without_frontend_or_interpreter(tmp_path):
+    cold = run("cold", tmp_path / "cache", "gpu")
+    hit = run("hit", tmp_path / "cache", "gpu")
+    x, w = np.linspace(-2.0, 2.0, 256), np.array([1.5, -0.25])
+    edx, edw = expected(x, w)
+    for answer in (cold, hit):
+        np.testing.assert_allclose(answer["dx"], edx, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(answer["dw"], edw, rtol=1e-10)
+    assert cold["stats"]["compile"] >= 1 and "compile" not in hit["stats"]

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..cache.core import Cache
 from ..cache.entry import decode
 from ..cache.tiers import DiskTier, RedisTier
+from ..cache.trust import private_directory_problem
 from ..errors import CacheCorruptionError, ConfigError
 from ..settings import CacheSettings
 
@@ -90,13 +91,17 @@ def run(args: argparse.Namespace) -> int:
         tiers = {t.name: t for t in cache.tiers}
         bad = [b for name, keys in checked.items() for b in _verify(tiers[name], keys, args.evict)]
         total = sum(map(len, checked.values()))
+        # entries of the private tier are trusted for its permissions: say when those do not hold
+        problem = private_directory_problem(str(disk.root)) if disk.root.exists() else None
         out = {"checked": total, "tiers": {n: len(k) for n, k in checked.items()}, "bad": bad,
-               "evicted": len(bad) if args.evict else 0}
+               "evicted": len(bad) if args.evict else 0, "directory_problem": problem}
         _print(args, out, f"checked {total} entries ({', '.join(f'{n}: {len(k)}' for n, k in checked.items())}), "
                f"{len(bad)} bad"
                + "".join(f"\n  {b['tier']}:{b['key'][:16]}: {b['reason']}" for b in bad)
-               + (f"\nevicted {len(bad)}" if args.evict and bad else ""))
-        return 1 if bad and not args.evict else 0
+               + (f"\nevicted {len(bad)}" if args.evict and bad else "")
+               + (f"\nthe directory {disk.root} is not private: {problem}; its entries are not "
+                  "authenticated (use it as GPUC_CACHE_SHARED_DIR with a secret)" if problem else ""))
+        return 1 if (bad and not args.evict) or problem else 0
     else:
         removed = {"disk": disk.clear()}
         if args.redis and redis is not None:

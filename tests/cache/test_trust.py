@@ -213,3 +213,17 @@ def test_entry_file_that_is_not_a_small_regular_file_is_refused_without_blocking
     assert res.origin == "compiled" and cache.stats["corrupt"] >= 1
     assert jobs.run(res, 107) == pytest.approx(jobs.expected(107), rel=1e-12)
     assert path.is_file() and not path.is_symlink()  # replaced by the real entry
+
+
+def test_cli_verify_reports_a_private_directory_others_can_write(tmp_path, monkeypatch, capsys):
+    directory = tmp_path / "cache"
+    DiskTier(directory).put("ab" * 32, b"x")
+    monkeypatch.setenv("GPUC_CACHE_DIR", str(directory))
+    for name in ("GPUC_CACHE_URL", "GPUC_CACHE_SHARED_DIR", "GPUC_SERVICE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    os.chmod(directory, 0o700)
+    main(["cache", "verify", "--json"])
+    assert json.loads(capsys.readouterr().out)["directory_problem"] is None
+    os.chmod(directory, 0o777)
+    assert main(["cache", "verify", "--json"]) == 1
+    assert "others can write" in json.loads(capsys.readouterr().out)["directory_problem"]

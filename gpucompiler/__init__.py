@@ -3,7 +3,7 @@
 from .version import __version__  # noqa: E402
 
 from .config import CompilerConfig  # noqa: E402
-from .errors import GPUCompilerError  # noqa: E402
+from .errors import ErrorModel, GPUCompilerError  # noqa: E402
 from .job import CompilerJob, LLVMSource  # noqa: E402
 from .targets import NativeTarget, PTXTarget, parse_target  # noqa: E402
 from . import types  # noqa: E402
@@ -13,6 +13,7 @@ from .kernel import kernel  # noqa: E402
 __all__ = [
     "CompilerConfig",
     "CompilerJob",
+    "ErrorModel",
     "GPUCompilerError",
     "LLVMSource",
     "NativeTarget",

@@ -8,7 +8,20 @@ subclasses here so that ``except GPUCompilerError`` catches them all.
 
 from __future__ import annotations
 
+import enum
 from typing import Iterable
+
+
+class ErrorModel(enum.Enum):
+    """What math errors do in compiled code (Numba's ``error_model``).
+
+    ``PYTHON``: as in CPython, ``math.sqrt(-1.0)`` raises ValueError,
+    ``math.exp(1000.0)`` OverflowError, ``0.0 ** -1.0`` ZeroDivisionError.
+    ``NUMPY``: IEEE results (nan, inf), no checks. Part of the job key.
+    """
+
+    PYTHON = "python"
+    NUMPY = "numpy"
 
 
 class GPUCompilerError(Exception):
@@ -17,6 +30,14 @@ class GPUCompilerError(Exception):
 
 class ConfigError(GPUCompilerError, ValueError):
     """A job or configuration is malformed."""
+
+
+def error_model_option(value) -> ErrorModel:
+    """``value`` checked as an :class:`ErrorModel` (the option of ``@jit`` and ``@kernel``)."""
+    if not isinstance(value, ErrorModel):
+        raise ConfigError(f"error_model must be an ErrorModel (ErrorModel.PYTHON or ErrorModel.NUMPY), "
+                          f"got {value!r}")
+    return value
 
 
 class UnknownNameError(ConfigError, LookupError):

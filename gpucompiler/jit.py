@@ -21,7 +21,7 @@ from pathlib import Path
 from . import pipeline, types as T
 from .arguments import Binder, arguments
 from .config import CompilerConfig
-from .errors import ArgumentTypeError, TypeInferenceError, UnknownStageError
+from .errors import ArgumentTypeError, ErrorModel, TypeInferenceError, UnknownStageError, error_model_option
 from .frontend.printer import format_function
 from .interface import STAGE_INDEX, STAGE_NAMES
 from .job import CompilerJob
@@ -61,10 +61,12 @@ class _Entry:
 class Dispatcher:
     """A jit-compiled function; call it like the Python function."""
 
-    def __init__(self, fn, *, opt_level: int = 2, plugins=(), boundscheck: bool = True):
+    def __init__(self, fn, *, opt_level: int = 2, plugins=(), boundscheck: bool = True,
+                 error_model: ErrorModel = ErrorModel.PYTHON):
         self.py_func = fn
         self.opt_level, self.plugins = opt_level, tuple(plugins)
         self.boundscheck = bool(boundscheck)
+        self.error_model = error_model_option(error_model)
         self._entries: dict = {}
         self._bind = Binder(fn)
         functools.update_wrapper(self, fn)
@@ -96,7 +98,10 @@ class Dispatcher:
         return FunctionSpec(self.py_func, argtypes)
 
     def _job(self, argtypes, args=()):
-        config = CompilerConfig(NativeTarget(), params={"python_abi": True, "boundscheck": self.boundscheck},
+        params = {"python_abi": True, "boundscheck": self.boundscheck}
+        if self.error_model is not ErrorModel.PYTHON:  # the default leaves keys as they were
+            params["error_model"] = self.error_model
+        config = CompilerConfig(NativeTarget(), params=params,
                                 opt_level=self.opt_level, plugins=self.plugins)
         return CompilerJob(self._spec(argtypes, args), config)
 
@@ -184,7 +189,9 @@ def jit(fn=None, **options):
     """Decorator: ``@jit`` or ``@jit(opt_level=3, plugins=("name",), boundscheck=False)``.
 
     Array indices are checked (``IndexError``, as in NumPy) unless
-    ``boundscheck=False``; the option is part of the job key.
+    ``boundscheck=False``. Math errors raise CPython's exceptions unless
+    ``error_model=ErrorModel.NUMPY`` (IEEE results, no checks). Both options
+    are part of the job key.
     """
     if fn is None:
         return lambda f: Dispatcher(f, **options)

@@ -31,7 +31,7 @@ from . import pipeline, types as T
 from .arguments import Binder, argument
 from .cached import compile_cached
 from .config import CompilerConfig
-from .errors import KernelError, LaunchError
+from .errors import ConfigError, ErrorModel, KernelError, LaunchError, error_model_option
 from .frontend.ir import Return
 from .interpreter.lattice import widen
 from .job import CompilerJob
@@ -97,7 +97,11 @@ class Kernel:
     """A ``@kernel`` function: index it with a launch configuration to call it."""
 
     def __init__(self, fn, *, opt_level: int = 3, fastmath: bool = False, maxregs: int | None = None,
-                 plugins=(), boundscheck: bool | None = None):
+                 plugins=(), boundscheck: bool | None = None,
+                 error_model: ErrorModel = ErrorModel.NUMPY):
+        if error_model_option(error_model) is not ErrorModel.NUMPY:
+            raise ConfigError("kernels cannot raise Python exceptions: their math gives IEEE results "
+                              "(error_model=ErrorModel.NUMPY); check inputs before the launch")
         self.py_func = fn
         #: None: the default of each device (on in the CPU grid emulation, off on the GPU as in CUDA C)
         self.boundscheck = None if boundscheck is None else bool(boundscheck)

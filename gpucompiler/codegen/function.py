@@ -73,7 +73,7 @@ class FunctionCodegen:
         if to.kind == "b":
             return self.truth(v, frm)
         if frm.kind == "f":
-            return b.fptosi(v, ll(to))
+            return self.float_to_int(v, ll(to))
         if to.kind == "f":
             return (b.uitofp if frm.kind == "b" else b.sitofp)(v, ll(to))
         if to.bits > frm.bits:
@@ -128,6 +128,50 @@ class FunctionCodegen:
         else:
             self._unless(ok, self._trap)
 
+    def check_math(self, ok, exc_name, message):
+        """:meth:`check` of a math error (division by zero...): only under ``ErrorModel.PYTHON``."""
+        if self.mod.math_errors:
+            self.check(ok, exc_name, message)
+
+    def check_cases(self, ok, cases, math: bool = False):
+        """Like :meth:`check`, the exception chosen on the cold path: ``cases`` are
+        ``(cond, exc_name, message)``, the first whose ``cond`` holds is raised
+        (the last one's ``cond`` is ignored). ``math``: a math error, checked
+        only under the Python error model."""
+        if not self.mod.python_errors or (math and not self.mod.math_errors):
+            return
+
+        def report():
+            done = self.fn.append_basic_block("raise.set")
+            for k, (cond, exc_name, message) in enumerate(cases):
+                if k < len(cases) - 1:
+                    this, rest = self.fn.append_basic_block("raise.case"), self.fn.append_basic_block("raise.next")
+                    self.b.cbranch(cond, this, rest)
+                    self.b.position_at_end(this)
+                self._set_python_error(exc_name, message, ())
+                self.b.branch(done)
+                if k < len(cases) - 1:
+                    self.b.position_at_end(rest)
+            self.b.position_at_end(done)
+        self._unless(ok, report)
+
+    def float_to_int(self, v, to: ir.IntType):
+        """Python's ``int()`` of a float: NaN is a ValueError, an infinity or a value outside
+        ``to`` an OverflowError (checked on a cold path); without Python errors LLVM's
+        saturating conversion (NaN gives 0), never ``fptosi`` poison."""
+        lo = ir.Constant(v.type, -float(2 ** (to.width - 1)))
+        hi = ir.Constant(v.type, float(2 ** (to.width - 1)))
+        if not self.mod.python_errors:
+            name = f"llvm.fptosi.sat.i{to.width}.{'f32' if v.type == ir.FloatType() else 'f64'}"
+            return self.b.call(self.mod.declare(name, to, [v.type]), [v])
+        b = self.b
+        ok = b.and_(b.fcmp_ordered(">=", v, lo), b.fcmp_ordered("<", v, hi))
+        self.check_cases(ok, [(b.fcmp_unordered("uno", v, v), "ValueError", "cannot convert float NaN to integer"),
+                              (b.fcmp_ordered("==", b.fsub(v, v), b.fsub(v, v)), "OverflowError",
+                               f"float too large to convert to int{to.width}"),
+                              (None, "OverflowError", "cannot convert float infinity to integer")])
+        return b.fptosi(v, to)
+
     def check_index(self, index, size, axis, original):
         """With bounds checks on: ``index`` (wrapped) must lie in ``[0, size)``, NumPy's IndexError."""
         if not self.mod.boundscheck:
@@ -149,6 +193,17 @@ class FunctionCodegen:
         """``file:line (in function)`` of the instruction being lowered."""
         loc = self.frame.where(self.inst) if self.inst is not None else (self.frame.ir.filename, self.frame.ir.line)
         return f"{loc[0]}:{loc[1]} (in {self.frame.ir.name})"
+
+    def raise_now(self, exc_name, message):
+        """Raise ``exc_name(message)`` here and end the block: an error that always happens.
+
+        Where Python errors cannot stop execution (kernels) the thread traps.
+        """
+        if self.mod.python_errors and (self.mod.status or self.slot is not None):
+            self._set_python_error(exc_name, message, ())
+            self.b.branch(self._fail_block() if self.mod.status else self._stop_block())
+        else:
+            self._trap()
 
     def _trap(self):
         self.b.call(self.mod.declare("llvm.trap", ir.VoidType(), []), [])
@@ -269,8 +324,15 @@ class FunctionCodegen:
             self.b = ir.IRBuilder(blocks[bl])
             self.b.position_at_end(blocks[bl])
             for inst in bl.insts:
+                if inst in frame.raising:
+                    self.raise_now(*frame.raising[inst])
+                    break
                 self._inst(inst)
-            pending += self._terminator(bl, blocks)
+            else:
+                if bl.term in frame.raising:
+                    self.raise_now(*frame.raising[bl.term])
+                else:
+                    pending += self._terminator(bl, blocks)
         for phi, v, block in pending:
             phi.add_incoming(v, block)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from ..errors import ErrorModel
 from ..interpreter.lattice import pyobj, widen
 from .function import FunctionCodegen
 from .lltypes import PTR, has_value, ll, status_type
@@ -25,7 +26,8 @@ class ModuleCodegen:
 
     def __init__(self, name: str, interp, triple: str = "", data_layout: str = "", *,
                  status: bool = False, boundscheck: bool = False, on_error: str = "python",
-                 error_slot: bool = False, source_lines: bool = False):
+                 error_slot: bool = False, source_lines: bool = False,
+                 error_model: ErrorModel = ErrorModel.PYTHON):
         """``status``: every function also returns a failure flag (see :func:`status_type`);
         ``boundscheck``: array indices are checked; ``on_error`` says how a failed
         index check reports: ``"python"`` (an ``IndexError`` is set), ``"trap"``
@@ -36,7 +38,8 @@ class ModuleCodegen:
         reports, stores 1 there and returns at once (a zero result), and every
         call of a compiled function tests the slot after it (see
         :meth:`FunctionCodegen.call_slot`). ``source_lines``: instructions carry
-        ``!gpuc.loc !{!"file", i32 line}``, their Python line (for a plugin's errors)."""
+        ``!gpuc.loc !{!"file", i32 line}``, their Python line (for a plugin's errors). ``error_model``: whether math errors
+        raise (``PYTHON``, with Python errors) or give IEEE results (``NUMPY``)."""
         self.module = ir.Module(name=name)
         if triple:
             self.module.triple = triple
@@ -45,6 +48,7 @@ class ModuleCodegen:
         self.interp = interp
         self.target_name = interp.target_name
         self.python_errors = interp.python_errors
+        self.math_errors = self.python_errors and error_model is ErrorModel.PYTHON
         self.status, self.boundscheck, self.on_error = status, boundscheck, on_error
         self.error_slot = error_slot and not status
         self.source_lines = source_lines

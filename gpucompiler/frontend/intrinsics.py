@@ -60,6 +60,11 @@ def check(ok, exc_name, message):
         raise getattr(builtins, exc_name)(message)
 
 
+def check_math(ok, exc_name, message):
+    """:func:`check` of a math error: skipped under ``ErrorModel.NUMPY`` (IEEE results)."""
+    check(ok, exc_name, message)
+
+
 def ffloor(x):
     """``floor`` of a float, as a float."""
     return float(math.floor(x))

@@ -8,7 +8,8 @@ block is sealed. Trivial phis are removed at the end.
 
 from __future__ import annotations
 
-from .ir import Block, Function, Phi, Undef, Value, successors
+from . import intrinsics as K
+from .ir import Block, Call, Const, Function, Phi, Undef, Value, successors
 
 
 class SSABuilder:
@@ -100,7 +101,62 @@ class SSABuilder:
                 term.cond = resolve(term.cond)
             elif hasattr(term, "value"):
                 term.value = resolve(term.value)
+        _check_unbound_reads(self.fn)
         self.fn.renumber()
+
+
+def _unbound_message(name: str) -> str:
+    return f"cannot access local variable {name!r} where it is not associated with a value"
+
+
+def _check_unbound_reads(fn: Function) -> None:
+    """Before every use of a variable that may be unbound, a check raising UnboundLocalError.
+
+    A phi is maybe-unbound when some incoming value is :class:`Undef` or a
+    maybe-unbound phi; each gets a parallel bool phi saying whether it is
+    bound. Uses of bound values cost nothing; a read that is never bound
+    raises unconditionally (the interpreter stops the block there).
+    """
+    maybe: set[Phi] = set()
+    changed = True
+    while changed:
+        changed = False
+        for b in fn.blocks:
+            for phi in b.phis:
+                if phi not in maybe and any(isinstance(v, Undef) or v in maybe
+                                            for v in phi.incoming.values()):
+                    maybe.add(phi)
+                    changed = True
+    flags: dict[Phi, Phi] = {}
+    for phi in maybe:
+        flag = Phi("$bound." + phi.var, phi.loc)
+        flag.block = phi.block
+        phi.block.phis.append(flag)
+        flags[phi] = flag
+    for phi, flag in flags.items():
+        flag.incoming = {p: Const(False) if isinstance(v, Undef) else flags.get(v, Const(True))
+                         for p, v in phi.incoming.items()}
+
+    def bound_flag(v: Value):
+        return Const(False) if isinstance(v, Undef) else flags.get(v)
+
+    for b in fn.blocks:
+        insts = []
+        for inst in b.insts + [b.term]:
+            seen = set()
+            for v in inst.operands:
+                flag = bound_flag(v)
+                if flag is None or v in seen:
+                    continue
+                seen.add(v)
+                name = v.name if isinstance(v, Undef) else v.var
+                check = Call(Const(K.check), [flag, Const("UnboundLocalError"),
+                                              Const(_unbound_message(name))], inst.loc)
+                check.block = b
+                insts.append(check)
+            if inst is not b.term:
+                insts.append(inst)
+        b.insts = insts
 
 
 def _reachable(entry: Block) -> set[Block]:

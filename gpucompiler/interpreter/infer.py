@@ -15,13 +15,29 @@ import types as pytypes
 
 from .. import types as T
 from ..errors import PluginError, TypeInferenceError
-from ..frontend import lower_function
+from ..frontend import intrinsics as K, lower_function
 from ..frontend.ir import Arg, Branch, Const as IRConst, Global, Inst, Return, Undef
 from . import builtins as _base_rules  # noqa: F401  (registers the base rules)
 from .lattice import BOTTOM, Const, const, join, pyobj, widen
 from .rules import CallResult, claim, enabled_rule_sets
 
 MISSING = object()
+
+
+class Undefined:
+    """The value of a global name that is not defined: reading it raises NameError."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    @property
+    def message(self) -> str:
+        return f"name {self.name!r} is not defined"
+
+
+_CHECK = Const(K.check, pyobj)
 _MAX_ROUNDS = 64
 
 
@@ -29,7 +45,7 @@ class Frame:
     """The inference state and result of one specialization."""
 
     __slots__ = ("pyfunc", "argtypes", "ir", "types", "calls", "rettype", "provisional",
-                 "recursive", "depth", "low", "edges", "name")
+                 "recursive", "depth", "low", "edges", "name", "raising")
 
     def __init__(self, pyfunc, argtypes, ir, depth):
         self.pyfunc, self.argtypes, self.ir, self.depth = pyfunc, argtypes, ir, depth
@@ -72,6 +88,8 @@ class Interpreter:
         self.deferred: dict = {}
         """job id -> DeferredJob of every deferred call inferred (see interpreter.deferred)"""
         self.deferred_children: dict = {}
+        self.undefined: dict = {}
+        """name -> the abstract value of an undefined global (one object: inference converges)"""
         """names of extra rule sets -> the child interpreter that infers nested jobs under them"""
 
     # -- specializations ----------------------------------------------------
@@ -104,6 +122,8 @@ class Interpreter:
 
     def _run(self, frame: Frame) -> None:
         frame.types, frame.calls, frame.edges, frame.rettype = {}, {}, set(), BOTTOM
+        frame.raising = {}
+        """instruction or terminator -> (exception name, message) it always raises"""
         for _ in range(_MAX_ROUNDS * 4):
             changed = False
             for block in frame.ir.blocks:
@@ -126,14 +146,24 @@ class Interpreter:
             acc = BOTTOM
             for pred, val in phi.incoming.items():
                 if (pred, block) in frame.edges:
-                    acc = self._join(frame, acc, frame.typeof(val), val, f"variable {phi.var!r}")
+                    new = self._value(frame, val)
+                    if isinstance(new, Const) and isinstance(new.value, Undefined):
+                        raise TypeInferenceError(f"name {new.value.name!r} is not defined", (),
+                                                 frame.where(val), frame.ir.name)
+                    acc = self._join(frame, acc, new, val, f"variable {phi.var!r}")
             changed |= self._set(frame, phi, acc)
         for inst in block.insts:
             changed |= self._set(frame, inst, self._call(frame, inst))
+            if inst in frame.raising:
+                return changed  # the rest of the block never runs
         term = block.term
         if isinstance(term, Return):
-            frame.rettype = self._join(frame, frame.rettype, frame.typeof(term.value), term,
-                                       "the return value")
+            frame.raising.pop(term, None)
+            value = self._value(frame, term.value)
+            if isinstance(value, Const) and isinstance(value.value, Undefined):
+                frame.raising[term] = ("NameError", value.value.message)
+                return changed
+            frame.rettype = self._join(frame, frame.rettype, value, term, "the return value")
             return changed
         targets = (term.target,) if not isinstance(term, Branch) else ()
         if isinstance(term, Branch):
@@ -161,7 +191,15 @@ class Interpreter:
     def _call(self, frame: Frame, inst):
         fn = self._value(frame, inst.fn)
         args = [self._value(frame, a) for a in inst.args]
+        frame.raising.pop(inst, None)  # a check may stop failing as types rise
+        undefined = [v.value for v in (fn, *args) if isinstance(v, Const) and isinstance(v.value, Undefined)]
+        if undefined:  # CPython raises NameError when the name is read
+            frame.raising[inst] = ("NameError", undefined[0].message)
+            return BOTTOM
         if fn is BOTTOM or any(a is BOTTOM for a in args):
+            return BOTTOM
+        if fn == _CHECK and isinstance(args[0], Const) and not args[0].value:
+            frame.raising[inst] = (args[1].value, args[2].value)  # a check that always fails
             return BOTTOM
         if not isinstance(fn, Const) or fn.type != pyobj:
             raise TypeInferenceError(f"cannot call a value of type {widen(fn)!r}", (widen(fn),),
@@ -202,8 +240,9 @@ class Interpreter:
             return self.read(g, name)
         b = g.get("__builtins__", builtins)
         b = b if isinstance(b, dict) else vars(b)
-        if name not in b:
-            raise TypeInferenceError(f"name {name!r} is not defined", (), frame.where(v), frame.ir.name)
+        if name not in b:  # NameError when (if) the read runs; defining it later recompiles
+            self.deps[(id(g), name)] = (g, name, MISSING)
+            return self.undefined.setdefault(name, Const(Undefined(name), pyobj))
         self.deps[(id(g), name)] = (g, name, MISSING)  # not shadowed by a module global...
         self.deps[(id(b), name)] = (b, name, b[name])  # ...and this very builtin (it can be rebound)
         return Const(b[name], pyobj)

@@ -3,7 +3,8 @@
 ``Const`` carries a compile-time value (a literal, a folded result, a
 function or module reached through a global). Joining two different
 constants widens to their type; numbers of different types join to their
-promoted type; anything else that differs is a union, which is an error.
+promoted type (the documented Numba rule); anything else that differs, tuples
+of different item types included, is a union, which is an error.
 """
 
 from __future__ import annotations
@@ -103,7 +104,4 @@ def join(a, b):
         return None if ta == pyobj else ta
     if isinstance(ta, T.Scalar) and isinstance(tb, T.Scalar):
         return T.promote(ta, tb)
-    if isinstance(ta, T.TupleType) and isinstance(tb, T.TupleType) and len(ta.items) == len(tb.items):
-        items = [join(x, y) for x, y in zip(ta.items, tb.items)]
-        return None if None in items else T.TupleType(items)
-    return None
+    return None  # tuples of different item types too: Python would keep each item's type

@@ -13,7 +13,7 @@ import attrs
 
 from ..codegen import ModuleCodegen
 from ..device import GridEmulationPlugin
-from ..errors import TypeInferenceError
+from ..errors import ErrorModel, TypeInferenceError
 from ..interpreter import BOTTOM, Interpreter
 from ..interpreter.deferred import DeferredJob
 from .spec import read_fingerprint, sorted_reads
@@ -75,6 +75,7 @@ def nested_checks(deferred: DeferredJob, config) -> dict:
     on_error = "python" if deferred.python_errors else "emulation" if emulated else "trap"
     parent_stops = deferred.python_errors or (emulated and boundscheck)
     return {"boundscheck": boundscheck, "on_error": on_error,
+            "error_model": config.param("error_model", ErrorModel.PYTHON),
             "error_slot": bool(getattr(deferred.meta, "error_slot", False)) and parent_stops,
             "source_lines": bool(getattr(deferred.meta, "source_lines", False))}
 

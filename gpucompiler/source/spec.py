@@ -26,9 +26,10 @@ from typing import Any
 
 import attrs
 
+from .. import types as T
 from ..codegen import ModuleCodegen
 from ..codegen.wrapper import emit_wrapper
-from ..errors import TypeInferenceError
+from ..errors import ErrorModel, TypeInferenceError
 from ..frontend.fingerprint import encode_value, python_function
 from ..interpreter import BOTTOM, Interpreter
 from ..interpreter.infer import MISSING
@@ -85,9 +86,8 @@ class FunctionSpec:
         if key not in self._cache:
             interp = Interpreter(target_name, plugins, python_errors)
             frame = interp.infer(self.fn, list(self.argtypes))
-            if frame.rettype is BOTTOM:
-                raise TypeInferenceError("the function never returns", (),
-                                         (frame.ir.filename, frame.ir.line, 0), frame.ir.name)
+            if frame.rettype is BOTTOM:  # it always raises (or never ends), as it would in Python
+                frame.rettype = T.none
             self._cache[key] = (interp, frame)
         return self._cache[key]
 
@@ -256,7 +256,8 @@ class FunctionSpec:
         # IndexError; elsewhere a bad index traps (on the GPU: a launch error)
         mod = ModuleCodegen(self.entry, interp, status=abi,
                             boundscheck=bool(job.config.param("boundscheck", False)),
-                            on_error="python" if abi else "trap")
+                            on_error="python" if abi else "trap",
+                            error_model=job.config.param("error_model", ErrorModel.PYTHON))
         entry = mod.emit(frame, self.entry)
         if abi:
             emit_wrapper(mod, frame, entry, self.entry + ".pywrap")

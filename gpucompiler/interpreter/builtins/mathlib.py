@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from llvmlite import ir
+
 from ... import types as T
 from ...frontend import intrinsics as K
 from ..lattice import widen
@@ -32,17 +34,56 @@ def _args(cg, args, argtypes, rt):
     return [cg.cast(v, widen(t), rt) for v, t in zip(args, argtypes)]
 
 
-def _intrinsic(name):
+_OVERFLOWS = {"exp", "exp2", "expm1", "cosh", "sinh", "pow", "hypot"}
+"""Functions whose infinite result from finite arguments is a range error (OverflowError)."""
+_NEVER_FAIL = {"fabs", "copysign", "atan2", "atan"}
+
+
+def check_math(cg, r, xs, name):
+    """CPython's rule for ``math`` functions (``math_1``/``math_2`` in mathmodule.c): a NaN
+    from non-NaN arguments is a domain error (ValueError), an infinity from finite ones a
+    range error (OverflowError where the function can overflow, else ValueError).
+    Cold path; nothing under ``ErrorModel.NUMPY``."""
+    if name in _NEVER_FAIL or not cg.mod.math_errors:
+        return
+    b = cg.b
+    inf = ir.Constant(r.type, math.inf)
+    nan_in = finite_in = None
+    for x in xs:
+        n = b.fcmp_unordered("uno", x, x)
+        f = b.fcmp_ordered("<", cg.call_intrinsic("llvm.fabs", _of(x), [x]), inf)
+        nan_in = n if nan_in is None else b.or_(nan_in, n)
+        finite_in = f if finite_in is None else b.and_(finite_in, f)
+    is_inf = b.fcmp_ordered("==", cg.call_intrinsic("llvm.fabs", _of(r), [r]), inf)
+    bad = b.or_(b.and_(b.fcmp_unordered("uno", r, r), b.not_(nan_in)), b.and_(is_inf, finite_in))
+    cases = [(None, "ValueError", "math domain error")]
+    if name == "pow":  # math.pow(0.0, -1.0): an infinity from a zero base is a domain error
+        zero = b.fcmp_ordered("==", xs[0], ir.Constant(r.type, 0.0))
+        cases.insert(0, (b.and_(is_inf, b.not_(zero)), "OverflowError", "math range error"))
+    elif name in _OVERFLOWS:
+        cases.insert(0, (is_inf, "OverflowError", "math range error"))
+    cg.check_cases(b.not_(bad), cases, math=True)
+
+
+def _of(v):
+    return T.float32 if v.type == ir.FloatType() else T.float64
+
+
+def _checked(name, call):
     def lower(cg, args, argtypes, rt):
-        return cg.call_intrinsic(name, rt, _args(cg, args, argtypes, rt))
+        xs = _args(cg, args, argtypes, rt)
+        r = call(cg, rt, xs)
+        check_math(cg, r, xs, name)
+        return r
     return lower
+
+
+def _intrinsic(name, pyname):
+    return _checked(pyname, lambda cg, rt, xs: cg.call_intrinsic(name, rt, xs))
 
 
 def _libm(name):
-    def lower(cg, args, argtypes, rt):
-        return cg.call_extern(name + ("f" if rt == T.float32 else ""), rt,
-                              _args(cg, args, argtypes, rt))
-    return lower
+    return _checked(name, lambda cg, rt, xs: cg.call_extern(name + ("f" if rt == T.float32 else ""), rt, xs))
 
 
 def _nv(name):
@@ -56,12 +97,13 @@ for _name in _INTRINSICS + _LIBM:
     _fn = getattr(math, _name, None)
     if _fn is None:  # math.exp2 and math.cbrt are new in Python 3.11
         continue
-    _low = _intrinsic("llvm." + _name) if _name in _INTRINSICS else _libm(_name)
+    _low = _intrinsic("llvm." + _name, _name) if _name in _INTRINSICS else _libm(_name)
     base.define(_fn, Number, restype=_float_type)(_low)
     ptx.define(_fn, Number, restype=_float_type)(_nv(_name))
 for _name in tuple(_BINARY_INTRINSICS) + _BINARY_LIBM:
     _fn = getattr(math, _name)
-    _low = _intrinsic(_BINARY_INTRINSICS[_name]) if _name in _BINARY_INTRINSICS else _libm(_name)
+    _low = (_intrinsic(_BINARY_INTRINSICS[_name], _name) if _name in _BINARY_INTRINSICS
+            else _libm(_name))
     base.define(_fn, Number, Number, restype=_float_type)(_low)
     ptx.define(_fn, Number, Number, restype=_float_type)(_nv(_name))
 

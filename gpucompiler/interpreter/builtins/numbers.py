@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 
 from llvmlite import ir
@@ -12,6 +13,7 @@ from ...frontend import intrinsics as K
 from ..lattice import Const, widen
 from ..rules import Any_, Bool, Constant, Float, Int, Number, RuleSet, register
 from . import pyhelpers as H
+from .floatint import _MIRROR, compare_int_float, fcmp
 
 base = register(RuleSet("base"))
 IntLike = lambda t: isinstance(widen(t), T.Scalar) and widen(t).kind in "ib"  # noqa: E731
@@ -76,15 +78,16 @@ def _truediv_type(a, b):
 @base.define(operator.truediv, Number, Number, restype=_truediv_type)
 def _truediv(cg, args, argtypes, rt):
     a, b = (cg.cast(v, widen(t), rt) for v, t in zip(args, argtypes))
-    cg.check(cg.b.fcmp_unordered("!=", b, ir.Constant(b.type, 0.0)), "ZeroDivisionError",
-             "division by zero")
+    floats = any(widen(t).kind == "f" for t in argtypes)
+    cg.check_math(cg.b.fcmp_unordered("!=", b, ir.Constant(b.type, 0.0)), "ZeroDivisionError",
+                  "float division by zero" if floats else "division by zero")
     return cg.b.fdiv(a, b)
 
 
 def _safe_divisor(cg, a, b):
     """``(b', minus_one)``: b with 0 and -1 replaced by 1 (no trap), and b == -1."""
     zero = ir.Constant(b.type, 0)
-    cg.check(cg.b.icmp_signed("!=", b, zero), "ZeroDivisionError", "integer division by zero")
+    cg.check_math(cg.b.icmp_signed("!=", b, zero), "ZeroDivisionError", "integer division by zero")
     minus_one = cg.b.icmp_signed("==", b, ir.Constant(b.type, -1))
     bad = cg.b.or_(minus_one, cg.b.icmp_signed("==", b, zero))
     return cg.b.select(bad, ir.Constant(b.type, 1), b), minus_one
@@ -137,7 +140,22 @@ def _pow_type(a, b):
 @base.define(operator.pow, Number, Number, restype=_pow_type)
 def _pow(cg, args, argtypes, rt):
     a, b = (cg.cast(v, widen(t), rt) for v, t in zip(args, argtypes))
-    return cg.call_intrinsic("llvm.pow", rt, [a, b])
+    r = cg.call_intrinsic("llvm.pow", rt, [a, b])
+    if cg.mod.math_errors:  # CPython's float_pow, on a cold path
+        B = cg.b
+        inf = ir.Constant(r.type, math.inf)
+        finite = B.and_(B.fcmp_ordered("<", cg.call_intrinsic("llvm.fabs", rt, [a]), inf),
+                        B.fcmp_ordered("<", cg.call_intrinsic("llvm.fabs", rt, [b]), inf))
+        is_inf = B.fcmp_ordered("==", cg.call_intrinsic("llvm.fabs", rt, [r]), inf)
+        nan_in = B.or_(B.fcmp_unordered("uno", a, a), B.fcmp_unordered("uno", b, b))
+        bad = B.or_(B.and_(B.fcmp_unordered("uno", r, r), B.not_(nan_in)), B.and_(is_inf, finite))
+        zero = B.fcmp_ordered("==", a, ir.Constant(r.type, 0.0))
+        cg.check_cases(B.not_(bad), [
+            (B.and_(is_inf, zero), "ZeroDivisionError", "0.0 cannot be raised to a negative power"),
+            (is_inf, "OverflowError", "(34, 'Numerical result out of range')"),
+            (None, "ValueError", "a negative number raised to a fractional power is complex; "
+                                 "compiled code has no complex numbers")], math=True)
+    return r
 
 
 _CMP = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=",
@@ -147,9 +165,14 @@ _CMP = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">="
 def _compare(sym):
     def lower(cg, args, argtypes, rt):
         t = _promoted(*argtypes)
+        kinds = [widen(at).kind for at in argtypes]
+        if t == T.float64 and "f" in kinds and "i" in kinds:  # int64 with float: exactly
+            k = kinds.index("i")
+            return compare_int_float(cg, sym if k == 0 else _MIRROR[sym], args[k], argtypes[k],
+                                     cg.cast(args[1 - k], widen(argtypes[1 - k]), t), argtypes[1 - k])
         a, b = (cg.cast(v, widen(at), t) for v, at in zip(args, argtypes))
         if t.kind == "f":
-            return (cg.b.fcmp_unordered if sym == "!=" else cg.b.fcmp_ordered)(sym, a, b)
+            return fcmp(cg, sym, a, b)
         return cg.b.icmp_signed(sym, a, b)
     return lower
 
@@ -222,13 +245,20 @@ def _minmax(sym):
     return lower
 
 
-base.define(builtins.min, Number, Number, varargs=True, restype=_promoted)(_minmax("<"))
-base.define(builtins.max, Number, Number, varargs=True, restype=_promoted)(_minmax(">"))
+# two or more numbers (``varargs`` repeats the last pattern zero or more times); ``min(n)`` of
+# one number is CPython's TypeError ("'int' object is not iterable"), here at compile time
+base.define(builtins.min, Number, Number, Number, varargs=True, restype=_promoted)(_minmax("<"))
+base.define(builtins.max, Number, Number, Number, varargs=True, restype=_promoted)(_minmax(">"))
 
 
 @base.define(K.check, Bool, Constant, Constant, restype=T.none, pure=False)
 def _check(cg, args, argtypes, rt):
     cg.check(args[0], argtypes[1].value, argtypes[2].value)
+
+
+@base.define(K.check_math, Bool, Constant, Constant, restype=T.none, pure=False)
+def _check_math(cg, args, argtypes, rt):
+    cg.check_math(args[0], argtypes[1].value, argtypes[2].value)
 
 
 def _range_lower(index_of):

@@ -2,7 +2,7 @@
 
 import math
 
-from ...frontend.intrinsics import check, ffloor
+from ...frontend.intrinsics import check, check_math, ffloor
 
 
 def int_pow(base, exp):
@@ -19,7 +19,7 @@ def int_pow(base, exp):
 
 def float_mod(a, b):
     """``a % b`` on floats: the sign of the result follows ``b``."""
-    check(b != 0, "ZeroDivisionError", "float modulo")
+    check_math(b != 0, "ZeroDivisionError", "float modulo")
     mod = math.fmod(a, b)
     if mod:
         if (b < 0) != (mod < 0):
@@ -31,7 +31,7 @@ def float_mod(a, b):
 
 def float_floordiv(a, b):
     """``a // b`` on floats, exactly as CPython computes it."""
-    check(b != 0, "ZeroDivisionError", "float floor division by zero")
+    check_math(b != 0, "ZeroDivisionError", "float floor division by zero")
     mod = math.fmod(a, b)
     div = (a - mod) / b
     if mod:

@@ -29,6 +29,8 @@ from .lltypes import I64, PTR, STATUS, has_value, ll
 _INT_SUFFIX = {T.float32: "f32", T.float64: "f64"}
 _LIKELY = [1 << 20, 1]  # branch weights: the first successor is taken, the second is cold
 _I8 = ir.IntType(8)
+RECURSION_LIMIT = 1000
+"""Calls of compiled functions that may recurse, in flight at once (CPython's default limit)."""
 _EMU_INDEX_ERROR = "gpuc_emu_index_error"
 _EMU_VALUE_ERROR = "gpuc_emu_value_error"
 """The CPU grid emulation's callback ``void(i64 index, i64 axis, i64 size)`` (runtime/grid.py)."""
@@ -133,13 +135,18 @@ class FunctionCodegen:
         if self.mod.math_errors:
             self.check(ok, exc_name, message)
 
-    def check_cases(self, ok, cases, math: bool = False):
-        """Like :meth:`check`, the exception chosen on the cold path: ``cases`` are
-        ``(cond, exc_name, message)``, the first whose ``cond`` holds is raised
-        (the last one's ``cond`` is ignored). ``math``: a math error, checked
-        only under the Python error model."""
+    def check_cases(self, ok, decide, math: bool = False):
+        """Like :meth:`check`, everything but ``ok`` on the cold path: there ``decide()``
+        returns ``(fails, cases)``; when ``fails`` holds, the first of ``cases``
+        (``(cond, exc_name, message)``) whose ``cond`` holds is raised (the last one's
+        ``cond`` is ignored). ``math``: a math error, checked only under the Python
+        error model."""
         if not self.mod.python_errors or (math and not self.mod.math_errors):
             return
+        cold, cont = self.fn.append_basic_block("check.cold"), self.fn.append_basic_block("ok")
+        self.b.cbranch(ok, cont, cold).set_weights(_LIKELY)
+        self.b.position_at_end(cold)
+        fails, cases = decide()
 
         def report():
             done = self.fn.append_basic_block("raise.set")
@@ -153,7 +160,9 @@ class FunctionCodegen:
                 if k < len(cases) - 1:
                     self.b.position_at_end(rest)
             self.b.position_at_end(done)
-        self._unless(ok, report)
+        self._unless(self.b.not_(fails), report)
+        self.b.branch(cont)
+        self.b.position_at_end(cont)
 
     def float_to_int(self, v, to: ir.IntType):
         """Python's ``int()`` of a float: NaN is a ValueError, an infinity or a value outside
@@ -166,10 +175,12 @@ class FunctionCodegen:
             return self.b.call(self.mod.declare(name, to, [v.type]), [v])
         b = self.b
         ok = b.and_(b.fcmp_ordered(">=", v, lo), b.fcmp_ordered("<", v, hi))
-        self.check_cases(ok, [(b.fcmp_unordered("uno", v, v), "ValueError", "cannot convert float NaN to integer"),
-                              (b.fcmp_ordered("==", b.fsub(v, v), b.fsub(v, v)), "OverflowError",
-                               f"float too large to convert to int{to.width}"),
-                              (None, "OverflowError", "cannot convert float infinity to integer")])
+        inf = ir.Constant(v.type, float("inf"))
+        self.check_cases(ok, lambda: (ir.Constant(ir.IntType(1), 1), [
+            (b.fcmp_unordered("uno", v, v), "ValueError", "cannot convert float NaN to integer"),
+            (b.and_(b.fcmp_ordered("!=", v, inf), b.fcmp_ordered("!=", v, b.fneg(inf))), "OverflowError",
+             f"float too large to convert to int{to.width}"),
+            (None, "OverflowError", "cannot convert float infinity to integer")]))
         return b.fptosi(v, to)
 
     def check_index(self, index, size, axis, original):
@@ -377,12 +388,26 @@ class FunctionCodegen:
                 if has_value(widen(pt)) and widen(pt) != pyobj]
         fn = self.mod.function_for(callee)
         slot = self.call_slot() if fn.name in self.mod.slotted else None
+        depth = self._enter_recursion() if self.mod.calls_back(self.frame, callee) else None
         out = self.b.call(fn, [slot, *vals] if slot is not None else vals)
+        if depth is not None:
+            self.b.store(depth, self.mod.recursion_depth())
         if self.mod.status:
             out = self._propagate(out, has_value(widen(callee.rettype)))
         elif slot is not None:
             self.stop_if_failed(slot)
         return out if has_value(widen(t)) else None
+
+    def _enter_recursion(self):
+        """Before a call that may recurse: RecursionError at CPython's default limit, else count
+        the call; returns the depth to store back after it (errors included)."""
+        counter = self.mod.recursion_depth()
+        depth = self.b.load(counter, typ=I64)
+        if self.mod.python_errors:
+            self.check(self.b.icmp_signed("<", depth, ir.Constant(I64, RECURSION_LIMIT)), "RecursionError",
+                       "maximum recursion depth exceeded")
+        self.b.store(self.b.add(depth, ir.Constant(I64, 1)), counter)
+        return depth
 
     def _abstract(self, v):
         return self.frame.typeof(v)

@@ -48,16 +48,19 @@ class ModuleCodegen:
         self.interp = interp
         self.target_name = interp.target_name
         self.python_errors = interp.python_errors
-        self.math_errors = self.python_errors and error_model is ErrorModel.PYTHON
-        self.status, self.boundscheck, self.on_error = status, boundscheck, on_error
         self.error_slot = error_slot and not status
         self.source_lines = source_lines
+        # code a plugin transforms (differentiated functions) keeps IEEE math: the checks'
+        # cold paths would be transformed too
+        self.math_errors = self.python_errors and error_model is ErrorModel.PYTHON and not self.error_slot
+        self.status, self.boundscheck, self.on_error = status, boundscheck, on_error
         self.slotted: set[str] = set()
         """names of the functions taking the error slot (all but those asked ``plain``)"""
         self.functions: dict[str, ir.Function] = {}
         self.queue: list = []
         self.strings: dict[str, ir.GlobalVariable] = {}
         self._locations: dict[tuple[str, int], ir.MDValue] = {}
+        self._reaches: dict = {}
 
     def location_node(self, filename: str, line: int) -> ir.MDValue:
         """The ``!{!"file", i32 line}`` node of a Python source line (one per line)."""
@@ -66,6 +69,30 @@ class ModuleCodegen:
             node = self._locations[(filename, line)] = self.module.add_metadata(
                 [ir.MetaDataString(self.module, filename), ir.Constant(ir.IntType(32), line)])
         return node
+
+    def calls_back(self, caller, callee) -> bool:
+        """Whether calling ``callee`` from ``caller`` may recurse (``caller`` is reachable from it)."""
+        return caller in self._reachable(callee)
+
+    def _reachable(self, frame) -> set:
+        seen = self._reaches.get(frame)
+        if seen is None:
+            seen, stack = set(), [frame]
+            while stack:
+                for res in stack.pop().calls.values():
+                    if res.callee is not None and res.callee not in seen:
+                        seen.add(res.callee)
+                        stack.append(res.callee)
+            self._reaches[frame] = seen
+        return seen
+
+    def recursion_depth(self) -> ir.GlobalVariable:
+        """This module's count of recursive calls in flight (``@jit`` code holds the GIL)."""
+        g = self.module.globals.get("gpuc.recursion_depth")
+        if g is None:
+            g = ir.GlobalVariable(self.module, ir.IntType(64), name="gpuc.recursion_depth")
+            g.linkage, g.initializer = "internal", ir.Constant(ir.IntType(64), 0)
+        return g
 
     def signature(self, frame, slot: bool = False) -> ir.FunctionType:
         params = [PTR] if slot else []

@@ -51,7 +51,11 @@ class Expressions:
         return self.emit(op, [self.expr(node.left), self.expr(node.right)], node)
 
     def expr_UnaryOp(self, node):
-        return self.emit(_UNARY[type(node.op)], [self.expr(node.operand)], node)
+        operand = node.operand
+        if (isinstance(node.op, ast.USub) and isinstance(operand, ast.Constant)
+                and type(operand.value) in (int, float)):  # -9223372036854775808 is an int64
+            return Const(-operand.value, self.loc(node))
+        return self.emit(_UNARY[type(node.op)], [self.expr(operand)], node)
 
     def expr_Call(self, node):
         if node.keywords:

@@ -28,6 +28,12 @@ def fcmp(cg, sym, a, b):
     return (cg.b.fcmp_unordered if sym == "!=" else cg.b.fcmp_ordered)(sym, a, b)
 
 
+def finite(cg, v):
+    """``v`` is neither NaN nor an infinity (compares with constants only)."""
+    inf = ir.Constant(v.type, math.inf)
+    return cg.b.and_(cg.b.fcmp_ordered("!=", v, inf), cg.b.fcmp_ordered("!=", v, cg.b.fneg(inf)))
+
+
 def _needs_exact(it, ft) -> bool:
     """Whether an int of abstract value ``it`` and a float ``ft`` can round onto each other."""
     if widen(it).bits <= 53 or (isinstance(it, Const) and abs(it.value) <= _EXACT):
@@ -71,4 +77,4 @@ def compare_int_float(cg, sym, i, it, f, ft):
     return phi
 
 
-__all__ = ["compare_int_float", "fcmp", "T"]
+__all__ = ["compare_int_float", "fcmp", "finite", "T"]

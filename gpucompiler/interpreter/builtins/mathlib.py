@@ -15,6 +15,7 @@ from ... import types as T
 from ...frontend import intrinsics as K
 from ..lattice import widen
 from ..rules import Number, RuleSet, register
+from .floatint import finite
 from .numbers import base
 
 ptx = register(RuleSet("base.ptx", target="ptx"))
@@ -43,26 +44,29 @@ def check_math(cg, r, xs, name):
     """CPython's rule for ``math`` functions (``math_1``/``math_2`` in mathmodule.c): a NaN
     from non-NaN arguments is a domain error (ValueError), an infinity from finite ones a
     range error (OverflowError where the function can overflow, else ValueError).
-    Cold path; nothing under ``ErrorModel.NUMPY``."""
+    The hot path tests that ``r`` is finite; the rest is on the cold path. Nothing under
+    ``ErrorModel.NUMPY``."""
     if name in _NEVER_FAIL or not cg.mod.math_errors:
         return
+    cg.check_cases(finite(cg, r), lambda: _math_cases(cg, r, xs, name), math=True)
+
+
+def _math_cases(cg, r, xs, name):
     b = cg.b
-    inf = ir.Constant(r.type, math.inf)
     nan_in = finite_in = None
     for x in xs:
-        n = b.fcmp_unordered("uno", x, x)
-        f = b.fcmp_ordered("<", cg.call_intrinsic("llvm.fabs", _of(x), [x]), inf)
+        n, f = b.fcmp_unordered("uno", x, x), finite(cg, x)
         nan_in = n if nan_in is None else b.or_(nan_in, n)
         finite_in = f if finite_in is None else b.and_(finite_in, f)
-    is_inf = b.fcmp_ordered("==", cg.call_intrinsic("llvm.fabs", _of(r), [r]), inf)
-    bad = b.or_(b.and_(b.fcmp_unordered("uno", r, r), b.not_(nan_in)), b.and_(is_inf, finite_in))
+    is_nan = b.fcmp_unordered("uno", r, r)
+    fails = b.or_(b.and_(is_nan, b.not_(nan_in)), b.and_(b.not_(is_nan), finite_in))
     cases = [(None, "ValueError", "math domain error")]
     if name == "pow":  # math.pow(0.0, -1.0): an infinity from a zero base is a domain error
         zero = b.fcmp_ordered("==", xs[0], ir.Constant(r.type, 0.0))
-        cases.insert(0, (b.and_(is_inf, b.not_(zero)), "OverflowError", "math range error"))
+        cases.insert(0, (b.and_(b.not_(is_nan), b.not_(zero)), "OverflowError", "math range error"))
     elif name in _OVERFLOWS:
-        cases.insert(0, (is_inf, "OverflowError", "math range error"))
-    cg.check_cases(b.not_(bad), cases, math=True)
+        cases.insert(0, (b.not_(is_nan), "OverflowError", "math range error"))
+    return fails, cases
 
 
 def _of(v):
@@ -106,6 +110,13 @@ for _name in tuple(_BINARY_INTRINSICS) + _BINARY_LIBM:
             else _libm(_name))
     base.define(_fn, Number, Number, restype=_float_type)(_low)
     ptx.define(_fn, Number, Number, restype=_float_type)(_nv(_name))
+
+
+# C's fmod without CPython's domain check: Python's ``%`` and ``//`` on floats are built on it
+base.define(K.fmod_ieee, Number, Number, restype=_float_type)(
+    lambda cg, args, argtypes, rt: cg.call_extern("fmod" + ("f" if rt == T.float32 else ""), rt,
+                                                  _args(cg, args, argtypes, rt)))
+ptx.define(K.fmod_ieee, Number, Number, restype=_float_type)(_nv("fmod"))
 
 
 def _rounding(intrinsic, nv):

@@ -13,7 +13,7 @@ from ...frontend import intrinsics as K
 from ..lattice import Const, widen
 from ..rules import Any_, Bool, Constant, Float, Int, Number, RuleSet, register
 from . import pyhelpers as H
-from .floatint import _MIRROR, compare_int_float, fcmp
+from .floatint import _MIRROR, compare_int_float, fcmp, finite
 
 base = register(RuleSet("base"))
 IntLike = lambda t: isinstance(widen(t), T.Scalar) and widen(t).kind in "ib"  # noqa: E731
@@ -141,21 +141,22 @@ def _pow_type(a, b):
 def _pow(cg, args, argtypes, rt):
     a, b = (cg.cast(v, widen(t), rt) for v, t in zip(args, argtypes))
     r = cg.call_intrinsic("llvm.pow", rt, [a, b])
-    if cg.mod.math_errors:  # CPython's float_pow, on a cold path
-        B = cg.b
-        inf = ir.Constant(r.type, math.inf)
-        finite = B.and_(B.fcmp_ordered("<", cg.call_intrinsic("llvm.fabs", rt, [a]), inf),
-                        B.fcmp_ordered("<", cg.call_intrinsic("llvm.fabs", rt, [b]), inf))
-        is_inf = B.fcmp_ordered("==", cg.call_intrinsic("llvm.fabs", rt, [r]), inf)
-        nan_in = B.or_(B.fcmp_unordered("uno", a, a), B.fcmp_unordered("uno", b, b))
-        bad = B.or_(B.and_(B.fcmp_unordered("uno", r, r), B.not_(nan_in)), B.and_(is_inf, finite))
-        zero = B.fcmp_ordered("==", a, ir.Constant(r.type, 0.0))
-        cg.check_cases(B.not_(bad), [
-            (B.and_(is_inf, zero), "ZeroDivisionError", "0.0 cannot be raised to a negative power"),
-            (is_inf, "OverflowError", "(34, 'Numerical result out of range')"),
-            (None, "ValueError", "a negative number raised to a fractional power is complex; "
-                                 "compiled code has no complex numbers")], math=True)
+    if cg.mod.math_errors:  # CPython's float_pow: r finite on the hot path, the rest cold
+        cg.check_cases(finite(cg, r), lambda: _pow_cases(cg, r, a, b), math=True)
     return r
+
+
+def _pow_cases(cg, r, a, b):
+    B = cg.b
+    is_nan = B.fcmp_unordered("uno", r, r)
+    nan_in = B.or_(B.fcmp_unordered("uno", a, a), B.fcmp_unordered("uno", b, b))
+    fails = B.or_(B.and_(is_nan, B.not_(nan_in)), B.and_(B.not_(is_nan), B.and_(finite(cg, a), finite(cg, b))))
+    zero = B.fcmp_ordered("==", a, ir.Constant(r.type, 0.0))
+    return fails, [
+        (B.and_(B.not_(is_nan), zero), "ZeroDivisionError", "0.0 cannot be raised to a negative power"),
+        (B.not_(is_nan), "OverflowError", "(34, 'Numerical result out of range')"),
+        (None, "ValueError", "a negative number raised to a fractional power is complex; "
+                             "compiled code has no complex numbers")]
 
 
 _CMP = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=",

@@ -2,7 +2,7 @@
 
 import math
 
-from ...frontend.intrinsics import check, check_math, ffloor
+from ...frontend.intrinsics import check, check_math, ffloor, fmod_ieee
 
 
 def int_pow(base, exp):
@@ -20,7 +20,7 @@ def int_pow(base, exp):
 def float_mod(a, b):
     """``a % b`` on floats: the sign of the result follows ``b``."""
     check_math(b != 0, "ZeroDivisionError", "float modulo")
-    mod = math.fmod(a, b)
+    mod = fmod_ieee(a, b)
     if mod:
         if (b < 0) != (mod < 0):
             mod += b
@@ -32,7 +32,7 @@ def float_mod(a, b):
 def float_floordiv(a, b):
     """``a // b`` on floats, exactly as CPython computes it."""
     check_math(b != 0, "ZeroDivisionError", "float floor division by zero")
-    mod = math.fmod(a, b)
+    mod = fmod_ieee(a, b)
     div = (a - mod) / b
     if mod:
         if (b < 0) != (mod < 0):

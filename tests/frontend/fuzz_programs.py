@@ -1,0 +1,504 @@
+"""Differential fuzzer: random typed Python programs, CPython as the oracle.
+
+Each program is a small module (helpers, a recursive function, the entry
+``f(i, j, x, y, arr)``) mixing the constructs where compiled code most easily
+departs from Python: ints and floats at the 2**53 edge, float -> int of NaN,
+infinities and huge values, every ``math`` function at its domain edges,
+``**``, names unbound on a taken path, recursion (shallow, and unbounded),
+tuple returns of mixed types, loops, branches, helper calls and arrays. Each
+program runs on several inputs under CPython and compiled (``@jit``); the
+outcomes are classified as
+
+* ``right``: the same values (or the same exception type) on every input;
+* ``typed``: a typed compile error (:class:`GPUCompilerError`), or a loud
+  documented divergence (CPython's result is an int beyond int64 or a
+  complex number and compiled code raised);
+* ``wrong``: a different value, or a value where CPython raised, or another
+  exception type than CPython's;
+* ``untyped``: an internal exception escaped the compiler;
+* ``crash`` / ``hang``: the process died / stopped making progress.
+
+Programs run in batches in subprocesses; each program announces itself
+before it runs, so a crash or a hang is attributed to its program and the
+batch goes on with the next one.
+
+    python -m tests.frontend.fuzz_programs --programs 10000 [--seed 0] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import importlib.util
+import json
+import math
+import os
+import random
+import re
+import select
+import subprocess
+import sys
+import tempfile
+import time
+
+KINDS = ("right", "typed", "wrong", "untyped", "crash", "hang")
+BIG_INTS = [2**53, 2**53 + 1, 2**53 - 1, -(2**53) - 1, 2**62 + 1, 2**63 - 1, -(2**63)]
+BIG_FLOATS = ["9007199254740992.0", "9007199254740994.0", "-9007199254740992.0", "9.223372036854776e18",
+              "1e19", "-1e19", "4.611686018427388e18"]
+EDGE_FLOATS = ["0.0", "-0.0", "0.5", "-1.5", "2.0", "1e308", "710.0", "1e-300", "-1.0", "1.0", "3.0",
+               "math.inf", "-math.inf", "math.nan"]
+UNARY = ["sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+         "exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "fabs", "erf", "erfc", "cbrt"] + \
+    (["exp2"] if hasattr(math, "exp2") else [])
+BINARY = ["pow", "atan2", "hypot", "fmod", "copysign"]
+INT_INPUTS = [0, 1, -1, 2, 3, 7, -5, 12, 100, -1000]
+FLOAT_INPUTS = [0.0, -0.0, 0.5, -1.5, 2.0, 1e308, math.inf, -math.inf, math.nan, 9007199254740992.0,
+                1e19, 710.0, -2.5, 1e-300]
+MOD = 1000003  # int accumulators stay far from int64 overflow (documented to wrap)
+
+
+# -- generation ----------------------------------------------------------------------------------
+
+class _Gen:
+    """One program: statements of ``f`` over typed variables (``int``, ``float``, ``bool``)."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        self.helpers: list[str] = []
+        self.helper_sigs: list[tuple[str, str]] = []  # (name, result kind)
+        self.undefined = 0
+        self.fresh = 0
+        self.shape = rng.choice([("int",), ("float",), ("bool",), ("int", "float"), ("float", "int", "float")])
+
+    def name(self) -> str:
+        self.fresh += 1
+        return f"v{self.fresh}"
+
+    # expressions: (text, kind)
+    def int_e(self, scope, d) -> str:
+        r = self.rng.random()
+        ints = [v for v, k in scope.items() if k == "int"]
+        if d <= 0 or r < 0.25:
+            return self.rng.choice(ints) if ints and self.rng.random() < 0.7 else str(self.rng.randint(-9, 12))
+        a, b = self.int_e(scope, d - 1), self.int_e(scope, d - 1)
+        if r < 0.40:
+            return f"({a} {self.rng.choice(['+', '-'])} {b})"
+        if r < 0.47:
+            return f"({a} * {self.rng.randint(-9, 9)})"
+        if r < 0.55:
+            return f"({a} {self.rng.choice(['//', '%'])} {b})"
+        if r < 0.60:
+            return f"({a} {self.rng.choice(['&', '|', '^'])} {b})"
+        if r < 0.65:
+            return f"{self.rng.choice(['min', 'max'])}({a}, {b})"
+        if r < 0.70:
+            return f"abs({a})"
+        if r < 0.78:  # float -> int, special values included
+            return f"{self.rng.choice(['int', 'math.floor', 'math.ceil', 'math.trunc'])}({self.float_e(scope, d - 1)})"
+        if r < 0.82:
+            return f"len(arr)"
+        if r < 0.88 and self.helper_sigs:
+            name, kind = self.rng.choice(self.helper_sigs)
+            return f"{name}({a}, {self.float_e(scope, d - 1)})" if kind == "int" else f"int({name}({a}, 0.5))"
+        if r < 0.92:
+            return f"rec({self.rng.choice(['abs(' + a + ') % 30', '3', a + ' + 100000'])}, 0)"
+        return f"({a} if {self.bool_e(scope, d - 1)} else {b})"
+
+    def float_e(self, scope, d) -> str:
+        r = self.rng.random()
+        floats = [v for v, k in scope.items() if k == "float"]
+        if d <= 0 or r < 0.25:
+            if floats and self.rng.random() < 0.6:
+                return self.rng.choice(floats)
+            return self.rng.choice(EDGE_FLOATS + BIG_FLOATS[:2])
+        a, b = self.float_e(scope, d - 1), self.float_e(scope, d - 1)
+        if r < 0.40:
+            return f"({a} {self.rng.choice(['+', '-', '*', '/'])} {b})"
+        if r < 0.45:
+            return f"({a} {self.rng.choice(['//', '%'])} {b})"
+        if r < 0.50:
+            return f"({a} ** {self.rng.choice([b, '2.0', '-1.0', '0.5', '400.0'])})"
+        if r < 0.65:
+            return f"math.{self.rng.choice(UNARY)}({a})"
+        if r < 0.70:
+            return f"math.{self.rng.choice(BINARY)}({a}, {b})"
+        if r < 0.75:
+            return f"float({self.int_e(scope, d - 1)})"
+        if r < 0.80:
+            return f"arr[{self.rng.randint(-4, 3)}]"
+        if r < 0.85 and self.helper_sigs:
+            name, kind = self.rng.choice(self.helper_sigs)
+            return f"{name}({self.int_e(scope, d - 1)}, {a})" if kind == "float" else f"float({name}(1, {a}))"
+        if r < 0.90:
+            return f"{self.rng.choice(['min', 'max'])}({a}, {b})"
+        return f"({a} if {self.bool_e(scope, d - 1)} else {b})"
+
+    def bool_e(self, scope, d) -> str:
+        r = self.rng.random()
+        op = self.rng.choice(["==", "!=", "<", "<=", ">", ">="])
+        if r < 0.3:  # the 2**53 edge: big ints against floats near them
+            i = self.rng.choice([str(v) for v in BIG_INTS] + [self.int_e(scope, d - 1)])
+            x = self.rng.choice(BIG_FLOATS + [self.float_e(scope, d - 1)])
+            return f"({i} {op} {x})" if self.rng.random() < 0.5 else f"({x} {op} {i})"
+        if r < 0.5:
+            return f"({self.int_e(scope, d - 1)} {op} {self.int_e(scope, d - 1)})"
+        if r < 0.7:
+            return f"({self.float_e(scope, d - 1)} {op} {self.float_e(scope, d - 1)})"
+        if r < 0.8:
+            return f"math.{self.rng.choice(['isnan', 'isinf', 'isfinite'])}({self.float_e(scope, d - 1)})"
+        if d > 0 and r < 0.95:
+            return f"({self.bool_e(scope, d - 1)} {self.rng.choice(['and', 'or'])} {self.bool_e(scope, d - 1)})"
+        return f"(not {self.bool_e(scope, d - 1)})"
+
+    def expr(self, kind, scope, d=2) -> str:
+        return {"int": self.int_e, "float": self.float_e, "bool": self.bool_e}[kind](scope, d)
+
+    # statements: lines at ``ind`` indentation; ``scope`` maps variables to kinds
+    def block(self, scope, ind, n, depth, in_loop=False) -> list[str]:
+        lines = []
+        pad = " " * ind
+        for _ in range(n):
+            r = self.rng.random()
+            if r < 0.35 or depth >= 2:
+                kind = self.rng.choice(["int", "float", "float", "bool"])
+                same = [v for v, k in scope.items() if k == kind and not v.startswith("p")]
+                var = self.rng.choice(same) if same and self.rng.random() < 0.5 else self.name()
+                e = self.expr(kind, scope)
+                if kind == "int" and var in scope:
+                    e = f"({e}) % {MOD}"
+                lines.append(f"{pad}{var} = {e}")
+                scope[var] = kind
+            elif r < 0.55:
+                lines.append(f"{pad}if {self.bool_e(scope, 2)}:")
+                inner = dict(scope)
+                lines += self.block(inner, ind + 4, self.rng.randint(1, 3), depth + 1, in_loop)
+                if self.rng.random() < 0.6:
+                    lines.append(f"{pad}else:")
+                    other = dict(scope)
+                    lines += self.block(other, ind + 4, self.rng.randint(1, 3), depth + 1, in_loop)
+                    for v in inner:  # bound after the if on both paths only when of one kind
+                        if v in other and inner[v] == other[v]:
+                            scope[v] = inner[v]
+                elif self.rng.random() < 0.3:  # a variable bound on one path only, read later
+                    new = [v for v in inner if v not in scope]
+                    if new:
+                        scope[new[0]] = inner[new[0]]
+            elif r < 0.72:
+                i = self.name()
+                acc = self.rng.choice([v for v, k in scope.items() if k in ("int", "float")] or ["p_i"])
+                lines.append(f"{pad}for {i} in range({self.rng.choice(['3', '0', 'p_i % 5', 'len(arr)', '-2, 4', '5, 0, -2'])}):")
+                inner = dict(scope, **{i: "int"})
+                body = self.block(inner, ind + 4, self.rng.randint(0, 2), depth + 1, True)
+                e = self.expr(scope[acc] if scope.get(acc) in ("int", "float") else "int", inner)
+                upd = f"({acc} + {e}) % {MOD}" if scope.get(acc, "int") == "int" else f"{acc} + {e}"
+                body.append(f"{pad}    {acc} = {upd}")
+                if self.rng.random() < 0.2:
+                    body.append(f"{pad}    if {self.bool_e(inner, 1)}:")
+                    body.append(f"{pad}        {self.rng.choice(['break', 'continue'])}")
+                lines += body
+                if self.rng.random() < 0.15:
+                    scope[i] = "int"  # the loop variable after the loop: unbound if it never ran
+            elif r < 0.80:
+                lines.append(f"{pad}arr[{self.rng.choice(['0', '-1', '2', 'p_i % 4', '7'])}] = float({self.float_e(scope, 2)})")
+            elif r < 0.86:
+                self.undefined += 1
+                lines.append(f"{pad}if {self.bool_e(scope, 1)}:")
+                lines.append(f"{pad}    p_x = p_x + UNDEFINED_{self.undefined}")
+            elif r < 0.93:
+                lines.append(f"{pad}if {self.bool_e(scope, 2)}:")
+                lines.append(f"{pad}    return {self.ret(scope)}")
+            else:
+                c = self.name()
+                lines.append(f"{pad}{c} = 0")
+                lines.append(f"{pad}while {c} < {self.rng.randint(0, 4)}:")
+                lines.append(f"{pad}    {c} = {c} + 1")
+                scope[c] = "int"
+        return lines or [pad + "pass"]
+
+    def ret(self, scope) -> str:
+        """A return of the function's shape; now and then of another one (a union: a typed error)."""
+        shape = self.shape
+        if self.rng.random() < 0.08:
+            shape = self.rng.choice([("int",), ("float",), ("bool",), ("int", "float"), ("int", "int")])
+        items = [self.expr(k, scope, 1 if len(shape) > 1 else 2) for k in shape]
+        return items[0] if len(shape) == 1 else "(" + ", ".join(items) + ")"
+
+    def helper(self, k) -> None:
+        kind = self.rng.choice(["int", "float"])
+        name = f"helper{k}"
+        scope = {"a": "int", "b": "float"}
+        body = self.block(scope, 4, self.rng.randint(1, 3), 1)
+        e = self.expr(kind, scope, 2)
+        self.helpers.append(f"def {name}(a, b):\n" + "\n".join(body) + f"\n    return {e}\n")
+        self.helper_sigs.append((name, kind))
+
+    def program(self) -> str:
+        for k in range(self.rng.randint(0, 2)):
+            self.helper(k)
+        rec = ("def rec(n, acc):\n    if n <= 0:\n        return acc\n"
+               f"    return rec(n - 1, acc + {self.rng.choice(['1', 'n % 3'])})\n")
+        scope = {"p_i": "int", "p_j": "int", "p_x": "float", "p_y": "float"}
+        body = self.block(scope, 4, self.rng.randint(2, 6), 0)
+        body.append(f"    return {self.ret(scope)}")
+        return ("import math\n\n" + rec + "\n" + "\n".join(self.helpers) +
+                "\ndef f(p_i, p_j, p_x, p_y, arr):\n" + "\n".join(body) + "\n")
+
+
+def generate(seed: int) -> tuple[str, list[tuple]]:
+    """The source of program ``seed`` and its inputs ``(i, j, x, y, arr values)``."""
+    rng = random.Random(seed)
+    src = _Gen(rng).program()
+    inputs = []
+    for _ in range(4):
+        inputs.append((rng.choice(INT_INPUTS), rng.choice(INT_INPUTS), rng.choice(FLOAT_INPUTS),
+                       rng.choice(FLOAT_INPUTS), [rng.choice([0.5, -2.0, 3.0, 0.0, 1e300]) for _ in range(4)]))
+    return src, inputs
+
+
+# -- the oracle: CPython, noting where its values leave what compiled code can hold -----------------
+
+class _Note(ast.NodeTransformer):
+    """``a ** b`` -> ``_pow(a, b)``, ``int(x)``/``math.floor(x)``... -> ``_toint(fn, x)``: the
+    oracle notes a complex result or an int beyond int64 (compiled code raises there, loudly)."""
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Pow):
+            return ast.Call(ast.Name("_pow", ast.Load()), [node.left, node.right], [])
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        f = node.func
+        conv = (isinstance(f, ast.Name) and f.id == "int") or (
+            isinstance(f, ast.Attribute) and f.attr in ("floor", "ceil", "trunc"))
+        return ast.Call(ast.Name("_toint", ast.Load()), [f, *node.args], []) if conv else node
+
+
+def _oracle_source(src: str) -> str:
+    tree = ast.fix_missing_locations(_Note().visit(ast.parse(src)))
+    return ast.unparse(tree)
+
+
+class _Notes:
+    def __init__(self):
+        self.beyond = False
+
+    def pow(self, a, b):
+        r = a ** b
+        self.beyond |= isinstance(r, complex)
+        return r
+
+    def toint(self, fn, x):
+        r = fn(x)
+        self.beyond |= not -(2**63) <= r < 2**63
+        return r
+
+
+# -- running one program (in the child) ----------------------------------------------------
+
+def _outcome(fn, args):
+    try:
+        return ("ok", fn(*args))
+    except RecursionError:
+        return ("raises", RecursionError, None)
+    except Exception as exc:  # noqa: BLE001
+        return ("raises", type(exc), exc)
+
+
+def _same_value(a, b) -> bool:
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)
+                and all(_same_value(x, y) for x, y in zip(a, b)))
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    if isinstance(a, float) or isinstance(b, float):
+        return a == b and (a != 0 or math.copysign(1, a) == math.copysign(1, b))
+    return a == b
+
+
+def _representable(value) -> bool:
+    """Whether compiled code can hold CPython's result (ints in int64, no complex)."""
+    if isinstance(value, tuple):
+        return all(map(_representable, value))
+    if isinstance(value, complex):
+        return False
+    return not isinstance(value, int) or -(2**63) <= value < 2**63
+
+
+def _from_compiler(exc) -> bool:
+    """Whether ``exc`` was raised inside the compiler rather than by compiled code."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    path = tb.tb_frame.f_code.co_filename
+    return "gpucompiler" in path and not path.endswith(os.path.join("gpucompiler", "jit.py"))
+
+
+def classify(py_outcomes, jit_outcomes) -> tuple[str, str]:
+    """``(kind, detail)`` of one program from its outcomes on every input."""
+    import numpy as np  # noqa: F401
+
+    from gpucompiler.errors import GPUCompilerError
+
+    kind = "right"
+    for want, got in zip(py_outcomes, jit_outcomes):
+        if got[0] == "raises" and isinstance(got[2], GPUCompilerError):
+            return "typed", f"{got[1].__name__}: {re.sub(r'^.*?:[0-9]+: ', '', str(got[2]).splitlines()[0])}"
+        if got[0] == "raises" and got[2] is not None and _from_compiler(got[2]):
+            return "untyped", f"{got[1].__name__}: {got[2]}"
+        beyond = want[-1] or (want[0] == "ok" and not _representable(want[1][0]))
+        if beyond and got[0] == "raises" and got[1] in (OverflowError, ValueError):
+            kind = "typed" if kind == "right" else kind  # documented: no bigints, no complex numbers
+            continue
+        if want[0] != got[0]:
+            shown = lambda o: o[1][0] if o[0] == "ok" else o[1].__name__  # noqa: E731
+            return "wrong", f"CPython {shown(want)!r}, compiled {shown(got)!r}"
+        if want[0] == "raises":
+            if want[1] is not got[1]:
+                return "wrong", f"CPython raised {want[1].__name__}, compiled {got[1].__name__}: {got[2]}"
+        elif not (_same_value(want[1][0], got[1][0]) and _same_value(tuple(want[1][1]), tuple(got[1][1]))):
+            return "wrong", f"CPython {want[1]!r}, compiled {got[1]!r}"
+    return kind, ""
+
+
+def run_program(seed: int, workdir: str) -> tuple[str, str]:
+    """Generate, run under CPython and compiled, classify (in this process)."""
+    import numpy as np
+
+    import gpucompiler as gpuc
+
+    src, inputs = generate(seed)
+    mod = _load(src, os.path.join(workdir, f"fuzz_prog_{seed}.py"))
+    oracle = _load(_oracle_source(src), os.path.join(workdir, f"fuzz_oracle_{seed}.py"))
+    compiled = gpuc.jit(mod.f)
+    py, jt = [], []
+    for i, j, x, y, arr in inputs:
+        lst = list(arr)
+        notes = _Notes()
+        oracle._pow, oracle._toint = notes.pow, notes.toint
+        out = _outcome(oracle.f, (i, j, x, y, lst))
+        py.append((("ok", (out[1], lst)) if out[0] == "ok" else out) + (notes.beyond,))
+        a = np.array(arr)
+        out = _outcome(compiled, (i, j, x, y, a))
+        jt.append(("ok", (out[1], a.tolist())) if out[0] == "ok" else out)
+        if out[0] == "raises" and _is_compile_error(out):
+            break
+    return classify(py, jt)
+
+
+def _load(src: str, path: str):
+    with open(path, "w") as fh:
+        fh.write(src)
+    name = os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _is_compile_error(out) -> bool:
+    from gpucompiler.errors import GPUCompilerError
+
+    return isinstance(out[2], GPUCompilerError) or (out[2] is not None and _from_compiler(out[2]))
+
+
+def _child(seeds: list[int], workdir: str) -> None:
+    """Run programs, one JSON line before (``start``) and after (``done``) each."""
+    sys.setrecursionlimit(1000)
+    for seed in seeds:
+        print(json.dumps({"start": seed}), flush=True)
+        try:
+            kind, detail = run_program(seed, workdir)
+        except Exception as exc:  # noqa: BLE001 - a harness failure is reported, not hidden
+            kind, detail = "untyped", f"harness: {type(exc).__name__}: {exc}"
+        print(json.dumps({"done": seed, "kind": kind, "detail": detail[:300]}), flush=True)
+
+
+# -- batches in subprocesses (the parent) -------------------------------------------------------
+
+def run(seeds: list[int], timeout: float = 20.0, batch: int = 100, progress=None) -> dict[int, tuple[str, str]]:
+    """``seed -> (kind, detail)`` for every seed, batches in child processes."""
+    results: dict[int, tuple[str, str]] = {}
+    todo = list(seeds)
+    env = dict(os.environ, GPUC_CACHE="off", PYTHONFAULTHANDLER="0")
+    with tempfile.TemporaryDirectory() as workdir:
+        while todo:
+            chunk, todo = todo[:batch], todo[batch:]
+            cmd = [sys.executable, "-c", "import sys, json; from tests.frontend.fuzz_programs import _child; "
+                   f"_child(json.loads(sys.argv[1]), sys.argv[2])", json.dumps(chunk), workdir]
+            root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                    cwd=root, env=env)
+            current, last = None, time.monotonic()
+            buf = ""
+            while True:
+                ready, _, _ = select.select([proc.stdout], [], [], 1.0)
+                if ready:
+                    line = proc.stdout.readline()
+                    if not line:
+                        break
+                    buf = line
+                    msg = json.loads(buf)
+                    if "start" in msg:
+                        current, last = msg["start"], time.monotonic()
+                    else:
+                        results[msg["done"]] = (msg["kind"], msg["detail"])
+                        current = None
+                        if progress:
+                            progress(len(results))
+                elif time.monotonic() - last > timeout and current is not None:
+                    proc.kill()
+                    results[current] = ("hang", f"no result in {timeout:.0f} s")
+                    break
+            proc.wait()
+            if current is not None and current not in results:
+                results[current] = ("crash", f"process ended with status {proc.returncode}")
+            rest = [s for s in chunk if s not in results]
+            todo = rest + todo
+    return results
+
+
+def table(results) -> dict[str, int]:
+    counts = collections.Counter(k for k, _ in results.values())
+    return {k: counts.get(k, 0) for k in KINDS}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--programs", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=200)
+    ap.add_argument("--timeout", type=float, default=30.0)
+    ap.add_argument("--json", default=None, help="write counts and every non-right program here")
+    args = ap.parse_args(argv)
+    seeds = list(range(args.seed, args.seed + args.programs))
+    t0 = time.perf_counter()
+    results = run(seeds, args.timeout, args.batch,
+                  progress=lambda n: print(f"\r{n}/{len(seeds)}", end="", file=sys.stderr, flush=True))
+    seconds = time.perf_counter() - t0
+    counts = table(results)
+    print(file=sys.stderr)
+    print(f"{'kind':<10}{'programs':>10}")
+    for k in KINDS:
+        print(f"{k:<10}{counts[k]:>10}")
+    print(f"{'total':<10}{len(results):>10}   ({seconds:.0f} s, seeds {seeds[0]}..{seeds[-1]})")
+    bad = {s: r for s, r in sorted(results.items()) if r[0] not in ("right", "typed")}
+    for s, (k, d) in list(bad.items())[:30]:
+        print(f"  seed {s}: {k}: {d}")
+    if args.json:
+        typed = collections.Counter(re.sub(r"\b(v|p_)\w*|'[^']*'|[0-9.]+", "_", d)[:90]
+                                    for k, d in results.values() if k == "typed")
+        with open(args.json, "w") as fh:
+            json.dump({"command": "python -m tests.frontend.fuzz_programs " + " ".join(argv or sys.argv[1:]),
+                       "programs": len(results), "seconds": round(seconds, 1), "counts": counts,
+                       "typed_reasons": dict(typed.most_common(20)),
+                       "failures": {str(s): list(r) for s, r in bad.items()}}, fh, indent=1)
+    return 0 if not bad else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -140,8 +140,9 @@ class FunctionCodegen:
         returns ``(fails, cases)``; when ``fails`` holds, the first of ``cases``
         (``(cond, exc_name, message)``) whose ``cond`` holds is raised (the last one's
         ``cond`` is ignored). ``math``: a math error, checked only under the Python
-        error model."""
-        if not self.mod.python_errors or (math and not self.mod.math_errors):
+        error model. Not in code a plugin transforms (``error_slot``: differentiated
+        functions), whose AD would have to go through the cold paths too."""
+        if not self.mod.python_errors or self.mod.error_slot or (math and not self.mod.math_errors):
             return
         cold, cont = self.fn.append_basic_block("check.cold"), self.fn.append_basic_block("ok")
         self.b.cbranch(ok, cont, cold).set_weights(_LIKELY)
@@ -166,11 +167,11 @@ class FunctionCodegen:
 
     def float_to_int(self, v, to: ir.IntType):
         """Python's ``int()`` of a float: NaN is a ValueError, an infinity or a value outside
-        ``to`` an OverflowError (checked on a cold path); without Python errors LLVM's
-        saturating conversion (NaN gives 0), never ``fptosi`` poison."""
+        ``to`` an OverflowError (checked on a cold path); without Python errors (and in
+        differentiated code) LLVM's saturating conversion (NaN gives 0), never ``fptosi`` poison."""
         lo = ir.Constant(v.type, -float(2 ** (to.width - 1)))
         hi = ir.Constant(v.type, float(2 ** (to.width - 1)))
-        if not self.mod.python_errors:
+        if not self.mod.python_errors or self.mod.error_slot:
             name = f"llvm.fptosi.sat.i{to.width}.{'f32' if v.type == ir.FloatType() else 'f64'}"
             return self.b.call(self.mod.declare(name, to, [v.type]), [v])
         b = self.b

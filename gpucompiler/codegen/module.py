@@ -50,9 +50,7 @@ class ModuleCodegen:
         self.python_errors = interp.python_errors
         self.error_slot = error_slot and not status
         self.source_lines = source_lines
-        # code a plugin transforms (differentiated functions) keeps IEEE math: the checks'
-        # cold paths would be transformed too
-        self.math_errors = self.python_errors and error_model is ErrorModel.PYTHON and not self.error_slot
+        self.math_errors = self.python_errors and error_model is ErrorModel.PYTHON
         self.status, self.boundscheck, self.on_error = status, boundscheck, on_error
         self.slotted: set[str] = set()
         """names of the functions taking the error slot (all but those asked ``plain``)"""

@@ -24,7 +24,7 @@ _INTRINSICS = ("sin", "cos", "exp", "exp2", "log", "log2", "log10", "sqrt", "fab
 _LIBM = ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
          "expm1", "log1p", "erf", "erfc", "cbrt")
 _BINARY_INTRINSICS = {"pow": "llvm.pow", "copysign": "llvm.copysign"}
-_BINARY_LIBM = ("atan2", "hypot", "fmod")
+_BINARY_LIBM = ("atan2", "hypot")
 
 
 def _float_type(*ts):
@@ -110,12 +110,17 @@ for _name in tuple(_BINARY_INTRINSICS) + _BINARY_LIBM:
             else _libm(_name))
     base.define(_fn, Number, Number, restype=_float_type)(_low)
     ptx.define(_fn, Number, Number, restype=_float_type)(_nv(_name))
+# math.fmod as LLVM's frem (the same IEEE remainder): LLVM 22 folds a call of libm's fmod
+# with a NaN argument into a wrong result
+base.define(math.fmod, Number, Number, restype=_float_type)(
+    _checked("fmod", lambda cg, rt, xs: cg.b.frem(*xs)))
+ptx.define(math.fmod, Number, Number, restype=_float_type)(_nv("fmod"))
 
 
-# C's fmod without CPython's domain check: Python's ``%`` and ``//`` on floats are built on it
+# C's fmod without CPython's domain check (LLVM's frem): Python's ``%`` and ``//`` on floats
+# are built on it
 base.define(K.fmod_ieee, Number, Number, restype=_float_type)(
-    lambda cg, args, argtypes, rt: cg.call_extern("fmod" + ("f" if rt == T.float32 else ""), rt,
-                                                  _args(cg, args, argtypes, rt)))
+    lambda cg, args, argtypes, rt: cg.b.frem(*_args(cg, args, argtypes, rt)))
 ptx.define(K.fmod_ieee, Number, Number, restype=_float_type)(_nv("fmod"))
 
 

@@ -67,8 +67,6 @@ def check_math(ok, exc_name, message):
 
 def fmod_ieee(a, b):
     """C's ``fmod``: NaN for an infinite ``a`` or a zero ``b`` (no math error)."""
-    import math
-
     if math.isinf(a) or b == 0 or math.isnan(a) or math.isnan(b):
         return math.nan
     return math.fmod(a, b)

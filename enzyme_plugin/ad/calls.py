@@ -165,8 +165,6 @@ def forward(s, inst):
     if kind == "defined":
         if not varied and inst not in act.active and inst not in act.shadowed:
             return
-        if inst in act.shadowed:
-            raise unsupported("call returning a pointer with a shadow is not supported", inst, s.fn)
         s.engine.forward_call(s, inst, call_kinds(act, inst, s.tangents))
         return
     if varied or inst in act.active or inst in act.shadowed:

@@ -94,7 +94,7 @@ def gen_forward(engine, fn, kinds, new, user):
     if out.type is new.return_type:
         b.ret(out)
         return
-    if out.type is rt:  # the rule gives the tangent only: the primal comes from fn
+    if out.type is rt:  # the rule gives the tangent (or shadow) only: the primal comes from fn
         prim = b.call(fn, [a for a, k in zip(new.args, _primal_mask(kinds)) if k])
         agg = b.insertvalue(constant(new.return_type, "poison"), prim, 0)
         b.ret(b.insertvalue(agg, out, 1))
@@ -130,6 +130,9 @@ def _augment_results(b, out, rt):
 
 
 def gen_split(engine, fn, kinds, aug, rev, user_aug, user_rev):
+    if fn.return_type.kind == "ptr":
+        raise unsupported(f"registered reverse rules of a function returning a pointer (@{fn.name}) are not "
+                          f"supported: its shadow cannot be returned", None, fn)
     b = Builder(aug.append_block("entry"))
     args = _user_args(fn, kinds, aug.args)
     tape = aug.args[-1]

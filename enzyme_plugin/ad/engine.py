@@ -148,7 +148,7 @@ class Engine:
         if fn.is_declaration:
             raise unsupported(f"cannot differentiate declared function @{fn.name}", None, fn)
         rt = fn.return_type
-        ret = T.struct([rt, rt]) if carries_derivative(rt) else rt
+        ret = T.struct([rt, rt]) if carries_derivative(rt) or rt.kind == "ptr" else rt
         types, roles = self._params(fn, kinds)
         new = self._new(self._name("fwddiffe", fn, kinds), ret, types)
         self._fns[key] = new
@@ -165,6 +165,9 @@ class Engine:
         sw = Sweep(self, fn, act, new, args, shadows, tangents=True)
         sw.run()
         rt = fn.return_type
+        if rt.kind == "ptr":
+            self._return_shadows(fn, act, sw)
+            return
         for block in fn.blocks:
             term = block.terminator
             if term is None or term.opcode != "ret" or not carries_derivative(rt):
@@ -176,6 +179,30 @@ class Engine:
             t = sw.shadow_map.get(term.operands[0]) if term.operands[0] in act.active else None
             agg = b.insertvalue(constant(new.return_type, "poison"), v, 0)
             agg = b.insertvalue(agg, t if t is not None else zero(rt), 1)
+            b.ret(agg)
+            copy.erase()
+
+    @staticmethod
+    def _return_shadows(fn, act, sw):
+        """A pointer-returning function's derivative returns ``{pointer, its shadow}``: the rets of
+        its forward sweep ``sw`` are rewritten so."""
+        for block in fn.blocks:
+            term = block.terminator
+            if term is None or term.opcode != "ret":
+                continue
+            v = term.operands[0]
+            if v in act.shadowed:
+                sh = sw.shadow(v, term)
+            elif getattr(v, "ref", None) in ("null", "undef", "poison"):
+                sh = v
+            else:
+                raise unsupported("the returned pointer has no shadow (it is not derived from an argument "
+                                  "with a shadow or an allocation), but the caller needs one", term, fn)
+            copy = sw.vmap[term]
+            b = Builder()
+            b.position_before(copy)
+            ty = copy.parent.parent.return_type
+            agg = b.insertvalue(b.insertvalue(constant(ty, "poison"), sw.val(v), 0), sh, 1)
             b.ret(agg)
             copy.erase()
 
@@ -191,7 +218,7 @@ class Engine:
         rt = callee.return_type
         if s.tangents:
             new = s.b.call(self.forward_fn(callee, kinds), args)
-            if carries_derivative(rt):
+            if carries_derivative(rt) or rt.kind == "ptr":
                 prim = s.b.extractvalue(new, 0)
                 s.shadow_map[inst] = s.b.extractvalue(new, 1)
             else:
@@ -199,6 +226,9 @@ class Engine:
         else:
             aug, _ = self.split_fns(callee, kinds)
             prim = s.b.call(aug, args + [s.tape])
+            if rt.kind == "ptr":  # {pointer, its shadow}
+                s.shadow_map[inst] = s.b.extractvalue(prim, 1)
+                prim = s.b.extractvalue(prim, 0)
         if rt is not T.void:
             copy.replace_all_uses_with(prim)
         s.vmap[inst] = prim
@@ -214,7 +244,7 @@ class Engine:
             raise unsupported(f"cannot differentiate declared function @{fn.name}", None, fn)
         rt = fn.return_type
         types, roles = self._params(fn, kinds, [(T.ptr(), "tape")])
-        aug = self._new(self._name("augmented", fn, kinds), rt, types)
+        aug = self._new(self._name("augmented", fn, kinds), T.struct([rt, rt]) if rt.kind == "ptr" else rt, types)
         extra = ([(rt, "dret")] if carries_derivative(rt) else []) + [(T.ptr(), "tape")]
         rtypes, rroles = self._params(fn, kinds, extra)
         adj = self.adjoint_type(fn, kinds)
@@ -237,6 +267,8 @@ class Engine:
                     rev_shadows=rshadows, dret=rextra.get("dret"), fwd_tape=fextra["tape"],
                     rev_tape=rextra["tape"], rev_entry=entry)
         r.run(lambda rr: self._finish(rr, fn, kinds, rev, None))
+        if fn.return_type.kind == "ptr":
+            self._return_shadows(fn, act, r.sweep)
         entry.instructions[-1].erase()
         exit_block = r.cfg.exit
         Builder(entry).br(r.pop_blocks[exit_block])

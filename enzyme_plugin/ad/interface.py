@@ -267,7 +267,7 @@ def differentiate_module(module, sites=None):
         elif mode == "forward":
             d = engine.forward_fn(f, kinds)
             out = b.call(d, values)
-            res = b.extractvalue(out, 1) if carries_derivative(f.return_type) else None
+            res = b.extractvalue(out, 1) if carries_derivative(f.return_type) or f.return_type.kind == "ptr" else None
         else:
             d = engine.combined_fn(f, kinds)
             out = b.call(d, values)

@@ -59,6 +59,8 @@ def augment(engine, b, inst, f, kinds, values, extras):
     ts = b.call(malloc, [constant(T.i64, "24")])
     b.store(constant(TAPE, "zeroinitializer"), ts)
     prim = b.call(aug, values + [ts])
+    if f.return_type.kind == "ptr":  # {pointer, its shadow}
+        prim = b.extractvalue(prim, 0)
     holder = extras.get("enzyme_tape")
     if holder is not None:
         b.store(ts, holder)

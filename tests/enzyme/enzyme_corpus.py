@@ -26,6 +26,7 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
     "split": ("split.c", []),
     "globals": ("globals.c", []),
     "split_ret": ("split_ret.c", []),
+    "ptrret": ("ptrret.c", []),
     "vec": ("vec.c", ["-ffast-math"]),
     "math_float": ("math_float.c", ["-fno-math-errno"]),
     "bench": ("bench.c", []),

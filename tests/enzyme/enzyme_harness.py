@@ -326,6 +326,7 @@ CASES: list[Case] = [
          analytic=lambda x: (np.arange(len(x)) + 1) / (1 + x)),
     Case("globals", "globals", sizes=(1, 5, 30)),
     Case("split_ret", "splitret", sizes=(1, 6, 25)),
+    Case("ptrret", "ptrret", sizes=(1, 4, 13)),
     Case("split", "split", sizes=(1, 6, 25)),
     Case("vec", "vnorm", sizes=(3, 37, 100), analytic=lambda x: x / np.linalg.norm(x), rtol=1e-9),
     Case("vec", "vdot", sizes=(2, 37, 100), rtol=1e-9,

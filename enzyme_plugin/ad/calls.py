@@ -65,6 +65,8 @@ def classify(inst, like=None) -> str:
         return "calloc"
     if name == "realloc":
         return "realloc"
+    if name == "posix_memalign":
+        return "posix_memalign"
     if name in FREE:
         return "free"
     if name.startswith(("llvm.memcpy.", "llvm.memmove.")):
@@ -140,6 +142,9 @@ def forward(s, inst):
     if kind == "realloc":
         _forward_realloc(s, inst)
         return
+    if kind == "posix_memalign":
+        _forward_memalign(s, inst)
+        return
     if kind == "free":
         p = inst.args[0]
         if s.tangents and p in act.shadowed:
@@ -169,6 +174,20 @@ def forward(s, inst):
         return
     if varied or inst in act.active or inst in act.shadowed:
         raise unsupported(f"no derivative rule for call to '{callee_name(inst) or 'an indirect callee'}'", inst, s.fn)
+
+
+def _forward_memalign(s, inst):
+    """``posix_memalign(&p, align, n)``: the shadow of ``p`` (the shadow slot of ``&p``) gets a zeroed
+    allocation of its own, freed by the reverse sweep (or with ``p`` in forward mode)."""
+    slot = inst.args[0]
+    if slot not in s.act.shadowed:
+        return  # a pointer slot without shadow: its memory has none (active stores into it are errors)
+    shadow_slot = s.shadow(slot, inst)
+    rc = s.call("posix_memalign", inst.type, [shadow_slot, s.val(inst.args[1]), s.val(inst.args[2])])
+    ok = s.b.icmp("eq", rc, zero(rc.type))
+    sh = s.select(ok, s.b.load(T.ptr(), shadow_slot), zero(T.ptr()))
+    s.memset(sh, s.select(ok, s.val(inst.args[2]), zero(inst.args[2].type)))
+    s.shadow_map[inst] = sh
 
 
 def _forward_realloc(s, inst):
@@ -207,7 +226,7 @@ def reverse(r, inst):
             if k < len(rule) and rule[k] is not None and a in act.active:
                 r.accumulate(a, rule[k](r, inst, d))
         return
-    if kind in ("alloc", "calloc"):
+    if kind in ("alloc", "calloc") or (kind == "posix_memalign" and inst.args[0] in act.shadowed):
         r.call("free", T.void, [r.fwd_shadow(inst, inst)])
         return
     if kind == "realloc":

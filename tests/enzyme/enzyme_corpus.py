@@ -27,6 +27,7 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
     "globals": ("globals.c", []),
     "split_ret": ("split_ret.c", []),
     "ptrret": ("ptrret.c", []),
+    "libc": ("libc.c", []),
     "vec": ("vec.c", ["-ffast-math"]),
     "math_float": ("math_float.c", ["-fno-math-errno"]),
     "bench": ("bench.c", []),

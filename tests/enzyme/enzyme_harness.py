@@ -327,6 +327,7 @@ CASES: list[Case] = [
     Case("globals", "globals", sizes=(1, 5, 30)),
     Case("split_ret", "splitret", sizes=(1, 6, 25)),
     Case("ptrret", "ptrret", sizes=(1, 4, 13)),
+    Case("libc", "libc", sizes=(1, 5, 17), domain=(0.2, 2.0)),
     Case("split", "split", sizes=(1, 6, 25)),
     Case("vec", "vnorm", sizes=(3, 37, 100), analytic=lambda x: x / np.linalg.norm(x), rtol=1e-9),
     Case("vec", "vdot", sizes=(2, 37, 100), rtol=1e-9,

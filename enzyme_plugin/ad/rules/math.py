@@ -117,6 +117,15 @@ REVERSE = {
     "hypot": (lambda e, I, d: e.fdiv(e.fmul(d, _x(e, I)), _r(e, I)),
               lambda e, I, d: e.fdiv(e.fmul(d, _x(e, I, 1)), _r(e, I))),
 }
+def _frexp(e, I, d):
+    """``m = frexp(x, &k)`` is ``x * 2^-k``: ``dm/dx = 2^-k = m / x`` (exact), 1 at ``x = 0``."""
+    x = _x(e, I)
+    ratio = e.fdiv(_r(e, I), x)
+    return e.fmul(d, e.select(e.fcmp("oeq", x, zero(x.type)), _c(e, I, 1.0), ratio))
+
+
+REVERSE["frexp"] = (_frexp, None)
+REVERSE["ldexp"] = (lambda e, I, d: e.math("ldexp", d, _x(e, I, 1)), None)
 REVERSE["fmuladd"] = REVERSE["fma"]
 REVERSE["fmax"] = REVERSE["maxnum"]
 REVERSE["fmin"] = REVERSE["minnum"]

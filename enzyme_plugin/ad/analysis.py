@@ -92,8 +92,11 @@ def callee_name(inst) -> str | None:
 class Activity:
     """Activity of one function for one argument signature (``kinds``, one per argument)."""
 
-    def __init__(self, fn, kinds, inactive_calls=frozenset(), shadowed_constants=()):
+    def __init__(self, fn, kinds, inactive_calls=frozenset(), shadowed_constants=(), mem=None):
         self.fn = fn
+        #: byte-level type analysis (:class:`~.typeinfo.MemoryTypes`): memory declared as integers
+        #: that receives floats or pointers (a memcpy, an integer copy) has a shadow too
+        self.mem = mem
         self.kinds = list(kinds)
         self.active: set = set()
         #: pointers with a shadow: arguments, instructions, and globals given one (``shadowed_constants``)
@@ -145,6 +148,10 @@ class Activity:
                     self.shadowed.add(inst)
                     changed = True
 
+    def _holds_floats(self, p) -> bool:
+        """Whether the bytes of ``p``'s memory are floats or pointers somewhere (type analysis)."""
+        return self.mem is not None and any(t.kind in ("float", "ptr") for t in self.mem.types_at(p, None))
+
     def _any_varied(self, values) -> bool:
         return any(v in self.active or v in self.shadowed for v in values)
 
@@ -153,7 +160,7 @@ class Activity:
         op = inst.opcode
         if t.kind == "ptr":
             if op == "alloca":
-                return "shadow" if holds_derivative_data(inst.allocated_type) else None
+                return "shadow" if holds_derivative_data(inst.allocated_type) or self._holds_floats(inst) else None
             if op in ("getelementptr", "bitcast", "addrspacecast"):
                 return "shadow" if inst.operands[0] in self.shadowed else None
             if op == "phi":

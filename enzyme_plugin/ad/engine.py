@@ -73,8 +73,7 @@ class Engine:
             if fn.name not in self._retyped:
                 self._retyped.add(fn.name)
                 retype_integer_copies(fn)
-            act = self._acts[key] = Activity(fn, kinds, INACTIVE, self.global_operands(fn))
-            act.mem = MemoryTypes()
+            act = self._acts[key] = Activity(fn, kinds, INACTIVE, self.global_operands(fn), MemoryTypes())
         return act
 
     def global_operands(self, fn) -> dict:

@@ -28,6 +28,7 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
     "split_ret": ("split_ret.c", []),
     "ptrret": ("ptrret.c", []),
     "libc": ("libc.c", []),
+    "intmem": ("intmem.c", []),
     "vec": ("vec.c", ["-ffast-math"]),
     "math_float": ("math_float.c", ["-fno-math-errno"]),
     "bench": ("bench.c", []),
@@ -39,6 +40,7 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
     "unsup_mixcpy": ("unsup_mixcpy.c", []),
     "unsup_intptr": ("unsup_intptr.c", []),
     "unsup_extern": ("unsup_extern.c", []),
+    "unsup_rsqrt": ("unsup_rsqrt.c", []),
     # with debug info (clang -g: !dbg on declarations too); errors name the source line
     "calls_g": ("calls.c", ["-g"]),
     "unsup_extern_g": ("unsup_extern.c", ["-g"]),

@@ -284,7 +284,7 @@ def _raise_error() -> None:
 
 #: the names :func:`emulation_runtime` gives the loader: the job says so (param ``loader_symbols``),
 #: so that its code validates where it is compiled (a compile service) as where it is loaded
-LOADER_SYMBOLS = ("gpuc_emu_barrier", "gpuc_emu_index_error", "gpuc_emu_key", "gpuc_emu_shfl")
+LOADER_SYMBOLS = ("gpuc_emu_barrier", "gpuc_emu_index_error", "gpuc_emu_key", "gpuc_emu_shfl", "gpuc_emu_value_error")
 
 
 @functools.cache

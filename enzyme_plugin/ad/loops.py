@@ -132,7 +132,10 @@ def plan_nests(cfg, loops) -> None:
             continue  # (a parent that may break before its body: the count need not mean anything)
         if not dominates(cfg, lp.preheader, p.latch):
             continue
-        (_, start, _, _), bound, _, _ = lp.trip
+        if isinstance(lp.trip, ConstantTrip):
+            start = bound = None  # a constant: defined before anything
+        else:
+            (_, start, _, _), bound, _, _ = lp.trip
         if any(isinstance(v, Instruction) and v.parent in p.root.blocks for v in (start, bound)):
             continue
         lp.host, lp.root = p, p.root
@@ -182,6 +185,9 @@ def _classify(cfg, lp, innermost):
             step = -step
         lp.ivs.append((phi, start, step, nxt))
     lp.trip = _trip(lp)
+    if lp.trip is None:
+        lp.trip = _constant_bound(cfg, lp)
+        lp.bounded = lp.trip is not None  # other exits may leave earlier
 
 
 _SWAP = {"eq": "eq", "ne": "ne", "slt": "sgt", "sgt": "slt", "sle": "sge", "sge": "sle",
@@ -234,6 +240,88 @@ def _counted_exit(lp, block):
     return None
 
 
+class ConstantTrip:
+    """A trip count bound known at compile time (see :func:`_constant_bound`)."""
+
+    def __init__(self, count: int):
+        self.count = count
+
+
+#: iterations :func:`_constant_bound` simulates at most
+MAX_SIMULATED = 1 << 16
+
+
+def _constant_bound(cfg, lp):
+    """A constant bound of the trip count when exit tests elsewhere than the header or the latch
+    compare a constant-start induction variable (plus a constant) with a constant, as LLVM's
+    partial unrolling leaves them (``for k in range(13)`` unrolled 4 times tests ``k + 1``, ``k + 2``
+    ... in the body): the first iteration at which a test that runs on every iteration (its block
+    dominates the latch) exits, plus one. None when no such test exits within MAX_SIMULATED."""
+    tests = []
+    for block in (b for b in cfg.fn.blocks if b in lp.blocks and any(x not in lp.blocks for x in b.successors)):
+        if not dominates(cfg, block, lp.latch):
+            continue
+        term = block.terminator
+        if term is None or term.opcode != "br" or len(term.operands) != 3:
+            continue
+        cond, if_true, if_false = term.operands
+        if not isinstance(cond, Instruction) or cond.opcode != "icmp":
+            continue
+        exit_when = if_true not in lp.blocks
+        if exit_when == (if_false not in lp.blocks):
+            continue
+        a, n = cond.operands
+        pred = cond.predicate
+        if _int_value(a) is not None:
+            a, n, pred = n, a, _SWAP[pred]
+        bound = _int_value(n)
+        shifted = _iv_plus_constant(lp, a)
+        if bound is None or shifted is None:
+            continue
+        tests.append((shifted, pred, bound, exit_when))
+    first = None
+    for (start, step, bits), pred, bound, exit_when in tests:
+        for k in range(MAX_SIMULATED if first is None else first):
+            if _compare(pred, start + step * k, bound, bits) == exit_when:
+                first = k
+                break
+    return ConstantTrip(first + 1) if first is not None else None
+
+
+def _iv_plus_constant(lp, v):
+    """``(start, step, bits)`` when ``v`` is ``phi + c`` (or ``phi``) of an induction variable of ``lp``
+    with a constant start (the value at iteration k is ``start + step * k``), else None."""
+    offset = 0
+    if isinstance(v, Instruction) and v.opcode == "add" and not any(v is iv[0] for iv in lp.ivs):
+        x, c = v.operands
+        if _int_value(x) is not None:
+            x, c = c, x
+        if _int_value(c) is None:
+            return None
+        v, offset = x, _int_value(c)
+    for phi, start, step, nxt in lp.ivs:
+        s0 = _int_value(start)
+        if s0 is None or v.type.bits > 64:
+            continue
+        if v is phi:
+            return s0 + offset, step, v.type.bits
+        if v is nxt:
+            return s0 + step + offset, step, v.type.bits
+    return None
+
+
+def _compare(pred: str, value: int, bound: int, bits: int) -> bool:
+    """``icmp pred`` of two ``bits``-wide integers given as Python ints."""
+    mask = (1 << bits) - 1
+    value, bound = value & mask, bound & mask
+    if pred[0] == "s":
+        value = value - (1 << bits) if value >> (bits - 1) else value
+        bound = bound - (1 << bits) if bound >> (bits - 1) else bound
+    op = pred[1:] if pred[0] in "su" else pred
+    return {"eq": value == bound, "ne": value != bound, "lt": value < bound, "le": value <= bound,
+            "gt": value > bound, "ge": value >= bound}[op]
+
+
 def body_runs_every_iteration(lp) -> bool:
     """Whether every header execution of ``lp`` reaches its latch (the latch holds the exit test)."""
     return lp.exiting is lp.latch and lp.latch is not lp.header
@@ -241,6 +329,8 @@ def body_runs_every_iteration(lp) -> bool:
 
 def static_trip_count(trip):
     """The trip count (int) when the start and the bound are constants, the same as :func:`emit_trip_count`."""
+    if isinstance(trip, ConstantTrip):
+        return trip.count
     (phi, start, step, _), n, pred, off = trip
     s0, n = _int_value(start), _int_value(n)
     if s0 is None or n is None or phi.type.bits > 64:
@@ -274,6 +364,8 @@ def static_trip_count(trip):
 
 def emit_trip_count(b, trip, val):
     """Emit the trip count (i64) of a loop before its preheader's terminator; ``val`` maps primal values."""
+    if isinstance(trip, ConstantTrip):
+        return const_int(T.i64, trip.count)
     (phi, start, step, _), n, pred, off = trip
     t = phi.type
     s0 = b.add(val(start), const_int(t, off)) if off else val(start)

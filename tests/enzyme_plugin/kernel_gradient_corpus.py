@@ -322,3 +322,9 @@ def k_atomic_old_value(x, dx, out, dout):
     i = gd.grid(1)
     if i < x.shape[0]:
         autodiff(Reverse, atomic_old_value, Duplicated(x, dx), Duplicated(out, dout), Const(i))
+
+
+# -- the 13-step map through @jit on the host (LLVM unrolls the loop 4 times there) ------------
+def grad_branchy_map_all(x, dx):
+    for i in range(x.shape[0]):
+        autodiff(Reverse, branchy_map, Duplicated(x, dx), Const(i))

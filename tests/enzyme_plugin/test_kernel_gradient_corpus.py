@@ -115,3 +115,20 @@ def test_gradient_that_cannot_be_built_names_the_construct_and_the_python_line(w
     line = _line_of(C.atomic_old_value, "the line the error names")
     assert "ADError" in text and "old value of an atomic add" in text
     assert f"kernel_gradient_corpus.py:{line}:" in text, text
+
+
+def test_partially_unrolled_constant_loop_on_the_host_keeps_its_tape_on_the_stack():
+    """On the host LLVM unrolls the 13-step loop 4 times, leaving its exit tests inside the body;
+    their constant bound (13 iterations) sizes a stack array: no realloc, no malloc (was a tape
+    grown by realloc), and the gradient is the exact one."""
+    from gpucompiler import jit
+
+    import kernel_gradient_corpus as C
+
+    f = jit(C.grad_branchy_map_all, plugins=P)
+    found = {name for name, _ in calls(f.inspect_llvm(A, A))}
+    assert not {"realloc", "malloc", "free"} & found, found
+    x = np.random.default_rng(3).uniform(-1.0, 1.5, 200)
+    dx = np.zeros_like(x)
+    f(x, dx)
+    np.testing.assert_allclose(dx, [C.branchy_map_derivative(v) for v in x], rtol=1e-10, atol=1e-12)

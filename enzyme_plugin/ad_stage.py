@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import llvmlite.binding as llvm
 
-from gpucompiler.llvm.binding import initialize, parse_ir
+from gpucompiler.llvm import initialize, parse_ir
 
+from .ad.gpu import EngineOptions
 from .ad.interface import differentiate_nested
 
 
@@ -24,12 +25,10 @@ def optimize(job, text: str) -> llvm.ModuleRef:
 
 def run_ad(job, module) -> None:
     """Differentiate every Enzyme marker call of ``module`` in place."""
-    from .ad import gpu
-
     emulated = "gpuc_emu_key" in module.text
     atomic = job.target.name == "ptx" or bool(job.config.param("enzyme_atomic", False)) or emulated
     device = job.target.name == "ptx" or emulated  # the emulation runs the tape code the device runs
-    with gpu.options(atomic_adjoints=atomic, warp_aggregate=job.target.name == "ptx", device_tape=device):
-        # ADError names the instruction; the driver names the stage
-        text = differentiate_nested(module.text, lambda t: str(optimize(job, t)))
+    options = EngineOptions(atomic_adjoints=atomic, warp_aggregate=job.target.name == "ptx", device_tape=device)
+    # ADError names the instruction; the driver names the stage
+    text = differentiate_nested(module.text, lambda t: str(optimize(job, t)), options)
     module.ref = optimize(job, text)

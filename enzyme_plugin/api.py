@@ -155,7 +155,7 @@ def _check_arguments(f, ann) -> None:
 @functools.lru_cache(maxsize=256)
 def _entry(mode: Mode, f, kinds: tuple[str, ...]):
     """A jit-compiled entry ``(flattened values) -> autodiff(mode, f, activities...)``."""
-    from gpucompiler.jit import jit
+    from gpucompiler import jit
 
     params, wrapped, k = [], [], 0
     for kind in kinds:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from gpucompiler.cli import EMIT_CHOICES, compile_text, write_artifact
 from gpucompiler.errors import ConfigError, IRParseError
-from gpucompiler.llvm.binding import parse_ir
+from gpucompiler.llvm import parse_ir
 from gpucompiler.targets import parse_target
 
 from .ad import differentiate

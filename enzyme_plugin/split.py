@@ -182,7 +182,7 @@ def autodiff_thunk(mode: Mode, f, *activities):
 @functools.lru_cache(maxsize=256)
 def _entry(f, kinds: tuple[str, ...]):
     """``split_entry(op, holder, out, dout, flattened values...)``: op 0 augments, op 1 reverses."""
-    from gpucompiler.jit import jit
+    from gpucompiler import jit
 
     params, wrapped, k = [], [], 0
     for kind in kinds:

@@ -301,3 +301,6 @@ class DeviceHeapError(CudaError):
 
 class EmulationError(GPUCompilerError):
     """The CPU grid emulation cannot run a kernel faithfully (e.g. divergent barriers)."""
+
+
+__all__ = ["ArgumentBindingError", "ArgumentTypeError", "CacheCorruptionError", "CacheError", "CacheForgeryError", "CacheWarning", "CompileError", "CompilerCrashError", "ConfigError", "CudaError", "EmulationError", "GPUCompilerError", "IRParseError", "InvalidIRError", "KernelError", "LaunchError", "PluginError", "PluginMismatchError", "ReadOnlyArrayError", "RuleConflictError", "ServiceError", "SourceError", "ToolNotFoundError", "ToolchainError", "TypeInferenceError", "UnknownNameError", "UnknownPluginError", "UnknownStageError", "UnknownTargetError", "UnserialisableIRError", "UnsupportedError", "UnsupportedIRError"]

@@ -79,3 +79,6 @@ class IRModule:
 
     def __str__(self) -> str:
         return self.text
+
+
+__all__ = ["IRModule"]

@@ -10,6 +10,7 @@ order.
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -149,3 +150,11 @@ def test_the_walk_sees_an_upward_import_inside_a_function():
     source = "def f():\n    from ..pipeline import compile\n"
     found = list(_imports(PACKAGE / "llvm" / "fake.py", {"gpucompiler.pipeline"}, source))
     assert found == [("gpucompiler.pipeline", 2, True)]
+
+
+def test_architecture_doc_shows_the_same_layers():
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    block = text.split("## Layers", 1)[1].split("```", 2)[1]
+    shown = [tuple(r.rstrip("/") for r in re.split(r"\s{3,}", line.strip())[0].split())
+             for line in block.strip().splitlines()]
+    assert shown == [tuple(layer) for layer in reversed(LAYERS)]

@@ -8,10 +8,11 @@ import re
 from gpucompiler.llvm import Builder, Function, constant, types as T
 
 from .analysis import CONST, DUP, OUT, Activity
-from . import custom, gpu, stack
+from . import custom, stack
 from .calls import INACTIVE
 from .emit import carries_derivative, declare, fconst, is_float_like, zero
 from .errors import unsupported
+from .gpu import EngineOptions
 from .globals import GlobalShadows
 from .helpers import HELPERS, PREFIX as _PREFIX, memcpy_adjoint
 from .reverse import TAPE, Reverse
@@ -23,8 +24,9 @@ from .typeinfo import MemoryTypes, retype_integer_copies
 class Engine:
     """Generates derivative functions into ``module``."""
 
-    def __init__(self, module):
+    def __init__(self, module, options: EngineOptions = EngineOptions()):
         self.module = module
+        self.options = options
         self._acts: dict = {}
         self._fns: dict = {}
         self._work: list = []
@@ -38,9 +40,9 @@ class Engine:
 
     # -- helpers and analyses ---------------------------------------------------
     def helper(self, key: str) -> Function:
-        """The runtime helper ``key``; a growing tape's on a device (``gpu.options(device_tape=True)``:
+        """The runtime helper ``key``; a growing tape's on a device (``EngineOptions.device_tape``:
         PTX and the grid emulation) copies into a new malloc'd block instead of calling realloc."""
-        variant = key + "_device" if key in ("push", "loop_grow") and gpu.device_tape() else key
+        variant = key + "_device" if key in ("push", "loop_grow") and self.options.device_tape else key
         fnty, text = HELPERS[variant]
         return self._helper(key, fnty, text, variant)  # one name for both: higher-order AD knows it
 

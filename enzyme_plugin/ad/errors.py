@@ -52,7 +52,7 @@ def set_error_handler(handler: Callable[[ADError], None] | None) -> None:
 def print_instruction(inst) -> str:
     """``%x = fmul double %a, %b`` as LLVM would print it (operands by reference)."""
     try:
-        from gpucompiler.llvm.printer import print_module  # noqa: F401
+        from gpucompiler.llvm import print_module  # noqa: F401
 
         parts = []
         for p in inst.parts:

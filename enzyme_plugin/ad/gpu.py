@@ -31,7 +31,7 @@ prefixes before AD and back afterwards.
 
 from __future__ import annotations
 
-import contextlib
+import attrs
 
 from gpucompiler.llvm import Instruction, const_int
 
@@ -40,28 +40,16 @@ from .errors import unsupported
 INACTIVE_PREFIX = "gpuc.inactive."
 BARRIER_PREFIX = "gpuc.barrier."
 
-_OPTIONS = {"atomic_adjoints": False, "warp_aggregate": False, "device_tape": False}
+@attrs.frozen
+class EngineOptions:
+    """How the engine treats memory other threads may touch and tapes on a device (given to the engine)."""
 
-
-@contextlib.contextmanager
-def options(**kw):
-    """Engine options for the duration of the block (``atomic_adjoints``, ``warp_aggregate``,
-    ``device_tape``)."""
-    old = dict(_OPTIONS)
-    unknown = set(kw) - set(_OPTIONS)
-    if unknown:
-        raise TypeError(f"unknown engine options {sorted(unknown)}; known: {sorted(_OPTIONS)}")
-    _OPTIONS.update(kw)
-    try:
-        yield
-    finally:
-        _OPTIONS.clear()
-        _OPTIONS.update(old)
-
-
-def device_tape() -> bool:
-    """Whether growing tapes avoid realloc (a device has none) and start in an inline segment."""
-    return _OPTIONS["device_tape"]
+    atomic_adjoints: bool = False
+    """accumulate into shadow memory with atomic adds (GPU kernels, the CPU grid emulation)"""
+    warp_aggregate: bool = False
+    """sum a warp's adjoints with shuffles before one atomic add per warp (PTX)"""
+    device_tape: bool = False
+    """growing tapes avoid realloc (a device has none) and start in an inline segment (PTX, emulation)"""
 
 
 def _thread_private(p) -> bool:
@@ -78,11 +66,12 @@ def _thread_private(p) -> bool:
 
 def atomic_accumulate(r, inst, sp, d) -> bool:
     """Add ``d`` into shadow pointer ``sp`` atomically when enabled; False to let the caller do it."""
-    if not _OPTIONS["atomic_adjoints"] or _thread_private(inst.pointer_operand):
+    options = r.engine.options
+    if not options.atomic_adjoints or _thread_private(inst.pointer_operand):
         return False
     if d.type.kind != "float":
         return False  # vectors: the plain accumulation (no vector atomics in PTX)
-    if _OPTIONS["warp_aggregate"] and d.type in _BITS:
+    if options.warp_aggregate and d.type in _BITS:
         _warp_aggregated_add(r, sp, d)
     else:
         _atomic_fadd(r.b, sp, d)

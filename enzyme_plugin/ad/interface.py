@@ -15,13 +15,16 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+import attrs
+
 from gpucompiler.llvm import (Builder, ConstantExpr, Function, GlobalVariable, Instruction, constant, parse,
                               types as T)
 
-from . import custom, gpu, preprocess, splitmode, stack
+from . import custom, preprocess, splitmode, stack
 from .analysis import CONST, DUP, OUT
 from .emit import carries_derivative, is_float_like
 from .engine import Engine
+from .gpu import EngineOptions
 from .errors import unsupported
 
 MODES = (("__enzyme_autodiff", "reverse"), ("__enzyme_fwddiff", "forward"),
@@ -56,7 +59,7 @@ def _marker_of(v) -> str | None:
 
 def call_items(inst) -> list:
     """The call's arguments in order: values, and ``("marker", name)`` for metadata strings."""
-    k = inst._callee_slot()
+    k = inst.callee_slot()
     items, pending = [], None
     parts = inst.parts
     for p in parts[parts.index(k) + 1:]:
@@ -238,11 +241,11 @@ def _innermost(module, sites) -> list:
     return ready
 
 
-def differentiate_module(module, sites=None):
+def differentiate_module(module, sites=None, options: EngineOptions = EngineOptions()):
     """Differentiate ``sites`` (default: every marker call of ``module``) in place; returns
     (engine, count). The functions the sites differentiate must not contain marker calls
     themselves: :func:`differentiate_nested` orders them."""
-    engine = Engine(module)
+    engine = Engine(module, options)
     sites = marker_sites(module) if sites is None else sites
     augmented = []
     for inst, mode in sites:
@@ -285,7 +288,8 @@ def differentiate_module(module, sites=None):
     return engine, len(sites)
 
 
-def differentiate_nested(text: str, optimize: Callable[[str], str]) -> str:
+def differentiate_nested(text: str, optimize: Callable[[str], str],
+                         options: EngineOptions = EngineOptions()) -> str:
     """Differentiate every marker call of LLVM IR ``text``, innermost first; returns the text
     (helpers defined, not optimised).
 
@@ -299,17 +303,18 @@ def differentiate_nested(text: str, optimize: Callable[[str], str]) -> str:
         sites = marker_sites(module)
         ready = _innermost(module, sites) if sites else []
         if len(ready) == len(sites):
-            engine, _ = differentiate_module(module, ready)
+            engine, _ = differentiate_module(module, ready, options)
             stack.inline_again(module)
             return engine.finalize(str(module))
-        with gpu.options(warp_aggregate=False):  # plain atomics: the outer level differentiates them
-            engine, _ = differentiate_module(module, ready)
+        # plain atomics (no warp shuffles): the outer level differentiates them
+        engine, _ = differentiate_module(module, ready, attrs.evolve(options, warp_aggregate=False))
         text = engine.finalize(str(module), out_of_line=True)
         module = parse(preprocess.prepare(optimize(text)))
 
 
-def differentiate(ir_text: str, *, optimize: bool = True) -> str:
+def differentiate(ir_text: str, *, optimize: bool = True, options: EngineOptions = EngineOptions()) -> str:
     """LLVM IR text with every ``__enzyme_autodiff``/``__enzyme_fwddiff`` call replaced by a call to
-    the generated derivative; the result verifies under LLVM and is optimised at O2."""
-    text = differentiate_nested(ir_text, lambda t: preprocess.optimize(t, 2))
+    the generated derivative; the result verifies under LLVM and is optimised at O2. ``options``:
+    how adjoints are accumulated into shared memory (:class:`~enzyme_plugin.ad.gpu.EngineOptions`)."""
+    text = differentiate_nested(ir_text, lambda t: preprocess.optimize(t, 2), options)
     return preprocess.optimize(text, 2 if optimize else 0)

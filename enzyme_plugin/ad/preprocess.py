@@ -7,7 +7,7 @@ import re
 
 import llvmlite.binding as llvm
 
-from gpucompiler.llvm.binding import initialize, parse_ir
+from gpucompiler.llvm import initialize, parse_ir
 
 _OPTNONE = re.compile(r"\boptnone\b")
 

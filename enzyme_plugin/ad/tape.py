@@ -7,7 +7,7 @@ blocks of the loop store what their reverses need at ``base + k * frame +
 offset`` in one array per loop execution: allocated in the preheader when
 the trip count is known there (and checked at the exit), grown from the
 header otherwise: by ``realloc`` on the host; on a device (PTX and the grid
-emulation: ``gpu.options(device_tape=True)``) by ``malloc`` of twice the
+emulation: ``EngineOptions.device_tape``) by ``malloc`` of twice the
 size, a copy and ``free`` (a device has no ``realloc``), starting in an
 inline ``alloca`` segment of :data:`INLINE_SEGMENT` bytes when the loop runs
 once per call and the reverse runs in the same call. Each exit block's frame records
@@ -26,7 +26,6 @@ from __future__ import annotations
 from gpucompiler.llvm import Builder, Instruction, const_int, constant, types as T
 
 from .emit import declare
-from .gpu import device_tape
 from .loops import body_runs_every_iteration, emit_trip_count, find_loops, plan_nests, static_trip_count
 
 #: a loop array's forward state: base, capacity in frames (growth), inline segment (or null)
@@ -235,7 +234,7 @@ class LoopTape:
         """Start a growing array in an ``alloca`` of :data:`INLINE_SEGMENT` bytes when the reverse
         runs in the same call (combined mode) and the loop runs once per call (no enclosing loop):
         trip counts up to ``INLINE_SEGMENT // frame`` then never touch the heap."""
-        if not device_tape() or not self.combined or lp.parent is not None or frame > INLINE_SEGMENT:
+        if not self.engine.options.device_tape or not self.combined or lp.parent is not None or frame > INLINE_SEGMENT:
             return
         mem = self._fwd_alloca_bytes(INLINE_SEGMENT)
         b = Builder()

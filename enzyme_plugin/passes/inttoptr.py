@@ -99,7 +99,7 @@ def preserve(model) -> int:
                 decl = model.add_function(Function(name, ftype))
             ADDRESSES[name] = addr
             llvm.add_symbol(name, addr)
-            inst.set_operand(inst._callee_slot(), decl)
+            inst.set_operand(inst.callee_slot(), decl)
             n += 1
     return n
 

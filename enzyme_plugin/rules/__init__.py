@@ -20,11 +20,8 @@ from llvmlite import ir
 
 from gpucompiler import types as T
 from gpucompiler.errors import ReadOnlyArrayError, TypeInferenceError
-from gpucompiler.interpreter import RuleSet
-from gpucompiler.interpreter.deferred import DeferredMeta, deferred_call, is_function, nested_interpreter
-from gpucompiler.interpreter.infer import spec_argtypes
-from gpucompiler.interpreter.lattice import BOTTOM, Const, pyobj, widen
-from gpucompiler.interpreter.rules import Any_, CallResult
+from gpucompiler.interpreter import (BOTTOM, Any_, CallResult, Const, DeferredMeta, RuleSet, deferred_call,
+                                     is_function, nested_interpreter, pyobj, spec_argtypes, widen)
 
 from .. import api, split as split_api
 

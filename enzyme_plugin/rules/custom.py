@@ -32,10 +32,9 @@ import attrs
 from llvmlite import ir
 
 from gpucompiler import types as T
-from gpucompiler.codegen.lltypes import PTR
+from gpucompiler.codegen import PTR
 from gpucompiler.errors import TypeInferenceError
-from gpucompiler.interpreter.lattice import BOTTOM, widen
-from gpucompiler.interpreter.rules import CallResult
+from gpucompiler.interpreter import BOTTOM, CallResult, widen
 
 from . import nested_rules
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from gpucompiler import types as T
-from gpucompiler.codegen.deferred import TypedCallee, job_global
-from gpucompiler.codegen.lltypes import PTR, ll
-from gpucompiler.interpreter.deferred import LOOKUP
+from gpucompiler.codegen import PTR, TypedCallee, job_global, ll
+from gpucompiler.interpreter import LOOKUP
 
 from . import KINDS, MARKER, MODES
 

@@ -4,11 +4,13 @@
 """
 
 from . import binding, types
+from .binding import initialize, parse_ir
 from .builder import Builder
 from .instructions import DebugRecord, Instruction
 from .metadata import AttributeGroup, MDNode, NamedMetadata
 from .module import BasicBlock, Function, GlobalAlias, GlobalValue, GlobalVariable, Module
 from .parser import parse
+from .printer import print_module
 from .values import (Argument, ConstantAggregate, ConstantData, ConstantExpr, InlineAsm, Use, User, Value,
                      const_float, const_int, constant)
 
@@ -16,5 +18,5 @@ __all__ = [
     "Argument", "AttributeGroup", "BasicBlock", "Builder", "ConstantAggregate", "ConstantData", "ConstantExpr",
     "DebugRecord", "Function", "GlobalAlias", "GlobalValue", "GlobalVariable", "InlineAsm", "Instruction",
     "MDNode", "Module", "NamedMetadata", "Use", "User", "Value", "binding", "const_float", "const_int",
-    "constant", "parse", "types",
+    "constant", "initialize", "parse", "parse_ir", "print_module", "types",
 ]

@@ -77,22 +77,22 @@ class Instruction(User):
         """The called value of ``call``/``invoke``/``callbr``."""
         if self.opcode not in ("call", "invoke", "callbr"):
             return None
-        return self.operands[self._callee_slot()]
+        return self.operands[self.callee_slot()]
 
     @property
     def args(self) -> list[Value]:
         """Call arguments (operands after the callee, before any bundle)."""
-        k = self._callee_slot()
+        k = self.callee_slot()
         return self.operands[k + 1 : k + 1 + self._nargs()]
 
-    def _callee_slot(self) -> int:
+    def callee_slot(self) -> int:
         for p in self.parts:
             if type(p) is int:
                 return p
         raise UnsupportedIRError(f"{self.opcode} without a callee")
 
     def _nargs(self) -> int:
-        k = self._callee_slot()
+        k = self.callee_slot()
         depth, n, seen = 0, 0, False
         for p in self.parts[self.parts.index(k) + 1 :]:
             if type(p) is str:

@@ -91,8 +91,7 @@ def test_device_tape_grows_without_realloc_to_the_host_gradients(case, level):
     from enzyme_plugin.ad import gpu
     from gpucompiler.runtime import CPULibrary
 
-    with gpu.options(device_tape=True):
-        text = enzyme_plugin.differentiate(fixture_text("loops", level))
+    text = enzyme_plugin.differentiate(fixture_text("loops", level), options=gpu.EngineOptions(device_tape=True))
     body = _body(text, case.name)
     assert _calls(body, "realloc") == 0, body
     if case.name == "untilsum":

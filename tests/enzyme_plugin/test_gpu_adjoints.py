@@ -159,8 +159,8 @@ def _atomics_of(text):
 
 @pytest.mark.parametrize("aggregate", [False, True])
 def test_no_atomic_on_thread_private_shadow(aggregate):
-    with gpu.options(atomic_adjoints=True, warp_aggregate=aggregate):
-        out = enzyme_plugin.differentiate(PRIVATE)
+    out = enzyme_plugin.differentiate(PRIVATE, options=gpu.EngineOptions(atomic_adjoints=True,
+                                                                         warp_aggregate=aggregate))
     rmw = _atomics_of(out)
     # x is shared: its adjoint is added atomically; the alloca's shadow is the thread's own
     assert rmw and all(getattr(i.pointer_operand, "opcode", None) != "alloca" for i in rmw)
@@ -173,11 +173,10 @@ def test_no_atomic_on_thread_private_shadow(aggregate):
 
 def test_warp_aggregation_only_on_ptx():
     """The emulation (CPU target) keeps one atomic per thread; no NVVM intrinsic reaches it."""
-    with gpu.options(atomic_adjoints=True, warp_aggregate=False):
-        out = enzyme_plugin.differentiate(PRIVATE)
+    out = enzyme_plugin.differentiate(PRIVATE, options=gpu.EngineOptions(atomic_adjoints=True))
     assert "llvm.nvvm" not in out
-    with gpu.options(atomic_adjoints=True, warp_aggregate=True):
-        out = enzyme_plugin.differentiate(PRIVATE)
+    out = enzyme_plugin.differentiate(PRIVATE, options=gpu.EngineOptions(atomic_adjoints=True,
+                                                                         warp_aggregate=True))
     for name in ("llvm.nvvm.activemask", "llvm.nvvm.vote.all.sync", "llvm.nvvm.shfl.sync.bfly.i32"):
         assert name in out
 

@@ -328,3 +328,18 @@ def k_atomic_old_value(x, dx, out, dout):
 def grad_branchy_map_all(x, dx):
     for i in range(x.shape[0]):
         autodiff(Reverse, branchy_map, Duplicated(x, dx), Const(i))
+
+
+# -- a tape larger than the device heap (gpu test only) -----------------------------------------
+def endless_while(x, i):
+    """About four million iterations of 16 bytes of tape each: 64 MiB per thread."""
+    s = x[i]
+    while s < 1.0e6:
+        s = s + 0.25 + 0.1 * math.sin(s)
+    return s
+
+
+def k_endless_while(x, dx):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        autodiff(Reverse, endless_while, Duplicated(x, dx), Const(i))

@@ -132,3 +132,35 @@ def test_partially_unrolled_constant_loop_on_the_host_keeps_its_tape_on_the_stac
     dx = np.zeros_like(x)
     f(x, dx)
     np.testing.assert_allclose(dx, [C.branchy_map_derivative(v) for v in x], rtol=1e-10, atol=1e-12)
+
+
+_EXHAUST = """
+import sys
+import numpy as np
+sys.path.insert(0, {here!r})
+import kernel_gradient_corpus as C
+from gpucompiler import kernel
+from gpucompiler.errors import DeviceHeapError
+x = np.zeros(1024)
+try:
+    kernel(C.k_endless_while, plugins=("enzyme",))[8, 128](x, np.zeros_like(x))
+except DeviceHeapError as exc:
+    print("DeviceHeapError:", exc)
+else:
+    print("no error")
+"""
+
+
+@pytest.mark.gpu
+def test_device_heap_exhaustion_is_a_typed_error_naming_the_setting(tmp_path):
+    """1024 threads each needing 64 MiB of tape: the device heap runs out, the tape's malloc returns
+    null, the thread traps, and the host raises DeviceHeapError naming GPUC_DEVICE_HEAP (in a child
+    process: the CUDA context is lost after a trap)."""
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.run([sys.executable, "-c", _EXHAUST.format(here=here)], capture_output=True, text=True,
+                          env={**os.environ, "GPUC_DEVICE_HEAP": "64M"}, timeout=600)
+    assert "DeviceHeapError:" in proc.stdout and "GPUC_DEVICE_HEAP" in proc.stdout, (proc.stdout, proc.stderr)

@@ -29,6 +29,8 @@ import types as pytypes
 
 import attrs
 
+from gpucompiler.errors import PLUGIN_ATTRIBUTE
+
 
 @attrs.frozen
 class Mode:
@@ -179,6 +181,10 @@ def autodiff_thunk(mode: Mode, f, *activities):
 
     return thunk(mode, f, *activities)
 
+
+# calls of these in @jit functions and kernels enable the plugin (gpucompiler.errors.PluginRequiredError)
+for _owned in (Annotation, autodiff, autodiff_thunk):
+    setattr(_owned, PLUGIN_ATTRIBUTE, "enzyme")
 
 __all__ = ["Mode", "Reverse", "Forward", "ReverseSplit", "Annotation", "Const", "Active", "Duplicated",
            "DuplicatedNoNeed", "autodiff", "autodiff_thunk"]

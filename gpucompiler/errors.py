@@ -189,6 +189,21 @@ class ArgumentTypeError(TypeInferenceError):
                          (value_type,), loc, function, hint)
 
 
+PLUGIN_ATTRIBUTE = "__gpuc_plugin__"
+"""Set on a function or class to the name of the plugin that compiles calls of it (``autodiff``: ``"enzyme"``)."""
+
+
+class PluginRequiredError(TypeInferenceError):
+    """Compiled code calls an object a plugin owns (its ``__gpuc_plugin__``) and the job does not enable
+    that plugin. ``@jit`` and kernels enable it and compile again; elsewhere the message says which."""
+
+    def __init__(self, plugin: str, callee, loc=None, function: str = ""):
+        self.plugin, self.callee = plugin, callee
+        name = getattr(callee, "__qualname__", repr(callee))
+        super().__init__(f"{name} belongs to the plugin {plugin!r}, which this job does not enable", (), loc,
+                         function, f"enable it: plugins=({plugin!r},)")
+
+
 class ReadOnlyArrayError(TypeInferenceError, ValueError):
     """Compiled code writes an array that is read-only (NumPy's ``flags.writeable`` is off)."""
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from . import pipeline, types as T
 from .arguments import Binder, arguments
 from .config import CompilerConfig
-from .errors import ArgumentTypeError, ErrorModel, TypeInferenceError, UnknownStageError, error_model_option
+from .errors import ArgumentTypeError, ErrorModel, PluginRequiredError, TypeInferenceError, UnknownStageError, error_model_option
 from .frontend.printer import format_function
 from .interface import STAGE_INDEX, STAGE_NAMES
 from .job import CompilerJob
@@ -106,6 +106,17 @@ class Dispatcher:
         return CompilerJob(self._spec(argtypes, args), config)
 
     def _compile(self, argtypes, args=()) -> _Entry:
+        """Compile for ``argtypes``; a call of an object a plugin owns (``autodiff``: enzyme) enables that
+        plugin for this function (its jobs and cache keys name it) and compiles again."""
+        while True:
+            try:
+                return self._compile_once(argtypes, args)
+            except PluginRequiredError as exc:
+                if exc.plugin in self.plugins:
+                    raise
+                self.plugins = tuple(sorted({*self.plugins, exc.plugin}))
+
+    def _compile_once(self, argtypes, args=()) -> _Entry:
         job = self._job(argtypes, args)
         spec = job.source
         # the host machine (part of the key) is asked of LLVM first; then the LLJIT is made in

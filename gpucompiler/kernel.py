@@ -31,7 +31,7 @@ from . import pipeline, types as T
 from .arguments import Binder, argument
 from .cached import compile_cached
 from .config import CompilerConfig
-from .errors import ConfigError, ErrorModel, KernelError, LaunchError, error_model_option
+from .errors import ConfigError, ErrorModel, KernelError, LaunchError, PluginRequiredError, error_model_option
 from .frontend.ir import Return
 from .interpreter.lattice import widen
 from .job import CompilerJob
@@ -214,6 +214,12 @@ class Kernel:
         key = (tuple(argtypes), tuple(capability))
         hit = self._ptx.get(key)
         if hit is None:
+            return self._enabling_plugins(lambda: self._compile_ptx(key, argtypes, capability))
+        return hit
+
+    def _compile_ptx(self, key, argtypes, capability):
+        hit = self._ptx.get(key)
+        if hit is None:
             job = self.job(argtypes, capability, checked=False)
             result = compile_cached(job, ("asm",), check=self._check)
             self._deps.extend(job.source.dependencies("ptx", job.config.plugins))
@@ -237,11 +243,28 @@ class Kernel:
         """The CPU grid emulation of ``argtypes`` (compiled once, through the cache)."""
         em = self._emulated.get(argtypes)
         if em is None:
+            return self._enabling_plugins(lambda: self._emulate(argtypes))
+        return em
+
+    def _emulate(self, argtypes):
+        em = self._emulated.get(argtypes)
+        if em is None:
             em = EmulatedKernel(self._spec(argtypes), self.opt_level, self.plugins, self.boundscheck is not False,
                                 check=self._check)
             self._deps.extend(em.deps)
             self._emulated[argtypes] = em
         return em
+
+    def _enabling_plugins(self, make):
+        """``make()``; when the kernel calls an object a plugin owns (``autodiff``: enzyme), that plugin
+        is enabled for this kernel (its jobs and cache keys name it) and ``make()`` runs again."""
+        while True:
+            try:
+                return make()
+            except PluginRequiredError as exc:
+                if exc.plugin in self.plugins:
+                    raise
+                self.plugins = tuple(sorted({*self.plugins, exc.plugin}))
 
     def __repr__(self) -> str:
         return f"<kernel {self.py_func.__qualname__}>"

@@ -14,7 +14,7 @@ import builtins
 import types as pytypes
 
 from .. import types as T
-from ..errors import PluginError, TypeInferenceError
+from ..errors import PLUGIN_ATTRIBUTE, PluginError, PluginRequiredError, TypeInferenceError
 from ..frontend import intrinsics as K, lower_function
 from ..frontend.ir import Arg, Branch, Const as IRConst, Global, Inst, Return, Undef
 from . import builtins as _base_rules  # noqa: F401  (registers the base rules)
@@ -80,6 +80,7 @@ class Interpreter:
     def __init__(self, target_name: str = "native", plugins=(), python_errors: bool = False):
         self.target_name = target_name
         self.python_errors = python_errors
+        self.plugins = tuple(plugins)
         self.plugin_sets, self.base_sets = enabled_rule_sets(target_name, plugins)
         self.done: dict = {}
         self.stack: list[Frame] = []
@@ -204,6 +205,9 @@ class Interpreter:
         if not isinstance(fn, Const) or fn.type != pyobj:
             raise TypeInferenceError(f"cannot call a value of type {widen(fn)!r}", (widen(fn),),
                                      frame.where(inst), frame.ir.name)
+        owner = getattr(fn.value, PLUGIN_ATTRIBUTE, None)
+        if owner is not None and owner not in self.plugins and all(rs.name != owner for rs in self.plugin_sets):
+            raise PluginRequiredError(owner, fn.value, frame.where(inst), frame.ir.name)
         try:
             result = self.abstract_call(fn.value, args)
         except TypeInferenceError as exc:

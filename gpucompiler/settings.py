@@ -22,12 +22,14 @@ import functools
 import os
 import re
 import stat
+import warnings
 from pathlib import Path
 from typing import Mapping
+from urllib.parse import urlsplit
 
 import attrs
 
-from .errors import CacheError, LaunchError
+from .errors import CacheError, CacheWarning, LaunchError
 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -91,6 +93,20 @@ def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+def _check_redis_url(url: str) -> None:
+    """Warn about a Redis off this machine reached without a password or without TLS: its entries are
+    still authenticated (MAC), but anyone who reaches it can fill or empty the tier, or read the code."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix" or parts.hostname in ("127.0.0.1", "localhost", "::1"):
+        return
+    problems = [p for p, bad in (("no password", not parts.password),
+                                 ("no TLS (rediss://)", parts.scheme != "rediss")) if bad]
+    if problems:
+        warnings.warn(f"GPUC_CACHE_URL reaches {parts.hostname} with {' and '.join(problems)}: anyone on the "
+                      "way can read, fill or empty the shared tier (entries stay authenticated by their MAC)",
+                      CacheWarning, stacklevel=4)
+
+
 def read_secret_file(path: str) -> bytes:
     """The secret in ``path``: a regular file of this user that nobody else can read."""
     try:
@@ -144,6 +160,8 @@ class CacheSettings:
         url = environ.get("GPUC_CACHE_URL") or None
         if url and not url.startswith(("redis://", "rediss://", "unix://")):
             raise CacheError(f"GPUC_CACHE_URL={url!r}: only redis://, rediss:// and unix:// URLs are supported")
+        if url and not off:
+            _check_redis_url(url)
         secret_file = environ.get("GPUC_CACHE_SECRET_FILE")
         secret = (read_secret_file(secret_file) if secret_file
                   else (environ.get("GPUC_CACHE_SECRET") or "").encode() or None)

@@ -227,3 +227,16 @@ def test_cli_verify_reports_a_private_directory_others_can_write(tmp_path, monke
     os.chmod(directory, 0o777)
     assert main(["cache", "verify", "--json"]) == 1
     assert "others can write" in json.loads(capsys.readouterr().out)["directory_problem"]
+
+
+@pytest.mark.parametrize("url, warned", [
+    ("redis://cache.example:6379/0", "no password and no TLS"),
+    ("redis://:pw@cache.example:6379/0", "no TLS"),
+    ("rediss://cache.example:6379/0", "no password"),
+    ("rediss://:pw@cache.example:6379/0", None),
+    ("redis://127.0.0.1:6379/0", None),
+])
+def test_a_remote_redis_without_password_or_tls_is_warned_about(url, warned, recwarn):
+    CacheSettings.parse({"GPUC_CACHE_URL": url, "GPUC_CACHE_DIR": "/nonexistent"})
+    messages = [str(w.message) for w in recwarn if issubclass(w.category, CacheWarning)]
+    assert messages == ([] if warned is None else [m for m in messages if warned in m]) and len(messages) == (warned is not None)

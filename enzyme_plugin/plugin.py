@@ -8,7 +8,7 @@ Stages (each callback marker-gated, so modules without ``autodiff`` are untouche
 ``optimize``       the job's ``O<n>`` pipeline (the driver's), before AD
 ``pre_ad``         NVVM preserve: NVVM intrinsics / libdevice calls -> forms the engine has rules for
 ``ad``             the engine (:func:`enzyme_plugin.ad.interface.differentiate_module`), then ``O<n>``
-``post_ad``        NVVM, noinline and inttoptr restore
+``post_ad``        NVVM and noinline restore
 =================  =========================================================
 """
 
@@ -78,5 +78,3 @@ class EnzymePlugin(gp.Plugin):
             g = model.globals.get(name)
             if g is not None and not g.uses:
                 model.remove_global(g)
-        if job.config.param("enzyme_inttoptr") == "restore":
-            inttoptr.restore(model)

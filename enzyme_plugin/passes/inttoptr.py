@@ -1,20 +1,21 @@
-"""inttoptr preserve/restore: calls through constant addresses get names for the AD engine.
+"""inttoptr preserve: calls through constant addresses get names for the AD engine.
 
 A frontend that embeds runtime addresses (a ctypes function pointer, a JIT's
 symbol) produces ``call double inttoptr (i64 140234 to ptr)(double %x)``. The
 engine keys its rules by callee name, and IR holding process addresses cannot
-be cached, so before anything else (``post_irgen``) such a callee becomes a
-named declaration:
+be validated or cached, so before anything else (``post_irgen``) such a
+callee becomes a named declaration:
 
 * the symbol's own name when the dynamic linker knows the address (``dladdr``):
   ``call double @sin(double %x)``, which the engine differentiates by rule;
-* else ``@gpuc.inttoptr.<hex address>``.
+* else ``@gpuc.inttoptr.<hex address>``, bound to the address in the module's
+  own record (``!gpuc.addresses``, :data:`gpucompiler.llvm.binding.ADDRESSES`).
 
-The address is kept on the side (:data:`ADDRESSES`, by name) and registered
-with LLVM's symbol table for the in-process JIT, so after AD the names stay
-in the IR (serialisable, cacheable) and still resolve in this process.
-:func:`restore` puts the constant addresses back where a caller wants the
-original form (``CompilerConfig(params={"enzyme_inttoptr": "restore"})``).
+The names stay in the output: it validates on every target and is cacheable,
+and every loader binds the recorded names, so the code calls what the source
+called (this is what ``enzyme_inttoptr="restore"`` asked for; the constants
+themselves never come back). The binding is also registered with LLVM's
+symbol table of this process.
 """
 
 from __future__ import annotations
@@ -23,13 +24,9 @@ import ctypes
 import ctypes.util
 import llvmlite.binding as llvm
 
-from gpucompiler.llvm import ConstantExpr, Function, Instruction, const_int, types as T
+from gpucompiler.llvm import ADDRESSES, ConstantExpr, Function, MDNode, const_int, types as T
 
 PREFIX = "gpuc.inttoptr."
-MARKER_FREE = "inttoptr"  # the callback is gated by a text check instead (see plugin.py)
-ADDRESSES: dict[str, int] = {}
-"""Name of a preserved declaration -> the runtime address it stands for (this process)."""
-RECORD = "gpuc.enzyme.address"
 
 
 class _DlInfo(ctypes.Structure):
@@ -77,9 +74,14 @@ def _address(callee) -> int | None:
     return None
 
 
-def _inttoptr(address: int) -> ConstantExpr:
-    return ConstantExpr(T.ptr(), "inttoptr", ["inttoptr(", T.i64, " ", 0, " to ", T.ptr(), ")"],
-                        [const_int(T.i64, address)])
+def _record(model, name: str, address: int) -> None:
+    """``!{!"name", i64 address}`` in the module's ``!gpuc.addresses`` record (once per name)."""
+    record = model.get_named_metadata(ADDRESSES)
+    if any(f'!"{name}"' in node.parts[0] for node in record.nodes):
+        return
+    node = MDNode([f'!{{!"{name}", ', T.i64, " ", 0, "}"], [const_int(T.i64, address)])
+    model.add_metadata(node)
+    record.nodes.append(node)
 
 
 def preserve(model) -> int:
@@ -97,25 +99,9 @@ def preserve(model) -> int:
             if decl is None:
                 ftype = T.function(inst.type, [a.type for a in inst.args])
                 decl = model.add_function(Function(name, ftype))
-            ADDRESSES[name] = addr
+            if name.startswith(PREFIX):
+                _record(model, name, addr)
             llvm.add_symbol(name, addr)
             inst.set_operand(inst.callee_slot(), decl)
             n += 1
-    return n
-
-
-def restore(model) -> int:
-    """Calls of preserved ``gpuc.inttoptr.*`` declarations back to their constant addresses."""
-    n = 0
-    for name in [k for k in model.functions if k.startswith(PREFIX)]:
-        fn = model.functions[name]
-        addr = ADDRESSES.get(name)
-        if addr is None:
-            continue
-        for use in list(fn.uses):
-            if isinstance(use.user, Instruction):
-                use.user.set_operand(use.index, _inttoptr(addr))
-                n += 1
-        if not fn.uses:
-            model.remove_function(fn)
     return n

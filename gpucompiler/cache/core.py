@@ -21,6 +21,7 @@ import attrs
 
 from .. import identity as keys
 from ..errors import CacheCorruptionError, CacheError, CacheForgeryError, CacheWarning, ConfigError
+from ..llvm.binding import address_bindings
 from ..module import IRModule
 from .entry import Entry, decode
 from .serialisable import serialisation_errors
@@ -295,6 +296,10 @@ class Cache:
         meta = {"name": job.name, "symbols": _symbols(result.module), "stage_times": dict(result.stage_times),
                 "reports": _jsonable(result.reports), "created": time.time(),
                 "compile_seconds": time.perf_counter() - start}
+        llvm_text = result.artifacts.get("llvm")
+        addresses = address_bindings(llvm_text) if isinstance(llvm_text, str) else {}
+        if addresses:  # names the module binds itself: a loader binds them without parsing the IR
+            meta["addresses"] = addresses
         entry = Entry(key, document, dict(result.artifacts), meta)
         problems = serialisation_errors(result.module)
         if problems:

@@ -11,7 +11,9 @@ runtime pointers and no process-specific symbols:
   ``llvmlite.binding.add_symbol`` in one process and mean nothing in another.
 
 Externals referenced *by name* (``@sin``, ``@llvm.fma.f64``) are fine: every
-process resolves them itself.
+process resolves them itself, and so are names the module binds itself to
+addresses its job's source called (:data:`gpucompiler.llvm.binding.ADDRESSES`:
+every loader binds them; the source, and so the address, is part of the key).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import re
 from typing import Any
 
 from ..errors import UnserialisableIRError
-from ..llvm.binding import parse_ir
+from ..llvm.binding import address_bindings, parse_ir
 from ..targets.validation import ModuleFacts
 
 #: hexadecimal runs of 8+ digits (``0x7f3a...`` or bare) or explicit address markers in a symbol name
@@ -39,8 +41,9 @@ def serialisation_errors(module: Any) -> list[tuple[str, str]]:
             errors.append(("POINTER_CONSTANT",
                            f"constant address in the initializer of @{gv.name}: `{text.strip()}`; "
                            "refer to the object by name instead"))
+    bound = address_bindings(module if isinstance(module, str) else str(ref))
     for g in (*ref.functions, *ref.global_variables):
-        if g.is_declaration and _ADDRESS_NAME.search(g.name):
+        if g.is_declaration and _ADDRESS_NAME.search(g.name) and g.name not in bound:
             errors.append(("PROCESS_SYMBOL",
                            f"@{g.name} names a process-specific object (an address in its name); "
                            "another process cannot resolve it: declare a stable symbol name"))

@@ -4,7 +4,7 @@
 """
 
 from . import binding, types
-from .binding import initialize, parse_ir
+from .binding import ADDRESSES, address_bindings, initialize, parse_ir
 from .builder import Builder
 from .instructions import DebugRecord, Instruction
 from .metadata import AttributeGroup, MDNode, NamedMetadata
@@ -15,7 +15,7 @@ from .values import (Argument, ConstantAggregate, ConstantData, ConstantExpr, In
                      const_float, const_int, constant)
 
 __all__ = [
-    "Argument", "AttributeGroup", "BasicBlock", "Builder", "ConstantAggregate", "ConstantData", "ConstantExpr",
+    "ADDRESSES", "address_bindings", "Argument", "AttributeGroup", "BasicBlock", "Builder", "ConstantAggregate", "ConstantData", "ConstantExpr",
     "DebugRecord", "Function", "GlobalAlias", "GlobalValue", "GlobalVariable", "InlineAsm", "Instruction",
     "MDNode", "Module", "NamedMetadata", "Use", "User", "Value", "binding", "const_float", "const_int",
     "constant", "initialize", "parse", "parse_ir", "print_module", "types",

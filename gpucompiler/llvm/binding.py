@@ -57,3 +57,25 @@ def _parse_error(message: str, text: str) -> IRParseError:
     lines = text.splitlines()
     source = lines[line - 1] if 0 < line <= len(lines) else None
     return IRParseError(match.group(3).strip(), line=line, source_line=source)
+
+
+ADDRESSES = "gpuc.addresses"
+"""Named metadata binding declared names to the addresses the job's own source called:
+``!gpuc.addresses = !{!0}``, ``!0 = !{!"name", i64 address}``. A loader binds each name to its
+address, so the IR holds names (it validates and can be cached) and still calls what the source
+called. The addresses come from the source text, which is part of the job's key."""
+_NAMED = re.compile(r"^!" + re.escape(ADDRESSES) + r" = !\{([^}]*)\}", re.M)
+
+
+def address_bindings(text: str) -> dict[str, int]:
+    """``{name: address}`` of the :data:`ADDRESSES` record of the LLVM IR ``text`` (empty without one)."""
+    named = _NAMED.search(text)
+    if named is None:
+        return {}
+    out = {}
+    for ref in re.findall(r"!(\d+)", named.group(1)):
+        node = re.search(r"^!" + ref + r' = !\{\s*!"((?:[^"\\]|\\.)*)",\s*i64\s+(-?\d+)\s*\}', text, re.M)
+        if node is not None:
+            out[node.group(1)] = int(node.group(2)) % (1 << 64)
+    return out
+

@@ -32,7 +32,7 @@ from typing import Any
 import llvmlite.binding as llvm
 
 from ..errors import CompileError, ConfigError
-from ..llvm.binding import initialize_native, parse_ir
+from ..llvm.binding import address_bindings, initialize_native, parse_ir
 from ..targets.native import NativeTarget, process_symbol
 
 
@@ -123,8 +123,10 @@ class CPULibrary:
     3.0
     """
 
-    def __init__(self, obj: bytes, ref: llvm.ModuleRef):
-        """Load object code ``obj`` compiled from ``ref`` (used for its symbol names)."""
+    def __init__(self, obj: bytes, ref: llvm.ModuleRef, addresses: dict[str, int] | None = None):
+        """Load object code ``obj`` compiled from ``ref`` (used for its symbol names); ``addresses``
+        binds names the module's own record binds (:data:`gpucompiler.llvm.binding.ADDRESSES`)."""
+        addresses = addresses or {}
         exports = [g.name for g in (*ref.functions, *ref.global_variables)
                    if not g.is_declaration and g.linkage.name not in ("internal", "private")]
         imports = [g.name for g in (*ref.functions, *ref.global_variables)
@@ -132,7 +134,7 @@ class CPULibrary:
         builder = llvm.JITLibraryBuilder().add_object_img(obj)
         missing = []
         for name in imports:
-            address = process_symbol(name)
+            address = addresses.get(name) or process_symbol(name)
             if address is None:
                 missing.append(name)
             else:
@@ -168,7 +170,8 @@ class CPULibrary:
         obj = result.artifacts.get("obj")
         if obj is None:
             obj = target.emit(result.job, result.module, "obj")
-        return cls(obj, result.module.ref)
+        text = result.artifacts.get("llvm")
+        return cls(obj, result.module.ref, address_bindings(text if isinstance(text, str) else result.module.text))
 
     @classmethod
     def from_cached(cls, result: Any) -> "CPULibrary":
@@ -177,7 +180,7 @@ class CPULibrary:
         symbols = result.meta.get("symbols")
         obj = result.artifacts.get("obj")
         if symbols and obj is not None:
-            return cls(obj, SymbolTable(symbols))
+            return cls(obj, SymbolTable(symbols), result.meta.get("addresses"))
         return cls.from_result(result)
 
     def address(self, name: str) -> int:

@@ -10,6 +10,8 @@ order.
 from __future__ import annotations
 
 import ast
+import importlib
+import importlib.util
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -158,3 +160,26 @@ def test_architecture_doc_shows_the_same_layers():
     shown = [tuple(r.rstrip("/") for r in re.split(r"\s{3,}", line.strip())[0].split())
              for line in block.strip().splitlines()]
     assert shown == [tuple(layer) for layer in reversed(LAYERS)]
+
+
+def test_plugins_import_only_what_the_gpucompiler_facades_export():
+    """enzyme_plugin and gpucompiler_plugins use the public API: modules, or names in their ``__all__``."""
+    root = PACKAGE.parent
+    private = []
+    for path in [*(root / "enzyme_plugin").rglob("*.py"), *(root / "plugins" / "gpucompiler_plugins").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                    and node.module.split(".")[0] == "gpucompiler"):
+                continue
+            exported = getattr(importlib.import_module(node.module), "__all__", ())
+            for alias in node.names:
+                if alias.name not in exported and not _is_module(f"{node.module}.{alias.name}"):
+                    private.append(f"{path.relative_to(root)}:{node.lineno} {node.module}.{alias.name}")
+    assert private == [], "export the name from the package facade (its __all__) or use a public one"
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a name inside a module that is not a package
+        return False

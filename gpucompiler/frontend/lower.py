@@ -11,7 +11,9 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import linecache
 import operator
+import sys
 import textwrap
 
 from ..errors import UnsupportedError
@@ -34,18 +36,66 @@ _HINTS = {
 }
 
 
+_NO_SOURCE_HINT = ("define the function in a file or a notebook cell: code from `python -c`, standard input "
+                   "or exec() of a string keeps no source the compiler can read")
+
+
 @functools.lru_cache(maxsize=512)
 def _parse(pyfunc) -> tuple[ast.FunctionDef, str, int]:
+    """``(def node, file name, line offset)``; the source comes through :mod:`linecache` (files,
+    notebook cells, any source registered there), lambdas from the statement that holds them."""
+    code = pyfunc.__code__
+    if pyfunc.__name__ == "<lambda>":
+        return _lambda(pyfunc), code.co_filename, 0
     try:
         lines, first = inspect.getsourcelines(pyfunc)
-    except (OSError, TypeError) as exc:
-        raise UnsupportedError("function without source", hint=str(exc)) from None
-    tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError):
+        raise UnsupportedError("function without source", (code.co_filename, code.co_firstlineno, 0),
+                               pyfunc.__qualname__, _NO_SOURCE_HINT) from None
+    try:
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except SyntaxError:
+        raise UnsupportedError("function whose source does not parse on its own", (code.co_filename, first, 0),
+                               pyfunc.__qualname__, "the source on record may have changed since the function "
+                               "was defined: define it with a plain `def` statement") from None
     node = tree.body[0]
     if not isinstance(node, ast.FunctionDef):
         raise UnsupportedError(type(node).__name__, (inspect.getsourcefile(pyfunc), first, 0),
                                hint="compile a plain `def` function")
     return node, inspect.getsourcefile(pyfunc) or "<unknown>", first - 1
+
+
+def _lambda(pyfunc) -> ast.FunctionDef:
+    """The ``lambda`` expression that made ``pyfunc``, found by line (and parameters) in its file's
+    source, as a ``def`` returning its body."""
+    code = pyfunc.__code__
+    where = (code.co_filename, code.co_firstlineno, 0)
+    lines = linecache.getlines(code.co_filename, pyfunc.__globals__)
+    if not lines:
+        raise UnsupportedError("lambda without source", where, "<lambda>", _NO_SOURCE_HINT)
+    try:
+        tree = ast.parse("".join(lines))
+    except SyntaxError:
+        raise UnsupportedError("lambda whose file does not parse", where, "<lambda>",
+                               "define the function with `def`") from None
+    params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == code.co_firstlineno
+             and [a.arg for a in _parameters(n)] == params]
+    if len(found) > 1 and hasattr(code, "co_positions"):  # Python 3.11+: the columns of the lambda's code
+        cols = [p[2] for p in code.co_positions()
+                if p[0] == code.co_firstlineno and p[2] is not None and p[3] is not None and p[3] > p[2]]
+        if cols:
+            col = min(cols)
+            found = [n for n in found if n.body.lineno == code.co_firstlineno
+                     and n.body.col_offset <= col < (n.body.end_col_offset or 0)]
+    if len(found) != 1:
+        raise UnsupportedError("lambda that cannot be told apart from the others on its line" if found else
+                               "lambda not found in its source", where, "<lambda>", "define the function with `def`")
+    lam = found[0]
+    ret = ast.copy_location(ast.Return(lam.body), lam.body)
+    node = ast.FunctionDef(name="<lambda>", args=lam.args, body=[ret], decorator_list=[], returns=None,
+                           type_comment=None, **({"type_params": []} if sys.version_info >= (3, 12) else {}))
+    return ast.copy_location(node, lam)
 
 
 def lower_function(pyfunc) -> Function:
@@ -54,7 +104,7 @@ def lower_function(pyfunc) -> Function:
     return _Lowerer(pyfunc, node, filename, offset).run()
 
 
-def _parameters(node: ast.FunctionDef) -> list[ast.arg]:
+def _parameters(node: ast.FunctionDef | ast.Lambda) -> list[ast.arg]:
     """The parameters in the order of the compiled function's arguments (as ``co_varnames`` lists them)."""
     a = node.args
     return [*a.posonlyargs, *a.args, *a.kwonlyargs]

@@ -29,7 +29,8 @@ import types as pytypes
 
 import attrs
 
-from gpucompiler.errors import PLUGIN_ATTRIBUTE
+from gpucompiler.errors import PLUGIN_ATTRIBUTE, GPUCompilerError, for_user
+from gpucompiler.settings import debug_tracebacks
 
 
 @attrs.frozen
@@ -122,10 +123,13 @@ def autodiff(mode: Mode, f, *args):
     if not isinstance(f, pytypes.FunctionType):
         raise ArgumentTypeError("f", type(f), function="autodiff", hint="pass a Python function")
     ann = tuple(a if isinstance(a, Annotation) else Const(a) for a in args)
-    _check_arguments(f, ann)
-    entry = _entry(mode, f, tuple(type(a).__name__ for a in ann))
-    flat = [v for a in ann for v in a.values()]
-    return entry(*flat)
+    try:
+        _check_arguments(f, ann)
+        entry = _entry(mode, f, tuple(type(a).__name__ for a in ann))
+        flat = [v for a in ann for v in a.values()]
+        return entry(*flat)
+    except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
+        raise for_user(exc, debug_tracebacks())
 
 
 def _check_arguments(f, ann) -> None:

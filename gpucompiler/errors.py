@@ -28,6 +28,15 @@ class GPUCompilerError(Exception):
     """Base class of every error raised by gpucompiler."""
 
 
+def for_user(exc: BaseException, debug: bool = False) -> BaseException:
+    """``exc`` to raise again at the API boundary: without the compiler's internal frames and causes
+    (the user's frame on top), unless ``debug`` (``GPUC_DEBUG_TRACEBACKS``) keeps them."""
+    if debug:
+        return exc
+    exc.__cause__, exc.__suppress_context__ = None, True
+    return exc.with_traceback(None)
+
+
 class ConfigError(GPUCompilerError, ValueError):
     """A job or configuration is malformed."""
 

@@ -21,11 +21,12 @@ from pathlib import Path
 from . import pipeline, types as T
 from .arguments import Binder, arguments
 from .config import CompilerConfig
-from .errors import ArgumentTypeError, ErrorModel, PluginRequiredError, TypeInferenceError, UnknownStageError, error_model_option
+from .errors import (ArgumentTypeError, ErrorModel, GPUCompilerError, PluginRequiredError, TypeInferenceError,
+                     UnknownStageError, error_model_option, for_user)
 from .frontend.printer import format_function
 from .interface import STAGE_INDEX, STAGE_NAMES
 from .job import CompilerJob
-from .settings import CompileSettings
+from .settings import CompileSettings, debug_tracebacks
 from .source.spec import FunctionSpec, deps_valid
 from .targets import NativeTarget
 
@@ -73,15 +74,18 @@ class Dispatcher:
 
     def __call__(self, *args, **kwargs):
         bind = self._bind
-        if kwargs or len(args) != bind.positional:
-            args = bind.bind(args, kwargs)
         try:
-            key = tuple([_FAST[type(a)] for a in args])
-        except KeyError:  # arrays, NumPy scalars, array-likes (viewed as arrays), or refused
-            key, args = arguments(args, bind.names, self.py_func.__qualname__)
-        entry = self._entries.get(key)
-        if entry is None or (entry.deps and not deps_valid(entry.deps)):
-            entry = self._compile(key, args)
+            if kwargs or len(args) != bind.positional:
+                args = bind.bind(args, kwargs)
+            try:
+                key = tuple([_FAST[type(a)] for a in args])
+            except KeyError:  # arrays, NumPy scalars, array-likes (viewed as arrays), or refused
+                key, args = arguments(args, bind.names, self.py_func.__qualname__)
+            entry = self._entries.get(key)
+            if entry is None or (entry.deps and not deps_valid(entry.deps)):
+                entry = self._compile(key, args)
+        except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
+            raise for_user(exc, debug_tracebacks())
         return entry.call(*args)
 
     def _describe(self, value) -> str:

@@ -31,12 +31,14 @@ from . import pipeline, types as T
 from .arguments import Binder, argument
 from .cached import compile_cached
 from .config import CompilerConfig
-from .errors import ConfigError, ErrorModel, KernelError, LaunchError, PluginRequiredError, error_model_option
+from .errors import (ConfigError, ErrorModel, GPUCompilerError, KernelError, LaunchError, PluginRequiredError,
+                     error_model_option, for_user)
 from .frontend.ir import Return
 from .interpreter.lattice import widen
 from .job import CompilerJob
 from .runtime.arguments import argument_type
 from .runtime.grid import EmulatedKernel
+from .settings import debug_tracebacks
 from .source.spec import FunctionSpec, deps_valid
 from .targets import PTXTarget
 
@@ -280,6 +282,19 @@ class Launch:
         self._hstream = self._launch = None
 
     def __call__(self, *args, **kwargs) -> None:
+        launch = self._launch
+        if launch is not None and not kwargs and len(args) == self.kernel.bind.positional:
+            self.kernel.refresh()
+            try:
+                return launch(self.kernel, self.grid, self.block, self._hstream, args)
+            except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
+                raise for_user(exc, debug_tracebacks())
+        try:
+            return self._first(args, kwargs)
+        except GPUCompilerError as exc:
+            raise for_user(exc, debug_tracebacks())
+
+    def _first(self, args, kwargs) -> None:
         bind = self.kernel.bind
         if kwargs or len(args) != bind.positional:
             args = bind.bind(args, kwargs)

@@ -13,7 +13,8 @@ below, which take the environment as an argument for tests).
 * :class:`CompileSettings`: ``GPUC_DUMP_DIR`` (dump every stage's IR);
 * :class:`ToolchainSettings`: ``GPUC_PTXAS``, ``GPUC_LIBDEVICE``, ``CUDA_HOME``,
   ``CUDA_PATH``, ``CUDA_ROOT``;
-* :class:`RuntimeSettings`: ``GPUC_DEVICE_HEAP`` (device heap for kernels that call malloc).
+* :class:`RuntimeSettings`: ``GPUC_DEVICE_HEAP`` (device heap for kernels that call malloc);
+* :func:`debug_tracebacks`: ``GPUC_DEBUG_TRACEBACKS`` (errors at the API keep the compiler's frames).
 """
 
 from __future__ import annotations
@@ -196,6 +197,13 @@ class CompileSettings:
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "CompileSettings":
         dump = environ.get("GPUC_DUMP_DIR")
         return cls(dump_dir=Path(dump) if dump else None)
+
+
+def debug_tracebacks(environ: Mapping[str, str] = os.environ) -> bool:
+    """``GPUC_DEBUG_TRACEBACKS=1``: an error raised at the API (a ``@jit`` call, a kernel launch,
+    ``autodiff``) keeps the compiler's frames and its chain of causes; by default the user's frame
+    is on top (read on the error path only)."""
+    return environ.get("GPUC_DEBUG_TRACEBACKS", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
 @attrs.frozen

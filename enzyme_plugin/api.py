@@ -30,7 +30,7 @@ import types as pytypes
 import attrs
 
 from gpucompiler.errors import PLUGIN_ATTRIBUTE, GPUCompilerError, for_user
-from gpucompiler.settings import debug_tracebacks
+from gpucompiler import settings
 
 
 @attrs.frozen
@@ -129,7 +129,7 @@ def autodiff(mode: Mode, f, *args):
         flat = [v for a in ann for v in a.values()]
         return entry(*flat)
     except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
-        raise for_user(exc, debug_tracebacks())
+        raise for_user(exc, settings.debug_tracebacks())
 
 
 def _check_arguments(f, ann) -> None:

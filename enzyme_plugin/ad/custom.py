@@ -34,6 +34,20 @@ def registered(module):
     return grads, fwds
 
 
+#: ``__enzyme_*`` globals the engine reads; any other (``__enzyme_inactivefn``, ``__enzyme_allocation_like``...)
+#: asks for a behaviour the engine does not implement
+_KNOWN_GLOBALS = ("__enzyme_register_gradient", "__enzyme_register_derivative", "__enzyme_function_like")
+
+
+def check_globals(module) -> None:
+    """An ``__enzyme_*`` declaration global the engine does not implement is an ADError naming it
+    (ignoring it would differentiate the function against the user's declaration)."""
+    for g in module.globals.values():
+        if g.name.startswith("__enzyme_") and g.initializer is not None and not g.name.startswith(_KNOWN_GLOBALS):
+            raise unsupported(f"@{g.name} is not supported (the engine reads only __enzyme_register_gradient_*, "
+                              f"__enzyme_register_derivative_* and __enzyme_function_like*)")
+
+
 def function_like(module) -> dict[str, str]:
     """``__enzyme_function_like* = {f, "name"}`` globals: function name -> the math function whose
     derivative it takes (``log1p``)."""

@@ -32,6 +32,7 @@ class Engine:
         self._work: list = []
         self._helpers: dict = {}
         self._retyped: set = set()
+        custom.check_globals(module)
         self.custom_gradients, self.custom_derivatives = custom.registered(module)
         #: callee name -> math function it behaves like (``__enzyme_function_like``)
         self.function_like = custom.function_like(module)

@@ -261,6 +261,7 @@ def differentiate_module(module, sites=None, options: EngineOptions = EngineOpti
         kinds, values, extras = decode(inst, f, mode, sret)
         b = Builder()
         b.position_before(inst)
+        before = set(inst.parent.instructions)
         if mode != "split_reverse":
             engine.globals.zero_before(b, f)
         if mode == "augment":
@@ -275,17 +276,29 @@ def differentiate_module(module, sites=None, options: EngineOptions = EngineOpti
             d = engine.combined_fn(f, kinds)
             out = b.call(d, values)
             res = out if d.return_type is not T.void else None
+        if sret is not None and res is not None:  # the struct of adjoints has the sret struct's layout
+            b.store(res, sret[0])
+        new = _convert(b, res, inst.type, inst) if sret is None else None
+        _take_location(inst, [i for i in inst.parent.instructions if i not in before])
         if sret is not None:
-            if res is not None:  # the struct of adjoints has the sret struct's layout
-                b.store(res, sret[0])
             inst.erase()
             continue
-        new = _convert(b, res, inst.type, inst)
         if new is not None:
             inst.replace_all_uses_with(new)
         inst.erase()
     engine.run()
     return engine, len(sites)
+
+
+def _take_location(marker, emitted) -> None:
+    """The instructions replacing a marker call get its ``!dbg`` location: inlining the derivative
+    (a function without debug info that may call functions with it) into a caller with debug info
+    then gives every inlined location its call site (LLVM's verifier requires it)."""
+    loc = (marker.metadata or {}).get("dbg")
+    if loc is None:
+        return
+    for i in emitted:
+        i.metadata = {**(i.metadata or {}), "dbg": loc}
 
 
 def differentiate_nested(text: str, optimize: Callable[[str], str],

@@ -43,6 +43,7 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
     "unsup_rsqrt": ("unsup_rsqrt.c", []),
     # with debug info (clang -g: !dbg on declarations too); errors name the source line
     "calls_g": ("calls.c", ["-g"]),
+    "custom_g": ("custom.c", ["-g"]),
     "unsup_extern_g": ("unsup_extern.c", ["-g"]),
 }
 

@@ -320,6 +320,8 @@ CASES: list[Case] = [
                                       x[0] * x[1] - math.exp(x[0] - x[2]) - x[1] / x[2] ** 2])),
     Case("custom", "custom", sizes=(1, 7), domain=(-2.0, 2.0), fd=False,
          analytic=lambda x: 2 * np.round(4 * x) / 4 + 1),
+    Case("custom_g", "custom", sizes=(1, 7), domain=(-2.0, 2.0), fd=False,
+         analytic=lambda x: 2 * np.round(4 * x) / 4 + 1),
     Case("custom_float", "fcustom", sizes=(1, 2, 7), domain=(-2.0, 2.0), dtype="f4", rtol=1e-5, fd=False,
          analytic=lambda x: 3 * x + np.roll(x, -1) + 2 * np.roll(x, 1)),
     Case("function_like", "like", sizes=(1, 6), domain=(0.3, 0.9), fd=False,

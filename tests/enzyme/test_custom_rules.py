@@ -73,3 +73,10 @@ def test_function_like_differentiated_directly_takes_the_rule():
     lib = CPULibrary.from_ir(enzyme_plugin.differentiate(text))
     g = lib.function("g", ctypes.c_double, ctypes.c_double)
     assert g(0.5) == pytest.approx(1 / 1.5, rel=1e-12)  # log1p's derivative, not the body's 2x
+
+
+def test_unimplemented_enzyme_declaration_is_named():
+    """``__enzyme_inactivefn`` asks for f to be inactive: ignoring it would differentiate f."""
+    text = _LIKE.replace("@__enzyme_function_like =", "@__enzyme_inactivefn =")
+    with pytest.raises(enzyme_plugin.ADError, match="__enzyme_inactivefn is not supported"):
+        enzyme_plugin.differentiate(text)

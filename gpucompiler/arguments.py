@@ -107,5 +107,15 @@ def _has_buffer(value) -> bool:
 
 def arguments(values, names, function: str) -> tuple[tuple, tuple]:
     """``(types, values to pass)`` of bound arguments (see :func:`argument`)."""
-    typed = [argument(v, n, function) for v, n in zip(values, names)]
-    return tuple(t for t, _ in typed), tuple(v for _, v in typed)
+    np = sys.modules.get("numpy")
+    ndarray = np.ndarray if np is not None else None
+    types = []
+    for v in values:  # the dispatch path of every call with arrays: plain scalars and ndarrays first
+        t = _PY.get(type(v))
+        if t is None and type(v) is ndarray and v.ndim:
+            t = T.typeof(v)
+        if t is None:
+            typed = [argument(v, n, function) for v, n in zip(values, names)]
+            return tuple(t for t, _ in typed), tuple(v for _, v in typed)
+        types.append(t)
+    return tuple(types), values

@@ -110,7 +110,11 @@ def typeof(value):
     if isinstance(value, tuple):
         items = tuple(typeof(v) for v in value)
         return None if None in items else TupleType(items)
-    if type(value).__module__ != "numpy" and not _is_ndarray(value):
+    cls = type(value)
+    numpy = _NUMPY_CLASSES.get(cls)
+    if numpy is None:
+        numpy = _NUMPY_CLASSES[cls] = cls.__module__ == "numpy" or _is_ndarray(cls)
+    if not numpy:
         return None
     dtype = getattr(value, "dtype", None)
     if dtype is None:
@@ -118,22 +122,26 @@ def typeof(value):
     ndim = value.ndim
     if ndim == 0:
         return SCALARS.get(str(dtype))
-    flags = value.flags
-    key = (dtype, ndim, flags.c_contiguous, not flags.writeable)
+    key = (dtype, ndim, value.flags.num)  # NumPy's flag bits: one read for contiguity and writeability
     try:
         return _ARRAY_TYPES[key]
     except KeyError:
-        t = _ARRAY_TYPES[key] = _array_type(*key)
+        t = _ARRAY_TYPES[key] = _array_type(dtype, ndim, bool(key[2] & _C_CONTIGUOUS), not key[2] & _WRITEABLE)
         return t
 
 
-def _is_ndarray(value) -> bool:
-    """Whether ``value`` is a NumPy array (of a subclass: matrix, memmap...); NumPy is not imported here."""
-    return any(c.__name__ == "ndarray" and c.__module__ == "numpy" for c in type(value).__mro__)
+def _is_ndarray(cls: type) -> bool:
+    """Whether ``cls`` is NumPy's array class or a subclass (matrix, memmap...); NumPy is not imported here."""
+    return any(c.__name__ == "ndarray" and c.__module__ == "numpy" for c in cls.__mro__)
 
 
-#: (dtype, ndim, C-contiguous, read-only) -> type; typeof is on the dispatch path of every call
+#: class -> whether its instances are NumPy arrays or scalars (a memo: ``__module__`` of a C type is slow)
+_NUMPY_CLASSES: dict = {}
+
+
+#: (dtype, ndim, NumPy flag bits) -> type; typeof is on the dispatch path of every call
 _ARRAY_TYPES: dict = {}
+_C_CONTIGUOUS, _WRITEABLE = 0x0001, 0x0400  # NPY_ARRAY_C_CONTIGUOUS, NPY_ARRAY_WRITEABLE
 
 
 def _array_type(dtype, ndim: int, c_contiguous: bool, readonly: bool):

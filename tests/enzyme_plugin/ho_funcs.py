@@ -158,3 +158,20 @@ def second_derivative_rev_rev_kernel(x, hv, dx, v):
 
 def differentiates_itself(x):
     return autodiff(Reverse, differentiates_itself, Active(x))[0] + x
+
+
+# -- an unsupported construct under a nested autodiff ---------------------------------
+def reads_old_value(x, out, i):
+    old = gd.atomic_add(out, 0, x[i] * x[i])
+    return old * x[i]
+
+
+def grad_reads_old_value(x, dx, out, dout, i):
+    autodiff(Reverse, reads_old_value, Duplicated(x, dx), Duplicated(out, dout), Const(i))
+
+
+def nested_unsupported_kernel(x, v, dx, hv, out, dout):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        autodiff(Forward, grad_reads_old_value, Duplicated(x, v), Duplicated(dx, hv), Const(out), Const(dout),
+                 Const(i))

@@ -170,3 +170,16 @@ def test_a_function_differentiating_itself_is_a_typed_error_at_its_line():
         autodiff(Reverse, F.differentiates_itself, Active(0.5))
     line = F.differentiates_itself.__code__.co_firstlineno + 1
     assert f"ho_funcs.py:{line}" in str(info.value)
+
+
+def test_an_unsupported_construct_under_nested_autodiff_is_an_ad_error_at_its_python_line():
+    import enzyme_plugin
+
+    x = np.ones(4)
+    with pytest.raises(GPUCompilerError) as info:
+        kernel(F.nested_unsupported_kernel, plugins=P)[1, 4, "cpu"](x, x.copy(), x.copy(), x.copy(), x.copy(),
+                                                                    x.copy())
+    err = info.value.__cause__
+    assert isinstance(err, enzyme_plugin.ADError) and "old value of an atomic add" in str(err)
+    line = F.reads_old_value.__code__.co_firstlineno + 1  # the atomic_add
+    assert f"ho_funcs.py:{line}" in str(err)

@@ -159,8 +159,12 @@ class Activity:
         t = inst.type
         op = inst.opcode
         if t.kind == "ptr":
-            if op == "alloca":
-                return "shadow" if holds_derivative_data(inst.allocated_type) or self._holds_floats(inst) else None
+            if op == "alloca":  # or a byte buffer merged with memory that has a shadow (an inline tape)
+                if holds_derivative_data(inst.allocated_type) or self._holds_floats(inst) or any(
+                        isinstance(u, Instruction) and u.opcode in ("phi", "select") and self._any_varied(u.operands)
+                        for u in inst.users):
+                    return "shadow"
+                return None
             if op in ("getelementptr", "bitcast", "addrspacecast"):
                 return "shadow" if inst.operands[0] in self.shadowed else None
             if op == "phi":

@@ -133,7 +133,7 @@ def forward(s, inst):
         return
     if kind in ("alloc", "calloc"):
         copy = s.vmap[inst]
-        sh = s.call(callee_name(inst), inst.type, [s.val(a) for a in inst.args])
+        sh = _tape_like(inst, s.call(callee_name(inst), inst.type, [s.val(a) for a in inst.args]))
         if kind == "alloc":
             s.memset(sh, s.val(inst.args[0]))
         s.shadow_map[inst] = sh
@@ -148,7 +148,7 @@ def forward(s, inst):
     if kind == "free":
         p = inst.args[0]
         if s.tangents and p in act.shadowed:
-            s.call(callee_name(inst), T.void, [s.shadow(p, inst)])
+            _tape_like(inst, s.call(callee_name(inst), T.void, [s.shadow(p, inst)]))
         return
     if kind in ("memcpy", "memset"):
         dst = inst.args[0]
@@ -190,6 +190,20 @@ def _forward_memalign(s, inst):
     s.shadow_map[inst] = sh
 
 
+_TAPE_MARK = "!gpuc.ad.tape"
+
+
+def _tape_like(primal, call):
+    """Mark ``call`` (a shadow's malloc or free) as the AD tape's when ``primal`` is: an inner
+    derivative's tape (higher-order AD) has shadows the device allows alike."""
+    mark = primal.metadata.get(_TAPE_MARK[1:])
+    if mark is not None:
+        call.metadata[_TAPE_MARK[1:]] = mark
+    elif type(primal.parts[-1]) is str and _TAPE_MARK in primal.parts[-1]:
+        call.parts.append(f", {_TAPE_MARK} !{{}}")
+    return call
+
+
 def _forward_realloc(s, inst):
     """Forward mode: the shadow is reallocated alike. Reverse mode: a fresh zeroed shadow; the old
     one stays alive so the reverse can hand back the adjoints of the bytes realloc copied."""
@@ -227,7 +241,7 @@ def reverse(r, inst):
                 r.accumulate(a, rule[k](r, inst, d))
         return
     if kind in ("alloc", "calloc") or (kind == "posix_memalign" and inst.args[0] in act.shadowed):
-        r.call("free", T.void, [r.fwd_shadow(inst, inst)])
+        _tape_like(inst, r.call("free", T.void, [r.fwd_shadow(inst, inst)]))
         return
     if kind == "realloc":
         ns = r.fwd_shadow(inst, inst)

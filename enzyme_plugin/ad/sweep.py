@@ -17,6 +17,8 @@ from .emit import Emit, is_float_like, zero
 from .errors import unsupported
 from .rules import ARITH_FORWARD, ARITH_REVERSE, derived_forward
 
+#: metadata of the AD tape's own malloc/free (the GPU validator accepts those)
+TAPE_MARK = "gpuc.ad.tape"
 #: opcodes that only move integers, pointers or control: copied, no rule
 PASSIVE = frozenset("add sub mul udiv sdiv urem srem shl lshr ashr and or xor icmp fcmp trunc zext sext "
                     "fptoui fptosi uitofp sitofp ptrtoint inttoptr br switch unreachable".split())
@@ -76,6 +78,8 @@ class Sweep(Emit):
             nb = self.vmap[block]
             for inst in block.instructions:
                 ni = Instruction(inst.opcode, inst.type, list(inst.parts), (), inst.name)
+                if TAPE_MARK in inst.metadata:  # an inner derivative's tape allocation stays one
+                    ni.metadata[TAPE_MARK] = inst.metadata[TAPE_MARK]
                 nb.append(ni)
                 self.vmap[inst] = ni
                 pairs.append((inst, ni))

@@ -160,6 +160,30 @@ def differentiates_itself(x):
     return autodiff(Reverse, differentiates_itself, Active(x))[0] + x
 
 
+# -- a data-dependent while loop per element: the inner tape grows on the device ---------
+def until_four(x, i):
+    s = x[i]
+    while s < 4.0:
+        s = s + 0.5 + 0.1 * math.sin(s)
+    return s * s
+
+
+def grad_until_four(x, dx, i):
+    autodiff(Reverse, until_four, Duplicated(x, dx), Const(i))
+
+
+def until_four_second_derivative_kernel(x, v, dx, hv):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        autodiff(Forward, grad_until_four, Duplicated(x, v), Duplicated(dx, hv), Const(i))
+
+
+def until_four_rev_rev_kernel(x, hv, dx, v):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        autodiff(Reverse, grad_until_four, Duplicated(x, hv), Duplicated(dx, v), Const(i))
+
+
 # -- an unsupported construct under a nested autodiff ---------------------------------
 def reads_old_value(x, out, i):
     old = gd.atomic_add(out, 0, x[i] * x[i])

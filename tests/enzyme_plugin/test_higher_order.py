@@ -151,6 +151,33 @@ def test_nested_gradient_kernels_assemble_with_ptxas(fn, check_ptx):
     check_ptx(k.inspect_ptx(A, A, A, A))
 
 
+def _until_four_d2(x):
+    """f'' of until_four by central differences of its exact first derivative (the chain rule
+    through every step of the loop)."""
+    def d1(t):
+        s, ds = t, 1.0
+        while s < 4.0:
+            s, ds = s + 0.5 + 0.1 * math.sin(s), ds * (1.0 + 0.1 * math.cos(s))
+        return 2 * s * ds
+    h = 1e-5
+    return np.array([(d1(t + h) - d1(t - h)) / (2 * h) for t in x])
+
+
+@pytest.mark.parametrize("fn", [F.until_four_second_derivative_kernel, F.until_four_rev_rev_kernel],
+                         ids=["fwd_rev", "rev_rev"])
+def test_while_loop_in_nested_kernel_gradient_on_the_emulation_and_through_ptxas(fn, check_ptx):
+    """The inner gradient's tape grows on the device (malloc + copy + free); the outer derivative gives
+    its copies shadows marked as the tape's, which validation and ptxas accept."""
+    x = np.linspace(0.05, 0.95, N)
+    v = np.linspace(-1.0, 2.0, N)
+    a = (x, v, np.zeros(N), np.zeros(N)) if fn is F.until_four_second_derivative_kernel else \
+        (x, np.zeros(N), np.zeros(N), v.copy())
+    kernel(fn, plugins=P)[2, 32, "cpu"](*a)
+    hv = a[3] if fn is F.until_four_second_derivative_kernel else a[1]
+    np.testing.assert_allclose(hv, _until_four_d2(x) * v, rtol=1e-6, atol=1e-7)
+    check_ptx(kernel(fn, plugins=P).inspect_ptx(A, A, A, A))
+
+
 @pytest.mark.gpu
 def test_nested_gradient_kernels_on_the_gpu():
     cp = pytest.importorskip("cupy")

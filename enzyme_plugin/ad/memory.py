@@ -70,7 +70,7 @@ def fwd_store(s, inst):
     v, p = inst.value_operand, inst.pointer_operand
     has = p in s.act.shadowed
     if v in s.act.active and not has:
-        raise unsupported("active value stored into memory that has no shadow", inst, s.fn)
+        raise unsupported("active value stored into memory that has no shadow" + _origin(p), inst, s.fn)
     if not has:
         return
     t = v.type
@@ -96,6 +96,17 @@ def fwd_store(s, inst):
 
 def _zero_aggregate(v) -> bool:
     return v.type.kind in ("struct", "array") and getattr(v, "ref", None) in ("zeroinitializer", "undef", "poison")
+
+
+def _origin(p) -> str:
+    """Why ``p``'s memory may have no shadow, when its base object tells."""
+    base = p
+    while isinstance(base, Instruction) and base.opcode in ("getelementptr", "bitcast", "addrspacecast"):
+        base = base.operands[0]
+    if isinstance(base, Instruction) and base.opcode == "call" and getattr(base.callee, "sigil", "") != "@":
+        return (" (it was returned by a call through a function pointer, which is not recognised as an "
+                "allocation: call malloc/calloc/new directly)")
+    return ""
 
 
 def fwd_address(s, inst):

@@ -41,6 +41,7 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
     "unsup_intptr": ("unsup_intptr.c", []),
     "unsup_extern": ("unsup_extern.c", []),
     "unsup_rsqrt": ("unsup_rsqrt.c", []),
+    "unsup_fnptr_alloc": ("unsup_fnptr_alloc.c", []),
     # with debug info (clang -g: !dbg on declarations too); errors name the source line
     "calls_g": ("calls.c", ["-g"]),
     "custom_g": ("custom.c", ["-g"]),

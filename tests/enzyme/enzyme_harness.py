@@ -358,6 +358,7 @@ UNSUPPORTED = {
     "unsup_extern_g": "unsup_extern.c:7: ",
     "unsup_bits": "bit pattern",
     "unsup_rsqrt": "bit pattern",
+    "unsup_fnptr_alloc": "call through a function pointer",
     "unsup_mixcpy": "floating-point values and pointers",
     "unsup_intptr": "inttoptr",
 }

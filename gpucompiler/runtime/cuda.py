@@ -269,6 +269,7 @@ def marshal(args, alloc=None):
         t = argument_type(a, f"#{k}")
         types.append(t)
         if isinstance(t, T.ArrayType):
+            a = np.asarray(a)  # an array-like (buffer, __array_interface__) as the array that views it
             staged = np.ascontiguousarray(a)
             t = T.ArrayType(t.dtype, t.ndim, "C", t.readonly)
             types[-1] = t
@@ -400,10 +401,8 @@ def fast_launch(kernel, grid, block, hstream: int, args) -> None:
 
 def _new_launcher(d, kernel, ctx, key, args) -> Launcher:
     argtypes, _, _ = marshal(args)  # full checks and typed errors; no NumPy arrays here
-    code = kernel.py_func.__code__
-    if len(argtypes) != code.co_argcount:
-        raise LaunchError(f"kernel {kernel.py_func.__qualname__} takes {code.co_argcount} "
-                          f"arguments, got {len(argtypes)}")
+    if len(argtypes) != len(kernel.bind.names):
+        kernel.bind.bind(tuple(args), {})  # raises the binding error
     launcher = _launchers[(id(kernel), ctx, key)] = Launcher(d, load_function(kernel, argtypes, ctx), argtypes)
     return launcher
 
@@ -421,10 +420,8 @@ def slow_launch(kernel, grid, block, hstream: int, args) -> None:
 
     try:
         argtypes, buffers, copies = marshal(args, alloc)
-        code = kernel.py_func.__code__
-        if len(argtypes) != code.co_argcount:
-            raise LaunchError(f"kernel {kernel.py_func.__qualname__} takes {code.co_argcount} "
-                              f"arguments, got {len(argtypes)}")
+        if len(argtypes) != len(kernel.bind.names):
+            kernel.bind.bind(tuple(args), {})  # raises the binding error
         fn = load_function(kernel, argtypes, ctx)
         for c in copies:
             if c.nbytes:
@@ -433,13 +430,13 @@ def slow_launch(kernel, grid, block, hstream: int, args) -> None:
         check(d.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, hstream,
                                ctypes.addressof(params), 0), "cuLaunchKernel")
         if copies:
-            for c in copies:
-                if c.nbytes:
+            for c in copies:  # a read-only array is not written by the kernel (its type forbids it)
+                if c.nbytes and c.host.flags.writeable:
                     check(d.cuMemcpyDtoHAsync(c.staged.ctypes.data, c.dptr, c.nbytes, hstream),
                           "cuMemcpyDtoHAsync")
             check(d.cuStreamSynchronize(hstream), "cuStreamSynchronize")
             for c in copies:
-                if c.staged is not c.host:
+                if c.staged is not c.host and c.host.flags.writeable:
                     c.host[...] = c.staged
     finally:
         for ptr in allocated:

@@ -255,3 +255,14 @@ def test_fast_path_wrong_argument_count_and_type_are_typed_errors(fake):
     with pytest.raises(ArgumentTypeError):
         k[1, 32](DeviceArray(np.zeros(4, np.complex128)), 1.0)
     assert cuda._launchers == {}
+
+
+def test_read_only_numpy_input_is_uploaded_and_not_written_back(fake):
+    n = 64
+    base = np.random.rand(2 * n).astype(np.float32)
+    x = base[::2]  # strided: staged through a contiguous copy
+    x.flags.writeable = False
+    y, out = np.random.rand(n).astype(np.float32), np.zeros(n, np.float32)
+    saxpy[1, 64](np.float32(2.0), x, y, out)
+    np.testing.assert_allclose(out, np.float32(2.0) * x + y, rtol=1e-6)
+    assert "readonly" in repr(saxpy.argument_types((np.float32(2.0), x, y, out))[1])

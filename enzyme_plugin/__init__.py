@@ -11,11 +11,12 @@ is the engine on any LLVM IR that calls ``__enzyme_autodiff`` /
 """
 
 from .ad import ADError, differentiate
-from .api import (Active, Const, Duplicated, DuplicatedNoNeed, Forward, Mode, Reverse, ReverseSplit, autodiff,
-                  autodiff_thunk)
+from .api import (Active, Const, Duplicated, DuplicatedNoNeed, Forward, ForwardWithPrimal, Mode, Reverse,
+                  ReverseSplit, ReverseWithPrimal, autodiff, autodiff_thunk)
 from .split import Tape, TapeError
 from .rules.custom import custom_rule
 
 __version__ = "0.1.0"
-__all__ = ["ADError", "Active", "Const", "Duplicated", "DuplicatedNoNeed", "Forward", "Mode", "Reverse",
-           "ReverseSplit", "Tape", "TapeError", "autodiff", "autodiff_thunk", "custom_rule", "differentiate"]
+__all__ = ["ADError", "Active", "Const", "Duplicated", "DuplicatedNoNeed", "Forward", "ForwardWithPrimal", "Mode",
+           "Reverse", "ReverseSplit", "ReverseWithPrimal", "Tape", "TapeError", "autodiff", "autodiff_thunk",
+           "custom_rule", "differentiate"]

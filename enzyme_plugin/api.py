@@ -16,6 +16,10 @@ Conventions (as in Enzyme.jl):
   returns ``(df,)``, the tangent of ``f``'s floating-point result (``()``
   when ``f`` returns nothing); tangents of arrays ``f`` writes land in their
   shadows.
+* ``ReverseWithPrimal``: ``((derivatives...), primal)``; ``ForwardWithPrimal``:
+  ``(df, primal)`` (``(primal,)`` when ``f`` returns nothing), as Enzyme.jl.
+  From plain Python only: the primal is a separate compiled call of ``f`` on
+  copies of its array arguments, before the derivative's call.
 * ``Const(v)`` (and any argument given without an activity) is not
   differentiated; ``DuplicatedNoNeed`` is ``Duplicated`` whose primal
   writes are not needed afterwards.
@@ -47,6 +51,11 @@ Reverse = Mode("Reverse")
 """Reverse mode: derivatives of ``Active`` scalars returned, gradients added into shadows."""
 Forward = Mode("Forward")
 """Forward mode: tangents in, the tangent of the result out."""
+ReverseWithPrimal = Mode("ReverseWithPrimal")
+"""As :data:`Reverse`, returning ``(derivatives, primal)`` (plain Python only, for now)."""
+ForwardWithPrimal = Mode("ForwardWithPrimal")
+"""As :data:`Forward`, returning ``(df, primal)`` (plain Python only, for now)."""
+WITH_PRIMAL = {ReverseWithPrimal: Reverse, ForwardWithPrimal: Forward}
 ReverseSplit = Mode("ReverseSplit")
 """Split reverse mode, from plain Python only: see :func:`enzyme_plugin.split.autodiff_thunk`."""
 
@@ -117,17 +126,25 @@ def autodiff(mode: Mode, f, *args):
     """
     from gpucompiler.errors import ArgumentTypeError
 
-    if not isinstance(mode, Mode) or mode not in (Reverse, Forward):
+    if not isinstance(mode, Mode) or mode not in (Reverse, Forward, *WITH_PRIMAL):
         raise ArgumentTypeError("mode", type(mode), function="autodiff",
-                                hint="pass Reverse or Forward (split mode: autodiff_thunk(ReverseSplit, ...))")
+                                hint="pass Reverse, Forward, ReverseWithPrimal or ForwardWithPrimal "
+                                     "(split mode: autodiff_thunk(ReverseSplit, ...))")
     if not isinstance(f, pytypes.FunctionType):
         raise ArgumentTypeError("f", type(f), function="autodiff", hint="pass a Python function")
     ann = tuple(a if isinstance(a, Annotation) else Const(a) for a in args)
     try:
         _check_arguments(f, ann)
+        primal = None
+        if mode in WITH_PRIMAL:
+            mode = WITH_PRIMAL[mode]
+            primal = (_primal(f, ann),)
         entry = _entry(mode, f, tuple(type(a).__name__ for a in ann))
         flat = [v for a in ann for v in a.values()]
-        return entry(*flat)
+        derivs = entry(*flat)
+        if primal is None:
+            return derivs
+        return (derivs, *primal) if mode is Reverse else (*derivs, *primal)
     except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
         raise for_user(exc, settings.debug_tracebacks())
 
@@ -156,6 +173,21 @@ def _check_arguments(f, ann) -> None:
                          f"{getattr(v, 'ndim', 0)}-d)")
                 raise ArgumentTypeError(name, "a Duplicated shadow " + shown, function=f.__qualname__,
                                         hint="allocate the shadow like the value (np.zeros_like)")
+
+
+def _primal(f, ann):
+    """``f`` at the primal values, compiled; arrays are copied so that ``f``'s writes happen once."""
+    import numpy as np
+
+    vals = [np.array(a.val) if isinstance(a.val, np.ndarray) else a.val for a in ann]
+    return _compiled(f)(*vals)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(f):
+    from gpucompiler import jit
+
+    return jit(f, plugins=("enzyme",))
 
 
 @functools.lru_cache(maxsize=256)
@@ -190,5 +222,5 @@ def autodiff_thunk(mode: Mode, f, *activities):
 for _owned in (Annotation, autodiff, autodiff_thunk):
     setattr(_owned, PLUGIN_ATTRIBUTE, "enzyme")
 
-__all__ = ["Mode", "Reverse", "Forward", "ReverseSplit", "Annotation", "Const", "Active", "Duplicated",
+__all__ = ["Mode", "Reverse", "Forward", "ReverseWithPrimal", "ForwardWithPrimal", "ReverseSplit", "Annotation", "Const", "Active", "Duplicated",
            "DuplicatedNoNeed", "autodiff", "autodiff_thunk"]

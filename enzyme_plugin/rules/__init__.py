@@ -117,6 +117,11 @@ def _mode_of(v) -> api.Mode:
         if v.value is api.ReverseSplit:
             raise TypeInferenceError(f"autodiff: {SPLIT_ONLY_FROM_PYTHON}",
                                      hint="use autodiff(Reverse, ...) in compiled code")
+        if v.value in api.WITH_PRIMAL:
+            raise TypeInferenceError(f"autodiff: {v.value.name} is available from plain Python only, not inside "
+                                     "@jit functions or kernels (for now)",
+                                     hint=f"use autodiff({api.WITH_PRIMAL[v.value].name}, ...) and call f "
+                                          "for the primal")
         return v.value
     raise TypeInferenceError(f"autodiff: the mode must be Reverse or Forward, got {widen(v)!r}",
                              hint="autodiff(Reverse, f, Active(x), ...)")

@@ -4,7 +4,8 @@
 from plain Python, inside ``@jit(plugins=("enzyme",))`` functions and inside
 ``@kernel(plugins=("enzyme",))`` GPU kernels (docs/autodiff.md).
 ``autodiff_thunk(ReverseSplit, f, ...)`` splits reverse mode into a forward
-and a reverse pass sharing a tape (plain Python only). ``custom_rule`` gives
+and a reverse pass sharing a tape (plain Python only). ``gradient``, ``jacobian`` and ``hvp`` are conveniences over it
+(:mod:`enzyme_plugin.derivatives`). ``custom_rule`` gives
 a function its own derivative. ``differentiate(ir_text)``
 is the engine on any LLVM IR that calls ``__enzyme_autodiff`` /
 ``__enzyme_fwddiff`` (docs/enzyme.md).
@@ -13,10 +14,11 @@ is the engine on any LLVM IR that calls ``__enzyme_autodiff`` /
 from .ad import ADError, differentiate
 from .api import (Active, Const, Duplicated, DuplicatedNoNeed, Forward, ForwardWithPrimal, Mode, Reverse,
                   ReverseSplit, ReverseWithPrimal, autodiff, autodiff_thunk)
+from .derivatives import gradient, hvp, jacobian
 from .split import Tape, TapeError
 from .rules.custom import custom_rule
 
 __version__ = "0.1.0"
 __all__ = ["ADError", "Active", "Const", "Duplicated", "DuplicatedNoNeed", "Forward", "ForwardWithPrimal", "Mode",
            "Reverse", "ReverseSplit", "ReverseWithPrimal", "Tape", "TapeError", "autodiff", "autodiff_thunk",
-           "custom_rule", "differentiate"]
+           "custom_rule", "differentiate", "gradient", "hvp", "jacobian"]

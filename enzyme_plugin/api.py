@@ -138,7 +138,7 @@ def autodiff(mode: Mode, f, *args):
         primal = None
         if mode in WITH_PRIMAL:
             mode = WITH_PRIMAL[mode]
-            primal = (_primal(f, ann),)
+            primal = (primal_value(f, ann),)
         entry = _entry(mode, f, tuple(type(a).__name__ for a in ann))
         flat = [v for a in ann for v in a.values()]
         derivs = entry(*flat)
@@ -175,7 +175,7 @@ def _check_arguments(f, ann) -> None:
                                         hint="allocate the shadow like the value (np.zeros_like)")
 
 
-def _primal(f, ann):
+def primal_value(f, ann):
     """``f`` at the primal values, compiled; arrays are copied so that ``f``'s writes happen once."""
     import numpy as np
 

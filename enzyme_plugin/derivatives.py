@@ -8,6 +8,9 @@
   (compiled code does not allocate arrays) gives ``y.shape + x.shape``.
 * ``hvp(f, x, v)``: forward mode over a reverse-mode gradient of ``f``
   (higher-order AD), the Hessian of ``f`` at ``x`` times ``v``.
+
+A float-valued ``f`` is checked by one compiled call of ``f`` (on copies of
+the arrays): a function returning anything else would get zero derivatives.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 from gpucompiler.errors import ArgumentTypeError, GPUCompilerError, for_user
 from gpucompiler import settings
 
-from .api import ACTIVITIES, Active, Duplicated, Forward, Reverse, autodiff
+from .api import ACTIVITIES, Active, Const, Duplicated, Forward, Reverse, autodiff, primal_value
 
 
 def _kind(fname: str, name: str, v) -> str:
@@ -41,6 +44,15 @@ def _check_f(fname: str, f) -> None:
         raise ArgumentTypeError("f", type(f).__name__, function=fname, hint="pass a Python function")
 
 
+def _check_float_valued(fname: str, f, *args) -> None:
+    """``f(*args)`` (compiled, on copies of arrays) must be a float: otherwise the derivative would be zeros."""
+    value = primal_value(f, tuple(Const(a) for a in args))
+    if not isinstance(value, float):
+        raise ArgumentTypeError("f", f"a function returning {type(value).__name__}", function=fname,
+                                hint="differentiate a function that returns a float (for a vector result "
+                                     "written into an array use jacobian(f, x, y))")
+
+
 def _user_errors(fn):
     @functools.wraps(fn)
     def wrapper(*args):
@@ -55,7 +67,9 @@ def _user_errors(fn):
 def gradient(f, x):
     """The gradient of the float-valued ``f`` at ``x`` (a float, or a float array: same shape), one reverse sweep."""
     _check_f("gradient", f)
-    if _kind("gradient", "x", x) == "scalar":
+    kind = _kind("gradient", "x", x)
+    _check_float_valued("gradient", f, x)
+    if kind == "scalar":
         return autodiff(Reverse, f, Active(float(x)))[0]
     dx = np.zeros_like(x)
     autodiff(Reverse, f, Duplicated(x, dx))
@@ -78,6 +92,8 @@ def jacobian(f, x, y=None):
         raise ArgumentTypeError("y", type(y).__name__, function="jacobian",
                                 hint="pass the float array f(x, y) writes its result into")
     xs = np.array(x)  # the sweeps read x at the same point every time
+    if y is None:
+        _check_float_valued("jacobian", f, xs)
     flat = np.zeros(xs.size)
     out = np.zeros((y.size if y is not None else 1, xs.size))
     for j in range(xs.size):
@@ -100,6 +116,7 @@ def hvp(f, x, v):
     if _kind("hvp", "v", v) != kind or np.shape(v) != np.shape(x):
         raise ArgumentTypeError("v", f"{type(v).__name__} of shape {np.shape(v)}", function="hvp",
                                 hint=f"pass a direction like x ({type(x).__name__} of shape {np.shape(x)})")
+    _check_float_valued("hvp", f, x)
     grad = _gradient_function(f, kind)
     if kind == "scalar":
         return autodiff(Forward, grad, Duplicated(float(x), float(v)))[0]

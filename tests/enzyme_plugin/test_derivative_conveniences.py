@@ -64,6 +64,14 @@ def accumulate(a, out):
     return out[0]
 
 
+def writes_only(a):
+    a[0] = a[0] * 2.0
+
+
+def returns_int(a):
+    return a.shape[0]
+
+
 def central(fun, x, h=1e-6):
     """The central difference gradient of a Python function of a float array."""
     g = np.zeros_like(x)
@@ -179,6 +187,9 @@ def test_hvp_of_a_squared_reduction():
     (lambda: jacobian(vec_map, np.zeros(3), [0.0]), "'y'"),
     (lambda: hvp(cubes, np.zeros(3), np.zeros(2)), "'v'"),
     (lambda: hvp(expx, 1.0, np.zeros(1)), "'v'"),
+    (lambda: gradient(writes_only, np.ones(2)), "'f'.*returning NoneType"),
+    (lambda: jacobian(writes_only, np.ones(2)), "'f'.*returning NoneType"),
+    (lambda: hvp(returns_int, np.ones(2), np.ones(2)), "'f'.*returning int"),
 ])
 def test_unsupported_arguments_are_typed_errors_naming_them(call, name):
     with pytest.raises(ArgumentTypeError, match=name):

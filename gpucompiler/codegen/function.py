@@ -31,6 +31,8 @@ _LIKELY = [1 << 20, 1]  # branch weights: the first successor is taken, the seco
 _I8 = ir.IntType(8)
 RECURSION_LIMIT = 1000
 """Calls of compiled functions that may recurse, in flight at once (CPython's default limit)."""
+_EMU_RAISE = "gpuc_emu_raise"
+"""The CPU grid emulation's callback ``void(ptr exception name, ptr message)`` (runtime/grid.py)."""
 _EMU_INDEX_ERROR = "gpuc_emu_index_error"
 _EMU_VALUE_ERROR = "gpuc_emu_value_error"
 """The CPU grid emulation's callback ``void(i64 index, i64 axis, i64 size)`` (runtime/grid.py)."""
@@ -109,6 +111,8 @@ class FunctionCodegen:
         and the exception surfaces when the wrapper returns.
         """
         if not self.mod.python_errors:
+            if self.mod.on_error == "emulation" and self._stops():  # the emulation reports it
+                self._unless(ok, lambda: self._emu_raise(exc_name, message.replace("%lld", "?")))
             return
         self._unless(ok, lambda: self._set_python_error(exc_name, message, values))
 
@@ -127,6 +131,14 @@ class FunctionCodegen:
             report = self.mod.declare(_EMU_VALUE_ERROR, ir.VoidType(), [PTR])
             text = self.mod.cstring(message.replace("%lld", "?") + f" at {self._where()}")
             self._unless(ok, lambda: self.b.call(report, [text]))
+        else:
+            self._unless(ok, self._trap)
+
+    def check_required(self, ok, exc_name, message):
+        """:meth:`check` that stops execution on every target: where errors cannot be raised
+        (the GPU, code without a status) a failed check traps instead of going on."""
+        if self._stops() and (self.mod.python_errors or self.mod.on_error == "emulation"):
+            self.check(ok, exc_name, message)
         else:
             self._unless(ok, self._trap)
 
@@ -211,8 +223,11 @@ class FunctionCodegen:
 
         Where Python errors cannot stop execution (kernels) the thread traps.
         """
-        if self.mod.python_errors and (self.mod.status or self.slot is not None):
-            self._set_python_error(exc_name, message, ())
+        if self._stops() and (self.mod.python_errors or self.mod.on_error == "emulation"):
+            if self.mod.python_errors:
+                self._set_python_error(exc_name, message, ())
+            else:
+                self._emu_raise(exc_name, message)
             self.b.branch(self._fail_block() if self.mod.status else self._stop_block())
         else:
             self._trap()
@@ -409,6 +424,14 @@ class FunctionCodegen:
                        "maximum recursion depth exceeded")
         self.b.store(self.b.add(depth, ir.Constant(I64, 1)), counter)
         return depth
+
+    def _stops(self) -> bool:
+        return bool(self.mod.status or self.slot is not None)
+
+    def _emu_raise(self, exc_name, message):
+        """Report ``exc_name(message)`` to the CPU grid emulation (raised when the launch ends)."""
+        report = self.mod.declare(_EMU_RAISE, ir.VoidType(), [PTR, PTR])
+        self.b.call(report, [self.mod.cstring(exc_name), self.mod.cstring(f"{message} at {self._where()}")])
 
     def _abstract(self, v):
         return self.frame.typeof(v)

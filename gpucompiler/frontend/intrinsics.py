@@ -60,6 +60,11 @@ def check(ok, exc_name, message):
         raise getattr(builtins, exc_name)(message)
 
 
+def check_bound(ok, exc_name, message):
+    """:func:`check` that stops on every target (a GPU thread traps): a read of an unbound local."""
+    check(ok, exc_name, message)
+
+
 def check_math(ok, exc_name, message):
     """:func:`check` of a math error: skipped under ``ErrorModel.NUMPY`` (IEEE results)."""
     check(ok, exc_name, message)

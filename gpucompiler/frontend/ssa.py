@@ -150,7 +150,7 @@ def _check_unbound_reads(fn: Function) -> None:
                     continue
                 seen.add(v)
                 name = v.name if isinstance(v, Undef) else v.var
-                check = Call(Const(K.check), [flag, Const("UnboundLocalError"),
+                check = Call(Const(K.check_bound), [flag, Const("UnboundLocalError"),
                                               Const(_unbound_message(name))], inst.loc)
                 check.block = b
                 insts.append(check)

@@ -37,7 +37,7 @@ class Undefined:
         return f"name {self.name!r} is not defined"
 
 
-_CHECK = Const(K.check, pyobj)
+_CHECKS = (Const(K.check, pyobj), Const(K.check_bound, pyobj))
 _MAX_ROUNDS = 64
 
 
@@ -199,7 +199,7 @@ class Interpreter:
             return BOTTOM
         if fn is BOTTOM or any(a is BOTTOM for a in args):
             return BOTTOM
-        if fn == _CHECK and isinstance(args[0], Const) and not args[0].value:
+        if fn in _CHECKS and isinstance(args[0], Const) and not args[0].value:
             frame.raising[inst] = (args[1].value, args[2].value)  # a check that always fails
             return BOTTOM
         if not isinstance(fn, Const) or fn.type != pyobj:

@@ -35,6 +35,7 @@ kernel's ``file:line``. Unchecked, a bad index may crash the process.
 
 from __future__ import annotations
 
+import builtins
 import ctypes
 import functools
 import threading
@@ -103,7 +104,8 @@ class EmulationSource:
     def generate_ir(self, job) -> str:
         interp, frame = self.spec.infer(job.target.name, job.config.plugins, False)
         checked = bool(job.config.param("boundscheck", False))
-        mod = ModuleCodegen(self.spec.entry, interp, status=checked, boundscheck=checked, on_error="emulation")
+        # errors stop the thread (a status) also without bounds checks: unbound names...
+        mod = ModuleCodegen(self.spec.entry, interp, status=True, boundscheck=checked, on_error="emulation")
         entry = mod.emit(frame, self.spec.entry)
         _emit_driver(mod, frame, entry)
         return str(mod.module)
@@ -255,6 +257,7 @@ _BARRIER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64)
 _SHUFFLE_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
 _INDEX_ERROR_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p)
 _VALUE_ERROR_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
+_RAISE_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p)
 _errors: list[tuple[type, str]] = []  # written by the running launch only: launches hold _LAUNCH_LOCK
 #: one emulated launch at a time in the process: shared arrays are module globals and the index-error
 #: channel above is process-wide, so two kernels running at once could see each other's errors
@@ -275,6 +278,15 @@ def _value_error(message: bytes) -> None:
         _errors.append((ValueError, message.decode(errors="replace")))
 
 
+def _raise(exc_name: bytes, message: bytes) -> None:
+    """A kernel raised the built-in exception ``exc_name(message)`` (``FunctionCodegen.check``,
+    ``raise_now``): record it."""
+    if not _errors:
+        exc = getattr(builtins, exc_name.decode(), None)
+        _errors.append((exc if isinstance(exc, type) and issubclass(exc, Exception) else RuntimeError,
+                        message.decode(errors="replace")))
+
+
 def _raise_error() -> None:
     if _errors:
         exc, message = _errors.pop()
@@ -284,7 +296,8 @@ def _raise_error() -> None:
 
 #: the names :func:`emulation_runtime` gives the loader: the job says so (param ``loader_symbols``),
 #: so that its code validates where it is compiled (a compile service) as where it is loaded
-LOADER_SYMBOLS = ("gpuc_emu_barrier", "gpuc_emu_index_error", "gpuc_emu_key", "gpuc_emu_shfl", "gpuc_emu_value_error")
+LOADER_SYMBOLS = ("gpuc_emu_barrier", "gpuc_emu_index_error", "gpuc_emu_key", "gpuc_emu_raise", "gpuc_emu_shfl",
+                  "gpuc_emu_value_error")
 
 
 @functools.cache
@@ -298,12 +311,14 @@ def emulation_runtime():
     shuffle = _SHUFFLE_TYPE(_shuffle)
     index_error = _INDEX_ERROR_TYPE(_index_error)
     value_error = _VALUE_ERROR_TYPE(_value_error)
+    raise_ = _RAISE_TYPE(_raise)
+    llvm.add_symbol("gpuc_emu_raise", ctypes.cast(raise_, ctypes.c_void_p).value)
     llvm.add_symbol("gpuc_emu_index_error", ctypes.cast(index_error, ctypes.c_void_p).value)
     llvm.add_symbol("gpuc_emu_value_error", ctypes.cast(value_error, ctypes.c_void_p).value)
     llvm.add_symbol("gpuc_emu_key", ctypes.addressof(key))
     llvm.add_symbol("gpuc_emu_barrier", ctypes.cast(callback, ctypes.c_void_p).value)
     llvm.add_symbol("gpuc_emu_shfl", ctypes.cast(shuffle, ctypes.c_void_p).value)
-    return key, callback, shuffle, index_error, value_error
+    return key, callback, shuffle, index_error, value_error, raise_
 
 
 # -- argument buffers -------------------------------------------------------------------

@@ -420,45 +420,58 @@ def _child(seeds: list[int], workdir: str) -> None:
 
 # -- batches in subprocesses (the parent) -------------------------------------------------------
 
-def run(seeds: list[int], timeout: float = 20.0, batch: int = 100, progress=None) -> dict[int, tuple[str, str]]:
-    """``seed -> (kind, detail)`` for every seed, batches in child processes."""
+def _run_chunk(chunk: list[int], timeout: float, workdir: str, done, progress) -> dict:
+    """Run the programs of ``chunk`` in child processes, restarting after a crash or a hang."""
     results: dict[int, tuple[str, str]] = {}
-    todo = list(seeds)
+    todo = list(chunk)
     env = dict(os.environ, GPUC_CACHE="off", PYTHONFAULTHANDLER="0")
-    with tempfile.TemporaryDirectory() as workdir:
-        while todo:
-            chunk, todo = todo[:batch], todo[batch:]
-            cmd = [sys.executable, "-c", "import sys, json; from tests.frontend.fuzz_programs import _child; "
-                   f"_child(json.loads(sys.argv[1]), sys.argv[2])", json.dumps(chunk), workdir]
-            root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                    cwd=root, env=env)
-            current, last = None, time.monotonic()
-            buf = ""
-            while True:
-                ready, _, _ = select.select([proc.stdout], [], [], 1.0)
-                if ready:
-                    line = proc.stdout.readline()
-                    if not line:
-                        break
-                    buf = line
-                    msg = json.loads(buf)
-                    if "start" in msg:
-                        current, last = msg["start"], time.monotonic()
-                    else:
-                        results[msg["done"]] = (msg["kind"], msg["detail"])
-                        current = None
-                        if progress:
-                            progress(len(results))
-                elif time.monotonic() - last > timeout and current is not None:
-                    proc.kill()
-                    results[current] = ("hang", f"no result in {timeout:.0f} s")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    while todo:
+        cmd = [sys.executable, "-c", "import sys, json; from tests.frontend.fuzz_programs import _child; "
+               "_child(json.loads(sys.argv[1]), sys.argv[2])", json.dumps(todo), workdir]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                cwd=root, env=env)
+        current, last = None, time.monotonic()
+        while True:
+            ready, _, _ = select.select([proc.stdout], [], [], 1.0)
+            if ready:
+                line = proc.stdout.readline()
+                if not line:
                     break
-            proc.wait()
-            if current is not None and current not in results:
-                results[current] = ("crash", f"process ended with status {proc.returncode}")
-            rest = [s for s in chunk if s not in results]
-            todo = rest + todo
+                msg = json.loads(line)
+                if "start" in msg:
+                    current, last = msg["start"], time.monotonic()
+                else:
+                    results[msg["done"]] = (msg["kind"], msg["detail"])
+                    current = None
+                    done.append(1)
+                    if progress:
+                        progress(len(done))
+            elif time.monotonic() - last > timeout and current is not None:
+                proc.kill()
+                results[current] = ("hang", f"no result in {timeout:.0f} s")
+                done.append(1)
+                break
+        proc.wait()
+        if current is not None and current not in results:
+            results[current] = ("crash", f"process ended with status {proc.returncode}")
+            done.append(1)
+        todo = [s for s in todo if s not in results]
+    return results
+
+
+def run(seeds: list[int], timeout: float = 20.0, batch: int = 100, progress=None,
+        jobs: int = 1) -> dict[int, tuple[str, str]]:
+    """``seed -> (kind, detail)`` for every seed: batches of ``batch`` programs in child
+    processes, ``jobs`` of them at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    results: dict[int, tuple[str, str]] = {}
+    done: list = []
+    chunks = [seeds[k:k + batch] for k in range(0, len(seeds), batch)]
+    with tempfile.TemporaryDirectory() as workdir, ThreadPoolExecutor(jobs) as pool:
+        for part in pool.map(lambda c: _run_chunk(c, timeout, workdir, done, progress), chunks):
+            results.update(part)
     return results
 
 
@@ -473,11 +486,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch", type=int, default=200)
     ap.add_argument("--timeout", type=float, default=30.0)
+    ap.add_argument("--jobs", type=int, default=1, help="batches run at once")
     ap.add_argument("--json", default=None, help="write counts and every non-right program here")
     args = ap.parse_args(argv)
     seeds = list(range(args.seed, args.seed + args.programs))
     t0 = time.perf_counter()
-    results = run(seeds, args.timeout, args.batch,
+    results = run(seeds, args.timeout, args.batch, jobs=args.jobs,
                   progress=lambda n: print(f"\r{n}/{len(seeds)}", end="", file=sys.stderr, flush=True))
     seconds = time.perf_counter() - t0
     counts = table(results)

@@ -296,3 +296,42 @@ def test_kernels_take_the_numpy_error_model_and_refuse_python_exceptions():
     assert math.isnan(out[0])
     with pytest.raises(ConfigError, match="kernels cannot raise"):
         gpuc.kernel(error_model=ErrorModel.PYTHON)(body)
+
+
+def kernel_bound_on_one_path(out, n):
+    if n > 0:
+        y = 1.0
+    out[0] = y  # noqa: F821
+
+
+def kernel_reads_undefined(out, n):
+    if n > 0:
+        out[0] = UNDEFINED_IN_KERNEL  # noqa: F821
+
+
+@pytest.mark.parametrize("boundscheck", [True, False])
+def test_unbound_local_in_a_kernel_raises_under_the_emulation(boundscheck):
+    k = gpuc.kernel(boundscheck=boundscheck)(kernel_bound_on_one_path)
+    out = np.zeros(1)
+    k[1, 1, "cpu"](out, 1)
+    assert out[0] == 1.0
+    with pytest.raises(UnboundLocalError, match=r"'y'.*test_loud_semantics.py:\d+"):
+        k[1, 1, "cpu"](out, 0)
+
+
+def test_undefined_global_in_a_kernel_raises_name_error_under_the_emulation():
+    k = gpuc.kernel(kernel_reads_undefined)
+    out = np.zeros(1)
+    k[1, 1, "cpu"](out, 0)
+    with pytest.raises(NameError, match="UNDEFINED_IN_KERNEL"):
+        k[1, 1, "cpu"](out, 1)
+
+
+def test_unbound_local_in_a_kernel_traps_on_the_gpu():
+    from gpucompiler.llvm import parse
+
+    k = gpuc.kernel(kernel_bound_on_one_path)  # no bounds checks: the trap is the unbound read's
+    text = k.inspect_llvm(gpuc.types.array(gpuc.types.float64, 1), gpuc.types.int64)
+    mod = parse(text)
+    assert "kernel_bound_on_one_path" in mod.functions
+    assert "tail call void @llvm.trap()" in text and "store double 1.0" in text

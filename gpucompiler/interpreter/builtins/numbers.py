@@ -257,6 +257,11 @@ def _check(cg, args, argtypes, rt):
     cg.check(args[0], argtypes[1].value, argtypes[2].value)
 
 
+@base.define(K.check_bound, Bool, Constant, Constant, restype=T.none, pure=False)
+def _check_bound(cg, args, argtypes, rt):
+    cg.check_required(args[0], argtypes[1].value, argtypes[2].value)
+
+
 @base.define(K.check_math, Bool, Constant, Constant, restype=T.none, pure=False)
 def _check_math(cg, args, argtypes, rt):
     cg.check_math(args[0], argtypes[1].value, argtypes[2].value)

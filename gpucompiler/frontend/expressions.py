@@ -38,7 +38,9 @@ class Expressions:
 
     def expr_Name(self, node):
         if node.id in self.locals:
-            return self.ssa.read(node.id, self.block)
+            value = self.ssa.read(node.id, self.block)
+            self.ssa.note_read(value, self.block, node.id, self.loc(node))
+            return value
         return Global(node.id, self.loc(node))
 
     def expr_Tuple(self, node):

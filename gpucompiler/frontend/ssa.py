@@ -20,6 +20,13 @@ class SSABuilder:
         self.defs: dict[str, dict[Block, Value]] = {}
         self.sealed: set[Block] = set()
         self.incomplete: dict[Block, list[Phi]] = {}
+        self.reads: list[tuple] = []
+        """(block, position, value, name, loc) of every read of a local variable by name"""
+
+    def note_read(self, value: Value, block: Block, name: str, loc) -> None:
+        """A Python-level read of ``name`` here: if unbound, UnboundLocalError is raised at this
+        point (before anything the expression computes next), as in CPython."""
+        self.reads.append((block, len(block.insts), value, name, loc))
 
     def new_block(self) -> Block:
         block = Block(len(self.fn.blocks))
@@ -101,7 +108,8 @@ class SSABuilder:
                 term.cond = resolve(term.cond)
             elif hasattr(term, "value"):
                 term.value = resolve(term.value)
-        _check_unbound_reads(self.fn)
+        _check_unbound_reads(self.fn, [(b, k, resolve(v), n, loc) for b, k, v, n, loc in self.reads
+                                       if b in reachable])
         self.fn.renumber()
 
 
@@ -109,7 +117,7 @@ def _unbound_message(name: str) -> str:
     return f"cannot access local variable {name!r} where it is not associated with a value"
 
 
-def _check_unbound_reads(fn: Function) -> None:
+def _check_unbound_reads(fn: Function, reads) -> None:
     """Before every use of a variable that may be unbound, a check raising UnboundLocalError.
 
     A phi is maybe-unbound when some incoming value is :class:`Undef` or a
@@ -140,6 +148,17 @@ def _check_unbound_reads(fn: Function) -> None:
     def bound_flag(v: Value):
         return Const(False) if isinstance(v, Undef) else flags.get(v)
 
+    def check(flag, name, loc, block):
+        call = Call(Const(K.check_bound), [flag, Const("UnboundLocalError"), Const(_unbound_message(name))], loc)
+        call.block = block
+        return call
+
+    # at the read, where CPython raises (the latest read first: positions stay valid)
+    for b, k, v, name, loc in sorted(reads, key=lambda r: -r[1]):
+        flag = bound_flag(v)
+        if flag is not None:
+            b.insts.insert(k, check(flag, name, loc, b))
+    # and before every use (reads the frontend did not note: loop bookkeeping)
     for b in fn.blocks:
         insts = []
         for inst in b.insts + [b.term]:

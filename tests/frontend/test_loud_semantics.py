@@ -335,3 +335,37 @@ def test_unbound_local_in_a_kernel_traps_on_the_gpu():
     mod = parse(text)
     assert "kernel_bound_on_one_path" in mod.functions
     assert "tail call void @llvm.trap()" in text and "store double 1.0" in text
+
+
+def unused_unbound_read(c):
+    if c:
+        v = 1
+    v = v  # noqa: F821 - CPython raises here although the value is never used
+    return 0
+
+
+def unbound_read_before_another_error(c, y):
+    if c:
+        v = 1.0
+    return v + 1.0 / y  # noqa: F821 - the read of v comes first
+
+
+@pytest.mark.parametrize("fn,args", [(unused_unbound_read, (0,)), (unused_unbound_read, (1,)),
+                                     (unbound_read_before_another_error, (0, 0.0)),
+                                     (unbound_read_before_another_error, (1, 0.0))])
+def test_unbound_local_is_raised_at_the_read_as_in_cpython(fn, args):
+    assert same(outcome(gpuc.jit(fn), *args), outcome(fn, *args))
+
+
+def power_of_two_base(v):
+    return 9007199254740992.0 ** v
+
+
+def math_pow_of_two_base(v):
+    return math.pow(9007199254740992.0, v)
+
+
+@pytest.mark.parametrize("fn", [power_of_two_base, math_pow_of_two_base])
+def test_power_of_a_power_of_two_is_libm_pow_not_a_rounded_exp2(fn):
+    for v in (6.3967, 0.1234567, -3.3):
+        assert gpuc.jit(fn)(v) == fn(v)  # LLVM's pow(2**53, v) -> exp2(53 * v) was 20 ulp off

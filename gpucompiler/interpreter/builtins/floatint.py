@@ -34,6 +34,17 @@ def finite(cg, v):
     return cg.b.and_(cg.b.fcmp_ordered("!=", v, inf), cg.b.fcmp_ordered("!=", v, cg.b.fneg(inf)))
 
 
+def exact_pow(cg, rt, xs):
+    """``x ** y`` as libm's ``pow``, declared ``nobuiltin``: LLVM rewrites ``pow(2**53, y)`` into
+    ``exp2(53 * y)``, which rounds ``53 * y`` first (a result 20 ulp off CPython's). The
+    intrinsic on the GPU and in differentiated code (the AD engine's rules know it)."""
+    if cg.target_name == "ptx" or cg.mod.error_slot:
+        return cg.call_intrinsic("llvm.pow", rt, xs)
+    fn = cg.mod.declare("pow" + ("f" if rt == T.float32 else ""), cg.ll(rt), [x.type for x in xs])
+    fn.attributes.add("nobuiltin")
+    return cg.b.call(fn, xs)
+
+
 def _needs_exact(it, ft) -> bool:
     """Whether an int of abstract value ``it`` and a float ``ft`` can round onto each other."""
     if widen(it).bits <= 53 or (isinstance(it, Const) and abs(it.value) <= _EXACT):
@@ -77,4 +88,4 @@ def compare_int_float(cg, sym, i, it, f, ft):
     return phi
 
 
-__all__ = ["compare_int_float", "fcmp", "finite", "T"]
+__all__ = ["compare_int_float", "exact_pow", "fcmp", "finite"]

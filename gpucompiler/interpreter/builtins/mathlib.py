@@ -15,7 +15,7 @@ from ... import types as T
 from ...frontend import intrinsics as K
 from ..lattice import widen
 from ..rules import Number, RuleSet, register
-from .floatint import finite
+from .floatint import exact_pow, finite
 from .numbers import base
 
 ptx = register(RuleSet("base.ptx", target="ptx"))
@@ -23,7 +23,7 @@ ptx = register(RuleSet("base.ptx", target="ptx"))
 _INTRINSICS = ("sin", "cos", "exp", "exp2", "log", "log2", "log10", "sqrt", "fabs")
 _LIBM = ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
          "expm1", "log1p", "erf", "erfc", "cbrt")
-_BINARY_INTRINSICS = {"pow": "llvm.pow", "copysign": "llvm.copysign"}
+_BINARY_INTRINSICS = {"copysign": "llvm.copysign"}
 _BINARY_LIBM = ("atan2", "hypot")
 
 
@@ -110,6 +110,8 @@ for _name in tuple(_BINARY_INTRINSICS) + _BINARY_LIBM:
             else _libm(_name))
     base.define(_fn, Number, Number, restype=_float_type)(_low)
     ptx.define(_fn, Number, Number, restype=_float_type)(_nv(_name))
+base.define(math.pow, Number, Number, restype=_float_type)(_checked("pow", exact_pow))
+ptx.define(math.pow, Number, Number, restype=_float_type)(_nv("pow"))
 # math.fmod as LLVM's frem (the same IEEE remainder): LLVM 22 folds a call of libm's fmod
 # with a NaN argument into a wrong result
 base.define(math.fmod, Number, Number, restype=_float_type)(

@@ -13,7 +13,7 @@ from ...frontend import intrinsics as K
 from ..lattice import Const, widen
 from ..rules import Any_, Bool, Constant, Float, Int, Number, RuleSet, register
 from . import pyhelpers as H
-from .floatint import _MIRROR, compare_int_float, fcmp, finite
+from .floatint import _MIRROR, compare_int_float, exact_pow, fcmp, finite
 
 base = register(RuleSet("base"))
 IntLike = lambda t: isinstance(widen(t), T.Scalar) and widen(t).kind in "ib"  # noqa: E731
@@ -140,7 +140,7 @@ def _pow_type(a, b):
 @base.define(operator.pow, Number, Number, restype=_pow_type)
 def _pow(cg, args, argtypes, rt):
     a, b = (cg.cast(v, widen(t), rt) for v, t in zip(args, argtypes))
-    r = cg.call_intrinsic("llvm.pow", rt, [a, b])
+    r = exact_pow(cg, rt, [a, b])
     if cg.mod.math_errors:  # CPython's float_pow: r finite on the hot path, the rest cold
         cg.check_cases(finite(cg, r), lambda: _pow_cases(cg, r, a, b), math=True)
     return r

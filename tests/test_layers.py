@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gpucompiler"
 
 #: the layers, bottom first: a room may import only rooms listed before it (and itself)
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "version", "types", "hashing", "settings", "toolchain", "arguments"),  # ground
+    ("errors", "version", "types", "hashing", "settings", "toolchain", "arguments", "graphs"),  # ground
     ("llvm", "module"),                          # the LLVM IR model; a module in its three forms
     ("interface", "plugin"),                     # the plugin hooks and the registry
     ("frontend", "interpreter", "codegen"),      # Python source -> SSA -> types -> LLVM IR
@@ -47,8 +47,6 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
     ("runtime/cuda.py", "cuda"): "optional dependency",
     ("kernel.py", "gpucompiler.runtime.cuda"): "import time: NumPy and the CUDA runtime (~240 ms)",
     ("arguments.py", "numpy"): "import time: NumPy (~240 ms), only for array arguments",
-    ("stages/link_deferred.py", "networkx"): "import time: networkx (~95 ms), only with deferred jobs",
-    ("targets/validation.py", "networkx"): "import time: networkx (~95 ms), only for call graphs",
     ("llvm/instructions.py", "gpucompiler.llvm.module"): "the block class of the module that holds instructions",
     ("llvm/module.py", "gpucompiler.llvm.clone"): "the cloner works on the module's classes",
     ("llvm/module.py", "gpucompiler.llvm.printer"): "the printer works on the module's classes",

@@ -12,8 +12,7 @@
 
 from __future__ import annotations
 
-import networkx as nx
-
+from gpucompiler.graphs import immediate_dominators, postorder, strongly_connected_components
 from gpucompiler.llvm import Argument, Instruction, types as T
 
 from .emit import has_float, is_float_like
@@ -29,26 +28,31 @@ class CFG:
 
     def __init__(self, fn):
         self.fn = fn
-        g = nx.DiGraph()
+        succ: dict = {}  # block -> distinct successors; blocks in order of first appearance
         for b in fn.blocks:
-            g.add_node(b)
-            for s in b.successors:
-                g.add_edge(b, s)
-        self.graph = g
+            succ[b] = list(dict.fromkeys(b.successors))
+            for s in succ[b]:
+                succ.setdefault(s, [])
+        pred: dict = {b: [] for b in succ}
+        for b in fn.blocks:
+            for s in succ[b]:
+                pred[s].append(b)
+        #: block -> its distinct successors (in the terminator's order)
+        self.succ = succ
+        self._pred = pred
         entry = fn.entry
-        self.rpo = [b for b in reversed(list(nx.dfs_postorder_nodes(g, entry)))]
+        self.rpo = postorder(succ, entry)[::-1]
         reachable = set(self.rpo)
         self.rpo += [b for b in fn.blocks if b not in reachable]
         self.in_loop = set()
-        for scc in nx.strongly_connected_components(g):
+        for scc in strongly_connected_components(succ):
             if len(scc) > 1:
                 self.in_loop |= scc
             else:
                 (b,) = scc
-                if g.has_edge(b, b):
+                if b in succ[b]:
                     self.in_loop.add(b)
-        self.idom = dict(nx.immediate_dominators(g, entry))
-        self.idom[entry] = entry
+        self.idom = immediate_dominators(succ, entry)
         #: blocks reachable from the entry
         self.reachable = reachable
         rets = [b for b in fn.blocks if b.terminator is not None and b.terminator.opcode == "ret"]
@@ -68,8 +72,7 @@ class CFG:
 
     def preds(self, block):
         """Predecessors in a fixed order (function block order)."""
-        ps = set(self.graph.predecessors(block))
-        return [b for b in self.fn.blocks if b in ps]
+        return list(self._pred[block])
 
 
 def holds_derivative_data(t: T.Type) -> bool:

@@ -72,7 +72,7 @@ def find_loops(cfg) -> tuple[list, dict]:
 
     Both are empty when some cycle is not a natural loop (irreducible flow):
     the tape is then a stack for the whole function."""
-    g, idom, entry = cfg.graph, cfg.idom, cfg.fn.entry
+    idom = cfg.idom
 
     def dominates(a, b):
         while True:
@@ -84,7 +84,7 @@ def find_loops(cfg) -> tuple[list, dict]:
             b = nb
 
     bodies: dict = {}
-    for u, h in g.edges():
+    for u, h in ((u, h) for u, succ in cfg.succ.items() for h in succ):
         if u in cfg.reachable and dominates(h, u):
             body = bodies.setdefault(h, {h})
             stack = [u]
@@ -93,7 +93,7 @@ def find_loops(cfg) -> tuple[list, dict]:
                 if x in body:
                     continue
                 body.add(x)
-                stack.extend(p for p in g.predecessors(x) if p in cfg.reachable)
+                stack.extend(p for p in cfg.preds(x) if p in cfg.reachable)
     covered = set().union(*bodies.values()) if bodies else set()
     if any(b in cfg.reachable and b not in covered for b in cfg.in_loop):
         return [], {}

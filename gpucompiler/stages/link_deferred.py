@@ -4,7 +4,7 @@ A module produced from a deferred call (see
 :mod:`gpucompiler.interpreter.deferred`) holds
 ``call ptr @gpuc.lookup(ptr @"gpuc.job.<id>")``. This stage
 
-1. walks the job graph (a networkx ``DiGraph``: an edge ``a -> b`` when job
+1. walks the job graph (:class:`JobGraph`: an edge ``a -> b`` when job
    ``a``'s module looks up job ``b``) from the job under compilation,
    generating each nested job's module once: irgen and ``post_irgen``
    callbacks, under the parent's config (target, plugins, opt level). A
@@ -24,8 +24,6 @@ inferred in this process (:func:`gpucompiler.interpreter.deferred.resolve`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import attrs
 
 from ..errors import CompileError
@@ -36,8 +34,16 @@ from ..source.deferred import DeferredSpec
 from . import irgen
 from .context import CompileContext, run_hooks, stage
 
-if TYPE_CHECKING:  # pragma: no cover
-    import networkx as nx
+
+
+@attrs.define
+class JobGraph:
+    """The job under compilation (node ``"root"``) and its nested jobs, by id."""
+
+    #: node -> the job ids its module looks up, in order of first appearance
+    edges: dict[str, list[str]] = attrs.field(factory=dict)
+    #: node -> its compile job
+    jobs: dict[str, CompilerJob] = attrs.field(factory=dict)
 
 
 def lookups(module: IRModule) -> list[str]:
@@ -65,22 +71,19 @@ def nested_job(parent: CompilerJob, job_id: str) -> CompilerJob:
     return CompilerJob(DeferredSpec(deferred), config)
 
 
-def job_graph(ctx: CompileContext) -> tuple["nx.DiGraph", dict[str, IRModule]]:
+def job_graph(ctx: CompileContext) -> tuple[JobGraph, dict[str, IRModule]]:
     """The graph of ``ctx.job`` (node ``"root"``) and its nested jobs, and each nested module."""
-    import networkx as nx  # only modules with deferred calls need it (costly to import)
-
-    graph = nx.DiGraph()
-    graph.add_node("root", job=ctx.job)
+    graph = JobGraph(jobs={"root": ctx.job})
     modules: dict[str, IRModule] = {}
     todo = [("root", ctx.ir)]
     while todo:
         parent, module = todo.pop(0)
-        for job_id in lookups(module):
-            graph.add_edge(parent, job_id)
+        graph.edges[parent] = lookups(module)
+        for job_id in graph.edges[parent]:
             if job_id in modules:
                 continue  # identical job, or a cycle: generated already
             job = nested_job(ctx.job, job_id)
-            graph.nodes[job_id]["job"] = job
+            graph.jobs[job_id] = job
             modules[job_id] = generate(ctx, job)
             todo.append((job_id, modules[job_id]))
     return graph, modules
@@ -117,7 +120,7 @@ def link(ctx: CompileContext) -> None:
         graph, modules = job_graph(ctx)
         names = {}
         for job_id in sorted(modules):  # a fixed order: byte-identical output
-            names[job_id] = graph.nodes[job_id]["job"].name
+            names[job_id] = graph.jobs[job_id].name
             ctx.ir.ref.link_in(modules[job_id].ref)
         replace_lookups(ctx.ir, names)
         ref = ctx.ir.ref

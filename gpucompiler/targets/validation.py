@@ -8,21 +8,10 @@ rule then returns ``(KIND, message)`` pairs; the driver raises them together.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import attrs
 import llvmlite.binding as llvm
 
-if TYPE_CHECKING:  # pragma: no cover
-    import networkx as nx
-
-
-def _networkx():
-    """networkx, imported when a call graph has an edge: a cycle is to be looked for (its import costs
-    more than the rest of a small kernel's first compile)."""
-    import networkx
-
-    return networkx
+from ..graphs import find_cycle, strongly_connected_components
 
 
 #: C allocation functions: dynamic memory the GPU target rejects.
@@ -90,14 +79,6 @@ class ModuleFacts:
             if callee in defined:
                 self.calls[fname].add(callee)
 
-    @property
-    def call_graph(self) -> "nx.DiGraph":
-        """:attr:`calls` as a networkx graph."""
-        graph = _networkx().DiGraph()
-        graph.add_nodes_from(self.calls)
-        graph.add_edges_from((a, b) for a, callees in self.calls.items() for b in callees)
-        return graph
-
     # -- rules ----------------------------------------------------------------
     def pointer_constant_errors(self) -> list[tuple[str, str]]:
         """POINTER_CONSTANT: absolute addresses baked into the IR."""
@@ -111,13 +92,13 @@ class ModuleFacts:
         errors: list[tuple[str, str]] = []
         if not any(self.calls.values()):  # no call between defined functions: no cycle
             return errors
-        nx, graph = _networkx(), self.call_graph
-        for scc in sorted(nx.strongly_connected_components(graph), key=min):
+        graph = {caller: sorted(callees) for caller, callees in sorted(self.calls.items())}
+        for scc in sorted(strongly_connected_components(graph), key=min):
             first = min(scc)
-            if len(scc) == 1 and not graph.has_edge(first, first):
+            if len(scc) == 1 and first not in self.calls[first]:
                 continue
-            cycle = nx.find_cycle(graph.subgraph(scc), source=first)
-            path = " -> ".join("@" + a for a, _ in cycle) + f" -> @{cycle[0][0]}"
+            cycle = find_cycle({a: [b for b in graph[a] if b in scc] for a in scc}, first)
+            path = " -> ".join("@" + a for a in cycle) + f" -> @{cycle[0]}"
             errors.append(("RECURSION", f"call graph cycle {path}; the GPU target does not "
                                         "support recursion: rewrite it as a loop"))
         return errors

@@ -22,6 +22,7 @@ from .module import IRModule
 from .stages import irgen, link_deferred, lower, optimize
 from .settings import CompileSettings
 from .stages.context import CompileContext, run_hooks, stage
+from .targets.validation import ModuleFacts
 
 
 @attrs.frozen
@@ -57,6 +58,8 @@ class CompileResult:
     """Seconds spent per stage, in running order."""
     reports: dict[str, Any] = attrs.field(factory=dict)
     """What enabled plugins returned from ``report(job)``, by plugin name."""
+    facts: ModuleFacts | None = None
+    """The final module's facts as target validation found them (None without validation)."""
 
 
 def compile(job: CompilerJob, emit: Sequence[str] = ("llvm",), *,
@@ -72,7 +75,8 @@ def compile(job: CompilerJob, emit: Sequence[str] = ("llvm",), *,
     ctx = CompileContext(job, settings or CompileSettings.from_env(), plugins.enabled(job.config.plugins))
     emit_llvm(ctx)
     emit_code(ctx, emit)
-    return CompileResult(job, dict(ctx.artifacts), ctx.ir, dict(ctx.stage_times), collect_reports(ctx))
+    return CompileResult(job, dict(ctx.artifacts), ctx.ir, dict(ctx.stage_times), collect_reports(ctx),
+                         ctx.facts)
 
 
 def prepare(job: CompilerJob, *, settings: CompileSettings | None = None) -> IRModule:

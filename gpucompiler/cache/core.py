@@ -301,7 +301,8 @@ class Cache:
         if addresses:  # names the module binds itself: a loader binds them without parsing the IR
             meta["addresses"] = addresses
         entry = Entry(key, document, dict(result.artifacts), meta)
-        problems = serialisation_errors(result.module)
+        facts = getattr(result, "facts", None)  # what validation found (a service's answer has none)
+        problems = serialisation_errors(result.module, facts)
         if problems:
             self.stats["uncacheable"] += 1
             self._warn(f"job {job.name!r} is not cached: its IR is not serialisable: "

@@ -31,10 +31,11 @@ _ADDRESS_NAME = re.compile(r"(0x[0-9a-fA-F]{6,}|(?<![0-9a-zA-Z])[0-9a-fA-F]{12,}
 _GLOBAL_INTTOPTR = re.compile(r"inttoptr\s*\(\s*i\d+\s+(-?\d+)")
 
 
-def serialisation_errors(module: Any) -> list[tuple[str, str]]:
-    """Every reason ``module`` (IR text, an ``IRModule`` or a ``ModuleRef``) cannot be serialised."""
+def serialisation_errors(module: Any, facts: ModuleFacts | None = None) -> list[tuple[str, str]]:
+    """Every reason ``module`` (IR text, an ``IRModule`` or a ``ModuleRef``) cannot be serialised;
+    ``facts``: the module's :class:`ModuleFacts` when validation has them (else walked here)."""
     ref = _ref(module)
-    errors = ModuleFacts.of(ref).pointer_constant_errors()
+    errors = (facts if facts is not None else ModuleFacts.of(ref)).pointer_constant_errors()
     for gv in ref.global_variables:
         text = str(gv)
         if not gv.is_declaration and _GLOBAL_INTTOPTR.search(text):

@@ -19,6 +19,7 @@ from ..errors import CompileError, PluginError
 from ..job import CompilerJob
 from ..module import IRModule
 from ..settings import CompileSettings
+from ..targets.validation import ModuleFacts
 from . import STAGE_INDEX, STAGE_OF_HOOK
 
 
@@ -36,6 +37,9 @@ class CompileContext:
     """Seconds per stage name, in running order."""
     artifacts: dict[str, str | bytes] = attrs.field(factory=dict)
     """What the emit stage produced, by kind."""
+    facts: ModuleFacts | None = None
+    """What the ``validate`` stage found in the module (None before it, or with ``validate=False``);
+    the IR does not change after it (code is emitted from clones)."""
     plugin_state: dict[str, Any] = attrs.field(init=False)
     """Each enabled plugin's state for this compile (its ``new_state(job)``), by plugin name."""
 

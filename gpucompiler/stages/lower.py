@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..errors import InvalidIRError
+from ..targets.validation import ModuleFacts
 from .context import CompileContext, run_hooks
 
 EMIT_KINDS = ("llvm", "bc", "asm", "obj")
@@ -20,11 +21,13 @@ def finish(ctx: CompileContext) -> None:
 
 
 def validate(ctx: CompileContext) -> None:
-    """``validate`` callbacks, then the target's checks; all problems raise one InvalidIRError."""
+    """``validate`` callbacks, then the target's checks on the module's facts (one walk, kept in
+    ``ctx.facts``); all problems raise one InvalidIRError."""
     run_hooks(ctx, "validate")
     if not ctx.job.config.validate:
         return
-    problems = list(ctx.job.target.validate(ctx.job, ctx.ir))
+    ctx.facts = ModuleFacts.of(ctx.ir.ref)
+    problems = list(ctx.job.target.validate(ctx.job, ctx.ir, ctx.facts))
     if problems:
         raise InvalidIRError(problems, job_name=ctx.job.name)
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..job import CompilerJob
     from ..module import IRModule
+    from .validation import ModuleFacts
 
 
 class Target:
@@ -60,8 +61,10 @@ class Target:
     def finish(self, job: "CompilerJob", module: "IRModule") -> None:
         """The ``finish`` stage: target lowering (library linking, annotations)."""
 
-    def validate(self, job: "CompilerJob", module: "IRModule") -> list[tuple[str, str]]:
-        """The ``validate`` stage: return ``(KIND, message)`` for every problem found."""
+    def validate(self, job: "CompilerJob", module: "IRModule", facts: "ModuleFacts") -> list[tuple[str, str]]:
+        """The ``validate`` stage: return ``(KIND, message)`` for every problem found; ``facts`` is
+        the module's one walk (:class:`~.validation.ModuleFacts`), which the cache's serialisable
+        check reuses."""
         return []
 
     def emit(self, job: "CompilerJob", module: "IRModule", kind: str) -> str | bytes:

@@ -77,10 +77,9 @@ class NativeTarget(Target):
         return cached_target_machine(self.triple(), self.host_cpu(), self.host_features(),
                                      opt_level, "pic", "jitdefault")
 
-    def validate(self, job, module) -> list[tuple[str, str]]:
+    def validate(self, job, module, facts: ModuleFacts) -> list[tuple[str, str]]:
         """Unresolvable external names and constant pointers (see :mod:`.validation`); the job's
         ``loader_symbols`` param names what the code's loader will define."""
-        facts = ModuleFacts.of(module.ref)
         errors = facts.pointer_constant_errors()
         provided = set(job.config.param("loader_symbols", ()))  # the loader defines these names
         for name, users in sorted(facts.external_uses.items()):

@@ -123,9 +123,8 @@ class PTXTarget(Target):
         cleanup.run(ref, builder)
         module.ref = ref
 
-    def validate(self, job, module) -> list[tuple[str, str]]:
+    def validate(self, job, module, facts: ModuleFacts) -> list[tuple[str, str]]:
         """UNKNOWN_FUNCTION, RECURSION, DYNAMIC_ALLOCATION and POINTER_CONSTANT, all at once."""
-        facts = ModuleFacts.of(module.ref)
         errors = []
         for name, users in sorted(facts.external_uses.items()):
             if name.startswith("llvm.") or name in DEVICE_RUNTIME or name in ALLOCATION_FUNCTIONS:

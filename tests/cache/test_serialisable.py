@@ -60,3 +60,35 @@ def test_cache_compiles_but_does_not_keep_unserialisable_ir(cache_env):
         res = cache.compile(job, ("llvm",))
     assert res.origin == "compiled" and cache.stats["uncacheable"] == 1
     assert DiskTier(cache_env).files() == [] and len(cache.memory) == 0
+
+
+def _scaled_sum(n, x):
+    s = 0.0
+    for i in range(n):
+        s += x * i
+    return s
+
+
+@pytest.mark.parametrize("cache_setting", ["off", "disk"])
+def test_a_compile_walks_its_module_once_for_validation_and_the_serialisable_check(
+        cache_setting, cache_env, monkeypatch):
+    from gpucompiler import jit
+    from gpucompiler.targets.validation import ModuleFacts
+
+    if cache_setting == "off":
+        monkeypatch.setenv("GPUC_CACHE", "off")
+    walks = []
+    walk = ModuleFacts.of
+    monkeypatch.setattr(ModuleFacts, "of", classmethod(lambda cls, ref: walks.append(ref) or walk(ref)))
+    f = jit(_scaled_sum)
+    assert f(5, 1.5) == _scaled_sum(5, 1.5) == 15.0
+    assert len(walks) == 1
+    if cache_setting == "disk":  # the entry was judged serialisable on the validated facts and kept
+        assert any(cache_env.rglob("*"))
+
+
+def test_the_serialisable_check_walks_a_module_compiled_without_validation():
+    config = CompilerConfig(NativeTarget(), validate=False)
+    result = compile_job(CompilerJob(LLVMSource(BAKED, "f"), config))
+    assert result.facts is None
+    assert [k for k, _ in serialisation_errors(result.module, result.facts)] == ["POINTER_CONSTANT"]

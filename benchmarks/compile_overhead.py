@@ -111,7 +111,7 @@ def main() -> None:
         load.append(os.getloadavg()[0])
     print(f"{opts.rounds} rounds, fresh processes, GPUC_CACHE=off; load average {load[0]:.1f} -> {load[1]:.1f}")
     print("medians in ms, CPU time of the process (wall time); ratio: median over rounds of each tree's CPU "
-          "time / the first tree's")
+          "time / the previous tree's")
     print("| case | " + " | ".join(opts.trees) + " | " + " | ".join(f"ratio {t}" for t in opts.trees[1:]) + " |")
     rows = []
     for case in cases(""):
@@ -122,8 +122,8 @@ def main() -> None:
             cells.append(f"{cpu:.0f} ({wall:.0f}){mark}")
             row[t] = {"cpu_median_ms": cpu, "wall_median_ms": wall, "imports_networkx": networkx[case, t],
                       "cpu_ms": samples[case, t, "cpu"], "wall_ms": samples[case, t, "wall"]}
-        base = samples[case, opts.trees[0], "cpu"]
-        ratios = [statistics.median(a / b for a, b in zip(samples[case, t, "cpu"], base)) for t in opts.trees[1:]]
+        ratios = [statistics.median(a / b for a, b in zip(samples[case, t, "cpu"], samples[case, prev, "cpu"]))
+                  for prev, t in zip(opts.trees, opts.trees[1:])]
         for t, r in zip(opts.trees[1:], ratios):
             row[t]["cpu_ratio_median"] = r
         print(f"| {case} | " + " | ".join(cells) + " | " + " | ".join(f"{r:.2f}" for r in ratios) + " |")

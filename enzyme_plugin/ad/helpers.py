@@ -33,12 +33,11 @@ ok:
 }}
 """
 
-#: name -> (function type, body text with {name})
-HELPERS = {
-    # the tape stack ``{ptr base, i64 sp, i64 cap}``: on the host grown by realloc (which the engine
-    # differentiates again in higher-order AD), on a device (``push_device``) by malloc + copy + free
-    "push": (T.function(T.ptr(), [T.ptr(), T.i64]), """
-define internal ptr @{name}(ptr %t, i64 %n) alwaysinline {{
+#: the tape stack ``{ptr base, i64 sp, i64 cap}``: reserve ``%n`` bytes, growing the block by
+#: ``{grow}`` (IR from ``%b``, the old base, and ``%nc``, the new capacity, to label ``grown``
+#: with the new base in ``%nb``); braces doubled twice: formatted once here, once with the name
+_PUSH = """
+define internal ptr @{{name}}(ptr %t, i64 %n) alwaysinline {{{{
 entry:
   %spp = getelementptr inbounds i8, ptr %t, i64 8
   %capp = getelementptr inbounds i8, ptr %t, i64 16
@@ -46,15 +45,14 @@ entry:
   %cap = load i64, ptr %capp, align 8
   %nsp = add i64 %sp, %n
   %full = icmp ugt i64 %nsp, %cap
-  br i1 %full, label %grow, label %ok, !prof !{{!"branch_weights", i32 1, i32 2000}}
+  br i1 %full, label %grow, label %ok, !prof !{{{{!"branch_weights", i32 1, i32 2000}}}}
 grow:
   %c2 = shl i64 %cap, 1
   %c3 = add i64 %nsp, 4096
   %big = icmp ugt i64 %c2, %c3
   %nc = select i1 %big, i64 %c2, i64 %c3
   %b = load ptr, ptr %t, align 8
-  %nb = call ptr @realloc(ptr %b, i64 %nc), !gpuc.ad.tape !{{}}
-"""+_trap_if_null("%nb", "grown")+"""grown:
+{grow}grown:
   store ptr %nb, ptr %t, align 8
   store i64 %nc, ptr %capp, align 8
   br label %ok
@@ -63,9 +61,26 @@ ok:
   store i64 %nsp, ptr %spp, align 8
   %w = getelementptr inbounds i8, ptr %base, i64 %sp
   ret ptr %w
-}}
-"""),
-    # host: the loop array ``{ptr, capacity, ptr inline (unused)}`` grown by realloc
+}}}}
+"""
+
+#: host growth: realloc (which the engine differentiates again in higher-order AD)
+_GROW_REALLOC = ("  %nb = call ptr @realloc(ptr %b, i64 %nc), !gpuc.ad.tape !{{}}\n"
+                 + _trap_if_null("%nb", "grown"))
+
+#: device growth (CUDA has no realloc): malloc + copy + free of the old block
+_GROW_COPY = ("  %nb = call ptr @malloc(i64 %nc), !gpuc.ad.tape !{{}}\n"
+              + _trap_if_null("%nb", "copy")
+              + "copy:\n"
+              "  call void @llvm.memcpy.p0.p0.i64(ptr %nb, ptr %b, i64 %sp, i1 false)\n"
+              "  %had = icmp ne ptr %b, null\n"
+              "  br i1 %had, label %release, label %grown\n"
+              "release:\n"
+              "  call void @free(ptr %b), !gpuc.ad.tape !{{}}\n"
+              "  br label %grown\n")
+
+#: name -> (function type, body text with {name})
+HELPERS = {
     "loop_grow": (T.function(T.ptr(), [T.ptr(), T.i64, T.i64]), """
 define internal ptr @{name}(ptr %t, i64 %k, i64 %frame) alwaysinline {{
 entry:
@@ -88,41 +103,8 @@ ok:
   ret ptr %base
 }}
 """),
-    "push_device": (T.function(T.ptr(), [T.ptr(), T.i64]), """
-define internal ptr @{name}(ptr %t, i64 %n) alwaysinline {{
-entry:
-  %spp = getelementptr inbounds i8, ptr %t, i64 8
-  %capp = getelementptr inbounds i8, ptr %t, i64 16
-  %sp = load i64, ptr %spp, align 8
-  %cap = load i64, ptr %capp, align 8
-  %nsp = add i64 %sp, %n
-  %full = icmp ugt i64 %nsp, %cap
-  br i1 %full, label %grow, label %ok, !prof !{{!"branch_weights", i32 1, i32 2000}}
-grow:
-  %c2 = shl i64 %cap, 1
-  %c3 = add i64 %nsp, 4096
-  %big = icmp ugt i64 %c2, %c3
-  %nc = select i1 %big, i64 %c2, i64 %c3
-  %b = load ptr, ptr %t, align 8
-  %nb = call ptr @malloc(i64 %nc), !gpuc.ad.tape !{{}}
-"""+_trap_if_null("%nb", "copy")+"""copy:
-  call void @llvm.memcpy.p0.p0.i64(ptr %nb, ptr %b, i64 %sp, i1 false)
-  %had = icmp ne ptr %b, null
-  br i1 %had, label %release, label %grown
-release:
-  call void @free(ptr %b), !gpuc.ad.tape !{{}}
-  br label %grown
-grown:
-  store ptr %nb, ptr %t, align 8
-  store i64 %nc, ptr %capp, align 8
-  br label %ok
-ok:
-  %base = load ptr, ptr %t, align 8
-  store i64 %nsp, ptr %spp, align 8
-  %w = getelementptr inbounds i8, ptr %base, i64 %sp
-  ret ptr %w
-}}
-"""),
+    "push": (T.function(T.ptr(), [T.ptr(), T.i64]), _PUSH.format(grow=_GROW_REALLOC)),
+    "push_device": (T.function(T.ptr(), [T.ptr(), T.i64]), _PUSH.format(grow=_GROW_COPY)),
     "pop": (T.function(T.ptr(), [T.ptr(), T.i64]), """
 define internal ptr @{name}(ptr %t, i64 %n) alwaysinline {{
 entry:

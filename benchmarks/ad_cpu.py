@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import math
 import os
 import platform
 import statistics
@@ -74,7 +73,8 @@ def load_ours():
     import enzyme_plugin
     from gpucompiler.runtime import CPULibrary
 
-    text = open(FIXTURE).read()
+    with open(FIXTURE) as f:
+        text = f.read()
     t0 = time.perf_counter()
     out = enzyme_plugin.differentiate(text)
     t_diff = time.perf_counter() - t0

@@ -11,8 +11,9 @@ forward without autograd against forward + ``backward``) on the same GPU and
 sizes. Every gradient is checked before it is timed: elementwise against
 JAX's float64 gradient when JAX is installed (relative error ~1e-12,
 tolerance 1e-8), else against central differences of only the outputs each
-probed input affects; a mismatch prints a FAILED row and exits non-zero. Times: median over ``--reps`` of ``--inner`` back-to-back
-calls, synchronised, per call.
+probed input affects; a mismatch prints a FAILED row and exits non-zero.
+Times: median over ``--reps`` of ``--inner`` back-to-back calls,
+synchronised, per call.
 
 Run on a GPU machine (CuPy, cuda-bindings; JAX and PyTorch when installed)::
 
@@ -43,8 +44,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import ad_kernels as K  # noqa: E402
-from gpucompiler import kernel  # noqa: E402
+import ad_kernels as K
+from gpucompiler import kernel
 
 BLOCK = 256
 # JAX (imported on demand) would otherwise take 75 % of the GPU, leaving PyTorch too little.
@@ -72,13 +73,15 @@ def cases(n: int, nbody: int, rng, wave: int = 1024, slices: int = NBODY_SLICES)
         "elementwise (sin·exp+log)": dict(
             inputs=[x], primal=(_k(K.elem_primal), lambda xp, a: [a[0], xp.zeros_like(a[0])]),
             grad=(_k(K.elem_grad), lambda xp, a: [a[0], xp.zeros_like(a[0])], [1]),
-            n=n, threads=n, ref=lambda a: [np.cos(a[0]) * np.exp(-a[0] ** 2 / 2) - a[0] * np.sin(a[0]) * np.exp(-a[0] ** 2 / 2)
-                                + 2 * a[0] / (1 + a[0] ** 2)],
+            n=n, threads=n, ref=lambda a: [np.cos(a[0]) * np.exp(-a[0] ** 2 / 2)
+                                           - a[0] * np.sin(a[0]) * np.exp(-a[0] ** 2 / 2)
+                                           + 2 * a[0] / (1 + a[0] ** 2)],
             jax=lambda jnp, a: jnp.sin(a[0]) * jnp.exp(-0.5 * a[0] ** 2) + jnp.log(1 + a[0] ** 2), nargs_diff=1),
         "reduction (atomics)": dict(
             inputs=[x, w], primal=(_k(K.red_primal), lambda xp, a: [a[0], a[1], xp.zeros(1)]),
             grad=(_k(K.red_grad), lambda xp, a: [a[0], xp.zeros_like(a[0]), a[1], xp.zeros(2)], [1, 3]),
-            n=n, threads=min(n, wave), ref=lambda a: [2 * a[1][0] * a[0] + a[1][1], np.array([np.sum(a[0] ** 2), np.sum(a[0])])],
+            n=n, threads=min(n, wave),
+            ref=lambda a: [2 * a[1][0] * a[0] + a[1][1], np.array([np.sum(a[0] ** 2), np.sum(a[0])])],
             jax=lambda jnp, a: a[1][0] * a[0] ** 2 + a[1][1] * a[0], nargs_diff=2),
         "stencil (tanh, 3 points)": dict(
             inputs=[x], primal=(_k(K.sten_primal), lambda xp, a: [a[0], xp.zeros_like(a[0])]),
@@ -86,7 +89,8 @@ def cases(n: int, nbody: int, rng, wave: int = 1024, slices: int = NBODY_SLICES)
             n=n, threads=n, ref=None,
             jax=lambda jnp, a: jnp.tanh(0.25 * a[0][:-2] + 0.5 * a[0][1:-1] + 0.25 * a[0][2:]), nargs_diff=1),
         "n-body step (softened)": dict(
-            inputs=pos, primal=(_k(K.nbody_primal, fastmath=True), lambda xp, a: [a[0], a[1], a[2], xp.zeros_like(a[0])]),
+            inputs=pos,
+            primal=(_k(K.nbody_primal, fastmath=True), lambda xp, a: [a[0], a[1], a[2], xp.zeros_like(a[0])]),
             grad=(_k(K.nbody_grad, fastmath=True), lambda xp, a: [a[0], xp.zeros_like(a[0]), a[1], xp.zeros_like(a[1]),
                                                      a[2], xp.zeros_like(a[2])], [1, 3, 5]),
             n=nbody, threads=nbody * slices, ref=None, jax=_nbody_jax, nargs_diff=3),

@@ -3,7 +3,8 @@
 Prints a table (module, instructions, parse and print ms per 1000
 instructions, total ms) for libdevice (when found), the test corpus after
 LLVM's O2 pipeline and a generated straight-line module, and writes
-``benchmarks/results/llvm_model.json``. Figures are medians of 5 rounds after a warm-up round; ``--quick`` times one round.
+``benchmarks/results/llvm_model.json``. Figures are medians of 5 rounds after
+a warm-up round; ``--quick`` times one round.
 """
 
 from __future__ import annotations

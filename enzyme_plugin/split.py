@@ -38,7 +38,7 @@ import numpy as np
 
 from gpucompiler.errors import ArgumentTypeError, GPUCompilerError
 
-from .api import ACTIVITIES, Active, Annotation, Const, Duplicated, Mode, ReverseSplit, autodiff
+from .api import ACTIVITIES, Annotation, Const, Duplicated, Mode, ReverseSplit, autodiff
 
 _AUGMENT = Mode("Augment")
 _SPLIT_REVERSE = Mode("SplitReverse")

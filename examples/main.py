@@ -20,8 +20,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import ad_kernels as K  # noqa: E402
-from gpucompiler import kernel  # noqa: E402
+import ad_kernels as K
+from gpucompiler import kernel
 
 N, BLOCK = 4096, 128
 

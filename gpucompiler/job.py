@@ -22,7 +22,7 @@ class Source(Protocol):
 
     def fingerprint(self) -> Any: ...
 
-    def generate_ir(self, job: "CompilerJob") -> str: ...
+    def generate_ir(self, job: CompilerJob) -> str: ...
 
 
 @attrs.frozen
@@ -35,7 +35,7 @@ class LLVMSource:
     def fingerprint(self) -> Any:
         return {"llvm": hashlib.sha256(self.ir_text.encode()).hexdigest(), "entry": self.entry}
 
-    def generate_ir(self, job: "CompilerJob") -> str:
+    def generate_ir(self, job: CompilerJob) -> str:
         """IR generation for this source: the text itself."""
         return self.ir_text
 

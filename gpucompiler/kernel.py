@@ -57,7 +57,7 @@ def normalize_dims(value, what: str) -> tuple[int, int, int]:
 # -- source-level checks (same for every device) ----------------------------------------
 def check_kernel(spec: FunctionSpec, plugins=()) -> None:
     """Kernel rules on the typed IR (PTX target): no return value, no recursion."""
-    interp, frame = spec.infer("ptx", tuple(plugins))
+    _, frame = spec.infer("ptx", tuple(plugins))
     name = frame.ir.name
     if widen(frame.rettype) != T.none:
         loc = next((frame.where(bl.term) for bl in frame.ir.blocks
@@ -123,7 +123,7 @@ class Kernel:
         raise LaunchError(f"launch kernel {self.py_func.__qualname__} with a configuration: "
                           f"{self.py_func.__name__}[grid, block](...) or [grid, block, stream]")
 
-    def __getitem__(self, config) -> "Launch":
+    def __getitem__(self, config) -> Launch:
         try:
             hit = self._launches.get(config)
         except TypeError:  # unhashable (a list): not cached

@@ -32,7 +32,7 @@ class IRModule:
     __slots__ = ("_ref", "_model", "_text")
 
     def __init__(self, text: str | None = None, *, ref: llvm.ModuleRef | None = None,
-                 model: "Module | None" = None):
+                 model: Module | None = None):
         given = [x is not None for x in (text, ref, model)]
         if sum(given) != 1:
             raise TypeError("IRModule takes exactly one of text, ref, model")
@@ -60,7 +60,7 @@ class IRModule:
         self._ref, self._model, self._text = value, None, None
 
     @property
-    def model(self) -> "Module":
+    def model(self) -> Module:
         """The module as a mutable Python model; becomes the authoritative form."""
         if self._model is None:
             self._model = parse(self.text)
@@ -68,7 +68,7 @@ class IRModule:
         return self._model
 
     @model.setter
-    def model(self, value: "Module") -> None:
+    def model(self, value: Module) -> None:
         self._model, self._ref, self._text = value, None, None
 
     def function_names(self) -> set[str]:

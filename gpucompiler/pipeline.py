@@ -11,7 +11,8 @@ runs inside ``with stage(ctx, name)``, which times it, dumps the IR around it
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import attrs
 

@@ -79,7 +79,8 @@ def atomic_accumulate(r, inst, sp, d) -> bool:
 
 
 def _atomic_fadd(b, sp, d):
-    rmw = Instruction("atomicrmw", d.type, ["atomicrmw fadd ", sp.type, " ", 0, ", ", d.type, " ", 1, " monotonic"], (), "")
+    parts = ["atomicrmw fadd ", sp.type, " ", 0, ", ", d.type, " ", 1, " monotonic"]
+    rmw = Instruction("atomicrmw", d.type, parts, (), "")
     rmw.append_operand(sp)
     rmw.append_operand(d)
     b.insert(rmw)

@@ -160,7 +160,7 @@ def decode(inst, fn, mode: str, sret=None):
 
 def _sret(inst):
     """``(pointer, None)`` when the marker returns its struct through ``sret``, else None."""
-    for k, p in enumerate(inst.parts):
+    for p in inst.parts:
         if type(p) is str and "sret(" in p:
             return inst.args[0], None
     return None

@@ -197,7 +197,8 @@ _NEGATE = {"eq": "ne", "ne": "eq", "slt": "sge", "sge": "slt", "sgt": "sle", "sl
 
 
 def _trip(lp):
-    """The exit test of the latch or the header as ``(iv, bound, continue-predicate, offset)`` when it fixes the trip count."""
+    """The exit test of the latch or the header as ``(iv, bound, continue-predicate, offset)``
+    when it fixes the trip count."""
     exiting = [p for p in lp.blocks if any(s not in lp.blocks for s in p.successors)]
     for block in (lp.latch, lp.header):  # with early exits elsewhere the count is an upper bound
         if block in exiting:
@@ -225,9 +226,9 @@ def _counted_exit(lp, block):
     else:
         return None
     a, n = cond.operands
-    for swapped in (False, True):
+    for _ in range(2):  # as written, then with the operands swapped
         for iv in lp.ivs:
-            phi, start, step, nxt = iv
+            phi, _start, step, nxt = iv
             if a is phi or a is nxt:
                 if isinstance(n, Instruction) and n.parent in lp.blocks:
                     return None

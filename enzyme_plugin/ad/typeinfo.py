@@ -119,7 +119,7 @@ def _leaves(t, c, out, kind_only=False):
         out.append((c, sizeof(t), t))
     elif k in ("array", "vector"):
         n = sizeof(t.element)
-        count = t.count if k == "array" else t.count
+        count = t.count
         if count > 64:
             # a long array: one leaf per element type, periodic
             out.append((c, n, t.element) if t.element.kind in ("float", "int", "ptr") else (c, n, None))

@@ -15,7 +15,8 @@ import time
 from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from ..errors import CacheCorruptionError, CacheError
 from .entry import Entry

@@ -7,7 +7,8 @@ of everything it calls, captured globals, argument types, return type; see
 (target included), the machine code is generated for, the names, versions
 settings and code digests of the enabled plugins, the gpucompiler version
 and the digest of its source (so a changed compiler never reuses entries of
-another build), and the LLVM version. The emit kinds are not part of it: one entry holds several kinds. The document itself is stored in every entry and compared
+another build), and the LLVM version. The emit kinds are not part of it: one
+entry holds several kinds. The document itself is stored in every entry and compared
 field by field on each hit, so a hash collision or a swapped file can never
 serve the wrong code. Python's ``hash()`` is never used.
 """

@@ -143,7 +143,7 @@ def _encode_function(fn, seen=None) -> Any:
 
 def _has_contents(cell) -> bool:
     try:
-        cell.cell_contents
+        _ = cell.cell_contents
     except ValueError:  # an empty cell (a name bound later)
         return False
     return True

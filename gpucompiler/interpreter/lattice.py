@@ -59,7 +59,7 @@ class Const:
 
 def _same(a, b) -> bool:
     if isinstance(a, float):
-        return a == b and str(a) == str(b) or (a != a and b != b)
+        return (a == b and str(a) == str(b)) or (a != a and b != b)
     if isinstance(a, tuple):
         return len(a) == len(b) and all(type(x) is type(y) and _same(x, y) for x, y in zip(a, b))
     return a is b or (type(a) in (int, bool, str, type(None)) and a == b)

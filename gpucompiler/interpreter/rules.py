@@ -22,7 +22,8 @@ Example: a plugin adding an intrinsic ``fma3(a, b, c)``::
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import attrs
 

@@ -17,8 +17,8 @@ TERMINATORS = frozenset(
 )
 BINARY = frozenset("add sub mul udiv sdiv urem srem shl lshr ashr and or xor fadd fsub fmul fdiv frem".split())
 CASTS = frozenset(
-    "trunc zext sext fptrunc fpext fptoui fptosi uitofp sitofp ptrtoint ptrtoaddr inttoptr bitcast addrspacecast".split()
-)
+    "trunc zext sext fptrunc fpext fptoui fptosi uitofp sitofp ptrtoint ptrtoaddr inttoptr bitcast "
+    "addrspacecast".split())
 FLAG_WORDS = frozenset(
     "nuw nsw exact disjoint nneg samesign inbounds nusw volatile weak tail musttail notail "
     "fast nnan ninf nsz arcp contract afn reassoc".split()

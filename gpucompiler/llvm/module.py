@@ -154,7 +154,7 @@ class Function(GlobalValue):
         """``ccc`` unless ``prefix`` spells another (``fastcc``, ``ptx_kernel``, ``cc 10``...)."""
         words = self.prefix.split()
         for k, w in enumerate(words):
-            if w in CALLING_CONVENTIONS or w.endswith("cc") and w not in _PREFIX_WORDS:
+            if w in CALLING_CONVENTIONS or (w.endswith("cc") and w not in _PREFIX_WORDS):
                 return w
             if w == "cc" and k + 1 < len(words):
                 return f"cc {words[k + 1]}"
@@ -172,7 +172,7 @@ class Function(GlobalValue):
             if w == "cc":
                 skip = True
                 continue
-            if w in CALLING_CONVENTIONS or w.endswith("cc") and w not in _PREFIX_WORDS:
+            if w in CALLING_CONVENTIONS or (w.endswith("cc") and w not in _PREFIX_WORDS):
                 continue
             keep.append(w)
         at = 0

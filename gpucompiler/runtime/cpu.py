@@ -60,7 +60,7 @@ def _create_in_background(done: Any) -> None:
         with _jit_lock:
             if _JIT is None:
                 _JIT = jit
-    except BaseException:  # noqa: BLE001 - _jit() creates it again in the caller and raises there
+    except BaseException:
         pass
     finally:
         done.release()
@@ -153,7 +153,7 @@ class CPULibrary:
         self.names = tuple(sorted(exports))
 
     @classmethod
-    def from_ir(cls, text: str, target: NativeTarget | None = None, opt_level: int = 2) -> "CPULibrary":
+    def from_ir(cls, text: str, target: NativeTarget | None = None, opt_level: int = 2) -> CPULibrary:
         """Compile LLVM IR text for the host (no pipeline) and load it."""
         target = target or NativeTarget()
         ref = parse_ir(text)
@@ -161,7 +161,7 @@ class CPULibrary:
         return cls(target.target_machine(opt_level).emit_object(ref), ref)
 
     @classmethod
-    def from_result(cls, result: Any) -> "CPULibrary":
+    def from_result(cls, result: Any) -> CPULibrary:
         """Load a native ``CompileResult``: its ``obj`` artifact, or object code emitted from its module."""
         target = result.job.target
         if not isinstance(target, NativeTarget):

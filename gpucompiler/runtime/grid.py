@@ -196,7 +196,7 @@ class _Block:
         self.arrive(site)
         lane = tid % 32
         out = bits
-        if 0 <= delta and lane + delta < 32:
+        if delta >= 0 and lane + delta < 32:
             src = tid + delta
             got = self.slots.get(src)
             if got is None or got[0] != gen:

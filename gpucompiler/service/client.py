@@ -8,7 +8,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from ..cache.core import CachedResult
 from ..errors import CacheError, PluginMismatchError, ServiceError

@@ -176,8 +176,9 @@ def check_plugins(names: tuple[str, ...], claimed: Any) -> None:
     for name, version, settings, code in (tuple(c[:4]) + (None,) * (4 - len(c[:4])) for c in claimed):
         have = installed.get(name)
         if have is None:
+            has = ", ".join(f"{n} {p.version}" for n, p in installed.items()) or "(none)"
             raise PluginMismatchError(f"plugin {name!r} {version} is not installed on the compile service; "
-                                      f"it has: {', '.join(f'{n} {p.version}' for n, p in installed.items()) or '(none)'}",
+                                      f"it has: {has}",
                                       409, "plugin_mismatch")
         mine = plugin_identity((name,))[0]
         if mine[1] != version or mine[2] != settings:

@@ -5,7 +5,7 @@ Each is a few lines around a target hook, so they share this module.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import InvalidIRError
 from ..targets.validation import ModuleFacts

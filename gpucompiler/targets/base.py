@@ -33,7 +33,7 @@ class Target:
         """The LLVM data layout string of the target machine."""
         return str(self.target_machine(0).target_data)
 
-    def target_machine(self, opt_level: int) -> "llvm.TargetMachine":
+    def target_machine(self, opt_level: int) -> llvm.TargetMachine:
         """An llvmlite ``TargetMachine`` for code generation at ``opt_level``."""
         raise NotImplementedError
 
@@ -52,13 +52,13 @@ class Target:
         return False
 
     # -- pipeline hooks ----------------------------------------------------
-    def prepare(self, job: "CompilerJob", module: "IRModule") -> None:
+    def prepare(self, job: CompilerJob, module: IRModule) -> None:
         """Before ``post_irgen``: set triple and data layout on the module."""
         ref = module.ref
         ref.triple = self.triple()
         ref.data_layout = self.data_layout()
 
-    def finish(self, job: "CompilerJob", module: "IRModule") -> None:
+    def finish(self, job: CompilerJob, module: IRModule) -> None:
         """The ``finish`` stage: target lowering (library linking, annotations)."""
 
     def validate(self, job: "CompilerJob", module: "IRModule", facts: "ModuleFacts") -> list[tuple[str, str]]:
@@ -67,6 +67,6 @@ class Target:
         check reuses."""
         return []
 
-    def emit(self, job: "CompilerJob", module: "IRModule", kind: str) -> str | bytes:
+    def emit(self, job: CompilerJob, module: IRModule, kind: str) -> str | bytes:
         """The ``emit`` stage: ``"llvm"`` text, ``"bc"`` bitcode, ``"asm"`` or ``"obj"``."""
         raise NotImplementedError

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import subprocess
 import sys
 import textwrap
@@ -198,7 +197,7 @@ def test_same_code_other_globals_are_different_jobs(tmp_path):
         copies.append(namespace["f"])
 
     def both(x):
-        return mock_autodiff(F2, x) + 10.0 * mock_autodiff(F3, x)
+        return mock_autodiff(F2, x) + 10.0 * mock_autodiff(F3, x)  # noqa: F821 (bound below)
 
     both.__globals__.update(F2=copies[0], F3=copies[1], mock_autodiff=mock_autodiff)
     try:

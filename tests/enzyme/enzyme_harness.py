@@ -15,7 +15,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -173,7 +173,8 @@ def central_fd(f: Callable[[np.ndarray], float], x: np.ndarray, mask: np.ndarray
         xp, xm = x.astype("f8"), x.astype("f8")
         xp[i] += h
         xm[i] -= h
-        g[i] = (f(xp.astype(x.dtype)) - f(xm.astype(x.dtype))) / (float(xp.astype(x.dtype)[i]) - float(xm.astype(x.dtype)[i]))
+        num = f(xp.astype(x.dtype)) - f(xm.astype(x.dtype))
+        g[i] = num / (float(xp.astype(x.dtype)[i]) - float(xm.astype(x.dtype)[i]))
     return g
 
 

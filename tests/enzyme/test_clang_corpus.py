@@ -51,7 +51,8 @@ def test_o2_fixtures_hold_the_constructs_the_issue_lists():
     assert "@realloc" in fixture_text("realloc", "O2")
 
 
-@pytest.mark.skipif(shutil.which("clang-19") is None, reason="clang-19 is not installed (CI reads the committed fixtures)")
+@pytest.mark.skipif(shutil.which("clang-19") is None,
+                    reason="clang-19 is not installed (CI reads the committed fixtures)")
 def test_regeneration_is_byte_identical():
     proc = subprocess.run([sys.executable, str(HERE / "regen_fixtures.py"), "--check"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr

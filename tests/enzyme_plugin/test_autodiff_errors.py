@@ -101,7 +101,7 @@ def test_forward_mode_checks_too():
 
 
 def test_loop_stops_at_the_bad_index_and_a_callee_error_stops_the_caller():
-    buf, a = _views()
+    _buf, a = _views()
     sbuf, da = _views()
     sbuf[:] = 0.0
     with pytest.raises(IndexError, match="index 4 is out of bounds for axis 0 with size 4"):
@@ -182,7 +182,8 @@ def test_jit_division_by_zero_raises():
 
 
 def _nested_ir(boundscheck):
-    return jit(_grad_weighted, plugins=P, boundscheck=boundscheck).inspect_llvm(T.float64, A, A, T.int64, stage="link_deferred")
+    return jit(_grad_weighted, plugins=P, boundscheck=boundscheck).inspect_llvm(
+        T.float64, A, A, T.int64, stage="link_deferred")
 
 
 def test_boundscheck_false_turns_the_checks_off_in_the_nested_job():

@@ -131,7 +131,7 @@ def test_unused_tapes_are_released():
 
 def test_misuse_errors_are_typed():
     fwd, rev = autodiff_thunk(ReverseSplit, loop_scalar, Active, Const)
-    fwd2, rev2 = autodiff_thunk(ReverseSplit, other, Active)
+    _fwd2, rev2 = autodiff_thunk(ReverseSplit, other, Active)
     tape, _ = fwd(Active(1.0), Const(2))
     with pytest.raises(TapeError, match="another thunk"):
         rev2(Active(1.0), 1.0, tape)

@@ -24,8 +24,8 @@ from gpucompiler import types as T
 from gpucompiler.llvm import parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
-import ad_gpu  # noqa: E402
-import ad_kernels as K  # noqa: E402
+import ad_gpu
+import ad_kernels as K
 
 P = ("enzyme",)
 A = T.ArrayType(T.float64, 1, "C")
@@ -65,9 +65,7 @@ def _base_argument(p, fn):
     """The index of the kernel argument whose array pointer ``p`` addresses (None if it is another)."""
     for _ in range(64):
         op = getattr(p, "opcode", None)
-        if op in ("getelementptr", "addrspacecast", "bitcast", "freeze"):
-            p = p.operands[0]
-        elif op == "extractvalue":
+        if op in ("getelementptr", "addrspacecast", "bitcast", "freeze") or op == "extractvalue":
             p = p.operands[0]
         else:
             break

@@ -20,7 +20,7 @@ from gpucompiler import types as T
 from gpucompiler.llvm import parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
-import ad_kernels as K  # noqa: E402  (EPS of the n-body benchmark kernel)
+import ad_kernels as K
 
 P = ("enzyme",)
 A = T.ArrayType(T.float64, 1, "C")

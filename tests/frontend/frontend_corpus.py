@@ -82,7 +82,7 @@ def math_more(a, b):
 
 def math_pred(a, b):
     x = a / 3.0
-    return math.isnan(x) or math.isinf(x) or math.isfinite(x) and x > 1
+    return math.isnan(x) or math.isinf(x) or (math.isfinite(x) and x > 1)
 
 
 def sum_range(a, b):
@@ -274,7 +274,7 @@ def cond_var(a, b):
 
 def loop_var_after(a, b):
     k = -1
-    for k in range(a % 10):
+    for _k in range(a % 10):
         pass
     return k
 

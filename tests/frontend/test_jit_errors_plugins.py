@@ -71,8 +71,9 @@ def test_inspect():
 
 
 def test_byte_identical_ir_in_two_processes():
+    here = __file__.rsplit("/", 1)[0]
     code = textwrap.dedent("""
-        import sys; sys.path.insert(0, %r)
+        import sys; sys.path.insert(0, HERE)
         import frontend_corpus as C
         from gpucompiler import types as T
         from gpucompiler.config import CompilerConfig
@@ -84,7 +85,7 @@ def test_byte_identical_ir_in_two_processes():
                           CompilerConfig(NativeTarget(), params={"python_abi": True}))
         print(job_key(job))
         print(job.source.generate_ir(job))
-    """ % __file__.rsplit("/", 1)[0])
+    """).replace("HERE", repr(here))
     outs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
             for _ in range(2)]
     assert outs[0] == outs[1] and "define" in outs[0]

@@ -15,7 +15,7 @@ from kernel_corpus import saxpy
 from test_cuda_launch import FakeDriver
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "enzyme_plugin"))
-import ez_funcs as F  # noqa: E402
+import ez_funcs as F
 
 HEAP = "heap"
 

@@ -16,7 +16,7 @@ def test_kernel_on_gpu_matches_numpy(name):
 
 
 def test_capability_and_name():
-    major, minor = cuda.capability()
+    major, _minor = cuda.capability()
     assert major >= 5
     assert cuda.device_name()
 

@@ -11,7 +11,7 @@ from kernel_corpus import CASES, sum_shared, saxpy
 @pytest.mark.parametrize("cap", [(9, 0), (8, 0)])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_corpus_ptx_accepted_by_ptxas(name, cap, check_ptx):
-    k, grid, block, make, check = CASES[name]
+    k, _grid, _block, make, _check = CASES[name]
     ptx = k.inspect_ptx(*make(np.random.default_rng(0)), capability=cap)
     assert re.search(rf"^\.visible \.entry {k.symbol}\(", ptx, re.M)
     assert re.search(rf"^\.target sm_{cap[0]}{cap[1]}$", ptx, re.M)

@@ -103,7 +103,8 @@ def test_build_function_from_scratch():
     b = Builder(fn.append_block("entry"))
     y = b.fmul(fn.args[0], fn.args[0], name="y", flags=("fast",))
     b.ret(y)
-    assert "define double @sq(double %x) {\nentry:\n  %y = fmul fast double %x, %x\n  ret double %y\n}" in llvm_text(str(m))
+    expect = "define double @sq(double %x) {\nentry:\n  %y = fmul fast double %x, %x\n  ret double %y\n}"
+    assert expect in llvm_text(str(m))
 
 
 def test_clone_and_remove_function():

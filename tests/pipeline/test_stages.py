@@ -121,7 +121,7 @@ def test_failing_callback_dumps_the_ir_it_received(register, tmp_path):
 def test_lookup_without_a_job_constant_is_refused():
     ir = ADD_IR + "declare ptr @gpuc.lookup(i64)\n" \
         "define ptr @get() {\n  %p = call ptr @gpuc.lookup(i64 7)\n  ret ptr %p\n}\n"
-    with pytest.raises(CompileError, match="link_deferred.*gpuc.job"):
+    with pytest.raises(CompileError, match=r"link_deferred.*gpuc.job"):
         compile(make_job(ir))
 
 
@@ -144,5 +144,5 @@ def test_bad_sources_raise_typed_errors(ir, entry, error, match):
 
 
 def test_unknown_emit_kind():
-    with pytest.raises(ConfigError, match="unknown emit kind.*ptx"):
+    with pytest.raises(ConfigError, match=r"unknown emit kind.*ptx"):
         compile(make_job(), emit=("ptx",))

@@ -122,7 +122,7 @@ def test_function_keeps_library_alive():
 def test_unresolved_symbol_is_a_typed_error():
     ir = "declare double @gpuc_no_such_symbol(double)\n" \
          "define double @g(double %x) {\n  %y = call double @gpuc_no_such_symbol(double %x)\n  ret double %y\n}\n"
-    with pytest.raises(LinkError, match="gpuc_no_such_symbol.*add_symbol"):
+    with pytest.raises(LinkError, match=r"gpuc_no_such_symbol.*add_symbol"):
         CPULibrary.from_ir(ir)
 
 

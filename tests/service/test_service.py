@@ -121,7 +121,7 @@ def test_missing_or_other_version_plugin_is_a_clear_error(service):
     try:
         job = jobs.job(85)
         job = attrs.evolve(job, config=attrs.evolve(job.config, plugins=("local_only_plugin",)))
-        with pytest.raises(PluginMismatchError, match="local_only_plugin.*not installed") as info:
+        with pytest.raises(PluginMismatchError, match=r"local_only_plugin.*not installed") as info:
             client(url).compile(job, ("obj",))
         assert info.value.status == 409
     finally:

@@ -172,7 +172,7 @@ def test_missing_libdevice_is_a_clear_error(monkeypatch, tmp_path):
     for fn in (toolchain.find_libdevice, libdevice._bitcode, libdevice.libdevice_functions):
         fn.cache_clear()
     try:
-        with pytest.raises(ToolNotFoundError, match="__nv_sinf.*GPUC_LIBDEVICE"):
+        with pytest.raises(ToolNotFoundError, match=r"__nv_sinf.*GPUC_LIBDEVICE"):
             _ptx(MATH, entry="k")
         assert "__nv_" not in _ptx(SAXPY).artifacts["asm"]  # modules without __nv_ calls still compile
     finally:

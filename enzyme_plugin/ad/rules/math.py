@@ -52,7 +52,8 @@ def _pow_y(e, I, d):
 
 def _powi_x(e, I, d):
     n = _x(e, I, 1)
-    nf = e.cast("sitofp", n, I.type) if I.type.kind != "vector" else e.splat(e.cast("sitofp", n, I.type.element), I.type)
+    nf = (e.cast("sitofp", n, I.type) if I.type.kind != "vector"
+          else e.splat(e.cast("sitofp", n, I.type.element), I.type))
     nm1 = e.b.sub(n, const_int(n.type, 1))
     return _mul(e, d, nf, e.math("powi", _x(e, I), nm1))
 

@@ -34,9 +34,8 @@ def float_floordiv(a, b):
     check_math(b != 0, "ZeroDivisionError", "float floor division by zero")
     mod = fmod_ieee(a, b)
     div = (a - mod) / b
-    if mod:
-        if (b < 0) != (mod < 0):
-            div -= 1.0
+    if mod and (b < 0) != (mod < 0):
+        div -= 1.0
     if div:
         floordiv = ffloor(div)
         if div - floordiv > 0.5:

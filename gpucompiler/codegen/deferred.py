@@ -46,7 +46,7 @@ def job_global(mod, job_id: str) -> ir.GlobalVariable:
         data = bytearray(job_id.encode() + b"\0")
         g = ir.GlobalVariable(mod.module, ir.ArrayType(_I8, len(data)), name=name)
         g.global_constant, g.linkage = True, "linkonce_odr"
-        g.initializer = ir.Constant(ir.ArrayType(_I8, len(data)), data)
+        g.initializer = ir.Constant(ir.ArrayType(_I8, len(data)), data)  # pyright: ignore[reportAttributeAccessIssue]
     return g
 
 

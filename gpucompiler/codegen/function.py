@@ -26,7 +26,7 @@ from ..interpreter.lattice import BOTTOM, Const, const, pyobj, widen
 from .deferred import lower_deferred
 from .lltypes import I64, PTR, STATUS, has_value, ll
 
-_INT_SUFFIX = {T.float32: "f32", T.float64: "f64"}
+_INT_SUFFIX: dict[T.Type, str] = {T.float32: "f32", T.float64: "f64"}
 _LIKELY = [1 << 20, 1]  # branch weights: the first successor is taken, the second is cold
 _I8 = ir.IntType(8)
 RECURSION_LIMIT = 1000
@@ -45,7 +45,7 @@ class FunctionCodegen:
         self.mod, self.frame, self.fn = mod, frame, fn
         self.target_name = mod.target_name
         self.values: dict = {}
-        self.b: ir.IRBuilder | None = None
+        self.b = ir.IRBuilder()  # positioned per block by run()
         self._failed: ir.Block | None = None  # returns "failed" (modules with a status)
         self.slot = fn.args[0] if fn.name in mod.slotted else None
         """this function's error slot parameter (modules with an error slot)"""
@@ -62,7 +62,7 @@ class FunctionCodegen:
         t = widen(t)
         if isinstance(t, T.TupleType):
             return ir.Constant(ll(t), [self.const(it, v) for it, v in zip(t.items, value)])
-        if t.kind == "f":
+        if isinstance(t, T.Scalar) and t.kind == "f":
             return ir.Constant(ll(t), float(value))
         return ir.Constant(ll(t), int(value))
 
@@ -71,6 +71,7 @@ class FunctionCodegen:
         frm, to = widen(frm), widen(to)
         if frm == to or not isinstance(to, T.Scalar):
             return v
+        assert isinstance(frm, T.Scalar), f"numeric conversion from {frm}"
         b = self.b
         if frm.kind == "f" and to.kind == "f":
             return b.fpext(v, ll(to)) if to.bits > frm.bits else b.fptrunc(v, ll(to))
@@ -88,7 +89,7 @@ class FunctionCodegen:
         t = widen(t)
         if t == T.boolean:
             return v
-        if t.kind == "f":
+        if isinstance(t, T.Scalar) and t.kind == "f":
             return self.b.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
         return self.b.icmp_signed("!=", v, ir.Constant(v.type, 0))
 
@@ -255,7 +256,9 @@ class FunctionCodegen:
         self.b.cbranch(ok, cont, fail).set_weights(_LIKELY)
         self.b.position_at_end(fail)
         report()
-        if not self.b.block.is_terminated:
+        block = self.b.block
+        assert block is not None
+        if not block.is_terminated:
             self.b.branch(self._fail_block() if self.mod.status
                           else self._stop_block() if self.slot is not None else cont)
         self.b.position_at_end(cont)

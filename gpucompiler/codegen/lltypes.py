@@ -9,8 +9,8 @@ from llvmlite import ir
 from .. import types as T
 from ..interpreter.lattice import pyobj, widen
 
-_SCALARS = {T.boolean: ir.IntType(1), T.int32: ir.IntType(32), T.int64: ir.IntType(64),
-            T.float32: ir.FloatType(), T.float64: ir.DoubleType()}
+_SCALARS: dict[T.Type, ir.Type] = {T.boolean: ir.IntType(1), T.int32: ir.IntType(32), T.int64: ir.IntType(64),
+                                    T.float32: ir.FloatType(), T.float64: ir.DoubleType()}
 PTR = ir.PointerType()
 I64 = ir.IntType(64)
 

@@ -155,10 +155,9 @@ class ModuleCodegen:
         g = self.strings.get(text)
         if g is None:
             data = bytearray(text.encode() + b"\0")
-            g = ir.GlobalVariable(self.module, ir.ArrayType(ir.IntType(8), len(data)),
-                                  name=f".str.{len(self.strings)}")
+            ty = ir.ArrayType(ir.IntType(8), len(data))
+            g = ir.GlobalVariable(self.module, ty, name=f".str.{len(self.strings)}")
             g.global_constant, g.linkage = True, "private"
-            g.initializer = ir.Constant(g.type.pointee if hasattr(g.type, "pointee") else g.value_type,
-                                        data)
+            g.initializer = ir.Constant(ty, data)  # pyright: ignore[reportAttributeAccessIssue]
             self.strings[text] = g
         return g

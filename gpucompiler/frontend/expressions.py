@@ -6,6 +6,7 @@ import ast
 import operator
 
 from . import intrinsics as K
+from .builder import LoweringState
 from .ir import Const, Global, Value
 
 _BINOPS = {
@@ -22,7 +23,7 @@ _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_
           ast.Invert: operator.invert}
 
 
-class Expressions:
+class Expressions(LoweringState):
     """Mixin of the AST lowerer: one ``expr_<Node>`` method per expression kind."""
 
     def expr(self, node) -> Value:
@@ -107,7 +108,7 @@ class Expressions:
         value = None
         for op, comp in zip(node.ops, node.comparators):
             def make(op=op, comp=comp):
-                left, right = self.ssa.read(rhs, self.block), self.expr(comp)
+                left, right = self.read(rhs), self.expr(comp)
                 self.write(rhs, right)
                 return self._compare(node, op, left, right)
 

@@ -20,16 +20,16 @@ def unpack(value, n):
     return value
 
 
-def range_start(*args):
+def range_start(*args: int) -> int:
     """First value of ``range(*args)``."""
     return args[0] if len(args) > 1 else 0
 
 
-def range_stop(*args):
-    return args[1] if len(args) > 1 else args[0]
+def range_stop(*args: int) -> int:
+    return args[min(1, len(args) - 1)]
 
 
-def range_step(*args):
+def range_step(*args: int) -> int:
     return args[2] if len(args) > 2 else 1
 
 
@@ -50,7 +50,7 @@ def setitem_unchecked(obj, index, value):
 
 def all_in_bounds(*quads):
     """Whether ``0 <= lo and hi < a.shape[axis]`` for every ``(a, axis, lo, hi)`` of ``quads``."""
-    return all(0 <= quads[k + 2] and quads[k + 3] < quads[k].shape[quads[k + 1]]
+    return all(quads[k + 2] >= 0 and quads[k + 3] < quads[k].shape[quads[k + 1]]
                for k in range(0, len(quads), 4))
 
 

@@ -8,6 +8,7 @@ arguments, constants and globals; phis sit at the top of blocks.
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 from .printer import format_function
@@ -118,7 +119,7 @@ class Phi(Inst):
 class Jump(Inst):
     __slots__ = ("target",)
 
-    def __init__(self, target: "Block", loc=None):
+    def __init__(self, target: Block, loc=None):
         super().__init__(loc)
         self.target = target
 
@@ -131,7 +132,7 @@ class Branch(Inst):
 
     __slots__ = ("cond", "then", "orelse")
 
-    def __init__(self, cond: Value, then: "Block", orelse: "Block", loc=None):
+    def __init__(self, cond: Value, then: Block, orelse: Block, loc=None):
         super().__init__(loc)
         self.cond, self.then, self.orelse = cond, then, orelse
 
@@ -158,7 +159,7 @@ class Return(Inst):
         return f"return {self.value.ref()}"
 
 
-def successors(term: Inst) -> tuple:
+def successors(term: Inst | None) -> tuple:
     if isinstance(term, Jump):
         return (term.target,)
     if isinstance(term, Branch):
@@ -214,6 +215,6 @@ def _show(value: Any) -> str:
         mod = getattr(value, "__module__", None) or getattr(value, "__name__", "")
         mod = "operator" if mod == "_operator" else mod
         return f"{mod}.{name}" if mod and mod != "builtins" else name
-    if hasattr(value, "__name__") and type(value).__name__ == "module":
+    if isinstance(value, ModuleType):
         return f"module {value.__name__}"
     return repr(value)

@@ -17,23 +17,11 @@ import sys
 import textwrap
 
 from ..errors import UnsupportedError
-from . import intrinsics as K
-from .ir import Arg, Branch, Call, Const, Function, Global, Jump, Return, Value
+from .ir import Arg, Const, Function, Return
 from .ssa import SSABuilder
 from .statements import Statements
 from .expressions import Expressions
 
-_HINTS = {
-    "ListComp": "build results in an array argument with a loop over range()",
-    "List": "use a tuple or an array argument", "Dict": "dicts are not supported in compiled code",
-    "Set": "sets are not supported in compiled code", "Lambda": "define a module-level function",
-    "FunctionDef": "define the helper at module level; it is compiled when called",
-    "Try": "compiled code cannot catch exceptions", "Raise": "check the inputs before the call",
-    "With": "context managers are not supported", "Slice": "index elements one at a time",
-    "Starred": "pass arguments explicitly", "For": "only `for x in range(...)` loops are supported",
-    "Global": "read module constants without declaring them; compiled code cannot rebind globals",
-    "JoinedStr": "strings are not supported in compiled code", "Yield": "generators are not supported",
-}
 
 
 _NO_SOURCE_HINT = ("define the function in a file or a notebook cell: code from `python -c`, standard input "
@@ -128,49 +116,11 @@ class _Lowerer(Statements, Expressions):
         self.fn = Function(pyfunc.__qualname__, filename, node.lineno + offset, args, pyfunc)
         self.ssa = SSABuilder(self.fn)
         self.locals = _assigned_names(node)
-        self.loops: list[tuple] = []  # (continue target, break target)
+        self.loops = []
         self.params = {a.arg for a in _parameters(node)}
-        self.range_vars: list[str] = []  # variables of the enclosing range loops
-        self.unchecked: set[int] = set()  # ids of subscripts proven in bounds (versioning.py)
+        self.range_vars = []
+        self.unchecked = set()
         self.ntemp = 0
-
-    # -- helpers -----------------------------------------------------------
-    def loc(self, node) -> tuple:
-        return (self.filename, node.lineno + self.offset, node.col_offset)
-
-    def unsupported(self, node, construct: str | None = None, hint: str = ""):
-        name = construct or type(node).__name__
-        raise UnsupportedError(name, self.loc(node) if hasattr(node, "lineno") else None,
-                               self.fn.name if hasattr(self, "fn") else "",
-                               hint or _HINTS.get(name, ""))
-
-    def emit(self, fn, args, node) -> Call:
-        inst = Call(fn if isinstance(fn, Value) else Const(fn), args, self.loc(node))
-        inst.block = self.block
-        self.block.insts.append(inst)
-        return inst
-
-    def terminate(self, term, *targets) -> None:
-        term.block = self.block
-        self.block.term = term
-        for t in targets:
-            t.preds.append(self.block)
-        self.block = None
-
-    def goto(self, target, node) -> None:
-        if self.block is not None:
-            self.terminate(Jump(target, self.loc(node)), target)
-
-    def branch(self, cond: Value, then, orelse, node) -> None:
-        truth = self.emit(bool, [cond], node)
-        self.terminate(Branch(truth, then, orelse, self.loc(node)), then, orelse)
-
-    def temp(self) -> str:
-        self.ntemp += 1
-        return f"${self.ntemp}"
-
-    def write(self, var: str, value: Value) -> None:
-        self.ssa.write(var, self.block, value)
 
     # -- driver ------------------------------------------------------------
     def run(self) -> Function:

@@ -104,9 +104,9 @@ class SSABuilder:
                 inst.fn = resolve(inst.fn)
                 inst.args = [resolve(a) for a in inst.args]
             term = b.term
-            if hasattr(term, "cond"):
+            if isinstance(term, Branch):
                 term.cond = resolve(term.cond)
-            elif hasattr(term, "value"):
+            elif isinstance(term, Return):
                 term.value = resolve(term.value)
         _check_unbound_reads(self.fn, [(b, k, resolve(v), n, loc) for b, k, v, n, loc in self.reads
                                        if b in reachable])

@@ -6,12 +6,13 @@ import ast
 import operator
 
 from . import intrinsics as K
+from .builder import LoweringState
 from .expressions import _BINOPS
 from .ir import Const, Return
 from .versioning import covered_accesses, step_sign
 
 
-class Statements:
+class Statements(LoweringState):
     """Mixin of the AST lowerer: one ``stmt_<Node>`` method per statement kind."""
 
     def stmt_Pass(self, node):
@@ -133,14 +134,14 @@ class Statements:
         lo, hi = ((start, self.emit(operator.sub, [stop, one], node)) if sign > 0
                   else (self.emit(operator.add, [stop, one], node), start))
         quads = []
-        for sub, array, comps in covered:
+        for _sub, array, comps in covered:
             for axis, name, c in comps:
                 if name is None:
                     low = high = Const(c)
                 else:
-                    base = (lo, hi) if name == node.target.id else (self.ssa.read(name, self.block),) * 2
+                    base = (lo, hi) if name == node.target.id else (self.read(name),) * 2
                     low, high = (self.emit(operator.add, [b, Const(c)], node) if c else b for b in base)
-                quads += [self.ssa.read(array, self.block), Const(axis), low, high]
+                quads += [self.read(array), Const(axis), low, high]
         return self.emit(K.all_in_bounds, quads, node)
 
     def _range_loop(self, node, it, args):
@@ -148,7 +149,7 @@ class Statements:
         self.write(counter, self.emit(K.range_start, args, it))
         self.write(stop, self.emit(K.range_stop, args, it))
         self.write(step, self.emit(K.range_step, args, it))
-        read = lambda var: self.ssa.read(var, self.block)  # noqa: E731
+        read = self.read
 
         def cond():
             return self.emit(K.range_cond, [read(counter), read(stop), read(step)], node)

@@ -45,8 +45,9 @@ def _affine(node) -> tuple[str | None, int] | None:
         left, right = node.left, _int(node.right)
         if isinstance(left, ast.Name) and right is not None:
             return left.id, right if isinstance(node.op, ast.Add) else -right
-        if isinstance(node.op, ast.Add) and isinstance(node.right, ast.Name) and _int(left) is not None:
-            return node.right.id, _int(left)
+        c = _int(left)
+        if isinstance(node.op, ast.Add) and isinstance(node.right, ast.Name) and c is not None:
+            return node.right.id, c
     return None
 
 
@@ -77,9 +78,10 @@ def covered_accesses(loop: ast.For, params, enclosing) -> list[tuple[ast.Subscri
                     and sub.value.id in params and sub.value.id not in stored):
                 continue
             elts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
-            comps = [_affine(e) for e in elts]
-            if any(c is None or (c[0] is not None and c[0] != var and c[0] not in invariant)
-                   for c in comps):
+            maybe = [_affine(e) for e in elts]
+            comps = [c for c in maybe if c is not None]
+            if len(comps) < len(maybe) or any(c[0] is not None and c[0] != var and c[0] not in invariant
+                                              for c in comps):
                 continue
             if any(c[0] == var for c in comps):
                 found.append((sub, sub.value.id, [(k, n, c) for k, (n, c) in enumerate(comps)]))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from typing import ClassVar
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -114,9 +115,9 @@ def test_private_tier_is_created_owner_only(tmp_path):
 class _ForgingService(BaseHTTPRequestHandler):
     """A compile service impostor: answers every job with the attacker's code."""
 
-    answer: dict = {}
+    answer: ClassVar[dict] = {}
 
-    def do_POST(self):  # noqa: N802 (http.server's name)
+    def do_POST(self):  # http.server's name
         self.rfile.read(int(self.headers["content-length"]))
         body = json.dumps(self.answer).encode()
         self.send_response(200)
@@ -191,7 +192,8 @@ def test_cli_verify_reports_forged_redis_entries(redis_url, tmp_path, monkeypatc
     assert main(["cache", "verify", "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["tiers"]["redis"] == 2
-    assert [(b["tier"], b["key"]) for b in report["bad"]] == [("redis", key)] and "unsigned" in report["bad"][0]["reason"]
+    assert [(b["tier"], b["key"]) for b in report["bad"]] == [("redis", key)]
+    assert "unsigned" in report["bad"][0]["reason"]
     assert main(["cache", "verify", "--evict"]) == 0
     assert redis.keys() == [good]
 

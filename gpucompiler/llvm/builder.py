@@ -8,6 +8,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Protocol
+
 from . import types as T
 from .instructions import BINARY, CASTS, Instruction
 from .module import BasicBlock, Function
@@ -15,10 +18,52 @@ from .parser_values import Emitter
 from .values import Value
 
 
+class _BinOp(Protocol):
+    def __call__(self, a: Value, b: Value, name: str = "", flags: Iterable[str] = ()) -> Instruction: ...
+
+
+class _Cast(Protocol):
+    def __call__(self, v: Value, to: T.Type, name: str = "") -> Instruction: ...
+
+
 class Builder:
     """Creates instructions and inserts them at the current position."""
 
     __slots__ = ("block", "before")
+
+    # one method per binary opcode and per cast, made at the end of this module from binop() and cast()
+    add: _BinOp
+    and_: _BinOp
+    ashr: _BinOp
+    fadd: _BinOp
+    fdiv: _BinOp
+    fmul: _BinOp
+    frem: _BinOp
+    fsub: _BinOp
+    lshr: _BinOp
+    mul: _BinOp
+    or_: _BinOp
+    sdiv: _BinOp
+    shl: _BinOp
+    srem: _BinOp
+    sub: _BinOp
+    udiv: _BinOp
+    urem: _BinOp
+    xor: _BinOp
+    addrspacecast: _Cast
+    bitcast: _Cast
+    fpext: _Cast
+    fptosi: _Cast
+    fptoui: _Cast
+    fptrunc: _Cast
+    inttoptr: _Cast
+    ptrtoaddr: _Cast
+    ptrtoint: _Cast
+    sext: _Cast
+    sitofp: _Cast
+    trunc: _Cast
+    uitofp: _Cast
+    zext: _Cast
 
     def __init__(self, block: BasicBlock | None = None):
         self.block = block
@@ -32,7 +77,9 @@ class Builder:
         self.block, self.before = inst.parent, inst
 
     def position_after(self, inst: Instruction) -> None:
-        insts = inst.parent.instructions
+        block = inst.parent
+        assert block is not None, "position after a detached instruction"
+        insts = block.instructions
         k = insts.index(inst) + 1
         self.block, self.before = inst.parent, insts[k] if k < len(insts) else None
 
@@ -40,6 +87,7 @@ class Builder:
         if self.before is not None:
             inst.insert_before(self.before)
         else:
+            assert self.block is not None, "the builder has no position"
             self.block.append(inst)
         return inst
 
@@ -77,7 +125,7 @@ class Builder:
         em.raw(",")
         em.slot(b)
         t = a.type
-        rt = T.vector(t.count, T.i1, t.scalable) if t.kind == "vector" else T.i1
+        rt = T.vector(t.count, T.i1, t.scalable) if isinstance(t, T.VectorType) else T.i1
         return self._make(opcode, rt, em, name)
 
     def icmp(self, pred: str, a: Value, b: Value, name: str = "") -> Instruction:
@@ -182,7 +230,7 @@ class Builder:
         self._typed(em, vec)
         em.raw(",")
         self._typed(em, index)
-        return self._make("extractelement", vec.type.element, em, name)
+        return self._make("extractelement", _element(vec.type), em, name)
 
     def insertelement(self, vec: Value, value: Value, index: Value, name: str = "") -> Instruction:
         em = Emitter()
@@ -201,13 +249,17 @@ class Builder:
             if k:
                 em.raw(",")
             self._typed(em, v)
-        rt = T.vector(mask.type.count, a.type.element)
+        mt = mask.type
+        assert isinstance(mt, T.VectorType)
+        rt = T.vector(mt.count, _element(a.type))
         return self._make("shufflevector", rt, em, name)
 
     # -- calls and control flow ----------------------------------------------
     def call(self, callee: Value, args, name: str = "", fnty: T.FunctionType | None = None) -> Instruction:
         """``call`` a :class:`Function` (in its calling convention) or any pointer, given ``fnty``."""
-        fnty = fnty or callee.function_type
+        if fnty is None:
+            assert isinstance(callee, Function), "call through a pointer needs fnty"
+            fnty = callee.function_type
         em = Emitter()
         em.raw("call")
         cc = callee.calling_convention if isinstance(callee, Function) else "ccc"
@@ -266,6 +318,11 @@ class Builder:
         em = Emitter()
         em.raw("unreachable")
         return self._make("unreachable", T.void, em, "")
+
+
+def _element(t: T.Type) -> T.Type:
+    assert isinstance(t, (T.VectorType, T.ArrayType)), f"{t} has no element type"
+    return t.element
 
 
 def _binop_method(opcode: str):

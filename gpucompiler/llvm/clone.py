@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import types as T
 from .instructions import DebugRecord, Instruction
 from .metadata import MDNode
 from .module import Function
@@ -15,7 +16,8 @@ def clone_function(fn: Function, new_name: str) -> Function:
     reach it (locations, scopes, variables) are duplicated too, since a
     subprogram may describe only one function.
     """
-    new = Function(new_name, fn.function_type, prefix=fn.prefix, addrspace=fn.type.addrspace)
+    addrspace = fn.type.addrspace if isinstance(fn.type, T.PointerType) else 0
+    new = Function(new_name, fn.function_type, prefix=fn.prefix, addrspace=addrspace)
     new.pre_attrs, new.attributes = fn.pre_attrs, list(fn.attributes)
     new.attribute_groups, new.post = list(fn.attribute_groups), list(fn.post)
     for op in fn.operands:
@@ -43,6 +45,7 @@ def clone_function(fn: Function, new_name: str) -> Function:
             parts = [mdmap.get(p, p) if type(p) is MDNode else p for p in r.parts]
             ni.debug_records.append(DebugRecord(r.kind, parts, [vmap.get(op, op) for op in r.operands]))
     new.metadata = {k: mdmap.get(n, n) for k, n in fn.metadata.items()}
+    assert fn.module is not None, "clone of a function outside a module"
     fn.module.add_function(new)
     fn.module.metadata.extend(mdmap.values())
     return new

@@ -8,9 +8,14 @@ replacing a value changes every instruction that prints it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import UnsupportedIRError
 from . import types as T
 from .values import User, Value
+
+if TYPE_CHECKING:
+    from .module import BasicBlock
 
 TERMINATORS = frozenset(
     "ret br switch indirectbr invoke resume unreachable cleanupret catchret catchswitch callbr".split()
@@ -35,7 +40,7 @@ class Instruction(User):
         self.opcode = opcode
         #: spelling after ``%x = ``: str, int operand slot, Type or MDNode
         self.parts = parts
-        self.parent = None
+        self.parent: BasicBlock | None = None
         #: attachments ``!dbg !N`` -> {"dbg": MDNode}
         self.metadata: dict = {}
         #: ``#dbg_value(...)`` records printed before this instruction
@@ -200,7 +205,7 @@ class Instruction(User):
     def erase(self) -> None:
         """Remove from the block and drop operands; the value must be unused."""
         if self._uses:
-            users = ", ".join(sorted({u.user.opcode if hasattr(u.user, "opcode") else "?" for u in self._uses}))
+            users = ", ".join(sorted({getattr(u.user, "opcode", "?") for u in self._uses}))
             raise ValueError(f"cannot erase {self!r}: still used by {len(self._uses)} use(s) ({users})")
         self.remove_from_parent()
         self.drop_operands()
@@ -223,12 +228,14 @@ class Instruction(User):
 
     def insert_before(self, other: Instruction) -> None:
         """Insert ``self`` (detached) just before ``other``."""
+        assert other.parent is not None, "insert before a detached instruction"
         insts = other.parent.instructions
         insts.insert(insts.index(other), self)
         self.parent = other.parent
 
     def insert_after(self, other: Instruction) -> None:
         """Insert ``self`` (detached) just after ``other``."""
+        assert other.parent is not None, "insert after a detached instruction"
         insts = other.parent.instructions
         insts.insert(insts.index(other) + 1, self)
         self.parent = other.parent

@@ -45,7 +45,7 @@ class BasicBlock(Value):
     def predecessors(self) -> list[BasicBlock]:
         """Blocks whose terminator branches here (each once)."""
         preds = (u.user.parent for u in self._uses if type(u.user) is Instruction and u.user.is_terminator)
-        return list(dict.fromkeys(preds))
+        return [p for p in dict.fromkeys(preds) if p is not None]
 
     def append(self, inst: Instruction) -> Instruction:
         self.instructions.append(inst)
@@ -56,6 +56,7 @@ class BasicBlock(Value):
         """Remove the block and its instructions (their values must be unused outside it)."""
         for inst in self.instructions:
             inst.drop_operands()
+        assert self.parent is not None, "erase of a detached block"
         self.parent.blocks.remove(self)
         self.parent = None
 
@@ -65,6 +66,8 @@ class GlobalValue(User):
 
     __slots__ = ("module", "metadata")
     sigil = "@"
+    #: the module holding this value (set when it is added to one)
+    module: Module | None
 
 
 class GlobalVariable(GlobalValue):
@@ -214,6 +217,7 @@ class Function(GlobalValue):
 
     def erase(self) -> None:
         """Remove from the module; the function must be unused."""
+        assert self.module is not None, "erase of a function outside a module"
         self.module.remove_function(self)
 
 

@@ -134,6 +134,8 @@ class Parser(InstructionParser):
         if self.peek() == "opaque":
             return
         body = self.ptype()
+        if not isinstance(body, T.StructType):
+            self.error(f"struct type {st} defined as {body}")
         st.elements, st.packed = body.elements, body.packed
 
     def _metadata(self) -> None:

@@ -85,6 +85,12 @@ KEYWORDS |= RESULT_TYPE.keys()
 class InstructionParser(ValueParser):
     """Parses one instruction from ``self.toks`` (attachments already split off)."""
 
+    # the function being parsed (set by the module parser)
+    locals: dict[str, Value]
+    fwd: dict[str, Placeholder]
+    blocks: dict[str, BasicBlock]
+    block_lines: dict[str, int]
+
     def local(self, tok: str, ty: T.Type) -> Value:
         v = self.locals.get(tok)
         if v is None:
@@ -152,7 +158,7 @@ class InstructionParser(ValueParser):
 
     def _cmp(self, em: Emitter) -> T.Type:
         ty = self._binary(em)
-        return T.vector(ty.count, _I1, ty.scalable) if ty.kind == "vector" else _I1
+        return T.vector(ty.count, _I1, ty.scalable) if isinstance(ty, T.VectorType) else _I1
 
     def _phi(self, em: Emitter) -> T.Type:
         self._words_until_type(em)
@@ -196,7 +202,7 @@ class InstructionParser(ValueParser):
         em.raw(")")
         self.i += 1
         self.items(em, None, None, KEYWORDS)
-        return ty.ret if ty.kind == "function" else ty
+        return ty.ret if isinstance(ty, T.FunctionType) else ty
 
     def _param_attrs(self, em: Emitter) -> None:
         toks = self.toks

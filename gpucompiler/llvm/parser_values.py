@@ -7,11 +7,16 @@ The parser keeps the current line's tokens in ``self.toks`` and a cursor
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import IRParseError, UnsupportedIRError
 from . import types as T
 from .lexer import unquote
 from .metadata import AttributeGroup, MDNode
 from .values import ConstantAggregate, ConstantExpr, InlineAsm, Placeholder, Value, constant
+
+if TYPE_CHECKING:
+    from .module import BasicBlock, Module
 
 _NO_SPACE_BEFORE = frozenset(",):")
 _NO_SPACE_AFTER = frozenset("(!")
@@ -72,9 +77,21 @@ class Emitter:
 class ValueParser:
     """Types, values and generic operand lists over ``self.toks[self.i:]``."""
 
-    # set by the module parser
+    # set by the module parser (parser.py)
     toks: list[str]
     i: int
+    lines: list[str]
+    lineno: int
+    module: Module
+    gvals: dict[str, Value]
+    gfwd: dict[str, Placeholder]
+    mds: dict[str, MDNode]
+    md_lines: dict[str, int]
+    groups: dict[str, AttributeGroup]
+
+    if TYPE_CHECKING:  # defined by the instruction parser
+        def local(self, tok: str, ty: T.Type) -> Value: ...
+        def block(self, tok: str) -> BasicBlock: ...
 
     # -- errors --------------------------------------------------------------
     def error(self, msg: str, cls=IRParseError):
@@ -240,7 +257,7 @@ class ValueParser:
             if self.toks[self.i] == ",":
                 self.i += 1
         self.i += 1
-        if ty.kind == "struct" and ty.packed:
+        if isinstance(ty, T.StructType) and ty.packed:
             self.expect(">")
         return ConstantAggregate(ty, elems)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 
 from ..errors import UnsupportedIRError
+from . import types as T
 from .instructions import Instruction
 from .metadata import AttributeGroup, MDNode
 from .module import BasicBlock, Function, Module
@@ -52,7 +53,7 @@ class Printer:
         if t.kind == "array":
             return f"[{inner}]"
         body = f"{{ {inner} }}" if inner else "{}"
-        return f"<{body}>" if t.packed else body
+        return f"<{body}>" if isinstance(t, T.StructType) and t.packed else body
 
     def md(self, node: MDNode) -> str:
         s = self.mds.get(node)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import TypeVar
 
 
 class Type:
@@ -172,11 +174,14 @@ def ptr(addrspace: int = 0) -> PointerType:
     return t
 
 
-def _interned(key: tuple, make) -> Type:
+_T = TypeVar("_T", bound=Type)
+
+
+def _interned(key: tuple, make: Callable[[], _T]) -> _T:
     t = _cache.get(key)
     if t is None:
         t = _cache[key] = make()
-    return t
+    return t  # type: ignore[return-value]  # the key's first item fixes the class
 
 
 def vector(count: int, element: Type, scalable: bool = False) -> VectorType:

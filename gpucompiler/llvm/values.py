@@ -134,6 +134,8 @@ class ConstantData(Value):
 
     __slots__ = ()
 
+    ref: str  # a constant's spelling is never None
+
     @property
     def text(self) -> str:
         return self.ref

@@ -205,7 +205,8 @@ def _entry(mode: Mode, f, kinds: tuple[str, ...]):
     src = (f"def autodiff_entry({', '.join(params)}):\n"
            f"    return autodiff(MODE, F, {', '.join(wrapped)})\n")
     filename = f"<enzyme_plugin.autodiff {mode.name} {f.__module__}.{f.__qualname__} {' '.join(kinds)}>"
-    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # source for the frontend
+    # source for the frontend; no mtime (None), so linecache.checkcache keeps the entry
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # pyright: ignore[reportArgumentType]
     namespace = {"autodiff": autodiff, "MODE": mode, "F": f, **ACTIVITIES}
     exec(compile(src, filename, "exec"), namespace)
     return jit(namespace["autodiff_entry"], plugins=("enzyme",))

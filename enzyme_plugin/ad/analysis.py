@@ -17,6 +17,9 @@ from gpucompiler.llvm import Argument, Instruction, types as T
 
 from .emit import has_float, is_float_like
 
+if TYPE_CHECKING:
+    from .typeinfo import MemoryTypes
+
 #: argument kinds: no derivative / pointer with a shadow / active scalar
 CONST, DUP, OUT = "const", "dup", "out"
 
@@ -80,9 +83,9 @@ def holds_derivative_data(t: T.Type) -> bool:
     k = t.kind
     if k in ("float", "ptr"):
         return True
-    if k in ("vector", "array"):
+    if isinstance(t, (T.VectorType, T.ArrayType)):
         return holds_derivative_data(t.element)
-    if k == "struct":
+    if isinstance(t, T.StructType):
         return t.elements is None or any(holds_derivative_data(e) for e in t.elements)
     return False
 
@@ -101,6 +104,8 @@ class Activity:
         #: that receives floats or pointers (a memcpy, an integer copy) has a shadow too
         self.mem = mem
         self.kinds = list(kinds)
+        #: typed memory of the function's pointers (set by the engine)
+        self.mem: MemoryTypes | None = None
         self.active: set = set()
         #: pointers with a shadow: arguments, instructions, and globals given one (``shadowed_constants``)
         self.shadowed: set = set(shadowed_constants)
@@ -234,7 +239,7 @@ def memory_type(p) -> T.Type | None:
             elif u.opcode == "load" and u.pointer_operand is v:
                 _collect_type(u.type, found)
             elif u.opcode == "store" and u.pointer_operand is v:
-                _collect_type(u.value_operand.type, found)
+                _collect_type(u.operands[0].type, found)
     for kind in ("float", "ptr", "int"):
         ts = [t for t in found if t.kind == kind]
         if ts:
@@ -242,10 +247,12 @@ def memory_type(p) -> T.Type | None:
     return None
 
 
-def _collect_type(t: T.Type, out: set) -> None:
-    if t.kind in ("vector", "array"):
+def _collect_type(t: T.Type | None, out: set) -> None:
+    if t is None:
+        return
+    if isinstance(t, (T.VectorType, T.ArrayType)):
         _collect_type(t.element, out)
-    elif t.kind == "struct":
+    elif isinstance(t, T.StructType):
         for e in t.elements or ():
             _collect_type(e, out)
     elif t.kind in ("float", "ptr", "int"):

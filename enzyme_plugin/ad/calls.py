@@ -42,6 +42,13 @@ def rule_name(inst, like=None) -> str | None:
     return math_name(name) if name is not None else None
 
 
+def _math_key(inst, like) -> str:
+    """The rule key of a call that :func:`classify` calls ``math``."""
+    key = rule_name(inst, like)
+    assert key is not None, "a math call has a rule key"
+    return key
+
+
 def classify(inst, like=None) -> str:
     """What kind of call ``inst`` is: ``ignored``, ``math``, ``alloc``, ``calloc``, ``realloc``, ``free``,
     ``memcpy``, ``memset``, ``tape`` (the engine's stack helpers), ``defined``, ``inactive`` or ``unknown``. ``like`` as in :func:`rule_name`."""
@@ -125,7 +132,7 @@ def forward(s, inst):
         return
     if kind == "math":
         if s.tangents and inst in act.active:
-            key = rule_name(inst, like)
+            key = _math_key(inst, like)
             ts = [s.tangent(a) for a in inst.args]
             fwd = MATH_FORWARD.get(key)
             t = fwd(s, inst, ts) if fwd else derived_forward(MATH_REVERSE[key], s, inst, ts)
@@ -235,7 +242,7 @@ def reverse(r, inst):
         if inst not in act.active:
             return
         d = r.take_adjoint(inst)
-        rule = MATH_REVERSE[rule_name(inst, like)]
+        rule = MATH_REVERSE[_math_key(inst, like)]
         for k, a in enumerate(inst.args):
             if k < len(rule) and rule[k] is not None and a in act.active:
                 r.accumulate(a, rule[k](r, inst, d))

@@ -57,9 +57,9 @@ def function_like(module) -> dict[str, str]:
         if init is None or not g.name.startswith("__enzyme_function_like"):
             continue
         ops = list(getattr(init, "operands", ()))
-        if len(ops) < 2 or not isinstance(ops[0], Function) or _c_string(ops[1]) is None:
+        name = _c_string(ops[1]) if len(ops) >= 2 else None
+        if name is None or not isinstance(ops[0], Function):
             raise unsupported(f"@{g.name} must be {{function, \"math function name\"}}")
-        name = _c_string(ops[1])
         if math_name(name) is None:
             raise unsupported(f"@{g.name} declares @{ops[0].name} to behave like '{name}', "
                               f"which has no derivative rule")

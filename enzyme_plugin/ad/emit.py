@@ -57,7 +57,7 @@ def float_text(t: T.Type, x: float) -> str:
 
 def fconst(t: T.Type, x: float):
     """``x`` as a scalar or splat-vector constant of type ``t``."""
-    if t.kind == "vector":
+    if isinstance(t, T.VectorType):
         if x == 0.0:
             return constant(t, "zeroinitializer")
         el = f"{t.element} {float_text(t.element, x)}"
@@ -78,9 +78,9 @@ def zero(t: T.Type):
 
 def _parts(t: T.Type) -> list[T.Type] | None:
     """The scalar parts of an aggregate or vector, in order (None for a scalar)."""
-    if t.kind == "struct":
+    if isinstance(t, T.StructType):
         return list(t.elements or ())
-    if t.kind in ("array", "vector"):
+    if isinstance(t, (T.ArrayType, T.VectorType)):
         return [t.element] * t.count
     return None
 
@@ -115,7 +115,7 @@ def type_suffix(t: T.Type) -> str:
     """Intrinsic name mangling: ``f64``, ``f32``, ``v4f64``."""
     s = t.scalar
     base = {"double": "f64", "float": "f32", "half": "f16"}[str(s)] if s.kind == "float" else str(s)
-    return f"v{t.count}{base}" if t.kind == "vector" else base
+    return f"v{t.count}{base}" if isinstance(t, T.VectorType) else base
 
 
 def declare(module, name: str, fnty: T.FunctionType) -> Function:
@@ -177,7 +177,7 @@ class Emit:
     def insert(self, vec, v, i: int):
         return self.b.insertelement(vec, v, const_int(T.i32, i))
 
-    def splat(self, v, t: T.Type):
+    def splat(self, v, t: T.VectorType):
         """A vector of type ``t`` with every lane ``v``."""
         one = self.b.insertelement(constant(t, "poison"), v, const_int(T.i32, 0))
         mask = constant(T.vector(t.count, T.i32), "zeroinitializer")
@@ -204,6 +204,12 @@ class Emit:
             return out
         return self.call(name + ("f" if t is T.float_ else ""), t, args)
 
+    def memset(self, p, n):
+        """``llvm.memset(p, 0, n)``."""
+        if n.type is not T.i64:
+            n = self.b.zext(n, T.i64)
+        return self.call("llvm.memset.p0.i64", T.void, [p, const_int(T.i8, 0), n, const_int(T.i1, 0)])
+
 
 def _is_zero(v) -> bool:
     ref = getattr(v, "ref", None)
@@ -216,7 +222,7 @@ def sizeof(t: T.Type) -> int:
     k = t.kind
     if k == "float":
         return {"half": 2, "bfloat": 2, "float": 4, "double": 8, "x86_fp80": 16, "fp128": 16}[str(t)]
-    if k == "int":
+    if isinstance(t, T.IntType):
         n = max(1, (t.bits + 7) // 8)
         p = 1
         while p < n:
@@ -224,15 +230,15 @@ def sizeof(t: T.Type) -> int:
         return p
     if k == "ptr":
         return 8
-    if k == "vector":
+    if isinstance(t, T.VectorType):
         n = sizeof(t.element) * t.count
         p = 1
         while p < n:
             p *= 2
         return p
-    if k == "array":
+    if isinstance(t, T.ArrayType):
         return sizeof(t.element) * t.count
-    if k == "struct":
+    if isinstance(t, T.StructType):
         off, al = 0, 1
         for e in t.elements or ():
             a = 1 if t.packed else alignof(e)
@@ -243,18 +249,8 @@ def sizeof(t: T.Type) -> int:
 
 
 def alignof(t: T.Type) -> int:
-    if t.kind in ("array",):
+    if isinstance(t, T.ArrayType):
         return alignof(t.element)
-    if t.kind == "struct":
+    if isinstance(t, T.StructType):
         return max([alignof(e) for e in t.elements or ()] or [1])
     return min(sizeof(t), 16)
-
-
-def _memset(self, p, n):
-    """``llvm.memset(p, 0, n)``."""
-    if n.type is not T.i64:
-        n = self.b.zext(n, T.i64)
-    return self.call("llvm.memset.p0.i64", T.void, [p, const_int(T.i8, 0), n, const_int(T.i1, 0)])
-
-
-Emit.memset = _memset

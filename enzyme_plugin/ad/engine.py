@@ -320,6 +320,7 @@ class Engine:
         r.run(lambda rr: self._finish(rr, fn, kinds, new, tape))
         b.position_at_end(top)
         b.br(r.sweep.vmap[fn.entry])
+        assert r.cfg.exit is not None, "one return block (the preprocessing merges returns)"
         ret = r.sweep.vmap[r.cfg.exit.terminator]
         b.position_before(ret)
         b.br(r.pop_blocks[r.cfg.exit])

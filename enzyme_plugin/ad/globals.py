@@ -62,7 +62,7 @@ class GlobalShadows:
 
     @staticmethod
     def _wants_shadow(g: GlobalVariable, inst) -> bool:
-        if g.is_constant or g.type.addrspace != 0 or g.name.startswith("__enzyme_"):
+        if g.is_constant or g.addrspace != 0 or g.name.startswith("__enzyme_"):
             return False
         stored = inst.value_operand.type if inst.opcode == "store" else None
         return has_float(g.value_type) or (stored is not None and has_float(stored))

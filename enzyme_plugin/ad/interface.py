@@ -185,11 +185,12 @@ def _convert(b, v, want, inst):
         return zero(want)
     if have is want:
         return v
-    if have.kind == "struct" and len(have.elements) == 1 and have.elements[0] is want:
+    hel = have.elements or () if isinstance(have, T.StructType) else None
+    if hel is not None and len(hel) == 1 and hel[0] is want:
         return b.extractvalue(v, 0)
-    if have.kind == "struct" and want.kind in ("struct", "array"):
-        n = len(want.elements) if want.kind == "struct" else want.count
-        if n == len(have.elements):
+    if hel is not None and isinstance(want, (T.StructType, T.ArrayType)):
+        n = len(want.elements or ()) if isinstance(want, T.StructType) else want.count
+        if n == len(hel):
             out = constant(want, "poison")
             for k in range(n):
                 out = b.insertvalue(out, b.extractvalue(v, k), k)

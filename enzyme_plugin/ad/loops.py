@@ -33,7 +33,7 @@ class Loop:
         self.header = header
         #: blocks of the loop, nested loops included
         self.blocks = set(blocks)
-        self.parent = None
+        self.parent: Loop | None = None
         self.latch = None
         self.preheader = None
         #: blocks outside the loop with a predecessor inside, in function order
@@ -219,6 +219,8 @@ def _counted_exit(lp, block):
     if not isinstance(cond, Instruction) or cond.opcode != "icmp":
         return None
     pred = cond.predicate
+    if pred is None:
+        return None
     if if_true in lp.blocks and if_false not in lp.blocks:
         pass
     elif if_false in lp.blocks and if_true not in lp.blocks:

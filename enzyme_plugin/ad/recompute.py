@@ -15,6 +15,7 @@ from __future__ import annotations
 from gpucompiler.llvm import Argument, GlobalVariable, Instruction
 
 from .analysis import callee_name
+from .host import ReverseState
 from .typeinfo import locate
 
 #: opcodes recomputed from their operands
@@ -57,7 +58,7 @@ def writes_outside(fn) -> bool:
     return False
 
 
-class Recompute:
+class Recompute(ReverseState):
     """Mixed into :class:`~.reverse.Reverse`: ``_recompute(v)`` / ``_recompute_shadow(v)`` return the
     value rebuilt at the reverse builder's position, or None when it must come from the tape."""
 
@@ -76,7 +77,8 @@ class Recompute:
         if op == "call":
             from .calls import classify, math_name
 
-            return classify(v) == "math" and math_name(callee_name(v)) in CHEAP_MATH
+            name = callee_name(v)
+            return name is not None and classify(v) == "math" and math_name(name) in CHEAP_MATH
         if op == "load" and self._loads_recomputable() and "volatile" not in str(v.parts[0]):
             base = locate(v.pointer_operand)[0]
             return isinstance(base, (Argument, GlobalVariable))

@@ -9,7 +9,7 @@ looked up by family: memory and calls in their modules, arithmetic in
 
 from __future__ import annotations
 
-from gpucompiler.llvm import Builder, Instruction, constant
+from gpucompiler.llvm import Builder, Instruction, Value, constant
 
 from . import calls, memory
 from .analysis import CFG
@@ -43,6 +43,8 @@ class Sweep(Emit):
         self.frame_offsets: dict = {}
         #: shadows of allocas on the heap (split reverse mode: the reverse runs in another function)
         self.heap_shadows = False
+        #: the tape pointer of the forward sweep (reverse mode; set by Reverse)
+        self.tape: Value | None = None
 
     # -- values --------------------------------------------------------------
     def val(self, v):

@@ -23,6 +23,8 @@ runs.
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpucompiler.llvm import Builder, Instruction, const_int, constant, types as T
 
 from .emit import declare
@@ -41,7 +43,7 @@ def _first_non_phi(block):
     return next(i for i in block.instructions if i.opcode != "phi")
 
 
-class LoopTape:
+class LoopTape(ReverseState):
     """Forward and reverse bookkeeping of counted loops (see the module docstring)."""
 
     def _setup_loops(self):
@@ -266,10 +268,12 @@ class LoopTape:
             if free is not None:
                 free.erase()
         else:
-            total, regions = _nest_layout(nest, frames, _EmittedSizes(self, b))
+            emitted = _nest_layout(nest, frames, _EmittedSizes(self, b))
+            assert emitted is not None, "emitted sizes are never unknown"
+            total, regions = emitted
             mem = b.call(self._helper("tape_alloc"), [total])
         b.store(mem, st["state"])
-        rows = {root: None}
+        rows: dict = {root: None}
         for lp in nest:
             if lp is root:
                 continue
@@ -365,7 +369,7 @@ class _EmittedSizes:
         return self.b.select(cond, t, const_int(T.i64, 0))
 
 
-def _nest_layout(nest, frames, ops):
+def _nest_layout(nest, frames, ops) -> tuple[Any, dict] | None:
     """``(total bytes, {loop: offset of its region})`` of the nest array, or None.
 
     A hosted loop's trip count counts only when the loop runs (its parent's body runs on
@@ -376,7 +380,9 @@ def _nest_layout(nest, frames, ops):
     sized = {root: ops.root_trip(root)}
     if sized[root] is None:
         return None
-    entered, count, total, regions = {root: None}, {root: sized[root]}, None, {}
+    entered: dict = {root: None}
+    count, regions = {root: sized[root]}, {}
+    total: Any = None
     for lp in nest:
         if lp is not root:
             p = lp.host

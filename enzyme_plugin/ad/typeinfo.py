@@ -27,7 +27,7 @@ from .emit import alignof, sizeof, zero
 _ADDRESS = ("getelementptr", "bitcast", "addrspacecast")
 
 
-def field_offset(t: T.Type, k: int) -> int:
+def field_offset(t: T.StructType, k: int) -> int:
     """Byte offset of element ``k`` of struct ``t``."""
     off = 0
     for j, e in enumerate(t.elements or ()):
@@ -149,7 +149,9 @@ class _Base:
 def _scan(base) -> _Base:
     info = _Base()
     if isinstance(base, Instruction) and base.opcode == "alloca":
-        info.add(base.allocated_type, 0, sizeof(base.allocated_type))
+        t = base.allocated_type
+        if t is not None:
+            info.add(t, 0, sizeof(t))
     vt = getattr(base, "value_type", None)
     if vt is not None and getattr(base, "type", None) is not None and base.type.kind == "ptr":
         info.add(vt, 0, 0)
@@ -169,7 +171,7 @@ def _scan(base) -> _Base:
                     work.append((u, 0, 1))
                     continue
                 nc, ns, t = step
-                if t is not None and not (t.kind == "int" and t.bits <= 8):
+                if t is not None and not (isinstance(t, T.IntType) and t.bits <= 8):
                     info.add(t, nc, ns)
                 work.append((u, nc % ns if ns else nc, ns))
             elif op in ("bitcast", "addrspacecast"):
@@ -184,7 +186,7 @@ def _scan(base) -> _Base:
                     info.add(u.type, c, s)
             elif op == "store" and u.pointer_operand is v:
                 if not is_copy_store(u):
-                    info.add(u.value_operand.type, c, s)
+                    info.add(u.operands[0].type, c, s)
             elif op in ("atomicrmw", "cmpxchg") and u.pointer_operand is v:
                 info.add(u.operands[1].type, c, s)
             elif op == "call" and u.callee is not None and getattr(u.callee, "name", "").startswith(

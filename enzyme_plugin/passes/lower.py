@@ -33,6 +33,12 @@ def _is_array(t) -> bool:
             and t.elements[1].kind == "array")
 
 
+def _fields(t) -> tuple:
+    """The fields of an array struct (:func:`_is_array`)."""
+    assert isinstance(t, T.StructType) and t.elements is not None
+    return t.elements
+
+
 def _flat_types(t) -> list:
     if _is_array(t):
         n = t.elements[1].count
@@ -62,10 +68,11 @@ def _wrapper(model, f: Function) -> Function:
         if not _is_array(t):
             args.append(next(it))
             continue
-        n = t.elements[1].count
+        fields = _fields(t)
+        n = fields[1].count
         agg = b.insertvalue(constant(t, "poison"), next(it), 0)
         for field in (1, 2):
-            dims = constant(t.elements[field], "poison")
+            dims = constant(fields[field], "poison")
             for k in range(n):
                 dims = b.insertvalue(dims, next(it), k)
             agg = b.insertvalue(agg, dims, field)

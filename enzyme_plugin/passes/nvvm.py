@@ -60,8 +60,8 @@ def preserve(model, target_name: str) -> int:
             _rename(model, fn, INACTIVE_PREFIX + name)
         elif BARRIER.match(name):
             _rename(model, fn, BARRIER_PREFIX + name)
-        elif name.startswith(LIBDEVICE) and _libm(name) is not None:
-            _rename(model, fn, _libm(name))
+        elif name.startswith(LIBDEVICE) and (libm := _libm(name)) is not None:
+            _rename(model, fn, libm)
         else:
             continue
         n += 1

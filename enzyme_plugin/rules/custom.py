@@ -87,7 +87,7 @@ def _register_global(cg, kind: str, fn_ll, fns) -> None:
         return
     arr = ir.ArrayType(PTR, len(fns))
     g = ir.GlobalVariable(cg.mod.module, arr, name=name)
-    g.initializer = ir.Constant(arr, list(fns))
+    g.initializer = ir.Constant(arr, list(fns))  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def _augment(cg, fn_ll):

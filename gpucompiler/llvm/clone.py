@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from . import types as T
 from .instructions import DebugRecord, Instruction
 from .metadata import MDNode
 from .module import Function
@@ -16,8 +15,7 @@ def clone_function(fn: Function, new_name: str) -> Function:
     reach it (locations, scopes, variables) are duplicated too, since a
     subprogram may describe only one function.
     """
-    addrspace = fn.type.addrspace if isinstance(fn.type, T.PointerType) else 0
-    new = Function(new_name, fn.function_type, prefix=fn.prefix, addrspace=addrspace)
+    new = Function(new_name, fn.function_type, prefix=fn.prefix, addrspace=fn.addrspace)
     new.pre_attrs, new.attributes = fn.pre_attrs, list(fn.attributes)
     new.attribute_groups, new.post = list(fn.attribute_groups), list(fn.post)
     for op in fn.operands:

@@ -69,6 +69,12 @@ class GlobalValue(User):
     #: the module holding this value (set when it is added to one)
     module: Module | None
 
+    @property
+    def addrspace(self) -> int:
+        """The address space of this global's address."""
+        t = self.type
+        return t.addrspace if isinstance(t, T.PointerType) else 0
+
 
 class GlobalVariable(GlobalValue):
     """``@g = <prefix> global|constant <value_type> [init]<suffix>``."""

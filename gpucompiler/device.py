@@ -323,16 +323,16 @@ def _new_shared_name(cg) -> str:
 
 def _ptx_shared(cg, array_type):
     g = ir.GlobalVariable(cg.mod.module, array_type, name=_new_shared_name(cg), addrspace=3)
-    g.linkage, g.align = "internal", 16
-    g.initializer = ir.Constant(array_type, ir.Undefined)
+    g.linkage, g.align = "internal", 16  # pyright: ignore[reportAttributeAccessIssue]
+    g.initializer = ir.Constant(array_type, ir.Undefined)  # pyright: ignore[reportAttributeAccessIssue]
     return cg.b.addrspacecast(g, ir.PointerType())
 
 
 def _emu_shared(cg, array_type):
     # one global per kernel: the emulation runs one block at a time
     g = ir.GlobalVariable(cg.mod.module, array_type, name=_new_shared_name(cg))
-    g.linkage, g.align = "internal", 16
-    g.initializer = ir.Constant(array_type, None)
+    g.linkage, g.align = "internal", 16  # pyright: ignore[reportAttributeAccessIssue]
+    g.initializer = ir.Constant(array_type, None)  # pyright: ignore[reportAttributeAccessIssue]
     return g
 
 

@@ -44,7 +44,7 @@ _LOADED: dict = {}  # cache key -> (library, address): shared by every dispatche
 _BY_REPR = {repr(t): t for t in (*_CTYPES, T.none)}  # return types a dependency record can name
 
 
-def _ctype(t):
+def _ctype(t) -> Any:
     if isinstance(t, T.ArrayType):
         return ctypes.py_object
     if isinstance(t, T.TupleType):
@@ -143,13 +143,13 @@ class Dispatcher:
                                      "code cannot hand back to Python", (rt,), function=self.py_func.__qualname__,
                                      hint="return bool, int, float, a tuple of those or an array")
         restype = _ctype(rt) if rt != T.none else None
-        call = ctypes.PYFUNCTYPE(restype, *[_ctype(t) for t in argtypes])(address)
-        call._library = lib
+        native = ctypes.PYFUNCTYPE(restype, *[_ctype(t) for t in argtypes])(address)
+        native._library = lib  # pyright: ignore[reportAttributeAccessIssue]  (keeps the code loaded)
+        call: Callable[..., Any] = native
         ints = [(k, *_INT_RANGES[t]) for k, t in enumerate(argtypes) if t in _INT_RANGES]
         if ints:
-            checked = call
 
-            def call(*a, _call=checked, _ints=ints, _name=self.py_func.__qualname__):
+            def guarded(*a, _call=native, _ints=ints, _name=self.py_func.__qualname__):
                 for k, lo, hi in _ints:
                     if not lo <= a[k] <= hi:
                         raise OverflowError(f"argument {k + 1} of {_name} ({a[k]}) does not fit in "
@@ -174,7 +174,9 @@ class Dispatcher:
         return "\n\n".join(out)
 
     def _emit(self, kind, argtypes) -> str:
-        return pipeline.compile(self._job(tuple(argtypes)), emit=(kind,)).artifacts[kind]
+        text = pipeline.compile(self._job(tuple(argtypes)), emit=(kind,)).artifacts[kind]
+        assert isinstance(text, str), f"{kind} is text"
+        return text
 
     def inspect_llvm(self, *argtypes, stage: str | None = None) -> str:
         """The optimised LLVM IR for ``argtypes``; with ``stage``, the module after that stage.

@@ -51,7 +51,8 @@ def normalize_dims(value, what: str) -> tuple[int, int, int]:
     if (dims is None or not 1 <= len(dims) <= 3
             or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)):
         raise LaunchError(f"{what} must be a positive int or a tuple of 1 to 3 positive ints, got {value!r}")
-    return tuple(dims) + (1,) * (3 - len(dims))
+    padded = (*dims, 1, 1)
+    return padded[0], padded[1], padded[2]
 
 
 # -- source-level checks (same for every device) ----------------------------------------
@@ -230,11 +231,15 @@ class Kernel:
 
     def inspect_ptx(self, *argtypes, capability=(9, 0)) -> str:
         """The PTX of the specialisation for ``argtypes`` (types, or example arguments)."""
-        return self.compile_ptx(self._types(argtypes), capability)[0]
+        ptx = self.compile_ptx(self._types(argtypes), capability)[0]
+        assert isinstance(ptx, str)
+        return ptx
 
     def inspect_llvm(self, *argtypes, capability=(9, 0)) -> str:
         """The final LLVM IR (PTX target) of the specialisation for ``argtypes``."""
-        return pipeline.compile(self.job(self._types(argtypes), capability), ("llvm",)).artifacts["llvm"]
+        text = pipeline.compile(self.job(self._types(argtypes), capability), ("llvm",)).artifacts["llvm"]
+        assert isinstance(text, str)
+        return text
 
     def _types(self, argtypes) -> tuple:
         if all(isinstance(t, T.Type) for t in argtypes):
@@ -279,7 +284,8 @@ class Launch:
 
     def __init__(self, kernel: Kernel, grid, block, stream):
         self.kernel, self.grid, self.block, self.stream = kernel, grid, block, stream
-        self._hstream = self._launch = None
+        self._hstream = 0  # set with _launch on the first CUDA launch
+        self._launch = None
 
     def __call__(self, *args, **kwargs) -> None:
         launch = self._launch

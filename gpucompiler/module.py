@@ -45,6 +45,7 @@ class IRModule:
             return str(self._model)
         if self._ref is not None:
             return str(self._ref)
+        assert self._text is not None
         return self._text
 
     @property

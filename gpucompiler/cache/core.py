@@ -47,7 +47,9 @@ class CachedResult:
     def module(self):
         """The final module (parsed from the ``llvm`` artifact on first use after a hit)."""
         if self._module is None:
-            self._module = IRModule(self.artifacts["llvm"])
+            text = self.artifacts["llvm"]
+            assert isinstance(text, str), "LLVM IR is text"
+            self._module = IRModule(text)
         return self._module
 
     @property
@@ -98,15 +100,15 @@ class Cache:
                  memory: MemoryTier | None = None, service: CompileService | None = None, *,
                  shared: DiskTier | None = None, secret: bytes | None = None,
                  compiler: Compiler | None = None):
-        self.signer = Signer(secret) if secret else None
-        if (redis is not None or shared is not None) and self.signer is None:
+        signer = self.signer = Signer(secret) if secret else None
+        if (redis is not None or shared is not None) and signer is None:
             raise CacheError("a shared cache tier (Redis, a shared directory) needs the deployment's "
                              "secret, to sign and check its entries: set GPUC_CACHE_SECRET_FILE (a file "
                              "only you can read) or GPUC_CACHE_SECRET")
         self.memory = memory if memory is not None else MemoryTier()
         self.disk = disk
-        self.shared = SignedTier(shared, self.signer) if shared is not None else None
-        self.redis = SignedTier(redis, self.signer) if redis is not None else None
+        self.shared = SignedTier(shared, signer) if shared is not None and signer is not None else None
+        self.redis = SignedTier(redis, signer) if redis is not None and signer is not None else None
         self.tiers = tuple(t for t in (disk, self.shared, self.redis) if t is not None)
         self.service = service
         self.compiler = compiler

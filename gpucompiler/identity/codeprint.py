@@ -64,7 +64,7 @@ def _sources(root: str, package: bool):
 
 def _scan(root: str, package: bool) -> list[tuple[str, str]]:
     """``(relative path, path)`` of every source file, sorted."""
-    return sorted((rel, getattr(f, "path", f)) for rel, f in _sources(root, package))
+    return sorted((rel, f.path if isinstance(f, os.DirEntry) else f) for rel, f in _sources(root, package))
 
 
 def _stamp(root: str, package: bool) -> str:

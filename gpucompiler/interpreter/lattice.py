@@ -88,8 +88,9 @@ def const(value) -> Const:
     return Const(value, const_type(value))
 
 
-def widen(x):
-    """The type of an abstract value."""
+def widen(x) -> Any:
+    """The type of an abstract value (a ``types.Type``; typed ``Any`` because a rule's
+    signature, which a type checker does not see, says which kind of type it is)."""
     return x.type if isinstance(x, Const) else x
 
 

@@ -196,7 +196,7 @@ class CPULibrary:
         as long as the callable is reachable.
         """
         fn = ctypes.CFUNCTYPE(restype, *argtypes)(self.address(name))
-        fn._gpuc_library = self  # keeps the JIT dylib alive
+        fn._gpuc_library = self  # pyright: ignore[reportAttributeAccessIssue]  (keeps the JIT dylib alive)
         return fn
 
 

@@ -46,6 +46,7 @@ import ctypes
 import re
 import struct
 import threading
+from typing import Any
 import warnings
 
 import numpy as np
@@ -102,7 +103,7 @@ def ensure_device_heap(d, ctx: int) -> None:
 def _driver():
     """The ``cuda.bindings.driver`` module (``cuda.cuda`` on cuda-python < 12.6)."""
     try:
-        from cuda.bindings import driver
+        from cuda.bindings import driver  # pyright: ignore[reportMissingImports]  (the optional cuda extra)
     except ImportError:
         try:
             from cuda import cuda as driver  # type: ignore[no-redef]
@@ -113,7 +114,7 @@ def _driver():
     return driver
 
 
-def check(result, call: str = ""):
+def check(result, call: str = "") -> Any:
     """Unpack a ``(CUresult, *values)`` tuple; raise :class:`CudaError` unless it is success."""
     err, rest = (result[0], result[1:]) if isinstance(result, tuple) else (result, ())
     code = int(err)
@@ -196,7 +197,8 @@ def stream_handle(stream) -> int:
         return stream
     proto = getattr(stream, "__cuda_stream__", None)
     if proto is not None:
-        return int((proto() if callable(proto) else proto)[1])
+        value: Any = proto() if callable(proto) else proto
+        return int(value[1])
     for attr in ("ptr", "cuda_stream", "handle"):
         value = getattr(stream, attr, None)
         if value is not None:
@@ -261,6 +263,7 @@ def marshal(args, alloc=None):
             t = cuda_array_type(cai)
             if t is None:
                 argument_type(a, f"#{k}")  # raises the typed error
+            assert t is not None
             shape = tuple(cai["shape"])
             strides = cai.get("strides") or _c_strides(shape, t.dtype.itemsize)
             types.append(t)
@@ -273,6 +276,7 @@ def marshal(args, alloc=None):
             staged = np.ascontiguousarray(a)
             t = T.ArrayType(t.dtype, t.ndim, "C", t.readonly)
             types[-1] = t
+            assert alloc is not None, "NumPy arrays are staged through alloc"
             dptr = alloc(staged.nbytes) if staged.nbytes else 0
             copies.append(_Copy(a, staged, dptr, staged.nbytes))
             buffers.append(array_param(dptr, staged.shape, staged.strides))

@@ -60,12 +60,16 @@ class CompileContext:
 
     def dump(self, stage: str, suffix: str, text: str | None = None) -> None:
         """Write the IR (or ``text``) to ``<dump_dir>/<job>.<nn>.<stage>.<suffix>.ll`` when dumping."""
-        if self.settings.dump_dir is None or (text is None and self.module is None):
+        if self.settings.dump_dir is None:
             return
+        if text is None:
+            if self.module is None:
+                return
+            text = self.module.text
         self.settings.dump_dir.mkdir(parents=True, exist_ok=True)
         name = re.sub(r"[^\w.-]", "_", self.job.name)
         path = self.settings.dump_dir / f"{name}.{STAGE_INDEX[stage]:02d}.{stage}.{suffix}.ll"
-        path.write_text(self.module.text if text is None else text)
+        path.write_text(text)
 
 
 @contextmanager

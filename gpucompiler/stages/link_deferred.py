@@ -29,6 +29,7 @@ import attrs
 from ..errors import CompileError
 from ..interpreter.deferred import JOB_GLOBAL_PREFIX, LOOKUP, resolve
 from ..job import CompilerJob
+from ..llvm import Instruction
 from ..module import IRModule
 from ..source.deferred import DeferredSpec
 from . import irgen
@@ -54,10 +55,12 @@ def lookups(module: IRModule) -> list[str]:
     ids = []
     for use in model.functions[LOOKUP].uses:
         call = use.user
-        arg = call.args[0] if getattr(call, "args", None) else None
+        arg = call.args[0] if isinstance(call, Instruction) and call.args else None
         name = getattr(arg, "name", "") or ""
         if not name.startswith(JOB_GLOBAL_PREFIX):
-            raise CompileError(f"stage link_deferred: @{LOOKUP} in @{call.function.name} must take a "
+            fn = call.function if isinstance(call, Instruction) else None
+            where = fn.name if fn is not None else "a constant"
+            raise CompileError(f"stage link_deferred: @{LOOKUP} in @{where} must take a "
                                f'@"{JOB_GLOBAL_PREFIX}<id>" constant, got {arg!r}')
         ids.append(name[len(JOB_GLOBAL_PREFIX):])
     return list(dict.fromkeys(ids))
@@ -105,6 +108,7 @@ def replace_lookups(module: IRModule, names: dict[str, str]) -> None:
     lookup = model.functions[LOOKUP]
     for use in list(lookup.uses):
         call = use.user
+        assert isinstance(call, Instruction), "gpuc.lookup is only called"
         job_id = call.args[0].name[len(JOB_GLOBAL_PREFIX):]
         call.replace_all_uses_with(model.functions[names[job_id]])
         call.erase()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 import llvmlite.binding as llvm
 
@@ -11,6 +13,11 @@ from .base import Target
 from .libdevice import PREFIX, libdevice_digest, libdevice_functions, link_libdevice
 from .native import cached_target_machine, emit_with
 from .validation import ALLOCATION_FUNCTIONS, ModuleFacts
+
+
+def _capability(value: Iterable[int]) -> tuple[int, int]:
+    major, minor = value
+    return major, minor
 
 TRIPLE = "nvptx64-nvidia-cuda"
 
@@ -46,7 +53,7 @@ class PTXTarget(Target):
 
     name = "ptx"
 
-    capability: tuple[int, int] = attrs.field(default=(9, 0), converter=tuple)
+    capability: tuple[int, int] = attrs.field(default=(9, 0), converter=_capability)
     ptx_version: int | None = None
     fastmath: bool = False
     maxregs: int | None = None
@@ -61,7 +68,7 @@ class PTXTarget(Target):
 
     def isa_version(self) -> int:
         """The PTX ISA version, e.g. 78 for ``.version 7.8``."""
-        lowest = MIN_PTX_VERSION.get(tuple(self.capability))
+        lowest = MIN_PTX_VERSION.get(self.capability)
         version = self.ptx_version if self.ptx_version is not None else lowest
         if version is None:
             raise ConfigError(

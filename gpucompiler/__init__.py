@@ -1,6 +1,6 @@
 """gpucompiler: Python and LLVM IR to the host CPU and NVIDIA PTX through a staged plugin pipeline."""
 
-from .version import __version__  # noqa: E402
+from .version import __version__ as __version__
 
 from .config import CompilerConfig  # noqa: E402
 from .errors import ErrorModel, GPUCompilerError  # noqa: E402

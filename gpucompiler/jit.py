@@ -31,9 +31,9 @@ from .source.spec import FunctionSpec, deps_valid
 from .targets import NativeTarget
 
 # imported with the package, not at the first call: a first call served from the cache costs ~1 ms
-from . import identity as _keys  # noqa: E402
-from .cached import compile_cached  # noqa: E402
-from .runtime.cpu import CPULibrary, prepare as prepare_loader  # noqa: E402
+from . import identity as _keys
+from .cached import compile_cached
+from .runtime.cpu import CPULibrary, prepare as prepare_loader
 
 _CTYPES = {T.boolean: ctypes.c_bool, T.int32: ctypes.c_int32, T.int64: ctypes.c_int64,
            T.float32: ctypes.c_float, T.float64: ctypes.c_double}
@@ -136,7 +136,7 @@ class Dispatcher:
         lib, address = loaded
         rt = _BY_REPR.get(spec.verified_restype(job) or "")
         if rt is None:
-            interp, frame = spec.infer("native", self.plugins, True)
+            _, frame = spec.infer("native", self.plugins, True)
             rt = frame.rettype.type if hasattr(frame.rettype, "type") else frame.rettype
         if rt != T.none and _ctype(rt) is None:
             raise TypeInferenceError(f"{self.py_func.__qualname__} returns a value of type {rt}, which compiled "

@@ -48,7 +48,7 @@ def _make_specs() -> type:
         exec(f"def {name}({', '.join(args)}): pass", namespace)  # a signature pluggy can inspect
         return _hookspec(namespace[name])
 
-    table = {hook_spec_name(p): HOOK_ARGS for p in HOOK_POINTS}
+    table: dict[str, tuple[str, ...]] = {hook_spec_name(p): HOOK_ARGS for p in HOOK_POINTS}
     table.update({"gpuc_" + e: args for e, args in EVENTS.items()})
     return type("HookSpecs", (), {n: staticmethod(spec(a, n)) for n, a in table.items()})
 
@@ -163,10 +163,11 @@ def register(plugin: Any, *, replace: bool = False) -> Any:
     """
     manager = _registry()
     instance = plugin() if inspect.isclass(plugin) else plugin
-    old = manager.get_plugin(getattr(instance, "name", None) or "")
+    name = getattr(instance, "name", None) or ""
+    old = manager.get_plugin(name)
     if old is not None:
         if not replace:
-            raise ConfigError(f"a plugin named {instance.name!r} is already registered; pass replace=True")
+            raise ConfigError(f"a plugin named {name!r} is already registered; pass replace=True")
         manager.unregister(old)
     manager.register(instance)
     return instance

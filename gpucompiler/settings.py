@@ -151,12 +151,12 @@ class CacheSettings:
     """``GPUC_CACHE_LOCK_LEASE``: seconds a dead holder of the fleet's compile lock keeps it."""
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "CacheSettings":
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> CacheSettings:
         """The settings for ``environ``; parsed once per set of values (a fresh process's hit path)."""
         return _cache_settings(tuple(map(environ.get, _CACHE_VARS)))
 
     @classmethod
-    def parse(cls, environ: Mapping[str, str]) -> "CacheSettings":
+    def parse(cls, environ: Mapping[str, str]) -> CacheSettings:
         off = environ.get("GPUC_CACHE", "").lower() in ("0", "off", "no", "false")
         url = environ.get("GPUC_CACHE_URL") or None
         if url and not url.startswith(("redis://", "rediss://", "unix://")):
@@ -194,7 +194,7 @@ class CompileSettings:
     """``GPUC_DUMP_DIR``: write ``<job>.<nn>.<stage>.{before,after}.ll`` for every stage."""
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "CompileSettings":
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> CompileSettings:
         dump = environ.get("GPUC_DUMP_DIR")
         return cls(dump_dir=Path(dump) if dump else None)
 
@@ -218,7 +218,7 @@ class ToolchainSettings:
     """``CUDA_HOME``, ``CUDA_PATH``, ``CUDA_ROOT`` (those set, in this order)."""
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "ToolchainSettings":
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> ToolchainSettings:
         roots = tuple(Path(environ[v]) for v in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT") if environ.get(v))
         return cls(environ.get("GPUC_PTXAS") or None, environ.get("GPUC_LIBDEVICE") or None, roots)
 
@@ -236,7 +236,7 @@ class RuntimeSettings:
     """``GPUC_DEVICE_HEAP``: the device heap limit (bytes) for kernels that call malloc."""
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "RuntimeSettings":
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> RuntimeSettings:
         raw = environ.get("GPUC_DEVICE_HEAP")
         if not raw:
             return cls()

@@ -190,9 +190,9 @@ class Activity:
                 return "shadow" if self._any_varied(inst.args) else None
             return None
         if not is_float_like(t):
-            if t.kind == "struct" and op in ("call", "insertvalue", "extractvalue", "load", "phi", "select"):
-                if self._any_varied(inst.operands) and has_float(t):
-                    return "active"
+            if (t.kind == "struct" and op in ("call", "insertvalue", "extractvalue", "load", "phi", "select")
+                    and self._any_varied(inst.operands) and has_float(t)):
+                return "active"
             return None
         if op in ("sitofp", "uitofp"):
             return None

@@ -21,9 +21,9 @@ def has_float(t: T.Type) -> bool:
     """Whether a value of type ``t`` holds a float anywhere (scalar, vector or aggregate member)."""
     if t.kind == "float":
         return True
-    if t.kind in ("vector", "array"):
+    if isinstance(t, (T.VectorType, T.ArrayType)):
         return has_float(t.element)
-    if t.kind == "struct":
+    if isinstance(t, T.StructType):
         return any(has_float(e) for e in t.elements or ())
     return False
 
@@ -38,9 +38,9 @@ def float_leaves(t: T.Type, path: tuple = ()) -> list[tuple[tuple[int, ...], T.T
     """The index paths of the float (or float vector) members of aggregate type ``t``."""
     if is_float_like(t):
         return [(path, t)]
-    if t.kind == "struct":
+    if isinstance(t, T.StructType):
         return [leaf for k, e in enumerate(t.elements or ()) for leaf in float_leaves(e, path + (k,))]
-    if t.kind == "array":
+    if isinstance(t, T.ArrayType):
         return [leaf for k in range(t.count) for leaf in float_leaves(t.element, path + (k,))]
     return []
 

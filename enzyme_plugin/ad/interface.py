@@ -13,7 +13,7 @@ an integer is constant.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 import attrs
 

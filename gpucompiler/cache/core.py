@@ -15,7 +15,8 @@ import os
 import time
 import warnings
 from collections import Counter
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -84,7 +85,7 @@ Compiler = Callable[[Any, tuple[str, ...]], Any]
 class CompileService(Protocol):
     """What the cache needs of a compile service client (:class:`gpucompiler.service.client.ServiceClient`)."""
 
-    def compile(self, job: Any, emit: Sequence[str]) -> "CachedResult": ...
+    def compile(self, job: Any, emit: Sequence[str]) -> CachedResult: ...
 
 
 class Cache:

@@ -57,7 +57,7 @@ Number = ("number",)
 Any_ = ("any",)
 
 
-def _matches(pattern, t) -> bool:
+def _matches(pattern: Any, t) -> bool:
     w = widen(t)
     if isinstance(pattern, T.Type):
         return w == pattern
@@ -73,6 +73,7 @@ def _matches(pattern, t) -> bool:
             return isinstance(w, T.Scalar) and w.kind == pattern[1]
         if tag == "const":
             return isinstance(t, Const)
+    assert callable(pattern), f"rule pattern {pattern!r}"
     return bool(pattern(t))
 
 

@@ -354,5 +354,5 @@ __all__ = ["Builder", "Function"]
 def _member(t: T.Type, path) -> T.Type:
     """The type at ``path`` inside aggregate type ``t``."""
     for k in path:
-        t = t.elements[k] if t.kind == "struct" else t.element
+        t = t.elements[k] if isinstance(t, T.StructType) and t.elements else _element(t)
     return t

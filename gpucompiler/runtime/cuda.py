@@ -128,7 +128,7 @@ def check(result, call: str = "") -> Any:
             e, raw = d.cuGetErrorString(err)
             if int(e) == 0 and raw:
                 message = raw.decode() if isinstance(raw, bytes) else str(raw)
-        except Exception:  # noqa: BLE001 - naming the error must not hide it
+        except Exception:
             pass
         if code in _TRAP_CODES and _heap_checked:
             heap = settings().device_heap
@@ -152,7 +152,7 @@ def current_context() -> int:
             if not _state["init"]:
                 try:
                     result = d.cuInit(0)
-                except Exception as exc:  # noqa: BLE001 - e.g. libcuda.so missing
+                except Exception as exc:
                     raise ToolchainError(f"the CUDA driver could not be loaded ({type(exc).__name__}: "
                                          f"{exc}); use k[grid, block, 'cpu'] for the CPU grid "
                                          "emulation") from exc
@@ -217,7 +217,7 @@ def load_function(kernel, argtypes, ctx: int):
     hit = _functions.get(key)
     if hit is None:
         d = _driver()
-        ptx, job = kernel.compile_ptx(argtypes, capability(ctx))
+        ptx, _ = kernel.compile_ptx(argtypes, capability(ctx))
         if calls_malloc(ptx):
             ensure_device_heap(d, ctx)
         module = check(d.cuModuleLoadData(ptx.encode() + b"\0"), "cuModuleLoadData")
@@ -371,7 +371,7 @@ class Launcher:
         else:  # another thread is launching this signature: private buffers
             buffer = ctypes.create_string_buffer(self.packer.size + 8)
             self.packer.pack_into(buffer, 0, *values)
-            base, offsets, at = ctypes.addressof(buffer), [], 0
+            base, offsets = ctypes.addressof(buffer), []
             for addr in self.params:
                 offsets.append(base + (addr - ctypes.addressof(self.buffer)))
             params = (ctypes.c_void_p * len(offsets))(*offsets)

@@ -53,12 +53,14 @@ def compile_body(body: bytes) -> tuple[int, bytes]:
     """``(200, entry bytes)`` or ``(status, JSON error)`` for one request body."""
     if _cache is None:
         init(None, 0, None)
+    cache = _cache
+    assert cache is not None
     try:
         job, emit = parse_request(json.loads(body))
         problems = serialisation_errors(job.source.ir_text)
         if problems:
             raise UnserialisableIRError(problems, job.name)
-        result = _cache.compile(job, emit)
+        result = cache.compile(job, emit)
         return 200, Entry(result.key, {}, result.artifacts, {**result.meta, "origin": result.origin}).encode()
     except GPUCompilerError as exc:
         status = getattr(exc, "status", None) or 422

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import attrs
 

@@ -65,7 +65,8 @@ def test_forged_entry_in_a_shared_directory_is_refused_recompiled_and_not_writte
     res = assert_refused_and_recompiled(Cache(private, shared=shared, secret=SECRET, compiler=compile_job), 100)
     mine = decode(private.get(key), "check", expect_key=key)  # the private copy is ours, not the forgery
     assert mine.artifacts["obj"] == res.artifacts["obj"]
-    again = Cache(DiskTier(tmp_path / "other-machine"), shared=shared, secret=SECRET, compiler=compile_job).compile(jobs.job(100), ("obj",))
+    other = Cache(DiskTier(tmp_path / "other-machine"), shared=shared, secret=SECRET, compiler=compile_job)
+    again = other.compile(jobs.job(100), ("obj",))
     assert again.origin == "shared"  # the republished entry is signed and served
     assert jobs.run(again, 100) == pytest.approx(jobs.expected(100), rel=1e-12)
 

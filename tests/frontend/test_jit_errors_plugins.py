@@ -16,7 +16,6 @@ from gpucompiler.errors import (ArgumentTypeError, RuleConflictError, TypeInfere
                                 UnsupportedError)
 from gpucompiler.source.spec import FunctionSpec
 from gpucompiler.interpreter import Float, RuleSet
-from gpucompiler.identity import job_key
 from gpucompiler.job import CompilerJob
 from gpucompiler.targets import NativeTarget, PTXTarget
 

@@ -32,7 +32,9 @@ def _binary(fn, sig, restype, int_op=None, float_op=None, lower=None):
         a, b = (cg.cast(v, widen(at), t) for v, at in zip(args, argtypes))
         if lower is not None:
             return lower(cg, a, b, t)
-        return getattr(cg.b, float_op if t.kind == "f" else int_op)(a, b)
+        op = float_op if t.kind == "f" else int_op
+        assert op is not None, f"no instruction for {t}"
+        return getattr(cg.b, op)(a, b)
     base.define(fn, *sig, restype=restype)(lower_)
 
 

@@ -4,5 +4,6 @@ from .deferred import TypedCallee, job_global
 from .function import FunctionCodegen
 from .lltypes import PTR, ll
 from .module import ModuleCodegen, spec_name
+from .options import ErrorPolicy
 
 __all__ = ["FunctionCodegen", "ModuleCodegen", "PTR", "TypedCallee", "job_global", "ll", "spec_name"]

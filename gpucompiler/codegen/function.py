@@ -25,6 +25,7 @@ from ..frontend.ir import Branch, Jump, Return
 from ..interpreter.lattice import BOTTOM, Const, const, pyobj, widen
 from .deferred import lower_deferred
 from .lltypes import I64, PTR, STATUS, has_value, ll
+from .options import ErrorPolicy
 
 _INT_SUFFIX: dict[T.Type, str] = {T.float32: "f32", T.float64: "f64"}
 _LIKELY = [1 << 20, 1]  # branch weights: the first successor is taken, the second is cold
@@ -204,10 +205,10 @@ class FunctionCodegen:
         ok = self.b.icmp_unsigned("<", index, size)
         how = self.mod.on_error
         stops = self.mod.status or self.slot is not None  # else only a trap keeps memory safe
-        if how == "python" and self.mod.python_errors and stops:
+        if how is ErrorPolicy.PYTHON and self.mod.python_errors and stops:
             message = f"index %lld is out of bounds for axis {axis} with size %lld"
             self._unless(ok, lambda: self._set_python_error("IndexError", message, (original, size)))
-        elif how == "emulation" and stops:
+        elif how is ErrorPolicy.EMULATION and stops:
             report = self.mod.declare(_EMU_INDEX_ERROR, ir.VoidType(), [I64, I64, I64, PTR])
             where = self.mod.cstring(self._where())
             self._unless(ok, lambda: self.b.call(report, [original, ir.Constant(I64, axis), size, where]))

@@ -12,6 +12,7 @@ from ..errors import ErrorModel
 from ..interpreter.lattice import pyobj, widen
 from .function import FunctionCodegen
 from .lltypes import PTR, has_value, ll, status_type
+from .options import ErrorPolicy
 
 
 def spec_name(frame) -> str:
@@ -30,8 +31,8 @@ class ModuleCodegen:
                  error_model: ErrorModel = ErrorModel.PYTHON):
         """``status``: every function also returns a failure flag (see :func:`status_type`);
         ``boundscheck``: array indices are checked; ``on_error`` says how a failed
-        index check reports: ``"python"`` (an ``IndexError`` is set), ``"trap"``
-        (``llvm.trap``) or ``"emulation"`` (the CPU grid emulation's callback).
+        index check reports (:class:`ErrorPolicy`): an ``IndexError`` is set, ``llvm.trap``,
+        or the CPU grid emulation's callback.
         ``error_slot`` (instead of a status, for code a plugin transforms and
         that must keep plain signatures, such as a differentiated function):
         every function takes a leading ``ptr`` to an ``i8`` slot; a failed check

@@ -48,7 +48,7 @@ import llvmlite.binding as llvm
 
 from .. import types as T
 from ..cached import compile_cached
-from ..codegen import ModuleCodegen
+from ..codegen import ErrorPolicy, ModuleCodegen
 from ..codegen.lltypes import has_value, ll
 from ..config import CompilerConfig
 from ..device import GridEmulationPlugin

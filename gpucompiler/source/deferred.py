@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from ..codegen import ModuleCodegen
+from ..codegen import ErrorPolicy, ModuleCodegen
 from ..device import GridEmulationPlugin
 from ..errors import ErrorModel, TypeInferenceError
 from ..interpreter import BOTTOM, Interpreter
@@ -72,7 +72,8 @@ def nested_checks(deferred: DeferredJob, config) -> dict:
     """
     boundscheck = bool(config.param("boundscheck", False))
     emulated = GridEmulationPlugin.name in config.plugins
-    on_error = "python" if deferred.python_errors else "emulation" if emulated else "trap"
+    on_error = (ErrorPolicy.PYTHON if deferred.python_errors
+                else ErrorPolicy.EMULATION if emulated else ErrorPolicy.TRAP)
     parent_stops = deferred.python_errors or (emulated and boundscheck)
     return {"boundscheck": boundscheck, "on_error": on_error,
             "error_model": config.param("error_model", ErrorModel.PYTHON),

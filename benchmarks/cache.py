@@ -255,7 +255,8 @@ def main() -> None:
     pc, ph = "kernel+autodiff cold: PTX (fresh process)", "kernel+autodiff disk hit: PTX (fresh process)"
     out["speedups"] = {"llvm_ir_job": rows["cold compile"] / disk,
                        "kernel_autodiff_launch": rows[kc] / rows[kh], "kernel_autodiff_ptx": rows[pc] / rows[ph],
-                       "jit": rows["@jit cold first call (fresh process)"] / rows["@jit disk-hit first call (fresh process)"]}
+                       "jit": (rows["@jit cold first call (fresh process)"]
+                               / rows["@jit disk-hit first call (fresh process)"])}
     out["goals"] = {"disk_hit_ms<=2": disk <= 2.0,
                     "disk_hit_speedup>=20 (LLVM IR job)": out["speedups"]["llvm_ir_job"] >= 20,
                     "disk_hit_speedup>=20 (@jit)": out["speedups"]["jit"] >= 20,

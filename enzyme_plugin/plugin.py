@@ -60,7 +60,7 @@ class EnzymePlugin(gp.Plugin):
 
     @gp.callback("pre_ad", markers=AD_MARKERS)
     def preserve_nvvm(self, job, module):
-        nvvm.preserve(module.model, job.target.name)
+        nvvm.preserve(module.model, job.target)
 
     @gp.callback("ad", markers=AD_MARKERS)
     def differentiate(self, job, module, state: EnzymeJobState):
@@ -72,7 +72,7 @@ class EnzymePlugin(gp.Plugin):
         if not state.ran_ad:
             return
         model = module.model
-        nvvm.restore(model, job.target.name)
+        nvvm.restore(model, job.target)
         noinline.restore(model)
         for name in lower.ENZYME_MARKERS.values():
             g = model.globals.get(name)

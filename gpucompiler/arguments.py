@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+from typing import NoReturn
 
 from . import types as T
 from .errors import ArgumentBindingError, ArgumentTypeError
@@ -62,7 +63,7 @@ class Binder:
         return self.bind(args, kwargs)
 
 
-def _refuse(value, name: str, function: str, hint: str = _HINT):
+def _refuse(value, name: str, function: str, hint: str = _HINT) -> NoReturn:
     dtype = getattr(value, "dtype", None)
     shown = type(value).__name__ + (f" of dtype {dtype}" if dtype is not None else "")
     raise ArgumentTypeError(name, shown, function=function, hint=hint)

@@ -10,7 +10,8 @@ and ``reports``. Settings come from the environment
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from . import pipeline
 from .cache.core import Cache, CachedResult, private_disk

@@ -349,7 +349,7 @@ def _emu_barrier(cg):
     cg.b.call(fn, [ir.Constant(_I64, count)])
 
 
-KERNEL_RULES_PTX = register(RuleSet("base.kernel.ptx", target="ptx"))
+KERNEL_RULES_PTX = register(RuleSet("base.kernel.ptx", target="ptx", builtin=True))
 """The PTX overlay of the device intrinsics (used by every PTX job)."""
 _add_rules(KERNEL_RULES_PTX, lambda cg, reg, axis: _ptx_register(cg, reg.register_name, axis),
            _ptx_barrier, _ptx_shared, _ptx_shuffle_down)

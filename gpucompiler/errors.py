@@ -117,7 +117,7 @@ class PluginError(GPUCompilerError):
             f"{f' on a call in {function}' if function else ''}): {type(cause).__name__}: {cause}"
         )
 
-    def located(self, loc, function: str = "") -> "PluginError":
+    def located(self, loc, function: str = "") -> PluginError:
         """This error at the user's source location ``loc`` (``(file, line, col)``)."""
         return PluginError(self.plugin, self.stage, self.callback, self.cause, loc, function)
 
@@ -138,15 +138,38 @@ class CompileError(GPUCompilerError):
     """A stage of the pipeline failed for a reason that is not a plugin's fault."""
 
 
+class ErrorKind(str, enum.Enum):
+    """What validation (and the kernel checks) found; a ``str`` so that it prints and
+    serialises as its name."""
+
+    UNKNOWN_FUNCTION = "UNKNOWN_FUNCTION"
+    """a call to a function that is neither defined nor provided by the target"""
+    RECURSION = "RECURSION"
+    """a call graph cycle on a target without recursion"""
+    DYNAMIC_ALLOCATION = "DYNAMIC_ALLOCATION"
+    """heap allocation where the target has none"""
+    POINTER_CONSTANT = "POINTER_CONSTANT"
+    """a runtime address baked into the IR (not cacheable, not portable)"""
+    PROCESS_SYMBOL = "PROCESS_SYMBOL"
+    """a reference to a symbol of this process (not cacheable)"""
+    SCALABLE_VECTOR = "SCALABLE_VECTOR"
+    """a scalable vector type, which LLVM aborts on for these targets"""
+    RETURN_VALUE = "RETURN_VALUE"
+    """a kernel that returns a value"""
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class InvalidIRError(CompileError):
     """Validation found IR the target cannot run.
 
-    ``errors`` holds ``(kind, message)`` pairs, e.g. ``("UNKNOWN_FUNCTION",
+    ``errors`` holds ``(kind, message)`` pairs, e.g. ``(ErrorKind.UNKNOWN_FUNCTION,
     "call to undefined @foo in @kernel")``; all of them are collected before
     raising once.
     """
 
-    def __init__(self, errors: list[tuple[str, str]], job_name: str = ""):
+    def __init__(self, errors: list[tuple[ErrorKind, str]], job_name: str = ""):
         self.errors = list(errors)
         head = f"invalid IR for {job_name}" if job_name else "invalid IR"
         lines = [f"  [{kind}] {msg}" for kind, msg in self.errors]
@@ -299,7 +322,7 @@ class KernelError(SourceError):
     ``ARGUMENT`` (an argument a kernel cannot take).
     """
 
-    def __init__(self, kind: str, message: str, loc=None, function: str = "", hint: str = ""):
+    def __init__(self, kind: ErrorKind, message: str, loc=None, function: str = "", hint: str = ""):
         self.kind = kind
         super().__init__(f"[{kind}] {message}", loc, function, hint)
 

@@ -33,7 +33,8 @@ A plugin may be any object with these attributes (plain classes work);
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable, Iterable
 
 import attrs
 import pluggy
@@ -104,22 +105,22 @@ class Plugin:
     """Identity (required): an identifier; ``CompilerConfig.plugins`` enables the plugin by it."""
     version: ClassVar[str] = "0"
     """Part of the key of every job that enables the plugin: bump it when the output changes."""
-    rules: "RuleSet | None" = None
+    rules: RuleSet | None = None
     """Interpreter rules used in the jobs that enable the plugin (a rule set with a target: there only)."""
 
     def cache_settings(self) -> Any:
         """JSON data describing options that change the plugin's output (part of job keys); None: none."""
         return None
 
-    def new_state(self, job: "CompilerJob") -> Any:
+    def new_state(self, job: CompilerJob) -> Any:
         """The plugin's state for one compile of ``job``, made when it starts; callbacks taking ``state`` get it."""
         return None
 
-    def report(self, job: "CompilerJob") -> Any:
+    def report(self, job: CompilerJob) -> Any:
         """A result to put in ``CompileResult.reports[self.name]`` after ``job``; None for none."""
         return None
 
-    def add_commands(self, subparsers: "argparse._SubParsersAction") -> None:
+    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:
         """Add ``gpuc`` subcommands (``subparsers.add_parser(...)``, setting ``func``); default: none."""
         return None
 

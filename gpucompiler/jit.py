@@ -15,6 +15,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import re
+from collections.abc import Callable
+from typing import Any
 import tempfile
 from pathlib import Path
 
@@ -136,7 +138,7 @@ class Dispatcher:
         lib, address = loaded
         rt = _BY_REPR.get(spec.verified_restype(job) or "")
         if rt is None:
-            _, frame = spec.infer("native", self.plugins, True)
+            _, frame = spec.infer(NativeTarget(), self.plugins, True)
             rt = frame.rettype.type if hasattr(frame.rettype, "type") else frame.rettype
         if rt != T.none and _ctype(rt) is None:
             raise TypeInferenceError(f"{self.py_func.__qualname__} returns a value of type {rt}, which compiled "
@@ -155,7 +157,9 @@ class Dispatcher:
                         raise OverflowError(f"argument {k + 1} of {_name} ({a[k]}) does not fit in "
                                             f"{argtypes[k]}")
                 return _call(*a)
-        entry = _Entry(call, tuple(spec.dependencies("native", self.plugins, True)), spec, job)
+
+            call = guarded
+        entry = _Entry(call, tuple(spec.dependencies(NativeTarget(), self.plugins, True)), spec, job)
         self._entries[argtypes] = entry
         return entry
 
@@ -165,7 +169,7 @@ class Dispatcher:
     # -- inspection ---------------------------------------------------------
     def inspect_ir(self, *argtypes) -> str:
         """The typed SSA IR of the specialization for ``argtypes`` and of its callees."""
-        interp, frame = FunctionSpec(self.py_func, argtypes).infer("native", self.plugins, True)
+        interp, frame = FunctionSpec(self.py_func, argtypes).infer(NativeTarget(), self.plugins, True)
         frames = [frame] + [f for f in interp.done.values() if f is not frame]
         out = []
         for f in frames:

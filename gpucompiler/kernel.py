@@ -58,13 +58,13 @@ def normalize_dims(value, what: str) -> tuple[int, int, int]:
 # -- source-level checks (same for every device) ----------------------------------------
 def check_kernel(spec: FunctionSpec, plugins=()) -> None:
     """Kernel rules on the typed IR (PTX target): no return value, no recursion."""
-    _, frame = spec.infer("ptx", tuple(plugins))
+    _, frame = spec.infer(PTXTarget(), tuple(plugins))
     name = frame.ir.name
     if widen(frame.rettype) != T.none:
         loc = next((frame.where(bl.term) for bl in frame.ir.blocks
                     if isinstance(bl.term, Return) and frame.executable(bl)
                     and widen(frame.typeof(bl.term.value)) != T.none), (frame.ir.filename, frame.ir.line, 0))
-        raise KernelError("RETURN_VALUE", f"a kernel returns nothing, this one returns "
+        raise KernelError(ErrorKind.RETURN_VALUE, f"a kernel returns nothing, this one returns "
                                           f"{widen(frame.rettype)!r}", loc, name,
                           "write results into an array argument")
     _check_recursion(frame)
@@ -80,7 +80,7 @@ def _check_recursion(entry) -> None:
             if callee is None:
                 continue
             if state.get(callee) == 1:
-                raise KernelError("RECURSION", f"{callee.ir.name} is called recursively",
+                raise KernelError(ErrorKind.RECURSION, f"{callee.ir.name} is called recursively",
                                   frame.where(inst), frame.ir.name,
                                   "GPU kernels cannot recurse: rewrite the recursion as a loop")
             if callee not in state:
@@ -225,7 +225,7 @@ class Kernel:
         if hit is None:
             job = self.job(argtypes, capability, checked=False)
             result = compile_cached(job, ("asm",), check=self._check)
-            self._deps.extend(job.source.dependencies("ptx", job.config.plugins))
+            self._deps.extend(job.source.dependencies(job.target, job.config.plugins))
             hit = self._ptx[key] = (result.artifacts["asm"], job)
         return hit
 

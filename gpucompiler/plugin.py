@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import inspect
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 import attrs
 import pluggy

@@ -20,8 +20,24 @@ from .emit import has_float, is_float_like
 if TYPE_CHECKING:
     from .typeinfo import MemoryTypes
 
-#: argument kinds: no derivative / pointer with a shadow / active scalar
-CONST, DUP, OUT = "const", "dup", "out"
+class ArgKind(enum.Enum):
+    """How a differentiated function takes one argument (Enzyme's ``enzyme_const`` /
+    ``enzyme_dup`` / ``enzyme_out``)."""
+
+    CONST = "const"
+    """no derivative"""
+    DUP = "dup"
+    """a pointer with a shadow (the derivative lives in the shadow's memory)"""
+    OUT = "out"
+    """an active scalar (its adjoint is returned)"""
+
+    @property
+    def letter(self) -> str:
+        """One letter for generated names: ``c``, ``d``, ``o``."""
+        return self.value[0]
+
+
+CONST, DUP, OUT = ArgKind.CONST, ArgKind.DUP, ArgKind.OUT
 
 ALLOCATORS = frozenset(("malloc", "calloc", "realloc", "_Znwm", "_Znam"))
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from gpucompiler.llvm import types as T
 
-from .analysis import CONST, DUP, OUT, callee_name, memory_type
-from .emit import is_float_like, zero
+from .analysis import CONST, DUP, OUT, ArgKind, callee_name, memory_type
+from .emit import zero
 from . import gpu, stack
 from .errors import unsupported
 from .rules import MATH_FORWARD, MATH_REVERSE, derived_forward, math_name
@@ -87,7 +87,7 @@ def classify(inst, like=None) -> str:
     return "unknown"
 
 
-def call_kinds(act, inst, forward: bool) -> list[str]:
+def call_kinds(act, inst, forward: bool) -> list[ArgKind]:
     """The argument kinds of a call to a defined function, from the caller's activity."""
     out = []
     for a in inst.args:

@@ -87,7 +87,7 @@ class Engine:
         return hit
 
     def _name(self, tag, fn, kinds) -> str:
-        sig = "".join(k[0] for k in kinds)
+        sig = "".join(k.letter for k in kinds)
         base = f"{tag}_{fn.name}.{sig}" if sig else f"{tag}_{fn.name}"
         name, n = base, 1
         while name in self.module.functions:

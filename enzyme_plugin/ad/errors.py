@@ -9,7 +9,7 @@ derivative.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from gpucompiler.errors import GPUCompilerError
 

@@ -141,8 +141,9 @@ def decode(inst, fn, mode: str, sret=None):
     take_extras()
     if mode == "split_reverse":
         rest = items[i:]
-        if rest and is_float_like(fn.return_type) and not isinstance(rest[0], tuple) \
-                and rest[0].type is fn.return_type:
+        first = rest[0] if rest else None
+        if first is not None and is_float_like(fn.return_type) and not isinstance(first, tuple) \
+                and first.type is fn.return_type:
             extras["seed"] = rest[0]
             i += 1
             rest = rest[1:]

@@ -34,7 +34,7 @@ class TapeConventions:
 
     def __init__(self, augment_sites):
         self._held: dict = {}
-        for inst, f, kinds, extras in augment_sites:
+        for _inst, f, kinds, extras in augment_sites:
             self._held.setdefault(_key(f, kinds), set()).add("enzyme_tape" in extras)
 
     def held(self, inst, f, kinds) -> bool | None:

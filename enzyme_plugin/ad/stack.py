@@ -31,7 +31,7 @@ STACK_HELPERS = {PREFIX + op: op for op in ("push", "pop", "free")}
 def operation(inst) -> str | None:
     """``push``/``pop``/``free`` for a call of a stack helper, else None."""
     callee = inst.callee if inst.opcode == "call" else None
-    return STACK_HELPERS.get(getattr(callee, "name", None)) if callee is not None else None
+    return STACK_HELPERS.get(getattr(callee, "name", "")) if callee is not None else None
 
 
 def forward(s, inst) -> None:

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import re
 
+from gpucompiler import PTXTarget
 from gpucompiler.llvm import Function
+from gpucompiler.targets import Target
 
 from ..ad.gpu import BARRIER_PREFIX, INACTIVE_PREFIX
 
@@ -49,7 +51,7 @@ def _rename(model, fn: Function, new: str) -> Function:
     return target
 
 
-def preserve(model, target_name: str) -> int:
+def preserve(model, target: Target) -> int:
     """Rename the intrinsics (see the module docstring); returns how many functions were renamed."""
     n = 0
     for fn in list(model.functions.values()):
@@ -91,14 +93,14 @@ def _to_libdevice(name: str, fn: Function) -> str | None:
     return None
 
 
-def restore(model, target_name: str) -> int:
+def restore(model, target: Target) -> int:
     """Undo :func:`preserve`; on PTX, math calls to libdevice. Returns how many functions were renamed."""
     n = 0
     for fn in list(model.functions.values()):
         name = fn.name
         if name.startswith((INACTIVE_PREFIX, BARRIER_PREFIX)):
             _rename(model, fn, name.split(".", 2)[2])
-        elif fn.is_declaration and target_name == "ptx":
+        elif fn.is_declaration and isinstance(target, PTXTarget):
             new = _to_libdevice(name, fn)
             if new is None:
                 continue

@@ -39,7 +39,7 @@ def serialisation_errors(module: Any, facts: ModuleFacts | None = None) -> list[
     for gv in ref.global_variables:
         text = str(gv)
         if not gv.is_declaration and _GLOBAL_INTTOPTR.search(text):
-            errors.append(("POINTER_CONSTANT",
+            errors.append((ErrorKind.POINTER_CONSTANT,
                            f"constant address in the initializer of @{gv.name}: `{text.strip()}`; "
                            "refer to the object by name instead"))
     bound = address_bindings(module if isinstance(module, str) else str(ref))

@@ -17,7 +17,6 @@ pointers allow it), so one marker serves every result type.
 
 from __future__ import annotations
 
-from typing import Any
 
 from llvmlite import ir
 

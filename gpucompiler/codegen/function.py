@@ -44,7 +44,7 @@ class FunctionCodegen:
 
     def __init__(self, mod, frame, fn: ir.Function):
         self.mod, self.frame, self.fn = mod, frame, fn
-        self.target_name = mod.target_name
+        self.target = mod.target
         self.values: dict = {}
         self.b = ir.IRBuilder()  # positioned per block by run()
         self._failed: ir.Block | None = None  # returns "failed" (modules with a status)
@@ -373,8 +373,9 @@ class FunctionCodegen:
         res = self.frame.calls.get(inst)
         if res is None or (isinstance(t, Const) and res.callee is None):
             return
-        mark = (self.b.block, len(self.b.block.instructions), len(self.fn.blocks)) \
-            if self.mod.source_lines and inst.loc else None
+        block = self.b.block
+        mark = (block, len(block.instructions), len(self.fn.blocks)) \
+            if self.mod.source_lines and inst.loc and block is not None else None
         args = [self.value(a) for a in inst.args]
         argtypes = [self._abstract(a) for a in inst.args]
         if res.callee is not None:

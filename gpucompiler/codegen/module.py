@@ -47,7 +47,7 @@ class ModuleCodegen:
         if data_layout:
             self.module.data_layout = data_layout
         self.interp = interp
-        self.target_name = interp.target_name
+        self.target = interp.target
         self.python_errors = interp.python_errors
         self.error_slot = error_slot and not status
         self.source_lines = source_lines

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 if TYPE_CHECKING:
     from .ir import Function
 
 
-def format_function(fn: "Function", typeof: Callable | None = None, header: str | None = None) -> str:
+def format_function(fn: Function, typeof: Callable | None = None, header: str | None = None) -> str:
     """Print ``fn``; ``typeof(value)`` (when given) annotates each value with its type."""
     fn.renumber()
     ann = (lambda v: f" :: {typeof(v)!r}") if typeof else (lambda v: "")

@@ -35,7 +35,7 @@ Example (the interpreter half of ``gpucompiler_plugins.mock_enzyme``)::
 from __future__ import annotations
 
 import types as pytypes
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
@@ -45,6 +45,9 @@ from ..hashing import stable_hash
 from .infer import Interpreter, spec_argtypes
 from .lattice import BOTTOM, Const, pyobj, widen
 from .rules import CallResult, RuleSet
+
+if TYPE_CHECKING:
+    from ..targets.base import Target
 
 LOOKUP = "gpuc.lookup"
 """Name of the function whose calls the ``link_deferred`` stage replaces."""
@@ -76,7 +79,7 @@ class DeferredJob:
     fn: Any = attrs.field(metadata={"hash": False})
     argtypes: tuple = attrs.field(converter=tuple)
     meta: Any
-    target_name: str
+    target: Target
     rules: tuple[str, ...]
     """names of the plugin rule sets of the nested context (the parent's and the meta's)"""
     python_errors: bool
@@ -177,7 +180,7 @@ def nested_interpreter(interp, rule_sets: tuple[RuleSet, ...]):
     key = tuple(rs.name for rs in extra)
     child = children.get(key)
     if child is None:
-        child = Interpreter(interp.target_name, (), interp.python_errors)
+        child = Interpreter(interp.target, (), interp.python_errors)
         child.plugin_sets = [*interp.plugin_sets, *extra]
         children[key] = child
     return child
@@ -197,7 +200,7 @@ def deferred_call(interp, meta, fn, args, *, marker: str) -> CallResult:
     ret = frame.provisional if frame in child.stack else frame.rettype
     if child is not interp:
         interp.deps.update(child.deps)  # world age and job key cover the deferred code too
-    job = DeferredJob(fn, spec_argtypes(args), meta, interp.target_name,
+    job = DeferredJob(fn, spec_argtypes(args), meta, interp.target,
                       tuple(rs.name for rs in child.plugin_sets), interp.python_errors,
                       _encode_function(fn), tuple(child.plugin_sets))
     job_id = job.id

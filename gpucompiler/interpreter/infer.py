@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import types as pytypes
+from typing import TYPE_CHECKING
 
 from .. import types as T
 from ..errors import PLUGIN_ATTRIBUTE, PluginError, PluginRequiredError, TypeInferenceError
@@ -20,6 +21,9 @@ from ..frontend.ir import Arg, Branch, Const as IRConst, Global, Inst, Return, U
 from . import builtins as _base_rules  # noqa: F401  (registers the base rules)
 from .lattice import BOTTOM, Const, const, join, pyobj, widen
 from .rules import CallResult, claim, enabled_rule_sets
+
+if TYPE_CHECKING:
+    from ..targets.base import Target
 
 MISSING = object()
 
@@ -77,8 +81,8 @@ def spec_argtypes(argtypes) -> tuple:
 class Interpreter:
     """Abstract interpreter for one job: its target and enabled plugin rule sets."""
 
-    def __init__(self, target_name: str = "native", plugins=(), python_errors: bool = False):
-        self.target_name = target_name
+    def __init__(self, target: Target, plugins=(), python_errors: bool = False):
+        self.target = target
         self.python_errors = python_errors
         self.plugins = tuple(plugins)
         self.plugin_sets, self.base_sets = enabled_rule_sets(target_name, plugins)

@@ -22,14 +22,17 @@ Example: a plugin adding an intrinsic ``fma3(a, b, c)``::
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from .. import plugin as gp, types as T
 from ..errors import GPUCompilerError, PluginError, RuleConflictError
 from .lattice import Const, widen
+
+if TYPE_CHECKING:
+    from ..targets.base import Target
 
 
 @attrs.frozen(eq=False)
@@ -106,10 +109,13 @@ class RuleSet:
 
     ``plugin`` names the plugin the rules belong to (errors in its handlers
     name it); by default the part of ``name`` before its first dot.
+    ``builtin`` marks the compiler's own rules, which every job uses (a
+    plugin's are enabled per job).
     """
 
-    def __init__(self, name: str, target: str | None = None, plugin: str | None = None):
-        self.name, self.target = name, target
+    def __init__(self, name: str, target: str | None = None, plugin: str | None = None, *,
+                 builtin: bool = False):
+        self.name, self.target, self.builtin = name, target, builtin
         self.plugin = plugin or name.partition(".")[0]
         self.methods: dict[Any, list[Method]] = {}
         self.handlers: list[Callable] = []
@@ -142,6 +148,10 @@ class RuleSet:
                     return method, res
         return None
 
+    def applies_to(self, target: Target) -> bool:
+        """Whether this set's rules hold on ``target`` (every target unless it names one)."""
+        return self.target is None or self.target == target.name
+
     def __repr__(self) -> str:
         return f"RuleSet({self.name!r})"
 
@@ -155,17 +165,14 @@ def register(rule_set: RuleSet) -> RuleSet:
     return rule_set
 
 
-def enabled_rule_sets(target_name: str, plugins) -> tuple[list[RuleSet], list[RuleSet]]:
-    """``(plugin rule sets, base rule sets)`` for a job; base includes the target overlay.
+def enabled_rule_sets(target: Target, plugins) -> tuple[list[RuleSet], list[RuleSet]]:
+    """``(plugin rule sets, base rule sets)`` for a job; base starts with the target's overlays.
 
     A rule set with a ``target`` (a plugin's overlay, like the base ones)
     applies only to jobs for that target.
     """
-    plugin_sets = [rs for rs in map(_plugin_rules, plugins)
-                   if rs is not None and rs.target in (None, target_name)]
-    base = [r for r in RULE_SETS.values()
-            if r.name.startswith("base") and r.target in (None, target_name)]
-    base.sort(key=lambda r: r.target is None)  # overlays first
+    plugin_sets = [rs for rs in map(_plugin_rules, plugins) if rs is not None and rs.applies_to(target)]
+    base = [*target.rule_overlays(), *(r for r in RULE_SETS.values() if r.builtin and r.target is None)]
     return plugin_sets, base
 
 

@@ -174,7 +174,7 @@ class CPULibrary:
         return cls(obj, result.module.ref, address_bindings(text if isinstance(text, str) else result.module.text))
 
     @classmethod
-    def from_cached(cls, result: Any) -> "CPULibrary":
+    def from_cached(cls, result: Any) -> CPULibrary:
         """Load a cache result: with the entry's symbol table (``meta.symbols``) when it has one,
         so a hit needs no parse of its IR."""
         symbols = result.meta.get("symbols")

@@ -102,7 +102,7 @@ class EmulationSource:
         self.spec.discard_verified(job)
 
     def generate_ir(self, job) -> str:
-        interp, frame = self.spec.infer(job.target.name, job.config.plugins, False)
+        interp, frame = self.spec.infer(job.target, job.config.plugins, False)
         checked = bool(job.config.param("boundscheck", False))
         # errors stop the thread (a status) also without bounds checks: unbound names...
         mod = ModuleCodegen(self.spec.entry, interp, status=True, boundscheck=checked, on_error="emulation")
@@ -373,7 +373,7 @@ class EmulatedKernel:
         self.uses_barrier = symbols.declares("gpuc_emu_barrier") or symbols.declares("gpuc_emu_shfl")
         self.library = CPULibrary.from_cached(result)
         self.origin = result.origin
-        self.deps = tuple(spec.dependencies(NativeTarget.name, job.config.plugins, False))
+        self.deps = tuple(spec.dependencies(job.target, job.config.plugins, False))
         self._run = self.library.function("gpuc_emu_run", None, ctypes.c_void_p, ctypes.c_void_p)
 
     def params(self, args):

@@ -176,7 +176,7 @@ class _Service:
         except BrokenProcessPool:
             # a worker died (LLVM aborted on some job): every job in flight in the pool fails here;
             # each is retried once alone in a fresh child, so only the job that crashes fails
-            if self.pool is pool:
+            if self.pool is pool and pool is not None:
                 log.error("a compile worker died; restarting the pool and retrying its jobs one by one")
                 pool.shutdown(wait=False, cancel_futures=True)
                 self.start_pool()

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import threading
 import traceback
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import CompilerCrashError, GPUCompilerError
 

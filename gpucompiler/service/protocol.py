@@ -96,7 +96,7 @@ def config_from_json(data: Any) -> CompilerConfig:
         if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in data["params"]):
             raise ValueError("params must be [name, value] pairs with string names")
         config = CompilerConfig(cls(**{k: _tuples(v) for k, v in target.items()}),
-                                params=[(k, _tuples(v)) for k, v in data["params"]],
+                                params=tuple((k, _tuples(v)) for k, v in data["params"]),
                                 kernel=bool(data["kernel"]), name=data["name"], opt_level=data["opt_level"],
                                 plugins=tuple(data["plugins"]), validate=bool(data["validate"]))
         for field in attrs.fields(cls):

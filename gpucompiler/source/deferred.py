@@ -34,7 +34,7 @@ class DeferredSpec:
         """``(interpreter, entry frame)`` under the parent's rules plus the meta's."""
         if "infer" not in self._cache:
             job = self.job
-            interp = Interpreter(job.target_name, (), job.python_errors)
+            interp = Interpreter(job.target, (), job.python_errors)
             interp.plugin_sets = list(job.plugin_sets)
             frame = interp.infer(job.fn, list(job.argtypes))
             if frame.rettype is BOTTOM:

@@ -33,6 +33,7 @@ from ..errors import ErrorModel, TypeInferenceError
 from ..frontend.fingerprint import encode_value, python_function
 from ..interpreter import BOTTOM, Interpreter
 from ..interpreter.infer import MISSING
+from ..targets import NativeTarget, Target
 
 def _builtins_of(fn) -> dict:
     """The builtins namespace ``fn``'s global lookups fall back to."""
@@ -64,7 +65,7 @@ def _restype(frame) -> str:
 
 
 def _settings(job) -> tuple:
-    return () if job is None else (job.target.name, job.config.plugins,
+    return () if job is None else (job.target, job.config.plugins,
                                    bool(job.config.param("python_abi", False)))
 
 
@@ -80,33 +81,35 @@ class FunctionSpec:
     def entry(self) -> str:
         return f"{self.fn.__module__}.{self.fn.__qualname__}"
 
-    def infer(self, target_name: str = "native", plugins=(), python_errors: bool = False):
-        """``(interpreter, entry frame)``, computed once per setting."""
-        key = (target_name, tuple(plugins), python_errors)
+    def infer(self, target: Target | None = None, plugins=(), python_errors: bool = False):
+        """``(interpreter, entry frame)``, computed once per setting (``target``: the host's by default)."""
+        target = (target if target is not None else NativeTarget()).for_inference()
+        key = (target, tuple(plugins), python_errors)
         if key not in self._cache:
-            interp = Interpreter(target_name, plugins, python_errors)
+            interp = Interpreter(target, plugins, python_errors)
             frame = interp.infer(self.fn, list(self.argtypes))
             if frame.rettype is BOTTOM:  # it always raises (or never ends), as it would in Python
                 frame.rettype = T.none
             self._cache[key] = (interp, frame)
         return self._cache[key]
 
-    def dependencies(self, *settings) -> list[tuple]:
-        """Every global read: ``(holder, name, value)``; ``settings`` as for :meth:`infer`.
+    def dependencies(self, target: Target | None = None, plugins=(), python_errors: bool = False) -> list[tuple]:
+        """Every global read: ``(holder, name, value)``; the settings as for :meth:`infer`.
 
         After a successful :meth:`verify_record` for these settings, the live reads
         it checked (the same triples inference would record), without inference.
         """
-        key = self._norm(settings)
+        key = self._norm((target or NativeTarget(), plugins, python_errors))
         verified = self._cache.get(("verified", key))
         if verified is not None and key not in self._cache:
             return list(verified["deps"])
-        return list(self.infer(*settings)[0].deps.values())
+        return list(self.infer(target, plugins, python_errors)[0].deps.values())
 
     @staticmethod
     def _norm(settings) -> tuple:
-        target, plugins, abi = tuple(settings) + ("native", (), False)[len(settings):]
-        return (target, tuple(plugins), bool(abi))
+        padded: tuple[Any, ...] = tuple(settings) + (NativeTarget(), (), False)[len(settings):]
+        target, plugins, abi = padded
+        return (target.for_inference(), tuple(plugins), bool(abi))
 
     def fingerprint_for(self, job) -> Any:
         """:meth:`fingerprint` under ``job``'s target and plugins (their rules decide what is read)."""
@@ -251,7 +254,7 @@ class FunctionSpec:
     def generate_ir(self, job) -> str:
         """The LLVM IR of the entry specialization and every callee."""
         abi = bool(job.config.param("python_abi", False))
-        interp, frame = self.infer(job.target.name, job.config.plugins, abi)
+        interp, frame = self.infer(job.target, job.config.plugins, abi)
         # with the Python ABI errors stop execution (a status) and a bad index raises
         # IndexError; elsewhere a bad index traps (on the GPU: a launch error)
         mod = ModuleCodegen(self.entry, interp, status=abi,

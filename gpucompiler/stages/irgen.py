@@ -8,7 +8,7 @@ it (triple, data layout).
 
 from __future__ import annotations
 
-from ..errors import CompileError, InvalidIRError
+from ..errors import CompileError, ErrorKind, InvalidIRError
 from ..module import IRModule
 from .context import CompileContext
 
@@ -18,7 +18,7 @@ def generate(ctx: CompileContext) -> None:
     job, source = ctx.job, ctx.job.source
     text = source.generate_ir(job)
     if "vscale x" in text and not job.target.scalable_vectors():  # LLVM would abort, not report
-        raise InvalidIRError([("SCALABLE_VECTOR", f"scalable vector types (<vscale x ...>): the "
+        raise InvalidIRError([(ErrorKind.SCALABLE_VECTOR, f"scalable vector types (<vscale x ...>): the "
                                f"{job.target.name} target has none; use fixed-width vectors")], job.name)
     module = IRModule(text)
     ref = module.ref  # parses and verifies; raises IRParseError with the line

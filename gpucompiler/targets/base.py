@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ErrorKind
+from ..interpreter.rules import RULE_SETS, RuleSet
+
 if TYPE_CHECKING:  # pragma: no cover
     import llvmlite.binding as llvm
 
@@ -50,6 +53,21 @@ class Target:
         """Whether code for this target may use scalable vectors (``<vscale x …>``); LLVM aborts
         the process on them for a target without (x86, NVPTX), so the IR is refused first."""
         return False
+
+    #: whether code runs on a GPU: many threads at once (a plugin then accumulates shared values
+    #: atomically), no host libraries (libm calls become the device library's)
+    is_gpu: bool = False
+
+    # -- inference -----------------------------------------------------------
+    def for_inference(self) -> Target:
+        """This target as type inference sees it: fields that matter only to code generation
+        (a GPU's capability, fastmath) reset, so one inference serves every variant."""
+        return self
+
+    def rule_overlays(self) -> list[RuleSet]:
+        """The built-in rule sets that replace base rules on this target (consulted first):
+        by default those declared with ``RuleSet(..., target=<this target's name>)``."""
+        return [rs for rs in RULE_SETS.values() if rs.builtin and rs.target is not None and rs.applies_to(self)]
 
     # -- pipeline hooks ----------------------------------------------------
     def prepare(self, job: CompilerJob, module: IRModule) -> None:

@@ -7,7 +7,7 @@ import functools
 import attrs
 import llvmlite.binding as llvm
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ErrorKind
 from ..llvm.binding import initialize
 from .base import Target
 from .validation import ModuleFacts
@@ -84,7 +84,7 @@ class NativeTarget(Target):
         provided = set(job.config.param("loader_symbols", ()))  # the loader defines these names
         for name, users in sorted(facts.external_uses.items()):
             if not name.startswith("llvm.") and name not in provided and process_symbol(name) is None:
-                errors.append(("UNKNOWN_FUNCTION",
+                errors.append((ErrorKind.UNKNOWN_FUNCTION,
                                f"@{name} (used in {', '.join('@' + u for u in users)}) is not defined "
                                "in the module nor found among the process's symbols; define it, load "
                                "its library (llvmlite.binding.load_library_permanently) or register "

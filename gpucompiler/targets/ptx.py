@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import attrs
 import llvmlite.binding as llvm
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ErrorKind
 from ..llvm import Builder, Function, const_int, types as LT
 from .base import Target
 from .libdevice import PREFIX, libdevice_digest, libdevice_functions, link_libdevice
@@ -52,6 +52,10 @@ class PTXTarget(Target):
     """
 
     name = "ptx"
+    is_gpu = True
+
+    def for_inference(self) -> PTXTarget:
+        return PTXTarget()
 
     capability: tuple[int, int] = attrs.field(default=(9, 0), converter=_capability)
     ptx_version: int | None = None
@@ -141,7 +145,7 @@ class PTXTarget(Target):
             hint = ("libdevice defines no such function" if name.startswith(PREFIX)
                     else "a GPU kernel can call only functions in its module, LLVM/NVVM intrinsics "
                          "and libdevice (__nv_*)")
-            errors.append(("UNKNOWN_FUNCTION", f"call to undefined @{name} in "
+            errors.append((ErrorKind.UNKNOWN_FUNCTION, f"call to undefined @{name} in "
                                                f"{', '.join('@' + u for u in users)}: {hint}"))
         return (errors + facts.recursion_errors() + facts.allocation_errors()
                 + facts.pointer_constant_errors())

@@ -42,7 +42,7 @@ class ModuleFacts:
     tape_allocations: list[tuple[str, str]] = attrs.field(factory=list)
 
     @classmethod
-    def of(cls, ref: llvm.ModuleRef) -> "ModuleFacts":
+    def of(cls, ref: llvm.ModuleRef) -> ModuleFacts:
         facts = cls()
         defined = {f.name for f in ref.functions if not f.is_declaration}
         declared = {g.name for g in (*ref.functions, *ref.global_variables) if g.is_declaration}
@@ -80,16 +80,16 @@ class ModuleFacts:
                 self.calls[fname].add(callee)
 
     # -- rules ----------------------------------------------------------------
-    def pointer_constant_errors(self) -> list[tuple[str, str]]:
+    def pointer_constant_errors(self) -> list[tuple[ErrorKind, str]]:
         """POINTER_CONSTANT: absolute addresses baked into the IR."""
-        return [("POINTER_CONSTANT",
+        return [(ErrorKind.POINTER_CONSTANT,
                  f"constant address in @{fn}: `{text}`; runtime pointers make the IR uncacheable "
                  "and wrong in another process: reference the object by name (an external "
                  "global or function) instead") for fn, text in self.pointer_constants]
 
-    def recursion_errors(self) -> list[tuple[str, str]]:
+    def recursion_errors(self) -> list[tuple[ErrorKind, str]]:
         """RECURSION: every cycle of the call graph, reported once per strongly connected set."""
-        errors: list[tuple[str, str]] = []
+        errors: list[tuple[ErrorKind, str]] = []
         if not any(self.calls.values()):  # no call between defined functions: no cycle
             return errors
         graph = {caller: sorted(callees) for caller, callees in sorted(self.calls.items())}
@@ -103,13 +103,13 @@ class ModuleFacts:
                                         "support recursion: rewrite it as a loop"))
         return errors
 
-    def allocation_errors(self) -> list[tuple[str, str]]:
+    def allocation_errors(self) -> list[tuple[ErrorKind, str]]:
         """DYNAMIC_ALLOCATION: heap allocation calls and allocas of non-constant size."""
-        errors = [("DYNAMIC_ALLOCATION",
+        errors = [(ErrorKind.DYNAMIC_ALLOCATION,
                    f"call to @{name} in {', '.join('@' + u for u in users)}; dynamic memory is "
                    "not supported on this target: allocate buffers on the host and pass them in")
                   for name, users in sorted(self.external_uses.items()) if name in ALLOCATION_FUNCTIONS]
-        errors += [("DYNAMIC_ALLOCATION",
+        errors += [(ErrorKind.DYNAMIC_ALLOCATION,
                     f"alloca of non-constant size in @{fn}: `{text}`; use a constant size")
                    for fn, text in self.dynamic_allocas]
         return errors

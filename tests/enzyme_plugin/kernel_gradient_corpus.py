@@ -139,7 +139,7 @@ def nested_while(x, i):
 def early_break(x, i):
     """``break`` out of a counted loop when the value grows past a threshold."""
     s = x[i]
-    for k in range(40):
+    for _ in range(40):
         s = s * 1.1 + 0.05 * math.cos(s)
         if s > 2.0:
             break

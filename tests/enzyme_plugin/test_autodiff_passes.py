@@ -10,7 +10,7 @@ import pytest
 
 import ez_funcs as F
 from enzyme_plugin.passes import inttoptr, nvvm
-from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, NativeTarget, jit
+from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, NativeTarget, PTXTarget, jit
 from gpucompiler import types as T
 from gpucompiler.cache import Cache, DiskTier
 from gpucompiler.llvm import address_bindings, parse
@@ -71,11 +71,11 @@ define double @f(double %x) {
 
 def test_nvvm_preserve_and_restore_round_trip():
     model = parse(NVVM_IR)
-    assert nvvm.preserve(model, "ptx") == 3
+    assert nvvm.preserve(model, PTXTarget()) == 3
     names = set(model.functions)
     assert {"gpuc.inactive.llvm.nvvm.read.ptx.sreg.tid.x", "gpuc.barrier.llvm.nvvm.barrier0", "sin"} <= names
     assert not {n for n in names if n.startswith(("llvm.nvvm", "__nv_"))}
-    assert nvvm.restore(model, "ptx") == 3
+    assert nvvm.restore(model, PTXTarget()) == 3
     assert {"llvm.nvvm.read.ptx.sreg.tid.x", "llvm.nvvm.barrier0", "__nv_sin"} <= set(model.functions)
     assert parse(str(model)).functions["f"] is not None  # still valid IR
 

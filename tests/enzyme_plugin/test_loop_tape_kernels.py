@@ -10,7 +10,6 @@ import os
 import sys
 
 import numpy as np
-import pytest
 
 import ez_funcs as F
 from enzyme_plugin import Const, Duplicated, Reverse, autodiff

@@ -127,7 +127,7 @@ class LooksLikeAnArray:
 
 
 def test_an_object_that_only_looks_like_an_array_is_refused():
-    with pytest.raises(ArgumentTypeError, match="parameter 'a'.*LooksLikeAnArray"):
+    with pytest.raises(ArgumentTypeError, match=r"parameter 'a'.*LooksLikeAnArray"):
         jit(total)(LooksLikeAnArray())
     with pytest.raises(ArgumentTypeError, match="'a'"):
         kernel(_fill_kernel)[1, 4, "cpu"](LooksLikeAnArray(), 1.0)

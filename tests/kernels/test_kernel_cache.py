@@ -104,8 +104,8 @@ def test_a_rebound_global_misses_the_cached_kernel_in_a_fresh_process(tmp_path):
     env = {**os.environ, "GPUC_CACHE_DIR": str(tmp_path / "cache")}
     answers = []
     for scale in (2.0, 2.0, 3.0):
-        source.write_text("from gpucompiler import device as gd\nSCALE = %r\n\n"
-                          "def fill(out):\n    i = gd.grid(1)\n    out[i] = SCALE * i\n" % scale)
+        source.write_text(f"from gpucompiler import device as gd\nSCALE = {scale!r}\n\n"
+                          "def fill(out):\n    i = gd.grid(1)\n    out[i] = SCALE * i\n")
         proc = subprocess.run([sys.executable, "-c", script.format(d=str(tmp_path))], env=env,
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr

@@ -18,7 +18,7 @@ from ...errors import ReadOnlyArrayError, TypeInferenceError
 from ...frontend import intrinsics as K
 from ..lattice import Const, const, pyobj, widen
 from ..rules import Any_, CallResult, Constant, Int, Number, RuleSet, register
-from .numbers import IntLike, base
+from .numbers import base
 
 _A = T.ArrayType
 _Tup = T.TupleType

@@ -18,7 +18,7 @@ from ..rules import Number, RuleSet, register
 from .floatint import exact_pow, finite
 from .numbers import base
 
-ptx = register(RuleSet("base.ptx", target="ptx"))
+ptx = register(RuleSet("base.ptx", target="ptx", builtin=True))
 
 _INTRINSICS = ("sin", "cos", "exp", "exp2", "log", "log2", "log10", "sqrt", "fabs")
 _LIBM = ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
@@ -126,11 +126,12 @@ base.define(K.fmod_ieee, Number, Number, restype=_float_type)(
 ptx.define(K.fmod_ieee, Number, Number, restype=_float_type)(_nv("fmod"))
 
 
-def _rounding(intrinsic, nv):
+def _rounding(intrinsic: str | None, nv: str | None = None):
+    """``intrinsic`` (``llvm.floor``), or libdevice's ``__nv_<nv>`` (the PTX overlay)."""
     def lower(cg, args, argtypes, rt):
         t = _float_type(*argtypes)
         x = cg.cast(args[0], widen(argtypes[0]), t)
-        if cg.target_name == "ptx":
+        if nv is not None:
             r = cg.call_extern("__nv_" + nv + ("f" if t == T.float32 else ""), t, [x])
         else:
             r = cg.call_intrinsic(intrinsic, t, [x])
@@ -142,7 +143,8 @@ for _fn, _intr, _nvname, _rt in ((math.floor, "llvm.floor", "floor", T.int64),
                                   (math.ceil, "llvm.ceil", "ceil", T.int64),
                                   (math.trunc, "llvm.trunc", "trunc", T.int64),
                                   (K.ffloor, "llvm.floor", "floor", T.float64)):
-    base.define(_fn, Number, restype=_rt)(_rounding(_intr, _nvname))
+    base.define(_fn, Number, restype=_rt)(_rounding(_intr))
+    ptx.define(_fn, Number, restype=_rt)(_rounding(None, _nvname))
 
 
 def _classify(kind):

@@ -15,7 +15,7 @@ from ..rules import Any_, Bool, Constant, Float, Int, Number, RuleSet, register
 from . import pyhelpers as H
 from .floatint import _MIRROR, compare_int_float, exact_pow, fcmp, finite
 
-base = register(RuleSet("base"))
+base = register(RuleSet("base", builtin=True))
 IntLike = lambda t: isinstance(widen(t), T.Scalar) and widen(t).kind in "ib"  # noqa: E731
 
 

@@ -53,7 +53,7 @@ import numpy as np
 
 from .. import types as T
 from ..errors import CudaError, DeviceHeapError, LaunchError, ToolchainError
-from ..settings import RuntimeSettings
+from ..settings import DEFAULT_DEVICE_HEAP as DEFAULT_DEVICE_HEAP, RuntimeSettings
 from .arguments import SCALAR_TYPES, TYPESTR, argument_type, cuda_array_type, is_contiguous
 from .grid import array_param, param_array, scalar_param
 

@@ -26,9 +26,9 @@ def optimize(job, text: str) -> llvm.ModuleRef:
 def run_ad(job, module) -> None:
     """Differentiate every Enzyme marker call of ``module`` in place."""
     emulated = "gpuc_emu_key" in module.text
-    atomic = job.target.name == "ptx" or bool(job.config.param("enzyme_atomic", False)) or emulated
-    device = job.target.name == "ptx" or emulated  # the emulation runs the tape code the device runs
-    options = EngineOptions(atomic_adjoints=atomic, warp_aggregate=job.target.name == "ptx", device_tape=device)
+    atomic = job.target.is_gpu or bool(job.config.param("enzyme_atomic", False)) or emulated
+    device = job.target.is_gpu or emulated  # the emulation runs the tape code the device runs
+    options = EngineOptions(atomic_adjoints=atomic, warp_aggregate=job.target.is_gpu, device_tape=device)
     # ADError names the instruction; the driver names the stage
     text = differentiate_nested(module.text, lambda t: str(optimize(job, t)), options)
     module.ref = optimize(job, text)

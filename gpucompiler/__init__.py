@@ -2,13 +2,13 @@
 
 from .version import __version__ as __version__
 
-from .config import CompilerConfig  # noqa: E402
-from .errors import ErrorModel, GPUCompilerError  # noqa: E402
-from .job import CompilerJob, LLVMSource  # noqa: E402
-from .targets import NativeTarget, PTXTarget, parse_target  # noqa: E402
-from . import types  # noqa: E402
-from .jit import jit  # noqa: E402
-from .kernel import kernel  # noqa: E402
+from .config import CompilerConfig
+from .errors import ErrorModel, GPUCompilerError
+from .job import CompilerJob, LLVMSource
+from .targets import NativeTarget, PTXTarget, parse_target
+from . import types
+from .jit import jit
+from .kernel import kernel
 
 __all__ = [
     "CompilerConfig",

@@ -9,7 +9,7 @@ subclasses here so that ``except GPUCompilerError`` catches them all.
 from __future__ import annotations
 
 import enum
-from typing import Iterable
+from collections.abc import Iterable
 
 
 class ErrorModel(enum.Enum):

@@ -104,7 +104,7 @@ class Dispatcher:
         return FunctionSpec(self.py_func, argtypes)
 
     def _job(self, argtypes, args=()):
-        params = {"python_abi": True, "boundscheck": self.boundscheck}
+        params: dict[str, object] = {"python_abi": True, "boundscheck": self.boundscheck}
         if self.error_model is not ErrorModel.PYTHON:  # the default leaves keys as they were
             params["error_model"] = self.error_model
         config = CompilerConfig(NativeTarget(), params=params,

@@ -25,7 +25,7 @@ import re
 import stat
 import warnings
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 import attrs

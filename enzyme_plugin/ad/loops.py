@@ -275,6 +275,8 @@ def _constant_bound(cfg, lp):
             continue
         a, n = cond.operands
         pred = cond.predicate
+        if pred is None:
+            continue
         if _int_value(a) is not None:
             a, n, pred = n, a, _SWAP[pred]
         bound = _int_value(n)
@@ -299,17 +301,19 @@ def _iv_plus_constant(lp, v):
         x, c = v.operands
         if _int_value(x) is not None:
             x, c = c, x
-        if _int_value(c) is None:
+        cv = _int_value(c)
+        if cv is None:
             return None
-        v, offset = x, _int_value(c)
+        v, offset = x, cv
+    t = v.type
     for phi, start, step, nxt in lp.ivs:
         s0 = _int_value(start)
-        if s0 is None or v.type.bits > 64:
+        if s0 is None or not isinstance(t, T.IntType) or t.bits > 64:
             continue
         if v is phi:
-            return s0 + offset, step, v.type.bits
+            return s0 + offset, step, t.bits
         if v is nxt:
-            return s0 + step + offset, step, v.type.bits
+            return s0 + step + offset, step, t.bits
     return None
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from gpucompiler.llvm import Builder, Instruction, const_int, constant, types as T
 
 from .emit import declare
+from .host import ReverseState
 from .loops import body_runs_every_iteration, emit_trip_count, find_loops, plan_nests, static_trip_count
 
 #: a loop array's forward state: base, capacity in frames (growth), inline segment (or null)

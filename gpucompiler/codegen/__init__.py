@@ -6,4 +6,4 @@ from .lltypes import PTR, ll
 from .module import ModuleCodegen, spec_name
 from .options import ErrorPolicy
 
-__all__ = ["FunctionCodegen", "ModuleCodegen", "PTR", "TypedCallee", "job_global", "ll", "spec_name"]
+__all__ = ["ErrorPolicy", "FunctionCodegen", "ModuleCodegen", "PTR", "TypedCallee", "job_global", "ll", "spec_name"]

@@ -79,7 +79,9 @@ class FunctionCodegen:
         if to.kind == "b":
             return self.truth(v, frm)
         if frm.kind == "f":
-            return self.float_to_int(v, ll(to))
+            it = ll(to)
+            assert isinstance(it, ir.IntType)
+            return self.float_to_int(v, it)
         if to.kind == "f":
             return (b.uitofp if frm.kind == "b" else b.sitofp)(v, ll(to))
         if to.bits > frm.bits:

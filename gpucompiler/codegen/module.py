@@ -26,7 +26,7 @@ class ModuleCodegen:
     """Builds one ``ir.Module`` from inferred frames."""
 
     def __init__(self, name: str, interp, triple: str = "", data_layout: str = "", *,
-                 status: bool = False, boundscheck: bool = False, on_error: str = "python",
+                 status: bool = False, boundscheck: bool = False, on_error: ErrorPolicy = ErrorPolicy.PYTHON,
                  error_slot: bool = False, source_lines: bool = False,
                  error_model: ErrorModel = ErrorModel.PYTHON):
         """``status``: every function also returns a failure flag (see :func:`status_type`);
@@ -90,7 +90,7 @@ class ModuleCodegen:
         g = self.module.globals.get("gpuc.recursion_depth")
         if g is None:
             g = ir.GlobalVariable(self.module, ir.IntType(64), name="gpuc.recursion_depth")
-            g.linkage, g.initializer = "internal", ir.Constant(ir.IntType(64), 0)
+            g.linkage, g.initializer = "internal", ir.Constant(ir.IntType(64), 0)  # pyright: ignore[reportAttributeAccessIssue]
         return g
 
     def signature(self, frame, slot: bool = False) -> ir.FunctionType:

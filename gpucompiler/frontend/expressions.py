@@ -55,9 +55,10 @@ class Expressions(LoweringState):
 
     def expr_UnaryOp(self, node):
         operand = node.operand
-        if (isinstance(node.op, ast.USub) and isinstance(operand, ast.Constant)
-                and type(operand.value) in (int, float)):  # -9223372036854775808 is an int64
-            return Const(-operand.value, self.loc(node))
+        value = operand.value if isinstance(operand, ast.Constant) else None
+        if (isinstance(node.op, ast.USub) and isinstance(value, (int, float))
+                and not isinstance(value, bool)):  # -9223372036854775808 is an int64
+            return Const(-value, self.loc(node))
         return self.emit(_UNARY[type(node.op)], [self.expr(operand)], node)
 
     def expr_Call(self, node):

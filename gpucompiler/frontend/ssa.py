@@ -9,7 +9,7 @@ block is sealed. Trivial phis are removed at the end.
 from __future__ import annotations
 
 from . import intrinsics as K
-from .ir import Block, Call, Const, Function, Phi, Undef, Value, successors
+from .ir import Block, Branch, Call, Const, Function, Phi, Return, Undef, Value, successors
 
 
 class SSABuilder:
@@ -145,8 +145,10 @@ def _check_unbound_reads(fn: Function, reads) -> None:
         flag.incoming = {p: Const(False) if isinstance(v, Undef) else flags.get(v, Const(True))
                          for p, v in phi.incoming.items()}
 
-    def bound_flag(v: Value):
-        return Const(False) if isinstance(v, Undef) else flags.get(v)
+    def bound_flag(v: Value) -> Value | None:
+        if isinstance(v, Undef):
+            return Const(False)
+        return flags.get(v) if isinstance(v, Phi) else None
 
     def check(flag, name, loc, block):
         call = Call(Const(K.check_bound), [flag, Const("UnboundLocalError"), Const(_unbound_message(name))], loc)
@@ -161,7 +163,7 @@ def _check_unbound_reads(fn: Function, reads) -> None:
     # and before every use (reads the frontend did not note: loop bookkeeping)
     for b in fn.blocks:
         insts = []
-        for inst in b.insts + [b.term]:
+        for inst in [*b.insts, *([b.term] if b.term is not None else [])]:
             seen = set()
             for v in inst.operands:
                 flag = bound_flag(v)

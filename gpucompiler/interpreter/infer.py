@@ -85,7 +85,7 @@ class Interpreter:
         self.target = target
         self.python_errors = python_errors
         self.plugins = tuple(plugins)
-        self.plugin_sets, self.base_sets = enabled_rule_sets(target_name, plugins)
+        self.plugin_sets, self.base_sets = enabled_rule_sets(target, plugins)
         self.done: dict = {}
         self.stack: list[Frame] = []
         self.deps: dict = {}

@@ -27,9 +27,9 @@ from typing import Any
 import attrs
 
 from .. import types as T
-from ..codegen import ModuleCodegen
+from ..codegen import ErrorPolicy, ModuleCodegen
 from ..codegen.wrapper import emit_wrapper
-from ..errors import ErrorModel, TypeInferenceError
+from ..errors import ErrorModel
 from ..frontend.fingerprint import encode_value, python_function
 from ..interpreter import BOTTOM, Interpreter
 from ..interpreter.infer import MISSING
@@ -259,7 +259,7 @@ class FunctionSpec:
         # IndexError; elsewhere a bad index traps (on the GPU: a launch error)
         mod = ModuleCodegen(self.entry, interp, status=abi,
                             boundscheck=bool(job.config.param("boundscheck", False)),
-                            on_error="python" if abi else "trap",
+                            on_error=ErrorPolicy.PYTHON if abi else ErrorPolicy.TRAP,
                             error_model=job.config.param("error_model", ErrorModel.PYTHON))
         entry = mod.emit(frame, self.entry)
         if abi:

@@ -33,7 +33,7 @@ def test_from_python_each_parameter_takes_one_activity():
     assert autodiff(Reverse, mul, Active(2.0), Active(3.0)) == (3.0, 2.0)
     with pytest.raises(ArgumentBindingError, match=r"square\(x\) takes 1 arguments, got 2"):
         autodiff(Reverse, square, Active(2.0), Active(3.0))
-    with pytest.raises(ArgumentBindingError, match="missing the argument.*'y'"):
+    with pytest.raises(ArgumentBindingError, match=r"missing the argument.*'y'"):
         autodiff(Reverse, mul, Active(2.0))
 
 
@@ -56,13 +56,13 @@ def test_in_jit_a_wrong_number_of_activities_is_a_typed_error_at_the_call(fn, te
 def test_shadow_of_another_dtype_or_rank_is_refused_naming_the_parameter():
     a = np.ones(4)
     for shadow in (np.zeros(4, np.float32), np.zeros((4, 1)), [0.0] * 4):
-        with pytest.raises(ArgumentTypeError, match="parameter 'a'.*shadow"):
+        with pytest.raises(ArgumentTypeError, match=r"parameter 'a'.*shadow"):
             autodiff(Reverse, sumsq, Duplicated(a, shadow))
 
 
 def test_shadow_of_another_shape_is_a_value_error_from_python_and_jit():
     a = np.arange(1.0, 1001.0)
-    with pytest.raises(ValueError, match="argument 'a' must have the shape.*1000 elements in the value, 2 in"):
+    with pytest.raises(ValueError, match=r"argument 'a' must have the shape.*1000 elements in the value, 2 in"):
         autodiff(Reverse, sumsq, Duplicated(a, np.zeros(2)))
 
     def grad_into(a, da):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import ClassVar
 from pathlib import Path
 
 import pytest
@@ -114,7 +115,7 @@ class Counting(gp.Plugin):
     def last(self, state):
         state["seen"].append("emit")
 
-    states: list = []
+    states: ClassVar[list] = []
 
 
 def test_each_compile_has_its_own_plugin_state(registered):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import math
 import operator
 
 from llvmlite import ir

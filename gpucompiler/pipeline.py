@@ -133,7 +133,7 @@ def emit_code(ctx: CompileContext, kinds: Sequence[str]) -> None:
 
 def collect_reports(ctx: CompileContext) -> dict[str, Any]:
     """``report(job)`` of every enabled plugin that returns something."""
-    reports = {}
+    reports: dict[str, Any] = {}
     for p in ctx.plugins:
         try:
             report = plugins.hook(p, "report")(ctx.job)

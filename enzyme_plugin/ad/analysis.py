@@ -118,10 +118,8 @@ class Activity:
         self.fn = fn
         #: byte-level type analysis (:class:`~.typeinfo.MemoryTypes`): memory declared as integers
         #: that receives floats or pointers (a memcpy, an integer copy) has a shadow too
-        self.mem = mem
+        self.mem: MemoryTypes | None = mem
         self.kinds = list(kinds)
-        #: typed memory of the function's pointers (set by the engine)
-        self.mem: MemoryTypes | None = None
         self.active: set = set()
         #: pointers with a shadow: arguments, instructions, and globals given one (``shadowed_constants``)
         self.shadowed: set = set(shadowed_constants)

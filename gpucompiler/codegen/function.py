@@ -129,9 +129,9 @@ class FunctionCodegen:
         """
         how = self.mod.on_error
         stops = self.mod.status or self.slot is not None
-        if how == "python" and self.mod.python_errors and stops:
+        if how is ErrorPolicy.PYTHON and self.mod.python_errors and stops:
             self._unless(ok, lambda: self._set_python_error("ValueError", message, values))
-        elif how == "emulation" and stops:
+        elif how is ErrorPolicy.EMULATION and stops:
             report = self.mod.declare(_EMU_VALUE_ERROR, ir.VoidType(), [PTR])
             text = self.mod.cstring(message.replace("%lld", "?") + f" at {self._where()}")
             self._unless(ok, lambda: self.b.call(report, [text]))

@@ -11,7 +11,7 @@ import re
 import time
 from contextlib import contextmanager
 from typing import Any
-from collections.abc import Iterator
+from collections.abc import Generator
 
 import attrs
 
@@ -74,7 +74,7 @@ class CompileContext:
 
 
 @contextmanager
-def stage(ctx: CompileContext, name: str) -> Iterator[CompileContext]:
+def stage(ctx: CompileContext, name: str) -> Generator[CompileContext, None, None]:
     """Run the body as stage ``name``: dump before/after, time it, tell listeners."""
     ctx.dump(name, "before")
     notify(ctx, "stage_started", name)

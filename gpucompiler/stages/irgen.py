@@ -1,3 +1,5 @@
+# llvmlite and networkx have no type stubs: their members are untyped (strict elsewhere)
+# pyright: reportUnknownMemberType=false, reportMissingTypeStubs=false
 """IR generation: turn the job's source into the module under compilation.
 
 The source generates its own text (``source.generate_ir(job)``: LLVM IR as
@@ -22,7 +24,7 @@ def generate(ctx: CompileContext) -> None:
                                f"{job.target.name} target has none; use fixed-width vectors")], job.name)
     module = IRModule(text)
     ref = module.ref  # parses and verifies; raises IRParseError with the line
-    defined = {f.name for f in ref.functions if not f.is_declaration}
+    defined: set[str] = {f.name for f in ref.functions if not f.is_declaration}
     if source.entry not in defined:
         raise CompileError(f"stage irgen: entry function @{source.entry} is not defined in the module "
                            f"of job {job.name!r}; it defines: {', '.join(sorted(defined)) or '(nothing)'}")

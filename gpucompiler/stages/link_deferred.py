@@ -1,3 +1,5 @@
+# llvmlite and networkx have no type stubs: their members are untyped (strict elsewhere)
+# pyright: reportUnknownMemberType=false, reportMissingTypeStubs=false
 """Linking deferred jobs into the module: every ``gpuc.lookup`` becomes a function pointer.
 
 A module produced from a deferred call (see
@@ -52,7 +54,7 @@ def lookups(module: IRModule) -> list[str]:
     if LOOKUP not in module.function_names():
         return []
     model = module.model
-    ids = []
+    ids: list[str] = []
     for use in model.functions[LOOKUP].uses:
         call = use.user
         arg = call.args[0] if isinstance(call, Instruction) and call.args else None
@@ -122,7 +124,7 @@ def link(ctx: CompileContext) -> None:
     """Generate, link and resolve every nested job, then run the ``link_deferred`` callbacks."""
     if LOOKUP in ctx.ir.function_names():
         graph, modules = job_graph(ctx)
-        names = {}
+        names: dict[str, str] = {}
         for job_id in sorted(modules):  # a fixed order: byte-identical output
             names[job_id] = graph.jobs[job_id].name
             ctx.ir.ref.link_in(modules[job_id].ref)

@@ -1,3 +1,5 @@
+# llvmlite and networkx have no type stubs: their members are untyped (strict elsewhere)
+# pyright: reportUnknownMemberType=false, reportMissingTypeStubs=false
 """The optimisation stage: LLVM's default new-pass-manager pipeline with three extension points.
 
 1. ``optimize.early`` callbacks, before the default pipeline;

@@ -161,10 +161,7 @@ def decode(inst, fn, mode: str, sret=None):
 
 def _sret(inst):
     """``(pointer, None)`` when the marker returns its struct through ``sret``, else None."""
-    for p in inst.parts:
-        if type(p) is str and "sret(" in p:
-            return inst.args[0], None
-    return None
+    return (inst.args[0], None) if inst.has_attribute("sret") else None
 
 
 def _target(inst, sret=None):

@@ -79,7 +79,7 @@ class Recompute(ReverseState):
 
             name = callee_name(v)
             return name is not None and classify(v) == "math" and math_name(name) in CHEAP_MATH
-        if op == "load" and self._loads_recomputable() and "volatile" not in str(v.parts[0]):
+        if op == "load" and self._loads_recomputable() and not v.is_volatile:
             base = locate(v.pointer_operand)[0]
             return isinstance(base, (Argument, GlobalVariable))
         return False

@@ -57,7 +57,7 @@ def _index_form(v, depth: int = 0) -> tuple[int, int]:
     if v.opcode in ("sext", "zext"):
         return _index_form(v.operands[0], depth + 1)
     a, b = (_index_form(o, depth + 1) for o in v.operands)
-    if v.opcode == "add" or (v.opcode == "or" and "disjoint" in str(v.parts[0])):
+    if v.opcode == "add" or (v.opcode == "or" and "disjoint" in v.flags):
         return a[0] + b[0], gcd(a[1], b[1])
     if v.opcode == "mul" and b[1] == 0:
         return a[0] * b[0], a[1] * b[0]

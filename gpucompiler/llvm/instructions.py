@@ -57,6 +57,26 @@ class Instruction(User):
         return [w for p in self.parts if type(p) is str for w in p.replace(",", " ").split() if w in FLAG_WORDS]
 
     @property
+    def _head(self) -> list[str]:
+        """The words of the spelling before the first operand (``load volatile``, ``store atomic``...)."""
+        first = self.parts[0] if self.parts else ""
+        return first.split() if type(first) is str else []
+
+    @property
+    def is_volatile(self) -> bool:
+        """A ``volatile`` load or store (the optimiser keeps it as written)."""
+        return "volatile" in self._head
+
+    @property
+    def is_atomic(self) -> bool:
+        """An ``atomic`` load or store."""
+        return "atomic" in self._head
+
+    def has_attribute(self, name: str) -> bool:
+        """Whether a parameter or call attribute ``name`` (``sret``, ``byval``...) is spelled."""
+        return any(type(p) is str and (f"{name}(" in p or f" {name} " in f" {p} ") for p in self.parts)
+
+    @property
     def predicate(self) -> str | None:
         """The comparison predicate of ``icmp``/``fcmp``."""
         if self.opcode not in ("icmp", "fcmp"):

@@ -180,7 +180,7 @@ def global_array_pointers(entry) -> int:
         users += [u for f in users if getattr(f, "opcode", None) == "freeze" for u in f.users]
         for user in users:
             if (getattr(user, "opcode", None) == "extractvalue" and user.type == LT.ptr()
-                    and user.parts[-1].replace(" ", "") == ",0"):
+                    and user.aggregate_indices == (0,)):
                 b = Builder()
                 b.position_after(user)
                 glob = b.cast("addrspacecast", user, LT.ptr(GLOBAL))
@@ -204,7 +204,7 @@ def _move_to_global(b, generic, glob) -> int:
         op = getattr(inst, "opcode", None)
         if inst is glob or inst.parent is None or use.index != (1 if op == "store" else 0):
             continue
-        if op in ("load", "store") and ("volatile" in inst.flags or " atomic" in f" {inst.parts[0]}"):
+        if op in ("load", "store") and (inst.is_volatile or inst.is_atomic):
             continue
         b.position_before(inst)
         if op == "getelementptr":

@@ -145,3 +145,25 @@ def test_malformed_text_has_line():
     with pytest.raises(UnsupportedIRError) as e:
         parse("uselistorder ptr @f, { 1, 0 }\n")
     assert e.value.line == 1
+
+
+def test_instruction_accessors_read_volatile_atomic_indices_and_attributes():
+    m = parse("""define void @f(ptr %p, {ptr, i64} %s) {
+entry:
+  %a = load volatile i32, ptr %p
+  %b = load atomic i32, ptr %p seq_cst, align 4
+  %c = load i32, ptr %p
+  %e = extractvalue {ptr, i64} %s, 1
+  %o = or disjoint i32 %a, %c
+  call void @g(ptr sret({i64}) %p)
+  call void @g(ptr %p)
+  ret void
+}
+declare void @g(ptr)
+""")
+    a, b, c, e, o, sret_call, plain_call, _ = m.functions["f"].blocks[0].instructions
+    assert [i.is_volatile for i in (a, b, c)] == [True, False, False]
+    assert [i.is_atomic for i in (a, b, c)] == [False, True, False]
+    assert e.aggregate_indices == (1,) and c.aggregate_indices == ()
+    assert "disjoint" in o.flags
+    assert sret_call.has_attribute("sret") and not plain_call.has_attribute("sret")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 
@@ -96,7 +96,7 @@ class StructType(Type):
     __slots__ = ("elements", "packed", "name")
     kind = "struct"
 
-    def __init__(self, elements: tuple | None, packed: bool, name: str | None = None):
+    def __init__(self, elements: tuple[Type, ...] | None, packed: bool, name: str | None = None):
         self.elements, self.packed, self.name = elements, packed, name
         self._s = f"%{_quote(name)}" if name is not None else _struct_body(elements, packed)
 
@@ -109,7 +109,7 @@ class FunctionType(Type):
     __slots__ = ("ret", "params", "vararg")
     kind = "function"
 
-    def __init__(self, ret: Type, params: tuple, vararg: bool):
+    def __init__(self, ret: Type, params: tuple[Type, ...], vararg: bool):
         self.ret, self.params, self.vararg = ret, params, vararg
         args = [str(p) for p in params] + (["..."] if vararg else [])
         self._s = f"{ret} ({', '.join(args)})"
@@ -125,7 +125,7 @@ class TargetExtType(Type):
         self._s = text
 
 
-def _struct_body(elements, packed: bool) -> str:
+def _struct_body(elements: tuple[Type, ...] | None, packed: bool) -> str:
     inner = "{ " + ", ".join(map(str, elements)) + " }" if elements else "{}"
     return f"<{inner}>" if packed else inner
 
@@ -157,7 +157,7 @@ half, bfloat, float_, double = SIMPLE["half"], SIMPLE["bfloat"], SIMPLE["float"]
 
 _ints: dict[int, IntType] = {}
 _ptrs: dict[int, PointerType] = {}
-_cache: dict[tuple, Type] = {}
+_cache: dict[tuple[object, ...], Type] = {}
 
 
 def int_type(bits: int) -> IntType:
@@ -177,7 +177,7 @@ def ptr(addrspace: int = 0) -> PointerType:
 _T = TypeVar("_T", bound=Type)
 
 
-def _interned(key: tuple, make: Callable[[], _T]) -> _T:
+def _interned(key: tuple[object, ...], make: Callable[[], _T]) -> _T:
     t = _cache.get(key)
     if t is None:
         t = _cache[key] = make()
@@ -192,14 +192,14 @@ def array(count: int, element: Type) -> ArrayType:
     return _interned(("a", count, element), lambda: ArrayType(count, element))
 
 
-def struct(elements, packed: bool = False) -> StructType:
-    elements = tuple(elements)
-    return _interned(("s", elements, packed), lambda: StructType(elements, packed))
+def struct(elements: Iterable[Type], packed: bool = False) -> StructType:
+    items = tuple(elements)
+    return _interned(("s", items, packed), lambda: StructType(items, packed))
 
 
-def function(ret: Type, params, vararg: bool = False) -> FunctionType:
-    params = tuple(params)
-    return _interned(("f", ret, params, vararg), lambda: FunctionType(ret, params, vararg))
+def function(ret: Type, params: Iterable[Type], vararg: bool = False) -> FunctionType:
+    items = tuple(params)
+    return _interned(("f", ret, items, vararg), lambda: FunctionType(ret, items, vararg))
 
 
 i1, i8, i16, i32, i64 = (int_type(b) for b in (1, 8, 16, 32, 64))

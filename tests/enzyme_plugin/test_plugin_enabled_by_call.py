@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from enzyme_plugin import Active, Duplicated, Reverse, autodiff
-from gpucompiler import device as gd, jit, kernel
+from gpucompiler import NativeTarget, device as gd, jit, kernel
 from gpucompiler.errors import PLUGIN_ATTRIBUTE, PluginRequiredError, UnknownPluginError
 from gpucompiler.source.spec import FunctionSpec
 
@@ -33,7 +33,7 @@ def test_without_a_dispatcher_the_error_names_the_plugin_to_enable():
     from gpucompiler import types as T
 
     with pytest.raises(PluginRequiredError, match="plugin 'enzyme'") as info:
-        FunctionSpec(dcube, (T.float64,)).infer("native", (), True)
+        FunctionSpec(dcube, (T.float64,)).infer(NativeTarget(), (), True)
     assert info.value.plugin == "enzyme" and info.value.line == dcube.__code__.co_firstlineno + 1
     assert "plugins=('enzyme',)" in info.value.hint
 

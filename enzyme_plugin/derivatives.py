@@ -133,7 +133,8 @@ def _gradient_function(f, kind: str):
     else:
         src = "def grad_f(x, dx):\n    autodiff(Reverse, F, Duplicated(x, dx))\n"
     filename = f"<enzyme_plugin.hvp {f.__module__}.{f.__qualname__} {kind}>"
-    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # source for the frontend
+    # source for the frontend; no mtime (None), so linecache.checkcache keeps the entry
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # pyright: ignore[reportArgumentType]
     namespace = {"autodiff": autodiff, "Reverse": Reverse, "F": f, **ACTIVITIES}
     exec(compile(src, filename, "exec"), namespace)
     return namespace["grad_f"]

@@ -74,7 +74,7 @@ class Dispatcher:
         self._bind = Binder(fn)
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args, **kwargs) -> Any:
         bind = self._bind
         try:
             if kwargs or len(args) != bind.positional:
@@ -206,7 +206,7 @@ class Dispatcher:
         return f"<jit {self.py_func.__qualname__}>"
 
 
-def jit(fn=None, **options):
+def jit(fn=None, **options) -> Any:
     """Decorator: ``@jit`` or ``@jit(opt_level=3, plugins=("name",), boundscheck=False)``.
 
     Array indices are checked (``IndexError``, as in NumPy) unless

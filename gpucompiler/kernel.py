@@ -31,7 +31,7 @@ from . import pipeline, types as T
 from .arguments import Binder, argument
 from .cached import compile_cached
 from .config import CompilerConfig
-from .errors import (ConfigError, ErrorModel, GPUCompilerError, KernelError, LaunchError, PluginRequiredError,
+from .errors import (ConfigError, ErrorKind, ErrorModel, GPUCompilerError, KernelError, LaunchError, PluginRequiredError,
                      error_model_option, for_user)
 from .frontend.ir import Return
 from .interpreter.lattice import widen

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import UnserialisableIRError
+from ..errors import ErrorKind, UnserialisableIRError
 from ..llvm.binding import address_bindings, parse_ir
 from ..targets.validation import ModuleFacts
 
@@ -45,7 +45,7 @@ def serialisation_errors(module: Any, facts: ModuleFacts | None = None) -> list[
     bound = address_bindings(module if isinstance(module, str) else str(ref))
     for g in (*ref.functions, *ref.global_variables):
         if g.is_declaration and _ADDRESS_NAME.search(g.name) and g.name not in bound:
-            errors.append(("PROCESS_SYMBOL",
+            errors.append((ErrorKind.PROCESS_SYMBOL,
                            f"@{g.name} names a process-specific object (an address in its name); "
                            "another process cannot resolve it: declare a stable symbol name"))
     return errors

@@ -12,7 +12,6 @@ import ast
 import functools
 import inspect
 import linecache
-import operator
 import sys
 import textwrap
 

@@ -123,7 +123,7 @@ class CPULibrary:
     3.0
     """
 
-    def __init__(self, obj: bytes, ref: llvm.ModuleRef, addresses: dict[str, int] | None = None):
+    def __init__(self, obj: bytes, ref: Any, addresses: dict[str, int] | None = None):
         """Load object code ``obj`` compiled from ``ref`` (used for its symbol names); ``addresses``
         binds names the module's own record binds (:data:`gpucompiler.llvm.binding.ADDRESSES`)."""
         addresses = addresses or {}
@@ -170,6 +170,7 @@ class CPULibrary:
         obj = result.artifacts.get("obj")
         if obj is None:
             obj = target.emit(result.job, result.module, "obj")
+        assert isinstance(obj, bytes), "object code is bytes"
         text = result.artifacts.get("llvm")
         return cls(obj, result.module.ref, address_bindings(text if isinstance(text, str) else result.module.text))
 
@@ -179,7 +180,7 @@ class CPULibrary:
         so a hit needs no parse of its IR."""
         symbols = result.meta.get("symbols")
         obj = result.artifacts.get("obj")
-        if symbols and obj is not None:
+        if symbols and isinstance(obj, bytes):
             return cls(obj, SymbolTable(symbols), result.meta.get("addresses"))
         return cls.from_result(result)
 

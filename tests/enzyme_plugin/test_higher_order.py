@@ -4,6 +4,7 @@ in ``@jit`` functions and in kernels, against analytic Hessians to 1e-10 relativ
 
 from __future__ import annotations
 
+import math
 
 import numpy as np
 import pytest

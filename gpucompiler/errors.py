@@ -169,7 +169,7 @@ class InvalidIRError(CompileError):
     raising once.
     """
 
-    def __init__(self, errors: list[tuple[ErrorKind, str]], job_name: str = ""):
+    def __init__(self, errors: list[tuple[str, str]], job_name: str = ""):
         self.errors = list(errors)
         head = f"invalid IR for {job_name}" if job_name else "invalid IR"
         lines = [f"  [{kind}] {msg}" for kind, msg in self.errors]

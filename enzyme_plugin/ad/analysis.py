@@ -12,6 +12,9 @@
 
 from __future__ import annotations
 
+import enum
+from typing import TYPE_CHECKING
+
 from gpucompiler.graphs import immediate_dominators, postorder, strongly_connected_components
 from gpucompiler.llvm import Argument, Instruction, types as T
 

@@ -115,7 +115,7 @@ class FunctionCodegen:
         and the exception surfaces when the wrapper returns.
         """
         if not self.mod.python_errors:
-            if self.mod.on_error == "emulation" and self._stops():  # the emulation reports it
+            if self.mod.on_error == ErrorPolicy.EMULATION and self._stops():  # the emulation reports it
                 self._unless(ok, lambda: self._emu_raise(exc_name, message.replace("%lld", "?")))
             return
         self._unless(ok, lambda: self._set_python_error(exc_name, message, values))
@@ -129,9 +129,9 @@ class FunctionCodegen:
         """
         how = self.mod.on_error
         stops = self.mod.status or self.slot is not None
-        if how is ErrorPolicy.PYTHON and self.mod.python_errors and stops:
+        if how == ErrorPolicy.PYTHON and self.mod.python_errors and stops:
             self._unless(ok, lambda: self._set_python_error("ValueError", message, values))
-        elif how is ErrorPolicy.EMULATION and stops:
+        elif how == ErrorPolicy.EMULATION and stops:
             report = self.mod.declare(_EMU_VALUE_ERROR, ir.VoidType(), [PTR])
             text = self.mod.cstring(message.replace("%lld", "?") + f" at {self._where()}")
             self._unless(ok, lambda: self.b.call(report, [text]))
@@ -141,7 +141,7 @@ class FunctionCodegen:
     def check_required(self, ok, exc_name, message):
         """:meth:`check` that stops execution on every target: where errors cannot be raised
         (the GPU, code without a status) a failed check traps instead of going on."""
-        if self._stops() and (self.mod.python_errors or self.mod.on_error == "emulation"):
+        if self._stops() and (self.mod.python_errors or self.mod.on_error == ErrorPolicy.EMULATION):
             self.check(ok, exc_name, message)
         else:
             self._unless(ok, self._trap)
@@ -207,10 +207,10 @@ class FunctionCodegen:
         ok = self.b.icmp_unsigned("<", index, size)
         how = self.mod.on_error
         stops = self.mod.status or self.slot is not None  # else only a trap keeps memory safe
-        if how is ErrorPolicy.PYTHON and self.mod.python_errors and stops:
+        if how == ErrorPolicy.PYTHON and self.mod.python_errors and stops:
             message = f"index %lld is out of bounds for axis {axis} with size %lld"
             self._unless(ok, lambda: self._set_python_error("IndexError", message, (original, size)))
-        elif how is ErrorPolicy.EMULATION and stops:
+        elif how == ErrorPolicy.EMULATION and stops:
             report = self.mod.declare(_EMU_INDEX_ERROR, ir.VoidType(), [I64, I64, I64, PTR])
             where = self.mod.cstring(self._where())
             self._unless(ok, lambda: self.b.call(report, [original, ir.Constant(I64, axis), size, where]))
@@ -227,7 +227,7 @@ class FunctionCodegen:
 
         Where Python errors cannot stop execution (kernels) the thread traps.
         """
-        if self._stops() and (self.mod.python_errors or self.mod.on_error == "emulation"):
+        if self._stops() and (self.mod.python_errors or self.mod.on_error == ErrorPolicy.EMULATION):
             if self.mod.python_errors:
                 self._set_python_error(exc_name, message, ())
             else:

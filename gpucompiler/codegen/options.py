@@ -5,8 +5,9 @@ from __future__ import annotations
 import enum
 
 
-class ErrorPolicy(enum.Enum):
-    """How compiled code reports a failed check (an index out of bounds)."""
+class ErrorPolicy(str, enum.Enum):
+    """How compiled code reports a failed check (an index out of bounds); a ``str``, so that it
+    prints as its value."""
 
     PYTHON = "python"
     """set the Python exception (functions called from Python through the Python ABI)"""
@@ -14,3 +15,6 @@ class ErrorPolicy(enum.Enum):
     """call the CPU grid emulation's callback (kernels run on the CPU)"""
     TRAP = "trap"
     """``llvm.trap`` (the GPU: the launch fails)"""
+
+    def __str__(self) -> str:
+        return self.value

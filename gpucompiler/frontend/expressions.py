@@ -39,8 +39,8 @@ class Expressions(LoweringState):
 
     def expr_Name(self, node):
         if node.id in self.locals:
-            value = self.ssa.read(node.id, self.block)
-            self.ssa.note_read(value, self.block, node.id, self.loc(node))
+            value = self.read(node.id)
+            self.ssa.note_read(value, self.current(), node.id, self.loc(node))
             return value
         return Global(node.id, self.loc(node))
 

@@ -170,11 +170,11 @@ def _check_unbound_reads(fn: Function, reads) -> None:
                 if flag is None or v in seen:
                     continue
                 seen.add(v)
-                name = v.name if isinstance(v, Undef) else v.var
-                check = Call(Const(K.check_bound), [flag, Const("UnboundLocalError"),
+                name = v.name if isinstance(v, Undef) else getattr(v, "var", "?")
+                guard = Call(Const(K.check_bound), [flag, Const("UnboundLocalError"),
                                               Const(_unbound_message(name))], inst.loc)
-                check.block = b
-                insts.append(check)
+                guard.block = b
+                insts.append(guard)
             if inst is not b.term:
                 insts.append(inst)
         b.insts = insts

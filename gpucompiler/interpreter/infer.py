@@ -203,7 +203,8 @@ class Interpreter:
             return BOTTOM
         if fn is BOTTOM or any(a is BOTTOM for a in args):
             return BOTTOM
-        if fn in _CHECKS and isinstance(args[0], Const) and not args[0].value:
+        if (fn in _CHECKS and isinstance(args[0], Const) and not args[0].value
+                and isinstance(args[1], Const) and isinstance(args[2], Const)):
             frame.raising[inst] = (args[1].value, args[2].value)  # a check that always fails
             return BOTTOM
         if not isinstance(fn, Const) or fn.type != pyobj:

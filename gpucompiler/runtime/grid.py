@@ -105,7 +105,8 @@ class EmulationSource:
         interp, frame = self.spec.infer(job.target, job.config.plugins, False)
         checked = bool(job.config.param("boundscheck", False))
         # errors stop the thread (a status) also without bounds checks: unbound names...
-        mod = ModuleCodegen(self.spec.entry, interp, status=True, boundscheck=checked, on_error="emulation")
+        mod = ModuleCodegen(self.spec.entry, interp, status=True, boundscheck=checked,
+                            on_error=ErrorPolicy.EMULATION)
         entry = mod.emit(frame, self.spec.entry)
         _emit_driver(mod, frame, entry)
         return str(mod.module)

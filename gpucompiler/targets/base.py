@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ErrorKind
 from ..interpreter.rules import RULE_SETS, RuleSet
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,7 +78,7 @@ class Target:
     def finish(self, job: CompilerJob, module: IRModule) -> None:
         """The ``finish`` stage: target lowering (library linking, annotations)."""
 
-    def validate(self, job: "CompilerJob", module: "IRModule", facts: "ModuleFacts") -> list[tuple[str, str]]:
+    def validate(self, job: CompilerJob, module: IRModule, facts: ModuleFacts) -> list[tuple[str, str]]:
         """The ``validate`` stage: return ``(KIND, message)`` for every problem found; ``facts`` is
         the module's one walk (:class:`~.validation.ModuleFacts`), which the cache's serialisable
         check reuses."""

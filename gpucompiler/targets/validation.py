@@ -11,6 +11,7 @@ from __future__ import annotations
 import attrs
 import llvmlite.binding as llvm
 
+from ..errors import ErrorKind
 from ..graphs import find_cycle, strongly_connected_components
 
 
@@ -80,16 +81,16 @@ class ModuleFacts:
                 self.calls[fname].add(callee)
 
     # -- rules ----------------------------------------------------------------
-    def pointer_constant_errors(self) -> list[tuple[ErrorKind, str]]:
+    def pointer_constant_errors(self) -> list[tuple[str, str]]:
         """POINTER_CONSTANT: absolute addresses baked into the IR."""
         return [(ErrorKind.POINTER_CONSTANT,
                  f"constant address in @{fn}: `{text}`; runtime pointers make the IR uncacheable "
                  "and wrong in another process: reference the object by name (an external "
                  "global or function) instead") for fn, text in self.pointer_constants]
 
-    def recursion_errors(self) -> list[tuple[ErrorKind, str]]:
+    def recursion_errors(self) -> list[tuple[str, str]]:
         """RECURSION: every cycle of the call graph, reported once per strongly connected set."""
-        errors: list[tuple[ErrorKind, str]] = []
+        errors: list[tuple[str, str]] = []
         if not any(self.calls.values()):  # no call between defined functions: no cycle
             return errors
         graph = {caller: sorted(callees) for caller, callees in sorted(self.calls.items())}
@@ -98,14 +99,15 @@ class ModuleFacts:
             if len(scc) == 1 and first not in self.calls[first]:
                 continue
             cycle = find_cycle({a: [b for b in graph[a] if b in scc] for a in scc}, first)
+            assert cycle, "a strongly connected set with an edge has a cycle"
             path = " -> ".join("@" + a for a in cycle) + f" -> @{cycle[0]}"
-            errors.append(("RECURSION", f"call graph cycle {path}; the GPU target does not "
+            errors.append((ErrorKind.RECURSION, f"call graph cycle {path}; the GPU target does not "
                                         "support recursion: rewrite it as a loop"))
         return errors
 
-    def allocation_errors(self) -> list[tuple[ErrorKind, str]]:
+    def allocation_errors(self) -> list[tuple[str, str]]:
         """DYNAMIC_ALLOCATION: heap allocation calls and allocas of non-constant size."""
-        errors = [(ErrorKind.DYNAMIC_ALLOCATION,
+        errors: list[tuple[str, str]] = [(ErrorKind.DYNAMIC_ALLOCATION,
                    f"call to @{name} in {', '.join('@' + u for u in users)}; dynamic memory is "
                    "not supported on this target: allocate buffers on the host and pass them in")
                   for name, users in sorted(self.external_uses.items()) if name in ALLOCATION_FUNCTIONS]

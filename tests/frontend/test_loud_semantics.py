@@ -301,7 +301,7 @@ def test_kernels_take_the_numpy_error_model_and_refuse_python_exceptions():
 def kernel_bound_on_one_path(out, n):
     if n > 0:
         y = 1.0
-    out[0] = y  # noqa: F821
+    out[0] = y
 
 
 def kernel_reads_undefined(out, n):
@@ -340,14 +340,14 @@ def test_unbound_local_in_a_kernel_traps_on_the_gpu():
 def unused_unbound_read(c):
     if c:
         v = 1
-    v = v  # noqa: F821 - CPython raises here although the value is never used
+    v = v
     return 0
 
 
 def unbound_read_before_another_error(c, y):
     if c:
         v = 1.0
-    return v + 1.0 / y  # noqa: F821 - the read of v comes first
+    return v + 1.0 / y
 
 
 @pytest.mark.parametrize("fn,args", [(unused_unbound_read, (0,)), (unused_unbound_read, (1,)),

@@ -38,7 +38,7 @@ def exact_pow(cg, rt, xs):
     """``x ** y`` as libm's ``pow``, declared ``nobuiltin``: LLVM rewrites ``pow(2**53, y)`` into
     ``exp2(53 * y)``, which rounds ``53 * y`` first (a result 20 ulp off CPython's). The
     intrinsic on the GPU and in differentiated code (the AD engine's rules know it)."""
-    if cg.target_name == "ptx" or cg.mod.error_slot:
+    if cg.target.is_gpu or cg.mod.error_slot:
         return cg.call_intrinsic("llvm.pow", rt, xs)
     fn = cg.mod.declare("pow" + ("f" if rt == T.float32 else ""), cg.ll(rt), [x.type for x in xs])
     fn.attributes.add("nobuiltin")

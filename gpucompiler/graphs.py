@@ -133,7 +133,7 @@ def immediate_dominators(graph: Graph, entry: N) -> dict[N, N]:
             for p in preds[node]:
                 if p in idom:
                     new = p if new is None else intersect(p, new)
-            if new is not None and idom.get(node) != new:
-                idom[node] = new
+            if idom.get(node) != new:
+                idom[node] = new  # pyright: ignore[reportArgumentType]  (None until a predecessor is known)
                 changed = True
     return idom

@@ -10,14 +10,22 @@ from .ad.gpu import EngineOptions
 from .ad.interface import differentiate_nested
 
 
-def optimize(job, text: str) -> llvm.ModuleRef:
-    """``O<opt_level>`` of ``job``'s target machine on ``text``; returns the verified module."""
+def optimize(job, text: str, vectorize: bool = True) -> llvm.ModuleRef:
+    """``O<opt_level>`` of ``job``'s target machine on ``text``; returns the verified module.
+
+    Between levels of nested AD (``vectorize=False``) the loop and SLP vectorizers stay off: the
+    next level differentiates this code, and the vectorizers' masked loads, stores, gathers and
+    scatters (chosen by the host's cost model, so they differ between machines) have no
+    derivative rules; the final optimisation vectorizes as usual."""
     ref = parse_ir(text)
     opt = job.config.opt_level
     if opt > 0:
         initialize()
         tm = job.target.target_machine(opt)
-        pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=opt))
+        tuning = llvm.create_pipeline_tuning_options(speed_level=opt)
+        tuning.loop_vectorization = vectorize
+        tuning.slp_vectorization = vectorize
+        pb = llvm.create_pass_builder(tm, tuning)
         pb.getModulePassManager().run(ref, pb)
     ref.verify()
     return ref
@@ -30,5 +38,5 @@ def run_ad(job, module) -> None:
     device = job.target.is_gpu or emulated  # the emulation runs the tape code the device runs
     options = EngineOptions(atomic_adjoints=atomic, warp_aggregate=job.target.is_gpu, device_tape=device)
     # ADError names the instruction; the driver names the stage
-    text = differentiate_nested(module.text, lambda t: str(optimize(job, t)), options)
+    text = differentiate_nested(module.text, lambda t: str(optimize(job, t, vectorize=False)), options)
     module.ref = optimize(job, text)

@@ -33,7 +33,7 @@ A plugin may be any object with these attributes (plain classes work);
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from collections.abc import Callable, Iterable
 
 import attrs
@@ -120,7 +120,7 @@ class Plugin:
         """A result to put in ``CompileResult.reports[self.name]`` after ``job``; None for none."""
         return None
 
-    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:
+    def add_commands(self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:  # pyright: ignore[reportPrivateUsage]
         """Add ``gpuc`` subcommands (``subparsers.add_parser(...)``, setting ``func``); default: none."""
         return None
 
@@ -142,6 +142,7 @@ def hook(plugin: Any, name: str) -> Any:
 # -- callbacks and listeners ---------------------------------------------------------
 _hookimpl = pluggy.HookimplMarker(PROJECT)
 CALLBACK_ATTR = "__gpuc_callback__"
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @attrs.frozen
@@ -158,7 +159,7 @@ class Callback:
     """Lower runs first; ties go by plugin name, then declaration order."""
 
 
-def callback(stage: str, *, markers: Iterable[str] = (), order: int = 0) -> Callable:
+def callback(stage: str, *, markers: Iterable[str] = (), order: int = 0) -> Callable[[F], F]:
     """Mark a method ``fn(self, job, module, state)`` (any of :data:`HOOK_ARGS`) to run at hook point ``stage``.
 
     ``markers``: run only when a function of one of these names is in the
@@ -169,14 +170,14 @@ def callback(stage: str, *, markers: Iterable[str] = (), order: int = 0) -> Call
                                 hint="optimize has the points optimize.early, optimize.late, optimize.last")
     markers = (markers,) if isinstance(markers, str) else tuple(markers)
 
-    def mark(fn: Callable) -> Callable:
+    def mark(fn: F) -> F:
         setattr(fn, CALLBACK_ATTR, Callback(stage, fn.__name__, markers, int(order)))
         return _hookimpl(specname=hook_spec_name(stage))(fn)
 
     return mark
 
 
-def listener(fn: Callable) -> Callable:
+def listener(fn: F) -> F:
     """Mark a method named after an event of :data:`EVENTS` (``stage_started``, ``stage_finished``)."""
     if fn.__name__ not in EVENTS:
         raise ConfigError(f"listener {fn.__name__!r} is not an event; events: {', '.join(EVENTS)}")

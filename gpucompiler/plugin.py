@@ -44,7 +44,7 @@ _hookspec = pluggy.HookspecMarker(PROJECT)
 
 
 def _make_specs() -> type:
-    def spec(args: tuple[str, ...], name: str) -> Callable:
+    def spec(args: tuple[str, ...], name: str) -> Callable[..., Any]:
         namespace: dict[str, Any] = {}
         exec(f"def {name}({', '.join(args)}): pass", namespace)  # a signature pluggy can inspect
         return _hookspec(namespace[name])
@@ -60,7 +60,7 @@ class BoundCallback:
 
     plugin: Any
     info: Callback
-    function: Callable
+    function: Callable[..., Any]
     argnames: tuple[str, ...]
     rank: int
     """Declaration index in the plugin's class."""
@@ -81,9 +81,9 @@ def declared_callbacks(plugin: Any) -> list[Callback]:
     return [getattr(fn, _ATTR) for fn in _declared_functions(plugin).values()]
 
 
-def _declared_functions(plugin: Any) -> dict[str, Callable]:
+def _declared_functions(plugin: Any) -> dict[str, Callable[..., Any]]:
     """Attribute name -> marked function, base classes first, in definition order."""
-    seen: dict[str, Callable] = {}
+    seen: dict[str, Callable[..., Any]] = {}
     for holder in (*reversed(type(plugin).__mro__), plugin):
         for attr, value in getattr(holder, "__dict__", {}).items():
             fn = getattr(value, "__func__", value)
@@ -126,7 +126,7 @@ _manager: _Manager | None = None
 
 #: plugins the framework itself provides (e.g. the CPU grid emulation's rules), registered with
 #: the registry when it is first built: declaring one costs no entry-point discovery at import
-_BUILTIN: list = []
+_BUILTIN: list[Any] = []
 
 
 def builtin(plugin: Any) -> Any:
@@ -207,7 +207,7 @@ def callbacks(plugins: Iterable[Any], point: str) -> list[BoundCallback]:
         return []
     caller = getattr(_registry().hook, hook_spec_name(point) if point in HOOK_POINTS else "gpuc_" + point)
     chosen = {id(p) for p in plugins}
-    bound = []
+    bound: list[BoundCallback] = []
     for impl in caller.get_hookimpls():
         if id(impl.plugin) in chosen:
             fn = getattr(impl.function, "__func__", impl.function)

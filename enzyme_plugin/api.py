@@ -27,6 +27,7 @@ Conventions (as in Enzyme.jl):
 
 from __future__ import annotations
 
+import enum
 import functools
 import linecache
 import types as pytypes
@@ -35,6 +36,32 @@ import attrs
 
 from gpucompiler.errors import PLUGIN_ATTRIBUTE, GPUCompilerError, for_user
 from gpucompiler import settings
+
+
+class Activity(enum.Enum):
+    """How ``autodiff`` treats an argument (Enzyme's annotations); the value is the code the
+    marker call carries to the AD stage (:mod:`enzyme_plugin.rules.lowering`)."""
+
+    CONST = 0
+    ACTIVE = 1
+    DUP = 2
+    DUPNONEED = 3
+    TAPE = 4
+    """The split-mode tape holder: internal, never a user's annotation."""
+
+    @property
+    def duplicated(self) -> bool:
+        """A value with a shadow (``Duplicated``, ``DuplicatedNoNeed``)."""
+        return self in (Activity.DUP, Activity.DUPNONEED)
+
+    @property
+    def marker(self) -> str:
+        """The name of Enzyme's marker global for this activity (``enzyme_dup``, ...)."""
+        return _MARKERS[self]
+
+
+_MARKERS = {Activity.CONST: "enzyme_const", Activity.ACTIVE: "enzyme_out", Activity.DUP: "enzyme_dup",
+            Activity.DUPNONEED: "enzyme_dupnoneed", Activity.TAPE: "enzyme_tape"}
 
 
 @attrs.frozen
@@ -64,7 +91,7 @@ class Annotation:
     """Base class of activities: a primal value and, for duplicated ones, its shadow."""
 
     __slots__ = ("val",)
-    kind = ""
+    kind: Activity
 
     def __init__(self, val):
         self.val = val
@@ -80,21 +107,21 @@ class Const(Annotation):
     """Not differentiated."""
 
     __slots__ = ()
-    kind = "const"
+    kind = Activity.CONST
 
 
 class Active(Annotation):
     """An active scalar (reverse mode): its derivative is returned."""
 
     __slots__ = ()
-    kind = "active"
+    kind = Activity.ACTIVE
 
 
 class Duplicated(Annotation):
     """A value and its shadow: the gradient is added into the shadow (reverse) or it is the tangent (forward)."""
 
     __slots__ = ("dval",)
-    kind = "dup"
+    kind = Activity.DUP
 
     def __init__(self, val, dval):
         self.val, self.dval = val, dval
@@ -107,7 +134,7 @@ class DuplicatedNoNeed(Duplicated):
     """As :class:`Duplicated`; the primal results written through the value are not needed."""
 
     __slots__ = ()
-    kind = "dupnoneed"
+    kind = Activity.DUPNONEED
 
 
 ACTIVITIES = {cls.__name__: cls for cls in (Const, Active, Duplicated, DuplicatedNoNeed)}

@@ -74,7 +74,7 @@ class EnzymePlugin(gp.Plugin):
         model = module.model
         nvvm.restore(model, job.target)
         noinline.restore(model)
-        for name in lower.ENZYME_MARKERS.values():
+        for name in lower.ENZYME_MARKERS:
             g = model.globals.get(name)
             if g is not None and not g.uses:
                 model.remove_global(g)

@@ -20,11 +20,11 @@ from __future__ import annotations
 from gpucompiler.errors import CompileError
 from gpucompiler.llvm import Builder, Function, GlobalVariable, constant, types as T
 
-from ..rules import KINDS, MARKER, MODES
+from ..api import Activity
+from ..rules import MARKER, MODES
 
-ENZYME_MARKERS = {"const": "enzyme_const", "active": "enzyme_out", "dup": "enzyme_dup",
-                  "dupnoneed": "enzyme_dupnoneed"}
-_KIND_NAMES = {v: k for k, v in KINDS.items()}
+ENZYME_MARKERS = tuple(a.marker for a in Activity if a is not Activity.TAPE)
+"""Enzyme's marker globals the lowered calls name."""
 _MODE_NAMES = {v: k for k, v in MODES.items()}
 
 
@@ -103,6 +103,14 @@ def _int_const(v, what, call) -> int:
         raise CompileError(f"{MARKER} in @{call.function.name}: {what} must be a constant, got {v!r}") from None
 
 
+def _activity(v, call) -> Activity:
+    code = _int_const(v, "an activity", call)
+    try:
+        return Activity(code)
+    except ValueError:
+        raise CompileError(f"{MARKER} in @{call.function.name}: unknown activity code {code}") from None
+
+
 def lower_call(model, call) -> None:
     """Rewrite one marker call into an ``__enzyme_autodiff`` / ``__enzyme_fwddiff`` call."""
     f, mode_v, *rest = call.args
@@ -114,19 +122,19 @@ def lower_call(model, call) -> None:
     b.position_before(call)
     args, actives, i = [w], [], 0
     if mode in ("Augment", "SplitReverse"):  # the tape holder: enzyme_allocated 8, enzyme_tape <its data>
-        if _KIND_NAMES.get(_int_const(rest[0], "an activity", call)) != "tape":
+        if _activity(rest[0], call) is not Activity.TAPE:
             raise CompileError(f"{MARKER} in @{call.function.name}: split mode needs the tape holder first")
         args += [_marker_global(model, "enzyme_allocated"), constant(T.i64, "8"),
                  _marker_global(model, "enzyme_tape"), _flatten(b, rest[1])[0]]
         i = 2
     for _param in f.args:
-        kind = _KIND_NAMES[_int_const(rest[i], "an activity", call)]
-        n = 2 if kind in ("dup", "dupnoneed") else 1
+        kind = _activity(rest[i], call)
+        n = 2 if kind.duplicated else 1
         vals = rest[i + 1:i + 1 + n]
         i += 1 + n
         flat = [_flatten(b, v) for v in vals]
-        marker = _marker_global(model, ENZYME_MARKERS[kind])
-        if kind == "active":
+        marker = _marker_global(model, kind.marker)
+        if kind is Activity.ACTIVE:
             actives.append(vals[0].type)
         if len(flat) == 2 and len(flat[0]) > 1:  # an array: data and shadow data, then shape/strides const
             args += [marker, flat[0][0], flat[1][0]]

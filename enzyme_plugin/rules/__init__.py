@@ -29,7 +29,6 @@ MARKER = "gpuc.enzyme.autodiff"
 """The marker call the interpreter leaves for the pipeline half."""
 MODES = {"Reverse": 0, "Forward": 1, "Augment": 2, "SplitReverse": 3}
 """``Augment`` / ``SplitReverse``: the two halves of split mode, emitted only by :mod:`enzyme_plugin.split`."""
-KINDS = {"const": 0, "active": 1, "dup": 2, "dupnoneed": 3, "tape": 4}
 SPLIT_ONLY_FROM_PYTHON = ("split mode (ReverseSplit, autodiff_thunk) is available from plain Python only, "
                           "not inside @jit functions or kernels")
 
@@ -43,10 +42,10 @@ nested_rules = RuleSet("enzyme.nested")
 class ActivityType(T.TupleType):
     """The type of ``Active(x)`` & co: a tuple (primal[, shadow]) tagged with the activity ``kind``."""
 
-    kind: str = "const"
+    kind: api.Activity = api.Activity.CONST
 
     def __repr__(self) -> str:
-        return f"{self.kind}(" + ", ".join(map(repr, self.items)) + ")"
+        return f"{self.kind.name.lower()}(" + ", ".join(map(repr, self.items)) + ")"
 
 
 @attrs.frozen
@@ -79,11 +78,11 @@ def _pack(cg, args, argtypes, rt):
 def _single(kind):
     def restype(x):
         w = widen(x)
-        if kind == "active" and not _is_float(w):
+        if kind is api.Activity.ACTIVE and not _is_float(w):
             raise TypeInferenceError(f"Active takes a float scalar, got {w!r}", (w,),
                                      hint="use Duplicated for arrays and Const for integers")
         if w == pyobj or not isinstance(w, T.Type):
-            raise TypeInferenceError(f"{kind} activity of a compile-time object", (w,))
+            raise TypeInferenceError(f"{kind.name.lower()} activity of a compile-time object", (w,))
         return ActivityType((w,), kind)
     return restype
 
@@ -106,8 +105,9 @@ def _double(kind):
     return restype
 
 
-for _cls, _rt in ((api.Const, _single("const")), (api.Active, _single("active")),
-                  (api.Duplicated, _double("dup")), (api.DuplicatedNoNeed, _double("dupnoneed"))):
+for _cls, _rt in ((api.Const, _single(api.Activity.CONST)), (api.Active, _single(api.Activity.ACTIVE)),
+                  (api.Duplicated, _double(api.Activity.DUP)),
+                  (api.DuplicatedNoNeed, _double(api.Activity.DUPNONEED))):
     n = 2 if issubclass(_cls, api.Duplicated) else 1
     rules.define(_cls, *([Any_] * n), restype=_rt, pure=False)(_pack)
 
@@ -136,14 +136,14 @@ def _activities(mode: api.Mode, args) -> tuple[list[ActivityType], list[bool]]:
         if not isinstance(t, ActivityType):
             if t == pyobj or not isinstance(t, T.Type):
                 raise TypeInferenceError(f"autodiff: cannot pass {a!r} to a differentiated function")
-            t = ActivityType((t,), "const")
+            t = ActivityType((t,), api.Activity.CONST)
         if isinstance(t.items[0], T.TupleType):
             raise TypeInferenceError(f"autodiff: tuple arguments are not supported, got {t.items[0]!r}",
                                      hint="pass the tuple's items as separate arguments")
-        if mode is api.Forward and t.kind == "active":
+        if mode is api.Forward and t.kind is api.Activity.ACTIVE:
             raise TypeInferenceError("autodiff: Active is for reverse mode; in forward mode use "
                                      "Duplicated(x, dx) with the tangent dx")
-        if mode is api.Reverse and t.kind in ("dup", "dupnoneed") and not _is_float_array(t.items[0]):
+        if mode is api.Reverse and t.kind.duplicated and not _is_float_array(t.items[0]):
             raise TypeInferenceError(f"autodiff: in reverse mode Duplicated takes arrays, got {t.items[0]!r}",
                                      hint="use Active(x) for a scalar whose derivative you want")
         out.append(t)
@@ -153,7 +153,7 @@ def _activities(mode: api.Mode, args) -> tuple[list[ActivityType], list[bool]]:
 def result_type(mode: api.Mode, acts, ret) -> T.TupleType:
     """What ``autodiff`` returns in compiled code."""
     if mode is api.Reverse:
-        return T.TupleType(tuple(a.items[0] for a in acts if a.kind == "active"))
+        return T.TupleType(tuple(a.items[0] for a in acts if a.kind is api.Activity.ACTIVE))
     return T.TupleType((widen(ret),) if _is_float(ret) else ())
 
 
@@ -229,4 +229,4 @@ def _autodiff(interp, fn, args):
     return CallResult(restype, lower)
 
 
-__all__ = ["rules", "nested_rules", "ActivityType", "EnzymeMeta", "MARKER", "MODES", "KINDS", "result_type"]
+__all__ = ["rules", "nested_rules", "ActivityType", "EnzymeMeta", "MARKER", "MODES", "result_type"]

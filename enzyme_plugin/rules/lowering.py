@@ -8,7 +8,8 @@ from gpucompiler import types as T
 from gpucompiler.codegen import PTR, TypedCallee, job_global, ll
 from gpucompiler.interpreter import LOOKUP
 
-from . import KINDS, MARKER, MODES
+from ..api import Activity
+from . import MARKER, MODES
 
 _I32 = ir.IntType(32)
 
@@ -22,7 +23,7 @@ def check_shadows(cg, fn, acts, wrapped, values) -> None:
     names = fn.__code__.co_varnames
     for k, (act, is_wrapped, v) in enumerate(zip(acts, wrapped, values)):
         t = act.items[0]
-        if act.kind not in ("dup", "dupnoneed") or not is_wrapped or not isinstance(t, T.ArrayType):
+        if not act.kind.duplicated or not is_wrapped or not isinstance(t, T.ArrayType):
             continue
         value, shadow = cg.b.extract_value(v, 0), cg.b.extract_value(v, 1)
         for axis in range(t.ndim):
@@ -49,12 +50,12 @@ def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None, fn=N
     lookup = cg.mod.declare(LOOKUP, PTR, [PTR])
     args = [b.call(lookup, [job_global(cg.mod, job.id)], name="deferred"), ir.Constant(_I32, MODES[mode.name])]
     if tape is not None:
-        args += [ir.Constant(_I32, KINDS["tape"]), tape]
+        args += [ir.Constant(_I32, Activity.TAPE.value), tape]
     slot = cg.call_slot() if cg.mod.status or cg.mod.error_slot else None
     if slot is not None:
-        args += [ir.Constant(_I32, KINDS["const"]), slot]
+        args += [ir.Constant(_I32, Activity.CONST.value), slot]
     for act, is_wrapped, v in zip(acts, wrapped, values):
-        args.append(ir.Constant(_I32, KINDS[act.kind]))
+        args.append(ir.Constant(_I32, act.kind.value))
         args += [b.extract_value(v, k) for k in range(len(act.items))] if is_wrapped else [v]
     decl = cg.mod.declare(MARKER, ir.VoidType(), [PTR])
     if not decl.function_type.var_arg:

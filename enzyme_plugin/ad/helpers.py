@@ -79,30 +79,50 @@ _GROW_COPY = ("  %nb = call ptr @malloc(i64 %nc), !gpuc.ad.tape !{{}}\n"
               "  call void @free(ptr %b), !gpuc.ad.tape !{{}}\n"
               "  br label %grown\n")
 
-#: name -> (function type, body text with {name})
-HELPERS = {
-    "loop_grow": (T.function(T.ptr(), [T.ptr(), T.i64, T.i64]), """
-define internal ptr @{name}(ptr %t, i64 %k, i64 %frame) alwaysinline {{
+#: a loop cache array ``{ptr base, i64 capacity (frames), ptr inline}``: room for frame ``%k``,
+#: growing by ``{grow}`` (IR from ``%nc`` frames of ``%bytes``, to label ``grown`` with the new base
+#: in ``%nb``); braces doubled twice, as in :data:`_PUSH`
+_LOOP_GROW = """
+define internal ptr @{{name}}(ptr %t, i64 %k, i64 %frame) alwaysinline {{{{
 entry:
   %capp = getelementptr inbounds i8, ptr %t, i64 8
   %cap = load i64, ptr %capp, align 8
   %full = icmp uge i64 %k, %cap
-  br i1 %full, label %grow, label %ok, !prof !{{!"branch_weights", i32 1, i32 2000}}
+  br i1 %full, label %grow, label %ok, !prof !{{{{!"branch_weights", i32 1, i32 2000}}}}
 grow:
   %c2 = shl i64 %cap, 1
   %nc = add i64 %c2, 16
   %bytes = mul i64 %nc, %frame
-  %b = load ptr, ptr %t, align 8
-  %nb = call ptr @realloc(ptr %b, i64 %bytes), !gpuc.ad.tape !{{}}
-"""+_trap_if_null("%nb", "grown")+"""grown:
+{grow}grown:
   store ptr %nb, ptr %t, align 8
   store i64 %nc, ptr %capp, align 8
   br label %ok
 ok:
   %base = load ptr, ptr %t, align 8
   ret ptr %base
-}}
-"""),
+}}}}
+"""
+
+_LOOP_GROW_REALLOC = ("  %b = load ptr, ptr %t, align 8\n"
+                      "  %nb = call ptr @realloc(ptr %b, i64 %bytes), !gpuc.ad.tape !{{}}\n"
+                      + _trap_if_null("%nb", "grown"))
+
+_LOOP_GROW_COPY = ("  %nb = call ptr @malloc(i64 %bytes), !gpuc.ad.tape !{{}}\n"
+                   + _trap_if_null("%nb", "copy")
+                   + "copy:\n"
+                   "  %b = load ptr, ptr %t, align 8\n"
+                   "  %used = mul i64 %cap, %frame\n"
+                   "  call void @llvm.memcpy.p0.p0.i64(ptr %nb, ptr %b, i64 %used, i1 false)\n"
+                   "  %inlp = getelementptr inbounds i8, ptr %t, i64 16\n"
+                   "  %inl = load ptr, ptr %inlp, align 8\n"
+                   "  %heap = icmp ne ptr %b, %inl\n"
+                   "  br i1 %heap, label %release, label %grown\n"
+                   "release:\n"
+                   "  call void @free(ptr %b), !gpuc.ad.tape !{{}}\n"
+                   "  br label %grown\n")
+
+#: name -> (function type, body text with {name})
+HELPERS = {
     "push": (T.function(T.ptr(), [T.ptr(), T.i64]), _PUSH.format(grow=_GROW_REALLOC)),
     "push_device": (T.function(T.ptr(), [T.ptr(), T.i64]), _PUSH.format(grow=_GROW_COPY)),
     "pop": (T.function(T.ptr(), [T.ptr(), T.i64]), """
@@ -117,42 +137,12 @@ entry:
   ret ptr %w
 }}
 """),
-    # loop cache arrays: indexed by the loop's iteration counter; the engine's calls to malloc/free
-    # carry !gpuc.ad.tape, which the GPU validator accepts (device-side malloc exists in PTX).
-    # ``%t`` is ``{ptr base, i64 capacity (frames), ptr inline}``: growth copies into a new
-    # block twice as large and frees the old one unless it is the inline segment (an alloca)
-    "loop_grow_device": (T.function(T.ptr(), [T.ptr(), T.i64, T.i64]), """
-define internal ptr @{name}(ptr %t, i64 %k, i64 %frame) alwaysinline {{
-entry:
-  %capp = getelementptr inbounds i8, ptr %t, i64 8
-  %cap = load i64, ptr %capp, align 8
-  %full = icmp uge i64 %k, %cap
-  br i1 %full, label %grow, label %ok, !prof !{{!"branch_weights", i32 1, i32 2000}}
-grow:
-  %c2 = shl i64 %cap, 1
-  %nc = add i64 %c2, 16
-  %bytes = mul i64 %nc, %frame
-  %nb = call ptr @malloc(i64 %bytes), !gpuc.ad.tape !{{}}
-"""+_trap_if_null("%nb", "copy")+"""copy:
-  %b = load ptr, ptr %t, align 8
-  %used = mul i64 %cap, %frame
-  call void @llvm.memcpy.p0.p0.i64(ptr %nb, ptr %b, i64 %used, i1 false)
-  %inlp = getelementptr inbounds i8, ptr %t, i64 16
-  %inl = load ptr, ptr %inlp, align 8
-  %heap = icmp ne ptr %b, %inl
-  br i1 %heap, label %release, label %grown
-release:
-  call void @free(ptr %b), !gpuc.ad.tape !{{}}
-  br label %grown
-grown:
-  store ptr %nb, ptr %t, align 8
-  store i64 %nc, ptr %capp, align 8
-  br label %ok
-ok:
-  %base = load ptr, ptr %t, align 8
-  ret ptr %base
-}}
-"""),
+    # loop cache arrays ``{ptr base, i64 capacity (frames), ptr inline}``, indexed by the loop's
+    # iteration counter: on the host grown by realloc (the inline segment unused), on a device by
+    # malloc + copy + free of the old block unless it is the inline segment (an alloca); the engine's
+    # calls to malloc/free carry !gpuc.ad.tape, which the GPU validator accepts
+    "loop_grow": (T.function(T.ptr(), [T.ptr(), T.i64, T.i64]), _LOOP_GROW.format(grow=_LOOP_GROW_REALLOC)),
+    "loop_grow_device": (T.function(T.ptr(), [T.ptr(), T.i64, T.i64]), _LOOP_GROW.format(grow=_LOOP_GROW_COPY)),
     # the end of a grown loop array: freed unless it is still the inline segment
     "loop_free": (T.function(T.void, [T.ptr(), T.ptr()]), """
 define internal void @{name}(ptr %p, ptr %inline) alwaysinline {{

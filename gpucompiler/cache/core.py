@@ -45,7 +45,7 @@ class CachedResult:
     _module: Any = None
 
     @property
-    def module(self):
+    def module(self) -> Any:
         """The final module (parsed from the ``llvm`` artifact on first use after a hit)."""
         if self._module is None:
             text = self.artifacts["llvm"]
@@ -62,7 +62,7 @@ class CachedResult:
         return dict(self.meta.get("reports", {}))
 
 
-def private_disk(directory: str | os.PathLike, max_bytes: int = 1 << 30) -> DiskTier | None:
+def private_disk(directory: str | os.PathLike[str], max_bytes: int = 1 << 30) -> DiskTier | None:
     """The private disk tier in ``directory``, created owner-only (0700); None, with a
     :class:`CacheWarning`, when another user owns it or can write to it."""
     try:
@@ -71,8 +71,8 @@ def private_disk(directory: str | os.PathLike, max_bytes: int = 1 << 30) -> Disk
         return DiskTier(directory, max_bytes)  # unwritable: every write warns and falls back
     problem = private_directory_problem(os.fspath(directory))
     if problem is not None:
-        Cache._warn(f"the cache directory {directory} is not used: {problem}. A directory others write "
-                    "to belongs in GPUC_CACHE_SHARED_DIR, whose entries must be signed", stacklevel=3)
+        _warn(f"the cache directory {directory} is not used: {problem}. A directory others write "
+              "to belongs in GPUC_CACHE_SHARED_DIR, whose entries must be signed", stacklevel=3)
         return None
     return DiskTier(directory, max_bytes)
 
@@ -116,7 +116,7 @@ class Cache:
         self.stats: Counter[str] = Counter()
 
     # -- lookup -------------------------------------------------------------
-    def lookup(self, key: str, document: dict, kinds: Sequence[str], *,
+    def lookup(self, key: str, document: dict[str, Any], kinds: Sequence[str], *,
                memory: bool = True, counter: str = "hit") -> tuple[Entry, str] | None:
         """The entry of ``key`` holding every kind in ``kinds``, and its tier; None on a miss.
 
@@ -138,7 +138,7 @@ class Cache:
             return entry, tier.name
         return None
 
-    def _read(self, tier: Any, key: str, document: dict) -> Entry | None:
+    def _read(self, tier: Any, key: str, document: dict[str, Any]) -> Entry | None:
         where = f"{tier.name}:{key}"
         try:
             data = tier.get(key)
@@ -148,11 +148,11 @@ class Cache:
             if entry.document != document:
                 raise CacheCorruptionError(where, "stored key document differs from the job's")
         except self._errors(tier) as exc:
-            self._warn(f"cannot read the {tier.name} cache ({exc}); compiling without it")
+            _warn(f"cannot read the {tier.name} cache ({exc}); compiling without it")
             return None
         except CacheForgeryError as exc:  # left in place: only a holder of the secret can replace it
             self.stats["forged"] += 1
-            self._warn(f"{exc}; compiling instead")
+            _warn(f"{exc}; compiling instead")
             return None
         except CacheCorruptionError as exc:
             self.stats["corrupt"] += 1
@@ -178,17 +178,12 @@ class Cache:
             self.stats[f"write.{tier.name}"] += 1
         except self._errors(tier) as exc:
             self.stats["write_error"] += 1
-            self._warn(f"cannot write the {tier.name} cache ({exc}); the compiled code is used "
-                       "but not kept")
+            _warn(f"cannot write the {tier.name} cache ({exc}); the compiled code is used "
+                  "but not kept")
 
     @staticmethod
     def _errors(tier: Any) -> tuple[type[BaseException], ...]:
         return getattr(tier, "errors", (OSError,))
-
-    @staticmethod
-    def _warn(message: str, stacklevel: int = 4) -> None:
-        log.warning(message)
-        warnings.warn(message, CacheWarning, stacklevel=stacklevel)
 
     # -- the whole story ------------------------------------------------------
     def compile(self, job: Any, emit: Sequence[str] = ("llvm",),
@@ -214,7 +209,7 @@ class Cache:
             fleet = self.redis.lock(key) if self.redis is not None else _no_lock()  # one compile per fleet
             with lock as locked, fleet as fleet_locked:
                 if self.disk is not None and not locked:
-                    self._warn(f"cannot create a lock in {self.disk.locks}; compiling without one")
+                    _warn(f"cannot create a lock in {self.disk.locks}; compiling without one")
                 if not fleet_locked:
                     self.stats["fleet_lock_unavailable"] += 1
                 found = self.lookup(key, document, emit, memory=False)  # another process may have won
@@ -283,7 +278,8 @@ class Cache:
         self.publish(Entry(ikey, idoc, {}, {"name": f"index:{job.name}", "index": True, "key": key,
                                             "record": record, "created": time.time()}))
 
-    def _compile_and_publish(self, job, emit, key, document, compiler) -> CachedResult:
+    def _compile_and_publish(self, job: Any, emit: tuple[str, ...], key: str, document: dict[str, Any],
+                             compiler: Compiler | None) -> CachedResult:
         kinds = tuple(sorted(set(emit) | {"llvm"}))
         start = time.perf_counter()
         if compiler is not None:
@@ -296,7 +292,7 @@ class Cache:
                                       "make it with Cache(..., compiler=gpucompiler.pipeline.compile)")
                 result, origin = self.compiler(job, kinds), "compiled"
         self.stats["compile"] += 1
-        meta = {"name": job.name, "symbols": _symbols(result.module), "stage_times": dict(result.stage_times),
+        meta: dict[str, Any] = {"name": job.name, "symbols": _symbols(result.module), "stage_times": dict(result.stage_times),
                 "reports": _jsonable(result.reports), "created": time.time(),
                 "compile_seconds": time.perf_counter() - start}
         llvm_text = result.artifacts.get("llvm")
@@ -308,8 +304,8 @@ class Cache:
         problems = serialisation_errors(result.module, facts)
         if problems:
             self.stats["uncacheable"] += 1
-            self._warn(f"job {job.name!r} is not cached: its IR is not serialisable: "
-                       + "; ".join(f"[{k}] {m}" for k, m in problems))
+            _warn(f"job {job.name!r} is not cached: its IR is not serialisable: "
+                  + "; ".join(f"[{k}] {m}" for k, m in problems))
         else:
             self.publish(entry)
         return CachedResult(job, entry.artifacts, key, origin, meta, result.module)
@@ -324,7 +320,7 @@ class Cache:
             return self.service.compile(job, kinds)
         except CacheForgeryError as exc:
             self.stats["forged"] += 1
-            self._warn(f"{exc}; compiling here instead", stacklevel=5)
+            _warn(f"{exc}; compiling here instead", stacklevel=5)
             return None
 
 
@@ -350,7 +346,7 @@ def _result(job: Any, entry: Entry, tier: str) -> CachedResult:
 
 
 def _jsonable(reports: dict[str, Any]) -> dict[str, Any]:
-    out = {}
+    out: dict[str, Any] = {}
     for name, value in reports.items():
         try:
             json.dumps(value)
@@ -358,6 +354,12 @@ def _jsonable(reports: dict[str, Any]) -> dict[str, Any]:
         except (TypeError, ValueError):
             out[name] = repr(value)
     return out
+
+
+def _warn(message: str, stacklevel: int = 4) -> None:
+    """Log ``message`` and warn with it as a :class:`CacheWarning` (``stacklevel``: the user's frame)."""
+    log.warning(message)
+    warnings.warn(message, CacheWarning, stacklevel=stacklevel)
 
 
 class _no_lock:

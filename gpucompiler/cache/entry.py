@@ -45,7 +45,8 @@ class Entry:
 
     def encode(self) -> bytes:
         """The entry's bytes (see the module docstring)."""
-        table, payloads = [], []
+        table: list[dict[str, Any]] = []
+        payloads: list[bytes] = []
         for kind in sorted(self.artifacts):
             value = self.artifacts[kind]
             text = isinstance(value, str)

@@ -39,7 +39,7 @@ class CircuitBreaker:
         self.trips = 0
         self.skipped = 0
 
-    def call(self, what: str, op: Callable[..., Any], *args: Any, errors: tuple = (), **kwargs: Any) -> Any:
+    def call(self, what: str, op: Callable[..., Any], *args: Any, errors: tuple[type[BaseException], ...] = (), **kwargs: Any) -> Any:
         """``op(*args, **kwargs)``, unless the breaker is open (:class:`TierUnavailable`)."""
         remaining = self._open_until - self._clock()
         if remaining > 0:

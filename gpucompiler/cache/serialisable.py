@@ -15,15 +15,20 @@ process resolves them itself, and so are names the module binds itself to
 addresses its job's source called (:data:`gpucompiler.llvm.binding.ADDRESSES`:
 every loader binds them; the source, and so the address, is part of the key).
 """
+# llvmlite ships no type information: the members of its ModuleRef and ValueRef are untyped
+# pyright: reportUnknownMemberType=false, reportUnknownArgumentType=false, reportMissingTypeStubs=false
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ErrorKind, UnserialisableIRError
 from ..llvm.binding import address_bindings, parse_ir
 from ..targets.validation import ModuleFacts
+
+if TYPE_CHECKING:
+    import llvmlite.binding as llvm
 
 #: hexadecimal runs of 8+ digits (``0x7f3a...`` or bare) or explicit address markers in a symbol name
 _ADDRESS_NAME = re.compile(r"(0x[0-9a-fA-F]{6,}|(?<![0-9a-zA-Z])[0-9a-fA-F]{12,}(?![0-9a-zA-Z])|"
@@ -58,7 +63,7 @@ def check_serialisable(module: Any, job_name: str = "") -> None:
         raise UnserialisableIRError(errors, job_name=job_name)
 
 
-def _ref(module: Any):
+def _ref(module: Any) -> llvm.ModuleRef:
     if isinstance(module, str):
         return parse_ir(module, verify=False)
     ref = getattr(module, "ref", None)

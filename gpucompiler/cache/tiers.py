@@ -4,6 +4,8 @@ Every tier maps a key (hex SHA-256) to the bytes of an entry
 (:mod:`.entry`); the memory tier keeps decoded entries. Tiers do no policy:
 checking entries, falling back and logging are :class:`~.core.Cache`'s job.
 """
+# redis-py's Redis.from_url takes untyped keyword arguments
+# pyright: reportUnknownMemberType=false
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterator
+from collections.abc import Generator
 
 from ..errors import CacheCorruptionError, CacheError
 from .entry import Entry
@@ -47,7 +49,8 @@ def read_entry_file(path: str, limit: int) -> bytes | None:
             raise CacheCorruptionError(path, "is not a regular file")
         if st.st_size > limit:
             raise CacheCorruptionError(path, f"{st.st_size} bytes, over the entry limit of {limit}")
-        chunks, size = [], 0
+        chunks: list[bytes] = []
+        size = 0
         while True:
             chunk = os.read(fd, max(st.st_size + 1 - size, 1 << 16))
             if not chunk:
@@ -106,7 +109,7 @@ class DiskTier:
     name = "disk"
     shared = False
 
-    def __init__(self, root: str | os.PathLike, max_bytes: int = 1 << 30, *, name: str = "disk"):
+    def __init__(self, root: str | os.PathLike[str], max_bytes: int = 1 << 30, *, name: str = "disk"):
         self.name = name
         self.root = Path(root)
         self.entries = self.root / "entries"
@@ -155,7 +158,7 @@ class DiskTier:
 
     def files(self) -> list[tuple[str, int, float]]:
         """``(key, size, mtime)`` of every entry file."""
-        out = []
+        out: list[tuple[str, int, float]] = []
         if not self.entries.is_dir():
             return out
         for sub in os.scandir(self.entries):
@@ -191,7 +194,7 @@ class DiskTier:
         return sum(self.delete(k) for k in keys)
 
     @contextmanager
-    def lock(self, key: str, timeout: float = 120.0) -> Iterator[bool]:
+    def lock(self, key: str, timeout: float = 120.0) -> Generator[bool, None, None]:
         """Hold the cross-process lock of ``key``; yields False when the lock file cannot be made."""
         try:
             os.makedirs(self.locks, mode=0o700, exist_ok=True)
@@ -262,7 +265,7 @@ class RedisTier:
         return bool(self._call("delete", self.client.delete, self.prefix + key))
 
     @contextmanager
-    def lock(self, key: str, wait: float = 600.0) -> Iterator[bool]:
+    def lock(self, key: str, wait: float = 600.0) -> Generator[bool, None, None]:
         """Hold the fleet's compile lock of ``key``; yields False when Redis cannot be used."""
         lease = LeaseLock(self._call, self.client, f"{self.prefix}lock:{key}", self.lock_lease, wait)
         try:

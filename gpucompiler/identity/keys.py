@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from typing import Any
+from collections.abc import Iterable
 
 from .. import plugin as gp
 from ..hashing import canonical
@@ -30,7 +31,7 @@ from ..version import __version__
 FORMAT_VERSION = 4
 
 
-def plugin_identity(names) -> list[list[Any]]:
+def plugin_identity(names: Iterable[str]) -> list[list[Any]]:
     """``[[name, version, settings, code], ...]`` of the enabled plugins, sorted by name.
 
     ``settings`` is what the plugin's optional ``cache_settings()`` returns

@@ -22,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from starlette.applications import Starlette
@@ -42,6 +42,9 @@ from ..version import __version__
 from . import worker
 from .contain import call_in_child
 from .protocol import RequestError, answer_signer, encode_artifacts, parse_body, parse_request
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
 
 log = logging.getLogger("gpucompiler.service")
 
@@ -78,7 +81,7 @@ class _Service:
         self.cache = Cache(disk, redis, secret=config.secret, compiler=pipeline.compile)
         self.signer = answer_signer(config.secret, config.token)
         self.pool: ProcessPoolExecutor | None = None
-        self.inflight: dict[tuple[str, tuple[str, ...]], asyncio.Future] = {}
+        self.inflight: dict[tuple[str, tuple[str, ...]], asyncio.Future[Entry]] = {}
         self.counts: Counter[str] = Counter()
         self.crashed: dict[str, str] = {}
         """Keys of jobs that crashed a worker and then a fresh child: their error, answered at once."""
@@ -96,7 +99,8 @@ class _Service:
         pool, self.pool = self.pool, None
         if pool is None:
             return
-        processes = list((getattr(pool, "_processes", None) or {}).values())
+        workers: dict[int, BaseProcess] = getattr(pool, "_processes", None) or {}
+        processes = list(workers.values())
         pool.shutdown(wait=False, cancel_futures=True)
         for proc in processes:
             proc.terminate()
@@ -117,7 +121,8 @@ class _Service:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise RequestError(f"request of {declared} bytes exceeds the limit of {limit}", 413, "too_large")
-        chunks, size = [], 0
+        chunks: list[bytes] = []
+        size = 0
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit:
@@ -152,7 +157,7 @@ class _Service:
             log.exception("internal error on /compile")
             return _error(500, "internal", f"{type(exc).__name__}: {exc}")
 
-    async def single_flight(self, key: str, document: dict, emit: tuple[str, ...], body: bytes) -> Entry:
+    async def single_flight(self, key: str, document: dict[str, Any], emit: tuple[str, ...], body: bytes) -> Entry:
         flight = (key, tuple(sorted(emit)))
         future = self.inflight.get(flight)
         if future is None:
@@ -163,7 +168,7 @@ class _Service:
             self.counts["deduped"] += 1
         return await asyncio.wait_for(asyncio.shield(future), self.config.timeout_s)
 
-    async def _run(self, key: str, document: dict, body: bytes) -> Entry:
+    async def _run(self, key: str, document: dict[str, Any], body: bytes) -> Entry:
         crash = self.crashed.get(key)
         if crash is not None:  # it crashed a worker and a fresh child: not tried a third time
             self.counts["crash_memo"] += 1

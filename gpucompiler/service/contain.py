@@ -67,16 +67,15 @@ def call_in_child(fn: Callable[[], bytes], what: str, *, timeout: float | None =
                 sys.stderr.flush()
                 os._exit(code)
         os.close(w)
-        if timeout is not None:
-            timer = _Killer(pid, timeout)
+        timer = _Killer(pid, timeout) if timeout is not None else None
         try:
-            chunks = []
+            chunks: list[bytes] = []
             with os.fdopen(r, "rb") as pipe:
                 while chunk := pipe.read(1 << 16):
                     chunks.append(chunk)
             _, status = os.waitpid(pid, 0)
         finally:
-            if timeout is not None:
+            if timer is not None:
                 timer.cancel()
         data = b"".join(chunks)
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
@@ -87,7 +86,7 @@ def call_in_child(fn: Callable[[], bytes], what: str, *, timeout: float | None =
         tail = err.read()[-4000:].decode(errors="replace").strip()
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
-            name = "timeout" if timeout is not None and timer.fired else signal.Signals(sig).name
+            name = "timeout" if timer is not None and timer.fired else signal.Signals(sig).name
             raise CompilerCrashError(what, name, _llvm_lines(tail))
         raise CompilerCrashError(what, f"exit status {os.WEXITSTATUS(status)}", _llvm_lines(tail))
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import Any, TypeGuard, cast
+from collections.abc import Iterable, Sequence
 
 import attrs
 
@@ -56,17 +57,25 @@ def config_to_json(config: CompilerConfig) -> dict[str, Any]:
             "plugins": list(config.plugins), "validate": config.validate}
 
 
+def _is_list(value: Any) -> TypeGuard[list[Any]]:
+    return isinstance(value, list)
+
+
+def _is_object(value: Any) -> TypeGuard[dict[str, Any]]:
+    return isinstance(value, dict)
+
+
 def _json_value(key: str, value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (tuple, list)):
-        return [_json_value(key, v) for v in value]
+        return [_json_value(key, v) for v in cast("Sequence[Any]", value)]
     raise ConfigError(f"config param {key!r} = {value!r} cannot be sent to the compile service "
                       "(only JSON scalars and tuples of them)")
 
 
 def _tuples(value: Any) -> Any:
-    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+    return tuple(_tuples(v) for v in value) if _is_list(value) else value
 
 
 _SCALARS = {"str": str, "int": int, "bool": bool, "float": (int, float), "None": type(None)}
@@ -76,8 +85,9 @@ def _matches(value: Any, annotation: str) -> bool:
     """Whether a JSON value fits a target field's annotation (``str``, ``int | None``, ``tuple[int, int]``)."""
     for option in (a.strip() for a in annotation.split("|")):
         if option.startswith("tuple[") and isinstance(value, tuple):
+            items = cast("tuple[Any, ...]", value)
             inner = [i.strip() for i in option[6:-1].split(",")]
-            if len(inner) == len(value) and all(_matches(v, i) for v, i in zip(value, inner)):
+            if len(inner) == len(items) and all(_matches(v, i) for v, i in zip(items, inner)):
                 return True
         elif option in _SCALARS and isinstance(value, _SCALARS[option]) and (
                 option == "bool" or not isinstance(value, bool)):
@@ -93,7 +103,7 @@ def config_from_json(data: Any) -> CompilerConfig:
         if cls is None:
             raise RequestError(f"unknown target {data['target']['name']!r}; known: {', '.join(TARGETS)}",
                                400, "bad_request")
-        if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in data["params"]):
+        if not all(_is_list(p) and len(p) == 2 and isinstance(p[0], str) for p in data["params"]):
             raise ValueError("params must be [name, value] pairs with string names")
         config = CompilerConfig(cls(**{k: _tuples(v) for k, v in target.items()}),
                                 params=tuple((k, _tuples(v)) for k, v in data["params"]),
@@ -104,7 +114,8 @@ def config_from_json(data: Any) -> CompilerConfig:
             if not _matches(value, str(field.type)):
                 raise TypeError(f"target field {field.name!r} must be {field.type}, not {value!r}")
         hash(config)
-        if not isinstance(config.opt_level, int) or not 0 <= config.opt_level <= 3:
+        # JSON may send 2.0 (equal to 2, so the config's converter keeps it): not an int
+        if not isinstance(config.opt_level, int) or not 0 <= config.opt_level <= 3:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValueError(f"opt_level {config.opt_level!r} is not 0-3")
         return config
     except RequestError:
@@ -133,7 +144,8 @@ def parse_body(body: bytes) -> Any:
         if isinstance(value, (list, dict)):
             if depth > MAX_DEPTH:
                 raise RequestError(f"the body is nested too deeply (the limit is {MAX_DEPTH})", 400, "too_deep")
-            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+            children = cast("Iterable[Any]", value.values() if isinstance(value, dict) else value)
+            stack.extend((v, depth + 1) for v in children)
     return data
 
 
@@ -152,7 +164,7 @@ def make_request(job: CompilerJob, emit: tuple[str, ...]) -> dict[str, Any]:
 
 def parse_request(data: Any) -> tuple[CompilerJob, tuple[str, ...]]:
     """The job and emit kinds of a request body; raises :class:`RequestError` or :class:`PluginMismatchError`."""
-    if not isinstance(data, dict):
+    if not _is_object(data):
         raise RequestError("the request body must be a JSON object", 400, "bad_request")
     if data.get("protocol") != PROTOCOL:
         raise RequestError(f"protocol {data.get('protocol')!r} is not supported; this service speaks "
@@ -160,7 +172,7 @@ def parse_request(data: Any) -> tuple[CompilerJob, tuple[str, ...]]:
     ir, entry, emit = data.get("ir"), data.get("entry"), data.get("emit")
     if not isinstance(ir, str) or not isinstance(entry, str) or not entry:
         raise RequestError("'ir' and 'entry' must be strings", 400, "bad_request")
-    if not isinstance(emit, list) or not emit or any(k not in EMIT_KINDS for k in emit):
+    if not _is_list(emit) or not emit or any(k not in EMIT_KINDS for k in emit):
         raise RequestError(f"'emit' must be a non-empty list of {', '.join(EMIT_KINDS)}", 400, "bad_request")
     config = config_from_json(data.get("config"))
     check_plugins(config.plugins, data.get("plugins"))
@@ -169,7 +181,7 @@ def parse_request(data: Any) -> tuple[CompilerJob, tuple[str, ...]]:
 
 def check_plugins(names: tuple[str, ...], claimed: Any) -> None:
     """The client's plugins must be installed here at the same versions and settings."""
-    if not isinstance(claimed, list) or sorted(str(c[0]) for c in claimed if isinstance(c, list) and c) != list(names):
+    if not _is_list(claimed) or sorted(str(c[0]) for c in claimed if _is_list(c) and c) != list(names):
         raise RequestError("'plugins' must list [name, version, settings, code] of every plugin in "
                            "config.plugins", 400, "bad_request")
     installed = gp.discovered()

@@ -22,6 +22,9 @@ from .protocol import parse_request
 
 _cache: Cache | None = None
 
+InitArgs = tuple[str | None, int, str | None, bytes | None, dict[str, str] | None, float]
+"""The arguments of :func:`init`, as a pool or a forked child passes them."""
+
 
 def init(cache_dir: str | None, max_bytes: int, redis_url: str | None, secret: bytes | None = None,
          redis_tls: dict[str, str] | None = None, lock_lease: float = 10.0) -> None:
@@ -70,7 +73,7 @@ def compile_body(body: bytes) -> tuple[int, bytes]:
         return 500, json.dumps({"error": "internal", "message": f"{type(exc).__name__}: {exc}"}).encode()
 
 
-def compile_packed(body: bytes, initargs: tuple) -> bytes:
+def compile_packed(body: bytes, initargs: InitArgs) -> bytes:
     """:func:`compile_body` in a fresh child (:mod:`.contain`): the status as three digits, then the payload."""
     init(*initargs)
     status, payload = compile_body(body)

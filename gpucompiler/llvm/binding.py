@@ -1,4 +1,6 @@
 """Thin helpers over ``llvmlite.binding``: initialisation, parsing with typed errors."""
+# llvmlite ships no type information: its members are untyped
+# pyright: reportUnknownMemberType=false, reportUnknownArgumentType=false, reportMissingTypeStubs=false
 
 from __future__ import annotations
 
@@ -72,7 +74,7 @@ def address_bindings(text: str) -> dict[str, int]:
     named = _NAMED.search(text)
     if named is None:
         return {}
-    out = {}
+    out: dict[str, int] = {}
     for ref in re.findall(r"!(\d+)", named.group(1)):
         node = re.search(r"^!" + ref + r' = !\{\s*!"((?:[^"\\]|\\.)*)",\s*i64\s+(-?\d+)\s*\}', text, re.M)
         if node is not None:

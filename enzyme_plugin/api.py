@@ -34,8 +34,9 @@ import types as pytypes
 
 import attrs
 
-from gpucompiler.errors import PLUGIN_ATTRIBUTE, GPUCompilerError, for_user
-from gpucompiler import settings
+from gpucompiler import jit, settings
+from gpucompiler.errors import (PLUGIN_ATTRIBUTE, ArgumentBindingError, ArgumentTypeError, GPUCompilerError,
+                               for_user)
 
 
 class Activity(enum.Enum):
@@ -140,6 +141,20 @@ class DuplicatedNoNeed(Duplicated):
 ACTIVITIES = {cls.__name__: cls for cls in (Const, Active, Duplicated, DuplicatedNoNeed)}
 
 
+def user_errors(fn):
+    """Raise the compiler's typed errors from ``fn`` with the caller's frame on top (the internal chain
+    kept when ``GPUC_DEBUG_TRACEBACKS`` is set)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except GPUCompilerError as exc:
+            raise for_user(exc, settings.debug_tracebacks())
+    return wrapper
+
+
+@user_errors
 def autodiff(mode: Mode, f, *args):
     """Differentiate ``f`` at ``args`` in ``mode`` (see the module docstring for the conventions).
 
@@ -151,8 +166,6 @@ def autodiff(mode: Mode, f, *args):
         a, da = np.array([3.0]), np.zeros(1)
         (dx,) = autodiff(Reverse, f, Active(2.0), Duplicated(a, da))   # dx == 9.0, da == [12.0]
     """
-    from gpucompiler.errors import ArgumentTypeError
-
     if not isinstance(mode, Mode) or mode not in (Reverse, Forward, *WITH_PRIMAL):
         raise ArgumentTypeError("mode", type(mode), function="autodiff",
                                 hint="pass Reverse, Forward, ReverseWithPrimal or ForwardWithPrimal "
@@ -160,27 +173,22 @@ def autodiff(mode: Mode, f, *args):
     if not isinstance(f, pytypes.FunctionType):
         raise ArgumentTypeError("f", type(f), function="autodiff", hint="pass a Python function")
     ann = tuple(a if isinstance(a, Annotation) else Const(a) for a in args)
-    try:
-        _check_arguments(f, ann)
-        primal = None
-        if mode in WITH_PRIMAL:
-            mode = WITH_PRIMAL[mode]
-            primal = (primal_value(f, ann),)
-        entry = _entry(mode, f, tuple(type(a).__name__ for a in ann))
-        flat = [v for a in ann for v in a.values()]
-        derivs = entry(*flat)
-        if primal is None:
-            return derivs
-        return (derivs, *primal) if mode is Reverse else (*derivs, *primal)
-    except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
-        raise for_user(exc, settings.debug_tracebacks())
+    _check_arguments(f, ann)
+    primal = None
+    if mode in WITH_PRIMAL:
+        mode = WITH_PRIMAL[mode]
+        primal = (primal_value(f, ann),)
+    entry = _entry(mode, f, tuple(type(a).__name__ for a in ann))
+    flat = [v for a in ann for v in a.values()]
+    derivs = entry(*flat)
+    if primal is None:
+        return derivs
+    return (derivs, *primal) if mode is Reverse else (*derivs, *primal)
 
 
 def _check_arguments(f, ann) -> None:
     """One activity per parameter of ``f``, shadows of their values' dtype and rank (the shape is
     checked by the compiled entry, as in compiled code)."""
-    from gpucompiler.errors import ArgumentBindingError, ArgumentTypeError
-
     code = f.__code__
     names = code.co_varnames[:code.co_argcount]
     if len(ann) != len(names) and not (code.co_kwonlyargcount or code.co_flags & 0x0C):
@@ -212,16 +220,12 @@ def primal_value(f, ann):
 
 @functools.lru_cache(maxsize=256)
 def _compiled(f):
-    from gpucompiler import jit
-
     return jit(f, plugins=("enzyme",))
 
 
 @functools.lru_cache(maxsize=256)
 def _entry(mode: Mode, f, kinds: tuple[str, ...]):
     """A jit-compiled entry ``(flattened values) -> autodiff(mode, f, activities...)``."""
-    from gpucompiler import jit
-
     params, wrapped, k = [], [], 0
     for kind in kinds:
         n = 2 if issubclass(ACTIVITIES[kind], Duplicated) else 1

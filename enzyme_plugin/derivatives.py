@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import functools
 import linecache
+import types as pytypes
 
 import numpy as np
 
-from gpucompiler.errors import ArgumentTypeError, GPUCompilerError, for_user
-from gpucompiler import settings
+from gpucompiler.errors import ArgumentTypeError
 
-from .api import ACTIVITIES, Active, Const, Duplicated, Forward, Reverse, autodiff, primal_value
+from .api import ACTIVITIES, Active, Const, Duplicated, Forward, Reverse, autodiff, primal_value, user_errors
 
 
 def _kind(fname: str, name: str, v) -> str:
@@ -38,8 +38,6 @@ def _kind(fname: str, name: str, v) -> str:
 
 
 def _check_f(fname: str, f) -> None:
-    import types as pytypes
-
     if not isinstance(f, pytypes.FunctionType):
         raise ArgumentTypeError("f", type(f).__name__, function=fname, hint="pass a Python function")
 
@@ -53,17 +51,7 @@ def _check_float_valued(fname: str, f, *args) -> None:
                                      "written into an array use jacobian(f, x, y))")
 
 
-def _user_errors(fn):
-    @functools.wraps(fn)
-    def wrapper(*args):
-        try:
-            return fn(*args)
-        except GPUCompilerError as exc:  # the caller's frame on top
-            raise for_user(exc, settings.debug_tracebacks())
-    return wrapper
-
-
-@_user_errors
+@user_errors
 def gradient(f, x):
     """The gradient of the float-valued ``f`` at ``x`` (a float, or a float array: same shape), one reverse sweep."""
     _check_f("gradient", f)
@@ -76,7 +64,7 @@ def gradient(f, x):
     return dx
 
 
-@_user_errors
+@user_errors
 def jacobian(f, x, y=None):
     """The Jacobian of ``f`` at the float array ``x`` by forward sweeps, one per element of ``x``.
 
@@ -108,7 +96,7 @@ def jacobian(f, x, y=None):
     return out.reshape(xs.shape) if y is None else out.reshape(y.shape + xs.shape)
 
 
-@_user_errors
+@user_errors
 def hvp(f, x, v):
     """The Hessian of the float-valued ``f`` at ``x`` times ``v`` (forward over reverse; ``v`` like ``x``)."""
     _check_f("hvp", f)

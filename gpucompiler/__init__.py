@@ -2,7 +2,7 @@
 
 from .version import __version__ as __version__
 
-from .config import CompilerConfig
+from .config import CompilerConfig, FrontendOptions
 from .errors import ErrorModel, GPUCompilerError
 from .job import CompilerJob, LLVMSource
 from .targets import NativeTarget, PTXTarget, parse_target
@@ -12,6 +12,7 @@ from .kernel import kernel
 
 __all__ = [
     "CompilerConfig",
+    "FrontendOptions",
     "CompilerJob",
     "ErrorModel",
     "GPUCompilerError",

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from . import pipeline, types as T
 from .arguments import Binder, arguments
-from .config import CompilerConfig
+from .config import CompilerConfig, FrontendOptions
 from .errors import (ArgumentTypeError, ErrorModel, GPUCompilerError, PluginRequiredError, TypeInferenceError,
                      UnknownStageError, error_model_option, for_user)
 from .frontend.printer import format_function
@@ -104,10 +104,8 @@ class Dispatcher:
         return FunctionSpec(self.py_func, argtypes)
 
     def _job(self, argtypes, args=()):
-        params: dict[str, object] = {"python_abi": True, "boundscheck": self.boundscheck}
-        if self.error_model is not ErrorModel.PYTHON:  # the default leaves keys as they were
-            params["error_model"] = self.error_model
-        config = CompilerConfig(NativeTarget(), params=params,
+        frontend = FrontendOptions(python_abi=True, boundscheck=self.boundscheck, error_model=self.error_model)
+        config = CompilerConfig(NativeTarget(), frontend=frontend,
                                 opt_level=self.opt_level, plugins=self.plugins)
         return CompilerJob(self._spec(argtypes, args), config)
 

@@ -30,7 +30,7 @@ from . import device as _device  # noqa: F401  (registers the device intrinsics)
 from . import pipeline, types as T
 from .arguments import Binder, argument
 from .cached import compile_cached
-from .config import CompilerConfig
+from .config import CompilerConfig, FrontendOptions
 from .errors import (ConfigError, ErrorKind, ErrorModel, GPUCompilerError, KernelError, LaunchError, PluginRequiredError,
                      error_model_option, for_user)
 from .frontend.ir import Return
@@ -200,11 +200,11 @@ class Kernel:
         target = PTXTarget(capability=tuple(capability), fastmath=self.fastmath, maxregs=self.maxregs)
         return CompilerJob(self.specialization(argtypes) if checked else self._spec(argtypes),
                            CompilerConfig(target, kernel=True, name=self.symbol, opt_level=self.opt_level,
-                                          plugins=self.plugins, params=self._params()))
+                                          plugins=self.plugins, frontend=self._frontend()))
 
-    def _params(self) -> dict:
-        """Job parameters: ``boundscheck`` only when on (a bad index traps: a launch error)."""
-        return {"boundscheck": True} if self.boundscheck is True else {}
+    def _frontend(self) -> FrontendOptions:
+        """Frontend options: ``boundscheck`` only when on (a bad index traps: a launch error)."""
+        return FrontendOptions(boundscheck=self.boundscheck is True)
 
     def compile_ptx(self, argtypes, capability=(9, 0)):
         """``(ptx text, job)`` for ``argtypes`` and compute capability ``capability``.

@@ -73,3 +73,36 @@ def test_unknown_target_lists_known(spec):
 def test_bad_opt_level():
     with pytest.raises(ConfigError):
         make_job(opt_level=7)
+
+
+def test_frontend_options_are_typed_and_part_of_the_key():
+    from gpucompiler import FrontendOptions
+    from gpucompiler.errors import ErrorModel
+    src = LLVMSource("define void @f() {\n  ret void\n}\n", "f")
+    keys = {job_key(CompilerJob(src, CompilerConfig(NativeTarget(), frontend=options)))
+            for options in (FrontendOptions(), FrontendOptions(python_abi=True), FrontendOptions(boundscheck=True),
+                            FrontendOptions(error_model=ErrorModel.NUMPY))}
+    assert len(keys) == 4
+    with pytest.raises(TypeError):
+        FrontendOptions(error_model="numpy")  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize("name", ["python_abi", "boundscheck", "error_model"])
+def test_frontend_option_passed_as_param_is_refused_with_the_fix(name):
+    with pytest.raises(ConfigError, match=f"FrontendOptions\\({name}="):
+        CompilerConfig(NativeTarget(), params={name: True})
+
+
+def test_frontend_options_round_trip_through_the_service_protocol():
+    from gpucompiler import FrontendOptions
+    from gpucompiler.errors import ErrorModel
+    from gpucompiler.service.protocol import RequestError, config_from_json, config_to_json
+    config = CompilerConfig(PTXTarget(), params={"enzyme_atomic": True},
+                            frontend=FrontendOptions(boundscheck=True, error_model=ErrorModel.NUMPY))
+    assert config_from_json(config_to_json(config)) == config
+    for bad in ({"python_abi": 1, "boundscheck": False, "error_model": "python"},
+                {"python_abi": False, "boundscheck": False, "error_model": "fast"},
+                {"python_abi": False}, [], None):
+        data = {**config_to_json(config), "frontend": bad}
+        with pytest.raises(RequestError, match="malformed config"):
+            config_from_json(data)

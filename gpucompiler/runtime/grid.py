@@ -50,7 +50,7 @@ from .. import types as T
 from ..cached import compile_cached
 from ..codegen import ErrorPolicy, ModuleCodegen
 from ..codegen.lltypes import has_value, ll
-from ..config import CompilerConfig
+from ..config import CompilerConfig, FrontendOptions
 from ..device import GridEmulationPlugin
 from ..errors import EmulationError, LaunchError
 from ..interpreter.lattice import widen
@@ -103,7 +103,7 @@ class EmulationSource:
 
     def generate_ir(self, job) -> str:
         interp, frame = self.spec.infer(job.target, job.config.plugins, False)
-        checked = bool(job.config.param("boundscheck", False))
+        checked = job.config.frontend.boundscheck
         # errors stop the thread (a status) also without bounds checks: unbound names...
         mod = ModuleCodegen(self.spec.entry, interp, status=True, boundscheck=checked,
                             on_error=ErrorPolicy.EMULATION)
@@ -366,9 +366,10 @@ class EmulatedKernel:
         emulation_runtime()
         self.spec = spec
         self.argtypes = tuple(widen(t) for t in spec.argtypes)
-        params = {"loader_symbols": LOADER_SYMBOLS, **({"boundscheck": True} if boundscheck else {})}
-        job = CompilerJob(EmulationSource(spec), CompilerConfig(NativeTarget(), plugins=(PLUGIN, *plugins),
-                                                                opt_level=opt_level, params=params))
+        job = CompilerJob(EmulationSource(spec), CompilerConfig(
+            NativeTarget(), plugins=(PLUGIN, *plugins), opt_level=opt_level,
+            params={"loader_symbols": LOADER_SYMBOLS},
+            frontend=FrontendOptions(boundscheck=boundscheck)))
         result = compile_cached(job, ("obj",), check=check)
         symbols = SymbolTable(result.meta.get("symbols") or _rows(result.module.ref))
         self.uses_barrier = symbols.declares("gpuc_emu_barrier") or symbols.declares("gpuc_emu_shfl")

@@ -8,7 +8,8 @@ the requested emit kinds and the client's plugins with their versions::
 
     {"protocol": 1, "ir": "...", "entry": "f", "emit": ["obj"],
      "config": {"target": {"name": "native", "cpu": "znver3", "features": "+avx2,..."},
-                "params": [["python_abi", true]], "kernel": false, "name": null,
+                "params": [], "frontend": {"python_abi": true, "boundscheck": true, "error_model": "python"},
+                "kernel": false, "name": null,
                 "opt_level": 2, "plugins": ["mock_enzyme"], "validate": true},
      "plugins": [["mock_enzyme", "1.0", null, "<sha256 of its source>"]]}
 
@@ -27,8 +28,8 @@ import attrs
 from .. import plugin as gp
 from ..cache.serialisable import check_serialisable
 from ..cache.trust import Signer
-from ..config import CompilerConfig
-from ..errors import ConfigError, PluginMismatchError, ServiceError
+from ..config import CompilerConfig, FrontendOptions
+from ..errors import ConfigError, ErrorModel, PluginMismatchError, ServiceError
 from ..identity import plugin_identity
 from ..job import CompilerJob
 from ..pipeline import PreparedSource, prepare
@@ -52,7 +53,10 @@ def config_to_json(config: CompilerConfig) -> dict[str, Any]:
         target = attrs.evolve(target, cpu=target.host_cpu(), features=target.host_features())
     fields = attrs.asdict(target, recurse=False)
     fields = {k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()}
+    frontend = config.frontend
     return {"target": {"name": target.name, **fields}, "params": [[k, _json_value(k, v)] for k, v in config.params],
+            "frontend": {"python_abi": frontend.python_abi, "boundscheck": frontend.boundscheck,
+                         "error_model": frontend.error_model.value},
             "kernel": config.kernel, "name": config.name, "opt_level": config.opt_level,
             "plugins": list(config.plugins), "validate": config.validate}
 
@@ -107,6 +111,7 @@ def config_from_json(data: Any) -> CompilerConfig:
             raise ValueError("params must be [name, value] pairs with string names")
         config = CompilerConfig(cls(**{k: _tuples(v) for k, v in target.items()}),
                                 params=tuple((k, _tuples(v)) for k, v in data["params"]),
+                                frontend=_frontend_from_json(data["frontend"]),
                                 kernel=bool(data["kernel"]), name=data["name"], opt_level=data["opt_level"],
                                 plugins=tuple(data["plugins"]), validate=bool(data["validate"]))
         for field in attrs.fields(cls):
@@ -122,6 +127,15 @@ def config_from_json(data: Any) -> CompilerConfig:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise RequestError(f"malformed config: {type(exc).__name__}: {exc}", 400, "bad_request") from None
+
+
+def _frontend_from_json(data: Any) -> FrontendOptions:
+    if not _is_object(data) or set(data) != {"python_abi", "boundscheck", "error_model"}:
+        raise ValueError("frontend must be an object with python_abi, boundscheck and error_model")
+    if not (isinstance(data["python_abi"], bool) and isinstance(data["boundscheck"], bool)):
+        raise TypeError("frontend python_abi and boundscheck must be booleans")
+    return FrontendOptions(python_abi=data["python_abi"], boundscheck=data["boundscheck"],
+                           error_model=ErrorModel(data["error_model"]))
 
 
 # -- requests -----------------------------------------------------------------------

@@ -13,7 +13,7 @@ import attrs
 
 from ..codegen import ErrorPolicy, ModuleCodegen
 from ..device import GridEmulationPlugin
-from ..errors import ErrorModel, TypeInferenceError
+from ..errors import TypeInferenceError
 from ..interpreter import BOTTOM, Interpreter
 from ..interpreter.deferred import DeferredJob
 from .spec import read_fingerprint, sorted_reads
@@ -61,8 +61,8 @@ class DeferredSpec:
 def nested_checks(deferred: DeferredJob, config) -> dict:
     """How the nested job's checks report: ``ModuleCodegen`` options from the parent's config.
 
-    Array indices are checked when the parent's are (``boundscheck``, a job
-    parameter, so it is part of the nested job's key). A failed check sets the
+    Array indices are checked when the parent's are (``boundscheck``, a frontend
+    option, so it is part of the nested job's key). A failed check sets the
     Python error under the Python ABI, calls the CPU grid emulation's
     callback in an emulated kernel, and traps elsewhere (on the GPU). When the
     meta asks for an error slot (:attr:`DeferredMeta.error_slot`) and the
@@ -70,13 +70,13 @@ def nested_checks(deferred: DeferredJob, config) -> dict:
     kernel with bounds checks), the nested functions take the slot instead
     of a status, and the parent passes it (:meth:`FunctionCodegen.call_slot`).
     """
-    boundscheck = bool(config.param("boundscheck", False))
+    boundscheck = config.frontend.boundscheck
     emulated = GridEmulationPlugin.name in config.plugins
     on_error = (ErrorPolicy.PYTHON if deferred.python_errors
                 else ErrorPolicy.EMULATION if emulated else ErrorPolicy.TRAP)
     parent_stops = deferred.python_errors or (emulated and boundscheck)
     return {"boundscheck": boundscheck, "on_error": on_error,
-            "error_model": config.param("error_model", ErrorModel.PYTHON),
+            "error_model": config.frontend.error_model,
             "error_slot": bool(getattr(deferred.meta, "error_slot", False)) and parent_stops,
             "source_lines": bool(getattr(deferred.meta, "source_lines", False))}
 

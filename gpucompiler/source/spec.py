@@ -29,7 +29,6 @@ import attrs
 from .. import types as T
 from ..codegen import ErrorPolicy, ModuleCodegen
 from ..codegen.wrapper import emit_wrapper
-from ..errors import ErrorModel
 from ..frontend.fingerprint import encode_value, python_function
 from ..interpreter import BOTTOM, Interpreter
 from ..interpreter.infer import MISSING
@@ -66,7 +65,7 @@ def _restype(frame) -> str:
 
 def _settings(job) -> tuple:
     return () if job is None else (job.target, job.config.plugins,
-                                   bool(job.config.param("python_abi", False)))
+                                   job.config.frontend.python_abi)
 
 
 @attrs.frozen
@@ -253,14 +252,15 @@ class FunctionSpec:
 
     def generate_ir(self, job) -> str:
         """The LLVM IR of the entry specialization and every callee."""
-        abi = bool(job.config.param("python_abi", False))
+        options = job.config.frontend
+        abi = options.python_abi
         interp, frame = self.infer(job.target, job.config.plugins, abi)
         # with the Python ABI errors stop execution (a status) and a bad index raises
         # IndexError; elsewhere a bad index traps (on the GPU: a launch error)
         mod = ModuleCodegen(self.entry, interp, status=abi,
-                            boundscheck=bool(job.config.param("boundscheck", False)),
+                            boundscheck=options.boundscheck,
                             on_error=ErrorPolicy.PYTHON if abi else ErrorPolicy.TRAP,
-                            error_model=job.config.param("error_model", ErrorModel.PYTHON))
+                            error_model=options.error_model)
         entry = mod.emit(frame, self.entry)
         if abi:
             emit_wrapper(mod, frame, entry, self.entry + ".pywrap")

@@ -71,8 +71,8 @@ def lookups(module: IRModule) -> list[str]:
 def nested_job(parent: CompilerJob, job_id: str) -> CompilerJob:
     """The compile job of deferred job ``job_id`` under ``parent``'s config."""
     deferred = resolve(job_id)
-    params = [(k, v) for k, v in parent.config.params if k != "python_abi"]
-    config = attrs.evolve(parent.config, params=params, kernel=False, name=None, validate=False)
+    frontend = attrs.evolve(parent.config.frontend, python_abi=False)
+    config = attrs.evolve(parent.config, frontend=frontend, kernel=False, name=None, validate=False)
     return CompilerJob(DeferredSpec(deferred), config)
 
 

@@ -75,13 +75,13 @@ def test_byte_identical_ir_in_two_processes():
         import sys; sys.path.insert(0, HERE)
         import frontend_corpus as C
         from gpucompiler import types as T
-        from gpucompiler.config import CompilerConfig
+        from gpucompiler.config import CompilerConfig, FrontendOptions
         from gpucompiler.source.spec import FunctionSpec
         from gpucompiler.identity import job_key
         from gpucompiler.job import CompilerJob
         from gpucompiler.targets import NativeTarget
         job = CompilerJob(FunctionSpec(C.count_primes, (T.int64, T.int64)),
-                          CompilerConfig(NativeTarget(), params={"python_abi": True}))
+                          CompilerConfig(NativeTarget(), frontend=FrontendOptions(python_abi=True)))
         print(job_key(job))
         print(job.source.generate_ir(job))
     """).replace("HERE", repr(here))

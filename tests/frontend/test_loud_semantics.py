@@ -178,8 +178,8 @@ def test_error_model_is_a_typed_option_and_part_of_the_key():
         gpuc.jit(error_model="numpy")(divide)
     a = gpuc.jit(divide)._job((gpuc.types.float64, gpuc.types.float64))
     b = gpuc.jit(error_model=ErrorModel.NUMPY)(divide)._job((gpuc.types.float64, gpuc.types.float64))
-    assert a.config != b.config and a.config.param("error_model") is None
-    assert b.config.param("error_model") is ErrorModel.NUMPY
+    assert a.config != b.config and a.config.frontend.error_model is ErrorModel.PYTHON
+    assert b.config.frontend.error_model is ErrorModel.NUMPY
 
 
 # -- unbound locals, undefined globals -------------------------------------------------------

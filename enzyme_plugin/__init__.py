@@ -12,13 +12,13 @@ is the engine on any LLVM IR that calls ``__enzyme_autodiff`` /
 """
 
 from .ad import ADError, differentiate
-from .api import (Active, Const, Duplicated, DuplicatedNoNeed, Forward, ForwardWithPrimal, Mode, Reverse,
+from .api import (Active, BatchDuplicated, BatchDuplicatedNoNeed, Const, Duplicated, DuplicatedNoNeed, Forward, ForwardWithPrimal, Mode, Reverse,
                   ReverseSplit, ReverseWithPrimal, autodiff, autodiff_thunk)
 from .derivatives import gradient, hvp, jacobian
 from .split import Tape, TapeError
 from .rules.custom import custom_rule
 
 __version__ = "0.1.0"
-__all__ = ["ADError", "Active", "Const", "Duplicated", "DuplicatedNoNeed", "Forward", "ForwardWithPrimal", "Mode",
+__all__ = ["ADError", "Active", "BatchDuplicated", "BatchDuplicatedNoNeed", "Const", "Duplicated", "DuplicatedNoNeed", "Forward", "ForwardWithPrimal", "Mode",
            "Reverse", "ReverseSplit", "ReverseWithPrimal", "Tape", "TapeError", "autodiff", "autodiff_thunk",
            "custom_rule", "differentiate", "gradient", "hvp", "jacobian"]

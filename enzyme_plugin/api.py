@@ -49,6 +49,8 @@ class Activity(enum.Enum):
     DUPNONEED = 3
     TAPE = 4
     """The split-mode tape holder: internal, never a user's annotation."""
+    WIDTH = 5
+    """The batch width of a call with ``BatchDuplicated`` arguments: internal, never a user's annotation."""
 
     @property
     def duplicated(self) -> bool:
@@ -62,7 +64,7 @@ class Activity(enum.Enum):
 
 
 _MARKERS = {Activity.CONST: "enzyme_const", Activity.ACTIVE: "enzyme_out", Activity.DUP: "enzyme_dup",
-            Activity.DUPNONEED: "enzyme_dupnoneed", Activity.TAPE: "enzyme_tape"}
+            Activity.DUPNONEED: "enzyme_dupnoneed", Activity.TAPE: "enzyme_tape", Activity.WIDTH: "enzyme_width"}
 
 
 @attrs.frozen
@@ -138,7 +140,37 @@ class DuplicatedNoNeed(Duplicated):
     kind = Activity.DUPNONEED
 
 
-ACTIVITIES = {cls.__name__: cls for cls in (Const, Active, Duplicated, DuplicatedNoNeed)}
+class BatchDuplicated(Annotation):
+    """A value and ``N`` shadows (Enzyme's vector mode of width ``N``): one derivative sweep carries all
+    ``N`` tangents (forward) or cotangents (reverse). ``BatchDuplicated(x, (dx1, dx2, dx3))``."""
+
+    __slots__ = ("dval",)
+    kind = Activity.DUP
+
+    def __init__(self, val, dval):
+        if not isinstance(dval, tuple) or not dval:
+            raise ArgumentTypeError("dval", type(dval), function=type(self).__name__,
+                                    hint="pass the shadows as a non-empty tuple: BatchDuplicated(x, (dx1, dx2))")
+        self.val, self.dval = val, dval
+
+    @property
+    def width(self) -> int:
+        """How many shadows (the batch width)."""
+        return len(self.dval)
+
+    def values(self) -> tuple:
+        return (self.val, *self.dval)
+
+
+class BatchDuplicatedNoNeed(BatchDuplicated):
+    """As :class:`BatchDuplicated`; the primal results written through the value are not needed."""
+
+    __slots__ = ()
+    kind = Activity.DUPNONEED
+
+
+ACTIVITIES = {cls.__name__: cls for cls in (Const, Active, Duplicated, DuplicatedNoNeed, BatchDuplicated,
+                                            BatchDuplicatedNoNeed)}
 
 
 def user_errors(fn):
@@ -178,7 +210,7 @@ def autodiff(mode: Mode, f, *args):
     if mode in WITH_PRIMAL:
         mode = WITH_PRIMAL[mode]
         primal = (primal_value(f, ann),)
-    entry = _entry(mode, f, tuple(type(a).__name__ for a in ann))
+    entry = _entry(mode, f, tuple((type(a).__name__, len(a.values())) for a in ann))
     flat = [v for a in ann for v in a.values()]
     derivs = entry(*flat)
     if primal is None:
@@ -197,16 +229,24 @@ def _check_arguments(f, ann) -> None:
         raise ArgumentBindingError(f"autodiff: {f.__qualname__}({', '.join(names)}) {what}",
                                    (code.co_filename, code.co_firstlineno, 0), f.__qualname__,
                                    "pass one activity (Active, Duplicated, Const) per parameter")
+    widths = {a.width for a in ann if isinstance(a, BatchDuplicated)}
+    if len(widths) > 1 or (widths and any(isinstance(a, Duplicated) for a in ann)):
+        raise ArgumentTypeError("args", "BatchDuplicated arguments of widths " + ", ".join(map(str, sorted(widths)))
+                                + (" and Duplicated ones" if any(isinstance(a, Duplicated) for a in ann) else ""),
+                                function=f.__qualname__,
+                                hint="give every BatchDuplicated argument the same number of shadows; a Duplicated "
+                                     "argument of a batch is a BatchDuplicated with one shadow repeated")
     for name, a in zip(names, ann):
-        if isinstance(a, Duplicated):
-            v, dv = a.val, a.dval
+        pairs = ([(a.val, a.dval)] if isinstance(a, Duplicated) else
+                 [(a.val, d) for d in a.dval] if isinstance(a, BatchDuplicated) else [])
+        for v, dv in pairs:
             same = (type(v) is type(dv) and getattr(v, "dtype", None) == getattr(dv, "dtype", None)
                     and getattr(v, "ndim", None) == getattr(dv, "ndim", None))
             if not same:
                 shown = (f"{type(dv).__name__} of dtype {getattr(dv, 'dtype', '-')}, {getattr(dv, 'ndim', 0)}-d "
                          f"(the value: {type(v).__name__} of dtype {getattr(v, 'dtype', '-')}, "
                          f"{getattr(v, 'ndim', 0)}-d)")
-                raise ArgumentTypeError(name, "a Duplicated shadow " + shown, function=f.__qualname__,
+                raise ArgumentTypeError(name, f"a {type(a).__name__} shadow " + shown, function=f.__qualname__,
                                         hint="allocate the shadow like the value (np.zeros_like)")
 
 
@@ -224,18 +264,22 @@ def _compiled(f):
 
 
 @functools.lru_cache(maxsize=256)
-def _entry(mode: Mode, f, kinds: tuple[str, ...]):
-    """A jit-compiled entry ``(flattened values) -> autodiff(mode, f, activities...)``."""
+def _entry(mode: Mode, f, kinds: tuple[tuple[str, int], ...]):
+    """A jit-compiled entry ``(flattened values) -> autodiff(mode, f, activities...)``; ``kinds``: the
+    activity's class name and how many values it holds, per argument."""
     params, wrapped, k = [], [], 0
-    for kind in kinds:
-        n = 2 if issubclass(ACTIVITIES[kind], Duplicated) else 1
+    for kind, n in kinds:
         names = [f"a{k + i}" for i in range(n)]
         k += n
         params += names
-        wrapped.append(f"{kind}({', '.join(names)})")
+        if issubclass(ACTIVITIES[kind], BatchDuplicated):
+            wrapped.append(f"{kind}({names[0]}, ({', '.join(names[1:])},))")
+        else:
+            wrapped.append(f"{kind}({', '.join(names)})")
     src = (f"def autodiff_entry({', '.join(params)}):\n"
            f"    return autodiff(MODE, F, {', '.join(wrapped)})\n")
-    filename = f"<enzyme_plugin.autodiff {mode.name} {f.__module__}.{f.__qualname__} {' '.join(kinds)}>"
+    shown = " ".join(kind if n <= 2 else f"{kind}{n - 1}" for kind, n in kinds)
+    filename = f"<enzyme_plugin.autodiff {mode.name} {f.__module__}.{f.__qualname__} {shown}>"
     # source for the frontend; no mtime (None), so linecache.checkcache keeps the entry
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # pyright: ignore[reportArgumentType]
     namespace = {"autodiff": autodiff, "MODE": mode, "F": f, **ACTIVITIES}
@@ -255,4 +299,4 @@ for _owned in (Annotation, autodiff, autodiff_thunk):
     setattr(_owned, PLUGIN_ATTRIBUTE, "enzyme")
 
 __all__ = ["Mode", "Reverse", "Forward", "ReverseWithPrimal", "ForwardWithPrimal", "ReverseSplit", "Annotation", "Const", "Active", "Duplicated",
-           "DuplicatedNoNeed", "autodiff", "autodiff_thunk"]
+           "DuplicatedNoNeed", "BatchDuplicated", "BatchDuplicatedNoNeed", "autodiff", "autodiff_thunk"]

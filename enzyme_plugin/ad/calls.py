@@ -119,6 +119,11 @@ def copied_type(e, inst, kind):
     return next(iter(floats)) if floats else None
 
 
+#: calls whose derivatives are not emitted lane by lane in a batch (vector mode), and what they are
+_NOT_BATCHED = {"defined": "a call of a function that was not inlined", "tape": "a tape helper",
+                "realloc": "a call of", "posix_memalign": "a call of"}
+
+
 # -- forward sweep -----------------------------------------------------------
 def forward(s, inst):
     like = s.engine.function_like
@@ -127,6 +132,10 @@ def forward(s, inst):
     varied = not act.is_constant_instruction(inst)
     if kind in ("ignored", "inactive", "barrier"):
         return
+    if s.width > 1 and kind in _NOT_BATCHED and (varied or inst in act.active or inst in act.shadowed):
+        raise unsupported(f"batch mode (width {s.width}) through {_NOT_BATCHED[kind]} "
+                          f"'{callee_name(inst)}': differentiate it with width 1 (Duplicated), or let the "
+                          "optimiser inline the callee (a small function without noinline)", inst, s.fn)
     if kind == "tape":
         stack.forward(s, inst)
         return

@@ -102,20 +102,18 @@ class Engine:
 
     # -- signatures -------------------------------------------------------------
     @staticmethod
-    def _params(fn, kinds, extra=()):
-        types, names, roles = [], [], []
+    def _params(fn, kinds, extra=(), width: int = 1):
+        """Parameter types and roles: each argument, followed by its ``width`` shadows when it has any."""
+        types, roles = [], []
         for a, k in zip(fn.args, kinds):
             types.append(a.type)
-            names.append("")
-            roles.append(("arg", a))
+            roles.append(("arg", a, 0))
             if k == DUP:
-                types.append(a.type)
-                names.append("")
-                roles.append(("shadow", a))
+                types += [a.type] * width
+                roles += [("shadow", a, lane) for lane in range(width)]
         for t, role in extra:
             types.append(t)
-            names.append("")
-            roles.append((role, None))
+            roles.append((role, None, 0))
         return types, roles
 
     def _new(self, name, ret, types) -> Function:
@@ -125,34 +123,57 @@ class Engine:
 
     @staticmethod
     def _roles(fn, roles):
-        args, shadows, extra = {}, {}, {}
-        for a, (role, prim) in zip(fn.args, roles):
+        """``(arguments, [shadows of lane k...], extras)`` of a derivative function by role."""
+        args, extra = {}, {}
+        shadows: list[dict] = [{} for _ in range(1 + max((lane for _, _, lane in roles), default=0))]
+        for a, (role, prim, lane) in zip(fn.args, roles):
             if role == "arg":
                 args[prim] = a
             elif role == "shadow":
-                shadows[prim] = a
+                shadows[lane][prim] = a
             else:
                 extra[role] = a
         return args, shadows, extra
 
     @staticmethod
-    def adjoint_type(fn, kinds):
-        """The literal struct of the adjoints of the ``out`` arguments (None when there are none)."""
-        outs = [a.type for a, k in zip(fn.args, kinds) if k == OUT]
+    def adjoint_type(fn, kinds, width: int = 1):
+        """The literal struct of the adjoints of the ``out`` arguments (None when there are none); in a
+        batch of ``width`` > 1 each adjoint is a struct of one per lane."""
+        outs = [a.type if width == 1 else T.struct([a.type] * width) for a, k in zip(fn.args, kinds) if k == OUT]
         return T.struct(outs) if outs else None
 
+    @staticmethod
+    def batch_type(t, width: int):
+        """The type of the ``width`` derivatives of a value of type ``t`` (``t`` itself for width 1)."""
+        return t if width == 1 else T.struct([t] * width)
+
+    def _check_batch(self, fn, width: int) -> None:
+        """What vector mode does not cover raises before any code is emitted."""
+        if width == 1:
+            return
+        if self.global_operands(fn):
+            raise unsupported(f"batch mode (width {width}) of @{fn.name}, which reads or writes a differentiable "
+                              "global variable (one shadow per global): differentiate it with width 1", None, fn)
+        if fn.name in self.custom_derivatives or fn.name in self.custom_gradients:
+            raise unsupported(f"batch mode (width {width}) of @{fn.name}, which has a custom derivative rule: "
+                              "differentiate it with width 1", None, fn)
+        if fn.return_type.kind == "ptr":
+            raise unsupported(f"batch mode (width {width}) of @{fn.name}, which returns a pointer", None, fn)
+
     # -- forward mode -------------------------------------------------------------
-    def forward_fn(self, fn, kinds) -> Function:
-        """``fwd(args, tangents of dup args) -> {ret, dret}`` (float return) or ``ret``."""
-        key = ("fwd", fn.name, tuple(kinds))
+    def forward_fn(self, fn, kinds, width: int = 1) -> Function:
+        """``fwd(args, tangents of dup args) -> {ret, dret}`` (float return) or ``ret``; in a batch of
+        ``width`` > 1 every dup argument takes ``width`` tangents and ``dret`` is a struct of ``width``."""
+        key = ("fwd", fn.name, tuple(kinds), width)
         if key in self._fns:
             return self._fns[key]
         if fn.is_declaration:
             raise unsupported(f"cannot differentiate declared function @{fn.name}", None, fn)
+        self._check_batch(fn, width)
         rt = fn.return_type
-        ret = T.struct([rt, rt]) if carries_derivative(rt) or rt.kind == "ptr" else rt
-        types, roles = self._params(fn, kinds)
-        new = self._new(self._name("fwddiffe", fn, kinds), ret, types)
+        ret = T.struct([rt, self.batch_type(rt, width)]) if carries_derivative(rt) or rt.kind == "ptr" else rt
+        types, roles = self._params(fn, kinds, width=width)
+        new = self._new(self._name("fwddiffe" if width == 1 else f"fwddiffe{width}", fn, kinds), ret, types)
         self._fns[key] = new
         user = self.custom_derivatives.get(fn.name)
         if user is not None:
@@ -178,9 +199,14 @@ class Engine:
             b = Builder()
             b.position_before(copy)
             v = sw.val(term.operands[0])
-            t = sw.shadow_map.get(term.operands[0]) if term.operands[0] in act.active else None
+            ts = [m.get(term.operands[0]) if term.operands[0] in act.active else None for m in sw.lane_maps]
+            ts = [t if t is not None else zero(rt) for t in ts]
             agg = b.insertvalue(constant(new.return_type, "poison"), v, 0)
-            agg = b.insertvalue(agg, t if t is not None else zero(rt), 1)
+            if sw.width == 1:
+                agg = b.insertvalue(agg, ts[0], 1)
+            else:
+                for lane, t in enumerate(ts):
+                    agg = b.insertvalue(agg, t, (1, lane))
             b.ret(agg)
             copy.erase()
 
@@ -275,16 +301,19 @@ class Engine:
         exit_block = r.cfg.exit
         Builder(entry).br(r.pop_blocks[exit_block])
 
-    def combined_fn(self, fn, kinds) -> Function:
-        """``diffe(args, shadows) -> {adjoints of out args}``, the return seeded with 1."""
-        key = ("combined", fn.name, tuple(kinds))
+    def combined_fn(self, fn, kinds, width: int = 1) -> Function:
+        """``diffe(args, shadows) -> {adjoints of out args}``, the return seeded with 1; in a batch of
+        ``width`` > 1 every dup argument takes ``width`` shadows, every return lane is seeded with 1 and
+        every adjoint is a struct of ``width``."""
+        key = ("combined", fn.name, tuple(kinds), width)
         if key in self._fns:
             return self._fns[key]
         if fn.is_declaration:
             raise unsupported(f"cannot differentiate declared function @{fn.name}", None, fn)
-        types, roles = self._params(fn, kinds)
-        adj = self.adjoint_type(fn, kinds)
-        new = self._new(self._name("diffe", fn, kinds), adj or T.void, types)
+        self._check_batch(fn, width)
+        types, roles = self._params(fn, kinds, width=width)
+        adj = self.adjoint_type(fn, kinds, width)
+        new = self._new(self._name("diffe" if width == 1 else f"diffe{width}", fn, kinds), adj or T.void, types)
         self._fns[key] = new
         if fn.name in self.custom_gradients:
             self._work.append(lambda: self._gen_combined_from_rule(fn, kinds, new))
@@ -327,7 +356,7 @@ class Engine:
         ret.erase()
 
     def _finish(self, r, fn, kinds, rev, tape):
-        adj = self.adjoint_type(fn, kinds)
+        adj = self.adjoint_type(fn, kinds, r.width)
         if tape is not None:
             r.b.call(self.helper("free"), [tape])
         if adj is None:
@@ -338,9 +367,12 @@ class Engine:
         for a, kind in zip(fn.args, kinds):
             if kind != OUT:
                 continue
-            v = r.b.load(a.type, r.slot(a)) if a in r.act.active else zero(a.type)
-            agg = r.b.insertvalue(agg, v, k)
+            for lane in range(r.width):
+                r.set_lane(lane)
+                v = r.b.load(a.type, r.slot(a)) if a in r.act.active else zero(a.type)
+                agg = r.b.insertvalue(agg, v, k if r.width == 1 else (k, lane))
             k += 1
+        r.set_lane(0)
         r.b.ret(agg)
 
     def reverse_call(self, r, inst, kinds):

@@ -77,9 +77,9 @@ def call_items(inst) -> list:
 
 
 #: markers that take one value and say something about the call, not about an argument
-_EXTRA = ("enzyme_allocated", "enzyme_tape")
+_EXTRA = ("enzyme_allocated", "enzyme_tape", "enzyme_width")
 #: markers of Enzyme's interface the engine does not implement
-_UNSUPPORTED_MARKERS = ("enzyme_width", "enzyme_vector", "enzyme_scalar", "enzyme_context", "enzyme_nofree",
+_UNSUPPORTED_MARKERS = ("enzyme_vector", "enzyme_scalar", "enzyme_context", "enzyme_nofree",
                         "enzyme_primal_return", "enzyme_const_return", "enzyme_noret")
 
 
@@ -90,7 +90,9 @@ def decode(inst, fn, mode: str, sret=None):
     arguments; in split reverse mode a trailing pointer is the tape (as ``__enzyme_augmentfwd``
     returned it) and a trailing float before it the seed of the result's adjoint. Too few or too
     many arguments for ``fn``, or a marker with no value after it, raise :class:`ADError` naming
-    the call.
+    the call. ``enzyme_width, N`` (a constant, before the arguments) asks for a batch of ``N``
+    derivatives (vector mode): every ``enzyme_dup`` value is followed by ``N`` shadows, and the
+    result holds ``N`` derivatives of each kind (a struct of ``N``).
     """
     items = call_items(inst)[2 if sret else 1:]
     kinds, values, i = [], [], 0
@@ -131,7 +133,8 @@ def decode(inst, fn, mode: str, sret=None):
                 m = "enzyme_const"
         if m in ("enzyme_dup", "enzyme_dupnoneed") and (mode == "forward" or a.type.kind == "ptr"):
             kinds.append(DUP)
-            values += take(2, f"the value and shadow after {m}")
+            n = width_of(extras, inst)
+            values += take(1 + n, f"the value and shadow after {m}" if n == 1 else f"the value and {n} shadows after {m}")
         elif m in ("enzyme_dup", "enzyme_dupnoneed", "enzyme_out"):
             kinds.append(OUT if is_float_like(a.type) else CONST)
             values += take(1, f"the value after {m}")
@@ -157,6 +160,17 @@ def decode(inst, fn, mode: str, sret=None):
         if isinstance(v, tuple):
             raise unsupported("misplaced activity marker in the marker call", inst)
     return kinds, values, extras
+
+
+def width_of(extras, inst) -> int:
+    """The batch width of a marker call from its decoded extras (1 without ``enzyme_width``)."""
+    v = extras.get("enzyme_width")
+    if v is None:
+        return 1
+    n = getattr(v, "value", None)
+    if not isinstance(n, int) or n < 1:
+        raise unsupported("enzyme_width must be followed by a constant positive integer", inst)
+    return n
 
 
 def _sret(inst):
@@ -263,16 +277,20 @@ def differentiate_module(module, sites=None, options: EngineOptions = EngineOpti
         before = set(inst.parent.instructions)
         if mode != "split_reverse":
             engine.globals.zero_before(b, f)
+        width = width_of(extras, inst)
+        if width > 1 and mode in ("augment", "split_reverse"):
+            raise unsupported("batch mode (enzyme_width) in split mode (__enzyme_augmentfwd / __enzyme_reverse)",
+                              inst)
         if mode == "augment":
             res = splitmode.augment(engine, b, inst, f, kinds, values, extras)
         elif mode == "split_reverse":
             res = splitmode.reverse(engine, b, inst, f, kinds, values, extras, tapes)
         elif mode == "forward":
-            d = engine.forward_fn(f, kinds)
+            d = engine.forward_fn(f, kinds, width)
             out = b.call(d, values)
             res = b.extractvalue(out, 1) if carries_derivative(f.return_type) or f.return_type.kind == "ptr" else None
         else:
-            d = engine.combined_fn(f, kinds)
+            d = engine.combined_fn(f, kinds, width)
             out = b.call(d, values)
             res = out if d.return_type is not T.void else None
         if sret is not None and res is not None:  # the struct of adjoints has the sret struct's layout

@@ -113,4 +113,4 @@ class Recompute(ReverseState):
         if not isinstance(v, Instruction) or v.opcode != "getelementptr":
             return None
         ops = [(self.fwd_shadow, v.operands[0])] + [(self.fwd, o) for o in v.operands[1:]]
-        return self._rebuild(("resh", self.cur, v), v, ops)
+        return self._rebuild(("resh", self.cur, v, self.sweep.lane), v, ops)

@@ -32,7 +32,8 @@ class Reverse(Emit, Recompute, LoopTape):
     ``aug``/``rev`` are the functions receiving the forward and reverse
     sweeps (the same function in combined mode). ``fwd_args``/``rev_args``
     map primal arguments to values, ``fwd_shadows``/``rev_shadows`` map
-    primal pointer arguments to their shadows, ``dret`` is the return seed
+    primal pointer arguments to their shadows, one map per lane of a batch
+    (vector mode: every rule runs once per lane), ``dret`` is the return seed
     (None when the return is inactive) and ``fwd_tape``/``rev_tape`` point to
     the tape.
     """
@@ -46,16 +47,32 @@ class Reverse(Emit, Recompute, LoopTape):
         self.sweep = Sweep(engine, fn, act, aug, fwd_args, fwd_shadows, tangents=False)
         self.sweep.tape = fwd_tape
         self.cfg = self.sweep.cfg
-        self.rev_args, self.rev_shadows = rev_args, rev_shadows
+        self.rev_args, self.rev_lanes = rev_args, rev_shadows
+        self.rev_shadows: dict = rev_shadows[0]
         self.dret, self.tape = dret, rev_tape
         #: the block holding adjoint slots (start of the reverse function)
         self.rev_entry = rev_entry
-        self.slots: dict = {}
+        #: adjoint slots per lane; ``slots`` is the lane's being emitted (:meth:`set_lane`)
+        self.lane_slots: list[dict] = [{} for _ in rev_shadows]
+        self.slots: dict = self.lane_slots[0]
         self.requests: dict = {}  # primal block -> [(forward value, load, offset)]
         self.memo: dict = {}
         self.cur = None
         # split mode: the reverse runs after the forward function returned, so shadows of allocas live on the heap
         self.sweep.heap_shadows = not self.combined
+
+    @property
+    def width(self) -> int:
+        return len(self.lane_slots)
+
+    @property
+    def lane(self) -> int:
+        return self.sweep.lane
+
+    def set_lane(self, k: int) -> None:
+        """Emit the adjoints of lane ``k`` of a batch from now on."""
+        self.sweep.set_lane(k)
+        self.slots, self.rev_shadows = self.lane_slots[k], self.rev_lanes[k]
 
     # -- values available in the reverse sweep --------------------------------
     def fwd(self, v):
@@ -173,9 +190,15 @@ class Reverse(Emit, Recompute, LoopTape):
             return
         for inst in reversed(block.instructions):
             if inst.opcode != "phi":
-                self.reverse_rule(inst)
+                for k in range(self.width):
+                    self.set_lane(k)
+                    self.reverse_rule(inst)
         phis = [p for p in block.instructions if p.opcode == "phi" and p in self.act.active]
-        ds = [(p, self.take_adjoint(p)) for p in phis]
+        ds = []
+        for k in range(self.width):
+            self.set_lane(k)
+            ds += [(k, p, self.take_adjoint(p)) for p in phis]
+        self.set_lane(0)
         preds = self.cfg.preds(block)
         if block is self.fn.entry:
             finish(self)
@@ -194,9 +217,11 @@ class Reverse(Emit, Recompute, LoopTape):
 
     def _edge(self, ds, pred):
         self._enter_loop(pred)
-        for p, d in ds:
+        for k, p, d in ds:
+            self.set_lane(k)
             v = next(v for v, blk in p.incoming if blk is pred)
             self.accumulate(v, d)
+        self.set_lane(0)
         self.b.br(self.pop_blocks[pred])
 
     def reverse_rule(self, inst):

@@ -27,15 +27,19 @@ PASSIVE = frozenset("add sub mul udiv sdiv urem srem shl lshr ashr and or xor ic
 class Sweep(Emit):
     """Copies ``fn`` (analysed by ``act``) into ``target`` starting at block ``into``."""
 
-    def __init__(self, engine, fn, act, target, args, shadows, tangents: bool):
+    def __init__(self, engine, fn, act, target, args, shadows: list[dict], tangents: bool):
         Emit.__init__(self, engine.module, Builder())
         self.engine, self.fn, self.act, self.target = engine, fn, act, target
         self.cfg = CFG(fn)
         self.tangents = tangents
         #: primal value -> its copy
         self.vmap: dict = dict(args)
-        #: primal pointer -> shadow pointer / primal float -> tangent (forward mode)
-        self.shadow_map: dict = {**engine.global_operands(fn), **shadows}
+        #: per lane of a batch (``shadows``: one map of argument shadows per lane), primal pointer ->
+        #: shadow pointer / primal float -> tangent (forward mode)
+        self.lane_maps: list[dict] = [{**engine.global_operands(fn), **lane} for lane in shadows]
+        #: the map of the lane being emitted (:meth:`set_lane`)
+        self.shadow_map: dict = self.lane_maps[0]
+        self.lane = 0
         self._phis: list = []
         #: realloc -> bytes of the old shadow it copied (reverse mode)
         self.realloc_bytes: dict = {}
@@ -45,6 +49,16 @@ class Sweep(Emit):
         self.heap_shadows = False
         #: the tape pointer of the forward sweep (reverse mode; set by Reverse)
         self.tape: Value | None = None
+
+    # -- lanes of a batch ------------------------------------------------------
+    @property
+    def width(self) -> int:
+        """How many shadows every value has (Enzyme's vector mode: one sweep, ``width`` derivatives)."""
+        return len(self.lane_maps)
+
+    def set_lane(self, k: int) -> None:
+        """Emit the derivative of lane ``k`` from now on."""
+        self.lane, self.shadow_map = k, self.lane_maps[k]
 
     # -- values --------------------------------------------------------------
     def val(self, v):
@@ -94,11 +108,15 @@ class Sweep(Emit):
         self.copy_blocks()
         for block in self.cfg.rpo:
             for inst in list(block.instructions):
-                self.b.position_after(self.vmap[inst])
-                self.forward_rule(inst)
-        for inst, phi in self._phis:
+                for k in range(self.width):
+                    self.set_lane(k)
+                    self.b.position_after(self.vmap[inst])
+                    self.forward_rule(inst)
+        for inst, phi, k in self._phis:
+            self.set_lane(k)
             for v, blk in inst.incoming:
                 phi.add_incoming(self._phi_incoming(inst, v), self.vmap[blk])
+        self.set_lane(0)
 
     def _phi_incoming(self, inst, v):
         if inst.type.kind == "ptr":
@@ -124,7 +142,7 @@ class Sweep(Emit):
                 self.b.position_before(self._first_non_phi(self.vmap[inst.parent]))
                 phi = self.b.phi(inst.type)
                 self.shadow_map[inst] = phi
-                self._phis.append((inst, phi))
+                self._phis.append((inst, phi, self.lane))
             return
         if inst in self.act.shadowed and op == "select":
             self.shadow_map[inst] = self.b.select(self.val(inst.operands[0]), self.shadow(inst.operands[1], inst),

@@ -127,24 +127,31 @@ def lower_call(model, call) -> None:
         args += [_marker_global(model, "enzyme_allocated"), constant(T.i64, "8"),
                  _marker_global(model, "enzyme_tape"), _flatten(b, rest[1])[0]]
         i = 2
+    width = 1
+    if i < len(rest) and _activity(rest[i], call) is Activity.WIDTH:  # a batch: enzyme_width N
+        width = _int_const(rest[i + 1], "the batch width", call)
+        args += [_marker_global(model, "enzyme_width"), constant(T.i64, str(width))]
+        i += 2
     for _param in f.args:
         kind = _activity(rest[i], call)
-        n = 2 if kind.duplicated else 1
+        n = 1 + width if kind.duplicated else 1
         vals = rest[i + 1:i + 1 + n]
         i += 1 + n
         flat = [_flatten(b, v) for v in vals]
         marker = _marker_global(model, kind.marker)
         if kind is Activity.ACTIVE:
             actives.append(vals[0].type)
-        if len(flat) == 2 and len(flat[0]) > 1:  # an array: data and shadow data, then shape/strides const
-            args += [marker, flat[0][0], flat[1][0]]
+        if len(flat) >= 2 and len(flat[0]) > 1:  # an array: data and shadow data, then shape/strides const
+            args += [marker, *(x[0] for x in flat)]
             for extra in flat[0][1:]:
                 args += [_marker_global(model, "enzyme_const"), extra]
-        elif len(flat) == 2:
-            args += [marker, flat[0][0], flat[1][0]]
+        elif len(flat) >= 2:
+            args += [marker, *(x[0] for x in flat)]
         else:
             for k, x in enumerate(flat[0]):
                 args += [marker if k == 0 else _marker_global(model, "enzyme_const"), x]
+    if width > 1:  # every derivative is a struct of one per lane
+        actives = [T.struct([t] * width) for t in actives]
     if mode in ("Reverse", "SplitReverse"):
         name = "__enzyme_autodiff" if mode == "Reverse" else "__enzyme_reverse"
         rt = T.void if not actives else actives[0] if len(actives) == 1 else T.struct(actives)
@@ -153,6 +160,8 @@ def lower_call(model, call) -> None:
     else:
         name = "__enzyme_fwddiff"
         rt = f.return_type if f.return_type.kind == "float" else T.void
+        if width > 1 and rt is not T.void:
+            rt = T.struct([rt] * width)
     decl = model.functions.get(name)
     if decl is None:
         decl = model.add_function(Function(name, T.function(T.void, [T.ptr()], vararg=True)))

@@ -105,11 +105,38 @@ def _double(kind):
     return restype
 
 
+def _batch(kind):
+    def restype(x, dxs):
+        ds = widen(dxs)
+        if not isinstance(ds, T.TupleType) or isinstance(ds, ActivityType) or not ds.items:
+            raise TypeInferenceError(f"BatchDuplicated takes a value and a tuple of its shadows, got {ds!r}",
+                                     (ds,), hint="BatchDuplicated(x, (dx1, dx2))")
+        pairs = [_double(kind)(x, d) for d in ds.items]
+        return ActivityType((pairs[0].items[0], *(p.items[1] for p in pairs)), kind)
+    return restype
+
+
+def _pack_batch(cg, args, argtypes, rt):
+    """``(x, (dx1, ..., dxN))`` -> ``{x, dx1, ..., dxN}``."""
+    out = cg.b.insert_value(ir.Constant(cg.ll(rt), ir.Undefined), args[0], 0)
+    for k in range(len(rt.items) - 1):
+        out = cg.b.insert_value(out, cg.b.extract_value(args[1], k), k + 1)
+    return out
+
+
 for _cls, _rt in ((api.Const, _single(api.Activity.CONST)), (api.Active, _single(api.Activity.ACTIVE)),
                   (api.Duplicated, _double(api.Activity.DUP)),
                   (api.DuplicatedNoNeed, _double(api.Activity.DUPNONEED))):
     n = 2 if issubclass(_cls, api.Duplicated) else 1
     rules.define(_cls, *([Any_] * n), restype=_rt, pure=False)(_pack)
+for _cls, _rt in ((api.BatchDuplicated, _batch(api.Activity.DUP)),
+                  (api.BatchDuplicatedNoNeed, _batch(api.Activity.DUPNONEED))):
+    rules.define(_cls, Any_, Any_, restype=_rt, pure=False)(_pack_batch)
+
+
+def width(acts) -> int:
+    """The batch width of a call's activities: the number of shadows of its duplicated arguments."""
+    return max((len(a.items) - 1 for a in acts if a.kind.duplicated), default=1)
 
 
 def _mode_of(v) -> api.Mode:
@@ -147,14 +174,23 @@ def _activities(mode: api.Mode, args) -> tuple[list[ActivityType], list[bool]]:
             raise TypeInferenceError(f"autodiff: in reverse mode Duplicated takes arrays, got {t.items[0]!r}",
                                      hint="use Active(x) for a scalar whose derivative you want")
         out.append(t)
+    widths = sorted({len(t.items) - 1 for t in out if t.kind.duplicated})
+    if len(widths) > 1:
+        raise TypeInferenceError("autodiff: the duplicated arguments of a batch must all have the same number of "
+                                 f"shadows, got {', '.join(map(str, widths))}",
+                                 hint="BatchDuplicated(x, (dx1, ..., dxN)) with one N for every argument")
     return out, wrapped
 
 
 def result_type(mode: api.Mode, acts, ret) -> T.TupleType:
     """What ``autodiff`` returns in compiled code."""
+    n = width(acts)
+
+    def batch(t):
+        return t if n == 1 else T.TupleType((t,) * n)
     if mode is api.Reverse:
-        return T.TupleType(tuple(a.items[0] for a in acts if a.kind is api.Activity.ACTIVE))
-    return T.TupleType((widen(ret),) if _is_float(ret) else ())
+        return T.TupleType(tuple(batch(a.items[0]) for a in acts if a.kind is api.Activity.ACTIVE))
+    return T.TupleType((batch(widen(ret)),) if _is_float(ret) else ())
 
 
 def _check_arity(f, given: int) -> None:
@@ -229,4 +265,4 @@ def _autodiff(interp, fn, args):
     return CallResult(restype, lower)
 
 
-__all__ = ["rules", "nested_rules", "ActivityType", "EnzymeMeta", "MARKER", "MODES", "result_type"]
+__all__ = ["rules", "nested_rules", "ActivityType", "EnzymeMeta", "MARKER", "MODES", "result_type", "width"]

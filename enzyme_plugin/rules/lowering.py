@@ -9,7 +9,7 @@ from gpucompiler.codegen import PTR, TypedCallee, job_global, ll
 from gpucompiler.interpreter import LOOKUP
 
 from ..api import Activity
-from . import MARKER, MODES
+from . import MARKER, MODES, width
 
 _I32 = ir.IntType(32)
 
@@ -25,13 +25,18 @@ def check_shadows(cg, fn, acts, wrapped, values) -> None:
         t = act.items[0]
         if not act.kind.duplicated or not is_wrapped or not isinstance(t, T.ArrayType):
             continue
-        value, shadow = cg.b.extract_value(v, 0), cg.b.extract_value(v, 1)
-        for axis in range(t.ndim):
-            n, m = cg.b.extract_value(value, [1, axis]), cg.b.extract_value(shadow, [1, axis])
-            cg.check_value(cg.b.icmp_signed("==", n, m),
-                           f"autodiff: the shadow of {fn.__qualname__}'s argument {names[k]!r} must have the "
-                           f"shape of its value: axis {axis} has %lld elements in the value, %lld in the shadow",
-                           n, m)
+        value = cg.b.extract_value(v, 0)
+        for lane in range(1, len(act.items)):
+            _check_shape(cg, fn, names[k], t, value, cg.b.extract_value(v, lane))
+
+
+def _check_shape(cg, fn, name, t, value, shadow) -> None:
+    for axis in range(t.ndim):
+        n, m = cg.b.extract_value(value, [1, axis]), cg.b.extract_value(shadow, [1, axis])
+        cg.check_value(cg.b.icmp_signed("==", n, m),
+                       f"autodiff: the shadow of {fn.__qualname__}'s argument {name!r} must have the "
+                       f"shape of its value: axis {axis} has %lld elements in the value, %lld in the shadow",
+                       n, m)
 
 
 def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None, fn=None):
@@ -51,6 +56,9 @@ def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None, fn=N
     args = [b.call(lookup, [job_global(cg.mod, job.id)], name="deferred"), ir.Constant(_I32, MODES[mode.name])]
     if tape is not None:
         args += [ir.Constant(_I32, Activity.TAPE.value), tape]
+    n = width(acts)
+    if n > 1:  # a batch: every duplicated argument carries n shadows
+        args += [ir.Constant(_I32, Activity.WIDTH.value), ir.Constant(ir.IntType(64), n)]
     slot = cg.call_slot() if cg.mod.status or cg.mod.error_slot else None
     if slot is not None:
         args += [ir.Constant(_I32, Activity.CONST.value), slot]

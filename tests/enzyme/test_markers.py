@@ -19,6 +19,7 @@ define double @sq(ptr %x) {
 }
 @enzyme_dup = SPACEglobal i32 0
 @enzyme_width = global i32 0
+@enzyme_vector = global i32 0
 declare void @__enzyme_autodiff(ptr, ...)
 define void @g(ptr %x, ptr %dx) {
   %m = load i32, ptr MARKER
@@ -52,7 +53,13 @@ def test_marker_in_address_space_0():
 
 
 def test_unsupported_marker_is_named():
-    with pytest.raises(enzyme_plugin.ADError, match="enzyme_width marker is not supported"):
+    with pytest.raises(enzyme_plugin.ADError, match="enzyme_vector marker is not supported"):
+        enzyme_plugin.differentiate(_sq("", "@enzyme_vector"))
+
+
+def test_batch_width_must_be_a_constant():
+    """``enzyme_width`` takes the batch width as a constant (here the pointer after it)."""
+    with pytest.raises(enzyme_plugin.ADError, match="enzyme_width must be followed by a constant"):
         enzyme_plugin.differentiate(_sq("", "@enzyme_width"))
 
 

@@ -27,6 +27,7 @@ Conventions (as in Enzyme.jl):
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import linecache
@@ -210,12 +211,49 @@ def autodiff(mode: Mode, f, *args):
     if mode in WITH_PRIMAL:
         mode = WITH_PRIMAL[mode]
         primal = (primal_value(f, ann),)
-    entry = _entry(mode, f, tuple((type(a).__name__, len(a.values())) for a in ann))
-    flat = [v for a in ann for v in a.values()]
+    entry = _entry(mode, f, tuple((type(a).__name__, tuple(_spec(v) for v in a.values())) for a in ann))
+    flat = [leaf for a in ann for v in a.values() for leaf in _leaves(v)]
     derivs = entry(*flat)
+    if mode is Reverse:
+        derivs = _as_records(derivs, ann)
     if primal is None:
         return derivs
     return (derivs, *primal) if mode is Reverse else (*derivs, *primal)
+
+
+def _spec(v):
+    """The nesting of a tuple argument (None for a leaf): how the entry rebuilds it from its leaves."""
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        raise ArgumentTypeError("args", f"a dataclass ({type(v).__name__})", function="autodiff",
+                                hint="compiled code reads records as tuples: pass a tuple or a NamedTuple of "
+                                     "floats and arrays and index it (p[0])")
+    return tuple(_spec(x) for x in v) if isinstance(v, tuple) else None
+
+
+def _leaves(v) -> list:
+    return [y for x in v for y in _leaves(x)] if isinstance(v, tuple) else [v]
+
+
+def _rebuilt(spec, names) -> str:
+    """Source text of a value of nesting ``spec`` from the parameter names ``names`` (an iterator)."""
+    if spec is None:
+        return next(names)
+    return "(" + "".join(_rebuilt(s, names) + ", " for s in spec) + ")"
+
+
+def _as_records(derivs, ann):
+    """The derivatives of ``Active`` NamedTuples as NamedTuples of their type (per lane in a batch)."""
+    actives = [a.val for a in ann if isinstance(a, Active)]
+    width = max((a.width for a in ann if isinstance(a, BatchDuplicated)), default=1)
+
+    def record(v, d):
+        if isinstance(v, tuple) and hasattr(type(v), "_fields"):
+            return type(v)(*(record(x, y) for x, y in zip(v, d)))
+        if isinstance(v, tuple):
+            return tuple(record(x, y) for x, y in zip(v, d))
+        return d
+    return tuple(record(v, d) if width == 1 else tuple(record(v, lane) for lane in d)
+                 for v, d in zip(actives, derivs))
 
 
 def _check_arguments(f, ann) -> None:
@@ -239,6 +277,8 @@ def _check_arguments(f, ann) -> None:
     for name, a in zip(names, ann):
         pairs = ([(a.val, a.dval)] if isinstance(a, Duplicated) else
                  [(a.val, d) for d in a.dval] if isinstance(a, BatchDuplicated) else [])
+        pairs = [(x, y) for v, dv in pairs for x, y in zip(_leaves(v), _leaves(dv))
+                 if _spec(v) == _spec(dv)] if all(_spec(v) == _spec(dv) for v, dv in pairs) else pairs
         for v, dv in pairs:
             same = (type(v) is type(dv) and getattr(v, "dtype", None) == getattr(dv, "dtype", None)
                     and getattr(v, "ndim", None) == getattr(dv, "ndim", None))
@@ -254,37 +294,44 @@ def primal_value(f, ann):
     """``f`` at the primal values, compiled; arrays are copied so that ``f``'s writes happen once."""
     import numpy as np
 
-    vals = [np.array(a.val) if isinstance(a.val, np.ndarray) else a.val for a in ann]
-    return _compiled(f)(*vals)
+    vals = [np.array(v) if isinstance(v, np.ndarray) else v for a in ann for v in _leaves(a.val)]
+    return _entry(None, f, tuple(("", (_spec(a.val),)) for a in ann))(*vals)
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(f):
-    return jit(f, plugins=("enzyme",))
-
-
-@functools.lru_cache(maxsize=256)
-def _entry(mode: Mode, f, kinds: tuple[tuple[str, int], ...]):
-    """A jit-compiled entry ``(flattened values) -> autodiff(mode, f, activities...)``; ``kinds``: the
-    activity's class name and how many values it holds, per argument."""
+def _entry(mode: Mode | None, f, kinds: tuple[tuple[str, tuple], ...]):
+    """A jit-compiled entry ``(flattened values) -> autodiff(mode, f, activities...)`` (``mode`` None:
+    ``f(values...)``, the primal); ``kinds``: per argument, the activity's class name and the nesting
+    (:func:`_spec`) of each value it holds: tuples are passed as their leaves and rebuilt."""
     params, wrapped, k = [], [], 0
-    for kind, n in kinds:
+    for kind, specs in kinds:
+        n = sum(len(_leaves(_example(s))) for s in specs)
         names = [f"a{k + i}" for i in range(n)]
         k += n
         params += names
-        if issubclass(ACTIVITIES[kind], BatchDuplicated):
-            wrapped.append(f"{kind}({names[0]}, ({', '.join(names[1:])},))")
+        it = iter(names)
+        vals = [_rebuilt(spec, it) for spec in specs]
+        if not kind:
+            wrapped.append(vals[0])
+        elif issubclass(ACTIVITIES[kind], BatchDuplicated):
+            wrapped.append(f"{kind}({vals[0]}, ({', '.join(vals[1:])},))")
         else:
-            wrapped.append(f"{kind}({', '.join(names)})")
+            wrapped.append(f"{kind}({', '.join(vals)})")
+    call = "F(" if mode is None else "autodiff(MODE, F, "
     src = (f"def autodiff_entry({', '.join(params)}):\n"
-           f"    return autodiff(MODE, F, {', '.join(wrapped)})\n")
-    shown = " ".join(kind if n <= 2 else f"{kind}{n - 1}" for kind, n in kinds)
-    filename = f"<enzyme_plugin.autodiff {mode.name} {f.__module__}.{f.__qualname__} {shown}>"
+           f"    return {call}{', '.join(wrapped)})\n")
+    shown = " ".join(kind if len(specs) <= 2 else f"{kind}{len(specs) - 1}" for kind, specs in kinds)
+    filename = f"<enzyme_plugin.autodiff {mode.name if mode else 'primal'} {f.__module__}.{f.__qualname__} {shown}>"
     # source for the frontend; no mtime (None), so linecache.checkcache keeps the entry
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # pyright: ignore[reportArgumentType]
     namespace = {"autodiff": autodiff, "MODE": mode, "F": f, **ACTIVITIES}
     exec(compile(src, filename, "exec"), namespace)
     return jit(namespace["autodiff_entry"], plugins=("enzyme",))
+
+
+def _example(spec):
+    """A value of nesting ``spec`` (its leaves counted by :func:`_leaves`)."""
+    return None if spec is None else tuple(_example(s) for s in spec)
 
 
 def autodiff_thunk(mode: Mode, f, *activities):

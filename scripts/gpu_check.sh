@@ -70,6 +70,9 @@ echo "== examples/main.py and docs/autodiff.md (autodiff inside kernels, GPU blo
 echo "== higher-order AD in kernels (forward and reverse over reverse: emulation, ptxas, device)"
 "$PY" -m pytest -q -p no:cacheprovider tests/enzyme_plugin/test_higher_order.py -k kernel 2>&1 | tail -n 15
 [ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
+echo "== batch (vector) mode in kernels: emulation, ptxas, device (the gpu test also runs above)"
+"$PY" -m pytest -q -p no:cacheprovider tests/enzyme_plugin/test_batch_mode.py -k kernel 2>&1 | tail -n 15
+[ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
 echo "== benchmarks/ad_gpu.py"
 "$PY" benchmarks/ad_gpu.py --json "$REPORT/ad_gpu.json" 2>&1 | tee "$REPORT/ad_gpu.txt"
 AD_BENCH_RC=${PIPESTATUS[0]}

@@ -39,11 +39,24 @@ def _fields(t) -> tuple:
     return t.elements
 
 
+def _is_tuple(t) -> bool:
+    """A literal struct that is not an array: a tuple, passed member by member."""
+    return isinstance(t, T.StructType) and not _is_array(t) and t.elements is not None
+
+
 def _flat_types(t) -> list:
     if _is_array(t):
         n = t.elements[1].count
         return [T.ptr()] + [T.i64] * (2 * n)
+    if _is_tuple(t):
+        return [x for e in _fields(t) for x in _flat_types(e)]
     return [t]
+
+
+def _float_struct(t) -> bool:
+    """A literal struct of floats (nested ones included): a tuple of float scalars; its tangent has its type."""
+    return isinstance(t, T.StructType) and bool(t.elements) and all(
+        e.kind == "float" or _float_struct(e) for e in t.elements or ())
 
 
 def _marker_global(model, name: str) -> GlobalVariable:
@@ -62,26 +75,49 @@ def _wrapper(model, f: Function) -> Function:
     w = model.add_function(Function(name, T.function(f.return_type, params), prefix="internal"))
     b = Builder(w.append_block("entry"))
     it = iter(w.args)
-    args = []
-    for a in f.args:
-        t = a.type
-        if not _is_array(t):
-            args.append(next(it))
-            continue
-        fields = _fields(t)
-        n = fields[1].count
-        agg = b.insertvalue(constant(t, "poison"), next(it), 0)
-        for field in (1, 2):
-            dims = constant(fields[field], "poison")
-            for k in range(n):
-                dims = b.insertvalue(dims, next(it), k)
-            agg = b.insertvalue(agg, dims, field)
-        args.append(agg)
+    args = [_rebuild(b, a.type, it) for a in f.args]
     out = b.call(f, args)
     b.ret(out if f.return_type is not T.void else None)
     if not f.has_attribute("noinline"):
         f.add_attribute("alwaysinline")
     return w
+
+
+def _rebuild(b, t, it):
+    """A value of type ``t`` (an array struct, a tuple, a scalar) from the flattened parameters ``it``."""
+    if _is_tuple(t):
+        agg = constant(t, "poison")
+        for k, e in enumerate(_fields(t)):
+            agg = b.insertvalue(agg, _rebuild(b, e, it), k)
+        return agg
+    if not _is_array(t):
+        return next(it)
+    fields = _fields(t)
+    n = fields[1].count
+    agg = b.insertvalue(constant(t, "poison"), next(it), 0)
+    for field in (1, 2):
+        dims = constant(fields[field], "poison")
+        for k in range(n):
+            dims = b.insertvalue(dims, next(it), k)
+        agg = b.insertvalue(agg, dims, field)
+    return agg
+
+
+def _leaves(b, v) -> list:
+    """The members of tuple ``v`` (nested tuples flattened), or ``[v]``."""
+    if not _is_tuple(v.type):
+        return [v]
+    return [x for k in range(len(_fields(v.type))) for x in _leaves(b, b.extractvalue(v, k))]
+
+
+def _nest(b, t, it):
+    """A value of type ``t`` whose scalars (nested structs walked in order) come from ``it``."""
+    if not isinstance(t, T.StructType):
+        return next(it)
+    agg = constant(t, "poison")
+    for k, e in enumerate(_fields(t)):
+        agg = b.insertvalue(agg, _nest(b, e, it), k)
+    return agg
 
 
 def _flatten(b, v) -> list:
@@ -132,24 +168,29 @@ def lower_call(model, call) -> None:
         width = _int_const(rest[i + 1], "the batch width", call)
         args += [_marker_global(model, "enzyme_width"), constant(T.i64, str(width))]
         i += 2
+    counts = []  # per active argument: how many scalars (a tuple's members)
     for _param in f.args:
         kind = _activity(rest[i], call)
         n = 1 + width if kind.duplicated else 1
         vals = rest[i + 1:i + 1 + n]
         i += 1 + n
-        flat = [_flatten(b, v) for v in vals]
         marker = _marker_global(model, kind.marker)
+        members = [_leaves(b, v) for v in vals]  # a tuple: each member with its activity
         if kind is Activity.ACTIVE:
-            actives.append(vals[0].type)
-        if len(flat) >= 2 and len(flat[0]) > 1:  # an array: data and shadow data, then shape/strides const
-            args += [marker, *(x[0] for x in flat)]
-            for extra in flat[0][1:]:
-                args += [_marker_global(model, "enzyme_const"), extra]
-        elif len(flat) >= 2:
-            args += [marker, *(x[0] for x in flat)]
-        else:
-            for k, x in enumerate(flat[0]):
-                args += [marker if k == 0 else _marker_global(model, "enzyme_const"), x]
+            actives += [x.type for x in members[0]]
+            counts.append(len(members[0]))
+        for leaf in zip(*members):
+            flat = [_flatten(b, v) for v in leaf]
+            if len(flat) >= 2 and len(flat[0]) > 1:  # an array: data and shadow data, then shape/strides const
+                args += [marker, *(x[0] for x in flat)]
+                for extra in flat[0][1:]:
+                    args += [_marker_global(model, "enzyme_const"), extra]
+            elif len(flat) >= 2:
+                args += [marker, *(x[0] for x in flat)]
+            else:
+                for k, x in enumerate(flat[0]):
+                    args += [marker if k == 0 else _marker_global(model, "enzyme_const"), x]
+    leaf_types = actives
     if width > 1:  # every derivative is a struct of one per lane
         actives = [T.struct([t] * width) for t in actives]
     if mode in ("Reverse", "SplitReverse"):
@@ -159,7 +200,7 @@ def lower_call(model, call) -> None:
         name, rt = "__enzyme_augmentfwd", T.void
     else:
         name = "__enzyme_fwddiff"
-        rt = f.return_type if f.return_type.kind == "float" else T.void
+        rt = f.return_type if f.return_type.kind == "float" or _float_struct(f.return_type) else T.void
         if width > 1 and rt is not T.void:
             rt = T.struct([rt] * width)
     decl = model.functions.get(name)
@@ -173,11 +214,32 @@ def lower_call(model, call) -> None:
         res = out
     elif rt is T.void:
         res = constant(want, "zeroinitializer")
+    elif mode in ("Reverse", "SplitReverse"):  # the adjoints of the active arguments' members, nested again
+        res = _adjoints(b, out, want, leaf_types, counts, width)
     else:  # a one-element tuple
         res = b.insertvalue(constant(want, "poison"), out, 0)
     if res is not None:
         call.replace_all_uses_with(res)
     call.erase()
+
+
+def _adjoints(b, out, want, leaf_types, counts, width):
+    """``want`` (one entry per active argument: its type, or a struct of ``width`` of them) from the
+    engine's adjoints ``out`` (one per member of an active argument, each a struct of ``width`` in a batch)."""
+    one = len(leaf_types) == 1
+    member = [out if one else b.extractvalue(out, k) for k in range(len(leaf_types))]
+    res, start = constant(want, "poison"), 0
+    for j, (t, n) in enumerate(zip(_fields(want), counts)):
+        mine = member[start:start + n]
+        start += n
+        if width == 1:
+            v = _nest(b, t, iter(mine))
+        else:
+            v = constant(t, "poison")
+            for lane, lt in enumerate(_fields(t)):
+                v = b.insertvalue(v, _nest(b, lt, iter(b.extractvalue(m, lane) for m in mine)), lane)
+        res = b.insertvalue(res, v, j)
+    return res
 
 
 def lower_markers(model) -> int:

@@ -68,6 +68,20 @@ def _is_float_array(t) -> bool:
     return isinstance(t, T.ArrayType) and t.dtype.kind == "f"
 
 
+def _float_members(t) -> bool:
+    """A tuple whose members (nested tuples walked) are all float scalars or float arrays."""
+    t = widen(t)
+    return isinstance(t, T.TupleType) and not isinstance(t, ActivityType) and bool(t.items) and all(
+        _is_float(x) or _is_float_array(x) or _float_members(x) for x in t.items)
+
+
+def _array_members(t) -> bool:
+    t = widen(t)
+    if isinstance(t, T.TupleType):
+        return bool(t.items) and all(_array_members(x) for x in t.items)
+    return _is_float_array(t)
+
+
 def _pack(cg, args, argtypes, rt):
     out = ir.Constant(cg.ll(rt), ir.Undefined)
     for k, v in enumerate(args):
@@ -78,8 +92,8 @@ def _pack(cg, args, argtypes, rt):
 def _single(kind):
     def restype(x):
         w = widen(x)
-        if kind is api.Activity.ACTIVE and not _is_float(w):
-            raise TypeInferenceError(f"Active takes a float scalar, got {w!r}", (w,),
+        if kind is api.Activity.ACTIVE and not (_is_float(w) or float_tuple(w)):
+            raise TypeInferenceError(f"Active takes a float scalar or a tuple of them, got {w!r}", (w,),
                                      hint="use Duplicated for arrays and Const for integers")
         if w == pyobj or not isinstance(w, T.Type):
             raise TypeInferenceError(f"{kind.name.lower()} activity of a compile-time object", (w,))
@@ -98,9 +112,9 @@ def _double(kind):
         if w != dw:
             raise TypeInferenceError(f"the shadow of a Duplicated value must have its type: {w!r} and {dw!r}",
                                      (w, dw), hint="allocate the shadow like the value (np.zeros_like)")
-        if not (_is_float(w) or _is_float_array(w)):
-            raise TypeInferenceError(f"Duplicated takes a float scalar or a float array, got {w!r}", (w,),
-                                     hint="use Const for integers and integer arrays")
+        if not (_is_float(w) or _is_float_array(w) or _float_members(w)):
+            raise TypeInferenceError(f"Duplicated takes a float scalar, a float array or a tuple of them, got {w!r}",
+                                     (w,), hint="use Const for integers and integer arrays")
         return ActivityType((widen(x), dw), kind)
     return restype
 
@@ -164,15 +178,13 @@ def _activities(mode: api.Mode, args) -> tuple[list[ActivityType], list[bool]]:
             if t == pyobj or not isinstance(t, T.Type):
                 raise TypeInferenceError(f"autodiff: cannot pass {a!r} to a differentiated function")
             t = ActivityType((t,), api.Activity.CONST)
-        if isinstance(t.items[0], T.TupleType):
-            raise TypeInferenceError(f"autodiff: tuple arguments are not supported, got {t.items[0]!r}",
-                                     hint="pass the tuple's items as separate arguments")
         if mode is api.Forward and t.kind is api.Activity.ACTIVE:
             raise TypeInferenceError("autodiff: Active is for reverse mode; in forward mode use "
                                      "Duplicated(x, dx) with the tangent dx")
-        if mode is api.Reverse and t.kind.duplicated and not _is_float_array(t.items[0]):
-            raise TypeInferenceError(f"autodiff: in reverse mode Duplicated takes arrays, got {t.items[0]!r}",
-                                     hint="use Active(x) for a scalar whose derivative you want")
+        if mode is api.Reverse and t.kind.duplicated and not _array_members(t.items[0]):
+            raise TypeInferenceError(f"autodiff: in reverse mode Duplicated takes arrays (or tuples of them), got "
+                                     f"{t.items[0]!r}", hint="use Active(x) for a scalar (or a tuple of scalars) "
+                                                             "whose derivative you want")
         out.append(t)
     widths = sorted({len(t.items) - 1 for t in out if t.kind.duplicated})
     if len(widths) > 1:
@@ -182,15 +194,38 @@ def _activities(mode: api.Mode, args) -> tuple[list[ActivityType], list[bool]]:
     return out, wrapped
 
 
+def float_tuple(t) -> bool:
+    """A tuple of float scalars (nested tuples of them included): a value with a tuple shadow."""
+    t = widen(t)
+    return isinstance(t, T.TupleType) and not isinstance(t, ActivityType) and bool(t.items) and all(
+        _is_float(x) or float_tuple(x) for x in t.items)
+
+
+def _holds_float(t) -> bool:
+    t = widen(t)
+    if isinstance(t, T.TupleType):
+        return any(_holds_float(x) for x in t.items)
+    return _is_float(t) or _is_float_array(t)
+
+
 def result_type(mode: api.Mode, acts, ret) -> T.TupleType:
-    """What ``autodiff`` returns in compiled code."""
+    """What ``autodiff`` returns in compiled code. A tuple of floats returned by ``f`` has a tuple
+    tangent in forward mode; in reverse mode it would need one seed per element (a typed error)."""
     n = width(acts)
+    ret = widen(ret)
 
     def batch(t):
         return t if n == 1 else T.TupleType((t,) * n)
+    if isinstance(ret, T.TupleType) and _holds_float(ret) and (mode is api.Reverse or not float_tuple(ret)):
+        what = ("in reverse mode each element needs its own seed" if mode is api.Reverse else
+                "only a tuple of float scalars has a tangent")
+        raise TypeInferenceError(
+            f"autodiff: the differentiated function returns {ret!r}: {what}",
+            hint="reverse mode: write the results into an array passed as Duplicated(out, seeds) (the seeds are "
+                 "the cotangents), or return one float; forward mode returns the tuple's tangent")
     if mode is api.Reverse:
         return T.TupleType(tuple(batch(a.items[0]) for a in acts if a.kind is api.Activity.ACTIVE))
-    return T.TupleType((batch(widen(ret)),) if _is_float(ret) else ())
+    return T.TupleType((batch(ret),) if _is_float(ret) or float_tuple(ret) else ())
 
 
 def _check_arity(f, given: int) -> None:

@@ -13,8 +13,8 @@ Arrays are NumPy ``ndarray``s of at least one dimension. An object with
 when its layout allows) and that view is what the call gets, alive until it
 returns. Anything else, an object that merely has ``dtype`` and ``ndim``
 attributes included, is refused with an error naming the parameter: compiled
-code reads arrays at NumPy's struct offsets. A 0-d array is refused too
-(pass ``a.item()`` or a 1-element array).
+code reads arrays at NumPy's struct offsets. A 0-d array is an array
+(``a[()]`` reads and writes its element).
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from typing import NoReturn
 from . import types as T
 from .errors import ArgumentBindingError, ArgumentTypeError
 
-_PY = {int: T.int64, float: T.float64, bool: T.boolean}
-_HINT = "pass bool, int, float or a NumPy array (of at least one dimension) of bool, int32, int64, float32 or float64"
+_PY = {int: T.int64, float: T.float64, bool: T.boolean, complex: T.complex128}
+_HINT = ("pass bool, int, float, complex, a NumPy scalar or a NumPy array of bool, int8-int64, uint8-uint64, "
+         "float32, float64, complex64 or complex128")
 
 
 class Binder:
@@ -85,9 +86,6 @@ def argument(value, name: str, function: str) -> tuple:
                 _refuse(value, name, function, f"NumPy cannot view it as an array ({exc})")
         else:
             _refuse(value, name, function)
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        _refuse(value, name, function, "0-d arrays are not supported: pass a.item() (a scalar) or "
-                                       "a.reshape(1) (a 1-element array)")
     t = T.typeof(value)
     if t is None:
         _refuse(value, name, function)
@@ -113,7 +111,7 @@ def arguments(values, names, function: str) -> tuple[tuple, tuple]:
     types = []
     for v in values:  # the dispatch path of every call with arrays: plain scalars and ndarrays first
         t = _PY.get(type(v))
-        if t is None and type(v) is ndarray and v.ndim:
+        if t is None and type(v) is ndarray:
             t = T.typeof(v)
         if t is None:
             typed = [argument(v, n, function) for v, n in zip(values, names)]

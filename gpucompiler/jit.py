@@ -37,9 +37,11 @@ from . import identity as _keys
 from .cached import compile_cached
 from .runtime.cpu import CPULibrary, prepare as prepare_loader
 
-_CTYPES = {T.boolean: ctypes.c_bool, T.int32: ctypes.c_int32, T.int64: ctypes.c_int64,
-           T.float32: ctypes.c_float, T.float64: ctypes.c_double}
-_FAST = {int: T.int64, float: T.float64, bool: T.boolean}
+_CTYPES = {T.boolean: ctypes.c_bool, T.int8: ctypes.c_int8, T.int16: ctypes.c_int16, T.int32: ctypes.c_int32,
+           T.int64: ctypes.c_int64, T.uint8: ctypes.c_uint8, T.uint16: ctypes.c_uint16, T.uint32: ctypes.c_uint32,
+           T.uint64: ctypes.c_uint64, T.float32: ctypes.c_float, T.float64: ctypes.c_double,
+           T.complex64: ctypes.py_object, T.complex128: ctypes.py_object}  # complex: unboxed by the wrapper
+_FAST = {int: T.int64, float: T.float64, bool: T.boolean, complex: T.complex128}
 #: integer parameters are range-checked before the call: ctypes would wrap a Python int silently
 _INT_RANGES = {T.int32: (-(1 << 31), (1 << 31) - 1), T.int64: (-(1 << 63), (1 << 63) - 1)}
 _LOADED: dict = {}  # cache key -> (library, address): shared by every dispatcher

@@ -2,7 +2,9 @@
 
 Types are frozen ``attrs`` classes: hashable, comparable, part of job keys.
 ``typeof(value)`` gives the type of a Python argument; ``promote`` is the
-numeric promotion used by arithmetic and by joins at control-flow merges.
+numeric promotion used by arithmetic and by joins at control-flow merges
+(NumPy's table: ``int8 + uint8`` is ``int16``, ``uint64 + int64`` is
+``float64``, ``int16 + float32`` is ``float32``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ class Type:
 
 @attrs.frozen(repr=False, cache_hash=True)
 class Scalar(Type):
-    """A machine scalar. ``kind`` is ``"b"`` (bool), ``"i"`` (signed int) or ``"f"`` (float)."""
+    """A machine scalar. ``kind`` is NumPy's: ``"b"`` (bool), ``"i"`` (signed int), ``"u"``
+    (unsigned int), ``"f"`` (float) or ``"c"`` (complex: ``bits`` counts both parts)."""
 
     name: str
     kind: str
@@ -25,6 +28,16 @@ class Scalar(Type):
     @property
     def itemsize(self) -> int:
         return max(self.bits // 8, 1)
+
+    @property
+    def is_integer(self) -> bool:
+        """A signed or unsigned integer (not bool)."""
+        return self.kind in "iu"
+
+    @property
+    def is_real(self) -> bool:
+        """Any scalar but a complex one."""
+        return self.kind != "c"
 
     def __repr__(self) -> str:
         return self.name
@@ -64,29 +77,78 @@ class TupleType(Type):
         return "tuple(" + ", ".join(map(repr, self.items)) + ")"
 
 
+@attrs.frozen(repr=False, cache_hash=True)
+class BoundMethod(Type):
+    """``value.name`` of a method: at run time the receiver ``value`` (of type ``receiver``);
+    calling it calls :func:`gpucompiler.frontend.intrinsics.call_method`."""
+
+    receiver: Type
+    name: str
+
+    def __repr__(self) -> str:
+        return f"method({self.receiver!r}.{self.name})"
+
+
 boolean = Scalar("bool", "b", 1)
+int8 = Scalar("int8", "i", 8)
+int16 = Scalar("int16", "i", 16)
 int32 = Scalar("int32", "i", 32)
 int64 = Scalar("int64", "i", 64)
+uint8 = Scalar("uint8", "u", 8)
+uint16 = Scalar("uint16", "u", 16)
+uint32 = Scalar("uint32", "u", 32)
+uint64 = Scalar("uint64", "u", 64)
 float32 = Scalar("float32", "f", 32)
 float64 = Scalar("float64", "f", 64)
+complex64 = Scalar("complex64", "c", 64)
+complex128 = Scalar("complex128", "c", 128)
 none = NoneType()
 
-SCALARS = {t.name: t for t in (boolean, int32, int64, float32, float64)}
-_RANK = {boolean: 0, int32: 1, int64: 2, float32: 3, float64: 4}
+SCALARS = {t.name: t for t in (boolean, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+                               float32, float64, complex64, complex128)}
+_INTS = {(t.kind, t.bits): t for t in SCALARS.values() if t.is_integer}
 
 
 def is_number(t) -> bool:
     return isinstance(t, Scalar)
 
 
+def integer(kind: str, bits: int) -> Scalar:
+    """The integer type of ``kind`` (``"i"``/``"u"``) and ``bits``."""
+    return _INTS[(kind, bits)]
+
+
+def float_of(t: Scalar) -> Scalar:
+    """The float type of a complex type's parts (``complex64`` -> ``float32``)."""
+    return float32 if t == complex64 else float64
+
+
+def complex_of(t: Scalar) -> Scalar:
+    """The complex type whose parts are the float ``t``."""
+    return complex64 if t == float32 else complex128
+
+
 def promote(a: Scalar, b: Scalar) -> Scalar:
-    """The common type of ``a`` and ``b`` in arithmetic (NumPy-like; bool+bool is int64)."""
+    """The common type of ``a`` and ``b`` in arithmetic: NumPy's promotion table, except that
+    ``bool`` with ``bool`` is ``int64`` (Python's ``True + True``)."""
     if a == b:
         return int64 if a == boolean else a
-    lo, hi = sorted((a, b), key=_RANK.__getitem__)
-    if hi == float32 and lo.kind == "i":
+    if a == boolean or b == boolean:
+        return b if a == boolean else a
+    if a.kind == "c" or b.kind == "c":
+        parts = promote(float_of(a) if a.kind == "c" else a, float_of(b) if b.kind == "c" else b)
+        return complex_of(parts)
+    if a.kind == "f" or b.kind == "f":
+        f, other = (a, b) if a.kind == "f" and (b.kind != "f" or a.bits >= b.bits) else (b, a)
+        if other.kind == "f" or f.bits == 64 or other.bits <= 16:
+            return f
         return float64
-    return int64 if hi == boolean else hi
+    if a.kind == b.kind:
+        return a if a.bits >= b.bits else b
+    s, u = (a, b) if a.kind == "i" else (b, a)
+    if s.bits > u.bits:
+        return s
+    return integer("i", 2 * u.bits) if u.bits < 64 else float64
 
 
 def array(dtype: Scalar, ndim: int, layout: str = "C") -> ArrayType:
@@ -94,15 +156,15 @@ def array(dtype: Scalar, ndim: int, layout: str = "C") -> ArrayType:
     return ArrayType(dtype, ndim, layout)
 
 
-_PY_SCALARS = {bool: boolean, int: int64, float: float64}
+_PY_SCALARS = {bool: boolean, int: int64, float: float64, complex: complex128}
 
 
 def typeof(value):
     """The frontend type of a Python argument value; ``None`` when it has none.
 
-    Arrays are NumPy ``ndarray``s of at least one dimension (an object that only
-    has ``dtype``/``ndim`` attributes is no array: see :mod:`gpucompiler.arguments`);
-    NumPy scalars and 0-d arrays have their scalar type.
+    Arrays are NumPy ``ndarray``s, 0-d ones included (an object that only has
+    ``dtype``/``ndim`` attributes is no array: see :mod:`gpucompiler.arguments`);
+    NumPy scalars have their scalar type.
     """
     t = _PY_SCALARS.get(type(value))
     if t is not None:
@@ -120,7 +182,7 @@ def typeof(value):
     if dtype is None:
         return None
     ndim = value.ndim
-    if ndim == 0:
+    if ndim == 0 and not _is_ndarray(cls):  # a NumPy scalar; a 0-d array is an array
         return SCALARS.get(str(dtype))
     key = (dtype, ndim, value.flags.num)  # NumPy's flag bits: one read for contiguity and writeability
     try:

@@ -63,35 +63,75 @@ class FunctionCodegen:
         t = widen(t)
         if isinstance(t, T.TupleType):
             return ir.Constant(ll(t), [self.const(it, v) for it, v in zip(t.items, value)])
+        if isinstance(t, T.Scalar) and t.kind == "c":
+            part = T.float_of(t)
+            return ir.Constant(ll(t), [self.const(part, value.real), self.const(part, value.imag)])
         if isinstance(t, T.Scalar) and t.kind == "f":
             return ir.Constant(ll(t), float(value))
+        if isinstance(t, T.Scalar) and t.kind == "u":
+            return ir.Constant(ll(t), int(value) % (1 << t.bits))  # llvmlite wants the bit pattern
         return ir.Constant(ll(t), int(value))
 
     def cast(self, v, frm, to):
-        """Numeric conversion with Python semantics (float -> int truncates)."""
+        """Numeric conversion: Python's between bool, int64 and float (float -> int truncates, NaN
+        and overflow raise), NumPy's (C's) to and from the other integer types (wrapping)."""
         frm, to = widen(frm), widen(to)
         if frm == to or not isinstance(to, T.Scalar):
             return v
         assert isinstance(frm, T.Scalar), f"numeric conversion from {frm}"
         b = self.b
+        if to.kind == "c":
+            return self.make_complex(*self.complex_parts(v, frm, T.float_of(to)))
+        assert frm.kind != "c", f"complex {frm} cast to {to}"  # rules refuse it (NumPy would drop .imag)
         if frm.kind == "f" and to.kind == "f":
             return b.fpext(v, ll(to)) if to.bits > frm.bits else b.fptrunc(v, ll(to))
         if to.kind == "b":
             return self.truth(v, frm)
         if frm.kind == "f":
-            it = ll(to)
-            assert isinstance(it, ir.IntType)
-            return self.float_to_int(v, it)
+            return self._float_to_int(v, to)
         if to.kind == "f":
-            return (b.uitofp if frm.kind == "b" else b.sitofp)(v, ll(to))
+            return (b.sitofp if frm.kind == "i" else b.uitofp)(v, ll(to))
         if to.bits > frm.bits:
-            return (b.zext if frm.kind == "b" else b.sext)(v, ll(to))
-        return b.trunc(v, ll(to))
+            return (b.sext if frm.kind == "i" else b.zext)(v, ll(to))
+        return b.trunc(v, ll(to)) if to.bits < frm.bits else v
+
+    def _float_to_int(self, v, to):
+        """A float converted to the integer type ``to``: :meth:`float_to_int` to int64 (Python's
+        errors), then wrapped to a narrower type; uint64 takes values from 2**63 on unsigned."""
+        it = ll(to)
+        assert isinstance(it, ir.IntType)
+        if to in (T.int32, T.int64):
+            return self.float_to_int(v, it)
+        b, i64 = self.b, ir.IntType(64)
+        if to == T.uint64:
+            big = b.fcmp_ordered(">=", v, ir.Constant(v.type, float(2 ** 63)))
+            low = self.float_to_int(b.select(big, ir.Constant(v.type, 0.0), v), i64)
+            name = f"llvm.fptoui.sat.i64.{'f32' if v.type == ir.FloatType() else 'f64'}"
+            high = b.call(self.mod.declare(name, i64, [v.type]), [v])
+            return b.select(big, high, low)
+        return b.trunc(self.float_to_int(v, i64), it)
+
+    def complex_parts(self, v, t, part):
+        """``(real, imag)`` of the number ``v`` of type ``t``, as floats of type ``part``."""
+        t = widen(t)
+        if t.kind == "c":
+            re, im = self.b.extract_value(v, 0), self.b.extract_value(v, 1)
+            src = T.float_of(t)
+            return self.cast(re, src, part), self.cast(im, src, part)
+        return self.cast(v, t, part), ir.Constant(ll(part), 0.0)
+
+    def make_complex(self, re, im):
+        """The complex value ``re + im*j`` of two floats of one type."""
+        t = ir.LiteralStructType([re.type, re.type])
+        return self.b.insert_value(self.b.insert_value(ir.Constant(t, ir.Undefined), re, 0), im, 1)
 
     def truth(self, v, t):
         t = widen(t)
         if t == T.boolean:
             return v
+        if isinstance(t, T.Scalar) and t.kind == "c":
+            re, im = self.complex_parts(v, t, T.float_of(t))
+            return self.b.or_(self.truth(re, T.float_of(t)), self.truth(im, T.float_of(t)))
         if isinstance(t, T.Scalar) and t.kind == "f":
             return self.b.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
         return self.b.icmp_signed("!=", v, ir.Constant(v.type, 0))
@@ -380,6 +420,9 @@ class FunctionCodegen:
             if self.mod.source_lines and inst.loc and block is not None else None
         args = [self.value(a) for a in inst.args]
         argtypes = [self._abstract(a) for a in inst.args]
+        if res.method:  # a method value called: call_method(receiver, name, *args)
+            method = widen(self._abstract(inst.fn))
+            args, argtypes = [self.value(inst.fn), None, *args], [method.receiver, const(method.name), *argtypes]
         if res.callee is not None:
             self.values[inst] = self._invoke(res.callee, args, argtypes, t)
         elif res.deferred is not None:

@@ -9,8 +9,11 @@ from llvmlite import ir
 from .. import types as T
 from ..interpreter.lattice import pyobj, widen
 
-_SCALARS: dict[T.Type, ir.Type] = {T.boolean: ir.IntType(1), T.int32: ir.IntType(32), T.int64: ir.IntType(64),
-                                    T.float32: ir.FloatType(), T.float64: ir.DoubleType()}
+_SCALARS: dict[T.Type, ir.Type] = {
+    T.boolean: ir.IntType(1), **{t: ir.IntType(t.bits) for t in T.SCALARS.values() if t.is_integer},
+    T.float32: ir.FloatType(), T.float64: ir.DoubleType(),
+    T.complex64: ir.LiteralStructType([ir.FloatType()] * 2), T.complex128: ir.LiteralStructType([ir.DoubleType()] * 2)}
+"""Complex numbers are ``{real, imag}`` (NumPy's layout in memory)."""
 PTR = ir.PointerType()
 I64 = ir.IntType(64)
 
@@ -44,6 +47,8 @@ def ll(t) -> ir.Type:
         return _SCALARS[t]
     if isinstance(t, T.TupleType):
         return ir.LiteralStructType([ll(i) for i in t.items if has_value(i)])
+    if isinstance(t, T.BoundMethod):
+        return ll(t.receiver)
     if isinstance(t, T.ArrayType):
         dims = ir.ArrayType(I64, t.ndim)
         return ir.LiteralStructType([PTR, dims, dims])

@@ -27,9 +27,22 @@ _I8 = ir.IntType(8)
 
 
 def _param_type(t):
-    if isinstance(t, T.ArrayType):
+    if isinstance(t, T.ArrayType) or _is_complex(t):
         return PTR
     return _I8 if t == T.boolean else ll(t)
+
+
+def _is_complex(t) -> bool:
+    return isinstance(t, T.Scalar) and t.kind == "c"
+
+
+def _unbox_complex(mod, b, obj, t):
+    """The complex value of the Python ``complex`` ``obj`` (the call boundary passes those)."""
+    parts = [b.call(mod.declare(f"PyComplex_{p}AsDouble", ir.DoubleType(), [PTR]), [obj]) for p in ("Real", "Imag")]
+    if t == T.complex64:
+        parts = [b.fptrunc(p, ir.FloatType()) for p in parts]
+    value = ir.Constant(ll(t), ir.Undefined)
+    return b.insert_value(b.insert_value(value, parts[0], 0), parts[1], 1)
 
 
 def _field(b, obj, offset):
@@ -68,6 +81,13 @@ def _box(mod, b, v, t):
         return tup
     if t == T.boolean:
         return b.call(mod.declare("PyBool_FromLong", PTR, [I64]), [b.zext(v, I64)])
+    if t.kind == "c":
+        parts = [b.extract_value(v, k) for k in (0, 1)]
+        if t == T.complex64:
+            parts = [b.fpext(p, ir.DoubleType()) for p in parts]
+        return b.call(mod.declare("PyComplex_FromDoubles", PTR, [ir.DoubleType()] * 2), parts)
+    if t.kind == "u":
+        return b.call(mod.declare("PyLong_FromUnsignedLongLong", PTR, [I64]), [b.zext(v, I64)])
     if t.kind == "f":
         d = b.fpext(v, ir.DoubleType()) if t == T.float32 else v
         return b.call(mod.declare("PyFloat_FromDouble", PTR, [ir.DoubleType()]), [d])
@@ -97,7 +117,7 @@ def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
     check_returnable(frame)
     argtypes = [widen(t) for t in frame.argtypes]
     rt = widen(frame.rettype)
-    if isinstance(rt, T.TupleType):
+    if isinstance(rt, T.TupleType) or _is_complex(rt):
         ret = PTR
     elif has_value(rt):
         ret = _I8 if rt == T.boolean else ll(rt)
@@ -109,6 +129,8 @@ def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
     for p, t in zip(fn.args, argtypes):
         if isinstance(t, T.ArrayType):
             args.append(_array(b, p, t))
+        elif _is_complex(t):
+            args.append(_unbox_complex(mod, b, p, t))
         else:
             args.append(b.trunc(p, ir.IntType(1)) if t == T.boolean else p)
     out = b.call(entry, args)
@@ -120,7 +142,7 @@ def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
             else:
                 b.ret(ir.Constant(ret, None))
         out = b.extract_value(out, 0) if has_value(rt) else None
-    if isinstance(rt, T.TupleType):
+    if isinstance(rt, T.TupleType) or _is_complex(rt):
         b.ret(_box(mod, b, out, rt))
     elif not has_value(rt):
         b.ret_void()

@@ -13,6 +13,16 @@ def build_tuple(*items):
     return items
 
 
+def call_method(obj, name, *args):
+    """``obj.name(*args)``: what a call of a method value (``z.conjugate()``) means."""
+    return getattr(obj, name)(*args)
+
+
+def make_complex(re, im):
+    """The complex number ``re + im*1j`` of two floats (complex64 of two float32)."""
+    return complex(re, im)
+
+
 def unpack(value, n):
     """``a, b = value``: checks that ``value`` has ``n`` items."""
     if len(value) != n:

@@ -14,6 +14,8 @@ import builtins
 import types as pytypes
 from typing import TYPE_CHECKING
 
+import attrs
+
 from .. import types as T
 from ..errors import PLUGIN_ATTRIBUTE, PluginError, PluginRequiredError, TypeInferenceError
 from ..frontend import intrinsics as K, lower_function
@@ -207,6 +209,9 @@ class Interpreter:
                 and isinstance(args[1], Const) and isinstance(args[2], Const)):
             frame.raising[inst] = (args[1].value, args[2].value)  # a check that always fails
             return BOTTOM
+        method = isinstance(fn, T.BoundMethod)
+        if method:  # receiver.name(args): call_method(receiver, name, *args)
+            fn, args = Const(K.call_method, pyobj), [fn.receiver, const(fn.name), *args]
         if not isinstance(fn, Const) or fn.type != pyobj:
             raise TypeInferenceError(f"cannot call a value of type {widen(fn)!r}", (widen(fn),),
                                      frame.where(inst), frame.ir.name)
@@ -228,7 +233,7 @@ class Interpreter:
             shown = ", ".join(repr(widen(a)) for a in args)
             raise TypeInferenceError(f"no implementation of {name}({shown})",
                                      [widen(a) for a in args], frame.where(inst), frame.ir.name)
-        frame.calls[inst] = result
+        frame.calls[inst] = attrs.evolve(result, method=True) if method else result
         return result.restype
 
     def _value(self, frame: Frame, v):

@@ -58,7 +58,7 @@ class Const:
 
 
 def _same(a, b) -> bool:
-    if isinstance(a, float):
+    if isinstance(a, (float, complex)):
         return (a == b and str(a) == str(b)) or (a != a and b != b)
     if isinstance(a, tuple):
         return len(a) == len(b) and all(type(x) is type(y) and _same(x, y) for x, y in zip(a, b))
@@ -76,6 +76,8 @@ def const_type(value) -> T.Type:
         return T.int64 if value in INT64_RANGE else pyobj
     if isinstance(value, float):
         return T.float64
+    if isinstance(value, complex):
+        return T.complex128
     if value is None:
         return T.none
     if isinstance(value, tuple):

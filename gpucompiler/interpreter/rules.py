@@ -43,7 +43,9 @@ class CallResult:
     for results without one); ``callee`` instead names a specialization
     ``(pyfunc, argtypes)`` to call; ``deferred`` a
     :class:`~gpucompiler.interpreter.deferred.DeferredCall` (a nested job);
-    ``rule_set`` is the claimant's name.
+    ``rule_set`` is the claimant's name. ``method``: the call of a method value
+    (:class:`~gpucompiler.types.BoundMethod`), which means
+    ``call_method(receiver, name, *args)``: its lowering gets those arguments.
     """
 
     restype: Any
@@ -51,12 +53,17 @@ class CallResult:
     callee: Any = None
     rule_set: str = ""
     deferred: Any = None
+    method: bool = False
 
 
 Float = ("kind", "f")
 Int = ("kind", "i")
 Bool = ("kind", "b")
+Complex = ("kind", "c")
 Number = ("number",)
+"""a real scalar: bool, an integer or a float (complex numbers have their own rules)"""
+Numeric = ("numeric",)
+"""any scalar, complex ones included"""
 Any_ = ("any",)
 
 
@@ -71,6 +78,8 @@ def _matches(pattern: Any, t) -> bool:
         if tag == "any":
             return True
         if tag == "number":
+            return isinstance(w, T.Scalar) and w.kind != "c"
+        if tag == "numeric":
             return isinstance(w, T.Scalar)
         if tag == "kind":
             return isinstance(w, T.Scalar) and w.kind == pattern[1]
@@ -125,7 +134,7 @@ class RuleSet:
         """Decorator: ``lower(cg, args, argtypes, restype)`` implements ``fn`` for ``sig``.
 
         Signature entries are types, type classes (``ArrayType``), the
-        patterns ``Float``/``Int``/``Bool``/``Number``/``Any_``/``Constant``
+        patterns ``Float``/``Int``/``Bool``/``Complex``/``Number`` (real)/``Numeric``/``Any_``/``Constant``
         or predicates on the abstract value. ``restype`` is a type or a
         function of the argument types; it may return ``None`` to decline.
         ``pure`` rules of constant arguments are folded by calling ``fn``.

@@ -7,8 +7,9 @@ from ..arguments import argument
 from ..errors import ArgumentTypeError
 
 #: ``__array_interface__`` / ``__cuda_array_interface__`` type strings -> element types
-TYPESTR = {"<f4": T.float32, "<f8": T.float64, "<i4": T.int32, "<i8": T.int64, "|b1": T.boolean,
-            "=f4": T.float32, "=f8": T.float64, "=i4": T.int32, "=i8": T.int64}
+TYPESTR = {f"{order}{code}": t for order in "<=|" for code, t in (
+    ("f4", T.float32), ("f8", T.float64), ("b1", T.boolean), ("c8", T.complex64), ("c16", T.complex128),
+    *((f"{t.kind}{t.bits // 8}", t) for t in T.SCALARS.values() if t.is_integer))}
 #: Python scalar types -> frontend types
 SCALAR_TYPES = {int: T.int64, float: T.float64, bool: T.boolean}
 

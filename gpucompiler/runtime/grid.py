@@ -323,7 +323,9 @@ def emulation_runtime():
 
 
 # -- argument buffers -------------------------------------------------------------------
-_SCALAR_CTYPES = {T.boolean: ctypes.c_uint8, T.int32: ctypes.c_int32, T.int64: ctypes.c_int64,
+_SCALAR_CTYPES = {T.boolean: ctypes.c_uint8, T.int8: ctypes.c_int8, T.int16: ctypes.c_int16,
+                  T.int32: ctypes.c_int32, T.int64: ctypes.c_int64, T.uint8: ctypes.c_uint8,
+                  T.uint16: ctypes.c_uint16, T.uint32: ctypes.c_uint32, T.uint64: ctypes.c_uint64,
                   T.float32: ctypes.c_float, T.float64: ctypes.c_double}
 
 
@@ -343,6 +345,9 @@ def scalar_param(value, t: T.Scalar) -> ctypes.Array:
     bounds = _INT_RANGES.get(t)
     if bounds is not None and not bounds[0] <= value <= bounds[1]:
         raise OverflowError(f"kernel argument {value} does not fit in {t}")
+    if t.kind == "c":  # {real, imag}
+        part = ctypes.c_float if t == T.complex64 else ctypes.c_double
+        return (part * 2)(value.real, value.imag)
     buf = (ctypes.c_uint8 * 8)()
     _SCALAR_CTYPES[t].from_buffer(buf).value = value
     return buf

@@ -26,6 +26,17 @@ def saxpy(a, x, y, out):
 
 
 @kernel
+def small_ints_complex(a8, u16, z, scale, out, wrapped, u):
+    """int8, uint16 and complex128 arrays and a complex scalar: NumPy's promotion and wrap-around."""
+    i = gd.grid(1)
+    if i < out.shape[0]:
+        w = z[i] * z[i].conjugate() + a8[i] * scale
+        out[i] = w.real + abs(z[i]) + (u16[i] >> 3) + np.float32(a8[i])
+        wrapped[i] = a8[i] + a8[i]
+        u[i] = u16[i] * 3 - 7
+
+
+@kernel
 def grid_stride_scale(x, factor):
     i = gd.grid(1)
     step = gd.gridsize(1)
@@ -185,6 +196,12 @@ def _cases():
         "math_f64": (math_f, -(-n // BLOCK), BLOCK,
                      lambda r: (r.uniform(-3, 3, n), np.zeros(n)),
                      lambda a, b: close(a[1], _math_ref(b[0]), 1e-13, 1e-13)),
+        "small_ints_complex": (small_ints_complex, -(-n // BLOCK), BLOCK,
+                               lambda r: (r.integers(-128, 128, n).astype(np.int8),
+                                          r.integers(0, 2**16, n).astype(np.uint16),
+                                          r.standard_normal(n) + 1j * r.standard_normal(n), 0.5 - 2j,
+                                          np.zeros(n), np.zeros(n, np.int8), np.zeros(n, np.uint16)),
+                               _check_small_ints),
         "index3d": (index3d, (2, 3, 2), (4, 2, 3),
                     lambda r: (np.zeros((7, 5, 6), np.int64),),
                     lambda a, b: np.testing.assert_array_equal(
@@ -192,6 +209,19 @@ def _cases():
                                               (7, 5, 6), dtype=np.int64))),
     }
     return cases
+
+
+def _small_ints_ref(a8, u16, z, scale):
+    w = z * z.conjugate() + a8.astype(np.complex128) * scale
+    return (w.real + np.abs(z) + (u16 >> np.uint16(3)).astype(np.float64) + a8.astype(np.float32).astype(np.float64),
+            (a8 + a8).astype(np.int8), u16 * np.uint16(3) - np.uint16(7))
+
+
+def _check_small_ints(a, b):
+    out, wrapped, u = _small_ints_ref(b[0], b[1], b[2], b[3])
+    np.testing.assert_allclose(a[4], out, rtol=1e-13, atol=1e-13)
+    np.testing.assert_array_equal(a[5], wrapped)
+    np.testing.assert_array_equal(a[6], u)
 
 
 def _check_claims(owner, ids):

@@ -17,7 +17,7 @@ from ... import types as T
 from ...errors import ReadOnlyArrayError, TypeInferenceError
 from ...frontend import intrinsics as K
 from ..lattice import Const, const, pyobj, widen
-from ..rules import Any_, CallResult, Constant, Int, Number, RuleSet, register
+from ..rules import Any_, CallResult, Constant, Int, Numeric, RuleSet, register
 from .numbers import base
 
 _A = T.ArrayType
@@ -146,15 +146,15 @@ def _array_getitem(cg, args, argtypes, rt, checked=True):
 
 
 def _setitem_type(a, index, value):
-    if _getitem_type(widen(a), index) != a.dtype:
-        return None
+    if _getitem_type(widen(a), index) != a.dtype or (widen(value).kind == "c" and a.dtype.kind != "c"):
+        return None  # NumPy would drop the imaginary part (ComplexWarning)
     if a.readonly:
         raise ReadOnlyArrayError("assignment destination is read-only", (a,),
                                  hint="pass a writeable array (a.copy(), or a.flags.writeable = True)")
     return T.none
 
 
-@base.define(operator.setitem, _A, Any_, Number, restype=_setitem_type, pure=False)
+@base.define(operator.setitem, _A, Any_, Numeric, restype=_setitem_type, pure=False)
 def _array_setitem(cg, args, argtypes, rt, checked=True):
     arr, index, value = args
     idx, itypes = _indices(cg, index, argtypes[1])
@@ -169,7 +169,7 @@ def _array_getitem_unchecked(cg, args, argtypes, rt):
     return _array_getitem(cg, args, argtypes, rt, checked=False)
 
 
-@base.define(K.setitem_unchecked, _A, Any_, Number, restype=_setitem_type, pure=False)
+@base.define(K.setitem_unchecked, _A, Any_, Numeric, restype=_setitem_type, pure=False)
 def _array_setitem_unchecked(cg, args, argtypes, rt):
     _array_setitem(cg, args, argtypes, rt, checked=False)
 

@@ -15,13 +15,39 @@ from . import pyhelpers as H
 from .floatint import _MIRROR, compare_int_float, exact_pow, fcmp, finite
 
 base = register(RuleSet("base", builtin=True))
-IntLike = lambda t: isinstance(widen(t), T.Scalar) and widen(t).kind in "ib"  # noqa: E731
+IntLike = lambda t: isinstance(widen(t), T.Scalar) and widen(t).kind in "ibu"  # noqa: E731
+_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
+
+
+def _weak(t) -> bool:
+    """A Python number known at compile time (a literal): NumPy 2 lets the other operand's type
+    decide (``uint8 + 1`` is ``uint8``, ``float32 * 2.0`` is ``float32``)."""
+    return isinstance(t, Const) and type(t.value) in (int, float, complex)
+
+
+def _fits(value, t: T.Scalar) -> bool:
+    if not t.is_integer or not isinstance(value, int):
+        return True
+    lo = -(1 << (t.bits - 1)) if t.kind == "i" else 0
+    return lo <= value < lo + (1 << t.bits)
+
+
+def _promote2(a, b) -> T.Scalar:
+    ta, tb = widen(a), widen(b)
+    if _weak(a) != _weak(b):
+        (w, tw), ts = ((a, ta), tb) if _weak(a) else ((b, tb), ta)
+        if ts.kind != "b" and _CATEGORY[tw.kind] <= _CATEGORY[ts.kind] and _fits(w.value, ts):
+            return ts
+        if tw.kind == "c" and ts.kind == "f":
+            return T.complex_of(ts)
+    return T.promote(ta, tb)
 
 
 def _promoted(*ts):
-    out = widen(ts[0])
+    out = ts[0]
     for t in ts[1:]:
-        out = T.promote(out, widen(t))
+        out = _promote2(out, t)
+    out = widen(out)
     return T.promote(out, out) if out == T.boolean else out
 
 
@@ -40,35 +66,47 @@ def _binary(fn, sig, restype, int_op=None, float_op=None, lower=None):
 for _fn, _i, _f in ((operator.add, "add", "fadd"), (operator.sub, "sub", "fsub"),
                     (operator.mul, "mul", "fmul")):
     _binary(_fn, (Number, Number), _promoted, _i, _f)
+def _bitwise_type(a, b):
+    """The promoted integer type; None (no implementation) for uint64 with a signed integer, whose
+    common type is float64 (NumPy's TypeError)."""
+    t = _promoted(a, b)
+    return t if t.kind in "iu" else None
+
+
 for _fn, _i in ((operator.and_, "and_"), (operator.or_, "or_"), (operator.xor, "xor")):
-    _binary(_fn, (IntLike, IntLike), _promoted, _i)
+    _binary(_fn, (IntLike, IntLike), _bitwise_type, _i)
 
 
-def _shift_count(cg, b):
+def _shift_count(cg, b, signed=True):
     """``b`` checked like Python (a negative count is a ValueError) and whether it is out of
     ``[0, width)`` (unsigned compare: where errors cannot be raised, in kernels, a negative
     count still gives a defined value, never LLVM poison)."""
     zero = ir.Constant(b.type, 0)
-    cg.check(cg.b.icmp_signed(">=", b, zero), "ValueError", "negative shift count")
+    if signed:
+        cg.check(cg.b.icmp_signed(">=", b, zero), "ValueError", "negative shift count")
     return cg.b.icmp_unsigned(">=", b, ir.Constant(b.type, b.type.width))
 
 
 def _lshift(cg, a, b, t):
     """Python's ``a << b`` wrapped to the integer width: 0 once every bit is shifted out
     (LLVM's ``shl`` by the width or more is poison)."""
-    past = _shift_count(cg, b)
+    past = _shift_count(cg, b, t.kind == "i")
     safe = cg.b.select(past, ir.Constant(b.type, 0), b)
     return cg.b.select(past, ir.Constant(a.type, 0), cg.b.shl(a, safe))
 
 
 def _rshift(cg, a, b, t):
-    """Python's ``a >> b``: a shift by the width or more gives 0 or -1 (the sign)."""
-    past = _shift_count(cg, b)
+    """Python's ``a >> b``: a shift by the width or more gives 0 or -1 (the sign); unsigned
+    integers shift in zeros (0 once every bit is out)."""
+    past = _shift_count(cg, b, t.kind == "i")
+    if t.kind == "u":
+        safe = cg.b.select(past, ir.Constant(b.type, 0), b)
+        return cg.b.select(past, ir.Constant(a.type, 0), cg.b.lshr(a, safe))
     return cg.b.ashr(a, cg.b.select(past, ir.Constant(b.type, b.type.width - 1), b))
 
 
-_binary(operator.lshift, (IntLike, IntLike), _promoted, lower=_lshift)
-_binary(operator.rshift, (IntLike, IntLike), _promoted, lower=_rshift)
+_binary(operator.lshift, (IntLike, IntLike), _bitwise_type, lower=_lshift)
+_binary(operator.rshift, (IntLike, IntLike), _bitwise_type, lower=_rshift)
 
 
 def _truediv_type(a, b):
@@ -94,7 +132,16 @@ def _safe_divisor(cg, a, b):
     return cg.b.select(bad, ir.Constant(b.type, 1), b), minus_one
 
 
+def _unsigned_divisor(cg, b):
+    zero = ir.Constant(b.type, 0)
+    is_zero = cg.b.icmp_unsigned("==", b, zero)
+    cg.check_math(cg.b.not_(is_zero), "ZeroDivisionError", "integer division by zero")
+    return cg.b.select(is_zero, ir.Constant(b.type, 1), b)
+
+
 def _int_floordiv(cg, a, b, t):
+    if t.kind == "u":
+        return cg.b.udiv(a, _unsigned_divisor(cg, b))
     b1, minus_one = _safe_divisor(cg, a, b)
     q, r = cg.b.sdiv(a, b1), cg.b.srem(a, b1)
     adjust = cg.b.and_(cg.b.icmp_signed("!=", r, ir.Constant(r.type, 0)),
@@ -104,6 +151,8 @@ def _int_floordiv(cg, a, b, t):
 
 
 def _int_mod(cg, a, b, t):
+    if t.kind == "u":
+        return cg.b.urem(a, _unsigned_divisor(cg, b))
     b1, minus_one = _safe_divisor(cg, a, b)
     r = cg.b.srem(a, b1)
     adjust = cg.b.and_(cg.b.icmp_signed("!=", r, ir.Constant(r.type, 0)),
@@ -121,9 +170,10 @@ def _python_helpers(interp, fn, args):
     """``//``, ``%`` on floats and ``**`` on ints are written in Python (pyhelpers)."""
     if len(args) != 2 or not all(isinstance(widen(a), T.Scalar) for a in args):
         return None
-    kinds = {widen(a).kind for a in args}
+    if any(widen(a).kind == "c" for a in args):
+        return None
     helper = None
-    if "f" in kinds:
+    if _promoted(*args).kind == "f":  # uint64 with a signed integer too (their common type is float64)
         helper = {operator.floordiv: H.float_floordiv, operator.mod: H.float_mod}.get(fn)
     elif fn is operator.pow:
         e = args[1]
@@ -172,11 +222,25 @@ def _compare(sym):
             k = kinds.index("i")
             return compare_int_float(cg, sym if k == 0 else _MIRROR[sym], args[k], argtypes[k],
                                      cg.cast(args[1 - k], widen(argtypes[1 - k]), t), argtypes[1 - k])
+        if t.kind == "f" and all(k in "ibu" for k in kinds):  # uint64 with a signed int: exactly
+            return _compare_mixed_64(cg, sym, args, argtypes)
         a, b = (cg.cast(v, widen(at), t) for v, at in zip(args, argtypes))
         if t.kind == "f":
             return fcmp(cg, sym, a, b)
-        return cg.b.icmp_signed(sym, a, b)
+        return (cg.b.icmp_unsigned if t.kind == "u" else cg.b.icmp_signed)(sym, a, b)
     return lower
+
+
+def _compare_mixed_64(cg, sym, args, argtypes):
+    """``a <sym> b`` of a uint64 and a signed integer (NumPy 2 compares them exactly): a
+    negative signed value is below every unsigned one, else both compare as unsigned."""
+    k = 0 if widen(argtypes[0]).kind == "i" else 1
+    s = cg.cast(args[k], widen(argtypes[k]), T.int64)
+    u = cg.cast(args[1 - k], widen(argtypes[1 - k]), T.uint64)
+    a, b = (s, u) if k == 0 else (u, s)
+    negative = cg.b.icmp_signed("<", s, ir.Constant(s.type, 0))
+    below = sym in ("<", "<=", "!=") if k == 0 else sym in (">", ">=", "!=")  # the result when s < 0
+    return cg.b.select(negative, ir.Constant(ir.IntType(1), int(below)), cg.b.icmp_unsigned(sym, a, b))
 
 
 for _fn, _sym in _CMP.items():
@@ -232,6 +296,8 @@ def _abs(cg, args, argtypes, rt):
     v = cg.cast(args[0], widen(argtypes[0]), rt)
     if rt.kind == "f":
         return cg.call_intrinsic("llvm.fabs", rt, [v])
+    if rt.kind == "u":
+        return v
     return cg.b.select(cg.b.icmp_signed("<", v, ir.Constant(v.type, 0)), cg.b.neg(v), v)
 
 
@@ -241,7 +307,7 @@ def _minmax(sym):
         acc = vals[0]
         for v in vals[1:]:  # Python keeps the first of equal items
             better = (cg.b.fcmp_ordered(sym, v, acc) if rt.kind == "f"
-                      else cg.b.icmp_signed(sym, v, acc))
+                      else cg.b.icmp_unsigned(sym, v, acc) if rt.kind == "u" else cg.b.icmp_signed(sym, v, acc))
             acc = cg.b.select(better, v, acc)
         return acc
     return lower

@@ -2,7 +2,20 @@
 
 import math
 
-from ...frontend.intrinsics import check, check_math, ffloor, fmod_ieee
+from ...frontend.intrinsics import check, check_math, ffloor, fmod_ieee, make_complex
+
+
+
+def _division_message() -> str:
+    """The message of the running CPython's ``ZeroDivisionError`` for complex division."""
+    try:
+        _ = 1j / 0
+    except ZeroDivisionError as exc:
+        return str(exc)
+    return "complex division by zero"
+
+
+_COMPLEX_DIVISION_BY_ZERO = _division_message()
 
 
 def int_pow(base, exp):
@@ -43,3 +56,26 @@ def float_floordiv(a, b):
     else:
         floordiv = math.copysign(0.0, a / b)
     return floordiv
+
+
+def complex_div(a, b):
+    """``a / b`` on complex numbers: CPython's ``_Py_c_quot`` (Smith's method, scaled by the larger part)."""
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    abs_br, abs_bi = math.fabs(br), math.fabs(bi)
+    if abs_br >= abs_bi:
+        check_math(abs_br != 0.0, "ZeroDivisionError", _COMPLEX_DIVISION_BY_ZERO)
+        ratio = bi / br
+        denom = br + bi * ratio
+        return make_complex((ar + ai * ratio) / denom, (ai - ar * ratio) / denom)
+    if abs_bi >= abs_br:
+        ratio = br / bi
+        denom = br * ratio + bi
+        return make_complex((ar * ratio + ai) / denom, (ai * ratio - ar) / denom)
+    nan = br + bi  # a part of b is NaN
+    return make_complex(nan, nan)
+
+
+def complex_abs(z):
+    """``abs(z)`` of a complex number: ``hypot`` of its parts (an infinite result from finite parts is
+    an OverflowError)."""
+    return math.hypot(z.real, z.imag)

@@ -1,0 +1,210 @@
+"""int8-uint64 and complex numbers in ``@jit`` functions, against NumPy and CPython.
+
+Arithmetic follows NumPy's promotion table and wraps around like NumPy;
+Python number literals take the other operand's type (NumPy 2's rule);
+complex division and ``abs`` are CPython's algorithms.
+"""
+
+import itertools
+import operator
+
+import numpy as np
+import pytest
+
+from gpucompiler import jit, types as T
+from gpucompiler.errors import TypeInferenceError
+
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+PAIRS = [(d, d) for d in INTS] + [
+    (np.int8, np.uint8), (np.uint8, np.int16), (np.int16, np.uint16), (np.uint32, np.int32), (np.uint32, np.int64),
+    (np.uint64, np.int64), (np.uint64, np.int8), (np.int8, np.int64), (np.uint16, np.uint64), (np.uint8, np.float32)]
+
+
+def _values(dt, rng, n=64):
+    if np.dtype(dt).kind == "f":
+        return rng.uniform(-300, 300, n).astype(dt)
+    info = np.iinfo(dt)
+    edges = np.array([info.min, info.max, 0, 1, info.max // 2, info.min // 2 + 1], dtype=dt)
+    return np.concatenate([edges, rng.integers(info.min, int(info.max) + 1, n - edges.size, dtype=dt)])
+
+
+@jit
+def _arith(a, b, add, sub, mul, floordiv, mod, truediv):
+    for i in range(a.shape[0]):
+        x, y = a[i], b[i]
+        add[i], sub[i], mul[i] = x + y, x - y, x * y
+        floordiv[i], mod[i], truediv[i] = x // y, x % y, x / y
+
+
+@jit
+def _bitwise(a, b, and_, or_, xor):
+    for i in range(a.shape[0]):
+        and_[i], or_[i], xor[i] = a[i] & b[i], a[i] | b[i], a[i] ^ b[i]
+
+
+@pytest.mark.parametrize("da,db", PAIRS)
+def test_integer_arithmetic_promotes_and_wraps_like_numpy(da, db):
+    rng = np.random.default_rng(7)
+    a, b = _values(da, rng), _values(db, rng)[::-1].copy()
+    b[b == 0] = 1
+    with np.errstate(all="ignore"):
+        want = [a + b, a - b, a * b, a // b, a % b, a / b]
+    outs = [np.zeros_like(w) for w in want]
+    _arith(a, b, *outs)
+    for got, w, name in zip(outs, want, ["+", "-", "*", "//", "%", "/"]):
+        np.testing.assert_array_equal(got, w, err_msg=name)
+    if np.result_type(da, db).kind == "f":  # uint64 with a signed type, or a float: NumPy's TypeError
+        with pytest.raises(TypeError):
+            operator.and_(a, b)
+        with pytest.raises(TypeInferenceError, match="no implementation"):
+            _bitwise(a, b, *[np.zeros(a.size)] * 3)
+        return
+    want = [a & b, a | b, a ^ b]
+    outs = [np.zeros_like(w) for w in want]
+    _bitwise(a, b, *outs)
+    for got, w in zip(outs, want):
+        np.testing.assert_array_equal(got, w)
+
+
+@pytest.mark.parametrize("dt", INTS)
+def test_comparisons_shifts_and_min_max_of_every_integer_type(dt):
+    @jit
+    def f(a, b, k):
+        return a < b, a >= b, a == b, a >> k, a << k, min(a, b), max(a, b), abs(a), -a, ~a
+
+    rng = np.random.default_rng(1)
+    bits = np.iinfo(dt).bits
+    for x, y in zip(_values(dt, rng, 16), _values(dt, rng, 16)[::-1]):
+        k = dt(int(rng.integers(0, bits)))
+        with np.errstate(all="ignore"):
+            want = (x < y, x >= y, x == y, x >> k, x << k, min(x, y), max(x, y), abs(x), -x, ~x)
+        got = f(x, y, k)
+        assert [int(v) for v in got] == [int(v) for v in want], (x, y, k)
+
+
+def test_uint64_compares_exactly_with_signed_integers_as_numpy_2_does():
+    @jit
+    def cmp(u, s):
+        return u > s, u == s, s < u
+
+    big = np.uint64(2**64 - 1)
+    assert cmp(big, np.int64(-1)) == (True, False, True)
+    assert cmp(np.uint64(2**63), np.int64(2**63 - 1)) == (True, False, True)
+    assert cmp(np.uint64(5), np.int64(5)) == (False, True, False)
+
+
+def test_literals_take_the_other_operands_type_numpy_2_rules():
+    @jit
+    def f(x, y):
+        return x + 1, y * 2.0
+
+    a, b = f(np.uint8(255), np.float32(1.1))
+    assert a == (np.uint8(255) + 1) == 0
+    assert b == np.float32(1.1) * 2.0 and isinstance(b, float)
+    assert f(np.uint8(3), np.float32(0.5)) == (4, 1.0)
+
+    @jit
+    def typed(x):
+        return x + 1
+
+    assert "add i8" in typed.inspect_llvm(T.uint8)
+
+
+def test_result_types_follow_numpys_table():
+    @jit
+    def mixed(a, b):
+        return a + b
+
+    for da, db in itertools.product([np.int8, np.uint8, np.uint32, np.uint64, np.float32], repeat=2):
+        x, y = da(7), db(3)
+        got = mixed(x, y)
+        want = x + y
+        assert got == want and isinstance(got, float) == (want.dtype.kind == "f"), (da, db)
+
+
+def test_arrays_of_every_integer_dtype_read_and_write_and_convert():
+    @jit
+    def convert(src, dst):
+        for i in range(src.shape[0]):
+            dst[i] = src[i]
+
+    rng = np.random.default_rng(3)
+    for sd, dd in itertools.product(INTS + [np.float64, np.float32], INTS):
+        src = _values(sd, rng, 32) if sd in INTS else rng.uniform(-100, 100, 32).astype(sd)
+        dst = np.zeros(32, dd)
+        convert(src, dst)
+        np.testing.assert_array_equal(dst, src.astype(dd), err_msg=f"{sd} -> {dd}")
+
+
+COMPLEX_CASES = [(1 + 2j, 3 - 4j), (-0.5j, 2.0 + 0j), (1e300 + 1e300j, 1e-300 + 1j), (2.5 + 0j, 0.0 - 7j),
+                 (complex("nan+1j"), 1 + 1j), (3 + 4j, 1e-320 + 0j)]
+
+
+@pytest.mark.parametrize("z,w", COMPLEX_CASES)
+def test_complex_arithmetic_matches_cpython(z, w):
+    @jit
+    def f(z, w):
+        return z + w, z - w, z * w, z / w, -z, abs(z), z.real, z.imag, z.conjugate(), z == w, z != w, z * 2, 1.5 / w
+
+    want = (z + w, z - w, z * w, z / w, -z, abs(z), z.real, z.imag, z.conjugate(), z == w, z != w, z * 2, 1.5 / w)
+    for g, r in zip(f(z, w), want):
+        assert g == r or (g != g and r != r) or repr(g) == repr(r), (g, r)
+
+
+def test_complex_division_by_zero_and_abs_overflow_raise_like_cpython():
+    @jit
+    def div(z, w):
+        return z / w
+
+    with pytest.raises(ZeroDivisionError) as ref:
+        (1 + 1j) / 0j
+    with pytest.raises(ZeroDivisionError, match=str(ref.value)):
+        div(1 + 1j, 0j)
+
+    @jit
+    def magnitude(z):
+        return abs(z)
+
+    with pytest.raises(OverflowError):
+        abs(complex(1.5e308, 1.5e308))
+    with pytest.raises(OverflowError):
+        magnitude(complex(1.5e308, 1.5e308))
+
+
+def test_complex64_arrays_keep_single_precision():
+    @jit
+    def scale(z, out):
+        for i in range(z.shape[0]):
+            out[i] = z[i] * z[i] + 1.0
+
+    z = (np.arange(5) + 1j * np.arange(5)[::-1]).astype(np.complex64)
+    out = np.zeros(5, np.complex64)
+    scale(z, out)
+    np.testing.assert_array_equal(out, z * z + np.float32(1.0))
+
+
+def test_numpy_and_python_constructors_convert_like_numpy():
+    @jit
+    def conv(x):
+        return np.float32(x), np.int8(x), np.uint16(x), int(x), float(x), complex(x, 2.0), np.complex64(x)
+
+    x = 300.75
+    want = (float(np.float32(x)), int(np.int8(np.int64(x))), int(np.uint16(np.int64(x))), int(x), x,
+            complex(x, 2.0), complex(np.complex64(x)))
+    assert conv(x) == want
+
+
+def test_complex_to_real_conversions_are_refused_at_compile_time():
+    @jit
+    def bad(z):
+        return float(z)
+
+    with pytest.raises(TypeInferenceError, match="no implementation of float"):
+        bad(1j)
+
+    @jit
+    def store(z, out):
+        out[0] = z
+
+    with pytest.raises(TypeInferenceError, match="setitem"):
+        store(1j, np.zeros(1))

@@ -21,7 +21,7 @@ _HINTS = {
     "FunctionDef": "define the helper at module level; it is compiled when called",
     "Try": "compiled code cannot catch exceptions", "Raise": "check the inputs before the call",
     "With": "context managers are not supported", "Slice": "index elements one at a time",
-    "Starred": "pass arguments explicitly", "For": "only `for x in range(...)` loops are supported",
+    "Starred": "pass arguments explicitly",
     "Global": "read module constants without declaring them; compiled code cannot rebind globals",
     "JoinedStr": "strings are not supported in compiled code", "Yield": "generators are not supported",
 }

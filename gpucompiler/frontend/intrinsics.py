@@ -43,6 +43,14 @@ def range_step(*args: int) -> int:
     return args[2] if len(args) > 2 else 1
 
 
+def range_length(start, stop, step):
+    """``len(range(start, stop, step))`` (compiled from this source)."""
+    check(step != 0, "ValueError", "range() arg 3 must not be zero")
+    if step > 0:
+        return (stop - start + step - 1) // step if stop > start else 0
+    return (start - stop - step - 1) // -step if start > stop else 0
+
+
 def range_cond(i, stop, step):
     """Whether the loop over a range goes on with ``i``."""
     return i < stop if step > 0 else i > stop

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from . import intrinsics as K
 from .builder import LoweringState
@@ -23,8 +24,9 @@ Item = Callable[[Value], Value]
 class Iteration(LoweringState):
     """Mixin of the AST lowerer: ``for target in <iterable>`` as a counted loop."""
 
-    if False:  # noqa: SIM108  (typing only: the statement half defines it)
+    if TYPE_CHECKING:  # defined by the statement half
         def loop(self, node, cond, body_prologue=None) -> None: ...
+        def assign_to(self, target, value, node) -> None: ...
 
     def builtin_call(self, node, name: str) -> bool:
         """Whether ``node`` calls the builtin ``name`` (not shadowed by a local)."""

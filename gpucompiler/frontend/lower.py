@@ -20,6 +20,7 @@ from .ir import Arg, Const, Function, Return
 from .ssa import SSABuilder
 from .statements import Statements
 from .expressions import Expressions
+from .iteration import Iteration
 
 
 
@@ -105,7 +106,7 @@ def _assigned_names(node: ast.FunctionDef) -> set[str]:
     return names
 
 
-class _Lowerer(Statements, Expressions):
+class _Lowerer(Statements, Expressions, Iteration):
     def __init__(self, pyfunc, node: ast.FunctionDef, filename: str, offset: int):
         self.node, self.filename, self.offset = node, filename, offset
         a = node.args

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import operator
+from typing import TYPE_CHECKING
 
 from . import intrinsics as K
 from .builder import LoweringState
@@ -13,6 +14,9 @@ from .versioning import covered_accesses, step_sign
 
 
 class Statements(LoweringState):
+    if TYPE_CHECKING:  # defined by the iteration half
+        def iterate(self, node: ast.For) -> None: ...
+
     """Mixin of the AST lowerer: one ``stmt_<Node>`` method per statement kind."""
 
     def stmt_Pass(self, node):
@@ -107,7 +111,8 @@ class Statements(LoweringState):
         it = node.iter
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
                 and 1 <= len(it.args) <= 3 and not it.keywords and "range" not in self.locals):
-            self.unsupported(node, "For")
+            self.iterate(node)  # arrays, tuples, enumerate, zip (iteration.py)
+            return
         args = [self.expr(a) for a in it.args]
         sign = step_sign(it)
         covered = covered_accesses(node, self.params, self.range_vars) if sign else []

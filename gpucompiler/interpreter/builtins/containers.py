@@ -56,6 +56,39 @@ def _tuple_getitem(cg, args, argtypes, rt):
     return cg.b.extract_value(args[0], _tuple_index(*argtypes))
 
 
+def _uniform_item(tup, index):
+    """The item type of a tuple indexed by a run-time integer: every item has to have it."""
+    items = {widen(i) for i in widen(tup).items}
+    w = widen(index)
+    if isinstance(index, Const) or not (isinstance(w, T.Scalar) and w.kind in "iub"):
+        return None
+    if len(items) != 1:
+        raise TypeInferenceError(f"indexing {widen(tup)!r} with a run-time index (or iterating over it) needs "
+                                 "items of one type", (widen(tup),),
+                                 hint="make the items one type (float(x)...) or index with constants")
+    return items.pop()
+
+
+def _tuple_select(cg, args, argtypes, rt, checked):
+    """``tup[i]``: a chain of selects on ``i`` (Python's IndexError when ``checked`` and out of range)."""
+    tup, index = args
+    n = len(widen(argtypes[0]).items)
+    i = cg.cast(index, widen(argtypes[1]), T.int64)
+    if checked:
+        i = cg.b.select(cg.b.icmp_signed("<", i, i.type(0)), cg.b.add(i, i.type(n)), i)
+        cg.check(cg.b.icmp_unsigned("<", i, i.type(n)), "IndexError", "tuple index out of range")
+    value = cg.b.extract_value(tup, n - 1)
+    for k in range(n - 2, -1, -1):
+        value = cg.b.select(cg.b.icmp_signed("==", i, i.type(k)), cg.b.extract_value(tup, k), value)
+    return value
+
+
+base.define(operator.getitem, _Tup, Any_, restype=_uniform_item)(
+    lambda cg, args, argtypes, rt: _tuple_select(cg, args, argtypes, rt, True))
+base.define(K.getitem_unchecked, _Tup, Any_, restype=_uniform_item)(
+    lambda cg, args, argtypes, rt: _tuple_select(cg, args, argtypes, rt, False))
+
+
 def _unpack_type(t, n):
     if len(widen(t).items) != n.value:
         raise TypeInferenceError(f"cannot unpack {widen(t)!r} into {n.value} names", (widen(t),))
@@ -222,7 +255,7 @@ def _array_attr(cg, args, argtypes, rt):
     return _build_tuple(cg, shape, None, rt)
 
 
-@base.define(len, _A, restype=T.int64)
+@base.define(len, _A, restype=lambda a: T.int64 if widen(a).ndim else None)  # len() of a 0-d array: TypeError
 def _len_array(cg, args, argtypes, rt):
     return cg.b.extract_value(args[0], [1, 0])
 

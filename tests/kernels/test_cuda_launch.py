@@ -253,7 +253,7 @@ def test_fast_path_wrong_argument_count_and_type_are_typed_errors(fake):
     with pytest.raises(ArgumentBindingError, match="missing a required argument: 'factor'"):
         k[1, 32](DeviceArray(np.zeros(4)))
     with pytest.raises(ArgumentTypeError):
-        k[1, 32](DeviceArray(np.zeros(4, np.complex128)), 1.0)
+        k[1, 32](DeviceArray(np.zeros(4, np.float16)), 1.0)
     assert cuda._launchers == {}
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 import tempfile
@@ -36,6 +37,7 @@ from .targets import NativeTarget
 from . import identity as _keys
 from .cached import compile_cached
 from .runtime.cpu import CPULibrary, prepare as prepare_loader
+from .runtime.pyentry import FastEntry, Guard
 
 _CTYPES = {T.boolean: ctypes.c_bool, T.int8: ctypes.c_int8, T.int16: ctypes.c_int16, T.int32: ctypes.c_int32,
            T.int64: ctypes.c_int64, T.uint8: ctypes.c_uint8, T.uint16: ctypes.c_uint16, T.uint32: ctypes.c_uint32,
@@ -57,10 +59,12 @@ def _ctype(t) -> Any:
 
 
 class _Entry:
-    __slots__ = ("call", "deps", "spec", "job")
+    __slots__ = ("call", "deps", "spec", "job", "fast", "guard")
 
-    def __init__(self, call, deps, spec, job):
+    def __init__(self, call, deps, spec, job, fast=None, guard=None):
         self.call, self.deps, self.spec, self.job = call, deps, spec, job
+        #: the builtin function of the compiled entry (None: calls stay on ``call``), and its globals' guard
+        self.fast, self.guard = fast, guard
 
 
 class Dispatcher:
@@ -75,8 +79,14 @@ class Dispatcher:
         self._entries: dict = {}
         self._bind = Binder(fn)
         functools.update_wrapper(self, fn)
+        # a class of its own: its ``__call__`` becomes the compiled entry of the last call's types
+        cls = type(self)
+        self._fallback = cls.__call__.__get__(self, cls)  # what the entry calls on a miss
+        own: Any = type(cls.__name__, (cls,), {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
+        self.__class__ = own
 
     def __call__(self, *args, **kwargs) -> Any:
+        """The Python dispatcher: what a call runs before its first compile, and on a miss of the entry."""
         bind = self._bind
         try:
             if kwargs or len(args) != bind.positional:
@@ -90,6 +100,12 @@ class Dispatcher:
                 entry = self._compile(key, args)
         except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
             raise for_user(exc, debug_tracebacks())
+        if entry.fast is not None:  # the next call with these types runs the compiled entry
+            if entry.guard is not None:
+                entry.guard.refresh()  # the reads were just checked one by one
+            cls = type(self)
+            if cls.__dict__.get("__call__") is not entry.fast:
+                cls.__call__ = entry.fast
         return entry.call(*args)
 
     def _describe(self, value) -> str:
@@ -159,7 +175,15 @@ class Dispatcher:
                 return _call(*a)
 
             call = guarded
-        entry = _Entry(call, tuple(spec.dependencies(NativeTarget(), self.plugins, True)), spec, job)
+        deps = tuple(spec.dependencies(NativeTarget(), self.plugins, True))
+        entry = _Entry(call, deps, spec, job)
+        if spec.entry + ".pyentry" in lib.names and FastEntry.available(argtypes):
+            guard = Guard.of(deps)
+            if guard is not None:
+                ndarray = getattr(sys.modules.get("numpy"), "ndarray", None)
+                entry.fast = FastEntry(lib.address(spec.entry + ".pyentry"), self.py_func.__name__,
+                                       self._fallback, guard, ndarray).function
+                entry.guard = guard
         self._entries[argtypes] = entry
         return entry
 

@@ -28,6 +28,7 @@ import attrs
 
 from .. import types as T
 from ..codegen import ErrorPolicy, ModuleCodegen
+from ..codegen.pyentry import emit_pyentry
 from ..codegen.wrapper import emit_wrapper
 from ..frontend.fingerprint import encode_value, python_function
 from ..interpreter import BOTTOM, Interpreter
@@ -264,6 +265,7 @@ class FunctionSpec:
         entry = mod.emit(frame, self.entry)
         if abi:
             emit_wrapper(mod, frame, entry, self.entry + ".pywrap")
+            emit_pyentry(mod, frame, entry, self.entry + ".pyentry")
         return str(mod.module)
 
 

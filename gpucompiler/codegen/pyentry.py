@@ -1,0 +1,232 @@
+"""The C-speed entry of a jit-compiled function: a CPython ``METH_FASTCALL | METH_KEYWORDS`` function.
+
+``<entry>.pyentry`` is what a warm ``@jit`` call runs (the dispatcher makes
+it a builtin function object: :mod:`gpucompiler.runtime.pyentry`). Its
+signature is ``PyObject *f(PyObject *self, PyObject *const *args,
+Py_ssize_t nargs, PyObject *kwnames)``; ``self`` is a tuple ``(fallback,
+ndarray type, guard words, ...)``. It
+
+1. checks the call: no keywords, the positional count, every word guard
+   (``guard[0]`` pairs ``(address, expected)`` after it: a global dict's
+   version tag, a closure cell's content) still holding;
+2. checks and unboxes every argument by its exact type: ``int`` (the value
+   must fit in int64), ``float``, ``True``/``False``, an ``ndarray`` of the
+   specialization's ndim, dtype, byte order, contiguity and writeability
+   (read from the ``PyArrayObject`` struct: no Python-level work);
+3. calls the specialization and boxes its result; a raised error (the
+   entry's status) returns ``NULL`` with the Python exception already set.
+
+Anything else (a keyword, a subclass, an overflowing ``int``, a rebound
+global) is a *miss*: the call is handed unchanged to ``fallback`` (the
+Python dispatcher), which types the arguments as before, compiles when
+needed and raises the errors Python would. The struct offsets used here are
+CPython's and NumPy's (3.10-3.12, NumPy 1 and 2); the runtime checks them
+on live objects before it ever calls an entry.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .. import types as T
+from ..interpreter.lattice import widen
+from .lltypes import I64, PTR, has_value
+from .wrapper import _array, _box, check_returnable
+
+I8, I32 = ir.IntType(8), ir.IntType(32)
+_OB_TYPE, _FLOAT_VALUE, _TUPLE_ITEMS, _CDATA_PTR = 8, 16, 24, 16
+_ND, _DESCR, _FLAGS = 24, 56, 64            # PyArrayObject
+_BYTEORDER, _TYPE_NUM = 26, 28              # PyArray_Descr (both NumPy 1 and 2)
+_C_CONTIGUOUS, _WRITEABLE = 0x0001, 0x0400
+#: NumPy type numbers an array of each element type may carry (Linux: long and longlong are 64-bit)
+TYPE_NUMS = {T.boolean: (0,), T.int32: (5,), T.int64: (7, 9), T.float32: (11,), T.float64: (12,)}
+SELF_FALLBACK, SELF_NDARRAY, SELF_GUARD = 0, 1, 2
+
+
+def supported(argtypes, rettype) -> bool:
+    """Whether an entry can take these arguments and box this result (else calls stay on ctypes)."""
+    def arg(t):
+        if isinstance(t, T.ArrayType):
+            return t.dtype in TYPE_NUMS and t.ndim >= 1
+        return t in (T.int64, T.float64, T.boolean)
+
+    def ret(t):
+        if isinstance(t, T.TupleType):
+            return all(isinstance(i, T.Scalar) for i in t.items)
+        return t == T.none or isinstance(t, T.Scalar)
+
+    return all(arg(t) for t in argtypes) and ret(rettype)
+
+
+class _Emitter:
+    def __init__(self, mod, fn: ir.Function):
+        self.mod, self.fn = mod, fn
+        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.miss = fn.append_basic_block("miss")
+
+    def word(self, base, offset: int, typ: ir.Type = PTR):
+        gep = self.b.gep(base, [ir.Constant(I64, offset)], source_etype=I8)
+        return self.b.load(gep, typ=typ)
+
+    def expect(self, ok, name: str) -> None:
+        """Go on where ``ok``, else to the miss block."""
+        cont = self.fn.append_basic_block(name)
+        self.b.cbranch(ok, cont, self.miss)
+        self.b.position_at_end(cont)
+
+    def extern(self, name: str) -> ir.GlobalVariable:
+        g = self.mod.module.globals.get(name)
+        if g is None:
+            g = ir.GlobalVariable(self.mod.module, I8, name=name)
+            g.linkage = "external"
+        return g
+
+    def is_type(self, obj, type_ptr, name):
+        self.expect(self.b.icmp_unsigned("==", self.word(obj, _OB_TYPE), type_ptr), name)
+
+    def guards(self, guard) -> None:
+        """Every ``(address, expected)`` word pair after ``guard[0]`` still holds."""
+        b = self.b
+        n = b.load(guard, typ=I64)
+        head = self.fn.append_basic_block("guard.head")
+        body = self.fn.append_basic_block("guard.body")
+        done = self.fn.append_basic_block("guard.done")
+        start = b.block
+        b.branch(head)
+        b.position_at_end(head)
+        k = b.phi(I64, name="k")
+        k.add_incoming(ir.Constant(I64, 0), start)
+        b.cbranch(b.icmp_unsigned("<", k, n), body, done)
+        b.position_at_end(body)
+        slot = b.add(b.shl(k, ir.Constant(I64, 1)), ir.Constant(I64, 1))
+        address = b.load(b.gep(guard, [slot], source_etype=I64), typ=I64)
+        expected = b.load(b.gep(guard, [b.add(slot, ir.Constant(I64, 1))], source_etype=I64), typ=I64)
+        live = b.load(b.inttoptr(address, PTR), typ=I64)
+        k.add_incoming(b.add(k, ir.Constant(I64, 1)), body)
+        b.cbranch(b.icmp_unsigned("==", live, expected), head, self.miss)
+        b.position_at_end(done)
+
+    def scalar(self, obj, t, k: int):
+        b, mod = self.b, self.mod
+        if t == T.boolean:
+            is_true = b.icmp_unsigned("==", obj, self.extern("_Py_TrueStruct"))
+            is_false = b.icmp_unsigned("==", obj, self.extern("_Py_FalseStruct"))
+            self.expect(b.or_(is_true, is_false), f"arg{k}.bool")
+            return is_true
+        if t == T.float64:
+            self.is_type(obj, self.extern("PyFloat_Type"), f"arg{k}.float")
+            return self.word(obj, _FLOAT_VALUE, ir.DoubleType())
+        self.is_type(obj, self.extern("PyLong_Type"), f"arg{k}.int")
+        value = b.call(mod.declare("PyLong_AsLongLong", I64, [PTR]), [obj])
+        failed = self.fn.append_basic_block(f"arg{k}.maybe_overflow")
+        ok = self.fn.append_basic_block(f"arg{k}.int_ok")
+        b.cbranch(b.icmp_signed("==", value, ir.Constant(I64, -1)), failed, ok)
+        b.position_at_end(failed)
+        error = b.call(mod.declare("PyErr_Occurred", PTR, []), [])
+        raised = b.icmp_unsigned("!=", error, ir.Constant(PTR, None))
+        clear = self.fn.append_basic_block(f"arg{k}.overflow")
+        b.cbranch(raised, clear, ok)
+        b.position_at_end(clear)
+        b.call(mod.declare("PyErr_Clear", ir.VoidType(), []), [])  # the dispatcher raises its own error
+        b.branch(self.miss)
+        b.position_at_end(ok)
+        return value
+
+    def array(self, obj, t: T.ArrayType, ndarray, k: int):
+        b = self.b
+        self.is_type(obj, ndarray, f"arg{k}.ndarray")
+        self.expect(b.icmp_signed("==", self.word(obj, _ND, I32), ir.Constant(I32, t.ndim)), f"arg{k}.ndim")
+        descr = self.word(obj, _DESCR)
+        num = self.word(descr, _TYPE_NUM, I32)
+        ok = None
+        for n in TYPE_NUMS[t.dtype]:
+            eq = b.icmp_signed("==", num, ir.Constant(I32, n))
+            ok = eq if ok is None else b.or_(ok, eq)
+        swapped = b.icmp_unsigned("==", self.word(descr, _BYTEORDER, I8), ir.Constant(I8, ord(">")))
+        self.expect(b.and_(ok, b.not_(swapped)), f"arg{k}.dtype")
+        mask = _C_CONTIGUOUS | _WRITEABLE
+        want = (_C_CONTIGUOUS if t.layout == "C" else 0) | (0 if t.readonly else _WRITEABLE)
+        flags = b.and_(self.word(obj, _FLAGS, I32), ir.Constant(I32, mask))
+        self.expect(b.icmp_unsigned("==", flags, ir.Constant(I32, want)), f"arg{k}.flags")
+        return _array(b, obj, t)
+
+    def result(self, out, rt):
+        b, mod = self.b, self.mod
+        if isinstance(rt, T.TupleType):
+            return _box(mod, b, out, rt)
+        if not has_value(rt):
+            none = self.extern("_Py_NoneStruct")
+            b.call(mod.declare("Py_IncRef", ir.VoidType(), [PTR]), [none])
+            return none
+        return _box(mod, b, out, rt)
+
+    def fall_back(self, self_tuple, args, nargs, kwnames) -> None:
+        """The miss block: ``fallback(*args, **kwargs)`` with the call's own arguments."""
+        b, mod = self.b, self.mod
+        b.position_at_end(self.miss)
+        call = mod.declare("PyObject_VectorcallDict", PTR, [PTR, PTR, I64, PTR])
+        fallback = self.word(self_tuple, _TUPLE_ITEMS + 8 * SELF_FALLBACK)
+        plain = self.fn.append_basic_block("miss.positional")
+        keywords = self.fn.append_basic_block("miss.keywords")
+        b.cbranch(b.icmp_unsigned("==", kwnames, ir.Constant(PTR, None)), plain, keywords)
+        b.position_at_end(plain)
+        b.ret(b.call(call, [fallback, args, nargs, ir.Constant(PTR, None)]))
+        b.position_at_end(keywords)
+        kwargs = b.call(mod.declare("PyDict_New", PTR, []), [])
+        fail = self.fn.append_basic_block("miss.no_dict")
+        fill = self.fn.append_basic_block("miss.fill")
+        b.cbranch(b.icmp_unsigned("==", kwargs, ir.Constant(PTR, None)), fail, fill)
+        b.position_at_end(fail)
+        b.ret(ir.Constant(PTR, None))
+        b.position_at_end(fill)
+        count = b.call(mod.declare("PyTuple_Size", I64, [PTR]), [kwnames])
+        head = self.fn.append_basic_block("miss.head")
+        body = self.fn.append_basic_block("miss.body")
+        done = self.fn.append_basic_block("miss.call")
+        b.branch(head)
+        b.position_at_end(head)
+        k = b.phi(I64, name="kw")
+        k.add_incoming(ir.Constant(I64, 0), fill)
+        b.cbranch(b.icmp_signed("<", k, count), body, done)
+        b.position_at_end(body)
+        key = b.call(mod.declare("PyTuple_GetItem", PTR, [PTR, I64]), [kwnames, k])
+        value = b.load(b.gep(args, [b.add(nargs, k)], source_etype=PTR), typ=PTR)
+        b.call(mod.declare("PyDict_SetItem", I32, [PTR, PTR, PTR]), [kwargs, key, value])
+        k.add_incoming(b.add(k, ir.Constant(I64, 1)), body)
+        b.branch(head)
+        b.position_at_end(done)
+        out = b.call(call, [fallback, args, nargs, kwargs])
+        b.call(mod.declare("Py_DecRef", ir.VoidType(), [PTR]), [kwargs])
+        b.ret(out)
+
+
+def emit_pyentry(mod, frame, entry: ir.Function, name: str) -> ir.Function | None:
+    """Add ``name``, the CPython fast-call entry of ``entry`` (specialization ``frame``); None when
+    :func:`supported` says no (its calls then go through the ctypes wrapper alone)."""
+    check_returnable(frame)
+    argtypes = [widen(t) for t in frame.argtypes]
+    rt = widen(frame.rettype)
+    if not supported(argtypes, rt):
+        return None
+    fn = ir.Function(mod.module, ir.FunctionType(PTR, [PTR, PTR, I64, PTR]), name=name)
+    self_tuple, args, nargs, kwnames = fn.args
+    e = _Emitter(mod, fn)
+    b = e.b
+    e.expect(b.icmp_unsigned("==", kwnames, ir.Constant(PTR, None)), "positional")
+    e.expect(b.icmp_signed("==", nargs, ir.Constant(I64, len(argtypes))), "count")
+    guard = e.word(e.word(self_tuple, _TUPLE_ITEMS + 8 * SELF_GUARD), _CDATA_PTR)
+    e.guards(guard)
+    ndarray = e.word(self_tuple, _TUPLE_ITEMS + 8 * SELF_NDARRAY)
+    values = []
+    for k, t in enumerate(argtypes):
+        obj = b.load(b.gep(args, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR)
+        values.append(e.array(obj, t, ndarray, k) if isinstance(t, T.ArrayType) else e.scalar(obj, t, k))
+    out = b.call(entry, values)
+    if mod.status:
+        failed = b.extract_value(out, 1) if has_value(rt) else out
+        with b.if_then(failed, likely=False):
+            b.ret(ir.Constant(PTR, None))  # the compiled code set the exception
+        out = b.extract_value(out, 0) if has_value(rt) else None
+    b.ret(e.result(out, rt))
+    e.fall_back(self_tuple, args, nargs, kwnames)
+    return fn

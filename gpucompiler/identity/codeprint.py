@@ -7,25 +7,107 @@ source files of ``gpucompiler`` and of each enabled plugin's top-level
 package. The same files give the same digest on every machine, so shared
 tiers (Redis, the compile service) still match across machines.
 
-Hashing a package's files costs a few milliseconds, which would dominate a
-fresh process's first cache hit. The digest is therefore memoised in the
-cache directory under a *stamp* of the files (relative paths, sizes,
-modification and change times and inodes: one ``stat`` per file, ≈ 0.4 ms
-for gpucompiler's ~90 files); any edit changes the stamp and the digest is
-recomputed (and memoised only if the stamp did not change while the files
-were read). Without a writable cache directory it is simply
-recomputed once per process.
+Hashing a package's files costs milliseconds, and even one ``stat`` per
+file (~90 for gpucompiler) is most of a fresh process's first cache hit.
+The digest is therefore computed once per installation and kept in the
+cache directory (``code/<name>-<path digest>.json``) with a *stamp*; a
+process checks the stamp, not the files:
+
+* every directory of the package and its ``__pycache__``: modification
+  time and inode (a file added, removed or replaced by a rename, as pip,
+  git and most editors do, changes its directory);
+* modules already imported: nothing more. The import system compared each
+  one's source with its ``.pyc`` and, when the source had changed, wrote a
+  new one into ``__pycache__`` (a rename, so that directory changed);
+* every other source file (not imported yet, or in a directory without a
+  writable ``__pycache__``, or every file when bytecode is not written,
+  ``PYTHONDONTWRITEBYTECODE``): its size, modification and change times
+  and inode;
+* a package installed in a site-packages directory (not a source
+  checkout): its directories alone. pip writes new files and removes old
+  ones; an installed file edited in place is not noticed.
+
+So a process computes the digest anew exactly when the code it runs, or
+would import, differs from the recorded one; the check costs a stat per
+directory (~30) and one per module not imported (~15) instead of one per
+file. Without a writable cache directory the digest is recomputed once per
+process.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import re
+import site
 import sys
 
 from ..settings import CacheSettings
+
+_STAMP_VERSION = 1
+
+
+def _stat_row(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _dir_row(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_ino]
+
+
+def _imported(name: str) -> set[str]:
+    """Source paths of ``name``'s modules in ``sys.modules`` (their ``.pyc`` was checked on import)."""
+    prefix = name + "."
+    found = (getattr(m, "__file__", None) for k, m in list(sys.modules.items()) if k == name or k.startswith(prefix))
+    return {f for f in found if f}
+
+
+def _stamp(root: str, files: list[tuple[str, str]]) -> dict:
+    """The stamp of the module at ``root`` with source ``files`` (see the module docstring)."""
+    dirs = sorted({os.path.dirname(p) for _, p in files})
+    trusted = {d for d in dirs if os.access(os.path.join(d, "__pycache__"), os.W_OK)}
+    return {"version": _STAMP_VERSION, "root": root, "installed": _installed(root),
+            "dirs": {d: [_dir_row(d), _dir_row(os.path.join(d, "__pycache__")), d in trusted] for d in dirs},
+            "files": {p: _stat_row(p) for _, p in files}}
+
+
+def _installed(root: str) -> bool:
+    """Whether ``root`` lies in a site-packages directory: installed, not a source checkout."""
+    where = os.path.dirname(os.path.abspath(root))
+    return any(where == os.path.abspath(d) for d in (*site.getsitepackages(), site.getusersitepackages()))
+
+
+def _holds(memo: dict, root: str, name: str) -> bool:
+    """Whether ``memo``'s stamp still describes the code of ``name`` at ``root`` in this process."""
+    if memo.get("version") != _STAMP_VERSION or memo.get("root") != root:
+        return False
+    trusted = set()
+    writes_bytecode = not sys.dont_write_bytecode and sys.pycache_prefix is None
+    for d, (row, cache_row, writable) in memo["dirs"].items():
+        if _dir_row(d) != row or _dir_row(os.path.join(d, "__pycache__")) != cache_row:
+            return False
+        if writable and writes_bytecode:
+            trusted.add(d)
+    if memo.get("installed") and _installed(root):
+        return True  # pip replaces files (their directories change); nobody edits them in place
+    imported = _imported(name) if trusted else set()
+    for path, row in memo["files"].items():
+        if path in imported and os.path.dirname(path) in trusted:
+            continue
+        if _stat_row(path) != row:
+            return False
+    return True
+
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -67,22 +149,6 @@ def _scan(root: str, package: bool) -> list[tuple[str, str]]:
     return sorted((rel, f.path if isinstance(f, os.DirEntry) else f) for rel, f in _sources(root, package))
 
 
-def _stamp(root: str, package: bool) -> str:
-    """Digest of every source file's relative path, size, modification and change times and inode.
-
-    One ``stat`` per file: the floor for noticing an edit. Any edit changes the
-    modification and change times (a tool that restores an old mtime still
-    changes the ctime; a file replaced by a rename has a new inode), so an
-    edited tree never matches the memo of another.
-    """
-    rows = []
-    for rel, f in _sources(root, package):
-        st = f.stat() if isinstance(f, os.DirEntry) else os.stat(f)
-        rows.append(f"{rel}\0{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}")
-    rows.sort()
-    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
-
-
 def _content_digest(files) -> str:
     h = hashlib.sha256()
     for rel, path in files:
@@ -99,34 +165,44 @@ def code_digest(module_name: str) -> str | None:
     where = _root(name)
     if where is None:
         return None
-    stamp = _stamp(*where)
-    memo = _memo_path(name, stamp)
-    if memo is not None:
-        try:
-            with open(memo, "rb") as fh:
-                text = fh.read(65).decode("ascii")
-            if _HEX64.fullmatch(text):
-                return text
-        except (OSError, UnicodeDecodeError):
-            pass
-    digest = _content_digest(_scan(*where))
-    if memo is not None and _stamp(*where) == stamp:  # no file changed while it was read
-        _publish(memo, digest)
+    root, package = where
+    memo_path = _memo_path(name, root)
+    if memo_path is not None:
+        memo = _read(memo_path)
+        if memo is not None and _holds(memo, root, name) and _HEX64.fullmatch(str(memo.get("digest"))):
+            return memo["digest"]
+    files = _scan(root, package)
+    stamp = _stamp(root, files)
+    digest = _content_digest(files)
+    if memo_path is not None and _stamp(root, files) == stamp:  # no file changed while it was read
+        _publish(memo_path, json.dumps({**stamp, "digest": digest}))
     return digest
 
 
-def _memo_path(name: str, stamp: str) -> str | None:
+def _memo_path(name: str, root: str) -> str | None:
     directory = CacheSettings.from_env().directory
-    return None if directory is None else os.path.join(directory, "code", f"{name}-{stamp[:40]}")
+    if directory is None:
+        return None
+    where = hashlib.sha256(os.path.abspath(root).encode()).hexdigest()[:16]
+    return os.path.join(directory, "code", f"{name}-{where}.json")
 
 
-def _publish(path: str, digest: str) -> None:
-    """Write-then-rename, so a reader never sees half a digest; a read-only cache is fine."""
+def _read(path: str) -> dict | None:
+    try:
+        with open(path, "rb") as fh:
+            memo = json.loads(fh.read())
+    except (OSError, ValueError):
+        return None
+    return memo if isinstance(memo, dict) else None
+
+
+def _publish(path: str, text: str) -> None:
+    """Write-then-rename, so a reader never sees half a memo; a read-only cache is fine."""
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w") as fh:
-            fh.write(digest)
+            fh.write(text)
         os.replace(tmp, path)
     except OSError:
         pass

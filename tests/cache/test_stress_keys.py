@@ -122,7 +122,7 @@ def test_key_covers_the_compilers_own_code(tmp_path, monkeypatch):
         codeprint.code_digest.cache_clear()
         assert codeprint.code_digest("fakepkg") == first  # memoised under the files' stamp
         assert list((tmp_path / "cache" / "code").iterdir())
-        (package / "__init__.py").write_text("X = 2\n")
+        (package / "extra.py").write_text("Y = 2\n")  # a module the running code would import
         codeprint.code_digest.cache_clear()
         assert codeprint.code_digest("fakepkg") != first
     finally:

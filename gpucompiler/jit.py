@@ -177,7 +177,9 @@ class Dispatcher:
             call = guarded
         deps = tuple(spec.dependencies(NativeTarget(), self.plugins, True))
         entry = _Entry(call, deps, spec, job)
-        if spec.entry + ".pyentry" in lib.names and FastEntry.available(argtypes):
+        # a call binds positionally in the entry: not for functions with keyword-only parameters
+        positional = self._bind.positional == len(argtypes)
+        if positional and spec.entry + ".pyentry" in lib.names and FastEntry.available(argtypes):
             guard = Guard.of(deps)
             if guard is not None:
                 ndarray = getattr(sys.modules.get("numpy"), "ndarray", None)

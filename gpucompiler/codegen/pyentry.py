@@ -31,7 +31,7 @@ from llvmlite import ir
 from .. import types as T
 from ..interpreter.lattice import widen
 from .lltypes import I64, PTR, has_value
-from .wrapper import _array, _box, check_returnable
+from .wrapper import _array, _box
 
 I8, I32 = ir.IntType(8), ir.IntType(32)
 _OB_TYPE, _FLOAT_VALUE, _TUPLE_ITEMS, _CDATA_PTR = 8, 16, 24, 16
@@ -203,7 +203,6 @@ class _Emitter:
 def emit_pyentry(mod, frame, entry: ir.Function, name: str) -> ir.Function | None:
     """Add ``name``, the CPython fast-call entry of ``entry`` (specialization ``frame``); None when
     :func:`supported` says no (its calls then go through the ctypes wrapper alone)."""
-    check_returnable(frame)
     argtypes = [widen(t) for t in frame.argtypes]
     rt = widen(frame.rettype)
     if not supported(argtypes, rt):

@@ -94,6 +94,17 @@ def test_keyword_arguments_bind_as_in_python():
         add(1, 2, 3)
 
 
+def _kwonly(a, *, b=3):
+    return a * b
+
+
+def test_keyword_only_parameters_are_never_bound_positionally():
+    f = jit(_kwonly)
+    assert f(2) == 6 and f(2, b=5) == 10 and f(2) == 6
+    with pytest.raises(ArgumentBindingError):
+        f(2, 5)
+
+
 def test_arrays_that_change_layout_dtype_or_writeability_between_calls():
     dot = jit(_dot)
     rng = np.random.default_rng(1)

@@ -6,7 +6,8 @@ from plain Python, inside ``@jit(plugins=("enzyme",))`` functions and inside
 ``autodiff_thunk(ReverseSplit, f, ...)`` splits reverse mode into a forward
 and a reverse pass sharing a tape (plain Python only). ``gradient``, ``jacobian`` and ``hvp`` are conveniences over it
 (:mod:`enzyme_plugin.derivatives`). ``custom_rule`` gives
-a function its own derivative. ``differentiate(ir_text)``
+a function its own derivative. ``LaunchTape`` differentiates host code that launches kernels
+(:mod:`enzyme_plugin.launches`). ``differentiate(ir_text)``
 is the engine on any LLVM IR that calls ``__enzyme_autodiff`` /
 ``__enzyme_fwddiff`` (docs/enzyme.md).
 """
@@ -16,9 +17,11 @@ from .api import (Active, BatchDuplicated, BatchDuplicatedNoNeed, Const, Duplica
                   ReverseSplit, ReverseWithPrimal, autodiff, autodiff_thunk)
 from .derivatives import gradient, hvp, jacobian
 from .split import Tape, TapeError
+from .launches import KernelGradientError, LaunchTape, LaunchTapeError, register_gradient
 from .rules.custom import custom_rule
 
 __version__ = "0.1.0"
 __all__ = ["ADError", "Active", "BatchDuplicated", "BatchDuplicatedNoNeed", "Const", "Duplicated", "DuplicatedNoNeed", "Forward", "ForwardWithPrimal", "Mode",
            "Reverse", "ReverseSplit", "ReverseWithPrimal", "Tape", "TapeError", "autodiff", "autodiff_thunk",
-           "custom_rule", "differentiate", "gradient", "hvp", "jacobian"]
+           "custom_rule", "differentiate", "gradient", "hvp", "jacobian", "KernelGradientError", "LaunchTape",
+           "LaunchTapeError", "register_gradient"]

@@ -31,11 +31,13 @@ import dataclasses
 import enum
 import functools
 import linecache
+import sys
 import types as pytypes
 
 import attrs
 
 from gpucompiler import jit, settings
+from gpucompiler.kernel import Kernel, Launch
 from gpucompiler.errors import (PLUGIN_ATTRIBUTE, ArgumentBindingError, ArgumentTypeError, GPUCompilerError,
                                for_user)
 
@@ -174,6 +176,14 @@ ACTIVITIES = {cls.__name__: cls for cls in (Const, Active, Duplicated, Duplicate
                                             BatchDuplicatedNoNeed)}
 
 
+def caller_location() -> tuple[str, int, int] | None:
+    """``(file, line, 0)`` of the innermost frame outside the compiler and this plugin: the user's call."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in ("enzyme_plugin", "gpucompiler"):
+        frame = frame.f_back
+    return (frame.f_code.co_filename, frame.f_lineno, 0) if frame is not None else None
+
+
 def user_errors(fn):
     """Raise the compiler's typed errors from ``fn`` with the caller's frame on top (the internal chain
     kept when ``GPUC_DEBUG_TRACEBACKS`` is set)."""
@@ -203,6 +213,13 @@ def autodiff(mode: Mode, f, *args):
         raise ArgumentTypeError("mode", type(mode), function="autodiff",
                                 hint="pass Reverse, Forward, ReverseWithPrimal or ForwardWithPrimal "
                                      "(split mode: autodiff_thunk(ReverseSplit, ...))")
+    if isinstance(f, (Kernel, Launch)):
+        k = f.kernel if isinstance(f, Launch) else f
+        raise ArgumentTypeError("f", f"the kernel {k.py_func.__qualname__}", caller_location(), "autodiff",
+                                hint="a kernel is differentiated through its launches: record them with "
+                                     "`with LaunchTape() as tape:` and call tape.backward() (docs/autodiff.md, "
+                                     "'Programs that launch kernels'), or differentiate the kernel's body in a "
+                                     "kernel: autodiff(Reverse, body, ...) inside a @kernel")
     if not isinstance(f, pytypes.FunctionType):
         raise ArgumentTypeError("f", type(f), function="autodiff", hint="pass a Python function")
     ann = tuple(a if isinstance(a, Annotation) else Const(a) for a in args)
@@ -346,4 +363,5 @@ for _owned in (Annotation, autodiff, autodiff_thunk):
     setattr(_owned, PLUGIN_ATTRIBUTE, "enzyme")
 
 __all__ = ["Mode", "Reverse", "Forward", "ReverseWithPrimal", "ForwardWithPrimal", "ReverseSplit", "Annotation", "Const", "Active", "Duplicated",
-           "DuplicatedNoNeed", "BatchDuplicated", "BatchDuplicatedNoNeed", "autodiff", "autodiff_thunk"]
+           "DuplicatedNoNeed", "BatchDuplicated", "BatchDuplicatedNoNeed", "autodiff", "autodiff_thunk",
+           "caller_location"]

@@ -23,8 +23,11 @@ so a kernel that runs in the emulation also compiles for the GPU.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import re
+from collections.abc import Callable, Iterator
 
 from . import device as _device  # noqa: F401  (registers the device intrinsics)
 from . import pipeline, types as T
@@ -44,6 +47,25 @@ from .targets import PTXTarget
 
 CPU = "cpu"
 """The device spelling of the CPU grid emulation: ``k[grid, block, "cpu"]``."""
+
+_RECORDER: contextvars.ContextVar[Callable[[Launch, tuple], None] | None] = contextvars.ContextVar(
+    "gpuc_launch_recorder", default=None)
+"""The launch recorder of this thread or task (a context variable: each thread and asyncio task sees its own)."""
+
+
+@contextlib.contextmanager
+def recording_launches(record: Callable[[Launch, tuple], None]) -> Iterator[None]:
+    """While active, a launch ``k[grid, block](*args)`` calls ``record(launch, bound_args)`` *instead of*
+    running; ``record`` runs it with :meth:`Launch.run`. One recorder at a time: the AD plugin's launch tape
+    (``enzyme_plugin.LaunchTape``) is one."""
+    if _RECORDER.get() is not None:
+        raise LaunchError("launches are already being recorded (a launch tape inside another one): "
+                          "record one program at a time")
+    token = _RECORDER.set(record)
+    try:
+        yield
+    finally:
+        _RECORDER.reset(token)
 
 def normalize_dims(value, what: str) -> tuple[int, int, int]:
     """``int | tuple`` of up to 3 positive ints -> ``(x, y, z)``."""
@@ -288,6 +310,15 @@ class Launch:
         self._launch = None
 
     def __call__(self, *args, **kwargs) -> None:
+        record = _RECORDER.get()
+        if record is not None:
+            bind = self.kernel.bind
+            return record(self, tuple(args if not kwargs and len(args) == bind.positional
+                                      else bind.bind(args, kwargs)))
+        return self.run(*args, **kwargs)
+
+    def run(self, *args, **kwargs) -> None:
+        """Launch now, also while launches are recorded (:func:`recording_launches`)."""
         launch = self._launch
         if launch is not None and not kwargs and len(args) == self.kernel.bind.positional:
             self.kernel.refresh()
@@ -334,3 +365,7 @@ def kernel(fn=None, **options):
     if fn is None:
         return lambda f: Kernel(f, **options)
     return Kernel(fn, **options)
+
+
+__all__ = ["CPU", "Kernel", "Launch", "kernel", "recording_launches", "check_kernel", "kernel_symbol",
+           "normalize_dims"]

@@ -23,6 +23,7 @@ from gpucompiler.llvm import constant, types as T
 
 from .emit import carries_derivative, declare, fconst, is_float_like, zero
 from .errors import unsupported
+from .sweep import TAPE_MARK
 
 
 def _key(f, kinds):
@@ -46,6 +47,13 @@ class TapeConventions:
         return next(iter(seen)) if seen else None
 
 
+def _tape_call(call):
+    """Mark the malloc/free of the tape's header as the AD tape's (the GPU validator accepts those: a
+    kernel's split halves keep their tapes on the device heap)."""
+    call.parts.append(f", !{TAPE_MARK} !{{}}")
+    return call
+
+
 def augment(engine, b, inst, f, kinds, values, extras):
     """The augmented forward sweep; the value that replaces the marker call."""
     from .reverse import TAPE
@@ -56,7 +64,7 @@ def augment(engine, b, inst, f, kinds, values, extras):
         raise unsupported(f"enzyme_allocated gives {n} bytes: the tape needs at least 8", inst)
     aug, _ = engine.split_fns(f, kinds)
     malloc = declare(engine.module, "malloc", T.function(T.ptr(), [T.i64]))
-    ts = b.call(malloc, [constant(T.i64, "24")])
+    ts = _tape_call(b.call(malloc, [constant(T.i64, "24")]))
     b.store(constant(TAPE, "zeroinitializer"), ts)
     prim = b.call(aug, values + [ts])
     if f.return_type.kind == "ptr":  # {pointer, its shadow}
@@ -97,5 +105,5 @@ def reverse(engine, b, inst, f, kinds, values, extras, conventions):
         seed = [zero(rt)] if carries_derivative(rt) else []
     out = b.call(rev, values + seed + [ts])
     b.call(engine.helper("free"), [ts])
-    b.call(declare(engine.module, "free", T.function(T.void, [T.ptr()])), [ts])
+    _tape_call(b.call(declare(engine.module, "free", T.function(T.void, [T.ptr()])), [ts]))
     return out if out.type is not T.void else None

@@ -1,0 +1,79 @@
+"""The few array operations a launch tape needs, on the array library the user launched with.
+
+Shadows, snapshots and split-mode tape holders are made by the library that
+made the primal (NumPy, CuPy, PyTorch), so they live on the same device and a
+launch takes them as it takes the primal. The library is found by the root
+module of the array's type; nothing here imports CuPy or PyTorch.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from gpucompiler.errors import ArgumentTypeError
+
+
+class ArrayOps:
+    """NumPy's spelling; the base of the others."""
+
+    module: Any = np
+
+    def zeros_like(self, a):
+        return self.module.zeros_like(a)
+
+    def copy(self, a):
+        return a.copy()
+
+    def assign(self, dst, src) -> None:
+        dst[...] = src
+
+    def add_into(self, dst, src) -> None:
+        dst += src
+
+    def int64_zeros(self, n: int, like):
+        return self.module.zeros((n, 1), dtype=self.module.int64)
+
+
+class CupyOps(ArrayOps):
+    def __init__(self, module):
+        self.module = module
+
+
+class TorchOps(ArrayOps):
+    def __init__(self, module):
+        self.module = module
+
+    def copy(self, a):
+        return a.detach().clone()
+
+    def assign(self, dst, src) -> None:
+        with self.module.no_grad():
+            dst.copy_(src)
+
+    def add_into(self, dst, src) -> None:
+        with self.module.no_grad():
+            dst.add_(src)
+
+    def int64_zeros(self, n: int, like):
+        return self.module.zeros((n, 1), dtype=self.module.int64, device=like.device)
+
+
+def ops_of(a, what: str = "array") -> ArrayOps:
+    """The operations of ``a``'s library: NumPy arrays, CuPy arrays, PyTorch tensors."""
+    if isinstance(a, np.ndarray):
+        return ArrayOps()
+    root = type(a).__module__.split(".")[0]
+    module = sys.modules.get(root)
+    if root == "cupy" and module is not None:
+        return CupyOps(module)
+    if root == "torch" and module is not None:
+        return TorchOps(module)
+    raise ArgumentTypeError(what, type(a).__name__, function="LaunchTape",
+                            hint="launch recorded kernels on NumPy arrays (CPU grid emulation), CuPy arrays "
+                                 "or PyTorch tensors; pass others as NumPy or CuPy views")
+
+
+__all__ = ["ArrayOps", "ops_of"]

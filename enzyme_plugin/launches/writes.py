@@ -1,0 +1,81 @@
+"""Which array parameters a kernel may write: the arrays a launch tape snapshots before the launch.
+
+Read from the kernel's typed IR (the frames of type inference), over every
+function it calls. Conservative: an array (or a tuple or activity holding
+one) passed to anything that is not a known read (indexing, ``.shape``,
+``len``) or a compiled callee counts as written; a value whose origin is not
+a parameter makes every array parameter written. Too many snapshots cost a
+copy; too few would give a wrong gradient.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from gpucompiler import types as T
+from gpucompiler.frontend import intrinsics, ir
+from gpucompiler.interpreter import Const, widen
+
+_READS = {operator.getitem, intrinsics.getitem_unchecked, getattr, len}
+"""Calls that read their array operands and never write through them."""
+
+
+def _carries_array(t) -> bool:
+    t = widen(t)
+    if isinstance(t, T.ArrayType):
+        return True
+    return isinstance(t, T.TupleType) and any(_carries_array(i) for i in t.items)
+
+
+class _Everything(Exception):
+    """A value whose arrays cannot be traced to parameters."""
+
+
+def _origins(frame, v, seen: set) -> set[int]:
+    """The parameters the arrays in ``v`` may come from."""
+    if v in seen:
+        return set()
+    seen.add(v)
+    if isinstance(v, ir.Arg):
+        return {v.index}
+    if isinstance(v, ir.Phi):
+        return set().union(*(_origins(frame, x, seen) for x in v.incoming.values()))
+    if isinstance(v, ir.Call):
+        return set().union(*(_origins(frame, a, seen) for a in v.args if _carries_array(frame.typeof(a))))
+    raise _Everything
+
+
+def _written(frame, active: set) -> set[int]:
+    if frame in active:  # recursion: kernels do not recurse, stay conservative
+        raise _Everything
+    active = active | {frame}
+    out: set[int] = set()
+    for block in frame.ir.blocks:
+        for inst in block.insts:
+            arrays = [a for a in inst.args if _carries_array(frame.typeof(a))]
+            if not arrays:
+                continue
+            res = frame.calls.get(inst)
+            if res is not None and res.callee is not None:
+                for j in _written(res.callee, active):
+                    if j < len(inst.args):
+                        out |= _origins(frame, inst.args[j], set())
+                continue
+            fn = frame.typeof(inst.fn)
+            if isinstance(fn, Const) and fn.value in _READS:
+                continue
+            for a in arrays:
+                out |= _origins(frame, a, set())
+    return out
+
+
+def written_parameters(frame) -> frozenset[int]:
+    """Indices of the array parameters of ``frame`` (a typed kernel) that it may write."""
+    arrays = {k for k, t in enumerate(frame.argtypes) if _carries_array(t)}
+    try:
+        return frozenset(_written(frame, set()) & arrays)
+    except _Everything:
+        return frozenset(arrays)
+
+
+__all__ = ["written_parameters"]

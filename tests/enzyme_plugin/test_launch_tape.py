@@ -1,0 +1,227 @@
+"""Reverse-mode AD across kernel launches (``LaunchTape``): gradients against analytic derivatives and
+central finite differences of the host program, on the CPU grid emulation (and, marked ``gpu``, on the
+device); the kernels' written arrays read from their typed IR; the errors of misuse."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import launch_programs as P
+from enzyme_plugin import (Active, KernelGradientError, LaunchTape, LaunchTapeError, Reverse, autodiff,
+                           register_gradient)
+from enzyme_plugin.launches.writes import written_parameters
+from gpucompiler import PTXTarget
+from gpucompiler.errors import ArgumentTypeError, LaunchError
+
+CPU = "cpu"
+
+
+def run_program(x, w, device=CPU, split=False):
+    y, out = np.zeros_like(x), np.zeros(1)
+    tape = LaunchTape(split=split)
+    with tape:
+        P.program(x, y, w, out, 4, 32, device)
+    return tape, y, out
+
+
+def program_value(x, w) -> float:
+    y, out = np.zeros_like(x), np.zeros(1)
+    P.program(x, y, w, out, 4, 32, CPU)
+    return float(out[0])
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["recompute", "split"])
+def test_three_launch_program_gradient_matches_analytic_and_finite_differences(split):
+    x, w = np.linspace(0.1, 1.2, 100), np.array([3.0])
+    tape, y, out = run_program(x, w, split=split)
+    assert np.isclose(out[0], 3.0 * np.sum(np.sin(x * x)))
+    y_end = y.copy()
+    tape.backward(loss=out)
+    assert np.allclose(tape.gradient(x), 3.0 * np.cos(x * x) * 2 * x, rtol=1e-13)
+    assert np.isclose(tape.gradient(w)[0], np.sum(np.sin(x * x)), rtol=1e-13)
+    assert np.array_equal(y, y_end)             # the program's arrays keep their values from the recording
+    h = 1e-6
+    for k in (0, 37, 99):
+        e = np.zeros_like(x)
+        e[k] = h
+        fd = (program_value(x + e, w) - program_value(x - e, w)) / (2 * h)
+        assert abs(tape.gradient(x)[k] - fd) < 1e-6 * max(1.0, abs(fd))
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["recompute", "split"])
+def test_input_overwritten_by_a_later_launch_still_gives_its_gradient(split):
+    # square reads x; zero_out then overwrites x: the replay of square must see x as it was
+    x = np.linspace(-1.0, 1.0, 64)
+    x0, y, out, w = x.copy(), np.zeros(64), np.zeros(1), np.array([1.0])
+    tape = LaunchTape(split=split)
+    with tape:
+        P.square[2, 32, CPU](x, y)
+        P.zero_out[2, 32, CPU](x)
+        P.weighted_total[2, 32, CPU](y, w, out)
+    tape.backward(loss=out)
+    assert np.allclose(tape.gradient(x), 2 * x0)   # without the snapshot of x: zeros
+    assert not x.any()                             # x as the recording left it
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["recompute", "split"])
+def test_loop_kernel_gradient_matches_finite_differences(split):
+    x, y = np.linspace(-0.9, 0.9, 50), np.zeros(50)
+    tape = LaunchTape(split=split)
+    with tape:
+        P.power_steps[2, 32, CPU](x, y, 5)
+    dy = np.linspace(1.0, 2.0, 50)
+    tape.backward(grads=[(y, dy)])
+
+    def f(v):
+        acc = np.ones_like(v)
+        for _ in range(5):
+            acc = acc * v + 0.5
+        return acc
+    fd = (f(x + 1e-6) - f(x - 1e-6)) / 2e-6
+    assert np.allclose(tape.gradient(x), dy * fd, rtol=1e-7)
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["recompute", "split"])
+def test_two_dimensional_grid_gradient(split):
+    a, s = np.arange(1.0, 1.0 + 6 * 10).reshape(6, 10) / 10, np.zeros(6)
+    tape = LaunchTape(split=split)
+    with tape:
+        P.rows[(2, 3), (4, 4), CPU](a, s)
+    assert np.allclose(s, (a * a * np.arange(1, 11)).sum(axis=1))
+    seed = np.arange(1.0, 7.0)
+    tape.backward(grads=[(s, seed)])
+    assert np.allclose(tape.gradient(a), seed[:, None] * 2 * a * np.arange(1, 11), rtol=1e-13)
+
+
+def test_float_scalar_arguments_are_constants_and_arrays_get_gradients():
+    x, y = np.linspace(0.0, 1.0, 40), np.ones(40)
+    tape = LaunchTape()
+    with tape:
+        P.axpy[2, 32, CPU](2.5, x, y)
+    tape.backward(grads=[(y, np.ones(40))])
+    assert np.allclose(tape.gradient(x), 2.5) and np.allclose(tape.gradient(y), 1.0)
+
+
+def test_zero_then_backward_again_gives_the_same_gradient():
+    x, w = np.linspace(0.1, 1.0, 30), np.array([1.0])
+    tape, _, out = run_program(x, w)
+    tape.backward(loss=out)
+    once = tape.gradient(x).copy()
+    tape.zero()
+    assert not tape.gradient(x).any() and not tape.gradient(out).any()
+    tape.backward(loss=out)
+    assert np.array_equal(tape.gradient(x), once)
+
+
+def test_split_tape_is_consumed_by_backward_and_reset_frees_unreversed_tapes():
+    x, w = np.linspace(0.1, 1.0, 30), np.array([1.0])
+    tape, _, out = run_program(x, w, split=True)
+    tape.backward(loss=out)
+    with pytest.raises(LaunchTapeError, match="already reversed"):
+        tape.backward(loss=out)
+    other, _, _ = run_program(x, w, split=True)
+    assert all(r.holders is not None and r.holders.any() for r in other.records)
+    other.reset()
+    assert other.records == []
+
+
+def test_hand_written_gradient_replaces_the_generated_one():
+    x, y = np.array([-3.0, -0.5, 0.25, 2.0]), np.zeros(4)
+    register_gradient(P.clip, P.clip_straight_through)
+    tape = LaunchTape()
+    with tape:
+        P.clip[1, 32, CPU](x, y)
+    tape.backward(grads=[(y, np.array([1.0, 2.0, 3.0, 4.0]))])
+    assert np.array_equal(tape.gradient(x), [1.0, 2.0, 3.0, 4.0])   # generated: [0, 2, 3, 0]
+
+
+def test_hand_written_gradient_with_wrong_parameters_is_refused_at_registration():
+    def too_few(x, y, dx):
+        pass
+
+    def swapped(y, x, dy, dx):
+        pass
+
+    for bad in (too_few, swapped):
+        with pytest.raises(KernelGradientError, match=r"takes its 2 parameters then one adjoint each") as info:
+            register_gradient(P.square, bad)
+        assert info.value.filename == __file__ and info.value.line == bad.__code__.co_firstlineno
+        assert "def " in info.value.hint
+
+
+def test_autodiff_of_a_kernel_object_points_to_the_launch_tape():
+    for f in (P.square, P.square[1, 32]):
+        with pytest.raises(ArgumentTypeError, match="LaunchTape") as info:
+            autodiff(Reverse, f, Active(1.0))
+        assert info.value.filename == __file__
+
+
+def test_misuse_is_a_typed_error_at_the_users_line():
+    x, w = np.linspace(0.1, 1.0, 30), np.array([1.0])
+    tape, _, out = run_program(x, w)
+    with pytest.raises(LaunchTapeError, match="no recorded launch took") as info:
+        tape.backward(grads=[(np.zeros(1), np.ones(1))])
+    assert info.value.filename == __file__
+    with pytest.raises(LaunchTapeError, match="not an argument"):
+        tape.gradient(np.zeros(3))
+    with pytest.raises(LaunchTapeError, match="inside the tape's `with` block"), tape:
+        tape.backward(loss=out)
+    with pytest.raises(LaunchError, match="already being recorded"), LaunchTape(), LaunchTape():
+        pass
+    buf = np.zeros(40)
+    with pytest.raises(LaunchTapeError, match="overlap in memory"), LaunchTape():
+        P.square[1, 32, CPU](buf[:30], buf[10:])
+
+
+def test_written_parameters_come_from_the_typed_ir_through_calls():
+    t = P.through_helper
+    argtypes = t.argument_types((np.ones(3), np.ones(3), np.ones(3)))
+    frame = t.specialization(argtypes).infer(PTXTarget(), ())[1]
+    assert written_parameters(frame) == {1, 2}           # y directly, z through helper_store; x only read
+    s = P.weighted_total
+    frame = s.specialization(s.argument_types((np.ones(3), np.ones(1), np.ones(1)))).infer(PTXTarget(), ())[1]
+    assert written_parameters(frame) == {2}              # the atomic add writes out
+
+
+def test_gradient_kernels_compile_to_ptx_that_ptxas_accepts(check_ptx):
+    from enzyme_plugin.launches.gradients import gradient_kernel, split_kernel
+
+    x = np.ones(8)
+    for k in (gradient_kernel(P.power_steps, (True, True, False)),):
+        check_ptx(k.inspect_ptx(x, x, x, x, 3))
+    s = split_kernel(P.power_steps, (True, True, False))
+    check_ptx(s.inspect_ptx(0, np.zeros((4, 1), dtype=np.int64), x, x, x, x, 3))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("split", [False, True], ids=["recompute", "split"])
+def test_three_launch_program_on_the_gpu_matches_the_emulation(split):
+    cp = pytest.importorskip("cupy")
+    x, w = np.linspace(0.1, 1.2, 1000), np.array([3.0])
+    dx, y, out = cp.asarray(x), cp.zeros(1000), cp.zeros(1)
+    dw = cp.asarray(w)
+    tape = LaunchTape(split=split)
+    with tape:
+        P.program(dx, y, dw, out, 8, 128, None)
+    tape.backward(loss=out)
+    assert np.allclose(cp.asnumpy(tape.gradient(dx)), 3.0 * np.cos(x * x) * 2 * x, rtol=1e-12)
+    assert np.isclose(float(tape.gradient(dw)[0]), np.sum(np.sin(x * x)), rtol=1e-12)
+
+
+def test_cuda_guide_host_program_split_tape_on_the_emulation():
+    x, y = np.array([1.4]), np.zeros(1)
+    with LaunchTape(split=True) as tape:
+        P.guide_host(x, y, CPU)
+    tape.backward(grads=[(y, np.ones(1))])
+    assert y[0] == 1.4 * 1.4 and tape.gradient(x)[0] == 2 * 1.4
+
+
+@pytest.mark.gpu
+def test_cuda_guide_host_program_split_tape_on_the_gpu():
+    cp = pytest.importorskip("cupy")
+    x, y = cp.asarray([1.4]), cp.zeros(1)
+    with LaunchTape(split=True) as tape:
+        P.guide_host(x, y, None)
+    tape.backward(grads=[(y, cp.ones(1))])
+    assert float(y[0]) == 1.4 * 1.4 and float(tape.gradient(x)[0]) == 2 * 1.4

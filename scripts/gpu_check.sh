@@ -73,6 +73,9 @@ echo "== higher-order AD in kernels (forward and reverse over reverse: emulation
 echo "== batch (vector) mode in kernels: emulation, ptxas, device (the gpu test also runs above)"
 "$PY" -m pytest -q -p no:cacheprovider tests/enzyme_plugin/test_batch_mode.py -k kernel 2>&1 | tail -n 15
 [ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
+echo "== AD across kernel launches (LaunchTape, split tapes on the device heap, Enzyme's CUDA guide host program)"
+"$PY" -m pytest -q -p no:cacheprovider tests/enzyme_plugin/test_launch_tape.py 2>&1 | tail -n 15
+[ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
 echo "== benchmarks/ad_gpu.py"
 "$PY" benchmarks/ad_gpu.py --json "$REPORT/ad_gpu.json" 2>&1 | tee "$REPORT/ad_gpu.txt"
 AD_BENCH_RC=${PIPESTATUS[0]}

@@ -315,10 +315,6 @@ class Launch:
             bind = self.kernel.bind
             return record(self, tuple(args if not kwargs and len(args) == bind.positional
                                       else bind.bind(args, kwargs)))
-        return self.run(*args, **kwargs)
-
-    def run(self, *args, **kwargs) -> None:
-        """Launch now, also while launches are recorded (:func:`recording_launches`)."""
         launch = self._launch
         if launch is not None and not kwargs and len(args) == self.kernel.bind.positional:
             self.kernel.refresh()
@@ -330,6 +326,14 @@ class Launch:
             return self._first(args, kwargs)
         except GPUCompilerError as exc:
             raise for_user(exc, debug_tracebacks())
+
+    def run(self, *args, **kwargs) -> None:
+        """Launch now, also while launches are recorded (:func:`recording_launches`)."""
+        token = _RECORDER.set(None)
+        try:
+            return self(*args, **kwargs)
+        finally:
+            _RECORDER.reset(token)
 
     def _first(self, args, kwargs) -> None:
         bind = self.kernel.bind

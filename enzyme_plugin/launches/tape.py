@@ -40,7 +40,7 @@ from gpucompiler.errors import GPUCompilerError, LaunchError, SourceError, for_u
 from gpucompiler.interpreter import widen
 from gpucompiler.kernel import CPU, Kernel, Launch, recording_launches
 from gpucompiler.runtime import cuda as cuda_runtime
-from gpucompiler.settings import debug_tracebacks
+from gpucompiler import settings
 from gpucompiler.targets import PTXTarget
 
 from ..api import caller_location
@@ -126,7 +126,7 @@ class LaunchTape:
         try:
             self._record_launch(launch, args)
         except GPUCompilerError as exc:
-            raise for_user(exc, debug_tracebacks())
+            raise for_user(exc, settings.debug_tracebacks())
 
     def _record_launch(self, launch: Launch, args: tuple) -> None:
         k = launch.kernel
@@ -181,6 +181,10 @@ class LaunchTape:
                                   "argument of a recorded launch (pass the same array object)")
         return hit[1]
 
+    def knows(self, a) -> bool:
+        """Whether a recorded launch took ``a`` (as a float array: it has a shadow)."""
+        return id(a) in self._shadows
+
     def _shadow(self, a):
         hit = self._shadows.get(id(a))
         if hit is None:
@@ -208,7 +212,7 @@ class LaunchTape:
             pairs = list(grads.items()) if isinstance(grads, Mapping) else [tuple(p) for p in grads]
             self._backward(pairs, loss, scratch=False)
         except GPUCompilerError as exc:
-            raise for_user(exc, debug_tracebacks())
+            raise for_user(exc, settings.debug_tracebacks())
 
     def _backward(self, grads: list, loss, scratch: bool) -> None:
         if self._recording is not None:

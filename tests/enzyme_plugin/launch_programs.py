@@ -105,3 +105,15 @@ def square_kernel(x_in, x_out):         # the kernel that calls it
 
 def guide_host(x, y, device):           # the host code that launches it
     square_kernel[1, 1, device](x, y)
+
+
+def two_kernel_program(device, x, w, y, out):
+    """The wrappers' program: inputs x, w; outputs y = x^2 (then sin) and out = sum(w0 * y)."""
+    blocks = (x.shape[0] + 63) // 64
+    square[blocks, 64, device](x, y)
+    sin_in_place[blocks, 64, device](y)
+    weighted_total[blocks, 64, device](y, w, out)
+
+
+def two_kernel_outputs(x, w):
+    return [(x.shape, x.dtype), ((1,), x.dtype)]

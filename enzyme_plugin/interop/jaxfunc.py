@@ -1,0 +1,154 @@
+"""A kernel program and its generated gradient as a ``jax.custom_vjp`` function.
+
+::
+
+    def program(device, x, w, y, out):          # inputs x, w; outputs y, out (zeroed)
+        square[blocks, 256, device](x, y)
+        weighted_total[blocks, 256, device](y, w, out)
+
+    f = jax_function(program, lambda x, w: [(x.shape, x.dtype), ((1,), x.dtype)])
+    loss = lambda x, w: f(x, w)[1][0]
+    jax.grad(loss)(x, w)                        # through the kernels' generated gradients
+
+Called on concrete arrays (eagerly, also inside ``jax.grad`` and
+``jax.vjp``), the kernels take JAX's memory through DLPack without a copy: on
+the CPU as NumPy views (the CPU grid emulation), on a GPU as CuPy views
+(launched on CuPy's current stream, which DLPack orders after JAX's work).
+Under ``jax.jit`` the arrays are abstract: the program runs through
+``jax.pure_callback`` on host copies (the CPU grid emulation, or staged to
+the GPU through CuPy when JAX's default backend is a GPU). The backward
+pass runs the program again under a fresh :class:`~enzyme_plugin.LaunchTape`
+(the residuals are the inputs, so nothing but JAX arrays crosses
+``custom_vjp``), then its gradient kernels. Forward-mode JAX
+transformations (``jax.jvp``) are not defined for a ``custom_vjp``. JAX is
+imported by this module only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+from jax import core as jax_core
+
+from .program import Program, check_program, gradient_or_zeros, is_float
+
+
+def _platform(x) -> str:
+    """Where ``x`` lives: a JAX array's device platform; anything else (NumPy) is on the CPU."""
+    devices = getattr(x, "devices", None)
+    return next(iter(devices())).platform if devices is not None else "cpu"
+
+
+def _cupy():
+    import cupy  # pyright: ignore[reportMissingImports]  (optional: only JAX arrays on a GPU need it)
+
+    return cupy
+
+
+class _Runner:
+    """The program on one device: how arrays come in and go out."""
+
+    def __init__(self, program: Program, gpu: bool):
+        self.program, self.gpu = program, gpu
+        self.xp: Any = _cupy() if gpu else np
+
+    def device(self):
+        return self.xp.cuda.get_current_stream().ptr or None if self.gpu else "cpu"
+
+    def forward(self, inputs: list):
+        specs = self.program.output_specs(inputs)
+        outs = [self.xp.zeros(shape, dtype=dtype) for shape, dtype in specs]
+        tape = self.program.record(self.device(), inputs, outs)
+        return tape, outs
+
+    def backward(self, inputs: list, cts: list) -> list:
+        tape, outs = self.forward(inputs)
+        pairs = [(o, self.xp.ascontiguousarray(c)) for o, c in zip(outs, cts)
+                 if is_float(o.dtype) and tape.knows(o)]
+        tape.backward(grads=pairs)
+        return [gradient_or_zeros(tape, x, lambda x=x: self.xp.zeros_like(x)) if is_float(x.dtype) else None
+                for x in inputs]
+
+
+def _to_device(x, gpu: bool):
+    """A JAX array as the kernels take it, without a copy (DLPack)."""
+    if gpu:
+        return _cupy().from_dlpack(x)
+    return np.from_dlpack(x) if isinstance(x, jax.Array) else np.asarray(x)  # pyright: ignore[reportArgumentType]
+
+
+def _from_device(a):
+    return jax.dlpack.from_dlpack(a)
+
+
+def _is_traced(args) -> bool:
+    return any(isinstance(a, jax_core.Tracer) for a in args)
+
+
+def jax_function(program: Callable[..., Any], outputs: Callable[..., Any], *, split: bool = False):
+    """``f(*arrays)``: ``program(device, *inputs, *outputs)`` on JAX arrays, differentiable by
+    ``jax.grad``/``jax.vjp`` through the kernels' generated gradients (see the module docstring).
+    ``outputs(*inputs)`` gives ``(shape, dtype)`` per output. Returns one array for one output, else a
+    tuple."""
+    check_program(program, outputs)
+    prog = Program(program, outputs, split)
+    gpu_default = jax.default_backend() == "gpu"
+
+    def shapes(inputs) -> list:
+        return [jax.ShapeDtypeStruct(s, d) for s, d in prog.output_specs(inputs)]
+
+    def host_forward(*inputs):
+        runner = _Runner(prog, gpu_default)
+        _, outs = runner.forward([runner.xp.asarray(x) for x in inputs])
+        return [_cupy().asnumpy(o) if gpu_default else o for o in outs]
+
+    def host_backward(n, *args):
+        runner = _Runner(prog, gpu_default)
+        xs = [runner.xp.asarray(a) for a in args]
+        grads = runner.backward(xs[:n], xs[n:])
+        return [(_cupy().asnumpy(g) if gpu_default else g) for g in grads if g is not None]
+
+    def forward(*inputs):
+        if _is_traced(inputs):
+            outs = jax.pure_callback(host_forward, shapes(inputs), *inputs)
+        else:
+            gpu = _platform(inputs[0]) == "gpu"
+            _, outs = _Runner(prog, gpu).forward([_to_device(x, gpu) for x in inputs])
+            outs = [_from_device(o) for o in outs]
+        return tuple(outs)
+
+    def backward(inputs, cts):
+        floats = [is_float(x.dtype) for x in inputs]
+        if _is_traced((*inputs, *cts)):
+            shaped = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x, f in zip(inputs, floats) if f]
+            got = iter(jax.pure_callback(lambda *a: host_backward(len(inputs), *a), shaped, *inputs, *cts))
+        else:
+            gpu = _platform(inputs[0]) == "gpu"
+            runner = _Runner(prog, gpu)
+            grads = runner.backward([_to_device(x, gpu) for x in inputs], [_to_device(c, gpu) for c in cts])
+            got = iter(_from_device(g) for g in grads if g is not None)
+        return tuple(next(got) if f else np.zeros(x.shape, dtype=jax.dtypes.float0)
+                     for x, f in zip(inputs, floats))
+
+    @jax.custom_vjp
+    def f(*inputs):
+        return forward(*inputs)
+
+    def f_fwd(*inputs):
+        return forward(*inputs), inputs
+
+    f.defvjp(f_fwd, backward)
+
+    def call(*inputs):
+        outs = f(*inputs)
+        return outs[0] if len(outs) == 1 else outs
+
+    call.__name__ = getattr(program, "__name__", "jax_function")
+    call.__doc__ = program.__doc__
+    return call
+
+
+__all__ = ["jax_function"]

@@ -76,6 +76,12 @@ echo "== batch (vector) mode in kernels: emulation, ptxas, device (the gpu test 
 echo "== AD across kernel launches (LaunchTape, split tapes on the device heap, Enzyme's CUDA guide host program)"
 "$PY" -m pytest -q -p no:cacheprovider tests/enzyme_plugin/test_launch_tape.py 2>&1 | tail -n 15
 [ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
+echo "== PyTorch autograd.Function and JAX custom_vjp wrappers (gradcheck, check_grads; CPU and CUDA)"
+"$PY" -m pytest -q -p no:cacheprovider -rs tests/enzyme_plugin/test_interop.py 2>&1 | tail -n 15
+[ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
+echo "== benchmarks/ad_launches.py (a two-kernel program's gradient: LaunchTape, JAX, PyTorch)"
+"$PY" benchmarks/ad_launches.py --device gpu --json "$REPORT/ad_launches_gpu.json" 2>&1 | tee "$REPORT/ad_launches_gpu.txt"
+[ "${PIPESTATUS[0]}" -ne 0 ] && BENCH_RC=1
 echo "== benchmarks/ad_gpu.py"
 "$PY" benchmarks/ad_gpu.py --json "$REPORT/ad_gpu.json" 2>&1 | tee "$REPORT/ad_gpu.txt"
 AD_BENCH_RC=${PIPESTATUS[0]}

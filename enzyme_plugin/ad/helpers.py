@@ -33,7 +33,8 @@ ok:
 }}
 """
 
-#: the tape stack ``{ptr base, i64 sp, i64 cap}``: reserve ``%n`` bytes, growing the block by
+#: the tape stack ``{ptr base, i64 sp, i64 cap}``: reserve ``%n`` bytes, growing the block (to twice its
+#: capacity, at least what is needed plus ``{reserve}`` bytes) by
 #: ``{grow}`` (IR from ``%b``, the old base, and ``%nc``, the new capacity, to label ``grown``
 #: with the new base in ``%nb``); braces doubled twice: formatted once here, once with the name
 _PUSH = """
@@ -48,7 +49,7 @@ entry:
   br i1 %full, label %grow, label %ok, !prof !{{{{!"branch_weights", i32 1, i32 2000}}}}
 grow:
   %c2 = shl i64 %cap, 1
-  %c3 = add i64 %nsp, 4096
+  %c3 = add i64 %nsp, {reserve}
   %big = icmp ugt i64 %c2, %c3
   %nc = select i1 %big, i64 %c2, i64 %c3
   %b = load ptr, ptr %t, align 8
@@ -123,8 +124,10 @@ _LOOP_GROW_COPY = ("  %nb = call ptr @malloc(i64 %bytes), !gpuc.ad.tape !{{}}\n"
 
 #: name -> (function type, body text with {name})
 HELPERS = {
-    "push": (T.function(T.ptr(), [T.ptr(), T.i64]), _PUSH.format(grow=_GROW_REALLOC)),
-    "push_device": (T.function(T.ptr(), [T.ptr(), T.i64]), _PUSH.format(grow=_GROW_COPY)),
+    "push": (T.function(T.ptr(), [T.ptr(), T.i64]), _PUSH.format(grow=_GROW_REALLOC, reserve=4096)),
+    # a device has a tape per thread (the kernels' split halves keep one per thread between launches): a
+    # first block of what the push needs plus 64 bytes, not 4 KiB (2^24 threads would need 64 GiB of heap)
+    "push_device": (T.function(T.ptr(), [T.ptr(), T.i64]), _PUSH.format(grow=_GROW_COPY, reserve=64)),
     "pop": (T.function(T.ptr(), [T.ptr(), T.i64]), """
 define internal ptr @{name}(ptr %t, i64 %n) alwaysinline {{
 entry:

@@ -1,0 +1,200 @@
+"""A two-kernel program's gradient through a launch tape, beside JAX and PyTorch on the same device.
+
+The program: ``transform`` writes ``y = sin(x) * x``, ``energy`` adds
+``w0 * y²`` of every element into ``out[0]`` (one atomic per thread); its
+gradient ``(d out / d x, d out / d w)`` comes from ``LaunchTape``: the
+recorded launches, then the two generated gradient kernels in reverse
+(``--split``: split mode, the per-thread tapes on the heap). Beside it:
+``jax.jit(jax.grad(f))`` of the same function in ``jax.numpy`` and PyTorch's
+``backward`` on the same device, when installed. Each gradient is checked
+against the analytic one before it is timed. Times: median over ``--reps``
+calls (synchronised on a GPU), primal and gradient; ``ratio`` =
+gradient / primal of the same implementation.
+
+    PYTHONPATH=.:plugins python benchmarks/ad_launches.py [--device cpu|gpu] [--n N] [--json PATH]
+
+On the CPU the kernels run on the grid emulation (one OS thread: blocks and
+threads in order) and JAX on its CPU backend; on a GPU with CuPy (and JAX,
+PyTorch when installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+from enzyme_plugin import LaunchTape
+from gpucompiler import device as gd
+from gpucompiler import kernel
+
+BLOCK = 256
+
+
+@kernel
+def transform(x, y):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        y[i] = math.sin(x[i]) * x[i]
+
+
+@kernel
+def energy(y, w, out):
+    i = gd.grid(1)
+    if i < y.shape[0]:
+        gd.atomic_add(out, 0, w[0] * y[i] * y[i])
+
+
+def program(x, y, w, out, dev):
+    blocks = (x.shape[0] + BLOCK - 1) // BLOCK
+    transform[blocks, BLOCK, dev](x, y)
+    energy[blocks, BLOCK, dev](y, w, out)
+
+
+def analytic(x, w):
+    y = np.sin(x) * x
+    return 2 * w[0] * y * (np.cos(x) * x + np.sin(x)), np.sum(y * y)
+
+
+def timed(fn, reps, sync) -> float:
+    fn()
+    sync()
+    out = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        sync()
+        out.append(time.perf_counter() - t)
+    return statistics.median(out)
+
+
+def ours(x, w, xp, dev, split, reps, sync):
+    y, out = xp.zeros_like(x), xp.zeros(1)
+
+    def primal():
+        out[0] = 0.0
+        program(x, y, w, out, dev)
+
+    def grad():
+        out[0] = 0.0
+        tape = LaunchTape(split=split)
+        with tape:
+            program(x, y, w, out, dev)
+        tape.backward(loss=out)
+        return tape.gradient(x), tape.gradient(w)
+
+    return primal, grad, timed(primal, reps, sync), timed(grad, reps, sync)
+
+
+def jax_rows(xh, wh, gpu, reps):
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    dev = jax.devices("gpu" if gpu else "cpu")[0]
+    x, w = jax.device_put(jnp.asarray(xh), dev), jax.device_put(jnp.asarray(wh), dev)
+
+    def f(x, w):
+        y = jnp.sin(x) * x
+        return jnp.sum(w[0] * y * y)
+
+    fp, fg = jax.jit(f), jax.jit(jax.grad(f, argnums=(0, 1)))
+    dx, dw = fg(x, w)
+    ex, ew = analytic(xh, wh)
+    assert np.allclose(np.asarray(dx), ex, rtol=1e-10) and np.isclose(float(dw[0]), ew, rtol=1e-10)
+    tp = timed(lambda: fp(x, w).block_until_ready(), reps, lambda: None)
+    tg = timed(lambda: jax.block_until_ready(fg(x, w)), reps, lambda: None)
+    return {"primal_s": tp, "grad_s": tg, "ratio": tg / tp, "version": jax.__version__}
+
+
+def torch_rows(xh, wh, gpu, reps):
+    try:
+        import torch
+    except ImportError:
+        return None
+    if gpu and not torch.cuda.is_available():
+        return None
+    dev = "cuda" if gpu else "cpu"
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
+    x0, w0 = torch.tensor(xh, device=dev), torch.tensor(wh, device=dev)
+
+    def f(x, w):
+        y = torch.sin(x) * x
+        return torch.sum(w[0] * y * y)
+
+    def primal():
+        with torch.no_grad():
+            f(x0, w0)
+
+    def grad():
+        x, w = x0.detach().requires_grad_(), w0.detach().requires_grad_()
+        f(x, w).backward()
+        return x.grad, w.grad
+
+    gx, gw = grad()
+    ex, ew = analytic(xh, wh)
+    assert gx is not None and gw is not None
+    assert np.allclose(gx.cpu().numpy(), ex, rtol=1e-10) and np.isclose(float(gw[0]), ew, rtol=1e-10)
+    tp, tg = timed(primal, reps, sync), timed(grad, reps, sync)
+    return {"primal_s": tp, "grad_s": tg, "ratio": tg / tp, "version": torch.__version__}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    ap.add_argument("--n", type=int, default=None, help="elements (default: 2^18 on the CPU, 2^24 on a GPU)")
+    ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    gpu = args.device == "gpu"
+    n = args.n or (1 << 24 if gpu else 1 << 18)
+    reps = args.reps or (50 if gpu else 7)
+    rng = np.random.default_rng(0)
+    xh, wh = rng.uniform(-2.0, 2.0, n), np.array([0.75])
+    if gpu:
+        import cupy as cp
+
+        from gpucompiler.runtime import cuda
+
+        xp, dev, sync, x, w = cp, None, cuda.synchronize, cp.asarray(xh), cp.asarray(wh)
+        label = cuda.device_name()
+    else:
+        xp, dev, sync, x, w = np, "cpu", (lambda: None), xh, wh
+        label = platform.processor() or platform.machine()
+    rows: dict = {}
+    ex, ew = analytic(xh, wh)
+    for split in (False, True):
+        _, grad, tp, tg = ours(x, w, xp, dev, split, reps, sync)
+        gx, gw = grad()
+        gx = gx.get() if gpu else gx
+        assert np.allclose(gx, ex, rtol=1e-10) and np.isclose(float(gw[0]), ew, rtol=1e-10), "wrong gradient"
+        rows["LaunchTape" + (" (split)" if split else "")] = {"primal_s": tp, "grad_s": tg, "ratio": tg / tp}
+    for name, r in (("JAX jit(grad)", jax_rows(xh, wh, gpu, reps)), ("PyTorch", torch_rows(xh, wh, gpu, reps))):
+        if r is not None:
+            rows[name] = r
+    print(f"two-kernel program, n = {n}, float64, {args.device}: {label}")
+    print(f"| {'implementation':22} | primal (ms) | gradient (ms) | gradient/primal |")
+    print(f"|{'-' * 24}|-------------|---------------|-----------------|")
+    for name, r in rows.items():
+        print(f"| {name:22} | {r['primal_s'] * 1e3:11.3f} | {r['grad_s'] * 1e3:13.3f} | {r['ratio']:15.2f} |")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"device": args.device, "machine": label, "n": n, "reps": reps, "rows": rows,
+                       "load": os.getloadavg()}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -176,10 +176,14 @@ ACTIVITIES = {cls.__name__: cls for cls in (Const, Active, Duplicated, Duplicate
                                             BatchDuplicatedNoNeed)}
 
 
+_NOT_THE_USER = ("enzyme_plugin", "gpucompiler", "torch", "jax", "jaxlib")
+"""Packages whose frames stand between the user's call and an error (the autograd and JAX machinery too)."""
+
+
 def caller_location() -> tuple[str, int, int] | None:
     """``(file, line, 0)`` of the innermost frame outside the compiler and this plugin: the user's call."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in ("enzyme_plugin", "gpucompiler"):
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in _NOT_THE_USER:
         frame = frame.f_back
     return (frame.f_code.co_filename, frame.f_lineno, 0) if frame is not None else None
 

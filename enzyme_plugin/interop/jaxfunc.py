@@ -58,14 +58,18 @@ class _Runner:
     def device(self):
         return self.xp.cuda.get_current_stream().ptr or None if self.gpu else "cpu"
 
-    def forward(self, inputs: list):
-        specs = self.program.output_specs(inputs)
-        outs = [self.xp.zeros(shape, dtype=dtype) for shape, dtype in specs]
-        tape = self.program.record(self.device(), inputs, outs)
-        return tape, outs
+    def outputs(self, inputs: list) -> list:
+        return [self.xp.zeros(shape, dtype=dtype) for shape, dtype in self.program.output_specs(inputs)]
+
+    def forward(self, inputs: list) -> list:
+        """The program alone (the backward pass runs it again under a tape)."""
+        outs = self.outputs(inputs)
+        self.program.fn(self.device(), *inputs, *outs)
+        return outs
 
     def backward(self, inputs: list, cts: list) -> list:
-        tape, outs = self.forward(inputs)
+        outs = self.outputs(inputs)
+        tape = self.program.record(self.device(), inputs, outs)
         pairs = [(o, self.xp.ascontiguousarray(c)) for o, c in zip(outs, cts)
                  if is_float(o.dtype) and tape.knows(o)]
         tape.backward(grads=pairs)
@@ -102,7 +106,7 @@ def jax_function(program: Callable[..., Any], outputs: Callable[..., Any], *, sp
 
     def host_forward(*inputs):
         runner = _Runner(prog, gpu_default)
-        _, outs = runner.forward([runner.xp.asarray(x) for x in inputs])
+        outs = runner.forward([runner.xp.asarray(x) for x in inputs])
         return [_cupy().asnumpy(o) if gpu_default else o for o in outs]
 
     def host_backward(n, *args):
@@ -116,7 +120,7 @@ def jax_function(program: Callable[..., Any], outputs: Callable[..., Any], *, sp
             outs = jax.pure_callback(host_forward, shapes(inputs), *inputs)
         else:
             gpu = _platform(inputs[0]) == "gpu"
-            _, outs = _Runner(prog, gpu).forward([_to_device(x, gpu) for x in inputs])
+            outs = _Runner(prog, gpu).forward([_to_device(x, gpu) for x in inputs])
             outs = [_from_device(o) for o in outs]
         return tuple(outs)
 

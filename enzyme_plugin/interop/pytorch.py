@@ -13,9 +13,10 @@
 CUDA tensors go to the kernels as they are (``__cuda_array_interface__``: no
 copy), launched on the current PyTorch stream of their device; CPU tensors
 run on the CPU grid emulation through NumPy views of their memory (no copy).
-The forward keeps its :class:`~enzyme_plugin.LaunchTape`; ``backward`` seeds
-it with the output gradients and returns the input gradients (``None`` for
-integer inputs). PyTorch is imported by this module only.
+The forward keeps its :class:`~enzyme_plugin.LaunchTape`; ``backward`` zeroes
+its shadows, seeds them with the output gradients and returns the input
+gradients (``None`` for integer inputs); a graph kept with ``retain_graph``
+can be reversed again (not in split mode: a split tape is consumed). PyTorch is imported by this module only.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ class _TapeFunction(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, *grads):  # pyright: ignore[reportIncompatibleMethodOverride]
         tape, cuda = ctx.tape, ctx.cuda
+        tape.zero()  # a graph kept (retain_graph) is reversed again from fresh shadows
         pairs = []
         for ov, g in zip(ctx.out_views, grads):
             if g is None or not is_float(ov.dtype if not cuda else _numpy_dtype(ov)) or not tape.knows(ov):
@@ -92,8 +94,8 @@ class _TapeFunction(torch.autograd.Function):
                 out.append(None)
                 continue
             d = gradient_or_zeros(tape, v, lambda v=v: torch.zeros_like(v) if cuda else np.zeros_like(v))
-            out.append(d if cuda else torch.from_numpy(np.ascontiguousarray(d)))
-        ctx.tape = None  # shadows and snapshots go with it
+            # a copy: autograd may keep the tensor as .grad, and the tape's shadows are zeroed on reuse
+            out.append(d.clone() if cuda else torch.from_numpy(np.array(d)))
         return tuple(out)
 
 

@@ -15,6 +15,8 @@ import numpy as np
 
 from gpucompiler.errors import ArgumentTypeError
 
+from ..api import caller_location
+
 
 class ArrayOps:
     """NumPy's spelling; the base of the others."""
@@ -71,7 +73,7 @@ def ops_of(a, what: str = "array") -> ArrayOps:
         return CupyOps(module)
     if root == "torch" and module is not None:
         return TorchOps(module)
-    raise ArgumentTypeError(what, type(a).__name__, function="LaunchTape",
+    raise ArgumentTypeError(what, type(a).__name__, caller_location(), "LaunchTape",
                             hint="launch recorded kernels on NumPy arrays (CPU grid emulation), CuPy arrays "
                                  "or PyTorch tensors; pass others as NumPy or CuPy views")
 

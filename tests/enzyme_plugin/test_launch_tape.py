@@ -225,3 +225,15 @@ def test_cuda_guide_host_program_split_tape_on_the_gpu():
         P.guide_host(x, y, None)
     tape.backward(grads=[(y, cp.ones(1))])
     assert float(y[0]) == 1.4 * 1.4 and float(tape.gradient(x)[0]) == 2 * 1.4
+
+
+def test_arrays_of_an_unknown_library_are_a_typed_error_at_the_users_line():
+    class Foreign:                      # array-like, but no library the tape knows to allocate shadows with
+        def __init__(self):
+            self.buffer = np.zeros(8)
+            self.__array_interface__ = self.buffer.__array_interface__
+
+    x, y = Foreign(), np.zeros(8)
+    with pytest.raises(ArgumentTypeError, match="NumPy arrays") as info, LaunchTape():
+        P.square[1, 32, CPU](x, y)
+    assert info.value.filename == __file__

@@ -53,7 +53,10 @@ class TorchOps(ArrayOps):
 
     def assign(self, dst, src) -> None:
         with self.module.no_grad():
-            dst.copy_(src)
+            if isinstance(src, (int, float)):
+                dst.fill_(src)
+            else:
+                dst.copy_(src)
 
     def add_into(self, dst, src) -> None:
         with self.module.no_grad():

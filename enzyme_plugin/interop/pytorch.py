@@ -55,14 +55,14 @@ def _launch_view(t, cuda: bool):
 class _TapeFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, program: Program, *inputs):  # pyright: ignore[reportIncompatibleMethodOverride]
+        for k, t in enumerate(inputs):
+            if not isinstance(t, torch.Tensor) or t.device != inputs[0].device:
+                raise ArgumentTypeError(f"input {k}", type(t).__name__ if not isinstance(t, torch.Tensor)
+                                        else f"a tensor on {t.device} (input 0 is on {inputs[0].device})",
+                                        caller_location(), "torch_function",
+                                        hint="pass tensors, all on one device")
         first = inputs[0]
         cuda = first.is_cuda
-        for k, t in enumerate(inputs):
-            if not isinstance(t, torch.Tensor) or t.device != first.device:
-                raise ArgumentTypeError(f"input {k}", type(t).__name__ if not isinstance(t, torch.Tensor)
-                                        else f"a tensor on {t.device} (input 0 is on {first.device})",
-                                        caller_location(), "torch_function",
-                                        hint="pass tensors on one device")
         device = torch.cuda.current_stream(first.device).cuda_stream if cuda else "cpu"
         views = [_launch_view(t, cuda) for t in inputs]
         specs = program.output_specs(views, _spec_dtype)

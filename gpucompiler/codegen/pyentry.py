@@ -6,11 +6,13 @@ signature is ``PyObject *f(PyObject *self, PyObject *const *args,
 Py_ssize_t nargs, PyObject *kwnames)``; ``self`` is a tuple ``(fallback,
 ndarray type, guard words, ...)``. It
 
-1. checks the call: no keywords, the positional count, every word guard
-   (``guard[0]`` pairs ``(address, expected)`` after it: a global dict's
-   version tag, a closure cell's content) still holding;
+1. checks the call: no keywords, the positional count, every guard of a
+   global read still holding: a word (a global dict's version tag, a
+   closure cell's content) equal to the one recorded, or, where a dict's
+   tag moved, its name still finding the same object (then the new tag
+   is recorded: a change to another global costs a lookup per read, once);
 2. checks and unboxes every argument by its exact type: ``int`` (the value
-   must fit in int64), ``float``, ``True``/``False``, an ``ndarray`` of the
+   must fit in int64), ``float``, ``complex``, ``True``/``False``, an ``ndarray`` of the
    specialization's ndim, dtype, byte order, contiguity and writeability
    (read from the ``PyArrayObject`` struct: no Python-level work);
 3. calls the specialization and boxes its result; a raised error (the
@@ -30,7 +32,7 @@ from llvmlite import ir
 
 from .. import types as T
 from ..interpreter.lattice import widen
-from .lltypes import I64, PTR, has_value
+from .lltypes import I64, PTR, has_value, ll
 from .wrapper import _array, _box
 
 I8, I32 = ir.IntType(8), ir.IntType(32)
@@ -41,6 +43,9 @@ _C_CONTIGUOUS, _WRITEABLE = 0x0001, 0x0400
 #: NumPy type numbers an array of each element type may carry (Linux: long and longlong are 64-bit)
 TYPE_NUMS = {T.boolean: (0,), T.int32: (5,), T.int64: (7, 9), T.float32: (11,), T.float64: (12,)}
 SELF_FALLBACK, SELF_NDARRAY, SELF_GUARD = 0, 1, 2
+#: words per guard after ``guard[0]`` (their count): the address of the watched word, its expected
+#: value, and for a dict's version tag the dict, the name read and the object it found (0: none)
+GUARD_WORDS = 5
 
 
 def supported(argtypes, rettype) -> bool:
@@ -48,7 +53,7 @@ def supported(argtypes, rettype) -> bool:
     def arg(t):
         if isinstance(t, T.ArrayType):
             return t.dtype in TYPE_NUMS and t.ndim >= 1
-        return t in (T.int64, T.float64, T.boolean)
+        return t in (T.int64, T.float64, T.boolean, T.complex128)
 
     def ret(t):
         if isinstance(t, T.TupleType):
@@ -85,11 +90,20 @@ class _Emitter:
         self.expect(self.b.icmp_unsigned("==", self.word(obj, _OB_TYPE), type_ptr), name)
 
     def guards(self, guard) -> None:
-        """Every ``(address, expected)`` word pair after ``guard[0]`` still holds."""
-        b = self.b
+        """Every guard of ``guard[1:]`` holds; see :data:`GUARD_WORDS`.
+
+        A dict guard whose version tag moved looks its name up again
+        (``PyDict_GetItem``): the same object means the change was to another
+        binding, and the new tag is taken; another object is a miss.
+        """
+        b, mod = self.b, self.mod
         n = b.load(guard, typ=I64)
         head = self.fn.append_basic_block("guard.head")
         body = self.fn.append_basic_block("guard.body")
+        recheck = self.fn.append_basic_block("guard.recheck")
+        lookup = self.fn.append_basic_block("guard.lookup")
+        same = self.fn.append_basic_block("guard.same")
+        step = self.fn.append_basic_block("guard.next")
         done = self.fn.append_basic_block("guard.done")
         start = b.block
         b.branch(head)
@@ -98,12 +112,26 @@ class _Emitter:
         k.add_incoming(ir.Constant(I64, 0), start)
         b.cbranch(b.icmp_unsigned("<", k, n), body, done)
         b.position_at_end(body)
-        slot = b.add(b.shl(k, ir.Constant(I64, 1)), ir.Constant(I64, 1))
-        address = b.load(b.gep(guard, [slot], source_etype=I64), typ=I64)
-        expected = b.load(b.gep(guard, [b.add(slot, ir.Constant(I64, 1))], source_etype=I64), typ=I64)
-        live = b.load(b.inttoptr(address, PTR), typ=I64)
-        k.add_incoming(b.add(k, ir.Constant(I64, 1)), body)
-        b.cbranch(b.icmp_unsigned("==", live, expected), head, self.miss)
+        base = b.add(b.mul(k, ir.Constant(I64, GUARD_WORDS)), ir.Constant(I64, 1))
+
+        def slot(j):
+            return b.gep(guard, [b.add(base, ir.Constant(I64, j))], source_etype=I64)
+
+        live = b.load(b.inttoptr(b.load(slot(0), typ=I64), PTR), typ=I64)
+        b.cbranch(b.icmp_unsigned("==", live, b.load(slot(1), typ=I64)), step, recheck)
+        b.position_at_end(recheck)
+        holder = b.load(slot(2), typ=PTR)
+        b.cbranch(b.icmp_unsigned("==", holder, ir.Constant(PTR, None)), self.miss, lookup)
+        b.position_at_end(lookup)
+        found = b.call(mod.declare("PyDict_GetItem", PTR, [PTR, PTR]), [holder, b.load(slot(3), typ=PTR)])
+        expected = b.load(slot(4), typ=PTR)
+        b.cbranch(b.icmp_unsigned("==", found, expected), same, self.miss)
+        b.position_at_end(same)
+        b.store(live, slot(1))  # another binding changed: the new tag holds for this read
+        b.branch(step)
+        b.position_at_end(step)
+        k.add_incoming(b.add(k, ir.Constant(I64, 1)), step)
+        b.branch(head)
         b.position_at_end(done)
 
     def scalar(self, obj, t, k: int):
@@ -116,6 +144,12 @@ class _Emitter:
         if t == T.float64:
             self.is_type(obj, self.extern("PyFloat_Type"), f"arg{k}.float")
             return self.word(obj, _FLOAT_VALUE, ir.DoubleType())
+        if t == T.complex128:
+            self.is_type(obj, self.extern("PyComplex_Type"), f"arg{k}.complex")
+            value = ir.Constant(ll(t), ir.Undefined)
+            for part in (0, 1):
+                value = b.insert_value(value, self.word(obj, _FLOAT_VALUE + 8 * part, ir.DoubleType()), part)
+            return value
         self.is_type(obj, self.extern("PyLong_Type"), f"arg{k}.int")
         value = b.call(mod.declare("PyLong_AsLongLong", I64, [PTR]), [obj])
         failed = self.fn.append_basic_block(f"arg{k}.maybe_overflow")

@@ -8,13 +8,15 @@ from the interpreter's call to the boxed result. Its ``self`` is the tuple
 ``(fallback, numpy.ndarray, guard, method def)``.
 
 A :class:`Guard` replaces per-call checks of every global the code read by
-a few word compares the entry makes: the version tag of each dict a global
-was read from (``ma_version_tag``: CPython gives a dict a new one whenever
-a binding in it changes to another object; 3.10-3.12) and the content
-pointer of each closure cell. Any change in such a dict, also of a global
-the code never read, is a miss: the Python dispatcher checks the reads one
-by one as before and, when they all hold, :meth:`Guard.refresh` takes the
-new tags.
+a word compare each that the entry makes: the version tag of the dict a
+global was read from (``ma_version_tag``: CPython gives a dict a new one
+whenever a binding in it changes to another object; 3.10-3.12) and the
+content pointer of a closure cell. Where a dict's tag moved, the entry
+looks the name up again and takes the new tag if it still finds the same
+object (a change to another global of the module); otherwise, and for a
+changed cell, the call is a miss: the Python dispatcher checks the reads
+one by one as before, recompiles when one changed, and when they all hold
+:meth:`Guard.refresh` takes the current words.
 
 Every layout this relies on is checked on live objects first
 (:func:`layout_ok`); where one differs (another Python), no entry is made
@@ -28,6 +30,9 @@ import functools
 import sys
 import types
 from typing import Any
+
+from ..codegen.pyentry import GUARD_WORDS
+from ..interpreter.infer import MISSING
 
 _METH_FASTCALL, _METH_KEYWORDS = 0x0080, 0x0002
 _DICT_VERSION, _CELL_REF = 24, 16
@@ -58,10 +63,11 @@ def layout_ok() -> bool:
         d: dict[str, Any] = {}
         before = _word(id(d) + _DICT_VERSION)
         d["x"] = _MARKER
-        words, pair = (ctypes.c_uint64 * 2)(), (_MARKER, 2)
+        words, pair, z = (ctypes.c_uint64 * 2)(), (_MARKER, 2), complex(1.5, -2.25)
         checks = [
             _word(id(1.5) + 8) == id(float),                                    # ob_type
             ctypes.c_double.from_address(id(1.5) + 16).value == 1.5,           # PyFloatObject
+            ctypes.c_double.from_address(id(z) + 24).value == z.imag,           # PyComplexObject
             _word(id(pair) + 24) == id(_MARKER),                                # PyTupleObject items
             _word(id(words) + 16) == ctypes.addressof(words),                   # ctypes' buffer pointer
             _word(id(d) + _DICT_VERSION) != before,                             # dict version tags
@@ -86,36 +92,44 @@ def _ndarray_layout_ok() -> bool:
 
 
 class Guard:
-    """Word pairs ``(address, expected)`` the entry compares on each call: see the module docstring."""
+    """The guard words the entry checks on each call (see :data:`~gpucompiler.codegen.pyentry.GUARD_WORDS`):
+    one guard per global read, on its dict's version tag or its cell's contents."""
 
     __slots__ = ("words", "_addresses", "_holders")
 
-    def __init__(self, holders: list):
-        self._holders = holders  # kept alive: their addresses are in the words
-        self._addresses = [id(h) + (_CELL_REF if isinstance(h, types.CellType) else _DICT_VERSION)
-                           for h in holders]
-        self.words = (ctypes.c_uint64 * (1 + 2 * len(holders)))()
-        self.words[0] = len(holders)
-        for k, address in enumerate(self._addresses):
-            self.words[1 + 2 * k] = address
+    def __init__(self, rows: list[tuple[Any, Any, Any]]):
+        """``rows``: ``(holder, name, value)`` with ``holder`` a dict or a cell (``name`` None)."""
+        self._holders = rows  # kept alive: their addresses are in the words
+        self._addresses = [id(h) + (_DICT_VERSION if isinstance(h, dict) else _CELL_REF) for h, _, _ in rows]
+        self.words = (ctypes.c_uint64 * (1 + GUARD_WORDS * len(rows)))()
+        self.words[0] = len(rows)
+        for k, (holder, name, value) in enumerate(rows):
+            at = 1 + GUARD_WORDS * k
+            self.words[at] = self._addresses[k]
+            if isinstance(holder, dict):
+                self.words[at + 2], self.words[at + 3] = id(holder), id(name)
+                self.words[at + 4] = 0 if value is MISSING else id(value)
         self.refresh()
 
     @classmethod
     def of(cls, deps) -> Guard | None:
         """The guard of the reads ``(holder, name, value)``; None when a holder has no word to watch."""
-        holders: dict[int, Any] = {}
-        for holder, _, _ in deps:
+        rows = []
+        for holder, name, value in deps:
             if isinstance(holder, types.ModuleType):
                 holder = vars(holder)
-            if not isinstance(holder, (dict, types.CellType)):
+            if isinstance(holder, types.CellType):
+                rows.append((holder, None, value))
+            elif isinstance(holder, dict) and isinstance(name, str):
+                rows.append((holder, sys.intern(name), value))
+            else:
                 return None
-            holders[id(holder)] = holder
-        return cls(list(holders.values()))
+        return cls(rows)
 
     def refresh(self) -> None:
         """Take the current words as expected (call it after the reads were checked one by one)."""
         for k, address in enumerate(self._addresses):
-            self.words[2 + 2 * k] = _word(address)
+            self.words[2 + GUARD_WORDS * k] = _word(address)
 
 
 class FastEntry:

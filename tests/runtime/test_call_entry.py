@@ -8,6 +8,7 @@ References: CPython and NumPy on the same arguments.
 
 from __future__ import annotations
 
+import sys
 import threading
 import types
 
@@ -17,6 +18,8 @@ import pytest
 from gpucompiler import jit
 from gpucompiler.errors import ArgumentBindingError, ArgumentTypeError
 from gpucompiler.runtime import pyentry
+
+jit_module = sys.modules["gpucompiler.jit"]  # the module (the package's ``jit`` is the decorator)
 
 SCALE = 2.0
 
@@ -70,6 +73,8 @@ def test_a_warm_call_runs_the_builtin_entry_and_other_types_still_dispatch():
     with pytest.raises(ArgumentTypeError):
         add("a", 1)
     assert add(40, 2) == 42
+    assert add(1 + 2j, 0.5 - 1j) == 1.5 + 1j and add(1 + 2j, 0.5 - 1j) == 1.5 + 1j
+    assert isinstance(_fast(add), types.BuiltinFunctionType) and add(40, 2) == 42
 
 
 def test_ints_at_the_int64_boundary_pass_and_past_it_raise_overflow():
@@ -180,6 +185,20 @@ def test_rebinding_a_global_recompiles_and_an_unrelated_global_does_not_break_th
         assert scaled(3.0) == 1.5
     finally:
         SCALE = old
+
+
+def test_a_change_to_another_global_is_checked_in_compiled_code(monkeypatch):
+    scaled = jit(_scaled)
+    assert scaled(3.0) == 6.0
+    checks: list = []
+    real = jit_module.deps_valid
+    monkeypatch.setattr(jit_module, "deps_valid", lambda deps: checks.append(1) or real(deps))
+    for k in range(50):  # as a loop at module level rebinds its variable
+        globals()["_counter"] = k
+        assert scaled(3.0) == 6.0
+    assert checks == []  # never handed to the Python dispatcher
+    monkeypatch.setitem(globals(), "SCALE", 4.0)
+    assert scaled(3.0) == 12.0 and checks == [1]
 
 
 def test_rebinding_a_closure_cell_recompiles():

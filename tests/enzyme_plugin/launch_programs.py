@@ -117,3 +117,14 @@ def two_kernel_program(device, x, w, y, out):
 
 def two_kernel_outputs(x, w):
     return [(x.shape, x.dtype), ((1,), x.dtype)]
+
+
+def host_program(x, y):                 # a host function: launches are Python, not compiled code
+    square[1, 32, "cpu"](x, y)
+
+
+SQUARE_LAUNCH = square[1, 32, "cpu"]
+
+
+def host_program_prepared(x, y):
+    SQUARE_LAUNCH(x, y)

@@ -12,7 +12,7 @@ from enzyme_plugin import (Active, KernelGradientError, LaunchTape, LaunchTapeEr
                            register_gradient)
 from enzyme_plugin.launches.writes import written_parameters
 from gpucompiler import PTXTarget
-from gpucompiler.errors import ArgumentTypeError, LaunchError
+from gpucompiler.errors import ArgumentTypeError, LaunchError, TypeInferenceError
 
 CPU = "cpu"
 
@@ -237,3 +237,13 @@ def test_arrays_of_an_unknown_library_are_a_typed_error_at_the_users_line():
     with pytest.raises(ArgumentTypeError, match="NumPy arrays") as info, LaunchTape():
         P.square[1, 32, CPU](x, y)
     assert info.value.filename == __file__
+
+
+def test_autodiff_of_a_host_function_that_launches_kernels_points_to_the_launch_tape():
+    from enzyme_plugin import Duplicated
+
+    for host in (P.host_program, P.host_program_prepared):
+        x, y = np.ones(4), np.zeros(4)
+        with pytest.raises(TypeInferenceError, match="in compiled code") as info:
+            autodiff(Reverse, host, Duplicated(x, np.zeros(4)), Duplicated(y, np.ones(4)))
+        assert "LaunchTape" in info.value.hint and info.value.filename == P.__file__

@@ -11,8 +11,9 @@ import pytest
 
 import launch_programs as P
 
-NO_TORCH = ("PyTorch is not installed: PyPI's Linux wheel is the CUDA build (about 0.9 GB plus several GB of "
-            "NVIDIA libraries), too large for CI; scripts/gpu_check.sh runs these tests where PyTorch is")
+NO_TORCH = ("PyTorch is not installed: PyPI's Linux wheel is the CUDA build (0.55 GB for torch 2.14.1, plus the "
+            "CUDA toolkit, cuDNN, NCCL and NVSHMEM wheels it requires: several GB), too large for CI; "
+            "scripts/gpu_check.sh runs these tests where PyTorch is")
 
 
 def expected(x, w):

@@ -77,6 +77,9 @@ def argument(value, name: str, function: str) -> tuple:
         return t, value
     np = sys.modules.get("numpy")
     if np is None or not isinstance(value, (np.ndarray, np.generic)):
+        t = T.typeof(value)
+        if isinstance(t, (T.TupleType, T.RecordType)):  # a tuple, NamedTuple or dataclass of supported values
+            return t, value
         if hasattr(value, "__array_interface__") or _has_buffer(value):
             import numpy as np
 

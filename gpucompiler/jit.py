@@ -51,9 +51,7 @@ _BY_REPR = {repr(t): t for t in (*_CTYPES, T.none)}  # return types a dependency
 
 
 def _ctype(t) -> Any:
-    if isinstance(t, T.ArrayType):
-        return ctypes.py_object
-    if isinstance(t, T.TupleType):
+    if isinstance(t, (T.ArrayType, T.TupleType, T.RecordType)):
         return ctypes.py_object
     return _CTYPES.get(t)
 
@@ -115,7 +113,7 @@ class Dispatcher:
     # -- compilation --------------------------------------------------------
     def _spec(self, argtypes, args=()) -> FunctionSpec:
         for k, (name, t) in enumerate(zip(self._bind.names, argtypes)):
-            if t is None or _ctype(t) is None or isinstance(t, T.TupleType):
+            if t is None or _ctype(t) is None:
                 shown = self._describe(args[k]) if t is None and k < len(args) else t
                 raise ArgumentTypeError(name, shown, function=self.py_func.__qualname__,
                                         hint="pass bool, int, float or a NumPy array of those dtypes")

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 
 from . import device as _device  # noqa: F401  (registers the device intrinsics)
 from . import pipeline, types as T
-from .arguments import Binder, argument
+from .arguments import Binder
 from .cached import compile_cached
 from .config import CompilerConfig, FrontendOptions
 from .errors import (ConfigError, ErrorKind, ErrorModel, GPUCompilerError, KernelError, LaunchError, PluginRequiredError,
@@ -39,7 +39,7 @@ from .errors import (ConfigError, ErrorKind, ErrorModel, GPUCompilerError, Kerne
 from .frontend.ir import Return
 from .interpreter.lattice import widen
 from .job import CompilerJob
-from .runtime.arguments import argument_type
+from .runtime.arguments import argument_type, kernel_argument
 from .runtime.grid import EmulatedKernel
 from .settings import debug_tracebacks
 from .source.spec import FunctionSpec, deps_valid
@@ -177,7 +177,8 @@ class Kernel:
     def host_arguments(self, args) -> tuple[tuple, tuple]:
         """``(types, values)`` of bound arguments in host memory: array-likes viewed as NumPy arrays."""
         names, name = self.bind.names, self.py_func.__qualname__
-        typed = [(argument_type(a, n, name), a) if hasattr(a, "__cuda_array_interface__") else argument(a, n, name)
+        typed = [(argument_type(a, n, name), a) if hasattr(a, "__cuda_array_interface__")
+                 else kernel_argument(a, n, name)
                  for a, n in zip(args, names)]
         return tuple(t for t, _ in typed), tuple(v for _, v in typed)
 

@@ -9,6 +9,8 @@ numeric promotion used by arithmetic and by joins at control-flow merges
 
 from __future__ import annotations
 
+import dataclasses
+
 import attrs
 
 
@@ -75,6 +77,34 @@ class TupleType(Type):
 
     def __repr__(self) -> str:
         return "tuple(" + ", ".join(map(repr, self.items)) + ")"
+
+
+@attrs.frozen(repr=False, cache_hash=True)
+class RecordType(Type):
+    """An instance of a ``NamedTuple`` or dataclass: ``fields`` are ``(name, type)`` pairs in order.
+
+    ``module`` and ``qualname`` name the class (compiled code that returns a record imports it to
+    build the instance); ``indexable``: a named tuple (``r[0]``, unpacking and ``len`` work).
+    """
+
+    module: str
+    qualname: str
+    fields: tuple = attrs.field(converter=tuple)
+    indexable: bool = False
+
+    @property
+    def items(self) -> tuple:
+        return tuple(t for _, t in self.fields)
+
+    def field(self, name: str):
+        """The index and type of field ``name``, or None."""
+        for k, (n, t) in enumerate(self.fields):
+            if n == name:
+                return k, t
+        return None
+
+    def __repr__(self) -> str:
+        return f"{self.qualname}(" + ", ".join(f"{n}: {t!r}" for n, t in self.fields) + ")"
 
 
 @attrs.frozen(repr=False, cache_hash=True)
@@ -169,15 +199,15 @@ def typeof(value):
     t = _PY_SCALARS.get(type(value))
     if t is not None:
         return t
-    if isinstance(value, tuple):
+    cls = type(value)
+    if cls is tuple:
         items = tuple(typeof(v) for v in value)
         return None if None in items else TupleType(items)
-    cls = type(value)
     numpy = _NUMPY_CLASSES.get(cls)
     if numpy is None:
         numpy = _NUMPY_CLASSES[cls] = cls.__module__ == "numpy" or _is_ndarray(cls)
     if not numpy:
-        return None
+        return _record_type(value)
     dtype = getattr(value, "dtype", None)
     if dtype is None:
         return None
@@ -190,6 +220,28 @@ def typeof(value):
     except KeyError:
         t = _ARRAY_TYPES[key] = _array_type(dtype, ndim, bool(key[2] & _C_CONTIGUOUS), not key[2] & _WRITEABLE)
         return t
+
+
+def _record_type(value):
+    record = record_fields(value)
+    if record is None:
+        return None
+    items = tuple(typeof(v) for _, v in record)
+    if None in items:
+        return None
+    cls = type(value)
+    return RecordType(cls.__module__, cls.__qualname__, tuple(zip((n for n, _ in record), items)),
+                      isinstance(value, tuple))
+
+
+def record_fields(value) -> list[tuple[str, object]] | None:
+    """``(name, value)`` of each field of a ``NamedTuple`` or dataclass instance, else None."""
+    if isinstance(value, tuple):
+        names = getattr(type(value), "_fields", None)
+        return list(zip(names, value)) if isinstance(names, tuple) else None
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
+    return None
 
 
 def _is_ndarray(cls: type) -> bool:

@@ -26,6 +26,7 @@ from ..interpreter.lattice import BOTTOM, Const, const, pyobj, widen
 from .deferred import lower_deferred
 from .lltypes import I64, PTR, STATUS, has_value, ll
 from .options import ErrorPolicy
+from .pyobjects import print_python, print_vprintf, set_exception
 
 _INT_SUFFIX: dict[T.Type, str] = {T.float32: "f32", T.float64: "f64"}
 _LIKELY = [1 << 20, 1]  # branch weights: the first successor is taken, the second is cold
@@ -63,6 +64,8 @@ class FunctionCodegen:
         t = widen(t)
         if isinstance(t, T.TupleType):
             return ir.Constant(ll(t), [self.const(it, v) for it, v in zip(t.items, value)])
+        if isinstance(t, T.ArrayType):
+            return self.mod.frozen_array(t, value)
         if isinstance(t, T.Scalar) and t.kind == "c":
             part = T.float_of(t)
             return ir.Constant(ll(t), [self.const(part, value.real), self.const(part, value.imag)])
@@ -145,6 +148,19 @@ class FunctionCodegen:
         """Call the external function ``name`` (declared by name)."""
         fn = self.mod.declare(name, ll(restype), [a.type for a in args])
         return self.b.call(fn, args)
+
+    def print_values(self, items) -> None:
+        """``print(*items)`` (``(value, type)`` pairs, ``str`` constants as themselves): CPython's own
+        ``print`` on the host, ``vprintf`` on the GPU (pyobjects.py)."""
+        (print_vprintf if self.target.is_gpu else print_python)(self, items)
+
+    def check_statement(self, ok, exc_name, message):
+        """A ``raise`` or ``assert`` statement's check: :meth:`check` whose exception carries a note
+        with the statement's ``file:line`` (``message`` None: no arguments)."""
+        if self.mod.python_errors:
+            self._unless(ok, lambda: set_exception(self, exc_name, message, f"raised at {self._where()}"))
+        else:
+            self.check(ok, exc_name, message or "")
 
     def check(self, ok, exc_name, message, *values):
         """When Python errors are on: raise ``exc_name(message)`` if not ``ok``.
@@ -262,16 +278,19 @@ class FunctionCodegen:
         loc = self.frame.where(self.inst) if self.inst is not None else (self.frame.ir.filename, self.frame.ir.line)
         return f"{loc[0]}:{loc[1]} (in {self.frame.ir.name})"
 
-    def raise_now(self, exc_name, message):
+    def raise_now(self, exc_name, message, statement: bool = False):
         """Raise ``exc_name(message)`` here and end the block: an error that always happens.
 
+        ``statement``: a ``raise`` or ``assert`` (the exception gets a note with the ``file:line``).
         Where Python errors cannot stop execution (kernels) the thread traps.
         """
         if self._stops() and (self.mod.python_errors or self.mod.on_error == ErrorPolicy.EMULATION):
-            if self.mod.python_errors:
+            if self.mod.python_errors and statement:
+                set_exception(self, exc_name, message, f"raised at {self._where()}")
+            elif self.mod.python_errors:
                 self._set_python_error(exc_name, message, ())
             else:
-                self._emu_raise(exc_name, message)
+                self._emu_raise(exc_name, message or "")
             self.b.branch(self._fail_block() if self.mod.status else self._stop_block())
         else:
             self._trap()
@@ -398,6 +417,7 @@ class FunctionCodegen:
             self.b.position_at_end(blocks[bl])
             for inst in bl.insts:
                 if inst in frame.raising:
+                    self.inst = inst
                     self.raise_now(*frame.raising[inst])
                     break
                 self._inst(inst)

@@ -45,7 +45,7 @@ def ll(t) -> ir.Type:
     t = widen(t)
     if t in _SCALARS:
         return _SCALARS[t]
-    if isinstance(t, T.TupleType):
+    if isinstance(t, (T.TupleType, T.RecordType)):
         return ir.LiteralStructType([ll(i) for i in t.items if has_value(i)])
     if isinstance(t, T.BoundMethod):
         return ll(t.receiver)

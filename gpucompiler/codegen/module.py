@@ -6,12 +6,14 @@ same job prints byte-identical IR in every process.
 
 from __future__ import annotations
 
+import hashlib
+
 from llvmlite import ir
 
 from ..errors import ErrorModel
 from ..interpreter.lattice import pyobj, widen
 from .function import FunctionCodegen
-from .lltypes import PTR, has_value, ll, status_type
+from .lltypes import I64, PTR, has_value, ll, status_type
 from .options import ErrorPolicy
 
 
@@ -151,6 +153,25 @@ class ModuleCodegen:
             g = ir.GlobalVariable(self.module, ir.PointerType(), name=name)
             g.linkage = "external"
         return g
+
+    def frozen_array(self, t, value) -> ir.Constant:
+        """The array value of the NumPy array ``value`` (type ``t``) frozen into this module: its
+        elements in a private constant named after their digest, C strides."""
+        data = value.tobytes(order="C")
+        name = "gpuc.frozen." + hashlib.sha256(data + repr((value.dtype.str, value.shape)).encode()).hexdigest()[:24]
+        g = self.module.globals.get(name)
+        if g is None:
+            ty = ir.ArrayType(ir.IntType(8), len(data))
+            g = ir.GlobalVariable(self.module, ty, name=name)
+            g.global_constant, g.linkage = True, "private"
+            g.align = 16  # pyright: ignore[reportAttributeAccessIssue]  (llvmlite's untyped member)
+            g.initializer = ir.Constant(ty, bytearray(data))  # pyright: ignore[reportAttributeAccessIssue]
+        strides, acc = [], t.dtype.itemsize
+        for extent in reversed(value.shape):
+            strides.insert(0, acc)
+            acc *= extent
+        dims = [ir.Constant(ir.ArrayType(I64, t.ndim), [ir.Constant(I64, v) for v in vs]) for vs in (value.shape, strides)]
+        return ir.Constant(ll(t), [g, *dims])
 
     def cstring(self, text: str) -> ir.GlobalVariable:
         g = self.strings.get(text)

@@ -20,6 +20,7 @@ from ..errors import TypeInferenceError
 from ..frontend.ir import Return
 from ..interpreter.lattice import widen
 from .lltypes import I64, PTR, has_value, ll
+from .pyobjects import lookup
 
 # offsets in PyArrayObject (after PyObject_HEAD): data, nd, dimensions, strides
 _DATA, _DIMS, _STRIDES = 16, 32, 40
@@ -27,7 +28,7 @@ _I8 = ir.IntType(8)
 
 
 def _param_type(t):
-    if isinstance(t, T.ArrayType) or _is_complex(t):
+    if isinstance(t, (T.ArrayType, T.TupleType, T.RecordType)) or _is_complex(t):
         return PTR
     return _I8 if t == T.boolean else ll(t)
 
@@ -43,6 +44,37 @@ def _unbox_complex(mod, b, obj, t):
         parts = [b.fptrunc(p, ir.FloatType()) for p in parts]
     value = ir.Constant(ll(t), ir.Undefined)
     return b.insert_value(b.insert_value(value, parts[0], 0), parts[1], 1)
+
+
+def _unbox(mod, b, obj, t):
+    """The value of type ``t`` of the Python object ``obj`` (a tuple's or record's part: its type was
+    checked by ``typeof`` at the call)."""
+    if isinstance(t, T.ArrayType):
+        return _array(b, obj, t)
+    if _is_complex(t):
+        return _unbox_complex(mod, b, obj, t)
+    if isinstance(t, (T.TupleType, T.RecordType)):
+        value = ir.Constant(ll(t), ir.Undefined)
+        decref = mod.declare("Py_DecRef", ir.VoidType(), [PTR])
+        for k, it in enumerate(t.items):
+            if isinstance(t, T.TupleType):  # a borrowed reference
+                item = b.call(mod.declare("PyTuple_GetItem", PTR, [PTR, I64]), [obj, ir.Constant(I64, k)])
+            else:  # a new one, dropped once read (the record keeps an array field's memory alive)
+                item = b.call(mod.declare("PyObject_GetAttrString", PTR, [PTR, PTR]), [obj, mod.cstring(t.fields[k][0])])
+            value = b.insert_value(value, _unbox(mod, b, item, it), k)
+            if isinstance(t, T.RecordType):
+                b.call(decref, [item])
+        return value
+    if t == T.boolean:
+        return b.icmp_signed("!=", b.call(mod.declare("PyObject_IsTrue", ir.IntType(32), [PTR]), [obj]),
+                             ir.Constant(ir.IntType(32), 0))
+    if t.kind == "f":
+        d = b.call(mod.declare("PyFloat_AsDouble", ir.DoubleType(), [PTR]), [obj])
+        return b.fptrunc(d, ll(t)) if t == T.float32 else d
+    if t == T.uint64:
+        return b.call(mod.declare("PyLong_AsUnsignedLongLong", I64, [PTR]), [obj])
+    v = b.call(mod.declare("PyLong_AsLongLong", I64, [PTR]), [obj])
+    return b.trunc(v, ll(t)) if t.bits < 64 else v
 
 
 def _field(b, obj, offset):
@@ -72,6 +104,14 @@ def _array(b, obj, t: T.ArrayType):
 
 def _box(mod, b, v, t):
     """A new reference to a Python object holding ``v`` of type ``t``."""
+    if isinstance(t, T.RecordType):  # the class called with the fields
+        fields = _box(mod, b, v, T.TupleType(t.items))
+        cls = lookup(mod, b, t.module, t.qualname)
+        obj = b.call(mod.declare("PyObject_CallObject", PTR, [PTR, PTR]), [cls, fields])
+        decref = mod.declare("Py_DecRef", ir.VoidType(), [PTR])
+        b.call(decref, [fields])
+        b.call(decref, [cls])
+        return obj
     if isinstance(t, T.TupleType):
         new = mod.declare("PyTuple_New", PTR, [I64])
         setitem = mod.declare("PyTuple_SetItem", ir.IntType(32), [PTR, I64, PTR])
@@ -95,7 +135,7 @@ def _box(mod, b, v, t):
 
 
 def _holds_array(t) -> bool:
-    if isinstance(t, T.TupleType):
+    if isinstance(t, (T.TupleType, T.RecordType)):
         return any(_holds_array(it) for it in t.items)
     return isinstance(t, T.ArrayType)
 
@@ -117,7 +157,7 @@ def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
     check_returnable(frame)
     argtypes = [widen(t) for t in frame.argtypes]
     rt = widen(frame.rettype)
-    if isinstance(rt, T.TupleType) or _is_complex(rt):
+    if isinstance(rt, (T.TupleType, T.RecordType)) or _is_complex(rt):
         ret = PTR
     elif has_value(rt):
         ret = _I8 if rt == T.boolean else ll(rt)
@@ -127,10 +167,8 @@ def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     args = []
     for p, t in zip(fn.args, argtypes):
-        if isinstance(t, T.ArrayType):
-            args.append(_array(b, p, t))
-        elif _is_complex(t):
-            args.append(_unbox_complex(mod, b, p, t))
+        if isinstance(t, (T.ArrayType, T.TupleType, T.RecordType)) or _is_complex(t):
+            args.append(_unbox(mod, b, p, t))
         else:
             args.append(b.trunc(p, ir.IntType(1)) if t == T.boolean else p)
     out = b.call(entry, args)
@@ -142,7 +180,7 @@ def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
             else:
                 b.ret(ir.Constant(ret, None))
         out = b.extract_value(out, 0) if has_value(rt) else None
-    if isinstance(rt, T.TupleType) or _is_complex(rt):
+    if isinstance(rt, (T.TupleType, T.RecordType)) or _is_complex(rt):
         b.ret(_box(mod, b, out, rt))
     elif not has_value(rt):
         b.ret_void()

@@ -17,9 +17,9 @@ from .ssa import SSABuilder
 _HINTS = {
     "ListComp": "build results in an array argument with a loop over range()",
     "List": "use a tuple or an array argument", "Dict": "dicts are not supported in compiled code",
-    "Set": "sets are not supported in compiled code", "Lambda": "define a module-level function",
-    "FunctionDef": "define the helper at module level; it is compiled when called",
-    "Try": "compiled code cannot catch exceptions", "Raise": "check the inputs before the call",
+    "Set": "sets are not supported in compiled code",
+    "Lambda": "bind the lambda to a name (f = lambda x: ...) and call it, or define a function",
+    "Try": "compiled code cannot catch exceptions",
     "With": "context managers are not supported", "Slice": "index elements one at a time",
     "Starred": "pass arguments explicitly",
     "Global": "read module constants without declaring them; compiled code cannot rebind globals",

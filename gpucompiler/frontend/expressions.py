@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import operator
+from typing import TYPE_CHECKING
 
 from . import intrinsics as K
 from .builder import LoweringState
@@ -26,6 +27,10 @@ _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_
 class Expressions(LoweringState):
     """Mixin of the AST lowerer: one ``expr_<Node>`` method per expression kind."""
 
+    if TYPE_CHECKING:  # defined by the closure half
+        closures: dict
+        def call_closure(self, node: ast.Call, closure) -> Value: ...
+
     def expr(self, node) -> Value:
         handler = getattr(self, "expr_" + type(node).__name__, None)
         if handler is None:
@@ -33,11 +38,14 @@ class Expressions(LoweringState):
         return handler(node)
 
     def expr_Constant(self, node):
-        if not isinstance(node.value, (bool, int, float, type(None), str)):
+        if not isinstance(node.value, (bool, int, float, complex, type(None), str)):
             self.unsupported(node, f"constant of type {type(node.value).__name__}")
         return Const(node.value, self.loc(node))
 
     def expr_Name(self, node):
+        if node.id in self.closures:
+            self.unsupported(node, "nested function used as a value",
+                             "call it here; pass values, not functions, to other functions")
         if node.id in self.locals:
             value = self.read(node.id)
             self.ssa.note_read(value, self.current(), node.id, self.loc(node))
@@ -64,7 +72,10 @@ class Expressions(LoweringState):
     def expr_Call(self, node):
         if node.keywords:
             self.unsupported(node.keywords[0], "keyword arguments", "pass arguments by position")
-        fn = self.expr(node.func)
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in self.closures:
+            return self.call_closure(node, self.closures[func.id])
+        fn = self.expr(func)
         return self.emit(fn, [self.expr(a) for a in node.args], node)
 
     def expr_Attribute(self, node):

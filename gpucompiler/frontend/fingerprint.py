@@ -52,8 +52,12 @@ def encode_value(value) -> Any:
     """JSON data standing for ``value`` in a fingerprint, equal in every process for equal values."""
     if isinstance(value, (bool, int, float, str, type(None))):
         return value
-    if isinstance(value, tuple):
+    if isinstance(value, (tuple, list)):
         return [encode_value(v) for v in value]
+    if type(value).__module__ == "numpy" and hasattr(value, "tobytes") and hasattr(value, "shape"):
+        # a NumPy array or scalar, frozen into the code: its contents (repr elides large arrays)
+        return {"numpy": value.dtype.str, "shape": list(value.shape),
+                "sha256": hashlib.sha256(value.tobytes(order="C")).hexdigest()}
     if isinstance(value, pytypes.FunctionType):
         return {"function": f"{value.__module__}.{value.__qualname__}",
                 "code": code_fingerprint(value.__code__), "defaults": encode_value(value.__defaults__),

@@ -98,3 +98,14 @@ def fmod_ieee(a, b):
 def ffloor(x):
     """``floor`` of a float, as a float."""
     return float(math.floor(x))
+
+
+def raise_exception(cls, message):
+    """``raise cls(message)`` (``raise cls()`` when ``message`` is None): a ``raise`` statement."""
+    raise cls(message) if message is not None else cls()
+
+
+def assert_(ok, message):
+    """``assert ok, message``: AssertionError when ``ok`` is false."""
+    if not ok:
+        raise AssertionError(message) if message is not None else AssertionError()

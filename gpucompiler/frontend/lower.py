@@ -19,6 +19,7 @@ from ..errors import UnsupportedError
 from .ir import Arg, Const, Function, Return
 from .ssa import SSABuilder
 from .statements import Statements
+from .closures import CLOSURES_ATTRIBUTE, SOURCE_ATTRIBUTE, Closures, own_bindings
 from .expressions import Expressions
 from .iteration import Iteration
 
@@ -33,6 +34,9 @@ def _parse(pyfunc) -> tuple[ast.FunctionDef, str, int]:
     """``(def node, file name, line offset)``; the source comes through :mod:`linecache` (files,
     notebook cells, any source registered there), lambdas from the statement that holds them."""
     code = pyfunc.__code__
+    nested = getattr(pyfunc, SOURCE_ATTRIBUTE, None)
+    if nested is not None:  # made from a nested def or lambda (closures.py)
+        return nested
     if pyfunc.__name__ == "<lambda>":
         return _lambda(pyfunc), code.co_filename, 0
     try:
@@ -98,15 +102,7 @@ def _parameters(node: ast.FunctionDef | ast.Lambda) -> list[ast.arg]:
     return [*a.posonlyargs, *a.args, *a.kwonlyargs]
 
 
-def _assigned_names(node: ast.FunctionDef) -> set[str]:
-    names = {a.arg for a in _parameters(node)}
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-            names.add(sub.id)
-    return names
-
-
-class _Lowerer(Statements, Expressions, Iteration):
+class _Lowerer(Statements, Expressions, Iteration, Closures):
     def __init__(self, pyfunc, node: ast.FunctionDef, filename: str, offset: int):
         self.node, self.filename, self.offset = node, filename, offset
         a = node.args
@@ -115,7 +111,9 @@ class _Lowerer(Statements, Expressions, Iteration):
         args = [Arg(i, p.arg, self.loc(p)) for i, p in enumerate(_parameters(node))]
         self.fn = Function(pyfunc.__qualname__, filename, node.lineno + offset, args, pyfunc)
         self.ssa = SSABuilder(self.fn)
-        self.locals = _assigned_names(node)
+        self.bindings = own_bindings(node)
+        self.locals = set(self.bindings)
+        self.closures = dict(getattr(pyfunc, CLOSURES_ATTRIBUTE, {}))
         self.loops = []
         self.params = {a.arg for a in _parameters(node)}
         self.range_vars = []

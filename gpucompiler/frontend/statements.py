@@ -14,8 +14,9 @@ from .versioning import covered_accesses, step_sign
 
 
 class Statements(LoweringState):
-    if TYPE_CHECKING:  # defined by the iteration half
+    if TYPE_CHECKING:  # defined by the iteration and closure halves
         def iterate(self, node: ast.For) -> None: ...
+        def define_closure(self, name: str, node: ast.FunctionDef | ast.Lambda) -> None: ...
 
     """Mixin of the AST lowerer: one ``stmt_<Node>`` method per statement kind."""
 
@@ -32,6 +33,9 @@ class Statements(LoweringState):
         self.terminate(Return(value, self.loc(node)))
 
     def stmt_Assign(self, node):
+        if isinstance(node.value, ast.Lambda) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            self.define_closure(node.targets[0].id, node.value)  # f = lambda ...: a nested function
+            return
         value = self.expr(node.value)
         for target in node.targets:
             self.assign_to(target, value, node)
@@ -165,6 +169,28 @@ class Statements(LoweringState):
             self.assign_to(node.target, value, node)
 
         self.loop(node, cond, prologue)
+
+    def stmt_Raise(self, node):
+        exc = node.exc
+        if exc is None or node.cause is not None:
+            self.unsupported(node, "bare raise" if exc is None else "raise ... from",
+                             "raise SomeError('constant message')")
+        cls, message = exc, None
+        if isinstance(exc, ast.Call):
+            cls, message = exc.func, self._constant_message(exc, exc.args, exc.keywords)
+        self.emit(K.raise_exception, [self.expr(cls), Const(message)], node)
+        self.terminate(Return(Const(None), self.loc(node)))  # never reached: the call always raises
+
+    def stmt_Assert(self, node):
+        message = self._constant_message(node, [node.msg] if node.msg is not None else [], [])
+        self.emit(K.assert_, [self.emit(bool, [self.expr(node.test)], node), Const(message)], node)
+
+    def _constant_message(self, node, args, keywords):
+        if keywords or len(args) > 1 or (args and not (isinstance(args[0], ast.Constant)
+                                                       and isinstance(args[0].value, str))):
+            self.unsupported(node, "exception message that is not one constant string",
+                             "raise SomeError('constant text'): compiled code cannot format messages")
+        return args[0].value if args else None
 
     def stmt_Break(self, node):
         self._jump_out(node, 1)

@@ -44,6 +44,23 @@ class Undefined:
 
 
 _CHECKS = (Const(K.check, pyobj), Const(K.check_bound, pyobj))
+_RAISE, _ASSERT = Const(K.raise_exception, pyobj), Const(K.assert_, pyobj)
+
+
+def exception_name(cls) -> str:
+    """How compiled code names the exception class ``cls`` (an abstract value): a built-in one by its
+    name, another by ``module:qualname`` (imported when raised)."""
+    value = cls.value if isinstance(cls, Const) else None
+    if not (isinstance(value, type) and issubclass(value, BaseException)):
+        raise TypeInferenceError(f"raise needs an exception class, got {widen(cls)!r} "
+                                 f"{getattr(value, '__qualname__', '')}".rstrip(),
+                                 hint="raise SomeError('constant message') with a class named in the code")
+    if value.__module__ == "builtins":
+        return value.__name__
+    if "<locals>" in value.__qualname__:
+        raise TypeInferenceError(f"cannot raise {value.__qualname__}: a class defined inside a function",
+                                 hint="define the exception class at module level")
+    return f"{value.__module__}:{value.__qualname__}"
 _MAX_ROUNDS = 64
 
 
@@ -208,6 +225,12 @@ class Interpreter:
         if (fn in _CHECKS and isinstance(args[0], Const) and not args[0].value
                 and isinstance(args[1], Const) and isinstance(args[2], Const)):
             frame.raising[inst] = (args[1].value, args[2].value)  # a check that always fails
+            return BOTTOM
+        if fn == _RAISE and isinstance(args[1], Const):  # a raise statement
+            frame.raising[inst] = (self._located(frame, inst, exception_name, args[0]), args[1].value, True)
+            return BOTTOM
+        if fn == _ASSERT and isinstance(args[0], Const) and not args[0].value and isinstance(args[1], Const):
+            frame.raising[inst] = ("AssertionError", args[1].value, True)  # an assert that always fails
             return BOTTOM
         method = isinstance(fn, T.BoundMethod)
         if method:  # receiver.name(args): call_method(receiver, name, *args)

@@ -49,7 +49,8 @@ class Const:
                 and self.type == other.type and _same(self.value, other.value))
 
     def __hash__(self) -> int:
-        return hash((self.type, id(self.value) if self.type == pyobj else self.value))
+        frozen = self.type == pyobj or isinstance(self.type, T.ArrayType) or _holds_array(self.type)
+        return hash((self.type, id(self.value) if frozen else self.value))
 
     def __repr__(self) -> str:
         if self.type == pyobj:
@@ -68,8 +69,16 @@ def _same(a, b) -> bool:
 INT64_RANGE = range(-(2**63), 2**63)
 
 
+def _holds_array(t) -> bool:
+    return isinstance(t, T.TupleType) and any(isinstance(i, T.ArrayType) or _holds_array(i) for i in t.items)
+
+
 def const_type(value) -> T.Type:
-    """The type of the constant ``value`` (``pyobj`` for compile-time-only objects)."""
+    """The type of the constant ``value`` (``pyobj`` for compile-time-only objects).
+
+    A NumPy array (a module global, say) is frozen: a read-only C-contiguous array
+    of its dtype, its elements compiled in (see ``FunctionCodegen.const``).
+    """
     if isinstance(value, bool):
         return T.boolean
     if isinstance(value, int):
@@ -83,11 +92,24 @@ def const_type(value) -> T.Type:
     if isinstance(value, tuple):
         items = tuple(const_type(v) for v in value)
         return pyobj if pyobj in items else T.TupleType(items)
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) is not None:
+        t = T.typeof(value)
+        if isinstance(t, T.ArrayType):
+            return attrs.evolve(t, layout="C", readonly=True)
     return pyobj
 
 
 def const(value) -> Const:
+    """The constant ``value``; a list (of numbers, tuples, lists) is frozen as a tuple."""
+    if type(value) in (list, tuple):
+        value = _frozen(value)
     return Const(value, const_type(value))
+
+
+def _frozen(value) -> Any:
+    if type(value) in (list, tuple):
+        return tuple(_frozen(v) for v in value)
+    return value
 
 
 def widen(x) -> Any:

@@ -35,6 +35,16 @@ def is_contiguous(shape, strides, dtype) -> bool:
     return True
 
 
+def kernel_argument(value, name: str, function: str) -> tuple:
+    """:func:`~gpucompiler.arguments.argument` for a kernel: tuples and records are refused."""
+    t, v = argument(value, name, function)
+    if isinstance(t, (T.TupleType, T.RecordType)):
+        raise ArgumentTypeError(name, type(value).__name__, function=function,
+                                hint="kernels take scalars and arrays: pass the tuple's or record's fields "
+                                     "as arguments of their own (@jit functions take tuples and records)")
+    return t, v
+
+
 def argument_type(value, name: str = "?", function: str = ""):
     """The frontend type a kernel argument is specialised on."""
     t = SCALAR_TYPES.get(type(value))
@@ -42,7 +52,7 @@ def argument_type(value, name: str = "?", function: str = ""):
         return t
     cai = getattr(value, "__cuda_array_interface__", None)
     if cai is None:
-        return argument(value, name, function)[0]
+        return kernel_argument(value, name, function)[0]
     t = cuda_array_type(cai)
     if t is None or t.ndim == 0:
         raise ArgumentTypeError(name, type(value).__name__, function=function,
@@ -52,4 +62,4 @@ def argument_type(value, name: str = "?", function: str = ""):
     return t
 
 
-__all__ = ["SCALAR_TYPES", "TYPESTR", "argument_type", "cuda_array_type", "is_contiguous"]
+__all__ = ["SCALAR_TYPES", "TYPESTR", "argument_type", "cuda_array_type", "is_contiguous", "kernel_argument"]

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import importlib
 import functools
 import threading
 from typing import Any
@@ -283,9 +284,17 @@ def _raise(exc_name: bytes, message: bytes) -> None:
     """A kernel raised the built-in exception ``exc_name(message)`` (``FunctionCodegen.check``,
     ``raise_now``): record it."""
     if not _errors:
-        exc = getattr(builtins, exc_name.decode(), None)
-        _errors.append((exc if isinstance(exc, type) and issubclass(exc, Exception) else RuntimeError,
+        module, _, name = exc_name.decode().rpartition(":")  # module:qualname of a class not built in
+        exc = getattr(builtins, name, None) if not module else _imported(module, name)
+        _errors.append((exc if isinstance(exc, type) and issubclass(exc, BaseException) else RuntimeError,
                         message.decode(errors="replace")))
+
+
+def _imported(module: str, qualname: str):
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    return obj
 
 
 def _raise_error() -> None:

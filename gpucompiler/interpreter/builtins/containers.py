@@ -149,6 +149,7 @@ def _index_types(index):
 
 
 def _getitem_type(a, index):
+    a = widen(a)  # a frozen array is a constant
     items = _index_types(index)
     if items is None or len(items) > a.ndim:
         return None
@@ -178,9 +179,13 @@ def _array_getitem(cg, args, argtypes, rt, checked=True):
     return view
 
 
-def _setitem_type(a, index, value):
-    if _getitem_type(widen(a), index) != a.dtype or (widen(value).kind == "c" and a.dtype.kind != "c"):
+def _setitem_type(arr, index, value):
+    a = widen(arr)
+    if _getitem_type(a, index) != a.dtype or (widen(value).kind == "c" and a.dtype.kind != "c"):
         return None  # NumPy would drop the imaginary part (ComplexWarning)
+    if isinstance(arr, Const):
+        raise ReadOnlyArrayError("assignment destination is read-only: a global array is frozen into the "
+                                 "compiled code", (a,), hint="pass the array as an argument to write it")
     if a.readonly:
         raise ReadOnlyArrayError("assignment destination is read-only", (a,),
                                  hint="pass a writeable array (a.copy(), or a.flags.writeable = True)")

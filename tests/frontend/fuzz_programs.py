@@ -23,6 +23,10 @@ before it runs, so a crash or a hang is attributed to its program and the
 batch goes on with the next one.
 
     python -m tests.frontend.fuzz_programs --programs 10000 [--seed 0] [--json out.json]
+
+``--family dtypes`` generates programs over NumPy scalars of every integer
+type, float32 and float64 (NumPy 2 is the oracle: promotion, wrap-around)
+and Python complex numbers (CPython is).
 """
 
 from __future__ import annotations
@@ -256,6 +260,185 @@ def generate(seed: int) -> tuple[str, list[tuple]]:
     return src, inputs
 
 
+# -- the dtype family: NumPy scalars of every integer and float type, complex numbers ------------
+
+DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64"]
+
+
+class _DtypeGen:
+    """One program over NumPy scalars (NumPy 2's promotion and wrap-around is the oracle) and
+    Python complex numbers (CPython's): ``f(p_a, p_b, p_c, p_z, p_y, arr)``.
+
+    Only what both sides define alike is generated: divisors that cannot be zero, shift counts
+    in range, no float -> int conversions (C leaves those undefined out of range), no negative
+    literals with unsigned operands (NumPy raises), ``min``/``max`` of one type (CPython keeps the
+    operand's type, compiled code promotes).
+    """
+
+    def __init__(self, rng: random.Random):
+        import numpy as np
+
+        self.np, self.rng = np, rng
+        self.types = {"p_a": rng.choice(DTYPES), "p_b": rng.choice(DTYPES)}
+        self.types["p_c"] = self.types["p_a"]
+        self.types["arr"] = rng.choice(DTYPES)
+        self.fresh = 0
+
+    def _type(self, *parts) -> str:
+        np = self.np
+        return str(np.result_type(*[np.dtype(p) if isinstance(p, str) else p for p in parts]))
+
+    def leaf(self, scope) -> tuple[str, str]:
+        names = [v for v in scope if v != "arr"]
+        if self.rng.random() < 0.75:
+            v = self.rng.choice(names)
+            return v, scope[v]
+        return f"arr[{self.rng.randint(-4, 3)}]", scope["arr"]
+
+    def num(self, scope, d) -> tuple[str, str]:
+        """``(text, dtype)`` of a numeric expression."""
+        rng, np = self.rng, self.np
+        if d <= 0 or rng.random() < 0.2:
+            return self.leaf(scope)
+        a, ta = self.num(scope, d - 1)
+        b, tb = self.num(scope, d - 1)
+        r = rng.random()
+        kind_a, kind_b = np.dtype(ta).kind, np.dtype(tb).kind
+        if r < 0.35:
+            op = rng.choice(["+", "-", "*"])
+            return f"({a} {op} {b})", self._type(ta, tb)
+        if r < 0.45:  # a weak literal, in range of the other operand's type
+            k = rng.randint(0, 9) if kind_a == "u" or rng.random() < 0.5 else -rng.randint(1, 9)
+            op = rng.choice(["+", "-", "*"])
+            return f"({a} {op} {k})", self._type(ta, k)
+        if r < 0.55 and kind_a in "iu" and kind_b in "iu":
+            op = rng.choice(["//", "%"])
+            return f"({a} {op} ({b} | 1))", self._type(ta, tb)
+        if r < 0.62:
+            if kind_b in "iu":
+                return f"({a} / ({b} | 1))", self._type(ta, tb, "float64") if kind_a in "iu" else self._type(ta, tb)
+            return f"({a} / ({b} * {b} + 1))", self._type(ta, tb)
+        if r < 0.70 and kind_a in "iu" and kind_b in "iu" and self._type(ta, tb)[0] in "iu":
+            op = rng.choice(["&", "|", "^"])
+            return f"({a} {op} {b})", self._type(ta, tb)
+        if r < 0.76 and kind_a in "iu" and kind_b in "iu" and self._type(ta, tb)[0] in "iu":
+            op = rng.choice([">>", "<<"])
+            return f"({a} {op} ({b} & 3))", self._type(ta, tb)
+        if r < 0.82:
+            return rng.choice([f"abs({a})", f"(-{a})"]), ta
+        if r < 0.88 and kind_a in "iu":  # conversions from integers (float ones are undefined out of range)
+            t = rng.choice(DTYPES)
+            return f"np.{t}({a})", t
+        c, tc = self.num(scope, d - 1)
+        if r < 0.93 and tc == ta:
+            return f"{rng.choice(['min', 'max'])}({a}, {c})", ta
+        if (np.dtype(tc).kind == "f") != (kind_b == "f"):  # int64 against a float: CPython's exact rule here,
+            c = b  # NumPy's rounding there (a documented difference): compare ints with ints, floats with floats
+        return f"({a} if {c} {rng.choice(['<', '<=', '>', '==', '!='])} {b} else {a} * 2)", self._type(ta, 2)
+
+    def complex_e(self, d) -> str:
+        rng = self.rng
+        if d <= 0 or rng.random() < 0.25:
+            return rng.choice(["p_z", "p_y", "(1.5 - 2j)", "2", "p_z.conjugate()", "complex(p_y, 0.5)"])
+        a, b = self.complex_e(d - 1), self.complex_e(d - 1)
+        r = rng.random()
+        if r < 0.6:
+            return f"({a} {rng.choice(['+', '-', '*', '/'])} {b})"
+        if r < 0.8:
+            return f"complex(abs({a}), ({a}).imag)"
+        return f"complex(({a}).real, -({b}).imag)"
+
+    def program(self) -> str:
+        scope = dict(self.types)
+        lines = []
+        for _ in range(self.rng.randint(2, 5)):
+            r = self.rng.random()
+            if r < 0.55:
+                e, t = self.num(scope, 2)
+                self.fresh += 1
+                v = f"v{self.fresh}"
+                lines.append(f"    {v} = {e}")
+                scope[v] = t
+            elif r < 0.75:  # a loop over the array, accumulating in a typed variable
+                acc = self.rng.choice([v for v in scope if v != "arr"])
+                t = self._type(scope[acc], scope["arr"])
+                lines.append("    for i, v in enumerate(arr):")
+                lines.append(f"        {acc} = {acc} + v * np.{scope['arr']}(i)")
+                scope[acc] = t
+            else:  # a store of a value the array's type holds (NumPy raises on a narrowing store,
+                e, t = self.num(scope, 2)  # compiled code wraps: a documented difference)
+                if self.np.can_cast(t, scope["arr"], "safe"):
+                    lines.append(f"    arr[{self.rng.randint(-4, 3)}] = {e}")
+        e, _ = self.num(scope, 2)
+        lines.append(f"    return ({e}, {self.complex_e(2)})")
+        return "import numpy as np\n\n\ndef f(p_a, p_b, p_c, p_z, p_y, arr):\n" + "\n".join(lines) + "\n"
+
+
+def generate_dtypes(seed: int) -> tuple[str, list[tuple], dict]:
+    """The source of dtype program ``seed``, its inputs ``(a, b, c, z, y, arr values)`` and its types."""
+    import numpy as np
+
+    rng = random.Random(seed)
+    gen = _DtypeGen(rng)
+    src = gen.program()
+    inputs = []
+    for _ in range(3):
+        vals = []
+        for name in ("p_a", "p_b", "p_c"):
+            t = np.dtype(gen.types[name])
+            if t.kind == "f":
+                vals.append(rng.choice([0.5, -2.25, 3.0, 0.0, 1e6, -7.75, 1e-3]))
+            else:
+                info = np.iinfo(t)
+                vals.append(rng.choice([int(info.min), int(info.max), 0, 1, int(info.max) // 3,
+                                        rng.randint(int(info.min), int(info.max))]))
+        t = np.dtype(gen.types["arr"])
+        info = np.iinfo(t) if t.kind != "f" else None
+        arr = [rng.randint(int(info.min), int(info.max)) if info else rng.uniform(-100, 100) for _ in range(4)]
+        z = complex(rng.choice([0.0, 1.5, -2.0, 1e300]), rng.choice([0.0, -0.5, 3.0]))
+        inputs.append((*vals, z, rng.choice([0.0, 2.5, -1.0]), arr))
+    return src, inputs, gen.types
+
+
+def run_dtype_program(seed: int, workdir: str) -> tuple[str, str]:
+    """A dtype program under NumPy scalars and compiled, classified (in this process)."""
+    import warnings
+
+    import numpy as np
+
+    import gpucompiler as gpuc
+
+    src, inputs, types = generate_dtypes(seed)
+    mod = _load(src, os.path.join(workdir, f"fuzz_dtype_{seed}.py"))
+    compiled = gpuc.jit(mod.f)
+    py, jt = [], []
+    for a, b, c, z, y, arr in inputs:
+        args = [np.dtype(types[n]).type(v) for n, v in (("p_a", a), ("p_b", b), ("p_c", c))]
+        ref = np.array(arr, types["arr"])
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            out = _outcome(mod.f, (*args, z, y, ref))
+        py.append((("ok", (_plain(out[1]), ref.tolist())) if out[0] == "ok" else out) + (False,))
+        got_arr = np.array(arr, types["arr"])
+        out = _outcome(compiled, (*args, z, y, got_arr))
+        jt.append(("ok", (out[1], got_arr.tolist())) if out[0] == "ok" else out)
+        if out[0] == "raises" and _is_compile_error(out):
+            break
+    kind, detail = classify(py, jt)
+    if kind == "right":  # the kinds of the values too (int, float, bool, complex)
+        for want, got in zip(py, jt):
+            if want[0] == "ok" and [type(v) for v in want[1][0]] != [type(v) for v in got[1][0]]:
+                return "wrong", f"CPython/NumPy types {want[1][0]!r}, compiled {got[1][0]!r}"
+    return kind, detail
+
+
+def _plain(value):
+    """A NumPy scalar (or a tuple of them) as the Python value compiled code returns."""
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    return value.item() if type(value).__module__ == "numpy" else value
+
+
 # -- the oracle: CPython, noting where its values leave what compiled code can hold -----------------
 
 class _Note(ast.NodeTransformer):
@@ -406,13 +589,14 @@ def _is_compile_error(out) -> bool:
     return isinstance(out[2], GPUCompilerError) or (out[2] is not None and _from_compiler(out[2]))
 
 
-def _child(seeds: list[int], workdir: str) -> None:
+def _child(seeds: list[int], workdir: str, family: str = "python") -> None:
     """Run programs, one JSON line before (``start``) and after (``done``) each."""
     sys.setrecursionlimit(1000)
+    runner = run_dtype_program if family == "dtypes" else run_program
     for seed in seeds:
         print(json.dumps({"start": seed}), flush=True)
         try:
-            kind, detail = run_program(seed, workdir)
+            kind, detail = runner(seed, workdir)
         except Exception as exc:
             kind, detail = "untyped", f"harness: {type(exc).__name__}: {exc}"
         print(json.dumps({"done": seed, "kind": kind, "detail": detail[:300]}), flush=True)
@@ -420,7 +604,7 @@ def _child(seeds: list[int], workdir: str) -> None:
 
 # -- batches in subprocesses (the parent) -------------------------------------------------------
 
-def _run_chunk(chunk: list[int], timeout: float, workdir: str, done, progress) -> dict:
+def _run_chunk(chunk: list[int], timeout: float, workdir: str, done, progress, family: str = "python") -> dict:
     """Run the programs of ``chunk`` in child processes, restarting after a crash or a hang."""
     results: dict[int, tuple[str, str]] = {}
     todo = list(chunk)
@@ -428,7 +612,7 @@ def _run_chunk(chunk: list[int], timeout: float, workdir: str, done, progress) -
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     while todo:
         cmd = [sys.executable, "-c", "import sys, json; from tests.frontend.fuzz_programs import _child; "
-               "_child(json.loads(sys.argv[1]), sys.argv[2])", json.dumps(todo), workdir]
+               "_child(json.loads(sys.argv[1]), sys.argv[2], sys.argv[3])", json.dumps(todo), workdir, family]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                 cwd=root, env=env)
         current, last = None, time.monotonic()
@@ -461,16 +645,17 @@ def _run_chunk(chunk: list[int], timeout: float, workdir: str, done, progress) -
 
 
 def run(seeds: list[int], timeout: float = 20.0, batch: int = 100, progress=None,
-        jobs: int = 1) -> dict[int, tuple[str, str]]:
+        jobs: int = 1, family: str = "python") -> dict[int, tuple[str, str]]:
     """``seed -> (kind, detail)`` for every seed: batches of ``batch`` programs in child
-    processes, ``jobs`` of them at once."""
+    processes, ``jobs`` of them at once. ``family``: ``python`` (CPython's ints and floats) or
+    ``dtypes`` (NumPy's scalar types and complex numbers)."""
     from concurrent.futures import ThreadPoolExecutor
 
     results: dict[int, tuple[str, str]] = {}
     done: list = []
     chunks = [seeds[k:k + batch] for k in range(0, len(seeds), batch)]
     with tempfile.TemporaryDirectory() as workdir, ThreadPoolExecutor(jobs) as pool:
-        for part in pool.map(lambda c: _run_chunk(c, timeout, workdir, done, progress), chunks):
+        for part in pool.map(lambda c: _run_chunk(c, timeout, workdir, done, progress, family), chunks):
             results.update(part)
     return results
 
@@ -487,11 +672,13 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=200)
     ap.add_argument("--timeout", type=float, default=30.0)
     ap.add_argument("--jobs", type=int, default=1, help="batches run at once")
+    ap.add_argument("--family", choices=("python", "dtypes"), default="python",
+                    help="python: ints, floats and math; dtypes: NumPy's int8-uint64, float32 and complex")
     ap.add_argument("--json", default=None, help="write counts and every non-right program here")
     args = ap.parse_args(argv)
     seeds = list(range(args.seed, args.seed + args.programs))
     t0 = time.perf_counter()
-    results = run(seeds, args.timeout, args.batch, jobs=args.jobs,
+    results = run(seeds, args.timeout, args.batch, jobs=args.jobs, family=args.family,
                   progress=lambda n: print(f"\r{n}/{len(seeds)}", end="", file=sys.stderr, flush=True))
     seconds = time.perf_counter() - t0
     counts = table(results)

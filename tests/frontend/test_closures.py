@@ -112,3 +112,12 @@ def test_closures_in_a_kernel_run_on_the_emulation_and_compile_to_ptx(check_ptx)
     padded = np.concatenate([x[:1], x, x[-1:]])
     np.testing.assert_allclose(out, 0.5 * (padded[:-2] + padded[1:-1] + padded[2:]))
     check_ptx(smooth.inspect_ptx(x, out, 0.5))
+
+
+@pytest.mark.gpu
+def test_closures_in_a_kernel_on_the_gpu():
+    x = np.arange(10.0) ** 2
+    out = np.zeros(10)
+    smooth[1, 16](x, out, 0.5)
+    padded = np.concatenate([x[:1], x, x[-1:]])
+    np.testing.assert_allclose(out, 0.5 * (padded[:-2] + padded[1:-1] + padded[2:]))

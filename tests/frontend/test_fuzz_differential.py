@@ -27,3 +27,11 @@ def test_the_classifier_tells_wrong_values_crashes_and_typed_errors_apart():
 
 def test_generation_is_seeded():
     assert F.generate(7) == F.generate(7) and F.generate(7) != F.generate(8)
+
+
+def test_generated_dtype_programs_match_numpy_and_cpython():
+    results = F.run(list(range(80)), timeout=60.0, batch=80, family="dtypes")
+    counts = F.table(results)
+    bad = {s: r for s, r in sorted(results.items()) if r[0] not in ("right", "typed")}
+    assert not bad, f"{counts}: " + "; ".join(f"seed {s}: {k}: {d}" for s, (k, d) in list(bad.items())[:10])
+    assert counts["right"] >= 0.8 * len(results), counts

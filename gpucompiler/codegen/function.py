@@ -21,6 +21,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import types as T
+from ..errors import UnsupportedError
 from ..frontend.ir import Branch, Jump, Return
 from ..interpreter.lattice import BOTTOM, Const, const, pyobj, widen
 from .deferred import lower_deferred
@@ -152,6 +153,10 @@ class FunctionCodegen:
     def print_values(self, items) -> None:
         """``print(*items)`` (``(value, type)`` pairs, ``str`` constants as themselves): CPython's own
         ``print`` on the host, ``vprintf`` on the GPU (pyobjects.py)."""
+        if self.mod.error_slot and not self.target.is_gpu:
+            raise UnsupportedError("print in a function that is differentiated",
+                                   self.frame.where(self.inst) if self.inst is not None else None, self.frame.ir.name,
+                                   "print the values outside the differentiated function (or return them)")
         (print_vprintf if self.target.is_gpu else print_python)(self, items)
 
     def check_statement(self, ok, exc_name, message):

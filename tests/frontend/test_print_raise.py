@@ -110,3 +110,23 @@ def test_kernel_raise_print_on_the_emulation_and_vprintf_in_ptx(capfd, check_ptx
     ptx = guarded.inspect_ptx(x, out)
     assert "vprintf" in ptx and "trap" in ptx
     check_ptx(ptx)
+
+
+def prints_while_differentiated(x):
+    print("x", x)
+    return x * x
+
+
+def test_print_in_a_differentiated_function_is_a_typed_error_and_assert_raises_there():
+    from enzyme_plugin import Active, Reverse, autodiff
+
+    with pytest.raises(UnsupportedError, match="print in a function that is differentiated"):
+        autodiff(Reverse, prints_while_differentiated, Active(2.0))
+
+    def positive(x):
+        assert x > 0, "x must be positive"
+        return x * x
+
+    assert autodiff(Reverse, positive, Active(3.0)) == (6.0,)
+    with pytest.raises(AssertionError, match="x must be positive"):
+        autodiff(Reverse, positive, Active(-3.0))

@@ -117,5 +117,7 @@ class Closures(LoweringState):
     def call_closure(self, node: ast.Call, closure: Closure) -> Value:
         """``g(args)`` of a nested function: the captured locals' values now, then the arguments."""
         fn, captured = closure
+        if node.keywords:
+            self.unsupported(node.keywords[0], "keyword arguments to a nested function", "pass them by position")
         values = [self.expr(ast.copy_location(ast.Name(id=c, ctx=ast.Load()), node)) for c in captured]
         return self.emit(Const(fn), values + [self.expr(a) for a in node.args], node)

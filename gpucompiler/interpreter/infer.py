@@ -67,7 +67,7 @@ _MAX_ROUNDS = 64
 class Frame:
     """The inference state and result of one specialization."""
 
-    __slots__ = ("pyfunc", "argtypes", "ir", "types", "calls", "rettype", "provisional",
+    __slots__ = ("pyfunc", "argtypes", "ir", "types", "calls", "rettype", "returned", "provisional",
                  "recursive", "depth", "low", "edges", "name", "raising")
 
     def __init__(self, pyfunc, argtypes, ir, depth):
@@ -146,6 +146,9 @@ class Interpreter:
 
     def _run(self, frame: Frame) -> None:
         frame.types, frame.calls, frame.edges, frame.rettype = {}, {}, set(), BOTTOM
+        frame.returned = {}
+        """return terminator -> the abstract value it returns now (the return type joins these: a
+        value that rose while a loop's types rose is not joined with its earlier, lower value)"""
         frame.raising = {}
         """instruction or terminator -> (exception name, message) it always raises"""
         for _ in range(_MAX_ROUNDS * 4):
@@ -187,7 +190,11 @@ class Interpreter:
             if isinstance(value, Const) and isinstance(value.value, Undefined):
                 frame.raising[term] = ("NameError", value.value.message)
                 return changed
-            frame.rettype = self._join(frame, frame.rettype, value, term, "the return value")
+            frame.returned[term] = value
+            rettype = BOTTOM
+            for at, returned in frame.returned.items():
+                rettype = self._join(frame, rettype, returned, at, "the return value")
+            frame.rettype = rettype
             return changed
         targets = (term.target,) if not isinstance(term, Branch) else ()
         if isinstance(term, Branch):

@@ -494,6 +494,9 @@ def _same_value(a, b) -> bool:
     if isinstance(a, tuple) or isinstance(b, tuple):
         return (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)
                 and all(_same_value(x, y) for x, y in zip(a, b)))
+    if isinstance(a, complex) or isinstance(b, complex):  # part by part: NaN parts and signed zeros
+        return (isinstance(a, complex) and isinstance(b, complex) and _same_value(a.real, b.real)
+                and _same_value(a.imag, b.imag))
     if isinstance(a, float) and math.isnan(a):
         return isinstance(b, float) and math.isnan(b)
     if isinstance(a, float) or isinstance(b, float):

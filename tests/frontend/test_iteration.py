@@ -121,3 +121,15 @@ def test_a_zero_dimensional_array_is_not_iterable_as_in_numpy():
         over_array(np.array(1.0))
     with pytest.raises(TypeInferenceError, match="no implementation of len"):
         jit(over_array)(np.array(1.0))
+
+
+def test_a_tuple_returned_after_a_loop_that_widens_a_variable_has_the_widened_type():
+    def widened(a, x):
+        s = x  # an int64 that becomes a float64 in the loop
+        for v in a:
+            s = s + v
+        return (s, 1)
+
+    a = np.arange(3.0)
+    got = jit(widened)(a, 2)
+    assert got == widened(a, 2) and isinstance(got[0], float)

@@ -208,3 +208,13 @@ def test_complex_to_real_conversions_are_refused_at_compile_time():
 
     with pytest.raises(TypeInferenceError, match="setitem"):
         store(1j, np.zeros(1))
+
+
+def test_int_of_a_uint64_beyond_int64_raises_instead_of_wrapping():
+    @jit
+    def to_int(u):
+        return int(u) - 1
+
+    assert to_int(np.uint64(2**63 - 1)) == 2**63 - 2
+    with pytest.raises(OverflowError, match="int64"):
+        to_int(np.uint64(2**63))

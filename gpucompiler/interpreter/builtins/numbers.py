@@ -284,6 +284,9 @@ def _not(cg, args, argtypes, rt):
 @base.define(float, Number, restype=T.float64)
 @base.define(int, Number, restype=T.int64)
 def _convert(cg, args, argtypes, rt):
+    if rt == T.int64 and widen(argtypes[0]) == T.uint64:  # Python's int holds it; an int64 may not
+        cg.check(cg.b.icmp_signed(">=", args[0], ir.Constant(args[0].type, 0)), "OverflowError",
+                 "int() of a uint64 of 2**63 or more: compiled code's ints are int64")
     return cg.cast(args[0], widen(argtypes[0]), rt)
 
 

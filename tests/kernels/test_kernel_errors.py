@@ -34,7 +34,7 @@ def recursive(x):
 
 def host_call(x):
     x[0] = 1.0
-    print(x[0])  # host-only
+    x[1] = id(x)  # host-only
 
 
 def allocates(x):

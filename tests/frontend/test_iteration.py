@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from gpucompiler import jit
+from gpucompiler import device as gd, jit, kernel
 from gpucompiler.errors import TypeInferenceError
 
 
@@ -133,3 +133,23 @@ def test_a_tuple_returned_after_a_loop_that_widens_a_variable_has_the_widened_ty
     a = np.arange(3.0)
     got = jit(widened)(a, 2)
     assert got == widened(a, 2) and isinstance(got[0], float)
+
+
+@kernel
+def weighted_rows(m, w, out):
+    i = gd.grid(1)
+    if i < out.shape[0]:
+        s = 0.0
+        for k, (x, y) in enumerate(zip(m[i], w)):
+            s += (k + 1) * x * y
+        for v in (1.0, 2.0):
+            s += v
+        out[i] = s
+
+
+def test_loops_over_iterables_in_a_kernel_on_the_emulation_and_in_ptx(check_ptx):
+    m, w, out = np.arange(12.0).reshape(3, 4), np.array([0.5, -1.0, 2.0]), np.zeros(3)
+    weighted_rows[1, 4, "cpu"](m, w, out)
+    want = [sum((k + 1) * x * y for k, (x, y) in enumerate(zip(m[i], w))) + 3.0 for i in range(3)]
+    np.testing.assert_array_equal(out, want)
+    check_ptx(weighted_rows.inspect_ptx(m, w, out))

@@ -97,9 +97,20 @@ def _user_args(fn, kinds, params):
     return list(params[: sum(2 if k == DUP else 1 for k in kinds)])
 
 
+def _check_arity(fn, kinds, user, args) -> None:
+    """The rule takes every argument with a shadow followed by it: an argument without one at the call
+    (not active there) would shift the rest."""
+    if len(args) != len(user.args):
+        raise unsupported(f"the rule @{user.name} of @{fn.name} takes {len(user.args)} arguments, the call gives "
+                          f"{len(args)}: every array argument of a function with a custom rule needs a shadow at "
+                          "the call (one is constant there); pass it with Duplicated or call a copy of the "
+                          "function without the rule", None, fn)
+
+
 def gen_forward(engine, fn, kinds, new, user):
     b = Builder(new.append_block("entry"))
     args = _user_args(fn, kinds, new.args)
+    _check_arity(fn, kinds, user, args)
     out = b.call(user, args)
     rt = fn.return_type
     if rt is T.void:
@@ -149,6 +160,7 @@ def gen_split(engine, fn, kinds, aug, rev, user_aug, user_rev):
                           f"supported: its shadow cannot be returned", None, fn)
     b = Builder(aug.append_block("entry"))
     args = _user_args(fn, kinds, aug.args)
+    _check_arity(fn, kinds, user_aug, args)
     tape = aug.args[-1]
     out = b.call(user_aug, args)
     t, prim = _augment_results(b, out, fn.return_type)

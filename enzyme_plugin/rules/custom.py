@@ -18,10 +18,18 @@ The rules apply only inside differentiated code (the nested jobs of
 stays a call (the plugin marks ``clip`` noinline until AD is done, see
 :mod:`enzyme_plugin.passes.noinline`) and the engine uses the rules through
 Enzyme's ``__enzyme_register_gradient_*`` / ``__enzyme_register_derivative_*``
-globals. Conventions, for ``f(x1, ..., xn)`` of float scalars returning a float:
+globals. Conventions, for ``f(x1, ..., xn)`` of float scalars and float arrays returning a
+float (or nothing, when it has array arguments):
 
-* ``forward(x1, dx1, ..., xn, dxn) -> df``
-* ``reverse(x1, ..., xn, dret) -> (dx1, ..., dxn)``
+* ``forward(x1, dx1, ..., xn, dxn) -> df``: every argument followed by its tangent (an array's
+  tangent is its shadow array, into which the tangents of what ``f`` writes go);
+* ``reverse(x1, ..., xn, dret) -> (dx1, ...)``: every array argument followed by its shadow (the
+  rule adds the array's adjoint into it), ``dret`` only when ``f`` returns a float; returns the
+  adjoints of the float scalar arguments, in order (``()`` when there are none).
+
+Array arguments are passed to the engine as (data pointer, shape, strides), the data pointer
+with its shadow (:mod:`enzyme_plugin.passes.lower`'s convention): the call goes to a flat
+wrapper of ``f`` and the rules get flat wrappers that rebuild the arrays.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ import attrs
 from llvmlite import ir
 
 from gpucompiler import types as T
-from gpucompiler.codegen import PTR
+from gpucompiler.codegen import PTR, ll
 from gpucompiler.errors import TypeInferenceError
 from gpucompiler.interpreter import BOTTOM, CallResult, widen
 
@@ -72,13 +80,18 @@ def custom_rule(fn=None, *, forward=None, reverse=None):
     return register if fn is None else register(fn)
 
 
+def _is_float(t) -> bool:
+    return isinstance(t, T.Scalar) and t.kind == "f"
+
+
 def _check_float(fn, argtypes):
     for t in argtypes:
         w = widen(t)
-        if not (isinstance(w, T.Scalar) and w.kind == "f"):
-            raise TypeInferenceError(f"custom rule of {fn.__qualname__}: arguments must be float scalars, got "
-                                     f"{w!r}", tuple(map(widen, argtypes)),
-                                     hint="custom rules cover functions of float scalars")
+        if not (_is_float(w) or (isinstance(w, T.ArrayType) and w.dtype.kind == "f")):
+            raise TypeInferenceError(f"custom rule of {fn.__qualname__}: arguments must be float scalars or float "
+                                     f"arrays, got {w!r}", tuple(map(widen, argtypes)),
+                                     hint="custom rules cover functions of float scalars and float arrays; pass "
+                                          "integers through a closure-free helper without a rule")
 
 
 def _register_global(cg, kind: str, fn_ll, fns) -> None:
@@ -104,8 +117,8 @@ def _augment(cg, fn_ll):
 @nested_rules.handler
 def _custom(interp, fn, args):
     rule = RULES.get(fn) if isinstance(fn, pytypes.FunctionType) else None
-    if rule is None:
-        return None
+    if rule is None or any(fr.pyfunc in (rule.forward, rule.reverse) for fr in interp.stack):
+        return None  # no rule, or a call of f inside its own rules (for the primal): compiled as usual
     argtypes = [widen(a) for a in args]
     _check_float(fn, argtypes)
     frame = interp.infer(fn, list(argtypes))
@@ -113,27 +126,120 @@ def _custom(interp, fn, args):
     if ret is BOTTOM:
         return CallResult(BOTTOM)
     ret = widen(ret)
-    if not (isinstance(ret, T.Scalar) and ret.kind == "f"):
-        raise TypeInferenceError(f"custom rule of {fn.__qualname__}: the function must return a float, got "
-                                 f"{ret!r}", (ret,))
+    arrays = [isinstance(t, T.ArrayType) for t in argtypes]
+    if not (_is_float(ret) or (any(arrays) and ret == T.none)):
+        raise TypeInferenceError(f"custom rule of {fn.__qualname__}: the function must return a float"
+                                 f"{' (or nothing)' if any(arrays) else ''}, got {ret!r}", (ret,))
     fwd = rev = None
     if rule.forward is not None:
         fwd = interp.infer(rule.forward, [t for a in argtypes for t in (a, a)])
         _expect(rule.forward, widen(fwd.rettype), ret)
     if rule.reverse is not None:
-        rev = interp.infer(rule.reverse, [*argtypes, ret])
-        _expect(rule.reverse, widen(rev.rettype), T.TupleType(tuple(argtypes)))
+        rev_args = [t for a, arr in zip(argtypes, arrays) for t in ((a, a) if arr else (a,))]
+        rev = interp.infer(rule.reverse, rev_args + ([ret] if _is_float(ret) else []))
+        _expect(rule.reverse, widen(rev.rettype), T.TupleType(tuple(a for a, arr in zip(argtypes, arrays)
+                                                                    if not arr)))
 
     def lower(cg, values, ats, rt):
         f_ll = cg.mod.function_for(frame, plain=True)  # signatures fixed by Enzyme's convention
+        vals = [cg.cast(v, widen(a), t) for v, a, t in zip(values, ats, argtypes)]
+        if any(arrays):
+            return _lower_flat(cg, f_ll, argtypes, ret, vals, fwd, rev)
         if fwd is not None:
             _register_global(cg, "derivative", f_ll, [f_ll, cg.mod.function_for(fwd, plain=True)])
         if rev is not None:
             _register_global(cg, "gradient", f_ll, [f_ll, _augment(cg, f_ll), cg.mod.function_for(rev, plain=True)])
-        vals = [cg.cast(v, widen(a), t) for v, a, t in zip(values, ats, argtypes)]
         return cg.b.call(f_ll, vals)
 
     return CallResult(ret, lower)
+
+
+_I64 = ir.IntType(64)
+
+
+def _flat_types(t, shadow: bool) -> list:
+    """The parameters of argument type ``t`` flattened: an array's data pointer (and its shadow's), then
+    its shape and strides; a scalar itself (and its tangent)."""
+    if isinstance(t, T.ArrayType):
+        return [PTR] * (2 if shadow else 1) + [_I64] * (2 * t.ndim)
+    return [ll(t)] * (2 if shadow else 1)
+
+
+def _array(b, t, data, dims):
+    """The array struct of type ``t`` from its data pointer and ``shape + strides``."""
+    agg = b.insert_value(ir.Constant(ll(t), ir.Undefined), data, 0)
+    for k, d in enumerate(dims):
+        agg = b.insert_value(agg, d, [1 + k // t.ndim, k % t.ndim])
+    return agg
+
+
+def _unflatten(b, argtypes, params, shadows, shadowed_scalars: bool) -> list:
+    """The arguments rebuilt from flat ``params``: each array (and, with ``shadows``, its shadow array
+    sharing its shape), each scalar (and, with ``shadowed_scalars``, its tangent)."""
+    it = iter(params)
+    out = []
+    for t in argtypes:
+        if isinstance(t, T.ArrayType):
+            data = next(it)
+            sdata = next(it) if shadows else None
+            dims = [next(it) for _ in range(2 * t.ndim)]
+            out.append(_array(b, t, data, dims))
+            if sdata is not None:
+                out.append(_array(b, t, sdata, dims))
+        else:
+            out.append(next(it))
+            if shadowed_scalars:
+                out.append(next(it))
+    return out
+
+
+def _flat_function(cg, name, params, ret, target, argtypes, shadows, shadowed_scalars, extra=0):
+    """``name(params...)`` calling ``target`` on the arguments rebuilt from them (+ ``extra`` trailing
+    parameters passed as they are); ``target`` None: an empty body."""
+    mod = cg.mod.module
+    fn = mod.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(mod, ir.FunctionType(ret, params), name=name)
+    fn.linkage = "internal"
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    if target is None:
+        b.ret_void()
+        return fn
+    args = list(fn.args)
+    vals = _unflatten(b, argtypes, args[:len(args) - extra], shadows, shadowed_scalars) + args[len(args) - extra:]
+    out = b.call(target, vals)
+    b.ret_void() if isinstance(ret, ir.VoidType) else b.ret(out)
+    return fn
+
+
+def _lower_flat(cg, f_ll, argtypes, ret, vals, fwd, rev):
+    """A call of a custom-rule function with array arguments: through ``<f>.flat`` (arrays flattened),
+    whose rules are flat wrappers of the user's rules (see the module docstring)."""
+    rty = ll(ret) if _is_float(ret) else ir.VoidType()
+    flat = _flat_function(cg, f"{f_ll.name}.flat", [p for t in argtypes for p in _flat_types(t, False)], rty,
+                          f_ll, argtypes, False, False)
+    if fwd is not None:
+        params = [p for t in argtypes for p in _flat_types(t, True)]
+        user = cg.mod.function_for(fwd, plain=True)
+        _register_global(cg, "derivative", flat, [flat, _flat_function(cg, f"{flat.name}.forward", params, rty, user,
+                                                                       argtypes, True, True)])
+    if rev is not None:
+        params = [p for t in argtypes for p in _flat_types(t, isinstance(t, T.ArrayType))]
+        user = cg.mod.function_for(rev, plain=True)
+        dret = [rty] if _is_float(ret) else []
+        reverse = _flat_function(cg, f"{flat.name}.reverse", params + dret, user.function_type.return_type, user,
+                                 argtypes, True, False, extra=len(dret))
+        augment = _flat_function(cg, f"{flat.name}.augment", params, ir.VoidType(), None, argtypes, True, False)
+        _register_global(cg, "gradient", flat, [flat, augment, reverse])
+    args = []
+    for v, t in zip(vals, argtypes):
+        if isinstance(t, T.ArrayType):
+            args.append(cg.b.extract_value(v, 0))
+            args += [cg.b.extract_value(v, [f, k]) for f in (1, 2) for k in range(t.ndim)]
+        else:
+            args.append(v)
+    return cg.b.call(flat, args)
 
 
 def _expect(rule_fn, got, want) -> None:

@@ -14,7 +14,7 @@ is the engine on any LLVM IR that calls ``__enzyme_autodiff`` /
 
 from .ad import ADError, differentiate
 from .api import (Active, BatchDuplicated, BatchDuplicatedNoNeed, Const, Duplicated, DuplicatedNoNeed, Forward, ForwardWithPrimal, Mode, Reverse,
-                  ReverseSplit, ReverseWithPrimal, autodiff, autodiff_thunk)
+                  ReverseSplit, ReverseWithPrimal, autodiff, autodiff_thunk, set_runtime_activity)
 from .derivatives import gradient, hvp, jacobian
 from .split import Tape, TapeError
 from .launches import KernelGradientError, LaunchTape, LaunchTapeError, register_gradient
@@ -24,4 +24,4 @@ __version__ = "0.1.0"
 __all__ = ["ADError", "Active", "BatchDuplicated", "BatchDuplicatedNoNeed", "Const", "Duplicated", "DuplicatedNoNeed", "Forward", "ForwardWithPrimal", "Mode",
            "Reverse", "ReverseSplit", "ReverseWithPrimal", "Tape", "TapeError", "autodiff", "autodiff_thunk",
            "custom_rule", "differentiate", "gradient", "hvp", "jacobian", "KernelGradientError", "LaunchTape",
-           "LaunchTapeError", "register_gradient"]
+           "LaunchTapeError", "register_gradient", "set_runtime_activity"]

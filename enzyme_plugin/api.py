@@ -54,6 +54,8 @@ class Activity(enum.Enum):
     """The split-mode tape holder: internal, never a user's annotation."""
     WIDTH = 5
     """The batch width of a call with ``BatchDuplicated`` arguments: internal, never a user's annotation."""
+    RUNTIME_ACTIVITY = 6
+    """A call in a mode with runtime activity (:func:`set_runtime_activity`): internal."""
 
     @property
     def duplicated(self) -> bool:
@@ -67,7 +69,8 @@ class Activity(enum.Enum):
 
 
 _MARKERS = {Activity.CONST: "enzyme_const", Activity.ACTIVE: "enzyme_out", Activity.DUP: "enzyme_dup",
-            Activity.DUPNONEED: "enzyme_dupnoneed", Activity.TAPE: "enzyme_tape", Activity.WIDTH: "enzyme_width"}
+            Activity.DUPNONEED: "enzyme_dupnoneed", Activity.TAPE: "enzyme_tape", Activity.WIDTH: "enzyme_width",
+            Activity.RUNTIME_ACTIVITY: "enzyme_runtime_activity"}
 
 
 @attrs.frozen
@@ -91,6 +94,37 @@ ForwardWithPrimal = Mode("ForwardWithPrimal")
 WITH_PRIMAL = {ReverseWithPrimal: Reverse, ForwardWithPrimal: Forward}
 ReverseSplit = Mode("ReverseSplit")
 """Split reverse mode, from plain Python only: see :func:`enzyme_plugin.split.autodiff_thunk`."""
+
+
+@attrs.frozen
+class RuntimeActivity:
+    """A mode with Enzyme's runtime activity (made by :func:`set_runtime_activity`)."""
+
+    mode: Mode
+
+    def __repr__(self) -> str:
+        return f"set_runtime_activity({self.mode!r})"
+
+
+_RUNTIME = {m: RuntimeActivity(m) for m in (Reverse, Forward, ReverseWithPrimal, ForwardWithPrimal)}
+"""One object per mode with runtime activity (compiled code compares constant modes by identity)."""
+
+
+def set_runtime_activity(mode, on: bool = True):
+    """``mode`` with Enzyme's runtime activity: an active value stored into memory that has no shadow (a
+    ``Const`` array, or memory derived from one) loses its derivative there, instead of raising ``ADError``.
+
+    As in Enzyme.jl, the derivatives that flow through such memory are dropped: use it when that memory
+    is meant to be constant (a scratch buffer the result does not depend on through its contents)."""
+    base, _ = mode_options(mode)
+    if base not in _RUNTIME:
+        raise ArgumentTypeError("mode", type(mode), function="set_runtime_activity", hint="pass Reverse or Forward")
+    return _RUNTIME[base] if on else base
+
+
+def mode_options(mode) -> tuple:
+    """``(mode, runtime activity)`` of a mode or of a mode with options."""
+    return (mode.mode, True) if isinstance(mode, RuntimeActivity) else (mode, False)
 
 
 class Annotation:
@@ -213,6 +247,7 @@ def autodiff(mode: Mode, f, *args):
         a, da = np.array([3.0]), np.zeros(1)
         (dx,) = autodiff(Reverse, f, Active(2.0), Duplicated(a, da))   # dx == 9.0, da == [12.0]
     """
+    mode, runtime_activity = mode_options(mode)
     if not isinstance(mode, Mode) or mode not in (Reverse, Forward, *WITH_PRIMAL):
         raise ArgumentTypeError("mode", type(mode), function="autodiff",
                                 hint="pass Reverse, Forward, ReverseWithPrimal or ForwardWithPrimal "
@@ -232,7 +267,7 @@ def autodiff(mode: Mode, f, *args):
     if mode in WITH_PRIMAL:
         mode = WITH_PRIMAL[mode]
         primal = (primal_value(f, ann),)
-    entry = _entry(mode, f, tuple((type(a).__name__, tuple(_spec(v) for v in a.values())) for a in ann))
+    entry = _entry(set_runtime_activity(mode, runtime_activity), f, tuple((type(a).__name__, tuple(_spec(v) for v in a.values())) for a in ann))
     flat = [leaf for a in ann for v in a.values() for leaf in _leaves(v)]
     derivs = entry(*flat)
     if mode is Reverse:
@@ -320,7 +355,7 @@ def primal_value(f, ann):
 
 
 @functools.lru_cache(maxsize=256)
-def _entry(mode: Mode | None, f, kinds: tuple[tuple[str, tuple], ...]):
+def _entry(mode, f, kinds: tuple[tuple[str, tuple], ...]):
     """A jit-compiled entry ``(flattened values) -> autodiff(mode, f, activities...)`` (``mode`` None:
     ``f(values...)``, the primal); ``kinds``: per argument, the activity's class name and the nesting
     (:func:`_spec`) of each value it holds: tuples are passed as their leaves and rebuilt."""
@@ -342,7 +377,7 @@ def _entry(mode: Mode | None, f, kinds: tuple[tuple[str, tuple], ...]):
     src = (f"def autodiff_entry({', '.join(params)}):\n"
            f"    return {call}{', '.join(wrapped)})\n")
     shown = " ".join(kind if len(specs) <= 2 else f"{kind}{len(specs) - 1}" for kind, specs in kinds)
-    filename = f"<enzyme_plugin.autodiff {mode.name if mode else 'primal'} {f.__module__}.{f.__qualname__} {shown}>"
+    filename = f"<enzyme_plugin.autodiff {mode!r} {f.__module__}.{f.__qualname__} {shown}>"
     # source for the frontend; no mtime (None), so linecache.checkcache keeps the entry
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # pyright: ignore[reportArgumentType]
     namespace = {"autodiff": autodiff, "MODE": mode, "F": f, **ACTIVITIES}
@@ -363,9 +398,9 @@ def autodiff_thunk(mode: Mode, f, *activities):
 
 
 # calls of these in @jit functions and kernels enable the plugin (gpucompiler.errors.PluginRequiredError)
-for _owned in (Annotation, autodiff, autodiff_thunk):
+for _owned in (Annotation, autodiff, autodiff_thunk, set_runtime_activity):
     setattr(_owned, PLUGIN_ATTRIBUTE, "enzyme")
 
 __all__ = ["Mode", "Reverse", "Forward", "ReverseWithPrimal", "ForwardWithPrimal", "ReverseSplit", "Annotation", "Const", "Active", "Duplicated",
            "DuplicatedNoNeed", "BatchDuplicated", "BatchDuplicatedNoNeed", "autodiff", "autodiff_thunk",
-           "caller_location"]
+           "caller_location", "set_runtime_activity", "RuntimeActivity", "mode_options"]

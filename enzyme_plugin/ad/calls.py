@@ -11,7 +11,7 @@ from gpucompiler.llvm import types as T
 
 from .analysis import CONST, DUP, OUT, ArgKind, callee_name, memory_type
 from .emit import zero
-from . import gpu, stack
+from . import gpu, memory, stack
 from .errors import unsupported
 from .rules import MATH_FORWARD, MATH_REVERSE, derived_forward, math_name
 
@@ -169,8 +169,9 @@ def forward(s, inst):
     if kind in ("memcpy", "memset"):
         dst = inst.args[0]
         if dst not in act.shadowed:
-            if kind == "memcpy" and inst.args[1] in act.shadowed:
-                raise unsupported("copy from active memory into memory without shadow", inst, s.fn)
+            if kind == "memcpy" and inst.args[1] in act.shadowed and not s.engine.runtime_activity:
+                raise unsupported("copy from active memory into memory without shadow" + memory.RUNTIME_ACTIVITY,
+                                  inst, s.fn)
             return
         mt = copied_type(s, inst, kind)
         if not s.tangents and mt is not None and mt.kind == "float":

@@ -38,6 +38,10 @@ class Engine:
         self.function_like = custom.function_like(module)
         self.globals = GlobalShadows(module)
         self._global_operands: dict = {}
+        #: Enzyme's runtime activity for the derivatives requested now (per marker call, inherited by the
+        #: derivatives of its callees): an active value stored into memory without a shadow loses its
+        #: derivative there instead of raising ADError
+        self.runtime_activity = False
 
     # -- helpers and analyses ---------------------------------------------------
     def helper(self, key: str) -> Function:
@@ -94,6 +98,18 @@ class Engine:
             n += 1
             name = f"{base}.{n}"
         return name
+
+    def _queue(self, gen) -> None:
+        """Generate a derivative body later, with the runtime-activity setting of now."""
+        ra = self.runtime_activity
+
+        def run() -> None:
+            saved, self.runtime_activity = self.runtime_activity, ra
+            try:
+                gen()
+            finally:
+                self.runtime_activity = saved
+        self._work.append(run)
 
     def run(self) -> None:
         """Generate every pending derivative body."""
@@ -164,7 +180,7 @@ class Engine:
     def forward_fn(self, fn, kinds, width: int = 1) -> Function:
         """``fwd(args, tangents of dup args) -> {ret, dret}`` (float return) or ``ret``; in a batch of
         ``width`` > 1 every dup argument takes ``width`` tangents and ``dret`` is a struct of ``width``."""
-        key = ("fwd", fn.name, tuple(kinds), width)
+        key = ("fwd", fn.name, tuple(kinds), width, self.runtime_activity)
         if key in self._fns:
             return self._fns[key]
         if fn.is_declaration:
@@ -177,9 +193,9 @@ class Engine:
         self._fns[key] = new
         user = self.custom_derivatives.get(fn.name)
         if user is not None:
-            self._work.append(lambda: custom.gen_forward(self, fn, kinds, new, user))
+            self._queue(lambda: custom.gen_forward(self, fn, kinds, new, user))
         else:
-            self._work.append(lambda: self._gen_forward(fn, kinds, new, roles))
+            self._queue(lambda: self._gen_forward(fn, kinds, new, roles))
         return new
 
     def _gen_forward(self, fn, kinds, new, roles):
@@ -265,7 +281,7 @@ class Engine:
     # -- reverse mode -------------------------------------------------------------
     def split_fns(self, fn, kinds):
         """``aug(args, shadows, tape) -> ret`` and ``rev(args, shadows, [dret], tape) -> {adjoints}``."""
-        key = ("split", fn.name, tuple(kinds))
+        key = ("split", fn.name, tuple(kinds), self.runtime_activity)
         if key in self._fns:
             return self._fns[key]
         if fn.is_declaration:
@@ -280,9 +296,9 @@ class Engine:
         self._fns[key] = (aug, rev)
         user = self.custom_gradients.get(fn.name)
         if user is not None:
-            self._work.append(lambda: custom.gen_split(self, fn, kinds, aug, rev, *user))
+            self._queue(lambda: custom.gen_split(self, fn, kinds, aug, rev, *user))
             return aug, rev
-        self._work.append(lambda: self._gen_split(fn, kinds, aug, roles, rev, rroles))
+        self._queue(lambda: self._gen_split(fn, kinds, aug, roles, rev, rroles))
         return aug, rev
 
     def _gen_split(self, fn, kinds, aug, roles, rev, rroles):
@@ -305,7 +321,7 @@ class Engine:
         """``diffe(args, shadows) -> {adjoints of out args}``, the return seeded with 1; in a batch of
         ``width`` > 1 every dup argument takes ``width`` shadows, every return lane is seeded with 1 and
         every adjoint is a struct of ``width``."""
-        key = ("combined", fn.name, tuple(kinds), width)
+        key = ("combined", fn.name, tuple(kinds), width, self.runtime_activity)
         if key in self._fns:
             return self._fns[key]
         if fn.is_declaration:
@@ -316,9 +332,9 @@ class Engine:
         new = self._new(self._name("diffe" if width == 1 else f"diffe{width}", fn, kinds), adj or T.void, types)
         self._fns[key] = new
         if fn.name in self.custom_gradients:
-            self._work.append(lambda: self._gen_combined_from_rule(fn, kinds, new))
+            self._queue(lambda: self._gen_combined_from_rule(fn, kinds, new))
         else:
-            self._work.append(lambda: self._gen_combined(fn, kinds, new, roles))
+            self._queue(lambda: self._gen_combined(fn, kinds, new, roles))
         return new
 
     def _gen_combined_from_rule(self, fn, kinds, new):

@@ -29,7 +29,7 @@ from .errors import unsupported
 
 MODES = (("__enzyme_autodiff", "reverse"), ("__enzyme_fwddiff", "forward"),
          ("__enzyme_augmentfwd", "augment"), ("__enzyme_reverse", "split_reverse"))
-MARKERS = ("enzyme_dupnoneed", "enzyme_dup", "enzyme_const_return", "enzyme_const", "enzyme_out",
+MARKERS = ("enzyme_runtime_activity", "enzyme_dupnoneed", "enzyme_dup", "enzyme_const_return", "enzyme_const", "enzyme_out",
            "enzyme_allocated", "enzyme_tape", "enzyme_width", "enzyme_vector", "enzyme_scalar", "enzyme_context",
            "enzyme_nofree", "enzyme_primal_return", "enzyme_noret")
 _MDSTR = re.compile(r'!"([^"]*)"')
@@ -77,7 +77,7 @@ def call_items(inst) -> list:
 
 
 #: markers that take one value and say something about the call, not about an argument
-_EXTRA = ("enzyme_allocated", "enzyme_tape", "enzyme_width")
+_EXTRA = ("enzyme_allocated", "enzyme_tape", "enzyme_width", "enzyme_runtime_activity")
 #: markers of Enzyme's interface the engine does not implement
 _UNSUPPORTED_MARKERS = ("enzyme_vector", "enzyme_scalar", "enzyme_context", "enzyme_nofree",
                         "enzyme_primal_return", "enzyme_const_return", "enzyme_noret")
@@ -278,6 +278,8 @@ def differentiate_module(module, sites=None, options: EngineOptions = EngineOpti
         if mode != "split_reverse":
             engine.globals.zero_before(b, f)
         width = width_of(extras, inst)
+        ra = extras.get("enzyme_runtime_activity")
+        engine.runtime_activity = ra is not None and getattr(ra, "value", 1) != 0
         if width > 1 and mode in ("augment", "split_reverse"):
             raise unsupported("batch mode (enzyme_width) in split mode (__enzyme_augmentfwd / __enzyme_reverse)",
                               inst)

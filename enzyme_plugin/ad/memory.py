@@ -70,7 +70,10 @@ def fwd_store(s, inst):
     v, p = inst.value_operand, inst.pointer_operand
     has = p in s.act.shadowed
     if v in s.act.active and not has:
-        raise unsupported("active value stored into memory that has no shadow" + _origin(p), inst, s.fn)
+        if s.engine.runtime_activity:  # Enzyme's runtime activity: the derivative through this memory is dropped
+            return
+        raise unsupported("active value stored into memory that has no shadow" + _origin(p) + RUNTIME_ACTIVITY,
+                          inst, s.fn)
     if not has:
         return
     t = v.type
@@ -92,6 +95,11 @@ def fwd_store(s, inst):
         s.b.store(zero(t), sp, align=_align(inst))
         return
     raise unsupported(f"store of {t} into active memory", inst, s.fn)
+
+
+RUNTIME_ACTIVITY = ("; if that memory is meant to be constant (a Const argument or memory derived from one), "
+                    "ask for runtime activity: autodiff(set_runtime_activity(Reverse), ...) drops the "
+                    "derivatives that flow through memory without a shadow, as Enzyme's runtime activity does")
 
 
 def _zero_aggregate(v) -> bool:

@@ -163,6 +163,9 @@ def lower_call(model, call) -> None:
         args += [_marker_global(model, "enzyme_allocated"), constant(T.i64, "8"),
                  _marker_global(model, "enzyme_tape"), _flatten(b, rest[1])[0]]
         i = 2
+    if i < len(rest) and _activity(rest[i], call) is Activity.RUNTIME_ACTIVITY:
+        args += [_marker_global(model, "enzyme_runtime_activity"), constant(T.i64, "1")]
+        i += 2
     width = 1
     if i < len(rest) and _activity(rest[i], call) is Activity.WIDTH:  # a batch: enzyme_width N
         width = _int_const(rest[i + 1], "the batch width", call)

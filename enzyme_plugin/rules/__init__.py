@@ -153,15 +153,17 @@ def width(acts) -> int:
     return max((len(a.items) - 1 for a in acts if a.kind.duplicated), default=1)
 
 
-def _mode_of(v) -> api.Mode:
-    if isinstance(v, Const) and isinstance(v.value, api.Mode):
-        if v.value is api.ReverseSplit:
+def _mode_of(v):
+    """The mode of an ``autodiff`` call (options such as runtime activity kept)."""
+    if isinstance(v, Const) and isinstance(v.value, (api.Mode, api.RuntimeActivity)):
+        mode, _ = api.mode_options(v.value)
+        if mode is api.ReverseSplit:
             raise TypeInferenceError(f"autodiff: {SPLIT_ONLY_FROM_PYTHON}",
                                      hint="use autodiff(Reverse, ...) in compiled code")
-        if v.value in api.WITH_PRIMAL:
-            raise TypeInferenceError(f"autodiff: {v.value.name} is available from plain Python only, not inside "
+        if mode in api.WITH_PRIMAL:
+            raise TypeInferenceError(f"autodiff: {mode.name} is available from plain Python only, not inside "
                                      "@jit functions or kernels (for now)",
-                                     hint=f"use autodiff({api.WITH_PRIMAL[v.value].name}, ...) and call f "
+                                     hint=f"use autodiff({api.WITH_PRIMAL[mode].name}, ...) and call f "
                                           "for the primal")
         return v.value
     raise TypeInferenceError(f"autodiff: the mode must be Reverse or Forward, got {widen(v)!r}",
@@ -262,6 +264,17 @@ def _check_not_differentiating_itself(interp, f, meta) -> None:
 
 
 @rules.handler
+def _set_runtime_activity(interp, fn, args):
+    """``set_runtime_activity(Reverse)`` in compiled code: a compile-time mode."""
+    if fn is not api.set_runtime_activity:
+        return None
+    if len(args) == 1 and isinstance(args[0], Const) and isinstance(args[0].value, (api.Mode, api.RuntimeActivity)):
+        return CallResult(Const(api.set_runtime_activity(args[0].value), pyobj), lambda *_: None)
+    raise TypeInferenceError("set_runtime_activity takes a mode known at compile time",
+                             hint="set_runtime_activity(Reverse) or set_runtime_activity(Forward)")
+
+
+@rules.handler
 def _autodiff(interp, fn, args):
     if fn is api.autodiff_thunk or fn is split_api.autodiff_thunk:
         raise TypeInferenceError(f"autodiff_thunk: {SPLIT_ONLY_FROM_PYTHON}",
@@ -272,7 +285,7 @@ def _autodiff(interp, fn, args):
         got = repr(args[1]) if len(args) > 1 else "nothing"
         raise TypeInferenceError(f"autodiff needs a Python function as second argument, got {got}",
                                  hint="pass a module-level function: autodiff(Reverse, f, Active(x))")
-    mode = _mode_of(args[0])
+    mode, runtime_activity = api.mode_options(_mode_of(args[0]))
     f = args[1].value
     split = mode.name in ("Augment", "SplitReverse")
     if split:  # autodiff(<half>, f, tape holder, activities...): both halves share one nested job
@@ -294,8 +307,10 @@ def _autodiff(interp, fn, args):
         from .lowering import emit_autodiff
 
         if split:
-            return emit_autodiff(cg, job, mode, acts, wrapped, values[3:], restype, tape=values[2], fn=f)
-        return emit_autodiff(cg, job, mode, acts, wrapped, values[2:], restype, fn=f)
+            return emit_autodiff(cg, job, mode, acts, wrapped, values[3:], restype, tape=values[2], fn=f,
+                                 runtime_activity=runtime_activity)
+        return emit_autodiff(cg, job, mode, acts, wrapped, values[2:], restype, fn=f,
+                             runtime_activity=runtime_activity)
 
     return CallResult(restype, lower)
 

@@ -4,7 +4,7 @@
 from plain Python, inside ``@jit(plugins=("enzyme",))`` functions and inside
 ``@kernel(plugins=("enzyme",))`` GPU kernels (docs/autodiff.md).
 ``autodiff_thunk(ReverseSplit, f, ...)`` splits reverse mode into a forward
-and a reverse pass sharing a tape (plain Python only). ``gradient``, ``jacobian`` and ``hvp`` are conveniences over it
+and a reverse pass sharing a tape (thunks made in Python, called from Python, @jit functions and kernels). ``gradient``, ``jacobian`` and ``hvp`` are conveniences over it
 (:mod:`enzyme_plugin.derivatives`). ``custom_rule`` gives
 a function its own derivative. ``LaunchTape`` differentiates host code that launches kernels
 (:mod:`enzyme_plugin.launches`). ``differentiate(ir_text)``

@@ -93,7 +93,7 @@ ForwardWithPrimal = Mode("ForwardWithPrimal")
 """As :data:`Forward`, returning ``(df, primal)`` (plain Python only, for now)."""
 WITH_PRIMAL = {ReverseWithPrimal: Reverse, ForwardWithPrimal: Forward}
 ReverseSplit = Mode("ReverseSplit")
-"""Split reverse mode, from plain Python only: see :func:`enzyme_plugin.split.autodiff_thunk`."""
+"""Split reverse mode: see :func:`enzyme_plugin.split.autodiff_thunk`."""
 
 
 @attrs.frozen
@@ -391,7 +391,8 @@ def _example(spec):
 
 
 def autodiff_thunk(mode: Mode, f, *activities):
-    """Split mode: ``fwd, rev = autodiff_thunk(ReverseSplit, f, Active, Duplicated, ...)`` (plain Python only)."""
+    """Split mode: ``fwd, rev = autodiff_thunk(ReverseSplit, f, Active, Duplicated, ...)``, made in Python; the
+    thunks are called from Python, ``@jit`` functions and kernels (:mod:`enzyme_plugin.rules.thunks`)."""
     from .split import autodiff_thunk as thunk
 
     return thunk(mode, f, *activities)

@@ -23,8 +23,8 @@ augmented sweep stores into a small holder array; the reverse sweep frees it.
 A tape is consumed by its first ``rev``: a second use raises
 :class:`TapeError`. A tape never reversed is freed by its finaliser, which
 runs the reverse sweep with a zero seed into scratch shadows.
-Inside ``@jit`` functions and kernels split mode raises
-:class:`~gpucompiler.errors.TypeInferenceError` (plain Python only).
+Thunks made here are called inside ``@jit`` functions and kernels too, the tape an ``int64``
+handle there (:mod:`enzyme_plugin.rules.thunks`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import weakref
 
 import numpy as np
 
-from gpucompiler.errors import ArgumentTypeError, GPUCompilerError
+from gpucompiler.errors import PLUGIN_ATTRIBUTE, ArgumentTypeError, GPUCompilerError
 
 from .api import ACTIVITIES, Annotation, Const, Duplicated, Mode, ReverseSplit, autodiff
 
@@ -107,6 +107,8 @@ def _check(what: str, kinds: tuple, args) -> list:
 
 
 class _Thunk:
+    """A split-mode thunk; called from Python here, in compiled code by :mod:`enzyme_plugin.rules.thunks`."""
+
     __slots__ = ("f", "kinds", "entry")
 
     def __init__(self, f, kinds, entry):
@@ -183,6 +185,23 @@ def autodiff_thunk(mode: Mode, f, *activities):
 
 
 @functools.lru_cache(maxsize=256)
+def primal_wrapper(f, n: int):
+    """``split_primal(out, x0, ..., x<n-1>)``: ``f``'s result into ``out[0]`` and 1.0 into ``out[1]``
+    (the primal comes back through ``out``, the seed goes in through its shadow)."""
+    fargs = ", ".join(f"x{i}" for i in range(n))
+    src = (f"def split_primal(out, {fargs}):\n"
+           f"    r = F({fargs})\n"
+           f"    if r is not None:\n"
+           f"        out[0] = r\n"
+           f"        out[1] = 1.0\n")
+    filename = f"<enzyme_plugin.split primal {f.__module__}.{f.__qualname__} {n}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # source for the frontend
+    namespace = {"F": f}
+    exec(compile(src, filename, "exec"), namespace)
+    return namespace["split_primal"]
+
+
+@functools.lru_cache(maxsize=256)
 def _entry(f, kinds: tuple[str, ...]):
     """``split_entry(op, holder, out, dout, flattened values...)``: op 0 augments, op 1 reverses."""
     from gpucompiler import jit
@@ -194,24 +213,19 @@ def _entry(f, kinds: tuple[str, ...]):
         k += n
         params += names
         wrapped.append(f"{kind}({', '.join(names)})")
-    fargs = ", ".join(f"x{i}" for i in range(len(kinds)))
     acts = ", ".join(["Duplicated(out, dout)"] + wrapped)
-    src = (f"def split_primal(out, {fargs}):\n"
-           f"    r = F({fargs})\n"
-           f"    if r is not None:\n"
-           f"        out[0] = r\n"
-           f"        out[1] = 1.0\n"
-           f"\n"
-           f"def split_entry(op, holder, out, dout, {', '.join(params)}):\n"
+    src = (f"def split_entry(op, holder, out, dout, {', '.join(params)}):\n"
            f"    if op == 0:\n"
            f"        return autodiff(AUGMENT, split_primal, holder, {acts})\n"
            f"    return autodiff(SPLIT_REVERSE, split_primal, holder, {acts})\n")
     filename = f"<enzyme_plugin.split {f.__module__}.{f.__qualname__} {' '.join(kinds)}>"
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # source for the frontend
-    namespace = {"autodiff": autodiff, "AUGMENT": _AUGMENT, "SPLIT_REVERSE": _SPLIT_REVERSE, "F": f,
-                 **ACTIVITIES}
+    namespace = {"autodiff": autodiff, "AUGMENT": _AUGMENT, "SPLIT_REVERSE": _SPLIT_REVERSE,
+                 "split_primal": primal_wrapper(f, len(kinds)), **ACTIVITIES}
     exec(compile(src, filename, "exec"), namespace)
     return jit(namespace["split_entry"], plugins=("enzyme",))
 
+
+setattr(_Thunk, PLUGIN_ATTRIBUTE, "enzyme")  # calls of thunks in compiled code need the plugin
 
 __all__ = ["ReverseSplit", "autodiff_thunk", "Tape", "TapeError", "ForwardThunk", "ReverseThunk"]

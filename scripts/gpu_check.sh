@@ -70,8 +70,9 @@ echo "== examples/main.py and docs/autodiff.md (autodiff inside kernels, GPU blo
 echo "== higher-order AD in kernels (forward and reverse over reverse: emulation, ptxas, device)"
 "$PY" -m pytest -q -p no:cacheprovider tests/enzyme_plugin/test_higher_order.py -k kernel 2>&1 | tail -n 15
 [ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
-echo "== batch (vector) mode in kernels: emulation, ptxas, device (the gpu test also runs above)"
-"$PY" -m pytest -q -p no:cacheprovider tests/enzyme_plugin/test_batch_mode.py -k kernel 2>&1 | tail -n 15
+echo "== batch (vector) mode and split-mode thunks in kernels: emulation, ptxas, device (the gpu tests also run above)"
+"$PY" -m pytest -q -p no:cacheprovider tests/enzyme_plugin/test_batch_mode.py tests/enzyme_plugin/test_split_compiled.py \
+    -k "kernel or launch" 2>&1 | tail -n 15
 [ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
 echo "== AD across kernel launches (LaunchTape, split tapes on the device heap, Enzyme's CUDA guide host program)"
 "$PY" -m pytest -q -p no:cacheprovider tests/enzyme_plugin/test_launch_tape.py 2>&1 | tail -n 15

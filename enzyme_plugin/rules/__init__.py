@@ -29,8 +29,8 @@ MARKER = "gpuc.enzyme.autodiff"
 """The marker call the interpreter leaves for the pipeline half."""
 MODES = {"Reverse": 0, "Forward": 1, "Augment": 2, "SplitReverse": 3}
 """``Augment`` / ``SplitReverse``: the two halves of split mode, emitted only by :mod:`enzyme_plugin.split`."""
-SPLIT_ONLY_FROM_PYTHON = ("split mode (ReverseSplit, autodiff_thunk) is available from plain Python only, "
-                          "not inside @jit functions or kernels")
+SPLIT_ONLY_FROM_PYTHON = ("split mode is made in Python: FWD, REV = autodiff_thunk(ReverseSplit, f, ...) at "
+                          "module level; @jit functions and kernels call FWD and REV (docs/autodiff.md)")
 
 rules = RuleSet("enzyme")
 """Rules of every job that enables the ``enzyme`` plugin."""
@@ -316,3 +316,5 @@ def _autodiff(interp, fn, args):
 
 
 __all__ = ["rules", "nested_rules", "ActivityType", "EnzymeMeta", "MARKER", "MODES", "result_type", "width"]
+
+from . import thunks  # noqa: E402,F401  (registers the handler of split-mode thunk calls)

@@ -120,8 +120,7 @@ def copied_type(e, inst, kind):
 
 
 #: calls whose derivatives are not emitted lane by lane in a batch (vector mode), and what they are
-_NOT_BATCHED = {"defined": "a call of a function that was not inlined", "tape": "a tape helper",
-                "realloc": "a call of", "posix_memalign": "a call of"}
+_NOT_BATCHED = {"tape": "a tape helper", "realloc": "a call of", "posix_memalign": "a call of"}
 
 
 # -- forward sweep -----------------------------------------------------------

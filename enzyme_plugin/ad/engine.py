@@ -138,10 +138,10 @@ class Engine:
         return fn
 
     @staticmethod
-    def _roles(fn, roles):
-        """``(arguments, [shadows of lane k...], extras)`` of a derivative function by role."""
+    def _roles(fn, roles, width: int = 1):
+        """``(arguments, [shadows of lane k for the ``width`` lanes], extras)`` of a derivative function by role."""
         args, extra = {}, {}
-        shadows: list[dict] = [{} for _ in range(1 + max((lane for _, _, lane in roles), default=0))]
+        shadows: list[dict] = [{} for _ in range(width)]
         for a, (role, prim, lane) in zip(fn.args, roles):
             if role == "arg":
                 args[prim] = a
@@ -195,12 +195,12 @@ class Engine:
         if user is not None:
             self._queue(lambda: custom.gen_forward(self, fn, kinds, new, user))
         else:
-            self._queue(lambda: self._gen_forward(fn, kinds, new, roles))
+            self._queue(lambda: self._gen_forward(fn, kinds, new, roles, width))
         return new
 
-    def _gen_forward(self, fn, kinds, new, roles):
+    def _gen_forward(self, fn, kinds, new, roles, width: int = 1):
         act = self.activity(fn, kinds)
-        args, shadows, _ = self._roles(new, roles)
+        args, shadows, _ = self._roles(new, roles, width)
         sw = Sweep(self, fn, act, new, args, shadows, tangents=True)
         sw.run()
         rt = fn.return_type
@@ -251,24 +251,33 @@ class Engine:
             copy.erase()
 
     def forward_call(self, s, inst, kinds):
-        """In a forward sweep: replace the copied call by a call to the callee's derivative."""
+        """In a forward sweep: replace the copied call by a call to the callee's derivative. In a batch
+        the call of lane 0 passes every lane's shadows to the callee's derivative of the batch's width
+        and gives every lane its tangent; the other lanes have nothing left to do."""
+        width = s.width
+        if s.lane:
+            return
         callee = inst.callee
         copy = s.vmap[inst]
         args = []
         for a, k in zip(inst.args, kinds):
             args.append(s.val(a))
             if k == DUP:
-                args.append(s.shadow(a, inst))
+                for lane in range(width):
+                    s.set_lane(lane)
+                    args.append(s.shadow(a, inst))
+                s.set_lane(0)
         rt = callee.return_type
         if s.tangents:
-            new = s.b.call(self.forward_fn(callee, kinds), args)
+            new = s.b.call(self.forward_fn(callee, kinds, width), args)
             if carries_derivative(rt) or rt.kind == "ptr":
                 prim = s.b.extractvalue(new, 0)
-                s.shadow_map[inst] = s.b.extractvalue(new, 1)
+                for lane in range(width):
+                    s.lane_maps[lane][inst] = s.b.extractvalue(new, 1 if width == 1 else (1, lane))
             else:
                 prim = new
         else:
-            aug, _ = self.split_fns(callee, kinds)
+            aug, _ = self.split_fns(callee, kinds, width)
             prim = s.b.call(aug, args + [s.tape])
             if rt.kind == "ptr":  # {pointer, its shadow}
                 s.shadow_map[inst] = s.b.extractvalue(prim, 1)
@@ -279,36 +288,43 @@ class Engine:
         copy.erase()
 
     # -- reverse mode -------------------------------------------------------------
-    def split_fns(self, fn, kinds):
-        """``aug(args, shadows, tape) -> ret`` and ``rev(args, shadows, [dret], tape) -> {adjoints}``."""
-        key = ("split", fn.name, tuple(kinds), self.runtime_activity)
+    def split_fns(self, fn, kinds, width: int = 1):
+        """``aug(args, shadows, tape) -> ret`` and ``rev(args, shadows, [dret], tape) -> {adjoints}``; in a
+        batch of ``width`` > 1, ``width`` shadows per dup argument, ``dret`` and each adjoint a struct of
+        ``width``."""
+        key = ("split", fn.name, tuple(kinds), width, self.runtime_activity)
         if key in self._fns:
             return self._fns[key]
         if fn.is_declaration:
             raise unsupported(f"cannot differentiate declared function @{fn.name}", None, fn)
+        self._check_batch(fn, width)
         rt = fn.return_type
-        types, roles = self._params(fn, kinds, [(T.ptr(), "tape")])
+        types, roles = self._params(fn, kinds, [(T.ptr(), "tape")], width)
         aug = self._new(self._name("augmented", fn, kinds), T.struct([rt, rt]) if rt.kind == "ptr" else rt, types)
-        extra = ([(rt, "dret")] if carries_derivative(rt) else []) + [(T.ptr(), "tape")]
-        rtypes, rroles = self._params(fn, kinds, extra)
-        adj = self.adjoint_type(fn, kinds)
+        extra = ([(self.batch_type(rt, width), "dret")] if carries_derivative(rt) else []) + [(T.ptr(), "tape")]
+        rtypes, rroles = self._params(fn, kinds, extra, width)
+        adj = self.adjoint_type(fn, kinds, width)
         rev = self._new(self._name("diffe", fn, kinds), adj or T.void, rtypes)
         self._fns[key] = (aug, rev)
         user = self.custom_gradients.get(fn.name)
         if user is not None:
             self._queue(lambda: custom.gen_split(self, fn, kinds, aug, rev, *user))
             return aug, rev
-        self._queue(lambda: self._gen_split(fn, kinds, aug, roles, rev, rroles))
+        self._queue(lambda: self._gen_split(fn, kinds, aug, roles, rev, rroles, width))
         return aug, rev
 
-    def _gen_split(self, fn, kinds, aug, roles, rev, rroles):
+    def _gen_split(self, fn, kinds, aug, roles, rev, rroles, width: int = 1):
         act = self.activity(fn, kinds)
-        fargs, fshadows, fextra = self._roles(aug, roles)
-        rargs, rshadows, rextra = self._roles(rev, rroles)
+        fargs, fshadows, fextra = self._roles(aug, roles, width)
+        rargs, rshadows, rextra = self._roles(rev, rroles, width)
         entry = rev.append_block("entry")
-        Builder(entry).unreachable()  # placeholder terminator, replaced below
+        b = Builder(entry)
+        dret = rextra.get("dret")
+        if dret is not None and len(rshadows) > 1:  # a batch: one seed per lane
+            dret = [b.extractvalue(dret, lane) for lane in range(len(rshadows))]
+        b.unreachable()  # placeholder terminator, replaced below
         r = Reverse(self, fn, act, aug, rev, fwd_args=fargs, fwd_shadows=fshadows, rev_args=rargs,
-                    rev_shadows=rshadows, dret=rextra.get("dret"), fwd_tape=fextra["tape"],
+                    rev_shadows=rshadows, dret=dret, fwd_tape=fextra["tape"],
                     rev_tape=rextra["tape"], rev_entry=entry)
         r.run(lambda rr: self._finish(rr, fn, kinds, rev, None))
         if fn.return_type.kind == "ptr":
@@ -334,7 +350,7 @@ class Engine:
         if fn.name in self.custom_gradients:
             self._queue(lambda: self._gen_combined_from_rule(fn, kinds, new))
         else:
-            self._queue(lambda: self._gen_combined(fn, kinds, new, roles))
+            self._queue(lambda: self._gen_combined(fn, kinds, new, roles, width))
         return new
 
     def _gen_combined_from_rule(self, fn, kinds, new):
@@ -350,9 +366,9 @@ class Engine:
         b.call(self.helper("free"), [tape])
         b.ret(out) if new.return_type is not T.void else b.ret()
 
-    def _gen_combined(self, fn, kinds, new, roles):
+    def _gen_combined(self, fn, kinds, new, roles, width: int = 1):
         act = self.activity(fn, kinds)
-        args, shadows, _ = self._roles(new, roles)
+        args, shadows, _ = self._roles(new, roles, width)
         rt = fn.return_type
         dret = fconst(rt, 1.0) if is_float_like(rt) else None
         # the tape lives in the first block; the sweep's copy of the entry follows it
@@ -392,23 +408,43 @@ class Engine:
         r.b.ret(agg)
 
     def reverse_call(self, r, inst, kinds):
-        """In a reverse sweep: call the callee's reverse and accumulate the adjoints of its arguments."""
+        """In a reverse sweep: call the callee's reverse and accumulate the adjoints of its arguments. In a
+        batch the call of lane 0 does it for every lane (as :meth:`forward_call`)."""
+        width = r.width
+        if r.lane:
+            return
         callee = inst.callee
-        _, rev = self.split_fns(callee, kinds)
+        _, rev = self.split_fns(callee, kinds, width)
         args = []
         for a, k in zip(inst.args, kinds):
             args.append(r.fwd(a))
             if k == DUP:
-                args.append(r.fwd_shadow(a, inst))
-        if carries_derivative(callee.return_type):
-            args.append(r.take_adjoint(inst) if inst in r.act.active else zero(callee.return_type))
+                for lane in range(width):
+                    r.set_lane(lane)
+                    args.append(r.fwd_shadow(a, inst))
+        rt = callee.return_type
+        if carries_derivative(rt):
+            seeds = []
+            for lane in range(width):
+                r.set_lane(lane)
+                seeds.append(r.take_adjoint(inst) if inst in r.act.active else zero(rt))
+            if width == 1:
+                args.append(seeds[0])
+            else:
+                agg = constant(self.batch_type(rt, width), "poison")
+                for lane, d in enumerate(seeds):
+                    agg = r.b.insertvalue(agg, d, lane)
+                args.append(agg)
         args.append(r.tape)
         out = r.b.call(rev, args)
         k = 0
         for a, kind in zip(inst.args, kinds):
             if kind == OUT:
-                r.accumulate(a, r.b.extractvalue(out, k))
+                for lane in range(width):
+                    r.set_lane(lane)
+                    r.accumulate(a, r.b.extractvalue(out, k if width == 1 else (k, lane)))
                 k += 1
+        r.set_lane(0)
 
     # -- output -------------------------------------------------------------------
     def finalize(self, text: str, *, out_of_line: bool = False) -> str:

@@ -49,7 +49,9 @@ class Reverse(Emit, Recompute, LoopTape):
         self.cfg = self.sweep.cfg
         self.rev_args, self.rev_lanes = rev_args, rev_shadows
         self.rev_shadows: dict = rev_shadows[0]
-        self.dret, self.tape = dret, rev_tape
+        #: the return's seed per lane (one value for every lane unless a list is given)
+        self.drets = dret if isinstance(dret, list) else [dret] * len(rev_shadows)
+        self.tape = rev_tape
         #: the block holding adjoint slots (start of the reverse function)
         self.rev_entry = rev_entry
         #: adjoint slots per lane; ``slots`` is the lane's being emitted (:meth:`set_lane`)
@@ -227,8 +229,9 @@ class Reverse(Emit, Recompute, LoopTape):
     def reverse_rule(self, inst):
         op = inst.opcode
         if op == "ret":
-            if inst.operands and self.dret is not None:
-                self.accumulate(inst.operands[0], self.dret)
+            dret = self.drets[self.lane]
+            if inst.operands and dret is not None:
+                self.accumulate(inst.operands[0], dret)
             return
         if op in memory.REVERSE:
             memory.REVERSE[op](self, inst)

@@ -18,8 +18,9 @@ Conventions (as in Enzyme.jl):
   shadows.
 * ``ReverseWithPrimal``: ``((derivatives...), primal)``; ``ForwardWithPrimal``:
   ``(df, primal)`` (``(primal,)`` when ``f`` returns nothing), as Enzyme.jl.
-  From plain Python only: the primal is a separate compiled call of ``f`` on
-  copies of its array arguments, before the derivative's call.
+  From plain Python the primal is a separate compiled call of ``f`` on
+  copies of its array arguments, before the derivative's call; in compiled
+  code the derivative returns it (``enzyme_primal_return``, ``f`` returning a float).
 * ``Const(v)`` (and any argument given without an activity) is not
   differentiated; ``DuplicatedNoNeed`` is ``Duplicated`` whose primal
   writes are not needed afterwards.
@@ -56,6 +57,8 @@ class Activity(enum.Enum):
     """The batch width of a call with ``BatchDuplicated`` arguments: internal, never a user's annotation."""
     RUNTIME_ACTIVITY = 6
     """A call in a mode with runtime activity (:func:`set_runtime_activity`): internal."""
+    PRIMAL_RETURN = 7
+    """A call of a ``...WithPrimal`` mode in compiled code (the primal result returned too): internal."""
 
     @property
     def duplicated(self) -> bool:
@@ -70,7 +73,7 @@ class Activity(enum.Enum):
 
 _MARKERS = {Activity.CONST: "enzyme_const", Activity.ACTIVE: "enzyme_out", Activity.DUP: "enzyme_dup",
             Activity.DUPNONEED: "enzyme_dupnoneed", Activity.TAPE: "enzyme_tape", Activity.WIDTH: "enzyme_width",
-            Activity.RUNTIME_ACTIVITY: "enzyme_runtime_activity"}
+            Activity.RUNTIME_ACTIVITY: "enzyme_runtime_activity", Activity.PRIMAL_RETURN: "enzyme_primal_return"}
 
 
 @attrs.frozen
@@ -88,9 +91,9 @@ Reverse = Mode("Reverse")
 Forward = Mode("Forward")
 """Forward mode: tangents in, the tangent of the result out."""
 ReverseWithPrimal = Mode("ReverseWithPrimal")
-"""As :data:`Reverse`, returning ``(derivatives, primal)`` (plain Python only, for now)."""
+"""As :data:`Reverse`, returning ``(derivatives, primal)``."""
 ForwardWithPrimal = Mode("ForwardWithPrimal")
-"""As :data:`Forward`, returning ``(df, primal)`` (plain Python only, for now)."""
+"""As :data:`Forward`, returning ``(df, primal)``."""
 WITH_PRIMAL = {ReverseWithPrimal: Reverse, ForwardWithPrimal: Forward}
 ReverseSplit = Mode("ReverseSplit")
 """Split reverse mode: see :func:`enzyme_plugin.split.autodiff_thunk`."""

@@ -333,11 +333,11 @@ class Engine:
         exit_block = r.cfg.exit
         Builder(entry).br(r.pop_blocks[exit_block])
 
-    def combined_fn(self, fn, kinds, width: int = 1) -> Function:
+    def combined_fn(self, fn, kinds, width: int = 1, primal: bool = False) -> Function:
         """``diffe(args, shadows) -> {adjoints of out args}``, the return seeded with 1; in a batch of
         ``width`` > 1 every dup argument takes ``width`` shadows, every return lane is seeded with 1 and
-        every adjoint is a struct of ``width``."""
-        key = ("combined", fn.name, tuple(kinds), width, self.runtime_activity)
+        every adjoint is a struct of ``width``. With ``primal``: ``{adjoints, primal result}``."""
+        key = ("combined", fn.name, tuple(kinds), width, self.runtime_activity, primal)
         if key in self._fns:
             return self._fns[key]
         if fn.is_declaration:
@@ -345,12 +345,16 @@ class Engine:
         self._check_batch(fn, width)
         types, roles = self._params(fn, kinds, width=width)
         adj = self.adjoint_type(fn, kinds, width)
-        new = self._new(self._name("diffe" if width == 1 else f"diffe{width}", fn, kinds), adj or T.void, types)
+        ret = T.struct([adj or T.struct([]), fn.return_type]) if primal else adj or T.void
+        new = self._new(self._name("diffe" if width == 1 else f"diffe{width}", fn, kinds), ret, types)
         self._fns[key] = new
+        if primal and fn.name in self.custom_gradients:
+            raise unsupported(f"the primal result of @{fn.name}, which has a custom rule, with its gradient", None,
+                              fn)
         if fn.name in self.custom_gradients:
             self._queue(lambda: self._gen_combined_from_rule(fn, kinds, new))
         else:
-            self._queue(lambda: self._gen_combined(fn, kinds, new, roles, width))
+            self._queue(lambda: self._gen_combined(fn, kinds, new, roles, width, primal))
         return new
 
     def _gen_combined_from_rule(self, fn, kinds, new):
@@ -366,7 +370,7 @@ class Engine:
         b.call(self.helper("free"), [tape])
         b.ret(out) if new.return_type is not T.void else b.ret()
 
-    def _gen_combined(self, fn, kinds, new, roles, width: int = 1):
+    def _gen_combined(self, fn, kinds, new, roles, width: int = 1, primal: bool = False):
         act = self.activity(fn, kinds)
         args, shadows, _ = self._roles(new, roles, width)
         rt = fn.return_type
@@ -378,7 +382,7 @@ class Engine:
         b.store(constant(TAPE, "zeroinitializer"), tape)
         r = Reverse(self, fn, act, new, new, fwd_args=args, fwd_shadows=shadows, rev_args=args,
                     rev_shadows=shadows, dret=dret, fwd_tape=tape, rev_tape=tape, rev_entry=top)
-        r.run(lambda rr: self._finish(rr, fn, kinds, new, tape))
+        r.run(lambda rr: self._finish(rr, fn, kinds, new, tape, primal))
         b.position_at_end(top)
         b.br(r.sweep.vmap[fn.entry])
         assert r.cfg.exit is not None, "one return block (the preprocessing merges returns)"
@@ -387,12 +391,20 @@ class Engine:
         b.br(r.pop_blocks[r.cfg.exit])
         ret.erase()
 
-    def _finish(self, r, fn, kinds, rev, tape):
+    def _finish(self, r, fn, kinds, rev, tape, primal: bool = False):
         adj = self.adjoint_type(fn, kinds, r.width)
+        prim = None
+        if primal:  # the forward sweep's return value: its block dominates the reverse sweep
+            exit_block = r.cfg.exit
+            assert exit_block is not None and exit_block.terminator is not None, "one return block"
+            prim = r.fwd(exit_block.terminator.operands[0])
         if tape is not None:
             r.b.call(self.helper("free"), [tape])
         if adj is None:
-            r.b.ret()
+            if prim is not None:
+                r.b.ret(r.b.insertvalue(constant(rev.return_type, "zeroinitializer"), prim, 1))
+            else:
+                r.b.ret()
             return
         agg = constant(adj, "poison")
         k = 0
@@ -405,6 +417,8 @@ class Engine:
                 agg = r.b.insertvalue(agg, v, k if r.width == 1 else (k, lane))
             k += 1
         r.set_lane(0)
+        if prim is not None:
+            agg = r.b.insertvalue(r.b.insertvalue(constant(rev.return_type, "poison"), agg, 0), prim, 1)
         r.b.ret(agg)
 
     def reverse_call(self, r, inst, kinds):

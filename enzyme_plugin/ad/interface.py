@@ -78,9 +78,11 @@ def call_items(inst) -> list:
 
 #: markers that take one value and say something about the call, not about an argument
 _EXTRA = ("enzyme_allocated", "enzyme_tape", "enzyme_width", "enzyme_runtime_activity")
+#: markers without a value that say something about the call
+_FLAGS = ("enzyme_primal_return",)
 #: markers of Enzyme's interface the engine does not implement
 _UNSUPPORTED_MARKERS = ("enzyme_vector", "enzyme_scalar", "enzyme_context", "enzyme_nofree",
-                        "enzyme_primal_return", "enzyme_const_return", "enzyme_noret")
+                        "enzyme_const_return", "enzyme_noret")
 
 
 def decode(inst, fn, mode: str, sret=None):
@@ -90,7 +92,8 @@ def decode(inst, fn, mode: str, sret=None):
     arguments; in split reverse mode a trailing pointer is the tape (as ``__enzyme_augmentfwd``
     returned it) and a trailing float before it the seed of the result's adjoint. Too few or too
     many arguments for ``fn``, or a marker with no value after it, raise :class:`ADError` naming
-    the call. ``enzyme_width, N`` (a constant, before the arguments) asks for a batch of ``N``
+    the call. ``enzyme_primal_return`` (no value) makes the result ``{primal, tangent}`` (forward mode)
+    or ``{adjoints, primal}`` (reverse mode). ``enzyme_width, N`` (a constant, before the arguments) asks for a batch of ``N``
     derivatives (vector mode): every ``enzyme_dup`` value is followed by ``N`` shadows, and the
     result holds ``N`` derivatives of each kind (a struct of ``N``).
     """
@@ -112,6 +115,10 @@ def decode(inst, fn, mode: str, sret=None):
             marker = _marker_of(items[i])
             if marker in _UNSUPPORTED_MARKERS:
                 raise unsupported(f"the {marker} marker is not supported", inst)
+            if marker in _FLAGS:
+                i += 1
+                extras[marker] = True
+                continue
             if marker not in _EXTRA:
                 return
             i += 1
@@ -291,8 +298,13 @@ def differentiate_module(module, sites=None, options: EngineOptions = EngineOpti
             d = engine.forward_fn(f, kinds, width)
             out = b.call(d, values)
             res = b.extractvalue(out, 1) if carries_derivative(f.return_type) or f.return_type.kind == "ptr" else None
+            if "enzyme_primal_return" in extras:  # {primal, tangent}
+                res = out if res is not None else None
         else:
-            d = engine.combined_fn(f, kinds, width)
+            if "enzyme_primal_return" in extras and not is_float_like(f.return_type):
+                raise unsupported(f"enzyme_primal_return in reverse mode of @{f.name}, which returns "
+                                  f"{f.return_type}: a float result is supported", inst)
+            d = engine.combined_fn(f, kinds, width, primal="enzyme_primal_return" in extras)
             out = b.call(d, values)
             res = out if d.return_type is not T.void else None
         if sret is not None and res is not None:  # the struct of adjoints has the sret struct's layout

@@ -166,6 +166,10 @@ def lower_call(model, call) -> None:
     if i < len(rest) and _activity(rest[i], call) is Activity.RUNTIME_ACTIVITY:
         args += [_marker_global(model, "enzyme_runtime_activity"), constant(T.i64, "1")]
         i += 2
+    primal = i < len(rest) and _activity(rest[i], call) is Activity.PRIMAL_RETURN
+    if primal:  # Enzyme's bare marker: the derivative returns the primal result too
+        args += [_marker_global(model, "enzyme_primal_return")]
+        i += 2
     width = 1
     if i < len(rest) and _activity(rest[i], call) is Activity.WIDTH:  # a batch: enzyme_width N
         width = _int_const(rest[i + 1], "the batch width", call)
@@ -199,6 +203,8 @@ def lower_call(model, call) -> None:
     if mode in ("Reverse", "SplitReverse"):
         name = "__enzyme_autodiff" if mode == "Reverse" else "__enzyme_reverse"
         rt = T.void if not actives else actives[0] if len(actives) == 1 else T.struct(actives)
+        if primal:  # {adjoints, primal}
+            rt = T.struct([T.struct(actives), f.return_type])
     elif mode == "Augment":  # the primal result comes back through memory (enzyme_plugin.split)
         name, rt = "__enzyme_augmentfwd", T.void
     else:
@@ -206,12 +212,16 @@ def lower_call(model, call) -> None:
         rt = f.return_type if f.return_type.kind == "float" or _float_struct(f.return_type) else T.void
         if width > 1 and rt is not T.void:
             rt = T.struct([rt] * width)
+        if primal:  # {primal, tangent}, as Enzyme returns them
+            rt = T.struct([f.return_type, rt])
     decl = model.functions.get(name)
     if decl is None:
         decl = model.add_function(Function(name, T.function(T.void, [T.ptr()], vararg=True)))
     out = b.call(decl, args, fnty=T.function(rt, [T.ptr()], vararg=True))
     want = call.type
-    if want is T.void:
+    if primal:
+        res = _with_primal(b, out, want, mode, leaf_types, counts, width)
+    elif want is T.void:
         res = None
     elif rt is want:
         res = out
@@ -224,6 +234,22 @@ def lower_call(model, call) -> None:
     if res is not None:
         call.replace_all_uses_with(res)
     call.erase()
+
+
+def _with_primal(b, out, want, mode, leaf_types, counts, width):
+    """``want`` of a ``...WithPrimal`` call from the engine's ``{adjoints, primal}`` (reverse) or
+    ``{primal, tangent}`` (forward): ``((derivatives...), primal)`` / ``(tangent, primal)``."""
+    if mode == "Reverse":
+        derivs, prim = b.extractvalue(out, 0), b.extractvalue(out, 1)
+        dwant = _fields(want)[0]
+        if not leaf_types:
+            dres = constant(dwant, "zeroinitializer")
+        else:
+            one = derivs if len(leaf_types) > 1 else b.extractvalue(derivs, 0)
+            dres = _adjoints(b, one, dwant, leaf_types, counts, width)
+        return b.insertvalue(b.insertvalue(constant(want, "poison"), dres, 0), prim, 1)
+    res = b.insertvalue(constant(want, "poison"), b.extractvalue(out, 1), 0)
+    return b.insertvalue(res, b.extractvalue(out, 0), 1)
 
 
 def _adjoints(b, out, want, leaf_types, counts, width):

@@ -160,11 +160,6 @@ def _mode_of(v):
         if mode is api.ReverseSplit:
             raise TypeInferenceError(f"autodiff: {SPLIT_ONLY_FROM_PYTHON}",
                                      hint="use autodiff(Reverse, ...) in compiled code")
-        if mode in api.WITH_PRIMAL:
-            raise TypeInferenceError(f"autodiff: {mode.name} is available from plain Python only, not inside "
-                                     "@jit functions or kernels (for now)",
-                                     hint=f"use autodiff({api.WITH_PRIMAL[mode].name}, ...) and call f "
-                                          "for the primal")
         return v.value
     raise TypeInferenceError(f"autodiff: the mode must be Reverse or Forward, got {widen(v)!r}",
                              hint="autodiff(Reverse, f, Active(x), ...)")
@@ -286,6 +281,8 @@ def _autodiff(interp, fn, args):
         raise TypeInferenceError(f"autodiff needs a Python function as second argument, got {got}",
                                  hint="pass a module-level function: autodiff(Reverse, f, Active(x))")
     mode, runtime_activity = api.mode_options(_mode_of(args[0]))
+    with_primal = mode in api.WITH_PRIMAL
+    mode = api.WITH_PRIMAL[mode] if with_primal else mode
     f = args[1].value
     split = mode.name in ("Augment", "SplitReverse")
     if split:  # autodiff(<half>, f, tape holder, activities...): both halves share one nested job
@@ -302,6 +299,12 @@ def _autodiff(interp, fn, args):
         return CallResult(BOTTOM)
     job = _find_job(interp, f, meta, spec_argtypes(primal))
     restype = result_type(api.Reverse if split else mode, acts, res.restype)
+    if with_primal:  # Enzyme's primal return: (derivatives, primal) / (tangent, primal)
+        ret = widen(res.restype)
+        if not _is_float(ret):
+            raise TypeInferenceError(f"autodiff: {mode.name}WithPrimal in compiled code needs a function returning "
+                                     f"a float, got {ret!r}", hint=f"use autodiff({mode.name}, ...) and call f")
+        restype = T.TupleType((restype, ret) if mode is api.Reverse else (*restype.items, ret))
 
     def lower(cg, values, argtypes, rt):
         from .lowering import emit_autodiff
@@ -310,7 +313,7 @@ def _autodiff(interp, fn, args):
             return emit_autodiff(cg, job, mode, acts, wrapped, values[3:], restype, tape=values[2], fn=f,
                                  runtime_activity=runtime_activity)
         return emit_autodiff(cg, job, mode, acts, wrapped, values[2:], restype, fn=f,
-                             runtime_activity=runtime_activity)
+                             runtime_activity=runtime_activity, primal=with_primal)
 
     return CallResult(restype, lower)
 

@@ -39,7 +39,8 @@ def _check_shape(cg, fn, name, t, value, shadow) -> None:
                        n, m)
 
 
-def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None, fn=None, runtime_activity=False):
+def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None, fn=None, runtime_activity=False,
+                  primal=False):
     """``call <restype> @gpuc.enzyme.autodiff(ptr f, i32 mode, (i32 kind, values...)...)``.
 
     When the parent stops on errors (a status or an error slot) the nested
@@ -58,6 +59,8 @@ def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None, fn=N
         args += [ir.Constant(_I32, Activity.TAPE.value), tape]
     if runtime_activity:  # Enzyme's runtime activity for this call
         args += [ir.Constant(_I32, Activity.RUNTIME_ACTIVITY.value), ir.Constant(ir.IntType(64), 1)]
+    if primal:  # the primal result too (enzyme_primal_return)
+        args += [ir.Constant(_I32, Activity.PRIMAL_RETURN.value), ir.Constant(ir.IntType(64), 1)]
     n = width(acts)
     if n > 1:  # a batch: every duplicated argument carries n shadows
         args += [ir.Constant(_I32, Activity.WIDTH.value), ir.Constant(ir.IntType(64), n)]

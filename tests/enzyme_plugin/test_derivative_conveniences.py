@@ -101,12 +101,20 @@ def test_with_primal_runs_the_writes_of_f_once():
     assert da[0] == pytest.approx(2 * 3.0 * 2.0)  # seed 1.0 on the result and 1.0 in dout (out[0] is the result)
 
 
-def test_with_primal_modes_are_python_only_in_jit_functions():
+def test_with_primal_modes_in_jit_functions_return_the_primal_of_the_same_sweep():
     def h(x):
         return autodiff(ReverseWithPrimal, expx, Active(x))
 
-    with pytest.raises(TypeInferenceError, match="ReverseWithPrimal is available from plain Python only"):
-        jit(h, plugins=("enzyme",))(1.0)
+    (g,), y = jit(h, plugins=("enzyme",))(1.0)
+    assert y == pytest.approx(expx(1.0), rel=1e-15) and g == pytest.approx(2 * math.e, rel=1e-14)
+
+
+def test_with_primal_of_a_function_returning_nothing_in_jit_is_a_typed_error():
+    def h(a, da):
+        return autodiff(ReverseWithPrimal, writes_only, Duplicated(a, da))
+
+    with pytest.raises(TypeInferenceError, match="needs a function returning a float"):
+        jit(h, plugins=("enzyme",))(np.ones(1), np.zeros(1))
 
 
 @pytest.mark.parametrize("x", [0.3, -1.2, 2.0])

@@ -92,9 +92,18 @@ def _c_string(v) -> str | None:
     return raw.split("\0", 1)[0]
 
 
-def _user_args(fn, kinds, params):
-    """Primal arguments with each shadow right after its primal (the user rules' convention)."""
-    return list(params[: sum(2 if k == DUP else 1 for k in kinds)])
+def _user_args(fn, kinds, params, width: int = 1, lane: int = 0):
+    """Primal arguments with each shadow (of ``lane``, when the parameters hold ``width`` per dup
+    argument) right after its primal (the user rules' convention)."""
+    if width == 1:
+        return list(params[: sum(2 if k == DUP else 1 for k in kinds)])
+    out, it = [], iter(params)
+    for k in kinds:
+        out.append(next(it))
+        if k == DUP:
+            shadows = [next(it) for _ in range(width)]
+            out.append(shadows[lane])
+    return out
 
 
 def _check_arity(fn, kinds, user, args) -> None:
@@ -107,8 +116,11 @@ def _check_arity(fn, kinds, user, args) -> None:
                           "function without the rule", None, fn)
 
 
-def gen_forward(engine, fn, kinds, new, user):
+def gen_forward(engine, fn, kinds, new, user, width: int = 1):
     b = Builder(new.append_block("entry"))
+    if width > 1:
+        _gen_forward_batch(b, fn, kinds, new, user, width)
+        return
     args = _user_args(fn, kinds, new.args)
     _check_arity(fn, kinds, user, args)
     out = b.call(user, args)
@@ -131,12 +143,37 @@ def gen_forward(engine, fn, kinds, new, user):
     b.ret(both)
 
 
-def _primal_mask(kinds):
+def _gen_forward_batch(b, fn, kinds, new, user, width: int) -> None:
+    """A batch through a forward rule: the rule once per lane (its tangent), the primal from ``fn``."""
+    rt = fn.return_type
+    tangents = []
+    for lane in range(width):
+        args = _user_args(fn, kinds, new.args, width, lane)
+        _check_arity(fn, kinds, user, args)
+        out = b.call(user, args)
+        if out.type is not rt and rt is not T.void:
+            both = reshape(b, out, T.struct([rt, rt])) if out.type is not T.void else None
+            if both is None:
+                raise unsupported(f"the forward rule @{user.name} registered for @{fn.name} returns {out.type}: "
+                                  f"return the tangent of the result ({rt}), or the primal and the tangent", None, fn)
+            out = b.extractvalue(both, 1)
+        tangents.append(out)
+    if rt is T.void:
+        b.ret()
+        return
+    prim = b.call(fn, [a for a, k in zip(new.args, _primal_mask(kinds, width)) if k])
+    agg = b.insertvalue(constant(new.return_type, "poison"), prim, 0)
+    for lane, t in enumerate(tangents):
+        agg = b.insertvalue(agg, t, (1, lane))
+    b.ret(agg)
+
+
+def _primal_mask(kinds, width: int = 1):
     mask = []
     for k in kinds:
         mask.append(True)
         if k == DUP:
-            mask.append(False)
+            mask += [False] * width
     return mask
 
 

@@ -163,16 +163,16 @@ class Engine:
         """The type of the ``width`` derivatives of a value of type ``t`` (``t`` itself for width 1)."""
         return t if width == 1 else T.struct([t] * width)
 
-    def _check_batch(self, fn, width: int) -> None:
+    def _check_batch(self, fn, width: int, forward: bool = False) -> None:
         """What vector mode does not cover raises before any code is emitted."""
         if width == 1:
             return
         if self.global_operands(fn):
             raise unsupported(f"batch mode (width {width}) of @{fn.name}, which reads or writes a differentiable "
                               "global variable (one shadow per global): differentiate it with width 1", None, fn)
-        if fn.name in self.custom_derivatives or fn.name in self.custom_gradients:
-            raise unsupported(f"batch mode (width {width}) of @{fn.name}, which has a custom derivative rule: "
-                              "differentiate it with width 1", None, fn)
+        if not forward and fn.name in self.custom_gradients:
+            raise unsupported(f"batch mode (width {width}) of @{fn.name}, which has a custom reverse rule: "
+                              "differentiate it with width 1 (forward rules are called once per lane)", None, fn)
         if fn.return_type.kind == "ptr":
             raise unsupported(f"batch mode (width {width}) of @{fn.name}, which returns a pointer", None, fn)
 
@@ -185,7 +185,7 @@ class Engine:
             return self._fns[key]
         if fn.is_declaration:
             raise unsupported(f"cannot differentiate declared function @{fn.name}", None, fn)
-        self._check_batch(fn, width)
+        self._check_batch(fn, width, forward=True)
         rt = fn.return_type
         ret = T.struct([rt, self.batch_type(rt, width)]) if carries_derivative(rt) or rt.kind == "ptr" else rt
         types, roles = self._params(fn, kinds, width=width)
@@ -193,7 +193,7 @@ class Engine:
         self._fns[key] = new
         user = self.custom_derivatives.get(fn.name)
         if user is not None:
-            self._queue(lambda: custom.gen_forward(self, fn, kinds, new, user))
+            self._queue(lambda: custom.gen_forward(self, fn, kinds, new, user, width))
         else:
             self._queue(lambda: self._gen_forward(fn, kinds, new, roles, width))
         return new

@@ -308,9 +308,19 @@ def uses_clip(x):
     return clip(x) * x
 
 
-def test_batch_through_a_function_with_a_custom_rule_is_a_typed_error():
-    with pytest.raises(GPUCompilerError, match=r"batch mode \(width 2\) of .*custom derivative rule"):
-        autodiff(Forward, uses_clip, BatchDuplicated(0.5, (1.0, 2.0)))
+def test_forward_batch_calls_a_forward_rule_once_per_lane():
+    """clip's rule passes the tangent through (straight-through), also where clip is flat."""
+    ((t1, t2),) = autodiff(Forward, uses_clip, BatchDuplicated(3.0, (1.0, 2.0)))
+    assert (t1, t2) == (1.0 * 3.0 + 1.0, 2.0 * 3.0 + 2.0)  # d(clip(x) x) = dclip x + clip dx, clip(3) = 1
+
+
+def test_reverse_batch_through_a_custom_reverse_rule_is_a_typed_error():
+    with pytest.raises(GPUCompilerError, match=r"batch mode \(width 2\) of .*custom reverse rule"):
+        autodiff(Reverse, uses_clip_array, BatchDuplicated(np.array([3.0]), (np.zeros(1), np.zeros(1))))
+
+
+def uses_clip_array(a):
+    return clip(a[0]) * a[0]
 
 
 def power(x, n):

@@ -262,11 +262,37 @@ def test_forward_batch_in_a_kernel_on_the_grid_emulation():
     np.testing.assert_allclose(out[1], -3.0 * out[0], rtol=1e-14, atol=1e-15)
 
 
+def newton_sqrt(cs, i):
+    """sqrt(cs[i]) by Newton's method: a data-dependent while loop, so the reverse sweep needs a tape."""
+    c = cs[i]
+    y = c
+    k = 0
+    while abs(y * y - c) > 1e-12 and k < 60:
+        y = 0.5 * (y + c / y)
+        k += 1
+    return y
+
+
+def grad_newton_batch2(cs, dc1, dc2):
+    i = gd.grid(1)
+    if i < cs.shape[0]:
+        autodiff(Reverse, newton_sqrt, BatchDuplicated(cs, (dc1, dc2)), Const(i))
+
+
+def test_reverse_batch_through_a_while_loop_in_a_kernel():
+    cs = np.linspace(2.0, 5.0, 64)
+    dc1, dc2 = np.zeros(64), np.ones(64)
+    kernel(grad_newton_batch2, plugins=P)[2, 32, "cpu"](cs, dc1, dc2)
+    np.testing.assert_allclose(dc1, 0.5 / np.sqrt(cs), rtol=1e-9)
+    np.testing.assert_allclose(dc2, 1.0 + 0.5 / np.sqrt(cs), rtol=1e-9)
+
+
 def test_batch_kernels_assemble_with_ptxas(check_ptx):
     ptx = kernel(grad_energy_batch2, plugins=P).inspect_ptx(A, A, A, A, A, A)
     assert ptx.count("sin.approx") == 0  # libdevice's sin, not the fast approximation
     check_ptx(ptx)
     check_ptx(kernel(tangents_batch2, plugins=P).inspect_ptx(A, A, A, T.ArrayType(T.float64, 2, "C")))
+    check_ptx(kernel(grad_newton_batch2, plugins=P).inspect_ptx(A, A, A))
 
 
 @pytest.mark.gpu

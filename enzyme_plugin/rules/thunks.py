@@ -41,9 +41,9 @@ def _entry_alloca(cg, ty):
     return slot
 
 
-def _array(cg, slot, n: int, itemsize: int):
-    """A 1-d C array struct over ``n`` elements at ``slot``."""
-    agg = ir.Constant(cg.ll(_OUT), ir.Undefined)
+def _array(cg, t, slot, n: int, itemsize: int):
+    """A 1-d C array struct of type ``t`` over ``n`` elements at ``slot``."""
+    agg = ir.Constant(cg.ll(t), ir.Undefined)
     agg = cg.b.insert_value(agg, slot, 0)
     agg = cg.b.insert_value(agg, ir.Constant(_I64, n), [1, 0])
     return cg.b.insert_value(agg, ir.Constant(_I64, itemsize), [2, 0])
@@ -109,11 +109,9 @@ def _thunk_call(interp, fn, args):
                 cg.b.store(cg.cast(values[n], widen(argtypes[n]), T.float64),
                            cg.b.gep(dout, [ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), 0)]))
         pair = ir.Constant(cg.ll(out_act), ir.Undefined)
-        pair = cg.b.insert_value(pair, _array(cg, out, 2, 8), 0)
-        pair = cg.b.insert_value(pair, _array(cg, dout, 2, 8), 1)
-        tape = cg.b.insert_value(cg.b.insert_value(cg.b.insert_value(
-            ir.Constant(cg.ll(T.ArrayType(T.int64, 1, "C")), ir.Undefined), holder, 0),
-            ir.Constant(_I64, 1), [1, 0]), ir.Constant(_I64, 8), [2, 0])
+        pair = cg.b.insert_value(pair, _array(cg, _OUT, out, 2, 8), 0)
+        pair = cg.b.insert_value(pair, _array(cg, _OUT, dout, 2, 8), 1)
+        tape = _array(cg, T.ArrayType(T.int64, 1, "C"), holder, 1, 8)
         got = emit_autodiff(cg, job, mode, [out_act, *acts], [True, *wrapped], [pair, *values[:n]], derivs,
                             tape=tape, fn=wrapper)
         if not forward:

@@ -36,6 +36,7 @@ from .targets import NativeTarget
 # imported with the package, not at the first call: a first call served from the cache costs ~1 ms
 from . import identity as _keys
 from .cached import compile_cached
+from .runtime import owned
 from .runtime.cpu import CPULibrary, prepare as prepare_loader
 from .runtime.pyentry import FastEntry, Guard
 
@@ -54,6 +55,12 @@ def _ctype(t) -> Any:
     if isinstance(t, (T.ArrayType, T.TupleType, T.RecordType)):
         return ctypes.py_object
     return _CTYPES.get(t)
+
+
+def _holds_array(t) -> bool:
+    if isinstance(t, T.TupleType):
+        return any(_holds_array(it) for it in t.items)
+    return isinstance(t, T.ArrayType)
 
 
 class _Entry:
@@ -173,6 +180,12 @@ class Dispatcher:
                 return _call(*a)
 
             call = guarded
+        if _holds_array(rt):  # NumPy arrays of the returned memory (runtime/owned.py)
+
+            def arrays(*a, _call=call, _rt=rt):
+                return owned.box(_call(*a), _rt, a)
+
+            call = arrays
         deps = tuple(spec.dependencies(NativeTarget(), self.plugins, True))
         entry = _Entry(call, deps, spec, job)
         # a call binds positionally in the entry: not for functions with keyword-only parameters

@@ -58,15 +58,31 @@ class ArrayType(Type):
     """A strided array: ``dtype``, ``ndim`` and ``layout`` (``"C"`` contiguous or ``"A"`` any).
 
     ``readonly`` arrays (NumPy's ``flags.writeable`` off) cannot be written by compiled code.
+    ``managed`` arrays may live in memory the compiled code allocated: their values
+    also carry the refcounted buffer they view (null for memory borrowed from Python).
     """
 
     dtype: Scalar
     ndim: int
     layout: str = "C"
     readonly: bool = False
+    managed: bool = False
 
     def __repr__(self) -> str:
-        return f"array({self.dtype!r}, {self.ndim}d, {self.layout}{', readonly' if self.readonly else ''})"
+        flags = (", readonly" if self.readonly else "") + (", managed" if self.managed else "")
+        return f"array({self.dtype!r}, {self.ndim}d, {self.layout}{flags})"
+
+
+@attrs.frozen(repr=False, cache_hash=True)
+class SliceType(Type):
+    """A slice ``start:stop:step``; each part an integer or absent (``None``, known when compiling)."""
+
+    has_start: bool
+    has_stop: bool
+    has_step: bool
+
+    def __repr__(self) -> str:
+        return "slice(" + ":".join("i" if p else "_" for p in (self.has_start, self.has_stop, self.has_step)) + ")"
 
 
 @attrs.frozen(repr=False, cache_hash=True)

@@ -47,6 +47,7 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
     ("runtime/cuda.py", "cuda"): "optional dependency",
     ("kernel.py", "gpucompiler.runtime.cuda"): "import time: NumPy and the CUDA runtime (~240 ms)",
     ("arguments.py", "numpy"): "import time: NumPy (~240 ms), only for array arguments",
+    ("runtime/owned.py", "numpy"): "import time: NumPy (~240 ms), only for returned arrays",
     ("llvm/instructions.py", "gpucompiler.llvm.module"): "the block class of the module that holds instructions",
     ("llvm/module.py", "gpucompiler.llvm.clone"): "the cloner works on the module's classes",
     ("llvm/module.py", "gpucompiler.llvm.printer"): "the printer works on the module's classes",

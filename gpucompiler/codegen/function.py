@@ -22,9 +22,12 @@ from llvmlite import ir
 
 from .. import types as T
 from ..errors import UnsupportedError
-from ..frontend.ir import Branch, Jump, Return
+from ..frontend.ir import Branch, Inst, Jump, Return
+from ..interpreter.builtins import arraymem as mem
+from ..interpreter.builtins.arraymem import holds_managed
 from ..interpreter.lattice import BOTTOM, Const, const, pyobj, widen
 from .deferred import lower_deferred
+from .lifetimes import Lifetimes, plan
 from .lltypes import I64, PTR, STATUS, has_value, ll
 from .options import ErrorPolicy
 from .pyobjects import print_python, print_vprintf, set_exception
@@ -54,6 +57,8 @@ class FunctionCodegen:
         """this function's error slot parameter (modules with an error slot)"""
         self._stopped: ir.Block | None = None  # sets the slot and returns (functions with a slot)
         self._local_slot: ir.AllocaInstr | None = None
+        self.lives = Lifetimes()
+        """where the values holding managed arrays give back their references"""
         self.inst = None
         """the instruction being lowered (its source location names a failed check)"""
 
@@ -80,8 +85,10 @@ class FunctionCodegen:
         """Numeric conversion: Python's between bool, int64 and float (float -> int truncates, NaN
         and overflow raise), NumPy's (C's) to and from the other integer types (wrapping)."""
         frm, to = widen(frm), widen(to)
-        if frm == to or not isinstance(to, T.Scalar):
+        if frm == to:
             return v
+        if not isinstance(to, T.Scalar):
+            return mem.convert(self, v, frm, to)
         assert isinstance(frm, T.Scalar), f"numeric conversion from {frm}"
         b = self.b
         if to.kind == "c":
@@ -410,6 +417,7 @@ class FunctionCodegen:
         for arg, t in zip(frame.ir.args, frame.argtypes):
             if has_value(widen(t)) and widen(t) != pyobj:
                 self.values[arg] = next(params)
+        self.lives = plan(frame)
         for bl in live:
             self.b = ir.IRBuilder(blocks[bl])
             for phi in bl.phis:
@@ -420,6 +428,11 @@ class FunctionCodegen:
         for bl in live:
             self.b = ir.IRBuilder(blocks[bl])
             self.b.position_at_end(blocks[bl])
+            if bl is frame.ir.entry:
+                for arg in self.lives.params:  # the caller keeps its own reference
+                    mem.incref(self, self.values[arg], frame.typeof(arg))
+            for v in self.lives.at_start.get(bl, ()):
+                self._release(v)
             for inst in bl.insts:
                 if inst in frame.raising:
                     self.inst = inst
@@ -439,6 +452,8 @@ class FunctionCodegen:
         t = self.frame.types.get(inst, BOTTOM)
         res = self.frame.calls.get(inst)
         if res is None or (isinstance(t, Const) and res.callee is None):
+            for dead in self.lives.after.get(inst, ()):
+                self._release(dead)
             return
         block = self.b.block
         mark = (block, len(block.instructions), len(self.fn.blocks)) \
@@ -448,12 +463,17 @@ class FunctionCodegen:
         if res.method:  # a method value called: call_method(receiver, name, *args)
             method = widen(self._abstract(inst.fn))
             args, argtypes = [self.value(inst.fn), None, *args], [method.receiver, const(method.name), *argtypes]
-        if res.callee is not None:
+        if res.callee is not None:  # a compiled function's result: its reference moves here
             self.values[inst] = self._invoke(res.callee, args, argtypes, t)
-        elif res.deferred is not None:
-            self.values[inst] = lower_deferred(self, res.deferred, args, argtypes)
         else:
-            self.values[inst] = res.lower(self, args, argtypes, t)
+            if res.deferred is not None:
+                self.values[inst] = lower_deferred(self, res.deferred, args, argtypes)
+            else:
+                self.values[inst] = res.lower(self, args, argtypes, t)
+            if self.values[inst] is not None and holds_managed(t):
+                mem.incref(self, self.values[inst], t)
+        for dead in self.lives.after.get(inst, ()):
+            self._release(dead)
         if mark is not None:
             self._locate(inst.loc, *mark)
 
@@ -520,6 +540,8 @@ class FunctionCodegen:
                 v = self.value(term.value)
                 v = (self.cast(v, widen(frame.typeof(term.value)), rt)
                      if v is not None else ir.Constant(ll(rt), ir.Undefined))
+            for dead in self.lives.after.get(term, ()):
+                self._release(dead)
             if self.mod.status:
                 ok = ir.Constant(STATUS, 0)
                 if v is None:
@@ -535,24 +557,58 @@ class FunctionCodegen:
             return []
         succs = [s for s in ((term.target,) if isinstance(term, Jump) else (term.then, term.orelse))
                  if (bl, s) in frame.edges]
-        pending = []
-        for s in dict.fromkeys(succs):
-            for phi in s.phis:
-                llphi = self.values.get(phi)
-                if llphi is None:
-                    continue
-                inc = phi.incoming[bl]
-                v = self.value(inc)
-                v = (self.cast(v, widen(frame.typeof(inc)), widen(frame.types[phi]))
-                     if v is not None else ir.Constant(llphi.type, ir.Undefined))
-                pending.append((llphi, v, self.b.block))
-        if isinstance(term, Branch) and len(succs) == 2:
-            self.b.cbranch(self.value(term.cond), blocks[succs[0]], blocks[succs[1]])
-        elif succs:
-            self.b.branch(blocks[succs[0]])
-        else:
+        succs = list(dict.fromkeys(succs))
+        if not succs:
             self.b.unreachable()
+            return []
+        if len(succs) == 1:
+            pending = self._edge(bl, succs[0])
+            self.b.branch(blocks[succs[0]])
+            return pending
+        here, pending, targets = self.b.block, [], {}
+        for s in succs:  # an edge giving back references gets a block of its own
+            if not self._edge_work(bl, s):
+                pending += self._edge(bl, s)
+                targets[s] = blocks[s]
+        for s in succs:
+            if s not in targets:
+                targets[s] = self.fn.append_basic_block(f"edge{bl.id}.{s.id}")
+                self.b.position_at_end(targets[s])
+                pending += self._edge(bl, s)
+                self.b.branch(blocks[s])
+        self.b.position_at_end(here)
+        assert isinstance(term, Branch), "two successors come from a branch"
+        self.b.cbranch(self.value(term.cond), targets[succs[0]], targets[succs[1]])
         return pending
+
+    def _edge_work(self, bl, s) -> bool:
+        return (bl, s) in self.lives.on_edge or any(holds_managed(self.frame.types.get(p, BOTTOM))
+                                                    for p in s.phis if p in self.values)
+
+    def _edge(self, bl, s) -> list:
+        """The phi inputs of edge ``bl -> s`` (each phi takes a reference), then the references the
+        edge gives back; returns ``(phi, value, block)`` to add once every block exists."""
+        frame, pending = self.frame, []
+        for phi in s.phis:
+            llphi = self.values.get(phi)
+            if llphi is None:
+                continue
+            inc = phi.incoming[bl]
+            v = self.value(inc)
+            pt = widen(frame.types[phi])
+            v = self.cast(v, widen(frame.typeof(inc)), pt) if v is not None else ir.Constant(llphi.type, ir.Undefined)
+            if holds_managed(pt) and self.value(inc) is not None:
+                mem.incref(self, v, pt)
+            pending.append((llphi, v))
+        for v in self.lives.on_edge.get((bl, s), ()):
+            self._release(v)
+        return [(llphi, v, self.b.block) for llphi, v in pending]
+
+    def _release(self, v) -> None:
+        """Give back the reference SSA value ``v`` holds."""
+        llv = self.values.get(v)
+        if llv is not None:
+            mem.decref(self, llv, self.frame.typeof(v) if not isinstance(v, Inst) else self.frame.types[v])
 
 
 __all__ = ["FunctionCodegen"]

@@ -49,9 +49,11 @@ def ll(t) -> ir.Type:
         return ir.LiteralStructType([ll(i) for i in t.items if has_value(i)])
     if isinstance(t, T.BoundMethod):
         return ll(t.receiver)
-    if isinstance(t, T.ArrayType):
+    if isinstance(t, T.ArrayType):  # {data, shape, strides in bytes[, refcounted buffer or null]}
         dims = ir.ArrayType(I64, t.ndim)
-        return ir.LiteralStructType([PTR, dims, dims])
+        return ir.LiteralStructType([PTR, dims, dims, PTR] if t.managed else [PTR, dims, dims])
+    if isinstance(t, T.SliceType):  # the parts that are present
+        return ir.LiteralStructType([I64] * (t.has_start + t.has_stop + t.has_step))
     if t == T.none or t == pyobj:
         return ir.VoidType()
     raise TypeError(f"no LLVM type for {t!r}")

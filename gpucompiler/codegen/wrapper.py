@@ -103,7 +103,11 @@ def _array(b, obj, t: T.ArrayType):
 
 
 def _box(mod, b, v, t):
-    """A new reference to a Python object holding ``v`` of type ``t``."""
+    """A new reference to a Python object holding ``v`` of type ``t``.
+
+    An array is boxed as the tuple ``(buffer, data, *shape, *strides)`` of ints
+    (``buffer`` 0 for borrowed memory); runtime/owned.py makes the NumPy array.
+    """
     if isinstance(t, T.RecordType):  # the class called with the fields
         fields = _box(mod, b, v, T.TupleType(t.items))
         cls = lookup(mod, b, t.module, t.qualname)
@@ -112,6 +116,17 @@ def _box(mod, b, v, t):
         b.call(decref, [fields])
         b.call(decref, [cls])
         return obj
+    if isinstance(t, T.ArrayType):
+        parts = [b.extract_value(v, 3) if t.managed else ir.Constant(PTR, None), b.extract_value(v, 0)]
+        ints = [b.extract_value(v, [f, k]) for f in (1, 2) for k in range(t.ndim)]
+        tup = b.call(mod.declare("PyTuple_New", PTR, [I64]), [ir.Constant(I64, len(parts) + len(ints))])
+        setitem = mod.declare("PyTuple_SetItem", ir.IntType(32), [PTR, I64, PTR])
+        for k, p in enumerate(parts):
+            b.call(setitem, [tup, ir.Constant(I64, k), b.call(mod.declare("PyLong_FromVoidPtr", PTR, [PTR]), [p])])
+        for k, n in enumerate(ints):
+            b.call(setitem, [tup, ir.Constant(I64, len(parts) + k),
+                             b.call(mod.declare("PyLong_FromLongLong", PTR, [I64]), [n])])
+        return tup
     if isinstance(t, T.TupleType):
         new = mod.declare("PyTuple_New", PTR, [I64])
         setitem = mod.declare("PyTuple_SetItem", ir.IntType(32), [PTR, I64, PTR])
@@ -141,15 +156,15 @@ def _holds_array(t) -> bool:
 
 
 def check_returnable(frame) -> None:
-    """Refuse a return value holding an array: compiled code owns no arrays to hand back to Python."""
+    """Refuse a record holding an array as the return value (arrays alone and in tuples come back)."""
     rt = widen(frame.rettype)
-    if not _holds_array(rt):
+    if not (isinstance(rt, T.RecordType) and _holds_array(rt)):
         return
     loc = next((frame.where(bl.term) for bl in frame.ir.blocks
-                if isinstance(bl.term, Return) and frame.executable(bl)
-                and _holds_array(widen(frame.typeof(bl.term.value)))), (frame.ir.filename, frame.ir.line, 0))
-    raise TypeInferenceError(f"returning an array to Python is not supported (the return type is {rt!r})", (rt,),
-                             loc, frame.ir.name, "write results into an array argument, or return scalars")
+                if isinstance(bl.term, Return) and frame.executable(bl)), (frame.ir.filename, frame.ir.line, 0))
+    raise TypeInferenceError(f"returning a record holding an array to Python is not supported (the return "
+                             f"type is {rt!r})", (rt,), loc, frame.ir.name,
+                             "return the array and the other fields as a tuple")
 
 
 def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
@@ -157,7 +172,7 @@ def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
     check_returnable(frame)
     argtypes = [widen(t) for t in frame.argtypes]
     rt = widen(frame.rettype)
-    if isinstance(rt, (T.TupleType, T.RecordType)) or _is_complex(rt):
+    if isinstance(rt, (T.TupleType, T.RecordType, T.ArrayType)) or _is_complex(rt):
         ret = PTR
     elif has_value(rt):
         ret = _I8 if rt == T.boolean else ll(rt)
@@ -180,7 +195,7 @@ def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
             else:
                 b.ret(ir.Constant(ret, None))
         out = b.extract_value(out, 0) if has_value(rt) else None
-    if isinstance(rt, (T.TupleType, T.RecordType)) or _is_complex(rt):
+    if isinstance(rt, (T.TupleType, T.RecordType, T.ArrayType)) or _is_complex(rt):
         b.ret(_box(mod, b, out, rt))
     elif not has_value(rt):
         b.ret_void()

@@ -70,13 +70,18 @@ class Expressions(LoweringState):
         return self.emit(_UNARY[type(node.op)], [self.expr(operand)], node)
 
     def expr_Call(self, node):
-        if node.keywords:
-            self.unsupported(node.keywords[0], "keyword arguments", "pass arguments by position")
         func = node.func
         if isinstance(func, ast.Name) and func.id in self.closures:
             return self.call_closure(node, self.closures[func.id])
         fn = self.expr(func)
-        return self.emit(fn, [self.expr(a) for a in node.args], node)
+        args = [self.expr(a) for a in node.args]
+        if not node.keywords:
+            return self.emit(fn, args, node)
+        for kw in node.keywords:
+            if kw.arg is None:
+                self.unsupported(kw, "**keyword arguments", "pass arguments by name or position")
+        names = Const(tuple(kw.arg for kw in node.keywords), self.loc(node))
+        return self.emit(K.call_kw, [fn, names, *args, *(self.expr(kw.value) for kw in node.keywords)], node)
 
     def expr_Attribute(self, node):
         return self.emit(getattr, [self.expr(node.value), Const(node.attr)], node)

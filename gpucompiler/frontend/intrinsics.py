@@ -23,6 +23,12 @@ def make_complex(re, im):
     return complex(re, im)
 
 
+def call_kw(fn, names, *args):
+    """``fn(*positional, name=value...)``: the last ``len(names)`` of ``args`` are passed by keyword."""
+    split = len(args) - len(names)
+    return fn(*args[:split], **dict(zip(names, args[split:])))
+
+
 def unpack(value, n):
     """``a, b = value``: checks that ``value`` has ``n`` items."""
     if len(value) != n:

@@ -129,4 +129,11 @@ def join(a, b):
         return None if ta == pyobj else ta
     if isinstance(ta, T.Scalar) and isinstance(tb, T.Scalar):
         return T.promote(ta, tb)
+    if isinstance(ta, T.TupleType) and isinstance(tb, T.TupleType) and len(ta.items) == len(tb.items):
+        items = [join(x, y) if isinstance(x, (T.ArrayType, T.TupleType)) else (x if x == y else None)
+                 for x, y in zip(ta.items, tb.items)]  # arrays join (views, layouts); scalars must agree
+        return None if None in items else T.TupleType(items)
+    if isinstance(ta, T.ArrayType) and isinstance(tb, T.ArrayType) and (ta.dtype, ta.ndim) == (tb.dtype, tb.ndim):
+        return T.ArrayType(ta.dtype, ta.ndim, ta.layout if ta.layout == tb.layout else "A",
+                           ta.readonly or tb.readonly, ta.managed or tb.managed)
     return None  # tuples of different item types too: Python would keep each item's type

@@ -1,0 +1,109 @@
+"""Where the SSA values holding managed arrays die: liveness over the reachable blocks.
+
+Every such value owns one reference (interpreter/builtins/arraymem.py).
+Codegen gives it back after the value's last use: right after an
+instruction (``after``), at the start of a block for phis nobody reads
+(``at_start``), or on an edge where the value is live out of the
+predecessor but not live into the successor (``on_edge``). A value a
+``return`` uses is moved to the caller instead.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ..frontend.ir import Call, Phi, Return
+from ..interpreter.builtins.arraymem import holds_managed
+from ..interpreter.lattice import BOTTOM
+
+
+@attrs.define
+class Lifetimes:
+    """The places where references are given back (see the module docstring)."""
+
+    after: dict = attrs.field(factory=dict)
+    """instruction (or ``return`` terminator) -> values whose last use it is"""
+    at_start: dict = attrs.field(factory=dict)
+    """block -> its phis that are never read"""
+    on_edge: dict = attrs.field(factory=dict)
+    """(block, successor) -> values live out of the block and dead in the successor"""
+    params: list = attrs.field(factory=list)
+    """arguments holding managed arrays (the callee takes its own reference of each)"""
+
+    def any(self) -> bool:
+        return bool(self.after or self.at_start or self.on_edge or self.params)
+
+
+def plan(frame) -> Lifetimes:
+    """The lifetimes of the values of ``frame`` (an inferred specialization) holding managed arrays."""
+    def tracked(v) -> bool:
+        t = frame.typeof(v) if not isinstance(v, (Call, Phi)) else frame.types.get(v, BOTTOM)
+        return t is not BOTTOM and holds_managed(t)
+
+    out = Lifetimes(params=[a for a in frame.ir.args if tracked(a)])
+    blocks = [bl for bl in frame.ir.blocks if frame.executable(bl)]
+    if not out.params and not any(tracked(v) for bl in blocks for v in (*bl.phis, *bl.insts)):
+        return out
+    succs = {bl: [s for s in dict.fromkeys(_successors(bl)) if (bl, s) in frame.edges] for bl in blocks}
+    uses, defs = {}, {}
+    for bl in blocks:
+        defined, used = {p for p in bl.phis if tracked(p)}, set()
+        for inst in (*bl.insts, bl.term):
+            for v in _operands(inst):
+                if tracked(v) and v not in defined:
+                    used.add(v)
+            if isinstance(inst, Call) and tracked(inst):
+                defined.add(inst)
+        uses[bl], defs[bl] = used, defined
+    live_in = {bl: set() for bl in blocks}
+    live_out = {bl: set() for bl in blocks}
+    changed = True
+    while changed:
+        changed = False
+        for bl in reversed(blocks):
+            lo = set()
+            for s in succs[bl]:
+                lo |= live_in[s]
+                lo |= {p.incoming[bl] for p in s.phis if bl in p.incoming and tracked(p.incoming[bl])}
+            li = uses[bl] | (lo - defs[bl])
+            if lo != live_out[bl] or li != live_in[bl]:
+                live_out[bl], live_in[bl], changed = lo, li, True
+    entry_args = set(out.params)
+    for bl in blocks:
+        last = {}
+        candidates = set(live_in[bl]) | defs[bl] | (entry_args if bl is frame.ir.entry else set())
+        for inst in (*bl.insts, bl.term):
+            for v in _operands(inst):
+                if v in candidates:
+                    last[v] = inst
+        for v in candidates - live_out[bl]:
+            where = last.get(v)
+            if where is None:
+                if isinstance(v, Phi) or v in entry_args:
+                    out.at_start.setdefault(bl, []).append(v)
+                else:  # defined here, never read: dies at once
+                    out.after.setdefault(v, []).append(v)
+            elif not (isinstance(where, Return) and where.value is v):
+                out.after.setdefault(where, []).append(v)
+        for s in succs[bl]:
+            dead = [v for v in live_out[bl] if v not in live_in[s]]
+            if dead:
+                out.on_edge[(bl, s)] = dead
+    for key in out.after:
+        out.after[key].sort(key=lambda v: v.id)
+    return out
+
+
+def _successors(bl) -> tuple:
+    term = bl.term
+    if isinstance(term, Return) or term is None:
+        return ()
+    return (term.target,) if hasattr(term, "target") else (term.then, term.orelse)
+
+
+def _operands(inst) -> tuple:
+    if isinstance(inst, Call):  # the callee too: a method value holds its receiver
+        return (inst.fn, *inst.args)
+    if isinstance(inst, Return):
+        return (inst.value,)
+    return ()

@@ -21,7 +21,7 @@ from llvmlite import ir
 from gpucompiler import types as T
 from gpucompiler.errors import ReadOnlyArrayError, TypeInferenceError
 from gpucompiler.interpreter import (BOTTOM, Any_, CallResult, Const, DeferredMeta, RuleSet, deferred_call,
-                                     is_function, nested_interpreter, pyobj, spec_argtypes, widen)
+                                     is_function, nested_interpreter, pyobj, widen)
 
 from .. import api, split as split_api
 
@@ -241,13 +241,6 @@ def _check_arity(f, given: int) -> None:
                                  f"{missing}", hint="pass one activity per parameter (defaults are not filled in)")
 
 
-def _find_job(interp, fn, meta, argtypes):
-    for job in interp.__dict__.get("deferred", {}).values():
-        if job.fn is fn and job.meta == meta and job.argtypes == argtypes:
-            return job
-    raise AssertionError("deferred_call recorded no job")  # internal invariant
-
-
 def _check_not_differentiating_itself(interp, f, meta) -> None:
     """``autodiff`` of ``f`` while ``f`` is being inferred (``f`` differentiates itself, directly or
     through calls): a derivative of unbounded order."""
@@ -297,7 +290,8 @@ def _autodiff(interp, fn, args):
     res = deferred_call(interp, meta, f, primal, marker=MARKER)
     if res.restype is BOTTOM:
         return CallResult(BOTTOM)
-    job = _find_job(interp, f, meta, spec_argtypes(primal))
+    assert res.deferred is not None, "a deferred call with a result records its job"
+    job = res.deferred.job
     restype = result_type(api.Reverse if split else mode, acts, res.restype)
     if with_primal:  # Enzyme's primal return: (derivatives, primal) / (tangent, primal)
         ret = widen(res.restype)

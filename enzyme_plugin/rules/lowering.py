@@ -6,7 +6,7 @@ from llvmlite import ir
 
 from gpucompiler import types as T
 from gpucompiler.codegen import PTR, TypedCallee, job_global, ll
-from gpucompiler.interpreter import LOOKUP
+from gpucompiler.interpreter import LOOKUP, borrowed
 
 from ..api import Activity
 from . import MARKER, MODES, width
@@ -69,7 +69,9 @@ def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None, fn=N
         args += [ir.Constant(_I32, Activity.CONST.value), slot]
     for act, is_wrapped, v in zip(acts, wrapped, values):
         args.append(ir.Constant(_I32, act.kind.value))
-        args += [b.extract_value(v, k) for k in range(len(act.items))] if is_wrapped else [v]
+        items = [b.extract_value(v, k) for k in range(len(act.items))] if is_wrapped else [v]
+        # arrays the function made are lent to the job as plain arrays (the job's parameter type)
+        args += [cg.cast(x, t, borrowed(t)) for x, t in zip(items, act.items)]
     decl = cg.mod.declare(MARKER, ir.VoidType(), [PTR])
     if not decl.function_type.var_arg:
         decl.function_type.var_arg = True

@@ -73,6 +73,10 @@ class Expressions(LoweringState):
         func = node.func
         if isinstance(func, ast.Name) and func.id in self.closures:
             return self.call_closure(node, self.closures[func.id])
+        if isinstance(node.func, ast.Attribute) and not node.keywords and self._runtime_value(node.func.value):
+            receiver = self.expr(node.func.value)  # a method of a value: rules key on call_method
+            return self.emit(K.call_method, [receiver, Const(node.func.attr, self.loc(node)),
+                                             *(self.expr(a) for a in node.args)], node)
         fn = self.expr(func)
         args = [self.expr(a) for a in node.args]
         if not node.keywords:
@@ -82,6 +86,17 @@ class Expressions(LoweringState):
                 self.unsupported(kw, "**keyword arguments", "pass arguments by name or position")
         names = Const(tuple(kw.arg for kw in node.keywords), self.loc(node))
         return self.emit(K.call_kw, [fn, names, *args, *(self.expr(kw.value) for kw in node.keywords)], node)
+
+    def _runtime_value(self, node) -> bool:
+        """Whether ``node`` computes a run-time value (not a chain of attributes of a global: a module)."""
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return not (isinstance(node, ast.Name) and node.id not in self.locals)
+
+    def expr_Slice(self, node):
+        parts = [self.expr(p) if p is not None else Const(None, self.loc(node))
+                 for p in (node.lower, node.upper, node.step)]
+        return self.emit(K.build_slice, parts, node)
 
     def expr_Attribute(self, node):
         return self.emit(getattr, [self.expr(node.value), Const(node.attr)], node)

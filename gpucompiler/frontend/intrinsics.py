@@ -14,7 +14,8 @@ def build_tuple(*items):
 
 
 def call_method(obj, name, *args):
-    """``obj.name(*args)``: what a call of a method value (``z.conjugate()``) means."""
+    """``obj.name(*args)``: what a call of a method value (``z.conjugate()``) means, and a method
+    called on a value computed at run time (``a.copy()`` of a local ``a``)."""
     return getattr(obj, name)(*args)
 
 
@@ -27,6 +28,11 @@ def call_kw(fn, names, *args):
     """``fn(*positional, name=value...)``: the last ``len(names)`` of ``args`` are passed by keyword."""
     split = len(args) - len(names)
     return fn(*args[:split], **dict(zip(names, args[split:])))
+
+
+def build_slice(start, stop, step):
+    """``start:stop:step`` in an index"""
+    return slice(start, stop, step)
 
 
 def unpack(value, n):

@@ -1,5 +1,6 @@
 """Abstract interpretation (type inference) and its extension points."""
 
+from .builtins.arraymem import borrowed
 from .deferred import (JOB_GLOBAL_PREFIX, LOOKUP, DeferredCall, DeferredJob, DeferredMeta, deferred_call,
                        is_function, nested_interpreter)
 from .infer import Frame, Interpreter, spec_argtypes
@@ -10,4 +11,4 @@ from .rules import (Any_, Bool, CallResult, Complex, Constant, Float, Int, Numbe
 __all__ = ["Interpreter", "Frame", "BOTTOM", "Const", "CallResult", "RuleSet", "register",
            "RULE_SETS", "Any_", "Bool", "Complex", "Constant", "Float", "Int", "Number", "Numeric", "pyobj", "widen",
            "spec_argtypes", "DeferredCall", "DeferredJob", "DeferredMeta", "JOB_GLOBAL_PREFIX", "LOOKUP",
-           "deferred_call", "is_function", "nested_interpreter"]
+           "deferred_call", "is_function", "nested_interpreter", "borrowed"]

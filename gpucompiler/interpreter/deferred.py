@@ -42,6 +42,7 @@ import attrs
 from ..errors import CompileError, TypeInferenceError
 from ..frontend.fingerprint import encode_value, python_function
 from ..hashing import stable_hash
+from .builtins.arraymem import borrowed
 from .infer import Interpreter, spec_argtypes
 from .lattice import BOTTOM, Const, pyobj, widen
 from .rules import CallResult, RuleSet
@@ -194,7 +195,7 @@ def deferred_call(interp, meta, fn, args, *, marker: str) -> CallResult:
     """
     if not isinstance(fn, pytypes.FunctionType):
         raise TypeInferenceError(f"{marker}: only Python functions can be deferred, got {fn!r}")
-    args = tuple(args)
+    args = tuple(borrowed(a) for a in args)  # the job borrows the caller's arrays for the call
     child = nested_interpreter(interp, tuple(getattr(meta, "rules", ())))
     frame = child.infer(fn, list(args))
     ret = frame.provisional if frame in child.stack else frame.rettype

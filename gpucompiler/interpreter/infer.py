@@ -258,6 +258,10 @@ class Interpreter:
             if exc.loc is not None:
                 raise
             raise exc.located(frame.where(inst), frame.ir.name) from exc.cause
+        if result is None and fn.value is K.call_method and isinstance(args[1], Const):
+            raise TypeInferenceError(f"{widen(args[0])!r} has no method {args[1].value!r} in compiled code",
+                                     [widen(args[0])], frame.where(inst), frame.ir.name,
+                                     "see the supported Python table in docs/user_guide.md")
         if result is None:
             name = getattr(fn.value, "__qualname__", repr(fn.value))
             shown = ", ".join(repr(widen(a)) for a in args)
@@ -328,8 +332,8 @@ class Interpreter:
             if method.pure and not isinstance(restype, Const):
                 restype = _fold(fn, args, restype)
             return CallResult(restype, method.lower, None, owner)
-        if found is None and isinstance(fn, pytypes.FunctionType):
-            return self.invoke(fn, args)
+        if found is None and isinstance(fn, pytypes.FunctionType) and fn.__module__ != K.__name__:
+            return self.invoke(fn, args)  # (the frontend's intrinsics mean only what rules say)
         return found
 
     def invoke(self, fn, args) -> CallResult:

@@ -49,3 +49,21 @@ def test_gradient_through_allocated_temporaries_matches_finite_differences(s):
             return energy(b, s, 4)
         assert da[k] == pytest.approx(_fd(along, a[k]), rel=1e-6)
     assert jit(energy)(a, s, 4) == pytest.approx(energy(a, s, 4), rel=1e-15)
+
+
+def sumsq(a, n):
+    t = 0.0
+    for i in range(n):
+        t += a[i] * a[i]
+    return t
+
+
+def grad_of_new_arrays(n):
+    a = np.arange(n, dtype=np.float64)
+    da = np.zeros(n)  # value and shadow both made here, lent to the differentiated function
+    autodiff(Reverse, sumsq, Duplicated(a, da), Const(n))
+    return da
+
+
+def test_arrays_made_in_the_caller_are_differentiated_as_arguments():
+    np.testing.assert_array_equal(jit(grad_of_new_arrays, plugins=("enzyme",))(5), 2.0 * np.arange(5.0))

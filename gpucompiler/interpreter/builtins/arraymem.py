@@ -20,8 +20,10 @@ object a rule lowers with)::
     ptr = element_pointer(cg, value, [i, j], t)  # to store the elements
 
 ``allocate`` returns a value with count 0: codegen adds the reference of the
-rule's result. ``copy_into(cg, src, src_type, dst, dst_type)`` copies every
-element of a same-shape source (any layout, with conversion).
+rule's result (a rule never frees what it returns; ``free_now`` is for a
+rule's own temporaries). ``views.copy_into(cg, src, src_type, dst, dst_type)``
+copies every element of a same-shape source (any layout, with conversion);
+``arrayloops.nested_loop`` visits every index of a shape.
 """
 
 from __future__ import annotations
@@ -50,6 +52,16 @@ class Fill(enum.Enum):
 def managed_array(dtype: T.Scalar, ndim: int, layout: str = "C") -> T.ArrayType:
     """The type of an array the compiled code may have allocated."""
     return T.ArrayType(dtype, ndim, layout, False, True)
+
+
+def borrowed(v):
+    """``v`` (an abstract value) as a callee that only borrows its arrays sees it: no buffer field."""
+    t = v if isinstance(v, T.Type) else None
+    if isinstance(t, T.TupleType):
+        return T.TupleType(borrowed(it) for it in t.items)
+    if isinstance(t, T.ArrayType) and t.managed:
+        return T.ArrayType(t.dtype, t.ndim, t.layout, t.readonly)
+    return v
 
 
 def holds_managed(t) -> bool:
@@ -163,11 +175,23 @@ def decref(cg, value, t) -> None:
     _each_managed(cg, value, t, release)
 
 
+def free_now(cg, value) -> None:
+    """Free the allocation of ``value`` (a managed array nothing else holds: a rule's own temporary)."""
+    block = cg.b.extract_value(value, 3)
+    free = cg.mod.declare("free", ir.VoidType(), [_PTR])
+    cg.b.call(free, [cg.b.load(cg.b.gep(block, [ir.Constant(_I64, 8)], source_etype=_I8), typ=_PTR)])
+    cg.b.call(free, [block])
+
+
 def convert(cg, value, frm, to):
     """``value`` of type ``frm`` as type ``to`` where both are arrays (or tuples of them) that join:
-    a borrowed array gets a null buffer to become managed; layouts share one representation."""
+    a borrowed array gets a null buffer to become managed, a managed one lent to a deferred job
+    loses it; layouts share one representation."""
     frm, to = widen(frm), widen(to)
     if isinstance(to, T.ArrayType) and isinstance(frm, T.ArrayType):
+        if frm.managed and not to.managed:  # lent to a callee for the call (a deferred job)
+            parts = [cg.b.extract_value(value, [f, k]) for f in (1, 2) for k in range(frm.ndim)]
+            return build_array(cg, to, cg.b.extract_value(value, 0), parts[:frm.ndim], parts[frm.ndim:])
         if to.managed and not frm.managed:
             parts = [cg.b.extract_value(value, [f, k]) for f in (1, 2) for k in range(frm.ndim)]
             return build_array(cg, to, cg.b.extract_value(value, 0), parts[:frm.ndim], parts[frm.ndim:])

@@ -154,7 +154,7 @@ def _getitem_type(a, index):
     if items is None or len(items) > a.ndim:
         return None
     rest = a.ndim - len(items)
-    return a.dtype if rest == 0 else _A(a.dtype, rest, "A" if len(items) else a.layout, a.readonly)
+    return a.dtype if rest == 0 else _A(a.dtype, rest, "A" if len(items) else a.layout, a.readonly, a.managed)
 
 
 def _indices(cg, index, itype):
@@ -176,6 +176,8 @@ def _array_getitem(cg, args, argtypes, rt, checked=True):
     for k in range(rt.ndim):
         for field in (1, 2):
             view = cg.b.insert_value(view, cg.b.extract_value(arr, [field, k + len(idx)]), [field, k])
+    if rt.managed:  # the row keeps the allocation alive (codegen counts the reference)
+        view = cg.b.insert_value(view, cg.b.extract_value(arr, 3), 3)
     return view
 
 

@@ -75,6 +75,8 @@ class FunctionCodegen:
         if isinstance(t, T.Scalar) and t.kind == "c":
             part = T.float_of(t)
             return ir.Constant(ll(t), [self.const(part, value.real), self.const(part, value.imag)])
+        if isinstance(t, T.SliceType):  # (start, stop, step), the parts given
+            return ir.Constant(ll(t), [ir.Constant(I64, v) for v in value if v is not None])
         if isinstance(t, T.Scalar) and t.kind == "f":
             return ir.Constant(ll(t), float(value))
         if isinstance(t, T.Scalar) and t.kind == "u":

@@ -1,6 +1,7 @@
 """Arrays made by compiled code come back as NumPy arrays owning their memory; nothing leaks."""
 
 import gc
+import tracemalloc
 import weakref
 
 import numpy as np
@@ -68,6 +69,33 @@ def test_many_calls_do_not_leak():
         del x
     gc.collect()
     assert _rss_mb() - before < 200
+
+
+def test_the_python_side_of_returned_arrays_is_released():
+    g = jit(returned)
+    g(3)
+    tracemalloc.start()
+    try:
+        for _ in range(50):
+            g(4)
+        gc.collect()
+        before = tracemalloc.take_snapshot()
+        for _ in range(2000):
+            g(4)
+        gc.collect()
+        grown = sum(d.size_diff for d in tracemalloc.take_snapshot().compare_to(before, "filename"))
+    finally:
+        tracemalloc.stop()
+    assert grown < 64 * 1024  # the Block, interface and array objects of 6000 arrays would be megabytes
+
+
+def shapes_of(a):
+    return np.zeros(a.shape), np.ones(a.shape[1:], np.int32)
+
+
+def test_a_shape_tuple_of_an_array_shapes_a_new_one():
+    z, o = jit(shapes_of)(np.empty((2, 3)))
+    assert z.shape == (2, 3) and o.shape == (3,) and o.dtype == np.int32
 
 
 def pair(n):

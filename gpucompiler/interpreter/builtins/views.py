@@ -49,7 +49,10 @@ def _slice_type(start, stop, step):
     if len(given) < 3:
         shown = ", ".join(repr(widen(p)) for p in (start, stop, step))
         raise TypeInferenceError(f"slice bounds must be integers or None, not ({shown})")
-    return T.SliceType(*given)
+    t = T.SliceType(*given)
+    if all(isinstance(p, Const) for p in (start, stop, step)):  # known: tuples can be sliced with it
+        return Const(tuple(int(p.value) if p.value is not None else None for p in (start, stop, step)), t)
+    return t
 
 
 @base.define(K.build_slice, Any_, Any_, Any_, restype=_slice_type)
@@ -60,6 +63,21 @@ def _build_slice(cg, args, argtypes, rt):
         if _slice_part(t):
             value = cg.b.insert_value(value, cg.cast(v, widen(t), T.int64), k)
             k += 1
+    return value
+
+
+def _tuple_slice_type(tup, index):
+    if not (isinstance(index, Const) and isinstance(widen(index), T.SliceType)):
+        return None
+    return T.TupleType(widen(tup).items[slice(*index.value)])
+
+
+@base.define(operator.getitem, T.TupleType, Any_, restype=_tuple_slice_type)
+def _tuple_slice(cg, args, argtypes, rt):
+    picked = range(len(widen(argtypes[0]).items))[slice(*argtypes[1].value)]
+    value = ir.Constant(cg.ll(rt), ir.Undefined)
+    for k, i in enumerate(picked):
+        value = cg.b.insert_value(value, cg.b.extract_value(args[0], i), k)
     return value
 
 

@@ -150,10 +150,29 @@ def _is_add(inst) -> str | None:
     return next((op for op in ("fadd", "fsub") if op in words), None)
 
 
+def _int_rmw(inst) -> str | None:
+    """``add``/``sub`` for those integer ``atomicrmw`` operations (a reference count), else None."""
+    if inst.opcode != "atomicrmw" or inst.type.kind != "int":
+        return None
+    words = set(inst.parts[0].split()) if inst.parts and type(inst.parts[0]) is str else set()
+    return next((op for op in ("add", "sub") if op in words), None)
+
+
 def fwd_atomic(s, inst) -> None:
-    """Forward rule of ``atomicrmw``/``cmpxchg``: only ``fadd``/``fsub`` into shadowed memory is differentiable."""
+    """Forward rule of ``atomicrmw``/``cmpxchg``: only ``fadd``/``fsub`` into shadowed memory is differentiable;
+    an integer ``add``/``sub`` (a reference count) is mirrored into the shadow, as integer stores are."""
     p = inst.pointer_operand
     if s.act.is_constant_instruction(inst) and p not in s.act.shadowed:
+        return
+    op = _int_rmw(inst)
+    if op is not None:
+        if p in s.act.shadowed:
+            v, sp = s.val(inst.value_operand), s.shadow(p, inst)
+            rmw = Instruction("atomicrmw", v.type, [f"atomicrmw {op} ", sp.type, " ", 0, ", ", v.type, " ", 1,
+                                                    " monotonic"], (), "")
+            rmw.append_operand(sp)
+            rmw.append_operand(v)
+            s.b.insert(rmw)
         return
     kind = _is_add(inst) if inst.opcode == "atomicrmw" else None
     if kind is None or p not in s.act.shadowed:

@@ -157,7 +157,7 @@ def incref(cg, value, t) -> None:
     def add(block):
         b = cg.b
         with b.if_then(b.icmp_unsigned("!=", block, ir.Constant(_PTR, None))):
-            b.store(b.add(b.load(block, typ=_I64), ir.Constant(_I64, 1)), block)
+            b.atomic_rmw("add", block, ir.Constant(_I64, 1), "monotonic")
     _each_managed(cg, value, t, add)
 
 
@@ -166,9 +166,8 @@ def decref(cg, value, t) -> None:
     def release(block):
         b = cg.b
         with b.if_then(b.icmp_unsigned("!=", block, ir.Constant(_PTR, None))):
-            left = b.sub(b.load(block, typ=_I64), ir.Constant(_I64, 1))
-            b.store(left, block)
-            with b.if_then(b.icmp_signed("==", left, ir.Constant(_I64, 0))):
+            before = b.atomic_rmw("sub", block, ir.Constant(_I64, 1), "acq_rel")
+            with b.if_then(b.icmp_signed("==", before, ir.Constant(_I64, 1))):
                 free = cg.mod.declare("free", ir.VoidType(), [_PTR])
                 b.call(free, [b.load(b.gep(block, [ir.Constant(_I64, 8)], source_etype=_I8), typ=_PTR)])
                 b.call(free, [block])

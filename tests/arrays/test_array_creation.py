@@ -16,7 +16,7 @@ def _same(got, want):
 
 
 def zeros_ones_full(n, m):
-    return np.zeros(n), np.ones((n, m)), np.full((m, n), 2.5), np.empty(n).shape, np.zeros((n,))
+    return np.zeros(n), np.ones((n, m)), np.full((m, n), 2.5), np.empty(n).shape, np.zeros((n,), order="C")
 
 
 def test_zeros_ones_full_empty_with_int_and_tuple_shapes():
@@ -110,14 +110,19 @@ def bad_dtype(n):
 
 
 def bad_keyword(n):
-    return np.zeros(n, order="F")
+    return np.zeros(n, shape=3)
+
+
+def bad_order(n):
+    return np.ones(n, order="F")
 
 
 def runtime_dtype(n, t):
     return np.zeros(n, t)
 
 
-@pytest.mark.parametrize("fn,match", [(bad_dtype, "unsupported dtype"), (bad_keyword, "unexpected keyword")])
+@pytest.mark.parametrize("fn,match", [(bad_dtype, "unsupported dtype"), (bad_keyword, "multiple values"),
+                                      (bad_order, "order='F' is not supported")])
 def test_unsupported_constructor_arguments_are_typed_errors_at_the_line(fn, match):
     with pytest.raises(TypeInferenceError, match=match) as info:
         jit(fn)(3)

@@ -268,3 +268,18 @@ def test_a_row_of_a_new_array_keeps_it_alive():
     gc.collect()
     np.testing.assert_array_equal(r, [3, 4, 5])
     np.testing.assert_array_equal(last, [11, 10, 9])
+
+
+def flats(a):
+    return a.ravel(), a.flatten(), np.copy(a), a.T.ravel()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_ravel_flatten_and_np_copy(layout):
+    a = _layouts(np.float32)[layout]
+    got, want = jit(flats)(a), flats(a)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+    assert not np.shares_memory(got[1], a) and not np.shares_memory(got[2], a)
+    assert np.shares_memory(got[0], a) == (layout == "C")

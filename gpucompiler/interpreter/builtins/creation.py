@@ -25,6 +25,7 @@ from ..rules import CallResult
 from . import arraymem as mem
 from .arrayloops import counted_loop
 from .numbers import base
+from .views import copied
 
 _I64 = ir.IntType(64)
 
@@ -222,16 +223,18 @@ def _linspace(cg, values, types, rt):
 
 
 CONSTRUCTORS: dict[str, Constructor] = {
-    "zeros": Constructor(_sig("shape", dtype=None), _fill_type("zeros"), _filled(mem.Fill.ZERO)),
-    "empty": Constructor(_sig("shape", dtype=None), _fill_type("empty"), _filled(mem.Fill.UNINITIALIZED)),
-    "ones": Constructor(_sig("shape", dtype=None), _fill_type("ones"), _filled(mem.Fill.UNINITIALIZED, _one)),
-    "full": Constructor(_sig("shape", "fill_value", dtype=None), _fill_type("full"),
+    "zeros": Constructor(_sig("shape", dtype=None, order=None), _fill_type("zeros"), _filled(mem.Fill.ZERO)),
+    "empty": Constructor(_sig("shape", dtype=None, order=None), _fill_type("empty"), _filled(mem.Fill.UNINITIALIZED)),
+    "ones": Constructor(_sig("shape", dtype=None, order=None), _fill_type("ones"), _filled(mem.Fill.UNINITIALIZED, _one)),
+    "full": Constructor(_sig("shape", "fill_value", dtype=None, order=None), _fill_type("full"),
                         _filled(mem.Fill.UNINITIALIZED, _given)),
     "zeros_like": Constructor(_sig("a", dtype=None), _like_type(), _filled(mem.Fill.ZERO)),
     "empty_like": Constructor(_sig("a", dtype=None), _like_type(), _filled(mem.Fill.UNINITIALIZED)),
     "ones_like": Constructor(_sig("a", dtype=None), _like_type(), _filled(mem.Fill.UNINITIALIZED, _one)),
     "full_like": Constructor(_sig("a", "fill_value", dtype=None), _like_type(),
                              _filled(mem.Fill.UNINITIALIZED, _given)),
+    "copy": Constructor(_sig("a"), _like_type(), lambda cg, values, types, rt: copied(cg, values["a"],
+                                                                                     widen(types["a"]))),
     "arange": Constructor(_sig("start", stop=None, step=None, dtype=None), _arange_type, _arange),
     "linspace": Constructor(_sig("start", "stop", num=None, endpoint=None, dtype=None), _linspace_type, _linspace),
 }
@@ -254,6 +257,11 @@ def constructor_call(interp, name: str, args: list, names: tuple = (), skip: int
     none = [p for p, k in index.items() if isinstance(args[k], Const) and args[k].value is None]
     for p in none:  # dtype=None is the default
         del index[p]
+    order = index.pop("order", None)
+    if order is not None and not (isinstance(args[order], Const) and args[order].value == "C"):
+        shown = args[order].value if isinstance(args[order], Const) else widen(args[order])
+        raise TypeInferenceError(f"np.{name}(): order={shown!r} is not supported: arrays made in compiled code "
+                                 "are C-ordered", hint="leave order out (or pass 'C'); transpose the result for F order")
     abstract = {p: args[k] for p, k in index.items()}
     if any(isinstance(v, Const) and v.type == pyobj for p, v in abstract.items() if p != "dtype"):
         bad = next(p for p, v in abstract.items() if p != "dtype" and isinstance(v, Const) and v.type == pyobj)

@@ -280,10 +280,42 @@ def copy_into(cg, src, src_type: _A, dst, dst_type: _A) -> None:
 
 @base.define(K.call_method, _A, method("copy"), restype=lambda a, n: mem.managed_array(widen(a).dtype, widen(a).ndim))
 def _copy(cg, args, argtypes, rt):
-    at = widen(argtypes[0])
-    out = mem.allocate(cg, at.dtype, _dims(cg, args[0], 1, at.ndim))
-    copy_into(cg, args[0], at, out, widen(rt))
+    return copied(cg, args[0], widen(argtypes[0]))
+
+
+def copied(cg, value, t: _A):
+    """A new C-ordered array holding the elements of ``value`` (``a.copy()``, ``np.copy(a)``)."""
+    out = mem.allocate(cg, t.dtype, _dims(cg, value, 1, t.ndim))
+    copy_into(cg, value, t, out, mem.managed_array(t.dtype, t.ndim))
     return out
+
+
+def _flat(cg, value, t: _A):
+    """The 1-D C-ordered array of ``value``'s elements: a view of a C-contiguous array, else a copy."""
+    source = value if t.layout == "C" else copied(cg, value, t)
+    size = ir.Constant(_I64, 1)
+    for s in _dims(cg, value, 1, t.ndim):
+        size = cg.b.mul(size, s)
+    out_t = mem.managed_array(t.dtype, 1) if t.layout != "C" or t.managed else _A(t.dtype, 1, "C", t.readonly)
+    buffer = cg.b.extract_value(source, 3) if out_t.managed and (t.layout != "C" or t.managed) else None
+    return mem.build_array(cg, out_t, cg.b.extract_value(source, 0), [size],
+                           [ir.Constant(_I64, t.dtype.itemsize)], buffer)
+
+
+def _ravel_type(a, n):
+    a = widen(a)
+    return mem.managed_array(a.dtype, 1) if a.layout != "C" or a.managed else _A(a.dtype, 1, "C", a.readonly)
+
+
+@base.define(K.call_method, _A, method("ravel"), restype=_ravel_type)
+def _ravel(cg, args, argtypes, rt):
+    return _flat(cg, args[0], widen(argtypes[0]))
+
+
+@base.define(K.call_method, _A, method("flatten"), restype=lambda a, n: mem.managed_array(widen(a).dtype, 1))
+def _flatten(cg, args, argtypes, rt):
+    at = widen(argtypes[0])
+    return _flat(cg, copied(cg, args[0], at), mem.managed_array(at.dtype, at.ndim))
 
 
 def _compare_constants(op):

@@ -6,7 +6,8 @@ import pytest
 from gpucompiler import jit
 from gpucompiler.errors import TypeInferenceError
 
-DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64]
+DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+          np.float32, np.float64, np.complex64, np.complex128]
 
 
 def _same(got, want):
@@ -106,7 +107,7 @@ def test_negative_dimension_is_numpys_value_error():
 
 
 def bad_dtype(n):
-    return np.zeros(n, dtype="complex64")
+    return np.zeros(n, dtype="float16")
 
 
 def bad_keyword(n):

@@ -10,7 +10,8 @@ import pytest
 from gpucompiler import jit
 from gpucompiler.errors import TypeInferenceError
 
-DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64]
+DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+          np.float32, np.float64, np.complex64, np.complex128]
 
 
 def _line(fn, text: str) -> int:

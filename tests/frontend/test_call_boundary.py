@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from gpucompiler import device as gd, jit, kernel
-from gpucompiler.errors import ArgumentBindingError, ArgumentTypeError, ReadOnlyArrayError
+from gpucompiler.errors import ArgumentBindingError, ArgumentTypeError, ReadOnlyArrayError, TypeInferenceError
 
 
 def _line(fn, text: str) -> int:

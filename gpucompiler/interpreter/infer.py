@@ -332,8 +332,8 @@ class Interpreter:
             if method.pure and not isinstance(restype, Const):
                 restype = _fold(fn, args, restype)
             return CallResult(restype, method.lower, None, owner)
-        if found is None and isinstance(fn, pytypes.FunctionType) and fn.__module__ != K.__name__:
-            return self.invoke(fn, args)  # (the frontend's intrinsics mean only what rules say)
+        if found is None and isinstance(fn, pytypes.FunctionType) and fn not in _RULES_ONLY:
+            return self.invoke(fn, args)
         return found
 
     def invoke(self, fn, args) -> CallResult:
@@ -350,6 +350,10 @@ class Interpreter:
         callee = self.infer(fn, args)
         ret = callee.provisional if callee in self.stack else callee.rettype
         return CallResult(ret, None, callee)
+
+
+_RULES_ONLY = (K.call_method, K.call_kw)
+"""intrinsics that mean only what rules say (a method or keyword call nothing claims is an error)"""
 
 
 def _fold(fn, args, restype):

@@ -472,7 +472,7 @@ class FunctionCodegen:
                 self.values[inst] = lower_deferred(self, res.deferred, args, argtypes)
             else:
                 self.values[inst] = res.lower(self, args, argtypes, t)
-            if self.values[inst] is not None and holds_managed(t):
+            if self.values[inst] is not None and holds_managed(t) and inst not in self.lives.borrowed:
                 mem.incref(self, self.values[inst], t)
         for dead in self.lives.after.get(inst, ()):
             self._release(dead)
@@ -609,7 +609,7 @@ class FunctionCodegen:
     def _release(self, v) -> None:
         """Give back the reference SSA value ``v`` holds."""
         llv = self.values.get(v)
-        if llv is not None:
+        if llv is not None and v not in self.lives.borrowed:
             mem.decref(self, llv, self.frame.typeof(v) if not isinstance(v, Inst) else self.frame.types[v])
 
 

@@ -1,6 +1,7 @@
 """Where the SSA values holding managed arrays die: liveness over the reachable blocks.
 
-Every such value owns one reference (interpreter/builtins/arraymem.py).
+Every such value owns one reference (interpreter/builtins/arraymem.py),
+except a view whose viewed value is live wherever the view is (``borrowed``).
 Codegen gives it back after the value's last use: right after an
 instruction (``after``), at the start of a block for phis nobody reads
 (``at_start``), or on an edge where the value is live out of the
@@ -29,6 +30,8 @@ class Lifetimes:
     """(block, successor) -> values live out of the block and dead in the successor"""
     params: list = attrs.field(factory=list)
     """arguments holding managed arrays (the callee takes its own reference of each)"""
+    borrowed: set = attrs.field(factory=set)
+    """views that hold no reference: the value they view is live wherever they are"""
 
     def any(self) -> bool:
         return bool(self.after or self.at_start or self.on_edge or self.params)
@@ -69,8 +72,9 @@ def plan(frame) -> Lifetimes:
             if lo != live_out[bl] or li != live_in[bl]:
                 live_out[bl], live_in[bl], changed = lo, li, True
     entry_args = set(out.params)
+    lasts = {}
     for bl in blocks:
-        last = {}
+        last = lasts[bl] = {}
         candidates = set(live_in[bl]) | defs[bl] | (entry_args if bl is frame.ir.entry else set())
         for inst in (*bl.insts, bl.term):
             for v in _operands(inst):
@@ -91,7 +95,60 @@ def plan(frame) -> Lifetimes:
                 out.on_edge[(bl, s)] = dead
     for key in out.after:
         out.after[key].sort(key=lambda v: v.id)
+    out.borrowed = _borrowers(frame, blocks, tracked, live_in, live_out, defs, lasts)
     return out
+
+
+def _borrowers(frame, blocks, tracked, live_in, live_out, defs, lasts) -> set:
+    """The views (a rule result marked ``returns_view`` with one managed operand) that need no reference
+    of their own: the operand they view is live wherever they are, and they are not returned (a return
+    moves a reference). A row ``a[i]`` taken in a loop then costs no count updates."""
+    where = {}
+    for bl in blocks:
+        for k, inst in enumerate(bl.insts):
+            where[inst] = (bl, k)
+    returned = {bl.term.value for bl in blocks if isinstance(bl.term, Return)}
+    out, source = set(), {}
+    for bl in blocks:
+        for inst in bl.insts:
+            res = frame.calls.get(inst)
+            if (inst not in defs[bl] or inst in returned or res is None or res.callee is not None
+                    or not getattr(res.lower, "returns_view", False)):
+                continue
+            sources = {v for v in _operands(inst) if tracked(v)}
+            if len(sources) != 1:
+                continue
+            src = sources.pop()
+            while src is not None:  # a view of a borrowing view: the value that holds the reference may cover it
+                if _covers(src, inst, blocks, live_in, live_out, defs, lasts, where):
+                    out.add(inst)
+                    source[inst] = src
+                    break
+                src = source.get(src) if src in out else None
+    return out
+
+
+def _covers(src, v, blocks, live_in, live_out, defs, lasts, where) -> bool:
+    """Whether ``src`` is live wherever ``v`` is."""
+    def pos(bl, x, default):
+        inst = lasts[bl].get(x)
+        if inst is None:
+            return default
+        return len(bl.insts) if inst is bl.term else bl.insts.index(inst)
+
+    for bl in blocks:
+        if v not in live_in[bl] and v not in defs[bl]:
+            continue
+        if v in live_in[bl] and src not in live_in[bl]:
+            return False
+        if src in live_out[bl]:
+            continue
+        if v in live_out[bl]:
+            return False
+        start = where[v][1] if v in defs[bl] else -1
+        if pos(bl, src, -1) < pos(bl, v, start):
+            return False
+    return True
 
 
 def _successors(bl) -> tuple:

@@ -49,6 +49,13 @@ class Fill(enum.Enum):
     ZERO = "zero"
 
 
+def returns_view(lower):
+    """Mark a rule's lowering whose result views its one managed operand (a slice, a row, a tuple item):
+    codegen may then skip the result's reference where the operand outlives it (codegen/lifetimes.py)."""
+    setattr(lower, "returns_view", True)  # noqa: B010  (an attribute on a function object)
+    return lower
+
+
 def managed_array(dtype: T.Scalar, ndim: int, layout: str = "C") -> T.ArrayType:
     """The type of an array the compiled code may have allocated."""
     return T.ArrayType(dtype, ndim, layout, False, True)

@@ -18,6 +18,7 @@ from ...errors import ReadOnlyArrayError, TypeInferenceError
 from ...frontend import intrinsics as K
 from ..lattice import Const, const, pyobj, widen
 from ..rules import Any_, CallResult, Constant, Int, Numeric, RuleSet, register
+from .arraymem import returns_view
 from .numbers import base
 
 _A = T.ArrayType
@@ -52,6 +53,7 @@ def _tuple_index(tup, index):
 
 @base.define(operator.getitem, _Tup, lambda t: isinstance(t, Const) and type(t.value) is int,
              restype=lambda t, i: widen(t).items[_tuple_index(t, i)])
+@returns_view
 def _tuple_getitem(cg, args, argtypes, rt):
     return cg.b.extract_value(args[0], _tuple_index(*argtypes))
 
@@ -96,6 +98,7 @@ def _unpack_type(t, n):
 
 
 @base.define(K.unpack, _Tup, Constant, restype=_unpack_type)
+@returns_view
 def _unpack(cg, args, argtypes, rt):
     return args[0]
 
@@ -165,6 +168,7 @@ def _indices(cg, index, itype):
 
 
 @base.define(operator.getitem, _A, Any_, restype=_getitem_type)
+@returns_view
 def _array_getitem(cg, args, argtypes, rt, checked=True):
     arr, index = args
     idx, itypes = _indices(cg, index, argtypes[1])
@@ -205,6 +209,7 @@ def _array_setitem(cg, args, argtypes, rt, checked=True):
 
 # -- loop versioning (frontend/versioning.py): accesses a range test proved in bounds
 @base.define(K.getitem_unchecked, _A, Any_, restype=_getitem_type)
+@returns_view
 def _array_getitem_unchecked(cg, args, argtypes, rt):
     return _array_getitem(cg, args, argtypes, rt, checked=False)
 

@@ -156,6 +156,7 @@ def _with_buffer(cg, rt, src, srct, data, shape, strides):
 
 
 @base.define(operator.getitem, _A, Any_, restype=_view_type)
+@mem.returns_view
 def _view(cg, args, argtypes, rt):
     arr, index = args
     at = widen(argtypes[0])
@@ -206,6 +207,7 @@ _VIEW_ATTRS = {"T": _transpose_type, "dtype": _dtype_object}
 
 @base.define(getattr, _A, Constant, restype=lambda a, n: _VIEW_ATTRS[n.value](widen(a))
              if n.value in _VIEW_ATTRS else None)
+@mem.returns_view
 def _view_attr(cg, args, argtypes, rt):
     if argtypes[1].value == "T":
         return _transpose(cg, args[0], widen(argtypes[0]), widen(rt))
@@ -213,6 +215,7 @@ def _view_attr(cg, args, argtypes, rt):
 
 
 @base.define(K.call_method, _A, method("transpose"), restype=lambda a, n: _transpose_type(widen(a)))
+@mem.returns_view
 def _transpose_method(cg, args, argtypes, rt):
     return _transpose(cg, args[0], widen(argtypes[0]), widen(rt))
 
@@ -230,6 +233,7 @@ def _reshape_type(a, name, *dims):
 
 
 @base.define(K.call_method, _A, method("reshape"), Any_, varargs=True, restype=_reshape_type)
+@mem.returns_view
 def _reshape(cg, args, argtypes, rt):
     b = cg.b
     arr, at = args[0], widen(argtypes[0])

@@ -181,9 +181,10 @@ class Dispatcher:
 
             call = guarded
         if _holds_array(rt):  # NumPy arrays of the returned memory (runtime/owned.py)
+            box = owned.boxer(rt)
 
-            def arrays(*a, _call=call, _rt=rt):
-                return owned.box(_call(*a), _rt, a)
+            def arrays(*a, _call=call, _box=box):
+                return _box(_call(*a), a)
 
             call = arrays
         deps = tuple(spec.dependencies(NativeTarget(), self.plugins, True))

@@ -102,11 +102,55 @@ def _array(b, obj, t: T.ArrayType):
     return value
 
 
+def _owner(mod, b, v, t: T.ArrayType):
+    """A capsule of the array's allocation header (its reference moves into it), or the int 0."""
+    zero = lambda: b.call(mod.declare("PyLong_FromLongLong", PTR, [I64]), [ir.Constant(I64, 0)])  # noqa: E731
+    if not t.managed:
+        return zero()
+    header = b.extract_value(v, 3)
+    new = mod.declare("PyCapsule_New", PTR, [PTR, PTR, PTR])
+    here = b.block
+    with b.if_else(b.icmp_unsigned("!=", header, ir.Constant(PTR, None))) as (owned, borrowed):
+        with owned:
+            capsule = b.call(new, [header, ir.Constant(PTR, None), _release_function(mod)])
+            owned_end = b.block
+        with borrowed:
+            number = zero()
+            borrowed_end = b.block
+    assert here is not None
+    out = b.phi(PTR)
+    out.add_incoming(capsule, owned_end)
+    out.add_incoming(number, borrowed_end)
+    return out
+
+
+def _release_function(mod) -> ir.Function:
+    """``void(ptr capsule)``: the capsule destructor giving back the reference it holds (the allocation
+    is freed with the last one). Internal to each module; loaded modules stay for the process."""
+    name = "gpuc.array.release"
+    fn = mod.module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(mod.module, ir.FunctionType(ir.VoidType(), [PTR]), name=name)
+    fn.linkage = "internal"
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    header = b.call(mod.declare("PyCapsule_GetPointer", PTR, [PTR, PTR]), [fn.args[0], ir.Constant(PTR, None)])
+    before = b.atomic_rmw("sub", header, ir.Constant(I64, 1), "acq_rel")
+    with b.if_then(b.icmp_signed("==", before, ir.Constant(I64, 1))):
+        free = mod.declare("free", ir.VoidType(), [PTR])
+        b.call(free, [b.load(b.gep(header, [ir.Constant(I64, 8)], source_etype=_I8), typ=PTR)])
+        b.call(free, [header])
+    b.ret_void()
+    return fn
+
+
 def _box(mod, b, v, t):
     """A new reference to a Python object holding ``v`` of type ``t``.
 
-    An array is boxed as the tuple ``(buffer, data, *shape, *strides)`` of ints
-    (``buffer`` 0 for borrowed memory); runtime/owned.py makes the NumPy array.
+    An array is boxed as the tuple ``(owner, data, *shape, *strides)``: ``owner`` is
+    a capsule holding the array's reference to its allocation (released by
+    :func:`_release_function` when NumPy drops the array), or 0 for memory
+    borrowed from an argument; runtime/owned.py makes the NumPy array.
     """
     if isinstance(t, T.RecordType):  # the class called with the fields
         fields = _box(mod, b, v, T.TupleType(t.items))
@@ -117,14 +161,14 @@ def _box(mod, b, v, t):
         b.call(decref, [cls])
         return obj
     if isinstance(t, T.ArrayType):
-        parts = [b.extract_value(v, 3) if t.managed else ir.Constant(PTR, None), b.extract_value(v, 0)]
-        ints = [b.extract_value(v, [f, k]) for f in (1, 2) for k in range(t.ndim)]
-        tup = b.call(mod.declare("PyTuple_New", PTR, [I64]), [ir.Constant(I64, len(parts) + len(ints))])
         setitem = mod.declare("PyTuple_SetItem", ir.IntType(32), [PTR, I64, PTR])
-        for k, p in enumerate(parts):
-            b.call(setitem, [tup, ir.Constant(I64, k), b.call(mod.declare("PyLong_FromVoidPtr", PTR, [PTR]), [p])])
+        ints = [b.extract_value(v, [f, k]) for f in (1, 2) for k in range(t.ndim)]
+        tup = b.call(mod.declare("PyTuple_New", PTR, [I64]), [ir.Constant(I64, 2 + len(ints))])
+        b.call(setitem, [tup, ir.Constant(I64, 0), _owner(mod, b, v, t)])
+        data = b.call(mod.declare("PyLong_FromVoidPtr", PTR, [PTR]), [b.extract_value(v, 0)])
+        b.call(setitem, [tup, ir.Constant(I64, 1), data])
         for k, n in enumerate(ints):
-            b.call(setitem, [tup, ir.Constant(I64, len(parts) + k),
+            b.call(setitem, [tup, ir.Constant(I64, 2 + k),
                              b.call(mod.declare("PyLong_FromLongLong", PTR, [I64]), [n])])
         return tup
     if isinstance(t, T.TupleType):

@@ -21,10 +21,10 @@ from llvmlite import ir
 
 from gpucompiler import types as T
 from gpucompiler.errors import TypeInferenceError
-from gpucompiler.interpreter import BOTTOM, CallResult, deferred_call, nested_interpreter, spec_argtypes, widen
+from gpucompiler.interpreter import BOTTOM, CallResult, deferred_call, nested_interpreter, widen
 
 from .. import api, split as split_api
-from . import MARKER, ActivityType, EnzymeMeta, _activities, _check_arity, _find_job, result_type, rules
+from . import MARKER, ActivityType, EnzymeMeta, _activities, _check_arity, result_type, rules
 from .lowering import emit_autodiff
 
 _F64 = ir.DoubleType()
@@ -84,7 +84,8 @@ def _thunk_call(interp, fn, args):
     res = deferred_call(interp, meta, wrapper, (_OUT, *primal), marker=MARKER)
     if res.restype is BOTTOM:
         return CallResult(BOTTOM)
-    job = _find_job(interp, wrapper, meta, spec_argtypes((_OUT, *primal)))
+    assert res.deferred is not None, "a deferred call with a result records its job"
+    job = res.deferred.job
     ret = widen(nested_interpreter(interp, tuple(meta.rules)).infer(f, list(primal)).rettype)
     if not (ret == T.none or (isinstance(ret, T.Scalar) and ret.kind == "f")):
         raise TypeInferenceError(f"split mode of {f.__qualname__}: it returns {ret!r}; split mode differentiates "

@@ -173,8 +173,15 @@ class FunctionCodegen:
         with the statement's ``file:line`` (``message`` None: no arguments)."""
         if self.mod.python_errors:
             self._unless(ok, lambda: set_exception(self, exc_name, message, f"raised at {self._where()}"))
+        elif self.target.is_gpu:  # the thread prints the exception and traps (the launch fails)
+            self._unless(ok, lambda: self._gpu_raise(exc_name, message))
         else:
-            self.check(ok, exc_name, message or "")
+            self.check_required(ok, exc_name, message or "")
+
+    def _gpu_raise(self, exc_name, message):
+        """On the GPU: ``vprintf`` the exception with the statement's ``file:line``, then trap."""
+        print_vprintf(self, [(f"{exc_name}: {message or ''} (raised at {self._where()})", None)])
+        self._trap()
 
     def check(self, ok, exc_name, message, *values):
         """When Python errors are on: raise ``exc_name(message)`` if not ``ok``.
@@ -306,6 +313,8 @@ class FunctionCodegen:
             else:
                 self._emu_raise(exc_name, message or "")
             self.b.branch(self._fail_block() if self.mod.status else self._stop_block())
+        elif statement and self.target.is_gpu:
+            self._gpu_raise(exc_name, message)
         else:
             self._trap()
 

@@ -8,6 +8,7 @@ from .job import CompilerJob, LLVMSource
 from .targets import NativeTarget, PTXTarget, parse_target
 from . import types
 from .jit import jit
+from .frontend.intrinsics import prange
 from .kernel import kernel
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "PTXTarget",
     "parse_target",
     "jit",
+    "prange",
     "kernel",
     "types",
 ]

@@ -43,6 +43,12 @@ def default_cache(settings: CacheSettings | None = None) -> Cache:
     return _cache_for(settings or CacheSettings.from_env())
 
 
+@functools.lru_cache(maxsize=1)
+def memory_cache() -> Cache:
+    """A cache with the memory tier only (``@jit(cache=False)``: nothing written to disk or shared)."""
+    return Cache(compiler=pipeline.compile)
+
+
 def compile_cached(job: Any, emit: Sequence[str] = ("llvm",), *, cache: Cache | None = None,
                    check: Callable[[Any], None] | None = None) -> CachedResult:
     """:func:`gpucompiler.pipeline.compile` through the cache (and the service, when configured).
@@ -54,4 +60,4 @@ def compile_cached(job: Any, emit: Sequence[str] = ("llvm",), *, cache: Cache | 
     return (cache or default_cache()).compile(job, emit, check=check)
 
 
-__all__ = ["cache_from_settings", "compile_cached", "default_cache"]
+__all__ = ["cache_from_settings", "compile_cached", "default_cache", "memory_cache"]

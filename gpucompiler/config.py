@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from .errors import ConfigError, ErrorModel
+from .errors import ConfigError, ErrorModel, error_model_option
 from .targets import Target
 
 
@@ -38,6 +38,11 @@ def _opt_level(value: int) -> int:
     return value
 
 
+def _threads(_instance, _attribute, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 4096:
+        raise ConfigError(f"parallel_threads must be an int from 0 to 4096, got {value!r}")
+
+
 @attrs.frozen
 class FrontendOptions:
     """How the Python frontend compiles a function: part of the job key (plugin settings stay in
@@ -50,6 +55,12 @@ class FrontendOptions:
     error_model: ErrorModel = attrs.field(default=ErrorModel.PYTHON,
                                           validator=attrs.validators.instance_of(ErrorModel))
     """what math errors do (:class:`~gpucompiler.errors.ErrorModel`)"""
+    parallel_threads: int = attrs.field(default=0, validator=_threads)
+    """``prange`` loops run on up to this many threads (0: serially, as ``range``); ``@jit(parallel=True)``"""
+    nogil: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    """the Python ABI wrapper releases the GIL for the call (``@jit(nogil=True)``)"""
+    fastmath: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    """floating-point instructions carry LLVM's ``fast`` flags (``@jit(fastmath=True)``)"""
 
 
 @attrs.frozen
@@ -78,3 +89,43 @@ class CompilerConfig:
             if k == key:
                 return v
         return default
+
+
+def _flag(_instance, attribute, value) -> None:
+    if not isinstance(value, bool):
+        raise ConfigError(f"jit option {attribute.name} must be True or False, got {value!r}")
+
+
+@attrs.frozen
+class JitOptions:
+    """The options of ``@jit`` (Numba's meaning), checked: a wrong name or value is a ConfigError."""
+
+    opt_level: int = attrs.field(default=2, converter=_opt_level)
+    plugins: tuple[str, ...] = attrs.field(default=(), converter=_plugins)
+    boundscheck: bool = attrs.field(default=True, validator=_flag)
+    """array indices are checked (``IndexError``)"""
+    error_model: ErrorModel = attrs.field(default=ErrorModel.PYTHON, converter=error_model_option)
+    """math errors raise (``"python"``) or give IEEE results (``"numpy"``)"""
+    parallel: bool = attrs.field(default=False, validator=_flag)
+    """``prange`` loops run on threads (:class:`~gpucompiler.settings.ParallelSettings`)"""
+    nogil: bool = attrs.field(default=False, validator=_flag)
+    """the call releases the GIL once its arguments are unpacked"""
+    fastmath: bool = attrs.field(default=False, validator=_flag)
+    """LLVM's ``fast`` flags on floating-point instructions (reassociation, no NaN/inf assumed)"""
+    cache: bool = attrs.field(default=True, validator=_flag)
+    """keep compiled code in the on-disk cache tiers (False: this process's memory only)"""
+
+    @classmethod
+    def from_keywords(cls, options: Mapping[str, Any]) -> JitOptions:
+        """The options of ``@jit(**options)``; an unknown name is a ConfigError listing the known ones."""
+        known = [f.name for f in attrs.fields(cls)]
+        for name in options:
+            if name not in known:
+                raise ConfigError(f"unknown jit option {name!r}; known: {', '.join(known)}")
+        return cls(**options)
+
+    def frontend(self, threads: int) -> FrontendOptions:
+        """The frontend options of this function's jobs; ``threads``: of its parallel loops."""
+        return FrontendOptions(python_abi=True, boundscheck=self.boundscheck, error_model=self.error_model,
+                               parallel_threads=threads if self.parallel else 0, nogil=self.nogil,
+                               fastmath=self.fastmath)

@@ -42,10 +42,13 @@ class ConfigError(GPUCompilerError, ValueError):
 
 
 def error_model_option(value) -> ErrorModel:
-    """``value`` checked as an :class:`ErrorModel` (the option of ``@jit`` and ``@kernel``)."""
+    """``value`` checked as an :class:`ErrorModel` (the option of ``@jit`` and ``@kernel``); Numba's
+    spellings ``"python"`` and ``"numpy"`` are accepted."""
+    if isinstance(value, str) and value in ("python", "numpy"):
+        return ErrorModel(value)
     if not isinstance(value, ErrorModel):
-        raise ConfigError(f"error_model must be an ErrorModel (ErrorModel.PYTHON or ErrorModel.NUMPY), "
-                          f"got {value!r}")
+        raise ConfigError(f"error_model must be an ErrorModel (ErrorModel.PYTHON or ErrorModel.NUMPY) or "
+                          f"'python' or 'numpy', got {value!r}")
     return value
 
 

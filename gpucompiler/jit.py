@@ -23,19 +23,21 @@ from pathlib import Path
 
 from . import pipeline, types as T
 from .arguments import Binder, arguments
-from .config import CompilerConfig, FrontendOptions
-from .errors import (ArgumentTypeError, ErrorModel, GPUCompilerError, PluginRequiredError, TypeInferenceError,
-                     UnknownStageError, error_model_option, for_user)
+from .config import CompilerConfig, JitOptions
+from .errors import (ArgumentTypeError, ConfigError, GPUCompilerError, PluginRequiredError, TypeInferenceError,
+                     UnknownStageError, for_user)
+from .interpreter.lattice import widen
 from .frontend.printer import format_function
 from .interface import STAGE_INDEX, STAGE_NAMES
 from .job import CompilerJob
-from .settings import CompileSettings, debug_tracebacks
+from .settings import CompileSettings, ParallelSettings, debug_tracebacks
+from .signatures import Signature, accepts, parse_signature
 from .source.spec import FunctionSpec, deps_valid
 from .targets import NativeTarget
 
 # imported with the package, not at the first call: a first call served from the cache costs ~1 ms
 from . import identity as _keys
-from .cached import compile_cached
+from .cached import compile_cached, memory_cache
 from .runtime import owned
 from .runtime.cpu import CPULibrary, prepare as prepare_loader
 from .runtime.pyentry import FastEntry, Guard
@@ -75,12 +77,13 @@ class _Entry:
 class Dispatcher:
     """A jit-compiled function; call it like the Python function."""
 
-    def __init__(self, fn, *, opt_level: int = 2, plugins=(), boundscheck: bool = True,
-                 error_model: ErrorModel = ErrorModel.PYTHON):
+    def __init__(self, fn, *, signatures: tuple[Signature, ...] = (), **options):
         self.py_func = fn
-        self.opt_level, self.plugins = opt_level, tuple(plugins)
-        self.boundscheck = bool(boundscheck)
-        self.error_model = error_model_option(error_model)
+        self.options = JitOptions.from_keywords(options)
+        self.opt_level, self.plugins = self.options.opt_level, self.options.plugins
+        self.boundscheck, self.error_model = self.options.boundscheck, self.options.error_model
+        self.signatures = tuple(signatures)
+        """the signatures compiled eagerly; when given, calls must fit one of them (Numba's rule)"""
         self._entries: dict = {}
         self._bind = Binder(fn)
         functools.update_wrapper(self, fn)
@@ -89,6 +92,8 @@ class Dispatcher:
         self._fallback = cls.__call__.__get__(self, cls)  # what the entry calls on a miss
         own: Any = type(cls.__name__, (cls,), {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
         self.__class__ = own
+        for sig in self.signatures:
+            self._compile_signature(sig)
 
     def __call__(self, *args, **kwargs) -> Any:
         """The Python dispatcher: what a call runs before its first compile, and on a miss of the entry."""
@@ -101,6 +106,8 @@ class Dispatcher:
             except KeyError:  # arrays, NumPy scalars, array-likes (viewed as arrays), or refused
                 key, args = arguments(args, bind.names, self.py_func.__qualname__)
             entry = self._entries.get(key)
+            if entry is None and self.signatures:
+                entry = self._fitting(key)
             if entry is None or (entry.deps and not deps_valid(entry.deps)):
                 entry = self._compile(key, args)
         except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
@@ -112,6 +119,37 @@ class Dispatcher:
             if cls.__dict__.get("__call__") is not entry.fast:
                 cls.__call__ = entry.fast
         return entry.call(*args)
+
+    def _compile_signature(self, sig: Signature) -> None:
+        """Eager compilation: ``sig``'s argument types now; its result type, when given, must be the one
+        inferred."""
+        name = self.py_func.__qualname__
+        if len(sig.args) != len(self._bind.names):
+            raise ConfigError(f"signature {sig} of {name} has {len(sig.args)} argument types for "
+                              f"{len(self._bind.names)} parameters")
+        try:
+            entry = self._compile(sig.args)
+        except GPUCompilerError as exc:
+            raise for_user(exc, debug_tracebacks())
+        frame = entry.spec.infer(NativeTarget(), self.plugins, True)[1]
+        rt = widen(frame.rettype)
+        if sig.restype is not None and rt != sig.restype:
+            raise ConfigError(f"signature {sig} of {name} declares the result {sig.restype!r} but the function "
+                              f"returns {rt}; declare that type or convert the result in the function")
+
+    def _fitting(self, key) -> _Entry | None:
+        """The entry of the first signature ``key``'s argument types convert to safely, remembered for
+        ``key``; none is a TypeError naming the signatures (no compilation beyond them, as in Numba)."""
+        for sig in self.signatures:
+            if len(sig.args) == len(key) and all(accepts(p, a) for p, a in zip(sig.args, key)):
+                entry = self._entries.get(sig.args)
+                if entry is not None:
+                    self._entries[key] = entry
+                    return entry
+        shown = ", ".join(map(repr, key))
+        raise ArgumentTypeError("(all)", f"({shown})", function=self.py_func.__qualname__,
+                                hint="the function was compiled for " + "; ".join(map(str, self.signatures))
+                                + ": pass arguments of those types, or add the signature")
 
     def _describe(self, value) -> str:
         dtype = getattr(value, "dtype", None)
@@ -127,8 +165,8 @@ class Dispatcher:
         return FunctionSpec(self.py_func, argtypes)
 
     def _job(self, argtypes, args=()):
-        frontend = FrontendOptions(python_abi=True, boundscheck=self.boundscheck, error_model=self.error_model)
-        config = CompilerConfig(NativeTarget(), frontend=frontend,
+        threads = ParallelSettings.from_env().threads if self.options.parallel else 0
+        config = CompilerConfig(NativeTarget(), frontend=self.options.frontend(threads),
                                 opt_level=self.opt_level, plugins=self.plugins)
         return CompilerJob(self._spec(argtypes, args), config)
 
@@ -151,7 +189,8 @@ class Dispatcher:
         _keys.machine(job.config.target)
         prepare_loader()
         # through the cache's index key: on a hit in a fresh process no type inference runs
-        result = compile_cached(job, emit=("obj",))  # GPUC_CACHE_*, GPUC_SERVICE_URL
+        result = compile_cached(job, emit=("obj",),  # GPUC_CACHE_*, GPUC_SERVICE_URL
+                                cache=None if self.options.cache else memory_cache())
         loaded = _LOADED.get(result.key)
         if loaded is None:
             lib = CPULibrary.from_cached(result)
@@ -245,13 +284,23 @@ class Dispatcher:
 
 
 def jit(fn=None, **options) -> Any:
-    """Decorator: ``@jit`` or ``@jit(opt_level=3, plugins=("name",), boundscheck=False)``.
+    """Decorator: ``@jit``, ``@jit(parallel=True, fastmath=True, ...)`` or ``@jit("float64(float64[:])")``.
 
-    Array indices are checked (``IndexError``, as in NumPy) unless
-    ``boundscheck=False``. Math errors raise CPython's exceptions unless
-    ``error_model=ErrorModel.NUMPY`` (IEEE results, no checks). Both options
-    are part of the job key.
+    Options (:class:`~gpucompiler.config.JitOptions`, Numba's meaning):
+    ``opt_level``, ``plugins``, ``boundscheck`` (array indices are checked,
+    ``IndexError`` as in NumPy; default on), ``error_model`` (``"python"``:
+    math errors raise CPython's exceptions; ``"numpy"``: IEEE results),
+    ``parallel`` (``prange`` loops on threads), ``nogil``, ``fastmath``,
+    ``cache`` (on-disk cache tiers; default on). A signature string, a
+    :class:`~gpucompiler.signatures.Signature` or a list of them as the first
+    argument compiles at once and limits calls to those types. All are part
+    of the job key; a wrong name or value raises ConfigError.
     """
+    signatures = ()
+    if isinstance(fn, (str, Signature, list, tuple)):
+        signatures = tuple(parse_signature(s) for s in (fn if isinstance(fn, (list, tuple)) else [fn]))
+        fn = None
+    JitOptions.from_keywords(options)  # a wrong option fails at the decorator, not at the first call
     if fn is None:
-        return lambda f: Dispatcher(f, **options)
-    return Dispatcher(fn, **options)
+        return lambda f: Dispatcher(f, signatures=signatures, **options)
+    return Dispatcher(fn, signatures=signatures, **options)

@@ -14,6 +14,7 @@ below, which take the environment as an argument for tests).
 * :class:`ToolchainSettings`: ``GPUC_PTXAS``, ``GPUC_LIBDEVICE``, ``CUDA_HOME``,
   ``CUDA_PATH``, ``CUDA_ROOT``;
 * :class:`RuntimeSettings`: ``GPUC_DEVICE_HEAP`` (device heap for kernels that call malloc);
+* :class:`ParallelSettings`: ``GPUC_NUM_THREADS`` (threads of parallel loops; default: the usable CPUs);
 * :func:`debug_tracebacks`: ``GPUC_DEBUG_TRACEBACKS`` (errors at the API keep the compiler's frames).
 """
 
@@ -30,7 +31,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from .errors import CacheError, CacheWarning, LaunchError
+from .errors import CacheError, CacheWarning, ConfigError, LaunchError
 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -245,3 +246,25 @@ class RuntimeSettings:
             raise LaunchError(f"GPUC_DEVICE_HEAP={raw!r} is not a size: write bytes, or a number with "
                               "K, M or G (e.g. 512M)")
         return cls(int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2).upper()])
+
+
+@attrs.frozen
+class ParallelSettings:
+    """Threads of ``@jit(parallel=True)`` loops and of ``parallel_for`` / ``parallel_reduce`` on the host."""
+
+    threads: int
+    """``GPUC_NUM_THREADS``, else the CPUs this process may run on (``os.sched_getaffinity``)."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> ParallelSettings:
+        raw = environ.get("GPUC_NUM_THREADS")
+        if not raw:
+            cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+            return cls(max(1, len(cpus)))
+        try:
+            threads = int(raw)
+        except ValueError:
+            threads = 0
+        if not 1 <= threads <= 4096:
+            raise ConfigError(f"GPUC_NUM_THREADS={raw!r} is not a thread count: write a number from 1 to 4096")
+        return cls(threads)

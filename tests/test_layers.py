@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gpucompiler"
 
 #: the layers, bottom first: a room may import only rooms listed before it (and itself)
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "version", "types", "hashing", "settings", "toolchain", "arguments", "graphs"),  # ground
+    ("errors", "version", "types", "hashing", "settings", "toolchain", "arguments", "graphs", "signatures"),  # ground
     ("llvm", "module"),                          # the LLVM IR model; a module in its three forms
     ("interface", "plugin"),                     # the plugin hooks and the registry
     ("frontend", "interpreter", "codegen"),      # Python source -> SSA -> types -> LLVM IR

@@ -323,6 +323,14 @@ class FunctionCodegen:
         self.b.unreachable()
 
     def _set_python_error(self, exc_name, message, values):
+        if self.mod.gil_free:  # code that may run without the GIL takes it to raise
+            state = self.b.call(self.mod.declare("PyGILState_Ensure", ir.IntType(32), []), [])
+            self._set_python_error_held(exc_name, message, values)
+            self.b.call(self.mod.declare("PyGILState_Release", ir.VoidType(), [ir.IntType(32)]), [state])
+        else:
+            self._set_python_error_held(exc_name, message, values)
+
+    def _set_python_error_held(self, exc_name, message, values):
         exc = self.b.load(self.mod.extern_global("PyExc_" + exc_name), typ=PTR)
         if values:
             fmt = self.mod.module.globals.get("PyErr_Format")
@@ -497,6 +505,21 @@ class FunctionCodegen:
             for ins in bl.instructions[first if k == 0 else 0:]:
                 if "gpuc.loc" not in ins.metadata:
                     ins.set_metadata("gpuc.loc", node)
+
+    def alloca(self, t: ir.Type, name: str = "", size=None) -> ir.AllocaInstr:
+        """A stack slot of ``size`` (default one) values of type ``t``, made in the entry block (once
+        per function, not per iteration)."""
+        here = self.b.block
+        self.b.position_at_start(self.fn.entry_basic_block)
+        slot = self.b.alloca(t, size=size, name=name)
+        if here is not None:
+            self.b.position_at_end(here)
+        return slot
+
+    def invoke(self, callee, args, argtypes, t):
+        """Call the specialization ``callee`` (a frame) with LLVM ``args`` of abstract ``argtypes``,
+        converting them to its parameter types; errors propagate as for any compiled call."""
+        return self._invoke(callee, args, argtypes, t)
 
     def _invoke(self, callee, args, argtypes, t):
         """Call the specialization ``callee``, filling parameters left to their defaults."""

@@ -16,6 +16,22 @@ from .function import FunctionCodegen
 from .lltypes import I64, PTR, has_value, ll, status_type
 from .options import ErrorPolicy
 
+_FLOAT_OPS = frozenset({"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "fcmp"})
+
+
+def add_fast_math_flags(module: ir.Module) -> None:
+    """``fast`` on every floating-point instruction and math intrinsic call (Numba's ``fastmath=True``:
+    LLVM may reassociate, contract and assume no NaN or infinity)."""
+    for fn in module.functions:
+        for block in fn.blocks:
+            for inst in block.instructions:
+                if inst.opname in _FLOAT_OPS and "fast" not in inst.flags:
+                    inst.flags.append("fast")
+                elif (isinstance(inst, ir.CallInstr) and isinstance(inst.callee, ir.Function)
+                      and inst.callee.name.startswith("llvm.") and inst.type in (ir.FloatType(), ir.DoubleType())
+                      and "fast" not in inst.fastmath):
+                    inst.fastmath.add("fast")
+
 
 def spec_name(frame) -> str:
     """A readable, stable LLVM name of a specialization: ``mod.qualname(types)``."""
@@ -30,7 +46,8 @@ class ModuleCodegen:
     def __init__(self, name: str, interp, triple: str = "", data_layout: str = "", *,
                  status: bool = False, boundscheck: bool = False, on_error: ErrorPolicy = ErrorPolicy.PYTHON,
                  error_slot: bool = False, source_lines: bool = False,
-                 error_model: ErrorModel = ErrorModel.PYTHON):
+                 error_model: ErrorModel = ErrorModel.PYTHON, parallel_threads: int = 0, nogil: bool = False,
+                 fastmath: bool = False):
         """``status``: every function also returns a failure flag (see :func:`status_type`);
         ``boundscheck``: array indices are checked; ``on_error`` says how a failed
         index check reports (:class:`ErrorPolicy`): an ``IndexError`` is set, ``llvm.trap``,
@@ -55,6 +72,8 @@ class ModuleCodegen:
         self.source_lines = source_lines
         self.math_errors = self.python_errors and error_model is ErrorModel.PYTHON
         self.status, self.boundscheck, self.on_error = status, boundscheck, on_error
+        self.parallel_threads, self.nogil, self.fastmath = parallel_threads, nogil, fastmath
+        self.gil_free = self.python_errors and (nogil or parallel_threads > 1)
         self.slotted: set[str] = set()
         """names of the functions taking the error slot (all but those asked ``plain``)"""
         self.functions: dict[str, ir.Function] = {}
@@ -139,6 +158,8 @@ class ModuleCodegen:
         while self.queue:
             frame, fn = self.queue.pop(0)
             FunctionCodegen(self, frame, fn).emit()
+        if self.fastmath:
+            add_fast_math_flags(self.module)
         return entry
 
     def declare(self, name: str, restype: ir.Type, argtypes) -> ir.Function:

@@ -5,7 +5,8 @@
 the Python side does no per-array work), calls the entry and returns a C
 scalar, nothing, or a new tuple object built with the C API. It is called
 through ``ctypes.PYFUNCTYPE``: the GIL is held and an exception set by the
-compiled code (``ZeroDivisionError``...) is raised on return. The entry has
+compiled code (``ZeroDivisionError``...) is raised on return. With ``nogil`` the
+wrapper releases the GIL between unpacking the arguments and boxing the result. The entry has
 a status (see :func:`~.lltypes.status_type`): when it failed, the wrapper
 returns a dummy value at once (``NULL`` for a tuple) and ctypes raises the
 exception the compiled code set.
@@ -230,7 +231,12 @@ def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
             args.append(_unbox(mod, b, p, t))
         else:
             args.append(b.trunc(p, ir.IntType(1)) if t == T.boolean else p)
-    out = b.call(entry, args)
+    if mod.nogil:  # the arguments are unpacked: the call runs without the GIL
+        saved = b.call(mod.declare("PyEval_SaveThread", PTR, []), [])
+        out = b.call(entry, args)
+        b.call(mod.declare("PyEval_RestoreThread", ir.VoidType(), [PTR]), [saved])
+    else:
+        out = b.call(entry, args)
     if mod.status:
         failed = b.extract_value(out, 1) if has_value(rt) else out
         with b.if_then(failed, likely=False):

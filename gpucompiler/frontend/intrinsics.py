@@ -121,3 +121,33 @@ def assert_(ok, message):
     """``assert ok, message``: AssertionError when ``ok`` is false."""
     if not ok:
         raise AssertionError(message) if message is not None else AssertionError()
+
+
+def prange(*args: int) -> range:
+    """Numba's ``prange``: a ``range`` whose iterations ``@jit(parallel=True)`` runs on threads.
+
+    Outside compiled code, and in compiled code without ``parallel=True``, it is ``range``.
+    """
+    return range(*args)
+
+
+def prange_count(start: int, stop: int, step: int) -> int:
+    """The number of iterations of ``range(start, stop, step)``."""
+    return len(range(start, stop, step))
+
+
+def zero_of(x):
+    """``0`` of the type of ``x`` (where the partials of a ``+`` reduction start)."""
+    return type(x)(0)
+
+
+def one_of(x):
+    """``1`` of the type of ``x`` (where the partials of a ``*`` reduction start)."""
+    return type(x)(1)
+
+
+def parallel_region(body, combine, n, start, step, *args):
+    """An outlined ``prange`` loop (see frontend/parallel.py): ``body`` over the chunks of ``range(n)``,
+    their partials joined by ``combine``; in Python one chunk."""
+    del combine  # one chunk: nothing to combine
+    return body(0, n, start, step, *args)

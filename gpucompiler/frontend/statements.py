@@ -10,6 +10,7 @@ from . import intrinsics as K
 from .builder import LoweringState
 from .expressions import _BINOPS
 from .ir import Const, Return
+from .parallel import Reduction, is_prange, outline
 from .versioning import covered_accesses, step_sign
 
 
@@ -112,6 +113,8 @@ class Statements(LoweringState):
         self.loop(node, lambda: self.expr(node.test))
 
     def stmt_For(self, node):
+        if is_prange(node, self.locals):
+            return self._prange(node)
         it = node.iter
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
                 and 1 <= len(it.args) <= 3 and not it.keywords and "range" not in self.locals):
@@ -135,6 +138,34 @@ class Statements(LoweringState):
         else:
             self._range_loop(node, it, args)
         self.range_vars.pop()
+
+    def _prange(self, node):
+        """A ``prange`` loop: its body outlined (frontend/parallel.py) and called through
+        ``parallel_region``; the reductions' partials then join the values before the loop."""
+        it = node.iter
+        if not 1 <= len(it.args) <= 3 or it.keywords:
+            self.unsupported(it, "prange with these arguments", "call prange(stop), prange(start, stop) or "
+                             "prange(start, stop, step)")
+        region = outline(node, self.fn.pyfunc, self.locals, self.loc, self.filename, self.offset)
+        args = [self.expr(a) for a in it.args]
+        start, stop, step = (self.emit(fn, args, it) for fn in (K.range_start, K.range_stop, K.range_step))
+        if len(args) < 3:  # known start and step: the body's index arithmetic folds (and vectorises)
+            step = Const(1)
+            start = Const(0) if len(args) == 1 else start
+        n = self.emit(K.prange_count, [start, stop, step], it)
+        inits = []
+        for name, kind in region.reductions:
+            value = self.read(name)
+            self.ssa.note_read(value, self.current(), name, self.loc(node))
+            start_fn = {Reduction.ADD: K.zero_of, Reduction.MUL: K.one_of}.get(kind)
+            inits.append(self.emit(start_fn, [value], node) if start_fn else value)
+        captured = [self.read(name) for name in region.captured]
+        out = self.emit(K.parallel_region, [Const(region.body), Const(region.combine), n, start, step,
+                                            *captured, *inits], node)
+        for k, (name, kind) in enumerate(region.reductions):
+            part = self.emit(operator.getitem, [out, Const(k)], node)
+            join = {Reduction.ADD: operator.add, Reduction.MUL: operator.mul}.get(kind)
+            self.write(name, self.emit(join, [self.read(name), part], node) if join else part)
 
     def _range_test(self, node, args, sign, covered):
         """``all_in_bounds`` of every covered access over the values the loop variable takes."""

@@ -8,7 +8,8 @@ the requested emit kinds and the client's plugins with their versions::
 
     {"protocol": 1, "ir": "...", "entry": "f", "emit": ["obj"],
      "config": {"target": {"name": "native", "cpu": "znver3", "features": "+avx2,..."},
-                "params": [], "frontend": {"python_abi": true, "boundscheck": true, "error_model": "python"},
+                "params": [], "frontend": {"python_abi": true, "boundscheck": true, "error_model": "python",
+                             "parallel_threads": 0, "nogil": false, "fastmath": false},
                 "kernel": false, "name": null,
                 "opt_level": 2, "plugins": ["mock_enzyme"], "validate": true},
      "plugins": [["mock_enzyme", "1.0", null, "<sha256 of its source>"]]}
@@ -56,7 +57,8 @@ def config_to_json(config: CompilerConfig) -> dict[str, Any]:
     frontend = config.frontend
     return {"target": {"name": target.name, **fields}, "params": [[k, _json_value(k, v)] for k, v in config.params],
             "frontend": {"python_abi": frontend.python_abi, "boundscheck": frontend.boundscheck,
-                         "error_model": frontend.error_model.value},
+                         "error_model": frontend.error_model.value, "parallel_threads": frontend.parallel_threads,
+                         "nogil": frontend.nogil, "fastmath": frontend.fastmath},
             "kernel": config.kernel, "name": config.name, "opt_level": config.opt_level,
             "plugins": list(config.plugins), "validate": config.validate}
 
@@ -130,12 +132,15 @@ def config_from_json(data: Any) -> CompilerConfig:
 
 
 def _frontend_from_json(data: Any) -> FrontendOptions:
-    if not _is_object(data) or set(data) != {"python_abi", "boundscheck", "error_model"}:
-        raise ValueError("frontend must be an object with python_abi, boundscheck and error_model")
-    if not (isinstance(data["python_abi"], bool) and isinstance(data["boundscheck"], bool)):
-        raise TypeError("frontend python_abi and boundscheck must be booleans")
+    fields = {"python_abi", "boundscheck", "error_model", "parallel_threads", "nogil", "fastmath"}
+    if not _is_object(data) or set(data) != fields:
+        raise ValueError("frontend must be an object with " + ", ".join(sorted(fields)))
+    flags = ("python_abi", "boundscheck", "nogil", "fastmath")
+    if not all(isinstance(data[k], bool) for k in flags):
+        raise TypeError("frontend " + ", ".join(flags) + " must be booleans")
     return FrontendOptions(python_abi=data["python_abi"], boundscheck=data["boundscheck"],
-                           error_model=ErrorModel(data["error_model"]))
+                           error_model=ErrorModel(data["error_model"]), parallel_threads=data["parallel_threads"],
+                           nogil=data["nogil"], fastmath=data["fastmath"])
 
 
 # -- requests -----------------------------------------------------------------------

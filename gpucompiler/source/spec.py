@@ -261,7 +261,8 @@ class FunctionSpec:
         mod = ModuleCodegen(self.entry, interp, status=abi,
                             boundscheck=options.boundscheck,
                             on_error=ErrorPolicy.PYTHON if abi else ErrorPolicy.TRAP,
-                            error_model=options.error_model)
+                            error_model=options.error_model, parallel_threads=options.parallel_threads,
+                            nogil=options.nogil, fastmath=options.fastmath)
         entry = mod.emit(frame, self.entry)
         if abi:
             emit_wrapper(mod, frame, entry, self.entry + ".pywrap")

@@ -9,6 +9,7 @@ from .targets import NativeTarget, PTXTarget, parse_target
 from . import types
 from .jit import jit
 from .frontend.intrinsics import prange
+from .parallel import Reducer, Space, parallel_for, parallel_reduce
 from .kernel import kernel
 
 __all__ = [
@@ -23,6 +24,10 @@ __all__ = [
     "parse_target",
     "jit",
     "prange",
+    "parallel_for",
+    "parallel_reduce",
+    "Reducer",
+    "Space",
     "kernel",
     "types",
 ]

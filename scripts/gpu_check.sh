@@ -59,6 +59,10 @@ echo "== Enzyme's CUDA guide (clang device code -> gpuc enzyme --target ptx -> l
 "$PY" -m pytest -q -p no:cacheprovider tests/enzyme/test_cuda_guide.py 2>&1 | tail -n 5
 [ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
 
+echo "== parallel_reduce / parallel_for kernels (block tree + one atomic per block) against NumPy"
+"$PY" -m pytest -q -p no:cacheprovider tests/parallel/test_parallel_reduce.py -k "gpu or ptx" 2>&1 | tail -n 5
+[ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
+
 echo "== benchmarks/gpu.py"
 "$PY" benchmarks/gpu.py --json "$REPORT/gpu_bench.json" 2>&1 | tee "$REPORT/gpu_bench.txt"
 BENCH_RC=${PIPESTATUS[0]}

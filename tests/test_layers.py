@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("stages", "pipeline"),                      # the driver
     ("service", "cached"),                       # the compile service; the default cache, wired
     ("runtime",),                                # loading and launching: CPU JIT, grid emulation, CUDA
-    ("kernel", "jit", "cli", "__main__", "__init__"),  # user API and command line
+    ("kernel", "jit", "parallel", "cli", "__main__", "__init__"),  # user API and command line
 )
 ORDER = [room for layer in LAYERS for room in layer]
 
@@ -48,6 +48,7 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
     ("kernel.py", "gpucompiler.runtime.cuda"): "import time: NumPy and the CUDA runtime (~240 ms)",
     ("arguments.py", "numpy"): "import time: NumPy (~240 ms), only for array arguments",
     ("runtime/owned.py", "numpy"): "import time: NumPy (~240 ms), only for returned arrays",
+    ("parallel.py", "numpy"): "import time: NumPy (~240 ms), only for device reductions",
     ("llvm/instructions.py", "gpucompiler.llvm.module"): "the block class of the module that holds instructions",
     ("llvm/module.py", "gpucompiler.llvm.clone"): "the cloner works on the module's classes",
     ("llvm/module.py", "gpucompiler.llvm.printer"): "the printer works on the module's classes",

@@ -9,6 +9,7 @@ construct, with a hint.
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import inspect
 import linecache
@@ -17,6 +18,7 @@ import textwrap
 
 from ..errors import UnsupportedError
 from .ir import Arg, Const, Function, Return
+from .parallel import function_from_ast
 from .ssa import SSABuilder
 from .statements import Statements
 from .closures import CLOSURES_ATTRIBUTE, SOURCE_ATTRIBUTE, Closures, own_bindings
@@ -90,6 +92,16 @@ def _lambda(pyfunc) -> ast.FunctionDef:
     return ast.copy_location(node, lam)
 
 
+def with_parameters(pyfunc, names: tuple[str, ...]):
+    """``pyfunc`` with its free variables ``names`` (closure cells) turned into trailing parameters, so that
+    arrays a closure captures are passed as arguments (and can be differentiated)."""
+    node, filename, offset = _parse(pyfunc)
+    new = copy.deepcopy(node)
+    new.name = pyfunc.__name__ if pyfunc.__name__.isidentifier() else "functor"
+    new.args.args = [*new.args.args, *(ast.arg(n) for n in names)]
+    return function_from_ast(new, node, pyfunc, filename, offset)
+
+
 def lower_function(pyfunc) -> Function:
     """Build the SSA IR of the Python function ``pyfunc``."""
     node, filename, offset = _parse(pyfunc)
@@ -142,4 +154,4 @@ class _Lowerer(Statements, Expressions, Iteration, Closures):
             handler(stmt)
 
 
-__all__ = ["lower_function"]
+__all__ = ["lower_function", "with_parameters"]

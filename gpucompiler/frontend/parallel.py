@@ -195,7 +195,7 @@ class _Outliner:
         body = self._body_def(target.id, captured, red)
         combine = self._combine_def(red) if red else None
         at = self.node
-        fns = [_function(d, at, self.pyfunc, filename, offset) for d in ([body, combine] if combine else [body])]
+        fns = [function_from_ast(d, at, self.pyfunc, filename, offset) for d in ([body, combine] if combine else [body])]
         return Region(fns[0], fns[1] if combine else None, captured, red)
 
     def _body_def(self, var: str, captured, red) -> ast.FunctionDef:
@@ -244,7 +244,7 @@ def _def(name: str, params, body) -> ast.FunctionDef:
     return node
 
 
-def _function(node: ast.FunctionDef, at: ast.AST, pyfunc, filename: str, offset: int) -> pytypes.FunctionType:
+def function_from_ast(node: ast.FunctionDef, at: ast.AST, pyfunc, filename: str, offset: int) -> pytypes.FunctionType:
     """A Python function object for the generated ``node`` (the parent's globals and closure cells); the
     frontend lowers it from ``node`` itself (``SOURCE_ATTRIBUTE``), with the parent's file and lines."""
     ast.copy_location(node, at)
@@ -267,10 +267,30 @@ def _function(node: ast.FunctionDef, at: ast.AST, pyfunc, filename: str, offset:
     return fn
 
 
+def from_template(source: str, name: str, cells: dict[str, object], qualname: str,
+                  module: str) -> pytypes.FunctionType:
+    """The function ``name`` that ``source`` (a ``def``) defines, its free names bound to ``cells``:
+    a compiled helper made from a template (``parallel_reduce``'s chunk loop, a reduction kernel)."""
+    tree = ast.parse(source)
+    node = tree.body[0]
+    assert isinstance(node, ast.FunctionDef) and node.name == name, "a template defines one function"
+    filename = f"<gpucompiler {qualname}>"
+    outer = _def("__gpuc_outer", list(cells), [node, ast.Return(ast.Name(name, ast.Load()))])
+    ast.copy_location(outer, node)
+    ast.fix_missing_locations(outer)
+    space: dict[str, object] = {}
+    exec(compile(ast.Module(body=[outer], type_ignores=[]), filename, "exec"), space)
+    fn = space["__gpuc_outer"](*cells.values())  # pyright: ignore[reportCallIssue]
+    assert isinstance(fn, pytypes.FunctionType)
+    fn.__qualname__, fn.__module__ = qualname, module
+    fn.__gpuc_source__ = (node, filename, 0)  # pyright: ignore[reportFunctionMemberAccess]
+    return fn
+
+
 def outline(node: ast.For, pyfunc, local_names: set[str], loc: Callable[[ast.AST], tuple],
             filename: str, offset: int) -> Region:
     """The :class:`Region` of the ``prange`` loop ``node`` of ``pyfunc``."""
     return _Outliner(node, pyfunc, local_names, loc).outline(offset, filename)
 
 
-__all__ = ["Reduction", "Region", "is_prange", "outline"]
+__all__ = ["Reduction", "Region", "from_template", "function_from_ast", "is_prange", "outline"]

@@ -36,28 +36,34 @@ PTR = ir.PointerType()
 _EXC = 3  # PyErr_Fetch's type, value, traceback
 
 
-@base.handler
-def _parallel_region(interp, fn, args):
-    if fn is not K.parallel_region:
-        return None
-    body, combine = (a.value for a in args[:2])
-    start, step, rest = args[3], args[4], args[5:]
+def region_call(interp, body, combine, start, step, rest):
+    """Infer a parallel region running ``body(lo, hi, start, step, *rest)`` on chunks, its partial
+    results joined by ``combine(a, b)`` (None: no result). Returns ``(result type, lower)`` with
+    ``lower(cg, values, types, restype)`` taking ``n, start, step, *rest`` (LLVM values, abstract types)."""
     frame = interp.infer(body, [T.int64, T.int64, start, step, *rest])
     rt = frame.rettype
     cframe = None
-    if combine is not None and widen(rt) is not None and isinstance(widen(rt), T.TupleType):
+    if combine is not None and _has_value(rt):
         cframe = interp.infer(combine, [widen(rt), widen(rt)])
-        if widen(cframe.rettype) not in (widen(rt), None) and not _bottom(cframe.rettype):
+        if not _bottom(cframe.rettype) and widen(cframe.rettype) != widen(rt):
             raise TypeInferenceError(
                 f"the partial results of a parallel loop have type {widen(rt)!r} but combining two gives "
                 f"{widen(cframe.rettype)!r}", (widen(rt), widen(cframe.rettype)),
                 hint="start each reduction variable with a value of its final type (0.0 for a float sum)")
 
-    def lower(cg, values, argtypes, restype):
-        return _lower(cg, frame, cframe, values[2:], argtypes[2:], restype)
+    def lower(cg, values, types, restype):
+        return _lower(cg, frame, cframe, values, types, restype)
 
     # never a constant: codegen skips calls of constant result, and the region must run
-    return CallResult(rt if _bottom(rt) else widen(rt), lower)
+    return (rt if _bottom(rt) else widen(rt)), lower
+
+
+@base.handler
+def _parallel_region(interp, fn, args):
+    if fn is not K.parallel_region:
+        return None
+    rt, lower = region_call(interp, args[0].value, args[1].value, args[3], args[4], args[5:])
+    return CallResult(rt, lambda cg, values, types, restype: lower(cg, values[2:], types[2:], restype))
 
 
 def _bottom(t) -> bool:

@@ -56,7 +56,7 @@ from .interpreter.builtins.parallel import region_call
 from .interpreter.lattice import Const, const, pyobj, widen
 from .interpreter.rules import CallResult
 from .jit import jit
-from .kernel import CPU, kernel
+from .kernel import CPU, Kernel
 from .source.spec import FunctionSpec
 from .targets import NativeTarget
 
@@ -291,7 +291,7 @@ def reduce_kernel(out, n{a}):
              "blockDim": gd.blockDim, "gridDim": gd.gridDim, "syncthreads": gd.syncthreads,
              "atomic": reducer.atomic, "functor": functor, "combine": reducer.combine,
              "identity": reducer.identity_of(dtype), "dtype": dtype, "BLOCK": BLOCK}
-    return kernel(from_template(source, "reduce_kernel", cells, _name("reduce_kernel", functor), functor.__module__))
+    return Kernel(from_template(source, "reduce_kernel", cells, _name("reduce_kernel", functor), functor.__module__))
 
 
 @functools.lru_cache(maxsize=128)
@@ -307,7 +307,7 @@ def for_kernel(n{a}):
 """
     cells = {"threadIdx": gd.threadIdx, "blockIdx": gd.blockIdx, "blockDim": gd.blockDim, "gridDim": gd.gridDim,
              "functor": functor}
-    return kernel(from_template(source, "for_kernel", cells, _name("for_kernel", functor), functor.__module__))
+    return Kernel(from_template(source, "for_kernel", cells, _name("for_kernel", functor), functor.__module__))
 
 
 def _blocks(n: int) -> int:

@@ -234,7 +234,13 @@ def _closure_arrays(functor):
     if not found:
         return functor, ()
     names = tuple(found)
-    return with_parameters(functor, names), tuple(found[n] for n in names)
+    return _with_parameters(functor, names), tuple(found[n] for n in names)
+
+
+@functools.lru_cache(maxsize=256)
+def _with_parameters(functor, names: tuple[str, ...]):
+    """One parametrised copy per functor: its driver and compiled code are then found again."""
+    return with_parameters(functor, names)
 
 
 def _is_array(value) -> bool:

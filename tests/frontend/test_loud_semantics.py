@@ -175,7 +175,8 @@ def test_numpy_error_model_divides_by_zero_as_ieee():
 
 def test_error_model_is_a_typed_option_and_part_of_the_key():
     with pytest.raises(ConfigError, match="ErrorModel"):
-        gpuc.jit(error_model="numpy")(divide)
+        gpuc.jit(error_model="ieee")(divide)
+    assert gpuc.jit(error_model="numpy")(divide).error_model is ErrorModel.NUMPY  # Numba's spelling
     a = gpuc.jit(divide)._job((gpuc.types.float64, gpuc.types.float64))
     b = gpuc.jit(error_model=ErrorModel.NUMPY)(divide)._job((gpuc.types.float64, gpuc.types.float64))
     assert a.config != b.config and a.config.frontend.error_model is ErrorModel.PYTHON

@@ -1,8 +1,9 @@
 """Signatures for eager compilation: ``@jit("float64(float64[:], int64)")`` as in Numba.
 
 A signature is ``restype(argtypes)`` (the result may be left out:
-``"(float64[:], int64)"``). Types are scalar names (``bool``/``boolean``/``b1``,
-``int32``/``i4``, ``int64``/``i8``, ``float32``/``f4``, ``float64``/``f8``,
+``"(float64[:], int64)"``). Types are NumPy's scalar names and Numba's short
+ones (``bool``/``b1``, ``int8``..``int64``/``i1``..``i8``, ``uint8``..``uint64``/``u1``..``u8``,
+``float32``/``f4``, ``float64``/``f8``, ``complex64``/``c8``, ``complex128``/``c16``,
 ``void`` for no result) and arrays written with one slice per axis:
 ``float64[:]`` (any layout), ``float64[::1]`` or ``float64[:, ::1]``
 (C-contiguous). :class:`Signature` objects built from
@@ -19,9 +20,10 @@ from . import types as T
 from .errors import ConfigError
 
 _SCALARS: dict[str, T.Type] = {
-    "bool": T.boolean, "boolean": T.boolean, "b1": T.boolean, "int32": T.int32, "i4": T.int32,
-    "int64": T.int64, "i8": T.int64, "int_": T.int64, "intp": T.int64, "float32": T.float32, "f4": T.float32,
-    "float64": T.float64, "f8": T.float64, "double": T.float64, "void": T.none, "none": T.none}
+    **T.SCALARS, "boolean": T.boolean, "b1": T.boolean, "i1": T.int8, "i2": T.int16, "i4": T.int32, "i8": T.int64,
+    "u1": T.uint8, "u2": T.uint16, "u4": T.uint32, "u8": T.uint64, "int_": T.int64, "intp": T.int64,
+    "f4": T.float32, "f8": T.float64, "double": T.float64, "c8": T.complex64, "c16": T.complex128,
+    "void": T.none, "none": T.none}
 _SIG = re.compile(r"^\s*([\w]*)\s*\((.*)\)\s*$", re.S)
 _ARRAY = re.compile(r"^(\w+)\s*\[(.*)\]$", re.S)
 
@@ -98,9 +100,7 @@ def accepts(param: T.Type, arg: T.Type) -> bool:
         return (param.dtype == arg.dtype and param.ndim == arg.ndim and param.layout == "A"
                 and (param.readonly or not arg.readonly))
     if isinstance(param, T.Scalar) and isinstance(arg, T.Scalar):
-        order = {"b": 0, "i": 1, "f": 2}
-        return (order[arg.kind] < order[param.kind]
-                or (arg.kind == param.kind and arg.bits <= param.bits))
+        return T.promote(arg, param) == param  # NumPy's safe casts: promotion lands on the parameter type
     return False
 
 

@@ -139,3 +139,9 @@ def test_options_enter_the_job_key():
     keys = {JitOptions(**o).frontend(2) for o in ({}, {"parallel": True}, {"nogil": True}, {"fastmath": True})}
     assert len(keys) == 4
     assert JitOptions().frontend(8).parallel_threads == 0  # threads only with parallel=True
+
+
+def test_signatures_with_numpy_dtype_names_and_safe_casts():
+    assert parse_signature("c16(u1[:], int8)") == Signature((T.ArrayType(T.uint8, 1, "A"), T.int8), T.complex128)
+    assert accepts(T.int64, T.boolean) and accepts(T.complex128, T.float64)
+    assert not accepts(T.int64, T.uint64) and not accepts(T.int32, T.int64)

@@ -241,3 +241,24 @@ def test_unsupported_loops_raise_a_typed_error_at_the_line(fn, words):
         jit(parallel=True)(fn)(np.arange(5.0))
     assert f"test_prange.py:{fn.__code__.co_firstlineno}" not in str(info.value)  # the loop's line, not the def's
     assert "test_prange.py:" in str(info.value)
+
+
+def test_complex_and_unsigned_reductions_keep_their_types(threads):
+    @jit(parallel=True)
+    def csum(a):
+        s = complex(0.0, 0.0)
+        for i in prange(a.shape[0]):
+            s += complex(a[i], -a[i])
+        return s
+
+    @jit(parallel=True)
+    def usum(a):
+        s = np.uint8(0)
+        for i in prange(a.shape[0]):
+            s += a[i]
+        return s
+
+    a = np.arange(37.0)
+    assert csum(a) == complex(a.sum(), -a.sum())
+    u = np.arange(100, dtype=np.uint8)
+    assert usum(u) == int(u.sum(dtype=np.uint8))  # wraps modulo 256 as NumPy's uint8 does

@@ -28,7 +28,7 @@ from ... import types as T
 from ...errors import TypeInferenceError
 from ...frontend import intrinsics as K
 from ..lattice import Const, pyobj, widen
-from ..rules import CallResult, Int
+from ..rules import Any_, CallResult, Int
 from .numbers import base
 
 _I8, _I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
@@ -89,7 +89,9 @@ def _prange_count(cg, args, argtypes, rt):
 def _identity_rule(value):
     def restype(x):
         t = widen(x)
-        return Const(value if t.kind != "f" else float(value), t) if t != T.boolean else None
+        if not isinstance(t, T.Scalar) or t == T.boolean:
+            return None
+        return Const({"f": float, "c": complex}.get(t.kind, int)(value), t)
 
     def lower(cg, args, argtypes, rt):
         return cg.const(rt, value)
@@ -99,7 +101,7 @@ def _identity_rule(value):
 
 for _fn, _v in ((K.zero_of, 0), (K.one_of, 1)):
     _rt, _lo = _identity_rule(_v)
-    base.define(_fn, ("number",), restype=_rt)(_lo)
+    base.define(_fn, Any_, restype=_rt)(_lo)
 
 
 # -- lowering --------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from llvmlite import ir
 from .. import types as T
 from ..interpreter.lattice import widen
 from .lltypes import I64, PTR, has_value, ll
-from .wrapper import _array, _box
+from .wrapper import _array, _box, call_entry
 
 I8, I32 = ir.IntType(8), ir.IntType(32)
 _OB_TYPE, _FLOAT_VALUE, _TUPLE_ITEMS, _CDATA_PTR = 8, 16, 24, 16
@@ -254,7 +254,7 @@ def emit_pyentry(mod, frame, entry: ir.Function, name: str) -> ir.Function | Non
     for k, t in enumerate(argtypes):
         obj = b.load(b.gep(args, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR)
         values.append(e.array(obj, t, ndarray, k) if isinstance(t, T.ArrayType) else e.scalar(obj, t, k))
-    out = b.call(entry, values)
+    out = call_entry(mod, b, entry, values)
     if mod.status:
         failed = b.extract_value(out, 1) if has_value(rt) else out
         with b.if_then(failed, likely=False):

@@ -212,6 +212,17 @@ def check_returnable(frame) -> None:
                              "return the array and the other fields as a tuple")
 
 
+def call_entry(mod, b: ir.IRBuilder, entry: ir.Function, args) -> ir.Instruction:
+    """Call the compiled entry from a wrapper whose arguments are unpacked: without the GIL under ``nogil``
+    (released before, taken back after; an error inside takes it to set the exception)."""
+    if not mod.nogil:
+        return b.call(entry, args)
+    saved = b.call(mod.declare("PyEval_SaveThread", PTR, []), [])
+    out = b.call(entry, args)
+    b.call(mod.declare("PyEval_RestoreThread", ir.VoidType(), [PTR]), [saved])
+    return out
+
+
 def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
     """Add ``name``, the CPython wrapper of ``entry`` (specialization ``frame``)."""
     check_returnable(frame)
@@ -231,12 +242,7 @@ def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
             args.append(_unbox(mod, b, p, t))
         else:
             args.append(b.trunc(p, ir.IntType(1)) if t == T.boolean else p)
-    if mod.nogil:  # the arguments are unpacked: the call runs without the GIL
-        saved = b.call(mod.declare("PyEval_SaveThread", PTR, []), [])
-        out = b.call(entry, args)
-        b.call(mod.declare("PyEval_RestoreThread", ir.VoidType(), [PTR]), [saved])
-    else:
-        out = b.call(entry, args)
+    out = call_entry(mod, b, entry, args)
     if mod.status:
         failed = b.extract_value(out, 1) if has_value(rt) else out
         with b.if_then(failed, likely=False):

@@ -262,3 +262,36 @@ def test_complex_and_unsigned_reductions_keep_their_types(threads):
     assert csum(a) == complex(a.sum(), -a.sum())
     u = np.arange(100, dtype=np.uint8)
     assert usum(u) == int(u.sum(dtype=np.uint8))  # wraps modulo 256 as NumPy's uint8 does
+
+
+def test_prange_in_a_kernel_runs_serially_in_each_thread():
+    from gpucompiler import device as gd, kernel, types as T
+
+    @kernel
+    def rowsum(a, out):
+        i = gd.grid(1)
+        if i < a.shape[0]:
+            s = 0.0
+            for j in prange(a.shape[1]):
+                s += a[i, j]
+            out[i] = s
+
+    a = np.random.default_rng(6).random((10, 7))
+    out = np.zeros(10)
+    rowsum[1, 32, "cpu"](a, out)
+    np.testing.assert_allclose(out, a.sum(axis=1), rtol=1e-12)
+    assert "pthread" not in rowsum.inspect_llvm(T.ArrayType(T.float64, 2), T.ArrayType(T.float64, 1))
+
+
+def test_a_zero_step_is_value_error_as_in_range():
+    @jit(parallel=True)
+    def stepped(a, step):
+        s = 0.0
+        for i in prange(0, a.shape[0], step):
+            s += a[i]
+        return s
+
+    a = np.arange(10.0)
+    assert stepped(a, 3) == a[::3].sum() and stepped(a, -1) == 0.0
+    with pytest.raises(ValueError, match="must not be zero"):
+        stepped(a, 0)

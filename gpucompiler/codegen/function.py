@@ -172,7 +172,7 @@ class FunctionCodegen:
         """A ``raise`` or ``assert`` statement's check: :meth:`check` whose exception carries a note
         with the statement's ``file:line`` (``message`` None: no arguments)."""
         if self.mod.python_errors:
-            self._unless(ok, lambda: set_exception(self, exc_name, message, f"raised at {self._where()}"))
+            self._unless(ok, lambda: self._set_statement_error(exc_name, message))
         elif self.target.is_gpu:  # the thread prints the exception and traps (the launch fails)
             self._unless(ok, lambda: self._gpu_raise(exc_name, message))
         else:
@@ -307,7 +307,7 @@ class FunctionCodegen:
         """
         if self._stops() and (self.mod.python_errors or self.mod.on_error == ErrorPolicy.EMULATION):
             if self.mod.python_errors and statement:
-                set_exception(self, exc_name, message, f"raised at {self._where()}")
+                self._set_statement_error(exc_name, message)
             elif self.mod.python_errors:
                 self._set_python_error(exc_name, message, ())
             else:
@@ -323,12 +323,21 @@ class FunctionCodegen:
         self.b.unreachable()
 
     def _set_python_error(self, exc_name, message, values):
-        if self.mod.gil_free:  # code that may run without the GIL takes it to raise
-            state = self.b.call(self.mod.declare("PyGILState_Ensure", ir.IntType(32), []), [])
-            self._set_python_error_held(exc_name, message, values)
-            self.b.call(self.mod.declare("PyGILState_Release", ir.VoidType(), [ir.IntType(32)]), [state])
-        else:
-            self._set_python_error_held(exc_name, message, values)
+        self._holding_gil(lambda: self._set_python_error_held(exc_name, message, values))
+
+    def _set_statement_error(self, exc_name, message):
+        """A ``raise``/``assert`` statement's exception, with a note naming its ``file:line``."""
+        self._holding_gil(lambda: set_exception(self, exc_name, message, f"raised at {self._where()}"))
+
+    def _holding_gil(self, emit) -> None:
+        """``emit()`` the code of a Python C-API use; code that may run without the GIL (``nogil``, the
+        threads of a parallel loop) takes it around that code."""
+        if not self.mod.gil_free:
+            emit()
+            return
+        state = self.b.call(self.mod.declare("PyGILState_Ensure", ir.IntType(32), []), [])
+        emit()
+        self.b.call(self.mod.declare("PyGILState_Release", ir.VoidType(), [ir.IntType(32)]), [state])
 
     def _set_python_error_held(self, exc_name, message, values):
         exc = self.b.load(self.mod.extern_global("PyExc_" + exc_name), typ=PTR)

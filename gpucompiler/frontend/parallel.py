@@ -283,7 +283,7 @@ def from_template(source: str, name: str, cells: dict[str, object], qualname: st
     fn = space["__gpuc_outer"](*cells.values())  # pyright: ignore[reportCallIssue]
     assert isinstance(fn, pytypes.FunctionType)
     fn.__qualname__, fn.__module__ = qualname, module
-    fn.__gpuc_source__ = (node, filename, 0)  # pyright: ignore[reportFunctionMemberAccess]
+    setattr(fn, SOURCE_ATTRIBUTE, (node, filename, 0))
     return fn
 
 

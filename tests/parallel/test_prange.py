@@ -295,3 +295,29 @@ def test_a_zero_step_is_value_error_as_in_range():
     assert stepped(a, 3) == a[::3].sum() and stepped(a, -1) == 0.0
     with pytest.raises(ValueError, match="must not be zero"):
         stepped(a, 0)
+
+
+def test_raise_assert_and_print_in_a_parallel_body(threads, capsys):
+    @jit(parallel=True)
+    def checked(a):
+        s = 0.0
+        for i in prange(a.shape[0]):
+            assert a[i] >= 0.0, "negative entry"
+            if a[i] > 100.0:
+                raise ValueError("entry too large")
+            s += a[i]
+        return s
+
+    assert checked(np.arange(10.0)) == 45.0
+    with pytest.raises(AssertionError, match="negative entry"):
+        checked(np.array([1.0, 2.0, -1.0, 3.0, 4.0]))
+    with pytest.raises(ValueError, match="entry too large"):
+        checked(np.array([1.0, 2.0, 3.0, 300.0]))
+
+    @jit(parallel=True)
+    def shout(n):
+        for i in prange(n):
+            print("item", i)
+
+    shout(3)
+    assert sorted(capsys.readouterr().out.splitlines()) == ["item 0", "item 1", "item 2"]

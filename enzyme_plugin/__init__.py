@@ -18,10 +18,10 @@ from .api import (Active, BatchDuplicated, BatchDuplicatedNoNeed, Const, Duplica
 from .derivatives import gradient, hvp, jacobian
 from .split import Tape, TapeError
 from .launches import KernelGradientError, LaunchTape, LaunchTapeError, register_gradient
-from .rules.custom import custom_rule
+from .rules.custom import CustomRuleError, custom_rule
 
 __version__ = "0.1.0"
 __all__ = ["ADError", "Active", "BatchDuplicated", "BatchDuplicatedNoNeed", "Const", "Duplicated", "DuplicatedNoNeed", "Forward", "ForwardWithPrimal", "Mode",
            "Reverse", "ReverseSplit", "ReverseWithPrimal", "Tape", "TapeError", "autodiff", "autodiff_thunk",
-           "custom_rule", "differentiate", "gradient", "hvp", "jacobian", "KernelGradientError", "LaunchTape",
+           "CustomRuleError", "custom_rule", "differentiate", "gradient", "hvp", "jacobian", "KernelGradientError", "LaunchTape",
            "LaunchTapeError", "register_gradient", "set_runtime_activity"]

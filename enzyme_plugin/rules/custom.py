@@ -41,10 +41,17 @@ from llvmlite import ir
 
 from gpucompiler import types as T
 from gpucompiler.codegen import PTR, ll
-from gpucompiler.errors import TypeInferenceError
+from gpucompiler.errors import SourceError, TypeInferenceError
 from gpucompiler.interpreter import BOTTOM, CallResult, widen
+from gpucompiler.kernel import Kernel
 
+from ..api import caller_location
 from . import nested_rules
+
+
+class CustomRuleError(SourceError, TypeError):
+    """``custom_rule`` given something it cannot register (a kernel, a non-function); located at the
+    user's call."""
 
 
 @attrs.frozen
@@ -72,8 +79,15 @@ def custom_rule(fn=None, *, forward=None, reverse=None):
             raise TypeError(f"custom_rule: {name} must be a Python function, got {r!r}")
 
     def register(f):
+        if isinstance(f, Kernel):
+            name = f.py_func.__qualname__
+            raise CustomRuleError(f"custom_rule: {name} is a @kernel; custom rules are for functions called in "
+                                  "differentiated code", caller_location(), "custom_rule",
+                                  f"a kernel's gradient in launch tapes is registered with "
+                                  f"enzyme_plugin.register_gradient({name}, {name}_grad)")
         if not isinstance(f, pytypes.FunctionType):
-            raise TypeError(f"custom_rule: expected a Python function, got {f!r}")
+            raise CustomRuleError(f"custom_rule: expected a Python function, got {type(f).__name__}",
+                                  caller_location(), "custom_rule")
         RULES[f] = Rule(forward, reverse)
         return f
 
@@ -249,4 +263,4 @@ def _expect(rule_fn, got, want) -> None:
                                               "per argument")
 
 
-__all__ = ["custom_rule", "Rule", "RULES"]
+__all__ = ["CustomRuleError", "custom_rule", "Rule", "RULES"]

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import launch_programs as P
-from enzyme_plugin import (Active, KernelGradientError, LaunchTape, LaunchTapeError, Reverse, autodiff,
-                           register_gradient)
+from enzyme_plugin import (Active, CustomRuleError, KernelGradientError, LaunchTape, LaunchTapeError, Reverse,
+                           autodiff, custom_rule, register_gradient)
 from enzyme_plugin.launches.writes import written_parameters
 from gpucompiler import PTXTarget
 from gpucompiler.errors import ArgumentTypeError, LaunchError, TypeInferenceError
@@ -148,6 +148,18 @@ def test_hand_written_gradient_with_wrong_parameters_is_refused_at_registration(
             register_gradient(P.square, bad)
         assert info.value.filename == __file__ and info.value.line == bad.__code__.co_firstlineno
         assert "def " in info.value.hint
+
+
+def test_custom_rule_of_a_kernel_is_a_typed_error_pointing_to_register_gradient():
+    def square_grad(x, dx, y, dy):
+        pass
+
+    with pytest.raises(CustomRuleError, match="square is a @kernel") as info:
+        custom_rule(P.square, reverse=square_grad)
+    assert isinstance(info.value, TypeError) and info.value.filename == __file__
+    assert "register_gradient(square, square_grad)" in info.value.hint
+    with pytest.raises(CustomRuleError, match="expected a Python function, got int"):
+        custom_rule(3, reverse=square_grad)
 
 
 def test_autodiff_of_a_kernel_object_points_to_the_launch_tape():

@@ -14,6 +14,10 @@ Called on concrete arrays (eagerly, also inside ``jax.grad`` and
 ``jax.vjp``), the kernels take JAX's memory through DLPack without a copy: on
 the CPU as NumPy views (the CPU grid emulation), on a GPU as CuPy views
 (launched on CuPy's current stream, which DLPack orders after JAX's work).
+The side is where the input arrays live (their DLPack device, not JAX's
+default backend: CPU arrays of a CUDA build of JAX run on the emulation);
+inputs on both sides are an ``ArgumentTypeError``; cotangents on the other
+side (``check_grads`` makes NumPy ones) are copied across.
 Under ``jax.jit`` the arrays are abstract: the program runs through
 ``jax.pure_callback`` on host copies (the CPU grid emulation, or staged to
 the GPU through CuPy when JAX's default backend is a GPU). The backward
@@ -33,13 +37,33 @@ import jax
 import numpy as np
 from jax import core as jax_core
 
+from gpucompiler.errors import ArgumentTypeError
+
+from ..api import caller_location
 from .program import Program, check_program, gradient_or_zeros, is_float
 
 
-def _platform(x) -> str:
-    """Where ``x`` lives: a JAX array's device platform; anything else (NumPy) is on the CPU."""
-    devices = getattr(x, "devices", None)
-    return next(iter(devices())).platform if devices is not None else "cpu"
+_DLPACK_CPU = frozenset({1, 3})  # kDLCPU, kDLCUDAHost (pinned host memory)
+
+
+def _on_gpu(x) -> bool:
+    """Whether ``x`` lives on a GPU, read from the array itself (DLPack's device type: a JAX array of a
+    CUDA build of JAX may still live on the CPU); NumPy arrays and objects without DLPack live on the CPU."""
+    where = getattr(x, "__dlpack_device__", None)
+    return where is not None and int(where()[0]) not in _DLPACK_CPU
+
+
+def placement(inputs) -> bool:
+    """Whether the program runs on the GPU: where the input arrays live, all on one side (a mix of CPU
+    and GPU arrays is an :class:`~gpucompiler.errors.ArgumentTypeError` naming the first odd one)."""
+    sides = [_on_gpu(x) for x in inputs]
+    for k, gpu in enumerate(sides):
+        if gpu != sides[0]:
+            where = ("cpu", "gpu")
+            raise ArgumentTypeError(f"input {k}", f"an array on the {where[gpu]} (input 0 is on the "
+                                    f"{where[sides[0]]})", caller_location(), "jax_function",
+                                    hint="put all inputs on one device (jax.device_put(x, device))")
+    return bool(sides) and sides[0]
 
 
 def _cupy():
@@ -78,10 +102,11 @@ class _Runner:
 
 
 def _to_device(x, gpu: bool):
-    """A JAX array as the kernels take it, without a copy (DLPack)."""
-    if gpu:
-        return _cupy().from_dlpack(x)
-    return np.from_dlpack(x) if isinstance(x, jax.Array) else np.asarray(x)  # pyright: ignore[reportArgumentType]
+    """An array as the kernels on the chosen side take it: without a copy (DLPack) where it lives there;
+    copied across otherwise (cotangents: ``check_grads`` gives NumPy arrays for GPU inputs)."""
+    if _on_gpu(x) == gpu:
+        return _cupy().from_dlpack(x) if gpu else np.from_dlpack(x) if hasattr(x, "__dlpack__") else np.asarray(x)
+    return _cupy().asarray(np.asarray(x)) if gpu else np.asarray(x)
 
 
 def _from_device(a):
@@ -119,7 +144,7 @@ def jax_function(program: Callable[..., Any], outputs: Callable[..., Any], *, sp
         if _is_traced(inputs):
             outs = jax.pure_callback(host_forward, shapes(inputs), *inputs)
         else:
-            gpu = _platform(inputs[0]) == "gpu"
+            gpu = placement(inputs)
             outs = _Runner(prog, gpu).forward([_to_device(x, gpu) for x in inputs])
             outs = [_from_device(o) for o in outs]
         return tuple(outs)
@@ -130,7 +155,7 @@ def jax_function(program: Callable[..., Any], outputs: Callable[..., Any], *, sp
             shaped = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x, f in zip(inputs, floats) if f]
             got = iter(jax.pure_callback(lambda *a: host_backward(len(inputs), *a), shaped, *inputs, *cts))
         else:
-            gpu = _platform(inputs[0]) == "gpu"
+            gpu = placement(inputs)
             runner = _Runner(prog, gpu)
             grads = runner.backward([_to_device(x, gpu) for x in inputs], [_to_device(c, gpu) for c in cts])
             got = iter(_from_device(g) for g in grads if g is not None)
@@ -155,4 +180,4 @@ def jax_function(program: Callable[..., Any], outputs: Callable[..., Any], *, sp
     return call
 
 
-__all__ = ["jax_function"]
+__all__ = ["jax_function", "placement"]

@@ -23,12 +23,18 @@ of its kernel instead (Enzyme's split mode): every thread keeps what its
 reverse sweep needs on the device heap (the CPU heap in the grid emulation),
 and ``backward`` launches the reverse sweeps from those tapes, without
 running the kernels' forward sweeps again. A split tape is consumed by its
-``backward``; :meth:`reset` frees the tapes of launches never reversed.
+``backward`` (each reverse sweep frees its thread's tape: repeated
+record-and-backward rounds do not grow the heap); :meth:`reset` frees the
+tapes of launches never reversed. A split tape dropped before either keeps
+its tapes on the heap until the process ends (freeing them means launching
+the reverse sweeps, which a garbage collector's finalizer must not do): a
+``ResourceWarning`` says so.
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -289,6 +295,13 @@ class LaunchTape:
             self._backward([], None, scratch=True)
         self.records.clear()
         self._shadows.clear()
+
+    def __del__(self) -> None:
+        unfreed = sum(1 for r in getattr(self, "records", ()) if r.holders is not None)
+        if unfreed:
+            warnings.warn(f"a split LaunchTape dropped with the per-thread tapes of {unfreed} launch(es) never "
+                          "reversed: they stay on the heap; call backward() or reset() before dropping it",
+                          ResourceWarning, stacklevel=2)
 
     def __repr__(self) -> str:
         return f"<LaunchTape{' (split)' if self.split else ''} of {len(self.records)} launch(es)>"

@@ -33,15 +33,24 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-# split mode keeps a tape per thread on the device heap (a header and a first block, ~150 bytes with
-# malloc's own): 2^24 threads need more than the default 256 MiB
-os.environ.setdefault("GPUC_DEVICE_HEAP", "8G")
 
 from enzyme_plugin import LaunchTape
 from gpucompiler import device as gd
 from gpucompiler import GPUCompilerError, kernel
+from gpucompiler.errors import DeviceHeapError
 
 BLOCK = 256
+LAUNCHES = 2
+TAPE_BYTES = 256
+"""split mode: one tape per thread of each launch on the device heap until the reverse sweeps (a 24-byte
+header and a first block, ~150 bytes with the device malloc's own), with room to spare"""
+
+
+def device_heap_for(n: int) -> int:
+    """The device heap (bytes) for split mode on ``n`` elements: every thread of both launches holds its
+    tape at once (the default 256 MiB holds ~2^19 threads' tapes)."""
+    threads = (n + BLOCK - 1) // BLOCK * BLOCK
+    return max(256 << 20, LAUNCHES * threads * TAPE_BYTES)
 
 
 @kernel
@@ -166,7 +175,8 @@ def main() -> int:
     reps = args.reps or (50 if gpu else 7)
     rng = np.random.default_rng(0)
     xh, wh = rng.uniform(-2.0, 2.0, n), np.array([0.75])
-    if gpu:
+    if gpu:  # before the first launch of the process: the limit is set once per CUDA context
+        os.environ.setdefault("GPUC_DEVICE_HEAP", f"{-(-device_heap_for(n) >> 20)}M")
         import cupy as cp
 
         from gpucompiler.runtime import cuda
@@ -178,6 +188,7 @@ def main() -> int:
         label = platform.processor() or platform.machine()
     rows: dict = {}
     ex, ew = analytic(xh, wh)
+    lost = False  # a trap on the GPU (the device heap ran out) leaves the CUDA context unusable
     for split in (False, True):
         name = "LaunchTape" + (" (split)" if split else "")
         try:
@@ -185,12 +196,17 @@ def main() -> int:
         except GPUCompilerError as exc:  # e.g. the device heap too small for a tape per thread: said, not hidden
             print(f"{name}: {type(exc).__name__}: {exc}")
             rows[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            lost = gpu and isinstance(exc, DeviceHeapError)
+            if lost:
+                break
             continue
         gx, gw = grad()
         gx = gx.get() if gpu else gx
         assert np.allclose(gx, ex, rtol=1e-10) and np.isclose(float(gw[0]), ew, rtol=1e-10), "wrong gradient"
         rows[name] = {"primal_s": tp, "grad_s": tg, "ratio": tg / tp}
-    for name, r in (("JAX jit(grad)", jax_rows(xh, wh, gpu, reps)), ("PyTorch", torch_rows(xh, wh, gpu, reps))):
+    others = (("JAX jit(grad)", lambda: jax_rows(xh, wh, gpu, reps)), ("PyTorch", lambda: torch_rows(xh, wh, gpu, reps)))
+    for name, run in others:
+        r = {"error": "not run: the CUDA context was lost to the trap above"} if lost else run()
         if r is not None:
             rows[name] = r
     print(f"two-kernel program, n = {n}, float64, {args.device}: {label}")
@@ -198,13 +214,17 @@ def main() -> int:
     print(f"|{'-' * 24}|-------------|---------------|-----------------|")
     for name, r in rows.items():
         if "error" in r:
-            print(f"| {name:22} | {'-':>11} | {'-':>13} | {'failed':>15} |")
+            print(f"| {name:22} | {'-':>11} | {'-':>13} | {'failed' if not lost or 'LaunchTape' in name else 'not run':>15} |")
             continue
         print(f"| {name:22} | {r['primal_s'] * 1e3:11.3f} | {r['grad_s'] * 1e3:13.3f} | {r['ratio']:15.2f} |")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"device": args.device, "machine": label, "n": n, "reps": reps, "rows": rows,
-                       "load": os.getloadavg()}, fh, indent=1)
+                       "load": os.getloadavg(), "device_heap": os.environ.get("GPUC_DEVICE_HEAP")}, fh, indent=1)
+    if lost:  # CuPy's finalizers would free into the lost context at exit (errors printed during shutdown)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
     return 0
 
 

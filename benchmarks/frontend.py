@@ -68,7 +68,11 @@ def main() -> None:
         pass
     a = np.random.default_rng(0).random((300, 300))
     out = np.zeros_like(a)
-    cases = [(K.add, (1, 2)), (K.loop20, (100000, 1.5)), (K.stencil, (a, out)), (K.primes, (20000,))]
+    rng = np.random.default_rng(1)
+    v = [rng.random(1_000_000) for _ in range(4)]
+    cases = [(K.add, (1, 2)), (K.loop20, (100000, 1.5)), (K.stencil, (a, out)), (K.primes, (20000,)),
+             (K.fused, (v[3], v[0], v[1], v[2])), (K.fused_arith, (v[3], v[0], v[1], v[2])),
+             (K.reduce_expr, (v[0], v[1]))]
     rows = {}
     for name, deco in engines.items():
         fs = [deco(f) for f, _ in cases]
@@ -81,12 +85,21 @@ def main() -> None:
             "loop20_ms": _time(fs[1], *cases[1][1]) * 1e3,
             "stencil_ms": _time(fs[2], *cases[2][1]) * 1e3,
             "primes_ms": _time(fs[3], *cases[3][1]) * 1e3,
+            # array expressions on 1e6 float64s; the cpython row is NumPy running them as written
+            "fused_sin_ms": _time(fs[4], *cases[4][1]) * 1e3,
+            "fused_arith_ms": _time(fs[5], *cases[5][1]) * 1e3,
+            "reduce_expr_ms": _time(fs[6], *cases[6][1]) * 1e3,
         }
     cols = list(next(iter(rows.values())))
     print(f"{'engine':12}" + "".join(f"{c:>16}" for c in cols))
     for name, row in rows.items():
         print(f"{name:12}" + "".join(f"{row[c]:>16.4g}" if row[c] is not None else f"{'-':>16}"
                                      for c in cols))
+    for col in ("fused_sin_ms", "fused_arith_ms", "reduce_expr_ms"):
+        mine = rows["gpuc-nobc"][col]
+        ratios = {other: mine / rows[other][col] for other in ("numba", "cpython") if other in rows}
+        print(f"{col}: gpuc-nobc / " + ", ".join(f"{k if k != 'cpython' else 'numpy'} = {r:.2f}x"
+                                                 for k, r in ratios.items()))
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump(rows, f, indent=2)

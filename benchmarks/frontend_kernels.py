@@ -1,4 +1,6 @@
-"""Kernels of benchmarks/frontend.py (plain Python, compiled by each engine)."""
+"""Kernels of benchmarks/frontend.py (plain Python, compiled by each engine; NumPy runs the array ones as written)."""
+
+import numpy as np
 
 def loop20(n, x):
     s = 0.0
@@ -45,3 +47,17 @@ def primes(n):
         if p:
             count += 1
     return count
+
+
+def fused(out, a, b, c):
+    out[:] = a * b + np.sin(c)
+    return 0
+
+
+def fused_arith(out, a, b, c):
+    out[:] = a * b + 2.0 * c - a / (1.0 + c)
+    return 0
+
+
+def reduce_expr(a, b):
+    return np.sum(np.sqrt(a * a + b * b)) + np.sum(a * b) + a.max()

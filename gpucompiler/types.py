@@ -86,6 +86,18 @@ class SliceType(Type):
 
 
 @attrs.frozen(repr=False, cache_hash=True)
+class SliceType(Type):
+    """A slice ``start:stop:step``; each part an integer or absent (``None``, known when compiling)."""
+
+    has_start: bool
+    has_stop: bool
+    has_step: bool
+
+    def __repr__(self) -> str:
+        return "slice(" + ":".join("i" if p else "_" for p in (self.has_start, self.has_stop, self.has_step)) + ")"
+
+
+@attrs.frozen(repr=False, cache_hash=True)
 class TupleType(Type):
     """A fixed-length heterogeneous tuple."""
 
@@ -133,6 +145,35 @@ class BoundMethod(Type):
 
     def __repr__(self) -> str:
         return f"method({self.receiver!r}.{self.name})"
+
+
+@attrs.frozen(repr=False, cache_hash=True)
+class ArrayExpr(Type):
+    """A fused elementwise array expression, evaluated element by element where it is consumed.
+
+    Its value is the tuple of its ``leaves`` (arrays and scalars, broadcast
+    NumPy's way); ``tree`` is a leaf's index or ``(op, intype, dtype, subtrees)``:
+    the scalar function ``op`` applied at ``intype`` to the subtrees, giving ``dtype``.
+    """
+
+    dtype: Scalar
+    ndim: int
+    leaves: tuple
+    tree: object
+    exact: bool = False
+    """every array leaf is known to have the expression's shape (no broadcasting: indexed directly)"""
+
+    def __repr__(self) -> str:  # names specializations: says everything that tells two apart
+        exact = ", exact" if self.exact else ""
+        return f"arrayexpr({self.dtype!r}, {self.ndim}d, {_show_tree(self.tree, self.leaves)}{exact})"
+
+
+def _show_tree(tree, leaves) -> str:
+    if isinstance(tree, int):
+        return repr(leaves[tree])
+    op, intypes, dtype, kids = tree
+    args = ", ".join(_show_tree(k, leaves) for k in kids)
+    return f"{getattr(op, '__name__', op)}[{','.join(map(repr, intypes))}->{dtype!r}]({args})"
 
 
 boolean = Scalar("bool", "b", 1)

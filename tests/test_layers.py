@@ -49,6 +49,7 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
     ("arguments.py", "numpy"): "import time: NumPy (~240 ms), only for array arguments",
     ("runtime/owned.py", "numpy"): "import time: NumPy (~240 ms), only for returned arrays",
     ("parallel.py", "numpy"): "import time: NumPy (~240 ms), only for device reductions",
+    ("interpreter/builtins/ufuncs.py", "numpy"): "import time: NumPy (~240 ms), only when NumPy code is compiled",
     ("llvm/instructions.py", "gpucompiler.llvm.module"): "the block class of the module that holds instructions",
     ("llvm/module.py", "gpucompiler.llvm.clone"): "the cloner works on the module's classes",
     ("llvm/module.py", "gpucompiler.llvm.printer"): "the printer works on the module's classes",

@@ -154,6 +154,12 @@ class FunctionCodegen:
         suffix = _INT_SUFFIX[widen(restype)]
         return self.call_extern(f"{name}.{suffix}", restype, args)
 
+    def call_result(self, res, args, argtypes, restype):
+        """Lower a call the interpreter resolved to ``res`` (a rule's lowering or a specialization)."""
+        if res.callee is not None:
+            return self._invoke(res.callee, args, argtypes, restype)
+        return res.lower(self, args, argtypes, restype)
+
     def call_extern(self, name, restype, args):
         """Call the external function ``name`` (declared by name)."""
         fn = self.mod.declare(name, ll(restype), [a.type for a in args])

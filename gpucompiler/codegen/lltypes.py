@@ -54,6 +54,8 @@ def ll(t) -> ir.Type:
         return ir.LiteralStructType([PTR, dims, dims, PTR] if t.managed else [PTR, dims, dims])
     if isinstance(t, T.SliceType):  # the parts that are present
         return ir.LiteralStructType([I64] * (t.has_start + t.has_stop + t.has_step))
+    if isinstance(t, T.ArrayExpr):
+        return ir.LiteralStructType([ll(leaf) for leaf in t.leaves])
     if t == T.none or t == pyobj:
         return ir.VoidType()
     raise TypeError(f"no LLVM type for {t!r}")

@@ -15,6 +15,7 @@ _BINOPS = {
     ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
     ast.Pow: operator.pow, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
     ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+    ast.MatMult: operator.matmul,
 }
 _CMPOPS = {
     ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
@@ -38,7 +39,7 @@ class Expressions(LoweringState):
         return handler(node)
 
     def expr_Constant(self, node):
-        if not isinstance(node.value, (bool, int, float, complex, type(None), str)):
+        if not isinstance(node.value, (bool, int, float, complex, type(None), str)) and node.value is not Ellipsis:
             self.unsupported(node, f"constant of type {type(node.value).__name__}")
         return Const(node.value, self.loc(node))
 

@@ -151,3 +151,15 @@ def parallel_region(body, combine, n, start, step, *args):
     their partials joined by ``combine``; in Python one chunk."""
     del combine  # one chunk: nothing to combine
     return body(0, n, start, step, *args)
+
+
+def materialize(value):
+    """A value bound to a name or returned: an array expression becomes an array (NumPy evaluates
+    ``c = a + b`` there); anything else is itself."""
+    return value
+
+
+def inplace(old, new):
+    """``x op= y`` with ``new = x op y``: an array ``x`` is overwritten with ``new`` (NumPy's
+    in-place operators), anything else is rebound to ``new``."""
+    return new

@@ -30,29 +30,41 @@ class Statements(LoweringState):
         self.expr(node.value)
 
     def stmt_Return(self, node):
-        value = self.expr(node.value) if node.value is not None else Const(None)
+        value = self.bound_value(node.value) if node.value is not None else Const(None)
         self.terminate(Return(value, self.loc(node)))
 
     def stmt_Assign(self, node):
         if isinstance(node.value, ast.Lambda) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             self.define_closure(node.targets[0].id, node.value)  # f = lambda ...: a nested function
             return
-        value = self.expr(node.value)
+        named = any(not isinstance(t, ast.Subscript) for t in node.targets)
+        value = self.bound_value(node.value) if named else self.expr(node.value)
         for target in node.targets:
             self.assign_to(target, value, node)
 
     def stmt_AnnAssign(self, node):
         if node.value is None:
             return
-        self.assign_to(node.target, self.expr(node.value), node)
+        named = not isinstance(node.target, ast.Subscript)
+        self.assign_to(node.target, self.bound_value(node.value) if named else self.expr(node.value), node)
+
+    def bound_value(self, node):
+        """The value of ``node`` bound to a name or returned: an array expression is evaluated
+        there (:func:`~.intrinsics.materialize`); names, constants and subscripts are never one."""
+        value = self.expr(node)
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.IfExp)):
+            value = self.emit(K.materialize, [value], node)
+        return value
 
     def stmt_AugAssign(self, node):
         op = _BINOPS.get(type(node.op))
         if op is None:
             self.unsupported(node.op)
         target = node.target
-        if isinstance(target, ast.Name):
-            self.assign_to(target, self.emit(op, [self.expr(target), self.expr(node.value)], node), node)
+        if isinstance(target, ast.Name):  # an array is updated in place, as NumPy does
+            old = self.expr(target)
+            new = self.emit(op, [old, self.expr(node.value)], node)
+            self.assign_to(target, self.emit(K.inplace, [old, new], node), node)
         elif isinstance(target, ast.Subscript):
             obj, index = self.expr(target.value), self.expr(target.slice)
             unchecked = id(target) in self.unchecked

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from .. import types as T
-from ..errors import PLUGIN_ATTRIBUTE, PluginError, PluginRequiredError, TypeInferenceError
+from ..errors import PLUGIN_ATTRIBUTE, PluginError, PluginRequiredError, TypeInferenceError, UnsupportedError
 from ..frontend import intrinsics as K, lower_function
 from ..frontend.ir import Arg, Branch, Const as IRConst, Global, Inst, Return, Undef
 from . import builtins as _base_rules  # noqa: F401  (registers the base rules)
@@ -262,6 +262,11 @@ class Interpreter:
             raise TypeInferenceError(f"{widen(args[0])!r} has no method {args[1].value!r} in compiled code",
                                      [widen(args[0])], frame.where(inst), frame.ir.name,
                                      "see the supported Python table in docs/user_guide.md")
+        if result is None and fn.value is K.call_kw:
+            callee = args[0].value if isinstance(args[0], Const) else None
+            shown = getattr(callee, "__qualname__", "this function")
+            raise UnsupportedError(f"keyword arguments in a call of {shown}", frame.where(inst), frame.ir.name,
+                                   "pass arguments by position")
         if result is None:
             name = getattr(fn.value, "__qualname__", repr(fn.value))
             shown = ", ".join(repr(widen(a)) for a in args)

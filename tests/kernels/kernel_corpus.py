@@ -37,6 +37,21 @@ def small_ints_complex(a8, u16, z, scale, out, wrapped, u):
 
 
 @kernel
+def numpy_ufuncs(x, y, out):
+    """NumPy's ufuncs on the numbers of a thread (libdevice on the GPU, NaN rather than errors)."""
+    i = gd.grid(1)
+    if i < out.shape[0]:
+        out[i] = (np.sin(x[i]) * np.exp(-np.abs(y[i])) + np.maximum(x[i], y[i]) - np.minimum(y[i], 0.5)
+                  + np.where(x[i] > 0, np.sqrt(x[i]), np.tanh(y[i])) + np.isnan(np.sqrt(x[i] - 2.0)))
+
+
+def _numpy_ufuncs_ref(x, y):
+    with np.errstate(invalid="ignore"):
+        return (np.sin(x) * np.exp(-np.abs(y)) + np.maximum(x, y) - np.minimum(y, 0.5)
+                + np.where(x > 0, np.sqrt(np.abs(x)), np.tanh(y)) + np.isnan(np.sqrt(x - 2.0)))
+
+
+@kernel
 def grid_stride_scale(x, factor):
     i = gd.grid(1)
     step = gd.gridsize(1)
@@ -193,6 +208,10 @@ def _cases():
         "math_f32": (math_f, -(-n // BLOCK), BLOCK,
                      lambda r: (r.uniform(-3, 3, n).astype(np.float32), np.zeros(n, np.float32)),
                      lambda a, b: close(a[1], _math_ref(b[0]), 2e-5, 2e-5)),
+        "numpy_ufuncs": (numpy_ufuncs, -(-n // BLOCK), BLOCK,
+                         lambda r: (r.uniform(-3, 3, n), r.uniform(-3, 3, n), np.zeros(n)),
+                         lambda a, b: np.testing.assert_allclose(a[2], _numpy_ufuncs_ref(b[0], b[1]), rtol=1e-13,
+                                                                 atol=1e-13)),
         "math_f64": (math_f, -(-n // BLOCK), BLOCK,
                      lambda r: (r.uniform(-3, 3, n), np.zeros(n)),
                      lambda a, b: close(a[1], _math_ref(b[0]), 1e-13, 1e-13)),

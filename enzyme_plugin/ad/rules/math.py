@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from gpucompiler.llvm import const_int
+from gpucompiler.llvm import const_int, types as T
 
 from ..emit import zero
 
@@ -150,7 +150,40 @@ def _reduce_fadd_fwd(e, I, ts):
     return e.call(I.callee.name, I.type, [start, ts[1]])
 
 
-FORWARD = {"vector.reduce.fadd": _reduce_fadd_fwd}
+def _first_hits(e, I):
+    """Per lane of the reduced vector: whether it is the first lane equal to the result (ties
+    give the whole derivative to one lane, as the scalar ``maximum`` rule gives it to one operand)."""
+    v, r = _x(e, I), _r(e, I)
+    no, yes = const_int(T.i1, 0), const_int(T.i1, 1)
+    taken, firsts = no, []
+    for i in range(v.type.count):
+        hit = e.fcmp("oeq", e.extract(v, i), r)
+        firsts.append(e.select(taken, no, hit))
+        taken = e.select(hit, yes, taken)
+    return firsts
+
+
+def _reduce_extremum_rev(e, I, d):
+    out, z = zero(_x(e, I).type), zero(d.type)
+    for i, first in enumerate(_first_hits(e, I)):
+        out = e.insert(out, e.select(first, d, z), i)
+    return out
+
+
+def _reduce_extremum_fwd(e, I, ts):
+    if ts[0] is None:
+        return zero(I.type)
+    out = zero(I.type)
+    for i, first in enumerate(_first_hits(e, I)):
+        out = e.select(first, e.extract(ts[0], i), out)
+    return out
+
+
+_REDUCTIONS = ("vector.reduce.fadd", "vector.reduce.fmaximum", "vector.reduce.fminimum",
+               "vector.reduce.fmax", "vector.reduce.fmin")
+for _name in _REDUCTIONS[1:]:
+    REVERSE[_name] = (_reduce_extremum_rev,)
+FORWARD = {"vector.reduce.fadd": _reduce_fadd_fwd, **{n: _reduce_extremum_fwd for n in _REDUCTIONS[1:]}}
 
 _LIBM_FLOAT = {name + "f": name for name in REVERSE}
 
@@ -159,8 +192,9 @@ def math_name(callee: str) -> str | None:
     """The rule key of a callee name, or None: ``llvm.sin.f64`` / ``sin`` / ``sinf`` -> ``sin``."""
     if callee.startswith("llvm."):
         body = callee[5:]
-        if body.startswith("vector.reduce.fadd"):
-            return "vector.reduce.fadd"
+        for name in _REDUCTIONS:
+            if body.startswith(name + "."):
+                return name
         base = body.split(".", 1)[0]
         return base if base in REVERSE else None
     if callee in REVERSE and "." not in callee:

@@ -1,0 +1,99 @@
+"""NumPy's scalar loops that Python's operators do not give, written in Python and compiled.
+
+Each takes its arguments already cast to the loop's input types
+(``ufunc.resolve_dtypes``); none raises a math error (NumPy gives IEEE
+results: ``1 // 0`` is 0 on integers, ``x // 0.0`` an infinity or NaN).
+"""
+
+import math
+
+from ...frontend.intrinsics import ffloor
+from .npintrinsics import fmaximum, fminimum
+
+
+def maximum(a, b):
+    """``np.maximum``: NaN propagates."""
+    return fmaximum(a, b)
+
+
+def minimum(a, b):
+    """``np.minimum``: NaN propagates."""
+    return fminimum(a, b)
+
+
+def fmax(a, b):
+    """``np.fmax``: NaN is ignored where the other argument is a number."""
+    return a if a >= b or b != b else b
+
+
+def fmin(a, b):
+    """``np.fmin``: NaN is ignored where the other argument is a number."""
+    return a if a <= b or b != b else b
+
+
+def int_floor_divide(a, b):
+    """``np.floor_divide`` on integers: 0 for a zero divisor."""
+    return a // b if b != 0 else a - a
+
+
+def int_remainder(a, b):
+    """``np.remainder`` on integers: 0 for a zero divisor."""
+    return a % b if b != 0 else a - a
+
+
+def float_floor_divide(a, b):
+    """``np.floor_divide`` on floats: ``a / b`` (an infinity or NaN) for a zero divisor."""
+    if b == 0:
+        return a * math.copysign(math.inf, b) if a != 0 else math.nan
+    return a // b
+
+
+def float_remainder(a, b):
+    """``np.remainder`` on floats: NaN for a zero divisor."""
+    if b == 0:
+        return math.nan
+    return a % b
+
+
+def floor(x):
+    return ffloor(x)
+
+
+def ceil(x):
+    return -ffloor(-x)
+
+
+def trunc(x):
+    return ffloor(x) if x >= 0 else -ffloor(-x)
+
+
+def square(x):
+    return x * x
+
+
+def sign(x):
+    """``np.sign``: -1, 0 or 1 in the argument's type (NaN for NaN)."""
+    if x != x:
+        return x
+    return (x > 0) - (x < 0)
+
+
+def logical_and(a, b):
+    return bool(a) and bool(b)
+
+
+def logical_or(a, b):
+    return bool(a) or bool(b)
+
+
+def logical_xor(a, b):
+    return bool(a) != bool(b)
+
+
+def logical_not(a):
+    return not a
+
+
+def where(c, x, y):
+    """``np.where(c, x, y)`` of one element."""
+    return x if c else y

@@ -1,0 +1,268 @@
+"""NumPy ufuncs and the operators on arrays: fused elementwise expressions.
+
+A ufunc (``np.sin``, ``np.add``...) or an operator with an array operand
+does not compute anything where it is called: its value is an
+:class:`~gpucompiler.types.ArrayExpr`, a tree of scalar operations over its
+leaves (arrays and scalars) that is evaluated element by element where it is
+consumed (assigned into an array, reduced, bound to a name), so ``a * b +
+np.sin(c)`` is one loop with no temporary arrays. On scalars alone a ufunc
+computes its scalar result at once.
+
+Result and loop types are NumPy's own (``ufunc.resolve_dtypes``, with
+``int64``/``float64``/``bool`` scalars as Python's weak scalars); each node's
+scalar operation is the compiler's scalar rule for it (``math.sin``,
+``operator.add``, the PTX overlay's ``__nv_sin`` on GPUs) or a helper of
+:mod:`.npscalar`, with NumPy's error behaviour: no math errors, IEEE results.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import math
+import operator
+from typing import Any
+
+from llvmlite import ir
+
+from ... import types as T
+from ...errors import TypeInferenceError
+from ...frontend import intrinsics as K
+from ..lattice import Const, widen
+from ..rules import CallResult
+from . import npscalar as S
+from .numbers import base
+
+_A, _E = T.ArrayType, T.ArrayExpr
+
+#: ufunc name -> its scalar function (of the loop's input types)
+_SCALAR: dict[str, Any] = {
+    "add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "divide": operator.truediv,
+    "true_divide": operator.truediv, "power": operator.pow, "negative": operator.neg,
+    "positive": operator.pos, "absolute": abs, "fabs": abs, "less": operator.lt, "less_equal": operator.le,
+    "greater": operator.gt, "greater_equal": operator.ge, "equal": operator.eq, "not_equal": operator.ne,
+    "bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor,
+    "invert": operator.invert, "left_shift": operator.lshift, "right_shift": operator.rshift,
+    "sin": math.sin, "cos": math.cos, "tan": math.tan, "arcsin": math.asin, "arccos": math.acos,
+    "arctan": math.atan, "sinh": math.sinh, "cosh": math.cosh, "tanh": math.tanh, "arcsinh": math.asinh,
+    "arccosh": math.acosh, "arctanh": math.atanh, "exp": math.exp, "expm1": math.expm1, "log": math.log,
+    "log2": math.log2, "log10": math.log10, "log1p": math.log1p, "sqrt": math.sqrt,
+    "arctan2": math.atan2, "hypot": math.hypot, "copysign": math.copysign, "fmod": K.fmod_ieee,
+    "isnan": math.isnan, "isinf": math.isinf, "isfinite": math.isfinite,
+    "maximum": S.maximum, "minimum": S.minimum, "fmax": S.fmax, "fmin": S.fmin,
+    "floor": S.floor, "ceil": S.ceil, "trunc": S.trunc, "square": S.square, "sign": S.sign,
+    "logical_and": S.logical_and, "logical_or": S.logical_or, "logical_xor": S.logical_xor,
+    "logical_not": S.logical_not,
+}
+for _name in ("exp2", "cbrt"):  # new in Python 3.11's math
+    if hasattr(math, _name):
+        _SCALAR[_name] = getattr(math, _name)
+#: ufuncs whose scalar function depends on the loop's kind (integer or float)
+_BY_KIND: dict[str, tuple[Any, Any]] = {
+    "floor_divide": (S.int_floor_divide, S.float_floor_divide),
+    "remainder": (S.int_remainder, S.float_remainder), "mod": (S.int_remainder, S.float_remainder),
+}
+#: operators (and builtins) on arrays -> the ufunc NumPy calls for them
+OPERATOR_UFUNCS: dict[Any, str] = {
+    operator.add: "add", operator.sub: "subtract", operator.mul: "multiply", operator.truediv: "true_divide",
+    operator.floordiv: "floor_divide", operator.mod: "remainder", operator.pow: "power",
+    operator.neg: "negative", operator.pos: "positive", abs: "absolute", operator.lt: "less",
+    operator.le: "less_equal", operator.gt: "greater", operator.ge: "greater_equal", operator.eq: "equal",
+    operator.ne: "not_equal", operator.and_: "bitwise_and", operator.or_: "bitwise_or",
+    operator.xor: "bitwise_xor", operator.invert: "invert", operator.lshift: "left_shift",
+    operator.rshift: "right_shift",
+}
+#: elementwise functions that are not ufuncs: name -> (number of arguments, scalar function)
+_ELEMENTWISE = {"where": (3, S.where)}
+_WEAK = {T.int64: int, T.float64: float, T.boolean: bool, T.complex128: complex}
+
+
+def numpy():
+    """NumPy, imported when a NumPy function or an array is compiled (its import costs ~240 ms)."""
+    import numpy as np
+    return np
+
+
+def is_arraylike(t) -> bool:
+    return isinstance(widen(t), (_A, _E))
+
+
+def keyword_call(args, claim) -> CallResult | None:
+    """``call_kw(fn, names, *args)`` (``fn(..., name=v)``) as ``claim(fn, positional, {name: v})``;
+    its lowering gets the positional arguments only (keyword values are compile-time choices)."""
+    callee, names = args[0], args[1]
+    if not (isinstance(callee, Const) and isinstance(names, Const)):
+        return None
+    n = len(names.value)
+    positional = list(args[2:len(args) - n])
+    res = claim(callee.value, positional, dict(zip(names.value, args[len(args) - n:])))
+    if res is None:
+        return None
+    end = 2 + len(positional)
+    return CallResult(res.restype, lambda cg, a, at, rt: cg.call_result(res, a[2:end], at[2:end], rt))
+
+
+def scalar_type(dtype) -> T.Scalar:
+    t = T.SCALARS.get(str(dtype))
+    if t is None:
+        raise TypeInferenceError(f"arrays of dtype {dtype} are not supported in compiled code")
+    return t
+
+
+# -- typing ------------------------------------------------------------------
+def _operand(a) -> tuple[tuple, Any, T.Scalar, int]:
+    """``(leaves, tree, dtype, ndim)`` of an operand."""
+    w = widen(a)
+    if isinstance(w, _E):
+        return w.leaves, w.tree, w.dtype, w.ndim
+    if isinstance(w, _A):
+        return (w,), 0, w.dtype, w.ndim
+    if isinstance(w, T.Scalar):
+        return (w,), 0, w, 0
+    raise TypeInferenceError(f"NumPy functions take arrays and numbers, not {w!r}", (w,))
+
+
+def _shift(tree, by: int):
+    if isinstance(tree, int):
+        return tree + by
+    op, intypes, dtype, kids = tree
+    return (op, intypes, dtype, tuple(_shift(k, by) for k in kids))
+
+
+def _loop_types(ufunc, operands) -> tuple[tuple[T.Scalar, ...], T.Scalar]:
+    """NumPy's loop input types and result type of ``ufunc`` on ``operands`` (``_operand`` tuples)."""
+    arrays = any(nd > 0 for _, _, _, nd in operands)
+    key = tuple(_WEAK[dt] if arrays and nd == 0 and dt in _WEAK else dt.name
+                for _, _, dt, nd in operands)
+    return _resolve(ufunc, key)
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolve(ufunc, key):
+    np = numpy()
+    spec = tuple(np.dtype(k) if isinstance(k, str) else k for k in key)
+    try:
+        found = ufunc.resolve_dtypes(spec + (None,) * ufunc.nout)
+    except (TypeError, ValueError) as exc:  # NumPy's own message: no loop for these types
+        raise TypeInferenceError(f"np.{ufunc.__name__} of {', '.join(map(str, key))}: {exc}") from None
+    return tuple(scalar_type(d) for d in found[:ufunc.nin]), scalar_type(found[ufunc.nin])
+
+
+def scalar_function(name: str, intypes) -> Any:
+    kinds = _BY_KIND.get(name)
+    if kinds is not None:
+        return kinds[intypes[0].kind == "f"]
+    return _SCALAR.get(name)
+
+
+def elementwise_type(interp, name: str, fn, operands, intypes, dtype):
+    """The value of the elementwise ``fn`` (a scalar function) on ``operands``: its ArrayExpr, or
+    the scalar ``dtype`` when every operand is a scalar. The scalar call is inferred now."""
+    if interp.abstract_call(fn, list(intypes)) is None:
+        shown = ", ".join(map(repr, intypes))
+        raise TypeInferenceError(f"np.{name} has no compiled implementation for {shown}", tuple(intypes))
+    leaves, kids = [], []
+    for lv, tree, _, _ in operands:
+        kids.append(_shift(tree, len(leaves)))
+        leaves += lv
+    ndim = max(nd for _, _, _, nd in operands)
+    return _E(dtype, ndim, tuple(leaves), (fn, tuple(intypes), dtype, tuple(kids)))
+
+
+def _ufunc_call(interp, ufunc, args, kw=None):
+    if kw:
+        raise TypeInferenceError(f"np.{ufunc.__name__}() keyword arguments {', '.join(kw)} are not supported in "
+                                 "compiled code", hint="assign the result into an array: out[:] = np.f(x)")
+    if len(args) != ufunc.nin:
+        raise TypeInferenceError(f"np.{ufunc.__name__}() takes {ufunc.nin} arguments, got {len(args)}")
+    operands = [_operand(a) for a in args]
+    intypes, dtype = _loop_types(ufunc, operands)
+    fn = scalar_function(ufunc.__name__, intypes)
+    if fn is None:
+        raise TypeInferenceError(f"np.{ufunc.__name__} is not supported in compiled code",
+                                 hint="write the loop over the elements")
+    return _result(elementwise_type(interp, ufunc.__name__, fn, operands, intypes, dtype))
+
+
+def _where_call(interp, args, kw=None):
+    if kw or len(args) != 3:
+        raise TypeInferenceError("np.where() takes exactly (condition, x, y) in compiled code",
+                                 hint="np.where(c) with one argument (indices) is not supported")
+    np = numpy()
+    operands = [_operand(a) for a in args]
+    arrays = any(o[3] > 0 for o in operands)
+    pair = [_WEAK.get(o[2]) if arrays and o[3] == 0 and o[2] in _WEAK else np.dtype(o[2].name)
+            for o in operands[1:]]
+    dtype = scalar_type(np.result_type(*pair))
+    return _result(elementwise_type(interp, "where", S.where, operands, (T.boolean, dtype, dtype), dtype))
+
+
+def _result(expr: T.ArrayExpr) -> CallResult:
+    """An array operand: the lazy expression (its value packs the leaves); scalars only: the value now."""
+    if expr.ndim:
+        return CallResult(expr, _pack)
+    return CallResult(expr.dtype, lambda cg, vals, argtypes, rt: evaluate(cg, expr, vals))
+
+
+def _pack(cg, args, argtypes, rt):
+    """An ArrayExpr's value: the struct of its leaves (the operands' leaves, in order)."""
+    leaves = []
+    for v, t in zip(args, argtypes):
+        w = widen(t)
+        if isinstance(w, _E):
+            leaves += [cg.b.extract_value(v, k) for k in range(len(w.leaves))]
+        else:
+            leaves.append(v)
+    value = ir.Constant(cg.ll(rt), ir.Undefined)
+    for k, v in enumerate(leaves):
+        value = cg.b.insert_value(value, v, k)
+    return value
+
+
+# -- evaluation ----------------------------------------------------------------
+def evaluate(cg, expr: T.ArrayExpr, leaf_values):
+    """The scalar value of ``expr``'s tree given its leaves' element values (NumPy's errors: none)."""
+    mod = cg.mod
+    saved, mod.math_errors = mod.math_errors, False
+    try:
+        return _node(cg, expr.tree, expr.leaves, leaf_values)[0]
+    finally:
+        mod.math_errors = saved
+
+
+def _node(cg, tree, leaves, values):
+    if isinstance(tree, int):
+        return values[tree], leaves[tree] if isinstance(leaves[tree], T.Scalar) else leaves[tree].dtype
+    fn, intypes, dtype, kids = tree
+    xs = []
+    for kid, it in zip(kids, intypes):
+        v, t = _node(cg, kid, leaves, values)
+        xs.append(cg.cast(v, t, it))
+    res = cg.mod.interp.abstract_call(fn, list(intypes))
+    rt = widen(res.restype)
+    return cg.cast(cg.call_result(res, xs, list(intypes), rt), rt, dtype), dtype
+
+
+def elementwise_call(interp, fn, args, kw=None) -> CallResult | None:
+    """ufuncs, ``np.where``, and the operators (and ``abs``) with an array operand; else None."""
+    if type(fn).__name__ == "ufunc":
+        return _ufunc_call(interp, fn, args, kw)
+    name = OPERATOR_UFUNCS.get(fn)
+    if name is not None and any(is_arraylike(a) for a in args):
+        return _ufunc_call(interp, getattr(numpy(), name), args, kw)
+    if fn is builtins.bool and args and is_arraylike(args[0]):
+        raise TypeInferenceError("the truth value of an array is ambiguous",
+                                 hint="use np.any(a) or np.all(a), or compare elements")
+    if getattr(fn, "__name__", "") in _ELEMENTWISE and getattr(fn, "__module__", "") == "numpy":
+        return _where_call(interp, args, kw)
+    return None
+
+
+@base.handler
+def _elementwise(interp, fn, args):
+    if fn is K.call_kw:
+        return keyword_call(args, lambda f, pos, kw: elementwise_call(interp, f, pos, kw))
+    return elementwise_call(interp, fn, args)
+
+
+__all__ = ["OPERATOR_UFUNCS", "evaluate", "numpy", "keyword_call", "is_arraylike"]

@@ -1,0 +1,332 @@
+"""NumPy ufuncs, array operators, fused expressions, reductions and dot in @jit code, against NumPy."""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import numpy as np
+import pytest
+
+from gpucompiler import jit
+from gpucompiler.errors import TypeInferenceError
+
+DTYPES = ["bool", "int8", "uint8", "int32", "int64", "uint64", "float32", "float64"]
+LAYOUTS = ["C", "F", "strided", "reversed"]
+
+
+def _data(dtype, shape, layout, seed=0):
+    rng = np.random.default_rng(seed)
+    big = tuple(2 * s for s in shape)
+    raw = rng.uniform(0.25, 3.0, size=big)
+    if dtype == "bool":
+        raw = raw > 1.5
+    elif dtype.startswith("int"):
+        raw = np.floor(raw * 4) - 5
+    elif dtype.startswith("uint"):
+        raw = np.floor(raw * 4)
+    elif dtype.startswith("complex"):
+        raw = raw + 1j * raw[::-1]
+    raw = raw.astype(dtype)
+    if layout == "strided":
+        return raw[tuple(slice(None, None, 2) for _ in shape)]
+    if layout == "reversed":
+        return raw[tuple(slice(s - 1, None, -1) for s in shape)]
+    a = np.ascontiguousarray(raw[tuple(slice(0, s) for s in shape)])
+    return np.asfortranarray(a) if layout == "F" else a
+
+
+def _close(got, want, dtype=None):
+    dt = np.dtype(dtype or want.dtype)
+    if dt.kind == "f":
+        np.testing.assert_allclose(got, want, rtol=2e-6 if dt == np.float32 else 1e-13, atol=1e-300)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+# -- elementwise -----------------------------------------------------------------
+def unary_into(out, a):
+    out[:] = np.sin(a) + np.sqrt(np.abs(a)) * np.exp(-a) - np.tanh(a) + np.floor(a)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
+def test_ufuncs_of_every_dtype_and_layout_match_numpy(dtype, layout):
+    a = _data(dtype, (6, 5), layout)
+    want = np.sin(a) + np.sqrt(np.abs(a)) * np.exp(-a) - np.tanh(a) + np.floor(a)
+    out = np.zeros_like(want)
+    jit(unary_into)(out, a)
+    _close(out, want)
+
+
+def binary_into(out, a, b):
+    out[:] = (a + b) * 2 - a / (np.abs(b) + 1) + np.maximum(a, b) - np.minimum(a, 1)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("da,db", [("int32", "int64"), ("int64", "float32"), ("float32", "float32"),
+                                   ("float64", "int32"), ("bool", "float64"), ("uint8", "int8"),
+                                   ("uint64", "int64"), ("int16", "uint32")])
+def test_binary_operators_promote_like_numpy(da, db, layout):
+    a, b = _data(da, (4, 6), layout), _data(db, (4, 6), "C", seed=1)
+    want = (a + b) * 2 - a / (np.abs(b) + 1) + np.maximum(a, b) - np.minimum(a, 1)
+    out = np.zeros_like(want)
+    jit(binary_into)(out, a, b)
+    _close(out, want)
+
+
+def compare_into(out, a, b):
+    out[:] = (a < b) | (a >= 2.5) & ~(b == a)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_comparisons_and_logic_give_bools(dtype):
+    a, b = _data(dtype, (9,), "C"), _data(dtype, (9,), "reversed", seed=3)
+    out = np.zeros(9, dtype=bool)
+    jit(compare_into)(out, a, b)
+    np.testing.assert_array_equal(out, (a < b) | (a >= 2.5) & ~(b == a))
+
+
+def fused(out, a, b, c):
+    out[:] = a * b + np.sin(c)
+
+
+def test_fused_expression_into_an_existing_array():
+    a, b, c = (_data("float64", (100,), "C", seed=k) for k in range(3))
+    out = np.zeros(100)
+    jit(fused)(out, a, b, c)
+    _close(out, a * b + np.sin(c))
+
+
+def broadcast_into(out, row, col, s):
+    out[:, :] = row * col - s
+
+
+def test_broadcasting_rows_columns_and_scalars():
+    row, col = _data("float64", (1, 5), "C"), _data("float64", (4, 1), "C", seed=2)
+    out = np.zeros((4, 5))
+    jit(broadcast_into)(out, row, col, 0.5)
+    _close(out, row * col - 0.5)
+    out = np.zeros((4, 5))
+    jit(broadcast_into)(out, row[0], col, 2)  # a 1-d row broadcasts against the 2-d destination
+    _close(out, row[0] * col - 2)
+
+
+def test_shapes_that_do_not_broadcast_raise_value_error():
+    with pytest.raises(ValueError, match="broadcast"):
+        jit(broadcast_into)(np.zeros((4, 5)), np.ones((1, 3)), np.ones((4, 1)), 0.0)
+    with pytest.raises(ValueError, match="broadcast"):
+        jit(fused)(np.zeros(5), np.ones(5), np.ones(4), np.ones(5))
+
+
+def where_into(out, a):
+    out[...] = np.where(a > 1.0, a, -a) + np.where(a < 2.0, 1, 0)
+
+
+def test_where_selects_elementwise():
+    a = _data("float64", (11,), "strided")
+    out = np.zeros(11)
+    jit(where_into)(out, a)
+    _close(out, np.where(a > 1.0, a, -a) + np.where(a < 2.0, 1, 0))
+
+
+def scalar_into(out, a, k):
+    out[:] = k
+
+
+def test_a_scalar_fills_an_array():
+    out = np.zeros((3, 4), dtype=np.int32)
+    jit(scalar_into)(out, out, 7)
+    np.testing.assert_array_equal(out, np.full((3, 4), 7))
+
+
+def augment(a, b):
+    c = a
+    a += b
+    a *= 2.0
+    return c[0]
+
+
+def test_augmented_assignment_updates_the_array_in_place():
+    a, b = np.arange(4.0), np.ones(4)
+    first = jit(augment)(a, b)
+    np.testing.assert_array_equal(a, (np.arange(4.0) + 1) * 2)
+    assert first == 2.0  # c is the same array as a, as in NumPy
+
+
+def numpy_on_scalars(x, n, d):
+    return (np.sin(x), np.sqrt(-x), np.maximum(x, math.nan), np.floor_divide(n, d), np.remainder(n, d),
+            np.exp(n), np.abs(n), np.where(x > 0, n, d))
+
+
+@pytest.mark.parametrize("x,n,d", [(0.5, 7, 2), (-2.0, -7, 0), (3.0, 5, -3)])
+def test_ufuncs_of_numbers_follow_numpy_not_math(x, n, d):
+    got = jit(numpy_on_scalars)(x, n, d)
+    with np.errstate(all="ignore"):
+        want = numpy_on_scalars(x, n, d)
+    for g, w in zip(got, want):
+        assert (g == w) or (math.isnan(g) and math.isnan(w)), (got, want)
+
+
+# -- reductions ---------------------------------------------------------------------
+def reductions(a):
+    return (np.sum(a), a.sum(), np.prod(a), np.min(a), a.max(), np.mean(a), a.argmin(), np.argmax(a),
+            np.any(a > 2), a.all())
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(7,), (3, 4)])
+def test_reductions_match_numpy(dtype, layout, shape):
+    a = _data(dtype, shape, layout)
+    got = jit(reductions)(a)
+    want = reductions(a)
+    for g, w in zip(got, want):
+        if isinstance(w, (np.floating, float)):
+            assert g == pytest.approx(float(w), rel=1e-5 if a.dtype == np.float32 else 1e-13)
+        else:
+            assert g == w
+
+
+def reduce_expression(a, b):
+    return np.sum(np.sin(a) * b), (a - b).max(), np.argmin(a * b + 1)
+
+
+def test_reductions_of_fused_expressions():
+    a, b = _data("float64", (4, 5), "F"), _data("float64", (5,), "reversed", seed=4)
+    got = jit(reduce_expression)(a, b)
+    assert got[0] == pytest.approx(np.sum(np.sin(a) * b), rel=1e-13)
+    assert got[1] == (a - b).max() and got[2] == np.argmin(a * b + 1)
+
+
+def test_nan_propagates_through_min_and_argmax_finds_the_first_nan():
+    a = np.array([1.0, np.nan, 5.0, np.nan])
+    got = jit(reductions)(a)
+    assert math.isnan(got[3]) and math.isnan(got[4]) and got[6] == 1 and got[7] == 1
+
+
+def test_empty_reductions_raise_like_numpy():
+    with pytest.raises(ValueError, match="zero-size array"):
+        jit(reductions)(np.zeros(0))
+
+
+def complex_reductions(a):
+    return np.sum(a), a.mean(), np.prod(a)
+
+
+def test_sum_mean_and_prod_of_complex_arrays():
+    a = _data("complex128", (6,), "strided")
+    got, want = jit(complex_reductions)(a), complex_reductions(a)
+    for g, w in zip(got, want):
+        assert g == pytest.approx(complex(w), rel=1e-13)
+
+
+def complex_max(a):
+    return a.max()  # complex max line
+
+
+def test_an_order_reduction_of_complex_numbers_is_a_typed_error_at_the_line():
+    _, start = inspect.getsourcelines(complex_max)
+    with pytest.raises(TypeInferenceError, match=r"np\.max") as info:
+        jit(complex_max)(np.ones(3, dtype=complex))
+    assert f":{start + 1}" in str(info.value)
+
+
+def dots(a, b):
+    return np.dot(a, b), a @ b
+
+
+@pytest.mark.parametrize("da,db", [("float64", "float64"), ("float32", "float32"), ("int32", "int64"),
+                                   ("float32", "float64")])
+def test_dot_of_vectors(da, db):
+    a, b = _data(da, (9,), "strided"), _data(db, (9,), "reversed", seed=5)
+    d, m = jit(dots)(a, b)
+    assert d == m == pytest.approx(float(np.dot(a, b)), rel=1e-5)
+
+
+def test_dot_of_vectors_of_different_lengths_raises():
+    with pytest.raises(ValueError, match="aligned"):
+        jit(dots)(np.ones(3), np.ones(4))
+
+
+# -- what is not supported: typed errors at the user's line ------------------------------
+def bad_ufunc_keyword(out, a):
+    out[:] = np.sin(a, casting="unsafe")  # ufunc keyword line
+
+
+def bad_axis(a):
+    return np.sum(a, axis=0)  # axis line
+
+
+def bad_three_d(a):
+    return np.max(a)  # three-d line
+
+
+def bad_truth(a):
+    if a > 0:  # truth line
+        return 1
+    return 0
+
+
+def bad_bind(a, b):
+    c = a + b  # bind line
+    return c[0]
+
+
+@pytest.mark.parametrize("fn,args,marker,words", [
+    (bad_ufunc_keyword, (np.zeros(3), np.ones(3)), "ufunc keyword line", "casting"),
+    (bad_axis, (np.ones((2, 3)),), "axis line", "axis"),
+    (bad_three_d, (np.ones((2, 3, 4)),), "three-d line", "3-d"),
+    (bad_truth, (np.ones(3),), "truth line", "ambiguous"),
+    (bad_bind, (np.ones(3), np.ones(3)), "bind line", "out[:] ="),
+])
+def test_unsupported_numpy_uses_are_typed_errors_at_the_line(fn, args, marker, words):
+    lines, start = inspect.getsourcelines(fn)
+    line = start + next(k for k, text in enumerate(lines) if marker in text)
+    with pytest.raises(TypeInferenceError) as info:
+        jit(fn)(*args)
+    assert f":{line}" in str(info.value) and words in str(info.value)
+
+
+def test_assigning_into_a_read_only_array_is_refused():
+    out = np.zeros(3)
+    out.flags.writeable = False
+    with pytest.raises(TypeInferenceError, match="read-only"):
+        jit(fused)(out, np.ones(3), np.ones(3), np.ones(3))
+
+
+def mask_fill(a, b, v):
+    a[a > b] = v
+    a[(a < 0.5) & (b > 0)] = 0
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("shape", [(8,), (3, 5)])
+def test_boolean_mask_assignment_of_a_number(layout, shape):
+    a, b = _data("float64", shape, layout), _data("float64", shape, "C", seed=6)
+    want = a.copy()
+    mask_fill(want, b, 9)
+    jit(mask_fill)(a, b, 9)
+    np.testing.assert_array_equal(a, want)
+
+
+def mask_set(a, m):
+    a[m] = 1.0
+
+
+def test_a_mask_of_another_shape_is_an_index_error():
+    with pytest.raises(IndexError, match="boolean index"):
+        mask_set(np.zeros(4), np.ones(3, dtype=bool))
+    with pytest.raises(IndexError, match="boolean index"):
+        jit(mask_set)(np.zeros(4), np.ones(3, dtype=bool))
+
+
+def test_a_fused_expression_is_one_loop_body_without_temporaries():
+    from gpucompiler import types as T
+
+    a = np.zeros(16)
+    text = jit(fused).inspect_llvm(*(T.typeof(a),) * 4)
+    body = next(b for b in text.split("\n\n") if "@llvm.sin" in b and "phi i64" in b)
+    # the product, the sine, their sum and the store into out happen in the same loop block
+    assert "fmul" in body and "fadd" in body and "store" in body and body.count("load") >= 3
+    assert "malloc" not in text and "alloca" not in text

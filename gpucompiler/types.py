@@ -86,18 +86,6 @@ class SliceType(Type):
 
 
 @attrs.frozen(repr=False, cache_hash=True)
-class SliceType(Type):
-    """A slice ``start:stop:step``; each part an integer or absent (``None``, known when compiling)."""
-
-    has_start: bool
-    has_stop: bool
-    has_step: bool
-
-    def __repr__(self) -> str:
-        return "slice(" + ":".join("i" if p else "_" for p in (self.has_start, self.has_stop, self.has_step)) + ")"
-
-
-@attrs.frozen(repr=False, cache_hash=True)
 class TupleType(Type):
     """A fixed-length heterogeneous tuple."""
 

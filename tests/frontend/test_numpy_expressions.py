@@ -330,3 +330,35 @@ def test_a_fused_expression_is_one_loop_body_without_temporaries():
     # the product, the sine, their sum and the store into out happen in the same loop block
     assert "fmul" in body and "fadd" in body and "store" in body and body.count("load") >= 3
     assert "malloc" not in text and "alloca" not in text
+
+
+def shifted(a):
+    a[1:] = a[:-1] * 2.0
+
+
+def in_place_view(a, b):
+    v = a[::2]
+    v[:] = v * 2.0 + b[::2]
+
+
+def test_an_expression_overlapping_its_destination_at_an_offset_is_refused_not_smeared():
+    with pytest.raises(ValueError, match="overlaps"):
+        jit(shifted)(np.arange(6.0))
+    a, b = np.arange(8.0), np.ones(8)
+    want = a.copy()
+    in_place_view(want, b)
+    jit(in_place_view)(a, b)  # the same elements read and written: fused is right
+    np.testing.assert_array_equal(a, want)
+
+
+def into_new(a, b):
+    out = np.empty_like(a)
+    out[:] = a * b + 1.0
+    return out, np.sum(out[1:] * 2.0)
+
+
+def test_expressions_into_arrays_made_in_compiled_code_and_views_of_them():
+    a, b = _data("float64", (7,), "reversed"), _data("float64", (7,), "C", seed=7)
+    out, s = jit(into_new)(a, b)
+    np.testing.assert_allclose(out, a * b + 1.0, rtol=1e-15)
+    assert s == pytest.approx(np.sum((a * b + 1.0)[1:] * 2.0), rel=1e-14)

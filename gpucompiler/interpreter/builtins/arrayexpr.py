@@ -332,12 +332,6 @@ def _readonly_like(t: T.ArrayType, readonly: bool) -> T.ArrayType:
     return T.ArrayType(t.dtype, t.ndim, t.layout, readonly or t.readonly)
 
 
-def _has_slice(index) -> bool:
-    w = widen(index)
-    items = w.items if isinstance(w, T.TupleType) else (w,)
-    return any(isinstance(i, T.SliceType) for i in items) or (isinstance(index, Const) and index.value is Ellipsis)
-
-
 @base.handler
 def _inplace(interp, fn, args):
     """``x op= y``: an array is overwritten with ``x op y``; anything else is rebound."""

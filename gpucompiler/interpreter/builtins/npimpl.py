@@ -37,7 +37,7 @@ def checked_mask(loop, out, mask, value):
 
 def versioned_assign(loop, out, src):
     check(not overlaps(out, src), "ValueError", "the destination overlaps an array of the expression at an "
-          "offset: assign a copy (out[...] = (expression).copy() is not fused) or use another destination")
+          "offset: evaluate it into a new array first (tmp = np.empty_like(out); tmp[...] = expression)")
     if same_shape(out, src):
         return loop(out, exact(src))
     return loop(out, src)

@@ -80,7 +80,28 @@ def _wrapper(model, f: Function) -> Function:
     b.ret(out if f.return_type is not T.void else None)
     if not f.has_attribute("noinline"):
         f.add_attribute("alwaysinline")
+    _inline_aggregate_callees(f)
     return w
+
+
+def _holds_pointer(t) -> bool:
+    return isinstance(t, T.StructType) and any(e.kind == "ptr" or _holds_pointer(e) for e in t.elements or ())
+
+
+def _inline_aggregate_callees(f: Function) -> None:
+    """``alwaysinline`` on every function ``f`` reaches through calls that take an array (or a tuple
+    holding one) by value: the engine follows a shadow through pointers, not through a struct passed
+    to a call, so such a call left out of line (an allocating helper called twice) would be constant."""
+    work, seen = [f], {f.name}
+    while work:
+        for inst in work.pop().instructions():
+            g = inst.callee if inst.opcode == "call" else None
+            if not isinstance(g, Function) or g.name in seen or g.is_declaration:
+                continue
+            seen.add(g.name)
+            work.append(g)
+            if not g.has_attribute("noinline") and any(_holds_pointer(a.type) for a in g.args):
+                g.add_attribute("alwaysinline")
 
 
 def _rebuild(b, t, it):

@@ -220,6 +220,11 @@ def result_type(mode: api.Mode, acts, ret) -> T.TupleType:
             f"autodiff: the differentiated function returns {ret!r}: {what}",
             hint="reverse mode: write the results into an array passed as Duplicated(out, seeds) (the seeds are "
                  "the cotangents), or return one float; forward mode returns the tuple's tangent")
+    if _is_float_array(ret):  # a new array or a view: no shadow to seed or to hand back
+        raise TypeInferenceError(
+            f"autodiff: the differentiated function returns an array, {ret!r}: an array result has no shadow",
+            hint="write the result into an array passed as Duplicated(out, dout) (reverse: dout holds the "
+                 "cotangents; forward: dout receives the tangents) and return nothing or a float")
     if mode is api.Reverse:
         return T.TupleType(tuple(batch(a.items[0]) for a in acts if a.kind is api.Activity.ACTIVE))
     return T.TupleType((batch(ret),) if _is_float(ret) or float_tuple(ret) else ())

@@ -10,8 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from enzyme_plugin import Active, Const, Duplicated, Reverse, autodiff
+from enzyme_plugin import Active, Const, Duplicated, Forward, Reverse, autodiff
 from gpucompiler import jit
+from gpucompiler.errors import TypeInferenceError
 
 
 def energy(a, s, n):
@@ -67,3 +68,44 @@ def grad_of_new_arrays(n):
 
 def test_arrays_made_in_the_caller_are_differentiated_as_arguments():
     np.testing.assert_array_equal(jit(grad_of_new_arrays, plugins=("enzyme",))(5), 2.0 * np.arange(5.0))
+
+
+def product_of_copy(a):
+    c = np.zeros(2)
+    c[0] = a[0]
+    c[1] = a[1]
+    return c[0] * c[1]
+
+
+def product_twice(a):
+    return product_of_copy(a) + 3.0 * product_of_copy(a)
+
+
+def test_a_helper_that_allocates_called_twice_is_differentiated():
+    # the helper stays out of line (two calls, an allocation); its array argument is a struct by value
+    a, da = np.array([2.0, 5.0]), np.zeros(2)
+    autodiff(Reverse, product_twice, Duplicated(a, da))
+    np.testing.assert_allclose(da, [20.0, 8.0], rtol=1e-14)
+    da[:] = 0.0
+    jit(lambda a, da: autodiff(Reverse, product_twice, Duplicated(a, da)), plugins=("enzyme",))(a, da)
+    np.testing.assert_allclose(da, [20.0, 8.0], rtol=1e-14)
+
+
+def doubled(a):
+    b = np.empty_like(a)
+    for i in range(a.shape[0]):
+        b[i] = 2.0 * a[i]
+    return b
+
+
+def grad_of_doubled(a, da):
+    return autodiff(Reverse, doubled, Duplicated(a, da))
+
+
+@pytest.mark.parametrize("mode", [Reverse, Forward])
+def test_differentiating_a_function_that_returns_an_array_is_a_typed_error(mode):
+    a, da = np.ones(3), np.ones(3)
+    with pytest.raises(TypeInferenceError, match="returns an array"):
+        autodiff(mode, doubled, Duplicated(a, da))
+    with pytest.raises(TypeInferenceError, match=r"test_array_autodiff\.py:\d+: autodiff: .*returns an array"):
+        jit(grad_of_doubled, plugins=("enzyme",))(a, da)

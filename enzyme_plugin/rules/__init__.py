@@ -20,7 +20,7 @@ from llvmlite import ir
 
 from gpucompiler import types as T
 from gpucompiler.errors import ReadOnlyArrayError, TypeInferenceError
-from gpucompiler.interpreter import (BOTTOM, Any_, CallResult, Const, DeferredMeta, RuleSet, deferred_call,
+from gpucompiler.interpreter import (BOTTOM, Any_, CallResult, Const, DeferredMeta, RuleSet, borrowed, deferred_call,
                                      is_function, nested_interpreter, pyobj, widen)
 
 from .. import api, split as split_api
@@ -85,7 +85,7 @@ def _array_members(t) -> bool:
 def _pack(cg, args, argtypes, rt):
     out = ir.Constant(cg.ll(rt), ir.Undefined)
     for k, v in enumerate(args):
-        out = cg.b.insert_value(out, v, k)
+        out = cg.b.insert_value(out, cg.cast(v, argtypes[k], rt.items[k]), k)
     return out
 
 
@@ -109,13 +109,18 @@ def _double(kind):
                                      "assignment destination is read-only", (dw,), hint="pass a writeable shadow")
         if isinstance(w, T.ArrayType) and w.readonly:  # a read-only value: its shadow is writeable
             w = attrs.evolve(w, readonly=False)
+        x = widen(x)
+        if isinstance(w, T.ArrayType) and w != dw and borrowed(w) == borrowed(dw):
+            # one made by the compiled code, one lent by Python: both managed (a null buffer for the lent
+            # one), so that the activity holds a reference to the new array until the call
+            w, x, dw = (attrs.evolve(t, managed=True) for t in (w, x, dw))
         if w != dw:
             raise TypeInferenceError(f"the shadow of a Duplicated value must have its type: {w!r} and {dw!r}",
                                      (w, dw), hint="allocate the shadow like the value (np.zeros_like)")
         if not (_is_float(w) or _is_float_array(w) or _float_members(w)):
             raise TypeInferenceError(f"Duplicated takes a float scalar, a float array or a tuple of them, got {w!r}",
                                      (w,), hint="use Const for integers and integer arrays")
-        return ActivityType((widen(x), dw), kind)
+        return ActivityType((x, dw), kind)
     return restype
 
 
@@ -132,9 +137,10 @@ def _batch(kind):
 
 def _pack_batch(cg, args, argtypes, rt):
     """``(x, (dx1, ..., dxN))`` -> ``{x, dx1, ..., dxN}``."""
-    out = cg.b.insert_value(ir.Constant(cg.ll(rt), ir.Undefined), args[0], 0)
+    out = cg.b.insert_value(ir.Constant(cg.ll(rt), ir.Undefined), cg.cast(args[0], argtypes[0], rt.items[0]), 0)
+    shadows = widen(argtypes[1]).items
     for k in range(len(rt.items) - 1):
-        out = cg.b.insert_value(out, cg.b.extract_value(args[1], k), k + 1)
+        out = cg.b.insert_value(out, cg.cast(cg.b.extract_value(args[1], k), shadows[k], rt.items[k + 1]), k + 1)
     return out
 
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from enzyme_plugin import Active, Const, Duplicated, Forward, Reverse, autodiff
+from enzyme_plugin import Active, BatchDuplicated, Const, Duplicated, Forward, Reverse, autodiff
 from gpucompiler import jit
 from gpucompiler.errors import TypeInferenceError
 
@@ -109,3 +109,27 @@ def test_differentiating_a_function_that_returns_an_array_is_a_typed_error(mode)
         autodiff(mode, doubled, Duplicated(a, da))
     with pytest.raises(TypeInferenceError, match=r"test_array_autodiff\.py:\d+: autodiff: .*returns an array"):
         jit(grad_of_doubled, plugins=("enzyme",))(a, da)
+
+
+def tangent_along_ones(a):
+    t = np.ones(a.shape[0])  # a shadow made here for a value lent by Python
+    return autodiff(Forward, sumsq, Duplicated(a, t), Const(a.shape[0]))
+
+
+def batch_tangents(a):
+    return autodiff(Forward, sumsq, BatchDuplicated(a, (np.ones(a.shape[0]), np.zeros_like(a))), Const(a.shape[0]))
+
+
+def adjoint_of_new_value(da):
+    a = np.linspace(1.0, 3.0, 3)  # a value made here, its shadow lent by Python
+    autodiff(Reverse, sumsq, Duplicated(a, da), Const(3))
+
+
+def test_a_shadow_made_in_compiled_code_pairs_with_a_value_lent_by_python_and_back():
+    a = np.array([1.0, -1.0, 0.5])
+    assert jit(tangent_along_ones, plugins=("enzyme",))(a) == (pytest.approx(2.0 * a.sum(), rel=1e-15),)
+    ((t1, t2),) = jit(batch_tangents, plugins=("enzyme",))(a)
+    assert (t1, t2) == (pytest.approx(2.0 * a.sum(), rel=1e-15), 0.0)
+    da = np.zeros(3)
+    jit(adjoint_of_new_value, plugins=("enzyme",))(da)
+    np.testing.assert_allclose(da, 2.0 * np.linspace(1.0, 3.0, 3), rtol=1e-15)

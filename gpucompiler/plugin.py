@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import inspect
+import threading
 from typing import Any
 from collections.abc import Callable, Iterable
 
@@ -122,6 +123,7 @@ def _check_signatures(plugin: Any) -> None:
 
 
 _manager: _Manager | None = None
+_BUILDING = threading.RLock()
 
 
 #: plugins the framework itself provides (e.g. the CPU grid emulation's rules), registered with
@@ -140,20 +142,28 @@ def builtin(plugin: Any) -> Any:
 
 def _registry() -> _Manager:
     global _manager
-    if _manager is None:
-        manager = _Manager(PROJECT)
-        manager.add_hookspecs(_make_specs())
-        for plugin in _BUILTIN:
-            manager.register(plugin() if inspect.isclass(plugin) else plugin)
-        for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-            try:
-                manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=ep.name)
-            except GPUCompilerError:
-                raise
-            except Exception as exc:  # an installed plugin that does not import
-                raise PluginError(ep.name, "discovery", ep.value, exc) from exc
-        _manager = manager
+    if _manager is not None:
+        return _manager
+    with _BUILDING:  # threads compiling at once in a fresh process must share one manager (its instances)
+        if _manager is None:
+            _manager = _build()
     return _manager
+
+
+def _build() -> _Manager:
+    """A manager with the built-in plugins and those of the installed entry points."""
+    manager = _Manager(PROJECT)
+    manager.add_hookspecs(_make_specs())
+    for plugin in _BUILTIN:
+        manager.register(plugin() if inspect.isclass(plugin) else plugin)
+    for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=ep.name)
+        except GPUCompilerError:
+            raise
+        except Exception as exc:  # an installed plugin that does not import
+            raise PluginError(ep.name, "discovery", ep.value, exc) from exc
+    return manager
 
 
 def register(plugin: Any, *, replace: bool = False) -> Any:

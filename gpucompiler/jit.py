@@ -1,10 +1,15 @@
 """``@jit``: compile a Python function on its first call per argument types, run it on the CPU.
 
 Each combination of argument types compiles once (through the pipeline,
-then loaded by the CPU runtime) into a ctypes callable built once per
-signature. Like Julia's world age, every global the compiled code read is
-checked at each call: a rebound global recompiles (the job key changes
-only when the value does, so rebinding to an equal value reuses the code).
+then loaded by the CPU runtime) into a ctypes callable and, where the
+types allow, a compiled CPython entry (:mod:`.runtime.pyentry`): after a
+call the dispatcher's own class has that entry as ``__call__``, so the next
+call with the same types runs compiled code from the interpreter's call to
+the boxed result, and any other call comes back to :meth:`Dispatcher.__call__`.
+Like Julia's world age, every global the compiled code read is checked at
+each call (in the entry, by version words): a rebound global recompiles
+(the job key changes only when the value does, so rebinding to an equal
+value reuses the code).
 Compiles go through the cache's two-level key (docs/cache.md): when the
 index entry's dependency record still holds, neither the key nor the return
 type needs type inference, and the checked live reads are the world-age deps.

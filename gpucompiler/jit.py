@@ -117,12 +117,17 @@ class Dispatcher:
                 entry = self._compile(key, args)
         except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
             raise for_user(exc, debug_tracebacks())
+        cls = type(self)
         if entry.fast is not None:  # the next call with these types runs the compiled entry
             if entry.guard is not None:
                 entry.guard.refresh()  # the reads were just checked one by one
-            cls = type(self)
             if cls.__dict__.get("__call__") is not entry.fast:
                 cls.__call__ = entry.fast
+        elif "__call__" in cls.__dict__:  # no entry for these types: calls come here first
+            try:
+                del cls.__call__
+            except AttributeError:  # another thread was first
+                pass
         return entry.call(*args)
 
     def _compile_signature(self, sig: Signature) -> None:

@@ -5,7 +5,7 @@ becomes a real builtin function (a ``PyMethodDef`` made here and
 ``PyCFunction_NewEx``, ``METH_FASTCALL | METH_KEYWORDS``): the jitted
 object's class gets it as ``__call__`` and a warm call runs compiled code
 from the interpreter's call to the boxed result. Its ``self`` is the tuple
-``(fallback, numpy.ndarray, guard, method def)``.
+``(fallback, numpy.ndarray, guard words, method def, guard)``.
 
 A :class:`Guard` replaces per-call checks of every global the code read by
 a word compare each that the entry makes: the version tag of the dict a
@@ -139,7 +139,8 @@ class FastEntry:
 
     def __init__(self, address: int, name: str, fallback, guard: Guard, ndarray: Any):
         method = _MethodDef(name.encode(), address, _METH_FASTCALL | _METH_KEYWORDS, None)
-        state = (fallback, ndarray, guard.words, method)  # the tuple keeps the def and the words alive
+        # the tuple keeps the def, the words and (through the guard) the objects they point into alive
+        state = (fallback, ndarray, guard.words, method, guard)
         self.function = _new_builtin(ctypes.byref(method), state, None)
 
     @staticmethod

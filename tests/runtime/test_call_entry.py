@@ -224,13 +224,15 @@ def test_rebinding_a_closure_cell_recompiles():
 def test_many_threads_calling_with_different_types_at_once():
     add, dot = jit(_add), jit(_dot)
     x = np.arange(16.0)
-    add(1, 2), add(1.0, 2.0), dot(x, x)  # compiled before the threads start
+    add(1, 2), add(1.0, 2.0), add(np.int32(1), np.int32(2)), dot(x, x)  # compiled before the threads start
     errors: list = []
 
     def work(k):
         try:
             for i in range(2000):
-                if k % 2:
+                if k % 4 == 1:  # a specialization without an entry (NumPy scalars) between the others
+                    assert add(np.int32(i), np.int32(k)) == i + k
+                elif k % 2:
                     assert add(i, k) == i + k
                 else:
                     assert add(i * 0.5, 1.0) == i * 0.5 + 1.0

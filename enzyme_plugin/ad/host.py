@@ -34,6 +34,8 @@ class ReverseState:
     #: values rebuilt or loaded in the reverse sweep, by (block, value) and by ("iv"|"hoist", ...)
     memo: dict[tuple, Any]
     requests: dict[BasicBlock | None, list[tuple[Value, Instruction, int]]]
+    #: bytes of each block's requests so far (the next request's offset)
+    request_bytes: dict[BasicBlock | None, int]
     pop_blocks: dict[BasicBlock | None, BasicBlock]
 
     if TYPE_CHECKING:  # defined by Reverse

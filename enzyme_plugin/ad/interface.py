@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 import attrs
 
-from gpucompiler.llvm import (Builder, ConstantExpr, Function, GlobalVariable, Instruction, constant, parse,
-                              types as T)
+from gpucompiler.llvm import (Builder, ConstantExpr, Function, GlobalVariable, Instruction, constant,
+                              no_cyclic_gc, parse, types as T)
 
 from . import custom, preprocess, splitmode, stack
 from .analysis import CONST, DUP, OUT
@@ -342,6 +342,11 @@ def differentiate_nested(text: str, optimize: Callable[[str], str],
     is optimised (``optimize``: text -> text) and prepared again, so the outer derivative
     sees the inner one as SSA code, as Enzyme differentiates its own output. Inner levels add
     adjoints with plain atomics (no warp shuffles), which the outer level differentiates."""
+    with no_cyclic_gc():  # the engine builds many long-lived objects, as the parser does
+        return _differentiate_levels(text, optimize, options)
+
+
+def _differentiate_levels(text: str, optimize: Callable[[str], str], options: EngineOptions) -> str:
     module = parse(preprocess.prepare(text))
     while True:
         sites = marker_sites(module)

@@ -58,6 +58,7 @@ class Reverse(Emit, Recompute, LoopTape):
         self.lane_slots: list[dict] = [{} for _ in rev_shadows]
         self.slots: dict = self.lane_slots[0]
         self.requests: dict = {}  # primal block -> [(forward value, load, offset)]
+        self.request_bytes: dict = {}  # primal block -> bytes its requests take so far
         self.memo: dict = {}
         self.cur = None
         # split mode: the reverse runs after the forward function returned, so shadows of allocas live on the heap
@@ -128,7 +129,8 @@ class Reverse(Emit, Recompute, LoopTape):
             self.memo[key] = ld
             return ld
         reqs = self.requests.setdefault(self.cur, [])
-        off = sum(_slot(v.type) for v, _, _ in reqs)
+        off = self.request_bytes.get(self.cur, 0)
+        self.request_bytes[self.cur] = off + _slot(fv.type)
         ld = self._in_pop(Instruction("load", fv.type, ["load ", fv.type, ", ", T.ptr(), " ", 0, ", align 8"],
                                       (constant(T.ptr(), "poison"),)))
         reqs.append((fv, ld, off))
@@ -255,7 +257,7 @@ class Reverse(Emit, Recompute, LoopTape):
         start of its reverse."""
         frames, offsets = self._loop_frames()
         for block, reqs in self.requests.items():
-            size = sum(_slot(v.type) for v, _, _ in reqs)
+            size = self.request_bytes[block]
             fb = self.sweep.vmap[block]
             b = Builder()
             b.position_before(fb.terminator)

@@ -207,12 +207,12 @@ class LoopTape(ReverseState):
     def _loop_frames(self):
         """Frame size per counted loop and offset per block; allocations and growth emitted here."""
         frames, offsets = {}, {}
-        for block, reqs in self.requests.items():
+        for block in self.requests:
             lp = self._counted(block)
             if lp is None:
                 continue
             offsets[block] = frames.get(lp, 0)
-            frames[lp] = offsets[block] + sum(_slot(v.type) for v, _, _ in reqs)
+            frames[lp] = offsets[block] + self.request_bytes[block]
         b = Builder()
         for lp, st in self.lstate.items():
             if lp.host is not None:
@@ -400,8 +400,3 @@ def _nest_layout(nest, frames, ops) -> tuple[Any, dict] | None:
             total = nbytes if total is None else ops.add(total, nbytes)
     return total, regions
 
-
-def _slot(t) -> int:
-    from .emit import sizeof
-
-    return (sizeof(t) + 7) // 8 * 8

@@ -9,7 +9,7 @@ from .builder import Builder
 from .instructions import DebugRecord, Instruction
 from .metadata import AttributeGroup, MDNode, NamedMetadata
 from .module import BasicBlock, Function, GlobalAlias, GlobalValue, GlobalVariable, Module
-from .parser import parse
+from .parser import no_cyclic_gc, parse
 from .printer import print_module
 from .values import (Argument, ConstantAggregate, ConstantData, ConstantExpr, InlineAsm, Use, User, Value,
                      const_float, const_int, constant)
@@ -18,5 +18,5 @@ __all__ = [
     "ADDRESSES", "address_bindings", "Argument", "AttributeGroup", "BasicBlock", "Builder", "ConstantAggregate", "ConstantData", "ConstantExpr",
     "DebugRecord", "Function", "GlobalAlias", "GlobalValue", "GlobalVariable", "InlineAsm", "Instruction",
     "MDNode", "Module", "NamedMetadata", "Use", "User", "Value", "binding", "const_float", "const_int",
-    "constant", "initialize", "parse", "parse_ir", "print_module", "types",
+    "constant", "initialize", "no_cyclic_gc", "parse", "parse_ir", "print_module", "types",
 ]

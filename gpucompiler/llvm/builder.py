@@ -29,7 +29,7 @@ class _Cast(Protocol):
 class Builder:
     """Creates instructions and inserts them at the current position."""
 
-    __slots__ = ("block", "before")
+    __slots__ = ("block", "before", "_at")
 
     # one method per binary opcode and per cast, made at the end of this module from binop() and cast()
     add: _BinOp
@@ -69,6 +69,9 @@ class Builder:
         self.block = block
         #: insert before this instruction; None means at the end of ``block``
         self.before: Instruction | None = None
+        #: where ``before`` stood at the last insertion (checked before use): a run of
+        #: insertions at one position costs no search of the block
+        self._at = 0
 
     def position_at_end(self, block: BasicBlock) -> None:
         self.block, self.before = block, None
@@ -80,12 +83,25 @@ class Builder:
         block = inst.parent
         assert block is not None, "position after a detached instruction"
         insts = block.instructions
-        k = insts.index(inst) + 1
+        k = self._at  # after a run of insertions before ``inst``, it stands at the hint
+        if k >= len(insts) or insts[k] is not inst:
+            k = insts.index(inst)
+        k += 1
         self.block, self.before = inst.parent, insts[k] if k < len(insts) else None
+        self._at = k
 
     def insert(self, inst: Instruction) -> Instruction:
-        if self.before is not None:
-            inst.insert_before(self.before)
+        before = self.before
+        if before is not None:
+            block = before.parent
+            assert block is not None, "insert before a detached instruction"
+            insts = block.instructions
+            k = self._at
+            if k >= len(insts) or insts[k] is not before:
+                k = insts.index(before)
+            insts.insert(k, inst)
+            inst.parent = block
+            self._at = k + 1
         else:
             assert self.block is not None, "the builder has no position"
             self.block.append(inst)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ..errors import UnsupportedIRError
 from . import types as T
@@ -19,16 +21,24 @@ _POST_WORDS = frozenset("section partition comdat align gc prefix prologue perso
 _CONTINUED = {"landingpad": frozenset(("catch", "filter", "cleanup")), "invoke": {"to"}, "callbr": {"to"}}
 
 
-def parse(text: str) -> Module:
-    """Parse LLVM's printed IR into a :class:`Module`."""
-    # the model allocates many long-lived objects: cyclic GC passes would only rescan them
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """Cyclic garbage collection paused inside the block: building or rewriting a model allocates
+    many long-lived objects (values and their uses refer to each other), which collector passes
+    would only rescan."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return Parser(text).run()
+        yield
     finally:
         if enabled:
             gc.enable()
+
+
+def parse(text: str) -> Module:
+    """Parse LLVM's printed IR into a :class:`Module`."""
+    with no_cyclic_gc():
+        return Parser(text).run()
 
 
 def split_attachments(toks: list[str], comma: bool = True) -> list[tuple[str, str]]:

@@ -76,26 +76,55 @@ _MARKERS = {Activity.CONST: "enzyme_const", Activity.ACTIVE: "enzyme_out", Activ
             Activity.RUNTIME_ACTIVITY: "enzyme_runtime_activity", Activity.PRIMAL_RETURN: "enzyme_primal_return"}
 
 
-@attrs.frozen
-class Mode:
-    """An AD mode; use the singletons :data:`Reverse` and :data:`Forward`."""
+class Mode(enum.Enum):
+    """An AD mode; use the names :data:`Reverse`, :data:`Forward` & co. The value is the mode's
+    name (part of a nested job's identity); :attr:`code` is what the marker call carries."""
 
-    name: str
+    Reverse = "Reverse"
+    Forward = "Forward"
+    ReverseWithPrimal = "ReverseWithPrimal"
+    ForwardWithPrimal = "ForwardWithPrimal"
+    ReverseSplit = "ReverseSplit"
+    Augment = "Augment"
+    """The forward half of split mode (emitted only by :mod:`enzyme_plugin.split`)."""
+    SplitReverse = "SplitReverse"
+    """The reverse half of split mode (emitted only by :mod:`enzyme_plugin.split`)."""
 
     def __repr__(self) -> str:
         return self.name
 
+    @property
+    def code(self) -> int:
+        """The mode's code in the marker call (:mod:`enzyme_plugin.rules.lowering`); only the modes
+        a marker call can carry have one."""
+        return _MODE_CODES[self]
 
-Reverse = Mode("Reverse")
+    @property
+    def is_split_half(self) -> bool:
+        """One half of split mode (:data:`Augment`, :data:`SplitReverse`): the tape holder comes first."""
+        return self in (Mode.Augment, Mode.SplitReverse)
+
+    @staticmethod
+    def of_code(code: int) -> Mode:
+        """The mode a marker call's code stands for (``ValueError`` if none)."""
+        for mode, c in _MODE_CODES.items():
+            if c == code:
+                return mode
+        raise ValueError(f"unknown mode code {code}")
+
+
+_MODE_CODES = {Mode.Reverse: 0, Mode.Forward: 1, Mode.Augment: 2, Mode.SplitReverse: 3}
+
+Reverse = Mode.Reverse
 """Reverse mode: derivatives of ``Active`` scalars returned, gradients added into shadows."""
-Forward = Mode("Forward")
+Forward = Mode.Forward
 """Forward mode: tangents in, the tangent of the result out."""
-ReverseWithPrimal = Mode("ReverseWithPrimal")
+ReverseWithPrimal = Mode.ReverseWithPrimal
 """As :data:`Reverse`, returning ``(derivatives, primal)``."""
-ForwardWithPrimal = Mode("ForwardWithPrimal")
+ForwardWithPrimal = Mode.ForwardWithPrimal
 """As :data:`Forward`, returning ``(df, primal)``."""
 WITH_PRIMAL = {ReverseWithPrimal: Reverse, ForwardWithPrimal: Forward}
-ReverseSplit = Mode("ReverseSplit")
+ReverseSplit = Mode.ReverseSplit
 """Split reverse mode: see :func:`enzyme_plugin.split.autodiff_thunk`."""
 
 

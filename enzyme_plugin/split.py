@@ -40,8 +40,8 @@ from gpucompiler.errors import PLUGIN_ATTRIBUTE, ArgumentTypeError, GPUCompilerE
 
 from .api import ACTIVITIES, Annotation, Const, Duplicated, Mode, ReverseSplit, autodiff
 
-_AUGMENT = Mode("Augment")
-_SPLIT_REVERSE = Mode("SplitReverse")
+_AUGMENT = Mode.Augment
+_SPLIT_REVERSE = Mode.SplitReverse
 SPLIT_MODES = (_AUGMENT, _SPLIT_REVERSE)
 """The two halves of split mode, for compiled callers that keep the tape themselves (launch tapes:
 ``autodiff(half, f, holder, activities...)`` with an int64 holder array of one element)."""

@@ -20,12 +20,11 @@ from __future__ import annotations
 from gpucompiler.errors import CompileError
 from gpucompiler.llvm import Builder, Function, GlobalVariable, constant, types as T
 
-from ..api import Activity
-from ..rules import MARKER, MODES
+from ..api import Activity, Mode
+from ..rules import MARKER
 
 ENZYME_MARKERS = tuple(a.marker for a in Activity if a is not Activity.TAPE)
 """Enzyme's marker globals the lowered calls name."""
-_MODE_NAMES = {v: k for k, v in MODES.items()}
 
 
 def _is_array(t) -> bool:
@@ -168,17 +167,25 @@ def _activity(v, call) -> Activity:
         raise CompileError(f"{MARKER} in @{call.function.name}: unknown activity code {code}") from None
 
 
+def _mode(v, call) -> Mode:
+    code = _int_const(v, "the mode", call)
+    try:
+        return Mode.of_code(code)
+    except ValueError:
+        raise CompileError(f"{MARKER} in @{call.function.name}: unknown mode code {code}") from None
+
+
 def lower_call(model, call) -> None:
     """Rewrite one marker call into an ``__enzyme_autodiff`` / ``__enzyme_fwddiff`` call."""
     f, mode_v, *rest = call.args
     if not isinstance(f, Function):
         raise CompileError(f"{MARKER} in @{call.function.name}: first argument must be a function, got {f!r}")
-    mode = _MODE_NAMES[_int_const(mode_v, "the mode", call)]
+    mode = _mode(mode_v, call)
     w = _wrapper(model, f)
     b = Builder()
     b.position_before(call)
     args, actives, i = [w], [], 0
-    if mode in ("Augment", "SplitReverse"):  # the tape holder: enzyme_allocated 8, enzyme_tape <its data>
+    if mode.is_split_half:  # the tape holder: enzyme_allocated 8, enzyme_tape <its data>
         if _activity(rest[0], call) is not Activity.TAPE:
             raise CompileError(f"{MARKER} in @{call.function.name}: split mode needs the tape holder first")
         args += [_marker_global(model, "enzyme_allocated"), constant(T.i64, "8"),
@@ -221,12 +228,12 @@ def lower_call(model, call) -> None:
     leaf_types = actives
     if width > 1:  # every derivative is a struct of one per lane
         actives = [T.struct([t] * width) for t in actives]
-    if mode in ("Reverse", "SplitReverse"):
-        name = "__enzyme_autodiff" if mode == "Reverse" else "__enzyme_reverse"
+    if mode in (Mode.Reverse, Mode.SplitReverse):
+        name = "__enzyme_autodiff" if mode is Mode.Reverse else "__enzyme_reverse"
         rt = T.void if not actives else actives[0] if len(actives) == 1 else T.struct(actives)
         if primal:  # {adjoints, primal}
             rt = T.struct([T.struct(actives), f.return_type])
-    elif mode == "Augment":  # the primal result comes back through memory (enzyme_plugin.split)
+    elif mode is Mode.Augment:  # the primal result comes back through memory (enzyme_plugin.split)
         name, rt = "__enzyme_augmentfwd", T.void
     else:
         name = "__enzyme_fwddiff"
@@ -248,7 +255,7 @@ def lower_call(model, call) -> None:
         res = out
     elif rt is T.void:
         res = constant(want, "zeroinitializer")
-    elif mode in ("Reverse", "SplitReverse"):  # the adjoints of the active arguments' members, nested again
+    elif mode in (Mode.Reverse, Mode.SplitReverse):  # the adjoints of the active arguments' members, nested again
         res = _adjoints(b, out, want, leaf_types, counts, width)
     else:  # a one-element tuple
         res = b.insertvalue(constant(want, "poison"), out, 0)
@@ -260,7 +267,7 @@ def lower_call(model, call) -> None:
 def _with_primal(b, out, want, mode, leaf_types, counts, width):
     """``want`` of a ``...WithPrimal`` call from the engine's ``{adjoints, primal}`` (reverse) or
     ``{primal, tangent}`` (forward): ``((derivatives...), primal)`` / ``(tangent, primal)``."""
-    if mode == "Reverse":
+    if mode is Mode.Reverse:
         derivs, prim = b.extractvalue(out, 0), b.extractvalue(out, 1)
         dwant = _fields(want)[0]
         if not leaf_types:

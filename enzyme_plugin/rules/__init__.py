@@ -27,8 +27,6 @@ from .. import api, split as split_api
 
 MARKER = "gpuc.enzyme.autodiff"
 """The marker call the interpreter leaves for the pipeline half."""
-MODES = {"Reverse": 0, "Forward": 1, "Augment": 2, "SplitReverse": 3}
-"""``Augment`` / ``SplitReverse``: the two halves of split mode, emitted only by :mod:`enzyme_plugin.split`."""
 SPLIT_ONLY_FROM_PYTHON = ("split mode is made in Python: FWD, REV = autodiff_thunk(ReverseSplit, f, ...) at "
                           "module level; @jit functions and kernels call FWD and REV (docs/autodiff.md)")
 
@@ -288,7 +286,7 @@ def _autodiff(interp, fn, args):
     with_primal = mode in api.WITH_PRIMAL
     mode = api.WITH_PRIMAL[mode] if with_primal else mode
     f = args[1].value
-    split = mode.name in ("Augment", "SplitReverse")
+    split = mode.is_split_half
     if split:  # autodiff(<half>, f, tape holder, activities...): both halves share one nested job
         holder = widen(args[2]) if len(args) > 2 else None
         if not (isinstance(holder, T.ArrayType) and holder.dtype.kind == "i"):
@@ -323,6 +321,6 @@ def _autodiff(interp, fn, args):
     return CallResult(restype, lower)
 
 
-__all__ = ["rules", "nested_rules", "ActivityType", "EnzymeMeta", "MARKER", "MODES", "result_type", "width"]
+__all__ = ["rules", "nested_rules", "ActivityType", "EnzymeMeta", "MARKER", "result_type", "width"]
 
 from . import thunks  # noqa: E402,F401  (registers the handler of split-mode thunk calls)

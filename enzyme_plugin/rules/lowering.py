@@ -9,7 +9,7 @@ from gpucompiler.codegen import PTR, TypedCallee, job_global, ll
 from gpucompiler.interpreter import LOOKUP, borrowed
 
 from ..api import Activity
-from . import MARKER, MODES, width
+from . import MARKER, width
 
 _I32 = ir.IntType(32)
 
@@ -54,7 +54,7 @@ def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None, fn=N
         check_shadows(cg, fn, acts, wrapped, values)
     b = cg.b
     lookup = cg.mod.declare(LOOKUP, PTR, [PTR])
-    args = [b.call(lookup, [job_global(cg.mod, job.id)], name="deferred"), ir.Constant(_I32, MODES[mode.name])]
+    args = [b.call(lookup, [job_global(cg.mod, job.id)], name="deferred"), ir.Constant(_I32, mode.code)]
     if tape is not None:
         args += [ir.Constant(_I32, Activity.TAPE.value), tape]
     if runtime_activity:  # Enzyme's runtime activity for this call

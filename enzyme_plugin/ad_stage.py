@@ -33,7 +33,7 @@ def optimize(job, text: str, vectorize: bool = True) -> llvm.ModuleRef:
 
 def run_ad(job, module) -> None:
     """Differentiate every Enzyme marker call of ``module`` in place."""
-    emulated = "gpuc_emu_key" in module.text
+    emulated = job.config.emulates_grid
     atomic = job.target.is_gpu or bool(job.config.param("enzyme_atomic", False)) or emulated
     device = job.target.is_gpu or emulated  # the emulation runs the tape code the device runs
     options = EngineOptions(atomic_adjoints=atomic, warp_aggregate=job.target.is_gpu, device_tape=device)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import attrs
 
 from .errors import ConfigError, ErrorModel, error_model_option
+from .interface import GRID_EMULATION
 from .targets import Target
 
 
@@ -82,6 +83,12 @@ class CompilerConfig:
     opt_level: int = attrs.field(default=2, converter=_opt_level)
     plugins: tuple[str, ...] = attrs.field(default=(), converter=_plugins)
     validate: bool = True
+
+    @property
+    def emulates_grid(self) -> bool:
+        """Whether this job compiles for the CPU grid emulation (the ``gpuc_grid`` plugin is enabled):
+        host code that runs a GPU kernel's semantics (threads, atomics, a device's tape)."""
+        return GRID_EMULATION in self.plugins
 
     def param(self, key: str, default: Any = None) -> Any:
         """The value of ``params[key]``, or ``default``."""

@@ -37,6 +37,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from . import plugin, types as T
+from .interface import GRID_EMULATION
 from .errors import ReadOnlyArrayError, TypeInferenceError
 from .interpreter import builtins as _base_rules  # noqa: F401  (base rules registered first)
 from .interpreter.builtins.containers import _element_pointer, _getitem_type, _indices
@@ -363,7 +364,7 @@ _add_rules(EMULATION_RULES, lambda cg, reg, axis: _emu_register(cg, reg.field, a
 class GridEmulationPlugin(plugin.Plugin):
     """Enables :data:`EMULATION_RULES` for the jobs of the CPU grid emulation."""
 
-    name = "gpuc_grid"
+    name = GRID_EMULATION
     version = "1"
     rules = EMULATION_RULES
 

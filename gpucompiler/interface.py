@@ -48,6 +48,9 @@ if TYPE_CHECKING:
     from .job import CompilerJob
 
 PROJECT = "gpucompiler"
+GRID_EMULATION = "gpuc_grid"
+"""The name of the builtin plugin that enables the CPU grid emulation's rules (:mod:`gpucompiler.device`);
+``CompilerConfig.emulates_grid`` asks for it."""
 
 
 # -- the stages and their hook points ------------------------------------------------

@@ -15,6 +15,8 @@ Enzyme's C interface after the nested job is linked.
 
 from __future__ import annotations
 
+import sys
+
 import attrs
 from llvmlite import ir
 
@@ -23,7 +25,7 @@ from gpucompiler.errors import ReadOnlyArrayError, TypeInferenceError
 from gpucompiler.interpreter import (BOTTOM, Any_, CallResult, Const, DeferredMeta, RuleSet, borrowed, deferred_call,
                                      is_function, nested_interpreter, pyobj, widen)
 
-from .. import api, split as split_api
+from .. import api
 
 MARKER = "gpuc.enzyme.autodiff"
 """The marker call the interpreter leaves for the pipeline half."""
@@ -260,6 +262,13 @@ def _check_not_differentiating_itself(interp, f, meta) -> None:
                                  hint="differentiate a function that does not call autodiff on itself")
 
 
+def _is_thunk(fn) -> bool:
+    """``autodiff_thunk``, the API's or :mod:`enzyme_plugin.split`'s. That module (it loads NumPy) is not
+    imported for the check: while it is not loaded, no one holds its function."""
+    split = sys.modules.get(f"{__package__.rpartition('.')[0]}.split")
+    return fn is api.autodiff_thunk or (split is not None and fn is split.autodiff_thunk)
+
+
 @rules.handler
 def _set_runtime_activity(interp, fn, args):
     """``set_runtime_activity(Reverse)`` in compiled code: a compile-time mode."""
@@ -273,7 +282,7 @@ def _set_runtime_activity(interp, fn, args):
 
 @rules.handler
 def _autodiff(interp, fn, args):
-    if fn is api.autodiff_thunk or fn is split_api.autodiff_thunk:
+    if _is_thunk(fn):
         raise TypeInferenceError(f"autodiff_thunk: {SPLIT_ONLY_FROM_PYTHON}",
                                  hint="use autodiff(Reverse, ...) in compiled code")
     if fn is not api.autodiff:

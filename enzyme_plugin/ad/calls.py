@@ -215,8 +215,6 @@ def _tape_like(primal, call):
     mark = primal.metadata.get(_TAPE_MARK[1:])
     if mark is not None:
         call.metadata[_TAPE_MARK[1:]] = mark
-    elif type(primal.parts[-1]) is str and _TAPE_MARK in primal.parts[-1]:
-        call.parts.append(f", {_TAPE_MARK} !{{}}")
     return call
 
 

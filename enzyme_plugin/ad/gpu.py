@@ -145,9 +145,7 @@ def _warp_aggregated_add(r, sp, d):
 # -- atomic adds into shadowed memory ----------------------------------------------
 def _is_add(inst) -> str | None:
     """``fadd``/``fsub`` for those ``atomicrmw`` operations, else None."""
-    head = inst.parts[0] if inst.parts and type(inst.parts[0]) is str else ""
-    words = set(head.split())
-    return next((op for op in ("fadd", "fsub") if op in words), None)
+    return inst.operation if inst.operation in ("fadd", "fsub") else None
 
 
 def _int_rmw(inst) -> str | None:

@@ -59,21 +59,16 @@ def _marker_of(v) -> str | None:
 
 def call_items(inst) -> list:
     """The call's arguments in order: values, and ``("marker", name)`` for metadata strings."""
-    k = inst.callee_slot()
-    items, pending = [], None
-    parts = inst.parts
-    for p in parts[parts.index(k) + 1:]:
-        if isinstance(p, T.Type):
-            pending = p
-        elif type(p) is int:
-            items.append(inst.operands[p])
-            pending = None
-        elif type(p) is str and pending is T.metadata:
-            m = _MDSTR.search(p)
-            if m:
-                items.append(("marker", m.group(1)))
-                pending = None
-    return items
+    args = inst.args
+    items: list = []
+    done = 0
+    for before, spelling in inst.call.metadata_args:
+        items += args[done:before]
+        done = before
+        m = _MDSTR.search(spelling)
+        if m:
+            items.append(("marker", m.group(1)))
+    return items + args[done:]
 
 
 #: markers that take one value and say something about the call, not about an argument

@@ -32,7 +32,7 @@ def fwd_alloca(s, inst):
     if s.heap_shadows:  # freed by the reverse of the alloca (rev_alloca)
         sh = s.b.call(s.engine.helper("tape_alloc"), [n])
     else:
-        sh = Instruction("alloca", inst.type, list(copy.parts), (), "")
+        sh = copy.detached_copy("")
         for o in copy.operands:
             sh.append_operand(o)
         s.b.insert(sh)
@@ -122,7 +122,7 @@ def fwd_address(s, inst):
     if inst not in s.act.shadowed:
         return
     copy = s.vmap[inst]
-    sh = Instruction(inst.opcode, inst.type, list(copy.parts), (), "")
+    sh = copy.detached_copy("")
     for k, o in enumerate(copy.operands):
         sh.append_operand(s.shadow(inst.operands[0], inst) if k == 0 else o)
     s.b.insert(sh)

@@ -97,7 +97,7 @@ class Recompute(ReverseState):
             self._depth -= 1
         if any(o is None for o in ops):
             return None
-        clone = Instruction(v.opcode, v.type, list(v.parts), (), "")
+        clone = v.detached_copy("")
         for o in ops:
             clone.append_operand(o)
         self.b.insert(clone)

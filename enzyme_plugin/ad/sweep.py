@@ -93,7 +93,7 @@ class Sweep(Emit):
         for block in self.fn.blocks:
             nb = self.vmap[block]
             for inst in block.instructions:
-                ni = Instruction(inst.opcode, inst.type, list(inst.parts), (), inst.name)
+                ni = inst.detached_copy()
                 if TAPE_MARK in inst.metadata:  # an inner derivative's tape allocation stays one
                     ni.metadata[TAPE_MARK] = inst.metadata[TAPE_MARK]
                 nb.append(ni)

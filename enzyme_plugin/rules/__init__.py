@@ -265,7 +265,7 @@ def _check_not_differentiating_itself(interp, f, meta) -> None:
 def _is_thunk(fn) -> bool:
     """``autodiff_thunk``, the API's or :mod:`enzyme_plugin.split`'s. That module (it loads NumPy) is not
     imported for the check: while it is not loaded, no one holds its function."""
-    split = sys.modules.get(f"{__package__.rpartition('.')[0]}.split")
+    split = sys.modules.get(f"{api.__name__.rpartition('.')[0]}.split")
     return fn is api.autodiff_thunk or (split is not None and fn is split.autodiff_thunk)
 
 

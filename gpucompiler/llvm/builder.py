@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from . import types as T
-from .instructions import BINARY, CASTS, Instruction
+from .instructions import BINARY, CASTS, CallSite, Instruction
 from .module import BasicBlock, Function
 from .parser_values import Emitter
 from .values import Value
@@ -289,7 +289,9 @@ class Builder:
                 em.raw(",")
             self._typed(em, a)
         em.raw(")")
-        return self._make("call", fnty.ret, em, name)
+        inst = Instruction("call", fnty.ret, em.done(), em.ops, name if fnty.ret is not T.void else "",
+                           CallSite(0, len(em.ops) - 1))
+        return self.insert(inst)
 
     def ret(self, value: Value | None = None) -> Instruction:
         em = Emitter()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .instructions import DebugRecord, Instruction
+from .instructions import DebugRecord
 from .metadata import MDNode
 from .module import Function
 
@@ -30,7 +30,7 @@ def clone_function(fn: Function, new_name: str) -> Function:
     for block in fn.blocks:
         nb = vmap[block]
         for inst in block.instructions:
-            ni = Instruction(inst.opcode, inst.type, list(inst.parts), (), inst.name)
+            ni = inst.detached_copy()
             nb.append(ni)
             vmap[inst] = ni
             pairs.append((inst, ni))

@@ -8,6 +8,7 @@ replacing a value changes every instruction that prints it.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from ..errors import UnsupportedIRError
@@ -30,12 +31,46 @@ FLAG_WORDS = frozenset(
 )
 
 
+#: words of an instruction's head that are flags (``atomic`` besides :data:`FLAG_WORDS`)
+_HEAD_FLAGS = FLAG_WORDS | {"atomic"}
+_NO_FLAGS: frozenset[str] = frozenset()
+_NO_WORDS: tuple[str, ...] = ()
+#: opcodes whose spelling may end in ``, align N``
+_ALIGNED = frozenset(("load", "store", "alloca", "atomicrmw", "cmpxchg"))
+CALLS = frozenset(("call", "invoke", "callbr"))
+
+
+class CallSite:
+    """What a ``call``/``invoke``/``callbr`` spells besides its operands: where the callee is, how
+    many value arguments follow it, metadata arguments and the attribute names."""
+
+    __slots__ = ("callee_index", "nargs", "metadata_args", "attributes")
+
+    def __init__(self, callee_index: int, nargs: int, metadata_args: tuple[tuple[int, str], ...] = (),
+                 attributes: frozenset[str] = _NO_FLAGS):
+        #: operand index of the called value
+        self.callee_index = callee_index
+        #: the number of value arguments (operands after the callee, before any bundle)
+        self.nargs = nargs
+        #: ``metadata`` arguments: (the number of value arguments before it, its spelling ``!"x"``)
+        self.metadata_args = metadata_args
+        #: attribute names spelled on the call, its return and its arguments (``sret``, ``noundef``...)
+        self.attributes = attributes
+
+
 class Instruction(User):
-    """One instruction; ``parent`` is its :class:`BasicBlock` (None when detached)."""
+    """One instruction; ``parent`` is its :class:`BasicBlock` (None when detached).
 
-    __slots__ = ("opcode", "parts", "parent", "metadata", "debug_records")
+    Besides the spelling (``parts``, kept for printing) an instruction holds typed fields, filled
+    when it is made (parsed, built or copied): ``flags``, ``predicate``, ``operation``,
+    ``alignment``, ``element_type``, ``aggregate_indices`` and, for calls, ``call``.
+    """
 
-    def __init__(self, opcode: str, type: T.Type, parts: list, operands=(), name: str = ""):
+    __slots__ = ("opcode", "parts", "parent", "metadata", "debug_records", "flags", "predicate", "operation",
+                 "alignment", "element_type", "aggregate_indices", "call")
+
+    def __init__(self, opcode: str, type: T.Type, parts: list, operands=(), name: str = "",
+                 call: CallSite | None = None):
         User.__init__(self, type, operands, name)
         self.opcode = opcode
         #: spelling after ``%x = ``: str, int operand slot, Type or MDNode
@@ -45,6 +80,31 @@ class Instruction(User):
         self.metadata: dict = {}
         #: ``#dbg_value(...)`` records printed before this instruction
         self.debug_records: list[DebugRecord] = []
+        #: keyword flags in spelling order (``nsw``, ``inbounds``, ``fast``, ``volatile``, ``atomic``, ``tail``...)
+        self.flags: tuple[str, ...] = _NO_WORDS
+        #: the comparison predicate of ``icmp``/``fcmp`` (``slt``, ``olt``...)
+        self.predicate: str | None = None
+        #: the operation of ``atomicrmw`` (``add``, ``fadd``, ``xchg``...)
+        self.operation: str | None = None
+        #: ``align N`` of ``load``/``store``/``alloca``/``atomicrmw``/``cmpxchg``, if spelled
+        self.alignment: int | None = None
+        #: the source element type of ``getelementptr``, the allocated type of ``alloca``
+        self.element_type: T.Type | None = None
+        #: the constant index path of ``extractvalue``/``insertvalue``
+        self.aggregate_indices: tuple[int, ...] = ()
+        #: the call's spelled shape (:class:`CallSite`), None for other opcodes
+        self.call: CallSite | None = call if call is not None or opcode not in CALLS else _call_site(parts)
+        _decode(self, opcode, parts)
+
+    def detached_copy(self, name: str | None = None) -> Instruction:
+        """A copy without operands, block or metadata (operands are appended by the caller)."""
+        c = Instruction.__new__(Instruction)
+        User.__init__(c, self.type, (), self.name if name is None else name)
+        c.opcode, c.parts, c.parent, c.metadata, c.debug_records = self.opcode, list(self.parts), None, {}, []
+        c.flags, c.predicate, c.operation = self.flags, self.predicate, self.operation
+        c.alignment, c.element_type, c.aggregate_indices = self.alignment, self.element_type, self.aggregate_indices
+        c.call = self.call
+        return c
 
     # -- queries -------------------------------------------------------------
     @property
@@ -52,37 +112,19 @@ class Instruction(User):
         return self.opcode in TERMINATORS
 
     @property
-    def flags(self) -> list[str]:
-        """Keyword flags spelled in the instruction (``nsw``, ``inbounds``, ``fast``...)."""
-        return [w for p in self.parts if type(p) is str for w in p.replace(",", " ").split() if w in FLAG_WORDS]
-
-    @property
-    def _head(self) -> list[str]:
-        """The words of the spelling before the first operand (``load volatile``, ``store atomic``...)."""
-        first = self.parts[0] if self.parts else ""
-        return first.split() if type(first) is str else []
-
-    @property
     def is_volatile(self) -> bool:
-        """A ``volatile`` load or store (the optimiser keeps it as written)."""
-        return "volatile" in self._head
+        """A ``volatile`` memory access (the optimiser keeps it as written)."""
+        return "volatile" in self.flags
 
     @property
     def is_atomic(self) -> bool:
         """An ``atomic`` load or store."""
-        return "atomic" in self._head
+        return "atomic" in self.flags
 
     def has_attribute(self, name: str) -> bool:
-        """Whether a parameter or call attribute ``name`` (``sret``, ``byval``...) is spelled."""
-        return any(type(p) is str and (f"{name}(" in p or f" {name} " in f" {p} ") for p in self.parts)
-
-    @property
-    def predicate(self) -> str | None:
-        """The comparison predicate of ``icmp``/``fcmp``."""
-        if self.opcode not in ("icmp", "fcmp"):
-            return None
-        words = [w for w in self.parts[0].split() if w not in FLAG_WORDS]
-        return words[1]
+        """Whether a call spells the attribute ``name`` (``sret``, ``byval``...) on itself, its return
+        or an argument."""
+        return self.call is not None and name in self.call.attributes
 
     @property
     def successors(self) -> list:
@@ -100,48 +142,32 @@ class Instruction(User):
     @property
     def callee(self) -> Value | None:
         """The called value of ``call``/``invoke``/``callbr``."""
-        if self.opcode not in ("call", "invoke", "callbr"):
-            return None
-        return self.operands[self.callee_slot()]
+        call = self.call
+        return self.operands[call.callee_index] if call is not None else None
 
     @property
     def args(self) -> list[Value]:
         """Call arguments (operands after the callee, before any bundle)."""
-        k = self.callee_slot()
-        return self.operands[k + 1 : k + 1 + self._nargs()]
+        call = self.call
+        if call is None:
+            return []
+        k = call.callee_index
+        return self.operands[k + 1 : k + 1 + call.nargs]
 
     def callee_slot(self) -> int:
-        for p in self.parts:
-            if type(p) is int:
-                return p
-        raise UnsupportedIRError(f"{self.opcode} without a callee")
-
-    def _nargs(self) -> int:
-        k = self.callee_slot()
-        depth, n, seen = 0, 0, False
-        for p in self.parts[self.parts.index(k) + 1 :]:
-            if type(p) is str:
-                for ch in p:
-                    if ch == "(":
-                        depth += 1
-                        seen = True
-                    elif ch == ")":
-                        depth -= 1
-                if seen and depth == 0:
-                    return n
-            elif type(p) is int and depth == 1:
-                n += 1
-        return n
+        """The operand index of the called value."""
+        if self.call is None:
+            raise UnsupportedIRError(f"{self.opcode} without a callee")
+        return self.call.callee_index
 
     # -- per-kind accessors ----------------------------------------------------
     @property
     def pointer_operand(self) -> Value | None:
         """The address of ``load``/``store``/``getelementptr``/``atomicrmw``/``cmpxchg``."""
-        if self.opcode in ("load", "getelementptr"):
-            return self.operands[0]
-        if self.opcode == "store":
+        op = self.opcode
+        if op == "store":
             return self.operands[1]
-        if self.opcode in ("atomicrmw", "cmpxchg"):
+        if op in ("load", "getelementptr", "atomicrmw", "cmpxchg"):
             return self.operands[0]
         return None
 
@@ -154,13 +180,10 @@ class Instruction(User):
             return self.operands[1]
         return None
 
-    def _first_type(self) -> T.Type:
-        return next(p for p in self.parts if isinstance(p, T.Type))
-
     @property
     def source_element_type(self) -> T.Type | None:
         """The source element type of ``getelementptr``."""
-        return self._first_type() if self.opcode == "getelementptr" else None
+        return self.element_type if self.opcode == "getelementptr" else None
 
     @property
     def indices(self) -> list[Value]:
@@ -168,28 +191,17 @@ class Instruction(User):
         return self.operands[1:] if self.opcode == "getelementptr" else []
 
     @property
-    def aggregate_indices(self) -> tuple[int, ...]:
-        """The constant index path of ``extractvalue``/``insertvalue``."""
-        if self.opcode not in ("extractvalue", "insertvalue"):
-            return ()
-        tail = self.parts[-1]
-        return tuple(int(w) for w in tail.replace(",", " ").split()) if type(tail) is str else ()
-
-    @property
     def allocated_type(self) -> T.Type | None:
         """The element type of ``alloca``."""
-        return self._first_type() if self.opcode == "alloca" else None
+        return self.element_type if self.opcode == "alloca" else None
 
-    @property
-    def alignment(self) -> int | None:
-        """``align N`` of ``load``/``store``/``alloca``, if spelled."""
-        for p in self.parts:
-            if type(p) is str and "align " in p:
-                words = p.replace(",", " ").split()
-                for k, w in enumerate(words[:-1]):
-                    if w == "align":
-                        return int(words[k + 1])
-        return None
+    def set_operand_type(self, index: int, ty: T.Type) -> None:
+        """Spell operand ``index``'s type as ``ty`` (e.g. a pointer moved to another address space)."""
+        parts = self.parts
+        k = parts.index(index, 1) if type(parts[0]) is str else parts.index(index)
+        while not isinstance(parts[k], T.Type):
+            k -= 1
+        parts[k] = ty
 
     def add_flags(self, *words: str) -> None:
         """Spell keyword flags (``fast``, ``nsw``...) after the opcode; words already present stay once.
@@ -201,6 +213,7 @@ class Instruction(User):
         if new:
             tokens[at:at] = new
             self.parts[0] = " ".join(tokens) + (" " if head.endswith(" ") else "")
+            self.flags = tuple(w for w in tokens if w in _HEAD_FLAGS)
 
     def add_incoming(self, value: Value, block) -> None:
         """Append ``[value, %block]`` to a ``phi``."""
@@ -262,6 +275,64 @@ class Instruction(User):
 
     def __repr__(self) -> str:
         return f"<Instruction {self.ref or ''} {self.opcode}: {self.type}>"
+
+
+def _decode(inst: Instruction, opcode: str, parts: list) -> None:
+    """Fill the typed fields of ``inst`` from its spelling (once, when it is made)."""
+    head = parts[0] if parts and type(parts[0]) is str else ""
+    words = head.split()
+    if len(words) > 1:
+        flags = tuple(w for w in words if w in _HEAD_FLAGS)
+        if flags:
+            inst.flags = flags
+        if opcode in ("icmp", "fcmp"):
+            inst.predicate = next(w for w in words[1:] if w not in FLAG_WORDS)
+        elif opcode == "atomicrmw":
+            inst.operation = next(w for w in words[1:] if w != "volatile")
+    if opcode in _ALIGNED:
+        tail = parts[-1]
+        if type(tail) is str:
+            k = tail.rfind("align ")
+            if k >= 0:
+                inst.alignment = int(tail[k + 6 :].split(",", 1)[0])
+        if opcode == "alloca":
+            inst.element_type = _first_type(parts)
+    elif opcode == "getelementptr":
+        inst.element_type = _first_type(parts)
+    elif opcode in ("extractvalue", "insertvalue"):
+        tail = parts[-1]
+        if type(tail) is str:
+            inst.aggregate_indices = tuple(int(w) for w in tail.replace(",", " ").split())
+
+
+def _first_type(parts: list) -> T.Type:
+    return next(p for p in parts if isinstance(p, T.Type))
+
+
+def _call_site(parts: list) -> CallSite:
+    """The :class:`CallSite` of a call's spelling (the parser and the builder pass theirs)."""
+    k = next(p for p in parts if type(p) is int)
+    depth, n, seen = 0, 0, False
+    for p in parts[parts.index(k) + 1 :]:
+        if type(p) is str:
+            for ch in p:
+                if ch == "(":
+                    depth += 1
+                    seen = True
+                elif ch == ")":
+                    depth -= 1
+            if seen and depth == 0:
+                break
+        elif type(p) is int and depth == 1:
+            n += 1
+    words = set()
+    for p in parts:
+        if type(p) is str:
+            words.update(_ATTRIBUTE.findall(p))
+    return CallSite(k, n, (), frozenset(words))
+
+
+_ATTRIBUTE = re.compile(r"(?<![!%@#\w.\"-])([a-z_][a-z_0-9]*)(?=[\s(),]|$)")
 
 
 class DebugRecord(User):

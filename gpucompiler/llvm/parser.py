@@ -42,15 +42,23 @@ def parse(text: str) -> Module:
 
 
 def split_attachments(toks: list[str], comma: bool = True) -> list[tuple[str, str]]:
-    """Remove trailing ``[,] !name !N`` pairs from ``toks``; return them in order."""
+    """Remove trailing ``[,] !name !N`` pairs (and ``!name !{}``, an empty node spelled inline) from
+    ``toks``; return them in order."""
     out = []
-    step = 3 if comma else 2
-    while len(toks) > step and toks[-1][0] == "!" and toks[-2][0] == "!" and (not comma or toks[-3] == ","):
-        name, node = toks[-2], toks[-1]
-        if not (node[1:2].isdigit() and name[1:2].isalpha()):
+    while True:
+        if toks[-1] == "}" and toks[-2] == "{" and toks[-3] == "!":  # !name !{}
+            k = len(toks) - 4
+            node = "!{}"
+        else:
+            k = len(toks) - 2
+            node = toks[-1]
+            if node[0] != "!" or not node[1:2].isdigit():
+                break
+        name = toks[k] if k > 0 else ""
+        if not (name[:1] == "!" and name[1:2].isalpha()) or (comma and toks[k - 1] != ","):
             break
         out.append((name[1:], node))
-        del toks[-step:]
+        del toks[k - comma :]
     out.reverse()
     return out
 
@@ -312,7 +320,7 @@ class Parser(InstructionParser):
             attachments = split_attachments(toks)
             inst = self.instruction(name_tok)
             if attachments:
-                inst.metadata = {k: self.md(v) for k, v in attachments}
+                inst.metadata = {k: self.md(v) if v != "!{}" else MDNode(["!{}"]) for k, v in attachments}
             if pending:
                 inst.debug_records, pending = pending, []
             if block is None:  # unlabelled entry: numbered after the unnamed arguments

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import UnsupportedIRError
 from . import types as T
-from .instructions import BINARY, CASTS, FLAG_WORDS, DebugRecord, Instruction
+from .instructions import BINARY, CASTS, FLAG_WORDS, CallSite, DebugRecord, Instruction
 from .lexer import unquote
 from .module import BasicBlock
 from .parser_values import VALUE_WORDS, Emitter, ValueParser, _join
@@ -90,6 +90,8 @@ class InstructionParser(ValueParser):
     fwd: dict[str, Placeholder]
     blocks: dict[str, BasicBlock]
     block_lines: dict[str, int]
+    #: the call site of the call being parsed
+    site: CallSite | None = None
 
     def local(self, tok: str, ty: T.Type) -> Value:
         v = self.locals.get(tok)
@@ -114,6 +116,7 @@ class InstructionParser(ValueParser):
             op = toks[self.i + 1]
         special = _SPECIAL.get(op)
         em = Emitter()
+        self.site = None
         if special is not None:
             ty = special(self, em)
         else:
@@ -128,15 +131,18 @@ class InstructionParser(ValueParser):
             name = unquote(name_tok[1:])
             if name_tok[1:].isdigit():
                 name = ""
-        return Instruction(op, ty, em.done(), em.ops, name)
+        return Instruction(op, ty, em.done(), em.ops, name, self.site)
 
-    def _words_until_type(self, em: Emitter) -> None:
-        """Emit keywords (flags, predicates, attributes with groups) up to the first type."""
+    def _words_until_type(self, em: Emitter, names: list[str] | None = None) -> None:
+        """Emit keywords (flags, predicates, attributes with groups) up to the first type; ``names``
+        collects the words."""
         toks = self.toks
         while not self.is_type_start(toks[self.i]):
             start = self.i
             if not (toks[self.i][0].isalnum() or toks[self.i][0] == '"'):
                 self.error(f"expected a type, found {toks[self.i]!r}")
+            if names is not None:
+                names.append(toks[start])
             if self.peek(1) == "(":
                 self.i += 1
                 self.skip_group()
@@ -181,33 +187,44 @@ class InstructionParser(ValueParser):
         return ty
 
     def _call(self, em: Emitter) -> T.Type:
-        self._words_until_type(em)
+        names: list[str] = []
+        self._words_until_type(em, names)
         ty = self.ptype()
         em.obj(ty)
+        callee = len(em.ops)
         em.slot(self.pvalue(T.ptr()))
         toks = self.toks
         self.expect("(")
         em.raw("(")
+        nargs = 0
+        mds: list[tuple[int, str]] = []
         while toks[self.i] != ")":
             aty = self.ptype()
             em.obj(aty)
             if aty is T.metadata:
+                start = self.i
                 self.items(em, ",")
+                mds.append((nargs, _join(toks[start : self.i])))
             else:
-                self._param_attrs(em)
+                self._param_attrs(em, names)
                 em.slot(self.pvalue(aty))
+                nargs += 1
             if toks[self.i] == ",":
                 em.raw(",")
                 self.i += 1
         em.raw(")")
         self.i += 1
+        tail = self.i
         self.items(em, None, None, KEYWORDS)
+        names.extend(t for t in toks[tail : self.i] if t[0].isalpha())
+        self.site = CallSite(callee, nargs, tuple(mds), frozenset(names))
         return ty.ret if isinstance(ty, T.FunctionType) else ty
 
-    def _param_attrs(self, em: Emitter) -> None:
+    def _param_attrs(self, em: Emitter, names: list[str]) -> None:
         toks = self.toks
         while not self.is_value_start(toks[self.i]) or toks[self.i - 1] == "align":
             start = self.i
+            names.append(toks[start])
             if self.peek(1) == "(":
                 self.i += 1
                 self.skip_group()

@@ -219,8 +219,7 @@ def _move_to_global(b, generic, glob) -> int:
         elif op == "store":
             new = b.store(inst.value_operand, glob, align=inst.alignment)
         elif op == "atomicrmw":  # e.g. adjoints added by the AD engine: atom.global, not generic atom
-            k = next(k for k, part in enumerate(inst.parts) if isinstance(part, LT.Type))
-            inst.parts[k] = LT.ptr(GLOBAL)
+            inst.set_operand_type(0, LT.ptr(GLOBAL))
             inst.set_operand(0, glob)
             moved += 1
             continue

@@ -54,7 +54,7 @@ def test_roundtrip_and_structure():
     f = m.functions["f"]
     assert [b.name for b in f.blocks] == ["entry", "pos", "done"]
     add = f.entry.instructions[0]
-    assert (add.opcode, add.flags, add.type) == ("add", ["nsw"], T.i32)
+    assert (add.opcode, add.flags, add.type) == ("add", ("nsw",), T.i32)
     assert add.operands == f.args
     cmp = f.entry.instructions[1]
     assert cmp.predicate == "sgt" and cmp.type is T.i1

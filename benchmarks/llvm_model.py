@@ -1,16 +1,21 @@
-"""Parse/print speed of the LLVM IR model (``gpucompiler.llvm``).
+"""Parse/print speed of the LLVM IR model (``gpucompiler.llvm``), paired with LLVM's own.
 
 Prints a table (module, instructions, parse and print ms per 1000
-instructions, total ms) for libdevice (when found), the test corpus after
-LLVM's O2 pipeline and a generated straight-line module, and writes
-``benchmarks/results/llvm_model.json``. Figures are medians of 5 rounds after
-a warm-up round; ``--quick`` times one round.
+instructions, and the ratios to LLVM's parser and printer on the same text)
+for libdevice (when found), the test corpus after LLVM's O2 pipeline and a
+generated straight-line module, and writes ``benchmarks/results/llvm_model.json``.
+Each round times, per module text, our parse, LLVM's parse (llvmlite
+``parse_assembly`` into a fresh context), our print and LLVM's print
+(``str`` of the module), one after the other in this process; figures are
+medians of 5 rounds after a warm-up round, ratios the medians of the
+per-round ratios; ``--quick`` times one round.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -58,25 +63,37 @@ def _generated(n: int = 20000) -> str:
 
 
 def measure(texts, reps: int) -> dict:
-    """Median over ``reps`` timed rounds, after one untimed warm-up round."""
+    """Medians over ``reps`` timed rounds, after one untimed warm-up round."""
     n = sum(len(b.instructions) for t in texts for f in parse(t).functions.values() for b in f.blocks)
-    parse_runs, print_runs = [], []
-    for _ in range(reps):
-        parse_s = print_s = 0.0
+    runs: dict[str, list[float]] = {"parse": [], "print": [], "llvm_parse": [], "llvm_print": []}
+    for rep in range(reps + 1):
+        got = dict.fromkeys(runs, 0.0)
         for t in texts:
             t0 = time.perf_counter()
             m = parse(t)
             t1 = time.perf_counter()
             str(m)
             t2 = time.perf_counter()
-            parse_s += t1 - t0
-            print_s += t2 - t1
-        parse_runs.append(parse_s)
-        print_runs.append(print_s)
-    parse_s, print_s = statistics.median(parse_runs), statistics.median(print_runs)
+            ctx = llvm.create_context()
+            t3 = time.perf_counter()
+            ref = llvm.parse_assembly(t, context=ctx)
+            t4 = time.perf_counter()
+            str(ref)
+            t5 = time.perf_counter()
+            got["parse"] += t1 - t0
+            got["print"] += t2 - t1
+            got["llvm_parse"] += t4 - t3
+            got["llvm_print"] += t5 - t4
+        if rep:
+            for k, v in got.items():
+                runs[k].append(v)
     k = n / 1000
-    return {"instructions": n, "parse_ms_per_1k": parse_s * 1e3 / k, "print_ms_per_1k": print_s * 1e3 / k,
-            "total_ms": (parse_s + print_s) * 1e3}
+    med = {name: statistics.median(v) for name, v in runs.items()}
+    return {"instructions": n, "parse_ms_per_1k": med["parse"] * 1e3 / k, "print_ms_per_1k": med["print"] * 1e3 / k,
+            "llvm_parse_ms_per_1k": med["llvm_parse"] * 1e3 / k, "llvm_print_ms_per_1k": med["llvm_print"] * 1e3 / k,
+            "parse_ratio": statistics.median(a / b for a, b in zip(runs["parse"], runs["llvm_parse"])),
+            "print_ratio": statistics.median(a / b for a, b in zip(runs["print"], runs["llvm_print"])),
+            "total_ms": (med["parse"] + med["print"]) * 1e3, "rounds": runs}
 
 
 def main() -> None:
@@ -87,14 +104,18 @@ def main() -> None:
     reps = 1 if args.quick else 5
     cases = {"libdevice": _libdevice(), "corpus-O2": _optimised_corpus(), "generated-chain": _generated()}
     results = {}
-    print(f"{'module':<18}{'instructions':>13}{'parse ms/1k':>13}{'print ms/1k':>13}{'total ms':>10}")
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    print(f"{'module':<18}{'instructions':>13}{'parse ms/1k':>13}{'LLVM':>7}{'ratio':>7}{'print ms/1k':>13}{'LLVM':>7}"
+          f"{'ratio':>7}")
     for name, texts in cases.items():
         if texts is None:
             print(f"{name:<18}{'(not found)':>13}")
             continue
         r = results[name] = measure(texts if isinstance(texts, list) else [texts], reps)
-        print(f"{name:<18}{r['instructions']:>13}{r['parse_ms_per_1k']:>13.2f}{r['print_ms_per_1k']:>13.2f}"
-              f"{r['total_ms']:>10.1f}")
+        print(f"{name:<18}{r['instructions']:>13}{r['parse_ms_per_1k']:>13.2f}{r['llvm_parse_ms_per_1k']:>7.2f}"
+              f"{r['parse_ratio']:>7.2f}{r['print_ms_per_1k']:>13.2f}{r['llvm_print_ms_per_1k']:>7.2f}"
+              f"{r['print_ratio']:>7.2f}")
+    results["load_average_after"] = os.getloadavg()[0]
     out = ROOT / "benchmarks/results/llvm_model.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")

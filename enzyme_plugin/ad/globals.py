@@ -84,8 +84,9 @@ class GlobalShadows:
             return None
         hit = self._exprs.get(v)
         if hit is None:
-            ops = [self.shadow(o) if k == 0 else o for k, o in enumerate(v.operands)]
-            hit = self._exprs[v] = ConstantExpr(v.type, v.opcode, list(v.parts), ops)
+            base = self.shadow(v.operands[0])
+            assert base is not None, "the base of a shadowed address has a shadow"
+            hit = self._exprs[v] = ConstantExpr(v.type, v.opcode, list(v.parts), [base, *v.operands[1:]])
         return hit
 
     def operands_with_shadow(self, fn) -> dict:

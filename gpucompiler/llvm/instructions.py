@@ -9,14 +9,16 @@ replacing a value changes every instruction that prints it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..errors import UnsupportedIRError
 from . import types as T
-from .values import User, Value
+from .values import Part, User, Value
 
 if TYPE_CHECKING:
-    from .module import BasicBlock
+    from .metadata import MDNode
+    from .module import BasicBlock, Function
 
 TERMINATORS = frozenset(
     "ret br switch indirectbr invoke resume unreachable cleanupret catchret catchswitch callbr".split()
@@ -69,7 +71,7 @@ class Instruction(User):
     __slots__ = ("opcode", "parts", "parent", "metadata", "debug_records", "flags", "predicate", "operation",
                  "alignment", "element_type", "aggregate_indices", "call")
 
-    def __init__(self, opcode: str, type: T.Type, parts: list, operands=(), name: str = "",
+    def __init__(self, opcode: str, type: T.Type, parts: list[Part], operands: Iterable[Value] = (), name: str = "",
                  call: CallSite | None = None):
         User.__init__(self, type, operands, name)
         self.opcode = opcode
@@ -77,7 +79,7 @@ class Instruction(User):
         self.parts = parts
         self.parent: BasicBlock | None = None
         #: attachments ``!dbg !N`` -> {"dbg": MDNode}
-        self.metadata: dict = {}
+        self.metadata: dict[str, MDNode] = {}
         #: ``#dbg_value(...)`` records printed before this instruction
         self.debug_records: list[DebugRecord] = []
         #: keyword flags in spelling order (``nsw``, ``inbounds``, ``fast``, ``volatile``, ``atomic``, ``tail``...)
@@ -127,14 +129,14 @@ class Instruction(User):
         return self.call is not None and name in self.call.attributes
 
     @property
-    def successors(self) -> list:
+    def successors(self) -> list[BasicBlock]:
         """Blocks this terminator may branch to, in operand order."""
         from .module import BasicBlock
 
         return list(dict.fromkeys(op for op in self.operands if type(op) is BasicBlock))
 
     @property
-    def incoming(self) -> list[tuple[Value, object]]:
+    def incoming(self) -> list[tuple[Value, Value]]:
         """``phi`` incoming ``(value, block)`` pairs."""
         ops = self.operands
         return [(ops[i], ops[i + 1]) for i in range(0, len(ops), 2)]
@@ -207,6 +209,8 @@ class Instruction(User):
         """Spell keyword flags (``fast``, ``nsw``...) after the opcode; words already present stay once.
         On calls the flags follow ``call`` (fast-math flags of a call)."""
         head = self.parts[0]
+        if type(head) is not str:
+            raise ValueError(f"add_flags on {self.opcode} spelled without a head")
         tokens = head.split()
         at = tokens.index("call") + 1 if self.opcode == "call" else 1
         new = [w for w in words if w not in tokens[at:]]
@@ -215,7 +219,7 @@ class Instruction(User):
             self.parts[0] = " ".join(tokens) + (" " if head.endswith(" ") else "")
             self.flags = tuple(w for w in tokens if w in _HEAD_FLAGS)
 
-    def add_incoming(self, value: Value, block) -> None:
+    def add_incoming(self, value: Value, block: BasicBlock) -> None:
         """Append ``[value, %block]`` to a ``phi``."""
         if self.opcode != "phi":
             raise ValueError(f"add_incoming on {self.opcode}")
@@ -231,7 +235,8 @@ class Instruction(User):
         parts.append(" ]")
 
     @property
-    def function(self):
+    def function(self) -> Function | None:
+        """The function holding this instruction (None when detached)."""
         return self.parent.parent if self.parent is not None else None
 
     # -- mutation ------------------------------------------------------------
@@ -277,7 +282,7 @@ class Instruction(User):
         return f"<Instruction {self.ref or ''} {self.opcode}: {self.type}>"
 
 
-def _decode(inst: Instruction, opcode: str, parts: list) -> None:
+def _decode(inst: Instruction, opcode: str, parts: list[Part]) -> None:
     """Fill the typed fields of ``inst`` from its spelling (once, when it is made)."""
     head = parts[0] if parts and type(parts[0]) is str else ""
     words = head.split()
@@ -305,11 +310,11 @@ def _decode(inst: Instruction, opcode: str, parts: list) -> None:
             inst.aggregate_indices = tuple(int(w) for w in tail.replace(",", " ").split())
 
 
-def _first_type(parts: list) -> T.Type:
+def _first_type(parts: list[Part]) -> T.Type:
     return next(p for p in parts if isinstance(p, T.Type))
 
 
-def _call_site(parts: list) -> CallSite:
+def _call_site(parts: list[Part]) -> CallSite:
     """The :class:`CallSite` of a call's spelling (the parser and the builder pass theirs)."""
     k = next(p for p in parts if type(p) is int)
     depth, n, seen = 0, 0, False
@@ -325,7 +330,7 @@ def _call_site(parts: list) -> CallSite:
                 break
         elif type(p) is int and depth == 1:
             n += 1
-    words = set()
+    words: set[str] = set()
     for p in parts:
         if type(p) is str:
             words.update(_ATTRIBUTE.findall(p))
@@ -340,6 +345,6 @@ class DebugRecord(User):
 
     __slots__ = ("kind", "parts")
 
-    def __init__(self, kind: str, parts: list, operands=()):
+    def __init__(self, kind: str, parts: list[Part], operands: Iterable[Value] = ()):
         User.__init__(self, T.void, operands)
         self.kind, self.parts = kind, parts

@@ -8,8 +8,10 @@ renumbered when printed, so cloning or deleting nodes keeps references right.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from . import types as T
-from .values import User
+from .values import Part, User, Value
 
 
 class MDNode(User):
@@ -17,7 +19,7 @@ class MDNode(User):
 
     __slots__ = ("parts", "distinct", "slot")
 
-    def __init__(self, parts: list | None = None, operands=(), distinct: bool = False):
+    def __init__(self, parts: list[Part] | None = None, operands: Iterable[Value] = (), distinct: bool = False):
         User.__init__(self, T.metadata, operands)
         self.parts = parts if parts is not None else []
         self.distinct = distinct
@@ -28,7 +30,9 @@ class MDNode(User):
     def kind(self) -> str:
         """``"tuple"`` for ``!{...}``, else the specialised name (``"DILocation"``)."""
         head = self.parts[0] if self.parts else "!{"
-        return "tuple" if head.startswith("!{") else head[1:].split("(", 1)[0]
+        if type(head) is not str or head.startswith("!{"):
+            return "tuple"
+        return head[1:].split("(", 1)[0]
 
     def references(self) -> list[MDNode]:
         """The nodes this node refers to."""

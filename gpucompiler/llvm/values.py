@@ -11,8 +11,17 @@ from __future__ import annotations
 import math
 import re
 import struct
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, TypeAlias
 
 from . import types as T
+
+if TYPE_CHECKING:
+    from .metadata import AttributeGroup, MDNode
+    from .module import Function
+
+Part: TypeAlias = "str | int | T.Type | MDNode | AttributeGroup"
+"""One piece of a spelling: text, an operand slot, a type, a metadata node or an attribute group."""
 
 _PLAIN = re.compile(r"[-a-zA-Z$._][-a-zA-Z$._0-9]*\Z")
 
@@ -21,7 +30,7 @@ def quote_name(sigil: str, name: str) -> str:
     """``%name`` / ``@name``, quoted when LLVM needs it."""
     if _PLAIN.match(name):
         return sigil + name
-    return sigil + T._quote(name) if not name.isdigit() else f'{sigil}"{name}"'
+    return sigil + T.escape_string(name) if not name.isdigit() else f'{sigil}"{name}"'
 
 
 class Use:
@@ -82,7 +91,7 @@ class User(Value):
 
     __slots__ = ("operands", "_opuses")
 
-    def __init__(self, type: T.Type, operands=(), name: str = ""):
+    def __init__(self, type: T.Type, operands: Iterable[Value] = (), name: str = ""):
         Value.__init__(self, type, name)
         self.operands: list[Value] = []
         self._opuses: list[Use | None] = []
@@ -124,7 +133,7 @@ class Argument(Value):
 
     __slots__ = ("function", "attrs")
 
-    def __init__(self, type: T.Type, name: str = "", attrs: str = "", function=None):
+    def __init__(self, type: T.Type, name: str = "", attrs: str = "", function: Function | None = None):
         Value.__init__(self, type, name)
         self.attrs, self.function = attrs, function
 
@@ -157,7 +166,7 @@ class ConstantData(Value):
         return None
 
 
-_constants: dict[tuple, ConstantData] = {}
+_constants: dict[tuple[T.Type, str], ConstantData] = {}
 
 
 def constant(type: T.Type, text: str) -> ConstantData:
@@ -165,9 +174,8 @@ def constant(type: T.Type, text: str) -> ConstantData:
     key = (type, text)
     c = _constants.get(key)
     if c is None:
-        c = ConstantData.__new__(ConstantData)
-        c.type, c._name, c.ref, c._uses = type, "", text, {}
-        _constants[key] = c
+        c = _constants[key] = ConstantData(type, "")
+        c.ref = text
     return c
 
 
@@ -196,7 +204,7 @@ class ConstantExpr(User):
 
     __slots__ = ("opcode", "parts")
 
-    def __init__(self, type: T.Type, opcode: str, parts: list, operands):
+    def __init__(self, type: T.Type, opcode: str, parts: list[Part], operands: Iterable[Value]):
         User.__init__(self, type, operands)
         self.opcode, self.parts = opcode, parts
 

@@ -19,6 +19,8 @@ _GLOBAL_KINDS = frozenset(("global", "constant", "alias", "ifunc"))
 _PRE_ATTRS = frozenset(("unnamed_addr", "local_unnamed_addr"))
 _POST_WORDS = frozenset("section partition comdat align gc prefix prologue personality".split())
 _CONTINUED = {"landingpad": frozenset(("catch", "filter", "cleanup")), "invoke": {"to"}, "callbr": {"to"}}
+#: instructions LLVM may print over several lines
+_MULTILINE = frozenset(("switch", *_CONTINUED))
 
 
 @contextmanager
@@ -45,7 +47,7 @@ def split_attachments(toks: list[str], comma: bool = True) -> list[tuple[str, st
     """Remove trailing ``[,] !name !N`` pairs (and ``!name !{}``, an empty node spelled inline) from
     ``toks``; return them in order."""
     out = []
-    while True:
+    while len(toks) > 2 + comma:
         if toks[-1] == "}" and toks[-2] == "{" and toks[-3] == "!":  # !name !{}
             k = len(toks) - 4
             node = "!{}"
@@ -316,8 +318,10 @@ class Parser(InstructionParser):
             name_tok = None
             if t0[0] == "%" and toks[1] == "=":
                 name_tok, self.i = t0, 2
-            self._continuation(toks)
-            attachments = split_attachments(toks)
+            if toks[self.i] in _MULTILINE:
+                self._continuation(toks)
+            last = toks[-1]
+            attachments = split_attachments(toks) if last[0] == "!" or last == "}" else None
             inst = self.instruction(name_tok)
             if attachments:
                 inst.metadata = {k: self.md(v) if v != "!{}" else MDNode(["!{}"]) for k, v in attachments}

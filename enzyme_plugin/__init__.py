@@ -15,21 +15,23 @@ is the engine on any LLVM IR that calls ``__enzyme_autodiff`` /
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .ad import ADError, differentiate
+from .ad.errors import ADError
 from .api import (Active, BatchDuplicated, BatchDuplicatedNoNeed, Const, Duplicated, DuplicatedNoNeed, Forward, ForwardWithPrimal, Mode, Reverse,
                   ReverseSplit, ReverseWithPrimal, autodiff, autodiff_thunk, set_runtime_activity)
 from .rules.custom import CustomRuleError, custom_rule
 
 if TYPE_CHECKING:
+    from .ad.interface import differentiate
     from .derivatives import gradient, hvp, jacobian
     from .launches import KernelGradientError, LaunchTape, LaunchTapeError, register_gradient
     from .split import Tape, TapeError
 
-#: names whose modules import NumPy, loaded on first use: ``import enzyme_plugin`` stays without
-#: NumPy (about 35 ms of its import, measured with ``python -X importtime``)
+#: names loaded on first use, measured import-time savings (``python -X importtime``): the modules
+#: of the conveniences, split mode and launch tapes import NumPy (about 35 ms), the AD engine's twenty modules
+#: are needed only once something is differentiated
 _LAZY = {"gradient": "derivatives", "hvp": "derivatives", "jacobian": "derivatives", "Tape": "split",
          "TapeError": "split", "KernelGradientError": "launches", "LaunchTape": "launches",
-         "LaunchTapeError": "launches", "register_gradient": "launches"}
+         "LaunchTapeError": "launches", "register_gradient": "launches", "differentiate": "ad.interface"}
 
 
 def __getattr__(name: str) -> Any:

@@ -9,7 +9,20 @@ memory types), the forward sweep (:mod:`.sweep`), reverse mode
 
 import gpucompiler  # noqa: F401  (first: it loads the plugins, which import this package's modules)
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import ADError, set_error_handler
-from .interface import differentiate
+
+if TYPE_CHECKING:
+    from .interface import differentiate
+
+
+def __getattr__(name: str) -> Any:
+    """``differentiate`` loads the engine on first use (``import enzyme_plugin`` does not need it)."""
+    if name != "differentiate":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .interface import differentiate
+
+    return differentiate
 
 __all__ = ["ADError", "differentiate", "set_error_handler"]

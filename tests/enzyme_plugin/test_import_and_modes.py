@@ -11,8 +11,9 @@ from enzyme_plugin import Forward, Mode, Reverse, ReverseSplit
 from gpucompiler import CompilerConfig, NativeTarget
 
 
-def test_import_enzyme_plugin_loads_neither_numpy_nor_networkx():
-    code = "import sys, enzyme_plugin; print(sorted(m for m in ('numpy', 'networkx') if m in sys.modules))"
+def test_import_enzyme_plugin_loads_neither_numpy_nor_networkx_nor_the_engine():
+    heavy = ("numpy", "networkx", "enzyme_plugin.ad.engine", "enzyme_plugin.ad.interface")
+    code = f"import sys, enzyme_plugin; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -23,6 +24,9 @@ def test_names_loaded_on_first_use_are_the_modules_objects():
 
     assert enzyme_plugin.gradient is derivatives.gradient
     assert enzyme_plugin.Tape is split.Tape
+    from enzyme_plugin.ad import interface
+
+    assert enzyme_plugin.differentiate is interface.differentiate
     with pytest.raises(AttributeError):
         _ = enzyme_plugin.no_such_name  # type: ignore[attr-defined]
 

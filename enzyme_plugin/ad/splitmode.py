@@ -19,7 +19,7 @@ The reverse call frees the tape.
 
 from __future__ import annotations
 
-from gpucompiler.llvm import constant, types as T
+from gpucompiler.llvm import MDNode, constant, types as T
 
 from .emit import carries_derivative, declare, fconst, is_float_like, zero
 from .errors import unsupported
@@ -50,7 +50,7 @@ class TapeConventions:
 def _tape_call(call):
     """Mark the malloc/free of the tape's header as the AD tape's (the GPU validator accepts those: a
     kernel's split halves keep their tapes on the device heap)."""
-    call.parts.append(f", !{TAPE_MARK} !{{}}")
+    call.metadata[TAPE_MARK] = MDNode(["!{}"])
     return call
 
 

@@ -12,6 +12,7 @@ an integer is constant.
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Callable
 
@@ -27,17 +28,27 @@ from .engine import Engine
 from .gpu import EngineOptions
 from .errors import unsupported
 
-MODES = (("__enzyme_autodiff", "reverse"), ("__enzyme_fwddiff", "forward"),
-         ("__enzyme_augmentfwd", "augment"), ("__enzyme_reverse", "split_reverse"))
+
+
+class MarkerMode(enum.Enum):
+    """What a marker call of Enzyme's C interface asks for; the value is the marker's name (matched
+    as a substring, so C++-mangled names work)."""
+
+    REVERSE = "__enzyme_autodiff"
+    FORWARD = "__enzyme_fwddiff"
+    AUGMENT = "__enzyme_augmentfwd"
+    SPLIT_REVERSE = "__enzyme_reverse"
+
+
 MARKERS = ("enzyme_runtime_activity", "enzyme_dupnoneed", "enzyme_dup", "enzyme_const_return", "enzyme_const", "enzyme_out",
            "enzyme_allocated", "enzyme_tape", "enzyme_width", "enzyme_vector", "enzyme_scalar", "enzyme_context",
            "enzyme_nofree", "enzyme_primal_return", "enzyme_noret")
 _MDSTR = re.compile(r'!"([^"]*)"')
 
 
-def marker_mode(name: str) -> str | None:
-    for key, mode in MODES:
-        if key in name:
+def marker_mode(name: str) -> MarkerMode | None:
+    for mode in MarkerMode:
+        if mode.value in name:
             return mode
     return None
 
@@ -80,7 +91,7 @@ _UNSUPPORTED_MARKERS = ("enzyme_vector", "enzyme_scalar", "enzyme_context", "enz
                         "enzyme_const_return", "enzyme_noret")
 
 
-def decode(inst, fn, mode: str, sret=None):
+def decode(inst, fn, mode: MarkerMode, sret=None):
     """``(kinds, caller values per derivative parameter, split-mode extras)`` of a marker call on ``fn``.
 
     ``enzyme_allocated, N`` and ``enzyme_tape, t`` may stand before, between or after the
@@ -130,10 +141,10 @@ def decode(inst, fn, mode: str, sret=None):
             if a.type.kind == "ptr":
                 m = "enzyme_dup"
             elif is_float_like(a.type):
-                m = "enzyme_dup" if mode == "forward" else "enzyme_out"
+                m = "enzyme_dup" if mode is MarkerMode.FORWARD else "enzyme_out"
             else:
                 m = "enzyme_const"
-        if m in ("enzyme_dup", "enzyme_dupnoneed") and (mode == "forward" or a.type.kind == "ptr"):
+        if m in ("enzyme_dup", "enzyme_dupnoneed") and (mode is MarkerMode.FORWARD or a.type.kind == "ptr"):
             kinds.append(DUP)
             n = width_of(extras, inst)
             values += take(1 + n, f"the value and shadow after {m}" if n == 1 else f"the value and {n} shadows after {m}")
@@ -144,7 +155,7 @@ def decode(inst, fn, mode: str, sret=None):
             kinds.append(CONST)
             values += take(1, f"the value after {m}")
     take_extras()
-    if mode == "split_reverse":
+    if mode is MarkerMode.SPLIT_REVERSE:
         rest = items[i:]
         first = rest[0] if rest else None
         if first is not None and is_float_like(fn.return_type) and not isinstance(first, tuple) \
@@ -264,7 +275,7 @@ def differentiate_module(module, sites=None, options: EngineOptions = EngineOpti
     sites = marker_sites(module) if sites is None else sites
     augmented = []
     for inst, mode in sites:
-        if mode == "augment":
+        if mode is MarkerMode.AUGMENT:
             sret = _sret(inst)
             f = custom.wrap_function_like(module, _target(inst, sret), engine.function_like)
             kinds, _, extras = decode(inst, f, mode, sret)
@@ -277,19 +288,19 @@ def differentiate_module(module, sites=None, options: EngineOptions = EngineOpti
         b = Builder()
         b.position_before(inst)
         before = set(inst.parent.instructions)
-        if mode != "split_reverse":
+        if mode is not MarkerMode.SPLIT_REVERSE:
             engine.globals.zero_before(b, f)
         width = width_of(extras, inst)
         ra = extras.get("enzyme_runtime_activity")
         engine.runtime_activity = ra is not None and getattr(ra, "value", 1) != 0
-        if width > 1 and mode in ("augment", "split_reverse"):
+        if width > 1 and mode in (MarkerMode.AUGMENT, MarkerMode.SPLIT_REVERSE):
             raise unsupported("batch mode (enzyme_width) in split mode (__enzyme_augmentfwd / __enzyme_reverse)",
                               inst)
-        if mode == "augment":
+        if mode is MarkerMode.AUGMENT:
             res = splitmode.augment(engine, b, inst, f, kinds, values, extras)
-        elif mode == "split_reverse":
+        elif mode is MarkerMode.SPLIT_REVERSE:
             res = splitmode.reverse(engine, b, inst, f, kinds, values, extras, tapes)
-        elif mode == "forward":
+        elif mode is MarkerMode.FORWARD:
             d = engine.forward_fn(f, kinds, width)
             out = b.call(d, values)
             res = b.extractvalue(out, 1) if carries_derivative(f.return_type) or f.return_type.kind == "ptr" else None

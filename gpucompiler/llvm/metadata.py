@@ -79,10 +79,10 @@ class AttributeGroup:
         self.slot = -1
 
     def __contains__(self, key: str) -> bool:
-        return any(_attr_key(a) == key for a in self.attrs)
+        return any(attr_key(a) == key for a in self.attrs)
 
 
-def _attr_key(attr: str) -> str:
+def attr_key(attr: str) -> str:
     """``"target-cpu"="sm_80"`` -> ``"target-cpu"``; ``memory(none)`` -> ``memory``."""
     for sep in ("=", "("):
         attr = attr.split(sep, 1)[0]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 from . import types as T
 from .instructions import DebugRecord, Instruction
-from .metadata import AttributeGroup, MDNode, NamedMetadata, _attr_key
+from .metadata import AttributeGroup, MDNode, NamedMetadata, attr_key
 from .values import Argument, User, Value, const_int
 
 
@@ -85,7 +87,7 @@ class GlobalVariable(GlobalValue):
                  initializer: Value | None = None, suffix: str = "", addrspace: int = 0):
         GlobalValue.__init__(self, T.ptr(addrspace), (initializer,) if initializer is not None else (), name)
         self.value_type, self.prefix, self.is_constant, self.suffix = value_type, prefix, is_constant, suffix
-        self.metadata: dict = {}
+        self.metadata: dict[str, MDNode] = {}
         self.module = None
 
     @property
@@ -122,7 +124,8 @@ class Function(GlobalValue):
     __slots__ = ("function_type", "args", "blocks", "prefix", "pre_attrs", "attributes",
                  "attribute_groups", "post", "_declared")
 
-    def __init__(self, name: str, function_type: T.FunctionType, *, prefix: str = "", arg_names=(), addrspace: int = 0):
+    def __init__(self, name: str, function_type: T.FunctionType, *, prefix: str = "", arg_names: Sequence[str] = (),
+                 addrspace: int = 0):
         GlobalValue.__init__(self, T.ptr(addrspace), (), name)
         self.function_type = function_type
         names = list(arg_names) + [""] * (len(function_type.params) - len(arg_names))
@@ -131,7 +134,7 @@ class Function(GlobalValue):
         self.prefix, self.pre_attrs, self.post = prefix, "", []
         self.attributes: list[str] = []
         self.attribute_groups: list[AttributeGroup] = []
-        self.metadata: dict = {}
+        self.metadata: dict[str, MDNode] = {}
         self.module = None
         self._declared = True
 
@@ -147,7 +150,7 @@ class Function(GlobalValue):
     def entry(self) -> BasicBlock:
         return self.blocks[0]
 
-    def instructions(self):
+    def instructions(self) -> Iterator[Instruction]:
         """Iterate over every instruction, block by block."""
         for b in self.blocks:
             yield from b.instructions
@@ -172,7 +175,7 @@ class Function(GlobalValue):
     @calling_convention.setter
     def calling_convention(self, cc: str) -> None:
         words = self.prefix.split()
-        keep = []
+        keep: list[str] = []
         skip = False
         for w in words:
             if skip:
@@ -200,18 +203,18 @@ class Function(GlobalValue):
         return out
 
     def has_attribute(self, key: str) -> bool:
-        return any(_attr_key(a) == key for a in self.get_attributes())
+        return any(attr_key(a) == key for a in self.get_attributes())
 
     def add_attribute(self, attr: str) -> None:
         """Add (or replace, by key) a function attribute such as ``"nounwind"`` or ``'"k"="v"'``."""
-        self.remove_attribute(_attr_key(attr))
+        self.remove_attribute(attr_key(attr))
         self.attributes.append(attr)
 
     def remove_attribute(self, key: str) -> None:
-        self.attributes = [a for a in self.attributes if _attr_key(a) != key]
+        self.attributes = [a for a in self.attributes if attr_key(a) != key]
         for i, g in enumerate(self.attribute_groups):
             if key in g:
-                self.attribute_groups[i] = AttributeGroup([a for a in g.attrs if _attr_key(a) != key])
+                self.attribute_groups[i] = AttributeGroup([a for a in g.attrs if attr_key(a) != key])
                 if self.module is not None:
                     self.module.attribute_groups.append(self.attribute_groups[i])
 
@@ -276,9 +279,10 @@ class Module:
         gv.module = self
         return gv
 
-    def _remove(self, table: dict, value: GlobalValue) -> None:
-        if value._uses:
-            raise ValueError(f"cannot remove {value!r}: still used by {len(value._uses)} use(s)")
+    def _remove(self, table: dict[str, Function] | dict[str, GlobalVariable], value: GlobalValue) -> None:
+        uses = value.uses
+        if uses:
+            raise ValueError(f"cannot remove {value!r}: still used by {len(uses)} use(s)")
         key = next(k for k, v in table.items() if v is value)
         del table[key]
         value.drop_operands()

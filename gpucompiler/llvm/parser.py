@@ -229,7 +229,7 @@ class Parser(InstructionParser):
             self.i += 2
         em = Emitter()
         self._words_until_type(em)
-        prefix = "".join(em.done())
+        prefix = em.text()
         ret = self.ptype()
         name_tok = toks[self.i]
         self.i += 2

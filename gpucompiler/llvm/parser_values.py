@@ -7,13 +7,13 @@ The parser keeps the current line's tokens in ``self.toks`` and a cursor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from ..errors import IRParseError, UnsupportedIRError
 from . import types as T
 from .lexer import unquote
 from .metadata import AttributeGroup, MDNode
-from .values import ConstantAggregate, ConstantExpr, InlineAsm, Placeholder, Value, constant
+from .values import ConstantAggregate, ConstantExpr, InlineAsm, Part, Placeholder, Value, constant
 
 if TYPE_CHECKING:
     from .module import BasicBlock, Module
@@ -35,7 +35,7 @@ class Emitter:
     __slots__ = ("parts", "buf", "ops", "last")
 
     def __init__(self):
-        self.parts: list = []
+        self.parts: list[Part] = []
         self.buf = ""
         self.ops: list[Value] = []
         self.last = "("
@@ -57,7 +57,7 @@ class Emitter:
         ops.append(value)
         self.buf, self.last = "", "x"
 
-    def obj(self, x) -> None:
+    def obj(self, x: Part) -> None:
         buf = self.buf if self.last in _NO_SPACE_AFTER else self.buf + " "
         if buf:
             self.parts += (buf, x)
@@ -65,7 +65,11 @@ class Emitter:
             self.parts.append(x)
         self.buf, self.last = "", "x"
 
-    def done(self) -> list:
+    def text(self) -> str:
+        """The spelling of an emitter that received words only (:meth:`raw`)."""
+        return "".join(p for p in self.done() if type(p) is str)
+
+    def done(self) -> list[Part]:
         parts = self.parts
         if self.buf:
             parts.append(self.buf)
@@ -94,7 +98,7 @@ class ValueParser:
         def block(self, tok: str) -> BasicBlock: ...
 
     # -- errors --------------------------------------------------------------
-    def error(self, msg: str, cls=IRParseError):
+    def error(self, msg: str, cls: type[IRParseError] = IRParseError) -> NoReturn:
         raise cls(msg, self.lineno + 1, self.lines[self.lineno] if self.lineno < len(self.lines) else None)
 
     def expect(self, tok: str) -> None:
@@ -156,7 +160,7 @@ class ValueParser:
         if c == "{" or (c == "<" and self.peek() == "{"):
             packed = c == "<"
             self.i += packed
-            elems = []
+            elems: list[T.Type] = []
             if self.peek() == "}":
                 self.i += 1
             else:
@@ -181,7 +185,8 @@ class ValueParser:
 
     def _function_type(self, ret: T.Type) -> T.FunctionType:
         self.i += 1
-        params, vararg = [], False
+        params: list[T.Type] = []
+        vararg = False
         while self.peek() != ")":
             if self.peek() == "...":
                 vararg = True
@@ -250,7 +255,7 @@ class ValueParser:
         if c == "<" and self.peek() == "{":
             self.i += 1
         close = {"<": ">", "[": "]", "{": "}"}[c]
-        elems = []
+        elems: list[Value] = []
         while self.toks[self.i] not in (close, "}"):
             ety = self.ptype()
             elems.append(self.pvalue(ety))
@@ -290,7 +295,8 @@ class ValueParser:
         return ConstantExpr(ty, op, em.done(), em.ops)
 
     # -- generic operand lists -----------------------------------------------
-    def items(self, em: Emitter, closer: str | None = None, tys: list | None = None, words=None) -> None:
+    def items(self, em: Emitter, closer: str | None = None, tys: list[T.Type] | None = None,
+              words: frozenset[str] | None = None) -> None:
         """Emit tokens until ``closer`` at depth 0 (not consumed) or the end of the line.
 
         Types followed by a value become a type and an operand slot; ``!N`` and
@@ -376,4 +382,4 @@ def _join(toks: list[str]) -> str:
     em = Emitter()
     for t in toks:
         em.raw(t)
-    return "".join(em.done())
+    return em.text()

@@ -17,13 +17,15 @@ primal result and the seed, and the holder of the tape pointer are ``alloca``s o
 
 from __future__ import annotations
 
+import sys
+
 from llvmlite import ir
 
 from gpucompiler import types as T
 from gpucompiler.errors import TypeInferenceError
 from gpucompiler.interpreter import BOTTOM, CallResult, deferred_call, nested_interpreter, widen
 
-from .. import api, split as split_api
+from .. import api
 from . import MARKER, ActivityType, EnzymeMeta, _activities, _check_arity, result_type, rules
 from .lowering import emit_autodiff
 
@@ -60,7 +62,10 @@ def _check_kinds(thunk, acts, wrapped) -> None:
 
 @rules.handler
 def _thunk_call(interp, fn, args):
-    if not isinstance(fn, split_api._Thunk):
+    # enzyme_plugin.split (it loads NumPy) is not imported for the check: while it is not loaded,
+    # no thunk exists (autodiff_thunk makes them)
+    split_api = sys.modules.get(f"{api.__name__.rpartition('.')[0]}.split")
+    if split_api is None or not isinstance(fn, split_api._Thunk):
         return None
     forward = isinstance(fn, split_api.ForwardThunk)
     f, n = fn.f, len(fn.kinds)

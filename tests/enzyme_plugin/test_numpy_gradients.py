@@ -59,8 +59,6 @@ def test_gradient_of_a_two_d_expression_and_a_row_product():
     np.testing.assert_allclose(dm, _fd(F.rows_norm, m), rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="AD engine: two calls of a function whose loop keeps several partial sums give "
-                                       "zero gradients (one call is right); why np.sum and np.dot keep one sum")
 def test_two_calls_of_a_loop_with_partial_sums():
     rng = np.random.default_rng(4)
     a, b = rng.normal(size=8), rng.normal(size=8)

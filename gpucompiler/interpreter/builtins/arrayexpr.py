@@ -21,6 +21,7 @@ from ...frontend import intrinsics as K
 from ..lattice import Const, const, widen
 from ..rules import Any_, CallResult, Number
 from . import npimpl
+from .arraymem import allocate, managed_array
 from .containers import _dims, _strides
 from .npintrinsics import (broadcast_element, check_broadcast, element, exact, fmaximum, fminimum, overlaps,
                            same_shape)
@@ -354,11 +355,17 @@ def _materialize(interp, fn, args):
     if fn is not K.materialize:
         return None
     (value,) = args
-    if isinstance(widen(value), _E):
-        raise TypeInferenceError("an array expression bound to a name or returned needs a new array, which "
-                                 "compiled code cannot allocate yet",
-                                 hint="assign it into an existing array: out[:] = expression")
-    return CallResult(value, lambda cg, a, at, rt: a[0])
+    expr = widen(value)
+    if not isinstance(expr, _E):
+        return CallResult(value, lambda cg, a, at, rt: a[0])
+    result = managed_array(expr.dtype, expr.ndim)
+    assign = _assigner(interp, result, value)
+
+    def lower(cg, a, at, rt):
+        out = allocate(cg, expr.dtype, expr_shape(cg, a[0], at[0]))  # C order, the broadcast shape
+        assign(cg, out, a[0], result, at[0])
+        return out
+    return CallResult(result, lower)
 
 
 __all__ = ["expr_shape"]

@@ -155,15 +155,20 @@ def _with_buffer(cg, rt, src, srct, data, shape, strides):
     return mem.build_array(cg, rt, data, shape, strides, buffer)
 
 
-@base.define(operator.getitem, _A, Any_, restype=_view_type)
-@mem.returns_view
-def _view(cg, args, argtypes, rt):
-    arr, index = args
+def _indexed(cg, arr, index, argtypes):
+    """``(array type, index item types, index item values, shape, strides)`` of ``arr[index]``."""
     at = widen(argtypes[0])
     iw = widen(argtypes[1])
     items = list(iw.items) if isinstance(iw, T.TupleType) else [iw]
     values = [cg.b.extract_value(index, k) for k in range(len(items))] if isinstance(iw, T.TupleType) else [index]
-    shape, strides = _dims(cg, arr, 1, at.ndim), _strides(cg, arr, at)
+    return at, items, values, _dims(cg, arr, 1, at.ndim), _strides(cg, arr, at)
+
+
+@base.define(operator.getitem, _A, Any_, restype=_view_type)
+@mem.returns_view
+def _view(cg, args, argtypes, rt):
+    arr, index = args
+    at, items, values, shape, strides = _indexed(cg, arr, index, argtypes)
     offset = ir.Constant(_I64, 0)
     out_shape, out_strides = [], []
     for k, (it, v) in enumerate(zip(items, values)):
@@ -423,11 +428,7 @@ def _assign(cg, args, argtypes, rt):
 
 def _row(cg, arr, index, argtypes, rt):
     """``a[i]`` / ``a[i, j]`` with fewer integers than axes: the view of the remaining axes."""
-    at = widen(argtypes[0])
-    iw = widen(argtypes[1])
-    items = list(iw.items) if isinstance(iw, T.TupleType) else [iw]
-    values = [cg.b.extract_value(index, k) for k in range(len(items))] if isinstance(iw, T.TupleType) else [index]
-    shape, strides = _dims(cg, arr, 1, at.ndim), _strides(cg, arr, at)
+    at, items, values, shape, strides = _indexed(cg, arr, index, argtypes)
     offset = ir.Constant(_I64, 0)
     for k, (it, v) in enumerate(zip(items, values)):
         original = cg.cast(v, it, T.int64)

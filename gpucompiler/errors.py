@@ -81,15 +81,18 @@ class UnknownStageError(UnknownNameError):
 class IRParseError(GPUCompilerError):
     """LLVM IR text that does not parse or verify.
 
-    ``line`` is the 1-based line of the offending text when known and
+    ``line`` is the 1-based line of the offending text when known, ``column``
+    the 1-based column of the offending token when known, and
     ``llvm_message`` is LLVM's (or the model parser's) own diagnostic.
     """
 
-    def __init__(self, message: str, line: int | None = None, source_line: str | None = None):
+    def __init__(self, message: str, line: int | None = None, source_line: str | None = None,
+                 column: int | None = None):
         self.llvm_message = message
         self.line = line
+        self.column = column
         self.source_line = source_line
-        where = f"line {line}: " if line is not None else ""
+        where = f"line {line}{f':{column}' if column is not None else ''}: " if line is not None else ""
         text = f"{where}{message}"
         if source_line is not None:
             text += f"\n    {source_line.strip()}"

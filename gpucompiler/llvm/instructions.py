@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import UnsupportedIRError
 from . import types as T
-from .values import Part, User, Value
+from .values import ConstantData, Part, Use, User, Value, quote_name
 
 if TYPE_CHECKING:
     from .metadata import MDNode
@@ -40,6 +40,10 @@ _NO_WORDS: tuple[str, ...] = ()
 #: opcodes whose spelling may end in ``, align N``
 _ALIGNED = frozenset(("load", "store", "alloca", "atomicrmw", "cmpxchg"))
 CALLS = frozenset(("call", "invoke", "callbr"))
+
+
+Fields: TypeAlias = "tuple[tuple[str, ...], str | None, str | None, int | None, T.Type | None, tuple[int, ...]]"
+"""flags, predicate, operation, alignment, element type, aggregate indices."""
 
 
 class CallSite:
@@ -97,6 +101,35 @@ class Instruction(User):
         #: the call's spelled shape (:class:`CallSite`), None for other opcodes
         self.call: CallSite | None = call if call is not None or opcode not in CALLS else _call_site(parts)
         _decode(self, opcode, parts)
+
+    @classmethod
+    def parsed(cls, opcode: str, type: T.Type, parts: list[Part], operands: list[Value], name: str,
+               call: CallSite | None, fields: Fields) -> Instruction:
+        """An instruction whose typed fields are known (:meth:`fields` of one spelled alike)."""
+        self = cls.__new__(cls)
+        self.type = type
+        self._name = name
+        self.ref = quote_name("%", name) if name else None
+        self._uses = {}
+        self.operands = operands
+        opuses: list[Use | None] = []
+        for k, v in enumerate(operands):
+            if v.__class__ is ConstantData:
+                opuses.append(None)
+            else:
+                use = Use(self, k)
+                v._uses[use] = None  # pyright: ignore[reportPrivateUsage]
+                opuses.append(use)
+        self._opuses = opuses
+        self.opcode, self.parts, self.parent, self.call = opcode, parts, None, call
+        self.metadata = {}
+        self.debug_records = []
+        self.flags, self.predicate, self.operation, self.alignment, self.element_type, self.aggregate_indices = fields
+        return self
+
+    def fields(self) -> Fields:
+        """The typed fields decoded from the spelling, as :meth:`parsed` takes them."""
+        return self.flags, self.predicate, self.operation, self.alignment, self.element_type, self.aggregate_indices
 
     def detached_copy(self, name: str | None = None) -> Instruction:
         """A copy without operands, block or metadata (operands are appended by the caller)."""

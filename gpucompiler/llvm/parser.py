@@ -6,9 +6,9 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..errors import UnsupportedIRError
+from ..errors import IRParseError, UnsupportedIRError
 from . import types as T
-from .lexer import tokenize, unquote
+from .lexer import tokenize, tokenize_lines, unquote
 from .metadata import MDNode, NamedMetadata
 from .module import Function, GlobalAlias, GlobalVariable, Module
 from .parser_instructions import InstructionParser
@@ -38,9 +38,17 @@ def no_cyclic_gc() -> Iterator[None]:
 
 
 def parse(text: str) -> Module:
-    """Parse LLVM's printed IR into a :class:`Module`."""
+    """Parse LLVM's printed IR into a :class:`Module`; malformed text raises :class:`IRParseError` at
+    its line and column."""
     with no_cyclic_gc():
-        return Parser(text).run()
+        p = Parser(text)
+        try:
+            return p.run()
+        except IRParseError:
+            raise
+        except (IndexError, KeyError, ValueError, TypeError, AttributeError, RecursionError) as exc:
+            why = "the line ends early" if isinstance(exc, IndexError) else f"malformed text ({exc})"
+            raise p.located(f"cannot read this line: {why}") from None
 
 
 def split_attachments(toks: list[str], comma: bool = True) -> list[tuple[str, str]]:
@@ -86,9 +94,11 @@ def attr_list(toks: list[str], i: int, stop) -> tuple[list[str], int]:
 
 
 class Parser(InstructionParser):
-    """One parse of one module text."""
+    """One parse of one module text. ``reuse_shapes=False`` parses every instruction in full (the
+    reference the shape reuse is tested against)."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, *, reuse_shapes: bool = True):
+        self.reuse_shapes = reuse_shapes
         self.lines = text.split("\n")
         self.lineno = 0
         self.module = Module()
@@ -103,6 +113,7 @@ class Parser(InstructionParser):
         self.fwd: dict = {}
         self.blocks: dict = {}
         self.block_lines: dict = {}
+        self.shapes: dict = {}
 
     def run(self) -> Module:
         lines = self.lines
@@ -123,11 +134,11 @@ class Parser(InstructionParser):
     def _finish(self) -> None:
         for tok, ph in self.gfwd.items():
             self.lineno = ph.line
-            self.error(f"use of undefined value {tok}")
+            self.error(f"use of undefined value {tok}", token=tok)
         for tok, node in self.mds.items():
             if not node.parts:
                 self.lineno = self.md_lines[tok]
-                self.error(f"use of undefined metadata {tok}")
+                self.error(f"use of undefined metadata {tok}", token=tok)
 
     # -- simple entities -----------------------------------------------------
     def _target(self) -> None:
@@ -145,7 +156,8 @@ class Parser(InstructionParser):
 
     def _attributes(self) -> None:
         g = self.attr_group(self.toks[1])
-        g.attrs, _ = attr_list(self.toks, 4, ("}",))
+        g.attrs, self.i = attr_list(self.toks, 4, ("}",))
+        self.expect("}")
         self.module.attribute_groups.append(g)
 
     def _struct(self) -> None:
@@ -181,6 +193,8 @@ class Parser(InstructionParser):
         ph = self.gfwd.pop(tok, None)
         if ph is not None:
             ph.replace_all_uses_with(value)
+        elif tok in self.gvals:
+            self.error(f"redefinition of {tok}", token=tok)
         self.gvals[tok] = value
 
     # -- globals -------------------------------------------------------------
@@ -290,23 +304,32 @@ class Parser(InstructionParser):
         self.locals = {n: a for n, a in zip(names, fn.args) if n is not None}
         self.fwd, self.blocks, self.block_lines = {}, {}, {}
         lines = self.lines
+        first = self.lineno + 1
+        last = first
+        while last < len(lines) and lines[last][:1] != "}":  # LLVM prints the closing brace alone
+            last += 1
+        body = tokenize_lines(lines[first:last])
+        if last < len(lines):
+            body.append(["}"])
         block = None
         pending: list = []
+        k = -1
         while True:
-            self.lineno += 1
-            if self.lineno >= len(lines):
-                self.lineno = max(k for k, line in enumerate(lines) if line.strip())
-                self.error("missing '}' at the end of the function body")
-            toks = tokenize(lines[self.lineno])
+            k += 1
+            if k >= len(body):
+                self.lineno = max(n for n, line in enumerate(lines) if line.strip())
+                self.error("missing '}' at the end of the function body", token="")
+            toks = body[k]
             if not toks:
                 continue
+            self.lineno = first + k
             t0 = toks[0]
             if t0 == "}":
                 break
             if len(toks) == 2 and toks[1] == ":":
                 block = self.block("%" + t0)
                 if block.parent is not None:
-                    self.error(f"redefinition of block {t0}")
+                    self.error(f"redefinition of block {t0}", token=t0)
                 block.parent = fn
                 fn.blocks.append(block)
                 self.block_lines.pop("%" + t0, None)
@@ -316,12 +339,14 @@ class Parser(InstructionParser):
                 pending.append(self.debug_record())
                 continue
             name_tok = None
-            if t0[0] == "%" and toks[1] == "=":
+            if t0[0] == "%" and len(toks) > 1 and toks[1] == "=":
                 name_tok, self.i = t0, 2
+                if len(toks) == 2:
+                    self.error("expected an instruction after '='")
             if toks[self.i] in _MULTILINE:
-                self._continuation(toks)
-            last = toks[-1]
-            attachments = split_attachments(toks) if last[0] == "!" or last == "}" else None
+                k = self._continuation(toks, body, k)
+            last_tok = toks[-1]
+            attachments = split_attachments(toks) if last_tok[0] == "!" or last_tok == "}" else None
             inst = self.instruction(name_tok)
             if attachments:
                 inst.metadata = {k: self.md(v) if v != "!{}" else MDNode(["!{}"]) for k, v in attachments}
@@ -339,32 +364,37 @@ class Parser(InstructionParser):
                 ph = self.fwd.pop(name_tok, None)
                 if ph is not None:
                     ph.replace_all_uses_with(inst)
+                elif name_tok in self.locals:
+                    self.error(f"redefinition of value {name_tok}", token=name_tok)
                 self.locals[name_tok] = inst
         for tok, ph in self.fwd.items():
             self.lineno = ph.line
-            self.error(f"use of undefined value {tok}")
+            self.error(f"use of undefined value {tok}", token=tok)
         for tok, line in self.block_lines.items():
             self.lineno = line
-            self.error(f"use of undefined block {tok}")
+            self.error(f"use of undefined block {tok}", token=tok)
 
-    def _continuation(self, toks: list[str]) -> None:
-        """Append the following lines of a multi-line ``switch`` or ``landingpad``."""
+    def _continuation(self, toks: list[str], body: list[list[str]], k: int) -> int:
+        """Append the tokens of the lines after ``body[k]`` that continue a ``switch`` or ``landingpad``;
+        the index of the last line taken."""
         op = toks[self.i]
-        lines = self.lines
         if op == "switch" and toks[-1] == "[":
             while True:
-                self.lineno += 1
-                nxt = tokenize(lines[self.lineno])
+                k += 1
+                if k >= len(body) or body[k][:1] == ["}"]:
+                    self.error("missing ']' at the end of the switch")
+                nxt = body[k]
                 toks.extend(nxt)
                 if nxt and nxt[0] == "]":
                     break
         elif op in _CONTINUED:
-            while self.lineno + 1 < len(lines):
-                nxt = tokenize(lines[self.lineno + 1])
+            while k + 1 < len(body):
+                nxt = body[k + 1]
                 if not nxt or nxt[0] not in _CONTINUED[op]:
                     break
                 toks.extend(nxt)
-                self.lineno += 1
+                k += 1
+        return k
 
 
 _TOP = {

@@ -7,8 +7,8 @@ from . import types as T
 from .instructions import BINARY, CASTS, FLAG_WORDS, CallSite, DebugRecord, Instruction
 from .lexer import unquote
 from .module import BasicBlock
-from .parser_values import VALUE_WORDS, Emitter, ValueParser, _join
-from .values import Placeholder, Value
+from .parser_values import BLOCK, GLOBAL, LOCAL, VALUE_WORDS, Emitter, Source, ValueParser, _join
+from .values import Placeholder, Value, constant
 
 _I1 = T.i1
 
@@ -92,6 +92,9 @@ class InstructionParser(ValueParser):
     block_lines: dict[str, int]
     #: the call site of the call being parsed
     site: CallSite | None = None
+    #: shapes of the instructions parsed so far, by :func:`shape_key`
+    shapes: dict[tuple[str, ...], Shape]
+    reuse_shapes: bool
 
     def local(self, tok: str, ty: T.Type) -> Value:
         v = self.locals.get(tok)
@@ -110,6 +113,29 @@ class InstructionParser(ValueParser):
         return b
 
     def instruction(self, name_tok: str | None) -> Instruction:
+        """The instruction spelled by ``self.toks[self.i:]``, named by ``name_tok`` (``%x``) if given.
+
+        An instruction spelled like one parsed before up to its operands' names and numbers (its
+        :class:`Shape`) is made from that one's parts; the first of each shape is parsed in full.
+        """
+        toks, i = self.toks, self.i
+        key = shape_key(toks, i)
+        name = "" if name_tok is None or name_tok[1:].isdigit() else unquote(name_tok[1:])
+        shape = self.shapes.get(key)
+        if shape is not None:
+            inst = shape.make(self, toks, i, name)
+            if inst is not None:
+                return inst
+        self.sources = []
+        inst = self._parse_instruction(name)
+        sources, self.sources = self.sources, None
+        if sources is not None and self.reuse_shapes:
+            shape = Shape.of(self, inst, key, sources, toks, i)
+            if shape is not None:
+                self.shapes[key] = shape
+        return inst
+
+    def _parse_instruction(self, name: str) -> Instruction:
         toks = self.toks
         op = toks[self.i]
         if op in ("tail", "musttail", "notail"):
@@ -122,15 +148,14 @@ class InstructionParser(ValueParser):
         else:
             rule = RESULT_TYPE.get(op)
             if rule is None:
+                if not op[0].isalpha():
+                    self.error(f"expected an instruction, found {op!r}")
                 self.error(f"unsupported instruction {op!r}", UnsupportedIRError)
-            tys: list = []
+            tys: list[T.Type] = []
             self.items(em, None, tys, KEYWORDS)
             ty = rule(tys, toks)
-        name = ""
-        if name_tok is not None:
-            name = unquote(name_tok[1:])
-            if name_tok[1:].isdigit():
-                name = ""
+        if self.i < len(toks):
+            self.error(f"unexpected {toks[self.i]!r} after the instruction")
         return Instruction(op, ty, em.done(), em.ops, name, self.site)
 
     def _words_until_type(self, em: Emitter, names: list[str] | None = None) -> None:
@@ -180,6 +205,8 @@ class InstructionParser(ValueParser):
             em.slot(self.pvalue(ty))
             self.expect(",")
             em.raw(",")
+            if self.sources is not None:
+                self.sources.append((self.i, BLOCK, T.label))
             em.slot(self.block(toks[self.i]))
             self.i += 1
             self.expect("]")
@@ -252,3 +279,74 @@ _SPECIAL = {
     "invoke": InstructionParser._call,
     "callbr": InstructionParser._call,
 }
+
+
+def shape_key(toks: list[str], i: int) -> tuple[str, ...]:
+    """``toks[i:]`` with every token spelled ``%...`` as ``%``, ``@...`` as ``@`` and every number as
+    ``0``: lines with one key parse alike but for those tokens."""
+    marker = _MARKER.get
+    return tuple([marker(t[0], t) for t in toks[i:]])
+
+
+#: a token's first character -> its marker in a shape key
+_MARKER = {"%": "%", "@": "@", **dict.fromkeys("-0123456789", "0")}
+_MARKERS = frozenset(_MARKER.values())
+
+
+class Shape:
+    """What every instruction spelled with one :func:`shape_key` shares: opcode, type, parts, typed
+    fields, call site, where each operand's token is, and the tokens behind a marker that are not
+    operands (an alignment, an index, a named struct type), which must match."""
+
+    __slots__ = ("opcode", "type", "parts", "fields", "call", "sources", "fixed")
+
+    def __init__(self, inst: Instruction, sources: list[Source], fixed: list[tuple[int, str]]):
+        self.opcode, self.type, self.parts, self.call = inst.opcode, inst.type, list(inst.parts), inst.call
+        self.fields = inst.fields()
+        self.sources = tuple(sources)
+        self.fixed = tuple(fixed)
+
+    @classmethod
+    def of(cls, p: InstructionParser, inst: Instruction, key: tuple[str, ...], sources: list[Source],
+           toks: list[str], i: int) -> Shape | None:
+        """The shape of ``inst`` just parsed from ``toks[i:]``, None unless every operand is found
+        again from its token alone."""
+        ops = inst.operands
+        if len(sources) != len(ops) or (inst.call is not None and inst.call.metadata_args):
+            return None
+        rel: list[Source] = []
+        for (pos, kind, ty), op in zip(sources, ops):
+            if (key[pos - i] == "@") != (kind == GLOBAL) or (key[pos - i] == "%") != (kind in (LOCAL, BLOCK)):
+                return None
+            if _resolve(p, kind, toks[pos], ty) is not op:
+                return None
+            rel.append((pos - i, kind, ty))
+        taken = {pos for pos, _, _ in rel}
+        fixed = [(k, toks[i + k]) for k, marker in enumerate(key) if marker in _MARKERS and k not in taken]
+        return cls(inst, rel, fixed)
+
+    def make(self, p: InstructionParser, toks: list[str], i: int, name: str) -> Instruction | None:
+        """The instruction of this shape spelled by ``toks[i:]``, None if a fixed number differs."""
+        for k, t in self.fixed:
+            if toks[i + k] != t:
+                return None
+        ops: list[Value] = []
+        local = p.locals.get
+        for k, kind, ty in self.sources:
+            t = toks[i + k]
+            if kind == LOCAL:
+                v = local(t)
+                ops.append(v if v is not None else p.local(t, ty))
+            else:
+                ops.append(_resolve(p, kind, t, ty))
+        return Instruction.parsed(self.opcode, self.type, list(self.parts), ops, name, self.call, self.fields)
+
+
+def _resolve(p: InstructionParser, kind: int, tok: str, ty: T.Type) -> Value:
+    if kind == LOCAL:
+        return p.local(tok, ty)
+    if kind == BLOCK:
+        return p.block(tok)
+    if kind == GLOBAL:
+        return p.global_ref(tok)
+    return constant(ty, tok)

@@ -7,7 +7,7 @@ The parser keeps the current line's tokens in ``self.toks`` and a cursor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
 from ..errors import IRParseError, UnsupportedIRError
 from . import types as T
@@ -27,6 +27,10 @@ CONSTEXPR = frozenset(
     "insertelement shufflevector splat ptrauth dso_local_equivalent no_cfi blockaddress".split()
 )
 VALUE_WORDS = CONST_WORDS | CONSTEXPR | {"asm"}
+#: how an operand was spelled: one token naming a local value, a block, a global or a simple constant
+LOCAL, BLOCK, GLOBAL, CONSTANT = range(4)
+Source: TypeAlias = "tuple[int, int, T.Type]"
+"""(token index, LOCAL/BLOCK/GLOBAL/CONSTANT, the operand's type) of one operand."""
 
 
 class Emitter:
@@ -92,14 +96,38 @@ class ValueParser:
     mds: dict[str, MDNode]
     md_lines: dict[str, int]
     groups: dict[str, AttributeGroup]
+    #: where the operands of the instruction being parsed came from (:class:`Source` per operand, in
+    #: order), None when one came from several tokens (an aggregate, a constant expression)
+    sources: list[Source] | None = None
 
     if TYPE_CHECKING:  # defined by the instruction parser
         def local(self, tok: str, ty: T.Type) -> Value: ...
         def block(self, tok: str) -> BasicBlock: ...
 
     # -- errors --------------------------------------------------------------
-    def error(self, msg: str, cls: type[IRParseError] = IRParseError) -> NoReturn:
-        raise cls(msg, self.lineno + 1, self.lines[self.lineno] if self.lineno < len(self.lines) else None)
+    def error(self, msg: str, cls: type[IRParseError] = IRParseError, token: str | None = None) -> NoReturn:
+        """Raise ``cls`` at the current line and the token under the cursor (or ``token``'s first
+        occurrence in the line)."""
+        raise self.located(msg, cls, token)
+
+    def located(self, msg: str, cls: type[IRParseError] = IRParseError, token: str | None = None) -> IRParseError:
+        """The error :meth:`error` raises."""
+        line = self.lines[self.lineno] if self.lineno < len(self.lines) else None
+        return cls(msg, self.lineno + 1, line, column=self._column(line, token))
+
+    def _column(self, line: str | None, token: str | None) -> int | None:
+        if line is None:
+            return None
+        if token is not None:
+            k = line.find(token)
+            return k + 1 if k >= 0 else None
+        toks, pos, k = self.toks, 0, 0
+        for t in toks[: self.i + 1]:
+            k = line.find(t, pos)
+            if k < 0:
+                return None
+            pos = k + len(t)
+        return k + 1 if self.i < len(toks) else len(line.rstrip()) + 1
 
     def expect(self, tok: str) -> None:
         got = self.toks[self.i] if self.i < len(self.toks) else "end of line"
@@ -133,7 +161,11 @@ class ValueParser:
         if ty is None:
             c = t[0]
             if c == "i" and t[1:].isdigit():
-                ty = T.int_type(int(t[1:]))
+                bits = int(t[1:])
+                if not 0 < bits <= T.MAX_INT_BITS:
+                    self.i -= 1
+                    self.error(f"integer type {t} out of range (i1 to i{T.MAX_INT_BITS})")
+                ty = T.int_type(bits)
             elif t == "ptr":
                 ty = T.ptr(self._addrspace())
             elif c == "%":
@@ -233,12 +265,24 @@ class ValueParser:
         t = toks[self.i]
         self.i += 1
         c = t[0]
+        sources = self.sources
         if c == "%":
-            return self.block(t) if ty is T.label else self.local(t, ty)
+            if ty is T.label:
+                if sources is not None:
+                    sources.append((self.i - 1, BLOCK, ty))
+                return self.block(t)
+            if sources is not None:
+                sources.append((self.i - 1, LOCAL, ty))
+            return self.local(t, ty)
         if c == "@":
+            if sources is not None:
+                sources.append((self.i - 1, GLOBAL, ty))
             return self.global_ref(t)
         if c in "-0123456789" or t in CONST_WORDS or t[:2] == 'c"':
+            if sources is not None:
+                sources.append((self.i - 1, CONSTANT, ty))
             return constant(ty, t)
+        self.sources = None
         if c == "<" or c == "[" or c == "{":
             return self._aggregate(c, ty)
         if t in CONSTEXPR:
@@ -322,6 +366,8 @@ class ValueParser:
                         em.slot(self.pvalue(ty))
                     continue
                 if c == "%":
+                    if self.sources is not None:
+                        self.sources.append((self.i, LOCAL, T.void))
                     em.slot(self.local(t, T.void))
                     self.i += 1
                     continue
@@ -337,6 +383,8 @@ class ValueParser:
                     self.i += 1
                     continue
             elif c == "@":
+                if self.sources is not None:
+                    self.sources.append((self.i, GLOBAL, T.void))
                 em.slot(self.global_ref(t))
                 self.i += 1
                 continue
@@ -344,7 +392,7 @@ class ValueParser:
                 em.obj(self.attr_group(t))
                 self.i += 1
                 continue
-            if words is not None and c.isalpha() and t not in words and t[:2] != 'c"':
+            if words is not None and ((c.isalpha() and t not in words and t[:2] != 'c"') or c == "<" or c == "{"):
                 self.error(f"unknown keyword or type {t!r}")
             if c in "([{":
                 depth += 1

@@ -155,6 +155,8 @@ label = SIMPLE["label"]
 metadata = SIMPLE["metadata"]
 half, bfloat, float_, double = SIMPLE["half"], SIMPLE["bfloat"], SIMPLE["float"], SIMPLE["double"]
 
+#: the widest integer type LLVM accepts
+MAX_INT_BITS = (1 << 23) - 1
 _ints: dict[int, IntType] = {}
 _ptrs: dict[int, PointerType] = {}
 _cache: dict[tuple[object, ...], Type] = {}

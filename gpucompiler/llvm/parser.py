@@ -11,7 +11,7 @@ from . import types as T
 from .lexer import tokenize, tokenize_lines, unquote
 from .metadata import MDNode, NamedMetadata
 from .module import Function, GlobalAlias, GlobalVariable, Module
-from .parser_instructions import InstructionParser
+from .parser_instructions import _MARKER, InstructionParser
 from .parser_values import Emitter, _join
 from .values import Argument
 
@@ -313,6 +313,9 @@ class Parser(InstructionParser):
             body.append(["}"])
         block = None
         pending: list = []
+        blocks = fn.blocks
+        fwd, local_values, shapes = self.fwd, self.locals, self.shapes
+        marker = _MARKER.get
         k = -1
         while True:
             k += 1
@@ -331,42 +334,55 @@ class Parser(InstructionParser):
                 if block.parent is not None:
                     self.error(f"redefinition of block {t0}", token=t0)
                 block.parent = fn
-                fn.blocks.append(block)
+                blocks.append(block)
                 self.block_lines.pop("%" + t0, None)
                 continue
             self.toks, self.i = toks, 0
-            if t0[:5] == "#dbg_":
+            if t0[0] == "#" and t0[:5] == "#dbg_":
                 pending.append(self.debug_record())
                 continue
             name_tok = None
+            i = 0
             if t0[0] == "%" and len(toks) > 1 and toks[1] == "=":
-                name_tok, self.i = t0, 2
+                name_tok, i = t0, 2
                 if len(toks) == 2:
+                    self.i = 2
                     self.error("expected an instruction after '='")
-            if toks[self.i] in _MULTILINE:
+            if toks[i] in _MULTILINE:
+                self.i = i
                 k = self._continuation(toks, body, k)
             last_tok = toks[-1]
             attachments = split_attachments(toks) if last_tok[0] == "!" or last_tok == "}" else None
-            inst = self.instruction(name_tok)
+            # an instruction spelled like an earlier one up to value names and numbers is made from
+            # that one's shape; the first of each shape is parsed in full (InstructionParser.instruction)
+            key = tuple([marker(t[0], t) for t in (toks[i:] if i else toks)])
+            shape = shapes.get(key)
+            inst = None
+            if shape is not None:
+                name = "" if name_tok is None or name_tok[1:].isdigit() else unquote(name_tok[1:])
+                inst = shape.make(self, toks, i, name)
+            if inst is None:
+                self.i = i
+                inst = self.instruction(name_tok, key)
             if attachments:
-                inst.metadata = {k: self.md(v) if v != "!{}" else MDNode(["!{}"]) for k, v in attachments}
+                inst.metadata = {a: self.md(v) if v != "!{}" else MDNode(["!{}"]) for a, v in attachments}
             if pending:
                 inst.debug_records, pending = pending, []
             if block is None:  # unlabelled entry: numbered after the unnamed arguments
-                key = f"%{sum(1 for a in fn.args if a.ref is None)}"
-                block = self.block(key)
-                self.block_lines.pop(key)
+                entry = f"%{sum(1 for a in fn.args if a.ref is None)}"
+                block = self.block(entry)
+                self.block_lines.pop(entry)
                 block.parent = fn
-                fn.blocks.append(block)
+                blocks.append(block)
             block.instructions.append(inst)
             inst.parent = block
             if name_tok is not None:
-                ph = self.fwd.pop(name_tok, None)
+                ph = fwd.pop(name_tok, None)
                 if ph is not None:
                     ph.replace_all_uses_with(inst)
-                elif name_tok in self.locals:
+                elif name_tok in local_values:
                     self.error(f"redefinition of value {name_tok}", token=name_tok)
-                self.locals[name_tok] = inst
+                local_values[name_tok] = inst
         for tok, ph in self.fwd.items():
             self.lineno = ph.line
             self.error(f"use of undefined value {tok}", token=tok)

@@ -7,7 +7,7 @@ from . import types as T
 from .instructions import BINARY, CASTS, FLAG_WORDS, CallSite, DebugRecord, Instruction
 from .lexer import unquote
 from .module import BasicBlock
-from .parser_values import BLOCK, GLOBAL, LOCAL, VALUE_WORDS, Emitter, Source, ValueParser, _join
+from .parser_values import BLOCK, CONSTANT, GLOBAL, LOCAL, VALUE_WORDS, Emitter, Source, ValueParser, _join
 from .values import Placeholder, Value, constant
 
 _I1 = T.i1
@@ -112,14 +112,16 @@ class InstructionParser(ValueParser):
             self.block_lines[tok] = self.lineno
         return b
 
-    def instruction(self, name_tok: str | None) -> Instruction:
+    def instruction(self, name_tok: str | None, key: tuple[str, ...] | None = None) -> Instruction:
         """The instruction spelled by ``self.toks[self.i:]``, named by ``name_tok`` (``%x``) if given.
 
         An instruction spelled like one parsed before up to its operands' names and numbers (its
-        :class:`Shape`) is made from that one's parts; the first of each shape is parsed in full.
+        :class:`Shape`, found by ``key``, the :func:`shape_key` of the tokens) is made from that one's
+        parts; the first of each shape is parsed in full.
         """
         toks, i = self.toks, self.i
-        key = shape_key(toks, i)
+        if key is None:
+            key = shape_key(toks, i)
         name = "" if name_tok is None or name_tok[1:].isdigit() else unquote(name_tok[1:])
         shape = self.shapes.get(key)
         if shape is not None:
@@ -326,19 +328,25 @@ class Shape:
         return cls(inst, rel, fixed)
 
     def make(self, p: InstructionParser, toks: list[str], i: int, name: str) -> Instruction | None:
-        """The instruction of this shape spelled by ``toks[i:]``, None if a fixed number differs."""
+        """The instruction of this shape spelled by ``toks[i:]``, None if a fixed token differs."""
         for k, t in self.fixed:
             if toks[i + k] != t:
                 return None
         ops: list[Value] = []
-        local = p.locals.get
+        local, block, glob = p.locals.get, p.blocks.get, p.gvals.get
         for k, kind, ty in self.sources:
             t = toks[i + k]
             if kind == LOCAL:
                 v = local(t)
                 ops.append(v if v is not None else p.local(t, ty))
+            elif kind == CONSTANT:
+                ops.append(constant(ty, t))
+            elif kind == BLOCK:
+                v = block(t)
+                ops.append(v if v is not None else p.block(t))
             else:
-                ops.append(_resolve(p, kind, t, ty))
+                v = glob(t)
+                ops.append(v if v is not None else p.global_ref(t))
         return Instruction.parsed(self.opcode, self.type, list(self.parts), ops, name, self.call, self.fields)
 
 

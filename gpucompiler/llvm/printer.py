@@ -120,7 +120,7 @@ class Printer:
         out.extend(self.alias(a) for a in m.aliases.values())
         for fn in m.functions.values():
             out.append("")
-            out.append(self.function(fn))
+            self.function_lines(fn, out)
         out.append("")
         out.extend(f"attributes {self.groups[g]} = {{ {' '.join(g.attrs)} }}" for g in self.group_order)
         for nm in m.named_metadata.values():
@@ -149,6 +149,13 @@ class Printer:
 
     # -- functions -----------------------------------------------------------
     def function(self, fn: Function) -> str:
+        """The text of ``fn`` (its definition or declaration)."""
+        out: list[str] = []
+        self.function_lines(fn, out)
+        return "\n".join(out)
+
+    def function_lines(self, fn: Function, out: list[str]) -> None:
+        """Append the lines of ``fn`` to ``out``."""
         self._number(fn)
         define = bool(fn.blocks)
         args = []
@@ -175,56 +182,73 @@ class Printer:
             head.append(self.parts(fn.post, fn.operands))
         text = " ".join(head) + (self.attachments(fn.metadata, comma=False) if define else "")
         if not define:
-            return text
-        out = [text + " {"]
+            out.append(text)
+            return
+        out.append(text + " {")
         for k, b in enumerate(fn.blocks):
             self._block(b, k, out)
         out.append("}")
-        return "\n".join(out)
 
     def _number(self, fn: Function) -> None:
+        """Number the unnamed arguments, blocks and non-void instructions of ``fn``; rename a name
+        used twice."""
         slots = self.slots
-        n = 0
         seen: set[str] = set()
+        n = 0
+        void = T.void
+        for vs in (fn.args, *([b, *[i for i in b.instructions if i.type is not void]] for b in fn.blocks)):
+            for v in vs:
+                r = v.ref
+                if r is None:
+                    slots[v] = f"%{n}"
+                    n += 1
+                elif r in seen:
+                    self._rename(v, seen)
+                else:
+                    seen.add(r)
 
-        def name(v: Value) -> None:
-            nonlocal n
-            if v.ref is None:
-                slots[v] = f"%{n}"
-                n += 1
-            elif v.ref in seen:
-                base, k = v.name, 1
-                while f"%{base}.{k}" in seen:
-                    k += 1
-                v.name = f"{base}.{k}"
-                seen.add(v.ref)
-            else:
-                seen.add(v.ref)
-
-        for a in fn.args:
-            name(a)
-        for b in fn.blocks:
-            name(b)
-            for inst in b.instructions:
-                if inst.type._s != "void":
-                    name(inst)
+    @staticmethod
+    def _rename(v: Value, seen: set[str]) -> None:
+        base, k = v.name, 1
+        while f"%{base}.{k}" in seen:
+            k += 1
+        v.name = f"{base}.{k}"
+        seen.add(f"%{v.name}" if v.ref is None else v.ref)
 
     def _block(self, b: BasicBlock, k: int, out: list[str]) -> None:
         if b.ref is not None:
             out.append(f"{b.ref[1:]}:")
         elif k:
             out.append(f"{self.slots[b][1:]}:")
-        parts, slots, att = self.parts, self.slots, self.attachments
+        slots, mds, att, void = self.slots, self.mds, self.attachments, T.void
         for inst in b.instructions:
-            for r in inst.debug_records:
-                out.append(f"    #dbg_{r.kind}{parts(r.parts, r.operands)}")
-            body = parts(inst.parts, inst.operands)
-            if inst.metadata:
-                body += att(inst.metadata)
-            if inst.type._s == "void":
-                out.append("  " + body)
+            if inst.debug_records:
+                for r in inst.debug_records:
+                    out.append(f"    #dbg_{r.kind}{self.parts(r.parts, r.operands)}")
+            if inst.type is void:
+                line = ["  "]
             else:
-                out.append(f"  {inst.ref or slots[inst]} = {body}")
+                r = inst.ref
+                line = ["  ", r if r is not None else slots[inst], " = "]
+            ops = inst.operands
+            parts: list = inst.parts  # Printer.parts inlined: this loop is most of the printing
+            for p in parts:
+                c = p.__class__
+                if c is str:
+                    line.append(p)
+                elif c is int:
+                    v = ops[p]
+                    r = v.ref
+                    line.append(r if r is not None else slots.get(v) or self.ref(v))
+                elif c is MDNode:
+                    line.append(mds.get(p) or self.md(p))
+                elif c is AttributeGroup:
+                    line.append(self.group(p))
+                else:
+                    line.append(p._s)
+            if inst.metadata:
+                line.append(att(inst.metadata))
+            out.append("".join(line))
 
 
 def print_module(m: Module) -> str:

@@ -9,7 +9,11 @@ recorded launches, then the two generated gradient kernels in reverse
 ``backward`` on the same device, when installed. Each gradient is checked
 against the analytic one before it is timed. Times: median over ``--reps``
 calls (synchronised on a GPU), primal and gradient; ``ratio`` =
-gradient / primal of the same implementation.
+gradient / primal of the same implementation. ``tape µs/launch``: the
+launch tape's own host cost per recorded launch: the gradient's time minus
+the time of the same kernel launches made directly (the two forward or
+augmented launches and the two gradient or reverse launches, on arguments
+prepared once), over the number of recorded launches.
 
     PYTHONPATH=.:plugins python benchmarks/ad_launches.py [--device cpu|gpu] [--n N] [--json PATH]
 
@@ -35,6 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 from enzyme_plugin import LaunchTape
+from enzyme_plugin.launches.gradients import gradient_kernel, split_kernel
 from gpucompiler import device as gd
 from gpucompiler import GPUCompilerError, kernel
 from gpucompiler.errors import DeviceHeapError
@@ -107,6 +112,34 @@ def ours(x, w, xp, dev, split, reps, sync):
         return tape.gradient(x), tape.gradient(w)
 
     return primal, grad, timed(primal, reps, sync), timed(grad, reps, sync)
+
+
+def launches_only(x, w, xp, dev, split, reps, sync) -> float:
+    """The kernel launches of a gradient made directly, without the tape (see the module docstring)."""
+    y, out = xp.zeros_like(x), xp.zeros(1)
+    dx, dy, dw, dout = xp.zeros_like(x), xp.zeros_like(x), xp.zeros_like(w), xp.ones(1)
+    blocks = (x.shape[0] + BLOCK - 1) // BLOCK
+    tk, ek = transform[blocks, BLOCK, dev], energy[blocks, BLOCK, dev]
+    if split:
+        holders = [xp.zeros((blocks * BLOCK, 1), dtype=xp.int64) for _ in range(LAUNCHES)]
+        ts, es = split_kernel(transform, (True, True)), split_kernel(energy, (True, True, True))
+        ts, es = ts[blocks, BLOCK, dev], es[blocks, BLOCK, dev]
+
+        def run():
+            ts(0, holders[0], x, dx, y, dy)
+            es(0, holders[1], y, dy, w, dw, out, dout)
+            es(1, holders[1], y, dy, w, dw, out, dout)
+            ts(1, holders[0], x, dx, y, dy)
+    else:
+        tg = gradient_kernel(transform, (True, True))[blocks, BLOCK, dev]
+        eg = gradient_kernel(energy, (True, True, True))[blocks, BLOCK, dev]
+
+        def run():
+            tk(x, y)
+            ek(y, w, out)
+            eg(y, dy, w, dw, out, dout)
+            tg(x, dx, y, dy)
+    return timed(run, reps, sync)
 
 
 def jax_rows(xh, wh, gpu, reps):
@@ -210,15 +243,19 @@ def main() -> int:
         gx, gw = grad()
         gx = gx.get() if gpu else gx
         assert np.allclose(gx, ex, rtol=1e-10) and np.isclose(float(gw[0]), ew, rtol=1e-10), "wrong gradient"
-        rows[name] = {"primal_s": tp, "grad_s": tg, "ratio": tg / tp}
+        direct = launches_only(x, w, xp, dev, split, reps, sync)
+        rows[name] = {"primal_s": tp, "grad_s": tg, "ratio": tg / tp, "launches_s": direct,
+                      "tape_per_launch_s": (tg - direct) / LAUNCHES}
     print(f"two-kernel program, n = {n}, float64, {args.device}: {label}")
-    print(f"| {'implementation':22} | primal (ms) | gradient (ms) | gradient/primal |")
-    print(f"|{'-' * 24}|-------------|---------------|-----------------|")
+    print(f"| {'implementation':22} | primal (ms) | gradient (ms) | gradient/primal | tape µs/launch |")
+    print(f"|{'-' * 24}|-------------|---------------|-----------------|----------------|")
     for name, r in rows.items():
         if "error" in r:
-            print(f"| {name:22} | {'-':>11} | {'-':>13} | {'failed' if not lost or 'LaunchTape' in name else 'not run':>15} |")
+            print(f"| {name:22} | {'-':>11} | {'-':>13} | {'failed' if not lost or 'LaunchTape' in name else 'not run':>15} "
+                  f"| {'-':>14} |")
             continue
-        print(f"| {name:22} | {r['primal_s'] * 1e3:11.3f} | {r['grad_s'] * 1e3:13.3f} | {r['ratio']:15.2f} |")
+        per = f"{r['tape_per_launch_s'] * 1e6:14.1f}" if "tape_per_launch_s" in r else f"{'-':>14}"
+        print(f"| {name:22} | {r['primal_s'] * 1e3:11.3f} | {r['grad_s'] * 1e3:13.3f} | {r['ratio']:15.2f} | {per} |")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"device": args.device, "machine": label, "n": n, "reps": reps, "rows": rows,

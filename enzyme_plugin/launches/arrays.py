@@ -8,6 +8,7 @@ module of the array's type; nothing here imports CuPy or PyTorch.
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
@@ -38,10 +39,18 @@ class ArrayOps:
     def int64_zeros(self, n: int, like):
         return self.module.zeros((n, 1), dtype=self.module.int64)
 
+    def on_default_stream(self) -> bool:
+        """Whether the library queues its work on CUDA's legacy default stream (handle 0), the stream of a
+        launch without one: then its copies and the launches are ordered without a synchronisation."""
+        return True
+
 
 class CupyOps(ArrayOps):
     def __init__(self, module):
         self.module = module
+
+    def on_default_stream(self) -> bool:
+        return self.module.cuda.get_current_stream().ptr == 0
 
 
 class TorchOps(ArrayOps):
@@ -65,20 +74,35 @@ class TorchOps(ArrayOps):
     def int64_zeros(self, n: int, like):
         return self.module.zeros((n, 1), dtype=self.module.int64, device=like.device)
 
+    def on_default_stream(self) -> bool:
+        return not self.module.cuda.is_available() or self.module.cuda.current_stream().cuda_stream == 0
 
-def ops_of(a, what: str = "array") -> ArrayOps:
-    """The operations of ``a``'s library: NumPy arrays, CuPy arrays, PyTorch tensors."""
-    if isinstance(a, np.ndarray):
-        return ArrayOps()
-    root = type(a).__module__.split(".")[0]
+
+NUMPY = ArrayOps()
+"""The operations of NumPy arrays (the CPU grid emulation)."""
+
+
+@functools.lru_cache(maxsize=64)
+def _ops_of_type(cls: type) -> ArrayOps | None:
+    if issubclass(cls, np.ndarray):
+        return NUMPY
+    root = cls.__module__.split(".")[0]
     module = sys.modules.get(root)
     if root == "cupy" and module is not None:
         return CupyOps(module)
     if root == "torch" and module is not None:
         return TorchOps(module)
+    return None
+
+
+def ops_of(a, what: str = "array") -> ArrayOps:
+    """The operations of ``a``'s library: NumPy arrays, CuPy arrays, PyTorch tensors (one object per type)."""
+    ops = _ops_of_type(type(a))
+    if ops is not None:
+        return ops
     raise ArgumentTypeError(what, type(a).__name__, caller_location(), "LaunchTape",
                             hint="launch recorded kernels on NumPy arrays (CPU grid emulation), CuPy arrays "
                                  "or PyTorch tensors; pass others as NumPy or CuPy views")
 
 
-__all__ = ["ArrayOps", "ops_of"]
+__all__ = ["ArrayOps", "NUMPY", "ops_of"]

@@ -13,10 +13,19 @@ Every float array a recorded launch takes gets a shadow (its gradient),
 made like the array by the array's library and kept by the tape; the seeds
 of ``backward`` are added into them, and each launch's gradient kernel adds
 into the shadows of its inputs. The arrays a kernel writes (read from its
-typed IR, :mod:`.writes`) are copied before its launch; ``backward`` puts
-them back as it walks the launches in reverse, so each gradient kernel sees
-the memory its kernel saw, also when later launches overwrote it. After
-``backward`` the arrays hold their values from the end of the recording.
+typed IR, :mod:`.writes`) are copied before its launch when its gradient
+needs their old values: when the kernel reads them too, or an earlier
+launch took them, or a hand-written gradient replaces the generated one (an
+array the kernel only stores into gets the same stores again from its
+gradient kernel). ``backward`` puts the copies back as it walks the launches
+in reverse, so each gradient kernel sees the memory its kernel saw, also
+when later launches overwrote it. After ``backward`` the arrays hold their
+values from the end of the recording.
+
+What a launch needs to know of its kernel (the shadowed parameters, the
+written and read arrays) is worked out once per kernel and signature; on a
+GPU, copies and launches on CUDA's legacy default stream are ordered by the
+stream, without a synchronisation.
 
 With ``LaunchTape(split=True)`` each launch runs the augmented forward sweep
 of its kernel instead (Enzyme's split mode): every thread keeps what its
@@ -34,6 +43,7 @@ the reverse sweeps, which a garbage collector's finalizer must not do): a
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -50,9 +60,11 @@ from gpucompiler import settings
 from gpucompiler.targets import PTXTarget
 
 from ..api import caller_location
-from .arrays import ArrayOps, ops_of
+from gpucompiler.runtime.arguments import SCALAR_TYPES
+
+from .arrays import NUMPY, ArrayOps, ops_of
 from .gradients import differentiable, gradient_kernel, registered_gradient, split_kernel
-from .writes import written_parameters
+from .writes import read_parameters, written_parameters
 
 
 class LaunchTapeError(SourceError, ValueError):
@@ -66,28 +78,64 @@ class LaunchTapeError(SourceError, ValueError):
 @attrs.define(eq=False)
 class LaunchRecord:
     """One recorded launch: the kernel with its configuration, the bound arguments, the copies of the
-    arrays it writes (taken before it ran) and, in split mode, its per-thread tape holders."""
+    arrays it writes that its gradient needs (taken before it ran) and, in split mode, its per-thread
+    tapes."""
 
     launch: Launch
     args: tuple
-    dup: tuple[bool, ...]
-    """per parameter: a float array with a shadow"""
+    plan: LaunchPlan
     snapshots: list[tuple[int, Any]]
     """(parameter index, copy before the launch)"""
     ops: ArrayOps
     holders: Any = None
-    """split mode: one int64 per thread, the address of its tape"""
+    """split mode: the per-thread tapes (one row of int64 words per thread)"""
+
+    @property
+    def dup(self) -> tuple[bool, ...]:
+        return self.plan.dup
 
     @property
     def on_cpu(self) -> bool:
         return self.launch.stream == CPU
 
 
+@attrs.frozen
+class LaunchPlan:
+    """What a launch tape needs to know of a kernel for one signature, worked out once."""
+
+    dup: tuple[bool, ...]
+    """per parameter: a float array with a shadow"""
+    arrays: tuple[int, ...]
+    """the array parameters"""
+    written: tuple[int, ...]
+    """the array parameters the kernel may write"""
+    reads: frozenset[int]
+    """the array parameters whose elements the kernel may read"""
+
+
 @functools.lru_cache(maxsize=512)
-def _written(k: Kernel, argtypes: tuple) -> frozenset[int]:
+def _plan(k: Kernel, argtypes: tuple) -> LaunchPlan:
     def infer():
         return k.specialization(argtypes).infer(PTXTarget(), k.plugins)[1]
-    return written_parameters(k._enabling_plugins(infer))
+    frame = k._enabling_plugins(infer)
+    arrays = tuple(j for j, t in enumerate(argtypes) if isinstance(widen(t), T.ArrayType))
+    return LaunchPlan(differentiable(argtypes), arrays, tuple(sorted(written_parameters(frame))),
+                      read_parameters(frame))
+
+
+def _argtypes(k: Kernel, args: tuple, cpu: bool) -> tuple:
+    """The kernel's argument types of ``args`` (NumPy arrays and Python scalars typed directly)."""
+    if not cpu:
+        return k.argument_types(args)
+    out = []
+    for a in args:
+        t = SCALAR_TYPES.get(type(a))
+        if t is None:
+            if type(a) is not np.ndarray:
+                return k.host_arguments(args)[0]
+            t = T.typeof(a)
+        out.append(t)
+    return tuple(out)
 
 
 def _span(a) -> tuple[int, int] | None:
@@ -100,10 +148,17 @@ def _span(a) -> tuple[int, int] | None:
     start, itemsize = iface["data"][0], np.dtype(iface["typestr"]).itemsize
     shape, strides = iface["shape"], iface.get("strides")
     if strides is None:
-        return start, start + itemsize * int(np.prod(shape))
+        return start, start + itemsize * math.prod(shape)
     lo = start + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
     hi = start + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + itemsize
     return lo, hi
+
+
+def _overlap(a, b) -> bool:
+    if type(a) is np.ndarray and type(b) is np.ndarray:
+        return bool(np.may_share_memory(a, b))
+    sa, sb = _span(a), _span(b)
+    return bool(sa and sb and sa[0] < sb[1] and sb[0] < sa[1] and sa[0] != sa[1] and sb[0] != sb[1])
 
 
 class LaunchTape:
@@ -113,6 +168,7 @@ class LaunchTape:
         self.split = bool(split)
         self.records: list[LaunchRecord] = []
         self._shadows: dict[int, tuple[Any, Any]] = {}  # id(array) -> (array, shadow); the array kept alive
+        self._taken: set[int] = set()  # id() of the arrays recorded launches took (the records keep them alive)
         self._recording = None
 
     # -- recording -------------------------------------------------------------
@@ -135,45 +191,55 @@ class LaunchTape:
             raise for_user(exc, settings.debug_tracebacks())
 
     def _record_launch(self, launch: Launch, args: tuple) -> None:
-        k = launch.kernel
-        argtypes = k.host_arguments(args)[0] if launch.stream == CPU else k.argument_types(args)
-        if launch.stream != CPU and isinstance(launch.stream, str):
+        k, cpu = launch.kernel, launch.stream == CPU
+        if not cpu and isinstance(launch.stream, str):
             raise LaunchError(f"unknown device {launch.stream!r}; use {CPU!r} for the CPU grid emulation "
                               "or a CUDA stream")
-        dup = differentiable(argtypes)
-        self._check_overlaps(k, args, argtypes)
-        arrays = [a for a, t in zip(args, argtypes) if isinstance(widen(t), T.ArrayType)]
-        ops = ops_of(arrays[0], "array argument") if arrays else ArrayOps()
-        written = _written(k, tuple(argtypes))
-        for j in written:
-            ops_of(args[j], k.py_func.__code__.co_varnames[j])
-        self._sync(launch)
-        snapshots = [(j, ops_of(args[j]).copy(args[j])) for j in sorted(written)]
-        self._sync(launch)
-        record = LaunchRecord(launch, tuple(args), dup, snapshots, ops)
+        plan = _plan(k, _argtypes(k, args, cpu))
+        self._check_overlaps(k, args, plan.arrays)
+        ops = ops_of(args[plan.arrays[0]], "array argument") if plan.arrays else NUMPY
+        names = k.py_func.__code__.co_varnames
+        hand = registered_gradient(k)
+        taken, keep = self._taken, []
+        read = {id(args[j]) for j in plan.reads}  # an array passed twice is read if either parameter is
+        for j in plan.written:
+            ops_of(args[j], names[j])
+            # the gradient kernel reads what its kernel read: a copy of what the kernel overwrites, unless it
+            # only stores into the array and no earlier launch took it (the stores come out the same again)
+            if hand is not None or id(args[j]) in read or id(args[j]) in taken:
+                keep.append(j)
+        snapshots = []
+        if keep:
+            self._sync(launch, ops)
+            snapshots = [(j, ops_of(args[j]).copy(args[j])) for j in keep]
+            self._sync(launch, ops)
+        taken.update(id(args[j]) for j in plan.arrays)
+        record = LaunchRecord(launch, tuple(args), plan, snapshots, ops)
         with_shadows = self._with_shadows(record)  # every float array gets its shadow now
-        if self.split and any(dup) and registered_gradient(k) is None:
+        if self.split and any(plan.dup) and hand is None:
             g, b = launch.grid, launch.block
-            record.holders = ops.int64_zeros(g[0] * g[1] * g[2] * b[0] * b[1] * b[2], arrays[0])
-            split_kernel(k, dup)[g, b, launch.stream].run(0, record.holders, *with_shadows)
+            record.holders = ops.int64_zeros(g[0] * g[1] * g[2] * b[0] * b[1] * b[2], args[plan.arrays[0]])
+            split_kernel(k, plan.dup)[g, b, launch.stream].run(0, record.holders, *with_shadows)
         else:
             launch.run(*args)
         self.records.append(record)
 
     @staticmethod
-    def _sync(launch: Launch) -> None:
-        """Copies run on the array library's stream, launches on theirs: on a GPU, wait between them."""
-        if launch.stream != CPU:
+    def _sync(launch: Launch, ops: ArrayOps) -> None:
+        """Copies run on the array library's stream, launches on theirs: on a GPU, wait between them unless
+        both are CUDA's legacy default stream (then they are in order)."""
+        if launch.stream != CPU and not (launch.stream in (None, 0) and ops.on_default_stream()):
             cuda_runtime.synchronize()
 
     @staticmethod
-    def _check_overlaps(k: Kernel, args, argtypes) -> None:
+    def _check_overlaps(k: Kernel, args, arrays) -> None:
         """Two different array objects over the same memory would get two shadows: a wrong gradient."""
-        spans = [(j, _span(a)) for j, (a, t) in enumerate(zip(args, argtypes)) if isinstance(widen(t), T.ArrayType)]
+        if len(arrays) < 2:
+            return
         names = k.py_func.__code__.co_varnames
-        for m, (i, si) in enumerate(spans):
-            for j, sj in spans[m + 1:]:
-                if si and sj and args[i] is not args[j] and si[0] < sj[1] and sj[0] < si[1]:
+        for m, i in enumerate(arrays):
+            for j in arrays[m + 1:]:
+                if args[i] is not args[j] and _overlap(args[i], args[j]):
                     raise LaunchTapeError(f"{k.py_func.__qualname__}: the arrays {names[i]!r} and {names[j]!r} "
                                           "overlap in memory: a recorded launch takes each array once (or the "
                                           "same object twice), not two views of one buffer")
@@ -250,20 +316,24 @@ class LaunchTape:
         return any(record.dup) and registered_gradient(record.launch.kernel) is None
 
     def _final_values(self) -> list:
+        """Copies of the arrays that the replay changes: those with snapshots. (An array without one is
+        written by one launch, which only stores into it: its gradient kernel stores the same values.)"""
         seen: dict[int, Any] = {}
         for r in self.records:
             for j, _ in r.snapshots:
                 a = r.args[j]
                 if id(a) not in seen:
-                    self._sync(r.launch)
+                    self._sync(r.launch, r.ops)
                     seen[id(a)] = (a, ops_of(a).copy(a))
         return list(seen.values())
 
     def _restore(self, record: LaunchRecord) -> None:
-        self._sync(record.launch)
+        if not record.snapshots:
+            return
+        self._sync(record.launch, record.ops)
         for j, value in record.snapshots:
             ops_of(record.args[j]).assign(record.args[j], value)
-        self._sync(record.launch)
+        self._sync(record.launch, record.ops)
 
     def _scratch(self) -> dict[int, Any]:
         return {key: ops_of(a).zeros_like(a) for key, (a, _) in self._shadows.items()}
@@ -295,6 +365,7 @@ class LaunchTape:
             self._backward([], None, scratch=True)
         self.records.clear()
         self._shadows.clear()
+        self._taken.clear()
 
     def __del__(self) -> None:
         unfreed = sum(1 for r in getattr(self, "records", ()) if r.holders is not None)
@@ -307,4 +378,4 @@ class LaunchTape:
         return f"<LaunchTape{' (split)' if self.split else ''} of {len(self.records)} launch(es)>"
 
 
-__all__ = ["LaunchTape", "LaunchTapeError", "LaunchRecord"]
+__all__ = ["LaunchTape", "LaunchTapeError", "LaunchPlan", "LaunchRecord"]

@@ -1,4 +1,4 @@
-"""Which array parameters a kernel may write: the arrays a launch tape snapshots before the launch.
+"""Which array parameters a kernel may write, and which it may read: what a launch tape snapshots.
 
 Read from the kernel's typed IR (the frames of type inference), over every
 function it calls. Conservative: an array (or a tuple or activity holding
@@ -6,6 +6,11 @@ one) passed to anything that is not a known read (indexing, ``.shape``,
 ``len``) or a compiled callee counts as written; a value whose origin is not
 a parameter makes every array parameter written. Too many snapshots cost a
 copy; too few would give a wrong gradient.
+
+An array is *read* unless it is only stored into (``a[i] = number``) and
+its metadata asked for (``a.shape``, ``len(a)``): a kernel that writes an
+array without reading it computes the same stores from the same inputs when
+its gradient kernel runs again, so its launch needs no snapshot of it.
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ from gpucompiler.interpreter import Const, widen
 
 _READS = {operator.getitem, intrinsics.getitem_unchecked, getattr, len}
 """Calls that read their array operands and never write through them."""
+_STORES = {operator.setitem, intrinsics.setitem_unchecked}
+"""Calls that store into their first operand (and read the others)."""
+_METADATA = {getattr, len}
+"""Calls that read an array's metadata, not its elements, when their result holds no array."""
 
 
 def _carries_array(t) -> bool:
@@ -69,6 +78,42 @@ def _written(frame, active: set) -> set[int]:
     return out
 
 
+def _read(frame, active: set) -> set[int]:
+    if frame in active:
+        raise _Everything
+    active = active | {frame}
+    out: set[int] = set()
+    for block in frame.ir.blocks:
+        for inst in block.insts:
+            arrays = [k for k, a in enumerate(inst.args) if _carries_array(frame.typeof(a))]
+            if not arrays:
+                continue
+            res = frame.calls.get(inst)
+            if res is not None and res.callee is not None:
+                for j in _read(res.callee, active):
+                    if j < len(inst.args):
+                        out |= _origins(frame, inst.args[j], set())
+                continue
+            fn = frame.typeof(inst.fn)
+            fn = fn.value if isinstance(fn, Const) else None
+            if fn in _METADATA and not _carries_array(frame.typeof(inst)):
+                continue
+            stored = fn in _STORES and isinstance(inst.args[0], ir.Arg)  # a parameter itself, not a view of it
+            for k in arrays:
+                if not (stored and k == 0):
+                    out |= _origins(frame, inst.args[k], set())
+    return out
+
+
+def read_parameters(frame) -> frozenset[int]:
+    """Indices of the array parameters of ``frame`` whose elements it may read (see the module docstring)."""
+    arrays = {k for k, t in enumerate(frame.argtypes) if _carries_array(t)}
+    try:
+        return frozenset(_read(frame, set()) & arrays)
+    except _Everything:
+        return frozenset(arrays)
+
+
 def written_parameters(frame) -> frozenset[int]:
     """Indices of the array parameters of ``frame`` (a typed kernel) that it may write."""
     arrays = {k for k, t in enumerate(frame.argtypes) if _carries_array(t)}
@@ -78,4 +123,4 @@ def written_parameters(frame) -> frozenset[int]:
         return frozenset(arrays)
 
 
-__all__ = ["written_parameters"]
+__all__ = ["read_parameters", "written_parameters"]

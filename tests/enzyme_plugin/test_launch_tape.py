@@ -309,3 +309,45 @@ def test_autodiff_of_a_host_function_that_launches_kernels_points_to_the_launch_
         with pytest.raises(TypeInferenceError, match="in compiled code") as info:
             autodiff(Reverse, host, Duplicated(x, np.zeros(4)), Duplicated(y, np.ones(4)))
         assert "LaunchTape" in info.value.hint and info.value.filename == P.__file__
+
+
+def test_read_parameters_leave_out_arrays_the_kernel_only_stores_into():
+    from enzyme_plugin.launches.writes import read_parameters
+
+    def frame(k, *args):
+        return k.specialization(k.argument_types(args)).infer(PTXTarget(), ())[1]
+
+    x = np.ones(3)
+    assert read_parameters(frame(P.square, x, x)) == {0}                  # y[i] = ...: y only stored into
+    assert read_parameters(frame(P.zero_out, x)) == set()
+    assert read_parameters(frame(P.sin_in_place, x)) == {0}               # y[i] = sin(y[i])
+    assert read_parameters(frame(P.weighted_total, x, x[:1], x[:1])) == {0, 1, 2}   # the atomic add reads out
+    assert read_parameters(frame(P.through_helper, x, x, x)) == {0}       # z stored through helper_store
+
+
+def test_a_launch_that_only_stores_into_a_fresh_array_takes_no_snapshot_and_the_gradient_holds():
+    x, w = np.linspace(0.1, 1.2, 100), np.array([3.0])
+    tape, y, out = run_program(x, w)
+    first = tape.records[0]
+    assert first.launch.kernel is P.square and first.snapshots == []     # y: stored, never read before
+    assert [j for j, _ in tape.records[-1].snapshots] == [2]              # out: the atomic add reads it
+    y_end = y.copy()
+    tape.backward(loss=out)
+    assert np.allclose(tape.gradient(x), 3.0 * np.cos(x * x) * 2 * x, rtol=1e-13)
+    assert np.array_equal(y, y_end) and np.isclose(out[0], 3.0 * np.sum(np.sin(x * x)))
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["recompute", "split"])
+def test_an_array_stored_into_after_an_earlier_launch_read_it_is_snapshot(split):
+    x = np.linspace(-1.0, 1.0, 64)
+    x0, y, out, w = x.copy(), np.zeros(64), np.zeros(1), np.array([2.0])
+    tape = LaunchTape(split=split)
+    with tape:
+        P.square[2, 32, CPU](x, y)
+        P.zero_out[2, 32, CPU](x)                 # only stores into x, but square read it before
+        P.square[2, 32, CPU](y, y)                # the same array as input and output: y = y * y in place
+        P.weighted_total[2, 32, CPU](y, w, out)
+    assert [j for j, _ in tape.records[1].snapshots] == [0] and [j for j, _ in tape.records[2].snapshots] == [1]
+    tape.backward(loss=out)
+    assert np.allclose(tape.gradient(x), 2.0 * 4 * x0 ** 3)    # out = 2 * sum(x^4)
+    assert not x.any() and np.allclose(y, x0 ** 4)

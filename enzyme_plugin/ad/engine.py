@@ -65,11 +65,11 @@ class Engine:
                 declare(self.module, "realloc", T.function(T.ptr(), [T.ptr(), T.i64]))
             if key in ("push_device", "loop_grow_device"):  # malloc + copy + free: a device has no realloc
                 declare(self.module, "llvm.memcpy.p0.p0.i64", T.function(T.void, [T.ptr(), T.ptr(), T.i64, T.i1]))
-            if key in ("free", "tape_free", "loop_free", "push_device", "loop_grow_device"):
+            if key in ("free", "tape_free", "loop_free", "push_device", "loop_grow_device", "tape_close"):
                 declare(self.module, "free", T.function(T.void, [T.ptr()]))
-            if key in ("tape_alloc", "push_device", "loop_grow_device"):
+            if key in ("tape_alloc", "push_device", "loop_grow_device", "tape_open"):
                 declare(self.module, "malloc", T.function(T.ptr(), [T.i64]))
-            if key in ("trip_check", "tape_alloc", *grow):  # trap on overrun or out of memory
+            if key in ("trip_check", "tape_alloc", "tape_open", *grow):  # trap on overrun or out of memory
                 declare(self.module, "llvm.trap", T.function(T.void, []))
         return declare(self.module, name, fnty)
 

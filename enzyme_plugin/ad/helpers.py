@@ -8,6 +8,11 @@ from gpucompiler.llvm import types as T
 PREFIX = "__gpuc_ad_"
 """Names of the helpers: ``PREFIX + key``."""
 
+TAPE_INLINE = 40
+"""Bytes of caller memory (``enzyme_allocated``) from which a device's split-mode tape lives in it: the
+header ``{ptr base, i64 sp, i64 cap, ptr fixed}`` (32 bytes) and the first block of the stack after it
+(``fixed``: that block, which growth copies from but never frees)."""
+
 def _trap_if_null(value: str, next_label: str) -> str:
     """IR lines (braces doubled, for ``str.format``) that trap when allocation ``value`` failed:
     the tape never writes through null, on the CPU or on a device heap."""
@@ -69,12 +74,17 @@ ok:
 _GROW_REALLOC = ("  %nb = call ptr @realloc(ptr %b, i64 %nc), !gpuc.ad.tape !{{}}\n"
                  + _trap_if_null("%nb", "grown"))
 
-#: device growth (CUDA has no realloc): malloc + copy + free of the old block
+#: device growth (CUDA has no realloc): malloc + copy + free of the old block, unless the old block is the
+#: caller's memory the tape started in (the header's fourth word, :data:`TAPE_INLINE`)
 _GROW_COPY = ("  %nb = call ptr @malloc(i64 %nc), !gpuc.ad.tape !{{}}\n"
               + _trap_if_null("%nb", "copy")
               + "copy:\n"
               "  call void @llvm.memcpy.p0.p0.i64(ptr %nb, ptr %b, i64 %sp, i1 false)\n"
-              "  %had = icmp ne ptr %b, null\n"
+              "  %fixedp = getelementptr inbounds i8, ptr %t, i64 24\n"
+              "  %fixed = load ptr, ptr %fixedp, align 8\n"
+              "  %some = icmp ne ptr %b, null\n"
+              "  %lent = icmp ne ptr %b, %fixed\n"
+              "  %had = and i1 %some, %lent\n"
               "  br i1 %had, label %release, label %grown\n"
               "release:\n"
               "  call void @free(ptr %b), !gpuc.ad.tape !{{}}\n"
@@ -186,6 +196,66 @@ ok:
   ret void
 }}
 """),
+    # split mode on a device with the tape in the caller's memory (``enzyme_allocated, n``, ``enzyme_tape, h``):
+    # n >= TAPE_INLINE bytes hold the header and the first block of the stack (no malloc until it is full);
+    # fewer hold the address of a header on the heap, as Enzyme's 8-byte convention
+    "tape_open": (T.function(T.ptr(), [T.ptr(), T.i64]), ("""
+define internal ptr @{name}(ptr %h, i64 %n) alwaysinline {{
+entry:
+  %inl = icmp uge i64 %n, TAPE_INLINE
+  br i1 %inl, label %inline, label %heap
+inline:
+  %data = getelementptr inbounds i8, ptr %h, i64 32
+  %cap = sub i64 %n, 32
+  store ptr %data, ptr %h, align 8
+  %spp = getelementptr inbounds i8, ptr %h, i64 8
+  store i64 0, ptr %spp, align 8
+  %capp = getelementptr inbounds i8, ptr %h, i64 16
+  store i64 %cap, ptr %capp, align 8
+  %fixedp = getelementptr inbounds i8, ptr %h, i64 24
+  store ptr %data, ptr %fixedp, align 8
+  ret ptr %h
+heap:
+  %t = call ptr @malloc(i64 32), !gpuc.ad.tape !{{}}
+"""+_trap_if_null("%t", "ok")+"""ok:
+  store {{ ptr, i64, i64, ptr }} zeroinitializer, ptr %t, align 8
+  store ptr %t, ptr %h, align 8
+  ret ptr %t
+}}
+""").replace("TAPE_INLINE", str(TAPE_INLINE))),
+    "tape_header": (T.function(T.ptr(), [T.ptr(), T.i64]), """
+define internal ptr @{name}(ptr %h, i64 %n) alwaysinline {{
+entry:
+  %inl = icmp uge i64 %n, TAPE_INLINE
+  %p = load ptr, ptr %h, align 8
+  %t = select i1 %inl, ptr %h, ptr %p
+  ret ptr %t
+}}
+""".replace("TAPE_INLINE", str(TAPE_INLINE))),
+    "tape_close": (T.function(T.void, [T.ptr(), T.i64]), """
+define internal void @{name}(ptr %h, i64 %n) alwaysinline {{
+entry:
+  %inl = icmp uge i64 %n, TAPE_INLINE
+  br i1 %inl, label %inline, label %heap
+inline:
+  %b = load ptr, ptr %h, align 8
+  %fixedp = getelementptr inbounds i8, ptr %h, i64 24
+  %fixed = load ptr, ptr %fixedp, align 8
+  %grew = icmp ne ptr %b, %fixed
+  br i1 %grew, label %release, label %done
+release:
+  call void @free(ptr %b), !gpuc.ad.tape !{{}}
+  br label %done
+heap:
+  %t = load ptr, ptr %h, align 8
+  %tb = load ptr, ptr %t, align 8
+  call void @free(ptr %tb), !gpuc.ad.tape !{{}}
+  call void @free(ptr %t), !gpuc.ad.tape !{{}}
+  br label %done
+done:
+  ret void
+}}
+""".replace("TAPE_INLINE", str(TAPE_INLINE))),
     # sizes of nest arrays (products of trip counts and frame sizes): an overflow traps
     "size_mul": (T.function(T.i64, [T.i64, T.i64]), _CHECKED_SIZE.replace("OP", "umul")),
     "size_add": (T.function(T.i64, [T.i64, T.i64]), _CHECKED_SIZE.replace("OP", "uadd")),

@@ -2,7 +2,7 @@
 block, the values the block's reverse needs (and which predecessor it came
 from), then one reverse block per primal block that pops them, runs the
 adjoint rules in reverse order and branches to the reverse of the recorded
-predecessor. The tape is a stack (``{ptr base, i64 sp, i64 cap}``, grown by
+predecessor. The tape is a stack (``{ptr base, i64 sp, i64 cap, ptr fixed}``, grown by
 ``malloc`` + copy + ``free``: a device has no ``realloc``), which is correct for any CFG: loops of any trip count,
 recursion through calls (callees push on the same tape) and early exits.
 
@@ -23,7 +23,9 @@ from .rules import ARITH_REVERSE
 from .sweep import PASSIVE, Sweep
 from .tape import LoopTape
 
-TAPE = T.struct([T.ptr(), T.i64, T.i64])
+TAPE = T.struct([T.ptr(), T.i64, T.i64, T.ptr()])
+"""The tape stack's header: base, bytes in use, capacity, and a block of the caller's memory (or null) that
+growth never frees (:data:`.helpers.TAPE_INLINE`)."""
 
 
 class Reverse(Emit, Recompute, LoopTape):

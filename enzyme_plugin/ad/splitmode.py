@@ -6,7 +6,14 @@ gets hold of it in one of two ways, chosen per augmented call:
 
 * ``enzyme_tape, t`` (with ``enzyme_allocated, N``, N >= 8): the tape's
   address is stored in the first word of the caller's memory ``t``, and
-  ``__enzyme_reverse`` is given the same ``enzyme_tape, t``;
+  ``__enzyme_reverse`` is given the same ``enzyme_tape, t`` and ``N``. On a
+  device (``EngineOptions.device_tape``: PTX and the grid emulation), ``N``
+  of at least :data:`~.helpers.TAPE_INLINE` bytes (a constant or a value
+  known only when the code runs) holds the tape itself: its header and the
+  first block of its stack, so the augmented call allocates nothing until
+  that block is full (then the stack moves to the heap, as any device
+  tape grows). A launch tape gives every thread such a block of one
+  allocation made before the launch;
 * no ``enzyme_tape``: ``__enzyme_augmentfwd`` returns the tape (a ``void *``,
   or the first member of a ``{void *, result}`` struct), and
   ``__enzyme_reverse`` takes it as its last argument (or after
@@ -23,6 +30,7 @@ from gpucompiler.llvm import MDNode, constant, types as T
 
 from .emit import carries_derivative, declare, fconst, is_float_like, zero
 from .errors import unsupported
+from .helpers import TAPE_INLINE
 from .sweep import TAPE_MARK
 
 
@@ -47,6 +55,20 @@ class TapeConventions:
         return next(iter(seen)) if seen else None
 
 
+TAPE_BYTES = 32
+"""Bytes of a tape header on the heap (:data:`.reverse.TAPE`)."""
+
+
+def _in_caller_memory(engine, extras) -> bool:
+    """Whether the tape may live in the caller's ``enzyme_tape`` memory: on a device, with its size given and not
+    a constant below :data:`~.helpers.TAPE_INLINE` (a size known only at run time is tested there)."""
+    size = extras.get("enzyme_allocated")
+    if not engine.options.device_tape or size is None or extras.get("enzyme_tape") is None:
+        return False
+    n = getattr(size, "value", None)
+    return not (isinstance(n, int) and n < TAPE_INLINE)
+
+
 def _tape_call(call):
     """Mark the malloc/free of the tape's header as the AD tape's (the GPU validator accepts those: a
     kernel's split halves keep their tapes on the device heap)."""
@@ -63,15 +85,19 @@ def augment(engine, b, inst, f, kinds, values, extras):
     if isinstance(n, int) and n < 8:
         raise unsupported(f"enzyme_allocated gives {n} bytes: the tape needs at least 8", inst)
     aug, _ = engine.split_fns(f, kinds)
-    malloc = declare(engine.module, "malloc", T.function(T.ptr(), [T.i64]))
-    ts = _tape_call(b.call(malloc, [constant(T.i64, "24")]))
-    b.store(constant(TAPE, "zeroinitializer"), ts)
+    holder = extras.get("enzyme_tape")
+    if _in_caller_memory(engine, extras):  # the header (and the stack's first block) in the caller's memory
+        ts = b.call(engine.helper("tape_open"), [holder, size])
+    else:
+        malloc = declare(engine.module, "malloc", T.function(T.ptr(), [T.i64]))
+        ts = _tape_call(b.call(malloc, [constant(T.i64, str(TAPE_BYTES))]))
+        b.store(constant(TAPE, "zeroinitializer"), ts)
+        if holder is not None:
+            b.store(ts, holder)
     prim = b.call(aug, values + [ts])
     if f.return_type.kind == "ptr":  # {pointer, its shadow}
         prim = b.extractvalue(prim, 0)
-    holder = extras.get("enzyme_tape")
     if holder is not None:
-        b.store(ts, holder)
         ts = holder
     want = inst.type
     if want is T.void:
@@ -97,13 +123,20 @@ def reverse(engine, b, inst, f, kinds, values, extras, conventions):
     held = conventions.held(inst, f, kinds)
     if held is None:
         held = "enzyme_tape" in extras
-    ts = b.load(T.ptr(), given) if held else given
+    inline = held and "enzyme_tape" in extras and _in_caller_memory(engine, extras)
+    if inline:
+        ts = b.call(engine.helper("tape_header"), [given, extras["enzyme_allocated"]])
+    else:
+        ts = b.load(T.ptr(), given) if held else given
     rt = f.return_type
     if is_float_like(rt):
         seed = [extras.get("seed") or fconst(rt, 1.0)]
     else:  # an aggregate result holding floats gets a zero seed; others none
         seed = [zero(rt)] if carries_derivative(rt) else []
     out = b.call(rev, values + seed + [ts])
-    b.call(engine.helper("free"), [ts])
-    _tape_call(b.call(declare(engine.module, "free", T.function(T.void, [T.ptr()])), [ts]))
+    if inline:
+        b.call(engine.helper("tape_close"), [given, extras["enzyme_allocated"]])
+    else:
+        b.call(engine.helper("free"), [ts])
+        _tape_call(b.call(declare(engine.module, "free", T.function(T.void, [T.ptr()])), [ts]))
     return out if out.type is not T.void else None

@@ -36,8 +36,8 @@ class ArrayOps:
     def add_into(self, dst, src) -> None:
         dst += src
 
-    def int64_zeros(self, n: int, like):
-        return self.module.zeros((n, 1), dtype=self.module.int64)
+    def int64_empty(self, shape: tuple[int, int], like):
+        return self.module.empty(shape, dtype=self.module.int64)
 
     def on_default_stream(self) -> bool:
         """Whether the library queues its work on CUDA's legacy default stream (handle 0), the stream of a
@@ -71,8 +71,8 @@ class TorchOps(ArrayOps):
         with self.module.no_grad():
             dst.add_(src)
 
-    def int64_zeros(self, n: int, like):
-        return self.module.zeros((n, 1), dtype=self.module.int64, device=like.device)
+    def int64_empty(self, shape: tuple[int, int], like):
+        return self.module.empty(shape, dtype=self.module.int64, device=like.device)
 
     def on_default_stream(self) -> bool:
         return not self.module.cuda.is_available() or self.module.cuda.current_stream().cuda_stream == 0

@@ -56,12 +56,12 @@ from gpucompiler.errors import GPUCompilerError, LaunchError, SourceError, for_u
 from gpucompiler.interpreter import widen
 from gpucompiler.kernel import CPU, Kernel, Launch, recording_launches
 from gpucompiler.runtime import cuda as cuda_runtime
+from gpucompiler.runtime.arguments import SCALAR_TYPES
 from gpucompiler import settings
 from gpucompiler.targets import PTXTarget
 
+from ..ad.helpers import TAPE_INLINE
 from ..api import caller_location
-from gpucompiler.runtime.arguments import SCALAR_TYPES
-
 from .arrays import NUMPY, ArrayOps, ops_of
 from .gradients import differentiable, gradient_kernel, registered_gradient, split_kernel
 from .writes import read_parameters, written_parameters
@@ -99,6 +99,37 @@ class LaunchRecord:
         return self.launch.stream == CPU
 
 
+class TapeSizes:
+    """The bytes of a split tape per thread for one kernel and signature, per side (GPU, emulation).
+
+    Each thread's tape lives in its row of one array allocated before the launch (the header, then the first
+    block of its stack: :data:`~enzyme_plugin.ad.helpers.TAPE_INLINE`); a thread whose tape outgrows its row
+    moves the stack to the device heap (correct, and slow on a GPU: the device's malloc). The engine's stack
+    has no size known before the kernel runs (control flow and loops decide it), so the rows start at
+    :attr:`FIRST` bytes and then take the largest stack a reverse launch found (each header keeps its
+    stack's size until the reverse sweep pops it) with :attr:`MARGIN` bytes to spare.
+    """
+
+    HEADER = 32
+    FIRST = 256
+    MARGIN = 16
+
+    def __init__(self):
+        self._bytes: dict[bool, int] = {}  # on the CPU grid emulation -> bytes per thread
+
+    def words(self, cpu: bool) -> int:
+        """int64 words per thread for the next launch."""
+        return -(-self._bytes.get(cpu, self.FIRST) // 8)
+
+    def measure(self, holders, cpu: bool) -> None:
+        """Learn from the tapes of an augmented launch, before its reverse launch pops them."""
+        if cpu in self._bytes and holders.shape[1] * 8 >= self._bytes[cpu]:
+            return  # measured, and this launch's rows were as large: nothing to learn
+        used = int(holders[:, 1].max()) if holders.shape[0] else 0
+        need = self.HEADER + (used + self.MARGIN + 15) // 16 * 16
+        self._bytes[cpu] = max(need, self._bytes.get(cpu, 0), TAPE_INLINE)
+
+
 @attrs.frozen
 class LaunchPlan:
     """What a launch tape needs to know of a kernel for one signature, worked out once."""
@@ -111,6 +142,8 @@ class LaunchPlan:
     """the array parameters the kernel may write"""
     reads: frozenset[int]
     """the array parameters whose elements the kernel may read"""
+    tapes: TapeSizes = attrs.field(factory=TapeSizes, eq=False)
+    """split mode: the per-thread tape size learned from earlier launches"""
 
 
 @functools.lru_cache(maxsize=512)
@@ -169,6 +202,7 @@ class LaunchTape:
         self.records: list[LaunchRecord] = []
         self._shadows: dict[int, tuple[Any, Any]] = {}  # id(array) -> (array, shadow); the array kept alive
         self._taken: set[int] = set()  # id() of the arrays recorded launches took (the records keep them alive)
+        self._spare: dict[tuple, list] = {}  # split mode: per-thread tape arrays reversed, for the next recording
         self._recording = None
 
     # -- recording -------------------------------------------------------------
@@ -218,11 +252,18 @@ class LaunchTape:
         with_shadows = self._with_shadows(record)  # every float array gets its shadow now
         if self.split and any(plan.dup) and hand is None:
             g, b = launch.grid, launch.block
-            record.holders = ops.int64_zeros(g[0] * g[1] * g[2] * b[0] * b[1] * b[2], args[plan.arrays[0]])
+            shape = (g[0] * g[1] * g[2] * b[0] * b[1] * b[2], plan.tapes.words(cpu))
+            record.holders = self._tapes(ops, shape, args[plan.arrays[0]])
             split_kernel(k, plan.dup)[g, b, launch.stream].run(0, record.holders, *with_shadows)
         else:
             launch.run(*args)
         self.records.append(record)
+
+    def _tapes(self, ops: ArrayOps, shape: tuple[int, int], like):
+        """An array of one row of int64 words per thread (a reversed one again, or a new one: not zeroed,
+        the augmented sweep writes each row's header)."""
+        spare = self._spare.get((type(ops), shape))
+        return spare.pop() if spare else ops.int64_empty(shape, like)
 
     @staticmethod
     def _sync(launch: Launch, ops: ArrayOps) -> None:
@@ -353,8 +394,10 @@ class LaunchTape:
         for a, d in zip(record.args, record.dup):
             with_shadows += [a, shadow(a)] if d else [a]
         if record.holders is not None:
-            holders, record.holders = record.holders, None  # the reverse sweep frees the tapes
+            holders, record.holders = record.holders, None  # the reverse sweep frees what the tapes grew into
+            record.plan.tapes.measure(holders, record.on_cpu)
             split_kernel(k, record.dup)[g, b, s].run(1, holders, *with_shadows)
+            self._spare.setdefault((type(record.ops), holders.shape), []).append(holders)
         else:
             gradient_kernel(k, record.dup)[g, b, s].run(*with_shadows)
 
@@ -378,4 +421,4 @@ class LaunchTape:
         return f"<LaunchTape{' (split)' if self.split else ''} of {len(self.records)} launch(es)>"
 
 
-__all__ = ["LaunchTape", "LaunchTapeError", "LaunchPlan", "LaunchRecord"]
+__all__ = ["LaunchTape", "LaunchTapeError", "LaunchPlan", "LaunchRecord", "TapeSizes"]

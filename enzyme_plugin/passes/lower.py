@@ -185,11 +185,13 @@ def lower_call(model, call) -> None:
     b = Builder()
     b.position_before(call)
     args, actives, i = [w], [], 0
-    if mode.is_split_half:  # the tape holder: enzyme_allocated 8, enzyme_tape <its data>
+    if mode.is_split_half:  # the tape holder: enzyme_allocated <its bytes>, enzyme_tape <its data>
         if _activity(rest[0], call) is not Activity.TAPE:
             raise CompileError(f"{MARKER} in @{call.function.name}: split mode needs the tape holder first")
-        args += [_marker_global(model, "enzyme_allocated"), constant(T.i64, "8"),
-                 _marker_global(model, "enzyme_tape"), _flatten(b, rest[1])[0]]
+        flat = _flatten(b, rest[1])
+        ndim = (len(flat) - 1) // 2
+        nbytes = b.mul(flat[1], flat[1 + ndim]) if ndim else constant(T.i64, "8")  # contiguous: rows x row stride
+        args += [_marker_global(model, "enzyme_allocated"), nbytes, _marker_global(model, "enzyme_tape"), flat[0]]
         i = 2
     if i < len(rest) and _activity(rest[i], call) is Activity.RUNTIME_ACTIVITY:
         args += [_marker_global(model, "enzyme_runtime_activity"), constant(T.i64, "1")]

@@ -4,7 +4,7 @@ The program: ``transform`` writes ``y = sin(x) * x``, ``energy`` adds
 ``w0 * y²`` of every element into ``out[0]`` (one atomic per thread); its
 gradient ``(d out / d x, d out / d w)`` comes from ``LaunchTape``: the
 recorded launches, then the two generated gradient kernels in reverse
-(``--split``: split mode, the per-thread tapes on the heap). Beside it:
+(``(split)``: split mode, the per-thread tapes in rows of one array per launch). Beside it:
 ``jax.jit(jax.grad(f))`` of the same function in ``jax.numpy`` and PyTorch's
 ``backward`` on the same device, when installed. Each gradient is checked
 against the analytic one before it is timed. Times: median over ``--reps``
@@ -46,19 +46,6 @@ from gpucompiler.errors import DeviceHeapError
 
 BLOCK = 256
 LAUNCHES = 2
-TAPE_BYTES = 1024
-"""split mode: one tape per thread of each launch on the device heap until the reverse sweeps (a 24-byte
-header and a first block, ~150 bytes with the device malloc's own; 256 bytes a thread ran out on an H100:
-the device allocator's granularity and fragmentation need more)"""
-
-
-def device_heap_for(n: int) -> int:
-    """The device heap (bytes) for split mode on ``n`` elements: every thread of both launches holds its
-    tape at once (the default 256 MiB holds ~2^19 threads' tapes)."""
-    threads = (n + BLOCK - 1) // BLOCK * BLOCK
-    return max(256 << 20, LAUNCHES * threads * TAPE_BYTES)
-
-
 @kernel
 def transform(x, y):
     i = gd.grid(1)
@@ -211,8 +198,7 @@ def main() -> int:
     reps = args.reps or (50 if gpu else 7)
     rng = np.random.default_rng(0)
     xh, wh = rng.uniform(-2.0, 2.0, n), np.array([0.75])
-    if gpu:  # before the first launch of the process: the limit is set once per CUDA context
-        os.environ.setdefault("GPUC_DEVICE_HEAP", f"{-(-device_heap_for(n) >> 20)}M")
+    if gpu:
         import cupy as cp
 
         from gpucompiler.runtime import cuda
@@ -225,7 +211,7 @@ def main() -> int:
     rows: dict = {}
     ex, ew = analytic(xh, wh)
     lost = False  # a trap on the GPU (the device heap ran out) leaves the CUDA context unusable
-    # the peers first: a trap in split mode (the device heap) loses the CUDA context
+    # the peers first: a trap in split mode (a tape grown onto a full device heap) loses the CUDA context
     others = (("JAX jit(grad)", lambda: jax_rows(xh, wh, gpu, reps)), ("PyTorch", lambda: torch_rows(xh, wh, gpu, reps)))
     for name, run in others:
         r = run()

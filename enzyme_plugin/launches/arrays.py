@@ -25,7 +25,15 @@ class ArrayOps:
     module: Any = np
 
     def zeros_like(self, a):
+        """A zero shadow of ``a`` with ``a``'s layout: a strided view gets a strided shadow (every other
+        element of a buffer twice its size), as the gradient kernel takes each shadow with its array's type."""
+        if self._strided(a):
+            return self.module.zeros((*a.shape, 2), dtype=a.dtype)[..., 0]
         return self.module.zeros_like(a)
+
+    @staticmethod
+    def _strided(a) -> bool:
+        return not (a.flags.c_contiguous or a.flags.f_contiguous)
 
     def copy(self, a):
         return a.copy()
@@ -59,6 +67,11 @@ class TorchOps(ArrayOps):
 
     def copy(self, a):
         return a.detach().clone()
+
+    def zeros_like(self, a):
+        if not a.is_contiguous():
+            return self.module.zeros((*a.shape, 2), dtype=a.dtype, device=a.device)[..., 0]
+        return self.module.zeros_like(a)
 
     def assign(self, dst, src) -> None:
         with self.module.no_grad():

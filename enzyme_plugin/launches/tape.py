@@ -263,7 +263,14 @@ class LaunchTape:
         """An array of one row of int64 words per thread (a reversed one again, or a new one: not zeroed,
         the augmented sweep writes each row's header)."""
         spare = self._spare.get((type(ops), shape))
-        return spare.pop() if spare else ops.int64_empty(shape, like)
+        if spare:
+            return spare.pop()
+        try:
+            return ops.int64_empty(shape, like)
+        except MemoryError:
+            raise LaunchTapeError(f"split mode: no memory for the tapes of {shape[0]} threads of {shape[1] * 8} "
+                                  "bytes each", hint="launch fewer threads, or record this launch with "
+                                  "LaunchTape() (recompute mode: no tapes)") from None
 
     @staticmethod
     def _sync(launch: Launch, ops: ArrayOps) -> None:

@@ -438,3 +438,23 @@ def test_split_tapes_of_a_million_threads_live_in_rows_on_the_gpu():
         assert all(_rows_kept_their_tapes(cp.asnumpy(r.holders)) for r in tape.records)
         tape.backward(loss=out)
     assert np.allclose(cp.asnumpy(tape.gradient(dx)), 3.0 * np.cos(x * x) * 2 * x, rtol=1e-12)
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["recompute", "split"])
+def test_strided_views_get_shadows_of_their_layout_and_their_gradient(split):
+    base = np.linspace(0.1, 1.2, 128)
+    x, y = base[::2], np.zeros((64, 2))[:, 0]          # both strided (array layout "A")
+    tape = LaunchTape(split=split)
+    with tape:
+        P.square[2, 32, CPU](x, y)
+        P.sin_in_place[2, 32, CPU](y)
+    tape.backward(grads=[(y, np.ones(64))])
+    assert np.allclose(tape.gradient(x), np.cos(x * x) * 2 * x, rtol=1e-13)
+    assert not tape.gradient(x).flags.c_contiguous       # the shadow has the view's layout
+
+
+def test_split_tapes_too_large_for_memory_are_a_typed_error_at_the_users_line():
+    x, y = np.ones(4), np.zeros(4)
+    with pytest.raises(LaunchTapeError, match="no memory for the tapes") as info, LaunchTape(split=True):
+        P.square[(65535, 65535, 64), 1024, CPU](x, y)
+    assert info.value.filename == __file__ and "LaunchTape()" in info.value.hint

@@ -3,7 +3,8 @@
 The program: ``transform`` writes ``y = sin(x) * x``, ``energy`` adds
 ``w0 * y²`` of every element into ``out[0]`` (one atomic per thread); its
 gradient ``(d out / d x, d out / d w)`` comes from ``LaunchTape``: the
-recorded launches, then the two generated gradient kernels in reverse
+recorded launches, then the two generated gradient kernels in reverse; one
+tape, ``reset()`` before each recording
 (``(split)``: split mode, the per-thread tapes in rows of one array per launch). Beside it:
 ``jax.jit(jax.grad(f))`` of the same function in ``jax.numpy`` and PyTorch's
 ``backward`` on the same device, when installed. Each gradient is checked
@@ -90,9 +91,11 @@ def ours(x, w, xp, dev, split, reps, sync):
         out[0] = 0.0
         program(x, y, w, out, dev)
 
+    tape = LaunchTape(split=split)   # one tape, reset before each recording (as Warp's tape.reset())
+
     def grad():
         out[0] = 0.0
-        tape = LaunchTape(split=split)
+        tape.reset()
         with tape:
             program(x, y, w, out, dev)
         grad.rows = [r.holders.shape[1] for r in tape.records] if split else None

@@ -113,6 +113,8 @@ class TapeSizes:
     HEADER = 32
     FIRST = 256
     MARGIN = 16
+    LARGEST = 1 << 16
+    """bytes of stack a row holds at most: a larger stack grows onto the heap from there"""
 
     def __init__(self):
         self._bytes: dict[bool, int] = {}  # on the CPU grid emulation -> bytes per thread
@@ -121,12 +123,14 @@ class TapeSizes:
         """int64 words per thread for the next launch."""
         return -(-self._bytes.get(cpu, self.FIRST) // 8)
 
+    def measured(self, holders, cpu: bool) -> bool:
+        """Whether rows as large as ``holders``' have been measured (nothing to learn from them)."""
+        return cpu in self._bytes and holders.shape[1] * 8 >= self._bytes[cpu]
+
     def measure(self, holders, cpu: bool) -> None:
         """Learn from the tapes of an augmented launch, before its reverse launch pops them."""
-        if cpu in self._bytes and holders.shape[1] * 8 >= self._bytes[cpu]:
-            return  # measured, and this launch's rows were as large: nothing to learn
         used = int(holders[:, 1].max()) if holders.shape[0] else 0
-        need = self.HEADER + (used + self.MARGIN + 15) // 16 * 16
+        need = self.HEADER + (min(max(used, 0), self.LARGEST) + self.MARGIN + 15) // 16 * 16
         self._bytes[cpu] = max(need, self._bytes.get(cpu, 0), TAPE_INLINE)
 
 
@@ -402,7 +406,9 @@ class LaunchTape:
             with_shadows += [a, shadow(a)] if d else [a]
         if record.holders is not None:
             holders, record.holders = record.holders, None  # the reverse sweep frees what the tapes grew into
-            record.plan.tapes.measure(holders, record.on_cpu)
+            if not record.plan.tapes.measured(holders, record.on_cpu):
+                self._sync(record.launch, record.ops)  # the headers as the augmented launch left them
+                record.plan.tapes.measure(holders, record.on_cpu)
             split_kernel(k, record.dup)[g, b, s].run(1, holders, *with_shadows)
             self._spare.setdefault((type(record.ops), holders.shape), []).append(holders)
         else:

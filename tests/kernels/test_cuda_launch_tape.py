@@ -1,0 +1,81 @@
+"""A launch tape on the CUDA path, against the fake driver of test_cuda_launch (kernels run on the host; the heap limit of test_cuda_heap's):
+arrays with ``__cuda_array_interface__`` on the default stream, gradient and split kernels launched through
+the driver, no device synchronisation between the tape's copies and the launches, split tapes in rows."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from enzyme_plugin import LaunchTape
+from enzyme_plugin.launches import arrays
+from test_cuda_heap import HeapDriver
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "enzyme_plugin"))
+import launch_programs as P
+
+
+class DeviceArray(np.ndarray):
+    """A NumPy array that says it is in device memory (the fake driver's device memory is the host's)."""
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str,
+                "strides": None if self.flags.c_contiguous else self.strides,
+                "data": (self.ctypes.data, False), "version": 3}
+
+
+class DeviceOps(arrays.ArrayOps):
+    """The tape's array operations for :class:`DeviceArray` (shadows, copies and tape rows on the device)."""
+
+    def zeros_like(self, a):
+        return super().zeros_like(a).view(DeviceArray)
+
+    def copy(self, a):
+        return np.array(a).view(DeviceArray)
+
+    def int64_empty(self, shape, like):
+        return np.empty(shape, dtype=np.int64).view(DeviceArray)
+
+
+class SyncCountingDriver(HeapDriver):  # split kernels may grow tapes onto the heap: a heap limit
+    def cuCtxSynchronize(self):
+        self.calls.append(("ctx sync",))
+        return (0,)
+
+
+@pytest.fixture
+def device(monkeypatch):
+    from gpucompiler.runtime import cuda
+
+    driver = SyncCountingDriver()
+    monkeypatch.setattr(cuda, "_driver", lambda: driver)
+    monkeypatch.setattr(cuda, "_functions", {})
+    monkeypatch.setattr(cuda, "_launchers", {})
+    monkeypatch.setattr(cuda, "_capability", {})
+    monkeypatch.setattr(cuda, "_state", {"init": False})
+    monkeypatch.setattr(cuda, "_heap_checked", set())
+    ops, known = DeviceOps(), arrays._ops_of_type
+    monkeypatch.setattr(arrays, "_ops_of_type", lambda cls: ops if cls is DeviceArray else known(cls))
+    return driver
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["recompute", "split"])
+def test_device_arrays_on_the_default_stream_need_no_synchronisation_and_give_the_gradient(device, split):
+    x = np.linspace(0.1, 1.2, 100)
+    dx, y, out, w = (np.asarray(a).view(DeviceArray) for a in (x, np.zeros(100), np.zeros(1), [3.0]))
+    tape = LaunchTape(split=split)
+    with tape:
+        P.program(dx, y, w, out, 4, 32, None)
+    launches = [c for c in device.calls if c[0] == "launch"]
+    assert len(launches) == 3 and all(c[3] == 0 for c in launches)      # the default stream
+    if split:
+        assert all(isinstance(r.holders, DeviceArray) and np.array_equal(r.holders[:, 0], r.holders[:, 3])
+                   for r in tape.records)                                # every thread's stack in its row
+    tape.backward(loss=out)
+    assert np.allclose(tape.gradient(dx), 3.0 * np.cos(x * x) * 2 * x, rtol=1e-13)
+    assert np.isclose(tape.gradient(w)[0], np.sum(np.sin(x * x)), rtol=1e-13)
+    assert np.isclose(out[0], 3.0 * np.sum(np.sin(x * x)))
+    kinds = [c[0] for c in device.calls]
+    assert kinds.count("launch") == 6 and "ctx sync" not in kinds      # three forward, three gradient launches

@@ -78,7 +78,7 @@ echo "== batch (vector) mode and split-mode thunks in kernels: emulation, ptxas,
 "$PY" -m pytest -q -p no:cacheprovider tests/enzyme_plugin/test_batch_mode.py tests/enzyme_plugin/test_split_compiled.py \
     -k "kernel or launch" 2>&1 | tail -n 15
 [ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
-echo "== AD across kernel launches (LaunchTape, split tapes on the device heap, Enzyme's CUDA guide host program)"
+echo "== AD across kernel launches (LaunchTape, split tapes in per-thread rows, Enzyme's CUDA guide host program)"
 "$PY" -m pytest -q -p no:cacheprovider tests/enzyme_plugin/test_launch_tape.py 2>&1 | tail -n 15
 [ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
 echo "== PyTorch autograd.Function and JAX custom_vjp wrappers (gradcheck, check_grads; CPU and CUDA)"
@@ -90,7 +90,7 @@ AD_BENCH_RC=${PIPESTATUS[0]}
 [ "$AD_BENCH_RC" -ne 0 ] && BENCH_RC=$AD_BENCH_RC
 
 echo "== benchmarks/ad_launches.py (a two-kernel program's gradient: LaunchTape, JAX, PyTorch; 2^20 elements)"
-# bounded: split mode holds one device-heap tape per thread, and the device's malloc is slow at 2^24 threads
+# bounded: split tapes that outgrow their rows fall back to the device heap, whose malloc is slow at 2^20 threads
 timeout 150 "$PY" benchmarks/ad_launches.py --device gpu --n 1048576 --reps 10 --json "$REPORT/ad_launches_gpu.json" 2>&1 \
     | tee "$REPORT/ad_launches_gpu.txt"
 [ "${PIPESTATUS[0]}" -ne 0 ] && BENCH_RC=1

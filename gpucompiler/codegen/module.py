@@ -7,6 +7,7 @@ same job prints byte-identical IR in every process.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from llvmlite import ir
 
@@ -76,7 +77,7 @@ class ModuleCodegen:
         self.gil_free = self.python_errors and (nogil or parallel_threads > 1)
         self.slotted: set[str] = set()
         """names of the functions taking the error slot (all but those asked ``plain``)"""
-        self.functions: dict[str, ir.Function] = {}
+        self.functions: dict[Any, ir.Function] = {}  # frame -> its function
         self.queue: list = []
         self.strings: dict[str, ir.GlobalVariable] = {}
         self._locations: dict[tuple[str, int], ir.MDValue] = {}
@@ -129,16 +130,17 @@ class ModuleCodegen:
         function whose signature a convention fixes, such as a custom
         derivative rule's); the first request decides.
         """
-        name = name or frame.name or spec_name(frame)
-        fn = self.functions.get(spec_name(frame))
+        fn = self.functions.get(frame)
         if fn is None:
+            internal = not (name or frame.name)
+            name = name or frame.name or self.module.get_unique_name(spec_name(frame))  # two lambdas: two names
             slot = self.error_slot and not plain
             fn = ir.Function(self.module, self.signature(frame, slot), name=name)
             if slot:
                 self.slotted.add(fn.name)
-            self.functions[spec_name(frame)] = fn
+            self.functions[frame] = fn
             self.queue.append((frame, fn))
-            if name == spec_name(frame):
+            if internal:
                 fn.linkage = "internal"
             policy = self._inline(frame)
             if policy is not None:

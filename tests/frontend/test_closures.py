@@ -121,3 +121,30 @@ def test_closures_in_a_kernel_on_the_gpu():
     smooth[1, 16](x, out, 0.5)
     padded = np.concatenate([x[:1], x, x[-1:]])
     np.testing.assert_allclose(out, 0.5 * (padded[:-2] + padded[1:-1] + padded[2:]))
+
+
+def _scaler(k):
+    def scaled(x):
+        return x * k
+    return scaled
+
+
+_BY_3, _BY_5 = _scaler(3.0), _scaler(5.0)
+_TWICE = lambda x: 2 * x  # noqa: E731  (two module-level lambdas share the qualname <lambda>)
+_PLUS_100 = lambda x: x + 100.0  # noqa: E731
+
+
+def _two_closures_of_one_factory(x):
+    return _BY_3(x) + _BY_5(x)
+
+
+def _two_lambdas(x):
+    return _TWICE(x) + _PLUS_100(x)
+
+
+@pytest.mark.parametrize("fn", [_two_closures_of_one_factory, _two_lambdas])
+def test_functions_sharing_a_qualname_and_argument_types_each_compile_their_own_code(fn):
+    """Two closures of one factory, or two module-level lambdas, called in one function: each call runs
+    its own function (they were one LLVM function, named by module, qualname and types: 12.0, not 16.0)."""
+    assert jit(fn)(2.0) == fn(2.0)
+    assert jit(fn)(-4.5) == fn(-4.5)

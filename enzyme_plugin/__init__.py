@@ -18,19 +18,20 @@ from typing import TYPE_CHECKING, Any
 from .ad.errors import ADError
 from .api import (Active, BatchDuplicated, BatchDuplicatedNoNeed, Const, Duplicated, DuplicatedNoNeed, Forward, ForwardWithPrimal, Mode, Reverse,
                   ReverseSplit, ReverseWithPrimal, autodiff, autodiff_thunk, set_runtime_activity)
-from .rules.custom import CustomRuleError, custom_rule
 
 if TYPE_CHECKING:
     from .ad.interface import differentiate
+    from .rules.custom import CustomRuleError, custom_rule
     from .derivatives import gradient, hvp, jacobian
     from .launches import KernelGradientError, LaunchTape, LaunchTapeError, register_gradient
     from .split import Tape, TapeError
 
 #: names loaded on first use, measured import-time savings (``python -X importtime``): the modules
 #: of the conveniences, split mode and launch tapes import NumPy (about 35 ms), the AD engine's twenty modules
-#: are needed only once something is differentiated
-_LAZY = {"gradient": "derivatives", "hvp": "derivatives", "jacobian": "derivatives", "Tape": "split",
-         "TapeError": "split", "KernelGradientError": "launches", "LaunchTape": "launches",
+#: are needed only once something is differentiated, the interpreter rules (with the compiler they
+#: need, ~100 ms) once something is compiled or a custom rule declared
+_LAZY = {"CustomRuleError": "rules.custom", "custom_rule": "rules.custom", "gradient": "derivatives",
+         "hvp": "derivatives", "jacobian": "derivatives", "Tape": "split", "TapeError": "split", "KernelGradientError": "launches", "LaunchTape": "launches",
          "LaunchTapeError": "launches", "register_gradient": "launches", "differentiate": "ad.interface"}
 
 

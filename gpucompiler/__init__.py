@@ -1,16 +1,38 @@
-"""gpucompiler: Python and LLVM IR to the host CPU and NVIDIA PTX through a staged plugin pipeline."""
+"""gpucompiler: Python and LLVM IR to the host CPU and NVIDIA PTX through a staged plugin pipeline.
 
+``import gpucompiler`` loads what decorating with ``@jit`` and ``@kernel`` needs;
+the other public names load their modules on first use (PEP 562), and the
+compiler (frontend, interpreter, code generation, LLVM) loads at the first
+compile. Submodules are attributes as they would be after importing them.
+"""
+
+from typing import TYPE_CHECKING
+
+from . import pristine as _pristine  # noqa: F401  (the builtins the compiler's rules key on, as imported)
+from .lazy import attach
 from .version import __version__ as __version__
 
-from .config import CompilerConfig, FrontendOptions
-from .errors import ErrorModel, GPUCompilerError
-from .job import CompilerJob, LLVMSource
-from .targets import NativeTarget, PTXTarget, parse_target
-from . import types
 from .jit import jit
-from .frontend.intrinsics import prange
-from .parallel import Reducer, Space, parallel_for, parallel_reduce
 from .kernel import kernel
+
+if TYPE_CHECKING:
+    from . import types
+    from .config import CompilerConfig, FrontendOptions
+    from .errors import ErrorModel, GPUCompilerError
+    from .frontend.intrinsics import prange
+    from .job import CompilerJob, LLVMSource
+    from .parallel import Reducer, Space, parallel_for, parallel_reduce
+    from .targets import NativeTarget, PTXTarget, parse_target
+
+#: public name -> the module that defines it, loaded on first use (a measured import-time saving:
+#: the compiler's modules and llvmlite cost ~150 ms, docs/benchmarks.md "Imports")
+_LAZY = {"CompilerConfig": ".config", "FrontendOptions": ".config", "ErrorModel": ".errors",
+         "GPUCompilerError": ".errors", "CompilerJob": ".job", "LLVMSource": ".job", "NativeTarget": ".targets",
+         "PTXTarget": ".targets", "parse_target": ".targets", "prange": ".frontend.intrinsics",
+         "Reducer": ".parallel", "Space": ".parallel", "parallel_for": ".parallel", "parallel_reduce": ".parallel"}
+
+
+__getattr__, __dir__ = attach(__name__, _LAZY, globals(), submodules=True)
 
 __all__ = [
     "CompilerConfig",

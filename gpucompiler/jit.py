@@ -22,30 +22,27 @@ import functools
 import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 import tempfile
 from pathlib import Path
 
-from . import pipeline, types as T
+from . import types as T
 from .arguments import Binder, arguments
 from .config import CompilerConfig, JitOptions
 from .errors import (ArgumentTypeError, ConfigError, GPUCompilerError, PluginRequiredError, TypeInferenceError,
                      UnknownStageError, for_user)
 from .interpreter.lattice import widen
-from .frontend.printer import format_function
 from .interface import STAGE_INDEX, STAGE_NAMES
 from .job import CompilerJob
+from .runtime import owned
 from .settings import CompileSettings, ParallelSettings, debug_tracebacks
 from .signatures import Signature, accepts, parse_signature
-from .source.spec import FunctionSpec, deps_valid
-from .targets import NativeTarget
 
-# imported with the package, not at the first call: a first call served from the cache costs ~1 ms
-from . import identity as _keys
-from .cached import compile_cached, memory_cache
-from .runtime import owned
-from .runtime.cpu import CPULibrary, prepare as prepare_loader
-from .runtime.pyentry import FastEntry, Guard
+if TYPE_CHECKING:
+    from .source.spec import FunctionSpec
+
+# The compiler (frontend, interpreter, code generation, the cache and LLVM) is imported at the
+# first compile, in the methods that compile: decorating costs only this module's imports.
 
 _CTYPES = {T.boolean: ctypes.c_bool, T.int8: ctypes.c_int8, T.int16: ctypes.c_int16, T.int32: ctypes.c_int32,
            T.int64: ctypes.c_int64, T.uint8: ctypes.c_uint8, T.uint16: ctypes.c_uint16, T.uint32: ctypes.c_uint32,
@@ -68,6 +65,14 @@ def _holds_array(t) -> bool:
     if isinstance(t, T.TupleType):
         return any(_holds_array(it) for it in t.items)
     return isinstance(t, T.ArrayType)
+
+
+def deps_valid(deps) -> bool:
+    """Whether the globals a specialization read still hold (:func:`gpucompiler.source.spec.deps_valid`,
+    loaded by the compile that recorded them)."""
+    from .source.spec import deps_valid as still_valid
+
+    return still_valid(deps)
 
 
 class _Entry:
@@ -141,6 +146,8 @@ class Dispatcher:
             entry = self._compile(sig.args)
         except GPUCompilerError as exc:
             raise for_user(exc, debug_tracebacks())
+        from .targets.native import NativeTarget
+
         frame = entry.spec.infer(NativeTarget(), self.plugins, True)[1]
         rt = widen(frame.rettype)
         if sig.restype is not None and rt != sig.restype:
@@ -167,6 +174,8 @@ class Dispatcher:
 
     # -- compilation --------------------------------------------------------
     def _spec(self, argtypes, args=()) -> FunctionSpec:
+        from .source.spec import FunctionSpec
+
         for k, (name, t) in enumerate(zip(self._bind.names, argtypes)):
             if t is None or _ctype(t) is None:
                 shown = self._describe(args[k]) if t is None and k < len(args) else t
@@ -175,6 +184,8 @@ class Dispatcher:
         return FunctionSpec(self.py_func, argtypes)
 
     def _job(self, argtypes, args=()):
+        from .targets.native import NativeTarget
+
         threads = ParallelSettings.from_env().threads if self.options.parallel else 0
         config = CompilerConfig(NativeTarget(), frontend=self.options.frontend(threads),
                                 opt_level=self.opt_level, plugins=self.plugins)
@@ -192,6 +203,12 @@ class Dispatcher:
                 self.plugins = tuple(sorted({*self.plugins, exc.plugin}))
 
     def _compile_once(self, argtypes, args=()) -> _Entry:
+        from . import identity as _keys
+        from .cached import compile_cached, memory_cache
+        from .runtime.cpu import CPULibrary, prepare as prepare_loader
+        from .runtime.pyentry import FastEntry, Guard
+        from .targets.native import NativeTarget
+
         job = self._job(argtypes, args)
         spec = job.source
         # the host machine (part of the key) is asked of LLVM first; then the LLJIT is made in
@@ -256,6 +273,10 @@ class Dispatcher:
     # -- inspection ---------------------------------------------------------
     def inspect_ir(self, *argtypes) -> str:
         """The typed SSA IR of the specialization for ``argtypes`` and of its callees."""
+        from .frontend.printer import format_function
+        from .source.spec import FunctionSpec
+        from .targets.native import NativeTarget
+
         interp, frame = FunctionSpec(self.py_func, argtypes).infer(NativeTarget(), self.plugins, True)
         frames = [frame] + [f for f in interp.done.values() if f is not frame]
         out = []
@@ -265,6 +286,8 @@ class Dispatcher:
         return "\n\n".join(out)
 
     def _emit(self, kind, argtypes) -> str:
+        from . import pipeline
+
         text = pipeline.compile(self._job(tuple(argtypes)), emit=(kind,)).artifacts[kind]
         assert isinstance(text, str), f"{kind} is text"
         return text
@@ -279,6 +302,8 @@ class Dispatcher:
             return self._emit("llvm", argtypes)
         if stage not in STAGE_INDEX:
             raise UnknownStageError(stage, STAGE_NAMES)
+        from . import pipeline
+
         job = self._job(tuple(argtypes))
         with tempfile.TemporaryDirectory() as tmp:
             pipeline.compile(job, emit=(), settings=CompileSettings(dump_dir=Path(tmp)))

@@ -28,22 +28,24 @@ import contextvars
 import functools
 import re
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-from . import device as _device  # noqa: F401  (registers the device intrinsics)
-from . import pipeline, types as T
+from . import types as T
 from .arguments import Binder
-from .cached import compile_cached
 from .config import CompilerConfig, FrontendOptions
 from .errors import (ConfigError, ErrorKind, ErrorModel, GPUCompilerError, KernelError, LaunchError, PluginRequiredError,
                      error_model_option, for_user)
-from .frontend.ir import Return
 from .interpreter.lattice import widen
 from .job import CompilerJob
 from .runtime.arguments import argument_type, kernel_argument
-from .runtime.grid import EmulatedKernel
 from .settings import debug_tracebacks
-from .source.spec import FunctionSpec, deps_valid
-from .targets import PTXTarget
+
+if TYPE_CHECKING:
+    from .source.spec import FunctionSpec
+
+# The compiler (the kernel language's rules, frontend, interpreter, code generation, the cache and
+# LLVM) is imported at the first compile, in the methods that compile: decorating costs only this
+# module's imports.
 
 CPU = "cpu"
 """The device spelling of the CPU grid emulation: ``k[grid, block, "cpu"]``."""
@@ -80,6 +82,9 @@ def normalize_dims(value, what: str) -> tuple[int, int, int]:
 # -- source-level checks (same for every device) ----------------------------------------
 def check_kernel(spec: FunctionSpec, plugins=()) -> None:
     """Kernel rules on the typed IR (PTX target): no return value, no recursion."""
+    from .frontend.ir import Return
+    from .targets.ptx import PTXTarget
+
     _, frame = spec.infer(PTXTarget(), tuple(plugins))
     name = frame.ir.name
     if widen(frame.rettype) != T.none:
@@ -186,6 +191,9 @@ class Kernel:
         """The (not yet checked) :class:`FunctionSpec` of ``argtypes``: one per signature."""
         spec = self._specs.get(argtypes)
         if spec is None:
+            from . import device  # noqa: F401  (the kernel language's rules, registered by its import)
+            from .source.spec import FunctionSpec
+
             spec = self._specs[argtypes] = FunctionSpec(self.py_func, argtypes)
         return spec
 
@@ -206,7 +214,7 @@ class Kernel:
     def refresh(self) -> None:
         """World age: when a global any compiled specialisation read was rebound, forget them all
         (PTX, emulation, loaded CUDA functions), so the next launch compiles against the new value."""
-        if self._deps and not deps_valid(self._deps):
+        if self._deps and not self._deps_valid():
             self._specs.clear()
             self._checked.clear()
             self._ptx.clear()
@@ -216,9 +224,16 @@ class Kernel:
 
             cuda.forget(self)
 
+    def _deps_valid(self) -> bool:
+        from .source.spec import deps_valid  # loaded by the compile that recorded the reads
+
+        return deps_valid(self._deps)
+
     def job(self, argtypes, capability=(9, 0), *, checked: bool = True):
         """The PTX :class:`~gpucompiler.job.CompilerJob` of ``argtypes`` for ``capability``
         (``checked=False``: the kernel rules are left to the compile)."""
+        from .targets.ptx import PTXTarget
+
         argtypes = tuple(argtypes)
         target = PTXTarget(capability=tuple(capability), fastmath=self.fastmath, maxregs=self.maxregs)
         return CompilerJob(self.specialization(argtypes) if checked else self._spec(argtypes),
@@ -244,6 +259,8 @@ class Kernel:
         return hit
 
     def _compile_ptx(self, key, argtypes, capability):
+        from .cached import compile_cached
+
         hit = self._ptx.get(key)
         if hit is None:
             job = self.job(argtypes, capability, checked=False)
@@ -260,6 +277,8 @@ class Kernel:
 
     def inspect_llvm(self, *argtypes, capability=(9, 0)) -> str:
         """The final LLVM IR (PTX target) of the specialisation for ``argtypes``."""
+        from . import pipeline
+
         text = pipeline.compile(self.job(self._types(argtypes), capability), ("llvm",)).artifacts["llvm"]
         assert isinstance(text, str)
         return text
@@ -277,6 +296,8 @@ class Kernel:
         return em
 
     def _emulate(self, argtypes):
+        from .runtime.grid import EmulatedKernel
+
         em = self._emulated.get(argtypes)
         if em is None:
             em = EmulatedKernel(self._spec(argtypes), self.opt_level, self.plugins, self.boundscheck is not False,

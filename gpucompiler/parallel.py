@@ -35,10 +35,10 @@ loop serially).
 
 from __future__ import annotations
 
-import builtins
+from .pristine import builtins  # as imported (pristine.py: the reducers key on its functions)
 import enum
 import functools
-import math
+from .pristine import math
 import operator
 from collections.abc import Callable
 from typing import Any

@@ -1,12 +1,31 @@
-"""Abstract interpretation (type inference) and its extension points."""
+"""Abstract interpretation (type inference) and its extension points.
 
-from .builtins.arraymem import borrowed
-from .deferred import (JOB_GLOBAL_PREFIX, LOOKUP, DeferredCall, DeferredJob, DeferredMeta, deferred_call,
-                       is_function, nested_interpreter)
-from .infer import Frame, Interpreter, spec_argtypes
-from .lattice import BOTTOM, Const, pyobj, widen
-from .rules import (Any_, Bool, CallResult, Complex, Constant, Float, Int, Number, Numeric, RULE_SETS, RuleSet,
-                    register)
+The names load their modules on first use (:mod:`gpucompiler.lazy`): the lattice and the
+rule registry are imported without the inference engine and the base rules, which
+:mod:`.infer` registers.
+"""
+
+from typing import TYPE_CHECKING
+
+from ..lazy import attach
+
+if TYPE_CHECKING:
+    from .builtins.arraymem import borrowed
+    from .deferred import (JOB_GLOBAL_PREFIX, LOOKUP, DeferredCall, DeferredJob, DeferredMeta, deferred_call,
+                           is_function, nested_interpreter)
+    from .infer import Frame, Interpreter, spec_argtypes
+    from .lattice import BOTTOM, Const, pyobj, widen
+    from .rules import (Any_, Bool, CallResult, Complex, Constant, Float, Int, Number, Numeric, RULE_SETS, RuleSet,
+                        register)
+
+_LAZY = {"borrowed": ".builtins.arraymem", "JOB_GLOBAL_PREFIX": ".deferred", "LOOKUP": ".deferred",
+         "DeferredCall": ".deferred", "DeferredJob": ".deferred", "DeferredMeta": ".deferred",
+         "deferred_call": ".deferred", "is_function": ".deferred", "nested_interpreter": ".deferred",
+         "Frame": ".infer", "Interpreter": ".infer", "spec_argtypes": ".infer", "BOTTOM": ".lattice",
+         "Const": ".lattice", "pyobj": ".lattice", "widen": ".lattice", "Any_": ".rules", "Bool": ".rules",
+         "CallResult": ".rules", "Complex": ".rules", "Constant": ".rules", "Float": ".rules", "Int": ".rules",
+         "Number": ".rules", "Numeric": ".rules", "RULE_SETS": ".rules", "RuleSet": ".rules", "register": ".rules"}
+__getattr__, __dir__ = attach(__name__, _LAZY, globals())
 
 __all__ = ["Interpreter", "Frame", "BOTTOM", "Const", "CallResult", "RuleSet", "register",
            "RULE_SETS", "Any_", "Bool", "Complex", "Constant", "Float", "Int", "Number", "Numeric", "pyobj", "widen",

@@ -1,33 +1,24 @@
 """Compilation targets: the host CPU and NVIDIA PTX.
 
 ``parse_target("native" | "ptx" | "ptx:sm_90")`` turns a command-line
-spelling into a target object.
+spelling into a target object. The interface (:class:`Target`) is imported
+with the package; the targets, which need LLVM, on first use
+(:mod:`gpucompiler.lazy`).
 """
 
 from __future__ import annotations
 
-from ..errors import UnknownTargetError
+from typing import TYPE_CHECKING
+
+from ..lazy import attach
 from .base import Target
-from .native import NativeTarget
-from .ptx import PTXTarget
 
-KNOWN_TARGETS = ("native", "ptx", "ptx:sm_XX")
+if TYPE_CHECKING:
+    from .native import NativeTarget
+    from .ptx import PTXTarget
+    from .spelling import KNOWN_TARGETS, parse_target
 
-
-def parse_target(spec: str | Target) -> Target:
-    """Return the target named by ``spec`` (``native``, ``ptx`` or ``ptx:sm_XY``)."""
-    if isinstance(spec, Target):
-        return spec
-    name, _, arg = spec.partition(":")
-    if name == "native" and not arg:
-        return NativeTarget()
-    if name == "ptx":
-        if not arg:
-            return PTXTarget()
-        if arg.startswith("sm_") and arg[3:].isdigit() and len(arg) >= 5:
-            digits = arg[3:]
-            return PTXTarget(capability=(int(digits[:-1]), int(digits[-1])))
-    raise UnknownTargetError(spec, KNOWN_TARGETS, hint="write e.g. ptx:sm_90 for compute capability 9.0")
-
+_LAZY = {"NativeTarget": ".native", "PTXTarget": ".ptx", "parse_target": ".spelling", "KNOWN_TARGETS": ".spelling"}
+__getattr__, __dir__ = attach(__name__, _LAZY, globals())
 
 __all__ = ["Target", "NativeTarget", "PTXTarget", "parse_target", "KNOWN_TARGETS"]

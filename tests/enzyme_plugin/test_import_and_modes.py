@@ -11,8 +11,10 @@ from enzyme_plugin import Forward, Mode, Reverse, ReverseSplit
 from gpucompiler import CompilerConfig, NativeTarget
 
 
-def test_import_enzyme_plugin_loads_neither_numpy_nor_networkx_nor_the_engine():
-    heavy = ("numpy", "networkx", "enzyme_plugin.ad.engine", "enzyme_plugin.ad.interface")
+def test_import_enzyme_plugin_loads_neither_numpy_nor_networkx_nor_the_engine_nor_the_compiler():
+    heavy = ("numpy", "networkx", "enzyme_plugin.ad.engine", "enzyme_plugin.ad.interface", "enzyme_plugin.rules",
+             "llvmlite", "importlib.metadata", "gpucompiler.interpreter.infer", "gpucompiler.codegen",
+             "gpucompiler.llvm", "gpucompiler.pipeline", "gpucompiler.device")
     code = f"import sys, enzyme_plugin; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -27,6 +29,9 @@ def test_names_loaded_on_first_use_are_the_modules_objects():
     from enzyme_plugin.ad import interface
 
     assert enzyme_plugin.differentiate is interface.differentiate
+    from enzyme_plugin.rules import custom
+
+    assert enzyme_plugin.custom_rule is custom.custom_rule
     with pytest.raises(AttributeError):
         _ = enzyme_plugin.no_such_name  # type: ignore[attr-defined]
 

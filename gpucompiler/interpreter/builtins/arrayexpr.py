@@ -16,6 +16,7 @@ import attrs
 from llvmlite import ir
 
 from ... import types as T
+from ...pristine import builtins  # as imported (pristine.py: the rules key on its functions)
 from ...errors import ReadOnlyArrayError, TypeInferenceError
 from ...frontend import intrinsics as K
 from ..lattice import Const, const, widen
@@ -234,7 +235,7 @@ _EXPR_ATTRS = {"shape": lambda e: T.TupleType([T.int64] * e.ndim), "ndim": lambd
                "size": lambda e: T.int64}
 
 
-@base.define(getattr, _E, lambda n: isinstance(n, Const) and n.value in _EXPR_ATTRS,
+@base.define(builtins.getattr, _E, lambda n: isinstance(n, Const) and n.value in _EXPR_ATTRS,
              restype=lambda e, n: _EXPR_ATTRS[n.value](widen(e)), pure=False)
 def _expr_attr(cg, args, argtypes, rt):
     shape = expr_shape(cg, args[0], argtypes[0])

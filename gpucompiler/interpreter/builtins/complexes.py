@@ -15,6 +15,7 @@ import operator
 from llvmlite import ir
 
 from ... import types as T
+from ...pristine import builtins  # as imported (pristine.py: the rules key on its functions)
 from ...frontend import intrinsics as K
 from ..lattice import Const, widen
 from ..rules import CallResult, Complex, Constant, Number, Numeric
@@ -103,7 +104,7 @@ def _attr_type(x, name):
     return None
 
 
-@base.define(getattr, Numeric, Constant, restype=_attr_type, pure=False)
+@base.define(builtins.getattr, Numeric, Constant, restype=_attr_type, pure=False)
 def _number_attr(cg, args, argtypes, rt):
     t, name = widen(argtypes[0]), argtypes[1].value
     if name == "conjugate":

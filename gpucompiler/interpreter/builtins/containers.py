@@ -8,7 +8,7 @@ every index against its axis when the module has bounds checks on
 
 from __future__ import annotations
 
-import builtins
+from ...pristine import builtins  # as imported (pristine.py: the rules key on its functions)
 import operator
 
 from llvmlite import ir
@@ -28,7 +28,7 @@ _Tup = T.TupleType
 @base.handler
 def _module_attribute(interp, fn, args):
     """``mod.name`` on a compile-time object: a constant, recorded for invalidation."""
-    if fn is getattr and len(args) == 2 and isinstance(args[0], Const) and args[0].type == pyobj:
+    if fn is builtins.getattr and len(args) == 2 and isinstance(args[0], Const) and args[0].type == pyobj:
         return CallResult(interp.read(args[0].value, args[1].value), lambda *a: None)
     return None
 
@@ -103,7 +103,7 @@ def _unpack(cg, args, argtypes, rt):
     return args[0]
 
 
-@base.define(len, _Tup, restype=lambda t: const(len(widen(t).items)), pure=False)
+@base.define(builtins.len, _Tup, restype=lambda t: const(len(widen(t).items)), pure=False)
 def _len_tuple(cg, args, argtypes, rt):
     return None
 
@@ -251,7 +251,7 @@ _ATTRS = {"shape": lambda a: _Tup([T.int64] * a.ndim), "ndim": lambda a: const(a
           "size": lambda a: T.int64}
 
 
-@base.define(getattr, _A, Constant,
+@base.define(builtins.getattr, _A, Constant,
              restype=lambda a, n: _ATTRS[n.value](widen(a)) if n.value in _ATTRS else None,
              pure=False)
 def _array_attr(cg, args, argtypes, rt):
@@ -267,7 +267,7 @@ def _array_attr(cg, args, argtypes, rt):
     return _build_tuple(cg, shape, None, rt)
 
 
-@base.define(len, _A, restype=lambda a: T.int64 if widen(a).ndim else None)  # len() of a 0-d array: TypeError
+@base.define(builtins.len, _A, restype=lambda a: T.int64 if widen(a).ndim else None)  # len() of a 0-d array: TypeError
 def _len_array(cg, args, argtypes, rt):
     return cg.b.extract_value(args[0], [1, 0])
 

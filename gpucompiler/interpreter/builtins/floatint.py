@@ -11,7 +11,7 @@ cold path, which compares the float's integer value as an integer.
 
 from __future__ import annotations
 
-import math
+from ...pristine import math  # as imported (pristine.py: the rules key on its functions)
 
 from llvmlite import ir
 

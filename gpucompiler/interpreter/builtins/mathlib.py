@@ -7,7 +7,7 @@ libdevice's ``__nv_*`` (``__nv_sinf`` for float32).
 
 from __future__ import annotations
 
-import math
+from ...pristine import math  # as imported (pristine.py: the rules key on its functions)
 
 from llvmlite import ir
 

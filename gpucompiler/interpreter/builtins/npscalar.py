@@ -5,7 +5,7 @@ Each takes its arguments already cast to the loop's input types
 results: ``1 // 0`` is 0 on integers, ``x // 0.0`` an infinity or NaN).
 """
 
-import math
+from ...pristine import math  # as imported (pristine.py: the rules key on its functions)
 
 from ...frontend.intrinsics import ffloor
 from .npintrinsics import fmaximum, fminimum

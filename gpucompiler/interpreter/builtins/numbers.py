@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import builtins
+from ...pristine import builtins  # as imported (pristine.py: the rules key on its functions)
 import operator
 
 from llvmlite import ir
@@ -294,7 +294,7 @@ for _t in (T.int32, T.int64, T.float32, T.float64):
     base.define(_t, Number, restype=_t)(_convert)
 
 
-@base.define(abs, Number, restype=lambda a: _promoted(a))
+@base.define(builtins.abs, Number, restype=lambda a: _promoted(a))
 def _abs(cg, args, argtypes, rt):
     v = cg.cast(args[0], widen(argtypes[0]), rt)
     if rt.kind == "f":

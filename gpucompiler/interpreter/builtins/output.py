@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ... import types as T
+from ...pristine import builtins  # as imported (pristine.py: the rules key on its functions)
 from ...frontend import intrinsics as K
 from ..lattice import Const, widen
 from ..rules import Any_, Bool, Constant
@@ -18,8 +19,8 @@ def _print_type(*ts):
     return T.none if all(_printable(t) for t in ts) else None
 
 
-@base.define(print, Any_, varargs=True, restype=_print_type, pure=False)
-@base.define(print, restype=T.none, pure=False)
+@base.define(builtins.print, Any_, varargs=True, restype=_print_type, pure=False)
+@base.define(builtins.print, restype=T.none, pure=False)
 def _print(cg, args, argtypes, rt):
     items = [(str(t.value), None) if isinstance(t, Const) and isinstance(t.value, (str, type(None)))
              else (v, widen(t)) for v, t in zip(args, argtypes)]

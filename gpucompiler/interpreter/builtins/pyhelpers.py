@@ -1,6 +1,6 @@
 """Python-semantics arithmetic written in Python and compiled by the frontend itself."""
 
-import math
+from ...pristine import math  # as imported (pristine.py: the rules key on its functions)
 
 from ...frontend.intrinsics import check, check_math, ffloor, fmod_ieee, make_complex
 

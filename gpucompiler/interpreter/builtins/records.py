@@ -15,6 +15,7 @@ import operator
 from llvmlite import ir
 
 from ... import types as T
+from ...pristine import builtins  # as imported (pristine.py: the rules key on its functions)
 from ...errors import TypeInferenceError
 from ...frontend import intrinsics as K
 from ..lattice import Const, const, widen
@@ -33,7 +34,7 @@ def _field_type(r, name):
     return found[1]
 
 
-@base.define(getattr, _R, Constant, restype=_field_type, pure=False)
+@base.define(builtins.getattr, _R, Constant, restype=_field_type, pure=False)
 def _getattr(cg, args, argtypes, rt):
     return cg.b.extract_value(args[0], widen(argtypes[0]).field(argtypes[1].value)[0])
 
@@ -52,7 +53,7 @@ def _getitem(cg, args, argtypes, rt):
     return cg.b.extract_value(args[0], _index(*argtypes))
 
 
-@base.define(len, _R, restype=lambda r: const(len(widen(r).fields)) if widen(r).indexable else None, pure=False)
+@base.define(builtins.len, _R, restype=lambda r: const(len(widen(r).fields)) if widen(r).indexable else None, pure=False)
 def _len(cg, args, argtypes, rt):
     return None
 

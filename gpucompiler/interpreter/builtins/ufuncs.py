@@ -17,9 +17,9 @@ scalar operation is the compiler's scalar rule for it (``math.sin``,
 
 from __future__ import annotations
 
-import builtins
+from ...pristine import builtins  # as imported (pristine.py: the rules key on its functions)
 import functools
-import math
+from ...pristine import math  # as imported (pristine.py: the rules key on its functions)
 import operator
 from typing import Any
 
@@ -39,7 +39,7 @@ _A, _E = T.ArrayType, T.ArrayExpr
 _SCALAR: dict[str, Any] = {
     "add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "divide": operator.truediv,
     "true_divide": operator.truediv, "power": operator.pow, "negative": operator.neg,
-    "positive": operator.pos, "absolute": abs, "fabs": abs, "less": operator.lt, "less_equal": operator.le,
+    "positive": operator.pos, "absolute": builtins.abs, "fabs": builtins.abs, "less": operator.lt, "less_equal": operator.le,
     "greater": operator.gt, "greater_equal": operator.ge, "equal": operator.eq, "not_equal": operator.ne,
     "bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor,
     "invert": operator.invert, "left_shift": operator.lshift, "right_shift": operator.rshift,
@@ -66,7 +66,7 @@ _BY_KIND: dict[str, tuple[Any, Any]] = {
 OPERATOR_UFUNCS: dict[Any, str] = {
     operator.add: "add", operator.sub: "subtract", operator.mul: "multiply", operator.truediv: "true_divide",
     operator.floordiv: "floor_divide", operator.mod: "remainder", operator.pow: "power",
-    operator.neg: "negative", operator.pos: "positive", abs: "absolute", operator.lt: "less",
+    operator.neg: "negative", operator.pos: "positive", builtins.abs: "absolute", operator.lt: "less",
     operator.le: "less_equal", operator.gt: "greater", operator.ge: "greater_equal", operator.eq: "equal",
     operator.ne: "not_equal", operator.and_: "bitwise_and", operator.or_: "bitwise_or",
     operator.xor: "bitwise_xor", operator.invert: "invert", operator.lshift: "left_shift",

@@ -17,6 +17,7 @@ import sys
 from llvmlite import ir
 
 from ... import types as T
+from ...pristine import builtins  # as imported (pristine.py: the rules key on its functions)
 from ...errors import ReadOnlyArrayError, TypeInferenceError
 from ...frontend import intrinsics as K
 from ..lattice import Const, const, pyobj, widen
@@ -210,7 +211,7 @@ def _dtype_object(a):
 _VIEW_ATTRS = {"T": _transpose_type, "dtype": _dtype_object}
 
 
-@base.define(getattr, _A, Constant, restype=lambda a, n: _VIEW_ATTRS[n.value](widen(a))
+@base.define(builtins.getattr, _A, Constant, restype=lambda a, n: _VIEW_ATTRS[n.value](widen(a))
              if n.value in _VIEW_ATTRS else None)
 @mem.returns_view
 def _view_attr(cg, args, argtypes, rt):

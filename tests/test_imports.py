@@ -1,0 +1,162 @@
+"""What ``import gpucompiler`` loads: what decorating needs, the compiler at the first compile.
+
+Each check runs in a fresh interpreter (``sys.modules`` of this one holds everything).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import gpucompiler
+
+#: modules that ``import gpucompiler`` and decorating with ``@jit`` / ``@kernel`` must not load
+HEAVY = ("llvmlite", "numpy", "networkx", "importlib.metadata", "gpucompiler.frontend.lower",
+         "gpucompiler.interpreter.infer", "gpucompiler.interpreter.builtins", "gpucompiler.codegen",
+         "gpucompiler.llvm", "gpucompiler.targets.native", "gpucompiler.pipeline", "gpucompiler.cache",
+         "gpucompiler.cached", "gpucompiler.identity", "gpucompiler.runtime.cpu", "gpucompiler.device",
+         "gpucompiler.service", "gpucompiler.cli")
+
+
+def _run(tmp_path, code: str) -> str:
+    """The output of ``code`` run as a script in a fresh interpreter (a file: the compiler reads its source)."""
+    script = tmp_path / "program.py"
+    script.write_text(textwrap.dedent(code))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True,
+                         env={**os.environ, "GPUC_CACHE": "off"})
+    return out.stdout.strip()
+
+
+def test_import_and_decorating_load_no_compiler_module_and_the_first_call_loads_them(tmp_path):
+    out = _run(tmp_path, f"""
+        import json, sys
+        import gpucompiler
+        from gpucompiler import jit, kernel
+
+        @jit
+        def add(a, b):
+            return a + b
+
+        @kernel
+        def fill(a):
+            pass
+
+        loaded = lambda: sorted(m for m in {HEAVY!r} if m in sys.modules)
+        before = loaded()
+        print(json.dumps([before, add(2, 3), loaded()]))
+    """)
+    before, value, after = json.loads(out)
+    assert before == []
+    assert value == 5
+    assert {"llvmlite", "gpucompiler.pipeline", "gpucompiler.interpreter.infer"} <= set(after)
+
+
+def test_public_names_load_on_first_use_as_the_modules_objects():
+    from gpucompiler import config, job, parallel, targets
+
+    assert gpucompiler.CompilerConfig is config.CompilerConfig
+    assert gpucompiler.LLVMSource is job.LLVMSource
+    assert gpucompiler.NativeTarget is targets.NativeTarget
+    assert gpucompiler.parallel_reduce is parallel.parallel_reduce
+    assert gpucompiler.jit.__module__ == "gpucompiler.jit" and callable(gpucompiler.jit)
+    assert gpucompiler.kernel.__module__ == "gpucompiler.kernel" and callable(gpucompiler.kernel)
+    assert set(gpucompiler.__all__) <= set(dir(gpucompiler))
+    with pytest.raises(AttributeError):
+        _ = gpucompiler.no_such_name  # type: ignore[attr-defined]
+
+
+def test_submodules_are_attributes_of_the_package_as_after_their_import(tmp_path):
+    out = _run(tmp_path, """
+        import gpucompiler
+        print(gpucompiler.pipeline.__name__, gpucompiler.interpreter.Interpreter.__module__,
+              type(gpucompiler.jit).__name__, type(gpucompiler.kernel).__name__)
+    """)
+    assert out == "gpucompiler.pipeline gpucompiler.interpreter.infer function function"
+
+
+def test_the_decorators_stay_the_package_names_after_their_modules_are_imported(tmp_path):
+    """``from gpucompiler import jit`` is the decorator also when ``gpucompiler.jit`` (the module) was imported
+    first by name: the package binds the names at its import."""
+    out = _run(tmp_path, """
+        import gpucompiler.kernel, gpucompiler.jit, gpucompiler.parallel
+        from gpucompiler import jit, kernel
+        print(callable(jit) and jit.__name__, callable(kernel) and kernel.__name__)
+    """)
+    assert out == "jit kernel"
+
+
+def test_functions_rebound_before_the_first_compile_compile_as_the_programs_functions(tmp_path):
+    """The rules load at the first compile; a program that rebound ``builtins.abs``, ``math.sin`` or
+    ``math.prod`` after ``import gpucompiler`` calls its own functions in compiled code, as CPython does,
+    and the built-ins the compiler's tables hold (a ufunc's scalar function, a named reduction) stay
+    the real ones."""
+    out = _run(tmp_path, """
+        import builtins, json, math
+        import numpy as np
+        import gpucompiler
+        from gpucompiler import jit
+
+        real_prod = math.prod
+        builtins.abs = lambda x: 2 * x
+        math.sin = lambda x: x + 100.0
+        math.prod = lambda xs: 0
+
+        def f(x, a):
+            b = np.abs(a) + np.sin(a)
+            return abs(x) + math.sin(x) + b[0]
+
+        a = np.array([-0.5])
+        print(json.dumps([jit(f)(-4.0, a), f(-4.0, a),
+                          gpucompiler.parallel_reduce(4, lambda i: i + 1.0, real_prod)]))
+    """)
+    compiled, python, reduced = json.loads(out)
+    assert compiled == python == -4.0 * 2 + (-4.0 + 100.0) + 0.5 + math.sin(-0.5)
+    assert reduced == 24.0
+
+
+def test_the_compiler_loaded_after_rebinding_holds_none_of_the_rebound_functions(tmp_path):
+    """Every ``builtins``/``math`` function the compiler's modules keep (rule keys, tables) is the one
+    ``import gpucompiler`` found: with every such function rebound before the compiler loads, no
+    rebound one is referenced from a gpucompiler module, rule set or table."""
+    out = _run(tmp_path, """
+        import builtins, gc, importlib, json, math, sys, types
+        import gpucompiler
+
+        rebound, saved = {}, {}
+        for ns in (builtins, math):
+            for name, value in list(vars(ns).items()):
+                # every public function, but those that read their caller's frame
+                if (isinstance(value, types.BuiltinFunctionType) and not name.startswith("_")
+                        and name not in ("locals", "globals", "vars", "dir", "exec", "eval", "breakpoint")):
+                    def wrapper(*a, _f=value, **k):
+                        return _f(*a, **k)
+                    saved[ns, name] = value
+                    rebound[id(wrapper)] = (f"{ns.__name__}.{name}", wrapper)
+                    setattr(ns, name, wrapper)
+        try:
+            for module in ("gpucompiler.pipeline", "gpucompiler.parallel", "gpucompiler.runtime.grid",
+                           "gpucompiler.interpreter.builtins"):
+                importlib.import_module(module)
+        finally:
+            for (ns, name), value in saved.items():
+                setattr(ns, name, value)
+        ours = {id(vars(m)) for name, m in list(sys.modules.items()) if name.startswith("gpucompiler")}
+
+        def held(obj, depth=0):
+            # a referrer that is, or is held by, a gpucompiler module's namespace, a rule set or a table in one
+            if id(obj) in ours or type(obj).__name__ == "RuleSet":
+                return True
+            return depth < 3 and isinstance(obj, (dict, list, tuple, set, types.CellType)) and any(
+                held(r, depth + 1) for r in gc.get_referrers(obj) if r is not rebound and not isinstance(r, types.FrameType))
+
+        gc.collect()
+        print(json.dumps(sorted(name for name, w in rebound.values()
+                                if any(held(r) for r in gc.get_referrers(w) if r is not rebound))))
+    """)
+    assert json.loads(out) == []

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import gpucompiler.device  # noqa: F401  (registers the built-in grid-emulation plugin: not a doc's to unregister)
 import gpucompiler.plugin as gp
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import gc
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
 
 from . import types as T
 from .instructions import DebugRecord, Instruction
 from .metadata import AttributeGroup, MDNode, NamedMetadata, attr_key
-from .values import Argument, User, Value, const_int
+from .values import Argument, Use, User, Value, const_int
 
 
 #: linkage, preemption, visibility and DLL storage words that precede a calling convention
@@ -21,6 +23,20 @@ CALLING_CONVENTIONS = frozenset(
     "x86_thiscallcc x86_vectorcallcc x86_regcallcc x86_intrcc amdgpu_kernel spir_kernel spir_func "
     "aarch64_vector_pcs aarch64_sve_vector_pcs arm_apcscc arm_aapcscc arm_aapcs_vfpcc "
     "win64cc x86_64_sysvcc".split())
+
+
+@contextmanager
+def no_cyclic_gc() -> Generator[None]:
+    """Cyclic garbage collection paused inside the block: building or rewriting a model allocates
+    many long-lived objects (values and their uses refer to each other), which collector passes
+    would only rescan."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class BasicBlock(Value):
@@ -64,12 +80,35 @@ class BasicBlock(Value):
 
 
 class GlobalValue(User):
-    """Common base: module-level named values (``@name``)."""
+    """Common base: module-level named values (``@name``).
+
+    Its uses include those in function bodies not parsed yet (:func:`parse` with ``lazy=True``):
+    asking for them parses every such body first.
+    """
 
     __slots__ = ("module", "metadata")
     sigil = "@"
     #: the module holding this value (set when it is added to one)
     module: Module | None
+
+    @property
+    def uses(self) -> list[Use]:
+        self._all_bodies()
+        return list(self._uses)
+
+    @property
+    def users(self) -> list[User]:
+        self._all_bodies()
+        return list(dict.fromkeys(u.user for u in self._uses))
+
+    def replace_all_uses_with(self, new: Value) -> None:
+        self._all_bodies()
+        User.replace_all_uses_with(self, new)
+
+    def _all_bodies(self) -> None:
+        m = self.module
+        if m is not None and m.unparsed:
+            m.parse_bodies()
 
     @property
     def addrspace(self) -> int:
@@ -121,8 +160,8 @@ class Function(GlobalValue):
     ``attribute_groups`` the ``#N`` groups; ``post`` (a part list with operand slots) section,
     align, gc, personality, prefix and prologue data."""
 
-    __slots__ = ("function_type", "args", "blocks", "prefix", "pre_attrs", "attributes",
-                 "attribute_groups", "post", "_declared")
+    __slots__ = ("function_type", "args", "_blocks", "prefix", "pre_attrs", "attributes",
+                 "attribute_groups", "post", "body_parser")
 
     def __init__(self, name: str, function_type: T.FunctionType, *, prefix: str = "", arg_names: Sequence[str] = (),
                  addrspace: int = 0):
@@ -130,13 +169,34 @@ class Function(GlobalValue):
         self.function_type = function_type
         names = list(arg_names) + [""] * (len(function_type.params) - len(arg_names))
         self.args = [Argument(t, n, "", self) for t, n in zip(function_type.params, names)]
-        self.blocks: list[BasicBlock] = []
+        self._blocks: list[BasicBlock] = []
+        #: parses the body on first use of :attr:`blocks` (a lazily parsed definition), else None
+        self.body_parser: Callable[[Function], None] | None = None
         self.prefix, self.pre_attrs, self.post = prefix, "", []
         self.attributes: list[str] = []
         self.attribute_groups: list[AttributeGroup] = []
         self.metadata: dict[str, MDNode] = {}
         self.module = None
-        self._declared = True
+
+    @property
+    def blocks(self) -> list[BasicBlock]:
+        """The body's blocks (parsed now if the body was left for its first use)."""
+        if self.body_parser is not None:
+            self.body_parser(self)
+        return self._blocks
+
+    def parse_body(self) -> None:
+        """Parse the body now if it was left for its first use."""
+        if self.body_parser is not None:
+            self.body_parser(self)
+
+    @blocks.setter
+    def blocks(self, blocks: list[BasicBlock]) -> None:
+        if self.body_parser is not None:
+            self.body_parser = None
+            if self.module is not None:
+                self.module.unparsed.pop(self, None)
+        self._blocks = blocks
 
     @property
     def return_type(self) -> T.Type:
@@ -144,7 +204,7 @@ class Function(GlobalValue):
 
     @property
     def is_declaration(self) -> bool:
-        return not self.blocks
+        return self.body_parser is None and not self._blocks
 
     @property
     def entry(self) -> BasicBlock:
@@ -234,7 +294,7 @@ class Module:
     """A parsed or built LLVM module."""
 
     __slots__ = ("source_filename", "datalayout", "triple", "asm", "struct_types", "comdats",
-                 "globals", "functions", "aliases", "attribute_groups", "named_metadata", "metadata")
+                 "globals", "functions", "aliases", "attribute_groups", "named_metadata", "metadata", "unparsed")
 
     def __init__(self):
         self.source_filename: str | None = None
@@ -252,11 +312,19 @@ class Module:
         self.named_metadata: dict[str, NamedMetadata] = {}
         #: every numbered node, in print order
         self.metadata: list[MDNode] = []
+        #: definitions whose bodies are parsed on first use, in module order
+        self.unparsed: dict[Function, None] = {}
 
     def __str__(self) -> str:
         from .printer import print_module
 
         return print_module(self)
+
+    def parse_bodies(self) -> None:
+        """Parse every body left for its first use."""
+        with no_cyclic_gc():
+            for fn in list(self.unparsed):
+                fn.parse_body()
 
     def get_struct(self, name: str) -> T.StructType:
         """The named struct ``%name`` (created opaque if new)."""
@@ -334,4 +402,5 @@ class Module:
         return self.functions.get(name) or self.globals.get(name) or self.aliases.get(name)
 
 
-__all__ = ["BasicBlock", "DebugRecord", "Function", "GlobalAlias", "GlobalValue", "GlobalVariable", "Module"]
+__all__ = ["BasicBlock", "DebugRecord", "Function", "GlobalAlias", "GlobalValue", "GlobalVariable", "Module",
+           "no_cyclic_gc"]

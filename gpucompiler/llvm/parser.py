@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import gc
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import islice
 
 from ..errors import IRParseError, UnsupportedIRError
 from . import types as T
 from .lexer import tokenize, tokenize_lines, unquote
 from .metadata import MDNode, NamedMetadata
-from .module import Function, GlobalAlias, GlobalVariable, Module
+from .module import Function, GlobalAlias, GlobalVariable, Module, no_cyclic_gc
 from .parser_instructions import _MARKER, InstructionParser
 from .parser_values import Emitter, _join
 from .values import Argument
@@ -19,36 +20,23 @@ _GLOBAL_KINDS = frozenset(("global", "constant", "alias", "ifunc"))
 _PRE_ATTRS = frozenset(("unnamed_addr", "local_unnamed_addr"))
 _POST_WORDS = frozenset("section partition comdat align gc prefix prologue personality".split())
 _CONTINUED = {"landingpad": frozenset(("catch", "filter", "cleanup")), "invoke": {"to"}, "callbr": {"to"}}
+#: a body line that is a closing brace after indentation (a body LLVM did not print)
+_INDENTED_BRACE = re.compile(r"\n[ \t]+\}")
 #: instructions LLVM may print over several lines
 _MULTILINE = frozenset(("switch", *_CONTINUED))
 
 
-@contextmanager
-def no_cyclic_gc() -> Iterator[None]:
-    """Cyclic garbage collection paused inside the block: building or rewriting a model allocates
-    many long-lived objects (values and their uses refer to each other), which collector passes
-    would only rescan."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def parse(text: str) -> Module:
+def parse(text: str, *, lazy: bool = False) -> Module:
     """Parse LLVM's printed IR into a :class:`Module`; malformed text raises :class:`IRParseError` at
-    its line and column."""
+    its line and column.
+
+    ``lazy=True`` leaves each function body to its first use (``fn.blocks``, printing, asking a
+    global for its uses), as LLVM's lazy bitcode reader does: an error inside a body is raised then.
+    """
     with no_cyclic_gc():
-        p = Parser(text)
-        try:
+        p = Parser(text, lazy=lazy)
+        with p.reading():
             return p.run()
-        except IRParseError:
-            raise
-        except (IndexError, KeyError, ValueError, TypeError, AttributeError, RecursionError) as exc:
-            why = "the line ends early" if isinstance(exc, IndexError) else f"malformed text ({exc})"
-            raise p.located(f"cannot read this line: {why}") from None
 
 
 def split_attachments(toks: list[str], comma: bool = True) -> list[tuple[str, str]]:
@@ -97,8 +85,9 @@ class Parser(InstructionParser):
     """One parse of one module text. ``reuse_shapes=False`` parses every instruction in full (the
     reference the shape reuse is tested against)."""
 
-    def __init__(self, text: str, *, reuse_shapes: bool = True):
+    def __init__(self, text: str, *, reuse_shapes: bool = True, lazy: bool = False):
         self.reuse_shapes = reuse_shapes
+        self.lazy = lazy
         self.lines = text.split("\n")
         self.lineno = 0
         self.module = Module()
@@ -114,6 +103,18 @@ class Parser(InstructionParser):
         self.blocks: dict = {}
         self.block_lines: dict = {}
         self.shapes: dict = {}
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Internal errors of a parse (a line that ends early, a malformed number) raised as
+        :class:`IRParseError` at the current line."""
+        try:
+            yield
+        except IRParseError:
+            raise
+        except (IndexError, KeyError, ValueError, TypeError, AttributeError, RecursionError) as exc:
+            why = "the line ends early" if isinstance(exc, IndexError) else f"malformed text ({exc})"
+            raise self.located(f"cannot read this line: {why}") from None
 
     def run(self) -> Module:
         lines = self.lines
@@ -298,7 +299,53 @@ class Parser(InstructionParser):
         fn.module = self.module
         self._define(fn, name_tok)
         if body:
+            if self.lazy and self._leave_body(fn, names):
+                return
             self._body(fn, names)
+
+    def _leave_body(self, fn: Function, names: list) -> bool:
+        """Skip the body of ``fn`` (to its closing brace alone on a line), to be parsed on first use;
+        False where the body does not end so (it is parsed now)."""
+        lines = self.lines
+        first = last = self.lineno + 1
+        while last < len(lines) and lines[last][:1] != "}":
+            last += 1
+        if last == len(lines) or _INDENTED_BRACE.search("\n" + "\n".join(lines[first:last])):
+            return False
+        start = self.lineno
+
+        def parse_body(f: Function) -> None:
+            self._parse_left_body(f, names, start)
+
+        fn.body_parser = parse_body
+        self.module.unparsed[fn] = None
+        self.lineno = last
+        return True
+
+    def _parse_left_body(self, fn: Function, names: list, start: int) -> None:
+        parser, fn.body_parser = fn.body_parser, None
+        mds = len(self.mds)
+        self.lineno = start
+        try:
+            with no_cyclic_gc(), self.reading():
+                self._body(fn, names)
+                for tok, node in islice(self.mds.items(), mds, None):
+                    if not node.parts:
+                        self.lineno = self.md_lines[tok]
+                        self.error(f"use of undefined metadata {tok}", token=tok)
+                for tok, ph in self.gfwd.items():
+                    self.lineno = ph.line
+                    self.error(f"use of undefined value {tok}", token=tok)
+        except IRParseError:  # the body stays unparsed; what it began is undone
+            for tok in self.gfwd:
+                del self.gvals[tok]
+            self.gfwd.clear()
+            for b in fn._blocks:
+                for inst in b.instructions:
+                    inst.drop_operands()
+            fn.body_parser, fn._blocks = parser, []
+            raise
+        del self.module.unparsed[fn]
 
     def _body(self, fn: Function, names: list) -> None:
         self.locals = {n: a for n, a in zip(names, fn.args) if n is not None}

@@ -92,8 +92,8 @@ class InstructionParser(ValueParser):
     block_lines: dict[str, int]
     #: the call site of the call being parsed
     site: CallSite | None = None
-    #: shapes of the instructions parsed so far, by :func:`shape_key`
-    shapes: dict[tuple[str, ...], Shape]
+    #: shapes of the instructions parsed so far, by :func:`shape_key` (None: seen once)
+    shapes: dict[tuple[str, ...], Shape | None]
     reuse_shapes: bool
 
     def local(self, tok: str, ty: T.Type) -> Value:
@@ -123,7 +123,10 @@ class InstructionParser(ValueParser):
         if key is None:
             key = shape_key(toks, i)
         name = "" if name_tok is None or name_tok[1:].isdigit() else unquote(name_tok[1:])
-        shape = self.shapes.get(key)
+        if key not in self.shapes:  # most shapes of a small module are seen once: made on the second sighting
+            self.shapes[key] = None
+            return self._parse_instruction(name)
+        shape = self.shapes[key]
         if shape is not None:
             inst = shape.make(self, toks, i, name)
             if inst is not None:

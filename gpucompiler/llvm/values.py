@@ -129,13 +129,31 @@ class User(Value):
 
 
 class Argument(Value):
-    """A function parameter; ``attrs`` is its attribute text (``noundef``, ...)."""
+    """A function parameter; ``attrs`` is its attribute text (``noundef``, ...). Asking for its uses
+    parses the function's body if it was left for its first use."""
 
     __slots__ = ("function", "attrs")
 
     def __init__(self, type: T.Type, name: str = "", attrs: str = "", function: Function | None = None):
         Value.__init__(self, type, name)
         self.attrs, self.function = attrs, function
+
+    @property
+    def uses(self) -> list[Use]:
+        if self.function is not None:
+            self.function.parse_body()
+        return list(self._uses)
+
+    @property
+    def users(self) -> list[User]:
+        if self.function is not None:
+            self.function.parse_body()
+        return list(dict.fromkeys(u.user for u in self._uses))
+
+    def replace_all_uses_with(self, new: Value) -> None:
+        if self.function is not None:
+            self.function.parse_body()
+        Value.replace_all_uses_with(self, new)
 
 
 class ConstantData(Value):

@@ -1,0 +1,139 @@
+"""Function bodies parsed on first use (``parse(text, lazy=True)``).
+
+A lazily parsed module prints as the eagerly parsed one; a body is parsed when
+its blocks are first read, and only that one; a global's uses include those in
+bodies not parsed yet (asking parses them); an error in a body is an
+``IRParseError`` at its line and column when the body is first used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import llvmlite.binding as llvm
+import pytest
+
+from gpucompiler.errors import IRParseError
+from gpucompiler.llvm import parse
+
+CORPUS = sorted((Path(__file__).parent / "corpus").glob("*.ll"))
+
+TEXT = """declare i32 @g(i32)
+declare i32 @h(i32)
+
+define i32 @f(i32 %x) {
+entry:
+  %a = call i32 @g(i32 %x)
+  ret i32 %a
+}
+
+define i32 @k(i32 %x) {
+entry:
+  %a = call i32 @g(i32 %x)
+  %b = call i32 @g(i32 %a)
+  ret i32 %b
+}
+"""
+
+
+def _printed(path: Path) -> str:
+    return str(llvm.parse_assembly(path.read_text(), context=llvm.create_context()))
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
+def test_a_lazy_parse_prints_as_the_eager_parse(path):
+    text = _printed(path)
+    lazy = parse(text, lazy=True)
+    assert str(lazy) == str(parse(text))
+    assert not lazy.unparsed
+
+
+def test_a_lazy_parse_of_libdevice_prints_as_the_eager_parse(libdevice_path):
+    text = str(llvm.parse_bitcode(Path(libdevice_path).read_bytes(), context=llvm.create_context()))
+    lazy = parse(text, lazy=True)
+    assert len(lazy.unparsed) > 300
+    assert str(lazy) == str(parse(text))
+
+
+def test_reading_one_body_parses_that_body_only():
+    m = parse(TEXT, lazy=True)
+    f, k = m.functions["f"], m.functions["k"]
+    assert list(m.unparsed) == [f, k]
+    assert not f.is_declaration and not k.is_declaration and m.functions["g"].is_declaration
+    assert list(m.unparsed) == [f, k]  # is_declaration does not parse
+    assert [i.opcode for i in f.instructions()] == ["call", "ret"]
+    assert list(m.unparsed) == [k]
+
+
+def test_a_global_counts_uses_in_bodies_not_parsed_yet():
+    m = parse(TEXT, lazy=True)
+    g = m.functions["g"]
+    assert len(g.uses) == 3
+    assert not m.unparsed
+    assert {u.user.function.name for u in g.uses} == {"f", "k"}
+
+
+def test_replacing_a_global_reaches_bodies_not_parsed_yet():
+    m = parse(TEXT, lazy=True)
+    m.functions["g"].replace_all_uses_with(m.functions["h"])
+    text = str(m)
+    assert "@g(" not in text.split("declare i32 @h")[1] and text.count("call i32 @h(") == 3
+    llvm.parse_assembly(text, context=llvm.create_context()).verify()
+
+
+def test_an_error_in_a_body_is_raised_at_its_first_use_with_line_and_column():
+    bad = TEXT.replace("%b = call i32 @g(i32 %a)", "%b = call i32 @g(i32 %zz)")
+    m = parse(bad, lazy=True)
+    assert [i.opcode for i in m.functions["f"].instructions()] == ["call", "ret"]
+    for _ in range(2):  # the body stays unparsed: every use raises
+        with pytest.raises(IRParseError) as info:
+            m.functions["k"].blocks  # noqa: B018
+        assert (info.value.line, info.value.column) == (13, 24), str(info.value)
+    with pytest.raises(IRParseError):
+        parse(bad)
+
+
+def test_an_undefined_global_in_a_body_is_raised_at_its_first_use():
+    bad = TEXT.replace("call i32 @g(i32 %a)", "call i32 @nowhere(i32 %a)")
+    m = parse(bad, lazy=True)
+    with pytest.raises(IRParseError, match="undefined value @nowhere") as info:
+        str(m)
+    assert info.value.line == 13
+
+
+def test_a_body_closed_by_an_indented_brace_is_parsed_at_once():
+    text = TEXT.replace("  ret i32 %a\n}", "  ret i32 %a\n  }")
+    m = parse(text, lazy=True)
+    assert list(m.unparsed) == [m.functions["k"]]
+    assert str(m) == str(parse(text))
+
+
+def test_a_function_removed_unparsed_leaves_no_uses_behind():
+    m = parse(TEXT, lazy=True)
+    g = m.functions["g"]
+    m.remove_function(m.functions["k"])
+    assert len(g.uses) == 1
+    assert "define i32 @k" not in str(m)
+
+
+def test_an_argument_counts_uses_in_its_body_not_parsed_yet():
+    """A pass that starts from a kernel's arguments (the PTX target's global pointers) sees their uses."""
+    m = parse(TEXT, lazy=True)
+    x = m.functions["k"].args[0]
+    assert [u.user.opcode for u in x.uses] == ["call"]
+    assert list(m.unparsed) == [m.functions["f"]]
+
+
+def test_a_body_that_fails_leaves_no_uses_or_names_behind():
+    bad = TEXT.replace("%b = call i32 @g(i32 %a)", "%b = call i32 @nowhere(i32 %zz)")
+    m = parse(bad, lazy=True)
+    m.functions["f"].parse_body()
+    with pytest.raises(IRParseError):
+        m.functions["k"].blocks  # noqa: B018
+    g = m.functions["g"]
+    assert len(g._uses) == 1  # f's call only: k's first call, parsed before the error, is undone
+    assert m.get_global("nowhere") is None
+    for _ in range(2):  # asking for all uses parses k again: the module is malformed
+        with pytest.raises(IRParseError, match="undefined value %zz"):
+            g.uses  # noqa: B018
+

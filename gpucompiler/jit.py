@@ -23,7 +23,6 @@ import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-import tempfile
 from pathlib import Path
 
 from . import types as T
@@ -300,6 +299,8 @@ class Dispatcher:
         """
         if stage is None:
             return self._emit("llvm", argtypes)
+        import tempfile  # import time: with shutil, random, bz2 and lzma ~3 ms of import gpucompiler
+
         if stage not in STAGE_INDEX:
             raise UnknownStageError(stage, STAGE_NAMES)
         from . import pipeline

@@ -28,7 +28,7 @@ def attach(package: str, table: Mapping[str, str], namespace: MutableMapping[str
     def __getattr__(name: str) -> Any:
         module = table.get(name)
         if module is None:
-            if (submodules and not name.startswith("__")
+            if (submodules and name.isidentifier() and not name.startswith("__")
                     and importlib.util.find_spec(f"{package}.{name}") is not None):
                 return importlib.import_module(f"{package}.{name}")
             raise AttributeError(f"module {package!r} has no attribute {name!r}")

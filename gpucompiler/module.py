@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm
 
-from .llvm import parse
+from . import llvm as ir_model  # the Python model loads when a stage first asks for it
 from .llvm.binding import parse_ir
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,7 +64,7 @@ class IRModule:
     def model(self) -> Module:
         """The module as a mutable Python model; becomes the authoritative form."""
         if self._model is None:
-            self._model = parse(self.text)
+            self._model = ir_model.parse(self.text)
             self._ref = self._text = None
         return self._model
 

@@ -160,3 +160,56 @@ def test_the_compiler_loaded_after_rebinding_holds_none_of_the_rebound_functions
                                 if any(held(r) for r in gc.get_referrers(w) if r is not rebound))))
     """)
     assert json.loads(out) == []
+
+
+def test_first_compiles_in_four_threads_at_once_load_the_compiler_once_and_each_is_right(tmp_path):
+    """The compiler's modules load at the first compile: four threads compiling at once in a fresh
+    process (``@jit`` on numbers and on an array, a kernel in the grid emulation) import them together."""
+    out = _run(tmp_path, """
+        import json, threading
+        import numpy as np
+        from gpucompiler import jit, kernel, device as gd
+
+        def affine(x):
+            return x * 2.0 + 1.0
+
+        def total(a):
+            s = 0.0
+            for i in range(a.shape[0]):
+                s += a[i]
+            return s
+
+        def squares(n):
+            t = 0
+            for i in range(n):
+                t += i * i
+            return t
+
+        @kernel
+        def double(a):
+            i = gd.grid(1)
+            if i < a.shape[0]:
+                a[i] = 2.0 * a[i]
+
+        a, b = np.arange(4.0), np.arange(4.0)
+        jobs = {"affine": lambda: jit(affine)(1.5), "total": lambda: jit(total)(a),
+                "squares": lambda: jit(squares)(10), "double": lambda: (double[1, 4, "cpu"](b), b.tolist())[1]}
+        results, errors, barrier = {}, [], threading.Barrier(len(jobs))
+
+        def run(name):
+            barrier.wait()
+            try:
+                results[name] = jobs[name]()
+            except BaseException as exc:
+                errors.append(f"{name}: {type(exc).__name__}: {exc}")
+
+        threads = [threading.Thread(target=run, args=(name,)) for name in jobs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print(json.dumps([results, errors]))
+    """)
+    results, errors = json.loads(out)
+    assert errors == []
+    assert results == {"affine": 4.0, "total": 6.0, "squares": 285, "double": [0.0, 2.0, 4.0, 6.0]}

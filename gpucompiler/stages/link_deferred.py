@@ -31,7 +31,7 @@ import attrs
 from ..errors import CompileError
 from ..interpreter.deferred import JOB_GLOBAL_PREFIX, LOOKUP, resolve
 from ..job import CompilerJob
-from ..llvm import Instruction
+from .. import llvm as ir_model  # the model's classes load with the first deferred job
 from ..module import IRModule
 from ..source.deferred import DeferredSpec
 from . import irgen
@@ -57,10 +57,10 @@ def lookups(module: IRModule) -> list[str]:
     ids: list[str] = []
     for use in model.functions[LOOKUP].uses:
         call = use.user
-        arg = call.args[0] if isinstance(call, Instruction) and call.args else None
+        arg = call.args[0] if isinstance(call, ir_model.Instruction) and call.args else None
         name = getattr(arg, "name", "") or ""
         if not name.startswith(JOB_GLOBAL_PREFIX):
-            fn = call.function if isinstance(call, Instruction) else None
+            fn = call.function if isinstance(call, ir_model.Instruction) else None
             where = fn.name if fn is not None else "a constant"
             raise CompileError(f"stage link_deferred: @{LOOKUP} in @{where} must take a "
                                f'@"{JOB_GLOBAL_PREFIX}<id>" constant, got {arg!r}')
@@ -110,7 +110,7 @@ def replace_lookups(module: IRModule, names: dict[str, str]) -> None:
     lookup = model.functions[LOOKUP]
     for use in list(lookup.uses):
         call = use.user
-        assert isinstance(call, Instruction), "gpuc.lookup is only called"
+        assert isinstance(call, ir_model.Instruction), "gpuc.lookup is only called"
         job_id = call.args[0].name[len(JOB_GLOBAL_PREFIX):]
         call.replace_all_uses_with(model.functions[names[job_id]])
         call.erase()

@@ -24,15 +24,19 @@ class ArrayOps:
 
     module: Any = np
 
+    views_hold_base = True
+    """Whether a view of an array refers to the array object (NumPy's and CuPy's ``base``), so that the
+    object's reference count says whether anything still reads its memory."""
+
     def zeros_like(self, a):
         """A zero shadow of ``a`` with ``a``'s layout: a strided view gets a strided shadow (every other
         element of a buffer twice its size), as the gradient kernel takes each shadow with its array's type."""
-        if self._strided(a):
+        if self.strided(a):
             return self.module.zeros((*a.shape, 2), dtype=a.dtype)[..., 0]
         return self.module.zeros_like(a)
 
     @staticmethod
-    def _strided(a) -> bool:
+    def strided(a) -> bool:
         return not (a.flags.c_contiguous or a.flags.f_contiguous)
 
     def copy(self, a):
@@ -62,8 +66,14 @@ class CupyOps(ArrayOps):
 
 
 class TorchOps(ArrayOps):
+    views_hold_base = False  # a view shares the storage, not the tensor object
+
     def __init__(self, module):
         self.module = module
+
+    @staticmethod
+    def strided(a) -> bool:
+        return not a.is_contiguous()
 
     def copy(self, a):
         return a.detach().clone()

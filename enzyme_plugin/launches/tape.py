@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -205,6 +206,7 @@ class LaunchTape:
         self.split = bool(split)
         self.records: list[LaunchRecord] = []
         self._shadows: dict[int, tuple[Any, Any]] = {}  # id(array) -> (array, shadow); the array kept alive
+        self._dropped: dict[int, tuple[Any, Any]] = {}  # the shadows before reset(), as _shadows
         self._taken: set[int] = set()  # id() of the arrays recorded launches took (the records keep them alive)
         self._spare: dict[tuple, list] = {}  # split mode: per-thread tape arrays reversed, for the next recording
         self._recording = None
@@ -312,8 +314,23 @@ class LaunchTape:
     def _shadow(self, a):
         hit = self._shadows.get(id(a))
         if hit is None:
-            hit = self._shadows[id(a)] = (a, ops_of(a).zeros_like(a))
+            hit = self._shadows[id(a)] = (a, self._new_shadow(a))
         return hit[1]
+
+    def _new_shadow(self, a):
+        """A zero shadow of ``a``: the one it had before :meth:`reset` when nothing else holds that any more
+        (zeroed in place: no allocation), else a new one."""
+        ops = ops_of(a)
+        old = self._dropped.pop(id(a), None)
+        if old is not None and old[0] is a and ops.views_hold_base:
+            shadow = old[1]
+            del old
+            # 2: this frame's name and getrefcount's argument; a gradient or a view of it the caller kept adds one
+            if sys.getrefcount(shadow) == 2 and shadow.shape == a.shape and shadow.dtype == a.dtype \
+                    and ops.strided(shadow) == ops.strided(a):
+                ops.assign(shadow, 0)
+                return shadow
+        return ops.zeros_like(a)
 
     def _with_shadows(self, record: LaunchRecord) -> list:
         out = []
@@ -416,11 +433,12 @@ class LaunchTape:
 
     def reset(self) -> None:
         """Forget the recording and the shadows; in split mode first free the tapes of launches not yet
-        reversed (their reverse sweeps run into scratch shadows)."""
+        reversed (their reverse sweeps run into scratch shadows). The next recording zeroes and reuses a
+        shadow nothing else holds any more (NumPy and CuPy arrays: a view of a gradient holds it too)."""
         if self.split and any(r.holders is not None for r in self.records):
             self._backward([], None, scratch=True)
         self.records.clear()
-        self._shadows.clear()
+        self._dropped, self._shadows = self._shadows, {}  # reused by the next recording when nobody holds them
         self._taken.clear()
 
     def __del__(self) -> None:

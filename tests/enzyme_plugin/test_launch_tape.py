@@ -458,3 +458,28 @@ def test_split_tapes_too_large_for_memory_are_a_typed_error_at_the_users_line():
     with pytest.raises(LaunchTapeError, match="no memory for the tapes") as info, LaunchTape(split=True):
         P.square[(65535, 65535, 64), 1024, CPU](x, y)
     assert info.value.filename == __file__ and "LaunchTape()" in info.value.hint
+
+
+def test_reset_reuses_the_shadows_nobody_holds_and_leaves_held_gradients_alone():
+    x, w = np.linspace(0.1, 1.2, 128), np.array([3.0])
+    y, out = np.zeros(128), np.zeros(1)
+    tape = LaunchTape()
+    want = 3.0 * np.cos(x * x) * 2 * x
+
+    def round_():
+        out[0] = 0.0
+        tape.reset()
+        with tape:
+            P.program(x, y, w, out, 4, 32, CPU)
+        tape.backward(loss=out)
+
+    round_()
+    address = tape.gradient(x).ctypes.data
+    round_()                                             # the same memory, zeroed first: not twice the gradient
+    assert tape.gradient(x).ctypes.data == address and np.allclose(tape.gradient(x), want, rtol=1e-13)
+    held, view = tape.gradient(x), tape.gradient(w)[:]   # the caller keeps a gradient and a view of another
+    kept_x, kept_w = held.copy(), view.copy()
+    round_()
+    assert tape.gradient(x) is not held and tape.gradient(w).ctypes.data != view.ctypes.data
+    assert np.array_equal(held, kept_x) and np.array_equal(view, kept_w)
+    assert np.allclose(tape.gradient(x), want, rtol=1e-13) and np.isclose(tape.gradient(w)[0], np.sum(np.sin(x * x)))

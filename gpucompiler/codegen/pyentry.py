@@ -89,15 +89,20 @@ class _Emitter:
     def is_type(self, obj, type_ptr, name):
         self.expect(self.b.icmp_unsigned("==", self.word(obj, _OB_TYPE), type_ptr), name)
 
-    def guards(self, guard) -> None:
+    def guards(self, guard, reads: int) -> None:
         """Every guard of ``guard[1:]`` holds; see :data:`GUARD_WORDS`.
 
         A dict guard whose version tag moved looks its name up again
         (``PyDict_GetItem``): the same object means the change was to another
-        binding, and the new tag is taken; another object is a miss.
+        binding, and the new tag is taken; another object is a miss. Code that
+        read no global checks that its guard has none and needs no loop (a
+        loop costs LLVM's loop passes and a third of the entry's compile).
         """
         b, mod = self.b, self.mod
         n = b.load(guard, typ=I64)
+        if reads == 0:
+            self.expect(b.icmp_unsigned("==", n, ir.Constant(I64, 0)), "guard.none")
+            return
         head = self.fn.append_basic_block("guard.head")
         body = self.fn.append_basic_block("guard.body")
         recheck = self.fn.append_basic_block("guard.recheck")
@@ -234,9 +239,10 @@ class _Emitter:
         b.ret(out)
 
 
-def emit_pyentry(mod, frame, entry: ir.Function, name: str) -> ir.Function | None:
-    """Add ``name``, the CPython fast-call entry of ``entry`` (specialization ``frame``); None when
-    :func:`supported` says no (its calls then go through the ctypes wrapper alone)."""
+def emit_pyentry(mod, frame, entry: ir.Function, name: str, reads: int) -> ir.Function | None:
+    """Add ``name``, the CPython fast-call entry of ``entry`` (specialization ``frame``, which read
+    ``reads`` globals: its guard's length); None when :func:`supported` says no (its calls then go
+    through the ctypes wrapper alone)."""
     argtypes = [widen(t) for t in frame.argtypes]
     rt = widen(frame.rettype)
     if not supported(argtypes, rt):
@@ -248,7 +254,7 @@ def emit_pyentry(mod, frame, entry: ir.Function, name: str) -> ir.Function | Non
     e.expect(b.icmp_unsigned("==", kwnames, ir.Constant(PTR, None)), "positional")
     e.expect(b.icmp_signed("==", nargs, ir.Constant(I64, len(argtypes))), "count")
     guard = e.word(e.word(self_tuple, _TUPLE_ITEMS + 8 * SELF_GUARD), _CDATA_PTR)
-    e.guards(guard)
+    e.guards(guard, reads)
     ndarray = e.word(self_tuple, _TUPLE_ITEMS + 8 * SELF_NDARRAY)
     values = []
     for k, t in enumerate(argtypes):

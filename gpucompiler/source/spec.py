@@ -266,7 +266,7 @@ class FunctionSpec:
         entry = mod.emit(frame, self.entry)
         if abi:
             emit_wrapper(mod, frame, entry, self.entry + ".pywrap")
-            emit_pyentry(mod, frame, entry, self.entry + ".pyentry")
+            emit_pyentry(mod, frame, entry, self.entry + ".pyentry", len(interp.deps))
         return str(mod.module)
 
 

@@ -1,12 +1,15 @@
 """Facts about a module that the targets' ``validate`` hooks judge.
 
-:class:`ModuleFacts` walks every instruction once (llvmlite's binding API)
-and records what validation rules ask about: which declarations are used and
-by whom, the call graph, dynamic allocations, and constant pointers. Each
-rule then returns ``(KIND, message)`` pairs; the driver raises them together.
+:class:`ModuleFacts` reads every instruction once, from the module's printed
+text, and records what validation rules ask about: which declarations are
+used and by whom, the call graph, dynamic allocations, and constant
+pointers. Each rule then returns ``(KIND, message)`` pairs; the driver
+raises them together.
 """
 
 from __future__ import annotations
+
+import re
 
 import attrs
 import llvmlite.binding as llvm
@@ -44,41 +47,50 @@ class ModuleFacts:
 
     @classmethod
     def of(cls, ref: llvm.ModuleRef) -> ModuleFacts:
-        facts = cls()
-        defined = {f.name for f in ref.functions if not f.is_declaration}
+        """The facts of ``ref``, read from its printed text: one line per instruction, no call into
+        LLVM per instruction or operand (which cost a compile more than its optimisation)."""
         declared = {g.name for g in (*ref.functions, *ref.global_variables) if g.is_declaration}
-        facts.calls = {name: set() for name in defined}
-        for fn in ref.functions:
-            if fn.is_declaration:
-                continue
-            for block in fn.blocks:
-                for inst in block.instructions:
-                    facts._visit(fn.name, inst, defined, declared)
+        facts = cls()
+        calls: list[tuple[str, str]] = []
+        fname = None
+        for line in str(ref).splitlines():
+            if fname is None:
+                if line.startswith("define "):
+                    fname = _callee(line) or ""
+                    facts.calls[fname] = set()
+            elif line == "}":
+                fname = None
+            elif "@" in line or "alloca" in line or "inttoptr" in line:
+                callee = facts._visit(fname, line, declared)
+                if callee is not None:
+                    calls.append((fname, callee))
+        for caller, callee in calls:
+            if callee in facts.calls:
+                facts.calls[caller].add(callee)
         return facts
 
-    def _visit(self, fname: str, inst: llvm.ValueRef, defined: set[str], declared: set[str]) -> None:
-        opcode = inst.opcode
-        operands = list(inst.operands)
-        if opcode == "alloca" and operands and not operands[0].is_constant:
-            self.dynamic_allocas.append((fname, str(inst).strip()))
-        if opcode == "inttoptr" and operands and operands[0].is_constant:
-            self.pointer_constants.append((fname, str(inst).strip()))
-        if (opcode in _CALLS and operands and operands[-1].value_kind == llvm.ValueKind.function
-                and operands[-1].name in TAPE_FUNCTIONS and TAPE_METADATA in str(inst)):
-            self.tape_allocations.append((fname, operands[-1].name))
-            operands = operands[:-1]  # the callee is not a use of dynamic memory by the user's code
-        for op in operands:
-            kind = op.value_kind
-            if kind == llvm.ValueKind.constant_expr and "inttoptr (" in str(op):
-                self.pointer_constants.append((fname, str(inst).strip()))
-            elif kind in (llvm.ValueKind.function, llvm.ValueKind.global_variable) and op.name in declared:
-                users = self.external_uses.setdefault(op.name, [])
+    def _visit(self, fname: str, line: str, declared: set[str]) -> str | None:
+        """Record what instruction ``line`` of function ``fname`` uses; returns the global it calls."""
+        head = _OPCODE.match(line)
+        if head is None:  # a label, a debug record (#dbg_...) or a comment: no operands
+            return None
+        opcode, code = head.group(1), _code(line[head.end():])
+        if opcode == "alloca" and _DYNAMIC_COUNT.search(code):
+            self.dynamic_allocas.append((fname, line.strip()))
+        operand = _CAST_OPERAND.match(code) if opcode == "inttoptr" else None
+        if (operand is not None and not operand.group(1).startswith("%")) or "inttoptr (" in code:
+            self.pointer_constants.append((fname, line.strip()))
+        callee = _callee(code) if opcode in _CALLS else None
+        skip = None
+        if callee in TAPE_FUNCTIONS and TAPE_METADATA in code:
+            self.tape_allocations.append((fname, callee))
+            skip = callee  # the callee is not a use of dynamic memory by the user's code
+        for name in _names(code):
+            if name in declared and name != skip:
+                users = self.external_uses.setdefault(name, [])
                 if fname not in users:
                     users.append(fname)
-        if opcode in _CALLS and operands and operands[-1].value_kind == llvm.ValueKind.function:
-            callee = operands[-1].name
-            if callee in defined:
-                self.calls[fname].add(callee)
+        return callee
 
     # -- rules ----------------------------------------------------------------
     def pointer_constant_errors(self) -> list[tuple[str, str]]:
@@ -115,3 +127,47 @@ class ModuleFacts:
                     f"alloca of non-constant size in @{fn}: `{text}`; use a constant size")
                    for fn, text in self.dynamic_allocas]
         return errors
+
+
+# -- reading instructions from the printed module ---------------------------------
+# LLVM prints one instruction per line. A global's name is ``@name`` or ``@"quoted"`` (a
+# backslash printed ``\\``, other bytes outside the plain set ``\XX``). Strings (``c"..."``,
+# ``!"..."``, inline assembly) hold any character but ``"`` (printed ``\22``), so a scan that
+# steps over them whole cannot take their contents for a name or a keyword.
+_TOKEN = re.compile(r'[@%]("[^"]*"|[-\w$.]+)(\()?|"[^"]*"|;.*')
+_OPCODE = re.compile(r'\s+(?:%(?:"[^"]*"|[-\w$.]+)\s*=\s*)?(?:(?:tail|musttail|notail)\s+)?([a-z]\w*)\b')
+_DYNAMIC_COUNT = re.compile(r",\s*i\d+\s+%")
+_ESCAPE = re.compile(rb"\\(\\|[0-9A-Fa-f]{2})")
+#: the operand of an ``inttoptr`` instruction, after its type (a vector type has spaces)
+_CAST_OPERAND = re.compile(r"\s*(?:<[^>]*>|\S+)\s+(\S+)")
+
+
+def _unquote(name: str) -> str:
+    """The name LLVM printed as ``name`` (plain, or ``"quoted"`` with ``\\\\`` and ``\\XX`` escapes)."""
+    if not name.startswith('"'):
+        return name
+    raw = _ESCAPE.sub(lambda m: b"\\" if m.group(1) == b"\\" else bytes([int(m.group(1), 16)]),
+                      name[1:-1].encode())
+    return raw.decode("utf-8", "replace")
+
+
+def _code(text: str) -> str:
+    """``text`` with its strings emptied (names kept) and its comment cut."""
+    if '"' not in text and ";" not in text:
+        return text
+    return _TOKEN.sub(lambda m: m.group(0) if m.group(0)[0] in "@%" else ('""' if m.group(0)[0] == '"' else ""),
+                      text)
+
+
+def _names(code: str) -> list[str]:
+    """Every global named in ``code``."""
+    return [_unquote(m.group(1)) for m in _TOKEN.finditer(code) if m.group(0)[0] == "@"]
+
+
+def _callee(code: str) -> str | None:
+    """The global called by a call (or named by a ``define`` line) in ``code``: the first name
+    followed by its argument list; None for a call through a local value."""
+    for m in _TOKEN.finditer(code):
+        if m.group(2):
+            return _unquote(m.group(1)) if m.group(0)[0] == "@" else None
+    return None

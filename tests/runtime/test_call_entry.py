@@ -257,3 +257,38 @@ def test_without_the_expected_object_layouts_calls_stay_on_the_ctypes_path(monke
 
 def test_this_interpreter_has_the_layouts_the_entries_read():
     assert pyentry.layout_ok()
+
+
+def _defined(ir: str, name: str) -> str:
+    """The body of function ``@name`` (printed plain or quoted) in ``ir``, after its ``define`` line."""
+    start = next(ir.index(f) for f in (f"@{name}(", f'@"{name}"(') if f in ir)
+    return ir[ir.index("\n", start):ir.index("\n}\n", start)]
+
+
+def test_an_entry_with_a_loop_is_called_by_its_wrappers_and_a_loopless_one_inlined():
+    from gpucompiler import types as T
+
+    dot, add = jit(_dot), jit(_add)
+    x, y = np.arange(5.0), np.arange(5.0) + 1.5
+    assert dot(x, y) == _dot(x, y) and add(2, 3) == 5
+    entry = f"{__name__}._dot"
+    ir = dot.inspect_llvm(T.typeof(x), T.typeof(y))
+    assert "fadd" in _defined(ir, entry)
+    for wrapper in (entry + ".pyentry", entry + ".pywrap"):  # the loop once, in the entry, called
+        body = _defined(ir, wrapper)
+        assert f"@{entry}(" in body or f'@"{entry}"(' in body
+        assert "fadd" not in body
+    ir = add.inspect_llvm(T.int64, T.int64)
+    body = _defined(ir, f"{__name__}._add.pyentry")
+    assert f"{__name__}._add(" not in body and "add i64" in body  # inlined: no call, the addition here
+
+
+def test_an_entry_that_read_no_global_checks_an_empty_guard_without_a_loop():
+    from gpucompiler import types as T
+
+    add, scaled = jit(_add), jit(_scaled)
+    ir = add.inspect_llvm(T.float64, T.float64, stage="irgen")
+    assert "guard.none" in ir and "guard.head" not in ir
+    assert "guard.head" in scaled.inspect_llvm(T.float64, stage="irgen")  # SCALE is read: its guard loops
+    assert add(1.5, 2.0) == 3.5 and add(1.5, 2.0) == 3.5 and _fast(add) is not None
+    assert scaled(1.5) == 3.0 and scaled(1.5) == 3.0 and _fast(scaled) is not None

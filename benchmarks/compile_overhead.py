@@ -1,13 +1,18 @@
 """Compiler overhead in fresh processes: imports and first compiles, two source trees side by side.
 
-Usage: ``python benchmarks/compile_overhead.py [--rounds N] TREE [TREE ...]``
+Usage: ``python benchmarks/compile_overhead.py [--rounds N] [--numba] TREE [TREE ...]``
 where each TREE is a checkout of this repository (e.g. ``git worktree add
 --detach /tmp/before main~1`` and ``.``). Each round runs every case once per
 tree, the trees alternated, each in a fresh process with the compile cache
 off and the tree first on ``sys.path`` (imports before the timer; "imports networkx":
 networkx was in ``sys.modules`` after the call); the table shows medians and the
 load average before and after; CPU time of the measured process is shown
-besides wall time, being less sensitive to a loaded machine. Writes ``benchmarks/results/compile_overhead.json``.
+besides wall time, being less sensitive to a loaded machine. ``--numba`` adds,
+in every round right after the trees, Numba's first call of ``loop20`` and
+``import numba`` (its cache off) and the ratios of each tree to them, the median
+over rounds of the pairs. ``OPENBLAS_NUM_THREADS=1`` for every process: NumPy's
+BLAS threads, started by the imports, spin for a while and were counted in
+whichever CPU time came first. Writes ``benchmarks/results/compile_overhead.json``.
 
 Cases (milliseconds):
 
@@ -53,6 +58,15 @@ t0, c0 = time.perf_counter(), time.process_time(); jit({fn}{plugins})({args})
 print((time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3, int("networkx" in sys.modules))
 """
 
+_NUMBA_FIRST_CALL = """
+import sys, time
+sys.path.insert(0, {here!r})
+from numba import njit
+import frontend_kernels as K
+t0, c0 = time.perf_counter(), time.process_time(); njit(K.loop20)(10, 1.5)
+print((time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3, int("networkx" in sys.modules))
+"""
+
 _IMPORT = """
 import sys, time
 t0, c0 = time.perf_counter(), time.process_time(); import {module}
@@ -77,9 +91,14 @@ def cases(gen: str) -> dict[str, str]:
             "stmt1000 first call": first("G.stmt1000", "1.5")}
 
 
+#: Numba's rows: what each tree's row of the same case is compared with
+NUMBA = {"loop20 first call": _NUMBA_FIRST_CALL.format(here=HERE), "import gpucompiler": _IMPORT.format(module="numba")}
+
+
 def run(tree: str, code: str) -> tuple[float, float, bool]:
     tree = os.path.abspath(tree)
-    env = dict(os.environ, GPUC_CACHE="off", PYTHONPATH=os.pathsep.join([tree, os.path.join(tree, "plugins")]))
+    env = dict(os.environ, GPUC_CACHE="off", NUMBA_DISABLE_CACHE="1", OPENBLAS_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([tree, os.path.join(tree, "plugins")]))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tree)
     if out.returncode != 0:
         raise RuntimeError(out.stderr)
@@ -91,6 +110,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("trees", nargs="+")
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--numba", action="store_true", help="pair loop20 and the import with Numba's")
     ap.add_argument("--json", default=os.path.join(HERE, "results", "compile_overhead.json"))
     opts = ap.parse_args()
     with tempfile.TemporaryDirectory() as gen:
@@ -101,10 +121,14 @@ def main() -> None:
         load = [os.getloadavg()[0]]
         samples = {(c, t, clock): [] for c in cases(gen) for t in opts.trees for clock in ("wall", "cpu")}
         networkx = {}
+        peers = [*opts.trees, "numba"] if opts.numba else opts.trees
+        samples.update({(c, "numba", clock): [] for c in NUMBA for clock in ("wall", "cpu")})
         for _ in range(opts.rounds):
             for case, code in cases(gen).items():
-                for tree in opts.trees:
-                    wall, cpu, nx = run(tree, code)
+                for tree in peers:
+                    if tree == "numba" and case not in NUMBA:
+                        continue
+                    wall, cpu, nx = run(opts.trees[0], NUMBA[case]) if tree == "numba" else run(tree, code)
                     samples[case, tree, "wall"].append(wall)
                     samples[case, tree, "cpu"].append(cpu)
                     networkx[case, tree] = nx
@@ -128,9 +152,20 @@ def main() -> None:
             row[t]["cpu_ratio_median"] = r
         print(f"| {case} | " + " | ".join(cells) + " | " + " | ".join(f"{r:.2f}" for r in ratios) + " |")
         rows.append(row)
+        if opts.numba and case in NUMBA:
+            cpu, wall = (statistics.median(samples[case, "numba", c]) for c in ("cpu", "wall"))
+            peer = "import numba" if case.startswith("import") else "Numba's " + case
+            row["numba"] = {"case": peer, "cpu_median_ms": cpu, "wall_median_ms": wall,
+                            "cpu_ms": samples[case, "numba", "cpu"], "wall_ms": samples[case, "numba", "wall"]}
+            for t in opts.trees:
+                for clock in ("cpu", "wall"):
+                    row[t][f"{clock}_ratio_to_numba"] = statistics.median(
+                        a / b for a, b in zip(samples[case, t, clock], samples[case, "numba", clock]))
+            print(f"|   {peer} | {cpu:.0f} ({wall:.0f}) | ratio to it, CPU (wall): " + " | ".join(
+                f"{row[t]['cpu_ratio_to_numba']:.2f} ({row[t]['wall_ratio_to_numba']:.2f})" for t in opts.trees))
     os.makedirs(os.path.dirname(opts.json), exist_ok=True)
     with open(opts.json, "w") as f:
-        json.dump({"rounds": opts.rounds, "load_average": load, "rows": rows}, f, indent=1)
+        json.dump({"rounds": opts.rounds, "load_average": load, "trees": opts.trees, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -140,6 +140,7 @@ def builtin(plugin: Any) -> Any:
 
 
 def _registry() -> _Manager:
+    """The process's manager: the built-in plugins, and the entry points loaded so far."""
     global _manager
     if _manager is not None:
         return _manager
@@ -150,32 +151,49 @@ def _registry() -> _Manager:
 
 
 def _build() -> _Manager:
-    """A manager with the built-in plugins and those of the installed entry points."""
-    import importlib.metadata  # import time: ~12 ms, needed once the plugins are discovered
-
+    """A manager with the built-in plugins; installed entry points load when asked for (:func:`_load`)."""
     manager = _Manager(PROJECT)
     manager.add_hookspecs(_make_specs())
     for plugin in _BUILTIN:
         manager.register(plugin() if inspect.isclass(plugin) else plugin)
-    for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        try:
-            manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=ep.name)
-        except GPUCompilerError:
-            raise
-        except Exception as exc:  # an installed plugin that does not import
-            raise PluginError(ep.name, "discovery", ep.value, exc) from exc
+    return manager
+
+
+def _load(names: Iterable[str] | None = None) -> _Manager:
+    """The manager, with the installed entry points named ``names`` (every one when None) loaded.
+
+    A job pays only for the plugins it enables: a kernel on the CPU grid emulation (a built-in
+    plugin) or a plain ``@jit`` function imports no installed plugin (the Enzyme plugin's modules
+    cost a first launch more than its compile).
+    """
+    manager = _registry()
+    wanted = None if names is None else {n for n in names if manager.get_plugin(n) is None}
+    if wanted == set():
+        return manager
+    import importlib.metadata  # import time: ~12 ms, needed once the plugins are discovered
+
+    with _BUILDING:  # one instance per plugin however many threads ask at once
+        for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            if (wanted is not None and ep.name not in wanted) or manager.get_plugin(ep.name) is not None:
+                continue
+            try:
+                manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=ep.name)
+            except GPUCompilerError:
+                raise
+            except Exception as exc:  # an installed plugin that does not import
+                raise PluginError(ep.name, "discovery", ep.value, exc) from exc
     return manager
 
 
 def register(plugin: Any, *, replace: bool = False) -> Any:
     """Register a plugin class or instance programmatically; returns the instance.
 
-    A name already taken raises :class:`ConfigError` unless ``replace=True``
-    (handy when a notebook cell that defines a plugin runs again).
+    A name already taken (an installed plugin's included) raises :class:`ConfigError` unless
+    ``replace=True`` (handy when a notebook cell that defines a plugin runs again).
     """
-    manager = _registry()
     instance = plugin() if inspect.isclass(plugin) else plugin
     name = getattr(instance, "name", None) or ""
+    manager = _load([name])
     old = manager.get_plugin(name)
     if old is not None:
         if not replace:
@@ -187,7 +205,7 @@ def register(plugin: Any, *, replace: bool = False) -> Any:
 
 def unregister(name: str) -> None:
     """Remove the plugin registered as ``name``."""
-    manager = _registry()
+    manager = _load([name])
     if manager.get_plugin(name) is None:
         raise UnknownPluginError(name, discovered())
     manager.unregister(name=name)
@@ -195,7 +213,7 @@ def unregister(name: str) -> None:
 
 def discovered() -> dict[str, Any]:
     """Every known plugin (entry points and :func:`register`), by name, sorted."""
-    return dict(sorted((n, p) for n, p in _registry().list_name_plugin() if p is not None))
+    return dict(sorted((n, p) for n, p in _load().list_name_plugin() if p is not None))
 
 
 def enabled(names: Iterable[str]) -> tuple[Any, ...]:
@@ -203,12 +221,12 @@ def enabled(names: Iterable[str]) -> tuple[Any, ...]:
     names = tuple(names)
     if not names:
         return ()  # no discovery (entry-point loading) for jobs without plugins
-    known = discovered()
+    manager = _load(names)
     for n in names:
-        if n not in known:
-            raise UnknownPluginError(n, known, hint="install it (entry point group "
+        if manager.get_plugin(n) is None:
+            raise UnknownPluginError(n, discovered(), hint="install it (entry point group "
                                      f"{ENTRY_POINT_GROUP!r}) or call gpucompiler.plugin.register")
-    return tuple(known[n] for n in sorted(set(names)))
+    return tuple(manager.get_plugin(n) for n in sorted(set(names)))
 
 
 def callbacks(plugins: Iterable[Any], point: str) -> list[BoundCallback]:

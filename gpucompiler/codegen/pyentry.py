@@ -42,7 +42,7 @@ _BYTEORDER, _TYPE_NUM = 26, 28              # PyArray_Descr (both NumPy 1 and 2)
 _C_CONTIGUOUS, _WRITEABLE = 0x0001, 0x0400
 #: NumPy type numbers an array of each element type may carry (Linux: long and longlong are 64-bit)
 TYPE_NUMS = {T.boolean: (0,), T.int32: (5,), T.int64: (7, 9), T.float32: (11,), T.float64: (12,)}
-SELF_FALLBACK, SELF_NDARRAY, SELF_GUARD = 0, 1, 2
+SELF_FALLBACK, SELF_NDARRAY, SELF_GUARD, SELF_KEYWORDS = 0, 1, 2, 5
 #: words per guard after ``guard[0]`` (their count): the address of the watched word, its expected
 #: value, and for a dict's version tag the dict, the name read and the object it found (0: none)
 GUARD_WORDS = 5
@@ -200,43 +200,26 @@ class _Emitter:
         return _box(mod, b, out, rt)
 
     def fall_back(self, self_tuple, args, nargs, kwnames) -> None:
-        """The miss block: ``fallback(*args, **kwargs)`` with the call's own arguments."""
+        """The miss block: ``fallback(*args, **kwargs)`` with the call's own arguments.
+
+        With keywords, ``keyword_call(address of args, nargs, kwnames)`` (``self[SELF_KEYWORDS]``)
+        reads them from the vector in Python: a dict built here took a loop, and a loop takes
+        LLVM's loop passes, a sixth of a small function's compile."""
         b, mod = self.b, self.mod
         b.position_at_end(self.miss)
-        call = mod.declare("PyObject_VectorcallDict", PTR, [PTR, PTR, I64, PTR])
-        fallback = self.word(self_tuple, _TUPLE_ITEMS + 8 * SELF_FALLBACK)
         plain = self.fn.append_basic_block("miss.positional")
         keywords = self.fn.append_basic_block("miss.keywords")
         b.cbranch(b.icmp_unsigned("==", kwnames, ir.Constant(PTR, None)), plain, keywords)
         b.position_at_end(plain)
+        call = mod.declare("PyObject_VectorcallDict", PTR, [PTR, PTR, I64, PTR])
+        fallback = self.word(self_tuple, _TUPLE_ITEMS + 8 * SELF_FALLBACK)
         b.ret(b.call(call, [fallback, args, nargs, ir.Constant(PTR, None)]))
         b.position_at_end(keywords)
-        kwargs = b.call(mod.declare("PyDict_New", PTR, []), [])
-        fail = self.fn.append_basic_block("miss.no_dict")
-        fill = self.fn.append_basic_block("miss.fill")
-        b.cbranch(b.icmp_unsigned("==", kwargs, ir.Constant(PTR, None)), fail, fill)
-        b.position_at_end(fail)
-        b.ret(ir.Constant(PTR, None))
-        b.position_at_end(fill)
-        count = b.call(mod.declare("PyTuple_Size", I64, [PTR]), [kwnames])
-        head = self.fn.append_basic_block("miss.head")
-        body = self.fn.append_basic_block("miss.body")
-        done = self.fn.append_basic_block("miss.call")
-        b.branch(head)
-        b.position_at_end(head)
-        k = b.phi(I64, name="kw")
-        k.add_incoming(ir.Constant(I64, 0), fill)
-        b.cbranch(b.icmp_signed("<", k, count), body, done)
-        b.position_at_end(body)
-        key = b.call(mod.declare("PyTuple_GetItem", PTR, [PTR, I64]), [kwnames, k])
-        value = b.load(b.gep(args, [b.add(nargs, k)], source_etype=PTR), typ=PTR)
-        b.call(mod.declare("PyDict_SetItem", I32, [PTR, PTR, PTR]), [kwargs, key, value])
-        k.add_incoming(b.add(k, ir.Constant(I64, 1)), body)
-        b.branch(head)
-        b.position_at_end(done)
-        out = b.call(call, [fallback, args, nargs, kwargs])
-        b.call(mod.declare("Py_DecRef", ir.VoidType(), [PTR]), [kwargs])
-        b.ret(out)
+        call = mod.module.globals.get("PyObject_CallFunction") or ir.Function(
+            mod.module, ir.FunctionType(PTR, [PTR, PTR], var_arg=True), name="PyObject_CallFunction")
+        helper = self.word(self_tuple, _TUPLE_ITEMS + 8 * SELF_KEYWORDS)
+        fmt = mod.cstring("nnO")  # the format: the address, the count, the names
+        b.ret(b.call(call, [helper, fmt, b.ptrtoint(args, I64), nargs, kwnames]))
 
 
 def emit_pyentry(mod, frame, entry: ir.Function, name: str, reads: int) -> ir.Function | None:

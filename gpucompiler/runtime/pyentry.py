@@ -5,7 +5,7 @@ becomes a real builtin function (a ``PyMethodDef`` made here and
 ``PyCFunction_NewEx``, ``METH_FASTCALL | METH_KEYWORDS``): the jitted
 object's class gets it as ``__call__`` and a warm call runs compiled code
 from the interpreter's call to the boxed result. Its ``self`` is the tuple
-``(fallback, numpy.ndarray, guard words, method def, guard)``.
+``(fallback, numpy.ndarray, guard words, method def, guard, keyword call)``.
 
 A :class:`Guard` replaces per-call checks of every global the code read by
 a word compare each that the entry makes: the version tag of the dict a
@@ -132,6 +132,15 @@ class Guard:
             self.words[2 + GUARD_WORDS * k] = _word(address)
 
 
+def _keyword_call(fallback, address: int, nargs: int, kwnames: tuple[str, ...]) -> Any:
+    """``fallback`` called as a keyword call that missed the entry was: its arguments read from the
+    interpreter's vector at ``address`` (``nargs`` positional values, then one per name of
+    ``kwnames``), which lives until the call returns."""
+    values = ctypes.cast(address, ctypes.POINTER(ctypes.py_object))
+    return fallback(*[values[k] for k in range(nargs)],
+                    **{name: values[nargs + k] for k, name in enumerate(kwnames)})
+
+
 class FastEntry:
     """A builtin function object calling the compiled entry at ``address``; misses call ``fallback``."""
 
@@ -140,7 +149,7 @@ class FastEntry:
     def __init__(self, address: int, name: str, fallback, guard: Guard, ndarray: Any):
         method = _MethodDef(name.encode(), address, _METH_FASTCALL | _METH_KEYWORDS, None)
         # the tuple keeps the def, the words and (through the guard) the objects they point into alive
-        state = (fallback, ndarray, guard.words, method, guard)
+        state = (fallback, ndarray, guard.words, method, guard, functools.partial(_keyword_call, fallback))
         self.function = _new_builtin(ctypes.byref(method), state, None)
 
     @staticmethod

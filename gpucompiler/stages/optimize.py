@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import llvmlite.binding as llvm
 
-from ..llvm.binding import initialize
 from ..module import IRModule
 from .context import CompileContext, run_hooks
 
 
 def _pass_builder(ctx: CompileContext) -> llvm.PassBuilder:
-    initialize()
     opt = ctx.job.config.opt_level
-    tm = ctx.job.target.target_machine(opt)
+    tm = ctx.job.target.target_machine(opt)  # initialises LLVM's target
     return llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=opt))
 
 

@@ -32,8 +32,9 @@ class Target:
         raise NotImplementedError
 
     def data_layout(self) -> str:
-        """The LLVM data layout string of the target machine."""
-        return str(self.target_machine(0).target_data)
+        """The LLVM data layout string of the target machine (the opt level does not change it: 2,
+        the default, names the machine a compile makes anyway)."""
+        return str(self.target_machine(2).target_data)
 
     def target_machine(self, opt_level: int) -> llvm.TargetMachine:
         """An llvmlite ``TargetMachine`` for code generation at ``opt_level``."""

@@ -8,7 +8,7 @@ import attrs
 import llvmlite.binding as llvm
 
 from ..errors import ConfigError, ErrorKind
-from ..llvm import Builder, Function, const_int, types as LT
+from ..llvm import Builder, Function, const_int, initialize, types as LT
 from .base import Target
 from .libdevice import PREFIX, libdevice_digest, libdevice_functions, link_libdevice
 from .native import cached_target_machine, emit_with
@@ -88,6 +88,7 @@ class PTXTarget(Target):
         return version
 
     def target_machine(self, opt_level: int) -> llvm.TargetMachine:
+        initialize()
         return cached_target_machine(TRIPLE, self.cpu(), f"+ptx{self.isa_version()}", opt_level)
 
     def machine(self) -> dict:

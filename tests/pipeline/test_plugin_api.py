@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -211,3 +212,36 @@ def test_threads_using_the_registry_first_at_once_share_one_plugin_instance():
     # (two registries gave a thread a plugin whose callbacks were not found: markers left unlowered)
     for _ in range(3):
         subprocess.run([sys.executable, "-c", _FIRST_USE_ON_THREADS], check=True, timeout=120)
+
+
+_KERNEL_WITHOUT_INSTALLED_PLUGINS = """
+import sys
+import numpy as np
+from gpucompiler import device as gd, jit, kernel
+
+@kernel
+def scale(x, out):
+    i = gd.grid(1)
+    if i < out.shape[0]:
+        out[i] = 2.0 * x[i]
+
+def twice(a):
+    return 2 * a
+
+x, out = np.arange(5.0), np.zeros(5)
+scale[1, 8, "cpu"](x, out)
+assert list(out) == [0.0, 2.0, 4.0, 6.0, 8.0] and jit(twice)(21) == 42
+print(sorted(m for m in ("enzyme_plugin", "gpucompiler_plugins") if m in sys.modules))
+"""
+
+
+def test_a_job_loads_only_the_installed_plugins_it_enables(tmp_path):
+    # the grid emulation's plugin is built in: its kernels and plain @jit functions import no installed
+    # plugin (loading every entry point cost a first launch more than its compile)
+    script = tmp_path / "first_launch.py"
+    script.write_text(_KERNEL_WITHOUT_INSTALLED_PLUGINS)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "GPUC_CACHE": "off"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]"]
+    assert "enzyme" in gp.discovered() and "enzyme" in [p.name for p in gp.enabled(["enzyme"])]

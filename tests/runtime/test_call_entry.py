@@ -292,3 +292,17 @@ def test_an_entry_that_read_no_global_checks_an_empty_guard_without_a_loop():
     assert "guard.head" in scaled.inspect_llvm(T.float64, stage="irgen")  # SCALE is read: its guard loops
     assert add(1.5, 2.0) == 3.5 and add(1.5, 2.0) == 3.5 and _fast(add) is not None
     assert scaled(1.5) == 3.0 and scaled(1.5) == 3.0 and _fast(scaled) is not None
+
+
+def test_a_keyword_call_after_a_warm_call_hands_the_very_objects_to_the_dispatcher():
+    fill, add = jit(_fill), jit(_add)
+    out = np.zeros(4)
+    assert fill(out, 1.0) == 4 and _fast(fill) is not None
+    assert fill(v=2.5, out=out) == 4 and list(out) == [2.5] * 4  # the array itself, filled in place
+    assert add(1, 2) == 3 and add(b=-(2 ** 63), a=7) == 7 - 2 ** 63
+    with pytest.raises(OverflowError):  # past int64, by keyword as by position
+        add(b=2 ** 70, a=1)
+    with pytest.raises(ArgumentBindingError):
+        add(1, 2, **{"c": 3})
+    with pytest.raises(ArgumentTypeError):
+        fill(out=out, v="x")

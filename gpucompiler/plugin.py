@@ -97,6 +97,13 @@ def _declared_functions(plugin: Any) -> dict[str, Callable[..., Any]]:
 class _Manager(pluggy.PluginManager):
     """pluggy's manager that instantiates plugin classes and checks identity and signatures."""
 
+    def __init__(self, project_name: str):
+        super().__init__(project_name)
+        self.tried: set[str] = set()
+        """names whose entry points were looked for (each is loaded at most once per process)"""
+        self.complete = False
+        """whether every installed entry point was looked at"""
+
     def register(self, plugin: Any, name: str | None = None) -> str | None:
         instance = plugin() if inspect.isclass(plugin) else plugin
         pname, version = getattr(instance, "name", ""), getattr(instance, "version", None)
@@ -167,21 +174,29 @@ def _load(names: Iterable[str] | None = None) -> _Manager:
     cost a first launch more than its compile).
     """
     manager = _registry()
-    wanted = None if names is None else {n for n in names if manager.get_plugin(n) is None}
+    if manager.complete:
+        return manager
+    wanted = None if names is None else {n for n in names if manager.get_plugin(n) is None} - manager.tried
     if wanted == set():
         return manager
     import importlib.metadata  # import time: ~12 ms, needed once the plugins are discovered
 
     with _BUILDING:  # one instance per plugin however many threads ask at once
         for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-            if (wanted is not None and ep.name not in wanted) or manager.get_plugin(ep.name) is not None:
+            if ep.name in manager.tried or (wanted is not None and ep.name not in wanted):
                 continue
-            try:
-                manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=ep.name)
-            except GPUCompilerError:
-                raise
-            except Exception as exc:  # an installed plugin that does not import
-                raise PluginError(ep.name, "discovery", ep.value, exc) from exc
+            if manager.get_plugin(ep.name) is None:  # not registered by hand first
+                try:
+                    manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=ep.name)
+                except GPUCompilerError:
+                    raise
+                except Exception as exc:  # an installed plugin that does not import (asked again: raises again)
+                    raise PluginError(ep.name, "discovery", ep.value, exc) from exc
+            manager.tried.add(ep.name)
+        if wanted is None:
+            manager.complete = True
+        else:
+            manager.tried |= wanted  # not installed: not looked for again
     return manager
 
 

@@ -245,3 +245,20 @@ def test_a_job_loads_only_the_installed_plugins_it_enables(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["[]"]
     assert "enzyme" in gp.discovered() and "enzyme" in [p.name for p in gp.enabled(["enzyme"])]
+
+
+def test_entry_points_are_looked_for_once_per_process(monkeypatch):
+    # the compile service asks for the discovered plugins per request: a scan of the installed
+    # distributions each time made it time out under load
+    import importlib.metadata
+
+    gp.discovered()
+    scans = []
+    real = importlib.metadata.entry_points
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda **kw: scans.append(kw) or real(**kw))
+    for _ in range(3):
+        assert {"mock_enzyme", "instrumentation"} <= set(gp.discovered())
+        assert [p.name for p in gp.enabled(["instrumentation"])] == ["instrumentation"]
+        with pytest.raises(UnknownPluginError):
+            gp.enabled(["surely_not_installed"])
+    assert scans == []

@@ -295,6 +295,12 @@ def autodiff(mode: Mode, f, *args):
         raise ArgumentTypeError("f", type(f), function="autodiff", hint="pass a Python function")
     ann = tuple(a if isinstance(a, Annotation) else Const(a) for a in args)
     _check_arguments(f, ann)
+    if _names_device_space(f):
+        from .launches import programs  # import time: NumPy and the launch tape, only for device programs
+
+        if programs.has_device_sites(f):
+            return programs.autodiff_program(WITH_PRIMAL.get(mode, mode), runtime_activity, mode in WITH_PRIMAL,
+                                             f, ann)
     primal = None
     if mode in WITH_PRIMAL:
         mode = WITH_PRIMAL[mode]
@@ -307,6 +313,14 @@ def autodiff(mode: Mode, f, *args):
     if primal is None:
         return derivs
     return (derivs, *primal) if mode is Reverse else (*derivs, *primal)
+
+
+def _names_device_space(f) -> bool:
+    """Cheap test before :func:`enzyme_plugin.launches.programs.has_device_sites`: ``f`` names
+    ``parallel_reduce`` or ``parallel_for`` and passes a keyword ``space``."""
+    code = f.__code__
+    return (any(n in code.co_names or n in code.co_freevars for n in ("parallel_reduce", "parallel_for"))
+            and any(isinstance(c, tuple) and "space" in c for c in code.co_consts))
 
 
 def _spec(v):

@@ -362,14 +362,48 @@ def parallel_reduce(n: int, functor, reducer, *args, space: Space = Space.HOST):
     args = (*args, *extra)
     if space is Space.HOST:
         return _host_driver(fn, red, len(args))(n, *args)
+    return _device_reduce(n, fn, red, args, space).value
+
+
+@attrs.frozen
+class DeviceReduction:
+    """A reduction run by a kernel (``Space.CUDA``, ``Space.EMULATION``): its value and how it ran."""
+
+    value: float | int
+    out: Any
+    """the kernel's result array (one element for reducers with an atomic, else one per block)"""
+    kernel: Kernel
+    """the reduction kernel, launched as ``kernel[grid, BLOCK](out, n, *args)``"""
+    functor: Any
+    """the functor as compiled: arrays it read from a closure or globals are trailing parameters"""
+    reducer: Reducer
+    dtype: T.Scalar
+    """the functor's result type (the element type of ``out``)"""
+    args: tuple
+    """the functor's arguments after ``i``, the closure's arrays last"""
+
+
+def reduce_on_device(n: int, functor, reducer, *args, space: Space) -> DeviceReduction:
+    """``parallel_reduce(n, functor, reducer, *args, space=space)`` on a device space, with the kernel, its
+    result array and the functor as compiled (what a gradient of the reduction needs)."""
+    space = _space(space)
+    if space is Space.HOST:
+        raise ConfigError("reduce_on_device runs on Space.CUDA or Space.EMULATION, got Space.HOST")
+    fn, extra = _closure_arrays(_functor(functor, "parallel_reduce"))
+    return _device_reduce(n, fn, reducer_of(reducer), (*args, *extra), space)
+
+
+def _device_reduce(n: int, fn, red: Reducer, args: tuple, space: Space) -> DeviceReduction:
     import numpy as np  # import time: NumPy (~240 ms), only for device reductions
 
     dtype = _result_type(fn, args)
     grid = _blocks(n)
     out = np.full(1 if red.atomic is not None else grid, red.identity_of(dtype), dtype=np.dtype(dtype.name))
-    _reduce_kernel(fn, red, dtype, len(args))[_launch(n, space)](out, n, *args)
-    return functools.reduce(red.combine, out.tolist()) if red.atomic is None else out.tolist()[0]
+    kernel = _reduce_kernel(fn, red, dtype, len(args))
+    kernel[_launch(n, space)](out, n, *args)
+    value = functools.reduce(red.combine, out.tolist()) if red.atomic is None else out.tolist()[0]
+    return DeviceReduction(value, out, kernel, fn, red, dtype, args)
 
 
-__all__ = ["BLOCK", "MAX", "MIN", "PROD", "SUM", "Reducer", "Space", "parallel_for", "parallel_reduce",
-           "reducer_of"]
+__all__ = ["BLOCK", "MAX", "MIN", "PROD", "SUM", "DeviceReduction", "Reducer", "Space", "parallel_for",
+           "parallel_reduce", "reduce_on_device", "reducer_of"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from gpucompiler.errors import CompileError
 from gpucompiler.llvm import Builder, Function, GlobalVariable, constant, types as T
 
+from ..ad.errors import ADError, python_line, source_location
 from ..api import Activity, Mode
 from ..rules import MARKER
 
@@ -100,7 +101,37 @@ def _inline_aggregate_callees(f: Function) -> None:
             seen.add(g.name)
             work.append(g)
             if not g.has_attribute("noinline") and any(_holds_pointer(a.type) for a in g.args):
+                if _recursive(g):
+                    _refuse_recursion(g, inst)
                 g.add_attribute("alwaysinline")
+
+
+def _callees(g: Function) -> list[Function]:
+    return [i.callee for i in g.instructions() if i.opcode == "call" and isinstance(i.callee, Function)
+            and not i.callee.is_declaration]
+
+
+def _recursive(g: Function) -> bool:
+    """Whether ``g`` calls itself, directly or through other functions (it cannot be inlined)."""
+    work, seen = _callees(g), set()
+    while work:
+        h = work.pop()
+        if h is g:
+            return True
+        if h.name not in seen:
+            seen.add(h.name)
+            work += _callees(h)
+    return False
+
+
+def _refuse_recursion(g: Function, call) -> None:
+    """A recursive function taking an array by value stays a call, through which the engine follows no
+    shadow: its derivative would be silently zero."""
+    where = python_line(call)
+    raise ADError(f"a recursive function (@{g.name}) takes an array by value: the engine follows an array's "
+                  "shadow through pointers, not through a recursive call, so its gradient would be zero; write "
+                  "the recursion as a loop", function=g.name,
+                  location=f"{where[0]}:{where[1]}" if where else source_location(call, g))
 
 
 def _rebuild(b, t, it):

@@ -10,9 +10,9 @@ from ..lazy import attach
 
 if TYPE_CHECKING:
     from .ir import Function
-    from .lower import lower_function, with_parameters
+    from .lower import function_source, lower_function, with_parameters
 
-_LAZY = {"Function": ".ir", "lower_function": ".lower", "with_parameters": ".lower"}
+_LAZY = {"Function": ".ir", "function_source": ".lower", "lower_function": ".lower", "with_parameters": ".lower"}
 __getattr__, __dir__ = attach(__name__, _LAZY, globals())
 
-__all__ = ["Function", "lower_function", "with_parameters"]
+__all__ = ["Function", "function_source", "lower_function", "with_parameters"]

@@ -92,6 +92,12 @@ def _lambda(pyfunc) -> ast.FunctionDef:
     return ast.copy_location(node, lam)
 
 
+def function_source(pyfunc) -> tuple[ast.FunctionDef, str, int]:
+    """``(def node, file name, line offset)`` of ``pyfunc``, as the frontend reads it (a typed error when it
+    has no source)."""
+    return _parse(pyfunc)
+
+
 def with_parameters(pyfunc, names: tuple[str, ...]):
     """``pyfunc`` with its free variables ``names`` (closure cells) turned into trailing parameters, so that
     arrays a closure captures are passed as arguments (and can be differentiated)."""
@@ -154,4 +160,4 @@ class _Lowerer(Statements, Expressions, Iteration, Closures):
             handler(stmt)
 
 
-__all__ = ["lower_function", "with_parameters"]
+__all__ = ["function_source", "lower_function", "with_parameters"]

@@ -10,9 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from enzyme_plugin import Active, BatchDuplicated, Const, Duplicated, Forward, Reverse, autodiff
+from enzyme_plugin import ADError, Active, BatchDuplicated, Const, Duplicated, Forward, Reverse, autodiff
 from gpucompiler import jit
-from gpucompiler.errors import TypeInferenceError
+from gpucompiler.errors import PluginError, TypeInferenceError
 
 
 def energy(a, s, n):
@@ -133,3 +133,38 @@ def test_a_shadow_made_in_compiled_code_pairs_with_a_value_lent_by_python_and_ba
     da = np.zeros(3)
     jit(adjoint_of_new_value, plugins=("enzyme",))(da)
     np.testing.assert_allclose(da, 2.0 * np.linspace(1.0, 3.0, 3), rtol=1e-15)
+
+
+def recursive_sum_of_squares(a, k):
+    if k == 0:
+        return 0.0
+    return a[k - 1] * a[k - 1] + recursive_sum_of_squares(a, k - 1)
+
+
+def through_recursion(a):
+    return recursive_sum_of_squares(a, a.shape[0])
+
+
+def mutual_even(a, x, k):
+    return x if k <= 0 else mutual_odd(a, x * a[0], k - 1)
+
+
+def mutual_odd(a, x, k):
+    return x if k <= 0 else mutual_even(a, x * a[0], k - 1)
+
+
+def through_mutual_recursion(x, a):
+    return mutual_even(a, x, 3)
+
+
+@pytest.mark.parametrize("f, args", [(through_recursion, ()), (through_mutual_recursion, (Active(2.0),))],
+                         ids=["recursive", "mutually-recursive"])
+def test_a_recursive_helper_taking_an_array_is_a_typed_error_not_a_zero_gradient(f, args):
+    """Such a helper cannot be inlined; the engine follows no shadow through the call (dv stayed zero)."""
+    a, da = np.array([1.0, 2.0, 3.0]), np.zeros(3)
+    with pytest.raises(PluginError) as info:
+        autodiff(Reverse, f, *args, Duplicated(a, da))
+    cause = info.value.__cause__ or info.value.__context__
+    assert isinstance(cause, ADError) and "recursive function" in str(cause)
+    assert "test_array_autodiff.py:" in str(info.value)
+    assert np.all(da == 0.0)

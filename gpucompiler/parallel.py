@@ -51,6 +51,7 @@ from .runtime.arguments import argument_type
 from .frontend import with_parameters
 from .frontend.fingerprint import code_fingerprint
 from .frontend.parallel import from_template
+from .interpreter.builtins.creation import KEYWORD_HINT
 from .interpreter.builtins.numbers import base
 from .interpreter.builtins.parallel import region_call
 from .interpreter.lattice import Const, const, pyobj, widen
@@ -363,6 +364,12 @@ def parallel_reduce(n: int, functor, reducer, *args, space: Space = Space.HOST):
     if space is Space.HOST:
         return _host_driver(fn, red, len(args))(n, *args)
     return _device_reduce(n, fn, red, args, space).value
+
+
+for _region in (parallel_for, parallel_reduce):  # space= in compiled code: say where device regions run
+    setattr(_region, KEYWORD_HINT, "in compiled code parallel_for/parallel_reduce run on the host (the chunk loop): "
+            "call them with space=Space.CUDA or Space.EMULATION from Python (autodiff of such a Python function "
+            "differentiates it through the kernels, docs/autodiff.md)")
 
 
 @attrs.frozen

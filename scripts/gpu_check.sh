@@ -63,6 +63,11 @@ echo "== parallel_reduce / parallel_for kernels (block tree + one atomic per blo
 "$PY" -m pytest -q -p no:cacheprovider tests/parallel/test_parallel_reduce.py -k "gpu or ptx" 2>&1 | tail -n 5
 [ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
 
+echo "== gradients of parallel_reduce / parallel_for on the GPU (Kokkos 2-norm: v/||v|| vs analytic, FD, emulation)"
+"$PY" -m pytest -q -p no:cacheprovider tests/enzyme_plugin/test_parallel_gradients.py \
+    "tests/test_docs.py::test_doc_examples_run[parallel.md]" 2>&1 | tail -n 5
+[ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
+
 echo "== benchmarks/gpu.py"
 "$PY" benchmarks/gpu.py --json "$REPORT/gpu_bench.json" 2>&1 | tee "$REPORT/gpu_bench.txt"
 BENCH_RC=${PIPESTATUS[0]}

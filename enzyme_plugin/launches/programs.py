@@ -46,7 +46,7 @@ from gpucompiler.frontend.parallel import from_template, function_from_ast
 from gpucompiler.kernel import Kernel
 from gpucompiler.parallel import SUM, DeviceReduction, Space, parallel_for, parallel_reduce, reduce_on_device
 
-from ..api import (ACTIVITIES, Annotation, BatchDuplicated, Const, Duplicated, Mode, Reverse, autodiff,
+from ..api import (ACTIVITIES, Active, Annotation, BatchDuplicated, Const, Duplicated, Mode, Reverse, autodiff,
                    caller_location)
 from .arrays import ops_of
 from .gradients import register_gradient
@@ -117,10 +117,10 @@ class _Program:
         return fn(*args)
 
     @functools.lru_cache(maxsize=16)  # noqa: B019  (one program per function, cached with it)
-    def tail(self, floats: tuple[bool, ...], arrays: tuple[str, ...]) -> pytypes.FunctionType:
+    def tail(self, floats: tuple[bool, ...], arrays: tuple[str, ...]) -> tuple[pytypes.FunctionType, frozenset[str]]:
         """``f`` taking ``(__gpuc_r, __gpuc_ri, *params)``: a reduction site ``k`` reads ``__gpuc_r[k]`` (a
-        float result) or ``__gpuc_ri[k]``, a loop site is ``None``. ``arrays``: the parameters bound to arrays,
-        which the tail may only ask for ``shape``, ``ndim``, ``size``."""
+        float result) or ``__gpuc_ri[k]``, a loop site is ``None``; and the names the tail reads. ``arrays``:
+        the parameters bound to arrays, which the tail may only ask for ``shape``, ``ndim``, ``size``."""
         sites = {_key(c): k for k, c in enumerate(self.sites)}
         reduces = self.reduces
 
@@ -138,8 +138,9 @@ class _Program:
         new = Rewrite().visit(copy.deepcopy(self.node))
         self._check_array_uses(new, set(arrays))
         new.name = f"{self.f.__name__}__gpuc_tail"
+        used = frozenset(n.id for n in ast.walk(new) if isinstance(n, ast.Name))
         new.args.args = [ast.arg("__gpuc_r"), ast.arg("__gpuc_ri"), *new.args.args]
-        return function_from_ast(new, self.node, self.f, self.filename, self.offset)
+        return function_from_ast(new, self.node, self.f, self.filename, self.offset), used
 
     def _check_array_uses(self, tree: ast.AST, arrays: set[str]) -> None:
         parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
@@ -339,8 +340,10 @@ def _tail(prog: _Program, recorder: _Recorder, ann, tape: LaunchTape) -> tuple:
         (r if floats[j] else ri)[j] = red.value
     names = prog.f.__code__.co_varnames[:len(ann)]
     arrays = tuple(n for n, a in zip(names, ann) if _is_array(a.val))
-    tail = prog.tail(floats, arrays)
-    targs = [Const(_stand_in(a.val)) if _is_array(a.val) else a for a in ann]
+    tail, used = prog.tail(floats, arrays)
+    # what the tail does not read (the space, arrays only kernels read) is passed as a placeholder
+    targs = [a if isinstance(a, Active) else Const(0) if n not in used else
+             Const(_stand_in(a.val)) if _is_array(a.val) else a for n, a in zip(names, ann)]
     derivs = autodiff(Reverse, tail, Duplicated(r, dr), Const(ri), *targs)
     seeds = [(a.val, a.dval) for a in ann if isinstance(a, Duplicated) and tape.knows(a.val)]
     for j, red in recorder.reductions.items():

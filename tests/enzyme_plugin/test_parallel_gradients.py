@@ -9,7 +9,8 @@ import pytest
 from enzyme_plugin import Active, Const, Duplicated, Forward, Reverse, ReverseWithPrimal, autodiff
 from enzyme_plugin.launches import LaunchTape
 from enzyme_plugin.launches.programs import DeviceProgramError, reduce_gradient
-from gpucompiler import Space, parallel_for, parallel_reduce
+from gpucompiler import Space, jit, parallel_for, parallel_reduce
+from gpucompiler.errors import TypeInferenceError
 from gpucompiler import types as T
 
 EMU = Space.EMULATION
@@ -211,3 +212,26 @@ def test_kokkos_norm2_gradient_on_the_gpu_with_numpy_arrays():
     dv = np.zeros_like(v)
     autodiff(Reverse, norm2_cuda, Duplicated(v, dv))
     assert np.allclose(dv, v / np.linalg.norm(v), rtol=1e-12)
+
+
+def unused_active(v, w, space):
+    return parallel_reduce(v.shape[0], square, sum, v, space=space)
+
+
+def test_an_active_scalar_the_tail_does_not_read_has_a_zero_derivative_in_its_place():
+    v = np.array([1.0, 2.0])
+    dv = np.zeros(2)
+    assert autodiff(Reverse, unused_active, Duplicated(v, dv), Active(3.0), Const(EMU)) == (0.0,)
+    assert list(dv) == [2.0, 4.0]
+
+
+def test_space_in_compiled_code_is_a_typed_error_that_says_where_device_regions_run():
+    @jit
+    def compiled(v):
+        return parallel_reduce(v.shape[0], square, sum, v, space=EMU)
+
+    with pytest.raises(TypeInferenceError) as info:
+        compiled(np.ones(3))
+    assert "keyword arguments in a call of parallel_reduce" in str(info.value)
+    assert "call them with space=Space.CUDA or Space.EMULATION from Python" in info.value.hint
+    assert info.value.filename == __file__

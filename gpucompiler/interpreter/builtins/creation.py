@@ -280,6 +280,10 @@ def _numpy_constructor(interp, fn, args):
     return constructor_call(interp, name, args) if name in CONSTRUCTORS else None
 
 
+KEYWORD_HINT = "__gpuc_keyword_hint__"
+"""An attribute of a Python function whose keywords compiled code does not take: the hint of the error."""
+
+
 @base.handler
 def _keyword_call(interp, fn, args):
     """``f(x, name=v)``: NumPy's constructors bind keywords; other callees take arguments by position."""
@@ -291,4 +295,5 @@ def _keyword_call(interp, fn, args):
         return constructor_call(interp, name, args, names.value, skip=2)
     shown = getattr(callee.value, "__qualname__", repr(callee.value)) if isinstance(callee, Const) else "a value"
     raise TypeInferenceError(f"keyword arguments in a call of {shown} are not supported",
-                             hint="pass arguments by position")
+                             hint=getattr(callee.value, KEYWORD_HINT, "pass arguments by position")
+                             if isinstance(callee, Const) else "pass arguments by position")

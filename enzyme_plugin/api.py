@@ -37,7 +37,7 @@ import types as pytypes
 
 import attrs
 
-from gpucompiler import jit, settings
+from gpucompiler import jit, parallel_for, parallel_reduce, settings
 from gpucompiler.kernel import Kernel, Launch
 from gpucompiler.errors import (PLUGIN_ATTRIBUTE, ArgumentBindingError, ArgumentTypeError, GPUCompilerError,
                                for_user)
@@ -317,10 +317,23 @@ def autodiff(mode: Mode, f, *args):
 
 def _names_device_space(f) -> bool:
     """Cheap test before :func:`enzyme_plugin.launches.programs.has_device_sites`: ``f`` names
-    ``parallel_reduce`` or ``parallel_for`` and passes a keyword ``space``."""
+    ``parallel_reduce`` or ``parallel_for`` (or an alias of them) and passes a keyword ``space``."""
     code = f.__code__
-    return (any(n in code.co_names or n in code.co_freevars for n in ("parallel_reduce", "parallel_for"))
-            and any(isinstance(c, tuple) and "space" in c for c in code.co_consts))
+    if not any(isinstance(c, tuple) and "space" in c for c in code.co_consts):
+        return False
+    named = {"parallel_reduce", "parallel_for"}
+    values = [f.__globals__.get(n) for n in code.co_names]
+    values += [c.cell_contents for c in f.__closure__ or () if _filled(c)]
+    return bool(named & {*code.co_names, *code.co_freevars}) or any(v is parallel_for or v is parallel_reduce
+                                                                     for v in values)
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
 
 
 def _spec(v):

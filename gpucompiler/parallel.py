@@ -388,6 +388,13 @@ class DeviceReduction:
     """the functor's result type (the element type of ``out``)"""
     args: tuple
     """the functor's arguments after ``i``, the closure's arrays last"""
+    n: int
+    grid: int
+    """blocks of the launch (of :data:`BLOCK` threads)"""
+
+    @property
+    def block(self) -> int:
+        return BLOCK
 
 
 def reduce_on_device(n: int, functor, reducer, *args, space: Space) -> DeviceReduction:
@@ -409,7 +416,7 @@ def _device_reduce(n: int, fn, red: Reducer, args: tuple, space: Space) -> Devic
     kernel = _reduce_kernel(fn, red, dtype, len(args))
     kernel[_launch(n, space)](out, n, *args)
     value = functools.reduce(red.combine, out.tolist()) if red.atomic is None else out.tolist()[0]
-    return DeviceReduction(value, out, kernel, fn, red, dtype, args)
+    return DeviceReduction(value, out, kernel, fn, red, dtype, args, n, grid)
 
 
 __all__ = ["BLOCK", "MAX", "MIN", "PROD", "SUM", "DeviceReduction", "Reducer", "Space", "parallel_for",

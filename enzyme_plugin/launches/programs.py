@@ -26,8 +26,10 @@ cannot do, so the function is differentiated as a host program in three steps:
 Each site runs at most once per call (not in a loop); arrays are read only by
 kernels (the tail may use their ``shape``, ``ndim``, ``size``); float scalars
 reach the kernels only in arrays. Anything else is a :class:`DeviceProgramError`
-at the user's line. Reductions: ``sum`` (``min``, ``max``, ``prod`` and custom
-reducers are refused).
+at the user's line. Reductions: ``sum``; ``min`` and ``max``, whose adjoint goes to
+the index they selected (the first on ties, found again by a one-block kernel
+launched after the reduction, whose gradient seeds it); ``prod`` and custom
+reducers are refused.
 """
 
 from __future__ import annotations
@@ -35,16 +37,19 @@ from __future__ import annotations
 import ast
 import copy
 import functools
+import sys
 import types as pytypes
+from typing import Any
 
 import numpy as np
 
 from gpucompiler import device as gd, types as T
-from gpucompiler.errors import SourceError
+from gpucompiler.errors import ConfigError, SourceError
 from gpucompiler.frontend import function_source
 from gpucompiler.frontend.parallel import from_template, function_from_ast
-from gpucompiler.kernel import Kernel
-from gpucompiler.parallel import SUM, DeviceReduction, Space, parallel_for, parallel_reduce, reduce_on_device
+from gpucompiler.kernel import CPU, Kernel
+from gpucompiler.parallel import (BLOCK, MAX, MIN, SUM, DeviceReduction, Space, parallel_for, parallel_reduce, reduce_on_device,
+                                  reducer_of)
 
 from ..api import (ACTIVITIES, Active, Annotation, BatchDuplicated, Const, Duplicated, Mode, Reverse, autodiff,
                    caller_location)
@@ -99,14 +104,18 @@ class _Program:
 
         new = Rewrite().visit(copy.deepcopy(self.node))
         free = ["__gpuc_site", *self.f.__code__.co_freevars]
-        outer = ast.FunctionDef("__gpuc_outer", ast.arguments([], [ast.arg(v) for v in free], None, [], [], None, []),
-                                [new, ast.Return(ast.Name(new.name, ast.Load()))], [], None)
+        outer = ast.FunctionDef(name="__gpuc_outer", args=ast.arguments(
+            posonlyargs=[], args=[ast.arg(v) for v in free], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+            defaults=[]), body=[new, ast.Return(ast.Name(new.name, ast.Load()))], decorator_list=[], returns=None)
+        if sys.version_info >= (3, 12):
+            outer.type_params = []
         ast.copy_location(outer, self.node)
         ast.fix_missing_locations(outer)
         ast.increment_lineno(outer, self.offset)
         module = compile(ast.Module([outer], []), self.filename, "exec")
         code = next(c for c in module.co_consts if isinstance(c, pytypes.CodeType))
-        return next(c for c in code.co_consts if isinstance(c, pytypes.CodeType))
+        inner = next(c for c in code.co_consts if isinstance(c, pytypes.CodeType))
+        return _requalified(inner, f"__gpuc_outer.<locals>.{inner.co_name}", self.f.__qualname__)
 
     def run_forward(self, site, args):
         cells = dict(zip(self.f.__code__.co_freevars, self.f.__closure__ or ()))
@@ -159,6 +168,21 @@ class _Program:
                                      "the host code may use a.shape, a.ndim, a.size")
 
 
+def _requalified(code: pytypes.CodeType, old: str, new: str) -> pytypes.CodeType:
+    """``code`` and the code nested in it (lambdas, functors) named as in the user's function: the
+    qualified names (``co_qualname`` from Python 3.11, string constants before) that start with ``old``."""
+    def renamed(c):
+        if isinstance(c, pytypes.CodeType):
+            return _requalified(c, old, new)
+        return new + c[len(old):] if isinstance(c, str) and c.startswith(old) else c
+
+    changes: dict[str, Any] = {"co_consts": tuple(renamed(c) for c in code.co_consts)}
+    qualname = getattr(code, "co_qualname", None)
+    if isinstance(qualname, str):
+        changes["co_qualname"] = renamed(qualname)
+    return code.replace(**changes)
+
+
 def _key(node: ast.AST) -> tuple:
     """Where a node is in the source: the same in a copy of the tree."""
     return (getattr(node, "lineno", None), getattr(node, "col_offset", None), getattr(node, "end_lineno", None),
@@ -195,6 +219,7 @@ class _Recorder:
         self.prog = prog
         self.reductions: dict[int, DeviceReduction] = {}
         self.ran: set[int] = set()
+        self.dups: dict[Kernel, tuple[bool, ...]] = {}
 
     def error(self, k: int, message: str, hint: str = "") -> DeviceProgramError:
         return DeviceProgramError(message, self.prog.loc(self.prog.sites[k]), self.prog.f.__qualname__, hint)
@@ -218,17 +243,41 @@ class _Recorder:
             raise self.error(k, f"{region.__name__} takes (n, functor{', reducer' if head == 3 else ''}, *args), "
                              f"got {len(params)} positional argument(s)")
         self._check_floats(k, params[head:], params[1])
+        self._check_layouts(k, params[head:], params[1])
         if region is parallel_for:
             parallel_for(*params, space=space)
             return None
-        if params[2] not in (SUM, sum, "sum"):
-            raise self.error(k, f"the gradient of parallel_reduce with the reducer {params[2]!r} on a device space "
-                             "is not supported (only sum)",
-                             "write min/max as a sum of selected values, or differentiate with space=Space.HOST")
+        try:
+            reducer = reducer_of(params[2])
+        except ConfigError as exc:
+            raise self.error(k, str(exc)) from None
+        if reducer not in (SUM, MIN, MAX):
+            raise self.error(k, f"the gradient of parallel_reduce with the reducer {reducer.name!r} on a device "
+                             "space is not supported (sum, min and max are)",
+                             "differentiate it with the region on the host (no space=), or write the product "
+                             "as exp(sum(log(...))) for positive values")
         red = reduce_on_device(*params, space=space)
-        _register(red)
+        dup = _dup(red)
+        if self.dups.setdefault(red.kernel, dup) != dup:
+            raise self.error(k, "one functor reduced twice in a program with arguments that differ in which are "
+                             "float arrays: its reduction kernel has one gradient per program",
+                             "use two functors (two def statements)")
+        if reducer is SUM:
+            register_gradient(red.kernel, reduce_gradient(red.functor, red.dtype, dup))
+        else:  # the adjoint goes to the selected index, which a second kernel finds
+            register_gradient(red.kernel, reduce_gradient(red.functor, red.dtype, (False,) * len(dup)))
+            _select(red, space)
         self.reductions[k] = red
         return red.value
+
+    def _check_layouts(self, k: int, args, functor) -> None:
+        cells = getattr(functor, "__closure__", None) or ()
+        for a in [*args, *(c.cell_contents for c in cells if _filled(c))]:
+            if _float_array(a) and not _contiguous(a):
+                raise self.error(k, "a strided float array (a view) reaches a device region of a differentiated host "
+                                 "program: its gradient is made like a contiguous array, which the gradient kernel "
+                                 "cannot pair with the view", "pass a contiguous copy (np.ascontiguousarray, "
+                                 "cp.ascontiguousarray) and scatter its gradient back")
 
     def _check_floats(self, k: int, args, functor) -> None:
         scalars = [a for a in args if isinstance(a, (float, np.floating))]
@@ -239,6 +288,27 @@ class _Recorder:
                              "argument or captured by the functor): kernels take float scalars as constants, so "
                              "its derivative would be lost",
                              "pass the value in a one-element array (np.array([x])) and read it as a[0]")
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
+
+
+def _contiguous(a) -> bool:
+    iface = getattr(a, "__cuda_array_interface__", None) or getattr(a, "__array_interface__", None)
+    assert iface is not None
+    strides = iface.get("strides")
+    if strides is None:
+        return True
+    expect, item = [], np.dtype(iface["typestr"]).itemsize
+    for n in reversed(iface["shape"]):
+        expect.insert(0, item)
+        item *= n
+    return all(s == e for s, e, n in zip(strides, expect, iface["shape"]) if n > 1)
 
 
 def _is_float_cell(cell) -> bool:
@@ -278,6 +348,69 @@ def reduce_gradient(functor, dtype: T.Scalar, dup: tuple[bool, ...]) -> Kernel:
     return Kernel(fn, plugins=("enzyme",))
 
 
+_SEARCH = """\
+    cache = gd.shared_array(BLOCK, INT64)
+    tid = gd.threadIdx.x
+    target = out[0]
+    best = n
+    i = tid
+    while i < n:
+        if best == n and functor(i{a}) == target:
+            best = i
+        i += BLOCK
+    cache[tid] = best
+    gd.syncthreads()
+    s = BLOCK // 2
+    while s > 0:
+        if tid < s:
+            cache[tid] = min(cache[tid], cache[tid + s])
+        gd.syncthreads()
+        s = s // 2
+"""
+"""One block finds the first ``i`` whose ``functor(i, ...)`` is ``out[0]`` (``n`` when none is) in ``cache[0]``."""
+
+
+def _select_cells(functor, nargs: int) -> dict:
+    return {"gd": gd, "functor": functor, "BLOCK": BLOCK, "INT64": T.int64, "SEEDED": _seeded(functor, nargs),
+            "autodiff": autodiff, "Reverse": Reverse, **ACTIVITIES}
+
+
+@functools.lru_cache(maxsize=128)
+def select_kernel(functor, nargs: int) -> Kernel:
+    """``select(out, sel, n, a0, ...)``, one block: ``sel[0]`` becomes the first ``i`` whose
+    ``functor(i, a0, ...)`` is ``out[0]`` (the index a min or max selected; ``n`` when none is)."""
+    a = "".join(f", a{j}" for j in range(nargs))
+    src = f"def select(out, sel, n{a}):\n" + _SEARCH.format(a=a) + "    if tid == 0:\n        sel[0] = cache[0]\n"
+    return Kernel(from_template(src, "select", _select_cells(functor, nargs), f"select[{functor.__qualname__}]",
+                                functor.__module__))
+
+
+@functools.lru_cache(maxsize=128)
+def select_gradient(functor, dtype: T.Scalar, dup: tuple[bool, ...]) -> Kernel:
+    """The gradient of :func:`select_kernel`: the same search (the memory as the launch found it), then
+    the reverse sweep of ``d_out[0] * functor(i, a0, ...)`` at the index found, once: a min's or a max's
+    adjoint goes to the index it selected (the first one, on ties, as ``argmin``/``argmax``)."""
+    names = [f"a{j}" for j in range(len(dup))]
+    a = "".join(f", {x}" for x in names)
+    params = ["out", "sel", "n", *names, "d_out", "d_sel", "d_n", *(f"d_{x}" for x in names)]
+    acts = ", ".join(f"Duplicated({x}, d_{x})" if d else f"Const({x})" for x, d in zip(names, dup))
+    body = (_SEARCH.format(a=a) + "    if tid == 0 and cache[0] < n:\n"
+            f"        autodiff(Reverse, SEEDED, Const(cache[0]), Const(d_out[0]), {acts})\n"
+            ) if dtype.kind == "f" and any(dup) else "    return\n"
+    fn = from_template(f"def select_grad({', '.join(params)}):\n{body}", "select_grad",
+                       _select_cells(functor, len(dup)), f"select_gradient[{functor.__qualname__}]",
+                       functor.__module__)
+    return Kernel(fn, plugins=("enzyme",))
+
+
+def _select(red: DeviceReduction, space: Space) -> None:
+    """Launch (recorded) the kernel that finds the index a min or max selected; its gradient seeds it."""
+    sel = np.full(1, red.n, dtype=np.int64)
+    k = select_kernel(red.functor, len(red.args))
+    register_gradient(k, select_gradient(red.functor, red.dtype, _dup(red)))
+    k[(1, BLOCK, CPU) if space is Space.EMULATION else (1, BLOCK)](red.out, sel, red.n, *red.args)
+
+
 def _dup(red: DeviceReduction) -> tuple[bool, ...]:
     return tuple(_float_array(a) for a in red.args)
 
@@ -285,10 +418,6 @@ def _dup(red: DeviceReduction) -> tuple[bool, ...]:
 def _float_array(a) -> bool:
     iface = getattr(a, "__cuda_array_interface__", None) or getattr(a, "__array_interface__", None)
     return iface is not None and np.dtype(iface["typestr"]).kind == "f"
-
-
-def _register(red: DeviceReduction) -> None:
-    register_gradient(red.kernel, reduce_gradient(red.functor, red.dtype, _dup(red)))
 
 
 # -- the three steps -------------------------------------------------------------------------------

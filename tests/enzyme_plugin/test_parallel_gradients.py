@@ -6,9 +6,11 @@ import math
 import numpy as np
 import pytest
 
+import gpucompiler
+
 from enzyme_plugin import Active, Const, Duplicated, Forward, Reverse, ReverseWithPrimal, autodiff
 from enzyme_plugin.launches import LaunchTape
-from enzyme_plugin.launches.programs import DeviceProgramError, reduce_gradient
+from enzyme_plugin.launches.programs import DeviceProgramError, reduce_gradient, select_gradient
 from gpucompiler import Space, jit, parallel_for, parallel_reduce
 from gpucompiler.errors import TypeInferenceError
 from gpucompiler import types as T
@@ -135,8 +137,8 @@ def reads_on_host(v):
     return v[0] * parallel_reduce(v.shape[0], square, sum, v, space=EMU)
 
 
-def maximum(v):
-    return parallel_reduce(v.shape[0], square, max, v, space=EMU)
+def product_of_squares(v):
+    return parallel_reduce(v.shape[0], square, math.prod, v, space=EMU)
 
 
 def scaled(v, c):
@@ -154,11 +156,11 @@ def host_space_keyword(v):
 @pytest.mark.parametrize("f, args, expect, line", [
     (in_a_loop, (), "runs more than once", "s += parallel_reduce"),
     (reads_on_host, (), "the array 'v' is used on the host", "return v[0] *"),
-    (maximum, (), "reducer <built-in function max>", "return parallel_reduce(v.shape[0], square, max"),
+    (product_of_squares, (), "with the reducer 'prod'", "return parallel_reduce(v.shape[0], square, math.prod"),
     (scaled, (Const(2.0),), "a float scalar reaches a device region", "lambda i: c * v[i]"),
     (with_float_argument, (Const(2.0),), "a float scalar reaches a device region", "lambda i, c: c * v[i]"),
     (host_space_keyword, (), "space=<Space.HOST: 'host'>", "space=Space.HOST"),
-], ids=["loop", "host-read", "max", "closure-float", "float-argument", "host-space"])
+], ids=["loop", "host-read", "prod", "closure-float", "float-argument", "host-space"])
 def test_unsupported_device_programs_are_typed_errors_at_the_line(f, args, expect, line):
     v = np.array([1.0, 2.0])
     with pytest.raises(DeviceProgramError) as info:
@@ -235,3 +237,101 @@ def test_space_in_compiled_code_is_a_typed_error_that_says_where_device_regions_
     assert "keyword arguments in a call of parallel_reduce" in str(info.value)
     assert "call them with space=Space.CUDA or Space.EMULATION from Python" in info.value.hint
     assert info.value.filename == __file__
+
+
+def cubes(v):
+    return parallel_reduce(v.shape[0], lambda i: v[i] ** 3, sum, space=EMU)
+
+
+def product(i, a, b):
+    return a[i] * b[i]
+
+
+def two_layouts(v, w, k):
+    return parallel_reduce(v.shape[0], product, sum, v, w, space=EMU) + parallel_reduce(
+        v.shape[0], product, sum, v, k, space=EMU)
+
+
+def test_a_strided_view_and_a_functor_with_two_activity_patterns_are_typed_errors():
+    base = np.arange(10.0)
+    with pytest.raises(DeviceProgramError, match="strided float array") as info:
+        autodiff(Reverse, cubes, Duplicated(base[::3], np.zeros(10)[::3]))
+    with open(__file__) as src:
+        assert "lambda i: v[i] ** 3" in src.read().splitlines()[info.value.line - 1]
+    assert info.value.function == "cubes"
+    v, w, k = np.ones(3), np.ones(3), np.ones(3, dtype=np.int64)
+    with pytest.raises(DeviceProgramError, match="differ in which are float arrays"):
+        autodiff(Reverse, two_layouts, Duplicated(v, np.zeros(3)), Duplicated(w, np.zeros(3)), k)
+
+
+def test_strided_view_of_a_contiguous_row_is_accepted():
+    a = np.arange(12.0).reshape(3, 4)
+    da = np.zeros_like(a)
+    autodiff(Reverse, cubes, Duplicated(a[1], da[1]))
+    assert np.allclose(da[1], 3 * a[1] ** 2) and np.all(da[[0, 2]] == 0)
+
+
+def largest_square(v):
+    return parallel_reduce(v.shape[0], square, max, v, space=EMU)
+
+
+def twice_smallest_shifted(v):
+    return 2.0 * parallel_reduce(v.shape[0], lambda i: v[i] - 1.0, "min", space=EMU)
+
+
+@pytest.mark.parametrize("n", [1, 5, 300, 5000])
+def test_min_and_max_send_the_adjoint_to_the_selected_index(n):
+    v = np.random.default_rng(n).normal(size=n)
+    dv = np.zeros_like(v)
+    assert autodiff(ReverseWithPrimal, largest_square, Duplicated(v, dv))[1] == (v * v).max()
+    expect = np.zeros_like(v)
+    expect[np.argmax(v * v)] = 2 * v[np.argmax(v * v)]
+    assert np.array_equal(dv, expect)
+    dv = np.zeros_like(v)
+    autodiff(Reverse, twice_smallest_shifted, Duplicated(v, dv))
+    expect = np.zeros_like(v)
+    expect[np.argmin(v)] = 2.0
+    assert np.array_equal(dv, expect)
+
+
+def test_a_tie_goes_to_the_first_index_as_argmax():
+    v = np.array([2.0, -2.0, 1.0, 2.0])
+    dv = np.zeros(4)
+    autodiff(Reverse, largest_square, Duplicated(v, dv))
+    assert list(dv) == [4.0, 0.0, 0.0, 0.0]
+
+
+def test_select_gradient_kernel_assembles_with_ptxas(check_ptx):
+    v = np.ones(8)
+    k = select_gradient(square, T.float64, (True,))
+    sel = np.zeros(1, dtype=np.int64)
+    check_ptx(k.inspect_ptx(np.zeros(1), sel, 8, v, np.zeros(1), sel, 8, v))
+
+
+@pytest.mark.gpu
+def test_max_gradient_on_the_gpu_goes_to_the_selected_index():
+    cp = pytest.importorskip("cupy")
+    v = np.random.default_rng(9).normal(size=100_000)
+
+    def largest_square_cuda(v):
+        return parallel_reduce(v.shape[0], square, max, v, space=Space.CUDA)
+
+    cdv = cp.zeros(v.shape[0])
+    autodiff(Reverse, largest_square_cuda, Duplicated(cp.asarray(v), cdv))
+    expect = np.zeros_like(v)
+    expect[np.argmax(v * v)] = 2 * v[np.argmax(v * v)]
+    assert np.array_equal(cp.asnumpy(cdv), expect)
+
+
+def through_an_alias(v):
+    return gpucompiler.parallel_reduce(v.shape[0], square, sum, v, space=EMU) + REDUCE(v.shape[0], square, sum, v, space=EMU)
+
+
+REDUCE = parallel_reduce
+
+
+def test_regions_called_through_an_alias_or_an_attribute_are_sites():
+    v = np.array([1.0, 2.0])
+    dv = np.zeros(2)
+    autodiff(Reverse, through_an_alias, Duplicated(v, dv))
+    assert list(dv) == [4.0, 8.0]

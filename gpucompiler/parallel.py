@@ -30,7 +30,9 @@ Called inside compiled code (a ``@jit`` function, a function given to
 ``autodiff``), ``parallel_for``/``parallel_reduce`` compile to the same chunk
 loop as a ``prange`` loop: threaded under ``parallel=True``, serial
 elsewhere, and differentiable by the Enzyme plugin (the derivative runs the
-loop serially).
+loop serially). A Python function that calls them with ``space=Space.CUDA`` or
+``Space.EMULATION`` is differentiated through the kernels (the Enzyme plugin's
+``enzyme_plugin.launches.programs``, which uses :func:`reduce_on_device`).
 """
 
 from __future__ import annotations

@@ -154,7 +154,7 @@ class _Program:
     def _check_array_uses(self, tree: ast.AST, arrays: set[str]) -> None:
         parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Name) and node.id in arrays):
+            if not (isinstance(node, ast.Name) and node.id in arrays and isinstance(node.ctx, ast.Load)):
                 continue
             parent = parents.get(id(node))
             if isinstance(parent, ast.Attribute) and parent.attr in _SHAPE_ATTRIBUTES:
@@ -220,6 +220,7 @@ class _Recorder:
         self.reductions: dict[int, DeviceReduction] = {}
         self.ran: set[int] = set()
         self.dups: dict[Kernel, tuple[bool, ...]] = {}
+        self.array_names: set[str] = set()
 
     def error(self, k: int, message: str, hint: str = "") -> DeviceProgramError:
         return DeviceProgramError(message, self.prog.loc(self.prog.sites[k]), self.prog.f.__qualname__, hint)
@@ -231,6 +232,7 @@ class _Recorder:
                              "differentiate a function whose device regions each run once, or write the loop "
                              "inside the functor")
         self.ran.add(k)
+        self._note_arrays(args, sys._getframe(1).f_locals)
         space = kwargs.get("space")
         if set(kwargs) != {"space"} or space not in (Space.CUDA, Space.EMULATION):
             raise self.error(k, f"{region.__name__} with space={space!r}: a differentiated host program runs its "
@@ -269,6 +271,13 @@ class _Recorder:
             _select(red, space)
         self.reductions[k] = red
         return red.value
+
+    def _note_arrays(self, args, local_values: dict) -> None:
+        """The local names bound to arrays that reach this region (as arguments or through the functor's
+        closure): the tail must not read them either."""
+        cells = getattr(args[1], "__closure__", None) or () if len(args) > 1 else ()
+        reaching = {id(a) for a in [*args, *(c.cell_contents for c in cells if _filled(c))] if _is_array(a)}
+        self.array_names |= {name for name, v in local_values.items() if id(v) in reaching}
 
     def _check_layouts(self, k: int, args, functor) -> None:
         cells = getattr(functor, "__closure__", None) or ()
@@ -468,7 +477,7 @@ def _tail(prog: _Program, recorder: _Recorder, ann, tape: LaunchTape) -> tuple:
     for j, red in recorder.reductions.items():
         (r if floats[j] else ri)[j] = red.value
     names = prog.f.__code__.co_varnames[:len(ann)]
-    arrays = tuple(n for n, a in zip(names, ann) if _is_array(a.val))
+    arrays = tuple(sorted({n for n, a in zip(names, ann) if _is_array(a.val)} | recorder.array_names))
     tail, used = prog.tail(floats, arrays)
     # what the tail does not read (the space, arrays only kernels read) is passed as a placeholder
     targs = [a if isinstance(a, Active) else Const(0) if n not in used else

@@ -335,3 +335,42 @@ def test_regions_called_through_an_alias_or_an_attribute_are_sites():
     dv = np.zeros(2)
     autodiff(Reverse, through_an_alias, Duplicated(v, dv))
     assert list(dv) == [4.0, 8.0]
+
+
+def energy_cuda(x, y, w):
+    parallel_for(x.shape[0], sin_into, x, y, space=Space.CUDA)
+    return w * parallel_reduce(y.shape[0], square, sum, y, space=Space.CUDA) + parallel_reduce(
+        x.shape[0], lambda i: x[i], sum, space=Space.CUDA)
+
+
+@pytest.mark.gpu
+def test_parallel_for_then_reductions_on_the_gpu_match_the_emulation():
+    cp = pytest.importorskip("cupy")
+    x = np.linspace(0.1, 2.0, 3000)
+    cx, cdx, cy, cdy = cp.asarray(x), cp.zeros(3000), cp.zeros(3000), cp.zeros(3000)
+    (dw,), value = autodiff(ReverseWithPrimal, energy_cuda, Duplicated(cx, cdx), Duplicated(cy, cdy), Active(1.5))
+    assert math.isclose(value, 1.5 * np.sum(np.sin(x) ** 2) + x.sum(), rel_tol=1e-12)
+    assert math.isclose(dw, np.sum(np.sin(x) ** 2), rel_tol=1e-12)
+    assert np.allclose(cp.asnumpy(cdx), 1.5 * np.sin(2 * x) + 1.0, rtol=1e-12)
+
+
+def local_array_read_on_host(v):
+    y = np.zeros(v.shape[0])
+    w = np.ones(1)
+    parallel_for(v.shape[0], sin_into, v, y, space=EMU)
+    return w[0] * y[0]
+
+
+def local_array_only_on_host(v):
+    w = np.full(1, 3.0)
+    return w[0] * parallel_reduce(v.shape[0], square, sum, v, space=EMU)
+
+
+def test_a_local_array_a_region_wrote_is_not_read_on_the_host_but_others_are():
+    v = np.array([0.5, 1.0])
+    with pytest.raises(DeviceProgramError, match="the array 'y' is used on the host") as info:
+        autodiff(Reverse, local_array_read_on_host, Duplicated(v, np.zeros(2)))
+    assert info.value.line == local_array_read_on_host.__code__.co_firstlineno + 4
+    dv = np.zeros(2)
+    autodiff(Reverse, local_array_only_on_host, Duplicated(v, dv))
+    assert list(dv) == [3.0, 6.0]

@@ -29,11 +29,15 @@ class ArrayOps:
     object's reference count says whether anything still reads its memory."""
 
     def zeros_like(self, a):
-        """A zero shadow of ``a`` with ``a``'s layout: a strided view gets a strided shadow (every other
-        element of a buffer twice its size), as the gradient kernel takes each shadow with its array's type."""
+        """A zero shadow of ``a`` with ``a``'s strides: the gradient kernel takes each shadow with its array's
+        type and indexes it with the array's strides (a view gets a view of a zeroed buffer of its span)."""
         if self.strided(a):
-            return self.module.zeros((*a.shape, 2), dtype=a.dtype)[..., 0]
+            size, offset = _span(a.shape, a.strides, a.dtype.itemsize)
+            return self._strided_zeros(a, size, offset)
         return self.module.zeros_like(a)
+
+    def _strided_zeros(self, a, size: int, offset: int):
+        return np.ndarray(a.shape, a.dtype, np.zeros(size, np.uint8), offset, a.strides)
 
     @staticmethod
     def strided(a) -> bool:
@@ -57,9 +61,20 @@ class ArrayOps:
         return True
 
 
+def _span(shape, strides, itemsize: int) -> tuple[int, int]:
+    """``(bytes, offset of element 0)`` of the buffer a view of these strides (in bytes) spans."""
+    low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    return high - low + itemsize, -low
+
+
 class CupyOps(ArrayOps):
     def __init__(self, module):
         self.module = module
+
+    def _strided_zeros(self, a, size: int, offset: int):
+        buffer = self.module.zeros(size, dtype=self.module.uint8)
+        return self.module.ndarray(a.shape, a.dtype, buffer.data + offset, a.strides)
 
     def on_default_stream(self) -> bool:
         return self.module.cuda.get_current_stream().ptr == 0
@@ -79,8 +94,9 @@ class TorchOps(ArrayOps):
         return a.detach().clone()
 
     def zeros_like(self, a):
-        if not a.is_contiguous():
-            return self.module.zeros((*a.shape, 2), dtype=a.dtype, device=a.device)[..., 0]
+        if not a.is_contiguous():  # the view's strides (in elements) over a zeroed buffer of its span
+            size, offset = _span(a.shape, a.stride(), 1)
+            return self.module.zeros(size, dtype=a.dtype, device=a.device).as_strided(a.shape, a.stride(), offset)
         return self.module.zeros_like(a)
 
     def assign(self, dst, src) -> None:

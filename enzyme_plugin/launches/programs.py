@@ -245,7 +245,6 @@ class _Recorder:
             raise self.error(k, f"{region.__name__} takes (n, functor{', reducer' if head == 3 else ''}, *args), "
                              f"got {len(params)} positional argument(s)")
         self._check_floats(k, params[head:], params[1])
-        self._check_layouts(k, params[head:], params[1])
         if region is parallel_for:
             parallel_for(*params, space=space)
             return None
@@ -279,15 +278,6 @@ class _Recorder:
         reaching = {id(a) for a in [*args, *(c.cell_contents for c in cells if _filled(c))] if _is_array(a)}
         self.array_names |= {name for name, v in local_values.items() if id(v) in reaching}
 
-    def _check_layouts(self, k: int, args, functor) -> None:
-        cells = getattr(functor, "__closure__", None) or ()
-        for a in [*args, *(c.cell_contents for c in cells if _filled(c))]:
-            if _float_array(a) and not _contiguous(a):
-                raise self.error(k, "a strided float array (a view) reaches a device region of a differentiated host "
-                                 "program: its gradient is made like a contiguous array, which the gradient kernel "
-                                 "cannot pair with the view", "pass a contiguous copy (np.ascontiguousarray, "
-                                 "cp.ascontiguousarray) and scatter its gradient back")
-
     def _check_floats(self, k: int, args, functor) -> None:
         scalars = [a for a in args if isinstance(a, (float, np.floating))]
         cells = getattr(functor, "__closure__", None) or ()
@@ -305,19 +295,6 @@ def _filled(cell) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _contiguous(a) -> bool:
-    iface = getattr(a, "__cuda_array_interface__", None) or getattr(a, "__array_interface__", None)
-    assert iface is not None
-    strides = iface.get("strides")
-    if strides is None:
-        return True
-    expect, item = [], np.dtype(iface["typestr"]).itemsize
-    for n in reversed(iface["shape"]):
-        expect.insert(0, item)
-        item *= n
-    return all(s == e for s, e, n in zip(strides, expect, iface["shape"]) if n > 1)
 
 
 def _is_float_cell(cell) -> bool:

@@ -37,7 +37,7 @@ import types as pytypes
 
 import attrs
 
-from gpucompiler import jit, parallel_for, parallel_reduce, settings
+from gpucompiler import jit, settings
 from gpucompiler.kernel import Kernel, Launch
 from gpucompiler.errors import (PLUGIN_ATTRIBUTE, ArgumentBindingError, ArgumentTypeError, GPUCompilerError,
                                for_user)
@@ -324,8 +324,9 @@ def _names_device_space(f) -> bool:
     named = {"parallel_reduce", "parallel_for"}
     values = [f.__globals__.get(n) for n in code.co_names]
     values += [c.cell_contents for c in f.__closure__ or () if _filled(c)]
-    return bool(named & {*code.co_names, *code.co_freevars}) or any(v is parallel_for or v is parallel_reduce
-                                                                     for v in values)
+    return bool(named & {*code.co_names, *code.co_freevars}) or any(
+        getattr(v, "__name__", None) in named and getattr(v, "__module__", None) == "gpucompiler.parallel"
+        for v in values)
 
 
 def _filled(cell) -> bool:

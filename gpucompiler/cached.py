@@ -13,7 +13,6 @@ import functools
 from typing import Any
 from collections.abc import Callable, Sequence
 
-from . import pipeline
 from .cache.core import Cache, CachedResult, private_disk
 from .cache.tiers import DiskTier, RedisTier
 from .settings import CacheSettings
@@ -30,7 +29,15 @@ def cache_from_settings(settings: CacheSettings) -> Cache:
         from .service.client import ServiceClient  # optional dependency (httpx)
 
         service = ServiceClient(settings.service_url, token=settings.service_token, secret=settings.secret)
-    return Cache(disk, redis, service=service, shared=shared, secret=settings.secret, compiler=pipeline.compile)
+    return Cache(disk, redis, service=service, shared=shared, secret=settings.secret, compiler=_compile)
+
+
+def _compile(job: Any, kinds: Sequence[str]) -> Any:
+    """:func:`gpucompiler.pipeline.compile`: the pipeline (frontend, interpreter, code generation) loads at
+    the first compile, and a process whose calls all hit the cache never loads it."""
+    from . import pipeline  # import time: the pipeline's modules, not needed by a cache hit
+
+    return pipeline.compile(job, kinds)
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,7 +53,7 @@ def default_cache(settings: CacheSettings | None = None) -> Cache:
 @functools.lru_cache(maxsize=1)
 def memory_cache() -> Cache:
     """A cache with the memory tier only (``@jit(cache=False)``: nothing written to disk or shared)."""
-    return Cache(compiler=pipeline.compile)
+    return Cache(compiler=_compile)
 
 
 def compile_cached(job: Any, emit: Sequence[str] = ("llvm",), *, cache: Cache | None = None,

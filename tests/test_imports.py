@@ -24,12 +24,14 @@ HEAVY = ("llvmlite", "numpy", "networkx", "importlib.metadata", "gpucompiler.fro
          "gpucompiler.service", "gpucompiler.cli")
 
 
-def _run(tmp_path, code: str) -> str:
-    """The output of ``code`` run as a script in a fresh interpreter (a file: the compiler reads its source)."""
+def _run(tmp_path, code: str, **env: str) -> str:
+    """The output of ``code`` run as a script in a fresh interpreter (a file: the compiler reads its source),
+    the compile cache off unless ``env`` sets it."""
     script = tmp_path / "program.py"
     script.write_text(textwrap.dedent(code))
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("GPUC_")}
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True,
-                         env={**os.environ, "GPUC_CACHE": "off"})
+                         env={**environ, "GPUC_CACHE": "off", **env})
     return out.stdout.strip()
 
 
@@ -55,6 +57,31 @@ def test_import_and_decorating_load_no_compiler_module_and_the_first_call_loads_
     assert before == []
     assert value == 5
     assert {"llvmlite", "gpucompiler.pipeline", "gpucompiler.interpreter.infer"} <= set(after)
+
+
+def test_a_first_call_served_from_the_disk_cache_loads_neither_the_pipeline_nor_the_interpreter(tmp_path):
+    code = """
+        import json, sys
+        from gpucompiler import jit
+        from gpucompiler.cached import default_cache
+
+        def poly(x, n):
+            s = 0.0
+            for i in range(n):
+                s += x * i
+            return s
+
+        value = jit(poly)(1.5, 4)
+        compiler = ("gpucompiler.pipeline", "gpucompiler.interpreter.infer", "gpucompiler.frontend.lower",
+                    "gpucompiler.codegen.function", "gpucompiler.stages")
+        print(json.dumps([value, dict(default_cache().stats), [m for m in compiler if m in sys.modules]]))
+    """
+    env = {"GPUC_CACHE": "", "GPUC_CACHE_DIR": str(tmp_path / "cache")}
+    value, stats, loaded = json.loads(_run(tmp_path, code, **env))
+    assert value == 9.0 and stats.get("compile") == 1 and len(loaded) == 5
+    value, stats, loaded = json.loads(_run(tmp_path, code, **env))
+    assert value == 9.0 and "compile" not in stats and stats.get("hit.disk") == 1
+    assert loaded == []
 
 
 def test_public_names_load_on_first_use_as_the_modules_objects():

@@ -21,13 +21,11 @@ from ..errors import PLUGIN_ATTRIBUTE, PluginError, PluginRequiredError, TypeInf
 from ..frontend import intrinsics as K, lower_function
 from ..frontend.ir import Arg, Branch, Const as IRConst, Global, Inst, Return, Undef
 from . import builtins as _base_rules  # noqa: F401  (registers the base rules)
-from .lattice import BOTTOM, Const, const, join, pyobj, widen
+from .lattice import BOTTOM, MISSING, Const, const, join, pyobj, widen
 from .rules import CallResult, claim, enabled_rule_sets
 
 if TYPE_CHECKING:
     from ..targets.base import Target
-
-MISSING = object()
 
 
 class Undefined:

@@ -25,6 +25,10 @@ class _Bottom:
 
 BOTTOM = _Bottom()
 
+MISSING = object()
+"""The value recorded for a global read that found no binding (a builtin's module global, a name
+defined later): a dependency that holds while the name stays unbound."""
+
 
 @attrs.frozen(repr=False)
 class PyObj(T.Type):

@@ -32,7 +32,7 @@ import types
 from typing import Any
 
 from ..codegen.pyentry import GUARD_WORDS
-from ..interpreter.infer import MISSING
+from ..interpreter.lattice import MISSING
 
 _METH_FASTCALL, _METH_KEYWORDS = 0x0080, 0x0002
 _DICT_VERSION, _CELL_REF = 24, 16

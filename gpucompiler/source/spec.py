@@ -26,13 +26,9 @@ from typing import Any
 
 import attrs
 
-from .. import types as T
-from ..codegen import ErrorPolicy, ModuleCodegen
-from ..codegen.pyentry import emit_pyentry
-from ..codegen.wrapper import emit_wrapper
+from .. import codegen, interpreter, types as T  # loaded when a spec is first inferred or generated
 from ..frontend.fingerprint import encode_value, python_function
-from ..interpreter import BOTTOM, Interpreter
-from ..interpreter.infer import MISSING
+from ..interpreter.lattice import MISSING
 from ..targets import NativeTarget, Target
 
 def _builtins_of(fn) -> dict:
@@ -86,9 +82,9 @@ class FunctionSpec:
         target = (target if target is not None else NativeTarget()).for_inference()
         key = (target, tuple(plugins), python_errors)
         if key not in self._cache:
-            interp = Interpreter(target, plugins, python_errors)
+            interp = interpreter.Interpreter(target, plugins, python_errors)
             frame = interp.infer(self.fn, list(self.argtypes))
-            if frame.rettype is BOTTOM:  # it always raises (or never ends), as it would in Python
+            if frame.rettype is interpreter.BOTTOM:  # it always raises (or never ends), as it would in Python
                 frame.rettype = T.none
             self._cache[key] = (interp, frame)
         return self._cache[key]
@@ -258,15 +254,15 @@ class FunctionSpec:
         interp, frame = self.infer(job.target, job.config.plugins, abi)
         # with the Python ABI errors stop execution (a status) and a bad index raises
         # IndexError; elsewhere a bad index traps (on the GPU: a launch error)
-        mod = ModuleCodegen(self.entry, interp, status=abi,
+        mod = codegen.ModuleCodegen(self.entry, interp, status=abi,
                             boundscheck=options.boundscheck,
-                            on_error=ErrorPolicy.PYTHON if abi else ErrorPolicy.TRAP,
+                            on_error=codegen.ErrorPolicy.PYTHON if abi else codegen.ErrorPolicy.TRAP,
                             error_model=options.error_model, parallel_threads=options.parallel_threads,
                             nogil=options.nogil, fastmath=options.fastmath)
         entry = mod.emit(frame, self.entry)
         if abi:
-            emit_wrapper(mod, frame, entry, self.entry + ".pywrap")
-            emit_pyentry(mod, frame, entry, self.entry + ".pyentry", len(interp.deps))
+            codegen.emit_wrapper(mod, frame, entry, self.entry + ".pywrap")
+            codegen.emit_pyentry(mod, frame, entry, self.entry + ".pyentry", len(interp.deps))
         return str(mod.module)
 
 

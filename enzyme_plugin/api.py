@@ -34,13 +34,15 @@ import functools
 import linecache
 import sys
 import types as pytypes
+from typing import Any
 
 import attrs
 
 from gpucompiler import jit, settings
 from gpucompiler.kernel import Kernel, Launch
 from gpucompiler.errors import (PLUGIN_ATTRIBUTE, ArgumentBindingError, ArgumentTypeError, GPUCompilerError,
-                               for_user)
+                               SourceError, for_user)
+from gpucompiler.types import record_fields
 
 
 class Activity(enum.Enum):
@@ -59,11 +61,15 @@ class Activity(enum.Enum):
     """A call in a mode with runtime activity (:func:`set_runtime_activity`): internal."""
     PRIMAL_RETURN = 7
     """A call of a ``...WithPrimal`` mode in compiled code (the primal result returned too): internal."""
+    MIXED = 8
+    """A duplicated tuple or record member by member (Enzyme's mixed activity): arrays duplicated, float scalars
+    active in reverse mode (their derivatives returned) and duplicated in forward mode, integers constant.
+    Internal: :func:`autodiff` called from Python passes every duplicated tuple or record so."""
 
     @property
     def duplicated(self) -> bool:
-        """A value with a shadow (``Duplicated``, ``DuplicatedNoNeed``)."""
-        return self in (Activity.DUP, Activity.DUPNONEED)
+        """A value with a shadow (``Duplicated``, ``DuplicatedNoNeed``, a mixed record)."""
+        return self in (Activity.DUP, Activity.DUPNONEED, Activity.MIXED)
 
     @property
     def marker(self) -> str:
@@ -73,7 +79,8 @@ class Activity(enum.Enum):
 
 _MARKERS = {Activity.CONST: "enzyme_const", Activity.ACTIVE: "enzyme_out", Activity.DUP: "enzyme_dup",
             Activity.DUPNONEED: "enzyme_dupnoneed", Activity.TAPE: "enzyme_tape", Activity.WIDTH: "enzyme_width",
-            Activity.RUNTIME_ACTIVITY: "enzyme_runtime_activity", Activity.PRIMAL_RETURN: "enzyme_primal_return"}
+            Activity.RUNTIME_ACTIVITY: "enzyme_runtime_activity", Activity.PRIMAL_RETURN: "enzyme_primal_return",
+            Activity.MIXED: "enzyme_mixed"}
 
 
 class Mode(enum.Enum):
@@ -238,8 +245,23 @@ class BatchDuplicatedNoNeed(BatchDuplicated):
     kind = Activity.DUPNONEED
 
 
+class MixedDuplicated(Duplicated):
+    """A duplicated tuple or record with mixed activity (:attr:`Activity.MIXED`): internal, made by
+    :func:`autodiff` from a ``Duplicated`` tuple or record."""
+
+    __slots__ = ()
+    kind = Activity.MIXED
+
+
+class BatchMixedDuplicated(BatchDuplicated):
+    """:class:`MixedDuplicated` with ``N`` shadows: internal, made by :func:`autodiff` from a ``BatchDuplicated``."""
+
+    __slots__ = ()
+    kind = Activity.MIXED
+
+
 ACTIVITIES = {cls.__name__: cls for cls in (Const, Active, Duplicated, DuplicatedNoNeed, BatchDuplicated,
-                                            BatchDuplicatedNoNeed)}
+                                            BatchDuplicatedNoNeed, MixedDuplicated, BatchMixedDuplicated)}
 
 
 _NOT_THE_USER = ("enzyme_plugin", "gpucompiler", "torch", "jax", "jaxlib")
@@ -256,15 +278,32 @@ def caller_location() -> tuple[str, int, int] | None:
 
 def user_errors(fn):
     """Raise the compiler's typed errors from ``fn`` with the caller's frame on top (the internal chain
-    kept when ``GPUC_DEBUG_TRACEBACKS`` is set)."""
+    kept when ``GPUC_DEBUG_TRACEBACKS`` is set), naming the caller's line (:func:`at_call`)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        call = caller_location()
         try:
             return fn(*args, **kwargs)
         except GPUCompilerError as exc:
-            raise for_user(exc, settings.debug_tracebacks())
+            raise for_user(at_call(exc, call, fn.__name__), settings.debug_tracebacks())
     return wrapper
+
+
+def at_call(exc: GPUCompilerError, call, api: str) -> GPUCompilerError:
+    """``exc`` naming the user's call ``call`` (``(file, line, col)``) of ``api``: an error located nowhere or
+    in generated code is located there; one located in the user's code (the differentiated function) says
+    where ``api`` was called from too."""
+    if call is None or getattr(exc, "_gpuc_called_at", False):
+        return exc
+    exc._gpuc_called_at = True  # pyright: ignore[reportAttributeAccessIssue]  (nested API calls add it once)
+    filename = exc.filename if isinstance(exc, SourceError) else None
+    if isinstance(exc, SourceError) and (filename is None or filename.startswith("<")):
+        function = api if filename or exc.function in (_ENTRY, "") else exc.function
+        SourceError.__init__(exc, exc.message, call, function, exc.hint)
+    elif exc.args and isinstance(exc.args[0], str):
+        exc.args = (f"{exc.args[0]}\n  in {api} called at {call[0]}:{call[1]}", *exc.args[1:])
+    return exc
 
 
 @user_errors
@@ -279,22 +318,19 @@ def autodiff(mode: Mode, f, *args):
         a, da = np.array([3.0]), np.zeros(1)
         (dx,) = autodiff(Reverse, f, Active(2.0), Duplicated(a, da))   # dx == 9.0, da == [12.0]
     """
+    return _autodiff(mode, f, args)
+
+
+def _autodiff(mode, f, args):
     mode, runtime_activity = mode_options(mode)
     if not isinstance(mode, Mode) or mode not in (Reverse, Forward, *WITH_PRIMAL):
         raise ArgumentTypeError("mode", type(mode), function="autodiff",
                                 hint="pass Reverse, Forward, ReverseWithPrimal or ForwardWithPrimal "
                                      "(split mode: autodiff_thunk(ReverseSplit, ...))")
-    if isinstance(f, (Kernel, Launch)):
-        k = f.kernel if isinstance(f, Launch) else f
-        raise ArgumentTypeError("f", f"the kernel {k.py_func.__qualname__}", caller_location(), "autodiff",
-                                hint="a kernel is differentiated through its launches: record them with "
-                                     "`with LaunchTape() as tape:` and call tape.backward() (docs/autodiff.md, "
-                                     "'Programs that launch kernels'), or differentiate the kernel's body in a "
-                                     "kernel: autodiff(Reverse, body, ...) inside a @kernel")
-    if not isinstance(f, pytypes.FunctionType):
-        raise ArgumentTypeError("f", type(f), function="autodiff", hint="pass a Python function")
+    f, args = bound(f, args)
+    f = checked_function(f, "autodiff")
     ann = tuple(a if isinstance(a, Annotation) else Const(a) for a in args)
-    _check_arguments(f, ann)
+    _check_arguments(f, ann, WITH_PRIMAL.get(mode, mode))
     if _names_device_space(f):
         from .launches import programs  # import time: NumPy and the launch tape, only for device programs
 
@@ -305,11 +341,12 @@ def autodiff(mode: Mode, f, *args):
     if mode in WITH_PRIMAL:
         mode = WITH_PRIMAL[mode]
         primal = (primal_value(f, ann),)
-    entry = _entry(set_runtime_activity(mode, runtime_activity), f, tuple((type(a).__name__, tuple(_spec(v) for v in a.values())) for a in ann))
-    flat = [leaf for a in ann for v in a.values() for leaf in _leaves(v)]
-    derivs = entry(*flat)
+    ann = tuple(mixed(a) for a in ann)
+    kinds = tuple((type(a).__name__, tuple(shape(v) for v in a.values())) for a in ann)
+    entry = _entry(set_runtime_activity(mode, runtime_activity), f, kinds)
+    derivs = entry(*(v for a in ann for v in a.values()))
     if mode is Reverse:
-        derivs = _as_records(derivs, ann)
+        derivs = _returned(derivs, ann)
     if primal is None:
         return derivs
     return (derivs, *primal) if mode is Reverse else (*derivs, *primal)
@@ -337,51 +374,129 @@ def _filled(cell) -> bool:
     return True
 
 
-def _spec(v):
-    """The nesting of a tuple argument (None for a leaf): how the entry rebuilds it from its leaves."""
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        raise ArgumentTypeError("args", f"a dataclass ({type(v).__name__})", function="autodiff",
-                                hint="compiled code reads records as tuples: pass a tuple or a NamedTuple of "
-                                     "floats and arrays and index it (p[0])")
-    return tuple(_spec(x) for x in v) if isinstance(v, tuple) else None
+def bound(f, args: tuple) -> tuple:
+    """``(function, arguments)`` of a bound method (its object first) or a ``functools.partial`` without
+    keywords (its arguments first): the bound values are constants (``Const``)."""
+    while True:
+        if isinstance(f, pytypes.MethodType):
+            f, args = f.__func__, (f.__self__, *args)
+        elif isinstance(f, functools.partial) and not f.keywords:
+            f, args = f.func, (*f.args, *args)
+        else:
+            return f, args
 
 
-def _leaves(v) -> list:
-    return [y for x in v for y in _leaves(x)] if isinstance(v, tuple) else [v]
+def checked_function(f, api: str):
+    """``f`` if it can be differentiated (a Python function), else a typed error that says what to pass."""
+    if isinstance(f, (Kernel, Launch)):
+        k = f.kernel if isinstance(f, Launch) else f
+        raise ArgumentTypeError("f", f"the kernel {k.py_func.__qualname__}", function=api,
+                                hint="a kernel is differentiated through its launches: record them with "
+                                     "`with LaunchTape() as tape:` and call tape.backward() (docs/autodiff.md, "
+                                     "'Programs that launch kernels'), or differentiate the kernel's body in a "
+                                     "kernel: autodiff(Reverse, body, ...) inside a @kernel")
+    if not isinstance(f, pytypes.FunctionType):
+        raise ArgumentTypeError("f", type(f).__name__, function=api, hint=_FUNCTION_HINT)
+    if f.__code__.co_flags & _GENERATOR_FLAGS:
+        raise ArgumentTypeError("f", f"the generator function {f.__qualname__}", function=api,
+                                hint="differentiate a function that returns its result")
+    return f
 
 
-def _rebuilt(spec, names) -> str:
-    """Source text of a value of nesting ``spec`` from the parameter names ``names`` (an iterator)."""
+_FUNCTION_HINT = ("pass a Python function (a lambda, a bound method or a functools.partial without keywords "
+                  "of one too)")
+_GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coroutine, async generator
+
+
+def shape(v):
+    """The nesting of a value: None for a leaf, ``(tuple, members)`` for a plain tuple and ``(class, field
+    names, members)`` for a ``NamedTuple`` or dataclass (part of the entry's identity)."""
+    fields = record_fields(v)
+    if fields is not None:
+        return (type(v), tuple(n for n, _ in fields), tuple(shape(x) for _, x in fields))
+    if isinstance(v, tuple):
+        return (tuple, tuple(shape(x) for x in v))
+    return None
+
+
+def leaves(v) -> list:
+    """The scalars and arrays of ``v`` (tuples and records walked in member order)."""
+    fields = record_fields(v)
+    if fields is not None:
+        return [y for _, x in fields for y in leaves(x)]
+    return [y for x in v for y in leaves(x)] if isinstance(v, tuple) else [v]
+
+
+def _plain(expr: str, spec) -> str:
+    """Source text of the value ``expr`` of nesting ``spec`` as nested plain tuples (the entry returns no records:
+    compiled code would import a record's class to build it, and a class made in a function has no import)."""
     if spec is None:
-        return next(names)
-    return "(" + "".join(_rebuilt(s, names) + ", " for s in spec) + ")"
+        return expr
+    names = spec[1] if len(spec) == 3 else range(len(spec[1]))
+    parts = (f"{expr}.{n}" if len(spec) == 3 else f"{expr}[{n}]" for n in names)
+    return "(" + "".join(_plain(p, s) + ", " for p, s in zip(parts, spec[-1])) + ")"
 
 
-def _as_records(derivs, ann):
-    """The derivatives of ``Active`` NamedTuples as NamedTuples of their type (per lane in a batch)."""
-    actives = [a.val for a in ann if isinstance(a, Active)]
+def _is_float(x) -> bool:
+    return isinstance(x, float) or type(x).__name__ in ("float32", "float64")
+
+
+def mixed(a: Annotation) -> Annotation:
+    """A ``Duplicated`` tuple or record as a mixed one (:attr:`Activity.MIXED`), member by member."""
+    if not (a.kind.duplicated and shape(a.val) is not None):
+        return a
+    if isinstance(a, BatchDuplicated):
+        return BatchMixedDuplicated(a.val, a.dval)
+    return MixedDuplicated(a.val, a.dval) if isinstance(a, Duplicated) else a
+
+
+def _returned(derivs, ann):
+    """The derivatives of the ``Active`` arguments (records of their type, per lane in a batch); those of the
+    float members of mixed ones are added into their shadows."""
     width = max((a.width for a in ann if isinstance(a, BatchDuplicated)), default=1)
+    out, it = [], iter(derivs)
+    for a in ann:
+        if isinstance(a, Active):
+            d = next(it)
+            out.append(_record_like(a.val, d) if width == 1 else tuple(_record_like(a.val, lane) for lane in d))
+        elif a.kind is Activity.MIXED:
+            d = next(it)
+            for shadow, lane in zip(a.values()[1:], (d,) if width == 1 else d):
+                _add_into(shadow, iter(lane))
+    return tuple(out)
 
-    def record(v, d):
-        if isinstance(v, tuple) and hasattr(type(v), "_fields"):
-            return type(v)(*(record(x, y) for x, y in zip(v, d)))
-        if isinstance(v, tuple):
-            return tuple(record(x, y) for x, y in zip(v, d))
-        return d
-    return tuple(record(v, d) if width == 1 else tuple(record(v, lane) for lane in d)
-                 for v, d in zip(actives, derivs))
+
+def _record_like(v, d):
+    """``d`` (nested plain tuples) with the tuples and records of ``v``'s type."""
+    fields = record_fields(v)
+    if fields is not None:
+        made = {n: _record_like(x, y) for (n, x), y in zip(fields, d)}
+        return type(v)(*made.values()) if isinstance(v, tuple) else dataclasses.replace(v, **made)
+    if isinstance(v, tuple):
+        return tuple(_record_like(x, y) for x, y in zip(v, d))
+    return d
 
 
-def _check_arguments(f, ann) -> None:
-    """One activity per parameter of ``f``, shadows of their values' dtype and rank (the shape is
-    checked by the compiled entry, as in compiled code)."""
+def _add_into(shadow, derivs) -> None:
+    """Add ``derivs`` (one per float scalar member of ``shadow``, in member order) into ``shadow``'s fields."""
+    for name, x in record_fields(shadow) or list(enumerate(shadow)):
+        if _is_float(x):
+            kind: Any = type(x)  # float, np.float64 or np.float32: the field keeps its type
+            setattr(shadow, str(name), kind(x + next(derivs)))
+        elif shape(x) is not None:
+            _add_into(x, derivs)
+
+
+def _check_arguments(f, ann, mode) -> None:
+    """One activity per parameter of ``f``; shadows of their values' structure, type, dtype and shape; in
+    reverse mode the float scalars of a duplicated record in fields that can take their derivatives."""
     code = f.__code__
     names = code.co_varnames[:code.co_argcount]
     if len(ann) != len(names) and not (code.co_kwonlyargcount or code.co_flags & 0x0C):
         what = (f"takes {len(names)} arguments, got {len(ann)}" if len(ann) > len(names) else
                 "is missing the argument(s) " + ", ".join(repr(n) for n in names[len(ann):]))
-        raise ArgumentBindingError(f"autodiff: {f.__qualname__}({', '.join(names)}) {what}",
-                                   (code.co_filename, code.co_firstlineno, 0), f.__qualname__,
+        raise ArgumentBindingError(f"autodiff: {f.__qualname__}({', '.join(names)}) {what} (defined at "
+                                   f"{code.co_filename}:{code.co_firstlineno})", None, f.__qualname__,
                                    "pass one activity (Active, Duplicated, Const) per parameter")
     widths = {a.width for a in ann if isinstance(a, BatchDuplicated)}
     if len(widths) > 1 or (widths and any(isinstance(a, Duplicated) for a in ann)):
@@ -391,63 +506,146 @@ def _check_arguments(f, ann) -> None:
                                 hint="give every BatchDuplicated argument the same number of shadows; a Duplicated "
                                      "argument of a batch is a BatchDuplicated with one shadow repeated")
     for name, a in zip(names, ann):
-        pairs = ([(a.val, a.dval)] if isinstance(a, Duplicated) else
-                 [(a.val, d) for d in a.dval] if isinstance(a, BatchDuplicated) else [])
-        pairs = [(x, y) for v, dv in pairs for x, y in zip(_leaves(v), _leaves(dv))
-                 if _spec(v) == _spec(dv)] if all(_spec(v) == _spec(dv) for v, dv in pairs) else pairs
-        for v, dv in pairs:
+        _check_annotation(f, name, a, mode)
+
+
+def _check_annotation(f, name: str, a: Annotation, mode) -> None:
+    if isinstance(a, Active) and _holds_array(a.val):
+        raise ArgumentTypeError(name, f"Active({_shown(a.val)})", function=f.__qualname__,
+                                hint="an array's derivative is accumulated into a shadow: pass "
+                                     "Duplicated(a, np.zeros_like(a)); Active is for float scalars")
+    for v in a.values():
+        fields = _shape_of_records(v)
+        if fields:
+            raise ArgumentTypeError(name, f"the dataclass {fields}, which has fields that are not set by its "
+                                    "__init__ (init=False)", function=f.__qualname__,
+                                    hint="give every field a place in __init__, or pass a NamedTuple")
+    for shadow in a.values()[1:]:
+        if shape(a.val) != shape(shadow):
+            raise ArgumentTypeError(name, f"a {type(a).__name__} shadow of structure {_shown(shadow)} (the value: "
+                                    f"{_shown(a.val)})", function=f.__qualname__,
+                                    hint="give the shadow the value's structure: the same tuple or record class, "
+                                         "field by field")
+        for v, dv in zip(leaves(a.val), leaves(shadow)):
             same = (type(v) is type(dv) and getattr(v, "dtype", None) == getattr(dv, "dtype", None)
                     and getattr(v, "ndim", None) == getattr(dv, "ndim", None))
             if not same:
-                shown = (f"{type(dv).__name__} of dtype {getattr(dv, 'dtype', '-')}, {getattr(dv, 'ndim', 0)}-d "
-                         f"(the value: {type(v).__name__} of dtype {getattr(v, 'dtype', '-')}, "
-                         f"{getattr(v, 'ndim', 0)}-d)")
-                raise ArgumentTypeError(name, f"a {type(a).__name__} shadow " + shown, function=f.__qualname__,
+                raise ArgumentTypeError(name, f"a {type(a).__name__} shadow {_shown(dv)} (the value: {_shown(v)})",
+                                        function=f.__qualname__,
                                         hint="allocate the shadow like the value (np.zeros_like)")
+            if getattr(v, "shape", None) != getattr(dv, "shape", None):
+                axis = next(k for k, (n, m) in enumerate(zip(v.shape, dv.shape)) if n != m)
+                raise ShadowShapeError(f"autodiff: the shadow of {f.__qualname__}'s argument {name!r} must have the "
+                                       f"shape of its value: axis {axis} has {v.shape[axis]} elements in the value, "
+                                       f"{dv.shape[axis]} in the shadow", function=f.__qualname__,
+                                       hint="allocate the shadow like the value (np.zeros_like)")
+        if mode is Reverse and shape(a.val) is not None and not _writable_floats(shadow):
+            raise ArgumentTypeError(name, f"a {type(a).__name__} shadow {_shown(shadow)} whose float scalars cannot "
+                                    "receive their derivatives", function=f.__qualname__,
+                                    hint="in reverse mode a record's float fields take their derivatives in a "
+                                         "(non-frozen) dataclass shadow; in a tuple or NamedTuple pass them as "
+                                         "Active arguments of their own, or hold them in arrays")
+
+
+class ShadowShapeError(SourceError, ValueError):
+    """A shadow whose shape is not its value's (the derivative code would read and write past it)."""
+
+
+def _holds_array(v) -> bool:
+    return any(type(x).__name__ == "ndarray" or hasattr(x, "__cuda_array_interface__") for x in leaves(v))
+
+
+def _shape_of_records(v) -> str:
+    """The name of a dataclass in ``v`` with a field its ``__init__`` does not take, else ''."""
+    if dataclasses.is_dataclass(v) and not isinstance(v, type) and not all(fl.init for fl in dataclasses.fields(v)):
+        return type(v).__qualname__
+    fields = record_fields(v)
+    items = [x for _, x in fields] if fields is not None else list(v) if isinstance(v, tuple) else []
+    return next((n for n in map(_shape_of_records, items) if n), "")
+
+
+def _writable_floats(shadow) -> bool:
+    """Every float scalar of ``shadow`` is a field of a dataclass that is not frozen."""
+    fields = record_fields(shadow)
+    writable = fields is not None and not isinstance(shadow, tuple) and not getattr(
+        getattr(type(shadow), "__dataclass_params__", None), "frozen", False)
+    items = [x for _, x in fields] if fields is not None else list(shadow)
+    return all((writable if _is_float(x) else _writable_floats(x) if shape(x) is not None else True) for x in items)
+
+
+def _shown(v) -> str:
+    """A value's type as an error shows it: ``ndarray of dtype float64, shape (3,)``, ``Point(float, ndarray)``."""
+    if hasattr(v, "dtype") and hasattr(v, "shape"):
+        return f"{type(v).__name__} of dtype {v.dtype}, shape {tuple(v.shape)}"
+    fields = record_fields(v)
+    if fields is not None or isinstance(v, tuple):
+        items = [x for _, x in fields] if fields is not None else list(v)
+        return f"{type(v).__qualname__}(" + ", ".join(_shown(x) for x in items) + ")"
+    return type(v).__name__
 
 
 def primal_value(f, ann):
     """``f`` at the primal values, compiled; arrays are copied so that ``f``'s writes happen once."""
-    import numpy as np
+    vals = [_copied(a.val) for a in ann]
+    return _entry(None, f, tuple(("", (shape(a.val),)) for a in ann))(*vals)
 
-    vals = [np.array(v) if isinstance(v, np.ndarray) else v for a in ann for v in _leaves(a.val)]
-    return _entry(None, f, tuple(("", (_spec(a.val),)) for a in ann))(*vals)
+
+def _copied(v):
+    """``v`` with its NumPy arrays copied (tuples and records rebuilt around the copies)."""
+    fields = record_fields(v)
+    if fields is not None:
+        made = {n: _copied(x) for n, x in fields}
+        return type(v)(*made.values()) if isinstance(v, tuple) else dataclasses.replace(v, **made)
+    if isinstance(v, tuple):
+        return tuple(map(_copied, v))
+    return v.copy() if type(v).__name__ == "ndarray" else v
+
+
+_ENTRY = "autodiff_entry"
+"""The name of the compiled entry :func:`autodiff` makes (an error there is located at the user's call)."""
 
 
 @functools.lru_cache(maxsize=256)
 def _entry(mode, f, kinds: tuple[tuple[str, tuple], ...]):
-    """A jit-compiled entry ``(flattened values) -> autodiff(mode, f, activities...)`` (``mode`` None:
-    ``f(values...)``, the primal); ``kinds``: per argument, the activity's class name and the nesting
-    (:func:`_spec`) of each value it holds: tuples are passed as their leaves and rebuilt."""
+    """A jit-compiled entry ``(values) -> autodiff(mode, f, activities...)`` (``mode`` None: ``f(values...)``,
+    the primal); ``kinds``: per argument, the activity's class name and the nesting (:func:`shape`) of each
+    value it holds. Tuples and records are passed as they are; in reverse mode the derivatives of ``Active``
+    records come back as plain tuples (:func:`_plain`), rebuilt by :func:`_returned`."""
     params, wrapped, k = [], [], 0
-    for kind, specs in kinds:
-        n = sum(len(_leaves(_example(s))) for s in specs)
-        names = [f"a{k + i}" for i in range(n)]
-        k += n
+    taken = {"autodiff", "MODE", "F", "r", *ACTIVITIES}
+    given = f.__code__.co_varnames[:f.__code__.co_argcount]
+    for j, (kind, specs) in enumerate(kinds):  # named after f's parameters, so that an error names them
+        base = given[j] if j < len(given) else f"a{j}"
+        names = [base if i == 0 else f"d{base}" if len(specs) == 2 else f"d{base}_{i}" for i in range(len(specs))]
+        names = [n if n not in taken else f"a{k + i}" for i, n in enumerate(names)]
+        taken.update(names)
+        k += len(specs)
         params += names
-        it = iter(names)
-        vals = [_rebuilt(spec, it) for spec in specs]
         if not kind:
-            wrapped.append(vals[0])
+            wrapped.append(names[0])
         elif issubclass(ACTIVITIES[kind], BatchDuplicated):
-            wrapped.append(f"{kind}({vals[0]}, ({', '.join(vals[1:])},))")
+            wrapped.append(f"{kind}({names[0]}, ({', '.join(names[1:])},))")
         else:
-            wrapped.append(f"{kind}({', '.join(vals)})")
+            wrapped.append(f"{kind}({', '.join(names)})")
     call = "F(" if mode is None else "autodiff(MODE, F, "
-    src = (f"def autodiff_entry({', '.join(params)}):\n"
-           f"    return {call}{', '.join(wrapped)})\n")
+    body = f"    return {call}{', '.join(wrapped)})\n"
+    base, _ = mode_options(mode)
+    returned = [(kind, specs[0]) for kind, specs in kinds if kind in ("Active", "MixedDuplicated",
+                                                                        "BatchMixedDuplicated")]
+    if base is Reverse and returned:
+        width = max((len(specs) - 1 for kind, specs in kinds if kind.startswith("Batch")), default=1)
+        parts = [(_plain(f"r[{j}]", spec) if width == 1 else
+                  "(" + "".join(_plain(f"r[{j}][{lane}]", spec) + ", " for lane in range(width)) + ")")
+                 if kind == "Active" else f"r[{j}]" for j, (kind, spec) in enumerate(returned)]
+        body = f"    r = {call}{', '.join(wrapped)})\n    return ({''.join(p + ', ' for p in parts)})\n"
+    src = f"def {_ENTRY}({', '.join(params)}):\n{body}"
     shown = " ".join(kind if len(specs) <= 2 else f"{kind}{len(specs) - 1}" for kind, specs in kinds)
     filename = f"<enzyme_plugin.autodiff {mode!r} {f.__module__}.{f.__qualname__} {shown}>"
     # source for the frontend; no mtime (None), so linecache.checkcache keeps the entry
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # pyright: ignore[reportArgumentType]
     namespace = {"autodiff": autodiff, "MODE": mode, "F": f, **ACTIVITIES}
     exec(compile(src, filename, "exec"), namespace)
-    return jit(namespace["autodiff_entry"], plugins=("enzyme",))
-
-
-def _example(spec):
-    """A value of nesting ``spec`` (its leaves counted by :func:`_leaves`)."""
-    return None if spec is None else tuple(_example(s) for s in spec)
+    return jit(namespace[_ENTRY], plugins=("enzyme",))
 
 
 def autodiff_thunk(mode: Mode, f, *activities):

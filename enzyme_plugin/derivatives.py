@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import functools
 import linecache
-import types as pytypes
 
 import numpy as np
 
 from gpucompiler.errors import ArgumentTypeError
 
-from .api import ACTIVITIES, Active, Const, Duplicated, Forward, Reverse, autodiff, primal_value, user_errors
+from .api import (ACTIVITIES, Active, Const, Duplicated, Forward, Reverse, autodiff, checked_function, primal_value,
+                  user_errors)
 
 
 def _kind(fname: str, name: str, v) -> str:
@@ -38,8 +38,7 @@ def _kind(fname: str, name: str, v) -> str:
 
 
 def _check_f(fname: str, f) -> None:
-    if not isinstance(f, pytypes.FunctionType):
-        raise ArgumentTypeError("f", type(f).__name__, function=fname, hint="pass a Python function")
+    checked_function(f, fname)
 
 
 def _check_float_valued(fname: str, f, *args) -> None:

@@ -51,7 +51,9 @@ def test_doc_examples_run(path, cuda_available):
         for info, code, start in blocks(path):
             if info == "python gpu" and not cuda_available:
                 continue
-            exec(compile("\n" * start + code, filename, "exec"), namespace)
+            # dont_inherit: this file's `from __future__ import annotations` would make the examples' annotations
+            # strings (a dataclass then looks its module up in sys.modules, where the docs are not)
+            exec(compile("\n" * start + code, filename, "exec", dont_inherit=True), namespace)
     finally:
         linecache.cache.pop(filename, None)
         for name in set(gp.discovered()) - before:

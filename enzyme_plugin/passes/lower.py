@@ -247,6 +247,9 @@ def lower_call(model, call) -> None:
         if kind is Activity.ACTIVE:
             actives += [x.type for x in members[0]]
             counts.append(len(members[0]))
+        if kind is Activity.MIXED:
+            args += _mixed(model, b, members, mode, actives, counts)
+            continue
         for leaf in zip(*members):
             flat = [_flatten(b, v) for v in leaf]
             if len(flat) >= 2 and len(flat[0]) > 1:  # an array: data and shadow data, then shape/strides const
@@ -295,6 +298,32 @@ def lower_call(model, call) -> None:
     if res is not None:
         call.replace_all_uses_with(res)
     call.erase()
+
+
+def _mixed(model, b, members, mode, actives, counts) -> list:
+    """The arguments of a record with mixed activity, member by member: arrays duplicated (shape and strides
+    constant), float scalars active in reverse mode (their adjoints returned: counted in ``actives`` and
+    ``counts``) and duplicated in forward mode, other scalars constant."""
+    args, n = [], 0
+    dup, out, const = (_marker_global(model, a.marker) for a in (Activity.DUP, Activity.ACTIVE, Activity.CONST))
+    reverse = mode in (Mode.Reverse, Mode.SplitReverse)
+    for leaf in zip(*members):
+        value = leaf[0]
+        if _is_array(value.type):
+            flat = [_flatten(b, v) for v in leaf]
+            args += [dup, *(x[0] for x in flat)]
+            for extra in flat[0][1:]:
+                args += [const, extra]
+        elif value.type.kind == "float" and reverse:
+            args += [out, value]
+            actives.append(value.type)
+            n += 1
+        elif value.type.kind == "float":
+            args += [dup, *leaf]
+        else:
+            args += [const, value]
+    counts.append(n)
+    return args
 
 
 def _with_primal(b, out, want, mode, leaf_types, counts, width):

@@ -65,21 +65,48 @@ def _is_float(t) -> bool:
 
 def _is_float_array(t) -> bool:
     t = widen(t)
-    return isinstance(t, T.ArrayType) and t.dtype.kind == "f"
+    return isinstance(t, T.ArrayType) and t.dtype.kind in "fc"
+
+
+def members(t) -> tuple | None:
+    """The member types of a tuple or a record (``NamedTuple``, dataclass), else None (an activity too)."""
+    t = widen(t)
+    if isinstance(t, T.RecordType) or (isinstance(t, T.TupleType) and not isinstance(t, ActivityType)):
+        return t.items
+    return None
+
+
+def leaf_types(t) -> list:
+    """The scalars and arrays of ``t``, nested tuples and records walked in member order (``[t]`` for a leaf)."""
+    items = members(t)
+    return [widen(t)] if items is None else [x for m in items for x in leaf_types(m)]
+
+
+def _aggregate_of(t, leaf) -> bool:
+    """A non-empty tuple or record whose leaves all satisfy ``leaf``."""
+    return bool(members(t)) and all(leaf(x) for x in leaf_types(t))
 
 
 def _float_members(t) -> bool:
-    """A tuple whose members (nested tuples walked) are all float scalars or float arrays."""
-    t = widen(t)
-    return isinstance(t, T.TupleType) and not isinstance(t, ActivityType) and bool(t.items) and all(
-        _is_float(x) or _is_float_array(x) or _float_members(x) for x in t.items)
+    """A tuple or record whose members (nested ones walked) are all float scalars or float arrays."""
+    return _aggregate_of(t, lambda x: _is_float(x) or _is_float_array(x))
 
 
 def _array_members(t) -> bool:
+    return _aggregate_of(t, _is_float_array) or _is_float_array(t)
+
+
+def mixed_members(t) -> bool:
+    """A tuple or record of float arrays, float scalars and integers, with a float scalar: in reverse mode its
+    arrays have shadows, its float scalars derivatives and its integers none (Enzyme's mixed activity)."""
+    leaves = leaf_types(t)
+    return _aggregate_of(t, lambda x: _is_float(x) or _is_float_array(x) or _is_integer(x)) and any(
+        map(_is_float, leaves))
+
+
+def _is_integer(t) -> bool:
     t = widen(t)
-    if isinstance(t, T.TupleType):
-        return bool(t.items) and all(_array_members(x) for x in t.items)
-    return _is_float_array(t)
+    return isinstance(t, T.Scalar) and t.kind in "iub"
 
 
 def _pack(cg, args, argtypes, rt):
@@ -93,8 +120,10 @@ def _single(kind):
     def restype(x):
         w = widen(x)
         if kind is api.Activity.ACTIVE and not (_is_float(w) or float_tuple(w)):
-            raise TypeInferenceError(f"Active takes a float scalar or a tuple of them, got {w!r}", (w,),
-                                     hint="use Duplicated for arrays and Const for integers")
+            raise TypeInferenceError(f"Active takes a float scalar or a tuple or record of them, got {w!r}", (w,),
+                                     hint="use Duplicated for arrays (complex ones too: a complex scalar's "
+                                          "derivative comes from a one-element complex array) and Const for "
+                                          "integers")
         if w == pyobj or not isinstance(w, T.Type):
             raise TypeInferenceError(f"{kind.name.lower()} activity of a compile-time object", (w,))
         return ActivityType((w,), kind)
@@ -117,8 +146,9 @@ def _double(kind):
         if w != dw:
             raise TypeInferenceError(f"the shadow of a Duplicated value must have its type: {w!r} and {dw!r}",
                                      (w, dw), hint="allocate the shadow like the value (np.zeros_like)")
-        if not (_is_float(w) or _is_float_array(w) or _float_members(w)):
-            raise TypeInferenceError(f"Duplicated takes a float scalar, a float array or a tuple of them, got {w!r}",
+        if not (_is_float(w) or _is_float_array(w) or _float_members(w)
+                or (kind is api.Activity.MIXED and mixed_members(w))):
+            raise TypeInferenceError(f"Duplicated takes a float scalar, a float array or a tuple or record of them, got {w!r}",
                                      (w,), hint="use Const for integers and integer arrays")
         return ActivityType((x, dw), kind)
     return restype
@@ -146,11 +176,13 @@ def _pack_batch(cg, args, argtypes, rt):
 
 for _cls, _rt in ((api.Const, _single(api.Activity.CONST)), (api.Active, _single(api.Activity.ACTIVE)),
                   (api.Duplicated, _double(api.Activity.DUP)),
-                  (api.DuplicatedNoNeed, _double(api.Activity.DUPNONEED))):
+                  (api.DuplicatedNoNeed, _double(api.Activity.DUPNONEED)),
+                  (api.MixedDuplicated, _double(api.Activity.MIXED))):
     n = 2 if issubclass(_cls, api.Duplicated) else 1
     rules.define(_cls, *([Any_] * n), restype=_rt, pure=False)(_pack)
 for _cls, _rt in ((api.BatchDuplicated, _batch(api.Activity.DUP)),
-                  (api.BatchDuplicatedNoNeed, _batch(api.Activity.DUPNONEED))):
+                  (api.BatchDuplicatedNoNeed, _batch(api.Activity.DUPNONEED)),
+                  (api.BatchMixedDuplicated, _batch(api.Activity.MIXED))):
     rules.define(_cls, Any_, Any_, restype=_rt, pure=False)(_pack_batch)
 
 
@@ -184,10 +216,14 @@ def _activities(mode: api.Mode, args) -> tuple[list[ActivityType], list[bool]]:
         if mode is api.Forward and t.kind is api.Activity.ACTIVE:
             raise TypeInferenceError("autodiff: Active is for reverse mode; in forward mode use "
                                      "Duplicated(x, dx) with the tangent dx")
-        if mode is api.Reverse and t.kind.duplicated and not _array_members(t.items[0]):
-            raise TypeInferenceError(f"autodiff: in reverse mode Duplicated takes arrays (or tuples of them), got "
-                                     f"{t.items[0]!r}", hint="use Active(x) for a scalar (or a tuple of scalars) "
-                                                             "whose derivative you want")
+        if mode is api.Reverse and t.kind.duplicated and t.kind is not api.Activity.MIXED and not _array_members(
+                t.items[0]):
+            raise TypeInferenceError(f"autodiff: in reverse mode Duplicated takes arrays (or tuples and records of "
+                                     f"them), got {t.items[0]!r}",
+                                     hint="use Active(x) for a scalar (or a tuple or record of scalars) whose "
+                                          "derivative you want; a record of arrays and scalars in compiled code: "
+                                          "pass its scalars Active and its arrays Duplicated (from Python a "
+                                          "dataclass shadow takes both)")
         out.append(t)
     widths = sorted({len(t.items) - 1 for t in out if t.kind.duplicated})
     if len(widths) > 1:
@@ -198,17 +234,12 @@ def _activities(mode: api.Mode, args) -> tuple[list[ActivityType], list[bool]]:
 
 
 def float_tuple(t) -> bool:
-    """A tuple of float scalars (nested tuples of them included): a value with a tuple shadow."""
-    t = widen(t)
-    return isinstance(t, T.TupleType) and not isinstance(t, ActivityType) and bool(t.items) and all(
-        _is_float(x) or float_tuple(x) for x in t.items)
+    """A tuple or record of float scalars (nested ones included): a value with a tuple shadow."""
+    return _aggregate_of(t, _is_float)
 
 
 def _holds_float(t) -> bool:
-    t = widen(t)
-    if isinstance(t, T.TupleType):
-        return any(_holds_float(x) for x in t.items)
-    return _is_float(t) or _is_float_array(t)
+    return any(_is_float(x) or _is_float_array(x) for x in leaf_types(t))
 
 
 def result_type(mode: api.Mode, acts, ret) -> T.TupleType:
@@ -219,7 +250,7 @@ def result_type(mode: api.Mode, acts, ret) -> T.TupleType:
 
     def batch(t):
         return t if n == 1 else T.TupleType((t,) * n)
-    if isinstance(ret, T.TupleType) and _holds_float(ret) and (mode is api.Reverse or not float_tuple(ret)):
+    if members(ret) is not None and _holds_float(ret) and (mode is api.Reverse or not float_tuple(ret)):
         what = ("in reverse mode each element needs its own seed" if mode is api.Reverse else
                 "only a tuple of float scalars has a tangent")
         raise TypeInferenceError(
@@ -231,8 +262,10 @@ def result_type(mode: api.Mode, acts, ret) -> T.TupleType:
             f"autodiff: the differentiated function returns an array, {ret!r}: an array result has no shadow",
             hint="write the result into an array passed as Duplicated(out, dout) (reverse: dout holds the "
                  "cotangents; forward: dout receives the tangents) and return nothing or a float")
-    if mode is api.Reverse:
-        return T.TupleType(tuple(batch(a.items[0]) for a in acts if a.kind is api.Activity.ACTIVE))
+    if mode is api.Reverse:  # per Active argument its derivative; per mixed one its float scalars' derivatives
+        return T.TupleType(tuple(batch(a.items[0]) if a.kind is api.Activity.ACTIVE else
+                                 batch(T.TupleType(tuple(x for x in leaf_types(a.items[0]) if _is_float(x))))
+                                 for a in acts if a.kind in (api.Activity.ACTIVE, api.Activity.MIXED)))
     return T.TupleType((batch(ret),) if _is_float(ret) or float_tuple(ret) else ())
 
 

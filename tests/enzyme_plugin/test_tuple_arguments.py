@@ -3,7 +3,6 @@ from Python and in ``@jit`` functions; what records cannot do is a typed error."
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import NamedTuple
 
@@ -13,7 +12,7 @@ import pytest
 from enzyme_plugin import (Active, BatchDuplicated, Const, Duplicated, Forward, ForwardWithPrimal, Reverse,
                            ReverseWithPrimal, autodiff)
 from gpucompiler import jit
-from gpucompiler.errors import ArgumentTypeError, GPUCompilerError
+from gpucompiler.errors import GPUCompilerError
 
 P = ("enzyme",)
 
@@ -106,13 +105,3 @@ def test_reverse_of_a_tuple_result_is_a_typed_error_not_zeros():
     """It used to return zero derivatives: a reverse sweep needs one seed per element."""
     with pytest.raises(GPUCompilerError, match="in reverse mode each element needs its own seed"):
         autodiff(Reverse, polar, Active(2.0), Active(0.3))
-
-
-@dataclasses.dataclass
-class Record:
-    x: float
-
-
-def test_dataclass_argument_is_a_typed_error_with_the_way_out():
-    with pytest.raises(ArgumentTypeError, match="dataclass"):
-        autodiff(Reverse, model, Active(Record(1.0)), Const(np.ones(2)))

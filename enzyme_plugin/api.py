@@ -28,13 +28,11 @@ Conventions (as in Enzyme.jl):
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import functools
 import linecache
 import sys
 import types as pytypes
-from typing import Any
 
 import attrs
 
@@ -42,7 +40,9 @@ from gpucompiler import jit, settings
 from gpucompiler.kernel import Kernel, Launch
 from gpucompiler.errors import (PLUGIN_ATTRIBUTE, ArgumentBindingError, ArgumentTypeError, GPUCompilerError,
                                SourceError, for_user)
-from gpucompiler.types import record_fields
+
+from .values import (add_into, copied, holds_array, init_less_dataclass, is_float, leaves, member_paths, nesting, plain,
+                     record_like, shape, shown, writable_floats)
 
 
 class Activity(enum.Enum):
@@ -157,7 +157,8 @@ def set_runtime_activity(mode, on: bool = True):
     is meant to be constant (a scratch buffer the result does not depend on through its contents)."""
     base, _ = mode_options(mode)
     if base not in _RUNTIME:
-        raise ArgumentTypeError("mode", type(mode), function="set_runtime_activity", hint="pass Reverse or Forward")
+        raise ArgumentTypeError("mode", repr(mode), caller_location(), "set_runtime_activity",
+                                hint="pass Reverse, Forward, ReverseWithPrimal or ForwardWithPrimal")
     return _RUNTIME[base] if on else base
 
 
@@ -225,7 +226,8 @@ class BatchDuplicated(Annotation):
 
     def __init__(self, val, dval):
         if not isinstance(dval, tuple) or not dval:
-            raise ArgumentTypeError("dval", type(dval), function=type(self).__name__,
+            raise ArgumentTypeError("dval", repr(dval) if isinstance(dval, tuple) else type(dval).__name__,
+                                    caller_location(), type(self).__name__,
                                     hint="pass the shadows as a non-empty tuple: BatchDuplicated(x, (dx1, dx2))")
         self.val, self.dval = val, dval
 
@@ -276,9 +278,11 @@ def caller_location() -> tuple[str, int, int] | None:
     return (frame.f_code.co_filename, frame.f_lineno, 0) if frame is not None else None
 
 
-def user_errors(fn):
+def user_errors(fn, name: str = ""):
     """Raise the compiler's typed errors from ``fn`` with the caller's frame on top (the internal chain
-    kept when ``GPUC_DEBUG_TRACEBACKS`` is set), naming the caller's line (:func:`at_call`)."""
+    kept when ``GPUC_DEBUG_TRACEBACKS`` is set), naming the caller's line (:func:`at_call`) and the API
+    ``name`` (default: ``fn``'s)."""
+    api = name or fn.__name__
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -286,7 +290,7 @@ def user_errors(fn):
         try:
             return fn(*args, **kwargs)
         except GPUCompilerError as exc:
-            raise for_user(at_call(exc, call, fn.__name__), settings.debug_tracebacks())
+            raise for_user(at_call(exc, call, api), settings.debug_tracebacks())
     return wrapper
 
 
@@ -307,8 +311,11 @@ def at_call(exc: GPUCompilerError, call, api: str) -> GPUCompilerError:
 
 
 @user_errors
-def autodiff(mode: Mode, f, *args):
+def autodiff(mode: Mode, f, *args, seed=None):
     """Differentiate ``f`` at ``args`` in ``mode`` (see the module docstring for the conventions).
+
+    ``seed`` (reverse modes, from Python): the cotangent of ``f``'s result instead of 1.0, a float, or for
+    a result that is a tuple or record of floats a value of its structure (one seed per element).
 
     Example::
 
@@ -318,10 +325,10 @@ def autodiff(mode: Mode, f, *args):
         a, da = np.array([3.0]), np.zeros(1)
         (dx,) = autodiff(Reverse, f, Active(2.0), Duplicated(a, da))   # dx == 9.0, da == [12.0]
     """
-    return _autodiff(mode, f, args)
+    return _autodiff(mode, f, args, seed)
 
 
-def _autodiff(mode, f, args):
+def _autodiff(mode, f, args, seed=None):
     mode, runtime_activity = mode_options(mode)
     if not isinstance(mode, Mode) or mode not in (Reverse, Forward, *WITH_PRIMAL):
         raise ArgumentTypeError("mode", type(mode), function="autodiff",
@@ -330,7 +337,7 @@ def _autodiff(mode, f, args):
     f, args = bound(f, args)
     f = checked_function(f, "autodiff")
     ann = tuple(a if isinstance(a, Annotation) else Const(a) for a in args)
-    _check_arguments(f, ann, WITH_PRIMAL.get(mode, mode))
+    check_arguments(f, ann, WITH_PRIMAL.get(mode, mode))
     if _names_device_space(f):
         from .launches import programs  # import time: NumPy and the launch tape, only for device programs
 
@@ -341,6 +348,8 @@ def _autodiff(mode, f, args):
     if mode in WITH_PRIMAL:
         mode = WITH_PRIMAL[mode]
         primal = (primal_value(f, ann),)
+    if seed is not None:
+        f, ann = _seeded(mode, f, ann, seed, primal[0] if primal else primal_value(f, ann))
     ann = tuple(mixed(a) for a in ann)
     kinds = tuple((type(a).__name__, tuple(shape(v) for v in a.values())) for a in ann)
     entry = _entry(set_runtime_activity(mode, runtime_activity), f, kinds)
@@ -386,6 +395,36 @@ def bound(f, args: tuple) -> tuple:
             return f, args
 
 
+def _seeded(mode, f, ann, seed, result) -> tuple:
+    """``(g, activities)``: ``g`` the sum of ``f``'s result's float members times their seeds (passed as a
+    ``Const`` tuple after ``f``'s arguments), whose reverse sweep seeds each member with its own seed."""
+    if mode is not Reverse:
+        raise ArgumentTypeError("seed", type(seed).__name__, function="autodiff",
+                                hint="a seed is the cotangent of the result in reverse mode; forward mode takes "
+                                     "tangents in Duplicated arguments")
+    if nesting(seed) != nesting(result) or not all(is_float(x) or type(x) is int for x in leaves(seed)) or not all(
+            map(is_float, leaves(result))):
+        raise ArgumentTypeError("seed", f"{shown(seed)} for {f.__qualname__}'s result {shown(result)}",
+                                function="autodiff", hint="give one float seed per float of the result, nested as "
+                                                          "the result (a tuple for a tuple or record result)")
+    return _seeding(f, len(ann), nesting(result)), (*ann, Const(tuple(float(x) for x in leaves(seed))))
+
+
+@functools.lru_cache(maxsize=256)
+def _seeding(f, n: int, result):
+    """The compilable ``g(x1, ..., xn, seeds) = sum(seeds[k] * (leaf k of f(x1, ..., xn)))`` (``result``: the
+    nesting of ``f``'s result, :func:`nesting`)."""
+    params = ", ".join(f"x{k}" for k in range(n))
+    paths = member_paths("r", result)
+    src = (f"def seeded({params}{', ' if n else ''}seeds):\n    r = F({params})\n"
+           f"    return {' + '.join(f'seeds[{k}] * {p}' for k, p in enumerate(paths))}\n")
+    filename = f"<enzyme_plugin.autodiff seed {f.__module__}.{f.__qualname__}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # pyright: ignore[reportArgumentType]
+    namespace = {"F": f}
+    exec(compile(src, filename, "exec"), namespace)
+    return namespace["seeded"]
+
+
 def checked_function(f, api: str):
     """``f`` if it can be differentiated (a Python function), else a typed error that says what to pass."""
     if isinstance(f, (Kernel, Launch)):
@@ -408,39 +447,6 @@ _FUNCTION_HINT = ("pass a Python function (a lambda, a bound method or a functoo
 _GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coroutine, async generator
 
 
-def shape(v):
-    """The nesting of a value: None for a leaf, ``(tuple, members)`` for a plain tuple and ``(class, field
-    names, members)`` for a ``NamedTuple`` or dataclass (part of the entry's identity)."""
-    fields = record_fields(v)
-    if fields is not None:
-        return (type(v), tuple(n for n, _ in fields), tuple(shape(x) for _, x in fields))
-    if isinstance(v, tuple):
-        return (tuple, tuple(shape(x) for x in v))
-    return None
-
-
-def leaves(v) -> list:
-    """The scalars and arrays of ``v`` (tuples and records walked in member order)."""
-    fields = record_fields(v)
-    if fields is not None:
-        return [y for _, x in fields for y in leaves(x)]
-    return [y for x in v for y in leaves(x)] if isinstance(v, tuple) else [v]
-
-
-def _plain(expr: str, spec) -> str:
-    """Source text of the value ``expr`` of nesting ``spec`` as nested plain tuples (the entry returns no records:
-    compiled code would import a record's class to build it, and a class made in a function has no import)."""
-    if spec is None:
-        return expr
-    names = spec[1] if len(spec) == 3 else range(len(spec[1]))
-    parts = (f"{expr}.{n}" if len(spec) == 3 else f"{expr}[{n}]" for n in names)
-    return "(" + "".join(_plain(p, s) + ", " for p, s in zip(parts, spec[-1])) + ")"
-
-
-def _is_float(x) -> bool:
-    return isinstance(x, float) or type(x).__name__ in ("float32", "float64")
-
-
 def mixed(a: Annotation) -> Annotation:
     """A ``Duplicated`` tuple or record as a mixed one (:attr:`Activity.MIXED`), member by member."""
     if not (a.kind.duplicated and shape(a.val) is not None):
@@ -458,36 +464,15 @@ def _returned(derivs, ann):
     for a in ann:
         if isinstance(a, Active):
             d = next(it)
-            out.append(_record_like(a.val, d) if width == 1 else tuple(_record_like(a.val, lane) for lane in d))
+            out.append(record_like(a.val, d) if width == 1 else tuple(record_like(a.val, lane) for lane in d))
         elif a.kind is Activity.MIXED:
             d = next(it)
             for shadow, lane in zip(a.values()[1:], (d,) if width == 1 else d):
-                _add_into(shadow, iter(lane))
+                add_into(shadow, iter(lane))
     return tuple(out)
 
 
-def _record_like(v, d):
-    """``d`` (nested plain tuples) with the tuples and records of ``v``'s type."""
-    fields = record_fields(v)
-    if fields is not None:
-        made = {n: _record_like(x, y) for (n, x), y in zip(fields, d)}
-        return type(v)(*made.values()) if isinstance(v, tuple) else dataclasses.replace(v, **made)
-    if isinstance(v, tuple):
-        return tuple(_record_like(x, y) for x, y in zip(v, d))
-    return d
-
-
-def _add_into(shadow, derivs) -> None:
-    """Add ``derivs`` (one per float scalar member of ``shadow``, in member order) into ``shadow``'s fields."""
-    for name, x in record_fields(shadow) or list(enumerate(shadow)):
-        if _is_float(x):
-            kind: Any = type(x)  # float, np.float64 or np.float32: the field keeps its type
-            setattr(shadow, str(name), kind(x + next(derivs)))
-        elif shape(x) is not None:
-            _add_into(x, derivs)
-
-
-def _check_arguments(f, ann, mode) -> None:
+def check_arguments(f, ann, mode) -> None:
     """One activity per parameter of ``f``; shadows of their values' structure, type, dtype and shape; in
     reverse mode the float scalars of a duplicated record in fields that can take their derivatives."""
     code = f.__code__
@@ -510,27 +495,27 @@ def _check_arguments(f, ann, mode) -> None:
 
 
 def _check_annotation(f, name: str, a: Annotation, mode) -> None:
-    if isinstance(a, Active) and _holds_array(a.val):
-        raise ArgumentTypeError(name, f"Active({_shown(a.val)})", function=f.__qualname__,
+    if isinstance(a, Active) and holds_array(a.val):
+        raise ArgumentTypeError(name, f"Active({shown(a.val)})", function=f.__qualname__,
                                 hint="an array's derivative is accumulated into a shadow: pass "
                                      "Duplicated(a, np.zeros_like(a)); Active is for float scalars")
     for v in a.values():
-        fields = _shape_of_records(v)
+        fields = init_less_dataclass(v)
         if fields:
             raise ArgumentTypeError(name, f"the dataclass {fields}, which has fields that are not set by its "
                                     "__init__ (init=False)", function=f.__qualname__,
                                     hint="give every field a place in __init__, or pass a NamedTuple")
     for shadow in a.values()[1:]:
         if shape(a.val) != shape(shadow):
-            raise ArgumentTypeError(name, f"a {type(a).__name__} shadow of structure {_shown(shadow)} (the value: "
-                                    f"{_shown(a.val)})", function=f.__qualname__,
+            raise ArgumentTypeError(name, f"a {type(a).__name__} shadow of structure {shown(shadow)} (the value: "
+                                    f"{shown(a.val)})", function=f.__qualname__,
                                     hint="give the shadow the value's structure: the same tuple or record class, "
                                          "field by field")
         for v, dv in zip(leaves(a.val), leaves(shadow)):
             same = (type(v) is type(dv) and getattr(v, "dtype", None) == getattr(dv, "dtype", None)
                     and getattr(v, "ndim", None) == getattr(dv, "ndim", None))
             if not same:
-                raise ArgumentTypeError(name, f"a {type(a).__name__} shadow {_shown(dv)} (the value: {_shown(v)})",
+                raise ArgumentTypeError(name, f"a {type(a).__name__} shadow {shown(dv)} (the value: {shown(v)})",
                                         function=f.__qualname__,
                                         hint="allocate the shadow like the value (np.zeros_like)")
             if getattr(v, "shape", None) != getattr(dv, "shape", None):
@@ -539,8 +524,15 @@ def _check_annotation(f, name: str, a: Annotation, mode) -> None:
                                        f"shape of its value: axis {axis} has {v.shape[axis]} elements in the value, "
                                        f"{dv.shape[axis]} in the shadow", function=f.__qualname__,
                                        hint="allocate the shadow like the value (np.zeros_like)")
-        if mode is Reverse and shape(a.val) is not None and not _writable_floats(shadow):
-            raise ArgumentTypeError(name, f"a {type(a).__name__} shadow {_shown(shadow)} whose float scalars cannot "
+            if _strides(v) != _strides(dv):
+                axis = next(k for k, (n, m) in enumerate(zip(_strides(v), _strides(dv))) if n != m)
+                raise ShadowShapeError(f"autodiff: the shadow of {f.__qualname__}'s argument {name!r} must have the "
+                                       f"strides of its value: axis {axis} steps {v.strides[axis]} bytes in the "
+                                       f"value, {dv.strides[axis]} in the shadow", function=f.__qualname__,
+                                       hint="the derivative code reads the shadow with the value's strides: for "
+                                            "a strided view a pass np.ascontiguousarray(a) and np.zeros_like of it")
+        if mode is Reverse and shape(a.val) is not None and not writable_floats(shadow):
+            raise ArgumentTypeError(name, f"a {type(a).__name__} shadow {shown(shadow)} whose float scalars cannot "
                                     "receive their derivatives", function=f.__qualname__,
                                     hint="in reverse mode a record's float fields take their derivatives in a "
                                          "(non-frozen) dataclass shadow; in a tuple or NamedTuple pass them as "
@@ -548,57 +540,21 @@ def _check_annotation(f, name: str, a: Annotation, mode) -> None:
 
 
 class ShadowShapeError(SourceError, ValueError):
-    """A shadow whose shape is not its value's (the derivative code would read and write past it)."""
+    """A shadow whose shape or strides are not its value's (the derivative code would read and write past it)."""
 
 
-def _holds_array(v) -> bool:
-    return any(type(x).__name__ == "ndarray" or hasattr(x, "__cuda_array_interface__") for x in leaves(v))
-
-
-def _shape_of_records(v) -> str:
-    """The name of a dataclass in ``v`` with a field its ``__init__`` does not take, else ''."""
-    if dataclasses.is_dataclass(v) and not isinstance(v, type) and not all(fl.init for fl in dataclasses.fields(v)):
-        return type(v).__qualname__
-    fields = record_fields(v)
-    items = [x for _, x in fields] if fields is not None else list(v) if isinstance(v, tuple) else []
-    return next((n for n in map(_shape_of_records, items) if n), "")
-
-
-def _writable_floats(shadow) -> bool:
-    """Every float scalar of ``shadow`` is a field of a dataclass that is not frozen."""
-    fields = record_fields(shadow)
-    writable = fields is not None and not isinstance(shadow, tuple) and not getattr(
-        getattr(type(shadow), "__dataclass_params__", None), "frozen", False)
-    items = [x for _, x in fields] if fields is not None else list(shadow)
-    return all((writable if _is_float(x) else _writable_floats(x) if shape(x) is not None else True) for x in items)
-
-
-def _shown(v) -> str:
-    """A value's type as an error shows it: ``ndarray of dtype float64, shape (3,)``, ``Point(float, ndarray)``."""
-    if hasattr(v, "dtype") and hasattr(v, "shape"):
-        return f"{type(v).__name__} of dtype {v.dtype}, shape {tuple(v.shape)}"
-    fields = record_fields(v)
-    if fields is not None or isinstance(v, tuple):
-        items = [x for _, x in fields] if fields is not None else list(v)
-        return f"{type(v).__qualname__}(" + ", ".join(_shown(x) for x in items) + ")"
-    return type(v).__name__
+def _strides(a) -> tuple:
+    """The strides of a NumPy array's axes that step (more than one element, none empty); ``()`` otherwise."""
+    shape, strides = getattr(a, "shape", None), getattr(a, "strides", None)
+    if shape is None or strides is None or 0 in shape:
+        return ()
+    return tuple(s if n > 1 else None for n, s in zip(shape, strides))
 
 
 def primal_value(f, ann):
     """``f`` at the primal values, compiled; arrays are copied so that ``f``'s writes happen once."""
-    vals = [_copied(a.val) for a in ann]
+    vals = [copied(a.val) for a in ann]
     return _entry(None, f, tuple(("", (shape(a.val),)) for a in ann))(*vals)
-
-
-def _copied(v):
-    """``v`` with its NumPy arrays copied (tuples and records rebuilt around the copies)."""
-    fields = record_fields(v)
-    if fields is not None:
-        made = {n: _copied(x) for n, x in fields}
-        return type(v)(*made.values()) if isinstance(v, tuple) else dataclasses.replace(v, **made)
-    if isinstance(v, tuple):
-        return tuple(map(_copied, v))
-    return v.copy() if type(v).__name__ == "ndarray" else v
 
 
 _ENTRY = "autodiff_entry"
@@ -610,7 +566,7 @@ def _entry(mode, f, kinds: tuple[tuple[str, tuple], ...]):
     """A jit-compiled entry ``(values) -> autodiff(mode, f, activities...)`` (``mode`` None: ``f(values...)``,
     the primal); ``kinds``: per argument, the activity's class name and the nesting (:func:`shape`) of each
     value it holds. Tuples and records are passed as they are; in reverse mode the derivatives of ``Active``
-    records come back as plain tuples (:func:`_plain`), rebuilt by :func:`_returned`."""
+    records come back as plain tuples (:func:`plain`), rebuilt by :func:`_returned`."""
     params, wrapped, k = [], [], 0
     taken = {"autodiff", "MODE", "F", "r", *ACTIVITIES}
     given = f.__code__.co_varnames[:f.__code__.co_argcount]
@@ -634,8 +590,8 @@ def _entry(mode, f, kinds: tuple[tuple[str, tuple], ...]):
                                                                         "BatchMixedDuplicated")]
     if base is Reverse and returned:
         width = max((len(specs) - 1 for kind, specs in kinds if kind.startswith("Batch")), default=1)
-        parts = [(_plain(f"r[{j}]", spec) if width == 1 else
-                  "(" + "".join(_plain(f"r[{j}][{lane}]", spec) + ", " for lane in range(width)) + ")")
+        parts = [(plain(f"r[{j}]", spec) if width == 1 else
+                  "(" + "".join(plain(f"r[{j}][{lane}]", spec) + ", " for lane in range(width)) + ")")
                  if kind == "Active" else f"r[{j}]" for j, (kind, spec) in enumerate(returned)]
         body = f"    r = {call}{', '.join(wrapped)})\n    return ({''.join(p + ', ' for p in parts)})\n"
     src = f"def {_ENTRY}({', '.join(params)}):\n{body}"

@@ -58,6 +58,7 @@ def gradient(f, x):
     _check_float_valued("gradient", f, x)
     if kind == "scalar":
         return autodiff(Reverse, f, Active(float(x)))[0]
+    x = np.ascontiguousarray(x)  # a shadow has its value's strides
     dx = np.zeros_like(x)
     autodiff(Reverse, f, Duplicated(x, dx))
     return dx
@@ -89,9 +90,12 @@ def jacobian(f, x, y=None):
         if y is None:
             out[0, j] = autodiff(Forward, f, Duplicated(xs, flat.reshape(xs.shape)))[0]
         else:
-            dy = np.zeros_like(y)
-            autodiff(Forward, f, Duplicated(xs, flat.reshape(xs.shape)), Duplicated(y, dy))
+            ys = np.ascontiguousarray(y)  # a shadow has its value's strides; a strided y gets f's value below
+            dy = np.zeros_like(ys)
+            autodiff(Forward, f, Duplicated(xs, flat.reshape(xs.shape)), Duplicated(ys, dy))
             out[:, j] = dy.ravel()
+            if ys is not y:
+                y[...] = ys
     return out.reshape(xs.shape) if y is None else out.reshape(y.shape + xs.shape)
 
 
@@ -107,6 +111,7 @@ def hvp(f, x, v):
     grad = _gradient_function(f, kind)
     if kind == "scalar":
         return autodiff(Forward, grad, Duplicated(float(x), float(v)))[0]
+    x = np.ascontiguousarray(x)  # a shadow has its value's strides
     dx, hv = np.zeros_like(x), np.zeros_like(x)
     autodiff(Forward, grad, Duplicated(x, np.array(v, dtype=x.dtype)), Duplicated(dx, hv))
     return hv

@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import functools
 import linecache
-import types as pytypes
 import weakref
 
 import numpy as np
 
-from gpucompiler.errors import PLUGIN_ATTRIBUTE, ArgumentTypeError, GPUCompilerError
+from gpucompiler.errors import PLUGIN_ATTRIBUTE, ArgumentBindingError, ArgumentTypeError, GPUCompilerError
 
-from .api import ACTIVITIES, Annotation, Const, Duplicated, Mode, ReverseSplit, autodiff
+from .api import (ACTIVITIES, Active, Annotation, Const, Duplicated, DuplicatedNoNeed, Mode, Reverse, ReverseSplit,
+                  autodiff, check_arguments, checked_function, user_errors)
 
 _AUGMENT = Mode.Augment
 _SPLIT_REVERSE = Mode.SplitReverse
@@ -89,21 +89,23 @@ def _release(entry, holder, scratch) -> None:
     entry(1, holder, *scratch)
 
 
-def _check(what: str, kinds: tuple, args) -> list:
+def _check(what: str, f, kinds: tuple, args) -> list:
     if len(args) != len(kinds):
-        raise TypeError(f"{what}: expected {len(kinds)} argument(s) ({', '.join(kinds)}), got {len(args)}")
-    flat = []
+        raise ArgumentBindingError(f"{what}: expected {len(kinds)} argument(s) ({', '.join(kinds)}), got {len(args)}",
+                                   function=what, hint="pass one activity per argument, as the thunk was made")
+    ann = []
     for k, (kind, a) in enumerate(zip(kinds, args)):
         cls = ACTIVITIES[kind]
         if not isinstance(a, Annotation):
             if cls is not Const:
-                raise ArgumentTypeError(f"argument {k}", type(a), function=what, hint=f"pass {kind}(...)")
+                raise ArgumentTypeError(f"argument {k}", type(a).__name__, function=what, hint=f"pass {kind}(...)")
             a = Const(a)
         if type(a) is not cls:
-            raise ArgumentTypeError(f"argument {k}", type(a), function=what,
+            raise ArgumentTypeError(f"argument {k}", type(a).__name__, function=what,
                                     hint=f"the thunk was made for {kind} here")
-        flat += a.values()
-    return flat
+        ann.append(a)
+    check_arguments(f, tuple(ann), Reverse)
+    return [v for a in ann for v in a.values()]
 
 
 class _Thunk:
@@ -121,11 +123,13 @@ class ForwardThunk(_Thunk):
     __slots__ = ()
 
     def __call__(self, *args):
-        flat = _check("forward thunk", self.kinds, args)
+        flat = _check("forward thunk", self.f, self.kinds, args)
         holder, out, dout = np.zeros(1, dtype=np.int64), np.zeros(2), np.zeros(2)
         self.entry(0, holder, out, dout, *flat)
         result = float(out[0]) if out[1] == 1.0 else None
         return Tape(self, holder, out, dout, result, flat), result
+
+    __call__ = user_errors(__call__, "forward thunk")
 
 
 class ReverseThunk(_Thunk):
@@ -135,7 +139,8 @@ class ReverseThunk(_Thunk):
 
     def __call__(self, *args):
         if len(args) < 2:
-            raise TypeError("reverse thunk: expected the arguments, the seed and the tape")
+            raise ArgumentBindingError("reverse thunk: expected the arguments, the seed and the tape",
+                                       function="reverse thunk", hint="rev(activities..., seed, tape)")
         *args, seed, tape = args
         if not isinstance(tape, Tape):
             raise ArgumentTypeError("tape", type(tape), function="reverse thunk",
@@ -144,7 +149,7 @@ class ReverseThunk(_Thunk):
             raise TapeError("reverse thunk: this tape was recorded by the forward pass of another thunk")
         if tape._used:
             raise TapeError("reverse thunk: this tape was already used by a reverse pass (a tape is consumed once)")
-        flat = _check("reverse thunk", self.kinds, args)
+        flat = _check("reverse thunk", self.f, self.kinds, args)
         if tape._result is None:
             if seed is not None:
                 raise ArgumentTypeError("seed", type(seed), function="reverse thunk",
@@ -158,7 +163,13 @@ class ReverseThunk(_Thunk):
         tape._dout[0] = float(seed)
         return self.entry(1, tape._holder, tape._out, tape._dout, *flat)
 
+    __call__ = user_errors(__call__, "reverse thunk")
 
+
+_SPLIT_ACTIVITIES = (Active, Const, Duplicated, DuplicatedNoNeed)
+
+
+@user_errors
 def autodiff_thunk(mode: Mode, f, *activities):
     """``fwd, rev`` for split reverse mode (see the module docstring).
 
@@ -167,14 +178,14 @@ def autodiff_thunk(mode: Mode, f, *activities):
     """
     if mode is not ReverseSplit:
         raise ArgumentTypeError("mode", mode, function="autodiff_thunk", hint="pass ReverseSplit")
-    if not isinstance(f, pytypes.FunctionType):
-        raise ArgumentTypeError("f", type(f), function="autodiff_thunk", hint="pass a Python function")
+    f = checked_function(f, "autodiff_thunk")
     kinds = []
     for k, a in enumerate(activities):
         cls = a if isinstance(a, type) else type(a) if isinstance(a, Annotation) else Const  # bare: Const
-        if not (issubclass(cls, Annotation) and cls.__name__ in ACTIVITIES):
-            raise ArgumentTypeError(f"activity {k}", cls, function="autodiff_thunk",
-                                    hint="pass Active, Duplicated, DuplicatedNoNeed or Const")
+        if cls not in _SPLIT_ACTIVITIES:
+            raise ArgumentTypeError(f"activity {k}", cls.__name__, function="autodiff_thunk",
+                                    hint="pass Active, Duplicated, DuplicatedNoNeed or Const (split mode has no "
+                                         "batches)")
         kinds.append(cls.__name__)
     kinds = tuple(kinds)
     entry = _entry(f, kinds)

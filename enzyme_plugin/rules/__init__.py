@@ -130,6 +130,10 @@ def _single(kind):
     return restype
 
 
+_LAYOUT_HINT = ("the derivative code reads the shadow with the value's strides: give both the same layout (for a "
+                "strided view a, pass np.ascontiguousarray(a) and np.zeros_like of that)")
+
+
 def _double(kind):
     def restype(x, dx):
         w, dw = widen(x), widen(dx)
@@ -145,7 +149,9 @@ def _double(kind):
             w, x, dw = (attrs.evolve(t, managed=True) for t in (w, x, dw))
         if w != dw:
             raise TypeInferenceError(f"the shadow of a Duplicated value must have its type: {w!r} and {dw!r}",
-                                     (w, dw), hint="allocate the shadow like the value (np.zeros_like)")
+                                     (w, dw), hint=_LAYOUT_HINT if isinstance(w, T.ArrayType) and isinstance(
+                                         dw, T.ArrayType) and w.layout != dw.layout else
+                                     "allocate the shadow like the value (np.zeros_like)")
         if not (_is_float(w) or _is_float_array(w) or _float_members(w)
                 or (kind is api.Activity.MIXED and mixed_members(w))):
             raise TypeInferenceError(f"Duplicated takes a float scalar, a float array or a tuple or record of them, got {w!r}",
@@ -255,8 +261,9 @@ def result_type(mode: api.Mode, acts, ret) -> T.TupleType:
                 "only a tuple of float scalars has a tangent")
         raise TypeInferenceError(
             f"autodiff: the differentiated function returns {ret!r}: {what}",
-            hint="reverse mode: write the results into an array passed as Duplicated(out, seeds) (the seeds are "
-                 "the cotangents), or return one float; forward mode returns the tuple's tangent")
+            hint="reverse mode: from Python pass one cotangent per element, autodiff(Reverse, f, ..., seed=(s1, "
+                 "s2)); in compiled code write the results into an array passed as Duplicated(out, seeds) (the "
+                 "seeds are the cotangents), or return one float; forward mode returns the tuple's tangent")
     if _is_float_array(ret):  # a new array or a view: no shadow to seed or to hand back
         raise TypeInferenceError(
             f"autodiff: the differentiated function returns an array, {ret!r}: an array result has no shadow",

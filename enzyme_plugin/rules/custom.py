@@ -73,10 +73,11 @@ def custom_rule(fn=None, *, forward=None, reverse=None):
     above ``def f``. Returns ``fn``.
     """
     if forward is None and reverse is None:
-        raise TypeError("custom_rule needs forward=, reverse= or both")
+        raise CustomRuleError("custom_rule needs forward=, reverse= or both", caller_location(), "custom_rule")
     for name, r in (("forward", forward), ("reverse", reverse)):
         if r is not None and not isinstance(r, pytypes.FunctionType):
-            raise TypeError(f"custom_rule: {name} must be a Python function, got {r!r}")
+            raise CustomRuleError(f"custom_rule: {name} must be a Python function, got {type(r).__name__}",
+                                  caller_location(), "custom_rule")
 
     def register(f):
         if isinstance(f, Kernel):
@@ -145,10 +146,14 @@ def _custom(interp, fn, args):
         raise TypeInferenceError(f"custom rule of {fn.__qualname__}: the function must return a float"
                                  f"{' (or nothing)' if any(arrays) else ''}, got {ret!r}", (ret,))
     fwd = rev = None
+    names = fn.__code__.co_varnames[:fn.__code__.co_argcount]
     if rule.forward is not None:
+        _check_rule_arity(rule.forward, [x for n in names for x in (n, f"d{n}")])
         fwd = interp.infer(rule.forward, [t for a in argtypes for t in (a, a)])
         _expect(rule.forward, widen(fwd.rettype), ret)
     if rule.reverse is not None:
+        _check_rule_arity(rule.reverse, [x for n, arr in zip(names, arrays) for x in ((n, f"d{n}") if arr else (n,))]
+                          + (["dret"] if _is_float(ret) else []))
         rev_args = [t for a, arr in zip(argtypes, arrays) for t in ((a, a) if arr else (a,))]
         rev = interp.infer(rule.reverse, rev_args + ([ret] if _is_float(ret) else []))
         _expect(rule.reverse, widen(rev.rettype), T.TupleType(tuple(a for a, arr in zip(argtypes, arrays)
@@ -254,6 +259,17 @@ def _lower_flat(cg, f_ll, argtypes, ret, vals, fwd, rev):
         else:
             args.append(v)
     return cg.b.call(flat, args)
+
+
+def _check_rule_arity(rule_fn, params: list[str]) -> None:
+    """The rule takes the parameters its convention gives it at this call (``params``, named as ``f``'s)."""
+    code = rule_fn.__code__
+    if code.co_argcount == len(params) or (code.co_flags & 0x04 and code.co_argcount <= len(params)):
+        return
+    raise TypeInferenceError(f"custom rule {rule_fn.__qualname__} takes {code.co_argcount} arguments; at this call "
+                             f"it is given {len(params)}: {rule_fn.__name__}({', '.join(params)})",
+                             hint="forward(x1, dx1, ..., xn, dxn); reverse(x1, ..., dret) with every array "
+                                  "argument followed by its shadow, dret when f returns a float")
 
 
 def _expect(rule_fn, got, want) -> None:

@@ -37,6 +37,14 @@ def _check_shape(cg, fn, name, t, value, shadow) -> None:
                        f"autodiff: the shadow of {fn.__qualname__}'s argument {name!r} must have the "
                        f"shape of its value: axis {axis} has %lld elements in the value, %lld in the shadow",
                        n, m)
+    if t.layout == "C":
+        return
+    for axis in range(t.ndim):  # the engine reads the shadow with the value's strides
+        n = cg.b.extract_value(value, [1, axis])
+        s, ds = cg.b.extract_value(value, [2, axis]), cg.b.extract_value(shadow, [2, axis])
+        fits = cg.b.or_(cg.b.icmp_signed("==", s, ds), cg.b.icmp_signed("<=", n, ir.Constant(n.type, 1)))
+        cg.check_value(fits, f"autodiff: the shadow of {fn.__qualname__}'s argument {name!r} must have the "
+                             f"strides of its value: axis {axis} steps %lld bytes in the value, %lld in the shadow", s, ds)
 
 
 def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None, fn=None, runtime_activity=False,

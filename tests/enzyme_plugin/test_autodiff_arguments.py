@@ -108,3 +108,42 @@ def test_in_kernels_shadow_shape_is_checked_in_the_emulation_and_arity_at_compil
     np.testing.assert_allclose(da, 2 * a)
     with pytest.raises(TypeInferenceError, match="takes 1 arguments, got 2"):
         kernel(_extra_kernel, plugins=P)[1, 1, "cpu"](np.ones(1), np.zeros(1))
+
+
+def weighted_sumsq(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * a[i] * (i + 1)
+    return s
+
+
+def weighted_grad_into(a, da):
+    autodiff(Reverse, weighted_sumsq, Duplicated(a, da))
+    return 0.0
+
+
+def test_a_shadow_with_other_strides_is_a_value_error_not_a_gradient_in_the_wrong_places():
+    """The engine reads a shadow with its value's strides: a shadow view of other strides used to receive the
+    gradient at the value's offsets (silently wrong)."""
+    x = np.arange(8.0)[::2]
+    expect = 2 * x * np.arange(1, 5)
+    big = np.zeros(12)
+    with pytest.raises(ValueError, match="strides of its value: axis 0 steps 16 bytes in the value, 24"):
+        autodiff(Reverse, weighted_sumsq, Duplicated(x, big[::3]))
+    with pytest.raises(ValueError, match="strides of its value: axis 0 steps 8 bytes in the value, 16"):
+        autodiff(Reverse, weighted_sumsq, Duplicated(np.ascontiguousarray(x), np.zeros(8)[::2]))
+    g = jit(weighted_grad_into, plugins=P)
+    with pytest.raises(ValueError, match="strides of its value: axis 0 steps 16 bytes in the value, 24 in"):
+        g(x, big[::3])
+    assert not big.any()
+    same = np.zeros(8)[::2]  # the value's strides: right
+    g(x, same)
+    np.testing.assert_array_equal(same, expect)
+
+
+def test_gradient_and_hvp_of_a_strided_view():
+    from enzyme_plugin import gradient, hvp
+
+    x = np.arange(8.0)[::2]
+    np.testing.assert_array_equal(gradient(weighted_sumsq, x), 2 * x * np.arange(1, 5))
+    np.testing.assert_array_equal(hvp(weighted_sumsq, x, np.ones(8)[::2]), 2 * np.arange(1, 5))

@@ -129,3 +129,37 @@ custom_rule(integer_arg, forward=integer_arg_forward)
 def test_rule_of_a_function_with_an_integer_argument_is_a_typed_error():
     with pytest.raises(GPUCompilerError, match="float scalars or float arrays, got int64"):
         autodiff(Forward, uses_integer_arg, Duplicated(A, np.ones(2)))
+
+
+def length(a):
+    acc = 0.0
+    for i in range(a.shape[0]):
+        acc += a[i] * a[i]
+    return math.sqrt(acc)
+
+
+def length_reverse_without_shadow(a, dret):  # the convention is (a, da, dret)
+    return ()
+
+
+def scaled_length(a, s):
+    return s * length(a)
+
+
+def test_a_rule_of_the_wrong_arity_is_a_typed_error_not_a_dropped_gradient():
+    """A reverse rule taking (a, dret) used to be called anyway: the gradient of ``a`` was silently zero."""
+    custom_rule(length, reverse=length_reverse_without_shadow)
+    with pytest.raises(TypeError, match=r"takes 2 arguments; at this call it is given 3: "
+                                        r"length_reverse_without_shadow\(a, da, dret\)") as info:
+        autodiff(Reverse, scaled_length, Duplicated(np.ones(2), np.zeros(2)), Active(2.0))
+    assert f"in autodiff called at {__file__}" in str(info.value)
+
+
+def test_registering_something_that_is_not_a_rule_is_a_typed_error_at_the_call():
+    from enzyme_plugin import CustomRuleError
+
+    with pytest.raises(CustomRuleError, match="forward must be a Python function, got int") as info:
+        custom_rule(length, forward=3)
+    assert info.value.filename == __file__
+    with pytest.raises(CustomRuleError, match="needs forward=, reverse= or both"):
+        custom_rule(length)

@@ -103,5 +103,23 @@ def test_a_lambda_and_a_bound_methods_function_are_differentiated():
     assert autodiff(Reverse, lambda x: x * x * x, Active(2.0)) == (12.0,)
     assert autodiff(Reverse, functools.partial(scaled, 3.0), Active(2.0)) == (3.0,)
     assert autodiff(Reverse, Record(3.0).times, Active(2.0)) == (3.0,)
-    with pytest.raises(ArgumentTypeError, match="parameter .self.* Scaled"):
+    with pytest.raises(ArgumentTypeError, match=r"parameter .self.* Scaled"):
         autodiff(Reverse, Scaled().times, Active(2.0))
+
+
+def test_split_mode_errors_name_the_thunks_call():
+    from enzyme_plugin import ReverseSplit, autodiff_thunk
+
+    fwd, _ = autodiff_thunk(ReverseSplit, sumsq, Duplicated)
+    a = np.ones(3)
+    for call, error, match in [
+        (lambda: fwd(Duplicated(a, np.zeros(3)), 1.0), TypeError, "expected 1 argument"),
+        (lambda: fwd(Duplicated(a, np.zeros(3, np.float32))), ArgumentTypeError, "float32"),
+        (lambda: fwd(Duplicated(a, np.zeros(2))), ValueError, "axis 0 has 3 elements in the value, 2"),
+        (lambda: autodiff_thunk(ReverseSplit, sumsq, BatchDuplicated), ArgumentTypeError, "no batches"),
+        (lambda: autodiff_thunk(ReverseSplit, square, Active)[0](Active(2)), TypeInferenceError, "Active takes"),
+    ]:
+        with pytest.raises(error, match=match) as info:
+            call()
+        assert isinstance(info.value, SourceError) and info.value.filename == __file__
+        assert info.value.line == inspect.getsourcelines(call)[1]

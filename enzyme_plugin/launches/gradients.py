@@ -36,7 +36,7 @@ from gpucompiler.errors import SourceError
 from gpucompiler.interpreter import widen
 from gpucompiler.kernel import Kernel
 
-from ..api import ACTIVITIES, Reverse, autodiff
+from ..api import ACTIVITIES, Reverse, autodiff, caller_location
 from ..split import SPLIT_MODES
 
 GRADIENT_ATTRIBUTE = "__enzyme_kernel_gradient__"
@@ -126,11 +126,13 @@ def register_gradient(k: Kernel, grad) -> Kernel:
     """
     if not isinstance(k, Kernel):
         raise KernelGradientError(f"register_gradient: expected a @kernel, got {type(k).__name__}",
+                                  caller_location(), "register_gradient",
                                   hint="register_gradient(my_kernel, my_kernel_grad)")
     g = grad if isinstance(grad, Kernel) else Kernel(grad) if isinstance(grad, pytypes.FunctionType) else None
     if g is None:
         raise KernelGradientError(f"register_gradient: the gradient of {k.py_func.__qualname__} must be a Python "
-                                  f"function or a @kernel, got {type(grad).__name__}")
+                                  f"function or a @kernel, got {type(grad).__name__}", caller_location(),
+                                  "register_gradient")
     want, got = _parameters(k.py_func), _parameters(g.py_func)
     where, name = _where(g.py_func), g.py_func.__qualname__
     if got is None:

@@ -47,7 +47,7 @@ import math
 import sys
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 import numpy as np
@@ -66,6 +66,14 @@ from ..api import caller_location
 from .arrays import NUMPY, ArrayOps, ops_of
 from .gradients import differentiable, gradient_kernel, registered_gradient, split_kernel
 from .writes import read_parameters, written_parameters
+
+
+def _size(a) -> int:
+    return math.prod(tuple(a.shape))
+
+
+def _shape_text(a) -> str:
+    return f"shape {tuple(a.shape)}"
 
 
 class LaunchTapeError(SourceError, ValueError):
@@ -303,8 +311,7 @@ class LaunchTape:
         """The shadow of array ``a``: the gradient accumulated into it (zeros until ``backward``)."""
         hit = self._shadows.get(id(a))
         if hit is None:
-            raise LaunchTapeError(f"this tape has no gradient for the {type(a).__name__} given: it was not an "
-                                  "argument of a recorded launch (pass the same array object)")
+            self._no_shadow(a, "gradient() of")
         return hit[1]
 
     def knows(self, a) -> bool:
@@ -363,9 +370,17 @@ class LaunchTape:
                                   "backward): record the launches again")
         shadows = self._scratch() if scratch else None
         for a, g in grads:
-            ops_of(a).add_into(self._known_shadow(a), g)
+            shadow = self._known_shadow(a)
+            if tuple(getattr(g, "shape", ())) not in ((), tuple(a.shape)):
+                raise LaunchTapeError(f"backward: the adjoint of an array of {_shape_text(a)} has shape "
+                                      f"{tuple(g.shape)}", hint="give each array's adjoint its shape (or a scalar)")
+            ops_of(a).add_into(shadow, g)
         if loss is not None:
-            ops_of(loss).add_into(self._known_shadow(loss), 1.0)
+            shadow = self._known_shadow(loss)
+            if _size(loss) != 1:
+                raise LaunchTapeError(f"backward: loss= takes a one-element array, got one of {_shape_text(loss)}",
+                                      hint="seed a larger result with backward(grads=[(y, dy)])")
+            ops_of(loss).add_into(shadow, 1.0)
         finals = self._final_values()
         for record in reversed(self.records):  # before each: the memory as the launch left it
             if record.holders is None:  # the gradient kernel reads the memory the launch read
@@ -377,9 +392,17 @@ class LaunchTape:
 
     def _known_shadow(self, a):
         if id(a) not in self._shadows:
-            raise LaunchTapeError(f"backward: a seed for a {type(a).__name__} that no recorded launch took "
-                                  "(pass the same array object the kernels were launched on)")
+            self._no_shadow(a, "backward: a seed for")
         return self._shadows[id(a)][1]
+
+    def _no_shadow(self, a, what: str) -> NoReturn:
+        """The error for an array without a shadow: one a launch took that is not a float array, or another."""
+        if any(x is a for r in self.records for x in r.args):
+            raise LaunchTapeError(f"{what} a {getattr(a, 'dtype', type(a).__name__)} array, which has no shadow: "
+                                  "launch tapes differentiate float32 and float64 arrays",
+                                  hint="other arrays of a launch are constants of its gradient kernel")
+        raise LaunchTapeError(f"{what} a {type(a).__name__} that no recorded launch took "
+                              "(pass the same array object the kernels were launched on)")
 
     def _needs_tape(self, record: LaunchRecord) -> bool:
         return any(record.dup) and registered_gradient(record.launch.kernel) is None

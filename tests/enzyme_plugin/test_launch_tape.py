@@ -483,3 +483,45 @@ def test_reset_reuses_the_shadows_nobody_holds_and_leaves_held_gradients_alone()
     assert tape.gradient(x) is not held and tape.gradient(w).ctypes.data != view.ctypes.data
     assert np.array_equal(held, kept_x) and np.array_equal(view, kept_w)
     assert np.allclose(tape.gradient(x), want, rtol=1e-13) and np.isclose(tape.gradient(w)[0], np.sum(np.sin(x * x)))
+
+
+def _recorded_square(x, y):
+    tape = LaunchTape()
+    with tape:
+        P.square[1, 64, "cpu"](x, y)
+    return tape
+
+
+def test_seeds_that_do_not_fit_are_typed_errors_at_the_call_not_broadcasts():
+    """``loss=`` of a 4-element array added 1 to every element; an adjoint of another shape raised NumPy's
+    broadcast ValueError from inside the tape."""
+    x, y = np.linspace(0.1, 1.2, 4), np.zeros(4)
+    tape = _recorded_square(x, y)
+    with pytest.raises(LaunchTapeError, match=r"loss= takes a one-element array, got one of shape \(4,\)") as info:
+        tape.backward(loss=y)
+    assert info.value.filename == __file__
+    with pytest.raises(LaunchTapeError, match=r"adjoint of an array of shape \(4,\) has shape \(3,\)"):
+        tape.backward(grads=[(y, np.ones(3))])
+    assert not tape.gradient(x).any()  # nothing ran
+    tape.backward(grads=[(y, np.ones(4))])
+    np.testing.assert_allclose(tape.gradient(x), 2 * x, rtol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.complex128])
+def test_an_array_without_a_shadow_says_why(dtype):
+    x, y = np.arange(4).astype(dtype), np.zeros(4, dtype)
+    tape = _recorded_square(x, y)
+    with pytest.raises(LaunchTapeError, match=f"a {np.dtype(dtype).name} array, which has no shadow: launch "
+                                              "tapes differentiate float32 and float64"):
+        tape.backward(grads=[(y, np.ones(4, dtype))])
+    with pytest.raises(LaunchTapeError, match="no recorded launch took"):
+        tape.gradient(np.zeros(4))
+
+
+def test_register_gradient_errors_name_the_call():
+    with pytest.raises(KernelGradientError, match="expected a @kernel") as info:
+        register_gradient(P.clip_straight_through, P.clip_straight_through)
+    assert info.value.filename == __file__
+    with pytest.raises(KernelGradientError, match="must be a Python function or a @kernel, got int") as info:
+        register_gradient(P.clip, 3)
+    assert info.value.filename == __file__

@@ -24,6 +24,12 @@ Conventions (as in Enzyme.jl):
 * ``Const(v)`` (and any argument given without an activity) is not
   differentiated; ``DuplicatedNoNeed`` is ``Duplicated`` whose primal
   writes are not needed afterwards.
+* Tuples, ``NamedTuple`` and dataclass records are one argument, their shadow
+  a value of the same structure; from Python a duplicated record has Enzyme's
+  mixed activity (:attr:`Activity.MIXED`): the derivatives of its float fields
+  are added into a dataclass shadow. Complex arrays take complex shadows
+  (``d/dRe + i d/dIm``). ``seed=`` gives a tuple result one cotangent per element.
+* Errors name the user's line of the call (:func:`at_call`).
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ import weakref
 
 import numpy as np
 
-from gpucompiler.errors import PLUGIN_ATTRIBUTE, ArgumentBindingError, ArgumentTypeError, GPUCompilerError
+from gpucompiler.errors import (PLUGIN_ATTRIBUTE, ArgumentBindingError, ArgumentTypeError, GPUCompilerError,
+                               TypeInferenceError)
 
 from .api import (ACTIVITIES, Active, Annotation, Const, Duplicated, DuplicatedNoNeed, Mode, Reverse, ReverseSplit,
                   autodiff, check_arguments, checked_function, user_errors)
@@ -125,7 +126,15 @@ class ForwardThunk(_Thunk):
     def __call__(self, *args):
         flat = _check("forward thunk", self.f, self.kinds, args)
         holder, out, dout = np.zeros(1, dtype=np.int64), np.zeros(2), np.zeros(2)
-        self.entry(0, holder, out, dout, *flat)
+        try:
+            self.entry(0, holder, out, dout, *flat)
+        except TypeInferenceError as exc:
+            if not (exc.filename or "").startswith(_PRIMAL_FILE):
+                raise
+            raise TypeInferenceError(f"split mode: {self.f.__qualname__} must return a float or nothing "
+                                     f"({exc.message})", function="forward thunk",
+                                     hint="a function returning a tuple: autodiff(Reverse, f, ..., seed=(...)) "
+                                          "gives each element its cotangent") from None
         result = float(out[0]) if out[1] == 1.0 else None
         return Tape(self, holder, out, dout, result, flat), result
 
@@ -195,6 +204,10 @@ def autodiff_thunk(mode: Mode, f, *activities):
     return fwd, rev
 
 
+_PRIMAL_FILE = "<enzyme_plugin.split primal"
+"""How the source of :func:`primal_wrapper`'s functions is named (an error there is about ``f``'s result)."""
+
+
 @functools.lru_cache(maxsize=256)
 def primal_wrapper(f, n: int):
     """``split_primal(out, x0, ..., x<n-1>)``: ``f``'s result into ``out[0]`` and 1.0 into ``out[1]``
@@ -205,7 +218,7 @@ def primal_wrapper(f, n: int):
            f"    if r is not None:\n"
            f"        out[0] = r\n"
            f"        out[1] = 1.0\n")
-    filename = f"<enzyme_plugin.split primal {f.__module__}.{f.__qualname__} {n}>"
+    filename = f"{_PRIMAL_FILE} {f.__module__}.{f.__qualname__} {n}>"
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # source for the frontend
     namespace = {"F": f}
     exec(compile(src, filename, "exec"), namespace)

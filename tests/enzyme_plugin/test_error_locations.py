@@ -25,6 +25,10 @@ def sumsq(a):
     return s
 
 
+def pair(x):
+    return x, x * x
+
+
 def uses_a_dict(x):
     d = {0: x}  # the offending construct
     return x * x + d[0]
@@ -118,6 +122,8 @@ def test_split_mode_errors_name_the_thunks_call():
         (lambda: fwd(Duplicated(a, np.zeros(2))), ValueError, "axis 0 has 3 elements in the value, 2"),
         (lambda: autodiff_thunk(ReverseSplit, sumsq, BatchDuplicated), ArgumentTypeError, "no batches"),
         (lambda: autodiff_thunk(ReverseSplit, square, Active)[0](Active(2)), TypeInferenceError, "Active takes"),
+        (lambda: autodiff_thunk(ReverseSplit, pair, Active)[0](Active(2.0)), TypeInferenceError,
+         "split mode: pair must return a float or nothing"),
     ]:
         with pytest.raises(error, match=match) as info:
             call()

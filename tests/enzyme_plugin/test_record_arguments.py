@@ -213,3 +213,30 @@ def test_records_in_kernels_on_the_grid_emulation():
     out = np.zeros(1)
     record_kernel[1, 1, "cpu"](np.array([2.0]), out)
     assert out[0] == 42.0 + 28.0
+
+
+@dataclasses.dataclass
+class Single:
+    w: np.float32
+
+
+def squared_field(c):
+    return c.w * c.w
+
+
+def test_a_float32_field_keeps_its_type_in_the_shadow():
+    d = Single(np.float32(0.5))
+    autodiff(Reverse, squared_field, Duplicated(Single(np.float32(3.0)), d))
+    assert type(d.w) is np.float32 and d.w == np.float32(6.5)
+
+
+@dataclasses.dataclass
+class Labelled:
+    label: str
+    w: float
+
+
+def test_a_record_compiled_code_cannot_take_is_a_typed_error_at_the_call():
+    with pytest.raises(ArgumentTypeError, match="Labelled") as info:
+        autodiff(Reverse, loss, Const(Labelled("a", 2.0)), Active(3.0))
+    assert info.value.filename == __file__

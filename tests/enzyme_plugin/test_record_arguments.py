@@ -13,7 +13,8 @@ import pytest
 
 from enzyme_plugin import (Active, BatchDuplicated, Const, Duplicated, Forward, ForwardWithPrimal, Reverse,
                            ReverseWithPrimal, autodiff)
-from gpucompiler import jit, kernel
+from gpucompiler import device as gd, jit, kernel
+from gpucompiler import types as T
 from gpucompiler.errors import ArgumentTypeError, TypeInferenceError
 
 P = ("enzyme",)
@@ -240,3 +241,44 @@ def test_a_record_compiled_code_cannot_take_is_a_typed_error_at_the_call():
     with pytest.raises(ArgumentTypeError, match="Labelled") as info:
         autodiff(Reverse, loss, Const(Labelled("a", 2.0)), Active(3.0))
     assert info.value.filename == __file__
+
+
+def square_real(z, i):
+    return (z[i] * z[i]).real + 2.0 * z[i].imag
+
+
+@kernel(plugins=P)
+def complex_grad_kernel(z, dz):
+    i = gd.grid(1)
+    if i < z.shape[0]:
+        autodiff(Reverse, square_real, Duplicated(z, dz), Const(i))
+
+
+def _complex_expected(z):
+    return 2 * z.real - 2j * z.imag + 2j  # d/dRe(x²-y²+2y) + i d/dIm(...)
+
+
+def test_records_and_complex_arrays_in_kernels_compile_to_ptx(check_ptx):
+    A = T.ArrayType(T.float64, 1)
+    check_ptx(record_kernel.inspect_ptx(A, A))
+    C = T.ArrayType(T.complex128, 1)
+    check_ptx(complex_grad_kernel.inspect_ptx(C, C))
+
+
+def test_complex_arrays_in_kernels_on_the_grid_emulation():
+    z = np.linspace(-1, 1, 100) + 1j * np.linspace(2, -0.5, 100)
+    dz = np.zeros_like(z)
+    complex_grad_kernel[2, 64, "cpu"](z, dz)
+    np.testing.assert_allclose(dz, _complex_expected(z), rtol=1e-15)
+
+
+@pytest.mark.gpu
+def test_records_and_complex_arrays_in_kernels_on_the_gpu():
+    cp = pytest.importorskip("cupy")
+    out = cp.zeros(1)
+    record_kernel[1, 1](cp.asarray([2.0]), out)
+    assert float(out[0]) == 42.0 + 28.0
+    z = np.linspace(-1, 1, 100) + 1j * np.linspace(2, -0.5, 100)
+    dz = cp.zeros(100, dtype=cp.complex128)
+    complex_grad_kernel[2, 64](cp.asarray(z), dz)
+    np.testing.assert_allclose(cp.asnumpy(dz), _complex_expected(z), rtol=1e-14)

@@ -413,13 +413,13 @@ def _seeded(mode, f, ann, seed, result) -> tuple:
         raise ArgumentTypeError("seed", f"{shown(seed)} for {f.__qualname__}'s result {shown(result)}",
                                 function="autodiff", hint="give one float seed per float of the result, nested as "
                                                           "the result (a tuple for a tuple or record result)")
-    return _seeding(f, len(ann), nesting(result)), (*ann, Const(tuple(float(x) for x in leaves(seed))))
+    return _seeding(f, len(ann), shape(result)), (*ann, Const(tuple(float(x) for x in leaves(seed))))
 
 
 @functools.lru_cache(maxsize=256)
 def _seeding(f, n: int, result):
     """The compilable ``g(x1, ..., xn, seeds) = sum(seeds[k] * (leaf k of f(x1, ..., xn)))`` (``result``: the
-    nesting of ``f``'s result, :func:`nesting`)."""
+    nesting of ``f``'s result, :func:`shape`)."""
     params = ", ".join(f"x{k}" for k in range(n))
     paths = member_paths("r", result)
     src = (f"def seeded({params}{', ' if n else ''}seeds):\n    r = F({params})\n"

@@ -21,21 +21,24 @@ def shape(v):
 
 
 def nesting(v):
-    """:func:`shape` without the record classes: None for a leaf, ``(names or None, members)`` for a tuple or record
-    (a tuple seed fits a NamedTuple result by position)."""
+    """The positional nesting of a value: None for a leaf, a tuple of its members' for a tuple or record (a tuple
+    seed fits a record result by position)."""
     fields = record_fields(v)
     if fields is not None:
-        return (None if isinstance(v, tuple) else tuple(n for n, _ in fields), tuple(nesting(x) for _, x in fields))
-    return (None, tuple(nesting(x) for x in v)) if isinstance(v, tuple) else None
+        return tuple(nesting(x) for _, x in fields)
+    return tuple(nesting(x) for x in v) if isinstance(v, tuple) else None
 
 
 def member_paths(expr: str, spec) -> list[str]:
-    """Source text of each leaf of the value ``expr`` of nesting ``spec`` (:func:`nesting`): ``r[0]``, ``r.w``."""
+    """Source text of each leaf of the value ``expr`` of nesting ``spec`` (:func:`shape`): ``r[0]``, ``r.w``."""
     if spec is None:
         return [expr]
-    names, members = spec
-    steps = [f".{n}" for n in names] if names is not None else [f"[{k}]" for k in range(len(members))]
-    return [p for step, m in zip(steps, members) for p in member_paths(expr + step, m)]
+    return [p for step, m in zip(_steps(spec), spec[-1]) for p in member_paths(expr + step, m)]
+
+
+def _steps(spec) -> list[str]:
+    """How each member of a value of nesting ``spec`` (:func:`shape`) is read: ``.name`` or ``[k]``."""
+    return [f".{n}" for n in spec[1]] if len(spec) == 3 else [f"[{k}]" for k in range(len(spec[1]))]
 
 
 def leaves(v) -> list:
@@ -56,9 +59,7 @@ def plain(expr: str, spec) -> str:
     compiled code would import a record's class to build it, and a class made in a function has no import)."""
     if spec is None:
         return expr
-    names = spec[1] if len(spec) == 3 else range(len(spec[1]))
-    parts = (f"{expr}.{n}" if len(spec) == 3 else f"{expr}[{n}]" for n in names)
-    return "(" + "".join(plain(p, s) + ", " for p, s in zip(parts, spec[-1])) + ")"
+    return "(" + "".join(plain(expr + step, s) + ", " for step, s in zip(_steps(spec), spec[-1])) + ")"
 
 
 def record_like(v, d):

@@ -282,3 +282,15 @@ def test_records_and_complex_arrays_in_kernels_on_the_gpu():
     dz = cp.zeros(100, dtype=cp.complex128)
     complex_grad_kernel[2, 64](cp.asarray(z), dz)
     np.testing.assert_allclose(cp.asnumpy(dz), _complex_expected(z), rtol=1e-14)
+
+
+def polar_record(r, t):
+    return Params(r * math.cos(t), r * math.sin(t))
+
+
+def test_a_dataclass_result_has_a_dataclass_tangent_and_takes_a_seed_by_field_or_position():
+    (dt,) = autodiff(Forward, polar_record, Const(2.0), Duplicated(0.3, 1.0))
+    assert type(dt) is Params and (dt.w, dt.b) == pytest.approx((-2 * math.sin(0.3), 2 * math.cos(0.3)), rel=1e-15)
+    by_field = autodiff(Reverse, polar_record, Active(2.0), Active(0.3), seed=Params(0.0, 1.0))
+    by_position = autodiff(Reverse, polar_record, Active(2.0), Active(0.3), seed=(0.0, 1.0))
+    assert by_field == by_position == pytest.approx((math.sin(0.3), 2 * math.cos(0.3)), rel=1e-15)

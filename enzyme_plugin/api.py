@@ -526,17 +526,24 @@ def _check_annotation(f, name: str, a: Annotation, mode) -> None:
                                         hint="allocate the shadow like the value (np.zeros_like)")
             if getattr(v, "shape", None) != getattr(dv, "shape", None):
                 axis = next(k for k, (n, m) in enumerate(zip(v.shape, dv.shape)) if n != m)
-                raise ShadowShapeError(f"autodiff: the shadow of {f.__qualname__}'s argument {name!r} must have the "
+                raise ShadowError(f"autodiff: the shadow of {f.__qualname__}'s argument {name!r} must have the "
                                        f"shape of its value: axis {axis} has {v.shape[axis]} elements in the value, "
                                        f"{dv.shape[axis]} in the shadow", function=f.__qualname__,
                                        hint="allocate the shadow like the value (np.zeros_like)")
             if _strides(v) != _strides(dv):
                 axis = next(k for k, (n, m) in enumerate(zip(_strides(v), _strides(dv))) if n != m)
-                raise ShadowShapeError(f"autodiff: the shadow of {f.__qualname__}'s argument {name!r} must have the "
+                raise ShadowError(f"autodiff: the shadow of {f.__qualname__}'s argument {name!r} must have the "
                                        f"strides of its value: axis {axis} steps {v.strides[axis]} bytes in the "
                                        f"value, {dv.strides[axis]} in the shadow", function=f.__qualname__,
                                        hint="the derivative code reads the shadow with the value's strides: for "
                                             "a strided view a pass np.ascontiguousarray(a) and np.zeros_like of it")
+            np = sys.modules.get("numpy")  # loaded when an argument is a NumPy array
+            if np is not None and isinstance(v, np.ndarray) and isinstance(dv, np.ndarray) and v.size and (
+                    np.shares_memory(v, dv)):
+                raise ShadowError(f"autodiff: the shadow of {f.__qualname__}'s argument {name!r} shares memory with "
+                                  "its value", function=f.__qualname__,
+                                  hint="the derivative code adds into the shadow while it reads the value: "
+                                       "allocate the shadow apart (np.zeros_like)")
         if mode is Reverse and shape(a.val) is not None and not writable_floats(shadow):
             raise ArgumentTypeError(name, f"a {type(a).__name__} shadow {shown(shadow)} whose float scalars cannot "
                                     "receive their derivatives", function=f.__qualname__,
@@ -545,8 +552,9 @@ def _check_annotation(f, name: str, a: Annotation, mode) -> None:
                                          "Active arguments of their own, or hold them in arrays")
 
 
-class ShadowShapeError(SourceError, ValueError):
-    """A shadow whose shape or strides are not its value's (the derivative code would read and write past it)."""
+class ShadowError(SourceError, ValueError):
+    """A shadow that does not fit its value: another shape or strides (the derivative code would read and write
+    past it), or memory shared with it (the derivative code would add into the value it reads)."""
 
 
 def _strides(a) -> tuple:

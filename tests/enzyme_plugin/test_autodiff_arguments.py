@@ -147,3 +147,15 @@ def test_gradient_and_hvp_of_a_strided_view():
     x = np.arange(8.0)[::2]
     np.testing.assert_array_equal(gradient(weighted_sumsq, x), 2 * x * np.arange(1, 5))
     np.testing.assert_array_equal(hvp(weighted_sumsq, x, np.ones(8)[::2]), 2 * np.arange(1, 5))
+
+
+def test_a_shadow_sharing_memory_with_its_value_is_a_value_error():
+    """``Duplicated(a, a)`` used to add the gradient into the value it was reading (silently wrong)."""
+    a = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="shadow of weighted_sumsq's argument 'a' shares memory with its value"):
+        autodiff(Reverse, weighted_sumsq, Duplicated(a, a))
+    np.testing.assert_array_equal(a, [1.0, 2.0, 3.0])
+    b = np.zeros(6)
+    b[::2] = [1.0, 2.0, 3.0]
+    autodiff(Reverse, weighted_sumsq, Duplicated(b[::2], b[1::2]))  # interleaved, apart: fine
+    np.testing.assert_array_equal(b, [1.0, 2.0, 2.0, 8.0, 3.0, 18.0])

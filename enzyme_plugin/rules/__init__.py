@@ -245,12 +245,13 @@ def float_tuple(t) -> bool:
 
 
 def _holds_float(t) -> bool:
-    return any(_is_float(x) or _is_float_array(x) for x in leaf_types(t))
+    return any(_is_float(x) or _is_complex(x) or _is_float_array(x) for x in leaf_types(t))
 
 
 def result_type(mode: api.Mode, acts, ret) -> T.TupleType:
     """What ``autodiff`` returns in compiled code. A tuple of floats returned by ``f`` has a tuple
-    tangent in forward mode; in reverse mode it would need one seed per element (a typed error)."""
+    tangent in forward mode, a complex number a complex one; in reverse mode they would need seeds (a typed
+    error)."""
     n = width(acts)
     ret = widen(ret)
 
@@ -269,11 +270,21 @@ def result_type(mode: api.Mode, acts, ret) -> T.TupleType:
             f"autodiff: the differentiated function returns an array, {ret!r}: an array result has no shadow",
             hint="write the result into an array passed as Duplicated(out, dout) (reverse: dout holds the "
                  "cotangents; forward: dout receives the tangents) and return nothing or a float")
+    if _is_complex(ret) and mode is api.Reverse:  # no seed: its derivatives would be silent zeros
+        raise TypeInferenceError(
+            f"autodiff: the differentiated function returns a complex number ({ret!r}): reverse mode seeds a real "
+            "result", hint="return a real value (z.real, abs(z)), or write the result into an array passed as "
+                           "Duplicated(out, dout): dout holds its cotangent, dL/dRe + i dL/dIm")
     if mode is api.Reverse:  # per Active argument its derivative; per mixed one its float scalars' derivatives
         return T.TupleType(tuple(batch(a.items[0]) if a.kind is api.Activity.ACTIVE else
                                  batch(T.TupleType(tuple(x for x in leaf_types(a.items[0]) if _is_float(x))))
                                  for a in acts if a.kind in (api.Activity.ACTIVE, api.Activity.MIXED)))
-    return T.TupleType((batch(ret),) if _is_float(ret) or float_tuple(ret) else ())
+    return T.TupleType((batch(ret),) if _is_float(ret) or _is_complex(ret) or float_tuple(ret) else ())
+
+
+def _is_complex(t) -> bool:
+    t = widen(t)
+    return isinstance(t, T.Scalar) and t.kind == "c"
 
 
 def _check_arity(f, given: int) -> None:

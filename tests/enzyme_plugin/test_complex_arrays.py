@@ -86,3 +86,18 @@ def test_an_active_complex_scalar_is_a_typed_error_at_the_call():
     with pytest.raises(TypeInferenceError, match="one-element complex array") as info:
         autodiff(Reverse, square, Active(1 + 2j))
     assert info.value.filename == __file__
+
+
+def cube_of_first(z):
+    return z[0] * z[0] * z[0]
+
+
+def test_a_complex_result_has_a_complex_tangent_and_no_silent_reverse_seed():
+    """Reverse mode of a complex-valued function used to return zero gradients; forward mode an IR error."""
+    z = np.array([1 + 2j, 0.5])
+    for dz in (np.array([1.0, 0.0], complex), np.array([1j, 3.0])):
+        (t,) = autodiff(Forward, cube_of_first, Duplicated(z, dz))
+        assert t == pytest.approx(3 * z[0] ** 2 * dz[0], rel=1e-15)  # holomorphic: f'(z) dz
+    with pytest.raises(TypeInferenceError, match="returns a complex number") as info:
+        autodiff(Reverse, cube_of_first, Duplicated(z, np.zeros(2, complex)))
+    assert info.value.filename == __file__

@@ -226,7 +226,7 @@ def test_misuse_is_a_typed_error_at_the_users_line():
     with pytest.raises(LaunchTapeError, match="no recorded launch took") as info:
         tape.backward(grads=[(np.zeros(1), np.ones(1))])
     assert info.value.filename == __file__
-    with pytest.raises(LaunchTapeError, match="not an argument"):
+    with pytest.raises(LaunchTapeError, match=r"gradient\(\) of a ndarray that no recorded launch took"):
         tape.gradient(np.zeros(3))
     with pytest.raises(LaunchTapeError, match="inside the tape's `with` block"), tape:
         tape.backward(loss=out)

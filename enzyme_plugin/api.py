@@ -441,7 +441,9 @@ def checked_function(f, api: str):
                                      "'Programs that launch kernels'), or differentiate the kernel's body in a "
                                      "kernel: autodiff(Reverse, body, ...) inside a @kernel")
     if not isinstance(f, pytypes.FunctionType):
-        raise ArgumentTypeError("f", type(f).__name__, function=api, hint=_FUNCTION_HINT)
+        raise ArgumentTypeError("f", type(f).__name__, function=api,
+                                hint=_FUNCTION_HINT if api == "autodiff" else "pass a Python function or a lambda "
+                                     "(autodiff also takes bound methods and functools.partial objects)")
     if f.__code__.co_flags & _GENERATOR_FLAGS:
         raise ArgumentTypeError("f", f"the generator function {f.__qualname__}", function=api,
                                 hint="differentiate a function that returns its result")

@@ -6,13 +6,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from gpucompiler.types import record_fields
+from gpucompiler import types as T
 
 
 def shape(v):
     """The nesting of a value: None for a leaf, ``(tuple, members)`` for a plain tuple and ``(class, field
     names, members)`` for a ``NamedTuple`` or dataclass (part of the entry's identity)."""
-    fields = record_fields(v)
+    fields = T.record_fields(v)
     if fields is not None:
         return (type(v), tuple(n for n, _ in fields), tuple(shape(x) for _, x in fields))
     if isinstance(v, tuple):
@@ -23,7 +23,7 @@ def shape(v):
 def nesting(v):
     """The positional nesting of a value: None for a leaf, a tuple of its members' for a tuple or record (a tuple
     seed fits a record result by position)."""
-    fields = record_fields(v)
+    fields = T.record_fields(v)
     if fields is not None:
         return tuple(nesting(x) for _, x in fields)
     return tuple(nesting(x) for x in v) if isinstance(v, tuple) else None
@@ -43,7 +43,7 @@ def _steps(spec) -> list[str]:
 
 def leaves(v) -> list:
     """The scalars and arrays of ``v`` (tuples and records walked in member order)."""
-    fields = record_fields(v)
+    fields = T.record_fields(v)
     if fields is not None:
         return [y for _, x in fields for y in leaves(x)]
     return [y for x in v for y in leaves(x)] if isinstance(v, tuple) else [v]
@@ -64,7 +64,7 @@ def plain(expr: str, spec) -> str:
 
 def record_like(v, d):
     """``d`` (nested plain tuples) with the tuples and records of ``v``'s type."""
-    fields = record_fields(v)
+    fields = T.record_fields(v)
     if fields is not None:
         made = {n: record_like(x, y) for (n, x), y in zip(fields, d)}
         return type(v)(*made.values()) if isinstance(v, tuple) else dataclasses.replace(v, **made)
@@ -75,7 +75,7 @@ def record_like(v, d):
 
 def add_into(shadow, derivs) -> None:
     """Add ``derivs`` (one per float scalar member of ``shadow``, in member order) into ``shadow``'s fields."""
-    for name, x in record_fields(shadow) or list(enumerate(shadow)):
+    for name, x in T.record_fields(shadow) or list(enumerate(shadow)):
         if is_float(x):
             kind: Any = type(x)  # float, np.float64 or np.float32: the field keeps its type
             setattr(shadow, str(name), kind(x + next(derivs)))
@@ -91,14 +91,14 @@ def init_less_dataclass(v) -> str:
     """The name of a dataclass in ``v`` with a field its ``__init__`` does not take, else ''."""
     if dataclasses.is_dataclass(v) and not isinstance(v, type) and not all(fl.init for fl in dataclasses.fields(v)):
         return type(v).__qualname__
-    fields = record_fields(v)
+    fields = T.record_fields(v)
     items = [x for _, x in fields] if fields is not None else list(v) if isinstance(v, tuple) else []
     return next((n for n in map(init_less_dataclass, items) if n), "")
 
 
 def writable_floats(shadow) -> bool:
     """Every float scalar of ``shadow`` is a field of a dataclass that is not frozen."""
-    fields = record_fields(shadow)
+    fields = T.record_fields(shadow)
     writable = fields is not None and not isinstance(shadow, tuple) and not getattr(
         getattr(type(shadow), "__dataclass_params__", None), "frozen", False)
     items = [x for _, x in fields] if fields is not None else list(shadow)
@@ -109,7 +109,7 @@ def shown(v) -> str:
     """A value's type as an error shows it: ``ndarray of dtype float64, shape (3,)``, ``Point(float, ndarray)``."""
     if hasattr(v, "dtype") and hasattr(v, "shape"):
         return f"{type(v).__name__} of dtype {v.dtype}, shape {tuple(v.shape)}"
-    fields = record_fields(v)
+    fields = T.record_fields(v)
     if fields is not None or isinstance(v, tuple):
         items = [x for _, x in fields] if fields is not None else list(v)
         return f"{type(v).__qualname__}(" + ", ".join(shown(x) for x in items) + ")"
@@ -118,7 +118,7 @@ def shown(v) -> str:
 
 def copied(v):
     """``v`` with its NumPy arrays copied (tuples and records rebuilt around the copies)."""
-    fields = record_fields(v)
+    fields = T.record_fields(v)
     if fields is not None:
         made = {n: copied(x) for n, x in fields}
         return type(v)(*made.values()) if isinstance(v, tuple) else dataclasses.replace(v, **made)

@@ -467,15 +467,15 @@ def mixed(a: Annotation) -> Annotation:
 def _returned(derivs, ann):
     """The derivatives of the ``Active`` arguments (records of their type, per lane in a batch); those of the
     float members of mixed ones are added into their shadows."""
-    width = max((a.width for a in ann if isinstance(a, BatchDuplicated)), default=1)
+    batched = any(isinstance(a, BatchDuplicated) for a in ann)  # per lane, a batch of width 1 too
     out, it = [], iter(derivs)
     for a in ann:
         if isinstance(a, Active):
             d = next(it)
-            out.append(record_like(a.val, d) if width == 1 else tuple(record_like(a.val, lane) for lane in d))
+            out.append(tuple(record_like(a.val, lane) for lane in d) if batched else record_like(a.val, d))
         elif a.kind is Activity.MIXED:
             d = next(it)
-            for shadow, lane in zip(a.values()[1:], (d,) if width == 1 else d):
+            for shadow, lane in zip(a.values()[1:], d if batched else (d,)):
                 add_into(shadow, iter(lane))
     return tuple(out)
 
@@ -605,8 +605,9 @@ def _entry(mode, f, kinds: tuple[tuple[str, tuple], ...]):
     returned = [(kind, specs[0]) for kind, specs in kinds if kind in ("Active", "MixedDuplicated",
                                                                         "BatchMixedDuplicated")]
     if base is Reverse and returned:
-        width = max((len(specs) - 1 for kind, specs in kinds if kind.startswith("Batch")), default=1)
-        parts = [(plain(f"r[{j}]", spec) if width == 1 else
+        batched = [len(specs) - 1 for kind, specs in kinds if kind.startswith("Batch")]
+        width = max(batched, default=1)
+        parts = [(plain(f"r[{j}]", spec) if not batched else
                   "(" + "".join(plain(f"r[{j}][{lane}]", spec) + ", " for lane in range(width)) + ")")
                  if kind == "Active" else f"r[{j}]" for j, (kind, spec) in enumerate(returned)]
         body = f"    r = {call}{', '.join(wrapped)})\n    return ({''.join(p + ', ' for p in parts)})\n"

@@ -293,8 +293,8 @@ def lower_call(model, call) -> None:
         res = constant(want, "zeroinitializer")
     elif mode in (Mode.Reverse, Mode.SplitReverse):  # the adjoints of the active arguments' members, nested again
         res = _adjoints(b, out, want, leaf_types, counts, width)
-    else:  # a one-element tuple
-        res = b.insertvalue(constant(want, "poison"), out, 0)
+    else:  # a one-element tuple (of one lane in a batch of width 1)
+        res = b.insertvalue(constant(want, "poison"), _lane(b, out, _fields(want)[0]), 0)
     if res is not None:
         call.replace_all_uses_with(res)
     call.erase()
@@ -338,8 +338,15 @@ def _with_primal(b, out, want, mode, leaf_types, counts, width):
             one = derivs if len(leaf_types) > 1 else b.extractvalue(derivs, 0)
             dres = _adjoints(b, one, dwant, leaf_types, counts, width)
         return b.insertvalue(b.insertvalue(constant(want, "poison"), dres, 0), prim, 1)
-    res = b.insertvalue(constant(want, "poison"), b.extractvalue(out, 1), 0)
+    res = b.insertvalue(constant(want, "poison"), _lane(b, b.extractvalue(out, 1), _fields(want)[0]), 0)
     return b.insertvalue(res, b.extractvalue(out, 0), 1)
+
+
+def _lane(b, v, want):
+    """``v`` as ``want``: itself, or the one lane of a batch of width 1 (``{v}``)."""
+    if v.type is want:
+        return v
+    return b.insertvalue(constant(want, "poison"), v, 0)
 
 
 def _adjoints(b, out, want, leaf_types, counts, width):

@@ -43,9 +43,11 @@ class ActivityType(T.TupleType):
     """The type of ``Active(x)`` & co: a tuple (primal[, shadow]) tagged with the activity ``kind``."""
 
     kind: api.Activity = api.Activity.CONST
+    batch: bool = False
+    """``BatchDuplicated`` (of any width, one included): the call's derivatives come per lane."""
 
     def __repr__(self) -> str:
-        return f"{self.kind.name.lower()}(" + ", ".join(map(repr, self.items)) + ")"
+        return f"{'batch ' if self.batch else ''}{self.kind.name.lower()}(" + ", ".join(map(repr, self.items)) + ")"
 
 
 @attrs.frozen
@@ -167,7 +169,7 @@ def _batch(kind):
             raise TypeInferenceError(f"BatchDuplicated takes a value and a tuple of its shadows, got {ds!r}",
                                      (ds,), hint="BatchDuplicated(x, (dx1, dx2))")
         pairs = [_double(kind)(x, d) for d in ds.items]
-        return ActivityType((pairs[0].items[0], *(p.items[1] for p in pairs)), kind)
+        return ActivityType((pairs[0].items[0], *(p.items[1] for p in pairs)), kind, batch=True)
     return restype
 
 
@@ -253,10 +255,11 @@ def result_type(mode: api.Mode, acts, ret) -> T.TupleType:
     tangent in forward mode, a complex number a complex one; in reverse mode they would need seeds (a typed
     error)."""
     n = width(acts)
+    lanes = n > 1 or any(a.batch for a in acts)  # a batch of width 1 too: one lane, as Enzyme.jl
     ret = widen(ret)
 
     def batch(t):
-        return t if n == 1 else T.TupleType((t,) * n)
+        return T.TupleType((t,) * n) if lanes else t
     if members(ret) is not None and _holds_float(ret) and (mode is api.Reverse or not float_tuple(ret)):
         what = ("in reverse mode each element needs its own seed" if mode is api.Reverse else
                 "only a tuple of float scalars has a tangent")

@@ -1,4 +1,4 @@
-"""Odd but legal inputs of the API: a batch of width 1, empty arrays, constant arrays, nested tuples, float32
+"""Odd but legal inputs of the API: a batch of width 1 (one lane), empty arrays, constant arrays, nested tuples, float32
 scalars; each gives the analytic result."""
 
 from __future__ import annotations
@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from enzyme_plugin import (Active, BatchDuplicated, Const, Duplicated, Forward, Reverse, autodiff, gradient, hvp,
-                           jacobian)
+from enzyme_plugin import (Active, BatchDuplicated, Const, Duplicated, Forward, ForwardWithPrimal, Reverse, autodiff,
+                           gradient, hvp, jacobian)
+from gpucompiler import jit
 
 
 def weighted(a):
@@ -25,14 +26,27 @@ def scaled(x, a):
     return x * weighted(a)
 
 
-def test_a_batch_of_width_one_is_duplicated():
-    """Its results are a plain call's (docs/autodiff.md, batch mode)."""
+def test_a_batch_of_width_one_returns_one_lane():
+    """As any batch (and Enzyme.jl): per lane; it used to return a plain call's results."""
     a = np.array([1.0, -2.0, 0.5])
     da = np.zeros(3)
-    assert autodiff(Reverse, scaled, Active(2.0), BatchDuplicated(a, (da,))) == (weighted(a),)
+    assert autodiff(Reverse, scaled, Active(2.0), BatchDuplicated(a, (da,))) == ((weighted(a),),)
     np.testing.assert_array_equal(da, 2.0 * weighted_grad(a))
-    (t,) = autodiff(Forward, weighted, BatchDuplicated(a, (np.ones(3),)))
+    ((t,),) = autodiff(Forward, weighted, BatchDuplicated(a, (np.ones(3),)))
     assert t == pytest.approx(weighted_grad(a).sum(), rel=1e-15)
+    ((t2,), value) = autodiff(ForwardWithPrimal, weighted, BatchDuplicated(a, (np.ones(3),)))
+    assert t2 == t and value == weighted(a)
+    ((p,),) = autodiff(Reverse, point_scale, Active((2.0, 3.0)), BatchDuplicated(a, (np.zeros(3),)))
+    assert p == pytest.approx((3.0 * weighted(a), 2.0 * weighted(a)), rel=1e-15)
+    assert jit(width_one_in_jit, plugins=("enzyme",))(2.0, a, np.zeros(3)) == ((weighted(a),),)
+
+
+def point_scale(p, a):
+    return p[0] * p[1] * weighted(a)
+
+
+def width_one_in_jit(x, a, da):
+    return autodiff(Reverse, scaled, Active(x), BatchDuplicated(a, (da,)))
 
 
 def test_empty_arrays_have_empty_gradients():

@@ -246,6 +246,11 @@ class ReadOnlyArrayError(TypeInferenceError, ValueError):
     """Compiled code writes an array that is read-only (NumPy's ``flags.writeable`` is off)."""
 
 
+class AxisError(TypeInferenceError, ValueError, IndexError):
+    """An ``axis=`` outside the array's dimensions, found when compiling (NumPy's ``AxisError`` is a
+    ValueError and an IndexError too)."""
+
+
 class ArgumentBindingError(SourceError, TypeError):
     """A call whose arguments do not bind to the function's parameters (too many, missing, unknown keyword)."""
 

@@ -174,15 +174,19 @@ class FunctionCodegen:
                                    "print the values outside the differentiated function (or return them)")
         (print_vprintf if self.target.is_gpu else print_python)(self, items)
 
-    def check_statement(self, ok, exc_name, message):
+    def check_statement(self, ok, exc_name, message, *values):
         """A ``raise`` or ``assert`` statement's check: :meth:`check` whose exception carries a note
-        with the statement's ``file:line`` (``message`` None: no arguments)."""
+        with the statement's ``file:line`` (``message`` None: no arguments). Rules check NumPy's
+        preconditions with it too, so that the error names the user's line; ``values`` (i64) fill
+        ``%lld`` fields of ``message`` (shown as ``?`` where no Python error is raised)."""
         if self.mod.python_errors:
-            self._unless(ok, lambda: self._set_statement_error(exc_name, message))
-        elif self.target.is_gpu:  # the thread prints the exception and traps (the launch fails)
-            self._unless(ok, lambda: self._gpu_raise(exc_name, message))
+            self._unless(ok, lambda: self._set_statement_error(exc_name, message, values))
+            return
+        shown = message.replace("%lld", "?") if message is not None else None
+        if self.target.is_gpu:  # the thread prints the exception and traps (the launch fails)
+            self._unless(ok, lambda: self._gpu_raise(exc_name, shown))
         else:
-            self.check_required(ok, exc_name, message or "")
+            self.check_required(ok, exc_name, shown or "")
 
     def _gpu_raise(self, exc_name, message):
         """On the GPU: ``vprintf`` the exception with the statement's ``file:line``, then trap."""
@@ -331,9 +335,9 @@ class FunctionCodegen:
     def _set_python_error(self, exc_name, message, values):
         self._holding_gil(lambda: self._set_python_error_held(exc_name, message, values))
 
-    def _set_statement_error(self, exc_name, message):
+    def _set_statement_error(self, exc_name, message, values=()):
         """A ``raise``/``assert`` statement's exception, with a note naming its ``file:line``."""
-        self._holding_gil(lambda: set_exception(self, exc_name, message, f"raised at {self._where()}"))
+        self._holding_gil(lambda: set_exception(self, exc_name, message, f"raised at {self._where()}", values))
 
     def _holding_gil(self, emit) -> None:
         """``emit()`` the code of a Python C-API use; code that may run without the GIL (``nogil``, the

@@ -50,14 +50,20 @@ def exception_class(cg, exc_name: str):
     return lookup(cg.mod, cg.b, module, qualname), True
 
 
-def set_exception(cg, exc_name: str, message: str | None, note: str) -> None:
-    """Set the error ``exc_name(message)`` (no arguments for None) with the note ``note``."""
+def set_exception(cg, exc_name: str, message: str | None, note: str, values=()) -> None:
+    """Set the error ``exc_name(message)`` (no arguments for None) with the note ``note``; ``values``
+    (i64) fill the ``%lld`` fields of ``message``."""
     b = cg.b
     cls, owned = exception_class(cg, exc_name)
     ok = cg.fn.append_basic_block("exc.made")
     done = cg.fn.append_basic_block("exc.set")
     if message is None:
         exc = b.call(_decl(cg.mod, "PyObject_CallNoArgs", PTR, [PTR]), [cls])
+    elif values:  # "N" takes the string's reference (a NULL string: its error stays set)
+        text = b.call(_decl(cg.mod, "PyUnicode_FromFormat", PTR, [PTR], var_arg=True),
+                      [cg.mod.cstring(message), *values])
+        exc = b.call(_decl(cg.mod, "PyObject_CallFunction", PTR, [PTR, PTR], var_arg=True),
+                     [cls, cg.mod.cstring("N"), text])
     else:
         exc = b.call(_decl(cg.mod, "PyObject_CallFunction", PTR, [PTR, PTR], var_arg=True),
                      [cls, cg.mod.cstring("s"), cg.mod.cstring(message)])

@@ -74,12 +74,16 @@ class Expressions(LoweringState):
         func = node.func
         if isinstance(func, ast.Name) and func.id in self.closures:
             return self.call_closure(node, self.closures[func.id])
-        if isinstance(node.func, ast.Attribute) and not node.keywords and self._runtime_value(node.func.value):
+        if isinstance(node.func, ast.Attribute) and self._runtime_value(node.func.value):
             receiver = self.expr(node.func.value)  # a method of a value: rules key on call_method
-            return self.emit(K.call_method, [receiver, Const(node.func.attr, self.loc(node)),
-                                             *(self.expr(a) for a in node.args)], node)
-        fn = self.expr(func)
-        args = [self.expr(a) for a in node.args]
+            fn, args = K.call_method, [receiver, Const(node.func.attr, self.loc(node))]
+            args += [self.expr(a) for a in node.args]
+            if not node.keywords:
+                return self.emit(fn, args, node)
+            fn = Const(fn, self.loc(node))  # a.sum(axis=0): call_kw(call_method, names, a, "sum", 0)
+        else:
+            fn = self.expr(func)
+            args = [self.expr(a) for a in node.args]
         if not node.keywords:
             return self.emit(fn, args, node)
         for kw in node.keywords:

@@ -81,3 +81,26 @@ def grad_extremes(x, dx):
 
 def tangent_extremes(x, dx):
     return autodiff(Forward, extremes, Duplicated(x, dx))
+
+
+def residual_energy(a, x):
+    """sum((A @ x)**2): a matrix-vector product, then a reduction."""
+    r = a @ x
+    return np.sum(r * r)
+
+
+def grad_residual_energy(a, da, x, dx):
+    autodiff(Reverse, residual_energy, Duplicated(a, da), Duplicated(x, dx))
+    return 0.0
+
+
+def gram_columns(a, b):
+    """Matrix products and reductions along both axes."""
+    c = a @ b
+    return np.sum(np.sum(c * c, axis=0) * np.arange(c.shape[1])) + np.sum(np.mean(np.sin(a), axis=1) ** 2) \
+        + np.sum(np.max(b, axis=1)) + np.sum(np.dot(a[0], b)) + np.sum(a[a > 0.5])
+
+
+def grad_gram_columns(a, da, b, db):
+    autodiff(Reverse, gram_columns, Duplicated(a, da), Duplicated(b, db))
+    return 0.0

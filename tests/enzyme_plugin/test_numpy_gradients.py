@@ -89,3 +89,23 @@ def test_gradient_of_max_and_min_goes_to_one_of_the_tied_elements():
     assert t == 3.0
     (t,) = jit(F.tangent_extremes, plugins=P)(x, np.where(x == 3.0, 1.0, 0.0))
     assert t == 2.0
+
+
+def test_gradient_of_a_squared_matrix_vector_product_matches_finite_differences():
+    rng = np.random.default_rng(4)
+    a, x = rng.normal(size=(4, 3)), rng.normal(size=3)
+    da, dx = np.zeros_like(a), np.zeros_like(x)
+    jit(F.grad_residual_energy, plugins=P)(a, da, x, dx)
+    r = a @ x
+    np.testing.assert_allclose(dx, 2 * a.T @ r, rtol=1e-13)
+    np.testing.assert_allclose(da, 2 * np.outer(r, x), rtol=1e-13)
+    np.testing.assert_allclose(dx, _fd(lambda t: F.residual_energy(a, t), x), rtol=1e-7)
+
+
+def test_gradient_through_matmul_axis_reductions_and_a_mask_matches_finite_differences():
+    rng = np.random.default_rng(5)
+    a, b = rng.uniform(-1.0, 1.0, size=(3, 4)), np.asfortranarray(rng.uniform(-1.0, 1.0, size=(4, 5)))
+    da, db = np.zeros_like(a), np.zeros_like(b)
+    jit(F.grad_gram_columns, plugins=P)(a, da, b, db)
+    np.testing.assert_allclose(da, _fd(lambda t: F.gram_columns(t, b), a), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(db, _fd(lambda t: F.gram_columns(a, t), b), rtol=1e-6, atol=1e-9)

@@ -22,7 +22,7 @@ from ...frontend import intrinsics as K
 from ..lattice import Const, const, widen
 from ..rules import Any_, CallResult, Number
 from . import npimpl
-from .arraymem import allocate, managed_array
+from .arraymem import allocate, disown, managed_array
 from .containers import _dims, _strides
 from .npintrinsics import (broadcast_element, check_broadcast, element, exact, fmaximum, fminimum, overlaps,
                            same_shape)
@@ -206,6 +206,13 @@ def expr_shape(cg, value, t) -> list:
     return shape
 
 
+def extents(cg, value, t) -> list:
+    """The shape of an array or expression, as i64 values."""
+    if isinstance(widen(t), _E):
+        return expr_shape(cg, value, t)
+    return [cg.b.extract_value(value, [1, k]) for k in range(widen(t).ndim)]
+
+
 def _check_broadcast_type(x, shape):
     w, s = widen(x), widen(shape)
     if not isinstance(s, T.TupleType):
@@ -284,8 +291,8 @@ def _assigner(interp, dest, value):
     loop = const(impl)
     res = interp.invoke(npimpl.versioned_assign, [loop, widen(dest), value])
 
-    def emit(cg, d, v, dt, vt):
-        cg.call_result(res, [None, d, v], [loop, dt, vt], widen(res.restype))
+    def emit(cg, d, v, dt, vt):  # the destination it returns is held by the caller already
+        disown(cg, cg.call_result(res, [None, d, v], [loop, dt, vt], widen(res.restype)), widen(res.restype))
     return emit
 
 
@@ -369,4 +376,4 @@ def _materialize(interp, fn, args):
     return CallResult(result, lower)
 
 
-__all__ = ["expr_shape"]
+__all__ = ["expr_shape", "extents"]

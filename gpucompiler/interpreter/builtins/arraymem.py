@@ -78,6 +78,8 @@ def holds_managed(t) -> bool:
         return any(holds_managed(it) for it in t.items)
     if isinstance(t, T.BoundMethod):  # a method value is its receiver at run time
         return holds_managed(t.receiver)
+    if isinstance(t, T.ArrayExpr):  # its leaves are read where it is consumed: they live as long
+        return any(holds_managed(leaf) for leaf in t.leaves)
     return isinstance(t, T.ArrayType) and t.managed
 
 
@@ -150,6 +152,10 @@ def _each_managed(cg, value, t, action) -> None:
                 k += 1
     elif isinstance(t, T.BoundMethod):
         _each_managed(cg, value, t.receiver, action)
+    elif isinstance(t, T.ArrayExpr):  # the struct of its leaves
+        for k, leaf in enumerate(t.leaves):
+            if holds_managed(leaf):
+                _each_managed(cg, cg.b.extract_value(value, k), leaf, action)
     elif isinstance(t, T.ArrayType) and t.managed:
         action(cg.b.extract_value(value, 3))
 
@@ -179,6 +185,17 @@ def decref(cg, value, t) -> None:
                 b.call(free, [b.load(b.gep(block, [ir.Constant(_I64, 8)], source_etype=_I8), typ=_PTR)])
                 b.call(free, [block])
     _each_managed(cg, value, t, release)
+
+
+def disown(cg, value, t) -> None:
+    """Drop a reference of every managed array ``value`` holds without freeing: for the result of a
+    compiled call (it holds a reference) that a rule returns (codegen adds the result's reference) or
+    drops while another value still holds the array."""
+    def drop(block):
+        b = cg.b
+        with b.if_then(b.icmp_unsigned("!=", block, ir.Constant(_PTR, None))):
+            b.atomic_rmw("sub", block, ir.Constant(_I64, 1), "monotonic")
+    _each_managed(cg, value, t, drop)
 
 
 def free_now(cg, value) -> None:

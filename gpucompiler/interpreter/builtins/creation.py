@@ -294,6 +294,8 @@ def _keyword_call(interp, fn, args):
     if name in CONSTRUCTORS:
         return constructor_call(interp, name, args, names.value, skip=2)
     shown = getattr(callee.value, "__qualname__", repr(callee.value)) if isinstance(callee, Const) else "a value"
+    if isinstance(callee, Const) and callee.value is K.call_method and isinstance(args[3], Const):
+        shown = f"the method {args[3].value}() of {widen(args[2])!r}"
     raise TypeInferenceError(f"keyword arguments in a call of {shown} are not supported",
                              hint=getattr(callee.value, KEYWORD_HINT, "pass arguments by position")
                              if isinstance(callee, Const) else "pass arguments by position")

@@ -44,3 +44,14 @@ def overlaps(out, src):
     """Whether an array of ``src`` shares memory with ``out`` other than element for element
     (the same data, strides and shape): a fused assignment would read what it already wrote."""
     return False
+
+
+def new_array(shape, dt):
+    """A new C-ordered array of ``shape`` (a tuple of integers) and scalar type ``dt``, uninitialised
+    (an intrinsic: only compiled code calls it)."""
+    raise NotImplementedError("new_array is an intrinsic of compiled code")
+
+
+def zeroed_array(shape, dt):
+    """:func:`new_array` filled with zeros."""
+    raise NotImplementedError("zeroed_array is an intrinsic of compiled code")

@@ -1,0 +1,292 @@
+"""NumPy reductions along an axis of a 2-d array, matrix products and selections by a boolean mask or
+an integer array, written in Python and compiled.
+
+Like :mod:`.npimpl`, these are plain loops (vectorised by the optimiser,
+differentiated by the Enzyme plugin like user code) over an array or a fused
+expression ``x``; ``dt`` is the result's scalar type. Each returns a new
+C-ordered array. The callers (:mod:`.reductions`) check the preconditions
+NumPy checks (an empty axis of ``min``, aligned shapes of a product, a
+mask's shape, indices in bounds) at the user's call, so these loops assume
+them. Loop orders follow the C layout of
+the results: a row of ``x`` (or ``b``) is the inner loop wherever it can be.
+"""
+
+import math
+
+from ...frontend.intrinsics import getitem_unchecked, setitem_unchecked
+from .npintrinsics import element, fmaximum, fminimum, new_array, zeroed_array
+
+
+def _add(a, b):
+    return a + b
+
+
+def _mul(a, b):
+    return a * b
+
+
+def _less(v, best):
+    """``v`` replaces ``best`` in argmin: smaller, or the first NaN."""
+    return v < best or (v != v and best == best)
+
+
+def _greater(v, best):
+    return v > best or (v != v and best == best)
+
+
+# -- folds: axis 0 accumulates into the result row by row; axis 1 keeps a running value per row
+def _fold0(x, dt, op, start):
+    n, m = x.shape
+    out = new_array((m,), dt)
+    for j in range(m):
+        setitem_unchecked(out, j, start)
+    for i in range(n):
+        for j in range(m):
+            setitem_unchecked(out, j, dt(op(getitem_unchecked(out, j), element(x, i, j))))
+    return out
+
+
+def _fold1(x, dt, op, start):
+    n, m = x.shape
+    out = new_array((n,), dt)
+    for i in range(n):
+        s = start
+        for j in range(m):
+            s = dt(op(s, element(x, i, j)))
+        setitem_unchecked(out, i, s)
+    return out
+
+
+def _extreme0(x, dt, op):
+    """``op`` (fminimum/fmaximum) over each column, from its first element (the axis is not empty)."""
+    n, m = x.shape
+    out = new_array((m,), dt)
+    for j in range(m):
+        setitem_unchecked(out, j, dt(element(x, 0, j)))
+    for i in range(1, n):
+        for j in range(m):
+            setitem_unchecked(out, j, dt(op(getitem_unchecked(out, j), element(x, i, j))))
+    return out
+
+
+def _extreme1(x, dt, op):
+    n, m = x.shape
+    out = new_array((n,), dt)
+    for i in range(n):
+        s = dt(element(x, i, 0))
+        for j in range(1, m):
+            s = dt(op(s, element(x, i, j)))
+        setitem_unchecked(out, i, s)
+    return out
+
+
+def _arg0(x, dt, better):
+    """The index of the best element of each column (the first of equals, or the first NaN)."""
+    n, m = x.shape
+    out = new_array((m,), dt)
+    for j in range(m):
+        k = 0
+        best = element(x, 0, j)
+        for i in range(1, n):
+            v = element(x, i, j)
+            if better(v, best):
+                best = v
+                k = i
+        setitem_unchecked(out, j, k)
+    return out
+
+
+def _arg1(x, dt, better):
+    n, m = x.shape
+    out = new_array((n,), dt)
+    for i in range(n):
+        k = 0
+        best = element(x, i, 0)
+        for j in range(1, m):
+            v = element(x, i, j)
+            if better(v, best):
+                best = v
+                k = j
+        setitem_unchecked(out, i, k)
+    return out
+
+
+def _averaged(out, dt, count):
+    """``out / count`` in place; NaN for a count of 0 (NumPy warns and gives NaN)."""
+    for i in range(out.shape[0]):
+        if count == 0:
+            setitem_unchecked(out, i, dt(math.nan))
+        else:
+            setitem_unchecked(out, i, getitem_unchecked(out, i) / dt(count))
+    return out
+
+
+def sum0(x, dt):
+    return _fold0(x, dt, _add, dt(0))
+
+
+def sum1(x, dt):
+    return _fold1(x, dt, _add, dt(0))
+
+
+def prod0(x, dt):
+    return _fold0(x, dt, _mul, dt(1))
+
+
+def prod1(x, dt):
+    return _fold1(x, dt, _mul, dt(1))
+
+
+def min0(x, dt):
+    return _extreme0(x, dt, fminimum)
+
+
+def min1(x, dt):
+    return _extreme1(x, dt, fminimum)
+
+
+def max0(x, dt):
+    return _extreme0(x, dt, fmaximum)
+
+
+def max1(x, dt):
+    return _extreme1(x, dt, fmaximum)
+
+
+def argmin0(x, dt):
+    return _arg0(x, dt, _less)
+
+
+def argmin1(x, dt):
+    return _arg1(x, dt, _less)
+
+
+def argmax0(x, dt):
+    return _arg0(x, dt, _greater)
+
+
+def argmax1(x, dt):
+    return _arg1(x, dt, _greater)
+
+
+def mean0(x, dt):
+    return _averaged(_fold0(x, dt, _add, dt(0)), dt, x.shape[0])
+
+
+def mean1(x, dt):
+    return _averaged(_fold1(x, dt, _add, dt(0)), dt, x.shape[1])
+
+
+def keep0(r):
+    """A reduction along axis 0 with ``keepdims``: ``(m,)`` as ``(1, m)``."""
+    return r.reshape((1, r.shape[0]))
+
+
+def keep1(r):
+    return r.reshape((r.shape[0], 1))
+
+
+def keep_all1(s, dt):
+    """A reduction of every element with ``keepdims``: the number in a ``(1,)`` array."""
+    out = new_array((1,), dt)
+    setitem_unchecked(out, 0, s)
+    return out
+
+
+def keep_all2(s, dt):
+    out = new_array((1, 1), dt)
+    setitem_unchecked(out, (0, 0), s)
+    return out
+
+
+# -- products (shapes checked by the caller) ----------------------------------------------
+def matmul22(a, b, dt):
+    """``a @ b`` of two matrices, i-k-j: the inner loop runs along a row of ``b`` and of the result."""
+    n, k = a.shape
+    p = b.shape[1]
+    out = zeroed_array((n, p), dt)
+    for i in range(n):
+        for q in range(k):
+            aiq = element(a, i, q)
+            for j in range(p):
+                setitem_unchecked(out, (i, j), dt(getitem_unchecked(out, (i, j)) + aiq * element(b, q, j)))
+    return out
+
+
+def matmul21(a, b, dt):
+    """A matrix times a vector: one dot product per row of ``a``."""
+    n, k = a.shape
+    out = new_array((n,), dt)
+    for i in range(n):
+        s = dt(0)
+        for q in range(k):
+            s = dt(s + element(a, i, q) * element(b, q))
+        setitem_unchecked(out, i, s)
+    return out
+
+
+def matmul12(a, b, dt):
+    """A vector times a matrix: rows of ``b`` scaled by the elements of ``a``, summed."""
+    k, p = b.shape
+    out = zeroed_array((p,), dt)
+    for q in range(k):
+        aq = element(a, q)
+        for j in range(p):
+            setitem_unchecked(out, j, dt(getitem_unchecked(out, j) + aq * element(b, q, j)))
+    return out
+
+
+# -- selection (the caller checked the mask's shape and the indices' bounds) --------------------------
+def masked1(x, mask, dt):
+    """``x[mask]`` of a boolean ``mask`` of ``x``'s shape: the selected elements, in order."""
+    n = x.shape[0]
+    count = 0
+    for i in range(n):
+        if element(mask, i):
+            count += 1
+    out = new_array((count,), dt)
+    k = 0
+    for i in range(n):
+        if element(mask, i):
+            setitem_unchecked(out, k, element(x, i))
+            k += 1
+    return out
+
+
+def masked2(x, mask, dt):
+    """``x[mask]`` of a 2-d ``x``: the selected elements in C order."""
+    n, m = x.shape
+    count = 0
+    for i in range(n):
+        for j in range(m):
+            if element(mask, i, j):
+                count += 1
+    out = new_array((count,), dt)
+    k = 0
+    for i in range(n):
+        for j in range(m):
+            if element(mask, i, j):
+                setitem_unchecked(out, k, element(x, i, j))
+                k += 1
+    return out
+
+
+def first_out_of_bounds(index, n):
+    """``(found, value)``: the first entry of the integer array ``index`` outside ``-n <= v < n``."""
+    for k in range(index.shape[0]):
+        v = int(element(index, k))
+        if v < -n or v >= n:
+            return True, v
+    return False, 0
+
+
+def taken1(x, index, dt):
+    """``x[index]`` of a 1-d ``x`` and a 1-d integer array ``index`` (negative entries count from the end)."""
+    n = x.shape[0]
+    out = new_array((index.shape[0],), dt)
+    for k in range(index.shape[0]):
+        v = int(element(index, k))
+        if v < 0:
+            v += n
+        setitem_unchecked(out, k, element(x, v))
+    return out

@@ -47,11 +47,20 @@ def _fold0(x, dt, op, start):
 
 
 def _fold1(x, dt, op, start):
+    """Each row in four partial results (independent chains run four times as fast as one; NumPy's
+    pairwise sums reorder too), joined at the row's end."""
     n, m = x.shape
     out = new_array((n,), dt)
+    m4 = m - m % 4
     for i in range(n):
-        s = start
-        for j in range(m):
+        s0, s1, s2, s3 = start, start, start, start
+        for j in range(0, m4, 4):
+            s0 = dt(op(s0, element(x, i, j)))
+            s1 = dt(op(s1, element(x, i, j + 1)))
+            s2 = dt(op(s2, element(x, i, j + 2)))
+            s3 = dt(op(s3, element(x, i, j + 3)))
+        s = dt(op(dt(op(s0, s1)), dt(op(s2, s3))))
+        for j in range(m4, m):
             s = dt(op(s, element(x, i, j)))
         setitem_unchecked(out, i, s)
     return out
@@ -201,25 +210,67 @@ def keep_all2(s, dt):
 
 # -- products (shapes checked by the caller) ----------------------------------------------
 def matmul22(a, b, dt):
-    """``a @ b`` of two matrices, i-k-j: the inner loop runs along a row of ``b`` and of the result."""
+    """``a @ b`` of two matrices: i-k-j (the inner loop along a row of ``b`` and of the result),
+    two rows of the result and four of ``b`` at a time so that each load of a result element
+    serves eight products. Every element is summed in the order of k, as a plain i-k-j loop sums."""
     n, k = a.shape
     p = b.shape[1]
     out = zeroed_array((n, p), dt)
-    for i in range(n):
-        for q in range(k):
-            aiq = element(a, i, q)
+    k4 = k - k % 4
+    for i2 in range(n // 2):
+        i = 2 * i2
+        for q in range(0, k4, 4):
+            a0, a1, a2, a3 = element(a, i, q), element(a, i, q + 1), element(a, i, q + 2), element(a, i, q + 3)
+            c0, c1 = element(a, i + 1, q), element(a, i + 1, q + 1)
+            c2, c3 = element(a, i + 1, q + 2), element(a, i + 1, q + 3)
             for j in range(p):
-                setitem_unchecked(out, (i, j), dt(getitem_unchecked(out, (i, j)) + aiq * element(b, q, j)))
+                b0, b1, b2, b3 = element(b, q, j), element(b, q + 1, j), element(b, q + 2, j), element(b, q + 3, j)
+                setitem_unchecked(out, (i, j), dt(dt(dt(dt(getitem_unchecked(out, (i, j)) + a0 * b0) + a1 * b1)
+                                                     + a2 * b2) + a3 * b3))
+                setitem_unchecked(out, (i + 1, j), dt(dt(dt(dt(getitem_unchecked(out, (i + 1, j)) + c0 * b0)
+                                                             + c1 * b1) + c2 * b2) + c3 * b3))
+        for q in range(k4, k):
+            aq, cq = element(a, i, q), element(a, i + 1, q)
+            for j in range(p):
+                bq = element(b, q, j)
+                setitem_unchecked(out, (i, j), dt(getitem_unchecked(out, (i, j)) + aq * bq))
+                setitem_unchecked(out, (i + 1, j), dt(getitem_unchecked(out, (i + 1, j)) + cq * bq))
+    if n % 2:
+        i = n - 1
+        for q in range(k):
+            aq = element(a, i, q)
+            for j in range(p):
+                setitem_unchecked(out, (i, j), dt(getitem_unchecked(out, (i, j)) + aq * element(b, q, j)))
     return out
 
 
+def matmul22_packed(a, b, dt, bt):
+    """``a @ b`` where ``b`` is not known to be C-contiguous (a view, F order, an expression): ``b``
+    copied into C order first (``k * p`` elements against the ``n * k * p`` products), so that the
+    inner loop runs along contiguous rows."""
+    k, p = b.shape
+    packed = new_array((k, p), bt)
+    for q in range(k):
+        for j in range(p):
+            setitem_unchecked(packed, (q, j), element(b, q, j))
+    return matmul22(a, packed, dt)
+
+
 def matmul21(a, b, dt):
-    """A matrix times a vector: one dot product per row of ``a``."""
+    """A matrix times a vector: one dot product per row of ``a``, in four partial sums (independent
+    chains: four times the throughput of one running sum; NumPy's BLAS reorders its sums too)."""
     n, k = a.shape
     out = new_array((n,), dt)
+    k4 = k - k % 4
     for i in range(n):
-        s = dt(0)
-        for q in range(k):
+        s0, s1, s2, s3 = dt(0), dt(0), dt(0), dt(0)
+        for q in range(0, k4, 4):
+            s0 = dt(s0 + element(a, i, q) * element(b, q))
+            s1 = dt(s1 + element(a, i, q + 1) * element(b, q + 1))
+            s2 = dt(s2 + element(a, i, q + 2) * element(b, q + 2))
+            s3 = dt(s3 + element(a, i, q + 3) * element(b, q + 3))
+        s = dt(dt(s0 + s1) + dt(s2 + s3))
+        for q in range(k4, k):
             s = dt(s + element(a, i, q) * element(b, q))
         setitem_unchecked(out, i, s)
     return out

@@ -232,11 +232,15 @@ def _dot(interp, args, kw=None, matmul: bool = False) -> CallResult:
         raise TypeInferenceError(f"{what} of a {a.ndim}-d and a {b.ndim}-d array is not supported in compiled "
                                  "code", (a, b), hint="multiply 1-d and 2-d arrays, or write the loops")
     dt = const(scalar_type(numpy().result_type(numpy().dtype(a.dtype.name), numpy().dtype(b.dtype.name))))
-    res = invoke_impl(interp, what, impl, [a, b, dt])
+    extra = []
+    if impl is X.matmul22 and not (isinstance(b, _A) and b.layout == "C"):
+        impl, extra = X.matmul22_packed, [const(b.dtype)]
+    res = invoke_impl(interp, what, impl, [a, b, dt, *extra])
 
     def lower(cg, v, at, rt):
         _aligned(cg, matmul, v[0], at[0], v[1], at[1])
-        return returned(cg, cg.call_result(res, [v[0], v[1], None], [at[0], at[1], dt], rt), rt)
+        value = cg.call_result(res, [v[0], v[1], None, *(None for _ in extra)], [at[0], at[1], dt, *extra], rt)
+        return returned(cg, value, rt)
     return CallResult(res.restype, lower)
 
 

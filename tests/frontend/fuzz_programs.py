@@ -26,7 +26,8 @@ batch goes on with the next one.
 
 ``--family dtypes`` generates programs over NumPy scalars of every integer
 type, float32 and float64 (NumPy 2 is the oracle: promotion, wrap-around)
-and Python complex numbers (CPython is).
+and Python complex numbers (CPython is); ``--family arrays`` NumPy programs on
+arrays (fuzz_arrays.py: reductions along axes, products, masks).
 """
 
 from __future__ import annotations
@@ -595,7 +596,10 @@ def _is_compile_error(out) -> bool:
 def _child(seeds: list[int], workdir: str, family: str = "python") -> None:
     """Run programs, one JSON line before (``start``) and after (``done``) each."""
     sys.setrecursionlimit(1000)
-    runner = run_dtype_program if family == "dtypes" else run_program
+    if family == "arrays":
+        from tests.frontend.fuzz_arrays import run_array_program as runner  # it uses this module's helpers
+    else:
+        runner = run_dtype_program if family == "dtypes" else run_program
     for seed in seeds:
         print(json.dumps({"start": seed}), flush=True)
         try:
@@ -650,8 +654,8 @@ def _run_chunk(chunk: list[int], timeout: float, workdir: str, done, progress, f
 def run(seeds: list[int], timeout: float = 20.0, batch: int = 100, progress=None,
         jobs: int = 1, family: str = "python") -> dict[int, tuple[str, str]]:
     """``seed -> (kind, detail)`` for every seed: batches of ``batch`` programs in child
-    processes, ``jobs`` of them at once. ``family``: ``python`` (CPython's ints and floats) or
-    ``dtypes`` (NumPy's scalar types and complex numbers)."""
+    processes, ``jobs`` of them at once. ``family``: ``python`` (CPython's ints and floats),
+    ``dtypes`` (NumPy's scalar types and complex numbers) or ``arrays`` (NumPy programs on arrays)."""
     from concurrent.futures import ThreadPoolExecutor
 
     results: dict[int, tuple[str, str]] = {}
@@ -675,8 +679,9 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=200)
     ap.add_argument("--timeout", type=float, default=30.0)
     ap.add_argument("--jobs", type=int, default=1, help="batches run at once")
-    ap.add_argument("--family", choices=("python", "dtypes"), default="python",
-                    help="python: ints, floats and math; dtypes: NumPy's int8-uint64, float32 and complex")
+    ap.add_argument("--family", choices=("python", "dtypes", "arrays"), default="python",
+                    help="python: ints, floats and math; dtypes: NumPy's int8-uint64, float32 and complex; "
+                    "arrays: NumPy reductions along axes, products and masks (fuzz_arrays.py)")
     ap.add_argument("--json", default=None, help="write counts and every non-right program here")
     args = ap.parse_args(argv)
     seeds = list(range(args.seed, args.seed + args.programs))

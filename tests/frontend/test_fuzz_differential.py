@@ -35,3 +35,11 @@ def test_generated_dtype_programs_match_numpy_and_cpython():
     bad = {s: r for s, r in sorted(results.items()) if r[0] not in ("right", "typed")}
     assert not bad, f"{counts}: " + "; ".join(f"seed {s}: {k}: {d}" for s, (k, d) in list(bad.items())[:10])
     assert counts["right"] >= 0.8 * len(results), counts
+
+
+def test_generated_array_programs_match_numpy():
+    results = F.run(list(range(40)), timeout=120.0, batch=40, family="arrays")
+    counts = F.table(results)
+    bad = {s: r for s, r in sorted(results.items()) if r[0] not in ("right", "typed")}
+    assert not bad, f"{counts}: " + "; ".join(f"seed {s}: {k}: {d}" for s, (k, d) in list(bad.items())[:10])
+    assert counts["right"] >= 0.8 * len(results), counts

@@ -14,7 +14,11 @@ the results: a row of ``x`` (or ``b``) is the inner loop wherever it can be.
 import math
 
 from ...frontend.intrinsics import getitem_unchecked, setitem_unchecked
+from ... import types as T
 from .npintrinsics import element, fmaximum, fminimum, new_array, zeroed_array
+
+INDEX = T.int64
+"""the type of argmin's and argmax's indices"""
 
 
 def _add(a, b):
@@ -25,13 +29,10 @@ def _mul(a, b):
     return a * b
 
 
-def _less(v, best):
-    """``v`` replaces ``best`` in argmin: smaller, or the first NaN."""
-    return v < best or (v != v and best == best)
-
-
-def _greater(v, best):
-    return v > best or (v != v and best == best)
+def _better(v, best, smallest):
+    """``v`` replaces ``best`` in argmin (``smallest``) or argmax: it is smaller (larger), or the
+    first NaN."""
+    return (v < best if smallest else v > best) or (v != v and best == best)
 
 
 # -- folds: axis 0 accumulates into the result row by row; axis 1 keeps a running value per row
@@ -89,33 +90,49 @@ def _extreme1(x, dt, op):
     return out
 
 
-def _arg0(x, dt, better):
-    """The index of the best element of each column (the first of equals, or the first NaN)."""
+def _arg0(x, dt, smallest):
+    """The index of the best element of each column (the first of equals, or the first NaN): the
+    columns' best values so far kept in a row, updated a row of ``x`` at a time (no loop-carried
+    dependence along the row: it vectorises). ``dt`` is the type of ``x``'s elements."""
     n, m = x.shape
-    out = new_array((m,), dt)
+    out = zeroed_array((m,), INDEX)
+    best = new_array((m,), dt)
     for j in range(m):
-        k = 0
-        best = element(x, 0, j)
-        for i in range(1, n):
+        setitem_unchecked(best, j, element(x, 0, j))
+    for i in range(1, n):
+        for j in range(m):
             v = element(x, i, j)
-            if better(v, best):
-                best = v
-                k = i
-        setitem_unchecked(out, j, k)
+            b = getitem_unchecked(best, j)
+            take = _better(v, b, smallest)
+            setitem_unchecked(best, j, v if take else b)
+            setitem_unchecked(out, j, i if take else getitem_unchecked(out, j))
     return out
 
 
-def _arg1(x, dt, better):
-    n, m = x.shape
-    out = new_array((n,), dt)
-    for i in range(n):
-        k = 0
-        best = element(x, i, 0)
+def _extreme_of_row(x, i, m, smallest):
+    e = element(x, i, 0)
+    if smallest:
         for j in range(1, m):
+            e = fminimum(e, element(x, i, j))
+    else:
+        for j in range(1, m):
+            e = fmaximum(e, element(x, i, j))
+    return e
+
+
+def _arg1(x, dt, smallest):
+    """The index of the best element of each row: the row's extreme first (a reduction that
+    vectorises; NaN if the row holds one), then the first element equal to it (or the first NaN)."""
+    n, m = x.shape
+    out = new_array((n,), INDEX)
+    for i in range(n):
+        e = _extreme_of_row(x, i, m, smallest)
+        k = 0
+        for j in range(m):
             v = element(x, i, j)
-            if better(v, best):
-                best = v
+            if v == e or (e != e and v != v):
                 k = j
+                break
         setitem_unchecked(out, i, k)
     return out
 
@@ -163,19 +180,19 @@ def max1(x, dt):
 
 
 def argmin0(x, dt):
-    return _arg0(x, dt, _less)
+    return _arg0(x, dt, True)
 
 
 def argmin1(x, dt):
-    return _arg1(x, dt, _less)
+    return _arg1(x, dt, True)
 
 
 def argmax0(x, dt):
-    return _arg0(x, dt, _greater)
+    return _arg0(x, dt, False)
 
 
 def argmax1(x, dt):
-    return _arg1(x, dt, _greater)
+    return _arg1(x, dt, False)
 
 
 def mean0(x, dt):
@@ -289,19 +306,19 @@ def matmul12(a, b, dt):
 
 # -- selection (the caller checked the mask's shape and the indices' bounds) --------------------------
 def masked1(x, mask, dt):
-    """``x[mask]`` of a boolean ``mask`` of ``x``'s shape: the selected elements, in order."""
+    """``x[mask]`` of a boolean ``mask`` of ``x``'s shape: the selected elements, in order. The
+    elements are stored whether selected or not, the next one over the last if not (no branch on
+    the mask: a random mask costs no mispredictions), into one spare element."""
     n = x.shape[0]
     count = 0
     for i in range(n):
-        if element(mask, i):
-            count += 1
-    out = new_array((count,), dt)
+        count += int(element(mask, i))
+    out = new_array((count + 1,), dt)
     k = 0
     for i in range(n):
-        if element(mask, i):
-            setitem_unchecked(out, k, element(x, i))
-            k += 1
-    return out
+        setitem_unchecked(out, k, element(x, i))
+        k += int(element(mask, i))
+    return out[:count]
 
 
 def masked2(x, mask, dt):
@@ -310,16 +327,14 @@ def masked2(x, mask, dt):
     count = 0
     for i in range(n):
         for j in range(m):
-            if element(mask, i, j):
-                count += 1
-    out = new_array((count,), dt)
+            count += int(element(mask, i, j))
+    out = new_array((count + 1,), dt)
     k = 0
     for i in range(n):
         for j in range(m):
-            if element(mask, i, j):
-                setitem_unchecked(out, k, element(x, i, j))
-                k += 1
-    return out
+            setitem_unchecked(out, k, element(x, i, j))
+            k += int(element(mask, i, j))
+    return out[:count]
 
 
 def first_out_of_bounds(index, n):

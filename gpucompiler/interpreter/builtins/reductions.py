@@ -133,6 +133,8 @@ def _reduction(interp, name: str, args, kw) -> CallResult:
         res = _whole(interp, name, x, dt)
     else:
         loop = const(_ALONG[name][axis])
+        if name in ("argmin", "argmax"):
+            dt = const(x.dtype)  # the loops compare elements; their result holds int64 indices
         res = invoke_impl(interp, f"np.{name}()", I.versioned, [loop, x, dt])
         res = CallResult(res.restype, _lowering(res, [loop, None, dt]))
     if keepdims:

@@ -17,7 +17,7 @@ from ... import types as T
 from ...errors import TypeInferenceError
 from ..lattice import const, widen
 from ..rules import CallResult
-from . import npaxes as X
+from . import npaxes as X, npimpl as I
 from .numbers import base
 from .arrayexpr import extents
 from .reductions import invoke_impl, returned
@@ -41,12 +41,13 @@ def _masked(interp, x, mask) -> CallResult:
     if impl is None or mt.ndim != xt.ndim:
         raise TypeInferenceError(f"{xt!r}[boolean mask of {mt.ndim} dimensions] is not supported in compiled code",
                                  (xt, mt), hint="index a 1-d or 2-d array with a mask of its own shape")
-    dt = const(xt.dtype)
-    res = invoke_impl(interp, "a[mask]", impl, [xt, mt, dt])
+    dt, loop = const(xt.dtype), const(impl)
+    res = invoke_impl(interp, "a[mask]", I.versioned2, [loop, xt, mt, dt])
 
     def lower(cg, a, at, rt):
         _mask_matches(cg, a[0], at[0], a[1], at[1])
-        return returned(cg, cg.call_result(res, [a[0], a[1], None], [at[0], at[1], dt], rt), rt)
+        value = cg.call_result(res, [None, a[0], a[1], None], [loop, at[0], at[1], dt], rt)
+        return returned(cg, value, rt)
     return CallResult(res.restype, lower)
 
 

@@ -256,12 +256,13 @@ class Dispatcher:
         entry = _Entry(call, deps, spec, job)
         # a call binds positionally in the entry: not for functions with keyword-only parameters
         positional = self._bind.positional == len(argtypes)
-        if positional and spec.entry + ".pyentry" in lib.names and FastEntry.available(argtypes):
+        if positional and spec.entry + ".pyentry" in lib.names and FastEntry.available(argtypes, rt):
             guard = Guard.of(deps)
             if guard is not None:
                 ndarray = getattr(sys.modules.get("numpy"), "ndarray", None)
+                numpy = owned.numpy_words() if _holds_array(rt) else None
                 entry.fast = FastEntry(lib.address(spec.entry + ".pyentry"), self.py_func.__name__,
-                                       self._fallback, guard, ndarray).function
+                                       self._fallback, guard, ndarray, numpy).function
                 entry.guard = guard
         self._entries[argtypes] = entry
         return entry

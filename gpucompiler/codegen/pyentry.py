@@ -4,7 +4,7 @@
 it a builtin function object: :mod:`gpucompiler.runtime.pyentry`). Its
 signature is ``PyObject *f(PyObject *self, PyObject *const *args,
 Py_ssize_t nargs, PyObject *kwnames)``; ``self`` is a tuple ``(fallback,
-ndarray type, guard words, ...)``. It
+ndarray type, guard words, NumPy words, borrowed, ...)`` (see the ``SELF_`` indices). It
 
 1. checks the call: no keywords, the positional count, every guard of a
    global read still holding: a word (a global dict's version tag, a
@@ -15,8 +15,9 @@ ndarray type, guard words, ...)``. It
    must fit in int64), ``float``, ``complex``, ``True``/``False``, an ``ndarray`` of the
    specialization's ndim, dtype, byte order, contiguity and writeability
    (read from the ``PyArrayObject`` struct: no Python-level work);
-3. calls the specialization and boxes its result; a raised error (the
-   entry's status) returns ``NULL`` with the Python exception already set.
+3. calls the specialization and boxes its result (arrays through NumPy's
+   C API: :mod:`.pyresult`); a raised error (the entry's status) returns
+   ``NULL`` with the Python exception already set.
 
 Anything else (a keyword, a subclass, an overflowing ``int``, a rebound
 global) is a *miss*: the call is handed unchanged to ``fallback`` (the
@@ -33,7 +34,8 @@ from llvmlite import ir
 from .. import types as T
 from ..interpreter.lattice import widen
 from .lltypes import I64, PTR, has_value, ll
-from .wrapper import _array, _box, call_entry
+from .pyresult import ResultBoxer, boxable
+from .wrapper import _array, call_entry
 
 I8, I32 = ir.IntType(8), ir.IntType(32)
 _OB_TYPE, _FLOAT_VALUE, _TUPLE_ITEMS, _CDATA_PTR = 8, 16, 24, 16
@@ -42,7 +44,10 @@ _BYTEORDER, _TYPE_NUM = 26, 28              # PyArray_Descr (both NumPy 1 and 2)
 _C_CONTIGUOUS, _WRITEABLE = 0x0001, 0x0400
 #: NumPy type numbers an array of each element type may carry (Linux: long and longlong are 64-bit)
 TYPE_NUMS = {T.boolean: (0,), T.int32: (5,), T.int64: (7, 9), T.float32: (11,), T.float64: (12,)}
-SELF_FALLBACK, SELF_NDARRAY, SELF_GUARD, SELF_KEYWORDS = 0, 1, 2, 5
+#: the items of the entry's ``self`` tuple it reads: the Python dispatcher, ``numpy.ndarray``, the guard
+#: words, the NumPy words (:data:`.pyresult.NUMPY_FUNCTIONS`), the helper boxing borrowed arrays and the
+#: keyword miss's helper
+SELF_FALLBACK, SELF_NDARRAY, SELF_GUARD, SELF_NUMPY, SELF_BORROWED, SELF_KEYWORDS = 0, 1, 2, 3, 4, 5
 #: words per guard after ``guard[0]`` (their count): the address of the watched word, its expected
 #: value, and for a dict's version tag the dict, the name read and the object it found (0: none)
 GUARD_WORDS = 5
@@ -55,12 +60,7 @@ def supported(argtypes, rettype) -> bool:
             return t.dtype in TYPE_NUMS and t.ndim >= 1
         return t in (T.int64, T.float64, T.boolean, T.complex128)
 
-    def ret(t):
-        if isinstance(t, T.TupleType):
-            return all(isinstance(i, T.Scalar) for i in t.items)
-        return t == T.none or isinstance(t, T.Scalar)
-
-    return all(arg(t) for t in argtypes) and ret(rettype)
+    return all(arg(t) for t in argtypes) and boxable(rettype)
 
 
 class _Emitter:
@@ -189,15 +189,16 @@ class _Emitter:
         self.expect(b.icmp_unsigned("==", flags, ir.Constant(I32, want)), f"arg{k}.flags")
         return _array(b, obj, t)
 
-    def result(self, out, rt):
+    def result(self, out, rt, self_tuple, args, count: int):
         b, mod = self.b, self.mod
-        if isinstance(rt, T.TupleType):
-            return _box(mod, b, out, rt)
         if not has_value(rt):
             none = self.extern("_Py_NoneStruct")
             b.call(mod.declare("Py_IncRef", ir.VoidType(), [PTR]), [none])
             return none
-        return _box(mod, b, out, rt)
+        numpy = self.word(self.word(self_tuple, _TUPLE_ITEMS + 8 * SELF_NUMPY), _CDATA_PTR)
+        boxer = ResultBoxer(self, numpy, self.word(self_tuple, _TUPLE_ITEMS + 8 * SELF_NDARRAY),
+                            self.word(self_tuple, _TUPLE_ITEMS + 8 * SELF_BORROWED), args, count)
+        return boxer.box(out, rt)
 
     def fall_back(self, self_tuple, args, nargs, kwnames) -> None:
         """The miss block: ``fallback(*args, **kwargs)`` with the call's own arguments.
@@ -249,6 +250,6 @@ def emit_pyentry(mod, frame, entry: ir.Function, name: str, reads: int) -> ir.Fu
         with b.if_then(failed, likely=False):
             b.ret(ir.Constant(PTR, None))  # the compiled code set the exception
         out = b.extract_value(out, 0) if has_value(rt) else None
-    b.ret(e.result(out, rt))
+    b.ret(e.result(out, rt, self_tuple, args, len(argtypes)))
     e.fall_back(self_tuple, args, nargs, kwnames)
     return fn

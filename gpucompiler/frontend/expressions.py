@@ -31,6 +31,7 @@ class Expressions(LoweringState):
     if TYPE_CHECKING:  # defined by the closure half
         closures: dict
         def call_closure(self, node: ast.Call, closure) -> Value: ...
+        def bound_value(self, node) -> Value: ...  # the statements half
 
     def expr(self, node) -> Value:
         handler = getattr(self, "expr_" + type(node).__name__, None)
@@ -54,7 +55,8 @@ class Expressions(LoweringState):
         return Global(node.id, self.loc(node))
 
     def expr_Tuple(self, node):
-        return self.emit(K.build_tuple, [self.expr(e) for e in node.elts], node)
+        """A tuple's items are bound values: an array expression in one is evaluated into an array."""
+        return self.emit(K.build_tuple, [self.bound_value(e) for e in node.elts], node)
 
     def expr_BinOp(self, node):
         op = _BINOPS.get(type(node.op))

@@ -18,6 +18,12 @@ def initialize() -> None:
     # llvmlite >= 0.44 initialises the core itself; the targets are ours to ask for.
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    # Loops summing floats in order (np.sum, dot, a Python `s += x`) are vectorised keeping that order
+    # (`llvm.vector.reduce.fadd` with a start value: the same additions, one lane after another), so
+    # their elementwise work (sqrt, products) runs in vector lanes. LLVM enables this itself only where
+    # the target says it pays (AArch64); the results are the same bits either way. A process-wide LLVM
+    # option: code other llvmlite users compile in this process (Numba) gets it too.
+    llvm.set_option("gpucompiler", "-force-ordered-reductions")
 
 
 @functools.cache

@@ -5,7 +5,8 @@ becomes a real builtin function (a ``PyMethodDef`` made here and
 ``PyCFunction_NewEx``, ``METH_FASTCALL | METH_KEYWORDS``): the jitted
 object's class gets it as ``__call__`` and a warm call runs compiled code
 from the interpreter's call to the boxed result. Its ``self`` is the tuple
-``(fallback, numpy.ndarray, guard words, method def, guard, keyword call)``.
+``(fallback, numpy.ndarray, guard words, NumPy words, borrowed-array helper, keyword call, method
+def, guard)``.
 
 A :class:`Guard` replaces per-call checks of every global the code read by
 a word compare each that the entry makes: the version tag of the dict a
@@ -32,7 +33,9 @@ import types
 from typing import Any
 
 from ..codegen.pyentry import GUARD_WORDS
+from ..codegen.pyresult import NUMPY_FUNCTIONS, holds_array
 from ..interpreter.lattice import MISSING
+from . import owned
 
 _METH_FASTCALL, _METH_KEYWORDS = 0x0080, 0x0002
 _DICT_VERSION, _CELL_REF = 24, 16
@@ -146,16 +149,21 @@ class FastEntry:
 
     __slots__ = ("function",)
 
-    def __init__(self, address: int, name: str, fallback, guard: Guard, ndarray: Any):
+    def __init__(self, address: int, name: str, fallback, guard: Guard, ndarray: Any, numpy: Any = None):
         method = _MethodDef(name.encode(), address, _METH_FASTCALL | _METH_KEYWORDS, None)
+        if numpy is None:  # the entry returns no array: it never reads them
+            numpy = (ctypes.c_uint64 * len(NUMPY_FUNCTIONS))()
         # the tuple keeps the def, the words and (through the guard) the objects they point into alive
-        state = (fallback, ndarray, guard.words, method, guard, functools.partial(_keyword_call, fallback))
+        state = (fallback, ndarray, guard.words, numpy, owned.borrowed, functools.partial(_keyword_call, fallback),
+                 method, guard)
         self.function = _new_builtin(ctypes.byref(method), state, None)
 
     @staticmethod
-    def available(argtypes) -> bool:
-        """Whether entries can be made in this process for arguments of these types."""
+    def available(argtypes, rettype=None) -> bool:
+        """Whether entries can be made in this process for arguments and results of these types."""
         arrays = any(getattr(t, "ndim", 0) for t in argtypes)
+        if holds_array(rettype) and owned.numpy_words() is None:
+            return False
         return layout_ok() and (not arrays or _ndarray_layout_ok())
 
 

@@ -138,3 +138,23 @@ def test_views_of_a_live_array_update_no_counts():
     # the new array's own reference taken and given back, and once more where the name binds it
     # (materialize, outside the loop); the views in the loop borrow it (each would add two)
     assert ir_text.count("atomicrmw") == 4
+
+
+def _scaled_new(n):
+    return np.ones(n, np.bool_) * 3, np.arange(n) + np.ones(n, np.int8)
+
+
+def _expr_kept(n):
+    e = np.full(n, 2.0) * np.arange(n)
+    t = np.zeros(n)  # reuses the freed block if the expression's arrays were given back early
+    t[:] = 5.0
+    return e + t
+
+
+def test_an_expression_over_new_arrays_keeps_them_alive_until_it_is_evaluated():
+    f, g = jit(_scaled_new), jit(_expr_kept)
+    for n in (1, 7, 1000):
+        for got, want in zip(f(n), _scaled_new(n)):
+            np.testing.assert_array_equal(got, want)
+            assert got.dtype == want.dtype
+        np.testing.assert_array_equal(g(n), _expr_kept(n))

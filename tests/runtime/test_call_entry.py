@@ -155,7 +155,7 @@ def test_errors_raised_by_compiled_code_surface_from_the_entry_as_from_the_ctype
     assert _fast(div) is not None
     with pytest.raises(ZeroDivisionError) as fast:
         div(1, 0)
-    monkeypatch.setattr(pyentry.FastEntry, "available", staticmethod(lambda argtypes: False))
+    monkeypatch.setattr(pyentry.FastEntry, "available", staticmethod(lambda argtypes, rettype=None: False))
     slow = jit(_div)
     with pytest.raises(ZeroDivisionError) as ctypes_path:
         slow(1, 0)
@@ -249,7 +249,7 @@ def test_many_threads_calling_with_different_types_at_once():
 
 
 def test_without_the_expected_object_layouts_calls_stay_on_the_ctypes_path(monkeypatch):
-    monkeypatch.setattr(pyentry.FastEntry, "available", staticmethod(lambda argtypes: False))
+    monkeypatch.setattr(pyentry.FastEntry, "available", staticmethod(lambda argtypes, rettype=None: False))
     add = jit(_add)
     assert add(1, 2) == 3 and add(1, 2) == 3 and add(0.5, 2) == 2.5
     assert _fast(add) is None

@@ -115,7 +115,7 @@ def bad_keyword(n):
 
 
 def bad_order(n):
-    return np.ones(n, order="F")
+    return np.ones(n, order="K")
 
 
 def runtime_dtype(n, t):
@@ -123,7 +123,7 @@ def runtime_dtype(n, t):
 
 
 @pytest.mark.parametrize("fn,match", [(bad_dtype, "unsupported dtype"), (bad_keyword, "multiple values"),
-                                      (bad_order, "order='F' is not supported")])
+                                      (bad_order, "order='K' is not supported")])
 def test_unsupported_constructor_arguments_are_typed_errors_at_the_line(fn, match):
     with pytest.raises(TypeInferenceError, match=match) as info:
         jit(fn)(3)

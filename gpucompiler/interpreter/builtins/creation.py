@@ -5,7 +5,9 @@ NumPy is not imported here: a callee is recognised by its module and name
 (it is NumPy's, so the user has imported NumPy). Each constructor is a
 parameter list (bound like Python binds a call, keywords included: the
 frontend passes ``f(x, dtype=t)`` as ``call_kw(f, ("dtype",), x, t)``) and a
-result type; the arrays are allocated by :mod:`.arraymem` (C order).
+result type; the arrays are allocated by :mod:`.arraymem`, in the order
+``order=`` asks for (:mod:`.orders`: C by default, the prototype's for the
+``*_like`` forms and ``np.copy``).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from ...frontend import intrinsics as K
 from ..lattice import Const, pyobj, widen
 from ..rules import CallResult
 from . import arraymem as mem
+from . import orders
 from .arrayloops import counted_loop
 from .numbers import base
-from .views import copied
+from .orders import Order
+from .views import copy_into
 
 _I64 = ir.IntType(64)
 
@@ -89,7 +93,7 @@ class Constructor:
     restype: Callable
     """``restype(**bound abstract values) -> type``"""
     lower: Callable
-    """``lower(cg, values, types, restype) -> value``: ``values``/``types`` by parameter name"""
+    """``lower(cg, values, types, restype, order) -> value``: ``values``/``types`` by parameter name"""
 
 
 def _sig(*names: str, **defaults) -> inspect.Signature:
@@ -100,7 +104,7 @@ def _sig(*names: str, **defaults) -> inspect.Signature:
 
 
 def _fill_type(name: str, dtype_default=T.float64):
-    def restype(shape, dtype=None, fill_value=None):
+    def restype(order, shape, dtype=None, fill_value=None):
         dims = _shape_types(shape)
         if dtype is not None:
             dt = dtype_of(dtype)
@@ -108,12 +112,13 @@ def _fill_type(name: str, dtype_default=T.float64):
             dt = _scalar_of(fill_value, "the fill value")
         else:
             dt = dtype_default
-        return mem.managed_array(dt, len(dims))
+        return mem.managed_array(dt, len(dims), orders.layout(order, len(dims)))
     return restype
 
 
 def _store_all(cg, arr, rt, value_at) -> None:
-    """Store ``value_at(i)`` (of type ``rt.dtype``) into every element ``i`` of new C-ordered array ``arr``."""
+    """Store ``value_at(i)`` (of type ``rt.dtype``) into the ``i``-th element of the new packed array ``arr``
+    in memory order (C order for ``arange`` and ``linspace``, which make C-ordered vectors)."""
     count = ir.Constant(_I64, 1)
     for k in range(rt.ndim):
         count = cg.b.mul(count, cg.b.extract_value(arr, [1, k]))
@@ -123,16 +128,35 @@ def _store_all(cg, arr, rt, value_at) -> None:
                                                                              source_etype=ir.IntType(8)), rt.dtype))
 
 
+def _allocate(cg, rt: T.ArrayType, shape: list, order: Order, like, fill: mem.Fill = mem.Fill.UNINITIALIZED):
+    """A new array of type ``rt`` and ``shape`` in ``order`` (``like``: the prototype's value and type)."""
+    arr = mem.allocate(cg, rt.dtype, shape, fill)
+    if rt.layout == "C":  # C order, or one dimension
+        return arr
+    strides = orders.strides(cg, order, shape, rt.dtype.itemsize, like)
+    return mem.build_array(cg, rt, cg.b.extract_value(arr, 0), shape, strides, cg.b.extract_value(arr, 3))
+
+
 def _filled(fill: mem.Fill, value: Callable | None = None):
-    def lower(cg, values, types, rt):
-        shape = (_shape_values(cg, values["shape"], types["shape"]) if "shape" in values
+    def lower(cg, values, types, rt, order):
+        like = (values["a"], widen(types["a"])) if "a" in values else None
+        shape = (_shape_values(cg, values["shape"], types["shape"]) if like is None
                  else [cg.b.extract_value(values["a"], [1, k]) for k in range(rt.ndim)])
-        arr = mem.allocate(cg, rt.dtype, shape, fill)
-        if value is not None:
+        arr = _allocate(cg, rt, shape, order, like, fill)
+        if value is not None:  # every element the same: the order of the stores does not matter
             v = value(cg, values, types, rt)
             _store_all(cg, arr, rt, lambda i: v)
         return arr
     return lower
+
+
+def _copied(cg, values, types, rt, order):
+    """``np.copy(a)``: the elements of ``a`` in a new array of ``order`` (NumPy's default: K)."""
+    a, t = values["a"], widen(types["a"])
+    shape = [cg.b.extract_value(a, [1, k]) for k in range(t.ndim)]
+    out = _allocate(cg, rt, shape, order, (a, t))
+    copy_into(cg, a, t, out, rt)
+    return out
 
 
 def _one(cg, values, types, rt):
@@ -143,18 +167,16 @@ def _given(cg, values, types, rt):
     return cg.cast(values["fill_value"], widen(types["fill_value"]), rt.dtype)
 
 
-def _like_type(dtype_default=None, fill=False):
-    def restype(a, dtype=None, fill_value=None):
-        w = widen(a)
-        if not isinstance(w, T.ArrayType):
-            raise TypeInferenceError(f"the *_like constructors take an array, not {w!r}", (w,))
-        dt = dtype_of(dtype) if dtype is not None else w.dtype
-        return mem.managed_array(dt, w.ndim)
-    return restype
+def _like_type(order, a, dtype=None, fill_value=None):
+    w = widen(a)
+    if not isinstance(w, T.ArrayType):
+        raise TypeInferenceError(f"the *_like constructors take an array, not {w!r}", (w,))
+    dt = dtype_of(dtype) if dtype is not None else w.dtype
+    return mem.managed_array(dt, w.ndim, orders.layout(order, w.ndim, w))
 
 
 # -- arange and linspace ----------------------------------------------------------------
-def _arange_type(start, stop=None, step=None, dtype=None):
+def _arange_type(order, start, stop=None, step=None, dtype=None):
     parts = [_scalar_of(p, "an arange bound") for p in (start, stop, step) if p is not None]
     if dtype is not None:
         return mem.managed_array(dtype_of(dtype), 1)
@@ -164,7 +186,7 @@ def _arange_type(start, stop=None, step=None, dtype=None):
     return mem.managed_array(T.float64 if common.kind == "f" else T.int64, 1)
 
 
-def _arange(cg, values, types, rt):
+def _arange(cg, values, types, rt, order):
     b = cg.b
     given = [k for k in ("start", "stop", "step") if k in values]
     f = T.float64
@@ -191,7 +213,7 @@ def _arange(cg, values, types, rt):
     return arr
 
 
-def _linspace_type(start, stop, num=None, endpoint=None, dtype=None):
+def _linspace_type(order, start, stop, num=None, endpoint=None, dtype=None):
     for p in (start, stop):
         _scalar_of(p, "a linspace bound")
     if num is not None and _scalar_of(num, "num").kind not in "ib":
@@ -201,7 +223,7 @@ def _linspace_type(start, stop, num=None, endpoint=None, dtype=None):
     return mem.managed_array(dtype_of(dtype) if dtype is not None else T.float64, 1)
 
 
-def _linspace(cg, values, types, rt):
+def _linspace(cg, values, types, rt, order):
     b, f, d = cg.b, T.float64, ir.DoubleType()
     start, stop = (cg.cast(values[k], widen(types[k]), f) for k in ("start", "stop"))
     num = cg.cast(values["num"], widen(types["num"]), T.int64) if "num" in values else ir.Constant(_I64, 50)
@@ -228,13 +250,12 @@ CONSTRUCTORS: dict[str, Constructor] = {
     "ones": Constructor(_sig("shape", dtype=None, order=None), _fill_type("ones"), _filled(mem.Fill.UNINITIALIZED, _one)),
     "full": Constructor(_sig("shape", "fill_value", dtype=None, order=None), _fill_type("full"),
                         _filled(mem.Fill.UNINITIALIZED, _given)),
-    "zeros_like": Constructor(_sig("a", dtype=None), _like_type(), _filled(mem.Fill.ZERO)),
-    "empty_like": Constructor(_sig("a", dtype=None), _like_type(), _filled(mem.Fill.UNINITIALIZED)),
-    "ones_like": Constructor(_sig("a", dtype=None), _like_type(), _filled(mem.Fill.UNINITIALIZED, _one)),
-    "full_like": Constructor(_sig("a", "fill_value", dtype=None), _like_type(),
+    "zeros_like": Constructor(_sig("a", dtype=None, order=None), _like_type, _filled(mem.Fill.ZERO)),
+    "empty_like": Constructor(_sig("a", dtype=None, order=None), _like_type, _filled(mem.Fill.UNINITIALIZED)),
+    "ones_like": Constructor(_sig("a", dtype=None, order=None), _like_type, _filled(mem.Fill.UNINITIALIZED, _one)),
+    "full_like": Constructor(_sig("a", "fill_value", dtype=None, order=None), _like_type,
                              _filled(mem.Fill.UNINITIALIZED, _given)),
-    "copy": Constructor(_sig("a"), _like_type(), lambda cg, values, types, rt: copied(cg, values["a"],
-                                                                                     widen(types["a"]))),
+    "copy": Constructor(_sig("a", order=None), _like_type, _copied),
     "arange": Constructor(_sig("start", stop=None, step=None, dtype=None), _arange_type, _arange),
     "linspace": Constructor(_sig("start", "stop", num=None, endpoint=None, dtype=None), _linspace_type, _linspace),
 }
@@ -257,20 +278,18 @@ def constructor_call(interp, name: str, args: list, names: tuple = (), skip: int
     none = [p for p, k in index.items() if isinstance(args[k], Const) and args[k].value is None]
     for p in none:  # dtype=None is the default
         del index[p]
-    order = index.pop("order", None)
-    if order is not None and not (isinstance(args[order], Const) and args[order].value == "C"):
-        shown = args[order].value if isinstance(args[order], Const) else widen(args[order])
-        raise TypeInferenceError(f"np.{name}(): order={shown!r} is not supported: arrays made in compiled code "
-                                 "are C-ordered", hint="leave order out (or pass 'C'); transpose the result for F order")
+    at = index.pop("order", None)
+    order = orders.order_of(name, args[at] if at is not None else None,
+                            orders.LIKE if "a" in ctor.params.parameters else orders.PLAIN)
     abstract = {p: args[k] for p, k in index.items()}
     if any(isinstance(v, Const) and v.type == pyobj for p, v in abstract.items() if p != "dtype"):
         bad = next(p for p, v in abstract.items() if p != "dtype" and isinstance(v, Const) and v.type == pyobj)
         raise TypeInferenceError(f"np.{name}(): unsupported {bad} {abstract[bad].value!r}")
-    rt = ctor.restype(**abstract)
+    rt = ctor.restype(order, **abstract)
 
     def lower(cg, values, argtypes, restype):
         return ctor.lower(cg, {p: values[k] for p, k in index.items() if p != "dtype"},
-                          {p: argtypes[k] for p, k in index.items()}, widen(restype))
+                          {p: argtypes[k] for p, k in index.items()}, widen(restype), order)
     return CallResult(rt, lower)
 
 

@@ -9,6 +9,11 @@ def small_new(n):
     return np.zeros(n)
 
 
+def small_tuple(n):
+    a = np.zeros(n)
+    return a, np.ones((n, 2), np.int32), n
+
+
 def rows_of_new(n):
     a = np.ones((n, 2))
     s = 0.0

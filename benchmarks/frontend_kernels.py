@@ -1,5 +1,7 @@
 """Kernels of benchmarks/frontend.py (plain Python, compiled by each engine; NumPy runs the array ones as written)."""
 
+import math
+
 import numpy as np
 
 def loop20(n, x):
@@ -61,3 +63,22 @@ def fused_arith(out, a, b, c):
 
 def reduce_expr(a, b):
     return np.sum(np.sqrt(a * a + b * b)) + np.sum(a * b) + a.max()
+
+
+def stencil_slices(u, out):
+    out[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+    return 0
+
+
+def prange_kernels(prange):
+    """``sum_sqrt_sin`` written with the engine's ``prange`` (``range`` for the serial loop)."""
+    def sum_sqrt_sin(a):
+        s = 0.0
+        for i in prange(a.shape[0]):
+            s += math.sqrt(a[i]) * math.sin(a[i])
+        return s
+    return sum_sqrt_sin
+
+
+def sum_sqrt_sin_numpy(a):
+    return np.sum(np.sqrt(a) * np.sin(a))

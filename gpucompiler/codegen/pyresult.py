@@ -53,7 +53,7 @@ def boxable(t) -> bool:
     if isinstance(t, T.TupleType):
         return all(boxable(it) for it in t.items)
     if isinstance(t, T.ArrayType):
-        return t.dtype in NUMPY_TYPE_NUMS and t.ndim >= 1
+        return t.dtype in NUMPY_TYPE_NUMS
     return t == T.none or isinstance(t, T.Scalar)
 
 

@@ -5,9 +5,13 @@ The CPython wrapper boxes a returned array as ``(owner, data, *shape,
 reference to an allocation of the compiled code (interpreter/builtins/arraymem.py):
 the NumPy array keeps it in its ``base`` chain, and its destructor gives the
 reference back (the allocation is freed with the last). A zero ``owner`` is
-memory borrowed from an argument: the argument
-itself when the array is the argument unchanged (``return a``), else a view
-whose base is that argument, as NumPy's own slicing would give.
+memory borrowed from an argument (an array, or one in a tuple or record argument):
+the argument itself when the array is the argument unchanged
+(``return a``), else a view whose base is that argument, as NumPy's own
+slicing would give. Memory no argument holds is a module-level array frozen
+into the compiled code (docs/user_guide.md): a read-only view of that
+constant, which lives as long as the process (loaded code is never
+unloaded), as Numba returns it.
 
 The C-speed entry (codegen/pyresult.py) makes the arrays of owned memory
 itself through NumPy's C API: :func:`numpy_words` are the addresses of the
@@ -19,6 +23,7 @@ with them; :func:`borrowed` is its helper for memory of an argument.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -72,12 +77,13 @@ def _array(np: Any, dtype: Any, typestr: str, v: tuple, args: tuple):
         readonly = False
     else:
         owner = _argument_holding(data, args, np)
-        if owner is None:  # no argument holds it: refuse rather than view memory nobody keeps alive
-            raise RuntimeError("compiled code returned an array of memory it does not own")
-        same = (owner.__array_interface__["data"][0], owner.shape, owner.strides, owner.dtype)
-        if same == (data, shape, strides, dtype):
-            return owner
-        readonly = not owner.flags.writeable
+        if owner is None:  # a frozen global's constant
+            readonly = True
+        else:
+            same = (owner.__array_interface__["data"][0], owner.shape, owner.strides, owner.dtype)
+            if same == (data, shape, strides, dtype):
+                return owner
+            readonly = not owner.flags.writeable
     interface = {"version": 3, "shape": shape, "typestr": typestr, "strides": strides,
                  "data": (data or _EMPTY, readonly)}
     return np.asarray(_Interface(interface, owner))
@@ -142,15 +148,24 @@ _EMPTY = 16
 """an address NumPy accepts for an array of no elements whose data pointer is null"""
 
 
-def _argument_holding(data: int, args: tuple, np: Any):
-    """The argument array whose memory holds address ``data``."""
+def _argument_holding(data: int, args, np: Any) -> Any:
+    """The argument array (or array in a tuple or record argument) whose memory holds address ``data``."""
     for a in args:
-        if not isinstance(a, np.ndarray):
-            continue
-        low = high = a.__array_interface__["data"][0]
-        for n, s in zip(a.shape, a.strides):
-            low += min(0, (n - 1) * s)
-            high += max(0, (n - 1) * s)
-        if low <= data <= high + a.itemsize:
-            return a
+        if isinstance(a, tuple):
+            found = _argument_holding(data, a, np)
+        elif dataclasses.is_dataclass(a) and not isinstance(a, type):
+            found = _argument_holding(data, [getattr(a, f.name) for f in dataclasses.fields(a)], np)
+        else:
+            found = a if isinstance(a, np.ndarray) and _holds(a, data) else None
+        if found is not None:
+            return found
     return None
+
+
+def _holds(a: Any, data: int) -> bool:
+    """Whether the memory of array ``a`` holds address ``data`` (one past its end included)."""
+    low = high = a.__array_interface__["data"][0]
+    for n, s in zip(a.shape, a.strides):
+        low += min(0, (n - 1) * s)
+        high += max(0, (n - 1) * s)
+    return low <= data <= high + a.itemsize

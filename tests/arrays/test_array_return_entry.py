@@ -8,9 +8,11 @@ reference is NumPy running the same Python function.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import sys
 import tracemalloc
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -166,4 +168,61 @@ def test_array_expressions_in_tuples_come_back_as_arrays():
     got, want = _warm(jit(exprs), a), exprs(a)
     flat = lambda r: [x for it in r for x in (flat(it) if isinstance(it, tuple) else [it])]  # noqa: E731
     for g, w in zip(flat(got), flat(want)):
+        _same(g, w)
+
+
+FROZEN = np.arange(5.0)
+
+
+class Pair(NamedTuple):
+    x: np.ndarray
+    k: int
+
+
+@dataclasses.dataclass
+class Box:
+    x: np.ndarray
+    w: float
+
+
+def from_tuple(t):
+    return t[0][1:]
+
+
+def from_record(p):
+    return p.x[::2]
+
+
+def from_global():
+    return FROZEN[1:]
+
+
+def test_views_of_arrays_in_tuple_and_record_arguments_are_views_of_them():
+    x = np.arange(6.0)
+    for fn, arg, want in ((from_tuple, (x, 1), x[1:]), (from_record, Pair(x, 2), x[::2]),
+                          (from_record, Box(x, 0.5), x[::2])):
+        f = jit(fn)
+        for _ in range(2):
+            v = f(arg)
+            _same(v, want)
+            assert np.shares_memory(v, x)
+
+
+def test_a_frozen_global_array_comes_back_read_only_with_its_values():
+    f = jit(from_global)
+    for _ in range(2):
+        v = f()
+        np.testing.assert_array_equal(v, FROZEN[1:])
+        assert not v.flags.writeable and not np.shares_memory(v, FROZEN)
+
+
+def zero_d(x):
+    a = np.zeros(())
+    a[()] = x
+    return a, np.full((), 2, np.int8)
+
+
+def test_zero_dimensional_arrays_come_back_as_zero_dimensional_arrays():
+    got, want = _warm(jit(zero_d), 2.5), zero_d(2.5)
+    for g, w in zip(got, want):
         _same(g, w)

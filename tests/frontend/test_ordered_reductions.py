@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pytest
 
+from enzyme_plugin import Duplicated, Reverse, autodiff
 from gpucompiler import jit, types as T
 
 A = T.ArrayType(T.float64, 1, "C")
@@ -27,6 +28,11 @@ def loop_dot(a, b):
     for i in range(a.shape[0]):
         s += a[i] * b[i]
     return s
+
+
+def grad_norms(a, da, b, db):
+    autodiff(Reverse, norms, Duplicated(a, da), Duplicated(b, db))
+    return 0.0
 
 
 def _in_order(values) -> float:
@@ -49,3 +55,14 @@ def test_the_sum_of_an_expression_computes_its_elements_in_vector_lanes_and_adds
     assert re.search(r"call <\d+ x double> @llvm\.sqrt\.v\d+f64", ir)
     reductions = re.findall(r"call (.*)double @llvm\.vector\.reduce\.fadd\.v\d+f64\(double", ir)
     assert reductions and all("reassoc" not in flags and "fast" not in flags for flags in reductions)
+
+
+@pytest.mark.parametrize("n", [5, 1000])
+def test_the_vectorised_ordered_sum_differentiates(n):
+    rng = np.random.default_rng(n)
+    a, b = rng.uniform(0.5, 2.0, n), rng.uniform(-2.0, -0.5, n)
+    da, db = np.zeros(n), np.zeros(n)
+    jit(grad_norms, plugins=("enzyme",))(a, da, b, db)
+    r = np.sqrt(a * a + b * b)
+    np.testing.assert_allclose(da, a / r, rtol=1e-14)
+    np.testing.assert_allclose(db, b / r, rtol=1e-14)

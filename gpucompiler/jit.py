@@ -205,7 +205,7 @@ class Dispatcher:
         from . import identity as _keys
         from .cached import compile_cached, memory_cache
         from .runtime.cpu import CPULibrary, prepare as prepare_loader
-        from .runtime.pyentry import FastEntry, Guard
+        from .runtime.pyentry import FastEntry, Guard, numpy_words
         from .targets.native import NativeTarget
 
         job = self._job(argtypes, args)
@@ -260,7 +260,7 @@ class Dispatcher:
             guard = Guard.of(deps)
             if guard is not None:
                 ndarray = getattr(sys.modules.get("numpy"), "ndarray", None)
-                numpy = owned.numpy_words() if _holds_array(rt) else None
+                numpy = numpy_words() if _holds_array(rt) else None
                 entry.fast = FastEntry(lib.address(spec.entry + ".pyentry"), self.py_func.__name__,
                                        self._fallback, guard, ndarray, numpy).function
                 entry.guard = guard

@@ -12,7 +12,7 @@ never through addresses in the IR, which stays cacheable.
 
 An array whose memory is borrowed from an argument (``return a[1:]``) is
 rare and goes to a Python helper of the entry's state,
-``borrowed(type number, (0, data, *shape, *strides), args)``
+``borrowed(dtype, (0, data, *shape, *strides), args)``
 (runtime/owned.py), which finds the argument holding it as the ctypes path
 does. A failure while boxing (no memory) returns ``NULL`` with the error
 set, and every reference the result held is given back.
@@ -170,7 +170,7 @@ class ResultBoxer:
         return out
 
     def borrowed_array(self, v, t: T.ArrayType):
-        """``borrowed(type number, (0, data, *shape, *strides), args)`` through the Python helper."""
+        """``borrowed(dtype, (0, data, *shape, *strides), args)`` through the Python helper."""
         b, mod = self.b, self.mod
         decref = mod.declare("Py_DecRef", ir.VoidType(), [PTR])
         incref = mod.declare("Py_IncRef", ir.VoidType(), [PTR])
@@ -188,9 +188,9 @@ class ResultBoxer:
             item = b.load(b.gep(self.args, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR)
             b.call(incref, [item])
             b.call(setitem, [args, ir.Constant(I64, k), item])
-        num = b.call(mod.declare("PyLong_FromLongLong", PTR, [I64]), [ir.Constant(I64, NUMPY_TYPE_NUMS[t.dtype])])
+        dtype = b.call(self._numpy(2, _DESCR_FROM_TYPE), [ir.Constant(_I32, NUMPY_TYPE_NUMS[t.dtype])])
         call_args = b.call(mod.declare("PyTuple_New", PTR, [I64]), [ir.Constant(I64, 3)])
-        for k, obj in enumerate((num, boxed, args)):  # the tuple takes their references
+        for k, obj in enumerate((dtype, boxed, args)):  # the tuple takes their references
             b.call(setitem, [call_args, ir.Constant(I64, k), obj])
         out = b.call(mod.declare("PyObject_CallObject", PTR, [PTR, PTR]), [self.borrowed, call_args])
         b.call(decref, [call_args])

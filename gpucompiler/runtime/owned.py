@@ -14,27 +14,17 @@ constant, which lives as long as the process (loaded code is never
 unloaded), as Numba returns it.
 
 The C-speed entry (codegen/pyresult.py) makes the arrays of owned memory
-itself through NumPy's C API: :func:`numpy_words` are the addresses of the
-functions it calls, read from NumPy's ``_ARRAY_API`` table (their slots are
-NumPy's ABI, the same in NumPy 1 and 2) and checked by making an array
-with them; :func:`borrowed` is its helper for memory of an argument.
+itself through NumPy's C API (runtime/pyentry.py finds the functions);
+:func:`borrowed` is its helper for memory of an argument.
 """
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
-import functools
 from collections.abc import Callable
 from typing import Any
 
 from .. import types as T
-from ..codegen.pyresult import NUMPY_FUNCTIONS, NUMPY_TYPE_NUMS
-
-#: the slots of NumPy's C API table (``__multiarray_api.h``): the ``ndarray`` type and each of
-#: :data:`~gpucompiler.codegen.pyresult.NUMPY_FUNCTIONS`
-_API_SLOTS = {"PyArray_Type": 2, "PyArray_NewFromDescr": 94, "PyArray_SetBaseObject": 282,
-              "PyArray_DescrFromType": 45}
 
 
 class _Interface:
@@ -89,59 +79,12 @@ def _array(np: Any, dtype: Any, typestr: str, v: tuple, args: tuple):
     return np.asarray(_Interface(interface, owner))
 
 
-def borrowed(num: int, v: tuple, args: tuple):
-    """The array of NumPy type number ``num`` of memory borrowed from an argument (``v``'s owner is 0):
-    the C-speed entry's helper."""
+def borrowed(dtype: Any, v: tuple, args: tuple):
+    """The array of ``dtype`` over memory borrowed from an argument (``v``'s owner is 0): the C-speed
+    entry's helper."""
     import numpy as np
 
-    dtype = _dtype_of_num(num)
     return _array(np, dtype, dtype.str, v, args)
-
-
-@functools.cache
-def _dtype_of_num(num: int) -> Any:
-    import numpy as np
-
-    return next(np.dtype(t.name) for t, n in NUMPY_TYPE_NUMS.items() if n == num)
-
-
-@functools.cache
-def numpy_words() -> ctypes.Array | None:
-    """The addresses of :data:`~gpucompiler.codegen.pyresult.NUMPY_FUNCTIONS` in NumPy's C API, after
-    making an array with them; None where the table does not hold what its slots should."""
-    import numpy as np
-
-    core: Any = getattr(np, "_core", None) or np.core
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    try:
-        table = get(core._multiarray_umath._ARRAY_API, None)
-    except (AttributeError, ValueError):
-        return None
-    slot = lambda name: ctypes.c_void_p.from_address(table + 8 * _API_SLOTS[name]).value  # noqa: E731
-    if slot("PyArray_Type") != id(np.ndarray):
-        return None
-    words = (ctypes.c_uint64 * len(NUMPY_FUNCTIONS))(*(slot(name) for name in NUMPY_FUNCTIONS))
-    return words if _makes_arrays(np, words) else None
-
-
-def _makes_arrays(np: Any, words: ctypes.Array) -> bool:
-    """Whether the three functions make a (2, 3) int32 view with a base, as the entry calls them."""
-    new_from_descr = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object, ctypes.c_void_p, ctypes.c_int,
-                                       ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
-                                       ctypes.c_void_p)(words[0])
-    set_base = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.py_object)(words[1])
-    descr_from_type = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_int)(words[2])
-    owner = np.arange(6, dtype=np.int32)
-    extents = (ctypes.c_int64 * 4)(2, 3, 12, 4)
-    descr = descr_from_type(5)
-    if descr != id(np.dtype(np.int32)):
-        return False
-    a = new_from_descr(np.ndarray, descr, 2, ctypes.addressof(extents), ctypes.addressof(extents) + 16,
-                       owner.ctypes.data, 0x0400, None)
-    ctypes.pythonapi.Py_IncRef(ctypes.py_object(owner))  # the base takes a reference
-    ok = set_base(a, owner) == 0
-    return ok and a.base is owner and a.flags.writeable and np.array_equal(a, owner.reshape(2, 3))
 
 
 _EMPTY = 16

@@ -37,6 +37,11 @@ from ..codegen.pyresult import NUMPY_FUNCTIONS, holds_array
 from ..interpreter.lattice import MISSING
 from . import owned
 
+#: the slots of NumPy's C API table (``__multiarray_api.h``; NumPy's ABI, the same in NumPy 1 and 2):
+#: the ``ndarray`` type and each of :data:`~gpucompiler.codegen.pyresult.NUMPY_FUNCTIONS`
+_API_SLOTS = {"PyArray_Type": 2, "PyArray_NewFromDescr": 94, "PyArray_SetBaseObject": 282,
+              "PyArray_DescrFromType": 45}
+
 _METH_FASTCALL, _METH_KEYWORDS = 0x0080, 0x0002
 _DICT_VERSION, _CELL_REF = 24, 16
 
@@ -92,6 +97,45 @@ def _ndarray_layout_ok() -> bool:
     return (_word(id(a) + 16) == a.ctypes.data and ctypes.c_int.from_address(id(a) + 24).value == 2
             and descr == id(a.dtype) and ctypes.c_int.from_address(descr + 28).value == a.dtype.num
             and ctypes.c_int.from_address(id(a) + 64).value & 0xFFFF == a.flags.num & 0xFFFF)
+
+
+@functools.cache
+def numpy_words() -> ctypes.Array | None:
+    """The addresses of :data:`~gpucompiler.codegen.pyresult.NUMPY_FUNCTIONS` in NumPy's C API (read from
+    its ``_ARRAY_API`` table), after making an array with them; None where NumPy is not imported or
+    the table does not hold what its slots should (calls returning arrays then stay on ctypes)."""
+    np: Any = sys.modules.get("numpy")
+    core: Any = getattr(np, "_core", None) or getattr(np, "core", None)
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    try:
+        table = get(core._multiarray_umath._ARRAY_API, None)
+    except (AttributeError, ValueError):
+        return None
+    slot = lambda name: ctypes.c_void_p.from_address(table + 8 * _API_SLOTS[name]).value  # noqa: E731
+    if slot("PyArray_Type") != id(np.ndarray):
+        return None
+    words = (ctypes.c_uint64 * len(NUMPY_FUNCTIONS))(*(slot(name) for name in NUMPY_FUNCTIONS))
+    return words if _makes_arrays(np, words) else None
+
+
+def _makes_arrays(np: Any, words: ctypes.Array) -> bool:
+    """Whether the three functions make a (2, 3) int32 view with a base, as the entry calls them."""
+    new_from_descr = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object, ctypes.c_void_p, ctypes.c_int,
+                                       ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                                       ctypes.c_void_p)(words[0])
+    set_base = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.py_object)(words[1])
+    descr_from_type = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_int)(words[2])
+    owner = np.arange(6, dtype=np.int32)
+    extents = (ctypes.c_int64 * 4)(2, 3, 12, 4)
+    descr = descr_from_type(5)
+    if descr != id(np.dtype(np.int32)):
+        return False
+    a = new_from_descr(np.ndarray, descr, 2, ctypes.addressof(extents), ctypes.addressof(extents) + 16,
+                       owner.ctypes.data, 0x0400, None)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(owner))  # the base takes a reference
+    ok = set_base(a, owner) == 0
+    return ok and a.base is owner and a.flags.writeable and np.array_equal(a, owner.reshape(2, 3))
 
 
 class Guard:
@@ -162,7 +206,7 @@ class FastEntry:
     def available(argtypes, rettype=None) -> bool:
         """Whether entries can be made in this process for arguments and results of these types."""
         arrays = any(getattr(t, "ndim", 0) for t in argtypes)
-        if holds_array(rettype) and owned.numpy_words() is None:
+        if holds_array(rettype) and numpy_words() is None:
             return False
         return layout_ok() and (not arrays or _ndarray_layout_ok())
 

@@ -18,12 +18,7 @@ def initialize() -> None:
     # llvmlite >= 0.44 initialises the core itself; the targets are ours to ask for.
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
-    # Loops summing floats in order (np.sum, dot, a Python `s += x`) are vectorised keeping that order
-    # (`llvm.vector.reduce.fadd` with a start value: the same additions, one lane after another), so
-    # their elementwise work (sqrt, products) runs in vector lanes. LLVM enables this itself only where
-    # the target says it pays (AArch64); the results are the same bits either way. A process-wide LLVM
-    # option: code other llvmlite users compile in this process (Numba) gets it too.
-    llvm.set_option("gpucompiler", "-force-ordered-reductions")
+    _options()
 
 
 @functools.cache
@@ -32,6 +27,20 @@ def initialize_native() -> None:
     :func:`initialize`, on the path of every fresh process's first cache hit)."""
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+    _options()
+
+
+@functools.cache
+def _options() -> None:
+    """LLVM's options for every compile of the process (set before the first, by both initialisers).
+
+    Loops summing floats in order (np.sum, dot, a Python ``s += x``) are vectorised keeping that
+    order (``llvm.vector.reduce.fadd`` with a start value: the same additions, one lane after
+    another), so their elementwise work (sqrt, products) runs in vector lanes. LLVM enables this
+    itself only where the target says it pays (AArch64); the results are the same bits either way.
+    A process-wide LLVM option: code other llvmlite users compile in this process (Numba) gets it too.
+    """
+    llvm.set_option("gpucompiler", "-force-ordered-reductions")
 
 
 def llvm_version() -> str:

@@ -76,8 +76,10 @@ def _gpucompiler(threads: int):
     os.environ["GPUC_NUM_THREADS"] = str(threads)
     from gpucompiler import jit, prange
 
-    kernels = _prange_kernels(prange)
-    return {name: jit(parallel=True)(fn) for name, fn in kernels.items()}
+    jitted = {name: jit(parallel=True)(fn) for name, fn in _prange_kernels(prange).items()}
+    for fn in jitted.values():  # compile now: the thread count is read when a function compiles
+        fn(np.ones(4))
+    return jitted
 
 
 def main() -> None:

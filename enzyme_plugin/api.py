@@ -43,6 +43,7 @@ import types as pytypes
 import attrs
 
 from gpucompiler import jit, settings
+from gpucompiler.arguments import cell_filled
 from gpucompiler.kernel import Kernel, Launch
 from gpucompiler.errors import (PLUGIN_ATTRIBUTE, ArgumentBindingError, ArgumentTypeError, GPUCompilerError,
                                SourceError, for_user)
@@ -375,18 +376,11 @@ def _names_device_space(f) -> bool:
         return False
     named = {"parallel_reduce", "parallel_for"}
     values = [f.__globals__.get(n) for n in code.co_names]
-    values += [c.cell_contents for c in f.__closure__ or () if _filled(c)]
+    values += [c.cell_contents for c in f.__closure__ or () if cell_filled(c)]
     return bool(named & {*code.co_names, *code.co_freevars}) or any(
         getattr(v, "__name__", None) in named and getattr(v, "__module__", None) == "gpucompiler.parallel"
         for v in values)
 
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018
-    except ValueError:
-        return False
-    return True
 
 
 def bound(f, args: tuple) -> tuple:

@@ -26,6 +26,8 @@ from typing import NoReturn
 from . import types as T
 from .errors import ArgumentBindingError, ArgumentTypeError
 
+__all__ = ["Binder", "argument", "arguments", "cell_filled"]
+
 _PY = {int: T.int64, float: T.float64, bool: T.boolean, complex: T.complex128}
 _HINT = ("pass bool, int, float, complex, a NumPy scalar or a NumPy array of bool, int8-int64, uint8-uint64, "
          "float32, float64, complex64 or complex128")
@@ -121,3 +123,12 @@ def arguments(values, names, function: str) -> tuple[tuple, tuple]:
             return tuple(t for t, _ in typed), tuple(v for _, v in typed)
         types.append(t)
     return tuple(types), values
+
+
+def cell_filled(cell) -> bool:
+    """Whether a closure cell holds a value (a cell of a name bound later is empty)."""
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True

@@ -48,6 +48,7 @@ from typing import Any
 import attrs
 
 from . import device as gd, types as T
+from .arguments import cell_filled
 from .errors import ConfigError, TypeInferenceError
 from .runtime.arguments import argument_type
 from .frontend import with_parameters
@@ -231,7 +232,7 @@ def _closure_arrays(functor):
     """``(functor with the arrays it reads from closure cells or module globals as trailing parameters,
     those arrays)``: they are passed by reference, not frozen into the code."""
     found = {n: c.cell_contents for n, c in zip(functor.__code__.co_freevars, functor.__closure__ or ())
-             if _filled(c) and _is_array(c.cell_contents)}
+             if cell_filled(c) and _is_array(c.cell_contents)}
     g = functor.__globals__
     found.update({n: g[n] for n in functor.__code__.co_names if n in g and _is_array(g[n]) and n not in found})
     if not found:
@@ -249,13 +250,6 @@ def _with_parameters(functor, names: tuple[str, ...]):
 def _is_array(value) -> bool:
     return hasattr(value, "__array_interface__") or hasattr(value, "__cuda_array_interface__")
 
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018
-    except ValueError:
-        return False
-    return True
 
 
 @functools.lru_cache(maxsize=128)

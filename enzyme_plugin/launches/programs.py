@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from gpucompiler import device as gd, types as T
+from gpucompiler.arguments import cell_filled
 from gpucompiler.errors import ConfigError, SourceError
 from gpucompiler.frontend import function_source
 from gpucompiler.frontend.parallel import from_template, function_from_ast
@@ -275,7 +276,7 @@ class _Recorder:
         """The local names bound to arrays that reach this region (as arguments or through the functor's
         closure): the tail must not read them either."""
         cells = getattr(args[1], "__closure__", None) or () if len(args) > 1 else ()
-        reaching = {id(a) for a in [*args, *(c.cell_contents for c in cells if _filled(c))] if _is_array(a)}
+        reaching = {id(a) for a in [*args, *(c.cell_contents for c in cells if cell_filled(c))] if _is_array(a)}
         self.array_names |= {name for name, v in local_values.items() if id(v) in reaching}
 
     def _check_floats(self, k: int, args, functor) -> None:
@@ -288,13 +289,6 @@ class _Recorder:
                              "its derivative would be lost",
                              "pass the value in a one-element array (np.array([x])) and read it as a[0]")
 
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018
-    except ValueError:
-        return False
-    return True
 
 
 def _is_float_cell(cell) -> bool:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import attrs
 
 from ..errors import CompileError, TypeInferenceError
+from ..arguments import cell_filled
 from ..frontend.fingerprint import encode_value, python_function
 from ..hashing import stable_hash
 from .builtins.arraymem import borrowed
@@ -141,16 +142,9 @@ def _encode_function(fn, seen=None) -> Any:
         names.update(code.co_names)
         todo.extend(c for c in code.co_consts if isinstance(c, pytypes.CodeType))
     env = {n: value(fn.__globals__[n]) for n in sorted(names) if n in fn.__globals__}
-    cells = [value(c.cell_contents) for c in (fn.__closure__ or ()) if _has_contents(c)]
+    cells = [value(c.cell_contents) for c in (fn.__closure__ or ()) if cell_filled(c)]
     return {"function": encode_value(fn), "closure": cells, "globals": env}
 
-
-def _has_contents(cell) -> bool:
-    try:
-        _ = cell.cell_contents
-    except ValueError:  # an empty cell (a name bound later)
-        return False
-    return True
 
 
 _REGISTRY: dict[str, DeferredJob] = {}

@@ -370,3 +370,28 @@ def math_pow_of_two_base(v):
 def test_power_of_a_power_of_two_is_libm_pow_not_a_rounded_exp2(fn):
     for v in (6.3967, 0.1234567, -3.3):
         assert gpuc.jit(fn)(v) == fn(v)  # LLVM's pow(2**53, v) -> exp2(53 * v) was 20 ulp off
+
+
+# -- min and max keep their arguments' type ---------------------------------------------------
+
+def extremes(a, b, c):
+    return min(a, b), max(a, b), min(a, b, c), max(c, a, b)
+
+
+@pytest.mark.parametrize("kinds", [(bool, bool, bool), (bool, bool, int), (bool, int, bool), (int, bool, float)])
+def test_min_and_max_of_bools_are_bools_and_mixed_ones_numbers_like_cpython(kinds):
+    # min(True, False) was the int 0: the bools were compared and returned as integers
+    f = gpuc.jit(extremes)
+    samples = {bool: (False, True), int: (-2, 0, 1, 7), float: (-0.5, 1.0, 2.5)}
+    for args in itertools.product(*(samples[k] for k in kinds)):
+        got, want = f(*args), extremes(*args)
+        assert got == want, args
+        # CPython returns one of the arguments; compiled code their common type: a bool only when
+        # every argument is one
+        common = [_common(args[:2]), _common(args[:2]), _common(args), _common(args)]
+        assert [type(g) for g in got] == common, args
+
+
+def _common(args) -> type:
+    kinds = {type(a) for a in args}
+    return bool if kinds == {bool} else float if float in kinds else int

@@ -29,6 +29,7 @@ def _same(got, want):
     """Same dtype, shape and values (within rounding for floats); a number returns as a Python number."""
     if isinstance(want, np.generic):
         assert not isinstance(got, np.ndarray)
+        assert type(got) is type(want.item()), (type(got), want.dtype)  # a bool comes back as a bool
         assert_close(np.asarray(got, dtype=want.dtype), np.asarray(want))
         return
     want = np.asarray(want)
@@ -117,6 +118,22 @@ def test_keepdims_keeps_the_reduced_axes_with_extent_one():
     a, v = array_of("float64", (3, 4), "F"), array_of("int32", (5,), "strided")
     for got, want in zip(jit(kept)(a, v), kept(a, v)):
         _same(got, want)
+
+
+def whole_orders(a, m):
+    return (a.min(), a.max(), np.min(a), np.amax(a), a.min(keepdims=True), np.max(a, axis=0, keepdims=True),
+            np.min(m), m.max(), np.max(m, axis=1, keepdims=True), np.minimum(a, a[::-1]), np.maximum(a, True))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_min_and_max_of_bool_arrays_are_bools_like_numpys(layout):
+    # the elements were compared as integers: a.min() of a bool array came back as the int 0
+    f = jit(whole_orders)
+    for values in ([True, False, True], [True, True], [False], [False, True]):
+        a = np.array(values)
+        m = array_of("bool", (3, 2), layout)
+        for got, want in zip(f(a, m), whole_orders(a, m)):
+            _same(got, want)
 
 
 def reduce_expression_along(a, b):

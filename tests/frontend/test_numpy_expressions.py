@@ -59,6 +59,20 @@ def test_comparisons_and_logic_give_bools(dtype):
     np.testing.assert_array_equal(out, (a < b) | (a >= 2.5) & ~(b == a))
 
 
+def with_bools(a):
+    return (a + True, a * False, np.maximum(a, True), np.minimum(False, a), a | True, a == True,  # noqa: E712
+            np.where(a > 1, a, False), np.logical_and(a, True))
+
+
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if not d.startswith("float")])
+def test_python_bools_next_to_arrays_take_numpys_bool_type(dtype):
+    # a Python bool in an array expression was a type error naming NumPy's resolver
+    a = array_of(dtype, (5,), "strided")
+    for k, (got, want) in enumerate(zip(jit(with_bools)(a), with_bools(a))):
+        assert got.dtype == want.dtype, (k, got.dtype, want.dtype)
+        assert_close(got, want)
+
+
 def fused(out, a, b, c):
     out[:] = a * b + np.sin(c)
 

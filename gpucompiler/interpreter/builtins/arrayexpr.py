@@ -132,12 +132,14 @@ def _extremum(name: str, sym: str):
         a, b = (cg.cast(v, widen(t), rt) for v, t in zip(args, argtypes))
         if rt.kind == "f":
             return cg.call_intrinsic(name, rt, [a, b])
-        compare = cg.b.icmp_unsigned if rt.kind == "u" else cg.b.icmp_signed
+        compare = cg.b.icmp_unsigned if rt.kind in "ub" else cg.b.icmp_signed  # bools: True > False
         return cg.b.select(compare(sym, a, b), a, b)
     return lower
 
 
 def _extremum_type(a, b):
+    if widen(a) == widen(b) == T.boolean:
+        return T.boolean  # NumPy's minimum/maximum of bools are bools
     t = T.promote(widen(a), widen(b))
     return t if t.kind != "c" else None  # complex numbers have no order
 

@@ -304,13 +304,18 @@ def _abs(cg, args, argtypes, rt):
     return cg.b.select(cg.b.icmp_signed("<", v, ir.Constant(v.type, 0)), cg.b.neg(v), v)
 
 
+def _minmax_type(*ts):
+    """``min``/``max`` return one of their arguments: a bool when every argument is one."""
+    return T.boolean if all(widen(t) == T.boolean for t in ts) else _promoted(*ts)
+
+
 def _minmax(sym):
     def lower(cg, args, argtypes, rt):
         vals = [cg.cast(v, widen(t), rt) for v, t in zip(args, argtypes)]
         acc = vals[0]
-        for v in vals[1:]:  # Python keeps the first of equal items
+        for v in vals[1:]:  # Python keeps the first of equal items; bools compare unsigned (True > False)
             better = (cg.b.fcmp_ordered(sym, v, acc) if rt.kind == "f"
-                      else cg.b.icmp_unsigned(sym, v, acc) if rt.kind == "u" else cg.b.icmp_signed(sym, v, acc))
+                      else cg.b.icmp_unsigned(sym, v, acc) if rt.kind in "ub" else cg.b.icmp_signed(sym, v, acc))
             acc = cg.b.select(better, v, acc)
         return acc
     return lower
@@ -318,8 +323,8 @@ def _minmax(sym):
 
 # two or more numbers (``varargs`` repeats the last pattern zero or more times); ``min(n)`` of
 # one number is CPython's TypeError ("'int' object is not iterable"), here at compile time
-base.define(builtins.min, Number, Number, Number, varargs=True, restype=_promoted)(_minmax("<"))
-base.define(builtins.max, Number, Number, Number, varargs=True, restype=_promoted)(_minmax(">"))
+base.define(builtins.min, Number, Number, Number, varargs=True, restype=_minmax_type)(_minmax("<"))
+base.define(builtins.max, Number, Number, Number, varargs=True, restype=_minmax_type)(_minmax(">"))
 
 
 @base.define(K.check, Bool, Constant, Constant, restype=T.none, pure=False)

@@ -74,7 +74,9 @@ OPERATOR_UFUNCS: dict[Any, str] = {
 }
 #: elementwise functions that are not ufuncs: name -> (number of arguments, scalar function)
 _ELEMENTWISE = {"where": (3, S.where)}
-_WEAK = {T.int64: int, T.float64: float, T.boolean: bool, T.complex128: complex}
+#: Python scalars next to arrays take NumPy's weak types (NEP 50); a bool is NumPy's bool, the lowest type
+#: (NumPy's resolver refuses the class ``bool``: ``a + True`` was a type error)
+_WEAK = {T.int64: int, T.float64: float, T.complex128: complex}
 
 
 def numpy():

@@ -54,32 +54,24 @@ def _origins(frame, v, seen: set) -> set[int]:
     raise _Everything
 
 
-def _written(frame, active: set) -> set[int]:
+def _written_by(frame, inst, fn, arrays: list[int]) -> list[int]:
+    """The array operands a call may write: all of them unless it is a known read."""
+    return [] if fn in _READS else arrays
+
+
+def _read_by(frame, inst, fn, arrays: list[int]) -> list[int]:
+    """The array operands a call may read: all but the metadata asked for and a parameter stored into."""
+    if fn in _METADATA and not _carries_array(frame.typeof(inst)):
+        return []
+    if fn in _STORES and isinstance(inst.args[0], ir.Arg):  # a parameter itself, not a view of it
+        return [k for k in arrays if k != 0]
+    return arrays
+
+
+def _touched(frame, touches, active: set) -> set[int]:
+    """The parameters whose arrays ``touches`` (``_written_by``/``_read_by``) picks at some call of
+    ``frame`` or, through the arguments, of the frames it calls."""
     if frame in active:  # recursion: kernels do not recurse, stay conservative
-        raise _Everything
-    active = active | {frame}
-    out: set[int] = set()
-    for block in frame.ir.blocks:
-        for inst in block.insts:
-            arrays = [a for a in inst.args if _carries_array(frame.typeof(a))]
-            if not arrays:
-                continue
-            res = frame.calls.get(inst)
-            if res is not None and res.callee is not None:
-                for j in _written(res.callee, active):
-                    if j < len(inst.args):
-                        out |= _origins(frame, inst.args[j], set())
-                continue
-            fn = frame.typeof(inst.fn)
-            if isinstance(fn, Const) and fn.value in _READS:
-                continue
-            for a in arrays:
-                out |= _origins(frame, a, set())
-    return out
-
-
-def _read(frame, active: set) -> set[int]:
-    if frame in active:
         raise _Everything
     active = active | {frame}
     out: set[int] = set()
@@ -90,37 +82,31 @@ def _read(frame, active: set) -> set[int]:
                 continue
             res = frame.calls.get(inst)
             if res is not None and res.callee is not None:
-                for j in _read(res.callee, active):
-                    if j < len(inst.args):
-                        out |= _origins(frame, inst.args[j], set())
-                continue
-            fn = frame.typeof(inst.fn)
-            fn = fn.value if isinstance(fn, Const) else None
-            if fn in _METADATA and not _carries_array(frame.typeof(inst)):
-                continue
-            stored = fn in _STORES and isinstance(inst.args[0], ir.Arg)  # a parameter itself, not a view of it
-            for k in arrays:
-                if not (stored and k == 0):
-                    out |= _origins(frame, inst.args[k], set())
+                picked = [j for j in _touched(res.callee, touches, active) if j < len(inst.args)]
+            else:
+                fn = frame.typeof(inst.fn)
+                picked = touches(frame, inst, fn.value if isinstance(fn, Const) else None, arrays)
+            for k in picked:
+                out |= _origins(frame, inst.args[k], set())
     return out
+
+
+def _parameters(frame, touches) -> frozenset[int]:
+    arrays = {k for k, t in enumerate(frame.argtypes) if _carries_array(t)}
+    try:
+        return frozenset(_touched(frame, touches, set()) & arrays)
+    except _Everything:
+        return frozenset(arrays)
 
 
 def read_parameters(frame) -> frozenset[int]:
     """Indices of the array parameters of ``frame`` whose elements it may read (see the module docstring)."""
-    arrays = {k for k, t in enumerate(frame.argtypes) if _carries_array(t)}
-    try:
-        return frozenset(_read(frame, set()) & arrays)
-    except _Everything:
-        return frozenset(arrays)
+    return _parameters(frame, _read_by)
 
 
 def written_parameters(frame) -> frozenset[int]:
     """Indices of the array parameters of ``frame`` (a typed kernel) that it may write."""
-    arrays = {k for k, t in enumerate(frame.argtypes) if _carries_array(t)}
-    try:
-        return frozenset(_written(frame, set()) & arrays)
-    except _Everything:
-        return frozenset(arrays)
+    return _parameters(frame, _written_by)
 
 
 __all__ = ["read_parameters", "written_parameters"]

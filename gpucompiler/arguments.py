@@ -15,10 +15,17 @@ returns. Anything else, an object that merely has ``dtype`` and ``ndim``
 attributes included, is refused with an error naming the parameter: compiled
 code reads arrays at NumPy's struct offsets. A 0-d array is an array
 (``a[()]`` reads and writes its element).
+
+A subclass of ``ndarray`` is passed as its array unless it redefines what
+compiled code does to arrays (indexing, operators, ufuncs, reductions:
+``np.matrix``'s ``*``, a masked array's mask): compiled code would ignore
+the redefinition and return another number than Python, so it is refused
+(``np.memmap`` and subclasses that add attributes or methods pass).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 from typing import NoReturn
@@ -91,12 +98,41 @@ def argument(value, name: str, function: str) -> tuple:
                 _refuse(value, name, function, f"NumPy cannot view it as an array ({exc})")
         else:
             _refuse(value, name, function)
+    if type(value) is not np.ndarray and isinstance(value, np.ndarray):
+        _plain_behaviour(value, np, name, function)
     t = T.typeof(value)
     if t is None:
         _refuse(value, name, function)
     if isinstance(value, np.generic):
         value = value.item()
     return t, value
+
+
+#: names a subclass of ndarray may define without changing what compiled code computes with it
+_NEUTRAL = frozenset(("__new__", "__init__", "__array_finalize__", "__array_wrap__", "__repr__", "__str__",
+                      "__format__", "__reduce__", "__reduce_ex__", "__setstate__", "__doc__", "__module__",
+                      "__dict__", "__weakref__", "__slots__", "__init_subclass__", "__annotations__",
+                      "__qualname__", "__firstlineno__", "__static_attributes__", "__class_getitem__"))
+
+
+@functools.cache
+def _redefined(cls: type, ndarray: type, memmap: type) -> tuple[str, ...]:
+    """The array behaviour (ndarray's own names) the subclass ``cls`` redefines."""
+    if cls is ndarray or cls is memmap:
+        return ()
+    own = {name for k in cls.__mro__ if k not in (ndarray, memmap, object) and issubclass(k, ndarray)
+           for name in vars(k)}
+    return tuple(sorted(n for n in own & set(dir(ndarray)) if n not in _NEUTRAL))
+
+
+def _plain_behaviour(value, np, name: str, function: str) -> None:
+    """Refuse an ndarray subclass that redefines what compiled code does to arrays."""
+    redefined = _redefined(type(value), np.ndarray, np.memmap)
+    if redefined:
+        shown = ", ".join(redefined[:4]) + (", ..." if len(redefined) > 4 else "")
+        _refuse(value, name, function, f"{type(value).__name__} redefines {shown}, which compiled code would not "
+                "call (it computes on the elements as a plain ndarray); pass np.asarray(x) for that, or "
+                "the plain array you mean (a masked array's a.filled(fill_value))")
 
 
 def _has_buffer(value) -> bool:

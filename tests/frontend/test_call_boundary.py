@@ -187,3 +187,42 @@ def test_kernel_launches_bind_arguments_and_refuse_read_only_arrays():
     with pytest.raises(ReadOnlyArrayError) as info:
         k[1, 4, "cpu"](y, x)
     assert info.value.line == _line(_axpy, "y[i] = a")
+
+
+def scaled(a, b):
+    return a * b
+
+
+class Tagged(np.ndarray):
+    """A subclass that only carries an attribute: its elements are what compiled code computes with."""
+
+    def __array_finalize__(self, obj):
+        self.tag = getattr(obj, "tag", None)
+
+    def describe(self):
+        return f"tagged {self.tag}"
+
+
+class Doubled(np.ndarray):
+    def __getitem__(self, k):
+        return 2 * np.asarray(self)[k]
+
+
+def test_array_subclasses_that_redefine_array_behaviour_are_refused_not_computed_as_plain_arrays(tmp_path):
+    # a masked array's masked elements were summed (3.0 where NumPy says 1.0), np.matrix's * multiplied
+    # elementwise: the subclass's own behaviour was silently ignored
+    f, g = jit(total), jit(scaled)
+    assert f(np.arange(3.0)) == 3.0  # the plain array's entry exists: the subclasses must not slip through it
+    masked = np.ma.array([1.0, 2.0], mask=[False, True])
+    for value, words in ((masked, "MaskedArray redefines"), (np.arange(3.0).view(Doubled), "__getitem__")):
+        with pytest.raises(ArgumentTypeError, match=words):
+            f(value)
+    m = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(ArgumentTypeError, match="matrix redefines"):
+        g(m, m)
+    np.testing.assert_array_equal(g(np.asarray(m), np.asarray(m)), np.asarray(m) ** 2)  # the hint's way out
+    # subclasses that add attributes or methods, and memory maps, compute as their elements
+    assert f(np.arange(4.0).view(Tagged)) == 6.0
+    mm = np.memmap(tmp_path / "a.bin", dtype=np.float64, mode="w+", shape=(3,))
+    mm[:] = [1.0, 2.0, 4.0]
+    assert f(mm) == 7.0

@@ -120,6 +120,30 @@ def test_keepdims_keeps_the_reduced_axes_with_extent_one():
         _same(got, want)
 
 
+def truths(a):
+    return (np.any(a, axis=0), a.any(axis=1), np.all(a, axis=-1), a.all(0), a.any(), np.all(a),
+            np.any(a, axis=1, keepdims=True), a.all(keepdims=True))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_any_and_all_along_an_axis_match_numpy(dtype, layout):
+    # np.any(a, axis=0) was an internal KeyError; any() of a complex array a type error
+    f = jit(truths)
+    for shape in [*SHAPES, *EMPTY_SHAPES]:
+        a = array_of(dtype, shape, layout) if 0 not in shape else np.zeros(shape, dtype)
+        if a.size and dtype != "bool":
+            a.flat[0] = 0  # a zero among nonzeros: all() is False somewhere
+        for got, want in zip(f(a), truths(a)):
+            _same(got, want)
+
+
+def test_any_counts_nan_as_nonzero_along_an_axis():
+    a = np.array([[0.0, np.nan], [0.0, 0.0]])
+    for got, want in zip(jit(truths)(a), truths(a)):
+        _same(got, want)
+
+
 def whole_orders(a, m):
     return (a.min(), a.max(), np.min(a), np.amax(a), a.min(keepdims=True), np.max(a, axis=0, keepdims=True),
             np.min(m), m.max(), np.max(m, axis=1, keepdims=True), np.minimum(a, a[::-1]), np.maximum(a, True))

@@ -29,6 +29,14 @@ def _mul(a, b):
     return a * b
 
 
+def _or_nonzero(acc, v):
+    return acc | (v != 0)  # NaN is nonzero, as NumPy's any() has it
+
+
+def _and_nonzero(acc, v):
+    return acc & (v != 0)
+
+
 def _better(v, best, smallest):
     """``v`` replaces ``best`` in argmin (``smallest``) or argmax: it is smaller (larger), or the
     first NaN."""
@@ -193,6 +201,22 @@ def argmax0(x, dt):
 
 def argmax1(x, dt):
     return _arg1(x, dt, False)
+
+
+def any0(x, dt):
+    return _fold0(x, dt, _or_nonzero, False)
+
+
+def any1(x, dt):
+    return _fold1(x, dt, _or_nonzero, False)
+
+
+def all0(x, dt):
+    return _fold0(x, dt, _and_nonzero, True)
+
+
+def all1(x, dt):
+    return _fold1(x, dt, _and_nonzero, True)
 
 
 def mean0(x, dt):

@@ -231,14 +231,14 @@ def argmax2(x, dt):
 
 def any1(x, dt):
     for i in range(x.shape[0]):  # noqa: SIM110  (compiled code has no generators)
-        if element(x, i):
+        if element(x, i) != 0:  # complex numbers have no truth value in compiled code: compared
             return True
     return False
 
 
 def all1(x, dt):
     for i in range(x.shape[0]):  # noqa: SIM110  (compiled code has no generators)
-        if not element(x, i):
+        if element(x, i) == 0:
             return False
     return True
 
@@ -247,7 +247,7 @@ def any2(x, dt):
     n, m = x.shape
     for i in range(n):
         for j in range(m):
-            if element(x, i, j):
+            if element(x, i, j) != 0:
                 return True
     return False
 
@@ -256,7 +256,7 @@ def all2(x, dt):
     n, m = x.shape
     for i in range(n):
         for j in range(m):
-            if not element(x, i, j):
+            if element(x, i, j) == 0:
                 return False
     return True
 

@@ -64,7 +64,8 @@ METHODS = ("sum", "prod", "min", "max", "mean", "argmin", "argmax", "any", "all"
 _ALONG = {
     "sum": (X.sum0, X.sum1), "prod": (X.prod0, X.prod1), "min": (X.min0, X.min1), "max": (X.max0, X.max1),
     "amin": (X.min0, X.min1), "amax": (X.max0, X.max1), "argmin": (X.argmin0, X.argmin1),
-    "argmax": (X.argmax0, X.argmax1), "mean": (X.mean0, X.mean1),
+    "argmax": (X.argmax0, X.argmax1), "mean": (X.mean0, X.mean1), "any": (X.any0, X.any1),
+    "all": (X.all0, X.all1),
 }
 #: reductions without an identity: an empty reduced axis is NumPy's ValueError
 _NO_IDENTITY = {
@@ -88,7 +89,7 @@ def _constant(name: str, what: str, value, kinds: tuple[type, ...]):
 
 def _axis(name: str, ndim: int, kw) -> tuple[int | None, bool]:
     """``(axis, keepdims)``: the axis counted from 0 (None: every element), checked against ``ndim``."""
-    allowed = {"axis"} | ({"keepdims"} if name not in ("argmin", "argmax", "any", "all") else set())
+    allowed = {"axis"} | ({"keepdims"} if name not in ("argmin", "argmax") else set())
     unknown = set(kw) - allowed
     if unknown:
         raise TypeInferenceError(f"np.{name}() keyword argument {sorted(unknown)[0]!r} is not supported in "

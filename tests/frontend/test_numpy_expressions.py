@@ -59,6 +59,22 @@ def test_comparisons_and_logic_give_bools(dtype):
     np.testing.assert_array_equal(out, (a < b) | (a >= 2.5) & ~(b == a))
 
 
+def inverted(a, b, m, out):
+    out[:] = ~m
+    return ~(a > 0.5), np.invert(m), np.bitwise_not(m & (a > 0.2)), ~b, ~m ^ True
+
+
+def test_inverting_a_bool_array_is_numpys_logical_not():
+    # ~ of a bool array gave all True: Python's ~True is -2, which is nonzero
+    a, b = np.array([0.1, 0.6, 0.3, 0.9]), np.array([1, -2, 0, 127], np.int8)
+    m = np.array([True, False, True, False])
+    out, want_out = np.ones(4, bool), ~m
+    for got, want in zip(jit(inverted)(a, b, m, out), inverted(a, b, m, np.ones(4, bool))):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(out, want_out)
+
+
 def with_bools(a):
     return (a + True, a * False, np.maximum(a, True), np.minimum(False, a), a | True, a == True,  # noqa: E712
             np.where(a > 1, a, False), np.logical_and(a, True))

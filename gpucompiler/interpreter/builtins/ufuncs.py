@@ -62,6 +62,8 @@ _BY_KIND: dict[str, tuple[Any, Any]] = {
     "floor_divide": (S.int_floor_divide, S.float_floor_divide),
     "remainder": (S.int_remainder, S.float_remainder), "mod": (S.int_remainder, S.float_remainder),
 }
+#: ufuncs whose NumPy loop on bools is not Python's operator on bools (``~True`` is -2, NumPy's is False)
+_ON_BOOLS: dict[str, Any] = {"invert": S.logical_not}
 #: operators (and builtins) on arrays -> the ufunc NumPy calls for them
 OPERATOR_UFUNCS: dict[Any, str] = {
     operator.add: "add", operator.sub: "subtract", operator.mul: "multiply", operator.truediv: "true_divide",
@@ -151,6 +153,8 @@ def _resolve(ufunc, key):
 
 
 def scalar_function(name: str, intypes) -> Any:
+    if intypes[0] == T.boolean and name in _ON_BOOLS:
+        return _ON_BOOLS[name]
     kinds = _BY_KIND.get(name)
     if kinds is not None:
         return kinds[intypes[0].kind == "f"]

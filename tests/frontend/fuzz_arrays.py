@@ -1,7 +1,7 @@
 """The ``arrays`` family of the differential fuzzer (fuzz_programs.py): NumPy programs, NumPy as the oracle.
 
 Each program is ``f(a, b, v)``: a few statements of reductions (with and
-without ``axis=``, ``keepdims=``), matrix products (``@``, ``np.dot`` of
+without ``axis=``, ``keepdims=``), elementwise and logical expressions (``~`` of masks, ``np.where``), matrix products (``@``, ``np.dot`` of
 matrices and vectors), selections (``a[mask]``, ``v[index]``) and fused
 expressions over them, returning every value it made. The arguments take
 random dtypes, layouts (C, F, strided, reversed) and shapes, sizes 0 and 1
@@ -20,7 +20,7 @@ import random
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint32", "uint64", "float32", "float64"]
 LAYOUTS = ["C", "F", "strided", "reversed"]
-REDUCTIONS = ["sum", "prod", "min", "max", "mean", "argmin", "argmax"]
+REDUCTIONS = ["sum", "prod", "min", "max", "mean", "argmin", "argmax", "any", "all"]
 
 
 class _Gen:
@@ -48,7 +48,12 @@ class _Gen:
             call = f"np.{fn}({', '.join(args)})" if rng.random() < 0.6 else \
                 f"({args[0]}).{fn}({', '.join(args[1:])})"
             self.lines.append(f"    {name} = {call}")
-        elif kind < 0.75:
+        elif kind < 0.6:
+            self.lines.append(f"    {name} = " + rng.choice(["~(a > 1)", "np.invert(a > 0) & (a < 3)", "(a > 0) ^ (v > 1)",
+                                                            "np.logical_not(a)", "~(a >= 1) | (a == 2)",
+                                                            "np.maximum(a, v) - np.minimum(a, 1)",
+                                                            "np.where(a > 1, a, v)", "a * (v < 2)"]))
+        elif kind < 0.8:
             self.lines.append(f"    {name} = " + rng.choice(["a @ b", "np.dot(a, b)", "a @ v", "np.dot(a, v)",
                                                             "v @ b", "np.dot(v, b)", "np.sum(a @ b, axis=0)",
                                                             "(a * 2) @ b"]))

@@ -395,3 +395,24 @@ def test_min_and_max_of_bools_are_bools_and_mixed_ones_numbers_like_cpython(kind
 def _common(args) -> type:
     kinds = {type(a) for a in args}
     return bool if kinds == {bool} else float if float in kinds else int
+
+
+# -- a negative number to a fractional power ----------------------------------------------------
+
+def power(x, y):
+    return x ** y
+
+
+@pytest.mark.parametrize("x, y", [(-1e300, 1.5), (-1e10, 40.5), (-1e-300, -1.5)])
+def test_a_negative_number_to_a_fractional_power_that_overflows_is_cpythons_overflow_error(x, y):
+    # CPython's complex result overflows: OverflowError; compiled code raised its ValueError
+    with pytest.raises(OverflowError):
+        power(x, y)
+    with pytest.raises(OverflowError, match="complex exponentiation"):
+        gpuc.jit(power)(x, y)
+
+
+def test_a_negative_number_to_a_fractional_power_is_a_value_error_where_cpython_gives_a_complex():
+    assert isinstance(power(-2.0, 0.5), complex)
+    with pytest.raises(ValueError, match="compiled code has no complex numbers"):
+        gpuc.jit(power)(-2.0, 0.5)

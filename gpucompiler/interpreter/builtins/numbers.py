@@ -193,11 +193,11 @@ def _pow(cg, args, argtypes, rt):
     a, b = (cg.cast(v, widen(t), rt) for v, t in zip(args, argtypes))
     r = exact_pow(cg, rt, [a, b])
     if cg.mod.math_errors:  # CPython's float_pow: r finite on the hot path, the rest cold
-        cg.check_cases(finite(cg, r), lambda: _pow_cases(cg, r, a, b), math=True)
+        cg.check_cases(finite(cg, r), lambda: _pow_cases(cg, rt, r, a, b), math=True)
     return r
 
 
-def _pow_cases(cg, r, a, b):
+def _pow_cases(cg, rt, r, a, b):
     B = cg.b
     is_nan = B.fcmp_unordered("uno", r, r)
     nan_in = B.or_(B.fcmp_unordered("uno", a, a), B.fcmp_unordered("uno", b, b))
@@ -206,6 +206,9 @@ def _pow_cases(cg, r, a, b):
     return fails, [
         (B.and_(B.not_(is_nan), zero), "ZeroDivisionError", "0.0 cannot be raised to a negative power"),
         (B.not_(is_nan), "OverflowError", "(34, 'Numerical result out of range')"),
+        # a negative number to a fractional power: CPython's result is complex, or its OverflowError
+        (B.not_(finite(cg, exact_pow(cg, rt, [cg.call_intrinsic("llvm.fabs", rt, [a]), b]))), "OverflowError",
+         "complex exponentiation"),
         (None, "ValueError", "a negative number raised to a fractional power is complex; "
                              "compiled code has no complex numbers")]
 

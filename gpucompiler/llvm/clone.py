@@ -39,9 +39,9 @@ def clone_function(fn: Function, new_name: str) -> Function:
         for op in inst.operands:
             ni.append_operand(vmap.get(op, op))
         ni.metadata = {k: mdmap.get(n, n) for k, n in inst.metadata.items()}
-        for r in inst.debug_records:
-            parts = [mdmap.get(p, p) if type(p) is MDNode else p for p in r.parts]
-            ni.debug_records.append(DebugRecord(r.kind, parts, [vmap.get(op, op) for op in r.operands]))
+        if inst.debug_records:
+            ni.debug_records = [DebugRecord(r.kind, [mdmap.get(p, p) if type(p) is MDNode else p for p in r.parts],
+                                            [vmap.get(op, op) for op in r.operands]) for r in inst.debug_records]
     new.metadata = {k: mdmap.get(n, n) for k, n in fn.metadata.items()}
     assert fn.module is not None, "clone of a function outside a module"
     fn.module.add_function(new)

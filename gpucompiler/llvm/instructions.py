@@ -3,18 +3,20 @@
 An instruction's spelling after ``%x =`` is kept as ``parts``: strings,
 ``int`` slots into ``operands``, :class:`Type` objects and :class:`MDNode`
 references. Operands are tracked :class:`Value` objects, so renaming or
-replacing a value changes every instruction that prints it.
+replacing a value changes every instruction that prints it. Parsed
+instructions spelled alike share one ``parts`` tuple (and an empty
+``debug_records`` tuple); the methods that change them copy first.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import UnsupportedIRError
 from . import types as T
-from .values import ConstantData, Part, Use, User, Value, quote_name
+from .values import Part, User, Value, quote_name
 
 if TYPE_CHECKING:
     from .metadata import MDNode
@@ -37,6 +39,7 @@ FLAG_WORDS = frozenset(
 _HEAD_FLAGS = FLAG_WORDS | {"atomic"}
 _NO_FLAGS: frozenset[str] = frozenset()
 _NO_WORDS: tuple[str, ...] = ()
+_NO_RECORDS: tuple[DebugRecord, ...] = ()
 #: opcodes whose spelling may end in ``, align N``
 _ALIGNED = frozenset(("load", "store", "alloca", "atomicrmw", "cmpxchg"))
 CALLS = frozenset(("call", "invoke", "callbr"))
@@ -75,17 +78,18 @@ class Instruction(User):
     __slots__ = ("opcode", "parts", "parent", "metadata", "debug_records", "flags", "predicate", "operation",
                  "alignment", "element_type", "aggregate_indices", "call")
 
-    def __init__(self, opcode: str, type: T.Type, parts: list[Part], operands: Iterable[Value] = (), name: str = "",
-                 call: CallSite | None = None):
+    def __init__(self, opcode: str, type: T.Type, parts: Sequence[Part], operands: Iterable[Value] = (),
+                 name: str = "", call: CallSite | None = None):
         User.__init__(self, type, operands, name)
         self.opcode = opcode
-        #: spelling after ``%x = ``: str, int operand slot, Type or MDNode
+        #: spelling after ``%x = ``: str, int operand slot, Type or MDNode (a tuple may be shared: assign
+        #: a new sequence rather than change it in place)
         self.parts = parts
         self.parent: BasicBlock | None = None
         #: attachments ``!dbg !N`` -> {"dbg": MDNode}
         self.metadata: dict[str, MDNode] = {}
-        #: ``#dbg_value(...)`` records printed before this instruction
-        self.debug_records: list[DebugRecord] = []
+        #: ``#dbg_value(...)`` records printed before this instruction (assign a new sequence to change)
+        self.debug_records: Sequence[DebugRecord] = _NO_RECORDS
         #: keyword flags in spelling order (``nsw``, ``inbounds``, ``fast``, ``volatile``, ``atomic``, ``tail``...)
         self.flags: tuple[str, ...] = _NO_WORDS
         #: the comparison predicate of ``icmp``/``fcmp`` (``slt``, ``olt``...)
@@ -103,27 +107,17 @@ class Instruction(User):
         _decode(self, opcode, parts)
 
     @classmethod
-    def parsed(cls, opcode: str, type: T.Type, parts: list[Part], operands: list[Value], name: str,
-               call: CallSite | None, fields: Fields) -> Instruction:
-        """An instruction whose typed fields are known (:meth:`fields` of one spelled alike)."""
+    def parsed(cls, opcode: str, type: T.Type, parts: Sequence[Part], name: str, call: CallSite | None,
+               fields: Fields) -> Instruction:
+        """An instruction whose typed fields are known (:meth:`fields` of one spelled alike), for the
+        parser to give its operands (:meth:`PendingUses.add`)."""
         self = cls.__new__(cls)
         self.type = type
         self._name = name
         self.ref = quote_name("%", name) if name else None
-        self._uses = {}
-        self.operands = operands
-        opuses: list[Use | None] = []
-        for k, v in enumerate(operands):
-            if v.__class__ is ConstantData:
-                opuses.append(None)
-            else:
-                use = Use(self, k)
-                v._uses[use] = None  # pyright: ignore[reportPrivateUsage]
-                opuses.append(use)
-        self._opuses = opuses
         self.opcode, self.parts, self.parent, self.call = opcode, parts, None, call
         self.metadata = {}
-        self.debug_records = []
+        self.debug_records = _NO_RECORDS
         self.flags, self.predicate, self.operation, self.alignment, self.element_type, self.aggregate_indices = fields
         return self
 
@@ -135,7 +129,7 @@ class Instruction(User):
         """A copy without operands, block or metadata (operands are appended by the caller)."""
         c = Instruction.__new__(Instruction)
         User.__init__(c, self.type, (), self.name if name is None else name)
-        c.opcode, c.parts, c.parent, c.metadata, c.debug_records = self.opcode, list(self.parts), None, {}, []
+        c.opcode, c.parts, c.parent, c.metadata, c.debug_records = self.opcode, tuple(self.parts), None, {}, _NO_RECORDS
         c.flags, c.predicate, c.operation = self.flags, self.predicate, self.operation
         c.alignment, c.element_type, c.aggregate_indices = self.alignment, self.element_type, self.aggregate_indices
         c.call = self.call
@@ -232,7 +226,7 @@ class Instruction(User):
 
     def set_operand_type(self, index: int, ty: T.Type) -> None:
         """Spell operand ``index``'s type as ``ty`` (e.g. a pointer moved to another address space)."""
-        parts = self.parts
+        parts = self._own_parts()
         k = parts.index(index, 1) if type(parts[0]) is str else parts.index(index)
         while not isinstance(parts[k], T.Type):
             k -= 1
@@ -249,14 +243,14 @@ class Instruction(User):
         new = [w for w in words if w not in tokens[at:]]
         if new:
             tokens[at:at] = new
-            self.parts[0] = " ".join(tokens) + (" " if head.endswith(" ") else "")
+            self._own_parts()[0] = " ".join(tokens) + (" " if head.endswith(" ") else "")
             self.flags = tuple(w for w in tokens if w in _HEAD_FLAGS)
 
     def add_incoming(self, value: Value, block: BasicBlock) -> None:
         """Append ``[value, %block]`` to a ``phi``."""
         if self.opcode != "phi":
             raise ValueError(f"add_incoming on {self.opcode}")
-        parts = self.parts
+        parts = self._own_parts()
         sep = ", [ " if len(self.operands) else " [ "
         if type(parts[-1]) is str:
             parts[-1] += sep
@@ -273,11 +267,21 @@ class Instruction(User):
         return self.parent.parent if self.parent is not None else None
 
     # -- mutation ------------------------------------------------------------
+    def _own_parts(self) -> list[Part]:
+        """``parts`` as a list of this instruction's own (copied first if shared)."""
+        parts = self.parts
+        if isinstance(parts, list):
+            return parts
+        own: list[Part] = list(parts)
+        self.parts = own
+        return own
+
     def erase(self) -> None:
         """Remove from the block and drop operands; the value must be unused."""
-        if self._uses:
-            users = ", ".join(sorted({getattr(u.user, "opcode", "?") for u in self._uses}))
-            raise ValueError(f"cannot erase {self!r}: still used by {len(self._uses)} use(s) ({users})")
+        uses = self.use_dict()
+        if uses:
+            users = ", ".join(sorted({getattr(u.user, "opcode", "?") for u in uses}))
+            raise ValueError(f"cannot erase {self!r}: still used by {len(uses)} use(s) ({users})")
         self.remove_from_parent()
         self.drop_operands()
 
@@ -290,11 +294,11 @@ class Instruction(User):
         i = insts.index(self)
         del insts[i]
         if self.debug_records and i < len(insts):
-            insts[i].debug_records[:0] = self.debug_records
+            insts[i].debug_records = [*self.debug_records, *insts[i].debug_records]
         else:
             for r in self.debug_records:
                 r.drop_operands()
-        self.debug_records = []
+        self.debug_records = _NO_RECORDS
         self.parent = None
 
     def insert_before(self, other: Instruction) -> None:
@@ -315,7 +319,7 @@ class Instruction(User):
         return f"<Instruction {self.ref or ''} {self.opcode}: {self.type}>"
 
 
-def _decode(inst: Instruction, opcode: str, parts: list[Part]) -> None:
+def _decode(inst: Instruction, opcode: str, parts: Sequence[Part]) -> None:
     """Fill the typed fields of ``inst`` from its spelling (once, when it is made)."""
     head = parts[0] if parts and type(parts[0]) is str else ""
     words = head.split()
@@ -343,11 +347,11 @@ def _decode(inst: Instruction, opcode: str, parts: list[Part]) -> None:
             inst.aggregate_indices = tuple(int(w) for w in tail.replace(",", " ").split())
 
 
-def _first_type(parts: list[Part]) -> T.Type:
+def _first_type(parts: Sequence[Part]) -> T.Type:
     return next(p for p in parts if isinstance(p, T.Type))
 
 
-def _call_site(parts: list[Part]) -> CallSite:
+def _call_site(parts: Sequence[Part]) -> CallSite:
     """The :class:`CallSite` of a call's spelling (the parser and the builder pass theirs)."""
     k = next(p for p in parts if type(p) is int)
     depth, n, seen = 0, 0, False

@@ -62,7 +62,7 @@ class BasicBlock(Value):
     @property
     def predecessors(self) -> list[BasicBlock]:
         """Blocks whose terminator branches here (each once)."""
-        preds = (u.user.parent for u in self._uses if type(u.user) is Instruction and u.user.is_terminator)
+        preds = (u.user.parent for u in self.use_dict() if type(u.user) is Instruction and u.user.is_terminator)
         return [p for p in dict.fromkeys(preds) if p is not None]
 
     def append(self, inst: Instruction) -> Instruction:
@@ -94,12 +94,12 @@ class GlobalValue(User):
     @property
     def uses(self) -> list[Use]:
         self._all_bodies()
-        return list(self._uses)
+        return list(self.use_dict())
 
     @property
     def users(self) -> list[User]:
         self._all_bodies()
-        return list(dict.fromkeys(u.user for u in self._uses))
+        return list(dict.fromkeys(u.user for u in self.use_dict()))
 
     def replace_all_uses_with(self, new: Value) -> None:
         self._all_bodies()

@@ -14,7 +14,7 @@ from .metadata import MDNode, NamedMetadata
 from .module import Function, GlobalAlias, GlobalVariable, Module, no_cyclic_gc
 from .parser_instructions import _MARKER, InstructionParser
 from .parser_values import Emitter, _join
-from .values import Argument
+from .values import Argument, PendingUses, constant
 
 _GLOBAL_KINDS = frozenset(("global", "constant", "alias", "ifunc"))
 _PRE_ATTRS = frozenset(("unnamed_addr", "local_unnamed_addr"))
@@ -103,6 +103,8 @@ class Parser(InstructionParser):
         self.blocks: dict = {}
         self.block_lines: dict = {}
         self.shapes: dict = {}
+        self.pending = PendingUses()
+        self.patches: list = []
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -140,6 +142,7 @@ class Parser(InstructionParser):
             if not node.parts:
                 self.lineno = self.md_lines[tok]
                 self.error(f"use of undefined metadata {tok}", token=tok)
+        self.patches = self.pending.resolve(self.patches)
 
     # -- simple entities -----------------------------------------------------
     def _target(self) -> None:
@@ -183,8 +186,7 @@ class Parser(InstructionParser):
             em = Emitter()
             self.items(em)
             node.parts = em.done()
-            for op in em.ops:
-                node.append_operand(op)
+            self.made(node, em.ops)
             self.module.metadata.append(node)
         else:
             nodes = [self.md(t) for t in toks[3:] if t[0] == "!" and t[1:2].isdigit()]
@@ -193,7 +195,7 @@ class Parser(InstructionParser):
     def _define(self, value, tok: str) -> None:
         ph = self.gfwd.pop(tok, None)
         if ph is not None:
-            ph.replace_all_uses_with(value)
+            ph.value = value
         elif tok in self.gvals:
             self.error(f"redefinition of {tok}", token=tok)
         self.gvals[tok] = value
@@ -214,7 +216,9 @@ class Parser(InstructionParser):
         if kind in ("alias", "ifunc"):
             self.expect(",")
             aty = self.ptype()
-            gv = GlobalAlias(name, kind, ty, self.pvalue(aty), prefix, _join(toks[self.i :]))
+            aliasee = self.pvalue(aty)  # the alias is made with a stand-in, its operand given pending
+            gv = GlobalAlias(name, kind, ty, constant(aliasee.type, "poison"), prefix, _join(toks[self.i :]))
+            self.made(gv, [aliasee])
             self.module.aliases[name or name_tok] = gv
         else:
             init = None
@@ -223,8 +227,9 @@ class Parser(InstructionParser):
             space = 0
             if "addrspace" in toks[2:]:
                 space = int(toks[toks.index("addrspace") + 2])
-            gv = GlobalVariable(name, ty, prefix=prefix, is_constant=kind == "constant", initializer=init,
+            gv = GlobalVariable(name, ty, prefix=prefix, is_constant=kind == "constant",
                                 suffix=_join(toks[self.i :]), addrspace=space)
+            self.made(gv, [init] if init is not None else [])
             self.module.globals[name or name_tok] = gv
         gv.module = self.module
         gv.metadata = {k: self.md(v) for k, v in attachments}
@@ -288,8 +293,9 @@ class Parser(InstructionParser):
         post = Emitter()
         self.items(post)
         fn.post = post.done()
-        for op in post.ops:
-            fn.append_operand(op)
+        self.made(fn, post.ops)
+        for arg in fn.args:
+            self.pending.own(arg)
         fn.metadata = {k: self.md(v) for k, v in attachments}
         for arg, n, a in zip(fn.args, names, attrs):
             arg.attrs = a
@@ -325,6 +331,7 @@ class Parser(InstructionParser):
     def _parse_left_body(self, fn: Function, names: list, start: int) -> None:
         parser, fn.body_parser = fn.body_parser, None
         mds = len(self.mds)
+        made = len(self.pending.users)
         self.lineno = start
         try:
             with no_cyclic_gc(), self.reading():
@@ -336,13 +343,18 @@ class Parser(InstructionParser):
                 for tok, ph in self.gfwd.items():
                     self.lineno = ph.line
                     self.error(f"use of undefined value {tok}", token=tok)
+                self.patches = self.pending.resolve(self.patches)
         except IRParseError:  # the body stays unparsed; what it began is undone
             for tok in self.gfwd:
                 del self.gvals[tok]
             self.gfwd.clear()
-            for b in fn._blocks:
-                for inst in b.instructions:
-                    inst.drop_operands()
+            if self.pending.registered:
+                for b in fn._blocks:
+                    for inst in b.instructions:
+                        inst.drop_operands()
+            else:
+                del self.pending.users[made:]
+            self.patches = []
             fn.body_parser, fn._blocks = parser, []
             raise
         del self.module.unparsed[fn]
@@ -359,7 +371,7 @@ class Parser(InstructionParser):
         if last < len(lines):
             body.append(["}"])
         block = None
-        pending: list = []
+        records: list = []
         blocks = fn.blocks
         fwd, local_values, shapes = self.fwd, self.locals, self.shapes
         marker = _MARKER.get
@@ -386,7 +398,7 @@ class Parser(InstructionParser):
                 continue
             self.toks, self.i = toks, 0
             if t0[0] == "#" and t0[:5] == "#dbg_":
-                pending.append(self.debug_record())
+                records.append(self.debug_record())
                 continue
             name_tok = None
             i = 0
@@ -413,8 +425,8 @@ class Parser(InstructionParser):
                 inst = self.instruction(name_tok, key)
             if attachments:
                 inst.metadata = {a: self.md(v) if v != "!{}" else MDNode(["!{}"]) for a, v in attachments}
-            if pending:
-                inst.debug_records, pending = pending, []
+            if records:
+                inst.debug_records, records = records, []
             if block is None:  # unlabelled entry: numbered after the unnamed arguments
                 entry = f"%{sum(1 for a in fn.args if a.ref is None)}"
                 block = self.block(entry)
@@ -426,7 +438,7 @@ class Parser(InstructionParser):
             if name_tok is not None:
                 ph = fwd.pop(name_tok, None)
                 if ph is not None:
-                    ph.replace_all_uses_with(inst)
+                    ph.value = inst
                 elif name_tok in local_values:
                     self.error(f"redefinition of value {name_tok}", token=name_tok)
                 local_values[name_tok] = inst

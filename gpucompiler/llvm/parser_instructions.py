@@ -99,16 +99,14 @@ class InstructionParser(ValueParser):
     def local(self, tok: str, ty: T.Type) -> Value:
         v = self.locals.get(tok)
         if v is None:
-            v = self.locals[tok] = Placeholder(ty)
-            v.line = self.lineno
-            self.fwd[tok] = v
+            v = self.locals[tok] = self.fwd[tok] = Placeholder(ty, self.lineno)
         return v
 
     def block(self, tok: str) -> BasicBlock:
         b = self.blocks.get(tok)
         if b is None:
             name = unquote(tok[1:])
-            b = self.blocks[tok] = BasicBlock("" if name.isdigit() else name)
+            b = self.blocks[tok] = self.pending.own(BasicBlock("" if name.isdigit() else name))
             self.block_lines[tok] = self.lineno
         return b
 
@@ -161,7 +159,7 @@ class InstructionParser(ValueParser):
             ty = rule(tys, toks)
         if self.i < len(toks):
             self.error(f"unexpected {toks[self.i]!r} after the instruction")
-        return Instruction(op, ty, em.done(), em.ops, name, self.site)
+        return self.made(Instruction(op, ty, em.done(), (), name, self.site), em.ops)
 
     def _words_until_type(self, em: Emitter, names: list[str] | None = None) -> None:
         """Emit keywords (flags, predicates, attributes with groups) up to the first type; ``names``
@@ -270,7 +268,7 @@ class InstructionParser(ValueParser):
         em = Emitter()
         self.i = 1
         self.items(em)
-        return DebugRecord(kind, em.done(), em.ops)
+        return self.made(DebugRecord(kind, em.done()), em.ops)
 
 
 _SPECIAL = {
@@ -306,7 +304,7 @@ class Shape:
     __slots__ = ("opcode", "type", "parts", "fields", "call", "sources", "fixed")
 
     def __init__(self, inst: Instruction, sources: list[Source], fixed: list[tuple[int, str]]):
-        self.opcode, self.type, self.parts, self.call = inst.opcode, inst.type, list(inst.parts), inst.call
+        self.opcode, self.type, self.parts, self.call = inst.opcode, inst.type, tuple(inst.parts), inst.call
         self.fields = inst.fields()
         self.sources = tuple(sources)
         self.fixed = tuple(fixed)
@@ -350,7 +348,7 @@ class Shape:
             else:
                 v = glob(t)
                 ops.append(v if v is not None else p.global_ref(t))
-        return Instruction.parsed(self.opcode, self.type, list(self.parts), ops, name, self.call, self.fields)
+        return p.made(Instruction.parsed(self.opcode, self.type, self.parts, name, self.call, self.fields), ops)
 
 
 def _resolve(p: InstructionParser, kind: int, tok: str, ty: T.Type) -> Value:

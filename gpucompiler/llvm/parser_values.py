@@ -7,13 +7,14 @@ The parser keeps the current line's tokens in ``self.toks`` and a cursor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn, TypeAlias
+from typing import TYPE_CHECKING, NoReturn, TypeAlias, TypeVar
 
 from ..errors import IRParseError, UnsupportedIRError
 from . import types as T
 from .lexer import unquote
 from .metadata import AttributeGroup, MDNode
-from .values import ConstantAggregate, ConstantExpr, InlineAsm, Part, Placeholder, Value, constant
+from .values import (ConstantAggregate, ConstantExpr, InlineAsm, Part, PendingUses, Placeholder, User, Value,
+                     constant)
 
 if TYPE_CHECKING:
     from .module import BasicBlock, Module
@@ -29,6 +30,7 @@ CONSTEXPR = frozenset(
 VALUE_WORDS = CONST_WORDS | CONSTEXPR | {"asm"}
 #: how an operand was spelled: one token naming a local value, a block, a global or a simple constant
 LOCAL, BLOCK, GLOBAL, CONSTANT = range(4)
+_U = TypeVar("_U", bound=User)
 Source: TypeAlias = "tuple[int, int, T.Type]"
 """(token index, LOCAL/BLOCK/GLOBAL/CONSTANT, the operand's type) of one operand."""
 
@@ -93,6 +95,11 @@ class ValueParser:
     module: Module
     gvals: dict[str, Value]
     gfwd: dict[str, Placeholder]
+    fwd: dict[str, Placeholder]
+    #: the uses of every user this parse makes, registered on first need
+    pending: PendingUses
+    #: users made while holding a forward reference, patched when it is defined
+    patches: list[User]
     mds: dict[str, MDNode]
     md_lines: dict[str, int]
     groups: dict[str, AttributeGroup]
@@ -103,6 +110,17 @@ class ValueParser:
     if TYPE_CHECKING:  # defined by the instruction parser
         def local(self, tok: str, ty: T.Type) -> Value: ...
         def block(self, tok: str) -> BasicBlock: ...
+
+    def made(self, user: _U, operands: list[Value]) -> _U:
+        """``user`` (made with no operands) given ``operands``, their uses pending; noted in
+        :attr:`patches` if one is a forward reference."""
+        self.pending.add(user, operands)
+        if self.fwd or self.gfwd:
+            for v in operands:
+                if v.__class__ is Placeholder:
+                    self.patches.append(user)
+                    break
+        return user
 
     # -- errors --------------------------------------------------------------
     def error(self, msg: str, cls: type[IRParseError] = IRParseError, token: str | None = None) -> NoReturn:
@@ -291,7 +309,7 @@ class ValueParser:
             start = self.i - 1
             while toks[self.i] != "(":
                 self.i += 1
-            return InlineAsm(ty, _join(toks[start : self.i]))
+            return self.pending.own(InlineAsm(ty, _join(toks[start : self.i])))
         self.i -= 1
         self.error(f"unsupported value {t!r}", UnsupportedIRError)
 
@@ -308,7 +326,7 @@ class ValueParser:
         self.i += 1
         if isinstance(ty, T.StructType) and ty.packed:
             self.expect(">")
-        return ConstantAggregate(ty, elems)
+        return self.made(ConstantAggregate(ty), elems)
 
     def _constexpr(self, op: str, ty: T.Type) -> Value:
         em = Emitter()
@@ -316,12 +334,12 @@ class ValueParser:
         if op in ("dso_local_equivalent", "no_cfi"):
             em.slot(self.global_ref(self.toks[self.i]))
             self.i += 1
-            return ConstantExpr(ty, op, em.done(), em.ops)
+            return self.made(ConstantExpr(ty, op, em.done(), ()), em.ops)
         if op == "blockaddress":
             start = self.i
             self.skip_group()
             em.raw(_join(self.toks[start : self.i]))
-            return ConstantExpr(ty, op, em.done(), ())
+            return self.made(ConstantExpr(ty, op, em.done(), ()), [])
         while self.toks[self.i] != "(":
             if self.toks[self.i] == "inrange":
                 start = self.i
@@ -336,7 +354,7 @@ class ValueParser:
         self.items(em, ")")
         em.raw(")")
         self.i += 1
-        return ConstantExpr(ty, op, em.done(), em.ops)
+        return self.made(ConstantExpr(ty, op, em.done(), ()), em.ops)
 
     # -- generic operand lists -----------------------------------------------
     def items(self, em: Emitter, closer: str | None = None, tys: list[T.Type] | None = None,
@@ -407,7 +425,7 @@ class ValueParser:
     def md(self, tok: str) -> MDNode:
         node = self.mds.get(tok)
         if node is None:
-            node = self.mds[tok] = MDNode()
+            node = self.mds[tok] = self.pending.own(MDNode())
             self.md_lines[tok] = self.lineno
         return node
 
@@ -420,9 +438,7 @@ class ValueParser:
     def global_ref(self, tok: str) -> Value:
         v = self.gvals.get(tok)
         if v is None:
-            v = self.gvals[tok] = Placeholder(T.ptr())
-            v.line = self.lineno
-            self.gfwd[tok] = v
+            v = self.gvals[tok] = self.gfwd[tok] = Placeholder(T.ptr(), self.lineno)
         return v
 
 

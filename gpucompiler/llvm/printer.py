@@ -4,6 +4,8 @@ groups are numbered afresh so mutated IR stays valid."""
 from __future__ import annotations
 
 import gc
+from collections.abc import Sequence
+from typing import Any
 
 from ..errors import UnsupportedIRError
 from . import types as T
@@ -69,7 +71,7 @@ class Printer:
             self.group_order.append(g)
         return s
 
-    def parts(self, parts: list, ops: list) -> str:
+    def parts(self, parts: Sequence, ops: list) -> str:
         out = []
         slots = self.slots
         for p in parts:
@@ -231,7 +233,7 @@ class Printer:
                 r = inst.ref
                 line = ["  ", r if r is not None else slots[inst], " = "]
             ops = inst.operands
-            parts: list = inst.parts  # Printer.parts inlined: this loop is most of the printing
+            parts: Any = inst.parts  # Printer.parts inlined: this loop is most of the printing
             for p in parts:
                 c = p.__class__
                 if c is str:

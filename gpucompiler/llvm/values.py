@@ -4,6 +4,12 @@ Every operand slot of a :class:`User` is a :class:`Use` registered in the
 used value's ``uses``, so ``replace_all_uses_with`` costs the number of uses.
 Simple constants (:class:`ConstantData`: numbers, null, undef, ...) are
 interned per type and spelling and record no uses.
+
+A parse registers no uses: the users it makes wait in one :class:`PendingUses`
+per parse, which every value it made points to, and are registered together,
+in the order they were made, on the first question about uses or the first
+change of operands of any of them (most parsed modules are printed, linked or
+handed to LLVM without one).
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import math
 import re
 import struct
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from . import types as T
 
@@ -23,6 +29,7 @@ if TYPE_CHECKING:
 Part: TypeAlias = "str | int | T.Type | MDNode | AttributeGroup"
 """One piece of a spelling: text, an operand slot, a type, a metadata node or an attribute group."""
 
+_V = TypeVar("_V", bound="Value")
 _PLAIN = re.compile(r"[-a-zA-Z$._][-a-zA-Z$._0-9]*\Z")
 
 
@@ -46,6 +53,72 @@ class Use:
         return self.user.operands[self.index]
 
 
+class PendingUses:
+    """The users one parse made, whose operand uses are not registered yet: the ``_opuses`` of each
+    such user and the ``_uses`` of each value the parse made point here until :meth:`register`."""
+
+    __slots__ = ("users", "registered")
+
+    def __init__(self):
+        self.users: list[User] = []
+        #: whether :meth:`register` ran (users added later are registered at once)
+        self.registered = False
+
+    def add(self, user: User, operands: list[Value]) -> None:
+        """Give ``user`` (made by this parse, with no operands) ``operands``, registered with the others."""
+        user._uses = self  # pyright: ignore[reportPrivateUsage]
+        user.operands = operands
+        if self.registered:
+            user._opuses = _register(user, operands)  # pyright: ignore[reportPrivateUsage]
+        else:
+            user._opuses = self  # pyright: ignore[reportPrivateUsage]
+            self.users.append(user)
+
+    def own(self, value: _V) -> _V:
+        """``value``, made by this parse: asking for its uses registers the pending ones first."""
+        value._uses = self  # pyright: ignore[reportPrivateUsage]
+        return value
+
+    def resolve(self, users: list[User]) -> list[User]:
+        """Point the operands of ``users`` that are defined :class:`Placeholder` objects at their
+        definitions; the users still holding an undefined one."""
+        left: list[User] = []
+        for user in users:
+            ops = user.operands
+            undefined = False
+            for k, v in enumerate(ops):
+                if type(v) is Placeholder:
+                    new = v.value
+                    if new is None:
+                        undefined = True
+                    elif user._opuses is self:  # pyright: ignore[reportPrivateUsage]
+                        ops[k] = new
+                    else:
+                        user.set_operand(k, new)
+            if undefined:
+                left.append(user)
+        return left
+
+    def register(self) -> None:
+        """Register every pending user's operand uses, in the order the users were made."""
+        users, self.users, self.registered = self.users, [], True
+        for user in users:
+            if user._opuses is self:  # pyright: ignore[reportPrivateUsage]
+                user._opuses = _register(user, user.operands)  # pyright: ignore[reportPrivateUsage]
+
+
+def _register(user: User, operands: list[Value]) -> list[Use | None]:
+    opuses: list[Use | None] = []
+    for k, v in enumerate(operands):
+        if v.__class__ is ConstantData:
+            opuses.append(None)
+        else:
+            use = Use(user, k)
+            v.use_dict()[use] = None
+            opuses.append(use)
+    return opuses
+
+
 class Value:
     """Anything that can be an operand. ``name`` is ``""`` for unnamed values."""
 
@@ -54,8 +127,20 @@ class Value:
 
     def __init__(self, type: T.Type, name: str = ""):
         self.type = type
-        self._uses: dict[Use, None] = {}
+        self._uses: dict[Use, None] | PendingUses = {}
         self.name = name
+
+    def use_dict(self) -> dict[Use, None]:
+        """The registered uses (insertion-ordered keys), pending ones registered first."""
+        d = self._uses
+        if isinstance(d, dict):
+            return d
+        d.register()
+        d = self._uses
+        if isinstance(d, dict):
+            return d
+        d = self._uses = {}  # no pending user used this value
+        return d
 
     @property
     def name(self) -> str:
@@ -69,17 +154,17 @@ class Value:
 
     @property
     def uses(self) -> list[Use]:
-        return list(self._uses)
+        return list(self.use_dict())
 
     @property
     def users(self) -> list[User]:
-        return list(dict.fromkeys(u.user for u in self._uses))
+        return list(dict.fromkeys(u.user for u in self.use_dict()))
 
     def replace_all_uses_with(self, new: Value) -> None:
         """Point every use of ``self`` at ``new``."""
         if new is self:
             return
-        for use in list(self._uses):
+        for use in list(self.use_dict()):
             use.user.set_operand(use.index, new)
 
     def __repr__(self) -> str:
@@ -94,38 +179,52 @@ class User(Value):
     def __init__(self, type: T.Type, operands: Iterable[Value] = (), name: str = ""):
         Value.__init__(self, type, name)
         self.operands: list[Value] = []
-        self._opuses: list[Use | None] = []
+        self._opuses: list[Use | None] | PendingUses = []
         for op in operands:
             self.append_operand(op)
 
+    def _operand_uses(self) -> list[Use | None]:
+        opuses = self._opuses
+        if isinstance(opuses, list):
+            return opuses
+        opuses.register()
+        opuses = self._opuses
+        if isinstance(opuses, list):
+            return opuses
+        opuses = self._opuses = _register(self, self.operands)  # a user of a body whose parse failed
+        return opuses
+
     def append_operand(self, value: Value) -> int:
+        opuses = self._operand_uses()
         index = len(self.operands)
         self.operands.append(value)
         if type(value) is ConstantData:
-            self._opuses.append(None)
+            opuses.append(None)
         else:
             use = Use(self, index)
-            value._uses[use] = None
-            self._opuses.append(use)
+            value.use_dict()[use] = None
+            opuses.append(use)
         return index
 
     def set_operand(self, index: int, value: Value) -> None:
-        old = self._opuses[index]
+        opuses = self._operand_uses()
+        old = opuses[index]
         if old is not None:
-            del self.operands[index]._uses[old]
+            del self.operands[index].use_dict()[old]
         self.operands[index] = value
         if type(value) is ConstantData:
-            self._opuses[index] = None
+            opuses[index] = None
         else:
-            use = self._opuses[index] = old or Use(self, index)
-            value._uses[use] = None
+            use = opuses[index] = old or Use(self, index)
+            value.use_dict()[use] = None
 
     def drop_operands(self) -> None:
         """Unregister every operand use (before deleting ``self``)."""
-        for op, use in zip(self.operands, self._opuses):
+        for op, use in zip(self.operands, self._operand_uses()):
             if use is not None:
-                op._uses.pop(use, None)
-        self._opuses = [None] * len(self.operands)
+                op.use_dict().pop(use, None)
+        dropped: list[Use | None] = [None] * len(self.operands)
+        self._opuses = dropped
 
 
 class Argument(Value):
@@ -142,13 +241,13 @@ class Argument(Value):
     def uses(self) -> list[Use]:
         if self.function is not None:
             self.function.parse_body()
-        return list(self._uses)
+        return list(self.use_dict())
 
     @property
     def users(self) -> list[User]:
         if self.function is not None:
             self.function.parse_body()
-        return list(dict.fromkeys(u.user for u in self._uses))
+        return list(dict.fromkeys(u.user for u in self.use_dict()))
 
     def replace_all_uses_with(self, new: Value) -> None:
         if self.function is not None:
@@ -240,4 +339,11 @@ class InlineAsm(Value):
 class Placeholder(Value):
     """A forward reference, replaced once its definition is parsed."""
 
-    __slots__ = ("line",)
+    __slots__ = ("line", "value")
+
+    def __init__(self, type: T.Type, line: int):
+        Value.__init__(self, type)
+        #: the line of its first reference (where an undefined one is reported)
+        self.line = line
+        #: its definition, once parsed
+        self.value: Value | None = None

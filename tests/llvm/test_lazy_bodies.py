@@ -131,7 +131,7 @@ def test_a_body_that_fails_leaves_no_uses_or_names_behind():
     with pytest.raises(IRParseError):
         m.functions["k"].blocks  # noqa: B018
     g = m.functions["g"]
-    assert len(g._uses) == 1  # f's call only: k's first call, parsed before the error, is undone
+    assert len(g.use_dict()) == 1  # f's call only: k's first call, parsed before the error, is undone
     assert m.get_global("nowhere") is None
     for _ in range(2):  # asking for all uses parses k again: the module is malformed
         with pytest.raises(IRParseError, match="undefined value %zz"):

@@ -11,6 +11,7 @@ type. Every global read is recorded in ``deps`` for world-age invalidation.
 from __future__ import annotations
 
 import builtins
+import operator
 import types as pytypes
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,7 @@ from ..errors import PLUGIN_ATTRIBUTE, PluginError, PluginRequiredError, TypeInf
 from ..frontend import intrinsics as K, lower_function
 from ..frontend.ir import Arg, Branch, Const as IRConst, Global, Inst, Return, Undef
 from . import builtins as _base_rules  # noqa: F401  (registers the base rules)
-from .lattice import BOTTOM, MISSING, Const, const, join, pyobj, widen
+from .lattice import BOTTOM, MISSING, Const, big_int, const, join, pyobj, widen
 from .rules import CallResult, claim, enabled_rule_sets
 
 if TYPE_CHECKING:
@@ -266,6 +267,12 @@ class Interpreter:
             raise UnsupportedError(f"keyword arguments in a call of {shown}", frame.where(inst), frame.ir.name,
                                    "pass arguments by position")
         if result is None:
+            big = [a.value for a in args if big_int(a)]
+            if big:
+                raise TypeInferenceError(f"the integer {big[0]} does not fit in 64 bits: compiled integers are "
+                                         "int64 (CPython's have no bound)", [widen(a) for a in args],
+                                         frame.where(inst), frame.ir.name,
+                                         "keep integers within -2**63 .. 2**63 - 1, or compute with floats (2.0 ** 100)")
             name = getattr(fn.value, "__qualname__", repr(fn.value))
             shown = ", ".join(repr(widen(a)) for a in args)
             raise TypeInferenceError(f"no implementation of {name}({shown})",
@@ -319,6 +326,8 @@ class Interpreter:
     def abstract_call(self, fn, args) -> CallResult | None:
         """What calling ``fn`` with abstract values ``args`` means, or None."""
         fn = getattr(fn, "py_func", fn) if hasattr(fn, "inspect_ir") else fn  # a @jit function
+        if any(big_int(a) for a in args):
+            return _exactly(fn, args)
         found = claim(self.plugin_sets, self, fn, args)
         if found is None:
             for rs in self.base_sets:
@@ -359,15 +368,41 @@ _RULES_ONLY = (K.call_method, K.call_kw)
 """intrinsics that mean only what rules say (a method or keyword call nothing claims is an error)"""
 
 
+#: functions computed by Python at compile time on number constants one of which is an integer outside
+#: int64, so that constant expressions have CPython's value (``2**64 - 1``, ``float(2**70)``, ``-2**63``)
+_EXACT = frozenset((operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
+                    operator.pow, operator.neg, operator.pos, operator.invert, operator.lshift, operator.rshift,
+                    operator.and_, operator.or_, operator.xor, operator.lt, operator.le, operator.gt, operator.ge,
+                    operator.eq, operator.ne, builtins.abs, builtins.float, builtins.int, builtins.bool,
+                    builtins.min, builtins.max))
+
+
+def _exactly(fn, args) -> CallResult | None:
+    """A call with an integer constant outside int64 computed by Python (see :data:`_EXACT`); None
+    where it cannot be (the caller refuses the integer)."""
+    if fn not in _EXACT or not all(isinstance(a, Const) and type(a.value) in (int, float, bool) for a in args):
+        return None
+    try:
+        value = fn(*[a.value for a in args])
+    except (ArithmeticError, ValueError):
+        return None
+    return CallResult(const(value)) if type(value) in (int, float, bool) else None
+
+
 def _fold(fn, args, restype):
-    if not all(isinstance(a, Const) and a.type != pyobj for a in args):
+    """The constant result of a pure call of constants, computed by Python. An integer result outside
+    int64 stays a constant (``-2**63`` folds exactly through ``2**63``; ``float(2**100)`` is CPython's)
+    and is refused where it would run (it used to wrap: ``2**64`` was 0)."""
+    if not all(isinstance(a, Const) and (a.type != pyobj or big_int(a)) for a in args):
         return restype
     try:
         value = fn(*[a.value for a in args])
     except Exception:
         return restype
     c = const(value)
-    return c if c.type == widen(restype) else restype
+    if c.type == widen(restype) or (big_int(c) and widen(restype) == T.int64):
+        return c
+    return restype
 
 
 __all__ = ["Interpreter", "Frame", "T"]

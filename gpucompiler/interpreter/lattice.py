@@ -103,6 +103,12 @@ def const_type(value) -> T.Type:
     return pyobj
 
 
+def big_int(v) -> bool:
+    """Whether ``v`` is a constant Python integer outside int64 (a literal, or folded from constants):
+    a compile-time value only, refused where it would run."""
+    return isinstance(v, Const) and type(v.value) is int and v.type == pyobj
+
+
 def const(value) -> Const:
     """The constant ``value``; a list (of numbers, tuples, lists) is frozen as a tuple."""
     if type(value) in (list, tuple):

@@ -416,3 +416,40 @@ def test_a_negative_number_to_a_fractional_power_is_a_value_error_where_cpython_
     assert isinstance(power(-2.0, 0.5), complex)
     with pytest.raises(ValueError, match="compiled code has no complex numbers"):
         gpuc.jit(power)(-2.0, 0.5)
+
+
+# -- integer constants outside int64 ----------------------------------------------------------
+
+def huge_sum(x):
+    return x + 2**100
+
+
+def shifted_mask(x):
+    return x & (1 << 64) - 1
+
+
+def below_two_to_the_64(x):
+    y = 2**64
+    return x < y
+
+
+def float_of_huge(x):
+    return float(2**100) + x
+
+
+def exact_constants(x):
+    return x + (-2**63), (2**64 - 1) // 2**62 + x, 2**100 - 2**100 + x, float(2**70) / 2**60
+
+
+@pytest.mark.parametrize("fn", [huge_sum, shifted_mask, below_two_to_the_64])
+def test_an_integer_constant_outside_int64_is_refused_at_its_line_not_wrapped(fn):
+    # 2**100 and 2**64 folded to 0 and 1 << 64 to 0: x + 2**100 returned x, x < 2**64 was False
+    with pytest.raises(TypeInferenceError, match=r"test_loud_semantics.py:\d+: the integer \d+ does not fit in 64"):
+        gpuc.jit(fn)(3)
+
+
+@pytest.mark.parametrize("x", [0, 3, 7])  # x + (-2**63) stays in int64 for x >= 0 (below, it wraps at run time)
+def test_constant_expressions_have_cpythons_values_through_integers_outside_int64(x):
+    # float(2**100) was 0.0: the power wrapped before the conversion
+    assert gpuc.jit(float_of_huge)(x) == float_of_huge(x)
+    assert gpuc.jit(exact_constants)(x) == exact_constants(x)

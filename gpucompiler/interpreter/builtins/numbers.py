@@ -9,8 +9,8 @@ from llvmlite import ir
 
 from ... import types as T
 from ...frontend import intrinsics as K
-from ..lattice import Const, widen
-from ..rules import Any_, Bool, Constant, Float, Int, Number, RuleSet, register
+from ..lattice import Const, const, widen
+from ..rules import Any_, Bool, CallResult, Constant, Float, Int, Number, RuleSet, register
 from . import pyhelpers as H
 from .floatint import _MIRROR, compare_int_float, exact_pow, fcmp, finite
 
@@ -172,6 +172,9 @@ def _python_helpers(interp, fn, args):
         return None
     if any(widen(a).kind == "c" for a in args):
         return None
+    folded = _folded(fn, args)
+    if folded is not None:
+        return folded
     helper = None
     if _promoted(*args).kind == "f":  # uint64 with a signed integer too (their common type is float64)
         helper = {operator.floordiv: H.float_floordiv, operator.mod: H.float_mod}.get(fn)
@@ -181,6 +184,21 @@ def _python_helpers(interp, fn, args):
             return None  # float result: the float rule below
         helper = H.int_pow
     return interp.invoke(helper, args) if helper else None
+
+
+def _folded(fn, args) -> CallResult | None:
+    """``//``, ``%`` or ``**`` of two Python number constants, computed by Python: CPython's value
+    (an integer outside int64 stays a compile-time constant, refused where it would run; ``2**64``
+    wrapped to 0). None where Python raises (the helper raises it at run time) or for other values."""
+    if fn not in (operator.floordiv, operator.mod, operator.pow):
+        return None
+    if not all(isinstance(a, Const) and type(a.value) in (int, float, bool) for a in args):
+        return None
+    try:
+        value = fn(*[a.value for a in args])
+    except (ArithmeticError, ValueError):
+        return None
+    return CallResult(const(value)) if type(value) in (int, float) else None
 
 
 def _pow_type(a, b):

@@ -102,6 +102,10 @@ class Closures(LoweringState):
         if not all(isinstance(d, ast.Constant) for d in a.defaults):
             self.unsupported(node, "nested function default that is not a constant",
                              "pass the value as an argument")
+        rebinding = next((n for n in ast.walk(node) if isinstance(n, ast.Nonlocal)), None)
+        if rebinding is not None:
+            self.unsupported(rebinding, "nonlocal in a nested function",
+                             "return the new value from the nested function and assign it in the enclosing one")
         own = set(own_bindings(node))
         outer = self.fn.pyfunc
         assert outer is not None, "the lowerer lowers a Python function"

@@ -148,3 +148,17 @@ def test_functions_sharing_a_qualname_and_argument_types_each_compile_their_own_
     its own function (they were one LLVM function, named by module, qualname and types: 12.0, not 16.0)."""
     assert jit(fn)(2.0) == fn(2.0)
     assert jit(fn)(-4.5) == fn(-4.5)
+
+
+def rebinds_from_a_nested_function(x):
+    def bump():
+        nonlocal x
+        x = x + 1
+    bump()
+    return x
+
+
+def test_nonlocal_in_a_nested_function_is_unsupported_at_its_line():
+    # the nested function was compiled alone: a SyntaxError pointing at a line of its own
+    with pytest.raises(UnsupportedError, match=r"test_closures.py:\d+: unsupported construct: nonlocal"):
+        jit(rebinds_from_a_nested_function)(3)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+import os
 import types as pytypes
 from typing import TYPE_CHECKING
 
@@ -250,8 +251,10 @@ class Interpreter:
         try:
             result = self.abstract_call(fn.value, args)
         except TypeInferenceError as exc:
-            if exc.loc is None:
-                exc = type(exc)(exc.message, exc.types, frame.where(inst), frame.ir.name, exc.hint)
+            where = frame.where(inst)
+            if exc.loc is None or (_inside_compiler(exc.loc) and not _inside_compiler(where)):
+                # the user's line, not one of the compiler's own implementations (iteration, NumPy's)
+                exc = type(exc)(exc.message, exc.types, where, frame.ir.name, exc.hint)
             raise exc from None
         except PluginError as exc:
             if exc.loc is not None:
@@ -362,6 +365,14 @@ class Interpreter:
         callee = self.infer(fn, args)
         ret = callee.provisional if callee in self.stack else callee.rettype
         return CallResult(ret, None, callee)
+
+
+_COMPILER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _inside_compiler(loc) -> bool:
+    """Whether the location ``(file, line, column)`` is in the compiler's own source."""
+    return str(loc[0]).startswith(_COMPILER)
 
 
 _RULES_ONLY = (K.call_method, K.call_kw)

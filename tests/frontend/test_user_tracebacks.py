@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 import traceback
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 
 from enzyme_plugin import Active, Reverse, autodiff
 from gpucompiler import device as gd, jit, kernel
-from gpucompiler.errors import GPUCompilerError
+from gpucompiler.errors import GPUCompilerError, TypeInferenceError
 
 
 def bad(x):
@@ -39,3 +40,18 @@ def test_the_callers_frame_is_on_top_of_a_compile_error(api, monkeypatch):
     assert frames[:2] == ["_frames", "<lambda>"] and len(frames) == 3  # the API's own entry, nothing below
     monkeypatch.setenv("GPUC_DEBUG_TRACEBACKS", "1")
     assert len(_frames(CALLS[api])) > 6
+
+
+def sums_a_mixed_tuple(t):
+    s = 0.0
+    for v in t:  # the line the error names
+        s += v
+    return s
+
+
+def test_an_error_inside_the_compilers_own_helpers_names_the_users_line():
+    # iterating a tuple of mixed items raised at gpucompiler/frontend/intrinsics.py, a line of the compiler
+    lines, first = inspect.getsourcelines(sums_a_mixed_tuple)
+    line = first + next(k for k, text in enumerate(lines) if "the line the error names" in text)
+    with pytest.raises(TypeInferenceError, match=rf"test_user_tracebacks.py:{line}: indexing tuple"):
+        jit(sums_a_mixed_tuple)((1, 2.5))

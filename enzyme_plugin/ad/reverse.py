@@ -183,7 +183,10 @@ class Reverse(Emit, Recompute, LoopTape):
             if len(preds) > 1:
                 b = Builder()
                 b.position_before(sw.vmap[block].instructions[0])
-                self.pred_ids[block] = b.phi(T.i32, [(const_int(T.i32, k), sw.vmap[p]) for k, p in enumerate(preds)])
+                # one entry per edge: a switch may reach ``block`` by several of its cases
+                fb = sw.vmap[block]
+                self.pred_ids[block] = b.phi(T.i32, [(const_int(T.i32, k), sw.vmap[p]) for k, p in enumerate(preds)
+                                                     for op in sw.vmap[p].terminator.operands if op is fb])
         for block in fn.blocks:
             self.cur = block
             self.b.position_at_end(self.rev_blocks[block])

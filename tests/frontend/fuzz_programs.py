@@ -598,6 +598,8 @@ def _child(seeds: list[int], workdir: str, family: str = "python") -> None:
     sys.setrecursionlimit(1000)
     if family == "arrays":
         from tests.frontend.fuzz_arrays import run_array_program as runner  # it uses this module's helpers
+    elif family == "gradients":
+        from tests.enzyme_plugin.fuzz_gradients import run_gradient_program as runner  # the same
     else:
         runner = run_dtype_program if family == "dtypes" else run_program
     for seed in seeds:

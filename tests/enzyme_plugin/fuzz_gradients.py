@@ -1,0 +1,572 @@
+"""Differential fuzzer of derivatives: random differentiable programs, finite differences as the oracle.
+
+Each program is a small module: helpers (one of them recursive with a depth
+bound, one reading and writing an array, one returning a tuple) and the entry
+``f(x, y, a, b, n)`` of two float64 scalars, two float64 arrays of one length
+and an int, returning a float. Its statements mix arithmetic, ``**`` with int
+and float exponents, ``math`` functions, ``abs``/``min``/``max``, ``if``/``else``
+on comparisons, ``for`` loops over constant and runtime trip counts with
+loop-carried accumulators and ``break``, ``while`` loops, tuples, array reads
+and writes (``a[i] += ...``, ``b[i] = ...``) and ``np.sum``/``np.dot``.
+
+On several random inputs the derivatives of
+
+* ``autodiff(ReverseWithPrimal, f, Active(x), Active(y), Duplicated(a, da),
+  Duplicated(b, db), Const(n))``: the gradient of ``L = f + wa.a_out + wb.b_out``
+  (``da``, ``db`` seeded with the cotangents ``wa``, ``wb`` of what ``f`` leaves
+  in the arrays), and
+* ``autodiff(ForwardWithPrimal, f, Duplicated(x, vx), ...)``: the tangents of
+  ``f``'s result and of the arrays along a random direction ``v``,
+
+called from Python and from a ``@jit`` function, are compared with central
+finite differences of the CPython-run function along ``v`` at several step
+sizes, and the primal values (result and arrays) with CPython's. A sample is
+used only where every branch decision (each comparison, ``abs``, ``min``,
+``max``, ``atan2``'s cut) is the same at every finite-difference point, and
+the finite differences agree with each other at two consecutive step sizes.
+Outcomes, per program:
+
+* ``right``: every checked derivative and primal agrees;
+* ``typed``: a typed error (:class:`GPUCompilerError`) naming the program's
+  ``file:line``;
+* ``wrong``: a derivative or a primal disagrees, or compiled code raised where
+  CPython did not;
+* ``untyped``: an internal exception, or a typed one without the program's line;
+* ``crash`` / ``hang``: the process died / stopped making progress;
+* ``skipped``: no input was away from a non-differentiable point.
+
+    python -m tests.enzyme_plugin.fuzz_gradients --programs 2000 [--seed 0] [--jobs 2] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import json
+import math
+import os
+import random
+import re
+import sys
+import time
+
+from tests.frontend import fuzz_programs as F
+
+KINDS = ("right", "typed", "wrong", "untyped", "crash", "hang", "skipped")
+CONSTS = ["0.5", "1.5", "-0.75", "2.0", "0.25", "-1.25", "0.125", "3.0"]
+STEPS = (1e-3, 1e-4, 1e-5, 1e-6)
+SAMPLES = 4
+BOUND = 1e6  # inputs whose values leave [-BOUND, BOUND] are not used (overflow, ill conditioning)
+
+
+# -- generation ----------------------------------------------------------------------------------
+
+class _Gen:
+    """One program over float variables, int variables (``n``, loop counters) and two arrays."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        self.m = rng.randint(1, 5)  # the arrays' length
+        self.fresh = 0
+        self.helpers: list[str] = []
+        self.calls: list[str] = []  # kinds of helpers: "ff" (float, float) -> float, "rec", "arr", "tup"
+
+    def name(self, prefix="v") -> str:
+        self.fresh += 1
+        return f"{prefix}{self.fresh}"
+
+    def chance(self, p: float) -> bool:
+        return self.rng.random() < p
+
+    def index(self, scope) -> str:
+        loops = [v for v, k in scope.items() if k == "idx"]
+        if loops and self.chance(0.6):
+            i = self.rng.choice(loops)
+            return self.rng.choice([i, i, f"({i} + 1) % {self.m}", f"{self.m - 1} - {i}"])
+        return str(self.rng.randint(-self.m, self.m - 1))
+
+    def int_e(self, scope) -> str:
+        ints = [v for v, k in scope.items() if k in ("int", "idx")]
+        return self.rng.choice(ints + ["2", "3"]) if ints else self.rng.choice(["1", "2", "3"])
+
+    def cmp(self, scope, d) -> str:
+        op = self.rng.choice(["<", "<=", ">", ">="])
+        if self.chance(0.2):
+            return f"{self.int_e(scope)} {op} {self.rng.randint(0, 3)}"
+        return f"{self.float_e(scope, d)} {op} {self.float_e(scope, d)}"
+
+    def cond(self, scope, d=1) -> str:
+        if self.chance(0.15):
+            return f"{self.cmp(scope, d)} {self.rng.choice(['and', 'or'])} {self.cmp(scope, d)}"
+        return self.cmp(scope, d)
+
+    def leaf(self, scope) -> str:
+        floats = [v for v, k in scope.items() if k == "float"]
+        arrays = [v for v, k in scope.items() if k == "arr"]
+        r = self.rng.random()
+        if floats and r < 0.55:
+            return self.rng.choice(floats)
+        if arrays and r < 0.8:
+            return f"{self.rng.choice(arrays + arrays[:1])}[{self.index(scope)}]"
+        return self.rng.choice(CONSTS)
+
+    def float_e(self, scope, d=2) -> str:
+        r = self.rng.random()
+        if d <= 0 or r < 0.2:
+            return self.leaf(scope)
+        a, b = self.float_e(scope, d - 1), self.float_e(scope, d - 1)
+        rng = self.rng
+        if r < 0.40:
+            return f"({a} {rng.choice(['+', '-', '*', '*'])} {b})"
+        if r < 0.45:
+            return f"({a} / {rng.choice(['(1.5 + ' + b + ' * ' + b + ')', '(2.0 + math.sin(' + b + '))', '1.75'])})"
+        if r < 0.53:
+            return rng.choice([f"{a} ** 2", f"{a} ** 3", f"(1.0 + {a} * {a}) ** -1", f"({a} * {a} + 0.5) ** 1.5",
+                               f"({a} * {a} + 0.25) ** 0.5", f"({a} * {a} + 0.5) ** {self.int_e(scope)}",
+                               f"(0.5 + {a} * {a}) ** math.sin({b})", f"{a} ** {self.int_e(scope)}"])
+        if r < 0.68:
+            return rng.choice([f"math.sin({a})", f"math.cos({a})", f"math.tanh({a})", f"math.atan({a})",
+                               f"math.exp(math.sin({a}))", f"math.exp(0.5 * math.tanh({a}))",
+                               f"math.log({a} * {a} + 0.5)", f"math.sqrt({a} * {a} + 0.1)",
+                               f"math.log1p({a} * {a})", f"math.expm1(math.tanh({a}))", f"math.erf({a})",
+                               f"math.sinh(math.tanh({a}))", f"math.cosh(math.sin({a}))", f"math.asinh({a})",
+                               f"math.log2(1.5 + math.cos({a}))", f"math.log10({a} * {a} + 1.0)"])
+        if r < 0.76:
+            return rng.choice([f"math.atan2({a}, {b})", f"math.hypot({a}, {b} + 0.5)",
+                               f"math.pow({a} * {a} + 0.5, {b})", f"math.pow(1.25 + math.sin({a}), 1.5)"])
+        if r < 0.84:
+            return rng.choice([f"abs({a})", f"min({a}, {b})", f"max({a}, {b})", f"math.fabs({a})"])
+        if r < 0.92 and self.calls:
+            kind = rng.choice(self.calls)
+            if kind == "ff":
+                return f"h_ff({a}, {b})"
+            if kind == "rec":
+                return f"h_rec({a}, {rng.choice(['2', '3', '0'] + ['n'] * ('n' in scope))})"
+            if kind == "arr" and "a" in scope:
+                return f"h_arr({rng.choice(['a', 'b'])}, {a}, {self.index(scope)})"
+            if kind == "arr":
+                return a
+            return f"h_tup({a}, {b})[{rng.randint(0, 1)}]"
+        if r < 0.96:
+            return f"({a} if {self.cmp(scope, 0)} else {b})"
+        return f"(float({self.int_e(scope)}) * {a})"
+
+    # statements: lines at ``ind`` indentation; ``scope`` maps names to "float", "int" or "idx"
+    def block(self, scope, ind, n, depth, loop=False) -> list[str]:
+        pad = " " * ind
+        lines: list[str] = []
+        rng = self.rng
+        for _ in range(n):
+            r = rng.random()
+            floats = [v for v, k in scope.items() if k == "float"]
+            if r < 0.25 or depth >= 2:
+                var = rng.choice(floats) if floats and self.chance(0.4) else self.name()
+                lines.append(f"{pad}{var} = {self.float_e(scope)}")
+                scope[var] = "float"
+            elif r < 0.37 and floats:
+                var = rng.choice(floats)
+                lines.append(rng.choice([f"{pad}{var} += {self.float_e(scope)}", f"{pad}{var} -= {self.float_e(scope)}",
+                                         f"{pad}{var} *= 1.0 + 0.25 * math.sin({self.float_e(scope, 1)})"]))
+            elif r < 0.50:
+                lines.append(f"{pad}if {self.cond(scope)}:")
+                inner, other = dict(scope), dict(scope)
+                lines += self.block(inner, ind + 4, rng.randint(1, 2), depth + 1, loop)
+                if self.chance(0.6):
+                    lines.append(f"{pad}else:")
+                    lines += self.block(other, ind + 4, rng.randint(1, 2), depth + 1, loop)
+                else:
+                    other = scope
+                for v, k in inner.items():
+                    if other.get(v) == k:
+                        scope[v] = k
+            elif r < 0.68:
+                i = self.name("i")
+                acc = rng.choice(floats) if floats and self.chance(0.7) else None
+                if acc is None:
+                    acc = self.name("s")
+                    lines.append(f"{pad}{acc} = {rng.choice(['0.0', '1.0', self.leaf(scope)])}")
+                    scope[acc] = "float"
+                bound = rng.choice(["n", "n", f"{self.m}", "len(a)", "a.shape[0]", "n, 0, -1"] if "a" in scope
+                                   else ["2", "3", "1, 3"])
+                lines.append(f"{pad}for {i} in range({bound}):")
+                inner = dict(scope, **{i: "idx"})
+                if bound in ("n, 0, -1", "1, 3"):
+                    inner[i] = "int"  # 1..n: not an index
+                body = self.block(inner, ind + 4, rng.randint(0, 2), depth + 1, True)
+                upd = rng.choice([f"{acc} + {self.float_e(inner)}", f"{acc} * (1.0 + 0.125 * math.sin({self.float_e(inner, 1)}))",
+                                  f"0.5 * {acc} + {self.float_e(inner)}", f"math.sin({acc}) + {self.float_e(inner, 1)}"])
+                body.append(f"{pad}    {acc} = {upd}")
+                if self.chance(0.2):
+                    body.append(f"{pad}    if {self.cmp(inner, 1)}:")
+                    body.append(f"{pad}        {rng.choice(['break', 'continue'])}")
+                lines += body
+            elif r < 0.74:
+                k = self.name("k")
+                acc = rng.choice(floats) if floats else "x"
+                lines.append(f"{pad}{k} = 0")
+                lines.append(f"{pad}while {k} < {rng.choice(['n', '3', 'n + 1'] if 'n' in scope else ['2', '3'])}"
+                             f"{' and ' + self.cmp(scope, 1) if self.chance(0.4) else ''}:")
+                lines.append(f"{pad}    {acc} = {rng.choice(['0.75 * ' + acc, 'math.cos(' + acc + ')', acc + ' * ' + acc + ' * 0.25'])}"
+                             f" + {self.float_e(scope, 1)}")
+                lines.append(f"{pad}    {k} += 1")
+                scope[k] = "int"
+            elif r < 0.84 and "a" in scope:
+                arr = rng.choice(["a", "b", "b"])
+                op = rng.choice(["=", "=", "+=", "*="])
+                e = self.float_e(scope)
+                if op == "*=":
+                    e = f"(1.0 + 0.25 * math.sin({e}))"
+                lines.append(f"{pad}{arr}[{self.index(scope)}] {op} {e}")
+            elif r < 0.90:
+                p, q = self.name(), self.name()
+                if "tup" in self.calls and self.chance(0.5):
+                    lines.append(f"{pad}{p}, {q} = h_tup({self.float_e(scope, 1)}, {self.float_e(scope, 1)})")
+                elif len(floats) >= 2 and self.chance(0.5):
+                    u, w = rng.sample(floats, 2)
+                    lines.append(f"{pad}{u}, {w} = {w}, {u}")
+                    continue
+                else:
+                    lines.append(f"{pad}{p}, {q} = ({self.float_e(scope, 1)}, {self.float_e(scope, 1)})")
+                scope[p] = scope[q] = "float"
+            elif r < 0.95 and "a" in scope:
+                var = self.name()
+                lines.append(f"{pad}{var} = " + rng.choice(["np.sum(a)", "np.dot(a, b)", "np.sum(b)", "a.sum()",
+                                                            "np.sum(a * b)", "np.dot(b, b)"]))
+                scope[var] = "float"
+            elif not loop:
+                lines.append(f"{pad}if {self.cond(scope)}:")
+                lines.append(f"{pad}    return {self.float_e(scope)}")
+        return lines or [pad + "pass"]
+
+    def helper_sources(self) -> None:
+        rng = self.rng
+        for kind in rng.sample(["ff", "rec", "arr", "tup"], rng.randint(0, 3)):
+            if kind == "ff":
+                scope = {"u": "float", "w": "float"}
+                body = self.block(scope, 4, rng.randint(1, 3), 1)
+                self.helpers.append("def h_ff(u, w):\n" + "\n".join(body) + f"\n    return {self.float_e(scope)}\n")
+            elif kind == "rec":
+                step = rng.choice(["math.sin(u) + 0.5 * u", "0.5 * u * u - 0.25", "math.tanh(u) * 1.5", "u + math.cos(u)"])
+                tail = rng.choice(["* 0.75", "+ math.sin(u)", "+ u", ""])
+                self.helpers.append(f"def h_rec(u, d):\n    if d <= 0:\n        return u\n"
+                                    f"    return h_rec({step}, d - 1) {tail}\n")
+            elif kind == "arr":
+                i = "j"
+                write = rng.choice(["", f"    v[{i}] += 0.5 * u\n", f"    v[{i}] = math.sin(v[{i}]) * u\n"])
+                self.helpers.append(f"def h_arr(v, u, {i}):\n{write}    return v[{i}] * u + math.cos(v[{i}])\n")
+            else:
+                scope = {"u": "float", "w": "float"}
+                self.helpers.append(f"def h_tup(u, w):\n    return {self.float_e(scope)}, {self.float_e(scope)}\n")
+            self.calls.append(kind)
+
+    def program(self) -> str:
+        self.helper_sources()
+        scope = {"x": "float", "y": "float", "n": "int", "a": "arr", "b": "arr"}
+        body = self.block(scope, 4, self.rng.randint(2, 6), 0)
+        floats = [v for v, k in scope.items() if k == "float"]
+        extra = self.rng.sample(floats, min(len(floats), self.rng.randint(1, 3)))
+        body.append(f"    return {' + '.join([self.float_e(scope)] + extra)}")
+        return ("import math\n\nimport numpy as np\n\nfrom enzyme_plugin import (Active, Const, Duplicated, "
+                "ForwardWithPrimal, ReverseWithPrimal, autodiff)\n\n\n" + "\n\n".join(self.helpers) +
+                "\n\ndef f(x, y, a, b, n):\n" + "\n".join(body) + "\n\n" + WRAPPERS)
+
+
+WRAPPERS = """
+def grad_reverse(x, y, a, da, b, db, n):
+    return autodiff(ReverseWithPrimal, f, Active(x), Active(y), Duplicated(a, da), Duplicated(b, db), Const(n))
+
+
+def grad_forward(x, vx, y, vy, a, va, b, vb, n):
+    return autodiff(ForwardWithPrimal, f, Duplicated(x, vx), Duplicated(y, vy), Duplicated(a, va),
+                    Duplicated(b, vb), Const(n))
+"""
+
+
+def generate(seed: int) -> tuple[str, int]:
+    """``(source, array length)`` of program ``seed``."""
+    g = _Gen(random.Random(seed))
+    return g.program(), g.m
+
+
+# -- the oracle: CPython with every branch decision recorded -------------------------------------
+
+class _Trace(ast.NodeTransformer):
+    """``a < b`` -> ``_br(a < b)``, ``abs``/``min``/``max``/``fabs``/``atan2`` -> recording versions."""
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        return ast.Call(ast.Name("_br", ast.Load()), [node], [])
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        fn = node.func
+        if isinstance(fn, ast.Name) and fn.id in ("abs", "min", "max"):
+            node.func = ast.Name("_" + fn.id, ast.Load())
+        elif isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and fn.value.id == "math" \
+                and fn.attr in ("fabs", "atan2"):
+            node.func = ast.Name("_" + fn.attr, ast.Load())
+        return node
+
+
+class _Recorder:
+    def __init__(self):
+        self.trace: list = []
+
+    def install(self, mod) -> None:
+        t = self.trace
+        mod._br = lambda c: t.append(bool(c)) or c
+        mod._abs = lambda v: t.append(v >= 0) or abs(v)
+        mod._fabs = lambda v: t.append(v >= 0) or math.fabs(v)
+        mod._min = lambda *v: t.append(v.index(min(v))) or min(v)
+        mod._max = lambda *v: t.append(v.index(max(v))) or max(v)
+        mod._atan2 = lambda p, q: t.append((q >= 0, p >= 0)) or math.atan2(p, q)
+
+
+def _oracle(src: str) -> str:
+    tree = _Trace().visit(ast.parse(src))
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def _evaluate(oracle, rec: _Recorder, x, y, a, b, n):
+    """``(result, a_out, b_out, trace)`` of CPython's ``f``, or None when it raises or leaves the bound."""
+    import numpy as np
+
+    rec.trace.clear()
+    a, b = a.copy(), b.copy()
+    try:
+        r = float(oracle.f(x, y, a, b, n))
+    except (ArithmeticError, ValueError, IndexError, RecursionError):
+        return None
+    vals = np.concatenate([[r], a, b])
+    if not np.all(np.isfinite(vals)) or np.max(np.abs(vals)) > BOUND:
+        return None
+    return r, a, b, list(rec.trace)
+
+
+def _fd(values, sel, h):
+    plus, minus = values[h]
+    return (sel(plus) - sel(minus)) / (2 * h)
+
+
+def _agrees(ad: float, fds: list[float]) -> str:
+    """``ok``, ``noisy`` (finite differences never settle: no verdict) or ``wrong``."""
+    scale = 1.0 + abs(ad) + max(abs(v) for v in fds)
+    settled = False
+    for k in range(len(fds) - 1):
+        gap = abs(fds[k] - fds[k + 1])
+        if gap <= 1e-6 * scale:
+            settled = True
+            if abs(ad - fds[k + 1]) <= 1e-5 * scale + 10 * gap:
+                return "ok"
+    if not settled:
+        return "noisy"
+    return "ok" if any(abs(ad - v) <= 1e-5 * scale for v in fds) else "wrong"
+
+
+def _same_primal(got: float, want: float) -> bool:
+    return abs(got - want) <= 1e-9 * (1.0 + abs(want))
+
+
+# -- one program ---------------------------------------------------------------------------------
+
+def _location_ok(exc, path: str) -> bool:
+    return os.path.basename(path) + ":" in str(exc)
+
+
+def _failure(exc, path: str) -> tuple[str, str] | None:
+    """How a raised exception classifies: a typed compile error, an internal one, or None (compiled code raised)."""
+    from gpucompiler.errors import GPUCompilerError
+
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    if isinstance(exc, GPUCompilerError):
+        if _location_ok(exc, path):
+            return "typed", f"{type(exc).__name__}: {re.sub(r'^.*?:[0-9]+: ', '', first)}"
+        return "untyped", f"{type(exc).__name__} without the program's line: {first}"
+    if F._from_compiler(exc) or "enzyme_plugin" in _last_frame(exc):
+        return "untyped", f"{type(exc).__name__}: {first}"
+    return None
+
+
+def _last_frame(exc) -> str:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_code.co_filename if tb is not None else ""
+
+
+def run_gradient_program(seed: int, workdir: str) -> tuple[str, str]:
+    """Generate, differentiate in every way, compare with CPython's finite differences (in this process)."""
+    import numpy as np
+
+    from gpucompiler import jit
+
+    src, m = generate(seed)
+    path = os.path.join(workdir, f"fuzz_grad_{seed}.py")
+    mod = F._load(src, path)
+    oracle = F._load(_oracle(src), os.path.join(workdir, f"fuzz_grad_oracle_{seed}.py"))
+    rec = _Recorder()
+    rec.install(oracle)
+    rng = np.random.default_rng(seed)
+    jit_rev = jit(mod.grad_reverse, plugins=("enzyme",))
+    jit_fwd = jit(mod.grad_forward, plugins=("enzyme",))
+    checked = 0
+    for _ in range(SAMPLES * 3):
+        if checked >= SAMPLES:
+            break
+        x, y = (float(v) for v in rng.uniform(-1.5, 1.5, 2))
+        a, b = rng.uniform(-1.5, 1.5, m), rng.uniform(-1.5, 1.5, m)
+        n = int(rng.integers(0, m + 1))
+        vx, vy = (float(v) for v in rng.normal(size=2))
+        va, vb = rng.normal(size=m), rng.normal(size=m)
+        wa, wb = rng.normal(size=m), rng.normal(size=m)
+        base = _evaluate(oracle, rec, x, y, a, b, n)
+        if base is None:
+            continue
+        values = {}
+        for h in STEPS:
+            pts = [_evaluate(oracle, rec, x + s * h * vx, y + s * h * vy, a + s * h * va, b + s * h * vb, n)
+                   for s in (1, -1)]
+            if any(p is None or p[3] != base[3] for p in pts):
+                break
+            values[h] = pts
+        if len(values) < len(STEPS):
+            continue  # near a branch point, a kink or the bound
+        verdict = _check_sample(mod, jit_rev, jit_fwd, path, (x, y, a, b, n), (vx, vy, va, vb), (wa, wb),
+                                base, values)
+        if verdict is None:
+            continue
+        if verdict[0] != "right":
+            return verdict
+        checked += 1
+    return ("right", "") if checked else ("skipped", "no input away from a branch point")
+
+
+def _check_sample(mod, jit_rev, jit_fwd, path, point, direction, weights, base, values):
+    """``(kind, detail)`` of one input, or None when the finite differences never settle."""
+    import numpy as np
+
+    from enzyme_plugin import Active, Const, Duplicated, ForwardWithPrimal, ReverseWithPrimal, autodiff
+
+    x, y, a, b, n = point
+    vx, vy, va, vb = direction
+    wa, wb = weights
+    r0, a0, b0, _ = base
+    m = len(a)
+
+    def loss(out):
+        return out[0] + float(np.dot(wa, out[1])) + float(np.dot(wb, out[2]))
+
+    want_dl = [_fd(values, loss, h) for h in STEPS]
+    want_df = [_fd(values, lambda o: o[0], h) for h in STEPS]
+    want_da = [[_fd(values, lambda o, k=k: o[1][k], h) for h in STEPS] for k in range(m)]
+    want_db = [[_fd(values, lambda o, k=k: o[2][k], h) for h in STEPS] for k in range(m)]
+    noisy = False
+    where = f"at x={x!r}, y={y!r}, a={a.tolist()!r}, b={b.tolist()!r}, n={n}"
+
+    def compare(what, got, fds):
+        nonlocal noisy
+        v = _agrees(got, fds)
+        noisy = noisy or v == "noisy"
+        if v == "wrong":
+            return "wrong", f"{what}: {got!r}, finite differences {fds[1]!r} .. {fds[-1]!r} {where}"
+        return None
+
+    def primal(what, got_r, got_a, got_b):
+        if not _same_primal(got_r, r0):
+            return "wrong", f"{what} primal {got_r!r}, CPython {r0!r} {where}"
+        for nm, got, want in (("a", got_a, a0), ("b", got_b, b0)):
+            if not all(_same_primal(float(g), float(w)) for g, w in zip(got, want)):
+                return "wrong", f"{what} leaves {nm}={got.tolist()!r}, CPython {want.tolist()!r} {where}"
+        return None
+
+    calls = {
+        "reverse": lambda aa, da, bb, db: autodiff(ReverseWithPrimal, mod.f, Active(x), Active(y),
+                                                   Duplicated(aa, da), Duplicated(bb, db), Const(n)),
+        "reverse in @jit": lambda aa, da, bb, db: jit_rev(x, y, aa, da, bb, db, n),
+    }
+    for what, call in calls.items():
+        aa, bb, da, db = a.copy(), b.copy(), wa.copy(), wb.copy()
+        try:
+            (gx, gy), p = call(aa, da, bb, db)
+        except Exception as exc:
+            return _failure(exc, path) or ("wrong", f"{what} raised {type(exc).__name__}: {exc} {where}")
+        bad = primal(what, float(p), aa, bb)
+        if bad:
+            return bad
+        got = gx * vx + gy * vy + float(np.dot(da, va)) + float(np.dot(db, vb))
+        bad = compare(f"{what}: gradient along v", got, want_dl)
+        if bad:
+            return bad
+    fcalls = {
+        "forward": lambda ta, tb: autodiff(ForwardWithPrimal, mod.f, Duplicated(x, vx), Duplicated(y, vy),
+                                           Duplicated(aa, ta), Duplicated(bb, tb), Const(n)),
+        "forward in @jit": lambda ta, tb: jit_fwd(x, vx, y, vy, aa, ta, bb, tb, n),
+    }
+    for what, call in fcalls.items():
+        aa, bb, ta, tb = a.copy(), b.copy(), va.copy(), vb.copy()
+        try:
+            t, p = call(ta, tb)
+        except Exception as exc:
+            return _failure(exc, path) or ("wrong", f"{what} raised {type(exc).__name__}: {exc} {where}")
+        bad = primal(what, float(p), aa, bb)
+        if bad:
+            return bad
+        bad = compare(f"{what}: tangent of f", float(t), want_df)
+        for k in range(m):
+            bad = bad or compare(f"{what}: tangent of a[{k}]", float(ta[k]), want_da[k])
+            bad = bad or compare(f"{what}: tangent of b[{k}]", float(tb[k]), want_db[k])
+        if bad:
+            return bad
+    return None if noisy else ("right", "")
+
+
+# -- the driver ----------------------------------------------------------------------------------
+
+def run(seeds: list[int], timeout: float = 60.0, batch: int = 50, progress=None,
+        jobs: int = 1) -> dict[int, tuple[str, str]]:
+    """``seed -> (kind, detail)``: batches of programs in child processes (fuzz_programs' driver)."""
+    return F.run(seeds, timeout, batch, progress=progress, jobs=jobs, family="gradients")
+
+
+def table(results) -> dict[str, int]:
+    counts = collections.Counter(k for k, _ in results.values())
+    return {k: counts.get(k, 0) for k in KINDS}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--programs", type=int, default=500)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=50)
+    ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--jobs", type=int, default=1, help="batches run at once")
+    ap.add_argument("--json", default=None, help="write counts and every failing program here")
+    args = ap.parse_args(argv)
+    seeds = list(range(args.seed, args.seed + args.programs))
+    t0 = time.perf_counter()
+    results = run(seeds, args.timeout, args.batch, jobs=args.jobs,
+                  progress=lambda k: print(f"\r{k}/{len(seeds)}", end="", file=sys.stderr, flush=True))
+    seconds = time.perf_counter() - t0
+    counts = table(results)
+    print(file=sys.stderr)
+    print(f"{'kind':<10}{'programs':>10}")
+    for k in KINDS:
+        print(f"{k:<10}{counts[k]:>10}")
+    print(f"{'total':<10}{len(results):>10}   ({seconds:.0f} s, seeds {seeds[0]}..{seeds[-1]})")
+    bad = {s: r for s, r in sorted(results.items()) if r[0] not in ("right", "typed", "skipped")}
+    for s, (k, d) in list(bad.items())[:30]:
+        print(f"  seed {s}: {k}: {d}")
+    if args.json:
+        typed = collections.Counter(re.sub(r"@[\w.$]+|\b[0-9.]+\b", "_", d)[:120]
+                                    for k, d in results.values() if k == "typed")
+        with open(args.json, "w") as fh:
+            json.dump({"command": "python -m tests.enzyme_plugin.fuzz_gradients " + " ".join(argv or sys.argv[1:]),
+                       "programs": len(results), "seconds": round(seconds, 1), "counts": counts,
+                       "typed_reasons": dict(typed.most_common(20)),
+                       "failures": {str(s): list(r) for s, r in bad.items()}}, fh, indent=1)
+    return 0 if not bad else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

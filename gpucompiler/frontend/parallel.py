@@ -34,6 +34,7 @@ import attrs
 
 from ..errors import UnsupportedError
 from .closures import SOURCE_ATTRIBUTE
+from .reads import read_after
 
 LO, HI, START, STEP, K = "__gpuc_lo", "__gpuc_hi", "__gpuc_start", "__gpuc_step", "__gpuc_k"
 
@@ -183,13 +184,18 @@ class _Outliner:
                 if isinstance(inner, list):
                     self._no_escape(inner, in_loop or isinstance(stmt, (ast.For, ast.While)))
 
-    def outline(self, offset: int, filename: str) -> Region:
+    def outline(self, offset: int, filename: str, function_body: list[ast.stmt]) -> Region:
         reductions = self.reductions()
         self.check_body(reductions)
         target = self.node.target
         assert isinstance(target, ast.Name)
         reads = _loaded(ast.Module(body=self.node.body, type_ignores=[]))
         private = _stored(ast.Module(body=self.node.body, type_ignores=[]))  # assigned before read (checked)
+        stale = sorted(read_after(function_body, self.node, (private | {target.id}) - set(reductions)))
+        if stale:  # it kept its value from before the loop: Python's would be the last iteration's
+            self.refuse(self.node, f"{stale[0]!r} assigned in a prange loop and read after it",
+                        "a prange loop's own variables have no value after it (its iterations run in any "
+                        "order): make it a reduction (s += ...), or compute it after the loop")
         captured = tuple(sorted((reads & self.local_names) - private - set(reductions) - {target.id}))
         red = tuple(sorted(reductions.items()))
         body = self._body_def(target.id, captured, red)
@@ -288,9 +294,9 @@ def from_template(source: str, name: str, cells: dict[str, object], qualname: st
 
 
 def outline(node: ast.For, pyfunc, local_names: set[str], loc: Callable[[ast.AST], tuple],
-            filename: str, offset: int) -> Region:
-    """The :class:`Region` of the ``prange`` loop ``node`` of ``pyfunc``."""
-    return _Outliner(node, pyfunc, local_names, loc).outline(offset, filename)
+            filename: str, offset: int, function_body: list[ast.stmt]) -> Region:
+    """The :class:`Region` of the ``prange`` loop ``node`` of ``pyfunc`` (whose body is ``function_body``)."""
+    return _Outliner(node, pyfunc, local_names, loc).outline(offset, filename, function_body)
 
 
 __all__ = ["Reduction", "Region", "from_template", "function_from_ast", "is_prange", "outline"]

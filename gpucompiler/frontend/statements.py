@@ -158,7 +158,7 @@ class Statements(LoweringState):
         if not 1 <= len(it.args) <= 3 or it.keywords:
             self.unsupported(it, "prange with these arguments", "call prange(stop), prange(start, stop) or "
                              "prange(start, stop, step)")
-        region = outline(node, self.fn.pyfunc, self.locals, self.loc, self.filename, self.offset)
+        region = outline(node, self.fn.pyfunc, self.locals, self.loc, self.filename, self.offset, self.node.body)
         args = [self.expr(a) for a in it.args]
         start, stop, step = (self.emit(fn, args, it) for fn in (K.range_start, K.range_stop, K.range_step))
         if len(args) < 3:  # known start and step: the body's index arithmetic folds (and vectorises)

@@ -229,7 +229,45 @@ def _returns(a):
     return 0.0
 
 
+def _last_value(a):
+    t = 0.0
+    for i in prange(a.shape[0]):
+        t = a[i] * 2.0
+        a[i] = t
+    return t
+
+
+def _index_after(a):
+    for i in prange(a.shape[0]):
+        a[i] = 1.0
+    return a[i]
+
+
+def _read_in_a_branch_after(a):
+    t = 0.0
+    for i in prange(a.shape[0]):
+        t = a[i]
+        a[i] = t + 1.0
+    if a[0] > 0.0:
+        t = 1.0
+    return t
+
+
+def _read_on_the_next_outer_iteration(a):
+    t = 0.0
+    for k in range(3):
+        a[0] = t
+        for i in prange(a.shape[0]):
+            t = a[i] + k
+            a[i] = t
+    return a[0]
+
+
 @pytest.mark.parametrize("fn, words", [
+    (_last_value, "'t' assigned in a prange loop and read after it"),
+    (_index_after, "'i' assigned in a prange loop and read after it"),
+    (_read_in_a_branch_after, "'t' assigned in a prange loop"),
+    (_read_on_the_next_outer_iteration, "'t' assigned in a prange loop"),
     (_carried, "reads 't' before assigning it"),
     (_read_reduction, "read of the prange reduction variable 's'"),
     (_mixed, "with both"),
@@ -321,3 +359,25 @@ def test_raise_assert_and_print_in_a_parallel_body(threads, capsys):
 
     shout(3)
     assert sorted(capsys.readouterr().out.splitlines()) == ["item 0", "item 1", "item 2"]
+
+
+def _temporaries_named_alike(a, b):
+    for i in prange(a.shape[0]):
+        t = a[i] * 2.0
+        b[i] = t
+    for i in prange(a.shape[0]):
+        t = b[i] + 1.0
+        a[i] = t
+    t = 3.0
+    for i in range(2):
+        t = t + a[i]
+    return t
+
+
+def test_names_a_prange_loop_assigns_may_be_assigned_again_after_it(threads):
+    # a variable assigned in a prange body kept its value from before the loop (Python's is the last
+    # iteration's): reading it after the loop is refused, assigning it again first is not
+    a, b = np.arange(6.0), np.zeros(6)
+    want = _temporaries_named_alike(a.copy(), b.copy())
+    got = jit(parallel=True)(_temporaries_named_alike)(a, b)
+    assert got == want

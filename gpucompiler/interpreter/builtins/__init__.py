@@ -2,4 +2,4 @@
 
 # NumPy's functions first: their call handlers claim keyword calls before the constructors' refuse the rest
 from . import arrayexpr, reductions, selection, ufuncs  # noqa: F401  (registration)
-from . import complexes, containers, creation, mathlib, numbers, output, parallel, records, views  # noqa: F401
+from . import complexes, containers, creation, mathlib, numbers, output, parallel, pyfuncs, records, views  # noqa: F401

@@ -67,6 +67,16 @@ def trunc(x):
     return ffloor(x) if x >= 0 else -ffloor(-x)
 
 
+def rint(x):
+    """``np.rint``: the integer nearest to the float ``x``, ties to even, as a float (NaN and infinities as
+    they are, the sign of a zero kept); Python's ``round`` rounds so before converting to int."""
+    f = ffloor(x)
+    d = x - f  # exact: f is within 1 of x
+    if d > 0.5 or (d == 0.5 and ffloor(f * 0.5) * 2.0 != f):
+        f += 1.0
+    return math.copysign(f, x)
+
+
 def square(x):
     return x * x
 

@@ -50,7 +50,7 @@ _SCALAR: dict[str, Any] = {
     "arctan2": math.atan2, "hypot": math.hypot, "copysign": math.copysign, "fmod": K.fmod_ieee,
     "isnan": math.isnan, "isinf": math.isinf, "isfinite": math.isfinite,
     "maximum": S.maximum, "minimum": S.minimum, "fmax": S.fmax, "fmin": S.fmin,
-    "floor": S.floor, "ceil": S.ceil, "trunc": S.trunc, "square": S.square, "sign": S.sign,
+    "floor": S.floor, "ceil": S.ceil, "trunc": S.trunc, "rint": S.rint, "square": S.square, "sign": S.sign,
     "logical_and": S.logical_and, "logical_or": S.logical_or, "logical_xor": S.logical_xor,
     "logical_not": S.logical_not,
 }
@@ -261,7 +261,21 @@ def elementwise_call(interp, fn, args, kw=None) -> CallResult | None:
                                  hint="use np.any(a) or np.all(a), or compare elements")
     if getattr(fn, "__name__", "") in _ELEMENTWISE and getattr(fn, "__module__", "") == "numpy":
         return _where_call(interp, args, kw)
+    if getattr(fn, "__name__", "") in ("round", "around") and getattr(fn, "__module__", "") == "numpy":
+        return _round_call(interp, args, kw)
     return None
+
+
+def _round_call(interp, args, kw) -> CallResult:
+    """``np.round(x)`` of floats: ``np.rint`` (half to even). Other decimals or dtypes are refused."""
+    decimals = (kw or {}).get("decimals", args[1] if len(args) > 1 else Const(0, T.int64))
+    x = widen(args[0]) if args else None
+    dtype = x.dtype if isinstance(x, (_A, _E)) else x
+    if (len(args) + len(kw or {}) not in (1, 2) or not isinstance(decimals, Const) or decimals.value != 0
+            or not isinstance(dtype, T.Scalar) or dtype.kind != "f"):
+        raise TypeInferenceError("np.round() is supported in compiled code for floats with decimals=0",
+                                 hint="np.rint(x) rounds to the nearest integer (ties to even)")
+    return _ufunc_call(interp, numpy().rint, args[:1])
 
 
 @base.handler

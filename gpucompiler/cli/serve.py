@@ -25,17 +25,42 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1; anything else needs --allow-remote)")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
-    parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--workers", type=int, default=2, help="compile worker processes (default 2)")
+    parser.add_argument("--port", type=_port, default=8765)
+    parser.add_argument("--workers", type=_positive(int), default=2, help="compile worker processes (default 2)")
     parser.add_argument("--token-file", type=Path,
                         help="require 'Authorization: Bearer <token>' (token read from this file; "
                              "GPUC_SERVICE_TOKEN works too)")
     parser.add_argument("--no-auth", action="store_true",
                         help="serve without a token (loopback only; by default a token is generated)")
-    parser.add_argument("--max-request-mb", type=float, default=16.0, help="largest request body (MiB)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="longest compile a request waits for (s)")
+    parser.add_argument("--max-request-mb", type=_positive(float), default=16.0, help="largest request body (MiB)")
+    parser.add_argument("--timeout", type=_positive(float), default=120.0,
+                        help="longest compile a request waits for (s)")
     parser.add_argument("--cache-dir", help="disk tier (default: GPUC_CACHE_DIR or the per-user cache)")
     parser.set_defaults(func=run)
+
+
+def _port(text: str) -> int:
+    """A TCP port number (0: any free port)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is not in 0..65535")
+    return port
+
+
+def _positive(kind):
+    """An argparse type: a number of ``kind`` above zero (a finite one for floats)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError(f"{text} must be a positive number")
+        return value
+    return parse
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,7 +75,10 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--host {args.host} is not loopback; pass --allow-remote to serve other machines "
                           "(with --token-file)")
     settings = CacheSettings.from_env()
-    token = args.token_file.read_text().strip() if args.token_file else settings.service_token
+    try:
+        token = args.token_file.read_text().strip() if args.token_file else settings.service_token
+    except OSError as exc:
+        raise ConfigError(f"--token-file {args.token_file}: {exc.strerror}") from None
     if args.no_auth and not loopback:
         raise ConfigError("--no-auth is for loopback only: other machines need a token (--token-file)")
     if not loopback and not token:

@@ -37,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     except GPUCompilerError as exc:
         print(f"gpuc: error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # an output file that cannot be written, a directory that cannot be read
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"gpuc: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
 
 
 __all__ = ["EMIT_CHOICES", "build_parser", "compile_text", "main", "write_artifact"]

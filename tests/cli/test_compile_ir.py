@@ -107,3 +107,14 @@ def test_scalable_vectors_are_refused_before_llvm(tmp_path):
     for target in ("native", "ptx"):
         proc = gpuc("compile-ir", "sv.ll", "--target", target, "--emit", "asm", cwd=tmp_path)
         assert proc.returncode == 1 and "[SCALABLE_VECTOR]" in proc.stderr and "crashed" not in proc.stderr
+
+
+def test_an_output_file_that_cannot_be_written_is_an_error_line_not_a_traceback(tmp_path):
+    src = tmp_path / "k.ll"
+    src.write_text(KERNEL)
+    out = tmp_path / "missing" / "k.ptx"
+    for command in ("compile-ir", "enzyme"):
+        proc = gpuc(command, str(src), "-o", str(out), cwd=tmp_path)
+        assert proc.returncode == 1
+        assert f"gpuc: error: {out}: No such file or directory" in proc.stderr
+        assert "Traceback" not in proc.stderr

@@ -111,8 +111,8 @@ def test_scalable_vectors_are_refused_before_llvm(tmp_path):
 
 def test_an_output_file_that_cannot_be_written_is_an_error_line_not_a_traceback(tmp_path):
     src = tmp_path / "k.ll"
-    src.write_text(KERNEL)
-    out = tmp_path / "missing" / "k.ptx"
+    src.write_text("define i32 @f(i32 %x) {\n  ret i32 %x\n}\n")
+    out = tmp_path / "missing" / "k.ll"
     for command in ("compile-ir", "enzyme"):
         proc = gpuc(command, str(src), "-o", str(out), cwd=tmp_path)
         assert proc.returncode == 1

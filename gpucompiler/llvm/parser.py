@@ -22,6 +22,8 @@ _POST_WORDS = frozenset("section partition comdat align gc prefix prologue perso
 _CONTINUED = {"landingpad": frozenset(("catch", "filter", "cleanup")), "invoke": {"to"}, "callbr": {"to"}}
 #: a body line that is a closing brace after indentation (a body LLVM did not print)
 _INDENTED_BRACE = re.compile(r"\n[ \t]+\}")
+#: constant expressions LLVM reads as an aliasee without a leading type
+_TYPELESS_ALIASEES = frozenset(("getelementptr", "bitcast", "addrspacecast", "inttoptr"))
 #: instructions LLVM may print over several lines
 _MULTILINE = frozenset(("switch", *_CONTINUED))
 
@@ -215,7 +217,8 @@ class Parser(InstructionParser):
         ty = self.ptype()
         if kind in ("alias", "ifunc"):
             self.expect(",")
-            aty = self.ptype()
+            # LLVM also reads a constant expression aliasee without its type (`alias i32, getelementptr (...)`)
+            aty = T.ptr() if toks[self.i] in _TYPELESS_ALIASEES else self.ptype()
             aliasee = self.pvalue(aty)  # the alias is made with a stand-in, its operand given pending
             gv = GlobalAlias(name, kind, ty, constant(aliasee.type, "poison"), prefix, _join(toks[self.i :]))
             self.made(gv, [aliasee])
@@ -428,7 +431,7 @@ class Parser(InstructionParser):
             if records:
                 inst.debug_records, records = records, []
             if block is None:  # unlabelled entry: numbered after the unnamed arguments
-                entry = f"%{sum(1 for a in fn.args if a.ref is None)}"
+                entry = f"%{_next_number(names)}"
                 block = self.block(entry)
                 self.block_lines.pop(entry)
                 block.parent = fn
@@ -470,6 +473,18 @@ class Parser(InstructionParser):
                 toks.extend(nxt)
                 k += 1
         return k
+
+
+def _next_number(names: list) -> int:
+    """The number an unlabelled entry block takes: one past the last numbered argument (``%0, %x, %2``:
+    3; LLVM reads numbers with gaps), an argument without a name taking the next number."""
+    n = 0
+    for tok in names:
+        if tok is None:
+            n += 1
+        elif tok[1:].isdigit():
+            n = int(tok[1:]) + 1
+    return n
 
 
 _TOP = {

@@ -65,6 +65,10 @@ class Printer:
         return s
 
     def group(self, g: AttributeGroup) -> str:
+        """``#N`` of ``g``; nothing for a group without attributes (one referenced but never defined,
+        which LLVM reads as no attributes and refuses to read back as ``attributes #N = { }``)."""
+        if not g.attrs:
+            return ""
         s = self.groups.get(g)
         if s is None:
             s = self.groups[g] = f"#{len(self.group_order)}"
@@ -179,7 +183,7 @@ class Printer:
         if fn.pre_attrs:
             head.append(fn.pre_attrs)
         head.extend(fn.attributes)
-        head.extend(self.group(g) for g in fn.attribute_groups)
+        head.extend(self.group(g) for g in fn.attribute_groups if g.attrs)
         if fn.post:
             head.append(self.parts(fn.post, fn.operands))
         text = " ".join(head) + (self.attachments(fn.metadata, comma=False) if define else "")

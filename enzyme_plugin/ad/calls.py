@@ -189,7 +189,16 @@ def forward(s, inst):
         s.engine.forward_call(s, inst, call_kinds(act, inst, s.tangents))
         return
     if varied or inst in act.active or inst in act.shadowed:
-        raise unsupported(f"no derivative rule for call to '{callee_name(inst) or 'an indirect callee'}'", inst, s.fn)
+        name = callee_name(inst) or "an indirect callee"
+        hint = ""
+        if name.startswith(_MASKED):
+            hint = (": LLVM's loop vectorizer made masked, gathering or scattering memory operations of a loop "
+                    "here (the host's cost model chooses them), which have no derivative rules yet")
+        raise unsupported(f"no derivative rule for call to '{name}'{hint}", inst, s.fn)
+
+
+#: the vectorizers' masked, gathering and scattering memory intrinsics (no derivative rules)
+_MASKED = ("llvm.masked.", "llvm.vp.", "llvm.experimental.vp.")
 
 
 def _forward_memalign(s, inst):

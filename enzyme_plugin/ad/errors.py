@@ -106,7 +106,8 @@ def _line_of(inst) -> tuple[str, int] | None:
 
 def python_line(inst) -> tuple[str, int] | None:
     """The Python source line of ``inst``: its own, else the nearest located instruction before it
-    in its block, else after it (optimisations make instructions without one)."""
+    in its block, else after it, else in the blocks before its block, else after it (optimisations
+    make instructions without one; the vectorizers a whole loop body without one)."""
     where = _line_of(inst)
     block = getattr(inst, "parent", None)
     if where is not None or block is None:
@@ -115,7 +116,11 @@ def python_line(inst) -> tuple[str, int] | None:
     at = next((k for k, i in enumerate(insts) if i is inst), None)
     if at is None:
         return None
-    for i in [*reversed(insts[:at]), *insts[at + 1:]]:
+    blocks = getattr(block.parent, "blocks", [block])
+    here = next((k for k, b in enumerate(blocks) if b is block), 0)
+    before = [i for b in reversed(blocks[:here]) for i in reversed(b.instructions)]
+    after = [i for b in blocks[here + 1:] for i in b.instructions]
+    for i in [*reversed(insts[:at]), *insts[at + 1:], *before, *after]:
         where = _line_of(i)
         if where is not None:
             return where

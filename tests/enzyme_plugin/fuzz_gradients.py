@@ -154,7 +154,8 @@ class _Gen:
             return f"h_tup({a}, {b})[{rng.randint(0, 1)}]"
         if r < 0.96:
             return f"({a} if {self.cmp(scope, 0)} else {b})"
-        return f"(float({self.int_e(scope)}) * {a})"
+        return rng.choice([f"(float({self.int_e(scope)}) * {a})", f"math.fmod({a}, 1.75)", f"({a} % 1.25)",
+                           f"float(math.floor({a}))", f"math.copysign({a}, {b})", f"({a} ** -2 if {a} != 0.0 else 1.0)"])
 
     # statements: lines at ``ind`` indentation; ``scope`` maps names to "float", "int" or "idx"
     def block(self, scope, ind, n, depth, loop=False) -> list[str]:
@@ -227,7 +228,7 @@ class _Gen:
                 lines.append(f"{pad}    {k} += 1")
                 scope[k] = "int"
             elif r < 0.84 and "a" in scope:
-                arr = rng.choice(["a", "b", "b"])
+                arr = rng.choice(["a", "b", "b"] + ["c"] * 2 * ("c" in scope))
                 op = rng.choice(["=", "=", "+=", "*="])
                 e = self.float_e(scope)
                 if op == "*=":
@@ -247,7 +248,9 @@ class _Gen:
             elif r < 0.95 and "a" in scope:
                 var = self.name()
                 lines.append(f"{pad}{var} = " + rng.choice(["np.sum(a)", "np.dot(a, b)", "np.sum(b)", "a.sum()",
-                                                            "np.sum(a * b)", "np.dot(b, b)"]))
+                                                            "np.sum(a * b)", "np.dot(b, b)", "np.sum(np.sin(a) * b)",
+                                                            "np.dot(a, np.exp(0.5 * b))", "np.sum(a[1:] * a[:-1])",
+                                                            "np.mean(a * a)", "float(np.sum(np.sqrt(a * a + 0.5)))"]))
                 scope[var] = "float"
             elif not loop or self.chance(0.3):
                 lines.append(f"{pad}if {self.cond(scope)}:")
@@ -287,7 +290,12 @@ class _Gen:
     def program(self) -> str:
         self.helper_sources()
         scope = {"x": "float", "y": "float", "n": "int", "a": "arr", "b": "arr"}
-        body = self.block(scope, 4, self.rng.randint(2, 6), 0)
+        body = []
+        if self.chance(0.25):  # an array made in the function
+            body.append("    c = " + self.rng.choice(["np.zeros(len(a))", "a * 0.5 + b", "np.copy(b)", "np.sin(a)",
+                                                      "np.empty(a.shape[0])\n    c[:] = a"]))
+            scope["c"] = "arr"
+        body += self.block(scope, 4, self.rng.randint(2, 6), 0)
         floats = [v for v, k in scope.items() if k == "float"]
         extra = self.rng.sample(floats, min(len(floats), self.rng.randint(1, 3)))
         body.append(f"    return {' + '.join([self.float_e(scope)] + extra)}")
@@ -334,6 +342,12 @@ class _Trace(ast.NodeTransformer):
             node.value = ast.Call(ast.Name("_val", ast.Load()), [node.value], [])
         return node
 
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Mod):
+            return ast.Call(ast.Name("_mod", ast.Load()), [node.left, node.right], [])
+        return node
+
     def visit_Compare(self, node):
         self.generic_visit(node)
         return ast.Call(ast.Name("_br", ast.Load()), [node], [])
@@ -344,7 +358,7 @@ class _Trace(ast.NodeTransformer):
         if isinstance(fn, ast.Name) and fn.id in ("abs", "min", "max"):
             node.func = ast.Name("_" + fn.id, ast.Load())
         elif isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and fn.value.id == "math" \
-                and fn.attr in ("fabs", "atan2"):
+                and fn.attr in ("fabs", "atan2", "fmod", "floor", "copysign"):
             node.func = ast.Name("_" + fn.attr, ast.Load())
         return node
 
@@ -362,6 +376,10 @@ class _Recorder:
         mod._min = lambda *v: t.append(v.index(min(v))) or min(v)
         mod._max = lambda *v: t.append(v.index(max(v))) or max(v)
         mod._atan2 = lambda p, q: t.append((q >= 0, p >= 0)) or math.atan2(p, q)
+        mod._fmod = lambda p, q: t.append(math.trunc(p / q)) or math.fmod(p, q)
+        mod._mod = lambda p, q: t.append(math.floor(p / q)) or p % q
+        mod._floor = lambda v: t.append(math.floor(v)) or math.floor(v)
+        mod._copysign = lambda p, q: t.append((p >= 0, q >= 0)) or math.copysign(p, q)
 
 
 def _bounded(v):

@@ -38,7 +38,9 @@ def parse(text: str, *, lazy: bool = False) -> Module:
     with no_cyclic_gc():
         p = Parser(text, lazy=lazy)
         with p.reading():
-            return p.run()
+            m = p.run()
+        del p  # freed before the collector, enabled again, looks at what the parse made
+    return m
 
 
 def split_attachments(toks: list[str], comma: bool = True) -> list[tuple[str, str]]:

@@ -443,7 +443,10 @@ class ValueParser:
 
 
 def _join(toks: list[str]) -> str:
-    em = Emitter()
+    """``toks`` spelled with :class:`Emitter`'s spacing."""
+    out: list[str] = []
+    last = "("
     for t in toks:
-        em.raw(t)
-    return em.text()
+        out.append(t if t[0] in _NO_SPACE_BEFORE or t == "(" or last in _NO_SPACE_AFTER else " " + t)
+        last = t[-1]
+    return "".join(out)

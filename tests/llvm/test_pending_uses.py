@@ -14,7 +14,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import pytest
 
-from gpucompiler.llvm import BasicBlock, Function, Instruction, Module, parse, types as T
+from gpucompiler.llvm import BasicBlock, Builder, Function, Instruction, Module, parse, types as T
 from gpucompiler.llvm.binding import initialize
 from gpucompiler.llvm.values import Argument, ConstantData, User, Value
 
@@ -251,3 +251,18 @@ def test_debug_records_of_a_removed_instruction_move_to_the_next_one():
     lines = str(m).split("\n")
     at = next(k for k, line in enumerate(lines) if line.startswith("  %v = load"))
     assert lines[at - 1].startswith("    #dbg_value(i64 %i,")
+
+
+def test_instructions_built_on_a_fresh_parse_join_the_uses_in_order():
+    """A built instruction registers its uses at once, after every pending use of the parse."""
+    m = parse(llvm_text(SRC))
+    f = m.functions["f"]
+    ret = f.blocks[2].instructions[-1]
+    b = Builder()
+    b.position_before(ret)
+    x = b.mul(f.args[0], f.args[1])  # nothing asked yet: %a's pending uses come first
+    assert [u.user for u in f.args[0].uses] == [f.blocks[1].instructions[1], x]
+    b.call(m.functions["later"], [x])
+    _assert_uses_walked(m, ordered=False)
+    printed = llvm_text(str(m))
+    assert "%0 = mul i32 %a, %n" in printed and "call i32 @later(i32 %0)" in printed

@@ -270,7 +270,7 @@ class Interpreter:
             raise UnsupportedError(f"keyword arguments in a call of {shown}", frame.where(inst), frame.ir.name,
                                    "pass arguments by position")
         if result is None:
-            big = [a.value for a in args if big_int(a)]
+            big = [a.value for a in args if isinstance(a, Const) and big_int(a)]
             if big:
                 raise TypeInferenceError(f"the integer {big[0]} does not fit in 64 bits: compiled integers are "
                                          "int64 (CPython's have no bound)", [widen(a) for a in args],

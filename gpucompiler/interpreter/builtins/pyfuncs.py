@@ -98,16 +98,13 @@ _OF_TUPLE = {builtins.max: max_of, builtins.min: min_of, builtins.any: any_of, b
 _OF_NUMBERS = {(builtins.divmod, 2): divmod_, (math.log, 2): log_base, (math.isclose, 2): isclose}
 
 
-def _is_number(t) -> bool:
-    return isinstance(t, T.Scalar) and t.kind in "biuf"
-
-
 @base.handler
 def _written_in_python(interp, fn, args):
-    types = [widen(a) for a in args]
-    if fn in _OF_TUPLE and len(types) == 1 and isinstance(types[0], T.TupleType) and types[0].items:
+    widened = [widen(a) for a in args]
+    if fn in _OF_TUPLE and len(widened) == 1 and isinstance(widened[0], T.TupleType) and widened[0].items:
         return interp.invoke(_OF_TUPLE[fn], args)
-    if not all(_is_number(t) for t in types):
+    types = [t for t in widened if isinstance(t, T.Scalar) and t.kind in "biuf"]
+    if len(types) != len(widened):
         return None
     if fn is builtins.round and len(types) == 1:
         return interp.invoke(round_float if types[0].kind == "f" else round_int, args)

@@ -14,7 +14,7 @@ from .metadata import MDNode, NamedMetadata
 from .module import Function, GlobalAlias, GlobalVariable, Module, no_cyclic_gc
 from .parser_instructions import _MARKER, InstructionParser
 from .parser_values import Emitter, _join
-from .values import Argument, PendingUses, constant
+from .values import Argument, PendingUses, Placeholder, constant
 
 _GLOBAL_KINDS = frozenset(("global", "constant", "alias", "ifunc"))
 _PRE_ATTRS = frozenset(("unnamed_addr", "local_unnamed_addr"))
@@ -99,6 +99,8 @@ class Parser(InstructionParser):
         self.i = 0
         self.gvals: dict = {}
         self.gfwd: dict = {}
+        #: forward-referenced globals -> the first call of each (an undeclared intrinsic's type)
+        self.undeclared_calls: dict = {}
         self.mds: dict[str, MDNode] = {}
         self.md_lines: dict[str, int] = {}
         self.groups: dict = {}
@@ -139,6 +141,7 @@ class Parser(InstructionParser):
         return self.module
 
     def _finish(self) -> None:
+        self._declare_intrinsics()
         for tok, ph in self.gfwd.items():
             self.lineno = ph.line
             self.error(f"use of undefined value {tok}", token=tok)
@@ -147,6 +150,21 @@ class Parser(InstructionParser):
                 self.lineno = self.md_lines[tok]
                 self.error(f"use of undefined metadata {tok}", token=tok)
         self.patches = self.pending.resolve(self.patches)
+
+    def _declare_intrinsics(self) -> None:
+        """Declare each intrinsic (``@llvm.*``) that calls name without a declaration, typed by its first
+        call, as LLVM's parser does (in the bodies parsed with the module: a body left for its first use
+        must declare its intrinsics)."""
+        for tok, ph in list(self.gfwd.items()):
+            inst = self.undeclared_calls.get(ph)
+            if inst is None or not tok.startswith("@llvm.") or inst.call.metadata_args:
+                continue
+            k = inst.call.callee_index
+            params = [v.type for v in inst.operands[k + 1 : k + 1 + inst.call.nargs]]
+            fn = Function(unquote(tok[1:]), T.function(inst.type, params, False))
+            fn.module = self.module
+            self.module.functions[fn.name] = fn
+            self._define(fn, tok)
 
     # -- simple entities -----------------------------------------------------
     def _target(self) -> None:
@@ -345,8 +363,8 @@ class Parser(InstructionParser):
                     if not node.parts:
                         self.lineno = self.md_lines[tok]
                         self.error(f"use of undefined metadata {tok}", token=tok)
-                for tok, ph in self.gfwd.items():
-                    self.lineno = ph.line
+                for tok, ph in self.gfwd.items():  # an undeclared intrinsic too: declaring it now would change
+                    self.lineno = ph.line           # the module's functions while a caller may iterate over them
                     self.error(f"use of undefined value {tok}", token=tok)
                 self.patches = self.pending.resolve(self.patches)
         except IRParseError:  # the body stays unparsed; what it began is undone
@@ -438,6 +456,9 @@ class Parser(InstructionParser):
                 self.block_lines.pop(entry)
                 block.parent = fn
                 blocks.append(block)
+            call = inst.call
+            if call is not None and type(inst.operands[call.callee_index]) is Placeholder:
+                self.undeclared_calls.setdefault(inst.operands[call.callee_index], inst)
             block.instructions.append(inst)
             inst.parent = block
             if name_tok is not None:

@@ -159,6 +159,17 @@ def test_roundtrip_corpus_as_written(stem):
     assert_roundtrips((CORPUS / f"{stem}.ll").read_text(), f"{stem} as written")
 
 
+def test_intrinsics_called_without_a_declaration_are_declared_as_llvm_declares_them():
+    # LLVM declares them from the call; the model refused the text (use of undefined value)
+    text = ("define double @f(double %x, ptr %p, ptr %q) {\n"
+            "  %y = call double @llvm.fma.f64(double %x, double %x, double 1.0)\n"
+            "  call void @llvm.memcpy.p0.p0.i64(ptr %p, ptr %q, i64 8, i1 false)\n"
+            "  ret double %y\n}\n")
+    assert_roundtrips(text, "undeclared intrinsics")
+    with pytest.raises(IRParseError, match="use of undefined value @other"):
+        _parse(text.replace("@llvm.fma.f64", "@other"))  # only intrinsics
+
+
 def test_an_attribute_group_referenced_but_not_defined_prints_as_none():
     # LLVM reads it as no attributes and refuses `attributes #1 = {  }`, which the model printed
     text = "define void @f() #1 {\n  ret void\n}\n"

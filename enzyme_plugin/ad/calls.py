@@ -24,7 +24,10 @@ _IGNORED_PREFIXES = ("llvm.lifetime.", "llvm.dbg.", "llvm.assume", "llvm.experim
                      "llvm.stacksave", "llvm.stackrestore", "llvm.trap", "llvm.expect", "llvm.annotation",
                      "llvm.var.annotation", "llvm.ptr.annotation", "llvm.umax", "llvm.umin", "llvm.smax",
                      "llvm.smin", "llvm.abs.i", "llvm.ctpop", "llvm.ctlz", "llvm.cttz", "llvm.fshl", "llvm.fshr",
-                     "llvm.bswap", "llvm.is.fpclass", "llvm.objectsize")
+                     "llvm.bswap", "llvm.is.fpclass", "llvm.objectsize",
+                     # float -> integer conversions: an integer result carries no derivative
+                     "llvm.fptosi.sat.", "llvm.fptoui.sat.", "llvm.lround.", "llvm.llround.", "llvm.lrint.",
+                     "llvm.llrint.")
 ALLOC = frozenset(("malloc", "_Znwm", "_Znam"))
 FREE = frozenset(("free", "_ZdlPv", "_ZdaPv", "_ZdlPvm"))
 

@@ -8,9 +8,11 @@ derivative.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 
+import gpucompiler
 from gpucompiler.errors import GPUCompilerError
 
 
@@ -110,7 +112,7 @@ def python_line(inst) -> tuple[str, int] | None:
     make instructions without one; the vectorizers a whole loop body without one)."""
     where = _line_of(inst)
     block = getattr(inst, "parent", None)
-    if where is not None or block is None:
+    if (where is not None and not _compilers_own(where[0])) or block is None:
         return where
     insts = block.instructions
     at = next((k for k, i in enumerate(insts) if i is inst), None)
@@ -122,9 +124,15 @@ def python_line(inst) -> tuple[str, int] | None:
     after = [i for b in blocks[here + 1:] for i in b.instructions]
     for i in [*reversed(insts[:at]), *insts[at + 1:], *before, *after]:
         where = _line_of(i)
-        if where is not None:
+        if where is not None and not _compilers_own(where[0]):
             return where
     return None
+
+
+def _compilers_own(path: str) -> bool:
+    """Whether ``path`` is a file of the compiler (its builtins written in Python): an error names the
+    user's line that called them instead."""
+    return path.startswith(os.path.dirname(os.path.abspath(gpucompiler.__file__)) + os.sep)
 
 
 def unsupported(message: str, inst=None, function=None) -> ADError:

@@ -41,13 +41,18 @@ def _none(e, I, d):
     return None
 
 
+# x**y is constant in x where y == 0 and in y where the result is 0 (x == 0 < y): the derivatives are
+# 0 there, not 0 * inf (pow(0, -1)) or 0 * log(0), which are NaN (a polynomial's x**0 term at x = 0)
 def _pow_x(e, I, d):
     x, y = _x(e, I), _x(e, I, 1)
-    return _mul(e, d, y, e.math("pow", x, e.fsub(y, _c(e, I, 1.0))))
+    dx = _mul(e, d, y, e.math("pow", x, e.fsub(y, _c(e, I, 1.0))))
+    return e.select(e.fcmp("oeq", y, zero(y.type)), zero(dx.type), dx)
 
 
 def _pow_y(e, I, d):
-    return _mul(e, d, _r(e, I), e.math("log", _x(e, I)))
+    r = _r(e, I)
+    dy = _mul(e, d, r, e.math("log", _x(e, I)))
+    return e.select(e.fcmp("oeq", r, zero(r.type)), zero(dy.type), dy)
 
 
 def _powi_x(e, I, d):
@@ -55,7 +60,8 @@ def _powi_x(e, I, d):
     nf = (e.cast("sitofp", n, I.type) if I.type.kind != "vector"
           else e.splat(e.cast("sitofp", n, I.type.element), I.type))
     nm1 = e.b.sub(n, const_int(n.type, 1))
-    return _mul(e, d, nf, e.math("powi", _x(e, I), nm1))
+    dx = _mul(e, d, nf, e.math("powi", _x(e, I), nm1))
+    return e.select(e.b.icmp("eq", n, const_int(n.type, 0)), zero(dx.type), dx)
 
 
 def _atan2(k):

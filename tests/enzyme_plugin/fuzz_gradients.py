@@ -345,8 +345,8 @@ class _Trace(ast.NodeTransformer):
     def visit_BinOp(self, node):
         self.generic_visit(node)
         if isinstance(node.op, ast.Mod):
-            return ast.Call(ast.Name("_mod", ast.Load()), [node.left, node.right], [])
-        return node
+            node = ast.Call(ast.Name("_mod", ast.Load()), [node.left, node.right], [])
+        return ast.Call(ast.Name("_val", ast.Load()), [node], [])  # intermediates stay in the bound too
 
     def visit_Compare(self, node):
         self.generic_visit(node)
@@ -357,9 +357,10 @@ class _Trace(ast.NodeTransformer):
         fn = node.func
         if isinstance(fn, ast.Name) and fn.id in ("abs", "min", "max"):
             node.func = ast.Name("_" + fn.id, ast.Load())
-        elif isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and fn.value.id == "math" \
-                and fn.attr in ("fabs", "atan2", "fmod", "floor", "copysign"):
-            node.func = ast.Name("_" + fn.attr, ast.Load())
+        elif isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and fn.value.id == "math":
+            if fn.attr in ("fabs", "atan2", "hypot", "fmod", "floor", "copysign"):
+                node.func = ast.Name("_" + fn.attr, ast.Load())
+            return ast.Call(ast.Name("_val", ast.Load()), [node], [])
         return node
 
 
@@ -375,11 +376,19 @@ class _Recorder:
         mod._fabs = lambda v: t.append(v >= 0) or math.fabs(v)
         mod._min = lambda *v: t.append(v.index(min(v))) or min(v)
         mod._max = lambda *v: t.append(v.index(max(v))) or max(v)
-        mod._atan2 = lambda p, q: t.append((q >= 0, p >= 0)) or math.atan2(p, q)
+        mod._atan2 = lambda p, q: t.append((q >= 0, p >= 0)) or math.atan2(_off_origin(p, q), q)
+        mod._hypot = lambda p, q: math.hypot(_off_origin(p, q), q)
         mod._fmod = lambda p, q: t.append(math.trunc(p / q)) or math.fmod(p, q)
         mod._mod = lambda p, q: t.append(math.floor(p / q)) or p % q
         mod._floor = lambda v: t.append(math.floor(v)) or math.floor(v)
         mod._copysign = lambda p, q: t.append((p >= 0, q >= 0)) or math.copysign(p, q)
+
+
+def _off_origin(p, q):
+    """``p``, or ValueError at the origin, where atan2 and hypot have no derivative (0/0: NaN)."""
+    if math.hypot(p, q) < 1e-9:
+        raise ValueError("at the origin")
+    return p
 
 
 def _bounded(v):

@@ -66,3 +66,57 @@ def test_a_vectorised_scatter_is_differentiated_or_refused_at_the_users_line():
         return
     fx = _fd(lambda v: _store_and_reduce(v, 0.2, np.zeros(2), 20), 0.3)
     assert abs(dx - fx) < 1e-7 and abs(dy - 17 * 1.25) < 1e-9
+
+
+def _floored(x, y):
+    return x * float(math.floor(3.0 * y)) + y * int(x * 2.0) + math.fmod(x, 0.75)
+
+
+def test_float_to_int_conversions_carry_no_derivative():
+    x, y = 0.9, 0.55  # floor(1.65) = 1, int(1.8) = 1, fmod(0.9, 0.75) = 0.15
+    dx, dy = autodiff(Reverse, _floored, Active(x), Active(y))
+    assert (dx, dy) == (2.0, 1.0)
+    (t,) = autodiff(Forward, _floored, Duplicated(x, 1.0), Duplicated(y, 1.0))
+    assert t == 3.0
+
+
+def test_an_ad_error_inside_a_compiler_builtin_names_the_users_line():
+    import gpucompiler
+    from gpucompiler import llvm as ir
+    from enzyme_plugin.ad.errors import python_line
+
+    own = os.path.join(os.path.dirname(os.path.abspath(gpucompiler.__file__)), "interpreter", "builtins", "pyhelpers.py")
+    m = ir.parse(f"""
+define double @f(double %x) {{
+entry:
+  %a = fmul double %x, 2.0, !gpuc.loc !0
+  %b = call double @weird(double %a), !gpuc.loc !1
+  ret double %b
+}}
+declare double @weird(double)
+!0 = !{{!"/home/user/prog.py", i32 7}}
+!1 = !{{!"{own}", i32 37}}
+""")
+    call = next(i for i in m.functions["f"].blocks[0].instructions if i.opcode == "call")
+    assert python_line(call) == ("/home/user/prog.py", 7)  # it was the builtin's own file and line
+
+
+def _poly(x, c, n):
+    s = 0.0
+    for k in range(n):
+        s += c[k] * x ** k  # x ** 0 at x = 0: its derivative 0 * 0 ** -1 was NaN
+    return s
+
+
+def _powers(x, y):
+    return math.pow(x, y) + x ** 0 + math.pow(x, 0.0) * y
+
+
+def test_powers_at_zero_have_the_limits_derivatives_not_nan():
+    c = np.array([1.0, 2.0, 3.0])
+    assert autodiff(Reverse, _poly, Active(0.0), Const(c), Const(3)) == (2.0,)
+    assert autodiff(Forward, _poly, Duplicated(0.0, 1.0), Const(c), Const(3)) == (2.0,)
+    dx, dy = autodiff(Reverse, _powers, Active(0.0), Active(2.0))
+    assert (dx, dy) == (0.0, 1.0)  # d/dy 0**y = 0 for y > 0 (was 0 * log(0) = NaN)
+    (t,) = autodiff(Forward, _powers, Duplicated(0.0, 1.0), Duplicated(2.0, 1.0))
+    assert t == 1.0

@@ -105,14 +105,17 @@ def call_kinds(act, inst, forward: bool) -> list[ArgKind]:
 
 def copied_type(e, inst, kind):
     """The float type a memcpy/memset into memory with a shadow moves (its adjoints move with it),
-    or None when the bytes hold no floats. Memory mixing floats with pointers, several float
-    types, or bytes of unknown type raise ADError."""
+    or None when the bytes hold no floats (a memset of bytes that nothing reads or writes with a
+    type, such as an array made and never used). Memory mixing floats with pointers, several float
+    types, or a memcpy of bytes of unknown type raise ADError."""
     n = inst.args[2]
     size = n.value if isinstance(getattr(n, "value", None), int) else None
     held = set(e.act.mem.types_at(inst.args[0], size))
     if kind == "memcpy":
         held |= e.act.mem.types_at(inst.args[1], size)
     floats = {t for t in held if t.kind == "float"}
+    if not held and kind == "memset":
+        return None  # no load or store gives the bytes a type: none of them carries a derivative
     if not held:
         raise unsupported(f"cannot deduce the type of the memory a {kind} writes", inst, e.fn)
     if len(floats) > 1:

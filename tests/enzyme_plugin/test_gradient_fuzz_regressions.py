@@ -120,3 +120,16 @@ def test_powers_at_zero_have_the_limits_derivatives_not_nan():
     assert (dx, dy) == (0.0, 1.0)  # d/dy 0**y = 0 for y > 0 (was 0 * log(0) = NaN)
     (t,) = autodiff(Forward, _powers, Duplicated(0.0, 1.0), Duplicated(2.0, 1.0))
     assert t == 1.0
+
+
+def _unused_zeros(x, a, n):
+    c = np.zeros(len(a))  # noqa: F841 (made and never used: a memset of bytes no load or store types)
+    for i in range(n):
+        a[i] *= x
+    return x * x
+
+
+def test_an_array_made_and_never_used_does_not_stop_the_gradient():
+    a, da = np.array([1.0, 2.0]), np.array([1.0, 1.0])  # da: the cotangent of a's final values
+    (dx,) = autodiff(Reverse, _unused_zeros, Active(0.5), Duplicated(a, da), Const(2))
+    assert dx == 2 * 0.5 + 1.0 + 2.0 and da.tolist() == [0.5, 0.5]

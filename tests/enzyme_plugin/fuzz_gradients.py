@@ -42,8 +42,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import collections
-import json
 import math
 import os
 import random
@@ -606,8 +604,7 @@ def run(seeds: list[int], timeout: float = 60.0, batch: int = 50, progress=None,
 
 
 def table(results) -> dict[str, int]:
-    counts = collections.Counter(k for k, _ in results.values())
-    return {k: counts.get(k, 0) for k in KINDS}
+    return F.table(results, KINDS)
 
 
 def main(argv=None) -> int:
@@ -623,25 +620,9 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     results = run(seeds, args.timeout, args.batch, jobs=args.jobs,
                   progress=lambda k: print(f"\r{k}/{len(seeds)}", end="", file=sys.stderr, flush=True))
-    seconds = time.perf_counter() - t0
-    counts = table(results)
-    print(file=sys.stderr)
-    print(f"{'kind':<10}{'programs':>10}")
-    for k in KINDS:
-        print(f"{k:<10}{counts[k]:>10}")
-    print(f"{'total':<10}{len(results):>10}   ({seconds:.0f} s, seeds {seeds[0]}..{seeds[-1]})")
-    bad = {s: r for s, r in sorted(results.items()) if r[0] not in ("right", "typed", "skipped")}
-    for s, (k, d) in list(bad.items())[:30]:
-        print(f"  seed {s}: {k}: {d}")
-    if args.json:
-        typed = collections.Counter(re.sub(r"@[\w.$]+|\b[0-9.]+\b", "_", d)[:120]
-                                    for k, d in results.values() if k == "typed")
-        with open(args.json, "w") as fh:
-            json.dump({"command": "python -m tests.enzyme_plugin.fuzz_gradients " + " ".join(argv or sys.argv[1:]),
-                       "programs": len(results), "seconds": round(seconds, 1), "counts": counts,
-                       "typed_reasons": dict(typed.most_common(20)),
-                       "failures": {str(s): list(r) for s, r in bad.items()}}, fh, indent=1)
-    return 0 if not bad else 1
+    command = "python -m tests.enzyme_plugin.fuzz_gradients " + " ".join(argv or sys.argv[1:])
+    return F.report(results, seeds, time.perf_counter() - t0, command, args.json, kinds=KINDS,
+                    fine=("right", "typed", "skipped"), typed_words=r"@[\w.$]+|\b[0-9.]+\b")
 
 
 if __name__ == "__main__":

@@ -669,9 +669,31 @@ def run(seeds: list[int], timeout: float = 20.0, batch: int = 100, progress=None
     return results
 
 
-def table(results) -> dict[str, int]:
+def table(results, kinds=KINDS) -> dict[str, int]:
     counts = collections.Counter(k for k, _ in results.values())
-    return {k: counts.get(k, 0) for k in KINDS}
+    return {k: counts.get(k, 0) for k in kinds}
+
+
+def report(results, seeds: list[int], seconds: float, command: str, json_path: str | None, *,
+           kinds=KINDS, fine=("right", "typed"), typed_words: str = r"\b(v|p_)\w*|'[^']*'|[0-9.]+") -> int:
+    """Print the counts and the seeds whose programs are not ``fine``; write both to ``json_path`` (with
+    the commonest typed errors, ``typed_words`` blanked); 0 when every program is fine."""
+    counts = table(results, kinds)
+    print(file=sys.stderr)
+    print(f"{'kind':<10}{'programs':>10}")
+    for k in kinds:
+        print(f"{k:<10}{counts[k]:>10}")
+    print(f"{'total':<10}{len(results):>10}   ({seconds:.0f} s, seeds {seeds[0]}..{seeds[-1]})")
+    bad = {s: r for s, r in sorted(results.items()) if r[0] not in fine}
+    for s, (k, d) in list(bad.items())[:30]:
+        print(f"  seed {s}: {k}: {d}")
+    if json_path:
+        typed = collections.Counter(re.sub(typed_words, "_", d)[:120] for k, d in results.values() if k == "typed")
+        with open(json_path, "w") as fh:
+            json.dump({"command": command, "programs": len(results), "seconds": round(seconds, 1), "counts": counts,
+                       "typed_reasons": dict(typed.most_common(20)),
+                       "failures": {str(s): list(r) for s, r in bad.items()}}, fh, indent=1)
+    return 0 if not bad else 1
 
 
 def main(argv=None) -> int:
@@ -690,25 +712,8 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     results = run(seeds, args.timeout, args.batch, jobs=args.jobs, family=args.family,
                   progress=lambda n: print(f"\r{n}/{len(seeds)}", end="", file=sys.stderr, flush=True))
-    seconds = time.perf_counter() - t0
-    counts = table(results)
-    print(file=sys.stderr)
-    print(f"{'kind':<10}{'programs':>10}")
-    for k in KINDS:
-        print(f"{k:<10}{counts[k]:>10}")
-    print(f"{'total':<10}{len(results):>10}   ({seconds:.0f} s, seeds {seeds[0]}..{seeds[-1]})")
-    bad = {s: r for s, r in sorted(results.items()) if r[0] not in ("right", "typed")}
-    for s, (k, d) in list(bad.items())[:30]:
-        print(f"  seed {s}: {k}: {d}")
-    if args.json:
-        typed = collections.Counter(re.sub(r"\b(v|p_)\w*|'[^']*'|[0-9.]+", "_", d)[:90]
-                                    for k, d in results.values() if k == "typed")
-        with open(args.json, "w") as fh:
-            json.dump({"command": "python -m tests.frontend.fuzz_programs " + " ".join(argv or sys.argv[1:]),
-                       "programs": len(results), "seconds": round(seconds, 1), "counts": counts,
-                       "typed_reasons": dict(typed.most_common(20)),
-                       "failures": {str(s): list(r) for s, r in bad.items()}}, fh, indent=1)
-    return 0 if not bad else 1
+    command = "python -m tests.frontend.fuzz_programs " + " ".join(argv or sys.argv[1:])
+    return report(results, seeds, time.perf_counter() - t0, command, args.json)
 
 
 if __name__ == "__main__":

@@ -39,14 +39,10 @@ def _run(stmts: list[ast.stmt], unset: set[str], read: set[str]) -> set[str]:
         if isinstance(stmt, ast.If):
             read |= _loads(stmt.test) & unset
             unset = _run(stmt.body, set(unset), read) | _run(stmt.orelse, set(unset), read)
-        elif isinstance(stmt, _LOOPS):
+        elif isinstance(stmt, _LOOPS):  # later iterations start with fewer names unset: the first reads most
             head = stmt.iter if isinstance(stmt, ast.For) else stmt.test
             read |= _loads(head) & unset
-            inner = unset - (_assigned([stmt.target]) if isinstance(stmt, ast.For) else set())
-            again = _run(stmt.body, set(inner), read)
-            if isinstance(stmt, ast.While):
-                read |= _loads(stmt.test) & again
-            _run(stmt.body, again | inner, read)  # a second iteration reads what the first left unset
+            _run(stmt.body, unset - (_assigned([stmt.target]) if isinstance(stmt, ast.For) else set()), read)
             unset = _run(stmt.orelse, unset, read)  # the body may not run at all
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]

@@ -23,7 +23,7 @@ from ..errors import PLUGIN_ATTRIBUTE, PluginError, PluginRequiredError, TypeInf
 from ..frontend import intrinsics as K, lower_function
 from ..frontend.ir import Arg, Branch, Const as IRConst, Global, Inst, Return, Undef
 from . import builtins as _base_rules  # noqa: F401  (registers the base rules)
-from .lattice import BOTTOM, MISSING, Const, big_int, const, join, pyobj, widen
+from .lattice import BOTTOM, MISSING, Const, big_int, computed, const, join, pyobj, widen
 from .rules import CallResult, claim, enabled_rule_sets
 
 if TYPE_CHECKING:
@@ -391,13 +391,8 @@ _EXACT = frozenset((operator.add, operator.sub, operator.mul, operator.truediv, 
 def _exactly(fn, args) -> CallResult | None:
     """A call with an integer constant outside int64 computed by Python (see :data:`_EXACT`); None
     where it cannot be (the caller refuses the integer)."""
-    if fn not in _EXACT or not all(isinstance(a, Const) and type(a.value) in (int, float, bool) for a in args):
-        return None
-    try:
-        value = fn(*[a.value for a in args])
-    except (ArithmeticError, ValueError):
-        return None
-    return CallResult(const(value)) if type(value) in (int, float, bool) else None
+    c = computed(fn, args) if fn in _EXACT else None
+    return CallResult(c) if c is not None else None
 
 
 def _fold(fn, args, restype):

@@ -103,6 +103,22 @@ def const_type(value) -> T.Type:
     return pyobj
 
 
+_NUMBERS = (int, float, bool)
+
+
+def computed(fn, args) -> Const | None:
+    """``fn(*args)`` computed by Python when every argument is a constant Python number: CPython's value
+    as a constant (an integer outside int64 too: see :func:`big_int`); None where Python raises (the
+    compiled code raises at run time) or gives something other than a number."""
+    if not all(isinstance(a, Const) and type(a.value) in _NUMBERS for a in args):
+        return None
+    try:
+        value = fn(*[a.value for a in args])
+    except (ArithmeticError, ValueError):
+        return None
+    return const(value) if type(value) in _NUMBERS else None
+
+
 def big_int(v) -> bool:
     """Whether ``v`` is a constant Python integer outside int64 (a literal, or folded from constants):
     a compile-time value only, refused where it would run."""

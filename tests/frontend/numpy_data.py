@@ -22,7 +22,12 @@ def array_of(dtype, shape, layout, seed=0):
         raw = np.floor(raw * 4)
     elif dtype.startswith("complex"):
         raw = raw + 1j * raw[::-1]
-    raw = raw.astype(dtype)
+    return laid_out(raw.astype(dtype), shape, layout)
+
+
+def laid_out(raw, shape, layout: str):
+    """An array of ``shape`` taken from ``raw`` (twice as large along each axis) in ``layout``: a C or F
+    copy, every other element (``strided``) or both ends swapped (``reversed``)."""
     if layout == "strided":
         return raw[tuple(slice(None, None, 2) for _ in shape)]
     if layout == "reversed":

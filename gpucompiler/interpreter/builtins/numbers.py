@@ -9,7 +9,7 @@ from llvmlite import ir
 
 from ... import types as T
 from ...frontend import intrinsics as K
-from ..lattice import Const, const, widen
+from ..lattice import Const, computed, widen
 from ..rules import Any_, Bool, CallResult, Constant, Float, Int, Number, RuleSet, register
 from . import pyhelpers as H
 from .floatint import _MIRROR, compare_int_float, exact_pow, fcmp, finite
@@ -189,16 +189,9 @@ def _python_helpers(interp, fn, args):
 def _folded(fn, args) -> CallResult | None:
     """``//``, ``%`` or ``**`` of two Python number constants, computed by Python: CPython's value
     (an integer outside int64 stays a compile-time constant, refused where it would run; ``2**64``
-    wrapped to 0). None where Python raises (the helper raises it at run time) or for other values."""
-    if fn not in (operator.floordiv, operator.mod, operator.pow):
-        return None
-    if not all(isinstance(a, Const) and type(a.value) in (int, float, bool) for a in args):
-        return None
-    try:
-        value = fn(*[a.value for a in args])
-    except (ArithmeticError, ValueError):
-        return None
-    return CallResult(const(value)) if type(value) in (int, float) else None
+    wrapped to 0). None where Python raises (the helper raises it at run time)."""
+    c = computed(fn, args) if fn in (operator.floordiv, operator.mod, operator.pow) else None
+    return CallResult(c) if c is not None else None
 
 
 def _pow_type(a, b):

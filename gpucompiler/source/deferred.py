@@ -67,14 +67,14 @@ def nested_checks(deferred: DeferredJob, config) -> dict:
     callback in an emulated kernel, and traps elsewhere (on the GPU). When the
     meta asks for an error slot (:attr:`DeferredMeta.error_slot`) and the
     parent stops on errors (it has a status: the Python ABI, or an emulated
-    kernel with bounds checks), the nested functions take the slot instead
-    of a status, and the parent passes it (:meth:`FunctionCodegen.call_slot`).
+    kernel, with or without bounds checks), the nested functions take the slot
+    instead of a status, and the parent passes it (:meth:`FunctionCodegen.call_slot`).
     """
     boundscheck = config.frontend.boundscheck
     emulated = GridEmulationPlugin.name in config.plugins
     on_error = (ErrorPolicy.PYTHON if deferred.python_errors
                 else ErrorPolicy.EMULATION if emulated else ErrorPolicy.TRAP)
-    parent_stops = deferred.python_errors or (emulated and boundscheck)
+    parent_stops = deferred.python_errors or emulated
     return {"boundscheck": boundscheck, "on_error": on_error,
             "error_model": config.frontend.error_model,
             "error_slot": bool(getattr(deferred.meta, "error_slot", False)) and parent_stops,

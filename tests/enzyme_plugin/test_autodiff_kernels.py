@@ -42,6 +42,17 @@ def test_shared_parameter_gradient_in_emulation():
     assert dw[0] == pytest.approx(fd, rel=1e-7)
 
 
+def test_autodiff_in_a_kernel_without_bounds_checks_in_emulation():
+    """An emulated kernel stops on errors without bounds checks too: the nested job takes the error
+    slot the kernel passes (it took none, and the marker call had an argument too many: an ADError)."""
+    x, w = inputs()
+    dx, dw = np.zeros(N), np.zeros(2)
+    kernel(F.grad_energy_kernel, plugins=P, boundscheck=False)[N // 64, 64, "cpu"](x, dx, w, dw)
+    edx, edw = expected_energy_grads(x, w)
+    np.testing.assert_allclose(dx, edx, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(dw, edw, rtol=1e-12)
+
+
 def test_shared_parameter_adjoints_are_atomic_in_ptx(check_ptx):
     k = kernel(F.grad_energy_kernel, plugins=P)
     model = parse(k.inspect_llvm(A, A, A, A))

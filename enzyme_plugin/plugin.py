@@ -5,7 +5,7 @@ Stages (each callback marker-gated, so modules without ``autodiff`` are untouche
 =================  =========================================================
 ``post_irgen``     inttoptr preserve: calls through constant addresses -> named declarations
 ``link_deferred``  ``gpuc.enzyme.autodiff`` -> Enzyme's C interface; custom-rule functions noinline
-``optimize``       the job's ``O<n>`` pipeline (the driver's), before AD
+``optimize``       the job's ``O<n>`` pipeline (the driver's), before AD, without the vectorizers
 ``pre_ad``         NVVM preserve: NVVM intrinsics / libdevice calls -> forms the engine has rules for
 ``ad``             the engine (:func:`enzyme_plugin.ad.interface.differentiate_module`), then ``O<n>``
 ``post_ad``        NVVM and noinline restore
@@ -57,6 +57,12 @@ class EnzymePlugin(gp.Plugin):
         model = module.model
         lower.lower_markers(model)
         noinline.mark(model)
+
+    @gp.callback("optimize.early", markers=AD_MARKERS)
+    def keep_loops_scalar(self, job, module):
+        # AD runs on the optimised code: the vectorizers' masked loads and stores, gathers and scatters
+        # have no derivative rules; the optimisation after AD vectorizes primal and derivative alike
+        module.vectorize = False
 
     @gp.callback("pre_ad", markers=AD_MARKERS)
     def preserve_nvvm(self, job, module):

@@ -183,6 +183,8 @@ class Activity:
     def _classify(self, inst) -> str | None:
         t = inst.type
         op = inst.opcode
+        if t.kind == "vector" and t.scalar.kind == "ptr":  # the vectorizers' lanes of addresses
+            return "shadow" if self._any_varied(inst.operands) else None
         if t.kind == "ptr":
             if op == "alloca":  # or a byte buffer merged with memory that has a shadow (an inline tape)
                 if holds_derivative_data(inst.allocated_type) or self._holds_floats(inst) or any(

@@ -196,15 +196,15 @@ def forward(s, inst):
         return
     if varied or inst in act.active or inst in act.shadowed:
         name = callee_name(inst) or "an indirect callee"
-        hint = ""
-        if name.startswith(_MASKED):
-            hint = (": LLVM's loop vectorizer made masked, gathering or scattering memory operations of a loop "
-                    "here (the host's cost model chooses them), which have no derivative rules yet")
+        hint = VECTORIZED if name.startswith(_MASKED) else ""
         raise unsupported(f"no derivative rule for call to '{name}'{hint}", inst, s.fn)
 
 
 #: the vectorizers' masked, gathering and scattering memory intrinsics (no derivative rules)
 _MASKED = ("llvm.masked.", "llvm.vp.", "llvm.experimental.vp.")
+#: what to do about them (the pipeline keeps loops scalar before AD: they come from IR vectorized elsewhere)
+VECTORIZED = (": the vectorizers' masked, gathering and scattering memory operations have no derivative rules; "
+              "hand the AD engine code compiled without them (clang: -fno-vectorize -fno-slp-vectorize)")
 
 
 def _forward_memalign(s, inst):

@@ -129,6 +129,9 @@ class Sweep(Emit):
 
     def forward_rule(self, inst):
         op = inst.opcode
+        if inst.type.kind == "vector" and inst in self.act.shadowed:
+            raise unsupported(f"no derivative rule for a vector of addresses of memory with a shadow{calls.VECTORIZED}",
+                              inst, self.fn)
         if op in _CHECKED:
             _CHECKED[op](self, inst)
         if op in PASSIVE or op == "ret":

@@ -42,6 +42,7 @@ PROGRAMS: dict[str, tuple[str, list[str]]] = {
     "unsup_extern": ("unsup_extern.c", []),
     "unsup_rsqrt": ("unsup_rsqrt.c", []),
     "unsup_fnptr_alloc": ("unsup_fnptr_alloc.c", []),
+    "unsup_gather": ("unsup_gather.c", ["-O3", "-march=skylake-avx512", "-ffast-math"]),  # after the level's -O
     # with debug info (clang -g: !dbg on declarations too); errors name the source line
     "calls_g": ("calls.c", ["-g"]),
     "custom_g": ("custom.c", ["-g"]),

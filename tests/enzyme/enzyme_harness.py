@@ -362,6 +362,7 @@ UNSUPPORTED = {
     "unsup_fnptr_alloc": "call through a function pointer",
     "unsup_mixcpy": "floating-point values and pointers",
     "unsup_intptr": "inttoptr",
+    "unsup_gather": "vector of addresses of memory with a shadow",
 }
 
 LEVEL_NAMES = tuple(LEVELS)

@@ -5,6 +5,7 @@ Python number literals take the other operand's type (NumPy 2's rule);
 complex division and ``abs`` are CPython's algorithms.
 """
 
+import importlib.util
 import itertools
 import operator
 
@@ -218,3 +219,60 @@ def test_int_of_a_uint64_beyond_int64_raises_instead_of_wrapping():
     assert to_int(np.uint64(2**63 - 1)) == 2**63 - 2
     with pytest.raises(OverflowError, match="int64"):
         to_int(np.uint64(2**63))
+
+
+# -- a Python int that a NumPy integer type cannot hold (NEP 50): NumPy's OverflowError ------------------
+_NARROW_OPS = ["add", "sub", "mul", "floordiv", "mod", "pow", "and_", "or_", "xor", "lshift", "rshift",
+               "lt", "le", "eq", "ne", "gt", "ge", "truediv"]
+
+
+def _numpy_outcome(fn, *args):
+    with np.errstate(all="ignore"):
+        try:
+            return "ok", fn(*args)
+        except OverflowError as exc:
+            return "raises", str(exc)
+
+
+@pytest.mark.parametrize("name", _NARROW_OPS)
+@pytest.mark.parametrize("dt, literal", [(np.uint8, 300), (np.uint8, -1), (np.int8, 1000), (np.int16, -40000),
+                                         (np.uint64, -1), (np.uint32, 7)])
+def test_python_int_literal_out_of_range_raises_like_numpy(name, dt, literal, tmp_path):
+    """``np.uint8(3) + 300``: NumPy 2 raises OverflowError (it was silently an int64 303); comparisons and
+    ``/`` keep the literal's exact value; in range, the NumPy type's arithmetic."""
+    path = tmp_path / f"narrow_{name}.py"
+    path.write_text(f"from operator import {name} as op\n\n\ndef right(a):\n    return op(a, {literal})\n\n\n"
+                    f"def left(a):\n    return op({literal}, a)\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for fn, arg in [(mod.right, dt(3)), (mod.right, np.array([0, 3, np.iinfo(dt).max], dt)),
+                    (mod.left, np.array([1, 3], dt))]:
+        kind, want = _numpy_outcome(fn, arg)
+        if kind == "raises":
+            with pytest.raises(OverflowError) as info:
+                jit(fn)(arg)
+            assert str(info.value) == want
+        else:
+            got = jit(fn)(arg)
+            if isinstance(want, np.ndarray):
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(got, want)
+            else:
+                assert got == want
+
+
+def test_python_int_argument_next_to_an_array_is_range_checked():
+    """A Python int argument next to an array is NumPy's weak int: out of the array's range it is NumPy's
+    OverflowError at run time (the product wrapped silently in int8)."""
+
+    def scale(a, k):
+        return a * k
+
+    a = np.arange(4, dtype=np.int8)
+    np.testing.assert_array_equal(jit(scale)(a, 5), a * 5)
+    for k in (128, -129, 1 << 40):
+        with pytest.raises(OverflowError, match=f"Python integer {k} out of bounds for int8"):
+            jit(scale)(a, k)
+        with pytest.raises(OverflowError, match=f"Python integer {k} out of bounds for int8"):
+            scale(a, k)

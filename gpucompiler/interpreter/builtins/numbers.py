@@ -43,6 +43,24 @@ def _promote2(a, b) -> T.Scalar:
     return T.promote(ta, tb)
 
 
+def out_of_bounds(argtypes) -> tuple[int, T.Scalar] | None:
+    """``(value, type)`` when a Python int literal meets a NumPy integer it does not fit: NumPy 2
+    converts the literal to that type (NEP 50) and raises ``OverflowError`` (arithmetic, bitwise
+    and shift operators; comparisons, ``/``, ``min`` and ``max`` take the exact value)."""
+    if len(argtypes) != 2 or _weak(argtypes[0]) == _weak(argtypes[1]):
+        return None
+    w, s = (argtypes[0], argtypes[1]) if _weak(argtypes[0]) else (argtypes[1], argtypes[0])
+    ts = widen(s)
+    if type(w.value) is int and isinstance(ts, T.Scalar) and ts.kind in "iu" and not _fits(w.value, ts):
+        return w.value, ts
+    return None
+
+
+def raise_out_of_bounds(cg, value: int, t: T.Scalar) -> None:
+    """NumPy's ``OverflowError`` for :func:`out_of_bounds` (the operation never runs)."""
+    cg.check(ir.Constant(ir.IntType(1), 0), "OverflowError", f"Python integer {value} out of bounds for {t}")
+
+
 def _promoted(*ts):
     out = ts[0]
     for t in ts[1:]:
@@ -53,6 +71,10 @@ def _promoted(*ts):
 
 def _binary(fn, sig, restype, int_op=None, float_op=None, lower=None):
     def lower_(cg, args, argtypes, rt):
+        bad = out_of_bounds(argtypes)
+        if bad is not None:
+            raise_out_of_bounds(cg, *bad)
+            return ir.Constant(cg.ll(rt), None)
         t = _promoted(*argtypes)
         a, b = (cg.cast(v, widen(at), t) for v, at in zip(args, argtypes))
         if lower is not None:
@@ -68,7 +90,10 @@ for _fn, _i, _f in ((operator.add, "add", "fadd"), (operator.sub, "sub", "fsub")
     _binary(_fn, (Number, Number), _promoted, _i, _f)
 def _bitwise_type(a, b):
     """The promoted integer type; None (no implementation) for uint64 with a signed integer, whose
-    common type is float64 (NumPy's TypeError)."""
+    common type is float64 (NumPy's TypeError); the integer's type for a literal it cannot hold (raises)."""
+    bad = out_of_bounds((a, b))
+    if bad is not None:
+        return bad[1]
     t = _promoted(a, b)
     return t if t.kind in "iu" else None
 
@@ -175,6 +200,10 @@ def _python_helpers(interp, fn, args):
     folded = _folded(fn, args)
     if folded is not None:
         return folded
+    bad = out_of_bounds(args) if fn in (operator.floordiv, operator.mod, operator.pow) else None
+    if bad is not None:
+        return CallResult(_promoted(*args), lambda cg, a, at, rt: (raise_out_of_bounds(cg, *bad),
+                                                                 ir.Constant(cg.ll(rt), None))[1])
     helper = None
     if _promoted(*args).kind == "f":  # uint64 with a signed integer too (their common type is float64)
         helper = {operator.floordiv: H.float_floordiv, operator.mod: H.float_mod}.get(fn)

@@ -175,6 +175,19 @@ def elementwise_type(interp, name: str, fn, operands, intypes, dtype):
     return _E(dtype, ndim, tuple(leaves), (fn, tuple(intypes), dtype, tuple(kids)))
 
 
+#: comparisons: NumPy 2 compares a Python int with an integer array exactly, whatever the array's type
+_COMPARISONS = frozenset({"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"})
+
+
+def _python_ints(operands, intypes) -> list[tuple[int, T.Scalar]]:
+    """``(k, loop type)`` of each Python int (an int64 scalar next to arrays, NEP 50's weak int) that
+    NumPy converts to a narrower integer loop type: out of its range, NumPy's ``OverflowError``."""
+    if not any(nd > 0 for _, _, _, nd in operands):
+        return []
+    return [(k, it) for k, ((_, _, dt, nd), it) in enumerate(zip(operands, intypes))
+            if nd == 0 and dt == T.int64 and it.kind in "iu" and it != T.int64]
+
+
 def _ufunc_call(interp, ufunc, args, kw=None):
     if kw:
         raise TypeInferenceError(f"np.{ufunc.__name__}() keyword arguments {', '.join(kw)} are not supported in "
@@ -183,11 +196,36 @@ def _ufunc_call(interp, ufunc, args, kw=None):
         raise TypeInferenceError(f"np.{ufunc.__name__}() takes {ufunc.nin} arguments, got {len(args)}")
     operands = [_operand(a) for a in args]
     intypes, dtype = _loop_types(ufunc, operands)
+    narrowed = _python_ints(operands, intypes)
+    if narrowed and ufunc.__name__ in _COMPARISONS:  # the int keeps its value: the scalar rule compares exactly
+        intypes = tuple(T.int64 if any(k == j for j, _ in narrowed) else it for k, it in enumerate(intypes))
+        narrowed = []
     fn = scalar_function(ufunc.__name__, intypes)
     if fn is None:
         raise TypeInferenceError(f"np.{ufunc.__name__} is not supported in compiled code",
                                  hint="write the loop over the elements")
-    return _result(elementwise_type(interp, ufunc.__name__, fn, operands, intypes, dtype))
+    result = _result(elementwise_type(interp, ufunc.__name__, fn, operands, intypes, dtype))
+    if not narrowed:
+        return result
+    checks = [(k, *_int_range(it), it) for k, it in narrowed]
+    inner = result.lower
+    assert inner is not None, "an elementwise result has a lowering"
+
+    def lower(cg, vals, argtypes, rt):
+        for k, lo, hi, it in checks:
+            v = vals[k]
+            fits = cg.b.and_(cg.b.icmp_signed(">=", v, ir.Constant(v.type, lo)),
+                             cg.b.icmp_signed("<=", v, ir.Constant(v.type, hi)))
+            cg.check(fits, "OverflowError", f"Python integer %lld out of bounds for {it}", v)
+        return inner(cg, vals, argtypes, rt)
+    return CallResult(result.restype, lower)
+
+
+def _int_range(t: T.Scalar) -> tuple[int, int]:
+    """The values of integer type ``t`` that an int64 holds."""
+    if t.kind == "u":
+        return 0, min((1 << t.bits) - 1, (1 << 63) - 1)
+    return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
 
 
 def _where_call(interp, args, kw=None):

@@ -287,15 +287,16 @@ class FunctionCodegen:
             (None, "OverflowError", "cannot convert float infinity to integer")]))
         return b.fptosi(v, to)
 
-    def check_index(self, index, size, axis, original):
-        """With bounds checks on: ``index`` (wrapped) must lie in ``[0, size)``, NumPy's IndexError."""
+    def check_index(self, index, size, axis, original, unsigned=False):
+        """With bounds checks on: ``index`` (wrapped) must lie in ``[0, size)``, NumPy's IndexError
+        (``original`` shown as an unsigned number when ``unsigned``)."""
         if not self.mod.boundscheck:
             return
         ok = self.b.icmp_unsigned("<", index, size)
         how = self.mod.on_error
         stops = self.mod.status or self.slot is not None  # else only a trap keeps memory safe
         if how == ErrorPolicy.PYTHON and self.mod.python_errors and stops:
-            message = f"index %lld is out of bounds for axis {axis} with size %lld"
+            message = f"index %{'llu' if unsigned else 'lld'} is out of bounds for axis {axis} with size %lld"
             self._unless(ok, lambda: self._set_python_error("IndexError", message, (original, size)))
         elif how == ErrorPolicy.EMULATION and stops:
             report = self.mod.declare(_EMU_INDEX_ERROR, ir.VoidType(), [I64, I64, I64, PTR])

@@ -276,3 +276,22 @@ def test_python_int_argument_next_to_an_array_is_range_checked():
             jit(scale)(a, k)
         with pytest.raises(OverflowError, match=f"Python integer {k} out of bounds for int8"):
             scale(a, k)
+
+
+@jit
+def _read_at(a, i):
+    return a[i]
+
+
+@pytest.mark.parametrize("dt", [np.uint8, np.uint16, np.uint32, np.uint64])
+def test_unsigned_integer_index(dt):
+    """An unsigned index reads like NumPy's (it was a TypeInferenceError); one past the array, or a uint64
+    beyond int64's range, is an IndexError (never wrapped around to a negative index)."""
+    a = np.arange(5.0)
+    for i in (0, 3, 4):
+        assert _read_at(a, dt(i)) == a[dt(i)]
+    with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 5"):
+        _read_at(a, dt(5))
+    if dt is np.uint64:
+        with pytest.raises(IndexError, match="index 18446744073709551615 is out of bounds"):
+            _read_at(a, dt(2**64 - 1))

@@ -137,10 +137,13 @@ def _element_pointer(cg, arr, indices, argtypes, atype, checked=True):
     offset = ir.Constant(cg.ll(T.int64), 0)
     for k, (idx, t) in enumerate(zip(indices, argtypes)):
         original = cg.cast(idx, widen(t), T.int64)
-        i = cg.b.select(cg.b.icmp_signed("<", original, offset.type(0)), cg.b.add(original, shape[k]),
-                        original)
+        if widen(t).kind == "u":  # never negative: a uint64 past int64's range stays out of bounds
+            i = original
+        else:
+            i = cg.b.select(cg.b.icmp_signed("<", original, offset.type(0)), cg.b.add(original, shape[k]),
+                            original)
         if checked:
-            cg.check_index(i, shape[k], k, original)
+            cg.check_index(i, shape[k], k, original, widen(t).kind == "u")
         offset = cg.b.add(offset, cg.b.mul(i, strides[k]))
     return cg.b.gep(cg.b.extract_value(arr, 0), [offset], source_etype=ir.IntType(8))
 
@@ -148,7 +151,7 @@ def _element_pointer(cg, arr, indices, argtypes, atype, checked=True):
 def _index_types(index):
     w = widen(index)
     items = w.items if isinstance(w, _Tup) else (w,)
-    return items if all(isinstance(t, T.Scalar) and t.kind in "ib" for t in items) else None
+    return items if all(isinstance(t, T.Scalar) and t.kind in "ibu" for t in items) else None
 
 
 def _getitem_type(a, index):

@@ -33,6 +33,10 @@ BLOCK = 64
 NBINS = 7
 FLOAT_TYPES = ("float32", "float64")
 INT_TYPES = ("int32", "int64")
+#: the integer input array also takes NumPy's small and unsigned types (wrap-around, NEP 50's OverflowError)
+INPUT_INT_TYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64")
+#: how an array argument is laid out: contiguous, every other element of a larger array, reversed
+LAYOUTS = ("C", "C", "strided", "reversed")
 UNARY = ("math.sin({})", "math.cos({})", "math.tanh({})", "math.sqrt(abs({}))", "math.log(abs({}) + 1.0)",
          "math.exp(min({}, 8.0))", "math.floor({})", "abs({})", "-({})", "math.atan({})")
 
@@ -43,7 +47,9 @@ class _Gen:
     def __init__(self, rng: random.Random):
         self.rng = rng
         self.fvars = ["x[i]", "y[i]", "s"]
-        self.ivars = ["ia[i]", "i", "m"]
+        # an element of the integer array is taken as an int64, or in its own type only with another element
+        # (wrap-around, no Python int next to it): a static type either way, as compiled code has
+        self.ivars = ["np.int64(ia[i])", "i", "m"]
         self.fresh = 0
 
     def fexpr(self, d: int = 2) -> str:
@@ -58,8 +64,10 @@ class _Gen:
             return f"({a} / (abs({b}) + 1.0))"
         if k < 0.75:
             return rng.choice(UNARY).format(a)
-        if k < 0.85:
+        if k < 0.82:
             return f"{rng.choice(['min', 'max'])}({a}, {b})"
+        if k < 0.87:
+            return f"helper({a}, {b})"
         if k < 0.93:
             return f"({a} if {self.cond(d - 1)} else {b})"
         return f"({self.iexpr(d - 1)} * {a})"
@@ -67,13 +75,15 @@ class _Gen:
     def iexpr(self, d: int = 2) -> str:
         rng = self.rng
         if d <= 0 or rng.random() < 0.25:
-            return rng.choice([*self.ivars, str(rng.randint(-9, 9)), "ia[(i + 3) % n]"])
+            if rng.random() < 0.15:
+                return f"np.int64(ia[i] {rng.choice(['+', '-', '*', '&', '|', '^'])} ia[(i + 3) % n])"
+            return rng.choice([*self.ivars, str(rng.randint(-9, 9)), "np.int64(ia[(i + 3) % n])"])
         k = rng.random()
         a, b = self.iexpr(d - 1), self.iexpr(d - 1)
         if k < 0.25:
             return f"({a} {rng.choice('+-')} {b})"
         if k < 0.35:  # a small factor: products stay far from int32's range
-            return f"({a} * {rng.choice([str(rng.randint(-9, 9)), 'ia[i]', 'm'])})"
+            return f"({a} * {rng.choice([str(rng.randint(-9, 9)), 'np.int64(ia[i])', 'm'])})"
         if k < 0.5:
             return f"({a} {rng.choice(['//', '%'])} {rng.choice([str(rng.randint(1, 7)), f'(abs({b}) % 5 + 1)', '-3'])})"
         if k < 0.6:
@@ -99,7 +109,7 @@ class _Gen:
 
     def bound(self, e: str, kind: str) -> str:
         """``e`` kept small so that values never overflow (an int in [-10^4, 10^4], a float in [-10^4, 10^4])."""
-        return f"(({e}) % 20011 - 10005)" if kind == "int" else f"min(max({e}, -1e4), 1e4)"
+        return f"(np.int64({e}) % 20011 - 10005)" if kind == "int" else f"min(max({e}, -1e4), 1e4)"
 
     def statements(self, ind: str, n: int, depth: int) -> list[str]:
         rng, out = self.rng, []
@@ -137,8 +147,12 @@ class _Gen:
                 else:
                     loop = [f"{ind}{j} = 0", f"{ind}while {j} < {trips}:"]
                     step = [f"{ind}    {j} += 1"]
-                out += [f"{ind}{v} = 0.0", f"{ind}{w} = 0", *loop,
-                        f"{ind}    {v} = {body_f}", f"{ind}    {w} = {body_i}", *step]
+                jump = []
+                if rng.random() < 0.3:  # leave or skip on data (a while loop's step comes first)
+                    word = rng.choice(["break", "continue"] if not step else ["break"])
+                    jump = [f"{ind}    if {self.cond(0)}:", f"{ind}        {word}"]
+                out += [f"{ind}{v} = 0.0", f"{ind}{w} = 0", *loop, *step,
+                        f"{ind}    {v} = {body_f}", *jump, f"{ind}    {w} = {body_i}"]
                 self.fvars.append(v)
                 self.ivars.append(w)
             else:
@@ -148,6 +162,7 @@ class _Gen:
     def program(self) -> tuple[str, bool]:
         """The module's source; whether the kernel reduces in shared memory (runs in lock step)."""
         rng = self.rng
+        early = f"        if {self.cond(0)}:\n            return"  # of the arguments only
         body = self.statements("        ", rng.randint(1, 5), 1)
         stores = [f"        out[i] = out[i] + {self.fexpr(3)}", f"        iout[i] = {self.bound(self.iexpr(3), 'int')}"]
         atomics = []
@@ -155,10 +170,18 @@ class _Gen:
             atomics.append(f"        gd.atomic_add(acc, 0, {self.bound(self.fexpr(1), 'float')})")
         if rng.random() < 0.5:
             atomics.append(f"        gd.atomic_add(hist, abs({self.iexpr(1)}) % {NBINS}, 1)")
+        if rng.random() < 0.3:  # indexed by the array's own (maybe unsigned, maybe 8-bit) type
+            atomics.append(f"        gd.atomic_add(hist, ia[i] % {NBINS}, 2)")
         if rng.random() < 0.3:
             atomics.append(f"        gd.atomic_max(hist, {NBINS}, {self.bound(self.iexpr(1), 'int')})")
+        if rng.random() < 0.3:
+            atomics.append(f"        gd.atomic_min(hist, {NBINS + 1}, {self.bound(self.iexpr(1), 'int')})")
         shared = rng.random() < 0.3
+        if not shared and rng.random() < 0.2:  # a thread that returns early (no barrier follows)
+            body.insert(0, early)
         src = ["import math", "", "import numpy as np", "", "from gpucompiler import device as gd", "", "",
+               "def helper(a, b):", f"    return {rng.choice(['a * 0.5 + b', 'max(a, b) - 0.25 * a', 'a if a > b else b * 0.5'])}",
+               "", "",
                "def k(x, y, ia, out, iout, acc, hist, part, s, m):", "    n = out.shape[0]",
                "    i = gd.grid(1)"]
         if shared:
@@ -177,10 +200,24 @@ def generate(seed: int) -> tuple[str, bool, dict]:
     rng = random.Random(seed)
     src, shared = _Gen(rng).program()
     setting = {"fx": rng.choice(FLOAT_TYPES), "fy": rng.choice(FLOAT_TYPES), "fo": rng.choice(FLOAT_TYPES),
-               "ia": rng.choice(INT_TYPES), "io": rng.choice(INT_TYPES), "hist": rng.choice(INT_TYPES),
+               "ia": rng.choice(INPUT_INT_TYPES), "io": rng.choice(INT_TYPES), "hist": rng.choice(INT_TYPES),
+               "lx": rng.choice(LAYOUTS), "lo": rng.choice(LAYOUTS),
                "n": rng.choice([1, 5, BLOCK, 100, 3 * BLOCK - 7]), "s": rng.choice([0.5, -1.5, 2.0]),
                "m": rng.choice([0, 3, -4, 11]), "seed": seed}
     return src, shared, setting
+
+
+def _laid_out(values, layout: str):
+    """``values`` as an array of ``layout`` (a view of a larger array for ``strided`` and ``reversed``)."""
+    import numpy as np
+
+    if layout == "strided":
+        base = np.zeros(2 * values.size, values.dtype)
+        base[::2] = values
+        return base[::2]
+    if layout == "reversed":
+        return np.ascontiguousarray(values[::-1])[::-1]
+    return values
 
 
 def arguments(setting: dict) -> list:
@@ -190,10 +227,11 @@ def arguments(setting: dict) -> list:
     r = np.random.default_rng(setting["seed"])
     n = setting["n"]
     blocks = (n + BLOCK - 1) // BLOCK
-    return [(r.random(n) * 4 - 2).astype(setting["fx"]), (r.random(n) * 4 - 2).astype(setting["fy"]),
-            r.integers(-50, 51, n).astype(setting["ia"]), np.zeros(n, setting["fo"]),
-            np.zeros(n, setting["io"]), np.zeros(1, np.float64), np.zeros(NBINS + 1, setting["hist"]),
-            np.zeros(blocks, np.float64), setting["s"], setting["m"]]
+    return [_laid_out((r.random(n) * 4 - 2).astype(setting["fx"]), setting["lx"]),
+            (r.random(n) * 4 - 2).astype(setting["fy"]), r.integers(-50, 51, n).astype(setting["ia"]),
+            _laid_out(np.zeros(n, setting["fo"]), setting["lo"]), np.zeros(n, setting["io"]),
+            np.zeros(1, np.float64), np.zeros(NBINS + 2, setting["hist"]), np.zeros(blocks, np.float64),
+            setting["s"], setting["m"]]
 
 
 # -- the oracle: the kernel's Python code, thread by thread ------------------------------------------
@@ -233,6 +271,12 @@ class _Device:
         a[i] = max(old, v)
         return old
 
+    @staticmethod
+    def atomic_min(a, i, v):
+        old = a[i]
+        a[i] = min(old, v)
+        return old
+
 
 #: the oracle's ``float``, ``int`` and ``math``, as compiled code types them (docs/user_guide.md): a
 #: Python number that is not a literal is float64/int64 (NumPy 2 would let a float32 operand demote it),
@@ -243,6 +287,15 @@ import math as _math
 import numpy as _np
 
 float, int = _np.float64, _np.int64
+_min, _max = min, max
+
+
+def min(*a):  # one static type: the arguments' promoted one (Python returns one of the objects)
+    return _np.result_type(*a).type(_min(*a))
+
+
+def max(*a):
+    return _np.result_type(*a).type(_max(*a))
 
 
 def _result(args, r):
@@ -356,21 +409,29 @@ def run_kernel_program(seed: int, workdir: str) -> tuple[str, str]:
     want = arguments(setting)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        run_oracle(oracle.k, want, shared)
+        expected = _outcome(lambda: run_oracle(oracle.k, want, shared), ())
     k = kernel(mod.k)
     blocks = (setting["n"] + BLOCK - 1) // BLOCK
     targets = ["cpu"]
-    if os.environ.get("GPUC_FUZZ_GPU") == "1":
+    if os.environ.get("GPUC_FUZZ_GPU") == "1" and expected[0] == "ok":  # a raising thread traps on the GPU
         targets.append(None)
     for target in targets:
         got = arguments(setting)
         launch = k[blocks, BLOCK, target] if target else k[blocks, BLOCK]
-        out = _outcome(launch, got)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = _outcome(launch, got)
+        where = target or "gpu"
+        if out[0] == "raises" and _is_compile_error(out):
+            return "typed", f"{out[1].__name__}: {str(out[2]).splitlines()[0][:200]}"
+        if expected[0] == "raises":  # the emulation stops at the first raising thread: its exception class
+            if out[0] != "raises" or not issubclass(out[1], expected[1]):
+                shown = f"raised {out[1].__name__}: {out[2]}" if out[0] == "raises" else "no exception"
+                return "wrong", f"{where}: CPython raised {expected[1].__name__}: {expected[2]}; {shown}"[:300]
+            continue
         if out[0] == "raises":
-            if _is_compile_error(out):
-                return "typed", f"{out[1].__name__}: {str(out[2]).splitlines()[0][:200]}"
-            return "wrong", f"{target or 'gpu'}: raised {out[1].__name__}: {out[2]}"[:300]
-        diff = _compare(want, got, target or "gpu")
+            return "wrong", f"{where}: raised {out[1].__name__}: {out[2]}"[:300]
+        diff = _compare(want, got, where)
         if diff:
             return "wrong", diff[:300]
     if os.environ.get("GPUC_FUZZ_PTXAS") == "1":

@@ -18,9 +18,10 @@ moves with the bytes.
 
 from __future__ import annotations
 
+import re
 from math import gcd
 
-from gpucompiler.llvm import Builder, Instruction, types as T
+from gpucompiler.llvm import Argument, Builder, Instruction, types as T
 
 from .emit import alignof, sizeof, zero
 
@@ -146,8 +147,18 @@ class _Base:
                 self.items.append((lc % s if s else lc, s, n, lt))
 
 
+#: the parameter attribute saying what a pointer argument's memory holds (Enzyme's type trees, e.g.
+#: ``"enzyme_type"="{[-1]:Pointer, [-1,-1]:Float@double}"``: a pointer to doubles at every offset)
+ENZYME_TYPE = "enzyme_type"
+_DECLARED = re.compile(r'"enzyme_type"\s*=\s*"\{[^"]*\[-1,\s*-1\]:\s*Float@(double|float|half)\b')
+
+
 def _scan(base) -> _Base:
     info = _Base()
+    declared = _DECLARED.search(base.attrs) if isinstance(base, Argument) else None
+    if declared is not None:  # every element of the array behind the pointer
+        t = T.SIMPLE[declared.group(1)]
+        info.add(t, 0, sizeof(t))
     if isinstance(base, Instruction) and base.opcode == "alloca":
         t = base.allocated_type
         if t is not None:

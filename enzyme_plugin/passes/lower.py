@@ -21,6 +21,7 @@ from gpucompiler.errors import CompileError
 from gpucompiler.llvm import Builder, Function, GlobalVariable, constant, types as T
 
 from ..ad.errors import ADError, python_line, source_location
+from ..ad.typeinfo import ENZYME_TYPE, MemoryTypes
 from ..api import Activity, Mode
 from ..rules import MARKER
 
@@ -73,6 +74,12 @@ def _wrapper(model, f: Function) -> Function:
         return model.functions[name]
     params = [p for a in f.args for p in _flat_types(a.type)]
     w = model.add_function(Function(name, T.function(f.return_type, params), prefix="internal"))
+    flat = iter(w.args)
+    for a in f.args:  # what each array holds, seen before LLVM turns typed copy loops into memcpy
+        for k, p in enumerate([next(flat) for _ in _flat_types(a.type)]):
+            held = _element_type(a) if k == 0 and _is_array(a.type) else None
+            if held is not None:
+                p.attrs = f'{p.attrs} "{ENZYME_TYPE}"="{{[-1]:Pointer, [-1,-1]:Float@{held}}}"'.strip()
     b = Builder(w.append_block("entry"))
     it = iter(w.args)
     args = [_rebuild(b, a.type, it) for a in f.args]
@@ -82,6 +89,22 @@ def _wrapper(model, f: Function) -> Function:
         f.add_attribute("alwaysinline")
     _inline_aggregate_callees(f)
     return w
+
+
+def _element_type(arg, depth: int = 0) -> T.Type | None:
+    """The float type the data of array parameter ``arg`` holds, from the typed loads and stores of its
+    data pointer in the function and the functions it is passed to (None when none says)."""
+    for u in arg.users:
+        if u.opcode == "extractvalue" and u.operands[0] is arg and tuple(u.aggregate_indices) == (0,):
+            floats = {t for t in MemoryTypes().types_at(u, None) if t.kind == "float"}
+            if len(floats) == 1:
+                return floats.pop()
+        elif u.opcode == "call" and isinstance(u.callee, Function) and not u.callee.is_declaration and depth < 8:
+            for k, v in enumerate(u.args):
+                held = _element_type(u.callee.args[k], depth + 1) if v is arg and k < len(u.callee.args) else None
+                if held is not None:
+                    return held
+    return None
 
 
 def _holds_pointer(t) -> bool:

@@ -125,3 +125,33 @@ def test_an_array_made_and_never_used_does_not_stop_the_gradient():
     a, da = np.array([1.0, 2.0]), np.array([1.0, 1.0])  # da: the cotangent of a's final values
     (dx,) = autodiff(Reverse, _unused_zeros, Active(0.5), Duplicated(a, da), Const(2))
     assert dx == 2 * 0.5 + 1.0 + 2.0 and da.tolist() == [0.5, 0.5]
+
+
+def _dead_copy(x, b):
+    c = np.copy(b)  # noqa: F841 (the copy loop becomes a memcpy from b that nothing else types)
+    return x * x
+
+
+def _copy_then_write(x, b):
+    c = np.copy(b)
+    b[0] = x * b[1]
+    return c[0] * x
+
+
+def test_a_copy_of_an_argument_array_knows_the_arrays_element_type():
+    """LLVM turns the typed copy loop of np.copy into an untyped memcpy; the array argument is typed
+    before the optimiser (Enzyme's "enzyme_type" parameter attribute): it was an ADError, cannot deduce
+    the type of the memory a memcpy writes (fuzzer seeds 3245, 3441, 3925, 3955, 4083, 6098, 6179, 6203)."""
+    b, db = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])  # db: the cotangent of b's final values
+    assert autodiff(Reverse, _dead_copy, Active(0.7), Duplicated(b, db)) == (2 * 0.7,)
+    assert db.tolist() == [0.5, -1.0, 2.0]  # b_out = b: the cotangent passes through
+    (t,) = autodiff(Forward, _dead_copy, Duplicated(0.7, 1.0), Duplicated(b, np.ones(3)))
+    assert t == 2 * 0.7
+    x, b, db = 0.7, np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    (dx,) = autodiff(Reverse, _copy_then_write, Active(x), Duplicated(b, db))
+    # f = b0 * x, b_out = (x * b1, b1, b2): exact derivatives of f + db . b_out
+    assert dx == 1.0 + 0.5 * 2.0 and db.tolist() == [x, -1.0 + 0.5 * x, 2.0]
+    tb = np.array([0.1, 0.2, 0.3])
+    b = np.array([1.0, 2.0, 3.0])
+    (t,) = autodiff(Forward, _copy_then_write, Duplicated(x, 1.0), Duplicated(b, tb))
+    assert abs(t - (1.0 + x * 0.1)) < 1e-15 and abs(tb[0] - (2.0 + x * 0.2)) < 1e-15

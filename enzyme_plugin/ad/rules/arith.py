@@ -15,6 +15,12 @@ def _neg(e, I, d):
     return e.fneg(d)
 
 
+def _frem_x(e, I, d):
+    # 1, and NaN where the remainder is undefined (y = 0, x infinite: the result is NaN)
+    r = e.res(I)
+    return e.select(e.fcmp("uno", r, r), r, d)
+
+
 def _frem_y(e, I, d):
     # x - y * trunc(x / y): d/dy = -trunc(x / y)
     q = e.math("trunc", e.fdiv(e.op(I, 0), e.op(I, 1)))
@@ -27,7 +33,7 @@ REVERSE = {
     "fmul": (lambda e, I, d: e.fmul(d, e.op(I, 1)), lambda e, I, d: e.fmul(d, e.op(I, 0))),
     "fdiv": (lambda e, I, d: e.fdiv(d, e.op(I, 1)),
              lambda e, I, d: e.fneg(e.fdiv(e.fmul(d, e.res(I)), e.op(I, 1)))),
-    "frem": (_d, _frem_y),
+    "frem": (_frem_x, _frem_y),
     "fneg": (_neg,),
     "freeze": (_d,),
     "fpext": (lambda e, I, d: e.cast("fptrunc", d, I.operands[0].type),),

@@ -20,7 +20,13 @@ On several random inputs the derivatives of
 
 called from Python and from a ``@jit`` function, are compared with central
 finite differences of the CPython-run function along ``v`` at several step
-sizes, and the primal values (result and arrays) with CPython's. A sample is
+sizes, and the primal values (result and arrays) with CPython's. Forward and
+reverse are also compared with each other (the tangent of ``L`` against the
+reverse gradient along ``v``, to 1e-9 of the terms' size), also where finite
+differences give no verdict. A program that writes no argument array is
+differentiated in a ``@kernel`` on the CPU grid emulation too: each of four
+threads takes ``Reverse`` at its own ``x`` with ``da``, ``db`` shared, whose
+adjoints must add up to what ``autodiff`` from Python gives per thread. A sample is
 used only where every branch decision (each comparison, ``abs``, ``min``,
 ``max``, ``atan2``'s cut) is the same at every finite-difference point, and
 the finite differences agree with each other at two consecutive step sizes.
@@ -298,7 +304,8 @@ class _Gen:
         extra = self.rng.sample(floats, min(len(floats), self.rng.randint(1, 3)))
         body.append(f"    return {' + '.join([self.float_e(scope)] + extra)}")
         return ("import math\n\nimport numpy as np\n\nfrom enzyme_plugin import (Active, Const, Duplicated, "
-                "ForwardWithPrimal, ReverseWithPrimal, autodiff)\n\n\n" + "\n\n".join(self.helpers) +
+                "ForwardWithPrimal, Reverse, ReverseWithPrimal, autodiff)\nfrom gpucompiler import device as gd\n\n\n"
+                + "\n\n".join(self.helpers) +
                 "\n\ndef f(x, y, a, b, n):\n" + "\n".join(body) + "\n\n" + WRAPPERS)
 
 
@@ -310,7 +317,17 @@ def grad_reverse(x, y, a, da, b, db, n):
 def grad_forward(x, vx, y, vy, a, va, b, vb, n):
     return autodiff(ForwardWithPrimal, f, Duplicated(x, vx), Duplicated(y, vy), Duplicated(a, va),
                     Duplicated(b, vb), Const(n))
+
+
+def grad_kernel(xs, dxs, y, a, da, b, db, n):
+    i = gd.grid(1)
+    if i < xs.shape[0]:
+        dxs[i] = autodiff(Reverse, f, Active(xs[i]), Const(y), Duplicated(a, da), Duplicated(b, db), Const(n))[0]
 """
+
+#: an assignment to an element of an argument array (``v``: a helper's): threads of a kernel would race
+_WRITES_ARRAYS = re.compile(r"^\s*[abv]\[[^\]]*\]\s*[-+*]?=", re.M)
+THREADS = 4
 
 
 def generate(seed: int) -> tuple[str, int]:
@@ -484,7 +501,7 @@ def run_gradient_program(seed: int, workdir: str) -> tuple[str, str]:
     rng = np.random.default_rng(seed)
     jit_rev = jit(mod.grad_reverse, plugins=("enzyme",))
     jit_fwd = jit(mod.grad_forward, plugins=("enzyme",))
-    checked = 0
+    checked, kernel_points = 0, []
     for _ in range(SAMPLES * 3):
         if checked >= SAMPLES:
             break
@@ -513,7 +530,45 @@ def run_gradient_program(seed: int, workdir: str) -> tuple[str, str]:
         if verdict[0] != "right":
             return verdict
         checked += 1
-    return ("right", "") if checked else ("skipped", "no input away from a branch point")
+        kernel_points.append((x, y, a, b, n))
+    if not checked:
+        return "skipped", "no input away from a branch point"
+    if _WRITES_ARRAYS.search(src):
+        return "right", ""
+    return _check_kernel(mod, path, kernel_points[0]) or ("right", "")
+
+
+def _check_kernel(mod, path, point):
+    """Each of :data:`THREADS` threads of a kernel on the CPU grid emulation differentiates ``f`` at its own
+    ``x`` of checked inputs; the shared adjoints ``da``, ``db`` add up (atomically) to the sum of what
+    ``autodiff`` from Python gives per thread (checked against finite differences above)."""
+    import numpy as np
+
+    from enzyme_plugin import Active, Const, Duplicated, Reverse, autodiff
+    from gpucompiler import kernel
+
+    x0, y, a, b, n = point
+    xs = x0 + 1e-3 * np.arange(THREADS)  # threads at nearby points (what Python gives there is the reference)
+    want_dx, want_da, want_db = np.zeros(THREADS), np.zeros(len(a)), np.zeros(len(b))
+    for k, x in enumerate(xs):
+        da, db = np.zeros(len(a)), np.zeros(len(b))
+        try:
+            (want_dx[k],) = autodiff(Reverse, mod.f, Active(float(x)), Const(y), Duplicated(a.copy(), da),
+                                     Duplicated(b.copy(), db), Const(n))
+        except Exception as exc:  # compiled code raised (a math domain error there): no verdict
+            return _failure(exc, path)
+        want_da += da
+        want_db += db
+    dxs, da, db = np.zeros(THREADS), np.zeros(len(a)), np.zeros(len(b))
+    try:
+        kernel(mod.grad_kernel, plugins=("enzyme",))[1, THREADS, "cpu"](xs, dxs, y, a.copy(), da, b.copy(), db, n)
+    except Exception as exc:
+        return _failure(exc, path) or ("wrong", f"the kernel raised {type(exc).__name__}: {exc}")
+    where = f"at xs={xs.tolist()!r}, y={y!r}, a={a.tolist()!r}, b={b.tolist()!r}, n={n}"
+    for what, got, want in (("dx", dxs, want_dx), ("da", da, want_da), ("db", db, want_db)):
+        if not np.allclose(got, want, rtol=1e-9, atol=1e-9 * (1.0 + float(np.max(np.abs(want), initial=0.0)))):
+            return "wrong", f"kernel: {what} {got.tolist()!r}, autodiff from Python per thread {want.tolist()!r} {where}"
+    return None
 
 
 def _check_sample(mod, jit_rev, jit_fwd, path, point, direction, weights, base, values):
@@ -559,6 +614,7 @@ def _check_sample(mod, jit_rev, jit_fwd, path, point, direction, weights, base, 
                                                    Duplicated(aa, da), Duplicated(bb, db), Const(n)),
         "reverse in @jit": lambda aa, da, bb, db: jit_rev(x, y, aa, da, bb, db, n),
     }
+    rev: list = []  # (gradient of L along v, the sum of its terms' magnitudes) per reverse call
     for what, call in calls.items():
         aa, bb, da, db = a.copy(), b.copy(), wa.copy(), wb.copy()
         try:
@@ -569,6 +625,7 @@ def _check_sample(mod, jit_rev, jit_fwd, path, point, direction, weights, base, 
         if bad:
             return bad
         got = gx * vx + gy * vy + float(np.dot(da, va)) + float(np.dot(db, vb))
+        rev.append((got, abs(gx * vx) + abs(gy * vy) + float(np.dot(np.abs(da), np.abs(va)) + np.dot(np.abs(db), np.abs(vb)))))
         bad = compare(f"{what}: gradient along v", got, want_dl)
         if bad:
             return bad
@@ -587,6 +644,11 @@ def _check_sample(mod, jit_rev, jit_fwd, path, point, direction, weights, base, 
         if bad:
             return bad
         bad = compare(f"{what}: tangent of f", float(t), want_df)
+        tl = float(t) + float(np.dot(wa, ta)) + float(np.dot(wb, tb))  # L's tangent: reverse's gradient along v
+        scale = 1.0 + abs(float(t)) + float(np.dot(np.abs(wa), np.abs(ta)) + np.dot(np.abs(wb), np.abs(tb)))
+        for g, gscale in rev:
+            if not abs(tl - g) <= 1e-9 * (scale + gscale):
+                return "wrong", f"{what}: tangent of L {tl!r}, reverse's gradient along v {g!r} {where}"
         for k in range(m):
             bad = bad or compare(f"{what}: tangent of a[{k}]", float(ta[k]), want_da[k])
             bad = bad or compare(f"{what}: tangent of b[{k}]", float(tb[k]), want_db[k])

@@ -93,12 +93,13 @@ def _wrapper(model, f: Function) -> Function:
 
 def _element_type(arg, depth: int = 0) -> T.Type | None:
     """The float type the data of array parameter ``arg`` holds, from the typed loads and stores of its
-    data pointer in the function and the functions it is passed to (None when none says)."""
+    data pointer in the function and the functions it is passed to (None when none says, or when they
+    say more than one type)."""
     for u in arg.users:
         if u.opcode == "extractvalue" and u.operands[0] is arg and tuple(u.aggregate_indices) == (0,):
-            floats = {t for t in MemoryTypes().types_at(u, None) if t.kind == "float"}
-            if len(floats) == 1:
-                return floats.pop()
+            held = MemoryTypes().types_at(u, None)
+            if len(held) == 1 and next(iter(held)).kind == "float":  # one float type, nothing else
+                return next(iter(held))
         elif u.opcode == "call" and isinstance(u.callee, Function) and not u.callee.is_declaration and depth < 8:
             for k, v in enumerate(u.args):
                 held = _element_type(u.callee.args[k], depth + 1) if v is arg and k < len(u.callee.args) else None

@@ -226,3 +226,21 @@ def test_array_subclasses_that_redefine_array_behaviour_are_refused_not_computed
     mm = np.memmap(tmp_path / "a.bin", dtype=np.float64, mode="w+", shape=(3,))
     mm[:] = [1.0, 2.0, 4.0]
     assert f(mm) == 7.0
+
+
+def _times_two(x):
+    return x * 2
+
+
+def _mixed(x, y):
+    return -x + np.sin(y) - (x > y) + x % 3
+
+
+@pytest.mark.parametrize("x, y", [(np.array(2.5), np.array(0.5)), (np.array(7), np.array(-1.5)),
+                                  (np.array(2.5), 1.0), (np.float32(1.5), np.array(2, np.int16))])
+def test_arithmetic_on_0d_arrays_is_numpys(x, y):
+    """NumPy computes on a 0-d array's element (it was an llvmlite error inside the compiler)."""
+    assert jit(_times_two)(x) == _times_two(x)
+    want = _mixed(x, y)
+    got = jit(_mixed)(x, y)
+    assert got == pytest.approx(float(want), rel=1e-6)

@@ -245,7 +245,16 @@ def _result(expr: T.ArrayExpr) -> CallResult:
     """An array operand: the lazy expression (its value packs the leaves); scalars only: the value now."""
     if expr.ndim:
         return CallResult(expr, _pack)
-    return CallResult(expr.dtype, lambda cg, vals, argtypes, rt: evaluate(cg, expr, vals))
+    return CallResult(expr.dtype, lambda cg, vals, argtypes, rt: evaluate(cg, expr, _elements(cg, vals, argtypes)))
+
+
+def _elements(cg, vals, argtypes):
+    """The operands' numbers: a 0-d array's one element (NumPy computes ``a0 * 2`` on it), scalars as they are."""
+    out = []
+    for v, t in zip(vals, argtypes):
+        w = widen(t)
+        out.append(cg.load_scalar(cg.b.extract_value(v, 0), w.dtype) if isinstance(w, _A) else v)
+    return out
 
 
 def _pack(cg, args, argtypes, rt):

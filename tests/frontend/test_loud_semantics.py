@@ -453,3 +453,47 @@ def test_constant_expressions_have_cpythons_values_through_integers_outside_int6
     # float(2**100) was 0.0: the power wrapped before the conversion
     assert gpuc.jit(float_of_huge)(x) == float_of_huge(x)
     assert gpuc.jit(exact_constants)(x) == exact_constants(x)
+
+
+def _stepped_sum(n, k):
+    s = 0
+    for i in range(0, n, k):
+        s += i
+    return s
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_range_with_a_zero_step_is_cpythons_value_error(parallel):
+    """``range(0, n, 0)`` raised nothing and ran no iteration (``prange`` raised already)."""
+    compiled = gpuc.jit(parallel=parallel)(_parallel_stepped_sum if parallel else _stepped_sum)
+    assert compiled(10, 3) == sum(range(0, 10, 3)) and compiled(10, -1) == 0
+    with pytest.raises(ValueError, match="range\\(\\) arg 3 must not be zero"):
+        compiled(3, 0)
+
+
+def _parallel_stepped_sum(n, k):
+    s = 0
+    for i in gpuc.prange(0, n, k):
+        s += i
+    return s
+
+
+def _bool_index(a, i):
+    return a[i > 0]
+
+
+def _bool_in_tuple(a):
+    return a[True, :].sum()
+
+
+def _bool_store(a):
+    a[True] = 5.0
+    return a
+
+
+@pytest.mark.parametrize("fn, args", [(_bool_index, (np.arange(3.0), 1)), (_bool_in_tuple, (np.ones((2, 3)),)),
+                                      (_bool_store, (np.arange(3.0),))])
+def test_a_bool_array_index_is_refused_not_read_as_an_int(fn, args):
+    """NumPy reads ``a[True]`` as ``a[np.newaxis]``; compiled code read ``a[1]`` (and wrote one element)."""
+    with pytest.raises(TypeInferenceError, match="a bool index adds an axis in NumPy"):
+        gpuc.jit(fn)(*args)

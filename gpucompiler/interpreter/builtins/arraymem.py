@@ -33,6 +33,7 @@ import enum
 from llvmlite import ir
 
 from ... import types as T
+from ...errors import TypeInferenceError
 from ..lattice import pyobj, widen
 
 HEADER = 16
@@ -47,6 +48,15 @@ class Fill(enum.Enum):
 
     UNINITIALIZED = "uninitialized"
     ZERO = "zero"
+
+
+def refuse_bool_index(items) -> None:
+    """A bool among an array index's items (``a[True]``, ``a[i > 0, :]``): NumPy adds an axis there, which
+    element access and views do not model, so it is a ``TypeInferenceError`` (it read ``a[1]``)."""
+    if any(isinstance(t, T.Scalar) and t.kind == "b" for t in items):
+        raise TypeInferenceError("a bool index adds an axis in NumPy (a[True] is a[np.newaxis], a[False] is "
+                                 "empty); compiled code does not index with a bool", tuple(items),
+                                 hint="index with int(b), or a[b:b + 1] for NumPy's shape")
 
 
 def returns_view(lower):

@@ -18,6 +18,7 @@ from ...errors import ReadOnlyArrayError, TypeInferenceError
 from ...frontend import intrinsics as K
 from ..lattice import Const, const, pyobj, widen
 from ..rules import Any_, CallResult, Constant, Int, Numeric, RuleSet, register
+from . import arraymem as mem
 from .arraymem import returns_view
 from .numbers import base
 
@@ -151,7 +152,8 @@ def _element_pointer(cg, arr, indices, argtypes, atype, checked=True):
 def _index_types(index):
     w = widen(index)
     items = w.items if isinstance(w, _Tup) else (w,)
-    return items if all(isinstance(t, T.Scalar) and t.kind in "ibu" for t in items) else None
+    mem.refuse_bool_index(items)
+    return items if all(isinstance(t, T.Scalar) and t.kind in "iu" for t in items) else None
 
 
 def _getitem_type(a, index):

@@ -390,7 +390,11 @@ def _range_lower(index_of):
         i = index_of(len(args))
         if i is None:
             return ir.Constant(cg.ll(T.int64), 0 if index_of is _START else 1)
-        return cg.cast(args[i], widen(argtypes[i]), T.int64)
+        value = cg.cast(args[i], widen(argtypes[i]), T.int64)
+        if i == 2:  # a step: range(0, n, 0) is CPython's ValueError (the loop ran no iteration)
+            cg.check(cg.b.icmp_signed("!=", value, ir.Constant(value.type, 0)), "ValueError",
+                     "range() arg 3 must not be zero")
+        return value
     return lower
 
 

@@ -122,8 +122,9 @@ def slice_indices(cg, value, t: T.SliceType, length):
 def _index_items(index):
     w = widen(index)
     items = list(w.items) if isinstance(w, T.TupleType) else [w]
+    mem.refuse_bool_index(items)
     for it in items:
-        if not (isinstance(it, T.SliceType) or (isinstance(it, T.Scalar) and it.kind in "ib")):
+        if not (isinstance(it, T.SliceType) or (isinstance(it, T.Scalar) and it.kind in "iu")):
             return None
     return items
 

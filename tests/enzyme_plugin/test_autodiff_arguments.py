@@ -159,3 +159,15 @@ def test_a_shadow_sharing_memory_with_its_value_is_a_value_error():
     b[::2] = [1.0, 2.0, 3.0]
     autodiff(Reverse, weighted_sumsq, Duplicated(b[::2], b[1::2]))  # interleaved, apart: fine
     np.testing.assert_array_equal(b, [1.0, 2.0, 2.0, 8.0, 3.0, 18.0])
+
+
+def test_a_float_value_takes_a_numpy_float64_tangent_and_back():
+    """float and np.float64 are both doubles (np.float64 subclasses float): a tangent taken from an array
+    (``Duplicated(x, v[0])``) was an ArgumentTypeError, and np.float64 with a float an AttributeError."""
+    from enzyme_plugin import Forward, ForwardWithPrimal
+
+    for x, t in ((0.5, np.float64(2.0)), (np.float64(0.5), 2.0)):
+        assert autodiff(Forward, square, Duplicated(x, t)) == (2.0,)
+        assert autodiff(ForwardWithPrimal, mul, Duplicated(x, t), Duplicated(3.0, 0.0)) == (6.0, 1.5)
+    with pytest.raises(ArgumentTypeError, match="shadow float"):
+        autodiff(Forward, square, Duplicated(np.float32(0.5), 2.0))  # a double shadow of a float32

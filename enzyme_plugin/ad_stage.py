@@ -5,9 +5,12 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 
 from gpucompiler.llvm import initialize, parse_ir
+from gpucompiler.module import IRModule
 
+from .ad.errors import VectorizedCodeError
 from .ad.gpu import EngineOptions
 from .ad.interface import differentiate_nested
+from .passes import nvvm
 
 
 def optimize(job, text: str, vectorize: bool = True) -> llvm.ModuleRef:
@@ -31,12 +34,29 @@ def optimize(job, text: str, vectorize: bool = True) -> llvm.ModuleRef:
     return ref
 
 
-def run_ad(job, module) -> None:
-    """Differentiate every Enzyme marker call of ``module`` in place."""
+def run_ad(job, module, unoptimized: str | None = None) -> None:
+    """Differentiate every Enzyme marker call of ``module`` in place.
+
+    Where the vectorizers of the ``optimize`` stage made memory operations the engine has no rules
+    for (masked loads and stores, gathers and scatters: the host's cost model chooses them), the
+    module is differentiated again from ``unoptimized`` (the module before that stage) optimised
+    without the vectorizers. Vectorized code is kept otherwise: its derivative is faster than that
+    of the scalar code LLVM unrolls instead."""
     emulated = job.config.emulates_grid
     atomic = job.target.is_gpu or bool(job.config.param("enzyme_atomic", False)) or emulated
     device = job.target.is_gpu or emulated  # the emulation runs the tape code the device runs
     options = EngineOptions(atomic_adjoints=atomic, warp_aggregate=job.target.is_gpu, device_tape=device)
+
+    def scalar(t: str) -> str:
+        return str(optimize(job, t, vectorize=False))
+
     # ADError names the instruction; the driver names the stage
-    text = differentiate_nested(module.text, lambda t: str(optimize(job, t, vectorize=False)), options)
+    try:
+        text = differentiate_nested(module.text, scalar, options)
+    except VectorizedCodeError:
+        if unoptimized is None:
+            raise
+        again = IRModule(scalar(unoptimized))
+        nvvm.preserve(again.model, job.target)  # as the ``pre_ad`` stage did
+        text = differentiate_nested(again.text, scalar, options)
     module.ref = optimize(job, text)

@@ -5,7 +5,7 @@ Stages (each callback marker-gated, so modules without ``autodiff`` are untouche
 =================  =========================================================
 ``post_irgen``     inttoptr preserve: calls through constant addresses -> named declarations
 ``link_deferred``  ``gpuc.enzyme.autodiff`` -> Enzyme's C interface; custom-rule functions noinline
-``optimize``       the job's ``O<n>`` pipeline (the driver's), before AD, without the vectorizers
+``optimize``       the job's ``O<n>`` pipeline (the driver's), before AD (the module before it is kept)
 ``pre_ad``         NVVM preserve: NVVM intrinsics / libdevice calls -> forms the engine has rules for
 ``ad``             the engine (:func:`enzyme_plugin.ad.interface.differentiate_module`), then ``O<n>``
 ``post_ad``        NVVM and noinline restore
@@ -32,6 +32,9 @@ class EnzymeJobState:
 
     ran_ad: bool = False
     """whether the ``ad`` stage differentiated this module (``post_ad`` restores only then)"""
+    unoptimized: str | None = None
+    """the module before the ``optimize`` stage: AD starts again from it optimised without the vectorizers
+    where they made memory operations the engine has no rules for (:func:`enzyme_plugin.ad_stage.run_ad`)"""
 
 
 class EnzymePlugin(gp.Plugin):
@@ -59,10 +62,8 @@ class EnzymePlugin(gp.Plugin):
         noinline.mark(model)
 
     @gp.callback("optimize.early", markers=AD_MARKERS)
-    def keep_loops_scalar(self, job, module):
-        # AD runs on the optimised code: the vectorizers' masked loads and stores, gathers and scatters
-        # have no derivative rules; the optimisation after AD vectorizes primal and derivative alike
-        module.vectorize = False
+    def keep_unoptimized(self, job, module, state: EnzymeJobState):
+        state.unoptimized = module.text
 
     @gp.callback("pre_ad", markers=AD_MARKERS)
     def preserve_nvvm(self, job, module):
@@ -70,7 +71,7 @@ class EnzymePlugin(gp.Plugin):
 
     @gp.callback("ad", markers=AD_MARKERS)
     def differentiate(self, job, module, state: EnzymeJobState):
-        run_ad(job, module)
+        run_ad(job, module, state.unoptimized)
         state.ran_ad = True
 
     @gp.callback("post_ad")

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class IRModule:
     """Holder of the module being compiled (see the module docstring)."""
 
-    __slots__ = ("_ref", "_model", "_text", "vectorize")
+    __slots__ = ("_ref", "_model", "_text")
 
     def __init__(self, text: str | None = None, *, ref: llvm.ModuleRef | None = None,
                  model: Module | None = None):
@@ -37,9 +37,6 @@ class IRModule:
         if sum(given) != 1:
             raise TypeError("IRModule takes exactly one of text, ref, model")
         self._text, self._ref, self._model = text, ref, model
-        self.vectorize = True
-        """Whether the ``optimize`` stage's pipeline runs the loop and SLP vectorizers; a plugin that
-        rewrites the module's loops after that stage (AD) turns it off in an earlier callback."""
 
     @property
     def text(self) -> str:

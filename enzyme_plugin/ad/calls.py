@@ -12,7 +12,7 @@ from gpucompiler.llvm import types as T
 from .analysis import CONST, DUP, OUT, ArgKind, callee_name, memory_type
 from .emit import zero
 from . import gpu, memory, stack
-from .errors import unsupported
+from .errors import VectorizedCodeError, unsupported
 from .rules import MATH_FORWARD, MATH_REVERSE, derived_forward, math_name
 
 #: calls that never carry derivatives (no memory of the caller written with floats)
@@ -196,13 +196,15 @@ def forward(s, inst):
         return
     if varied or inst in act.active or inst in act.shadowed:
         name = callee_name(inst) or "an indirect callee"
-        hint = VECTORIZED if name.startswith(_MASKED) else ""
-        raise unsupported(f"no derivative rule for call to '{name}'{hint}", inst, s.fn)
+        if name.startswith(_MASKED):
+            raise unsupported(f"no derivative rule for call to '{name}'{VECTORIZED}", inst, s.fn, VectorizedCodeError)
+        raise unsupported(f"no derivative rule for call to '{name}'", inst, s.fn)
 
 
 #: the vectorizers' masked, gathering and scattering memory intrinsics (no derivative rules)
 _MASKED = ("llvm.masked.", "llvm.vp.", "llvm.experimental.vp.")
-#: what to do about them (the pipeline keeps loops scalar before AD: they come from IR vectorized elsewhere)
+#: what to do about them (the ``ad`` stage retries without the vectorizers: they reach users in IR vectorized
+#: elsewhere)
 VECTORIZED = (": the vectorizers' masked, gathering and scattering memory operations have no derivative rules; "
               "hand the AD engine code compiled without them (clang: -fno-vectorize -fno-slp-vectorize)")
 

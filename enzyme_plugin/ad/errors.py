@@ -37,6 +37,12 @@ class ADError(GPUCompilerError):
         super().__init__(text)
 
 
+class VectorizedCodeError(ADError):
+    """Memory operations of the loop and SLP vectorizers the engine has no rules for (masked loads and
+    stores, gathers and scatters through vectors of addresses); the ``ad`` stage differentiates such a
+    module again from code optimised without the vectorizers."""
+
+
 def _raise(err: ADError) -> None:
     raise err
 
@@ -135,8 +141,8 @@ def _compilers_own(path: str) -> bool:
     return path.startswith(os.path.dirname(os.path.abspath(gpucompiler.__file__)) + os.sep)
 
 
-def unsupported(message: str, inst=None, function=None) -> ADError:
-    """Report ``message`` about ``inst`` in ``function`` through the handler, then raise."""
+def unsupported(message: str, inst=None, function=None, kind: type[ADError] = ADError) -> ADError:
+    """Report ``message`` about ``inst`` in ``function`` through the handler, then raise (a ``kind``)."""
     fn = function
     if fn is None and inst is not None and getattr(inst, "parent", None) is not None:
         fn = inst.parent.parent
@@ -147,7 +153,7 @@ def unsupported(message: str, inst=None, function=None) -> ADError:
             where = f"{line[0]}:{line[1]}" if line else None
     except Exception:  # a malformed location must never hide the real error
         where = None
-    err = ADError(message, print_instruction(inst) if inst is not None else None,
+    err = kind(message, print_instruction(inst) if inst is not None else None,
                   getattr(fn, "name", fn) if fn is not None else None, where)
     _handler[0](err)
     raise err

@@ -14,7 +14,7 @@ from gpucompiler.llvm import Builder, Instruction, Value, constant
 from . import calls, memory
 from .analysis import CFG
 from .emit import Emit, is_float_like, zero
-from .errors import unsupported
+from .errors import VectorizedCodeError, unsupported
 from .rules import ARITH_FORWARD, ARITH_REVERSE, derived_forward
 
 #: metadata of the AD tape's own malloc/free (the GPU validator accepts those)
@@ -131,7 +131,7 @@ class Sweep(Emit):
         op = inst.opcode
         if inst.type.kind == "vector" and inst in self.act.shadowed:
             raise unsupported(f"no derivative rule for a vector of addresses of memory with a shadow{calls.VECTORIZED}",
-                              inst, self.fn)
+                              inst, self.fn, VectorizedCodeError)
         if op in _CHECKED:
             _CHECKED[op](self, inst)
         if op in PASSIVE or op == "ret":

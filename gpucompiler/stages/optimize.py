@@ -3,8 +3,7 @@
 """The optimisation stage: LLVM's default new-pass-manager pipeline with three extension points.
 
 1. ``optimize.early`` callbacks, before the default pipeline;
-2. the default ``O<opt_level>`` module pipeline of the target machine (without the vectorizers
-   when an early callback set ``module.vectorize = False``);
+2. the default ``O<opt_level>`` module pipeline of the target machine;
 3. ``optimize.late`` callbacks, then a short cleanup (instcombine +
    simplifycfg) when any ran and ``opt_level > 0``;
 4. ``optimize.last`` callbacks, at the very end.
@@ -18,18 +17,15 @@ from ..module import IRModule
 from .context import CompileContext, run_hooks
 
 
-def _pass_builder(ctx: CompileContext, vectorize: bool = True) -> llvm.PassBuilder:
+def _pass_builder(ctx: CompileContext) -> llvm.PassBuilder:
     opt = ctx.job.config.opt_level
     tm = ctx.job.target.target_machine(opt)  # initialises LLVM's target
-    tuning = llvm.create_pipeline_tuning_options(speed_level=opt)
-    if not vectorize:
-        tuning.loop_vectorization = tuning.slp_vectorization = False
-    return llvm.create_pass_builder(tm, tuning)
+    return llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=opt))
 
 
 def default_pipeline(ctx: CompileContext, module: IRModule) -> None:
-    """Run the default module pipeline at the job's opt level (vectorizing only if ``module.vectorize``)."""
-    pb = _pass_builder(ctx, module.vectorize)
+    """Run the default module pipeline at the job's opt level."""
+    pb = _pass_builder(ctx)
     pb.getModulePassManager().run(module.ref, pb)
 
 

@@ -1,7 +1,8 @@
-"""Loops LLVM's vectorizers would turn into gathers and scatters (indexing through an index array,
-strided access) when no bounds check stands in the way: AD runs on scalar loops (the optimisation
-before AD does not vectorize), so their gradients are right. They were zero: the lanes of addresses
-(``<8 x ptr>``) carried no shadow, so ``llvm.masked.gather`` looked constant."""
+"""Loops LLVM's vectorizers turn into gathers and scatters (indexing through an index array, strided
+access) when no bounds check stands in the way: the engine refuses the vector of addresses and the
+``ad`` stage differentiates the module again from code optimised without the vectorizers, so the
+gradients are right. They were zero: the lanes of addresses (``<8 x ptr>``) carried no shadow, so
+``llvm.masked.gather`` looked constant."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ class EnzymePlugin(gp.Plugin):
 
     @gp.callback("optimize.early", markers=AD_MARKERS)
     def keep_unoptimized(self, job, module, state: EnzymeJobState):
-        state.unoptimized = module.text
+        state.unoptimized = str(module.ref)  # LLVM prints it (the stage needs the ref anyway)
 
     @gp.callback("pre_ad", markers=AD_MARKERS)
     def preserve_nvvm(self, job, module):

@@ -295,3 +295,25 @@ def test_unsigned_integer_index(dt):
     if dt is np.uint64:
         with pytest.raises(IndexError, match="index 18446744073709551615 is out of bounds"):
             _read_at(a, dt(2**64 - 1))
+
+
+def test_power_of_numpy_integers_stays_in_the_promoted_type_and_wraps():
+    @jit
+    def power(a, b):
+        return a ** b, 2 ** a, a ** 2
+
+    for a, b in [(np.int8(2), np.int8(7)), (np.int8(3), np.int8(5)), (np.uint64(2), np.uint64(63)),
+                 (np.uint8(7), np.uint8(3)), (np.int16(11), np.int16(5))]:
+        with np.errstate(all="ignore"):
+            want = (a ** b, 2 ** a, a ** 2)
+        got = power(a, b)
+        assert got == want and all(isinstance(g, int) for g in got), (a, b, got, want)
+
+
+def test_float32_floor_division_and_modulo_by_a_literal_stay_float32():
+    @jit
+    def divide(x):
+        return x % 2**40, x // 2**40, x % 3
+
+    for x in [np.float32(-2.5), np.float32(1e12), np.float32(7.25)]:
+        assert divide(x) == tuple(float(v) for v in (x % 2**40, x // 2**40, x % 3)), x

@@ -134,3 +134,21 @@ def test_round_and_gcd_in_a_kernel_on_the_emulation_and_in_ptx(check_ptx):
     k[1, 8, "cpu"](a, out)
     assert out.tolist() == [round(v) + math.gcd(i, 4) for i, v in enumerate(a.tolist())]
     check_ptx(k.inspect_ptx(a, out))
+
+
+def bitwise_of_bools(a, b):
+    return a & b, a | b, a ^ b, a & True, False | b
+
+
+def rounded_ints(n):
+    return math.floor(n), math.ceil(n), math.trunc(n)
+
+
+@pytest.mark.parametrize("a,b", list(itertools.product([True, False], repeat=2)))
+def test_bitwise_operators_of_bools_are_bools(a, b):
+    _agree(bitwise_of_bools, a, b)
+
+
+@pytest.mark.parametrize("n", [2**63 - 1, -(2**63) + 1, 2**53 + 1, -7, 0, True])
+def test_floor_ceil_trunc_of_an_int_are_exact(n):
+    _agree(rounded_ints, n)

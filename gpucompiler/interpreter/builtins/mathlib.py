@@ -16,7 +16,7 @@ from ...frontend import intrinsics as K
 from ..lattice import widen
 from ..rules import Number, RuleSet, register
 from .floatint import exact_pow, finite
-from .numbers import base
+from .numbers import base, convert
 
 ptx = register(RuleSet("base.ptx", target="ptx", builtin=True))
 
@@ -127,8 +127,11 @@ ptx.define(K.fmod_ieee, Number, Number, restype=_float_type)(_nv("fmod"))
 
 
 def _rounding(intrinsic: str | None, nv: str | None = None):
-    """``intrinsic`` (``llvm.floor``), or libdevice's ``__nv_<nv>`` (the PTX overlay)."""
+    """``intrinsic`` (``llvm.floor``), or libdevice's ``__nv_<nv>`` (the PTX overlay); an integer
+    is its own floor (CPython's ``int.__floor__``: exact, never through a float)."""
     def lower(cg, args, argtypes, rt):
+        if widen(argtypes[0]).kind in "biu" and rt == T.int64:
+            return convert(cg, args, argtypes, rt)
         t = _float_type(*argtypes)
         x = cg.cast(args[0], widen(argtypes[0]), t)
         if nv is not None:

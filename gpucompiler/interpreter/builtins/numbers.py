@@ -75,7 +75,7 @@ def _binary(fn, sig, restype, int_op=None, float_op=None, lower=None):
         if bad is not None:
             raise_out_of_bounds(cg, *bad)
             return ir.Constant(cg.ll(rt), None)
-        t = _promoted(*argtypes)
+        t = rt
         a, b = (cg.cast(v, widen(at), t) for v, at in zip(args, argtypes))
         if lower is not None:
             return lower(cg, a, b, t)
@@ -98,8 +98,13 @@ def _bitwise_type(a, b):
     return t if t.kind in "iu" else None
 
 
+def _logical_type(a, b):
+    """``&``, ``|``, ``^`` of two bools is a bool (Python's and NumPy's), else the integer type."""
+    return T.boolean if widen(a) == widen(b) == T.boolean else _bitwise_type(a, b)
+
+
 for _fn, _i in ((operator.and_, "and_"), (operator.or_, "or_"), (operator.xor, "xor")):
-    _binary(_fn, (IntLike, IntLike), _bitwise_type, _i)
+    _binary(_fn, (IntLike, IntLike), _logical_type, _i)
 
 
 def _shift_count(cg, b, signed=True):
@@ -190,28 +195,33 @@ _binary(operator.floordiv, (IntLike, IntLike), _promoted, lower=_int_floordiv)
 _binary(operator.mod, (IntLike, IntLike), _promoted, lower=_int_mod)
 
 
+_HELPED = (operator.floordiv, operator.mod, operator.pow)
+
+
 @base.handler
 def _python_helpers(interp, fn, args):
     """``//``, ``%`` on floats and ``**`` on ints are written in Python (pyhelpers)."""
-    if len(args) != 2 or not all(isinstance(widen(a), T.Scalar) for a in args):
+    if fn not in _HELPED or len(args) != 2 or not all(isinstance(widen(a), T.Scalar) for a in args):
         return None
     if any(widen(a).kind == "c" for a in args):
         return None
     folded = _folded(fn, args)
     if folded is not None:
         return folded
-    bad = out_of_bounds(args) if fn in (operator.floordiv, operator.mod, operator.pow) else None
+    bad = out_of_bounds(args)
     if bad is not None:
         return CallResult(_promoted(*args), lambda cg, a, at, rt: (raise_out_of_bounds(cg, *bad),
                                                                  ir.Constant(cg.ll(rt), None))[1])
-    helper = None
-    if _promoted(*args).kind == "f":  # uint64 with a signed integer too (their common type is float64)
+    helper, t = None, _promoted(*args)
+    if t.kind == "f":  # uint64 with a signed integer too (their common type is float64)
         helper = {operator.floordiv: H.float_floordiv, operator.mod: H.float_mod}.get(fn)
+        args = [t, t]  # in NumPy's promoted type (``float32 % 2**40`` is a float32)
     elif fn is operator.pow:
         e = args[1]
         if isinstance(e, Const) and e.value < 0:
             return None  # float result: the float rule below
-        helper = H.int_pow
+        # in NumPy's promoted type (``int8 ** 2`` is an int8 that wraps, ``uint64 ** uint64`` a uint64)
+        return interp.invoke(H.int_pow, [t, e])
     return interp.invoke(helper, args) if helper else None
 
 
@@ -219,7 +229,7 @@ def _folded(fn, args) -> CallResult | None:
     """``//``, ``%`` or ``**`` of two Python number constants, computed by Python: CPython's value
     (an integer outside int64 stays a compile-time constant, refused where it would run; ``2**64``
     wrapped to 0). None where Python raises (the helper raises it at run time)."""
-    c = computed(fn, args) if fn in (operator.floordiv, operator.mod, operator.pow) else None
+    c = computed(fn, args)
     return CallResult(c) if c is not None else None
 
 
@@ -326,7 +336,7 @@ def _not(cg, args, argtypes, rt):
 
 @base.define(float, Number, restype=T.float64)
 @base.define(int, Number, restype=T.int64)
-def _convert(cg, args, argtypes, rt):
+def convert(cg, args, argtypes, rt):
     if rt == T.int64 and widen(argtypes[0]) == T.uint64:  # Python's int holds it; an int64 may not
         cg.check(cg.b.icmp_signed(">=", args[0], ir.Constant(args[0].type, 0)), "OverflowError",
                  "int() of a uint64 of 2**63 or more: compiled code's ints are int64")
@@ -334,7 +344,7 @@ def _convert(cg, args, argtypes, rt):
 
 
 for _t in (T.int32, T.int64, T.float32, T.float64):
-    base.define(_t, Number, restype=_t)(_convert)
+    base.define(_t, Number, restype=_t)(convert)
 
 
 @base.define(builtins.abs, Number, restype=lambda a: _promoted(a))

@@ -2,7 +2,7 @@
 
 from ...pristine import math  # as imported (pristine.py: the rules key on its functions)
 
-from ...frontend.intrinsics import check, check_math, ffloor, fmod_ieee, make_complex
+from ...frontend.intrinsics import check, check_math, ffloor, fmod_ieee, make_complex, one_of
 
 
 
@@ -19,9 +19,9 @@ _COMPLEX_DIVISION_BY_ZERO = _division_message()
 
 
 def int_pow(base, exp):
-    """``base ** exp`` on ints (exponent >= 0) by repeated squaring."""
+    """``base ** exp`` on ints (exponent >= 0) by repeated squaring, in the type of ``base``."""
     check(exp >= 0, "ValueError", "negative exponent in int ** int; use a float base")
-    result = 1
+    result = one_of(base)
     while exp > 0:
         if exp & 1:
             result *= base

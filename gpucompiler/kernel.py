@@ -69,13 +69,21 @@ def recording_launches(record: Callable[[Launch, tuple], None]) -> Iterator[None
     finally:
         _RECORDER.reset(token)
 
+#: NVIDIA's largest grid and block per axis (x, y, z): the CPU grid emulation keeps them too, so a launch
+#: it runs also runs on a GPU (and a mistyped 2**40 blocks is an error, not an endless emulation)
+_MAX_DIMS = {"grid": (2**31 - 1, 65535, 65535), "block": (1024, 1024, 64)}
+
+
 def normalize_dims(value, what: str) -> tuple[int, int, int]:
-    """``int | tuple`` of up to 3 positive ints -> ``(x, y, z)``."""
+    """``int | tuple`` of up to 3 positive ints -> ``(x, y, z)``, each within NVIDIA's limit for ``what``."""
     dims = (value,) if isinstance(value, int) else tuple(value) if isinstance(value, (tuple, list)) else None
     if (dims is None or not 1 <= len(dims) <= 3
             or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)):
         raise LaunchError(f"{what} must be a positive int or a tuple of 1 to 3 positive ints, got {value!r}")
-    padded = (*dims, 1, 1)
+    padded = (*dims, 1, 1)[:3]
+    for axis, d, most in zip("xyz", padded, _MAX_DIMS[what]):
+        if d > most:
+            raise LaunchError(f"{what}.{axis} is at most {most} (as on NVIDIA GPUs), got {d}")
     return padded[0], padded[1], padded[2]
 
 

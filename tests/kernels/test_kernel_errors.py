@@ -140,6 +140,16 @@ def test_bad_launch_configurations(config):
         k[config]
 
 
+@pytest.mark.parametrize("config, message", [((2**40, 8), "grid.x is at most 2147483647"),
+                                             (((1, 65536), 8), "grid.y is at most 65535"),
+                                             ((1, (1, 1, 65)), "block.z is at most 64"),
+                                             ((1, 2048), "block.x is at most 1024")])
+def test_launch_dimensions_past_nvidias_limits_are_refused(config, message):
+    """The emulation keeps the GPU's limits: 2**40 blocks was an endless run instead of an error."""
+    with pytest.raises(LaunchError, match=message):
+        kernel(divergent)[(*config, "cpu")]
+
+
 def test_launch_errors():
     k = kernel(divergent)
     with pytest.raises(LaunchError, match="configuration"):

@@ -53,6 +53,7 @@ from .errors import ConfigError, TypeInferenceError
 from .runtime.arguments import argument_type
 from .frontend import with_parameters
 from .frontend.fingerprint import code_fingerprint
+from .frontend.closures import SOURCE_ATTRIBUTE
 from .frontend.parallel import from_template
 from .interpreter.builtins.creation import KEYWORD_HINT
 from .interpreter.builtins.numbers import base
@@ -212,9 +213,7 @@ def _parallel_calls(interp, fn, args):
     except ConfigError as exc:
         raise TypeInferenceError(str(exc)) from None
     ft = widen(interp.infer(functor, [T.int64, *rest]).rettype)
-    if not isinstance(ft, T.Scalar) or ft == T.boolean:
-        raise TypeInferenceError(f"parallel_reduce: the functor {functor.__qualname__} returns {ft!r}, not a "
-                                 "number", (ft,), hint="return an int or a float")
+    _check_result(functor, ft)
     init = Const(reducer.identity_of(ft), ft)
     body = _reduce_chunk(functor, reducer.combine, len(rest))
     rt, lower = region_call(interp, body, reducer.combine, zero, one, [init, *rest])
@@ -326,10 +325,29 @@ def _result_type(functor, args) -> T.Scalar:
     """The scalar type the functor returns for these arguments (inferred as the host would)."""
     types = (T.int64, *(argument_type(a, f"args[{k}]", functor.__qualname__) for k, a in enumerate(args)))
     rt = widen(FunctionSpec(functor, types).infer(NativeTarget(), (), False)[1].rettype)
-    if not isinstance(rt, T.Scalar) or rt == T.boolean:
-        raise TypeInferenceError(f"parallel_reduce: the functor {functor.__qualname__} returns {rt!r}, not a "
-                                 "number", (rt,), hint="return an int or a float")
+    _check_result(functor, rt)
     return rt
+
+
+def _check_result(functor, rt) -> None:
+    """A reduced value is a number: else a TypeInferenceError at the functor's definition."""
+    if not isinstance(rt, T.Scalar) or rt == T.boolean:
+        generated = getattr(functor, SOURCE_ATTRIBUTE, None)  # a copy taking closure arrays as parameters
+        if generated is not None:
+            node, filename, offset = generated
+            loc = (filename, node.lineno + offset, 0)
+        else:
+            loc = (functor.__code__.co_filename, functor.__code__.co_firstlineno, 0)
+        raise TypeInferenceError(f"parallel_reduce: the functor {functor.__qualname__} returns {rt!r}, not a "
+                                 "number", (rt,), loc, functor.__qualname__, hint="return an int or a float")
+
+
+def _count(n, what: str) -> int:
+    """The iteration count of a call from Python: an integer (``range``'s rule), else a TypeError."""
+    try:
+        return operator.index(n)
+    except TypeError:
+        raise TypeError(f"{what}: n must be an int (the iterations are range(n)), got {type(n).__name__}") from None
 
 
 def _space(space) -> Space:
@@ -342,6 +360,7 @@ def _space(space) -> Space:
 def parallel_for(n: int, functor, *args, space: Space = Space.HOST) -> None:
     """Call ``functor(i, *args)`` for every ``i`` in ``range(n)``, in parallel (see the module docstring)."""
     space = _space(space)
+    n = _count(n, "parallel_for")
     fn, extra = _closure_arrays(_functor(functor, "parallel_for"))
     args = (*args, *extra)
     if space is Space.HOST:
@@ -354,6 +373,7 @@ def parallel_reduce(n: int, functor, reducer, *args, space: Space = Space.HOST):
     """``reducer``'s combination of ``functor(i, *args)`` over ``i`` in ``range(n)`` (its identity when
     ``n <= 0``), in parallel (see the module docstring)."""
     space = _space(space)
+    n = _count(n, "parallel_reduce")
     red = reducer_of(reducer)
     fn, extra = _closure_arrays(_functor(functor, "parallel_reduce"))
     args = (*args, *extra)
@@ -399,6 +419,7 @@ def reduce_on_device(n: int, functor, reducer, *args, space: Space) -> DeviceRed
     space = _space(space)
     if space is Space.HOST:
         raise ConfigError("reduce_on_device runs on Space.CUDA or Space.EMULATION, got Space.HOST")
+    n = _count(n, "reduce_on_device")
     fn, extra = _closure_arrays(_functor(functor, "parallel_reduce"))
     return _device_reduce(n, fn, reducer_of(reducer), (*args, *extra), space)
 

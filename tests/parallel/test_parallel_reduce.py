@@ -115,6 +115,31 @@ def test_functor_returning_a_tuple_is_refused():
         parallel_reduce(3, lambda i: (i, i), sum)
 
 
+_V = np.arange(10.0)
+
+
+def _above_two(i):  # reads the module's array: compiled as a copy taking it as a parameter
+    return _V[i] > 2
+
+
+@pytest.mark.parametrize("space", CPU_SPACES)
+def test_a_functor_returning_no_number_is_refused_at_its_definition(space):
+    """The error named the generated driver (``<gpucompiler drive[...]>:2``), not the functor's line."""
+    with pytest.raises(TypeInferenceError, match="returns bool, not a number") as info:
+        parallel_reduce(5, _above_two, sum, space=space)
+    assert (info.value.filename, info.value.line) == (__file__, _above_two.__code__.co_firstlineno)
+
+
+@pytest.mark.parametrize("space", CPU_SPACES)
+def test_the_count_is_an_int(space):
+    """``parallel_reduce(5.0, ...)`` ran five iterations; it is range's TypeError (NumPy ints are fine)."""
+    with pytest.raises(TypeError, match="n must be an int"):
+        parallel_reduce(5.0, square, sum, _V, space=space)
+    with pytest.raises(TypeError, match="n must be an int"):
+        parallel_for("3", double_into, _V, np.zeros(10), space=space)
+    assert parallel_reduce(np.int32(3), square, sum, _V, space=space) == 5.0
+
+
 # -- differentiation: the Kokkos 2-norm -------------------------------------------------------------
 
 def norm2(v):

@@ -28,10 +28,11 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
+import types
 from typing import NoReturn
 
 from . import types as T
-from .errors import ArgumentBindingError, ArgumentTypeError
+from .errors import ArgumentBindingError, ArgumentTypeError, UnsupportedError
 
 __all__ = ["Binder", "argument", "arguments", "cell_filled"]
 
@@ -46,6 +47,9 @@ class Binder:
     __slots__ = ("fn", "names", "positional", "_signature")
 
     def __init__(self, fn):
+        if not isinstance(fn, types.FunctionType):  # a class, a builtin, a partial, a bound method...
+            raise UnsupportedError(f"compiling {fn!r}, a {type(fn).__name__}: only Python functions (def, lambda) "
+                                   "compile", hint="call it from a function you compile: def f(x): return g(x)")
         code = fn.__code__
         self.fn = fn
         self.names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]

@@ -162,8 +162,13 @@ class Dispatcher:
                 if entry is not None:
                     self._entries[key] = entry
                     return entry
-        shown = ", ".join(map(repr, key))
-        raise ArgumentTypeError("(all)", f"({shown})", function=self.py_func.__qualname__,
+        names = self._bind.names
+        # the first argument no signature takes at its place, else the combination
+        k = next((k for k, a in enumerate(key) if not any(len(s.args) == len(key) and accepts(s.args[k], a)
+                                                          for s in self.signatures)), None)
+        param, shown = ((names[k], repr(key[k])) if k is not None and k < len(names)
+                        else (", ".join(names), "(" + ", ".join(map(repr, key)) + ")"))
+        raise ArgumentTypeError(param, shown, function=self.py_func.__qualname__,
                                 hint="the function was compiled for " + "; ".join(map(str, self.signatures))
                                 + ": pass arguments of those types, or add the signature")
 

@@ -140,6 +140,7 @@ class Kernel:
         if error_model_option(error_model) is not ErrorModel.NUMPY:
             raise ConfigError("kernels cannot raise Python exceptions: their math gives IEEE results "
                               "(error_model=ErrorModel.NUMPY); check inputs before the launch")
+        self.bind = Binder(fn)
         self.py_func = fn
         #: None: the default of each device (on in the CPU grid emulation, off on the GPU as in CUDA C)
         self.boundscheck = None if boundscheck is None else bool(boundscheck)
@@ -152,7 +153,6 @@ class Kernel:
         self._emulated: dict = {}
         self._deps: list = []       # every global read by any specialisation (world age)
         self._launches: dict = {}   # configuration -> Launch (ints, tuples, None/int/str streams only)
-        self.bind = Binder(fn)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args):

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 
 import numpy as np
 import pytest
 
-from gpucompiler import jit, types as T
+from gpucompiler import jit, kernel, types as T
 from gpucompiler.config import JitOptions
-from gpucompiler.errors import ArgumentTypeError, ConfigError, ErrorModel
+from gpucompiler.errors import ArgumentTypeError, ConfigError, ErrorModel, UnsupportedError
 from gpucompiler.signatures import Signature, accepts, parse_signature
 
 F64_1D = T.ArrayType(T.float64, 1)
@@ -90,8 +91,17 @@ def test_a_signature_string_compiles_eagerly_and_converts_arguments():
     a = np.arange(6.0)
     assert f(a, 4) == 6.0
     assert f(a[::2], True) == 0.0  # a strided array fits float64[:]; bool converts to int64
-    with pytest.raises(ArgumentTypeError, match="compiled for"):
+    with pytest.raises(ArgumentTypeError, match="compiled for") as info:
         f(np.arange(6, dtype=np.int64), 4)
+    assert info.value.parameter == "a"  # the argument no signature takes (it read "(all)")
+
+
+@pytest.mark.parametrize("obj", [int, len, functools.partial(max, 1), np.add])
+def test_only_python_functions_compile(obj):
+    """A class, a builtin, a partial or a ufunc was an AttributeError ('__code__') from the compiler."""
+    for decorate in (jit, kernel):
+        with pytest.raises(UnsupportedError, match="only Python functions"):
+            decorate(obj)
 
 
 def test_signature_lists_and_objects():

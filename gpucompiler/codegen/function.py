@@ -225,11 +225,11 @@ class FunctionCodegen:
         else:
             self._unless(ok, self._trap)
 
-    def check_required(self, ok, exc_name, message):
+    def check_required(self, ok, exc_name, message, *values):
         """:meth:`check` that stops execution on every target: where errors cannot be raised
         (the GPU, code without a status) a failed check traps instead of going on."""
         if self._stops() and (self.mod.python_errors or self.mod.on_error == ErrorPolicy.EMULATION):
-            self.check(ok, exc_name, message)
+            self.check(ok, exc_name, message, *values)
         else:
             self._unless(ok, self._trap)
 

@@ -270,3 +270,20 @@ def test_rebinding_a_builtin_recompiles_the_kernel():
         builtins.abs = original
     k[1, 2, "cpu"](x, out)
     assert (out == [2.0, 3.0]).all()
+
+
+@kernel
+def _add_300(x, out):
+    i = gd.grid(1)
+    if i < out.shape[0]:
+        out[i] = x[i] + 300
+
+
+def test_a_python_int_a_numpy_type_cannot_hold_stops_the_kernel(check_ptx):
+    """``uint8 + 300`` is NumPy's OverflowError: the emulation raises it, a GPU thread traps (it stored 0)."""
+    x, out = np.arange(4, dtype=np.uint8), np.zeros(4, np.int64)
+    with pytest.raises(OverflowError, match="Python integer 300 out of bounds for uint8"):
+        _add_300[1, 4, "cpu"](x, out)
+    ptx = _add_300.inspect_ptx(x, out)
+    assert "trap;" in ptx
+    check_ptx(ptx)

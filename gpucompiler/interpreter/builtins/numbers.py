@@ -57,8 +57,8 @@ def out_of_bounds(argtypes) -> tuple[int, T.Scalar] | None:
 
 
 def raise_out_of_bounds(cg, value: int, t: T.Scalar) -> None:
-    """NumPy's ``OverflowError`` for :func:`out_of_bounds` (the operation never runs)."""
-    cg.check(ir.Constant(ir.IntType(1), 0), "OverflowError", f"Python integer {value} out of bounds for {t}")
+    """NumPy's ``OverflowError`` for :func:`out_of_bounds` (the operation never runs; a GPU thread traps)."""
+    cg.check_required(ir.Constant(ir.IntType(1), 0), "OverflowError", f"Python integer {value} out of bounds for {t}")
 
 
 def _promoted(*ts):

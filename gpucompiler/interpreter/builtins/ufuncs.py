@@ -216,7 +216,7 @@ def _ufunc_call(interp, ufunc, args, kw=None):
             v = vals[k]
             fits = cg.b.and_(cg.b.icmp_signed(">=", v, ir.Constant(v.type, lo)),
                              cg.b.icmp_signed("<=", v, ir.Constant(v.type, hi)))
-            cg.check(fits, "OverflowError", f"Python integer %lld out of bounds for {it}", v)
+            cg.check_required(fits, "OverflowError", f"Python integer %lld out of bounds for {it}", v)
         return inner(cg, vals, argtypes, rt)
     return CallResult(result.restype, lower)
 

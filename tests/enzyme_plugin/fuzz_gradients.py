@@ -4,10 +4,12 @@ Each program is a small module: helpers (one of them recursive with a depth
 bound, one reading and writing an array, one returning a tuple) and the entry
 ``f(x, y, a, b, n)`` of two float64 scalars, two float64 arrays of one length
 and an int, returning a float. Its statements mix arithmetic, ``**`` with int
-and float exponents, ``math`` functions, ``abs``/``min``/``max``, ``if``/``else``
+and float exponents, ints and floats mixed (an int operand, ``//`` of floats,
+``int()`` of a float), ``math`` functions, ``abs``/``min``/``max``, ``if``/``else``
 on comparisons, ``for`` loops over constant and runtime trip counts with
 loop-carried accumulators and ``break``, ``while`` loops, tuples, array reads
-and writes (``a[i] += ...``, ``b[i] = ...``) and ``np.sum``/``np.dot``.
+and writes (``a[i] += ...``, ``b[i] = ...``, whole arrays and slices in place:
+``b += 0.5 * a``, ``a[1:] += ...``) and ``np.sum``/``np.dot``.
 
 On several random inputs the derivatives of
 
@@ -28,7 +30,7 @@ makes none is differentiated in a ``@kernel`` on the CPU grid emulation too: eac
 threads takes ``Reverse`` at its own ``x`` with ``da``, ``db`` shared, whose
 adjoints must add up to what ``autodiff`` from Python gives per thread. A sample is
 used only where every branch decision (each comparison, ``abs``, ``min``,
-``max``, ``atan2``'s cut) is the same at every finite-difference point, and
+``max``, ``atan2``'s cut, ``%``, ``//``, ``int()``) is the same at every finite-difference point, and
 the finite differences agree with each other at two consecutive step sizes.
 Outcomes, per program:
 
@@ -159,7 +161,11 @@ class _Gen:
         if r < 0.96:
             return f"({a} if {self.cmp(scope, 0)} else {b})"
         return rng.choice([f"(float({self.int_e(scope)}) * {a})", f"math.fmod({a}, 1.75)", f"({a} % 1.25)",
-                           f"float(math.floor({a}))", f"math.copysign({a}, {b})", f"({a} ** -2 if {a} != 0.0 else 1.0)"])
+                           f"float(math.floor({a}))", f"math.copysign({a}, {b})", f"({a} ** -2 if {a} != 0.0 else 1.0)",
+                           # ints and floats mixed: an int operand, a float floor division, int() of a float
+                           f"({a} * {self.int_e(scope)})", f"({self.int_e(scope)} / (1.5 + {a} * {a}))",
+                           f"({self.int_e(scope)} - {a})", f"({a} // 0.75)", f"(int({a} * 2.0) * {b})",
+                           f"({a} * (n % 3) + {b})" if "n" in scope else f"({a} * 2 + {b})"])
 
     # statements: lines at ``ind`` indentation; ``scope`` maps names to "float", "int" or "idx"
     def block(self, scope, ind, n, depth, loop=False) -> list[str]:
@@ -237,7 +243,13 @@ class _Gen:
                 e = self.float_e(scope)
                 if op == "*=":
                     e = f"(1.0 + 0.25 * math.sin({e}))"
-                lines.append(f"{pad}{arr}[{self.index(scope)}] {op} {e}")
+                if self.chance(0.25):  # the whole array in place (from the other array: no overlap)
+                    other = "a" if arr != "a" else "b"
+                    lines.append(pad + rng.choice([f"{arr} *= (1.0 + 0.25 * math.sin({e}))",
+                                                   f"{arr} += 0.5 * {other}", f"{arr}[1:] += 0.5 * {other}[:-1]",
+                                                   f"{arr}[::2] = np.sin({other}[::2]) * {e}"]))
+                else:
+                    lines.append(f"{pad}{arr}[{self.index(scope)}] {op} {e}")
             elif r < 0.90:
                 p, q = self.name(), self.name()
                 if "tup" in self.calls and self.chance(0.5):
@@ -326,7 +338,7 @@ def grad_kernel(xs, dxs, y, a, da, b, db, n):
 """
 
 #: an assignment to an element of an argument array (``v``: a helper's): threads of a kernel would race
-_WRITES_ARRAYS = re.compile(r"^\s*[abv]\[[^\]]*\]\s*[-+*]?=", re.M)
+_WRITES_ARRAYS = re.compile(r"^\s*[abv](\[[^\]]*\])?\s*[-+*]?=", re.M)
 THREADS = 4
 
 
@@ -359,8 +371,9 @@ class _Trace(ast.NodeTransformer):
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
-        if isinstance(node.op, ast.Mod):
-            node = ast.Call(ast.Name("_mod", ast.Load()), [node.left, node.right], [])
+        if isinstance(node.op, (ast.Mod, ast.FloorDiv)):
+            name = "_mod" if isinstance(node.op, ast.Mod) else "_floordiv"
+            node = ast.Call(ast.Name(name, ast.Load()), [node.left, node.right], [])
         return ast.Call(ast.Name("_val", ast.Load()), [node], [])  # intermediates stay in the bound too
 
     def visit_Compare(self, node):
@@ -370,7 +383,7 @@ class _Trace(ast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         fn = node.func
-        if isinstance(fn, ast.Name) and fn.id in ("abs", "min", "max"):
+        if isinstance(fn, ast.Name) and fn.id in ("abs", "min", "max", "int"):
             node.func = ast.Name("_" + fn.id, ast.Load())
         elif isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and fn.value.id == "math":
             if fn.attr in ("fabs", "atan2", "hypot", "fmod", "floor", "copysign"):
@@ -395,6 +408,8 @@ class _Recorder:
         mod._hypot = lambda p, q: math.hypot(_off_origin(p, q), q)
         mod._fmod = lambda p, q: t.append(math.trunc(p / q)) or math.fmod(p, q)
         mod._mod = lambda p, q: t.append(math.floor(p / q)) or p % q
+        mod._floordiv = lambda p, q: t.append(math.floor(p / q)) or p // q
+        mod._int = lambda v: (t.append(int(v)) if isinstance(v, float) else None) or int(v)
         mod._floor = lambda v: t.append(math.floor(v)) or math.floor(v)
         mod._copysign = lambda p, q: t.append((p >= 0, q >= 0)) or math.copysign(p, q)
 

@@ -602,6 +602,8 @@ def _child(seeds: list[int], workdir: str, family: str = "python") -> None:
         from tests.enzyme_plugin.fuzz_gradients import run_gradient_program as runner  # the same
     elif family == "kernels":
         from tests.kernels.fuzz_kernels import run_kernel_program as runner  # the same
+    elif family == "clang":
+        from tests.enzyme.fuzz_c import run_c_program as runner  # the same
     else:
         runner = run_dtype_program if family == "dtypes" else run_program
     for seed in seeds:
@@ -705,10 +707,11 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=200)
     ap.add_argument("--timeout", type=float, default=30.0)
     ap.add_argument("--jobs", type=int, default=1, help="batches run at once")
-    ap.add_argument("--family", choices=("python", "dtypes", "arrays", "kernels"), default="python",
+    ap.add_argument("--family", choices=("python", "dtypes", "arrays", "kernels", "clang"), default="python",
                     help="python: ints, floats and math; dtypes: NumPy's int8-uint64, float32 and complex; "
                     "arrays: NumPy reductions along axes, products and masks (fuzz_arrays.py); kernels: "
-                    "@kernel programs on the CPU grid emulation (tests/kernels/fuzz_kernels.py)")
+                    "@kernel programs on the CPU grid emulation (tests/kernels/fuzz_kernels.py); clang: C functions through "
+                    "clang-19 -O0..-O3 and Enzyme's C interface (tests/enzyme/fuzz_c.py)")
     ap.add_argument("--json", default=None, help="write counts and every non-right program here")
     args = ap.parse_args(argv)
     seeds = list(range(args.seed, args.seed + args.programs))

@@ -128,11 +128,11 @@ def _check(text: str, seed: int, level: str) -> tuple[str, str]:
     except enzyme_plugin.ADError as exc:
         return "typed", f"{level}: {str(exc).splitlines()[0][:200]}"
     lib = CPULibrary.from_ir(out)
-    D, I = ctypes.POINTER(ctypes.c_double), ctypes.c_int
-    f = ctypes.CFUNCTYPE(ctypes.c_double, D, I)(lib.address("f"))
-    grad = ctypes.CFUNCTYPE(None, D, D, I)(lib.address("grad"))
-    fwd = ctypes.CFUNCTYPE(ctypes.c_double, D, D, I)(lib.address("fwd"))
-    split = ctypes.CFUNCTYPE(None, D, D, I)(lib.address("split"))
+    D, Int = ctypes.POINTER(ctypes.c_double), ctypes.c_int
+    f = ctypes.CFUNCTYPE(ctypes.c_double, D, Int)(lib.address("f"))
+    grad = ctypes.CFUNCTYPE(None, D, D, Int)(lib.address("grad"))
+    fwd = ctypes.CFUNCTYPE(ctypes.c_double, D, D, Int)(lib.address("fwd"))
+    split = ctypes.CFUNCTYPE(None, D, D, Int)(lib.address("split"))
     rng = np.random.default_rng(seed)
 
     def ptr(a):

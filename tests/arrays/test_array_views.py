@@ -255,7 +255,25 @@ def mismatched(a, b):
 
 def test_assigning_an_array_of_another_shape_is_a_value_error():
     with pytest.raises(ValueError, match="could not broadcast"):
+        mismatched(np.zeros(5), np.zeros(3))
+    with pytest.raises(ValueError, match="could not broadcast"):
         jit(mismatched)(np.zeros(5), np.zeros(3))
+
+
+def broadcast_into(a, m, r):
+    a[0:3] = a[4:5]          # (1,) into (3,)
+    a[5:5] = a[0:1]          # (1,) into (0,)
+    m[0:2, :] = r            # a row into two rows
+    m[:, 1:] = m[:, 0:1]     # a column into three, overlapping
+
+
+def test_an_array_assigned_into_a_view_broadcasts_as_in_numpy():
+    a, m, r = np.arange(6.0), np.arange(12.0).reshape(3, 4), np.array([-1.0, -2.0, -3.0, -4.0])
+    want_a, want_m = a.copy(), m.copy()
+    broadcast_into(want_a, want_m, r)
+    jit(broadcast_into)(a, m, r)
+    np.testing.assert_array_equal(a, want_a)
+    np.testing.assert_array_equal(m, want_m)
 
 
 def rows_of_new(n):

@@ -291,10 +291,15 @@ def _assigner(interp, dest, value):
         raise TypeInferenceError(f"assigning an array into a {widen(dest).ndim}-d array is not supported in compiled "
                                  "code", (widen(dest),), hint="assign 1-d to 3-d arrays, or write the loops")
     loop = const(impl)
-    res = interp.invoke(npimpl.versioned_assign, [loop, widen(dest), value])
+    if interp.target.is_gpu:  # no arrays to copy through
+        res, extra = interp.invoke(npimpl.versioned_assign, [loop, widen(dest), value]), []
+    else:
+        extra = [const(widen(dest).dtype)]
+        res = interp.invoke(npimpl.copied_assign, [loop, widen(dest), value, *extra])
 
     def emit(cg, d, v, dt, vt):  # the destination it returns is held by the caller already
-        disown(cg, cg.call_result(res, [None, d, v], [loop, dt, vt], widen(res.restype)), widen(res.restype))
+        disown(cg, cg.call_result(res, [None, d, v, *[None] * len(extra)], [loop, dt, vt, *extra],
+                                  widen(res.restype)), widen(res.restype))
     return emit
 
 
@@ -311,8 +316,8 @@ def _setitem(interp, fn, args):
         return CallResult(T.none, lambda cg, a, at, rt: assign(cg, a[0], a[2], at[0], at[2]))
     if is_arraylike(index) and widen(index).dtype == T.boolean:
         return _mask_assign(interp, arr, index, value)
-    if not isinstance(widen(value), _E):
-        return None  # numbers and arrays into views: the views' own rule (overlap read as NumPy reads it)
+    if not isinstance(widen(value), _E) and (interp.target.is_gpu or not isinstance(widen(value), _A)):
+        return None  # numbers (and arrays in kernels) into views: the views' own rule (overlap read as NumPy reads it)
     view = interp.abstract_call(operator.getitem, [arr, index])
     if view is None or not isinstance(widen(view.restype), _A):
         raise TypeInferenceError(f"cannot assign to {widen(arr)!r}[{widen(index)!r}]",

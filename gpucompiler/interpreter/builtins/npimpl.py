@@ -11,8 +11,8 @@ argmin/argmax count in C order, as NumPy does.
 from ...pristine import math  # as imported (pristine.py: the rules key on its functions)
 
 from ...frontend.intrinsics import check, setitem_unchecked
-from .npintrinsics import (broadcast_element, check_broadcast, element, exact, fmaximum, fminimum, overlaps,
-                           same_shape)
+from .npintrinsics import (broadcast_element, check_broadcast, element, exact, fmaximum, fminimum, new_array,
+                           overlaps, same_shape)
 
 
 def versioned(loop, x, dt):
@@ -36,8 +36,20 @@ def checked_mask(loop, out, mask, value):
 
 
 def versioned_assign(loop, out, src):
+    """``loop(out, src)``; where an array of ``src`` overlaps ``out`` at an offset (kernels, which
+    cannot allocate), a ValueError."""
     check(not overlaps(out, src), "ValueError", "the destination overlaps an array of the expression at an "
           "offset: evaluate it into a new array first (tmp = np.empty_like(out); tmp[...] = expression)")
+    if same_shape(out, src):
+        return loop(out, exact(src))
+    return loop(out, src)
+
+
+def copied_assign(loop, out, src, dt):
+    """``loop(out, src)`` as NumPy computes it: where an array of ``src`` overlaps ``out`` at an offset
+    (``a[:] = a[::-1]``, ``a[1:] = a[:-1] + a[1:]``), ``src`` is evaluated into a new array first."""
+    if overlaps(out, src):
+        return loop(out, exact(loop(new_array(out.shape, dt), src)))
     if same_shape(out, src):
         return loop(out, exact(src))
     return loop(out, src)

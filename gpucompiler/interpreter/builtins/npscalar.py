@@ -41,6 +41,14 @@ def int_remainder(a, b):
     return a % b if b != 0 else a - a
 
 
+def int_fmod(a, b):
+    """``np.fmod`` on integers: C's ``%`` (the sign of ``a``); 0 for a zero divisor."""
+    if b == 0:
+        return a - a
+    r = a % b
+    return r - b if r != 0 and (r < 0) != (a < 0) else r
+
+
 def float_floor_divide(a, b):
     """``np.floor_divide`` on floats: ``a / b`` (an infinity or NaN) for a zero divisor."""
     if b == 0:

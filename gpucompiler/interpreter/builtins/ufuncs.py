@@ -47,7 +47,7 @@ _SCALAR: dict[str, Any] = {
     "arctan": math.atan, "sinh": math.sinh, "cosh": math.cosh, "tanh": math.tanh, "arcsinh": math.asinh,
     "arccosh": math.acosh, "arctanh": math.atanh, "exp": math.exp, "expm1": math.expm1, "log": math.log,
     "log2": math.log2, "log10": math.log10, "log1p": math.log1p, "sqrt": math.sqrt,
-    "arctan2": math.atan2, "hypot": math.hypot, "copysign": math.copysign, "fmod": K.fmod_ieee,
+    "arctan2": math.atan2, "hypot": math.hypot, "copysign": math.copysign,
     "isnan": math.isnan, "isinf": math.isinf, "isfinite": math.isfinite,
     "maximum": S.maximum, "minimum": S.minimum, "fmax": S.fmax, "fmin": S.fmin,
     "floor": S.floor, "ceil": S.ceil, "trunc": S.trunc, "rint": S.rint, "square": S.square, "sign": S.sign,
@@ -61,6 +61,7 @@ for _name in ("exp2", "cbrt"):  # new in Python 3.11's math
 _BY_KIND: dict[str, tuple[Any, Any]] = {
     "floor_divide": (S.int_floor_divide, S.float_floor_divide),
     "remainder": (S.int_remainder, S.float_remainder), "mod": (S.int_remainder, S.float_remainder),
+    "fmod": (S.int_fmod, K.fmod_ieee),
 }
 #: ufuncs whose NumPy loop on bools is not Python's operator on bools (``~True`` is -2, NumPy's is False)
 _ON_BOOLS: dict[str, Any] = {"invert": S.logical_not}
@@ -235,7 +236,9 @@ def _where_call(interp, args, kw=None):
     np = numpy()
     operands = [_operand(a) for a in args]
     arrays = any(o[3] > 0 for o in operands)
-    pair = [_WEAK.get(o[2]) if arrays and o[3] == 0 and o[2] in _WEAK else np.dtype(o[2].name)
+    # a Python number next to arrays is weak (NEP 50): given to ``result_type`` as a value (the class
+    # ``int`` would mean int64: ``np.where(c, float32_array, 0)`` is float32)
+    pair = [_WEAK[o[2]](0) if arrays and o[3] == 0 and o[2] in _WEAK else np.dtype(o[2].name)
             for o in operands[1:]]
     dtype = scalar_type(np.result_type(*pair))
     return _result(elementwise_type(interp, "where", S.where, operands, (T.boolean, dtype, dtype), dtype))

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import attrs
 
-from gpucompiler.llvm import (Builder, ConstantExpr, Function, GlobalVariable, Instruction, constant,
+from gpucompiler.llvm import (Builder, ConstantExpr, Function, GlobalVariable, Instruction, Module, constant,
                               no_cyclic_gc, parse, types as T)
 
 from . import custom, preprocess, splitmode, stack
@@ -353,7 +353,7 @@ def differentiate_nested(text: str, optimize: Callable[[str], str],
 
 
 def _differentiate_levels(text: str, optimize: Callable[[str], str], options: EngineOptions) -> str:
-    module = parse(preprocess.prepare(text))
+    module = _prepared(text)
     while True:
         sites = marker_sites(module)
         ready = _innermost(module, sites) if sites else []
@@ -364,7 +364,14 @@ def _differentiate_levels(text: str, optimize: Callable[[str], str], options: En
         # plain atomics (no warp shuffles): the outer level differentiates them
         engine, _ = differentiate_module(module, ready, attrs.evolve(options, warp_aggregate=False))
         text = engine.finalize(str(module), out_of_line=True)
-        module = parse(preprocess.prepare(optimize(text)))
+        module = _prepared(optimize(text))
+
+
+def _prepared(text: str) -> Module:
+    """The IR model of ``text`` after the cleanup passes, every vector lane defined."""
+    module = parse(preprocess.prepare(text))
+    preprocess.define_unused_lanes(module)
+    return module
 
 
 def differentiate(ir_text: str, *, optimize: bool = True, options: EngineOptions = EngineOptions()) -> str:

@@ -7,7 +7,7 @@ import re
 
 import llvmlite.binding as llvm
 
-from gpucompiler.llvm import initialize, parse_ir
+from gpucompiler.llvm import ConstantAggregate, ConstantData, Module, constant, initialize, parse_ir
 
 _OPTNONE = re.compile(r"\boptnone\b")
 
@@ -58,3 +58,45 @@ def optimize(text: str, level: int = 2) -> str:
         pb.getModulePassManager().run(ref, pb)
         ref.verify()
     return str(ref)
+
+
+_UNDEFINED = frozenset(("poison", "undef"))
+_UNDEFINED_WORD = re.compile(r"\b(?:poison|undef)\b")
+
+
+def define_unused_lanes(module: Module) -> None:
+    """Give the vector lanes a function leaves undefined a value: ``poison``/``undef`` vectors and
+    elements become zero, a shuffle mask's undefined lane takes lane 0. The function never uses such
+    a lane (that would be undefined behaviour), but adjoints multiply by it: an SLP-vectorized
+    ``<a*b, poison>`` gives the unused lane the adjoint ``0 * poison``, which is poison, not 0, and
+    spoiled the lanes it was added to (clang -O2 code's gradients came out doubled)."""
+    for fn in module.functions.values():
+        if fn.is_declaration:
+            continue
+        for block in fn.blocks:
+            for inst in block.instructions:
+                for k, op in enumerate(inst.operands):
+                    if op.type.kind == "vector":
+                        new = _defined(op)
+                        if new is not op:
+                            inst.set_operand(k, new)
+
+
+def _zero_text(t) -> str:
+    return "0.0" if t.kind in ("float", "double", "half", "bfloat", "fp128", "x86_fp80") else "0"
+
+
+def _defined(op):
+    """``op`` with its undefined lanes zero (itself if it has none)."""
+    if isinstance(op, ConstantData):
+        text = op.ref
+        if text in _UNDEFINED:
+            return constant(op.type, "zeroinitializer")
+        if text.startswith("<") and _UNDEFINED_WORD.search(text):
+            return constant(op.type, _UNDEFINED_WORD.sub(_zero_text(op.type.element), text))
+        return op
+    if isinstance(op, ConstantAggregate):
+        for k, element in enumerate(op.operands):
+            if isinstance(element, ConstantData) and element.ref in _UNDEFINED:
+                op.set_operand(k, constant(element.type, _zero_text(element.type)))
+    return op

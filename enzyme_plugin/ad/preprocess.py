@@ -7,7 +7,7 @@ import re
 
 import llvmlite.binding as llvm
 
-from gpucompiler.llvm import ConstantAggregate, ConstantData, Module, constant, initialize, parse_ir
+from gpucompiler.llvm import ConstantAggregate, ConstantData, Module, constant, initialize, parse_ir, types as T
 
 _OPTNONE = re.compile(r"\boptnone\b")
 
@@ -93,7 +93,9 @@ def _defined(op):
         if text in _UNDEFINED:
             return constant(op.type, "zeroinitializer")
         if text.startswith("<") and _UNDEFINED_WORD.search(text):
-            return constant(op.type, _UNDEFINED_WORD.sub(_zero_text(op.type.element), text))
+            vector = op.type
+            assert isinstance(vector, T.VectorType), "a vector operand"
+            return constant(vector, _UNDEFINED_WORD.sub(_zero_text(vector.element), text))
         return op
     if isinstance(op, ConstantAggregate):
         for k, element in enumerate(op.operands):

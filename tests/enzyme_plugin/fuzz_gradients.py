@@ -422,8 +422,11 @@ def _off_origin(p, q):
 
 
 def _bounded(v):
-    """``v`` (a value assigned or returned), or OverflowError when a float in it leaves the bound."""
+    """``v`` (a value assigned or returned), or OverflowError when a float in it leaves the bound, or
+    ValueError when it is complex (a negative base to a fractional power: NaN in compiled code)."""
     for u in v if isinstance(v, tuple) else (v,):
+        if isinstance(u, complex):
+            raise ValueError(u)
         if isinstance(u, float) and not abs(u) <= BOUND:
             raise OverflowError(u)
     return v

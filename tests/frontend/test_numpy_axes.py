@@ -218,7 +218,7 @@ def test_an_axis_out_of_bounds_is_caught_as_numpy_catches_its_axis_error():
 
 # -- products ------------------------------------------------------------------------
 def products(a, b, v, w):
-    return a @ b, np.dot(a, b), a @ v, np.dot(w, b), np.dot(a, v), w @ b
+    return a @ b, np.dot(a, b), a @ v, np.dot(w, b), np.dot(a, v), w @ b, np.dot(w, v), v @ w
 
 
 @pytest.mark.parametrize("da,db", [("float64", "float64"), ("float32", "float32"), ("float32", "float64"),

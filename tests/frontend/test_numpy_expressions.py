@@ -151,6 +151,22 @@ def test_fmod_of_integer_arrays_is_cs_remainder_and_zero_for_a_zero_divisor(dtyp
     assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True), (got, want)
 
 
+def divided(a, b):
+    return a / b, np.true_divide(a, 2.0)
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_complex_array_division_is_numpys_loop_with_ieee_results_for_zero(dtype):
+    parts = [0.0, -0.0, 1.0, -2.5, math.inf, math.nan, 1e-310, 3e300, 7.0 / 3.0]
+    z = np.array([complex(x, y) for x in parts for y in parts])
+    a, b = np.repeat(z, z.size).astype(dtype), np.tile(z, z.size).astype(dtype)
+    with np.errstate(all="ignore"):
+        want = divided(a, b)
+    for got, w in zip(jit(divided)(a, b), want):
+        assert got.dtype == w.dtype
+        np.testing.assert_array_equal(got, w)  # NaNs in the same places, else equal to the last bit
+
+
 def test_where_selects_elementwise():
     a = array_of("float64", (11,), "strided")
     out = np.zeros(11)

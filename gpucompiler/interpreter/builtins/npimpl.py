@@ -280,5 +280,5 @@ def dot11(a, b, dt):
     check(n == b.shape[0], "ValueError", "shapes of the vectors in dot are not aligned")
     s = dt(0)
     for i in range(n):
-        s += element(a, i) * element(b, i)
+        s = dt(s + element(a, i) * element(b, i))  # in dt: bools give NumPy's "or" of "and"s
     return s

@@ -65,6 +65,8 @@ _BY_KIND: dict[str, tuple[Any, Any]] = {
 }
 #: ufuncs whose NumPy loop on bools is not Python's operator on bools (``~True`` is -2, NumPy's is False)
 _ON_BOOLS: dict[str, Any] = {"invert": S.logical_not}
+#: ufuncs whose NumPy loop on complex numbers is not CPython's operator (a zero divisor gives inf/NaN)
+_ON_COMPLEX: dict[str, Any] = {"true_divide": S.complex_true_divide, "divide": S.complex_true_divide}
 #: operators (and builtins) on arrays -> the ufunc NumPy calls for them
 OPERATOR_UFUNCS: dict[Any, str] = {
     operator.add: "add", operator.sub: "subtract", operator.mul: "multiply", operator.truediv: "true_divide",
@@ -156,6 +158,8 @@ def _resolve(ufunc, key):
 def scalar_function(name: str, intypes) -> Any:
     if intypes[0] == T.boolean and name in _ON_BOOLS:
         return _ON_BOOLS[name]
+    if intypes[0].kind == "c" and name in _ON_COMPLEX:
+        return _ON_COMPLEX[name]
     kinds = _BY_KIND.get(name)
     if kinds is not None:
         return kinds[intypes[0].kind == "f"]

@@ -2,7 +2,8 @@
 
 Each program is ``f(a, b, v)``: a few statements of reductions (with and
 without ``axis=``, ``keepdims=``), elementwise and logical expressions (``~`` of masks, ``np.where``), matrix products (``@``, ``np.dot`` of
-matrices and vectors), selections (``a[mask]``, ``v[index]``) and fused
+matrices and vectors), selections (``a[mask]``, ``v[index]``), assignments into
+views of a copy (overlapping their source, broadcast) and fused
 expressions over them, returning every value it made. The arguments take
 random dtypes, layouts (C, F, strided, reversed) and shapes, sizes 0 and 1
 and shapes that do not fit included. A program is ``right`` when compiled
@@ -53,10 +54,16 @@ class _Gen:
                                                             "np.logical_not(a)", "~(a >= 1) | (a == 2)",
                                                             "np.maximum(a, v) - np.minimum(a, 1)",
                                                             "np.where(a > 1, a, v)", "a * (v < 2)"]))
-        elif kind < 0.8:
+        elif kind < 0.7:
             self.lines.append(f"    {name} = " + rng.choice(["a @ b", "np.dot(a, b)", "a @ v", "np.dot(a, v)",
                                                             "v @ b", "np.dot(v, b)", "np.sum(a @ b, axis=0)",
                                                             "(a * 2) @ b"]))
+        elif kind < 0.85:  # writes into a copy: overlapping and broadcast assignments into views
+            self.lines.append(f"    {name} = a.copy()")
+            self.lines.append(f"    {name}" + rng.choice(["[:] = {0}[::-1]", "[1:, :] = {0}[:-1, :] + v",
+                                                          "[:, ::-1] = {0}", "[0:1] = {0}[-1:] * 2",
+                                                          "[:, 1:] = {0}[:, :1]", "[...] = np.where({0} > 1, {0}, 0)",
+                                                          "[:] = np.fmod({0}, v)", "[1:] = {0}[:-1] - v"]).format(name))
         else:
             self.lines.append(f"    {name} = " + rng.choice(["a[a > 1]", "np.sum(a[a > 1])", "v[v > 0]",
                                                             "a[(a > 0) & (a < 3)]", "np.max(a[a >= 0])",

@@ -62,14 +62,16 @@ def optimize(text: str, level: int = 2) -> str:
 
 _UNDEFINED = frozenset(("poison", "undef"))
 _UNDEFINED_WORD = re.compile(r"\b(?:poison|undef)\b")
+_FLOATS = frozenset(("half", "bfloat", "float", "double", "fp128", "x86_fp80", "ppc_fp128"))
 
 
 def define_unused_lanes(module: Module) -> None:
-    """Give the vector lanes a function leaves undefined a value: ``poison``/``undef`` vectors and
-    elements become zero, a shuffle mask's undefined lane takes lane 0. The function never uses such
-    a lane (that would be undefined behaviour), but adjoints multiply by it: an SLP-vectorized
-    ``<a*b, poison>`` gives the unused lane the adjoint ``0 * poison``, which is poison, not 0, and
-    spoiled the lanes it was added to (clang -O2 code's gradients came out doubled)."""
+    """Give the vector lanes a function leaves undefined a value: a ``poison``/``undef`` lane of a
+    float vector becomes 0.5 and of an integer vector 1 (no division by zero, no logarithm's or arc
+    sine's singularity in a lane nobody reads), a shuffle mask's undefined lane takes lane 0. The
+    function never uses such a lane (that would be undefined behaviour), but adjoints multiply by it:
+    an SLP-vectorized ``<a*b, poison>`` gives the unused lane the adjoint ``0 * poison``, which is
+    poison, not 0, and spoiled the lanes it was added to (clang -O2 code's gradients came out wrong)."""
     for fn in module.functions.values():
         if fn.is_declaration:
             continue
@@ -77,28 +79,30 @@ def define_unused_lanes(module: Module) -> None:
             for inst in block.instructions:
                 for k, op in enumerate(inst.operands):
                     if op.type.kind == "vector":
-                        new = _defined(op)
+                        mask = inst.opcode == "shufflevector" and k == 2
+                        new = _defined(op, mask)
                         if new is not op:
                             inst.set_operand(k, new)
 
 
-def _zero_text(t) -> str:
-    return "0.0" if t.kind in ("float", "double", "half", "bfloat", "fp128", "x86_fp80") else "0"
+def _lane_text(t: T.Type, mask: bool) -> str:
+    return "0" if mask else "0.5" if t.kind in _FLOATS else "1"
 
 
-def _defined(op):
-    """``op`` with its undefined lanes zero (itself if it has none)."""
+def _defined(op, mask: bool):
+    """``op`` with its undefined lanes defined (itself if it has none)."""
     if isinstance(op, ConstantData):
         text = op.ref
+        vector = op.type
+        assert isinstance(vector, T.VectorType), "a vector operand"
+        lane = _lane_text(vector.element, mask)
         if text in _UNDEFINED:
-            return constant(op.type, "zeroinitializer")
+            return constant(vector, "<" + ", ".join([f"{vector.element} {lane}"] * vector.count) + ">")
         if text.startswith("<") and _UNDEFINED_WORD.search(text):
-            vector = op.type
-            assert isinstance(vector, T.VectorType), "a vector operand"
-            return constant(vector, _UNDEFINED_WORD.sub(_zero_text(vector.element), text))
+            return constant(vector, _UNDEFINED_WORD.sub(lane, text))
         return op
     if isinstance(op, ConstantAggregate):
         for k, element in enumerate(op.operands):
             if isinstance(element, ConstantData) and element.ref in _UNDEFINED:
-                op.set_operand(k, constant(element.type, _zero_text(element.type)))
+                op.set_operand(k, constant(element.type, _lane_text(element.type, mask)))
     return op

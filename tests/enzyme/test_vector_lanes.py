@@ -45,3 +45,35 @@ def test_poison_lanes_carry_no_adjoint(a, b, c):
     m, n = min(b, c), min(a, 0.5)
     want = [m if a < 0.5 else 0.0, n if b < c else 0.0, 0.0 if b < c else n]
     np.testing.assert_allclose(out, want, rtol=1e-15, atol=0)
+
+
+# a lane nobody reads divides an undefined constant: defined as 0.5, neither it nor its adjoint is NaN (at
+# b = 0 the lane itself is infinite and b's adjoint NaN, a limit docs/enzyme.md states)
+DIVIDED = """
+declare void @__enzyme_autodiff(ptr, ...)
+declare <2 x double> @llvm.log.v2f64(<2 x double>)
+@enzyme_out = global i32 0
+define double @f(double %a, double %b) {
+  %v0 = insertelement <2 x double> poison, double %a, i64 0
+  %v1 = insertelement <2 x double> %v0, double %b, i64 1
+  %q = fdiv <2 x double> <double 2.000000e+00, double poison>, %v1
+  %l = call <2 x double> @llvm.log.v2f64(<2 x double> %q)
+  %r = extractelement <2 x double> %l, i64 0
+  ret double %r
+}
+define void @grad(double %a, double %b, ptr %out) {
+  %m = load i32, ptr @enzyme_out
+  %r = call {double, double} (ptr, ...) @__enzyme_autodiff(ptr @f, i32 %m, double %a, i32 %m, double %b)
+  store {double, double} %r, ptr %out
+  ret void
+}
+"""
+
+
+@pytest.mark.parametrize("a, b", [(3.0, 1.0), (-2.0, 4.0)])
+def test_an_unused_lane_divided_by_an_undefined_constant_stays_out_of_the_gradient(a, b):
+    lib = CPULibrary.from_ir(enzyme_plugin.differentiate(DIVIDED))
+    grad = ctypes.CFUNCTYPE(None, ctypes.c_double, ctypes.c_double, ctypes.c_void_p)(lib.address("grad"))
+    out = np.zeros(2)
+    grad(a, b, out.ctypes.data)
+    np.testing.assert_allclose(out, [-1.0 / a, 0.0], rtol=1e-15, atol=0)  # d/da log(2 / a)

@@ -9,7 +9,9 @@ LLVM's parse (llvmlite ``parse_assembly`` into a fresh context), our print,
 LLVM's print (``str`` of the module) and our lazy parse (``lazy=True``: bodies
 left to their first use), one after the other in this process; figures are
 medians of 5 rounds after a warm-up round, ratios the medians of the
-per-round ratios; ``--quick`` times one round. Times are this process's CPU
+per-round ratios; ``--quick`` times one round. Then the floor of any Python
+parse with this model (:func:`floor`): making its instruction objects alone,
+and splitting the text at whitespace alone, each against LLVM's parse. Times are this process's CPU
 time (``time.process_time``: LLVM's parser runs in this thread too), which a
 loaded machine inflates less than wall time; garbage left by earlier rounds
 is collected before each text, outside the timings.
@@ -110,6 +112,41 @@ def measure(texts, reps: int) -> dict:
             "total_ms": (med["parse"] + med["print"]) * 1e3, "rounds": runs}
 
 
+def floor(texts, reps: int) -> dict:
+    """What a Python parse cannot go under, paired with LLVM's parser: making the model's instruction
+    objects with their operands from a parse's parts (no text read at all), and splitting the text into
+    lines and whitespace-separated words (``str.split``, in C). Medians of the per-round ratios."""
+    from gpucompiler.llvm.instructions import Instruction
+    from gpucompiler.llvm.values import PendingUses
+
+    parts = [(i.opcode, i.type, i.parts, i.name, i.call, i.fields(), list(i.operands))
+             for t in texts for f in parse(t).functions.values() for b in f.blocks for i in b.instructions]
+
+    def objects():
+        pending, made = PendingUses(), Instruction.parsed
+        return [pending.add(made(op, ty, ps, name, call, fields), ops) for op, ty, ps, name, call, fields, ops in parts]
+
+    ratios: dict[str, list[float]] = {"objects": [], "split": []}
+    for _ in range(reps):
+        gc.collect()
+        gc.disable()  # as the parser runs (no_cyclic_gc): the collector would walk the model kept alive here
+        try:
+            t0 = time.process_time()
+            objects()
+            t1 = time.process_time()
+            for t in texts:
+                [line.split() for line in t.split("\n")]
+            t2 = time.process_time()
+            for t in texts:
+                llvm.parse_assembly(t, context=llvm.create_context())
+            t3 = time.process_time()
+        finally:
+            gc.enable()
+        ratios["objects"].append((t1 - t0) / (t3 - t2))
+        ratios["split"].append((t2 - t1) / (t3 - t2))
+    return {k: statistics.median(v) for k, v in ratios.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="one repetition")
@@ -129,6 +166,12 @@ def main() -> None:
         print(f"{name:<18}{r['instructions']:>13}{r['parse_ms_per_1k']:>13.2f}{r['llvm_parse_ms_per_1k']:>7.2f}"
               f"{r['parse_ratio']:>7.2f}{r['print_ms_per_1k']:>13.2f}{r['llvm_print_ms_per_1k']:>7.2f}"
               f"{r['print_ratio']:>7.2f}{r['lazy_parse_ms_per_1k']:>12.2f}{r['lazy_parse_ratio']:>7.2f}")
+    print("floor of a Python parse, / LLVM's parse: instruction objects alone | str.split of the text alone")
+    for name in ("libdevice", "corpus-O2"):
+        texts = cases[name]
+        if texts is not None:
+            fl = results[name]["floor"] = floor(texts if isinstance(texts, list) else [texts], reps)
+            print(f"{name:<18}{fl['objects']:>13.2f}{fl['split']:>13.2f}")
     results["load_average_after"] = os.getloadavg()[0]
     out = ROOT / "benchmarks/results/llvm_model.json"
     out.parent.mkdir(parents=True, exist_ok=True)

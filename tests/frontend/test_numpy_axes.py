@@ -71,6 +71,22 @@ def test_empty_axes_sum_to_zero_and_average_to_nan_like_numpy(shape):
         _same(got, w)
 
 
+def means(a):
+    return np.mean(a), np.mean(a, axis=0), a.mean(axis=1)
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64, np.float32, np.int8])
+def test_the_mean_of_nothing_is_nan_and_nan_nanj_for_complex_numbers_like_numpy(dtype):
+    for shape in EMPTY_SHAPES:
+        a = np.zeros(shape, dtype=dtype)
+        with np.errstate(all="ignore"), pytest.warns(RuntimeWarning):
+            want = means(a)
+        for got, w in zip(jit(means)(a), want):
+            _same(got, w)
+            for part in ("real", "imag"):  # nan+nanj, not nan+0j
+                np.testing.assert_array_equal(getattr(np.asarray(got), part), getattr(np.asarray(w), part))
+
+
 def min_rows(a):
     return np.min(a, axis=1), np.argmax(a, axis=1)  # min rows line
 

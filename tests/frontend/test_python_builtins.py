@@ -152,3 +152,17 @@ def test_bitwise_operators_of_bools_are_bools(a, b):
 @pytest.mark.parametrize("n", [2**63 - 1, -(2**63) + 1, 2**53 + 1, -7, 0, True])
 def test_floor_ceil_trunc_of_an_int_are_exact(n):
     _agree(rounded_ints, n)
+
+
+def int_power(a, b):
+    return a ** b
+
+
+def test_zero_to_a_negative_int_power_is_cpythons_zero_division_error():
+    for b in (-1, -4):
+        with pytest.raises(ZeroDivisionError, match="cannot be raised to a negative power"):
+            int_power(0, b)
+        with pytest.raises(ZeroDivisionError, match="cannot be raised to a negative power"):
+            jit(int_power)(0, b)
+    with pytest.raises(ValueError, match="negative exponent"):  # CPython's 0.5: a float, documented
+        jit(int_power)(2, -1)

@@ -146,10 +146,11 @@ def _arg1(x, dt, smallest):
 
 
 def _averaged(out, dt, count):
-    """``out / count`` in place; NaN for a count of 0 (NumPy warns and gives NaN)."""
+    """``out / count`` in place; NaN for a count of 0 (NumPy warns and gives NaN, ``nan+nanj`` for complex
+    numbers: the empty sum, 0, times NaN)."""
     for i in range(out.shape[0]):
         if count == 0:
-            setitem_unchecked(out, i, dt(math.nan))
+            setitem_unchecked(out, i, getitem_unchecked(out, i) * math.nan)
         else:
             setitem_unchecked(out, i, getitem_unchecked(out, i) / dt(count))
     return out

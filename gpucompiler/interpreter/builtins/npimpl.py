@@ -142,10 +142,11 @@ def prod2(x, dt):
 
 
 def mean(x, dt, total):
-    """``total`` is the sum in ``dt``; NaN for no elements (NumPy warns)."""
+    """``total`` is the sum in ``dt``; NaN for no elements (NumPy warns; ``nan+nanj`` for complex numbers:
+    the empty sum, 0, times NaN)."""
     n = x.size
     if n == 0:
-        return dt(math.nan)
+        return total * math.nan
     return total / dt(n)
 
 

@@ -20,6 +20,7 @@ _COMPLEX_DIVISION_BY_ZERO = _division_message()
 
 def int_pow(base, exp):
     """``base ** exp`` on ints (exponent >= 0) by repeated squaring, in the type of ``base``."""
+    check(exp >= 0 or base != 0, "ZeroDivisionError", "0.0 cannot be raised to a negative power")
     check(exp >= 0, "ValueError", "negative exponent in int ** int; use a float base")
     result = one_of(base)
     while exp > 0:

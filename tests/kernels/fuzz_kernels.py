@@ -6,7 +6,7 @@ and an int scalar: per-thread statements (branches, loops with constant and data
 counts, neighbour reads, ``math`` functions, floor division and modulo of negative numbers, shifts and
 bit operations, conversions between ints and floats), stores of every kind of result, atomic updates
 (a float sum, an integer histogram, an integer maximum) and, in some programs, a block reduction in
-shared memory with ``syncthreads``. The values stay finite and the integers far from overflow, so
+shared memory with ``syncthreads`` or a warp shuffle (``shfl_down``). The values stay finite and the integers far from overflow, so
 every result is defined.
 
 The oracle runs the kernel's own Python code under CPython, thread by thread on NumPy scalars (a
@@ -160,7 +160,8 @@ class _Gen:
         return out
 
     def program(self) -> tuple[str, bool]:
-        """The module's source; whether the kernel reduces in shared memory (runs in lock step)."""
+        """The module's source; whether its threads run in lock step (a reduction in shared memory or a warp
+        shuffle: the oracle runs them as generators)."""
         rng = self.rng
         early = f"        if {self.cond(0)}:\n            return"  # of the arguments only
         body = self.statements("        ", rng.randint(1, 5), 1)
@@ -177,7 +178,8 @@ class _Gen:
         if rng.random() < 0.3:
             atomics.append(f"        gd.atomic_min(hist, {NBINS + 1}, {self.bound(self.iexpr(1), 'int')})")
         shared = rng.random() < 0.3
-        if not shared and rng.random() < 0.2:  # a thread that returns early (no barrier follows)
+        shuffle = rng.random() < 0.25  # every thread of the block calls shfl_down (none may return early)
+        if not shared and not shuffle and rng.random() < 0.2:  # a thread that returns early (no barrier follows)
             body.insert(0, early)
         src = ["import math", "", "import numpy as np", "", "from gpucompiler import device as gd", "", "",
                "def helper(a, b):", f"    return {rng.choice(['a * 0.5 + b', 'max(a, b) - 0.25 * a', 'a if a > b else b * 0.5'])}",
@@ -187,12 +189,16 @@ class _Gen:
         if shared:
             src += [f"    sm = gd.shared_array({BLOCK}, np.float64)", "    t = gd.threadIdx.x", "    sm[t] = 0.0"]
         src += ["    if i < n:", *body, *stores, *atomics]
+        if shuffle:  # each lane reads lane + d of its warp (its own value past the warp's end)
+            src += [f"    sv = x[i % n] * {rng.choice(['0.5', '2.0', 's'])} + {rng.choice(['1.0', 'y[i % n]', 'float(i)'])}",
+                    f"    w = gd.shfl_down(sv, {rng.choice([1, 2, 5, 16, 31])})",
+                    "    if i < n:", "        out[i] = out[i] + w"]
         if shared:
             src += [f"        sm[t] = {self.bound(self.fexpr(1), 'float')}",
                     "    gd.syncthreads()", f"    h = {BLOCK // 2}", "    while h > 0:", "        if t < h:",
                     "            sm[t] += sm[t + h]", "        gd.syncthreads()", "        h //= 2",
                     "    if t == 0:", "        part[gd.blockIdx.x] = sm[0]"]
-        return "\n".join(src) + "\n", shared
+        return "\n".join(src) + "\n", shared or shuffle
 
 
 def generate(seed: int) -> tuple[str, bool, dict]:
@@ -252,12 +258,23 @@ class _Device:
         self.blockDim, self.gridDim = _Dim(BLOCK), _Dim(blocks)
         self.threadIdx = self.blockIdx = _Dim(0)
         self.shared: list = []
+        self.lanes: dict = {}
 
     def grid(self, ndim: int):
         return self.blockIdx.x * self.blockDim.x + self.threadIdx.x
 
     def shared_array(self, shape, dtype):
         return self.shared[0]
+
+    def put(self, value) -> None:
+        """A lane's value for the shuffle every lane of the block is at."""
+        self.lanes[int(self.threadIdx.x)] = value
+
+    def take(self, delta: int):
+        """``shfl_down``: the value of lane + ``delta`` of this thread's warp of 32, its own past the end."""
+        t = int(self.threadIdx.x)
+        source = t + delta if t % 32 + delta < 32 and t + delta < BLOCK else t
+        return self.lanes[source]
 
     @staticmethod
     def atomic_add(a, i, v):
@@ -316,9 +333,12 @@ math = _CompiledMath()
 
 
 def _oracle_source(src: str) -> str:
-    """The kernel as a generator: ``syncthreads()`` yields (threads of a block then run in lock step);
-    Python numbers that are not literals are NumPy's float64 and int64 (:data:`_STRONG`)."""
+    """The kernel as a generator: ``syncthreads()`` yields (threads of a block then run in lock step), a
+    shuffle publishes each lane's value, yields, reads its neighbour's and yields again; Python numbers that
+    are not literals are NumPy's float64 and int64 (:data:`_STRONG`)."""
     src = src.replace("import math\n", _STRONG, 1)
+    src = re.sub(r"^(\s*)(\w+) = gd\.shfl_down\((.*), (\d+)\)$",
+                 r"\1gd.put(\3)\n\1yield\n\1\2 = gd.take(\4)\n\1yield", src, flags=re.M)
     return re.sub(r"gd\.syncthreads\(\)", "yield", src)
 
 
@@ -333,7 +353,7 @@ def run_oracle(fn, args, shared: bool) -> None:
     dev = _Device(blocks)
     fn.__globals__["gd"] = dev
     for b in range(blocks):
-        dev.shared = [np.zeros(BLOCK, np.float64)]
+        dev.shared, dev.lanes = [np.zeros(BLOCK, np.float64)], {}
         if not shared:
             for t in range(BLOCK):
                 dev.blockIdx, dev.threadIdx = _Dim(b), _Dim(t)

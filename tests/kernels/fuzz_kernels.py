@@ -1,22 +1,25 @@
 """The ``kernels`` family of the differential fuzzer (tests/frontend/fuzz_programs.py): random ``@kernel``s,
 CPython as the oracle.
 
-Each program is one kernel over float arrays (float32/float64), integer arrays (int32/int64), a float
-and an int scalar: per-thread statements (branches, loops with constant and data-dependent trip
-counts, neighbour reads, ``math`` functions, floor division and modulo of negative numbers, shifts and
+Each program is one kernel over float arrays (float32/float64, contiguous, strided or reversed), an
+integer array (int8 to uint32, int64), a float and an int scalar: per-thread statements (branches,
+loops with constant and data-dependent trip counts, ``break``/``continue``, early returns, neighbour
+reads, a device helper, ``math`` functions, floor division and modulo of negative numbers, shifts and
 bit operations, conversions between ints and floats), stores of every kind of result, atomic updates
-(a float sum, an integer histogram, an integer maximum) and, in some programs, a block reduction in
-shared memory with ``syncthreads`` or a warp shuffle (``shfl_down``). The values stay finite and the integers far from overflow, so
-every result is defined.
+(a float sum, an integer histogram, an integer maximum and minimum) and, in some programs, a block
+reduction in shared memory with ``syncthreads`` or a warp shuffle (``shfl_down``). The values stay
+finite and the integers far from overflow, so every result is defined.
 
 The oracle runs the kernel's own Python code under CPython, thread by thread on NumPy scalars (a
 ``device`` stand-in gives each thread its indices; ``syncthreads`` becomes ``yield``, so the threads of
-a block run in lock step between barriers, and shared arrays are one NumPy array per block). The
-kernel then runs on the CPU grid emulation, on the GPU when ``GPUC_FUZZ_GPU=1`` and one is visible,
-and its PTX goes through ptxas when ``GPUC_FUZZ_PTXAS=1`` and ptxas is found. A program is ``right``
-when every array has the oracle's values (integers exactly; floats within rounding: float32 arithmetic
-may be done in float64 by one side, atomic sums add in another order, libdevice is not libm), a typed
-compile error is ``typed``, anything else ``wrong`` (or ``untyped``/``crash``/``hang``).
+a block run in lock step between barriers, a shuffle publishes each lane's value between two steps, and
+shared arrays are one NumPy array per block). The kernel then runs on the CPU grid emulation, on the
+GPU when ``GPUC_FUZZ_GPU=1`` and one is visible, and its PTX goes through ptxas when
+``GPUC_FUZZ_PTXAS=1`` and ptxas is found. A program is ``right`` when every array has the oracle's
+values (integers exactly; floats within rounding: float32 arithmetic may be done in float64 by one
+side, atomic sums add in another order, libdevice is not libm) and it raises the oracle's exception
+class where the oracle raises, a typed compile error is ``typed``, anything else ``wrong`` (or
+``untyped``/``crash``/``hang``).
 
     python -m tests.frontend.fuzz_programs --family kernels --programs 500
 """

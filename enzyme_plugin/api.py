@@ -514,7 +514,7 @@ def _check_annotation(f, name: str, a: Annotation, mode) -> None:
                                     hint="give the shadow the value's structure: the same tuple or record class, "
                                          "field by field")
         for v, dv in zip(leaves(a.val), leaves(shadow)):
-            if isinstance(v, float) and isinstance(dv, float):  # float, np.float64: both doubles
+            if _double(v) and _double(dv):  # float, np.float64: both doubles
                 continue
             same = (type(v) is type(dv) and getattr(v, "dtype", None) == getattr(dv, "dtype", None)
                     and getattr(v, "ndim", None) == getattr(dv, "ndim", None))
@@ -628,6 +628,12 @@ def autodiff_thunk(mode: Mode, f, *activities):
 # calls of these in @jit functions and kernels enable the plugin (gpucompiler.errors.PluginRequiredError)
 for _owned in (Annotation, autodiff, autodiff_thunk, set_runtime_activity):
     setattr(_owned, PLUGIN_ATTRIBUTE, "enzyme")
+
+
+def _double(x) -> bool:
+    """A Python float or an ``np.float64`` (a ``float`` subclass): the same double either way."""
+    return isinstance(x, float)
+
 
 __all__ = ["Mode", "Reverse", "Forward", "ReverseWithPrimal", "ForwardWithPrimal", "ReverseSplit", "Annotation", "Const", "Active", "Duplicated",
            "DuplicatedNoNeed", "BatchDuplicated", "BatchDuplicatedNoNeed", "autodiff", "autodiff_thunk",

@@ -51,9 +51,8 @@ from . import device as gd, types as T
 from .arguments import cell_filled
 from .errors import ConfigError, TypeInferenceError
 from .runtime.arguments import argument_type
-from .frontend import with_parameters
+from .frontend import function_source, with_parameters
 from .frontend.fingerprint import code_fingerprint
-from .frontend.closures import SOURCE_ATTRIBUTE
 from .frontend.parallel import from_template
 from .interpreter.builtins.creation import KEYWORD_HINT
 from .interpreter.builtins.numbers import base
@@ -332,12 +331,8 @@ def _result_type(functor, args) -> T.Scalar:
 def _check_result(functor, rt) -> None:
     """A reduced value is a number: else a TypeInferenceError at the functor's definition."""
     if not isinstance(rt, T.Scalar) or rt == T.boolean:
-        generated = getattr(functor, SOURCE_ATTRIBUTE, None)  # a copy taking closure arrays as parameters
-        if generated is not None:
-            node, filename, offset = generated
-            loc = (filename, node.lineno + offset, 0)
-        else:
-            loc = (functor.__code__.co_filename, functor.__code__.co_firstlineno, 0)
+        node, filename, offset = function_source(functor)  # also of a copy taking closure arrays as parameters
+        loc = (filename, node.lineno + offset, 0)
         raise TypeInferenceError(f"parallel_reduce: the functor {functor.__qualname__} returns {rt!r}, not a "
                                  "number", (rt,), loc, functor.__qualname__, hint="return an int or a float")
 

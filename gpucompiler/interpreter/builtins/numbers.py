@@ -56,9 +56,12 @@ def out_of_bounds(argtypes) -> tuple[int, T.Scalar] | None:
     return None
 
 
-def raise_out_of_bounds(cg, value: int, t: T.Scalar) -> None:
-    """NumPy's ``OverflowError`` for :func:`out_of_bounds` (the operation never runs; a GPU thread traps)."""
+def raise_out_of_bounds(cg, bad: tuple[int, T.Scalar], rt):
+    """NumPy's ``OverflowError`` for :func:`out_of_bounds` (a GPU thread traps); the operation never runs:
+    its result is a placeholder of type ``rt``."""
+    value, t = bad
     cg.check_required(ir.Constant(ir.IntType(1), 0), "OverflowError", f"Python integer {value} out of bounds for {t}")
+    return ir.Constant(cg.ll(rt), None)
 
 
 def _promoted(*ts):
@@ -73,8 +76,7 @@ def _binary(fn, sig, restype, int_op=None, float_op=None, lower=None):
     def lower_(cg, args, argtypes, rt):
         bad = out_of_bounds(argtypes)
         if bad is not None:
-            raise_out_of_bounds(cg, *bad)
-            return ir.Constant(cg.ll(rt), None)
+            return raise_out_of_bounds(cg, bad, rt)
         t = rt
         a, b = (cg.cast(v, widen(at), t) for v, at in zip(args, argtypes))
         if lower is not None:
@@ -210,8 +212,7 @@ def _python_helpers(interp, fn, args):
         return folded
     bad = out_of_bounds(args)
     if bad is not None:
-        return CallResult(_promoted(*args), lambda cg, a, at, rt: (raise_out_of_bounds(cg, *bad),
-                                                                 ir.Constant(cg.ll(rt), None))[1])
+        return CallResult(_promoted(*args), lambda cg, a, at, rt: raise_out_of_bounds(cg, bad, rt))
     helper, t = None, _promoted(*args)
     if t.kind == "f":  # uint64 with a signed integer too (their common type is float64)
         helper = {operator.floordiv: H.float_floordiv, operator.mod: H.float_mod}.get(fn)

@@ -30,7 +30,7 @@ from ...errors import TypeInferenceError
 from ...frontend import intrinsics as K
 from ..lattice import Const, widen
 from ..rules import CallResult
-from . import npscalar as S
+from . import arraymem as mem, npscalar as S
 from .numbers import base
 
 _A, _E = T.ArrayType, T.ArrayExpr
@@ -260,7 +260,7 @@ def _elements(cg, vals, argtypes):
     out = []
     for v, t in zip(vals, argtypes):
         w = widen(t)
-        out.append(cg.load_scalar(cg.b.extract_value(v, 0), w.dtype) if isinstance(w, _A) else v)
+        out.append(cg.load_scalar(mem.element_pointer(cg, v, [], w), w.dtype) if isinstance(w, _A) else v)
     return out
 
 

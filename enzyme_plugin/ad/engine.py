@@ -37,6 +37,7 @@ class Engine:
         #: callee name -> math function it behaves like (``__enzyme_function_like``)
         self.function_like = custom.function_like(module)
         self.globals = GlobalShadows(module)
+        self.global_callees = self.globals.callees()
         self._global_operands: dict = {}
         #: Enzyme's runtime activity for the derivatives requested now (per marker call, inherited by the
         #: derivatives of its callees): an active value stored into memory without a shadow loses its
@@ -81,6 +82,7 @@ class Engine:
                 self._retyped.add(fn.name)
                 retype_integer_copies(fn)
             act = self._acts[key] = Activity(fn, kinds, INACTIVE, self.global_operands(fn), MemoryTypes())
+            self.globals.seed_calls(act, self.global_callees)
         return act
 
     def global_operands(self, fn) -> dict:

@@ -117,6 +117,52 @@ class GlobalShadows:
                         used.add(g)
         return [g for g in self.of if g in used]
 
+    def callees(self) -> frozenset[str]:
+        """Names of the defined functions that use a shadowed global, themselves or through the
+        functions they call: a call of one carries derivatives even with no varied argument
+        (``get()`` returning what ``put(x)`` stored)."""
+        if not self.of:
+            return frozenset()
+        callers: dict[Function, set[Function]] = {}
+        work = []
+        for fn in self.module.functions.values():
+            if fn.is_declaration:
+                continue
+            direct = False
+            for inst in fn.instructions():
+                for o in inst.operands:
+                    if isinstance(o, Function):
+                        callers.setdefault(o, set()).add(fn)
+                    elif not direct and isinstance(o, (GlobalVariable, ConstantExpr)) and base_global(o) in self.of:
+                        direct = True
+            if direct:
+                work.append(fn)
+        out: set[Function] = set()
+        while work:
+            f = work.pop()
+            if f not in out:
+                out.add(f)
+                work += callers.get(f, ())
+        return frozenset(f.name for f in out)
+
+    def seed_calls(self, act, callees: frozenset[str]) -> None:
+        """Calls in ``act``'s function of ``callees`` (see :meth:`callees`) carry derivatives through
+        the globals with no varied argument: ``get()`` returns what ``put(x)`` stored, ``reset()``
+        overwrites it and drops its adjoint. Each is marked varied (a float or aggregate result
+        active, a pointer result shadowed, a void call active so that it is differentiated) and the
+        analysis propagates from them."""
+        grew = False
+        for inst in act.fn.instructions():
+            callee = inst.callee if inst.opcode == "call" else None
+            if not isinstance(callee, Function) or callee.name not in callees:
+                continue
+            if inst in act.active or inst in act.shadowed:
+                continue
+            (act.shadowed if inst.type.kind == "ptr" else act.active).add(inst)
+            grew = True
+        if grew:
+            act._run()  # the analysis's fixpoint again, from the seeds
+
     def zero_before(self, b: Builder, fn) -> None:
         """Zero the shadows of the globals ``fn`` reaches, at ``b``'s position."""
         for g in self.reached(fn):

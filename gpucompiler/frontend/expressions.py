@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import operator
 from typing import TYPE_CHECKING
 
@@ -52,7 +53,22 @@ class Expressions(LoweringState):
             value = self.read(node.id)
             self.ssa.note_read(value, self.current(), node.id, self.loc(node))
             return value
-        return Global(node.id, self.loc(node))
+        value = Global(node.id, self.loc(node))
+        if not self._defined(node.id):  # CPython's NameError belongs here, before any later effect
+            self.emit(K.read_global, [value], node)
+        return value
+
+    def _defined(self, name: str) -> bool:
+        """Whether ``name`` finds a closure cell, a global or a builtin of the function now (as the
+        interpreter resolves it)."""
+        fn = self.fn.pyfunc
+        if fn is None:
+            return True
+        g = fn.__globals__
+        if name in fn.__code__.co_freevars or name in g:
+            return True
+        b = g.get("__builtins__", builtins)
+        return name in (b if isinstance(b, dict) else vars(b))
 
     def expr_Tuple(self, node):
         """A tuple's items are bound values: an array expression in one is evaluated into an array."""

@@ -95,6 +95,12 @@ def check_bound(ok, exc_name, message):
     check(ok, exc_name, message)
 
 
+def read_global(value):
+    """A read of a global name its module did not define when the function was lowered: NameError at the
+    read (before any later effect) when it is still undefined at the compile; nothing once defined."""
+    del value
+
+
 def check_math(ok, exc_name, message):
     """:func:`check` of a math error: skipped under ``ErrorModel.NUMPY`` (IEEE results)."""
     check(ok, exc_name, message)

@@ -391,6 +391,11 @@ def _check_bound(cg, args, argtypes, rt):
     cg.check_required(args[0], argtypes[1].value, argtypes[2].value)
 
 
+@base.define(K.read_global, Any_, restype=T.none)
+def _read_global(cg, args, argtypes, rt):
+    """A global read the frontend marked (frontend/expressions.py): the name was defined by the compile."""
+
+
 @base.define(K.check_math, Bool, Constant, Constant, restype=T.none, pure=False)
 def _check_math(cg, args, argtypes, rt):
     cg.check_math(args[0], argtypes[1].value, argtypes[2].value)

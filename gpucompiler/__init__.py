@@ -17,17 +17,16 @@ from .kernel import kernel
 
 if TYPE_CHECKING:
     from . import types
-    from .config import CompilerConfig, FrontendOptions
+    from .core import CompilerConfig, CompilerJob, FrontendOptions, LLVMSource
     from .errors import ErrorModel, GPUCompilerError
     from .frontend.intrinsics import prange
-    from .job import CompilerJob, LLVMSource
     from .parallel import Reducer, Space, parallel_for, parallel_reduce
     from .targets import NativeTarget, PTXTarget, parse_target
 
 #: public name -> the module that defines it, loaded on first use (a measured import-time saving:
 #: the compiler's modules and llvmlite cost ~150 ms, docs/benchmarks.md "Imports")
-_LAZY = {"CompilerConfig": ".config", "FrontendOptions": ".config", "ErrorModel": ".errors",
-         "GPUCompilerError": ".errors", "CompilerJob": ".job", "LLVMSource": ".job", "NativeTarget": ".targets",
+_LAZY = {"CompilerConfig": ".core", "FrontendOptions": ".core", "ErrorModel": ".errors",
+         "GPUCompilerError": ".errors", "CompilerJob": ".core", "LLVMSource": ".core", "NativeTarget": ".targets",
          "PTXTarget": ".targets", "parse_target": ".targets", "prange": ".frontend.intrinsics",
          "Reducer": ".parallel", "Space": ".parallel", "parallel_for": ".parallel", "parallel_reduce": ".parallel"}
 

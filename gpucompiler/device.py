@@ -37,7 +37,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from . import plugin, types as T
-from .interface import GRID_EMULATION
+from .core import GRID_EMULATION
 from .errors import ReadOnlyArrayError, TypeInferenceError
 from .interpreter import builtins as _base_rules  # noqa: F401  (base rules registered first)
 from .interpreter.builtins.containers import _element_pointer, _getitem_type, _indices

@@ -44,13 +44,9 @@ from .errors import ConfigError, UnknownStageError
 if TYPE_CHECKING:
     import argparse
 
-    from .interpreter.rules import RuleSet
-    from .job import CompilerJob
+    from .core import CompilerJob, Rules
 
 PROJECT = "gpucompiler"
-GRID_EMULATION = "gpuc_grid"
-"""The name of the builtin plugin that enables the CPU grid emulation's rules (:mod:`gpucompiler.device`);
-``CompilerConfig.emulates_grid`` asks for it."""
 
 
 # -- the stages and their hook points ------------------------------------------------
@@ -108,7 +104,7 @@ class Plugin:
     """Identity (required): an identifier; ``CompilerConfig.plugins`` enables the plugin by it."""
     version: ClassVar[str] = "0"
     """Part of the key of every job that enables the plugin: bump it when the output changes."""
-    rules: RuleSet | None = None
+    rules: Rules | None = None
     """Interpreter rules used in the jobs that enable the plugin (a rule set with a target: there only)."""
 
     def cache_settings(self) -> Any:

@@ -27,12 +27,11 @@ from pathlib import Path
 
 from . import types as T
 from .arguments import Binder, arguments
-from .config import CompilerConfig, JitOptions
+from .core import CompilerConfig, CompilerJob, JitOptions
 from .errors import (ArgumentTypeError, ConfigError, GPUCompilerError, PluginRequiredError, TypeInferenceError,
                      UnknownStageError, for_user)
 from .interpreter.lattice import widen
 from .interface import STAGE_INDEX, STAGE_NAMES
-from .job import CompilerJob
 from .runtime import owned
 from .settings import CompileSettings, ParallelSettings, debug_tracebacks
 from .signatures import Signature, accepts, parse_signature
@@ -187,13 +186,15 @@ class Dispatcher:
                                         hint="pass bool, int, float or a NumPy array of those dtypes")
         return FunctionSpec(self.py_func, argtypes)
 
-    def _job(self, argtypes, args=()):
+    def _job(self, argtypes, args=()) -> CompilerJob:
+        return CompilerJob(self._spec(argtypes, args), self._config())
+
+    def _config(self) -> CompilerConfig:
         from .targets.native import NativeTarget
 
         threads = ParallelSettings.from_env().threads if self.options.parallel else 0
-        config = CompilerConfig(NativeTarget(), frontend=self.options.frontend(threads),
-                                opt_level=self.opt_level, plugins=self.plugins)
-        return CompilerJob(self._spec(argtypes, args), config)
+        return CompilerConfig(NativeTarget(), frontend=self.options.frontend(threads),
+                              opt_level=self.opt_level, plugins=self.plugins)
 
     def _compile(self, argtypes, args=()) -> _Entry:
         """Compile for ``argtypes``; a call of an object a plugin owns (``autodiff``: enzyme) enables that
@@ -213,8 +214,8 @@ class Dispatcher:
         from .runtime.pyentry import FastEntry, Guard, numpy_words
         from .targets.native import NativeTarget
 
-        job = self._job(argtypes, args)
-        spec = job.source
+        spec = self._spec(argtypes, args)
+        job = CompilerJob(spec, self._config())
         # the host machine (part of the key) is asked of LLVM first; then the LLJIT is made in
         # the background (LLVM runs without the GIL) while the cache is looked up
         _keys.machine(job.config.target)
@@ -328,7 +329,7 @@ class Dispatcher:
 def jit(fn=None, **options) -> Any:
     """Decorator: ``@jit``, ``@jit(parallel=True, fastmath=True, ...)`` or ``@jit("float64(float64[:])")``.
 
-    Options (:class:`~gpucompiler.config.JitOptions`, Numba's meaning):
+    Options (:class:`~gpucompiler.core.JitOptions`, Numba's meaning):
     ``opt_level``, ``plugins``, ``boundscheck`` (array indices are checked,
     ``IndexError`` as in NumPy; default on), ``error_model`` (``"python"``:
     math errors raise CPython's exceptions; ``"numpy"``: IEEE results),

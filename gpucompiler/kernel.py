@@ -32,11 +32,10 @@ from typing import TYPE_CHECKING
 
 from . import types as T
 from .arguments import Binder
-from .config import CompilerConfig, FrontendOptions
+from .core import CompilerConfig, CompilerJob, FrontendOptions
 from .errors import (ConfigError, ErrorKind, ErrorModel, GPUCompilerError, KernelError, LaunchError, PluginRequiredError,
                      error_model_option, for_user)
 from .interpreter.lattice import widen
-from .job import CompilerJob
 from .runtime.arguments import argument_type, kernel_argument
 from .settings import debug_tracebacks
 
@@ -238,7 +237,7 @@ class Kernel:
         return deps_valid(self._deps)
 
     def job(self, argtypes, capability=(9, 0), *, checked: bool = True):
-        """The PTX :class:`~gpucompiler.job.CompilerJob` of ``argtypes`` for ``capability``
+        """The PTX :class:`~gpucompiler.core.CompilerJob` of ``argtypes`` for ``capability``
         (``checked=False``: the kernel rules are left to the compile)."""
         from .targets.ptx import PTXTarget
 
@@ -273,7 +272,7 @@ class Kernel:
         if hit is None:
             job = self.job(argtypes, capability, checked=False)
             result = compile_cached(job, ("asm",), check=self._check)
-            self._deps.extend(job.source.dependencies(job.target, job.config.plugins))
+            self._deps.extend(self._spec(tuple(argtypes)).dependencies(job.target, job.config.plugins))
             hit = self._ptx[key] = (result.artifacts["asm"], job)
         return hit
 

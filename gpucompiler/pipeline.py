@@ -18,12 +18,12 @@ import attrs
 
 from . import plugin as plugins
 from .errors import ConfigError, PluginError
-from .job import CompilerJob
+from .core import CompilerJob
 from .module import IRModule
 from .stages import irgen, link_deferred, lower, optimize
 from .settings import CompileSettings
 from .stages.context import CompileContext, run_hooks, stage
-from .targets.validation import ModuleFacts
+from .core.facts import ModuleFacts
 
 
 @attrs.frozen
@@ -35,7 +35,6 @@ class PreparedSource:
 
     ir_text: str = attrs.field(repr=False)
     entry: str
-    prepared = True
 
     def fingerprint(self) -> Any:
         return {"prepared_llvm": hashlib.sha256(self.ir_text.encode()).hexdigest(), "entry": self.entry}
@@ -94,7 +93,7 @@ def prepare(job: CompilerJob, *, settings: CompileSettings | None = None) -> IRM
 
 def emit_llvm(ctx: CompileContext) -> None:
     """From the source to validated LLVM IR in ``ctx.module``."""
-    if getattr(ctx.job.source, "prepared", False):
+    if isinstance(ctx.job.source, PreparedSource):
         with stage(ctx, "irgen"):
             irgen.generate(ctx)
     else:

@@ -85,10 +85,10 @@ def test_a_first_call_served_from_the_disk_cache_loads_neither_the_pipeline_nor_
 
 
 def test_public_names_load_on_first_use_as_the_modules_objects():
-    from gpucompiler import config, job, parallel, targets
+    from gpucompiler import core, parallel, targets
 
-    assert gpucompiler.CompilerConfig is config.CompilerConfig
-    assert gpucompiler.LLVMSource is job.LLVMSource
+    assert gpucompiler.CompilerConfig is core.CompilerConfig
+    assert gpucompiler.LLVMSource is core.LLVMSource
     assert gpucompiler.NativeTarget is targets.NativeTarget
     assert gpucompiler.parallel_reduce is parallel.parallel_reduce
     assert gpucompiler.jit.__module__ == "gpucompiler.jit" and callable(gpucompiler.jit)

@@ -2,11 +2,11 @@
 
 A *room* is a folder of ``gpucompiler/`` or one of its top-level modules.
 The import graph is read from the source with ``ast`` (every ``import`` and
-``from ... import``, at any depth; imports under ``if TYPE_CHECKING:`` are
-annotations only and do not count; a package's ``_LAZY`` table of names
-loaded on first use, :mod:`gpucompiler.lazy`, counts as the module-level
-imports it stands for). docs/architecture.md shows the same
-order.
+``from ... import``, at any depth; imports under ``if TYPE_CHECKING:`` count
+as module-level imports: an annotation that names a room above is the same
+dependency; a package's ``_LAZY`` table of names loaded on first use,
+:mod:`gpucompiler.lazy`, counts as the module-level imports it stands for).
+docs/architecture.md shows the same order.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gpucompiler"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "version", "lazy", "pristine", "types", "hashing", "settings", "toolchain", "arguments", "graphs", "signatures"),  # ground
     ("llvm", "module"),                          # the LLVM IR model; a module in its three forms
+    ("core",),                                   # the contract: Target, CompilerConfig, CompilerJob, Source
     ("interface", "plugin"),                     # the plugin hooks and the registry
     ("frontend", "interpreter", "codegen"),      # Python source -> SSA -> types -> LLVM IR
     ("device",),                                 # the kernel language (rules for both devices)
-    ("targets", "config", "job"),                # Target objects, configs, jobs
+    ("targets",),                                # the targets: each one's overlays, lowering, checks
     ("source", "identity", "cache"),             # Python job sources; job keys; cache tiers
     ("stages", "pipeline"),                      # the driver
     ("service", "cached"),                       # the compile service; the default cache, wired
@@ -77,10 +78,6 @@ def _room(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def _type_checking(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-
-
 def _lazy_table(node: ast.AST) -> bool:
     """``_LAZY = {...}``: the names a package facade loads on first use (:mod:`gpucompiler.lazy`)."""
     return (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
@@ -94,8 +91,6 @@ def _imports(path: Path, modules: set[str], source: str | None = None):
 
     def visit(node: ast.AST, in_function: bool):
         for child in ast.iter_child_nodes(node):
-            if _type_checking(child):
-                continue
             if isinstance(child, ast.Import):
                 for alias in child.names:
                     yield alias.name, child.lineno, in_function
@@ -177,6 +172,21 @@ def test_the_walk_sees_an_upward_import_inside_a_function():
     source = "def f():\n    from ..pipeline import compile\n"
     found = list(_imports(PACKAGE / "llvm" / "fake.py", {"gpucompiler.pipeline"}, source))
     assert found == [("gpucompiler.pipeline", 2, True)]
+
+
+def test_the_walk_counts_an_import_under_type_checking():
+    """An annotation-only import (``if TYPE_CHECKING:``) of a room above is an upward import too."""
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..targets.ptx import PTXTarget\n"
+    found = list(_imports(PACKAGE / "core" / "fake.py", {"gpucompiler.targets.ptx"}, source))
+    assert found == [("typing", 1, False), ("gpucompiler.targets.ptx", 3, False)]
+
+
+def test_the_core_imports_no_room_above_it():
+    """The contract's types (Target, CompilerConfig, CompilerJob, Source) sit at the bottom: the core imports
+    only the ground and the IR model, annotations included."""
+    edges, _, _ = _graph()
+    allowed = {room for layer in LAYERS[:LAYERS.index(("core",))] for room in layer}
+    assert sorted(b for (a, b) in edges if a == "core" and b not in allowed) == []
 
 
 def test_the_walk_reads_a_lazy_table_as_module_level_imports():

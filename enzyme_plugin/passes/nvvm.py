@@ -23,7 +23,7 @@ import re
 
 from gpucompiler import PTXTarget
 from gpucompiler.llvm import Function
-from gpucompiler.targets import Target
+from gpucompiler.core import Target
 
 from ..ad.gpu import BARRIER_PREFIX, INACTIVE_PREFIX
 

@@ -4,7 +4,7 @@ Compiled IR enters the cache or crosses the wire only if it holds no
 runtime pointers and no process-specific symbols:
 
 * ``POINTER_CONSTANT``: an ``inttoptr`` of a constant address, in a function
-  body (the targets' own check, :class:`~gpucompiler.targets.validation.ModuleFacts`)
+  body (the targets' own check, :class:`~gpucompiler.core.facts.ModuleFacts`)
   or in a global's initializer;
 * ``PROCESS_SYMBOL``: a declared name that encodes an address or a process
   id (``@fn_0x7f3a12c0``, ``@__gpuc_addr_…``); such names are resolved by
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ErrorKind, UnserialisableIRError
 from ..llvm.binding import address_bindings, parse_ir
-from ..targets.validation import ModuleFacts
+from ..core.facts import ModuleFacts
 
 if TYPE_CHECKING:
     import llvmlite.binding as llvm

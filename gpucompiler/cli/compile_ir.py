@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError, IRParseError
-from ..config import CompilerConfig
-from ..job import CompilerJob, LLVMSource
+from ..core import CompilerConfig, CompilerJob, LLVMSource
 from ..llvm.binding import parse_ir
 from ..pipeline import compile
 from ..service.contain import call_in_child

@@ -49,7 +49,7 @@ from .lattice import BOTTOM, Const, pyobj, widen
 from .rules import CallResult, RuleSet
 
 if TYPE_CHECKING:
-    from ..targets.base import Target
+    from ..core import Target
 
 LOOKUP = "gpuc.lookup"
 """Name of the function whose calls the ``link_deferred`` stage replaces."""

@@ -27,7 +27,7 @@ from .lattice import BOTTOM, MISSING, Const, big_int, computed, const, join, pyo
 from .rules import CallResult, claim, enabled_rule_sets
 
 if TYPE_CHECKING:
-    from ..targets.base import Target
+    from ..core import Target
 
 
 class Undefined:

@@ -32,7 +32,7 @@ from ..errors import GPUCompilerError, PluginError, RuleConflictError
 from .lattice import Const, widen
 
 if TYPE_CHECKING:
-    from ..targets.base import Target
+    from ..core import Rules, Target
 
 
 @attrs.frozen(eq=False)
@@ -174,7 +174,7 @@ def register(rule_set: RuleSet) -> RuleSet:
     return rule_set
 
 
-def enabled_rule_sets(target: Target, plugins) -> tuple[list[RuleSet], list[RuleSet]]:
+def enabled_rule_sets(target: Target, plugins) -> tuple[list[RuleSet], list[Rules]]:
     """``(plugin rule sets, base rule sets)`` for a job; base starts with the target's overlays.
 
     A rule set with a ``target`` (a plugin's overlay, like the base ones)

@@ -51,11 +51,10 @@ from .. import types as T
 from ..cached import compile_cached
 from ..codegen import ErrorPolicy, ModuleCodegen
 from ..codegen.lltypes import has_value, ll
-from ..config import CompilerConfig, FrontendOptions
+from ..core import CompilerConfig, CompilerJob, FrontendOptions
 from ..device import GridEmulationPlugin
 from ..errors import EmulationError, LaunchError
 from ..interpreter.lattice import widen
-from ..job import CompilerJob
 from ..targets import NativeTarget
 from .cpu import CPULibrary, SymbolTable
 

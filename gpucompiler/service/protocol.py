@@ -29,10 +29,9 @@ import attrs
 from .. import plugin as gp
 from ..cache.serialisable import check_serialisable
 from ..cache.trust import Signer
-from ..config import CompilerConfig, FrontendOptions
+from ..core import CompilerConfig, CompilerJob, FrontendOptions
 from ..errors import ConfigError, ErrorModel, PluginMismatchError, ServiceError
 from ..identity import plugin_identity
-from ..job import CompilerJob
 from ..pipeline import PreparedSource, prepare
 from ..targets import NativeTarget, PTXTarget
 

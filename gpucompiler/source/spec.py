@@ -29,7 +29,8 @@ import attrs
 from .. import codegen, interpreter, types as T  # loaded when a spec is first inferred or generated
 from ..frontend.fingerprint import encode_value, python_function
 from ..interpreter.lattice import MISSING
-from ..targets import NativeTarget, Target
+from ..core import Target
+from ..targets import NativeTarget
 
 def _builtins_of(fn) -> dict:
     """The builtins namespace ``fn``'s global lookups fall back to."""

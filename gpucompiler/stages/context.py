@@ -17,10 +17,10 @@ import attrs
 
 from .. import plugin as plugins
 from ..errors import CompileError, PluginError
-from ..job import CompilerJob
+from ..core import CompilerJob
 from ..module import IRModule
 from ..settings import CompileSettings
-from ..targets.validation import ModuleFacts
+from ..core.facts import ModuleFacts
 from . import STAGE_INDEX, STAGE_OF_HOOK
 
 

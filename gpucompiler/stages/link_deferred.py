@@ -30,7 +30,7 @@ import attrs
 
 from ..errors import CompileError
 from ..interpreter.deferred import JOB_GLOBAL_PREFIX, LOOKUP, resolve
-from ..job import CompilerJob
+from ..core import CompilerJob
 from .. import llvm as ir_model  # the model's classes load with the first deferred job
 from ..module import IRModule
 from ..source.deferred import DeferredSpec

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import InvalidIRError
-from ..targets.validation import ModuleFacts
+from ..core.facts import ModuleFacts
 from .context import CompileContext, run_hooks
 
 EMIT_KINDS = ("llvm", "bc", "asm", "obj")

@@ -1,9 +1,8 @@
 """Compilation targets: the host CPU and NVIDIA PTX.
 
 ``parse_target("native" | "ptx" | "ptx:sm_90")`` turns a command-line
-spelling into a target object. The interface (:class:`Target`) is imported
-with the package; the targets, which need LLVM, on first use
-(:mod:`gpucompiler.lazy`).
+spelling into a target object. The targets, which need LLVM, load on first use
+(:mod:`gpucompiler.lazy`); their interface, :class:`gpucompiler.core.Target`, is the core's.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..lazy import attach
-from .base import Target
 
 if TYPE_CHECKING:
     from .native import NativeTarget
@@ -21,4 +19,4 @@ if TYPE_CHECKING:
 _LAZY = {"NativeTarget": ".native", "PTXTarget": ".ptx", "parse_target": ".spelling", "KNOWN_TARGETS": ".spelling"}
 __getattr__, __dir__ = attach(__name__, _LAZY, globals())
 
-__all__ = ["Target", "NativeTarget", "PTXTarget", "parse_target", "KNOWN_TARGETS"]
+__all__ = ["NativeTarget", "PTXTarget", "parse_target", "KNOWN_TARGETS"]

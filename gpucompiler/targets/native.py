@@ -9,8 +9,8 @@ import llvmlite.binding as llvm
 
 from ..errors import ConfigError, ErrorKind
 from ..llvm.binding import initialize_native
-from .base import Target
-from .validation import ModuleFacts
+from ..core import Target
+from ..core.facts import ModuleFacts
 
 EMIT_KINDS = ("llvm", "bc", "asm", "obj")
 

@@ -9,10 +9,12 @@ import llvmlite.binding as llvm
 
 from ..errors import ConfigError, ErrorKind
 from ..llvm import Builder, Function, const_int, initialize, types as LT
-from .base import Target
+from ..core import Rules, Target
+from ..device import KERNEL_RULES_PTX
+from ..interpreter.builtins.mathlib import ptx as MATH_RULES_PTX
 from .libdevice import PREFIX, libdevice_digest, libdevice_functions, link_libdevice
 from .native import cached_target_machine, emit_with
-from .validation import ALLOCATION_FUNCTIONS, ModuleFacts
+from ..core.facts import ALLOCATION_FUNCTIONS, ModuleFacts
 
 
 def _capability(value: Iterable[int]) -> tuple[int, int]:
@@ -56,6 +58,10 @@ class PTXTarget(Target):
 
     def for_inference(self) -> PTXTarget:
         return PTXTarget()
+
+    def rule_overlays(self) -> tuple[Rules, ...]:
+        """libdevice's math and the NVVM kernel intrinsics (special registers, barriers, shuffles)."""
+        return (MATH_RULES_PTX, KERNEL_RULES_PTX)
 
     capability: tuple[int, int] = attrs.field(default=(9, 0), converter=_capability)
     ptx_version: int | None = None

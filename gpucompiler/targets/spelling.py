@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import UnknownTargetError
-from .base import Target
+from ..core import Target
 from .native import NativeTarget
 from .ptx import PTXTarget
 

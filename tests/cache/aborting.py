@@ -1,7 +1,7 @@
 """LLVM IR that makes LLVM abort the process (not a reported error), for the containment tests."""
 
-from gpucompiler.config import CompilerConfig
-from gpucompiler.job import CompilerJob, LLVMSource
+from gpucompiler.core import CompilerConfig
+from gpucompiler.core import CompilerJob, LLVMSource
 from gpucompiler.targets import NativeTarget
 
 #: an NVPTX intrinsic compiled for the host: x86 instruction selection aborts ("Cannot select")

@@ -7,8 +7,8 @@ import json
 import math
 import sys
 
-from gpucompiler.config import CompilerConfig
-from gpucompiler.job import CompilerJob, LLVMSource
+from gpucompiler.core import CompilerConfig
+from gpucompiler.core import CompilerJob, LLVMSource
 from gpucompiler.targets import NativeTarget
 
 #: a function with a loop and a libm call (resolved by name in each process)

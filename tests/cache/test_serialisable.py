@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from gpucompiler.cache import Cache, DiskTier, check_serialisable, serialisation_errors
-from gpucompiler.config import CompilerConfig
+from gpucompiler.core import CompilerConfig
 from gpucompiler.errors import CacheWarning, UnserialisableIRError
-from gpucompiler.job import CompilerJob, LLVMSource
+from gpucompiler.core import CompilerJob, LLVMSource
 from gpucompiler.pipeline import compile as compile_job
 from gpucompiler.targets import NativeTarget
 from tests.cache import jobs
@@ -73,7 +73,7 @@ def _scaled_sum(n, x):
 def test_a_compile_walks_its_module_once_for_validation_and_the_serialisable_check(
         cache_setting, cache_env, monkeypatch):
     from gpucompiler import jit
-    from gpucompiler.targets.validation import ModuleFacts
+    from gpucompiler.core.facts import ModuleFacts
 
     if cache_setting == "off":
         monkeypatch.setenv("GPUC_CACHE", "off")

@@ -11,12 +11,12 @@ import pytest
 import gpucompiler
 import gpucompiler.plugin as gp
 from gpucompiler import jit, types as T
-from gpucompiler.config import CompilerConfig
+from gpucompiler.core import CompilerConfig
 from gpucompiler.errors import (ArgumentTypeError, RuleConflictError, TypeInferenceError,
                                 UnsupportedError)
 from gpucompiler.source.spec import FunctionSpec
 from gpucompiler.interpreter import Float, RuleSet
-from gpucompiler.job import CompilerJob
+from gpucompiler.core import CompilerJob
 from gpucompiler.targets import NativeTarget, PTXTarget
 
 LIMIT = 10
@@ -75,10 +75,10 @@ def test_byte_identical_ir_in_two_processes():
         import sys; sys.path.insert(0, HERE)
         import frontend_corpus as C
         from gpucompiler import types as T
-        from gpucompiler.config import CompilerConfig, FrontendOptions
+        from gpucompiler.core import CompilerConfig, FrontendOptions
         from gpucompiler.source.spec import FunctionSpec
         from gpucompiler.identity import job_key
-        from gpucompiler.job import CompilerJob
+        from gpucompiler.core import CompilerJob
         from gpucompiler.targets import NativeTarget
         job = CompilerJob(FunctionSpec(C.count_primes, (T.int64, T.int64)),
                           CompilerConfig(NativeTarget(), frontend=FrontendOptions(python_abi=True)))

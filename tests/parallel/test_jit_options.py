@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gpucompiler import jit, kernel, types as T
-from gpucompiler.config import JitOptions
+from gpucompiler.core import JitOptions
 from gpucompiler.errors import ArgumentTypeError, ConfigError, ErrorModel, UnsupportedError
 from gpucompiler.signatures import Signature, accepts, parse_signature
 

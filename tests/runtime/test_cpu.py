@@ -10,8 +10,8 @@ import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
-from gpucompiler.config import CompilerConfig
-from gpucompiler.job import CompilerJob, LLVMSource
+from gpucompiler.core import CompilerConfig
+from gpucompiler.core import CompilerJob, LLVMSource
 from gpucompiler.pipeline import compile
 from gpucompiler.runtime import CPULibrary, LinkError
 from gpucompiler.targets import NativeTarget

@@ -11,7 +11,7 @@ import pytest
 
 import gpucompiler.plugin as gp
 from gpucompiler.errors import PluginMismatchError, ServiceError, UnserialisableIRError
-from gpucompiler.job import CompilerJob, LLVMSource
+from gpucompiler.core import CompilerJob, LLVMSource
 from gpucompiler.service import ServiceClient
 from gpucompiler.service.protocol import make_request
 from tests.cache import jobs

@@ -14,13 +14,13 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import pytest
 
-from gpucompiler.config import CompilerConfig
+from gpucompiler.core import CompilerConfig
 from gpucompiler.errors import InvalidIRError
-from gpucompiler.job import CompilerJob, LLVMSource
+from gpucompiler.core import CompilerJob, LLVMSource
 from gpucompiler.llvm.binding import parse_ir
 from gpucompiler.pipeline import compile
 from gpucompiler.targets import PTXTarget
-from gpucompiler.targets.validation import TAPE_FUNCTIONS, TAPE_METADATA, ModuleFacts
+from gpucompiler.core.facts import TAPE_FUNCTIONS, TAPE_METADATA, ModuleFacts
 
 TESTS = Path(__file__).resolve().parent.parent
 CORPORA = sorted([*TESTS.glob("llvm/corpus/*.ll"), *TESTS.glob("enzyme/fixtures/*.ll")])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 import pytest
 
-from gpucompiler.config import CompilerConfig
+from gpucompiler.core import CompilerConfig
 from gpucompiler.errors import InvalidIRError
-from gpucompiler.job import CompilerJob, LLVMSource
+from gpucompiler.core import CompilerJob, LLVMSource
 from gpucompiler.llvm.binding import parse_ir
 from gpucompiler.pipeline import compile
 from gpucompiler.targets import NativeTarget

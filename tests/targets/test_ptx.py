@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from gpucompiler.config import CompilerConfig
+from gpucompiler.core import CompilerConfig
 from gpucompiler.errors import ConfigError, InvalidIRError, ToolNotFoundError
-from gpucompiler.job import CompilerJob, LLVMSource
+from gpucompiler.core import CompilerJob, LLVMSource
 from gpucompiler.llvm.binding import parse_ir
 from gpucompiler.pipeline import compile
 from gpucompiler.targets import PTXTarget

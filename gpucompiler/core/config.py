@@ -7,9 +7,12 @@ from collections.abc import Mapping
 
 import attrs
 
-from .errors import ConfigError, ErrorModel, error_model_option
-from .interface import GRID_EMULATION
-from .targets import Target
+from ..errors import ConfigError, ErrorModel, error_model_option
+from .target import Target
+
+GRID_EMULATION = "gpuc_grid"
+"""The name of the builtin plugin that enables the CPU grid emulation's rules (:mod:`gpucompiler.device`);
+:attr:`CompilerConfig.emulates_grid` asks for it."""
 
 
 _FRONTEND_FIELDS = ("python_abi", "boundscheck", "error_model")

@@ -8,16 +8,16 @@ Required hooks raise ``NotImplementedError``; the rest have working defaults.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-
-from ..interpreter.rules import RULE_SETS, RuleSet
 
 if TYPE_CHECKING:  # pragma: no cover
     import llvmlite.binding as llvm
 
-    from ..job import CompilerJob
     from ..module import IRModule
-    from .validation import ModuleFacts
+    from .facts import ModuleFacts
+    from .job import CompilerJob
+    from .rules import Rules
 
 
 class Target:
@@ -64,10 +64,10 @@ class Target:
         (a GPU's capability, fastmath) reset, so one inference serves every variant."""
         return self
 
-    def rule_overlays(self) -> list[RuleSet]:
-        """The built-in rule sets that replace base rules on this target (consulted first):
-        by default those declared with ``RuleSet(..., target=<this target's name>)``."""
-        return [rs for rs in RULE_SETS.values() if rs.builtin and rs.target is not None and rs.applies_to(self)]
+    def rule_overlays(self) -> Sequence[Rules]:
+        """The rule sets that replace base rules on this target (the interpreter consults them before
+        the base rules): its math and device-intrinsic overlays. Default: none."""
+        return ()
 
     # -- pipeline hooks ----------------------------------------------------
     def prepare(self, job: CompilerJob, module: IRModule) -> None:
@@ -81,7 +81,7 @@ class Target:
 
     def validate(self, job: CompilerJob, module: IRModule, facts: ModuleFacts) -> list[tuple[str, str]]:
         """The ``validate`` stage: return ``(KIND, message)`` for every problem found; ``facts`` is
-        the module's one walk (:class:`~.validation.ModuleFacts`), which the cache's serialisable
+        the module's one walk (:class:`~.facts.ModuleFacts`), which the cache's serialisable
         check reuses."""
         return []
 

@@ -43,6 +43,7 @@ class EnzymePlugin(gp.Plugin):
     name = "enzyme"
     version = "0.1"
     rules = rules
+    markers = (MARKER, *AD_MARKERS)
 
     def new_state(self, job) -> EnzymeJobState:
         return EnzymeJobState()
@@ -85,3 +86,7 @@ class EnzymePlugin(gp.Plugin):
             g = model.globals.get(name)
             if g is not None and not g.uses:
                 model.remove_global(g)
+        for name in AD_MARKERS:  # differentiated: the declarations are dead (O0 keeps them)
+            fn = model.functions.get(name)
+            if fn is not None and not fn.uses:
+                model.remove_function(fn)

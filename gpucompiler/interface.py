@@ -106,6 +106,9 @@ class Plugin:
     """Part of the key of every job that enables the plugin: bump it when the output changes."""
     rules: Rules | None = None
     """Interpreter rules used in the jobs that enable the plugin (a rule set with a target: there only)."""
+    markers: ClassVar[tuple[str, ...]] = ()
+    """Names of the functions the plugin's marker calls use (``("__autodiff",)``): its own stages lower
+    them all; one still in the module at ``validate`` is a PluginError naming the plugin."""
 
     def cache_settings(self) -> Any:
         """JSON data describing options that change the plugin's output (part of job keys); None: none."""
@@ -124,7 +127,7 @@ class Plugin:
         return None
 
 
-_HOOKS = ("name", "version", "rules", "cache_settings", "new_state", "report", "add_commands")
+_HOOKS = ("name", "version", "rules", "markers", "cache_settings", "new_state", "report", "add_commands")
 
 
 def hook(plugin: Any, name: str) -> Any:
@@ -156,21 +159,32 @@ class Callback:
     """Function names; when non-empty the callback runs only if one is in the module."""
     order: int = 0
     """Lower runs first; ties go by plugin name, then declaration order."""
+    before: tuple[str, ...] = ()
+    """Plugin names: this callback runs before every callback of theirs at the same hook point."""
+    after: tuple[str, ...] = ()
+    """Plugin names: this callback runs after every callback of theirs at the same hook point."""
 
 
-def callback(stage: str, *, markers: Iterable[str] = (), order: int = 0) -> Callable[[F], F]:
+def _names(value: str | Iterable[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def callback(stage: str, *, markers: str | Iterable[str] = (), order: int = 0, before: str | Iterable[str] = (),
+             after: str | Iterable[str] = ()) -> Callable[[F], F]:
     """Mark a method ``fn(self, job, module, state)`` (any of :data:`HOOK_ARGS`) to run at hook point ``stage``.
 
     ``markers``: run only when a function of one of these names is in the
-    module. ``order``: lower runs first (default 0).
+    module. ``order``: lower runs first (default 0). ``before`` / ``after``:
+    plugin names whose callbacks at this hook point this one precedes /
+    follows when they are enabled (``after="enzyme"``); they win over ``order``.
     """
     if stage not in HOOK_POINTS:
         raise UnknownStageError(stage, HOOK_POINTS,
                                 hint="optimize has the points optimize.early, optimize.late, optimize.last")
-    markers = (markers,) if isinstance(markers, str) else tuple(markers)
+    names = (_names(markers), int(order), _names(before), _names(after))
 
     def mark(fn: F) -> F:
-        setattr(fn, CALLBACK_ATTR, Callback(stage, fn.__name__, markers, int(order)))
+        setattr(fn, CALLBACK_ATTR, Callback(stage, fn.__name__, *names))
         return _hookimpl(specname=hook_spec_name(stage))(fn)
 
     return mark

@@ -257,8 +257,27 @@ def callbacks(plugins: Iterable[Any], point: str) -> list[BoundCallback]:
             fn = getattr(impl.function, "__func__", impl.function)
             rank = list(_declared_functions(impl.plugin).values()).index(fn)
             bound.append(BoundCallback(impl.plugin, getattr(fn, _ATTR), impl.function, tuple(impl.argnames), rank))
-    return sorted(bound, key=BoundCallback.sort_key)
+    return constrained(sorted(bound, key=BoundCallback.sort_key), point)
+
+
+def constrained(ranked: list[BoundCallback], point: str) -> list[BoundCallback]:
+    """``ranked`` reordered as little as needed for every ``before`` / ``after`` of its callbacks: each
+    step takes the first callback whose predecessors have all run; a cycle raises ConfigError."""
+    def precedes(a: BoundCallback, b: BoundCallback) -> bool:
+        return a.plugin_name != b.plugin_name and (
+            b.plugin_name in a.info.before or a.plugin_name in b.info.after)
+
+    out: list[BoundCallback] = []
+    rest = list(ranked)
+    while rest:
+        ready = next((c for c in rest if not any(precedes(o, c) for o in rest if o is not c)), None)
+        if ready is None:
+            cycle = ", ".join(f"{c.plugin_name}.{c.info.name}" for c in rest)
+            raise ConfigError(f"callbacks at {point!r} order each other in a cycle (before=/after=): {cycle}")
+        out.append(ready)
+        rest.remove(ready)
+    return out
 
 
 __all__ = ["ENTRY_POINT_GROUP", "EVENTS", "HOOK_ARGS", "BoundCallback", "Callback", "Plugin", "builtin", "callback",
-           "callbacks", "declared_callbacks", "discovered", "enabled", "hook", "listener", "register", "unregister"]
+           "callbacks", "constrained", "declared_callbacks", "discovered", "enabled", "hook", "listener", "register", "unregister"]

@@ -51,8 +51,8 @@ def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None, fn=N
                   primal=False):
     """``call <restype> @gpuc.enzyme.autodiff(ptr f, i32 mode, (i32 kind, values...)...)``.
 
-    When the parent stops on errors (a status or an error slot) the nested
-    job ``f`` takes an error slot first (:func:`gpucompiler.source.deferred.nested_checks`):
+    When the nested job ``f`` takes an error slot (its calling convention,
+    :attr:`gpucompiler.interpreter.deferred.DeferredJob.takes_error_slot`) the slot comes first:
     it is passed as a ``Const`` pointer (the engine sees a plain argument; its
     stores and the branches on it are inactive), and after the call the
     parent returns at once if ``f`` failed, before any result is used.
@@ -72,7 +72,7 @@ def emit_autodiff(cg, job, mode, acts, wrapped, values, restype, tape=None, fn=N
     n = width(acts)
     if n > 1:  # a batch: every duplicated argument carries n shadows
         args += [ir.Constant(_I32, Activity.WIDTH.value), ir.Constant(ir.IntType(64), n)]
-    slot = cg.call_slot() if cg.mod.status or cg.mod.error_slot else None
+    slot = cg.call_slot() if job.takes_error_slot else None  # the nested job's calling convention
     if slot is not None:
         args += [ir.Constant(_I32, Activity.CONST.value), slot]
     for act, is_wrapped, v in zip(acts, wrapped, values):

@@ -9,7 +9,10 @@ A deferred call (see :mod:`gpucompiler.interpreter.deferred`) becomes::
     %f = call ptr @gpuc.lookup(ptr @"gpuc.job.<id>")
     %r = call double (ptr, ...) @__autodiff(ptr %f, double %x)
 
-The job id is a content hash, so the module holds no process-local data
+When the nested job takes an error slot (:attr:`DeferredJob.takes_error_slot`, its calling
+convention) the slot is the marker call's first argument after the function, and the caller
+stops after the call if the job failed; a plugin lowering the marker forwards the arguments as
+they are. The job id is a content hash, so the module holds no process-local data
 and prints byte-identically everywhere. The marker is declared ``void (ptr,
 ...)`` once per module; each call carries its own function type (opaque
 pointers allow it), so one marker serves every result type.
@@ -54,7 +57,8 @@ def emit_deferred(cg, job: DeferredJob, marker: str, values, argtypes, restype):
     b = cg.b
     lookup = cg.mod.declare(LOOKUP, PTR, [PTR])
     fptr = b.call(lookup, [job_global(cg.mod, job.id)], name="deferred")
-    args = [fptr]
+    slot = cg.call_slot() if job.takes_error_slot else None
+    args = [fptr] if slot is None else [fptr, slot]
     for v, at, pt in zip(values, argtypes, job.argtypes):
         if has_value(widen(pt)) and widen(pt) != pyobj:
             args.append(cg.cast(v, widen(at), widen(pt)))
@@ -63,6 +67,8 @@ def emit_deferred(cg, job: DeferredJob, marker: str, values, argtypes, restype):
         decl.function_type.var_arg = True
     rt = ll(restype) if has_value(restype) else ir.VoidType()
     out = b.call(TypedCallee(decl, ir.FunctionType(rt, [PTR], var_arg=True)), args)
+    if slot is not None:
+        cg.stop_if_failed(slot)
     return out if has_value(restype) else None
 
 

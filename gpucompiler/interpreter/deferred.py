@@ -43,6 +43,7 @@ from ..errors import CompileError, TypeInferenceError
 from ..arguments import cell_filled
 from ..frontend.fingerprint import encode_value, python_function
 from ..hashing import stable_hash
+from ..core import GRID_EMULATION
 from .builtins.arraymem import borrowed
 from .infer import Interpreter, spec_argtypes
 from .lattice import BOTTOM, Const, pyobj, widen
@@ -66,9 +67,9 @@ class DeferredMeta:
 
     rules: ClassVar[tuple[RuleSet, ...]] = ()
     error_slot: ClassVar[bool] = False
-    """whether the nested functions take an error slot (plain signatures that still stop on
-    errors; see :class:`gpucompiler.codegen.ModuleCodegen`); the lowering then passes
-    ``FunctionCodegen.call_slot()`` as the first argument and calls ``stop_if_failed`` after"""
+    """whether the nested functions may take an error slot (plain signatures that still stop on
+    errors; see :class:`gpucompiler.codegen.ModuleCodegen`); whether a job does is
+    :attr:`DeferredJob.takes_error_slot`, the one rule its callers and its code generation follow"""
     source_lines: ClassVar[bool] = False
     """whether the nested job's instructions carry ``!gpuc.loc !{!"file", i32 line}`` (their Python
     source line), so that the plugin's errors about them can name it"""
@@ -96,6 +97,26 @@ class DeferredJob:
     def id(self) -> str:
         """Content hash: equal in every process for the same function, types, meta and context."""
         return stable_hash(self)
+
+    @property
+    def takes_error_slot(self) -> bool:
+        """The nested job's calling convention, decided by the job alone: whether its entry takes a
+        leading ``ptr`` to an ``i8`` error slot.
+
+        True when the meta asks for one (:attr:`DeferredMeta.error_slot`) and the job's checks stop
+        it (Python errors, or the CPU grid emulation). Every caller follows it, whatever its own
+        module has: :func:`gpucompiler.codegen.deferred.emit_deferred` passes
+        ``FunctionCodegen.call_slot()`` first (a local slot where the caller has none), and a
+        plugin that lowers its own marker call does the same; the nested module is generated
+        with the slot exactly then (:func:`gpucompiler.source.deferred.nested_checks`). So nested
+        jobs of several plugins compose in any order and depth."""
+        return bool(getattr(self.meta, "error_slot", False)) and self.stops_on_errors
+
+    @property
+    def stops_on_errors(self) -> bool:
+        """Whether a failed check stops the nested job (Python errors, or the CPU grid emulation's
+        reports) rather than trapping."""
+        return self.python_errors or GRID_EMULATION in self.rules
 
     @property
     def name(self) -> str:

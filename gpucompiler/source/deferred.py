@@ -12,7 +12,6 @@ from typing import Any
 import attrs
 
 from ..codegen import ErrorPolicy, ModuleCodegen
-from ..device import GridEmulationPlugin
 from ..errors import TypeInferenceError
 from ..interpreter import BOTTOM, Interpreter
 from ..interpreter.deferred import DeferredJob
@@ -64,19 +63,14 @@ def nested_checks(deferred: DeferredJob, config) -> dict:
     Array indices are checked when the parent's are (``boundscheck``, a frontend
     option, so it is part of the nested job's key). A failed check sets the
     Python error under the Python ABI, calls the CPU grid emulation's
-    callback in an emulated kernel, and traps elsewhere (on the GPU). When the
-    meta asks for an error slot (:attr:`DeferredMeta.error_slot`) and the
-    parent stops on errors (it has a status: the Python ABI, or an emulated
-    kernel, with or without bounds checks), the nested functions take the slot
-    instead of a status, and the parent passes it (:meth:`FunctionCodegen.call_slot`).
+    callback in an emulated kernel, and traps elsewhere (on the GPU). The
+    nested functions take an error slot exactly when the job's calling
+    convention says so (:attr:`DeferredJob.takes_error_slot`), which every
+    caller follows too.
     """
-    boundscheck = config.frontend.boundscheck
-    emulated = GridEmulationPlugin.name in config.plugins
     on_error = (ErrorPolicy.PYTHON if deferred.python_errors
-                else ErrorPolicy.EMULATION if emulated else ErrorPolicy.TRAP)
-    parent_stops = deferred.python_errors or emulated
-    return {"boundscheck": boundscheck, "on_error": on_error,
+                else ErrorPolicy.EMULATION if deferred.stops_on_errors else ErrorPolicy.TRAP)
+    return {"boundscheck": config.frontend.boundscheck, "on_error": on_error,
             "error_model": config.frontend.error_model,
-            "error_slot": bool(getattr(deferred.meta, "error_slot", False)) and parent_stops,
+            "error_slot": deferred.takes_error_slot,
             "source_lines": bool(getattr(deferred.meta, "source_lines", False))}
-

@@ -52,6 +52,7 @@ class AutodiffMeta(DeferredMeta):
 
     mode: str = "forward"
     rules = (nested_rules,)
+    error_slot = True  # a failed check in f stops f and its caller (the slot is the marker call's first argument)
 
 
 @rules.handler

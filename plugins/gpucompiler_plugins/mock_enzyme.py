@@ -21,6 +21,7 @@ class MockEnzymePlugin(gp.Plugin):
 
     name = "mock_enzyme"
     version = "1.0"
+    markers = (MARKER,)
 
     @property
     def rules(self):
@@ -29,7 +30,7 @@ class MockEnzymePlugin(gp.Plugin):
 
         return rules
 
-    @gp.callback("ad", markers=(MARKER,))
+    @gp.callback("ad", markers=(MARKER,), before="enzyme")  # a nested job inside autodiff: lowered first
     def lower_autodiff(self, job, module):
         from gpucompiler.llvm import Builder
 

@@ -67,8 +67,9 @@ def test_post_irgen_shows_lookup_and_marker():
     (job_const,) = [g for g in model.globals if g.startswith("gpuc.job.")]
     assert lookup_calls[0].operands[1].name == job_const
     marker = marker_calls[0]
-    assert marker.operands[1] is lookup_calls[0]  # __autodiff(ptr %deferred, double %x, i64 %n)
-    assert [str(o.type) for o in marker.operands[1:]] == ["ptr", "double", "i64"]
+    assert marker.operands[1] is lookup_calls[0]  # __autodiff(ptr %deferred, ptr %slot, double %x, i64 %n)
+    assert [str(o.type) for o in marker.operands[1:]] == ["ptr", "ptr", "double", "i64"]
+    assert marker.operands[2].opcode == "alloca"  # the job's error slot (it takes one: @jit code stops)
     job_id = job_const[len("gpuc.job."):]
     assert len(job_id) == 64 and int(job_id, 16) >= 0
 

@@ -8,6 +8,10 @@
   argument is.
 * :func:`memory_type`: the scalar type a pointer's memory holds, as seen by
   the loads, stores and GEPs reached from its base object.
+
+Enzyme's rule holds here: an instruction the engine does not model is an
+``ADError`` naming it (:data:`MODELED` lists the LangRef instructions it
+models and how; :data:`NOT_MODELED` the rest), never inactive by default.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from gpucompiler.graphs import immediate_dominators, postorder, strongly_connect
 from gpucompiler.llvm import Argument, Instruction, types as T
 
 from .emit import has_float, is_float_like
+from .errors import unsupported
 
 if TYPE_CHECKING:
     from .typeinfo import MemoryTypes
@@ -43,6 +48,56 @@ class ArgKind(enum.Enum):
 CONST, DUP, OUT = ArgKind.CONST, ArgKind.DUP, ArgKind.OUT
 
 ALLOCATORS = frozenset(("malloc", "calloc", "realloc", "_Znwm", "_Znam"))
+
+_INT = "integer result: carries no derivative (float bits reach integers only through checked bitcasts and loads)"
+#: Every instruction of the LLVM LangRef the engine models, and how (``tests/enzyme/test_opcode_coverage.py``
+#: holds this table against the LangRef's list and the rule tables).
+MODELED: dict[str, str] = {
+    # terminators
+    "ret": "control flow; seeds the adjoint of the returned value",
+    "br": "control flow (the reverse sweep branches back along the recorded edge)",
+    "switch": "control flow (as br)",
+    "unreachable": "control flow",
+    # unary and binary floating-point operations
+    **{op: "derivative rule (rules/arith.py)" for op in "fneg fadd fsub fmul fdiv frem".split()},
+    # integer binary and bitwise operations
+    **{op: _INT for op in "add sub mul udiv sdiv urem srem shl lshr ashr and or xor".split()},
+    # vector operations
+    **{op: "derivative rule lane by lane (rules/arith.py)" for op in "extractelement insertelement shufflevector".split()},
+    # aggregate operations
+    "extractvalue": "derivative rule member by member (rules/aggregate.py)",
+    "insertvalue": "derivative rule member by member (rules/aggregate.py)",
+    # memory
+    "alloca": "a shadow allocation when the memory may hold floats or pointers",
+    "load": "shadow load / adjoint accumulation into the shadow (memory.py)",
+    "store": "shadow store / adjoint taken from the shadow (memory.py)",
+    "fence": "orders memory only: no derivative",
+    "cmpxchg": "on memory with a shadow: ADError (gpu.py)",
+    "atomicrmw": "fadd/fsub into memory with a shadow (gpu.py); other operations on it: ADError",
+    "getelementptr": "the same address computation on the shadow",
+    # conversions
+    **{op: _INT for op in "trunc zext sext fptoui fptosi".split()},
+    "uitofp": "from an integer: no derivative",
+    "sitofp": "from an integer: no derivative",
+    "fptrunc": "derivative rule (rules/arith.py)",
+    "fpext": "derivative rule (rules/arith.py)",
+    "ptrtoint": "an integer; an address with a shadow stored or rebuilt from it is an ADError (sweep.py)",
+    "inttoptr": "a pointer without shadow; one rebuilt from an address with a shadow is an ADError (sweep.py)",
+    "bitcast": "derivative rule; an active float's bits as an integer are an ADError",
+    "addrspacecast": "the same cast of the shadow",
+    # other operations
+    "icmp": "a boolean: no derivative",
+    "fcmp": "a boolean: no derivative",
+    "phi": "a phi of shadows / tangents; adjoints go back along the incoming edge",
+    "select": "derivative rule; a select of pointers selects their shadows",
+    "freeze": "value-preserving: the shadow, tangent or adjoint passes through unchanged",
+    "call": "per callee (calls.py): math rules, allocation, memory intrinsics, defined functions "
+            "differentiated; an unknown callee with a derivative flowing in or out is an ADError",
+}
+#: LangRef instructions the engine does not model: exceptions and funclets, indirect branches, variadic
+#: argument reads. A function to differentiate that contains one is an ADError naming it.
+NOT_MODELED = frozenset("indirectbr invoke callbr resume catchswitch catchret cleanupret va_arg landingpad "
+                        "catchpad cleanuppad".split())
 
 
 class CFG:
@@ -159,6 +214,10 @@ class Activity:
     # -- propagation ---------------------------------------------------------
     def _run(self) -> None:
         insts = list(self.fn.instructions())
+        for inst in insts:
+            if inst.opcode not in MODELED:
+                what = "does not model" if inst.opcode in NOT_MODELED else "does not know"
+                raise unsupported(f"the AD engine {what} the instruction '{inst.opcode}'", inst, self.fn)
         changed = True
         while changed:
             changed = False
@@ -186,32 +245,13 @@ class Activity:
         if t.kind == "vector" and t.scalar.kind == "ptr":  # the vectorizers' lanes of addresses
             return "shadow" if self._any_varied(inst.operands) else None
         if t.kind == "ptr":
-            if op == "alloca":  # or a byte buffer merged with memory that has a shadow (an inline tape)
-                if holds_derivative_data(inst.allocated_type) or self._holds_floats(inst) or any(
-                        isinstance(u, Instruction) and u.opcode in ("phi", "select") and self._any_varied(u.operands)
-                        for u in inst.users):
-                    return "shadow"
-                return None
-            if op in ("getelementptr", "bitcast", "addrspacecast"):
-                return "shadow" if inst.operands[0] in self.shadowed else None
-            if op == "phi":
-                return "shadow" if any(v in self.shadowed for v, _ in inst.incoming) else None
-            if op == "select":
-                return "shadow" if inst.operands[1] in self.shadowed or inst.operands[2] in self.shadowed else None
-            if op == "load":
-                return "shadow" if inst.pointer_operand in self.shadowed else None
-            if op == "call":
-                name = callee_name(inst)
-                if name in ALLOCATORS:
-                    return "shadow"
-                if name in self._inactive_calls:
-                    return None
-                return "shadow" if self._any_varied(inst.args) else None
-            return None
+            return self._classify_pointer(inst)
         if not is_float_like(t):
-            if (t.kind == "struct" and op in ("call", "insertvalue", "extractvalue", "load", "phi", "select")
-                    and self._any_varied(inst.operands) and has_float(t)):
-                return "active"
+            if t.kind in ("struct", "array"):
+                return self._classify_aggregate(inst)
+            # integers (and void, tokens): no derivative. Float bits reach an integer only through a bitcast
+            # (an ADError when active), an integer load of memory holding floats (retyped or an ADError) or
+            # an intrinsic of an integer result (calls.py): nothing is lost here.
             return None
         if op in ("sitofp", "uitofp"):
             return None
@@ -224,12 +264,73 @@ class Activity:
             return "active" if self._any_varied(inst.args) else None
         if op == "phi":
             return "active" if any(v in self.active for v, _ in inst.incoming) else None
+        if op in ("atomicrmw", "cmpxchg"):  # reads memory: active when it has a shadow (gpu.py's rules)
+            return "active" if self._any_varied(inst.operands) else None
+        # arithmetic, casts, select, freeze, vector and aggregate reads: active from an active operand
         return "active" if any(v in self.active for v in inst.operands) else None
+
+    def _classify_pointer(self, inst) -> str | None:
+        op = inst.opcode
+        if op == "alloca":  # or a byte buffer merged with memory that has a shadow (an inline tape)
+            if holds_derivative_data(inst.allocated_type) or self._holds_floats(inst) or any(
+                    isinstance(u, Instruction) and u.opcode in ("phi", "select") and self._any_varied(u.operands)
+                    for u in inst.users):
+                return "shadow"
+            return None
+        if op in ("getelementptr", "bitcast", "addrspacecast", "freeze"):
+            return "shadow" if inst.operands[0] in self.shadowed else None
+        if op == "phi":
+            return "shadow" if any(v in self.shadowed for v, _ in inst.incoming) else None
+        if op == "select":
+            return "shadow" if inst.operands[1] in self.shadowed or inst.operands[2] in self.shadowed else None
+        if op == "load":
+            return "shadow" if inst.pointer_operand in self.shadowed else None
+        if op == "call":
+            name = callee_name(inst)
+            if name in ALLOCATORS:
+                return "shadow"
+            if name in self._inactive_calls:
+                return None
+            return "shadow" if self._any_varied(inst.args) else None
+        if op == "inttoptr":  # one rebuilt from an address with a shadow is an ADError (sweep.py)
+            return None
+        if not self._any_varied(inst.operands):
+            return None  # built from values without derivative (a constant, memory without shadow)
+        raise unsupported(f"a pointer made by '{op}' from values that carry derivatives: the AD engine has no "
+                          "rule giving it a shadow", inst, self.fn)
+
+    def _classify_aggregate(self, inst) -> str | None:
+        """Structs and arrays of values: active when they hold floats and one flows in. One holding
+        pointers made from values with shadows is an ADError: shadows of pointers inside aggregates are
+        not modeled (the pointer taken out of it would have none)."""
+        t, op = inst.type, inst.opcode
+        operands = list(inst.args) if op == "call" else list(inst.operands)
+        varied = self._any_varied(operands) or (op == "load" and inst.pointer_operand in self.shadowed)
+        if not varied or (op == "call" and callee_name(inst) in self._inactive_calls):
+            return None
+        if _holds_pointer(t) and (op != "call" or any(o in self.shadowed for o in operands)):
+            raise unsupported(f"a {t} holding pointers made from values with shadows ('{op}'): shadows of "
+                              "pointers inside aggregates are not modeled", inst, self.fn)
+        if has_float(t) and op in ("call", "insertvalue", "extractvalue", "load", "phi", "select", "freeze"):
+            return "active"
+        if has_float(t) and op in ("atomicrmw", "cmpxchg"):  # gpu.py's rules raise on shadowed memory
+            return "active"
+        return None
+
+
+def _holds_pointer(t: T.Type) -> bool:
+    if t.kind == "ptr":
+        return True
+    if isinstance(t, (T.VectorType, T.ArrayType)):
+        return _holds_pointer(t.element)
+    if isinstance(t, T.StructType):
+        return any(_holds_pointer(e) for e in t.elements or ())
+    return False
 
 
 def _base_object(p):
     seen = set()
-    while isinstance(p, Instruction) and p.opcode in ("getelementptr", "bitcast", "addrspacecast") and p not in seen:
+    while isinstance(p, Instruction) and p.opcode in ("getelementptr", "bitcast", "addrspacecast", "freeze") and p not in seen:
         seen.add(p)
         p = p.operands[0]
     return p
@@ -251,7 +352,7 @@ def memory_type(p) -> T.Type | None:
         for u in v.users:
             if not isinstance(u, Instruction):
                 continue
-            if u.opcode in ("getelementptr", "bitcast", "addrspacecast", "phi", "select"):
+            if u.opcode in ("getelementptr", "bitcast", "addrspacecast", "freeze", "phi", "select"):
                 if u.opcode == "getelementptr":
                     _collect_type(u.source_element_type, found)
                 work.append(u)

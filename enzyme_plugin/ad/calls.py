@@ -22,12 +22,16 @@ INACTIVE = frozenset("printf fprintf puts putchar fflush fputs abort exit __asse
 _IGNORED_PREFIXES = ("llvm.lifetime.", "llvm.dbg.", "llvm.assume", "llvm.experimental.noalias.scope.decl",
                      "llvm.invariant.", "llvm.prefetch", "llvm.donothing", "llvm.sideeffect",
                      "llvm.stacksave", "llvm.stackrestore", "llvm.trap", "llvm.expect", "llvm.annotation",
-                     "llvm.var.annotation", "llvm.ptr.annotation", "llvm.umax", "llvm.umin", "llvm.smax",
+                     "llvm.var.annotation", "llvm.umax", "llvm.umin", "llvm.smax",
                      "llvm.smin", "llvm.abs.i", "llvm.ctpop", "llvm.ctlz", "llvm.cttz", "llvm.fshl", "llvm.fshr",
                      "llvm.bswap", "llvm.is.fpclass", "llvm.objectsize",
                      # float -> integer conversions: an integer result carries no derivative
                      "llvm.fptosi.sat.", "llvm.fptoui.sat.", "llvm.lround.", "llvm.llround.", "llvm.lrint.",
                      "llvm.llrint.")
+#: intrinsics whose result is their first argument as far as derivatives go (annotations, invariant groups,
+#: an arithmetic fence): the shadow, tangent or adjoint passes through them
+_PASSTHROUGH_PREFIXES = ("llvm.ptr.annotation.", "llvm.launder.invariant.group.", "llvm.strip.invariant.group.",
+                         "llvm.ssa.copy.", "llvm.arithmetic.fence.")
 ALLOC = frozenset(("malloc", "_Znwm", "_Znam"))
 FREE = frozenset(("free", "_ZdlPv", "_ZdaPv", "_ZdlPvm"))
 
@@ -53,8 +57,9 @@ def _math_key(inst, like) -> str:
 
 
 def classify(inst, like=None) -> str:
-    """What kind of call ``inst`` is: ``ignored``, ``math``, ``alloc``, ``calloc``, ``realloc``, ``free``,
-    ``memcpy``, ``memset``, ``tape`` (the engine's stack helpers), ``defined``, ``inactive`` or ``unknown``. ``like`` as in :func:`rule_name`."""
+    """What kind of call ``inst`` is: ``ignored``, ``passthrough``, ``math``, ``alloc``, ``calloc``, ``realloc``,
+    ``free``, ``memcpy``, ``memset``, ``tape`` (the engine's stack helpers), ``defined``, ``inactive`` or
+    ``unknown``. ``like`` as in :func:`rule_name`."""
     name = callee_name(inst)
     if name is None:
         return "unknown"
@@ -67,6 +72,8 @@ def classify(inst, like=None) -> str:
         return "tape"
     if name.startswith(_IGNORED_PREFIXES):
         return "ignored"
+    if name.startswith(_PASSTHROUGH_PREFIXES):
+        return "passthrough"
     if math_name(name) is not None:
         return "math"
     if name in ALLOC:
@@ -135,7 +142,13 @@ def forward(s, inst):
     kind = classify(inst, like)
     act = s.act
     varied = not act.is_constant_instruction(inst)
+    if kind == "ignored" and inst in act.active:  # none gives a float (a pointer they give has no shadow use)
+        raise unsupported(f"no derivative rule for call to '{callee_name(inst)}'", inst, s.fn)
     if kind in ("ignored", "inactive", "barrier"):
+        return
+    if kind == "passthrough":
+        if inst in act.shadowed or (s.tangents and inst in act.active):
+            s.shadow_map[inst] = s.shadow(inst.args[0], inst)
         return
     if s.width > 1 and kind in _NOT_BATCHED and (varied or inst in act.active or inst in act.shadowed):
         raise unsupported(f"batch mode (width {s.width}) through {_NOT_BATCHED[kind]} "
@@ -261,6 +274,10 @@ def reverse(r, inst):
         return
     if kind == "tape":
         stack.reverse(r, inst)
+        return
+    if kind == "passthrough":
+        if inst in act.active:
+            r.accumulate(inst.args[0], r.take_adjoint(inst))
         return
     if kind == "math":
         if inst not in act.active:

@@ -360,11 +360,20 @@ def _differentiate_levels(text: str, optimize: Callable[[str], str], options: En
         if len(ready) == len(sites):
             engine, _ = differentiate_module(module, ready, options)
             stack.inline_again(module)
+            _drop_marker_declarations(module)
             return engine.finalize(str(module))
         # plain atomics (no warp shuffles): the outer level differentiates them
         engine, _ = differentiate_module(module, ready, attrs.evolve(options, warp_aggregate=False))
         text = engine.finalize(str(module), out_of_line=True)
         module = _prepared(optimize(text))
+
+
+def _drop_marker_declarations(module) -> None:
+    """Remove the marker declarations whose calls were all replaced: without the optimiser (``opt_level=0``)
+    nothing else does, and a declaration nobody defines fails to link."""
+    for fn in list(module.functions.values()):
+        if fn.is_declaration and marker_mode(fn.name) is not None and not fn.users:
+            module.remove_function(fn)
 
 
 def _prepared(text: str) -> Module:

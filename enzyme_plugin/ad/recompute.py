@@ -28,7 +28,7 @@ CHEAP_MATH = frozenset("fabs copysign floor ceil trunc round maxnum minnum".spli
 #: longest chain of recomputed instructions behind one value
 MAX_DEPTH = 6
 #: calls that write no memory of the caller
-_NO_WRITE = frozenset(("math", "ignored", "inactive", "alloc", "calloc", "barrier"))
+_NO_WRITE = frozenset(("math", "ignored", "passthrough", "inactive", "alloc", "calloc", "barrier"))
 
 
 def _own_allocation(base) -> bool:

@@ -147,6 +147,9 @@ class Sweep(Emit):
                 self.shadow_map[inst] = phi
                 self._phis.append((inst, phi, self.lane))
             return
+        if inst in self.act.shadowed and op == "freeze":  # value-preserving: the pointer's shadow
+            self.shadow_map[inst] = self.shadow(inst.operands[0], inst)
+            return
         if inst in self.act.shadowed and op == "select":
             self.shadow_map[inst] = self.b.select(self.val(inst.operands[0]), self.shadow(inst.operands[1], inst),
                                                   self.shadow(inst.operands[2], inst))
@@ -185,15 +188,21 @@ def _bits_of_active(s, inst):
         raise unsupported("bit pattern of an active float used as an integer", inst, s.fn)
 
 
-def _from_shadowed_pointer(s, v, depth=0):
-    """Whether integer ``v`` is computed from ``ptrtoint`` of a pointer with a shadow."""
-    if not isinstance(v, Instruction) or depth > 8:
-        return False
-    if v.opcode == "ptrtoint":
-        return v.operands[0] in s.act.shadowed
-    if v.opcode in ("add", "sub", "and", "or", "xor", "shl", "lshr", "mul", "trunc", "zext", "sext",
-                    "select", "phi", "freeze"):
-        return any(_from_shadowed_pointer(s, o, depth + 1) for o in v.operands if o is not v)
+def _from_shadowed_pointer(s, v):
+    """Whether integer ``v`` is computed from ``ptrtoint`` of a pointer with a shadow (through integer
+    arithmetic, casts, selects, phis and freezes, at any depth)."""
+    work, seen = [v], set()
+    while work:
+        v = work.pop()
+        if not isinstance(v, Instruction) or v in seen:
+            continue
+        seen.add(v)
+        if v.opcode == "ptrtoint":
+            if v.operands[0] in s.act.shadowed:
+                return True
+        elif v.opcode in ("add", "sub", "and", "or", "xor", "shl", "lshr", "mul", "trunc", "zext", "sext",
+                          "select", "phi", "freeze"):
+            work += v.operands
     return False
 
 

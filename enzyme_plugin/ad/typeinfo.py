@@ -25,7 +25,7 @@ from gpucompiler.llvm import Argument, Builder, Instruction, types as T
 
 from .emit import alignof, sizeof, zero
 
-_ADDRESS = ("getelementptr", "bitcast", "addrspacecast")
+_ADDRESS = ("getelementptr", "bitcast", "addrspacecast", "freeze")
 
 
 def field_offset(t: T.StructType, k: int) -> int:
@@ -185,7 +185,7 @@ def _scan(base) -> _Base:
                 if t is not None and not (isinstance(t, T.IntType) and t.bits <= 8):
                     info.add(t, nc, ns)
                 work.append((u, nc % ns if ns else nc, ns))
-            elif op in ("bitcast", "addrspacecast"):
+            elif op in ("bitcast", "addrspacecast", "freeze") and u.type.kind == "ptr":
                 work.append((u, c, s))
             elif op in ("phi", "select"):  # a merge of base pointers (a grown tape) is at offset 0
                 merged = u.operands if op == "phi" else u.operands[1:]

@@ -251,8 +251,8 @@ class Dispatcher:
                 return _call(*a)
 
             call = guarded
-        if _holds_array(rt):  # NumPy arrays of the returned memory (runtime/owned.py)
-            box = owned.boxer(rt)
+        if owned.converted(rt):  # NumPy arrays of the returned memory and records (runtime/owned.py)
+            box = owned.boxer(rt, self.py_func.__globals__)
 
             def arrays(*a, _call=call, _box=box):
                 return _box(_call(*a), a)

@@ -21,7 +21,6 @@ from ..errors import TypeInferenceError
 from ..frontend.ir import Return
 from ..interpreter.lattice import widen
 from .lltypes import I64, PTR, has_value, ll
-from .pyobjects import lookup
 
 # offsets in PyArrayObject (after PyObject_HEAD): data, nd, dimensions, strides
 _DATA, _DIMS, _STRIDES = 16, 32, 40
@@ -151,16 +150,11 @@ def _box(mod, b, v, t):
     An array is boxed as the tuple ``(owner, data, *shape, *strides)``: ``owner`` is
     a capsule holding the array's reference to its allocation (released by
     :func:`_release_function` when NumPy drops the array), or 0 for memory
-    borrowed from an argument; runtime/owned.py makes the NumPy array.
+    borrowed from an argument; a record as the tuple of its fields.
+    runtime/owned.py makes the NumPy arrays and the records, however nested.
     """
-    if isinstance(t, T.RecordType):  # the class called with the fields
-        fields = _box(mod, b, v, T.TupleType(t.items))
-        cls = lookup(mod, b, t.module, t.qualname)
-        obj = b.call(mod.declare("PyObject_CallObject", PTR, [PTR, PTR]), [cls, fields])
-        decref = mod.declare("Py_DecRef", ir.VoidType(), [PTR])
-        b.call(decref, [fields])
-        b.call(decref, [cls])
-        return obj
+    if isinstance(t, T.RecordType):  # the tuple of its fields: runtime/owned.py makes the instance
+        return _box(mod, b, v, T.TupleType(t.items))
     if isinstance(t, T.ArrayType):
         setitem = mod.declare("PyTuple_SetItem", ir.IntType(32), [PTR, I64, PTR])
         ints = [b.extract_value(v, [f, k]) for f in (1, 2) for k in range(t.ndim)]
@@ -194,22 +188,28 @@ def _box(mod, b, v, t):
     return b.call(mod.declare("PyLong_FromLongLong", PTR, [I64]), [b.sext(v, I64)])
 
 
-def _holds_array(t) -> bool:
+def _local_record(t) -> T.RecordType | None:
+    """A record of ``t`` (itself or inside it) whose class is defined inside a function: Python cannot
+    find it by module and name to make the returned instance."""
+    if isinstance(t, T.RecordType) and "<locals>" in t.qualname:
+        return t
     if isinstance(t, (T.TupleType, T.RecordType)):
-        return any(_holds_array(it) for it in t.items)
-    return isinstance(t, T.ArrayType)
+        return next((r for r in map(_local_record, t.items) if r is not None), None)
+    return None
 
 
 def check_returnable(frame) -> None:
-    """Refuse a record holding an array as the return value (arrays alone and in tuples come back)."""
+    """Refuse a returned record of a class defined inside a function (every other record, tuple and
+    array comes back, however nested)."""
     rt = widen(frame.rettype)
-    if not (isinstance(rt, T.RecordType) and _holds_array(rt)):
+    local = _local_record(rt)
+    if local is None:
         return
     loc = next((frame.where(bl.term) for bl in frame.ir.blocks
                 if isinstance(bl.term, Return) and frame.executable(bl)), (frame.ir.filename, frame.ir.line, 0))
-    raise TypeInferenceError(f"returning a record holding an array to Python is not supported (the return "
-                             f"type is {rt!r})", (rt,), loc, frame.ir.name,
-                             "return the array and the other fields as a tuple")
+    raise TypeInferenceError(f"returning an instance of {local.qualname}, a class defined inside a function, to "
+                             "Python is not supported", (rt,), loc, frame.ir.name,
+                             "define the NamedTuple or dataclass at the top level of a module")
 
 
 def call_entry(mod, b: ir.IRBuilder, entry: ir.Function, args) -> ir.Instruction:

@@ -21,10 +21,12 @@ itself through NumPy's C API (runtime/pyentry.py finds the functions);
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from typing import Any
 
 from .. import types as T
+from ..errors import TypeInferenceError
 
 
 class _Interface:
@@ -37,15 +39,27 @@ class _Interface:
         self.owner = owner
 
 
-def boxer(t: T.Type) -> Callable[[Any, tuple], Any]:
+def converted(t: T.Type) -> bool:
+    """Whether a boxed value of type ``t`` needs :func:`boxer` (it holds an array or a record)."""
+    if isinstance(t, T.RecordType):
+        return True
+    if isinstance(t, T.TupleType):
+        return any(converted(it) for it in t.items)
+    return isinstance(t, T.ArrayType)
+
+
+def boxer(t: T.Type, namespace: dict | None = None) -> Callable[[Any, tuple], Any]:
     """``box(value, args)``: the Python value of a boxed return ``value`` of type ``t`` (``args``: the
-    call's arguments); what each array needs from NumPy (its dtype, type string) is looked up once."""
+    call's arguments), converted through every tuple and record, however nested; what each array needs
+    from NumPy (its dtype, type string) and each record's class are looked up once (``namespace``: the
+    compiled function's globals, where a module no import finds defines its classes)."""
     import numpy as np
 
     def make(t):
-        if isinstance(t, T.TupleType):
+        if isinstance(t, (T.TupleType, T.RecordType)):
             items = [make(it) for it in t.items]
-            return lambda v, args: tuple(f(x, args) for f, x in zip(items, v))
+            build = tuple if isinstance(t, T.TupleType) else record_builder(t, namespace)
+            return lambda v, args: build(tuple(f(x, args) for f, x in zip(items, v)))
         if not isinstance(t, T.ArrayType):
             return lambda v, args: v
         dtype = np.dtype(t.dtype.name)
@@ -56,6 +70,43 @@ def boxer(t: T.Type) -> Callable[[Any, tuple], Any]:
         return array
 
     return make(t)
+
+
+def record_builder(t: T.RecordType, namespace: dict | None = None) -> Callable[[tuple], Any]:
+    """``build(fields)``: the instance of ``t``'s class holding ``fields`` (the boxed record's tuple), found
+    by module and name (in ``namespace`` for its own module's classes); one not found is a typed error."""
+    first, *rest = t.qualname.split(".")
+    module = sys.modules.get(t.module)
+    if module is not None:
+        cls: Any = getattr(module, first, None)
+    else:
+        cls = namespace.get(first) if namespace is not None and namespace.get("__name__") == t.module else None
+    for part in rest:
+        cls = getattr(cls, part, None)
+    names = [n for n, _ in t.fields]
+    if not (isinstance(cls, type) and set(names) <= _field_names(cls)):
+        raise TypeInferenceError(f"compiled code returns an instance of {t.qualname}, which it cannot find as "
+                                 f"{t.module}.{t.qualname}", (t,),
+                                 hint="define the NamedTuple or dataclass at the top level of a module")
+    if not dataclasses.is_dataclass(cls):
+        return lambda fields: cls(*fields)
+    init = {f.name for f in dataclasses.fields(cls) if f.init}
+
+    def build(fields):
+        obj = cls(**{n: v for n, v in zip(names, fields) if n in init})
+        for n, v in zip(names, fields):
+            if n not in init:
+                object.__setattr__(obj, n, v)
+        return obj
+    return build
+
+
+def _field_names(cls: type) -> set[str]:
+    """The fields of a ``NamedTuple`` or dataclass class (none for another class)."""
+    if dataclasses.is_dataclass(cls):
+        return {f.name for f in dataclasses.fields(cls)}
+    fields = getattr(cls, "_fields", None) if issubclass(cls, tuple) else None
+    return set(fields) if isinstance(fields, tuple) else set()
 
 
 def _array(np: Any, dtype: Any, typestr: str, v: tuple, args: tuple):

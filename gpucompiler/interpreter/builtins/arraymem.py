@@ -76,6 +76,8 @@ def borrowed(v):
     t = v if isinstance(v, T.Type) else None
     if isinstance(t, T.TupleType):
         return T.TupleType(borrowed(it) for it in t.items)
+    if isinstance(t, T.RecordType):
+        return T.RecordType(t.module, t.qualname, ((n, borrowed(it)) for n, it in t.fields), t.indexable)
     if isinstance(t, T.ArrayType) and t.managed:
         return T.ArrayType(t.dtype, t.ndim, t.layout, t.readonly)
     return v
@@ -84,7 +86,7 @@ def borrowed(v):
 def holds_managed(t) -> bool:
     """Whether values of type ``t`` hold references to managed arrays."""
     t = widen(t)
-    if isinstance(t, T.TupleType):
+    if isinstance(t, (T.TupleType, T.RecordType)):
         return any(holds_managed(it) for it in t.items)
     if isinstance(t, T.BoundMethod):  # a method value is its receiver at run time
         return holds_managed(t.receiver)
@@ -153,7 +155,7 @@ def element_pointer(cg, value, indices, t: T.ArrayType):
 
 def _each_managed(cg, value, t, action) -> None:
     t = widen(t)
-    if isinstance(t, T.TupleType):
+    if isinstance(t, (T.TupleType, T.RecordType)):
         k = 0
         for it in t.items:
             if _has_llvm_value(it):
@@ -229,7 +231,7 @@ def convert(cg, value, frm, to):
             parts = [cg.b.extract_value(value, [f, k]) for f in (1, 2) for k in range(frm.ndim)]
             return build_array(cg, to, cg.b.extract_value(value, 0), parts[:frm.ndim], parts[frm.ndim:])
         return value
-    if isinstance(to, T.TupleType) and isinstance(frm, T.TupleType) and frm != to:
+    if isinstance(to, (T.TupleType, T.RecordType)) and type(frm) is type(to) and frm != to:
         out = ir.Constant(cg.ll(to), ir.Undefined)
         k = 0
         for fi, ti in zip(frm.items, to.items):

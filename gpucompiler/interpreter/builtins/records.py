@@ -3,7 +3,8 @@
 A record value is the struct of its fields. Fields are read by name
 (``p.x``); a named tuple also by constant index, unpacking and ``len``.
 Calling a record class with one positional argument per field builds one
-(compiled code can return it: the wrapper builds the Python instance).
+(compiled code can return it: runtime/owned.py builds the Python instance);
+an array expression passed as a field is evaluated into a new array.
 Fields cannot be assigned (a typed error at the assignment).
 """
 
@@ -20,6 +21,7 @@ from ...errors import TypeInferenceError
 from ...frontend import intrinsics as K
 from ..lattice import Const, const, widen
 from ..rules import CallResult, Constant
+from .arrayexpr import _materialize
 from .numbers import base
 
 _R = T.RecordType
@@ -88,9 +90,19 @@ def _construct(interp, fn, args):
     names = record_class_fields(fn)
     if names is None or "<locals>" in fn.__qualname__:
         return None
-    if len(args) != len(names) or not all(isinstance(widen(a), (T.Scalar, T.ArrayType, T.TupleType, _R))
-                                          for a in args):
+    if len(args) != len(names):
         raise TypeInferenceError(f"{fn.__qualname__}() in compiled code takes one positional argument per field "
                                  f"({', '.join(names)}), got {len(args)}", hint="pass every field by position")
-    fields = tuple(zip(names, (widen(a) for a in args)))
-    return CallResult(_R(fn.__module__, fn.__qualname__, fields, issubclass(fn, tuple)), _build)
+    # an array expression (Body(x, v * 2.0, m)) becomes a new array, as NumPy evaluates it there
+    made = [_materialize(interp, K.materialize, [a]) if isinstance(widen(a), T.ArrayExpr) else None for a in args]
+    types = [widen(m.restype if m is not None else a) for m, a in zip(made, args)]
+    wrong = next((t for t in types if not isinstance(t, (T.Scalar, T.ArrayType, T.TupleType, _R))), None)
+    if wrong is not None:
+        raise TypeInferenceError(f"{fn.__qualname__}() in compiled code holds numbers, arrays, tuples and records, "
+                                 f"not {wrong!r}", (wrong,), hint="pass every field by position")
+
+    def build(cg, values, argtypes, rt):
+        values = [m.lower(cg, [v], [at], m.restype) if m is not None else v
+                  for m, v, at in zip(made, values, argtypes)]
+        return _build(cg, values, types, rt)
+    return CallResult(_R(fn.__module__, fn.__qualname__, tuple(zip(names, types)), issubclass(fn, tuple)), build)

@@ -13,15 +13,15 @@ import functools
 from typing import Any
 from collections.abc import Callable, Sequence
 
-from .cache.core import Cache, CachedResult, private_disk
-from .cache.tiers import DiskTier, RedisTier
+from .cache.core import Cache, CachedResult, private_disk, shared_disk
+from .cache.tiers import RedisTier
 from .settings import CacheSettings
 
 
 def cache_from_settings(settings: CacheSettings) -> Cache:
     """A cache with the tiers ``settings`` name, compiling misses on the service when one is set."""
     disk = private_disk(settings.directory, settings.max_bytes) if settings.directory else None
-    shared = DiskTier(settings.shared_dir, settings.max_bytes, name="shared") if settings.shared_dir else None
+    shared = shared_disk(settings.shared_dir, settings.max_bytes) if settings.shared_dir else None
     redis = (RedisTier(settings.redis_url, tls=settings.redis_tls, lock_lease=settings.lock_lease)
              if settings.redis_url else None)
     service = None
@@ -29,7 +29,8 @@ def cache_from_settings(settings: CacheSettings) -> Cache:
         from .service.client import ServiceClient  # optional dependency (httpx)
 
         service = ServiceClient(settings.service_url, token=settings.service_token, secret=settings.secret)
-    return Cache(disk, redis, service=service, shared=shared, secret=settings.secret, compiler=_compile)
+    return Cache(disk, redis, service=service, shared=shared, secret=settings.secret, compiler=_compile,
+                 service_fallback=settings.service_fallback)
 
 
 def _compile(job: Any, kinds: Sequence[str]) -> Any:

@@ -8,7 +8,8 @@ below, which take the environment as an argument for tests).
   ``GPUC_CACHE_DIR``, ``GPUC_CACHE_SIZE``, ``GPUC_CACHE_URL`` (Redis),
   ``GPUC_CACHE_SHARED_DIR``, ``GPUC_CACHE_SECRET`` / ``GPUC_CACHE_SECRET_FILE``,
   ``GPUC_CACHE_REDIS_CA`` / ``_CERT`` / ``_KEY``, ``GPUC_SERVICE_URL``,
-  ``GPUC_SERVICE_TOKEN`` / ``GPUC_SERVICE_TOKEN_FILE`` (both ends of the service), ``XDG_CACHE_HOME``;
+  ``GPUC_SERVICE_TOKEN`` / ``GPUC_SERVICE_TOKEN_FILE`` (both ends of the service),
+  ``GPUC_SERVICE_FALLBACK``, ``XDG_CACHE_HOME``;
   :func:`runtime_dir`: ``XDG_RUNTIME_DIR`` (where ``gpuc serve`` writes a generated token);
 * :class:`CompileSettings`: ``GPUC_DUMP_DIR`` (dump every stage's IR);
 * :class:`ToolchainSettings`: ``GPUC_PTXAS``, ``GPUC_LIBDEVICE``, ``CUDA_HOME``,
@@ -58,7 +59,7 @@ def default_cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
 _CACHE_VARS = ("GPUC_CACHE", "GPUC_CACHE_DIR", "GPUC_CACHE_SIZE", "GPUC_CACHE_URL", "GPUC_SERVICE_URL",
                "GPUC_SERVICE_TOKEN", "GPUC_CACHE_SECRET", "GPUC_CACHE_SECRET_FILE", "GPUC_CACHE_SHARED_DIR",
                "GPUC_CACHE_REDIS_CA", "GPUC_CACHE_REDIS_CERT", "GPUC_CACHE_REDIS_KEY", "XDG_CACHE_HOME", "HOME",
-               "GPUC_SERVICE_TOKEN_FILE", "GPUC_CACHE_LOCK_LEASE")
+               "GPUC_SERVICE_TOKEN_FILE", "GPUC_CACHE_LOCK_LEASE", "GPUC_SERVICE_FALLBACK")
 
 
 def runtime_dir(environ: Mapping[str, str] = os.environ) -> Path:
@@ -95,11 +96,33 @@ def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+def is_loopback(host: str | None) -> bool:
+    """Whether ``host`` (a URL's host name, brackets removed) names this machine's loopback interface."""
+    if host is None:
+        return False
+    host = host.lower().rstrip(".")
+    if host in ("localhost", "::1", "0:0:0:0:0:0:0:1"):
+        return True
+    parts = host.split(".")
+    return len(parts) == 4 and parts[0] == "127" and all(p.isdigit() and int(p) < 256 for p in parts)
+
+
+def _switch(environ: Mapping[str, str], name: str, default: bool) -> bool:
+    text = environ.get(name, "").strip().lower()
+    if not text:
+        return default
+    if text in ("1", "on", "yes", "true"):
+        return True
+    if text in ("0", "off", "no", "false"):
+        return False
+    raise CacheError(f"{name}={environ[name]!r}: write on or off")
+
+
 def _check_redis_url(url: str) -> None:
     """Warn about a Redis off this machine reached without a password or without TLS: its entries are
     still authenticated (MAC), but anyone who reaches it can fill or empty the tier, or read the code."""
     parts = urlsplit(url)
-    if parts.scheme == "unix" or parts.hostname in ("127.0.0.1", "localhost", "::1"):
+    if parts.scheme == "unix" or is_loopback(parts.hostname):
         return
     problems = [p for p, bad in (("no password", not parts.password),
                                  ("no TLS (rediss://)", parts.scheme != "rediss")) if bad]
@@ -127,6 +150,25 @@ def read_secret_file(path: str) -> bytes:
         os.close(fd)
 
 
+def private_directory_problem(path: str) -> str | None:
+    """Why ``path`` (a directory) cannot be a private cache tier, or None when it can.
+
+    Another user who can write to it, or its owner when that is not this
+    user, could plant object code this process would run.
+    """
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"cannot stat it ({exc.strerror})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a directory"
+    if st.st_uid != os.getuid():
+        return f"it belongs to uid {st.st_uid}, not to this user ({os.getuid()})"
+    if st.st_mode & 0o022:
+        return f"others can write to it (mode {stat.S_IMODE(st.st_mode):o}; chmod 700 it)"
+    return None
+
+
 @attrs.frozen
 class CacheSettings:
     """Environment switches of the cache and the compile service."""
@@ -150,6 +192,8 @@ class CacheSettings:
     """``GPUC_CACHE_REDIS_CA`` / ``_CERT`` / ``_KEY``: TLS files for a ``rediss://`` URL."""
     lock_lease: float = 10.0
     """``GPUC_CACHE_LOCK_LEASE``: seconds a dead holder of the fleet's compile lock keeps it."""
+    service_fallback: bool = True
+    """``GPUC_SERVICE_FALLBACK``: compile here when the service cannot be reached or fails (``off``: raise)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> CacheSettings:
@@ -179,7 +223,8 @@ class CacheSettings:
                    service_url=environ.get("GPUC_SERVICE_URL") or None,
                    service_token=_service_token(environ),
                    secret=secret, shared_dir=Path(shared) if shared and not off else None, redis_tls=tls,
-                   lock_lease=_seconds(environ, "GPUC_CACHE_LOCK_LEASE", 10.0))
+                   lock_lease=_seconds(environ, "GPUC_CACHE_LOCK_LEASE", 10.0),
+                   service_fallback=_switch(environ, "GPUC_SERVICE_FALLBACK", True))
 
 
 @functools.lru_cache(maxsize=4)

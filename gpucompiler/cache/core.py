@@ -21,13 +21,15 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from .. import identity as keys
-from ..errors import CacheCorruptionError, CacheError, CacheForgeryError, CacheWarning, ConfigError
+from ..errors import CacheCorruptionError, CacheError, CacheForgeryError, CacheWarning, ConfigError, ServiceError
 from ..llvm.binding import address_bindings
 from ..module import IRModule
+from ..settings import private_directory_problem
 from .entry import Entry, decode
 from .serialisable import serialisation_errors
+from .files import GROUP
 from .tiers import DiskTier, MemoryTier, RedisTier
-from .trust import Signer, SignedTier, private_directory_problem
+from .trust import Signer, SignedTier
 
 log = logging.getLogger("gpucompiler.cache")
 
@@ -77,6 +79,12 @@ def private_disk(directory: str | os.PathLike[str], max_bytes: int = 1 << 30) ->
     return DiskTier(directory, max_bytes)
 
 
+def shared_disk(directory: str | os.PathLike[str], max_bytes: int = 1 << 30) -> DiskTier:
+    """The shared directory tier in ``directory``: what it creates, its group may read and publish
+    (directories 2770, files 660; make ``directory`` setgid and owned by that group)."""
+    return DiskTier(directory, max_bytes, name="shared", modes=GROUP)
+
+
 Compiler = Callable[[Any, tuple[str, ...]], Any]
 """``compiler(job, kinds)`` -> a result with ``artifacts``, ``module``, ``stage_times``, ``reports``
 (:func:`gpucompiler.pipeline.compile`)."""
@@ -94,13 +102,16 @@ class Cache:
 
     Entries from shared tiers must carry a MAC under ``secret`` (:mod:`.trust`);
     a shared tier without a secret is a :class:`CacheError`. A miss is compiled
-    by ``service`` when given (and its answer authentic), else by ``compiler``.
+    by ``service`` when given (and its answer authentic), else by ``compiler``;
+    with ``service_fallback`` (the default) a service that cannot be reached
+    or fails (no answer, 5xx) also leaves the miss to ``compiler`` (a
+    :class:`CacheWarning` once), without it that is a :class:`ServiceError`.
     """
 
     def __init__(self, disk: DiskTier | None = None, redis: RedisTier | None = None,
                  memory: MemoryTier | None = None, service: CompileService | None = None, *,
                  shared: DiskTier | None = None, secret: bytes | None = None,
-                 compiler: Compiler | None = None):
+                 compiler: Compiler | None = None, service_fallback: bool = True):
         signer = self.signer = Signer(secret) if secret else None
         if (redis is not None or shared is not None) and signer is None:
             raise CacheError("a shared cache tier (Redis, a shared directory) needs the deployment's "
@@ -112,15 +123,20 @@ class Cache:
         self.redis = SignedTier(redis, signer) if redis is not None and signer is not None else None
         self.tiers = tuple(t for t in (disk, self.shared, self.redis) if t is not None)
         self.service = service
+        self.service_fallback = service_fallback
+        self._fallback_warned = False
         self.compiler = compiler
         self.stats: Counter[str] = Counter()
 
     # -- lookup -------------------------------------------------------------
     def lookup(self, key: str, document: dict[str, Any], kinds: Sequence[str], *,
-               memory: bool = True, counter: str = "hit") -> tuple[Entry, str] | None:
+               memory: bool = True, counter: str = "hit",
+               refused: set[tuple[str, str]] | None = None) -> tuple[Entry, str] | None:
         """The entry of ``key`` holding every kind in ``kinds``, and its tier; None on a miss.
 
-        A hit counts as ``stats[f"{counter}.{tier}"]``.
+        A hit counts as ``stats[f"{counter}.{tier}"]``. ``refused`` collects the
+        ``(tier, key)`` pairs whose entry failed its checks, and skips those
+        already in it: one job fetches and checks a bad entry once.
         """
         if memory:
             entry = self.memory.get(key)
@@ -128,7 +144,9 @@ class Cache:
                 self.stats[f"{counter}.memory"] += 1
                 return entry, "memory"
         for tier in self.tiers:
-            entry = self._read(tier, key, document)
+            if refused is not None and (tier.name, key) in refused:
+                continue
+            entry = self._read(tier, key, document, refused)
             if entry is None or not _has(entry, kinds):
                 continue
             self.stats[f"{counter}.{tier.name}"] += 1
@@ -138,7 +156,8 @@ class Cache:
             return entry, tier.name
         return None
 
-    def _read(self, tier: Any, key: str, document: dict[str, Any]) -> Entry | None:
+    def _read(self, tier: Any, key: str, document: dict[str, Any],
+              refused: set[tuple[str, str]] | None = None) -> Entry | None:
         where = f"{tier.name}:{key}"
         try:
             data = tier.get(key)
@@ -151,10 +170,14 @@ class Cache:
             _warn(f"cannot read the {tier.name} cache ({exc}); compiling without it")
             return None
         except CacheForgeryError as exc:  # left in place: only a holder of the secret can replace it
+            if refused is not None:
+                refused.add((tier.name, key))
             self.stats["forged"] += 1
             _warn(f"{exc}; compiling instead")
             return None
         except CacheCorruptionError as exc:
+            if refused is not None:
+                refused.add((tier.name, key))
             self.stats["corrupt"] += 1
             log.warning("%s; evicting it and recompiling", exc)
             try:
@@ -198,12 +221,13 @@ class Cache:
         """
         emit = (emit,) if isinstance(emit, str) else tuple(emit)
         ctx = keys.context(job)
-        index = self._fast_lookup(job, emit, ctx)
+        refused: set[tuple[str, str]] = set()
+        index = self._fast_lookup(job, emit, ctx, refused)
         if isinstance(index, CachedResult):
             return index
         document = keys.key_document(job, ctx=ctx)
         key = keys.digest(document)
-        found = self.lookup(key, document, emit)
+        found = self.lookup(key, document, emit, refused=refused)
         if found is None:
             lock = self.disk.lock(key) if self.disk is not None else _no_lock()
             fleet = self.redis.lock(key) if self.redis is not None else _no_lock()  # one compile per fleet
@@ -212,7 +236,7 @@ class Cache:
                     _warn(f"cannot create a lock in {self.disk.locks}; compiling without one")
                 if not fleet_locked:
                     self.stats["fleet_lock_unavailable"] += 1
-                found = self.lookup(key, document, emit, memory=False)  # another process may have won
+                found = self.lookup(key, document, emit, memory=False, refused=refused)  # another process won?
                 if found is None:
                     if check is not None:
                         check(job)
@@ -224,7 +248,8 @@ class Cache:
         return _result(job, *found)
 
     # -- the index key (two-level keys for Python sources) -------------------
-    def _fast_lookup(self, job: Any, emit: tuple[str, ...], ctx: dict[str, Any]) -> Any:
+    def _fast_lookup(self, job: Any, emit: tuple[str, ...], ctx: dict[str, Any],
+                     refused: set[tuple[str, str]]) -> Any:
         """A :class:`CachedResult` found through the index key, else what :meth:`_publish_index` needs.
 
         The index document (:func:`.keys.index_document`) needs no inference;
@@ -242,7 +267,7 @@ class Cache:
         if idoc is None:
             return None
         ikey = keys.digest(idoc)
-        found = self.lookup(ikey, idoc, (), counter="index.hit")
+        found = self.lookup(ikey, idoc, (), counter="index.hit", refused=refused)
         if found is None:
             return (ikey, idoc)
         record = found[0].meta.get("record")
@@ -252,7 +277,7 @@ class Cache:
             return (ikey, idoc)
         document = keys.key_document(job, fingerprint, ctx)
         key = keys.digest(document)
-        hit = self.lookup(key, document, emit)
+        hit = self.lookup(key, document, emit, refused=refused)
         if hit is not None:
             return _result(job, *hit)
         # no code under the rebuilt key: evicted, or a record that does not describe what
@@ -312,8 +337,8 @@ class Cache:
 
 
     def _service_compile(self, job: Any, kinds: tuple[str, ...]) -> Any:
-        """The service's answer for ``job``; None (compile here) without a service or when its
-        answer is refused as forged."""
+        """The service's answer for ``job``; None (compile here) without a service, when its answer
+        is refused as forged, or when the service is down and falling back is on."""
         if self.service is None:
             return None
         try:
@@ -321,6 +346,15 @@ class Cache:
         except CacheForgeryError as exc:
             self.stats["forged"] += 1
             _warn(f"{exc}; compiling here instead", stacklevel=5)
+            return None
+        except ServiceError as exc:
+            if not self.service_fallback or (exc.status is not None and exc.status < 500):
+                raise  # the job's own error (422, 409...), or falling back is off
+            self.stats["service_fallback"] += 1
+            if not self._fallback_warned:
+                self._fallback_warned = True
+                _warn(f"{exc}; compiling here instead (this warning is given once; set "
+                      "GPUC_SERVICE_FALLBACK=off to raise instead)", stacklevel=5)
             return None
 
 

@@ -11,57 +11,28 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import logging
 import os
+import re
 import stat
 import time
+import warnings
 from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from collections.abc import Generator
 
-from ..errors import CacheCorruptionError, CacheError
+from ..errors import CacheCorruptionError, CacheError, CacheWarning
 from .entry import Entry
+from .files import PRIVATE, LinkInTree, Modes, directory, listing, read_regular, unlink_regular, write_atomic
 from .fleet import CircuitBreaker, LeaseLock, TierUnavailable
+
+log = logging.getLogger("gpucompiler.cache")
 
 #: the largest entry a tier hands out (an entry of a big kernel is a few MiB)
 MAX_ENTRY_BYTES = 256 << 20
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-
-
-def read_entry_file(path: str, limit: int) -> bytes | None:
-    """The bytes of the regular file ``path`` (None when absent).
-
-    A symbolic link, a FIFO, a device or a file over ``limit`` bytes is a
-    :class:`CacheCorruptionError`: it neither blocks the reader nor fills its memory.
-    """
-    try:
-        fd = os.open(path, _READ_FLAGS)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise CacheCorruptionError(path, "is a symbolic link, not an entry file") from None
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise CacheCorruptionError(path, "is not a regular file")
-        if st.st_size > limit:
-            raise CacheCorruptionError(path, f"{st.st_size} bytes, over the entry limit of {limit}")
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            chunk = os.read(fd, max(st.st_size + 1 - size, 1 << 16))
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > limit:
-                raise CacheCorruptionError(path, f"grew over the entry limit of {limit} bytes while read")
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+_KEY = re.compile(r"[0-9a-f]{64}")
 
 
 class MemoryTier:
@@ -98,81 +69,109 @@ class MemoryTier:
 class DiskTier:
     """One file per entry under ``root``; atomic publish, LRU by modification time.
 
-    ``root/entries/ab/abcdef…`` holds an entry; it is written to a temporary
-    file in the same directory and renamed over the final name, so a reader
-    sees either no file or a whole one. A hit touches the file's mtime; when
-    the total size passes ``max_bytes`` the oldest files go until the total
-    is at most 90 % of it. ``root/locks/<key>.lock`` serialise the compiles
-    of one key across processes (``flock``).
+    ``root/entries/ab/abcdef…`` holds an entry; it is written to a new
+    temporary file in the same directory and renamed over the final name, so
+    a reader sees either no file or a whole one. A hit touches the file's
+    mtime; when the total size passes ``max_bytes`` the oldest files go until
+    the total is at most 90 % of it. ``root/locks/<key>.lock`` serialise the
+    compiles of one key across processes (``flock``). Nothing inside ``root``
+    is reached through a link (:mod:`.files`); links found there are skipped
+    with a warning. ``modes``: :data:`~.files.PRIVATE` (0700/0600) or
+    :data:`~.files.GROUP` (0o2770/0660, a shared directory).
     """
 
     name = "disk"
     shared = False
 
-    def __init__(self, root: str | os.PathLike[str], max_bytes: int = 1 << 30, *, name: str = "disk"):
+    def __init__(self, root: str | os.PathLike[str], max_bytes: int = 1 << 30, *, name: str = "disk",
+                 modes: Modes = PRIVATE):
         self.name = name
         self.root = Path(root)
+        self._root = os.fspath(root)
         self.entries = self.root / "entries"
-        self._entries = os.fspath(self.entries)
         self.locks = self.root / "locks"
         self.max_bytes = max_bytes
         self.max_entry_bytes = min(max_bytes, MAX_ENTRY_BYTES)
+        self.modes = modes
 
     def path(self, key: str) -> Path:
         return self.entries / key[:2] / key
 
+    @staticmethod
+    def _check(key: str) -> str:
+        if not _KEY.fullmatch(key):
+            raise CacheError(f"{key!r} is not a cache key (64 hex digits)")
+        return key
+
     def get(self, key: str) -> bytes | None:
-        path = f"{self._entries}/{key[:2]}/{key}"  # strings: a fresh process's hit reads two entries
-        data = read_entry_file(path, self.max_entry_bytes)
-        if data is None:
-            return None
+        where = f"{self.name}:{key}"
         try:
-            os.utime(path)
-        except OSError:
-            pass  # read-only cache: LRU order is not updated
-        return data
+            with directory(self._root, ("entries", self._check(key)[:2])) as fd:
+                return read_regular(fd, key, self.max_entry_bytes, where)
+        except FileNotFoundError:
+            return None
+        except LinkInTree:
+            raise CacheCorruptionError(where, "its directory is a link or not a directory (never followed)") from None
 
     def put(self, key: str, data: bytes) -> None:
-        """Publish ``data`` atomically (write a temporary file, rename); OSError when not writable."""
-        final = self.path(key)
-        os.makedirs(final.parent, mode=0o700, exist_ok=True)
-        tmp = final.parent / f".tmp-{os.getpid()}-{time.monotonic_ns()}"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, final)
-        except BaseException:
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
-            raise
+        """Publish ``data`` atomically (a new temporary file, renamed); OSError when not writable."""
+        os.makedirs(self.root, mode=self.modes.directory & 0o777, exist_ok=True)
+        with directory(self._root, ("entries", self._check(key)[:2]), self.modes) as fd:
+            write_atomic(fd, key, data, self.modes.file)
         self.evict(keep=key)
 
     def delete(self, key: str) -> bool:
+        """Remove the entry file of ``key`` (a regular file only, reached through no link)."""
         try:
-            self.path(key).unlink()
-            return True
+            with directory(self._root, ("entries", self._check(key)[:2])) as fd:
+                return unlink_regular(fd, key)
         except FileNotFoundError:
+            return False
+        except LinkInTree:
+            self._skip(self.entries / key[:2])
             return False
 
     def files(self) -> list[tuple[str, int, float]]:
-        """``(key, size, mtime)`` of every entry file."""
+        """``(key, size, mtime)`` of every entry file (links and stray names skipped, never followed)."""
         out: list[tuple[str, int, float]] = []
-        if not self.entries.is_dir():
-            return out
-        for sub in os.scandir(self.entries):
-            if not sub.is_dir():
-                continue
-            for f in os.scandir(sub.path):
-                if f.name.startswith("."):
-                    continue
-                try:
-                    st = f.stat()
-                except FileNotFoundError:
-                    continue
-                out.append((f.name, st.st_size, st.st_mtime))
+        try:
+            with directory(self._root, ("entries",)) as top:
+                for sub in listing(top):
+                    if sub.is_symlink():
+                        self._skip(self.entries / sub.name)
+                    elif sub.is_dir(follow_symlinks=False) and len(sub.name) == 2:
+                        self._scan(top, sub.name, out)
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # no cache yet, or an unusable root: nothing to list
+        except LinkInTree:
+            self._skip(self.entries)
         return out
+
+    def _scan(self, top: int, sub: str, out: list[tuple[str, int, float]]) -> None:
+        try:
+            with directory(top, (sub,)) as fd:
+                for f in listing(fd):
+                    if f.is_symlink():
+                        self._skip(self.entries / sub / f.name)
+                        continue
+                    if not (_KEY.fullmatch(f.name) and f.name.startswith(sub)):
+                        continue  # temporary files, strays
+                    try:
+                        st = f.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    if stat.S_ISREG(st.st_mode):
+                        out.append((f.name, st.st_size, st.st_mtime))
+        except FileNotFoundError:
+            pass
+        except LinkInTree:
+            self._skip(self.entries / sub)
+
+    def _skip(self, path: Path) -> None:
+        message = (f"{path} in the {self.name} cache is a symbolic link or not what the cache made: "
+                   "skipped (links inside a cache directory are never followed)")
+        log.warning(message)
+        warnings.warn(message, CacheWarning, stacklevel=4)
 
     def evict(self, keep: str | None = None) -> list[str]:
         """Remove least recently used entries while the total exceeds ``max_bytes``; returns their keys."""
@@ -197,8 +196,10 @@ class DiskTier:
     def lock(self, key: str, timeout: float = 120.0) -> Generator[bool, None, None]:
         """Hold the cross-process lock of ``key``; yields False when the lock file cannot be made."""
         try:
-            os.makedirs(self.locks, mode=0o700, exist_ok=True)
-            fd = os.open(self.locks / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            os.makedirs(self.root, mode=self.modes.directory & 0o777, exist_ok=True)
+            with directory(self._root, ("locks",), self.modes) as dfd:
+                fd = os.open(f"{self._check(key)}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             self.modes.file & 0o777, dir_fd=dfd)
         except OSError:
             yield False
             return
@@ -216,6 +217,14 @@ class DiskTier:
             yield True
         finally:
             os.close(fd)  # closing releases the flock
+
+
+#: the value of KEYS[1] if it holds at most ARGV[1] bytes, else its length (one round trip, nothing big sent)
+_GET_BOUNDED = """
+local n = redis.call('STRLEN', KEYS[1])
+if n > tonumber(ARGV[1]) then return n end
+return redis.call('GET', KEYS[1])
+"""
 
 
 class RedisTier:
@@ -245,18 +254,19 @@ class RedisTier:
         self.breaker = CircuitBreaker(cooldown)
         self.client: Any = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout,
                                                 **(tls or {}))
+        self._get_bounded: Any = self.client.register_script(_GET_BOUNDED)
 
     def _call(self, what: str, op: Any, *args: Any, **kwargs: Any) -> Any:
         return self.breaker.call(f"redis {what}", op, *args, errors=self._failures, **kwargs)
 
     def get(self, key: str) -> bytes | None:
-        """The entry's bytes, at most ``max_entry_bytes`` of them (GETRANGE: a huge value is not fetched)."""
-        data = self._call("get", self.client.getrange, self.prefix + key, 0, self.max_entry_bytes)
-        if not data:
-            return None
-        if len(data) > self.max_entry_bytes:
-            raise CacheCorruptionError(f"redis:{key}", f"over the entry limit of {self.max_entry_bytes} bytes")
-        return data
+        """The entry's bytes; a value over ``max_entry_bytes`` is refused by its length (``STRLEN``, in
+        the same server-side script as the ``GET``), never fetched."""
+        data = self._call("get", self._get_bounded, keys=[self.prefix + key], args=[self.max_entry_bytes])
+        if isinstance(data, int):
+            raise CacheCorruptionError(f"redis:{key}", f"{data} bytes, over the entry limit of "
+                                                       f"{self.max_entry_bytes}: not fetched")
+        return data or None
 
     def put(self, key: str, data: bytes) -> None:
         self._call("set", self.client.set, self.prefix + key, data)

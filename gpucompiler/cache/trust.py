@@ -18,8 +18,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
-import stat
 from typing import Any
 
 from ..errors import CacheError, CacheForgeryError
@@ -56,16 +54,20 @@ class Signer:
             raise CacheForgeryError(where, "MAC does not verify under this deployment's secret: refused")
         return body
 
-    def answer_mac(self, key: str, artifacts: dict[str, str | bytes]) -> str:
-        """The MAC of a compile service answer: its key and the SHA-256 of each artifact."""
+    def answer_mac(self, request: str, nonce: str, artifacts: dict[str, str | bytes]) -> str:
+        """The MAC of a compile service answer: the request it answers (its digest and the client's
+        nonce) and the SHA-256 of each artifact."""
         digests = {k: hashlib.sha256(v.encode() if isinstance(v, str) else bytes(v)).hexdigest()
                    for k, v in artifacts.items()}
-        doc = json.dumps({"key": key, "artifacts": digests}, sort_keys=True).encode()
+        doc = json.dumps({"request": request, "nonce": nonce, "artifacts": digests}, sort_keys=True).encode()
         return self.mac(b"answer\0" + doc).hex()
 
-    def check_answer(self, key: str, artifacts: dict[str, str | bytes], mac: Any, where: str) -> None:
-        if not isinstance(mac, str) or not hmac.compare_digest(self.answer_mac(key, artifacts), mac):
-            raise CacheForgeryError(where, "answer without a valid MAC under this deployment's secret: refused")
+    def check_answer(self, request: str, nonce: str, artifacts: dict[str, str | bytes], mac: Any,
+                     where: str) -> None:
+        """Refuse (:class:`CacheForgeryError`) an answer not signed for this request and nonce."""
+        if not isinstance(mac, str) or not hmac.compare_digest(self.answer_mac(request, nonce, artifacts), mac):
+            raise CacheForgeryError(where, "answer without a valid MAC for this request under this deployment's "
+                                           "secret: refused")
 
 
 class SignedTier:
@@ -91,22 +93,3 @@ class SignedTier:
 
     def __getattr__(self, name: str) -> Any:  # keys(), clear(), files(), lock()... of the tier
         return getattr(self.tier, name)
-
-
-def private_directory_problem(path: str) -> str | None:
-    """Why ``path`` (a directory) cannot be a private cache tier, or None when it can.
-
-    Another user who can write to it, or its owner when that is not this
-    user, could plant object code this process would run.
-    """
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        return f"cannot stat it ({exc.strerror})"
-    if not stat.S_ISDIR(st.st_mode):
-        return "it is not a directory"
-    if st.st_uid != os.getuid():
-        return f"it belongs to uid {st.st_uid}, not to this user ({os.getuid()})"
-    if st.st_mode & 0o022:
-        return f"others can write to it (mode {stat.S_IMODE(st.st_mode):o}; chmod 700 it)"
-    return None

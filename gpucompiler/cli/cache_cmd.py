@@ -15,12 +15,11 @@ import json
 import time
 from pathlib import Path
 
-from ..cache.core import Cache
+from ..cache.core import Cache, shared_disk
 from ..cache.entry import decode
 from ..cache.tiers import DiskTier, RedisTier
-from ..cache.trust import private_directory_problem
 from ..errors import CacheCorruptionError, ConfigError
-from ..settings import CacheSettings
+from ..settings import CacheSettings, private_directory_problem
 
 
 def add_parser(subparsers) -> None:
@@ -38,7 +37,7 @@ def _cache(args: argparse.Namespace):
     settings = CacheSettings.from_env()
     directory = args.dir or settings.directory
     disk = DiskTier(directory, settings.max_bytes) if directory else None
-    shared = DiskTier(settings.shared_dir, settings.max_bytes, name="shared") if settings.shared_dir else None
+    shared = shared_disk(settings.shared_dir, settings.max_bytes) if settings.shared_dir else None
     redis = RedisTier(settings.redis_url, tls=settings.redis_tls) if settings.redis_url else None
     return Cache(disk, redis, shared=shared, secret=settings.secret)
 

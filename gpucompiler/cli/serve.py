@@ -15,7 +15,7 @@ import secrets
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..settings import CacheSettings, runtime_dir
+from ..settings import CacheSettings, is_loopback, runtime_dir
 
 
 def add_parser(subparsers) -> None:
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("gpuc serve needs starlette and uvicorn: pip install 'gpucompiler[service]'") from None
     from ..service.app import ServiceConfig, create_app  # optional dependency (starlette)
 
-    loopback = args.host in ("127.0.0.1", "localhost", "::1")
+    loopback = is_loopback(args.host)
     if not loopback and not args.allow_remote:
         raise ConfigError(f"--host {args.host} is not loopback; pass --allow-remote to serve other machines "
                           "(with --token-file)")
@@ -93,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
                            redis_tls=settings.redis_tls, secret=settings.secret, lock_lease=settings.lock_lease,
                            workers=args.workers, token=token or None,
                            generated_token_file=str(generated) if generated else None,
-                           max_request_bytes=int(args.max_request_mb * (1 << 20)), timeout_s=args.timeout)
+                           max_request_bytes=int(args.max_request_mb * (1 << 20)), timeout_s=args.timeout,
+                           loopback_hosts=loopback)
     print(f"gpuc serve: http://{args.host}:{args.port} ({args.workers} workers, cache "
           f"{config.cache_dir or 'memory only'}{', redis' if config.redis_url else ''}"
           f"{', token required' if token else ''})", flush=True)

@@ -44,7 +44,7 @@ import re
 import site
 import sys
 
-from ..settings import CacheSettings
+from ..settings import CacheSettings, private_directory_problem
 
 _STAMP_VERSION = 1
 
@@ -180,8 +180,19 @@ def code_digest(module_name: str) -> str | None:
 
 
 def _memo_path(name: str, root: str) -> str | None:
+    """Where the memo of ``name`` lives: ``<cache dir>/code/``; None when the cache is off or its
+    directory is refused as a private tier (another user could plant or redirect a memo there)."""
     directory = CacheSettings.from_env().directory
     if directory is None:
+        return None
+    problem = private_directory_problem(os.fspath(directory))
+    if problem is not None and not os.path.lexists(directory):  # no cache yet: made owner-only
+        try:
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+        except OSError:
+            return None
+        problem = private_directory_problem(os.fspath(directory))
+    if problem is not None:
         return None
     where = hashlib.sha256(os.path.abspath(root).encode()).hexdigest()[:16]
     return os.path.join(directory, "code", f"{name}-{where}.json")
@@ -197,12 +208,25 @@ def _read(path: str) -> dict | None:
 
 
 def _publish(path: str, text: str) -> None:
-    """Write-then-rename, so a reader never sees half a memo; a read-only cache is fine."""
+    """A new temporary file (``O_CREAT | O_EXCL | O_NOFOLLOW``, a random name, through a descriptor of
+    the memo's directory) renamed over the memo: a reader never sees half a memo, and no planted link
+    is written through. A read-only cache is fine."""
+    directory, name = os.path.split(path)
+    tmp = f".memo-{os.urandom(8).hex()}"
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
-        pass
+        return
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except OSError:
+        try:
+            os.unlink(tmp, dir_fd=dfd)
+        except OSError:
+            pass
+    finally:
+        os.close(dfd)

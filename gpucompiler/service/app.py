@@ -17,18 +17,22 @@ import asyncio
 import hmac
 import json
 import logging
+import os
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import attrs
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import identity as keys, pipeline
 from ..cache.core import Cache, private_disk
@@ -38,10 +42,11 @@ from ..cache.trust import Signer
 from ..errors import CacheCorruptionError, CompilerCrashError, GPUCompilerError
 from ..llvm.binding import llvm_version
 from ..plugin import discovered
+from ..settings import is_loopback
 from ..version import __version__
 from . import worker
 from .contain import call_in_child
-from .protocol import RequestError, answer_signer, encode_artifacts, parse_body, parse_request
+from .protocol import RequestError, answer_signer, binding, encode_artifacts, parse_body, parse_request
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -70,6 +75,9 @@ class ServiceConfig:
     max_request_bytes: int = 16 << 20
     timeout_s: float = 120.0
     """Longest a request waits for its compile."""
+    loopback_hosts: bool = False
+    """Answer only requests whose ``Host`` names a loopback address (a service bound to loopback: a web
+    page that rebinds its own DNS name to 127.0.0.1 reaches the port, but sends its own name)."""
 
 
 class _Service:
@@ -79,6 +87,9 @@ class _Service:
         redis = (RedisTier(config.redis_url, tls=config.redis_tls, lock_lease=config.lock_lease)
                  if config.redis_url else None)
         self.cache = Cache(disk, redis, secret=config.secret, compiler=pipeline.compile)
+        # the workers get the directory only if it was accepted as private: a refused one is not used at all
+        self.initargs: worker.InitArgs = (None if disk is None else os.fspath(disk.root), config.max_cache_bytes,
+                                          config.redis_url, config.secret, config.redis_tls, config.lock_lease)
         self.signer = answer_signer(config.secret, config.token)
         self.pool: ProcessPoolExecutor | None = None
         self.inflight: dict[tuple[str, tuple[str, ...]], asyncio.Future[Entry]] = {}
@@ -88,9 +99,7 @@ class _Service:
 
     def start_pool(self) -> None:
         c = self.config
-        self.pool = ProcessPoolExecutor(c.workers, initializer=worker.init,
-                                        initargs=(c.cache_dir, c.max_cache_bytes, c.redis_url, c.secret,
-                                                  c.redis_tls, c.lock_lease))
+        self.pool = ProcessPoolExecutor(c.workers, initializer=worker.init, initargs=self.initargs)
         for _ in range(c.workers):
             self.pool.submit(worker.ping)  # start the workers (and their imports) now
 
@@ -136,15 +145,17 @@ class _Service:
             return _error(401, "unauthorized", "missing or wrong bearer token (Authorization: Bearer …)")
         try:
             body = await self.body(request)
-            job, emit = parse_request(parse_body(body))
+            data = parse_body(body)
+            job, emit = parse_request(data)
+            bound = binding(data)
             document = keys.key_document(job)
             key = keys.digest(document)
             found = self.cache.lookup(key, document, emit)
             if found is not None:
                 self.counts["hits"] += 1
-                return _answer(found[0], found[1], emit, self.signer)
+                return _answer(found[0], found[1], emit, self.signer, bound)
             entry = await self.single_flight(key, document, emit, body)
-            return _answer(entry, "compiled", emit, self.signer)
+            return _answer(entry, "compiled", emit, self.signer, bound)
         except GPUCompilerError as exc:
             self.counts["errors"] += 1
             status = getattr(exc, "status", None) or 422
@@ -201,11 +212,9 @@ class _Service:
 
     def _isolated(self, key: str, body: bytes) -> tuple[int, bytes]:
         """Compile one request body in a fresh forked child: an abort fails this job alone."""
-        c = self.config
-        initargs = (c.cache_dir, c.max_cache_bytes, c.redis_url, c.secret, c.redis_tls, c.lock_lease)
         try:
-            out = call_in_child(lambda: worker.compile_packed(body, initargs), f"job {key[:16]}",
-                                timeout=c.timeout_s)
+            out = call_in_child(lambda: worker.compile_packed(body, self.initargs), f"job {key[:16]}",
+                                timeout=self.config.timeout_s)
         except CompilerCrashError as exc:
             self.counts["crashed"] += 1
             self.crashed[key] = str(exc)
@@ -215,17 +224,38 @@ class _Service:
         return int(out[:3]), out[3:]
 
 
-def _answer(entry: Entry, origin: str, emit: tuple[str, ...], signer: Signer | None) -> Response:
+def _answer(entry: Entry, origin: str, emit: tuple[str, ...], signer: Signer | None,
+            bound: tuple[str, str]) -> Response:
+    """The answer to one request: the artifacts and a MAC binding them to that request's digest and nonce."""
     artifacts = {k: entry.artifacts[k] for k in {*emit, "llvm"} if k in entry.artifacts}
     meta = {k: v for k, v in entry.meta.items() if k in ("name", "stage_times", "reports", "compile_seconds")}
-    body = {"key": entry.key, "origin": origin, "artifacts": encode_artifacts(artifacts), "meta": meta}
+    request, nonce = bound
+    body = {"key": entry.key, "origin": origin, "artifacts": encode_artifacts(artifacts), "meta": meta,
+            "request": request, "nonce": nonce}
     if signer is not None:
-        body["mac"] = signer.answer_mac(entry.key, artifacts)
+        body["mac"] = signer.answer_mac(request, nonce, artifacts)
     return JSONResponse(body)
 
 
 def _error(status: int, kind: str, message: str) -> Response:
     return JSONResponse({"error": kind, "message": message}, status_code=status)
+
+
+class _LoopbackHosts:
+    """ASGI middleware: a request whose ``Host`` header is not a loopback name or address is a 400."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+            if not is_loopback(urlsplit(f"//{host}").hostname if host else None):
+                response = _error(400, "bad_host", f"Host {host!r} is not a loopback name: this service answers "
+                                                   "requests for 127.0.0.1, ::1 or localhost only")
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def create_app(config: ServiceConfig | None = None) -> Starlette:
@@ -262,6 +292,7 @@ def create_app(config: ServiceConfig | None = None) -> Starlette:
     app = Starlette(routes=[Route("/compile", service.compile, methods=["POST"]),
                             Route("/health", health, methods=["GET"]),
                             Route("/stats", stats, methods=["GET"])],
-                    lifespan=lifespan, exception_handlers={404: not_found, 405: not_found})
+                    lifespan=lifespan, exception_handlers={404: not_found, 405: not_found},
+                    middleware=[Middleware(_LoopbackHosts)] if service.config.loopback_hosts else [])
     app.state.service = service
     return app

@@ -6,7 +6,7 @@ deferred jobs linked in: plugin markers are still in it, references to the
 client's process are not), the name of its entry function, the config as JSON,
 the requested emit kinds and the client's plugins with their versions::
 
-    {"protocol": 1, "ir": "...", "entry": "f", "emit": ["obj"],
+    {"protocol": 2, "nonce": "<32 random hex digits>", "ir": "...", "entry": "f", "emit": ["obj"],
      "config": {"target": {"name": "native", "cpu": "znver3", "features": "+avx2,..."},
                 "params": [], "frontend": {"python_abi": true, "boundscheck": true, "error_model": "python",
                              "parallel_threads": 0, "nogil": false, "fastmath": false},
@@ -14,13 +14,22 @@ the requested emit kinds and the client's plugins with their versions::
                 "opt_level": 2, "plugins": ["mock_enzyme"], "validate": true},
      "plugins": [["mock_enzyme", "1.0", null, "<sha256 of its source>"]]}
 
-The answer holds the artifacts (text as is, bytes in base64) and metadata.
+The answer holds the artifacts (text as is, bytes in base64) and metadata,
+and a MAC (:meth:`~gpucompiler.cache.trust.Signer.answer_mac`) that binds them
+to the request: the :func:`request_digest` of the job it compiled (SHA-256 of
+the canonical JSON of every field that decides the compile) and the
+client's fresh ``nonce``. The client computes both itself and refuses any
+answer signed for another request: one made for another job (a token
+holder's own IR) or an old one replayed.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import os
+import re
 from typing import Any, TypeGuard, cast
 from collections.abc import Iterable, Sequence
 
@@ -35,7 +44,7 @@ from ..identity import plugin_identity
 from ..pipeline import PreparedSource, prepare
 from ..targets import NativeTarget, PTXTarget
 
-PROTOCOL = 1
+PROTOCOL = 2
 TARGETS = {"native": NativeTarget, "ptx": PTXTarget}
 EMIT_KINDS = ("llvm", "bc", "asm", "obj")
 
@@ -149,7 +158,8 @@ MAX_DEPTH = 16
 
 
 def parse_body(body: bytes) -> Any:
-    """The JSON of a request body; not JSON, or nested deeper than :data:`MAX_DEPTH`, is a 400."""
+    """The JSON of a request body; not JSON, nested deeper than :data:`MAX_DEPTH`, or a string that is
+    not Unicode text (a lone surrogate escape such as ``"\\ud800"``) is a 400."""
     try:
         data = json.loads(body)
     except RecursionError:
@@ -162,9 +172,20 @@ def parse_body(body: bytes) -> Any:
         if isinstance(value, (list, dict)):
             if depth > MAX_DEPTH:
                 raise RequestError(f"the body is nested too deeply (the limit is {MAX_DEPTH})", 400, "too_deep")
-            children = cast("Iterable[Any]", value.values() if isinstance(value, dict) else value)
+            children = cast("Iterable[Any]", [*value, *value.values()] if isinstance(value, dict) else value)
             stack.extend((v, depth + 1) for v in children)
+        elif isinstance(value, str):
+            _check_text(value)
     return data
+
+
+def _check_text(text: str) -> None:
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        raise RequestError(f"the body holds a string that is not Unicode text: {exc.reason} "
+                           f"({text[exc.start]!a} at offset {exc.start}); send the IR as UTF-8", 400,
+                           "bad_request") from None
 
 
 def prepared_ir(job: CompilerJob) -> str:
@@ -173,11 +194,38 @@ def prepared_ir(job: CompilerJob) -> str:
 
 
 def make_request(job: CompilerJob, emit: tuple[str, ...]) -> dict[str, Any]:
-    """The request body for ``job``; refuses IR that is not serialisable."""
+    """The request body for ``job``, with a fresh nonce; refuses IR that is not serialisable."""
     text = prepared_ir(job)
     check_serialisable(text, job.name)
-    return {"protocol": PROTOCOL, "ir": text, "entry": job.name, "emit": list(emit),
-            "config": config_to_json(job.config), "plugins": plugin_identity(job.config.plugins)}
+    return {"protocol": PROTOCOL, "nonce": os.urandom(16).hex(), "ir": text, "entry": job.name,
+            "emit": list(emit), "config": config_to_json(job.config), "plugins": plugin_identity(job.config.plugins)}
+
+
+#: the fields of a request that decide what is compiled (all but the nonce)
+_JOB_FIELDS = ("protocol", "ir", "entry", "emit", "config", "plugins")
+_NONCE = re.compile(r"[0-9a-f]{32,128}")
+
+
+def request_digest(data: dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of the request's job fields: what an answer is bound to.
+
+    Both ends compute it from the same JSON values (the client from what it
+    sends, the service from what it parsed), so it names exactly the job
+    that was compiled; finding another request with the same digest means
+    a SHA-256 collision.
+    """
+    job = {k: data.get(k) for k in _JOB_FIELDS}
+    text = json.dumps(job, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(b"gpuc request\0" + text.encode()).hexdigest()
+
+
+def binding(data: dict[str, Any]) -> tuple[str, str]:
+    """``(request digest, nonce)`` of a request; a missing or malformed nonce is a 400."""
+    nonce = data.get("nonce")
+    if not isinstance(nonce, str) or not _NONCE.fullmatch(nonce):
+        raise RequestError("'nonce' must be 32 to 128 lowercase hex digits, fresh for each request", 400,
+                           "bad_request")
+    return request_digest(data), nonce
 
 
 def parse_request(data: Any) -> tuple[CompilerJob, tuple[str, ...]]:

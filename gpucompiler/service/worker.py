@@ -13,10 +13,10 @@ import os
 import signal
 
 from .. import pipeline
-from ..cache.core import Cache
+from ..cache.core import Cache, private_disk
 from ..cache.entry import Entry
 from ..cache.serialisable import serialisation_errors
-from ..cache.tiers import DiskTier, MemoryTier, RedisTier
+from ..cache.tiers import MemoryTier, RedisTier
 from ..errors import GPUCompilerError, UnserialisableIRError
 from .protocol import parse_request
 
@@ -32,7 +32,7 @@ def init(cache_dir: str | None, max_bytes: int, redis_url: str | None, secret: b
     global _cache
     die_with_parent()
     os.environ.pop("GPUC_SERVICE_URL", None)  # a worker never forwards to a service
-    disk = DiskTier(cache_dir, max_bytes) if cache_dir else None  # checked private by the server
+    disk = private_disk(cache_dir, max_bytes) if cache_dir else None  # accepted by the server; checked again
     redis = RedisTier(redis_url, tls=redis_tls, lock_lease=lock_lease) if redis_url else None
     _cache = Cache(disk, redis, memory=MemoryTier(max_entries=16), secret=secret, compiler=pipeline.compile)
 
@@ -59,8 +59,9 @@ def compile_body(body: bytes) -> tuple[int, bytes]:
     cache = _cache
     assert cache is not None
     try:
-        job, emit = parse_request(json.loads(body))
-        problems = serialisation_errors(job.source.ir_text)
+        data = json.loads(body)
+        job, emit = parse_request(data)
+        problems = serialisation_errors(data["ir"])
         if problems:
             raise UnserialisableIRError(problems, job.name)
         result = cache.compile(job, emit)

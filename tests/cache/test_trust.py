@@ -20,7 +20,7 @@ from gpucompiler.cli import main
 from gpucompiler.errors import CacheError, CacheWarning
 from gpucompiler.pipeline import compile as compile_job
 from gpucompiler.settings import CacheSettings
-from gpucompiler.service.protocol import encode_artifacts
+from gpucompiler.service.protocol import binding, decode_artifacts, encode_artifacts
 from tests.cache import jobs
 from tests.cache.servers import SECRET
 
@@ -114,13 +114,18 @@ def test_private_tier_is_created_owner_only(tmp_path):
 
 
 class _ForgingService(BaseHTTPRequestHandler):
-    """A compile service impostor: answers every job with the attacker's code."""
+    """A compile service impostor: answers every job with the attacker's code, bound to the request it
+    received (its digest and nonce) and signed with the attacker's own secret when it has one."""
 
     answer: ClassVar[dict] = {}
+    secret: ClassVar[bytes | None] = None
 
     def do_POST(self):  # http.server's name
-        self.rfile.read(int(self.headers["content-length"]))
-        body = json.dumps(self.answer).encode()
+        request, nonce = binding(json.loads(self.rfile.read(int(self.headers["content-length"]))))
+        answer = {**self.answer, "request": request, "nonce": nonce}
+        if self.secret is not None:
+            answer["mac"] = Signer(self.secret).answer_mac(request, nonce, decode_artifacts(answer["artifacts"]))
+        body = json.dumps(answer).encode()
         self.send_response(200)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
@@ -138,9 +143,8 @@ def test_forged_service_answer_is_refused_and_compiled_here(tmp_path, mac):
     key, data = forge(103)
     entry = decode(data, "forged", expect_key=key)
     answer = {"key": key, "origin": "compiled", "artifacts": encode_artifacts(entry.artifacts), "meta": {}}
-    if mac == "other-secret":
-        answer["mac"] = Signer(ATTACKER_SECRET).answer_mac(key, entry.artifacts)
-    handler = type("H", (_ForgingService,), {"answer": answer})
+    handler = type("H", (_ForgingService,), {"answer": answer,
+                                             "secret": ATTACKER_SECRET if mac == "other-secret" else None})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:

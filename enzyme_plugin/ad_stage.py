@@ -45,7 +45,7 @@ def run_ad(job, module, unoptimized: str | None = None) -> None:
     emulated = job.config.emulates_grid
     atomic = job.target.is_gpu or bool(job.config.param("enzyme_atomic", False)) or emulated
     device = job.target.is_gpu or emulated  # the emulation runs the tape code the device runs
-    options = EngineOptions(atomic_adjoints=atomic, warp_aggregate=job.target.is_gpu, device_tape=device)
+    options = EngineOptions(atomic_adjoints=atomic, warp_aggregate=job.target.warp_aggregation(), device_tape=device)
 
     def scalar(t: str) -> str:
         return str(optimize(job, t, vectorize=False))

@@ -58,6 +58,11 @@ class Target:
     #: atomically), no host libraries (libm calls become the device library's)
     is_gpu: bool = False
 
+    def warp_aggregation(self) -> bool:
+        """Whether an AD plugin may sum a warp's atomic adjoints with NVVM shuffles (``shfl.sync``,
+        ``vote``, ``activemask``) before one atomic add; default: no (PTX says yes)."""
+        return False
+
     # -- inference -----------------------------------------------------------
     def for_inference(self) -> Target:
         """This target as type inference sees it: fields that matter only to code generation

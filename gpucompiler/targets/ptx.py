@@ -59,6 +59,9 @@ class PTXTarget(Target):
     def for_inference(self) -> PTXTarget:
         return PTXTarget()
 
+    def warp_aggregation(self) -> bool:
+        return True
+
     def rule_overlays(self) -> tuple[Rules, ...]:
         """libdevice's math and the NVVM kernel intrinsics (special registers, barriers, shuffles)."""
         return (MATH_RULES_PTX, KERNEL_RULES_PTX)

@@ -292,3 +292,37 @@ def test_a_refused_cache_dir_gets_no_code_digest_memo_through_a_planted_link(pub
     assert len(out.strip()) == 64
     assert victim_file.read_text() == "the victim's data\n"
     assert not memo.exists()  # no memo kept in a directory another user can write
+
+
+@pytest.mark.parametrize("planted", ["entries-dir-link", "entry-file-link"])
+def test_a_publish_never_writes_through_a_planted_link(public, tmp_path, planted):
+    victim_dir = tmp_path / "project"
+    victim_dir.mkdir()
+    victim_file = victim_dir / "main.py"
+    victim_file.write_text("print('mine')\n")
+    shared = public / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    variant = 440
+    key = keys.digest(keys.key_document(jobs.job(variant)))
+
+    def plant():
+        if planted == "entries-dir-link":
+            os.symlink(victim_dir, shared / "entries")
+        else:
+            (shared / "entries" / key[:2]).mkdir(parents=True, mode=0o777)
+            os.chmod(shared / "entries", 0o777)
+            os.symlink(victim_file, shared / "entries" / key[:2] / key)
+
+    as_another_user(plant)
+    cache = Cache(None, shared=shared_disk(shared), secret=SECRET, compiler=compile_job)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always", CacheWarning)
+        res = cache.compile(jobs.job(variant), ("obj",))
+    assert jobs.run(res, variant) == pytest.approx(jobs.expected(variant), rel=1e-12)
+    assert sorted(p.name for p in victim_dir.iterdir()) == ["main.py"]  # nothing written into it
+    assert victim_file.read_text() == "print('mine')\n"
+    if planted == "entry-file-link":  # the link was replaced by the signed entry, not written through
+        again = Cache(None, shared=shared_disk(shared), secret=SECRET, compiler=compile_job).compile(
+            jobs.job(variant), ("obj",))
+        assert again.origin == "shared" and not (shared / "entries" / key[:2] / key).is_symlink()

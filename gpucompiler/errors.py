@@ -106,30 +106,38 @@ class UnsupportedIRError(IRParseError):
     """
 
 
+class IRBuildError(GPUCompilerError, TypeError):
+    """An instruction built through the IR model's ``Builder`` whose operands have the wrong number or
+    types (LLVM would reject the module a stage later, or, through an opaque pointer, run it wrongly)."""
+
+
 class PluginError(GPUCompilerError):
     """A plugin hook failed; names the plugin, the hook (``stage``: a stage, ``call handler``...)
     and the callback, and, for interpreter hooks, the user's ``file:line`` (``loc``)."""
 
     def __init__(self, plugin: str, stage: str, callback: str, cause: BaseException, loc=None,
-                 function: str = ""):
+                 function: str = "", at: tuple[str, int] | None = None):
         self.plugin = plugin
         self.stage = stage
         self.callback = callback
         self.cause = cause
         self.loc, self.function = loc, function
+        self.at = at
+        """``(file, line)`` in the plugin's own code where it failed (None when unknown)"""
         where = f"{loc[0]}:{loc[1]}: " if loc else ""
         super().__init__(
             f"{where}plugin {plugin!r} failed in {_hook_words(stage)} (callback {callback}"
-            f"{f' on a call in {function}' if function else ''}): {type(cause).__name__}: {cause}"
+            f"{f' on a call in {function}' if function else ''}{f', at {at[0]}:{at[1]}' if at else ''}): "
+            f"{type(cause).__name__}: {cause}"
         )
 
     def located(self, loc, function: str = "") -> PluginError:
         """This error at the user's source location ``loc`` (``(file, line, col)``)."""
-        return PluginError(self.plugin, self.stage, self.callback, self.cause, loc, function)
+        return PluginError(self.plugin, self.stage, self.callback, self.cause, loc, function, self.at)
 
 
 def _hook_words(stage: str) -> str:
-    return stage if stage in ("call handler",) else f"stage {stage!r}"
+    return stage if stage in ("call handler", "lowering") else f"stage {stage!r}"
 
 
 class ToolchainError(GPUCompilerError):
@@ -216,6 +224,11 @@ class TypeInferenceError(SourceError, TypeError):
     def __init__(self, message: str, types=(), loc=None, function: str = "", hint: str = ""):
         self.types = tuple(types)
         super().__init__(message, loc, function, hint)
+
+
+class TargetUnsupportedError(TypeInferenceError):
+    """Something the compilation target cannot do (a math function without a lowering there...);
+    the message names the target, the location the user's line."""
 
 
 class ArgumentTypeError(TypeInferenceError):

@@ -33,6 +33,8 @@ A plugin may be any object with these attributes (plain classes work);
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from collections.abc import Callable, Iterable
 
@@ -130,6 +132,25 @@ class Plugin:
 _HOOKS = ("name", "version", "rules", "markers", "cache_settings", "new_state", "report", "add_commands")
 
 
+def plugin_location(exc: BaseException, plugin: Any) -> tuple[str, int] | None:
+    """``(file, line)`` where ``exc`` left the code of ``plugin`` (an instance, or a function of it): the
+    innermost frame of its traceback inside the plugin's top-level package (its module's file when it
+    has none); None when no frame is there. PluginError shows it by default."""
+    module = sys.modules.get(getattr(plugin, "__module__", None) or type(plugin).__module__)
+    if module is None:
+        return None
+    top = sys.modules.get(module.__name__.partition(".")[0], module)
+    paths = list(getattr(top, "__path__", ())) or [os.path.dirname(getattr(top, "__file__", "") or "")]
+    roots = tuple(os.path.join(p, "") for p in paths if p)
+    found, tb = None, exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if roots and name.startswith(roots):
+            found = (name, tb.tb_lineno)
+        tb = tb.tb_next
+    return found
+
+
 def hook(plugin: Any, name: str) -> Any:
     """``plugin``'s hook ``name`` (an attribute or bound method), else the default of :class:`Plugin`."""
     if name not in _HOOKS:
@@ -199,4 +220,4 @@ def listener(fn: F) -> F:
 
 
 __all__ = ["EVENTS", "HOOK_ARGS", "HOOK_POINTS", "STAGES", "STAGE_INDEX", "STAGE_NAMES", "STAGE_OF_HOOK",
-           "Callback", "Plugin", "Stage", "callback", "hook", "hook_spec_name", "listener"]
+           "Callback", "Plugin", "Stage", "callback", "hook", "hook_spec_name", "listener", "plugin_location"]

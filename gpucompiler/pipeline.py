@@ -137,7 +137,7 @@ def collect_reports(ctx: CompileContext) -> dict[str, Any]:
         try:
             report = plugins.hook(p, "report")(ctx.job)
         except Exception as exc:
-            raise PluginError(p.name, "report", "report", exc) from exc
+            raise PluginError(p.name, "report", "report", exc, at=plugins.plugin_location(exc, p)) from exc
         if report is not None:
             reports[p.name] = report
     return reports

@@ -37,7 +37,7 @@ import pluggy
 
 from .errors import ConfigError, GPUCompilerError, PluginError, UnknownPluginError
 from .interface import (CALLBACK_ATTR as _ATTR, EVENTS, HOOK_ARGS, HOOK_POINTS, PROJECT, Callback, Plugin,
-                        callback, hook, hook_spec_name, listener)
+                        callback, hook, hook_spec_name, listener, plugin_location)
 
 ENTRY_POINT_GROUP = "gpucompiler.plugins"
 _hookspec = pluggy.HookspecMarker(PROJECT)
@@ -280,4 +280,4 @@ def constrained(ranked: list[BoundCallback], point: str) -> list[BoundCallback]:
 
 
 __all__ = ["ENTRY_POINT_GROUP", "EVENTS", "HOOK_ARGS", "BoundCallback", "Callback", "Plugin", "builtin", "callback",
-           "callbacks", "constrained", "declared_callbacks", "discovered", "enabled", "hook", "listener", "register", "unregister"]
+           "callbacks", "constrained", "declared_callbacks", "discovered", "enabled", "hook", "listener", "plugin_location", "register", "unregister"]

@@ -21,7 +21,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import types as T
-from ..errors import UnsupportedError
+from ..errors import GPUCompilerError, PluginError, UnsupportedError
+from ..interface import plugin_location
 from ..frontend.ir import Branch, Inst, Jump, Return
 from ..interpreter.builtins import arraymem as mem
 from ..interpreter.builtins.arraymem import holds_managed
@@ -508,7 +509,7 @@ class FunctionCodegen:
             if res.deferred is not None:
                 self.values[inst] = lower_deferred(self, res.deferred, args, argtypes)
             else:
-                self.values[inst] = res.lower(self, args, argtypes, t)
+                self.values[inst] = self._lower_rule(res, inst, args, argtypes, t)
             if self.values[inst] is not None and holds_managed(t) and inst not in self.lives.borrowed:
                 mem.incref(self, self.values[inst], t)
         for dead in self.lives.after.get(inst, ()):
@@ -540,6 +541,21 @@ class FunctionCodegen:
         """Call the specialization ``callee`` (a frame) with LLVM ``args`` of abstract ``argtypes``,
         converting them to its parameter types; errors propagate as for any compiled call."""
         return self._invoke(callee, args, argtypes, t)
+
+    def _lower_rule(self, res, inst, args, argtypes, t):
+        """A rule's lowering of ``inst``; one of a plugin's rule sets that fails (other than with a typed
+        compiler error) is a PluginError naming the plugin, its line and the user's call."""
+        try:
+            return res.lower(self, args, argtypes, t)
+        except GPUCompilerError:
+            raise
+        except Exception as exc:
+            rs = next((r for r in self.mod.interp.plugin_sets if r.name == res.rule_set), None)
+            if rs is None:
+                raise
+            name = getattr(res.lower, "__qualname__", repr(res.lower))
+            raise PluginError(rs.plugin, "lowering", name, exc, self.frame.where(inst), self.frame.ir.name,
+                              plugin_location(exc, res.lower)) from exc
 
     def _invoke(self, callee, args, argtypes, t):
         """Call the specialization ``callee``, filling parameters left to their defaults."""

@@ -4,6 +4,12 @@
     b.position_at_end(fn.append_block("entry"))
     s = b.add(fn.args[0], fn.args[1], name="s", flags=("nsw",))
     b.ret(s)
+
+Every instruction is checked as it is built: operand counts and types (a call's arguments against
+the callee's function type, both operands of a binary operation, a float opcode's float operands,
+a branch's ``i1`` condition, a return against its function...). A mismatch raises
+:class:`~gpucompiler.errors.IRBuildError` at the line that built it, not a parse error a stage
+later or, through an opaque pointer, a module LLVM accepts and runs wrongly.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
+from ..errors import IRBuildError
 from . import types as T
 from .instructions import BINARY, CASTS, CallSite, Instruction
 from .module import BasicBlock, Function
@@ -118,6 +125,8 @@ class Builder:
     # -- arithmetic ----------------------------------------------------------
     def binop(self, opcode: str, a: Value, b: Value, name: str = "", flags=()) -> Instruction:
         """``opcode [flags] ty a, b`` for any binary opcode (``add``, ``fmul`` ...)."""
+        _same(opcode, a, b)
+        _kind(opcode, a, "float" if opcode in _FLOAT_OPS else "int")
         em = Emitter()
         for w in (opcode, *flags):
             em.raw(w)
@@ -127,6 +136,7 @@ class Builder:
         return self._make(opcode, a.type, em, name)
 
     def fneg(self, a: Value, name: str = "", flags=()) -> Instruction:
+        _kind("fneg", a, "float")
         em = Emitter()
         for w in ("fneg", *flags):
             em.raw(w)
@@ -134,6 +144,8 @@ class Builder:
         return self._make("fneg", a.type, em, name)
 
     def _cmp(self, opcode: str, pred: str, a: Value, b: Value, name: str) -> Instruction:
+        _same(opcode, a, b)
+        _kind(opcode, a, "float" if opcode == "fcmp" else "int", "ptr")
         em = Emitter()
         em.raw(opcode)
         em.raw(pred)
@@ -151,6 +163,7 @@ class Builder:
         return self._cmp("fcmp", pred, a, b, name)
 
     def cast(self, opcode: str, v: Value, to: T.Type, name: str = "") -> Instruction:
+        _check_cast(opcode, v, to)
         em = Emitter()
         em.raw(opcode)
         self._typed(em, v)
@@ -159,6 +172,8 @@ class Builder:
         return self._make(opcode, to, em, name)
 
     def select(self, cond: Value, a: Value, b: Value, name: str = "") -> Instruction:
+        _kind("select", cond, "i1")
+        _same("select", a, b)
         em = Emitter()
         em.raw("select")
         for k, v in enumerate((cond, a, b)):
@@ -169,6 +184,9 @@ class Builder:
 
     def phi(self, type: T.Type, incoming=(), name: str = "") -> Instruction:
         """``phi type [v, %bb], ...``; ``incoming`` is ``(value, block)`` pairs."""
+        incoming = list(incoming)
+        for v, _ in incoming:
+            _is("phi", v, type, f"an incoming value of a phi of {type}")
         em = Emitter()
         em.raw("phi")
         em.obj(type)
@@ -190,6 +208,7 @@ class Builder:
         return self._make("alloca", T.ptr(), em, name)
 
     def load(self, type: T.Type, ptr: Value, name: str = "", align: int | None = None) -> Instruction:
+        _kind("load", ptr, "ptr")
         em = Emitter()
         em.raw("load")
         em.obj(type)
@@ -200,6 +219,7 @@ class Builder:
         return self._make("load", type, em, name)
 
     def store(self, value: Value, ptr: Value, align: int | None = None) -> Instruction:
+        _kind("store", ptr, "ptr")
         em = Emitter()
         em.raw("store")
         self._typed(em, value)
@@ -210,6 +230,10 @@ class Builder:
         return self._make("store", T.void, em, "")
 
     def gep(self, type: T.Type, ptr: Value, indices, name: str = "", flags=()) -> Instruction:
+        indices = list(indices)
+        _kind("getelementptr", ptr, "ptr")
+        for i in indices:
+            _kind("getelementptr", i, "int")
         em = Emitter()
         for w in ("getelementptr", *flags):
             em.raw(w)
@@ -232,6 +256,7 @@ class Builder:
     def insertvalue(self, agg: Value, value: Value, index: int | tuple[int, ...], name: str = "") -> Instruction:
         """``insertvalue`` at ``index``, one index or a path of them."""
         path = (index,) if isinstance(index, int) else tuple(index)
+        _is("insertvalue", value, _member(agg.type, path), f"member {list(path)} of {agg.type}")
         em = Emitter()
         em.raw("insertvalue")
         self._typed(em, agg)
@@ -274,8 +299,11 @@ class Builder:
     def call(self, callee: Value, args, name: str = "", fnty: T.FunctionType | None = None) -> Instruction:
         """``call`` a :class:`Function` (in its calling convention) or any pointer, given ``fnty``."""
         if fnty is None:
-            assert isinstance(callee, Function), "call through a pointer needs fnty"
+            if not isinstance(callee, Function):
+                raise IRBuildError(f"call through {_shown(callee)}: a call through a pointer needs fnty=")
             fnty = callee.function_type
+        args = list(args)
+        _check_call(callee, fnty, args)
         em = Emitter()
         em.raw("call")
         cc = callee.calling_convention if isinstance(callee, Function) else "ccc"
@@ -294,6 +322,13 @@ class Builder:
         return self.insert(inst)
 
     def ret(self, value: Value | None = None) -> Instruction:
+        fn = self.block.parent if self.block is not None else None
+        if isinstance(fn, Function):
+            want = fn.return_type
+            if value is None and want is not T.void:
+                raise IRBuildError(f"ret void in @{fn.name}, which returns {want}")
+            if value is not None:
+                _is("ret", value, want, f"the return type of @{fn.name}")
         em = Emitter()
         em.raw("ret")
         if value is None:
@@ -309,6 +344,7 @@ class Builder:
         return self._make("br", T.void, em, "")
 
     def cond_br(self, cond: Value, if_true: BasicBlock, if_false: BasicBlock) -> Instruction:
+        _is("br", cond, T.i1, "a branch condition")
         em = Emitter()
         em.raw("br")
         for k, v in enumerate((cond, if_true, if_false)):
@@ -336,6 +372,77 @@ class Builder:
         em = Emitter()
         em.raw("unreachable")
         return self._make("unreachable", T.void, em, "")
+
+
+_FLOAT_OPS = frozenset(("fadd", "fsub", "fmul", "fdiv", "frem"))
+_KIND_WORDS = {"float": "floating-point", "int": "integer", "ptr": "pointer", "i1": "i1"}
+#: cast opcode -> (kind of the operand's scalar, kind of the result's scalar); bitcast: any sized
+_CAST_KINDS = {"trunc": ("int", "int"), "zext": ("int", "int"), "sext": ("int", "int"),
+               "fptrunc": ("float", "float"), "fpext": ("float", "float"), "fptosi": ("float", "int"),
+               "fptoui": ("float", "int"), "sitofp": ("int", "float"), "uitofp": ("int", "float"),
+               "ptrtoint": ("ptr", "int"), "ptrtoaddr": ("ptr", "int"), "inttoptr": ("int", "ptr"),
+               "addrspacecast": ("ptr", "ptr")}
+
+
+def _shown(v: Value) -> str:
+    if isinstance(v.ref, str) and v.ref:
+        return f"{v.type} {v.ref}"
+    return f"{v.type} (an unnamed {v.opcode if isinstance(v, Instruction) else 'value'})"
+
+
+def _same_type(a: T.Type, b: T.Type) -> bool:
+    return a is b or str(a) == str(b)
+
+
+def _same(opcode: str, a: Value, b: Value) -> None:
+    if not _same_type(a.type, b.type):
+        raise IRBuildError(f"{opcode}: operands of different types, {_shown(a)} and {_shown(b)}")
+
+
+def _kind_of(t: T.Type) -> str:
+    s = t.scalar
+    return "i1" if s is T.i1 else s.kind
+
+
+def _kind(opcode: str, v: Value, *kinds: str) -> None:
+    """``v``'s type (a vector's element) is of one of ``kinds`` (``"int"`` includes ``i1``)."""
+    k = _kind_of(v.type)
+    if k in kinds or (k == "i1" and "int" in kinds):
+        return
+    want = " or ".join(_KIND_WORDS[x] for x in kinds)
+    raise IRBuildError(f"{opcode} takes {want} operands (or vectors of them), got {_shown(v)}")
+
+
+def _is(opcode: str, v: Value, want: T.Type, what: str) -> None:
+    if not _same_type(v.type, want):
+        raise IRBuildError(f"{opcode}: {what} is {want}, got {_shown(v)}")
+
+
+def _check_cast(opcode: str, v: Value, to: T.Type) -> None:
+    kinds = _CAST_KINDS.get(opcode)
+    if kinds is None:
+        return
+    src, dst = v.type, to
+    if (src.kind == "vector") != (dst.kind == "vector") or (
+            isinstance(src, T.VectorType) and isinstance(dst, T.VectorType) and src.count != dst.count):
+        raise IRBuildError(f"{opcode}: {_shown(v)} to {to}: a vector casts to a vector of as many elements")
+    got = (_kind_of(src).replace("i1", "int"), _kind_of(dst).replace("i1", "int"))
+    if got != kinds:
+        raise IRBuildError(f"{opcode} casts a {_KIND_WORDS[kinds[0]]} to a {_KIND_WORDS[kinds[1]]}, "
+                           f"got {_shown(v)} to {to}")
+
+
+def _check_call(callee: Value, fnty: T.FunctionType, args: list[Value]) -> None:
+    """The arguments against the function type: as many as its parameters (at least, when variadic),
+    each of its parameter's type."""
+    label = f"@{callee.name}" if isinstance(callee, Function) else _shown(callee)
+    n = len(fnty.params)
+    if len(args) < n or (len(args) > n and not fnty.vararg):
+        raise IRBuildError(f"call of {label} ({fnty}) with {len(args)} argument(s); it takes "
+                           f"{n}{' or more' if fnty.vararg else ''}")
+    for k, (a, want) in enumerate(zip(args, fnty.params)):
+        if not _same_type(a.type, want):
+            raise IRBuildError(f"call of {label} ({fnty}): argument {k} is {want}, got {_shown(a)}")
 
 
 def _element(t: T.Type) -> T.Type:

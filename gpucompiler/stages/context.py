@@ -50,7 +50,7 @@ class CompileContext:
             try:
                 self.plugin_state[p.name] = plugins.hook(p, "new_state")(self.job)
             except Exception as exc:
-                raise PluginError(p.name, "start", "new_state", exc) from exc
+                raise PluginError(p.name, "start", "new_state", exc, at=plugins.plugin_location(exc, p)) from exc
 
     @property
     def ir(self) -> IRModule:
@@ -95,7 +95,7 @@ def run_hooks(ctx: CompileContext, point: str) -> int:
     for cb in plugins.callbacks(ctx.plugins, point):
         if cb.info.markers and not ctx.ir.function_names().intersection(cb.info.markers):
             continue
-        _call(ctx, cb, point, job=ctx.job, module=ctx.ir, state=ctx.plugin_state.get(cb.plugin_name))
+        _call(ctx, cb, point, verify=True, job=ctx.job, module=ctx.ir, state=ctx.plugin_state.get(cb.plugin_name))
         ran += 1
     return ran
 
@@ -106,14 +106,18 @@ def notify(ctx: CompileContext, event: str, stage_name: str, **extra: Any) -> No
         _call(ctx, cb, stage_name, job=ctx.job, stage=stage_name, module=ctx.module, **extra)
 
 
-def _call(ctx: CompileContext, cb: plugins.BoundCallback, where: str, **kwargs: Any) -> None:
-    """Call ``cb``; a failure becomes a PluginError naming ``where`` (hook point or stage)."""
+def _call(ctx: CompileContext, cb: plugins.BoundCallback, where: str, verify: bool = False, **kwargs: Any) -> None:
+    """Call ``cb``; a failure becomes a PluginError naming ``where`` (hook point or stage). ``verify``:
+    the module the callback leaves must parse and verify (LLVM reads it back when the callback left it
+    as the Python model or text), so that IR a plugin broke is its error, not the next stage's."""
     received = ctx.module.text if ctx.settings.dump_dir is not None and ctx.module is not None else None
     try:
         cb(**kwargs)
+        if verify:
+            ctx.ir.ref.verify()
     except PluginError:
         raise
     except Exception as exc:
         if received is not None:
             ctx.dump(STAGE_OF_HOOK.get(where, where), f"{cb.plugin_name}.{cb.info.name}.failed", received)
-        raise PluginError(cb.plugin_name, where, cb.info.name, exc) from exc
+        raise PluginError(cb.plugin_name, where, cb.info.name, exc, at=plugins.plugin_location(exc, cb.plugin)) from exc

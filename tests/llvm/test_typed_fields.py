@@ -75,10 +75,10 @@ def test_call_fields_name_callee_arguments_metadata_and_attributes():
 
 def test_built_and_copied_instructions_read_like_their_parsed_text():
     m = parse(SRC.split("define void @f")[0])
-    fn = m.add_function(Function("h", T.function(T.void, [T.ptr(), T.double])))
+    fn = m.add_function(Function("h", T.function(T.void, [T.ptr(), T.double, T.i64])))
     b = Builder(fn.append_block("entry"))
-    p, x = fn.args
-    built = [b.load(T.double, p, align=16), b.gep(T.double, p, [x], flags=("inbounds",)),
+    p, x, n = fn.args
+    built = [b.load(T.double, p, align=16), b.gep(T.double, p, [n], flags=("inbounds",)),
              b.alloca(T.i64, align=8), b.fcmp("olt", x, x),
              b.insertvalue(constant(T.struct((T.double,)), "poison"), x, 0),
              b.call(m.functions["llvm.sin.f64"], [x])]

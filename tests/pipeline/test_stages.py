@@ -112,7 +112,7 @@ def test_failing_callback_dumps_the_ir_it_received(register, tmp_path):
             raise ValueError("bad rewrite")
 
     register(Breaks)
-    with pytest.raises(PluginError, match="'breaks' failed in stage 'ad' \\(callback mangle\\)"):
+    with pytest.raises(PluginError, match=r"'breaks' failed in stage 'ad' \(callback mangle, at .*test_stages.py:\d+\)"):
         compile(make_job(plugins=("breaks",)), settings=CompileSettings(dump_dir=tmp_path))
     received = (tmp_path / "add.05.ad.breaks.mangle.failed.ll").read_text()
     assert llvm.parse_assembly(received).get_function("add").linkage == llvm.Linkage.external

@@ -12,11 +12,15 @@ import warnings
 import httpx
 import pytest
 
+from gpucompiler import types
 from gpucompiler.cache import Cache, DiskTier, RedisTier
+from gpucompiler.core import CompilerConfig, CompilerJob
 from gpucompiler.errors import CacheCorruptionError, CacheWarning, ServiceError
 from gpucompiler.pipeline import compile as compile_job
 from gpucompiler.service import ServiceClient
 from gpucompiler.service.protocol import make_request
+from gpucompiler.source.spec import FunctionSpec
+from gpucompiler.targets import NativeTarget
 from tests.cache import jobs
 from tests.cache.servers import ROOT, SECRET, free_port, start_service, stop
 from tests.cache.test_trust import forge
@@ -135,3 +139,25 @@ def test_jit_with_the_service_down_compiles_here_unless_told_not_to(tmp_path, fa
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout) == 8.0
         assert proc.stderr.count("CacheWarning") == 1 and "compiling here instead" in proc.stderr
+
+
+def _triple(x):
+    return 3.0 * x
+
+
+def test_a_refused_redis_entry_found_through_the_index_key_is_fetched_once(redis_url):
+    """A Python function's job looks its code up through the index key first, then twice more on a miss."""
+    redis = RedisTier(redis_url)
+    redis.clear()
+    job = CompilerJob(FunctionSpec(_triple, (types.float64,)), CompilerConfig(NativeTarget()))
+    good = Cache(None, redis, secret=SECRET, compiler=compile_job).compile(job, ("obj",))  # index + code, signed
+    redis.put(good.key, b"GPUCENT1 and code nobody signed")  # the code entry replaced: refused
+    fetched: list[str] = []
+    real_get = redis.get
+    redis.get = lambda k: fetched.append(k) or real_get(k)  # type: ignore[method-assign]
+    fresh = CompilerJob(FunctionSpec(_triple, (types.float64,)), CompilerConfig(NativeTarget()))
+    cache = Cache(None, redis, secret=SECRET, compiler=compile_job)
+    with pytest.warns(CacheWarning, match="refused"):
+        res = cache.compile(fresh, ("obj",))
+    assert res.origin == "compiled" and cache.stats["index.hit.redis"] == 1
+    assert fetched.count(good.key) == 1 and cache.stats["forged"] == 1

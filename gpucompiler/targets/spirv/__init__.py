@@ -1,0 +1,111 @@
+"""SPIR-V for Vulkan compute: ``spirv1.6-unknown-vulkan1.3-compute`` shaders from kernels.
+
+A kernel compiles to one compute shader (``"hlsl.shader"="compute"``) whose
+workgroup size is fixed in the module (``LocalSize``), so the target carries
+it. :func:`~.entry.wrapper_ir` gives the shader its entry point (arguments
+from storage buffers, :class:`~.entry.Layout`); :func:`~.logical.to_logical`
+rebuilds memory accesses on Vulkan's logical pointers, atomics at device
+scope (:mod:`.atomics`); ``emit("obj")`` is the
+SPIR-V binary, which :func:`validate_binary` checks with ``spirv-val`` in
+Vulkan's environment. The runtime is :mod:`gpucompiler.runtime.vulkan`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import attrs
+import llvmlite.binding as llvm
+
+from ...errors import ConfigError, ErrorKind
+from ...llvm import initialize
+from ...core import Rules, Target
+from ..native import cached_target_machine, emit_with
+from ...core.facts import ModuleFacts
+from .atomics import EXTENSIONS
+from .lower import MATH_F64, lower_shader
+from .rules import KERNEL_RULES_SPIRV, NAME
+from .tools import SpirvValidationError, in_child, order_barriers, validate_binary
+
+TRIPLE = "spirv1.6-unknown-vulkan1.3-compute"
+"""SPIR-V 1.6 for Vulkan 1.3 compute (logical addressing, ``GLSL.std.450``)."""
+
+
+@functools.cache
+def _enable_extensions() -> None:
+    """Let LLVM's SPIR-V back end use the float-atomic extensions (a process-wide LLVM option, set once)."""
+    llvm.set_option("", "--spirv-ext=" + ",".join("+" + e for e in EXTENSIONS))
+
+
+def _workgroup(value) -> tuple[int, int, int]:
+    dims = (value,) if isinstance(value, int) else tuple(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 1 for d in dims):
+        raise ConfigError(f"a Vulkan workgroup is 1 to 3 positive ints, got {value!r}")
+    x, y, z = (*dims, 1, 1)[:3]
+    if x * y * z > 1024:
+        raise ConfigError(f"a Vulkan workgroup has at most 1024 invocations here, got {x * y * z}")
+    return x, y, z
+
+
+@attrs.frozen
+class SPIRVTarget(Target):
+    """A Vulkan compute shader with ``workgroup`` invocations per workgroup (the launch's block)."""
+
+    name = NAME
+    is_gpu = True
+
+    workgroup: tuple[int, int, int] = attrs.field(default=(64, 1, 1), converter=_workgroup)
+
+    def for_inference(self) -> SPIRVTarget:
+        return SPIRVTarget()
+
+    def rule_overlays(self) -> tuple[Rules, ...]:
+        """The kernel language on Vulkan (indices, barriers, shared memory, shuffles)."""
+        return (KERNEL_RULES_SPIRV,)
+
+    def triple(self) -> str:
+        return TRIPLE
+
+    def target_machine(self, opt_level: int) -> llvm.TargetMachine:
+        initialize()
+        _enable_extensions()
+        return cached_target_machine(TRIPLE, "", "", opt_level)
+
+    def options(self) -> dict:
+        return {"workgroup": self.workgroup}
+
+    def finish(self, job, module) -> None:
+        """Give a kernel its shader entry point and logical pointers (see the module docstring)."""
+        if not job.config.kernel:
+            raise ConfigError("the SPIR-V target compiles kernels (@kernel): Vulkan runs compute shaders, "
+                              "which take no arguments and return nothing")
+        lower_shader(job, module, self)
+
+    def validate(self, job, module, facts: ModuleFacts) -> list[tuple[str, str]]:
+        """UNKNOWN_FUNCTION (libm calls, float64 functions Vulkan lacks), RECURSION, DYNAMIC_ALLOCATION."""
+        errors = []
+        for name, users in sorted(facts.external_uses.items()):
+            if name.startswith("llvm.") and name not in MATH_F64:
+                continue
+            where = ", ".join("@" + u for u in users)
+            if name in MATH_F64:
+                hint = (f"Vulkan's GLSL.std.450 has no 64-bit {MATH_F64[name]}: compute it in float32, or "
+                        f"run the kernel on PTX or the CPU emulation")
+            else:
+                hint = "a Vulkan shader can call only functions in its module and SPIR-V intrinsics"
+            errors.append((ErrorKind.UNKNOWN_FUNCTION, f"call to @{name} in {where}: {hint}"))
+        return errors + facts.recursion_errors() + facts.allocation_errors() + facts.pointer_constant_errors()
+
+    def emit(self, job, module, kind: str) -> str | bytes:
+        """``obj`` is the SPIR-V binary (made in a child process: LLVM's back end may stop the process;
+        checked by ``spirv-val`` when installed); ``asm`` its LLVM assembly."""
+        machine = self.target_machine(job.config.opt_level)
+        if kind != "obj":
+            return emit_with(machine, module, kind)
+        ref = module.ref
+        binary = order_barriers(in_child(lambda: machine.emit_object(ref), f"the SPIR-V shader {job.name}"))
+        validate_binary(binary)
+        return binary
+
+
+__all__ = ["TRIPLE", "KERNEL_RULES_SPIRV", "SPIRVTarget", "SpirvValidationError", "validate_binary"]

@@ -1,0 +1,322 @@
+"""Vulkan's logical addressing: every memory access rebuilt from its root object and an element index.
+
+A Vulkan compute shader has no pointer arithmetic: an access names a storage
+buffer (``llvm.spv.resource.getpointer(handle, index)``), a ``Workgroup``
+global or a ``Function`` variable, and an element of it. Code from the
+frontend addresses arrays by byte offsets (``getelementptr i8, ptr %data,
+i64 %off``), which LLVM's SPIR-V back end cannot lower (it aborts the
+process). :func:`to_logical` therefore follows every pointer derived from a
+root (GEPs, casts, phis, selects) as an ``i64`` byte offset, then rebuilds
+each load, store and atomic on the root at ``offset / width``. All accesses
+to one root must have one width; a storage buffer takes the type of its
+accesses (an integer of that width where they differ, e.g. a float array
+that an atomic exchange writes as bits). Anything else a pointer does
+(stored to memory, passed to a call that was not inlined, compared with a
+pointer of another root) is collected as a problem: the caller raises them
+as one typed error, before LLVM sees the module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from ...llvm import BasicBlock, Builder, Function, Instruction, Value, const_int, constant, types as LT
+from .atomics import integer_access, rebuild_atomic
+
+STORAGE_BUFFER = 11
+"""LLVM's SPIR-V address space of ``StorageBuffer`` pointers."""
+WORKGROUP = 3
+"""LLVM's SPIR-V address space of ``Workgroup`` (shared) memory."""
+
+_FLOAT_BYTES = {"half": 2, "float": 4, "double": 8}
+_PASS_THROUGH = ("addrspacecast", "bitcast", "freeze")
+_ACCESSES = ("load", "store", "atomicrmw", "cmpxchg")
+
+
+class LogicalPointerError(Exception):
+    """A pointer use Vulkan's logical addressing cannot express (the message says which)."""
+
+
+def size_of(t: LT.Type) -> int:
+    """Bytes of ``t`` in memory (natural alignment, as the data layout of SPIR-V)."""
+    if isinstance(t, LT.IntType):
+        return max(1, (t.bits + 7) // 8) if t.bits <= 8 else t.bits // 8
+    if isinstance(t, LT.ArrayType):
+        return t.count * size_of(t.element)
+    if isinstance(t, LT.StructType) and t.elements is not None:
+        return _struct_offsets(t)[-1]
+    if t.kind == "ptr":
+        return 8
+    if str(t) in _FLOAT_BYTES:
+        return _FLOAT_BYTES[str(t)]
+    raise LogicalPointerError(f"no memory layout for {t} on Vulkan")
+
+
+def _align_of(t: LT.Type) -> int:
+    if isinstance(t, LT.ArrayType):
+        return _align_of(t.element)
+    if isinstance(t, LT.StructType) and t.elements:
+        return max(_align_of(e) for e in t.elements)
+    return size_of(t)
+
+
+def _struct_offsets(t: LT.StructType) -> list[int]:
+    """Offsets of ``t``'s fields, then its size."""
+    offsets, at = [], 0
+    assert t.elements is not None
+    for e in t.elements:
+        a = 1 if t.packed else _align_of(e)
+        at = (at + a - 1) // a * a
+        offsets.append(at)
+        at += size_of(e)
+    a = 1 if t.packed or not t.elements else max(_align_of(e) for e in t.elements)
+    offsets.append((at + a - 1) // a * a)
+    return offsets
+
+
+def _int(v: Value) -> int | None:
+    """The value of an integer constant, else None."""
+    if v.type.is_integer and type(v).__name__ == "ConstantData":
+        value = getattr(v, "value", None)
+        return value if isinstance(value, int) else None
+    return None
+
+
+@attrs.define(eq=False)
+class Root:
+    """A memory object: ``pointer`` is where offsets start from; ``access(b, index, width)`` returns a
+    pointer to element ``index`` (``i32``) of an object whose elements are ``width`` bytes."""
+
+    pointer: Value
+    name: str
+    address: Callable[[Builder, Value, LT.Type], Value]
+    element: LT.Type | None = None
+    """the element type, fixed by the object (shared and local arrays) or chosen from the accesses (buffers)"""
+
+
+@attrs.define(eq=False)
+class _Access:
+    inst: Instruction
+    offset: Value
+    type: LT.Type
+    """the type in memory (an atomic's value; integer for compare-and-swap)"""
+
+
+def _access_type(inst: Instruction) -> LT.Type:
+    if inst.opcode == "load":
+        return inst.type
+    if inst.opcode == "store":
+        return inst.operands[0].type
+    return inst.operands[1].type  # atomicrmw's operand, cmpxchg's expected value
+
+
+class _Walk:
+    """The offsets of every pointer derived from one root, and the accesses through them."""
+
+    def __init__(self, root: Root, problems: list[str]):
+        self.root, self.problems = root, problems
+        self.offsets: dict[Value, Value] = {root.pointer: const_int(LT.i64, 0)}
+        self.accesses: list[_Access] = []
+        self.derived: list[Instruction] = []
+        self.phis: list[tuple[Instruction, Instruction]] = []
+
+    def run(self) -> None:
+        work = [self.root.pointer]
+        while work:
+            p = work.pop()
+            for use in list(p.uses):
+                if use.user in self.offsets:  # a phi or select reached before from another operand
+                    continue
+                new = self._use(p, use.user, use.index)
+                if new is not None:
+                    work.append(new)
+        for old, phi in self.phis:
+            for value, block in old.incoming:
+                off = self.offsets.get(value)
+                if off is None:
+                    self._problem(old, "a pointer that comes from two different arrays (a phi)")
+                    off = constant(LT.i64, "poison")
+                assert isinstance(block, BasicBlock)
+                phi.add_incoming(off, block)
+
+    def _problem(self, inst: Instruction, what: str) -> None:
+        fn = inst.function
+        where = f" in @{fn.name}" if fn is not None else ""
+        self.problems.append(f"{what}{where}: {str(inst).strip()[:160]}")
+
+    def _use(self, p: Value, user, index: int) -> Value | None:
+        if not isinstance(user, Instruction) or user.parent is None:
+            self.problems.append(f"a pointer to {self.root.name} used in a constant expression")
+            return None
+        op, base = user.opcode, self.offsets[p]
+        b = Builder()
+        if op == "getelementptr" and index == 0:
+            b.position_before(user)
+            self.offsets[user] = self._gep_offset(b, user, base)
+        elif op in _PASS_THROUGH and user.type.is_pointer:
+            self.offsets[user] = base
+        elif op == "phi":
+            if user in self.offsets:
+                return None
+            b.position_before(user)
+            phi = b.phi(LT.i64)
+            self.offsets[user] = phi
+            self.phis.append((user, phi))
+        elif op == "select" and index in (1, 2):
+            other = user.operands[3 - index]
+            if other not in self.offsets:  # the other side's offset is not known yet: revisit from there
+                return None
+            b.position_before(user)
+            a, c = (base, self.offsets[other]) if index == 1 else (self.offsets[other], base)
+            self.offsets[user] = b.select(user.operands[0], a, c)
+        elif op in _ACCESSES and user.pointer_operand is p and not (op == "store" and index == 0):
+            self.accesses.append(_Access(user, base, _access_type(user)))
+            return None
+        elif op == "icmp" and all(o in self.offsets for o in user.operands[:2]):
+            b.position_before(user)
+            cmp = b.icmp(str(user.predicate), self.offsets[user.operands[0]], self.offsets[user.operands[1]])
+            user.replace_all_uses_with(cmp)
+            self.derived.append(user)
+            return None
+        elif op == "icmp":
+            return None  # compared with a pointer reached later (revisited from it) or of another object
+        elif op == "call" and isinstance(user.callee, Function) and user.callee.name.startswith("llvm.lifetime."):
+            self.derived.append(user)
+            return None
+        else:
+            self._problem(user, f"a pointer into {self.root.name} used by {op}")
+            return None
+        self.derived.append(user)
+        return user
+
+    @staticmethod
+    def _gep_offset(b: Builder, gep: Instruction, base: Value) -> Value:
+        t = gep.source_element_type
+        assert t is not None
+        indices = gep.indices
+        off = base
+        for k, idx in enumerate(indices):
+            if k == 0:
+                step: int | None = size_of(t)
+            elif isinstance(t, LT.ArrayType):
+                t = t.element
+                step = size_of(t)
+            elif isinstance(t, LT.StructType):
+                field = _int(idx)
+                if field is None:
+                    raise LogicalPointerError("a struct indexed by a variable")
+                off = _add(b, off, const_int(LT.i64, _struct_offsets(t)[field]))
+                assert t.elements is not None
+                t = t.elements[field]
+                continue
+            else:
+                raise LogicalPointerError(f"a getelementptr into {t}")
+            off = _add(b, off, _scale(b, idx, step))
+        return off
+
+
+def _add(b: Builder, a: Value, c: Value) -> Value:
+    x, y = _int(a), _int(c)
+    if x is not None and y is not None:
+        return const_int(LT.i64, x + y)
+    if y == 0:
+        return a
+    if x == 0:
+        return c
+    return b.binop("add", a, c)
+
+
+def _scale(b: Builder, idx: Value, step: int) -> Value:
+    if idx.type != LT.i64:
+        idx = b.cast("sext", idx, LT.i64)
+    k = _int(idx)
+    if k is not None:
+        return const_int(LT.i64, k * step)
+    return idx if step == 1 else b.binop("mul", idx, const_int(LT.i64, step), flags=("nsw",))
+
+
+def _element_index(b: Builder, offset: Value, width: int) -> Value:
+    """``offset / width`` as an ``i32`` index; ``(i << log2 width)`` and ``i * width`` give ``i`` back."""
+    k = _int(offset)
+    if k is not None:
+        return const_int(LT.i32, k // width)
+    shift = width.bit_length() - 1
+    src = offset
+    if isinstance(src, Instruction) and src.opcode in ("shl", "mul"):
+        c = _int(src.operands[1])
+        if c is not None and ((src.opcode == "shl" and c == shift) or (src.opcode == "mul" and c == width)):
+            index = src.operands[0]
+            return index if index.type == LT.i32 else b.cast("trunc", index, LT.i32)
+    index = b.binop("ashr", offset, const_int(LT.i64, shift), flags=("exact",)) if shift else offset
+    return b.cast("trunc", index, LT.i32)
+
+
+def to_logical(fn: Function, roots: list[Root]) -> list[str]:
+    """Rebuild every access through ``roots`` on logical pointers (atomics with
+    :func:`~.atomics.rebuild_atomic`); return the problems found."""
+    problems: list[str] = []
+    walks = []
+    for root in roots:
+        walk = _Walk(root, problems)
+        try:
+            walk.run()
+        except LogicalPointerError as exc:
+            problems.append(f"{exc} (into {root.name})")
+            continue
+        walks.append(walk)
+    if problems:
+        return problems
+    for walk in walks:
+        _rebuild(walk, problems)
+    return problems
+
+
+def _rebuild(walk: _Walk, problems: list[str]) -> None:
+    if walk.accesses:
+        _rebuild_accesses(walk, problems)
+    for inst in reversed(walk.derived):
+        if inst.parent is not None:
+            inst.replace_all_uses_with(constant(inst.type, "poison"))
+            inst.erase()
+
+
+def _rebuild_accesses(walk: _Walk, problems: list[str]) -> None:
+    root = walk.root
+    widths = {size_of(a.type) for a in walk.accesses}
+    if len(widths) > 1:
+        problems.append(f"{root.name} is read or written with elements of different sizes "
+                        f"({', '.join(map(str, sorted(widths)))} bytes)")
+        return
+    width = widths.pop()
+    types = {str(a.type): a.type for a in walk.accesses}
+    needs_int = any(a.inst.opcode == "cmpxchg" or integer_access(a.inst) for a in walk.accesses)
+    element = root.element
+    if element is None:
+        element = next(iter(types.values())) if len(types) == 1 and not needs_int else LT.int_type(8 * width)
+        root.element = element
+    elif size_of(element) != width:
+        problems.append(f"{root.name} holds {element} but is accessed as {width}-byte elements")
+        return
+    b = Builder()
+    for a in walk.accesses:
+        inst = a.inst
+        b.position_before(inst)
+        ptr = root.address(b, _element_index(b, a.offset, width), element)
+        op = inst.opcode
+        if op == "load":
+            new = b.load(element, ptr, align=inst.alignment)
+            inst.replace_all_uses_with(new if element == inst.type else b.cast("bitcast", new, inst.type))
+            inst.erase()
+        elif op == "store":
+            value = inst.operands[0]
+            b.store(value if value.type == element else b.cast("bitcast", value, element), ptr,
+                    align=inst.alignment)
+            inst.erase()
+        elif not (a.type == element or integer_access(inst)):
+            problems.append(f"an atomic {op} on {a.type} elements of {root.name}, which holds {element}")
+        else:
+            problem = rebuild_atomic(inst, ptr)
+            if problem is not None:
+                problems.append(problem)

@@ -1,0 +1,75 @@
+"""The kernel language on SPIR-V (Vulkan compute): indices, barriers, shared memory, subgroup shuffles.
+
+Thread and workgroup indices are LLVM's SPIR-V intrinsics (``GlobalInvocationId``'s
+parts: ``LocalInvocationId``, ``WorkgroupId``, ``NumWorkgroups``). Vulkan fixes a
+compute shader's workgroup size in the module, so ``blockDim`` is a placeholder call
+(:data:`WORKGROUP_SIZE`) that the target replaces by its constant; a shuffle is a
+placeholder (:data:`SHUFFLE_DOWN`) the target lowers to ``OpGroupNonUniformShuffle``.
+Shared memory is a ``Workgroup`` (address space 3) global; atomics are LLVM's
+``atomicrmw``/``cmpxchg``, which the target rebuilds on Vulkan's logical pointers.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...device import Dim3, _add_rules, blockDim, blockIdx, gridDim, threadIdx
+from ...interpreter.rules import RuleSet
+
+NAME = "spirv"
+"""The target name the overlay applies to."""
+
+WORKGROUP_SIZE = "gpuc.spirv.workgroup.size"
+"""``i32 (i32 axis)``: the workgroup size along ``axis`` (a constant once the target knows it)."""
+SHARED = "gpuc.spirv.shared"
+"""``ptr (ptr addrspace(3) @array)``: a shared array as the kernel's (generic) pointer, rebuilt on the
+``Workgroup`` global by the target (a call, not a constant cast, so that every access reaches it)."""
+SHUFFLE_DOWN = "gpuc.spirv.shuffle.down"
+"""``iN (iN value, i32 delta)``: CUDA's ``shfl.down`` over a 32-lane subgroup."""
+
+_I32 = ir.IntType(32)
+_I64 = ir.IntType(64)
+_INTRINSIC = {threadIdx.name: "llvm.spv.thread.id.in.group.i32", blockIdx.name: "llvm.spv.group.id.i32",
+              gridDim.name: "llvm.spv.num.workgroups.i32", blockDim.name: WORKGROUP_SIZE}
+
+
+def _pure(fn: ir.Function) -> ir.Function:
+    for attr in ("nounwind", "readnone"):
+        fn.attributes.add(attr)
+    return fn
+
+
+def _register(cg, reg: Dim3, axis: int):
+    fn = _pure(cg.mod.declare(_INTRINSIC[reg.name], _I32, [_I32]))
+    return cg.b.zext(cg.b.call(fn, [ir.Constant(_I32, axis)]), _I64)
+
+
+def _barrier(cg):
+    """``OpControlBarrier Workgroup Workgroup AcquireRelease|WorkgroupMemory`` (HLSL's
+    ``GroupMemoryBarrierWithGroupSync``)."""
+    fn = cg.mod.declare("llvm.spv.group.memory.barrier.with.group.sync", ir.VoidType(), [])
+    fn.attributes.add("convergent")
+    cg.b.call(fn, [])
+
+
+def _shared(cg, array_type):
+    count = getattr(cg.mod, "_gpuc_spirv_shared", 0)
+    cg.mod._gpuc_spirv_shared = count + 1
+    g = ir.GlobalVariable(cg.mod.module, array_type, name=f"gpuc_shared_{count}", addrspace=3)
+    g.linkage, g.align = "internal", 16  # pyright: ignore[reportAttributeAccessIssue]
+    g.initializer = ir.Constant(array_type, ir.Undefined)  # pyright: ignore[reportAttributeAccessIssue]
+    fn = _pure(cg.mod.declare(SHARED, ir.PointerType(), [g.type]))
+    return cg.b.call(fn, [g])
+
+
+def _shuffle_down(cg, word, delta):
+    fn = cg.mod.declare(f"{SHUFFLE_DOWN}.i{word.type.width}", word.type, [word.type, _I32])
+    fn.attributes.add("convergent")
+    return cg.b.call(fn, [word, delta])
+
+
+KERNEL_RULES_SPIRV = RuleSet("base.kernel.spirv", target=NAME, builtin=True)
+_add_rules(KERNEL_RULES_SPIRV, _register, _barrier, _shared, _shuffle_down)
+"""The kernel language on Vulkan (every SPIR-V job)."""
+
+__all__ = ["KERNEL_RULES_SPIRV", "NAME", "SHARED", "SHUFFLE_DOWN", "WORKGROUP_SIZE"]

@@ -1,0 +1,118 @@
+"""The tool that checks the SPIR-V target's output: ``spirv-val`` (SPIRV-Tools) in Vulkan 1.3's environment."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+
+from ...errors import CompilerCrashError, ToolchainError, ToolNotFoundError
+
+VULKAN_ENV = "vulkan1.3"
+"""The ``--target-env`` modules are checked in: the Vulkan rules, not only SPIR-V's."""
+
+
+class SpirvValidationError(ToolchainError):
+    """``spirv-val`` refused a module the SPIR-V target made; ``detail`` is its message."""
+
+    def __init__(self, detail: str):
+        self.detail = detail
+        super().__init__(f"spirv-val --target-env {VULKAN_ENV} refused the shader: {detail.strip()}")
+
+
+@functools.cache
+def find_spirv_val() -> str | None:
+    """Path of ``spirv-val`` (Debian's ``spirv-tools``), or None."""
+    return shutil.which("spirv-val")
+
+
+def validate_binary(binary: bytes, *, required: bool = False) -> bool:
+    """Check ``binary`` with ``spirv-val``; True when checked, False when the tool is missing
+    (``required``: raise :class:`ToolNotFoundError` instead). Raises :class:`SpirvValidationError`."""
+    tool = find_spirv_val()
+    if tool is None:
+        if required:
+            raise ToolNotFoundError("spirv-val is not on PATH: install SPIRV-Tools (apt-get install spirv-tools)")
+        return False
+    with tempfile.NamedTemporaryFile(suffix=".spv") as f:
+        f.write(binary)
+        f.flush()
+        run = subprocess.run([tool, "--target-env", VULKAN_ENV, f.name], capture_output=True, text=True)
+    if run.returncode != 0:
+        raise SpirvValidationError(run.stderr or run.stdout)
+    return True
+
+
+def in_child(make: Callable[[], bytes], what: str) -> bytes:
+    """``make()`` run in a forked child: LLVM's SPIR-V back end stops the process on inputs it cannot
+    lower (``report_fatal_error``, failed assertions); then only the child dies and this raises
+    :class:`CompilerCrashError` with LLVM's last message."""
+    with tempfile.TemporaryFile() as err:
+        r, w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: writes the bytes and exits, never returns
+            code = 0
+            try:
+                os.close(r)
+                os.dup2(err.fileno(), 2)
+                view = memoryview(make())
+                while view:
+                    view = view[os.write(w, view):]
+            except BaseException:
+                code = 70
+            finally:
+                os._exit(code)
+        os.close(w)
+        with os.fdopen(r, "rb") as pipe:
+            data = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+            return data
+        err.seek(0)
+        lines = [ln for ln in err.read()[-4000:].decode(errors="replace").splitlines() if ln.strip()]
+        crash = (signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status)
+                 else f"exit status {os.WEXITSTATUS(status)}")
+        raise CompilerCrashError(what, crash, "\n".join(lines[-2:]))
+
+
+_OP_CONSTANT, _OP_CONTROL_BARRIER = 43, 224
+BARRIER_SEMANTICS = 0x8 | 0x40 | 0x100
+"""AcquireRelease | UniformMemory | WorkgroupMemory: what ``syncthreads()`` orders (CUDA's
+``__syncthreads`` orders global and shared memory among the block's threads)."""
+
+
+def order_barriers(binary: bytes) -> bytes:
+    """Give every ``OpControlBarrier`` the memory semantics :data:`BARRIER_SEMANTICS`.
+
+    LLVM 22 emits HLSL's ``GroupMemoryBarrierWithGroupSync`` with ``SequentiallyConsistent`` and no
+    storage class, which orders no memory in Vulkan: drivers may then move shared-memory loads
+    above the barrier (Mesa's does). Each barrier's semantics operand becomes a new ``OpConstant``
+    (same type, defined beside the old one; the module's id bound grows by one).
+    """
+    words = list(struct.unpack(f"<{len(binary) // 4}I", binary))
+    at, constants, barriers = 5, {}, []
+    while at < len(words):
+        count, opcode = words[at] >> 16, words[at] & 0xFFFF
+        if opcode == _OP_CONSTANT and count == 4:
+            constants[words[at + 2]] = at
+        elif opcode == _OP_CONTROL_BARRIER:
+            barriers.append(at)
+        at += max(count, 1)
+    if not barriers:
+        return binary
+    old = words[barriers[0] + 3]
+    new = words[3]
+    words[3] += 1
+    for b in barriers:
+        words[b + 3] = new
+    where = constants[old]
+    words[where + 4:where + 4] = [(4 << 16) | _OP_CONSTANT, words[where + 1], new, BARRIER_SEMANTICS]
+    return struct.pack(f"<{len(words)}I", *words)

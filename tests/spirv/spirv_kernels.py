@@ -1,0 +1,124 @@
+"""Kernels the SPIR-V tests run on Vulkan and compare with NumPy and the CPU grid emulation."""
+
+import math
+
+import numpy as np
+
+from gpucompiler import device as gd, kernel
+
+BLOCK = 64
+
+
+@kernel
+def saxpy(a, x, y):
+    i = gd.grid(1)
+    if i < y.shape[0]:
+        y[i] = a * x[i] + y[i]
+
+
+@kernel
+def affine2d(out, x, scale, shift):
+    i, j = gd.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        out[i, j] = x[i, j] * scale + shift + i - 2 * j
+
+
+@kernel
+def polynomial(out, x, n):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        acc = 0.0
+        for k in range(n):
+            acc = acc * x[i] + (k + 1)
+        out[i] = math.sqrt(abs(acc)) + math.floor(x[i])
+
+
+@kernel
+def histogram(counts, values):
+    i = gd.grid(1)
+    if i < values.shape[0]:
+        gd.atomic_add(counts, values[i] % counts.shape[0], 1)
+
+
+@kernel
+def atomic_sum(total, x):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        gd.atomic_add(total, 0, x[i])
+
+
+@kernel
+def atomic_extremes(out, x):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        gd.atomic_max(out, 0, x[i])
+        gd.atomic_min(out, 1, x[i])
+
+
+@kernel
+def first_claim(owner, ids):
+    i = gd.grid(1)
+    if i < ids.shape[0]:
+        gd.atomic_cas(owner, ids[i], -1, i)
+
+
+@kernel
+def block_reverse(out, x):
+    tile = gd.shared_array(BLOCK, np.float64)
+    t = gd.threadIdx.x
+    i = gd.blockIdx.x * gd.blockDim.x + t
+    if i < x.shape[0]:
+        tile[t] = x[i]
+    gd.syncthreads()
+    j = gd.blockIdx.x * gd.blockDim.x + (gd.blockDim.x - 1 - t)
+    if i < x.shape[0] and j < x.shape[0]:
+        out[i] = tile[gd.blockDim.x - 1 - t]
+
+
+@kernel
+def block_sum(out, x):
+    tile = gd.shared_array(BLOCK, np.float32)
+    t = gd.threadIdx.x
+    i = gd.grid(1)
+    tile[t] = x[i] if i < x.shape[0] else 0.0
+    gd.syncthreads()
+    step = BLOCK // 2
+    while step > 0:
+        if t < step:
+            tile[t] += tile[t + step]
+        gd.syncthreads()
+        step //= 2
+    if t == 0:
+        out[gd.blockIdx.x] = tile[0]
+
+
+@kernel
+def grid_shape(out):
+    i = gd.grid(1)
+    if i < out.shape[0]:
+        out[i] = gd.gridDim.x * 1000 + gd.blockDim.x * 10 + gd.gridsize(1) % 7
+
+
+@kernel
+def masked(out, x, flags, limit):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        if flags[i] and x[i] < limit:
+            out[i] = x[i]
+        else:
+            out[i] = -1
+
+
+@kernel
+def sines(out, x):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        out[i] = math.sin(x[i])
+
+
+@kernel
+def shuffle_sum(out, x):
+    i = gd.grid(1)
+    v = x[i]
+    v += gd.shfl_down(v, 1)
+    out[i] = v

@@ -1,0 +1,226 @@
+"""Kernels compiled for SPIR-V run on Vulkan and agree with NumPy and with the CPU grid emulation.
+
+Every shader a test builds is checked by ``spirv-val --target-env vulkan1.3`` (the target's emit
+runs it; :func:`test_every_shader_passes_spirv_val` runs it explicitly). What Vulkan or LLVM's
+SPIR-V back end cannot do is a typed error naming the feature.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from gpucompiler.errors import InvalidIRError, LaunchError
+from gpucompiler.runtime import vulkan
+from gpucompiler.runtime.vulkan_device import DeviceFeatureError
+from gpucompiler.targets.spirv.tools import BARRIER_SEMANTICS, validate_binary
+
+import spirv_kernels as K
+
+rng = np.random.default_rng(26)
+
+
+def test_saxpy_float32_matches_numpy(vulkan_device):
+    x = rng.standard_normal(1000).astype(np.float32)
+    y = rng.standard_normal(1000).astype(np.float32)
+    ref = np.float32(2.5) * x + y
+    vulkan.launch(K.saxpy, 16, 64, (np.float32(2.5), x, y))
+    np.testing.assert_allclose(y, ref, rtol=1e-6, atol=1e-6)
+
+
+def test_two_dimensional_grid_float64_and_int_scalars(vulkan_device):
+    x = rng.standard_normal((37, 45))
+    out = np.zeros_like(x)
+    vulkan.launch(K.affine2d, (3, 6), (16, 8), (out, x, 1.5, -2))
+    i, j = np.indices(x.shape)
+    np.testing.assert_allclose(out, x * 1.5 - 2 + i - 2 * j, rtol=1e-15)
+
+
+def test_loop_sqrt_floor_float64(vulkan_device):
+    x = rng.uniform(-3, 3, 300)
+    out = np.zeros_like(x)
+    vulkan.launch(K.polynomial, 5, 64, (out, x, 7))
+    acc = np.zeros_like(x)
+    for k in range(7):
+        acc = acc * x + (k + 1)
+    np.testing.assert_allclose(out, np.sqrt(np.abs(acc)) + np.floor(x), rtol=1e-14)
+
+
+def test_float_to_int_saturates_as_on_the_cpu(vulkan_device):
+    # math.floor gives an int: LLVM's saturating conversion, rebuilt from compares (no Vulkan opcode)
+    x = np.array([-1e300, -2.5, -0.0, 0.5, 7.9, 1e300, np.nan, np.inf, -np.inf])
+    out = np.zeros_like(x)
+    emulated = np.zeros_like(x)
+    vulkan.launch(K.polynomial, 1, 64, (out, x, 0))
+    K.polynomial[1, 64, "cpu"](emulated, x, 0)
+    np.testing.assert_array_equal(out, emulated)
+
+
+def test_integer_atomics_histogram(vulkan_device):
+    values = rng.integers(0, 1000, 5000).astype(np.int32)
+    counts = np.zeros(10, np.int32)
+    vulkan.launch(K.histogram, 79, 64, (counts, values))
+    np.testing.assert_array_equal(counts, np.bincount(values % 10, minlength=10))
+
+
+def test_float32_atomic_add_min_max(vulkan_device):
+    x = rng.integers(-50, 50, 3000).astype(np.float32)
+    total = np.zeros(1, np.float32)
+    vulkan.launch(K.atomic_sum, 47, 64, (total, x))
+    assert total[0] == x.sum()  # small integers: every order of additions is exact
+    extremes = np.array([-np.inf, np.inf], np.float32)
+    vulkan.launch(K.atomic_extremes, 47, 64, (extremes, x))
+    assert (extremes[0], extremes[1]) == (x.max(), x.min())
+
+
+def test_float64_atomic_add_runs_or_names_the_missing_feature(vulkan_device):
+    x = rng.standard_normal(3000)
+    total = np.zeros(1)
+    if not vulkan_device.features["shaderBufferFloat64AtomicAdd"]:  # lavapipe
+        with pytest.raises(DeviceFeatureError, match="shaderBufferFloat64AtomicAdd"):
+            vulkan.launch(K.atomic_sum, 47, 64, (total, x))
+        assert total[0] == 0.0
+        return
+    vulkan.launch(K.atomic_sum, 47, 64, (total, x))
+    assert abs(total[0] - x.sum()) < 1e-10
+
+
+@pytest.mark.parametrize("kernel, args, what", [
+    (K.atomic_extremes, (np.zeros(2, np.int64), np.zeros(4, np.int64)), "64-bit integer atomic"),
+    (K.first_claim, (np.zeros(4, np.int32), np.zeros(4, np.int32)), "compare-and-swap"),
+])
+def test_atomics_llvm_cannot_lower_for_vulkan_are_typed_errors(vulkan_device, kernel, args, what):
+    with pytest.raises(InvalidIRError, match=what) as info:
+        vulkan.launch(kernel, 1, 64, args)
+    assert kernel.__name__ in str(info.value)
+
+
+def test_shared_memory_and_barriers(vulkan_device):
+    x = rng.standard_normal(64 * 5)
+    out = np.zeros_like(x)
+    vulkan.launch(K.block_reverse, 5, 64, (out, x))
+    np.testing.assert_array_equal(out, x.reshape(5, 64)[:, ::-1].ravel())
+    y = rng.standard_normal(64 * 7 - 5).astype(np.float32)
+    sums = np.zeros(7, np.float32)
+    vulkan.launch(K.block_sum, 7, 64, (sums, y))
+    np.testing.assert_allclose(sums, np.pad(y, (0, 5)).reshape(7, 64).sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_barriers_order_shared_and_buffer_memory(vulkan_device):
+    binary = vulkan.compile_spirv(K.block_reverse, K.block_reverse.argument_types((np.zeros(1), np.zeros(1))),
+                                  (64, 1, 1))
+    words = struct.unpack(f"<{len(binary) // 4}I", binary)
+    constants, semantics, at = {}, [], 5
+    while at < len(words):
+        count, opcode = words[at] >> 16, words[at] & 0xFFFF
+        if opcode == 43 and count == 4:
+            constants[words[at + 2]] = words[at + 3]
+        elif opcode == 224:  # OpControlBarrier
+            semantics.append(words[at + 3])
+        at += count
+    assert semantics and all(constants[s] == BARRIER_SEMANTICS for s in semantics)
+
+
+def test_grid_and_block_registers(vulkan_device):
+    out = np.zeros(100, np.int64)
+    vulkan.launch(K.grid_shape, 4, 32, (out,))
+    np.testing.assert_array_equal(out, 4000 + 320 + 128 % 7)
+
+
+def test_bool_arrays_and_branches(vulkan_device):
+    x = rng.standard_normal(200)
+    flags = rng.integers(0, 2, 200).astype(bool)
+    out = np.zeros(200)
+    vulkan.launch(K.masked, 4, 64, (out, x, flags, 0.5))
+    np.testing.assert_array_equal(out, np.where(flags & (x < 0.5), x, -1))
+
+
+def test_float32_sin_within_a_few_ulp(vulkan_device):
+    x = rng.uniform(-10, 10, 500).astype(np.float32)
+    out = np.zeros_like(x)
+    vulkan.launch(K.sines, 8, 64, (out, x))
+    assert np.abs(out - np.sin(x)).max() < 1e-6
+
+
+def test_float64_sin_is_a_typed_error_naming_the_function(vulkan_device):
+    out = np.zeros(4)
+    with pytest.raises(InvalidIRError, match="no 64-bit sin"):
+        vulkan.launch(K.sines, 1, 64, (out, np.ones(4)))
+    assert (out == 0).all()
+
+
+def test_shuffles_need_32_lane_subgroups(vulkan_device):
+    x = rng.standard_normal(64).astype(np.float32)
+    out = np.zeros_like(x)
+    low, high = vulkan_device.subgroup_sizes
+    if not low <= 32 <= high:  # lavapipe: 8 lanes
+        with pytest.raises(DeviceFeatureError, match="32-lane subgroups"):
+            vulkan.launch(K.shuffle_sum, 2, 32, (out, x))
+        return
+    vulkan.launch(K.shuffle_sum, 2, 32, (out, x))
+    lanes = x.reshape(2, 32)
+    np.testing.assert_allclose(out.reshape(2, 32), lanes + np.concatenate([lanes[:, 1:], lanes[:, -1:]], 1))
+
+
+def test_views_same_array_twice_and_overlaps(vulkan_device):
+    x = rng.standard_normal(400)
+    before = x.copy()
+    strided = x[::2]  # not contiguous: staged as a copy, written back into the view
+    vulkan.launch(K.saxpy, 4, 64, (3.0, strided.copy(), strided))
+    np.testing.assert_allclose(x[::2], 4.0 * before[::2])
+    np.testing.assert_array_equal(x[1::2], before[1::2])
+    y = rng.standard_normal(100)
+    ref = 3.0 * y
+    vulkan.launch(K.saxpy, 2, 64, (2.0, y, y))  # the same array twice is one buffer
+    np.testing.assert_allclose(y, ref)
+    z = np.arange(10.0)
+    with pytest.raises(LaunchError, match="overlaps"):
+        vulkan.launch(K.saxpy, 1, 64, (1.0, z[1:], z[:-1]))
+    np.testing.assert_array_equal(z, np.arange(10.0))
+
+
+def test_device_arrays_stay_on_the_device(vulkan_device):
+    x = rng.standard_normal(300).astype(np.float32)
+    y = rng.standard_normal(300).astype(np.float32)
+    xd, yd = vulkan.to_device(x), vulkan.to_device(y)
+    for _ in range(3):
+        vulkan.launch(K.saxpy, 5, 64, (np.float32(0.5), xd, yd))
+    ref = y.copy()
+    for _ in range(3):
+        ref = np.float32(0.5) * x + ref
+    np.testing.assert_allclose(yd.copy_to_host(), ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name, args", [
+    ("saxpy", (np.float32(1), np.ones(3, np.float32), np.ones(3, np.float32))),
+    ("affine2d", (np.ones((2, 2)), np.ones((2, 2)), 1.0, 1)),
+    ("histogram", (np.ones(3, np.int32), np.ones(3, np.int32))),
+    ("block_sum", (np.ones(3, np.float32), np.ones(3, np.float32))),
+    ("block_reverse", (np.ones(3), np.ones(3))),
+    ("masked", (np.ones(3), np.ones(3), np.ones(3, bool), 1.0)),
+    ("shuffle_sum", (np.ones(3), np.ones(3))),
+])
+def test_every_shader_passes_spirv_val(spirv_val, name, args):
+    kernel = getattr(K, name)
+    binary = vulkan.compile_spirv(kernel, kernel.argument_types(args), (64, 1, 1))
+    assert validate_binary(binary, required=True)
+
+
+@pytest.mark.parametrize("name, make", [
+    ("saxpy", lambda: (np.float32(1.5), rng.standard_normal(150).astype(np.float32),
+                       rng.standard_normal(150).astype(np.float32))),
+    ("polynomial", lambda: (np.zeros(150), rng.uniform(-2, 2, 150), 5)),
+    ("block_sum", lambda: (np.zeros(3, np.float32), rng.standard_normal(150).astype(np.float32))),
+    ("masked", lambda: (np.zeros(150), rng.standard_normal(150), rng.integers(0, 2, 150).astype(bool), 0.0)),
+])
+def test_agrees_with_the_cpu_grid_emulation(vulkan_device, name, make):
+    kernel = getattr(K, name)
+    args = make()
+    copies = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    vulkan.launch(kernel, 3, 64, args)
+    kernel[3, 64, "cpu"](*copies)
+    for a, c in zip(args, copies):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_allclose(a, c, rtol=1e-6, atol=1e-6)

@@ -147,7 +147,7 @@ def tape_per_thread(case) -> str:
     from gpucompiler.runtime.cuda import calls_malloc
 
     arr = T.ArrayType(T.float64, 1, "C")
-    ptx_p, ptx_g = case["primal"][0].inspect_ptx(arr, arr), case["grad"][0].inspect_ptx(arr, arr)
+    ptx_p, ptx_g = case["primal"][0].inspect_asm(arr, arr), case["grad"][0].inspect_asm(arr, arr)
     local = sum(map(int, _DEPOT.findall(ptx_g))) - sum(map(int, _DEPOT.findall(ptx_p)))
     return f"{max(local, 0)} B" + (" +heap" if calls_malloc(ptx_g) else "")
 

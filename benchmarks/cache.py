@@ -133,7 +133,7 @@ dx, dw = np.zeros(256), np.zeros(2)
 k[4, 64, "cpu"](x, dx, w, dw)
 t2 = time.perf_counter()
 A = T.ArrayType(T.float64, 1, "C")
-k.compile_ptx((A, A, A, A), (9, 0))
+k.compile((A, A, A, A))
 t3 = time.perf_counter()
 print(json.dumps([t1 - t0, t2 - t1, t3 - t2, dict(default_cache().stats)]))
 """

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 
+import attrs
 import numpy as np
 
 from gpucompiler import device as gd
@@ -234,7 +235,8 @@ def main(argv=None) -> int:
     name = cuda.device_name()
     n = 1 << opts.log2n
     t0 = time.perf_counter()
-    scale.compile_ptx(scale.argument_types((2.0, cp.zeros(1), cp.zeros(1))), cuda.capability())
+    scale.compile(scale.argument_types((2.0, cp.zeros(1), cp.zeros(1))),
+                  attrs.evolve(scale.target, capability=cuda.capability()))
     compile_s = time.perf_counter() - t0
     globals()["INNER"] = opts.inner
     bw, copy_ms, _cupy_sum_ms = bandwidth(cp, n, opts.reps)

@@ -21,7 +21,7 @@ from pathlib import Path
 from gpucompiler.cli import EMIT_CHOICES, compile_text, write_artifact
 from gpucompiler.errors import ConfigError, IRParseError
 from gpucompiler.llvm import parse_ir
-from gpucompiler.targets import parse_target
+from gpucompiler.targets import known_targets, parse_target
 
 from .ad import differentiate
 
@@ -33,8 +33,9 @@ def add_parser(subparsers) -> None:
                     "for, and write the verified module.")
     parser.add_argument("input", metavar="IN.ll", help="LLVM IR text file ('-' reads stdin)")
     parser.add_argument("-o", dest="output", type=Path, help="output file (default: stdout)")
-    parser.add_argument("--target", help="also compile the differentiated module for this target (native, ptx "
-                                         "or ptx:sm_XY, as compile-ir): writes --emit instead of LLVM IR")
+    parser.add_argument("--target", help="also compile the differentiated module for this target (one of "
+                                         f"{', '.join(known_targets())}, as compile-ir): writes --emit instead of "
+                                         "LLVM IR")
     parser.add_argument("--emit", choices=EMIT_CHOICES, default="asm",
                         help="with --target: what to write (default asm: PTX for ptx targets)")
     parser.add_argument("-O", dest="opt_level", type=int, default=2, choices=range(4), metavar="N",

@@ -21,13 +21,13 @@ if TYPE_CHECKING:
     from .errors import ErrorModel, GPUCompilerError
     from .frontend.intrinsics import prange
     from .parallel import Reducer, Space, parallel_for, parallel_reduce
-    from .targets import NativeTarget, PTXTarget, parse_target
+    from .targets import NativeTarget, parse_target
 
 #: public name -> the module that defines it, loaded on first use (a measured import-time saving:
 #: the compiler's modules and llvmlite cost ~150 ms, docs/benchmarks.md "Imports")
 _LAZY = {"CompilerConfig": ".core", "FrontendOptions": ".core", "ErrorModel": ".errors",
          "GPUCompilerError": ".errors", "CompilerJob": ".core", "LLVMSource": ".core", "NativeTarget": ".targets",
-         "PTXTarget": ".targets", "parse_target": ".targets", "prange": ".frontend.intrinsics",
+         "parse_target": ".targets", "prange": ".frontend.intrinsics",
          "Reducer": ".parallel", "Space": ".parallel", "parallel_for": ".parallel", "parallel_reduce": ".parallel"}
 
 
@@ -41,7 +41,6 @@ __all__ = [
     "GPUCompilerError",
     "LLVMSource",
     "NativeTarget",
-    "PTXTarget",
     "parse_target",
     "jit",
     "prange",

@@ -24,16 +24,22 @@ spelling::
   warp (32 lanes), or the caller's own where that lane is past the warp's end
   (``shfl.sync.down`` with a full mask: every lane of the warp must call it).
 
-Each intrinsic has one lowering per target, registered as interpreter rules:
-the ``base.kernel.ptx`` overlay (NVVM special registers, ``bar.sync``,
-``atomicrmw``, ``addrspace(3)`` globals) and the rules of the ``gpuc_grid``
-plugin, which the CPU grid emulation (:mod:`gpucompiler.runtime.grid`)
-enables for its jobs. In a ``@jit`` function they have no implementation
+Each intrinsic has one lowering per target: a target describes how it reads
+the thread registers, waits at a barrier, places shared memory and exchanges
+values in a warp (a :class:`KernelLowering`), and :func:`kernel_rules`
+turns that into its overlay of interpreter rules (a GPU target's
+``rule_overlays``); atomics are ``atomicrmw`` everywhere. The rules of the
+``gpuc_grid`` plugin are the CPU grid emulation's
+(:mod:`gpucompiler.runtime.grid` enables them for its jobs). In a ``@jit`` function they have no implementation
 and compilation fails with the offending line.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import attrs
 from llvmlite import ir
 
 from . import plugin, types as T
@@ -42,12 +48,12 @@ from .errors import ReadOnlyArrayError, TypeInferenceError
 from .interpreter import builtins as _base_rules  # noqa: F401  (base rules registered first)
 from .interpreter.builtins.containers import _element_pointer, _getitem_type, _indices
 from .interpreter.lattice import Const, pyobj, widen
-from .interpreter.rules import Any_, CallResult, Number, RuleSet, register
+from .interpreter.rules import Any_, CallResult, Number, RuleSet
 
 __all__ = ["threadIdx", "blockIdx", "blockDim", "gridDim", "grid", "gridsize", "syncthreads",
            "atomic_add", "atomic_min", "atomic_max", "atomic_exch", "atomic_cas", "shared_array", "shfl_down",
            "WARP_SIZE",
-           "KERNEL_RULES_PTX", "EMULATION_RULES"]
+           "Dim3", "KernelLowering", "kernel_rules", "new_shared_name", "EMULATION_RULES"]
 
 
 class KernelOnlyError(RuntimeError):
@@ -73,8 +79,8 @@ class Intrinsic:
 class Dim3:
     """A special register triple (``threadIdx`` ...) read as ``.x``, ``.y``, ``.z``."""
 
-    def __init__(self, name: str, register_name: str, field: int):
-        self.name, self.register_name, self.field = name, register_name, field
+    def __init__(self, name: str, field: int):
+        self.name, self.field = name, field
         self.__qualname__ = name
         self.__module__ = __name__
 
@@ -87,10 +93,10 @@ class Dim3:
         return f"gpucompiler.device.{self.name}"
 
 
-threadIdx = Dim3("threadIdx", "tid", 0)
-blockIdx = Dim3("blockIdx", "ctaid", 3)
-blockDim = Dim3("blockDim", "ntid", 6)
-gridDim = Dim3("gridDim", "nctaid", 9)
+threadIdx = Dim3("threadIdx", 0)
+blockIdx = Dim3("blockIdx", 3)
+blockDim = Dim3("blockDim", 6)
+gridDim = Dim3("gridDim", 9)
 
 grid = Intrinsic("grid", "grid(ndim): the global thread index (a tuple when ndim > 1).")
 gridsize = Intrinsic("gridsize", "gridsize(ndim): threads of the grid per axis.")
@@ -111,11 +117,27 @@ _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
 
 
-# -- target-specific reads of the special registers -----------------------------
-def _ptx_register(cg, register_name: str, axis: int):
-    name = f"llvm.nvvm.read.ptx.sreg.{register_name}.{'xyz'[axis]}"
-    fn = cg.mod.declare(name, _I32, [])
-    return cg.b.zext(cg.b.call(fn, []), _I64)
+@attrs.frozen
+class KernelLowering:
+    """How a target lowers the kernel language: the four operations that differ between devices.
+    ``cg`` is the function's code generator (:class:`gpucompiler.codegen.FunctionCodegen`)."""
+
+    read: Callable[[Any, Dim3, int], ir.Value]
+    """``read(cg, triple, axis)``: ``threadIdx``/``blockIdx``/``blockDim``/``gridDim`` (a :class:`Dim3`)
+    along ``axis`` (0, 1, 2) as an ``i64``"""
+    barrier: Callable[[Any], None]
+    """``barrier(cg)``: every thread of the block waits here (``syncthreads()``)"""
+    shared: Callable[[Any, ir.ArrayType], ir.Value]
+    """``shared(cg, array_type)``: a generic pointer to a new block-shared array of that LLVM type"""
+    shuffle_down: Callable[[Any, ir.Value, ir.Value], ir.Value]
+    """``shuffle_down(cg, word, delta)``: the ``i32``/``i64`` ``word`` of the lane ``delta`` above in the
+    warp (``delta`` an ``i32``), the caller's own past the warp's end"""
+
+
+def kernel_rules(rules: RuleSet, lowering: KernelLowering) -> RuleSet:
+    """Define the whole kernel language in ``rules`` with ``lowering``; returns ``rules``."""
+    _add_rules(rules, lowering.read, lowering.barrier, lowering.shared, lowering.shuffle_down)
+    return rules
 
 
 def _emu_context(cg):
@@ -218,17 +240,6 @@ def _shuffle_type(value, delta):
     return v
 
 
-def _ptx_shuffle_down(cg, word, delta):
-    """``shfl.sync.down.b32`` over every lane (64-bit values as two 32-bit halves)."""
-    fn = cg.mod.declare("llvm.nvvm.shfl.sync.down.i32", _I32, [_I32, _I32, _I32, _I32])
-    full, clamp = ir.Constant(_I32, 0xFFFFFFFF), ir.Constant(_I32, 0x1F)
-    if word.type == _I32:
-        return cg.b.call(fn, [full, word, delta, clamp])
-    lo = cg.b.call(fn, [full, cg.b.trunc(word, _I32), delta, clamp])
-    hi = cg.b.call(fn, [full, cg.b.trunc(cg.b.lshr(word, ir.Constant(_I64, 32)), _I32), delta, clamp])
-    return cg.b.or_(cg.b.shl(cg.b.zext(hi, _I64), ir.Constant(_I64, 32)), cg.b.zext(lo, _I64))
-
-
 def _emu_shuffle_down(cg, word, delta):
     """``gpuc_emu_shfl(site, bits, delta)``: the emulation's warp exchange (a block barrier)."""
     count = getattr(cg.mod, "_gpuc_barrier_count", 0)
@@ -316,33 +327,22 @@ def _shared_type(shape, dtype):
     return T.ArrayType(scalar, len(dims), "C")
 
 
-def _new_shared_name(cg) -> str:
+def new_shared_name(cg) -> str:
+    """A fresh name for the global of a ``shared_array`` in ``cg``'s module."""
     count = getattr(cg.mod, "_gpuc_shared_count", 0)
     cg.mod._gpuc_shared_count = count + 1
     return f"gpuc_shared_{count}"
 
 
-def _ptx_shared(cg, array_type):
-    g = ir.GlobalVariable(cg.mod.module, array_type, name=_new_shared_name(cg), addrspace=3)
-    g.linkage, g.align = "internal", 16  # pyright: ignore[reportAttributeAccessIssue]
-    g.initializer = ir.Constant(array_type, ir.Undefined)  # pyright: ignore[reportAttributeAccessIssue]
-    return cg.b.addrspacecast(g, ir.PointerType())
-
-
 def _emu_shared(cg, array_type):
     # one global per kernel: the emulation runs one block at a time
-    g = ir.GlobalVariable(cg.mod.module, array_type, name=_new_shared_name(cg))
+    g = ir.GlobalVariable(cg.mod.module, array_type, name=new_shared_name(cg))
     g.linkage, g.align = "internal", 16  # pyright: ignore[reportAttributeAccessIssue]
     g.initializer = ir.Constant(array_type, None)  # pyright: ignore[reportAttributeAccessIssue]
     return g
 
 
 # -- barriers ------------------------------------------------------------------------
-def _ptx_barrier(cg):
-    fn = cg.mod.declare("llvm.nvvm.barrier.cta.sync.aligned.all", ir.VoidType(), [_I32])
-    cg.b.call(fn, [ir.Constant(_I32, 0)])
-
-
 def _emu_barrier(cg):
     count = getattr(cg.mod, "_gpuc_barrier_count", 0)
     cg.mod._gpuc_barrier_count = count + 1
@@ -350,15 +350,9 @@ def _emu_barrier(cg):
     cg.b.call(fn, [ir.Constant(_I64, count)])
 
 
-KERNEL_RULES_PTX = register(RuleSet("base.kernel.ptx", target="ptx", builtin=True))
-"""The PTX overlay of the device intrinsics (used by every PTX job)."""
-_add_rules(KERNEL_RULES_PTX, lambda cg, reg, axis: _ptx_register(cg, reg.register_name, axis),
-           _ptx_barrier, _ptx_shared, _ptx_shuffle_down)
-
-EMULATION_RULES = RuleSet("gpuc_grid")
+EMULATION_RULES = kernel_rules(RuleSet("gpuc_grid"), KernelLowering(
+    lambda cg, reg, axis: _emu_register(cg, reg.field, axis), _emu_barrier, _emu_shared, _emu_shuffle_down))
 """The CPU grid emulation's lowering; enabled by the ``gpuc_grid`` plugin only."""
-_add_rules(EMULATION_RULES, lambda cg, reg, axis: _emu_register(cg, reg.field, axis),
-           _emu_barrier, _emu_shared, _emu_shuffle_down)
 
 
 class GridEmulationPlugin(plugin.Plugin):

@@ -10,9 +10,14 @@
         if i < y.shape[0]:
             y[i] = a * x[i] + y[i]
 
-    saxpy[blocks, 256](2.0, x, y)            # CUDA, default stream
-    saxpy[blocks, 256, stream](2.0, x, y)    # CUDA stream (CuPy, PyTorch, int handle...)
+    saxpy[blocks, 256](2.0, x, y)            # the kernel's target (default: the GPU's), default stream
+    saxpy[blocks, 256, stream](2.0, x, y)    # a stream of its runtime (CuPy, PyTorch, int handle...)
+    saxpy[blocks, 256, target](2.0, x, y)    # another target object (parse_target("ptx:sm_80")...)
     saxpy[blocks, 256, "cpu"](2.0, x, y)     # CPU grid emulation on NumPy arrays
+
+``@kernel(target=...)`` names the target a kernel compiles for; by default
+it is the registered target that says ``kernel_default`` (NVIDIA PTX). The
+launch goes through that target's runtime (:mod:`gpucompiler.runtime.launchers`).
 
 ``grid`` and ``block`` are an int or a tuple of up to three ints. Every
 argument-type combination is specialised once; the same checks run for both
@@ -32,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from . import types as T
 from .arguments import Binder
-from .core import CompilerConfig, CompilerJob, FrontendOptions
+from .core import CompilerConfig, CompilerJob, FrontendOptions, Target
 from .errors import (ConfigError, ErrorKind, ErrorModel, GPUCompilerError, KernelError, LaunchError, PluginRequiredError,
                      error_model_option, for_user)
 from .interpreter.lattice import widen
@@ -40,6 +45,7 @@ from .runtime.arguments import argument_type, kernel_argument
 from .settings import debug_tracebacks
 
 if TYPE_CHECKING:
+    from .runtime.launchers import Runtime
     from .source.spec import FunctionSpec
 
 # The compiler (the kernel language's rules, frontend, interpreter, code generation, the cache and
@@ -87,12 +93,11 @@ def normalize_dims(value, what: str) -> tuple[int, int, int]:
 
 
 # -- source-level checks (same for every device) ----------------------------------------
-def check_kernel(spec: FunctionSpec, plugins=()) -> None:
-    """Kernel rules on the typed IR (PTX target): no return value, no recursion."""
+def check_kernel(spec: FunctionSpec, target: Target, plugins=()) -> None:
+    """Kernel rules on the typed IR (``target``'s rules): no return value, no recursion."""
     from .frontend.ir import Return
-    from .targets.ptx import PTXTarget
 
-    _, frame = spec.infer(PTXTarget(), tuple(plugins))
+    _, frame = spec.infer(target.for_inference(), tuple(plugins))
     name = frame.ir.name
     if widen(frame.rettype) != T.none:
         loc = next((frame.where(bl.term) for bl in frame.ir.blocks
@@ -125,7 +130,7 @@ def _check_recursion(entry) -> None:
 
 
 def kernel_symbol(fn) -> str:
-    """The kernel's name in PTX: the function's name with non-identifier characters replaced."""
+    """The kernel's name in the compiled code: the function's name with non-identifier characters replaced."""
     return re.sub(r"\W", "_", fn.__name__)
 
 
@@ -135,7 +140,7 @@ class Kernel:
 
     def __init__(self, fn, *, opt_level: int = 3, fastmath: bool = False, maxregs: int | None = None,
                  plugins=(), boundscheck: bool | None = None,
-                 error_model: ErrorModel = ErrorModel.NUMPY):
+                 error_model: ErrorModel = ErrorModel.NUMPY, target: Target | None = None):
         if error_model_option(error_model) is not ErrorModel.NUMPY:
             raise ConfigError("kernels cannot raise Python exceptions: their math gives IEEE results "
                               "(error_model=ErrorModel.NUMPY); check inputs before the launch")
@@ -144,11 +149,19 @@ class Kernel:
         #: None: the default of each device (on in the CPU grid emulation, off on the GPU as in CUDA C)
         self.boundscheck = None if boundscheck is None else bool(boundscheck)
         self.plugins = tuple(sorted(set(plugins)))
+        if target is not None and not isinstance(target, Target):
+            raise ConfigError(f"kernel target must be a Target object (e.g. parse_target('ptx:sm_80')), "
+                              f"got {target!r}")
         self.opt_level, self.fastmath, self.maxregs = opt_level, fastmath, maxregs
+        #: the target named by ``kernel(target=...)``; None: the default kernel target
+        self.requested_target = target
+        self._target: Target | None = None
         self.symbol = kernel_symbol(fn)
         self._specs: dict = {}
         self._checked: set = set()
-        self._ptx: dict = {}
+        self._compiled: dict = {}   # (argtypes, target) -> (artifact, job)
+        self._on: dict = {}         # target -> this kernel compiled for that target (a launch naming it)
+        self._runtime: Runtime | None = None  # the runtime that launched it (forgets its code on a rebind)
         self._emulated: dict = {}
         self._deps: list = []       # every global read by any specialisation (world age)
         self._launches: dict = {}   # configuration -> Launch (ints, tuples, None/int/str streams only)
@@ -166,17 +179,45 @@ class Kernel:
         if hit is not None:
             return hit
         if not isinstance(config, tuple) or len(config) not in (2, 3):
-            raise LaunchError(f"launch configuration must be [grid, block] or [grid, block, stream_or_"
-                              f"device], got {config!r}")
+            raise LaunchError(f"launch configuration must be [grid, block] or [grid, block, stream, target "
+                              f"or 'cpu'], got {config!r}")
         stream = config[2] if len(config) == 3 else None
-        launch = Launch(self, normalize_dims(config[0], "grid"), normalize_dims(config[1], "block"), stream)
+        k = self
+        if isinstance(stream, Target):  # a target, its runtime's default stream
+            k, stream = self.on(stream), None
+        launch = Launch(k, normalize_dims(config[0], "grid"), normalize_dims(config[1], "block"), stream)
         # cache configurations of plain values only: a stream object is not kept alive here
-        if (stream is None or type(stream) in (int, str)) and len(self._launches) < 256:
+        if (stream is None or type(stream) in (int, str) or k is not self) and len(self._launches) < 256:
             try:
                 self._launches[config] = launch
             except TypeError:
                 pass
         return launch
+
+    # -- the target ------------------------------------------------------------------
+    @property
+    def target(self) -> Target:
+        """The target this kernel compiles for: ``kernel(target=...)``, else the default kernel target,
+        with the kernel's ``fastmath`` and ``maxregs`` (a launch's runtime may specialise it for its
+        device: the GPU's compute capability)."""
+        target = self._target
+        if target is None:
+            from .targets import default_kernel_target
+
+            base = self.requested_target if self.requested_target is not None else default_kernel_target()
+            target = self._target = base.for_kernel(self.fastmath, self.maxregs)
+        return target
+
+    def on(self, target: Target) -> Kernel:
+        """This kernel compiled for ``target`` (same function and options): ``k[grid, block, target]``."""
+        if target == self.requested_target:
+            return self
+        k = self._on.get(target)
+        if k is None:
+            k = self._on[target] = Kernel(self.py_func, opt_level=self.opt_level, fastmath=self.fastmath,
+                                          maxregs=self.maxregs, plugins=self.plugins,
+                                          boundscheck=self.boundscheck, target=target)
+        return k
 
     # -- specialisation ------------------------------------------------------------
     def argument_types(self, args) -> tuple:
@@ -208,7 +249,7 @@ class Kernel:
         """The checked :class:`FunctionSpec` for ``argtypes`` (types of :mod:`gpucompiler.types`)."""
         spec = self._spec(argtypes)
         if argtypes not in self._checked:
-            check_kernel(spec, self.plugins)
+            check_kernel(spec, self.target, self.plugins)
             self._checked.add(argtypes)
         return spec
 
@@ -220,29 +261,26 @@ class Kernel:
 
     def refresh(self) -> None:
         """World age: when a global any compiled specialisation read was rebound, forget them all
-        (PTX, emulation, loaded CUDA functions), so the next launch compiles against the new value."""
+        (compiled code, emulation, what the runtime loaded), so the next launch compiles against the new value."""
         if self._deps and not self._deps_valid():
             self._specs.clear()
             self._checked.clear()
-            self._ptx.clear()
+            self._compiled.clear()
             self._emulated.clear()
             self._deps.clear()
-            from .runtime import cuda  # import time: NumPy and the CUDA runtime load at the first CUDA use
-
-            cuda.forget(self)
+            if self._runtime is not None:
+                self._runtime.forget(self)
 
     def _deps_valid(self) -> bool:
         from .source.spec import deps_valid  # loaded by the compile that recorded the reads
 
         return deps_valid(self._deps)
 
-    def job(self, argtypes, capability=(9, 0), *, checked: bool = True):
-        """The PTX :class:`~gpucompiler.core.CompilerJob` of ``argtypes`` for ``capability``
+    def job(self, argtypes, target: Target | None = None, *, checked: bool = True) -> CompilerJob:
+        """The :class:`~gpucompiler.core.CompilerJob` of ``argtypes`` for ``target`` (default: the kernel's)
         (``checked=False``: the kernel rules are left to the compile)."""
-        from .targets.ptx import PTXTarget
-
         argtypes = tuple(argtypes)
-        target = PTXTarget(capability=tuple(capability), fastmath=self.fastmath, maxregs=self.maxregs)
+        target = self.target if target is None else target
         return CompilerJob(self.specialization(argtypes) if checked else self._spec(argtypes),
                            CompilerConfig(target, kernel=True, name=self.symbol, opt_level=self.opt_level,
                                           plugins=self.plugins, frontend=self._frontend()))
@@ -251,42 +289,53 @@ class Kernel:
         """Frontend options: ``boundscheck`` only when on (a bad index traps: a launch error)."""
         return FrontendOptions(boundscheck=self.boundscheck is True)
 
-    def compile_ptx(self, argtypes, capability=(9, 0)):
-        """``(ptx text, job)`` for ``argtypes`` and compute capability ``capability``.
+    def compile(self, argtypes, target: Target | None = None):
+        """``(code, job)`` for ``argtypes`` and ``target`` (default: the kernel's): the artifact its runtime
+        loads (:attr:`Target.launch_artifact <gpucompiler.core.Target.launch_artifact>`: PTX text for PTX).
 
         Through the compile cache (memory, disk, shared tiers, service) with the
         two-level key of Python sources: a fresh process finds a cached kernel,
         nested ``autodiff`` jobs included, without running the frontend or the
         interpreter; the kernel rules run only before a compile.
         """
-        key = (tuple(argtypes), tuple(capability))
-        hit = self._ptx.get(key)
+        target = self.target if target is None else target
+        key = (tuple(argtypes), target)
+        hit = self._compiled.get(key)
         if hit is None:
-            return self._enabling_plugins(lambda: self._compile_ptx(key, argtypes, capability))
+            return self._enabling_plugins(lambda: self._compile(key, target))
         return hit
 
-    def _compile_ptx(self, key, argtypes, capability):
+    def _compile(self, key, target: Target):
         from .cached import compile_cached
 
-        hit = self._ptx.get(key)
+        hit = self._compiled.get(key)
         if hit is None:
-            job = self.job(argtypes, capability, checked=False)
-            result = compile_cached(job, ("asm",), check=self._check)
-            self._deps.extend(self._spec(tuple(argtypes)).dependencies(job.target, job.config.plugins))
-            hit = self._ptx[key] = (result.artifacts["asm"], job)
+            argtypes = key[0]
+            job = self.job(argtypes, target, checked=False)
+            kind = target.launch_artifact
+            result = compile_cached(job, (kind,), check=self._check)
+            self._deps.extend(self._spec(argtypes).dependencies(job.target, job.config.plugins))
+            hit = self._compiled[key] = (result.artifacts[kind], job)
         return hit
 
-    def inspect_ptx(self, *argtypes, capability=(9, 0)) -> str:
-        """The PTX of the specialisation for ``argtypes`` (types, or example arguments)."""
-        ptx = self.compile_ptx(self._types(argtypes), capability)[0]
-        assert isinstance(ptx, str)
-        return ptx
-
-    def inspect_llvm(self, *argtypes, capability=(9, 0)) -> str:
-        """The final LLVM IR (PTX target) of the specialisation for ``argtypes``."""
+    def inspect_asm(self, *argtypes, target: Target | None = None) -> str:
+        """The assembly (PTX for PTX) of the specialisation for ``argtypes`` (types, or example arguments)
+        on ``target`` (default: the kernel's)."""
         from . import pipeline
 
-        text = pipeline.compile(self.job(self._types(argtypes), capability), ("llvm",)).artifacts["llvm"]
+        target = self.target if target is None else target
+        if target.launch_artifact == "asm":
+            text = self.compile(self._types(argtypes), target)[0]
+        else:
+            text = pipeline.compile(self.job(self._types(argtypes), target), ("asm",)).artifacts["asm"]
+        assert isinstance(text, str)
+        return text
+
+    def inspect_llvm(self, *argtypes, target: Target | None = None) -> str:
+        """The final LLVM IR of the specialisation for ``argtypes`` on ``target`` (default: the kernel's)."""
+        from . import pipeline
+
+        text = pipeline.compile(self.job(self._types(argtypes), target), ("llvm",)).artifacts["llvm"]
         assert isinstance(text, str)
         return text
 
@@ -374,20 +423,22 @@ class Launch:
             return launch(self.kernel, self.grid, self.block, self._hstream, args)
         if isinstance(self.stream, str):
             if self.stream != CPU:
-                raise LaunchError(f"unknown device {self.stream!r}; use {CPU!r} for the CPU grid emulation "
-                                  "or a CUDA stream")
+                raise LaunchError(f"unknown device {self.stream!r}; use {CPU!r} for the CPU grid emulation, "
+                                  "a target object or a stream")
             k = self.kernel
             types, values = k.host_arguments(args)
             return k.emulated(types).launch(self.grid, self.block, values)
-        from .runtime import cuda  # import time: NumPy and the CUDA runtime load at the first CUDA use
+        from .runtime.launchers import runtime_for  # import time: a runtime loads its bindings at the first launch
 
-        self._hstream = cuda.stream_handle(self.stream)
-        self._launch = cuda.fast_launch
-        return cuda.fast_launch(self.kernel, self.grid, self.block, self._hstream, args)
+        runtime = self.kernel._runtime = runtime_for(self.kernel.target)
+        self._hstream = runtime.stream_handle(self.stream)
+        self._launch = runtime.launch
+        return runtime.launch(self.kernel, self.grid, self.block, self._hstream, args)
 
 
 def kernel(fn=None, **options):
-    """Decorator: ``@kernel`` or ``@kernel(opt_level=3, fastmath=True, maxregs=64, plugins=("name",))``.
+    """Decorator: ``@kernel`` or ``@kernel(opt_level=3, fastmath=True, maxregs=64, plugins=("name",),
+    target=parse_target("ptx:sm_80"))``.
 
     ``boundscheck=True`` checks every array index: on the GPU a bad index
     traps (``llvm.trap``; the launch reports a CUDA error), under the CPU

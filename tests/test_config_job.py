@@ -6,9 +6,10 @@ import sys
 import attrs
 import pytest
 
-from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, NativeTarget, PTXTarget, parse_target
+from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, NativeTarget, parse_target
 from gpucompiler.errors import ConfigError, UnknownTargetError
 from gpucompiler.identity import job_key
+from gpucompiler.targets import PTXTarget
 
 IR = "define i32 @f(i32 %x) {\n  ret i32 %x\n}\n"
 
@@ -43,7 +44,7 @@ def test_params_and_plugins_are_order_insensitive():
 
 def test_key_is_stable_across_processes():
     code = (
-        "from gpucompiler import *\nfrom gpucompiler.identity import job_key\n"
+        "from gpucompiler import *\nfrom gpucompiler.identity import job_key\nfrom gpucompiler.targets import PTXTarget\n"
         f"print(job_key(CompilerJob(LLVMSource({IR!r}, 'f'), CompilerConfig(target=PTXTarget(), params={{'z': 1.5}}))))"
     )
     keys = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

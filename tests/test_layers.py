@@ -48,7 +48,6 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
     ("cli/serve.py", "gpucompiler.service.app"): "optional dependency (starlette)",
     ("runtime/cuda.py", "cuda.bindings"): "optional dependency",
     ("runtime/cuda.py", "cuda"): "optional dependency",
-    ("kernel.py", "gpucompiler.runtime.cuda"): "import time: NumPy and the CUDA runtime (~240 ms)",
     ("arguments.py", "numpy"): "import time: NumPy (~240 ms), only for array arguments",
     ("runtime/owned.py", "numpy"): "import time: NumPy (~240 ms), only for returned arrays",
     ("parallel.py", "numpy"): "import time: NumPy (~240 ms), only for device reductions",

@@ -59,7 +59,6 @@ from gpucompiler.kernel import CPU, Kernel, Launch, recording_launches
 from gpucompiler.runtime import cuda as cuda_runtime
 from gpucompiler.runtime.arguments import SCALAR_TYPES
 from gpucompiler import settings
-from gpucompiler.targets import PTXTarget
 
 from ..ad.helpers import TAPE_INLINE
 from ..api import caller_location
@@ -162,7 +161,7 @@ class LaunchPlan:
 @functools.lru_cache(maxsize=512)
 def _plan(k: Kernel, argtypes: tuple) -> LaunchPlan:
     def infer():
-        return k.specialization(argtypes).infer(PTXTarget(), k.plugins)[1]
+        return k.specialization(argtypes).infer(k.target.for_inference(), k.plugins)[1]
     frame = k._enabling_plugins(infer)
     arrays = tuple(j for j, t in enumerate(argtypes) if isinstance(widen(t), T.ArrayType))
     return LaunchPlan(differentiable(argtypes), arrays, tuple(sorted(written_parameters(frame))),

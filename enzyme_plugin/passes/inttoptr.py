@@ -24,6 +24,7 @@ import ctypes
 import ctypes.util
 import llvmlite.binding as llvm
 
+from gpucompiler.core.mathfns import MATH_FUNCTIONS
 from gpucompiler.llvm import ADDRESSES, ConstantExpr, Function, MDNode, const_int, types as T
 
 PREFIX = "gpuc.inttoptr."
@@ -53,13 +54,11 @@ def symbol_name(address: int) -> str | None:
 
 
 def _math_symbol(library: str, address: int) -> str | None:
-    from .nvvm import MATH
-
     try:
         lib = ctypes.CDLL(library)
     except OSError:
         return None
-    for name in sorted(MATH | {m + "f" for m in MATH}):
+    for name in sorted(f.name(single) for f in MATH_FUNCTIONS for single in (False, True)):
         fn = getattr(lib, name, None)
         if fn is not None and ctypes.cast(fn, ctypes.c_void_p).value == address:
             return name

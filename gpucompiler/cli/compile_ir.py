@@ -15,7 +15,7 @@ from ..core import CompilerConfig, CompilerJob, LLVMSource
 from ..llvm.binding import parse_ir
 from ..pipeline import compile
 from ..service.contain import call_in_child
-from ..targets import parse_target
+from ..targets import known_targets, parse_target
 
 EMIT_CHOICES = ("llvm", "bc", "asm", "obj")
 
@@ -26,7 +26,7 @@ def add_parser(subparsers) -> None:
         description="Compile LLVM IR (.ll) through the gpucompiler pipeline and write one artifact.")
     parser.add_argument("input", type=Path, metavar="IN.ll", help="LLVM IR text file")
     parser.add_argument("--target", default="native",
-                        help="native, ptx or ptx:sm_XY (default: native)")
+                        help=f"one of {', '.join(known_targets())} (default: native)")
     parser.add_argument("--emit", choices=EMIT_CHOICES, default="llvm",
                         help="what to write: LLVM IR text, bitcode, assembly (PTX) or object code")
     parser.add_argument("-O", dest="opt_level", type=int, default=2, choices=range(4), metavar="N",

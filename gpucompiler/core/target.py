@@ -2,14 +2,23 @@
 
 A target is a frozen ``attrs`` class (so it is part of the job key) whose
 methods *are* the hooks, in the style of GPUCompiler.jl's ``interface.jl``.
-The driver (:mod:`gpucompiler.pipeline`) calls them in pipeline order.
-Required hooks raise ``NotImplementedError``; the rest have working defaults.
+The driver (:mod:`gpucompiler.pipeline`) calls them in pipeline order;
+``@kernel`` asks the kernel hooks, the AD plugin the AD hooks. Required
+hooks raise ``NotImplementedError``; the rest have working defaults.
+
+A class that sets :attr:`Target.name` registers itself under that name when
+it is defined (:data:`TARGET_CLASSES`): ``parse_target``, ``gpuc compile-ir
+--target`` and the compile service's protocol know every target whose file
+is in ``gpucompiler/targets/``. A new target is that file plus, to launch
+kernels, its runtime (docs/architecture.md, "A new target in two files").
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
     import llvmlite.binding as llvm
@@ -20,11 +29,42 @@ if TYPE_CHECKING:  # pragma: no cover
     from .rules import Rules
 
 
+TARGET_CLASSES: dict[str, type[Target]] = {}
+"""Every target class by :attr:`Target.name`, filled as the classes are defined."""
+
+
 class Target:
     """Base class of compilation targets."""
 
-    #: short name used on the command line (``--target NAME``)
-    name: str = ""
+    #: short name used on the command line (``--target NAME``); setting it registers the class
+    name: ClassVar[str] = ""
+    #: how the command line spells this target's variants (``ptx``, ``ptx:sm_XY``); default: the name
+    spellings: ClassVar[tuple[str, ...]] = ()
+    #: whether ``@kernel`` compiles for this target when none is named (one registered target says so)
+    kernel_default: ClassVar[bool] = False
+    #: the emit kind its runtime loads (``asm``: PTX text; ``obj``: a code object)
+    launch_artifact: ClassVar[str] = "obj"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__ or not cls.name:
+            return
+        known = TARGET_CLASSES.get(cls.name)
+        if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise ConfigError(f"two target classes are named {cls.name!r}: {known.__module__}.{known.__qualname__} "
+                              f"and {cls.__module__}.{cls.__qualname__}; give the new one another name")
+        TARGET_CLASSES[cls.name] = cls  # attrs rebuilds a slotted class: the last definition is the class
+
+    @classmethod
+    def from_spelling(cls, arg: str) -> Target | None:
+        """The target spelt ``NAME:arg`` on the command line (``arg`` empty for plain ``NAME``), None when
+        ``arg`` spells none of its variants; default: the target with default fields, for no ``arg``."""
+        return None if arg else cls()
+
+    def pinned(self) -> Target:
+        """This target with every field that depends on the host made explicit (the native target's
+        CPU and features), so that another process compiles the same code for it."""
+        return self
 
     # -- identity ---------------------------------------------------------
     def triple(self) -> str:
@@ -73,6 +113,34 @@ class Target:
         """The rule sets that replace base rules on this target (the interpreter consults them before
         the base rules): its math and device-intrinsic overlays. Default: none."""
         return ()
+
+    # -- kernels (``@kernel``) -------------------------------------------------
+    def for_kernel(self, fastmath: bool, maxregs: int | None) -> Target:
+        """This target with ``@kernel``'s code-generation options; default: refused unless unset."""
+        if fastmath or maxregs is not None:
+            raise ConfigError(f"target {self.name!r} has no kernel options (fastmath, maxregs): "
+                              "pass none, or set them on the target object")
+        return self
+
+    # -- automatic differentiation (the hooks an AD plugin asks) ----------------
+    def inactive_intrinsic(self, name: str) -> bool:
+        """Whether calls of the declared function ``name`` carry no derivative (thread and block
+        index reads); default: none does."""
+        return False
+
+    def barrier_intrinsic(self, name: str) -> bool:
+        """Whether the declared function ``name`` is a barrier, which reverse mode mirrors; default: none."""
+        return False
+
+    def math_from_device(self, name: str) -> str | None:
+        """The C math name (``sin``, ``sinf``) of the device library's function ``name``: AD has derivative
+        rules for the C names; None for any other name (default: no device library)."""
+        return None
+
+    def math_to_device(self, name: str) -> str | None:
+        """The device library's function for the C math name or LLVM math intrinsic ``name`` (what AD
+        emits) where the target cannot lower ``name`` itself; None: leave it (default)."""
+        return None
 
     # -- pipeline hooks ----------------------------------------------------
     def prepare(self, job: CompilerJob, module: IRModule) -> None:

@@ -1,10 +1,13 @@
 """Rule sets: method tables, per-target overlays, call handlers, inlining policy.
 
 Every meaning the compiler gives to a call lives in a :class:`RuleSet`: the
-base rules (operators, builtins, ``math``), a target's overlay (``math.sin``
--> ``__nv_sin`` on PTX) and each plugin's rules. A job uses the base rules,
-the overlay of its target and the rule sets of the plugins its config
-enables, so a plugin's rules never leak into jobs that did not ask for them.
+base rules (operators, builtins, ``math``), a target's overlays (``math.sin``
+-> its device library's sine; the kernel language on its intrinsics), which
+the target object hands over (:meth:`Target.rule_overlays
+<gpucompiler.core.Target.rule_overlays>`), and each plugin's rules. A job uses
+the base rules, the overlays of its target and the rule sets of the plugins
+its config enables, so a plugin's rules never leak into jobs that did not ask
+for them.
 
 Example: a plugin adding an intrinsic ``fma3(a, b, c)``::
 

@@ -49,13 +49,16 @@ import threading
 from typing import Any
 import warnings
 
+import attrs
 import numpy as np
 
 from .. import types as T
 from ..errors import CudaError, DeviceHeapError, LaunchError, ToolchainError
 from ..settings import DEFAULT_DEVICE_HEAP as DEFAULT_DEVICE_HEAP, RuntimeSettings
 from .arguments import SCALAR_TYPES, TYPESTR, argument_type, cuda_array_type, is_contiguous
+from ..targets.ptx import PTXTarget
 from .grid import array_param, param_array, scalar_param
+from .launchers import register_runtime
 
 _lock = threading.Lock()
 _state: dict = {"init": False}
@@ -217,7 +220,7 @@ def load_function(kernel, argtypes, ctx: int):
     hit = _functions.get(key)
     if hit is None:
         d = _driver()
-        ptx, _ = kernel.compile_ptx(argtypes, capability(ctx))
+        ptx, _ = kernel.compile(argtypes, attrs.evolve(kernel.target, capability=capability(ctx)))
         if calls_malloc(ptx):
             ensure_device_heap(d, ctx)
         module = check(d.cuModuleLoadData(ptx.encode() + b"\0"), "cuModuleLoadData")
@@ -451,3 +454,21 @@ def synchronize() -> None:
     """Wait for all work of the current context."""
     current_context()
     check(_driver().cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+@attrs.frozen
+class CudaRuntime:
+    """The runtime of PTX kernels (:class:`~gpucompiler.runtime.launchers.Runtime`): the CUDA driver."""
+
+    def stream_handle(self, stream) -> int:
+        return stream_handle(stream)
+
+    def launch(self, kernel, grid, block, hstream: int, args) -> None:
+        fast_launch(kernel, grid, block, hstream, args)
+
+    def forget(self, kernel) -> None:
+        forget(kernel)
+
+
+CUDA = CudaRuntime()
+register_runtime(PTXTarget, CUDA)

@@ -42,10 +42,9 @@ from ..core import CompilerConfig, CompilerJob, FrontendOptions
 from ..errors import ConfigError, ErrorModel, PluginMismatchError, ServiceError
 from ..identity import plugin_identity
 from ..pipeline import PreparedSource, prepare
-from ..targets import NativeTarget, PTXTarget
+from ..targets import target_classes
 
 PROTOCOL = 2
-TARGETS = {"native": NativeTarget, "ptx": PTXTarget}
 EMIT_KINDS = ("llvm", "bc", "asm", "obj")
 
 
@@ -56,10 +55,8 @@ class RequestError(ServiceError):
 # -- config <-> JSON -------------------------------------------------------------
 
 def config_to_json(config: CompilerConfig) -> dict[str, Any]:
-    """The config as JSON; a native target is pinned to this host's CPU and features."""
-    target = config.target
-    if isinstance(target, NativeTarget):
-        target = attrs.evolve(target, cpu=target.host_cpu(), features=target.host_features())
+    """The config as JSON; the target pinned to this host (a native target's CPU and features)."""
+    target = config.target.pinned()
     fields = attrs.asdict(target, recurse=False)
     fields = {k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()}
     frontend = config.frontend
@@ -113,9 +110,9 @@ def config_from_json(data: Any) -> CompilerConfig:
     """Inverse of :func:`config_to_json`; malformed data raises :class:`RequestError` (400)."""
     try:
         target = dict(data["target"])
-        cls = TARGETS.get(target.pop("name"))
+        cls = target_classes().get(target.pop("name"))
         if cls is None:
-            raise RequestError(f"unknown target {data['target']['name']!r}; known: {', '.join(TARGETS)}",
+            raise RequestError(f"unknown target {data['target']['name']!r}; known: {', '.join(target_classes())}",
                                400, "bad_request")
         if not all(_is_list(p) and len(p) == 2 and isinstance(p[0], str) for p in data["params"]):
             raise ValueError("params must be [name, value] pairs with string names")

@@ -22,10 +22,39 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
+from ..core.mathfns import MathFunction, math_function
 from ..errors import ToolNotFoundError
 from ..toolchain import find_libdevice
 
 PREFIX = "__nv_"
+#: math intrinsics the NVPTX back end lowers itself (the rest call libdevice)
+NATIVE_INTRINSICS = frozenset({"llvm.sqrt", "llvm.fabs", "llvm.floor", "llvm.ceil", "llvm.trunc", "llvm.fma",
+                               "llvm.fmuladd", "llvm.minnum", "llvm.maxnum", "llvm.copysign"})
+
+
+def libdevice_name(fn: MathFunction, float32: bool) -> str:
+    """libdevice's name of a math function: ``__nv_sin``, ``__nv_sinf``."""
+    return PREFIX + fn.name(float32)
+
+
+def libm_name(name: str) -> str | None:
+    """The C math name of libdevice function ``name`` (``__nv_sinf`` -> ``sinf``); None for other names."""
+    if not name.startswith(PREFIX):
+        return None
+    base = name[len(PREFIX):]
+    return base if math_function(base) is not None else None
+
+
+def device_name(name: str) -> str | None:
+    """libdevice's function for a C math name (``cos``) or a math intrinsic NVPTX does not lower
+    (``llvm.exp.f64``); None for any other name."""
+    fn = math_function(name)
+    if fn is None:
+        return None
+    if name.startswith("llvm."):
+        stem, _, suffix = name.rpartition(".")
+        return None if stem in NATIVE_INTRINSICS else libdevice_name(fn, suffix == "f32")
+    return PREFIX + name
 
 
 @functools.cache

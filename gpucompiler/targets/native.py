@@ -62,6 +62,10 @@ class NativeTarget(Target):
     def triple(self) -> str:
         return llvm.get_process_triple()
 
+    def pinned(self) -> NativeTarget:
+        """The host's CPU and features named: another process compiles for this host's CPU, not its own."""
+        return attrs.evolve(self, cpu=self.host_cpu(), features=self.host_features())
+
     def machine(self) -> dict:
         return {"triple": self.triple(), "cpu": self.host_cpu(), "features": self.host_features()}
 

@@ -10,10 +10,9 @@ import llvmlite.binding as llvm
 from ..errors import ConfigError, ErrorKind
 from ..llvm import Builder, Function, const_int, initialize, types as LT
 from ..core import Rules, Target
-from ..device import KERNEL_RULES_PTX
-from ..interpreter.builtins.mathlib import ptx as MATH_RULES_PTX
-from .libdevice import PREFIX, libdevice_digest, libdevice_functions, link_libdevice
+from .libdevice import PREFIX, device_name, libdevice_digest, libdevice_functions, libm_name, link_libdevice
 from .native import cached_target_machine, emit_with
+from .ptx_overlays import KERNEL_RULES, MATH_RULES
 from ..core.facts import ALLOCATION_FUNCTIONS, ModuleFacts
 
 
@@ -54,7 +53,20 @@ class PTXTarget(Target):
     """
 
     name = "ptx"
+    spellings = ("ptx", "ptx:sm_XY")
+    kernel_default = True
+    launch_artifact = "asm"
     is_gpu = True
+
+    @classmethod
+    def from_spelling(cls, arg: str) -> PTXTarget | None:
+        """``ptx`` (sm_90) or ``ptx:sm_XY`` (compute capability X.Y)."""
+        if not arg:
+            return cls()
+        if arg.startswith("sm_") and arg[3:].isdigit() and len(arg) >= 5:
+            digits = arg[3:]
+            return cls(capability=(int(digits[:-1]), int(digits[-1])))
+        return None
 
     def for_inference(self) -> PTXTarget:
         return PTXTarget()
@@ -64,7 +76,27 @@ class PTXTarget(Target):
 
     def rule_overlays(self) -> tuple[Rules, ...]:
         """libdevice's math and the NVVM kernel intrinsics (special registers, barriers, shuffles)."""
-        return (MATH_RULES_PTX, KERNEL_RULES_PTX)
+        return (MATH_RULES, KERNEL_RULES)
+
+    def for_kernel(self, fastmath: bool, maxregs: int | None) -> PTXTarget:
+        return attrs.evolve(self, fastmath=self.fastmath or fastmath,
+                            maxregs=maxregs if maxregs is not None else self.maxregs)
+
+    # -- automatic differentiation ------------------------------------------------
+    def inactive_intrinsic(self, name: str) -> bool:
+        """Thread, block and lane index reads (``llvm.nvvm.read.ptx.sreg.*``)."""
+        return name.startswith("llvm.nvvm.read.ptx.sreg.")
+
+    def barrier_intrinsic(self, name: str) -> bool:
+        """``llvm.nvvm.barrier*`` (``bar.sync``)."""
+        return name.startswith("llvm.nvvm.barrier")
+
+    def math_from_device(self, name: str) -> str | None:
+        return libm_name(name)
+
+    def math_to_device(self, name: str) -> str | None:
+        """libdevice's version (``__nv_cos``): NVPTX has no lowering for most ``llvm.<math>`` intrinsics."""
+        return device_name(name)
 
     capability: tuple[int, int] = attrs.field(default=(9, 0), converter=_capability)
     ptx_version: int | None = None

@@ -37,7 +37,7 @@ def test_views_in_a_kernel_on_the_cpu_grid_emulation(layout):
 
 
 def test_views_in_a_kernel_compile_to_ptx_that_ptxas_accepts(check_ptx):
-    ptx = row_sums.inspect_ptx(np.zeros((8, 5)), np.zeros(8))
+    ptx = row_sums.inspect_asm(np.zeros((8, 5)), np.zeros(8))
     assert "malloc" not in ptx
     check_ptx(ptx)
 
@@ -59,6 +59,6 @@ def allocates(out):
 
 def test_allocating_in_a_gpu_kernel_is_a_typed_error_at_the_line():
     with pytest.raises(TypeInferenceError, match=r"np\.zeros allocates an array, which kernels on the GPU") as info:
-        allocates.inspect_ptx(np.zeros(4))
+        allocates.inspect_asm(np.zeros(4))
     lines, first = inspect.getsourcelines(allocates.py_func if hasattr(allocates, "py_func") else allocates)
     assert info.value.line == first + next(k for k, line in enumerate(lines) if "np.zeros(3)" in line)

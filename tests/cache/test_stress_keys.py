@@ -135,7 +135,8 @@ def test_ptx_keys_cover_the_libdevice_in_use(libdevice_path, tmp_path, monkeypat
     """PTX linked against one libdevice is never served for another."""
     import shutil
 
-    from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, PTXTarget
+    from gpucompiler import CompilerConfig, CompilerJob, LLVMSource
+    from gpucompiler.targets import PTXTarget
     from gpucompiler.targets import libdevice
 
     job = CompilerJob(LLVMSource("define void @k() {\n  ret void\n}\n", "k"), CompilerConfig(target=PTXTarget()))

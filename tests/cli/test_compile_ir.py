@@ -10,6 +10,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 
 from gpucompiler.llvm.binding import parse_ir
+from gpucompiler.targets import known_targets
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,7 +75,10 @@ def test_unknown_target_and_plugin_list_known_ones(tmp_path):
     (tmp_path / "f.ll").write_text(KERNEL)
     proc = gpuc("compile-ir", "f.ll", "--target", "cuda", cwd=tmp_path)
     assert proc.returncode == 1 and "unknown target 'cuda'" in proc.stderr
-    assert "native" in proc.stderr and "ptx:sm_XX" in proc.stderr
+    assert "native" in proc.stderr and "ptx:sm_XY" in proc.stderr
+    assert all(spelling in proc.stderr for spelling in known_targets())  # every registered target, from its file
+    helped = gpuc("compile-ir", "--help", cwd=tmp_path)
+    assert all(spelling in " ".join(helped.stdout.split()) for spelling in known_targets())
     proc = gpuc("compile-ir", "f.ll", "--plugin", "no_such_plugin", cwd=tmp_path)
     assert proc.returncode == 1 and "unknown plugin 'no_such_plugin'" in proc.stderr
     assert "instrumentation" in proc.stderr

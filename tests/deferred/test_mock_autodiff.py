@@ -12,7 +12,8 @@ import pytest
 
 import deferred_funcs as F
 from deferred_helpers import after_irgen, callees, defined_and_declared, linked_ir
-from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, NativeTarget, PTXTarget, jit
+from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, NativeTarget, jit
+from gpucompiler.targets import PTXTarget
 from gpucompiler import types as T
 from gpucompiler.errors import CompileError, TypeInferenceError
 from gpucompiler.graphs import find_cycle

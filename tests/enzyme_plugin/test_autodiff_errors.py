@@ -227,6 +227,6 @@ def test_kernel_boundscheck_traps_in_the_differentiated_function_on_the_gpu(chec
     plain = kernel(grad_kernel, plugins=P).inspect_llvm(A, A, A, A, T.int64)
     k = kernel(grad_kernel, plugins=P, boundscheck=True)
     assert "llvm.trap" not in plain and "llvm.trap" in k.inspect_llvm(A, A, A, A, T.int64)
-    ptx = k.inspect_ptx(A, A, A, A, T.int64)
+    ptx = k.inspect_asm(A, A, A, A, T.int64)
     assert "trap;" in ptx
     check_ptx(ptx)

@@ -60,7 +60,7 @@ def test_shared_parameter_adjoints_are_atomic_in_ptx(check_ptx):
     rmw = [i for f in model.functions.values() for i in f.instructions() if i.opcode == "atomicrmw"]
     assert rmw and all("fadd" in i.parts[0] for i in rmw)
     assert entry is not None
-    check_ptx(k.inspect_ptx(A, A, A, A))
+    check_ptx(k.inspect_asm(A, A, A, A))
 
 
 @pytest.mark.parametrize("kern", [F.derivative_kernel, F.forward_kernel])
@@ -84,7 +84,7 @@ def test_ptx_math_goes_to_libdevice_and_nvvm_intrinsics_are_restored(check_ptx):
     assert not [n for n in names if n.startswith(("gpuc.", "__enzyme", "enzyme_"))]
     assert not [n for n in declared if n.startswith("__nv_")]
     assert not {"exp", "log", "llvm.exp.f64", "llvm.log.f64", "log1p"} & declared  # libdevice linked in instead
-    check_ptx(k.inspect_ptx(A, A, T.float64))
+    check_ptx(k.inspect_asm(A, A, T.float64))
 
 
 def test_barrier_is_mirrored_in_the_reverse_sweep():

@@ -10,7 +10,8 @@ import pytest
 
 import ez_funcs as F
 from enzyme_plugin.passes import inttoptr, nvvm
-from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, NativeTarget, PTXTarget, jit
+from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, NativeTarget, jit
+from gpucompiler.targets import PTXTarget
 from gpucompiler import types as T
 from gpucompiler.cache import Cache, DiskTier
 from gpucompiler.llvm import address_bindings, parse

@@ -288,11 +288,11 @@ def test_reverse_batch_through_a_while_loop_in_a_kernel():
 
 
 def test_batch_kernels_assemble_with_ptxas(check_ptx):
-    ptx = kernel(grad_energy_batch2, plugins=P).inspect_ptx(A, A, A, A, A, A)
+    ptx = kernel(grad_energy_batch2, plugins=P).inspect_asm(A, A, A, A, A, A)
     assert ptx.count("sin.approx") == 0  # libdevice's sin, not the fast approximation
     check_ptx(ptx)
-    check_ptx(kernel(tangents_batch2, plugins=P).inspect_ptx(A, A, A, T.ArrayType(T.float64, 2, "C")))
-    check_ptx(kernel(grad_newton_batch2, plugins=P).inspect_ptx(A, A, A))
+    check_ptx(kernel(tangents_batch2, plugins=P).inspect_asm(A, A, A, T.ArrayType(T.float64, 2, "C")))
+    check_ptx(kernel(grad_newton_batch2, plugins=P).inspect_asm(A, A, A))
 
 
 @pytest.mark.gpu

@@ -110,7 +110,7 @@ def test_read_adjoint_of_atomic_add_is_a_plain_load(check_ptx):
     assert {1, 3, 4} <= written  # dx, dw (adjoints) and out (the primal's own atomic add)
     loads = {_base_argument(i.pointer_operand, fn) for i in fn.instructions() if i.opcode == "load"}
     assert 5 in loads
-    check_ptx(kernel(red_term_grad, plugins=P).inspect_ptx(A, A, A, A, A, A))
+    check_ptx(kernel(red_term_grad, plugins=P).inspect_asm(A, A, A, A, A, A))
 
 
 def test_used_old_value_of_active_atomic_add_raises():
@@ -193,7 +193,7 @@ def shared_term_grad(x, dx, w, dw):
 def test_shared_parameter_adjoints_are_warp_aggregated_in_ptx(check_ptx):
     """dw: a full warp adding to one address sums with 5 butterfly shuffles, then one lane adds."""
     k = kernel(shared_term_grad, plugins=P)
-    ptx = k.inspect_ptx(A, A, A, A)
+    ptx = k.inspect_asm(A, A, A, A)
     check_ptx(ptx)
     body = [ln.strip() for ln in ptx.splitlines()]
     assert sum(ln.startswith("activemask") for ln in body) == 3  # dx[i], dw[0], dw[1]
@@ -211,7 +211,7 @@ def test_shared_parameter_adjoints_are_warp_aggregated_in_ptx(check_ptx):
 
 
 def _ptx_lines(fn, nargs, **options):
-    return [ln.strip() for ln in kernel(fn, plugins=P, **options).inspect_ptx(*([A] * nargs)).splitlines()]
+    return [ln.strip() for ln in kernel(fn, plugins=P, **options).inspect_asm(*([A] * nargs)).splitlines()]
 
 
 def _loop_body(lines):
@@ -283,7 +283,7 @@ def test_fastmath_rsqrt_rewrite_keeps_other_square_roots():
 def test_benchmark_kernels_have_no_generic_memory_access(check_ptx):
     """Shadows of kernel arrays are global like the primal arrays, also through inlined loops."""
     for fn, nargs in ((K.nbody_grad, 6), (K.sten_grad, 2), (K.elem_grad, 2), (K.red_primal, 3)):
-        ptx = kernel(fn, plugins=P).inspect_ptx(*([A] * nargs))
+        ptx = kernel(fn, plugins=P).inspect_asm(*([A] * nargs))
         check_ptx(ptx)
         generic = re.findall(r"^\s*(?:ld|st|atom|red)\.(?!global|param|shared|local)\S+", ptx, re.M)
         assert not generic, (fn.__name__, generic[:3])

@@ -148,7 +148,7 @@ def test_nested_gradient_kernels_assemble_with_ptxas(fn, check_ptx):
     calls = {i.callee.name for f in model.functions.values() for i in f.instructions()
              if i.opcode == "call" and getattr(i.callee, "name", None)}
     assert not {"realloc", "__enzyme_autodiff", "__enzyme_fwddiff"} & calls
-    check_ptx(k.inspect_ptx(A, A, A, A))
+    check_ptx(k.inspect_asm(A, A, A, A))
 
 
 def _until_four_d2(x):
@@ -175,7 +175,7 @@ def test_while_loop_in_nested_kernel_gradient_on_the_emulation_and_through_ptxas
     kernel(fn, plugins=P)[2, 32, "cpu"](*a)
     hv = a[3] if fn is F.until_four_second_derivative_kernel else a[1]
     np.testing.assert_allclose(hv, _until_four_d2(x) * v, rtol=1e-6, atol=1e-7)
-    check_ptx(kernel(fn, plugins=P).inspect_ptx(A, A, A, A))
+    check_ptx(kernel(fn, plugins=P).inspect_asm(A, A, A, A))
 
 
 @pytest.mark.gpu

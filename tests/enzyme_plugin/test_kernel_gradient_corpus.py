@@ -53,7 +53,7 @@ def test_kernel_gradient_compiles_for_ptx_without_realloc(case, check_ptx):
     for name, md in found:  # the only heap calls are the tape's, marked for the validator
         if name in ("malloc", "free"):
             assert "gpuc.ad.tape" in md, (name, md)
-    ptx = k.inspect_ptx(A, A)
+    ptx = k.inspect_asm(A, A)
     assert "realloc" not in ptx
     check_ptx(ptx)
 
@@ -107,7 +107,7 @@ def test_gradient_that_cannot_be_built_names_the_construct_and_the_python_line(w
     k = kernel(C.k_atomic_old_value, plugins=P)
     with pytest.raises(GPUCompilerError) as info:
         if where == "ptx":
-            k.inspect_ptx(A, A, A, A)
+            k.inspect_asm(A, A, A, A)
         else:
             x = np.ones(4)
             k[1, 4, "cpu"](x, np.zeros(4), np.zeros(1), np.zeros(1))

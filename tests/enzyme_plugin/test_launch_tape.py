@@ -15,7 +15,7 @@ import launch_programs as P
 from enzyme_plugin import (Active, CustomRuleError, KernelGradientError, LaunchTape, LaunchTapeError, Reverse,
                            autodiff, custom_rule, register_gradient)
 from enzyme_plugin.launches.writes import written_parameters
-from gpucompiler import PTXTarget
+from gpucompiler.targets import PTXTarget
 from gpucompiler.errors import ArgumentTypeError, LaunchError, TypeInferenceError
 
 CPU = "cpu"

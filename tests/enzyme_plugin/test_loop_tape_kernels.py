@@ -72,7 +72,7 @@ def test_nbody_gradient_kernel_passes_validation_and_ptxas(check_ptx):
     calls = {i.callee.name for f in model.functions.values() for i in f.instructions()
              if i.opcode == "call" and getattr(i.callee, "name", None)}
     assert not {"realloc"} & calls
-    check_ptx(k.inspect_ptx(A, A, A, A, A, A))
+    check_ptx(k.inspect_asm(A, A, A, A, A, A))
 
 
 def until_big(x, i):
@@ -95,7 +95,7 @@ def test_known_trip_count_tape_in_a_kernel(check_ptx):
     k = kernel(F.loop_in_kernel, plugins=P)
     text = k.inspect_llvm(A, A)
     assert "!gpuc.ad.tape" in text and "@realloc" not in text
-    check_ptx(k.inspect_ptx(A, A))
+    check_ptx(k.inspect_asm(A, A))
     x = np.linspace(-0.5, 0.7, 16)
     dx = np.zeros_like(x)
     kernel(F.loop_in_kernel, plugins=P)[1, 16, "cpu"](x, dx)
@@ -116,7 +116,7 @@ def test_growing_tape_compiles_for_ptx_without_realloc(check_ptx):
     heap = [i for f in model.functions.values() for i in f.instructions()
             if i.opcode == "call" and getattr(i.callee, "name", None) in ("malloc", "free", "realloc")]
     assert heap and all(i.callee.name != "realloc" and "gpuc.ad.tape" in i.metadata for i in heap)
-    check_ptx(k.inspect_ptx(A, A))
+    check_ptx(k.inspect_asm(A, A))
     x = np.linspace(-0.5, 0.7, 16)
     dx = np.zeros_like(x)
     kernel(until_kernel, plugins=P)[1, 16, "cpu"](x, dx)
@@ -160,7 +160,7 @@ def test_constant_trip_tape_is_an_alloca_in_a_kernel(check_ptx):
     calls = {i.callee.name for f in model.functions.values() for i in f.instructions()
              if i.opcode == "call" and getattr(i.callee, "name", None)}
     assert not {"malloc", "free", "realloc"} & calls, calls
-    ptx = k.inspect_ptx(A, A)
+    ptx = k.inspect_asm(A, A)
     assert "malloc" not in ptx and "free" not in ptx
     check_ptx(ptx)
     x = np.linspace(-0.9, 0.8, 20)

@@ -188,7 +188,7 @@ def test_compiled_code_keeps_host_regions_differentiable():
 def test_reduction_gradient_kernel_assembles_with_ptxas(check_ptx):
     v = np.ones(8)
     k = reduce_gradient(square, T.float64, (True,))
-    check_ptx(k.inspect_ptx(np.zeros(1), 8, v, np.zeros(1), 8, v))
+    check_ptx(k.inspect_asm(np.zeros(1), 8, v, np.zeros(1), 8, v))
 
 
 @pytest.mark.gpu
@@ -309,7 +309,7 @@ def test_select_gradient_kernel_assembles_with_ptxas(check_ptx):
     v = np.ones(8)
     k = select_gradient(square, T.float64, (True,))
     sel = np.zeros(1, dtype=np.int64)
-    check_ptx(k.inspect_ptx(np.zeros(1), sel, 8, v, np.zeros(1), sel, 8, v))
+    check_ptx(k.inspect_asm(np.zeros(1), sel, 8, v, np.zeros(1), sel, 8, v))
 
 
 @pytest.mark.gpu

@@ -111,7 +111,7 @@ def test_closures_in_a_kernel_run_on_the_emulation_and_compile_to_ptx(check_ptx)
     smooth[1, 16, "cpu"](x, out, 0.5)
     padded = np.concatenate([x[:1], x, x[-1:]])
     np.testing.assert_allclose(out, 0.5 * (padded[:-2] + padded[1:-1] + padded[2:]))
-    check_ptx(smooth.inspect_ptx(x, out, 0.5))
+    check_ptx(smooth.inspect_asm(x, out, 0.5))
 
 
 @pytest.mark.gpu

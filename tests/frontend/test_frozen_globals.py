@@ -68,7 +68,7 @@ def test_frozen_globals_in_kernels_run_on_the_emulation_and_compile_to_ptx(check
     add_frozen[1, 16, "cpu"](out)
     want = [WEIGHTS[i % 3, i % 2] + COEFFS[i % 3] for i in range(10)]
     np.testing.assert_array_equal(out, want)
-    check_ptx(add_frozen.inspect_ptx(np.zeros(10)))
+    check_ptx(add_frozen.inspect_asm(np.zeros(10)))
 
 
 @pytest.mark.gpu

@@ -152,4 +152,4 @@ def test_loops_over_iterables_in_a_kernel_on_the_emulation_and_in_ptx(check_ptx)
     weighted_rows[1, 4, "cpu"](m, w, out)
     want = [sum((k + 1) * x * y for k, (x, y) in enumerate(zip(m[i], w))) + 3.0 for i in range(3)]
     np.testing.assert_array_equal(out, want)
-    check_ptx(weighted_rows.inspect_ptx(m, w, out))
+    check_ptx(weighted_rows.inspect_asm(m, w, out))

@@ -107,7 +107,7 @@ def test_kernel_raise_print_on_the_emulation_and_vprintf_in_ptx(capfd, check_ptx
         guarded[1, 8, "cpu"](np.array([1.0, -1.0]), np.zeros(2))
     with pytest.raises(AssertionError, match="input too large"):
         guarded[1, 8, "cpu"](np.array([1.0, 200.0]), np.zeros(2))
-    ptx = guarded.inspect_ptx(x, out)
+    ptx = guarded.inspect_asm(x, out)
     assert "vprintf" in ptx and "trap" in ptx
     for text in ("GridError: negative input", "AssertionError: input too large"):  # printed, then the trap
         assert ",".join(str(b) for b in text.encode()) in ptx.replace(" ", "")

@@ -133,7 +133,7 @@ def test_round_and_gcd_in_a_kernel_on_the_emulation_and_in_ptx(check_ptx):
     k = kernel(_round_each)
     k[1, 8, "cpu"](a, out)
     assert out.tolist() == [round(v) + math.gcd(i, 4) for i, v in enumerate(a.tolist())]
-    check_ptx(k.inspect_ptx(a, out))
+    check_ptx(k.inspect_asm(a, out))
 
 
 def bitwise_of_bools(a, b):

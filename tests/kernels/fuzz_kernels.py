@@ -413,7 +413,7 @@ def _compare(args_want, args_got, where: str) -> str:
 def _ptxas_check(k, args) -> str:
     from gpucompiler.toolchain import find_ptxas
 
-    ptx = k.inspect_ptx(*args)
+    ptx = k.inspect_asm(*args)
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "k.ptx")
         with open(src, "w") as fh:

@@ -68,4 +68,4 @@ def test_unchecked_by_default_and_trap_on_the_gpu():
     plain = kernel(_copy_shifted).inspect_llvm(A, A, T.int64)
     checked = kernel(_copy_shifted, boundscheck=True).inspect_llvm(A, A, T.int64)
     assert "llvm.trap" not in plain and "llvm.trap" in checked
-    assert "trap;" in kernel(_copy_shifted, boundscheck=True).inspect_ptx(A, A, T.int64)
+    assert "trap;" in kernel(_copy_shifted, boundscheck=True).inspect_asm(A, A, T.int64)

@@ -27,7 +27,7 @@ if sys.argv[1] == "hit":  # any frontend or interpreter work is an error
     infer.lower_function = refuse
 import numpy as np
 import ez_funcs as F
-from gpucompiler import kernel, types as T
+from gpucompiler import kernel, parse_target, types as T
 from gpucompiler.cached import default_cache
 
 k = kernel(F.grad_energy_kernel, plugins=("enzyme",))
@@ -40,7 +40,7 @@ if sys.argv[2] == "cpu":
 else:  # the CUDA launch compiles (or finds) the PTX for the device's capability
     k[4, 64](x, dx, w, dw)
     emulation = None
-ptx, job = k.compile_ptx((A, A, A, A), (8, 0))
+ptx, job = k.compile((A, A, A, A), parse_target("ptx:sm_80"))
 stats = dict(default_cache().stats)
 print(json.dumps({{"dx": dx.tolist(), "dw": dw.tolist(), "ptx": ptx, "stats": stats, "emulation": emulation}}))
 """
@@ -90,7 +90,7 @@ def test_the_kernel_rules_still_run_before_a_compile(tmp_path, monkeypatch):
     with pytest.raises(KernelError, match="RETURN_VALUE"):
         k[1, 1, "cpu"](np.zeros(2))
     with pytest.raises(KernelError, match="RETURN_VALUE"):
-        k.inspect_ptx(np.zeros(2))
+        k.inspect_asm(np.zeros(2))
 
 
 def test_a_rebound_global_misses_the_cached_kernel_in_a_fresh_process(tmp_path):

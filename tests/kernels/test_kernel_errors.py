@@ -84,7 +84,7 @@ def _launch_or_compile(k, device, *args):
     if device == "cpu":
         k[1, 1, "cpu"](*args)
     else:
-        k.inspect_ptx(*args)
+        k.inspect_asm(*args)
 
 
 def test_divergent_barriers_are_an_error_not_a_result():
@@ -238,7 +238,7 @@ def test_rebinding_a_global_recompiles_the_kernel():
         SCALE = 3.0
         k[1, 4, "cpu"](x, out)
         assert (out == 3.0 * x).all()
-        ptx = k.inspect_ptx(x, out)
+        ptx = k.inspect_asm(x, out)
         assert "0d4008000000000000" in ptx  # 3.0 as a PTX double constant
     finally:
         SCALE = 2.0
@@ -284,6 +284,6 @@ def test_a_python_int_a_numpy_type_cannot_hold_stops_the_kernel(check_ptx):
     x, out = np.arange(4, dtype=np.uint8), np.zeros(4, np.int64)
     with pytest.raises(OverflowError, match="Python integer 300 out of bounds for uint8"):
         _add_300[1, 4, "cpu"](x, out)
-    ptx = _add_300.inspect_ptx(x, out)
+    ptx = _add_300.inspect_asm(x, out)
     assert "trap;" in ptx
     check_ptx(ptx)

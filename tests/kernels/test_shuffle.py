@@ -61,11 +61,11 @@ def test_a_partial_warp_is_an_emulation_error_not_a_stale_value():
 
 def test_ptx_uses_shfl_sync_down(check_ptx):
     A = T.ArrayType(T.float64, 1, "C")
-    ptx = warp_sum.inspect_ptx(A, A)
+    ptx = warp_sum.inspect_asm(A, A)
     check_ptx(ptx)
     assert len(re.findall(r"shfl\.sync\.down\.b32", ptx)) >= 2  # a float64 is two 32-bit halves
     A32 = T.ArrayType(T.float32, 1, "C")
-    assert "shfl.sync.down.b32" in shifted.inspect_ptx(A32, A32, T.int64)
+    assert "shfl.sync.down.b32" in shifted.inspect_asm(A32, A32, T.int64)
 
 
 def test_shuffle_type_errors():
@@ -74,6 +74,6 @@ def test_shuffle_type_errors():
         out[0] = gd.shfl_down(x[0], 1.5)
 
     with pytest.raises(TypeInferenceError, match="delta must be an integer"):
-        bad.inspect_ptx(T.ArrayType(T.float64, 1, "C"), T.ArrayType(T.float64, 1, "C"))
+        bad.inspect_asm(T.ArrayType(T.float64, 1, "C"), T.ArrayType(T.float64, 1, "C"))
     with pytest.raises(TypeInferenceError, match="shuffles int32"):
-        shifted.inspect_ptx(T.ArrayType(T.boolean, 1, "C"), T.ArrayType(T.boolean, 1, "C"), T.int64)
+        shifted.inspect_asm(T.ArrayType(T.boolean, 1, "C"), T.ArrayType(T.boolean, 1, "C"), T.int64)

@@ -197,7 +197,7 @@ def test_reduction_kernel_ptx_has_a_block_barrier_and_one_atomic(check_ptx):
     from gpucompiler.parallel import SUM, _reduce_kernel
 
     arr = T.ArrayType(T.float64, 1)
-    ptx = _reduce_kernel(square, SUM, T.float64, 1).inspect_ptx(arr, T.int64, arr)
+    ptx = _reduce_kernel(square, SUM, T.float64, 1).inspect_asm(arr, T.int64, arr)
     assert "bar.sync" in ptx
     assert len(re.findall(r"(?:atom|red)\.global\.add\.f64", ptx)) == 1
     check_ptx(ptx)

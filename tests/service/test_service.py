@@ -178,11 +178,11 @@ KERNEL_CLIENT = """
 import json, sys
 sys.path[:0] = [{ez!r}]
 import numpy as np, ez_funcs as F
-from gpucompiler import kernel, types as T
+from gpucompiler import kernel, parse_target, types as T
 from gpucompiler.cached import default_cache
 k = kernel(F.grad_energy_kernel, plugins=("enzyme",))
 A = T.ArrayType(T.float64, 1, "C")
-ptx, job = k.compile_ptx((A, A, A, A), (8, 0))
+ptx, job = k.compile((A, A, A, A), parse_target("ptx:sm_80"))
 x, w = np.linspace(-2.0, 2.0, 64), np.array([1.5, -0.25])
 dx, dw = np.zeros(64), np.zeros(2)
 k[1, 64, "cpu"](x, dx, w, dw)

@@ -92,7 +92,7 @@ def _axpy(a, x, y):
 
 def test_kernel_ptx_uses_global_loads_and_stores(check_ptx):
     A = T.ArrayType(T.float32, 1, "C")
-    ptx = _axpy.inspect_ptx(T.float32, A, A)
+    ptx = _axpy.inspect_asm(T.float32, A, A)
     check_ptx(ptx)
     assert re.findall(r"^\s*ld\.global\.\S+", ptx, re.M) and re.findall(r"^\s*st\.global\.\S+", ptx, re.M)
     assert not re.search(r"^\s*(ld|st)\.(b|f|u|s)\d+\s", ptx, re.M)  # no generic accesses left

@@ -11,7 +11,7 @@ computes its scalar result at once.
 Result and loop types are NumPy's own (``ufunc.resolve_dtypes``, with
 ``int64``/``float64``/``bool`` scalars as Python's weak scalars); each node's
 scalar operation is the compiler's scalar rule for it (``math.sin``,
-``operator.add``, the PTX overlay's ``__nv_sin`` on GPUs) or a helper of
+``operator.add``, a GPU target's overlay of them) or a helper of
 :mod:`.npscalar`, with NumPy's error behaviour: no math errors, IEEE results.
 """
 
@@ -26,6 +26,7 @@ from typing import Any
 from llvmlite import ir
 
 from ... import types as T
+from ...core.mathfns import MATH_FUNCTIONS
 from ...errors import TypeInferenceError
 from ...frontend import intrinsics as K
 from ..lattice import Const, widen
@@ -43,20 +44,15 @@ _SCALAR: dict[str, Any] = {
     "greater": operator.gt, "greater_equal": operator.ge, "equal": operator.eq, "not_equal": operator.ne,
     "bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor,
     "invert": operator.invert, "left_shift": operator.lshift, "right_shift": operator.rshift,
-    "sin": math.sin, "cos": math.cos, "tan": math.tan, "arcsin": math.asin, "arccos": math.acos,
-    "arctan": math.atan, "sinh": math.sinh, "cosh": math.cosh, "tanh": math.tanh, "arcsinh": math.asinh,
-    "arccosh": math.acosh, "arctanh": math.atanh, "exp": math.exp, "expm1": math.expm1, "log": math.log,
-    "log2": math.log2, "log10": math.log10, "log1p": math.log1p, "sqrt": math.sqrt,
-    "arctan2": math.atan2, "hypot": math.hypot, "copysign": math.copysign,
     "isnan": math.isnan, "isinf": math.isinf, "isfinite": math.isfinite,
     "maximum": S.maximum, "minimum": S.minimum, "fmax": S.fmax, "fmin": S.fmin,
     "floor": S.floor, "ceil": S.ceil, "trunc": S.trunc, "rint": S.rint, "square": S.square, "sign": S.sign,
     "logical_and": S.logical_and, "logical_or": S.logical_or, "logical_xor": S.logical_xor,
     "logical_not": S.logical_not,
 }
-for _name in ("exp2", "cbrt"):  # new in Python 3.11's math
-    if hasattr(math, _name):
-        _SCALAR[_name] = getattr(math, _name)
+for _f in MATH_FUNCTIONS:  # the math functions with a ufunc (math.exp2 and math.cbrt are new in Python 3.11)
+    if _f.numpy is not None and _f.python is not None and hasattr(math, _f.python):
+        _SCALAR[_f.numpy] = getattr(math, _f.python)
 #: ufuncs whose scalar function depends on the loop's kind (integer or float)
 _BY_KIND: dict[str, tuple[Any, Any]] = {
     "floor_divide": (S.int_floor_divide, S.float_floor_divide),

@@ -95,13 +95,14 @@ def run(args: argparse.Namespace) -> int:
                            generated_token_file=str(generated) if generated else None,
                            max_request_bytes=int(args.max_request_mb * (1 << 20)), timeout_s=args.timeout,
                            loopback_hosts=loopback)
+    app = create_app(config)  # checks the cache directory: one another user can write is not used (warned)
+    disk = app.state.service.cache.disk
     print(f"gpuc serve: http://{args.host}:{args.port} ({args.workers} workers, cache "
-          f"{config.cache_dir or 'memory only'}{', redis' if config.redis_url else ''}"
+          f"{disk.root if disk is not None else 'memory only'}{', redis' if config.redis_url else ''}"
           f"{', token required' if token else ''})", flush=True)
     if generated is not None:
         print(f"gpuc serve: token in {generated} (clients: GPUC_SERVICE_TOKEN_FILE={generated})", flush=True)
-    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="warning",
-                timeout_keep_alive=30)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_keep_alive=30)
     return 0
 
 

@@ -255,8 +255,10 @@ def test_gpuc_serve_never_uses_a_world_writable_cache_dir_a_second_user_filled(p
         assert jobs.run(res, variant) == pytest.approx(jobs.expected(variant), rel=1e-12)
     finally:
         stop(proc)
+    out = proc.stdout.read() if proc.stdout else ""
     owners = {p.lstat().st_uid for p in directory.rglob("*")}
     assert owners == {65534}  # nothing of the service's was written there
+    assert "is not used: others can write to it" in out and "cache memory only" in out
 
 
 _MEMO_VICTIM = """

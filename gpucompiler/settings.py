@@ -14,6 +14,7 @@ below, which take the environment as an argument for tests).
 * :class:`CompileSettings`: ``GPUC_DUMP_DIR`` (dump every stage's IR);
 * :class:`ToolchainSettings`: ``GPUC_PTXAS``, ``GPUC_LIBDEVICE``, ``CUDA_HOME``,
   ``CUDA_PATH``, ``CUDA_ROOT``;
+* :class:`ROCmSettings`: ``GPUC_ROCM_DEVICE_LIBS``, ``ROCM_PATH``, ``HIP_PATH`` (the AMD device libraries);
 * :class:`RuntimeSettings`: ``GPUC_DEVICE_HEAP`` (device heap for kernels that call malloc);
 * :class:`ParallelSettings`: ``GPUC_NUM_THREADS`` (threads of parallel loops; default: the usable CPUs);
 * :func:`debug_tracebacks`: ``GPUC_DEBUG_TRACEBACKS`` (errors at the API keep the compiler's frames).
@@ -267,6 +268,30 @@ class ToolchainSettings:
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> ToolchainSettings:
         roots = tuple(Path(environ[v]) for v in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT") if environ.get(v))
         return cls(environ.get("GPUC_PTXAS") or None, environ.get("GPUC_LIBDEVICE") or None, roots)
+
+
+@attrs.frozen
+class ROCmSettings:
+    """Where the AMD tools are, as far as the environment says."""
+
+    device_libs: Path | None = None
+    """``GPUC_ROCM_DEVICE_LIBS``: the folder of ``ocml.bc``."""
+    roots: tuple[Path, ...] = ()
+    """``ROCM_PATH``, ``HIP_PATH`` (those set, in this order)."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> ROCmSettings:
+        explicit = environ.get("GPUC_ROCM_DEVICE_LIBS")
+        roots = tuple(Path(environ[v]) for v in ("ROCM_PATH", "HIP_PATH") if environ.get(v))
+        return cls(Path(explicit) if explicit else None, roots)
+
+    def device_lib_folders(self) -> list[Path]:
+        """Where ``ocml.bc`` is looked for, first hit wins: the explicit folder (alone, when set), each
+        root's ``amdgcn/bitcode``, ``/opt/rocm``'s, then Debian's (``/usr/lib/<multiarch>/amdgcn/bitcode``)."""
+        if self.device_libs is not None:
+            return [self.device_libs]
+        folders = [root / "amdgcn" / "bitcode" for root in (*self.roots, Path("/opt/rocm"))]
+        return folders + sorted(Path("/usr/lib").glob("*/amdgcn/bitcode"))
 
 
 #: device heap (bytes) made available to kernels that call malloc (CUDA's default is 8 MiB)

@@ -1,0 +1,325 @@
+"""The AMDGPU target: code objects for gfx90a, gfx942 and gfx1100 read back with llvm-readobj
+(the AMDGPU metadata note) and llvm-objdump; the kernel language's lowering; math through the
+ROCm device libraries or exact intrinsics, and typed errors for the rest. No AMD GPU exists here:
+nothing is run, everything is checked in the code object."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpucompiler import device as gd, kernel, types as T
+from gpucompiler.core import CompilerConfig, CompilerJob, LLVMSource
+from gpucompiler.errors import (ConfigError, InvalidIRError, TargetUnsupportedError, ToolNotFoundError,
+                               UnknownTargetError)
+from gpucompiler.llvm import parse
+from gpucompiler.pipeline import compile as compile_job
+from gpucompiler.runtime import hip
+from gpucompiler.targets import parse_target
+from gpucompiler.targets.amdgpu import ARCHITECTURES, AMDGPUTarget
+from gpucompiler.targets.amdgpu import devicelibs as amdgpu_math, tools as amdgpu_tools
+
+ROOT = Path(__file__).resolve().parents[2]
+A = T.ArrayType(T.float64, 1, "C")
+A32 = T.ArrayType(T.float32, 1, "C")
+ARCHS = tuple(ARCHITECTURES)
+
+pytest.importorskip("llvmlite")
+for _tool in ("ld.lld", "llvm-readobj", "llvm-objdump"):
+    try:
+        amdgpu_tools.find_tool(_tool)
+    except ToolNotFoundError as _exc:
+        pytestmark = pytest.mark.skip(reason=str(_exc))
+
+needs_ocml = pytest.mark.skipif(amdgpu_math.find_device_libs_or_none() is None,
+                                reason="the ROCm device libraries (rocm-device-libs) are not installed")
+
+
+def saxpy(a, x, y, out):
+    i = gd.grid(1)
+    if i < out.shape[0]:
+        out[i] = a * x[i] + y[i]
+
+
+def block_sum(x, out):
+    s = gd.shared_array(128, np.float64)
+    t = gd.threadIdx.x
+    s[t] = x[gd.grid(1)]
+    gd.syncthreads()
+    if t == 0:
+        acc = 0.0
+        for k in range(128):
+            acc += s[k]
+        gd.atomic_add(out, 0, acc)
+
+
+def warp_shift(x, out):
+    i = gd.grid(1)
+    out[i] = gd.shfl_down(x[i], 3)
+
+
+def grid_shape(out):
+    i = gd.grid(1)
+    out[i] = gd.blockDim.x * 1000 + gd.gridDim.x
+
+
+def sine(x, out):
+    i = gd.grid(1)
+    out[i] = math.sin(x[i])
+
+
+def exp32(x, out):
+    i = gd.grid(1)
+    out[i] = math.exp(x[i])
+
+
+@pytest.fixture
+def no_device_libs(monkeypatch, tmp_path):
+    """This process sees no ROCm device libraries (an empty folder named explicitly)."""
+    monkeypatch.setenv("GPUC_ROCM_DEVICE_LIBS", str(tmp_path))
+    amdgpu_math.forget_device_libs()
+    yield
+    monkeypatch.undo()
+    amdgpu_math.forget_device_libs()
+
+
+def code(fn, argtypes, arch="gfx90a", opt_level=2):
+    return hip.code_object(kernel(fn, opt_level=opt_level), argtypes, AMDGPUTarget(arch))
+
+
+def llvm_ir(fn, argtypes, arch="gfx90a", opt_level=2) -> str:
+    k = kernel(fn, opt_level=opt_level)
+    job = CompilerJob(k.specialization(tuple(argtypes)),
+                      CompilerConfig(AMDGPUTarget(arch), kernel=True, name=k.symbol, opt_level=opt_level))
+    text = compile_job(job, ("llvm",)).artifacts["llvm"]
+    assert isinstance(text, str)
+    return text
+
+
+# -- naming -----------------------------------------------------------------------------
+def test_parse_target_names_each_architecture():
+    assert parse_target("amdgpu") == AMDGPUTarget("gfx90a")
+    for arch in ARCHS:
+        assert parse_target(f"amdgpu:{arch}") == AMDGPUTarget(arch)
+
+
+def test_unknown_architecture_is_a_typed_error_listing_the_known():
+    with pytest.raises(UnknownTargetError, match="amdgpu:gfx1100"):
+        parse_target("amdgpu:gfx803")
+    with pytest.raises(ConfigError, match="gfx90a, gfx942, gfx1100"):
+        AMDGPUTarget("sm_90")
+
+
+def test_isa_versions_follow_the_gfx_names():
+    assert [amdgpu_math.isa_version(a) for a in ("gfx90a", "gfx942", "gfx1100", "gfx908")] == [9010, 9402, 11000, 9008]
+
+
+# -- the code object --------------------------------------------------------------------
+@pytest.mark.parametrize("arch", ARCHS)
+def test_code_object_note_names_the_kernel_and_its_kernarg_segment(arch):
+    co = code(saxpy, (T.float64, A, A, A), arch)
+    assert co.image[:4] == b"\x7fELF"
+    note = amdgpu_tools.metadata(co.image)
+    assert note["amdhsa.target"] == f"amdgcn-amd-amdhsa--{arch}"
+    (md,) = note["amdhsa.kernels"]
+    assert md[".name"] == "saxpy" and md[".symbol"] == "saxpy.kd"
+    # a double, then three {ptr, [1 x i64], [1 x i64]} arrays: 8 + 3 * 24 bytes, by value
+    assert [(a[".offset"], a[".size"], a[".value_kind"]) for a in md[".args"]] == [
+        (0, 8, "by_value"), (8, 24, "by_value"), (32, 24, "by_value"), (56, 24, "by_value")]
+    assert md[".kernarg_segment_size"] == 80
+    assert [(a[".offset"], a[".size"]) for a in md[".args"]] == hip.kernarg_layout(co.argtypes)
+    assert md[".wavefront_size"] == ARCHITECTURES[arch]
+    assert md[".private_segment_fixed_size"] == 0
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_disassembly_reads_arguments_from_the_kernarg_segment_and_accesses_global_memory(arch):
+    asm = code(saxpy, (T.float64, A, A, A), arch).disassemble()
+    assert "<saxpy>:" in asm and "s_endpgm" in asm
+    loads = re.findall(r"s_load_(?:dword|b32|b64|dwordx2|dwordx4|b128)\w*\s+s\[?[\d:]+\]?, s\[(\d+):\d+\], (0x[0-9a-f]+)", asm)
+    offsets = {int(off, 16) for _, off in loads}
+    assert {0x0, 0x20} & offsets, asm  # the scalar a and the array x's pointer (kernarg offsets of the note)
+    assert re.search(r"global_load_(?:dwordx2|b64)", asm) and re.search(r"global_store_(?:dwordx2|b64)", asm)
+    assert "flat_load" not in asm  # array pointers are global (addrspace 1), not generic
+
+
+def test_kernel_is_an_amdgpu_kernel():
+    text = llvm_ir(saxpy, (T.float64, A, A, A))
+    assert re.search(r"define amdgpu_kernel void @saxpy\(", text)
+    parse(text)  # our model reads it back
+
+
+def test_allocas_move_to_the_private_address_space():
+    """LLVM's verifier refuses an amdgcn alloca outside address space 5; the users keep a generic pointer."""
+    ir = """
+define void @k(ptr %out, i64 %n) {
+  %slot = alloca [4 x double], align 8
+  %p = getelementptr [4 x double], ptr %slot, i64 0, i64 %n
+  store double 2.0, ptr %p
+  %q = getelementptr [4 x double], ptr %slot, i64 0, i64 1
+  %v = load double, ptr %q
+  store double %v, ptr %out
+  ret void
+}"""
+    job = CompilerJob(LLVMSource(ir, "k"), CompilerConfig(AMDGPUTarget(), kernel=True, opt_level=0))
+    text = str(compile_job(job, ("llvm",)).artifacts["llvm"])
+    assert re.search(r"%slot = alloca \[4 x double\], align 8, addrspace\(5\)", text), text
+    assert re.search(r"addrspacecast ptr addrspace\(5\) %slot to ptr", text)
+    assert compile_job(job, ("obj",)).artifacts["obj"][:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_shared_memory_and_barrier(arch):
+    co = code(block_sum, (A, A), arch)
+    md = co.metadata()
+    assert md[".group_segment_fixed_size"] == 128 * 8  # the LDS array
+    asm = co.disassemble()
+    assert "s_barrier" in asm and re.search(r"ds_(?:write|store)_(?:b64|dwordx2|b64)", asm)
+    assert re.search(r"global_atomic_(?:add_f64|cmpswap_x2|cmpswap_b64)|flat_atomic|global_atomic_add_f64", asm), asm
+    text = llvm_ir(block_sum, (A, A), arch)
+    assert "addrspace(3) global [128 x double]" in text
+    body = text[text.index("@llvm.amdgcn.s.barrier()") - 200:text.index("@llvm.amdgcn.s.barrier()") + 120]
+    assert 'fence syncscope("workgroup") release' in body and 'fence syncscope("workgroup") acquire' in body
+
+
+def test_the_barrier_is_fenced_even_where_the_ir_lacks_the_fences():
+    """A bare s_barrier (the AD engine's mirrored one) gets its fences in ``finish``."""
+    ir = """
+declare void @llvm.amdgcn.s.barrier()
+define void @k(ptr %p) {
+  store i32 1, ptr %p
+  call void @llvm.amdgcn.s.barrier()
+  %v = load i32, ptr %p
+  store i32 %v, ptr %p
+  ret void
+}"""
+    job = CompilerJob(LLVMSource(ir, "k"), CompilerConfig(AMDGPUTarget(), kernel=True))
+    text = compile_job(job, ("llvm",)).artifacts["llvm"]
+    assert re.search(r'fence syncscope\("workgroup"\) release\s+tail call void @llvm.amdgcn.s.barrier\(\)\s+'
+                     r'fence syncscope\("workgroup"\) acquire', str(text)), text
+
+
+@pytest.mark.parametrize("dtype", [T.float64, T.int32])
+def test_shuffle_down_is_ds_bpermute_within_32_lanes(dtype):
+    arr = T.ArrayType(dtype, 1, "C")
+    text = llvm_ir(warp_shift, (arr, arr))
+    assert "@llvm.amdgcn.ds.bpermute" in text and "@llvm.amdgcn.mbcnt.lo" in text
+    assert text.count("call i32 @llvm.amdgcn.ds.bpermute") == (2 if dtype == T.float64 else 1)
+    asm = code(warp_shift, (arr, arr)).disassemble()
+    assert "ds_bpermute_b32" in asm
+
+
+def test_block_and_grid_sizes_come_from_the_dispatch_packet():
+    text = llvm_ir(grid_shape, (T.ArrayType(T.int64, 1, "C"),))
+    assert "@llvm.amdgcn.dispatch.ptr()" in text
+    # workgroup_size_x: 16 bits at byte 4; grid_size_x (work-items): 32 bits at byte 12
+    assert re.search(r"getelementptr i8, ptr addrspace\(4\) %[\w.]+, i64 4\n\s+%[\w.]+ = load i16", text)
+    assert re.search(r"getelementptr i8, ptr addrspace\(4\) %[\w.]+, i64 12\n\s+%[\w.]+ = load i32", text)
+    assert "udiv" in text
+
+
+# -- math ------------------------------------------------------------------------------
+@needs_ocml
+@pytest.mark.parametrize("arch", ARCHS)
+def test_sin_float64_links_ocml(arch):
+    text = llvm_ir(sine, (A, A), arch)
+    assert not re.search(r"declare .*@(?:__ocml_|sin\b|llvm\.sin)", text)  # linked and inlined
+    assert not re.search(r"call .*@(?:__ocml_|sin\b|llvm\.sin)", text)
+    assert "0x3FE45F306DC9C883" in text  # 2/pi: ocml's argument reduction, inlined
+    co = code(sine, (A, A), arch)
+    assert co.metadata()[".name"] == "sine"
+
+
+def test_without_device_libs_sin_float64_is_a_typed_error_at_the_users_line(no_device_libs):
+    with pytest.raises(TargetUnsupportedError) as err:
+        code(sine, (A, A))
+    message = str(err.value)
+    assert "sin on float64" in message and "amdgpu" in message and "rocm-device-libs" in message
+    line = sine.__code__.co_firstlineno + 2
+    assert f"test_amdgpu.py:{line}" in message, message
+
+
+def test_without_device_libs_exp_float32_uses_the_exact_intrinsic(no_device_libs):
+    text = llvm_ir(exp32, (A32, A32))
+    assert "__ocml" not in text
+    co = code(exp32, (A32, A32))
+    assert co.metadata()[".name"] == "exp32"
+
+
+def test_math_intrinsic_without_a_lowering_is_refused_before_llvm_could_abort(no_device_libs, tmp_path):
+    """LLVM aborts the process on ``llvm.tan.f64`` for amdgcn ("no libcall available"); validation
+    names the function instead. Run as the CLI, so an abort would show as a crash."""
+    src = tmp_path / "tan.ll"
+    src.write_text("declare double @llvm.tan.f64(double)\n"
+                   "define void @k(ptr %p) {\n  %x = load double, ptr %p\n"
+                   "  %y = call double @llvm.tan.f64(double %x)\n  store double %y, ptr %p\n  ret void\n}\n")
+    proc = subprocess.run([sys.executable, "-m", "gpucompiler", "compile-ir", str(src), "--target", "amdgpu:gfx90a",
+                           "--kernel", "--emit", "obj", "-o", str(tmp_path / "k.hsaco")],
+                          capture_output=True, text=True, env={**os.environ, "GPUC_ROCM_DEVICE_LIBS": str(tmp_path),
+                                                                "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'plugins'}"})
+    assert proc.returncode == 1, proc.stderr
+    assert "tan on float64 has no lowering on the amdgpu target" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_undefined_function_is_a_validation_error():
+    ir = "declare double @mystery(double)\ndefine void @k(ptr %p) {\n  %x = load double, ptr %p\n" \
+         "  %y = call double @mystery(double %x)\n  store double %y, ptr %p\n  ret void\n}\n"
+    job = CompilerJob(LLVMSource(ir, "k"), CompilerConfig(AMDGPUTarget(), kernel=True))
+    with pytest.raises(InvalidIRError, match=r"UNKNOWN_FUNCTION.*@mystery"):
+        compile_job(job, ("obj",))
+
+
+# -- the runtime -----------------------------------------------------------------------
+def test_kernargs_pack_at_the_offsets_of_the_note():
+    co = code(saxpy, (T.float64, A, A, A))
+    values = [2.5, (0x1000, 4, 8), (0x2000, 4, 8), (0x3000, 4, 8)]
+    buf = hip.pack_kernargs(co.argtypes, values)
+    assert len(buf) == co.metadata()[".kernarg_segment_size"]
+    words = np.frombuffer(buf, dtype=np.uint64)
+    assert np.frombuffer(buf[:8], dtype=np.float64)[0] == 2.5
+    assert list(words[1:]) == [0x1000, 4, 8, 0x2000, 4, 8, 0x3000, 4, 8]
+
+
+def test_mixed_width_arguments_align_as_the_back_end_does():
+    def k(n, a, x, out):
+        i = gd.grid(1)
+        if i < n:
+            out[i] = a * x[i]
+
+    argtypes = (T.int32, T.float32, A32, A32)
+    co = code(k, argtypes)
+    assert [(a[".offset"], a[".size"]) for a in co.metadata()[".args"]] == hip.kernarg_layout(argtypes) \
+        == [(0, 4), (4, 4), (8, 24), (32, 24)]
+
+
+def test_launch_without_a_hip_runtime_says_what_is_missing():
+    try:
+        hip.hip_library()
+    except ToolNotFoundError:
+        pass
+    else:
+        pytest.skip("a HIP runtime is installed here")
+    co = code(saxpy, (T.float64, A, A, A))
+    with pytest.raises(ToolNotFoundError, match="no HIP runtime: libamdhip64"):
+        hip.launch_code(co, 1, 64, 2.0, np.ones(64), np.ones(64), np.zeros(64))
+
+
+def test_launching_through_the_kernel_without_a_hip_runtime_says_what_is_missing():
+    """``k[grid, block]`` of a kernel for an AMD GPU goes through the registered HIP runtime."""
+    try:
+        hip.hip_library()
+    except ToolNotFoundError:
+        pass
+    else:
+        pytest.skip("a HIP runtime is installed here")
+    k = kernel(saxpy, target=AMDGPUTarget("gfx942"))
+    with pytest.raises(ToolNotFoundError, match="no HIP runtime: libamdhip64"):
+        k[1, 64](2.0, np.ones(64), np.ones(64), np.zeros(64))

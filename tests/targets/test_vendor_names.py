@@ -21,8 +21,6 @@ OWNERS = ("gpucompiler/targets/", "gpucompiler/runtime/")
 KNOWN: dict[str, str] = {
     "enzyme_plugin/ad/gpu.py": "the warp-aggregated adjoint accumulation (warp_aggregate) emits NVVM shuffles, "
                                "votes and the lane id: a target hook for warp reductions is still to come",
-    "enzyme_plugin/ad/helpers.py": "a device thread's exit when its tape finds the heap exhausted (NVVM exit): "
-                                   "a target hook for leaving a thread is still to come",
 }
 VENDOR = re.compile(r"__nv_|llvm\.nvvm\.")
 

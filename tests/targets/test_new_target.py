@@ -1,0 +1,121 @@
+"""A new target in one file: WebAssembly (wasm32) as a one-thread device, compiling a kernel to its triple.
+
+Everything the target knows is here: its name (defining the class registers
+it), triple and machine, its overlay of the kernel language (one thread: every
+index 0, every size 1; a barrier waits for nobody), its output. Nothing else
+in the compiler changes: ``parse_target`` and the command line know it,
+``@kernel(target=...)`` compiles for it, and a launch says that no runtime
+loads its code (a runtime file would add one). docs/architecture.md walks
+through this file.
+"""
+
+from __future__ import annotations
+
+import attrs
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+from llvmlite import ir
+
+from gpucompiler import device as gd, kernel, types as T
+from gpucompiler.core import Rules, Target
+from gpucompiler.device import KernelLowering, kernel_rules, new_shared_name
+from gpucompiler.errors import ConfigError, LaunchError
+from gpucompiler.interpreter.rules import RuleSet
+from gpucompiler.llvm.binding import initialize
+from gpucompiler.targets import known_targets, parse_target
+from gpucompiler.targets.native import cached_target_machine, emit_with
+
+TRIPLE = "wasm32-unknown-unknown"
+_I64 = ir.IntType(64)
+
+
+def _one_thread(cg, triple, axis):
+    """threadIdx/blockIdx are 0, blockDim/gridDim 1: a launch is one block of one thread."""
+    return ir.Constant(_I64, 1 if triple.name in ("blockDim", "gridDim") else 0)
+
+
+def _shared(cg, array_type):
+    g = ir.GlobalVariable(cg.mod.module, array_type, name=new_shared_name(cg))
+    g.linkage = "internal"  # pyright: ignore[reportAttributeAccessIssue]
+    g.initializer = ir.Constant(array_type, None)  # pyright: ignore[reportAttributeAccessIssue]
+    return g
+
+
+KERNEL_RULES = kernel_rules(RuleSet("toy.kernel.wasm", target="wasm", builtin=True),
+                            KernelLowering(_one_thread, lambda cg: None, _shared, lambda cg, word, delta: word))
+
+
+@attrs.frozen
+class WasmTarget(Target):
+    """WebAssembly, one thread per launch."""
+
+    name = "wasm"
+    is_gpu = True
+
+    def triple(self) -> str:
+        return TRIPLE
+
+    def target_machine(self, opt_level: int) -> llvm.TargetMachine:
+        initialize()
+        return cached_target_machine(TRIPLE, "generic", "", opt_level)
+
+    def rule_overlays(self) -> tuple[Rules, ...]:
+        return (KERNEL_RULES,)
+
+    def emit(self, job, module, kind: str) -> str | bytes:
+        return emit_with(self.target_machine(job.config.opt_level), module, kind)
+
+
+@kernel(target=WasmTarget())
+def scale(a, x, out):
+    i = gd.grid(1)
+    if i < out.shape[0]:
+        gd.syncthreads()
+        out[i] = a * x[i]
+
+
+A = T.ArrayType(T.float64, 1, "C")
+
+
+def test_the_new_target_is_known_by_name_from_its_file():
+    assert parse_target("wasm") == WasmTarget()
+    assert "wasm" in known_targets()
+
+
+def test_a_kernel_compiles_to_the_targets_triple_through_its_overlay():
+    text = scale.inspect_llvm(T.float64, A, A)
+    module = llvm.parse_assembly(text)
+    module.verify()
+    assert module.triple == TRIPLE
+    assert module.data_layout == str(WasmTarget().target_machine(2).target_data)
+    assert "nvvm" not in text and "gpuc_emu" not in text  # the overlay's lowering, no other target's
+    code, job = scale.compile((T.float64, A, A))
+    assert job.target == WasmTarget() and job.config.kernel
+    assert isinstance(code, bytes) and code[:4] == b"\0asm"  # a WebAssembly object file
+
+
+def test_the_same_kernel_still_runs_on_the_cpu_emulation():
+    x, out = np.arange(5.0), np.zeros(5)
+    scale[1, 8, "cpu"](2.5, x, out)
+    np.testing.assert_array_equal(out, 2.5 * np.arange(5.0))
+
+
+def test_a_launch_on_a_target_without_a_runtime_is_a_launch_error_naming_it():
+    with pytest.raises(LaunchError, match="no runtime launches kernels for target 'wasm'"):
+        scale[1, 1](2.0, np.zeros(1), np.zeros(1))
+    with pytest.raises(LaunchError, match="'wasm'"):
+        kernel(scale.py_func)[1, 1, WasmTarget()](2.0, np.zeros(1), np.zeros(1))
+
+
+def test_kernel_options_the_target_does_not_have_are_a_config_error():
+    with pytest.raises(ConfigError, match="target 'wasm' has no kernel options"):
+        kernel(scale.py_func, target=WasmTarget(), fastmath=True).compile((T.float64, A, A))
+    with pytest.raises(ConfigError, match="must be a Target object"):
+        kernel(scale.py_func, target="wasm")
+
+
+def test_two_target_classes_of_one_name_are_refused():
+    with pytest.raises(ConfigError, match="two target classes are named 'wasm'"):
+        type("OtherWasm", (Target,), {"name": "wasm"})
+

@@ -15,7 +15,7 @@ import secrets
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..settings import CacheSettings, is_loopback, runtime_dir
+from ..settings import CacheSettings, is_loopback, private_directory_problem, runtime_dir
 
 
 def add_parser(subparsers) -> None:
@@ -112,6 +112,10 @@ def _generate_token(port: int) -> tuple[str, Path]:
     token = secrets.token_hex(24)
     directory = runtime_dir()
     os.makedirs(directory, mode=0o700, exist_ok=True)
+    problem = private_directory_problem(str(directory))
+    if problem is not None:  # another user could replace the token file there
+        raise ConfigError(f"cannot write the generated token into {directory}: {problem}; give --token-file FILE "
+                          "(or set XDG_RUNTIME_DIR to a directory only you can write)")
     path = directory / f"serve-{port}.token"
     path.unlink(missing_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)

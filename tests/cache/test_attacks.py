@@ -328,3 +328,21 @@ def test_a_publish_never_writes_through_a_planted_link(public, tmp_path, planted
         again = Cache(None, shared=shared_disk(shared), secret=SECRET, compiler=compile_job).compile(
             jobs.job(variant), ("obj",))
         assert again.origin == "shared" and not (shared / "entries" / key[:2] / key).is_symlink()
+
+
+def test_gpuc_serve_writes_no_generated_token_into_a_runtime_directory_another_user_controls(public, tmp_path):
+    runtime = public / "run"
+    runtime.mkdir()
+    os.chmod(runtime, 0o777)
+
+    def plant():  # the directory the token would go to, made by the other user
+        (runtime / "gpucompiler").mkdir(mode=0o777)
+        os.chmod(runtime / "gpucompiler", 0o777)
+
+    as_another_user(plant)
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "PYTHONPATH": str(ROOT)}
+    env.pop("GPUC_SERVICE_TOKEN", None)
+    proc = subprocess.run([sys.executable, "-m", "gpucompiler", "serve", "--port", "0", "--cache-dir",
+                           str(tmp_path / "c")], env=env, capture_output=True, text=True, timeout=30, cwd=ROOT)
+    assert proc.returncode != 0 and "--token-file" in proc.stderr and "Traceback" not in proc.stderr
+    assert list((runtime / "gpucompiler").iterdir()) == []

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from gpucompiler import device as gd, kernel, types as T
+from gpucompiler.kernel import Kernel
 from gpucompiler.core import CompilerConfig, CompilerJob, LLVMSource
 from gpucompiler.errors import (ConfigError, InvalidIRError, TargetUnsupportedError, ToolNotFoundError,
                                UnknownTargetError)
@@ -320,6 +321,6 @@ def test_launching_through_the_kernel_without_a_hip_runtime_says_what_is_missing
         pass
     else:
         pytest.skip("a HIP runtime is installed here")
-    k = kernel(saxpy, target=AMDGPUTarget("gfx942"))
+    k = Kernel(saxpy, target=AMDGPUTarget("gfx942"))
     with pytest.raises(ToolNotFoundError, match="no HIP runtime: libamdhip64"):
         k[1, 64](2.0, np.ones(64), np.ones(64), np.zeros(64))

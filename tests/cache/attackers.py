@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.cache.servers import ROOT
 
 #: the second local user (``nobody``) and a group the victim shares a directory with
 OTHER_UID = 65534
@@ -36,6 +40,21 @@ def as_another_user(action: Callable[[], None], *, groups: tuple[int, ...] = ())
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, "the other user's action failed (traceback above)"
+
+
+def run_as_another_user(script: str, *args: str, groups: tuple[int, ...] = ()) -> str:
+    """Run a Python ``script`` (with ``args``) in a fresh interpreter as uid/gid 65534 (and ``groups``):
+    for actions that compile (LLVM in a forked child of a threaded process is not safe). Its stdout."""
+    setpriv = shutil.which("setpriv")
+    if os.getuid() != 0 or setpriv is None:
+        pytest.skip("acting as a second local user needs root and setpriv (util-linux); no other uid is available")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": "/nonexistent", "GPUC_CACHE": "off"}
+    who = [setpriv, f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}",
+           f"--groups={','.join(map(str, groups))}" if groups else "--clear-groups"]
+    proc = subprocess.run([*who, sys.executable, "-c", script, *args], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, f"the other user's script failed:\n{proc.stderr}"
+    return proc.stdout
 
 
 def public_directory() -> Iterator[Path]:

@@ -34,7 +34,7 @@ from gpucompiler.pipeline import compile as compile_job
 from gpucompiler.service import ServiceClient
 from gpucompiler.service.protocol import decode_artifacts, make_request, parse_request
 from tests.cache import jobs
-from tests.cache.attackers import TEAM_GID, as_another_user, public_directory
+from tests.cache.attackers import TEAM_GID, as_another_user, public_directory, run_as_another_user
 from tests.cache.servers import ROOT, SECRET, start_service, stop
 from tests.cache.test_trust import evil_job
 
@@ -208,6 +208,22 @@ def test_a_second_user_links_shared_subdirectories_to_the_victims_files_and_noth
     assert (shared / "entries" / "id").is_symlink()  # left alone, not followed
 
 
+_MEMBER = """
+import json, sys
+from gpucompiler.cache import Cache
+from gpucompiler.cache.core import shared_disk
+from gpucompiler.pipeline import compile as compile_job
+from tests.cache import jobs
+from tests.cache.servers import SECRET
+
+theirs = Cache(None, shared=shared_disk(sys.argv[1]), secret=SECRET, compiler=compile_job)
+found = theirs.compile(jobs.job(420), ("obj",))  # the victim's entry, read
+mine = Cache(compiler=compile_job).compile(jobs.job(420), ("obj",))
+theirs.compile(jobs.job(421), ("obj",))  # and one of its own, published
+print(json.dumps({"origin": found.origin, "same": found.artifacts["obj"] == mine.artifacts["obj"]}))
+"""
+
+
 def test_the_shared_tier_is_shareable_by_its_group_and_the_private_tier_stays_owner_only(public, tmp_path):
     shared = public / "team"
     shared.mkdir()
@@ -225,13 +241,8 @@ def test_the_shared_tier_is_shareable_by_its_group_and_the_private_tier_stays_ow
     assert stat.S_IMODE(os.stat(private.parent).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(private).st_mode) == 0o600
 
-    def member():  # another user of the group: reads the victim's entry, publishes one of its own
-        theirs = Cache(None, shared=shared_disk(shared), secret=SECRET, compiler=compile_job)
-        found = theirs.compile(jobs.job(420), ("obj",))
-        assert found.origin == "shared" and found.artifacts["obj"] == first.artifacts["obj"]
-        theirs.compile(jobs.job(421), ("obj",))
-
-    as_another_user(member, groups=(TEAM_GID,))
+    out = run_as_another_user(_MEMBER, str(shared), groups=(TEAM_GID,))
+    assert json.loads(out) == {"origin": "shared", "same": True}
     again = Cache(None, shared=shared_disk(shared), secret=SECRET, compiler=compile_job).compile(jobs.job(421), ("obj",))
     assert again.origin == "shared" and jobs.run(again, 421) == pytest.approx(jobs.expected(421), rel=1e-12)
 

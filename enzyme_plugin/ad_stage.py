@@ -45,7 +45,8 @@ def run_ad(job, module, unoptimized: str | None = None) -> None:
     emulated = job.config.emulates_grid
     atomic = job.target.is_gpu or bool(job.config.param("enzyme_atomic", False)) or emulated
     device = job.target.is_gpu or emulated  # the emulation runs the tape code the device runs
-    options = EngineOptions(atomic_adjoints=atomic, warp_aggregate=job.target.warp_aggregation(), device_tape=device)
+    options = EngineOptions(atomic_adjoints=atomic, warp_aggregate=job.target.warp_aggregation(), device_tape=device,
+                            thread_exit=job.target.thread_exit())
 
     def scalar(t: str) -> str:
         return str(optimize(job, t, vectorize=False))

@@ -8,7 +8,7 @@ import re
 from gpucompiler.llvm import Builder, Function, constant, types as T
 
 from .analysis import CONST, DUP, OUT, Activity
-from . import custom, stack
+from . import custom, gpu, stack
 from .calls import INACTIVE
 from .emit import carries_derivative, declare, fconst, is_float_like, zero
 from .errors import unsupported
@@ -50,6 +50,11 @@ class Engine:
         PTX and the grid emulation) copies into a new malloc'd block instead of calling realloc."""
         variant = key + "_device" if key in ("push", "loop_grow") and self.options.device_tape else key
         fnty, text = HELPERS[variant]
+        exit_intrinsic = self.options.thread_exit
+        if key == "out_of_heap" and exit_intrinsic is not None:  # the target ends threads without a trap
+            variant = "out_of_heap_exit"
+            fnty, text = HELPERS[variant]
+            text = text.replace("THREAD_EXIT", exit_intrinsic)
         return self._helper(key, fnty, text, variant)  # one name for both: higher-order AD knows it
 
     def memcpy_adjoint(self, ty) -> Function:
@@ -72,6 +77,10 @@ class Engine:
                 declare(self.module, "malloc", T.function(T.ptr(), [T.i64]))
             if key in ("trip_check", "tape_alloc", "tape_open", *grow):  # trap on overrun or out of memory
                 declare(self.module, "llvm.trap", T.function(T.void, []))
+            if key in ("tape_alloc", "tape_open", *grow):  # what an allocation that failed calls
+                self.helper("out_of_heap")
+            if variant == "out_of_heap_exit" and self.options.thread_exit is not None:
+                gpu.declare_heap_exit(self.module, self.options.thread_exit)
         return declare(self.module, name, fnty)
 
     def activity(self, fn, kinds) -> Activity:

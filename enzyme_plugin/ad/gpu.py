@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import attrs
 
-from gpucompiler.llvm import Instruction, const_int
+from gpucompiler.llvm import GlobalVariable, Instruction, const_int
+from gpucompiler.runtime.device_heap import FLAG as HEAP_FLAG
 
+from .emit import declare
 from .errors import unsupported
 
 INACTIVE_PREFIX = "gpuc.inactive."
@@ -50,6 +52,20 @@ class EngineOptions:
     """sum a warp's adjoints with shuffles before one atomic add per warp (PTX)"""
     device_tape: bool = False
     """growing tapes avoid realloc (a device has none) and start in an inline segment (PTX, emulation)"""
+    thread_exit: str | None = None
+    """the target's intrinsic that ends a thread (``Target.thread_exit``): a thread whose tape ``malloc``
+    fails sets the module's heap flag and calls it instead of trapping, so that the context survives
+    and the runtime raises DeviceHeapError after the launch (None: it traps)"""
+
+
+def declare_heap_exit(module, intrinsic: str) -> None:
+    """What the ``out_of_heap_exit`` helper uses: the flag the runtime reads after a launch
+    (:data:`gpucompiler.runtime.device_heap.FLAG`, an ``i32`` in global memory) and ``intrinsic``,
+    which ends the thread."""
+    if HEAP_FLAG not in module.globals:
+        module.add_global(GlobalVariable(HEAP_FLAG, _T.i32, prefix="addrspace(1) externally_initialized",
+                                         initializer=const_int(_T.i32, 0), suffix=", align 4", addrspace=1))
+    declare(module, intrinsic, _T.function(_T.void, []))
 
 
 def _thread_private(p) -> bool:

@@ -4,6 +4,7 @@ the module (internal, always inlined): the tape stack and memcpy adjoints."""
 from __future__ import annotations
 
 from gpucompiler.llvm import types as T
+from gpucompiler.runtime.device_heap import FLAG as DEVICE_HEAP_FLAG
 
 PREFIX = "__gpuc_ad_"
 """Names of the helpers: ``PREFIX + key``."""
@@ -13,13 +14,18 @@ TAPE_INLINE = 40
 header ``{ptr base, i64 sp, i64 cap, ptr fixed}`` (32 bytes) and the first block of the stack after it
 (``fixed``: that block, which growth copies from but never frees)."""
 
-def _trap_if_null(value: str, next_label: str) -> str:
-    """IR lines (braces doubled, for ``str.format``) that trap when allocation ``value`` failed:
-    the tape never writes through null, on the CPU or on a device heap."""
+#: the helper that stops a thread whose tape allocation failed (see ``out_of_heap`` below)
+OUT_OF_HEAP = PREFIX + "out_of_heap"
+
+
+def _trap_if_null(value: str, next_label: str, release: str = "") -> str:
+    """IR lines (braces doubled, for ``str.format``) that stop the thread when allocation ``value``
+    failed, after ``release`` (IR giving back the block the tape held): the tape never writes
+    through null, on the CPU or on a device heap."""
     return (f"  %lost = icmp eq ptr {value}, null\n"
             f"  br i1 %lost, label %oom, label %{next_label}, "
             "!prof !{{!\"branch_weights\", i32 1, i32 2000}}\n"
-            "oom:\n  call void @llvm.trap()\n  unreachable\n")
+            f"oom:\n{release}  call void @{OUT_OF_HEAP}()\n  unreachable\n")
 
 
 #: ``a OP b`` on sizes, trapping on unsigned overflow (OP: umul or uadd)
@@ -77,7 +83,11 @@ _GROW_REALLOC = ("  %nb = call ptr @realloc(ptr %b, i64 %nc), !gpuc.ad.tape !{{}
 #: device growth (CUDA has no realloc): malloc + copy + free of the old block, unless the old block is the
 #: caller's memory the tape started in (the header's fourth word, :data:`TAPE_INLINE`)
 _GROW_COPY = ("  %nb = call ptr @malloc(i64 %nc), !gpuc.ad.tape !{{}}\n"
-              + _trap_if_null("%nb", "copy")
+              + _trap_if_null("%nb", "copy", "  %ofixedp = getelementptr inbounds i8, ptr %t, i64 24\n"
+                              "  %ofixed = load ptr, ptr %ofixedp, align 8\n"
+                              "  %oheld = icmp ne ptr %b, %ofixed\n"
+                              "  %ofree = select i1 %oheld, ptr %b, ptr null\n"
+                              "  call void @free(ptr %ofree), !gpuc.ad.tape !{{}}\n")
               + "copy:\n"
               "  call void @llvm.memcpy.p0.p0.i64(ptr %nb, ptr %b, i64 %sp, i1 false)\n"
               "  %fixedp = getelementptr inbounds i8, ptr %t, i64 24\n"
@@ -119,7 +129,12 @@ _LOOP_GROW_REALLOC = ("  %b = load ptr, ptr %t, align 8\n"
                       + _trap_if_null("%nb", "grown"))
 
 _LOOP_GROW_COPY = ("  %nb = call ptr @malloc(i64 %bytes), !gpuc.ad.tape !{{}}\n"
-                   + _trap_if_null("%nb", "copy")
+                   + _trap_if_null("%nb", "copy", "  %ob = load ptr, ptr %t, align 8\n"
+                                   "  %oinlp = getelementptr inbounds i8, ptr %t, i64 16\n"
+                                   "  %oinl = load ptr, ptr %oinlp, align 8\n"
+                                   "  %oheld = icmp ne ptr %ob, %oinl\n"
+                                   "  %ofree = select i1 %oheld, ptr %ob, ptr null\n"
+                                   "  call void @free(ptr %ofree), !gpuc.ad.tape !{{}}\n")
                    + "copy:\n"
                    "  %b = load ptr, ptr %t, align 8\n"
                    "  %used = mul i64 %cap, %frame\n"
@@ -256,6 +271,25 @@ done:
   ret void
 }}
 """.replace("TAPE_INLINE", str(TAPE_INLINE))),
+    # a tape allocation failed: the thread stops. On the host and in the grid emulation by a trap; on a
+    # device whose target names a thread exit (``EngineOptions.thread_exit``, replacing THREAD_EXIT) the
+    # thread sets the module's flag and exits, so that the context survives and the runtime raises
+    # DeviceHeapError after the launch (a trap would lose the context). Never inlined: the path is cold
+    "out_of_heap": (T.function(T.void, []), """
+define internal void @{name}() noinline cold {{
+entry:
+  call void @llvm.trap()
+  unreachable
+}}
+"""),
+    "out_of_heap_exit": (T.function(T.void, []), """
+define internal void @{name}() noinline cold {{
+entry:
+  store volatile i32 1, ptr addrspace(1) @""" + DEVICE_HEAP_FLAG + """, align 4
+  call void @THREAD_EXIT()
+  unreachable
+}}
+"""),
     # sizes of nest arrays (products of trip counts and frame sizes): an overflow traps
     "size_mul": (T.function(T.i64, [T.i64, T.i64]), _CHECKED_SIZE.replace("OP", "umul")),
     "size_add": (T.function(T.i64, [T.i64, T.i64]), _CHECKED_SIZE.replace("OP", "uadd")),

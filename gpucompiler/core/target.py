@@ -103,6 +103,12 @@ class Target:
         ``vote``, ``activemask``) before one atomic add; default: no (PTX says yes)."""
         return False
 
+    def thread_exit(self) -> str | None:
+        """The intrinsic (``void()``) that ends the calling thread and leaves the context usable: an AD
+        tape whose device ``malloc`` fails sets the heap flag the runtime reads after the launch
+        (:mod:`gpucompiler.runtime.device_heap`) and calls it; None (the default): such a tape traps."""
+        return None
+
     # -- inference -----------------------------------------------------------
     def for_inference(self) -> Target:
         """This target as type inference sees it: fields that matter only to code generation
@@ -142,6 +148,11 @@ class Target:
         emits) where the target cannot lower ``name`` itself; None: leave it (default)."""
         return None
 
+    def adapt_ir(self, text: str) -> str:
+        """LLVM IR text from a producer that does not know this target (an AD plugin's output) in the
+        form this target's LLVM verifier accepts, before LLVM parses it; default: unchanged."""
+        return text
+
     # -- pipeline hooks ----------------------------------------------------
     def prepare(self, job: CompilerJob, module: IRModule) -> None:
         """Before ``post_irgen``: set triple and data layout on the module."""
@@ -161,3 +172,8 @@ class Target:
     def emit(self, job: CompilerJob, module: IRModule, kind: str) -> str | bytes:
         """The ``emit`` stage: ``"llvm"`` text, ``"bc"`` bitcode, ``"asm"`` or ``"obj"``."""
         raise NotImplementedError
+
+    def check_output(self, kind: str, artifact: str | bytes) -> None:
+        """Check an emitted ``artifact`` of ``kind`` with the tool that validates this target's output
+        (PTX: ``ptxas`` assembles it for the capability); a ToolchainError carries the tool's report,
+        a ToolNotFoundError says the tool is missing. Default: nothing to check."""

@@ -33,11 +33,16 @@ environment variable ``GPUC_DEVICE_HEAP`` (bytes, or with a ``K``/``M``/``G``
 suffix) sets another size (:class:`gpucompiler.settings.RuntimeSettings`, read on
 first use). CUDA refuses the change once a
 kernel using ``malloc`` has run in the context: the launch then goes on with
-the heap as it is, after a ``RuntimeWarning``. The tape traps when ``malloc``
-returns null; once a kernel calling ``malloc`` has been loaded, a trap
-(``CUDA_ERROR_LAUNCH_FAILED`` or ``CUDA_ERROR_ILLEGAL_INSTRUCTION``) reported by
-any later driver call raises :class:`~gpucompiler.errors.DeviceHeapError`
-saying how large the heap was and how to raise it.
+the heap as it is, after a ``RuntimeWarning``. A thread whose tape ``malloc``
+returns null gives back the block it was growing, sets its module's flag and
+exits (:mod:`.device_heap`): after every launch of such a kernel the runtime
+waits for it, reads the flag and raises :class:`~gpucompiler.errors.DeviceHeapError`
+saying how large the heap is and how to raise it; the context stays usable
+(these launches are therefore synchronous). Once a kernel calling ``malloc``
+has been loaded, a trap (``CUDA_ERROR_LAUNCH_FAILED`` or
+``CUDA_ERROR_ILLEGAL_INSTRUCTION``: a tape's overrun or size check) reported
+by any later driver call also raises :class:`DeviceHeapError`; the context is
+lost then.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from .. import types as T
 from ..errors import CudaError, DeviceHeapError, LaunchError, ToolchainError
 from ..settings import DEFAULT_DEVICE_HEAP as DEFAULT_DEVICE_HEAP, RuntimeSettings
 from .arguments import SCALAR_TYPES, TYPESTR, argument_type, cuda_array_type, is_contiguous
+from .device_heap import flag_address, raise_if_exhausted
 from ..targets.ptx import PTXTarget
 from .grid import array_param, param_array, scalar_param
 from .launchers import register_runtime
@@ -63,7 +69,7 @@ from .launchers import register_runtime
 _lock = threading.Lock()
 _state: dict = {"init": False}
 _capability: dict = {}   # context handle -> (major, minor)
-_functions: dict = {}    # (kernel id, argtypes, context) -> (CUfunction, module, kernel)
+_functions: dict = {}    # (kernel id, argtypes, context) -> (CUfunction, module, kernel, heap flag or None)
 _launchers: dict = {}    # (kernel id, context, signature key) -> Launcher
 _heap_checked: set = set()  # contexts whose device heap limit was checked
 
@@ -225,8 +231,16 @@ def load_function(kernel, argtypes, ctx: int):
             ensure_device_heap(d, ctx)
         module = check(d.cuModuleLoadData(ptx.encode() + b"\0"), "cuModuleLoadData")
         fn = check(d.cuModuleGetFunction(module, kernel.symbol.encode()), "cuModuleGetFunction")
-        hit = _functions[key] = (fn, module, kernel)
+        flag = flag_address(d, module) if calls_malloc(ptx) else None
+        hit = _functions[key] = (fn, module, kernel, flag)
     return hit[0]
+
+
+def heap_flag(kernel, argtypes, ctx: int) -> int | None:
+    """The device address of the heap-exhaustion flag of ``kernel``'s loaded module (see
+    :mod:`.device_heap`), or None when its tape never allocates."""
+    hit = _functions.get((id(kernel), argtypes, ctx))
+    return hit[3] if hit is not None else None
 
 
 def forget(kernel) -> None:
@@ -347,9 +361,9 @@ def signature(args):
 class Launcher:
     """One (kernel, context, argument signature): function handle and parameter layout."""
 
-    __slots__ = ("fn", "packer", "buffer", "params", "params_address", "lock", "launch_kernel")
+    __slots__ = ("fn", "packer", "buffer", "params", "params_address", "lock", "launch_kernel", "heap")
 
-    def __init__(self, d, fn, argtypes):
+    def __init__(self, d, fn, argtypes, flag: int | None = None):
         fmt = "<" + "".join(_SCALAR_FORMAT[t] if not isinstance(t, T.ArrayType) else "q" * (1 + 2 * t.ndim)
                             for t in argtypes)
         self.fn, self.packer = fn, struct.Struct(fmt)
@@ -362,6 +376,8 @@ class Launcher:
         self.params_address = ctypes.addressof(self.params)
         self.lock = threading.Lock()
         self.launch_kernel = d.cuLaunchKernel
+        #: (driver, heap flag address) of a kernel whose tape allocates: checked after every launch
+        self.heap = (d, flag) if flag is not None else None
 
     def __call__(self, grid, block, hstream, values) -> None:
         if self.lock.acquire(False):  # the shared buffer: the driver copies it during the call
@@ -382,6 +398,8 @@ class Launcher:
                                      hstream, ctypes.addressof(params), 0)[0]
         if err:
             check((err,), "cuLaunchKernel")
+        if self.heap is not None:
+            raise_if_exhausted(self.heap[0], hstream, self.heap[1])
 
 
 def fast_launch(kernel, grid, block, hstream: int, args) -> None:
@@ -410,7 +428,8 @@ def _new_launcher(d, kernel, ctx, key, args) -> Launcher:
     argtypes, _, _ = marshal(args)  # full checks and typed errors; no NumPy arrays here
     if len(argtypes) != len(kernel.bind.names):
         kernel.bind.bind(tuple(args), {})  # raises the binding error
-    launcher = _launchers[(id(kernel), ctx, key)] = Launcher(d, load_function(kernel, argtypes, ctx), argtypes)
+    fn = load_function(kernel, argtypes, ctx)
+    launcher = _launchers[(id(kernel), ctx, key)] = Launcher(d, fn, argtypes, heap_flag(kernel, argtypes, ctx))
     return launcher
 
 
@@ -436,6 +455,9 @@ def slow_launch(kernel, grid, block, hstream: int, args) -> None:
         params = param_array(buffers)
         check(d.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, hstream,
                                ctypes.addressof(params), 0), "cuLaunchKernel")
+        flag = heap_flag(kernel, argtypes, ctx)
+        if flag is not None:
+            raise_if_exhausted(d, hstream, flag)
         if copies:
             for c in copies:  # a read-only array is not written by the kernel (its type forbids it)
                 if c.nbytes and c.host.flags.writeable:

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import subprocess
+import tempfile
 from collections.abc import Iterable
+from pathlib import Path
 
 import attrs
 import llvmlite.binding as llvm
 
-from ..errors import ConfigError, ErrorKind
+from ..errors import ConfigError, ErrorKind, ToolchainError
 from ..llvm import Builder, Function, const_int, initialize, types as LT
 from ..core import Rules, Target
 from .libdevice import PREFIX, device_name, libdevice_digest, libdevice_functions, libm_name, link_libdevice
 from .native import cached_target_machine, emit_with
 from .ptx_overlays import KERNEL_RULES, MATH_RULES
 from ..core.facts import ALLOCATION_FUNCTIONS, ModuleFacts
+from ..toolchain import find_ptxas
 
 
 def _capability(value: Iterable[int]) -> tuple[int, int]:
@@ -73,6 +77,9 @@ class PTXTarget(Target):
 
     def warp_aggregation(self) -> bool:
         return True
+
+    def thread_exit(self) -> str | None:
+        return "llvm.nvvm.exit"
 
     def rule_overlays(self) -> tuple[Rules, ...]:
         """libdevice's math and the NVVM kernel intrinsics (special registers, barriers, shuffles)."""
@@ -198,6 +205,19 @@ class PTXTarget(Target):
             raise ConfigError("the PTX target emits 'asm' (PTX text), 'llvm' or 'bc'; assemble the "
                               "PTX with ptxas (or load it with the CUDA driver) for a cubin")
         return emit_with(self.target_machine(job.config.opt_level), module, kind)
+
+    def check_output(self, kind: str, artifact: str | bytes) -> None:
+        """``ptxas`` assembles PTX (``asm``) for this capability; its errors are a ToolchainError."""
+        if kind != "asm":
+            return
+        text = artifact.decode() if isinstance(artifact, bytes) else artifact
+        with tempfile.TemporaryDirectory(prefix="gpuc-ptxas-") as tmp:
+            source = Path(tmp) / "kernel.ptx"
+            source.write_text(text)
+            proc = subprocess.run([find_ptxas(), f"-arch={self.cpu()}", str(source), "-o", str(Path(tmp) / "k.cubin")],
+                                  capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise ToolchainError(f"ptxas rejected the PTX for {self.cpu()}:\n{proc.stderr.strip()}")
 
 
 def global_array_pointers(entry) -> int:

@@ -1,10 +1,12 @@
-"""Every allocation the tape makes is checked: out of memory traps, never writes through null."""
+"""Every allocation the tape makes is checked: out of memory stops the thread (the out-of-heap helper:
+a trap on the host and in the grid emulation, the heap flag and an exit on a device), never writes
+through null."""
 
 import re
 
 import pytest
 
-from enzyme_plugin.ad.helpers import HELPERS
+from enzyme_plugin.ad.helpers import HELPERS, OUT_OF_HEAP
 from gpucompiler.llvm import parse
 
 DECLS = """
@@ -12,6 +14,7 @@ declare ptr @malloc(i64)
 declare ptr @realloc(ptr, i64)
 declare void @free(ptr)
 declare void @llvm.trap()
+declare void @__gpuc_ad_out_of_heap()
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 """
 
@@ -47,4 +50,5 @@ def test_allocation_result_is_checked_before_use(key):
         assert checks, f"{key}: result of @{call.callee.name} is not compared with null"
         branch = next(u.user for u in checks[0].uses if u.user.opcode == "br")
         failing = branch.successors[0]
-        assert any(i.opcode == "call" and i.callee.name == "llvm.trap" for i in failing.instructions)
+        assert any(i.opcode == "call" and i.callee.name == OUT_OF_HEAP for i in failing.instructions)
+        assert failing.instructions[-1].opcode == "unreachable"

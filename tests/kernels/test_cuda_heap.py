@@ -2,6 +2,7 @@
 of a loop with a run-time trip count), against the fake driver of test_cuda_launch: once per
 context, only when below the configured size, ``GPUC_DEVICE_HEAP`` read as the override."""
 
+import ctypes
 import os
 import sys
 
@@ -27,6 +28,21 @@ class HeapDriver(FakeDriver):
     def __init__(self, heap=8 << 20, refuse=False):
         super().__init__()
         self.heap, self.refuse, self.set_calls = heap, refuse, []
+        #: the module's heap-exhaustion flag (gpucompiler.runtime.device_heap), in host memory here
+        self.flag = ctypes.c_int32(0)
+
+    def cuModuleGetGlobal(self, module, name):
+        assert f".global .align 4 .u32 {name.decode()};" in self.modules[module - 1]
+        return (0, ctypes.addressof(self.flag), 4)
+
+    def cuMemcpyDtoH(self, dst, src, nbytes):
+        ctypes.memmove(dst, src, nbytes)
+        return (0,)
+
+    def cuMemsetD32(self, dst, value, count):
+        for k in range(count):
+            ctypes.c_int32.from_address(int(dst) + 4 * k).value = value
+        return (0,)
 
     def cuCtxGetLimit(self, limit):
         assert limit == HEAP
@@ -146,3 +162,36 @@ def test_trap_of_a_kernel_without_malloc_stays_a_cuda_error(trapping):
     with pytest.raises(CudaError) as info:
         saxpy[1, 8](np.float32(2.0), x, x, np.zeros_like(x))
     assert type(info.value) is CudaError and info.value.name == "CUDA_ERROR_LAUNCH_FAILED"
+
+
+class ExhaustingDriver(HeapDriver):
+    """The kernel runs, and a thread whose tape found the heap full set the flag (as the tape's
+    out-of-heap path does on a device before the thread exits)."""
+
+    exhaust = True
+
+    def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        out = super().cuLaunchKernel(fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
+        self.flag.value = int(self.exhaust)
+        return out
+
+
+def test_a_thread_that_ran_out_of_heap_is_a_heap_error_and_the_context_goes_on(monkeypatch, heap_fake):
+    """After the launch the runtime reads the module's flag: set, it is cleared and DeviceHeapError says
+    the context is still usable; the next launch (flag clear) runs and reports nothing."""
+    driver = ExhaustingDriver()
+    monkeypatch.setattr(cuda, "_driver", lambda: driver)
+    with pytest.raises(DeviceHeapError, match=r"the 268435456 bytes it has.*still usable") as info:
+        _launch_tape_kernel()
+    assert info.value.name == "GPUC_DEVICE_HEAP_EXHAUSTED" and driver.flag.value == 0
+    assert ("sync", 0) in driver.calls
+    driver.exhaust = False  # the heap has room again
+    _, dx = _launch_tape_kernel()
+    assert driver.flag.value == 0 and np.any(dx != 0)
+
+
+def test_a_launch_without_a_tape_never_reads_the_flag(heap_fake):
+    x = np.ones(8, np.float32)
+    heap_fake.flag.value = 1  # would raise if it were read
+    saxpy[1, 8](np.float32(2.0), x, x, np.zeros_like(x))
+    assert heap_fake.flag.value == 1

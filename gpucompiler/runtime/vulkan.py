@@ -26,11 +26,10 @@ import attrs
 import numpy as np
 
 from .. import types as T
-from ..core import CompilerConfig, CompilerJob
 from ..errors import LaunchError
-from ..cached import compile_cached
 from ..targets.spirv import SPIRVTarget
 from .arguments import cuda_array_type, kernel_argument
+from .launchers import register_runtime
 from .vulkan_device import DeviceFeatureError, VulkanDevice, VulkanError, device, vk
 
 _HOST = 0x2 | 0x4  # HOST_VISIBLE | HOST_COHERENT
@@ -131,24 +130,17 @@ class Shader:
     pipeline: object
     layout: object
     set_layout: object
-    spec: object
 
 
 _SHADERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-"""kernel -> {(argtypes, workgroup): Shader}; an entry whose spec the kernel forgot (world age) is stale."""
+"""kernel -> {(argtypes, workgroup): Shader}; dropped by :meth:`VulkanRuntime.forget` (world age)."""
 
 
 def compile_spirv(kernel, argtypes: tuple, workgroup: tuple[int, int, int]) -> bytes:
     """The SPIR-V binary of ``kernel`` for ``argtypes`` with ``workgroup`` (through the compile cache)."""
-    def make():
-        target = SPIRVTarget(workgroup=workgroup)
-        job = CompilerJob(kernel.specialization(argtypes), CompilerConfig(
-            target, kernel=True, name=kernel.symbol, opt_level=kernel.opt_level, plugins=kernel.plugins,
-            frontend=kernel._frontend()))
-        binary = compile_cached(job, ("obj",), check=kernel._check).artifacts["obj"]
-        assert isinstance(binary, bytes)
-        return binary
-    return kernel._enabling_plugins(make)
+    binary = kernel.compile(argtypes, SPIRVTarget(workgroup=workgroup))[0]
+    assert isinstance(binary, bytes)
+    return binary
 
 
 def shader(kernel, argtypes: tuple, workgroup: tuple[int, int, int], dev: VulkanDevice) -> Shader:
@@ -157,13 +149,11 @@ def shader(kernel, argtypes: tuple, workgroup: tuple[int, int, int], dev: Vulkan
     table = _SHADERS.setdefault(kernel, {})
     key = (argtypes, workgroup)
     hit = table.get(key)
-    if hit is not None and hit.spec is kernel._specs.get(argtypes):
-        return hit
-    binary = compile_spirv(kernel, argtypes, workgroup)
-    shuffles = dev.require(binary)
-    arrays = sum(isinstance(t, T.ArrayType) for t in argtypes)
-    hit = table[key] = Shader(binary, arrays, *_pipeline(dev, binary, arrays, kernel.symbol, shuffles),
-                              kernel._specs.get(argtypes))
+    if hit is None:
+        binary = compile_spirv(kernel, argtypes, workgroup)
+        shuffles = dev.require(binary)
+        arrays = sum(isinstance(t, T.ArrayType) for t in argtypes)
+        hit = table[key] = Shader(binary, arrays, *_pipeline(dev, binary, arrays, kernel.symbol, shuffles))
     return hit
 
 
@@ -336,5 +326,26 @@ def _submit(dev: VulkanDevice, cmd, record) -> float:
         vk.vkDestroyQueryPool(h, queries, None)
 
 
-__all__ = ["DeviceFeatureError", "Shader", "VulkanArray", "VulkanDevice", "VulkanError", "compile_spirv",
+@attrs.frozen
+class VulkanRuntime:
+    """The runtime of SPIR-V kernels (:class:`~gpucompiler.runtime.launchers.Runtime`): a launch waits
+    for the device; the shader is compiled with the launch's block as its workgroup."""
+
+    def stream_handle(self, stream) -> int:
+        if stream is not None:
+            raise LaunchError(f"Vulkan launches run on the device's queue and wait for it: pass no stream "
+                              f"(got {stream!r})")
+        return 0
+
+    def launch(self, kernel, grid, block, hstream: int, args) -> None:
+        launch(kernel, grid, block, args)
+
+    def forget(self, kernel) -> None:
+        _SHADERS.pop(kernel, None)
+
+
+VULKAN = VulkanRuntime()
+register_runtime(SPIRVTarget, VULKAN)
+
+__all__ = ["VULKAN", "VulkanRuntime", "DeviceFeatureError", "Shader", "VulkanArray", "VulkanDevice", "VulkanError", "compile_spirv",
            "device", "launch", "run", "shader", "to_device"]

@@ -24,8 +24,8 @@ from ..native import cached_target_machine, emit_with
 from ...core.facts import ModuleFacts
 from .atomics import EXTENSIONS
 from .lower import MATH_F64, lower_shader
-from .rules import KERNEL_RULES_SPIRV, NAME
-from .tools import SpirvValidationError, in_child, order_barriers, validate_binary
+from .rules import BARRIER, INDEX_READS, KERNEL_RULES_SPIRV, NAME
+from .tools import SpirvValidationError, in_child, order_barriers, place_merges, validate_binary
 
 TRIPLE = "spirv1.6-unknown-vulkan1.3-compute"
 """SPIR-V 1.6 for Vulkan 1.3 compute (logical addressing, ``GLSL.std.450``)."""
@@ -52,7 +52,18 @@ class SPIRVTarget(Target):
     """A Vulkan compute shader with ``workgroup`` invocations per workgroup (the launch's block)."""
 
     name = NAME
+    spellings = ("spirv", "spirv:X[xY[xZ]]")
     is_gpu = True
+
+    @classmethod
+    def from_spelling(cls, arg: str) -> SPIRVTarget | None:
+        """``spirv`` (64 invocations per workgroup) or ``spirv:16x16`` (the workgroup's shape)."""
+        if not arg:
+            return cls()
+        parts = arg.split("x")
+        if not 1 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+            return None
+        return cls(workgroup=tuple(int(p) for p in parts))
 
     workgroup: tuple[int, int, int] = attrs.field(default=(64, 1, 1), converter=_workgroup)
 
@@ -62,6 +73,14 @@ class SPIRVTarget(Target):
     def rule_overlays(self) -> tuple[Rules, ...]:
         """The kernel language on Vulkan (indices, barriers, shared memory, shuffles)."""
         return (KERNEL_RULES_SPIRV,)
+
+    def inactive_intrinsic(self, name: str) -> bool:
+        """Thread, workgroup and lane index reads, and the workgroup size."""
+        return name in INDEX_READS
+
+    def barrier_intrinsic(self, name: str) -> bool:
+        """The workgroup barrier of ``syncthreads()``."""
+        return name == BARRIER
 
     def triple(self) -> str:
         return TRIPLE
@@ -103,7 +122,8 @@ class SPIRVTarget(Target):
         if kind != "obj":
             return emit_with(machine, module, kind)
         ref = module.ref
-        binary = order_barriers(in_child(lambda: machine.emit_object(ref), f"the SPIR-V shader {job.name}"))
+        binary = in_child(lambda: machine.emit_object(ref), f"the SPIR-V shader {job.name}")
+        binary = place_merges(order_barriers(binary))
         validate_binary(binary)
         return binary
 

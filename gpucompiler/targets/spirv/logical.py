@@ -23,6 +23,7 @@ from collections.abc import Callable
 import attrs
 
 from ...llvm import BasicBlock, Builder, Function, Instruction, Value, const_int, constant, types as LT
+from ...llvm.printer import print_instruction
 from .atomics import integer_access, rebuild_atomic
 
 STORAGE_BUFFER = 11
@@ -121,9 +122,10 @@ class _Walk:
         self.accesses: list[_Access] = []
         self.derived: list[Instruction] = []
         self.phis: list[tuple[Instruction, Instruction]] = []
+        self._pending: list[Value] = []
 
     def run(self) -> None:
-        work = [self.root.pointer]
+        work = self._pending = [self.root.pointer]
         while work:
             p = work.pop()
             for use in list(p.uses):
@@ -144,7 +146,7 @@ class _Walk:
     def _problem(self, inst: Instruction, what: str) -> None:
         fn = inst.function
         where = f" in @{fn.name}" if fn is not None else ""
-        self.problems.append(f"{what}{where}: {str(inst).strip()[:160]}")
+        self.problems.append(f"{what}{where}: {print_instruction(inst).strip()[:160]}")
 
     def _use(self, p: Value, user, index: int) -> Value | None:
         if not isinstance(user, Instruction) or user.parent is None:
@@ -157,6 +159,8 @@ class _Walk:
             self.offsets[user] = self._gep_offset(b, user, base)
         elif op in _PASS_THROUGH and user.type.is_pointer:
             self.offsets[user] = base
+        elif op == "insertvalue" and index == 1:  # an array's struct rebuilt around the pointer
+            return self._carried(user, user.aggregate_indices, base)
         elif op == "phi":
             if user in self.offsets:
                 return None
@@ -191,6 +195,27 @@ class _Walk:
         self.derived.append(user)
         return user
 
+    def _carried(self, agg: Instruction, path, base: Value) -> None:
+        """The pointer ``base`` stands at ``path`` of the aggregate ``agg``: follow it to the
+        ``extractvalue``s that take it out again (through insertions into other fields)."""
+        for use in list(agg.uses):
+            user = use.user
+            if not isinstance(user, Instruction):
+                self.problems.append(f"an aggregate holding a pointer into {self.root.name} in a constant")
+                continue
+            op = user.opcode
+            if op == "extractvalue" and user.aggregate_indices == path:
+                self.offsets[user] = base
+                self.derived.append(user)
+                self._pending.append(user)
+            elif op == "insertvalue" and use.index == 0 and user.aggregate_indices != path:
+                self._carried(user, path, base)
+            elif op == "extractvalue" and not _prefix(path, user.aggregate_indices):
+                continue  # another field (a shape, a stride)
+            else:
+                self._problem(user, f"an aggregate holding a pointer into {self.root.name} used by {op}")
+        self.derived.append(agg)
+
     @staticmethod
     def _gep_offset(b: Builder, gep: Instruction, base: Value) -> Value:
         t = gep.source_element_type
@@ -215,6 +240,12 @@ class _Walk:
                 raise LogicalPointerError(f"a getelementptr into {t}")
             off = _add(b, off, _scale(b, idx, step))
         return off
+
+
+def _prefix(a, b) -> bool:
+    """Whether one index path starts the other (the same field or one inside it)."""
+    n = min(len(a), len(b))
+    return tuple(a[:n]) == tuple(b[:n])
 
 
 def _add(b: Builder, a: Value, c: Value) -> Value:

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import llvmlite.binding as llvm
 
-from ...errors import InvalidIRError
+from ...core.facts import ALLOCATION_FUNCTIONS
+from ...errors import ErrorKind, InvalidIRError
 from ...llvm import (Builder, Function, GlobalVariable, Instruction, Value, const_float, const_int, constant, parse_ir,
                      types as LT)
+from ...llvm.printer import print_instruction
 from ..ptx import entry_name
 from .entry import BUFFER, layout, wrapper_ir
 from .logical import STORAGE_BUFFER, Root, to_logical
@@ -56,6 +58,11 @@ def lower_shader(job, module, target) -> None:
     _optimise(ref, target, job.config.opt_level)
     module.ref = ref
     model = module.model
+    heap = sorted(n for n in ALLOCATION_FUNCTIONS if n in model.functions and model.functions[n].users)
+    if heap:
+        raise InvalidIRError([(ErrorKind.DYNAMIC_ALLOCATION, f"calls of @{', @'.join(heap)}: Vulkan has no device heap; "
+                               "a gradient whose loop tape grows with a trip count known only as the loop runs "
+                               "needs one (a constant trip count keeps the tape in registers)")], job.name)
     entry = model.functions[name]
     problems = [f"@{f.name} is called, not inlined: a shader's pointers cannot cross calls"
                 for f in model.functions.values() if not f.is_declaration and f is not entry]
@@ -92,7 +99,7 @@ def _unrooted(fn: Function) -> list[str]:
             ok = isinstance(p, Instruction) and _logical_pointer(p)
             if not ok:
                 problems.append(f"memory read or written through a pointer Vulkan cannot express (one chosen "
-                                f"between two arrays?): {str(inst).strip()[:160]}")
+                                f"between two arrays?): {print_instruction(inst).strip()[:160]}")
     return problems
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...device import Dim3, _add_rules, blockDim, blockIdx, gridDim, threadIdx
+from ...device import Dim3, KernelLowering, blockDim, blockIdx, gridDim, kernel_rules, new_shared_name, threadIdx
 from ...interpreter.rules import RuleSet
 
 NAME = "spirv"
@@ -33,6 +33,12 @@ _INTRINSIC = {threadIdx.name: "llvm.spv.thread.id.in.group.i32", blockIdx.name: 
               gridDim.name: "llvm.spv.num.workgroups.i32", blockDim.name: WORKGROUP_SIZE}
 
 
+INDEX_READS = frozenset({*_INTRINSIC.values(), "llvm.spv.subgroup.local.invocation.id"})
+"""The functions that read an index or a size (no derivative)."""
+BARRIER = "llvm.spv.group.memory.barrier.with.group.sync"
+"""The barrier of ``syncthreads()``."""
+
+
 def _pure(fn: ir.Function) -> ir.Function:
     for attr in ("nounwind", "readnone"):
         fn.attributes.add(attr)
@@ -47,15 +53,13 @@ def _register(cg, reg: Dim3, axis: int):
 def _barrier(cg):
     """``OpControlBarrier Workgroup Workgroup AcquireRelease|WorkgroupMemory`` (HLSL's
     ``GroupMemoryBarrierWithGroupSync``)."""
-    fn = cg.mod.declare("llvm.spv.group.memory.barrier.with.group.sync", ir.VoidType(), [])
+    fn = cg.mod.declare(BARRIER, ir.VoidType(), [])
     fn.attributes.add("convergent")
     cg.b.call(fn, [])
 
 
 def _shared(cg, array_type):
-    count = getattr(cg.mod, "_gpuc_spirv_shared", 0)
-    cg.mod._gpuc_spirv_shared = count + 1
-    g = ir.GlobalVariable(cg.mod.module, array_type, name=f"gpuc_shared_{count}", addrspace=3)
+    g = ir.GlobalVariable(cg.mod.module, array_type, name=new_shared_name(cg), addrspace=3)
     g.linkage, g.align = "internal", 16  # pyright: ignore[reportAttributeAccessIssue]
     g.initializer = ir.Constant(array_type, ir.Undefined)  # pyright: ignore[reportAttributeAccessIssue]
     fn = _pure(cg.mod.declare(SHARED, ir.PointerType(), [g.type]))
@@ -68,8 +72,8 @@ def _shuffle_down(cg, word, delta):
     return cg.b.call(fn, [word, delta])
 
 
-KERNEL_RULES_SPIRV = RuleSet("base.kernel.spirv", target=NAME, builtin=True)
-_add_rules(KERNEL_RULES_SPIRV, _register, _barrier, _shared, _shuffle_down)
+KERNEL_RULES_SPIRV = kernel_rules(RuleSet("base.kernel.spirv", target=NAME, builtin=True),
+                                  KernelLowering(_register, _barrier, _shared, _shuffle_down))
 """The kernel language on Vulkan (every SPIR-V job)."""
 
-__all__ = ["KERNEL_RULES_SPIRV", "NAME", "SHARED", "SHUFFLE_DOWN", "WORKGROUP_SIZE"]
+__all__ = ["BARRIER", "INDEX_READS", "KERNEL_RULES_SPIRV", "NAME", "SHARED", "SHUFFLE_DOWN", "WORKGROUP_SIZE"]

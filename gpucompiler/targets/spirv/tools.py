@@ -116,3 +116,30 @@ def order_barriers(binary: bytes) -> bytes:
     where = constants[old]
     words[where + 4:where + 4] = [(4 << 16) | _OP_CONSTANT, words[where + 1], new, BARRIER_SEMANTICS]
     return struct.pack(f"<{len(words)}I", *words)
+
+
+_OP_LOOP_MERGE, _OP_SELECTION_MERGE = 246, 247
+_BRANCHES = frozenset({249, 250, 251})  # OpBranch, OpBranchConditional, OpSwitch
+
+
+def place_merges(binary: bytes) -> bytes:
+    """Move each ``OpSelectionMerge``/``OpLoopMerge`` down to just before its block's branch.
+
+    LLVM 22's back end sometimes schedules an instruction between the merge and the branch (seen
+    with the offsets of neighbouring elements in a gradient), which SPIR-V forbids. A merge only
+    declares the construct: moving it past the block's other instructions changes nothing else.
+    """
+    words = list(struct.unpack(f"<{len(binary) // 4}I", binary))
+    out, at, held = words[:5], 5, None
+    while at < len(words):
+        count = max(words[at] >> 16, 1)
+        inst, opcode = words[at:at + count], words[at] & 0xFFFF
+        at += count
+        if opcode in (_OP_LOOP_MERGE, _OP_SELECTION_MERGE):
+            held = inst
+            continue
+        if held is not None and opcode in _BRANCHES:
+            out += held
+            held = None
+        out += inst
+    return struct.pack(f"<{len(out)}I", *out)

@@ -277,7 +277,7 @@ class Activity:
                     for u in inst.users):
                 return "shadow"
             return None
-        if op in ("getelementptr", "bitcast", "addrspacecast", "freeze"):
+        if op in ("getelementptr", "bitcast", "addrspacecast", "freeze", "extractvalue"):
             return "shadow" if inst.operands[0] in self.shadowed else None
         if op == "phi":
             return "shadow" if any(v in self.shadowed for v, _ in inst.incoming) else None
@@ -300,31 +300,42 @@ class Activity:
                           "rule giving it a shadow", inst, self.fn)
 
     def _classify_aggregate(self, inst) -> str | None:
-        """Structs and arrays of values: active when they hold floats and one flows in. One holding
-        pointers made from values with shadows is an ADError: shadows of pointers inside aggregates are
-        not modeled (the pointer taken out of it would have none)."""
+        """Structs and arrays: active when they hold floats and one flows in. One holding pointers (an
+        array's descriptor) has a shadow when a pointer with a shadow is put in it (the same aggregate with
+        the pointers' shadows: the pointers taken out have theirs); one holding floats and pointers with
+        shadows, or made by a call, is an ADError (not modeled)."""
         t, op = inst.type, inst.opcode
         operands = list(inst.args) if op == "call" else list(inst.operands)
-        varied = self._any_varied(operands) or (op == "load" and inst.pointer_operand in self.shadowed)
-        if not varied or (op == "call" and callee_name(inst) in self._inactive_calls):
+        if op == "phi":
+            operands = [v for v, _ in inst.incoming]
+        elif op == "select":
+            operands = operands[1:]
+        shadowed = any(o in self.shadowed for o in operands) or (op == "load" and inst.pointer_operand in self.shadowed)
+        if holds_pointer(t) and shadowed:
+            if op == "call" and callee_name(inst) in self._inactive_calls:
+                return None
+            if has_float(t) or op not in ("insertvalue", "extractvalue", "phi", "select", "freeze", "load"):
+                raise unsupported(f"a {t} holding pointers made from values with shadows ('{op}'): shadows of "
+                                  "pointers inside aggregates are modeled for aggregates without floats, built "
+                                  "and taken apart in the function", inst, self.fn)
+            return "shadow"
+        if not self._any_varied(operands) or not has_float(t):
             return None
-        if _holds_pointer(t) and (op != "call" or any(o in self.shadowed for o in operands)):
-            raise unsupported(f"a {t} holding pointers made from values with shadows ('{op}'): shadows of "
-                              "pointers inside aggregates are not modeled", inst, self.fn)
-        if has_float(t) and op in ("call", "insertvalue", "extractvalue", "load", "phi", "select", "freeze"):
-            return "active"
-        if has_float(t) and op in ("atomicrmw", "cmpxchg"):  # gpu.py's rules raise on shadowed memory
-            return "active"
+        if op == "call" and callee_name(inst) in self._inactive_calls:
+            return None
+        if op in ("call", "insertvalue", "extractvalue", "load", "phi", "select", "freeze", "atomicrmw", "cmpxchg"):
+            return "active"  # atomics and cmpxchg on memory with a shadow: gpu.py's rules raise
         return None
 
 
-def _holds_pointer(t: T.Type) -> bool:
+def holds_pointer(t: T.Type) -> bool:
+    """Whether a value of type ``t`` holds a pointer."""
     if t.kind == "ptr":
         return True
     if isinstance(t, (T.VectorType, T.ArrayType)):
-        return _holds_pointer(t.element)
+        return holds_pointer(t.element)
     if isinstance(t, T.StructType):
-        return any(_holds_pointer(e) for e in t.elements or ())
+        return any(holds_pointer(e) for e in t.elements or ())
     return False
 
 

@@ -205,8 +205,13 @@ def forward(s, inst):
     if kind == "defined":
         if not varied and inst not in act.active and inst not in act.shadowed:
             return
+        if any(a in act.shadowed and a.type.kind in ("struct", "array") for a in inst.args):
+            raise unsupported(f"an aggregate holding pointers with shadows passed to @{callee_name(inst)}: "
+                              "not modeled (pass the pointers)", inst, s.fn)
         s.engine.forward_call(s, inst, call_kinds(act, inst, s.tangents))
         return
+    # an unknown callee none of whose arguments or results carries a derivative is inactive, as in Enzyme: it
+    # computes from values without derivatives, and no memory with a shadow is handed to it
     if varied or inst in act.active or inst in act.shadowed:
         name = callee_name(inst) or "an indirect callee"
         if name.startswith(_MASKED):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from gpucompiler.llvm import Builder, Instruction, Value, constant
 
 from . import calls, memory
-from .analysis import CFG
+from .analysis import CFG, holds_pointer
 from .emit import Emit, is_float_like, zero
 from .errors import VectorizedCodeError, unsupported
 from .rules import ARITH_FORWARD, ARITH_REVERSE, derived_forward
@@ -81,6 +81,24 @@ class Sweep(Emit):
             return v
         raise unsupported("pointer without a shadow used where a derivative is needed", inst or v, self.fn)
 
+    def member_shadow(self, v, inst):
+        """What stands for ``v`` in the shadow of a pointer or of an aggregate holding pointers: its shadow;
+        an integer itself (the shadow of an array's descriptor has the array's shape); a constant
+        aggregate or null pointer itself. A pointer or aggregate without shadow there is an ADError (the
+        pointer taken out would be the primal's)."""
+        s = self.shadow_map.get(v)
+        if s is not None:
+            return s
+        t = v.type
+        if t.kind == "int" or (t.kind == "vector" and t.scalar.kind == "int"):
+            return self.val(v)
+        if getattr(v, "ref", None) in ("null", "undef", "poison", "zeroinitializer"):
+            return v
+        if t.kind in ("struct", "array") and not holds_pointer(t):
+            return self.val(v)
+        raise unsupported("a pointer without a shadow put where pointers with shadows are (select, phi or "
+                          "aggregate)", inst, self.fn)
+
     def tangent(self, v):
         return self.shadow_map.get(v) if v in self.act.active else None
 
@@ -119,6 +137,8 @@ class Sweep(Emit):
         self.set_lane(0)
 
     def _phi_incoming(self, inst, v):
+        if inst.type.kind in ("struct", "array") and inst in self.act.shadowed:
+            return self.member_shadow(v, inst)
         if inst.type.kind == "ptr":
             if v in self.shadow_map:
                 return self.shadow_map[v]
@@ -148,13 +168,21 @@ class Sweep(Emit):
                 self._phis.append((inst, phi, self.lane))
             return
         if inst in self.act.shadowed and op == "freeze":  # value-preserving: the pointer's shadow
-            self.shadow_map[inst] = self.shadow(inst.operands[0], inst)
+            self.shadow_map[inst] = self.member_shadow(inst.operands[0], inst)
             return
         if inst in self.act.shadowed and op == "select":
-            self.shadow_map[inst] = self.b.select(self.val(inst.operands[0]), self.shadow(inst.operands[1], inst),
-                                                  self.shadow(inst.operands[2], inst))
+            self.shadow_map[inst] = self.b.select(self.val(inst.operands[0]), self.member_shadow(inst.operands[1], inst),
+                                                  self.member_shadow(inst.operands[2], inst))
             return
-        if self.act.is_constant_value(inst):
+        if inst in self.act.shadowed and op in ("insertvalue", "extractvalue"):  # an aggregate holding pointers
+            agg = self.member_shadow(inst.operands[0], inst)
+            if op == "extractvalue":
+                self.shadow_map[inst] = self.b.extractvalue(agg, inst.aggregate_indices)
+            else:
+                self.shadow_map[inst] = self.b.insertvalue(agg, self.member_shadow(inst.operands[1], inst),
+                                                           inst.aggregate_indices)
+            return
+        if self.act.is_constant_value(inst):  # the activity analysis vouched for it (it refuses what it does not model)
             if op in ARITH_REVERSE or op in ("extractvalue", "insertvalue", "select"):
                 return
             if is_float_like(inst.type) or inst.type.kind == "ptr":

@@ -2,14 +2,20 @@
 
 Each program is a small module: helpers (one of them recursive with a depth
 bound, one reading and writing an array, one returning a tuple) and the entry
-``f(x, y, a, b, n)`` of two float64 scalars, two float64 arrays of one length
-and an int, returning a float. Its statements mix arithmetic, ``**`` with int
+``f(x, y, a, b, n, p)`` of two float64 scalars, two float64 arrays of one length,
+an int and an int64 index array ``p`` into them, returning a float. Its statements mix arithmetic, ``**`` with int
 and float exponents, ints and floats mixed (an int operand, ``//`` of floats,
 ``int()`` of a float), ``math`` functions, ``abs``/``min``/``max``, ``if``/``else``
 on comparisons, ``for`` loops over constant and runtime trip counts with
 loop-carried accumulators and ``break``, ``while`` loops, tuples, array reads
 and writes (``a[i] += ...``, ``b[i] = ...``, whole arrays and slices in place:
-``b += 0.5 * a``, ``a[1:] += ...``) and ``np.sum``/``np.dot``.
+``b += 0.5 * a``, ``a[1:] += ...``) and ``np.sum``/``np.dot``. Array indices are the
+expressions users write: periodic (``(i + 1) % len(a)``, ``(i - 2) % a.shape[0]``),
+clamped (``min(i + 1, len(a) - 1)``, ``max(i - 1, 0)``), reversed (``len(a) - 1 - i``, loops
+``range(len(a) - 1, -1, -1)``), strided (``(2 * i) % len(a)``, ``range(0, len(a), 2)``),
+gathered through ``p`` (``p[i]``, ``p[p[i]]``), with ``if`` on the index (``i % 2 == 0``,
+``p[i] > i``), in loops that write the result into another array (``b[i] = 2 * a[(i + 1) % len(a)]``)
+or sum it. Program ``seed``'s ``@jit`` wrappers and kernel are compiled at ``opt_level = seed % 4``.
 
 On several random inputs the derivatives of
 
@@ -89,8 +95,25 @@ class _Gen:
         loops = [v for v, k in scope.items() if k == "idx"]
         if loops and self.chance(0.6):
             i = self.rng.choice(loops)
-            return self.rng.choice([i, i, f"({i} + 1) % {self.m}", f"{self.m - 1} - {i}"])
+            return self.rng.choice([i, i, f"({i} + 1) % {self.m}", f"{self.m - 1} - {i}"]) if self.chance(0.4) \
+                else self.index_e(i)
+        if self.chance(0.1):
+            return f"p[{self.rng.randint(0, self.m - 1)}]"  # a gather at a constant position
         return str(self.rng.randint(-self.m, self.m - 1))
+
+    def index_e(self, i: str) -> str:
+        """An index of the arrays from loop index ``i`` (0 <= i < length) as users write them: periodic,
+        clamped, reversed, strided, gathered through the index array ``p``."""
+        size = self.rng.choice(["len(a)", "a.shape[0]", "b.shape[0]"])  # all the same length
+        k = self.rng.randint(1, 3)
+        family = self.rng.choice(["periodic", "periodic", "clamped", "clamped", "reversed", "strided", "gathered"])
+        return self.rng.choice({
+            "periodic": [f"({i} + {k}) % {size}", f"({i} - {k}) % {size}", f"({size} - 1 - {i} + {k}) % {size}"],
+            "clamped": [f"min({i} + {k}, {size} - 1)", f"max({i} - {k}, 0)", f"max(min({i} + {k}, {size} - 1), {i} // 2)"],
+            "reversed": [f"{size} - 1 - {i}"],
+            "strided": [f"(2 * {i}) % {size}", f"({k} * {i} + 1) % {size}"],
+            "gathered": [f"p[{i}]", f"p[({i} + {k}) % {size}]", f"p[p[{i}]]", f"(p[{i}] + {i}) % {size}"],
+        }[family])
 
     def int_e(self, scope) -> str:
         ints = [v for v, k in scope.items() if k in ("int", "idx")]
@@ -175,7 +198,9 @@ class _Gen:
         for _ in range(n):
             r = rng.random()
             floats = [v for v, k in scope.items() if k == "float"]
-            if r < 0.25 or depth >= 2:
+            if r < 0.1 and "a" in scope and depth < 2:
+                lines += self.index_loop(scope, pad)
+            elif r < 0.25 or depth >= 2:
                 var = rng.choice(floats) if floats and self.chance(0.4) else self.name()
                 lines.append(f"{pad}{var} = {self.float_e(scope)}")
                 scope[var] = "float"
@@ -184,7 +209,13 @@ class _Gen:
                 lines.append(rng.choice([f"{pad}{var} += {self.float_e(scope)}", f"{pad}{var} -= {self.float_e(scope)}",
                                          f"{pad}{var} *= 1.0 + 0.25 * math.sin({self.float_e(scope, 1)})"]))
             elif r < 0.50:
-                lines.append(f"{pad}if {self.cond(scope)}:")
+                loops = [v for v, k in scope.items() if k == "idx"]
+                cond = self.cond(scope)
+                if loops and self.chance(0.5):  # a branch on the index
+                    i = rng.choice(loops)
+                    cond = rng.choice([f"{i} % 2 == 0", f"{i} % 3 == 1", f"{i} < len(a) // 2", f"{i} == 0",
+                                       f"{i} + 1 == len(a)", f"p[{i}] > {i}", f"p[{i}] % 2 == 1"])
+                lines.append(f"{pad}if {cond}:")
                 inner, other = dict(scope), dict(scope)
                 lines += self.block(inner, ind + 4, rng.randint(1, 2), depth + 1, loop)
                 if self.chance(0.6):
@@ -202,12 +233,15 @@ class _Gen:
                     acc = self.name("s")
                     lines.append(f"{pad}{acc} = {rng.choice(['0.0', '1.0', self.leaf(scope)])}")
                     scope[acc] = "float"
-                bound = rng.choice(["n", "n", f"{self.m}", "len(a)", "a.shape[0]", "n, 0, -1"] if "a" in scope
+                bound = rng.choice(["n", "n", f"{self.m}", "len(a)", "a.shape[0]", "n, 0, -1", "0, len(a), 2",
+                                    "len(a) - 1, -1, -1", "a.shape[0] - 1, -1, -2", "1, n, 3"] if "a" in scope
                                    else ["2", "3", "1, 3"])
                 lines.append(f"{pad}for {i} in range({bound}):")
                 inner = dict(scope, **{i: "idx"})
                 if bound in ("n, 0, -1", "1, 3"):
                     inner[i] = "int"  # 1..n: not an index
+                if bound in ("1, n, 3",):
+                    inner[i] = "idx"  # 1, 4, ... < n <= the length
                 body = self.block(inner, ind + 4, rng.randint(0, 2), depth + 1, True)
                 upd = rng.choice([f"{acc} + {self.float_e(inner)}", f"{acc} * (1.0 + 0.125 * math.sin({self.float_e(inner, 1)}))",
                                   f"0.5 * {acc} + {self.float_e(inner)}", f"math.sin({acc}) + {self.float_e(inner, 1)}"])
@@ -273,6 +307,27 @@ class _Gen:
                 lines.append(f"{pad}    return {self.float_e(scope)}")
         return lines or [pad + "pass"]
 
+    def index_loop(self, scope, pad) -> list[str]:
+        """A loop over the arrays through one index family: ``b[i] = 2 * a[(i + 1) % len(a)]`` (the result in
+        another array) or a sum, now and then under an ``if`` on the index."""
+        rng = self.rng
+        i, acc = self.name("i"), self.name("s")
+        src = rng.choice(["a", "b"] + ["c"] * ("c" in scope))
+        lines = [f"{pad}{acc} = {rng.choice(['0.0', self.leaf(scope)])}",
+                 f"{pad}for {i} in range({rng.choice(['len(a)', 'a.shape[0]', 'n'])}):"]
+        body = pad + "    "
+        if self.chance(0.4):
+            lines.append(f"{body}if {rng.choice([f'{i} % 2 == 0', f'{i} % 3 != 1', f'{i} < len(a) // 2', f'p[{i}] >= {i}'])}:")
+            body += "    "
+        read = f"{src}[{self.index_e(i)}]"
+        if self.chance(0.35):  # the result in another array
+            dst = rng.choice([d for d in ("a", "b", "c") if d in scope and d != src])
+            lines.append(f"{body}{dst}[{i}] {rng.choice(['=', '+='])} {rng.choice(['2 *', '0.5 * x *', '-'])} {read}")
+        lines.append(f"{body}{acc} += {rng.choice(['', 'x * ', '0.25 * '])}{read}"
+                     f"{rng.choice(['', ' * ' + read, ' * ' + self.leaf(scope)])}")
+        scope[acc] = "float"
+        return lines
+
     def helper_sources(self) -> None:
         rng = self.rng
         kinds = ["ff", "rec", "arr", "tup", "loop"] + ["reca"] * self.chance(0.2)
@@ -305,7 +360,7 @@ class _Gen:
 
     def program(self) -> str:
         self.helper_sources()
-        scope = {"x": "float", "y": "float", "n": "int", "a": "arr", "b": "arr"}
+        scope = {"x": "float", "y": "float", "n": "int", "a": "arr", "b": "arr"}  # and p: indices into them
         body = []
         if self.chance(0.25):  # an array made in the function
             body.append("    c = " + self.rng.choice(["np.zeros(len(a))", "a * 0.5 + b", "np.copy(b)", "np.sin(a)",
@@ -318,27 +373,29 @@ class _Gen:
         return ("import math\n\nimport numpy as np\n\nfrom enzyme_plugin import (Active, Const, Duplicated, "
                 "ForwardWithPrimal, Reverse, ReverseWithPrimal, autodiff)\nfrom gpucompiler import device as gd\n\n\n"
                 + "\n\n".join(self.helpers) +
-                "\n\ndef f(x, y, a, b, n):\n" + "\n".join(body) + "\n\n" + WRAPPERS)
+                "\n\ndef f(x, y, a, b, n, p):\n" + "\n".join(body) + "\n\n" + WRAPPERS)
 
 
 WRAPPERS = """
-def grad_reverse(x, y, a, da, b, db, n):
-    return autodiff(ReverseWithPrimal, f, Active(x), Active(y), Duplicated(a, da), Duplicated(b, db), Const(n))
+def grad_reverse(x, y, a, da, b, db, n, p):
+    return autodiff(ReverseWithPrimal, f, Active(x), Active(y), Duplicated(a, da), Duplicated(b, db), Const(n),
+                    Const(p))
 
 
-def grad_forward(x, vx, y, vy, a, va, b, vb, n):
+def grad_forward(x, vx, y, vy, a, va, b, vb, n, p):
     return autodiff(ForwardWithPrimal, f, Duplicated(x, vx), Duplicated(y, vy), Duplicated(a, va),
-                    Duplicated(b, vb), Const(n))
+                    Duplicated(b, vb), Const(n), Const(p))
 
 
-def grad_kernel(xs, dxs, y, a, da, b, db, n):
+def grad_kernel(xs, dxs, y, a, da, b, db, n, p):
     i = gd.grid(1)
     if i < xs.shape[0]:
-        dxs[i] = autodiff(Reverse, f, Active(xs[i]), Const(y), Duplicated(a, da), Duplicated(b, db), Const(n))[0]
+        dxs[i] = autodiff(Reverse, f, Active(xs[i]), Const(y), Duplicated(a, da), Duplicated(b, db), Const(n),
+                          Const(p))[0]
 """
 
 #: an assignment to an element of an argument array (``v``: a helper's): threads of a kernel would race
-_WRITES_ARRAYS = re.compile(r"^\s*[abv](\[[^\]]*\])?\s*[-+*]?=", re.M)
+_WRITES_ARRAYS = re.compile(r"^\s*[abv](\[.*\])?\s*[-+*]?=", re.M)
 THREADS = 4
 
 
@@ -346,6 +403,11 @@ def generate(seed: int) -> tuple[str, int]:
     """``(source, array length)`` of program ``seed``."""
     g = _Gen(random.Random(seed))
     return g.program(), g.m
+
+
+def opt_level(seed: int) -> int:
+    """The optimisation level of program ``seed``'s ``@jit`` wrappers and kernel: every level in turn."""
+    return seed % 4
 
 
 # -- the oracle: CPython with every branch decision recorded -------------------------------------
@@ -437,14 +499,14 @@ def _oracle(src: str) -> str:
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
-def _evaluate(oracle, rec: _Recorder, x, y, a, b, n):
+def _evaluate(oracle, rec: _Recorder, x, y, a, b, n, p):
     """``(result, a_out, b_out, trace)`` of CPython's ``f``, or None when it raises or leaves the bound."""
     import numpy as np
 
     rec.trace.clear()
     a, b = a.copy(), b.copy()
     try:
-        r = float(oracle.f(x, y, a, b, n))
+        r = float(oracle.f(x, y, a, b, n, p))
     except (ArithmeticError, ValueError, IndexError, RecursionError):
         return None
     vals = np.concatenate([[r], a, b])
@@ -517,8 +579,10 @@ def run_gradient_program(seed: int, workdir: str) -> tuple[str, str]:
     rec = _Recorder()
     rec.install(oracle)
     rng = np.random.default_rng(seed)
-    jit_rev = jit(mod.grad_reverse, plugins=("enzyme",))
-    jit_fwd = jit(mod.grad_forward, plugins=("enzyme",))
+    opt = opt_level(seed)
+    jit_rev = jit(mod.grad_reverse, plugins=("enzyme",), opt_level=opt)
+    jit_fwd = jit(mod.grad_forward, plugins=("enzyme",), opt_level=opt)
+    p = rng.integers(0, m, m)  # the index array (Const)
     checked, kernel_points = 0, []
     for _ in range(SAMPLES * 3):
         if checked >= SAMPLES:
@@ -529,60 +593,61 @@ def run_gradient_program(seed: int, workdir: str) -> tuple[str, str]:
         vx, vy = (float(v) for v in rng.normal(size=2))
         va, vb = rng.normal(size=m), rng.normal(size=m)
         wa, wb = rng.normal(size=m), rng.normal(size=m)
-        base = _evaluate(oracle, rec, x, y, a, b, n)
+        base = _evaluate(oracle, rec, x, y, a, b, n, p)
         if base is None:
             continue
         values = {}
         for h in STEPS:
-            pts = [_evaluate(oracle, rec, x + s * h * vx, y + s * h * vy, a + s * h * va, b + s * h * vb, n)
+            pts = [_evaluate(oracle, rec, x + s * h * vx, y + s * h * vy, a + s * h * va, b + s * h * vb, n, p)
                    for s in (1, -1)]
             if any(p is None or p[3] != base[3] for p in pts):
                 break
             values[h] = pts
         if len(values) < len(STEPS):
             continue  # near a branch point, a kink or the bound
-        verdict = _check_sample(mod, jit_rev, jit_fwd, path, (x, y, a, b, n), (vx, vy, va, vb), (wa, wb),
+        verdict = _check_sample(mod, jit_rev, jit_fwd, path, (x, y, a, b, n, p), (vx, vy, va, vb), (wa, wb),
                                 base, values)
         if verdict is None:
             continue
         if verdict[0] != "right":
             return verdict
         checked += 1
-        kernel_points.append((x, y, a, b, n))
+        kernel_points.append((x, y, a, b, n, p))
     if not checked:
         return "skipped", "no input away from a branch point"
     if _WRITES_ARRAYS.search(src) or "\n    c = " in src:  # races between threads; kernels allocate no array
         return "right", ""
-    return _check_kernel(mod, path, kernel_points[0]) or ("right", "")
+    return _check_kernel(mod, path, kernel_points[0], opt) or ("right", "")
 
 
-def _check_kernel(mod, path, point):
+def _check_kernel(mod, path, point, opt: int):
     """Each of :data:`THREADS` threads of a kernel on the CPU grid emulation differentiates ``f`` at its own
     ``x`` of checked inputs; the shared adjoints ``da``, ``db`` add up (atomically) to the sum of what
     ``autodiff`` from Python gives per thread (checked against finite differences above)."""
     import numpy as np
 
     from enzyme_plugin import Active, Const, Duplicated, Reverse, autodiff
-    from gpucompiler import kernel
+    from gpucompiler.kernel import Kernel
 
-    x0, y, a, b, n = point
+    x0, y, a, b, n, p = point
     xs = x0 + 1e-3 * np.arange(THREADS)  # threads at nearby points (what Python gives there is the reference)
     want_dx, want_da, want_db = np.zeros(THREADS), np.zeros(len(a)), np.zeros(len(b))
     for k, x in enumerate(xs):
         da, db = np.zeros(len(a)), np.zeros(len(b))
         try:
             (want_dx[k],) = autodiff(Reverse, mod.f, Active(float(x)), Const(y), Duplicated(a.copy(), da),
-                                     Duplicated(b.copy(), db), Const(n))
+                                     Duplicated(b.copy(), db), Const(n), Const(p))
         except Exception as exc:  # compiled code raised (a math domain error there): no verdict
             return _failure(exc, path)
         want_da += da
         want_db += db
     dxs, da, db = np.zeros(THREADS), np.zeros(len(a)), np.zeros(len(b))
     try:
-        kernel(mod.grad_kernel, plugins=("enzyme",))[1, THREADS, "cpu"](xs, dxs, y, a.copy(), da, b.copy(), db, n)
+        Kernel(mod.grad_kernel, plugins=("enzyme",), opt_level=opt)[1, THREADS, "cpu"](xs, dxs, y, a.copy(), da,
+                                                                                       b.copy(), db, n, p)
     except Exception as exc:
         return _failure(exc, path) or ("wrong", f"the kernel raised {type(exc).__name__}: {exc}")
-    where = f"at xs={xs.tolist()!r}, y={y!r}, a={a.tolist()!r}, b={b.tolist()!r}, n={n}"
+    where = f"at xs={xs.tolist()!r}, y={y!r}, a={a.tolist()!r}, b={b.tolist()!r}, n={n}, p={p.tolist()!r}"
     for what, got, want in (("dx", dxs, want_dx), ("da", da, want_da), ("db", db, want_db)):
         if not np.allclose(got, want, rtol=1e-9, atol=1e-9 * (1.0 + float(np.max(np.abs(want), initial=0.0)))):
             return "wrong", f"kernel: {what} {got.tolist()!r}, autodiff from Python per thread {want.tolist()!r} {where}"
@@ -595,7 +660,7 @@ def _check_sample(mod, jit_rev, jit_fwd, path, point, direction, weights, base, 
 
     from enzyme_plugin import Active, Const, Duplicated, ForwardWithPrimal, ReverseWithPrimal, autodiff
 
-    x, y, a, b, n = point
+    x, y, a, b, n, ix = point
     vx, vy, va, vb = direction
     wa, wb = weights
     r0, a0, b0, _ = base
@@ -609,7 +674,7 @@ def _check_sample(mod, jit_rev, jit_fwd, path, point, direction, weights, base, 
     want_da = [[_fd(values, lambda o, k=k: o[1][k], h) for h in STEPS] for k in range(m)]
     want_db = [[_fd(values, lambda o, k=k: o[2][k], h) for h in STEPS] for k in range(m)]
     noisy = False
-    where = f"at x={x!r}, y={y!r}, a={a.tolist()!r}, b={b.tolist()!r}, n={n}"
+    where = f"at x={x!r}, y={y!r}, a={a.tolist()!r}, b={b.tolist()!r}, n={n}, p={ix.tolist()!r}"
 
     def compare(what, got, fds):
         nonlocal noisy
@@ -629,8 +694,8 @@ def _check_sample(mod, jit_rev, jit_fwd, path, point, direction, weights, base, 
 
     calls = {
         "reverse": lambda aa, da, bb, db: autodiff(ReverseWithPrimal, mod.f, Active(x), Active(y),
-                                                   Duplicated(aa, da), Duplicated(bb, db), Const(n)),
-        "reverse in @jit": lambda aa, da, bb, db: jit_rev(x, y, aa, da, bb, db, n),
+                                                   Duplicated(aa, da), Duplicated(bb, db), Const(n), Const(ix)),
+        "reverse in @jit": lambda aa, da, bb, db: jit_rev(x, y, aa, da, bb, db, n, ix),
     }
     rev: list = []  # (gradient of L along v, the sum of its terms' magnitudes) per reverse call
     for what, call in calls.items():
@@ -649,8 +714,8 @@ def _check_sample(mod, jit_rev, jit_fwd, path, point, direction, weights, base, 
             return bad
     fcalls = {
         "forward": lambda ta, tb: autodiff(ForwardWithPrimal, mod.f, Duplicated(x, vx), Duplicated(y, vy),
-                                           Duplicated(aa, ta), Duplicated(bb, tb), Const(n)),
-        "forward in @jit": lambda ta, tb: jit_fwd(x, vx, y, vy, aa, ta, bb, tb, n),
+                                           Duplicated(aa, ta), Duplicated(bb, tb), Const(n), Const(ix)),
+        "forward in @jit": lambda ta, tb: jit_fwd(x, vx, y, vy, aa, ta, bb, tb, n, ix),
     }
     for what, call in fcalls.items():
         aa, bb, ta, tb = a.copy(), b.copy(), va.copy(), vb.copy()
@@ -688,7 +753,7 @@ def table(results) -> dict[str, int]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--programs", type=int, default=500)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch", type=int, default=50)

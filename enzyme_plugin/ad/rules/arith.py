@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpucompiler.llvm import const_int, types as T
 
 from ..emit import zero
+from ..errors import unsupported
 
 
 def _d(e, I, d):
@@ -68,7 +69,7 @@ def _mask(I) -> list[int]:
     if text.startswith("splat"):
         w = text.split()[-1].rstrip(")")
         return [int(w)] * n
-    raise ValueError(f"shufflevector mask {text}")
+    raise unsupported(f"shufflevector mask {text} not understood", I)
 
 
 def _unshuffle(e, I, d, which: int):

@@ -20,7 +20,7 @@ def optimize(job, text: str, vectorize: bool = True) -> llvm.ModuleRef:
     next level differentiates this code, and the vectorizers' masked loads, stores, gathers and
     scatters (chosen by the host's cost model, so they differ between machines) have no
     derivative rules; the final optimisation vectorizes as usual."""
-    ref = parse_ir(text)
+    ref = parse_ir(job.target.adapt_ir(text))
     opt = job.config.opt_level
     if opt > 0:
         initialize()

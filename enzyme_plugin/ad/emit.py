@@ -208,7 +208,8 @@ class Emit:
         """``llvm.memset(p, 0, n)``."""
         if n.type is not T.i64:
             n = self.b.zext(n, T.i64)
-        return self.call("llvm.memset.p0.i64", T.void, [p, const_int(T.i8, 0), n, const_int(T.i1, 0)])
+        space = getattr(p.type, "addrspace", 0)  # a private alloca's shadow (AMDGPU: address space 5)
+        return self.call(f"llvm.memset.p{space}.i64", T.void, [p, const_int(T.i8, 0), n, const_int(T.i1, 0)])
 
 
 def _is_zero(v) -> bool:

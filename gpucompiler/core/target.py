@@ -153,11 +153,6 @@ class Target:
         form this target's LLVM verifier accepts, before LLVM parses it; default: unchanged."""
         return text
 
-    def adapt_ir(self, text: str) -> str:
-        """LLVM IR text from a producer that does not know this target (an AD plugin's output) in the
-        form this target's LLVM verifier accepts, before LLVM parses it; default: unchanged."""
-        return text
-
     # -- pipeline hooks ----------------------------------------------------
     def prepare(self, job: CompilerJob, module: IRModule) -> None:
         """Before ``post_irgen``: set triple and data layout on the module."""

@@ -3,6 +3,7 @@
 
     gpuc enzyme grad.ll -o grad.diff.ll
     gpuc enzyme kernel.ll --target ptx:sm_90 -o kernel.ptx     (differentiated, then compiled)
+    gpuc enzyme hip.ll --target amdgpu:gfx90a --kernel --entry k --emit obj -o k.hsaco  (an AMD code object)
     clang-19 -S -emit-llvm -O2 grad.c -o - | gpuc enzyme - > grad.diff.ll
 
 Every ``__enzyme_autodiff*`` / ``__enzyme_fwddiff*`` / ``__enzyme_augmentfwd*``
@@ -37,7 +38,8 @@ def add_parser(subparsers) -> None:
                                          f"{', '.join(known_targets())}, as compile-ir): writes --emit instead of "
                                          "LLVM IR")
     parser.add_argument("--emit", choices=EMIT_CHOICES, default="asm",
-                        help="with --target: what to write (default asm: PTX for ptx targets)")
+                        help="with --target: what to write (default asm: PTX for ptx targets, GCN assembly "
+                             "for amdgpu; obj: an AMD GPU's loadable code object)")
     parser.add_argument("-O", dest="opt_level", type=int, default=2, choices=range(4), metavar="N",
                         help="with --target: optimisation level 0-3 (default 2)")
     parser.add_argument("--entry", help="with --target: entry function (default: the first defined one)")

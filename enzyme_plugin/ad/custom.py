@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from gpucompiler.llvm import Builder, Function, const_int, constant, types as T
+from gpucompiler.llvm import Builder, Function, Instruction, const_int, constant, types as T
 
 from .analysis import DUP
 from .emit import reshape
@@ -41,11 +41,112 @@ _KNOWN_GLOBALS = ("__enzyme_register_gradient", "__enzyme_register_derivative", 
 
 def check_globals(module) -> None:
     """An ``__enzyme_*`` declaration global the engine does not implement is an ADError naming it
-    (ignoring it would differentiate the function against the user's declaration)."""
+    (ignoring it would differentiate the function against the user's declaration); so is a registered
+    rule whose function the optimiser inlined (:func:`check_not_inlined`)."""
     for g in module.globals.values():
         if g.name.startswith("__enzyme_") and g.initializer is not None and not g.name.startswith(_KNOWN_GLOBALS):
             raise unsupported(f"@{g.name} is not supported (the engine reads only __enzyme_register_gradient_*, "
                               f"__enzyme_register_derivative_* and __enzyme_function_like*)")
+    gradients, derivatives = registered(module)
+    check_not_inlined(module, gradients, derivatives, function_like(module))
+
+
+#: the marker calls whose first function argument the engine differentiates (substrings, as
+#: :class:`~.interface.MarkerMode` matches them)
+_MARKER_CALLS = ("__enzyme_autodiff", "__enzyme_fwddiff", "__enzyme_augmentfwd", "__enzyme_reverse")
+
+
+def check_not_inlined(module, gradients, derivatives, like) -> None:
+    """A function with a registered rule (``gradients``/``derivatives`` of :func:`registered`, ``like`` of
+    :func:`function_like`) whose body the optimiser inlined before AD is an ADError: the engine would
+    differentiate the inlined body and never call the rule (clang -O2 inlines a small function into
+    its callers). With debug info the inlined instructions name the function (``inlinedAt``) in the
+    functions the markers reach; without it, a function that can be inlined (no ``noinline``/``optnone``)
+    and has no call left outside its own rules is taken as inlined."""
+    rules = {name: f"__enzyme_register_gradient_{name}" for name in gradients}
+    rules.update({name: f"__enzyme_register_derivative_{name}" for name in derivatives})
+    rules.update({name: f"__enzyme_function_like ({kind})" for name, kind in like.items()})
+    fns = {name: f for name in rules if (f := module.functions.get(name)) is not None and not f.is_declaration}
+    if not fns:
+        return
+    helpers = {f for pair in gradients.values() for f in pair} | set(derivatives.values())
+    reached = _marker_reach(module)
+    by_node = {f.metadata["dbg"]: f for f in fns.values() if "dbg" in f.metadata}
+    for g in reached:
+        if g in helpers or g.name in fns:
+            continue
+        for inst in g.instructions():
+            hit = _inlined_from(inst.metadata.get("dbg"), by_node, fns)
+            if hit is not None:
+                f, line = hit
+                raise unsupported(f"@{f.name} has a registered derivative rule ({rules[f.name]}), but the optimiser "
+                                  f"inlined its body into @{g.name}{line} before differentiation, so the rule "
+                                  f"cannot apply: {_HOW}", inst, g)
+    for f in fns.values():
+        if "dbg" in f.metadata or f.has_attribute("noinline") or f.has_attribute("optnone"):
+            continue
+        if not any(isinstance(u.user, Instruction) and u.user.parent is not None
+                   and u.user.parent.parent not in helpers for u in f.uses):
+            raise unsupported(f"@{f.name} has a registered derivative rule ({rules[f.name]}) but no call of it is "
+                              f"left: the optimiser inlined it (or removed its calls) before differentiation, so "
+                              f"the rule cannot apply: {_HOW}", None, f)
+
+
+_HOW = ("mark the function __attribute__((noinline)), or give gpuc enzyme IR the optimiser has not run on yet "
+        "(clang -O2 -Xclang -disable-llvm-optzns, or -O0 -Xclang -disable-O0-optnone) and optimise after it")
+
+
+def _marker_reach(module) -> list[Function]:
+    """The defined functions the marker calls differentiate and the functions they call, in module order."""
+    work = []
+    for fn in module.functions.values():
+        for inst in fn.instructions():
+            callee = getattr(inst, "callee", None) if inst.opcode == "call" else None
+            name = getattr(callee, "name", "") or ""
+            if any(m in name for m in _MARKER_CALLS):
+                work += [o for o in inst.operands if isinstance(o, Function) and o is not callee]
+    seen: set = set()
+    while work:
+        f = work.pop()
+        if f in seen or f.is_declaration:
+            continue
+        seen.add(f)
+        work += [o for inst in f.instructions() for o in inst.operands if isinstance(o, Function)]
+    return [f for f in module.functions.values() if f in seen]
+
+
+def _inlined_from(loc, by_node, fns):
+    """``(function, " at <file:line>")`` when debug location ``loc`` is code inlined from one of ``fns``
+    (its subprogram, or one of the locations it was inlined at, belongs to it), else None."""
+    depth = 0
+    while loc is not None and getattr(loc, "kind", None) == "DILocation" and depth < 64:
+        at = loc.field("inlinedAt")
+        if not hasattr(at, "field"):
+            return None  # the outermost location: the function's own code
+        sp = _subprogram(loc)
+        f = by_node.get(sp) if sp is not None else None
+        if f is None and sp is not None:
+            f = fns.get(_unquote(sp.field("linkageName"))) or fns.get(_unquote(sp.field("name")))
+        if f is not None:
+            return f, _inlined_line(at)
+        loc, depth = at, depth + 1
+    return None
+
+
+def _subprogram(loc):
+    scope, depth = loc.field("scope"), 0
+    while hasattr(scope, "field") and scope.kind != "DISubprogram" and depth < 64:
+        scope, depth = scope.field("scope"), depth + 1
+    return scope if hasattr(scope, "kind") and scope.kind == "DISubprogram" else None
+
+
+def _inlined_line(at) -> str:
+    line = _unquote(at.field("line"))
+    return f" (at line {line})" if line else ""
+
+
+def _unquote(text) -> str | None:
+    return text.strip().strip('"') if isinstance(text, str) else None
 
 
 def function_like(module) -> dict[str, str]:

@@ -31,12 +31,13 @@ needs_clang = pytest.mark.skipif(clang() is None, reason="clang-19 is not instal
 
 
 @functools.cache
-def compile_c(source: str, level: str, debug: bool = False) -> str:
-    """The LLVM IR text of ``c/<source>`` at ``level`` (with ``-g`` when ``debug``)."""
+def compile_c(source: str, level: str, debug: bool = False, extra: tuple[str, ...] = ()) -> str:
+    """The LLVM IR text of ``c/<source>`` at ``level`` (with ``-g`` when ``debug``; ``extra`` flags
+    after the level's)."""
     cc = clang()
     assert cc is not None, "callers are marked needs_clang"
     flags = ["--target=x86_64-pc-linux-gnu", "-S", "-emit-llvm", "-fno-ident", "-ffp-contract=off",
-             "-g" if debug else "-g0", f"-I{C_DIR}", *LEVELS[level]]
+             "-g" if debug else "-g0", f"-I{C_DIR}", *LEVELS[level], *extra]
     proc = subprocess.run([cc, *flags, str(C_DIR / source), "-o", "-"], capture_output=True, text=True,
                           check=False)
     assert proc.returncode == 0, proc.stderr
@@ -44,12 +45,12 @@ def compile_c(source: str, level: str, debug: bool = False) -> str:
 
 
 @functools.cache
-def library(source: str, level: str, debug: bool = False):
+def library(source: str, level: str, debug: bool = False, extra: tuple[str, ...] = ()):
     """``c/<source>`` at ``level``, differentiated and loaded into this process."""
     import enzyme_plugin
     from gpucompiler.runtime import CPULibrary
 
-    return CPULibrary.from_ir(enzyme_plugin.differentiate(compile_c(source, level, debug)))
+    return CPULibrary.from_ir(enzyme_plugin.differentiate(compile_c(source, level, debug, extra)))
 
 
 def scalar(lib, name: str):

@@ -19,12 +19,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from gpucompiler.cli import EMIT_CHOICES, compile_text, write_artifact
+from gpucompiler.cli import EMIT_CHOICES, compile_text, read_ir, write_artifact
 from gpucompiler.errors import ConfigError, IRParseError
 from gpucompiler.llvm import parse_ir
+from gpucompiler.service.contain import contained
 from gpucompiler.targets import known_targets, parse_target
 
-from .ad import differentiate
+from .ad.interface import differentiate_here
 
 
 def add_parser(subparsers) -> None:
@@ -48,24 +49,30 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    text = _read(args.input)
-    try:
-        parse_ir(text)
-    except IRParseError as exc:
-        raise _located(exc, args.input) from None
+    text = read_ir(args.input)
     if args.target is not None:
         return _compile(text, args)
-    out = differentiate(text)
-    try:
-        parse_ir(out)
-    except IRParseError as exc:
-        raise IRParseError(f"the differentiated module of {args.input} does not verify (an AD engine "
-                           f"bug: please report it with the input): {exc}") from None
+    # LLVM may abort or exit on foreign IR: parsing, differentiating and verifying run in a child process
+    out = contained(lambda: _differentiate(text, args.input).encode(), args.input).decode()
     if args.output is None:
         sys.stdout.write(out)
     else:
         args.output.write_text(out)
     return 0
+
+
+def _differentiate(text: str, name: str) -> str:
+    try:
+        parse_ir(text)
+    except IRParseError as exc:
+        raise _located(exc, name) from None
+    out = differentiate_here(text)
+    try:
+        parse_ir(out)
+    except IRParseError as exc:
+        raise IRParseError(f"the differentiated module of {name} does not verify (an AD engine "
+                           f"bug: please report it with the input): {exc}") from None
+    return out
 
 
 def _compile(text: str, args: argparse.Namespace) -> int:
@@ -76,15 +83,6 @@ def _compile(text: str, args: argparse.Namespace) -> int:
                             entry=args.entry, kernel=args.kernel, opt_level=args.opt_level, plugins=("enzyme",))
     write_artifact(artifact, args.output)
     return 0
-
-
-def _read(name: str) -> str:
-    if name == "-":
-        return sys.stdin.read()
-    try:
-        return Path(name).read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {name}: {exc.strerror}") from None
 
 
 def _located(exc: IRParseError, name: str) -> IRParseError:

@@ -382,6 +382,7 @@ class Engine:
         b.ret(out) if new.return_type is not T.void else b.ret()
 
     def _gen_combined(self, fn, kinds, new, roles, width: int = 1, primal: bool = False):
+        _one_return(fn)
         act = self.activity(fn, kinds)
         args, shadows, _ = self._roles(new, roles, width)
         rt = fn.return_type
@@ -396,8 +397,9 @@ class Engine:
         r.run(lambda rr: self._finish(rr, fn, kinds, new, tape, primal))
         b.position_at_end(top)
         b.br(r.sweep.vmap[fn.entry])
-        assert r.cfg.exit is not None, "one return block (the preprocessing merges returns)"
-        ret = r.sweep.vmap[r.cfg.exit.terminator]
+        exit_block = r.cfg.exit
+        assert exit_block is not None, "one return block (_one_return)"
+        ret = r.sweep.vmap[exit_block.terminator]
         b.position_before(ret)
         b.br(r.pop_blocks[r.cfg.exit])
         ret.erase()
@@ -482,3 +484,15 @@ class Engine:
 
 
 __all__ = ["CONST", "DUP", "OUT", "Engine"]
+
+
+def _one_return(fn) -> None:
+    """Reverse mode starts from the one return block (the preprocessing merges returns): a function
+    without one is an ADError naming it."""
+    rets = sum(1 for b in fn.blocks if b.terminator is not None and b.terminator.opcode == "ret")
+    if rets == 0:
+        raise unsupported(f"reverse mode of @{fn.name}, which never returns (every path ends in unreachable or "
+                          "loops forever): there is no result to differentiate", function=fn)
+    if rets > 1:
+        raise unsupported(f"reverse mode of @{fn.name}, whose {rets} return blocks could not be merged into one "
+                          "(a musttail call before each)", function=fn)

@@ -20,6 +20,7 @@ import attrs
 
 from gpucompiler.llvm import (Builder, ConstantExpr, Function, GlobalVariable, Instruction, Module, constant,
                               no_cyclic_gc, parse, types as T)
+from gpucompiler.service.contain import contained
 
 from . import custom, preprocess, splitmode, stack
 from .analysis import CONST, DUP, OUT
@@ -386,6 +387,16 @@ def _prepared(text: str) -> Module:
 def differentiate(ir_text: str, *, optimize: bool = True, options: EngineOptions = EngineOptions()) -> str:
     """LLVM IR text with every ``__enzyme_autodiff``/``__enzyme_fwddiff`` call replaced by a call to
     the generated derivative; the result verifies under LLVM and is optimised at O2. ``options``:
-    how adjoints are accumulated into shared memory (:class:`~enzyme_plugin.ad.gpu.EngineOptions`)."""
+    how adjoints are accumulated into shared memory (:class:`~enzyme_plugin.ad.gpu.EngineOptions`).
+
+    LLVM may abort or exit on foreign IR: the work runs in a child process, where such a crash is a
+    :class:`~gpucompiler.errors.CompilerCrashError`; the engine's errors (:class:`ADError`, an error
+    handler's) come back as themselves. The error handler runs in that child."""
+    return contained(lambda: differentiate_here(ir_text, optimize=optimize, options=options).encode(),
+                     "the differentiation").decode()
+
+
+def differentiate_here(ir_text: str, *, optimize: bool = True, options: EngineOptions = EngineOptions()) -> str:
+    """:func:`differentiate` in this process (for a caller that contains it already)."""
     text = differentiate_nested(ir_text, lambda t: preprocess.optimize(t, 2), options)
     return preprocess.optimize(text, 2 if optimize else 0)

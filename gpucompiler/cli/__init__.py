@@ -14,7 +14,7 @@ import sys
 from .. import plugin
 from ..errors import GPUCompilerError
 from . import cache_cmd, compile_ir, plugins_cmd, serve
-from .compile_ir import EMIT_CHOICES, compile_text, write_artifact
+from .compile_ir import EMIT_CHOICES, compile_text, read_ir, write_artifact
 
 SUBCOMMANDS = (compile_ir, plugins_cmd, cache_cmd, serve)
 
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-__all__ = ["EMIT_CHOICES", "build_parser", "compile_text", "main", "write_artifact"]
+__all__ = ["EMIT_CHOICES", "build_parser", "compile_text", "main", "read_ir", "write_artifact"]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,7 +14,7 @@ from ..errors import ConfigError, IRParseError
 from ..core import CompilerConfig, CompilerJob, LLVMSource
 from ..llvm.binding import parse_ir
 from ..pipeline import compile
-from ..service.contain import call_in_child
+from ..service.contain import contained
 from ..targets import known_targets, parse_target
 
 EMIT_CHOICES = ("llvm", "bc", "asm", "obj")
@@ -42,10 +42,7 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.emit in ("obj", "bc") and args.output is None:
         raise ConfigError(f"--emit {args.emit} writes binary data: give an output file with -o")
-    try:
-        text = args.input.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {args.input}: {exc.strerror}") from None
+    text = read_ir(args.input)
     artifact = compile_text(text, args.input, target=parse_target(args.target), emit=args.emit, entry=args.entry,
                             kernel=args.kernel, opt_level=args.opt_level, plugins=tuple(args.plugins))
     write_artifact(artifact, args.output)
@@ -57,19 +54,33 @@ def compile_text(text: str, path: Path, *, target, emit: str, entry: str | None,
     """``text`` (read from ``path``) compiled through the pipeline for ``target``; the ``emit`` artifact.
 
     Shared by ``gpuc compile-ir`` and ``gpuc enzyme --target`` (one path: the plugins' stages run
-    inside the pipeline)."""
-    entry = entry or _first_definition(text, path)
+    inside the pipeline). Everything that hands the text to LLVM, finding the entry included, runs in a
+    child process (:mod:`..service.contain`): an LLVM abort or exit is a typed error."""
     config = CompilerConfig(target=target, kernel=kernel, opt_level=opt_level, plugins=plugins)
 
     def build() -> bytes:
+        job = CompilerJob(LLVMSource(text, entry or _first_definition(text, path)), config)
         try:
-            artifact = compile(CompilerJob(LLVMSource(text, entry), config), emit=(emit,)).artifacts[emit]
+            artifact = compile(job, emit=(emit,)).artifacts[emit]
         except IRParseError as exc:
             raise _located(exc, path) from None
         return artifact.encode() if isinstance(artifact, str) else artifact
 
-    # LLVM aborts the process on some inputs: compile in a child, report an abort as an error
-    return call_in_child(build, str(path))
+    return contained(build, str(path))
+
+
+def read_ir(path: Path | str) -> str:
+    """The text of the LLVM IR file ``path`` (``-``: standard input); a file that cannot be read or is not
+    UTF-8 is a typed error naming it (and the offset of the first bad byte)."""
+    try:
+        data = sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise IRParseError(f"{'standard input' if str(path) == '-' else path}: byte {exc.start}: not UTF-8 text "
+                           f"(0x{data[exc.start]:02x}); LLVM IR is UTF-8") from None
 
 
 def write_artifact(artifact: bytes, output: Path | None) -> None:

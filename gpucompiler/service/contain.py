@@ -30,16 +30,56 @@ _RAISED = 70
 
 
 class ChildError(GPUCompilerError):
-    """A typed error raised in the child, raised again here: ``kind`` is its class name."""
+    """A typed error raised in the child, raised again here: ``kind`` is its class name, ``module`` its
+    module and ``fields`` its attributes that JSON carries (:meth:`original` makes it again)."""
 
-    def __init__(self, kind: str, message: str):
-        self.kind = kind
+    def __init__(self, kind: str, message: str, module: str = "", fields: dict[str, object] | None = None):
+        self.kind, self.module, self.fields = kind, module, fields or {}
         super().__init__(message)
+
+    def original(self) -> GPUCompilerError:
+        """The error as the child raised it (its class, message and attributes), or this one where its
+        class is no typed error this process has imported."""
+        cls = getattr(sys.modules.get(self.module), self.kind, None)
+        if not (isinstance(cls, type) and issubclass(cls, GPUCompilerError)):
+            return self
+        exc = cls.__new__(cls)
+        Exception.__init__(exc, str(self))
+        exc.__dict__.update(self.fields)
+        return exc
+
+
+def contained(fn: Callable[[], bytes], what: str) -> bytes:
+    """``fn()`` (work that hands foreign IR to LLVM, which may abort or exit) run by :func:`call_in_child`;
+    a typed error it raised is raised again as its own class (:meth:`ChildError.original`)."""
+    try:
+        return call_in_child(fn, what)
+    except ChildError as exc:
+        raise exc.original() from None
+
+
+def _report(exc: GPUCompilerError) -> bytes:
+    """What the child sends of a typed error: class, message, module and attributes."""
+    fields: dict[str, object] = {}
+    for name, value in vars(exc).items():
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            continue
+        fields[name] = value
+    return json.dumps([type(exc).__name__, str(exc), type(exc).__module__, fields]).encode()
+
+
+def _internal(exc: BaseException, what: str) -> bytes:
+    """A child's untyped exception as a typed error: a bug of the compiler, not of the input's author."""
+    return json.dumps(["InternalError", f"internal error ({type(exc).__name__}: {exc}) while compiling {what}: "
+                                        "please report it with the input"]).encode()
 
 
 def call_in_child(fn: Callable[[], bytes], what: str, *, timeout: float | None = None) -> bytes:
-    """``fn()`` computed in a forked child; raises :class:`CompilerCrashError` when the child dies,
-    :class:`ChildError` (with the message) when ``fn`` raised a typed error.
+    """``fn()`` computed in a forked child; raises :class:`CompilerCrashError` when the child dies (a
+    signal, or LLVM's ``exit`` of a fatal error), :class:`ChildError` (with the message) when ``fn``
+    raised a typed error or another exception (an internal error, never a traceback).
 
     ``timeout`` (seconds) kills a child that runs longer (a crash named ``timeout``).
     """
@@ -56,7 +96,9 @@ def call_in_child(fn: Callable[[], bytes], what: str, *, timeout: float | None =
                 try:
                     data = b"R" + fn()
                 except GPUCompilerError as exc:
-                    data = b"E" + json.dumps([type(exc).__name__, str(exc)]).encode()
+                    data = b"E" + _report(exc)
+                except Exception as exc:  # reported as a typed error, never a traceback
+                    data = b"E" + _internal(exc, what)
                 view = memoryview(data)
                 while view:
                     view = view[os.write(w, view):]
@@ -117,3 +159,6 @@ class _Killer:
 
     def cancel(self) -> None:
         self._timer.cancel()
+
+
+__all__ = ["ChildError", "call_in_child", "contained"]

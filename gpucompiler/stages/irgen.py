@@ -10,9 +10,14 @@ it (triple, data layout).
 
 from __future__ import annotations
 
+from llvmlite import binding as llvm
+
 from ..errors import CompileError, ErrorKind, InvalidIRError
 from ..module import IRModule
 from .context import CompileContext
+
+
+_LOCAL = (llvm.Linkage.internal, llvm.Linkage.private)
 
 
 def generate(ctx: CompileContext) -> None:
@@ -28,7 +33,10 @@ def generate(ctx: CompileContext) -> None:
     if source.entry not in defined:
         raise CompileError(f"stage irgen: entry function @{source.entry} is not defined in the module "
                            f"of job {job.name!r}; it defines: {', '.join(sorted(defined)) or '(nothing)'}")
+    entry = ref.get_function(source.entry)
+    if entry.linkage in _LOCAL:  # the job exports its entry: the optimiser would delete a module-local one
+        entry.linkage = llvm.Linkage.external
     if job.name != source.entry:
-        ref.get_function(source.entry).name = job.name
+        entry.name = job.name
     ctx.module = module
     job.target.prepare(job, module)

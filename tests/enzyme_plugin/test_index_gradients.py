@@ -190,6 +190,28 @@ def test_kernels_at_every_optimisation_level(g):
         np.testing.assert_allclose(dx, 4 * want, rtol=1e-9, atol=1e-9, err_msg=f"kernel, opt_level={opt}")
 
 
+def _periodic_in_one_thread(x, dx, y, dy, idx):
+    if gd.grid(1) == 0:
+        autodiff(Reverse, periodic, Duplicated(x, dx), Duplicated(y, dy), Const(idx))
+
+
+def _periodic_tangent_in_one_thread(x, tx, y, ty, idx):
+    if gd.grid(1) == 0:
+        autodiff(Forward, periodic, Duplicated(x, tx), Duplicated(y, ty), Const(idx))
+
+
+def test_the_issue_example_in_a_kernel():
+    """``y[i] = 2 * x[(i + 1) % n]`` differentiated inside a kernel (one thread: the others would race on y)."""
+    for opt in range(4):
+        dx, dy = np.zeros(N), W.copy()
+        Kernel(_periodic_in_one_thread, plugins=P, opt_level=opt)[2, 4, "cpu"](X.copy(), dx, np.zeros(N), dy, IDX)
+        np.testing.assert_allclose(dx, 2 * np.roll(W, 1), rtol=1e-15, err_msg=f"reverse, opt_level={opt}")
+        ty = np.zeros(N)
+        Kernel(_periodic_tangent_in_one_thread, plugins=P, opt_level=opt)[2, 4, "cpu"](X.copy(), V.copy(), np.zeros(N),
+                                                                                     ty, IDX)
+        np.testing.assert_allclose(ty, 2 * np.roll(V, -1), rtol=1e-15, err_msg=f"forward, opt_level={opt}")
+
+
 def test_forward_mode_of_a_reduction_in_jit():
     @jit(plugins=P, opt_level=3)
     def tangent(x, tx, idx, w):

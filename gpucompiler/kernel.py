@@ -253,11 +253,12 @@ class Kernel:
             self._checked.add(argtypes)
         return spec
 
-    def _check(self, job) -> None:
-        """The kernel rules, run by the cache before it compiles ``job`` (a hit was checked when
-        it was compiled: the rules' outcome is decided by what the key covers)."""
-        self.specialization(tuple(job.source.spec.argtypes if hasattr(job.source, "spec")
-                                  else job.source.argtypes))
+    def _checker(self, argtypes) -> Callable[[CompilerJob], None]:
+        """The kernel rules for ``argtypes``, as the cache runs them before it compiles a job (a hit was
+        checked when it was compiled: the rules' outcome is decided by what the key covers)."""
+        def check(_job: CompilerJob) -> None:
+            self.specialization(argtypes)
+        return check
 
     def refresh(self) -> None:
         """World age: when a global any compiled specialisation read was rebound, forget them all
@@ -313,7 +314,7 @@ class Kernel:
             argtypes = key[0]
             job = self.job(argtypes, target, checked=False)
             kind = target.launch_artifact
-            result = compile_cached(job, (kind,), check=self._check)
+            result = compile_cached(job, (kind,), check=self._checker(argtypes))
             self._deps.extend(self._spec(argtypes).dependencies(job.target, job.config.plugins))
             hit = self._compiled[key] = (result.artifacts[kind], job)
         return hit
@@ -357,7 +358,7 @@ class Kernel:
         em = self._emulated.get(argtypes)
         if em is None:
             em = EmulatedKernel(self._spec(argtypes), self.opt_level, self.plugins, self.boundscheck is not False,
-                                check=self._check)
+                                check=self._checker(argtypes))
             self._deps.extend(em.deps)
             self._emulated[argtypes] = em
         return em

@@ -21,6 +21,7 @@ from typing import Any
 from collections.abc import Iterable
 
 from .. import plugin as gp
+from ..core import RecordedSource
 from ..hashing import canonical
 from .codeprint import code_digest
 from ..llvm.binding import llvm_version
@@ -97,11 +98,10 @@ def index_document(job: Any, ctx: dict[str, Any] | None = None) -> dict[str, Any
     Its entry holds no code, only the source's dependency record and the full
     key it led to: see :meth:`gpucompiler.cache.core.Cache.compile`.
     """
-    index = getattr(job.source, "index_fingerprint", None)
-    if index is None or not hasattr(job.source, "verify_record"):
+    if not isinstance(job.source, RecordedSource):
         return None
     ctx = context(job) if ctx is None else ctx
-    return {**ctx, "index": canonical(index())}
+    return {**ctx, "index": canonical(job.source.index_fingerprint())}
 
 
 def encode_document(doc: dict[str, Any]) -> bytes:

@@ -6,12 +6,11 @@ import re
 
 import pytest
 
-from gpucompiler.core import CompilerConfig
-from gpucompiler.errors import ConfigError, InvalidIRError, ToolNotFoundError
-from gpucompiler.core import CompilerJob, LLVMSource
+from gpucompiler.core import CompilerConfig, CompilerJob, LLVMSource
+from gpucompiler.errors import ConfigError, InvalidIRError, ToolchainError, ToolNotFoundError
 from gpucompiler.llvm.binding import parse_ir
 from gpucompiler.pipeline import compile
-from gpucompiler.targets import PTXTarget
+from gpucompiler.targets import NativeTarget, PTXTarget
 from gpucompiler.targets.ptx import LLVM_PTX_VERSIONS, MIN_PTX_VERSION
 
 SAXPY = """
@@ -179,3 +178,13 @@ def test_missing_libdevice_is_a_clear_error(monkeypatch, tmp_path):
         monkeypatch.delenv("GPUC_LIBDEVICE")
         for fn in (toolchain.find_libdevice, libdevice._bitcode, libdevice.libdevice_functions):
             fn.cache_clear()
+
+
+def test_the_targets_output_check_runs_ptxas_for_its_capability(ptxas_path):
+    """``check_output`` is the PTX target's tool: ptxas accepts its PTX and reports an error as a ToolchainError."""
+    ptx = _ptx(SAXPY, capability=(8, 0)).artifacts["asm"]
+    PTXTarget(capability=(8, 0)).check_output("asm", ptx)
+    broken = ptx.replace(".visible .entry", ".visible .entr", 1)
+    with pytest.raises(ToolchainError, match="ptxas rejected the PTX for sm_80"):
+        PTXTarget(capability=(8, 0)).check_output("asm", broken)
+    NativeTarget().check_output("obj", b"")  # the host has no output check: nothing runs

@@ -62,6 +62,43 @@ def k_spin_grad(x, dx, offs, cols):
         autodiff(Reverse, spin_loss, Duplicated(x, dx), Const(offs), Const(cols), Const(i))
 
 
+def two_level_loss(x, offs, cols, i):
+    """The list of each entry of the thread's list: two nested loops of data-dependent trip counts."""
+    s = 0.0
+    for j in range(offs[i], offs[i + 1]):
+        c = cols[j]
+        for k in range(offs[c], offs[c + 1]):
+            v = x[cols[k]]
+            s += v * x[c] * 0.5 + math.sin(v)
+    return s
+
+
+def k_two_level_grad(x, dx, offs, cols):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        autodiff(Reverse, two_level_loss, Duplicated(x, dx), Const(offs), Const(cols), Const(i))
+
+
+def while_then_loop_loss(x, offs, cols, i):
+    """A ``while`` whose count sets the trip count of the ``for`` after it, per list entry."""
+    s = 0.0
+    for j in range(offs[i], offs[i + 1]):
+        v = x[cols[j]]
+        t = 0
+        while v < 3.0 and t < 50:
+            v = v * 1.3 + 0.1
+            t += 1
+        for k in range(0, t % 4):
+            s += v * x[(cols[j] + k) % x.shape[0]]
+    return s
+
+
+def k_while_then_loop_grad(x, dx, offs, cols):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        autodiff(Reverse, while_then_loop_loss, Duplicated(x, dx), Const(offs), Const(cols), Const(i))
+
+
 def problem(n: int, seed: int = 0, maxlen: int = 6, nk: int = 65):
     """``(x, vals, knots, offs, cols)``: ``n`` threads, lists of 0..maxlen entries, ``nk`` sorted knots."""
     rng = np.random.default_rng(seed)
@@ -103,4 +140,5 @@ def search_reference(x, vals, knots, offs, cols):
     return dx, dvals
 
 
-__all__ = ["k_search_grad", "k_spin_grad", "problem", "search_loss", "search_reference", "spin_loss"]
+__all__ = ["k_search_grad", "k_spin_grad", "k_two_level_grad", "k_while_then_loop_grad", "problem", "search_loss",
+           "search_reference", "spin_loss", "two_level_loss", "while_then_loop_loss"]

@@ -30,8 +30,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class _CountingHeap:
-    """``malloc``/``free`` for JIT-compiled code that count and check what they are given (registered
-    with LLVM's symbol table for the modules loaded while it is installed; libc's again afterwards)."""
+    """``malloc``/``free`` for JIT-compiled code that count and check what they are given: each block
+    is followed by :attr:`PAD` canary bytes, checked when it is freed (a write past the block's end),
+    and a free of a block it never handed out is recorded, not passed on (registered with LLVM's
+    symbol table for the modules loaded while it is installed; libc's again afterwards)."""
+
+    PAD = 256
 
     MALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t)
     FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -43,21 +47,25 @@ class _CountingHeap:
         self.live: dict[int, int] = {}
         self.mallocs = self.frees = 0
         self.foreign: list[int] = []  # frees of blocks this heap never handed out
+        self.overruns = 0  # blocks whose canary was overwritten
         self._malloc, self._free = self.MALLOC(self.malloc), self.FREE(self.free)
 
     def malloc(self, n):
-        p = self.libc.malloc(n)
+        p = self.libc.malloc(n + self.PAD)
         self.mallocs += 1
         self.live[p] = n
+        ctypes.memset(p + n, 0xAB, self.PAD)
         return p
 
     def free(self, p):
         if p is None:
             return
         self.frees += 1
-        if self.live.pop(p, None) is None:
+        n = self.live.pop(p, None)
+        if n is None:
             self.foreign.append(p)
             return  # never hand libc a pointer it did not make
+        self.overruns += ctypes.string_at(p + n, self.PAD) != b"\xab" * self.PAD
         self.libc.free(p)
 
     def install(self, malloc, free):
@@ -87,6 +95,7 @@ def test_repeated_launches_in_the_emulation_free_every_block(counting_heap):
         np.testing.assert_allclose(dx, want_dx, rtol=1e-12, atol=1e-12, err_msg=f"launch {launch}")
         np.testing.assert_allclose(dvals, want_dvals, rtol=1e-12, atol=1e-12, err_msg=f"launch {launch}")
         assert counting_heap.live == {} and counting_heap.foreign == [], f"launch {launch}"
+        assert counting_heap.overruns == 0, f"launch {launch}"
     # the lists' binary searches outgrow the inline segment: the tape really used the heap
     assert counting_heap.mallocs >= 30 * 100 and counting_heap.frees == counting_heap.mallocs
 
@@ -102,6 +111,30 @@ def test_early_exit_from_the_list_frees_the_tape(counting_heap):
         dx = np.zeros_like(x)
         k[2, 32, "cpu"](x, dx, offs, cols)
         assert counting_heap.live == {} and counting_heap.foreign == []
+    assert counting_heap.mallocs > 0
+
+
+@pytest.mark.parametrize("name", ["two_level", "while_then_loop"])
+def test_nested_data_dependent_loops_free_their_tapes_and_match_finite_differences(counting_heap, name):
+    """Two nested lists, and a ``while`` setting the next loop's trip count: 5 launches, every block
+    freed and none overrun, the gradient against central differences of the loss run by CPython."""
+    loss, grad = getattr(H, f"{name}_loss"), getattr(H, f"k_{name}_grad")
+    x, _, _, offs, cols = H.problem(40, seed=2, maxlen=5)
+
+    def total(v):
+        return sum(loss(v, offs, cols, i) for i in range(v.shape[0]))
+
+    fd, h = np.zeros_like(x), 1e-6
+    for j in range(x.shape[0]):
+        e = np.zeros_like(x)
+        e[j] = h
+        fd[j] = (total(x + e) - total(x - e)) / (2 * h)
+    k = kernel(grad, plugins=P)
+    for launch in range(5):
+        dx = np.zeros_like(x)
+        k[2, 32, "cpu"](x, dx, offs, cols)
+        np.testing.assert_allclose(dx, fd, rtol=1e-6, atol=1e-6, err_msg=f"launch {launch}")
+        assert counting_heap.live == {} and counting_heap.foreign == [] and counting_heap.overruns == 0
     assert counting_heap.mallocs > 0
 
 

@@ -71,7 +71,7 @@ print(json.dumps({{"wall": total * 1e3, "cpu": cpu * 1e3, "outside": (cpu - insi
 """
 
 CASES = ("loop20", "add", "saxpy")
-STAGES = ("irgen", "post_irgen", "link_deferred", "optimize", "pre_ad", "ad", "post_ad", "finish", "validate",
+STAGES = ("irgen", "post_irgen", "link_deferred", "pre_ad", "optimize", "ad", "post_ad", "finish", "validate",
           "emit")
 
 

@@ -1,4 +1,4 @@
-"""The ``ad`` stage: the engine on the whole module, then the job's optimisation level."""
+"""The ``ad`` stage: the engine on the whole module (the driver optimises the result again)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def optimize(job, text: str, vectorize: bool = True) -> llvm.ModuleRef:
 
 
 def run_ad(job, module, unoptimized: str | None = None) -> None:
-    """Differentiate every Enzyme marker call of ``module`` in place.
+    """Differentiate every Enzyme marker call of ``module`` in place (the ``ad`` stage then runs the
+    ``ad.late`` callbacks and optimises the result at the job's level).
 
     Where the vectorizers of the ``optimize`` stage made memory operations the engine has no rules
     for (masked loads and stores, gathers and scatters: the host's cost model chooses them), the
@@ -58,6 +59,8 @@ def run_ad(job, module, unoptimized: str | None = None) -> None:
         if unoptimized is None:
             raise
         again = IRModule(scalar(unoptimized))
-        nvvm.preserve(again.model, job.target)  # as the ``pre_ad`` stage did
+        nvvm.preserve(again.model, job.target)  # as the ``optimize.last`` callback did
         text = differentiate_nested(again.text, scalar, options)
-    module.ref = optimize(job, text)
+    ref = parse_ir(job.target.adapt_ir(text))
+    ref.verify()
+    module.ref = ref

@@ -5,9 +5,11 @@ Stages (each callback marker-gated, so modules without ``autodiff`` are untouche
 =================  =========================================================
 ``post_irgen``     inttoptr preserve: calls through constant addresses -> named declarations
 ``link_deferred``  ``gpuc.enzyme.autodiff`` -> Enzyme's C interface; custom-rule functions noinline
-``optimize``       the job's ``O<n>`` pipeline (the driver's), before AD (the module before it is kept)
-``pre_ad``         NVVM preserve: NVVM intrinsics / libdevice calls -> forms the engine has rules for
-``ad``             the engine (:func:`enzyme_plugin.ad.interface.differentiate_module`), then ``O<n>``
+``optimize``       the job's ``O<n>`` pipeline (the driver's), before AD (the module before it is kept);
+                   at ``optimize.last`` NVVM preserve: NVVM intrinsics / libdevice calls -> forms the
+                   engine has rules for
+``ad``             the engine (:func:`enzyme_plugin.ad.interface.differentiate_module`); the driver then
+                   runs ``ad.late`` callbacks and ``O<n>`` again
 ``post_ad``        NVVM and noinline restore
 =================  =========================================================
 """
@@ -66,12 +68,14 @@ class EnzymePlugin(gp.Plugin):
     def keep_unoptimized(self, job, module, state: EnzymeJobState):
         state.unoptimized = str(module.ref)  # LLVM prints it (the stage needs the ref anyway)
 
-    @gp.callback("pre_ad", markers=AD_MARKERS)
+    @gp.callback("optimize.last", markers=AD_MARKERS)
     def preserve_nvvm(self, job, module):
         nvvm.preserve(module.model, job.target)
 
     @gp.callback("ad", markers=AD_MARKERS)
     def differentiate(self, job, module, state: EnzymeJobState):
+        if module.function_names().isdisjoint(AD_MARKERS):
+            return  # the optimiser deleted every marker call (dead code): nothing to differentiate
         run_ad(job, module, state.unoptimized)
         state.ran_ad = True
 

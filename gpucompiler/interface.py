@@ -68,11 +68,12 @@ STAGES: tuple[Stage, ...] = (
     Stage("irgen", (), "source -> LLVM IR; then target.prepare (triple, data layout)"),
     Stage("post_irgen", ("post_irgen",), "callbacks on the freshly generated module"),
     Stage("link_deferred", ("link_deferred",), "deferred jobs linked (callbacks run after linking)"),
+    Stage("pre_ad", ("pre_ad",), "callbacks before anything changes what AD sees: linked, not yet optimised"),
     Stage("optimize", ("optimize.early", "optimize.late", "optimize.last"),
           "early callbacks; default O-level pipeline; late callbacks + cleanup; last callbacks"),
-    Stage("pre_ad", ("pre_ad",), "callbacks before automatic differentiation"),
-    Stage("ad", ("ad",), "automatic differentiation (done by plugins, e.g. marker-gated)"),
-    Stage("post_ad", ("post_ad",), "callbacks after automatic differentiation"),
+    Stage("ad", ("ad", "ad.late"), "AD engines (ad callbacks); ad.late callbacks; the O-level pipeline again "
+          "when an ad callback ran"),
+    Stage("post_ad", ("post_ad",), "callbacks after automatic differentiation and its re-optimisation"),
     Stage("finish", ("finish",), "target.finish (lowering), then callbacks"),
     Stage("validate", ("validate",), "callbacks, then target.validate (raises InvalidIRError)"),
     Stage("emit", ("emit",), "callbacks, then target.emit for each requested kind"),
@@ -133,20 +134,20 @@ _HOOKS = ("name", "version", "rules", "markers", "cache_settings", "new_state", 
 
 
 def plugin_location(exc: BaseException, plugin: Any) -> tuple[str, int] | None:
-    """``(file, line)`` where ``exc`` left the code of ``plugin`` (an instance, or a function of it): the
-    innermost frame of its traceback inside the plugin's top-level package (its module's file when it
-    has none); None when no frame is there. PluginError shows it by default."""
-    module = sys.modules.get(getattr(plugin, "__module__", None) or type(plugin).__module__)
-    if module is None:
+    """``(file, line)`` where ``exc`` left the code of ``plugin`` (an instance, a function of it, or its
+    module's name): the innermost frame of its traceback inside the plugin's top-level package (its
+    module's file when it has none); None when no frame is there. PluginError shows it by default."""
+    name = plugin if isinstance(plugin, str) else getattr(plugin, "__module__", None) or type(plugin).__module__
+    top = sys.modules.get(name.partition(".")[0]) or sys.modules.get(name)  # a module that failed to import
+    if top is None:  # is gone, its package stays
         return None
-    top = sys.modules.get(module.__name__.partition(".")[0], module)
     paths = list(getattr(top, "__path__", ())) or [os.path.dirname(getattr(top, "__file__", "") or "")]
     roots = tuple(os.path.join(p, "") for p in paths if p)
     found, tb = None, exc.__traceback__
     while tb is not None:
-        name = tb.tb_frame.f_code.co_filename
-        if roots and name.startswith(roots):
-            found = (name, tb.tb_lineno)
+        filename = tb.tb_frame.f_code.co_filename
+        if roots and filename.startswith(roots):
+            found = (filename, tb.tb_lineno)
         tb = tb.tb_next
     return found
 
@@ -177,7 +178,8 @@ class Callback:
     name: str
     """The method's name, used in errors and ``gpuc plugins``."""
     markers: tuple[str, ...] = ()
-    """Function names; when non-empty the callback runs only if one is in the module."""
+    """Function names; when non-empty the callback runs only in a job whose module has had one of them
+    (a fact of the job from the first hook point on: still true once optimisation deleted it)."""
     order: int = 0
     """Lower runs first; ties go by plugin name, then declaration order."""
     before: tuple[str, ...] = ()
@@ -194,8 +196,9 @@ def callback(stage: str, *, markers: str | Iterable[str] = (), order: int = 0, b
              after: str | Iterable[str] = ()) -> Callable[[F], F]:
     """Mark a method ``fn(self, job, module, state)`` (any of :data:`HOOK_ARGS`) to run at hook point ``stage``.
 
-    ``markers``: run only when a function of one of these names is in the
-    module. ``order``: lower runs first (default 0). ``before`` / ``after``:
+    ``markers``: run only in a job whose module has had a function of one of
+    these names at a hook point so far (kept when optimisation later deletes
+    a dead declaration: look them up with ``.get``). ``order``: lower runs first (default 0). ``before`` / ``after``:
     plugin names whose callbacks at this hook point this one precedes /
     follows when they are enabled (``after="enzyme"``); they win over ``order``.
     """

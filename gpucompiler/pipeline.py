@@ -20,7 +20,7 @@ from . import plugin as plugins
 from .errors import ConfigError, PluginError
 from .core import CompilerJob
 from .module import IRModule
-from .stages import irgen, link_deferred, lower, optimize
+from .stages import ad, irgen, link_deferred, lower, optimize
 from .settings import CompileSettings
 from .stages.context import CompileContext, run_hooks, stage
 from .core.facts import ModuleFacts
@@ -30,7 +30,7 @@ from .core.facts import ModuleFacts
 class PreparedSource:
     """LLVM IR that already went through :func:`prepare` (possibly in another process).
 
-    The pipeline parses it and continues at ``optimize``.
+    The pipeline parses it and continues at ``pre_ad``.
     """
 
     ir_text: str = attrs.field(repr=False)
@@ -112,12 +112,15 @@ def emit_front(ctx: CompileContext) -> None:
 
 
 def emit_back(ctx: CompileContext) -> None:
-    """Stages that work on the IR alone: optimisation, AD, lowering, validation."""
+    """Stages that work on the IR alone: ``pre_ad``, optimisation, AD, ``post_ad``, lowering, validation."""
+    with stage(ctx, "pre_ad"):
+        run_hooks(ctx, "pre_ad")
     with stage(ctx, "optimize"):
         optimize.optimize(ctx)
-    for name in ("pre_ad", "ad", "post_ad"):
-        with stage(ctx, name):
-            run_hooks(ctx, name)
+    with stage(ctx, "ad"):
+        ad.differentiate(ctx)
+    with stage(ctx, "post_ad"):
+        run_hooks(ctx, "post_ad")
     with stage(ctx, "finish"):
         lower.finish(ctx)
     with stage(ctx, "validate"):

@@ -21,7 +21,7 @@ from ..core import CompilerJob
 from ..module import IRModule
 from ..settings import CompileSettings
 from ..core.facts import ModuleFacts
-from . import STAGE_INDEX, STAGE_OF_HOOK
+from . import HOOK_POINTS, STAGE_INDEX, STAGE_OF_HOOK
 
 
 @attrs.define
@@ -43,14 +43,28 @@ class CompileContext:
     the IR does not change after it (code is emitted from clones)."""
     plugin_state: dict[str, Any] = attrs.field(init=False)
     """Each enabled plugin's state for this compile (its ``new_state(job)``), by plugin name."""
+    markers_seen: set[str] = attrs.field(init=False, factory=set)
+    """The marker names (of the enabled plugins' callbacks and ``markers``) the module has had at a hook
+    point so far: facts of the job that optimisation deleting a declaration does not undo."""
+    marker_names: frozenset[str] = attrs.field(init=False)
+    """Every marker name of the enabled plugins."""
 
     def __attrs_post_init__(self) -> None:
+        self.marker_names = frozenset(
+            {m for point in HOOK_POINTS for cb in plugins.callbacks(self.plugins, point) for m in cb.info.markers}
+            | {m for p in self.plugins for m in plugins.hook(p, "markers")})
         self.plugin_state = {}
         for p in self.plugins:
             try:
                 self.plugin_state[p.name] = plugins.hook(p, "new_state")(self.job)
             except Exception as exc:
                 raise PluginError(p.name, "start", "new_state", exc, at=plugins.plugin_location(exc, p)) from exc
+
+    def note_markers(self) -> set[str]:
+        """Add the marker names in the module now to :attr:`markers_seen`; returns it."""
+        if self.marker_names and self.module is not None:
+            self.markers_seen |= self.module.function_names() & self.marker_names
+        return self.markers_seen
 
     @property
     def ir(self) -> IRModule:
@@ -88,12 +102,13 @@ def stage(ctx: CompileContext, name: str) -> Generator[CompileContext, None, Non
 def run_hooks(ctx: CompileContext, point: str) -> int:
     """Run the enabled callbacks of hook point ``point`` in order; returns how many ran.
 
-    A callback with markers runs only when the module has a function of one
-    of those names (checked just before it would run).
+    A callback with markers runs only in a job whose module has had a function
+    of one of those names at a hook point so far (:meth:`CompileContext.note_markers`).
     """
     ran = 0
+    ctx.note_markers()  # at every hook point, gated callbacks or not: the optimiser may delete them later
     for cb in plugins.callbacks(ctx.plugins, point):
-        if cb.info.markers and not ctx.ir.function_names().intersection(cb.info.markers):
+        if cb.info.markers and not ctx.note_markers().intersection(cb.info.markers):
             continue
         _call(ctx, cb, point, verify=True, job=ctx.job, module=ctx.ir, state=ctx.plugin_state.get(cb.plugin_name))
         ran += 1

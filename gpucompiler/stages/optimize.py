@@ -29,6 +29,18 @@ def default_pipeline(ctx: CompileContext, module: IRModule) -> None:
     pb.getModulePassManager().run(module.ref, pb)
 
 
+def after_ad(ctx: CompileContext, module: IRModule) -> None:
+    """The default module pipeline again after the ``ad`` stage's engines, the SLP vectorizer on too (the
+    straight-line code differentiation makes gains from it)."""
+    opt = ctx.job.config.opt_level
+    tm = ctx.job.target.target_machine(opt)
+    tuning = llvm.create_pipeline_tuning_options(speed_level=opt)
+    tuning.loop_vectorization = tuning.slp_vectorization = True
+    pb = llvm.create_pass_builder(tm, tuning)
+    pb.getModulePassManager().run(module.ref, pb)
+    module.ref.verify()
+
+
 def cleanup(ctx: CompileContext, module: IRModule) -> None:
     """instcombine + simplifycfg: tidy what late callbacks left."""
     pb = _pass_builder(ctx)

@@ -91,8 +91,8 @@ def test_dump_dir_gets_before_and_after_of_every_stage(tmp_path):
     expected = [f"add.{i:02d}.{s}.{w}.ll" for i, s in enumerate(STAGE_NAMES) for w in ("before", "after")
                 if (s, w) != ("irgen", "before")]
     assert names == sorted(expected)
-    assert opcodes((tmp_path / "add.03.optimize.before.ll").read_text(), "add")[0] == "alloca"
-    assert opcodes((tmp_path / "add.03.optimize.after.ll").read_text(), "add") == ["add", "ret"]
+    assert opcodes((tmp_path / "add.04.optimize.before.ll").read_text(), "add")[0] == "alloca"
+    assert opcodes((tmp_path / "add.04.optimize.after.ll").read_text(), "add") == ["add", "ret"]
 
 
 def test_dump_dir_is_read_from_the_environment(tmp_path, monkeypatch):

@@ -324,3 +324,74 @@ def test_launching_through_the_kernel_without_a_hip_runtime_says_what_is_missing
     k = Kernel(saxpy, target=AMDGPUTarget("gfx942"))
     with pytest.raises(ToolNotFoundError, match="no HIP runtime: libamdhip64"):
         k[1, 64](2.0, np.ones(64), np.ones(64), np.zeros(64))
+
+
+# -- adversarial: every intrinsic, every element type, every architecture ----------------
+def everything(a, out, ints):
+    i = gd.grid(1)
+    s = gd.shared_array((4, 32), np.float32)
+    t = gd.shared_array(32, np.int64)
+    s[i % 4, i % 32] = a[i]
+    t[i % 32] = ints[i]
+    gd.syncthreads()
+    v = gd.shfl_down(a[i], 1) + gd.shfl_down(s[0, i % 32], 2)
+    w = gd.shfl_down(ints[i], 5) + gd.shfl_down(np.int32(i), 3)
+    gd.atomic_add(out, 0, v)
+    gd.atomic_min(out, 1, v)
+    gd.atomic_max(out, 2, v)
+    gd.atomic_exch(out, 3, v)
+    gd.atomic_cas(out, 4, 0.0, v)
+    gd.atomic_add(ints, 0, w)
+    gd.atomic_min(ints, 1, w)
+    gd.atomic_max(ints, 2, w)
+    gd.atomic_cas(ints, 3, 0, w + t[i % 32])
+    out[5] = math.sqrt(abs(a[i])) + math.floor(a[i]) + math.fabs(a[i]) + math.copysign(1.0, a[i])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("floats,ints", [(T.float64, T.int64), (T.float32, T.int32), (T.float32, T.int64)])
+def test_every_kernel_intrinsic_and_element_type_compiles(arch, floats, ints):
+    fa, ia = T.ArrayType(floats, 1, "C"), T.ArrayType(ints, 1, "C")
+    co = code(everything, (fa, fa, ia), arch)
+    assert co.metadata()[".group_segment_fixed_size"] == 4 * 32 * 4 + 32 * 8
+    asm = co.disassemble()
+    assert asm.count("ds_bpermute_b32") >= 4 and "s_barrier" in asm
+
+
+def power(x, out):
+    i = gd.grid(1)
+    out[i] = x[i] ** 2.0 + x[i] ** 0.5 + x[i] ** -1.0 + math.pow(x[i], 1.0)
+
+
+def cube_power(x, out):
+    i = gd.grid(1)
+    out[i] = x[i] ** 3
+
+
+def numpy_sine(x, out):
+    i = gd.grid(1)
+    out[i] = np.sin(x[i])
+
+
+@pytest.mark.parametrize("arr", [A, A32])
+def test_without_device_libs_powers_llvm_rewrites_compile_and_others_are_refused_at_their_line(no_device_libs, arr):
+    text = llvm_ir(power, (arr, arr))
+    assert "llvm.pow" not in text and "@llvm.sqrt" in text
+    for fn, name in ((cube_power, "pow"), (numpy_sine, "sin")):
+        with pytest.raises(TargetUnsupportedError, match=f"{name} on float") as err:
+            code(fn, (arr, arr))
+        assert f"test_amdgpu.py:{fn.__code__.co_firstlineno + 2}:" in str(err.value)
+
+
+@needs_ocml
+def test_float32_sine_is_ocml_not_the_hardware_approximation():
+    """The back end lowers llvm.sin.f32 to v_sin_f32 (no full argument reduction): ocml's is used."""
+    def sine32(x, out):
+        i = gd.grid(1)
+        out[i] = math.sin(x[i])
+
+    text = llvm_ir(sine32, (A32, A32))
+    assert "llvm.sin.f32" not in text and not re.search(r"call .*@__ocml_sin_f32", text)
+    asm = code(sine32, (A32, A32)).disassemble()
+    assert "v_sin_f32" not in asm  # the hardware's approximation is not used
+    assert asm.count("v_fma_f32") + asm.count("v_fmac_f32") >= 8  # ocml's reduction and polynomial

@@ -95,22 +95,35 @@ KERNEL_RULES = kernel_rules(RuleSet("base.kernel.amdgpu", target="amdgpu", built
 
 _MATH = {getattr(math, f.python): f for f in MATH_FUNCTIONS if f.python is not None and hasattr(math, f.python)}
 _MATH[operator.pow] = BY_LIBM["pow"]
+_UFUNCS = {f.numpy: f for f in MATH_FUNCTIONS if f.numpy is not None}
+"""The math table's records by NumPy ufunc name (``arcsin``)."""
 
 
 @KERNEL_RULES.handler
 def _math_without_lowering(interp, fn, args):
     """Refuse, at the user's line, a math function this target cannot lower (None: the rules apply)."""
     record = _MATH.get(fn) if callable(fn) else None
+    if record is None and type(fn).__name__ == "ufunc":  # NumPy's (not imported here: its import is slow)
+        record = _UFUNCS.get(getattr(fn, "__name__", ""))
     types = [widen(a) for a in args]
     if record is None or not types or not all(isinstance(t, T.Scalar) for t in types):
         return None
     floats = [t for t in types if t.kind == "f"]
-    if not floats or record.rounds or (record.libm == "pow" and isinstance(args[-1], Const)):
-        return None  # integers (exact), rounding (exact), a constant power (multiplications, a square root)
+    if not floats or record.rounds or (record.libm == "pow" and _folded_power(args[-1])):
+        return None  # integers (exact), rounding (exact), a power LLVM rewrites exactly
     bits = 32 if all(t == T.float32 for t in floats) else 64
     if devicelibs.available(record, bits):
         return None
     raise TargetUnsupportedError(devicelibs.unsupported_message(record.libm, bits), types)
+
+
+_FOLDED_POWERS = frozenset({-1.0, 0.0, 0.5, 1.0, 2.0})
+"""Constant exponents whose ``pow`` LLVM rewrites without a library (``1/x``, ``1``, ``sqrt``, ``x``, ``x*x``)."""
+
+
+def _folded_power(exponent) -> bool:
+    value = exponent.value if isinstance(exponent, Const) else None
+    return type(value) in (int, float) and value in _FOLDED_POWERS
 
 
 def fence_barriers(model) -> int:

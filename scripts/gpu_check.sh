@@ -99,6 +99,27 @@ echo "== benchmarks/ad_launches.py (a two-kernel program's gradient: LaunchTape,
 timeout 150 "$PY" benchmarks/ad_launches.py --device gpu --n 1048576 --reps 10 --json "$REPORT/ad_launches_gpu.json" 2>&1 \
     | tee "$REPORT/ad_launches_gpu.txt"
 [ "${PIPESTATUS[0]}" -ne 0 ] && BENCH_RC=1
+echo "== SPIR-V on Vulkan (the NVIDIA Vulkan driver): tests/spirv and benchmarks/gpu_vulkan.py"
+# The Vulkan loader may be missing on the GPU machine: carried Debian packages in .gl/ (libvulkan1 and the
+# glvnd libraries, see docs/vulkan.md) are unpacked into /; the NVIDIA ICD is named when none is; the
+# binding (the vulkan package, cffi) comes from carried wheels in .whl/ when not installed.
+if ! ldconfig -p | grep -q libvulkan.so.1 && ls .gl/*.deb >/dev/null 2>&1; then
+    for f in .gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+fi
+NVIDIA_ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$NVIDIA_ICD" ]; then export VK_DRIVER_FILES="$NVIDIA_ICD"; fi
+if ! "$PY" -c "import vulkan" >/dev/null 2>&1 && ls .whl/vulkan-*.whl >/dev/null 2>&1; then
+    VULKAN_SITE=/tmp/gpuc_vulkan_site
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$VULKAN_SITE" \
+        .whl/vulkan-*.whl $(ls .whl/cffi-*.whl .whl/pycparser-*.whl 2>/dev/null) >/dev/null 2>&1 \
+        && export PYTHONPATH="$PYTHONPATH:$VULKAN_SITE"
+fi
+"$PY" -m pytest -q -p no:cacheprovider -rs tests/spirv "tests/test_docs.py::test_doc_examples_run[vulkan.md]" \
+    --junitxml="$REPORT/gpu_spirv.xml" 2>&1 | tail -n 15
+[ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
+"$PY" benchmarks/gpu_vulkan.py --json "$REPORT/gpu_vulkan.json" 2>&1 | tee "$REPORT/gpu_vulkan.txt"
+[ "${PIPESTATUS[0]}" -ne 0 ] && BENCH_RC=1
 echo "== summary"
 "$PY" - "$REPORT" "$TESTS_RC" "$BENCH_RC" <<'PYEOF'
 import json, sys, xml.etree.ElementTree as ET
@@ -157,6 +178,20 @@ try:
           f"{numba_l:.2f} us ({ok(ours_l <= numba_l) if numba_l == numba_l else 'numba-cuda not measured'})")
 except (OSError, KeyError, ValueError, ZeroDivisionError) as exc:
     print(f"| benchmarks                    | no results (rc {bench_rc}): {exc}")
+try:
+    spirv = [c for c in ET.parse(f"{report}/gpu_spirv.xml").iter("testcase")]
+    bad = [c.get("name") for c in spirv if {ch.tag for ch in c} & {"failure", "error"}]
+    skipped = sum("skipped" in {ch.tag for ch in c} for c in spirv)
+    print(f"| SPIR-V tests on Vulkan        | {len(spirv) - len(bad) - skipped} passed, {len(bad)} failed, "
+          f"{skipped} skipped" + (f": {', '.join(bad[:5])}" if bad else ""))
+    vk = json.load(open(f"{report}/gpu_vulkan.json"))
+    print(f"| Vulkan device                 | {vk['device']}")
+    for row in vk["rows"]:
+        print(f"| {row['kernel'][:29]:29} | {row['GBps']:.0f} GB/s, {row['ms']:.3f} ms")
+    ratio = vk["elementwise_vs_copy"]
+    print(f"| GOAL Vulkan elementwise >=80% | {ratio:.0%} of vkCmdCopyBuffer ({'MET' if ratio >= 0.8 else 'not met'})")
+except (OSError, ET.ParseError, KeyError, ValueError) as exc:
+    print(f"| SPIR-V on Vulkan              | no results: {exc}")
 try:
     ad = json.load(open(f"{report}/ad_gpu.json"))
     for name, r in ad["rows"].items():

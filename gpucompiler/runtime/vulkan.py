@@ -231,6 +231,16 @@ def launch(kernel, grid, block, args, dev: VulkanDevice | None = None) -> None:
     """Run ``kernel`` on ``grid`` workgroups of ``block`` invocations with ``args``; wait for it."""
     dev = dev or device()
     grid, block = _dims(grid), _dims(block)
+    sh, buffers, copies = prepare(kernel, grid, block, args, dev)
+    run(dev, sh, grid, buffers)
+    for host, staged in copies:
+        host[...] = staged.view()
+
+
+def prepare(kernel, grid, block, args, dev: VulkanDevice):
+    """``(shader, buffers, copies)`` of a launch: the compiled :class:`Shader`, the storage buffers to bind
+    (the arrays', then the parameter block) and the NumPy arrays to copy back after it."""
+    grid, block = _dims(grid), _dims(block)
     if block[0] * block[1] * block[2] > dev.max_invocations:
         raise LaunchError(f"a block of {block} is more than the {dev.max_invocations} invocations a "
                           f"workgroup of {dev.name!r} may have")
@@ -240,10 +250,8 @@ def launch(kernel, grid, block, args, dev: VulkanDevice | None = None) -> None:
     types, buffers, params, copies = _arguments(kernel, tuple(args), dev)
     sh = shader(kernel, types, block, dev)
     block_params = VulkanArray(len(params), "u1", dev=dev)
-    block_params.view()[...] = memoryview(params)
-    run(dev, sh, grid, [*buffers, block_params])
-    for host, staged in copies:
-        host[...] = staged.view()
+    block_params.view()[...] = np.frombuffer(params, np.uint8)
+    return sh, [*buffers, block_params], copies
 
 
 def _dims(value) -> tuple[int, int, int]:
@@ -280,6 +288,34 @@ def run(dev: VulkanDevice, sh: Shader, grid, buffers, repeat: int = 1) -> float:
     finally:
         vk.vkDestroyCommandPool(h, commands, None)
         vk.vkDestroyDescriptorPool(h, pool, None)
+
+
+def transfer(dev: VulkanDevice, src: VulkanArray | None, dst: VulkanArray, repeat: int = 1, word: int = 0) -> float:
+    """Copy ``src`` into ``dst`` (or fill ``dst`` with the 32-bit ``word`` when ``src`` is None) ``repeat``
+    times in one command buffer; the seconds the device took (the reference of the bandwidth benchmark)."""
+    commands = vk.vkCreateCommandPool(dev.handle, vk.VkCommandPoolCreateInfo(
+        sType=vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, queueFamilyIndex=dev.family), None)
+    barrier = vk.VkMemoryBarrier(sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                                 srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                                 dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+
+    def record(cmd):
+        for k in range(repeat):
+            if k:
+                vk.vkCmdPipelineBarrier(cmd, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                        0, 1, [barrier], 0, None, 0, None)
+            if src is None:
+                vk.vkCmdFillBuffer(cmd, dst.buffer, 0, dst.nbytes // 4 * 4, word)
+            else:
+                vk.vkCmdCopyBuffer(cmd, src.buffer, dst.buffer, 1,
+                                   [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=min(src.nbytes, dst.nbytes))])
+    try:
+        cmd = vk.vkAllocateCommandBuffers(dev.handle, vk.VkCommandBufferAllocateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=commands,
+            level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
+        return _submit(dev, cmd, record)
+    finally:
+        vk.vkDestroyCommandPool(dev.handle, commands, None)
 
 
 def _record(cmd, sh: Shader, dset, grid, repeat: int) -> None:
@@ -347,5 +383,5 @@ class VulkanRuntime:
 VULKAN = VulkanRuntime()
 register_runtime(SPIRVTarget, VULKAN)
 
-__all__ = ["VULKAN", "VulkanRuntime", "DeviceFeatureError", "Shader", "VulkanArray", "VulkanDevice", "VulkanError", "compile_spirv",
+__all__ = ["VULKAN", "VulkanRuntime", "prepare", "transfer", "DeviceFeatureError", "Shader", "VulkanArray", "VulkanDevice", "VulkanError", "compile_spirv",
            "device", "launch", "run", "shader", "to_device"]

@@ -144,6 +144,12 @@ def widen(x) -> Any:
     return x.type if isinstance(x, Const) else x
 
 
+def _join_items(xs, ys) -> list:
+    """Item by item: arrays, tuples and records join (views, layouts); scalars must agree (None)."""
+    return [join(x, y) if isinstance(x, (T.ArrayType, T.TupleType, T.RecordType)) else (x if x == y else None)
+            for x, y in zip(xs, ys)]
+
+
 def join(a, b):
     """Least upper bound of ``a`` and ``b``; ``None`` when they do not fit (a union)."""
     if a is BOTTOM or a == b:
@@ -156,9 +162,13 @@ def join(a, b):
     if isinstance(ta, T.Scalar) and isinstance(tb, T.Scalar):
         return T.promote(ta, tb)
     if isinstance(ta, T.TupleType) and isinstance(tb, T.TupleType) and len(ta.items) == len(tb.items):
-        items = [join(x, y) if isinstance(x, (T.ArrayType, T.TupleType)) else (x if x == y else None)
-                 for x, y in zip(ta.items, tb.items)]  # arrays join (views, layouts); scalars must agree
+        items = _join_items(ta.items, tb.items)
         return None if None in items else T.TupleType(items)
+    if (isinstance(ta, T.RecordType) and isinstance(tb, T.RecordType)
+            and (ta.module, ta.qualname, [n for n, _ in ta.fields]) == (tb.module, tb.qualname, [n for n, _ in tb.fields])):
+        items = _join_items(ta.items, tb.items)  # a record of new arrays on one path, of arguments on another
+        return None if None in items else T.RecordType(ta.module, ta.qualname, zip((n for n, _ in ta.fields), items),
+                                                       ta.indexable)
     if isinstance(ta, T.ArrayType) and isinstance(tb, T.ArrayType) and (ta.dtype, ta.ndim) == (tb.dtype, tb.ndim):
         return T.ArrayType(ta.dtype, ta.ndim, ta.layout if ta.layout == tb.layout else "A",
                            ta.readonly or tb.readonly, ta.managed or tb.managed)

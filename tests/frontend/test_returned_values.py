@@ -172,6 +172,39 @@ def test_a_namedtuple_of_arrays_returned_in_a_tuple_and_alone_holds_owned_arrays
     assert type(single) is Body and np.array_equal(single.pos, pos + vel) and single.vel is vel
 
 
+@dataclasses.dataclass
+class State:
+    body: Body
+    t: float
+
+
+def make(x, k):
+    return Body(x * k, x + k, float(k))
+
+
+def carried_through_a_loop(x, n):
+    b = make(x, 1.0)  # a record of new arrays from a compiled helper
+    for _ in range(n):
+        b = Body(b.pos + b.vel, b.vel * 0.5, b.mass + 1.0)  # each iteration frees the last one's arrays
+    return State(b, 2.0), b.pos.sum()
+
+
+def merged_from_two_paths(x, c):
+    if c > 0:
+        b = make(x, 2.0)
+    else:
+        b = Body(x, x[::-1], 0.0)  # views of the argument on this path (was a TypeInferenceError)
+    return b, b.vel[0]
+
+
+@pytest.mark.parametrize(("fn", "args"), [(carried_through_a_loop, (3,)), (carried_through_a_loop, (0,)),
+                                          (merged_from_two_paths, (1,)), (merged_from_two_paths, (-1,))])
+def test_records_of_new_arrays_carried_merged_and_returned_from_helpers(fn, args):
+    want_x, got_x = np.arange(4.0), np.arange(4.0)
+    want, got = fn(want_x, *args), gpuc.jit(fn)(got_x, *args)
+    assert _same(got, want, ((got_x,), (want_x,))) is None, _same(got, want, ((got_x,), (want_x,)))
+
+
 def test_a_record_of_a_class_defined_in_a_function_is_a_typed_error():
     class Local(NamedTuple):
         x: float

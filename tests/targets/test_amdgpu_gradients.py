@@ -26,6 +26,9 @@ from gpucompiler.targets.amdgpu import devicelibs, tools
 from gpucompiler.targets.amdgpu.heap import ALIGN, HEAP, HEAP_IR
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "enzyme_plugin"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import ad_kernels as K  # pyright: ignore[reportMissingImports]
+import ez_funcs as E  # pyright: ignore[reportMissingImports]
 import ho_funcs as F  # pyright: ignore[reportMissingImports]
 from kernel_gradient_corpus import CASES  # pyright: ignore[reportMissingImports]
 from test_batch_mode import grad_energy_batch2, grad_newton_batch2, tangents_batch2  # pyright: ignore[reportMissingImports]
@@ -50,6 +53,8 @@ EXTRA = {  # name: (kernel, argument types)
     "reverse batch of 2": (grad_energy_batch2, (A,) * 6),
     "forward batch of 2": (tangents_batch2, (A, A, A, A2)),
     "reverse batch through a while loop": (grad_newton_batch2, (A, A, A)),
+    "barrier in the differentiated function": (E.grad_square_sync_kernel, (A, A, A, A)),
+    "block reduction in shared memory": (K.red_grad, (A, A, A, A)),
 }
 KERNELS = {c.name: (c.kernel, (A, A)) for c in CASES} | EXTRA
 
@@ -90,6 +95,17 @@ def test_gradient_kernel_ir_accumulates_adjoints_atomically_with_only_amd_intrin
     assert not re.search(r"declare .*@(sin|cos|exp|log|pow|sqrt)f?\(", text)  # math linked (ocml) or intrinsic
     for alloca in re.findall(r"= alloca .*", text):
         assert alloca.endswith("addrspace(5)"), alloca
+
+
+def test_the_reverse_sweep_mirrors_the_barrier_with_its_fences():
+    """``syncthreads()`` inside the differentiated function: the reverse sweep waits too (adjoints written
+    by one thread are complete before others read them), and every s_barrier has its fences."""
+    text = final_ir(E.grad_square_sync_kernel, (A, A, A, A))
+    barriers = re.findall(r"(.*)\n\s+(?:tail )?call void @llvm.amdgcn.s.barrier\(\)\n(.*)", text)
+    assert len(barriers) >= 2, text
+    for before, after in barriers:
+        assert 'fence syncscope("workgroup") release' in before
+        assert 'fence syncscope("workgroup") acquire' in after
 
 
 def test_a_tape_growing_at_run_time_uses_the_heap_a_constant_one_does_not():

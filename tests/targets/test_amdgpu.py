@@ -23,7 +23,7 @@ from gpucompiler.errors import (ConfigError, InvalidIRError, TargetUnsupportedEr
 from gpucompiler.llvm import parse
 from gpucompiler.pipeline import compile as compile_job
 from gpucompiler.runtime import hip
-from gpucompiler.targets import parse_target
+from gpucompiler.targets import known_targets, parse_target
 from gpucompiler.targets.amdgpu import ARCHITECTURES, AMDGPUTarget
 from gpucompiler.targets.amdgpu import devicelibs as amdgpu_math, tools as amdgpu_tools
 
@@ -395,3 +395,28 @@ def test_float32_sine_is_ocml_not_the_hardware_approximation():
     asm = code(sine32, (A32, A32)).disassemble()
     assert "v_sin_f32" not in asm  # the hardware's approximation is not used
     assert asm.count("v_fma_f32") + asm.count("v_fmac_f32") >= 8  # ocml's reduction and polynomial
+
+
+def test_compile_ir_lists_the_architectures_and_writes_a_code_object(tmp_path):
+    assert {"amdgpu", "amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx1100"} <= set(known_targets())
+    src = tmp_path / "k.ll"
+    src.write_text("define void @scale(ptr %p, double %a) {\n  %x = load double, ptr %p\n"
+                   "  %y = fmul double %x, %a\n  store double %y, ptr %p\n  ret void\n}\n")
+    proc = subprocess.run([sys.executable, "-m", "gpucompiler", "compile-ir", str(src), "--target", "amdgpu:gfx1100",
+                           "--kernel", "--emit", "obj", "-o", str(tmp_path / "k.hsaco")], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'plugins'}"})
+    assert proc.returncode == 0, proc.stderr
+    note = amdgpu_tools.metadata((tmp_path / "k.hsaco").read_bytes())
+    assert note["amdhsa.target"] == "amdgcn-amd-amdhsa--gfx1100"
+    (md,) = note["amdhsa.kernels"]
+    assert md[".name"] == "scale" and [(a[".offset"], a[".size"]) for a in md[".args"]] == [(0, 8), (8, 8)]
+
+
+def test_the_device_libraries_are_part_of_the_cache_key(no_device_libs):
+    """Code compiled without ocml must not be served once it is installed (nor the reverse)."""
+    without = AMDGPUTarget().machine()
+    amdgpu_math.forget_device_libs()
+    os.environ.pop("GPUC_ROCM_DEVICE_LIBS")
+    with_libs = AMDGPUTarget().machine()
+    assert without["device_libs"] is None
+    assert (with_libs["device_libs"] is not None) == (amdgpu_math.find_device_libs_or_none() is not None)

@@ -13,6 +13,7 @@ from ..lattice import Const, computed, widen
 from ..rules import Any_, Bool, CallResult, Constant, Float, Int, Number, RuleSet, register
 from . import pyhelpers as H
 from .floatint import _MIRROR, compare_int_float, exact_pow, fcmp, finite
+from .powers import small_exponent, small_power
 
 base = register(RuleSet("base", builtin=True))
 IntLike = lambda t: isinstance(widen(t), T.Scalar) and widen(t).kind in "ibu"  # noqa: E731
@@ -242,21 +243,33 @@ def _pow_type(a, b):
 @base.define(operator.pow, Number, Number, restype=_pow_type)
 def _pow(cg, args, argtypes, rt):
     a, b = (cg.cast(v, widen(t), rt) for v, t in zip(args, argtypes))
-    r = exact_pow(cg, rt, [a, b])
+    e = argtypes[1]
+    n = small_exponent(e.value) if isinstance(e, Const) else None
+    if n is None:
+        r = exact_pow(cg, rt, [a, b])
+        ok = finite(cg, r)
+    else:  # multiplications (powers.py); ok: the compensated value is finite, so r is
+        r, ok = small_power(cg, a, n)
     if cg.mod.math_errors:  # CPython's float_pow: r finite on the hot path, the rest cold
-        cg.check_cases(finite(cg, r), lambda: _pow_cases(cg, rt, r, a, b), math=True)
+        cg.check_cases(ok, lambda: _pow_cases(cg, rt, r, a, b, n is not None), math=True)
     return r
 
 
-def _pow_cases(cg, rt, r, a, b):
+def _pow_cases(cg, rt, r, a, b, integral=False):
+    """The cold path of ``a ** b``; ``integral``: ``b`` is a small integral constant (a finite base
+    then gives no NaN: zero or an overflow)."""
     B = cg.b
     is_nan = B.fcmp_unordered("uno", r, r)
     nan_in = B.or_(B.fcmp_unordered("uno", a, a), B.fcmp_unordered("uno", b, b))
     fails = B.or_(B.and_(is_nan, B.not_(nan_in)), B.and_(B.not_(is_nan), B.and_(finite(cg, a), finite(cg, b))))
+    fails = B.and_(B.not_(finite(cg, r)), fails)  # a small power's r may be finite here (powers.py)
     zero = B.fcmp_ordered("==", a, ir.Constant(r.type, 0.0))
+    cases = [(B.and_(B.not_(is_nan), zero), "ZeroDivisionError", "0.0 cannot be raised to a negative power"),
+             (B.not_(is_nan), "OverflowError", "(34, 'Numerical result out of range')")]
+    if integral:
+        return fails, cases
     return fails, [
-        (B.and_(B.not_(is_nan), zero), "ZeroDivisionError", "0.0 cannot be raised to a negative power"),
-        (B.not_(is_nan), "OverflowError", "(34, 'Numerical result out of range')"),
+        *cases,
         # a negative number to a fractional power: CPython's result is complex, or its OverflowError
         (B.not_(finite(cg, exact_pow(cg, rt, [cg.call_intrinsic("llvm.fabs", rt, [a]), b]))), "OverflowError",
          "complex exponentiation"),

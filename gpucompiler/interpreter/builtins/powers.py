@@ -1,0 +1,103 @@
+"""``x ** n`` for a float ``x`` and a small integral constant ``n``: multiplications, not ``pow``.
+
+``x ** 2`` and ``x ** -1`` are one correctly rounded operation each
+(``x * x``, ``1 / x``). Larger powers keep the square's rounding error with
+an FMA (``x * x`` as the unevaluated sum ``h + l``, exactly) and carry it
+through each product, so the result is rounded once, as a correctly
+rounded ``pow`` would round it; glibc's ``pow``, which CPython calls, is
+within 0.52 ulp and so differs from this in rare cases by one ulp (measured
+in docs/benchmarks.md "Integer powers"). Where the compensated value is not
+finite (an overflow, an infinite or NaN base) the plain product is the
+result, which has IEEE's inf/NaN/zero behaviour. Under ``fastmath`` every
+power is the plain product chain (LLVM's and Numba's ``afn`` rewriting).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ... import types as T
+from .floatint import finite
+
+#: the exponents that compile to multiplications (beyond them: ``pow``)
+SMALL = 8
+
+
+def small_exponent(value) -> int | None:
+    """``value`` as an int when it is an integral int or float constant with ``|value| <= SMALL``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        return None
+    n = int(value)
+    return n if abs(n) <= SMALL else None
+
+
+def _plain(b, x, n: int):
+    """``x ** |n|`` by squaring, each product rounded."""
+    result, base = None, x
+    while n:
+        if n & 1:
+            result = base if result is None else b.fmul(result, base)
+        n >>= 1
+        if n:
+            base = b.fmul(base, base)
+    return result
+
+
+def _two_product(cg, a, b):
+    """``a * b`` as ``(p, e)`` with ``p + e`` exact (FMA)."""
+    p = cg.b.fmul(a, b)
+    return p, cg.call_intrinsic("llvm.fma", _ftype(a), [a, b, cg.b.fneg(p)])
+
+
+def _ftype(v):
+    return T.float32 if isinstance(v.type, ir.FloatType) else T.float64
+
+
+def _dd_mul(cg, a, b):
+    """The product of two double-word values ``(h, l)`` (``l`` None: exactly zero); the ``l * l``
+    term is below rounding."""
+    (ah, al), (bh, bl) = a, b
+    p, e = _two_product(cg, ah, bh)
+    for hi, lo in ((ah, bl), (bh, al)):
+        if lo is not None:
+            e = cg.b.fadd(e, cg.b.fmul(hi, lo))
+    return p, e
+
+
+def _compensated(cg, x, n: int):
+    """``x ** |n|`` as a double-word ``(h, l)``, by squaring."""
+    result, base = None, (x, None)
+    while n:
+        if n & 1:
+            result = base if result is None else _dd_mul(cg, result, base)
+        n >>= 1
+        if n:
+            base = _dd_mul(cg, base, base)
+    assert result is not None and result[1] is not None
+    return result
+
+
+def small_power(cg, x, n: int):
+    """``x ** n`` (``n`` from :func:`small_exponent`), in ``x``'s float type, and whether it is
+    finite (an ``i1``: the hot path's check of the Python error model)."""
+    b, one = cg.b, ir.Constant(x.type, 1.0)
+    if n == 0:
+        return one, ir.Constant(ir.IntType(1), 1)  # CPython: x ** 0 is 1.0 for every x, NaN included
+    plain = _plain(b, x, abs(n))
+    if n < 0:
+        plain = b.fdiv(one, plain)
+    if n in (1, 2, -1) or cg.mod.fastmath:
+        return plain, finite(cg, plain)
+    h, low = _compensated(cg, x, abs(n))
+    if n > 0:
+        r = b.fadd(h, low)
+    else:  # 1 / (h + l): the reciprocal of h, corrected by one Newton step on the double word
+        r0 = b.fdiv(one, h)
+        t = cg.call_intrinsic("llvm.fma", _ftype(x), [b.fneg(r0), h, one])
+        err = b.fsub(t, b.fmul(r0, low))
+        r = cg.call_intrinsic("llvm.fma", _ftype(x), [r0, err, r0])
+    r = cg.call_intrinsic("llvm.copysign", _ftype(x), [r, plain])  # (-0.0) ** 3 is -0.0: plain's sign
+    ok = finite(cg, r)
+    return b.select(ok, r, plain), ok

@@ -62,7 +62,8 @@ def check_not_inlined(module, gradients, derivatives, like) -> None:
     differentiate the inlined body and never call the rule (clang -O2 inlines a small function into
     its callers). With debug info the inlined instructions name the function (``inlinedAt``) in the
     functions the markers reach; without it, a function that can be inlined (no ``noinline``/``optnone``)
-    and has no call left outside its own rules is taken as inlined."""
+    is refused when no call of it is left outside its own rules, or when LLVM's optimiser ran on it (it
+    may be inlined into some callers and called from others)."""
     rules = {name: f"__enzyme_register_gradient_{name}" for name in gradients}
     rules.update({name: f"__enzyme_register_derivative_{name}" for name in derivatives})
     rules.update({name: f"__enzyme_function_like ({kind})" for name, kind in like.items()})
@@ -90,6 +91,16 @@ def check_not_inlined(module, gradients, derivatives, like) -> None:
             raise unsupported(f"@{f.name} has a registered derivative rule ({rules[f.name]}) but no call of it is "
                               f"left: the optimiser inlined it (or removed its calls) before differentiation, so "
                               f"the rule cannot apply: {_HOW}", None, f)
+        if any(f.has_attribute(a) for a in _INFERRED):
+            raise unsupported(f"@{f.name} has a registered derivative rule ({rules[f.name]}) and LLVM's optimiser ran "
+                              f"on the module (@{f.name} carries attributes it infers), so it may have been inlined "
+                              f"into some of its callers, which would not call the rule; without debug info the "
+                              f"engine cannot tell which: compile with -g, or {_HOW}", None, f)
+
+
+#: function attributes only LLVM's optimisation pipeline gives a function (clang's -O0 and
+#: -disable-llvm-optzns output has none): the inliner may have run on the module
+_INFERRED = ("nosync", "nofree", "norecurse", "willreturn", "memory")
 
 
 _HOW = ("mark the function __attribute__((noinline)), or give gpuc enzyme IR the optimiser has not run on yet "

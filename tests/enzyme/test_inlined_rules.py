@@ -67,11 +67,20 @@ def test_noinline_rule_applies_at_every_level():
 
 
 @pytest.mark.parametrize("level", ["O2", "O3"])
-def test_rule_still_called_directly_but_inlined_elsewhere_needs_debug_info_to_be_seen(level):
-    """A call of @sq is left (the direct differentiation), so only the debug info shows that @outer
-    holds its inlined body: with -g it is refused; the derivative is never the primal body's."""
+def test_rule_still_called_directly_but_inlined_elsewhere_is_refused(level):
+    """A use of @sq is left (the direct differentiation) while @outer holds its inlined body: with -g the
+    debug info names @outer; without it, @sq carries the attributes only the optimiser infers, so it may
+    have been inlined: refused too (the derivative was the primal body's, 6x+1 for 301)."""
     kind, exc = _outcome(5, level, debug=True)
     assert kind == "refused" and "into @outer" in str(exc)
+    kind, exc = _outcome(5, level)
+    assert kind == "refused" and "compile with -g" in str(exc)
+
+
+def test_ruled_function_the_optimiser_never_saw_is_not_refused():
+    """-O2 -Xclang -disable-llvm-optzns: clang's attributes only, the calls are there: the rule applies
+    (also for case 5, whose direct differentiation keeps a use)."""
+    assert _outcome(5, "O2", extra=("-Xclang", "-disable-llvm-optzns"))[0] == "rule"
 
 
 @pytest.mark.parametrize("case", [1, 2, 3])

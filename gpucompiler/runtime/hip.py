@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import numpy as np
 
 from .. import types as T
 from .arguments import argument_type
@@ -171,12 +172,16 @@ def launch_code(code: CodeObject, grid, block, *args: Any) -> None:
     try:
         for t, a in zip(code.argtypes, args):
             if isinstance(t, T.ArrayType):
+                if not isinstance(a, np.ndarray):
+                    raise LaunchError(f"the HIP runtime takes NumPy arrays (copied to the device and back), got "
+                                      f"{type(a).__name__}")
+                host = np.ascontiguousarray(a)  # a strided view is staged whole, in order
                 ptr = ctypes.c_void_p()
-                _check(hip.hipMalloc(ctypes.byref(ptr), ctypes.c_size_t(max(a.nbytes, 1))), "hipMalloc")
-                _check(hip.hipMemcpy(ptr, ctypes.c_void_p(a.ctypes.data), ctypes.c_size_t(a.nbytes),
+                _check(hip.hipMalloc(ctypes.byref(ptr), ctypes.c_size_t(max(host.nbytes, 1))), "hipMalloc")
+                staged.append((a, host, ptr))
+                _check(hip.hipMemcpy(ptr, ctypes.c_void_p(host.ctypes.data), ctypes.c_size_t(host.nbytes),
                                      _HOST_TO_DEVICE), "hipMemcpy")
-                staged.append((a, ptr))
-                values.append((ptr.value or 0, *a.shape, *a.strides))
+                values.append((ptr.value or 0, *host.shape, *host.strides))
             else:
                 values.append(a)
         _give_heap(hip, module)
@@ -187,11 +192,15 @@ def launch_code(code: CodeObject, grid, block, *args: Any) -> None:
                                       ctypes.cast(ctypes.byref(size), ctypes.c_void_p), _END)
         _check(hip.hipModuleLaunchKernel(fn, *grid3, *block3, 0, None, None, extra), "hipModuleLaunchKernel")
         _check(hip.hipDeviceSynchronize(), "hipDeviceSynchronize")
-        for a, ptr in staged:
-            _check(hip.hipMemcpy(ctypes.c_void_p(a.ctypes.data), ptr, ctypes.c_size_t(a.nbytes),
+        for a, host, ptr in staged:
+            if not a.flags.writeable:
+                continue
+            _check(hip.hipMemcpy(ctypes.c_void_p(host.ctypes.data), ptr, ctypes.c_size_t(host.nbytes),
                                  _DEVICE_TO_HOST), "hipMemcpy")
+            if host is not a:
+                a[...] = host
     finally:
-        for _, ptr in staged:
+        for _, _, ptr in staged:
             hip.hipFree(ptr)
         hip.hipModuleUnload(module)
 

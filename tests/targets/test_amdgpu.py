@@ -5,6 +5,7 @@ nothing is run, everything is checked in the code object."""
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import re
@@ -420,3 +421,79 @@ def test_the_device_libraries_are_part_of_the_cache_key(no_device_libs):
     with_libs = AMDGPUTarget().machine()
     assert without["device_libs"] is None
     assert (with_libs["device_libs"] is not None) == (amdgpu_math.find_device_libs_or_none() is not None)
+
+
+class FakeHIP:
+    """A HIP runtime in host memory: device buffers are host buffers, and a launch runs ``saxpy`` by
+    reading its arguments from the kernarg buffer it was given (so the packing is what is tested)."""
+
+    def __init__(self):
+        self.buffers, self.freed, self.launches = {}, [], []
+
+    def hipInit(self, flags):
+        return 0
+
+    def hipGetDeviceCount(self, count):
+        count._obj.value = 1
+        return 0
+
+    def hipModuleLoadData(self, module, image):
+        module._obj.value = 0x1000
+        return 0
+
+    def hipModuleGetFunction(self, fn, module, name):
+        fn._obj.value, self.name = 0x2000, name
+        return 0
+
+    def hipModuleGetGlobal(self, address, nbytes, module, name):
+        return 500  # hipErrorNotFound: no tape heap in this kernel
+
+    def hipMalloc(self, ptr, size):
+        buf = ctypes.create_string_buffer(size.value)
+        self.buffers[ctypes.addressof(buf)] = buf
+        ptr._obj.value = ctypes.addressof(buf)
+        return 0
+
+    def hipMemcpy(self, dst, src, size, kind):
+        ctypes.memmove(dst, src, size.value)
+        return 0
+
+    def hipModuleLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        size = ctypes.cast(extra[3], ctypes.POINTER(ctypes.c_size_t))[0]
+        args = ctypes.string_at(extra[1], size)
+        self.launches.append(((gx, gy, gz), (bx, by, bz), args))
+        a = np.frombuffer(args[:8], np.float64)[0]
+        arrays = []
+        for offset in (8, 32, 56):  # {ptr, shape, stride} at the note's offsets
+            ptr, n, stride = np.frombuffer(args[offset:offset + 24], np.uint64)
+            assert stride == 8
+            arrays.append(np.ctypeslib.as_array((ctypes.c_double * int(n)).from_address(int(ptr))))
+        x, y, out = arrays
+        out[:] = a * x + y
+        return 0
+
+    def hipDeviceSynchronize(self):
+        return 0
+
+    def hipFree(self, ptr):
+        self.freed.append(ptr.value)
+        return 0
+
+    def hipModuleUnload(self, module):
+        return 0
+
+
+def test_launch_stages_strided_and_read_only_arrays_and_packs_the_kernargs(monkeypatch):
+    fake = FakeHIP()
+    monkeypatch.setattr(hip, "hip_library", lambda: fake)
+    base = np.arange(16.0)
+    x = base[::2]                       # a strided view: staged contiguous, in order
+    y = np.linspace(1.0, 2.0, 8)
+    y.flags.writeable = False           # read, never written back
+    out = np.zeros(16)[::2]
+    k = Kernel(saxpy, target=AMDGPUTarget())
+    k[(1, 1, 1), (8, 1, 1)](3.0, x, y, out)
+    np.testing.assert_array_equal(out, 3.0 * base[::2] + y)
+    (grid, block, args), = fake.launches
+    assert grid == (1, 1, 1) and block == (8, 1, 1) and fake.name == b"saxpy"
+    assert len(args) == 80 and len(fake.freed) == 3

@@ -70,7 +70,7 @@ class FunctionCodegen:
     def const(self, t, value):
         t = widen(t)
         if isinstance(t, T.TupleType):
-            return ir.Constant(ll(t), [self.const(it, v) for it, v in zip(t.items, value)])
+            return ir.Constant(ll(t), [self.const(it, v) for it, v in zip(t.items, value) if has_value(it)])
         if isinstance(t, T.ArrayType):
             return self.mod.frozen_array(t, value)
         if isinstance(t, T.Scalar) and t.kind == "c":

@@ -24,7 +24,7 @@ from llvmlite import ir
 
 from .. import types as T
 from .lltypes import I64, PTR, ll
-from .wrapper import _box, _release_function
+from .wrapper import _box, _release_function, items_of
 
 _I32 = ir.IntType(32)
 _WRITEABLE = 0x0400
@@ -84,7 +84,7 @@ class ResultBoxer:
         """Every item boxed (each gives its references to its object, or back when it failed), then the
         tuple; NULL if one item failed."""
         b, mod = self.b, self.mod
-        items = [self.box(b.extract_value(v, k), it) for k, it in enumerate(t.items)]
+        items = [self.box(item, it) for it, item in zip(t.items, items_of(b, v, t))]
         tup = b.call(mod.declare("PyTuple_New", PTR, [I64]), [ir.Constant(I64, len(items))])
         failed = b.icmp_unsigned("==", tup, ir.Constant(PTR, None))
         setitem = mod.declare("PyTuple_SetItem", _I32, [PTR, I64, PTR])

@@ -170,9 +170,13 @@ def _box(mod, b, v, t):
         new = mod.declare("PyTuple_New", PTR, [I64])
         setitem = mod.declare("PyTuple_SetItem", ir.IntType(32), [PTR, I64, PTR])
         tup = b.call(new, [ir.Constant(I64, len(t.items))])
-        for k, it in enumerate(t.items):
-            b.call(setitem, [tup, ir.Constant(I64, k), _box(mod, b, b.extract_value(v, k), it)])
+        for k, (it, item) in enumerate(zip(t.items, items_of(b, v, t))):
+            b.call(setitem, [tup, ir.Constant(I64, k), _box(mod, b, item, it)])
         return tup
+    if not has_value(t):  # None (an item of a tuple): CPython's own object
+        none = mod.extern_global("_Py_NoneStruct")
+        b.call(mod.declare("Py_IncRef", ir.VoidType(), [PTR]), [none])
+        return none
     if t == T.boolean:
         return b.call(mod.declare("PyBool_FromLong", PTR, [I64]), [b.zext(v, I64)])
     if t.kind == "c":
@@ -186,6 +190,15 @@ def _box(mod, b, v, t):
         d = b.fpext(v, ir.DoubleType()) if t == T.float32 else v
         return b.call(mod.declare("PyFloat_FromDouble", PTR, [ir.DoubleType()]), [d])
     return b.call(mod.declare("PyLong_FromLongLong", PTR, [I64]), [b.sext(v, I64)])
+
+
+def items_of(b, v, t) -> list:
+    """The LLVM value of each item of tuple ``v`` of type ``t`` (None for an item without one: ``None``)."""
+    out, k = [], 0
+    for it in t.items:
+        out.append(b.extract_value(v, k) if has_value(it) else None)
+        k += has_value(it)
+    return out
 
 
 def _local_record(t) -> T.RecordType | None:

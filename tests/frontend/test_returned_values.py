@@ -205,6 +205,25 @@ def test_records_of_new_arrays_carried_merged_and_returned_from_helpers(fn, args
     assert _same(got, want, ((got_x,), (want_x,))) is None, _same(got, want, ((got_x,), (want_x,)))
 
 
+def nones_in_tuples(x, a):
+    t = (None, x, a * 2.0)
+    return (None, t[1], (None, t[2]), t[0]), None
+
+
+def picks_after_a_none(x, y):
+    t = (None, x, y)
+    return t[1] - t[2]
+
+
+def test_none_inside_returned_tuples_and_the_items_after_it():
+    """A tuple holding None was an AttributeError from inside the compiler (building it, boxing it)."""
+    a = np.arange(3.0)
+    for _ in range(2):  # the first call and the warm entry
+        got, want = gpuc.jit(nones_in_tuples)(1.5, a), nones_in_tuples(1.5, a)
+        assert _same(got, want, ((a,), (a,))) is None
+    assert gpuc.jit(picks_after_a_none)(5.0, 2.0) == 3.0
+
+
 def test_a_record_of_a_class_defined_in_a_function_is_a_typed_error():
     class Local(NamedTuple):
         x: float

@@ -39,9 +39,16 @@ def _module_attribute(interp, fn, args):
 @base.define(K.build_tuple, restype=_Tup(()))
 def _build_tuple(cg, args, argtypes, rt):
     value = ir.Constant(cg.ll(rt), ir.Undefined)
-    for i, v in enumerate(args):
+    for i, v in enumerate(a for a, t in zip(args, widen(rt).items) if _has_value(t)):  # None has no field
         value = cg.b.insert_value(value, v, i)
     return value
+
+
+def _has_value(t) -> bool:
+    """Whether a tuple item of type ``t`` is a field of the tuple's struct (None and objects known at
+    compile time are not: codegen/lltypes.has_value)."""
+    w = widen(t)
+    return isinstance(w, T.Type) and w not in (T.none, pyobj)
 
 
 def _tuple_index(tup, index):
@@ -56,7 +63,11 @@ def _tuple_index(tup, index):
              restype=lambda t, i: widen(t).items[_tuple_index(t, i)])
 @returns_view
 def _tuple_getitem(cg, args, argtypes, rt):
-    return cg.b.extract_value(args[0], _tuple_index(*argtypes))
+    items = widen(argtypes[0]).items
+    i = _tuple_index(*argtypes)
+    if not _has_value(items[i]):
+        return None
+    return cg.b.extract_value(args[0], sum(map(_has_value, items[:i])))
 
 
 def _uniform_item(tup, index):

@@ -99,7 +99,8 @@ def _construct(interp, fn, args):
     wrong = next((t for t in types if not isinstance(t, (T.Scalar, T.ArrayType, T.TupleType, _R))), None)
     if wrong is not None:
         raise TypeInferenceError(f"{fn.__qualname__}() in compiled code holds numbers, arrays, tuples and records, "
-                                 f"not {wrong!r}", (wrong,), hint="pass every field by position")
+                                 f"not {wrong!r}", (wrong,), hint="give every field a number, an array, a tuple or "
+                                                                  "a record")
 
     def build(cg, values, argtypes, rt):
         values = [m.lower(cg, [v], [at], m.restype) if m is not None else v

@@ -13,7 +13,7 @@ from clang_levels import LEVELS, central_difference, compile_c, library, needs_c
 
 pytestmark = needs_clang
 
-CASES = ("split_pair", "split_inlined", "split_reset", "split_struct", "split_pointer")
+CASES = ("split_pair", "split_inlined", "split_reset", "split_struct", "split_pointer", "split_bytes")
 POINTS = (-1.3, 0.4, 2.1)
 
 

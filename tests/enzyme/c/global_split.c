@@ -3,7 +3,8 @@
  * element (@g.0, @g.1 at -O1 and above), a reader that takes no argument (its
  * call has nothing varied, yet it returns what an earlier call stored), a
  * writer of a constant that must drop the adjoint of the value it overwrites,
- * a struct split by field, and a pointer to a global handed out by a call.
+ * a struct split by field, a pointer to a global handed out by a call, and
+ * doubles copied byte-wise into integer and byte storage.
  *
  * Every case exposes  double NAME_primal(double x),  double NAME_grad(double x)
  * (reverse mode) and  double NAME_fwd(double x)  (forward mode). */
@@ -41,6 +42,23 @@ __attribute__((noinline)) double *cell(void) { return &cells[2]; }
 __attribute__((noinline)) double sum_cells(void) { return cells[0] + cells[2] * cells[2]; }
 double split_pointer(double x) { cells[0] = x; *cell() = tanh(x); return sum_cells(); }
 
+/* doubles stored through memcpy into a long and into a byte buffer the optimiser splits */
+#include <string.h>
+static long slot;
+static char raw[16];
+__attribute__((noinline)) void put_bytes(double x) {
+    double y = x * x, z = 3.0 * sin(x);
+    memcpy(&slot, &y, 8);
+    memcpy(raw + 8, &z, 8);
+}
+__attribute__((noinline)) double get_bytes(void) {
+    double y, z;
+    memcpy(&y, &slot, 8);
+    memcpy(&z, raw + 8, 8);
+    return y * z + z;
+}
+double split_bytes(double x) { put_bytes(x); return get_bytes(); }
+
 #define ENTRIES(NAME)                                                                   \
     double NAME##_primal(double x) { return NAME(x); }                                  \
     double NAME##_grad(double x) { return __enzyme_autodiff((void *)NAME, x); }         \
@@ -51,3 +69,4 @@ ENTRIES(split_inlined)
 ENTRIES(split_reset)
 ENTRIES(split_struct)
 ENTRIES(split_pointer)
+ENTRIES(split_bytes)

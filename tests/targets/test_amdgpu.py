@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from enzyme_plugin import Const, Duplicated, Reverse, autodiff
+
 from gpucompiler import device as gd, kernel, types as T
 from gpucompiler.kernel import Kernel
 from gpucompiler.core import CompilerConfig, CompilerJob, LLVMSource
@@ -497,3 +499,46 @@ def test_launch_stages_strided_and_read_only_arrays_and_packs_the_kernargs(monke
     (grid, block, args), = fake.launches
     assert grid == (1, 1, 1) and block == (8, 1, 1) and fake.name == b"saxpy"
     assert len(args) == 80 and len(fake.freed) == 3
+
+
+class HeapFakeHIP(FakeHIP):
+    """The fake runtime of a kernel that exports the tape heap's header (at ``header``); launches record only."""
+
+    def __init__(self, header: int):
+        super().__init__()
+        self.header = header
+
+    def hipModuleGetGlobal(self, address, nbytes, module, name):
+        if name != b"gpuc_amdgpu_heap":
+            return 500
+        address._obj.value = self.header
+        return 0
+
+    def hipModuleLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        self.launches.append((gx, bx))
+        return 0
+
+
+def test_launch_hands_a_growing_tape_its_heap(monkeypatch):
+    """A kernel whose AD tape grows at run time exports the heap header; the launch points it at the
+    process's heap (GPUC_DEVICE_HEAP bytes), all of it free."""
+    def newton(x, i):
+        s = x[i]
+        while s * s - x[i] > 1e-12:
+            s = 0.5 * (s + x[i] / s)
+        return s
+
+    def grad_newton(x, dx):
+        i = gd.grid(1)
+        autodiff(Reverse, newton, Duplicated(x, dx), Const(i))
+
+    header = (ctypes.c_uint64 * 3)(7, 7, 7)
+    fake = HeapFakeHIP(ctypes.addressof(header))
+    monkeypatch.setattr(hip, "hip_library", lambda: fake)
+    monkeypatch.setenv("GPUC_DEVICE_HEAP", "1M")
+    hip._heap.cache_clear()
+    co = hip.code_object(Kernel(grad_newton, plugins=("enzyme",)), (A, A))
+    hip.launch_code(co, 1, 32, np.full(32, 2.0), np.zeros(32))
+    base, size, used = header
+    assert base in fake.buffers and size == 1 << 20 and used == 0
+    hip._heap.cache_clear()

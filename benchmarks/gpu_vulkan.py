@@ -9,8 +9,10 @@ scripts/gpu_check.sh, which carries the Vulkan loader)::
 Bandwidth is bytes moved / device time: Vulkan timestamps around ``--inner``
 dispatches recorded in one command buffer (a pipeline barrier between them),
 the median over ``--reps`` after a warm-up. ``out[i] = a * x[i]`` (float32,
-a grid-stride loop) and ``vkCmdCopyBuffer`` of ``x`` into ``out`` move the
-same bytes, in device-local buffers. The reduction sums ``x`` with a
+a grid-stride loop), the same loop copying (``out[i] = x[i]``) and
+``vkCmdCopyBuffer`` of ``x`` into ``out`` move the same bytes, in device-local
+buffers; the goal compares with the faster copy (on the NVIDIA driver
+``vkCmdCopyBuffer`` runs on a copy engine, far below the shaders). The reduction sums ``x`` with a
 shared-memory tree per workgroup and one float32 atomic add per workgroup;
 the gradient kernel is ``d/dx sum(sin(x) * w0 * x + w1 * x * x)`` with
 ``autodiff`` inside it (float32: shared parameters accumulated atomically).
@@ -40,6 +42,15 @@ def scale(out, a, x):
     stride = gd.gridsize(1)
     while i < x.shape[0]:
         out[i] = a * x[i]
+        i += stride
+
+
+@kernel
+def copy(out, x):
+    i = gd.grid(1)
+    stride = gd.gridsize(1)
+    while i < x.shape[0]:
+        out[i] = x[i]
         i += stride
 
 
@@ -100,6 +111,11 @@ def main() -> None:
     copy_s = timed(lambda: vulkan.transfer(dev, x, out, args.inner), args.reps) / args.inner
     rows.append({"kernel": "vkCmdCopyBuffer", "ms": copy_s * 1e3, "GBps": nbytes / copy_s / 1e9})
 
+    sh, buffers, _ = vulkan.prepare(copy, groups, BLOCK, (out, x), dev)
+    shader_copy_s = timed(lambda: vulkan.run(dev, sh, (groups, 1, 1), buffers, args.inner), args.reps) / args.inner
+    rows.append({"kernel": "out = x (SPIR-V copy shader)", "ms": shader_copy_s * 1e3,
+                 "GBps": nbytes / shader_copy_s / 1e9})
+
     sh, buffers, _ = vulkan.prepare(scale, groups, BLOCK, (out, np.float32(2), x), dev)
     scale_s = timed(lambda: vulkan.run(dev, sh, (groups, 1, 1), buffers, args.inner), args.reps) / args.inner
     rows.append({"kernel": "out = a*x (SPIR-V)", "ms": scale_s * 1e3, "GBps": nbytes / scale_s / 1e9})
@@ -131,8 +147,9 @@ def main() -> None:
     print(f"|{'-' * 42}|{'-' * 11}|{'-' * 10}|")
     for r in rows:
         print(f"| {r['kernel']:40} | {r['ms']:9.4f} | {r['GBps']:8.1f} |")
-    ratio = copy_s / scale_s
-    print(f"elementwise / copy bandwidth: {ratio:.0%} (goal >= 80%: {'MET' if ratio >= 0.8 else 'not met'})")
+    ratio = min(copy_s, shader_copy_s) / scale_s
+    print(f"elementwise / best copy bandwidth (vkCmdCopyBuffer or the copy shader): {ratio:.0%} "
+          f"(goal >= 80%: {'MET' if ratio >= 0.8 else 'not met'})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": dev.name, "log2n": args.log2n, "rows": rows, "elementwise_vs_copy": ratio}, f,

@@ -176,7 +176,7 @@ def _pipeline(dev: VulkanDevice, binary: bytes, arrays: int, entry: str, shuffle
     stage = vk.VkPipelineShaderStageCreateInfo(
         sType=vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, pNext=required,
         stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName=entry,
-        flags=vk.VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT if shuffles else 0)
+        flags=vk.VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT if shuffles else 0)
     pipeline = vk.vkCreateComputePipelines(h, None, 1, [vk.VkComputePipelineCreateInfo(
         sType=vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, stage=stage, layout=layout)], None)[0]
     vk.vkDestroyShaderModule(h, module, None)

@@ -122,3 +122,10 @@ def shuffle_sum(out, x):
     v = x[i]
     v += gd.shfl_down(v, 1)
     out[i] = v
+
+
+@kernel
+def nan_flags(out, x):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        out[i] = 1 if math.isnan(x[i]) else (2 if math.isinf(x[i]) else 0)

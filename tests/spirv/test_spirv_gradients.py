@@ -88,7 +88,7 @@ def test_barrier_inside_the_differentiated_function(vulkan_device):
     (_, dx, out, _), (_, edx, _, _) = on_both(G.grad_square_sync, 1, 64, (x, np.zeros_like(x), np.zeros_like(x), dout))
     np.testing.assert_allclose(out, 2 * x * x, rtol=1e-6)
     np.testing.assert_allclose(dx, 4 * x * dout, rtol=1e-6)
-    np.testing.assert_array_equal(dx, edx)
+    np.testing.assert_allclose(dx, edx, rtol=1e-6)
 
 
 def neighbours64(x, i):

@@ -35,7 +35,8 @@ def test_two_dimensional_grid_float64_and_int_scalars(vulkan_device):
     out = np.zeros_like(x)
     vulkan.launch(K.affine2d, (3, 6), (16, 8), (out, x, 1.5, -2))
     i, j = np.indices(x.shape)
-    np.testing.assert_allclose(out, x * 1.5 - 2 + i - 2 * j, rtol=1e-15)
+    # rounding only: NVIDIA's driver contracts a * b + c into an fma (as CUDA does by default)
+    np.testing.assert_allclose(out, x * 1.5 - 2 + i - 2 * j, rtol=1e-14, atol=1e-13)
 
 
 def test_loop_sqrt_floor_float64(vulkan_device):
@@ -45,7 +46,7 @@ def test_loop_sqrt_floor_float64(vulkan_device):
     acc = np.zeros_like(x)
     for k in range(7):
         acc = acc * x + (k + 1)
-    np.testing.assert_allclose(out, np.sqrt(np.abs(acc)) + np.floor(x), rtol=1e-14)
+    np.testing.assert_allclose(out, np.sqrt(np.abs(acc)) + np.floor(x), rtol=1e-13)
 
 
 def test_float_to_int_saturates_as_on_the_cpu(vulkan_device):
@@ -56,6 +57,15 @@ def test_float_to_int_saturates_as_on_the_cpu(vulkan_device):
     vulkan.launch(K.polynomial, 1, 64, (out, x, 0))
     K.polynomial[1, 64, "cpu"](emulated, x, 0)
     np.testing.assert_array_equal(out, emulated)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nan_and_inf_tests_hold_on_every_driver(vulkan_device, dtype):
+    # fcmp uno is rebuilt from the bits: a Vulkan driver may fold float self-compares (NVIDIA's does)
+    x = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -1.5, 3e38, 1e-40], dtype)
+    out = np.full(x.shape, 7, np.int64)
+    vulkan.launch(K.nan_flags, 1, 64, (out, x))
+    np.testing.assert_array_equal(out, np.where(np.isnan(x), 1, np.where(np.isinf(x), 2, 0)))
 
 
 def test_integer_atomics_histogram(vulkan_device):
@@ -71,6 +81,10 @@ def test_float32_atomic_add_min_max(vulkan_device):
     vulkan.launch(K.atomic_sum, 47, 64, (total, x))
     assert total[0] == x.sum()  # small integers: every order of additions is exact
     extremes = np.array([-np.inf, np.inf], np.float32)
+    if not vulkan_device.features["shaderBufferFloat32AtomicMinMax"]:  # NVIDIA's driver (580)
+        with pytest.raises(DeviceFeatureError, match="shaderBufferFloat32AtomicMinMax"):
+            vulkan.launch(K.atomic_extremes, 47, 64, (extremes, x))
+        return
     vulkan.launch(K.atomic_extremes, 47, 64, (extremes, x))
     assert (extremes[0], extremes[1]) == (x.max(), x.min())
 
@@ -137,11 +151,13 @@ def test_bool_arrays_and_branches(vulkan_device):
     np.testing.assert_array_equal(out, np.where(flags & (x < 0.5), x, -1))
 
 
-def test_float32_sin_within_a_few_ulp(vulkan_device):
+def test_float32_sin_within_the_drivers_precision(vulkan_device):
+    # GLSL.std.450's sin: Vulkan asks 2**-11 absolute in [-pi, pi]; measured 6e-8 (lavapipe) and 1.1e-6
+    # (NVIDIA 580) on [-10, 10]
     x = rng.uniform(-10, 10, 500).astype(np.float32)
     out = np.zeros_like(x)
     vulkan.launch(K.sines, 8, 64, (out, x))
-    assert np.abs(out - np.sin(x)).max() < 1e-6
+    assert np.abs(out - np.sin(x.astype(np.float64))).max() < 4e-6
 
 
 def test_float64_sin_is_a_typed_error_naming_the_function(vulkan_device):

@@ -141,15 +141,27 @@ def _resolve_placeholders(model, entry: Function, workgroup: tuple[int, int, int
 
 
 def _shader_compares(fn: Function) -> None:
-    """``fcmp uno``/``ord`` (OpenCL's ``OpUnordered``/``OpOrdered``) as self-compares Vulkan has."""
+    """``fcmp uno``/``ord`` (OpenCL's ``OpUnordered``/``OpOrdered``) as NaN tests on the bits."""
     for inst in list(fn.instructions()):
         if inst.opcode == "fcmp" and inst.predicate in ("uno", "ord"):
             b = Builder()
             b.position_before(inst)
-            pred, join = ("une", "or") if inst.predicate == "uno" else ("oeq", "and")
             x, y = inst.operands[0], inst.operands[1]
-            inst.replace_all_uses_with(b.binop(join, b.fcmp(pred, x, x), b.fcmp(pred, y, y)))
+            either = b.binop("or", _is_nan(b, x), _is_nan(b, y))
+            inst.replace_all_uses_with(either if inst.predicate == "uno" else b.binop("xor", either, const_int(LT.i1, 1)))
             inst.erase()
+
+
+_FLOAT_BITS = {"half": (16, 10), "float": (32, 23), "double": (64, 52)}
+
+
+def _is_nan(b: Builder, x: Value) -> Value:
+    """Whether the float ``x`` is a NaN, from its bits: a Vulkan driver need not keep NaN semantics in
+    float compares (without ``SignedZeroInfNanPreserve``; NVIDIA's folds ``x != x`` to false)."""
+    bits, mantissa = _FLOAT_BITS[str(x.type)]
+    t = LT.int_type(bits)
+    magnitude = b.binop("and", b.cast("bitcast", x, t), const_int(t, (1 << (bits - 1)) - 1))
+    return b.icmp("ugt", magnitude, const_int(t, ((1 << (bits - 1 - mantissa)) - 1) << mantissa))
 
 
 def _lower_saturating(call: Instruction, signed: bool) -> None:
@@ -164,7 +176,7 @@ def _lower_saturating(call: Instruction, signed: bool) -> None:
     out = b.cast("fptosi" if signed else "fptoui", x, t)
     out = b.select(b.fcmp("oge", x, const_float(x.type, float(high))), const_int(t, high), out)
     out = b.select(b.fcmp("ole", x, const_float(x.type, float(low))), const_int(t, low), out)
-    out = b.select(b.fcmp("une", x, x), const_int(t, 0), out)
+    out = b.select(_is_nan(b, x), const_int(t, 0), out)
     call.replace_all_uses_with(out)
     call.erase()
 

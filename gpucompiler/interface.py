@@ -33,6 +33,7 @@ A plugin may be any object with these attributes (plain classes work);
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -117,12 +118,14 @@ class Plugin:
         """JSON data describing options that change the plugin's output (part of job keys); None: none."""
         return None
 
-    def new_state(self, job: CompilerJob) -> Any:
-        """The plugin's state for one compile of ``job``, made when it starts; callbacks taking ``state`` get it."""
+    def new_state(self, job: CompilerJob, parent: Any = None) -> Any:
+        """The plugin's state for one compile of ``job``, made when it starts; callbacks taking ``state`` get it.
+        ``parent`` (when declared): the state of the job that deferred ``job``, None for a top-level job."""
         return None
 
-    def report(self, job: CompilerJob) -> Any:
-        """A result to put in ``CompileResult.reports[self.name]`` after ``job``; None for none."""
+    def report(self, job: CompilerJob, state: Any = None) -> Any:
+        """A result to put in ``CompileResult.reports[self.name]`` after ``job``; None for none.
+        ``state`` (when declared): the plugin's state of this compile."""
         return None
 
     def add_commands(self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:  # pyright: ignore[reportPrivateUsage]
@@ -131,6 +134,14 @@ class Plugin:
 
 
 _HOOKS = ("name", "version", "rules", "markers", "cache_settings", "new_state", "report", "add_commands")
+
+
+def call_hook(fn: Callable[..., Any], *args: Any, **optional: Any) -> Any:
+    """``fn(*args)`` with those of the keyword arguments ``optional`` that ``fn`` declares (hooks that
+    gained an argument keep working with plugins written before it)."""
+    params = inspect.signature(fn).parameters
+    varkw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return fn(*args, **{k: v for k, v in optional.items() if varkw or k in params})
 
 
 def plugin_location(exc: BaseException, plugin: Any) -> tuple[str, int] | None:
@@ -223,4 +234,5 @@ def listener(fn: F) -> F:
 
 
 __all__ = ["EVENTS", "HOOK_ARGS", "HOOK_POINTS", "STAGES", "STAGE_INDEX", "STAGE_NAMES", "STAGE_OF_HOOK",
-           "Callback", "Plugin", "Stage", "callback", "hook", "hook_spec_name", "listener", "plugin_location"]
+           "Callback", "Plugin", "Stage", "call_hook", "callback", "hook", "hook_spec_name", "listener",
+           "plugin_location"]

@@ -134,11 +134,11 @@ def emit_code(ctx: CompileContext, kinds: Sequence[str]) -> None:
 
 
 def collect_reports(ctx: CompileContext) -> dict[str, Any]:
-    """``report(job)`` of every enabled plugin that returns something."""
+    """``report(job, state)`` of every enabled plugin that returns something."""
     reports: dict[str, Any] = {}
     for p in ctx.plugins:
         try:
-            report = plugins.hook(p, "report")(ctx.job)
+            report = plugins.call_hook(plugins.hook(p, "report"), ctx.job, state=ctx.plugin_state.get(p.name))
         except Exception as exc:
             raise PluginError(p.name, "report", "report", exc, at=plugins.plugin_location(exc, p)) from exc
         if report is not None:

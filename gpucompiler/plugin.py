@@ -29,15 +29,16 @@ from __future__ import annotations
 
 import inspect
 import threading
+import warnings
 from typing import Any
 from collections.abc import Callable, Iterable
 
 import attrs
 import pluggy
 
-from .errors import ConfigError, GPUCompilerError, PluginError, UnknownPluginError
+from .errors import ConfigError, PluginError, UnknownPluginError
 from .interface import (CALLBACK_ATTR as _ATTR, EVENTS, HOOK_ARGS, HOOK_POINTS, PROJECT, Callback, Plugin,
-                        callback, hook, hook_spec_name, listener, plugin_location)
+                        call_hook, callback, hook, hook_spec_name, listener, plugin_location)
 
 ENTRY_POINT_GROUP = "gpucompiler.plugins"
 _hookspec = pluggy.HookspecMarker(PROJECT)
@@ -103,6 +104,9 @@ class _Manager(pluggy.PluginManager):
         """names whose entry points were looked for (each is loaded at most once per process)"""
         self.complete = False
         """whether every installed entry point was looked at"""
+        self.broken: dict[str, PluginError] = {}
+        """installed entry points that failed to load while every plugin was listed, by name: left out
+        of the listing (a warning), their error raised when a job names them"""
 
     def register(self, plugin: Any, name: str | None = None) -> str | None:
         instance = plugin() if inspect.isclass(plugin) else plugin
@@ -188,10 +192,13 @@ def _load(names: Iterable[str] | None = None) -> _Manager:
             if manager.get_plugin(ep.name) is None:  # not registered by hand first
                 try:
                     manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=ep.name)
-                except GPUCompilerError:
-                    raise
-                except Exception as exc:  # an installed plugin that does not import (asked again: raises again)
-                    raise PluginError(ep.name, "discovery", ep.value, exc) from exc
+                except Exception as exc:  # an installed plugin that does not load
+                    error = exc if isinstance(exc, PluginError) else PluginError(
+                        ep.name, "discovery", ep.value, exc, at=plugin_location(exc, ep.value.partition(":")[0]))
+                    if wanted is not None:
+                        raise error from exc  # a job names it (asked again: raises again)
+                    manager.broken[ep.name] = error  # listing every plugin: the others stay usable
+                    warnings.warn(f"{error}; left out of the installed plugins", RuntimeWarning, stacklevel=3)
             manager.tried.add(ep.name)
         if wanted is None:
             manager.complete = True
@@ -239,8 +246,12 @@ def enabled(names: Iterable[str]) -> tuple[Any, ...]:
     manager = _load(names)
     for n in names:
         if manager.get_plugin(n) is None:
-            raise UnknownPluginError(n, discovered(), hint="install it (entry point group "
-                                     f"{ENTRY_POINT_GROUP!r}) or call gpucompiler.plugin.register")
+            if n in manager.broken:
+                raise manager.broken[n]
+            known = discovered()
+            broken = f"; installed but failing to load: {', '.join(sorted(manager.broken))}" if manager.broken else ""
+            raise UnknownPluginError(n, known, hint="install it (entry point group "
+                                     f"{ENTRY_POINT_GROUP!r}) or call gpucompiler.plugin.register{broken}")
     return tuple(manager.get_plugin(n) for n in sorted(set(names)))
 
 
@@ -280,4 +291,4 @@ def constrained(ranked: list[BoundCallback], point: str) -> list[BoundCallback]:
 
 
 __all__ = ["ENTRY_POINT_GROUP", "EVENTS", "HOOK_ARGS", "BoundCallback", "Callback", "Plugin", "builtin", "callback",
-           "callbacks", "constrained", "declared_callbacks", "discovered", "enabled", "hook", "listener", "plugin_location", "register", "unregister"]
+           "call_hook", "callbacks", "constrained", "declared_callbacks", "discovered", "enabled", "hook", "listener", "plugin_location", "register", "unregister"]

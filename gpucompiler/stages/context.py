@@ -34,6 +34,8 @@ class CompileContext:
     """Enabled plugin instances, sorted by name."""
     module: IRModule | None = None
     """The module under compilation (None before IR generation)."""
+    parent: CompileContext | None = None
+    """The compile that deferred this one (a nested job's), None for a top-level job."""
     stage_times: dict[str, float] = attrs.field(factory=dict)
     """Seconds per stage name, in running order."""
     artifacts: dict[str, str | bytes] = attrs.field(factory=dict)
@@ -56,7 +58,8 @@ class CompileContext:
         self.plugin_state = {}
         for p in self.plugins:
             try:
-                self.plugin_state[p.name] = plugins.hook(p, "new_state")(self.job)
+                parent = None if self.parent is None else self.parent.plugin_state.get(p.name)
+                self.plugin_state[p.name] = plugins.call_hook(plugins.hook(p, "new_state"), self.job, parent=parent)
             except Exception as exc:
                 raise PluginError(p.name, "start", "new_state", exc, at=plugins.plugin_location(exc, p)) from exc
 

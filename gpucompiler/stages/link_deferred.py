@@ -79,29 +79,30 @@ def nested_job(parent: CompilerJob, job_id: str) -> CompilerJob:
 def job_graph(ctx: CompileContext) -> tuple[JobGraph, dict[str, IRModule]]:
     """The graph of ``ctx.job`` (node ``"root"``) and its nested jobs, and each nested module."""
     graph = JobGraph(jobs={"root": ctx.job})
-    modules: dict[str, IRModule] = {}
-    todo = [("root", ctx.ir)]
+    contexts: dict[str, CompileContext] = {"root": ctx}
+    todo = ["root"]
     while todo:
-        parent, module = todo.pop(0)
-        graph.edges[parent] = lookups(module)
+        parent = todo.pop(0)
+        graph.edges[parent] = lookups(contexts[parent].ir)
         for job_id in graph.edges[parent]:
-            if job_id in modules:
+            if job_id in contexts:
                 continue  # identical job, or a cycle: generated already
             job = nested_job(ctx.job, job_id)
             graph.jobs[job_id] = job
-            modules[job_id] = generate(ctx, job)
-            todo.append((job_id, modules[job_id]))
-    return graph, modules
+            contexts[job_id] = generate(contexts[parent], job)
+            todo.append(job_id)
+    return graph, {job_id: c.ir for job_id, c in contexts.items() if job_id != "root"}
 
 
-def generate(ctx: CompileContext, job: CompilerJob) -> IRModule:
-    """IR generation and ``post_irgen`` callbacks of a nested job (stage names of the nested job)."""
-    nctx = CompileContext(job, ctx.settings, ctx.plugins)
+def generate(parent: CompileContext, job: CompilerJob) -> CompileContext:
+    """IR generation and ``post_irgen`` callbacks of ``job``, nested in ``parent`` (whose module looks it
+    up; plugins' ``new_state`` gets the parent's state), under stage names of the nested job."""
+    nctx = CompileContext(job, parent.settings, parent.plugins, parent=parent)
     with stage(nctx, "irgen"):
         irgen.generate(nctx)
     with stage(nctx, "post_irgen"):
         run_hooks(nctx, "post_irgen")
-    return nctx.ir
+    return nctx
 
 
 def replace_lookups(module: IRModule, names: dict[str, str]) -> None:

@@ -542,3 +542,27 @@ def test_launch_hands_a_growing_tape_its_heap(monkeypatch):
     base, size, used = header
     assert base in fake.buffers and size == 1 << 20 and used == 0
     hip._heap.cache_clear()
+
+
+@pytest.mark.parametrize("size", ["", "i64 32, "], ids=["llvm22", "two-argument"])
+def test_lifetime_markers_of_a_moved_alloca_name_the_alloca_itself(size):
+    """LLVM's verifier wants lifetime.start/end on an alloca, not on the cast of a private one to generic."""
+    sig = "i64, ptr" if size else "ptr"
+    ir = f"""
+declare void @llvm.lifetime.start.p0({sig})
+declare void @llvm.lifetime.end.p0({sig})
+define void @k(ptr %out, i64 %n) {{
+  %slot = alloca [4 x double], align 8
+  call void @llvm.lifetime.start.p0({size}ptr %slot)
+  %p = getelementptr [4 x double], ptr %slot, i64 0, i64 %n
+  store double 2.0, ptr %p
+  %q = getelementptr [4 x double], ptr %slot, i64 0, i64 1
+  %v = load double, ptr %q
+  store double %v, ptr %out
+  call void @llvm.lifetime.end.p0({size}ptr %slot)
+  ret void
+}}"""
+    job = CompilerJob(LLVMSource(ir, "k"), CompilerConfig(AMDGPUTarget(), kernel=True, opt_level=0))
+    text = str(compile_job(job, ("llvm",)).artifacts["llvm"])
+    assert re.search(r"call void @llvm\.lifetime\.start\.p5\((?:i64 32, )?ptr addrspace\(5\) %slot\)", text), text
+    assert compile_job(job, ("obj",)).artifacts["obj"][:4] == b"\x7fELF"

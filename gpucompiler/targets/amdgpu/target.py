@@ -20,7 +20,7 @@ from ...core import Rules, Target
 from ...core.facts import ALLOCATION_FUNCTIONS, TAPE_FUNCTIONS, TAPE_METADATA, ModuleFacts
 from ...core.mathfns import math_function
 from ...errors import ConfigError, ErrorKind
-from ...llvm import Builder, InlineAsm, initialize, parse, types as LT
+from ...llvm import Builder, Function, InlineAsm, initialize, parse, types as LT
 from ..native import cached_target_machine, emit_with
 from ..ptx import global_array_pointers
 from . import devicelibs, lowering, tools
@@ -229,7 +229,7 @@ def private_allocas(model) -> int:
     """Move every ``alloca`` of address space 0 to the private space 5 and give its users the
     generic pointer (``addrspacecast``); returns how many moved."""
     moved = 0
-    for fn in model.functions.values():
+    for fn in list(model.functions.values()):  # lifetime markers may declare .p5 intrinsics
         if fn.is_declaration:
             continue
         for inst in list(fn.instructions()):
@@ -242,6 +242,27 @@ def private_allocas(model) -> int:
             b.position_after(inst)
             generic = b.cast("addrspacecast", inst, LT.ptr())
             for use in users:
-                use.user.set_operand(use.index, generic)
+                if not _private_lifetime(model, use.user, inst):
+                    use.user.set_operand(use.index, generic)
             moved += 1
     return moved
+
+
+def _private_lifetime(model, call, alloca) -> bool:
+    """Rebuild ``llvm.lifetime.start/end.p0`` of ``alloca`` as the ``.p5`` intrinsic on the alloca itself
+    (LLVM's verifier wants the alloca there, not a cast of it); False for any other user."""
+    callee = getattr(call, "callee", None) if getattr(call, "opcode", None) == "call" else None
+    name = getattr(callee, "name", "")
+    if not name.startswith(("llvm.lifetime.start.p0", "llvm.lifetime.end.p0")):
+        return False
+    private = name.rsplit(".", 1)[0] + f".p{PRIVATE}"
+    fn = model.functions.get(private)
+    if fn is None:
+        params = [LT.ptr(PRIVATE) if a is alloca or getattr(a, "type", None) == LT.ptr() else a.type
+                  for a in call.args]
+        fn = model.add_function(Function(private, LT.function(LT.void, params)))
+    b = Builder()
+    b.position_before(call)
+    b.call(fn, [alloca if a.type == LT.ptr() else a for a in call.args])
+    call.erase()
+    return True

@@ -12,7 +12,7 @@ from . import pristine as _pristine  # noqa: F401  (the builtins the compiler's 
 from .lazy import attach
 from .version import __version__ as __version__
 
-from .jit import jit
+from .jit import jit, njit
 from .kernel import kernel
 
 if TYPE_CHECKING:
@@ -22,13 +22,15 @@ if TYPE_CHECKING:
     from .frontend.intrinsics import prange
     from .parallel import Reducer, Space, parallel_for, parallel_reduce
     from .targets import NativeTarget, parse_target
+    from .ufunc import guvectorize, vectorize
 
 #: public name -> the module that defines it, loaded on first use (a measured import-time saving:
 #: the compiler's modules and llvmlite cost ~150 ms, docs/benchmarks.md "Imports")
 _LAZY = {"CompilerConfig": ".core", "FrontendOptions": ".core", "ErrorModel": ".errors",
          "GPUCompilerError": ".errors", "CompilerJob": ".core", "LLVMSource": ".core", "NativeTarget": ".targets",
          "parse_target": ".targets", "prange": ".frontend.intrinsics",
-         "Reducer": ".parallel", "Space": ".parallel", "parallel_for": ".parallel", "parallel_reduce": ".parallel"}
+         "Reducer": ".parallel", "Space": ".parallel", "parallel_for": ".parallel", "parallel_reduce": ".parallel",
+         "vectorize": ".ufunc", "guvectorize": ".ufunc"}
 
 
 __getattr__, __dir__ = attach(__name__, _LAZY, globals(), submodules=True)
@@ -43,6 +45,7 @@ __all__ = [
     "NativeTarget",
     "parse_target",
     "jit",
+    "njit",
     "prange",
     "parallel_for",
     "parallel_reduce",
@@ -50,4 +53,6 @@ __all__ = [
     "Space",
     "kernel",
     "types",
+    "vectorize",
+    "guvectorize",
 ]

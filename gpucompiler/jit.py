@@ -82,15 +82,57 @@ class _Entry:
         self.fast, self.guard = fast, guard
 
 
+#: Numba's options that have no counterpart here, and why
+_NO_COUNTERPART = {
+    "locals": "types are inferred from the arguments; convert a value in the function instead "
+              "(float(x), np.float32(x))",
+    "looplift": "there is no object mode to lift loops out of: the whole function compiles",
+    "no_cpython_wrapper": "every compiled function keeps its Python entry",
+    "no_cfunc_wrapper": "there are no cfunc wrappers",
+    "debug": "set GPUC_DEBUG_TRACEBACKS=1 for the compiler's tracebacks; no debug info is emitted",
+    "target_backend": "@jit compiles for the host CPU; use @kernel for GPUs",
+    "pipeline_class": "the pipeline is extended through plugins (docs/plugins.md)",
+    "no_rewrites": "there are no Numba rewrite passes to turn off",
+    "_nrt": "allocation is always available",
+    "forceinline": "write inline='always'",
+}
+_INLINE = ("never", "always")
+
+
+def numba_options(options: dict) -> tuple[dict, str]:
+    """``options`` without Numba's spellings that are not :class:`~gpucompiler.core.JitOptions`
+    fields, and the ``inline`` policy: ``nopython=True`` (the only mode) is dropped, object mode
+    (``nopython=False``, ``forceobj=True``) and an option with no counterpart are ConfigErrors."""
+    options = dict(options)
+    nopython, forceobj = options.pop("nopython", True), options.pop("forceobj", False)
+    if nopython is not True or forceobj is not False:
+        raise ConfigError("object mode does not exist here: every @jit function compiles whole to machine code "
+                          "(nopython=True); remove nopython=False / forceobj=True and call Python-only code "
+                          "outside the compiled function")
+    inline = options.pop("inline", "never")
+    if inline not in _INLINE:
+        raise ConfigError(f"inline must be 'never' or 'always', got {inline!r} (a cost-model function has no "
+                          "counterpart: LLVM decides for 'never')")
+    for name, why in _NO_COUNTERPART.items():
+        if name in options:
+            raise ConfigError(f"Numba's jit option {name!r} has no counterpart here: {why}")
+    return options, inline
+
+
 class Dispatcher:
     """A jit-compiled function; call it like the Python function."""
 
     def __init__(self, fn, *, signatures: tuple[Signature, ...] = (), **options):
         self.py_func = fn
+        options, self.inline = numba_options(options)
+        if self.inline == "always":  # the callers' code inlines this function (codegen/module.py)
+            from .codegen.module import ALWAYS_INLINE
+
+            ALWAYS_INLINE.add(fn)
         self.options = JitOptions.from_keywords(options)
         self.opt_level, self.plugins = self.options.opt_level, self.options.plugins
         self.boundscheck, self.error_model = self.options.boundscheck, self.options.error_model
-        self.signatures = tuple(signatures)
+        self.declared = tuple(signatures)
         """the signatures compiled eagerly; when given, calls must fit one of them (Numba's rule)"""
         self._entries: dict = {}
         self._bind = Binder(fn)
@@ -100,7 +142,7 @@ class Dispatcher:
         self._fallback = cls.__call__.__get__(self, cls)  # what the entry calls on a miss
         own: Any = type(cls.__name__, (cls,), {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
         self.__class__ = own
-        for sig in self.signatures:
+        for sig in self.declared:
             self._compile_signature(sig)
 
     def __call__(self, *args, **kwargs) -> Any:
@@ -114,7 +156,7 @@ class Dispatcher:
             except KeyError:  # arrays, NumPy scalars, array-likes (viewed as arrays), or refused
                 key, args = arguments(args, bind.names, self.py_func.__qualname__)
             entry = self._entries.get(key)
-            if entry is None and self.signatures:
+            if entry is None and self.declared:
                 entry = self._fitting(key)
             if entry is None or (entry.deps and not deps_valid(entry.deps)):
                 entry = self._compile(key, args)
@@ -152,10 +194,19 @@ class Dispatcher:
             raise ConfigError(f"signature {sig} of {name} declares the result {sig.restype!r} but the function "
                               f"returns {rt}; declare that type or convert the result in the function")
 
+    def result_type(self, *argtypes) -> T.Type:
+        """The type a call with ``argtypes`` returns, inferred (nothing is compiled)."""
+        from .targets.native import NativeTarget
+
+        try:
+            return widen(self._spec(argtypes).infer(NativeTarget(), self.plugins, True)[1].rettype)
+        except GPUCompilerError as exc:
+            raise for_user(exc, debug_tracebacks())
+
     def _fitting(self, key) -> _Entry | None:
         """The entry of the first signature ``key``'s argument types convert to safely, remembered for
         ``key``; none is a TypeError naming the signatures (no compilation beyond them, as in Numba)."""
-        for sig in self.signatures:
+        for sig in self.declared:
             if len(sig.args) == len(key) and all(accepts(p, a) for p, a in zip(sig.args, key)):
                 entry = self._entries.get(sig.args)
                 if entry is not None:
@@ -164,11 +215,11 @@ class Dispatcher:
         names = self._bind.names
         # the first argument no signature takes at its place, else the combination
         k = next((k for k, a in enumerate(key) if not any(len(s.args) == len(key) and accepts(s.args[k], a)
-                                                          for s in self.signatures)), None)
+                                                          for s in self.declared)), None)
         param, shown = ((names[k], repr(key[k])) if k is not None and k < len(names)
                         else (", ".join(names), "(" + ", ".join(map(repr, key)) + ")"))
         raise ArgumentTypeError(param, shown, function=self.py_func.__qualname__,
-                                hint="the function was compiled for " + "; ".join(map(str, self.signatures))
+                                hint="the function was compiled for " + "; ".join(map(str, self.declared))
                                 + ": pass arguments of those types, or add the signature")
 
     def _describe(self, value) -> str:
@@ -277,8 +328,45 @@ class Dispatcher:
         return tuple(argtypes)
 
     # -- inspection ---------------------------------------------------------
-    def inspect_ir(self, *argtypes) -> str:
-        """The typed SSA IR of the specialization for ``argtypes`` and of its callees."""
+    @property
+    def signatures(self) -> list[tuple]:
+        """The argument types compiled so far, one tuple per specialization (Numba's
+        ``dispatcher.signatures``); each is accepted by the ``inspect_*`` methods."""
+        return [key for key, entry in self._entries.items() if entry.spec.argtypes == key]
+
+    def _argtypes(self, args) -> tuple:
+        """Argument types from what the ``inspect_*`` methods are given, as Numba users give it:
+        frontend types, one tuple of them (an item of :attr:`signatures`), a signature (string or
+        :class:`~gpucompiler.signatures.Signature`), Python or NumPy scalar classes, or example values."""
+        if len(args) == 1 and isinstance(args[0], (tuple, str, Signature)):
+            one = args[0]
+            return parse_signature(one).args if isinstance(one, (str, Signature)) else self._argtypes(one)
+        out = []
+        for k, a in enumerate(args):
+            if isinstance(a, T.Type):
+                out.append(a)
+            elif isinstance(a, type) and a in _FAST:
+                out.append(_FAST[a])
+            elif isinstance(a, type):  # a NumPy scalar class (np.float32)
+                out.append(T.typeof(a(0)))
+            else:
+                names = self._bind.names
+                out.append(arguments((a,), (names[k] if k < len(names) else f"#{k}",),
+                                     self.py_func.__qualname__)[0][0])
+        return tuple(out)
+
+    def _each(self, args, show: Callable[[tuple], str]) -> Any:
+        """``show`` of the given types, or with no arguments a dict of every compiled signature's."""
+        if not args:
+            return {sig: show(sig) for sig in self.signatures}
+        return show(self._argtypes(args))
+
+    def inspect_ir(self, *argtypes) -> Any:
+        """The typed SSA IR of the specialization for ``argtypes`` and of its callees; with no
+        arguments a dict ``signature -> IR`` of every compiled one."""
+        return self._each(argtypes, self._typed_ir)
+
+    def _typed_ir(self, argtypes) -> str:
         from .frontend.printer import format_function
         from .source.spec import FunctionSpec
         from .targets.native import NativeTarget
@@ -291,6 +379,14 @@ class Dispatcher:
             out.append(format_function(f.ir, f.typeof, f"function {f.ir.name}({sig}) :: {f.rettype!r}"))
         return "\n\n".join(out)
 
+    def inspect_types(self, *argtypes, file=None) -> None:
+        """Print the typed IR (Numba's ``inspect_types``): of the given types, or of every compiled
+        signature, each under its signature; to ``file`` (default ``sys.stdout``)."""
+        shown = {self._argtypes(argtypes): self._typed_ir(self._argtypes(argtypes))} if argtypes else \
+            self.inspect_ir()
+        for sig, text in shown.items():
+            print(f"{self.py_func.__qualname__} {sig}\n{'-' * 60}\n{text}\n", file=file or sys.stdout)
+
     def _emit(self, kind, argtypes) -> str:
         from . import pipeline
 
@@ -298,29 +394,31 @@ class Dispatcher:
         assert isinstance(text, str), f"{kind} is text"
         return text
 
-    def inspect_llvm(self, *argtypes, stage: str | None = None) -> str:
-        """The optimised LLVM IR for ``argtypes``; with ``stage``, the module after that stage.
+    def inspect_llvm(self, *argtypes, stage: str | None = None) -> Any:
+        """The optimised LLVM IR for ``argtypes`` (types, a signature or example values); with no
+        arguments a dict ``signature -> IR`` of every compiled signature (Numba's form); with
+        ``stage``, the module after that stage.
 
         ``stage="post_irgen"`` shows the module as plugins first see it, with
         its marker calls and ``gpuc.lookup`` of deferred jobs still in place.
         """
         if stage is None:
-            return self._emit("llvm", argtypes)
+            return self._each(argtypes, lambda sig: self._emit("llvm", sig))
         import tempfile  # import time: with shutil, random, bz2 and lzma ~3 ms of import gpucompiler
 
         if stage not in STAGE_INDEX:
             raise UnknownStageError(stage, STAGE_NAMES)
         from . import pipeline
 
-        job = self._job(tuple(argtypes))
+        job = self._job(self._argtypes(argtypes))
         with tempfile.TemporaryDirectory() as tmp:
             pipeline.compile(job, emit=(), settings=CompileSettings(dump_dir=Path(tmp)))
             name = re.sub(r"[^\w.-]", "_", job.name)
             return (Path(tmp) / f"{name}.{STAGE_INDEX[stage]:02d}.{stage}.after.ll").read_text()
 
-    def inspect_asm(self, *argtypes) -> str:
-        """The host assembly for ``argtypes``."""
-        return self._emit("asm", argtypes)
+    def inspect_asm(self, *argtypes) -> Any:
+        """The host assembly for ``argtypes``; with no arguments a dict ``signature -> assembly``."""
+        return self._each(argtypes, lambda sig: self._emit("asm", sig))
 
     def __repr__(self) -> str:
         return f"<jit {self.py_func.__qualname__}>"
@@ -334,7 +432,11 @@ def jit(fn=None, **options) -> Any:
     ``IndexError`` as in NumPy; default on), ``error_model`` (``"python"``:
     math errors raise CPython's exceptions; ``"numpy"``: IEEE results),
     ``parallel`` (``prange`` loops on threads), ``nogil``, ``fastmath``,
-    ``cache`` (on-disk cache tiers; default on). A signature string, a
+    ``cache`` (on-disk cache tiers; default on), ``inline`` (``"never"``:
+    LLVM decides; ``"always"``: calls from compiled code are inlined) and
+    ``nopython=True`` (the only mode: ``nopython=False``/``forceobj=True``
+    and Numba's options with no counterpart are ConfigErrors saying so).
+    A signature string, a
     :class:`~gpucompiler.signatures.Signature` or a list of them as the first
     argument compiles at once and limits calls to those types. All are part
     of the job key; a wrong name or value raises ConfigError.
@@ -343,7 +445,12 @@ def jit(fn=None, **options) -> Any:
     if isinstance(fn, (str, Signature, list, tuple)):
         signatures = tuple(parse_signature(s) for s in (fn if isinstance(fn, (list, tuple)) else [fn]))
         fn = None
-    JitOptions.from_keywords(options)  # a wrong option fails at the decorator, not at the first call
+    JitOptions.from_keywords(numba_options(options)[0])  # a wrong option fails at the decorator
     if fn is None:
         return lambda f: Dispatcher(f, signatures=signatures, **options)
     return Dispatcher(fn, signatures=signatures, **options)
+
+
+def njit(fn=None, **options) -> Any:
+    """Numba's ``njit``: :func:`jit` (every function compiles without object mode)."""
+    return jit(fn, **options)

@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("stages", "pipeline"),                      # the driver
     ("service", "cached"),                       # the compile service; the default cache, wired
     ("runtime",),                                # loading and launching: CPU JIT, grid emulation, CUDA
-    ("kernel", "jit", "parallel", "cli", "__main__", "__init__"),  # user API and command line
+    ("kernel", "jit", "parallel", "ufunc", "cli", "__main__", "__init__"),  # user API and command line
 )
 ORDER = [room for layer in LAYERS for room in layer]
 

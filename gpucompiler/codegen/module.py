@@ -7,6 +7,7 @@ same job prints byte-identical IR in every process.
 from __future__ import annotations
 
 import hashlib
+import weakref
 from typing import Any
 
 from llvmlite import ir
@@ -18,6 +19,8 @@ from .lltypes import I64, PTR, has_value, ll, status_type
 from .options import ErrorPolicy
 
 _FLOAT_OPS = frozenset({"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "fcmp"})
+#: Python functions whose specializations are ``alwaysinline`` (``@jit(inline="always")``)
+ALWAYS_INLINE: weakref.WeakSet = weakref.WeakSet()
 
 
 def add_fast_math_flags(module: ir.Module) -> None:
@@ -148,6 +151,8 @@ class ModuleCodegen:
         return fn
 
     def _inline(self, frame):
+        if frame.pyfunc in ALWAYS_INLINE:
+            return True
         for rs in (*self.interp.plugin_sets, *self.interp.base_sets):
             if rs.inline_policy is not None:
                 decision = rs.inline_policy(self.interp, frame)

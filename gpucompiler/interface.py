@@ -108,8 +108,9 @@ class Plugin:
     """Identity (required): an identifier; ``CompilerConfig.plugins`` enables the plugin by it."""
     version: ClassVar[str] = "0"
     """Part of the key of every job that enables the plugin: bump it when the output changes."""
-    rules: Rules | None = None
-    """Interpreter rules used in the jobs that enable the plugin (a rule set with a target: there only)."""
+    rules: Rules | tuple[Rules, ...] | None = None
+    """Interpreter rules used in the jobs that enable the plugin: one rule set or a tuple of them (a rule
+    set with a target applies there only, and wins there over the plugin's sets for every target)."""
     markers: ClassVar[tuple[str, ...]] = ()
     """Names of the functions the plugin's marker calls use (``("__autodiff",)``): its own stages lower
     them all; one still in the module at ``validate`` is a PluginError naming the plugin."""

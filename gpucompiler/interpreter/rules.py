@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .. import plugin as gp, types as T
-from ..errors import GPUCompilerError, PluginError, RuleConflictError
+from ..errors import ConfigError, GPUCompilerError, PluginError, RuleConflictError
 from .lattice import Const, widen
 
 if TYPE_CHECKING:
@@ -152,6 +152,25 @@ class RuleSet:
         self.handlers.append(fn)
         return fn
 
+    def overload(self, fn, *, target: str | None = None) -> Callable:
+        """Decorator (Numba's ``@overload``): a Python implementation compiled in place of calls of ``fn``
+        (on the target named ``target`` only, when given), with the same arguments::
+
+            @rules.overload(math.hypot, target="ptx")
+            def hypot_ptx(x, y):
+                return math.sqrt(x * x + y * y)
+        """
+        def deco(impl: Callable) -> Callable:
+            def route(interp, callee, argtypes):
+                if callee is not fn or (target is not None and interp.target.name != target):
+                    return None
+                return interp.invoke(impl, list(argtypes))
+
+            route.__qualname__ = getattr(impl, "__qualname__", repr(impl))
+            self.handlers.append(route)
+            return impl
+        return deco
+
     def lookup(self, fn, argtypes) -> tuple[Method, Any] | None:
         for method in reversed(self.methods.get(fn, ())):
             if method.match(argtypes):
@@ -183,15 +202,21 @@ def enabled_rule_sets(target: Target, plugins) -> tuple[list[RuleSet], list[Rule
     A rule set with a ``target`` (a plugin's overlay, like the base ones)
     applies only to jobs for that target.
     """
-    plugin_sets = [rs for rs in map(_plugin_rules, plugins) if rs is not None and rs.applies_to(target)]
+    plugin_sets = [rs for name in plugins for rs in _plugin_rules(name) if rs.applies_to(target)]
     base = [*target.rule_overlays(), *(r for r in RULE_SETS.values() if r.builtin and r.target is None)]
     return plugin_sets, base
 
 
-def _plugin_rules(name: str) -> RuleSet | None:
-    """The rule set of plugin ``name``: its ``rules`` hook, else one registered by name."""
+def _plugin_rules(name: str) -> tuple[RuleSet, ...]:
+    """The rule sets of plugin ``name``: its ``rules`` hook (one set, or a tuple of them: for every
+    target and per target), else one registered by name."""
     rules = gp.hook(gp.enabled([name])[0], "rules")
-    return rules if rules is not None else RULE_SETS.get(name)
+    if rules is None:
+        rules = RULE_SETS.get(name)
+    sets = () if rules is None else (rules,) if isinstance(rules, RuleSet) else rules
+    if not isinstance(sets, (tuple, list)) or not all(isinstance(rs, RuleSet) for rs in sets):
+        raise ConfigError(f"plugin {name!r}: `rules` must be a RuleSet or a tuple of RuleSets, got {rules!r}")
+    return tuple(sets)
 
 
 def call_handler(rs: RuleSet, handler: Callable, interp, fn, argtypes) -> CallResult | None:
@@ -208,7 +233,8 @@ def call_handler(rs: RuleSet, handler: Callable, interp, fn, argtypes) -> CallRe
 
 
 def claim(plugin_sets: list[RuleSet], interp, fn, argtypes) -> CallResult | None:
-    """The one plugin claim on ``fn(argtypes)``; several claims raise RuleConflictError."""
+    """The one plugin claim on ``fn(argtypes)``; several claims raise RuleConflictError (within one
+    plugin, its rule sets for the job's target win over those for every target)."""
     claims = []
     for rs in plugin_sets:
         found = None
@@ -222,8 +248,10 @@ def claim(plugin_sets: list[RuleSet], interp, fn, argtypes) -> CallResult | None
             if hit is not None:
                 found = (hit, rs.name)
         if found is not None:
-            claims.append(found)
-    if len(claims) > 1:
+            claims.append((rs, found))
+    by_target = {rs.plugin for rs, _ in claims if rs.target is not None}
+    claims = [c for rs, c in claims if rs.target is not None or rs.plugin not in by_target]  # a plugin's own
+    if len(claims) > 1:  # rules for this target win over its rules for every target
         names = [c.rule_set if isinstance(c, CallResult) else c[1] for c in claims]
         raise RuleConflictError(getattr(fn, "__qualname__", repr(fn)), names)
     return claims[0] if claims else None

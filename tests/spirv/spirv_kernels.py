@@ -129,3 +129,24 @@ def nan_flags(out, x):
     i = gd.grid(1)
     if i < x.shape[0]:
         out[i] = 1 if math.isnan(x[i]) else (2 if math.isinf(x[i]) else 0)
+
+
+@kernel
+def float64_math(out, x):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        v = x[i]
+        out[0, i] = math.exp(v)
+        out[1, i] = math.log(v)
+        out[2, i] = math.log2(v)
+        out[3, i] = math.log10(v)
+        out[4, i] = math.sin(v)
+        out[5, i] = math.cos(v)
+        out[6, i] = math.tan(v)
+
+
+@kernel
+def arctangents(out, x):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        out[i] = math.atan(x[i])

@@ -160,11 +160,15 @@ def test_float32_sin_within_the_drivers_precision(vulkan_device):
     assert np.abs(out - np.sin(x.astype(np.float64))).max() < 4e-6
 
 
-def test_float64_sin_is_a_typed_error_naming_the_function(vulkan_device):
+def test_float64_math_without_an_implementation_is_a_typed_error_naming_it(vulkan_device):
     out = np.zeros(4)
-    with pytest.raises(InvalidIRError, match="no 64-bit sin"):
-        vulkan.launch(K.sines, 1, 64, (out, np.ones(4)))
+    with pytest.raises(InvalidIRError, match="no 64-bit atan"):
+        vulkan.launch(K.arctangents, 1, 64, (out, np.ones(4)))
     assert (out == 0).all()
+    x32 = np.array([-3.0, -0.5, 0.25, 10.0], np.float32)
+    out32 = np.zeros(4, np.float32)
+    vulkan.launch(K.arctangents, 1, 64, (out32, x32))  # float32: GLSL.std.450's Atan (atanf renamed)
+    np.testing.assert_allclose(out32, np.arctan(x32.astype(np.float64)), rtol=1e-5)
 
 
 def test_shuffles_need_32_lane_subgroups(vulkan_device):

@@ -22,9 +22,11 @@ from ...llvm import initialize
 from ...core import Rules, Target
 from ..native import cached_target_machine, emit_with
 from ...core.facts import ModuleFacts
+from ...core.mathfns import math_function
 from .atomics import EXTENSIONS
+from .libm64 import IMPLEMENTED
 from .lower import MATH_F64, lower_shader
-from .rules import BARRIER, INDEX_READS, KERNEL_RULES_SPIRV, NAME
+from .rules import BARRIER, INDEX_READS, KERNEL_RULES_SPIRV, MATH_RULES_SPIRV, NAME
 from .tools import SpirvValidationError, in_child, order_barriers, place_merges, validate_binary
 
 TRIPLE = "spirv1.6-unknown-vulkan1.3-compute"
@@ -71,8 +73,9 @@ class SPIRVTarget(Target):
         return SPIRVTarget()
 
     def rule_overlays(self) -> tuple[Rules, ...]:
-        """The kernel language on Vulkan (indices, barriers, shared memory, shuffles)."""
-        return (KERNEL_RULES_SPIRV,)
+        """float64 math in the kernel language (:mod:`.libm64`) and the kernel language on Vulkan
+        (indices, barriers, shared memory, shuffles)."""
+        return (MATH_RULES_SPIRV, KERNEL_RULES_SPIRV)
 
     def inactive_intrinsic(self, name: str) -> bool:
         """Thread, workgroup and lane index reads, and the workgroup size."""
@@ -107,9 +110,12 @@ class SPIRVTarget(Target):
             if name.startswith("llvm.") and name not in MATH_F64:
                 continue
             where = ", ".join("@" + u for u in users)
-            if name in MATH_F64:
-                hint = (f"Vulkan's GLSL.std.450 has no 64-bit {MATH_F64[name]}: compute it in float32, or "
-                        f"run the kernel on PTX or the CPU emulation")
+            fn = math_function(name)
+            math = MATH_F64.get(name) or (fn.libm if fn is not None and name == fn.libm else None)
+            if math is not None:
+                hint = (f"Vulkan's GLSL.std.450 has no 64-bit {math}, and this target implements only float64 "
+                        f"{', '.join(IMPLEMENTED)}: compute it in float32, or run the kernel on PTX or the CPU "
+                        "emulation")
             else:
                 hint = "a Vulkan shader can call only functions in its module and SPIR-V intrinsics"
             errors.append((ErrorKind.UNKNOWN_FUNCTION, f"call to @{name} in {where}: {hint}"))

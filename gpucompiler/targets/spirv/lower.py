@@ -34,6 +34,8 @@ MATH_F64 = {f"llvm.{n}.f64": n for n in ("sin", "cos", "tan", "asin", "acos", "a
                                           "tanh", "asinh", "acosh", "atanh", "exp", "exp2", "exp10", "log",
                                           "log2", "log10", "pow")}
 _MANGLE = {"float": "f32", "double": "f64", "half": "f16"}
+#: float32 C math calls the language emits where LLVM has an intrinsic the SPIR-V back end lowers
+FLOAT32_LIBM = {f"{n}f": f"llvm.{n}.f32" for n in ("asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2")}
 
 
 def lower_shader(job, module, target) -> None:
@@ -138,6 +140,30 @@ def _resolve_placeholders(model, entry: Function, workgroup: tuple[int, int, int
     for fn in [f for f in model.functions.values() if f.name.startswith(("llvm.fptosi.sat.", "llvm.fptoui.sat."))]:
         for call in _calls(model, fn.name):
             _lower_saturating(call, fn.name.startswith("llvm.fptosi"))
+    for name, intrinsic in FLOAT32_LIBM.items():
+        fn = model.functions.get(name)
+        if fn is not None and fn.is_declaration:  # the same signature: GLSL.std.450 computes these in float32
+            ty = fn.function_type
+            fn.replace_all_uses_with(_declare(model, intrinsic, ty.ret, list(ty.params)))
+            model.remove_function(fn)
+    for fn in [f for f in model.functions.values() if f.name.startswith("llvm.copysign.")]:
+        for call in _calls(model, fn.name):
+            _lower_copysign(call)
+
+
+def _lower_copysign(call: Instruction) -> None:
+    """``llvm.copysign`` (GLSL.std.450 has none; LLVM 22 stops on it) from the bits: the magnitude of
+    the first operand, the sign of the second."""
+    x, y = call.args
+    bits, _ = _FLOAT_BITS[str(x.type)]
+    t = LT.int_type(bits)
+    b = Builder()
+    b.position_before(call)
+    sign = const_int(t, 1 << (bits - 1))
+    magnitude = b.binop("and", b.cast("bitcast", x, t), const_int(t, (1 << (bits - 1)) - 1))
+    out = b.binop("or", magnitude, b.binop("and", b.cast("bitcast", y, t), sign))
+    call.replace_all_uses_with(b.cast("bitcast", out, x.type))
+    call.erase()
 
 
 def _shader_compares(fn: Function) -> None:

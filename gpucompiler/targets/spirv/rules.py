@@ -14,7 +14,10 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...device import Dim3, KernelLowering, blockDim, blockIdx, gridDim, kernel_rules, new_shared_name, threadIdx
+from ... import types as T
+from ...interpreter.lattice import widen
 from ...interpreter.rules import RuleSet
+from .libm64 import FUNCTIONS, bit_rules
 
 NAME = "spirv"
 """The target name the overlay applies to."""
@@ -72,8 +75,28 @@ def _shuffle_down(cg, word, delta):
     return cg.b.call(fn, [word, delta])
 
 
+def _float64_math(interp, fn, args):
+    """``math.sin(x)``... of a float64 (or an int): the implementation in :mod:`.libm64`, compiled
+    like any called function (float32 stays GLSL.std.450's)."""
+    try:
+        impl = FUNCTIONS.get(fn)
+    except TypeError:  # an unhashable callee
+        return None
+    if impl is None or len(args) != 1:
+        return None
+    t = widen(args[0])
+    if not isinstance(t, T.Scalar) or t == T.float32 or t.kind not in "biuf":
+        return None
+    return interp.invoke(impl, args)
+
+
+MATH_RULES_SPIRV = RuleSet("base.spirv", target=NAME, builtin=True)
+"""float64 ``exp``, ``log``, ``sin``... written in the kernel language (:mod:`.libm64`), every SPIR-V job."""
+bit_rules(MATH_RULES_SPIRV)
+MATH_RULES_SPIRV.handler(_float64_math)
+
 KERNEL_RULES_SPIRV = kernel_rules(RuleSet("base.kernel.spirv", target=NAME, builtin=True),
                                   KernelLowering(_register, _barrier, _shared, _shuffle_down))
 """The kernel language on Vulkan (every SPIR-V job)."""
 
-__all__ = ["BARRIER", "INDEX_READS", "KERNEL_RULES_SPIRV", "NAME", "SHARED", "SHUFFLE_DOWN", "WORKGROUP_SIZE"]
+__all__ = ["BARRIER", "INDEX_READS", "KERNEL_RULES_SPIRV", "MATH_RULES_SPIRV", "NAME", "SHARED", "SHUFFLE_DOWN", "WORKGROUP_SIZE"]

@@ -325,6 +325,7 @@ class Engine:
         return aug, rev
 
     def _gen_split(self, fn, kinds, aug, roles, rev, rroles, width: int = 1):
+        _one_return(fn)
         act = self.activity(fn, kinds)
         fargs, fshadows, fextra = self._roles(aug, roles, width)
         rargs, rshadows, rextra = self._roles(rev, rroles, width)

@@ -117,6 +117,21 @@ def test_reverse_mode_of_a_function_that_never_returns_is_an_ad_error(tmp_path):
     assert info.value.function == "h"
 
 
+def test_split_mode_of_a_function_that_never_returns_is_an_ad_error(tmp_path):
+    from enzyme_plugin.ad import ADError, differentiate
+
+    split = NEVER_RETURNS.replace("declare double @__enzyme_autodiff(ptr, ...)", """declare ptr @__enzyme_augmentfwd(ptr, ...)
+declare double @__enzyme_reverse(ptr, ...)""").replace(
+        "  %r = call double (ptr, ...) @__enzyme_autodiff(ptr @h, double %x)",
+        """  %b = call ptr (ptr, ...) @__enzyme_augmentfwd(ptr @h, double %x)
+  %r = call double (ptr, ...) @__enzyme_reverse(ptr @h, double %x, ptr %b)""")
+    assert "__enzyme_reverse(ptr @h" in split
+    with pytest.raises(ADError, match="never returns"):  # was a KeyError inside the engine
+        differentiate(split)
+    (tmp_path / "split.ll").write_text(split)
+    assert_typed_failure(gpuc("enzyme", "split.ll", cwd=tmp_path), "@h, which never returns")
+
+
 def test_forward_mode_of_a_function_that_never_returns_still_differentiates():
     from enzyme_plugin.ad import differentiate
 

@@ -12,6 +12,8 @@ through one of the commands ``gpuc compile-ir`` (native, or PTX assembly) and
 
 * ``ok``: status 0;
 * ``typed``: a nonzero status and one ``gpuc: error:`` message, no traceback;
+* ``internal``: the typed report of an untyped exception in the child
+  (``internal error (KeyError: ...)``): a compiler bug;
 * ``traceback``: a Python traceback in the output;
 * ``untyped``: a nonzero status without the typed message (LLVM's ``exit``
   from inside the process);
@@ -47,7 +49,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPORA = (ROOT / "tests" / "llvm" / "corpus", ROOT / "tests" / "enzyme" / "fixtures")
-KINDS = ("ok", "typed", "traceback", "untyped", "signal", "hang")
+KINDS = ("ok", "typed", "internal", "traceback", "untyped", "signal", "hang")
 #: the commands a mutant goes through (``{out}`` is the output file)
 COMMANDS = (("compile-ir", "{ir}", "-o", "{out}"), ("enzyme", "{ir}", "-o", "{out}"),
             ("enzyme", "{ir}", "-o", "{out}"), ("compile-ir", "{ir}", "--plugin", "enzyme", "-O", "1", "-o", "{out}"),
@@ -203,6 +205,8 @@ def classify(status: str | int, output: str) -> str:
         return "signal"
     if "Traceback (most recent call last)" in output:
         return "traceback"
+    if "gpuc: error: internal error (" in output:  # an untyped exception in the contained child
+        return "internal"
     if status == 0:
         return "ok"
     lines = [ln for ln in output.splitlines() if ln.strip()]

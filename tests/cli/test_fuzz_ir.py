@@ -40,6 +40,7 @@ def test_long_mode():
 def test_the_classifier_tells_typed_errors_from_tracebacks_exits_and_signals():
     assert F.classify(0, "") == "ok"
     assert F.classify(1, "gpuc: error: x.ll:3: expected type\n") == "typed"
+    assert F.classify(1, "gpuc: error: internal error (KeyError: 'k') while compiling x.ll: ...\n") == "internal"
     assert F.classify(1, "Traceback (most recent call last):\n  ...\nKeyError: 'k'\n") == "traceback"
     assert F.classify(1, "LLVM ERROR: 64-bit code requested\n") == "untyped"  # LLVM's exit(1)
     assert F.classify(-6, "LLVM ERROR: Broken module found\n") == "signal"

@@ -566,3 +566,18 @@ define void @k(ptr %out, i64 %n) {{
     text = str(compile_job(job, ("llvm",)).artifacts["llvm"])
     assert re.search(r"call void @llvm\.lifetime\.start\.p5\((?:i64 32, )?ptr addrspace\(5\) %slot\)", text), text
     assert compile_job(job, ("obj",)).artifacts["obj"][:4] == b"\x7fELF"
+
+
+def grid_3d(out):
+    i, j, k = gd.grid(3)
+    n = gd.gridsize(3)
+    out[i, j, k] = n[0] * 10000 + n[1] * 100 + n[2] + gd.blockDim.z
+
+
+def test_every_axis_reads_its_own_work_item_id_and_dispatch_packet_field():
+    """HSA's packet: workgroup_size_x/y/z (16 bits) at bytes 4, 6, 8; grid_size_x/y/z (32 bits) at 12, 16, 20."""
+    text = llvm_ir(grid_3d, (T.ArrayType(T.int64, 3, "C"),), opt_level=0)
+    for axis in "xyz":
+        assert f"@llvm.amdgcn.workitem.id.{axis}()" in text and f"@llvm.amdgcn.workgroup.id.{axis}()" in text
+    sizes = set(re.findall(r"getelementptr i8, ptr addrspace\(4\) %[\w.]+, i64 (\d+)\n\s+%[\w.]+ = load (i16|i32)", text))
+    assert sizes == {("4", "i16"), ("6", "i16"), ("8", "i16"), ("12", "i32"), ("16", "i32"), ("20", "i32")}, sizes

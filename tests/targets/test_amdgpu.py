@@ -569,7 +569,7 @@ define void @k(ptr %out, i64 %n) {{
 
 
 def grid_3d(out):
-    i, j, k = gd.grid(3)
+    i, j, k = gd.grid(3)  # pyright: ignore[reportGeneralTypeIssues]  (a kernel intrinsic: raises in Python)
     n = gd.gridsize(3)
     out[i, j, k] = n[0] * 10000 + n[1] * 100 + n[2] + gd.blockDim.z
 

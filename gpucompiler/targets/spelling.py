@@ -73,6 +73,9 @@ def default_kernel_target() -> Target:
     """The target ``@kernel`` compiles for when none is named: the registered one that says so."""
     defaults = [cls for cls in target_classes().values() if cls.kernel_default]
     if len(defaults) != 1:
+        failures = _load_all()
+        detail = f" (target modules that could not be imported: {'; '.join(failures)})" if failures else ""
         raise ConfigError("exactly one target class must set kernel_default = True, found "
-                          f"{', '.join(c.name for c in defaults) or 'none'}; name the target: @kernel(target=...)")
+                          f"{', '.join(c.name for c in defaults) or 'none'}{detail}; name the target: "
+                          "@kernel(target=...)")
     return defaults[0]()

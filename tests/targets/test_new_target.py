@@ -20,10 +20,10 @@ from llvmlite import ir
 from gpucompiler import device as gd, kernel, types as T
 from gpucompiler.core import Rules, Target
 from gpucompiler.device import KernelLowering, kernel_rules, new_shared_name
-from gpucompiler.errors import ConfigError, LaunchError
+from gpucompiler.errors import ConfigError, LaunchError, UnknownTargetError
 from gpucompiler.interpreter.rules import RuleSet
 from gpucompiler.llvm.binding import initialize
-from gpucompiler.targets import known_targets, parse_target
+from gpucompiler.targets import known_targets, parse_target, spelling
 from gpucompiler.targets.native import cached_target_machine, emit_with
 
 TRIPLE = "wasm32-unknown-unknown"
@@ -119,3 +119,15 @@ def test_two_target_classes_of_one_name_are_refused():
     with pytest.raises(ConfigError, match="two target classes are named 'wasm'"):
         type("OtherWasm", (Target,), {"name": "wasm"})
 
+
+
+def test_a_target_module_that_cannot_be_imported_is_named_where_a_target_is_asked_for(monkeypatch):
+    """A broken target file leaves the others usable, and the errors that need a target say why it is missing."""
+    failure = "gpucompiler.targets.broken: SyntaxError: invalid syntax (broken.py, line 3)"
+    monkeypatch.setattr(spelling, "_load_all", lambda: (failure,))
+    with pytest.raises(UnknownTargetError, match=r"could not be imported: gpucompiler\.targets\.broken: SyntaxError"):
+        parse_target("broken")
+    assert parse_target("wasm") == WasmTarget()
+    monkeypatch.setattr(spelling, "target_classes", lambda: {"wasm": WasmTarget})
+    with pytest.raises(ConfigError, match=r"found none \(target modules that could not be imported: .*broken"):
+        spelling.default_kernel_target()

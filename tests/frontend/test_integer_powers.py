@@ -131,3 +131,38 @@ def test_derivatives_exact(tmp_path):
         fn, _ = _compiled(n, tmp_path)
         for x in (1.7, -0.6, 2.5):
             assert enzyme.gradient(fn, x) == pytest.approx(n * x ** (n - 1), rel=1e-14)
+
+
+def square_of(a):
+    return a ** 2
+
+
+def float_square_of(a):
+    return a ** 2.0
+
+
+def root_of(a):
+    return a ** 0.5
+
+
+def sum_of_squares(a):
+    return (a ** 2).sum()
+
+
+@pytest.mark.parametrize("fn", [square_of, float_square_of, root_of, sum_of_squares])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int8, np.int64, np.uint16])
+def test_array_powers_as_numpy(fn, dtype):
+    """``a ** 2`` and ``a ** 0.5`` of arrays are NumPy's ``square``/``sqrt`` (its own fast path),
+    bit for bit and in NumPy's dtype; no ``pow`` per element."""
+    x = np.array([-3.5, -0.0, 0.0, 2.0, 1e200, np.nan, 7.25, 100.0]).astype(dtype) if np.dtype(dtype).kind == "f" \
+        else np.array([0, 1, 3, 17, 100, 127]).astype(dtype)
+    with np.errstate(all="ignore"):
+        want = fn(x)
+        got = jit(fn)(x)
+    np.testing.assert_array_equal(got, want)
+    if isinstance(want, np.ndarray):
+        assert got.dtype == want.dtype
+        assert np.array_equal(np.signbit(got), np.signbit(want))
+    if fn in (square_of, sum_of_squares) or np.dtype(dtype).kind == "f":
+        ir = jit(fn).inspect_llvm(x)
+        assert not re.search(r"call [^@]*@(llvm\.)?pow(f|\.f64|\.f32)?\(", ir)

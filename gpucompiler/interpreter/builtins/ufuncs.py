@@ -299,12 +299,28 @@ def _node(cg, tree, leaves, values):
     return cg.cast(cg.call_result(res, xs, list(intypes), rt), rt, dtype), dtype
 
 
+def _fast_power(base, exponent) -> str | None:
+    """The ufunc NumPy's ``ndarray.__pow__`` calls for a constant exponent instead of ``power``
+    (``a ** 2`` is ``np.square(a)``, ``a ** 0.5`` of floats ``np.sqrt(a)``), or None."""
+    if not isinstance(exponent, Const) or type(exponent.value) not in (int, float):
+        return None
+    kind = widen(base).dtype.kind
+    if exponent.value == 2 and (kind in "fc" or (kind in "iu" and type(exponent.value) is int)):
+        return "square"  # (an integer array ** 2.0 is float64: power)
+    return "sqrt" if exponent.value == 0.5 and kind in "fc" else None
+
+
 def elementwise_call(interp, fn, args, kw=None) -> CallResult | None:
     """ufuncs, ``np.where``, and the operators (and ``abs``) with an array operand; else None."""
     if type(fn).__name__ == "ufunc":
         return _ufunc_call(interp, fn, args, kw)
     name = OPERATOR_UFUNCS.get(fn)
     if name is not None and any(is_arraylike(a) for a in args):
+        if fn is operator.pow and is_arraylike(args[0]) and not kw:
+            fast = _fast_power(args[0], args[1])
+            if fast is not None:  # NumPy's own ndarray ** of these constants: no pow per element
+                res = _ufunc_call(interp, getattr(numpy(), fast), args[:1])
+                return CallResult(res.restype, lambda cg, a, at, rt: cg.call_result(res, a[:1], at[:1], rt))
         return _ufunc_call(interp, getattr(numpy(), name), args, kw)
     if fn is builtins.bool and args and is_arraylike(args[0]):
         raise TypeInferenceError("the truth value of an array is ambiguous",

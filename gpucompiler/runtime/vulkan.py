@@ -28,6 +28,7 @@ import numpy as np
 from .. import types as T
 from ..errors import LaunchError
 from ..targets.spirv import SPIRVTarget
+from ..targets.spirv.tools import float_controls
 from .arguments import cuda_array_type, kernel_argument
 from .launchers import register_runtime
 from .vulkan_device import DeviceFeatureError, VulkanDevice, VulkanError, device, vk
@@ -150,7 +151,7 @@ def shader(kernel, argtypes: tuple, workgroup: tuple[int, int, int], dev: Vulkan
     key = (argtypes, workgroup)
     hit = table.get(key)
     if hit is None:
-        binary = compile_spirv(kernel, argtypes, workgroup)
+        binary = float_controls(compile_spirv(kernel, argtypes, workgroup), dev.float_modes)
         shuffles = dev.require(binary)
         arrays = sum(isinstance(t, T.ArrayType) for t in argtypes)
         hit = table[key] = Shader(binary, arrays, *_pipeline(dev, binary, arrays, kernel.symbol, shuffles))

@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from ..errors import LaunchError, ToolchainError
+from ..targets.spirv.tools import DENORM_PRESERVE, SIGNED_ZERO_INF_NAN_PRESERVE
 
 try:  # an optional dependency: pip install 'gpucompiler[vulkan]'
     import vulkan as _binding
@@ -115,6 +116,9 @@ class VulkanDevice:
     timestamp_period: float = 1.0
     max_invocations: int = 128
     max_groups: tuple[int, int, int] = (65535, 65535, 65535)
+    float_modes: list = attrs.field(factory=list)
+    """the float controls the device honours (``SignedZeroInfNanPreserve``, ``DenormPreserve``) by width:
+    every shader asks for them (:func:`~gpucompiler.targets.spirv.tools.float_controls`)"""
 
     def require(self, binary: bytes) -> bool:
         """Raise :class:`DeviceFeatureError` for a capability of ``binary`` the device lacks; True when
@@ -233,10 +237,15 @@ def _open(instance, physical, props, family: int) -> VulkanDevice:
     extensions &= {_ATOMIC_FLOAT, _ATOMIC_FLOAT2}
     features = _features(physical, extensions)
     sub = vk.VkPhysicalDeviceSubgroupProperties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES)
-    v13 = vk.VkPhysicalDeviceVulkan13Properties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES,
+    v12 = vk.VkPhysicalDeviceVulkan12Properties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES,
                                                 pNext=sub)
+    v13 = vk.VkPhysicalDeviceVulkan13Properties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES,
+                                                pNext=v12)
     vk.vkGetPhysicalDeviceProperties2(physical, vk.VkPhysicalDeviceProperties2(
         sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=v13))
+    modes = [(SIGNED_ZERO_INF_NAN_PRESERVE, w) for w in (32, 64)
+             if getattr(v12, f"shaderSignedZeroInfNanPreserveFloat{w}")]
+    modes += [(DENORM_PRESERVE, w) for w in (32, 64) if getattr(v12, f"shaderDenormPreserveFloat{w}")]
     shuffle = bool(sub.supportedOperations & vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT
                    and sub.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT)
     sizes = ((v13.minSubgroupSize, v13.maxSubgroupSize)
@@ -260,7 +269,7 @@ def _open(instance, physical, props, family: int) -> VulkanDevice:
     return VulkanDevice(name, instance, physical, handle, vk.vkGetDeviceQueue(handle, family, 0), family, features,
                         sizes, shuffle, types, float(props.limits.timestampPeriod),
                         int(props.limits.maxComputeWorkGroupInvocations),
-                        _three(props.limits.maxComputeWorkGroupCount))
+                        _three(props.limits.maxComputeWorkGroupCount), modes)
 
 
 __all__ = ["SHUFFLE", "SUBGROUP", "DeviceFeatureError", "VulkanDevice", "VulkanError", "device", "vk"]

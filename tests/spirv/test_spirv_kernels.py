@@ -15,7 +15,8 @@ import pytest
 from gpucompiler.errors import InvalidIRError, LaunchError
 from gpucompiler.runtime import vulkan
 from gpucompiler.runtime.vulkan_device import DeviceFeatureError
-from gpucompiler.targets.spirv.tools import BARRIER_SEMANTICS, validate_binary
+from gpucompiler.targets.spirv.tools import (BARRIER_SEMANTICS, DENORM_PRESERVE, SIGNED_ZERO_INF_NAN_PRESERVE,
+                                             float_controls, validate_binary)
 
 import spirv_kernels as K
 
@@ -244,3 +245,21 @@ def test_agrees_with_the_cpu_grid_emulation(vulkan_device, name, make):
     for a, c in zip(args, copies):
         if isinstance(a, np.ndarray):
             np.testing.assert_allclose(a, c, rtol=1e-6, atol=1e-6)
+
+
+def test_float_semantics_are_pinned_and_the_module_stays_valid(spirv_val):
+    """Every float operation is NoContraction; the float controls a runtime adds keep a valid module."""
+    binary = vulkan.compile_spirv(K.float64_math, K.float64_math.argument_types((np.zeros((7, 2)), np.zeros(2))),
+                                  (64, 1, 1))
+    words = struct.unpack(f"<{len(binary) // 4}I", binary)
+    float_ops, no_contraction, at = set(), set(), 5
+    while at < len(words):
+        count, opcode = words[at] >> 16, words[at] & 0xFFFF
+        if opcode in (129, 131, 133, 136):
+            float_ops.add(words[at + 2])
+        elif opcode == 71 and words[at + 2] == 42:
+            no_contraction.add(words[at + 1])
+        at += count
+    assert float_ops and float_ops <= no_contraction
+    modes = [(mode, width) for mode in (DENORM_PRESERVE, SIGNED_ZERO_INF_NAN_PRESERVE) for width in (32, 64)]
+    assert validate_binary(float_controls(binary, modes), required=True)

@@ -143,3 +143,62 @@ def place_merges(binary: bytes) -> bytes:
             held = None
         out += inst
     return struct.pack(f"<{len(out)}I", *out)
+
+
+_FLOAT_ARITHMETIC = frozenset({129, 131, 133, 136, 140, 141})  # OpFAdd, OpFSub, OpFMul, OpFDiv, OpFRem, OpFMod
+_OP_DECORATE, _NO_CONTRACTION = 71, 42
+
+
+def no_contraction(binary: bytes) -> bytes:
+    """Decorate every float add, subtract, multiply, divide and remainder ``NoContraction``.
+
+    Without it a Vulkan driver may fuse and reorder them (NVIDIA's turned a Cody-Waite reduction
+    ``((x - k*P1) - k*P2) - ...`` into one rounded product, 1420 ulps off in ``sin``): with it the
+    shader rounds each operation as written, as the CPU and the emulation do. The decorations go
+    before the first type declaration (the end of the annotations).
+    """
+    words = list(struct.unpack(f"<{len(binary) // 4}I", binary))
+    at, first_type, ids = 5, None, []
+    while at < len(words):
+        count, opcode = words[at] >> 16, words[at] & 0xFFFF
+        if first_type is None and 19 <= opcode <= 39:
+            first_type = at
+        elif opcode in _FLOAT_ARITHMETIC:
+            ids.append(words[at + 2])
+        at += max(count, 1)
+    if not ids or first_type is None:
+        return binary
+    added = [w for i in ids for w in ((3 << 16) | _OP_DECORATE, i, _NO_CONTRACTION)]
+    words[first_type:first_type] = added
+    return struct.pack(f"<{len(words)}I", *words)
+
+
+_OP_CAPABILITY, _OP_ENTRY_POINT, _OP_EXECUTION_MODE, _OP_TYPE_FLOAT = 17, 15, 16, 22
+#: float-control execution modes and their capabilities (SPIR-V 1.4+, Vulkan 1.2)
+DENORM_PRESERVE, SIGNED_ZERO_INF_NAN_PRESERVE = (4459, 4464), (4461, 4466)
+
+
+def float_controls(binary: bytes, modes: list[tuple[tuple[int, int], int]]) -> bytes:
+    """Add ``OpExecutionMode entry MODE width`` (and its capability) for each ``((mode, capability),
+    width)`` in ``modes`` whose float width the module uses (the runtime picks what its device has)."""
+    words = list(struct.unpack(f"<{len(binary) // 4}I", binary))
+    at, widths, entry, after_modes, first_cap = 5, set(), None, None, None
+    while at < len(words):
+        count, opcode = words[at] >> 16, words[at] & 0xFFFF
+        if opcode == _OP_CAPABILITY and first_cap is None:
+            first_cap = at
+        elif opcode == _OP_ENTRY_POINT:
+            entry, after_modes = words[at + 2], at + count
+        elif opcode == _OP_EXECUTION_MODE:
+            after_modes = at + count
+        elif opcode == _OP_TYPE_FLOAT:
+            widths.add(words[at + 2])
+        at += max(count, 1)
+    wanted = [(m, c, w) for (m, c), w in modes if w in widths]
+    if not wanted or entry is None or after_modes is None or first_cap is None:
+        return binary
+    exec_modes = [x for m, _, w in wanted for x in ((4 << 16) | _OP_EXECUTION_MODE, entry, m, w)]
+    words[after_modes:after_modes] = exec_modes
+    caps = [x for c in sorted({c for _, c, _ in wanted}) for x in ((2 << 16) | _OP_CAPABILITY, c)]
+    words[first_cap:first_cap] = caps
+    return struct.pack(f"<{len(words)}I", *words)

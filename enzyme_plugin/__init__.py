@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .ad.interface import differentiate
     from .rules.custom import CustomRuleError, custom_rule
     from .derivatives import gradient, hvp, jacobian
+    from .options import EnzymeOptions
     from .launches import KernelGradientError, LaunchTape, LaunchTapeError, register_gradient
     from .split import Tape, TapeError
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 #: of the conveniences, split mode and launch tapes import NumPy (about 35 ms), the AD engine's twenty modules
 #: are needed only once something is differentiated, the interpreter rules (with the compiler they
 #: need, ~100 ms) once something is compiled or a custom rule declared
-_LAZY = {"CustomRuleError": "rules.custom", "custom_rule": "rules.custom", "gradient": "derivatives",
+_LAZY = {"EnzymeOptions": "options", "CustomRuleError": "rules.custom", "custom_rule": "rules.custom", "gradient": "derivatives",
          "hvp": "derivatives", "jacobian": "derivatives", "Tape": "split", "TapeError": "split", "KernelGradientError": "launches", "LaunchTape": "launches",
          "LaunchTapeError": "launches", "register_gradient": "launches", "differentiate": "ad.interface"}
 
@@ -47,4 +48,4 @@ __version__ = "0.1.0"
 __all__ = ["ADError", "Active", "BatchDuplicated", "BatchDuplicatedNoNeed", "Const", "Duplicated", "DuplicatedNoNeed", "Forward", "ForwardWithPrimal", "Mode",
            "Reverse", "ReverseSplit", "ReverseWithPrimal", "Tape", "TapeError", "autodiff", "autodiff_thunk",
            "CustomRuleError", "custom_rule", "differentiate", "gradient", "hvp", "jacobian", "KernelGradientError", "LaunchTape",
-           "LaunchTapeError", "register_gradient", "set_runtime_activity"]
+           "LaunchTapeError", "register_gradient", "set_runtime_activity", "EnzymeOptions"]

@@ -10,6 +10,7 @@ from gpucompiler.module import IRModule
 from .ad.errors import VectorizedCodeError
 from .ad.gpu import EngineOptions
 from .ad.interface import differentiate_nested
+from .options import EnzymeOptions
 from .passes import nvvm
 
 
@@ -44,7 +45,7 @@ def run_ad(job, module, unoptimized: str | None = None) -> None:
     without the vectorizers. Vectorized code is kept otherwise: its derivative is faster than that
     of the scalar code LLVM unrolls instead."""
     emulated = job.config.emulates_grid
-    atomic = job.target.is_gpu or bool(job.config.param("enzyme_atomic", False)) or emulated
+    atomic = job.target.is_gpu or job.config.options(EnzymeOptions).atomic_adjoints or emulated
     device = job.target.is_gpu or emulated  # the emulation runs the tape code the device runs
     options = EngineOptions(atomic_adjoints=atomic, warp_aggregate=job.target.warp_aggregation(), device_tape=device,
                             thread_exit=job.target.thread_exit())

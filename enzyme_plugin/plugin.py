@@ -23,6 +23,7 @@ import gpucompiler.plugin as gp
 from .passes import inttoptr, lower, noinline, nvvm
 from . import cli
 from .ad_stage import run_ad
+from .options import EnzymeOptions
 from .rules import MARKER, rules
 
 AD_MARKERS = ("__enzyme_autodiff", "__enzyme_fwddiff", "__enzyme_augmentfwd", "__enzyme_reverse")
@@ -46,6 +47,7 @@ class EnzymePlugin(gp.Plugin):
     version = "0.1"
     rules = rules
     markers = (MARKER, *AD_MARKERS)
+    options = EnzymeOptions
 
     def new_state(self, job) -> EnzymeJobState:
         return EnzymeJobState()

@@ -47,7 +47,7 @@ from .errors import ConfigError, UnknownStageError
 if TYPE_CHECKING:
     import argparse
 
-    from .core import CompilerJob, Rules
+    from .core import CompilerJob, PluginOptions, Rules
 
 PROJECT = "gpucompiler"
 
@@ -111,6 +111,10 @@ class Plugin:
     rules: Rules | tuple[Rules, ...] | None = None
     """Interpreter rules used in the jobs that enable the plugin: one rule set or a tuple of them (a rule
     set with a target applies there only, and wins there over the plugin's sets for every target)."""
+    options: ClassVar[type[PluginOptions] | None] = None
+    """The plugin's typed options (a :class:`~gpucompiler.core.PluginOptions` subclass naming it): users
+    set an instance with ``@jit(options=...)``, ``@kernel(options=...)`` or ``CompilerConfig(params=...)``;
+    part of the job key; callbacks read ``job.config.options(cls)`` (the defaults when none is given)."""
     markers: ClassVar[tuple[str, ...]] = ()
     """Names of the functions the plugin's marker calls use (``("__autodiff",)``): its own stages lower
     them all; one still in the module at ``validate`` is a PluginError naming the plugin."""
@@ -134,7 +138,7 @@ class Plugin:
         return None
 
 
-_HOOKS = ("name", "version", "rules", "markers", "cache_settings", "new_state", "report", "add_commands")
+_HOOKS = ("name", "version", "rules", "options", "markers", "cache_settings", "new_state", "report", "add_commands")
 
 
 def call_hook(fn: Callable[..., Any], *args: Any, **optional: Any) -> Any:

@@ -245,7 +245,8 @@ class Dispatcher:
 
         threads = ParallelSettings.from_env().threads if self.options.parallel else 0
         return CompilerConfig(NativeTarget(), frontend=self.options.frontend(threads),
-                              opt_level=self.opt_level, plugins=self.plugins)
+                              opt_level=self.opt_level, plugins=self.plugins,
+                              params={o.plugin: o for o in self.options.options})
 
     def _compile(self, argtypes, args=()) -> _Entry:
         """Compile for ``argtypes``; a call of an object a plugin owns (``autodiff``: enzyme) enables that

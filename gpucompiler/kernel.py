@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from . import types as T
 from .arguments import Binder
-from .core import CompilerConfig, CompilerJob, FrontendOptions, Target
+from .core import CompilerConfig, CompilerJob, FrontendOptions, Target, plugin_options
 from .errors import (ConfigError, ErrorKind, ErrorModel, GPUCompilerError, KernelError, LaunchError, PluginRequiredError,
                      error_model_option, for_user)
 from .interpreter.lattice import widen
@@ -140,7 +140,7 @@ class Kernel:
 
     def __init__(self, fn, *, opt_level: int = 3, fastmath: bool = False, maxregs: int | None = None,
                  plugins=(), boundscheck: bool | None = None,
-                 error_model: ErrorModel = ErrorModel.NUMPY, target: Target | None = None):
+                 error_model: ErrorModel = ErrorModel.NUMPY, target: Target | None = None, options=()):
         if error_model_option(error_model) is not ErrorModel.NUMPY:
             raise ConfigError("kernels cannot raise Python exceptions: their math gives IEEE results "
                               "(error_model=ErrorModel.NUMPY); check inputs before the launch")
@@ -149,6 +149,8 @@ class Kernel:
         #: None: the default of each device (on in the CPU grid emulation, off on the GPU as in CUDA C)
         self.boundscheck = None if boundscheck is None else bool(boundscheck)
         self.plugins = tuple(sorted(set(plugins)))
+        #: plugins' typed options (``PluginOptions``), part of every job key
+        self.options = plugin_options(options)
         if target is not None and not isinstance(target, Target):
             raise ConfigError(f"kernel target must be a Target object (e.g. parse_target('ptx:sm_80')), "
                               f"got {target!r}")
@@ -216,7 +218,7 @@ class Kernel:
         if k is None:
             k = self._on[target] = Kernel(self.py_func, opt_level=self.opt_level, fastmath=self.fastmath,
                                           maxregs=self.maxregs, plugins=self.plugins,
-                                          boundscheck=self.boundscheck, target=target)
+                                          boundscheck=self.boundscheck, target=target, options=self.options)
         return k
 
     # -- specialisation ------------------------------------------------------------
@@ -284,7 +286,8 @@ class Kernel:
         target = self.target if target is None else target
         return CompilerJob(self.specialization(argtypes) if checked else self._spec(argtypes),
                            CompilerConfig(target, kernel=True, name=self.symbol, opt_level=self.opt_level,
-                                          plugins=self.plugins, frontend=self._frontend()))
+                                          plugins=self.plugins, frontend=self._frontend(),
+                                          params={o.plugin: o for o in self.options}))
 
     def _frontend(self) -> FrontendOptions:
         """Frontend options: ``boundscheck`` only when on (a bad index traps: a launch error)."""
@@ -358,7 +361,7 @@ class Kernel:
         em = self._emulated.get(argtypes)
         if em is None:
             em = EmulatedKernel(self._spec(argtypes), self.opt_level, self.plugins, self.boundscheck is not False,
-                                check=self._checker(argtypes))
+                                check=self._checker(argtypes), options=self.options)
             self._deps.extend(em.deps)
             self._emulated[argtypes] = em
         return em
@@ -439,7 +442,8 @@ class Launch:
 
 def kernel(fn=None, **options):
     """Decorator: ``@kernel`` or ``@kernel(opt_level=3, fastmath=True, maxregs=64, plugins=("name",),
-    target=parse_target("ptx:sm_80"))``.
+    target=parse_target("ptx:sm_80"), options=EnzymeOptions(...))`` (``options``: plugins' typed
+    :class:`~gpucompiler.core.PluginOptions`, part of the job key).
 
     ``boundscheck=True`` checks every array index: on the GPU a bad index
     traps (``llvm.trap``; the launch reports a CUDA error), under the CPU

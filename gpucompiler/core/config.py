@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 from collections.abc import Mapping
 
 import attrs
@@ -10,12 +10,40 @@ import attrs
 from ..errors import ConfigError, ErrorModel, error_model_option
 from .target import Target
 
+OptionsT = TypeVar("OptionsT", bound="PluginOptions")
 GRID_EMULATION = "gpuc_grid"
 """The name of the builtin plugin that enables the CPU grid emulation's rules (:mod:`gpucompiler.device`);
 :attr:`CompilerConfig.emulates_grid` asks for it."""
 
 
 _FRONTEND_FIELDS = ("python_abi", "boundscheck", "error_model")
+
+
+@attrs.frozen
+class PluginOptions:
+    """Base of a plugin's typed options (GPUCompiler.jl's ``AbstractCompilerParams``): an ``attrs.frozen``
+    subclass, every field with a default, whose ``plugin`` names the plugin. Users pass instances as
+    ``@jit(options=...)`` / ``@kernel(options=...)``; they travel in ``CompilerConfig.params`` under the
+    plugin's name, so they are part of the job key; the plugin reads them with
+    :meth:`CompilerConfig.options`."""
+
+    plugin: ClassVar[str] = ""
+
+
+def plugin_options(value: Any) -> tuple[PluginOptions, ...]:
+    """``options=`` of ``@jit`` and ``@kernel`` checked: one :class:`PluginOptions` or several, at most one
+    per plugin, sorted by plugin name."""
+    items = (value,) if isinstance(value, PluginOptions) else tuple(value) if isinstance(value, (tuple, list)) \
+        else (value,)
+    for o in items:
+        if not isinstance(o, PluginOptions) or not o.plugin:
+            raise ConfigError(f"options must be plugin options (instances of a PluginOptions subclass naming its "
+                              f"plugin, e.g. EnzymeOptions(atomic_adjoints=True)), got {o!r}")
+    names = [o.plugin for o in items]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"options for plugin(s) {', '.join(twice)} given more than once")
+    return tuple(sorted(items, key=lambda o: o.plugin))
 
 
 def _params(value: Mapping[str, Any] | tuple | None) -> tuple[tuple[str, Any], ...]:
@@ -74,7 +102,8 @@ class CompilerConfig:
     ``plugins`` names the plugins enabled for this job (entry points of the
     group ``gpucompiler.plugins``); their names and versions enter the job
     key. ``frontend``: how Python source is compiled; ``params`` a mapping of
-    plugin settings (``enzyme_atomic``, ``loader_symbols``...), stored sorted.
+    plugin settings (``loader_symbols``; a plugin's typed :class:`PluginOptions` under
+    its name, read with :meth:`options`), stored sorted.
     """
 
     target: Target = attrs.field(validator=attrs.validators.instance_of(Target))
@@ -100,6 +129,16 @@ class CompilerConfig:
                 return v
         return default
 
+    def options(self, cls: type[OptionsT]) -> OptionsT:
+        """The plugin options of class ``cls`` this job carries (``params[cls.plugin]``), else ``cls()``,
+        the defaults; a value of another class there is a ConfigError."""
+        value = self.param(cls.plugin)
+        if value is None:
+            return cls()
+        if not isinstance(value, cls):
+            raise ConfigError(f"params[{cls.plugin!r}] must be {cls.__qualname__} options, got {value!r}")
+        return value
+
 
 def _flag(_instance, attribute, value) -> None:
     if not isinstance(value, bool):
@@ -124,6 +163,8 @@ class JitOptions:
     """LLVM's ``fast`` flags on floating-point instructions (reassociation, no NaN/inf assumed)"""
     cache: bool = attrs.field(default=True, validator=_flag)
     """keep compiled code in the on-disk cache tiers (False: this process's memory only)"""
+    options: tuple[PluginOptions, ...] = attrs.field(default=(), converter=plugin_options)
+    """plugins' typed options (:class:`PluginOptions`), part of the job key"""
 
     @classmethod
     def from_keywords(cls, options: Mapping[str, Any]) -> JitOptions:

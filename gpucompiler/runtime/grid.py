@@ -373,15 +373,15 @@ def _rows(ref) -> list:
 class EmulatedKernel:
     """A kernel specialisation compiled for the host, runnable over a grid."""
 
-    def __init__(self, spec, opt_level: int = 2, plugins=(), boundscheck: bool = False, check=None):
+    def __init__(self, spec, opt_level: int = 2, plugins=(), boundscheck: bool = False, check=None, options=()):
         """Compile through the cache (``check(job)`` runs before a compile, not on a hit);
-        ``deps`` are the globals the code depends on (world age)."""
+        ``deps`` are the globals the code depends on (world age); ``options``: plugins' typed options."""
         emulation_runtime()
         self.spec = spec
         self.argtypes = tuple(widen(t) for t in spec.argtypes)
         job = CompilerJob(EmulationSource(spec), CompilerConfig(
             NativeTarget(), plugins=(PLUGIN, *plugins), opt_level=opt_level,
-            params={"loader_symbols": LOADER_SYMBOLS},
+            params={"loader_symbols": LOADER_SYMBOLS, **{o.plugin: o for o in options}},
             frontend=FrontendOptions(boundscheck=boundscheck)))
         result = compile_cached(job, ("obj",), check=check)
         symbols = SymbolTable(result.meta.get("symbols") or _rows(result.module.ref))

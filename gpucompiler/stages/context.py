@@ -16,8 +16,8 @@ from collections.abc import Generator
 import attrs
 
 from .. import plugin as plugins
-from ..errors import CompileError, PluginError
-from ..core import CompilerJob
+from ..errors import CompileError, ConfigError, PluginError
+from ..core import CompilerJob, PluginOptions
 from ..module import IRModule
 from ..settings import CompileSettings
 from ..core.facts import ModuleFacts
@@ -52,6 +52,7 @@ class CompileContext:
     """Every marker name of the enabled plugins."""
 
     def __attrs_post_init__(self) -> None:
+        check_options(self.job, self.plugins)
         self.marker_names = frozenset(
             {m for point in HOOK_POINTS for cb in plugins.callbacks(self.plugins, point) for m in cb.info.markers}
             | {m for p in self.plugins for m in plugins.hook(p, "markers")})
@@ -88,6 +89,21 @@ class CompileContext:
         name = re.sub(r"[^\w.-]", "_", self.job.name)
         path = self.settings.dump_dir / f"{name}.{STAGE_INDEX[stage]:02d}.{stage}.{suffix}.ll"
         path.write_text(text)
+
+
+def check_options(job: CompilerJob, enabled: tuple[Any, ...]) -> None:
+    """Each plugin options value in ``job``'s params is for an enabled plugin, of that plugin's class."""
+    by_name = {p.name: p for p in enabled}
+    for _, value in job.config.params:
+        if not isinstance(value, PluginOptions):
+            continue
+        p = by_name.get(value.plugin)
+        if p is None:
+            raise ConfigError(f"options {value!r} are for plugin {value.plugin!r}, which job {job.name!r} does not "
+                              f"enable: add it to plugins (enabled: {', '.join(sorted(by_name)) or 'none'})")
+        cls = plugins.hook(p, "options")
+        if cls is not None and not isinstance(value, cls):
+            raise ConfigError(f"plugin {p.name!r} takes {cls.__qualname__} options, got {value!r}")
 
 
 @contextmanager

@@ -17,15 +17,26 @@ The hooks:
 
 * identity: :attr:`Plugin.name`, :attr:`Plugin.version`, :meth:`Plugin.cache_settings`
   (all three are part of the key of every job that enables the plugin);
-* interpreter rules: :attr:`Plugin.rules` (method tables, call handlers,
-  inlining policy; a rule set with a ``target`` applies on that target only);
-* per-job state: :meth:`Plugin.new_state`, handed to callbacks that take ``state``;
+* typed options: :attr:`Plugin.options` (a ``PluginOptions`` class users set from
+  ``@jit`` / ``@kernel``; part of the job key);
+* interpreter rules: :attr:`Plugin.rules` (one rule set or a tuple: method tables,
+  call handlers, ``overload`` routes, inlining policy; a rule set with a ``target``
+  applies on that target only);
+* markers: :attr:`Plugin.markers`, the functions its marker calls use (one left at
+  ``validate`` is the plugin's error);
+* per-job state: :meth:`Plugin.new_state` (linked to the deferring job's), handed to
+  callbacks that take ``state``;
 * pipeline callbacks: methods marked :func:`callback` at a hook point of
-  :data:`STAGES` (arguments any of :data:`HOOK_ARGS`);
+  :data:`STAGES` (arguments any of :data:`HOOK_ARGS`; ``markers`` gate on the job's
+  facts, ``before`` / ``after`` order around other plugins);
 * listeners: methods marked :func:`listener`, named after an event of
   :data:`EVENTS`;
-* :meth:`Plugin.report`: a result in ``CompileResult.reports`` after a compile;
+* :meth:`Plugin.report`: a result in ``CompileResult.reports`` after a compile (with
+  the compile's state);
 * :meth:`Plugin.add_commands`: subcommands of the ``gpuc`` command line.
+
+An exception in any of them is a ``PluginError`` naming the plugin, the hook and,
+by default, the plugin's own ``file:line`` (:func:`plugin_location`).
 
 A plugin may be any object with these attributes (plain classes work);
 :func:`hook` reads one, falling back to the default here.

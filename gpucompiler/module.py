@@ -49,6 +49,12 @@ class IRModule:
         return self._text
 
     @property
+    def parsed(self) -> bool:
+        """Whether the authoritative form is the ``ModuleRef`` (LLVM parsed and verified the last change
+        made as text or model; changes through the ref itself are LLVM's API)."""
+        return self._ref is not None
+
+    @property
     def ref(self) -> llvm.ModuleRef:
         """The module as an llvmlite ``ModuleRef``; becomes the authoritative form."""
         if self._ref is None:

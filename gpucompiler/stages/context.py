@@ -142,13 +142,13 @@ def notify(ctx: CompileContext, event: str, stage_name: str, **extra: Any) -> No
 
 def _call(ctx: CompileContext, cb: plugins.BoundCallback, where: str, verify: bool = False, **kwargs: Any) -> None:
     """Call ``cb``; a failure becomes a PluginError naming ``where`` (hook point or stage). ``verify``:
-    the module the callback leaves must parse and verify (LLVM reads it back when the callback left it
-    as the Python model or text), so that IR a plugin broke is its error, not the next stage's."""
+    a module the callback leaves as the Python model or text must parse and verify now (LLVM reads it
+    back), so that IR a plugin broke is its error, not the next stage's."""
     received = ctx.module.text if ctx.settings.dump_dir is not None and ctx.module is not None else None
     try:
         cb(**kwargs)
-        if verify:
-            ctx.ir.ref.verify()
+        if verify and not ctx.ir.parsed:
+            _ = ctx.ir.ref  # LLVM parses and verifies what the callback left as model or text
     except PluginError:
         raise
     except Exception as exc:

@@ -81,8 +81,9 @@ def test_gradient_kernel_links_into_a_code_object(name, arch):
     assert [(a[".offset"], a[".size"]) for a in md[".args"]] == hip.kernarg_layout(argtypes)
     asm = co.disassemble()
     assert f"<{co.name}>:" in asm and "s_endpgm" in asm
-    if name != "forward batch of 2":  # dx[i] += ...: an atomic in global memory (a CAS loop for float64 here)
-        assert re.search(r"global_atomic_(?:add_f64|cmpswap_x2|cmpswap_b64)", asm)
+    if name != "forward batch of 2":  # dx[i] += ...: an atomic (a CAS loop for float64 here), on a global
+        # pointer, or a generic one where the derivative stays a function of its own
+        assert re.search(r"(?:global|flat)_atomic_(?:add_f64|cmpswap_x2|cmpswap_b64)", asm)
 
 
 @pytest.mark.parametrize("name", tuple(KERNELS))
@@ -90,7 +91,7 @@ def test_gradient_kernel_ir_accumulates_adjoints_atomically_with_only_amd_intrin
     fn, argtypes = KERNELS[name]
     text = final_ir(fn, argtypes)
     if name != "forward batch of 2":  # forward mode accumulates no adjoints
-        assert "atomicrmw fadd ptr addrspace(1)" in text  # dx[i] += ... from every thread
+        assert re.search(r"atomicrmw fadd ptr(?: addrspace\(1\))? ", text)  # dx[i] += ... from every thread
     assert not re.search(r"@llvm\.nvvm\.|@__nv_|__enzyme_|@gpuc\.(inactive|barrier)\.", text)
     assert not re.search(r"declare .*@(sin|cos|exp|log|pow|sqrt)f?\(", text)  # math linked (ocml) or intrinsic
     for alloca in re.findall(r"= alloca .*", text):

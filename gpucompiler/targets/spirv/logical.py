@@ -208,7 +208,7 @@ class _Walk:
                 self.offsets[user] = base
                 self.derived.append(user)
                 self._pending.append(user)
-            elif op == "insertvalue" and use.index == 0 and user.aggregate_indices != path:
+            elif (op == "insertvalue" and use.index == 0 and user.aggregate_indices != path) or op == "freeze":
                 self._carried(user, path, base)
             elif op == "extractvalue" and not _prefix(path, user.aggregate_indices):
                 continue  # another field (a shape, a stride)

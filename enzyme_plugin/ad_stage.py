@@ -48,7 +48,8 @@ def run_ad(job, module, unoptimized: str | None = None) -> None:
     atomic = job.target.is_gpu or job.config.options(EnzymeOptions).atomic_adjoints or emulated
     device = job.target.is_gpu or emulated  # the emulation runs the tape code the device runs
     options = EngineOptions(atomic_adjoints=atomic, warp_aggregate=job.target.warp_aggregation(), device_tape=device,
-                            thread_exit=job.target.thread_exit())
+                            thread_exit=job.target.thread_exit(),
+                            tape_arena=job.config.options(EnzymeOptions).tape_arena)
 
     def scalar(t: str) -> str:
         return str(optimize(job, t, vectorize=False))

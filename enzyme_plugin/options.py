@@ -15,3 +15,7 @@ class EnzymeOptions(PluginOptions):
     atomic_adjoints: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
     """accumulate adjoints into memory with atomic adds in host code too (kernels always do: threads
     share memory there)"""
+    tape_arena: int = attrs.field(default=1024, validator=[attrs.validators.instance_of(int),
+                                                           attrs.validators.ge(0)])
+    """bytes of the tape arena of each ``autodiff`` call in a kernel: the loop tapes a thread carves from
+    local memory before any reaches the device heap (0: straight to the heap; docs/enzyme.md)"""

@@ -18,7 +18,8 @@
 * ``with options(device_tape=True)`` (PTX and the grid emulation): a tape
   whose size is known only as a loop runs grows by ``malloc`` + copy +
   ``free`` (a device has no ``realloc``) and, when it can, starts in an
-  inline ``alloca`` segment (:mod:`.tape`).
+  inline ``alloca`` segment (:mod:`.tape`); with ``tape_arena=N`` (combined mode) a call's loop
+  cache arrays are carved from an ``N``-byte ``alloca`` first and reach the heap only past it.
 * Calls to functions named ``gpuc.inactive.*`` (thread and block indices,
   the emulation's thread context) carry no derivative.
 * Calls to functions named ``gpuc.barrier.*`` are barriers: kept in the
@@ -52,6 +53,11 @@ class EngineOptions:
     """sum a warp's adjoints with shuffles before one atomic add per warp (PTX)"""
     device_tape: bool = False
     """growing tapes avoid realloc (a device has none) and start in an inline segment (PTX, emulation)"""
+    tape_arena: int = 1024
+    """bytes of a per-call tape arena in combined mode on a device (``device_tape``): loop cache arrays
+    are carved from an ``alloca`` of this size (a GPU's local memory, reserved by the driver once per
+    launch, not a ``malloc`` per thread); what does not fit comes from the device heap (0: all of it).
+    Kernels set it with ``EnzymeOptions(tape_arena=...)``"""
     thread_exit: str | None = None
     """the target's intrinsic that ends a thread (``Target.thread_exit``): a thread whose tape ``malloc``
     fails sets the module's heap flag and calls it instead of trapping, so that the context survives

@@ -184,6 +184,125 @@ done:
   ret void
 }}
 """),
+    # a derivative's tape arena on a device (combined mode): an ``alloca`` of the call (local memory, which
+    # the driver reserves once per launch) bumped by ``{ptr top, ptr end, ptr start}``; a block that does not
+    # fit comes from the heap (tape_alloc); giving back a block of the arena is nothing (it ends with the call)
+    "arena_alloc": (T.function(T.ptr(), [T.ptr(), T.i64]), """
+define internal ptr @{name}(ptr %a, i64 %n) alwaysinline {{
+entry:
+  %top = load ptr, ptr %a, align 8
+  %endp = getelementptr inbounds i8, ptr %a, i64 8
+  %end = load ptr, ptr %endp, align 8
+  %n15 = add i64 %n, 15
+  %n16 = and i64 %n15, -16
+  %ti = ptrtoint ptr %top to i64
+  %ei = ptrtoint ptr %end to i64
+  %room = sub i64 %ei, %ti
+  %small = icmp uge i64 %n15, %n
+  %fits0 = icmp ule i64 %n16, %room
+  %fits = and i1 %small, %fits0
+  br i1 %fits, label %take, label %heap, !prof !{{!"branch_weights", i32 2000, i32 1}}
+take:
+  %next = getelementptr inbounds i8, ptr %top, i64 %n16
+  store ptr %next, ptr %a, align 8
+  ret ptr %top
+heap:
+  %p = call ptr @__gpuc_ad_arena_spill(i64 %n)
+  ret ptr %p
+}}
+"""),
+    # past the arena: a heap block, taken and given back out of line (cold: the loops keep no malloc/free)
+    "arena_spill": (T.function(T.ptr(), [T.i64]), """
+define internal ptr @{name}(i64 %n) noinline cold {{
+entry:
+  %p = call ptr @__gpuc_ad_tape_alloc(i64 %n)
+  ret ptr %p
+}}
+"""),
+    "arena_free": (T.function(T.void, [T.ptr(), T.ptr()]), """
+define internal void @{name}(ptr %a, ptr %p) alwaysinline {{
+entry:
+  %endp = getelementptr inbounds i8, ptr %a, i64 8
+  %end = load ptr, ptr %endp, align 8
+  %startp = getelementptr inbounds i8, ptr %a, i64 16
+  %start = load ptr, ptr %startp, align 8
+  %pi = ptrtoint ptr %p to i64
+  %si = ptrtoint ptr %start to i64
+  %ei = ptrtoint ptr %end to i64
+  %above = icmp uge i64 %pi, %si
+  %below = icmp ult i64 %pi, %ei
+  %own = and i1 %above, %below
+  %none = icmp eq ptr %p, null
+  %keep = or i1 %own, %none
+  br i1 %keep, label %done, label %release
+release:
+  call void @__gpuc_ad_arena_release(ptr %p)
+  br label %done
+done:
+  ret void
+}}
+"""),
+    "arena_release": (T.function(T.void, [T.ptr()]), """
+define internal void @{name}(ptr %p) noinline cold {{
+entry:
+  call void @__gpuc_ad_tape_free(ptr %p)
+  ret void
+}}
+"""),
+    # a loop cache array (see loop_grow) growing inside the arena: to twice its frames plus 4, in place when
+    # it is the arena's last block and the arena has room, else a new block from arena_alloc, the frames so
+    # far copied and the old block given back (nothing when it is the arena's)
+    "loop_grow_arena": (T.function(T.ptr(), [T.ptr(), T.i64, T.i64, T.ptr()]), """
+define internal ptr @{name}(ptr %t, i64 %k, i64 %frame, ptr %a) alwaysinline {{
+entry:
+  %capp = getelementptr inbounds i8, ptr %t, i64 8
+  %cap = load i64, ptr %capp, align 8
+  %full = icmp uge i64 %k, %cap
+  br i1 %full, label %grow, label %ok, !prof !{{!"branch_weights", i32 1, i32 2000}}
+grow:
+  %b = load ptr, ptr %t, align 8
+  %c2 = shl i64 %cap, 1
+  %nc = add i64 %c2, 4
+  %bytes = mul i64 %nc, %frame
+  %used = mul i64 %cap, %frame
+  %top = load ptr, ptr %a, align 8
+  %u15 = add i64 %used, 15
+  %u16 = and i64 %u15, -16
+  %bi = ptrtoint ptr %b to i64
+  %bend = add i64 %bi, %u16
+  %ti = ptrtoint ptr %top to i64
+  %attop = icmp eq i64 %bend, %ti
+  %some = icmp ne ptr %b, null
+  %last = and i1 %attop, %some
+  br i1 %last, label %extend, label %fresh
+extend:
+  %endp = getelementptr inbounds i8, ptr %a, i64 8
+  %end = load ptr, ptr %endp, align 8
+  %ei = ptrtoint ptr %end to i64
+  %n15 = add i64 %bytes, 15
+  %n16 = and i64 %n15, -16
+  %room = sub i64 %ei, %bi
+  %fits = icmp ule i64 %n16, %room
+  br i1 %fits, label %bump, label %fresh
+bump:
+  %nend = getelementptr inbounds i8, ptr %b, i64 %n16
+  store ptr %nend, ptr %a, align 8
+  br label %grown
+fresh:
+  %nb1 = call ptr @__gpuc_ad_arena_alloc(ptr %a, i64 %bytes)
+  call void @llvm.memcpy.p0.p0.i64(ptr %nb1, ptr %b, i64 %used, i1 false)
+  call void @__gpuc_ad_arena_free(ptr %a, ptr %b)
+  br label %grown
+grown:
+  %nb = phi ptr [ %b, %bump ], [ %nb1, %fresh ]
+  store ptr %nb, ptr %t, align 8
+  store i64 %nc, ptr %capp, align 8
+  br label %ok
+ok:
+  %base = load ptr, ptr %t, align 8
+  ret ptr %base
+}}
+"""),
     "tape_alloc": (T.function(T.ptr(), [T.i64]), """
 define internal ptr @{name}(i64 %n) alwaysinline {{
 entry:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gpucompiler.llvm import BasicBlock, Builder, Function, Instruction, Value
 
-    from .analysis import CFG
+    from .analysis import CFG, Activity
     from .engine import Engine
     from .sweep import Sweep
 
@@ -22,6 +22,7 @@ class ReverseState:
     b: Builder
     engine: Engine
     fn: Function
+    act: Activity
     #: the functions receiving the forward and the reverse sweep (one function in combined mode)
     aug: Function
     rev: Function

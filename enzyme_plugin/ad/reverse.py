@@ -190,6 +190,9 @@ class Reverse(Emit, Recompute, LoopTape):
         for block in fn.blocks:
             self.cur = block
             self.b.position_at_end(self.rev_blocks[block])
+            if block in self.search_blocks:  # the reverse sweep passes search loops by (past_searches)
+                self.b.unreachable()
+                continue
             self.reverse_block(block, finish)
         self._materialize()
 
@@ -225,13 +228,14 @@ class Reverse(Emit, Recompute, LoopTape):
             self._edge(ds, p)
 
     def _edge(self, ds, pred):
-        self._enter_loop(pred)
+        to = self.past_searches(pred)
+        self._enter_loop(to)
         for k, p, d in ds:
             self.set_lane(k)
             v = next(v for v, blk in p.incoming if blk is pred)
             self.accumulate(v, d)
         self.set_lane(0)
-        self.b.br(self.pop_blocks[pred])
+        self.b.br(self.pop_blocks[to])
 
     def reverse_rule(self, inst):
         op = inst.opcode

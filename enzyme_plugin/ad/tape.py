@@ -27,12 +27,20 @@ from typing import Any
 
 from gpucompiler.llvm import Builder, Instruction, const_int, constant, types as T
 
+from .calls import classify
 from .emit import declare
 from .host import ReverseState
 from .loops import body_runs_every_iteration, emit_trip_count, find_loops, plan_nests, static_trip_count
 
 #: a loop array's forward state: base, capacity in frames (growth), inline segment (or null)
 _STATE = T.struct([T.ptr(), T.i64, T.ptr()])
+#: the tape arena's state: next free byte, end, start
+#: opcodes (besides loads and inactive calls) a search loop may hold: integer and float arithmetic, casts,
+#: comparisons, selects, address arithmetic and branches
+_INERT = frozenset("phi br switch select icmp fcmp getelementptr add sub mul sdiv udiv srem urem shl lshr ashr "
+                   "and or xor trunc zext sext fadd fsub fmul fdiv frem fneg fpext fptrunc sitofp uitofp "
+                   "fptosi fptoui ptrtoint inttoptr bitcast addrspacecast freeze extractvalue".split())
+_ARENA = T.struct([T.ptr(), T.ptr(), T.ptr()])
 _NULL = constant(T.ptr(), "null")
 #: largest nest array (bytes per call) kept in an ``alloca`` when every trip count is a constant
 MAX_STACK_TAPE = 1024
@@ -49,13 +57,54 @@ class LoopTape(ReverseState):
 
     def _setup_loops(self):
         self.loops, self.innermost = find_loops(self.cfg)
+        #: loops the reverse sweep leaves out (:meth:`_searches`), their blocks
+        self.searches = self._searches()
+        self.search_blocks = set().union(*(lp.blocks for lp in self.searches)) if self.searches else set()
         plan_nests(self.cfg, self.loops)
+        #: the tape arena's state ``{ptr top, ptr end, ptr start}`` (created on first use; see :meth:`_arena`)
+        self.arena = None
         #: loop -> {"k": forward counter phi, "state": {ptr, cap} alloca, "trip": i64 or None,
         #:          "exit_base": {exit block: load of the base}, "kslot"/"bslot": reverse slots}
         self.lstate = {}
         for lp in self.loops:
             if lp.counted:
                 self._setup_forward(lp)
+
+    def _searches(self) -> list:
+        """Loops whose reverse does nothing (a search: no store, no call but inactive math, no active
+        value; in canonical form): neither counted nor taped. The reverse
+        sweep goes from an exit straight to the preheader (:meth:`past_searches`); a value of the loop
+        used after it is read from the tape once per execution of the loop, in the exit's frame."""
+        found = []
+        for lp in self.loops:  # outermost first: a loop inside a search is left out with it
+            if any(lp.blocks <= o.blocks for o in found):
+                lp.counted, lp.trip = False, None
+                continue
+            if not lp.counted:  # (an enclosing loop an exit leaves is not counted: see loops._classify)
+                continue
+            if all(self._inert(inst) for block in lp.blocks for inst in block.instructions):
+                lp.counted, lp.trip = False, None
+                found.append(lp)
+        return found
+
+    def _inert(self, inst) -> bool:
+        """Whether the reverse of ``inst`` does nothing and reading it again is not needed."""
+        if inst in self.act.active:
+            return False
+        op = inst.opcode
+        if op == "load":
+            return not inst.is_volatile
+        if op == "call":
+            return classify(inst) in ("math", "inactive")
+        return op in _INERT
+
+    def past_searches(self, pred):
+        """Where the reverse edge from the current block into ``pred`` leads: ``pred``, or the preheader of
+        the outermost search loop (:meth:`_searches`) holding ``pred`` but not the current block."""
+        for lp in self.searches:
+            if pred in lp.blocks and self.cur not in lp.blocks:
+                return lp.preheader
+        return pred
 
     def _fwd_alloca(self, t, init):
         entry = self.aug.blocks[0]
@@ -219,10 +268,15 @@ class LoopTape(ReverseState):
                 continue
             if st["trip"] is None:
                 if frames.get(lp, 0):
-                    self._inline_segment(lp, st, frames[lp])
+                    arena = self._arena()
                     b.position_before(_first_non_phi(self.sweep.vmap[lp.header]))
-                    st["base_iter"] = b.call(self.engine.helper("loop_grow"),
-                                             [st["state"], st["k"], const_int(T.i64, frames[lp])])
+                    if arena is None:
+                        self._inline_segment(lp, st, frames[lp])
+                        st["base_iter"] = b.call(self.engine.helper("loop_grow"),
+                                                 [st["state"], st["k"], const_int(T.i64, frames[lp])])
+                    else:
+                        st["base_iter"] = b.call(self._helper("loop_grow_arena"),
+                                                 [st["state"], st["k"], const_int(T.i64, frames[lp]), arena])
                 continue
             nest = [o for o in self.loops if o.root is lp]
             if any(frames.get(o, 0) for o in nest):
@@ -231,7 +285,28 @@ class LoopTape(ReverseState):
             if st["trip"] is not None and frames.get(lp, 0):
                 b.position_before(_first_non_phi(self.sweep.vmap[lp.header]))
                 st["base_iter"] = b.load(T.ptr(), st["state"])
+            free = st.get("free") if self.arena is not None else None
+            if free is not None:  # a block of the arena is not the heap's
+                b.position_before(free)
+                st["free"] = b.call(self._helper("arena_free"), [self.arena, free.args[0]])
+                free.erase()
         return frames, offsets
+
+    def _arena(self):
+        """The tape arena (combined mode on a device, ``EngineOptions.tape_arena`` bytes): an ``alloca`` of
+        the derivative, bumped by ``{ptr top, ptr end, ptr start}``, from which the loop cache arrays of
+        the call are carved before any reaches the heap; None when there is none."""
+        size = self.engine.options.tape_arena
+        if self.arena is None and self.engine.options.device_tape and self.combined and size > 0:
+            b = Builder()
+            b.position_before(self.aug.blocks[0].instructions[0])
+            mem = b.alloca(T.array(size, T.i8), align=16)
+            state = b.alloca(_ARENA)
+            b.store(mem, state)
+            b.store(b.gep(T.i8, mem, [const_int(T.i64, size)]), b.gep(T.i8, state, [const_int(T.i64, 8)]))
+            b.store(mem, b.gep(T.i8, state, [const_int(T.i64, 16)]))
+            self.arena = state
+        return self.arena
 
     def _inline_segment(self, lp, st, frame):
         """Start a growing array in an ``alloca`` of :data:`INLINE_SEGMENT` bytes when the reverse
@@ -272,7 +347,9 @@ class LoopTape(ReverseState):
             emitted = _nest_layout(nest, frames, _EmittedSizes(self, b))
             assert emitted is not None, "emitted sizes are never unknown"
             total, regions = emitted
-            mem = b.call(self._helper("tape_alloc"), [total])
+            arena = self._arena()
+            mem = (b.call(self._helper("tape_alloc"), [total]) if arena is None
+                   else b.call(self._helper("arena_alloc"), [arena, total]))
         b.store(mem, st["state"])
         rows: dict = {root: None}
         for lp in nest:
@@ -290,6 +367,11 @@ class LoopTape(ReverseState):
         """``engine.helper(key)`` with the intrinsics its body calls declared."""
         m = self.engine.module
         declare(m, "llvm.trap", T.function(T.void, []))
+        if key.startswith("arena") or key == "loop_grow_arena":  # they call these helpers
+            declare(m, "llvm.memcpy.p0.p0.i64", T.function(T.void, [T.ptr(), T.ptr(), T.i64, T.i1]))
+            for inner in ("tape_alloc", "tape_free", "arena_spill", "arena_release", "arena_alloc", "arena_free"):
+                if inner != key:
+                    self.engine.helper(inner)
         if key.startswith("size_"):
             op = {"size_mul": "umul", "size_add": "uadd"}[key]
             declare(m, f"llvm.{op}.with.overflow.i64", T.function(T.struct([T.i64, T.i1]), [T.i64, T.i64]))

@@ -135,7 +135,9 @@ def test_nested_data_dependent_loops_free_their_tapes_and_match_finite_differenc
         k[2, 32, "cpu"](x, dx, offs, cols)
         np.testing.assert_allclose(dx, fd, rtol=1e-6, atol=1e-6, err_msg=f"launch {launch}")
         assert counting_heap.live == {} and counting_heap.foreign == [] and counting_heap.overruns == 0
-    assert counting_heap.mallocs > 0
+    # two_level's arrays outgrow the call's tape arena (EngineOptions.tape_arena) and reach the heap;
+    # while_then_loop's tape fits in it: no malloc at all
+    assert (counting_heap.mallocs > 0) == (name == "two_level")
 
 
 def _functions(ir: str) -> dict[str, str]:
@@ -152,7 +154,8 @@ def test_a_failed_device_malloc_sets_the_flag_and_exits_instead_of_trapping():
     stop = next(name for name in fns if name.endswith("out_of_heap"))
     assert f"store volatile i32 1, ptr addrspace(1) @{FLAG}" in fns[stop]
     assert "call void @llvm.nvvm.exit()" in fns[stop] and "llvm.trap" not in fns[stop]
-    body = fns["k_search_grad"] if "k_search_grad" in fns else max(fns.values(), key=len)
+    # the kernel and the out-of-line helper that takes heap blocks past the tape arena
+    body = "\n".join(text for name, text in fns.items() if name != stop)
     mallocs = re.findall(r"(%[\w.]+) = (?:tail )?call (?:noalias )?ptr @malloc\(", body)
     assert mallocs, "the kernel's tape allocates"
     for p in mallocs:

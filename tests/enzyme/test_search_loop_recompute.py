@@ -1,0 +1,251 @@
+"""Nested data-dependent loops in kernel gradients without a per-thread heap tape.
+
+A search loop (no store, no active value: a binary search, a linear scan with ``break``) is not reversed
+and not taped: the reverse sweep passes it from its exit to its preheader, and what the code after it
+uses is read back once per execution. What must be taped (a ``while`` computing active values, the
+frames of a ``for`` over a variable-length list) is carved from the call's tape arena, an ``alloca``
+(a GPU's local memory, reserved once per launch), and reaches the device heap only past it.
+
+Each kernel: the gradient on the CPU grid emulation against central differences of the loss run by
+CPython, ``malloc`` never called during the launches (a counting heap), and the kernel's LLVM IR for
+PTX parsed back: no ``malloc`` in a block on a cycle of the CFG.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+
+from enzyme_plugin import Const, Duplicated, Reverse, autodiff
+from enzyme_plugin.options import EnzymeOptions
+from gpucompiler import device as gd
+from gpucompiler import kernel
+from gpucompiler import types as T
+from test_device_heap_launches import _CountingHeap
+
+P = ("enzyme",)
+A = T.ArrayType(T.float64, 1, "C")
+IA = T.ArrayType(T.int64, 1, "C")
+GRID = 16  # points of each row of ``grid``
+
+
+def xs_lookup(x, grid, offs, cols, e, i):
+    """A cross-section lookup: per entry of the thread's list, a binary search in the entry's row of the
+    energy grid, then an interpolation between the two values around ``e[i]``."""
+    s = 0.0
+    for j in range(offs[i], offs[i + 1]):
+        row = cols[j] * GRID
+        lo = row
+        hi = row + GRID - 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if grid[mid] <= e[i]:
+                lo = mid
+            else:
+                hi = mid
+        f = (e[i] - grid[lo]) / (grid[lo + 1] - grid[lo])
+        s += x[lo] + f * (x[lo + 1] - x[lo])
+    return s * x[i % x.shape[0]]
+
+
+def k_xs_lookup(x, dx, grid, offs, cols, e):
+    i = gd.grid(1)
+    if i < e.shape[0]:
+        autodiff(Reverse, xs_lookup, Duplicated(x, dx), Const(grid), Const(offs), Const(cols), Const(e), Const(i))
+
+
+def scan_then_pass(x, grid, offs, cols, e, i):
+    """A linear scan that leaves with ``break`` (two exits), an active value carried past it unchanged."""
+    s = 0.0
+    for j in range(offs[i], offs[i + 1]):
+        row = cols[j] * GRID
+        v = x[row] * 2.0
+        t = row
+        for q in range(row, row + GRID - 1):
+            t = q
+            if grid[q + 1] > e[i]:
+                break
+        s += v * x[t + 1] + math.sin(x[t])
+    return s
+
+
+def k_scan_then_pass(x, dx, grid, offs, cols, e):
+    i = gd.grid(1)
+    if i < e.shape[0]:
+        autodiff(Reverse, scan_then_pass, Duplicated(x, dx), Const(grid), Const(offs), Const(cols), Const(e),
+                 Const(i))
+
+
+def data_while(x, grid, offs, cols, e, i):
+    """Per entry a ``while`` of data-dependent trip count over active values (taped, in the arena)."""
+    s = 0.0
+    for j in range(offs[i], offs[i + 1]):
+        v = x[cols[j] * GRID]
+        t = 0
+        while v < 3.0 and t < 40:
+            v = v * 1.25 + 0.05 * x[(cols[j] + t) % x.shape[0]]
+            t += 1
+        s += v * e[i]
+    return s
+
+
+def k_data_while(x, dx, grid, offs, cols, e):
+    i = gd.grid(1)
+    if i < e.shape[0]:
+        autodiff(Reverse, data_while, Duplicated(x, dx), Const(grid), Const(offs), Const(cols), Const(e), Const(i))
+
+
+def three_deep(x, grid, offs, cols, e, i):
+    """A list, the list of each entry, a binary search per entry of that: three nested data-dependent loops."""
+    s = 0.0
+    for j in range(offs[i], offs[i + 1]):
+        c = cols[j]
+        for k in range(offs[c], offs[c + 1]):
+            row = cols[k] * GRID
+            lo = row
+            hi = row + GRID - 1
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if grid[mid] <= e[c]:
+                    lo = mid
+                else:
+                    hi = mid
+            s += x[lo] * x[c * GRID] + math.cos(x[lo + 1])
+    return s
+
+
+def k_three_deep(x, dx, grid, offs, cols, e):
+    i = gd.grid(1)
+    if i < e.shape[0]:
+        autodiff(Reverse, three_deep, Duplicated(x, dx), Const(grid), Const(offs), Const(cols), Const(e), Const(i))
+
+
+KERNELS = {"xs_lookup": (xs_lookup, k_xs_lookup), "scan_then_pass": (scan_then_pass, k_scan_then_pass),
+           "data_while": (data_while, k_data_while), "three_deep": (three_deep, k_three_deep)}
+
+
+def _problem(n: int, rows: int, seed: int, maxlen: int = 4):
+    rng = np.random.default_rng(seed)
+    grid = np.sort(rng.uniform(0.0, 1.0, (rows, GRID)), axis=1)
+    grid[:, 0], grid[:, -1] = 0.0, 1.0
+    x = rng.uniform(0.5, 1.5, rows * GRID)
+    lens = rng.integers(0, maxlen + 1, n)
+    offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    cols = rng.integers(0, min(n, rows), int(offs[-1])).astype(np.int64)
+    e = rng.uniform(0.01, 0.99, n)
+    return x, grid.ravel(), offs, cols, e
+
+
+def _finite_differences(loss, x, args, n):
+    def total(v):
+        return sum(loss(v, *args, i) for i in range(n))
+
+    fd, h = np.zeros_like(x), 1e-6
+    for j in range(x.shape[0]):
+        d = np.zeros_like(x)
+        d[j] = h
+        fd[j] = (total(x + d) - total(x - d)) / (2 * h)
+    return fd
+
+
+@pytest.fixture
+def counting_heap():
+    heap = _CountingHeap()
+    heap.install(heap._malloc, heap._free)
+    try:
+        yield heap
+    finally:
+        heap.install(ctypes.cast(heap.libc.malloc, ctypes.c_void_p), ctypes.cast(heap.libc.free, ctypes.c_void_p))
+
+
+@pytest.mark.parametrize("boundscheck", [False, True])
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_gradient_matches_finite_differences_without_a_malloc(counting_heap, name, boundscheck):
+    """Without bounds checks (as on a GPU) no launch calls malloc. With them (the emulation's default)
+    each check's exit leaves the nest, whose loops are then not counted: their tape is a stack, which
+    still starts on the heap; the gradient is the same."""
+    loss, grad = KERNELS[name]
+    n = 40
+    x, grid, offs, cols, e = _problem(n, rows=12, seed=7, maxlen=3)
+    want = _finite_differences(loss, x, (grid, offs, cols, e), n)
+    k = kernel(grad, plugins=P, boundscheck=boundscheck)
+    for launch in range(3):
+        dx = np.zeros_like(x)
+        k[2, 32, "cpu"](x, dx, grid, offs, cols, e)
+        np.testing.assert_allclose(dx, want, rtol=1e-6, atol=1e-6, err_msg=f"launch {launch}")
+    assert counting_heap.live == {} and counting_heap.foreign == [] and counting_heap.overruns == 0
+    if not boundscheck:
+        assert counting_heap.mallocs == 0
+
+
+def test_a_tape_past_the_arena_reaches_the_heap_and_is_freed(counting_heap):
+    """Lists long enough that the while's frames outgrow the arena: the heap takes the rest, every block
+    is given back, and the gradient is still the finite differences'."""
+    n = 8
+    x, grid, offs, cols, e = _problem(n, rows=8, seed=3, maxlen=40)
+    x *= 0.02  # each while runs about 20 times
+    want = _finite_differences(data_while, x, (grid, offs, cols, e), n)
+    dx = np.zeros_like(x)
+    kernel(k_data_while, plugins=P)[1, 32, "cpu"](x, dx, grid, offs, cols, e)
+    np.testing.assert_allclose(dx, want, rtol=1e-6, atol=1e-6)
+    assert counting_heap.mallocs > 0 and counting_heap.live == {} and counting_heap.foreign == []
+    assert counting_heap.overruns == 0
+
+
+@pytest.mark.parametrize("arena", [0, 1 << 16])
+def test_the_arena_is_the_bound_the_kernel_gives(counting_heap, arena):
+    """``EnzymeOptions(tape_arena=...)``: 0 sends every loop tape to the heap (a block per list and per
+    while), 64 KiB holds the long lists' tapes that outgrow the default 1 KiB; the gradient is the same."""
+    n = 8
+    x, grid, offs, cols, e = _problem(n, rows=8, seed=3, maxlen=40)
+    x *= 0.02
+    want = _finite_differences(data_while, x, (grid, offs, cols, e), n)
+    k = kernel(k_data_while, plugins=P, boundscheck=False, options=EnzymeOptions(tape_arena=arena))
+    dx = np.zeros_like(x)
+    k[1, 32, "cpu"](x, dx, grid, offs, cols, e)
+    np.testing.assert_allclose(dx, want, rtol=1e-6, atol=1e-6)
+    assert (counting_heap.mallocs > int(np.count_nonzero(np.diff(offs)))) == (arena == 0)
+    assert counting_heap.live == {} and counting_heap.overruns == 0
+
+
+def _blocks_on_cycles(fn) -> dict:
+    """``{block name: [instruction text]}`` of the blocks of ``fn`` (parsed IR) that lie on a cycle."""
+    succ, body = {}, {}
+    for block in fn.blocks:
+        insts = list(block.instructions)
+        body[block.name] = [str(i) for i in insts]
+        succ[block.name] = [o.name for o in insts[-1].operands if str(o.type) == "label"]
+    on_cycle = {}
+    for start in succ:
+        seen, stack = set(), list(succ[start])
+        while stack:
+            b = stack.pop()
+            if b == start:
+                on_cycle[start] = body[start]
+                break
+            if b not in seen:
+                seen.add(b)
+                stack.extend(succ[b])
+    return on_cycle
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_no_malloc_on_a_cycle_of_the_ptx_kernel(name):
+    _, grad = KERNELS[name]
+    ir = kernel(grad, plugins=P).inspect_llvm(A, A, A, IA, IA, A)
+    mod = llvm.parse_assembly(ir)
+    fn = mod.get_function(grad.__name__)
+    looped = _blocks_on_cycles(fn)
+    assert looped, "the kernel has loops"
+    for block, insts in looped.items():
+        assert not any("@malloc(" in i for i in insts), f"malloc in loop block {block}"
+        assert not any("@free(" in i for i in insts), f"free in loop block {block}"
+    # past the arena, a heap block comes from an out-of-line cold helper
+    spill = mod.get_function("__gpuc_ad_arena_spill") if "__gpuc_ad_arena_spill" in ir else None
+    if spill is not None:
+        assert "cold" in str(spill).split("{")[0] and "noinline" in str(spill).split("{")[0]
+

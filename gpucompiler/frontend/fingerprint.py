@@ -64,7 +64,8 @@ def encode_value(value) -> Any:
                 "kwdefaults": encode_value(tuple(sorted((value.__kwdefaults__ or {}).items())))}
     fn = python_function(value)
     if fn is not None:  # a @jit function called from compiled code: its body is compiled in
-        return {"jit": encode_value(fn)}
+        inline = getattr(value, "inline", "never")  # @jit(inline="always") changes its callers' code
+        return {"jit": encode_value(fn)} if inline == "never" else {"jit": encode_value(fn), "inline": inline}
     if isinstance(value, pytypes.ModuleType):
         return {"module": value.__name__}
     name = getattr(value, "__qualname__", None)

@@ -235,3 +235,11 @@ def test_cuda_target_on_a_gpu():
         pytest.skip("no CUDA device visible")
     f = vectorize(target="cuda")(twice)
     np.testing.assert_array_equal(f(np.arange(1000.0)), 2 * np.arange(1000.0))
+
+
+def test_inline_policy_is_part_of_the_callers_key():
+    from gpucompiler.frontend.fingerprint import encode_value
+
+    plain, inlined = njit(always_callee), njit(inline="always")(always_callee)
+    assert encode_value(plain) == encode_value(njit(inline="never")(always_callee))
+    assert encode_value(plain) != encode_value(inlined)

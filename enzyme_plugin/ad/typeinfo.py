@@ -187,11 +187,11 @@ def _scan(base) -> _Base:
                 work.append((u, nc % ns if ns else nc, ns))
             elif op in ("bitcast", "addrspacecast", "freeze") and u.type.kind == "ptr":
                 work.append((u, c, s))
-            elif op in ("phi", "select"):  # a merge of base pointers (a grown tape) is at offset 0
-                merged = u.operands if op == "phi" else u.operands[1:]
-                exact = (c, s) == (0, 0) and not any(isinstance(m, Instruction) and m.opcode == "getelementptr"
-                                                     for m in merged)
-                work.append((u, 0, 0) if exact else (u, 0, 1))
+            elif op in ("phi", "select"):  # a merge of pointers at one exact offset of their bases stays there
+                merged = [m for m, _ in u.incoming] if op == "phi" else u.operands[1:]  # (base pointers of a
+                # grown tape: 0; the data slots of two arrays' records: 8)
+                exact = s == 0 and all(_at_offset(m, c) for m in merged)
+                work.append((u, c, 0) if exact else (u, 0, 1))
             elif op == "load" and u.pointer_operand is v:
                 if not is_copy_load(u):
                     info.add(u.type, c, s)
@@ -208,6 +208,14 @@ def _scan(base) -> _Base:
                     if args[k] is v:
                         info.copies.append((c, s, args[1 - k], n))
     return info
+
+
+def _at_offset(p, c: int) -> bool:
+    """Whether pointer ``p`` is exactly ``c`` bytes into its base object (a null or undefined one is anywhere)."""
+    if getattr(p, "ref", None) in ("null", "undef", "poison"):
+        return True
+    _, pc, ps, _ = locate(p)
+    return (pc, ps) == (c, 0)
 
 
 def is_copy_load(inst) -> bool:

@@ -155,3 +155,22 @@ def test_a_copy_of_an_argument_array_knows_the_arrays_element_type():
     b = np.array([1.0, 2.0, 3.0])
     (t,) = autodiff(Forward, _copy_then_write, Duplicated(x, 1.0), Duplicated(b, tb))
     assert abs(t - (1.0 + x * 0.1)) < 1e-15 and abs(tb[0] - (2.0 + x * 0.2)) < 1e-15
+
+
+def _slice_update_of_a_new_array(x, a, n):
+    c = np.zeros(len(a))
+    if n <= 1:
+        c[1:] += 0.5 * a[:-1]
+    return x * c[1]
+
+
+def test_a_slice_update_of_an_array_made_in_the_function():
+    """The records of the array and of its temporary copy merged in one phi at their data slot (8 bytes in):
+    the type analysis put that pointer anywhere in the record, over its reference count, and the count's
+    integer store was an ADError (fuzzer seeds 10102, 10111, 10155)."""
+    for n, want in ((0, 0.5), (3, 0.0)):
+        a, da = np.array([1.0, 2.0, -1.0]), np.zeros(3)
+        assert autodiff(Reverse, _slice_update_of_a_new_array, Active(1.5), Duplicated(a, da), Const(n)) == (want * a[0],)
+        assert da.tolist() == [1.5 * want, 0.0, 0.0]
+        (t,) = autodiff(Forward, _slice_update_of_a_new_array, Duplicated(1.5, 1.0), Duplicated(a, np.ones(3)), Const(n))
+        assert t == want * a[0] + 1.5 * want

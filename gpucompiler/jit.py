@@ -356,16 +356,19 @@ class Dispatcher:
                                      self.py_func.__qualname__)[0][0])
         return tuple(out)
 
-    def _each(self, args, show: Callable[[tuple], str]) -> Any:
-        """``show`` of the given types, or with no arguments a dict of every compiled signature's."""
+    def _each(self, args, show: Callable[[tuple], str], signature=None) -> Any:
+        """``show`` of the given types (or Numba's ``signature=`` keyword), or with neither a dict of
+        every compiled signature's."""
+        if signature is not None:
+            args = (*args, signature)
         if not args:
             return {sig: show(sig) for sig in self.signatures}
         return show(self._argtypes(args))
 
-    def inspect_ir(self, *argtypes) -> Any:
+    def inspect_ir(self, *argtypes, signature=None) -> Any:
         """The typed SSA IR of the specialization for ``argtypes`` and of its callees; with no
         arguments a dict ``signature -> IR`` of every compiled one."""
-        return self._each(argtypes, self._typed_ir)
+        return self._each(argtypes, self._typed_ir, signature)
 
     def _typed_ir(self, argtypes) -> str:
         from .frontend.printer import format_function
@@ -380,9 +383,11 @@ class Dispatcher:
             out.append(format_function(f.ir, f.typeof, f"function {f.ir.name}({sig}) :: {f.rettype!r}"))
         return "\n\n".join(out)
 
-    def inspect_types(self, *argtypes, file=None) -> None:
+    def inspect_types(self, *argtypes, file=None, signature=None) -> None:
         """Print the typed IR (Numba's ``inspect_types``): of the given types, or of every compiled
         signature, each under its signature; to ``file`` (default ``sys.stdout``)."""
+        if signature is not None:
+            argtypes = (*argtypes, signature)
         shown = {self._argtypes(argtypes): self._typed_ir(self._argtypes(argtypes))} if argtypes else \
             self.inspect_ir()
         for sig, text in shown.items():
@@ -395,7 +400,7 @@ class Dispatcher:
         assert isinstance(text, str), f"{kind} is text"
         return text
 
-    def inspect_llvm(self, *argtypes, stage: str | None = None) -> Any:
+    def inspect_llvm(self, *argtypes, stage: str | None = None, signature=None) -> Any:
         """The optimised LLVM IR for ``argtypes`` (types, a signature or example values); with no
         arguments a dict ``signature -> IR`` of every compiled signature (Numba's form); with
         ``stage``, the module after that stage.
@@ -403,6 +408,8 @@ class Dispatcher:
         ``stage="post_irgen"`` shows the module as plugins first see it, with
         its marker calls and ``gpuc.lookup`` of deferred jobs still in place.
         """
+        if signature is not None:
+            argtypes = (*argtypes, signature)
         if stage is None:
             return self._each(argtypes, lambda sig: self._emit("llvm", sig))
         import tempfile  # import time: with shutil, random, bz2 and lzma ~3 ms of import gpucompiler
@@ -417,9 +424,9 @@ class Dispatcher:
             name = re.sub(r"[^\w.-]", "_", job.name)
             return (Path(tmp) / f"{name}.{STAGE_INDEX[stage]:02d}.{stage}.after.ll").read_text()
 
-    def inspect_asm(self, *argtypes) -> Any:
+    def inspect_asm(self, *argtypes, signature=None) -> Any:
         """The host assembly for ``argtypes``; with no arguments a dict ``signature -> assembly``."""
-        return self._each(argtypes, lambda sig: self._emit("asm", sig))
+        return self._each(argtypes, lambda sig: self._emit("asm", sig), signature)
 
     def __repr__(self) -> str:
         return f"<jit {self.py_func.__qualname__}>"

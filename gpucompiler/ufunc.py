@@ -120,6 +120,7 @@ class UFunc:
         self._parallel = target == "parallel"
         self._options = {**options, "parallel": True} if self._parallel else options
         self._loops: dict = {}
+        self._device: tuple = ()  # target="cuda": the launch's device (the default GPU)
 
     @property
     def types(self) -> list[str]:
@@ -199,7 +200,7 @@ class UFunc:
             names = [f"a{j}" for j in range(self.nin)]
             source = _CUDA.format(params=", ".join(names), args=", ".join(f"{n}[i]" for n in names))
             k = self._loops["cuda"] = kernel(_generated(source, "elements", {"kernel": self.py_func, "gd": gd}))
-        k[(dest.size + 255) // 256, 256](*flat, dest)
+        k[((dest.size + 255) // 256, 256, *self._device)](*flat, dest)
         result[...] = dest.reshape(result.shape)
 
     def _along(self, array, axis, dtype):
@@ -222,7 +223,7 @@ class UFunc:
     def reduce(self, array, axis=0, dtype=None, out=None, keepdims=False, initial=None):
         """NumPy's ``ufunc.reduce`` over one axis (or all, ``axis=None``), compiled."""
         a2, kept, axis = self._along(array, axis, dtype)
-        if initial is None and self.identity is not None and a2.shape[1] == 0:
+        if initial is None and self.identity not in (None, "reorderable") and a2.shape[1] == 0:
             initial = self.identity
         if initial is not None:
             a2 = np.concatenate([np.full((a2.shape[0], 1), initial, a2.dtype), a2], axis=1)

@@ -243,3 +243,26 @@ def test_inline_policy_is_part_of_the_callers_key():
     plain, inlined = njit(always_callee), njit(inline="always")(always_callee)
     assert encode_value(plain) == encode_value(njit(inline="never")(always_callee))
     assert encode_value(plain) != encode_value(inlined)
+
+
+def test_signature_keyword_of_the_inspect_methods():
+    f = njit(looped)
+    a = np.ones(3)
+    f(a)
+    sig = f.signatures[0]
+    assert f.inspect_llvm(signature=sig) == f.inspect_llvm(sig)
+    assert "ret" in f.inspect_asm(signature=sig) and ":: float64" in f.inspect_ir(signature=sig)
+    buf = io.StringIO()
+    f.inspect_types(signature=sig, file=buf)
+    assert "looped" in buf.getvalue()
+
+
+def test_cuda_target_kernel_in_the_grid_emulation():
+    """The kernel target='cuda' launches, run by the CPU grid emulation (the GPU run: the gpu test)."""
+    from gpucompiler.ufunc import UFunc
+
+    f = UFunc(twice, (), target="cuda")
+    f._device = ("cpu",)
+    x = np.arange(1000.0).reshape(10, 100)
+    np.testing.assert_array_equal(f(x), 2 * x)
+    assert f(np.float64(3.5)) == 7.0

@@ -83,8 +83,8 @@ class EnzymePlugin(gp.Plugin):
 
     @gp.callback("post_ad")
     def restore(self, job, module, state: EnzymeJobState):
-        if not state.ran_ad:
-            return
+        if not state.ran_ad and not any(n.startswith(nvvm.RESTORE_MARKERS_PREFIXES) for n in module.function_names()):
+            return  # nothing differentiated, nothing renamed (contract.mark_inactive) to give back
         model = module.model
         nvvm.restore(model, job.target)
         noinline.restore(model)

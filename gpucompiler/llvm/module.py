@@ -364,6 +364,17 @@ class Module:
     def remove_function(self, fn: Function) -> None:
         self._remove(self.functions, fn)
 
+    def rename_function(self, fn: Function, new: str) -> Function:
+        """``fn`` named ``new`` (its uses print the new name), at its place in :attr:`functions`; a
+        function already named ``new`` is a ValueError (point the uses at it with
+        ``replace_all_uses_with`` instead)."""
+        other = self.functions.get(new)
+        if other is not None and other is not fn:
+            raise ValueError(f"function @{new} already exists")
+        fn.name = new
+        self.functions = {(new if f is fn else k): f for k, f in self.functions.items()}
+        return fn
+
     def remove_global(self, gv: GlobalVariable) -> None:
         self._remove(self.globals, gv)
 

@@ -166,3 +166,26 @@ def test_array_powers_as_numpy(fn, dtype):
     if fn in (square_of, sum_of_squares) or np.dtype(dtype).kind == "f":
         ir = jit(fn).inspect_llvm(x)
         assert not re.search(r"call [^@]*@(llvm\.)?pow(f|\.f64|\.f32)?\(", ir)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 7, -1, -2, -5, 2.0, -3.0, 100, 2 + 0j])
+def test_complex_integral_powers_as_cpython(n, tmp_path):
+    """``z ** n`` of a complex and an integral constant: CPython's c_powi (multiplications from
+    ``1+0j``), bit for bit, with its ZeroDivisionError and OverflowError (was: not compiled)."""
+    name = f"cpow_{abs(hash(repr(n)))}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(f"def p(z):\n    return z ** {n!r}\n")
+    scope: dict = {"__name__": name, "__file__": str(path)}
+    exec(compile(path.read_text(), str(path), "exec"), scope)
+    fn, f = scope["p"], jit(scope["p"])
+    rng = np.random.default_rng(7)
+    values = [complex(a, b) for a, b in rng.standard_normal((100, 2)) * 3]
+    values += [0j, 1e200 + 1j, complex(math.inf, 0), complex(math.nan, 1), 1e-200j, -2 + 0j, 1j]
+    for z in values:
+        try:
+            want = fn(z)
+        except ArithmeticError as exc:
+            with pytest.raises(type(exc), match=re.escape(str(exc))):
+                f(z)
+            continue
+        assert repr(f(z)) == repr(want), (n, z)

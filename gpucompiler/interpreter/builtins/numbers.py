@@ -207,7 +207,7 @@ def _python_helpers(interp, fn, args):
     if fn not in _HELPED or len(args) != 2 or not all(isinstance(widen(a), T.Scalar) for a in args):
         return None
     if any(widen(a).kind == "c" for a in args):
-        return None
+        return _complex_power(interp, fn, args)
     folded = _folded(fn, args)
     if folded is not None:
         return folded
@@ -225,6 +225,26 @@ def _python_helpers(interp, fn, args):
         # in NumPy's promoted type (``int8 ** 2`` is an int8 that wraps, ``uint64 ** uint64`` a uint64)
         return interp.invoke(H.int_pow, [t, e])
     return interp.invoke(helper, args) if helper else None
+
+
+def _complex_power(interp, fn, args) -> CallResult | None:
+    """``z ** n`` of a complex128 ``z`` and an integral constant ``|n| <= 100``: CPython's multiplications
+    (pyhelpers.complex_powi); other complex powers are not compiled (None)."""
+    e = args[1]
+    if fn is not operator.pow or widen(args[0]) != T.complex128 or not isinstance(e, Const):
+        return None
+    value = e.value
+    if isinstance(value, complex):
+        if value.imag != 0:
+            return None
+        value = value.real
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or abs(value) > 100:
+        return None
+    n = Const(int(value), T.int64)
+    res = interp.invoke(H.complex_powi, [args[0], n])
+    # the helper takes the exponent as the int constant, whatever the operand's type (2.0, 2+0j)
+    return CallResult(res.restype, lambda cg, a, at, rt: cg.call_result(
+        res, [a[0], ir.Constant(ir.IntType(64), n.value)], [at[0], n], rt))
 
 
 def _folded(fn, args) -> CallResult | None:

@@ -31,6 +31,25 @@ def int_pow(base, exp):
     return result
 
 
+def complex_powi(x, n):
+    """CPython's ``x ** n`` for a complex ``x`` and an integral ``n`` (``|n| <= 100``): its c_powi, the
+    binary powers from ``1+0j`` (so ``(inf+0j) ** 2`` is NaN as there), then an overflow check."""
+    m = -n if n < 0 else n
+    r = complex(1.0, 0.0)
+    p = x
+    mask = 1
+    while m >= mask:
+        if m & mask:
+            r = r * p
+        mask <<= 1
+        p = p * p
+    if n < 0:
+        check_math(r.real != 0.0 or r.imag != 0.0, "ZeroDivisionError", "0.0 to a negative or complex power")
+        r = 1.0 / r
+    check_math(not (math.isinf(r.real) or math.isinf(r.imag)), "OverflowError", "complex exponentiation")
+    return r
+
+
 def float_mod(a, b):
     """``a % b`` on floats: the sign of the result follows ``b``."""
     check_math(b != 0, "ZeroDivisionError", "float modulo")

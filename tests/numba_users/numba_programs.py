@@ -200,6 +200,169 @@ def norm_rows(x, res):
     res[0] = math.sqrt(s)
 
 
+@njit
+def trapezoid(y, dx):
+    s = 0.5 * (y[0] + y[-1])
+    for i in range(1, y.shape[0] - 1):
+        s += y[i]
+    return s * dx
+
+
+@njit
+def running_max(a):
+    out = np.empty_like(a)
+    m = -np.inf
+    for i in range(a.shape[0]):
+        m = max(m, a[i])
+        out[i] = m
+    return out
+
+
+@njit
+def prefix_sums(a):
+    out = np.empty_like(a)
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i]
+        out[i] = s
+    return out
+
+
+@njit
+def argmax_loop(a):
+    best, k = a[0], 0
+    for i in range(1, a.shape[0]):
+        if a[i] > best:
+            best, k = a[i], i
+    return k
+
+
+@njit
+def matmul_loops(a, b):
+    n, m, p = a.shape[0], a.shape[1], b.shape[1]
+    c = np.zeros((n, p))
+    for i in range(n):
+        for k in range(m):
+            aik = a[i, k]
+            for j in range(p):
+                c[i, j] += aik * b[k, j]
+    return c
+
+
+@njit
+def gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
+
+
+@njit
+def primes_below(n):
+    sieve = np.ones(n, dtype=np.bool_)
+    sieve[:2] = False
+    for i in range(2, int(math.sqrt(n)) + 1):
+        if sieve[i]:
+            sieve[i * i::i] = False
+    return sieve.sum()
+
+
+@njit
+def bit_count(x):
+    c = 0
+    while x:
+        x &= x - 1
+        c += 1
+    return c
+
+
+@njit
+def axis_stats(m):
+    return m.sum(axis=0), m.sum(axis=1), np.mean(m)
+
+
+@njit
+def jacobi_step(u, steps):
+    for _ in range(steps):
+        u[1:-1] = 0.5 * (u[:-2] + u[2:])
+    return u
+
+
+@njit
+def logsumexp(a):
+    m = a.max()
+    s = 0.0
+    for x in a:
+        s += math.exp(x - m)
+    return m + math.log(s)
+
+
+@njit
+def kahan_sum(a):
+    s = 0.0
+    c = 0.0
+    for x in a:
+        y = x - c
+        t = s + y
+        c = (t - s) - y
+        s = t
+    return s
+
+
+@njit
+def bincount_weights(idx, w, n):
+    out = np.zeros(n)
+    for i in range(idx.shape[0]):
+        out[idx[i]] += w[i]
+    return out
+
+
+@njit
+def fib(n):
+    a, b = 0, 1
+    for _ in range(n):
+        a, b = b, a + b
+    return a
+
+
+@njit
+def where_clip(a, lo, hi):
+    return np.where(a < lo, lo, np.where(a > hi, hi, a))
+
+
+@njit(parallel=True)
+def parallel_max(a):
+    m = -np.inf
+    for i in prange(a.shape[0]):
+        m = max(m, a[i])
+    return m
+
+
+@njit
+def polyval_powers(c, x):
+    s = 0.0
+    for k in range(c.shape[0]):
+        s += c[k] * x ** k
+    return s
+
+
+@njit
+def mandelbrot_pow(c, maxiter):
+    z = 0j
+    for k in range(maxiter):
+        z = z ** 2 + c
+        if abs(z) > 2.0:
+            return k
+    return maxiter
+
+
+@njit
+def complex_roots_of_unity(n):
+    out = np.empty(n, dtype=np.complex128)
+    for k in range(n):
+        out[k] = complex(math.cos(2 * math.pi * k / n), math.sin(2 * math.pi * k / n))
+    return out
+
+
 _rng = np.random.default_rng(28)
 _A = _rng.standard_normal(1000)
 _M = _rng.standard_normal((40, 30))
@@ -226,4 +389,23 @@ CASES = [
     ("eager_dot_scale", eager_dot_scale, (_A, 0.5)),
     ("safe_ratios", safe_ratios, (np.array([1.0, -1.0, 0.0, 2.0]), np.array([0.0, 0.0, 0.0, 4.0]))),
     ("sum_of_squares_fast", sum_of_squares_fast, (_A,)),
+    ("trapezoid", trapezoid, (_A, 0.01)),
+    ("running_max", running_max, (_A,)),
+    ("prefix_sums", prefix_sums, (_A,)),
+    ("argmax_loop", argmax_loop, (_A,)),
+    ("matmul_loops", matmul_loops, (_M, _M.T.copy())),
+    ("gcd", gcd, (1071, 462)),
+    ("primes_below", primes_below, (1000,)),
+    ("bit_count", bit_count, (0b1011011101,)),
+    ("axis_stats", axis_stats, (_M,)),
+    ("jacobi_step", jacobi_step, (np.linspace(0.0, 1.0, 50) ** 2, 20)),
+    ("logsumexp", logsumexp, (_A,)),
+    ("kahan_sum", kahan_sum, (_A,)),
+    ("bincount_weights", bincount_weights, (np.arange(1000) % 7, _A, 7)),
+    ("fib", fib, (80,)),
+    ("where_clip", where_clip, (_A, -0.5, 0.5)),
+    ("parallel_max", parallel_max, (_A,)),
+    ("polyval_powers", polyval_powers, (np.array([1.0, -0.5, 0.25, 2.0, -1.0]), 1.3)),
+    ("mandelbrot_pow", mandelbrot_pow, (complex(-0.75, 0.1), 200)),
+    ("complex_roots_of_unity", complex_roots_of_unity, (12,)),
 ]

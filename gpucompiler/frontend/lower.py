@@ -21,14 +21,11 @@ from .ir import Arg, Const, Function, Return
 from .parallel import function_from_ast
 from .ssa import SSABuilder
 from .statements import Statements
+from .bytecode import function_ast
 from .closures import CLOSURES_ATTRIBUTE, SOURCE_ATTRIBUTE, Closures, own_bindings
 from .expressions import Expressions
 from .iteration import Iteration
 
-
-
-_NO_SOURCE_HINT = ("define the function in a file or a notebook cell: code from `python -c`, standard input "
-                   "or exec() of a string keeps no source the compiler can read")
 
 
 @functools.lru_cache(maxsize=512)
@@ -44,8 +41,7 @@ def _parse(pyfunc) -> tuple[ast.FunctionDef, str, int]:
     try:
         lines, first = inspect.getsourcelines(pyfunc)
     except (OSError, TypeError):
-        raise UnsupportedError("function without source", (code.co_filename, code.co_firstlineno, 0),
-                               pyfunc.__qualname__, _NO_SOURCE_HINT) from None
+        return function_ast(pyfunc)  # the REPL, `python -c`, standard input, exec() of a string
     try:
         tree = ast.parse(textwrap.dedent("".join(lines)))
     except SyntaxError:
@@ -66,7 +62,7 @@ def _lambda(pyfunc) -> ast.FunctionDef:
     where = (code.co_filename, code.co_firstlineno, 0)
     lines = linecache.getlines(code.co_filename, pyfunc.__globals__)
     if not lines:
-        raise UnsupportedError("lambda without source", where, "<lambda>", _NO_SOURCE_HINT)
+        return function_ast(pyfunc)[0]
     try:
         tree = ast.parse("".join(lines))
     except SyntaxError:

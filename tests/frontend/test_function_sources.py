@@ -11,7 +11,6 @@ import pytest
 
 from enzyme_plugin import Active, Reverse, autodiff
 from gpucompiler import jit
-from gpucompiler.errors import UnsupportedError
 
 
 def test_lambdas_compile_with_defaults_and_keywords():
@@ -37,18 +36,13 @@ def test_source_registered_in_linecache_is_used_as_ipython_cells_are():
     assert jit(ns["cell_fn"])(3, 4) == 11
 
 
-def test_exec_of_a_string_without_source_is_a_typed_error_naming_the_function():
+def test_exec_of_a_string_without_source_compiles_from_its_bytecode():
     ns: dict = {}
     exec(compile("def nosrc(a):\n    return a + 1\n", "<nowhere-gpuc>", "exec"), ns)
-    with pytest.raises(UnsupportedError, match="function without source") as info:
-        jit(ns["nosrc"])(1)
-    assert info.value.filename == "<nowhere-gpuc>" and "python -c" in info.value.hint
+    assert jit(ns["nosrc"])(1) == 2  # was "function without source" (tests/frontend/test_no_source.py)
 
 
-def test_python_dash_c_gives_the_typed_error():
-    code = "from gpucompiler import jit\n@jit\ndef f(x):\n    return x + 1\nf(1)\n"
+def test_python_dash_c_compiles():
+    code = "from gpucompiler import jit\n@jit\ndef f(x):\n    return x + 1\nprint(f(1))\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 1
-    assert "gpucompiler.errors.UnsupportedError: <string>:2: unsupported construct: function without source" \
-        in out.stderr
-    assert "OSError" not in out.stderr
+    assert out.returncode == 0 and out.stdout.strip() == "2", out.stderr

@@ -1,0 +1,93 @@
+"""Functions without a source file (the plain REPL, ``python -c``, standard input, ``exec`` of a string).
+
+:func:`function_ast` gives the ``def`` node the frontend lowers, as if it had been read from a file:
+the exact source where it can be recovered (:mod:`.recover`), else the function's bytecode written back
+as Python (:mod:`.opcodes` -> :mod:`.blocks` -> :mod:`.structure`) with the code object's lines, so
+errors still name ``<stdin>:3``. docs/architecture.md says why and what is supported per version.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import sys
+from types import FunctionType
+
+from ...errors import UnsupportedError
+from .blocks import Runner, split
+from .opcodes import normalise
+from .recover import command_source, definition
+from .structure import Structurer
+
+_HINT = ("define the function in a file, or keep to assignments, arithmetic, calls, if/for/while and return")
+_CO_VARARGS, _CO_VARKEYWORDS = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
+_CO_GENERATORS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+def function_ast(pyfunc: FunctionType) -> tuple[ast.FunctionDef, str, int]:
+    """``(def node, file name, line offset)`` of a function that has no source file."""
+    code = pyfunc.__code__
+    text = command_source(code)
+    node = definition(text, code) if text is not None else None
+    if isinstance(node, ast.Lambda):
+        body: list[ast.stmt] = [ast.copy_location(ast.Return(node.body), node.body)]
+        return ast.copy_location(_def(node.args, body), node), code.co_filename, 0
+    if node is not None:
+        assert isinstance(node, ast.FunctionDef)
+        return node, code.co_filename, 0
+    return decompile(pyfunc), code.co_filename, 0
+
+
+def decompile(pyfunc: FunctionType) -> ast.FunctionDef:
+    """``pyfunc``'s bytecode as a ``def`` of the supported subset (a typed error names what is not)."""
+    code = pyfunc.__code__
+    where = (code.co_filename, code.co_firstlineno, 0)
+    if code.co_flags & _CO_GENERATORS:
+        raise UnsupportedError("generator or coroutine", where, pyfunc.__qualname__, _HINT)
+    if code.co_cellvars:
+        raise UnsupportedError("nested function in a function without source", where, pyfunc.__qualname__, _HINT)
+    blocks = split(normalise(code))
+    Runner(code, blocks).run()
+
+    def fail(what: str, start: int) -> None:
+        op = blocks[start].ops[0]
+        raise UnsupportedError(f"{what} in a function without source", (code.co_filename, op.line, op.col),
+                               pyfunc.__qualname__, _HINT)
+    body = Structurer(blocks, fail).run()
+    node = _def(_arguments(pyfunc), body or [ast.Pass()])
+    node.name = code.co_name
+    node.lineno, node.col_offset = code.co_firstlineno, 0
+    return ast.fix_missing_locations(node)
+
+
+def _arguments(pyfunc: FunctionType) -> ast.arguments:
+    code = pyfunc.__code__
+    names = code.co_varnames
+    npos, nkw = code.co_argcount, code.co_kwonlyargcount
+    rest = npos + nkw
+    vararg = ast.arg(names[rest]) if code.co_flags & _CO_VARARGS else None
+    kwarg = ast.arg(names[rest + bool(vararg)]) if code.co_flags & _CO_VARKEYWORDS else None
+    kwdefaults = pyfunc.__kwdefaults__ or {}
+    return ast.arguments(
+        posonlyargs=[ast.arg(n) for n in names[:code.co_posonlyargcount]],
+        args=[ast.arg(n) for n in names[code.co_posonlyargcount:npos]],
+        vararg=vararg, kwonlyargs=[ast.arg(n) for n in names[npos:rest]],
+        kw_defaults=[_constant(kwdefaults[n], pyfunc) if n in kwdefaults else None for n in names[npos:rest]],
+        kwarg=kwarg, defaults=[_constant(d, pyfunc) for d in pyfunc.__defaults__ or ()])
+
+
+def _constant(value, pyfunc: FunctionType) -> ast.expr:
+    if not isinstance(value, (int, float, complex, bool, str, type(None))):
+        code = pyfunc.__code__
+        raise UnsupportedError("default that is not a constant", (code.co_filename, code.co_firstlineno, 0),
+                               pyfunc.__qualname__, "pass the value as an argument")
+    return ast.Constant(value)
+
+
+def _def(args: ast.arguments, body: list[ast.stmt]) -> ast.FunctionDef:
+    extra = {"type_params": []} if sys.version_info >= (3, 12) else {}
+    return ast.FunctionDef(name="<lambda>", args=args, body=body, decorator_list=[], returns=None,
+                           type_comment=None, **extra)
+
+
+__all__ = ["decompile", "function_ast"]

@@ -1,0 +1,345 @@
+"""Basic blocks of normalised bytecode, each run symbolically into Python statements and a terminator.
+
+The operand stack holds AST expressions (built lazily, so ``a * b + c`` comes back as one expression).
+Values still on the stack where a block ends go to its successor through variables, one per successor
+and stack slot (``__bc_s<offset>_<slot>``), so every join is an assignment and ternaries or ``and``/``or``
+values need no pattern. Iterators and a call's NULL pass through as markers. Before any statement, the
+values still pending are evaluated into temporaries in stack order, which keeps Python's order of
+evaluation (``x, y = y, x``; a call left under a store).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from types import CodeType
+from typing import Any
+
+from ...errors import UnsupportedError
+from .opcodes import EXIT_KEEPS_ITERATOR, NULL_ABOVE, Op
+
+_OPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod,
+        "**": ast.Pow, "@": ast.MatMult, "<<": ast.LShift, ">>": ast.RShift, "&": ast.BitAnd, "|": ast.BitOr,
+        "^": ast.BitXor}
+_CMP = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE, "==": ast.Eq, "!=": ast.NotEq, "is": ast.Is,
+        "is not": ast.IsNot, "in": ast.In, "not in": ast.NotIn}
+_UNARY = {"-": ast.USub, "+": ast.UAdd, "not": ast.Not, "~": ast.Invert}
+PREFIX = "__bc_"
+
+
+class Null:
+    """The NULL (or self) slot of a call."""
+
+
+@dataclass(eq=False)
+class Iterator:
+    """``iter(expr)`` of a ``for`` loop, kept on the stack while the loop runs."""
+    expr: ast.expr
+
+
+@dataclass
+class Block:
+    """Statements and how the block ends: ``("return", expr)``, ``("goto", succ)``,
+    ``("if", test, then, else)`` or ``("for", iterable, body, exit)``."""
+    start: int
+    ops: list[Op]
+    entry: list[Any] | None = None
+    stmts: list[ast.stmt] = field(default_factory=list)
+    term: tuple = ()
+    succs: list[int] = field(default_factory=list)
+
+
+def slot_name(block: int, slot: int) -> str:
+    return f"{PREFIX}s{block}_{slot}"
+
+
+def split(ops: list[Op]) -> dict[int, Block]:
+    """The basic blocks, by starting offset."""
+    leaders = {ops[0].offset}
+    for i, op in enumerate(ops):
+        if op.target is not None:
+            leaders.add(op.target)
+        if op.kind in ("jump", "cjump", "jump_or_pop", "for_iter", "return") and i + 1 < len(ops):
+            leaders.add(ops[i + 1].offset)
+    blocks: dict[int, Block] = {}
+    for op in ops:
+        if op.offset in leaders:
+            current = blocks[op.offset] = Block(op.offset, [])
+        current.ops.append(op)
+    return blocks
+
+
+class Runner:
+    """Runs the blocks of one code object, in offset order (CPython lays blocks out forward, so a block's
+    entry stack is known from an earlier predecessor, except at loop heads, reached first from above)."""
+
+    def __init__(self, code: CodeType, blocks: dict[int, Block]):
+        self.code, self.blocks, self.ntemp = code, blocks, 0
+        self.order = sorted(blocks)
+        self.next_of = {a: b for a, b in zip(self.order, self.order[1:])}
+
+    def error(self, what: str, op: Op):
+        raise UnsupportedError(f"{what} in a function without source", (self.code.co_filename, op.line, op.col),
+                               self.code.co_name, "define the function in a file, or keep to assignments, "
+                               "arithmetic, calls, if/for/while and return")
+
+    def run(self) -> None:
+        self.blocks[self.order[0]].entry = []
+        for start in self.order:
+            block = self.blocks[start]
+            if block.entry is None:
+                continue  # unreachable (code after an infinite loop)
+            self.block(block)
+
+    # -- expressions ---------------------------------------------------------
+    def at(self, node, op: Op):
+        node.lineno, node.col_offset = op.line, op.col
+        node.end_lineno, node.end_col_offset = op.line, op.col
+        return node
+
+    def temp(self, value: ast.expr, op: Op) -> ast.Name:
+        name = f"{PREFIX}t{self.ntemp}"
+        self.ntemp += 1
+        self.stmts.append(self.at(ast.Assign([self.at(ast.Name(name, ast.Store()), op)], value), op))
+        return self.at(ast.Name(name, ast.Load()), op)
+
+    def settle(self, op: Op) -> None:
+        """Evaluate the pending stack values into temporaries before a statement."""
+        for i, v in enumerate(self.stack):
+            if isinstance(v, ast.expr) and not isinstance(v, ast.Constant) and not (
+                    isinstance(v, ast.Name) and v.id.startswith(PREFIX + "t")):
+                if getattr(v, "inplace", False):
+                    self.error("in-place operator used as a value", op)
+                self.stack[i] = self.temp(v, op)
+
+    def pop(self, op: Op) -> Any:
+        if not self.stack:
+            self.error("stack shape the decompiler does not follow", op)
+        return self.stack.pop()
+
+    def value(self, op: Op) -> ast.expr:
+        v = self.pop(op)
+        if not isinstance(v, ast.expr):
+            self.error("stack shape the decompiler does not follow", op)
+        if getattr(v, "inplace", False):
+            self.error("in-place operator used as a value", op)
+        return v
+
+    def emit(self, stmt: ast.stmt, op: Op) -> None:
+        self.settle(op)
+        self.stmts.append(self.at(stmt, op))
+
+    def store(self, target: ast.expr, op: Op, value: ast.expr | None = None) -> None:
+        value = self.pop(op) if value is None else value
+        if getattr(value, "inplace", False):
+            assert isinstance(value, ast.BinOp)
+            bare = ast.dump(target).replace("Store()", "Load()")
+            if ast.dump(value.left) != bare:
+                self.error("in-place operator whose result is stored elsewhere", op)
+            self.emit(ast.AugAssign(target, value.op, value.right), op)  # pyright: ignore[reportArgumentType]
+        elif isinstance(value, ast.expr):
+            self.emit(ast.Assign([target], value), op)
+        else:
+            self.error("stack shape the decompiler does not follow", op)
+
+    def name(self, ident: str, op: Op, ctx=None) -> ast.Name:
+        return self.at(ast.Name(ident, ctx or ast.Load()), op)
+
+    # -- one block -----------------------------------------------------------
+    def block(self, block: Block) -> None:
+        assert block.entry is not None
+        self.stack: list[Any] = [self.name(slot_name(block.start, i), block.ops[0]) if v == "value" else v
+                                 for i, v in enumerate(block.entry)]
+        self.stmts = block.stmts
+        kw: tuple[str, ...] = ()
+        skip = 0
+        for i, op in enumerate(block.ops):
+            k, last = op.kind, i == len(block.ops) - 1
+            if skip:
+                skip -= 1
+                k = "nop"
+            if k == "nop":
+                pass
+            elif k == "load_fast" or k == "load_deref":
+                self.stack.append(self.name(op.arg, op))
+            elif k == "load_global":
+                ident, null = op.arg
+                if null and not NULL_ABOVE:
+                    self.stack.append(Null())
+                self.stack.append(self.name(ident, op))
+                if null and NULL_ABOVE:
+                    self.stack.append(Null())
+            elif k == "load_const":
+                if not isinstance(op.arg, (int, float, complex, bool, str, bytes, tuple, type(None))):
+                    self.error(f"constant of type {type(op.arg).__name__}", op)
+                self.stack.append(self.at(ast.Constant(op.arg), op))  # pyright: ignore[reportArgumentType]
+            elif k == "load_attr":
+                ident, method = op.arg
+                attr = self.at(ast.Attribute(self.value(op), ident, ast.Load()), op)
+                self.stack.extend([attr, Null()] if NULL_ABOVE else [Null(), attr]) if method else \
+                    self.stack.append(attr)
+            elif k == "store_fast":
+                self.store(self.name(op.arg, op, ast.Store()), op)
+            elif k == "store_deref":
+                if op.arg in self.code.co_freevars:
+                    self.error("assignment to a variable of the enclosing function (nonlocal)", op)
+                self.store(self.name(op.arg, op, ast.Store()), op)
+            elif k == "store_attr":
+                obj = self.value(op)
+                self.store(self.at(ast.Attribute(obj, op.arg, ast.Store()), op), op)
+            elif k == "store_subscr":
+                index, obj = self.value(op), self.value(op)
+                self.store(self.at(ast.Subscript(obj, index, ast.Store()), op), op)
+            elif k == "store_slice":
+                hi, lo, obj = self.value(op), self.value(op), self.value(op)
+                sl = self.at(ast.Slice(self._none(lo), self._none(hi), None), op)
+                self.store(self.at(ast.Subscript(obj, sl, ast.Store()), op), op)
+            elif k == "binary_subscr":
+                index, obj = self.value(op), self.value(op)
+                self.stack.append(self.at(ast.Subscript(obj, index, ast.Load()), op))
+            elif k == "binary_slice":
+                hi, lo, obj = self.value(op), self.value(op), self.value(op)
+                sl = self.at(ast.Slice(self._none(lo), self._none(hi), None), op)
+                self.stack.append(self.at(ast.Subscript(obj, sl, ast.Load()), op))
+            elif k == "build_slice":
+                parts = [self.value(op) for _ in range(op.arg)][::-1]
+                self.stack.append(self.at(ast.Slice(*map(self._none, parts), *([None] * (3 - op.arg))), op))
+            elif k == "binop":
+                right, left = self.value(op), self.value(op)
+                sym = op.arg.rstrip("=") if op.arg not in ("==",) else op.arg
+                if sym not in _OPS:
+                    self.error(f"operator {op.arg}", op)
+                node = self.at(ast.BinOp(left, _OPS[sym](), right), op)
+                if op.arg.endswith("="):
+                    node.inplace = True  # pyright: ignore[reportAttributeAccessIssue]
+                self.stack.append(node)
+            elif k == "unary":
+                self.stack.append(self.at(ast.UnaryOp(_UNARY[op.arg](), self.value(op)), op))
+            elif k == "compare":
+                right, left = self.value(op), self.value(op)
+                if op.arg not in _CMP:
+                    self.error(f"comparison {op.arg}", op)
+                self.stack.append(self.at(ast.Compare(left, [_CMP[op.arg]()], [right]), op))
+            elif k == "kw_names":
+                kw = op.arg
+            elif k in ("call", "call_kw"):
+                if k == "call_kw":
+                    names = self.value(op)
+                    kw = names.value if isinstance(names, ast.Constant) and isinstance(names.value, tuple) else ()
+                args = [self.value(op) for _ in range(op.arg)][::-1]
+                if NULL_ABOVE and self.stack and isinstance(self.stack[-1], Null):
+                    self.stack.pop()
+                func = self.value(op)
+                if not NULL_ABOVE and self.stack and isinstance(self.stack[-1], Null):
+                    self.stack.pop()
+                npos = len(args) - len(kw)
+                keywords = [self.at(ast.keyword(str(n), a), op) for n, a in zip(kw, args[npos:])]
+                self.stack.append(self.at(ast.Call(func, args[:npos], keywords), op))
+                kw = ()
+            elif k == "build_tuple":
+                items = [self.value(op) for _ in range(op.arg)][::-1]
+                self.stack.append(self.at(ast.Tuple(items, ast.Load()), op))
+            elif k == "unpack":
+                names = block.ops[i + 1:i + 1 + op.arg]
+                if len(names) != op.arg or any(n.kind != "store_fast" for n in names):
+                    self.error("unpacking into anything but plain names", op)
+                targets: list[ast.expr] = [self.name(n.arg, n, ast.Store()) for n in names]
+                self.store(self.at(ast.Tuple(targets, ast.Store()), op), op, self.value(op))
+                skip = op.arg
+            elif k == "copy":
+                v = self.stack[-op.arg]
+                if isinstance(v, ast.expr) and not isinstance(v, (ast.Name, ast.Constant)):
+                    self.settle(op)
+                    v = self.stack[-op.arg]
+                self.stack.append(v)
+            elif k == "swap":
+                self.stack[-1], self.stack[-op.arg] = self.stack[-op.arg], self.stack[-1]
+            elif k == "rot":
+                self.stack.insert(len(self.stack) - op.arg + 1, self.stack.pop())
+            elif k == "push_null":
+                self.stack.append(Null())
+            elif k == "pop":
+                v = self.pop(op)
+                if isinstance(v, ast.expr) and not isinstance(v, (ast.Name, ast.Constant)):
+                    self.emit(ast.Expr(v), op)
+            elif k == "end_for":
+                for _ in range(op.arg):
+                    self.pop(op)
+            elif k == "get_iter":
+                self.stack.append(Iterator(self.value(op)))
+            elif k == "return":
+                self.emit(ast.Return(self.value(op)), op)
+                block.term = ("return",)
+            elif k == "jump":
+                self.leave(block, op, [(op.target, self.stack)])
+                block.term = ("goto", op.target)
+            elif k == "cjump":
+                test = self.value(op)
+                fall = self.fall(block, op)
+                if op.arg in ("none", "notnone"):
+                    test = self.at(ast.Compare(test, [ast.IsNot() if op.arg == "notnone" else ast.Is()],
+                                               [ast.Constant(None)]), op)
+                test = self.leave(block, op, [(op.target, self.stack), (fall, self.stack)], test)
+                block.term = ("if", test, fall, op.target) if op.arg == "false" else ("if", test, op.target, fall)
+            elif k == "jump_or_pop":
+                self.settle(op)
+                kept = self.stack[-1] if self.stack else None
+                if not isinstance(kept, ast.expr):
+                    self.error("stack shape the decompiler does not follow", op)
+                fall = self.fall(block, op)
+                test = self.leave(block, op, [(op.target, list(self.stack)), (fall, self.stack[:-1])], kept)
+                block.term = ("if", test, fall, op.target) if op.arg == "false" else ("if", test, op.target, fall)
+            elif k == "for_iter":
+                it = self.stack[-1] if self.stack else None
+                if not isinstance(it, Iterator) or len(block.ops) != 1:
+                    self.error("loop over something other than an iterator", op)
+                body = self.fall(block, op)
+                after = list(self.stack) if EXIT_KEEPS_ITERATOR else self.stack[:-1]
+                self.leave(block, op, [(body, [*self.stack, "item"]), (op.target, after)])
+                block.term = ("for", it.expr, body, op.target)
+            if last and k not in ("return", "jump", "cjump", "jump_or_pop", "for_iter"):
+                fall = self.fall(block, op)
+                self.leave(block, op, [(fall, self.stack)])
+                block.term = ("goto", fall)
+
+    def _none(self, v: ast.expr) -> ast.expr | None:
+        return None if isinstance(v, ast.Constant) and v.value is None else v
+
+    def fall(self, block: Block, op: Op) -> int:
+        nxt = self.next_of.get(block.start)
+        if nxt is None:
+            self.error("control falling off the end of the code", op)
+        return nxt  # pyright: ignore[reportReturnType]
+
+    def leave(self, block: Block, op: Op, edges, test: ast.expr | None = None):
+        """Hand the stack to each successor: values through its slot variables (assigned here, after a
+        test that uses them is evaluated into a temporary), markers as they are."""
+        def pending():
+            return [(succ, i, v) for succ, stack in edges for i, v in enumerate(stack)
+                    if isinstance(v, ast.expr) and not (isinstance(v, ast.Name) and v.id == slot_name(succ, i))]
+        if pending():
+            before = list(self.stack)
+            self.settle(op)
+            settled = {id(a): b for a, b in zip(before, self.stack)}
+            edges = [(succ, [settled.get(id(v), v) for v in stack]) for succ, stack in edges]
+            if test is not None and not isinstance(test, (ast.Name, ast.Constant)):
+                test = self.temp(test, op)
+            for succ, i, v in pending():
+                self.stmts.append(self.at(ast.Assign([self.name(slot_name(succ, i), op, ast.Store())], v), op))
+        for succ, stack in edges:
+            shape = [v if isinstance(v, (Null, Iterator, str)) else "value" for v in stack]
+            shape = ["value" if v == "item" else v for v in shape]
+            target = self.blocks.get(succ)
+            if target is None:
+                self.error("jump outside the code", op)
+            assert target is not None
+            if target.entry is None:
+                target.entry = shape
+            elif len(target.entry) != len(shape) or any(
+                    (a is not b) if not isinstance(a, str) else a != b for a, b in zip(target.entry, shape)):
+                self.error("stack shape the decompiler does not follow", op)
+            block.succs.append(succ)
+        return test
+
+
+__all__ = ["Block", "Iterator", "Null", "PREFIX", "Runner", "slot_name", "split"]

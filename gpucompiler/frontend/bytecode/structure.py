@@ -1,0 +1,158 @@
+"""Structured control flow from the blocks' jumps: ``if``/``else``, ``for``, ``while True`` with
+``break``/``continue``, ``return``.
+
+Loops are the targets of backward jumps (CPython lays code out forward); a loop's body is its natural
+loop, its exit the one block outside it that its edges reach (after blocks that only pop the
+iterator). An ``if`` runs up to its follow, the first block both branches reach within the
+enclosing loop's body (:meth:`Structurer.follow`). A block reached on two paths
+before a follow (``if a and b``) is written on each, which is exact; a budget stops blow-ups. Anything
+else is an :class:`~gpucompiler.errors.UnsupportedError`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .blocks import Block, slot_name
+
+@dataclass(frozen=True)
+class Loop:
+    head: int
+    body: frozenset[int]
+    exit: int | None
+
+
+class Structurer:
+    def __init__(self, blocks: dict[int, Block], fail: Callable[[str, int], None]):
+        self.blocks, self.fail = blocks, fail
+        self.budget = 8 * len(blocks) + 64
+        self.preds: dict[int, set[int]] = {b: set() for b in blocks}
+        for b, blk in blocks.items():
+            for s in blk.succs:
+                self.preds[s].add(b)
+        self.loops: dict[int, Loop] = {}
+        heads = sorted({s for b, blk in blocks.items() for s in blk.succs if s <= b})
+        for h in heads:
+            self.loops[h] = self._loop(h)
+
+    # -- analysis ------------------------------------------------------------
+    def canon(self, b: int) -> int:
+        """``b``, past blocks that do nothing but pass control on (popping an iterator)."""
+        seen = set()
+        while not self.blocks[b].stmts and self.blocks[b].term[0] == "goto" and b not in seen:
+            seen.add(b)
+            b = self.blocks[b].term[1]
+        return b
+
+    def _loop(self, h: int) -> Loop:
+        tails = [b for b in self.preds[h] if b >= h]
+        body, todo = {h}, list(tails)
+        while todo:
+            b = todo.pop()
+            if b not in body:
+                body.add(b)
+                todo.extend(self.preds[b])
+        last = max(tails)
+        while True:  # blocks laid out inside the loop that leave it only by return belong to it
+            inner = {s for b in body for s in self.blocks[b].succs if s not in body and h < s < last}
+            if not inner:
+                break
+            body |= inner
+        exits = {self.canon(s) for b in body for s in self.blocks[b].succs if s not in body}
+        head = self.blocks[h]
+        if head.term and head.term[0] == "for":
+            exits.add(self.canon(head.term[3]))
+        if len(exits) > 1:
+            self.fail("loop with more than one exit", h)
+        return Loop(h, frozenset(body), exits.pop() if exits else None)
+
+    def follow(self, then: int, other: int, loop: Loop | None) -> int | None:
+        """Where the two branches of an ``if`` meet: the first block, in layout order, that both reach
+        inside the loop's body (``None``: they leave it or return). Any choice would be exact, since a
+        branch is written out up to it; the first keeps the code small."""
+        def reach(b: int) -> set[int]:
+            seen, todo = set(), [b]
+            while todo:
+                n = todo.pop()
+                if n in seen or (loop is not None and (n == loop.head or n not in loop.body)):
+                    continue
+                seen.add(n)
+                todo.extend(self.blocks[n].succs)
+            return seen
+        common = reach(then) & reach(other)
+        return min(common) if common else None
+
+    # -- emission ------------------------------------------------------------
+    def run(self) -> list[ast.stmt]:
+        return self.seq(min(self.blocks), None, None)
+
+    def seq(self, b: int | None, loop: Loop | None, stop: int | None, entering: bool = False) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        while b is not None and b != stop:
+            self.budget -= 1
+            if self.budget < 0:
+                self.fail("control flow too tangled to write back as Python", b)
+            blk = self.blocks[b]
+            if loop is not None and not entering:
+                if b == loop.head:
+                    out.append(self._at(ast.Continue(), blk))
+                    return out
+                if self.canon(b) == loop.exit or b not in loop.body:
+                    if self.canon(b) != loop.exit:
+                        self.fail("jump out of a loop to somewhere other than its exit", b)
+                    out.append(self._at(ast.Break(), blk))
+                    return out
+            if b in self.loops and not (entering and loop is not None and loop.head == b):
+                out.append(self.loop(self.loops[b]))
+                b = self.loops[b].exit
+                continue
+            entering = False
+            out.extend(blk.stmts)
+            kind = blk.term[0]
+            if kind == "return":
+                return out
+            if kind == "goto":
+                b = blk.term[1]
+            elif kind == "if":
+                _, test, then, other = blk.term
+                follow = self.follow(then, other, loop)
+                follow = stop if follow is None else follow
+                body = self.seq(then, loop, follow) or [self._at(ast.Pass(), blk)]
+                orelse = self.seq(other, loop, follow)
+                out.append(self._at(ast.If(test, body, orelse), blk))
+                b = follow
+            else:
+                self.fail("loop header reached outside its loop", b)
+        return out
+
+    def loop(self, loop: Loop) -> ast.stmt:
+        head = self.blocks[loop.head]
+        if head.term[0] == "for":
+            _, iterable, body_start, _ = head.term
+            body = self.seq(body_start, loop, None)
+            target: ast.expr = ast.Name(slot_name(body_start, len(head.entry or ())), ast.Store())
+            first = body[0] if body else None
+            if (isinstance(first, ast.Assign) and isinstance(first.value, ast.Name)
+                    and first.value.id == target.id and len(first.targets) == 1
+                    and isinstance(first.targets[0], (ast.Name, ast.Tuple))):
+                target = first.targets[0]
+                body = body[1:]
+            body = self._trim(body) or [self._at(ast.Pass(), head)]
+            return self._at(ast.For(self._at(target, head), iterable, body, []), head)
+        body = self._trim(self.seq(loop.head, loop, None, entering=True)) or [self._at(ast.Pass(), head)]
+        return self._at(ast.While(self._at(ast.Constant(True), head), body, []), head)
+
+    @staticmethod
+    def _trim(body: list[ast.stmt]) -> list[ast.stmt]:
+        """A loop body without the ``continue`` it ends with."""
+        return body[:-1] if body and isinstance(body[-1], ast.Continue) else body
+
+    def _at(self, node, blk: Block):
+        op = blk.ops[0]
+        node.lineno, node.col_offset, node.end_lineno, node.end_col_offset = op.line, op.col, op.line, op.col
+        return node
+
+
+__all__ = ["Structurer"]

@@ -229,7 +229,7 @@ def call_handler(rs: RuleSet, handler: Callable, interp, fn, argtypes) -> CallRe
         raise
     except Exception as exc:
         name = getattr(handler, "__qualname__", repr(handler))
-        raise PluginError(rs.plugin, "call handler", name, exc) from exc
+        raise PluginError(rs.plugin, "call handler", name, exc, at=gp.plugin_location(exc, handler)) from exc
 
 
 def claim(plugin_sets: list[RuleSet], interp, fn, argtypes) -> CallResult | None:

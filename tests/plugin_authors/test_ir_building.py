@@ -206,3 +206,30 @@ def test_a_module_a_callback_breaks_is_that_callbacks_error(register):
         compile(job)
     assert (err.value.plugin, err.value.stage, err.value.callback) == ("breaks_the_model", "post_irgen", "lower")
     assert "'%y' defined with type 'double' but expected 'i32'" in str(err.value)
+
+
+# -- errors in a plugin's call handler name the plugin's line too ----------------------------------
+handler_rules = RuleSet("bad_handler")
+
+
+@handler_rules.handler
+def _claims_twice(interp, fn, args):
+    if fn is twice:
+        return {}["no such key"]  # the bad handler
+    return None
+
+
+class BadHandler(gp.Plugin):
+    name, version = "bad_handler", "1"
+    rules = handler_rules
+
+
+def test_a_failing_call_handler_is_a_plugin_error_naming_both_lines(register):
+    register(BadHandler)
+    with pytest.raises(PluginError) as err:
+        jit(calls_twice, plugins=("bad_handler",))(1.0)
+    e = err.value
+    assert (e.plugin, e.stage) == ("bad_handler", "call handler") and isinstance(e.cause, KeyError)
+    assert e.at == (__file__, line_of(_claims_twice, "# the bad handler"))
+    assert e.loc[:2] == (__file__, line_of(calls_twice, "return twice"))
+    assert f"at {__file__}:{e.at[1]}" in str(e)

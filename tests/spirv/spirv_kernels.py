@@ -150,3 +150,11 @@ def arctangents(out, x):
     i = gd.grid(1)
     if i < x.shape[0]:
         out[i] = math.atan(x[i])
+
+
+@kernel
+def pick_array(out, x, y, flags):
+    i = gd.grid(1)
+    if i < out.shape[0]:
+        a = x if flags[i] else y
+        out[i] = a[i]

@@ -112,6 +112,15 @@ def test_atomics_llvm_cannot_lower_for_vulkan_are_typed_errors(vulkan_device, ke
     assert kernel.__name__ in str(info.value)
 
 
+def test_an_array_chosen_at_run_time_is_a_typed_error(vulkan_device):
+    # Vulkan cannot address "one of two buffers"; LLVM's back end aborted on the load (contained, but a
+    # crash): the lowering refuses the module first
+    x, y, out = np.ones(8), np.zeros(8), np.full(8, 7.0)
+    with pytest.raises(InvalidIRError, match="LOGICAL_POINTER"):
+        vulkan.launch(K.pick_array, 1, 64, (out, x, y, np.ones(8, bool)))
+    assert (out == 7.0).all()
+
+
 def test_shared_memory_and_barriers(vulkan_device):
     x = rng.standard_normal(64 * 5)
     out = np.zeros_like(x)

@@ -107,8 +107,11 @@ def _unrooted(fn: Function) -> list[str]:
 
 def _logical_pointer(p: Instruction) -> bool:
     """Whether ``p`` is a pointer :func:`to_logical` made: a buffer element, a global's or a local's."""
-    if p.opcode in ("alloca", "getelementptr"):
-        return p.opcode == "alloca" or isinstance(p.operands[0], (GlobalVariable, Instruction))
+    if p.opcode == "alloca":
+        return True
+    if p.opcode == "getelementptr":  # an element of a Workgroup global or of a local array, as _roots made
+        base = p.operands[0]
+        return isinstance(base, GlobalVariable) or (isinstance(base, Instruction) and base.opcode == "alloca")
     callee = p.callee if p.opcode == "call" else None
     return callee is not None and callee.name.startswith("llvm.spv.resource.getpointer")
 

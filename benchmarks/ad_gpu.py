@@ -27,7 +27,12 @@ kernels, a gradient faster than JAX's in absolute time.
 The ``tape/thread`` column is the AD tape's memory per thread: the local
 memory (``__local_depot``) of the gradient kernel's PTX beyond the primal's,
 and ``+heap`` when the kernel can grow its tape on the device heap (only
-past its inline segment; a Newton solve of a few steps never does).
+past its tape arena; a Newton solve of a few steps never does).
+
+``--nested`` runs instead the kernels with nested data-dependent loops
+(benchmarks/ad_nested_kernels.py: an XSBench-style cross-section lookup, a
+neighbour-list pair energy) at ``2^log2n`` threads beside JAX over padded
+lists; goal: gradient ≤ 3× its primal and faster than JAX's gradient.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ad_kernels as K
+import ad_nested_kernels as NK
 from gpucompiler import kernel
 
 BLOCK = 256
@@ -105,6 +111,35 @@ def cases(n: int, nbody: int, rng, wave: int = 1024, slices: int = NBODY_SLICES)
     }
 
 
+def nested_cases(n: int, rng):
+    """The kernels with nested data-dependent loops (benchmarks/ad_nested_kernels.py) at ``n`` threads:
+    ``consts`` are our kernels' constant arrays, ``jax_consts`` the padded ones of the JAX versions."""
+    from gpucompiler import types as T
+
+    F, N = T.ArrayType(T.float64, 1, "C"), T.ArrayType(T.int64, 1, "C")
+    xs, conc, egrid, moffs, mnuc, mat, e = NK.xs_problem(n, rng)
+    nuc, slot, mask = NK.xs_padded(moffs, mnuc)
+    px, py, pz, noffs, nbr = NK.nbr_problem(n, rng)
+    nb, nmask = NK.nbr_padded(noffs, nbr)
+    return {
+        "cross-section lookup (list + binary search)": dict(
+            inputs=[xs], consts=[conc, egrid, moffs, mnuc, mat, e],
+            primal=(_k(NK.xs_primal), lambda xp, a: [*a, xp.zeros(n)]),
+            grad=(_k(NK.xs_grad), lambda xp, a: [a[0], xp.zeros_like(a[0]), *a[1:]], [1]),
+            n=n, threads=n, ref=None, nargs_diff=1, tape=True,
+            types=((F, F, F, N, N, N, F, F), (F, F, F, F, N, N, N, F)),
+            jax_consts=[conc, egrid, nuc, slot, mask, mat, e], jax=lambda jnp, a: NK.xs_jax(jnp, *a)),
+        "neighbour-list pair energy": dict(
+            inputs=[px, py, pz], consts=[noffs, nbr],
+            primal=(_k(NK.nbr_primal), lambda xp, a: [*a, xp.zeros(n)]),
+            grad=(_k(NK.nbr_grad), lambda xp, a: [a[0], xp.zeros_like(a[0]), a[1], xp.zeros_like(a[1]), a[2],
+                                                  xp.zeros_like(a[2]), *a[3:]], [1, 3, 5]),
+            n=n, threads=n, ref=None, nargs_diff=3, tape=True,
+            types=((F, F, F, N, N, F), (F, F, F, F, F, F, N, N)),
+            jax_consts=[nb, nmask], jax=lambda jnp, a: NK.nbr_jax(jnp, *a)),
+    }
+
+
 def _bmap_jax(xp, a):
     """The 13-step map with ``where`` (both branches computed, as JAX and PyTorch need)."""
     s = a[0]
@@ -147,7 +182,8 @@ def tape_per_thread(case) -> str:
     from gpucompiler.runtime.cuda import calls_malloc
 
     arr = T.ArrayType(T.float64, 1, "C")
-    ptx_p, ptx_g = case["primal"][0].inspect_asm(arr, arr), case["grad"][0].inspect_asm(arr, arr)
+    tp, tg = case.get("types", ((arr, arr), (arr, arr)))
+    ptx_p, ptx_g = case["primal"][0].inspect_asm(*tp), case["grad"][0].inspect_asm(*tg)
     local = sum(map(int, _DEPOT.findall(ptx_g))) - sum(map(int, _DEPOT.findall(ptx_p)))
     return f"{max(local, 0)} B" + (" +heap" if calls_malloc(ptx_g) else "")
 
@@ -189,8 +225,9 @@ def jax_gradients(case, a):
         return None
     jax.config.update("jax_enable_x64", True)
     nd = case["nargs_diff"]
-    g = jax.grad(lambda *v: jnp.sum(case["jax"](jnp, v)), argnums=tuple(range(nd)))
-    return [np.asarray(v, dtype=np.float64) for v in g(*[jnp.asarray(v, dtype=jnp.float64) for v in a])]
+    g = jax.jit(jax.grad(lambda *v: jnp.sum(case["jax"](jnp, v)), argnums=tuple(range(nd))))
+    args = [jnp.asarray(v, dtype=jnp.float64) for v in a] + [jnp.asarray(v) for v in case.get("jax_consts", [])]
+    return [np.asarray(v, dtype=np.float64) for v in g(*args)]
 
 
 def fd_gradients(case, a, h=1e-4, probes=8, seed=1):
@@ -209,7 +246,8 @@ def fd_gradients(case, a, h=1e-4, probes=8, seed=1):
         dn = [v.copy() for v in a]
         up[k][j] += step
         dn[k][j] -= step
-        diff = np.asarray(_numpy_fn(up, case["jax"])) - np.asarray(_numpy_fn(dn, case["jax"]))
+        extra = list(case.get("jax_consts", []))
+        diff = np.asarray(_numpy_fn(up + extra, case["jax"])) - np.asarray(_numpy_fn(dn + extra, case["jax"]))
         return float(np.sum(diff)) / (2 * step)
 
     out = []
@@ -262,7 +300,7 @@ def run_ours(name, case, reps, inner, emulate):
         xp, to = cp, cp.asarray
         launch = lambda k, t, args: k[grid(t)[0], BLOCK](*args)  # noqa: E731
         sync = cp.cuda.runtime.deviceSynchronize
-    a = [to(v) for v in case["inputs"]]
+    a = [to(v) for v in case["inputs"]] + [to(v) for v in case.get("consts", [])]
     pk, pargs = case["primal"]
     gk, gargs, shadow_ix = case["grad"]
     p_args, g_args = pargs(xp, a), gargs(xp, a)
@@ -286,7 +324,7 @@ def run_jax(case, reps, inner):
     except ImportError:
         return None
     jax.config.update("jax_enable_x64", True)
-    a = [jnp.asarray(v) for v in case["inputs"]]
+    a = [jnp.asarray(v) for v in case["inputs"]] + [jnp.asarray(v) for v in case.get("jax_consts", [])]
     nd = case["nargs_diff"]
     f = jax.jit(lambda *v: case["jax"](jnp, v))
     g = jax.jit(jax.grad(lambda *v: jnp.sum(case["jax"](jnp, v)), argnums=tuple(range(nd))))
@@ -309,7 +347,7 @@ def run_torch(case, reps, inner):
         import torch
     except ImportError:
         return None
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available() or "jax_consts" in case:  # (the padded lists are JAX's own)
         return None
     nd = case["nargs_diff"]
     a = [torch.tensor(v, device="cuda", dtype=torch.float64) for v in case["inputs"]]
@@ -342,9 +380,14 @@ def main(argv=None) -> int:
     ap.add_argument("--nbody", type=int, default=16384, help="bodies of the n-body case")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--inner", type=int, default=10)
-    ap.add_argument("--json", default="benchmarks/results/ad_gpu.json")
+    ap.add_argument("--json", default=None, help="default: benchmarks/results/ad_gpu.json "
+                    "(--nested: ad_gpu_nested_<log2n>.json)")
     ap.add_argument("--emulate", action="store_true", help="small sizes on the CPU grid emulation, no timing")
+    ap.add_argument("--nested", action="store_true",
+                    help="only the kernels with nested data-dependent loops, at 2^log2n threads")
     args = ap.parse_args(argv)
+    if args.json is None:
+        args.json = f"benchmarks/results/ad_gpu_nested_{args.log2n}.json" if args.nested else "benchmarks/results/ad_gpu.json"
     n, nb = (4096, 256) if args.emulate else (1 << args.log2n, args.nbody)
     rng = np.random.default_rng(0)
     device, wave, slices = "CPU grid emulation", 1024, 4  # emulation: 4 grid-stride steps, 4 slices per body
@@ -354,7 +397,8 @@ def main(argv=None) -> int:
         device = props["name"].decode()
         wave, slices = props["multiProcessorCount"] * props["maxThreadsPerMultiProcessor"], NBODY_SLICES
     rows = {}
-    for name, case in cases(n, nb, rng, wave, slices).items():
+    chosen = nested_cases(n, rng) if args.nested else cases(n, nb, rng, wave, slices)
+    for name, case in chosen.items():
         ours = run_ours(name, case, args.reps, args.inner, args.emulate)
         row = {"n": case["n"], "ours": ours, "tape_per_thread": tape_per_thread(case) if case.get("tape") else "-"}
         if not args.emulate:
@@ -400,7 +444,7 @@ def main(argv=None) -> int:
 
 def cases_with_tape(name) -> bool:
     """Whether ``name`` is one of the loop-heavy kernels (the ones whose tape is reported)."""
-    return name.startswith(("iterated branchy map", "Newton solve"))
+    return name.startswith(("iterated branchy map", "Newton solve", "cross-section", "neighbour-list"))
 
 
 def _check_cell(o) -> str:

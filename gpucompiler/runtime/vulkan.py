@@ -26,7 +26,7 @@ import attrs
 import numpy as np
 
 from .. import types as T
-from ..errors import LaunchError
+from ..errors import ArgumentTypeError, LaunchError
 from ..targets.spirv import SPIRVTarget
 from ..targets.spirv.tools import float_controls
 from .arguments import cuda_array_type, kernel_argument
@@ -208,6 +208,10 @@ def _arguments(kernel, args, dev: VulkanDevice):
         else:
             t, v = kernel_argument(a, n, fname)
             if not isinstance(t, T.ArrayType):
+                if not isinstance(t, T.Scalar) or t.kind not in "biuf":
+                    raise ArgumentTypeError(n, t, function=fname,
+                                            hint="a Vulkan kernel takes bool, integer and float scalars (pass a "
+                                                 "complex number as its real and imaginary parts) and arrays")
                 types.append(t)
                 words.append(_word(v, t))
                 continue

@@ -12,7 +12,7 @@ import struct
 import numpy as np
 import pytest
 
-from gpucompiler.errors import InvalidIRError, LaunchError
+from gpucompiler.errors import ArgumentTypeError, InvalidIRError, LaunchError
 from gpucompiler.runtime import vulkan
 from gpucompiler.runtime.vulkan_device import DeviceFeatureError
 from gpucompiler.targets.spirv.tools import (BARRIER_SEMANTICS, DENORM_PRESERVE, SIGNED_ZERO_INF_NAN_PRESERVE,
@@ -119,6 +119,13 @@ def test_an_array_chosen_at_run_time_is_a_typed_error(vulkan_device):
     with pytest.raises(InvalidIRError, match="LOGICAL_POINTER"):
         vulkan.launch(K.pick_array, 1, 64, (out, x, y, np.ones(8, bool)))
     assert (out == 7.0).all()
+
+
+def test_a_complex_scalar_argument_is_a_typed_error(vulkan_device):
+    out = np.zeros(4)
+    with pytest.raises(ArgumentTypeError, match="'a'"):  # was a TypeError from packing the parameter block
+        vulkan.launch(K.saxpy, 1, 64, (1 + 2j, np.ones(4), out))
+    assert (out == 0).all()
 
 
 def test_shared_memory_and_barriers(vulkan_device):

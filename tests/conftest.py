@@ -35,7 +35,26 @@ def pytest_configure(config):
         os.environ["GPUC_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpuc-test-cache-")
 
 
+#: the long sweeps and fuzzers: marked ``slow`` here, in one place, so that the README's test command
+#: (``pytest -q``, which deselects ``slow`` through pyproject's addopts) finishes in minutes on two cores;
+#: ``.ci/run`` runs them too (``pytest -m slow``)
+SLOW_FILES = frozenset({
+    "tests/frontend/test_numpy_axes.py",
+    "tests/frontend/test_numpy_expressions.py",
+    "tests/frontend/test_dtypes.py",
+    "tests/frontend/test_fuzz_differential.py",
+    "tests/enzyme_plugin/test_fuzz_gradients.py",
+    "tests/kernels/test_fuzz_kernels.py",
+    "tests/enzyme/test_fuzz_c.py",
+    "tests/llvm/test_parse_shapes.py",
+})
+
+
 def pytest_collection_modifyitems(config, items):
+    root = config.rootpath
+    for item in items:
+        if item.path.relative_to(root).as_posix() in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
     if any("gpu" in item.keywords for item in items) and not cuda_device_visible():
         skip = pytest.mark.skip(reason="no CUDA device visible (needs cuda-bindings and a GPU)")
         for item in items:

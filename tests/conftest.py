@@ -47,6 +47,8 @@ SLOW_FILES = frozenset({
     "tests/kernels/test_fuzz_kernels.py",
     "tests/enzyme/test_fuzz_c.py",
     "tests/llvm/test_parse_shapes.py",
+    "tests/targets/test_amdgpu_fuzz.py",
+    "tests/targets/test_amdgpu_gradients.py",
 })
 
 

@@ -67,7 +67,7 @@ def sum_of_sum(x):
 
 
 def unknown_method(x):
-    return G.frobnicate()
+    return G.frobnicate()  # pyright: ignore[reportAttributeAccessIssue]  (refused when compiling)
 
 
 def writes_global(x):

@@ -3,7 +3,7 @@
 A value the reverse sweep needs is rebuilt from its operands when that is
 cheaper than a tape slot (a store in the forward sweep, a load in the
 reverse): address arithmetic (GEPs of primal and shadow pointers), integer
-and cheap float arithmetic, casts, cheap math calls (fabs, minnum, floor...), and loads of memory the function never
+and cheap float arithmetic, selects, casts, cheap math calls (fabs, minnum, floor...), and loads of memory the function never
 writes (function arguments and globals when every store of the function goes
 to its own allocations; combined mode only, where nothing can run between the
 sweeps). Operands are fetched recursively the same way, so a loop's reverse
@@ -19,14 +19,14 @@ from .host import ReverseState
 from .typeinfo import locate
 
 #: opcodes recomputed from their operands
-PURE = frozenset("getelementptr add sub mul shl lshr ashr and or xor trunc zext sext icmp fcmp "
+PURE = frozenset("getelementptr addrspacecast add sub mul shl lshr ashr and or xor trunc zext sext icmp fcmp select "
                  "fadd fsub fmul fneg fpext fptrunc sitofp uitofp extractelement insertelement "
                  "shufflevector".split())
 #: math calls cheap enough to run again rather than tape (a square root or an fma chain is not:
 #: recomputed every reverse iteration, they made n-body and polynomial gradients slower)
 CHEAP_MATH = frozenset("fabs copysign floor ceil trunc round maxnum minnum".split())
 #: longest chain of recomputed instructions behind one value
-MAX_DEPTH = 6
+MAX_DEPTH = 10
 #: calls that write no memory of the caller
 _NO_WRITE = frozenset(("math", "ignored", "passthrough", "inactive", "alloc", "calloc", "barrier"))
 

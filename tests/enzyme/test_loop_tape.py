@@ -79,23 +79,26 @@ def test_early_exit_from_a_counted_loop_is_sized_by_its_bound():
     assert _calls(body, "realloc") == 0 and _calls(body, "malloc") == 1, body
 
 
+@pytest.mark.parametrize("arena", [0, 1024])
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("case", [c for c in CASES if c.name in ("untilsum", "early", "counted")],
                          ids=lambda c: c.name)
-def test_device_tape_grows_without_realloc_to_the_host_gradients(case, level):
+def test_device_tape_grows_without_realloc_to_the_host_gradients(case, level, arena):
     """With the device's tapes (PTX and the grid emulation: no realloc; growth by malloc + copy +
-    free from a 256-byte inline segment) the clang loops give the gradients the host tapes give
-    (those are checked against finite differences above), also for sizes that leave the segment."""
+    free from a 256-byte inline segment, or from the call's tape arena of 1 KiB) the clang loops give
+    the gradients the host tapes give (those are checked against finite differences above), also for
+    sizes that leave the segment or the arena."""
     import enzyme_plugin
     from enzyme_harness import Entry, fixture_text, library
     from enzyme_plugin.ad import gpu
     from gpucompiler.runtime import CPULibrary
 
-    text = enzyme_plugin.differentiate(fixture_text("loops", level), options=gpu.EngineOptions(device_tape=True))
+    text = enzyme_plugin.differentiate(fixture_text("loops", level),
+                                       options=gpu.EngineOptions(device_tape=True, tape_arena=arena))
     body = _body(text, case.name)
     assert _calls(body, "realloc") == 0, body
     if case.name == "untilsum":
-        assert "@llvm.memcpy" in body and "alloca [256 x i8]" in body, body
+        assert "@llvm.memcpy" in body and f"alloca [{arena or 256} x i8]" in body, body
     device, host = Entry(CPULibrary.from_ir(text), case), Entry(library("loops", level), case)
     for n in (1, 3, 9, 40, 300):
         x = case.sample(n)

@@ -169,8 +169,40 @@ def test_sixteen_neighbours_fit_the_arena(counting_heap):
     assert counting_heap.mallocs == 0
 
 
+def warm_search(x, grid, offs, cols, e, i):
+    """A search that starts where the previous entry's search ended (``lo`` carried by the outer loop), and
+    a search whose body holds a second, linear, search: loops inside a search loop are left out with it."""
+    s = 0.0
+    lo = 0
+    for j in range(offs[i], offs[i + 1]):
+        key = e[(i + j) % e.shape[0]]
+        hi = GRID - 1
+        if grid[lo] > key:
+            lo = 0
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            q = mid
+            while q > lo + 1 and grid[q - 1] > key:
+                q -= 1
+            if grid[q] <= key:
+                lo = q
+            else:
+                hi = q
+        row = cols[j] * GRID
+        s += x[row + lo] * x[row + lo + 1] - math.sin(x[row + hi])
+    return s
+
+
+def k_warm_search(x, dx, grid, offs, cols, e):
+    i = gd.grid(1)
+    if i < e.shape[0]:
+        autodiff(Reverse, warm_search, Duplicated(x, dx), Const(grid), Const(offs), Const(cols), Const(e),
+                 Const(i))
+
+
 KERNELS = {"xs_lookup": (xs_lookup, k_xs_lookup), "scan_then_pass": (scan_then_pass, k_scan_then_pass),
-           "data_while": (data_while, k_data_while), "three_deep": (three_deep, k_three_deep)}
+           "data_while": (data_while, k_data_while), "three_deep": (three_deep, k_three_deep),
+           "warm_search": (warm_search, k_warm_search)}
 
 
 def _problem(n: int, rows: int, seed: int, maxlen: int = 4):

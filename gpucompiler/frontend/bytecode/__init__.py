@@ -57,7 +57,12 @@ def decompile(pyfunc: FunctionType) -> ast.FunctionDef:
     node = _def(_arguments(pyfunc), body or [ast.Pass()])
     node.name = code.co_name
     node.lineno, node.col_offset = code.co_firstlineno, 0
-    return ast.fix_missing_locations(node)
+    ast.fix_missing_locations(node)
+    for sub in ast.walk(node):  # a statement spans at least its own line
+        if getattr(sub, "lineno", None) is not None:
+            sub.end_lineno = max(getattr(sub, "end_lineno", None) or sub.lineno, sub.lineno)
+            sub.end_col_offset = getattr(sub, "end_col_offset", None) or sub.col_offset
+    return node
 
 
 def _arguments(pyfunc: FunctionType) -> ast.arguments:

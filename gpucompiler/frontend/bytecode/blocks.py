@@ -59,6 +59,8 @@ def split(ops: list[Op]) -> dict[int, Block]:
     for i, op in enumerate(ops):
         if op.target is not None:
             leaders.add(op.target)
+        if op.kind == "for_iter":
+            leaders.add(op.offset)
         if op.kind in ("jump", "cjump", "jump_or_pop", "for_iter", "return") and i + 1 < len(ops):
             leaders.add(ops[i + 1].offset)
     blocks: dict[int, Block] = {}
@@ -105,12 +107,15 @@ class Runner:
 
     def settle(self, op: Op) -> None:
         """Evaluate the pending stack values into temporaries before a statement."""
+        done: dict[int, ast.Name] = {}  # a value copied on the stack is one temporary
         for i, v in enumerate(self.stack):
             if isinstance(v, ast.expr) and not isinstance(v, ast.Constant) and not (
                     isinstance(v, ast.Name) and v.id.startswith(PREFIX + "t")):
                 if getattr(v, "inplace", False):
                     self.error("in-place operator used as a value", op)
-                self.stack[i] = self.temp(v, op)
+                if id(v) not in done:
+                    done[id(v)] = self.temp(v, op)
+                self.stack[i] = done[id(v)]
 
     def pop(self, op: Op) -> Any:
         if not self.stack:
@@ -134,9 +139,13 @@ class Runner:
         if getattr(value, "inplace", False):
             assert isinstance(value, ast.BinOp)
             bare = ast.dump(target).replace("Store()", "Load()")
-            if ast.dump(value.left) != bare:
+            if ast.dump(value.left) == bare:
+                self.emit(ast.AugAssign(target, value.op, value.right), op)  # pyright: ignore[reportArgumentType]
+            elif isinstance(target, ast.Subscript):  # the element went through a join: a[i] = a[i] - v is the same
+                plain = self.at(ast.BinOp(value.left, value.op, value.right), op)
+                self.emit(ast.Assign([target], plain), op)
+            else:
                 self.error("in-place operator whose result is stored elsewhere", op)
-            self.emit(ast.AugAssign(target, value.op, value.right), op)  # pyright: ignore[reportArgumentType]
         elif isinstance(value, ast.expr):
             self.emit(ast.Assign([target], value), op)
         else:
@@ -255,7 +264,7 @@ class Runner:
             elif k == "swap":
                 self.stack[-1], self.stack[-op.arg] = self.stack[-op.arg], self.stack[-1]
             elif k == "rot":
-                self.stack.insert(len(self.stack) - op.arg + 1, self.stack.pop())
+                self.stack.insert(len(self.stack) - op.arg, self.stack.pop())
             elif k == "push_null":
                 self.stack.append(Null())
             elif k == "pop":

@@ -6,6 +6,7 @@ Each ``dis`` instruction becomes zero or more :class:`Op`; an opcode this table 
 
 from __future__ import annotations
 
+import bisect
 import dis
 import sys
 from dataclasses import dataclass
@@ -72,8 +73,8 @@ def normalise(code: CodeType) -> list[Op]:
             ops.append(Op(kind, arg, target, at, line, col))
 
         if name in NO_OPS:
-            op("nop")
-        elif name in SIMPLE:
+            continue  # a jump to it lands on the next instruction (one loop head for `continue` and the end)
+        if name in SIMPLE:
             op(SIMPLE[name])
         elif name in ("LOAD_FAST", "LOAD_FAST_CHECK"):
             op("load_fast", argval)
@@ -164,7 +165,9 @@ def normalise(code: CodeType) -> list[Op]:
             raise UnsupportedError(f"{what} in a function without source", (code.co_filename, line, col),
                                    code.co_name, "define the function in a file, or keep to assignments, "
                                    "arithmetic, calls, if/for/while and return")
-    return ops
+    starts = [o.offset for o in ops]
+    return [o if o.target is None or o.target in starts else
+            Op(o.kind, o.arg, starts[bisect.bisect_left(starts, o.target)], o.offset, o.line, o.col) for o in ops]
 
 
 __all__ = ["END_FOR_POPS", "EXIT_KEEPS_ITERATOR", "NULL_ABOVE", "Op", "normalise"]

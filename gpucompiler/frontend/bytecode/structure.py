@@ -33,7 +33,8 @@ class Structurer:
             for s in blk.succs:
                 self.preds[s].add(b)
         self.loops: dict[int, Loop] = {}
-        heads = sorted({s for b, blk in blocks.items() for s in blk.succs if s <= b})
+        heads = sorted({s for b, blk in blocks.items() for s in blk.succs if s <= b}
+                       | {b for b, blk in blocks.items() if blk.term[:1] == ("for",)})
         for h in heads:
             self.loops[h] = self._loop(h)
 
@@ -47,6 +48,13 @@ class Structurer:
         return b
 
     def _loop(self, h: int) -> Loop:
+        head = self.blocks[h]
+        if head.term[0] == "for":  # its body is laid out between FOR_ITER and the exit it jumps to
+            body = {b for b in self.blocks if h <= b < head.term[3]}
+            exits = {self.canon(s) for b in body for s in self.blocks[b].succs if s not in body}
+            if len(exits) > 1:
+                self.fail("loop with more than one exit (for ... else)", h)
+            return Loop(h, frozenset(body), exits.pop())
         tails = [b for b in self.preds[h] if b >= h]
         body, todo = {h}, list(tails)
         while todo:
@@ -61,9 +69,6 @@ class Structurer:
                 break
             body |= inner
         exits = {self.canon(s) for b in body for s in self.blocks[b].succs if s not in body}
-        head = self.blocks[h]
-        if head.term and head.term[0] == "for":
-            exits.add(self.canon(head.term[3]))
         if len(exits) > 1:
             self.fail("loop with more than one exit", h)
         return Loop(h, frozenset(body), exits.pop() if exits else None)

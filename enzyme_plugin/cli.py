@@ -5,6 +5,11 @@
     gpuc enzyme kernel.ll --target ptx:sm_90 -o kernel.ptx     (differentiated, then compiled)
     gpuc enzyme hip.ll --target amdgpu:gfx90a --kernel --entry k --emit obj -o k.hsaco  (an AMD code object)
     clang-19 -S -emit-llvm -O2 grad.c -o - | gpuc enzyme - > grad.diff.ll
+    clang-19 -S -emit-llvm -O3 -Xclang -disable-llvm-optzns grad.c -o - | gpuc enzyme -O3 - > grad.diff.ll
+
+IR no LLVM pass ran on (detected, or ``--pre-opt``) is differentiated at Enzyme's place in the
+``-O`` level's pipeline (:mod:`enzyme_plugin.cpipeline`); ``gpuc cc`` (:mod:`enzyme_plugin.cc`)
+compiles C/C++ that way in one command.
 
 Every ``__enzyme_autodiff*`` / ``__enzyme_fwddiff*`` / ``__enzyme_augmentfwd*``
 / ``__enzyme_reverse*`` call is replaced by a call to the derivative the
@@ -25,7 +30,8 @@ from gpucompiler.llvm import parse_ir
 from gpucompiler.service.contain import contained
 from gpucompiler.targets import known_targets, parse_target
 
-from .ad.interface import differentiate_here
+from . import cc
+from .cpipeline import differentiate_auto
 
 
 def add_parser(subparsers) -> None:
@@ -42,10 +48,18 @@ def add_parser(subparsers) -> None:
                         help="with --target: what to write (default asm: PTX for ptx targets, GCN assembly "
                              "for amdgpu; obj: an AMD GPU's loadable code object)")
     parser.add_argument("-O", dest="opt_level", type=int, default=2, choices=range(4), metavar="N",
-                        help="with --target: optimisation level 0-3 (default 2)")
+                        help="optimisation level 0-3 (default 2): of the pipeline AD runs in (IR no pass ran on) "
+                             "and with --target")
+    route = parser.add_mutually_exclusive_group()
+    route.add_argument("--pre-opt", dest="pre_opt", action="store_const", const=True, default=None,
+                       help="the input is IR no LLVM pass ran on (clang -O<N> -Xclang -disable-llvm-optzns): AD "
+                            "runs at Enzyme's place in the O<N> pipeline (default: detected)")
+    route.add_argument("--optimised", dest="pre_opt", action="store_const", const=False,
+                       help="the input is optimised IR: AD, then O2 (default: detected)")
     parser.add_argument("--entry", help="with --target: entry function (default: the first defined one)")
     parser.add_argument("--kernel", action="store_true", help="with --target: compile the entry as a GPU kernel")
     parser.set_defaults(func=run)
+    cc.add_parser(subparsers)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     if args.target is not None:
         return _compile(text, args)
     # LLVM may abort or exit on foreign IR: parsing, differentiating and verifying run in a child process
-    out = contained(lambda: _differentiate(text, args.input).encode(), args.input).decode()
+    out = contained(lambda: _differentiate(text, args.input, args.opt_level, args.pre_opt).encode(),
+                    args.input).decode()
     if args.output is None:
         sys.stdout.write(out)
     else:
@@ -61,12 +76,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _differentiate(text: str, name: str) -> str:
+def _differentiate(text: str, name: str, level: int = 2, pre_opt: bool | None = None) -> str:
     try:
         parse_ir(text)
     except IRParseError as exc:
         raise _located(exc, name) from None
-    out = differentiate_here(text)
+    out = differentiate_auto(text, level, pre_opt)
     try:
         parse_ir(out)
     except IRParseError as exc:

@@ -22,7 +22,7 @@ from gpucompiler.llvm import (Builder, ConstantExpr, Function, GlobalVariable, I
                               no_cyclic_gc, parse, types as T)
 from gpucompiler.service.contain import contained
 
-from . import custom, preprocess, splitmode, stack
+from . import custom, leftover, preprocess, splitmode, stack
 from .analysis import CONST, DUP, OUT
 from .emit import carries_derivative, is_float_like
 from .engine import Engine
@@ -397,6 +397,8 @@ def differentiate(ir_text: str, *, optimize: bool = True, options: EngineOptions
 
 
 def differentiate_here(ir_text: str, *, optimize: bool = True, options: EngineOptions = EngineOptions()) -> str:
-    """:func:`differentiate` in this process (for a caller that contains it already)."""
+    """:func:`differentiate` in this process (for a caller that contains it already). A marker left
+    in the result is an ADError (:mod:`.leftover`)."""
+    leftover.refuse_unknown(ir_text)
     text = differentiate_nested(ir_text, lambda t: preprocess.optimize(t, 2), options)
-    return preprocess.optimize(text, 2 if optimize else 0)
+    return leftover.check_output(preprocess.optimize(text, 2 if optimize else 0))

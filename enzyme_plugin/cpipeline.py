@@ -1,0 +1,62 @@
+"""AD at Enzyme's place in LLVM's pipeline, for IR that clang produced with its optimiser off.
+
+Enzyme's clang plugin differentiates inside the optimisation pipeline: after the early function
+simplification, before the inliner has removed the functions that carry custom rules, and the rest
+of the pipeline then optimises the derivative with the program. For IR from ``clang -O<N> -Xclang
+-disable-llvm-optzns -emit-llvm`` (the level's attributes set, no pass run) the same happens here::
+
+    clang IR (no pass ran)
+      -> early simplification, inliner off   SROA, instcombine, simplifycfg, DCE, loop-simplify, LCSSA
+      -> AD                                   every __enzyme_* call replaced (rules' functions still there)
+      -> LLVM's O<N> pipeline                 inliner, loop passes, vectorizers: primal and derivative
+
+Already-optimised IR (``clang -O2 -emit-llvm``) goes the way it always has (AD, then O2), where a rule's
+function the inliner removed is refused. :func:`looks_unoptimised` tells the two apart.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpucompiler.service.contain import contained
+
+from .ad import leftover, preprocess
+from .ad.interface import differentiate_here, differentiate_nested
+
+#: function attributes only LLVM's optimiser infers (clang alone never sets them)
+_INFERRED = re.compile(r"\b(?:nosync|nofree|norecurse|willreturn|memory\()")
+_ATTRIBUTE_GROUP = re.compile(r"^attributes #\d+ = \{(.*)\}$", re.M)
+#: an argument spilled to its stack slot in an entry block: what clang emits before SROA ran
+_SPILL = re.compile(r"^\s*store \S+ (?:noundef )?%\d+, ptr %\d+", re.M)
+
+
+def looks_unoptimised(text: str) -> bool:
+    """Whether no LLVM pass ran on clang's IR ``text``: no ``optnone`` (clang -O0 without
+    ``-disable-O0-optnone``), no attribute only the optimiser infers, and arguments still spilled
+    to stack slots. IR from elsewhere with neither sign takes the optimised route, as before."""
+    groups = _ATTRIBUTE_GROUP.findall(text)
+    if any("optnone" in g or _INFERRED.search(g) for g in groups):
+        return False
+    return _SPILL.search(text) is not None
+
+
+def differentiate_in_pipeline(text: str, level: int = 2) -> str:
+    """LLVM IR ``text`` (no pass ran) differentiated at Enzyme's place in LLVM's ``O<level>`` pipeline
+    (see the module docstring); the result is verified. Runs in a child process, as
+    :func:`enzyme_plugin.differentiate` does."""
+    return contained(lambda: differentiate_in_pipeline_here(text, level).encode(), "the differentiation").decode()
+
+
+def differentiate_in_pipeline_here(text: str, level: int = 2) -> str:
+    """:func:`differentiate_in_pipeline` in this process (for a caller that contains it already)."""
+    leftover.refuse_unknown(text)
+    out = differentiate_nested(text, lambda t: preprocess.optimize(t, level))
+    return leftover.check_output(preprocess.optimize(out, level))
+
+
+def differentiate_auto(text: str, level: int = 2, pre_opt: bool | None = None) -> str:
+    """Either route in this process: in the pipeline when ``pre_opt`` (None: :func:`looks_unoptimised`),
+    else AD on optimised IR (then O2, as :func:`enzyme_plugin.differentiate`)."""
+    if pre_opt if pre_opt is not None else looks_unoptimised(text):
+        return differentiate_in_pipeline_here(text, level)
+    return differentiate_here(text)

@@ -158,3 +158,26 @@ def pick_array(out, x, y, flags):
     if i < out.shape[0]:
         a = x if flags[i] else y
         out[i] = a[i]
+
+
+@kernel
+def float64_math_more(out, x, y):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        v = x[i]
+        out[0, i] = math.expm1(v)
+        out[1, i] = math.log1p(v)
+        out[2, i] = math.tanh(v)
+        out[3, i] = math.sinh(v)
+        out[4, i] = math.cosh(v)
+        out[5, i] = math.atan(v)
+        out[6, i] = math.asin(v)
+        out[7, i] = math.acos(v)
+        out[8, i] = math.atan2(y[i], v)
+
+
+@kernel
+def error_functions(out, x):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        out[i] = math.erf(x[i])

@@ -56,6 +56,39 @@ def test_special_values(vulkan_device):
             assert ulps(out[row], want) <= bound, name
 
 
+MORE = [("expm1", np.expm1, 2), ("log1p", np.log1p, 2), ("tanh", np.tanh, 3), ("sinh", np.sinh, 4),
+        ("cosh", np.cosh, 4), ("atan", np.arctan, 2), ("asin", np.arcsin, 3), ("acos", np.arccos, 2)]
+
+
+def run_more(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    out = np.zeros((9, len(x)))
+    vulkan.launch(K.float64_math_more, (len(x) + 63) // 64, 64, (out, x, y))
+    return out
+
+
+def test_more_functions_within_a_few_ulp(vulkan_device):
+    x = np.concatenate([rng.uniform(-30, 30, 3000), rng.uniform(-1, 1, 3000), rng.uniform(-1e-6, 1e-6, 300),
+                        rng.uniform(-700, 700, 1000), [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 710.4, -0.999]])
+    y = rng.standard_normal(len(x)) * np.exp(rng.uniform(-5, 5, len(x)))
+    out = run_more(x, y)
+    with np.errstate(all="ignore"):
+        for row, (name, ref, bound) in enumerate(MORE):
+            want = ref(x)
+            assert ulps(out[row], want) <= bound, name
+            zero = want == 0  # signed zeros kept
+            np.testing.assert_array_equal(np.signbit(out[row][zero]), np.signbit(want[zero]), err_msg=name)
+        assert ulps(out[8], np.arctan2(y, x)) <= 3
+
+
+def test_atan2_special_values(vulkan_device):
+    special = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-300, 3.0]
+    ys, xs = (a.ravel() for a in np.meshgrid(special, special))
+    out = run_more(xs, ys)[8]
+    want = np.arctan2(ys, xs)
+    assert ulps(out, want) <= 1
+    np.testing.assert_array_equal(np.signbit(out[want == 0]), np.signbit(want[want == 0]))
+
+
 def test_past_the_reduction_range_trig_is_nan(vulkan_device):
     out = run_all(np.array([2.0e8, -1e300]))
     assert np.isnan(out[4:]).all()
@@ -82,6 +115,26 @@ def test_float64_gradient_through_the_implementations(vulkan_device):
     emulated = np.zeros_like(x)
     float64_derivative[4, 64, "cpu"](x, emulated, 0.3)
     np.testing.assert_allclose(out, emulated, rtol=1e-13, atol=1e-13)
+
+
+def scalar_law2(v, a):
+    return math.tanh(v) + math.atan(a * v) + math.expm1(0.5 * v) + math.log1p(v * v) + math.cosh(v)
+
+
+@kernel(plugins=("enzyme",))
+def float64_derivative2(xs, out, a):
+    i = gd.grid(1)
+    if i < xs.shape[0]:
+        out[i] = autodiff(Reverse, scalar_law2, Active(xs[i]), Const(a))[0]
+
+
+def test_float64_gradient_through_tanh_atan_expm1_log1p_cosh(vulkan_device):
+    x = rng.uniform(-2, 2, 256)
+    out = np.zeros_like(x)
+    vulkan.launch(float64_derivative2, 4, 64, (x, out, 0.7))
+    exact = (1 - np.tanh(x) ** 2 + 0.7 / (1 + (0.7 * x) ** 2) + 0.5 * np.exp(0.5 * x) + 2 * x / (1 + x * x)
+             + np.sinh(x))
+    np.testing.assert_allclose(out, exact, rtol=1e-13, atol=1e-13)
 
 
 @pytest.mark.parametrize("name", ["exp", "log", "sin"])

@@ -26,6 +26,7 @@ from ...core.mathfns import math_function
 from .atomics import EXTENSIONS
 from .libm64 import IMPLEMENTED
 from .lower import MATH_F64, lower_shader
+from ..ptx import entry_name
 from .rules import BARRIER, INDEX_READS, KERNEL_RULES_SPIRV, MATH_RULES_SPIRV, NAME
 from .tools import SpirvValidationError, in_child, no_contraction, order_barriers, place_merges, validate_binary
 
@@ -95,6 +96,18 @@ class SPIRVTarget(Target):
 
     def options(self) -> dict:
         return {"workgroup": self.workgroup}
+
+    def prepare(self, job, module) -> None:
+        """Triple and layout, and every function but a kernel's entry ``alwaysinline``: a shader inlines
+        everything anyway, and inlined before AD, a gradient keeps its values in registers (the gradient
+        of a call that stays one keeps them on a heap tape, which Vulkan does not have)."""
+        super().prepare(job, module)
+        entry = entry_name(job, module.ref) if job.config.kernel else None
+        for fn in module.ref.functions:
+            if fn.is_declaration or fn.name == entry:
+                continue
+            if not any(b"noinline" in a for a in fn.attributes):
+                fn.add_function_attribute("alwaysinline")
 
     def finish(self, job, module) -> None:
         """Give a kernel its shader entry point and logical pointers (see the module docstring)."""

@@ -83,16 +83,37 @@ SQRT2 = math.sqrt(2.0)
 EXP_MAX = 709.782712893384      # exp(x) overflows above (log of the largest float64, rounded down)
 EXP_MIN = -745.1332191019412    # exp(x) rounds to 0 below (log of half the smallest subnormal)
 REDUCE_MAX = 2.0 ** 26 * float(_PI / 2)
+
+
+def _atan_exact(x: Decimal) -> Decimal:
+    """atan(x) for |x| <= 2/3 by its series, at the context's precision."""
+    total, term, k, x2 = Decimal(0), x, 0, x * x
+    while abs(term) > Decimal(10) ** -70:
+        total += term / (2 * k + 1) * (-1 if k % 2 else 1)
+        term *= x2
+        k += 1
+    return total
+
+
+_ATAN_HALF = Fraction(_atan_exact(Decimal(1) / 2))
+_ATAN_1_5 = _PI / 2 - Fraction(_atan_exact(Decimal(2) / 3))
+ATAN_HALF_HI, ATAN_HALF_LO = _split(_ATAN_HALF, 2, 53)
+ATAN_ONE_HI, ATAN_ONE_LO = _split(_PI / 4, 2, 53)
+ATAN_1_5_HI, ATAN_1_5_LO = _split(_ATAN_1_5, 2, 53)
+PIO2_HI, PIO2_LO = _split(_PI / 2, 2, 53)
+PI_HI, PI_LO = _split(_PI, 2, 53)
 U512, U256, U128, U64, U32, U16, U8, U4, U2, U1 = (2.0 ** k for k in (512, 256, 128, 64, 32, 16, 8, 4, 2, 1))
 D512, D256, D128, D64, D32, D16, D8, D4, D2, D1 = (2.0 ** -k for k in (512, 256, 128, 64, 32, 16, 8, 4, 2, 1))
 D511, D255, D127, D63, D31, D15, D7, D3 = (2.0 ** -k for k in (511, 255, 127, 63, 31, 15, 7, 3))
 INF = math.inf
 NAN = math.nan
-EXP_TAYLOR = tuple(float(Fraction(1, math.factorial(k))) for k in range(14))
+EXP_TAYLOR = tuple(float(Fraction(1, math.factorial(k))) for k in range(21))
 SIN_TAYLOR = tuple(float(Fraction((-1) ** k, math.factorial(2 * k + 1))) for k in range(9))
 COS_TAYLOR = tuple(float(Fraction((-1) ** k, math.factorial(2 * k))) for k in range(10))
 ATANH_SERIES = tuple(float(Fraction(1, 2 * k + 1)) for k in range(1, 11))
-E0, E1, E2, E3, E4, E5, E6, E7, E8, E9, E10, E11, E12, E13 = EXP_TAYLOR
+ATAN_SERIES = tuple(float(Fraction((-1) ** k, 2 * k + 1)) for k in range(1, 21))
+T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19, T20 = ATAN_SERIES
+E0, E1, E2, E3, E4, E5, E6, E7, E8, E9, E10, E11, E12, E13, E14, E15, E16, E17, E18, E19, E20 = EXP_TAYLOR
 S1, S3, S5, S7, S9, S11, S13, S15, S17 = SIN_TAYLOR
 C0, C2, C4, C6, C8, C10, C12, C14, C16, C18 = COS_TAYLOR
 A1, A2, A3, A4, A5, A6, A7, A8, A9, A10 = ATANH_SERIES
@@ -322,8 +343,154 @@ def tan64(x):
     return v if ok else NAN
 
 
+def _expm1_small(x):
+    """``exp(x) - 1`` for ``|x| <= 1`` by its Taylor series to ``x**20`` (no cancellation)."""
+    p = E20
+    p = p * x + E19
+    p = p * x + E18
+    p = p * x + E17
+    p = p * x + E16
+    p = p * x + E15
+    p = p * x + E14
+    p = p * x + E13
+    p = p * x + E12
+    p = p * x + E11
+    p = p * x + E10
+    p = p * x + E9
+    p = p * x + E8
+    p = p * x + E7
+    p = p * x + E6
+    p = p * x + E5
+    p = p * x + E4
+    p = p * x + E3
+    p = p * x + E2
+    return x + x * x * p
+
+
+def expm1_64(x):
+    x = float(x)
+    small = abs(x) <= 1.0
+    v = _expm1_small(x if small else 0.0)
+    v = x if x == 0.0 else v  # -0.0 stays -0.0
+    w = exp64(x) - 1.0
+    return v if small else w
+
+
+def log1p_64(x):
+    # log(u) * x / (u - 1) with u = 1 + x rounded: the quotient undoes u's rounding (Goldberg)
+    x = float(x)
+    u = 1.0 + x
+    d = u - 1.0
+    exact = d == 0.0
+    v = log64(u) * (x / (1.0 if exact else d))
+    v = x if exact else v
+    return v if u < INF and x > -1.0 else log64(u)
+
+
+def tanh64(x):
+    x = float(x)
+    ax = abs(x)
+    t = expm1_64(2.0 * (ax if ax < 22.0 else 0.0))
+    v = t / (t + 2.0)
+    v = 1.0 if ax >= 22.0 else v
+    v = x if math.isnan(x) else v
+    return math.copysign(v, x)
+
+
+def sinh64(x):
+    x = float(x)
+    ax = abs(x)
+    t = expm1_64(ax if ax < 22.0 else 0.0)
+    near = 0.5 * (t + t / (t + 1.0))  # no cancellation near 0
+    e = exp64(0.5 * ax)
+    far = e * (0.5 * e)  # exp(ax) / 2 without overflowing before the result does
+    v = far if ax > 22.0 else near
+    v = x if math.isnan(x) else v
+    return math.copysign(v, x)
+
+
+def cosh64(x):
+    x = float(x)
+    ax = abs(x)
+    e = exp64(ax if ax <= 22.0 else 0.0)
+    near = 0.5 * e + 0.5 / e
+    h = exp64(0.5 * ax)
+    v = h * (0.5 * h) if ax > 22.0 else near
+    return x if math.isnan(x) else v
+
+
+def _atan_poly(t):
+    z = t * t
+    p = T20
+    p = p * z + T19
+    p = p * z + T18
+    p = p * z + T17
+    p = p * z + T16
+    p = p * z + T15
+    p = p * z + T14
+    p = p * z + T13
+    p = p * z + T12
+    p = p * z + T11
+    p = p * z + T10
+    p = p * z + T9
+    p = p * z + T8
+    p = p * z + T7
+    p = p * z + T6
+    p = p * z + T5
+    p = p * z + T4
+    p = p * z + T3
+    p = p * z + T2
+    p = p * z + T1
+    return t + t * z * p
+
+
+def atan64(x):
+    # atan(|x|) = atan(c) + atan((|x| - c) / (1 + |x| c)) at c = 0, 1/2, 1, 3/2; past 39/16, pi/2 - atan(1/|x|)
+    x = float(x)
+    ax = abs(x)
+    i1 = ax >= 0.4375
+    i2 = ax >= 0.6875
+    i3 = ax >= 1.1875
+    i4 = ax >= 2.4375
+    c = 1.5 if i3 else (1.0 if i2 else (0.5 if i1 else 0.0))
+    hi = ATAN_1_5_HI if i3 else (ATAN_ONE_HI if i2 else (ATAN_HALF_HI if i1 else 0.0))
+    lo = ATAN_1_5_LO if i3 else (ATAN_ONE_LO if i2 else (ATAN_HALF_LO if i1 else 0.0))
+    t = (ax - c) / (1.0 + ax * c)
+    t = -1.0 / ax if i4 else t
+    hi = PIO2_HI if i4 else hi
+    lo = PIO2_LO if i4 else lo
+    v = hi + (lo + _atan_poly(t))
+    v = x if math.isnan(x) else v
+    return math.copysign(v, x)
+
+
+def atan2_64(y, x):
+    y = float(y)
+    x = float(x)
+    both_inf = math.isinf(x) and math.isinf(y)
+    a = atan64(abs(y) / (abs(x) if x != 0.0 else 1.0))  # x = 0 and inf/inf are chosen below
+    a = 0.0 if y == 0.0 else a
+    a = PIO2_HI if x == 0.0 and y != 0.0 else a
+    a = PIO2_HI * 0.5 if both_inf else a  # pi/4, reflected below where x is -inf
+    a = (PI_HI - a) + PI_LO if x < 0.0 or (x == 0.0 and math.copysign(1.0, x) < 0.0 and y == 0.0) else a
+    a = NAN if math.isnan(x) or math.isnan(y) else a
+    return math.copysign(a, y)
+
+
+def asin64(x):
+    x = float(x)
+    return atan2_64(x, math.sqrt((1.0 - x) * (1.0 + x)))
+
+
+def acos64(x):
+    x = float(x)
+    return atan2_64(math.sqrt((1.0 - x) * (1.0 + x)), x)
+
+
 FUNCTIONS = {math.exp: exp64, math.log: log64, math.log2: log2_64, math.log10: log10_64,
-             math.sin: sin64, math.cos: cos64, math.tan: tan64}
+             math.sin: sin64, math.cos: cos64, math.tan: tan64, math.expm1: expm1_64, math.log1p: log1p_64,
+             math.tanh: tanh64, math.sinh: sinh64, math.cosh: cosh64, math.atan: atan64, math.atan2: atan2_64,
+             math.asin: asin64, math.acos: acos64}
 """The language's ``math`` functions this module implements in float64."""
 IMPLEMENTED = tuple(f.__name__ for f in FUNCTIONS)
 """Their names, for messages."""

@@ -82,10 +82,10 @@ def _float64_math(interp, fn, args):
         impl = FUNCTIONS.get(fn)
     except TypeError:  # an unhashable callee
         return None
-    if impl is None or len(args) != 1:
+    if impl is None or len(args) != impl.__code__.co_argcount:
         return None
-    t = widen(args[0])
-    if not isinstance(t, T.Scalar) or t == T.float32 or t.kind not in "biuf":
+    types = [widen(a) for a in args]
+    if not all(isinstance(t, T.Scalar) and t.kind in "biuf" for t in types) or all(t == T.float32 for t in types):
         return None
     return interp.invoke(impl, args)
 

@@ -60,14 +60,23 @@ def _dtype(t: T.Type):
     return np.dtype(repr(t))
 
 
-def _loop_source(nin: int, ndim: int, parallel: bool) -> str:
-    """``loop(a0, .., out)``: ``out[i] = kernel(a0[i], ..)`` over ``ndim`` axes."""
+def _indices(shape: tuple, operand: tuple) -> str:
+    """How ``loop`` indexes an operand of shape ``operand`` broadcast to ``shape``: its own axes,
+    right-aligned, ``0`` along an axis of length 1 that broadcasts (the operand is not copied)."""
+    lead = len(shape) - len(operand)
+    axes = ["0" if n == 1 and shape[lead + k] != 1 else f"i{lead + k}" for k, n in enumerate(operand)]
+    return ", ".join(axes) if axes else "()"
+
+
+def _loop_source(patterns: tuple, ndim: int, parallel: bool) -> str:
+    """``loop(a0, .., out)``: ``out[i] = kernel(a0[...], ..)`` over ``ndim`` axes, each operand
+    indexed by its pattern (:func:`_indices`)."""
     idx = ", ".join(f"i{d}" for d in range(ndim)) if ndim else "()"
-    lines = ["def loop(" + ", ".join([*(f"a{k}" for k in range(nin)), "out"]) + "):"]
+    lines = ["def loop(" + ", ".join([*(f"a{k}" for k in range(len(patterns))), "out"]) + "):"]
     for d in range(ndim):
         rng = "prange" if parallel and d == 0 else "range"
         lines.append("    " * (d + 1) + f"for i{d} in {rng}(out.shape[{d}]):")
-    args = ", ".join(f"a{k}[{idx}]" for k in range(nin))
+    args = ", ".join(f"a{k}[{p}]" for k, p in enumerate(patterns))
     lines.append("    " * (ndim + 1) + f"out[{idx}] = kernel({args})")
     return "\n".join(lines) + "\n"
 
@@ -116,9 +125,11 @@ class UFunc:
                 raise ConfigError(f"vectorize signature {sig} has {len(sig.args)} arguments; {fn.__qualname__} "
                                   f"takes {self.nin}")
         self._signatures = signatures
+        options = {"error_model": "numpy", **options}  # a ufunc gives inf/NaN where Python would raise
         self._kernel = Dispatcher(fn, signatures=signatures, **options)  # compiles the signatures now
         self._parallel = target == "parallel"
-        self._options = {**options, "parallel": True} if self._parallel else options
+        # the generated loops index within the broadcast shape by construction
+        self._options = {**options, "boundscheck": False, **({"parallel": True} if self._parallel else {})}
         self._loops: dict = {}
         self._device: tuple = ()  # target="cuda": the launch's device (the default GPU)
 
@@ -179,13 +190,14 @@ class UFunc:
         if self.target == "cuda":
             self._cuda(arrays, argtypes, result)
         else:
-            views = [np.broadcast_to(a, shape) for a in arrays]
-            if all(v.flags.c_contiguous for v in views) and result.flags.c_contiguous and len(shape) > 1:
-                views, flat = [v.reshape(-1) for v in views], result.reshape(-1)
-            else:
-                flat = result
-            loop = self._loop(("map", flat.ndim), _loop_source(self.nin, flat.ndim, self._parallel), "loop")
-            loop(*views, flat)
+            flat = result
+            if len(shape) > 1 and result.flags.c_contiguous and all(a.shape == shape and a.flags.c_contiguous
+                                                                    for a in arrays):
+                arrays, flat = [a.reshape(-1) for a in arrays], result.reshape(-1)
+            patterns = tuple(_indices(flat.shape, a.shape) for a in arrays)
+            loop = self._loop(("map", flat.ndim, patterns), _loop_source(patterns, flat.ndim, self._parallel),
+                              "loop")
+            loop(*arrays, flat)
         if out is not None:
             if not direct:
                 np.copyto(out, result, casting="same_kind")
@@ -287,6 +299,7 @@ class GUFunc:
         if target == "cuda":
             raise ConfigError("guvectorize(target='cuda') is not built: use target='cpu' or 'parallel', or "
                               "write the kernel with @kernel")
+        options = {"error_model": "numpy", **options}  # as vectorize's
         self._signatures, self._options = signatures, ({**options, "parallel": True} if target == "parallel"
                                                        else options)
         jit(**self._options)  # the options checked now

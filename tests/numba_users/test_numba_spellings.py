@@ -266,3 +266,19 @@ def test_cuda_target_kernel_in_the_grid_emulation():
     x = np.arange(1000.0).reshape(10, 100)
     np.testing.assert_array_equal(f(x), 2 * x)
     assert f(np.float64(3.5)) == 7.0
+
+
+def test_vectorize_broadcasting_patterns_and_ieee_division():
+    @vectorize
+    def div(x, y):
+        return x / y
+
+    rng = np.random.default_rng(4)
+    for sa, sb in [((3, 1, 4), (1, 5, 1)), ((4,), (2, 3, 4)), ((2, 1), ()), ((), ()), ((1,), (6,))]:
+        a, b = rng.random(sa) + 0.5, rng.random(sb) + 0.5
+        np.testing.assert_array_equal(div(a, b), np.divide(a, b))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = np.divide(np.array([1.0, -1.0, 0.0]), 0.0)
+    got = div(np.array([1.0, -1.0, 0.0]), 0.0)  # a ufunc gives IEEE results, as NumPy's (no ZeroDivisionError)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(div(np.arange(6.0).reshape(2, 3).T, 2.0), np.arange(6.0).reshape(2, 3).T / 2)

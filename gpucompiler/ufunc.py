@@ -128,8 +128,8 @@ class UFunc:
         options = {"error_model": "numpy", **options}  # a ufunc gives inf/NaN where Python would raise
         self._kernel = Dispatcher(fn, signatures=signatures, **options)  # compiles the signatures now
         self._parallel = target == "parallel"
-        # the generated loops index within the broadcast shape by construction
-        self._options = {**options, "boundscheck": False, **({"parallel": True} if self._parallel else {})}
+        # the generated loops index within the broadcast shape by construction (unless checks are asked for)
+        self._options = {"boundscheck": False, **options, **({"parallel": True} if self._parallel else {})}
         self._loops: dict = {}
         self._device: tuple = ()  # target="cuda": the launch's device (the default GPU)
 

@@ -25,16 +25,19 @@ from .ad.interface import differentiate_here, differentiate_nested
 
 #: function attributes only LLVM's optimiser infers (clang alone never sets them)
 _INFERRED = re.compile(r"\b(?:nosync|nofree|norecurse|willreturn|memory\()")
-_ATTRIBUTE_GROUP = re.compile(r"^attributes #\d+ = \{(.*)\}$", re.M)
+_ATTRIBUTE_GROUP = re.compile(r"^attributes (#\d+) = \{(.*)\}$", re.M)
+#: the attribute groups of a definition (declarations of intrinsics carry inferred attributes anyway)
+_DEFINED_GROUPS = re.compile(r"^define [^\n]*?(#\d+)[^\n]*\{$", re.M)
 #: an argument spilled to its stack slot in an entry block: what clang emits before SROA ran
 _SPILL = re.compile(r"^\s*store \S+ (?:noundef )?%\d+, ptr %\d+", re.M)
 
 
 def looks_unoptimised(text: str) -> bool:
-    """Whether no LLVM pass ran on clang's IR ``text``: no ``optnone`` (clang -O0 without
-    ``-disable-O0-optnone``), no attribute only the optimiser infers, and arguments still spilled
-    to stack slots. IR from elsewhere with neither sign takes the optimised route, as before."""
-    groups = _ATTRIBUTE_GROUP.findall(text)
+    """Whether no LLVM pass ran on clang's IR ``text``: no definition with ``optnone`` (clang -O0
+    without ``-disable-O0-optnone``) or an attribute only the optimiser infers, and arguments still
+    spilled to stack slots. IR from elsewhere with neither sign takes the optimised route, as before."""
+    defined = set(_DEFINED_GROUPS.findall(text))
+    groups = [body for group, body in _ATTRIBUTE_GROUP.findall(text) if group in defined]
     if any("optnone" in g or _INFERRED.search(g) for g in groups):
         return False
     return _SPILL.search(text) is not None

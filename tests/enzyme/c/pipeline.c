@@ -24,8 +24,10 @@ double with_rules(double x) {
 }
 double with_rules_fwd(double x) { return __enzyme_fwddiff((void *)with_rules, x, 1.0); }
 double with_rules_grad(double x) { return __enzyme_autodiff((void *)with_rules, x); }
-/* what the rules say: sum_i table[i] * 4 + scale * 10 per iteration */
-double with_rules_want(double x) { return (1.0 - 2.0 + 0.5 + 3.0) * 4.0 + 4 * 1.5 * 10.0; }
+/* forward mode uses poly's forward rule (10) and wave's body (3x^2); reverse mode wave's
+ * reverse rule (4) and poly's body (2x + 2): sum(table) = 2.5, 4 iterations of scale = 1.5 */
+double with_rules_want_fwd(double x) { return 2.5 * 3.0 * x * x + 4 * 1.5 * 10.0; }
+double with_rules_want_grad(double x) { return 2.5 * 4.0 + 4 * 1.5 * (2.0 * x + 2.0); }
 
 /* no rules: a loop of runtime length over a global and an array, true derivative */
 int steps = 7;

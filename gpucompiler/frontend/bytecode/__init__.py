@@ -59,9 +59,10 @@ def decompile(pyfunc: FunctionType) -> ast.FunctionDef:
     node.lineno, node.col_offset = code.co_firstlineno, 0
     ast.fix_missing_locations(node)
     for sub in ast.walk(node):  # a statement spans at least its own line
-        if getattr(sub, "lineno", None) is not None:
-            sub.end_lineno = max(getattr(sub, "end_lineno", None) or sub.lineno, sub.lineno)
-            sub.end_col_offset = getattr(sub, "end_col_offset", None) or sub.col_offset
+        line = getattr(sub, "lineno", None)
+        if line is not None:
+            setattr(sub, "end_lineno", max(getattr(sub, "end_lineno", None) or line, line))  # noqa: B010
+            setattr(sub, "end_col_offset", getattr(sub, "end_col_offset", None) or getattr(sub, "col_offset", 0))  # noqa: B010
     return node
 
 

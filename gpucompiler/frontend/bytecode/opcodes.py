@@ -161,7 +161,8 @@ def normalise(code: CodeType) -> list[Op]:
                     "BEFORE_WITH": "with", "SETUP_WITH": "with", "PUSH_EXC_INFO": "try",
                     "RAISE_VARARGS": "raise", "FORMAT_VALUE": "f-string", "FORMAT_SIMPLE": "f-string",
                     "YIELD_VALUE": "yield", "IMPORT_NAME": "import", "LOAD_ASSERTION_ERROR": "assert",
-                    "STORE_GLOBAL": "global assignment", "DELETE_FAST": "del"}.get(name, f"bytecode {name}")
+                    "STORE_GLOBAL": "global assignment", "DELETE_FAST": "del",
+                    "LOAD_FAST_AND_CLEAR": "comprehension"}.get(name, f"bytecode {name}")
             raise UnsupportedError(f"{what} in a function without source", (code.co_filename, line, col),
                                    code.co_name, "define the function in a file, or keep to assignments, "
                                    "arithmetic, calls, if/for/while and return")

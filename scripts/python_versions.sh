@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 smoke=(tests/frontend/test_call_boundary.py tests/runtime tests/kernels/test_emulation.py
-       tests/enzyme_plugin/test_autodiff_api.py)
+       tests/enzyme_plugin/test_autodiff_api.py tests/frontend/test_no_source.py)  # the last: bytecode per version
 status=0
 for version in 3.10 3.12; do
     py="$(ls -d /root/.pyenv/versions/"$version".*/bin/python 2>/dev/null | sort -V | tail -1 || true)"

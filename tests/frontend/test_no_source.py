@@ -309,3 +309,21 @@ def test_what_the_decompiler_cannot_write_back_is_a_typed_error_with_the_line(sr
     with pytest.raises(UnsupportedError, match=what) as info:
         jit(ns["g"])(2)
     assert info.value.filename == "<string>" and info.value.line >= line
+
+
+def test_closures_slices_and_keywords_through_the_bytecode_route():
+    ns = _exec("import numpy as np\n"
+               "def factory(k):\n"
+               "    def inner(a):\n"
+               "        return a[1:].sum() * k + a[:2].sum()\n"
+               "    return inner\n"
+               "def setter(a, v):\n"
+               "    a[:2] = v\n"
+               "    a[1::2] = -v\n"
+               "    return np.sum(a[::-1]) + np.zeros(3, dtype=np.float64)[0]\n")
+    a = np.array([1.0, 2.0, 3.0, 4.0])
+    inner = ns["factory"](3.0)  # its free variable k comes from __closure__
+    assert jit(inner)(a) == inner(a) == 30.0
+    b, c = a.copy(), a.copy()
+    assert jit(ns["setter"])(b, 5.0) == ns["setter"](c, 5.0) == -2.0
+    assert b.tolist() == c.tolist() == [5.0, -5.0, 3.0, -5.0]

@@ -13,7 +13,6 @@ result type; the arrays are allocated by :mod:`.arraymem`, in the order
 from __future__ import annotations
 
 import inspect
-import sys
 from collections.abc import Callable
 
 import attrs
@@ -27,39 +26,12 @@ from ..rules import CallResult
 from . import arraymem as mem
 from . import orders
 from .arrayloops import counted_loop
+from .npdtypes import dtype_of, numpy_function
 from .numbers import base
 from .orders import Order
 from .views import copy_into
 
 _I64 = ir.IntType(64)
-
-
-def numpy_function(fn) -> str | None:
-    """The name of NumPy's function ``fn`` (``"zeros"``), or None when ``fn`` is not NumPy's."""
-    module = getattr(fn, "__module__", None)
-    if not isinstance(module, str) or not (module == "numpy" or module.startswith("numpy.")):
-        return None
-    return getattr(fn, "__name__", None)
-
-
-def dtype_of(value, what: str = "dtype") -> T.Scalar:
-    """The scalar type a ``dtype=`` argument names (``np.float32``, ``float``, ``"int64"``, ``np.dtype``)."""
-    if not isinstance(value, Const):
-        raise TypeInferenceError(f"{what} must be known when compiling (a NumPy type, a Python type or a "
-                                 f"string), not a value of type {widen(value)!r}", (widen(value),))
-    v = value.value
-    builtin = {float: T.float64, int: T.int64, bool: T.boolean}.get(v) if isinstance(v, type) else None
-    if builtin is not None:
-        return builtin
-    np = sys.modules.get("numpy")
-    try:
-        name = np.dtype(v).name if np is not None else None
-    except TypeError:
-        name = None
-    scalar = T.SCALARS.get(name or "")
-    if scalar is None:
-        raise TypeInferenceError(f"unsupported {what} {v!r}", hint="use one of " + ", ".join(T.SCALARS))
-    return scalar
 
 
 def _shape_types(shape) -> list:

@@ -5,8 +5,9 @@ managed array's view keeps its buffer (codegen counts the new reference),
 so a returned view keeps its base alive. Indexing takes integers (an axis
 dropped, negative ones wrapped, bounds checked) and slices (Python's
 ``slice.indices``: clamped bounds, any non-zero step) and leaves trailing
-axes whole, as NumPy's basic indexing does. Anything else (index arrays,
-``None``, ``...``) is a typed error.
+axes whole, as NumPy's basic indexing does; ``None`` (``np.newaxis``) in a
+read adds an axis of extent 1. Anything else (index arrays, ``...``, ``None``
+in an assignment's target) is a typed error.
 """
 
 from __future__ import annotations
@@ -119,24 +120,28 @@ def slice_indices(cg, value, t: T.SliceType, length):
 
 
 # -- basic indexing -----------------------------------------------------------
-def _index_items(index):
+def _index_items(index, newaxis: bool = False):
+    """The index's item types: slices and integers (and ``None``, NumPy's ``newaxis``, where ``newaxis``)."""
     w = widen(index)
     items = list(w.items) if isinstance(w, T.TupleType) else [w]
     mem.refuse_bool_index(items)
     for it in items:
-        if not (isinstance(it, T.SliceType) or (isinstance(it, T.Scalar) and it.kind in "iu")):
+        if not (isinstance(it, T.SliceType) or (isinstance(it, T.Scalar) and it.kind in "iu")
+                or (newaxis and it == T.none)):
             return None
     return items
 
 
 def _view_type(a, index):
     a = widen(a)
-    items = _index_items(index)
-    if items is None or not any(isinstance(it, T.SliceType) for it in items):
+    items = _index_items(index, newaxis=True)
+    if items is None or not any(isinstance(it, T.SliceType) or it == T.none for it in items):
         return None  # integers only: the element rule (containers.py)
-    if len(items) > a.ndim:
-        raise TypeInferenceError(f"too many indices for an array of {a.ndim} dimensions: {len(items)}", (a,))
-    ndim = a.ndim - sum(1 for it in items if not isinstance(it, T.SliceType))
+    added = items.count(T.none)
+    if len(items) - added > a.ndim:
+        raise TypeInferenceError(f"too many indices for an array of {a.ndim} dimensions: {len(items) - added}",
+                                 (a,))
+    ndim = a.ndim + added - sum(1 for it in items if isinstance(it, T.Scalar))
     if ndim == 0:
         return a.dtype
     return _A(a.dtype, ndim, "A", a.readonly, a.managed)
@@ -162,7 +167,11 @@ def _indexed(cg, arr, index, argtypes):
     at = widen(argtypes[0])
     iw = widen(argtypes[1])
     items = list(iw.items) if isinstance(iw, T.TupleType) else [iw]
-    values = [cg.b.extract_value(index, k) for k in range(len(items))] if isinstance(iw, T.TupleType) else [index]
+    if isinstance(iw, T.TupleType):  # a None (np.newaxis) has no field in the tuple's value
+        fields = iter(range(len(items)))
+        values = [None if it == T.none else cg.b.extract_value(index, next(fields)) for it in items]
+    else:
+        values = [None if iw == T.none else index]
     return at, items, values, _dims(cg, arr, 1, at.ndim), _strides(cg, arr, at)
 
 
@@ -173,7 +182,12 @@ def _view(cg, args, argtypes, rt):
     at, items, values, shape, strides = _indexed(cg, arr, index, argtypes)
     offset = ir.Constant(_I64, 0)
     out_shape, out_strides = [], []
-    for k, (it, v) in enumerate(zip(items, values)):
+    k = 0  # the axis of arr the next item indexes
+    for it, v in zip(items, values):
+        if it == T.none:  # np.newaxis: a new axis of extent 1 (stride 0, as NumPy's)
+            out_shape.append(ir.Constant(_I64, 1))
+            out_strides.append(ir.Constant(_I64, 0))
+            continue
         if isinstance(it, T.SliceType):
             start, step, count = slice_indices(cg, v, it, shape[k])
             offset = cg.b.add(offset, cg.b.mul(start, strides[k]))
@@ -184,8 +198,9 @@ def _view(cg, args, argtypes, rt):
             i = cg.b.select(cg.b.icmp_signed("<", original, offset.type(0)), cg.b.add(original, shape[k]), original)
             cg.check_index(i, shape[k], k, original)
             offset = cg.b.add(offset, cg.b.mul(i, strides[k]))
-    out_shape += shape[len(items):]
-    out_strides += strides[len(items):]
+        k += 1
+    out_shape += shape[k:]
+    out_strides += strides[k:]
     data = cg.b.gep(cg.b.extract_value(arr, 0), [offset], source_etype=ir.IntType(8))
     if isinstance(rt, T.Scalar):
         return cg.load_scalar(data, rt)

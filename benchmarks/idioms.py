@@ -73,6 +73,8 @@ def _cases():
         ("np.where(a > 0.5, a, 0).sum() (1M)", K.where_sum, (a,), {}),
         ("prange s += a[i] ** 2, parallel (1M)", K.prange_sum_sq, (a,), {"parallel": True}),
         ("prange s += a[i], parallel (1M)", K.prange_sum, (a,), {"parallel": True}),
+        ("vectorize rel_diff(a, b) (1M)", K.rel_diff, (a, a[::-1].copy()), {"vectorize": True}),
+        ("vectorize rel_diff(m, row) (1000x1000)", K.rel_diff, (m, a[:1000].copy()), {"vectorize": True}),
     ]
 
 
@@ -81,7 +83,7 @@ def main() -> None:
     ap.add_argument("--json", default=os.path.join(HERE, "results", "idioms.json"))
     ap.add_argument("--rounds", type=int, default=7)
     opts = ap.parse_args()
-    from gpucompiler import jit
+    from gpucompiler import jit, vectorize
     try:
         import numba
         from numba import njit
@@ -90,10 +92,16 @@ def main() -> None:
     load = os.getloadavg()
     rows = []
     for name, fn, args, options in _cases():
-        engines = {"gpucompiler": jit(fn, **options)}
-        if njit is not None:  # the same code, with Numba's prange in its globals
-            engines["numba"] = njit(types.FunctionType(fn.__code__, {**fn.__globals__, "prange": numba.prange},
-                                                       fn.__name__), **options)
+        if options.get("vectorize"):  # a ufunc of the scalar function, one signature
+            sig = ["float64(float64, float64)"]
+            engines = {"gpucompiler": vectorize(sig)(fn)}
+            if numba is not None:
+                engines["numba"] = numba.vectorize(sig)(fn)
+        else:
+            engines = {"gpucompiler": jit(fn, **options)}
+            if njit is not None:  # the same code, with Numba's prange in its globals
+                engines["numba"] = njit(types.FunctionType(fn.__code__, {**fn.__globals__, "prange": numba.prange},
+                                                           fn.__name__), **options)
         want = fn(*args)
         for k, f in engines.items():
             got = f(*args)

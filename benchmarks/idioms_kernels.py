@@ -91,3 +91,7 @@ def prange_sum(a):
     for i in prange(a.shape[0]):
         s += a[i]
     return s
+
+
+def rel_diff(x, y):
+    return abs(x - y) / (abs(x) + abs(y) + 1e-12)

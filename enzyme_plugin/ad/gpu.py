@@ -93,14 +93,17 @@ def atomic_accumulate(r, inst, sp, d) -> bool:
         return False
     if d.type.kind != "float":
         return False  # vectors: the plain accumulation (no vector atomics in PTX)
+    if r.defer_adjoint(inst, sp, d):  # one atomic when the loop's reverse ends (tape.py)
+        return True
     if options.warp_aggregate and d.type in _BITS:
         _warp_aggregated_add(r, sp, d)
     else:
-        _atomic_fadd(r.b, sp, d)
+        atomic_fadd(r.b, sp, d)
     return True
 
 
-def _atomic_fadd(b, sp, d):
+def atomic_fadd(b, sp, d):
+    """``atomicrmw fadd sp, d`` at ``b`` (the old value unused)."""
     parts = ["atomicrmw fadd ", sp.type, " ", 0, ", ", d.type, " ", 1, " monotonic"]
     rmw = Instruction("atomicrmw", d.type, parts, (), "")
     rmw.append_operand(sp)
@@ -156,10 +159,10 @@ def _warp_aggregated_add(r, sp, d):
     first = b.icmp("eq", r.call("llvm.nvvm.read.ptx.sreg.laneid", i32, []), const_int(i32, 0))
     b.cond_br(first, add, join)
     b.position_at_end(add)
-    _atomic_fadd(b, sp, s)
+    atomic_fadd(b, sp, s)
     b.br(join)
     b.position_at_end(single)
-    _atomic_fadd(b, sp, d)
+    atomic_fadd(b, sp, d)
     b.br(join)
     b.position_at_end(join)
 
@@ -204,7 +207,7 @@ def fwd_atomic(s, inst) -> None:
     if s.tangents and inst.value_operand in s.act.active:
         t = s.shadow_map.get(inst.value_operand)
         if t is not None:
-            _atomic_fadd(s.b, s.shadow(p, inst), t if kind == "fadd" else s.b.fneg(t))
+            atomic_fadd(s.b, s.shadow(p, inst), t if kind == "fadd" else s.b.fneg(t))
 
 
 def rev_atomic(r, inst) -> None:

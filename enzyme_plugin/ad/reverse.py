@@ -265,6 +265,7 @@ class Reverse(Emit, Recompute, LoopTape):
         a block outside loops, into an ``alloca``; else pushed on the stack), loads at the
         start of its reverse."""
         frames, offsets = self._loop_frames()
+        self._flush_deferred()
         for block, reqs in self.requests.items():
             size = self.request_bytes[block]
             fb = self.sweep.vmap[block]

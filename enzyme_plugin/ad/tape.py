@@ -28,8 +28,10 @@ from typing import Any
 from gpucompiler.llvm import Builder, Instruction, const_int, constant, types as T
 
 from .calls import classify
-from .emit import declare
+from .emit import declare, zero
+from .gpu import atomic_fadd
 from .host import ReverseState
+from .recompute import MAX_DEPTH, PURE
 from .loops import body_runs_every_iteration, emit_trip_count, find_loops, plan_nests, static_trip_count
 
 #: a loop array's forward state: base, capacity in frames (growth), inline segment (or null)
@@ -48,6 +50,16 @@ MAX_STACK_TAPE = 1024
 INLINE_SEGMENT = 256
 
 
+def _invariant(v, lp, depth: int = 0) -> bool:
+    """Whether ``v`` has one value throughout loop ``lp``: defined outside it, or pure arithmetic of such
+    values (up to MAX_DEPTH deep)."""
+    if not isinstance(v, Instruction) or v.parent not in lp.blocks:
+        return True
+    if v.opcode not in PURE or depth >= MAX_DEPTH:
+        return False
+    return all(_invariant(o, lp, depth + 1) for o in v.operands)
+
+
 def _first_non_phi(block):
     return next(i for i in block.instructions if i.opcode != "phi")
 
@@ -63,6 +75,8 @@ class LoopTape(ReverseState):
         plan_nests(self.cfg, self.loops)
         #: the tape arena's state ``{ptr top, ptr end, ptr start}`` (created on first use; see :meth:`_arena`)
         self.arena = None
+        #: loop -> [(accumulator slot, shadow pointer slot, type)] of the adjoints :meth:`defer_adjoint` holds
+        self.deferred: dict = {}
         #: loop -> {"k": forward counter phi, "state": {ptr, cap} alloca, "trip": i64 or None,
         #:          "exit_base": {exit block: load of the base}, "kslot"/"bslot": reverse slots}
         self.lstate = {}
@@ -177,6 +191,10 @@ class LoopTape(ReverseState):
         leave, again = self.rev.append_block(""), self.rev.append_block("")
         self.b.cond_br(self.b.icmp("eq", k, const_int(T.i64, 0)), leave, again)
         self.b.position_at_end(leave)
+        flush, cont = self.rev.append_block(""), self.rev.append_block("")
+        self.b.br(flush)  # filled by _flush_deferred
+        st["flush"] = (flush, cont)
+        self.b.position_at_end(cont)
         if lp.host is None:  # a hosted loop's frames are freed with its nest's root
             st["free"] = self.b.call(self.engine.helper("tape_free"), [self.b.load(T.ptr(), st["bslot"])])
         self._edge(ds, lp.preheader)
@@ -184,6 +202,57 @@ class LoopTape(ReverseState):
         self.b.store(self.b.sub(k, const_int(T.i64, 1)), st["kslot"])
         self._edge(ds, lp.latch)
         return True
+
+    def defer_adjoint(self, inst, sp, d) -> bool:
+        """Add ``d``, the adjoint of load ``inst`` through shadow pointer ``sp``, into a slot while the
+        reverse of the innermost counted loop around it runs, when the load's address is defined outside
+        that loop and the loop writes no memory (its reverse then only adds adjoints, which commute):
+        one atomic add where the loop's reverse ends (:meth:`_flush_deferred`), not one per iteration."""
+        lp = self._counted(inst.parent)
+        p = inst.pointer_operand
+        if lp is None or lp.header not in self.cfg.reachable or not _invariant(p, lp):
+            return False  # (a reachable counted loop's header is reversed by _reverse_header: it flushes)
+        if not all(self._writes_nothing(i) for block in lp.blocks for i in block.instructions):
+            return False
+        key = ("defer", lp, p, self.sweep.lane)
+        slots = self.memo.get(key)
+        if slots is None:
+            null = constant(sp.type, "null")
+            slots = self.memo[key] = (self._rev_alloca(d.type, zero(d.type)), self._rev_alloca(sp.type, null), d.type,
+                                      sp.type)
+            self.deferred.setdefault(lp, []).append(slots)
+        acc, at, t, _ = slots
+        self.b.store(self.b.fadd(self.b.load(t, acc), d), acc)
+        self.b.store(sp, at)
+        return True
+
+    @staticmethod
+    def _writes_nothing(inst) -> bool:
+        op = inst.opcode
+        if op in ("store", "atomicrmw", "cmpxchg", "fence"):
+            return False
+        return op != "call" or classify(inst) in ("math", "inactive")
+
+    def _flush_deferred(self):
+        """At the end of each counted loop's reverse: the adjoints :meth:`defer_adjoint` held, each added
+        with one atomic into the shadow it was read through (if the loop's reverse read any), then reset."""
+        for lp, st in self.lstate.items():
+            if "flush" not in st:
+                assert lp not in self.deferred, "a loop holding adjoints has an end"
+                continue
+            block, cont = st["flush"]
+            b = Builder(block)
+            for acc, at, t, pt in self.deferred.get(lp, ()):
+                sp, v = b.load(pt, at), b.load(t, acc)
+                add, done = self.rev.append_block(""), self.rev.append_block("")
+                b.cond_br(b.icmp("ne", sp, constant(sp.type, "null")), add, done)
+                b.position_at_end(add)
+                atomic_fadd(b, sp, v)
+                b.store(zero(t), acc)
+                b.store(constant(sp.type, "null"), at)
+                b.br(done)
+                b.position_at_end(done)
+            b.br(cont)
 
     def _in_pop(self, inst):
         pop = self.pop_blocks[self.cur]

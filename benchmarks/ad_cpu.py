@@ -17,6 +17,11 @@ the gradient calling ``autodiff`` per element. JAX writes the branch with
 ``where`` and the Newton solve as a fixed number of steps (it cannot
 reverse-differentiate a ``while_loop``).
 
+With ``--both-ways`` the six C functions are also compiled from bench.c by
+clang-19 -O2 with its optimiser off and differentiated at Enzyme's place in
+the O2 pipeline (``enzyme_plugin.cpipeline``, what ``gpuc cc -O2`` does): the
+``pipe`` columns, with the largest relative difference of the two gradients.
+
 Each time is the median over several runs of the mean of many calls.
 """
 
@@ -27,6 +32,7 @@ import ctypes
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import time
@@ -39,6 +45,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ad_kernels as K  # noqa: E402  (constants of the loop functions)
 FIXTURE = os.path.join(ROOT, "tests", "enzyme", "fixtures", "bench.O2.ll")
+C_DIR = os.path.join(ROOT, "tests", "enzyme", "c")
+#: the fixture's clang flags (tests/enzyme/regen_fixtures.py), for the pre-optimisation route
+CLANG_FLAGS = ["--target=x86_64-pc-linux-gnu", "-fno-ident", "-ffp-contract=on", f"-I{C_DIR}"]
 DEFAULT_JSON = os.path.join(ROOT, "benchmarks", "results", "ad_cpu.json")
 
 #: the @jit loop functions: elements, elements with --quick
@@ -79,6 +88,20 @@ def load_ours():
     out = enzyme_plugin.differentiate(text)
     t_diff = time.perf_counter() - t0
     return CPULibrary.from_ir(out), t_diff
+
+
+def load_in_pipeline():
+    """bench.c differentiated at Enzyme's place in clang's O2 pipeline (as ``gpuc cc -O2``)."""
+    from pathlib import Path
+
+    from enzyme_plugin.cc import clang_ir
+    from enzyme_plugin.cpipeline import differentiate_in_pipeline
+    from gpucompiler.runtime import CPULibrary
+
+    text = clang_ir(Path(C_DIR) / "bench.c", 2, CLANG_FLAGS)
+    t0 = time.perf_counter()
+    out = differentiate_in_pipeline(text, 2)
+    return CPULibrary.from_ir(out), time.perf_counter() - t0
 
 
 def time_ours(lib, prefix: str, x: np.ndarray, min_time: float, repeat: int):
@@ -195,6 +218,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
     ap.add_argument("--json", default=DEFAULT_JSON, help=f"where to write results (default {DEFAULT_JSON})")
     ap.add_argument("--no-jax", action="store_true", help="skip JAX even when installed")
+    ap.add_argument("--both-ways", action="store_true",
+                    help="also time the C functions differentiated inside clang's O2 pipeline (needs clang-19)")
     opts = ap.parse_args(argv)
     min_time, repeat = (0.01, 3) if opts.quick else (0.1, 7)
 
@@ -203,6 +228,9 @@ def main(argv=None) -> int:
     except Exception as exc:  # the engine's error, reported as the result
         print(f"ad_cpu: differentiating {FIXTURE} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    lib_pipe = t_pipe = None
+    if opts.both_ways:
+        lib_pipe, t_pipe = load_in_pipeline()
     jax = pairs = None
     if not opts.no_jax:
         try:
@@ -220,6 +248,10 @@ def main(argv=None) -> int:
         else:
             tp, tg, g = time_ours(lib, prefix, x, min_time, repeat)
         row = dict(function=name, n=n, primal_us=tp * 1e6, grad_us=tg * 1e6, ratio=tg / tp)
+        if lib_pipe is not None and prefix is not None:
+            pp, pg, gp = time_ours(lib_pipe, prefix, x, min_time, repeat)
+            row.update(pipe_primal_us=pp * 1e6, pipe_grad_us=pg * 1e6, pipe_ratio=pg / pp,
+                       pipe_max_rel_diff=float(np.max(np.abs(gp - g)) / max(1e-300, float(np.max(np.abs(g))))))
         if pairs is not None:
             jp, jg, gj = time_jax(jax, pairs[name], x, min_time, repeat)
             err = float(np.max(np.abs(g - gj)) / max(1e-300, float(np.max(np.abs(gj)))))
@@ -231,11 +263,14 @@ def main(argv=None) -> int:
             print(f"  warning: {name}: our gradient and JAX's differ by {row['max_rel_diff_vs_jax']:.2e} (relative)")
 
     summary = dict(median_ratio=statistics.median(r["ratio"] for r in rows))
+    if lib_pipe is not None:
+        summary["pipe_median_ratio"] = statistics.median(r["pipe_ratio"] for r in rows if "pipe_ratio" in r)
     if pairs is not None:
         summary["jax_median_ratio"] = statistics.median(r["jax_ratio"] for r in rows)
         summary["median_grad_speedup_vs_jax"] = statistics.median(r["grad_speedup_vs_jax"] for r in rows)
     print("\n" + "  ".join(f"{k} = {v:.2f}" for k, v in summary.items())
-          + f"  (differentiate bench.O2.ll: {t_diff * 1e3:.0f} ms)")
+          + f"  (differentiate bench.O2.ll: {t_diff * 1e3:.0f} ms"
+          + (f"; bench.c in the pipeline: {t_pipe * 1e3:.0f} ms)" if t_pipe is not None else ")"))
     result = dict(benchmark="ad_cpu", quick=opts.quick, machine=machine(), differentiate_s=t_diff,
                   rows=rows, **summary)
     if opts.json:
@@ -248,13 +283,15 @@ def main(argv=None) -> int:
 
 def print_row(row: dict, header: bool) -> None:
     cols = [("function", "{:<11}"), ("n", "{:>7}"), ("primal_us", "{:>10.1f}"), ("grad_us", "{:>10.1f}"),
-            ("ratio", "{:>6.2f}"), ("jax_primal_us", "{:>10.1f}"), ("jax_grad_us", "{:>10.1f}"),
+            ("ratio", "{:>6.2f}"), ("pipe_primal_us", "{:>10.1f}"), ("pipe_grad_us", "{:>10.1f}"),
+            ("pipe_ratio", "{:>6.2f}"), ("pipe_max_rel_diff", "{:>9.1e}"), ("jax_primal_us", "{:>10.1f}"), ("jax_grad_us", "{:>10.1f}"),
             ("jax_ratio", "{:>6.2f}"), ("grad_speedup_vs_jax", "{:>7.2f}")]
     cols = [(k, f) for k, f in cols if k in row]
     if header:
         names = {"primal_us": "primal µs", "grad_us": "grad µs", "ratio": "g/p", "jax_primal_us": "JAX p µs",
-                 "jax_grad_us": "JAX g µs", "jax_ratio": "JAX g/p", "grad_speedup_vs_jax": "vs JAX"}
-        print("  ".join(f.replace(".1f", "").replace(".2f", "").format(names.get(k, k)) for k, f in cols))
+                 "pipe_primal_us": "pipe p µs", "pipe_grad_us": "pipe g µs", "pipe_ratio": "pipe g/p",
+                 "pipe_max_rel_diff": "pipe Δg", "jax_grad_us": "JAX g µs", "jax_ratio": "JAX g/p", "grad_speedup_vs_jax": "vs JAX"}
+        print("  ".join(re.sub(r"\.\d[efg]", "", f).format(names.get(k, k)) for k, f in cols))
     print("  ".join(f.format(row[k]) for k, f in cols))
 
 

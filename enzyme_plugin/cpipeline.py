@@ -1,14 +1,16 @@
 """AD at Enzyme's place in LLVM's pipeline, for IR that clang produced with its optimiser off.
 
-Enzyme's clang plugin differentiates inside the optimisation pipeline: after the early function
-simplification, before the inliner has removed the functions that carry custom rules, and the rest
-of the pipeline then optimises the derivative with the program. For IR from ``clang -O<N> -Xclang
+Enzyme's clang plugin differentiates inside the optimisation pipeline: a pass at the pipeline's
+start keeps the functions that carry custom rules out of line, the simplification pipeline (the
+inliner included) runs, AD runs at the optimiser's early extension point, and the rest of the
+pipeline optimises the derivative with the program. For IR from ``clang -O<N> -Xclang
 -disable-llvm-optzns -emit-llvm`` (the level's attributes set, no pass run) the same happens here::
 
     clang IR (no pass ran)
-      -> early simplification, inliner off   SROA, instcombine, simplifycfg, DCE, loop-simplify, LCSSA
-      -> AD                                   every __enzyme_* call replaced (rules' functions still there)
-      -> LLVM's O<N> pipeline                 inliner, loop passes, vectorizers: primal and derivative
+      -> rule-carrying functions noinline      __enzyme_register_*, __enzyme_function_like
+      -> LLVM's O<N> pipeline                  their callers simplified, inlined, vectorized
+      -> AD                                    every __enzyme_* call replaced; the rules apply
+      -> noinline undone, O<N> again           the rules' functions may now be inlined
 
 Already-optimised IR (``clang -O2 -emit-llvm``) goes the way it always has (AD, then O2), where a rule's
 function the inliner removed is refused. :func:`looks_unoptimised` tells the two apart.
@@ -20,8 +22,11 @@ import re
 
 from gpucompiler.service.contain import contained
 
-from .ad import leftover, preprocess
+from gpucompiler.llvm import Module, parse
+
+from .ad import custom, leftover, preprocess
 from .ad.interface import differentiate_here, differentiate_nested
+from .passes import noinline
 
 #: function attributes only LLVM's optimiser infers (clang alone never sets them)
 _INFERRED = re.compile(r"\b(?:nosync|nofree|norecurse|willreturn|memory\()")
@@ -53,8 +58,25 @@ def differentiate_in_pipeline(text: str, level: int = 2) -> str:
 def differentiate_in_pipeline_here(text: str, level: int = 2) -> str:
     """:func:`differentiate_in_pipeline` in this process (for a caller that contains it already)."""
     leftover.refuse_unknown(text)
-    out = differentiate_nested(text, lambda t: preprocess.optimize(t, level))
-    return leftover.check_output(preprocess.optimize(out, level))
+    module = parse(text)
+    keep_rules_out_of_line(module)
+    out = differentiate_nested(preprocess.optimize(str(module), level), lambda t: preprocess.optimize(t, level))
+    module = parse(out)
+    noinline.restore(module)
+    return leftover.check_output(preprocess.optimize(str(module), level))
+
+
+def keep_rules_out_of_line(module: Module) -> None:
+    """``noinline`` (recorded, so that :func:`noinline.restore` undoes it) on every function with a
+    registered rule or an ``__enzyme_function_like`` declaration: the inliner must not dissolve them
+    before AD has seen their calls."""
+    noinline.mark(module)
+    for name in custom.function_like(module):
+        fn = module.functions.get(name)
+        if fn is not None and not fn.is_declaration and not fn.has_attribute("noinline"):
+            fn.remove_attribute("alwaysinline")
+            fn.add_attribute("noinline")
+            fn.add_attribute(f'"{noinline.RECORD}"')
 
 
 def differentiate_auto(text: str, level: int = 2, pre_opt: bool | None = None) -> str:

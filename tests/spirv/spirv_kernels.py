@@ -181,3 +181,12 @@ def error_functions(out, x):
     i = gd.grid(1)
     if i < x.shape[0]:
         out[i] = math.erf(x[i])
+
+
+@kernel
+def divisions(q, r, t, a, b):
+    i = gd.grid(1)
+    if i < a.shape[0]:
+        q[i] = a[i] // b[i]
+        r[i] = a[i] % b[i]
+        t[i] = int(a[i] / b[i])  # true division, truncated: the sign of a quotient both ways

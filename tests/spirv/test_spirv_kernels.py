@@ -69,6 +69,31 @@ def test_nan_and_inf_tests_hold_on_every_driver(vulkan_device, dtype):
     np.testing.assert_array_equal(out, np.where(np.isnan(x), 1, np.where(np.isinf(x), 2, 0)))
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int16])
+def test_signed_division_and_remainder_of_every_sign(vulkan_device, dtype):
+    # signed division is lowered to unsigned division of magnitudes (NVIDIA's driver computed OpSRem on
+    # LLVM's unsigned-declared types as an unsigned remainder): Python's // and % for every sign pair
+    info = np.iinfo(dtype)
+    big = min(20011, info.max)
+    a = np.array([7, -7, 7, -7, 0, 1, -1, info.max, info.min + 1, info.min, big - 1, -55, 6, -6], dtype)
+    b = np.array([2, 2, -2, -2, 5, -3, 3, 7, -7, 3, big, big, -4, 4], dtype)
+    q, r, t = np.zeros(len(a), dtype), np.zeros(len(a), dtype), np.zeros(len(a), np.int64)
+    vulkan.launch(K.divisions, 1, 64, (q, r, t, a, b))
+    eq, er, et = np.zeros_like(q), np.zeros_like(r), np.zeros_like(t)
+    K.divisions[1, 64, "cpu"](eq, er, et, a, b)
+    np.testing.assert_array_equal(q, eq)
+    np.testing.assert_array_equal(r, er)
+    np.testing.assert_array_equal(t, et)
+    np.testing.assert_array_equal(q, np.floor_divide(a, b))
+    np.testing.assert_array_equal(r, np.mod(a, b))
+    binary = vulkan.compile_spirv(K.divisions, K.divisions.argument_types((q, r, t, a, b)), (64, 1, 1))
+    words, at, opcodes = struct.unpack(f"<{len(binary) // 4}I", binary), 5, set()
+    while at < len(words):
+        opcodes.add(words[at] & 0xFFFF)
+        at += words[at] >> 16
+    assert not opcodes & {135, 138, 139}  # OpSDiv, OpSRem, OpSMod
+
+
 def test_integer_atomics_histogram(vulkan_device):
     values = rng.integers(0, 1000, 5000).astype(np.int32)
     counts = np.zeros(10, np.int32)

@@ -70,6 +70,7 @@ def lower_shader(job, module, target) -> None:
                 for f in model.functions.values() if not f.is_declaration and f is not entry]
     _resolve_placeholders(model, entry, target.workgroup)
     _shader_compares(entry)
+    _unsigned_division(entry)
     problems += to_logical(entry, _roots(model, entry))
     problems += _unrooted(entry) if not problems else []
     if problems:
@@ -167,6 +168,37 @@ def _lower_copysign(call: Instruction) -> None:
     out = b.binop("or", magnitude, b.binop("and", b.cast("bitcast", y, t), sign))
     call.replace_all_uses_with(b.cast("bitcast", out, x.type))
     call.erase()
+
+
+def _unsigned_division(fn: Function) -> None:
+    """``sdiv``/``srem`` as unsigned division of the magnitudes, the sign put back with selects.
+
+    LLVM's back end declares every integer type unsigned (``OpTypeInt 64 0``), and NVIDIA's driver
+    (580) then computes ``OpSRem`` as an unsigned remainder: ``-55 % 20011`` gave ``2**64 - 55``'s
+    remainder (found by the kernel fuzzer, Python's ``%`` off for negative operands). ``OpUDiv`` and
+    ``OpUMod`` on unsigned types mean the same to every driver. ``0 - INT_MIN`` is ``2**(N-1)`` as an
+    unsigned magnitude, so every operand pair keeps LLVM's result (division by zero and
+    ``INT_MIN / -1`` stay undefined, as in LLVM)."""
+    for inst in list(fn.instructions()):
+        if inst.opcode not in ("sdiv", "srem") or not isinstance(inst.type, LT.IntType):
+            continue
+        t = inst.type
+        zero = const_int(t, 0)
+        b = Builder()
+        b.position_before(inst)
+        a, d = inst.operands[0], inst.operands[1]
+        a_neg = b.icmp("slt", a, zero)
+        d_neg = b.icmp("slt", d, zero)
+        ua = b.select(a_neg, b.binop("sub", zero, a), a)
+        ud = b.select(d_neg, b.binop("sub", zero, d), d)
+        if inst.opcode == "sdiv":
+            q = b.binop("udiv", ua, ud)
+            out = b.select(b.binop("xor", a_neg, d_neg), b.binop("sub", zero, q), q)
+        else:
+            r = b.binop("urem", ua, ud)
+            out = b.select(a_neg, b.binop("sub", zero, r), r)
+        inst.replace_all_uses_with(out)
+        inst.erase()
 
 
 def _shader_compares(fn: Function) -> None:

@@ -22,10 +22,12 @@ runs the elements as a GPU kernel.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import linecache
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -56,6 +58,7 @@ def _generated(source: str, name: str, scope: dict) -> Any:
     return scope[name]
 
 
+@functools.cache
 def _dtype(t: T.Type):
     return np.dtype(repr(t))
 
@@ -103,10 +106,13 @@ _CUDA = """def elements({params}, out):
 """
 
 
-def _weak_fits(value, t: T.Type) -> bool:
-    """A Python scalar converts to ``t`` when its kind is not above ``t``'s (NumPy 2's weak scalars)."""
-    kind = {bool: "b", int: "i", float: "f", complex: "c"}[type(value)]
-    return isinstance(t, T.Scalar) and _KIND[kind] <= _KIND[t.kind]
+#: Python scalar classes, weak in NumPy 2's promotion, and their kinds
+_WEAK = {bool: "b", int: "i", float: "f", complex: "c"}
+
+
+def _weak_fits(cls: type, t: T.Type) -> bool:
+    """A Python scalar of class ``cls`` converts to ``t`` when its kind is not above ``t``'s."""
+    return isinstance(t, T.Scalar) and _KIND[_WEAK[cls]] <= _KIND[t.kind]
 
 
 class UFunc:
@@ -131,6 +137,7 @@ class UFunc:
         # the generated loops index within the broadcast shape by construction (unless checks are asked for)
         self._options = {"boundscheck": False, **options, **({"parallel": True} if self._parallel else {})}
         self._loops: dict = {}
+        self._chosen: dict = {}
         self._device: tuple = ()  # target="cuda": the launch's device (the default GPU)
 
     @property
@@ -144,26 +151,33 @@ class UFunc:
         return len(self._signatures)
 
     def _choose(self, values) -> tuple[tuple, T.Type]:
-        """The argument types to compute in and the result type: the first signature every input
-        converts to safely (with none declared, the inputs' own types)."""
+        """The argument types to compute in and the result type, per the inputs' dtypes (a Python
+        scalar by its class: NumPy 2's weak scalars), remembered."""
+        key = tuple(type(v) if type(v) in _WEAK else np.asarray(v).dtype for v in values)
+        hit = self._chosen.get(key)
+        if hit is None:
+            hit = self._chosen[key] = self._resolve(key)
+        return hit
+
+    def _resolve(self, key) -> tuple[tuple, T.Type]:
+        """The first signature every input converts to safely (with none declared, the inputs' own types)."""
         if not self._signatures:
-            argtypes = tuple(T.typeof(np.asarray(v).dtype.type(0)) if not isinstance(v, np.ndarray)
-                             else T.typeof(v.dtype.type(0)) for v in values)
+            argtypes = tuple(T.typeof(np.dtype(k).type(0)) for k in key)
             return argtypes, self._kernel.result_type(*argtypes)
         for sig in self._signatures:
-            if all(_weak_fits(v, t) if type(v) in (bool, int, float, complex)
-                   else np.can_cast(np.asarray(v).dtype, _dtype(t), "safe") for v, t in zip(values, sig.args)):
+            if all(_weak_fits(k, t) if k in _WEAK else np.can_cast(k, _dtype(t), "safe")
+                   for k, t in zip(key, sig.args)):
                 assert sig.restype is not None
                 return sig.args, sig.restype
-        got = ", ".join(str(np.asarray(v).dtype) for v in values)
+        got = ", ".join(str(np.dtype(k)) for k in key)
         raise ConfigError(f"{self.__name__} has no loop for ({got}): its signatures are {', '.join(self.types)}; "
                           "convert the inputs or add a signature")
 
-    def _loop(self, key, source: str, name: str):
+    def _loop(self, key, source: Callable[[], str], name: str):
         loop = self._loops.get(key)
         if loop is None:
             scope = {"kernel": self.py_func, "prange": prange}
-            loop = self._loops[key] = jit(**self._options)(_generated(source, name, scope))
+            loop = self._loops[key] = jit(**self._options)(_generated(source(), name, scope))
         return loop
 
     def __call__(self, *args, out=None, **kwargs):
@@ -195,8 +209,8 @@ class UFunc:
                                                                     for a in arrays):
                 arrays, flat = [a.reshape(-1) for a in arrays], result.reshape(-1)
             patterns = tuple(_indices(flat.shape, a.shape) for a in arrays)
-            loop = self._loop(("map", flat.ndim, patterns), _loop_source(patterns, flat.ndim, self._parallel),
-                              "loop")
+            loop = self._loop(("map", flat.ndim, patterns),
+                              lambda: _loop_source(patterns, flat.ndim, self._parallel), "loop")
             loop(*arrays, flat)
         if out is not None:
             if not direct:
@@ -242,7 +256,7 @@ class UFunc:
         if a2.shape[1] == 0:
             raise ValueError(f"zero-size array to reduction operation {self.__name__} which has no identity")
         res = np.empty(a2.shape[0], a2.dtype)
-        self._loop(("reduce",), _REDUCE, "reduce")(a2, res)
+        self._loop(("reduce",), lambda: _REDUCE, "reduce")(a2, res)
         res = res.reshape(kept)
         if keepdims:
             res = np.expand_dims(res, axis)
@@ -256,7 +270,7 @@ class UFunc:
         a2, kept, axis = self._along(array, axis, dtype)
         res = np.empty_like(a2)
         if a2.shape[1]:
-            self._loop(("accumulate",), _ACCUMULATE, "accumulate")(a2, res)
+            self._loop(("accumulate",), lambda: _ACCUMULATE, "accumulate")(a2, res)
         res = np.moveaxis(res.reshape((*kept, a2.shape[1])), -1, axis)
         if out is not None:
             np.copyto(out, res, casting="same_kind")

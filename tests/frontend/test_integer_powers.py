@@ -189,3 +189,18 @@ def test_complex_integral_powers_as_cpython(n, tmp_path):
                 f(z)
             continue
         assert repr(f(z)) == repr(want), (n, z)
+
+
+def power_terms(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] ** 3 + x[i] ** -2 + x[i] ** 4
+    return s
+
+
+def test_forward_and_second_derivatives_exact():
+    enzyme = pytest.importorskip("enzyme_plugin")
+    x = np.array([0.7, -1.3, 2.0])
+    np.testing.assert_allclose(enzyme.jacobian(power_terms, x), 3 * x ** 2 - 2 * x ** -3.0 + 4 * x ** 3, rtol=1e-14)
+    np.testing.assert_allclose(enzyme.hvp(power_terms, x, np.ones(3)), 6 * x + 6 * x ** -4.0 + 12 * x ** 2,
+                               rtol=1e-13)

@@ -100,12 +100,16 @@ timeout 150 "$PY" benchmarks/ad_launches.py --device gpu --n 1048576 --reps 10 -
     | tee "$REPORT/ad_launches_gpu.txt"
 [ "${PIPESTATUS[0]}" -ne 0 ] && BENCH_RC=1
 echo "== SPIR-V on Vulkan (the NVIDIA Vulkan driver): tests/spirv and benchmarks/gpu_vulkan.py"
-# The Vulkan loader may be missing on the GPU machine: carried Debian packages in .gl/ (libvulkan1 and the
-# glvnd libraries, see docs/vulkan.md) are unpacked into /; the NVIDIA ICD is named when none is; the
+# The Vulkan loader may be missing on the GPU machine: carried Debian packages in .gl/ (libvulkan1, the
+# glvnd libraries and spirv-tools, see docs/vulkan.md) are unpacked into /; the NVIDIA ICD is named when none is; the
 # binding (the vulkan package, cffi) comes from carried wheels in .whl/ when not installed.
 if ! ldconfig -p | grep -q libvulkan.so.1 && ls .gl/*.deb >/dev/null 2>&1; then
-    for f in .gl/*.deb; do dpkg -x "$f" /; done
+    for f in .gl/*.deb; do [ "${f#*spirv-tools}" = "$f" ] && dpkg -x "$f" /; done
     ldconfig
+fi
+# spirv-val (Debian's spirv-tools, carried in .gl/ too): the Vulkan runtime refuses to load a shader unchecked
+if ! command -v spirv-val >/dev/null 2>&1 && ls .gl/spirv-tools_*.deb >/dev/null 2>&1; then
+    dpkg -x .gl/spirv-tools_*.deb /
 fi
 NVIDIA_ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$NVIDIA_ICD" ]; then export VK_DRIVER_FILES="$NVIDIA_ICD"; fi

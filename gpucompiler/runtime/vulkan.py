@@ -28,7 +28,7 @@ import numpy as np
 from .. import types as T
 from ..errors import ArgumentTypeError, LaunchError
 from ..targets.spirv import SPIRVTarget
-from ..targets.spirv.tools import float_controls
+from ..targets.spirv.tools import float_controls, validate_binary
 from .arguments import cuda_array_type, kernel_argument
 from .launchers import register_runtime
 from .vulkan_device import DeviceFeatureError, VulkanDevice, VulkanError, device, vk
@@ -152,6 +152,9 @@ def shader(kernel, argtypes: tuple, workgroup: tuple[int, int, int], dev: Vulkan
     hit = table.get(key)
     if hit is None:
         binary = float_controls(compile_spirv(kernel, argtypes, workgroup), dev.float_modes)
+        # required, not optional here: LLVM 22 sometimes structures control flow wrongly, which only
+        # spirv-val tells; a driver given such a module computes wrong numbers (seen on NVIDIA's)
+        validate_binary(binary, required=True)
         shuffles = dev.require(binary)
         arrays = sum(isinstance(t, T.ArrayType) for t in argtypes)
         hit = table[key] = Shader(binary, arrays, *_pipeline(dev, binary, arrays, kernel.symbol, shuffles))

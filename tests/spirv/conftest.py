@@ -8,8 +8,9 @@ from gpucompiler.errors import GPUCompilerError
 
 
 @pytest.fixture(scope="session")
-def vulkan_device():
-    """The process's Vulkan device; skips when the binding, the loader or a driver is missing."""
+def vulkan_device(spirv_val):
+    """The process's Vulkan device; skips when the binding, the loader or a driver is missing (or
+    spirv-val, which the runtime runs on every shader before loading it)."""
     from gpucompiler.runtime import vulkan
 
     try:

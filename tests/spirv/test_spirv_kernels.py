@@ -146,6 +146,18 @@ def test_an_array_chosen_at_run_time_is_a_typed_error(vulkan_device):
     assert (out == 7.0).all()
 
 
+def test_the_runtime_loads_no_shader_spirv_val_has_not_checked(vulkan_device, monkeypatch):
+    # LLVM 22 sometimes structures control flow wrongly; unchecked, NVIDIA's driver ran such a shader and
+    # computed wrong numbers: without spirv-val a launch is a ToolNotFoundError, not a guess
+    from gpucompiler.errors import ToolNotFoundError
+    from gpucompiler.targets.spirv import tools
+
+    monkeypatch.setattr(tools, "find_spirv_val", lambda: None)
+    out = np.zeros(4)
+    with pytest.raises(ToolNotFoundError, match="spirv-val"):
+        vulkan.launch(K.nan_flags, 1, 32, (out, np.ones(4)))
+
+
 def test_a_complex_scalar_argument_is_a_typed_error(vulkan_device):
     out = np.zeros(4)
     with pytest.raises(ArgumentTypeError, match="'a'"):  # was a TypeError from packing the parameter block

@@ -165,21 +165,27 @@ def code_digest(module_name: str) -> str | None:
     where = _root(name)
     if where is None:
         return None
-    root, package = where
-    memo_path = _memo_path(name, root)
-    if memo_path is not None:
-        memo = _read(memo_path)
+    return tree_digest(name, *where)
+
+
+def tree_digest(name: str, root: str, package: bool) -> str:
+    """SHA-256 of the ``.py`` files under directory ``root`` (``package``) or of the file ``root``,
+    memoised in the cache directory as :func:`code_digest` is (not in the process); ``name`` is the dotted module name of ``root``, imported or
+    not (its imported modules' ``.pyc`` checks stand in for stats)."""
+    memo_file = memo_path(name, root)
+    if memo_file is not None:
+        memo = read_memo(memo_file)
         if memo is not None and _holds(memo, root, name) and _HEX64.fullmatch(str(memo.get("digest"))):
             return memo["digest"]
     files = _scan(root, package)
     stamp = _stamp(root, files)
     digest = _content_digest(files)
-    if memo_path is not None and _stamp(root, files) == stamp:  # no file changed while it was read
-        _publish(memo_path, json.dumps({**stamp, "digest": digest}))
+    if memo_file is not None and _stamp(root, files) == stamp:  # no file changed while it was read
+        publish(memo_file, json.dumps({**stamp, "digest": digest}))
     return digest
 
 
-def _memo_path(name: str, root: str) -> str | None:
+def memo_path(name: str, root: str) -> str | None:
     """Where the memo of ``name`` lives: ``<cache dir>/code/``; None when the cache is off or its
     directory is refused as a private tier (another user could plant or redirect a memo there)."""
     directory = CacheSettings.from_env().directory
@@ -198,7 +204,7 @@ def _memo_path(name: str, root: str) -> str | None:
     return os.path.join(directory, "code", f"{name}-{where}.json")
 
 
-def _read(path: str) -> dict | None:
+def read_memo(path: str) -> dict | None:
     try:
         with open(path, "rb") as fh:
             memo = json.loads(fh.read())
@@ -207,7 +213,7 @@ def _read(path: str) -> dict | None:
     return memo if isinstance(memo, dict) else None
 
 
-def _publish(path: str, text: str) -> None:
+def publish(path: str, text: str) -> None:
     """A new temporary file (``O_CREAT | O_EXCL | O_NOFOLLOW``, a random name, through a descriptor of
     the memo's directory) renamed over the memo: a reader never sees half a memo, and no planted link
     is written through. A read-only cache is fine."""

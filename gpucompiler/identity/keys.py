@@ -15,37 +15,144 @@ serve the wrong code. Python's ``hash()`` is never used.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.machinery
+import importlib.util
 import json
+import os
 from typing import Any
 from collections.abc import Iterable
 
 from .. import plugin as gp
 from ..core import RecordedSource
 from ..hashing import canonical
-from .codeprint import code_digest
+from .codeprint import code_digest, memo_path, publish, read_memo, tree_digest
+from ..interface import Plugin
 from ..llvm.binding import llvm_version
 from ..targets.native import NativeTarget
 from ..version import __version__
 
 #: bumped when the entry layout or the key document changes
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 
 
 def plugin_identity(names: Iterable[str]) -> list[list[Any]]:
-    """``[[name, version, settings, code], ...]`` of the enabled plugins, sorted by name.
+    """The identities of the enabled plugins, sorted by name, importing none that is installed.
 
+    Each is ``[name, version, settings, code]``. An installed plugin (an entry
+    point of group ``gpucompiler.plugins``) has ``"distribution==version"`` read from its
+    distribution's metadata and files (:func:`installed_identity`), the same
+    whether or not this process has imported it. A plugin registered by hand
+    (or one replacing an entry point's class) has its instance's ``version``
+    and ``code`` the digest of its top-level package.
     ``settings`` is what the plugin's optional ``cache_settings()`` returns
-    (JSON-able data describing options that change its output), else None;
-    ``code`` the digest of the source of the plugin's top-level package
-    (:mod:`.codeprint`), else None.
+    (JSON-able data describing options that change its output), else None.
     """
     out = []
-    for p in gp.enabled(names):
-        settings = gp.hook(p, "cache_settings")()
-        out.append([p.name, p.version, None if settings is None else canonical(settings),
-                    code_digest(type(p).__module__)])
+    for name in sorted(set(names)):
+        ep = gp.entry_point(name)
+        p = gp.loaded(name)
+        if ep is not None and (p is None or _from_entry_point(p, ep)):
+            out.append(installed_identity(ep, p))
+            continue
+        if p is None:
+            p = gp.enabled([name])[0]  # registers it, or raises UnknownPluginError
+        out.append([p.name, p.version, _settings(p), code_digest(type(p).__module__)])
     return out
+
+
+def _from_entry_point(plugin: Any, ep: Any) -> bool:
+    cls = type(plugin)
+    return cls.__module__ == ep.module and cls.__qualname__ == ep.attr
+
+
+def _settings(plugin: Any) -> Any:
+    settings = gp.hook(plugin, "cache_settings")()
+    return None if settings is None else canonical(settings)
+
+
+def installed_identity(ep: Any, plugin: Any = None) -> list[Any]:
+    """``[name, "distribution==version", settings, code]`` of the entry point ``ep``.
+
+    ``code`` is the digest of the entry point's *package directory*
+    (:func:`covered_files`), found on ``sys.path`` and hashed without importing
+    anything (memoised in the cache directory: :func:`.codeprint.tree_digest`).
+    ``settings`` needs the plugin's ``cache_settings()``: it is called when the
+    plugin is loaded (``plugin``), or when the plugin's class defines one (known
+    from a memo written the first time the plugin was loaded with these files);
+    otherwise None without importing it.
+    """
+    dist = ep.dist
+    code = plugin_code(ep.module)
+    if plugin is None and (code is None or _defines_settings(ep.name, code) is not False):
+        plugin = gp.enabled([ep.name])[0]  # unknown yet: import it once
+    settings = None if plugin is None else _settings(plugin)
+    if plugin is not None and code is not None:
+        _note_settings(ep.name, code, _has_settings_hook(plugin))
+    return [ep.name, None if dist is None else f"{dist.name}=={dist.version}", settings, code]
+
+
+@functools.cache
+def plugin_code(module: str) -> str | None:
+    """The digest of the files :func:`covered_files` names for entry-point module ``module``, once per process."""
+    where = covered_files(module)
+    return None if where is None else tree_digest(*where)
+
+
+def covered_files(module: str) -> tuple[str, str, bool] | None:
+    """``(dotted name, path, is_package)`` of what a plugin's code digest covers, found without importing.
+
+    The entry point's module ``a.b.m``: when it is a package, its directory
+    tree; when it is a module inside a package, that package's directory tree
+    (``a/b/``, the siblings it imports relatively); a top-level single-file
+    module, its file. What it imports from outside that directory is not
+    covered: gpucompiler has its own digest in every key, and other
+    distributions are named by the plugin's version only -- a plugin whose
+    output depends on code of another of its packages must bump its version
+    or live in one package. None when the module has no source on ``sys.path``.
+    """
+    parts = module.split(".")
+    try:
+        spec = importlib.util.find_spec(parts[0])  # a top-level name: found, not imported
+        for i in range(1, len(parts)):
+            if spec is None or spec.submodule_search_locations is None:
+                return None
+            parent = spec
+            spec = importlib.machinery.PathFinder.find_spec(".".join(parts[:i + 1]), parent.submodule_search_locations)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None or not spec.has_location:
+        return None
+    if spec.submodule_search_locations is not None:  # a package
+        return module, os.path.dirname(spec.origin), True
+    if len(parts) == 1:
+        return module, spec.origin, False
+    return ".".join(parts[:-1]), os.path.dirname(spec.origin), True
+
+
+def _has_settings_hook(plugin: Any) -> bool:
+    fn = getattr(getattr(plugin, "cache_settings", None), "__func__", None)
+    return fn is not None and fn is not Plugin.cache_settings
+
+
+def _settings_memo(name: str, code: str) -> str | None:
+    """The memo of whether plugin ``name`` at code digest ``code`` defines ``cache_settings``."""
+    return memo_path(f"plugin-{name}", code)
+
+
+def _defines_settings(name: str, code: str) -> bool | None:
+    """Whether plugin ``name`` with code digest ``code`` defines ``cache_settings`` (None: not known)."""
+    path = _settings_memo(name, code)
+    memo = None if path is None else read_memo(path)
+    value = None if memo is None else memo.get("cache_settings")
+    return value if isinstance(value, bool) else None
+
+
+def _note_settings(name: str, code: str, defines: bool) -> None:
+    path = _settings_memo(name, code)
+    if path is not None and _defines_settings(name, code) is not defines:
+        publish(path, json.dumps({"cache_settings": defines}))
 
 
 _MACHINES: dict[Any, dict[str, Any]] = {}

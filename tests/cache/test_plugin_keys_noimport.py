@@ -1,0 +1,144 @@
+"""Plugin identity in cache keys from the distribution's metadata and files: a hit imports no plugin.
+
+Two plugins are installed as pip would (a ``*.dist-info`` with entry points) in
+their own packages, ``alpha_plug`` and ``beta_plug``; ``gamma_plug`` defines
+``cache_settings()`` (read from the environment), so its settings are part of
+the key and it is imported on a hit to ask for them. Every run is a fresh
+process with its own hash seed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpucompiler.identity import keys
+
+PLUGIN = '''
+import os
+import gpucompiler.plugin as gp
+
+
+class {cls}(gp.Plugin):
+    name = "{name}"
+    version = "1.0"
+    SCALE = {scale}
+{extra}
+'''
+SETTINGS = '''
+    def cache_settings(self):
+        return {"mode": os.environ.get("GAMMA_MODE", "a")}
+'''
+
+SCRIPT = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    import gpucompiler.cached as cached
+    from gpucompiler import jit, kernel
+    from gpucompiler.identity import plugin_identity
+
+    origins = []
+    real = cached.compile_cached
+
+    def spy(*a, **k):
+        result = real(*a, **k)
+        origins.append(result.origin)
+        return result
+
+    cached.compile_cached = spy
+    plugins = tuple(sys.argv[1].split(","))
+
+    @jit(plugins=plugins)
+    def f(x, y):
+        return x * y + 1.0
+
+    @kernel(plugins=plugins)
+    def k(a):
+        a[0] = a[0] * 2.0 + 1.0
+
+    a = np.full(4, 3.0)
+    k[1, 1, "cpu"](a)
+    out = {"jit": f(2.0, 3.5), "kernel": float(a[0]), "origins": origins,
+           "imported": sorted(m for m in sys.modules if m.split(".")[0].endswith("_plug")),
+           "identity": plugin_identity(plugins)}
+    print(json.dumps(out))
+''')
+
+
+@pytest.fixture
+def installed(tmp_path):
+    """A site directory with the three plugins' packages and their distribution's entry points."""
+    site = tmp_path / "site"
+    for name, cls, extra in (("alpha", "Alpha", ""), ("beta", "Beta", ""), ("gamma", "Gamma", SETTINGS)):
+        package = site / f"{name}_plug"
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "plugin.py").write_text(PLUGIN.format(cls=cls, name=f"{name}_plug", scale=1, extra=extra))
+    info = site / "plug_dist-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plug_dist\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[gpucompiler.plugins]\n" + "".join(f"{n}_plug = {n}_plug.plugin:{c}\n"
+                                            for n, c in (("alpha", "Alpha"), ("beta", "Beta"), ("gamma", "Gamma"))))
+    return site
+
+
+def _run(site: Path, tmp_path: Path, plugins: str, seed: int, **env: str) -> dict:
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path]),
+               "GPUC_CACHE_DIR": str(tmp_path / "cache"), "PYTHONHASHSEED": str(seed), **env}
+    done = subprocess.run([sys.executable, "-c", SCRIPT, plugins], env=environ, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_cached_jit_function_and_kernel_hit_without_importing_their_plugins(installed, tmp_path):
+    cold = _run(installed, tmp_path, "alpha_plug,beta_plug", seed=1)
+    assert cold["origins"] == ["compiled", "compiled"]
+    assert cold["imported"] == ["alpha_plug", "alpha_plug.plugin", "beta_plug", "beta_plug.plugin"]
+    warm = _run(installed, tmp_path, "alpha_plug,beta_plug", seed=2)
+    assert warm["origins"] == ["disk", "disk"]
+    assert warm["imported"] == []  # nothing of either plugin, not even its package's __init__
+    assert warm["jit"] == cold["jit"] == 2.0 * 3.5 + 1.0
+    assert warm["kernel"] == cold["kernel"] == 3.0 * 2.0 + 1.0
+    assert warm["identity"] == cold["identity"]  # stable across processes and hash seeds
+    assert [i[1] for i in warm["identity"]] == ["plug_dist==1.0", "plug_dist==1.0"]
+
+
+def test_editing_one_plugin_changes_its_key_only(installed, tmp_path):
+    before = {i[0]: i for i in _run(installed, tmp_path, "alpha_plug,beta_plug", seed=3)["identity"]}
+    source = installed / "alpha_plug" / "plugin.py"
+    source.write_text(source.read_text().replace("SCALE = 1", "SCALE = 2"))  # same size: a changed byte
+    after = _run(installed, tmp_path, "alpha_plug,beta_plug", seed=4)
+    ident = {i[0]: i for i in after["identity"]}
+    assert ident["alpha_plug"][3] != before["alpha_plug"][3]
+    assert ident["beta_plug"] == before["beta_plug"]
+    assert after["origins"] == ["compiled", "compiled"]  # the key names alpha: a new entry
+    # a new file in the plugin's package (a module it may import) changes its key too
+    (installed / "alpha_plug" / "helpers.py").write_text("X = 1\n")
+    again = {i[0]: i for i in _run(installed, tmp_path, "alpha_plug", seed=5)["identity"]}
+    assert again["alpha_plug"][3] != ident["alpha_plug"][3]
+
+
+def test_a_plugin_with_cache_settings_is_asked_for_them_on_a_hit(installed, tmp_path):
+    first = _run(installed, tmp_path, "gamma_plug", seed=6)
+    warm = _run(installed, tmp_path, "gamma_plug", seed=7)
+    assert warm["origins"] == ["disk", "disk"]
+    assert "gamma_plug.plugin" in warm["imported"]  # its settings may differ per process: asked each time
+    other = _run(installed, tmp_path, "gamma_plug", seed=8, GAMMA_MODE="b")
+    assert other["origins"] == ["compiled", "compiled"]
+    assert [first["identity"][0][2], other["identity"][0][2]] == [{"mode": "a"}, {"mode": "b"}]
+
+
+def test_covered_files_is_the_entry_points_package(installed, monkeypatch):
+    monkeypatch.syspath_prepend(str(installed))
+    assert keys.covered_files("alpha_plug.plugin") == ("alpha_plug", str(installed / "alpha_plug"), True)
+    assert keys.covered_files("alpha_plug") == ("alpha_plug", str(installed / "alpha_plug"), True)
+    assert keys.covered_files("no_such_plug.plugin") is None
+    assert "alpha_plug" not in sys.modules

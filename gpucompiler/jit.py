@@ -32,6 +32,7 @@ from .errors import (ArgumentTypeError, ConfigError, GPUCompilerError, PluginReq
                      UnknownStageError, for_user)
 from .interpreter.lattice import widen
 from .interface import STAGE_INDEX, STAGE_NAMES
+from .reference import function, reduce_wrapper
 from .runtime import owned
 from .settings import CompileSettings, ParallelSettings, debug_tracebacks
 from .signatures import Signature, accepts, parse_signature
@@ -51,6 +52,27 @@ _FAST = {int: T.int64, float: T.float64, bool: T.boolean, complex: T.complex128}
 _INT_RANGES = {T.int32: (-(1 << 31), (1 << 31) - 1), T.int64: (-(1 << 63), (1 << 63) - 1)}
 _LOADED: dict = {}  # cache key -> (library, address): shared by every dispatcher
 _BY_REPR = {repr(t): t for t in (*_CTYPES, T.none)}  # return types a dependency record can name
+
+
+def _recorded_restype(text: str | None) -> T.Type | None:
+    """The return type a verified dependency record names by its ``repr``: a scalar, none, or a
+    tuple (nested) of those, rebuilt only when its ``repr`` is ``text`` again; None for any other
+    (inferred: arrays and records box with their full type)."""
+    if text is None or text in _BY_REPR or not (text.startswith("tuple(") and text.endswith(")")):
+        return None if text is None else _BY_REPR.get(text)
+    items, depth, start = [], 0, 6
+    for k, ch in enumerate(text[6:-1], 6):
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            items.append(text[start:k].strip())
+            start = k + 1
+    if text[start:-1].strip():
+        items.append(text[start:-1].strip())
+    types = [_recorded_restype(i) for i in items]
+    if any(t is None for t in types):
+        return None
+    rebuilt = T.TupleType(tuple(types))
+    return rebuilt if repr(rebuilt) == text else None
 
 
 def _ctype(t) -> Any:
@@ -124,6 +146,7 @@ class Dispatcher:
 
     def __init__(self, fn, *, signatures: tuple[Signature, ...] = (), **options):
         self.py_func = fn
+        self._keywords = dict(options, signatures=tuple(signatures))  # to rebuild it where it is unpickled
         options, self.inline = numba_options(options)
         if self.inline == "always":  # the callers' code inlines this function (codegen/module.py)
             from .codegen.module import ALWAYS_INLINE
@@ -280,7 +303,7 @@ class Dispatcher:
             lib = CPULibrary.from_cached(result)
             loaded = _LOADED[result.key] = (lib, lib.address(spec.entry + ".pywrap"))
         lib, address = loaded
-        rt = _BY_REPR.get(spec.verified_restype(job) or "")
+        rt = _recorded_restype(spec.verified_restype(job))  # a hit through the index: no inference
         if rt is None:
             _, frame = spec.infer(NativeTarget(), self.plugins, True)
             rt = frame.rettype.type if hasattr(frame.rettype, "type") else frame.rettype
@@ -428,8 +451,18 @@ class Dispatcher:
         """The host assembly for ``argtypes``; with no arguments a dict ``signature -> assembly``."""
         return self._each(argtypes, lambda sig: self._emit("asm", sig), signature)
 
+    def __reduce__(self) -> tuple:
+        """Pickled by reference (:mod:`gpucompiler.reference`): the receiving process finds its compiles in
+        the cache tiers, not in the pickle."""
+        return reduce_wrapper(self, _rebuild, self._keywords, "@jit function")
+
     def __repr__(self) -> str:
         return f"<jit {self.py_func.__qualname__}>"
+
+
+def _rebuild(ref: tuple, keywords: dict) -> Dispatcher:
+    """A pickled dispatcher of a closure (or of a function its module names otherwise), rebuilt."""
+    return Dispatcher(function(ref), **keywords)
 
 
 def jit(fn=None, **options) -> Any:

@@ -9,6 +9,7 @@ process with its own hash seed.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -19,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from gpucompiler.identity import keys
+
+jit_module = importlib.import_module("gpucompiler.jit")  # the module: `gpucompiler.jit` is the decorator
 
 PLUGIN = '''
 import os
@@ -142,3 +145,74 @@ def test_covered_files_is_the_entry_points_package(installed, monkeypatch):
     assert keys.covered_files("alpha_plug") == ("alpha_plug", str(installed / "alpha_plug"), True)
     assert keys.covered_files("no_such_plug.plugin") is None
     assert "alpha_plug" not in sys.modules
+
+
+GRADIENT = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    import gpucompiler.cached as cached
+    from gpucompiler import jit
+    from enzyme_plugin import Active, Const, Reverse, autodiff
+
+    origins = []
+    real = cached.compile_cached
+
+    def spy(*a, **k):
+        result = real(*a, **k)
+        origins.append(result.origin)
+        return result
+
+    cached.compile_cached = spy
+
+    def loss(w, b, xs, ys, n):
+        acc = 0.0
+        for i in range(n):
+            r = w * xs[i] + b - ys[i]
+            acc += r * r
+        return acc / n
+
+    def grad_loss(w, b, xs, ys, n):
+        return autodiff(Reverse, loss, Active(w), Active(b), Const(xs), Const(ys), Const(n))
+
+    before = set(sys.modules)
+    g = jit(grad_loss)
+    xs = np.linspace(0.0, 1.0, 7)
+    ys = 3.0 * xs + 1.0
+    dw, db = g(2.0, 0.5, xs, ys, 7)
+    print(json.dumps({"grad": [dw, db], "origins": origins, "xs": xs.tolist(), "ys": ys.tolist(),
+                      "imported": sorted(m for m in set(sys.modules) - before if m.startswith("enzyme_plugin"))}))
+''')
+
+
+def test_a_cached_gradient_returning_a_tuple_hits_without_the_enzyme_plugin_or_inference(tmp_path):
+    """A tuple of scalars returned is rebuilt from the dependency record: the enzyme plugin, which
+    only inference and compiles need, stays unimported (before: inferred again, importing it)."""
+    env = {**os.environ, "GPUC_CACHE_DIR": str(tmp_path / "cache")}
+    runs = []
+    for seed in (1, 2):
+        done = subprocess.run([sys.executable, "-c", GRADIENT], env={**env, "PYTHONHASHSEED": str(seed)},
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    cold, warm = runs
+    assert cold["origins"] == ["compiled"] and "enzyme_plugin.plugin" in cold["imported"]
+    assert warm["origins"] == ["disk"]
+    assert warm["imported"] == []  # not the plugin's class, its AD engine, nor its rules
+    xs, ys = cold["xs"], cold["ys"]
+    residuals = [2.0 * x + 0.5 - y for x, y in zip(xs, ys)]
+    exact = [sum(2.0 * r * x for r, x in zip(residuals, xs)) / 7, sum(2.0 * r for r in residuals) / 7]
+    assert warm["grad"] == cold["grad"]
+    assert warm["grad"] == pytest.approx(exact, rel=1e-12)
+
+
+@pytest.mark.parametrize("text", ["float64", "none", "tuple()", "tuple(float64)", "tuple(int64, bool)",
+                                  "tuple(tuple(int32, float32), uint8)"])
+def test_recorded_return_types_round_trip(text):
+    rebuilt = jit_module._recorded_restype(text)
+    assert rebuilt is not None and repr(rebuilt) == text
+
+
+@pytest.mark.parametrize("text", [None, "", "tuple(array(float64, 1d, C), float64)", "tuple(float64, float64",
+                                  "tuple(float64,, int64)", "tuple(Record(x))", "array(float64, 1d, C)"])
+def test_other_return_types_are_inferred(text):
+    assert jit_module._recorded_restype(text) is None

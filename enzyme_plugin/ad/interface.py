@@ -22,7 +22,7 @@ from gpucompiler.llvm import (Builder, ConstantExpr, Function, GlobalVariable, I
                               no_cyclic_gc, parse, types as T)
 from gpucompiler.service.contain import contained
 
-from . import custom, leftover, preprocess, splitmode, stack
+from . import batch, custom, leftover, preprocess, splitmode, stack
 from .analysis import CONST, DUP, OUT
 from .emit import carries_derivative, is_float_like
 from .engine import Engine
@@ -400,6 +400,7 @@ def differentiate(ir_text: str, *, optimize: bool = True, options: EngineOptions
 def differentiate_here(ir_text: str, *, optimize: bool = True, options: EngineOptions = EngineOptions()) -> str:
     """:func:`differentiate` in this process (for a caller that contains it already). A marker left
     in the result is an ADError (:mod:`.leftover`)."""
+    ir_text = batch.lower_text(ir_text)
     leftover.refuse_unknown(ir_text)
     text = differentiate_nested(ir_text, lambda t: preprocess.optimize(t, 2), options)
     return leftover.check_output(preprocess.optimize(text, 2 if optimize else 0))

@@ -15,8 +15,6 @@ _MARKER_NAME = re.compile(r'@"?([\w.$]*__enzyme_[\w.$]*)"?\(')
 
 #: what to do instead, for the markers of Enzyme's tests the engine does not implement
 _ADVICE = {
-    "__enzyme_batch": "batch mode of the primal is not implemented: call the function once per lane "
-                      "(vector derivatives: __enzyme_fwddiff or __enzyme_autodiff with enzyme_width, N)",
     "__enzyme_virtualreverse": "the virtual reverse pass of a function pointer is not implemented: "
                                "differentiate the function itself with __enzyme_augmentfwd/__enzyme_reverse",
     "__enzyme_shadow": "shadow lookups of globals by marker call are not implemented: pass the shadow "

@@ -1,12 +1,12 @@
-/* Markers of Enzyme's C interface the engine does not implement, one per
- * module (-DCASE=n); each must be an ADError naming it, never a call left
+/* Markers of Enzyme's C interface the engine does not implement (or a call
+ * of one it does that it must refuse), one per module (-DCASE=n); each must be an ADError naming it, never a call left
  * in the output. MARKER_LINE is the line of the marker call. */
 #include "enzyme.h"
 
 double sq(double x) { return x * x; }
 int enzyme_context, enzyme_width, enzyme_vector, enzyme_scalar;
 
-#if CASE == 1
+#if CASE == 1 /* implemented (c/batch.c), but here it returns one double for two lanes */
 double __enzyme_batch(void *, ...);
 double use(double x) { return __enzyme_batch((void *)sq, enzyme_width, 2, enzyme_vector, x, x); }
 #elif CASE == 2

@@ -355,6 +355,11 @@ class LaunchError(GPUCompilerError, ValueError):
     """A kernel launch is malformed: grid/block shape, device, arguments."""
 
 
+class NotPicklableError(GPUCompilerError, TypeError):
+    """A compiled function (``@jit``, kernel, thunk) has no place to be pickled by reference from: a lambda at
+    module level, a function made by ``exec``, a recursive closure; or the receiving process lacks that place."""
+
+
 class CudaError(ToolchainError):
     """A CUDA driver call failed; ``name`` is the driver's error name (``CUDA_ERROR_...``)."""
 
@@ -374,4 +379,4 @@ class EmulationError(GPUCompilerError):
     """The CPU grid emulation cannot run a kernel faithfully (e.g. divergent barriers)."""
 
 
-__all__ = ["PLUGIN_ATTRIBUTE", "ArgumentBindingError", "ArgumentTypeError", "CacheCorruptionError", "CacheError", "CacheForgeryError", "CacheWarning", "CompileError", "CompilerCrashError", "ConfigError", "CudaError", "EmulationError", "GPUCompilerError", "IRParseError", "InvalidIRError", "KernelError", "LaunchError", "PluginError", "PluginMismatchError", "PluginRequiredError", "ReadOnlyArrayError", "RuleConflictError", "ServiceError", "SourceError", "ToolNotFoundError", "ToolchainError", "TypeInferenceError", "UnknownNameError", "UnknownPluginError", "UnknownStageError", "UnknownTargetError", "UnserialisableIRError", "UnsupportedError", "UnsupportedIRError", "for_user"]
+__all__ = ["PLUGIN_ATTRIBUTE", "ArgumentBindingError", "ArgumentTypeError", "CacheCorruptionError", "CacheError", "CacheForgeryError", "CacheWarning", "CompileError", "CompilerCrashError", "ConfigError", "CudaError", "EmulationError", "GPUCompilerError", "IRParseError", "InvalidIRError", "KernelError", "LaunchError", "NotPicklableError", "PluginError", "PluginMismatchError", "PluginRequiredError", "ReadOnlyArrayError", "RuleConflictError", "ServiceError", "SourceError", "ToolNotFoundError", "ToolchainError", "TypeInferenceError", "UnknownNameError", "UnknownPluginError", "UnknownStageError", "UnknownTargetError", "UnserialisableIRError", "UnsupportedError", "UnsupportedIRError", "for_user"]

@@ -32,6 +32,7 @@ from .errors import (ArgumentTypeError, ConfigError, GPUCompilerError, PluginReq
                      UnknownStageError, for_user)
 from .interpreter.lattice import widen
 from .interface import STAGE_INDEX, STAGE_NAMES
+from .reference import function, reduce_wrapper
 from .runtime import owned
 from .settings import CompileSettings, ParallelSettings, debug_tracebacks
 from .signatures import Signature, accepts, parse_signature
@@ -145,6 +146,7 @@ class Dispatcher:
 
     def __init__(self, fn, *, signatures: tuple[Signature, ...] = (), **options):
         self.py_func = fn
+        self._keywords = dict(options, signatures=tuple(signatures))  # to rebuild it where it is unpickled
         options, self.inline = numba_options(options)
         if self.inline == "always":  # the callers' code inlines this function (codegen/module.py)
             from .codegen.module import ALWAYS_INLINE
@@ -449,8 +451,18 @@ class Dispatcher:
         """The host assembly for ``argtypes``; with no arguments a dict ``signature -> assembly``."""
         return self._each(argtypes, lambda sig: self._emit("asm", sig), signature)
 
+    def __reduce__(self) -> tuple:
+        """Pickled by reference (:mod:`gpucompiler.reference`): the receiving process finds its compiles in
+        the cache tiers, not in the pickle."""
+        return reduce_wrapper(self, _rebuild, self._keywords, "@jit function")
+
     def __repr__(self) -> str:
         return f"<jit {self.py_func.__qualname__}>"
+
+
+def _rebuild(ref: tuple, keywords: dict) -> Dispatcher:
+    """A pickled dispatcher of a closure (or of a function its module names otherwise), rebuilt."""
+    return Dispatcher(function(ref), **keywords)
 
 
 def jit(fn=None, **options) -> Any:

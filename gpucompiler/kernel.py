@@ -41,6 +41,7 @@ from .core import CompilerConfig, CompilerJob, FrontendOptions, Target, plugin_o
 from .errors import (ConfigError, ErrorKind, ErrorModel, GPUCompilerError, KernelError, LaunchError, PluginRequiredError,
                      error_model_option, for_user)
 from .interpreter.lattice import widen
+from .reference import function, reduce_wrapper
 from .runtime.arguments import argument_type, kernel_argument
 from .settings import debug_tracebacks
 
@@ -377,8 +378,21 @@ class Kernel:
                     raise
                 self.plugins = tuple(sorted({*self.plugins, exc.plugin}))
 
+    def __reduce__(self) -> tuple:
+        """Pickled by reference (:mod:`gpucompiler.reference`), as a ``@jit`` function: the receiving process
+        finds its compiles in the cache tiers, not in the pickle."""
+        keywords = {"opt_level": self.opt_level, "fastmath": self.fastmath, "maxregs": self.maxregs,
+                    "plugins": self.plugins, "boundscheck": self.boundscheck, "target": self.requested_target,
+                    "options": self.options}
+        return reduce_wrapper(self, _rebuild, keywords, "kernel")
+
     def __repr__(self) -> str:
         return f"<kernel {self.py_func.__qualname__}>"
+
+
+def _rebuild(ref: tuple, keywords: dict) -> Kernel:
+    """A pickled kernel of a closure (or of a function its module names otherwise, or ``k.on(target)``)."""
+    return Kernel(function(ref), **keywords)
 
 
 class Launch:

@@ -1,0 +1,69 @@
+"""Functions a worker process finds by reference (imported by the pickling tests and their workers)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpucompiler import device as gd
+from gpucompiler import jit, kernel
+from gpucompiler.cached import default_cache
+
+
+@jit
+def poly(x: float) -> float:
+    return 3.0 * x * x - 2.0 * x + 1.0
+
+
+@jit
+def total(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * a[i]
+    return s
+
+
+@kernel
+def scale(a, x, y):
+    i = gd.grid(1)
+    if i < y.shape[0]:
+        y[i] = a * x[i]
+
+
+def scaler(factor: float):
+    """A ``@jit`` closure over ``factor``."""
+    @jit
+    def scaled(x: float) -> float:
+        return factor * x + 1.0
+    return scaled
+
+
+def shifter(shift: float):
+    """A kernel closure over ``shift``."""
+    @kernel
+    def shifted(x, y):
+        i = gd.grid(1)
+        if i < y.shape[0]:
+            y[i] = x[i] + shift
+    return shifted
+
+
+def call(fn, *args):
+    """``(fn(*args), compiles)``: the result and how many compiles this process's cache ran."""
+    return fn(*args), default_cache().stats["compile"]
+
+
+def stats(fn, *args) -> dict:
+    """This process's cache counters after ``fn(*args)``."""
+    fn(*args)
+    return dict(default_cache().stats)
+
+
+def launch(k, n: int):
+    """``(y, compiles)`` of ``k`` over ``arange(n)`` in the CPU grid emulation."""
+    x = np.arange(n, dtype=np.float64)
+    y = np.zeros(n)
+    if k.bind.positional == 3:
+        k[(n + 31) // 32, 32, "cpu"](2.0, x, y)
+    else:
+        k[(n + 31) // 32, 32, "cpu"](x, y)
+    return y, default_cache().stats["compile"]

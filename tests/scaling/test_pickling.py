@@ -1,0 +1,172 @@
+"""@jit functions and kernels pickle by reference; a spawned worker finds their code in the cache tiers."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import pickle
+
+import numpy as np
+import pytest
+
+import scaling_shipped as shipped
+from gpucompiler import jit
+from gpucompiler.errors import NotPicklableError
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache_dir(tmp_path_factory):
+    """A fresh GPUC_CACHE_DIR for this module's compiles (the dispatchers of :mod:`scaling_shipped` keep what
+    they compiled in memory), inherited by spawned workers through the environment."""
+    path = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GPUC_CACHE_DIR", str(path))
+        yield path
+
+
+def _poly(x):
+    return 3.0 * x * x - 2.0 * x + 1.0
+
+
+def test_module_level_objects_unpickle_as_themselves():
+    for obj in (shipped.poly, shipped.total, shipped.scale):
+        data = pickle.dumps(obj)
+        assert pickle.loads(data) is obj
+        assert b"ELF" not in data and len(data) < 200  # a reference, no code
+
+
+@pytest.mark.parametrize("factor", [2.5, -1.0, 0.0])
+def test_closures_rebuild_with_their_cells(factor):
+    f = pickle.loads(pickle.dumps(shipped.scaler(factor)))
+    assert f.__qualname__ == "scaler.<locals>.scaled"
+    for x in (0.0, 1.5, -3.0):
+        assert f(x) == factor * x + 1.0
+
+
+def test_closure_kernel_rebuilds_in_the_emulation():
+    k = pickle.loads(pickle.dumps(shipped.shifter(0.5)))
+    y, _ = shipped.launch(k, 40)
+    np.testing.assert_array_equal(y, np.arange(40.0) + 0.5)
+
+
+def test_closure_of_a_closure_pickles_its_cells_by_reference():
+    outer = shipped.scaler(2.0)
+    data = pickle.dumps((outer, outer))
+    a, b = pickle.loads(data)
+    assert a is b and a(1.0) == 3.0
+
+
+_LAMBDA = jit(lambda x: x + 1.0)
+
+
+def test_lambda_at_module_level_is_a_typed_error():
+    with pytest.raises(NotPicklableError, match=r"<lambda>.*test_pickling.py:\d+.*define it with def"):
+        pickle.dumps(_LAMBDA)
+
+
+def test_lambda_inside_a_function_pickles_from_its_code():
+    def make(c):
+        return jit(lambda x: x * c), jit(lambda x: x - c)  # two lambdas on one line: which is ambiguous
+    times = pickle.loads(pickle.dumps(jit(lambda x: x * 3.0)))
+    assert times(2.0) == 6.0
+    with pytest.raises(NotPicklableError, match="finds 2 such functions"):
+        pickle.loads(pickle.dumps(make(2.0)[0]))
+
+
+def test_exec_made_function_is_a_typed_error():
+    ns: dict = {"__name__": "not_a_module_here"}
+    exec("def made(x):\n    return x\n", ns)
+    with pytest.raises(NotPicklableError, match=r"not_a_module_here\.made"):
+        pickle.dumps(jit(ns["made"]))
+
+
+def test_recursive_closure_is_a_typed_error():
+    def outer():
+        @jit
+        def fact(n):
+            return 1 if n <= 1 else n * fact(n - 1)
+        return fact
+    with pytest.raises(NotPicklableError, match="refers to itself through its variable 'fact'"):
+        pickle.dumps(outer())
+
+
+def test_closure_whose_factory_is_gone_is_a_typed_error(monkeypatch):
+    f = shipped.scaler(2.0)
+    monkeypatch.setattr(shipped, "scaler", None)
+    with pytest.raises(NotPicklableError, match=r"scaling_shipped\.scaler, is not a module-level function"):
+        pickle.dumps(f)
+
+
+def test_closure_unpickled_where_the_factory_changed_is_a_typed_error(monkeypatch):
+    data = pickle.dumps(shipped.scaler(2.0))
+    monkeypatch.setattr(shipped, "scaler", shipped.shifter)
+    with pytest.raises(NotPicklableError, match="finds 0 such functions"):
+        pickle.loads(data)
+
+
+def test_a_second_jit_of_a_module_function_rebuilds_with_its_options():
+    g = jit(_poly, boundscheck=False)
+    h = pickle.loads(pickle.dumps(g))
+    assert h is not g and h.py_func is _poly and h.boundscheck is False and h(2.0) == 9.0
+
+
+def _warm():
+    assert shipped.poly(2.0) == 9.0
+    assert shipped.total(np.arange(5.0)) == 30.0
+    assert shipped.scaler(2.5)(2.0) == 6.0
+    y, _ = shipped.launch(shipped.scale, 64)
+    np.testing.assert_array_equal(y, 2.0 * np.arange(64.0))
+
+
+def test_multiprocessing_spawn_workers_hit_the_shared_cache(cache_dir):
+    _warm()
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(2) as pool:
+        results = pool.starmap(shipped.call, [(shipped.poly, 2.0), (shipped.scaler(2.5), 2.0),
+                                              (shipped.total, np.arange(5.0))])
+        kernels = pool.starmap(shipped.launch, [(shipped.scale, 64)])
+        counters = pool.apply(shipped.stats, (shipped.poly, 2.0))
+    assert [r for r, _ in results] == [9.0, 6.0, 30.0]
+    assert [c for _, c in results] == [0, 0, 0]  # each worker compiled nothing: the cache held the code
+    (y, compiles), = kernels
+    np.testing.assert_array_equal(y, 2.0 * np.arange(64.0))
+    assert compiles == 0
+    assert counters.get("compile", 0) == 0 and counters["hit.disk"] >= 1  # the worker's code came from disk
+
+
+def test_process_pool_executor_spawn(cache_dir):
+    _warm()
+    with concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as ex:
+        futures = [ex.submit(shipped.call, shipped.poly, float(x)) for x in range(4)]
+        futures.append(ex.submit(shipped.call, shipped.scaler(2.5), 4.0))
+        results = [f.result() for f in futures]
+    assert [r for r, _ in results] == [_poly(float(x)) for x in range(4)] + [11.0]
+    assert all(c == 0 for _, c in results)
+
+
+def test_a_cold_worker_compiles_and_says_so(cache_dir):
+    """The counter the tests above read does count: a closure value the parent never compiled compiles."""
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        value, compiles = pool.apply(shipped.call, (shipped.scaler(7.0), 1.0))
+    assert value == 8.0 and compiles >= 1
+
+
+def test_dask_local_cluster(cache_dir):
+    distributed = pytest.importorskip("distributed", reason="Dask's distributed is not installed (optional)")
+    _warm()
+    with distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1) as cluster, \
+            distributed.Client(cluster) as client:
+        value, compiles = client.submit(shipped.call, shipped.poly, 2.0).result()
+    assert value == 9.0 and compiles == 0
+
+
+def test_ray_local_cluster(cache_dir):
+    ray = pytest.importorskip("ray", reason="Ray is not installed (optional)")
+    _warm()
+    ray.init(num_cpus=1, runtime_env={"env_vars": {"GPUC_CACHE_DIR": str(cache_dir)}})
+    try:
+        value, compiles = ray.get(ray.remote(shipped.call).remote(shipped.poly, 2.0))
+    finally:
+        ray.shutdown()
+    assert value == 9.0 and compiles == 0

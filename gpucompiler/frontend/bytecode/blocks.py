@@ -47,6 +47,7 @@ class Block:
     stmts: list[ast.stmt] = field(default_factory=list)
     term: tuple = ()
     succs: list[int] = field(default_factory=list)
+    origins: dict[int, str | None] = field(default_factory=dict)
 
 
 def slot_name(block: int, slot: int) -> str:
@@ -105,12 +106,16 @@ class Runner:
         self.stmts.append(self.at(ast.Assign([self.at(ast.Name(name, ast.Store()), op)], value), op))
         return self.at(ast.Name(name, ast.Load()), op)
 
-    def settle(self, op: Op) -> None:
-        """Evaluate the pending stack values into temporaries before a statement."""
+    def settle(self, op: Op, statement: bool = True) -> None:
+        """Evaluate the pending stack values into temporaries before a statement (which may store to a
+        name still pending: ``x, y = y, x``; a slot variable stays, but no longer equals a local), or
+        before the end of a block (names stay)."""
         done: dict[int, ast.Name] = {}  # a value copied on the stack is one temporary
         for i, v in enumerate(self.stack):
-            if isinstance(v, ast.expr) and not isinstance(v, ast.Constant) and not (
-                    isinstance(v, ast.Name) and v.id.startswith(PREFIX + "t")):
+            if isinstance(v, ast.Name) and (v.id.startswith(PREFIX) or not statement):
+                if statement and getattr(v, "origin", None) is not None:
+                    self.stack[i] = done.setdefault(id(v), self.name(v.id, op))
+            elif isinstance(v, ast.expr) and not isinstance(v, ast.Constant):
                 if getattr(v, "inplace", False):
                     self.error("in-place operator used as a value", op)
                 if id(v) not in done:
@@ -141,6 +146,8 @@ class Runner:
             bare = ast.dump(target).replace("Store()", "Load()")
             if ast.dump(value.left) == bare:
                 self.emit(ast.AugAssign(target, value.op, value.right), op)  # pyright: ignore[reportArgumentType]
+            elif isinstance(target, ast.Name) and getattr(value.left, "origin", None) == target.id:
+                self.emit(ast.AugAssign(target, value.op, value.right), op)  # the name, unchanged since read
             elif isinstance(target, ast.Subscript):  # the element went through a join: a[i] = a[i] - v is the same
                 plain = self.at(ast.BinOp(value.left, value.op, value.right), op)
                 self.emit(ast.Assign([target], plain), op)
@@ -159,6 +166,9 @@ class Runner:
         assert block.entry is not None
         self.stack: list[Any] = [self.name(slot_name(block.start, i), block.ops[0]) if v == "value" else v
                                  for i, v in enumerate(block.entry)]
+        for i, v in enumerate(self.stack):
+            if isinstance(v, ast.Name):
+                v.origin = block.origins.get(i)  # pyright: ignore[reportAttributeAccessIssue]
         self.stmts = block.stmts
         kw: tuple[str, ...] = ()
         skip = 0
@@ -258,7 +268,7 @@ class Runner:
             elif k == "copy":
                 v = self.stack[-op.arg]
                 if isinstance(v, ast.expr) and not isinstance(v, (ast.Name, ast.Constant)):
-                    self.settle(op)
+                    self.settle(op, statement=False)
                     v = self.stack[-op.arg]
                 self.stack.append(v)
             elif k == "swap":
@@ -291,7 +301,7 @@ class Runner:
                 test = self.leave(block, op, [(op.target, self.stack), (fall, self.stack)], test)
                 block.term = ("if", test, fall, op.target) if op.arg == "false" else ("if", test, op.target, fall)
             elif k == "jump_or_pop":
-                self.settle(op)
+                self.settle(op, statement=False)
                 kept = self.stack[-1] if self.stack else None
                 if not isinstance(kept, ast.expr):
                     self.error("stack shape the decompiler does not follow", op)
@@ -326,9 +336,11 @@ class Runner:
         def pending():
             return [(succ, i, v) for succ, stack in edges for i, v in enumerate(stack)
                     if isinstance(v, ast.expr) and not (isinstance(v, ast.Name) and v.id == slot_name(succ, i))]
+        if any(succ == block.start for succ, _ in edges) and pending():
+            self.error("stack shape the decompiler does not follow", op)
         if pending():
             before = list(self.stack)
-            self.settle(op)
+            self.settle(op, statement=False)
             settled = {id(a): b for a, b in zip(before, self.stack)}
             edges = [(succ, [settled.get(id(v), v) for v in stack]) for succ, stack in edges]
             if test is not None and not isinstance(test, (ast.Name, ast.Constant)):
@@ -342,6 +354,11 @@ class Runner:
             if target is None:
                 self.error("jump outside the code", op)
             assert target is not None
+            for i, v in enumerate(stack):  # the local a value on the stack still equals, if any
+                if isinstance(v, ast.expr):
+                    origin = (getattr(v, "origin", None) if v.id.startswith(PREFIX) else v.id) \
+                        if isinstance(v, ast.Name) else None
+                    target.origins[i] = origin if target.origins.get(i, origin) == origin else None
             if target.entry is None:
                 target.entry = shape
             elif len(target.entry) != len(shape) or any(

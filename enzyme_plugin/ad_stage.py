@@ -7,6 +7,7 @@ import llvmlite.binding as llvm
 from gpucompiler.llvm import initialize, parse_ir
 from gpucompiler.module import IRModule
 
+from .ad import batch, leftover
 from .ad.errors import VectorizedCodeError
 from .ad.gpu import EngineOptions
 from .ad.interface import differentiate_nested
@@ -55,14 +56,16 @@ def run_ad(job, module, unoptimized: str | None = None) -> None:
         return str(optimize(job, t, vectorize=False))
 
     # ADError names the instruction; the driver names the stage
+    source = batch.lower_text(module.text)
+    leftover.refuse_unknown(source)
     try:
-        text = differentiate_nested(module.text, scalar, options)
+        text = differentiate_nested(source, scalar, options)
     except VectorizedCodeError:
         if unoptimized is None:
             raise
         again = IRModule(scalar(unoptimized))
         nvvm.preserve(again.model, job.target)  # as the ``optimize.last`` callback did
         text = differentiate_nested(again.text, scalar, options)
-    ref = parse_ir(job.target.adapt_ir(text))
+    ref = parse_ir(job.target.adapt_ir(leftover.check_output(text)))
     ref.verify()
     module.ref = ref

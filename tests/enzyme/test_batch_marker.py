@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -95,3 +96,16 @@ def test_malformed_batch_calls_are_errors_naming_the_line(case, tmp_path):
         enzyme_plugin.differentiate(proc.stdout)
     text = str(info.value)
     assert message in text and "bad.c:7" in text, text
+
+
+def test_batch_through_the_compile_pipeline(tmp_path):
+    """``gpuc enzyme --target native``: the plugin's ``ad`` stage lowers the batch calls too (was: ADError
+    "no derivative rule for call to '__enzyme_batch_two'" in the differentiated @batched_sum)."""
+    ir = tmp_path / "batch.ll"
+    ir.write_text(compile_c("batch.c", "O2", True))
+    out = tmp_path / "batch.s"
+    proc = subprocess.run([sys.executable, "-m", "gpucompiler", "enzyme", str(ir), "--target", "native", "-o",
+                           str(out)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    asm = out.read_text()
+    assert "batched_sum" in asm and "__enzyme_" not in asm

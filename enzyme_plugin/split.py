@@ -35,6 +35,7 @@ import weakref
 
 import numpy as np
 
+from gpucompiler.reference import function, function_reference
 from gpucompiler.errors import (PLUGIN_ATTRIBUTE, ArgumentBindingError, ArgumentTypeError, GPUCompilerError,
                                TypeInferenceError)
 
@@ -112,10 +113,15 @@ def _check(what: str, f, kinds: tuple, args) -> list:
 class _Thunk:
     """A split-mode thunk; called from Python here, in compiled code by :mod:`enzyme_plugin.rules.thunks`."""
 
-    __slots__ = ("f", "kinds", "entry")
+    __slots__ = ("f", "kinds", "entry", "__weakref__")
 
     def __init__(self, f, kinds, entry):
         self.f, self.kinds, self.entry = f, kinds, entry
+
+    def __reduce__(self) -> tuple:
+        """Pickled by reference (:mod:`gpucompiler.reference`): ``f``'s place and the activities; the receiving
+        process makes the thunks again, their compiled entry from the cache tiers."""
+        return _forward_thunk, (function_reference(self.f, "autodiff_thunk function"), self.kinds)
 
 
 class ForwardThunk(_Thunk):
@@ -173,6 +179,24 @@ class ReverseThunk(_Thunk):
         return self.entry(1, tape._holder, tape._out, tape._dout, *flat)
 
     __call__ = user_errors(__call__, "reverse thunk")
+
+    def __reduce__(self) -> tuple:
+        """Pickled as the reverse half of its forward thunk (pickled with it once: a pair stays a pair)."""
+        return _reverse_thunk, (self.fwd,)
+
+
+_REVERSE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""forward thunk made by unpickling -> its reverse thunk"""
+
+
+def _forward_thunk(ref: tuple, kinds: tuple[str, ...]) -> ForwardThunk:
+    fwd, rev = autodiff_thunk(ReverseSplit, function(ref), *(ACTIVITIES[k] for k in kinds))
+    _REVERSE[fwd] = rev
+    return fwd
+
+
+def _reverse_thunk(fwd: ForwardThunk) -> ReverseThunk:
+    return _REVERSE[fwd]
 
 
 _SPLIT_ACTIVITIES = (Active, Const, Duplicated, DuplicatedNoNeed)

@@ -26,6 +26,8 @@ _LOCALS = ".<locals>."
 
 def locate(module: str, qualname: str) -> Any:
     """The object named ``qualname`` in ``module`` (imported), or None when there is none."""
+    if not isinstance(module, str):  # a function made by exec without __name__
+        return None
     try:
         obj: Any = importlib.import_module(module)
     except ImportError:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import scaling_shipped as shipped
+from enzyme_plugin import Active, ReverseSplit, autodiff_thunk
 from gpucompiler import jit
 from gpucompiler.errors import NotPicklableError
 
@@ -78,6 +79,10 @@ def test_exec_made_function_is_a_typed_error():
     exec("def made(x):\n    return x\n", ns)
     with pytest.raises(NotPicklableError, match=r"not_a_module_here\.made"):
         pickle.dumps(jit(ns["made"]))
+    bare: dict = {}
+    exec("def made(x):\n    return x\n", bare)  # no __name__: the function's __module__ is None
+    with pytest.raises(NotPicklableError, match="cannot be pickled by reference"):
+        pickle.dumps(jit(bare["made"]))
 
 
 def test_recursive_closure_is_a_typed_error():
@@ -150,6 +155,34 @@ def test_a_cold_worker_compiles_and_says_so(cache_dir):
     with ctx.Pool(1) as pool:
         value, compiles = pool.apply(shipped.call, (shipped.scaler(7.0), 1.0))
     assert value == 8.0 and compiles >= 1
+
+
+def test_split_thunks_pickle_as_a_pair():
+    fwd, rev = autodiff_thunk(ReverseSplit, shipped.cube, Active)
+    f2, r2 = pickle.loads(pickle.dumps((fwd, rev)))
+    assert r2.fwd is f2 and f2 is not fwd
+    y, dx, _ = shipped.split_gradient(f2, r2, 1.5)
+    assert y == 1.5 ** 3 and dx == 3 * 1.5 ** 2
+    r3 = pickle.loads(pickle.dumps(rev))  # alone: with a forward thunk of its own
+    tape, _ = r3.fwd(Active(2.0))
+    assert r3(Active(2.0), 1.0, tape) == (12.0,)
+
+
+def test_split_thunks_of_a_closure_pickle():
+    scale = 4.0
+
+    def g(x):
+        return scale * x * x
+    fwd, rev = pickle.loads(pickle.dumps(autodiff_thunk(ReverseSplit, g, Active)))
+    assert shipped.split_gradient(fwd, rev, 3.0)[:2] == (36.0, 24.0)
+
+
+def test_split_thunks_in_a_spawned_worker_hit_the_cache():
+    fwd, rev = autodiff_thunk(ReverseSplit, shipped.cube, Active)
+    assert shipped.split_gradient(fwd, rev, 2.0)[:2] == (8.0, 12.0)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        y, dx, compiles = pool.apply(shipped.split_gradient, (fwd, rev, 3.0))
+    assert (y, dx, compiles) == (27.0, 27.0, 0)
 
 
 def test_dask_local_cluster(cache_dir):

@@ -230,9 +230,10 @@ def _int_range(t: T.Scalar) -> tuple[int, int]:
 
 
 def _where_call(interp, args, kw=None):
+    if len(args) == 1 and not kw:
+        return None  # np.where(c) is np.nonzero(c): npnonzero.py
     if kw or len(args) != 3:
-        raise TypeInferenceError("np.where() takes exactly (condition, x, y) in compiled code",
-                                 hint="np.where(c) with one argument (indices) is not supported")
+        raise TypeInferenceError("np.where() takes (condition, x, y) or (condition) in compiled code")
     np = numpy()
     operands = [_operand(a) for a in args]
     arrays = any(o[3] > 0 for o in operands)

@@ -1,5 +1,5 @@
 """The base rule sets: numbers, ``math`` (with the PTX overlay), tuples and arrays, NumPy."""
 
 # NumPy's functions first: their call handlers claim keyword calls before the constructors' refuse the rest
-from . import arrayexpr, npcast, npcumul, npjoin, npmethods, npnonzero, npsort, reductions, selection, ufuncs  # noqa: F401  (registration)
+from . import arrayexpr, npcast, npcumul, npjoin, npmethods, npnonzero, npsort, npsorted, reductions, selection, ufuncs  # noqa: F401  (registration)
 from . import complexes, containers, creation, mathlib, numbers, output, parallel, pyfuncs, records, views  # noqa: F401

@@ -12,6 +12,11 @@ pipeline optimises the derivative with the program. For IR from ``clang -O<N> -X
       -> AD                                    every __enzyme_* call replaced; the rules apply
       -> noinline undone, O<N> again           the rules' functions may now be inlined
 
+Where the engine has no rule for what the pipeline made of the code (an ``ADError``: doubles moved
+through integers, masked vector memory), AD runs right after the early simplification instead
+(SROA, instcombine, simplifycfg: :func:`~enzyme_plugin.ad.preprocess.prepare`), before any
+inlining; an error there is the one raised. An error handler sees both errors.
+
 Already-optimised IR (``clang -O2 -emit-llvm``) goes the way it always has (AD, then O2), where a rule's
 function the inliner removed is refused. :func:`looks_unoptimised` tells the two apart.
 """
@@ -25,6 +30,7 @@ from gpucompiler.service.contain import contained
 from gpucompiler.llvm import Module, parse
 
 from .ad import batch, custom, leftover, preprocess
+from .ad.errors import ADError
 from .ad.interface import differentiate_here, differentiate_nested
 from .passes import noinline
 
@@ -61,7 +67,14 @@ def differentiate_in_pipeline_here(text: str, level: int = 2) -> str:
     leftover.refuse_unknown(text)
     module = parse(text)
     keep_rules_out_of_line(module)
-    out = differentiate_nested(preprocess.optimize(str(module), level), lambda t: preprocess.optimize(t, level))
+    marked = str(module)
+    optimize = lambda t: preprocess.optimize(t, level)  # noqa: E731
+    try:
+        out = differentiate_nested(optimize(marked), optimize)
+    except ADError:
+        # what the pipeline made of the code (doubles moved as integers, masked vector memory...) has no
+        # rule: AD right after the early simplification instead (the rules' functions are still there)
+        out = differentiate_nested(marked, optimize)
     module = parse(out)
     noinline.restore(module)
     return leftover.check_output(preprocess.optimize(str(module), level))

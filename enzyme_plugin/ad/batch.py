@@ -76,13 +76,14 @@ def _lower(inst: Instruction) -> None:
         i += 1 + n
     if i < len(rest):
         raise unsupported(f"{len(rest) - i} argument(s) too many for @{f.name} in __enzyme_batch", inst)
+    shape = _shape(inst, f, width, sret)
     b = Builder()
     b.position_before(inst)
     block = inst.parent
     assert block is not None, "a call of the module"
     before = set(block.instructions)
     results = [b.call(f, lane) for lane in lanes]
-    _return(b, inst, f, results, sret)
+    _return(b, inst, f, results, sret, shape)
     loc = (inst.metadata or {}).get("dbg")
     if loc is not None:  # the calls may be inlined into a function with debug info: they need a location
         for new in [i for i in block.instructions if i not in before]:
@@ -90,27 +91,34 @@ def _lower(inst: Instruction) -> None:
     inst.erase()
 
 
-def _return(b: Builder, inst: Instruction, f: Function, results: list, sret) -> None:
-    rt, want, width = f.return_type, inst.type, len(results)
+def _shape(inst: Instruction, f: Function, width: int, sret) -> str:
+    """How the call returns the lanes' results: ``"sret"``, ``"none"``, ``"vector"`` or ``"aggregate"``;
+    a return type that cannot hold them is an ADError (raised before anything is emitted)."""
+    rt, want = f.return_type, inst.type
     if sret is not None and rt is not T.void:
-        for k, r in enumerate(results):
-            b.store(r, b.gep(rt, sret, [const_int(T.i64, k)]))
-        return
+        return "sret"
+    if rt is not T.void and want is T.void:
+        raise unsupported(f"__enzyme_batch of @{f.name} returns void, but @{f.name} returns {rt}", inst)
     if rt is T.void or want is T.void:
-        if rt is not T.void and want is T.void:
-            raise unsupported(f"__enzyme_batch of @{f.name} returns void, but @{f.name} returns {rt}", inst)
-        return
+        return "none"
     if isinstance(want, T.VectorType) and want.count == width and want.element is rt:
-        out = constant(want, "poison")
+        return "vector"
+    members = want.elements if isinstance(want, T.StructType) else \
+        [want.element] * want.count if isinstance(want, T.ArrayType) else None
+    if members is None or len(members) != width or any(m is not rt for m in members):
+        raise unsupported(f"__enzyme_batch of @{f.name} returns {want}: {width} results of type {rt} "
+                          f"(a struct, array or vector of them) expected", inst)
+    return "aggregate"
+
+
+def _return(b: Builder, inst: Instruction, f: Function, results: list, sret, shape: str) -> None:
+    if shape == "sret":
         for k, r in enumerate(results):
-            out = b.insertelement(out, r, const_int(T.i32, k))
-    else:
-        members = want.elements if isinstance(want, T.StructType) else \
-            [want.element] * want.count if isinstance(want, T.ArrayType) else None
-        if members is None or len(members) != width or any(m is not rt for m in members):
-            raise unsupported(f"__enzyme_batch of @{f.name} returns {want}: {width} results of type {rt} "
-                              f"(a struct, array or vector of them) expected", inst)
-        out = constant(want, "poison")
-        for k, r in enumerate(results):
-            out = b.insertvalue(out, r, k)
+            b.store(r, b.gep(f.return_type, sret, [const_int(T.i64, k)]))
+        return
+    if shape == "none":
+        return
+    out = constant(inst.type, "poison")
+    for k, r in enumerate(results):
+        out = b.insertelement(out, r, const_int(T.i32, k)) if shape == "vector" else b.insertvalue(out, r, k)
     inst.replace_all_uses_with(out)

@@ -58,23 +58,39 @@ def set_error_handler(handler: Callable[[ADError], None] | None) -> None:
 
 
 def print_instruction(inst) -> str:
-    """``%x = fmul double %a, %b`` as LLVM would print it (operands by reference)."""
+    """``%x = fmul double %a, %b`` as LLVM would print it (operands by reference; an unnamed value by
+    its number in the function, as LLVM numbers it when it prints the module the engine holds)."""
     try:
-        from gpucompiler.llvm import print_module  # noqa: F401
-
+        slots = _slots(inst)
         parts = []
         for p in inst.parts:
             if type(p) is int:
                 op = inst.operands[p]
-                parts.append(op.ref or "%<unnamed>")
+                parts.append(op.ref or slots.get(op, "%<unnamed>"))
             elif type(p) is str:
                 parts.append(p)
             else:
                 parts.append(str(p) if not hasattr(p, "slot") else "#?")
         body = "".join(parts)
-        return f"{inst.ref} = {body}" if inst.ref else body
+        ref = inst.ref or (slots.get(inst) if inst.type.kind != "void" else None)
+        return f"{ref} = {body}" if ref else body
     except Exception:  # printing must never hide the real error
         return f"<{inst.opcode}>"
+
+
+def _slots(inst) -> dict:
+    """``%N`` of each unnamed argument, block and non-void instruction of ``inst``'s function."""
+    block = getattr(inst, "parent", None)
+    fn = getattr(block, "parent", None)
+    if fn is None:
+        return {}
+    slots, n = {}, 0
+    for vs in (fn.args, *([b, *[i for i in b.instructions if i.type.kind != "void"]] for b in fn.blocks)):
+        for v in vs:
+            if v.ref is None:
+                slots[v] = f"%{n}"
+                n += 1
+    return slots
 
 
 def _unquote(text) -> str | None:

@@ -71,3 +71,15 @@ def test_output_check_refuses_a_marker_call_left_behind():
     with pytest.raises(enzyme_plugin.ADError, match="left in the differentiated module"):
         leftover.check_output(text + "define double @g(double %x) {\n  %r = call double (ptr, ...) "
                                      "@__enzyme_autodiff(ptr @f, double %x)\n  ret double %r\n}\n")
+
+
+@pytest.mark.parametrize("case", [1, 2, 5, 7])
+def test_the_error_quotes_the_call_as_the_input_numbers_it(case):
+    """The instruction in the message is the input's line, unnamed values by their numbers (was
+    ``%<unnamed>`` for each of them)."""
+    text = compile_c("markers.c", "O2", True, (f"-DCASE={case}",))
+    with pytest.raises(enzyme_plugin.ADError) as info:
+        enzyme_plugin.differentiate(text)
+    quoted = info.value.instruction
+    assert quoted is not None and "<unnamed>" not in str(info.value)
+    assert quoted.split(" #")[0] in text, quoted

@@ -120,3 +120,32 @@ def test_gpuc_enzyme_pre_opt_flag_and_detection_agree(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "gpucompiler", "enzyme", str(ir), "--optimised"],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr  # this source also differentiates on the old route
+
+
+CUDA = C_DIR.parent / "cuda"
+CUDA_DEVICE = ["--cuda-device-only", "-nocudainc", "-nocudalib", "--cuda-gpu-arch=sm_90", "-Wno-unknown-cuda-version"]
+
+
+def test_gpuc_cc_differentiates_cuda_device_code_that_ptxas_assembles(tmp_path, ptxas_path):
+    """cuda/guide.cu's device code through ``gpuc cc``, then compiled for sm_90 (its markers live in
+    addrspace(1)); the same body for the host gives the exact gradient."""
+    flags = [f"--clang-flag={f}" for f in CUDA_DEVICE]
+    proc = subprocess.run([sys.executable, "-m", "gpucompiler", "cc", "-O2", str(CUDA / "guide.cu"), *flags, "-o",
+                           str(tmp_path / "guide.ll")], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert not re.search(r"@__enzyme_\w*\(", (tmp_path / "guide.ll").read_text())
+    proc = subprocess.run([sys.executable, "-m", "gpucompiler", "enzyme", str(tmp_path / "guide.ll"), "--target",
+                           "ptx:sm_90", "-o", str(tmp_path / "guide.ptx")], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert ".visible .entry dcube(" in (tmp_path / "guide.ptx").read_text()
+    proc = subprocess.run([ptxas_path, "-arch=sm_90", "guide.ptx", "-o", "guide.cubin"], cwd=tmp_path,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    host = clang_ir(CUDA / "guide.cu", 2, ["-x", "c++", "--target=x86_64-pc-linux-gnu"])
+    lib = CPULibrary.from_ir(differentiate_in_pipeline(host, 2))
+    p = ctypes.POINTER(ctypes.c_double)
+    n = 50
+    x, dx, y, dy = np.linspace(-2.0, 2.0, n), np.zeros(n), np.zeros(n), np.linspace(0.5, 1.5, n)
+    seed = dy.copy()
+    lib.function("dcube_host", None, p, p, p, p, ctypes.c_int)(*(a.ctypes.data_as(p) for a in (x, dx, y, dy)), n)
+    np.testing.assert_allclose(dx, seed * (3 * x * x + 2), rtol=1e-14)

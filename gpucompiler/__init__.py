@@ -14,6 +14,7 @@ from .version import __version__ as __version__
 
 from .jit import jit, njit
 from .kernel import kernel
+from .runtime.devices import Device, current_device, select_device
 
 if TYPE_CHECKING:
     from . import types
@@ -36,6 +37,9 @@ _LAZY = {"CompilerConfig": ".core", "FrontendOptions": ".core", "ErrorModel": ".
 __getattr__, __dir__ = attach(__name__, _LAZY, globals(), submodules=True)
 
 __all__ = [
+    "Device",
+    "current_device",
+    "select_device",
     "CompilerConfig",
     "FrontendOptions",
     "CompilerJob",

@@ -355,6 +355,10 @@ class LaunchError(GPUCompilerError, ValueError):
     """A kernel launch is malformed: grid/block shape, device, arguments."""
 
 
+class DeviceMismatchError(LaunchError):
+    """An array argument's memory is on another GPU than the launch's (both named)."""
+
+
 class NotPicklableError(GPUCompilerError, TypeError):
     """A compiled function (``@jit``, kernel, thunk) has no place to be pickled by reference from: a lambda at
     module level, a function made by ``exec``, a recursive closure; or the receiving process lacks that place."""
@@ -379,4 +383,4 @@ class EmulationError(GPUCompilerError):
     """The CPU grid emulation cannot run a kernel faithfully (e.g. divergent barriers)."""
 
 
-__all__ = ["PLUGIN_ATTRIBUTE", "ArgumentBindingError", "ArgumentTypeError", "CacheCorruptionError", "CacheError", "CacheForgeryError", "CacheWarning", "CompileError", "CompilerCrashError", "ConfigError", "CudaError", "EmulationError", "GPUCompilerError", "IRParseError", "InvalidIRError", "KernelError", "LaunchError", "NotPicklableError", "PluginError", "PluginMismatchError", "PluginRequiredError", "ReadOnlyArrayError", "RuleConflictError", "ServiceError", "SourceError", "ToolNotFoundError", "ToolchainError", "TypeInferenceError", "UnknownNameError", "UnknownPluginError", "UnknownStageError", "UnknownTargetError", "UnserialisableIRError", "UnsupportedError", "UnsupportedIRError", "for_user"]
+__all__ = ["PLUGIN_ATTRIBUTE", "ArgumentBindingError", "ArgumentTypeError", "CacheCorruptionError", "CacheError", "CacheForgeryError", "CacheWarning", "CompileError", "CompilerCrashError", "ConfigError", "CudaError", "DeviceMismatchError", "EmulationError", "GPUCompilerError", "IRParseError", "InvalidIRError", "KernelError", "LaunchError", "NotPicklableError", "PluginError", "PluginMismatchError", "PluginRequiredError", "ReadOnlyArrayError", "RuleConflictError", "ServiceError", "SourceError", "ToolNotFoundError", "ToolchainError", "TypeInferenceError", "UnknownNameError", "UnknownPluginError", "UnknownStageError", "UnknownTargetError", "UnserialisableIRError", "UnsupportedError", "UnsupportedIRError", "for_user"]

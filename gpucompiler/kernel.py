@@ -43,6 +43,7 @@ from .errors import (ConfigError, ErrorKind, ErrorModel, GPUCompilerError, Kerne
 from .interpreter.lattice import widen
 from .reference import function, reduce_wrapper
 from .runtime.arguments import argument_type, kernel_argument
+from .runtime.devices import Device, chosen, restore
 from .settings import debug_tracebacks
 
 if TYPE_CHECKING:
@@ -185,12 +186,15 @@ class Kernel:
             raise LaunchError(f"launch configuration must be [grid, block] or [grid, block, stream, target "
                               f"or 'cpu'], got {config!r}")
         stream = config[2] if len(config) == 3 else None
-        k = self
+        k, device = self, None
         if isinstance(stream, Target):  # a target, its runtime's default stream
             k, stream = self.on(stream), None
-        launch = Launch(k, normalize_dims(config[0], "grid"), normalize_dims(config[1], "block"), stream)
+        elif isinstance(stream, Device):  # a device, its default stream
+            device, stream = stream, None
+        launch = Launch(k, normalize_dims(config[0], "grid"), normalize_dims(config[1], "block"), stream, device)
         # cache configurations of plain values only: a stream object is not kept alive here
-        if (stream is None or type(stream) in (int, str) or k is not self) and len(self._launches) < 256:
+        if (stream is None or type(stream) in (int, str) or k is not self or device is not None) \
+                and len(self._launches) < 256:
             try:
                 self._launches[config] = launch
             except TypeError:
@@ -396,12 +400,13 @@ def _rebuild(ref: tuple, keywords: dict) -> Kernel:
 
 
 class Launch:
-    """A kernel with its grid, block and stream (or device); call it with the arguments."""
+    """A kernel with its grid, block and stream (or GPU: ``device``, a
+    :class:`~gpucompiler.runtime.devices.Device`); call it with the arguments."""
 
-    __slots__ = ("kernel", "grid", "block", "stream", "_hstream", "_launch")
+    __slots__ = ("kernel", "grid", "block", "stream", "device", "_hstream", "_launch")
 
-    def __init__(self, kernel: Kernel, grid, block, stream):
-        self.kernel, self.grid, self.block, self.stream = kernel, grid, block, stream
+    def __init__(self, kernel: Kernel, grid, block, stream, device: Device | None = None):
+        self.kernel, self.grid, self.block, self.stream, self.device = kernel, grid, block, stream, device
         self._hstream = 0  # set with _launch on the first CUDA launch
         self._launch = None
 
@@ -412,16 +417,18 @@ class Launch:
             return record(self, tuple(args if not kwargs and len(args) == bind.positional
                                       else bind.bind(args, kwargs)))
         launch = self._launch
-        if launch is not None and not kwargs and len(args) == self.kernel.bind.positional:
-            self.kernel.refresh()
-            try:
-                return launch(self.kernel, self.grid, self.block, self._hstream, args)
-            except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
-                raise for_user(exc, debug_tracebacks())
+        device = self.device
+        token = None if device is None else chosen(device)  # the runtime launches on the chosen device
         try:
+            if launch is not None and not kwargs and len(args) == self.kernel.bind.positional:
+                self.kernel.refresh()
+                return launch(self.kernel, self.grid, self.block, self._hstream, args)
             return self._first(args, kwargs)
-        except GPUCompilerError as exc:
+        except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
             raise for_user(exc, debug_tracebacks())
+        finally:
+            if token is not None:
+                restore(token)
 
     def run(self, *args, **kwargs) -> None:
         """Launch now, also while launches are recorded (:func:`recording_launches`)."""
@@ -448,7 +455,11 @@ class Launch:
             return k.emulated(types).launch(self.grid, self.block, values)
         from .runtime.launchers import runtime_for  # import time: a runtime loads its bindings at the first launch
 
-        runtime = self.kernel._runtime = runtime_for(self.kernel.target)
+        runtime = runtime_for(self.kernel.target)
+        if self.device is not None and not getattr(runtime, "chooses_devices", False):
+            raise LaunchError(f"{self.kernel.py_func.__qualname__}[..., {self.device!r}]: the runtime of "
+                              f"{self.kernel.target!r} does not choose GPUs by number; launch without a device")
+        self.kernel._runtime = runtime
         self._hstream = runtime.stream_handle(self.stream)
         self._launch = runtime.launch
         return runtime.launch(self.kernel, self.grid, self.block, self._hstream, args)

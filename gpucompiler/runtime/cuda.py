@@ -1,7 +1,12 @@
 """Launching kernels on NVIDIA GPUs through the CUDA driver API (``cuda-bindings``).
 
 * The context is the current one, else device 0's primary context (the one
-  CuPy, PyTorch and Numba use), made current on first use.
+  CuPy, PyTorch and Numba use), made current on first use. A device chosen
+  with :mod:`.devices` (``k[grid, block, Device(1)]``, ``with Device(1):``)
+  launches in its primary context, pushed for the launch when another is
+  current; where the process sees several devices, an array argument on
+  another device than the launch's is a ``DeviceMismatchError``
+  (``cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)``, per launch).
 * One PTX module per (kernel, argument types, compute capability), loaded
   once per context (``cuModuleLoadData``) and its function looked up once.
 * Arguments: an object with ``__cuda_array_interface__`` (CuPy, PyTorch,
@@ -51,17 +56,18 @@ import ctypes
 import re
 import struct
 import threading
-from typing import Any
+from typing import Any, ClassVar
 import warnings
 
 import attrs
 import numpy as np
 
 from .. import types as T
-from ..errors import CudaError, DeviceHeapError, LaunchError, ToolchainError
+from ..errors import CudaError, DeviceHeapError, DeviceMismatchError, LaunchError, ToolchainError
 from ..settings import DEFAULT_DEVICE_HEAP as DEFAULT_DEVICE_HEAP, RuntimeSettings
 from .arguments import SCALAR_TYPES, TYPESTR, argument_type, cuda_array_type, is_contiguous
 from .device_heap import flag_address, raise_if_exhausted
+from .devices import current_device
 from ..targets.ptx import PTXTarget
 from .grid import array_param, param_array, scalar_param
 from .launchers import register_runtime
@@ -72,6 +78,7 @@ _capability: dict = {}   # context handle -> (major, minor)
 _functions: dict = {}    # (kernel id, argtypes, context) -> (CUfunction, module, kernel, heap flag or None)
 _launchers: dict = {}    # (kernel id, context, signature key) -> Launcher
 _heap_checked: set = set()  # contexts whose device heap limit was checked
+_contexts: dict = {}     # device ordinal -> its primary context (a device chosen with runtime.devices)
 
 #: what a trap on the device reports (CUDA_ERROR_ILLEGAL_INSTRUCTION, CUDA_ERROR_LAUNCH_FAILED)
 _TRAP_CODES = frozenset({715, 719})
@@ -155,6 +162,17 @@ def check(result, call: str = "") -> Any:
 # -- context and device ------------------------------------------------------------
 def current_context() -> int:
     """The current CUDA context handle (device 0's primary context if none is current)."""
+    d = initialised()
+    ctx = check(d.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    if int(ctx) == 0:
+        dev = check(d.cuDeviceGet(0), "cuDeviceGet")
+        ctx = check(d.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+        check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return int(ctx)
+
+
+def initialised():
+    """The driver, initialised (``cuInit``) once per process."""
     d = _driver()
     if not _state["init"]:
         with _lock:
@@ -167,12 +185,48 @@ def current_context() -> int:
                                          "emulation") from exc
                 check(result, "cuInit")
                 _state["init"] = True
-    ctx = check(d.cuCtxGetCurrent(), "cuCtxGetCurrent")
-    if int(ctx) == 0:
-        dev = check(d.cuDeviceGet(0), "cuDeviceGet")
-        ctx = check(d.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
-        check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
-    return int(ctx)
+    return d
+
+
+def device_context(d, ordinal: int) -> int:
+    """The primary context of device ``ordinal`` (retained once per process)."""
+    ctx = _contexts.get(ordinal)
+    if ctx is None:
+        count = device_count(d)
+        if ordinal >= count:
+            raise LaunchError(f"there is no device {ordinal}: this process sees {count} CUDA device(s) "
+                              f"(numbered 0 to {count - 1}; CUDA_VISIBLE_DEVICES may hide others)")
+        dev = check(d.cuDeviceGet(ordinal), "cuDeviceGet")
+        ctx = _contexts[ordinal] = int(check(d.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain"))
+    return ctx
+
+
+def device_count(d) -> int:
+    """How many CUDA devices this process sees (asked once)."""
+    count = _state.get("devices")
+    if count is None:
+        count = _state["devices"] = int(check(d.cuDeviceGetCount(), "cuDeviceGetCount"))
+    return count
+
+
+def check_devices(d, args, names, ctx: int) -> None:
+    """A :class:`DeviceMismatchError` when an array argument's memory is on another device than context
+    ``ctx``'s (asked of the driver per launch, only where the process sees several devices)."""
+    if device_count(d) < 2:
+        return
+    launch_dev = int(check(d.cuCtxGetDevice(), "cuCtxGetDevice"))
+    ordinal = d.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+    for a, name in zip(args, names):
+        cai = getattr(a, "__cuda_array_interface__", None)
+        ptr = int(cai["data"][0]) if cai is not None else 0
+        if not ptr:
+            continue
+        err, where = d.cuPointerGetAttribute(ordinal, ptr)
+        if int(err) == 0 and int(where) != launch_dev:  # an error: not device memory (host, managed): not checked
+            raise DeviceMismatchError(f"argument {name!r} is an array on device {int(where)} but the launch runs "
+                                      f"on device {launch_dev}: launch on device {int(where)} "
+                                      f"(k[grid, block, Device({int(where)})] or `with Device({int(where)}):`) "
+                                      f"or copy the array to device {launch_dev} first")
 
 
 def capability(ctx: int | None = None) -> tuple[int, int]:
@@ -407,14 +461,24 @@ def fast_launch(kernel, grid, block, hstream: int, args) -> None:
     state = _state
     d = state.get("driver")
     if d is None:
-        current_context()
-        d = state["driver"] = _driver()
+        d = state["driver"] = initialised()
     err, ctx = d.cuCtxGetCurrent()
     ctx = int(ctx)
+    device = current_device()
+    if device is not None:
+        chosen = device_context(d, device.id)
+        if chosen != ctx:  # the chosen device's context, current for this launch only
+            check(d.cuCtxPushCurrent(chosen), "cuCtxPushCurrent")
+            try:
+                return fast_launch(kernel, grid, block, hstream, args)
+            finally:
+                check(d.cuCtxPopCurrent(), "cuCtxPopCurrent")
     sig = signature(args) if int(err) == 0 and ctx else None
     if sig is None:
         return slow_launch(kernel, grid, block, hstream, args)
     key, values = sig
+    if state.get("devices", 2) > 1:  # several devices (or not asked yet): arrays on the launch's device
+        check_devices(d, args, kernel.bind.names, ctx)
     launcher = _launchers.get((id(kernel), ctx, key))
     if launcher is None:
         launcher = _new_launcher(d, kernel, ctx, key, args)
@@ -444,6 +508,7 @@ def slow_launch(kernel, grid, block, hstream: int, args) -> None:
         allocated.append(ptr)
         return ptr
 
+    check_devices(d, args, kernel.bind.names, ctx)
     try:
         argtypes, buffers, copies = marshal(args, alloc)
         if len(argtypes) != len(kernel.bind.names):
@@ -481,6 +546,9 @@ def synchronize() -> None:
 @attrs.frozen
 class CudaRuntime:
     """The runtime of PTX kernels (:class:`~gpucompiler.runtime.launchers.Runtime`): the CUDA driver."""
+
+    #: launches honour the device chosen with :mod:`gpucompiler.runtime.devices`
+    chooses_devices: ClassVar[bool] = True
 
     def stream_handle(self, stream) -> int:
         return stream_handle(stream)

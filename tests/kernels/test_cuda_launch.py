@@ -37,6 +37,9 @@ class FakeDriver:
     def cuCtxGetCurrent(self):
         return (0, self.ctx)
 
+    def cuDeviceGetCount(self):
+        return (0, 1)
+
     def cuDeviceGet(self, ordinal):
         return (0, ordinal)
 

@@ -1,4 +1,4 @@
-"""``gpuc cc``: compile C, C++ (or CUDA/HIP device code) with clang and differentiate its Enzyme calls at
+"""``gpuc cc``: compile C, C++ (or CUDA device code) with clang and differentiate its Enzyme calls at
 Enzyme's place in the optimisation pipeline, in one command (as clang with Enzyme's plugin does)::
 
     gpuc cc -O2 grad.c -o grad.ll
@@ -31,7 +31,7 @@ def add_parser(subparsers) -> None:
         "cc", help="compile C/C++ with clang, differentiating __enzyme_* calls inside the pipeline",
         description="clang at -O<N> with its optimiser off, then AD at Enzyme's place in LLVM's O<N> pipeline; "
                     "writes the optimised, differentiated LLVM IR.")
-    parser.add_argument("input", metavar="FILE", type=Path, help="C, C++, CUDA or HIP source file")
+    parser.add_argument("input", metavar="FILE", type=Path, help="C, C++ or CUDA source file")
     parser.add_argument("-o", dest="output", type=Path, help="output LLVM IR file (default: stdout)")
     parser.add_argument("-O", dest="opt_level", type=int, default=2, choices=range(4), metavar="N",
                         help="optimisation level 0-3 (default 2)")

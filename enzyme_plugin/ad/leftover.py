@@ -56,6 +56,9 @@ def check_output(text: str) -> str:
     module = parse(text)
     _refuse_calls(module, implemented_too=True)
     for fn in [f for f in module.functions.values() if "__enzyme_" in f.name and f.is_declaration]:
+        if fn.users:  # its address taken: a null pointer where the program uses it
+            raise unsupported(f"@{fn.name}, a marker of Enzyme's C interface, is used as a value (not called): "
+                              f"the engine replaces only calls of markers", None, fn)
         module.remove_function(fn)
     return str(module)
 

@@ -83,3 +83,12 @@ def test_the_error_quotes_the_call_as_the_input_numbers_it(case):
     quoted = info.value.instruction
     assert quoted is not None and "<unnamed>" not in str(info.value)
     assert quoted.split(" #")[0] in text, quoted
+
+
+def test_a_marker_used_as_a_value_is_refused():
+    """A marker declaration whose address is taken (stored, not called) is an ADError naming it, never a
+    dangling reference."""
+    text = ("declare double @__enzyme_autodiff(ptr, ...)\n@slot = global ptr @__enzyme_autodiff\n"
+            "define double @f(double %x) {\n  ret double %x\n}\n")
+    with pytest.raises(enzyme_plugin.ADError, match="used as a value"):
+        leftover.check_output(text)

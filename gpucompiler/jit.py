@@ -21,6 +21,7 @@ import ctypes
 import functools
 import re
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from pathlib import Path
@@ -38,6 +39,7 @@ from .settings import CompileSettings, ParallelSettings, debug_tracebacks
 from .signatures import Signature, accepts, parse_signature
 
 if TYPE_CHECKING:
+    from .cache.report import CompileReport
     from .source.spec import FunctionSpec
 
 # The compiler (frontend, interpreter, code generation, the cache and LLVM) is imported at the
@@ -146,6 +148,9 @@ class Dispatcher:
 
     def __init__(self, fn, *, signatures: tuple[Signature, ...] = (), **options):
         self.py_func = fn
+        self.last_compile: CompileReport | None = None
+        """The last compile's report (:class:`~gpucompiler.cache.report.CompileReport`): cache tier,
+        stage times, IR sizes; None before the first."""
         self._keywords = dict(options, signatures=tuple(signatures))  # to rebuild it where it is unpickled
         options, self.inline = numba_options(options)
         if self.inline == "always":  # the callers' code inlines this function (codegen/module.py)
@@ -284,6 +289,7 @@ class Dispatcher:
 
     def _compile_once(self, argtypes, args=()) -> _Entry:
         from . import identity as _keys
+        from .cache.report import report
         from .cached import compile_cached, memory_cache
         from .runtime.cpu import CPULibrary, prepare as prepare_loader
         from .runtime.pyentry import FastEntry, Guard, numpy_words
@@ -296,8 +302,10 @@ class Dispatcher:
         _keys.machine(job.config.target)
         prepare_loader()
         # through the cache's index key: on a hit in a fresh process no type inference runs
+        start = time.perf_counter()
         result = compile_cached(job, emit=("obj",),  # GPUC_CACHE_*, GPUC_SERVICE_URL
                                 cache=None if self.options.cache else memory_cache())
+        self.last_compile = report(result, time.perf_counter() - start, job.config.plugins)
         loaded = _LOADED.get(result.key)
         if loaded is None:
             lib = CPULibrary.from_cached(result)

@@ -32,6 +32,7 @@ import contextlib
 import contextvars
 import functools
 import re
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,7 @@ from .runtime.devices import Device, chosen, restore
 from .settings import debug_tracebacks
 
 if TYPE_CHECKING:
+    from .cache.report import CompileReport
     from .runtime.launchers import Runtime
     from .source.spec import FunctionSpec
 
@@ -148,6 +150,9 @@ class Kernel:
                               "(error_model=ErrorModel.NUMPY); check inputs before the launch")
         self.bind = Binder(fn)
         self.py_func = fn
+        self.last_compile: CompileReport | None = None
+        """The last compile's report (:class:`~gpucompiler.cache.report.CompileReport`): cache tier,
+        stage times, IR sizes; None before the first."""
         #: None: the default of each device (on in the CPU grid emulation, off on the GPU as in CUDA C)
         self.boundscheck = None if boundscheck is None else bool(boundscheck)
         self.plugins = tuple(sorted(set(plugins)))
@@ -315,6 +320,7 @@ class Kernel:
         return hit
 
     def _compile(self, key, target: Target):
+        from .cache.report import report
         from .cached import compile_cached
 
         hit = self._compiled.get(key)
@@ -322,7 +328,9 @@ class Kernel:
             argtypes = key[0]
             job = self.job(argtypes, target, checked=False)
             kind = target.launch_artifact
+            start = time.perf_counter()
             result = compile_cached(job, (kind,), check=self._checker(argtypes))
+            self.last_compile = report(result, time.perf_counter() - start, job.config.plugins)
             self._deps.extend(self._spec(argtypes).dependencies(job.target, job.config.plugins))
             hit = self._compiled[key] = (result.artifacts[kind], job)
         return hit
@@ -369,6 +377,7 @@ class Kernel:
                                 check=self._checker(argtypes), options=self.options)
             self._deps.extend(em.deps)
             self._emulated[argtypes] = em
+            self.last_compile = em.compile_report
         return em
 
     def _enabling_plugins(self, make):

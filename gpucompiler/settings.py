@@ -12,6 +12,7 @@ below, which take the environment as an argument for tests).
   ``GPUC_SERVICE_FALLBACK``, ``XDG_CACHE_HOME``;
   :func:`runtime_dir`: ``XDG_RUNTIME_DIR`` (where ``gpuc serve`` writes a generated token);
 * :class:`CompileSettings`: ``GPUC_DUMP_DIR`` (dump every stage's IR);
+* :class:`LogSettings`: ``GPUC_LOG`` (``info`` or ``debug``: the compile's log records on stderr);
 * :class:`ToolchainSettings`: ``GPUC_PTXAS``, ``GPUC_LIBDEVICE``, ``CUDA_HOME``,
   ``CUDA_PATH``, ``CUDA_ROOT``;
 * :class:`ROCmSettings`: ``GPUC_ROCM_DEVICE_LIBS``, ``ROCM_PATH``, ``HIP_PATH`` (the AMD device libraries);
@@ -244,6 +245,25 @@ class CompileSettings:
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> CompileSettings:
         dump = environ.get("GPUC_DUMP_DIR")
         return cls(dump_dir=Path(dump) if dump else None)
+
+
+_LOG_LEVELS = {"": None, "off": None, "0": None, "warning": "WARNING", "info": "INFO", "debug": "DEBUG"}
+
+
+@attrs.frozen
+class LogSettings:
+    """``GPUC_LOG``: the level of the ``gpucompiler.*`` loggers, with a handler writing to stderr."""
+
+    level: str | None = None
+    """``"INFO"`` (stage times, cache hits and misses with the tier, plugin callbacks), ``"DEBUG"``
+    (also each stage's IR size), ``"WARNING"``; None (unset, ``off``): logging as the program set it."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> LogSettings:
+        text = environ.get("GPUC_LOG", "")
+        if text.strip().lower() not in _LOG_LEVELS:
+            raise ConfigError(f"GPUC_LOG={text!r}: write info, debug, warning or off")
+        return cls(_LOG_LEVELS[text.strip().lower()])
 
 
 def debug_tracebacks(environ: Mapping[str, str] = os.environ) -> bool:

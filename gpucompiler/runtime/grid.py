@@ -40,6 +40,7 @@ import ctypes
 import importlib
 import functools
 import threading
+import time
 from typing import Any
 
 import attrs
@@ -48,6 +49,7 @@ from llvmlite import ir
 import llvmlite.binding as llvm
 
 from .. import types as T
+from ..cache.report import report
 from ..cached import compile_cached
 from ..codegen import ErrorPolicy, ModuleCodegen
 from ..codegen.lltypes import has_value, ll
@@ -383,7 +385,10 @@ class EmulatedKernel:
             NativeTarget(), plugins=(PLUGIN, *plugins), opt_level=opt_level,
             params={"loader_symbols": LOADER_SYMBOLS, **{o.plugin: o for o in options}},
             frontend=FrontendOptions(boundscheck=boundscheck)))
+        start = time.perf_counter()
         result = compile_cached(job, ("obj",), check=check)
+        self.compile_report = report(result, time.perf_counter() - start, job.config.plugins)
+        """Where the code came from and what its compile cost (``Kernel.last_compile``)."""
         symbols = SymbolTable(result.meta.get("symbols") or _rows(result.module.ref))
         self.uses_barrier = symbols.declares("gpuc_emu_barrier") or symbols.declares("gpuc_emu_shfl")
         self.library = CPULibrary.from_cached(result)

@@ -7,6 +7,7 @@ never read the environment.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from contextlib import contextmanager
@@ -16,6 +17,7 @@ from collections.abc import Generator
 import attrs
 
 from .. import plugin as plugins
+from ..cache.report import PLUGINS as PLUGIN_LOG, STAGES as STAGE_LOG
 from ..errors import CompileError, ConfigError, PluginError
 from ..core import CompilerJob, PluginOptions
 from ..module import IRModule
@@ -108,14 +110,26 @@ def check_options(job: CompilerJob, enabled: tuple[Any, ...]) -> None:
 
 @contextmanager
 def stage(ctx: CompileContext, name: str) -> Generator[CompileContext, None, None]:
-    """Run the body as stage ``name``: dump before/after, time it, tell listeners."""
+    """Run the body as stage ``name``: dump before/after, time it, log it (``gpucompiler.stages``),
+    tell listeners."""
     ctx.dump(name, "before")
     notify(ctx, "stage_started", name)
     start = time.perf_counter()
     yield ctx
     ctx.stage_times[name] = time.perf_counter() - start
+    if STAGE_LOG.isEnabledFor(logging.INFO):
+        _log_stage(ctx, name)
     ctx.dump(name, "after")
     notify(ctx, "stage_finished", name, seconds=ctx.stage_times[name])
+
+
+def _log_stage(ctx: CompileContext, name: str) -> None:
+    """The stage's record: its time; at DEBUG also the size of the module's IR text after it."""
+    ms = ctx.stage_times[name] * 1e3
+    if STAGE_LOG.isEnabledFor(logging.DEBUG) and ctx.module is not None:
+        STAGE_LOG.debug("%s: stage %s %.2f ms, IR %d bytes", ctx.job.name, name, ms, len(ctx.module.text))
+    else:
+        STAGE_LOG.info("%s: stage %s %.2f ms", ctx.job.name, name, ms)
 
 
 def run_hooks(ctx: CompileContext, point: str) -> int:
@@ -145,10 +159,14 @@ def _call(ctx: CompileContext, cb: plugins.BoundCallback, where: str, verify: bo
     a module the callback leaves as the Python model or text must parse and verify now (LLVM reads it
     back), so that IR a plugin broke is its error, not the next stage's."""
     received = ctx.module.text if ctx.settings.dump_dir is not None and ctx.module is not None else None
+    start = time.perf_counter() if PLUGIN_LOG.isEnabledFor(logging.INFO) else None
     try:
         cb(**kwargs)
         if verify and not ctx.ir.parsed:
             _ = ctx.ir.ref  # LLVM parses and verifies what the callback left as model or text
+        if start is not None:
+            PLUGIN_LOG.info("%s: plugin %s ran %s at %s in %.2f ms", ctx.job.name, cb.plugin_name, cb.info.name,
+                            where, (time.perf_counter() - start) * 1e3)
     except PluginError:
         raise
     except Exception as exc:

@@ -15,19 +15,27 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .blocks import Block, slot_name
+from .blocks import PREFIX, Block, slot_name
 
 @dataclass(frozen=True)
 class Loop:
+    """A loop: its head, body and the blocks it leaves to (the normal exit of a ``for`` first); with
+    more than one, each ``break`` sets the selector ``__bc_x<head>`` and the code after the loop
+    dispatches on it (``for``/``else``, a ``continue`` of a rotated ``while`` that re-tests the
+    condition from the top)."""
     head: int
     body: frozenset[int]
-    exit: int | None
+    exits: tuple[int, ...]
+
+    @property
+    def selector(self) -> str:
+        return f"{PREFIX}x{self.head}"
 
 
 class Structurer:
     def __init__(self, blocks: dict[int, Block], fail: Callable[[str, int], None]):
         self.blocks, self.fail = blocks, fail
-        self.budget = 8 * len(blocks) + 64
+        self.budget = 32 * len(blocks) + 256
         self.preds: dict[int, set[int]] = {b: set() for b in blocks}
         for b, blk in blocks.items():
             for s in blk.succs:
@@ -51,10 +59,9 @@ class Structurer:
         head = self.blocks[h]
         if head.term[0] == "for":  # its body is laid out between FOR_ITER and the exit it jumps to
             body = {b for b in self.blocks if h <= b < head.term[3]}
-            exits = {self.canon(s) for b in body for s in self.blocks[b].succs if s not in body}
-            if len(exits) > 1:
-                self.fail("loop with more than one exit (for ... else)", h)
-            return Loop(h, frozenset(body), exits.pop())
+            normal = self.canon(head.term[3])
+            exits = {self.canon(s) for b in body for s in self.blocks[b].succs if s not in body} - {normal}
+            return Loop(h, frozenset(body), (normal, *sorted(exits)))
         tails = [b for b in self.preds[h] if b >= h]
         body, todo = {h}, list(tails)
         while todo:
@@ -69,14 +76,12 @@ class Structurer:
                 break
             body |= inner
         exits = {self.canon(s) for b in body for s in self.blocks[b].succs if s not in body}
-        if len(exits) > 1:
-            self.fail("loop with more than one exit", h)
-        return Loop(h, frozenset(body), exits.pop() if exits else None)
+        return Loop(h, frozenset(body), tuple(sorted(exits)))
 
-    def follow(self, then: int, other: int, loop: Loop | None) -> int | None:
-        """Where the two branches of an ``if`` meet: the first block, in layout order, that both reach
-        inside the loop's body (``None``: they leave it or return). Any choice would be exact, since a
-        branch is written out up to it; the first keeps the code small."""
+    def follow(self, loop: Loop | None, *starts: int) -> int | None:
+        """Where the branches of an ``if`` (or a loop's exits) meet: the first block, in layout order,
+        that all reach inside the loop's body (``None``: they leave it or return). Any choice would be
+        exact, since a branch is written out up to it; the first keeps the code small."""
         def reach(b: int) -> set[int]:
             seen, todo = set(), [b]
             while todo:
@@ -86,7 +91,7 @@ class Structurer:
                 seen.add(n)
                 todo.extend(self.blocks[n].succs)
             return seen
-        common = reach(then) & reach(other)
+        common = set.intersection(*map(reach, starts))
         return min(common) if common else None
 
     # -- emission ------------------------------------------------------------
@@ -104,14 +109,31 @@ class Structurer:
                 if b == loop.head:
                     out.append(self._at(ast.Continue(), blk))
                     return out
-                if self.canon(b) == loop.exit or b not in loop.body:
-                    if self.canon(b) != loop.exit:
-                        self.fail("jump out of a loop to somewhere other than its exit", b)
+                if b not in loop.body:
+                    if self.canon(b) not in loop.exits:
+                        self.fail("jump out of a loop to somewhere other than its exits", b)
+                    if len(loop.exits) > 1:
+                        out.append(self._select(loop, loop.exits.index(self.canon(b)), blk))
                     out.append(self._at(ast.Break(), blk))
                     return out
             if b in self.loops and not (entering and loop is not None and loop.head == b):
-                out.append(self.loop(self.loops[b]))
-                b = self.loops[b].exit
+                inner = self.loops[b]
+                if len(inner.exits) > 1:
+                    out.append(self._select(inner, 0, blk))
+                out.append(self.loop(inner))
+                if len(inner.exits) <= 1:
+                    b = inner.exits[0] if inner.exits else None
+                    continue
+                follow = self.follow(loop, *inner.exits)
+                follow = stop if follow is None else follow
+                dispatch = self.seq(inner.exits[-1], loop, follow)
+                for i in reversed(range(len(inner.exits) - 1)):
+                    test = ast.Compare(self._at(ast.Name(inner.selector, ast.Load()), blk), [ast.Eq()],
+                                       [ast.Constant(i)])
+                    dispatch = [self._at(ast.If(self._at(test, blk), self.seq(inner.exits[i], loop, follow)
+                                                or [self._at(ast.Pass(), blk)], dispatch), blk)]
+                out.extend(dispatch)
+                b = follow
                 continue
             entering = False
             out.extend(blk.stmts)
@@ -122,7 +144,7 @@ class Structurer:
                 b = blk.term[1]
             elif kind == "if":
                 _, test, then, other = blk.term
-                follow = self.follow(then, other, loop)
+                follow = self.follow(loop, then, other)
                 follow = stop if follow is None else follow
                 body = self.seq(then, loop, follow) or [self._at(ast.Pass(), blk)]
                 orelse = self.seq(other, loop, follow)
@@ -148,6 +170,10 @@ class Structurer:
             return self._at(ast.For(self._at(target, head), iterable, body, []), head)
         body = self._trim(self.seq(loop.head, loop, None, entering=True)) or [self._at(ast.Pass(), head)]
         return self._at(ast.While(self._at(ast.Constant(True), head), body, []), head)
+
+    def _select(self, loop: Loop, index: int, blk: Block) -> ast.stmt:
+        return self._at(ast.Assign([self._at(ast.Name(loop.selector, ast.Store()), blk)],
+                                   self._at(ast.Constant(index), blk)), blk)
 
     @staticmethod
     def _trim(body: list[ast.stmt]) -> list[ast.stmt]:

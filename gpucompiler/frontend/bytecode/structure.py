@@ -126,7 +126,7 @@ class Structurer:
                     continue
                 follow = self.follow(loop, *inner.exits)
                 follow = stop if follow is None else follow
-                dispatch = self.seq(inner.exits[-1], loop, follow)
+                dispatch: list[ast.stmt] = self.seq(inner.exits[-1], loop, follow)
                 for i in reversed(range(len(inner.exits) - 1)):
                     test = ast.Compare(self._at(ast.Name(inner.selector, ast.Load()), blk), [ast.Eq()],
                                        [ast.Constant(i)])

@@ -38,6 +38,14 @@ def scaler(factor: float):
     return scaled
 
 
+def typed_scaler(factor: float):
+    """A ``@jit`` closure compiled eagerly for one declared signature."""
+    @jit("float64(float64)")
+    def scaled(x):
+        return factor * x
+    return scaled
+
+
 def shifter(shift: float):
     """A kernel closure over ``shift``."""
     @kernel

@@ -12,6 +12,7 @@ import pytest
 import scaling_shipped as shipped
 from enzyme_plugin import Active, ReverseSplit, autodiff_thunk
 from gpucompiler import jit
+from gpucompiler.targets import parse_target
 from gpucompiler.errors import NotPicklableError
 
 
@@ -113,6 +114,20 @@ def test_a_second_jit_of_a_module_function_rebuilds_with_its_options():
     g = jit(_poly, boundscheck=False)
     h = pickle.loads(pickle.dumps(g))
     assert h is not g and h.py_func is _poly and h.boundscheck is False and h(2.0) == 9.0
+
+
+def test_a_kernel_for_another_target_keeps_it():
+    target = parse_target("ptx:sm_80")
+    k = pickle.loads(pickle.dumps(shipped.scale.on(target)))
+    assert k.requested_target == target and k.py_func is shipped.scale.py_func
+    assert ".target sm_80" in k.inspect_asm(2.0, np.zeros(4), np.zeros(4))
+
+
+def test_declared_signatures_travel_with_a_closure():
+    f = pickle.loads(pickle.dumps(shipped.typed_scaler(3.0)))
+    assert f.declared == shipped.typed_scaler(3.0).declared and f(2.0) == 6.0
+    with pytest.raises(TypeError):
+        f(np.arange(3.0))  # no declared signature takes an array: Numba's rule holds after the trip
 
 
 def _warm():

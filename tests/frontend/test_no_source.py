@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -426,3 +427,12 @@ def check_control_flow(seed: int) -> str:
 def test_random_control_flow_decompiles_to_the_same_results():
     bad = [r for r in map(check_control_flow, range(400)) if r]
     assert not bad, bad[:3]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 13), reason="the new REPL (pyrepl) is 3.13's")
+def test_functions_typed_at_the_new_repl_of_313_compile(monkeypatch):
+    monkeypatch.delitem(ENV, "PYTHON_BASIC_REPL")
+    monkeypatch.setitem(ENV, "TERM", "xterm")
+    # it indents the body itself and keeps each input's source in linecache (<python-input-N>)
+    out = _repl(["from gpucompiler import jit", "def h(x):", "return x * 3 + 1", "", "print('h', jit(h)(4))"])
+    assert "h 13" in re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]|\x1b[=>]", "", out), out

@@ -88,18 +88,22 @@ def _thread_private(p) -> bool:
 
 def atomic_accumulate(r, inst, sp, d) -> bool:
     """Add ``d`` into shadow pointer ``sp`` atomically when enabled; False to let the caller do it."""
-    options = r.engine.options
-    if not options.atomic_adjoints or _thread_private(inst.pointer_operand):
+    if not r.engine.options.atomic_adjoints or _thread_private(inst.pointer_operand):
         return False
     if d.type.kind != "float":
         return False  # vectors: the plain accumulation (no vector atomics in PTX)
-    if r.defer_adjoint(inst, sp, d):  # one atomic when the loop's reverse ends (tape.py)
-        return True
-    if options.warp_aggregate and d.type in _BITS:
+    if not r.defer_adjoint(inst, sp, d):  # (deferred: one atomic when the loop's reverse ends, tape.py)
+        add_to_shadow(r, sp, d)
+    return True
+
+
+def add_to_shadow(r, sp, d) -> None:
+    """``atomicrmw fadd sp, d`` at ``r.b``: once per warp with the warp's sum when warp aggregation is on
+    and every lane adds to ``sp`` (``r.b`` then ends in a new block)."""
+    if r.engine.options.warp_aggregate and d.type in _BITS:
         _warp_aggregated_add(r, sp, d)
     else:
         atomic_fadd(r.b, sp, d)
-    return True
 
 
 def atomic_fadd(b, sp, d):

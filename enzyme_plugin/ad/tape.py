@@ -29,7 +29,7 @@ from gpucompiler.llvm import Builder, Instruction, const_int, constant, types as
 
 from .calls import classify
 from .emit import declare, zero
-from .gpu import atomic_fadd
+from .gpu import add_to_shadow
 from .host import ReverseState
 from .recompute import MAX_DEPTH, PURE
 from .loops import body_runs_every_iteration, emit_trip_count, find_loops, plan_nests, static_trip_count
@@ -241,13 +241,14 @@ class LoopTape(ReverseState):
                 assert lp not in self.deferred, "a loop holding adjoints has an end"
                 continue
             block, cont = st["flush"]
-            b = Builder(block)
+            b = self.b
+            b.position_at_end(block)
             for acc, at, t, pt in self.deferred.get(lp, ()):
                 sp, v = b.load(pt, at), b.load(t, acc)
                 add, done = self.rev.append_block(""), self.rev.append_block("")
                 b.cond_br(b.icmp("ne", sp, constant(sp.type, "null")), add, done)
                 b.position_at_end(add)
-                atomic_fadd(b, sp, v)
+                add_to_shadow(self, sp, v)  # (warp-aggregated where the reads were: one add per warp)
                 b.store(zero(t), acc)
                 b.store(constant(sp.type, "null"), at)
                 b.br(done)

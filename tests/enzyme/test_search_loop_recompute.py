@@ -372,3 +372,48 @@ def test_a_loop_that_stores_keeps_adding_adjoints_per_iteration():
         d[j] = h
         fd[j] = (total(x + d) - total(x - d)) / (2 * h)
     np.testing.assert_allclose(dx, fd, rtol=1e-6, atol=1e-6)
+
+
+def shared_weight(x, w, m, i):
+    """Every thread reads the same ``w[0]`` on each of ``m[0]`` iterations: its adjoint is summed per thread
+    over the loop, then over the warp (shuffles) before one atomic add per warp."""
+    s = 0.0
+    v = x[i]
+    for k in range(m[0]):
+        s += w[0] * v * (k + 1.0) + w[1] * math.sin(s)
+    return s
+
+
+def k_shared_weight(x, dx, w, dw, m):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        autodiff(Reverse, shared_weight, Duplicated(x, dx), Duplicated(w, dw), Const(m), Const(i))
+
+
+def test_a_weight_every_thread_reads_in_a_loop_gets_one_warp_sum_after_it():
+    n = 64
+    rng = np.random.default_rng(4)
+    x, w = rng.uniform(0.5, 1.5, n), np.array([0.7, -0.3])
+    dx, dw = np.zeros(n), np.zeros(2)
+    m = np.array([4], dtype=np.int64)
+    kernel(k_shared_weight, plugins=P, boundscheck=False)[2, 32, "cpu"](x, dx, w, dw, m)
+    h, fdx, fdw = 1e-6, np.zeros(n), np.zeros(2)
+
+    def total(xv, wv):
+        return sum(shared_weight(xv, wv, m, i) for i in range(n))
+
+    for j in range(n):
+        d = np.zeros(n)
+        d[j] = h
+        fdx[j] = (total(x + d, w) - total(x - d, w)) / (2 * h)
+    for j in range(2):
+        d = np.zeros(2)
+        d[j] = h
+        fdw[j] = (total(x, w + d) - total(x, w - d)) / (2 * h)
+    np.testing.assert_allclose(dx, fdx, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(dw, fdw, rtol=1e-6, atol=1e-7)
+    ir = kernel(k_shared_weight, plugins=P).inspect_llvm(A, A, A, A, IA)
+    looped = _blocks_on_cycles(llvm.parse_assembly(ir).get_function("k_shared_weight"))
+    on_cycles = "\n".join(i for insts in looped.values() for i in insts)
+    assert looped and "atomicrmw" not in on_cycles and "shfl.sync" not in on_cycles  # (two a step before)
+    assert "shfl.sync.bfly" in ir  # the warp's sums after the loop

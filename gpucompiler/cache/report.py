@@ -64,7 +64,7 @@ class CompileReport:
     """Seconds per stage, in running order, of the compile that made the code: this one on a miss,
     the one recorded in the entry on a hit."""
     ir_sizes: dict[str, int]
-    """Bytes of each artifact: ``llvm`` (the final LLVM IR's text), ``obj``, ``ptx``..."""
+    """Bytes of each artifact kind: ``llvm`` (the final LLVM IR's text), ``obj``, ``asm`` (PTX for PTX)..."""
     plugins: tuple[str, ...]
     """The plugins the job enabled."""
     key: str

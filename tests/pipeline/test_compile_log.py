@@ -20,6 +20,8 @@ import pytest
 
 import gpucompiler.plugin as gp
 from gpucompiler import jit, kernel
+from gpucompiler import types as gpuc_types
+from gpucompiler.targets import parse_target
 from gpucompiler.cache import report as report_module
 from gpucompiler.errors import ConfigError
 from gpucompiler.interface import STAGE_NAMES
@@ -193,3 +195,18 @@ def test_configure_adds_one_handler(monkeypatch):
     assert len(root.handlers) == 1 and root.level == logging.INFO
     report_module.configure(LogSettings(None))
     assert len(root.handlers) == 1 and root.level == logging.INFO
+
+
+def test_a_kernel_compiled_for_ptx_reports_the_size_of_its_ptx(caplog):
+    caplog.set_level(logging.INFO, logger="gpucompiler")
+
+    @kernel
+    def scale(a, k):
+        a[0] = a[0] * k + 0.25
+
+    argtypes = (gpuc_types.ArrayType(gpuc_types.float64, 1, "C"), gpuc_types.float64)
+    ptx, _ = scale.compile(argtypes, parse_target("ptx:sm_80"))
+    rep = scale.last_compile
+    assert rep is not None and rep.ir_sizes["asm"] == len(ptx) and ".entry" in ptx  # PTX: the "asm" kind
+    assert list(rep.stage_times) == list(STAGE_NAMES) or rep.hit
+    assert any(r.name == "gpucompiler.cache" and rep.key[:12] in r.getMessage() for r in caplog.records)

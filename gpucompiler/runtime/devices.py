@@ -28,6 +28,10 @@ import attrs
 from ..errors import LaunchError
 
 _CURRENT: contextvars.ContextVar[Device | None] = contextvars.ContextVar("gpuc_device", default=None)
+#: the tokens of the ``with Device(...)`` blocks entered in this thread or task, innermost last (one
+#: Device object may be entered by several threads at once: its blocks are not kept on the object)
+_ENTERED: contextvars.ContextVar[tuple[contextvars.Token, ...]] = contextvars.ContextVar("gpuc_device_blocks",
+                                                                                       default=())
 
 
 def _ordinal(_device, _attribute, value) -> None:
@@ -40,14 +44,15 @@ class Device:
     """GPU number ``id`` (the CUDA device ordinal); a context manager choosing it for the launches inside."""
 
     id: int = attrs.field(validator=_ordinal)
-    _tokens: list = attrs.field(factory=list, eq=False, hash=False)  # one per `with` entered, innermost last
 
     def __enter__(self) -> Device:
-        self._tokens.append(_CURRENT.set(self))
+        _ENTERED.set((*_ENTERED.get(), _CURRENT.set(self)))
         return self
 
     def __exit__(self, *exc) -> None:
-        _CURRENT.reset(self._tokens.pop())
+        *outer, token = _ENTERED.get()
+        _ENTERED.set(tuple(outer))
+        _CURRENT.reset(token)
 
     def __repr__(self) -> str:
         return f"<Device cuda:{self.id}>"

@@ -182,6 +182,37 @@ def test_select_device_is_per_thread(gpus):
     assert seen["worker"] == Device(1) and current_device() is None
 
 
+def test_one_device_object_entered_by_two_threads_at_once():
+    """The first thread to enter leaves first: blocks are per thread, not a stack on the shared object."""
+    shared, errors = Device(1), []
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    def worker(first: bool):
+        try:
+            if not first:
+                first_in.wait(5)
+            with shared:
+                (first_in if first else second_in).set()
+                if first:
+                    second_in.wait(5)
+                else:
+                    first_out.wait(5)
+                assert current_device() == shared
+            assert current_device() is None
+        except Exception as exc:
+            errors.append(exc)
+        finally:
+            if first:
+                first_out.set()
+
+    threads = [threading.Thread(target=worker, args=(k == 0,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
 def test_one_device_asks_no_pointer_attribute(gpus, monkeypatch):
     gpus.count = 1
     x, y, dx, dy = _arrays(gpus, 0)

@@ -1,6 +1,6 @@
 """The sorting loops of ``np.sort``, ``np.argsort`` and ``a.sort()``, compiled like user code.
 
-A bottom-up merge sort: stable (``argsort`` gives NumPy's ``kind="stable"``
+Runs of 32 sorted by insertion, then bottom-up merges: stable (``argsort`` gives NumPy's ``kind="stable"``
 order; NumPy's default quicksort may order equal keys otherwise, their
 values are the same), O(n log n) in the worst case, NaN last as NumPy sorts
 it. The loops move values with plain loads and stores, so the Enzyme plugin
@@ -16,49 +16,97 @@ from .npintrinsics import element, new_array
 INDEX = T.int64
 
 
+RUN = 32
+"""the length of the runs sorted by insertion before the merges"""
+
+
 def _less(a, b):
-    """NumPy's sort order: ``a < b``, NaN after every number."""
-    return a < b or (b != b and a == a)
+    """NumPy's sort order: ``a < b``, NaN after every number (no branch: merges choose by a select)."""
+    return (a < b) | ((b != b) & (a == a))
+
+
+def _insertion(v, lo, hi):
+    for i in range(lo + 1, hi):
+        x = getitem_unchecked(v, i)
+        j = i
+        while j > lo and _less(x, getitem_unchecked(v, j - 1)):
+            setitem_unchecked(v, j, getitem_unchecked(v, j - 1))
+            j -= 1
+        setitem_unchecked(v, j, x)
+
+
+def _merge(v, tmp, lo, mid, hi):
+    """``v[lo:mid]`` and ``v[mid:hi]`` (each sorted) merged into ``tmp[lo:hi]``, equal items from the
+    left first; the choice is a select, not a branch (random data would mispredict half of them)."""
+    i, j, k = lo, mid, lo
+    while i < mid and j < hi:
+        a = getitem_unchecked(v, i)
+        b = getitem_unchecked(v, j)
+        right = int(_less(b, a))
+        setitem_unchecked(tmp, k, b if right else a)
+        j += right
+        i += 1 - right
+        k += 1
+    for q in range(i, mid):
+        setitem_unchecked(tmp, k, getitem_unchecked(v, q))
+        k += 1
+    for q in range(j, hi):
+        setitem_unchecked(tmp, k, getitem_unchecked(v, q))
+        k += 1
 
 
 def merge_sort(v, tmp):
-    """Sort the 1-d array ``v`` (any layout) in place; ``tmp`` holds as many elements."""
+    """Sort the 1-d array ``v`` (any layout) in place, stably; ``tmp`` holds as many elements."""
     n = v.shape[0]
-    width = 1
+    for lo in range(0, n, RUN):
+        _insertion(v, lo, min(lo + RUN, n))
+    width = RUN
     while width < n:
         for lo in range(0, n, 2 * width):
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            i, j = lo, mid
-            for k in range(lo, hi):
-                if j >= hi or (i < mid and not _less(getitem_unchecked(v, j), getitem_unchecked(v, i))):
-                    setitem_unchecked(tmp, k, getitem_unchecked(v, i))
-                    i += 1
-                else:
-                    setitem_unchecked(tmp, k, getitem_unchecked(v, j))
-                    j += 1
+            _merge(v, tmp, lo, min(lo + width, n), min(lo + 2 * width, n))
         for k in range(n):
             setitem_unchecked(v, k, getitem_unchecked(tmp, k))
         width *= 2
 
 
+def _insertion_by(keys, idx, lo, hi):
+    for i in range(lo + 1, hi):
+        x = getitem_unchecked(idx, i)
+        key = getitem_unchecked(keys, x)
+        j = i
+        while j > lo and _less(key, getitem_unchecked(keys, getitem_unchecked(idx, j - 1))):
+            setitem_unchecked(idx, j, getitem_unchecked(idx, j - 1))
+            j -= 1
+        setitem_unchecked(idx, j, x)
+
+
+def _merge_by(keys, idx, tmp, lo, mid, hi):
+    i, j, k = lo, mid, lo
+    while i < mid and j < hi:
+        a = getitem_unchecked(idx, i)
+        b = getitem_unchecked(idx, j)
+        right = int(_less(getitem_unchecked(keys, b), getitem_unchecked(keys, a)))
+        setitem_unchecked(tmp, k, b if right else a)
+        j += right
+        i += 1 - right
+        k += 1
+    for q in range(i, mid):
+        setitem_unchecked(tmp, k, getitem_unchecked(idx, q))
+        k += 1
+    for q in range(j, hi):
+        setitem_unchecked(tmp, k, getitem_unchecked(idx, q))
+        k += 1
+
+
 def merge_argsort(keys, idx, tmp):
     """Order the indices ``idx`` (int64, 1-d) by ``keys[idx]``, stably; ``tmp`` as long as ``idx``."""
     n = idx.shape[0]
-    width = 1
+    for lo in range(0, n, RUN):
+        _insertion_by(keys, idx, lo, min(lo + RUN, n))
+    width = RUN
     while width < n:
         for lo in range(0, n, 2 * width):
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            i, j = lo, mid
-            for k in range(lo, hi):
-                if j >= hi or (i < mid and not _less(getitem_unchecked(keys, getitem_unchecked(idx, j)),
-                                                     getitem_unchecked(keys, getitem_unchecked(idx, i)))):
-                    setitem_unchecked(tmp, k, getitem_unchecked(idx, i))
-                    i += 1
-                else:
-                    setitem_unchecked(tmp, k, getitem_unchecked(idx, j))
-                    j += 1
+            _merge_by(keys, idx, tmp, lo, min(lo + width, n), min(lo + 2 * width, n))
         for k in range(n):
             setitem_unchecked(idx, k, getitem_unchecked(tmp, k))
         width *= 2

@@ -11,10 +11,13 @@ import functools
 import numpy as np
 import pytest
 
+import enzyme_plugin
+
 from clang_levels import C_DIR, needs_clang
 from enzyme_corpus import PROGRAMS
 from enzyme_harness import CASES, UNSUPPORTED, Entry, assert_close, central_fd, fd_tolerance
 from enzyme_plugin.cc import clang_ir
+from tests.enzyme import fuzz_c
 from enzyme_plugin.cpipeline import differentiate_in_pipeline
 from gpucompiler.runtime import CPULibrary
 
@@ -50,3 +53,17 @@ def test_gradients_in_the_pipeline(case, level):
         scale = float(np.abs(g) @ np.abs(v.astype("f8"))) + 1e-300
         tol = 1e-4 if case.dtype == "f4" else 1e-9
         assert abs(t - g @ v.astype("f8")) <= tol * max(1.0, scale), f"{case.id} n={n} O{level}: forward"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_generated_programs_in_the_pipeline(seed, tmp_path, monkeypatch):
+    """The C fuzzer's programs (fuzz_c.py: loops, branches, libm, recursion, malloc/memcpy, a global) with
+    clang's optimiser off at -O1..-O3, differentiated in the pipeline: gradient against finite differences,
+    split gradient and forward tangent against it (its check, run on this route's module)."""
+    src = tmp_path / f"fuzz_{seed}.c"
+    src.write_text(fuzz_c.program(seed))
+    for level in (1, 2, 3):
+        text = clang_ir(src, level, ["--target=x86_64-pc-linux-gnu", "-fno-ident", "-ffp-contract=off"])
+        monkeypatch.setattr(enzyme_plugin, "differentiate", functools.partial(differentiate_in_pipeline, level=level))
+        kind, detail = fuzz_c._check(text, seed, f"-O{level}")
+        assert kind == "right", detail

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+import gpucompiler.plugin as gp
+from gpucompiler.errors import UnknownPluginError
 from gpucompiler.identity import keys
 
 jit_module = importlib.import_module("gpucompiler.jit")  # the module: `gpucompiler.jit` is the decorator
@@ -216,3 +218,35 @@ def test_recorded_return_types_round_trip(text):
                                   "tuple(float64,, int64)", "tuple(Record(x))", "array(float64, 1d, C)"])
 def test_other_return_types_are_inferred(text):
     assert jit_module._recorded_restype(text) is None
+
+
+@pytest.fixture
+def fresh_registry(installed, tmp_path, monkeypatch):
+    """The installed plugins on ``sys.path`` and a registry built anew (the old one back afterwards)."""
+    monkeypatch.syspath_prepend(str(installed))
+    monkeypatch.setenv("GPUC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(gp, "_manager", None)
+    keys.plugin_code.cache_clear()
+    yield installed
+    keys.plugin_code.cache_clear()
+    for name in [m for m in sys.modules if m.split(".")[0] in ("alpha_plug", "beta_plug", "gamma_plug")]:
+        del sys.modules[name]
+
+
+def test_a_plugin_registered_by_hand_in_place_of_an_installed_one_has_its_own_identity(fresh_registry):
+    installed_one = keys.plugin_identity(["alpha_plug"])
+    assert installed_one[0][1] == "plug_dist==1.0"
+
+    class Impostor(gp.Plugin):
+        name = "alpha_plug"
+        version = "1.0"
+
+    gp.register(Impostor, replace=True)  # loads the installed one first, then replaces it
+    replaced = keys.plugin_identity(["alpha_plug"])
+    assert replaced[0][:3] == ["alpha_plug", "1.0", None] and replaced != installed_one
+    assert replaced[0][3] == keys.code_digest(__name__)  # this test module's package, not alpha_plug's
+
+
+def test_an_unknown_plugin_name_in_a_key_is_an_error(fresh_registry):
+    with pytest.raises(UnknownPluginError):
+        keys.plugin_identity(["no_such_plugin"])

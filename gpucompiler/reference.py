@@ -24,6 +24,12 @@ from .errors import NotPicklableError
 _LOCALS = ".<locals>."
 
 
+def module_name(module: str) -> str:
+    """``module`` as the parent process names it: a spawned worker runs the main script as ``__mp_main__``
+    (and aliases it as ``__main__``), so the same function has the same name, and key, in both."""
+    return "__main__" if module == "__mp_main__" else module
+
+
 def locate(module: str, qualname: str) -> Any:
     """The object named ``qualname`` in ``module`` (imported), or None when there is none."""
     if not isinstance(module, str):  # a function made by exec without __name__
@@ -138,4 +144,4 @@ def reduce_wrapper(obj: Any, rebuild: Any, keywords: dict, what: str) -> tuple:
     return rebuild, (function_reference(fn, what), keywords)
 
 
-__all__ = ["found", "function", "function_reference", "locate", "reduce_wrapper"]
+__all__ = ["found", "function", "function_reference", "locate", "module_name", "reduce_wrapper"]

@@ -13,6 +13,8 @@ import sys
 import types as pytypes
 from typing import Any
 
+from ..reference import module_name
+
 _CODE_FP: dict[int, tuple[Any, str]] = {}  # id(code) -> (code, digest); code objects are immutable
 
 
@@ -59,7 +61,7 @@ def encode_value(value) -> Any:
         return {"numpy": value.dtype.str, "shape": list(value.shape),
                 "sha256": hashlib.sha256(value.tobytes(order="C")).hexdigest()}
     if isinstance(value, pytypes.FunctionType):
-        return {"function": f"{value.__module__}.{value.__qualname__}",
+        return {"function": f"{module_name(value.__module__)}.{value.__qualname__}",
                 "code": code_fingerprint(value.__code__), "defaults": encode_value(value.__defaults__),
                 "kwdefaults": encode_value(tuple(sorted((value.__kwdefaults__ or {}).items())))}
     fn = python_function(value)
@@ -67,10 +69,10 @@ def encode_value(value) -> Any:
         inline = getattr(value, "inline", "never")  # @jit(inline="always") changes its callers' code
         return {"jit": encode_value(fn)} if inline == "never" else {"jit": encode_value(fn), "inline": inline}
     if isinstance(value, pytypes.ModuleType):
-        return {"module": value.__name__}
+        return {"module": module_name(value.__name__)}
     name = getattr(value, "__qualname__", None)
     if name is not None:
-        return {"object": f"{getattr(value, '__module__', '')}.{name}"}
+        return {"object": f"{module_name(getattr(value, '__module__', ''))}.{name}"}
     return {"object": type(value).__qualname__, "repr": repr(value)}
 
 

@@ -29,6 +29,7 @@ import attrs
 from .. import codegen, interpreter, types as T  # loaded when a spec is first inferred or generated
 from ..frontend.fingerprint import encode_value, python_function
 from ..interpreter.lattice import MISSING
+from ..reference import module_name
 from ..core import Target
 from ..targets import NativeTarget
 
@@ -76,7 +77,8 @@ class FunctionSpec:
 
     @property
     def entry(self) -> str:
-        return f"{self.fn.__module__}.{self.fn.__qualname__}"
+        """``module.qualname`` (a spawned worker's ``__mp_main__`` named ``__main__``: :func:`module_name`)."""
+        return f"{module_name(self.fn.__module__)}.{self.fn.__qualname__}"
 
     def infer(self, target: Target | None = None, plugins=(), python_errors: bool = False):
         """``(interpreter, entry frame)``, computed once per setting (``target``: the host's by default)."""

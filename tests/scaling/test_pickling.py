@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
+import os
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -218,3 +221,42 @@ def test_ray_local_cluster(cache_dir):
     finally:
         ray.shutdown()
     assert value == 9.0 and compiles == 0
+
+
+_SCRIPT = '''
+import multiprocessing
+from gpucompiler import jit
+from gpucompiler.cached import default_cache
+
+
+@jit
+def cube(x):
+    return x * x * x
+
+
+def maker(c):
+    @jit
+    def plus(x):
+        return x + c
+    return plus
+
+
+def run(fn, x):
+    return fn(x), default_cache().stats["compile"]
+
+
+if __name__ == "__main__":
+    assert cube(2.0) == 8.0 and maker(0.5)(1.0) == 1.5
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        print(pool.apply(run, (cube, 3.0)), pool.apply(run, (maker(0.5), 2.0)))
+'''
+
+
+def test_functions_of_the_main_script_travel(tmp_path):
+    """The usual program: @jit functions defined in the script run as __main__, a spawn pool."""
+    script = tmp_path / "job.py"
+    script.write_text(_SCRIPT)
+    env = {**os.environ, "GPUC_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["(27.0,", "0)", "(2.5,", "0)"]

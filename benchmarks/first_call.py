@@ -68,7 +68,7 @@ dw, db = g(2.0, 0.5, xs, ys, 50)
 t3 = time.perf_counter()
 print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_call_ms": (t3 - t2) * 1e3, "grad": [dw, db],
                   "plugin_modules": sum(m.startswith("enzyme_plugin") for m in sys.modules),
-                  "tier": g.last_compile.tier, "stages_ms": stages}))
+                  "tier": getattr(getattr(g, "last_compile", None), "tier", None), "stages_ms": stages}))
 """
 
 
@@ -106,7 +106,7 @@ def main() -> None:
     for t in trees:
         parts = cold[t].get("stages_ms", {})
         print(f"{t[-40:]:40} " + ", ".join(f"{k} {v:.0f}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])
-                                           if v >= 1) + f"; {sorted({r.get('tier', '?') for r in rows[t]})}")
+                                           if v >= 1) + f"; {sorted({str(r.get('tier')) for r in rows[t]})}")
 
 
 if __name__ == "__main__":

@@ -97,13 +97,45 @@ def function_reference(fn: types.FunctionType, what: str) -> tuple:
         try:
             value = cell.cell_contents
         except ValueError:
-            raise NotPicklableError(f"{where} cannot be pickled: its variable {name!r} is not assigned yet: pickle the closure after the enclosing function assigned it") from None
-        if _python_function(value) is fn:
+            raise NotPicklableError(f"{where} cannot be pickled: its variable {name!r} is not assigned yet: "
+                                    "pickle the closure after the enclosing function assigned it") from None
+        if _refers_to(value, fn, set()):
             raise NotPicklableError(f"{where} cannot be pickled by reference: it refers to itself through "
-                                    f"its variable {name!r} (a recursive closure): define the recursive function at module level")
-        cells.append(value)
+                                    f"its variable {name!r} (a recursive closure, directly or through other "
+                                    "closures): define the recursive functions at module level")
+        cells.append(_Function(value) if isinstance(value, types.FunctionType) else value)
     return ("closure", module, outer, qualname, fn.__code__.co_firstlineno, fn.__defaults__, fn.__kwdefaults__,
             tuple(cells))
+
+
+def _refers_to(value: Any, fn: types.FunctionType, seen: set[int]) -> bool:
+    """Whether ``value`` is ``fn`` (or wraps it), or a closure whose cells reach it."""
+    inner = _python_function(value)
+    if inner is fn:
+        return True
+    if not isinstance(inner, types.FunctionType) or id(inner) in seen:
+        return False
+    seen.add(id(inner))
+    for cell in inner.__closure__ or ():
+        try:
+            if _refers_to(cell.cell_contents, fn, seen):
+                return True
+        except ValueError:  # unassigned: its own pickle says so
+            continue
+    return False
+
+
+class _Function:
+    """A plain function held by a closure's cell, pickled by reference as well (a helper defined beside the
+    compiled function: plain pickle refuses local functions)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: types.FunctionType):
+        self.fn = fn
+
+    def __reduce__(self) -> tuple:
+        return function, (function_reference(self.fn, "function"),)
 
 
 def _function_code(module: str, qualname: str) -> types.CodeType | None:

@@ -87,3 +87,24 @@ def split_gradient(fwd, rev, x: float):
     tape, y = fwd(Active(x))
     (dx,) = rev(Active(x), 1.0, tape)
     return y, dx, default_cache().stats["compile"]
+
+
+def with_helper(k: float):
+    """A ``@jit`` closure calling a plain nested helper (itself a closure)."""
+    def helper(x):
+        return k * x
+    @jit
+    def use(x):
+        return helper(x) + 1.0
+    return use
+
+
+def mutual():
+    """Two ``@jit`` closures that call each other: no place to pickle them from."""
+    @jit
+    def even(n):
+        return True if n == 0 else odd(n - 1)
+    @jit
+    def odd(n):
+        return False if n == 0 else even(n - 1)
+    return even

@@ -99,6 +99,16 @@ def test_recursive_closure_is_a_typed_error():
         pickle.dumps(outer())
 
 
+def test_closure_calling_a_nested_plain_helper():
+    f = pickle.loads(pickle.dumps(shipped.with_helper(3.0)))
+    assert f(2.0) == 7.0 and f.py_func.__closure__[0].cell_contents.__qualname__ == "with_helper.<locals>.helper"
+
+
+def test_mutually_recursive_closures_are_a_typed_error():
+    with pytest.raises(NotPicklableError, match="refers to itself through its variable 'odd'"):
+        pickle.dumps(shipped.mutual())
+
+
 def test_closure_whose_factory_is_gone_is_a_typed_error(monkeypatch):
     f = shipped.scaler(2.0)
     monkeypatch.setattr(shipped, "scaler", None)

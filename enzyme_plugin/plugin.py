@@ -21,7 +21,7 @@ import attrs
 import gpucompiler.plugin as gp
 
 from .passes import inttoptr, lower, noinline, nvvm
-from . import cli
+from . import cli, cpipeline
 from .ad_stage import run_ad
 from .options import EnzymeOptions
 from .rules import MARKER, rules
@@ -65,6 +65,15 @@ class EnzymePlugin(gp.Plugin):
         model = module.model
         lower.lower_markers(model)
         noinline.mark(model)
+
+    @gp.callback("link_deferred", markers=AD_MARKERS)
+    def keep_rules_out_of_line(self, job, module):
+        """IR no pass ran on (Enzyme's C interface from ``clang -O<N> -Xclang -disable-llvm-optzns``):
+        functions with registered rules stay out of line until AD has seen their calls (undone by
+        :meth:`restore`), as ``gpuc cc`` keeps them. Optimised IR is left alone: a rule's function
+        clang inlined already must stay visible to the engine's check, which refuses it."""
+        if cpipeline.looks_unoptimised(module.text):
+            cpipeline.keep_rules_out_of_line(module.model)
 
     @gp.callback("optimize.early", markers=AD_MARKERS)
     def keep_unoptimized(self, job, module, state: EnzymeJobState):

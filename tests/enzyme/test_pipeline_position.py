@@ -149,3 +149,24 @@ def test_gpuc_cc_differentiates_cuda_device_code_that_ptxas_assembles(tmp_path, 
     seed = dy.copy()
     lib.function("dcube_host", None, p, p, p, p, ctypes.c_int)(*(a.ctypes.data_as(p) for a in (x, dx, y, dy)), n)
     np.testing.assert_allclose(dx, seed * (3 * x * x + 2), rtol=1e-14)
+
+
+@pytest.mark.parametrize("pre_opt", [True, False], ids=["pre-opt", "optimised"])
+def test_gpuc_enzyme_target_keeps_rules_of_ir_no_pass_ran_on(pre_opt, tmp_path):
+    """``gpuc enzyme --target native`` (the compile pipeline with the plugin): on IR no pass ran on, the
+    rules' functions stay out of line through its optimize stage and the rules apply (was: the ADError
+    saying to give it such IR); clang's optimised IR, where clang inlined them, is still refused."""
+    ir = tmp_path / "p.ll"
+    ir.write_text(compile_c("pipeline.c", "O2", False, ("-Xclang", "-disable-llvm-optzns") if pre_opt else ()))
+    out = tmp_path / "p.out.ll"
+    proc = subprocess.run([sys.executable, "-m", "gpucompiler", "enzyme", str(ir), "--target", "native", "--emit",
+                           "llvm", "-o", str(out)], capture_output=True, text=True, check=False)
+    if not pre_opt:
+        assert proc.returncode == 1 and "registered derivative rule" in proc.stderr, proc.stderr
+        return
+    assert proc.returncode == 0, proc.stderr
+    lib = CPULibrary.from_ir(out.read_text())
+    for mode in ("fwd", "grad"):
+        for x in POINTS:
+            assert math.isclose(scalar(lib, f"with_rules_{mode}")(x), scalar(lib, f"with_rules_want_{mode}")(x),
+                                rel_tol=1e-13), (mode, x)

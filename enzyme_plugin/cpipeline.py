@@ -83,7 +83,9 @@ def differentiate_in_pipeline_here(text: str, level: int = 2) -> str:
 def keep_rules_out_of_line(module: Module) -> None:
     """``noinline`` (recorded, so that :func:`noinline.restore` undoes it) on every function with a
     registered rule or an ``__enzyme_function_like`` declaration: the inliner must not dissolve them
-    before AD has seen their calls."""
+    before AD has seen their calls. The engine's checks run first: a rule's function the optimiser inlined
+    already (optimised IR taken for IR no pass ran on) is refused, never hidden behind ``noinline``."""
+    custom.check_globals(module)
     noinline.mark(module)
     for name in custom.function_like(module):
         fn = module.functions.get(name)

@@ -109,6 +109,8 @@ class _Manager(pluggy.PluginManager):
         of the listing (a warning), their error raised when a job names them"""
         self.entry_points: dict[str, Any] | None = None
         """the installed entry points by name, read (not loaded) once: :func:`entry_point`"""
+        self.installed: dict[str, Any] = {}
+        """the instances loaded from installed entry points, by name (:func:`loaded_from_entry_point`)"""
 
     def register(self, plugin: Any, name: str | None = None) -> str | None:
         instance = plugin() if inspect.isclass(plugin) else plugin
@@ -194,6 +196,7 @@ def _load(names: Iterable[str] | None = None) -> _Manager:
             if manager.get_plugin(ep.name) is None:  # not registered by hand first
                 try:
                     manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=ep.name)
+                    manager.installed[ep.name] = manager.get_plugin(ep.name)
                 except Exception as exc:  # an installed plugin that does not load
                     error = exc if isinstance(exc, PluginError) else PluginError(
                         ep.name, "discovery", ep.value, exc, at=plugin_location(exc, ep.value.partition(":")[0]))
@@ -256,6 +259,11 @@ def loaded(name: str) -> Any:
     return _registry().get_plugin(name)
 
 
+def loaded_from_entry_point(plugin: Any) -> bool:
+    """Whether ``plugin`` is the instance its installed entry point loaded (not one registered by hand)."""
+    return _registry().installed.get(str(getattr(plugin, "name", ""))) is plugin
+
+
 def enabled(names: Iterable[str]) -> tuple[Any, ...]:
     """The plugins named by ``names``, sorted by name; an unknown name raises."""
     names = tuple(names)
@@ -309,4 +317,4 @@ def constrained(ranked: list[BoundCallback], point: str) -> list[BoundCallback]:
 
 
 __all__ = ["ENTRY_POINT_GROUP", "EVENTS", "HOOK_ARGS", "BoundCallback", "Callback", "Plugin", "builtin", "callback",
-           "call_hook", "callbacks", "constrained", "declared_callbacks", "discovered", "enabled", "entry_point", "hook", "listener", "loaded", "plugin_location", "register", "unregister"]
+           "call_hook", "callbacks", "constrained", "declared_callbacks", "discovered", "enabled", "entry_point", "hook", "listener", "loaded", "loaded_from_entry_point", "plugin_location", "register", "unregister"]

@@ -53,18 +53,13 @@ def plugin_identity(names: Iterable[str]) -> list[list[Any]]:
     for name in sorted(set(names)):
         ep = gp.entry_point(name)
         p = gp.loaded(name)
-        if ep is not None and (p is None or _from_entry_point(p, ep)):
+        if ep is not None and (p is None or gp.loaded_from_entry_point(p)):
             out.append(installed_identity(ep, p))
             continue
         if p is None:
             p = gp.enabled([name])[0]  # registers it, or raises UnknownPluginError
         out.append([p.name, p.version, _settings(p), code_digest(type(p).__module__)])
     return out
-
-
-def _from_entry_point(plugin: Any, ep: Any) -> bool:
-    cls = type(plugin)
-    return cls.__module__ == ep.module and cls.__qualname__ == ep.attr
 
 
 def _settings(plugin: Any) -> Any:

@@ -85,12 +85,17 @@ def installed(tmp_path):
         package.mkdir(parents=True)
         (package / "__init__.py").write_text("")
         (package / "plugin.py").write_text(PLUGIN.format(cls=cls, name=f"{name}_plug", scale=1, extra=extra))
+    delta = site / "delta_plug"  # its entry point names the class where the package re-exports it
+    delta.mkdir()
+    (delta / "__init__.py").write_text("from .impl import Delta\n")
+    (delta / "impl.py").write_text(PLUGIN.format(cls="Delta", name="delta_plug", scale=1, extra=""))
     info = site / "plug_dist-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plug_dist\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(
         "[gpucompiler.plugins]\n" + "".join(f"{n}_plug = {n}_plug.plugin:{c}\n"
-                                            for n, c in (("alpha", "Alpha"), ("beta", "Beta"), ("gamma", "Gamma"))))
+                                            for n, c in (("alpha", "Alpha"), ("beta", "Beta"), ("gamma", "Gamma")))
+        + "delta_plug = delta_plug:Delta\n")
     return site
 
 
@@ -229,7 +234,7 @@ def fresh_registry(installed, tmp_path, monkeypatch):
     keys.plugin_code.cache_clear()
     yield installed
     keys.plugin_code.cache_clear()
-    for name in [m for m in sys.modules if m.split(".")[0] in ("alpha_plug", "beta_plug", "gamma_plug")]:
+    for name in [m for m in sys.modules if m.split(".")[0].endswith("_plug")]:
         del sys.modules[name]
 
 
@@ -250,3 +255,13 @@ def test_a_plugin_registered_by_hand_in_place_of_an_installed_one_has_its_own_id
 def test_an_unknown_plugin_name_in_a_key_is_an_error(fresh_registry):
     with pytest.raises(UnknownPluginError):
         keys.plugin_identity(["no_such_plugin"])
+
+
+def test_the_identity_is_the_same_before_and_after_the_plugin_is_loaded(fresh_registry):
+    """Also for an entry point naming a class its package re-exports (``delta_plug:Delta``, defined in
+    ``delta_plug.impl``): the instance the entry point loaded is recognised as the installed plugin."""
+    before = keys.plugin_identity(["alpha_plug", "delta_plug"])
+    loaded = gp.enabled(["alpha_plug", "delta_plug"])
+    assert [type(p).__module__ for p in loaded] == ["alpha_plug.plugin", "delta_plug.impl"]
+    assert keys.plugin_identity(["alpha_plug", "delta_plug"]) == before
+    assert [i[1] for i in before] == ["plug_dist==1.0", "plug_dist==1.0"]

@@ -63,7 +63,7 @@ def run_ad(job, module, unoptimized: str | None = None) -> None:
     except VectorizedCodeError:
         if unoptimized is None:
             raise
-        again = IRModule(scalar(unoptimized))
+        again = IRModule(scalar(batch.lower_text(unoptimized)))
         nvvm.preserve(again.model, job.target)  # as the ``optimize.last`` callback did
         text = differentiate_nested(again.text, scalar, options)
     ref = parse_ir(job.target.adapt_ir(leftover.check_output(text)))

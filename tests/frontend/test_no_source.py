@@ -272,6 +272,15 @@ def rotated_continue(n):
             continue
         t += w
     return t * 100 + w
+def nested(x, n):
+    k = 3.0
+    sq = lambda y: y * y + k
+    def step(a, b=2.0):
+        return a * b + k
+    t = 0.0
+    for i in range(n):
+        t += step(sq(x), 0.5) + step(1.0)
+    return t
 def for_else(n):
     t = 0
     for i in range(n):
@@ -287,7 +296,7 @@ CASE_ARGS = {"swap": [(1, 2), (5.0, -3.0)], "rotate": [(1, 2, 3)], "chained": [(
              "values": [(0, 5), (3, 0), (2, 7), (7, 2)], "loops": [(0,), (5,), (9,)], "early": [(0,), (10,), (50,)],
              "augmented": [(0, 0), (0, 1)], "negated": [(1, 1), (-1, 2), (1, 5), (3, 2), (2, 3)],
              "unpack": [(17, 5), (-7, 2)], "for_else": [(0,), (3,), (9,)],
-             "rotated_continue": [(0,), (1,), (2,), (5,)]}
+             "rotated_continue": [(0,), (1,), (2,), (5,)], "nested": [(2.0, 3), (-1.5, 0)]}
 
 
 def _array_args(name, args):
@@ -308,7 +317,7 @@ def test_hard_cases_decompile_and_compile_to_cpython_results(name):
 @pytest.mark.parametrize("src, what, line", [
     ("def g(n):\n    return [i for i in range(n)]\n", "nested|list|comprehension", 2),
     ("def g(x):\n    try:\n        return x\n    except ValueError:\n        return 0\n", "try|bytecode", 2),
-    ("def g(x):\n    def h(y):\n        return x + y\n    return h(1)\n", "nested", 1),
+    ("def g(x):\n    global G\n    G = x\n    return x\n", "global", 3),
     ("def g(x):\n    if x > 1:\n        raise ValueError(x)\n    return x\n", "raise", 3),
 ])
 def test_what_the_decompiler_cannot_write_back_is_a_typed_error_with_the_line(src, what, line):

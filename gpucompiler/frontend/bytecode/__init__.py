@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import inspect
 import sys
-from types import FunctionType
+from types import CodeType, FunctionType
 
 from ...errors import UnsupportedError
 from .blocks import Runner, split
@@ -41,22 +41,9 @@ def function_ast(pyfunc: FunctionType) -> tuple[ast.FunctionDef, str, int]:
 def decompile(pyfunc: FunctionType) -> ast.FunctionDef:
     """``pyfunc``'s bytecode as a ``def`` of the supported subset (a typed error names what is not)."""
     code = pyfunc.__code__
-    where = (code.co_filename, code.co_firstlineno, 0)
-    if code.co_flags & _CO_GENERATORS:
-        raise UnsupportedError("generator or coroutine", where, pyfunc.__qualname__, _HINT)
-    if code.co_cellvars:
-        raise UnsupportedError("nested function in a function without source", where, pyfunc.__qualname__, _HINT)
-    blocks = split(normalise(code))
-    Runner(code, blocks).run()
-
-    def fail(what: str, start: int) -> None:
-        op = blocks[start].ops[0]
-        raise UnsupportedError(f"{what} in a function without source", (code.co_filename, op.line, op.col),
-                               pyfunc.__qualname__, _HINT)
-    body = Structurer(blocks, fail).run()
-    node = _def(_arguments(pyfunc), body or [ast.Pass()])
-    node.name = code.co_name
-    node.lineno, node.col_offset = code.co_firstlineno, 0
+    kwdefaults = pyfunc.__kwdefaults__ or {}
+    node = _function(code, [_constant(d, pyfunc) for d in pyfunc.__defaults__ or ()],
+                     {n: _constant(v, pyfunc) for n, v in kwdefaults.items()})
     ast.fix_missing_locations(node)
     for sub in ast.walk(node):  # a statement spans at least its own line
         line = getattr(sub, "lineno", None)
@@ -66,20 +53,37 @@ def decompile(pyfunc: FunctionType) -> ast.FunctionDef:
     return node
 
 
-def _arguments(pyfunc: FunctionType) -> ast.arguments:
-    code = pyfunc.__code__
+def _function(code: CodeType, defaults: list[ast.expr], kwdefaults: dict[str, ast.expr]) -> ast.FunctionDef:
+    """The ``def`` of ``code`` (also of a nested function or lambda, whose defaults are expressions)."""
+    where = (code.co_filename, code.co_firstlineno, 0)
+    if code.co_flags & _CO_GENERATORS:
+        raise UnsupportedError("generator or coroutine", where, code.co_qualname if sys.version_info >= (3, 11)
+                               else code.co_name, _HINT)
+    blocks = split(normalise(code))
+    Runner(code, blocks, _function).run()
+
+    def fail(what: str, start: int) -> None:
+        op = blocks[start].ops[0]
+        raise UnsupportedError(f"{what} in a function without source", (code.co_filename, op.line, op.col),
+                               code.co_name, _HINT)
+    body = Structurer(blocks, fail).run()
+    node = _def(_arguments(code, defaults, kwdefaults), body or [ast.Pass()])
+    node.name = code.co_name
+    node.lineno, node.col_offset = code.co_firstlineno, 0
+    return node
+
+
+def _arguments(code: CodeType, defaults: list[ast.expr], kwdefaults: dict[str, ast.expr]) -> ast.arguments:
     names = code.co_varnames
     npos, nkw = code.co_argcount, code.co_kwonlyargcount
     rest = npos + nkw
     vararg = ast.arg(names[rest]) if code.co_flags & _CO_VARARGS else None
     kwarg = ast.arg(names[rest + bool(vararg)]) if code.co_flags & _CO_VARKEYWORDS else None
-    kwdefaults = pyfunc.__kwdefaults__ or {}
     return ast.arguments(
         posonlyargs=[ast.arg(n) for n in names[:code.co_posonlyargcount]],
         args=[ast.arg(n) for n in names[code.co_posonlyargcount:npos]],
         vararg=vararg, kwonlyargs=[ast.arg(n) for n in names[npos:rest]],
-        kw_defaults=[_constant(kwdefaults[n], pyfunc) if n in kwdefaults else None for n in names[npos:rest]],
-        kwarg=kwarg, defaults=[_constant(d, pyfunc) for d in pyfunc.__defaults__ or ()])
+        kw_defaults=[kwdefaults.get(n) for n in names[npos:rest]], kwarg=kwarg, defaults=defaults)
 
 
 def _constant(value, pyfunc: FunctionType) -> ast.expr:

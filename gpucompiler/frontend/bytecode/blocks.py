@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from types import CodeType
 from typing import Any
 
 from ...errors import UnsupportedError
-from .opcodes import EXIT_KEEPS_ITERATOR, NULL_ABOVE, Op
+from .opcodes import EXIT_KEEPS_ITERATOR, NULL_ABOVE, QUALNAME_ON_STACK, Op
 
 _OPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod,
         "**": ast.Pow, "@": ast.MatMult, "<<": ast.LShift, ">>": ast.RShift, "&": ast.BitAnd, "|": ast.BitOr,
@@ -35,6 +36,14 @@ class Null:
 class Iterator:
     """``iter(expr)`` of a ``for`` loop, kept on the stack while the loop runs."""
     expr: ast.expr
+
+
+@dataclass(eq=False)
+class Function:
+    """A nested ``def`` or lambda being made: its code and the defaults found on the stack."""
+    code: CodeType
+    defaults: list[ast.expr] = field(default_factory=list)
+    kwdefaults: dict[str, ast.expr] = field(default_factory=dict)
 
 
 @dataclass
@@ -76,8 +85,9 @@ class Runner:
     """Runs the blocks of one code object, in offset order (CPython lays blocks out forward, so a block's
     entry stack is known from an earlier predecessor, except at loop heads, reached first from above)."""
 
-    def __init__(self, code: CodeType, blocks: dict[int, Block]):
-        self.code, self.blocks, self.ntemp = code, blocks, 0
+    def __init__(self, code: CodeType, blocks: dict[int, Block],
+                 nested: Callable[[CodeType, list[ast.expr], dict[str, ast.expr]], ast.FunctionDef]):
+        self.code, self.blocks, self.ntemp, self.nested = code, blocks, 0, nested
         self.order = sorted(blocks)
         self.next_of = {a: b for a, b in zip(self.order, self.order[1:])}
 
@@ -129,6 +139,12 @@ class Runner:
 
     def value(self, op: Op) -> ast.expr:
         v = self.pop(op)
+        if isinstance(v, Function):  # a lambda passed on: `gradient(lambda x: x * k, 1.0)`
+            node = self.nested(v.code, v.defaults, v.kwdefaults)
+            if len(node.body) != 1 or not isinstance(node.body[0], ast.Return) or node.body[0].value is None:
+                self.error("nested function used as a value (bind it to a name first)", op)
+            assert isinstance(node.body[0], ast.Return) and node.body[0].value is not None
+            return self.at(ast.Lambda(node.args, node.body[0].value), op)
         if not isinstance(v, ast.expr):
             self.error("stack shape the decompiler does not follow", op)
         if getattr(v, "inplace", False):
@@ -188,6 +204,29 @@ class Runner:
                 self.stack.append(self.name(ident, op))
                 if null and NULL_ABOVE:
                     self.stack.append(Null())
+            elif k == "load_const" and isinstance(op.arg, CodeType):
+                self.stack.append(op.arg)
+            elif k == "load_closure":
+                self.stack.append(Null())  # the cell: free names are read by name, as in source
+            elif k == "make_function":
+                if QUALNAME_ON_STACK:
+                    self.pop(op)
+                code = self.pop(op)
+                if not isinstance(code, CodeType):
+                    self.error("stack shape the decompiler does not follow", op)
+                if code.co_name in ("<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"):
+                    self.error("comprehension or generator expression", op)
+                made = Function(code)
+                for flag in (8, 4, 2, 1):
+                    if op.arg & flag:
+                        self.attribute(made, flag, self.pop(op), op)
+                self.stack.append(made)
+            elif k == "set_function_attribute":
+                made, extra = self.pop(op), self.pop(op)
+                if not isinstance(made, Function):
+                    self.error("stack shape the decompiler does not follow", op)
+                self.attribute(made, op.arg, extra, op)
+                self.stack.append(made)
             elif k == "load_const":
                 if not isinstance(op.arg, (int, float, complex, bool, str, bytes, tuple, type(None))):
                     self.error(f"constant of type {type(op.arg).__name__}", op)
@@ -197,6 +236,11 @@ class Runner:
                 attr = self.at(ast.Attribute(self.value(op), ident, ast.Load()), op)
                 self.stack.extend([attr, Null()] if NULL_ABOVE else [Null(), attr]) if method else \
                     self.stack.append(attr)
+            elif k in ("store_fast", "store_deref") and self.stack and isinstance(self.stack[-1], Function):
+                made = self.stack.pop()
+                node = self.nested(made.code, made.defaults, made.kwdefaults)
+                node.name = op.arg
+                self.emit(node, op)
             elif k == "store_fast":
                 self.store(self.name(op.arg, op, ast.Store()), op)
             elif k == "store_deref":
@@ -255,6 +299,9 @@ class Runner:
                 keywords = [self.at(ast.keyword(str(n), a), op) for n, a in zip(kw, args[npos:])]
                 self.stack.append(self.at(ast.Call(func, args[:npos], keywords), op))
                 kw = ()
+            elif k == "build_tuple" and op.arg and all(isinstance(v, Null) for v in self.stack[-op.arg:]):
+                del self.stack[-op.arg:]
+                self.stack.append(Null())  # a closure's cells
             elif k == "build_tuple":
                 items = [self.value(op) for _ in range(op.arg)][::-1]
                 self.stack.append(self.at(ast.Tuple(items, ast.Load()), op))
@@ -321,6 +368,19 @@ class Runner:
                 self.leave(block, op, [(fall, self.stack)])
                 block.term = ("goto", fall)
 
+    def attribute(self, made: Function, flag: int, extra: Any, op: Op) -> None:
+        """Defaults (1) and keyword defaults (2) of a function being made; its closure (8) is read by
+        name; annotations (4) are dropped."""
+        if flag == 1:
+            if isinstance(extra, ast.Tuple):
+                made.defaults = list(extra.elts)
+            elif isinstance(extra, ast.Constant) and isinstance(extra.value, tuple):
+                made.defaults = [ast.Constant(v) for v in extra.value]
+            else:
+                self.error("defaults the decompiler does not follow", op)
+        elif flag == 2:
+            self.error("keyword-only defaults of a nested function", op)
+
     def _none(self, v: ast.expr) -> ast.expr | None:
         return None if isinstance(v, ast.Constant) and v.value is None else v
 
@@ -336,6 +396,8 @@ class Runner:
         def pending():
             return [(succ, i, v) for succ, stack in edges for i, v in enumerate(stack)
                     if isinstance(v, ast.expr) and not (isinstance(v, ast.Name) and v.id == slot_name(succ, i))]
+        if any(isinstance(v, (Function, CodeType)) for _, stack in edges for v in stack):
+            self.error("nested function made across branches", op)
         if any(succ == block.start for succ, _ in edges) and pending():
             self.error("stack shape the decompiler does not follow", op)
         if pending():
@@ -368,4 +430,4 @@ class Runner:
         return test
 
 
-__all__ = ["Block", "Iterator", "Null", "PREFIX", "Runner", "slot_name", "split"]
+__all__ = ["Block", "Function", "Iterator", "Null", "PREFIX", "Runner", "slot_name", "split"]

@@ -18,6 +18,9 @@ from ...errors import UnsupportedError
 PY = sys.version_info[:2]
 #: 3.13 pushes a call's NULL (or self) above the callable, 3.11-3.12 below it; 3.10 has no NULL
 NULL_ABOVE = PY >= (3, 13)
+#: MAKE_FUNCTION pops the qualified name (3.10), takes its extras from its flags (3.10-3.12) or from
+#: SET_FUNCTION_ATTRIBUTE (3.13)
+QUALNAME_ON_STACK = PY < (3, 11)
 #: FOR_ITER's exit edge keeps the iterator (popped by END_FOR in 3.12, by POP_TOP in 3.13)
 EXIT_KEEPS_ITERATOR = PY >= (3, 12)
 END_FOR_POPS = 1 if PY == (3, 12) else 0
@@ -94,6 +97,12 @@ def normalise(code: CodeType) -> list[Op]:
             op("return", at=ins.offset + 1)
         elif name == "LOAD_GLOBAL":
             op("load_global", (argval, PY >= (3, 11) and bool(oparg & 1)))
+        elif name == "LOAD_CLOSURE":
+            op("load_closure", argval)
+        elif name == "MAKE_FUNCTION":
+            op("make_function", oparg)
+        elif name == "SET_FUNCTION_ATTRIBUTE":
+            op("set_function_attribute", oparg)
         elif name == "LOAD_DEREF":
             op("load_deref", argval)
         elif name == "STORE_FAST":
@@ -156,7 +165,7 @@ def normalise(code: CodeType) -> list[Op]:
         elif name == "END_FOR":
             op("end_for", END_FOR_POPS)
         else:
-            what = {"MAKE_FUNCTION": "nested def or lambda", "BUILD_LIST": "list display",
+            what = {"BUILD_LIST": "list display",
                     "LIST_APPEND": "list comprehension", "BUILD_MAP": "dict display", "SETUP_FINALLY": "try",
                     "BEFORE_WITH": "with", "SETUP_WITH": "with", "PUSH_EXC_INFO": "try",
                     "RAISE_VARARGS": "raise", "FORMAT_VALUE": "f-string", "FORMAT_SIMPLE": "f-string",
@@ -171,4 +180,4 @@ def normalise(code: CodeType) -> list[Op]:
             Op(o.kind, o.arg, starts[bisect.bisect_left(starts, o.target)], o.offset, o.line, o.col) for o in ops]
 
 
-__all__ = ["END_FOR_POPS", "EXIT_KEEPS_ITERATOR", "NULL_ABOVE", "Op", "normalise"]
+__all__ = ["END_FOR_POPS", "EXIT_KEEPS_ITERATOR", "NULL_ABOVE", "QUALNAME_ON_STACK", "Op", "normalise"]

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from gpucompiler.errors import ConfigError
-from gpucompiler.service.contain import contained
+from gpucompiler.contain import contained
 
 from .cpipeline import differentiate_in_pipeline_here
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from gpucompiler.cli import EMIT_CHOICES, compile_text, read_ir, write_artifact
 from gpucompiler.errors import ConfigError, IRParseError
 from gpucompiler.llvm import parse_ir
-from gpucompiler.service.contain import contained
+from gpucompiler.contain import contained
 from gpucompiler.targets import known_targets, parse_target
 
 from . import cc

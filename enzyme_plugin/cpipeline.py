@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from gpucompiler.service.contain import contained
+from gpucompiler.contain import contained
 
 from gpucompiler.llvm import Module, parse
 

@@ -20,7 +20,7 @@ import attrs
 
 from gpucompiler.llvm import (Builder, ConstantExpr, Function, GlobalVariable, Instruction, Module, constant,
                               no_cyclic_gc, parse, types as T)
-from gpucompiler.service.contain import contained
+from gpucompiler.contain import contained
 
 from . import batch, custom, leftover, preprocess, splitmode, stack
 from .analysis import CONST, DUP, OUT

@@ -14,7 +14,7 @@ from ..errors import ConfigError, IRParseError
 from ..core import CompilerConfig, CompilerJob, LLVMSource
 from ..llvm.binding import parse_ir
 from ..pipeline import compile
-from ..service.contain import contained
+from ..contain import contained
 from ..targets import known_targets, parse_target
 
 EMIT_CHOICES = ("llvm", "bc", "asm", "obj")
@@ -55,7 +55,7 @@ def compile_text(text: str, path: Path, *, target, emit: str, entry: str | None,
 
     Shared by ``gpuc compile-ir`` and ``gpuc enzyme --target`` (one path: the plugins' stages run
     inside the pipeline). Everything that hands the text to LLVM, finding the entry included, runs in a
-    child process (:mod:`..service.contain`): an LLVM abort or exit is a typed error."""
+    child process (:mod:`gpucompiler.contain`): an LLVM abort or exit is a typed error."""
     config = CompilerConfig(target=target, kernel=kernel, opt_level=opt_level, plugins=plugins)
 
     def build() -> bytes:

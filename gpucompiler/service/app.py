@@ -45,7 +45,7 @@ from ..plugin import discovered
 from ..settings import is_loopback
 from ..version import __version__
 from . import worker
-from .contain import call_in_child
+from ..contain import call_in_child
 from .protocol import RequestError, answer_signer, binding, encode_artifacts, parse_body, parse_request
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import pytest
 
 from gpucompiler.errors import CompilerCrashError, IRParseError
 from gpucompiler.llvm.binding import parse_ir
-from gpucompiler.service.contain import ChildError, call_in_child, contained
+from gpucompiler.contain import ChildError, call_in_child, contained
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "enzyme" / "fixtures"

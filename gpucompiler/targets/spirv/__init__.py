@@ -17,6 +17,7 @@ import functools
 import attrs
 import llvmlite.binding as llvm
 
+from ...contain import contained
 from ...errors import ConfigError, ErrorKind
 from ...llvm import initialize
 from ...core import Rules, Target
@@ -28,7 +29,7 @@ from .libm64 import IMPLEMENTED
 from .lower import MATH_F64, lower_shader
 from ..ptx import entry_name
 from .rules import BARRIER, INDEX_READS, KERNEL_RULES_SPIRV, MATH_RULES_SPIRV, NAME
-from .tools import SpirvValidationError, in_child, no_contraction, order_barriers, place_merges, validate_binary
+from .tools import SpirvValidationError, no_contraction, order_barriers, place_merges, validate_binary
 
 TRIPLE = "spirv1.6-unknown-vulkan1.3-compute"
 """SPIR-V 1.6 for Vulkan 1.3 compute (logical addressing, ``GLSL.std.450``)."""
@@ -141,7 +142,7 @@ class SPIRVTarget(Target):
         if kind != "obj":
             return emit_with(machine, module, kind)
         ref = module.ref
-        binary = in_child(lambda: machine.emit_object(ref), f"the SPIR-V shader {job.name}")
+        binary = contained(lambda: machine.emit_object(ref), f"the SPIR-V shader {job.name}")
         binary = no_contraction(place_merges(order_barriers(binary)))
         validate_binary(binary)
         return binary

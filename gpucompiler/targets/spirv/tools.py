@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import functools
-import os
 import shutil
-import signal
 import struct
 import subprocess
-import sys
 import tempfile
-from collections.abc import Callable
 
-from ...errors import CompilerCrashError, ToolchainError, ToolNotFoundError
+from ...errors import ToolchainError, ToolNotFoundError
 
 VULKAN_ENV = "vulkan1.3"
 """The ``--target-env`` modules are checked in: the Vulkan rules, not only SPIR-V's."""
@@ -47,40 +43,6 @@ def validate_binary(binary: bytes, *, required: bool = False) -> bool:
     if run.returncode != 0:
         raise SpirvValidationError(run.stderr or run.stdout)
     return True
-
-
-def in_child(make: Callable[[], bytes], what: str) -> bytes:
-    """``make()`` run in a forked child: LLVM's SPIR-V back end stops the process on inputs it cannot
-    lower (``report_fatal_error``, failed assertions); then only the child dies and this raises
-    :class:`CompilerCrashError` with LLVM's last message."""
-    with tempfile.TemporaryFile() as err:
-        r, w = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:  # the child: writes the bytes and exits, never returns
-            code = 0
-            try:
-                os.close(r)
-                os.dup2(err.fileno(), 2)
-                view = memoryview(make())
-                while view:
-                    view = view[os.write(w, view):]
-            except BaseException:
-                code = 70
-            finally:
-                os._exit(code)
-        os.close(w)
-        with os.fdopen(r, "rb") as pipe:
-            data = pipe.read()
-        _, status = os.waitpid(pid, 0)
-        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
-            return data
-        err.seek(0)
-        lines = [ln for ln in err.read()[-4000:].decode(errors="replace").splitlines() if ln.strip()]
-        crash = (signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status)
-                 else f"exit status {os.WEXITSTATUS(status)}")
-        raise CompilerCrashError(what, crash, "\n".join(lines[-2:]))
 
 
 _OP_CONSTANT, _OP_CONTROL_BARRIER = 43, 224

@@ -23,7 +23,7 @@ import threading
 import traceback
 from collections.abc import Callable
 
-from ..errors import CompilerCrashError, GPUCompilerError
+from .errors import CompilerCrashError, GPUCompilerError
 
 #: exit status of a child whose function raised something else than a typed error
 _RAISED = 70

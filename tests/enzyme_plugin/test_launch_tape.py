@@ -252,12 +252,12 @@ def test_gradient_kernels_compile_to_ptx_that_ptxas_accepts(check_ptx):
 
     x = np.ones(8)
     for k in (gradient_kernel(P.power_steps, (True, True, False)),):
-        check_ptx(k.inspect_ptx(x, x, x, x, 3))
+        check_ptx(k.inspect_asm(x, x, x, x, 3))
     s = split_kernel(P.power_steps, (True, True, False))
-    check_ptx(s.inspect_ptx(0, np.zeros((4, 1), dtype=np.int64), x, x, x, x, 3))
+    check_ptx(s.inspect_asm(0, np.zeros((4, 1), dtype=np.int64), x, x, x, x, 3))
     rows = np.zeros((4, 32), dtype=np.int64)          # split tapes in per-thread rows (the launch tape's)
-    check_ptx(split_kernel(P.square, (True, True)).inspect_ptx(0, rows, x, x, x, x))
-    check_ptx(split_kernel(P.weighted_total, (True, True, True)).inspect_ptx(0, rows, x, x, x, x, x, x))
+    check_ptx(split_kernel(P.square, (True, True)).inspect_asm(0, rows, x, x, x, x))
+    check_ptx(split_kernel(P.weighted_total, (True, True, True)).inspect_asm(0, rows, x, x, x, x, x, x))
 
 
 @pytest.mark.gpu

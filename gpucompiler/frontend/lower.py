@@ -21,7 +21,7 @@ from .ir import Arg, Const, Function, Return
 from .parallel import function_from_ast
 from .ssa import SSABuilder
 from .statements import Statements
-from .bytecode import function_ast
+from .bytecode import function_ast, registered_elsewhere
 from .closures import CLOSURES_ATTRIBUTE, SOURCE_ATTRIBUTE, Closures, own_bindings
 from .expressions import Expressions
 from .iteration import Iteration
@@ -38,6 +38,8 @@ def _parse(pyfunc) -> tuple[ast.FunctionDef, str, int]:
         return nested
     if pyfunc.__name__ == "<lambda>":
         return _lambda(pyfunc), code.co_filename, 0
+    if registered_elsewhere(code):  # exec() of a string under `python -c` on 3.13
+        return function_ast(pyfunc)
     try:
         lines, first = inspect.getsourcelines(pyfunc)
     except (OSError, TypeError):
@@ -61,7 +63,7 @@ def _lambda(pyfunc) -> ast.FunctionDef:
     code = pyfunc.__code__
     where = (code.co_filename, code.co_firstlineno, 0)
     lines = linecache.getlines(code.co_filename, pyfunc.__globals__)
-    if not lines:
+    if not lines or registered_elsewhere(code):
         return function_ast(pyfunc)[0]
     try:
         tree = ast.parse("".join(lines))

@@ -445,3 +445,17 @@ def test_functions_typed_at_the_new_repl_of_313_compile(monkeypatch):
     # it indents the body itself and keeps each input's source in linecache (<python-input-N>)
     out = _repl(["from gpucompiler import jit", "def h(x):", "return x * 3 + 1", "", "print('h', jit(h)(4))"])
     assert "h 13" in re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]|\x1b[=>]", "", out), out
+
+
+def test_a_string_execd_under_python_dash_c_is_not_read_from_the_commands_text():
+    # 3.13 registers the command's text in linecache as <string>, the name exec() gives a string too:
+    # its line 2 is another `def f`, which parses, and was compiled in place of the exec'd one (105)
+    code = ("from gpucompiler import jit\n"
+            "def f(x):\n"
+            "    return x + 100\n"
+            "ns = {}\n"
+            "exec('import math\\ndef f(x):\\n    return x * 2\\n', ns)\n"
+            "print('exec', jit(ns['f'])(5), 'command', jit(f)(5))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=ENV)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["exec", "10", "command", "105"]

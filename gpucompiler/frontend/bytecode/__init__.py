@@ -16,7 +16,7 @@ from types import CodeType, FunctionType
 from ...errors import UnsupportedError
 from .blocks import Runner, split
 from .opcodes import normalise
-from .recover import command_source, definition
+from .recover import command_source, definition, registered_elsewhere
 from .structure import Structurer
 
 _HINT = ("define the function in a file, or keep to assignments, arithmetic, calls, if/for/while and return")
@@ -100,4 +100,4 @@ def _def(args: ast.arguments, body: list[ast.stmt]) -> ast.FunctionDef:
                            type_comment=None, **extra)
 
 
-__all__ = ["decompile", "function_ast"]
+__all__ = ["decompile", "function_ast", "registered_elsewhere"]

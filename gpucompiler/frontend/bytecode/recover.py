@@ -1,4 +1,5 @@
-"""The exact source of a function defined by ``python -c``, when it can be proved to be the one.
+"""The exact source of a function defined by ``python -c``, when it can be proved to be the one, and
+the check that text registered under a pseudo-file name is the function's.
 
 The command's text (``sys.orig_argv``) is compiled again and must hold a code object equal to the
 function's (bytecode, constants, names, first line), so an ``exec`` of another string, which has the same
@@ -8,6 +9,7 @@ file name ``<string>``, is never read from the wrong text.
 from __future__ import annotations
 
 import ast
+import linecache
 import sys
 from types import CodeType
 
@@ -22,8 +24,23 @@ def _codes(code: CodeType):
 def _same(a: CodeType, b: CodeType) -> bool:
     return (a.co_code == b.co_code and a.co_names == b.co_names and a.co_varnames == b.co_varnames
             and a.co_firstlineno == b.co_firstlineno and a.co_name == b.co_name
-            and [c for c in a.co_consts if not isinstance(c, CodeType)]
-            == [c for c in b.co_consts if not isinstance(c, CodeType)])
+            and [repr(c) for c in a.co_consts if not isinstance(c, CodeType)]
+            == [repr(c) for c in b.co_consts if not isinstance(c, CodeType)])
+
+
+def registered_elsewhere(code: CodeType) -> bool:
+    """Whether the text :mod:`linecache` holds under ``code``'s pseudo-file name (``<string>``...) is
+    another program's: 3.13 registers the text of ``python -c`` as ``<string>``, the name every
+    ``exec`` of a string also gets. ``False`` where the text is not Python on its own (a notebook
+    cell with magics), which cannot be checked."""
+    name = code.co_filename
+    if not (name.startswith("<") and name.endswith(">")):
+        return False
+    try:
+        whole = compile("".join(linecache.getlines(name)), name, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return not any(_same(c, code) for c in _codes(whole))
 
 
 def command_source(code: CodeType) -> str | None:
@@ -56,4 +73,4 @@ def definition(text: str, code: CodeType) -> ast.FunctionDef | ast.Lambda | None
     return found[0] if len(found) == 1 else None
 
 
-__all__ = ["command_source", "definition"]
+__all__ = ["command_source", "definition", "registered_elsewhere"]

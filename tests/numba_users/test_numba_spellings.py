@@ -216,10 +216,8 @@ def test_guvectorize_matches_numpy():
         guvectorize("(n)->(m)")(lambda x, r: None)
 
 
-def test_cuda_target_without_a_gpu_is_a_config_error():
-    from conftest import cuda_device_visible
-
-    if cuda_device_visible():
+def test_cuda_target_without_a_gpu_is_a_config_error(cuda_available):
+    if cuda_available:
         pytest.skip("a GPU is visible")
     with pytest.raises(ConfigError, match="target='cuda' needs a visible NVIDIA GPU"):
         vectorize(target="cuda")(twice)
@@ -228,10 +226,8 @@ def test_cuda_target_without_a_gpu_is_a_config_error():
 
 
 @pytest.mark.gpu
-def test_cuda_target_on_a_gpu():
-    from conftest import cuda_device_visible
-
-    if not cuda_device_visible():
+def test_cuda_target_on_a_gpu(cuda_available):
+    if not cuda_available:
         pytest.skip("no CUDA device visible")
     f = vectorize(target="cuda")(twice)
     np.testing.assert_array_equal(f(np.arange(1000.0)), 2 * np.arange(1000.0))

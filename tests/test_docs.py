@@ -1,7 +1,8 @@
 """Every Python example in README.md and docs/*.md runs as printed.
 
 Fences: ```python blocks run (in order, sharing one namespace per file);
-```python gpu blocks run only where a CUDA device is visible. Blocks assert
+```python gpu blocks run only where a CUDA device is visible, ```python amd blocks only where LLVM's
+linker for AMD code objects (ld.lld) is installed (CI installs lld-19). Blocks assert
 their own results. Plugins a doc registers are unregistered afterwards.
 """
 
@@ -15,10 +16,20 @@ import pytest
 
 import gpucompiler.device  # noqa: F401  (registers the built-in grid-emulation plugin: not a doc's to unregister)
 import gpucompiler.plugin as gp
+from gpucompiler.errors import ToolNotFoundError
+from gpucompiler.targets.amdgpu.tools import find_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-FENCE = re.compile(r"^```(python(?: gpu)?)\n(.*?)^```", re.S | re.M)
+FENCE = re.compile(r"^```(python(?: gpu| amd)?)\n(.*?)^```", re.S | re.M)
+
+
+def amd_linker_installed() -> bool:
+    try:
+        find_tool("ld.lld")
+    except ToolNotFoundError:
+        return False
+    return True
 
 
 def blocks(path: Path) -> list[tuple[str, str, int]]:
@@ -49,7 +60,7 @@ def test_doc_examples_run(path, cuda_available):
     namespace: dict = {"__name__": f"doc_{path.stem}"}
     try:
         for info, code, start in blocks(path):
-            if info == "python gpu" and not cuda_available:
+            if (info == "python gpu" and not cuda_available) or (info == "python amd" and not amd_linker_installed()):
                 continue
             # dont_inherit: this file's `from __future__ import annotations` would make the examples' annotations
             # strings (a dataclass then looks its module up in sys.modules, where the docs are not)

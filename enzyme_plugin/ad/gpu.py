@@ -4,11 +4,11 @@
   memory adds its adjoint with ``atomicrmw fadd`` (threads of a kernel may
   read the same element, so their adjoints collide), except for memory the
   function allocated itself (``alloca``), which is private to the thread.
-* ``with options(warp_aggregate=True)`` (PTX only): such an atomic first checks
+* ``with options(warp_aggregate=target.warp_intrinsics())`` (PTX): such an atomic first checks
   whether the whole warp is active and adds to one address (a parameter every
   thread reads, ``w[j]`` at a loop index ``j`` shared by the warp); then the
-  32 adjoints are summed with butterfly shuffles and one lane adds the sum,
-  so 32 times fewer atomics contend for the address. Otherwise each lane
+  adjoints are summed with butterfly shuffles (the target's intrinsics) and one lane adds the sum,
+  so a warp's width times fewer atomics contend for the address. Otherwise each lane
   adds its own.
 * ``atomicrmw fadd/fsub`` into shadowed memory (``atomic_add(out, 0, v)`` of a
   reduction) whose old value is unused: the forward sweep keeps it, the
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import attrs
 
+from gpucompiler.core import WarpIntrinsics
 from gpucompiler.llvm import GlobalVariable, Instruction, const_int
 from gpucompiler.runtime.device_heap import FLAG as HEAP_FLAG
 
@@ -49,8 +50,9 @@ class EngineOptions:
 
     atomic_adjoints: bool = False
     """accumulate into shadow memory with atomic adds (GPU kernels, the CPU grid emulation)"""
-    warp_aggregate: bool = False
-    """sum a warp's adjoints with shuffles before one atomic add per warp (PTX)"""
+    warp_aggregate: WarpIntrinsics | None = None
+    """the target's warp intrinsics: sum a warp's adjoints with shuffles before one atomic add per warp
+    (``Target.warp_intrinsics()``; None: an atomic add per thread)"""
     device_tape: bool = False
     """growing tapes avoid realloc (a device has none) and start in an inline segment (PTX, emulation)"""
     tape_arena: int = 1024
@@ -100,8 +102,9 @@ def atomic_accumulate(r, inst, sp, d) -> bool:
 def add_to_shadow(r, sp, d) -> None:
     """``atomicrmw fadd sp, d`` at ``r.b``: once per warp with the warp's sum when warp aggregation is on
     and every lane adds to ``sp`` (``r.b`` then ends in a new block)."""
-    if r.engine.options.warp_aggregate and d.type in _BITS:
-        _warp_aggregated_add(r, sp, d)
+    warp = r.engine.options.warp_aggregate
+    if warp is not None and d.type in _BITS:
+        _warp_aggregated_add(r, warp, sp, d)
     else:
         atomic_fadd(r.b, sp, d)
 
@@ -119,11 +122,10 @@ def atomic_fadd(b, sp, d):
 _FULL = 0xFFFFFFFF
 
 
-def _shfl(r, kind, v, lane):
-    """``shfl.sync.<kind>`` over the full warp of a 32- or 64-bit integer ``v``."""
+def _shfl(r, name, width, v, lane):
+    """The shuffle intrinsic ``name`` over the full warp (``width`` lanes) of a 32- or 64-bit integer ``v``."""
     i32 = _T.i32
-    args = lambda w: [const_int(i32, -1), w, const_int(i32, lane), const_int(i32, 0x1F)]  # noqa: E731
-    name = f"llvm.nvvm.shfl.sync.{kind}.i32"
+    args = lambda w: [const_int(i32, -1), w, const_int(i32, lane), const_int(i32, width - 1)]  # noqa: E731
     if v.type is i32:
         return r.call(name, i32, args(v))
     lo = r.b.trunc(v, i32)
@@ -132,35 +134,37 @@ def _shfl(r, kind, v, lane):
     return r.b.or_(r.b.zext(lo, _T.i64), r.b.shl(r.b.zext(hi, _T.i64), const_int(_T.i64, 32)))
 
 
-def _warp_aggregated_add(r, sp, d):
-    """``atomicrmw fadd sp, d``, once per warp with the warp's sum when all 32 lanes add to ``sp``.
+def _warp_aggregated_add(r, warp: WarpIntrinsics, sp, d):
+    """``atomicrmw fadd sp, d``, once per warp with the warp's sum when all lanes add to ``sp``.
 
     Emits, in the reverse function::
 
         full = activemask() == -1            ; every lane here (then shuffles are legal)
         br full, check, single
       check: same = vote.all(sp == shfl.idx(sp, 0)); br same, reduce, single
-      reduce: s = butterfly sum of d (5 shuffles); br laneid == 0, add, join
+      reduce: s = butterfly sum of d (log2(width) shuffles); br laneid == 0, add, join
       add:    atomicrmw fadd sp, s
       single: atomicrmw fadd sp, d
     """
     b, fn = r.b, r.rev
     i32, i64 = _T.i32, _T.i64
     check, reduce, add, single, join = (fn.append_block("") for _ in range(5))
-    full = b.icmp("eq", r.call("llvm.nvvm.activemask", i32, []), const_int(i32, -1))
+    full = b.icmp("eq", r.call(warp.active_mask, i32, []), const_int(i32, -1))
     b.cond_br(full, check, single)
     b.position_at_end(check)
     addr = b.ptrtoint(sp, i64)
-    lead = _shfl(r, "idx", addr, 0)
-    same = r.call("llvm.nvvm.vote.all.sync", _T.i1, [const_int(i32, -1), b.icmp("eq", addr, lead)])
+    lead = _shfl(r, warp.shuffle_index, warp.width, addr, 0)
+    same = r.call(warp.vote_all, _T.i1, [const_int(i32, -1), b.icmp("eq", addr, lead)])
     b.cond_br(same, reduce, single)
     b.position_at_end(reduce)
     it = _T.int_type(_BITS[d.type])
     s = d
-    for lane in (16, 8, 4, 2, 1):
-        other = _shfl(r, "bfly", b.bitcast(s, it), lane)
+    lane = warp.width // 2
+    while lane:
+        other = _shfl(r, warp.shuffle_xor, warp.width, b.bitcast(s, it), lane)
+        lane //= 2
         s = b.fadd(s, b.bitcast(other, d.type))
-    first = b.icmp("eq", r.call("llvm.nvvm.read.ptx.sreg.laneid", i32, []), const_int(i32, 0))
+    first = b.icmp("eq", r.call(warp.lane_id, i32, []), const_int(i32, 0))
     b.cond_br(first, add, join)
     b.position_at_end(add)
     atomic_fadd(b, sp, s)

@@ -365,7 +365,7 @@ def _differentiate_levels(text: str, optimize: Callable[[str], str], options: En
             return engine.finalize(str(module))
         # plain atomics (no warp shuffles) and loop tapes on the heap (no tape arena, whose pointers would
         # mix memory with and without shadow): the outer level differentiates them
-        engine, _ = differentiate_module(module, ready, attrs.evolve(options, warp_aggregate=False, tape_arena=0))
+        engine, _ = differentiate_module(module, ready, attrs.evolve(options, warp_aggregate=None, tape_arena=0))
         text = engine.finalize(str(module), out_of_line=True)
         module = _prepared(optimize(text))
 

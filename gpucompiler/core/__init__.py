@@ -16,7 +16,8 @@ above it, annotations included (``tests/test_layers.py``).
 from .config import GRID_EMULATION, CompilerConfig, FrontendOptions, JitOptions, PluginOptions, plugin_options
 from .job import CompilerJob, JobSource, LLVMSource, RecordedSource, Source
 from .rules import Rules
-from .target import Target
+from .target import Target, WarpIntrinsics
 
 __all__ = ["GRID_EMULATION", "CompilerConfig", "CompilerJob", "FrontendOptions", "JitOptions", "JobSource",
-           "LLVMSource", "PluginOptions", "RecordedSource", "Rules", "Source", "Target", "plugin_options"]
+           "LLVMSource", "PluginOptions", "RecordedSource", "Rules", "Source", "Target", "WarpIntrinsics",
+           "plugin_options"]

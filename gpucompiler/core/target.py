@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import attrs
+
 from ..errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,6 +33,25 @@ if TYPE_CHECKING:  # pragma: no cover
 
 TARGET_CLASSES: dict[str, type[Target]] = {}
 """Every target class by :attr:`Target.name`, filled as the classes are defined."""
+
+
+@attrs.frozen
+class WarpIntrinsics:
+    """A target's warp-level intrinsics, by name, in the shapes of ``shfl.sync``-style collectives over a
+    warp of :attr:`width` lanes (the mask ``-1`` names every lane)."""
+
+    active_mask: str
+    """``i32 ()``: the mask of the lanes executing this instruction"""
+    vote_all: str
+    """``i1 (i32 mask, i1 p)``: whether ``p`` holds on every lane of ``mask``"""
+    shuffle_index: str
+    """``i32 (i32 mask, i32 v, i32 lane, i32 clamp)``: ``v`` of lane ``lane``"""
+    shuffle_xor: str
+    """``i32 (i32 mask, i32 v, i32 bits, i32 clamp)``: ``v`` of lane ``laneid ^ bits`` (a butterfly)"""
+    lane_id: str
+    """``i32 ()``: this lane's index in its warp"""
+    width: int = 32
+    """lanes in a warp"""
 
 
 class Target:
@@ -98,10 +119,10 @@ class Target:
     #: atomically), no host libraries (libm calls become the device library's)
     is_gpu: bool = False
 
-    def warp_aggregation(self) -> bool:
-        """Whether an AD plugin may sum a warp's atomic adjoints with NVVM shuffles (``shfl.sync``,
-        ``vote``, ``activemask``) before one atomic add; default: no (PTX says yes)."""
-        return False
+    def warp_intrinsics(self) -> WarpIntrinsics | None:
+        """The intrinsics with which an AD plugin may sum a warp's atomic adjoints before one atomic add
+        (:class:`WarpIntrinsics`); None (the default): each thread adds its own."""
+        return None
 
     def thread_exit(self) -> str | None:
         """The intrinsic (``void()``) that ends the calling thread and leaves the context usable: an AD

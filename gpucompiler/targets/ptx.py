@@ -12,7 +12,7 @@ import llvmlite.binding as llvm
 
 from ..errors import ConfigError, ErrorKind, ToolchainError
 from ..llvm import Builder, Function, const_int, initialize, types as LT
-from ..core import Rules, Target
+from ..core import Rules, Target, WarpIntrinsics
 from .libdevice import PREFIX, device_name, libdevice_digest, libdevice_functions, libm_name, link_libdevice
 from .native import cached_target_machine, emit_with
 from .ptx_overlays import KERNEL_RULES, MATH_RULES
@@ -75,8 +75,10 @@ class PTXTarget(Target):
     def for_inference(self) -> PTXTarget:
         return PTXTarget()
 
-    def warp_aggregation(self) -> bool:
-        return True
+    def warp_intrinsics(self) -> WarpIntrinsics:
+        return WarpIntrinsics(active_mask="llvm.nvvm.activemask", vote_all="llvm.nvvm.vote.all.sync",
+                              shuffle_index="llvm.nvvm.shfl.sync.idx.i32",
+                              shuffle_xor="llvm.nvvm.shfl.sync.bfly.i32", lane_id="llvm.nvvm.read.ptx.sreg.laneid")
 
     def thread_exit(self) -> str | None:
         return "llvm.nvvm.exit"

@@ -22,6 +22,7 @@ from gpucompiler import device as gd
 from gpucompiler import kernel
 from gpucompiler import types as T
 from gpucompiler.llvm import parse
+from gpucompiler.targets import parse_target
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
 import ad_gpu
@@ -29,6 +30,7 @@ import ad_kernels as K
 
 P = ("enzyme",)
 A = T.ArrayType(T.float64, 1, "C")
+WARP = parse_target("ptx:sm_90").warp_intrinsics()
 
 
 # -- kernels -----------------------------------------------------------------------------
@@ -158,7 +160,7 @@ def _atomics_of(text):
 @pytest.mark.parametrize("aggregate", [False, True])
 def test_no_atomic_on_thread_private_shadow(aggregate):
     out = enzyme_plugin.differentiate(PRIVATE, options=gpu.EngineOptions(atomic_adjoints=True,
-                                                                         warp_aggregate=aggregate))
+                                                                         warp_aggregate=WARP if aggregate else None))
     rmw = _atomics_of(out)
     # x is shared: its adjoint is added atomically; the alloca's shadow is the thread's own
     assert rmw and all(getattr(i.pointer_operand, "opcode", None) != "alloca" for i in rmw)
@@ -174,7 +176,7 @@ def test_warp_aggregation_only_on_ptx():
     out = enzyme_plugin.differentiate(PRIVATE, options=gpu.EngineOptions(atomic_adjoints=True))
     assert "llvm.nvvm" not in out
     out = enzyme_plugin.differentiate(PRIVATE, options=gpu.EngineOptions(atomic_adjoints=True,
-                                                                         warp_aggregate=True))
+                                                                         warp_aggregate=WARP))
     for name in ("llvm.nvvm.activemask", "llvm.nvvm.vote.all.sync", "llvm.nvvm.shfl.sync.bfly.i32"):
         assert name in out
 

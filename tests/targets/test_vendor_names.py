@@ -17,11 +17,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("gpucompiler", "enzyme_plugin", "plugins")
 #: where vendor knowledge lives: the targets' files and the runtimes that load their code
 OWNERS = ("gpucompiler/targets/", "gpucompiler/runtime/")
-#: files that still name a vendor, each with why (moving them behind a target hook is the work left)
-KNOWN: dict[str, str] = {
-    "enzyme_plugin/ad/gpu.py": "the warp-aggregated adjoint accumulation (warp_aggregate) emits NVVM shuffles, "
-                               "votes and the lane id: a target hook for warp reductions is still to come",
-}
 VENDOR = re.compile(r"__nv_|llvm\.nvvm\.")
 
 
@@ -34,7 +29,7 @@ def _offenders(pattern: re.Pattern[str]) -> list[str]:
     for top in SCANNED:
         for path in sorted((ROOT / top).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
-            if rel.startswith(OWNERS) or rel in KNOWN:
+            if rel.startswith(OWNERS):
                 continue
             for number, line in enumerate(path.read_text().splitlines(), 1):
                 if pattern.search(line):
@@ -58,8 +53,3 @@ def test_the_scan_finds_a_vendor_name():
     assert VENDOR.search('cg.call_extern("__nv_sin", rt, xs)')
     assert VENDOR.search('name = "llvm.nvvm.read.ptx.sreg.tid.x"')
     assert not VENDOR.search("target.math_to_device(name)")
-
-
-def test_every_known_exception_still_names_a_vendor():
-    for rel in KNOWN:
-        assert VENDOR.search((ROOT / rel).read_text()), f"{rel} no longer names a vendor: drop it from KNOWN"

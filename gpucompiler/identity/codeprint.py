@@ -172,12 +172,18 @@ def tree_digest(name: str, root: str, package: bool) -> str:
     """SHA-256 of the ``.py`` files under directory ``root`` (``package``) or of the file ``root``,
     memoised in the cache directory as :func:`code_digest` is (not in the process); ``name`` is the dotted module name of ``root``, imported or
     not (its imported modules' ``.pyc`` checks stand in for stats)."""
-    memo_file = memo_path(name, root)
+    return memoised_digest(name, root, root, lambda: _scan(root, package))
+
+
+def memoised_digest(name: str, root: str, label: str, scan) -> str:
+    """The digest of the files ``scan()`` lists, memoised under ``label`` with their stamp (``name``:
+    the dotted name of the top-level module at ``root``, for :func:`_holds`)."""
+    memo_file = memo_path(name, label)
     if memo_file is not None:
         memo = read_memo(memo_file)
         if memo is not None and _holds(memo, root, name) and _HEX64.fullmatch(str(memo.get("digest"))):
             return memo["digest"]
-    files = _scan(root, package)
+    files = scan()
     stamp = _stamp(root, files)
     digest = _content_digest(files)
     if memo_file is not None and _stamp(root, files) == stamp:  # no file changed while it was read

@@ -17,17 +17,18 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.machinery
 import importlib.util
 import json
 import os
+import sys
 from typing import Any
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from .. import plugin as gp
 from ..core import RecordedSource
 from ..hashing import canonical
-from .codeprint import code_digest, memo_path, publish, read_memo, tree_digest
+from .codeprint import code_digest, memo_path, memoised_digest, publish, read_memo
+from .imports import import_closure
 from ..interface import Plugin
 from ..llvm.binding import llvm_version
 from ..targets.native import NativeTarget
@@ -45,7 +46,7 @@ def plugin_identity(names: Iterable[str]) -> list[list[Any]]:
     distribution's metadata and files (:func:`installed_identity`), the same
     whether or not this process has imported it. A plugin registered by hand
     (or one replacing an entry point's class) has its instance's ``version``
-    and ``code`` the digest of its top-level package.
+    and ``code`` the digest of the files its class's module runs (:func:`covered_files`).
     ``settings`` is what the plugin's optional ``cache_settings()`` returns
     (JSON-able data describing options that change its output), else None.
     """
@@ -58,7 +59,7 @@ def plugin_identity(names: Iterable[str]) -> list[list[Any]]:
             continue
         if p is None:
             p = gp.enabled([name])[0]  # registers it, or raises UnknownPluginError
-        out.append([p.name, p.version, _settings(p), code_digest(type(p).__module__)])
+        out.append([p.name, p.version, _settings(p), plugin_code(type(p).__module__)])
     return out
 
 
@@ -70,9 +71,9 @@ def _settings(plugin: Any) -> Any:
 def installed_identity(ep: Any, plugin: Any = None) -> list[Any]:
     """``[name, "distribution==version", settings, code]`` of the entry point ``ep``.
 
-    ``code`` is the digest of the entry point's *package directory*
-    (:func:`covered_files`), found on ``sys.path`` and hashed without importing
-    anything (memoised in the cache directory: :func:`.codeprint.tree_digest`).
+    ``code`` is the digest of the files the entry point's module runs
+    (:func:`covered_files`: not its package's other plugins), found on ``sys.path`` and hashed
+    without importing anything (memoised in the cache directory: :func:`plugin_code`).
     ``settings`` needs the plugin's ``cache_settings()``: it is called when the
     plugin is loaded (``plugin``), or when the plugin's class defines one (known
     from a memo written the first time the plugin was loaded with these files);
@@ -90,40 +91,49 @@ def installed_identity(ep: Any, plugin: Any = None) -> list[Any]:
 
 @functools.cache
 def plugin_code(module: str) -> str | None:
-    """The digest of the files :func:`covered_files` names for entry-point module ``module``, once per process."""
-    where = covered_files(module)
-    return None if where is None else tree_digest(*where)
+    """The digest of the files :func:`covered_files` names for module ``module``, once per process
+    (memoised in the cache directory with their stamp: :func:`.codeprint.memoised_digest`)."""
+    where = _located(module)
+    if where is None:
+        return None
+    top, root, scan = where
+    return memoised_digest(top, root, f"{module}::imports", scan)
 
 
-def covered_files(module: str) -> tuple[str, str, bool] | None:
-    """``(dotted name, path, is_package)`` of what a plugin's code digest covers, found without importing.
+def covered_files(module: str) -> list[str] | None:
+    """The files a plugin's code digest covers when its class is in module ``module``, found without
+    importing, relative to its top-level package's directory.
 
-    The entry point's module ``a.b.m``: when it is a package, its directory
-    tree; when it is a module inside a package, that package's directory tree
-    (``a/b/``, the siblings it imports relatively); a top-level single-file
-    module, its file. What it imports from outside that directory is not
-    covered: gpucompiler has its own digest in every key, and other
-    distributions are named by the plugin's version only -- a plugin whose
-    output depends on code of another of its packages must bump its version
-    or live in one package. None when the module has no source on ``sys.path``.
+    For a module of a package: the files that module runs
+    (:func:`.imports.import_closure`): its own, its packages' ``__init__`` files and the modules
+    of its top-level package they import, not the package's other modules, so two plugins in one
+    package key apart. For a top-level single-file module, that file. None when the module has no
+    source (on ``sys.path``, or in ``sys.modules`` for a plugin defined in a script).
     """
-    parts = module.split(".")
-    try:
-        spec = importlib.util.find_spec(parts[0])  # a top-level name: found, not imported
-        for i in range(1, len(parts)):
-            if spec is None or spec.submodule_search_locations is None:
-                return None
-            parent = spec
-            spec = importlib.machinery.PathFinder.find_spec(".".join(parts[:i + 1]), parent.submodule_search_locations)
-    except (ImportError, ValueError):
+    where = _located(module)
+    return None if where is None else [rel for rel, _ in where[2]()]
+
+
+def _located(module: str) -> tuple[str, str, Callable[[], list[tuple[str, str]]]] | None:
+    """``(top-level name, its directory or file, a function listing the covered files)`` of ``module``."""
+    top = module.partition(".")[0]
+    loaded = sys.modules.get(top)
+    if loaded is not None and getattr(loaded, "__file__", None):
+        paths, origin = list(getattr(loaded, "__path__", ()) or ()), str(loaded.__file__)
+    else:
+        try:
+            spec = importlib.util.find_spec(top)  # a top-level name: found, not imported
+        except (ImportError, ValueError):
+            return None
+        if spec is None or spec.origin is None or not spec.has_location:
+            return None
+        paths, origin = list(spec.submodule_search_locations or ()), spec.origin
+    if not paths:  # a single-file module
+        return (top, origin, lambda: [(os.path.basename(origin), origin)]) if module == top else None
+    root, parts = paths[0], module.split(".")[1:]
+    if not (os.path.isfile(os.path.join(root, *parts) + ".py") or os.path.isfile(os.path.join(root, *parts, "__init__.py"))):
         return None
-    if spec is None or spec.origin is None or not spec.has_location:
-        return None
-    if spec.submodule_search_locations is not None:  # a package
-        return module, os.path.dirname(spec.origin), True
-    if len(parts) == 1:
-        return module, spec.origin, False
-    return ".".join(parts[:-1]), os.path.dirname(spec.origin), True
+    return top, root, functools.partial(import_closure, top, root, module)
 
 
 def _has_settings_hook(plugin: Any) -> bool:

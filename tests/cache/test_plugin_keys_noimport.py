@@ -130,10 +130,16 @@ def test_editing_one_plugin_changes_its_key_only(installed, tmp_path):
     assert ident["alpha_plug"][3] != before["alpha_plug"][3]
     assert ident["beta_plug"] == before["beta_plug"]
     assert after["origins"] == ["compiled", "compiled"]  # the key names alpha: a new entry
-    # a new file in the plugin's package (a module it may import) changes its key too
+    # a new file of the package that the plugin does not import leaves its key; once imported, it is covered
     (installed / "alpha_plug" / "helpers.py").write_text("X = 1\n")
     again = {i[0]: i for i in _run(installed, tmp_path, "alpha_plug", seed=5)["identity"]}
-    assert again["alpha_plug"][3] != ident["alpha_plug"][3]
+    assert again["alpha_plug"][3] == ident["alpha_plug"][3]
+    source.write_text("from . import helpers\n" + source.read_text())
+    imports = {i[0]: i for i in _run(installed, tmp_path, "alpha_plug", seed=5)["identity"]}
+    assert imports["alpha_plug"][3] != ident["alpha_plug"][3]
+    (installed / "alpha_plug" / "helpers.py").write_text("X = 2\n")
+    edited = {i[0]: i for i in _run(installed, tmp_path, "alpha_plug", seed=5)["identity"]}
+    assert edited["alpha_plug"][3] != imports["alpha_plug"][3]
 
 
 def test_a_plugin_with_cache_settings_is_asked_for_them_on_a_hit(installed, tmp_path):
@@ -146,10 +152,11 @@ def test_a_plugin_with_cache_settings_is_asked_for_them_on_a_hit(installed, tmp_
     assert [first["identity"][0][2], other["identity"][0][2]] == [{"mode": "a"}, {"mode": "b"}]
 
 
-def test_covered_files_is_the_entry_points_package(installed, monkeypatch):
+def test_covered_files_are_what_the_entry_points_module_runs(installed, monkeypatch):
     monkeypatch.syspath_prepend(str(installed))
-    assert keys.covered_files("alpha_plug.plugin") == ("alpha_plug", str(installed / "alpha_plug"), True)
-    assert keys.covered_files("alpha_plug") == ("alpha_plug", str(installed / "alpha_plug"), True)
+    assert keys.covered_files("alpha_plug.plugin") == ["__init__.py", "plugin.py"]
+    assert keys.covered_files("alpha_plug") == ["__init__.py"]
+    assert keys.covered_files("delta_plug") == ["__init__.py", "impl.py"]  # the class it re-exports
     assert keys.covered_files("no_such_plug.plugin") is None
     assert "alpha_plug" not in sys.modules
 
@@ -249,7 +256,7 @@ def test_a_plugin_registered_by_hand_in_place_of_an_installed_one_has_its_own_id
     gp.register(Impostor, replace=True)  # loads the installed one first, then replaces it
     replaced = keys.plugin_identity(["alpha_plug"])
     assert replaced[0][:3] == ["alpha_plug", "1.0", None] and replaced != installed_one
-    assert replaced[0][3] == keys.code_digest(__name__)  # this test module's package, not alpha_plug's
+    assert replaced[0][3] == keys.plugin_code(__name__)  # this test module's file, not alpha_plug's
 
 
 def test_an_unknown_plugin_name_in_a_key_is_an_error(fresh_registry):

@@ -1,0 +1,81 @@
+"""The source files a plugin's module runs: its own file, its packages' ``__init__``, and what they import.
+
+A plugin's code digest covers these files only (:func:`.keys.plugin_code`), so
+two plugins in one package key apart: editing one changes neither the other's
+keys nor its cache entries. The files are found without importing anything:
+each file's ``import`` statements (at any depth, in functions too) are read
+with :mod:`ast`, and those naming a module of the same top-level package
+(absolute, or relative: ``from . import x``, ``from .m import y``) are
+followed, transitively. Not followed: imports of other top-level packages
+(gpucompiler has its own digest in every key; other distributions are named
+by the plugin's version) and modules imported by a computed name
+(``importlib.import_module(name)``): a plugin whose output depends on those
+bumps its ``version``.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+
+def _module_file(directory: str, parts: list[str]) -> str | None:
+    """The source of the module at ``parts`` below the package ``directory``: ``a/b.py`` or ``a/b/__init__.py``."""
+    base = os.path.join(directory, *parts)
+    for path in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def _imports(path: str, package: list[str]) -> list[list[str]]:
+    """The dotted names (as lists) of the modules ``path`` may import; ``package``: its package's name
+    parts (for relative imports). ``from m import n`` names ``m`` and ``m.n`` (``n`` may be a module)."""
+    try:
+        with open(path, "rb") as fh:
+            tree = ast.parse(fh.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return []  # unreadable: its bytes are in the digest anyway
+    out: list[list[str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                out += [parts[:i] for i in range(1, len(parts) + 1)]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                if node.level - 1 > len(package):
+                    continue
+                base = package[:len(package) - (node.level - 1)]
+            else:
+                base = []
+            mod = base + (node.module.split(".") if node.module else [])
+            out += [mod[:i] for i in range(1, len(mod) + 1)]
+            out += [mod + [alias.name] for alias in node.names if alias.name != "*"]
+    return out
+
+
+def import_closure(top: str, top_dir: str, module: str) -> list[tuple[str, str]]:
+    """``(path relative to top_dir, path)`` of the files module ``module`` (of top-level package
+    ``top``, whose directory is ``top_dir``) runs, sorted: its file, the ``__init__`` of each package
+    above it, and the modules of ``top`` that any of them imports, transitively."""
+    parts = module.split(".")[1:]
+    start = [_module_file(top_dir, parts[:i]) for i in range(len(parts) + 1)]
+    todo = [(p, f) for p, f in zip((parts[:i] for i in range(len(parts) + 1)), start) if f is not None]
+    seen: dict[str, str] = {}
+    while todo:
+        parts, path = todo.pop()
+        if path in seen:
+            continue
+        seen[path] = os.path.relpath(path, top_dir)
+        package = [top, *parts] if os.path.basename(path) == "__init__.py" else [top, *parts[:-1]]
+        for name in _imports(path, package):
+            if name[0] != top:
+                continue
+            found = _module_file(top_dir, name[1:])
+            if found is not None and found not in seen:
+                todo.append((name[1:], found))
+    return sorted((rel, path) for path, rel in seen.items())
+
+
+__all__ = ["import_closure"]

@@ -124,6 +124,9 @@ fi
 [ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
 "$PY" benchmarks/gpu_vulkan.py --json "$REPORT/gpu_vulkan.json" 2>&1 | tee "$REPORT/gpu_vulkan.txt"
 [ "${PIPESTATUS[0]}" -ne 0 ] && BENCH_RC=1
+echo "== several GPUs (scripts/multi_gpu_check.sh: skipped on one)"
+bash scripts/multi_gpu_check.sh 2>&1 | tee "$REPORT/multi_gpu.txt"
+[ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
 echo "== summary"
 "$PY" - "$REPORT" "$TESTS_RC" "$BENCH_RC" <<'PYEOF'
 import json, sys, xml.etree.ElementTree as ET

@@ -11,7 +11,8 @@
     out.sum().backward()                        # x.grad, w.grad from the gradient kernels
 
 CUDA tensors go to the kernels as they are (``__cuda_array_interface__``: no
-copy), launched on the current PyTorch stream of their device; CPU tensors
+copy), launched on their device (as PyTorch does, whichever device is current) and
+on the current PyTorch stream of that device; CPU tensors
 run on the CPU grid emulation through NumPy views of their memory (no copy).
 The forward keeps its :class:`~enzyme_plugin.LaunchTape`; ``backward`` zeroes
 its shadows, seeds them with the output gradients and returns the input
@@ -21,6 +22,7 @@ can be reversed again (not in split mode: a split tape is consumed). PyTorch is 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +30,7 @@ import numpy as np
 import torch  # pyright: ignore[reportMissingImports]  (optional: installed where PyTorch is used)
 
 from gpucompiler.errors import ArgumentTypeError
+from gpucompiler.runtime.devices import Device
 
 from ..api import caller_location
 from .program import Program, check_program, gradient_or_zeros, is_float
@@ -44,6 +47,14 @@ def _numpy_dtype(t) -> np.dtype:
 def _spec_dtype(dtype) -> np.dtype:
     """A NumPy or a PyTorch dtype as a NumPy dtype."""
     return torch.empty(0, dtype=dtype).numpy().dtype if isinstance(dtype, torch.dtype) else np.dtype(dtype)
+
+
+def _on(device) -> Any:
+    """The launches inside go to ``device`` (a ``torch.device``: the tensors' device, whatever device is
+    current, as PyTorch does); a CPU device leaves them on the CPU emulation."""
+    if device.type != "cuda":
+        return contextlib.nullcontext()
+    return Device(device.index if device.index is not None else torch.cuda.current_device())
 
 
 def _launch_view(t, cuda: bool):
@@ -68,8 +79,9 @@ class _TapeFunction(torch.autograd.Function):
         specs = program.output_specs(views, _spec_dtype)
         outs = [torch.zeros(shape, dtype=_torch_dtype(dtype), device=first.device) for shape, dtype in specs]
         out_views = [_launch_view(o, cuda) for o in outs]
-        ctx.tape = program.record(device, views, out_views)
-        ctx.views, ctx.out_views, ctx.cuda = views, out_views, cuda
+        with _on(first.device):
+            ctx.tape = program.record(device, views, out_views)
+        ctx.views, ctx.out_views, ctx.cuda, ctx.device = views, out_views, cuda, first.device
         for o, (_, dtype) in zip(outs, specs):
             if not is_float(dtype):
                 ctx.mark_non_differentiable(o)
@@ -86,7 +98,8 @@ class _TapeFunction(torch.autograd.Function):
                 continue
             g = g.detach().contiguous()
             pairs.append((ov, g if cuda else g.numpy()))
-        tape.backward(grads=pairs)
+        with _on(ctx.device):
+            tape.backward(grads=pairs)
         out: list[Any] = [None]  # the program
         for v, need in zip(ctx.views, ctx.needs_input_grad[1:]):
             dtype = _numpy_dtype(v) if cuda else v.dtype

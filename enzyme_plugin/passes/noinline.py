@@ -54,8 +54,11 @@ def restore(model) -> int:
     helpers = []
     for g in [g for name, g in model.globals.items() if REGISTER in name]:
         if not g.uses:
-            helpers += [o for o in getattr(g.initializer, "operands", ())[1:] if isinstance(o, Function)]
+            init = g.initializer
+            helpers += [o for o in getattr(init, "operands", ())[1:] if isinstance(o, Function)]
             model.remove_global(g)
+            if init is not None:
+                init.drop_operands()  # the rules' uses by the array go with it
     for fn in helpers:  # the rules' own functions, unused once the engine has called them in
         if fn.module is model and not fn.uses and "internal" in fn.prefix.split():
             model.remove_function(fn)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 AUTHOR_PLUGINS = {"divsan": "author_plugins.divsan:DivSan", "overlay": "author_plugins.overlay:OverlayPlugin",
-                  "keep_rules": "author_plugins.keep_rules:KeepRules"}
+                  "keep_rules": "author_plugins.keep_rules:KeepRules",
+                  "straight": "author_plugins.straight:StraightThrough"}
 
 
 def install(directory: Path, dist: str, entry_points: dict[str, str]) -> Path:

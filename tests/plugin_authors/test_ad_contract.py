@@ -11,10 +11,11 @@ import pytest
 
 import contract_funcs as C
 import gpucompiler.plugin as gp
-from enzyme_plugin.contract import mark_inactive
+from enzyme_plugin.contract import AD_MARKERS, RuleSignatureError, mark_inactive, register_rule
 from gpucompiler import jit, kernel
 from gpucompiler import types as T
-from gpucompiler.llvm import Function, parse
+from gpucompiler.errors import PluginError
+from gpucompiler.llvm import Builder, Function, constant, parse
 from gpucompiler.llvm import types as LT
 
 
@@ -42,12 +43,15 @@ def test_an_inactive_function_contributes_no_derivative(register, opt):
     assert not [n for n in names if n.startswith("gpuc.inactive.")]  # its name is back after AD
 
 
-def test_in_the_grid_emulation(register):
+def test_inactive_in_the_grid_emulation_and_on_ptx(register, check_ptx, libdevice_path):
     register(Constant)
     x = np.linspace(-2.0, 2.0, 40)
     out = np.zeros(40)
-    kernel(C.k_dg, plugins=("enzyme", "constant_noise"))[2, 32, "cpu"](x, out)
+    k = kernel(C.k_dg, plugins=("enzyme", "constant_noise"))
+    k[2, 32, "cpu"](x, out)  # pyright: ignore[reportIndexIssue]
     np.testing.assert_allclose(out, np.sin(x) + 2 * x, rtol=1e-14)
+    assert not [n for n in parse(k.inspect_llvm(x, out)).functions if n.startswith("gpuc.inactive.")]
+    check_ptx(k.inspect_asm(x, out))
 
 
 def test_the_model_renames_a_function_and_its_uses():
@@ -58,3 +62,133 @@ def test_the_model_renames_a_function_and_its_uses():
     m.add_function(Function("f", LT.function(LT.double, [LT.double])))
     with pytest.raises(ValueError, match="@f already exists"):
         m.rename_function(m.functions["h"], "f")
+
+
+# -- custom rules from another plugin: enzyme_plugin.contract.register_rule ----------------------
+XS = (0.3, -1.2, 2.05, 0.125)
+
+
+@pytest.mark.parametrize("opt", [0, 1, 2, 3])
+def test_an_installed_plugin_gives_a_function_a_straight_through_rule(installed, opt):
+    reverse = jit(C.dh, plugins=("enzyme", "straight"), opt_level=opt)
+    forward = jit(C.fh, plugins=("enzyme", "straight"), opt_level=opt)
+    plain = jit(C.dh, plugins=("enzyme",), opt_level=opt)
+    for x in XS:
+        assert reverse(x) == pytest.approx(C.h_ref(x), rel=1e-14)
+        assert forward(x) == pytest.approx(C.h_ref(x), rel=1e-14)
+        assert plain(x) == pytest.approx(C.ste_round(x) + 1.0, rel=1e-14)  # floor: no derivative
+    final = parse(reverse.inspect_llvm(T.float64))
+    assert not [n for n in final.functions if n.startswith("__enzyme")]  # the registration is gone after AD
+    if opt:
+        assert not [n for n in final.functions if ".ste." in n]  # the rules inlined where called
+    assert not [n for n in final.globals if n.startswith("__enzyme_register")]
+
+
+def test_without_autodiff_the_plugin_leaves_the_module_alone(installed):
+    f = jit(C.h, plugins=("enzyme", "straight"))
+    assert f(0.3) == pytest.approx(C.ste_round(0.3) * 0.3 + 0.3, rel=1e-15)
+    assert not [n for n in parse(f.inspect_llvm(T.float64)).globals if n.startswith("__enzyme")]
+
+
+def test_a_rule_in_the_grid_emulation_and_on_ptx(installed, check_ptx, libdevice_path):
+    x = np.linspace(-2.0, 2.0, 40)
+    out = np.zeros(40)
+    for opt in (0, 1, 2, 3):
+        k = kernel(C.k_dh, plugins=("enzyme", "straight"), opt_level=opt)
+        k[2, 32, "cpu"](x, out)  # pyright: ignore[reportIndexIssue]
+        np.testing.assert_allclose(out, [2 * C.h_ref(v) for v in x], rtol=1e-14)
+        module = parse(k.inspect_llvm(x, out))
+        assert not [n for n in module.functions if n.startswith("__enzyme")]
+        check_ptx(k.inspect_asm(x, out))
+
+
+def test_a_rule_that_contradicts_the_signature_names_the_plugin(installed):
+    with pytest.raises(PluginError, match=r"plugin 'straight' failed in stage 'pre_ad'.*RuleSignatureError: "
+                                          r"the reverse rule .*ste_two.* returns double; it must return "
+                                          r"\{ double, double \}") as info:
+        jit(C.d_two, plugins=("enzyme", "straight"))(0.5, 2.0)
+    assert isinstance(info.value.cause, RuleSignatureError) and info.value.at is not None
+    assert info.value.at[0].endswith("straight.py")
+
+
+def _mix_rules(model, fn):
+    """forward(x, dx, y, dy) = dx * y + x * dy; reverse(x, y, dret) = {dret * y, dret * x}: the derivative
+    of x * y for floor(x) * y (after the parameters before ``x``: the error slot of @jit code)."""
+    d, lead = LT.double, list(fn.function_type.params[:-2])
+    fwd = model.add_function(Function(f"{fn.name}.forward", LT.function(d, lead + [d] * 4), prefix="internal"))
+    b = Builder(fwd.append_block("entry"))
+    x, dx, y, dy = fwd.args[len(lead):]
+    b.ret(b.fadd(b.fmul(dx, y), b.fmul(x, dy)))
+    pair = LT.struct([d, d])
+    rev = model.add_function(Function(f"{fn.name}.reverse", LT.function(pair, lead + [d] * 3), prefix="internal"))
+    b = Builder(rev.append_block("entry"))
+    x, y, dret = rev.args[len(lead):]
+    b.ret(b.insertvalue(b.insertvalue(constant(pair, "poison"), b.fmul(dret, y), 0), b.fmul(dret, x), 1))
+    return fwd, rev
+
+
+class MixRule(gp.Plugin):
+    name, version = "mix_rule", "1"
+
+    @gp.callback("pre_ad", markers=AD_MARKERS)
+    def give_rules(self, module):
+        model = module.model
+        for fn in [f for n, f in model.functions.items() if ".mix(" in n]:
+            forward, reverse = _mix_rules(model, fn)
+            register_rule(model, fn, forward=forward, reverse=reverse)
+
+
+@pytest.mark.parametrize("opt", [0, 1, 2, 3])
+def test_a_rule_of_two_arguments_returns_a_struct_of_adjoints(register, opt):
+    register(MixRule)
+    dm = jit(C.dm, plugins=("enzyme", "mix_rule"), opt_level=opt)
+    fm = jit(C.fm, plugins=("enzyme", "mix_rule"), opt_level=opt)
+    for x, y in ((0.7, 2.0), (-1.5, 0.25), (3.2, -1.0)):
+        dx, dy = dm(x, y)
+        assert (dx, dy) == (pytest.approx(y + 1.0, rel=1e-15), pytest.approx(x, rel=1e-15))
+        assert fm(x, y) == pytest.approx((y + 1.0) + 10.0 * x, rel=1e-14)
+
+
+SIGNATURES = """
+define double @f(double %x, ptr %p, i64 %n) {
+  ret double %x
+}
+define double @fwd_ok(double %x, double %dx, ptr %p, ptr %dp, i64 %n) {
+  ret double %dx
+}
+define double @fwd_no_shadow(double %x, ptr %p, i64 %n) {
+  ret double %x
+}
+define double @rev_ok(double %x, ptr %p, ptr %dp, i64 %n, double %dret) {
+  ret double %dret
+}
+define { double, double } @rev_pair(double %x, ptr %p, ptr %dp, i64 %n, double %dret) {
+  ret { double, double } poison
+}
+declare double @ext(double)
+"""
+
+
+def test_register_rule_checks_each_rule_against_the_functions_signature():
+    m = parse(SIGNATURES)
+    f = m.functions["f"]
+    assert register_rule(m, f, forward=m.functions["fwd_ok"], reverse=m.functions["rev_ok"], shadowed=[1]) is f
+    assert f.has_attribute("noinline")
+    assert {"__enzyme_register_derivative_f", "__enzyme_register_gradient_f"} <= set(m.globals)
+    with pytest.raises(RuleSignatureError, match=r"forward rule @fwd_no_shadow of @f .* must take "
+                                                 r"\(double, double, ptr, ptr, i64\)"):
+        register_rule(m, f, forward=m.functions["fwd_no_shadow"], shadowed=[1])
+    with pytest.raises(RuleSignatureError, match=r"reverse rule @rev_pair of @f .* returns \{ double, double \}; "
+                                                 r"it must return double"):
+        register_rule(m, f, reverse=m.functions["rev_pair"], shadowed=[1])
+    with pytest.raises(RuleSignatureError, match=r"shadowed=\[0, 2\] must be indices of pointer parameters"):
+        register_rule(m, f, forward=m.functions["fwd_ok"], shadowed=[0, 2])
+    with pytest.raises(RuleSignatureError, match=r"must take \(double, double, ptr, i64\)"):  # the pointer alone
+        register_rule(m, f, forward=m.functions["fwd_ok"])
+    with pytest.raises(RuleSignatureError, match="@ext is a declaration"):
+        register_rule(m, m.functions["ext"], forward=m.functions["fwd_ok"])
+    with pytest.raises(RuleSignatureError, match="needs forward=, reverse= or both"):
+        register_rule(m, f)
+    other = parse(SIGNATURES)
+    with pytest.raises(RuleSignatureError, match="@fwd_ok is not a function of this module"):
+        register_rule(m, f, forward=other.functions["fwd_ok"])

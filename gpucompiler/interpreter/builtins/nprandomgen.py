@@ -1,0 +1,304 @@
+"""NumPy's ``Generator`` (``np.random.default_rng(seed)``) in compiled code: PCG64 seeded by SeedSequence.
+
+SeedSequence as NumPy's ``bit_generator`` describes it (O'Neill's
+``seed_seq_fe``: a pool of four 32-bit words mixed from the entropy by
+multiply-xorshift hashes, then hashed out into eight words); PCG64 (a
+128-bit LCG, output XSL-RR) seeded from those words; doubles from the top
+53 bits; bounded integers by Lemire's method; normals by the 256-layer
+ziggurat, its tables made here (:func:`ziggurat_tables`). The generator is a
+record holding its state array (uint64: state high, state low, increment
+high, increment low, whether a 32-bit half is buffered, the half), so
+methods draw from the generator they are called on, not from a shared
+state. Each distribution takes ``(s, zig, a, b)``: the state, the ziggurat
+tables (float64, three rows: the integer bounds, the widths, the heights)
+and two parameters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from typing import Any
+
+from ...pristine import math  # as imported (pristine.py: the rules key on its functions)
+
+from ... import types as T
+from ...frontend.intrinsics import check, setitem_unchecked
+from .npintrinsics import new_array
+from .nprandomimpl import count, unseeded_entropy
+
+U64: Any = T.uint64
+"""called in compiled code: the conversion to uint64 (wrapping)"""
+I64: Any = T.int64
+M32 = 0xFFFFFFFF
+MUL_HI = 0x2360ED051FC65DA4
+MUL_LO = 0x4385DF649FCCF645
+INIT_A = 0x43B0D7E5
+MULT_A = 0x931E8875
+INIT_B = 0x8B51F9DD
+MULT_B = 0x58F38DED
+MIX_L = 0xCA01F9DD
+MIX_R = 0x4973F715
+ZIG_R = 3.6541528853610088
+"""where the normal ziggurat's base layer's tail begins"""
+ZIG_RINV = 0.27366123732975828
+
+
+@dataclasses.dataclass
+class Generator:
+    """A ``Generator`` made in compiled code: PCG64's state (see the module)."""
+
+    state: object
+
+
+def ziggurat_tables() -> list[list[float]]:
+    """The normal ziggurat's 256 layers of equal area: integer bounds (scaled by 2**52, as floats),
+    widths (over 2**52) and heights, built top down from ``ZIG_R`` (Marsaglia and Tsang's recurrence)."""
+    r = ZIG_R
+    area = r * math.exp(-0.5 * r * r) + math.sqrt(math.pi / 2) * math.erfc(r / math.sqrt(2.0))
+    scale = 2.0 ** 52
+    ki, wi, fi = [0.0] * 256, [0.0] * 256, [0.0] * 256
+    q = area / math.exp(-0.5 * r * r)
+    ki[0] = float(int(r / q * scale))
+    wi[0], wi[255] = q / scale, r / scale
+    fi[0], fi[255] = 1.0, math.exp(-0.5 * r * r)
+    dn = tn = r
+    for i in range(254, 0, -1):
+        dn = math.sqrt(-2.0 * math.log(area / dn + math.exp(-0.5 * dn * dn)))
+        ki[i + 1] = float(int(dn / tn * scale))
+        tn = dn
+        fi[i] = math.exp(-0.5 * dn * dn)
+        wi[i] = dn / scale
+    return [ki, wi, fi]
+
+
+# -- SeedSequence ----------------------------------------------------------------------------
+def _hashmix(v, h):
+    v = v ^ h
+    h = (h * U64(MULT_A)) & U64(M32)
+    v = (v * h) & U64(M32)
+    return v ^ (v >> U64(16)), h
+
+
+def _mix(x, y):
+    r = (U64(MIX_L) * x - U64(MIX_R) * y) & U64(M32)
+    return r ^ (r >> U64(16))
+
+
+def _pool(ent, n):
+    """SeedSequence's pool of four words from the ``n`` 32-bit words of ``ent`` (int64)."""
+    pool = new_array((4,), U64)
+    h = U64(INIT_A)
+    for i in range(4):
+        v = U64(ent[i]) if i < n else U64(0)
+        v, h = _hashmix(v, h)
+        pool[i] = v
+    for src in range(4):
+        for dst in range(4):
+            if src != dst:
+                v, h = _hashmix(pool[src], h)
+                pool[dst] = _mix(pool[dst], v)
+    for src in range(4, n):
+        for dst in range(4):
+            v, h = _hashmix(U64(ent[src]), h)
+            pool[dst] = _mix(pool[dst], v)
+    return pool
+
+
+def _pair(w, i):
+    return w[2 * i] | (w[2 * i + 1] << U64(32))
+
+
+def _add(s, hi, lo):
+    """``s[0:2] += (hi, lo)`` in 128 bits."""
+    low = s[1] + lo
+    s[0] = s[0] + hi + (U64(1) if low < lo else U64(0))
+    s[1] = low
+
+
+def _generator(ent, n):
+    """PCG64 seeded by ``SeedSequence(entropy)``, ``entropy`` the ``n`` 32-bit words of ``ent``."""
+    pool = _pool(ent, n)
+    w = new_array((8,), U64)
+    h = U64(INIT_B)
+    for i in range(8):
+        v = pool[i & 3] ^ h
+        h = (h * U64(MULT_B)) & U64(M32)
+        v = (v * h) & U64(M32)
+        w[i] = v ^ (v >> U64(16))
+    s = new_array((6,), U64)
+    seq_hi, seq_lo = _pair(w, 2), _pair(w, 3)
+    s[0], s[1] = U64(0), U64(0)
+    s[2] = (seq_hi << U64(1)) | (seq_lo >> U64(63))
+    s[3] = (seq_lo << U64(1)) | U64(1)
+    s[4], s[5] = U64(0), U64(0)
+    step(s)
+    _add(s, _pair(w, 0), _pair(w, 1))
+    step(s)
+    return Generator(s)
+
+
+def default_rng(seed):
+    """``np.random.default_rng(seed)`` of an integer seed."""
+    seed = int(seed)
+    check(seed >= 0, "ValueError", "expected non-negative integer")
+    ent = new_array((2,), I64)
+    ent[0] = seed & M32
+    ent[1] = seed >> 32
+    return _generator(ent, 2 if ent[1] != 0 else 1)
+
+
+def default_rng_unseeded():
+    """``np.random.default_rng()``: seeded from the process's OS entropy and a count of such calls."""
+    ent = new_array((5,), I64)
+    unseeded_entropy(ent)
+    return _generator(ent, 5)
+
+
+# -- PCG64 -----------------------------------------------------------------------------------
+def mulhi(a, b):
+    """The high 64 bits of the 128-bit product of two uint64."""
+    a0, a1 = a & U64(M32), a >> U64(32)
+    b0, b1 = b & U64(M32), b >> U64(32)
+    p01, p10 = a0 * b1, a1 * b0
+    mid = ((a0 * b0) >> U64(32)) + (p01 & U64(M32)) + (p10 & U64(M32))
+    return a1 * b1 + (p01 >> U64(32)) + (p10 >> U64(32)) + (mid >> U64(32))
+
+
+def step(s):
+    """The LCG's step: ``state = state * multiplier + increment`` (mod 2**128)."""
+    hi, lo = s[0], s[1]
+    mlo = U64(MUL_LO)
+    low = lo * mlo
+    s[0] = mulhi(lo, mlo) + lo * U64(MUL_HI) + hi * mlo
+    s[1] = low
+    _add(s, s[2], s[3])
+
+
+def next64(s):
+    step(s)
+    hi = s[0]
+    x = hi ^ s[1]
+    r = hi >> U64(58)
+    return (x >> r) | (x << ((U64(64) - r) & U64(63)))
+
+
+def next32(s):
+    """The low half of a 64-bit output, its high half kept for the next call."""
+    if s[4] != U64(0):
+        s[4] = U64(0)
+        return s[5]
+    x = next64(s)
+    s[4] = U64(1)
+    s[5] = x >> U64(32)
+    return x & U64(M32)
+
+
+def next_double(s):
+    return U64(next64(s) >> U64(11)) * (1.0 / 9007199254740992.0)
+
+
+def _lemire32(s, rng):
+    excl = rng + U64(1)
+    m = next32(s) * excl
+    if (m & U64(M32)) < excl:
+        t = (U64(M32) - rng) % excl
+        while (m & U64(M32)) < t:
+            m = next32(s) * excl
+    return m >> U64(32)
+
+
+def _lemire64(s, rng):
+    excl = rng + U64(1)
+    x = next64(s)
+    if x * excl < excl:
+        t = (U64(-1) - rng) % excl
+        while x * excl < t:
+            x = next64(s)
+    return mulhi(x, excl)
+
+
+def _bounded(s, low, rng):
+    """``low`` plus an integer in ``[0, rng]`` (``rng`` a uint64), as NumPy's Generator draws it."""
+    if rng == U64(0):
+        v = U64(0)
+    elif rng == U64(M32):
+        v = next32(s)
+    elif rng < U64(M32):
+        v = _lemire32(s, rng)
+    elif rng == U64(-1):
+        v = next64(s)
+    else:
+        v = _lemire64(s, rng)
+    return I64(U64(low) + v)
+
+
+# -- the distributions -----------------------------------------------------------------------
+def random(s, zig, a, b):
+    return next_double(s)
+
+
+def uniform(s, zig, low, high):
+    width = high - low
+    check(math.isfinite(width), "OverflowError", "Range exceeds valid bounds")
+    return low + width * next_double(s)
+
+
+def integers(s, zig, low, high):
+    """An int64 in ``[low, high)``."""
+    check(low < high, "ValueError", "low >= high")
+    return _bounded(s, low, U64(high) - U64(low) - U64(1))
+
+
+def integers_closed(s, zig, low, high):
+    """An int64 in ``[low, high]`` (``endpoint=True``)."""
+    check(low <= high, "ValueError", "low > high")
+    return _bounded(s, low, U64(high) - U64(low))
+
+
+def standard_normal(s, zig, a, b):
+    """The 256-layer ziggurat: a layer and a sign from one 64-bit word; the base layer's tail
+    by Marsaglia's exponential method, the wedges by the density."""
+    while True:
+        r = next64(s)
+        idx = I64(r & U64(0xFF))
+        r = r >> U64(8)
+        rabs = I64((r >> U64(1)) & U64(0x000FFFFFFFFFFFFF))
+        x = rabs * zig[1, idx]
+        if (r & U64(1)) != U64(0):
+            x = -x
+        if rabs < zig[0, idx]:
+            return x
+        if idx == 0:
+            while True:
+                xx = -ZIG_RINV * math.log1p(-next_double(s))
+                yy = -math.log1p(-next_double(s))
+                if yy + yy > xx * xx:
+                    return -(ZIG_R + xx) if (rabs >> 8) & 1 else ZIG_R + xx
+        elif (zig[2, idx - 1] - zig[2, idx]) * next_double(s) + zig[2, idx] < math.exp(-0.5 * x * x):
+            return x
+
+
+def normal(s, zig, loc, scale):
+    check(scale >= 0.0, "ValueError", "scale < 0")
+    return loc + scale * standard_normal(s, zig, 0.0, 0.0)
+
+
+def draw(dist, g, zig, a, b):
+    """One number of ``dist`` from the generator ``g``."""
+    return dist(g.state, zig, a, b)
+
+
+def fill(dist, g, zig, shape, dt, a, b):
+    """An array of ``shape`` of numbers of ``dist`` (type ``dt``) from ``g``, drawn in C order."""
+    s = g.state
+    n = count(shape)
+    out = new_array((n,), dt)
+    for i in range(n):
+        setitem_unchecked(out, i, dist(s, zig, a, b))
+    return out.reshape(shape)
+
+
+def fill1(dist, g, zig, d0, dt, a, b):
+    """:func:`fill` of the shape ``(d0,)`` (``size=n``)."""
+    return fill(dist, g, zig, (d0,), dt, a, b)

@@ -1,0 +1,265 @@
+"""``np.random``'s legacy functions in compiled code against ``np.random.RandomState(seed)``.
+
+After ``np.random.seed(s)`` in compiled code the draws are NumPy's for the
+same seed and calls: MT19937's doubles and bounded integers exactly (they
+are exact algorithms), the transformed ones (normal, exponential, uniform)
+within rounding. Errors are NumPy's at run time, typed errors naming the
+user's line when compiling.
+"""
+
+import numpy as np
+import pytest
+
+from enzyme_plugin import Duplicated, Forward, autodiff, gradient
+from gpucompiler import jit, prange
+from gpucompiler.errors import TypeInferenceError
+
+SEEDS = [0, 1, 2, 42, 12345, 2**31, 2**32 - 1] + list(range(100, 130))
+
+
+def mixed(rs, seed, out, iout):
+    """The same calls, through ``rs`` (``np.random`` compiled; a RandomState in CPython)."""
+    if seed >= 0:
+        rs.seed(seed)
+    k = 0
+    for i in range(iout.shape[0]):
+        out[k] = rs.random()
+        out[k + 1] = rs.uniform(-2.0, 3.0)
+        out[k + 2] = rs.normal(1.0, 2.0)
+        out[k + 3] = rs.standard_normal()
+        out[k + 4] = rs.randn()
+        out[k + 5] = rs.exponential(1.5)
+        out[k + 6] = rs.rand()
+        out[k + 7] = rs.random_sample()
+        out[k + 8] = rs.normal()
+        out[k + 9] = rs.uniform()
+        k += 10
+        iout[i, 0] = rs.randint(10)
+        iout[i, 1] = rs.randint(-5, 1000)
+        iout[i, 2] = rs.randint(0, 2**32)  # a range of 2**32: 64-bit words
+        iout[i, 3] = rs.randint(-2**62, 2**62)
+        iout[i, 4] = rs.randint(7, 8)  # one value: no draw
+        iout[i, 5] = rs.randint(-2**63, 2**63 - 1)
+        iout[i, 6] = rs.randint(0, 2**32 - 1)
+
+
+def draws(seed, out, iout):
+    mixed(np.random, seed, out, iout)
+
+
+compiled_draws = jit(draws)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_scalar_draws_are_numpys_for_the_seed(seed):
+    n = 40
+    got, igot = np.zeros(10 * n), np.zeros((n, 7), np.int64)
+    want, iwant = np.zeros(10 * n), np.zeros((n, 7), np.int64)
+    compiled_draws(seed, got, igot)
+    mixed(np.random.RandomState(seed), seed, want, iwant)
+    np.testing.assert_array_equal(igot, iwant)
+    exact = np.r_[0:10 * n:10, 6:10 * n:10, 7:10 * n:10]  # random, rand, random_sample: bit for bit
+    np.testing.assert_array_equal(got[exact], want[exact])
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
+
+
+@jit
+def state_carries_over(seed, out, iout):
+    np.random.seed(seed)
+    draws(-1, out, iout)  # another function draws on from the same state
+
+
+@jit
+def continue_draws(out, iout):
+    draws(-1, out, iout)
+
+
+def test_the_state_is_one_per_process_across_compiled_functions():
+    a, ia = np.zeros(30), np.zeros((3, 7), np.int64)
+    b, ib = np.zeros(30), np.zeros((3, 7), np.int64)
+    state_carries_over(5, a, ia)
+    continue_draws(b, ib)  # an odd number of normals before: the cached second value is used
+    rs = np.random.RandomState(5)
+    wa, wia, wb, wib = np.zeros(30), np.zeros((3, 7), np.int64), np.zeros(30), np.zeros((3, 7), np.int64)
+    mixed(rs, -1, wa, wia)
+    mixed(rs, -1, wb, wib)
+    np.testing.assert_allclose(np.r_[a, b], np.r_[wa, wb], rtol=1e-14)
+    np.testing.assert_array_equal(np.r_[ia, ib], np.r_[wia, wib])
+
+
+@jit
+def normal_then_reseed(s):
+    np.random.seed(s)
+    a = np.random.normal()  # leaves the second value cached
+    np.random.seed(s)  # which seeding drops
+    return a, np.random.normal(), np.random.normal()
+
+
+def test_seeding_drops_the_cached_normal():
+    rs = np.random.RandomState(9)
+    a = rs.normal()
+    rs.seed(9)
+    np.testing.assert_allclose(normal_then_reseed(9), (a, rs.normal(), rs.normal()), rtol=1e-15)
+
+
+def arrays(rs, seed):
+    rs.seed(seed)
+    x = np.arange(10.0)
+    rs.shuffle(x)
+    m = np.arange(12.0).reshape(4, 3)
+    rs.shuffle(m)
+    return (rs.random((3, 4)), rs.random(5), rs.normal(1.0, 2.0, size=5), rs.randint(0, 10, size=(2, 3)),
+            rs.randint(5, size=4), rs.rand(2, 3), rs.rand(4), rs.randn(4), rs.randn(2, 2),
+            rs.uniform(0.0, 1.0, 7), rs.standard_normal((2, 2)), rs.exponential(2.0, (3,)), x, m,
+            rs.permutation(8), rs.permutation(np.arange(5.0)), rs.choice(6), rs.choice(x, size=5),
+            rs.choice(9, 3, replace=False), rs.choice(x, replace=False), rs.choice(7, size=(2, 2)),
+            rs.choice(np.arange(4), 0), rs.random(0))
+
+
+@jit
+def compiled_arrays(seed):
+    return arrays(np.random, seed)
+
+
+@pytest.mark.parametrize("seed", [0, 3, 99, 2**32 - 1])
+def test_arrays_shuffles_and_choices_are_numpys(seed):
+    got, want = compiled_arrays(seed), arrays(np.random.RandomState(seed), seed)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g, w)
+        np.testing.assert_allclose(g, w, rtol=1e-14, atol=0)
+
+
+@jit
+def sized_at_run_time(seed, n, m):
+    np.random.seed(seed)
+    return np.random.random(n), np.random.rand(n, m), np.random.normal(0.0, 1.0, (n, m, 2))
+
+
+def test_sizes_known_only_at_run_time():
+    got = sized_at_run_time(4, 3, 2)
+    rs = np.random.RandomState(4)
+    want = rs.random(3), rs.rand(3, 2), rs.normal(0.0, 1.0, (3, 2, 2))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-14)
+
+
+@jit
+def bad_seed(s):
+    np.random.seed(s)
+
+
+@jit
+def bad_randint(a, b):
+    return np.random.randint(a, b)
+
+
+@jit
+def bad_scale(s):
+    return np.random.normal(0.0, s)
+
+
+@jit
+def bad_choice(n, k):
+    return np.random.choice(n, k, replace=False)
+
+
+@jit
+def bad_size(n):
+    return np.random.random((n, -1))
+
+
+def test_run_time_errors_are_numpys():
+    with pytest.raises(ValueError, match="Seed must be between 0 and 2\\*\\*32 - 1"):
+        bad_seed(-1)
+    with pytest.raises(ValueError, match="Seed must be between"):
+        bad_seed(2**32)
+    with pytest.raises(ValueError, match="low >= high"):
+        bad_randint(5, 5)
+    with pytest.raises(ValueError, match="scale < 0"):
+        bad_scale(-1.0)
+    with pytest.raises(ValueError, match="larger sample than population"):
+        bad_choice(3, 4)
+    with pytest.raises(ValueError, match="negative dimensions"):
+        bad_size(2)
+
+
+def gamma(x):
+    return np.random.gamma(x)
+
+
+def choice_p(a):
+    return np.random.choice(a, p=a)
+
+
+def normal_of_array(a):
+    return np.random.normal(a)
+
+
+def randint_dtype(n):
+    return np.random.randint(n, dtype=np.int32)
+
+
+def random_state(n):
+    return np.random.RandomState(n).random()
+
+
+def seed_float(x):
+    np.random.seed(x)
+
+
+@pytest.mark.parametrize("fn,arg,match", [
+    (gamma, 2.0, "np.random.gamma is not supported"), (choice_p, np.ones(3) / 3, "p=.* not supported"),
+    (normal_of_array, np.ones(3), "loc must be a number"), (randint_dtype, 5, "dtype=.* int64"),
+    (random_state, 3, "RandomState is not supported"), (seed_float, 1.5, "seed must be an integer"),
+])
+def test_unsupported_uses_are_typed_errors_at_the_users_line(fn, arg, match):
+    with pytest.raises(TypeInferenceError, match=match) as info:
+        jit(fn)(arg)
+    assert f"{__file__}:{fn.__code__.co_firstlineno + 1}" in str(info.value)
+
+
+@jit
+def unseeded(n):
+    return np.random.random(n)
+
+
+def test_unseeded_draws_start_from_os_entropy():
+    a = unseeded(1000)
+    assert a.min() >= 0.0 and a.max() < 1.0 and 0.4 < a.mean() < 0.6
+    assert not np.array_equal(a, unseeded(1000))
+
+
+@jit(parallel=True)
+def parallel_draws(n):
+    out = np.empty(n)
+    for i in prange(n):
+        out[i] = np.random.random()
+    return out
+
+
+def test_draws_from_threads_at_once_stay_in_range():
+    """One state shared by the threads: the numbers are in [0, 1) and never read outside it."""
+    for _ in range(5):
+        a = parallel_draws(100_000)
+        assert a.min() >= 0.0 and a.max() < 1.0 and 0.45 < a.mean() < 0.55
+
+
+def noisy_energy(x):
+    np.random.seed(7)
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * np.random.normal() + np.random.normal(x[i], 2.0) * x[0]
+    return s + np.random.uniform(x[1], 3.0 * x[1]) ** 2 + np.random.exponential(x[2] * x[2])
+
+
+def test_draws_are_constants_of_the_derivative():
+    """The gradient through the draws' parameters (loc, scale, bounds) and with the draws as
+    constants, against central differences of NumPy's own draws for the same seed."""
+    x = np.array([0.3, 1.2, -0.7])
+    eps = 1e-6
+    fd = np.array([(noisy_energy(x + eps * e) - noisy_energy(x - eps * e)) / (2 * eps) for e in np.eye(3)])
+    np.testing.assert_allclose(gradient(noisy_energy, x), fd, rtol=1e-6)
+    np.testing.assert_allclose(autodiff(Forward, noisy_energy, Duplicated(x, np.eye(3)[1]))[0], fd[1], rtol=1e-6)
+    assert np.all(np.abs(fd) > 0.1)  # no derivative is zero here: a silent zero would fail

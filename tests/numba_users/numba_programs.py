@@ -363,6 +363,55 @@ def complex_roots_of_unity(n):
     return out
 
 
+@njit
+def monte_carlo_pi(n, seed):
+    np.random.seed(seed)
+    inside = 0
+    for _ in range(n):
+        x = np.random.random()
+        y = np.random.random()
+        if x * x + y * y < 1.0:
+            inside += 1
+    return 4.0 * inside / n
+
+
+@njit
+def random_walk(n, seed):
+    np.random.seed(seed)
+    steps = np.random.randint(0, 2, size=n) * 2 - 1
+    pos = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        pos[i + 1] = pos[i] + steps[i]
+    return pos, pos.max(), np.random.normal(0.0, 1.0, size=(2, 3))
+
+
+@njit
+def permutation_test(a, b, rounds, seed):
+    np.random.seed(seed)
+    pooled = np.concatenate((a, b))
+    na = a.shape[0]
+    observed = abs(a.mean() - b.mean())
+    count = 0
+    for _ in range(rounds):
+        np.random.shuffle(pooled)
+        if abs(pooled[:na].mean() - pooled[na:].mean()) >= observed:
+            count += 1
+    return count / rounds
+
+
+@njit
+def bootstrap_mean(x, rounds, seed):
+    np.random.seed(seed)
+    means = np.empty(rounds)
+    for r in range(rounds):
+        idx = np.random.randint(0, x.shape[0], size=x.shape[0])
+        s = 0.0
+        for i in idx:
+            s += x[i]
+        means[r] = s / x.shape[0]
+    return means
+
+
 _rng = np.random.default_rng(28)
 _A = _rng.standard_normal(1000)
 _M = _rng.standard_normal((40, 30))
@@ -408,4 +457,8 @@ CASES = [
     ("polyval_powers", polyval_powers, (np.array([1.0, -0.5, 0.25, 2.0, -1.0]), 1.3)),
     ("mandelbrot_pow", mandelbrot_pow, (complex(-0.75, 0.1), 200)),
     ("complex_roots_of_unity", complex_roots_of_unity, (12,)),
+    ("monte_carlo_pi", monte_carlo_pi, (100_000, 7)),
+    ("random_walk", random_walk, (500, 3)),
+    ("permutation_test", permutation_test, (_A[:30] + 0.3, _A[30:70], 200, 11)),
+    ("bootstrap_mean", bootstrap_mean, (_A[:50], 100, 5)),
 ]

@@ -181,6 +181,11 @@ class Target:
         ref.triple = self.triple()
         ref.data_layout = self.data_layout()
 
+    def before_optimize(self, job: CompilerJob, module: IRModule, final: bool) -> None:
+        """Before each run of the default optimisation pipeline (the ``optimize`` stage's, and again after
+        AD); ``final``: no AD engine reads the result. Default: nothing (native: math calls name their SIMD
+        versions)."""
+
     def finish(self, job: CompilerJob, module: IRModule) -> None:
         """The ``finish`` stage: target lowering (library linking, annotations)."""
 

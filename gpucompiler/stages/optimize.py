@@ -24,7 +24,9 @@ def _pass_builder(ctx: CompileContext) -> llvm.PassBuilder:
 
 
 def default_pipeline(ctx: CompileContext, module: IRModule) -> None:
-    """Run the default module pipeline at the job's opt level."""
+    """Run the default module pipeline at the job's opt level: the last one, unless a plugin's marker is in
+    the module (an AD engine may read the result)."""
+    ctx.job.target.before_optimize(ctx.job, module, final=not ctx.note_markers())
     pb = _pass_builder(ctx)
     pb.getModulePassManager().run(module.ref, pb)
 
@@ -33,6 +35,7 @@ def after_ad(ctx: CompileContext, module: IRModule) -> None:
     """The default module pipeline again after the ``ad`` stage's engines, the SLP vectorizer on too (the
     straight-line code differentiation makes gains from it)."""
     opt = ctx.job.config.opt_level
+    ctx.job.target.before_optimize(ctx.job, module, final=True)
     tm = ctx.job.target.target_machine(opt)
     tuning = llvm.create_pipeline_tuning_options(speed_level=opt)
     tuning.loop_vectorization = tuning.slp_vectorization = True

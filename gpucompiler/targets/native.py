@@ -8,9 +8,11 @@ import attrs
 import llvmlite.binding as llvm
 
 from ..errors import ConfigError, ErrorKind
-from ..llvm.binding import initialize_native
+from ..llvm.binding import initialize_native, parse_ir
+from ..llvm.vector_variants import declarations, name_variants, release
 from ..core import Target
 from ..core.facts import ModuleFacts
+from . import libmvec
 
 EMIT_KINDS = ("llvm", "bc", "asm", "obj")
 
@@ -67,7 +69,9 @@ class NativeTarget(Target):
         return attrs.evolve(self, cpu=self.host_cpu(), features=self.host_features())
 
     def machine(self) -> dict:
-        return {"triple": self.triple(), "cpu": self.host_cpu(), "features": self.host_features()}
+        """Triple, CPU and features, and the vector math library loops call (:mod:`.libmvec`)."""
+        return {"triple": self.triple(), "cpu": self.host_cpu(), "features": self.host_features(),
+                "vector_math": libmvec.loaded()}
 
     def host_cpu(self) -> str:
         """The CPU name code is generated for."""
@@ -81,6 +85,26 @@ class NativeTarget(Target):
         initialize_native()  # the host's target alone: a quarter of initialising them all
         return cached_target_machine(self.triple(), self.host_cpu(), self.host_features(),
                                      opt_level, "pic", "jitdefault")
+
+    def before_optimize(self, job, module, final: bool) -> None:
+        """Before the last optimisation: every math call names its libmvec versions for the features
+        (:mod:`.libmvec`), so that loops calling ``sin`` vectorize. Not before AD: the engine has
+        derivative rules for scalar math, none for libmvec's."""
+        table = libmvec.variants(self.host_features()) if final and job.config.opt_level > 0 else {}
+        if not table or table.keys().isdisjoint(module.function_names()):
+            return
+        text, named = name_variants(module.text, table)
+        if named:
+            ref = parse_ir(text)
+            ref.link_in(parse_ir(declarations(named)))
+            module.ref = ref
+
+    def finish(self, job, module) -> None:
+        """The libmvec versions leave ``@llvm.compiler.used`` (see :meth:`before_optimize`)."""
+        if any(libmvec.is_variant(f.name) for f in module.ref.functions):
+            text = release(module.text, libmvec.is_variant)
+            if text is not None:
+                module.ref = parse_ir(text)
 
     def validate(self, job, module, facts: ModuleFacts) -> list[tuple[str, str]]:
         """Unresolvable external names and constant pointers (see :mod:`.validation`); the job's
@@ -105,6 +129,7 @@ def _open_process() -> None:
     # LLVM searches the process's own symbols (libc, libm...) only once the
     # process is "loaded"; the C API's LoadLibraryPermanently(NULL) does that.
     llvm.ffi.lib.LLVMPY_LoadLibraryPermanently(None, None)
+    libmvec.loaded()  # the vector math loops compiled for this host call (absent: none do)
 
 
 def process_symbol(name: str) -> int | None:

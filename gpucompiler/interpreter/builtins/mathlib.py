@@ -87,7 +87,16 @@ def _intrinsic(name, pyname):
 
 
 def _libm(name):
-    return _checked(name, lambda cg, rt, xs: cg.call_extern(name + ("f" if rt == T.float32 else ""), rt, xs))
+    return _checked(name, lambda cg, rt, xs: pure(cg.call_extern(name + ("f" if rt == T.float32 else ""), rt, xs)))
+
+
+def pure(call):
+    """``call`` of a libm function, its declaration marked as reading and writing no memory: compiled
+    code never reads ``errno`` (results are checked as CPython does), so LLVM may hoist, merge and
+    vectorize it (the native target names its SIMD versions)."""
+    call.callee.attributes.add("nounwind")
+    call.callee.attributes.add("readnone")
+    return call
 
 
 def _rounding(intrinsic: str | None, device: Callable[..., ir.Value] | None = None):

@@ -1,0 +1,89 @@
+# llvmlite ships no type information: its members are untyped
+# pyright: reportUnknownMemberType=false, reportUnknownArgumentType=false, reportMissingTypeStubs=false
+"""glibc's libmvec: the SIMD versions of the math functions the native target's loops call.
+
+``_ZGV<isa>N<lanes><v per argument>_<libm name>`` (the x86-64 vector function
+ABI): ``b`` SSE (2 doubles, 4 floats), ``c`` AVX and ``d`` AVX2 (4 and 8),
+``e`` AVX-512 (8 and 16). For each width the widest ISA the target's features
+have is offered; the vectorizer picks the width. Every function of the math
+table (:data:`gpucompiler.core.mathfns.MATH_FUNCTIONS`) is looked up by that
+name in the library, by its C name (``sin``, ``sinf``) and its LLVM intrinsic
+(``llvm.sin.f64``): what the library lacks stays scalar. glibc documents at
+most 4 ulp of error for these (docs/benchmarks.md, "Vector math on the CPU").
+
+The library is loaded into the process once (``load_library_permanently``), so
+the JIT and the in-process loader resolve the names; a process without it
+(musl, another OS) gets no variants and scalar code.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import llvmlite.binding as llvm
+
+from ..core.mathfns import MATH_FUNCTIONS
+from ..llvm.vector_variants import VectorVariant
+
+SONAME = "libmvec.so.1"
+PREFIX = "_ZGV"
+"""what the vector function ABI's names start with"""
+
+#: (ISA letter, doubles per vector, the target feature it needs), widest first for each width
+_ISAS = (("e", 8, "avx512f"), ("d", 4, "avx2"), ("c", 4, "avx"), ("b", 2, "sse2"))
+
+
+@functools.cache
+def loaded() -> str | None:
+    """The glibc version whose libmvec this process loaded (``"glibc 2.36"``), or None where there is none."""
+    try:
+        llvm.load_library_permanently(SONAME)
+    except RuntimeError:  # llvmlite reports a failed dlopen so
+        return None
+    confstr = getattr(os, "confstr", None)
+    try:
+        version = confstr("CS_GNU_LIBC_VERSION") if confstr is not None else None
+    except (OSError, ValueError):
+        version = None
+    return version or "glibc"
+
+
+def isas(features: str) -> tuple[tuple[str, int], ...]:
+    """``(letter, doubles per vector)`` the feature string (``+avx2,-avx512f,...``) allows, one per width."""
+    have = {f[1:] for f in features.split(",") if f.startswith("+")}
+    out: dict[int, str] = {}
+    for letter, lanes, feature in _ISAS:
+        if feature in have and lanes not in out:
+            out[lanes] = letter
+    return tuple((letter, lanes) for lanes, letter in sorted(out.items()))
+
+
+def is_variant(name: str) -> bool:
+    """Whether ``name`` is a vector function ABI name (``_ZGVdN4v_sin``)."""
+    return name.startswith(PREFIX)
+
+
+@functools.cache
+def variants(features: str) -> dict[str, tuple[VectorVariant, ...]]:
+    """Scalar call name -> its libmvec versions for code with ``features``; empty without libmvec."""
+    if loaded() is None:
+        return {}
+    out: dict[str, tuple[VectorVariant, ...]] = {}
+    for fn in MATH_FUNCTIONS:
+        for float32, element, suffix in ((False, "double", "f64"), (True, "float", "f32")):
+            found = []
+            for letter, lanes in isas(features):
+                lanes *= 2 if float32 else 1
+                symbol = f"{PREFIX}{letter}N{lanes}{'v' * fn.arity}_{fn.name(float32)}"
+                if llvm.address_of_symbol(symbol) is not None:
+                    found.append((symbol, lanes))
+            scalars = [fn.name(float32)] + ([f"{fn.intrinsic}.{suffix}"] if fn.intrinsic else [])
+            for scalar in scalars:
+                if found:
+                    out[scalar] = tuple(VectorVariant(scalar, symbol, lanes, fn.arity, element)
+                                        for symbol, lanes in found)
+    return out
+
+
+__all__ = ["PREFIX", "SONAME", "is_variant", "isas", "loaded", "variants"]

@@ -9,10 +9,14 @@ hook (``gpuc enzyme`` comes from the Enzyme plugin).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+import llvmlite
 
 from .. import plugin
 from ..errors import GPUCompilerError
+from ..version import __version__
 from . import cache_cmd, compile_ir, plugins_cmd, serve
 from .compile_ir import EMIT_CHOICES, compile_text, read_ir, write_artifact
 
@@ -22,6 +26,8 @@ SUBCOMMANDS = (compile_ir, plugins_cmd, cache_cmd, serve)
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``gpuc``: the built-in subcommands, then those of every installed plugin."""
     parser = argparse.ArgumentParser(prog="gpuc", description="gpucompiler command line")
+    parser.add_argument("--version", action="version",
+                        version=f"gpuc {__version__} (llvmlite {llvmlite.__version__}, Python {sys.version.split()[0]})")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in SUBCOMMANDS:
         module.add_parser(sub)
@@ -34,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args) or 0
+    except BrokenPipeError:  # `gpuc plugins | head`: the reader left; say nothing, as coreutils do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
+        return 141
     except GPUCompilerError as exc:
         print(f"gpuc: error: {exc}", file=sys.stderr)
         return 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import socket
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -83,11 +84,13 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--no-auth is for loopback only: other machines need a token (--token-file)")
     if not loopback and not token:
         raise ConfigError("--allow-remote needs a token: --token-file FILE (or GPUC_SERVICE_TOKEN)")
+    sock = _listen(args.host, args.port)  # a busy port fails here, before a word is printed or a token written
+    port = sock.getsockname()[1]
     generated = None
     if args.no_auth:
         token = None
     elif not token:
-        token, generated = _generate_token(args.port)
+        token, generated = _generate_token(port)
     config = ServiceConfig(cache_dir=args.cache_dir or (str(settings.directory) if settings.directory else None),
                            max_cache_bytes=settings.max_bytes, redis_url=settings.redis_url,
                            redis_tls=settings.redis_tls, secret=settings.secret, lock_lease=settings.lock_lease,
@@ -97,13 +100,31 @@ def run(args: argparse.Namespace) -> int:
                            loopback_hosts=loopback)
     app = create_app(config)  # checks the cache directory: one another user can write is not used (warned)
     disk = app.state.service.cache.disk
-    print(f"gpuc serve: http://{args.host}:{args.port} ({args.workers} workers, cache "
+    print(f"gpuc serve: http://{args.host}:{port} ({args.workers} workers, cache "
           f"{disk.root if disk is not None else 'memory only'}{', redis' if config.redis_url else ''}"
           f"{', token required' if token else ''})", flush=True)
     if generated is not None:
         print(f"gpuc serve: token in {generated} (clients: GPUC_SERVICE_TOKEN_FILE={generated})", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_keep_alive=30)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_keep_alive=30)).run(sockets=[sock])
     return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (0: a free port), handed to the server; a typed error when the
+    address is taken or cannot be used."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart right after a stop binds
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; another process (an earlier "
+                          "gpuc serve?) has it: choose another --port, or --port 0 for any free one") from None
+    return sock
 
 
 def _generate_token(port: int) -> tuple[str, Path]:

@@ -57,20 +57,24 @@ class PTXTarget(Target):
     """
 
     name = "ptx"
-    spellings = ("ptx", "ptx:sm_XY")
+    spellings = ("ptx", "ptx:sm_XY", "ptx:sm_XY:ptxNN")
     kernel_default = True
     launch_artifact = "asm"
     is_gpu = True
 
     @classmethod
     def from_spelling(cls, arg: str) -> PTXTarget | None:
-        """``ptx`` (sm_90) or ``ptx:sm_XY`` (compute capability X.Y)."""
+        """``ptx`` (sm_90), ``ptx:sm_XY`` (compute capability X.Y) or ``ptx:sm_XY:ptxNN`` (and PTX ISA
+        version N.N, for a GPU newer than this table)."""
         if not arg:
             return cls()
-        if arg.startswith("sm_") and arg[3:].isdigit() and len(arg) >= 5:
-            digits = arg[3:]
-            return cls(capability=(int(digits[:-1]), int(digits[-1])))
-        return None
+        arch, _, isa = arg.partition(":")
+        if not (arch.startswith("sm_") and arch[3:].isdigit() and len(arch) >= 5):
+            return None
+        if isa and not (isa.startswith("ptx") and isa[3:].isdigit()):
+            return None
+        digits = arch[3:]
+        return cls(capability=(int(digits[:-1]), int(digits[-1])), ptx_version=int(isa[3:]) if isa else None)
 
     def for_inference(self) -> PTXTarget:
         return PTXTarget()
@@ -128,7 +132,8 @@ class PTXTarget(Target):
             raise ConfigError(
                 f"no known PTX ISA version for {self.cpu()}; known capabilities: "
                 + ", ".join(f"sm_{a}{b}" for a, b in MIN_PTX_VERSION)
-                + ". Pass ptx_version=NN explicitly for newer GPUs")
+                + f". For a newer GPU name the PTX ISA version: the target ptx:{self.cpu()}:ptx88 (gpuc "
+                f"--target), PTXTarget(capability={self.capability}, ptx_version=88) in Python")
         if lowest is not None and version < lowest:
             raise ConfigError(f"PTX ISA version {version} does not support {self.cpu()}; "
                               f"use ptx_version >= {lowest} (or None for the lowest that does)")

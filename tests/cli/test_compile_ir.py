@@ -128,3 +128,15 @@ def test_an_output_file_that_cannot_be_written_is_an_error_line_not_a_traceback(
         assert proc.returncode == 1
         assert f"gpuc: error: {out}: No such file or directory" in proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+def test_a_gpu_newer_than_the_ptx_table_is_spelt_with_its_isa_version(tmp_path):
+    src = tmp_path / "f.ll"
+    src.write_text("define i32 @f(i32 %x) {\n  ret i32 %x\n}\n")
+    run = [sys.executable, "-m", "gpucompiler", "compile-ir", str(src), "--emit", "asm", "--target"]
+    refused = subprocess.run([*run, "ptx:sm_999"], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1 and "ptx:sm_999:ptx88" in refused.stderr  # a spelling the CLI takes
+    made = subprocess.run([*run, "ptx:sm_999:ptx88"], capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0 and ".version 8.8" in made.stdout
+    bad = subprocess.run([*run, "ptx:sm_90:isa88"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "ptx:sm_XY:ptxNN" in bad.stderr

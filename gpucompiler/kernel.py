@@ -173,6 +173,8 @@ class Kernel:
         self._runtime: Runtime | None = None  # the runtime that launched it (forgets its code on a rebind)
         self._emulated: dict = {}
         self._deps: list = []       # every global read by any specialisation (world age)
+        self._deps_current: Callable[[list], bool] = _no_deps  # checks _deps (set with the first ones)
+        self._epoch = 0             # counts the times a rebound global made it forget its code
         self._launches: dict = {}   # configuration -> Launch (ints, tuples, None/int/str streams only)
         functools.update_wrapper(self, fn)
 
@@ -275,19 +277,22 @@ class Kernel:
     def refresh(self) -> None:
         """World age: when a global any compiled specialisation read was rebound, forget them all
         (compiled code, emulation, what the runtime loaded), so the next launch compiles against the new value."""
-        if self._deps and not self._deps_valid():
+        if self._deps and not self._deps_current(self._deps):
             self._specs.clear()
             self._checked.clear()
             self._compiled.clear()
             self._emulated.clear()
             self._deps.clear()
+            self._epoch += 1
             if self._runtime is not None:
                 self._runtime.forget(self)
 
-    def _deps_valid(self) -> bool:
+    def _record_deps(self, deps) -> None:
+        """Add a specialisation's global reads to those :meth:`refresh` checks."""
         from .source.spec import deps_valid  # loaded by the compile that recorded the reads
 
-        return deps_valid(self._deps)
+        self._deps_current = deps_valid
+        self._deps.extend(deps)
 
     def job(self, argtypes, target: Target | None = None, *, checked: bool = True) -> CompilerJob:
         """The :class:`~gpucompiler.core.CompilerJob` of ``argtypes`` for ``target`` (default: the kernel's)
@@ -331,7 +336,7 @@ class Kernel:
             start = time.perf_counter()
             result = compile_cached(job, (kind,), check=self._checker(argtypes))
             self.last_compile = report(result, time.perf_counter() - start, job.config.plugins)
-            self._deps.extend(self._spec(argtypes).dependencies(job.target, job.config.plugins))
+            self._record_deps(self._spec(argtypes).dependencies(job.target, job.config.plugins))
             hit = self._compiled[key] = (result.artifacts[kind], job)
         return hit
 
@@ -375,7 +380,7 @@ class Kernel:
         if em is None:
             em = EmulatedKernel(self._spec(argtypes), self.opt_level, self.plugins, self.boundscheck is not False,
                                 check=self._checker(argtypes), options=self.options)
-            self._deps.extend(em.deps)
+            self._record_deps(em.deps)
             self._emulated[argtypes] = em
             self.last_compile = em.compile_report
         return em
@@ -403,6 +408,11 @@ class Kernel:
         return f"<kernel {self.py_func.__qualname__}>"
 
 
+def _no_deps(_deps: list) -> bool:
+    """No global read recorded yet: nothing to check."""
+    return True
+
+
 def _rebuild(ref: tuple, keywords: dict) -> Kernel:
     """A pickled kernel of a closure (or of a function its module names otherwise, or ``k.on(target)``)."""
     return Kernel(function(ref), **keywords)
@@ -410,28 +420,43 @@ def _rebuild(ref: tuple, keywords: dict) -> Kernel:
 
 class Launch:
     """A kernel with its grid, block and stream (or GPU: ``device``, a
-    :class:`~gpucompiler.runtime.devices.Device`); call it with the arguments."""
+    :class:`~gpucompiler.runtime.devices.Device`); call it with the arguments.
 
-    __slots__ = ("kernel", "grid", "block", "stream", "device", "_hstream", "_launch")
+    The first launch binds the configuration to its runtime (:func:`~gpucompiler.runtime.launchers.bound_launch`);
+    a later one with positional arguments only, no device given, no recorder and no global rebound since
+    (world age) calls that bound launch directly.
+    """
+
+    __slots__ = ("kernel", "grid", "block", "stream", "device", "_run", "_epoch", "_nargs")
 
     def __init__(self, kernel: Kernel, grid, block, stream, device: Device | None = None):
         self.kernel, self.grid, self.block, self.stream, self.device = kernel, grid, block, stream, device
-        self._hstream = 0  # set with _launch on the first CUDA launch
-        self._launch = None
+        self._run: Callable[[tuple], None] | None = None  # bound on the first launch through a runtime
+        self._epoch = -1     # the kernel's epoch when bound: a rebound global forgets its code
+        self._nargs = kernel.bind.positional
 
     def __call__(self, *args, **kwargs) -> None:
+        run = self._run
+        if run is not None and not kwargs and len(args) == self._nargs and self.device is None \
+                and _RECORDER.get() is None:
+            k = self.kernel
+            deps = k._deps
+            if self._epoch == k._epoch and (not deps or k._deps_current(deps)):
+                try:
+                    return run(args)
+                except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
+                    raise for_user(exc, debug_tracebacks())
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs) -> None:
         record = _RECORDER.get()
         if record is not None:
             bind = self.kernel.bind
             return record(self, tuple(args if not kwargs and len(args) == bind.positional
                                       else bind.bind(args, kwargs)))
-        launch = self._launch
         device = self.device
         token = None if device is None else chosen(device)  # the runtime launches on the chosen device
         try:
-            if launch is not None and not kwargs and len(args) == self.kernel.bind.positional:
-                self.kernel.refresh()
-                return launch(self.kernel, self.grid, self.block, self._hstream, args)
             return self._first(args, kwargs)
         except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
             raise for_user(exc, debug_tracebacks())
@@ -448,30 +473,29 @@ class Launch:
             _RECORDER.reset(token)
 
     def _first(self, args, kwargs) -> None:
-        bind = self.kernel.bind
+        k = self.kernel
+        bind = k.bind
         if kwargs or len(args) != bind.positional:
             args = bind.bind(args, kwargs)
-        self.kernel.refresh()
-        launch = self._launch
-        if launch is not None:
-            return launch(self.kernel, self.grid, self.block, self._hstream, args)
+        k.refresh()
+        if self._run is not None and self._epoch == k._epoch:
+            return self._run(args)
         if isinstance(self.stream, str):
             if self.stream != CPU:
                 raise LaunchError(f"unknown device {self.stream!r}; use {CPU!r} for the CPU grid emulation, "
                                   "a target object or a stream")
-            k = self.kernel
             types, values = k.host_arguments(args)
             return k.emulated(types).launch(self.grid, self.block, values)
-        from .runtime.launchers import runtime_for  # import time: a runtime loads its bindings at the first launch
+        from .runtime.launchers import bound_launch, runtime_for  # a runtime loads its bindings at the first launch
 
-        runtime = runtime_for(self.kernel.target)
+        runtime = runtime_for(k.target)
         if self.device is not None and not getattr(runtime, "chooses_devices", False):
-            raise LaunchError(f"{self.kernel.py_func.__qualname__}[..., {self.device!r}]: the runtime of "
-                              f"{self.kernel.target!r} does not choose GPUs by number; launch without a device")
-        self.kernel._runtime = runtime
-        self._hstream = runtime.stream_handle(self.stream)
-        self._launch = runtime.launch
-        return runtime.launch(self.kernel, self.grid, self.block, self._hstream, args)
+            raise LaunchError(f"{k.py_func.__qualname__}[..., {self.device!r}]: the runtime of "
+                              f"{k.target!r} does not choose GPUs by number; launch without a device")
+        k._runtime = runtime
+        self._run = bound_launch(runtime, k, self.grid, self.block, runtime.stream_handle(self.stream))
+        self._epoch = k._epoch
+        return self._run(args)
 
 
 def kernel(fn=None, **options):

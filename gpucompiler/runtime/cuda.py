@@ -20,11 +20,16 @@
 Launches whose arguments are all Python scalars and ``__cuda_array_interface__``
 arrays take a fast path: a :class:`Launcher` per (kernel, context, argument
 signature) holds the function handle, a ``struct`` packer writing every
-parameter into one preallocated buffer and the ``void*[]`` pointing into it,
-so a launch is one context query, one signature tuple, one dict hit, one
-``pack_into`` and ``cuLaunchKernel``. The signature key holds each scalar's
-Python type and each array's typestr, rank and contiguity: whatever changes
-the argument types changes the key, so it compiles a new specialisation.
+parameter into one preallocated buffer and the ``void*[]`` pointing into it.
+The signature key holds each scalar's Python type and each array's typestr,
+rank, contiguity and writability: whatever changes the argument types changes
+the key, so it compiles a new specialisation. A launch configuration
+(``k[grid, block]``) keeps its last launcher (:class:`BoundLaunch`): a launch
+with the same signature in the same context is one signature tuple compared,
+one ``pack_into`` and ``cuLaunchKernel``, with no driver query. The context is
+the one the driver last reported current to this thread; a launch refused
+because another library made another context current since is asked again and
+retried (a refused launch ran nothing), so switching contexts stays correct.
 
 Launches are asynchronous on the given stream (default: the legacy default
 stream, handle 0), like CUDA; synchronise before reading device results.
@@ -67,7 +72,7 @@ from ..errors import CudaError, DeviceHeapError, DeviceMismatchError, LaunchErro
 from ..settings import DEFAULT_DEVICE_HEAP as DEFAULT_DEVICE_HEAP, RuntimeSettings
 from .arguments import SCALAR_TYPES, TYPESTR, argument_type, cuda_array_type, is_contiguous
 from .device_heap import flag_address, raise_if_exhausted
-from .devices import current_device
+from .devices import chosen_device, current_device
 from ..targets.ptx import PTXTarget
 from .grid import array_param, param_array, scalar_param
 from .launchers import register_runtime
@@ -171,20 +176,30 @@ def current_context() -> int:
     return int(ctx)
 
 
+class _Thread(threading.local):
+    """Per thread, the context the driver last said is current (see :class:`BoundLaunch`)."""
+
+    ctx: int | None = None
+
+
 def initialised():
     """The driver, initialised (``cuInit``) once per process."""
+    d = _state.get("driver")
+    if d is not None:
+        return d
     d = _driver()
-    if not _state["init"]:
-        with _lock:
-            if not _state["init"]:
-                try:
-                    result = d.cuInit(0)
-                except Exception as exc:
-                    raise ToolchainError(f"the CUDA driver could not be loaded ({type(exc).__name__}: "
-                                         f"{exc}); use k[grid, block, 'cpu'] for the CPU grid "
-                                         "emulation") from exc
-                check(result, "cuInit")
-                _state["init"] = True
+    with _lock:
+        if not _state["init"]:
+            try:
+                result = d.cuInit(0)
+            except Exception as exc:
+                raise ToolchainError(f"the CUDA driver could not be loaded ({type(exc).__name__}: "
+                                     f"{exc}); use k[grid, block, 'cpu'] for the CPU grid "
+                                     "emulation") from exc
+            check(result, "cuInit")
+            _state["init"] = True
+        _state.setdefault("thread", _Thread())
+        _state["driver"] = d
     return d
 
 
@@ -300,9 +315,10 @@ def heap_flag(kernel, argtypes, ctx: int) -> int | None:
 def forget(kernel) -> None:
     """Drop ``kernel``'s loaded functions and launchers (a global it read was rebound): the next
     launch loads freshly compiled code. Loaded modules stay until their context is destroyed."""
-    for table in (_functions, _launchers):
-        for key in [k for k in table if k[0] == id(kernel)]:
-            del table[key]
+    for key in [k for k in _functions if k[0] == id(kernel)]:
+        del _functions[key]
+    for key in [k for k in _launchers if k[0] == id(kernel)]:
+        del _launchers[key]
 
 
 # -- arguments --------------------------------------------------------------------------
@@ -373,6 +389,10 @@ def launch(kernel, grid, block, stream, args) -> None:
 _SCALAR_FORMAT = {T.float64: "d", T.float32: "f4x", T.int64: "q", T.int32: "i4x", T.boolean: "?7x"}
 _ITEMSIZE = {k: t.itemsize for k, t in TYPESTR.items()}
 _CONTIGUOUS: dict = {}   # (typestr, shape, strides) -> contiguous? (non-None strides only)
+_STRIDES: dict = {}      # (itemsize, shape) -> C strides (arrays that give none)
+#: what a launch reports when its function belongs to another context than the current one (none
+#: current, another one made current by another library, a destroyed one): the thread's context is asked again
+_CONTEXT_CODES = frozenset({201, 400, 709})
 
 
 def signature(args):
@@ -388,15 +408,18 @@ def signature(args):
         cai = getattr(a, "__cuda_array_interface__", None)
         if cai is None:
             return None
-        shape, strides, typestr = cai["shape"], cai.get("strides"), cai["typestr"]
+        shape, strides, typestr, data = cai["shape"], cai.get("strides"), cai["typestr"], cai["data"]
         if strides is None:
-            key.append((typestr, len(shape), True, bool(cai["data"][1])))
-            values.append(cai["data"][0])
-            values.extend(shape)
             itemsize = _ITEMSIZE.get(typestr)
             if itemsize is None:
                 return None
-            values.extend(_c_strides(shape, itemsize))
+            layout = (itemsize, shape if type(shape) is tuple else tuple(shape))
+            strides = _STRIDES.get(layout)
+            if strides is None:
+                strides = _c_strides(shape, itemsize)
+                if len(_STRIDES) < 4096:
+                    _STRIDES[layout] = strides
+            key.append((typestr, len(shape), True, bool(data[1])))
         else:
             layout = (typestr, tuple(shape), tuple(strides))
             contiguous = _CONTIGUOUS.get(layout)
@@ -405,22 +428,24 @@ def signature(args):
                 contiguous = dtype is not None and is_contiguous(shape, strides, dtype)
                 if len(_CONTIGUOUS) < 4096:
                     _CONTIGUOUS[layout] = contiguous
-            key.append((typestr, len(shape), contiguous, bool(cai["data"][1])))
-            values.append(cai["data"][0])
-            values.extend(shape)
-            values.extend(strides)
+            key.append((typestr, len(shape), contiguous, bool(data[1])))
+        values.append(data[0])
+        values.extend(shape)
+        values.extend(strides)
     return tuple(key), values
 
 
 class Launcher:
-    """One (kernel, context, argument signature): function handle and parameter layout."""
+    """One (kernel, context, argument signature): function handle and parameter layout, the
+    ``void*[]`` and the parameter buffer it points into built once and refilled by each launch."""
 
-    __slots__ = ("fn", "packer", "buffer", "params", "params_address", "lock", "launch_kernel", "heap")
+    __slots__ = ("fn", "ctx", "key", "packer", "buffer", "params", "params_address", "lock", "launch_kernel",
+                 "heap", "state", "thread")
 
-    def __init__(self, d, fn, argtypes, flag: int | None = None):
+    def __init__(self, d, fn, argtypes, flag: int | None = None, ctx: int = 0, key: tuple = ()):
         fmt = "<" + "".join(_SCALAR_FORMAT[t] if not isinstance(t, T.ArrayType) else "q" * (1 + 2 * t.ndim)
                             for t in argtypes)
-        self.fn, self.packer = fn, struct.Struct(fmt)
+        self.fn, self.ctx, self.key, self.packer = fn, ctx, key, struct.Struct(fmt)
         self.buffer = (ctypes.c_int64 * max(self.packer.size // 8, 1))()
         base, offsets, at = ctypes.addressof(self.buffer), [], 0
         for t in argtypes:
@@ -432,13 +457,18 @@ class Launcher:
         self.launch_kernel = d.cuLaunchKernel
         #: (driver, heap flag address) of a kernel whose tape allocates: checked after every launch
         self.heap = (d, flag) if flag is not None else None
+        #: the runtime state it was made under (a launch reusing it checks it is still the current one)
+        self.state = _state
+        #: per thread, the context the driver last said is current (``ctx``, None before the first launch)
+        self.thread = _state["thread"]
 
-    def __call__(self, grid, block, hstream, values) -> None:
+    def __call__(self, dims, stream, hstream: int, values) -> int:
+        """Launch on ``dims`` (grid x, y, z, block x, y, z, shared bytes) and ``stream`` (the handle
+        ``hstream`` as the driver takes it); the CUDA error code (0: launched)."""
         if self.lock.acquire(False):  # the shared buffer: the driver copies it during the call
             try:
                 self.packer.pack_into(self.buffer, 0, *values)
-                err = self.launch_kernel(self.fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0,
-                                         hstream, self.params_address, 0)[0]
+                err = self.launch_kernel(self.fn, *dims, stream, self.params_address, 0)[0]
             finally:
                 self.lock.release()
         else:  # another thread is launching this signature: private buffers
@@ -448,20 +478,76 @@ class Launcher:
             for addr in self.params:
                 offsets.append(base + (addr - ctypes.addressof(self.buffer)))
             params = (ctypes.c_void_p * len(offsets))(*offsets)
-            err = self.launch_kernel(self.fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0,
-                                     hstream, ctypes.addressof(params), 0)[0]
+            err = self.launch_kernel(self.fn, *dims, stream, ctypes.addressof(params), 0)[0]
         if err:
-            check((err,), "cuLaunchKernel")
+            return int(err)
         if self.heap is not None:
             raise_if_exhausted(self.heap[0], hstream, self.heap[1])
+        return 0
 
 
-def fast_launch(kernel, grid, block, hstream: int, args) -> None:
-    """Launch with a stream handle; arguments that cannot take the fast path go through :func:`slow_launch`."""
-    state = _state
-    d = state.get("driver")
-    if d is None:
-        d = state["driver"] = initialised()
+class BoundLaunch:
+    """The launch of one kernel on one grid, block and stream (``k[grid, block, stream]``), called with
+    the arguments.
+
+    It keeps the launcher of its last launch: while the arguments have the same signature, no device
+    was chosen, the process sees one device and the thread's context is the one the launcher was made
+    in (as last asked of the driver by this thread), a launch is one signature, one ``pack_into`` and
+    ``cuLaunchKernel``, without driver queries. When another library made another context current
+    since, the launch fails with a context error before running (``_CONTEXT_CODES``): the context is
+    asked again and the launch goes through :func:`fast_launch`.
+    """
+
+    __slots__ = ("kernel", "grid", "block", "hstream", "dims", "stream", "launcher")
+
+    def __init__(self, kernel, grid, block, hstream: int):
+        self.kernel, self.grid, self.block, self.hstream = kernel, grid, block, hstream
+        self.dims = (*grid, *block, 0)
+        d = initialised()
+        #: the stream as the driver's binding takes it (cuda-bindings: a CUstream, converted once here)
+        self.stream = getattr(d, "CUstream", int)(hstream)
+        self.launcher: Launcher | None = None
+
+    def __call__(self, args) -> None:
+        launcher = self.launcher
+        if launcher is not None and launcher.thread.ctx == launcher.ctx \
+                and launcher.state is _state and chosen_device() is None:
+            sig = signature(args)
+            if sig is not None and sig[0] == launcher.key:
+                if launcher.lock.acquire(False):  # as Launcher.__call__, without its call
+                    try:
+                        launcher.packer.pack_into(launcher.buffer, 0, *sig[1])
+                        err = launcher.launch_kernel(launcher.fn, *self.dims, self.stream, launcher.params_address,
+                                                     0)[0]
+                    except struct.error:  # a scalar out of its type's range: the slow path names the problem
+                        err = None
+                    finally:
+                        launcher.lock.release()
+                    if err is None:
+                        return slow_launch(self.kernel, self.grid, self.block, self.hstream, args)
+                    if err:
+                        err = int(err)
+                    elif launcher.heap is None:
+                        return None
+                    else:
+                        return raise_if_exhausted(launcher.heap[0], self.hstream, launcher.heap[1])
+                else:
+                    try:
+                        err = launcher(self.dims, self.stream, self.hstream, sig[1])
+                    except struct.error:
+                        return slow_launch(self.kernel, self.grid, self.block, self.hstream, args)
+                    if not err:
+                        return None
+                if err not in _CONTEXT_CODES:  # else another context is current: fast_launch asks
+                    check((err,), "cuLaunchKernel")
+        self.launcher = fast_launch(self.kernel, self.grid, self.block, self.hstream, args)
+        return None
+
+
+def fast_launch(kernel, grid, block, hstream: int, args) -> Launcher | None:
+    """Launch with a stream handle; arguments that cannot take the fast path go through :func:`slow_launch`.
+    The launcher used, when a later launch of the same signature may reuse it (see :class:`BoundLaunch`)."""
+    d = initialised()
     err, ctx = d.cuCtxGetCurrent()
     ctx = int(ctx)
     device = current_device()
@@ -470,22 +556,32 @@ def fast_launch(kernel, grid, block, hstream: int, args) -> None:
         if chosen != ctx:  # the chosen device's context, current for this launch only
             check(d.cuCtxPushCurrent(chosen), "cuCtxPushCurrent")
             try:
-                return fast_launch(kernel, grid, block, hstream, args)
+                fast_launch(kernel, grid, block, hstream, args)
+                return None
             finally:
                 check(d.cuCtxPopCurrent(), "cuCtxPopCurrent")
     sig = signature(args) if int(err) == 0 and ctx else None
     if sig is None:
-        return slow_launch(kernel, grid, block, hstream, args)
+        slow_launch(kernel, grid, block, hstream, args)
+        return None
     key, values = sig
-    if state.get("devices", 2) > 1:  # several devices (or not asked yet): arrays on the launch's device
+    state = _state
+    single = state.get("devices") == 1
+    if not single:  # several devices (or not asked yet): arrays on the launch's device
         check_devices(d, args, kernel.bind.names, ctx)
     launcher = _launchers.get((id(kernel), ctx, key))
     if launcher is None:
         launcher = _new_launcher(d, kernel, ctx, key, args)
     try:
-        launcher(grid, block, hstream, values)
+        err = launcher((*grid, *block, 0), hstream, hstream, values)
     except struct.error:  # a scalar out of its type's range: the slow path names the problem
         slow_launch(kernel, grid, block, hstream, args)
+        return None
+    if err:
+        check((err,), "cuLaunchKernel")
+    if device is None:
+        state["thread"].ctx = ctx  # this thread's context, as the driver says now
+    return launcher if single and device is None else None
 
 
 def _new_launcher(d, kernel, ctx, key, args) -> Launcher:
@@ -493,7 +589,8 @@ def _new_launcher(d, kernel, ctx, key, args) -> Launcher:
     if len(argtypes) != len(kernel.bind.names):
         kernel.bind.bind(tuple(args), {})  # raises the binding error
     fn = load_function(kernel, argtypes, ctx)
-    launcher = _launchers[(id(kernel), ctx, key)] = Launcher(d, fn, argtypes, heap_flag(kernel, argtypes, ctx))
+    launcher = _launchers[(id(kernel), ctx, key)] = Launcher(d, fn, argtypes, heap_flag(kernel, argtypes, ctx),
+                                                             ctx, key)
     return launcher
 
 
@@ -555,6 +652,10 @@ class CudaRuntime:
 
     def launch(self, kernel, grid, block, hstream: int, args) -> None:
         fast_launch(kernel, grid, block, hstream, args)
+
+    def bind(self, kernel, grid, block, hstream: int) -> BoundLaunch:
+        """The launch of ``kernel`` on ``grid``, ``block`` and stream ``hstream``, called with the arguments."""
+        return BoundLaunch(kernel, grid, block, hstream)
 
     def forget(self, kernel) -> None:
         forget(kernel)

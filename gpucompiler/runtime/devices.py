@@ -75,6 +75,10 @@ def current_device() -> Device | None:
     return _CURRENT.get()
 
 
+chosen_device = _CURRENT.get
+""":func:`current_device` without its call (a launch asks it each time)."""
+
+
 def chosen(device: Device | None) -> contextvars.Token | None:
     """Make ``device`` (when not None) the chosen one; the token to :func:`restore` it with."""
     return None if device is None else _CURRENT.set(device)

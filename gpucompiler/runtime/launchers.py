@@ -13,7 +13,8 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 from ..core import Target
 from ..errors import LaunchError
@@ -35,6 +36,25 @@ class Runtime(Protocol):
     def forget(self, kernel: Any) -> None:
         """Drop what was loaded for ``kernel`` (a global it read was rebound: it compiles again)."""
         ...
+
+
+@runtime_checkable
+class BindingRuntime(Runtime, Protocol):
+    """A runtime that prepares the launch of one configuration once (the CUDA runtime does)."""
+
+    def bind(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+             hstream: int) -> Callable[[tuple[Any, ...]], None]:
+        """``launch(args)``: :meth:`Runtime.launch` of this configuration, what depends only on it done here."""
+        ...
+
+
+def bound_launch(runtime: Runtime, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 hstream: int) -> Callable[[tuple[Any, ...]], None]:
+    """``launch(args)`` of ``kernel`` on ``grid``, ``block`` and stream ``hstream`` through ``runtime``: its
+    own (:class:`BindingRuntime`), else its :meth:`~Runtime.launch` with the configuration bound."""
+    if isinstance(runtime, BindingRuntime):
+        return runtime.bind(kernel, grid, block, hstream)
+    return functools.partial(runtime.launch, kernel, grid, block, hstream)
 
 
 RUNTIMES: dict[type[Target], Runtime] = {}

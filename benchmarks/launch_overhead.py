@@ -1,0 +1,207 @@
+"""Host time per kernel launch: with a driver that returns at once (anywhere), and on a GPU beside CuPy.
+
+::
+
+    PYTHONPATH=.:plugins python benchmarks/launch_overhead.py [--launches 100000] [--json out.json]
+        [--profile] [--baseline DIR]
+
+The first rows launch through the CUDA runtime with the fake driver of
+tests/kernels/test_cuda_launch.py whose ``cuLaunchKernel`` returns at once:
+what remains is the Python work of a launch (the configuration, world-age
+check, argument signature, packing), the part this project controls. Arrays
+are CuPy-like: ``__cuda_array_interface__`` a property that builds its dict
+at each access, as CuPy's does. Each figure is the best of 40 rounds of
+``--launches / 10`` launches (the host is shared: the best round is the
+least disturbed). ``--profile`` prints where the one-array launch spends its
+time (cProfile, by own time). ``--baseline DIR`` times the same launches with
+the ``gpucompiler`` package under DIR as well (e.g. an older commit:
+``git archive <commit> gpucompiler | tar -x -C DIR``), in subprocesses
+alternating with this checkout's, and prints the ratio.
+
+With a GPU, CuPy and cuda-bindings, the last rows are real launches: host
+wall time per launch of the same one-array kernel many times in a row, ours
+(``touch[1, 32](x)``) beside CuPy's ``RawKernel`` of the same body. Goal:
+ours no slower than CuPy's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "kernels"))
+
+from gpucompiler import device as gd  # noqa: E402
+from gpucompiler.kernel import Kernel  # noqa: E402
+from gpucompiler.runtime import cuda  # noqa: E402
+from test_cuda_launch import FakeDriver  # pyright: ignore[reportMissingImports]  # noqa: E402
+
+
+def _touch(x):
+    if gd.grid(1) == 0:
+        x[0] = x[0] + 1.0
+
+
+touch = Kernel(_touch)
+
+
+def _axpy(a, x, y, out):
+    i = gd.grid(1)
+    if i < out.shape[0]:
+        out[i] = a * x[i] + y[i]
+
+
+axpy = Kernel(_axpy)
+
+
+class NullDriver(FakeDriver):
+    """The test suite's fake driver, launching nothing."""
+
+    def cuLaunchKernel(self, *args):
+        return (0,)
+
+
+class CupyLike:
+    """Device memory as CuPy describes it: ``__cuda_array_interface__`` built at each access."""
+
+    def __init__(self, host: np.ndarray):
+        self.host, self.ptr = host, host.ctypes.data
+
+    @property
+    def __cuda_array_interface__(self):
+        h = self.host
+        return {"shape": h.shape, "typestr": h.dtype.str, "descr": [("", h.dtype.str)], "strides": None,
+                "data": (self.ptr, False), "version": 3, "stream": 1}
+
+
+def _best_ns(fn, launches: int) -> float:
+    """Best of 40 rounds of ``launches // 10`` calls, in ns per call."""
+    count = max(launches // 10, 1)
+    best = float("inf")
+    for _ in range(40):
+        t0 = time.perf_counter_ns()
+        for _ in range(count):
+            fn()
+        best = min(best, (time.perf_counter_ns() - t0) / count)
+    return best
+
+
+def fake_rows(launches: int, profile: bool) -> list[tuple[str, float]]:
+    """``(label, µs per launch)`` through the fake driver; with ``profile``, the one-array launch's profile."""
+    driver = NullDriver()
+    cuda._driver = lambda: driver  # this process launches on the fake driver only
+    x = CupyLike(np.zeros(32))
+    a, b, out = CupyLike(np.zeros(1024)), CupyLike(np.zeros(1024)), CupyLike(np.zeros(1024))
+    one = lambda: touch[1, 32](x)  # noqa: E731
+    four = lambda: axpy[4, 256](2.0, a, b, out)  # noqa: E731
+    one()
+    four()
+    rows = [("fake driver: touch[1, 32](x)", _best_ns(one, launches) / 1e3),
+            ("fake driver: axpy[4, 256](2.0, x, y, out)", _best_ns(four, launches) / 1e3)]
+    if profile:
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(launches):
+            one()
+        prof.disable()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(12)
+        print(text.getvalue().split("\n", 4)[-1].strip("\n"), file=sys.stderr)
+    return rows
+
+
+def baseline_rows(directory: str, launches: int) -> list[tuple[str, float]]:
+    """:func:`fake_rows` with the ``gpucompiler`` package under ``directory``, in a subprocess."""
+    script = ("import sys, runpy; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f)]; "
+              f"sys.path.insert(0, {directory!r}); sys.argv = sys.argv[1:]; "
+              "runpy.run_path(sys.argv[0], run_name='__main__')")
+    out = subprocess.run([sys.executable, "-c", script, os.path.abspath(__file__), "--fake-only",
+                          "--launches", str(launches), "--json", "-"], capture_output=True, text=True, check=True)
+    found = json.loads(out.stdout)
+    if not found["package"].startswith(os.path.abspath(directory)):
+        raise SystemExit(f"--baseline: the subprocess imported {found['package']}, not the package under {directory}")
+    return [tuple(r) for r in found["fake_us"]]
+
+
+def gpu_rows(launches: int) -> list[tuple[str, float]]:
+    """Real launches of the one-array kernel: ours and CuPy's RawKernel; none without a GPU and CuPy."""
+    try:
+        import cupy as cp  # pyright: ignore[reportMissingImports]  (optional)
+        cp.cuda.runtime.getDeviceCount()
+    except Exception:  # no CuPy, no driver or no device: the fake-driver rows only
+        return []
+
+    def per_launch_us(fn):
+        fn()
+        cp.cuda.Device().synchronize()
+        best = float("inf")
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(launches // 5):
+                fn()
+            best = min(best, (time.perf_counter() - t0) / (launches // 5))
+            cp.cuda.Device().synchronize()
+        return best * 1e6
+
+    x = cp.zeros(32, dtype=cp.float64)
+    raw = cp.RawKernel(r'''extern "C" __global__ void touch(double* x) {
+        if (blockIdx.x * blockDim.x + threadIdx.x == 0) x[0] = x[0] + 1.0; }''', "touch")
+    ours = per_launch_us(lambda: touch[1, 32](x))
+    theirs = per_launch_us(lambda: raw((1,), (32,), (x,)))
+    x.fill(0)
+    touch[1, 32](x)
+    raw((1,), (32,), (x,))
+    ok = float(x[0]) == 2.0
+    return [("GPU: gpucompiler touch[1, 32](x)" + ("" if ok else " WRONG RESULT"), ours),
+            ("GPU: CuPy RawKernel((1,), (32,), (x,))", theirs)]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--launches", type=int, default=100000)
+    parser.add_argument("--json", help="also write the figures to this file ('-': to stdout, no table)")
+    parser.add_argument("--profile", action="store_true", help="print the profile of the one-array launch")
+    parser.add_argument("--baseline", help="a directory holding another gpucompiler package to compare with")
+    parser.add_argument("--fake-only", action="store_true", help=argparse.SUPPRESS)
+    opts = parser.parse_args(argv)
+    real = [] if opts.fake_only else gpu_rows(opts.launches)  # before the fake driver replaces the real one
+    rows = fake_rows(opts.launches, opts.profile)
+    base: list[tuple[str, float]] = []
+    if opts.baseline:
+        for _ in range(2):  # alternating, the best of each: the host's load moves
+            base = [min(p, q, key=lambda r: r[1]) for p, q in zip(base, baseline_rows(opts.baseline, opts.launches))] \
+                if base else baseline_rows(opts.baseline, opts.launches)
+            rows = [min(p, q, key=lambda r: r[1]) for p, q in zip(rows, fake_rows(opts.launches, False))]
+    result = {"package": os.path.dirname(cuda.__file__).rsplit(os.sep, 1)[0], "fake_us": rows,
+              "baseline_us": base, "gpu_us": real}
+    if opts.json == "-":
+        print(json.dumps(result))
+        return 0
+    print(f"| {'launch':44} | µs per launch | note")
+    print(f"|{'-' * 46}|---------------|------")
+    for (label, us), old in zip(rows, base or [None] * len(rows)):
+        note = f"baseline {old[1]:.2f} µs: {old[1] / us:.2f}x faster" if old else "host work only"
+        print(f"| {label:44} | {us:13.2f} | {note}")
+    for label, us in real:
+        note = f"{us / real[1][1]:.2f}x CuPy's time" if label.startswith("GPU: gpuc") and len(real) > 1 else ""
+        print(f"| {label:44} | {us:13.2f} | {note}")
+    if not real:
+        print(f"| {'GPU launches':44} | {'-':>13} | no GPU with CuPy here")
+    if opts.json:
+        with open(opts.json, "w") as fh:
+            json.dump(result, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -71,6 +71,7 @@ echo "== gradients of parallel_reduce / parallel_for on the GPU (Kokkos 2-norm: 
 echo "== benchmarks/gpu.py"
 "$PY" benchmarks/gpu.py --json "$REPORT/gpu_bench.json" 2>&1 | tee "$REPORT/gpu_bench.txt"
 BENCH_RC=${PIPESTATUS[0]}
+echo "== benchmarks/launch_overhead.py (host time per launch: fake driver, then the GPU beside CuPy)"; "$PY" benchmarks/launch_overhead.py --json "$REPORT/launch_overhead.json" 2>&1 | tee "$REPORT/launch_overhead.txt"
 echo "== examples/main.py and docs/autodiff.md (autodiff inside kernels, GPU blocks included)"
 "$PY" examples/main.py 2>&1 | tee "$REPORT/main_job.txt"
 [ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1

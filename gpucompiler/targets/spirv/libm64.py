@@ -16,19 +16,32 @@ calls). Textbook methods with this module's own constants:
   ``f - s (f - 2t)`` (``f = m - 1`` exact) with ``t`` the series in ``s**2``
   to ``s**20``; ``log2`` and ``log10`` from the same parts (exact at powers
   of two);
-* ``sin``/``cos``/``tan``: ``x = k pi/2 + r`` with ``pi/2`` in five 27-bit
-  parts (each ``k * part`` exact for ``|k| < 2**26``), Taylor polynomials to
-  ``r**17``/``r**18`` on ``|r| <= pi/4``, the quadrant from ``k``. Past
-  ``|x| = 2**26 pi/2`` (about ``1.05e8``) the reduction is not done and the
-  result is NaN (docs/vulkan.md).
+* ``sin``/``cos``/``tan``: ``x = k pi/2 + r``, ``|r| <= pi/4``, ``r`` as a
+  double-double: Cody-Waite (``pi/2`` in three parts) below ``|x| = 1.5 2**26``
+  (about ``1.0e8``), Payne-Hanek (``|x|`` times a window of 168 bits of the
+  1200 bits of ``2/pi``, :data:`TWO_OVER_PI_BITS`, in int64 words) above it
+  and wherever Cody-Waite's ``2**-79`` is not small beside ``r``; every finite
+  ``x`` reduces, NaN only for infinities and NaN. Taylor polynomials to
+  ``r**17``/``r**18`` with the low part's correction, the quadrant from ``k``.
+  The reduction reads ``|x|``'s exponent and significand by compares and a
+  conversion to int64, then adds ``x - |x|'`` (zero, derivative one) so
+  gradients flow through it too.
 
-Accuracy against NumPy (glibc) is tested over wide ranges
-(``tests/spirv/test_spirv_libm64.py``).
+Accuracy, measured against the exact values (``pi`` to 1390 bits, the
+reduction in rationals) on the CPU, where these functions run as Python, and
+on lavapipe, where the compiled kernels give the same bits: sin and cos within
+1 ulp (0.74 measured), tan within 2.5 (2.04 measured), over random exponents
+up to ``1.8e308``, the doubles nearest to multiples of ``pi/2`` (the worst case
+``6381956970095103 2**797`` included), subnormals and signed zeros;
+exp, expm1, the logarithms, atan, acos within 1-2 ulp of NumPy, tanh, asin,
+sinh and cosh within 2-4, at the overflow and underflow edges too
+(``tests/spirv/test_spirv_libm64.py``, ``tests/targets/test_spirv_libm64_range.py``).
 """
 
 from __future__ import annotations
 
 import math
+import struct
 from decimal import Decimal, getcontext
 from fractions import Fraction
 
@@ -42,8 +55,9 @@ from ...interpreter.rules import Number, RuleSet
 
 
 def from_bits(i):
-    """The float64 whose IEEE bits are the int64 ``i`` (compiled code only)."""
-    raise NotImplementedError("from_bits is compiled, not called from Python")
+    """The float64 whose IEEE bits are the int64 ``i`` (compiled: a bitcast; in Python, for running this
+    module's functions as they are written)."""
+    return struct.unpack("<d", struct.pack("<q", i))[0]
 
 
 def bit_rules(rules: RuleSet) -> None:
@@ -73,7 +87,6 @@ _PI = Fraction(Decimal("3.141592653589793238462643383279502884197169399375105820
 _LN2 = Fraction(Decimal("0.69314718055994530941723212145817656807550013436025525412068000949339362196969471561"))
 _LN10 = Fraction(Decimal("2.30258509299404568401799145468436420760110148862877297603332790096757260967735248023"))
 
-PIO2 = _split(_PI / 2, 5, 27)
 TWO_OVER_PI = float(2 / _PI)
 LN2_HI, LN2_LO = _split(_LN2, 2, 32)
 INV_LN2 = float(1 / _LN2)
@@ -82,7 +95,45 @@ LOG10_2_HI, LOG10_2_LO = _split(_LN2 / _LN10, 2, 32)
 SQRT2 = math.sqrt(2.0)
 EXP_MAX = 709.782712893384      # exp(x) overflows above (log of the largest float64, rounded down)
 EXP_MIN = -745.1332191019412    # exp(x) rounds to 0 below (log of half the smallest subnormal)
-REDUCE_MAX = 2.0 ** 26 * float(_PI / 2)
+
+
+def _atan_inverse(n: int, bits: int) -> int:
+    """``atan(1/n) 2**bits`` to within ``bits`` units (its alternating series in integers)."""
+    total, power, k = 0, (1 << bits) // n, 0
+    while power:
+        total += -(power // (2 * k + 1)) if k % 2 else power // (2 * k + 1)
+        power //= n * n
+        k += 1
+    return total
+
+
+_PI_BITS = 1400
+_PI_FIXED = 16 * _atan_inverse(5, _PI_BITS) - 4 * _atan_inverse(239, _PI_BITS)  # Machin: pi 2**1400
+PAD = 4
+"""Zero chunks in front of :data:`TWO_OVER_PI_BITS` (the reduction of ``|x| >= 1/2`` indexes from 0)."""
+_CHUNKS = 50
+TWO_OVER_PI_BITS = (0,) * PAD + tuple(
+    ((1 << (24 * _CHUNKS + _PI_BITS + 1)) // _PI_FIXED >> 24 * (_CHUNKS - 1 - i)) & 0xFFFFFF for i in range(_CHUNKS))
+"""``2/pi = sum c_i 2**(-24 (i + 1))``: 1200 bits in 24-bit chunks, after :data:`PAD` zeros (enough for
+``|x| < 2**1024``, whose reduction reads the chunks of exponents up to ``2**-1170``)."""
+TWO_OVER_PI_PAIRS = tuple((TWO_OVER_PI_BITS[i] << 24) + TWO_OVER_PI_BITS[i + 1] for i in range(0, PAD + _CHUNKS, 2))
+"""The chunks two by two in 48 bits."""
+_WINDOW = (((1023 - 52 + 24 * PAD) // 24 - 1) >> 1) + 1  # the pairs a of _payne_hanek (largest exponent 1023)
+PAIRS0, PAIRS1, PAIRS2, PAIRS3, PAIRS4, PAIRS5 = (TWO_OVER_PI_PAIRS[n:n + _WINDOW] for n in range(6))
+"""The pairs ``a``, ``a + 1``... ``a + 5`` as six tables read at ``a`` (a shader reads a table through a
+chain of compares and selects: the six share their compares, and each has half as many entries as the
+chunks would)."""
+MASK24 = 0xFFFFFF
+CW1, CW2 = _split(_PI / 2, 2, 27)
+CW3 = float(_PI / 2 - Fraction(CW1) - Fraction(CW2))
+"""``pi/2`` in three parts (Cody-Waite): two of 27 bits, the rest rounded."""
+CW_MAX = 1.5 * 2.0 ** 26
+"""Cody-Waite below (``|k| < 2**26``, so ``k CW1`` and ``k CW2`` are exact); Payne-Hanek above."""
+CW_TINY = 2.0 ** -20
+TINY = 2.0 ** -26
+TWO52 = 2.0 ** 52
+D48, D96, D144 = 2.0 ** -48, 2.0 ** -96, 2.0 ** -144
+SPLIT = 2.0 ** 27 + 1.0
 
 
 def _atan_exact(x: Decimal) -> Decimal:
@@ -102,6 +153,7 @@ ATAN_ONE_HI, ATAN_ONE_LO = _split(_PI / 4, 2, 53)
 ATAN_1_5_HI, ATAN_1_5_LO = _split(_ATAN_1_5, 2, 53)
 PIO2_HI, PIO2_LO = _split(_PI / 2, 2, 53)
 PI_HI, PI_LO = _split(_PI, 2, 53)
+PIO2_HI_1, PIO2_HI_2 = _split(Fraction(PIO2_HI), 2, 27)  # exactly PIO2_HI (53 bits): 27 + 26
 U512, U256, U128, U64, U32, U16, U8, U4, U2, U1 = (2.0 ** k for k in (512, 256, 128, 64, 32, 16, 8, 4, 2, 1))
 D512, D256, D128, D64, D32, D16, D8, D4, D2, D1 = (2.0 ** -k for k in (512, 256, 128, 64, 32, 16, 8, 4, 2, 1))
 D511, D255, D127, D63, D31, D15, D7, D3 = (2.0 ** -k for k in (511, 255, 127, 63, 31, 15, 7, 3))
@@ -117,7 +169,6 @@ E0, E1, E2, E3, E4, E5, E6, E7, E8, E9, E10, E11, E12, E13, E14, E15, E16, E17, 
 S1, S3, S5, S7, S9, S11, S13, S15, S17 = SIN_TAYLOR
 C0, C2, C4, C6, C8, C10, C12, C14, C16, C18 = COS_TAYLOR
 A1, A2, A3, A4, A5, A6, A7, A8, A9, A10 = ATANH_SERIES
-P1, P2, P3, P4, P5 = PIO2
 
 
 # -- the functions (the kernel language) -----------------------------------------------------------
@@ -275,19 +326,147 @@ def log10_64(x):
     return _log_special(x, ef * LOG10_2_HI + (lm * INV_LN10 + ef * LOG10_2_LO))
 
 
+def _two_sum(a, b):
+    """``(s, e)`` with ``s = a + b`` rounded and ``s + e = a + b`` exactly (Knuth; no order of magnitudes
+    needed). ``e`` carries no derivative: it is the rounding error of ``s``, whose derivative is the sum's."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _exponent(ax):
+    """``(e, m)`` with ``ax = 2**e * m``, ``m`` in ``[1, 2)``, for ``ax`` in ``[1/2, 2**1024)`` (compares and
+    exact scalings, as in :func:`_log_parts`)."""
+    e = 0
+    m = ax
+    if m >= U512:
+        m = m * D512
+        e += 512
+    if m >= U256:
+        m = m * D256
+        e += 256
+    if m >= U128:
+        m = m * D128
+        e += 128
+    if m >= U64:
+        m = m * D64
+        e += 64
+    if m >= U32:
+        m = m * D32
+        e += 32
+    if m >= U16:
+        m = m * D16
+        e += 16
+    if m >= U8:
+        m = m * D8
+        e += 8
+    if m >= U4:
+        m = m * D4
+        e += 4
+    if m >= U2:
+        m = m * D2
+        e += 2
+    if m >= U1:
+        m = m * D1
+        e += 1
+    if m < 1.0:
+        m = m * U1
+        e -= 1
+    return e, m
+
+
+def _payne_hanek(x):
+    """``(r_hi, r_lo, k mod 4)`` with ``x = k pi/2 + r_hi + r_lo``, ``|r| <= pi/4``, for finite ``|x| >= 1/2``.
+
+    ``|x| = M 2**s`` (``M`` an integer of 53 bits) times ``2/pi = sum c_i 2**(-24 (i+1))``: with
+    ``s = 24 Q + b``, the chunks ``i <= Q - 2`` give multiples of 4 (dropped), the next ten give the
+    quadrant and 168 bits of the fraction (enough for the closest a double comes to a multiple of
+    ``pi/2``, about ``2**-61``), in 24-bit words of int64 products. ``r_hi`` gets ``x``'s derivative."""
+    ax = abs(x)
+    e, m = _exponent(ax)
+    big = int(m * TWO52)
+    s = e - 52 + 24 * PAD  # >= 24 for ax >= 1/2
+    q = s // 24
+    b = s - 24 * q
+    t0 = (big & MASK24) << b
+    t1 = (((big >> 24) & MASK24) << b) + (t0 >> 24)
+    n0 = t0 & MASK24
+    n1 = t1 & MASK24
+    n2 = ((big >> 48) << b) + (t1 >> 24)  # < 2**30
+    a = (q - 1) >> 1  # the chunks q - 1 ... q + 8 lie in the pairs a ... a + 5
+    odd = (q - 1) & 1 == 1
+    p0 = PAIRS0[a]
+    p1 = PAIRS1[a]
+    p2 = PAIRS2[a]
+    p3 = PAIRS3[a]
+    p4 = PAIRS4[a]
+    p5 = PAIRS5[a]
+    c0 = p0 & MASK24 if odd else p0 >> 24
+    c1 = p1 >> 24 if odd else p0 & MASK24
+    c2 = p1 & MASK24 if odd else p1 >> 24
+    c3 = p2 >> 24 if odd else p1 & MASK24
+    c4 = p2 & MASK24 if odd else p2 >> 24
+    c5 = p3 >> 24 if odd else p2 & MASK24
+    c6 = p3 & MASK24 if odd else p3 >> 24
+    c7 = p4 >> 24 if odd else p3 & MASK24
+    c8 = p4 & MASK24 if odd else p4 >> 24
+    c9 = p5 >> 24 if odd else p4 & MASK24
+    w = n0 * c7 + n1 * c8 + n2 * c9  # the word of 2**-168 (each product < 2**54)
+    w = n0 * c6 + n1 * c7 + n2 * c8 + (w >> 24)
+    f6 = w & MASK24
+    w = n0 * c5 + n1 * c6 + n2 * c7 + (w >> 24)
+    f5 = w & MASK24
+    w = n0 * c4 + n1 * c5 + n2 * c6 + (w >> 24)
+    f4 = w & MASK24
+    w = n0 * c3 + n1 * c4 + n2 * c5 + (w >> 24)
+    f3 = w & MASK24
+    w = n0 * c2 + n1 * c3 + n2 * c4 + (w >> 24)
+    f2 = w & MASK24
+    w = n0 * c1 + n1 * c2 + n2 * c3 + (w >> 24)
+    f1 = w & MASK24
+    k = n0 * c0 + n1 * c1 + n2 * c2 + (w >> 24)  # the integer part, of which only k mod 4 counts
+    a = float(f1 * 16777216 + f2) * D48  # the fraction's words as three exact doubles
+    up = a >= 0.5
+    a = a - 1.0 if up else a  # to the nearest quadrant
+    k = k + 1 if up else k
+    hi, lo = _two_sum(a, float(f3 * 16777216 + f4) * D96)
+    hi, lo2 = _two_sum(hi, lo + float(f5 * 16777216 + f6) * D144)
+    lo = lo2
+    p = hi * PIO2_HI  # (hi + lo) pi/2 in double-double: Dekker's exact product of hi and PIO2_HI
+    u = SPLIT * hi
+    h1 = u - (u - hi)
+    h2 = hi - h1
+    err = ((h1 * PIO2_HI_1 - p) + h1 * PIO2_HI_2 + h2 * PIO2_HI_1) + h2 * PIO2_HI_2
+    r, rl = _two_sum(p, err + (hi * PIO2_LO + lo * PIO2_HI))
+    neg = x < 0.0
+    exact = float(big) * from_bits((e - 52 + 1023) << 52)  # |x| again, from integers (no derivative)
+    r = (-r if neg else r) + (x - (-exact if neg else exact))  # + 0, with the derivative 1
+    return r, -rl if neg else rl, (-k if neg else k) & 3
+
+
 def _reduce(x):
-    """``(r, k mod 4)`` with ``x = k pi/2 + r``, ``|r| <= pi/4`` (about)."""
-    k = math.floor(x * TWO_OVER_PI + 0.5)
+    """``(r_hi, r_lo, k mod 4)`` with ``x = k pi/2 + r_hi + r_lo``, ``|r| <= pi/4``, for finite ``x``
+    (``(x, 0, 0)`` for infinities and NaN: the callers select NaN for them).
+
+    Cody-Waite below :data:`CW_MAX` (``|k| < 2**26``): ``pi/2 = CW1 + CW2 + CW3``, ``k CW1`` and ``k CW2``
+    exact, the sum carried in double-double, absolute error below ``2**-79``; where that is not small
+    beside ``r`` (``|r| < 2**-20``, ``k != 0``: ``x`` near a multiple of ``pi/2``) and above
+    :data:`CW_MAX`, :func:`_payne_hanek`."""
+    ax = abs(x)
+    moderate = ax < CW_MAX  # False for NaN and infinities
+    xm = x if moderate else 0.0
+    k = math.floor(xm * TWO_OVER_PI + 0.5)
     kf = float(k)
-    r = x - kf * P1
-    r = r - kf * P2
-    r = r - kf * P3
-    r = r - kf * P4
-    r = r - kf * P5
-    return r, k & 3
+    hi, lo = _two_sum(xm - kf * CW1, -(kf * CW2))  # (k CW1 is exact and close to x: Sterbenz)
+    hi, lo2 = _two_sum(hi, -(kf * CW3))
+    hi, lo = _two_sum(hi, lo + lo2)
+    far = ax < INF and not (moderate and (k == 0 or abs(hi) >= CW_TINY))
+    ph_hi, ph_lo, ph_q = _payne_hanek(x if far else 1.0)  # computed on every path (see above)
+    return ph_hi if far else hi, ph_lo if far else lo, ph_q if far else k & 3
 
 
-def _sin_poly(r):
+def _sin_poly(r, rl):
+    """``sin(r + rl)`` for ``|r| <= pi/4``, ``rl`` below an ulp of ``r``: Taylor to ``r**17``."""
     z = r * r
     p = S17
     p = p * z + S15
@@ -297,10 +476,11 @@ def _sin_poly(r):
     p = p * z + S7
     p = p * z + S5
     p = p * z + S3
-    return r + r * z * p
+    return r + (r * z * p + rl * (1.0 - 0.5 * z))
 
 
-def _cos_poly(r):
+def _cos_poly(r, rl):
+    """``cos(r + rl)`` for ``|r| <= pi/4``: Taylor to ``r**18``, ``1 - r**2/2`` with its rounding error."""
     z = r * r
     p = C18
     p = p * z + C16
@@ -310,37 +490,36 @@ def _cos_poly(r):
     p = p * z + C8
     p = p * z + C6
     p = p * z + C4
-    return 1.0 - 0.5 * z + z * z * p
+    hz = 0.5 * z
+    w = 1.0 - hz
+    return w + (((1.0 - w) - hz) + (z * z * p - r * rl))
 
 
 def sin64(x):
     x = float(x)
-    ok = abs(x) <= REDUCE_MAX  # False for NaN and infinities too
-    r, q = _reduce(x if ok else 0.0)
-    v = _cos_poly(r) if q & 1 == 1 else _sin_poly(r)
+    r, rl, q = _reduce(x)
+    v = _cos_poly(r, rl) if q & 1 == 1 else _sin_poly(r, rl)
     v = -v if q >= 2 else v
-    return v if ok else NAN
+    v = x if abs(x) < TINY else v  # sin(x) rounds to x (and -0.0 stays -0.0)
+    return v if abs(x) < INF else NAN
 
 
 def cos64(x):
-    # written out, not sharing a helper with sin64: a function called from two places stays a call,
-    # and the gradient of a call keeps its values on a heap tape Vulkan does not have
     x = float(x)
-    ok = abs(x) <= REDUCE_MAX
-    r, q = _reduce(x if ok else 0.0)
+    r, rl, q = _reduce(x)
     q = (q + 1) & 3
-    v = _cos_poly(r) if q & 1 == 1 else _sin_poly(r)
+    v = _cos_poly(r, rl) if q & 1 == 1 else _sin_poly(r, rl)
     v = -v if q >= 2 else v
-    return v if ok else NAN
+    return v if abs(x) < INF else NAN
 
 
 def tan64(x):
     x = float(x)
-    ok = abs(x) <= REDUCE_MAX
-    r, q = _reduce(x if ok else 0.0)
-    s, c = _sin_poly(r), _cos_poly(r)
+    r, rl, q = _reduce(x)
+    s, c = _sin_poly(r, rl), _cos_poly(r, rl)
     v = -c / s if q & 1 == 1 else s / c
-    return v if ok else NAN
+    v = x if abs(x) < TINY else v  # tan(x) rounds to x
+    return v if abs(x) < INF else NAN
 
 
 def _expm1_small(x):
@@ -404,7 +583,7 @@ def sinh64(x):
     near = 0.5 * (t + t / (t + 1.0))  # no cancellation near 0
     e = exp64(0.5 * ax)
     far = e * (0.5 * e)  # exp(ax) / 2 without overflowing before the result does
-    v = far if ax > 22.0 else near
+    v = far if ax >= 22.0 else near  # (near is computed at 0 from 22 on)
     v = x if math.isnan(x) else v
     return math.copysign(v, x)
 

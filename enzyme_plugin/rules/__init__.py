@@ -387,3 +387,4 @@ def _autodiff(interp, fn, args):
 __all__ = ["rules", "nested_rules", "ActivityType", "EnzymeMeta", "MARKER", "result_type", "width"]
 
 from . import thunks  # noqa: E402,F401  (registers the handler of split-mode thunk calls)
+from . import linalg  # noqa: E402,F401  (registers the loops of matrix products in differentiated code)

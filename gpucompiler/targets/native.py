@@ -12,6 +12,7 @@ from ..llvm.binding import initialize_native, parse_ir
 from ..llvm.vector_variants import declarations, name_variants, release
 from ..core import Target
 from ..core.facts import ModuleFacts
+from . import hostblas
 from . import libmvec
 
 EMIT_KINDS = ("llvm", "bc", "asm", "obj")
@@ -136,10 +137,15 @@ def process_symbol(name: str) -> int | None:
     """The address LLVM resolves ``name`` to in this process, or None.
 
     Names registered with ``llvmlite.binding.add_symbol`` come first, then
-    the process and the libraries loaded with ``load_library_permanently``.
+    the process and the libraries loaded with ``load_library_permanently``;
+    NumPy's BLAS and LAPACK names load NumPy's OpenBLAS first (:mod:`.hostblas`).
     """
     _open_process()
-    return llvm.address_of_symbol(name)
+    address = llvm.address_of_symbol(name)
+    if address is None and hostblas.provides(name):
+        hostblas.load()
+        address = llvm.address_of_symbol(name)
+    return address
 
 
 @functools.cache

@@ -17,7 +17,7 @@ from ... import types as T
 from ...errors import AxisError, TypeInferenceError
 from ..lattice import Const, const, pyobj, widen
 from ..rules import CallResult
-from . import npaxes as X, npimpl as I
+from . import linalgimpl as L, npaxes as X, npimpl as I
 from .arrayexpr import extents
 from .arraymem import Fill, allocate, disown, managed_array
 from .npintrinsics import new_array, zeroed_array
@@ -203,6 +203,8 @@ def _kept(interp, res: CallResult, ndim: int, axis: int | None, dt) -> CallResul
 
 #: (ndim of a, ndim of b) -> the product's implementation
 _PRODUCTS = {(1, 1): I.dot11, (2, 2): X.matmul22, (2, 1): X.matmul21, (1, 2): X.matmul12}
+#: the products of float32 and float64 through BLAS on the host
+_BLAS_PRODUCTS = {X.matmul22: L.matmul22, X.matmul21: L.matmul21, X.matmul12: L.matmul12}
 
 
 def _shape_text(ndim: int) -> str:
@@ -236,7 +238,9 @@ def _dot(interp, args, kw=None, matmul: bool = False) -> CallResult:
                                  "code", (a, b), hint="multiply 1-d and 2-d arrays, or write the loops")
     dt = const(scalar_type(numpy().result_type(numpy().dtype(a.dtype.name), numpy().dtype(b.dtype.name))))
     extra = []
-    if impl is X.matmul22 and not (isinstance(b, _A) and b.layout == "C"):
+    if dt.value in (T.float32, T.float64) and impl in _BLAS_PRODUCTS and not interp.target.is_gpu:
+        impl = _BLAS_PRODUCTS[impl]  # the host's BLAS (linalgimpl.py)
+    elif impl is X.matmul22 and not (isinstance(b, _A) and b.layout == "C"):
         impl, extra = X.matmul22_packed, [const(b.dtype)]
     res = invoke_impl(interp, what, impl, [a, b, dt, *extra])
 

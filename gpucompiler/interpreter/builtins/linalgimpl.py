@@ -1,0 +1,153 @@
+"""Matrix products through the host's BLAS: the implementations of ``a @ b`` and ``np.dot`` of float32
+and float64 matrices and vectors on the CPU (compiled like user code, :mod:`.reductions` calls them).
+
+An operand BLAS cannot read in place (a view with a stride across both axes, a negative or zero
+stride, an expression, another dtype) is first copied into a C-ordered array of the result's
+dtype. The product itself is one call of ``gemm`` or ``gemv`` (:func:`gemm_into`,
+:func:`gemv_into`); a differentiated function computes it with the loops of :mod:`.npaxes`
+instead (the Enzyme plugin's rules swap the calls), which its AD engine differentiates.
+"""
+
+from __future__ import annotations
+
+from ...frontend.intrinsics import setitem_unchecked
+from . import npaxes as X
+from .blas import ROW_MAJOR, NO_TRANS, TRANS, blas_call, blas_ready, lead, trans
+from .npintrinsics import element, new_array, zeroed_array
+
+
+def packed2(x, dt):
+    """``x`` (a matrix or a matrix expression) copied into a new C-ordered array of ``dt``."""
+    n, m = x.shape
+    out = new_array((n, m), dt)
+    for i in range(n):
+        for j in range(m):
+            setitem_unchecked(out, (i, j), dt(element(x, i, j)))
+    return out
+
+
+def packed1(x, dt):
+    n = x.shape[0]
+    out = new_array((n,), dt)
+    for i in range(n):
+        setitem_unchecked(out, i, dt(element(x, i)))
+    return out
+
+
+def gemm_into(a, b, out, dt):
+    """``out = a @ b`` of BLAS-ready matrices (``out`` new and C-ordered, no extent zero)."""
+    n, k = a.shape
+    p = b.shape[1]
+    blas_call("gemm", ROW_MAJOR, trans(a), trans(b), n, p, k, 1.0, a, lead(a), b, lead(b), 0.0, out, p)
+
+
+def gemv_into(a, x, out, dt):
+    """``out = a @ x`` of a BLAS-ready matrix and vector (``out`` new, no extent zero)."""
+    n, k = a.shape
+    if trans(a) == NO_TRANS:
+        blas_call("gemv", ROW_MAJOR, NO_TRANS, n, k, 1.0, a, lead(a), x, lead(x), 0.0, out, 1)
+    else:  # the columns are contiguous: a is the transpose of a row-major (k, n) matrix
+        blas_call("gemv", ROW_MAJOR, TRANS, k, n, 1.0, a, lead(a), x, lead(x), 0.0, out, 1)
+
+
+def gevm_into(x, b, out, dt):
+    """``out = x @ b`` (a vector times a matrix): ``b``'s transpose times ``x``."""
+    k, p = b.shape
+    if trans(b) == NO_TRANS:
+        blas_call("gemv", ROW_MAJOR, TRANS, k, p, 1.0, b, lead(b), x, lead(x), 0.0, out, 1)
+    else:
+        blas_call("gemv", ROW_MAJOR, NO_TRANS, p, k, 1.0, b, lead(b), x, lead(x), 0.0, out, 1)
+
+
+def _gemm(a, b, out, dt):
+    if blas_ready(b, dt):
+        gemm_into(a, b, out, dt)
+    else:
+        gemm_into(a, packed2(b, dt), out, dt)
+
+
+def matmul22(a, b, dt):
+    """``a @ b`` of two matrices (the inner extents checked by the caller)."""
+    n, k = a.shape
+    p = b.shape[1]
+    if k == 0 or n == 0 or p == 0:
+        return zeroed_array((n, p), dt)
+    out = new_array((n, p), dt)
+    if blas_ready(a, dt):
+        _gemm(a, b, out, dt)
+    else:
+        _gemm(packed2(a, dt), b, out, dt)
+    return out
+
+
+def _gemv(a, x, out, dt):
+    if blas_ready(x, dt):
+        gemv_into(a, x, out, dt)
+    else:
+        gemv_into(a, packed1(x, dt), out, dt)
+
+
+def matmul21(a, x, dt):
+    """A matrix times a vector."""
+    n, k = a.shape
+    if k == 0 or n == 0:
+        return zeroed_array((n,), dt)
+    out = new_array((n,), dt)
+    if blas_ready(a, dt):
+        _gemv(a, x, out, dt)
+    else:
+        _gemv(packed2(a, dt), x, out, dt)
+    return out
+
+
+def _gevm(x, b, out, dt):
+    if blas_ready(x, dt):
+        gevm_into(x, b, out, dt)
+    else:
+        gevm_into(packed1(x, dt), b, out, dt)
+
+
+def matmul12(x, b, dt):
+    """A vector times a matrix."""
+    k, p = b.shape
+    if k == 0 or p == 0:
+        return zeroed_array((p,), dt)
+    out = new_array((p,), dt)
+    if blas_ready(b, dt):
+        _gevm(x, b, out, dt)
+    else:
+        _gevm(x, packed2(b, dt), out, dt)
+    return out
+
+
+# -- the same products in loops (differentiated code: :data:`LOOPS`) ---------------------------------
+def gemm_loops(a, b, out, dt):
+    """:func:`gemm_into` in :func:`.npaxes.matmul22`'s loops (``b`` C-ordered)."""
+    n, p = out.shape
+    for i in range(n):
+        for j in range(p):
+            setitem_unchecked(out, (i, j), dt(0))
+    X.accumulate22(a, b, out, dt)
+
+
+def gemm_loops_packed(a, b, out, dt):
+    """:func:`gemm_loops` of ``b`` copied into C order (its rows are the inner loop's)."""
+    gemm_loops(a, packed2(b, dt), out, dt)
+
+
+def gemv_loops(a, x, out, dt):
+    X.product21(a, x, out, dt)
+
+
+def gevm_loops(x, b, out, dt):
+    for j in range(out.shape[0]):
+        setitem_unchecked(out, j, dt(0))
+    X.accumulate12(x, b, out, dt)
+
+
+#: the BLAS calls -> their loops, by whether the matrix operand is C-ordered (as its type says) or not
+LOOPS = {gemm_into: (gemm_loops, gemm_loops_packed), gemv_into: (gemv_loops, gemv_loops),
+         gevm_into: (gevm_loops, gevm_loops)}
+
+
+__all__ = ["LOOPS", "matmul22", "matmul21", "matmul12"]

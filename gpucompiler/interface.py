@@ -32,7 +32,8 @@ The hooks:
 * listeners: methods marked :func:`listener`, named after an event of
   :data:`EVENTS`;
 * :meth:`Plugin.report`: a result in ``CompileResult.reports`` after a compile (with
-  the compile's state);
+  the compile's state); :meth:`Plugin.save_report` / :meth:`Plugin.load_report` carry it
+  through a cache entry as JSON data (``CachedResult.reports``, ``f.last_compile.reports``);
 * :meth:`Plugin.add_commands`: subcommands of the ``gpuc`` command line.
 
 An exception in any of them is a ``PluginError`` naming the plugin, the hook and,
@@ -45,9 +46,10 @@ A plugin may be any object with these attributes (plain classes work);
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 from collections.abc import Callable, Iterable
 
 import attrs
@@ -144,12 +146,34 @@ class Plugin:
         ``state`` (when declared): the plugin's state of this compile."""
         return None
 
+    def save_report(self, report: Any) -> Any:
+        """``report`` as JSON data, stored in the cache entry of the compile (None: not stored, so a cache
+        hit has none). Default: JSON data as it is, an ``attrs`` instance as ``attrs.asdict``, else None."""
+        return report_data(report)
+
+    def load_report(self, data: Any) -> Any:
+        """The report rebuilt from what :meth:`save_report` stored (a cache hit's, untrusted: JSON data only).
+        Default: the data itself."""
+        return data
+
     def add_commands(self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:  # pyright: ignore[reportPrivateUsage]
         """Add ``gpuc`` subcommands (``subparsers.add_parser(...)``, setting ``func``); default: none."""
         return None
 
 
-_HOOKS = ("name", "version", "rules", "options", "markers", "cache_settings", "new_state", "report", "add_commands")
+_HOOKS = ("name", "version", "rules", "options", "markers", "cache_settings", "new_state", "report", "save_report",
+          "load_report", "add_commands")
+
+
+def report_data(report: Any) -> Any:
+    """The default of :meth:`Plugin.save_report`: ``report`` when it is JSON data (dicts with string keys,
+    lists, tuples as lists, strings, numbers, booleans, None), ``attrs.asdict(report)`` when that is, else None."""
+    if attrs.has(cast("type[Any]", report.__class__)):
+        report = attrs.asdict(report)
+    try:
+        return json.loads(json.dumps(report, allow_nan=True))
+    except (TypeError, ValueError):
+        return None
 
 
 def call_hook(fn: Callable[..., Any], *args: Any, **optional: Any) -> Any:
@@ -251,4 +275,4 @@ def listener(fn: F) -> F:
 
 __all__ = ["EVENTS", "HOOK_ARGS", "HOOK_POINTS", "STAGES", "STAGE_INDEX", "STAGE_NAMES", "STAGE_OF_HOOK",
            "Callback", "Plugin", "Stage", "call_hook", "callback", "hook", "hook_spec_name", "listener",
-           "plugin_location"]
+           "plugin_location", "report_data"]

@@ -9,7 +9,6 @@ default cache, wired to the pipeline, is :mod:`gpucompiler.cached`.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -28,6 +27,7 @@ from ..settings import private_directory_problem
 from .entry import Entry, decode
 from .serialisable import serialisation_errors
 from .files import GROUP
+from .report import loaded_reports, recorded_warnings, replay, stored_reports
 from .tiers import DiskTier, MemoryTier, RedisTier
 from .trust import Signer, SignedTier
 
@@ -45,6 +45,8 @@ class CachedResult:
     """Where the artifacts came from: ``memory``, ``disk``, ``redis``, ``compiled`` or ``service``."""
     meta: dict[str, Any] = attrs.field(factory=dict)
     _module: Any = None
+    _reports: dict[str, Any] | None = None
+    """The plugins' report objects of a compile in this process; a hit rebuilds them from ``meta``."""
 
     @property
     def module(self) -> Any:
@@ -61,7 +63,11 @@ class CachedResult:
 
     @property
     def reports(self) -> dict[str, Any]:
-        return dict(self.meta.get("reports", {}))
+        """The plugins' reports by name: the objects of a compile here; on a hit, each rebuilt from the
+        entry's JSON data by its plugin's ``load_report`` (imported now)."""
+        if self._reports is None:
+            self._reports = loaded_reports(self.meta.get("reports"))
+        return dict(self._reports)
 
 
 def private_disk(directory: str | os.PathLike[str], max_bytes: int = 1 << 30) -> DiskTier | None:
@@ -307,18 +313,20 @@ class Cache:
                              compiler: Compiler | None) -> CachedResult:
         kinds = tuple(sorted(set(emit) | {"llvm"}))
         start = time.perf_counter()
-        if compiler is not None:
-            result, origin = compiler(job, kinds), "compiled"
-        else:
-            result, origin = self._service_compile(job, kinds), "service"
-            if result is None:
-                if self.compiler is None:
-                    raise ConfigError(f"this cache has no compile function for the miss of {job.name!r}: "
-                                      "make it with Cache(..., compiler=gpucompiler.pipeline.compile)")
-                result, origin = self.compiler(job, kinds), "compiled"
+        with recorded_warnings() as caught:  # kept in the entry, shown again on every hit
+            if compiler is not None:
+                result, origin = compiler(job, kinds), "compiled"
+            else:
+                result, origin = self._service_compile(job, kinds), "service"
+                if result is None:
+                    if self.compiler is None:
+                        raise ConfigError(f"this cache has no compile function for the miss of {job.name!r}: "
+                                          "make it with Cache(..., compiler=gpucompiler.pipeline.compile)")
+                    result, origin = self.compiler(job, kinds), "compiled"
         self.stats["compile"] += 1
+        reports = dict(result.reports)
         meta: dict[str, Any] = {"name": job.name, "symbols": _symbols(result.module), "stage_times": dict(result.stage_times),
-                "reports": _jsonable(result.reports), "created": time.time(),
+                "reports": stored_reports(reports), "warnings": caught, "created": time.time(),
                 "compile_seconds": time.perf_counter() - start}
         llvm_text = result.artifacts.get("llvm")
         addresses = address_bindings(llvm_text) if isinstance(llvm_text, str) else {}
@@ -333,7 +341,7 @@ class Cache:
                   + "; ".join(f"[{k}] {m}" for k, m in problems))
         else:
             self.publish(entry)
-        return CachedResult(job, entry.artifacts, key, origin, meta, result.module)
+        return CachedResult(job, entry.artifacts, key, origin, meta, result.module, reports)
 
 
     def _service_compile(self, job: Any, kinds: tuple[str, ...]) -> Any:
@@ -376,18 +384,9 @@ def _has(entry: Entry, kinds: Sequence[str]) -> bool:
 
 
 def _result(job: Any, entry: Entry, tier: str) -> CachedResult:
+    """A hit: the warnings its compile emitted are shown again."""
+    replay(entry.meta.get("warnings"))
     return CachedResult(job, entry.artifacts, entry.key, tier, entry.meta)
-
-
-def _jsonable(reports: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, value in reports.items():
-        try:
-            json.dumps(value)
-            out[name] = value
-        except (TypeError, ValueError):
-            out[name] = repr(value)
-    return out
 
 
 def _warn(message: str, stacklevel: int = 4) -> None:

@@ -1,4 +1,11 @@
-"""What the last compile of a ``@jit`` function or kernel did, and the compile's log records.
+"""What the last compile of a ``@jit`` function or kernel did, what a cache entry keeps of the plugins'
+reports and warnings, and the compile's log records.
+
+Reports travel through an entry as JSON data: each plugin's ``save_report`` makes it, its
+``load_report`` rebuilds the report when ``CachedResult.reports`` (or ``f.last_compile.reports``) is
+read, which imports the plugin then, not on the hit. Warnings emitted while a job compiles are kept in
+its entry as plain fields (category, message, file, line: never objects, entries of other users are
+untrusted data) and shown again on every hit, as a compile would show them (:func:`replay`).
 
 Records go through the standard :mod:`logging` module under ``gpucompiler.*``
 loggers: ``gpucompiler.stages`` (each stage's time; at DEBUG its IR size),
@@ -13,12 +20,19 @@ record costs nothing while its logger is disabled: every call site asks
 
 from __future__ import annotations
 
+import builtins
 import logging
-from typing import Any
+import sys
+import threading
+import warnings
+from types import TracebackType
+from typing import Any, cast
 
 import attrs
 
-from ..interface import STAGE_INDEX
+from .. import plugin as gp
+from ..errors import PluginError
+from ..interface import STAGE_INDEX, plugin_location
 from ..settings import LogSettings
 
 STAGES = logging.getLogger("gpucompiler.stages")
@@ -69,6 +83,19 @@ class CompileReport:
     """The plugins the job enabled."""
     key: str
     """The cache entry's key."""
+    result: Any = attrs.field(default=None, eq=False, repr=False)
+    """The ``CachedResult`` (its reports are read on first use)."""
+
+    @property
+    def reports(self) -> dict[str, Any]:
+        """The plugins' reports by name: the objects on a compile, rebuilt by ``load_report`` on a hit."""
+        return {} if self.result is None else self.result.reports
+
+    @property
+    def warnings(self) -> tuple[dict[str, Any], ...]:
+        """The warnings the compile emitted (:func:`warning_row`), shown again on every hit."""
+        rows: list[Any] = _rows(None if self.result is None else self.result.meta.get("warnings"))
+        return tuple(r for r in rows if _valid(r))
 
     @property
     def hit(self) -> bool:
@@ -81,7 +108,7 @@ def report(result: Any, seconds: float, plugins: tuple[str, ...]) -> CompileRepo
     or miss on ``gpucompiler.cache`` at INFO."""
     order = sorted(result.stage_times.items(), key=lambda item: STAGE_INDEX.get(item[0], len(STAGE_INDEX)))
     made = CompileReport(result.job.name, result.origin, seconds, dict(order),
-                         {k: len(v) for k, v in result.artifacts.items()}, tuple(plugins), result.key)
+                         {k: len(v) for k, v in result.artifacts.items()}, tuple(plugins), result.key, result)
     if CACHE.isEnabledFor(logging.INFO):
         if made.hit:
             CACHE.info("%s: %s hit in %.2f ms (key %s)", made.name, made.tier, seconds * 1e3, made.key[:12])
@@ -89,3 +116,91 @@ def report(result: Any, seconds: float, plugins: tuple[str, ...]) -> CompileRepo
             CACHE.info("%s: miss, %s in %.2f ms, plugins %s (key %s)", made.name, made.tier, seconds * 1e3,
                        ", ".join(made.plugins) or "none", made.key[:12])
     return made
+
+
+# -- reports in entries ------------------------------------------------------------------------
+def stored_reports(reports: dict[str, Any]) -> dict[str, Any]:
+    """What an entry keeps of a compile's ``reports``: each plugin's ``save_report`` (JSON data); a report
+    it gives None for is not kept."""
+    out: dict[str, Any] = {}
+    for name, report in reports.items():
+        plugin = gp.loaded(name)
+        data = _hooked(plugin, name, "save_report", report)
+        if data is not None:
+            out[name] = data
+    return out
+
+
+def loaded_reports(stored: Any) -> dict[str, Any]:
+    """The reports rebuilt from an entry's ``stored`` data by each plugin's ``load_report`` (importing it)."""
+    table: dict[str, Any] = cast("dict[str, Any]", stored) if isinstance(stored, dict) else {}
+    return {name: _hooked(gp.enabled([name])[0], name, "load_report", data) for name, data in table.items()}
+
+
+def _hooked(plugin: Any, name: str, hook: str, value: Any) -> Any:
+    try:
+        return gp.hook(plugin, hook)(value)
+    except Exception as exc:
+        raise PluginError(name, "report", hook, exc, at=plugin_location(exc, plugin)) from exc
+
+
+# -- warnings in entries -----------------------------------------------------------------------
+_RECORDING = threading.RLock()
+"""Python's warning filters are the process's: one compile records at a time."""
+
+
+class recorded_warnings:
+    """``with recorded_warnings() as rows:`` the warnings emitted inside, as rows (:func:`warning_row`),
+    each also shown when the block ends (raising or not), as without the recording."""
+
+    def __enter__(self) -> list[dict[str, Any]]:
+        _RECORDING.acquire()
+        self.rows: list[dict[str, Any]] = []
+        self._catch = warnings.catch_warnings(record=True)
+        self._caught = self._catch.__enter__()
+        warnings.simplefilter("always")  # every one, also those shown before at the same line
+        return self.rows
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        try:
+            self._catch.__exit__(kind, exc, tb)
+            self.rows.extend(warning_row(w) for w in self._caught or ())
+        finally:
+            _RECORDING.release()
+        replay(self.rows)
+
+
+def warning_row(w: warnings.WarningMessage) -> dict[str, Any]:
+    """A warning as plain fields: ``category`` (``module:qualname``), ``message``, ``filename``, ``lineno``."""
+    return {"category": f"{w.category.__module__}:{w.category.__qualname__}", "message": str(w.message),
+            "filename": str(w.filename), "lineno": int(w.lineno or 0)}
+
+
+def _rows(rows: Any) -> list[Any]:
+    return cast("list[Any]", rows) if isinstance(rows, list) else []
+
+
+def _valid(row: Any) -> bool:
+    if not isinstance(row, dict):
+        return False
+    fields = cast("dict[str, Any]", row)
+    return all(isinstance(fields.get(k), str) for k in ("category", "message", "filename")) and \
+        type(fields.get("lineno")) is int
+
+
+def _category(name: str) -> type[Warning]:
+    """The warning class ``module:qualname`` names, looked up among the builtins and the modules this process
+    imported (nothing is imported, no attribute hook runs); UserWarning when it is not a Warning class."""
+    module, _, qualname = name.partition(":")
+    holder = builtins if module == "builtins" else sys.modules.get(module)
+    cls = vars(holder).get(qualname) if holder is not None else None
+    return cls if isinstance(cls, type) and issubclass(cls, Warning) else UserWarning
+
+
+def replay(rows: Any) -> None:
+    """Show each warning of ``rows`` (an entry's, untrusted: malformed rows are skipped) at its file and line,
+    through the program's warning filters."""
+    row: Any
+    for row in _rows(rows):
+        if _valid(row):
+            warnings.warn_explicit(row["message"], _category(row["category"]), row["filename"], row["lineno"])

@@ -35,7 +35,7 @@ from ..targets.native import NativeTarget
 from ..version import __version__
 
 #: bumped when the entry layout or the key document changes
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 
 
 def plugin_identity(names: Iterable[str]) -> list[list[Any]]:

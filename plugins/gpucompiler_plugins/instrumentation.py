@@ -74,3 +74,9 @@ class InstrumentationPlugin(gp.Plugin):
     def report(self, job) -> InstrumentationReport | None:
         records = self._records.pop(job, None)
         return None if records is None else InstrumentationReport(job.name, tuple(records))
+
+    def load_report(self, data) -> InstrumentationReport:
+        """The report of a cache hit, from the JSON data its entry keeps (``attrs.asdict`` of it)."""
+        stages = tuple(StageRecord(str(r["stage"]), float(r["seconds"]), int(r["functions"]), int(r["instructions"]))
+                       for r in data["stages"])
+        return InstrumentationReport(str(data["job_name"]), stages)

@@ -7,6 +7,9 @@ within rounding. Errors are NumPy's at run time, typed errors naming the
 user's line when compiling.
 """
 
+import os
+import threading
+
 import numpy as np
 import pytest
 
@@ -239,11 +242,48 @@ def parallel_draws(n):
     return out
 
 
-def test_draws_from_threads_at_once_stay_in_range():
-    """One state shared by the threads: the numbers are in [0, 1) and never read outside it."""
-    for _ in range(5):
-        a = parallel_draws(100_000)
-        assert a.min() >= 0.0 and a.max() < 1.0 and 0.45 < a.mean() < 0.55
+def test_prange_draws_are_in_range_and_do_not_repeat():
+    """Threads drawing at once (each from its own state, seeded apart): every number in [0, 1),
+    none twice."""
+    a = parallel_draws(1_000_000)
+    assert a.min() >= 0.0 and a.max() < 1.0 and 0.49 < a.mean() < 0.51
+    assert len(np.unique(a)) == a.size
+
+
+@jit(nogil=True)
+def seeded_stream(s, out):
+    np.random.seed(s)
+    for i in range(out.shape[0]):
+        out[i] = np.random.random()
+
+
+def test_threads_seed_and_draw_their_own_states_at_once():
+    """As in Numba: ``np.random.seed`` seeds the calling thread's state; four threads drawing at
+    once (the GIL released) each get NumPy's stream for their seed."""
+    seeded_stream(0, np.zeros(1))
+    outs = [np.zeros(1_000_000) for _ in range(4)]
+    threads = [threading.Thread(target=seeded_stream, args=(10 + k, outs[k])) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in range(4):
+        np.testing.assert_array_equal(outs[k], np.random.RandomState(10 + k).random(1_000_000))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_a_forked_child_draws_other_numbers():
+    unseeded(1)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its draws to the pipe, then out without pytest's teardown
+        os.write(w, unseeded(4).tobytes())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = np.frombuffer(os.read(r, 32))
+    os.close(r)
+    os.close(w)
+    assert child.shape == (4,) and not np.array_equal(child, unseeded(4))
 
 
 def noisy_energy(x):

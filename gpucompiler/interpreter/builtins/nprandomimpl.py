@@ -18,7 +18,8 @@ from ...pristine import math  # as imported (pristine.py: the rules key on its f
 from ... import types as T
 from ...frontend.intrinsics import check, getitem_unchecked, setitem_unchecked
 from .npintrinsics import new_array
-from .nprandomstate import COUNTER, ENTROPY, HAS_GAUSS, N, POS, legacy_gauss, legacy_words
+from .nprandomstate import (COUNTER, ENTROPY, HAS_GAUSS, N, POS, SEEDED, SLOT, SLOTS, gauss_cells, process_words, slot_tickets,
+                            slot_words, take_ticket, thread_id, thread_owners)
 
 M = 397
 MATRIX_A = 0x9908B0DF
@@ -30,17 +31,84 @@ U64: Any = T.uint64
 I64: Any = T.int64
 
 
-def seed(s):
-    """``np.random.seed(s)``: ``init_genrand(s)``; the cached normal dropped."""
-    s = int(s)
-    check(0 <= s <= M32, "ValueError", "Seed must be between 0 and 2**32 - 1")
-    st = legacy_words()
+def state():
+    """The calling thread's state: the slot it owns, claimed at its first draw (the shared one once
+    every slot is taken), seeded from the process's entropy and the thread's id when new."""
+    owners = thread_owners()
+    tickets = slot_tickets()
+    tid = thread_id()
+    h = I64((U64(tid) * U64(-7046029254386353131)) >> U64(40)) & (SLOTS - 1)  # Fibonacci hashing
+    s = SLOTS
+    for k in range(SLOTS):
+        slot = (h + k) & (SLOTS - 1)
+        owner = getitem_unchecked(owners, slot)
+        if owner == 0 and take_ticket(tickets, slot) == 0:
+            setitem_unchecked(owners, slot, tid)
+            owner = tid
+        if owner == tid:
+            s = slot
+            break
+    st = slot_words(s)
+    if st[SEEDED] == 0:
+        st[SLOT] = s
+        _seed_fresh(st, tid)
+    return st
+
+
+def _seed_fresh(st, tid):
+    """Seed ``st`` by ``init_by_array`` of the process's entropy, the thread's id and a count."""
+    pw = process_words()
+    c = pw[COUNTER]
+    pw[COUNTER] = c + 1
+    key = new_array((7,), I64)
+    for i in range(4):
+        setitem_unchecked(key, i, pw[ENTROPY + i] & M32)
+    key[4], key[5], key[6] = tid & M32, (tid >> 32) & M32, c & M32
+    _init_by_array(st, key)
+
+
+def _init_genrand(st, s):
     for i in range(N):
         setitem_unchecked(st, i, s)
         s = (1812433253 * (s ^ (s >> 30)) + i + 1) & M32
     st[POS] = N
     st[HAS_GAUSS] = 0
-    legacy_gauss()[0] = 0.0
+    st[SEEDED] = 1
+    gauss_cells()[st[SLOT]] = 0.0
+
+
+def _init_by_array(st, key):
+    """Matsumoto and Nishimura's ``init_by_array`` of the 32-bit words ``key``."""
+    _init_genrand(st, 19650218)
+    n = key.shape[0]
+    i, j = 1, 0
+    for _ in range(max(N, n)):
+        p = getitem_unchecked(st, i - 1)
+        v = (getitem_unchecked(st, i) ^ ((p ^ (p >> 30)) * 1664525)) + getitem_unchecked(key, j) + j
+        setitem_unchecked(st, i, v & M32)
+        i += 1
+        j += 1
+        if i >= N:
+            setitem_unchecked(st, 0, getitem_unchecked(st, N - 1))
+            i = 1
+        if j >= n:
+            j = 0
+    for _ in range(N - 1):
+        p = getitem_unchecked(st, i - 1)
+        v = (getitem_unchecked(st, i) ^ ((p ^ (p >> 30)) * 1566083941)) - i
+        setitem_unchecked(st, i, v & M32)
+        i += 1
+        if i >= N:
+            setitem_unchecked(st, 0, getitem_unchecked(st, N - 1))
+            i = 1
+    setitem_unchecked(st, 0, UPPER)
+
+
+def seed(s):
+    """``np.random.seed(s)`` of the calling thread's state: ``init_genrand(s)``; the cached normal dropped."""
+    s = int(s)
+    check(0 <= s <= M32, "ValueError", "Seed must be between 0 and 2**32 - 1")
+    _init_genrand(state(), s)
 
 
 def _mix(st, i, j, k):
@@ -57,7 +125,8 @@ def _twist(st):
 
 
 def next32(st):
-    """The next tempered 32-bit word (an int64). A position out of range (threads racing) twists first."""
+    """The next tempered 32-bit word (an int64). A position out of range (threads racing on the shared
+    state) twists first: no read leaves the state."""
     i = st[POS]
     if i >= N or i < 0:
         _twist(st)
@@ -84,11 +153,12 @@ def next_double(st):
 
 def gauss(st):
     """A standard normal: Marsaglia's polar method, two at a time, the second kept for the next call."""
-    cache = legacy_gauss()
+    cache = gauss_cells()
+    k = st[SLOT]
     if st[HAS_GAUSS] != 0:
         st[HAS_GAUSS] = 0
-        x = cache[0]
-        cache[0] = 0.0
+        x = cache[k]
+        cache[k] = 0.0
         return x
     x1 = 2.0 * next_double(st) - 1.0
     x2 = 2.0 * next_double(st) - 1.0
@@ -98,7 +168,7 @@ def gauss(st):
         x2 = 2.0 * next_double(st) - 1.0
         r2 = x1 * x1 + x2 * x2
     f = math.sqrt(-2.0 * math.log(r2) / r2)
-    cache[0] = f * x1
+    cache[k] = f * x1
     st[HAS_GAUSS] = 1
     return f * x2
 
@@ -171,12 +241,12 @@ def count(shape):
 
 def draw(dist, a, b):
     """One number of ``dist`` from the process's state."""
-    return dist(legacy_words(), a, b)
+    return dist(state(), a, b)
 
 
 def fill(dist, shape, dt, a, b):
     """An array of ``shape`` of numbers of ``dist`` (of type ``dt``), drawn in C order."""
-    st = legacy_words()
+    st = state()
     n = count(shape)
     out = new_array((n,), dt)
     for i in range(n):
@@ -199,7 +269,7 @@ def fill3(dist, d0, d1, d2, dt, a, b):
 
 def shuffle(x):
     """``np.random.shuffle(x)``: Fisher-Yates from the last item down, along the first axis."""
-    st = legacy_words()
+    st = state()
     for i in range(x.shape[0] - 1, 0, -1):
         j = I64(masked(st, U64(i)))
         t = x[i]
@@ -209,7 +279,7 @@ def shuffle(x):
 
 def shuffle_rows(x):
     """:func:`shuffle` of a 2-d array: whole rows exchanged."""
-    st = legacy_words()
+    st = state()
     for i in range(x.shape[0] - 1, 0, -1):
         j = I64(masked(st, U64(i)))
         for k in range(x.shape[1]):
@@ -240,7 +310,7 @@ def permutation_of(x, dt):
 def choice_index(n):
     """An index of ``choice`` with replacement from a population of ``n``."""
     check(n > 0, "ValueError", "a must be greater than 0 unless no samples are taken")
-    return randint(legacy_words(), 0, n)
+    return randint(state(), 0, n)
 
 
 def choice_indices(n, shape, replace):
@@ -291,9 +361,9 @@ def choice_items1(x, k, replace, dt):
 def unseeded_entropy(words):
     """Fill ``words`` (int64, 5 long) with the process's entropy and a fresh count: the entropy of
     an unseeded ``default_rng()`` (each call another)."""
-    st = legacy_words()
+    pw = process_words()
     for i in range(4):
-        setitem_unchecked(words, i, st[ENTROPY + i])
-    c = st[COUNTER]
-    st[COUNTER] = c + 1
+        setitem_unchecked(words, i, pw[ENTROPY + i] & M32)
+    c = pw[COUNTER]
+    pw[COUNTER] = c + 1
     setitem_unchecked(words, 4, c & M32)

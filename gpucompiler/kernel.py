@@ -176,6 +176,7 @@ class Kernel:
         self._deps_current: Callable[[list], bool] = _no_deps  # checks _deps (set with the first ones)
         self._epoch = 0             # counts the times a rebound global made it forget its code
         self._launches: dict = {}   # configuration -> Launch (ints, tuples, None/int/str streams only)
+        self._bound: dict = {}      # (grid, block, stream handle) -> the runtime's launch (stream objects too)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args):
@@ -283,6 +284,7 @@ class Kernel:
             self._compiled.clear()
             self._emulated.clear()
             self._deps.clear()
+            self._bound.clear()
             self._epoch += 1
             if self._runtime is not None:
                 self._runtime.forget(self)
@@ -493,9 +495,14 @@ class Launch:
             raise LaunchError(f"{k.py_func.__qualname__}[..., {self.device!r}]: the runtime of "
                               f"{k.target!r} does not choose GPUs by number; launch without a device")
         k._runtime = runtime
-        self._run = bound_launch(runtime, k, self.grid, self.block, runtime.stream_handle(self.stream))
-        self._epoch = k._epoch
-        return self._run(args)
+        key = (self.grid, self.block, runtime.stream_handle(self.stream))
+        run = k._bound.get(key)
+        if run is None:  # one per stream handle: a launch on a stream object (a new Launch each time) finds it
+            run = bound_launch(runtime, k, *key)
+            if len(k._bound) < 256:
+                k._bound[key] = run
+        self._run, self._epoch = run, k._epoch
+        return run(args)
 
 
 def kernel(fn=None, **options):

@@ -387,9 +387,7 @@ def launch(kernel, grid, block, stream, args) -> None:
 
 # -- the fast path ----------------------------------------------------------------------
 _SCALAR_FORMAT = {T.float64: "d", T.float32: "f4x", T.int64: "q", T.int32: "i4x", T.boolean: "?7x"}
-_ITEMSIZE = {k: t.itemsize for k, t in TYPESTR.items()}
-_CONTIGUOUS: dict = {}   # (typestr, shape, strides) -> contiguous? (non-None strides only)
-_STRIDES: dict = {}      # (itemsize, shape) -> C strides (arrays that give none)
+_LAYOUTS: dict = {}  # (typestr, shape, readonly[, strides]) -> (signature key item, strides in bytes) or None
 #: what a launch reports when its function belongs to another context than the current one (none
 #: current, another one made current by another library, a destroyed one): the thread's context is asked again
 _CONTEXT_CODES = frozenset({201, 400, 709})
@@ -397,7 +395,7 @@ _CONTEXT_CODES = frozenset({201, 400, 709})
 
 def signature(args):
     """``(key, values)``: the argument signature and the flat parameter values, or ``None`` when
-    an argument is neither a Python scalar nor a ``__cuda_array_interface__`` array."""
+    an argument is neither a Python scalar nor a ``__cuda_array_interface__`` array of a known type."""
     key, values = [], []
     for a in args:
         tp = type(a)
@@ -408,31 +406,36 @@ def signature(args):
         cai = getattr(a, "__cuda_array_interface__", None)
         if cai is None:
             return None
-        shape, strides, typestr, data = cai["shape"], cai.get("strides"), cai["typestr"], cai["data"]
-        if strides is None:
-            itemsize = _ITEMSIZE.get(typestr)
-            if itemsize is None:
-                return None
-            layout = (itemsize, shape if type(shape) is tuple else tuple(shape))
-            strides = _STRIDES.get(layout)
-            if strides is None:
-                strides = _c_strides(shape, itemsize)
-                if len(_STRIDES) < 4096:
-                    _STRIDES[layout] = strides
-            key.append((typestr, len(shape), True, bool(data[1])))
-        else:
-            layout = (typestr, tuple(shape), tuple(strides))
-            contiguous = _CONTIGUOUS.get(layout)
-            if contiguous is None:
-                dtype = TYPESTR.get(typestr)
-                contiguous = dtype is not None and is_contiguous(shape, strides, dtype)
-                if len(_CONTIGUOUS) < 4096:
-                    _CONTIGUOUS[layout] = contiguous
-            key.append((typestr, len(shape), contiguous, bool(data[1])))
+        shape, strides, data = cai["shape"], cai.get("strides"), cai["data"]
+        layout = (cai["typestr"], shape, data[1]) if strides is None else (cai["typestr"], shape, data[1], strides)
+        try:
+            found = _LAYOUTS[layout]
+        except (KeyError, TypeError):  # not seen yet, or a list where a tuple was expected
+            found = _array_layout(*layout)
+        if found is None:
+            return None
+        key.append(found[0])
         values.append(data[0])
         values.extend(shape)
-        values.extend(strides)
+        values.extend(found[1])
     return tuple(key), values
+
+
+def _array_layout(typestr, shape, readonly, strides=None):
+    """The signature key item ``(typestr, ndim, contiguous, readonly)`` and the strides in bytes of an array
+    described by ``__cuda_array_interface__`` (remembered for the next launch); None for an unknown typestr."""
+    dtype = TYPESTR.get(typestr)
+    if dtype is None:
+        return None
+    shape = tuple(shape)
+    if strides is None:
+        found = ((typestr, len(shape), True, bool(readonly)), _c_strides(shape, dtype.itemsize))
+    else:
+        strides = tuple(strides)
+        found = ((typestr, len(shape), is_contiguous(shape, strides, dtype), bool(readonly)), strides)
+    if len(_LAYOUTS) < 4096:
+        _LAYOUTS[(typestr, shape, readonly) if strides is None else (typestr, shape, readonly, strides)] = found
+    return found
 
 
 class Launcher:

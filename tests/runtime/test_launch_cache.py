@@ -286,3 +286,33 @@ def test_several_devices_check_every_launch(monkeypatch):
         launch(d1, 2.0)
     np.testing.assert_array_equal(x0, 8.0 * np.arange(8.0))
     np.testing.assert_array_equal(x1, np.arange(8.0))
+
+
+class Stream:
+    """A stream object of another library (CuPy's spelling: the handle in ``ptr``)."""
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+
+def test_launches_on_stream_objects(fake):
+    """A stream object each launch (a new launch object each time) reaches the driver as its handle, without a
+    context query per launch, and is not kept alive by the kernel."""
+    import gc
+    import weakref
+
+    x = np.arange(8.0)
+    first = Stream(42)
+    for _ in range(2):
+        scale[1, 32, first](DeviceArray(x), 2.0)
+    asked = fake.queries
+    for _ in range(3):
+        scale[1, 32, Stream(42)](DeviceArray(x), 2.0)
+    scale[1, 32, Stream(43)](DeviceArray(x), 0.5)
+    assert [c[3] for c in fake.calls if c[0] == "launch"] == [42] * 5 + [43]
+    np.testing.assert_array_equal(x, 16.0 * np.arange(8.0))
+    assert fake.queries == asked + 1  # the new handle's first launch only
+    gone = weakref.ref(first)
+    del first
+    gc.collect()
+    assert gone() is None

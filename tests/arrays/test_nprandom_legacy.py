@@ -8,6 +8,8 @@ user's line when compiling.
 """
 
 import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -303,3 +305,38 @@ def test_draws_are_constants_of_the_derivative():
     np.testing.assert_allclose(gradient(noisy_energy, x), fd, rtol=1e-6)
     np.testing.assert_allclose(autodiff(Forward, noisy_energy, Duplicated(x, np.eye(3)[1]))[0], fd[1], rtol=1e-6)
     assert np.all(np.abs(fd) > 0.1)  # no derivative is zero here: a silent zero would fail
+
+
+def keywords(rs, seed):
+    rs.seed(seed=seed)
+    return (rs.uniform(low=1.0, high=2.0), rs.normal(scale=3.0), rs.randint(low=2, high=5),
+            rs.randint(3, size=(2,)), rs.exponential(scale=0.5, size=2), rs.choice(a=5, size=3, replace=False),
+            rs.random_sample(size=2), rs.permutation(x=4), rs.standard_normal(size=(1, 2)))
+
+
+@jit
+def compiled_keywords(seed):
+    return keywords(np.random, seed)
+
+
+def test_keyword_arguments_as_numpy_names_them():
+    got, want = compiled_keywords(21), keywords(np.random.RandomState(21), 21)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-14)
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+
+
+def test_a_cached_function_draws_numpys_numbers_in_a_fresh_process(tmp_path):
+    """The state is found by name when the code comes from the disk cache in another process."""
+    script = tmp_path / "draw.py"
+    script.write_text("import numpy as np\nfrom gpucompiler import jit\n\n@jit(cache=True)\ndef f(s):\n"
+                      "    np.random.seed(s)\n    return np.random.random(3), np.random.default_rng(s).random()\n\n"
+                      "@jit(cache=True)\ndef g(s):\n    np.random.seed(s)\n    return np.random.randint(1000)\n\n"
+                      "a, b = f(17)\nr = np.random.RandomState(17).random(3)\n"
+                      "assert (a == r).all() and b == np.random.default_rng(17).random(), (a, r)\n"
+                      "assert g(3) == np.random.RandomState(3).randint(1000)\nprint('ok')\n")
+    env = {**os.environ, "GPUC_CACHE_DIR": str(tmp_path / "cache")}
+    for _ in range(2):  # compiled, then loaded from the disk
+        out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    assert list((tmp_path / "cache").rglob("*"))

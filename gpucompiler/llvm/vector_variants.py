@@ -112,8 +112,8 @@ _KEPT = re.compile(r'^@llvm\.compiler\.used = appending global \[\d+ x ptr\] \[(
 
 
 def release(text: str, named: Callable[[str], bool]) -> str | None:
-    """``text`` with the functions ``named`` accepts out of ``@llvm.compiler.used`` (the vectorizer has run: the
-    versions no call uses may go, and no loader meets the list), None when none is in it."""
+    """``text`` with the functions ``named`` accepts out of ``@llvm.compiler.used``, and their declarations no
+    call uses dropped (the vectorizer has run; no loader meets the list), None when none is in it."""
     kept = _KEPT.search(text)
     if kept is None:
         return None
@@ -123,7 +123,11 @@ def release(text: str, named: Callable[[str], bool]) -> str | None:
         return None
     line = (f'@llvm.compiler.used = appending global [{len(rest)} x ptr] [{", ".join(rest)}], '
             'section "llvm.metadata"\n') if rest else ""
-    return text[:kept.start()] + line + text[kept.end():]
+    text = text[:kept.start()] + line + text[kept.end():]
+    unused = {r.removeprefix("ptr @") for r in refs if r not in rest}
+    unused = {n for n in unused if text.count(f"@{n}(") == 1}  # its declaration alone
+    return re.sub(r"^declare [^\n]*?@([-\w.$]+)\([^\n]*\n", lambda m: "" if m.group(1) in unused else m.group(0),
+                  text, flags=re.M)
 
 
 __all__ = ["ATTRIBUTE", "VectorVariant", "declarations", "name_variants", "release"]

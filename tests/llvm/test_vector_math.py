@@ -282,4 +282,12 @@ attributes #1 = { nounwind }
     released = release(kept, libmvec.is_variant)
     assert released is not None and "@llvm.compiler.used" not in released
     assert release(released, libmvec.is_variant) is None
+    wide = VectorVariant("llvm.sin.f64", "_ZGVeN8v_sin", 8, 1, "double")  # named, never called
+    out, named = name_variants(text, {"llvm.sin.f64": (sin, wide)})
+    ref = parse_ir(out)
+    ref.link_in(parse_ir(declarations(named)))
+    released = release(str(ref), libmvec.is_variant)
+    assert released is not None and "declare <4 x double> @_ZGVdN4v_sin" in released
+    assert "@_ZGVeN8v_sin(" not in released
+    parse_ir(released)
     assert name_variants(text, {}) == (text, [])

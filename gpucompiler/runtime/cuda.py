@@ -58,6 +58,7 @@ lost then.
 from __future__ import annotations
 
 import ctypes
+import functools
 import re
 import struct
 import threading
@@ -501,7 +502,8 @@ class BoundLaunch:
     asked again and the launch goes through :func:`fast_launch`.
     """
 
-    __slots__ = ("kernel", "grid", "block", "hstream", "dims", "stream", "launcher")
+    __slots__ = ("kernel", "grid", "block", "hstream", "dims", "stream", "launcher", "ctx", "key", "state",
+                 "thread", "lock", "pack", "go")
 
     def __init__(self, kernel, grid, block, hstream: int):
         self.kernel, self.grid, self.block, self.hstream = kernel, grid, block, hstream
@@ -509,23 +511,36 @@ class BoundLaunch:
         d = initialised()
         #: the stream as the driver's binding takes it (cuda-bindings: a CUstream, converted once here)
         self.stream = getattr(d, "CUstream", int)(hstream)
-        self.launcher: Launcher | None = None
+        self.keep(None)
+
+    def keep(self, launcher: Launcher | None) -> None:
+        """Reuse ``launcher`` (None: none) while its signature and context hold: what a launch through it
+        passes to the driver, all but the parameters' values, is bound here."""
+        self.launcher = launcher
+        if launcher is None:
+            self.ctx, self.key, self.state, self.thread = -1, None, None, None  # never the thread's context
+            return
+        self.ctx, self.key, self.state, self.thread, self.lock = (launcher.ctx, launcher.key, launcher.state,
+                                                                  launcher.thread, launcher.lock)
+        self.pack = functools.partial(launcher.packer.pack_into, launcher.buffer, 0)
+        self.go = functools.partial(launcher.launch_kernel, launcher.fn, *self.dims, self.stream,
+                                    launcher.params_address, 0)
 
     def __call__(self, args) -> None:
-        launcher = self.launcher
-        if launcher is not None and launcher.thread.ctx == launcher.ctx \
-                and launcher.state is _state and chosen_device() is None:
+        if self.thread is not None and self.thread.ctx == self.ctx and self.state is _state \
+                and chosen_device() is None:
             sig = signature(args)
-            if sig is not None and sig[0] == launcher.key:
-                if launcher.lock.acquire(False):  # as Launcher.__call__, without its call
+            if sig is not None and sig[0] == self.key:
+                launcher = self.launcher
+                assert launcher is not None
+                if self.lock.acquire(False):  # as Launcher.__call__, with its calls bound
                     try:
-                        launcher.packer.pack_into(launcher.buffer, 0, *sig[1])
-                        err = launcher.launch_kernel(launcher.fn, *self.dims, self.stream, launcher.params_address,
-                                                     0)[0]
+                        self.pack(*sig[1])
+                        err = self.go()[0]
                     except struct.error:  # a scalar out of its type's range: the slow path names the problem
                         err = None
                     finally:
-                        launcher.lock.release()
+                        self.lock.release()
                     if err is None:
                         return slow_launch(self.kernel, self.grid, self.block, self.hstream, args)
                     if err:
@@ -534,7 +549,7 @@ class BoundLaunch:
                         return None
                     else:
                         return raise_if_exhausted(launcher.heap[0], self.hstream, launcher.heap[1])
-                else:
+                else:  # another thread is launching through it: Launcher.__call__'s private buffers
                     try:
                         err = launcher(self.dims, self.stream, self.hstream, sig[1])
                     except struct.error:
@@ -543,7 +558,7 @@ class BoundLaunch:
                         return None
                 if err not in _CONTEXT_CODES:  # else another context is current: fast_launch asks
                     check((err,), "cuLaunchKernel")
-        self.launcher = fast_launch(self.kernel, self.grid, self.block, self.hstream, args)
+        self.keep(fast_launch(self.kernel, self.grid, self.block, self.hstream, args))
         return None
 
 

@@ -243,6 +243,12 @@ def discovered() -> dict[str, Any]:
     return dict(sorted((n, p) for n, p in _load().list_name_plugin() if p is not None))
 
 
+def failed() -> dict[str, PluginError]:
+    """The installed plugins whose entry points fail to load, by name, sorted, each with its error
+    (``PluginError`` at stage ``discovery``: the plugin's name, the entry point and the import error)."""
+    return dict(sorted(_load().broken.items()))
+
+
 def entry_point(name: str) -> Any:
     """The installed entry point (``importlib.metadata.EntryPoint``) named ``name``, None if none; read
     from the distributions' metadata once per registry, loading no plugin (cache keys: no imports)."""
@@ -317,4 +323,4 @@ def constrained(ranked: list[BoundCallback], point: str) -> list[BoundCallback]:
 
 
 __all__ = ["ENTRY_POINT_GROUP", "EVENTS", "HOOK_ARGS", "BoundCallback", "Callback", "Plugin", "builtin", "callback",
-           "call_hook", "callbacks", "constrained", "declared_callbacks", "discovered", "enabled", "entry_point", "hook", "listener", "loaded", "loaded_from_entry_point", "plugin_location", "register", "unregister"]
+           "call_hook", "callbacks", "constrained", "declared_callbacks", "discovered", "enabled", "entry_point", "failed", "hook", "listener", "loaded", "loaded_from_entry_point", "plugin_location", "register", "unregister"]

@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 
 import llvmlite
 
 from .. import plugin
-from ..errors import GPUCompilerError
+from ..errors import GPUCompilerError, PluginError
 from ..version import __version__
 from . import cache_cmd, compile_ir, plugins_cmd, serve
 from .compile_ir import EMIT_CHOICES, compile_text, read_ir, write_artifact
@@ -24,15 +25,20 @@ SUBCOMMANDS = (compile_ir, plugins_cmd, cache_cmd, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``gpuc``: the built-in subcommands, then those of every installed plugin."""
+    """The parser of ``gpuc``: the built-in subcommands, then those of every installed plugin (one that fails
+    to load, or whose ``add_commands`` fails, is left out with a RuntimeWarning naming it)."""
     parser = argparse.ArgumentParser(prog="gpuc", description="gpucompiler command line")
     parser.add_argument("--version", action="version",
                         version=f"gpuc {__version__} (llvmlite {llvmlite.__version__}, Python {sys.version.split()[0]})")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in SUBCOMMANDS:
         module.add_parser(sub)
-    for p in plugin.discovered().values():
-        plugin.hook(p, "add_commands")(sub)
+    for name, p in plugin.discovered().items():
+        try:
+            plugin.hook(p, "add_commands")(sub)
+        except Exception as exc:  # one plugin's bug leaves the other commands usable
+            error = PluginError(name, "add_commands", "add_commands", exc, at=plugin.plugin_location(exc, p))
+            warnings.warn(f"{error}; its subcommands are left out", RuntimeWarning, stacklevel=2)
     return parser
 
 

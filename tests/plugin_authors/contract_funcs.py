@@ -21,6 +21,10 @@ def dg(x):
     return autodiff(Reverse, g, Active(x))[0]
 
 
+def fg(x):
+    return autodiff(Forward, g, Duplicated(x, 1.0))[0]
+
+
 def k_dg(x, out):
     i = gd.grid(1)
     if i < out.shape[0]:

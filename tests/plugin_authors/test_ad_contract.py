@@ -35,9 +35,11 @@ class Constant(gp.Plugin):
 def test_an_inactive_function_contributes_no_derivative(register, opt):
     register(Constant)
     marked = jit(C.dg, plugins=("enzyme", "constant_noise"), opt_level=opt)
+    forward = jit(C.fg, plugins=("enzyme", "constant_noise"), opt_level=opt)
     plain = jit(C.dg, plugins=("enzyme",), opt_level=opt)
     for x in (0.3, -1.2, 2.0):
         assert marked(x) == pytest.approx(math.sin(x) + 2 * x, rel=1e-14)  # d/dx treats noise(x) as constant
+        assert forward(x) == pytest.approx(math.sin(x) + 2 * x, rel=1e-14)
         assert plain(x) == pytest.approx(math.sin(x) + x * math.cos(x) + 2 * x, rel=1e-14)
     names = set(parse(marked.inspect_llvm(T.float64)).functions)
     assert not [n for n in names if n.startswith("gpuc.inactive.")]  # its name is back after AD

@@ -4,12 +4,12 @@
   memory adds its adjoint with ``atomicrmw fadd`` (threads of a kernel may
   read the same element, so their adjoints collide), except for memory the
   function allocated itself (``alloca``), which is private to the thread.
-* ``with options(warp_aggregate=target.warp_intrinsics())`` (PTX): such an atomic first checks
+* ``with options(warp_aggregate=target.warp_intrinsics())`` (PTX, AMD): such an atomic first checks
   whether the whole warp is active and adds to one address (a parameter every
   thread reads, ``w[j]`` at a loop index ``j`` shared by the warp); then the
   adjoints are summed with butterfly shuffles (the target's intrinsics) and one lane adds the sum,
   so a warp's width times fewer atomics contend for the address. Otherwise each lane
-  adds its own.
+  adds its own. A record with ``target_sum`` (SPIR-V) marks the adjoint instead, and the target sums.
 * ``atomicrmw fadd/fsub`` into shadowed memory (``atomic_add(out, 0, v)`` of a
   reduction) whose old value is unused: the forward sweep keeps it, the
   reverse reads the adjoint of the element with a plain load (an atomic add
@@ -103,7 +103,9 @@ def add_to_shadow(r, sp, d) -> None:
     """``atomicrmw fadd sp, d`` at ``r.b``: once per warp with the warp's sum when warp aggregation is on
     and every lane adds to ``sp`` (``r.b`` then ends in a new block)."""
     warp = r.engine.options.warp_aggregate
-    if warp is not None and d.type in _BITS:
+    if warp is not None and warp.target_sum and d.type in _BITS:  # the target sums in its finish
+        atomic_fadd(r.b, sp, r.call(f"{warp.target_sum}.f{_BITS[d.type]}", d.type, [d]))
+    elif warp is not None and d.type in _BITS:
         _warp_aggregated_add(r, warp, sp, d)
     else:
         atomic_fadd(r.b, sp, d)

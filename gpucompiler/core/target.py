@@ -38,20 +38,24 @@ TARGET_CLASSES: dict[str, type[Target]] = {}
 @attrs.frozen
 class WarpIntrinsics:
     """A target's warp-level intrinsics, by name, in the shapes of ``shfl.sync``-style collectives over a
-    warp of :attr:`width` lanes (the mask ``-1`` names every lane)."""
+    warp of :attr:`width` lanes (the mask ``-1`` names every lane), or a target's own :attr:`target_sum`."""
 
-    active_mask: str
+    active_mask: str = ""
     """``i32 ()``: the mask of the lanes executing this instruction"""
-    vote_all: str
+    vote_all: str = ""
     """``i1 (i32 mask, i1 p)``: whether ``p`` holds on every lane of ``mask``"""
-    shuffle_index: str
+    shuffle_index: str = ""
     """``i32 (i32 mask, i32 v, i32 lane, i32 clamp)``: ``v`` of lane ``lane``"""
-    shuffle_xor: str
+    shuffle_xor: str = ""
     """``i32 (i32 mask, i32 v, i32 bits, i32 clamp)``: ``v`` of lane ``laneid ^ bits`` (a butterfly)"""
-    lane_id: str
+    lane_id: str = ""
     """``i32 ()``: this lane's index in its warp"""
     width: int = 32
-    """lanes in a warp"""
+    """lanes in a warp (a wavefront: 64 on AMD's CDNA)"""
+    target_sum: str = ""
+    """instead of the above, for a target whose addresses exist only after its ``finish`` (Vulkan's logical
+    pointers): ``T (T v)`` (``.f32``/``.f64`` appended), through which the engine passes each such adjoint
+    into a plain atomic add; the target's ``finish`` then sums the lanes that add to one address"""
 
 
 class Target:

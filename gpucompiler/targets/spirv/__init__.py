@@ -20,7 +20,7 @@ import llvmlite.binding as llvm
 from ...contain import contained
 from ...errors import ConfigError, ErrorKind
 from ...llvm import initialize
-from ...core import Rules, Target
+from ...core import Rules, Target, WarpIntrinsics
 from ..native import cached_target_machine, emit_with
 from ...core.facts import ModuleFacts
 from ...core.mathfns import math_function
@@ -29,6 +29,7 @@ from .libm64 import IMPLEMENTED
 from .lower import MATH_F64, lower_shader
 from ..ptx import entry_name
 from .rules import BARRIER, INDEX_READS, KERNEL_RULES_SPIRV, MATH_RULES_SPIRV, NAME
+from .warp import SUM, aggregate_adds
 from .tools import SpirvValidationError, no_contraction, order_barriers, place_merges, validate_binary
 
 TRIPLE = "spirv1.6-unknown-vulkan1.3-compute"
@@ -70,6 +71,10 @@ class SPIRVTarget(Target):
         return cls(workgroup=tuple(int(p) for p in parts))
 
     workgroup: tuple[int, int, int] = attrs.field(default=(64, 1, 1), converter=_workgroup)
+    subgroups: bool = True
+    """whether the device runs subgroup votes and arithmetic in compute shaders (Vulkan 1.1's
+    ``subgroupSupportedOperations``; every desktop driver and lavapipe): gradients then sum a subgroup's
+    adjoints of one address before one atomic add (:mod:`.warp`); False: an atomic add per lane"""
 
     def for_inference(self) -> SPIRVTarget:
         return SPIRVTarget()
@@ -78,6 +83,11 @@ class SPIRVTarget(Target):
         """float64 math in the kernel language (:mod:`.libm64`) and the kernel language on Vulkan
         (indices, barriers, shared memory, shuffles)."""
         return (MATH_RULES_SPIRV, KERNEL_RULES_SPIRV)
+
+    def warp_intrinsics(self) -> WarpIntrinsics | None:
+        """The subgroup's sum of the adjoints that go to one buffer element, made in :meth:`finish` once
+        the element is known (:mod:`.warp`); None without ``subgroups``."""
+        return WarpIntrinsics(target_sum=SUM) if self.subgroups else None
 
     def inactive_intrinsic(self, name: str) -> bool:
         """Thread, workgroup and lane index reads, and the workgroup size."""
@@ -116,6 +126,7 @@ class SPIRVTarget(Target):
             raise ConfigError("the SPIR-V target compiles kernels (@kernel): Vulkan runs compute shaders, "
                               "which take no arguments and return nothing")
         lower_shader(job, module, self)
+        aggregate_adds(module.model)
 
     def validate(self, job, module, facts: ModuleFacts) -> list[tuple[str, str]]:
         """UNKNOWN_FUNCTION (libm calls, float64 functions Vulkan lacks), RECURSION, DYNAMIC_ALLOCATION."""

@@ -8,6 +8,15 @@ writes (function arguments and globals when every store of the function goes
 to its own allocations; combined mode only, where nothing can run between the
 sweeps). Operands are fetched recursively the same way, so a loop's reverse
 typically needs only its induction variable from the tape.
+
+On a device, a loop whose trip count is not a constant keeps its tape in
+memory (the arena, the heap), where a slot costs a store and a load per
+iteration and thread. There a division or any math call (``exp``, ``sqrt``...)
+is recomputed too when everything it depends on is rebuilt without the tape
+(the loop counter, values from before the loop, memory the function never
+writes): a loop over a neighbour list then keeps nothing on its tape. A value
+that needs a taped one (a Newton step's quotient of loop-carried values) is
+still taped: recomputing it would add work and save no memory traffic.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from gpucompiler.llvm import Argument, GlobalVariable, Instruction
 
 from .analysis import callee_name
 from .host import ReverseState
+from .loops import static_trip_count
 from .typeinfo import locate
 
 #: opcodes recomputed from their operands
@@ -25,8 +35,13 @@ PURE = frozenset("getelementptr addrspacecast add sub mul shl lshr ashr and or x
 #: math calls cheap enough to run again rather than tape (a square root or an fma chain is not:
 #: recomputed every reverse iteration, they made n-body and polynomial gradients slower)
 CHEAP_MATH = frozenset("fabs copysign floor ceil trunc round maxnum minnum".split())
-#: longest chain of recomputed instructions behind one value
-MAX_DEPTH = 10
+#: recomputed, besides the above, in a loop whose tape is in memory on a device (see the module docstring)
+COSTLY = frozenset(("fdiv", "frem"))
+#: longest chain of recomputed instructions behind one value (an element read through an index read from
+#: another array is about a dozen deep: comparison, select, add, shift and address of each access)
+MAX_DEPTH = 32
+#: :meth:`Recompute._chain` of a value the reverse sweep cannot rebuild without the tape
+_TAPED = MAX_DEPTH + 1
 #: calls that write no memory of the caller
 _NO_WRITE = frozenset(("math", "ignored", "passthrough", "inactive", "alloc", "calloc", "barrier"))
 
@@ -71,6 +86,12 @@ class Recompute(ReverseState):
         return self._reads_only
 
     def _recomputable(self, v) -> bool:
+        if self._cheap(v):
+            return True
+        return self._costly(v) and self._chain(v) <= MAX_DEPTH - self._depth
+
+    def _cheap(self, v) -> bool:
+        """Whether ``v`` is rebuilt rather than taped wherever the reverse sweep needs it."""
         op = v.opcode
         if op in PURE:
             return True
@@ -84,12 +105,44 @@ class Recompute(ReverseState):
             return isinstance(base, (Argument, GlobalVariable))
         return False
 
-    def _rebuild(self, key, v, operands):
-        if self._depth >= MAX_DEPTH:
-            return None
+    def _costly(self, v) -> bool:
+        """Whether ``v`` is a division or a math call of the innermost counted loop around the current
+        reverse block, a loop whose tape is in memory on a device."""
+        if v.opcode == "call":
+            from .calls import classify
+
+            if classify(v) != "math" or any(a.type.is_pointer for a in v.args):
+                return False  # (frexp writes its exponent: not run twice)
+        elif v.opcode not in COSTLY:
+            return False
+        lp = self._counted(self.cur)
+        if not self.engine.options.device_tape or lp is None or self._counted(v.parent) is not lp:
+            return False
+        return lp.trip is None or static_trip_count(lp.trip) is None
+
+    def _chain(self, v) -> int:
+        """The longest chain of instructions the reverse of the current block rebuilds for ``v`` (costly
+        ones included), or :data:`_TAPED` when that needs a value of its loop from the tape."""
+        lp = self._counted(self.cur)
+        if not isinstance(v, Instruction) or lp is None or v.parent not in lp.blocks or self._iv_here(v):
+            return 0  # from before the loop (read once per execution of it), or rebuilt from the counter
+        key = ("chain", self.cur, v)
         hit = self.memo.get(key)
         if hit is not None:
             return hit
+        self.memo[key] = _TAPED  # (SSA cycles go through phis, which are not rebuilt: a guard only)
+        out = _TAPED
+        if self._cheap(v) or self._costly(v):
+            out = min(_TAPED, 1 + max((self._chain(o) for o in v.operands), default=0))
+        self.memo[key] = out
+        return out
+
+    def _rebuild(self, key, v, operands):
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        if self._depth >= MAX_DEPTH:
+            return None
         self._depth += 1
         try:
             ops = [f(o) for f, o in operands]

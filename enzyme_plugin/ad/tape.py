@@ -268,16 +268,23 @@ class LoopTape(ReverseState):
                 Instruction("load", t, ["load ", t, ", ", T.ptr(), " ", 0, ", align 8"], (slot,)))
         return hit
 
-    def _iv(self, v):
-        """An affine induction variable of a counted loop, rebuilt from the reverse counter."""
+    def _iv_here(self, v):
+        """``(loop, iv)`` when ``v`` is an affine induction variable of a counted loop around the current
+        reverse block (:meth:`_iv` rebuilds it from the reverse counter), else None."""
         if v.opcode != "phi":
             return None
         lp = self._counted(v.parent)
         if lp is None or lp.header is not v.parent or self.cur not in lp.blocks:
             return None
         iv = next((iv for iv in lp.ivs if iv[0] is v), None)
-        if iv is None:
+        return None if iv is None else (lp, iv)
+
+    def _iv(self, v):
+        """An affine induction variable of a counted loop, rebuilt from the reverse counter."""
+        found = self._iv_here(v)
+        if found is None:
             return None
+        lp, iv = found
         key = ("iv", self.cur, v)
         hit = self.memo.get(key)
         if hit is not None:

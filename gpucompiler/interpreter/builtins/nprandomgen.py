@@ -9,9 +9,11 @@ ziggurat, its tables made here (:func:`ziggurat_tables`). The generator is a
 record holding its state array (uint64: state high, state low, increment
 high, increment low, whether a 32-bit half is buffered, the half), so
 methods draw from the generator they are called on, not from a shared
-state. Each distribution takes ``(s, zig, a, b)``: the state, the ziggurat
-tables (float64, three rows: the integer bounds, the widths, the heights)
-and two parameters.
+state. The generator runs on the state as a tuple of those six words, read
+from the array once per call (or per array drawn) and written back, so that
+it stays in registers. Each distribution takes ``(t, zig, a, b)``: the
+state, the ziggurat tables (float64, three rows: the integer bounds, the
+widths, the heights) and two parameters, and gives ``(number, state)``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 from ...pristine import math  # as imported (pristine.py: the rules key on its functions)
 
 from ... import types as T
-from ...frontend.intrinsics import check, setitem_unchecked
+from ...frontend.intrinsics import check, getitem_unchecked, setitem_unchecked
 from .npintrinsics import new_array
 from .nprandomimpl import count, unseeded_entropy
 
@@ -109,13 +111,6 @@ def _pair(w, i):
     return w[2 * i] | (w[2 * i + 1] << U64(32))
 
 
-def _add(s, hi, lo):
-    """``s[0:2] += (hi, lo)`` in 128 bits."""
-    low = s[1] + lo
-    s[0] = s[0] + hi + (U64(1) if low < lo else U64(0))
-    s[1] = low
-
-
 def _generator(ent, n):
     """PCG64 seeded by ``SeedSequence(entropy)``, ``entropy`` the ``n`` 32-bit words of ``ent``."""
     pool = _pool(ent, n)
@@ -126,15 +121,15 @@ def _generator(ent, n):
         h = (h * U64(MULT_B)) & U64(M32)
         v = (v * h) & U64(M32)
         w[i] = v ^ (v >> U64(16))
-    s = new_array((6,), U64)
     seq_hi, seq_lo = _pair(w, 2), _pair(w, 3)
-    s[0], s[1] = U64(0), U64(0)
-    s[2] = (seq_hi << U64(1)) | (seq_lo >> U64(63))
-    s[3] = (seq_lo << U64(1)) | U64(1)
-    s[4], s[5] = U64(0), U64(0)
-    step(s)
-    _add(s, _pair(w, 0), _pair(w, 1))
-    step(s)
+    inc_hi = (seq_hi << U64(1)) | (seq_lo >> U64(63))
+    inc_lo = (seq_lo << U64(1)) | U64(1)
+    t = step((U64(0), U64(0), inc_hi, inc_lo, U64(0), U64(0)))
+    init_lo = _pair(w, 1)
+    lo = t[1] + init_lo
+    t = step((t[0] + _pair(w, 0) + (U64(1) if lo < init_lo else U64(0)), lo, inc_hi, inc_lo, U64(0), U64(0)))
+    s = new_array((6,), U64)
+    _store(s, t)
     return Generator(s)
 
 
@@ -155,7 +150,12 @@ def default_rng_unseeded():
     return _generator(ent, 5)
 
 
-# -- PCG64 -----------------------------------------------------------------------------------
+# -- PCG64 on the state as a tuple (in registers: draws touch memory once per call or array) --
+def _store(s, t):
+    for i in range(6):
+        setitem_unchecked(s, i, t[i])
+
+
 def mulhi(a, b):
     """The high 64 bits of the 128-bit product of two uint64."""
     a0, a1 = a & U64(M32), a >> U64(32)
@@ -165,102 +165,101 @@ def mulhi(a, b):
     return a1 * b1 + (p01 >> U64(32)) + (p10 >> U64(32)) + (mid >> U64(32))
 
 
-def step(s):
+def step(t):
     """The LCG's step: ``state = state * multiplier + increment`` (mod 2**128)."""
-    hi, lo = s[0], s[1]
+    hi, lo, inc_hi, inc_lo = t[0], t[1], t[2], t[3]
     mlo = U64(MUL_LO)
-    low = lo * mlo
-    s[0] = mulhi(lo, mlo) + lo * U64(MUL_HI) + hi * mlo
-    s[1] = low
-    _add(s, s[2], s[3])
+    high = mulhi(lo, mlo) + lo * U64(MUL_HI) + hi * mlo
+    low = lo * mlo + inc_lo
+    return (high + inc_hi + (U64(1) if low < inc_lo else U64(0)), low, inc_hi, inc_lo, t[4], t[5])
 
 
-def next64(s):
-    step(s)
-    hi = s[0]
-    x = hi ^ s[1]
-    r = hi >> U64(58)
-    return (x >> r) | (x << ((U64(64) - r) & U64(63)))
+def next64(t):
+    """``(output, state)``: XSL-RR of the stepped state."""
+    t = step(t)
+    x = t[0] ^ t[1]
+    r = t[0] >> U64(58)
+    return (x >> r) | (x << ((U64(64) - r) & U64(63))), t
 
 
-def next32(s):
+def next32(t):
     """The low half of a 64-bit output, its high half kept for the next call."""
-    if s[4] != U64(0):
-        s[4] = U64(0)
-        return s[5]
-    x = next64(s)
-    s[4] = U64(1)
-    s[5] = x >> U64(32)
-    return x & U64(M32)
+    if t[4] != U64(0):
+        return t[5], (t[0], t[1], t[2], t[3], U64(0), t[5])
+    x, t = next64(t)
+    return x & U64(M32), (t[0], t[1], t[2], t[3], U64(1), x >> U64(32))
 
 
-def next_double(s):
-    return U64(next64(s) >> U64(11)) * (1.0 / 9007199254740992.0)
+def next_double(t):
+    x, t = next64(t)
+    return U64(x >> U64(11)) * (1.0 / 9007199254740992.0), t
 
 
-def _lemire32(s, rng):
+def _lemire32(t, rng):
     excl = rng + U64(1)
-    m = next32(s) * excl
+    x, t = next32(t)
+    m = x * excl
     if (m & U64(M32)) < excl:
-        t = (U64(M32) - rng) % excl
-        while (m & U64(M32)) < t:
-            m = next32(s) * excl
-    return m >> U64(32)
+        limit = (U64(M32) - rng) % excl
+        while (m & U64(M32)) < limit:
+            x, t = next32(t)
+            m = x * excl
+    return m >> U64(32), t
 
 
-def _lemire64(s, rng):
+def _lemire64(t, rng):
     excl = rng + U64(1)
-    x = next64(s)
+    x, t = next64(t)
     if x * excl < excl:
-        t = (U64(-1) - rng) % excl
-        while x * excl < t:
-            x = next64(s)
-    return mulhi(x, excl)
+        limit = (U64(-1) - rng) % excl
+        while x * excl < limit:
+            x, t = next64(t)
+    return mulhi(x, excl), t
 
 
-def _bounded(s, low, rng):
+def _bounded(t, low, rng):
     """``low`` plus an integer in ``[0, rng]`` (``rng`` a uint64), as NumPy's Generator draws it."""
-    if rng == U64(0):
-        v = U64(0)
-    elif rng == U64(M32):
-        v = next32(s)
-    elif rng < U64(M32):
-        v = _lemire32(s, rng)
+    v = U64(0)
+    if rng == U64(M32):
+        v, t = next32(t)
+    elif rng != U64(0) and rng < U64(M32):
+        v, t = _lemire32(t, rng)
     elif rng == U64(-1):
-        v = next64(s)
-    else:
-        v = _lemire64(s, rng)
-    return I64(U64(low) + v)
+        v, t = next64(t)
+    elif rng != U64(0):
+        v, t = _lemire64(t, rng)
+    return I64(U64(low) + v), t
 
 
-# -- the distributions -----------------------------------------------------------------------
-def random(s, zig, a, b):
-    return next_double(s)
+# -- the distributions: each ``(number, state)`` of the state, the tables and two parameters --
+def random(t, zig, a, b):
+    return next_double(t)
 
 
-def uniform(s, zig, low, high):
+def uniform(t, zig, low, high):
     width = high - low
     check(math.isfinite(width), "OverflowError", "Range exceeds valid bounds")
-    return low + width * next_double(s)
+    u, t = next_double(t)
+    return low + width * u, t
 
 
-def integers(s, zig, low, high):
+def integers(t, zig, low, high):
     """An int64 in ``[low, high)``."""
     check(low < high, "ValueError", "low >= high")
-    return _bounded(s, low, U64(high) - U64(low) - U64(1))
+    return _bounded(t, low, U64(high) - U64(low) - U64(1))
 
 
-def integers_closed(s, zig, low, high):
+def integers_closed(t, zig, low, high):
     """An int64 in ``[low, high]`` (``endpoint=True``)."""
     check(low <= high, "ValueError", "low > high")
-    return _bounded(s, low, U64(high) - U64(low))
+    return _bounded(t, low, U64(high) - U64(low))
 
 
-def standard_normal(s, zig, a, b):
+def standard_normal(t, zig, a, b):
     """The 256-layer ziggurat: a layer and a sign from one 64-bit word; the base layer's tail
     by Marsaglia's exponential method, the wedges by the density."""
     while True:
-        r = next64(s)
+        r, t = next64(t)
         idx = I64(r & U64(0xFF))
         r = r >> U64(8)
         rabs = I64((r >> U64(1)) & U64(0x000FFFFFFFFFFFFF))
@@ -268,34 +267,52 @@ def standard_normal(s, zig, a, b):
         if (r & U64(1)) != U64(0):
             x = -x
         if rabs < zig[0, idx]:
-            return x
+            return x, t
         if idx == 0:
             while True:
-                xx = -ZIG_RINV * math.log1p(-next_double(s))
-                yy = -math.log1p(-next_double(s))
+                u, t = next_double(t)
+                xx = -ZIG_RINV * math.log1p(-u)
+                u, t = next_double(t)
+                yy = -math.log1p(-u)
                 if yy + yy > xx * xx:
-                    return -(ZIG_R + xx) if (rabs >> 8) & 1 else ZIG_R + xx
-        elif (zig[2, idx - 1] - zig[2, idx]) * next_double(s) + zig[2, idx] < math.exp(-0.5 * x * x):
-            return x
+                    return (-(ZIG_R + xx) if (rabs >> 8) & 1 else ZIG_R + xx), t
+        else:
+            u, t = next_double(t)
+            if (zig[2, idx - 1] - zig[2, idx]) * u + zig[2, idx] < math.exp(-0.5 * x * x):
+                return x, t
 
 
-def normal(s, zig, loc, scale):
+def normal(t, zig, loc, scale):
     check(scale >= 0.0, "ValueError", "scale < 0")
-    return loc + scale * standard_normal(s, zig, 0.0, 0.0)
+    z, t = standard_normal(t, zig, 0.0, 0.0)
+    return loc + scale * z, t
 
 
 def draw(dist, g, zig, a, b):
-    """One number of ``dist`` from the generator ``g``."""
-    return dist(g.state, zig, a, b)
+    """One number of ``dist`` from the generator ``g``. (The state's words are read here, not in a
+    helper: each call that takes the array counts a reference to it, atomically.)"""
+    s = g.state
+    check(s.shape[0] == 6, "ValueError", "a Generator's state holds 6 words")
+    t = (getitem_unchecked(s, 0), getitem_unchecked(s, 1), getitem_unchecked(s, 2), getitem_unchecked(s, 3),
+         getitem_unchecked(s, 4), getitem_unchecked(s, 5))
+    v, t = dist(t, zig, a, b)
+    for i in range(6):
+        setitem_unchecked(s, i, t[i])
+    return v
 
 
 def fill(dist, g, zig, shape, dt, a, b):
     """An array of ``shape`` of numbers of ``dist`` (type ``dt``) from ``g``, drawn in C order."""
     s = g.state
+    check(s.shape[0] == 6, "ValueError", "a Generator's state holds 6 words")
+    t = (getitem_unchecked(s, 0), getitem_unchecked(s, 1), getitem_unchecked(s, 2), getitem_unchecked(s, 3),
+         getitem_unchecked(s, 4), getitem_unchecked(s, 5))
     n = count(shape)
     out = new_array((n,), dt)
     for i in range(n):
-        setitem_unchecked(out, i, dist(s, zig, a, b))
+        v, t = dist(t, zig, a, b)
+        setitem_unchecked(out, i, v)
+    _store(s, t)
     return out.reshape(shape)
 
 

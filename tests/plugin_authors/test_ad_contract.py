@@ -86,6 +86,16 @@ def test_an_installed_plugin_gives_a_function_a_straight_through_rule(installed,
     assert not [n for n in final.globals if n.startswith("__enzyme_register")]
 
 
+@pytest.mark.parametrize("opt", [0, 3])
+def test_the_rule_composes_with_the_other_author_plugins_and_mock_enzyme(installed, opt):
+    everything = ("enzyme", "straight", "divsan", "overlay", "keep_rules", "mock_enzyme")
+    reverse = jit(C.dh, plugins=everything, opt_level=opt)
+    forward = jit(C.m_fh, plugins=everything, opt_level=opt)
+    for x in XS:
+        assert reverse(x) == pytest.approx(C.h_ref(x), rel=1e-14)
+        assert forward(x) == pytest.approx(C.h_ref(x), rel=1e-14)  # through mock_autodiff's nested job
+
+
 def test_without_autodiff_the_plugin_leaves_the_module_alone(installed):
     f = jit(C.h, plugins=("enzyme", "straight"))
     assert f(0.3) == pytest.approx(C.ste_round(0.3) * 0.3 + 0.3, rel=1e-15)

@@ -4,12 +4,14 @@ gets its name back after AD."""
 
 from __future__ import annotations
 
+import ctypes
 import math
 
 import numpy as np
 import pytest
 
 import contract_funcs as C
+import enzyme_plugin
 import gpucompiler.plugin as gp
 from enzyme_plugin.contract import AD_MARKERS, RuleSignatureError, mark_inactive, register_rule
 from gpucompiler import jit, kernel
@@ -17,6 +19,7 @@ from gpucompiler import types as T
 from gpucompiler.errors import PluginError
 from gpucompiler.llvm import Builder, Function, constant, parse
 from gpucompiler.llvm import types as LT
+from gpucompiler.runtime import CPULibrary
 
 
 class Constant(gp.Plugin):
@@ -204,3 +207,102 @@ def test_register_rule_checks_each_rule_against_the_functions_signature():
     other = parse(SIGNATURES)
     with pytest.raises(RuleSignatureError, match="@fwd_ok is not a function of this module"):
         register_rule(m, f, forward=other.functions["fwd_ok"])
+
+
+# a pointer parameter with a shadow (shadowed=): the C interface's IR, the rules written in IR; the rules claim
+# d sq = 3 x dx where AD of sq's body would give 2 x dx, so the result shows which one ran
+POINTER_IR = """
+declare void @__enzyme_autodiff(ptr, ...)
+declare double @__enzyme_fwddiff(ptr, ...)
+@enzyme_dup = global i32 0
+@enzyme_const = global i32 0
+
+define double @sq(ptr %x, i64 %n) noinline {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]
+  %s = phi double [ 0.0, %entry ], [ %s1, %loop ]
+  %p = getelementptr double, ptr %x, i64 %i
+  %v = load double, ptr %p
+  %vv = fmul double %v, %v
+  %s1 = fadd double %s, %vv
+  %i1 = add i64 %i, 1
+  %more = icmp ult i64 %i1, %n
+  br i1 %more, label %loop, label %done
+done:
+  ret double %s1
+}
+
+define internal double @sq.fwd(ptr %x, ptr %dx, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]
+  %s = phi double [ 0.0, %entry ], [ %s1, %loop ]
+  %p = getelementptr double, ptr %x, i64 %i
+  %dp = getelementptr double, ptr %dx, i64 %i
+  %v = load double, ptr %p
+  %dv = load double, ptr %dp
+  %t = fmul double %v, %dv
+  %t3 = fmul double %t, 3.0
+  %s1 = fadd double %s, %t3
+  %i1 = add i64 %i, 1
+  %more = icmp ult i64 %i1, %n
+  br i1 %more, label %loop, label %done
+done:
+  ret double %s1
+}
+
+define internal void @sq.rev(ptr %x, ptr %dx, i64 %n, double %dret) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]
+  %p = getelementptr double, ptr %x, i64 %i
+  %dp = getelementptr double, ptr %dx, i64 %i
+  %v = load double, ptr %p
+  %old = load double, ptr %dp
+  %t = fmul double %v, %dret
+  %t3 = fmul double %t, 3.0
+  %new = fadd double %old, %t3
+  store double %new, ptr %dp
+  %i1 = add i64 %i, 1
+  %more = icmp ult i64 %i1, %n
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}
+
+define double @f(ptr %x, i64 %n) {
+  %s = call double @sq(ptr %x, i64 %n)
+  %y = fmul double %s, 2.0
+  ret double %y
+}
+
+define void @grad(ptr %x, ptr %dx, i64 %n) {
+  %m = load i32, ptr @enzyme_dup
+  %c = load i32, ptr @enzyme_const
+  call void (ptr, ...) @__enzyme_autodiff(ptr @f, i32 %m, ptr %x, ptr %dx, i32 %c, i64 %n)
+  ret void
+}
+define double @tangent(ptr %x, ptr %dx, i64 %n) {
+  %m = load i32, ptr @enzyme_dup
+  %c = load i32, ptr @enzyme_const
+  %t = call double (ptr, ...) @__enzyme_fwddiff(ptr @f, i32 %m, ptr %x, ptr %dx, i32 %c, i64 %n)
+  ret double %t
+}
+"""
+
+
+def test_a_shadowed_pointers_rules_get_its_shadow_forward_and_reverse():
+    m = parse(POINTER_IR)
+    register_rule(m, m.functions["sq"], forward=m.functions["sq.fwd"], reverse=m.functions["sq.rev"], shadowed=[0])
+    lib = CPULibrary.from_ir(enzyme_plugin.differentiate(str(m)))
+    proto = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+    xs = (1.0, -2.0, 3.5)
+    x, dx, t = (ctypes.c_double * 3)(*xs), (ctypes.c_double * 3)(), (ctypes.c_double * 3)(1.0, 0.0, 1.0)
+    lib.function("grad", None, *proto)(ctypes.addressof(x), ctypes.addressof(dx), 3)
+    assert list(dx) == [2.0 * 3.0 * v for v in xs]  # f = 2 sq(x): the rule's 3 x, not the body's 2 x
+    tangent = lib.function("tangent", ctypes.c_double, *proto)(ctypes.addressof(x), ctypes.addressof(t), 3)
+    assert tangent == 2.0 * 3.0 * (xs[0] + xs[2])

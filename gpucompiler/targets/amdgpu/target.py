@@ -16,14 +16,14 @@ from __future__ import annotations
 import attrs
 import llvmlite.binding as llvm
 
-from ...core import Rules, Target
+from ...core import Rules, Target, WarpIntrinsics
 from ...core.facts import ALLOCATION_FUNCTIONS, TAPE_FUNCTIONS, TAPE_METADATA, ModuleFacts
 from ...core.mathfns import math_function
 from ...errors import ConfigError, ErrorKind
 from ...llvm import Builder, Function, InlineAsm, initialize, parse, types as LT
 from ..native import cached_target_machine, emit_with
 from ..ptx import global_array_pointers
-from . import devicelibs, lowering, tools
+from . import devicelibs, lowering, tools, warp
 from .heap import HEAP_IR
 
 TRIPLE = "amdgcn-amd-amdhsa"
@@ -101,6 +101,11 @@ class AMDGPUTarget(Target):
         return {"arch": self.arch, "wavefront_size": self.wavefront_size}
 
     # -- automatic differentiation ------------------------------------------------
+    def warp_intrinsics(self) -> WarpIntrinsics:
+        """The wavefront's ballots, ``ds_bpermute`` and lane id (:mod:`.warp`), over
+        :attr:`wavefront_size` lanes."""
+        return warp.intrinsics(self.wavefront_size)
+
     def inactive_intrinsic(self, name: str) -> bool:
         """Work-item and workgroup ids, the dispatch packet (sizes), the lane id (``mbcnt``)."""
         return name.startswith(_INACTIVE)
@@ -150,6 +155,11 @@ class AMDGPUTarget(Target):
             ref.link_in(llvm.parse_assembly(f'target triple = "{TRIPLE}"\ntarget datalayout = "{ref.data_layout}"\n'
                                             + HEAP_IR))
             linked += ["malloc", "free"]
+        used = [f.name for f in ref.functions if f.name.startswith(warp.PREFIX)]
+        if used:  # the AD engine's warp aggregation
+            ref.link_in(llvm.parse_assembly(f'target triple = "{TRIPLE}"\ntarget datalayout = "{ref.data_layout}"\n'
+                                            + warp.definitions(self.wavefront_size)))
+            linked += used
         for fn in ref.functions:
             if fn.name in linked:
                 fn.linkage = "internal"

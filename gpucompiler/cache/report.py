@@ -93,7 +93,8 @@ class CompileReport:
 
     @property
     def warnings(self) -> tuple[dict[str, Any], ...]:
-        """The warnings the compile emitted (:func:`warning_row`), shown again on every hit."""
+        """The warnings the compile emitted (``category`` as ``module:qualname``, ``message``, ``filename``,
+        ``lineno``), shown again on every hit."""
         rows: list[Any] = _rows(None if self.result is None else self.result.meta.get("warnings"))
         return tuple(r for r in rows if _valid(r))
 
@@ -150,30 +151,36 @@ _RECORDING = threading.RLock()
 
 
 class recorded_warnings:
-    """``with recorded_warnings() as rows:`` the warnings emitted inside, as rows (:func:`warning_row`),
-    each also shown when the block ends (raising or not), as without the recording."""
+    """``with recorded_warnings() as rows:`` the warnings this thread emits inside, as rows of plain fields
+    (``category`` as ``module:qualname``, ``message``, ``filename``, ``lineno``), each shown when the
+    block ends (raising or not), as without the recording.
+    Other threads' warnings are shown as they come, not recorded."""
 
     def __enter__(self) -> list[dict[str, Any]]:
         _RECORDING.acquire()
         self.rows: list[dict[str, Any]] = []
-        self._catch = warnings.catch_warnings(record=True)
-        self._caught = self._catch.__enter__()
+        self._catch = warnings.catch_warnings()
+        self._catch.__enter__()
         warnings.simplefilter("always")  # every one, also those shown before at the same line
+        shown, me = warnings.showwarning, threading.get_ident()
+
+        def record(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                   file: Any = None, line: str | None = None) -> None:
+            if threading.get_ident() != me:
+                shown(message, category, filename, lineno, file, line)
+                return
+            self.rows.append({"category": f"{category.__module__}:{category.__qualname__}",
+                              "message": str(message), "filename": str(filename), "lineno": int(lineno or 0)})
+
+        warnings.showwarning = record  # restored by catch_warnings
         return self.rows
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         try:
             self._catch.__exit__(kind, exc, tb)
-            self.rows.extend(warning_row(w) for w in self._caught or ())
         finally:
             _RECORDING.release()
         replay(self.rows)
-
-
-def warning_row(w: warnings.WarningMessage) -> dict[str, Any]:
-    """A warning as plain fields: ``category`` (``module:qualname``), ``message``, ``filename``, ``lineno``."""
-    return {"category": f"{w.category.__module__}:{w.category.__qualname__}", "message": str(w.message),
-            "filename": str(w.filename), "lineno": int(w.lineno or 0)}
 
 
 def _rows(rows: Any) -> list[Any]:

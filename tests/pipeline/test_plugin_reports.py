@@ -5,6 +5,7 @@ by the plugin on a hit, never its ``str()``), ``@jit`` functions and kernels exp
 from __future__ import annotations
 
 import sys
+import threading
 import warnings
 
 import attrs
@@ -15,7 +16,7 @@ import gpucompiler.cached as cached
 import gpucompiler.plugin as gp
 from gpucompiler import jit, kernel
 from gpucompiler import device as gd
-from gpucompiler.cache.report import replay
+from gpucompiler.cache.report import recorded_warnings, replay
 from gpucompiler.errors import PluginError
 
 
@@ -199,3 +200,17 @@ def test_stored_warnings_are_plain_fields_and_malformed_ones_are_skipped():
         (DeprecationWarning, "old", 3), (SlowPathWarning, "slow", 4), (UserWarning, "unknown", 5),
         (UserWarning, "not a warning class", 6)]
     assert "no_such_module_xyz" not in sys.modules  # a category is looked up, never imported
+
+
+def test_only_the_compiling_threads_warnings_are_recorded():
+    """Another thread's warning during a compile is shown at once and not kept with the compile's entry."""
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        with recorded_warnings() as rows:
+            warnings.warn("from the compile", SlowPathWarning, stacklevel=1)
+            other = threading.Thread(target=lambda: warnings.warn("from elsewhere", RuntimeWarning, stacklevel=1))
+            other.start()
+            other.join()
+            assert [str(w.message) for w in shown] == ["from elsewhere"]  # shown as it came
+    assert [(r["category"], r["message"]) for r in rows] == [(f"{__name__}:SlowPathWarning", "from the compile")]
+    assert [str(w.message) for w in shown] == ["from elsewhere", "from the compile"]  # then the compile's

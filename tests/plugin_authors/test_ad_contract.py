@@ -1,6 +1,8 @@
 """The public contract between another plugin and Enzyme: ``enzyme_plugin.contract.mark_inactive`` makes
 calls of a function inactive for AD (no private name prefix, no hand-rolled rename), and the function
-gets its name back after AD."""
+gets its name back after AD; ``register_rule`` gives a function IR derivative rules (the installed
+``straight`` plugin's straight-through estimators, a test plugin's two-argument rule, a shadowed
+pointer's), and a rule that contradicts the function's signature is a typed error naming the plugin."""
 
 from __future__ import annotations
 

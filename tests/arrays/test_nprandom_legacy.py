@@ -11,13 +11,17 @@ import os
 import subprocess
 import sys
 import threading
+from typing import Any
 
 import numpy as np
 import pytest
 
 from enzyme_plugin import Duplicated, Forward, autodiff, gradient
-from gpucompiler import jit, prange
+from gpucompiler import device as gd
+from gpucompiler import jit, kernel, parse_target, prange
+from gpucompiler import types as T
 from gpucompiler.errors import TypeInferenceError
+from gpucompiler.interpreter.builtins.nprandomgen import Generator
 
 SEEDS = [0, 1, 2, 42, 12345, 2**31, 2**32 - 1] + list(range(100, 130))
 
@@ -340,3 +344,25 @@ def test_a_cached_function_draws_numpys_numbers_in_a_fresh_process(tmp_path):
         out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
     assert list((tmp_path / "cache").rglob("*"))
+
+
+def test_a_gpu_kernel_that_draws_is_a_typed_error_at_its_line():
+    def noise(out):
+        i = gd.grid(1)
+        if i < out.shape[0]:
+            out[i] = np.random.random()
+
+    k: Any = kernel(noise)
+    A = T.ArrayType(T.float64, 1, "C")
+    line = f"{__file__}:{noise.__code__.co_firstlineno + 3}"
+    with pytest.raises(TypeInferenceError, match="kernels on the GPU cannot reach") as info:
+        k.inspect_asm(A, target=parse_target("ptx:sm_80"))
+    assert line in str(info.value)
+    with pytest.raises(TypeInferenceError, match="kernels on the GPU cannot reach"):
+        k[1, 32, "cpu"](np.zeros(8))  # the CPU grid emulation refuses it alike
+
+
+def test_a_generator_whose_state_is_not_pcg64s_is_a_value_error():
+    bad = Generator(np.zeros(2, np.uint64))
+    with pytest.raises(ValueError, match="6 words"):
+        jit(lambda g: g.random())(bad)

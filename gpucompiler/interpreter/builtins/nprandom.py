@@ -242,8 +242,15 @@ def _choice(interp, call: _Call) -> CallResult:
     return _call(interp, call.what, impl, [x, size[0], replace, _dtype(x)])
 
 
+def _on_host(interp, what: str) -> None:
+    if interp.target.is_gpu:
+        raise TypeInferenceError(f"{what}() draws from the host's random state, which kernels on the GPU cannot "
+                                 "reach", hint="draw the numbers on the host and pass them to the kernel")
+
+
 def _legacy(interp, name: str, values: list, kwnames: tuple, first: int) -> CallResult:
     what = f"np.random.{name}"
+    _on_host(interp, what)
     if name in ("rand", "randn"):
         if kwnames:
             raise TypeInferenceError(f"{what}() takes no keyword arguments")
@@ -274,6 +281,7 @@ def _legacy(interp, name: str, values: list, kwnames: tuple, first: int) -> Call
 
 def _generator_method(interp, name: str, values: list, kwnames: tuple, first: int) -> CallResult:
     what = f"Generator.{name}"
+    _on_host(interp, what)
     if name not in _METHODS:
         raise TypeInferenceError(f"{what}() is not supported in compiled code",
                                  hint="compiled code's Generator has random, uniform, integers, normal and "

@@ -15,7 +15,13 @@ Two loop-heavy functions go through the Python frontend and ``@jit``
 and a Newton solve with a data-dependent ``while``, per element of an array,
 the gradient calling ``autodiff`` per element. JAX writes the branch with
 ``where`` and the Newton solve as a fixed number of steps (it cannot
-reverse-differentiate a ``while_loop``).
+reverse-differentiate a ``while_loop``). ``logsumexp.py`` is bench.c's
+log-sum-exp written in Python, differentiated in one ``autodiff`` call: its
+loops call ``math.exp``, which the native target maps onto glibc's SIMD
+libmvec (clang's fixture calls scalar ``exp``, which may set ``errno``).
+
+JAX uses every core unless the process is pinned: ``taskset -c 0 python
+benchmarks/ad_cpu.py`` compares both on one thread (ours is single-threaded).
 
 With ``--both-ways`` the six C functions are also compiled from bench.c by
 clang-19 -O2 with its optimiser off and differentiated at Enzyme's place in
@@ -121,7 +127,7 @@ def time_loops(name: str, x: np.ndarray, min_time: float, repeat: int):
     """Primal and gradient times of a benchmarks/ad_loops.py function (compiled before timing)."""
     import ad_loops
 
-    primal, grad, _ = ad_loops.LOOPS[name]
+    primal, grad, _ = {**ad_loops.LOOPS, **ad_loops.ARRAYS}[name]
     out, dx = np.zeros_like(x), np.zeros_like(x)
     primal(x, out)
     grad(x, dx)
@@ -198,7 +204,7 @@ def jax_functions():
         return jnp.sum(y * y)
 
     fns = dict(dot=dot, polynomial=polynomial, logsumexp=logsumexp, heat=heat, mlp=mlp, nbody=nbody,
-               **{"bmap13.py": bmap, "newton.py": newton})
+               **{"bmap13.py": bmap, "newton.py": newton, "logsumexp.py": logsumexp})
     return jax, {name: (jax.jit(f), jax.jit(jax.grad(f))) for name, f in fns.items()}
 
 
@@ -218,10 +224,17 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
     ap.add_argument("--json", default=DEFAULT_JSON, help=f"where to write results (default {DEFAULT_JSON})")
     ap.add_argument("--no-jax", action="store_true", help="skip JAX even when installed")
+    ap.add_argument("--scalar-math", action="store_true",
+                    help="compile as a process without glibc's libmvec does: scalar libm calls (the 'before')")
     ap.add_argument("--both-ways", action="store_true",
                     help="also time the C functions differentiated inside clang's O2 pipeline (needs clang-19)")
     opts = ap.parse_args(argv)
     min_time, repeat = (0.01, 3) if opts.quick else (0.1, 7)
+    if opts.scalar_math:
+        from gpucompiler.targets import libmvec
+
+        libmvec.loaded = lambda: None  # no vector versions, and a cache key of its own
+        libmvec.variants.cache_clear()
 
     try:
         lib, t_diff = load_ours()
@@ -240,6 +253,7 @@ def main(argv=None) -> int:
 
     rows = []
     loops = {name: (None, *LOOP_N, (-2.0, 2.0)) for name in ("bmap13.py", "newton.py")}
+    loops["logsumexp.py"] = (None, *FUNCTIONS["logsumexp"][1:])
     for name, (prefix, n_full, n_quick, (lo, hi)) in {**FUNCTIONS, **loops}.items():
         n = n_quick if opts.quick else n_full
         x = lo + (hi - lo) * np.random.default_rng(len(name)).random(n)
@@ -269,9 +283,10 @@ def main(argv=None) -> int:
         summary["jax_median_ratio"] = statistics.median(r["jax_ratio"] for r in rows)
         summary["median_grad_speedup_vs_jax"] = statistics.median(r["grad_speedup_vs_jax"] for r in rows)
     print("\n" + "  ".join(f"{k} = {v:.2f}" for k, v in summary.items())
-          + f"  (differentiate bench.O2.ll: {t_diff * 1e3:.0f} ms"
+          + f"  (cores this process may use: {len(os.sched_getaffinity(0))}; differentiate bench.O2.ll: {t_diff * 1e3:.0f} ms"
           + (f"; bench.c in the pipeline: {t_pipe * 1e3:.0f} ms)" if t_pipe is not None else ")"))
-    result = dict(benchmark="ad_cpu", quick=opts.quick, machine=machine(), differentiate_s=t_diff,
+    result = dict(benchmark="ad_cpu", quick=opts.quick, scalar_math=opts.scalar_math, machine=machine(),
+                  differentiate_s=t_diff,
                   rows=rows, **summary)
     if opts.json:
         os.makedirs(os.path.dirname(os.path.abspath(opts.json)), exist_ok=True)
@@ -299,7 +314,8 @@ def machine() -> dict:
     import llvmlite.binding as llvm
 
     info = dict(python=platform.python_version(), platform=platform.platform(), cpus=os.cpu_count(),
-                llvm=".".join(map(str, llvm.llvm_version_info)))
+                threads=len(os.sched_getaffinity(0)), llvm=".".join(map(str, llvm.llvm_version_info)),
+                load_average=os.getloadavg()[0])
     try:
         import jax
 

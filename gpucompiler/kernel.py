@@ -10,7 +10,7 @@
         if i < y.shape[0]:
             y[i] = a * x[i] + y[i]
 
-    saxpy[blocks, 256](2.0, x, y)            # the kernel's target (default: the GPU's), default stream
+    saxpy[blocks, 256](2.0, x, y)            # the kernel's target (default: the GPU's), the arrays' stream
     saxpy[blocks, 256, stream](2.0, x, y)    # a stream of its runtime (CuPy, PyTorch, int handle...)
     saxpy[blocks, 256, target](2.0, x, y)    # another target object (parse_target("ptx:sm_80")...)
     saxpy[blocks, 256, "cpu"](2.0, x, y)     # CPU grid emulation on NumPy arrays
@@ -176,7 +176,7 @@ class Kernel:
         self._deps_current: Callable[[list], bool] = _no_deps  # checks _deps (set with the first ones)
         self._epoch = 0             # counts the times a rebound global made it forget its code
         self._launches: dict = {}   # configuration -> Launch (ints, tuples, None/int/str streams only)
-        self._bound: dict = {}      # (grid, block, stream handle) -> the runtime's launch (stream objects too)
+        self._bound: dict = {}      # (grid, block, stream handle, no stream given) -> the runtime's launch
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args):
@@ -495,10 +495,10 @@ class Launch:
             raise LaunchError(f"{k.py_func.__qualname__}[..., {self.device!r}]: the runtime of "
                               f"{k.target!r} does not choose GPUs by number; launch without a device")
         k._runtime = runtime
-        key = (self.grid, self.block, runtime.stream_handle(self.stream))
+        key = (self.grid, self.block, runtime.stream_handle(self.stream), self.stream is None)
         run = k._bound.get(key)
         if run is None:  # one per stream handle: a launch on a stream object (a new Launch each time) finds it
-            run = bound_launch(runtime, k, *key)
+            run = bound_launch(runtime, k, self.grid, self.block, self.stream)
             if len(k._bound) < 256:
                 k._bound[key] = run
         self._run, self._epoch = run, k._epoch

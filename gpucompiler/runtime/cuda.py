@@ -31,8 +31,13 @@ the one the driver last reported current to this thread; a launch refused
 because another library made another context current since is asked again and
 retried (a refused launch ran nothing), so switching contexts stays correct.
 
-Launches are asynchronous on the given stream (default: the legacy default
-stream, handle 0), like CUDA; synchronise before reading device results.
+Launches are asynchronous on the given stream, like CUDA; synchronise before
+reading device results. Without a stream, a launch goes to the stream its
+arrays' producers name (``__cuda_array_interface__`` version 3's ``stream``:
+CuPy names its current stream), read from the arrays rather than asked of the
+driver; arrays naming different streams make the launch wait for the others;
+none named: the legacy default stream (handle 0). A stream given is the
+launch's: the caller orders it after the arrays' producers.
 
 Device heap: a kernel whose PTX calls ``malloc`` (the AD tape of a loop whose
 trip count is known only at run time) allocates from the context's device
@@ -395,9 +400,11 @@ _CONTEXT_CODES = frozenset({201, 400, 709})
 
 
 def signature(args):
-    """``(key, values)``: the argument signature and the flat parameter values, or ``None`` when
-    an argument is neither a Python scalar nor a ``__cuda_array_interface__`` array of a known type."""
-    key, values = [], []
+    """``(key, values, stream)``: the argument signature, the flat parameter values and the stream the
+    arrays' producers name (``__cuda_array_interface__``'s ``stream``, as given; None when none names one),
+    or ``None`` when an argument is neither a Python scalar nor a ``__cuda_array_interface__`` array of a
+    known type, or when two arrays name different streams."""
+    key, values, stream = [], [], None
     for a in args:
         tp = type(a)
         if tp is float or tp is int or tp is bool:
@@ -415,11 +422,38 @@ def signature(args):
             found = _array_layout(*layout)
         if found is None:
             return None
+        named = cai.get("stream")
+        if named is not None:
+            if stream is None:
+                stream = named
+            elif named != stream:
+                return None
         key.append(found[0])
         values.append(data[0])
         values.extend(shape)
         values.extend(found[1])
-    return tuple(key), values
+    return tuple(key), values, stream
+
+
+def producer_streams(args) -> list[int]:
+    """The stream handles the array arguments' producers name (``__cuda_array_interface__`` version 3:
+    1 is the legacy default stream, handle 0 here; 2 the per-thread default stream), each once, in order."""
+    found = []
+    for a in args:
+        cai = getattr(a, "__cuda_array_interface__", None)
+        named = cai.get("stream") if isinstance(cai, dict) else None
+        if named is not None and producer_handle(named) not in found:
+            found.append(producer_handle(named))
+    return found
+
+
+def producer_handle(named) -> int:
+    """The stream handle of ``__cuda_array_interface__``'s ``stream`` (not None): 1 is the legacy default
+    stream (handle 0), 2 the per-thread default stream, another int a stream's handle."""
+    if type(named) is not int or named < 0:
+        raise LaunchError(f"an array's __cuda_array_interface__ names stream {named!r}: a stream there is None "
+                          "or an int handle (1: the legacy default stream, 2: the per-thread one)")
+    return 0 if named == 1 else named
 
 
 def _array_layout(typestr, shape, readonly, strides=None):
@@ -494,6 +528,10 @@ class BoundLaunch:
     """The launch of one kernel on one grid, block and stream (``k[grid, block, stream]``), called with
     the arguments.
 
+    Without a stream given, a launch goes to the stream the array arguments' producers name in their
+    ``__cuda_array_interface__`` (CuPy names its current stream), the legacy default stream when none
+    does; when arrays name different streams, the others are waited for before the launch.
+
     It keeps the launcher of its last launch: while the arguments have the same signature, no device
     was chosen, the process sees one device and the thread's context is the one the launcher was made
     in (as last asked of the driver by this thread), a launch is one signature, one ``pack_into`` and
@@ -502,15 +540,19 @@ class BoundLaunch:
     asked again and the launch goes through :func:`fast_launch`.
     """
 
-    __slots__ = ("kernel", "grid", "block", "hstream", "dims", "stream", "launcher", "ctx", "key", "state",
-                 "thread", "lock", "pack", "go")
+    __slots__ = ("kernel", "grid", "block", "hstream", "follow", "dims", "stream", "streams", "launcher", "ctx",
+                 "key", "state", "thread", "lock", "pack", "go")
 
-    def __init__(self, kernel, grid, block, hstream: int):
-        self.kernel, self.grid, self.block, self.hstream = kernel, grid, block, hstream
+    def __init__(self, kernel, grid, block, stream):
+        self.kernel, self.grid, self.block = kernel, grid, block
+        self.hstream = stream_handle(stream)
+        #: no stream given: the producers' stream
+        self.follow = stream is None
         self.dims = (*grid, *block, 0)
         d = initialised()
         #: the stream as the driver's binding takes it (cuda-bindings: a CUstream, converted once here)
-        self.stream = getattr(d, "CUstream", int)(hstream)
+        self.streams = getattr(d, "CUstream", int)
+        self.stream = self.streams(self.hstream)
         self.keep(None)
 
     def keep(self, launcher: Launcher | None) -> None:
@@ -533,8 +575,9 @@ class BoundLaunch:
             if sig is not None and sig[0] == self.key:
                 launcher = self.launcher
                 assert launcher is not None
-                if self.lock.acquire(False):  # as Launcher.__call__, with its calls bound
-                    try:
+                named = sig[2]
+                if (named is None or named == 1 or not self.follow) and self.lock.acquire(False):
+                    try:  # as Launcher.__call__, with its calls bound
                         self.pack(*sig[1])
                         err = self.go()[0]
                     except struct.error:  # a scalar out of its type's range: the slow path names the problem
@@ -549,16 +592,23 @@ class BoundLaunch:
                         return None
                     else:
                         return raise_if_exhausted(launcher.heap[0], self.hstream, launcher.heap[1])
-                else:  # another thread is launching through it: Launcher.__call__'s private buffers
+                else:  # a producer's stream, or another thread launching through it: Launcher.__call__
+                    hstream = self.hstream if named is None or not self.follow else producer_handle(named)
                     try:
-                        err = launcher(self.dims, self.stream, self.hstream, sig[1])
+                        err = launcher(self.dims, self.streams(hstream), hstream, sig[1])
                     except struct.error:
-                        return slow_launch(self.kernel, self.grid, self.block, self.hstream, args)
+                        return slow_launch(self.kernel, self.grid, self.block, hstream, args)
                     if not err:
                         return None
                 if err not in _CONTEXT_CODES:  # else another context is current: fast_launch asks
                     check((err,), "cuLaunchKernel")
-        self.keep(fast_launch(self.kernel, self.grid, self.block, self.hstream, args))
+        hstream = self.hstream
+        if self.follow:
+            streams = producer_streams(args)
+            for other in streams[1:]:  # arrays of several streams: the launch waits for the others
+                check(initialised().cuStreamSynchronize(other), "cuStreamSynchronize")
+            hstream = streams[0] if streams else self.hstream
+        self.keep(fast_launch(self.kernel, self.grid, self.block, hstream, args))
         return None
 
 
@@ -582,7 +632,7 @@ def fast_launch(kernel, grid, block, hstream: int, args) -> Launcher | None:
     if sig is None:
         slow_launch(kernel, grid, block, hstream, args)
         return None
-    key, values = sig
+    key, values, _ = sig
     state = _state
     single = state.get("devices") == 1
     if not single:  # several devices (or not asked yet): arrays on the launch's device
@@ -671,9 +721,9 @@ class CudaRuntime:
     def launch(self, kernel, grid, block, hstream: int, args) -> None:
         fast_launch(kernel, grid, block, hstream, args)
 
-    def bind(self, kernel, grid, block, hstream: int) -> BoundLaunch:
-        """The launch of ``kernel`` on ``grid``, ``block`` and stream ``hstream``, called with the arguments."""
-        return BoundLaunch(kernel, grid, block, hstream)
+    def bind(self, kernel, grid, block, stream) -> BoundLaunch:
+        """The launch of ``kernel`` on ``grid``, ``block`` and ``stream`` (as given), called with the arguments."""
+        return BoundLaunch(kernel, grid, block, stream)
 
     def forget(self, kernel) -> None:
         forget(kernel)

@@ -43,18 +43,20 @@ class BindingRuntime(Runtime, Protocol):
     """A runtime that prepares the launch of one configuration once (the CUDA runtime does)."""
 
     def bind(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
-             hstream: int) -> Callable[[tuple[Any, ...]], None]:
-        """``launch(args)``: :meth:`Runtime.launch` of this configuration, what depends only on it done here."""
+             stream: Any) -> Callable[[tuple[Any, ...]], None]:
+        """``launch(args)``: :meth:`Runtime.launch` of this configuration (``stream`` as given at launch, None
+        when none was), what depends only on it done here; it keeps no reference to ``stream``."""
         ...
 
 
 def bound_launch(runtime: Runtime, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
-                 hstream: int) -> Callable[[tuple[Any, ...]], None]:
-    """``launch(args)`` of ``kernel`` on ``grid``, ``block`` and stream ``hstream`` through ``runtime``: its
-    own (:class:`BindingRuntime`), else its :meth:`~Runtime.launch` with the configuration bound."""
+                 stream: Any) -> Callable[[tuple[Any, ...]], None]:
+    """``launch(args)`` of ``kernel`` on ``grid``, ``block`` and ``stream`` (as given at launch) through
+    ``runtime``: its own (:class:`BindingRuntime`), else its :meth:`~Runtime.launch` with the configuration
+    and the stream's handle bound."""
     if isinstance(runtime, BindingRuntime):
-        return runtime.bind(kernel, grid, block, hstream)
-    return functools.partial(runtime.launch, kernel, grid, block, hstream)
+        return runtime.bind(kernel, grid, block, stream)
+    return functools.partial(runtime.launch, kernel, grid, block, runtime.stream_handle(stream))
 
 
 RUNTIMES: dict[type[Target], Runtime] = {}

@@ -316,3 +316,64 @@ def test_launches_on_stream_objects(fake):
     del first
     gc.collect()
     assert gone() is None
+
+
+class Produced(DeviceArray):
+    """An array whose producer names a stream (``__cuda_array_interface__`` version 3, as CuPy's does)."""
+
+    def __init__(self, host, stream):
+        super().__init__(host)
+        self.stream = stream
+
+    @property
+    def __cuda_array_interface__(self):
+        return {**super().__cuda_array_interface__, "stream": self.stream}
+
+
+def _streams(fake):
+    return [c[3] for c in fake.calls if c[0] == "launch"]
+
+
+def _add(x, y):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        x[i] = x[i] + y[i]
+
+
+add = Kernel(_add)
+
+
+def test_without_a_stream_the_launch_goes_to_the_producers_stream(fake):
+    x, y = np.arange(8.0), np.ones(8)
+    launch = add[1, 32]
+    for _ in range(3):
+        launch(Produced(x, 5), Produced(y, 5))
+    asked = fake.queries
+    launch(Produced(x, 1), Produced(y, 1))  # the legacy default stream: handle 0
+    launch(Produced(x, 2), Produced(y, 2))  # the per-thread default stream
+    launch(Produced(x, 5), DeviceArray(y))  # an array that names none follows the other
+    launch(DeviceArray(x), DeviceArray(y))  # none named: the default stream
+    assert fake.queries == asked  # the producers' stream is read from the arrays, not asked of the driver
+    add[1, 32, 9](Produced(x, 5), Produced(y, 5))  # a stream given is the launch's
+    assert _streams(fake) == [5, 5, 5, 0, 2, 5, 0, 9]
+    np.testing.assert_array_equal(x, np.arange(8.0) + 8)
+
+
+def test_arrays_of_two_streams_wait_for_the_other_one(fake):
+    x, y = np.arange(8.0), np.ones(8)
+    for _ in range(2):
+        add[1, 32](Produced(x, 5), Produced(y, 6))
+    calls = [c for c in fake.calls if c[0] in ("launch", "sync")]
+    assert [(c[0], c[-1]) for c in calls] == [("sync", 6), ("launch", 5)] * 2
+    np.testing.assert_array_equal(x, np.arange(8.0) + 2)
+
+
+@pytest.mark.parametrize("bad", ["5", -3, 2.0])
+def test_a_stream_that_is_not_a_handle_is_a_typed_error(fake, bad):
+    from gpucompiler.errors import LaunchError
+
+    x, y = np.arange(8.0), np.ones(8)
+    add[1, 32](Produced(x, 5), Produced(y, 5))
+    with pytest.raises(LaunchError, match="names stream"):
+        add[1, 32](Produced(x, bad), Produced(y, bad))
+    np.testing.assert_array_equal(x, np.arange(8.0) + 1)

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 pytestmark = pytest.mark.gpu
@@ -99,3 +100,28 @@ def test_cached_launch_follows_the_current_context(script):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stdout + done.stderr
+
+
+def test_launch_without_a_stream_runs_on_cupys_current_stream():
+    """Inside ``with cupy.cuda.Stream(non_blocking=True)``, a launch without a stream runs on that stream,
+    after the CuPy work queued there (the arrays name it in ``__cuda_array_interface__``)."""
+    cp = pytest.importorskip("cupy")
+    from gpucompiler import device as gd
+    from gpucompiler.kernel import Kernel
+
+    def _add_one(x):
+        i = gd.grid(1)
+        if i < x.shape[0]:
+            x[i] = x[i] + 1.0
+
+    add_one = Kernel(_add_one)
+    n = 1 << 24
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        if cp.zeros(1).__cuda_array_interface__.get("stream") != stream.ptr:
+            pytest.skip("this CuPy exports __cuda_array_interface__ without its stream (version 2)")
+        for _ in range(3):
+            x = cp.arange(n, dtype=cp.float64) * 2.0  # queued on the stream
+            add_one[(n + 255) // 256, 256](x)
+    stream.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(x), 2.0 * np.arange(n) + 1.0)

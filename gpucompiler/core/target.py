@@ -57,6 +57,14 @@ class WarpIntrinsics:
     pointers): ``T (T v)`` (``.f32``/``.f64`` appended), through which the engine passes each such adjoint
     into a plain atomic add; the target's ``finish`` then sums the lanes that add to one address"""
 
+    def __attrs_post_init__(self) -> None:
+        shaped = (self.active_mask, self.vote_all, self.shuffle_index, self.shuffle_xor, self.lane_id)
+        if not self.target_sum and not all(shaped):
+            raise ConfigError("WarpIntrinsics names either target_sum or all five collectives (active_mask, "
+                              "vote_all, shuffle_index, shuffle_xor, lane_id)")
+        if self.width < 2 or self.width & (self.width - 1):
+            raise ConfigError(f"a warp's width is a power of two, got {self.width}")
+
 
 class Target:
     """Base class of compilation targets."""

@@ -17,10 +17,12 @@ import pytest
 from enzyme_plugin import Const, Duplicated, Reverse, autodiff
 from gpucompiler import device as gd, kernel
 from gpucompiler.kernel import Kernel
-from gpucompiler.errors import GPUCompilerError
+from gpucompiler.core import WarpIntrinsics
+from gpucompiler.errors import ConfigError, GPUCompilerError
 from gpucompiler.runtime import vulkan
 from gpucompiler.targets.spirv import SPIRVTarget
 from gpucompiler.targets.spirv.tools import find_spirv_val
+from gpucompiler.targets.spirv.warp import SUM
 
 P = ("enzyme",)
 rng = np.random.default_rng(11)
@@ -160,3 +162,12 @@ def test_lanes_adding_to_different_elements(vulkan_device):
     np.testing.assert_allclose(dw, edw, rtol=2e-5)
     np.testing.assert_allclose(dx, 2 * w[np.arange(192) % 3] * x64, rtol=1e-6)
 
+
+
+def test_a_warp_record_names_target_sum_or_every_collective():
+    assert SPIRVTarget().warp_intrinsics() == WarpIntrinsics(target_sum=SUM)
+    assert SPIRVTarget(subgroups=False).warp_intrinsics() is None
+    with pytest.raises(ConfigError, match="target_sum or all five"):
+        WarpIntrinsics(active_mask="a", vote_all="b")
+    with pytest.raises(ConfigError, match="power of two"):
+        WarpIntrinsics(target_sum=SUM, width=48)

@@ -446,7 +446,7 @@ def _payne_hanek(x):
 
 def _reduce(x):
     """``(r_hi, r_lo, k mod 4)`` with ``x = k pi/2 + r_hi + r_lo``, ``|r| <= pi/4``, for finite ``x``
-    (``(x, 0, 0)`` for infinities and NaN: the callers select NaN for them).
+    (``(0, 0, 0)`` for infinities and NaN: the callers select NaN for them).
 
     Cody-Waite below :data:`CW_MAX` (``|k| < 2**26``): ``pi/2 = CW1 + CW2 + CW3``, ``k CW1`` and ``k CW2``
     exact, the sum carried in double-double, absolute error below ``2**-79``; where that is not small
@@ -461,7 +461,8 @@ def _reduce(x):
     hi, lo2 = _two_sum(hi, -(kf * CW3))
     hi, lo = _two_sum(hi, lo + lo2)
     far = ax < INF and not (moderate and (k == 0 or abs(hi) >= CW_TINY))
-    ph_hi, ph_lo, ph_q = _payne_hanek(x if far else 1.0)  # computed on every path (see above)
+    # computed on every path: LLVM 22's SPIR-V back end aborts on this branch inlined more than once
+    ph_hi, ph_lo, ph_q = _payne_hanek(x if far else 1.0)
     return ph_hi if far else hi, ph_lo if far else lo, ph_q if far else k & 3
 
 

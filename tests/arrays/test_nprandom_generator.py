@@ -159,3 +159,19 @@ def test_generator_draws_are_constants_of_the_derivative():
     fd = np.array([(noisy(x + eps * e) - noisy(x - eps * e)) / (2 * eps) for e in np.eye(3)])
     np.testing.assert_allclose(gradient(noisy, x), fd, rtol=1e-6)
     assert np.all(np.abs(fd) > 0.1)
+
+
+@jit
+def dtypes_spelled(seed):
+    rng = np.random.default_rng(seed)
+    np.random.seed(seed)
+    return (rng.random(2, dtype=np.float64), rng.integers(9, size=2, dtype="int64"),
+            rng.standard_normal(dtype=float), np.random.randint(5, size=2, dtype=np.int64))
+
+
+def test_dtype_spelled_as_numpy_accepts_it():
+    rng, rs = np.random.default_rng(4), np.random.RandomState(4)
+    want = (rng.random(2), rng.integers(9, size=2), rng.standard_normal(), rs.randint(5, size=2))
+    for g, w in zip(dtypes_spelled(4), want):
+        np.testing.assert_allclose(g, w, rtol=1e-13)
+        assert np.asarray(g).dtype == np.asarray(w).dtype

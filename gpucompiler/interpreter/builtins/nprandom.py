@@ -26,11 +26,11 @@ from ..lattice import Const, const, widen
 from ..rules import CallResult
 from . import nprandomgen as G
 from . import nprandomimpl as I
+from .npdtypes import dtype_of
 from .numbers import base
 from .reductions import invoke_impl, returned
 from .ufuncs import numpy
 
-_NONE = const(None)
 #: legacy function -> (parameters, their defaults (missing: required))
 _LEGACY: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "seed": (("seed",), {}),
@@ -171,8 +171,7 @@ def _legacy_draw(interp, call: _Call, name: str) -> CallResult:
     impl, names, dt = _LEGACY_DISTS[name]
     integer = name == "randint"
     if integer:
-        dtype = call.constant("dtype")
-        if dtype not in (int, numpy().int64):
+        if dtype_of(call.value("dtype"), "np.random.randint()'s dtype") != T.int64:
             raise TypeInferenceError("np.random.randint(..., dtype=...) other than int64 is not supported in "
                                      "compiled code", hint="convert the result: np.random.randint(...).astype(t)")
         if call.is_none("high"):
@@ -292,10 +291,8 @@ def _generator_method(interp, name: str, values: list, kwnames: tuple, first: in
     integer = name == "integers"
     if "out" in params and not call.is_none("out"):
         raise TypeInferenceError(f"{what}(..., out=...) is not supported in compiled code")
-    if "dtype" in params and not call.is_none("dtype"):
-        want = numpy().int64 if integer else numpy().float64
-        if call.constant("dtype") not in (want, numpy().dtype(want), int if integer else float):
-            raise TypeInferenceError(f"{what}(..., dtype=...) other than {dt!r} is not supported in compiled code")
+    if "dtype" in params and not call.is_none("dtype") and dtype_of(call.value("dtype"), f"{what}()'s dtype") != dt:
+        raise TypeInferenceError(f"{what}(..., dtype=...) other than {dt!r} is not supported in compiled code")
     if integer:
         if call.is_none("high"):
             call.given["high"] = call.given["low"]

@@ -122,7 +122,7 @@ def arrays(rs, seed):
             rs.uniform(0.0, 1.0, 7), rs.standard_normal((2, 2)), rs.exponential(2.0, (3,)), x, m,
             rs.permutation(8), rs.permutation(np.arange(5.0)), rs.choice(6), rs.choice(x, size=5),
             rs.choice(9, 3, replace=False), rs.choice(x, replace=False), rs.choice(7, size=(2, 2)),
-            rs.choice(np.arange(4), 0), rs.random(0))
+            rs.choice(np.arange(4), 0), rs.random(0), rs.permutation(np.arange(12).reshape(4, 3)))
 
 
 @jit

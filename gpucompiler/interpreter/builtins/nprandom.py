@@ -271,8 +271,8 @@ def _legacy(interp, name: str, values: list, kwnames: tuple, first: int) -> Call
         t = widen(v)
         if isinstance(t, T.Scalar) and t.is_integer:
             return _call(interp, what, I.permutation_n, [(v, k)])
-        x = _array(call, "x", (1,))
-        return _call(interp, what, I.permutation_of, [x, _dtype(x)])
+        x = _array(call, "x", (1, 2))
+        return _call(interp, what, I.permutation_of if widen(x[0]).ndim == 1 else I.permutation_rows, [x, _dtype(x)])
     if name == "choice":
         return _choice(interp, call)
     return _legacy_draw(interp, call, name)

@@ -307,6 +307,16 @@ def permutation_of(x, dt):
     return out
 
 
+def permutation_rows(x, dt):
+    """``np.random.permutation(x)`` of a 2-d array: a copy, its rows shuffled."""
+    out = new_array((x.shape[0], x.shape[1]), dt)
+    for i in range(x.shape[0]):
+        for k in range(x.shape[1]):
+            out[i, k] = x[i, k]
+    shuffle_rows(out)
+    return out
+
+
 def choice_index(n):
     """An index of ``choice`` with replacement from a population of ``n``."""
     check(n > 0, "ValueError", "a must be greater than 0 unless no samples are taken")

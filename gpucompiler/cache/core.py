@@ -27,7 +27,7 @@ from ..settings import private_directory_problem
 from .entry import Entry, decode
 from .serialisable import serialisation_errors
 from .files import GROUP
-from .report import loaded_reports, recorded_warnings, replay, stored_reports
+from .report import loaded_reports, recorded_warnings, remote_warnings, replay, stored_reports
 from .tiers import DiskTier, MemoryTier, RedisTier
 from .trust import Signer, SignedTier
 
@@ -324,6 +324,8 @@ class Cache:
                                           "make it with Cache(..., compiler=gpucompiler.pipeline.compile)")
                     result, origin = self.compiler(job, kinds), "compiled"
         self.stats["compile"] += 1
+        if origin == "service":  # the service's compile warned there: shown here, kept here
+            caught += remote_warnings(result.meta.get("warnings"))
         reports = dict(result.reports)
         meta: dict[str, Any] = {"name": job.name, "symbols": _symbols(result.module), "stage_times": dict(result.stage_times),
                 "reports": stored_reports(reports), "warnings": caught, "created": time.time(),

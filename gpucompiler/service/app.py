@@ -228,7 +228,7 @@ def _answer(entry: Entry, origin: str, emit: tuple[str, ...], signer: Signer | N
             bound: tuple[str, str]) -> Response:
     """The answer to one request: the artifacts and a MAC binding them to that request's digest and nonce."""
     artifacts = {k: entry.artifacts[k] for k in {*emit, "llvm"} if k in entry.artifacts}
-    meta = {k: v for k, v in entry.meta.items() if k in ("name", "stage_times", "reports", "compile_seconds")}
+    meta = {k: v for k, v in entry.meta.items() if k in ("name", "stage_times", "reports", "warnings", "compile_seconds")}
     request, nonce = bound
     body = {"key": entry.key, "origin": origin, "artifacts": encode_artifacts(artifacts), "meta": meta,
             "request": request, "nonce": nonce}

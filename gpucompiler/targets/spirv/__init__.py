@@ -74,7 +74,8 @@ class SPIRVTarget(Target):
     subgroups: bool = True
     """whether the device runs subgroup votes and arithmetic in compute shaders (Vulkan 1.1's
     ``subgroupSupportedOperations``; every desktop driver and lavapipe): gradients then sum a subgroup's
-    adjoints of one address before one atomic add (:mod:`.warp`); False: an atomic add per lane"""
+    adjoints of one address before one atomic add (:mod:`.warp`); False: an atomic add per lane (the
+    runtime's launches compile with the default)"""
 
     def for_inference(self) -> SPIRVTarget:
         return SPIRVTarget()

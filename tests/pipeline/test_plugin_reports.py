@@ -18,6 +18,7 @@ from gpucompiler import jit, kernel
 from gpucompiler import device as gd
 from gpucompiler.cache.report import recorded_warnings, replay
 from gpucompiler.errors import PluginError
+from gpucompiler_plugins.instrumentation import InstrumentationReport
 
 
 class SlowPathWarning(UserWarning):
@@ -214,3 +215,15 @@ def test_only_the_compiling_threads_warnings_are_recorded():
             assert [str(w.message) for w in shown] == ["from elsewhere"]  # shown as it came
     assert [(r["category"], r["message"]) for r in rows] == [(f"{__name__}:SlowPathWarning", "from the compile")]
     assert [str(w.message) for w in shown] == ["from elsewhere", "from the compile"]  # then the compile's
+
+
+def test_the_instrumentation_report_is_rebuilt_on_a_hit(cache_dir):
+    cold = jit(f, plugins=("instrumentation",))
+    cold(1.0)
+    new_process()
+    warm = jit(f, plugins=("instrumentation",))
+    warm(1.0)
+    assert cold.last_compile is not None and warm.last_compile is not None and warm.last_compile.hit
+    made, rebuilt = cold.last_compile.reports["instrumentation"], warm.last_compile.reports["instrumentation"]
+    assert isinstance(rebuilt, InstrumentationReport) and rebuilt == made  # its table() works on a hit too
+    assert rebuilt.stage("irgen").functions == made.stage("irgen").functions > 0

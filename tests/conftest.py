@@ -49,6 +49,7 @@ SLOW_FILES = frozenset({
     "tests/llvm/test_parse_shapes.py",
     "tests/targets/test_amdgpu_fuzz.py",
     "tests/targets/test_amdgpu_gradients.py",
+    "tests/spirv/test_spirv_gradient_corpus.py",
 })
 
 

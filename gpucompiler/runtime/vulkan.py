@@ -12,7 +12,10 @@ with the launch's block as the shader's workgroup (through the compile cache),
 checks the shader's capabilities against the device
 (:class:`~.vulkan_device.DeviceFeatureError`), binds one storage buffer per
 array and the parameter block (:mod:`gpucompiler.targets.spirv.entry`) and
-dispatches ``grid`` workgroups, then waits. NumPy arrays are copied to
+dispatches ``grid`` workgroups, then waits. A shader whose AD tape grows at run time has
+one more binding, the tape heap (:mod:`gpucompiler.targets.spirv.heap`): one device buffer
+of ``GPUC_DEVICE_HEAP`` bytes per device, its header reset before each dispatch and its
+status read after (:class:`~gpucompiler.errors.DeviceHeapError` when it ran out). NumPy arrays are copied to
 host-visible device memory and written arrays copied back; the same array
 passed twice is one buffer, overlapping distinct views are refused.
 """
@@ -26,9 +29,11 @@ import attrs
 import numpy as np
 
 from .. import types as T
-from ..errors import ArgumentTypeError, LaunchError
+from ..errors import ArgumentTypeError, DeviceHeapError, LaunchError
+from ..settings import RuntimeSettings
 from ..targets.spirv import SPIRVTarget
-from ..targets.spirv.tools import float_controls, validate_binary
+from ..targets.spirv.heap import EXHAUSTED, HEADER, STOPPED, UNIT, binding as heap_binding
+from ..targets.spirv.tools import bindings, float_controls, validate_binary
 from .arguments import cuda_array_type, kernel_argument
 from .launchers import register_runtime
 from .vulkan_device import DeviceFeatureError, VulkanDevice, VulkanError, device, vk
@@ -128,6 +133,8 @@ class Shader:
 
     binary: bytes
     arrays: int
+    heap: bool
+    """whether the shader takes the tape heap (the binding after the parameter block)"""
     pipeline: object
     layout: object
     set_layout: object
@@ -157,17 +164,19 @@ def shader(kernel, argtypes: tuple, workgroup: tuple[int, int, int], dev: Vulkan
         validate_binary(binary, required=True)
         shuffles = dev.require(binary)
         arrays = sum(isinstance(t, T.ArrayType) for t in argtypes)
-        hit = table[key] = Shader(binary, arrays, *_pipeline(dev, binary, arrays, kernel.symbol, shuffles))
+        heap = heap_binding(arrays) in bindings(binary)
+        hit = table[key] = Shader(binary, arrays, heap, *_pipeline(dev, binary, arrays + 1 + heap, kernel.symbol,
+                                                                    shuffles))
     return hit
 
 
-def _pipeline(dev: VulkanDevice, binary: bytes, arrays: int, entry: str, shuffles: bool):
+def _pipeline(dev: VulkanDevice, binary: bytes, count: int, entry: str, shuffles: bool):
     h = dev.handle
     module = vk.vkCreateShaderModule(h, vk.VkShaderModuleCreateInfo(
         sType=vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, codeSize=len(binary), pCode=binary), None)
     bindings = [vk.VkDescriptorSetLayoutBinding(
         binding=k, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=1,
-        stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for k in range(arrays + 1)]
+        stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for k in range(count)]
     set_layout = vk.vkCreateDescriptorSetLayout(h, vk.VkDescriptorSetLayoutCreateInfo(
         sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, bindingCount=len(bindings),
         pBindings=bindings), None)
@@ -259,7 +268,35 @@ def prepare(kernel, grid, block, args, dev: VulkanDevice):
     sh = shader(kernel, types, block, dev)
     block_params = VulkanArray(len(params), "u1", dev=dev)
     block_params.view()[...] = np.frombuffer(params, np.uint8)
-    return sh, [*buffers, block_params], copies
+    return sh, [*buffers, block_params, *([tape_heap(dev).memory] if sh.heap else [])], copies
+
+
+@attrs.frozen
+class TapeHeap:
+    """A device's tape heap (:mod:`gpucompiler.targets.spirv.heap`) and the host words its status is copied to."""
+
+    memory: VulkanArray
+    status: VulkanArray
+
+    @property
+    def units(self) -> int:
+        """The capacity in 16-byte units, the header's included."""
+        return self.memory.nbytes // UNIT
+
+
+_HEAPS: dict = {}
+"""device -> its :class:`TapeHeap` (replaced when ``GPUC_DEVICE_HEAP`` asks for a different size)."""
+
+
+def tape_heap(dev: VulkanDevice) -> TapeHeap:
+    """``dev``'s tape heap: ``GPUC_DEVICE_HEAP`` bytes (read at each launch that needs it; at most what a
+    storage buffer may span on the device and 2**32 units), allocated once per size."""
+    size = min(RuntimeSettings.from_env().device_heap, dev.max_buffer_range, (2**32 - 1) * UNIT) // UNIT * UNIT
+    have = _HEAPS.get(dev)
+    if have is None or have.memory.nbytes != size:
+        _HEAPS.pop(dev, None)  # the old buffer is freed before the new one is taken
+        have = _HEAPS[dev] = TapeHeap(VulkanArray(size, "u1", host=False, dev=dev), VulkanArray(HEADER, "u1", dev=dev))
+    return have
 
 
 def _dims(value) -> tuple[int, int, int]:
@@ -292,10 +329,33 @@ def run(dev: VulkanDevice, sh: Shader, grid, buffers, repeat: int = 1) -> float:
         cmd = vk.vkAllocateCommandBuffers(h, vk.VkCommandBufferAllocateInfo(
             sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=commands,
             level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
-        return _submit(dev, cmd, lambda c: _record(c, sh, dset, grid, repeat))
+        heap = _HEAPS.get(dev) if sh.heap else None
+        if heap is not None:
+            heap.status.view()[...] = 0
+        seconds = _submit(dev, cmd, lambda c: _record(c, sh, dset, grid, repeat, heap))
     finally:
         vk.vkDestroyCommandPool(h, commands, None)
         vk.vkDestroyDescriptorPool(h, pool, None)
+    if heap is not None:
+        _heap_status(heap)
+    return seconds
+
+
+def _heap_status(heap: TapeHeap) -> None:
+    """Raise what the shader's tape heap status says went wrong (see :mod:`gpucompiler.targets.spirv.heap`)."""
+    status = int(heap.status.view()[8:12].view(np.uint32)[0])
+    if status & EXHAUSTED:
+        size = heap.memory.nbytes
+        raise DeviceHeapError("GPUC_DEVICE_HEAP_EXHAUSTED",
+                              f"a kernel's AD tape needed more than the {size} bytes of the Vulkan tape heap: the "
+                              "threads that ran out went on without their tape, so the results are wrong. Set "
+                              "GPUC_DEVICE_HEAP "
+                              f"to more (e.g. GPUC_DEVICE_HEAP={max(2 * size, 1 << 30) >> 20}M; read at each "
+                              "launch) or launch fewer threads at a time", "vkQueueSubmit")
+    if status & STOPPED:
+        raise LaunchError("a thread of the kernel failed a check of its AD tape (a loop ran more times than "
+                          "its tape was sized for, or a tape size overflowed) and went on without its tape: the "
+                          "results are wrong")
 
 
 def transfer(dev: VulkanDevice, src: VulkanArray | None, dst: VulkanArray, repeat: int = 1, word: int = 0) -> float:
@@ -326,17 +386,28 @@ def transfer(dev: VulkanDevice, src: VulkanArray | None, dst: VulkanArray, repea
         vk.vkDestroyCommandPool(dev.handle, commands, None)
 
 
-def _record(cmd, sh: Shader, dset, grid, repeat: int) -> None:
+def _record(cmd, sh: Shader, dset, grid, repeat: int, heap: TapeHeap | None) -> None:
+    """Dispatch ``repeat`` times; with a tape heap, its header written before each dispatch (the status
+    only before the first: it gathers every dispatch's) and copied to the host words after the last."""
     vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, sh.pipeline)
     vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, sh.layout, 0, 1, [dset], 0, None)
     barrier = vk.VkMemoryBarrier(sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                                 srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-                                 dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT)
+                                 srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                                 dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+                                 | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+    both = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+    words = [HEADER // UNIT, heap.units if heap is not None else 0] + [0] * (HEADER // 4 - 2)
+    header = vk.ffi.new("uint32_t[]", words)
     for k in range(repeat):
-        if k:
-            vk.vkCmdPipelineBarrier(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                                    vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, [barrier], 0, None, 0, None)
+        if k or heap is not None:
+            if heap is not None:
+                vk.vkCmdUpdateBuffer(cmd, heap.memory.buffer, 0, 8 if k else HEADER, header)
+            vk.vkCmdPipelineBarrier(cmd, both, both, 0, 1, [barrier], 0, None, 0, None)
         vk.vkCmdDispatch(cmd, *grid)
+    if heap is not None:
+        vk.vkCmdPipelineBarrier(cmd, both, both, 0, 1, [barrier], 0, None, 0, None)
+        vk.vkCmdCopyBuffer(cmd, heap.memory.buffer, heap.status.buffer, 1,
+                           [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=HEADER)])
 
 
 def _submit(dev: VulkanDevice, cmd, record) -> float:
@@ -391,5 +462,5 @@ class VulkanRuntime:
 VULKAN = VulkanRuntime()
 register_runtime(SPIRVTarget, VULKAN)
 
-__all__ = ["VULKAN", "VulkanRuntime", "prepare", "transfer", "DeviceFeatureError", "Shader", "VulkanArray", "VulkanDevice", "VulkanError", "compile_spirv",
+__all__ = ["VULKAN", "TapeHeap", "VulkanRuntime", "prepare", "tape_heap", "transfer", "DeviceFeatureError", "Shader", "VulkanArray", "VulkanDevice", "VulkanError", "compile_spirv",
            "device", "launch", "run", "shader", "to_device"]

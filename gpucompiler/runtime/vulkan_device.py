@@ -119,6 +119,8 @@ class VulkanDevice:
     float_modes: list = attrs.field(factory=list)
     """the float controls the device honours (``SignedZeroInfNanPreserve``, ``DenormPreserve``) by width:
     every shader asks for them (:func:`~gpucompiler.targets.spirv.tools.float_controls`)"""
+    max_buffer_range: int = 1 << 27
+    """``maxStorageBufferRange``: the most bytes one storage buffer binding may span"""
 
     def require(self, binary: bytes) -> bool:
         """Raise :class:`DeviceFeatureError` for a capability of ``binary`` the device lacks; True when
@@ -269,7 +271,8 @@ def _open(instance, physical, props, family: int) -> VulkanDevice:
     return VulkanDevice(name, instance, physical, handle, vk.vkGetDeviceQueue(handle, family, 0), family, features,
                         sizes, shuffle, types, float(props.limits.timestampPeriod),
                         int(props.limits.maxComputeWorkGroupInvocations),
-                        _three(props.limits.maxComputeWorkGroupCount), modes)
+                        _three(props.limits.maxComputeWorkGroupCount), modes,
+                        max_buffer_range=int(props.limits.maxStorageBufferRange))
 
 
 __all__ = ["SHUFFLE", "SUBGROUP", "DeviceFeatureError", "VulkanDevice", "VulkanError", "device", "vk"]

@@ -83,7 +83,8 @@ def grad_neighbours(x, dx):
 
 
 def cumulative(x, i):
-    """A loop whose trip count depends on the thread: its tape grows as it runs (a heap on PTX)."""
+    """A loop whose trip count depends on the thread: its tape grows as it runs (the device heap on PTX,
+    the tape heap on Vulkan)."""
     s = np.float32(0)
     for j in range(i + 1):
         s += math.sin(x[j]) * s + x[j]

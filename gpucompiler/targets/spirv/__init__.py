@@ -30,7 +30,8 @@ from .lower import MATH_F64, lower_shader
 from ..ptx import entry_name
 from .rules import BARRIER, INDEX_READS, KERNEL_RULES_SPIRV, MATH_RULES_SPIRV, NAME
 from .warp import SUM, aggregate_adds
-from .tools import SpirvValidationError, no_contraction, order_barriers, place_merges, validate_binary
+from .tools import (SpirvValidationError, no_contraction, order_barriers, place_merges, relaxed_atomics,
+                    validate_binary)
 
 TRIPLE = "spirv1.6-unknown-vulkan1.3-compute"
 """SPIR-V 1.6 for Vulkan 1.3 compute (logical addressing, ``GLSL.std.450``)."""
@@ -150,12 +151,14 @@ class SPIRVTarget(Target):
     def emit(self, job, module, kind: str) -> str | bytes:
         """``obj`` is the SPIR-V binary (made in a child process: LLVM's back end may stop the process;
         checked by ``spirv-val`` when installed); ``asm`` its LLVM assembly."""
-        machine = self.target_machine(job.config.opt_level)
+        # code generation at -O0 (the IR is optimised already): LLVM 22's SPIR-V back end at higher levels
+        # rewrote `4 * m + (i & 3)` in a loop into 8-bit arithmetic without the mask (an element 4 off)
+        machine = self.target_machine(0 if kind == "obj" else job.config.opt_level)
         if kind != "obj":
             return emit_with(machine, module, kind)
         ref = module.ref
         binary = contained(lambda: machine.emit_object(ref), f"the SPIR-V shader {job.name}")
-        binary = no_contraction(place_merges(order_barriers(binary)))
+        binary = relaxed_atomics(no_contraction(place_merges(order_barriers(binary))))
         validate_binary(binary)
         return binary
 

@@ -10,7 +10,11 @@ root (GEPs, casts, phis, selects) as an ``i64`` byte offset, then rebuilds
 each load, store and atomic on the root at ``offset / width``. All accesses
 to one root must have one width; a storage buffer takes the type of its
 accesses (an integer of that width where they differ, e.g. a float array
-that an atomic exchange writes as bits). Anything else a pointer does
+that an atomic exchange writes as bits). The AD tape's heap
+(:mod:`.heap`) is the exception: a root of 32-bit ``words`` accessed at
+any width (8-byte values as two words, 1- and 2-byte ones inside their word),
+where ``null`` is offset 0 and ``ptrtoint`` gives the offset, so that its
+pointers can be kept in memory as integers. Anything else a pointer does
 (stored to memory, passed to a call that was not inlined, compared with a
 pointer of another root) is collected as a problem: the caller raises them
 as one typed error, before LLVM sees the module.
@@ -95,6 +99,15 @@ class Root:
     address: Callable[[Builder, Value, LT.Type], Value]
     element: LT.Type | None = None
     """the element type, fixed by the object (shared and local arrays) or chosen from the accesses (buffers)"""
+    words: bool = False
+    """``i32`` elements accessed at any width (the tape heap, the tape's byte arrays)"""
+    heap: bool = False
+    """the tape heap: ``null`` is offset 0 and ``ptrtoint`` the offset"""
+    dead: Value | None = None
+    """the heap's ``i1`` variable set when the thread's tape failed: its reads then come from the zero
+    words and its writes go to the discarded ones (:mod:`.heap`)"""
+    spare: tuple[int, int] = (0, 0)
+    """with ``dead``: the first of two zero words (reads) and of two discarded words (writes)"""
 
 
 @attrs.define(eq=False)
@@ -103,6 +116,10 @@ class _Access:
     offset: Value
     type: LT.Type
     """the type in memory (an atomic's value; integer for compare-and-swap)"""
+
+
+def _is_null(v: Value) -> bool:
+    return v.type.is_pointer and type(v).__name__ == "ConstantData" and getattr(v, "text", "") == "null"
 
 
 def _access_type(inst: Instruction) -> LT.Type:
@@ -136,12 +153,19 @@ class _Walk:
                     work.append(new)
         for old, phi in self.phis:
             for value, block in old.incoming:
-                off = self.offsets.get(value)
+                off = self._offset_of(value)
                 if off is None:
                     self._problem(old, "a pointer that comes from two different arrays (a phi)")
                     off = constant(LT.i64, "poison")
                 assert isinstance(block, BasicBlock)
                 phi.add_incoming(off, block)
+
+    def _offset_of(self, v: Value) -> Value | None:
+        """The offset of ``v`` if it is derived from the root (``null`` is offset 0 in the tape heap)."""
+        off = self.offsets.get(v)
+        if off is None and self.root.heap and _is_null(v):
+            return const_int(LT.i64, 0)
+        return off
 
     def _problem(self, inst: Instruction, what: str) -> None:
         fn = inst.function
@@ -169,18 +193,20 @@ class _Walk:
             self.offsets[user] = phi
             self.phis.append((user, phi))
         elif op == "select" and index in (1, 2):
-            other = user.operands[3 - index]
-            if other not in self.offsets:  # the other side's offset is not known yet: revisit from there
+            other = self._offset_of(user.operands[3 - index])
+            if other is None:  # the other side's offset is not known yet: revisit from there
                 return None
             b.position_before(user)
-            a, c = (base, self.offsets[other]) if index == 1 else (self.offsets[other], base)
+            a, c = (base, other) if index == 1 else (other, base)
             self.offsets[user] = b.select(user.operands[0], a, c)
         elif op in _ACCESSES and user.pointer_operand is p and not (op == "store" and index == 0):
             self.accesses.append(_Access(user, base, _access_type(user)))
             return None
-        elif op == "icmp" and all(o in self.offsets for o in user.operands[:2]):
+        elif op == "icmp" and all(self._offset_of(o) is not None for o in user.operands[:2]):
             b.position_before(user)
-            cmp = b.icmp(str(user.predicate), self.offsets[user.operands[0]], self.offsets[user.operands[1]])
+            x, y = (self._offset_of(o) for o in user.operands[:2])
+            assert x is not None and y is not None
+            cmp = b.icmp(str(user.predicate), x, y)
             user.replace_all_uses_with(cmp)
             self.derived.append(user)
             return None
@@ -188,6 +214,14 @@ class _Walk:
             return None  # compared with a pointer reached later (revisited from it) or of another object
         elif op == "call" and isinstance(user.callee, Function) and user.callee.name.startswith("llvm.lifetime."):
             self.derived.append(user)
+            return None
+        elif op == "ptrtoint" and self.root.heap:  # a tape heap pointer as an integer: its offset
+            user.replace_all_uses_with(base if user.type == LT.i64 else _int_cast(b, user, base))
+            self.derived.append(user)
+            return None
+        elif (op == "store" and index == 0) or op == "ptrtoint":
+            self._problem(user, f"a pointer into {self.root.name} stored to memory (only the AD tape heap's "
+                                "pointers can be)")
             return None
         else:
             self._problem(user, f"a pointer into {self.root.name} used by {op}")
@@ -211,7 +245,10 @@ class _Walk:
             elif (op == "insertvalue" and use.index == 0 and user.aggregate_indices != path) or op == "freeze":
                 self._carried(user, path, base)
             elif op == "extractvalue" and not _prefix(path, user.aggregate_indices):
-                continue  # another field (a shape, a stride)
+                b = Builder()  # another field (a shape, a stride): from what was inserted there, as the
+                b.position_before(user)  # aggregate goes away
+                user.replace_all_uses_with(_field(b, agg, tuple(user.aggregate_indices), user.type))
+                self.derived.append(user)
             else:
                 self._problem(user, f"an aggregate holding a pointer into {self.root.name} used by {op}")
         self.derived.append(agg)
@@ -240,6 +277,33 @@ class _Walk:
                 raise LogicalPointerError(f"a getelementptr into {t}")
             off = _add(b, off, _scale(b, idx, step))
         return off
+
+
+def _int_cast(b: Builder, at: Instruction, v: Value) -> Value:
+    b.position_before(at)
+    return b.cast("trunc", v, at.type)
+
+
+def _field(b: Builder, agg: Value, path: tuple[int, ...], t: LT.Type) -> Value:
+    """The field at ``path`` (of type ``t``) of ``agg``, from the ``insertvalue``s that built it: an
+    aggregate field rebuilt from its elements."""
+    if isinstance(t, (LT.ArrayType, LT.StructType)):
+        parts = t.elements if isinstance(t, LT.StructType) else [t.element] * t.count
+        assert parts is not None
+        out: Value = constant(t, "poison")
+        for k, e in enumerate(parts):
+            out = b.insertvalue(out, _field(b, agg, (*path, k), e), k)
+        return out
+    while isinstance(agg, Instruction) and agg.opcode in ("insertvalue", "freeze"):
+        if agg.opcode == "freeze":
+            agg = agg.operands[0]
+            continue
+        at = tuple(agg.aggregate_indices)
+        if at == path[:len(at)]:
+            inner = agg.operands[1]
+            return inner if len(at) == len(path) else b.extractvalue(inner, path[len(at):])
+        agg = agg.operands[0]
+    return b.extractvalue(agg, path)
 
 
 def _prefix(a, b) -> bool:
@@ -315,6 +379,12 @@ def _rebuild(walk: _Walk, problems: list[str]) -> None:
 
 def _rebuild_accesses(walk: _Walk, problems: list[str]) -> None:
     root = walk.root
+    if root.words:
+        for a in walk.accesses:
+            problem = _rebuild_words(root, a)
+            if problem is not None:
+                problems.append(f"{problem} in {root.name}: {print_instruction(a.inst).strip()[:160]}")
+        return
     widths = {size_of(a.type) for a in walk.accesses}
     if len(widths) > 1:
         problems.append(f"{root.name} is read or written with elements of different sizes "
@@ -351,3 +421,75 @@ def _rebuild_accesses(walk: _Walk, problems: list[str]) -> None:
             problem = rebuild_atomic(inst, ptr)
             if problem is not None:
                 problems.append(problem)
+
+
+def _rebuild_words(root: Root, a: _Access) -> str | None:
+    """Rebuild access ``a`` on the ``i32`` words of ``root``: 4 bytes as one word, 8 as two (low word
+    first), 1 and 2 inside their word (a store reads the word and writes it back: the heap's blocks are
+    a thread's own, 16-byte aligned, so no other thread writes that word); an atomic on one word."""
+    inst, t = a.inst, a.type
+    try:
+        width = size_of(t)
+    except LogicalPointerError as exc:
+        return str(exc)
+    if width not in (1, 2, 4, 8) or (width >= 4 and (inst.alignment or 1) < 4):
+        return f"a {width}-byte access aligned to {inst.alignment or 1} bytes"
+    b = Builder()
+    b.position_before(inst)
+    i32 = LT.i32
+    index = b.cast("trunc", b.binop("lshr", a.offset, const_int(LT.i64, 2)), i32)
+    if inst.opcode not in ("load", "store"):
+        if width != 4 or not isinstance(t, LT.IntType):
+            return "an atomic that is not on a 32-bit integer"
+        return rebuild_atomic(inst, root.address(b, index, i32))
+    if root.dead is not None:
+        spare = root.spare[inst.opcode == "store"]
+        index = b.select(b.load(LT.i1, root.dead), const_int(i32, spare), index)
+    bits = LT.int_type(8 * width)
+    if inst.opcode == "load":
+        word = b.load(i32, root.address(b, index, i32), align=4)
+        if width == 8:
+            high = b.load(i32, root.address(b, b.binop("add", index, const_int(i32, 1)), i32), align=4)
+            value = b.binop("or", b.cast("zext", word, bits),
+                            b.binop("shl", b.cast("zext", high, bits), const_int(bits, 32)))
+        elif width == 4:
+            value = word
+        else:
+            value = b.cast("trunc", b.binop("lshr", word, _shift(b, a.offset)), bits)
+        inst.replace_all_uses_with(_from_bits(b, value, t))
+        inst.erase()
+        return None
+    value = _to_bits(b, inst.operands[0], bits)
+    if width == 8:
+        b.store(b.cast("trunc", value, i32), root.address(b, index, i32), align=4)
+        high = b.cast("trunc", b.binop("lshr", value, const_int(bits, 32)), i32)
+        b.store(high, root.address(b, b.binop("add", index, const_int(i32, 1)), i32), align=4)
+    elif width == 4:
+        b.store(value, root.address(b, index, i32), align=4)
+    else:
+        shift = _shift(b, a.offset)
+        old = b.load(i32, root.address(b, index, i32), align=4)
+        keep = b.binop("xor", b.binop("shl", const_int(i32, (1 << (8 * width)) - 1), shift), const_int(i32, -1))
+        new = b.binop("or", b.binop("and", old, keep), b.binop("shl", b.cast("zext", value, i32), shift))
+        b.store(new, root.address(b, index, i32), align=4)
+    inst.erase()
+    return None
+
+
+def _shift(b: Builder, offset: Value) -> Value:
+    """The bit position of byte ``offset`` in its word."""
+    return b.binop("shl", b.binop("and", b.cast("trunc", offset, LT.i32), const_int(LT.i32, 3)),
+                   const_int(LT.i32, 3))
+
+
+def _to_bits(b: Builder, v: Value, bits: LT.IntType) -> Value:
+    """``v`` as the integer of its bytes in memory (``i1`` as a byte holding 0 or 1)."""
+    if isinstance(v.type, LT.IntType):
+        return v if v.type == bits else b.cast("zext", v, bits)
+    return b.cast("bitcast", v, bits)
+
+
+def _from_bits(b: Builder, v: Value, t: LT.Type) -> Value:
+    if isinstance(t, LT.IntType):
+        return v if t == v.type else b.cast("trunc", v, t)
+    return b.cast("bitcast", v, t)

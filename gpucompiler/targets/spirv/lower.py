@@ -2,8 +2,10 @@
 
 In order: the shader entry (:mod:`.entry`) is linked around the kernel and
 everything is inlined and optimised; the placeholders of the kernel language
-(:mod:`.rules`) become constants and subgroup intrinsics; every memory access
-is rebuilt on logical pointers (:mod:`.logical`), buffers on
+(:mod:`.rules`) become constants and subgroup intrinsics; the AD tape's
+``malloc`` and the pointers it keeps in memory go to the tape heap
+(:mod:`.heap`); every memory access is rebuilt on logical pointers
+(:mod:`.logical`), buffers on
 ``llvm.spv.resource.handlefrombinding`` handles; float atomics become
 device-scope atomics (:mod:`.atomics`). What cannot be expressed is one
 :class:`~gpucompiler.errors.InvalidIRError`, raised before LLVM's SPIR-V back
@@ -21,6 +23,7 @@ from ...llvm import (Builder, Function, GlobalVariable, Instruction, Value, cons
 from ...llvm.printer import print_instruction
 from ..ptx import entry_name
 from .entry import BUFFER, layout, wrapper_ir
+from .heap import DISCARD, MALLOC, ZERO, Heap, binding as heap_binding, keeps_pointers, tape_heap
 from .logical import STORAGE_BUFFER, Root, to_logical
 from .rules import SHARED, SHUFFLE_DOWN, WORKGROUP_SIZE
 
@@ -51,6 +54,10 @@ def lower_shader(job, module, target) -> None:
     kernel = ref.get_function(name)
     kernel.name = name + ".kernel"
     kernel_type = module.model.functions[name + ".kernel"].function_type
+    heap = tape_heap(module.model)
+    if isinstance(heap, str):
+        raise InvalidIRError([(ErrorKind.DYNAMIC_ALLOCATION, f"{heap}: a Vulkan shader allocates only the AD "
+                               "tape's blocks (the heap of targets/spirv/heap.py)")], job.name)
     ref = module.ref
     ref.link_in(parse_ir(wrapper_ir(name + ".kernel", kernel_type, lay, name)))
     for fn in ref.functions:
@@ -60,18 +67,20 @@ def lower_shader(job, module, target) -> None:
     _optimise(ref, target, job.config.opt_level)
     module.ref = ref
     model = module.model
-    heap = sorted(n for n in ALLOCATION_FUNCTIONS if n in model.functions and model.functions[n].users)
-    if heap:
-        raise InvalidIRError([(ErrorKind.DYNAMIC_ALLOCATION, f"calls of @{', @'.join(heap)}: Vulkan has no device heap; "
-                               "a gradient whose loop tape grows with a trip count known only as the loop runs "
-                               "needs one (a constant trip count keeps the tape in registers)")], job.name)
+    other = sorted(n for n in ALLOCATION_FUNCTIONS if n in model.functions and model.functions[n].users)
+    if other:
+        raise InvalidIRError([(ErrorKind.DYNAMIC_ALLOCATION, f"calls of @{', @'.join(other)}: a Vulkan shader "
+                               "allocates only the AD tape's blocks (the heap of targets/spirv/heap.py)")], job.name)
     entry = model.functions[name]
     problems = [f"@{f.name} is called, not inlined: a shader's pointers cannot cross calls"
                 for f in model.functions.values() if not f.is_declaration and f is not entry]
     _resolve_placeholders(model, entry, target.workgroup)
     _shader_compares(entry)
     _unsigned_division(entry)
-    problems += to_logical(entry, _roots(model, entry))
+    tape = Heap(model, entry, lay.arrays) if MALLOC in model.functions or keeps_pointers(entry) else None
+    if tape is not None:
+        problems += tape.lower()
+    problems += to_logical(entry, _roots(model, entry, heap_binding(lay.arrays), tape))
     problems += _unrooted(entry) if not problems else []
     if problems:
         raise InvalidIRError([(LOGICAL_POINTER, p) for p in problems], job.name)
@@ -272,8 +281,10 @@ def _const(v: Value) -> int:
     return value
 
 
-def _roots(model, entry: Function) -> list[Root]:
-    """Storage buffers (one handle per binding), shared arrays and local variables of ``entry``."""
+def _roots(model, entry: Function, heap: int, tape: Heap | None) -> list[Root]:
+    """Storage buffers (one handle per binding; binding ``heap`` the ``tape`` heap's words), shared arrays
+    and local variables of ``entry`` (byte arrays, the AD tape's, as words: it stores values of every
+    width in them)."""
     roots: list[Root] = []
     first = entry.entry.instructions[0]
     by_binding: dict[int, Instruction] = {}
@@ -287,7 +298,12 @@ def _roots(model, entry: Function) -> list[Root]:
         if call.parent is not entry.entry:  # its operands are constants: valid at the top
             call.remove_from_parent()
             call.insert_before(first)
-        roots.append(Root(call, f"storage buffer {binding}", _buffer_address(model, entry, binding)))
+        if binding == heap:
+            roots.insert(0, Root(call, "the AD tape heap", _buffer_address(model, entry, binding), LT.i32,
+                                 words=True, heap=True, dead=tape.spent if tape is not None else None,
+                                 spare=(ZERO, DISCARD)))
+        else:
+            roots.append(Root(call, f"storage buffer {binding}", _buffer_address(model, entry, binding)))
     for call in _calls(model, SHARED):
         g = call.args[0]
         assert isinstance(g, GlobalVariable) and isinstance(g.value_type, LT.ArrayType)
@@ -297,7 +313,16 @@ def _roots(model, entry: Function) -> list[Root]:
         if inst.opcode == "alloca":
             t = inst.allocated_type
             assert t is not None
-            if isinstance(t, LT.ArrayType):
+            if isinstance(t, LT.ArrayType) and t.element == LT.i8:
+                b = Builder()
+                b.position_before(inst)
+                words = LT.array((t.count + 3) // 4, LT.i32)
+                new = b.alloca(words, align=max(inst.alignment or 4, 4))
+                inst.replace_all_uses_with(new)
+                inst.erase()
+                roots.append(Root(new, f"local byte array %{inst.name}", _array_address(new, words), LT.i32,
+                                  words=True))
+            elif isinstance(t, LT.ArrayType):
                 roots.append(Root(inst, f"local array %{inst.name}", _array_address(inst, t), t.element))
             else:
                 roots.append(Root(inst, f"local variable %{inst.name}", lambda b, i, e, a=inst: a, t))

@@ -11,6 +11,7 @@ import tempfile
 from ...errors import ToolchainError, ToolNotFoundError
 
 VULKAN_ENV = "vulkan1.3"
+_OP_DECORATE = 71
 """The ``--target-env`` modules are checked in: the Vulkan rules, not only SPIR-V's."""
 
 
@@ -43,6 +44,21 @@ def validate_binary(binary: bytes, *, required: bool = False) -> bool:
     if run.returncode != 0:
         raise SpirvValidationError(run.stderr or run.stdout)
     return True
+
+
+_BINDING = 33
+
+
+def bindings(binary: bytes) -> set[int]:
+    """The descriptor bindings a SPIR-V module declares (``OpDecorate ... Binding N``)."""
+    words = struct.unpack(f"<{len(binary) // 4}I", binary)
+    at, found = 5, set()
+    while at < len(words):
+        count, opcode = words[at] >> 16, words[at] & 0xFFFF
+        if opcode == _OP_DECORATE and count == 4 and words[at + 2] == _BINDING:
+            found.add(words[at + 3])
+        at += max(count, 1)
+    return found
 
 
 _OP_CONSTANT, _OP_CONTROL_BARRIER = 43, 224
@@ -80,6 +96,40 @@ def order_barriers(binary: bytes) -> bytes:
     return struct.pack(f"<{len(words)}I", *words)
 
 
+#: atomics whose words are ``opcode, result type, result, pointer, scope, semantics, ...``: exchange, the
+#: integer and bitwise read-modify-writes, and the float ones of SPV_EXT_shader_atomic_float(_min_max)
+_ATOMIC_RMW = frozenset({229, *range(232, 243), 5614, 5615, 6035})
+
+
+def relaxed_atomics(binary: bytes) -> bytes:
+    """Give every atomic read-modify-write ``Relaxed`` memory semantics (0), as CUDA's ``atomicAdd`` has.
+
+    LLVM emits them ``AcquireRelease`` (relaxed ones at device scope come out as ``OpConstantNull``
+    operands Vulkan refuses: :mod:`.atomics`), and Mesa's lavapipe then runs a loop holding one with
+    lanes of different trip counts wrongly: a lane stopped after two or three iterations (an atomic add
+    in ``while j > 0`` lost its last ones). The new constant is defined beside the old semantics
+    constant (the module's id bound grows by one)."""
+    words = list(struct.unpack(f"<{len(binary) // 4}I", binary))
+    at, constants, atomics = 5, {}, []
+    while at < len(words):
+        count, opcode = words[at] >> 16, words[at] & 0xFFFF
+        if opcode == _OP_CONSTANT and count == 4:
+            constants[words[at + 2]] = at
+        elif opcode in _ATOMIC_RMW and count >= 6:
+            atomics.append(at)
+        at += max(count, 1)
+    if not atomics:
+        return binary
+    old = words[atomics[0] + 5]
+    new = words[3]
+    words[3] += 1
+    for a in atomics:
+        words[a + 5] = new
+    where = constants[old]
+    words[where + 4:where + 4] = [(4 << 16) | _OP_CONSTANT, words[where + 1], new, 0]
+    return struct.pack(f"<{len(words)}I", *words)
+
+
 _OP_LOOP_MERGE, _OP_SELECTION_MERGE = 246, 247
 _BRANCHES = frozenset({249, 250, 251})  # OpBranch, OpBranchConditional, OpSwitch
 
@@ -108,7 +158,7 @@ def place_merges(binary: bytes) -> bytes:
 
 
 _FLOAT_ARITHMETIC = frozenset({129, 131, 133, 136, 140, 141})  # OpFAdd, OpFSub, OpFMul, OpFDiv, OpFRem, OpFMod
-_OP_DECORATE, _NO_CONTRACTION = 71, 42
+_NO_CONTRACTION = 42
 
 
 def no_contraction(binary: bytes) -> bytes:

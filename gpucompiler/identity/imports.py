@@ -4,7 +4,10 @@ A plugin's code digest covers these files only (:func:`.keys.plugin_code`), so
 two plugins in one package key apart: editing one changes neither the other's
 keys nor its cache entries. The files are found without importing anything:
 each file's ``import`` statements (at any depth, in functions too) are read
-with :mod:`ast`, and those naming a module of the same top-level package
+from its compiled bytecode (``IMPORT_NAME`` with its level and names; not
+:mod:`ast`, whose conversion to Python objects fails with a ``SystemError``
+in threads that foreign code created, such as JAX's callback threads, on
+CPython 3.11), and those naming a module of the same top-level package
 (absolute, or relative: ``from . import x``, ``from .m import y``) are
 followed, transitively. Not followed: imports of other top-level packages
 (gpucompiler has its own digest in every key; other distributions are named
@@ -15,8 +18,9 @@ bumps its ``version``.
 
 from __future__ import annotations
 
-import ast
+import dis
 import os
+import types
 
 
 def _module_file(directory: str, parts: list[str]) -> str | None:
@@ -33,26 +37,36 @@ def _imports(path: str, package: list[str]) -> list[list[str]]:
     parts (for relative imports). ``from m import n`` names ``m`` and ``m.n`` (``n`` may be a module)."""
     try:
         with open(path, "rb") as fh:
-            tree = ast.parse(fh.read(), path)
+            code = compile(fh.read(), path, "exec", dont_inherit=True)
     except (OSError, SyntaxError, ValueError):
         return []  # unreadable: its bytes are in the digest anyway
     out: list[list[str]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                parts = alias.name.split(".")
-                out += [parts[:i] for i in range(1, len(parts) + 1)]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                if node.level - 1 > len(package):
-                    continue
-                base = package[:len(package) - (node.level - 1)]
-            else:
-                base = []
-            mod = base + (node.module.split(".") if node.module else [])
-            out += [mod[:i] for i in range(1, len(mod) + 1)]
-            out += [mod + [alias.name] for alias in node.names if alias.name != "*"]
+    for level, module, names in _import_statements(code):
+        if level:
+            if level - 1 > len(package):
+                continue
+            base = package[:len(package) - (level - 1)]
+        else:
+            base = []
+        mod = base + (module.split(".") if module else [])
+        out += [mod[:i] for i in range(1, len(mod) + 1)]
+        out += [mod + [name] for name in names if name != "*"]
     return out
+
+
+def _import_statements(code: types.CodeType):
+    """``(level, module, names)`` of every import in ``code`` and the code objects inside it: the
+    compiler emits ``LOAD_CONST level; LOAD_CONST names; IMPORT_NAME module`` for each statement."""
+    todo = [code]
+    while todo:
+        co = todo.pop()
+        todo += [c for c in co.co_consts if isinstance(c, types.CodeType)]
+        consts: list = []
+        for ins in dis.get_instructions(co):
+            if ins.opname == "IMPORT_NAME" and len(consts) >= 2:
+                level, names = consts[-2], consts[-1]
+                yield (level if isinstance(level, int) else 0, ins.argval, tuple(names or ()))
+            consts = consts + [ins.argval] if ins.opname == "LOAD_CONST" else []
 
 
 def import_closure(top: str, top_dir: str, module: str) -> list[tuple[str, str]]:

@@ -23,7 +23,11 @@ Under ``jax.jit`` the arrays are abstract: the program runs through
 the GPU through CuPy when JAX's default backend is a GPU). The backward
 pass runs the program again under a fresh :class:`~enzyme_plugin.LaunchTape`
 (the residuals are the inputs, so nothing but JAX arrays crosses
-``custom_vjp``), then its gradient kernels. Forward-mode JAX
+``custom_vjp``), then its gradient kernels. Inside ``jax.shard_map`` each
+device's shard runs through its own callback: the outputs vary over the
+mesh axes the inputs vary over, and an input replicated over an axis (a
+parameter) gets the sum of every shard's gradient (a ``psum``), as the
+transpose of its broadcast. Forward-mode JAX
 transformations (``jax.jvp``) are not defined for a ``custom_vjp``. JAX is
 imported by this module only.
 """
@@ -117,6 +121,38 @@ def _is_traced(args) -> bool:
     return any(isinstance(a, jax_core.Tracer) for a in args)
 
 
+def _varying(a, axes: frozenset):
+    """``a`` typed as varying over the manual mesh axes ``axes`` (inside ``shard_map``): a callback's
+    result is typed as varying over none, whatever its inputs vary over."""
+    missing = tuple(sorted(axes - _varying_axes(a)))
+    if not missing:
+        return a
+    lax: Any = jax.lax
+    return lax.pcast(a, missing, to="varying") if hasattr(lax, "pcast") else lax.pvary(a, missing)
+
+
+def _gradient_for(g, x, axes: frozenset):
+    """Input ``x``'s gradient from ``g``, one shard's part computed over data varying along ``axes``:
+    summed over the axes ``x`` itself does not vary along (a parameter replicated over the mesh gets
+    the sum of every shard's contribution, as the transpose of its broadcast)."""
+    g = _varying(g, axes)
+    summed = tuple(sorted(axes - _varying_axes(x)))
+    return jax.lax.psum(g, summed) if summed else g
+
+
+def _mesh_axes(arrays) -> frozenset:
+    return frozenset().union(*(_varying_axes(a) for a in arrays))
+
+
+def _varying_axes(x) -> frozenset:
+    """The manual mesh axes ``x`` varies over (JAX 0.10 ``manual_axis_type.varying``, earlier ``vma``)."""
+    if not hasattr(jax, "typeof"):
+        return frozenset()
+    t = jax.typeof(x)
+    kind = getattr(t, "manual_axis_type", None)
+    return frozenset(kind.varying if kind is not None else getattr(t, "vma", ()) or ())
+
+
 def jax_function(program: Callable[..., Any], outputs: Callable[..., Any], *, split: bool = False):
     """``f(*arrays)``: ``program(device, *inputs, *outputs)`` on JAX arrays, differentiable by
     ``jax.grad``/``jax.vjp`` through the kernels' generated gradients (see the module docstring).
@@ -142,7 +178,8 @@ def jax_function(program: Callable[..., Any], outputs: Callable[..., Any], *, sp
 
     def forward(*inputs):
         if _is_traced(inputs):
-            outs = jax.pure_callback(host_forward, shapes(inputs), *inputs)
+            axes = _mesh_axes(inputs)
+            outs = [_varying(o, axes) for o in jax.pure_callback(host_forward, shapes(inputs), *inputs)]
         else:
             gpu = placement(inputs)
             outs = _Runner(prog, gpu).forward([_to_device(x, gpu) for x in inputs])
@@ -153,7 +190,9 @@ def jax_function(program: Callable[..., Any], outputs: Callable[..., Any], *, sp
         floats = [is_float(x.dtype) for x in inputs]
         if _is_traced((*inputs, *cts)):
             shaped = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x, f in zip(inputs, floats) if f]
-            got = iter(jax.pure_callback(lambda *a: host_backward(len(inputs), *a), shaped, *inputs, *cts))
+            axes = _mesh_axes((*inputs, *cts))
+            partial = jax.pure_callback(lambda *a: host_backward(len(inputs), *a), shaped, *inputs, *cts)
+            got = iter(_gradient_for(g, x, axes) for g, x in zip(partial, [x for x, f in zip(inputs, floats) if f]))
         else:
             gpu = placement(inputs)
             runner = _Runner(prog, gpu)

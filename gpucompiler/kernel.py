@@ -176,7 +176,7 @@ class Kernel:
         self._deps_current: Callable[[list], bool] = _no_deps  # checks _deps (set with the first ones)
         self._epoch = 0             # counts the times a rebound global made it forget its code
         self._launches: dict = {}   # configuration -> Launch (ints, tuples, None/int/str streams only)
-        self._bound: dict = {}      # (grid, block, stream handle, no stream given) -> the runtime's launch
+        self._runs: dict = {}       # (grid, block, stream handle, no stream given) -> the runtime's launch
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args):
@@ -279,13 +279,13 @@ class Kernel:
         """World age: when a global any compiled specialisation read was rebound, forget them all
         (compiled code, emulation, what the runtime loaded), so the next launch compiles against the new value."""
         if self._deps and not self._deps_current(self._deps):
+            self._epoch += 1  # first: a launch of another thread that finds the reads cleared sees it moved
             self._specs.clear()
             self._checked.clear()
             self._compiled.clear()
             self._emulated.clear()
             self._deps.clear()
-            self._bound.clear()
-            self._epoch += 1
+            self._runs.clear()
             if self._runtime is not None:
                 self._runtime.forget(self)
 
@@ -429,23 +429,24 @@ class Launch:
     (world age) calls that bound launch directly.
     """
 
-    __slots__ = ("kernel", "grid", "block", "stream", "device", "_run", "_epoch", "_nargs")
+    __slots__ = ("kernel", "grid", "block", "stream", "device", "_bound", "_nargs")
 
     def __init__(self, kernel: Kernel, grid, block, stream, device: Device | None = None):
         self.kernel, self.grid, self.block, self.stream, self.device = kernel, grid, block, stream, device
-        self._run: Callable[[tuple], None] | None = None  # bound on the first launch through a runtime
-        self._epoch = -1     # the kernel's epoch when bound: a rebound global forgets its code
+        #: (the kernel's epoch, the runtime's launch), bound on the first launch through a runtime: a rebound
+        #: global moves the epoch (one tuple: a thread sees the launch with the epoch it was bound in)
+        self._bound: tuple[int, Callable[[tuple], None]] | None = None
         self._nargs = kernel.bind.positional
 
     def __call__(self, *args, **kwargs) -> None:
-        run = self._run
-        if run is not None and not kwargs and len(args) == self._nargs and self.device is None \
+        bound = self._bound
+        if bound is not None and not kwargs and len(args) == self._nargs and self.device is None \
                 and _RECORDER.get() is None:
             k = self.kernel
             deps = k._deps
-            if self._epoch == k._epoch and (not deps or k._deps_current(deps)):
+            if bound[0] == k._epoch and (not deps or k._deps_current(deps)):
                 try:
-                    return run(args)
+                    return bound[1](args)
                 except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
                     raise for_user(exc, debug_tracebacks())
         return self._call(args, kwargs)
@@ -480,8 +481,9 @@ class Launch:
         if kwargs or len(args) != bind.positional:
             args = bind.bind(args, kwargs)
         k.refresh()
-        if self._run is not None and self._epoch == k._epoch:
-            return self._run(args)
+        bound = self._bound
+        if bound is not None and bound[0] == k._epoch:
+            return bound[1](args)
         if isinstance(self.stream, str):
             if self.stream != CPU:
                 raise LaunchError(f"unknown device {self.stream!r}; use {CPU!r} for the CPU grid emulation, "
@@ -496,12 +498,12 @@ class Launch:
                               f"{k.target!r} does not choose GPUs by number; launch without a device")
         k._runtime = runtime
         key = (self.grid, self.block, runtime.stream_handle(self.stream), self.stream is None)
-        run = k._bound.get(key)
+        run = k._runs.get(key)
         if run is None:  # one per stream handle: a launch on a stream object (a new Launch each time) finds it
             run = bound_launch(runtime, k, self.grid, self.block, self.stream)
-            if len(k._bound) < 256:
-                k._bound[key] = run
-        self._run, self._epoch = run, k._epoch
+            if len(k._runs) < 256:
+                k._runs[key] = run
+        self._bound = (k._epoch, run)
         return run(args)
 
 

@@ -540,8 +540,7 @@ class BoundLaunch:
     asked again and the launch goes through :func:`fast_launch`.
     """
 
-    __slots__ = ("kernel", "grid", "block", "hstream", "follow", "dims", "stream", "streams", "launcher", "ctx",
-                 "key", "state", "thread", "lock", "pack", "go")
+    __slots__ = ("kernel", "grid", "block", "hstream", "follow", "dims", "stream", "streams", "bound")
 
     def __init__(self, kernel, grid, block, stream):
         self.kernel, self.grid, self.block = kernel, grid, block
@@ -557,51 +556,50 @@ class BoundLaunch:
 
     def keep(self, launcher: Launcher | None) -> None:
         """Reuse ``launcher`` (None: none) while its signature and context hold: what a launch through it
-        passes to the driver, all but the parameters' values, is bound here."""
-        self.launcher = launcher
+        passes to the driver, all but the parameters' values, is bound here, in one tuple (replaced at once:
+        a thread launching while another keeps a new launcher sees the old one whole or the new one)."""
         if launcher is None:
-            self.ctx, self.key, self.state, self.thread = -1, None, None, None  # never the thread's context
+            self.bound = None
             return
-        self.ctx, self.key, self.state, self.thread, self.lock = (launcher.ctx, launcher.key, launcher.state,
-                                                                  launcher.thread, launcher.lock)
-        self.pack = functools.partial(launcher.packer.pack_into, launcher.buffer, 0)
-        self.go = functools.partial(launcher.launch_kernel, launcher.fn, *self.dims, self.stream,
-                                    launcher.params_address, 0)
+        self.bound = (launcher.thread, launcher.ctx, launcher.state, launcher.key, launcher.lock,
+                      functools.partial(launcher.packer.pack_into, launcher.buffer, 0),
+                      functools.partial(launcher.launch_kernel, launcher.fn, *self.dims, self.stream,
+                                        launcher.params_address, 0), launcher)
 
     def __call__(self, args) -> None:
-        if self.thread is not None and self.thread.ctx == self.ctx and self.state is _state \
-                and chosen_device() is None:
-            sig = signature(args)
-            if sig is not None and sig[0] == self.key:
-                launcher = self.launcher
-                assert launcher is not None
-                named = sig[2]
-                if (named is None or named == 1 or not self.follow) and self.lock.acquire(False):
-                    try:  # as Launcher.__call__, with its calls bound
-                        self.pack(*sig[1])
-                        err = self.go()[0]
-                    except struct.error:  # a scalar out of its type's range: the slow path names the problem
-                        err = None
-                    finally:
-                        self.lock.release()
-                    if err is None:
-                        return slow_launch(self.kernel, self.grid, self.block, self.hstream, args)
-                    if err:
-                        err = int(err)
-                    elif launcher.heap is None:
-                        return None
-                    else:
-                        return raise_if_exhausted(launcher.heap[0], self.hstream, launcher.heap[1])
-                else:  # a producer's stream, or another thread launching through it: Launcher.__call__
-                    hstream = self.hstream if named is None or not self.follow else producer_handle(named)
-                    try:
-                        err = launcher(self.dims, self.streams(hstream), hstream, sig[1])
-                    except struct.error:
-                        return slow_launch(self.kernel, self.grid, self.block, hstream, args)
-                    if not err:
-                        return None
-                if err not in _CONTEXT_CODES:  # else another context is current: fast_launch asks
-                    check((err,), "cuLaunchKernel")
+        bound = self.bound
+        if bound is not None:
+            thread, ctx, state, key, lock, pack, go, launcher = bound
+            if thread.ctx == ctx and state is _state and chosen_device() is None:
+                sig = signature(args)
+                if sig is not None and sig[0] == key:
+                    named = sig[2]
+                    if (named is None or named == 1 or not self.follow) and lock.acquire(False):
+                        try:  # as Launcher.__call__, with its calls bound
+                            pack(*sig[1])
+                            err = go()[0]
+                        except struct.error:  # a scalar out of its type's range: the slow path names the problem
+                            err = None
+                        finally:
+                            lock.release()
+                        if err is None:
+                            return slow_launch(self.kernel, self.grid, self.block, self.hstream, args)
+                        if err:
+                            err = int(err)
+                        elif launcher.heap is None:
+                            return None
+                        else:
+                            return raise_if_exhausted(launcher.heap[0], self.hstream, launcher.heap[1])
+                    else:  # a producer's stream, or another thread launching through it: Launcher.__call__
+                        hstream = self.hstream if named is None or not self.follow else producer_handle(named)
+                        try:
+                            err = launcher(self.dims, self.streams(hstream), hstream, sig[1])
+                        except struct.error:
+                            return slow_launch(self.kernel, self.grid, self.block, hstream, args)
+                        if not err:
+                            return None
+                    if err not in _CONTEXT_CODES:  # else another context is current: fast_launch asks
+                        check((err,), "cuLaunchKernel")
         hstream = self.hstream
         if self.follow:
             streams = producer_streams(args)

@@ -377,3 +377,32 @@ def test_a_stream_that_is_not_a_handle_is_a_typed_error(fake, bad):
     with pytest.raises(LaunchError, match="names stream"):
         add[1, 32](Produced(x, bad), Produced(y, bad))
     np.testing.assert_array_equal(x, np.arange(8.0) + 1)
+
+
+def test_threads_sharing_a_launch_with_different_signatures(fake):
+    """One launch object, two threads alternating two signatures under frequent thread switches: each launch
+    packs its own layout (the launcher a launch uses is read whole, never half of another thread's)."""
+    launch, rounds, errors = add[1, 32], 150, []
+    arrays = {np.float64: (np.zeros(8), np.arange(8.0)), np.int32: (np.zeros(8, np.int32), np.arange(8, dtype=np.int32))}
+
+    def worker(dtype):
+        x, y = arrays[dtype]
+        try:
+            for _ in range(rounds):
+                launch(DeviceArray(x), DeviceArray(y))
+        except Exception as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in arrays]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    for x, y in arrays.values():
+        np.testing.assert_array_equal(x, rounds * y)

@@ -185,10 +185,13 @@ def _flat_types(t, shadow: bool) -> list:
 
 
 def _array(b, t, data, dims):
-    """The array struct of type ``t`` from its data pointer and ``shape + strides``."""
+    """The array struct of type ``t`` from its data pointer and ``shape + strides`` (a managed type's
+    buffer null: the rule borrows the memory, its references are not counted)."""
     agg = b.insert_value(ir.Constant(ll(t), ir.Undefined), data, 0)
     for k, d in enumerate(dims):
         agg = b.insert_value(agg, d, [1 + k // t.ndim, k % t.ndim])
+    if t.managed:
+        agg = b.insert_value(agg, ir.Constant(PTR, None), 3)
     return agg
 
 

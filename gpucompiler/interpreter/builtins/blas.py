@@ -1,6 +1,6 @@
 """Calls of the host's BLAS and LAPACK (the OpenBLAS NumPy ships) from the NumPy implementations.
 
-The implementations (:mod:`.linalgimpl`) call four intrinsics:
+The implementations (:mod:`.linalgimpl`, :mod:`.lapackimpl`) call these intrinsics:
 
 * ``blas_call(name, *args)``: CBLAS's or LAPACKE's ``name`` (``"gemm"``, ``"gesv"``...) of the
   precision of its first float array (``d`` for float64, ``s`` for float32), declared by name
@@ -12,7 +12,8 @@ The implementations (:mod:`.linalgimpl`) call four intrinsics:
   vector (a positive stride in whole elements); constant False for expressions and other dtypes;
 * ``trans(x)`` / ``lead(x)``: of a ready matrix, CBLAS's transpose flag (111: rows contiguous,
   112: columns contiguous, read as the transpose of a row-major matrix) and its leading
-  dimension in elements; of a vector, ``lead`` is its increment.
+  dimension in elements; of a vector, ``lead`` is its increment;
+* ``new_like(a, shape)``: a work array of ``a``'s dtype.
 
 One record per function in :data:`SIGNATURES`; the IR names the symbols, never an address.
 """
@@ -25,6 +26,7 @@ from ... import types as T
 from ...errors import TypeInferenceError
 from ..lattice import Const, const, widen
 from ..rules import CallResult
+from .arraymem import Fill, allocate, managed_array
 from .numbers import base
 
 CBLAS, LAPACKE = "scipy_cblas_{}64_", "scipy_LAPACKE_{}64_"
@@ -38,7 +40,7 @@ ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 SIGNATURES: dict[str, tuple[str, str, str]] = {
     "gemm": (CBLAS, "v", "eeeiiifpipifpi"),
     "gemv": (CBLAS, "v", "eeiifpipifpi"),
-    "gesv": (LAPACKE, "i", "eiipipipi"),
+    "gesv": (LAPACKE, "i", "eiipippi"),
     "getrf": (LAPACKE, "i", "eiipip"),
     "potrf": (LAPACKE, "i", "ecipi"),
     "syevd": (LAPACKE, "i", "eccipip"),
@@ -67,6 +69,24 @@ def trans(x):
 def lead(x):
     """The leading dimension of a ready matrix, the increment of a ready vector (an intrinsic)."""
     raise NotImplementedError("lead is an intrinsic of compiled code")
+
+
+def new_like(a, shape):
+    """A new C-ordered array of ``shape`` with the dtype of the array ``a``, uninitialised (an
+    intrinsic): the work arrays of functions that take no dtype (derivative rules' convention)."""
+    raise NotImplementedError("new_like is an intrinsic of compiled code")
+
+
+def _new_like(interp, args) -> CallResult:
+    x, shape = _array(args[0]), widen(args[1])
+    if x is None or not isinstance(shape, T.TupleType) or interp.target.is_gpu:
+        raise TypeInferenceError(f"new_like of {widen(args[0])!r} and {shape!r} (host arrays only)", (shape,))
+
+    def lower(cg, a, at, rt):
+        dims = [cg.cast(cg.b.extract_value(a[1], k), it, T.int64) if not isinstance(at[1], Const)
+                else ir.Constant(_I64, at[1].value[k]) for k, it in enumerate(shape.items)]
+        return allocate(cg, x.dtype, dims, Fill.UNINITIALIZED)
+    return CallResult(managed_array(x.dtype, len(shape.items)), lower)
 
 
 def _array(t) -> T.ArrayType | None:
@@ -164,7 +184,9 @@ def _blas(interp, fn, args):
         return _layout(interp, fn, args)
     if fn is blas_call:
         return _call(interp, args)
+    if fn is new_like:
+        return _new_like(interp, args)
     return None
 
 
-__all__ = ["blas_call", "blas_ready", "trans", "lead", "SIGNATURES", "ROW_MAJOR", "NO_TRANS", "TRANS"]
+__all__ = ["blas_call", "blas_ready", "trans", "lead", "new_like", "SIGNATURES", "ROW_MAJOR", "NO_TRANS", "TRANS"]

@@ -10,6 +10,8 @@ instead (the Enzyme plugin's rules swap the calls), which its AD engine differen
 
 from __future__ import annotations
 
+from ...pristine import math  # as imported (pristine.py: the rules key on its functions)
+
 from ...frontend.intrinsics import setitem_unchecked
 from . import npaxes as X
 from .blas import ROW_MAJOR, NO_TRANS, TRANS, blas_call, blas_ready, lead, trans
@@ -148,6 +150,72 @@ def gevm_loops(x, b, out, dt):
 #: the BLAS calls -> their loops, by whether the matrix operand is C-ordered (as its type says) or not
 LOOPS = {gemm_into: (gemm_loops, gemm_loops_packed), gemv_into: (gemv_loops, gemv_loops),
          gevm_into: (gevm_loops, gevm_loops)}
+
+
+
+
+# -- norms (loops: the AD engine differentiates them) ------------------------------------------------
+def norm_fro1(x, dt):
+    """The 2-norm of a vector (NumPy's default), summed in ``dt``."""
+    acc = dt(0.0)
+    for i in range(x.shape[0]):
+        v = dt(element(x, i))
+        acc = dt(acc + v * v)
+    return dt(math.sqrt(acc))
+
+
+def norm_fro2(x, dt):
+    """The Frobenius norm of a matrix (NumPy's default)."""
+    acc = dt(0.0)
+    n, m = x.shape
+    for i in range(n):
+        for j in range(m):
+            v = dt(element(x, i, j))
+            acc = dt(acc + v * v)
+    return dt(math.sqrt(acc))
+
+
+def norm_p1(x, p, dt):
+    """``sum(|x|**p) ** (1 / p)`` of a vector (``p`` 1: the sum of magnitudes)."""
+    acc = dt(0.0)
+    for i in range(x.shape[0]):
+        v = dt(abs(element(x, i)))
+        acc = dt(acc + (v if p == 1 else v ** p))
+    return acc if p == 1 else dt(acc ** (1.0 / p))
+
+
+def norm_zero1(x, dt):
+    """The number of nonzero elements of a vector, as ``dt``."""
+    acc = dt(0.0)
+    for i in range(x.shape[0]):
+        if element(x, i) != 0:
+            acc = dt(acc + 1.0)
+    return acc
+
+
+def norm_max1(x, sign, dt):
+    """The largest (``sign`` 1) or smallest (-1) magnitude of a non-empty vector."""
+    best = dt(abs(element(x, 0)))
+    for i in range(1, x.shape[0]):
+        v = dt(abs(element(x, i)))
+        if (v > best) if sign > 0 else (v < best):
+            best = v
+    return best
+
+
+def norm_lines2(x, axis, sign, dt):
+    """The largest (``sign`` 1) or smallest (-1) sum of magnitudes along ``axis`` of a matrix with
+    lines to compare: columns (``axis`` 0, NumPy's ord=1) or rows (1, ord=inf)."""
+    n, m = x.shape
+    lines, length = (m, n) if axis == 0 else (n, m)
+    best = dt(0.0)
+    for q in range(lines):
+        acc = dt(0.0)
+        for r in range(length):
+            acc = dt(acc + dt(abs(element(x, r, q) if axis == 0 else element(x, q, r))))
+        if q == 0 or ((acc > best) if sign > 0 else (acc < best)):
+            best = acc
+    return best
 
 
 __all__ = ["LOOPS", "matmul22", "matmul21", "matmul12"]

@@ -24,7 +24,9 @@ def mixed(rng, out, iout):
         out[k + 3] = rng.standard_normal()
         out[k + 4] = rng.normal()
         out[k + 5] = rng.uniform()
-        k += 6
+        out[k + 6] = rng.exponential(2.5)
+        out[k + 7] = rng.standard_exponential()
+        k += 8
         iout[i, 0] = rng.integers(10)
         iout[i, 1] = rng.integers(-5, 1000)
         iout[i, 2] = rng.integers(0, 2**32)  # a range of 2**32 - 1 + 1: a whole 32-bit half
@@ -43,32 +45,36 @@ def compiled_mixed(seed, out, iout):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_generator_draws_are_numpys_for_the_seed(seed):
     n = 300
-    got, igot = np.zeros(6 * n), np.zeros((n, 8), np.int64)
-    want, iwant = np.zeros(6 * n), np.zeros((n, 8), np.int64)
+    got, igot = np.zeros(8 * n), np.zeros((n, 8), np.int64)
+    want, iwant = np.zeros(8 * n), np.zeros((n, 8), np.int64)
     compiled_mixed(seed, got, igot)
     mixed(np.random.default_rng(seed), want, iwant)
     np.testing.assert_array_equal(igot, iwant)
-    np.testing.assert_array_equal(got[0::6], want[0::6])  # random(): bit for bit
+    np.testing.assert_array_equal(got[0::8], want[0::8])  # random(): bit for bit
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
 
 
 @jit
 def normals(seed, n):
-    return np.random.default_rng(seed).standard_normal(n)
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(n), rng.standard_exponential(n)
 
 
-def test_a_million_normals_are_numpys_within_rounding():
-    """Every layer of the ziggurat, its wedges and its tail are reached (the tail about once in
-    3,600 draws): one wrong table entry would change a value or shift the stream."""
+def test_a_million_normals_and_exponentials_are_numpys_within_rounding():
+    """Every layer of the ziggurats, their wedges and their tails are reached (the normal's tail
+    about once in 3,600 draws): one wrong table entry would change a value or shift the stream."""
     for seed in range(100):
-        want = np.random.default_rng(seed).standard_normal(10_000)
-        np.testing.assert_allclose(normals(seed, 10_000), want, rtol=1e-13, atol=1e-13)
+        rng = np.random.default_rng(seed)
+        want = rng.standard_normal(10_000), rng.standard_exponential(10_000)
+        for got, w in zip(normals(seed, 10_000), want):
+            np.testing.assert_allclose(got, w, rtol=1e-13, atol=1e-13)
 
 
 def arrays(rng):
     return (rng.random((3, 4)), rng.random(5), rng.normal(1.0, 2.0, size=5), rng.integers(0, 10, size=(2, 3)),
             rng.integers(5, size=4), rng.standard_normal((2, 2)), rng.uniform(0.0, 1.0, 7), rng.random(0),
-            rng.integers(0, 2**40, size=3, endpoint=True))
+            rng.integers(0, 2**40, size=3, endpoint=True), rng.exponential(3.0, (2, 2)),
+            rng.standard_exponential(3))
 
 
 @jit
@@ -123,8 +129,12 @@ def test_run_time_errors_are_numpys():
         bad_seed(-1)
 
 
-def exponential(s):
-    return np.random.default_rng(s).exponential()
+def gamma(s):
+    return np.random.default_rng(s).gamma(2.0)
+
+
+def inverse_method(s):
+    return np.random.default_rng(s).standard_exponential(method="inv")
 
 
 def float32(s):
@@ -136,7 +146,7 @@ def out(a):
 
 
 @pytest.mark.parametrize("fn,arg,match", [
-    (exponential, 1, "Generator.exponential\\(\\) is not supported"), (float32, 1, "dtype=.* float64"),
+    (gamma, 1, "Generator.gamma\\(\\) is not supported"), (inverse_method, 1, "method=.* 'zig'"), (float32, 1, "dtype=.* float64"),
     (out, np.zeros(3), "out=.* not supported"),
 ])
 def test_unsupported_methods_are_typed_errors_at_the_users_line(fn, arg, match):

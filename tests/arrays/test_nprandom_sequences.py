@@ -19,7 +19,7 @@ SPANS = [1, 2, 3, 7, 255, 256, 1000, 2**31, 2**32 - 1, 2**32, 2**32 + 1, 2**33 -
 def program(seed: int, n: int):
     """``n`` operation codes, float parameters and integer bounds ``lo < hi`` (no int64 overflow)."""
     r = np.random.default_rng(seed)
-    ops = r.integers(0, 8, n)
+    ops = r.integers(0, 9, n)
     a = r.normal(0.0, 10.0, n)
     b = np.abs(r.normal(0.0, 10.0, n))
     span = np.array(SPANS, dtype=np.int64)[r.integers(0, len(SPANS), n)]
@@ -47,6 +47,8 @@ def legacy_ops(rs, seed, ops, a, b, lo, hi, out, iout):
             iout[i] = rs.randint(lo[i], hi[i])
         elif op == 6:
             out[i] = rs.randn()
+        elif op == 8:
+            out[i] = rs.rand()
         else:
             iout[i] = rs.randint(hi[i] - lo[i] if hi[i] - lo[i] > 0 else 1)
 
@@ -75,6 +77,8 @@ def generator_ops(rng, ops, a, b, lo, hi, out, iout):
             iout[i] = rng.integers(lo[i], hi[i])
         elif op == 6:
             iout[i] = rng.integers(0, 7)  # a 32-bit draw: PCG64's buffered half comes into play
+        elif op == 8:
+            out[i] = rng.exponential(b[i])
         else:
             iout[i] = rng.integers(hi[i] - lo[i] if hi[i] - lo[i] > 0 else 1)
 

@@ -7,9 +7,9 @@ process's state (:mod:`.nprandomstate`), apart from NumPy's own as in Numba,
 with NumPy's algorithms (:mod:`.nprandomimpl`): after ``np.random.seed(s)``
 in compiled code they give what ``np.random.RandomState(s)`` gives.
 ``np.random.default_rng(seed)`` makes a Generator whose ``random``,
-``uniform``, ``integers``, ``normal`` and ``standard_normal`` give NumPy's
-Generator's numbers for the seed (:mod:`.nprandomgen`). ``size=`` is an
-integer or a tuple of integers; parameters are numbers (arrays of parameters
+``uniform``, ``integers``, ``normal``, ``standard_normal``, ``exponential``
+and ``standard_exponential`` give NumPy's Generator's numbers for the seed
+(:mod:`.nprandomgen`). ``size=`` is an integer or a tuple of integers; parameters are numbers (arrays of parameters
 are refused). Anything else of ``np.random`` is a typed error.
 """
 
@@ -62,11 +62,15 @@ _METHODS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "normal": (("loc", "scale", "size"), {"loc": 0.0, "scale": 1.0, "size": None}),
     "integers": (("low", "high", "size", "dtype", "endpoint"),
                  {"high": None, "size": None, "dtype": None, "endpoint": False}),
+    "exponential": (("scale", "size"), {"scale": 1.0, "size": None}),
+    "standard_exponential": (("size", "dtype", "method", "out"), {"size": None, "dtype": None, "method": "zig",
+                                                                   "out": None}),
 }
 _GEN_DISTS = {
     "random": (G.random, (), T.float64), "standard_normal": (G.standard_normal, (), T.float64),
     "uniform": (G.uniform, ("low", "high"), T.float64), "normal": (G.normal, ("loc", "scale"), T.float64),
-    "integers": (G.integers, ("low", "high"), T.int64),
+    "integers": (G.integers, ("low", "high"), T.int64), "exponential": (G.exponential, ("scale",), T.float64),
+    "standard_exponential": (G.standard_exponential, (), T.float64),
 }
 _SUPPORTED = "seed, random, random_sample, rand, randn, uniform, normal, standard_normal, exponential, " \
     "randint, shuffle, permutation, choice and default_rng"
@@ -283,8 +287,8 @@ def _generator_method(interp, name: str, values: list, kwnames: tuple, first: in
     _on_host(interp, what)
     if name not in _METHODS:
         raise TypeInferenceError(f"{what}() is not supported in compiled code",
-                                 hint="compiled code's Generator has random, uniform, integers, normal and "
-                                 "standard_normal")
+                                 hint="compiled code's Generator has random, uniform, integers, normal, "
+                                 "standard_normal, exponential and standard_exponential")
     params, defaults = _METHODS[name]
     call = _Call(what, params, defaults, values[1:], kwnames, first + 1)
     impl, names, dt = _GEN_DISTS[name]
@@ -293,6 +297,8 @@ def _generator_method(interp, name: str, values: list, kwnames: tuple, first: in
         raise TypeInferenceError(f"{what}(..., out=...) is not supported in compiled code")
     if "dtype" in params and not call.is_none("dtype") and dtype_of(call.value("dtype"), f"{what}()'s dtype") != dt:
         raise TypeInferenceError(f"{what}(..., dtype=...) other than {dt!r} is not supported in compiled code")
+    if "method" in params and call.constant("method") != "zig":
+        raise TypeInferenceError(f"{what}(..., method=...) other than 'zig' is not supported in compiled code")
     if integer:
         if call.is_none("high"):
             call.given["high"] = call.given["low"]

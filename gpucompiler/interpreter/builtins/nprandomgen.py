@@ -4,16 +4,16 @@ SeedSequence as NumPy's ``bit_generator`` describes it (O'Neill's
 ``seed_seq_fe``: a pool of four 32-bit words mixed from the entropy by
 multiply-xorshift hashes, then hashed out into eight words); PCG64 (a
 128-bit LCG, output XSL-RR) seeded from those words; doubles from the top
-53 bits; bounded integers by Lemire's method; normals by the 256-layer
-ziggurat, its tables made here (:func:`ziggurat_tables`). The generator is a
+53 bits; bounded integers by Lemire's method; normals and exponentials by 256-layer
+ziggurats, their tables made here (:func:`ziggurat_tables`). The generator is a
 record holding its state array (uint64: state high, state low, increment
 high, increment low, whether a 32-bit half is buffered, the half), so
 methods draw from the generator they are called on, not from a shared
 state. The generator runs on the state as a tuple of those six words, read
 from the array once per call (or per array drawn) and written back, so that
 it stays in registers. Each distribution takes ``(t, zig, a, b)``: the
-state, the ziggurat tables (float64, three rows: the integer bounds, the
-widths, the heights) and two parameters, and gives ``(number, state)``.
+state, the ziggurat tables (float64, three rows for the normal's: the
+integer bounds, the widths, the heights; three for the exponential's) and two parameters, and gives ``(number, state)``.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ MIX_R = 0x4973F715
 ZIG_R = 3.6541528853610088
 """where the normal ziggurat's base layer's tail begins"""
 ZIG_RINV = 0.27366123732975828
+ZIGE_R = 7.69711747013104972
+"""where the exponential ziggurat's base layer's tail begins"""
 
 
 @dataclasses.dataclass
@@ -54,24 +56,32 @@ class Generator:
 
 
 def ziggurat_tables() -> list[list[float]]:
-    """The normal ziggurat's 256 layers of equal area: integer bounds (scaled by 2**52, as floats),
-    widths (over 2**52) and heights, built top down from ``ZIG_R`` (Marsaglia and Tsang's recurrence)."""
-    r = ZIG_R
-    area = r * math.exp(-0.5 * r * r) + math.sqrt(math.pi / 2) * math.erfc(r / math.sqrt(2.0))
-    scale = 2.0 ** 52
-    ki, wi, fi = [0.0] * 256, [0.0] * 256, [0.0] * 256
-    q = area / math.exp(-0.5 * r * r)
-    ki[0] = float(int(r / q * scale))
-    wi[0], wi[255] = q / scale, r / scale
-    fi[0], fi[255] = 1.0, math.exp(-0.5 * r * r)
-    dn = tn = r
+    """The normal and exponential ziggurats' 256 layers of equal area, built top down from where
+    the base layer's tail begins (Marsaglia and Tsang's recurrence): for each, the integer bounds
+    (scaled by 2**52 for the normal, 2**53 for the exponential, as floats), widths and heights."""
+    return [*_layers(ZIG_R, 2.0 ** 52, lambda x: math.exp(-0.5 * x * x),
+                     lambda y: math.sqrt(-2.0 * math.log(y)),
+                     math.sqrt(math.pi / 2) * math.erfc(ZIG_R / math.sqrt(2.0))),
+            *_layers(ZIGE_R, 2.0 ** 53, lambda x: math.exp(-x), lambda y: -math.log(y), math.exp(-ZIGE_R))]
+
+
+def _layers(r: float, scale: float, density, inverse, tail: float) -> list[list[float]]:
+    """Layers of a ziggurat under ``density`` (decreasing; ``inverse`` its inverse), the base layer's
+    tail from ``r`` holding ``tail``."""
+    area = r * density(r) + tail
+    k, w, f = [0.0] * 256, [0.0] * 256, [0.0] * 256
+    q = area / density(r)
+    k[0] = float(int(r / q * scale))
+    w[0], w[255] = q / scale, r / scale
+    f[0], f[255] = 1.0, density(r)
+    x = top = r
     for i in range(254, 0, -1):
-        dn = math.sqrt(-2.0 * math.log(area / dn + math.exp(-0.5 * dn * dn)))
-        ki[i + 1] = float(int(dn / tn * scale))
-        tn = dn
-        fi[i] = math.exp(-0.5 * dn * dn)
-        wi[i] = dn / scale
-    return [ki, wi, fi]
+        x = inverse(area / x + density(x))
+        k[i + 1] = float(int(x / top * scale))
+        top = x
+        f[i] = density(x)
+        w[i] = x / scale
+    return [k, w, f]
 
 
 # -- SeedSequence ----------------------------------------------------------------------------
@@ -286,6 +296,30 @@ def normal(t, zig, loc, scale):
     check(scale >= 0.0, "ValueError", "scale < 0")
     z, t = standard_normal(t, zig, 0.0, 0.0)
     return loc + scale * z, t
+
+
+def standard_exponential(t, zig, a, b):
+    """The 256-layer exponential ziggurat: a layer from the low bits of a 61-bit word, the tail
+    past the base layer by inversion (the exponential has no memory), the wedges by the density."""
+    while True:
+        r, t = next64(t)
+        r = r >> U64(3)
+        idx = I64(r & U64(0xFF))
+        ri = I64(r >> U64(8))
+        x = ri * zig[4, idx]
+        if ri < zig[3, idx]:
+            return x, t
+        u, t = next_double(t)
+        if idx == 0:
+            return ZIGE_R - math.log1p(-u), t
+        if (zig[5, idx - 1] - zig[5, idx]) * u + zig[5, idx] < math.exp(-x):
+            return x, t
+
+
+def exponential(t, zig, scale, b):
+    check(scale >= 0.0, "ValueError", "scale < 0")
+    e, t = standard_exponential(t, zig, 0.0, 0.0)
+    return scale * e, t
 
 
 def draw(dist, g, zig, a, b):

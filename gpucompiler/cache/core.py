@@ -27,7 +27,7 @@ from ..settings import private_directory_problem
 from .entry import Entry, decode
 from .serialisable import serialisation_errors
 from .files import GROUP
-from .report import loaded_reports, recorded_warnings, remote_warnings, replay, stored_reports
+from .report import loaded_reports, recorded_warnings, replay, stored_reports
 from .tiers import DiskTier, MemoryTier, RedisTier
 from .trust import Signer, SignedTier
 
@@ -313,19 +313,19 @@ class Cache:
                              compiler: Compiler | None) -> CachedResult:
         kinds = tuple(sorted(set(emit) | {"llvm"}))
         start = time.perf_counter()
-        with recorded_warnings() as caught:  # kept in the entry, shown again on every hit
-            if compiler is not None:
-                result, origin = compiler(job, kinds), "compiled"
+        # kept in the entry, shown again on every hit (a service client runs the first stages here)
+        with recorded_warnings() as caught:
+            result = self._service_compile(job, kinds) if compiler is None else None
+            if result is not None:  # the service's stages warned there: shown (and so recorded) here
+                origin = "service"
+                replay(result.meta.get("warnings"))
             else:
-                result, origin = self._service_compile(job, kinds), "service"
-                if result is None:
-                    if self.compiler is None:
-                        raise ConfigError(f"this cache has no compile function for the miss of {job.name!r}: "
-                                          "make it with Cache(..., compiler=gpucompiler.pipeline.compile)")
-                    result, origin = self.compiler(job, kinds), "compiled"
+                compiler = compiler or self.compiler
+                if compiler is None:
+                    raise ConfigError(f"this cache has no compile function for the miss of {job.name!r}: "
+                                      "make it with Cache(..., compiler=gpucompiler.pipeline.compile)")
+                result, origin = compiler(job, kinds), "compiled"
         self.stats["compile"] += 1
-        if origin == "service":  # the service's compile warned there: shown here, kept here
-            caught += remote_warnings(result.meta.get("warnings"))
         reports = dict(result.reports)
         meta: dict[str, Any] = {"name": job.name, "symbols": _symbols(result.module), "stage_times": dict(result.stage_times),
                 "reports": stored_reports(reports), "warnings": caught, "created": time.time(),

@@ -204,13 +204,6 @@ def _category(name: str) -> type[Warning]:
     return cls if isinstance(cls, type) and issubclass(cls, Warning) else UserWarning
 
 
-def remote_warnings(rows: Any) -> list[dict[str, Any]]:
-    """The well-formed rows of warnings a compile service's answer carries, each shown here now."""
-    kept = [r for r in _rows(rows) if _valid(r)]
-    replay(kept)
-    return kept
-
-
 def replay(rows: Any) -> None:
     """Show each warning of ``rows`` (an entry's, untrusted: malformed rows are skipped) at its file and line,
     through the program's warning filters."""

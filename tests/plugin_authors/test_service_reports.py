@@ -1,6 +1,6 @@
 """A plugin installed on both sides of the compile service (an entry point in a ``*.dist-info``): its report
-and the warning its callback emits on the service reach the client, are shown there, kept in the client's
-entry, and shown again on the client's later cache hits."""
+and the warnings its callbacks emit, in the client (which prepares the job) and on the service, are shown
+in the client once each, kept in the client's entry, and shown again on the client's later cache hits."""
 
 from __future__ import annotations
 
@@ -29,8 +29,12 @@ class Warner(gp.Plugin):
     name, version = "warner", "1"
 
     @gp.callback("post_irgen")
-    def warn(self, job):
-        warnings.warn(f"{job.name}: the warner plugin warns", UserWarning, stacklevel=1)
+    def warn(self, job):  # runs in the client (it prepares the job)
+        warnings.warn(f"{job.name}: the warner plugin warns here", UserWarning, stacklevel=1)
+
+    @gp.callback("optimize.late")
+    def warn_there(self, job):  # runs on the service
+        warnings.warn(f"{job.name}: the warner plugin warns there", UserWarning, stacklevel=1)
 
     def report(self, job):
         return {"warned": job.name}
@@ -73,5 +77,5 @@ def test_a_warning_on_the_service_is_shown_here_and_on_every_later_hit(warner_si
     finally:
         stop(proc)
     assert [s[0] for s in shown] == ["service", "disk"]
-    assert shown[0][1] == shown[1][1] == ["f: the warner plugin warns"]
+    assert shown[0][1] == shown[1][1] == ["f: the warner plugin warns here", "f: the warner plugin warns there"]
     assert shown[0][2] == shown[1][2] == {"warner": {"warned": "f"}}

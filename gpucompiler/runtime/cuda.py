@@ -17,8 +17,9 @@
 * Every failing driver call raises :class:`~gpucompiler.errors.CudaError`
   carrying the CUDA error name (``CUDA_ERROR_ILLEGAL_ADDRESS``...).
 
-Launches whose arguments are all Python scalars and ``__cuda_array_interface__``
-arrays take a fast path: a :class:`Launcher` per (kernel, context, argument
+Launches whose arguments are all Python scalars, NumPy scalars (float64,
+float32, int64, int32, bool) and ``__cuda_array_interface__`` arrays take a
+fast path: a :class:`Launcher` per (kernel, context, argument
 signature) holds the function handle, a ``struct`` packer writing every
 parameter into one preallocated buffer and the ``void*[]`` pointing into it.
 The signature key holds each scalar's Python type and each array's typestr,
@@ -393,6 +394,8 @@ def launch(kernel, grid, block, stream, args) -> None:
 
 # -- the fast path ----------------------------------------------------------------------
 _SCALAR_FORMAT = {T.float64: "d", T.float32: "f4x", T.int64: "q", T.int32: "i4x", T.boolean: "?7x"}
+#: the NumPy scalar types launches pack as they are (their frontend types have a ``_SCALAR_FORMAT``)
+_NUMPY_SCALARS = frozenset({np.float64, np.float32, np.int64, np.int32, np.bool_})
 _LAYOUTS: dict = {}  # (typestr, shape, readonly[, strides]) -> (signature key item, strides in bytes) or None
 #: what a launch reports when its function belongs to another context than the current one (none
 #: current, another one made current by another library, a destroyed one): the thread's context is asked again
@@ -402,8 +405,8 @@ _CONTEXT_CODES = frozenset({201, 400, 709})
 def signature(args):
     """``(key, values, stream)``: the argument signature, the flat parameter values and the stream the
     arrays' producers name (``__cuda_array_interface__``'s ``stream``, as given; None when none names one),
-    or ``None`` when an argument is neither a Python scalar nor a ``__cuda_array_interface__`` array of a
-    known type, or when two arrays name different streams."""
+    or ``None`` when an argument is neither a Python or NumPy (float64, float32, int64, int32, bool) scalar
+    nor a ``__cuda_array_interface__`` array of a known type, or when two arrays name different streams."""
     key, values, stream = [], [], None
     for a in args:
         tp = type(a)
@@ -413,7 +416,11 @@ def signature(args):
             continue
         cai = getattr(a, "__cuda_array_interface__", None)
         if cai is None:
-            return None
+            if tp not in _NUMPY_SCALARS:
+                return None
+            key.append(tp)  # a NumPy scalar: its type is its frontend type
+            values.append(a)
+            continue
         shape, strides, data = cai["shape"], cai.get("strides"), cai["data"]
         layout = (cai["typestr"], shape, data[1]) if strides is None else (cai["typestr"], shape, data[1], strides)
         try:

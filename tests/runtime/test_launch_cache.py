@@ -406,3 +406,24 @@ def test_threads_sharing_a_launch_with_different_signatures(fake):
     assert errors == []
     for x, y in arrays.values():
         np.testing.assert_array_equal(x, rounds * y)
+
+
+@pytest.mark.parametrize("factor, dtype", [(np.float32(2.5), np.float32), (np.float64(2.5), np.float64),
+                                           (np.int32(3), np.int32), (np.int64(-3), np.int64),
+                                           (np.bool_(True), np.float64)])
+def test_numpy_scalars_take_the_cached_path(fake, factor, dtype):
+    """A NumPy scalar is packed as its type, launch after launch without a driver query; switching to a
+    Python scalar or another NumPy type after cached launches gets its own layout."""
+    x = np.arange(1, 9, dtype=dtype)
+    launch = scale[1, 32]
+    launch(DeviceArray(x), factor)
+    launch(DeviceArray(x), factor)
+    asked = fake.queries
+    launch(DeviceArray(x), factor)
+    assert fake.queries == asked
+    np.testing.assert_array_equal(x, np.arange(1, 9, dtype=dtype) * (dtype(factor) ** 3))
+    other = np.int64(2) if isinstance(factor, np.floating) else np.float32(0.5)
+    y = np.arange(1, 9, dtype=np.float64)
+    launch(DeviceArray(y), other)
+    launch(DeviceArray(y), 2)
+    np.testing.assert_array_equal(y, np.arange(1, 9) * (float(other) * 2))

@@ -90,6 +90,29 @@ def test_generator_arrays_are_numpys(seed):
         np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
 
 
+def shuffles(rng):
+    x = np.arange(10.0)
+    rng.shuffle(x)
+    m = np.arange(12).reshape(4, 3)
+    rng.shuffle(m)
+    big = np.arange(300)
+    rng.shuffle(big)
+    return (x, m, big, rng.permutation(9), rng.permutation(np.arange(5.0)), rng.permutation(m),
+            rng.random(), rng.integers(5))
+
+
+@jit
+def compiled_shuffles(seed):
+    return shuffles(np.random.default_rng(seed))
+
+
+@pytest.mark.parametrize("seed", [0, 5, 2**35])
+def test_generator_shuffles_and_permutations_are_numpys(seed):
+    for g, w in zip(compiled_shuffles(seed), shuffles(np.random.default_rng(seed))):
+        np.testing.assert_array_equal(g, w)
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+
+
 @jit
 def two_generators(seed):
     a = np.random.default_rng(seed)

@@ -7,8 +7,9 @@ process's state (:mod:`.nprandomstate`), apart from NumPy's own as in Numba,
 with NumPy's algorithms (:mod:`.nprandomimpl`): after ``np.random.seed(s)``
 in compiled code they give what ``np.random.RandomState(s)`` gives.
 ``np.random.default_rng(seed)`` makes a Generator whose ``random``,
-``uniform``, ``integers``, ``normal``, ``standard_normal``, ``exponential``
-and ``standard_exponential`` give NumPy's Generator's numbers for the seed
+``uniform``, ``integers``, ``normal``, ``standard_normal``, ``exponential``,
+``standard_exponential``, ``shuffle`` and ``permutation`` give NumPy's
+Generator's numbers for the seed
 (:mod:`.nprandomgen`). ``size=`` is an integer or a tuple of integers; parameters are numbers (arrays of parameters
 are refused). Anything else of ``np.random`` is a typed error.
 """
@@ -285,10 +286,12 @@ def _legacy(interp, name: str, values: list, kwnames: tuple, first: int) -> Call
 def _generator_method(interp, name: str, values: list, kwnames: tuple, first: int) -> CallResult:
     what = f"Generator.{name}"
     _on_host(interp, what)
+    if name in ("shuffle", "permutation"):
+        return _generator_shuffle(interp, what, name, values, kwnames, first)
     if name not in _METHODS:
         raise TypeInferenceError(f"{what}() is not supported in compiled code",
                                  hint="compiled code's Generator has random, uniform, integers, normal, "
-                                 "standard_normal, exponential and standard_exponential")
+                                 "standard_normal, exponential, standard_exponential, shuffle and permutation")
     params, defaults = _METHODS[name]
     call = _Call(what, params, defaults, values[1:], kwnames, first + 1)
     impl, names, dt = _GEN_DISTS[name]
@@ -312,6 +315,23 @@ def _generator_method(interp, name: str, values: list, kwnames: tuple, first: in
     if size is None:
         return _call(interp, what, G.draw, [fn, gen, zig, *params_])
     return _call(interp, what, G.fill1 if size[1] else G.fill, [fn, gen, zig, size[0], (const(dt), None), *params_])
+
+
+def _generator_shuffle(interp, what: str, name: str, values: list, kwnames: tuple, first: int) -> CallResult:
+    """``rng.shuffle(x)`` and ``rng.permutation(x)`` along the first axis."""
+    call = _Call(what, ("x", "axis"), {"axis": 0}, values[1:], kwnames, first + 1)
+    if call.constant("axis") != 0:
+        raise TypeInferenceError(f"{what}(..., axis=...) other than 0 is not supported in compiled code")
+    gen = (values[0], first - 1)
+    v, k = call.given["x"]
+    t = widen(v)
+    if name == "permutation" and isinstance(t, T.Scalar) and t.is_integer:
+        return _call(interp, what, G.permutation_n, [gen, (v, k)])
+    x = _array(call, "x", (1, 2))
+    if name == "shuffle":
+        return _call(interp, what, G.shuffle, [gen, x])
+    impl = G.permutation_of if widen(x[0]).ndim == 1 else G.permutation_rows
+    return _call(interp, what, impl, [gen, x, _dtype(x)])
 
 
 def _is_generator(t) -> bool:

@@ -27,7 +27,7 @@ from ...pristine import math  # as imported (pristine.py: the rules key on its f
 from ... import types as T
 from ...frontend.intrinsics import check, getitem_unchecked, setitem_unchecked
 from .npintrinsics import new_array
-from .nprandomimpl import count, unseeded_entropy
+from .nprandomimpl import count, mask_of, unseeded_entropy
 
 U64: Any = T.uint64
 """called in compiled code: the conversion to uint64 (wrapping)"""
@@ -320,6 +320,76 @@ def exponential(t, zig, scale, b):
     check(scale >= 0.0, "ValueError", "scale < 0")
     e, t = standard_exponential(t, zig, 0.0, 0.0)
     return scale * e, t
+
+
+def _interval(t, top):
+    """An integer in ``[0, top]`` (``top`` a uint64) by masked rejection (``shuffle``'s draws, not
+    Lemire's): 32-bit words while ``top`` fits in 32 bits."""
+    if top == U64(0):
+        return U64(0), t
+    mask = mask_of(top)
+    if top <= U64(M32):
+        v, t = next32(t)
+        while (v & mask) > top:
+            v, t = next32(t)
+        return v & mask, t
+    w, t = next64(t)
+    while (w & mask) > top:
+        w, t = next64(t)
+    return w & mask, t
+
+
+def shuffle(g, x):
+    """``rng.shuffle(x)``: Fisher-Yates from the last item down, along the first axis (rows of a
+    2-d array exchanged whole)."""
+    s = g.state
+    check(s.shape[0] == 6, "ValueError", "a Generator's state holds 6 words")
+    t = (getitem_unchecked(s, 0), getitem_unchecked(s, 1), getitem_unchecked(s, 2), getitem_unchecked(s, 3),
+         getitem_unchecked(s, 4), getitem_unchecked(s, 5))
+    for i in range(x.shape[0] - 1, 0, -1):
+        j, t = _interval(t, U64(i))
+        swap_items(x, i, I64(j))
+    _store(s, t)
+
+
+def swap_items(x, i, j):
+    if x.ndim == 1:
+        v = x[i]
+        x[i] = x[j]
+        x[j] = v
+    else:
+        for k in range(x.shape[1]):
+            v = x[i, k]
+            x[i, k] = x[j, k]
+            x[j, k] = v
+
+
+def permutation_n(g, n):
+    """``rng.permutation(n)``: ``np.arange(n)`` shuffled."""
+    out = new_array((n,), I64)
+    for i in range(n):
+        setitem_unchecked(out, i, i)
+    shuffle(g, out)
+    return out
+
+
+def permutation_of(g, x, dt):
+    """``rng.permutation(x)`` of a 1-d array: a shuffled copy."""
+    out = new_array((x.shape[0],), dt)
+    for i in range(x.shape[0]):
+        out[i] = x[i]
+    shuffle(g, out)
+    return out
+
+
+def permutation_rows(g, x, dt):
+    """``rng.permutation(x)`` of a 2-d array: a copy, its rows shuffled."""
+    out = new_array((x.shape[0], x.shape[1]), dt)
+    for i in range(x.shape[0]):
+        for k in range(x.shape[1]):
+            out[i, k] = x[i, k]
+    shuffle(g, out)
+    return out
 
 
 def draw(dist, g, zig, a, b):

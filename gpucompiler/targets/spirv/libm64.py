@@ -118,9 +118,9 @@ TWO_OVER_PI_BITS = (0,) * PAD + tuple(
 ``|x| < 2**1024``, whose reduction reads the chunks of exponents up to ``2**-1170``)."""
 TWO_OVER_PI_PAIRS = tuple((TWO_OVER_PI_BITS[i] << 24) + TWO_OVER_PI_BITS[i + 1] for i in range(0, PAD + _CHUNKS, 2))
 """The chunks two by two in 48 bits."""
-_WINDOW = (((1023 - 52 + 24 * PAD) // 24 - 1) >> 1) + 1  # the pairs a of _payne_hanek (largest exponent 1023)
+_WINDOW = (((1023 - 52 + 24 * PAD) // 24 - 1) >> 1) + 1  # the pairs j of _payne_hanek (largest exponent 1023)
 PAIRS0, PAIRS1, PAIRS2, PAIRS3, PAIRS4, PAIRS5 = (TWO_OVER_PI_PAIRS[n:n + _WINDOW] for n in range(6))
-"""The pairs ``a``, ``a + 1``... ``a + 5`` as six tables read at ``a`` (a shader reads a table through a
+"""The pairs ``j``, ``j + 1``... ``j + 5`` as six tables read at ``j`` (a shader reads a table through a
 chain of compares and selects: the six share their compares, and each has half as many entries as the
 chunks would)."""
 MASK24 = 0xFFFFFF
@@ -393,14 +393,14 @@ def _payne_hanek(x):
     n0 = t0 & MASK24
     n1 = t1 & MASK24
     n2 = ((big >> 48) << b) + (t1 >> 24)  # < 2**30
-    a = (q - 1) >> 1  # the chunks q - 1 ... q + 8 lie in the pairs a ... a + 5
+    j = (q - 1) >> 1  # the chunks q - 1 ... q + 8 lie in the pairs j ... j + 5
     odd = (q - 1) & 1 == 1
-    p0 = PAIRS0[a]
-    p1 = PAIRS1[a]
-    p2 = PAIRS2[a]
-    p3 = PAIRS3[a]
-    p4 = PAIRS4[a]
-    p5 = PAIRS5[a]
+    p0 = PAIRS0[j]
+    p1 = PAIRS1[j]
+    p2 = PAIRS2[j]
+    p3 = PAIRS3[j]
+    p4 = PAIRS4[j]
+    p5 = PAIRS5[j]
     c0 = p0 & MASK24 if odd else p0 >> 24
     c1 = p1 >> 24 if odd else p0 & MASK24
     c2 = p1 & MASK24 if odd else p1 >> 24
@@ -430,8 +430,7 @@ def _payne_hanek(x):
     a = a - 1.0 if up else a  # to the nearest quadrant
     k = k + 1 if up else k
     hi, lo = _two_sum(a, float(f3 * 16777216 + f4) * D96)
-    hi, lo2 = _two_sum(hi, lo + float(f5 * 16777216 + f6) * D144)
-    lo = lo2
+    hi, lo = _two_sum(hi, lo + float(f5 * 16777216 + f6) * D144)
     p = hi * PIO2_HI  # (hi + lo) pi/2 in double-double: Dekker's exact product of hi and PIO2_HI
     u = SPLIT * hi
     h1 = u - (u - hi)

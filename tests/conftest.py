@@ -50,6 +50,7 @@ SLOW_FILES = frozenset({
     "tests/targets/test_amdgpu_fuzz.py",
     "tests/targets/test_amdgpu_gradients.py",
     "tests/spirv/test_spirv_gradient_corpus.py",
+    "tests/scaling/test_clusters.py",
 })
 
 

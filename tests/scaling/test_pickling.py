@@ -213,26 +213,6 @@ def test_split_thunks_in_a_spawned_worker_hit_the_cache():
     assert (y, dx, compiles) == (27.0, 27.0, 0)
 
 
-def test_dask_local_cluster(cache_dir):
-    distributed = pytest.importorskip("distributed", reason="Dask's distributed is not installed (optional)")
-    _warm()
-    with distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1) as cluster, \
-            distributed.Client(cluster) as client:
-        value, compiles = client.submit(shipped.call, shipped.poly, 2.0).result()
-    assert value == 9.0 and compiles == 0
-
-
-def test_ray_local_cluster(cache_dir):
-    ray = pytest.importorskip("ray", reason="Ray is not installed (optional)")
-    _warm()
-    ray.init(num_cpus=1, runtime_env={"env_vars": {"GPUC_CACHE_DIR": str(cache_dir)}})
-    try:
-        value, compiles = ray.get(ray.remote(shipped.call).remote(shipped.poly, 2.0))
-    finally:
-        ray.shutdown()
-    assert value == 9.0 and compiles == 0
-
-
 _SCRIPT = '''
 import multiprocessing
 from gpucompiler import jit

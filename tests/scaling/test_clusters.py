@@ -1,0 +1,34 @@
+"""Compiled functions shipped to Dask's and Ray's local clusters come from the shared cache in the workers
+(no compile there). Starting a cluster takes seconds: this file is one of the slow ones (tests/conftest.py);
+CI installs the `scale` extra for it. Each test skips with the reason where its library is missing."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import scaling_shipped as shipped
+from test_pickling import _warm, cache_dir  # noqa: F401  (its autouse fixture: a fresh GPUC_CACHE_DIR)
+
+
+def test_dask_local_cluster():
+    distributed = pytest.importorskip("distributed", reason="Dask's distributed is not installed (optional)")
+    _warm()
+    with distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1) as cluster, \
+            distributed.Client(cluster) as client:
+        value, compiles = client.submit(shipped.call, shipped.poly, 2.0).result()
+    assert value == 9.0 and compiles == 0
+
+
+def test_ray_local_cluster():
+    ray = pytest.importorskip("ray", reason="Ray is not installed (optional)")
+    _warm()
+    here = os.path.dirname(os.path.abspath(__file__))  # where scaling_shipped lives: Ray's workers import it
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
+    ray.init(num_cpus=1, runtime_env={"env_vars": {"GPUC_CACHE_DIR": os.environ["GPUC_CACHE_DIR"], "PYTHONPATH": path}})
+    try:
+        value, compiles = ray.get(ray.remote(shipped.call).remote(shipped.poly, 2.0))
+    finally:
+        ray.shutdown()
+    assert value == 9.0 and compiles == 0

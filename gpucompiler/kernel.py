@@ -85,6 +85,8 @@ _MAX_DIMS = {"grid": (2**31 - 1, 65535, 65535), "block": (1024, 1024, 64)}
 
 def normalize_dims(value, what: str) -> tuple[int, int, int]:
     """``int | tuple`` of up to 3 positive ints -> ``(x, y, z)``, each within NVIDIA's limit for ``what``."""
+    if type(value) is int and 1 <= value <= _MAX_DIMS[what][0]:  # the common spelling, checked at once
+        return value, 1, 1
     dims = (value,) if isinstance(value, int) else tuple(value) if isinstance(value, (tuple, list)) else None
     if (dims is None or not 1 <= len(dims) <= 3
             or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)):

@@ -23,7 +23,7 @@ from ...llvm import (Builder, Function, GlobalVariable, Instruction, Value, cons
 from ...llvm.printer import print_instruction
 from ..ptx import entry_name
 from .entry import BUFFER, layout, wrapper_ir
-from .heap import DISCARD, MALLOC, ZERO, Heap, binding as heap_binding, keeps_pointers, tape_heap
+from .heap import DISCARD, FREE, MALLOC, ZERO, Heap, binding as heap_binding, keeps_pointers, tape_heap
 from .logical import STORAGE_BUFFER, Root, to_logical
 from .rules import SHARED, SHUFFLE_DOWN, WORKGROUP_SIZE
 
@@ -77,7 +77,8 @@ def lower_shader(job, module, target) -> None:
     _resolve_placeholders(model, entry, target.workgroup)
     _shader_compares(entry)
     _unsigned_division(entry)
-    tape = Heap(model, entry, lay.arrays) if MALLOC in model.functions or keeps_pointers(entry) else None
+    allocates = any(n in model.functions and model.functions[n].users for n in (MALLOC, FREE))
+    tape = Heap(model, entry, lay.arrays) if allocates or keeps_pointers(entry) else None
     if tape is not None:
         problems += tape.lower()
     problems += to_logical(entry, _roots(model, entry, heap_binding(lay.arrays), tape))

@@ -82,6 +82,7 @@ from .device_heap import flag_address, raise_if_exhausted
 from .devices import chosen_device, current_device
 from ..targets.ptx import PTXTarget
 from .grid import array_param, param_array, scalar_param
+from .pointers import pointer_ordinal
 from .launchers import register_runtime
 
 _lock = threading.Lock()
@@ -237,17 +238,16 @@ def check_devices(d, args, names, ctx: int) -> None:
     if device_count(d) < 2:
         return
     launch_dev = int(check(d.cuCtxGetDevice(), "cuCtxGetDevice"))
-    ordinal = d.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
     for a, name in zip(args, names):
         cai = getattr(a, "__cuda_array_interface__", None)
         ptr = int(cai["data"][0]) if cai is not None else 0
         if not ptr:
             continue
-        err, where = d.cuPointerGetAttribute(ordinal, ptr)
-        if int(err) == 0 and int(where) != launch_dev:  # an error: not device memory (host, managed): not checked
-            raise DeviceMismatchError(f"argument {name!r} is an array on device {int(where)} but the launch runs "
-                                      f"on device {launch_dev}: launch on device {int(where)} "
-                                      f"(k[grid, block, Device({int(where)})] or `with Device({int(where)}):`) "
+        where = pointer_ordinal(d, ptr)
+        if where is not None and where != launch_dev:  # None: not device memory (host, managed): not checked
+            raise DeviceMismatchError(f"argument {name!r} is an array on device {where} but the launch runs "
+                                      f"on device {launch_dev}: launch on device {where} "
+                                      f"(k[grid, block, Device({where})] or `with Device({where}):`) "
                                       f"or copy the array to device {launch_dev} first")
 
 

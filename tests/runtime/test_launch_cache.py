@@ -427,3 +427,11 @@ def test_numpy_scalars_take_the_cached_path(fake, factor, dtype):
     launch(DeviceArray(y), other)
     launch(DeviceArray(y), 2)
     np.testing.assert_array_equal(y, np.arange(1, 9) * (float(other) * 2))
+
+
+@pytest.mark.parametrize("config", [(True, 32), (1, False), (0, 32), (1, 1025), (2**31, 32), (-1, 32), (1.0, 32)])
+def test_a_configuration_out_of_range_is_a_typed_error(config):
+    from gpucompiler.errors import LaunchError
+
+    with pytest.raises(LaunchError, match=r"must be a positive int|is at most"):
+        scale[config]

@@ -83,6 +83,11 @@ def recording_launches(record: Callable[[Launch, tuple], None]) -> Iterator[None
 _MAX_DIMS = {"grid": (2**31 - 1, 65535, 65535), "block": (1024, 1024, 64)}
 
 
+def _exact(dims) -> bool:
+    """Whether launch dimensions are an int or a tuple of ints (not a bool or a float equal to one)."""
+    return type(dims) is int or (type(dims) is tuple and all(type(d) is int for d in dims))
+
+
 def normalize_dims(value, what: str) -> tuple[int, int, int]:
     """``int | tuple`` of up to 3 positive ints -> ``(x, y, z)``, each within NVIDIA's limit for ``what``."""
     if type(value) is int and 1 <= value <= _MAX_DIMS[what][0]:  # the common spelling, checked at once
@@ -190,7 +195,9 @@ class Kernel:
             hit = self._launches.get(config)
         except TypeError:  # unhashable (a list): not cached
             hit = None
-        if hit is not None:
+        # a hit's dimensions are ints, as the configuration's must be: True or 1.0 equal 1 but are refused
+        if hit is not None and (type(config[0]) is int or _exact(config[0])) \
+                and (type(config[1]) is int or _exact(config[1])):
             return hit
         if not isinstance(config, tuple) or len(config) not in (2, 3):
             raise LaunchError(f"launch configuration must be [grid, block] or [grid, block, stream, target "

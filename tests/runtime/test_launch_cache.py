@@ -429,9 +429,13 @@ def test_numpy_scalars_take_the_cached_path(fake, factor, dtype):
     np.testing.assert_array_equal(y, np.arange(1, 9) * (float(other) * 2))
 
 
-@pytest.mark.parametrize("config", [(True, 32), (1, False), (0, 32), (1, 1025), (2**31, 32), (-1, 32), (1.0, 32)])
+@pytest.mark.parametrize("config", [(True, 32), (1, False), (0, 32), (1, 1025), (2**31, 32), (-1, 32), (1.0, 32),
+                                    ((1, True), 32), ((2, 1.0), (32, 1))])
 def test_a_configuration_out_of_range_is_a_typed_error(config):
+    """Also after the configuration it equals (1 == True == 1.0) was cached by a launch."""
     from gpucompiler.errors import LaunchError
 
+    for cached in [(1, 32), (1, 1), ((1, 1), 32), ((2, 1), (32, 1))]:
+        assert scale[cached] is scale[cached]
     with pytest.raises(LaunchError, match=r"must be a positive int|is at most"):
         scale[config]

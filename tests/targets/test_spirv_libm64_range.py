@@ -17,7 +17,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from enzyme_plugin import Active, Const, Reverse, autodiff
+from enzyme_plugin import Active, Const, Duplicated, Forward, Reverse, autodiff
 from gpucompiler import device as gd, kernel
 from gpucompiler.errors import GPUCompilerError
 from gpucompiler.runtime import vulkan
@@ -189,6 +189,22 @@ def test_gradient_through_both_reductions_on_vulkan(vulkan_device):
     emulated = np.zeros_like(xs)
     trig_derivative[2, 64, "cpu"](xs, emulated, 0.3)
     np.testing.assert_allclose(out, emulated, rtol=1e-13)
+
+
+@kernel(plugins=("enzyme",))
+def trig_tangent(xs, out, a):
+    i = gd.grid(1)
+    if i < xs.shape[0]:
+        out[i] = autodiff(Forward, trig_law, Duplicated(xs[i], 1.0), Const(a))[0]
+
+
+def test_forward_derivative_past_cody_waite_on_vulkan(vulkan_device):
+    xs = np.array([1e300, -WORST, 2.5e8, float(99991 * PI / 2), 3.0] * 13)
+    out = np.zeros_like(xs)
+    vulkan.launch(trig_tangent, 2, 64, (xs, out, 0.7))
+    s = np.array([float(exact("sin", x)) for x in xs])  # pyright: ignore[reportArgumentType]
+    c = np.array([float(exact("cos", x)) for x in xs])  # pyright: ignore[reportArgumentType]
+    np.testing.assert_allclose(out, c - 0.7 * s + 1 / c ** 2, rtol=1e-14)
 
 
 # -- exp, log and the rest at the edges of the range ---------------------------------------------------

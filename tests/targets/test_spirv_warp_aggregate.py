@@ -171,3 +171,13 @@ def test_a_warp_record_names_target_sum_or_every_collective():
         WarpIntrinsics(active_mask="a", vote_all="b")
     with pytest.raises(ConfigError, match="power of two"):
         WarpIntrinsics(target_sum=SUM, width=48)
+
+
+def test_float64_adjoints_are_summed_in_float64():
+    """(lavapipe has no float64 atomic add: the shader is compiled and validated, run on NVIDIA's driver.)"""
+    k = kernel(grad_energy, plugins=P)
+    x = np.zeros(64)
+    text = k.inspect_llvm(x, x, x, x, target=SPIRVTarget())
+    assert text.count("@llvm.spv.wave.reduce.sum.f64(double") >= 3 and "reduce.sum.f32" not in text
+    binary = k.compile(k.argument_types((x, x, x, x)), SPIRVTarget())[0]
+    assert isinstance(binary, bytes) and OP_GROUP_FADD in _opcodes(binary)

@@ -117,7 +117,7 @@ class _Call:
         """The parameter ``name`` as a slot, checked to be a (real, integer when asked) number."""
         v, k = self.given[name]
         t = widen(v)
-        ok = isinstance(t, T.Scalar) and (t.is_integer or t == T.boolean if integer else t.kind in "biuf")
+        ok = isinstance(t, T.Scalar) and ((t.is_integer or t == T.boolean) if integer else t.kind in "biuf")
         if not ok:
             kind = "an integer" if integer else "a number"
             raise TypeInferenceError(f"{self.what}(): {name} must be {kind} in compiled code, not {t!r}", (t,),

@@ -60,11 +60,14 @@ def test_thread_dependent_trip_counts_in_workgroups_of_several_subgroups(vulkan_
     np.testing.assert_allclose(dx, fd, rtol=2e-3, atol=2e-3)
 
 
-def test_a_heap_too_small_is_a_device_heap_error_and_nothing_is_copied_back(vulkan_device, monkeypatch):
+@pytest.mark.parametrize("size", ["8K", "48K"])
+def test_a_heap_too_small_is_a_device_heap_error_and_nothing_is_copied_back(vulkan_device, monkeypatch, size):
+    """8K: the 32 threads' tape arenas (1K each) do not fit; 48K: they do, the tapes' growth does not
+    (the launch needs 57K). The threads that run out go on with their tapes discarded, and end."""
     case = BY_NAME["long data-dependent while (heap)"]
     x = case.x.astype(np.float32)
     k = kernel(case.kernel, plugins=P)
-    monkeypatch.setenv("GPUC_DEVICE_HEAP", "8K")  # the threads' tape arenas alone need 12K
+    monkeypatch.setenv("GPUC_DEVICE_HEAP", size)
     dx = np.zeros_like(x)
     with pytest.raises(DeviceHeapError, match="GPUC_DEVICE_HEAP"):
         k[case.launch[0], case.launch[1], SPIRVTarget()](x.copy(), dx)

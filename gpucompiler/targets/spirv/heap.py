@@ -14,9 +14,9 @@ parameter block), of 32-bit words:
   sets (:data:`EXHAUSTED`, :data:`STOPPED`), two words that stay zero and
   two the shader writes and nobody reads;
 * ``malloc(n)`` takes ``n`` bytes rounded up to 16 with one atomic add on
-  the first word and returns ``null`` (and sets :data:`EXHAUSTED`) when
-  they do not fit; ``free`` gives nothing back: a launch's tapes live as
-  long as it;
+  the first word and returns ``null`` when they do not fit, setting
+  :data:`EXHAUSTED` and the thread's ``spent`` variable (below); ``free``
+  gives nothing back: a launch's tapes live as long as it;
 * a pointer into the heap is its byte offset: stored to memory as an
   ``i64``, and a pointer loaded from memory is one (closed world: a pointer
   into anything else stored to memory stays a ``LOGICAL_POINTER`` error);
@@ -30,7 +30,9 @@ parameter block), of 32-bit words:
   ``spent`` variable and goes on where the check's branch would have: from
   then on every heap read of the thread gives zero and every write goes to
   the discarded words, so that its loops whose counts come from the tape
-  end at once and no other thread's blocks are touched. Its results are
+  end at once and no other thread's blocks are touched. A plain access to
+  the header (through ``null``) is redirected alike, so only the atomics
+  write the header. Its results are
   garbage: the runtime (:mod:`gpucompiler.runtime.vulkan`) reads the
   status after the launch and raises
   :class:`~gpucompiler.errors.DeviceHeapError` or
@@ -137,6 +139,7 @@ class Heap:
         old = b.cast("zext", _atomic(b, "add", self._word(b, COUNTER), ask), i64)
         failed = b.binop("or", huge, b.icmp("ugt", b.binop("add", old, units), cap))
         _atomic(b, "or", self._word(b, STATUS), b.select(failed, const_int(i32, EXHAUSTED), const_int(i32, 0)))
+        b.store(b.binop("or", b.load(LT.i1, self.spent), failed), self.spent)  # (not only through the trap)
         offset = b.select(failed, const_int(i64, 0), b.binop("shl", old, const_int(i64, 4)))
         return b.gep(LT.i8, self.base, [offset]), failed
 
@@ -239,13 +242,9 @@ class Heap:
         for a in sorted(moved, key=block.instructions.index):
             t = a.allocated_type
             assert t is not None
-            p, lost = self._take(b, const_int(LT.i64, size_of(t)))
-            taken.append((a, p, lost))
-        failed: Value = const_int(LT.i1, 0)
-        for _, _, lost in taken:
-            failed = b.binop("or", failed, lost)
-        b.store(failed, self.spent)
-        for a, p, _ in taken:
+            p, _ = self._take(b, const_int(LT.i64, size_of(t)))
+            taken.append((a, p))
+        for a, p in taken:
             a.replace_all_uses_with(p)
             a.erase()
         return []

@@ -108,6 +108,9 @@ class Root:
     words and its writes go to the discarded ones (:mod:`.heap`)"""
     spare: tuple[int, int] = (0, 0)
     """with ``dead``: the first of two zero words (reads) and of two discarded words (writes)"""
+    reserved: int = 0
+    """with ``dead``: the words at the start (the heap's header) a plain access never reaches: it goes
+    to ``spare`` too"""
 
 
 @attrs.define(eq=False)
@@ -442,9 +445,10 @@ def _rebuild_words(root: Root, a: _Access) -> str | None:
         if width != 4 or not isinstance(t, LT.IntType):
             return "an atomic that is not on a 32-bit integer"
         return rebuild_atomic(inst, root.address(b, index, i32))
-    if root.dead is not None:
+    if root.dead is not None:  # a spent thread's, or one through null into the header
         spare = root.spare[inst.opcode == "store"]
-        index = b.select(b.load(LT.i1, root.dead), const_int(i32, spare), index)
+        off = b.binop("or", b.load(LT.i1, root.dead), b.icmp("ult", index, const_int(i32, root.reserved)))
+        index = b.select(off, const_int(i32, spare), index)
     bits = LT.int_type(8 * width)
     if inst.opcode == "load":
         word = b.load(i32, root.address(b, index, i32), align=4)

@@ -23,7 +23,7 @@ from ...llvm import (Builder, Function, GlobalVariable, Instruction, Value, cons
 from ...llvm.printer import print_instruction
 from ..ptx import entry_name
 from .entry import BUFFER, layout, wrapper_ir
-from .heap import DISCARD, FREE, MALLOC, ZERO, Heap, binding as heap_binding, keeps_pointers, tape_heap
+from .heap import DISCARD, FREE, HEADER, MALLOC, ZERO, Heap, binding as heap_binding, keeps_pointers, tape_heap
 from .logical import STORAGE_BUFFER, Root, to_logical
 from .rules import SHARED, SHUFFLE_DOWN, WORKGROUP_SIZE
 
@@ -302,7 +302,7 @@ def _roots(model, entry: Function, heap: int, tape: Heap | None) -> list[Root]:
         if binding == heap:
             roots.insert(0, Root(call, "the AD tape heap", _buffer_address(model, entry, binding), LT.i32,
                                  words=True, heap=True, dead=tape.spent if tape is not None else None,
-                                 spare=(ZERO, DISCARD)))
+                                 spare=(ZERO, DISCARD), reserved=HEADER // 4))
         else:
             roots.append(Root(call, f"storage buffer {binding}", _buffer_address(model, entry, binding)))
     for call in _calls(model, SHARED):

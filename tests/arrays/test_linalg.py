@@ -160,6 +160,14 @@ def test_norms_match_numpy(x, order):
     _close(f(x.astype(np.float32)), np.linalg.norm(x.astype(np.float32), order), 1e-5)
 
 
+def test_default_norms_of_views_expressions_integers_and_empty_arrays_match_numpy():
+    f = jit(lambda a: np.linalg.norm(a))
+    g = jit(lambda a: np.linalg.norm(a + 1.0))
+    for x in (A.T, A[:, ::2], A[0, ::-1], A[::2, 1], np.arange(12).reshape(3, 4), np.empty((0, 3)), np.empty(0)):
+        _close(f(x), np.linalg.norm(x))
+        _close(g(x), np.linalg.norm(x + 1.0))
+
+
 def test_the_norm_of_an_empty_vector_with_no_identity_is_numpys_value_error():
     with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
         jit(lambda a: np.linalg.norm(a, np.inf))(np.empty(0))

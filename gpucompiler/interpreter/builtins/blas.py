@@ -34,10 +34,12 @@ CBLAS, LAPACKE = "scipy_cblas_{}64_", "scipy_LAPACKE_{}64_"
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 """CBLAS's and LAPACKE's constants."""
 
-#: name -> (symbol pattern, result ('v' nothing, 'i' lapack_int), parameters): 'e' a C int (an enum,
+#: name -> (symbol pattern, result ('v' nothing, 'i' lapack_int, 'f' a float of the call's precision),
+#: parameters): 'e' a C int (an enum,
 #: LAPACKE's matrix layout), 'c' a char, 'i' a 64-bit integer, 'f' a float of the call's precision,
 #: 'p' an array's data pointer
 SIGNATURES: dict[str, tuple[str, str, str]] = {
+    "dot": (CBLAS, "f", "ipipi"),
     "gemm": (CBLAS, "v", "eeeiiifpipifpi"),
     "gemv": (CBLAS, "v", "eeiifpipifpi"),
     "gesv": (LAPACKE, "i", "eiipippi"),
@@ -169,10 +171,10 @@ def _call(interp, args) -> CallResult:
             else:
                 values.append(cg.b.trunc(cg.cast(v, widen(t), T.int64), _KINDS[kind]) if kind != "i"
                               else cg.cast(v, widen(t), T.int64))
-        fn = cg.mod.declare(symbol, _I64 if result == "i" else ir.VoidType(), [v.type for v in values])
-        out = cg.b.call(fn, values)
-        return out if result == "i" else None
-    return CallResult(T.int64 if result == "i" else T.none, lower)
+        restype = {"i": _I64, "f": cg.ll(floats[0].dtype)}.get(result, ir.VoidType())
+        out = cg.b.call(cg.mod.declare(symbol, restype, [v.type for v in values]), values)
+        return None if result == "v" else out
+    return CallResult({"i": T.int64, "f": floats[0].dtype}.get(result, T.none), lower)
 
 
 @base.handler

@@ -147,25 +147,48 @@ def gevm_loops(x, b, out, dt):
     X.accumulate12(x, b, out, dt)
 
 
-#: the BLAS calls -> their loops, by whether the matrix operand is C-ordered (as its type says) or not
-LOOPS = {gemm_into: (gemm_loops, gemm_loops_packed), gemv_into: (gemv_loops, gemv_loops),
-         gevm_into: (gevm_loops, gevm_loops)}
-
 
 
 
 # -- norms (loops: the AD engine differentiates them) ------------------------------------------------
-def norm_fro1(x, dt):
-    """The 2-norm of a vector (NumPy's default), summed in ``dt``."""
+def squares(x, dt):
+    """The sum of the squares of a BLAS-ready vector: BLAS's ``dot`` of it with itself (as NumPy's norm)."""
+    n = x.shape[0]
+    if n == 0:
+        return dt(0.0)
+    return blas_call("dot", n, x, lead(x), x, lead(x))
+
+
+def squares_loops(x, dt):
+    """:func:`squares` in a loop (differentiated code), of any vector or vector expression."""
     acc = dt(0.0)
     for i in range(x.shape[0]):
         v = dt(element(x, i))
         acc = dt(acc + v * v)
-    return dt(math.sqrt(acc))
+    return acc
+
+
+def norm_fro1(x, dt):
+    """The 2-norm of a vector (NumPy's default)."""
+    if blas_ready(x, dt):
+        return dt(math.sqrt(squares(x, dt)))
+    return dt(math.sqrt(squares_loops(x, dt)))
 
 
 def norm_fro2(x, dt):
-    """The Frobenius norm of a matrix (NumPy's default)."""
+    """The Frobenius norm of a matrix (NumPy's default): the rows' sums of squares added."""
+    acc = dt(0.0)
+    for i in range(x.shape[0]):
+        row = x[i]
+        if blas_ready(row, dt):
+            acc = dt(acc + squares(row, dt))
+        else:
+            acc = dt(acc + squares_loops(row, dt))
+    return dt(math.sqrt(acc))
+
+
+def norm_fro2_loops(x, dt):
+    """:func:`norm_fro2` of a matrix expression (no rows to hand to BLAS)."""
     acc = dt(0.0)
     n, m = x.shape
     for i in range(n):
@@ -216,6 +239,11 @@ def norm_lines2(x, axis, sign, dt):
         if q == 0 or ((acc > best) if sign > 0 else (acc < best)):
             best = acc
     return best
+
+
+#: the BLAS calls -> their loops, by whether the matrix operand is C-ordered (as its type says) or not
+LOOPS = {gemm_into: (gemm_loops, gemm_loops_packed), gemv_into: (gemv_loops, gemv_loops),
+         gevm_into: (gevm_loops, gevm_loops), squares: (squares_loops, squares_loops)}
 
 
 __all__ = ["LOOPS", "matmul22", "matmul21", "matmul12"]

@@ -204,7 +204,7 @@ def _norm(interp, given: dict) -> CallResult:
         else:
             raise TypeInferenceError(f"np.linalg.norm of a vector with ord={order!r}: invalid norm order for vectors")
     elif order in (None, "fro"):
-        impl, extra = L.norm_fro2, [d]
+        impl, extra = L.norm_fro2 if isinstance(x, T.ArrayType) else L.norm_fro2_loops, [d]
     elif order in (1, -1, _INF, -_INF):
         impl, extra = L.norm_lines2, [const(0 if order in (1, -1) else 1), const(1 if order > 0 else -1), d]
         empty = "maximum" if order > 0 else "minimum"

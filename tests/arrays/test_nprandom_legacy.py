@@ -122,7 +122,8 @@ def arrays(rs, seed):
             rs.uniform(0.0, 1.0, 7), rs.standard_normal((2, 2)), rs.exponential(2.0, (3,)), x, m,
             rs.permutation(8), rs.permutation(np.arange(5.0)), rs.choice(6), rs.choice(x, size=5),
             rs.choice(9, 3, replace=False), rs.choice(x, replace=False), rs.choice(7, size=(2, 2)),
-            rs.choice(np.arange(4), 0), rs.random(0), rs.permutation(np.arange(12).reshape(4, 3)))
+            rs.choice(np.arange(4), 0), rs.random(0), rs.permutation(np.arange(12).reshape(4, 3)),
+            rs.standard_exponential(), rs.standard_exponential((2, 3)))
 
 
 @jit
@@ -232,6 +233,21 @@ def test_unsupported_uses_are_typed_errors_at_the_users_line(fn, arg, match):
 @jit
 def unseeded(n):
     return np.random.random(n)
+
+
+@jit
+def reseeded(s, n):
+    np.random.seed(s)
+    a = np.random.random(n)
+    np.random.seed()  # from entropy again, as NumPy's
+    return a, np.random.random(n)
+
+
+def test_seed_without_a_value_seeds_from_entropy():
+    a, b = reseeded(5, 100)
+    np.testing.assert_array_equal(a, np.random.RandomState(5).random(100))
+    assert not np.array_equal(b, np.random.RandomState(5).random(200)[100:])
+    assert not np.array_equal(b, reseeded(5, 100)[1])
 
 
 def test_unseeded_draws_start_from_os_entropy():

@@ -34,10 +34,10 @@ from .ufuncs import numpy
 
 #: legacy function -> (parameters, their defaults (missing: required))
 _LEGACY: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
-    "seed": (("seed",), {}),
+    "seed": (("seed",), {"seed": None}),
     "random": (("size",), {"size": None}), "random_sample": (("size",), {"size": None}),
     "ranf": (("size",), {"size": None}), "sample": (("size",), {"size": None}),
-    "standard_normal": (("size",), {"size": None}),
+    "standard_normal": (("size",), {"size": None}), "standard_exponential": (("size",), {"size": None}),
     "uniform": (("low", "high", "size"), {"low": 0.0, "high": 1.0, "size": None}),
     "normal": (("loc", "scale", "size"), {"loc": 0.0, "scale": 1.0, "size": None}),
     "exponential": (("scale", "size"), {"scale": 1.0, "size": None}),
@@ -54,6 +54,7 @@ _LEGACY_DISTS = {
     "standard_normal": (I.standard_normal, (), T.float64), "uniform": (I.uniform, ("low", "high"), T.float64),
     "normal": (I.normal, ("loc", "scale"), T.float64), "exponential": (I.exponential, ("scale",), T.float64),
     "randint": (I.randint, ("low", "high"), T.int64),
+    "standard_exponential": (I.standard_exponential, (), T.float64),
 }
 #: Generator method -> (parameters, defaults)
 _METHODS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
@@ -74,7 +75,7 @@ _GEN_DISTS = {
     "standard_exponential": (G.standard_exponential, (), T.float64),
 }
 _SUPPORTED = "seed, random, random_sample, rand, randn, uniform, normal, standard_normal, exponential, " \
-    "randint, shuffle, permutation, choice and default_rng"
+    "standard_exponential, randint, shuffle, permutation, choice and default_rng"
 
 
 @functools.cache
@@ -262,6 +263,8 @@ def _legacy(interp, name: str, values: list, kwnames: tuple, first: int) -> Call
     params, defaults = _LEGACY[name]
     call = _Call(what, params, defaults, values, kwnames, first)
     if name == "seed":
+        if call.is_none("seed"):
+            return _call(interp, what, I.reseed, [])
         v, k = call.number("seed", integer=True)
         return _call(interp, what, I.seed, [(v, k)])
     if name == "default_rng":

@@ -111,6 +111,12 @@ def seed(s):
     _init_genrand(state(), s)
 
 
+def reseed():
+    """``np.random.seed()``: the calling thread's state seeded again from the process's entropy and a
+    fresh count."""
+    _seed_fresh(state(), thread_id())
+
+
 def _mix(st, i, j, k):
     y = (getitem_unchecked(st, i) & UPPER) | (getitem_unchecked(st, j) & LOWER)
     setitem_unchecked(st, i, getitem_unchecked(st, k) ^ (y >> 1) ^ (-(y & 1) & MATRIX_A))
@@ -222,6 +228,10 @@ def standard_normal(st, a, b):
 def exponential(st, scale, b):
     check(scale >= 0.0, "ValueError", "scale < 0")
     return scale * -math.log(1.0 - next_double(st))
+
+
+def standard_exponential(st, a, b):
+    return -math.log(1.0 - next_double(st))
 
 
 def randint(st, low, high):

@@ -65,6 +65,14 @@ def is_variant(name: str) -> bool:
 
 
 @functools.cache
+def scalar_names() -> frozenset[str]:
+    """Every name a call of a math function of the table may use (``sin``, ``sinf``, ``llvm.sin.f64``...):
+    a module naming none has nothing to vectorize (a test without looking up a symbol)."""
+    return frozenset(name for fn in MATH_FUNCTIONS for float32, suffix in ((False, "f64"), (True, "f32"))
+                     for name in (fn.name(float32), f"{fn.intrinsic}.{suffix}" if fn.intrinsic else ""))
+
+
+@functools.cache
 def variants(features: str) -> dict[str, tuple[VectorVariant, ...]]:
     """Scalar call name -> its libmvec versions for code with ``features``; empty without libmvec."""
     if loaded() is None:
@@ -86,4 +94,4 @@ def variants(features: str) -> dict[str, tuple[VectorVariant, ...]]:
     return out
 
 
-__all__ = ["PREFIX", "SONAME", "is_variant", "isas", "loaded", "variants"]
+__all__ = ["PREFIX", "SONAME", "is_variant", "isas", "loaded", "scalar_names", "variants"]

@@ -91,8 +91,10 @@ class NativeTarget(Target):
         """Before the last optimisation: every math call names its libmvec versions for the features
         (:mod:`.libmvec`), so that loops calling ``sin`` vectorize. Not before AD: the engine has
         derivative rules for scalar math, none for libmvec's."""
-        table = libmvec.variants(self.host_features()) if final and job.config.opt_level > 0 else {}
-        if not table or table.keys().isdisjoint(module.function_names()):
+        if not final or job.config.opt_level == 0 or libmvec.scalar_names().isdisjoint(module.function_names()):
+            return
+        table = libmvec.variants(self.host_features())
+        if not table:
             return
         text, named = name_variants(module.text, table)
         if named:

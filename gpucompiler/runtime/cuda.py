@@ -556,9 +556,9 @@ class BoundLaunch:
         self.follow = stream is None
         self.dims = (*grid, *block, 0)
         d = initialised()
-        #: the stream as the driver's binding takes it (cuda-bindings: a CUstream, converted once here)
+        #: a handle as the driver's binding takes a stream (cuda-bindings: a CUstream)
         self.streams = getattr(d, "CUstream", int)
-        self.stream = self.streams(self.hstream)
+        self.stream = self.streams(self.hstream)  # converted once here, not by each cuLaunchKernel
         self.keep(None)
 
     def keep(self, launcher: Launcher | None) -> None:

@@ -410,3 +410,20 @@ def test_derivatives_flow_through_shuffled_and_chosen_copies():
     fd = np.array([(shuffled_energy(x + eps * e) - shuffled_energy(x - eps * e)) / (2 * eps) for e in np.eye(6)])
     np.testing.assert_allclose(gradient(shuffled_energy, x), fd, rtol=1e-7, atol=1e-8)
     assert np.all(np.abs(fd) > 0.1)
+
+
+def test_threads_past_the_slots_share_one_state(tmp_path):
+    """160 threads alive at once (in a fresh process: the slots stay taken): every slot is claimed,
+    the threads past them draw from the shared state, each seeded as it asked (the GIL orders them)."""
+    script = tmp_path / "threads.py"
+    script.write_text(
+        "import threading\nimport numpy as np\nfrom gpucompiler import jit\n"
+        "from gpucompiler.interpreter.builtins import nprandomstate as S\n\n@jit\n"
+        "def f(s):\n    np.random.seed(s)\n    return np.random.random()\n\nout = {}\n"
+        "barrier = threading.Barrier(160)\n\ndef run(k):\n    out[k] = f(k)\n    barrier.wait()\n\n"
+        "threads = [threading.Thread(target=run, args=(k,)) for k in range(160)]\n"
+        "for t in threads:\n    t.start()\nfor t in threads:\n    t.join()\n"
+        "assert all(S._STATE[8 + i] != 0 for i in range(S.SLOTS))\n"
+        "assert all(out[k] == np.random.RandomState(k).random() for k in range(160))\nprint('ok')\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

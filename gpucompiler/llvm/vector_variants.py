@@ -53,31 +53,36 @@ class VectorVariant:
 _CALL = re.compile(r"\bcall\b[^\n]*?@(?P<name>\"[^\"]+\"|[-\w.$]+)\((?:[^()\n]|\([^()\n]*\))*\)")
 _DEFINE = re.compile(r"^define\b[^\n]*\{\n.*?^\}\n", re.M | re.S)
 _GROUP = re.compile(r"^attributes #(\d+) = \{([^\n]*)\}", re.M)
-_OWN_TARGET = re.compile(r'"target-(?:cpu|features)"')
+_CPU = re.compile(r'"target-cpu"')
+_FEATURES = re.compile(r'"target-features"="([^"]*)"')
 _VECTOR_INTRINSIC = re.compile(r"(llvm\.[\w.]+)\.v(\d+)(f64|f32)")
 
+Variants = Mapping[str, Sequence[VectorVariant]]
+"""Scalar call name -> its vector versions."""
 
-def name_variants(text: str, variants: Mapping[str, Sequence[VectorVariant]]) -> tuple[str, list[VectorVariant]]:
+
+def name_variants(text: str, variants: Callable[[str | None], Variants]) -> tuple[str, list[VectorVariant]]:
     """``text`` (LLVM IR) with the math calls given SIMD versions, declared, and the versions named (empty,
     with ``text`` unchanged, when none was); :func:`declarations` keeps them until the vectorizer runs.
 
-    A call of a scalar name of ``variants`` carries the attribute that names its versions; a call of the
-    vector form of a math intrinsic (``llvm.sin.v8f64``, made by a vectorizer that ran before, which the
-    code generator would split into scalar calls) calls the version of its width instead. Functions
-    with a CPU or features of their own (clang's ``"target-cpu"``) are left alone: the versions suit
-    the target machine's features, and a vector argument's registers follow the caller's."""
-    own = {m.group(1) for m in _GROUP.finditer(text) if _OWN_TARGET.search(m.group(2))}
-    widths = {(v.scalar, v.lanes): v for found in variants.values() for v in found}
+    ``variants(features)`` gives the versions for code with a function's own ``"target-features"``
+    (clang's), ``variants(None)`` for code without (the target machine's): a vector argument's
+    registers follow the caller's features. A function with a CPU but no features of its own is left
+    alone. A call of a scalar name carries the attribute that names its versions; a call of the vector
+    form of a math intrinsic (``llvm.sin.v8f64``, made by a vectorizer that ran before, which the code
+    generator would split into scalar calls) calls the version of its width instead."""
+    groups = {m.group(1): m.group(2) for m in _GROUP.finditer(text)}
     used: dict[str, VectorVariant] = {}
 
-    def annotate(m: re.Match[str]) -> str:
+    def annotate(m: re.Match[str], table: Variants) -> str:
         name = m.group("name").strip('"')
-        found = variants.get(name)
+        found = table.get(name)
         if found:
             used.update((v.name, v) for v in found)
             return f'{m.group(0)} "{ATTRIBUTE}"="{",".join(v.mangled() for v in found)}"'
         vector = _VECTOR_INTRINSIC.fullmatch(name)
-        one = vector and widths.get((f"{vector.group(1)}.{vector.group(3)}", int(vector.group(2))))
+        wanted = vector and (f"{vector.group(1)}.{vector.group(3)}", int(vector.group(2)))
+        one = wanted and next((v for v in table.get(wanted[0], ()) if v.lanes == wanted[1]), None)
         if not one:
             return m.group(0)
         used[one.name] = one
@@ -85,10 +90,13 @@ def name_variants(text: str, variants: Mapping[str, Sequence[VectorVariant]]) ->
         return m.group(0)[:start - m.start()] + one.name + m.group(0)[end - m.start():]
 
     def function(m: re.Match[str]) -> str:
-        header = m.group(0)[:m.group(0).index("{")]
-        if _OWN_TARGET.search(header) or any(g in own for g in re.findall(r"#(\d+)", header)):
+        header = m.group(0).split("\n", 1)[0]
+        attributes = header + "".join(groups.get(g, "") for g in re.findall(r"#(\d+)", header))
+        features = _FEATURES.search(attributes)
+        if features is None and _CPU.search(attributes):
             return m.group(0)
-        return _CALL.sub(annotate, m.group(0))
+        table = variants(features.group(1) if features else None)
+        return _CALL.sub(lambda call: annotate(call, table), m.group(0)) if table else m.group(0)
 
     out = _DEFINE.sub(function, text)
     if not used:
@@ -130,4 +138,4 @@ def release(text: str, named: Callable[[str], bool]) -> str | None:
                   text, flags=re.M)
 
 
-__all__ = ["ATTRIBUTE", "VectorVariant", "declarations", "name_variants", "release"]
+__all__ = ["ATTRIBUTE", "Variants", "VectorVariant", "declarations", "name_variants", "release"]

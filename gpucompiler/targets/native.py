@@ -89,14 +89,13 @@ class NativeTarget(Target):
 
     def before_optimize(self, job, module, final: bool) -> None:
         """Before the last optimisation: every math call names its libmvec versions for the features
-        (:mod:`.libmvec`), so that loops calling ``sin`` vectorize. Not before AD: the engine has
-        derivative rules for scalar math, none for libmvec's."""
+        (a function's own, clang's, or the target's; :mod:`.libmvec`), so that loops calling ``sin``
+        vectorize. Not before AD: the engine has derivative rules for scalar math, none for libmvec's."""
         if not final or job.config.opt_level == 0 or libmvec.scalar_names().isdisjoint(module.function_names()):
             return
-        table = libmvec.variants(self.host_features())
-        if not table:
+        if not libmvec.variants(self.host_features()):
             return
-        text, named = name_variants(module.text, table)
+        text, named = name_variants(module.text, lambda own: libmvec.variants(self.host_features() if own is None else own))
         if named:
             ref = parse_ir(text)
             ref.link_in(parse_ir(declarations(named)))

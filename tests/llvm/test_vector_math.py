@@ -248,46 +248,80 @@ def test_the_gradient_of_a_loop_of_exp_calls_libmvec_and_is_exact():
     np.testing.assert_allclose(dx, e / math.fsum(e.tolist()), rtol=1e-13)
 
 
-def test_name_variants_annotates_calls_renames_vector_intrinsics_and_skips_functions_with_a_cpu():
+def test_name_variants_follow_each_functions_features_and_rename_vector_intrinsics():
     sin = VectorVariant("llvm.sin.f64", "_ZGVdN4v_sin", 4, 1, "double")
+    sse = VectorVariant("llvm.sin.f64", "_ZGVbN2v_sin", 2, 1, "double")
     text = """declare double @llvm.sin.f64(double)
 declare <4 x double> @llvm.sin.v4f64(<4 x double>)
 declare double @cos(double)
 
-define double @f(double %x, <4 x double> %v) {
+define double @f(double %x, <4 x double> %v, { ptr, i64 } %s) {
   %a = tail call double @llvm.sin.f64(double %x) #1
   %b = call <4 x double> @llvm.sin.v4f64(<4 x double> %v)
   %c = call double @cos(double %a)
   ret double %c
 }
 
-define double @g(double %x) #0 {
+define double @g({ ptr, i64 } %s, double %x) #0 {
+  %a = call double @llvm.sin.f64(double %x)
+  ret double %a
+}
+
+define double @h(double %x) #2 {
   %a = call double @llvm.sin.f64(double %x)
   ret double %a
 }
 
 attributes #0 = { "target-cpu"="x86-64" }
 attributes #1 = { nounwind }
+attributes #2 = { nounwind "target-cpu"="x86-64" "target-features"="+cx8,+sse,+sse2" }
 """
-    out, named = name_variants(text, {"llvm.sin.f64": (sin,)})
-    assert named == [sin]
+    asked = []
+
+    def table(features):
+        asked.append(features)
+        return {"llvm.sin.f64": (sin,)} if features is None else {"llvm.sin.f64": (sse,)}
+
+    out, named = name_variants(text, table)
+    assert asked == [None, "+cx8,+sse,+sse2"]  # g: a CPU without features of its own is left alone
+    assert named == [sin, sse]
     ref = parse_ir(out)
     ref.link_in(parse_ir(declarations(named)))
     f, g = (str(ref.get_function(n)) for n in ("f", "g"))
     assert '@llvm.sin.f64(double %x) "vector-function-abi-variant"="_ZGV_LLVM_N4v_llvm.sin.f64(_ZGVdN4v_sin)" #1' in out
     assert "call <4 x double> @_ZGVdN4v_sin(<4 x double> %v)" in f and "@cos(double %a)" in f
     assert "_ZGV" not in g
+    assert '"_ZGV_LLVM_N2v_llvm.sin.f64(_ZGVbN2v_sin)"' in out.split("define double @h")[1]
     kept = str(ref)
     assert "@llvm.compiler.used" in kept
     released = release(kept, libmvec.is_variant)
     assert released is not None and "@llvm.compiler.used" not in released
     assert release(released, libmvec.is_variant) is None
     wide = VectorVariant("llvm.sin.f64", "_ZGVeN8v_sin", 8, 1, "double")  # named, never called
-    out, named = name_variants(text, {"llvm.sin.f64": (sin, wide)})
+    out, named = name_variants(text, lambda features: {"llvm.sin.f64": (sin, wide)})
     ref = parse_ir(out)
     ref.link_in(parse_ir(declarations(named)))
     released = release(str(ref), libmvec.is_variant)
     assert released is not None and "declare <4 x double> @_ZGVdN4v_sin" in released
     assert "@_ZGVeN8v_sin(" not in released
     parse_ir(released)
-    assert name_variants(text, {}) == (text, [])
+    assert name_variants(text, lambda features: {}) == (text, [])
+
+
+def test_clang_code_for_its_own_cpu_calls_the_versions_its_features_allow():
+    from gpucompiler.core import CompilerConfig, CompilerJob, LLVMSource
+    from gpucompiler.pipeline import compile
+    from gpucompiler.runtime import CPULibrary
+
+    own = _SIN_LOOP.replace("define void @sins(ptr noalias %x, ptr noalias %y, i64 %n) {",
+                            "define void @sins(ptr noalias %x, ptr noalias %y, i64 %n) #0 {") \
+        + 'attributes #0 = { nounwind "target-cpu"="x86-64" "target-features"="+cx8,+fxsr,+mmx,+sse,+sse2,+x87" }\n'
+    result = compile(CompilerJob(LLVMSource(own, "sins"), CompilerConfig(target=NativeTarget())), ("llvm",))
+    ir = str(result.artifacts["llvm"])
+    assert set(re.findall(r"call [^\n]*@(_ZGV\w+)\(", ir)) == {"_ZGVbN2v_sin"}
+    lib = CPULibrary.from_ir(ir)
+    sins = lib.function("sins", None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+    x = _sweep(256)
+    out = np.zeros_like(x)
+    sins(x.ctypes.data, out.ctypes.data, len(x))
+    assert _ulp_errors(out, _scalar("sin", np.float64, [x])) == []

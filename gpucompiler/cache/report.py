@@ -21,6 +21,7 @@ record costs nothing while its logger is disabled: every call site asks
 from __future__ import annotations
 
 import builtins
+import functools
 import logging
 import sys
 import threading
@@ -146,41 +147,57 @@ def _hooked(plugin: Any, name: str, hook: str, value: Any) -> Any:
 
 
 # -- warnings in entries -----------------------------------------------------------------------
-_RECORDING = threading.RLock()
-"""Python's warning filters are the process's: one compile records at a time."""
+_STATE = threading.Lock()
+"""Guards the two below (held for a few statements, never while compiling)."""
+_RECORDERS: dict[int, list[list[dict[str, Any]]]] = {}
+"""Thread id -> the row lists of its open recordings, innermost last."""
+_ACTIVE: list[warnings.catch_warnings] = []
+"""The warning filters' state saved while any thread records (they are the process's)."""
 
 
 class recorded_warnings:
     """``with recorded_warnings() as rows:`` the warnings this thread emits inside, as rows of plain fields
     (``category`` as ``module:qualname``, ``message``, ``filename``, ``lineno``), each shown when the
-    block ends (raising or not), as without the recording.
-    Other threads' warnings are shown as they come, not recorded."""
+    block ends (raising or not), as without the recording. Other threads' warnings are shown as they
+    come, or recorded by their own recordings: threads record at once, none waits for another. The
+    program's filters apply (an ignored warning is not recorded, ``error`` raises in the compile);
+    what a filter shows once per location is shown, and recorded, once per recording."""
 
     def __enter__(self) -> list[dict[str, Any]]:
-        _RECORDING.acquire()
         self.rows: list[dict[str, Any]] = []
-        self._catch = warnings.catch_warnings()
-        self._catch.__enter__()
-        warnings.simplefilter("always")  # every one, also those shown before at the same line
-        shown, me = warnings.showwarning, threading.get_ident()
-
-        def record(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                   file: Any = None, line: str | None = None) -> None:
-            if threading.get_ident() != me:
-                shown(message, category, filename, lineno, file, line)
-                return
-            self.rows.append({"category": f"{category.__module__}:{category.__qualname__}",
-                              "message": str(message), "filename": str(filename), "lineno": int(lineno or 0)})
-
-        warnings.showwarning = record  # restored by catch_warnings
+        with _STATE:
+            if not _RECORDERS:  # the first recording: route warnings by thread until the last one ends
+                catch = warnings.catch_warnings()
+                catch.__enter__()  # the filters stay; "shown once already" is forgotten, as for every entry
+                warnings.showwarning = functools.partial(_route, warnings.showwarning)
+                _ACTIVE.append(catch)
+            else:
+                with warnings.catch_warnings():  # nothing changes but that: a warning shown in an earlier
+                    pass  # compile is shown (and recorded) again in this one
+            _RECORDERS.setdefault(threading.get_ident(), []).append(self.rows)
         return self.rows
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        try:
-            self._catch.__exit__(kind, exc, tb)
-        finally:
-            _RECORDING.release()
-        replay(self.rows)
+        me = threading.get_ident()
+        with _STATE:
+            stack = _RECORDERS[me]
+            stack.pop()
+            if not stack:
+                del _RECORDERS[me]
+            if not _RECORDERS:
+                _ACTIVE.pop().__exit__(None, None, None)  # the filters and showwarning as they were
+        replay(self.rows)  # recorded by an enclosing recording of this thread, if any
+
+
+def _route(shown: Any, message: Warning | str, category: type[Warning], filename: str, lineno: int,
+           file: Any = None, line: str | None = None) -> None:
+    """``warnings.showwarning`` while recordings are open: into this thread's innermost one, else shown."""
+    stack = _RECORDERS.get(threading.get_ident())
+    if not stack:
+        shown(message, category, filename, lineno, file, line)
+        return
+    stack[-1].append({"category": f"{category.__module__}:{category.__qualname__}", "message": str(message),
+                      "filename": str(filename), "lineno": int(lineno or 0)})
 
 
 def _rows(rows: Any) -> list[Any]:

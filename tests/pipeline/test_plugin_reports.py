@@ -227,3 +227,51 @@ def test_the_instrumentation_report_is_rebuilt_on_a_hit(cache_dir):
     made, rebuilt = cold.last_compile.reports["instrumentation"], warm.last_compile.reports["instrumentation"]
     assert isinstance(rebuilt, InstrumentationReport) and rebuilt == made  # its table() works on a hit too
     assert rebuilt.stage("irgen").functions == made.stage("irgen").functions > 0
+
+
+def _warn_here(text):
+    warnings.warn(text, SlowPathWarning, stacklevel=1)  # one line: Python's once-per-location registry
+
+
+def test_threads_record_at_once_each_its_own_warnings_and_nested_recordings_nest():
+    barrier = threading.Barrier(2, timeout=30)
+    found: dict[str, list] = {}
+
+    def compile_like(name):
+        with recorded_warnings() as rows:
+            barrier.wait()  # both recordings open at once: neither waits for the other
+            _warn_here(f"{name} warns")
+            with recorded_warnings() as inner:
+                _warn_here(f"{name} inner")
+            found[f"{name}.inner"] = [r["message"] for r in inner]
+            barrier.wait()
+        found[name] = [r["message"] for r in rows]
+
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        threads = [threading.Thread(target=compile_like, args=(n,)) for n in ("a", "b")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    assert found == {"a": ["a warns", "a inner"], "a.inner": ["a inner"],
+                     "b": ["b warns", "b inner"], "b.inner": ["b inner"]}
+    assert sorted(str(w.message) for w in shown) == ["a inner", "a warns", "b inner", "b warns"]  # once each
+    assert warnings.showwarning is not None and not getattr(warnings.showwarning, "func", None)  # restored
+
+
+def test_the_programs_filters_apply_and_each_recording_sees_a_warning_shown_before():
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("default")  # once per location
+        for _ in range(2):
+            with recorded_warnings() as rows:
+                _warn_here("the same text at the same line")
+            assert [r["message"] for r in rows] == ["the same text at the same line"]  # in each entry
+        assert len(shown) == 2  # and shown by each compile
+        warnings.filterwarnings("ignore", category=SlowPathWarning)
+        with recorded_warnings() as rows:
+            _warn_here("ignored by the program")
+        assert rows == []
+        warnings.filterwarnings("error", category=SlowPathWarning)
+        with pytest.raises(SlowPathWarning), recorded_warnings():
+            _warn_here("an error for the program")

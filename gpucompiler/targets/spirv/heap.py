@@ -55,9 +55,10 @@ ZERO, DISCARD = 4, 6
 """Word indices of the two zero words a spent thread reads and the two it writes."""
 EXHAUSTED, STOPPED = 1, 2
 """Status bits: a ``malloc`` did not fit; a thread stopped (a failed check, or the heap)."""
-MALLOC, FREE = "gpuc.spirv.malloc", "gpuc.spirv.free"
+MALLOC, CALLOC, FREE = "gpuc.spirv.malloc", "gpuc.spirv.calloc", "gpuc.spirv.free"
 """The tape's ``malloc``/``free`` renamed before LLVM optimises (so that it fuses nothing into them)."""
 TAPE_MD = "gpuc.ad.tape"
+_MEMSET = "llvm.memset.p0.i64"
 
 
 def binding(arrays: int) -> int:
@@ -66,15 +67,16 @@ def binding(arrays: int) -> int:
 
 
 def tape_heap(model) -> bool | str:
-    """Whether ``model`` allocates (True when every ``malloc``/``free`` call is the AD tape's: renamed to
-    :data:`MALLOC`/:data:`FREE`), or the problem (an allocation that is not the tape's)."""
+    """Whether ``model`` allocates (True when every ``malloc``/``free`` call is the AD tape's; a ``calloc``
+    is one LLVM made of a tape ``malloc`` and a ``memset`` (higher-order gradients): renamed to
+    :data:`MALLOC`, :data:`CALLOC`, :data:`FREE`), or the problem (an allocation that is not the tape's)."""
     calls = [u for name in ("malloc", "free") if name in model.functions
              for u in model.functions[name].users if isinstance(u, Instruction)]
     if not calls:
         return False
     if any(TAPE_MD not in c.metadata for c in calls):
         return "a call of malloc or free that is not the AD tape's"
-    for name, new in (("malloc", MALLOC), ("free", FREE)):
+    for name, new in (("malloc", MALLOC), ("calloc", CALLOC), ("free", FREE)):
         fn = model.functions.get(name)
         if fn is not None:
             model.rename_function(fn, new)
@@ -105,17 +107,28 @@ class Heap:
         """Rewrite the shader; the problems found (allocas that cannot move to the heap)."""
         for call in self._calls(FREE):
             call.erase()
-        for call in self._calls(MALLOC):
+        for call in self._calls(MALLOC) + self._calls(CALLOC):
             b = Builder()
             b.position_before(call)
-            p, _ = self._take(b, call.args[0])
+            n = call.args[0]
+            if len(call.args) == 2:  # calloc(count, size): zeroed (a product past 2**32 * 2**32 cannot fit)
+                count, size = call.args
+                wide = b.binop("or", b.icmp("ugt", count, const_int(LT.i64, 1 << 32)),
+                               b.icmp("ugt", size, const_int(LT.i64, 1 << 32)))
+                n = b.select(wide, const_int(LT.i64, 1 << 62), b.binop("mul", count, size))
+            p, failed = self._take(b, n)
+            if len(call.args) == 2:
+                memset = self.model.functions.get(_MEMSET) or self.model.add_function(
+                    Function(_MEMSET, LT.function(LT.void, [LT.ptr(), LT.i8, LT.i64, LT.i1])))
+                b.call(memset, [p, const_int(LT.i8, 0), b.select(failed, const_int(LT.i64, 0), n),
+                                const_int(LT.i1, 0)])
             call.replace_all_uses_with(p)
             call.erase()
         self._memory_intrinsics()
         self._pointers_in_memory()
         problems = self._relocate()
         self._traps()
-        for name in (MALLOC, FREE):
+        for name in (MALLOC, CALLOC, FREE):
             if name in self.model.functions:
                 self.model.remove_function(self.model.functions[name])
         return problems

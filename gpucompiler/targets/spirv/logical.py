@@ -442,9 +442,9 @@ def _rebuild_words(root: Root, a: _Access) -> str | None:
     i32 = LT.i32
     index = b.cast("trunc", b.binop("lshr", a.offset, const_int(LT.i64, 2)), i32)
     if inst.opcode not in ("load", "store"):
-        if width != 4 or not isinstance(t, LT.IntType):
-            return "an atomic that is not on a 32-bit integer"
-        return rebuild_atomic(inst, root.address(b, index, i32))
+        if width == 4 and isinstance(t, LT.IntType):
+            return rebuild_atomic(inst, root.address(b, index, i32))
+        return _plain_update(root, a, b)
     if root.dead is not None:  # a spent thread's, or one through null into the header
         spare = root.spare[inst.opcode == "store"]
         off = b.binop("or", b.load(LT.i1, root.dead), b.icmp("ult", index, const_int(i32, root.reserved)))
@@ -478,6 +478,25 @@ def _rebuild_words(root: Root, a: _Access) -> str | None:
         b.store(new, root.address(b, index, i32), align=4)
     inst.erase()
     return None
+
+
+_UPDATES = {"fadd": "fadd", "fsub": "fsub", "add": "add", "sub": "sub", "and": "and", "or": "or", "xor": "xor"}
+
+
+def _plain_update(root: Root, a: _Access, b: Builder) -> str | None:
+    """An atomic read-modify-write in the tape heap as a load and a store: a block there is one thread's
+    (the AD engine adds the adjoints of a tape's shadow atomically, not knowing that)."""
+    inst = a.inst
+    op = str(inst.operation)
+    if not root.heap or inst.opcode != "atomicrmw" or (op not in _UPDATES and op != "xchg"):
+        return f"an atomic {inst.opcode} {op} on {a.type}"
+    pointer, value = inst.operands[0], inst.operands[1]
+    old = b.load(a.type, pointer, align=inst.alignment)
+    inst.replace_all_uses_with(old)
+    new = value if op == "xchg" else b.binop(_UPDATES[op], old, value)
+    store = b.store(new, pointer, align=inst.alignment)
+    inst.erase()
+    return _rebuild_words(root, _Access(old, a.offset, a.type)) or _rebuild_words(root, _Access(store, a.offset, a.type))
 
 
 def _shift(b: Builder, offset: Value) -> Value:

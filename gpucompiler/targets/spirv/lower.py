@@ -23,7 +23,7 @@ from ...llvm import (Builder, Function, GlobalVariable, Instruction, Value, cons
 from ...llvm.printer import print_instruction
 from ..ptx import entry_name
 from .entry import BUFFER, layout, wrapper_ir
-from .heap import DISCARD, FREE, HEADER, MALLOC, ZERO, Heap, binding as heap_binding, keeps_pointers, tape_heap
+from .heap import CALLOC, DISCARD, FREE, HEADER, MALLOC, ZERO, Heap, binding as heap_binding, keeps_pointers, tape_heap
 from .logical import STORAGE_BUFFER, Root, to_logical
 from .rules import SHARED, SHUFFLE_DOWN, WORKGROUP_SIZE
 
@@ -77,7 +77,7 @@ def lower_shader(job, module, target) -> None:
     _resolve_placeholders(model, entry, target.workgroup)
     _shader_compares(entry)
     _unsigned_division(entry)
-    allocates = any(n in model.functions and model.functions[n].users for n in (MALLOC, FREE))
+    allocates = any(n in model.functions and model.functions[n].users for n in (MALLOC, CALLOC, FREE))
     tape = Heap(model, entry, lay.arrays) if allocates or keeps_pointers(entry) else None
     if tape is not None:
         problems += tape.lower()

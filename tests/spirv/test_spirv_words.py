@@ -1,6 +1,8 @@
 """Memory kept as 32-bit words (``targets/spirv/logical.py``: the tape heap and the tape's byte arrays):
 values of every width stored into one byte array and read back, run on the CPU before and after the
-rebuild (the rebuilt accesses are plain loads and stores of an ``i32`` array there), on random inputs."""
+rebuild (the rebuilt accesses are plain loads and stores of an ``i32`` array there), on random inputs.
+Then the closed world of pointers kept in memory (``targets/spirv/heap.py``): the heap's are offsets,
+a storage buffer's is refused."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import pytest
 
 from gpucompiler.llvm import parse
 from gpucompiler.llvm.binding import initialize_native
+from gpucompiler.targets.spirv.heap import Heap, binding
 from gpucompiler.targets.spirv.logical import to_logical
 from gpucompiler.targets.spirv.lower import _roots
 
@@ -88,3 +91,44 @@ def test_values_of_every_width_in_one_byte_array_read_back_alike(both):
                 int(rng.integers(0, 1 << 16)), int(rng.integers(0, 1 << 32)), bool(rng.integers(0, 2)),
                 int(rng.integers(0, 1 << 63)) * 2 + int(rng.integers(0, 2)))
         assert after(*args) == before(*args), args
+
+
+# -- the closed world of pointers kept in memory -----------------------------------------------------
+KEEPS = """
+declare ptr addrspace(11) @gpuc.spirv.buffer(i32)
+declare ptr @gpuc.spirv.malloc(i64)
+
+define void @f(i64 %n) {
+entry:
+  %b = call ptr addrspace(11) @gpuc.spirv.buffer(i32 0)
+  %data = addrspacecast ptr addrspace(11) %b to ptr
+  %block = call ptr @gpuc.spirv.malloc(i64 64)
+  %next = call ptr @gpuc.spirv.malloc(i64 %n)
+  store ptr KEPT, ptr %block, align 8
+  %back = load ptr, ptr %block, align 8
+  %slot = getelementptr i8, ptr %back, i64 8
+  store double 1.0, ptr %slot, align 8
+  ret void
+}
+"""
+
+
+def lowered(kept: str) -> list[str]:
+    model = parse(KEEPS.replace("KEPT", kept))
+    entry = model.functions["f"]
+    tape = Heap(model, entry, arrays=1)
+    problems = tape.lower() + to_logical(entry, _roots(model, entry, binding(1), tape))
+    if not problems:
+        text = str(model)
+        llvm.parse_assembly(text).verify()
+        assert "store ptr" not in text and "load ptr" not in text and "ptrtoint" not in text
+    return problems
+
+
+def test_a_heap_pointer_kept_in_memory_is_its_offset():
+    assert lowered("%next") == []
+
+
+def test_a_storage_buffer_pointer_kept_in_memory_is_refused():
+    problems = lowered("%data")
+    assert len(problems) == 1 and "stored to memory" in problems[0] and "storage buffer 0" in problems[0]

@@ -111,10 +111,10 @@ class Heap:
             b = Builder()
             b.position_before(call)
             n = call.args[0]
-            if len(call.args) == 2:  # calloc(count, size): zeroed (a product past 2**32 * 2**32 cannot fit)
-                count, size = call.args
-                wide = b.binop("or", b.icmp("ugt", count, const_int(LT.i64, 1 << 32)),
-                               b.icmp("ugt", size, const_int(LT.i64, 1 << 32)))
+            if len(call.args) == 2:  # calloc(count, size), zeroed; a factor past 2**31 cannot fit (and the
+                count, size = call.args  # product of two below it does not wrap)
+                wide = b.binop("or", b.icmp("ugt", count, const_int(LT.i64, 1 << 31)),
+                               b.icmp("ugt", size, const_int(LT.i64, 1 << 31)))
                 n = b.select(wide, const_int(LT.i64, 1 << 62), b.binop("mul", count, size))
             p, failed = self._take(b, n)
             if len(call.args) == 2:

@@ -13,24 +13,20 @@ import functools
 from typing import Any
 from collections.abc import Callable, Sequence
 
-from .cache.core import Cache, CachedResult, private_disk, shared_disk
-from .cache.tiers import RedisTier
+from .cache.core import Cache, CachedResult
+from .cache.wiring import build_cache
 from .settings import CacheSettings
 
 
 def cache_from_settings(settings: CacheSettings) -> Cache:
-    """A cache with the tiers ``settings`` name, compiling misses on the service when one is set."""
-    disk = private_disk(settings.directory, settings.max_bytes) if settings.directory else None
-    shared = shared_disk(settings.shared_dir, settings.max_bytes) if settings.shared_dir else None
-    redis = (RedisTier(settings.redis_url, tls=settings.redis_tls, lock_lease=settings.lock_lease)
-             if settings.redis_url else None)
+    """A cache with the tiers ``settings`` name (:func:`~gpucompiler.cache.wiring.build_cache`), compiling
+    misses on the service when one is set."""
     service = None
     if settings.service_url:
         from .service.client import ServiceClient  # optional dependency (httpx)
 
         service = ServiceClient(settings.service_url, token=settings.service_token, secret=settings.secret)
-    return Cache(disk, redis, service=service, shared=shared, secret=settings.secret, compiler=_compile,
-                 service_fallback=settings.service_fallback)
+    return build_cache(settings, compiler=_compile, service=service)
 
 
 def _compile(job: Any, kinds: Sequence[str]) -> Any:

@@ -13,12 +13,16 @@ from __future__ import annotations
 import argparse
 import json
 import time
+import warnings
 from pathlib import Path
 
-from ..cache.core import Cache, shared_disk
+import attrs
+
+from ..cache.core import Cache
 from ..cache.entry import decode
-from ..cache.tiers import DiskTier, RedisTier
-from ..errors import CacheCorruptionError, ConfigError
+from ..cache.tiers import DiskTier
+from ..cache.wiring import build_cache
+from ..errors import CacheCorruptionError, CacheWarning, ConfigError
 from ..settings import CacheSettings, private_directory_problem
 
 
@@ -33,13 +37,19 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _cache(args: argparse.Namespace):
+def _cache(args: argparse.Namespace) -> tuple[Cache, DiskTier | None]:
+    """The cache the library would use (:func:`~gpucompiler.cache.wiring.build_cache`), and the directory
+    tier to look at: the cache's own, or one it refused (another user can write it), opened here for
+    inspection only so that ``verify`` can say why."""
     settings = CacheSettings.from_env()
-    directory = args.dir or settings.directory
-    disk = DiskTier(directory, settings.max_bytes) if directory else None
-    shared = shared_disk(settings.shared_dir, settings.max_bytes) if settings.shared_dir else None
-    redis = RedisTier(settings.redis_url, tls=settings.redis_tls) if settings.redis_url else None
-    return Cache(disk, redis, shared=shared, secret=settings.secret)
+    if args.dir:
+        settings = attrs.evolve(settings, directory=args.dir)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CacheWarning)  # a refused directory is reported below, not warned
+        cache = build_cache(settings)
+    if cache.disk is None and settings.directory is not None:
+        return cache, DiskTier(settings.directory, settings.max_bytes)
+    return cache, cache.disk
 
 
 def _verify(tier, keys: list[str], evict: bool) -> list[dict]:
@@ -58,8 +68,8 @@ def _verify(tier, keys: list[str], evict: bool) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    cache = _cache(args)
-    disk, redis = cache.disk, cache.redis
+    cache, disk = _cache(args)
+    redis = cache.redis
     if disk is None:
         raise ConfigError("the cache is off (GPUC_CACHE=off): give --dir")
     files = sorted(disk.files(), key=lambda f: -f[2])
@@ -87,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             checked["shared"] = [k for k, _, _ in cache.shared.files()]
         if redis is not None:
             checked["redis"] = redis.keys()
-        tiers = {t.name: t for t in cache.tiers}
+        tiers = {**{t.name: t for t in cache.tiers}, "disk": disk}  # the disk looked at, refused or not
         bad = [b for name, keys in checked.items() for b in _verify(tiers[name], keys, args.evict)]
         total = sum(map(len, checked.values()))
         # entries of the private tier are trusted for its permissions: say when those do not hold

@@ -15,6 +15,8 @@ import secrets
 import socket
 from pathlib import Path
 
+import attrs
+
 from ..errors import ConfigError
 from ..settings import CacheSettings, is_loopback, private_directory_problem, runtime_dir
 
@@ -91,17 +93,15 @@ def run(args: argparse.Namespace) -> int:
         token = None
     elif not token:
         token, generated = _generate_token(port)
-    config = ServiceConfig(cache_dir=args.cache_dir or (str(settings.directory) if settings.directory else None),
-                           max_cache_bytes=settings.max_bytes, redis_url=settings.redis_url,
-                           redis_tls=settings.redis_tls, secret=settings.secret, lock_lease=settings.lock_lease,
-                           workers=args.workers, token=token or None,
+    cache = attrs.evolve(settings, directory=Path(args.cache_dir) if args.cache_dir else settings.directory)
+    config = ServiceConfig(cache=cache, workers=args.workers, token=token or None,
                            generated_token_file=str(generated) if generated else None,
                            max_request_bytes=int(args.max_request_mb * (1 << 20)), timeout_s=args.timeout,
                            loopback_hosts=loopback)
     app = create_app(config)  # checks the cache directory: one another user can write is not used (warned)
     disk = app.state.service.cache.disk
     print(f"gpuc serve: http://{args.host}:{port} ({args.workers} workers, cache "
-          f"{disk.root if disk is not None else 'memory only'}{', redis' if config.redis_url else ''}"
+          f"{disk.root if disk is not None else 'memory only'}{', redis' if cache.redis_url else ''}"
           f"{', token required' if token else ''})", flush=True)
     if generated is not None:
         print(f"gpuc serve: token in {generated} (clients: GPUC_SERVICE_TOKEN_FILE={generated})", flush=True)

@@ -17,7 +17,6 @@ import asyncio
 import hmac
 import json
 import logging
-import os
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -35,14 +34,13 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import identity as keys, pipeline
-from ..cache.core import Cache, private_disk
 from ..cache.entry import Entry, decode
-from ..cache.tiers import RedisTier
+from ..cache.wiring import build_cache
 from ..cache.trust import Signer
 from ..errors import CacheCorruptionError, CompilerCrashError, GPUCompilerError
 from ..llvm.binding import llvm_version
 from ..plugin import discovered
-from ..settings import is_loopback
+from ..settings import CacheSettings, is_loopback
 from ..version import __version__
 from . import worker
 from ..contain import call_in_child
@@ -58,20 +56,15 @@ log = logging.getLogger("gpucompiler.service")
 class ServiceConfig:
     """How ``gpuc serve`` runs."""
 
-    cache_dir: str | None = None
-    """Disk tier shared by the server and its workers (None: memory only)."""
-    max_cache_bytes: int = 1 << 30
-    redis_url: str | None = None
+    cache: CacheSettings = attrs.field(factory=lambda: CacheSettings(directory=None))
+    """The cache of the server and its workers (:func:`~gpucompiler.cache.wiring.build_cache`): the disk
+    tier they share (None: memory only), the shared directory, Redis, the deployment's secret (which also
+    signs answers). A service never forwards to another: its ``service_url`` is ignored."""
     workers: int = 2
     token: str | None = attrs.field(default=None, repr=False)
     """Bearer token every request but ``/health`` must carry (None: no auth)."""
     generated_token_file: str | None = None
     """A token file ``gpuc serve`` generated: removed when the service stops."""
-    secret: bytes | None = attrs.field(default=None, repr=False)
-    """The deployment's secret: signs answers and the Redis tier's entries."""
-    redis_tls: dict[str, str] = attrs.field(factory=dict)
-    lock_lease: float = 10.0
-    """Lease of the fleet's compile lock in Redis (seconds)."""
     max_request_bytes: int = 16 << 20
     timeout_s: float = 120.0
     """Longest a request waits for its compile."""
@@ -83,14 +76,12 @@ class ServiceConfig:
 class _Service:
     def __init__(self, config: ServiceConfig):
         self.config = config
-        disk = private_disk(config.cache_dir, config.max_cache_bytes) if config.cache_dir else None
-        redis = (RedisTier(config.redis_url, tls=config.redis_tls, lock_lease=config.lock_lease)
-                 if config.redis_url else None)
-        self.cache = Cache(disk, redis, secret=config.secret, compiler=pipeline.compile)
+        settings = attrs.evolve(config.cache, service_url=None)
+        self.cache = build_cache(settings, compiler=pipeline.compile)
         # the workers get the directory only if it was accepted as private: a refused one is not used at all
-        self.initargs: worker.InitArgs = (None if disk is None else os.fspath(disk.root), config.max_cache_bytes,
-                                          config.redis_url, config.secret, config.redis_tls, config.lock_lease)
-        self.signer = answer_signer(config.secret, config.token)
+        disk = self.cache.disk
+        self.initargs: worker.InitArgs = (attrs.evolve(settings, directory=None if disk is None else disk.root),)
+        self.signer = answer_signer(settings.secret, config.token)
         self.pool: ProcessPoolExecutor | None = None
         self.inflight: dict[tuple[str, tuple[str, ...]], asyncio.Future[Entry]] = {}
         self.counts: Counter[str] = Counter()

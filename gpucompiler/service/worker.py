@@ -13,28 +13,28 @@ import os
 import signal
 
 from .. import pipeline
-from ..cache.core import Cache, private_disk
+from ..cache.core import Cache
 from ..cache.entry import Entry
 from ..cache.serialisable import serialisation_errors
-from ..cache.tiers import MemoryTier, RedisTier
+from ..cache.tiers import MemoryTier
+from ..cache.wiring import build_cache
+from ..settings import CacheSettings
 from ..errors import GPUCompilerError, UnserialisableIRError
 from .protocol import parse_request
 
 _cache: Cache | None = None
 
-InitArgs = tuple[str | None, int, str | None, bytes | None, dict[str, str] | None, float]
+InitArgs = tuple[CacheSettings]
 """The arguments of :func:`init`, as a pool or a forked child passes them."""
 
 
-def init(cache_dir: str | None, max_bytes: int, redis_url: str | None, secret: bytes | None = None,
-         redis_tls: dict[str, str] | None = None, lock_lease: float = 10.0) -> None:
-    """Pool initializer: this worker's cache (disk and Redis; no service, no memory to speak of)."""
+def init(settings: CacheSettings) -> None:
+    """Pool initializer: this worker's cache (:func:`~gpucompiler.cache.wiring.build_cache`: disk and
+    Redis as the server has them; no service, no memory to speak of)."""
     global _cache
     die_with_parent()
     os.environ.pop("GPUC_SERVICE_URL", None)  # a worker never forwards to a service
-    disk = private_disk(cache_dir, max_bytes) if cache_dir else None  # accepted by the server; checked again
-    redis = RedisTier(redis_url, tls=redis_tls, lock_lease=lock_lease) if redis_url else None
-    _cache = Cache(disk, redis, memory=MemoryTier(max_entries=16), secret=secret, compiler=pipeline.compile)
+    _cache = build_cache(settings, compiler=pipeline.compile, memory=MemoryTier(max_entries=16))
 
 
 def die_with_parent() -> None:
@@ -55,7 +55,7 @@ def ping() -> int:
 def compile_body(body: bytes) -> tuple[int, bytes]:
     """``(200, entry bytes)`` or ``(status, JSON error)`` for one request body."""
     if _cache is None:
-        init(None, 0, None)
+        init(CacheSettings(directory=None))  # called without the pool (tests): memory only
     cache = _cache
     assert cache is not None
     try:

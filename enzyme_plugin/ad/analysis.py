@@ -151,6 +151,47 @@ class CFG:
         """Predecessors in a fixed order (function block order)."""
         return list(self._pred[block])
 
+    def deciding_branch(self, block):
+        """``(cond, k_true, k_false)`` when the conditional branch of ``block``'s immediate dominator decides
+        which of its two predecessors (indices in :meth:`preds`) the flow came from: each is the dominator
+        itself (the edge of one side) or reachable from one side of the branch only, without passing the
+        dominator again (an ``if`` without ``else``, a diamond, a loop behind a guard); else None."""
+        preds = self.preds(block)
+        d = self.idom.get(block)
+        if len(preds) != 2 or d is None or d is block or block not in self.reachable:
+            return None
+        term = d.terminator
+        if term is None or term.opcode != "br" or len(term.operands) != 3:
+            return None
+        cond, if_true, if_false = term.operands
+        if not isinstance(cond, (Instruction, Argument)) or if_true is if_false:
+            return None
+        sides = []
+        for p in preds:
+            if p is d:
+                sides.append(if_true is block)
+                continue
+            on_true, on_false = p in self._reach(if_true, d), p in self._reach(if_false, d)
+            if on_true == on_false:
+                return None
+            sides.append(on_true)
+        if sides[0] == sides[1]:
+            return None
+        k = sides.index(True)
+        return cond, k, 1 - k
+
+    def _reach(self, start, barrier) -> set:
+        """Blocks reachable from ``start`` (itself included) on paths that do not pass ``barrier``."""
+        if start is barrier:
+            return set()
+        seen, stack = {start}, [start]
+        while stack:
+            for s in self.succ[stack.pop()]:
+                if s is not barrier and s not in seen:
+                    seen.add(s)
+                    stack.append(s)
+        return seen
+
 
 def holds_derivative_data(t: T.Type) -> bool:
     """Whether memory of type ``t`` may hold floats or pointers."""

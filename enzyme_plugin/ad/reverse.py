@@ -220,12 +220,22 @@ class Reverse(Emit, Recompute, LoopTape):
             return
         if self._reverse_header(block, ds):
             return
-        pid = self._from_forward(block, self.pred_ids[block])
+        pid = self._pred_id(block)
         targets = [self.rev.append_block("") for _ in preds]
         self.b.switch(pid, targets[0], [(const_int(T.i32, k), t) for k, t in enumerate(targets) if k])
         for p, t in zip(preds, targets):
             self.b.position_at_end(t)
             self._edge(ds, p)
+
+    def _pred_id(self, block):
+        """Which predecessor the forward sweep came to ``block`` from (its index in ``cfg.preds``): rebuilt
+        from the condition of the branch that decided it (:meth:`.analysis.CFG.deciding_branch`; recomputed,
+        or read from the tape as the id would be), else the id read from the tape."""
+        decided = self.cfg.deciding_branch(block)
+        if decided is None:
+            return self._from_forward(block, self.pred_ids[block])
+        cond, k_true, k_false = decided
+        return self.b.select(self.fwd(cond), const_int(T.i32, k_true), const_int(T.i32, k_false))
 
     def _edge(self, ds, pred):
         to = self.past_searches(pred)

@@ -25,7 +25,6 @@ from gpucompiler.llvm import Argument, GlobalVariable, Instruction
 
 from .analysis import callee_name
 from .host import ReverseState
-from .loops import static_trip_count
 from .typeinfo import locate
 
 #: opcodes recomputed from their operands
@@ -118,7 +117,7 @@ class Recompute(ReverseState):
         lp = self._counted(self.cur)
         if not self.engine.options.device_tape or lp is None or self._counted(v.parent) is not lp:
             return False
-        return lp.trip is None or static_trip_count(lp.trip) is None
+        return self._tape_in_memory(lp)
 
     def _chain(self, v) -> int:
         """The longest chain of instructions the reverse of the current block rebuilds for ``v`` (costly

@@ -28,7 +28,7 @@ from typing import Any
 from gpucompiler.llvm import Builder, Instruction, const_int, constant, types as T
 
 from .calls import classify
-from .emit import declare, zero
+from .emit import declare, sizeof, zero
 from .gpu import add_to_shadow
 from .host import ReverseState
 from .recompute import MAX_DEPTH, PURE
@@ -268,6 +268,15 @@ class LoopTape(ReverseState):
                 Instruction("load", t, ["load ", t, ", ", T.ptr(), " ", 0, ", align 8"], (slot,)))
         return hit
 
+    def _tape_in_memory(self, lp) -> bool:
+        """Whether the frames of counted loop ``lp`` live in memory (the arena, the heap) rather than in an
+        ``alloca`` of constant size: they do unless every trip count of its nest is a constant and the nest
+        is not inside another loop (:meth:`_allocate_nest`, whose size limit is not checked here)."""
+        root = lp.root
+        if root.parent is not None or not self.combined:
+            return True
+        return any(o.trip is None or static_trip_count(o.trip) is None for o in self.loops if o.root is root)
+
     def _iv_here(self, v):
         """``(loop, iv)`` when ``v`` is an affine induction variable of a counted loop around the current
         reverse block (:meth:`_iv` rebuilds it from the reverse counter), else None."""
@@ -332,6 +341,7 @@ class LoopTape(ReverseState):
     # -- materialization -------------------------------------------------------
     def _loop_frames(self):
         """Frame size per counted loop and offset per block; allocations and growth emitted here."""
+        self._drop_unused_bases()
         frames, offsets = {}, {}
         for block in self.requests:
             lp = self._counted(block)
@@ -368,6 +378,31 @@ class LoopTape(ReverseState):
                 st["free"] = b.call(self._helper("arena_free"), [self.arena, free.args[0]])
                 free.erase()
         return frames, offsets
+
+    def _drop_unused_bases(self):
+        """A loop none of whose blocks stores anything has no array (its base stays null): its exits do not
+        record the base (a loop inside another one would record it on every iteration of the outer)."""
+        null = constant(T.ptr(), "null")
+        for lp in reversed(self.loops):  # innermost first: dropping an inner base may empty the outer loop
+            st = self.lstate.get(lp)
+            if st is None or any(self.requests.get(b) for b in lp.blocks):
+                continue
+            for e, base in st["exit_base"].items():
+                reqs = self.requests.get(e)
+                kept = [r for r in reqs or () if r[0] is not base]
+                if reqs is None or len(kept) == len(reqs):
+                    continue
+                for fv, ld, _ in reqs:
+                    if fv is base:
+                        ld.replace_all_uses_with(null)
+                        ld.erase()
+                off = 0  # the remaining values packed again
+                for k, (fv, ld, _) in enumerate(kept):
+                    kept[k] = (fv, ld, off)
+                    off += (sizeof(fv.type) + 7) // 8 * 8
+                self.requests[e], self.request_bytes[e] = kept, off
+                if not kept:
+                    del self.requests[e]
 
     def _arena(self):
         """The tape arena (combined mode on a device, ``EngineOptions.tape_arena`` bytes): an ``alloca`` of

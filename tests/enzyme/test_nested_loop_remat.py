@@ -115,6 +115,28 @@ def k_written_in_loop(x, dx, y, dy, z, dz, noffs, nbr):
                  Const(nbr), Const(i))
 
 
+D = 24
+
+
+def aos_energy(x, noffs, nbr, i):
+    """A loop of constant trip count in each iteration of a loop over a list (coordinates stored as rows of
+    ``D``): the inner loop stores nothing, so it has no array, and the outer loop's frames do not record
+    its (null) base on every iteration."""
+    s = 0.0
+    for k in range(noffs[i], noffs[i + 1]):
+        j = nbr[k]
+        for d in range(D):
+            t = x[D * j + d] - x[D * i + d]
+            s += math.exp(-t * t) / (1.0 + t * t)
+    return s
+
+
+def k_aos_energy(x, dx, noffs, nbr):
+    i = gd.grid(1)
+    if i < noffs.shape[0] - 1:
+        autodiff(Reverse, aos_energy, Duplicated(x, dx), Const(noffs), Const(nbr), Const(i))
+
+
 def _lists(n: int, seed: int, lo: int = 0, hi: int = 6):
     rng = np.random.default_rng(seed)
     lens = rng.integers(lo, hi + 1, n)
@@ -239,3 +261,25 @@ def test_the_gradients_compile_for_ptx(name):
     types = (A, A, A, A, A, A, IA, IA) if name == "pair_energy" else (A, A, IA, IA)
     ptx = kernel(grad, plugins=P).inspect_asm(*types)
     assert ".entry" in ptx and "atom.global.add.f64" in ptx
+
+
+def test_an_inner_loop_without_frames_records_no_base():
+    """Was: the null base of the inner loop's (empty) array stored with its count on every outer iteration."""
+    ir = kernel(k_aos_energy, plugins=P).inspect_llvm(A, A, IA, IA)
+    looped = _blocks_on_cycles(ir, "k_aos_energy")
+    stores = [i for insts in looped.values() for i in insts if re.match(r"\s*store ", i)]
+    assert not [i for i in stores if re.match(r"\s*store ptr ", i)], stores
+
+
+@pytest.mark.parametrize("boundscheck", [False, True])
+def test_a_constant_loop_in_a_list_loop_gives_the_finite_differences(boundscheck):
+    n = 24
+    rng, noffs, nbr = _lists(n, seed=8, hi=4)
+    x = rng.uniform(-1.0, 1.0, n * D)
+
+    def total(v):
+        return sum(aos_energy(v[0], noffs, nbr, i) for i in range(n))
+
+    dx = np.zeros_like(x)
+    kernel(k_aos_energy, plugins=P, boundscheck=boundscheck)[1, 32, "cpu"](x, dx, noffs, nbr)
+    np.testing.assert_allclose(dx, _central(total, [x], 0), rtol=1e-6, atol=1e-6)

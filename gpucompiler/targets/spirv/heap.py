@@ -141,18 +141,24 @@ class Heap:
         return b.gep(LT.i8, self.base, [const_int(LT.i64, offset)])
 
     def _take(self, b: Builder, n: Value) -> tuple[Value, Value]:
-        """``(pointer, failed)``: ``n`` bytes from the heap (``null`` and the status set when they do not fit),
-        without branches: a request that cannot fit adds nothing."""
+        """``(pointer, failed)``: ``n`` bytes from the heap (``null``, the status and ``spent`` set when they do
+        not fit), without branches. The counter is 32 bits of units: a request that cannot fit as the
+        counter stands, or from a spent thread, adds nothing, and one that overshot is taken back, so that
+        the counter stays near the capacity and does not wrap."""
         i32, i64 = LT.i32, LT.i64
         # read atomically: a spent thread's plain reads of the heap give zero
         cap = b.cast("zext", _atomic(b, "or", self._word(b, CAPACITY), const_int(i32, 0)), i64)
+        now = b.cast("zext", _atomic(b, "or", self._word(b, COUNTER), const_int(i32, 0)), i64)
         units = b.binop("lshr", b.binop("add", n, const_int(i64, UNIT - 1)), const_int(i64, 4))
+        spent = b.load(LT.i1, self.spent)
         huge = b.binop("or", b.icmp("ugt", n, const_int(i64, 1 << 40)), b.icmp("ugt", units, cap))
-        ask = b.select(huge, const_int(i32, 0), b.cast("trunc", units, i32))
+        hopeless = b.binop("or", b.binop("or", huge, spent), b.icmp("ugt", b.binop("add", now, units), cap))
+        ask = b.select(hopeless, const_int(i32, 0), b.cast("trunc", units, i32))
         old = b.cast("zext", _atomic(b, "add", self._word(b, COUNTER), ask), i64)
-        failed = b.binop("or", huge, b.icmp("ugt", b.binop("add", old, units), cap))
+        failed = b.binop("or", hopeless, b.icmp("ugt", b.binop("add", old, units), cap))
+        _atomic(b, "sub", self._word(b, COUNTER), b.select(failed, ask, const_int(i32, 0)))  # an overshoot back
         _atomic(b, "or", self._word(b, STATUS), b.select(failed, const_int(i32, EXHAUSTED), const_int(i32, 0)))
-        b.store(b.binop("or", b.load(LT.i1, self.spent), failed), self.spent)  # (not only through the trap)
+        b.store(b.binop("or", spent, failed), self.spent)  # (not only through the trap)
         offset = b.select(failed, const_int(i64, 0), b.binop("shl", old, const_int(i64, 4)))
         return b.gep(LT.i8, self.base, [offset]), failed
 

@@ -12,6 +12,7 @@ import pytest
 import spirv_gradients as G
 from gpucompiler import device as gd, kernel, types as T
 from gpucompiler.errors import DeviceHeapError
+from gpucompiler.runtime import vulkan
 from gpucompiler.runtime.vulkan_device import DeviceFeatureError
 from gpucompiler.targets.spirv import SPIRVTarget
 from gpucompiler.targets.spirv.heap import binding
@@ -72,6 +73,8 @@ def test_a_heap_too_small_is_a_device_heap_error_and_nothing_is_copied_back(vulk
     with pytest.raises(DeviceHeapError, match="GPUC_DEVICE_HEAP"):
         k[case.launch[0], case.launch[1], SPIRVTarget()](x.copy(), dx)
     assert not dx.any()
+    counter, capacity = vulkan.tape_heap(vulkan_device).status.view().view(np.uint32)[:2]
+    assert counter <= capacity  # failed requests did not stay on the 32-bit counter (it could wrap)
     monkeypatch.delenv("GPUC_DEVICE_HEAP")  # the default heap: the same kernel runs right again
     k[case.launch[0], case.launch[1], SPIRVTarget()](x.copy(), dx)
     np.testing.assert_allclose(dx, emulated(case, x), rtol=1e-4, atol=1e-3)

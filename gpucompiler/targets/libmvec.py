@@ -9,7 +9,7 @@ have is offered; the vectorizer picks the width. Every function of the math
 table (:data:`gpucompiler.core.mathfns.MATH_FUNCTIONS`) is looked up by that
 name in the library, by its C name (``sin``, ``sinf``) and its LLVM intrinsic
 (``llvm.sin.f64``): what the library lacks stays scalar. glibc documents at
-most 4 ulp of error for these (docs/benchmarks.md, "Vector math on the CPU").
+most 4 ulp of error for these (docs/benchmarks.md, "Vector math").
 
 The library is loaded into the process once (``load_library_permanently``), so
 the JIT and the in-process loader resolve the names; a process without it

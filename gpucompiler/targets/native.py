@@ -93,9 +93,10 @@ class NativeTarget(Target):
         vectorize. Not before AD: the engine has derivative rules for scalar math, none for libmvec's."""
         if not final or job.config.opt_level == 0 or libmvec.scalar_names().isdisjoint(module.function_names()):
             return
-        if not libmvec.variants(self.host_features()):
+        host = self.host_features()
+        if not libmvec.variants(host):
             return
-        text, named = name_variants(module.text, lambda own: libmvec.variants(self.host_features() if own is None else own))
+        text, named = name_variants(module.text, lambda own: libmvec.variants(host if own is None else own))
         if named:
             ref = parse_ir(text)
             ref.link_in(parse_ir(declarations(named)))

@@ -325,3 +325,26 @@ def test_clang_code_for_its_own_cpu_calls_the_versions_its_features_allow():
     out = np.zeros_like(x)
     sins(x.ctypes.data, out.ctypes.data, len(x))
     assert _ulp_errors(out, _scalar("sin", np.float64, [x])) == []
+
+
+def test_the_derivative_the_engine_writes_calls_libmvec_too():
+    # sin's derivative is cos: a call only the AD engine makes (in vector form, from the loop the
+    # optimiser vectorized before AD), turned into libmvec's cos after AD
+    from enzyme_plugin import Duplicated, Reverse, autodiff
+
+    def sines(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += math.sin(x[i])
+        return s
+
+    @jit(plugins=("enzyme",), error_model="numpy")
+    def grad(x, dx):
+        autodiff(Reverse, sines, Duplicated(x, dx))
+
+    x = _sweep(4096)[64:]  # finite arguments of every size
+    dx = np.zeros_like(x)
+    grad(x, dx)
+    ir = grad.inspect_llvm(x, dx)
+    assert _vector_calls(ir, "cos") and not re.search(r"@llvm\.cos\.v\d+f64\(", ir)
+    assert _ulp_errors(dx, _scalar("cos", np.float64, [x])) == []

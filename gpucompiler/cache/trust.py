@@ -54,18 +54,26 @@ class Signer:
             raise CacheForgeryError(where, "MAC does not verify under this deployment's secret: refused")
         return body
 
-    def answer_mac(self, request: str, nonce: str, artifacts: dict[str, str | bytes]) -> str:
+    def answer_mac(self, request: str, nonce: str, artifacts: dict[str, str | bytes],
+                   about: dict[str, Any]) -> str:
         """The MAC of a compile service answer: the request it answers (its digest and the client's
-        nonce) and the SHA-256 of each artifact."""
+        nonce), the SHA-256 of each artifact and ``about``: the rest of the answer the client keeps (the
+        entry's key, its origin, its metadata: names, times, the plugins' reports and warnings), as JSON."""
         digests = {k: hashlib.sha256(v.encode() if isinstance(v, str) else bytes(v)).hexdigest()
                    for k, v in artifacts.items()}
-        doc = json.dumps({"request": request, "nonce": nonce, "artifacts": digests}, sort_keys=True).encode()
+        doc = json.dumps({"request": request, "nonce": nonce, "artifacts": digests, "about": about},
+                         sort_keys=True).encode()
         return self.mac(b"answer\0" + doc).hex()
 
-    def check_answer(self, request: str, nonce: str, artifacts: dict[str, str | bytes], mac: Any,
-                     where: str) -> None:
-        """Refuse (:class:`CacheForgeryError`) an answer not signed for this request and nonce."""
-        if not isinstance(mac, str) or not hmac.compare_digest(self.answer_mac(request, nonce, artifacts), mac):
+    def check_answer(self, request: str, nonce: str, artifacts: dict[str, str | bytes], about: dict[str, Any],
+                     mac: Any, where: str) -> None:
+        """Refuse (:class:`CacheForgeryError`) an answer not signed for this request and nonce, or one whose
+        artifacts or ``about`` (key, origin, metadata) differ from what was signed."""
+        try:
+            want = self.answer_mac(request, nonce, artifacts, about)
+        except (TypeError, ValueError):  # metadata that is not JSON data: not what a service signs
+            want = None
+        if want is None or not isinstance(mac, str) or not hmac.compare_digest(want, mac):
             raise CacheForgeryError(where, "answer without a valid MAC for this request under this deployment's "
                                            "secret: refused")
 

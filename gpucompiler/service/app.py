@@ -44,7 +44,8 @@ from ..settings import CacheSettings, is_loopback
 from ..version import __version__
 from . import worker
 from ..contain import call_in_child
-from .protocol import RequestError, answer_signer, binding, encode_artifacts, parse_body, parse_request
+from .protocol import (RequestError, answer_about, answer_signer, binding, encode_artifacts, parse_body,
+                       parse_request)
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -224,7 +225,7 @@ def _answer(entry: Entry, origin: str, emit: tuple[str, ...], signer: Signer | N
     body = {"key": entry.key, "origin": origin, "artifacts": encode_artifacts(artifacts), "meta": meta,
             "request": request, "nonce": nonce}
     if signer is not None:
-        body["mac"] = signer.answer_mac(request, nonce, artifacts)
+        body["mac"] = signer.answer_mac(request, nonce, artifacts, answer_about(entry.key, origin, meta))
     return JSONResponse(body)
 
 

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from ..cache.core import CachedResult
 from ..errors import CacheError, CacheForgeryError, PluginMismatchError, ServiceError
 from ..settings import is_loopback
-from .protocol import answer_signer, binding, decode_artifacts, make_request
+from .protocol import answer_about, answer_signer, binding, decode_artifacts, make_request
 
 
 class ServiceClient:
@@ -71,7 +71,7 @@ class ServiceClient:
         if (data.get("request"), data.get("nonce")) != (digest, nonce):
             raise CacheForgeryError(where, "the answer is not for this request (made for another job, or an "
                                            "old answer replayed): refused")
-        self.signer.check_answer(digest, nonce, artifacts, data.get("mac"), where)
+        self.signer.check_answer(digest, nonce, artifacts, answer_about(key, origin, meta), data.get("mac"), where)
         missing = sorted(set(emit) - set(artifacts))
         if missing:
             raise ServiceError(f"compile service {self.url} sent no {', '.join(missing)} artifact")

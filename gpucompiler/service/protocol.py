@@ -15,7 +15,8 @@ the requested emit kinds and the client's plugins with their versions::
      "plugins": [["mock_enzyme", "1.0", null, "<sha256 of its source>"]]}
 
 The answer holds the artifacts (text as is, bytes in base64) and metadata,
-and a MAC (:meth:`~gpucompiler.cache.trust.Signer.answer_mac`) that binds them
+and a MAC (:meth:`~gpucompiler.cache.trust.Signer.answer_mac`) that covers
+them (the metadata with the key and origin: :func:`answer_about`) and binds them
 to the request: the :func:`request_digest` of the job it compiled (SHA-256 of
 the canonical JSON of every field that decides the compile) and the
 client's fresh ``nonce``. The client computes both itself and refuses any

@@ -5,7 +5,8 @@ An operand BLAS cannot read in place (a view with a stride across both axes, a n
 stride, an expression, another dtype) is first copied into a C-ordered array of the result's
 dtype. The product itself is one call of ``gemm`` or ``gemv`` (:func:`gemm_into`,
 :func:`gemv_into`); a differentiated function computes it with the loops of :mod:`.npaxes`
-instead (the Enzyme plugin's rules swap the calls), which its AD engine differentiates.
+instead (the Enzyme plugin's rules swap the calls of :func:`product22` & co., :data:`LOOPS`),
+which its AD engine differentiates.
 """
 
 from __future__ import annotations
@@ -70,6 +71,11 @@ def _gemm(a, b, out, dt):
 
 def matmul22(a, b, dt):
     """``a @ b`` of two matrices (the inner extents checked by the caller)."""
+    return product22(a, b, dt)
+
+
+def product22(a, b, dt):
+    """:func:`matmul22` through BLAS (differentiated code swaps the call for loops)."""
     n, k = a.shape
     p = b.shape[1]
     if k == 0 or n == 0 or p == 0:
@@ -91,6 +97,10 @@ def _gemv(a, x, out, dt):
 
 def matmul21(a, x, dt):
     """A matrix times a vector."""
+    return product21(a, x, dt)
+
+
+def product21(a, x, dt):
     n, k = a.shape
     if k == 0 or n == 0:
         return zeroed_array((n,), dt)
@@ -111,6 +121,10 @@ def _gevm(x, b, out, dt):
 
 def matmul12(x, b, dt):
     """A vector times a matrix."""
+    return product12(x, b, dt)
+
+
+def product12(x, b, dt):
     k, p = b.shape
     if k == 0 or p == 0:
         return zeroed_array((p,), dt)
@@ -123,31 +137,9 @@ def matmul12(x, b, dt):
 
 
 # -- the same products in loops (differentiated code: :data:`LOOPS`) ---------------------------------
-def gemm_loops(a, b, out, dt):
-    """:func:`gemm_into` in :func:`.npaxes.matmul22`'s loops (``b`` C-ordered)."""
-    n, p = out.shape
-    for i in range(n):
-        for j in range(p):
-            setitem_unchecked(out, (i, j), dt(0))
-    X.accumulate22(a, b, out, dt)
-
-
-def gemm_loops_packed(a, b, out, dt):
-    """:func:`gemm_loops` of ``b`` copied into C order (its rows are the inner loop's)."""
-    gemm_loops(a, packed2(b, dt), out, dt)
-
-
-def gemv_loops(a, x, out, dt):
-    X.product21(a, x, out, dt)
-
-
-def gevm_loops(x, b, out, dt):
-    for j in range(out.shape[0]):
-        setitem_unchecked(out, j, dt(0))
-    X.accumulate12(x, b, out, dt)
-
-
-
+def product22_loops_packed(a, b, dt):
+    """:func:`.npaxes.matmul22` of ``b`` copied into C order (its rows are the inner loop's)."""
+    return X.matmul22(a, packed2(b, dt), dt)
 
 
 # -- norms (loops: the AD engine differentiates them) ------------------------------------------------
@@ -241,9 +233,10 @@ def norm_lines2(x, axis, sign, dt):
     return best
 
 
-#: the BLAS calls -> their loops, by whether the matrix operand is C-ordered (as its type says) or not
-LOOPS = {gemm_into: (gemm_loops, gemm_loops_packed), gemv_into: (gemv_loops, gemv_loops),
-         gevm_into: (gevm_loops, gevm_loops), squares: (squares_loops, squares_loops)}
+#: the functions calling BLAS -> their loops (the products: :mod:`.npaxes`'), by whether the second
+#: operand is C-ordered (as its type says) or not
+LOOPS = {product22: (X.matmul22, product22_loops_packed), product21: (X.matmul21, X.matmul21),
+         product12: (X.matmul12, X.matmul12), squares: (squares_loops, squares_loops)}
 
 
 __all__ = ["LOOPS", "matmul22", "matmul21", "matmul12"]

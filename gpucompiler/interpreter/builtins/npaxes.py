@@ -255,15 +255,9 @@ def matmul22(a, b, dt):
     """``a @ b`` of two matrices: i-k-j (the inner loop along a row of ``b`` and of the result),
     two rows of the result and four of ``b`` at a time so that each load of a result element
     serves eight products. Every element is summed in the order of k, as a plain i-k-j loop sums."""
-    out = zeroed_array((a.shape[0], b.shape[1]), dt)
-    accumulate22(a, b, out, dt)
-    return out
-
-
-def accumulate22(a, b, out, dt):
-    """``out += a @ b`` in :func:`matmul22`'s order."""
     n, k = a.shape
     p = b.shape[1]
+    out = zeroed_array((n, p), dt)
     k4 = k - k % 4
     for i2 in range(n // 2):
         i = 2 * i2
@@ -289,6 +283,7 @@ def accumulate22(a, b, out, dt):
             aq = element(a, i, q)
             for j in range(p):
                 setitem_unchecked(out, (i, j), dt(getitem_unchecked(out, (i, j)) + aq * element(b, q, j)))
+    return out
 
 
 def matmul22_packed(a, b, dt, bt):
@@ -306,14 +301,8 @@ def matmul22_packed(a, b, dt, bt):
 def matmul21(a, b, dt):
     """A matrix times a vector: one dot product per row of ``a``, in four partial sums (independent
     chains: four times the throughput of one running sum; NumPy's BLAS reorders its sums too)."""
-    out = new_array((a.shape[0],), dt)
-    product21(a, b, out, dt)
-    return out
-
-
-def product21(a, b, out, dt):
-    """``out = a @ b`` of a matrix and a vector in :func:`matmul21`'s order."""
     n, k = a.shape
+    out = new_array((n,), dt)
     k4 = k - k % 4
     for i in range(n):
         s0, s1, s2, s3 = dt(0), dt(0), dt(0), dt(0)
@@ -326,22 +315,18 @@ def product21(a, b, out, dt):
         for q in range(k4, k):
             s = dt(s + element(a, i, q) * element(b, q))
         setitem_unchecked(out, i, s)
+    return out
 
 
 def matmul12(a, b, dt):
     """A vector times a matrix: rows of ``b`` scaled by the elements of ``a``, summed."""
-    out = zeroed_array((b.shape[1],), dt)
-    accumulate12(a, b, out, dt)
-    return out
-
-
-def accumulate12(a, b, out, dt):
-    """``out += a @ b`` of a vector and a matrix."""
     k, p = b.shape
+    out = zeroed_array((p,), dt)
     for q in range(k):
         aq = element(a, q)
         for j in range(p):
             setitem_unchecked(out, j, dt(getitem_unchecked(out, j) + aq * element(b, q, j)))
+    return out
 
 
 # -- selection (the caller checked the mask's shape and the indices' bounds) --------------------------

@@ -144,9 +144,10 @@ _SHADERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 """kernel -> {(argtypes, workgroup): Shader}; dropped by :meth:`VulkanRuntime.forget` (world age)."""
 
 
-def compile_spirv(kernel, argtypes: tuple, workgroup: tuple[int, int, int]) -> bytes:
-    """The SPIR-V binary of ``kernel`` for ``argtypes`` with ``workgroup`` (through the compile cache)."""
-    binary = kernel.compile(argtypes, SPIRVTarget(workgroup=workgroup))[0]
+def compile_spirv(kernel, argtypes: tuple, workgroup: tuple[int, int, int], subgroups: bool = True) -> bytes:
+    """The SPIR-V binary of ``kernel`` for ``argtypes`` with ``workgroup`` (through the compile cache);
+    ``subgroups``: whether the device sums over subgroups (else one atomic per lane for shared adjoints)."""
+    binary = kernel.compile(argtypes, SPIRVTarget(workgroup=workgroup, subgroups=subgroups))[0]
     assert isinstance(binary, bytes)
     return binary
 
@@ -158,7 +159,7 @@ def shader(kernel, argtypes: tuple, workgroup: tuple[int, int, int], dev: Vulkan
     key = (argtypes, workgroup)
     hit = table.get(key)
     if hit is None:
-        binary = float_controls(compile_spirv(kernel, argtypes, workgroup), dev.float_modes)
+        binary = float_controls(compile_spirv(kernel, argtypes, workgroup, dev.subgroup_sums), dev.float_modes)
         # required, not optional here: LLVM 22 sometimes structures control flow wrongly, which only
         # spirv-val tells; a driver given such a module computes wrong numbers (seen on NVIDIA's)
         validate_binary(binary, required=True)

@@ -95,6 +95,8 @@ _ATOMIC_FLOAT = "VK_EXT_shader_atomic_float"
 _ATOMIC_FLOAT2 = "VK_EXT_shader_atomic_float2"
 SHUFFLE = 65
 """SPIR-V's ``GroupNonUniformShuffle`` capability."""
+SUBGROUP_SUMS = frozenset({62, 63})
+"""SPIR-V's ``GroupNonUniformVote`` and ``GroupNonUniformArithmetic`` capabilities."""
 
 
 @attrs.define(eq=False)
@@ -121,6 +123,9 @@ class VulkanDevice:
     every shader asks for them (:func:`~gpucompiler.targets.spirv.tools.float_controls`)"""
     max_buffer_range: int = 1 << 27
     """``maxStorageBufferRange``: the most bytes one storage buffer binding may span"""
+    subgroup_sums: bool = False
+    """whether compute shaders have the subgroup vote and arithmetic operations the warp-aggregated
+    adjoints use (:mod:`gpucompiler.targets.spirv.warp`); without them shaders keep one atomic per lane"""
 
     def require(self, binary: bytes) -> bool:
         """Raise :class:`DeviceFeatureError` for a capability of ``binary`` the device lacks; True when
@@ -132,6 +137,10 @@ class VulkanDevice:
             twin = _SHARED_TWIN.get(cap)
             if cap in caps and shared and twin is not None and not self.features.get(twin, False):
                 raise DeviceFeatureError(twin, self.name, why + " in a shader with shared memory")
+        if caps & SUBGROUP_SUMS and not self.subgroup_sums:
+            raise DeviceFeatureError("subgroupSupportedOperations VOTE and ARITHMETIC in compute shaders",
+                                     self.name, "adjoints summed over a subgroup (SPIRVTarget(subgroups=False) "
+                                     "compiles one atomic per lane)")
         if SHUFFLE not in caps:
             return False
         if not self.shuffle:
@@ -248,8 +257,10 @@ def _open(instance, physical, props, family: int) -> VulkanDevice:
     modes = [(SIGNED_ZERO_INF_NAN_PRESERVE, w) for w in (32, 64)
              if getattr(v12, f"shaderSignedZeroInfNanPreserveFloat{w}")]
     modes += [(DENORM_PRESERVE, w) for w in (32, 64) if getattr(v12, f"shaderDenormPreserveFloat{w}")]
-    shuffle = bool(sub.supportedOperations & vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT
-                   and sub.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT)
+    compute = sub.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT
+    shuffle = bool(sub.supportedOperations & vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT and compute)
+    sums = vk.VK_SUBGROUP_FEATURE_VOTE_BIT | vk.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT
+    subgroup_sums = bool(compute and sub.supportedOperations & sums == sums)
     sizes = ((v13.minSubgroupSize, v13.maxSubgroupSize)
              if features["subgroupSizeControl"] and v13.requiredSubgroupSizeStages & vk.VK_SHADER_STAGE_COMPUTE_BIT
              else (sub.subgroupSize, sub.subgroupSize))
@@ -272,7 +283,7 @@ def _open(instance, physical, props, family: int) -> VulkanDevice:
                         sizes, shuffle, types, float(props.limits.timestampPeriod),
                         int(props.limits.maxComputeWorkGroupInvocations),
                         _three(props.limits.maxComputeWorkGroupCount), modes,
-                        max_buffer_range=int(props.limits.maxStorageBufferRange))
+                        max_buffer_range=int(props.limits.maxStorageBufferRange), subgroup_sums=subgroup_sums)
 
 
 __all__ = ["SHUFFLE", "SUBGROUP", "DeviceFeatureError", "VulkanDevice", "VulkanError", "device", "vk"]

@@ -181,3 +181,30 @@ def test_float64_adjoints_are_summed_in_float64():
     assert text.count("@llvm.spv.wave.reduce.sum.f64(double") >= 3 and "reduce.sum.f32" not in text
     binary = k.compile(k.argument_types((x, x, x, x)), SPIRVTarget())[0]
     assert isinstance(binary, bytes) and OP_GROUP_FADD in _opcodes(binary)
+
+
+# -- a device without subgroup sums ---------------------------------------------------------------------
+def test_a_device_without_subgroup_sums_runs_one_atomic_per_lane(vulkan_device, monkeypatch):
+    """The runtime compiles for what the device reports: without the vote and arithmetic operations the
+    shader has no subgroup instruction (and a binary that has them is a typed error, not a failed launch)."""
+    import attrs
+
+    from gpucompiler.runtime.vulkan_device import DeviceFeatureError
+
+    n = 200
+    x = rng.uniform(-2, 2, n).astype(np.float32)
+    w = np.array([1.5, -0.25], np.float32)
+    with_sums = vulkan.compile_spirv(Kernel(grad_energy, plugins=P), Kernel(grad_energy, plugins=P).argument_types(
+        (x, x, w, w)), (64, 1, 1))
+    assert OP_GROUP_FADD in _opcodes(with_sums)
+    weak = attrs.evolve(vulkan_device, subgroup_sums=False)
+    with pytest.raises(DeviceFeatureError, match="VOTE and ARITHMETIC"):
+        weak.require(with_sums)
+    monkeypatch.setattr(vulkan, "device", lambda: weak)
+    k = Kernel(grad_energy, plugins=P)
+    dx, dw = np.zeros_like(x), np.zeros_like(w)
+    k[(n + 63) // 64, 64, SPIRVTarget()](x, dx, w, dw)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(dw, [np.sum(np.sin(x64) * x64), np.sum(x64 * x64)], rtol=2e-5)
+    assert OP_GROUP_FADD not in _opcodes(vulkan.compile_spirv(k, k.argument_types((x, dx, w, dw)), (64, 1, 1),
+                                                            subgroups=False))

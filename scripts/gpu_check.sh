@@ -120,7 +120,8 @@ if ! "$PY" -c "import vulkan" >/dev/null 2>&1 && ls .whl/vulkan-*.whl >/dev/null
         .whl/vulkan-*.whl $(ls .whl/cffi-*.whl .whl/pycparser-*.whl 2>/dev/null) >/dev/null 2>&1 \
         && export PYTHONPATH="$PYTHONPATH:$VULKAN_SITE"
 fi
-"$PY" -m pytest -q -p no:cacheprovider -rs tests/spirv "tests/test_docs.py::test_doc_examples_run[vulkan.md]" \
+"$PY" -m pytest -q -p no:cacheprovider -rs -m "slow or not slow" tests/spirv tests/targets/test_spirv_warp_aggregate.py \
+    tests/targets/test_spirv_libm64_range.py "tests/test_docs.py::test_doc_examples_run[vulkan.md]" \
     --junitxml="$REPORT/gpu_spirv.xml" 2>&1 | tail -n 15
 [ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
 "$PY" benchmarks/gpu_vulkan.py --json "$REPORT/gpu_vulkan.json" 2>&1 | tee "$REPORT/gpu_vulkan.txt"

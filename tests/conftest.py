@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import os
+import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 
 from gpucompiler.errors import ToolNotFoundError
 from gpucompiler.targets import parse_target
 from gpucompiler.toolchain import find_libdevice, find_ptxas
+from plugin_authors.installing import install
 
 
 @functools.cache
@@ -29,10 +33,29 @@ def cuda_device_visible() -> bool:
     return int(err) == 0 and count > 0
 
 
+#: the reference plugins (plugins/gpucompiler_plugins): registered for the test run, not in a user's install
+REFERENCE_PLUGINS = {"mock_enzyme": "gpucompiler_plugins.mock_enzyme:MockEnzymePlugin",
+                     "instrumentation": "gpucompiler_plugins.instrumentation:InstrumentationPlugin"}
+#: the directory holding their ``*.dist-info``; set by the first pytest_configure (xdist's workers inherit it)
+PLUGIN_SITE = "GPUC_TEST_PLUGIN_SITE"
+
+
 def pytest_configure(config):
-    """Compile caches of a test run live in a fresh directory, never the user's."""
+    """Compile caches of a test run live in a fresh directory, never the user's; the reference plugins
+    are installed, as pip would, in another, on ``sys.path`` and ``PYTHONPATH`` (subprocesses see them)."""
     if "GPUC_CACHE_DIR" not in os.environ:
         os.environ["GPUC_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpuc-test-cache-")
+    site = os.environ.get(PLUGIN_SITE)
+    if site is None or not os.path.isdir(site):
+        site = str(install(Path(tempfile.mkdtemp(prefix="gpuc-test-plugins-")), "gpucompiler_reference_plugins",
+                           REFERENCE_PLUGINS))
+        os.environ[PLUGIN_SITE] = site
+    path = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if site not in path:
+        os.environ["PYTHONPATH"] = os.pathsep.join([site, *filter(None, path)])
+    if site not in sys.path:
+        sys.path.insert(0, site)
+        importlib.invalidate_caches()
 
 
 #: the long sweeps and fuzzers: marked ``slow`` here, in one place, so that the README's test command

@@ -34,7 +34,8 @@ BAD = """define i32 @f(i32 %x) {
 
 def gpuc(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "gpucompiler", *args], cwd=cwd, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'plugins'}"})
+                          text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(ROOT), str(ROOT / "plugins"), os.environ.get("PYTHONPATH", "")])})
 
 
 def test_ptx_kernel_to_stdout(tmp_path, libdevice_path, check_ptx):

@@ -166,6 +166,7 @@ def test_default_norms_of_views_expressions_integers_and_empty_arrays_match_nump
     for x in (A.T, A[:, ::2], A[0, ::-1], A[::2, 1], np.arange(12).reshape(3, 4), np.empty((0, 3)), np.empty(0)):
         _close(f(x), np.linalg.norm(x))
         _close(g(x), np.linalg.norm(x + 1.0))
+    assert "@scipy_cblas_ddot64_(" in f.inspect_llvm(A)  # NumPy's sum of squares: BLAS's dot
 
 
 def test_the_norm_of_an_empty_vector_with_no_identity_is_numpys_value_error():

@@ -13,6 +13,7 @@ The implementations (:mod:`.linalgimpl`, :mod:`.lapackimpl`) call these intrinsi
 * ``trans(x)`` / ``lead(x)``: of a ready matrix, CBLAS's transpose flag (111: rows contiguous,
   112: columns contiguous, read as the transpose of a row-major matrix) and its leading
   dimension in elements; of a vector, ``lead`` is its increment;
+* ``contiguous(x, dt)``: whether a matrix is one block of elements (C or F order);
 * ``new_like(a, shape)``: a work array of ``a``'s dtype.
 
 One record per function in :data:`SIGNATURES`; the IR names the symbols, never an address.
@@ -31,7 +32,7 @@ from .numbers import base
 
 CBLAS, LAPACKE = "scipy_cblas_{}64_", "scipy_LAPACKE_{}64_"
 """The symbols of NumPy 2's bundled OpenBLAS (scipy-openblas64: prefixed, 64-bit integers)."""
-ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
+ROW_MAJOR, COL_MAJOR, NO_TRANS, TRANS = 101, 102, 111, 112
 """CBLAS's and LAPACKE's constants."""
 
 #: name -> (symbol pattern, result ('v' nothing, 'i' lapack_int, 'f' a float of the call's precision),
@@ -128,6 +129,26 @@ def _ready(interp, args) -> CallResult | None:
     return CallResult(T.boolean, lower)
 
 
+def contiguous(x, dt):
+    """Whether the matrix ``x`` of ``dt`` is one block of elements in C or F order (an intrinsic)."""
+    raise NotImplementedError("contiguous is an intrinsic of compiled code")
+
+
+def _contiguous(interp, args) -> CallResult:
+    x = _array(args[0])
+    if x is None or x.ndim != 2 or not isinstance(args[1], Const) or args[1].value != x.dtype:
+        return CallResult(const(False), lambda cg, a, at, rt: ir.Constant(ir.IntType(1), 0))
+
+    def lower(cg, a, at, rt):
+        b, size = cg.b, ir.Constant(_I64, x.dtype.itemsize)
+        s0, s1 = (b.extract_value(a[0], [2, k]) for k in range(2))
+        n0, n1 = (b.extract_value(a[0], [1, k]) for k in range(2))
+        c = b.and_(b.icmp_signed("==", s1, size), b.icmp_signed("==", s0, b.mul(n1, size)))
+        f = b.and_(b.icmp_signed("==", s0, size), b.icmp_signed("==", s1, b.mul(n0, size)))
+        return b.or_(c, f)
+    return CallResult(T.boolean, lower)
+
+
 def _layout(interp, fn, args) -> CallResult:
     x = _array(args[0])
     if x is None:
@@ -182,6 +203,8 @@ def _blas(interp, fn, args):
     """The intrinsics of this module (host code only: a GPU has no BLAS of the host)."""
     if fn is blas_ready:
         return _ready(interp, args)
+    if fn is contiguous:
+        return _contiguous(interp, args)
     if fn is trans or fn is lead:
         return _layout(interp, fn, args)
     if fn is blas_call:
@@ -191,4 +214,4 @@ def _blas(interp, fn, args):
     return None
 
 
-__all__ = ["blas_call", "blas_ready", "trans", "lead", "new_like", "SIGNATURES", "ROW_MAJOR", "NO_TRANS", "TRANS"]
+__all__ = ["blas_call", "blas_ready", "contiguous", "trans", "lead", "new_like", "SIGNATURES", "ROW_MAJOR", "COL_MAJOR", "NO_TRANS", "TRANS"]

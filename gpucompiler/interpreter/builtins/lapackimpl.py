@@ -16,11 +16,11 @@ from ...pristine import math  # as imported (pristine.py: the rules key on its f
 
 from ...frontend.intrinsics import getitem_unchecked, setitem_unchecked
 from ... import types as T
-from .blas import ROW_MAJOR, blas_call, new_like
+from .blas import COL_MAJOR, ROW_MAJOR, blas_call, new_like
 from .linalgimpl import packed1, packed2
 from .npintrinsics import element, new_array, zeroed_array
 
-_L, _V, _N = 76, 86, 78  # 'L', 'V', 'N'
+_L, _U, _V = 76, 85, 86  # 'L', 'U', 'V'
 
 
 def _lead(n):
@@ -40,30 +40,43 @@ def copy1(a, out):
         setitem_unchecked(out, i, getitem_unchecked(a, i))
 
 
+def transposed_copy(a, out):
+    """``out = a.T``: a C-ordered ``out`` holds ``a`` in column-major order (LAPACK's own, which spares
+    LAPACKE's row-major layout its two transposing copies)."""
+    n, m = a.shape
+    for j in range(m):
+        for i in range(n):
+            setitem_unchecked(out, (j, i), getitem_unchecked(a, (i, j)))
+
+
 def _gesv2(a, b, x):
     """``x = solve(a, b)`` of a square ``a`` and a matrix ``b`` (any layout, ``x``'s dtype) into the new
     C-ordered ``x``; LAPACK's ``info`` as a float."""
     n = a.shape[0]
     k = x.shape[1]
     lu = new_like(x, (n, n))
-    copy2(a, lu)
-    copy2(b, x)
+    transposed_copy(a, lu)
+    columns = new_like(x, (k, n))
+    transposed_copy(b, columns)
     pivots = new_array((n,), T.int64)
-    return float(blas_call("gesv", ROW_MAJOR, n, k, lu, _lead(n), pivots, x, _lead(k)))
+    info = blas_call("gesv", COL_MAJOR, n, k, lu, _lead(n), pivots, columns, _lead(n))
+    transposed_copy(columns, x)
+    return float(info)
 
 
 def _gesv1(a, b, x):
     """:func:`_gesv2` of a vector ``b``."""
     n = a.shape[0]
     lu = new_like(x, (n, n))
-    copy2(a, lu)
+    transposed_copy(a, lu)
     copy1(b, x)
     pivots = new_array((n,), T.int64)
-    return float(blas_call("gesv", ROW_MAJOR, n, 1, lu, _lead(n), pivots, x, 1))
+    return float(blas_call("gesv", COL_MAJOR, n, 1, lu, _lead(n), pivots, x, _lead(n)))
 
 
 def _inverse(a, x):
-    """``x = inv(a)`` into the new C-ordered ``x``; ``info`` as a float."""
+    """``x = inv(a)`` into the new C-ordered ``x``; ``info`` as a float. In column-major order the copy
+    of ``a`` is ``a.T`` and the solution ``inv(a.T) = inv(a).T``, which is ``inv(a)`` in row-major order."""
     n = a.shape[0]
     for i in range(n):
         for j in range(n):
@@ -71,16 +84,17 @@ def _inverse(a, x):
     lu = new_like(x, (n, n))
     copy2(a, lu)
     pivots = new_array((n,), T.int64)
-    return float(blas_call("gesv", ROW_MAJOR, n, n, lu, _lead(n), pivots, x, _lead(n)))
+    return float(blas_call("gesv", COL_MAJOR, n, n, lu, _lead(n), pivots, x, _lead(n)))
 
 
 def _lu(a):
-    """``(LU factors, pivots, info)`` of a copy of the square ``a``."""
+    """``(LU factors, pivots, info)`` of a copy of the square ``a``: of ``a.T`` in column-major order (the
+    same determinant)."""
     n = a.shape[0]
     lu = new_like(a, (n, n))
     copy2(a, lu)
     pivots = new_array((n,), T.int64)
-    info = blas_call("getrf", ROW_MAJOR, n, n, lu, _lead(n), pivots)
+    info = blas_call("getrf", COL_MAJOR, n, n, lu, _lead(n), pivots)
     return lu, pivots, info
 
 
@@ -183,8 +197,8 @@ def slogdet(a, dt):
 
 def cholesky(a, dt):
     n = a.shape[0]
-    c = packed2(a, dt)
-    info = blas_call("potrf", ROW_MAJOR, _L, n, c, _lead(n))
+    c = packed2(a, dt)  # column-major: the upper factor of a.T (a symmetric), row-major: the lower one
+    info = blas_call("potrf", COL_MAJOR, _U, n, c, _lead(n))
     for i in range(n):
         for j in range(i + 1, n):
             setitem_unchecked(c, (i, j), dt(0.0))

@@ -15,7 +15,7 @@ from ...pristine import math  # as imported (pristine.py: the rules key on its f
 
 from ...frontend.intrinsics import setitem_unchecked
 from . import npaxes as X
-from .blas import ROW_MAJOR, NO_TRANS, TRANS, blas_call, blas_ready, lead, trans
+from .blas import ROW_MAJOR, NO_TRANS, TRANS, blas_call, blas_ready, contiguous, lead, trans
 from .npintrinsics import element, new_array, zeroed_array
 
 
@@ -167,8 +167,30 @@ def norm_fro1(x, dt):
     return dt(math.sqrt(squares_loops(x, dt)))
 
 
+def block_squares(x, dt):
+    """The sum of the squares of a matrix that is one block of elements: BLAS's ``dot`` over the block."""
+    n, m = x.shape
+    if n * m == 0:
+        return dt(0.0)
+    return blas_call("dot", n * m, x, 1, x, 1)
+
+
+def block_squares_loops(x, dt):
+    """:func:`block_squares` in loops (differentiated code)."""
+    acc = dt(0.0)
+    n, m = x.shape
+    for i in range(n):
+        for j in range(m):
+            v = dt(element(x, i, j))
+            acc = dt(acc + v * v)
+    return acc
+
+
 def norm_fro2(x, dt):
-    """The Frobenius norm of a matrix (NumPy's default): the rows' sums of squares added."""
+    """The Frobenius norm of a matrix (NumPy's default): one BLAS ``dot`` over a contiguous matrix (BLAS's
+    threads, as NumPy's), else the rows' sums of squares added."""
+    if contiguous(x, dt):
+        return dt(math.sqrt(block_squares(x, dt)))
     acc = dt(0.0)
     for i in range(x.shape[0]):
         row = x[i]
@@ -181,13 +203,7 @@ def norm_fro2(x, dt):
 
 def norm_fro2_loops(x, dt):
     """:func:`norm_fro2` of a matrix expression (no rows to hand to BLAS)."""
-    acc = dt(0.0)
-    n, m = x.shape
-    for i in range(n):
-        for j in range(m):
-            v = dt(element(x, i, j))
-            acc = dt(acc + v * v)
-    return dt(math.sqrt(acc))
+    return dt(math.sqrt(block_squares_loops(x, dt)))
 
 
 def norm_p1(x, p, dt):
@@ -236,7 +252,8 @@ def norm_lines2(x, axis, sign, dt):
 #: the functions calling BLAS -> their loops (the products: :mod:`.npaxes`'), by whether the second
 #: operand is C-ordered (as its type says) or not
 LOOPS = {product22: (X.matmul22, product22_loops_packed), product21: (X.matmul21, X.matmul21),
-         product12: (X.matmul12, X.matmul12), squares: (squares_loops, squares_loops)}
+         product12: (X.matmul12, X.matmul12), squares: (squares_loops, squares_loops),
+         block_squares: (block_squares_loops, block_squares_loops)}
 
 
 __all__ = ["LOOPS", "matmul22", "matmul21", "matmul12"]

@@ -11,13 +11,13 @@ from gpucompiler.llvm import types as T
 
 from .analysis import CONST, DUP, OUT, ArgKind, callee_name, memory_type
 from .emit import zero
-from . import gpu, memory, stack
+from . import gpu, memory, openmp, stack
 from .errors import VectorizedCodeError, unsupported
 from .rules import MATH_FORWARD, MATH_REVERSE, derived_forward, math_name
 
 #: calls that never carry derivatives (no memory of the caller written with floats)
 INACTIVE = frozenset("printf fprintf puts putchar fflush fputs abort exit __assert_fail rand srand time clock "
-                     "malloc_usable_size".split())
+                     "malloc_usable_size".split()) | openmp.INACTIVE
 #: intrinsics with no derivative effect
 _IGNORED_PREFIXES = ("llvm.lifetime.", "llvm.dbg.", "llvm.assume", "llvm.experimental.noalias.scope.decl",
                      "llvm.invariant.", "llvm.prefetch", "llvm.donothing", "llvm.sideeffect",
@@ -58,13 +58,15 @@ def _math_key(inst, like) -> str:
 
 def classify(inst, like=None) -> str:
     """What kind of call ``inst`` is: ``ignored``, ``passthrough``, ``math``, ``alloc``, ``calloc``, ``realloc``,
-    ``free``, ``memcpy``, ``memset``, ``tape`` (the engine's stack helpers), ``defined``, ``inactive`` or
-    ``unknown``. ``like`` as in :func:`rule_name`."""
+    ``free``, ``memcpy``, ``memset``, ``tape`` (the engine's stack helpers), ``omp_fork`` (an OpenMP
+    parallel region, :mod:`.openmp`), ``defined``, ``inactive`` or ``unknown``. ``like`` as in :func:`rule_name`."""
     name = callee_name(inst)
     if name is None:
         return "unknown"
     if like and name in like:
         return "math"
+    if openmp.is_fork(name):
+        return "omp_fork"
     special = gpu.classify(name)
     if special is not None:
         return special
@@ -145,6 +147,9 @@ def forward(s, inst):
     if kind == "ignored" and inst in act.active:  # none gives a float (a pointer they give has no shadow use)
         raise unsupported(f"no derivative rule for call to '{callee_name(inst)}'", inst, s.fn)
     if kind in ("ignored", "inactive", "barrier"):
+        return
+    if kind == "omp_fork":
+        openmp.forward(s, inst)
         return
     if kind == "passthrough":
         if inst in act.shadowed or (s.tangents and inst in act.active):
@@ -276,6 +281,9 @@ def reverse(r, inst):
     act = r.act
     if kind == "barrier":
         gpu.reverse_barrier(r, inst)
+        return
+    if kind == "omp_fork":
+        openmp.reverse(r, inst)
         return
     if kind == "tape":
         stack.reverse(r, inst)

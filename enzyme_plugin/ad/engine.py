@@ -8,7 +8,7 @@ import re
 from gpucompiler.llvm import Builder, Function, constant, types as T
 
 from .analysis import CONST, DUP, OUT, Activity
-from . import custom, gpu, stack
+from . import custom, gpu, openmp, stack
 from .calls import INACTIVE
 from .emit import carries_derivative, declare, fconst, is_float_like, zero
 from .errors import unsupported
@@ -26,7 +26,7 @@ class Engine:
 
     def __init__(self, module, options: EngineOptions = EngineOptions()):
         self.module = module
-        self.options = options
+        self.options = openmp.engine_options(module, options)  # threads of parallel regions share memory
         self._acts: dict = {}
         self._fns: dict = {}
         self._work: list = []

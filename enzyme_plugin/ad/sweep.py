@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from gpucompiler.llvm import Builder, Instruction, Value, constant
 
-from . import calls, memory
+from . import calls, memory, openmp
 from .analysis import CFG, holds_pointer
 from .emit import Emit, is_float_like, zero
 from .errors import VectorizedCodeError, unsupported
@@ -212,7 +212,7 @@ class Sweep(Emit):
 def _bits_of_active(s, inst):
     """``bitcast`` of an active float to an integer: its derivative would be lost."""
     v = inst.operands[0]
-    if v in s.act.active and not is_float_like(inst.type):
+    if v in s.act.active and not is_float_like(inst.type) and not openmp.passed_to_fork(inst):
         raise unsupported("bit pattern of an active float used as an integer", inst, s.fn)
 
 

@@ -1,0 +1,124 @@
+/* OpenMP parallel regions differentiated in reverse mode (enzyme_plugin/ad/openmp.py).
+ *
+ * Each case exposes   double NAME_primal(double *x, int n)      a loss of x[0..n)
+ *                     void   NAME_grad(double *x, double *dx, int n)   dx += its gradient
+ * where the region is the function __enzyme_autodiff differentiates. Built with -fopenmp (parallel)
+ * and without (the pragmas ignored: the serial reference).
+ */
+#include "enzyme.h"
+
+#define N_MAX 64
+
+/* parallel for: y[i] = 3 x[i]^2 */
+void omp_scale(const double *x, double *y, int n) {
+#pragma omp parallel for
+  for (int i = 0; i < n; i++) y[i] = 3.0 * x[i] * x[i];
+}
+double scale_primal(double *x, int n) {
+  double y[N_MAX], s = 0.0;
+  omp_scale(x, y, n);
+  for (int i = 0; i < n; i++) s += (i + 1) * y[i];
+  return s;
+}
+void scale_grad(double *x, double *dx, int n) {
+  double y[N_MAX], dy[N_MAX];
+  for (int i = 0; i < n; i++) dy[i] = i + 1;
+  __enzyme_autodiff_void((void *)omp_scale, enzyme_dup, x, dx, enzyme_dup, y, dy, enzyme_const, n);
+}
+
+/* reduction(+:s): a dot product of the two halves, one of them squared */
+double omp_dot(const double *x, const double *y, int n) {
+  double s = 0.0;
+#pragma omp parallel for reduction(+ : s)
+  for (int i = 0; i < n; i++) s += x[i] * y[i] * y[i];
+  return s;
+}
+double dot_primal(double *x, int n) { return omp_dot(x, x + n / 2, n / 2); }
+void dot_grad(double *x, double *dx, int n) {
+  __enzyme_autodiff((void *)omp_dot, enzyme_dup, x, dx, enzyme_dup, x + n / 2, dx + n / 2, enzyme_const, n / 2);
+}
+
+/* firstprivate(a): y = a x + y*y, the adjoint of a summed over the threads */
+void omp_axpy(double a, const double *x, double *y, int n) {
+#pragma omp parallel for firstprivate(a)
+  for (int i = 0; i < n; i++) y[i] = a * x[i] + y[i] * y[i];
+}
+double axpy_primal(double *x, int n) {
+  double y[N_MAX], s = 0.0;
+  for (int i = 0; i < n - 1; i++) y[i] = x[i + 1] - 0.5;
+  omp_axpy(x[0], x + 1, y, n - 1);
+  for (int i = 0; i < n - 1; i++) s += (i + 2) * y[i];
+  return s;
+}
+void axpy_grad(double *x, double *dx, int n) {
+  double y[N_MAX], dy[N_MAX];
+  for (int i = 0; i < n - 1; i++) {
+    y[i] = x[i + 1] - 0.5;
+    dy[i] = i + 2;
+  }
+  dx[0] += __enzyme_autodiff((void *)omp_axpy, enzyme_out, x[0], enzyme_dup, x + 1, dx + 1, enzyme_dup, y, dy,
+                             enzyme_const, n - 1);
+  for (int i = 0; i < n - 1; i++) dx[i + 1] += dy[i];
+}
+
+/* critical: s += v of one shared double */
+double omp_critical_sum(const double *x, int n) {
+  double s = 0.0;
+#pragma omp parallel for
+  for (int i = 0; i < n; i++) {
+    double v = x[i] * x[i] * (i % 3 + 1);
+#pragma omp critical
+    s += v;
+  }
+  return s;
+}
+double critical_primal(double *x, int n) { return omp_critical_sum(x, n); }
+void critical_grad(double *x, double *dx, int n) {
+  __enzyme_autodiff((void *)omp_critical_sum, enzyme_dup, x, dx, enzyme_const, n);
+}
+
+/* collapse(2) over a 6 x 6 nest; every thread reads the shared column a[j] (atomic adjoints) */
+void omp_nest(const double *a, double *b, int rows, int cols) {
+#pragma omp parallel for collapse(2)
+  for (int i = 0; i < rows; i++)
+    for (int j = 0; j < cols; j++) b[i * cols + j] = a[i * cols + j] * a[j] + (double)i;
+}
+double nest_primal(double *x, int n) {
+  double b[36], s = 0.0;
+  (void)n;
+  omp_nest(x, b, 6, 6);
+  for (int i = 0; i < 36; i++) s += (i % 5 + 1) * b[i];
+  return s;
+}
+void nest_grad(double *x, double *dx, int n) {
+  double b[36], db[36];
+  (void)n;
+  for (int i = 0; i < 36; i++) db[i] = i % 5 + 1;
+  __enzyme_autodiff_void((void *)omp_nest, enzyme_dup, x, dx, enzyme_dup, b, db, enzyme_const, 6, enzyme_const, 6);
+}
+
+/* a region inside a loop, a shared scalar read by every thread (its adjoint from all threads) */
+double omp_repeat(const double *x, double *w, int n) {
+  double s = 0.0;
+  for (int r = 0; r < 3; r++) {
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < n; i++) {
+      w[i] = w[i] * x[0] + x[i];
+      s += w[i] * w[i];
+    }
+  }
+  return s;
+}
+double repeat_primal(double *x, int n) {
+  double w[N_MAX];
+  for (int i = 0; i < n; i++) w[i] = 0.1 * i;
+  return omp_repeat(x, w, n);
+}
+void repeat_grad(double *x, double *dx, int n) {
+  double w[N_MAX], dw[N_MAX];
+  for (int i = 0; i < n; i++) {
+    w[i] = 0.1 * i;
+    dw[i] = 0.0;
+  }
+  __enzyme_autodiff((void *)omp_repeat, enzyme_dup, x, dx, enzyme_dup, w, dw, enzyme_const, n);
+}

@@ -65,8 +65,9 @@ def classify(inst, like=None) -> str:
         return "unknown"
     if like and name in like:
         return "math"
-    if openmp.is_fork(name):
-        return "omp_fork"
+    omp = openmp.classify(name)
+    if omp is not None:
+        return omp
     special = gpu.classify(name)
     if special is not None:
         return special

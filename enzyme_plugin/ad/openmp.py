@@ -16,8 +16,8 @@ The model replaces what the runtime decides by what AD can follow: a ``reduction
 runtime's atomic branch (each thread ``atomicrmw fadd`` its partial sum into ``s``; the reverse hands
 every thread the adjoint of ``s``), and a ``critical`` section that is ``s += v`` of one float becomes
 ``atomicrmw fadd``. Whatever else the runtime is asked for in a differentiated region (dynamic or guided
-schedules, tasks, ``single``/``master``, barriers, nested regions, the thread number, a ``num_threads``
-clause) is an :class:`ADError` naming the C line.
+schedules, tasks, ``single``/``master``, nested regions, the thread number, a ``num_threads`` clause) is
+an :class:`ADError` naming the C line. A barrier is kept, and mirrored in the reverse.
 """
 
 from __future__ import annotations
@@ -40,7 +40,10 @@ INACTIVE = frozenset(("__kmpc_for_static_init_4", "__kmpc_for_static_init_4u", "
                       "omp_get_num_threads", "omp_get_max_threads"))
 _REDUCE, _END_REDUCE = "__kmpc_reduce_nowait", "__kmpc_end_reduce_nowait"
 _CRITICAL, _END_CRITICAL = "__kmpc_critical", "__kmpc_end_critical"
-_MODELED = INACTIVE | {_REDUCE, _END_REDUCE, _CRITICAL, _END_CRITICAL}
+#: a barrier (``#pragma omp barrier``, the end of an ``omp for`` without ``nowait``): kept in the forward
+#: sweep and mirrored in the reverse sweep, as a GPU barrier (:mod:`.gpu`)
+BARRIER = "__kmpc_barrier"
+_MODELED = INACTIVE | {_REDUCE, _END_REDUCE, _CRITICAL, _END_CRITICAL, BARRIER}
 #: what to do instead, for runtime calls a differentiated region may not make (prefix -> advice)
 _ADVICE = {
     "__kmpc_dispatch_": "a dynamic, guided or runtime schedule is not modeled: use schedule(static)",
@@ -50,7 +53,6 @@ _ADVICE = {
                           "for divide the work",
     "__kmpc_reduce": "a reduction inside a worksharing loop of a larger region is not modeled: use "
                      "`parallel for reduction(+:x)`",
-    "__kmpc_barrier": "a barrier inside a differentiated region is not modeled: split the region",
 }
 #: bytes of the engine's tape (:data:`.reverse.TAPE`: a pointer, two i64, a pointer)
 _TAPE_BYTES = 32
@@ -58,6 +60,11 @@ _TAPE_BYTES = 32
 
 def is_fork(name: str | None) -> bool:
     return name == FORK
+
+
+def classify(name: str) -> str | None:
+    """``omp_fork`` for a fork, ``barrier`` for a barrier (:func:`calls.classify`'s kinds), else None."""
+    return "omp_fork" if name == FORK else "barrier" if name == BARRIER else None
 
 
 def engine_options(module, options):

@@ -36,7 +36,7 @@ def _libomp() -> str | None:
 LIBOMP = _libomp()
 pytestmark = [needs_clang, pytest.mark.skipif(LIBOMP is None, reason="libomp (libomp-19-dev) is not installed")]
 
-CASES = {"scale": 37, "dot": 38, "axpy": 37, "critical": 37, "nest": 36, "repeat": 29}
+CASES = {"scale": 37, "dot": 38, "axpy": 37, "critical": 37, "nest": 36, "repeat": 29, "barrier": 41, "chunks": 34}
 THREADS = (1, 2, 4)
 ROUTES = ("optimised", "pipeline")
 _P = ctypes.POINTER(ctypes.c_double)
@@ -134,6 +134,22 @@ def test_the_reverse_is_a_parallel_region_with_atomic_adjoints():
     reverse = module.functions[wrappers[1]]  # the reverse of the body, inlined into it by O2 or called
     callees = [i.callee for i in reverse.instructions() if i.opcode == "call" and _callee(i).startswith("diffe_")]
     assert any(i.opcode == "atomicrmw" and i.type.kind == "float" for f in [reverse, *callees] for i in f.instructions())
+
+
+def _reverse_region(module, grad: str):
+    """The functions of the reverse parallel region of ``grad``'s differentiated call: the wrapper the
+    second fork calls and the reverse bodies it calls (O2 may have inlined them)."""
+    forks = [i for i in module.functions[grad].instructions() if i.opcode == "call" and _callee(i) == "__kmpc_fork_call"]
+    reverse = forks[-1].args[2]
+    return [reverse, *(i.callee for i in reverse.instructions() if i.opcode == "call" and _callee(i).startswith("diffe_"))]
+
+
+def test_a_barrier_is_mirrored_in_the_reverse_region():
+    """Two worksharing loops: the reverse of the second adds into adjoints of y that other threads' reverse
+    of the first loop reads, so a barrier separates them in the reverse too."""
+    module = parse(_differentiated("optimised"))
+    calls = [_callee(i) for f in _reverse_region(module, "barrier_grad") for i in f.instructions() if i.opcode == "call"]
+    assert calls.count("__kmpc_barrier") >= 2, calls  # the barrier between the loops, and the one ending the second
 
 
 def _callee(inst) -> str:

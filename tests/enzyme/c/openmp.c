@@ -122,3 +122,52 @@ void repeat_grad(double *x, double *dx, int n) {
   }
   __enzyme_autodiff((void *)omp_repeat, enzyme_dup, x, dx, enzyme_dup, w, dw, enzyme_const, n);
 }
+
+/* two worksharing loops in one region: the second reads what other threads wrote before the barrier
+ * (mirrored in the reverse, so that adjoints written across threads are complete) */
+void omp_two_loops(const double *x, double *y, double *z, int n) {
+#pragma omp parallel
+  {
+#pragma omp for
+    for (int i = 0; i < n; i++) y[i] = x[i] * x[i];
+#pragma omp for
+    for (int i = 0; i < n; i++) z[i] = y[(i + 7) % n] * x[i] + y[i];
+  }
+}
+double barrier_primal(double *x, int n) {
+  double y[N_MAX], z[N_MAX], s = 0.0;
+  omp_two_loops(x, y, z, n);
+  for (int i = 0; i < n; i++) s += (i % 4 + 1) * z[i];
+  return s;
+}
+void barrier_grad(double *x, double *dx, int n) {
+  double y[N_MAX], dy[N_MAX], z[N_MAX], dz[N_MAX];
+  for (int i = 0; i < n; i++) {
+    dy[i] = 0.0;
+    dz[i] = i % 4 + 1;
+  }
+  __enzyme_autodiff_void((void *)omp_two_loops, enzyme_dup, x, dx, enzyme_dup, y, dy, enzyme_dup, z, dz,
+                         enzyme_const, n);
+}
+
+/* schedule(static, 3) (chunks dealt round-robin) and lastprivate(v) */
+double omp_chunks(const double *x, double *y, int n) {
+  double v = 0.0;
+#pragma omp parallel for schedule(static, 3) lastprivate(v)
+  for (int i = 0; i < n; i++) {
+    v = x[i] * x[(i + 1) % n];
+    y[i] = v * x[i];
+  }
+  return v;
+}
+double chunks_primal(double *x, int n) {
+  double y[N_MAX], s;
+  s = omp_chunks(x, y, n); /* the return's seed is 1 */
+  for (int i = 0; i < n; i++) s += (i % 3 + 1) * y[i];
+  return s;
+}
+void chunks_grad(double *x, double *dx, int n) {
+  double y[N_MAX], dy[N_MAX];
+  for (int i = 0; i < n; i++) dy[i] = i % 3 + 1;
+  __enzyme_autodiff((void *)omp_chunks, enzyme_dup, x, dx, enzyme_dup, y, dy, enzyme_const, n);
+}

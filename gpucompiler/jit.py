@@ -13,18 +13,30 @@ value reuses the code).
 Compiles go through the cache's two-level key (docs/cache.md): when the
 index entry's dependency record still holds, neither the key nor the return
 type needs type inference, and the checked live reads are the world-age deps.
+
+A first compile may be tiered (docs/user_guide.md, "Tiered first compiles"): when
+no cache tier holds the full level's code, a function with a loop first runs code
+compiled at :data:`QUICK_LEVEL` while a thread compiles the full level, which then
+replaces it; the quick code stays loaded (never freed), so a call still running it
+finishes.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import logging
+import opcode
+import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from pathlib import Path
+
+import attrs
 
 from . import types as T
 from .arguments import Binder, arguments
@@ -35,7 +47,7 @@ from .interpreter.lattice import widen
 from .interface import STAGE_INDEX, STAGE_NAMES
 from .reference import function, reduce_wrapper
 from .runtime import owned
-from .settings import CompileSettings, ParallelSettings, debug_tracebacks
+from .settings import CompileSettings, ParallelSettings, TierSettings, debug_tracebacks
 from .signatures import Signature, accepts, parse_signature
 
 if TYPE_CHECKING:
@@ -54,6 +66,34 @@ _FAST = {int: T.int64, float: T.float64, bool: T.boolean, complex: T.complex128}
 _INT_RANGES = {T.int32: (-(1 << 31), (1 << 31) - 1), T.int64: (-(1 << 63), (1 << 63) - 1)}
 _LOADED: dict = {}  # cache key -> (library, address): shared by every dispatcher
 _BY_REPR = {repr(t): t for t in (*_CTYPES, T.none)}  # return types a dependency record can name
+#: the optimisation level of a tiered first compile's quick code: at O0 the first call of a loop
+#: function waits about half as long as at O1 or O2 (docs/benchmarks.md, "Tiered first compiles")
+QUICK_LEVEL = 0
+#: ``@jit`` compiles run one at a time in a process (the callers' and the tier-up threads'); a fork
+#: waits for the one under way, so that a child never inherits the lock held
+_COMPILING = threading.RLock()
+os.register_at_fork(before=_COMPILING.acquire, after_in_parent=_COMPILING.release,
+                    after_in_child=_COMPILING.release)
+log = logging.getLogger("gpucompiler.jit")
+
+
+class _NotCached(Exception):
+    """The full level's code is in no cache tier (the probe of a tiered first compile)."""
+
+
+def _not_cached(job, kinds):
+    raise _NotCached(job.name)
+
+
+#: the jumps of a loop's back edge (CPython 3.11's ``*JUMP_BACKWARD*``, older versions' ``JUMP_ABSOLUTE``)
+_BACKWARD = frozenset(code for name, code in opcode.opmap.items() if "BACKWARD" in name or name == "JUMP_ABSOLUTE")
+
+
+def _has_loop(code) -> bool:
+    """Whether ``code`` (or a code object nested in it) jumps backwards: a ``for`` or ``while`` loop."""
+    raw = code.co_code
+    return (any(raw[k] in _BACKWARD for k in range(0, len(raw), 2))
+            or any(_has_loop(c) for c in code.co_consts if isinstance(c, type(code))))
 
 
 def _recorded_restype(text: str | None) -> T.Type | None:
@@ -78,7 +118,7 @@ def _recorded_restype(text: str | None) -> T.Type | None:
 
 
 def _ctype(t) -> Any:
-    if isinstance(t, (T.ArrayType, T.TupleType, T.RecordType)):
+    if isinstance(t, (T.ArrayType, T.TupleType, T.RecordType, T.ListType)):
         return ctypes.py_object
     return _CTYPES.get(t)
 
@@ -98,12 +138,15 @@ def deps_valid(deps) -> bool:
 
 
 class _Entry:
-    __slots__ = ("call", "deps", "spec", "job", "fast", "guard")
+    __slots__ = ("call", "deps", "spec", "job", "fast", "guard", "full", "tier_up")
 
     def __init__(self, call, deps, spec, job, fast=None, guard=None):
         self.call, self.deps, self.spec, self.job = call, deps, spec, job
         #: the builtin function of the compiled entry (None: calls stay on ``call``), and its globals' guard
         self.fast, self.guard = fast, guard
+        #: quick code only: the full level's entry once it replaced this one, and the thread compiling it
+        self.full: _Entry | None = None
+        self.tier_up: threading.Thread | None = None
 
 
 #: Numba's options that have no counterpart here, and why
@@ -121,6 +164,14 @@ _NO_COUNTERPART = {
     "forceinline": "write inline='always'",
 }
 _INLINE = ("never", "always")
+
+
+def _tier_option(options: dict) -> bool:
+    """Pop ``tier`` (``@jit(tier=False)``: no quick code first) from ``options``; not a bool is a ConfigError."""
+    tier = options.pop("tier", True)
+    if not isinstance(tier, bool):
+        raise ConfigError(f"jit option tier must be True or False, got {tier!r}")
+    return tier
 
 
 def numba_options(options: dict) -> tuple[dict, str]:
@@ -152,6 +203,9 @@ class Dispatcher:
         """The last compile's report (:class:`~gpucompiler.cache.report.CompileReport`): cache tier,
         stage times, IR sizes; None before the first."""
         self._keywords = dict(options, signatures=tuple(signatures))  # to rebuild it where it is unpickled
+        options = dict(options)
+        self.tier = _tier_option(options)
+        """whether a first compile may run quick code first (docs/user_guide.md, "Tiered first compiles")"""
         options, self.inline = numba_options(options)
         if self.inline == "always":  # the callers' code inlines this function (codegen/module.py)
             from .codegen.module import ALWAYS_INLINE
@@ -163,6 +217,7 @@ class Dispatcher:
         self.declared = tuple(signatures)
         """the signatures compiled eagerly; when given, calls must fit one of them (Numba's rule)"""
         self._entries: dict = {}
+        self._swap = threading.Lock()  # a tier-up's swap and the class's entry, one at a time
         self._bind = Binder(fn)
         functools.update_wrapper(self, fn)
         # a class of its own: its ``__call__`` becomes the compiled entry of the last call's types
@@ -190,6 +245,16 @@ class Dispatcher:
                 entry = self._compile(key, args)
         except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
             raise for_user(exc, debug_tracebacks())
+        if entry.tier_up is None:
+            self._install(entry)
+        else:  # quick code: not installed after its tier-up's swap
+            with self._swap:
+                entry = entry.full or entry
+                self._install(entry)
+        return entry.call(*args)
+
+    def _install(self, entry: _Entry) -> None:
+        """Make ``entry``'s compiled entry the class's ``__call__`` (or, without one, this dispatcher)."""
         cls = type(self)
         if entry.fast is not None:  # the next call with these types runs the compiled entry
             if entry.guard is not None:
@@ -201,7 +266,6 @@ class Dispatcher:
                 del cls.__call__
             except AttributeError:  # another thread was first
                 pass
-        return entry.call(*args)
 
     def _compile_signature(self, sig: Signature) -> None:
         """Eager compilation: ``sig``'s argument types now; its result type, when given, must be the one
@@ -289,11 +353,8 @@ class Dispatcher:
 
     def _compile_once(self, argtypes, args=()) -> _Entry:
         from . import identity as _keys
-        from .cache.report import report
-        from .cached import compile_cached, memory_cache
-        from .runtime.cpu import CPULibrary, prepare as prepare_loader
-        from .runtime.pyentry import FastEntry, Guard, numpy_words
-        from .targets.native import NativeTarget
+        from .cached import default_cache, memory_cache
+        from .runtime.cpu import prepare as prepare_loader
 
         spec = self._spec(argtypes, args)
         job = CompilerJob(spec, self._config())
@@ -301,11 +362,85 @@ class Dispatcher:
         # the background (LLVM runs without the GIL) while the cache is looked up
         _keys.machine(job.config.target)
         prepare_loader()
+        cache = default_cache() if self.options.cache else memory_cache()  # GPUC_CACHE_*, GPUC_SERVICE_URL
+        with _COMPILING:
+            entry = self._tiered(spec, job, argtypes, cache)
+            self._entries[argtypes] = entry
+            if entry.tier_up is not None:
+                entry.tier_up.start()
+            return entry
+
+    def _compiled(self, spec: FunctionSpec, job: CompilerJob, argtypes, cache,
+                  compiler=None) -> tuple[_Entry, Any]:
+        """The entry of ``job``'s code and the ``CachedResult``: from a cache tier, else compiled (by
+        ``compiler`` when given); this dispatcher's :attr:`last_compile` reports it."""
+        from .cache.report import report
+
         # through the cache's index key: on a hit in a fresh process no type inference runs
         start = time.perf_counter()
-        result = compile_cached(job, emit=("obj",),  # GPUC_CACHE_*, GPUC_SERVICE_URL
-                                cache=None if self.options.cache else memory_cache())
+        result = cache.compile(job, ("obj",), compiler=compiler)
         self.last_compile = report(result, time.perf_counter() - start, job.config.plugins)
+        return self._entry(result, spec, job, argtypes), result
+
+    def _tiered(self, spec: FunctionSpec, job: CompilerJob, argtypes, cache) -> _Entry:
+        """The entry of ``job``'s code, or, when a tiered first compile pays and is safe, of quick code
+        (:data:`QUICK_LEVEL`) with a thread (not started) to compile the full level. It pays when the
+        function loops and no cache tier holds the full level's code; it is safe when both levels give
+        the same bits: no fast-math, no plugin (AD differentiates the full level's IR only), no call
+        of a math function that the full level may vectorize with libmvec."""
+        from .targets import libmvec
+
+        config = job.config
+        maths = libmvec.scalar_names()
+        if not (self.tier and not self.declared and config.opt_level > QUICK_LEVEL and not config.plugins
+                and not config.frontend.fastmath and _has_loop(self.py_func.__code__)
+                and maths.isdisjoint(self.py_func.__code__.co_names) and TierSettings.from_env().enabled):
+            return self._compiled(spec, job, argtypes, cache)[0]
+        try:
+            return self._compiled(spec, job, argtypes, cache, compiler=_not_cached)[0]  # the full level, cached
+        except _NotCached:
+            pass
+        quick, result = self._compiled(spec, CompilerJob(spec, attrs.evolve(config, opt_level=QUICK_LEVEL)),
+                                       argtypes, cache)
+        symbols = result.meta.get("symbols")
+        called = {row[0] for row in symbols} if symbols else set(result.module.function_names())
+        if not maths.isdisjoint(called):  # a callee's math call: the full level's bits may differ
+            return self._compiled(spec, job, argtypes, cache)[0]
+        quick.tier_up = threading.Thread(target=self._tier_up, args=(quick, argtypes, cache),
+                                         name=f"tier-up {self.py_func.__qualname__}")
+        return quick
+
+    def _tier_up(self, quick: _Entry, argtypes, cache) -> None:
+        """The tier-up thread: compile the full level of ``quick``'s job, then swap it in atomically (the
+        quick code stays loaded: a call running it finishes). A failure keeps the quick code, which gives
+        the same results, and is logged."""
+        try:
+            with _COMPILING:
+                full = self._compiled(quick.spec, CompilerJob(quick.spec, self._config()), argtypes, cache)[0]
+                with self._swap:
+                    quick.full = full
+                    for key, entry in list(self._entries.items()):
+                        if entry is quick:
+                            self._entries[key] = full
+                    if type(self).__dict__.get("__call__") is quick.fast and quick.fast is not None:
+                        self._install(full)
+        except Exception as exc:  # the quick code stays: the same results, slower
+            log.warning("%s: the full optimisation level did not compile (%s: %s); the quick code stays",
+                        self.py_func.__qualname__, type(exc).__name__, exc)
+
+    def wait_tier_up(self, timeout: float | None = None) -> bool:
+        """Wait for the tier-ups under way; True when every specialization runs its full level's code."""
+        for entry in list(self._entries.values()):
+            if entry.tier_up is not None:
+                entry.tier_up.join(timeout)
+        return all(e.tier_up is None or e.full is not None for e in self._entries.values())
+
+    def _entry(self, result, spec: FunctionSpec, job: CompilerJob, argtypes) -> _Entry:
+        """The callable of ``result``'s code (loaded once per process, never unloaded)."""
+        from .runtime.cpu import CPULibrary
+        from .runtime.pyentry import FastEntry, Guard, numpy_words
+        from .targets.native import NativeTarget
+
         loaded = _LOADED.get(result.key)
         if loaded is None:
             lib = CPULibrary.from_cached(result)
@@ -353,7 +488,6 @@ class Dispatcher:
                 entry.fast = FastEntry(lib.address(spec.entry + ".pyentry"), self.py_func.__name__,
                                        self._fallback, guard, ndarray, numpy).function
                 entry.guard = guard
-        self._entries[argtypes] = entry
         return entry
 
     def _types(self, argtypes):

@@ -1,4 +1,4 @@
-"""Value types of the Python frontend: scalars, NumPy-style arrays, tuples.
+"""Value types of the Python frontend: scalars, NumPy-style arrays, tuples, lists.
 
 Types are frozen ``attrs`` classes: hashable, comparable, part of job keys.
 ``typeof(value)`` gives the type of a Python argument; ``promote`` is the
@@ -93,6 +93,23 @@ class TupleType(Type):
 
     def __repr__(self) -> str:
         return "tuple(" + ", ".join(map(repr, self.items)) + ")"
+
+
+@attrs.frozen(repr=False, cache_hash=True)
+class ListType(Type):
+    """A growable list of numbers of one ``item`` type (Numba's typed list), made by compiled code.
+
+    A value is the address of a reference-counted block ``{count, data, length, capacity}``: every
+    name holding the list sees its appends. ``item`` is None for an empty list whose items are not
+    typed yet; ``site`` then names where it was made (the line and column of its ``[]``) so that
+    the first ``append`` types it.
+    """
+
+    item: Type | None
+    site: tuple | None = None
+
+    def __repr__(self) -> str:
+        return f"list({self.item!r})" if self.item is not None else "list(?)"
 
 
 @attrs.frozen(repr=False, cache_hash=True)

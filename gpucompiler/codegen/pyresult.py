@@ -54,6 +54,8 @@ def boxable(t) -> bool:
         return all(boxable(it) for it in t.items)
     if isinstance(t, T.ArrayType):
         return t.dtype in NUMPY_TYPE_NUMS
+    if isinstance(t, T.ListType):  # a Python list of its numbers
+        return True
     return t == T.none or isinstance(t, T.Scalar)
 
 

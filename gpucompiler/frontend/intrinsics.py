@@ -13,6 +13,12 @@ def build_tuple(*items):
     return items
 
 
+def build_list(site, *items):
+    """``[a, b, ...]``; ``site`` is where it is written (``(line, column)``: an empty list's items are
+    typed by its first ``append``)."""
+    return list(items)
+
+
 def call_method(obj, name, *args):
     """``obj.name(*args)``: what a call of a method value (``z.conjugate()``) means, and a method
     called on a value computed at run time (``a.copy()`` of a local ``a``)."""

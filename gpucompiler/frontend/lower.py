@@ -23,6 +23,7 @@ from .ssa import SSABuilder
 from .statements import Statements
 from .bytecode import function_ast, registered_elsewhere
 from .closures import CLOSURES_ATTRIBUTE, SOURCE_ATTRIBUTE, Closures, own_bindings
+from .comprehensions import Comprehensions
 from .expressions import Expressions
 from .iteration import Iteration
 
@@ -118,7 +119,7 @@ def _parameters(node: ast.FunctionDef | ast.Lambda) -> list[ast.arg]:
     return [*a.posonlyargs, *a.args, *a.kwonlyargs]
 
 
-class _Lowerer(Statements, Expressions, Iteration, Closures):
+class _Lowerer(Statements, Expressions, Iteration, Closures, Comprehensions):
     def __init__(self, pyfunc, node: ast.FunctionDef, filename: str, offset: int):
         self.node, self.filename, self.offset = node, filename, offset
         a = node.args

@@ -114,6 +114,9 @@ class Interpreter:
         self.deferred_children: dict = {}
         self.undefined: dict = {}
         """name -> the abstract value of an undefined global (one object: inference converges)"""
+        self.list_items: dict = {}
+        """(frame, site) -> the item type the first ``append`` gave an empty list made at ``site``
+        (builtins/lists.py); a new entry makes the frame's inference run another round"""
         """names of extra rule sets -> the child interpreter that infers nested jobs under them"""
 
     # -- specializations ----------------------------------------------------
@@ -152,11 +155,11 @@ class Interpreter:
         frame.raising = {}
         """instruction or terminator -> (exception name, message) it always raises"""
         for _ in range(_MAX_ROUNDS * 4):
-            changed = False
+            changed, typed = False, len(self.list_items)
             for block in frame.ir.blocks:
                 if block is frame.ir.entry or frame.executable(block):
                     changed |= self._block(frame, block)
-            if not changed:
+            if not changed and typed == len(self.list_items):
                 return
         raise TypeInferenceError("types do not converge (a value grows on every loop iteration)",
                                  loc=(frame.ir.filename, frame.ir.line, 0), function=frame.ir.name)

@@ -172,4 +172,7 @@ def join(a, b):
     if isinstance(ta, T.ArrayType) and isinstance(tb, T.ArrayType) and (ta.dtype, ta.ndim) == (tb.dtype, tb.ndim):
         return T.ArrayType(ta.dtype, ta.ndim, ta.layout if ta.layout == tb.layout else "A",
                            ta.readonly or tb.readonly, ta.managed or tb.managed)
+    if isinstance(ta, T.ListType) and isinstance(tb, T.ListType) and (ta.item is None or tb.item is None):
+        # an empty list not typed yet (made at a site, typed by an append) joins a typed one
+        return None if ta.item is None and tb.item is None else (tb if ta.item is None else ta)
     return None  # tuples of different item types too: Python would keep each item's type

@@ -91,7 +91,7 @@ def test_byte_identical_ir_in_two_processes():
 
 
 def bad_list(x):
-    y = [x, 1]
+    y = {x, 1}
     return y
 
 
@@ -110,7 +110,7 @@ def bad_call(x):
 def test_unsupported_error_has_location():
     with pytest.raises(UnsupportedError) as info:
         jit(bad_list)(1)
-    assert info.value.construct == "List" and info.value.line == bad_list.__code__.co_firstlineno + 1
+    assert info.value.construct == "Set" and info.value.line == bad_list.__code__.co_firstlineno + 1
     assert __file__ in str(info.value) and "hint" in str(info.value)
 
 

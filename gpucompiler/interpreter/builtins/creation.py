@@ -26,6 +26,7 @@ from ..rules import CallResult
 from . import arraymem as mem
 from . import orders
 from .arrayloops import counted_loop
+from .kwcalls import keyword_call
 from .npdtypes import dtype_of, numpy_function
 from .numbers import base
 from .orders import Order
@@ -284,6 +285,10 @@ def _keyword_call(interp, fn, args):
     name = numpy_function(callee.value) if isinstance(callee, Const) else None
     if name in CONSTRUCTORS:
         return constructor_call(interp, name, args, names.value, skip=2)
+    if not hasattr(callee.value, KEYWORD_HINT):
+        bound = keyword_call(interp, args)  # a Python function compiled with the caller
+        if bound is not None:
+            return bound
     shown = getattr(callee.value, "__qualname__", repr(callee.value)) if isinstance(callee, Const) else "a value"
     if isinstance(callee, Const) and callee.value is K.call_method and isinstance(args[3], Const):
         shown = f"the method {args[3].value}() of {widen(args[2])!r}"

@@ -1,10 +1,12 @@
-"""The frontend types of launch arguments: scalars, NumPy arrays and ``__cuda_array_interface__`` arrays."""
+"""The frontend types of launch arguments: scalars, NumPy arrays, ``__cuda_array_interface__`` arrays and
+DLPack arrays (``__dlpack__``, read as one of the two interfaces: :mod:`.dlpack`)."""
 
 from __future__ import annotations
 
 from .. import types as T
 from ..arguments import argument
 from ..errors import ArgumentTypeError
+from . import dlpack
 
 #: ``__array_interface__`` / ``__cuda_array_interface__`` type strings -> element types
 TYPESTR = {f"{order}{code}": t for order in "<=|" for code, t in (
@@ -36,7 +38,13 @@ def is_contiguous(shape, strides, dtype) -> bool:
 
 
 def kernel_argument(value, name: str, function: str) -> tuple:
-    """:func:`~gpucompiler.arguments.argument` for a kernel: tuples and records are refused."""
+    """:func:`~gpucompiler.arguments.argument` for a kernel: tuples and records are refused; a DLPack array
+    in host memory is viewed as NumPy's ``np.from_dlpack`` would, one in CUDA memory passed as its
+    :class:`~.dlpack.CudaView`."""
+    if dlpack.is_dlpack(value):
+        value = dlpack.view(value, name, function)
+        if isinstance(value, dlpack.CudaView):
+            return argument_type(value, name, function), value
     t, v = argument(value, name, function)
     if isinstance(t, (T.TupleType, T.RecordType)):
         raise ArgumentTypeError(name, type(value).__name__, function=function,
@@ -57,8 +65,8 @@ def argument_type(value, name: str = "?", function: str = ""):
     if t is None or t.ndim == 0:
         raise ArgumentTypeError(name, type(value).__name__, function=function,
                                 hint="kernels take bool/int/float scalars and arrays (NumPy, or any "
-                                     "object with __cuda_array_interface__) of bool, int32, int64, "
-                                     "float32 or float64")
+                                     "object with __cuda_array_interface__ or __dlpack__) of bool, int32, "
+                                     "int64, float32 or float64")
     return t
 
 

@@ -12,7 +12,8 @@
 * Arguments: an object with ``__cuda_array_interface__`` (CuPy, PyTorch,
   Numba...) is used in place; a NumPy array is copied to the device before
   the launch and back after it (the launch then synchronises its stream);
-  scalars go by value. Parameter buffers have the layout the kernel's PTX
+  scalars go by value. An object with ``__dlpack__`` only (JAX...) is read
+  as one of these by its device (:mod:`.dlpack`). Parameter buffers have the layout the kernel's PTX
   declares: an array is ``{ptr, shape[ndim], strides[ndim] (bytes)}``.
 * Every failing driver call raises :class:`~gpucompiler.errors.CudaError`
   carrying the CUDA error name (``CUDA_ERROR_ILLEGAL_ADDRESS``...).
@@ -78,6 +79,7 @@ from .. import types as T
 from ..errors import CudaError, DeviceHeapError, DeviceMismatchError, LaunchError, ToolchainError
 from ..settings import DEFAULT_DEVICE_HEAP as DEFAULT_DEVICE_HEAP, RuntimeSettings
 from .arguments import SCALAR_TYPES, TYPESTR, argument_type, cuda_array_type, is_contiguous
+from . import dlpack
 from .device_heap import flag_address, raise_if_exhausted
 from .devices import chosen_device, current_device
 from ..targets.ptx import PTXTarget
@@ -619,7 +621,9 @@ class BoundLaunch:
 
 def fast_launch(kernel, grid, block, hstream: int, args) -> Launcher | None:
     """Launch with a stream handle; arguments that cannot take the fast path go through :func:`slow_launch`.
-    The launcher used, when a later launch of the same signature may reuse it (see :class:`BoundLaunch`)."""
+    The launcher used, when a later launch of the same signature may reuse it (see :class:`BoundLaunch`).
+    DLPack arrays are read here (asked for on this stream), each kept alive until the launch returns."""
+    args = dlpack.views(tuple(args), kernel.bind.names, kernel.py_func.__qualname__, hstream or 1)
     d = initialised()
     err, ctx = d.cuCtxGetCurrent()
     ctx = int(ctx)

@@ -3,15 +3,18 @@
 As NumPy: along the last axis by default, ``axis=0`` or ``1`` (a constant),
 ``axis=None`` the elements in C order (a 1-d result); ``np.sort`` a new
 array, ``a.sort()`` in place (``None``); ``argsort`` int64 indices. The loops
-(:mod:`.npsortimpl`) are a stable merge sort: the indices of equal keys come
-in NumPy's ``kind="stable"`` order whatever ``kind`` says (NumPy's default
-quicksort may order ties otherwise). NaN sorts last. Complex numbers and
-``order=`` are refused.
+(:mod:`.npsortimpl`): NumPy's default kind (``quicksort``, ``heapsort``) an
+introsort, which may order the indices of equal keys otherwise than NumPy
+(as NumPy's own kinds do among themselves); ``kind="stable"``,
+``"mergesort"`` or ``stable=True`` a merge sort, NumPy's ``kind="stable"``
+order exactly. NaN sorts last. Complex numbers and ``order=`` are refused.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from llvmlite import ir
 
 from ... import types as T
 from ...errors import AxisError, ReadOnlyArrayError, TypeInferenceError
@@ -56,6 +59,12 @@ def _bind(name: str, values: list, kwnames: tuple) -> dict:
     return given
 
 
+def _stable(given: dict) -> bool:
+    """Whether the sort asked for is stable: ``kind="stable"`` or ``"mergesort"``, or ``stable=True``."""
+    kind, flag = given.get("kind"), given.get("stable")
+    return (kind is not None and kind.value in ("stable", "mergesort")) or (flag is not None and bool(flag.value))
+
+
 def _sorting(interp, what: str, name: str, values: list, kwnames: tuple) -> tuple:
     """``(result, lower)`` of the sort ``what`` (``sort``, ``argsort``, ``inplace``) of ``values``;
     ``lower`` gets the values of all the arguments (only the array's is used)."""
@@ -88,11 +97,12 @@ def _sorting(interp, what: str, name: str, values: list, kwnames: tuple) -> tupl
                                      hint="np.sort(a, axis=None) makes a sorted 1-d copy")
     else:
         impl = impls[2 + axis.value % 2]
-    dt = const(x.dtype)
-    res = invoke_impl(interp, f"{name}()", impl, [x, dt])
+    dt, stable = const(x.dtype), const(_stable(given))
+    res = invoke_impl(interp, f"{name}()", impl, [x, dt, stable])
 
     def lower(cg, v, at, rt):
-        value = cg.call_result(res, [v[0], None], [at[0], dt], rt)
+        flag = ir.Constant(ir.IntType(1), int(stable.value))  # a constant bool is still an argument
+        value = cg.call_result(res, [v[0], None, flag], [at[0], dt, stable], rt)
         return returned(cg, value, rt) if what != "inplace" else value
     # in place: the type none, not the constant None (codegen emits no call of a constant result)
     return (res.restype if what != "inplace" else T.none), lower

@@ -1,4 +1,4 @@
-"""``a @ b`` and ``np.dot`` of float32/float64 matrices and vectors call NumPy's OpenBLAS on the host:
+"""``a @ b``, ``np.matmul`` and ``np.dot`` of float32/float64 matrices and vectors call NumPy's OpenBLAS on the host:
 results against NumPy within rounding for every layout BLAS reads in place and those it cannot
 (copied first), empty extents, the symbols named (not addresses) in the IR and resolved in a fresh
 process from the cache, and gradients through the product (the loops in differentiated code)."""
@@ -27,6 +27,11 @@ def dot(a, b):
     return np.dot(a, b)
 
 
+@jit
+def matmul(a, b):
+    return np.matmul(a, b)
+
+
 RNG = np.random.default_rng(7)
 A = RNG.standard_normal((9, 12))
 
@@ -45,6 +50,7 @@ def test_matrix_products_of_every_order_match_numpy(dtype, n, k, p, order_a, ord
     b = np.asarray(RNG.standard_normal((k, p)), dtype=dtype, order=order_b)
     _close(mm(a, b), a @ b)
     _close(dot(a, b), np.dot(a, b))
+    _close(matmul(a, b), np.matmul(a, b))
 
 
 VIEWS = [
@@ -88,6 +94,12 @@ def test_integer_products_keep_numpys_exact_results():
     a = np.arange(12, dtype=np.int64).reshape(3, 4)
     got = mm(a, a.T)
     assert got.dtype == np.int64 and (got == a @ a.T).all()
+    assert (matmul(a, a[0]) == np.matmul(a, a[0])).all()
+
+
+def test_np_matmul_of_unaligned_shapes_is_numpys_value_error():
+    with pytest.raises(ValueError, match="matmul: Input operand 1 has a mismatch in its core dimension 0"):
+        matmul(np.ones((2, 3)), np.ones((2, 3)))
 
 
 def test_the_ir_names_the_blas_symbols_and_holds_no_address():

@@ -1,8 +1,9 @@
 """``np.linalg`` through LAPACKE (NumPy's OpenBLAS): the implementations :mod:`.nplinalg` calls.
 
 Each takes its operands as NumPy gives them (arrays of any layout or expressions), copies them
-into new C-ordered arrays of the working precision (LAPACK overwrites its inputs), calls LAPACKE
-in row-major layout, and returns its results followed by LAPACK's ``info``, which the caller
+into new arrays of the working precision (LAPACK overwrites its inputs), calls LAPACKE in
+column-major layout where a transposed copy costs no more than a copy (LAPACKE's row-major layout
+would copy twice more), and returns its results followed by LAPACK's ``info``, which the caller
 turns into NumPy's ``LinAlgError`` at the user's line. ``solve``, ``inv`` and ``det`` go through
 one function each of float arrays only (:data:`DIFFERENTIABLE`), which the Enzyme plugin gives
 derivative rules; they return ``info`` as a float (it has no derivative), so that they fit the

@@ -225,7 +225,7 @@ def _aligned(cg, matmul: bool, a, at, b, bt) -> None:
 
 
 def _dot(interp, args, kw=None, matmul: bool = False) -> CallResult:
-    what = "a @ b" if matmul else "np.dot()"
+    what = "a @ b (np.matmul)" if matmul else "np.dot()"
     if kw or len(args) != 2:
         raise TypeInferenceError(f"{what} takes two arrays in compiled code (no out=)")
     a, b = (widen(x) for x in args)
@@ -261,6 +261,8 @@ def _numpy_call(interp, fn, args, kw) -> CallResult | None:
         return _reduction(interp, name, args, kw)
     if name == "dot" and fn is numpy().dot:
         return _dot(interp, args, kw)
+    if name == "matmul" and fn is numpy().matmul:
+        return _dot(interp, args, kw, matmul=True)
     return None
 
 

@@ -313,7 +313,7 @@ def _fast_power(base, exponent) -> str | None:
 
 def elementwise_call(interp, fn, args, kw=None) -> CallResult | None:
     """ufuncs, ``np.where``, and the operators (and ``abs``) with an array operand; else None."""
-    if type(fn).__name__ == "ufunc":
+    if type(fn).__name__ == "ufunc" and fn.__name__ != "matmul":  # not elementwise: a product (reductions.py)
         return _ufunc_call(interp, fn, args, kw)
     name = OPERATOR_UFUNCS.get(fn)
     if name is not None and any(is_arraylike(a) for a in args):

@@ -50,10 +50,14 @@ def parse_size(text: str) -> int:
 
 
 def default_cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
-    """``GPUC_CACHE_DIR``, else ``$XDG_CACHE_HOME/gpucompiler``, else ``~/.cache/gpucompiler``."""
+    """``GPUC_CACHE_DIR``, else ``$XDG_CACHE_HOME/gpucompiler``, else ``~/.cache/gpucompiler``: platformdirs'
+    ``user_cache_dir`` on Linux (a relative ``XDG_CACHE_HOME`` is ignored, as the XDG spec says), read from
+    ``environ`` (docs/architecture.md, "Libraries, and what stays hand-written")."""
     if environ.get("GPUC_CACHE_DIR"):
         return Path(environ["GPUC_CACHE_DIR"])
-    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "gpucompiler"
 
 

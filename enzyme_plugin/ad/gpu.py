@@ -92,8 +92,8 @@ def atomic_accumulate(r, inst, sp, d) -> bool:
     """Add ``d`` into shadow pointer ``sp`` atomically when enabled; False to let the caller do it."""
     if not r.engine.options.atomic_adjoints or _thread_private(inst.pointer_operand):
         return False
-    if d.type.kind != "float":
-        return False  # vectors: the plain accumulation (no vector atomics in PTX)
+    if d.type.kind != "float" and (d.type.kind != "vector" or r.engine.options.warp_aggregate is not None):
+        return False  # vectors on a GPU: the plain accumulation (no vector atomics in PTX)
     if not r.defer_adjoint(inst, sp, d):  # (deferred: one atomic when the loop's reverse ends, tape.py)
         add_to_shadow(r, sp, d)
     return True
@@ -107,6 +107,10 @@ def add_to_shadow(r, sp, d) -> None:
         atomic_fadd(r.b, sp, r.call(f"{warp.target_sum}.f{_BITS[d.type]}", d.type, [d]))
     elif warp is not None and d.type in _BITS:
         _warp_aggregated_add(r, warp, sp, d)
+    elif d.type.kind == "vector":  # the CPU (OpenMP regions vectorized by clang): one atomic add per lane
+        for k in range(d.type.count):
+            atomic_fadd(r.b, r.b.gep(d.type.element, sp, [const_int(_T.i64, k)]),
+                        r.b.extractelement(d, const_int(_T.i64, k)))
     else:
         atomic_fadd(r.b, sp, d)
 

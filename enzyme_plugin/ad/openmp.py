@@ -227,7 +227,7 @@ def forward(s, inst) -> None:
             raise unsupported("the bits of an active float captured by a parallel region that uses them as an "
                               "integer (not only as a float)", inst, s.fn)
         elif a in act.shadowed:
-            kinds.append(DUP)
+            kinds.append(DUP if _holds_shadowed_pointers(a, act, s.fn) else CONST)
         elif a in act.active:
             raise unsupported("a float captured by value in a parallel region (not the shape clang emits)",
                               inst, s.fn)
@@ -284,6 +284,22 @@ def _float_source(a, act):
     if isinstance(a, Instruction) and a.opcode == "bitcast" and a.operands[0] in act.active:
         return a.operands[0]
     return None
+
+
+def _holds_shadowed_pointers(p, act, fn) -> bool:
+    """Whether the captured variable ``p`` (shared: clang passes its address) carries derivatives into the
+    region: not when it holds a pointer the caller stores only constant (shadowless) pointers into, whose
+    shadow would be null. A variable given both kinds of pointers is an ADError."""
+    if not (isinstance(p, Instruction) and p.opcode == "alloca" and getattr(p.allocated_type, "kind", "") == "ptr"):
+        return True
+    stores = [u for u in p.users if isinstance(u, Instruction) and u.opcode == "store" and u.pointer_operand is p]
+    shadowed = [u.value_operand in act.shadowed for u in stores]
+    if all(shadowed):
+        return True
+    if any(shadowed):
+        raise unsupported("a shared pointer variable of a parallel region given both pointers with shadows and "
+                          "constant ones: use two variables", stores[shadowed.index(False)], fn)
+    return False
 
 
 def _refuse_num_threads(inst, fn) -> None:

@@ -36,7 +36,7 @@ def _libomp() -> str | None:
 LIBOMP = _libomp()
 pytestmark = [needs_clang, pytest.mark.skipif(LIBOMP is None, reason="libomp (libomp-19-dev) is not installed")]
 
-CASES = {"scale": 37, "dot": 38, "axpy": 37, "critical": 37, "nest": 36, "repeat": 29, "barrier": 41, "chunks": 34}
+CASES = {"scale": 37, "dot": 38, "axpy": 37, "critical": 37, "nest": 36, "repeat": 29, "barrier": 41, "chunks": 34, "matvec": 16}
 THREADS = (1, 2, 4)
 ROUTES = ("optimised", "pipeline")
 _P = ctypes.POINTER(ctypes.c_double)
@@ -150,6 +150,16 @@ def test_a_barrier_is_mirrored_in_the_reverse_region():
     module = parse(_differentiated("optimised"))
     calls = [_callee(i) for f in _reverse_region(module, "barrier_grad") for i in f.instructions() if i.opcode == "call"]
     assert calls.count("__kmpc_barrier") >= 2, calls  # the barrier between the loops, and the one ending the second
+
+
+def test_vectors_of_adjoints_into_shared_memory_are_added_lane_by_lane_atomically():
+    """clang vectorizes matvec's inner loop over the shared w: the reverse region adds each lane's adjoint
+    with its own atomic add; no plain vector store (a read-modify-write other threads race with) is left."""
+    module = parse(_differentiated("optimised"))
+    insts = [i for f in _reverse_region(module, "matvec_grad") for i in f.instructions()]
+    assert any(i.type.kind == "vector" for i in insts)  # the region is vectorized
+    assert not [i for i in insts if i.opcode == "store" and i.value_operand.type.kind == "vector"]
+    assert sum(i.opcode == "atomicrmw" for i in insts) >= 16
 
 
 def _callee(inst) -> str:

@@ -171,3 +171,40 @@ void chunks_grad(double *x, double *dx, int n) {
   for (int i = 0; i < n; i++) dy[i] = i % 3 + 1;
   __enzyme_autodiff((void *)omp_chunks, enzyme_dup, x, dx, enzyme_dup, y, dy, enzyme_const, n);
 }
+
+/* every thread adds into the adjoints of the whole shared vector w (rows x 16 matrix times w): clang
+ * vectorizes the inner loop, so each thread's reverse adds vectors of adjoints into shared memory
+ * (one atomic add per lane) */
+#define MV_ROWS 4000
+static double mv_m(int i, int j) { return ((i * 7 + j * 3) % 11) * 0.1 - 0.4; }
+void omp_matvec(const double *w, const double *m, double *out, int rows) {
+#pragma omp parallel for
+  for (int i = 0; i < rows; i++) {
+    double s = 0.0;
+    for (int j = 0; j < 16; j++) s += m[i * 16 + j] * w[j] * w[j];
+    out[i] = s;
+  }
+}
+static double mv_matrix[MV_ROWS * 16], mv_out[MV_ROWS], mv_dout[MV_ROWS];
+static void mv_fill(void) {
+  for (int i = 0; i < MV_ROWS; i++) {
+    for (int j = 0; j < 16; j++) mv_matrix[i * 16 + j] = mv_m(i, j);
+    mv_dout[i] = (i % 5) * 0.25;
+  }
+}
+double matvec_primal(double *x, int n) {
+  double s = 0.0;
+  (void)n;
+  mv_fill();
+  omp_matvec(x, mv_matrix, mv_out, MV_ROWS);
+  for (int i = 0; i < MV_ROWS; i++) s += mv_dout[i] * mv_out[i];
+  return s;
+}
+void matvec_grad(double *x, double *dx, int n) {
+  static double dm[MV_ROWS * 16];
+  (void)n;
+  mv_fill();
+  for (int i = 0; i < MV_ROWS * 16; i++) dm[i] = 0.0;
+  __enzyme_autodiff_void((void *)omp_matvec, enzyme_dup, x, dx, enzyme_const, mv_matrix, enzyme_dup, mv_out,
+                         mv_dout, enzyme_const, MV_ROWS);
+}

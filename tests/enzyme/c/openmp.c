@@ -208,3 +208,27 @@ void matvec_grad(double *x, double *dx, int n) {
   __enzyme_autodiff_void((void *)omp_matvec, enzyme_dup, x, dx, enzyme_const, mv_matrix, enzyme_dup, mv_out,
                          mv_dout, enzyme_const, MV_ROWS);
 }
+
+/* a shared scalar (the default: passed by address) read by every thread, an `omp atomic` sum, and the
+ * region in a function the differentiated one calls (kept out of line) */
+__attribute__((noinline)) static double omp_shared(double a, const double *x, double *y, int n) {
+  double s = 0.0;
+#pragma omp parallel for shared(a)
+  for (int i = 0; i < n; i++) {
+    y[i] = a * x[i] * x[i];
+#pragma omp atomic
+    s += y[i] * a;
+  }
+  return s;
+}
+double omp_shared_outer(double a, const double *x, double *y, int n) { return omp_shared(a * a, x, y, n) + a; }
+double shared_primal(double *x, int n) {
+  double y[N_MAX];
+  return omp_shared_outer(x[0], x + 1, y, n - 1);
+}
+void shared_grad(double *x, double *dx, int n) {
+  double y[N_MAX], dy[N_MAX];
+  for (int i = 0; i < n - 1; i++) dy[i] = 0.0;
+  dx[0] += __enzyme_autodiff((void *)omp_shared_outer, enzyme_out, x[0], enzyme_dup, x + 1, dx + 1, enzyme_dup, y, dy,
+                             enzyme_const, n - 1);
+}

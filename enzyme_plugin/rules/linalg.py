@@ -7,10 +7,10 @@ the product runs the same loops as before BLAS instead, which the engine
 differentiates whatever the activity of each operand (a constant matrix times an
 active one included).
 
-``np.linalg.solve``, ``inv`` and ``det`` go through one function each
+``np.linalg.solve``, ``inv``, ``det`` and ``slogdet`` go through one function each
 (:data:`gpucompiler.interpreter.builtins.lapackimpl.DIFFERENTIABLE`), given forward
 and reverse rules here (``custom_rule``): ``dx = a^-1 (db - da x)``, ``dx = -x da x``,
-``d det = det * trace(a^-1 da)`` and their adjoints. The other functions of
+``d det = det * trace(a^-1 da)``, ``d log|det| = trace(a^-1 da)`` and their adjoints. The other functions of
 ``np.linalg`` that call LAPACK have no rule: differentiating through them is the
 engine's ADError naming the LAPACK call.
 """
@@ -23,7 +23,8 @@ import types as pytypes
 from gpucompiler import types as T
 from gpucompiler.interpreter import widen
 from gpucompiler.interpreter.builtins.blas import NO_TRANS, ROW_MAJOR, TRANS, blas_call, new_like
-from gpucompiler.interpreter.builtins.lapackimpl import copy2, det_of, inv_into, solve_into1, solve_into2
+from gpucompiler.interpreter.builtins.lapackimpl import (copy2, det_of, inv_into, slogdet_into, solve_into1,
+                                                         solve_into2)
 from gpucompiler.interpreter.builtins.linalgimpl import LOOPS
 
 from . import nested_rules
@@ -173,7 +174,35 @@ def _det_reverse(a, da, dret):
     return ()
 
 
+def _slogdet_forward(a, da, out, dout):
+    """``d log|det| = trace(a^-1 da)`` (the sign has none); NaN where ``a`` is singular."""
+    slogdet_into(a, out)
+    n = a.shape[0]
+    t = new_like(a, (n, n))
+    singular = solve_into2(a, da, t) != 0.0
+    trace = 0.0
+    for i in range(n):
+        trace += t[i, i]
+    dout[0] = 0.0
+    dout[1] = math.nan if singular else trace
+    return 0.0
+
+
+def _slogdet_reverse(a, da, out, dout, dret):
+    """``da += dout[1] * a^-T``; ``dout`` consumed."""
+    n = a.shape[0]
+    xr = new_like(a, (n, n))
+    singular = inv_into(a, xr) != 0.0
+    for i in range(n):
+        for j in range(n):
+            da[i, j] += math.nan if singular else dout[1] * xr[j, i]
+    dout[0] = 0.0
+    dout[1] = 0.0
+    return ()
+
+
 custom_rule(solve_into2, forward=_solve2_forward, reverse=_solve2_reverse)
 custom_rule(solve_into1, forward=_solve1_forward, reverse=_solve1_reverse)
 custom_rule(inv_into, forward=_inv_forward, reverse=_inv_reverse)
 custom_rule(det_of, forward=_det_forward, reverse=_det_reverse)
+custom_rule(slogdet_into, forward=_slogdet_forward, reverse=_slogdet_reverse)

@@ -1,6 +1,6 @@
 """``np.linalg`` in compiled code (LAPACK through NumPy's OpenBLAS) against NumPy within rounding: every
 function, dtypes, layouts and expressions, NumPy's errors at the user's line, and the derivatives of
-``solve``, ``inv``, ``det`` and ``norm`` against finite differences and JAX; differentiating through
+``solve``, ``inv``, ``det``, ``slogdet`` and ``norm`` against finite differences and JAX; differentiating through
 the functions without rules is a typed error."""
 
 import numpy as np
@@ -196,6 +196,11 @@ def loss_det(a):
     return np.linalg.det(a)
 
 
+def loss_slogdet(a):
+    sign, logdet = np.linalg.slogdet(a)
+    return 2.0 * logdet + sign
+
+
 def loss_norms(a):
     return np.linalg.norm(a) + 0.5 * np.linalg.norm(a, 1) + 0.25 * np.linalg.norm(a[0], 3)
 
@@ -211,8 +216,9 @@ def _finite_differences(f, args, i, h=1e-6):
 
 
 @pytest.mark.parametrize("f,args", [(loss_solve1, (A, V)), (loss_solve2, (A, B)), (loss_inv, (A,)),
-                                    (loss_det, (A,)), (loss_norms, (A,)), (loss_solve1, (np.asfortranarray(A), V))],
-                         ids=["solve1", "solve2", "inv", "det", "norms", "solve-F-order"])
+                                    (loss_det, (A,)), (loss_slogdet, (-A,)), (loss_norms, (A,)),
+                                    (loss_solve1, (np.asfortranarray(A), V))],
+                         ids=["solve1", "solve2", "inv", "det", "slogdet", "norms", "solve-F-order"])
 def test_reverse_and_forward_derivatives_match_finite_differences(f, args):
     shadows = [np.zeros_like(x) for x in args]
     autodiff(Reverse, f, *[Duplicated(x, s) for x, s in zip(args, shadows)])

@@ -181,19 +181,42 @@ def det_copied(a, dt):
     return dt(_det(packed2(a, dt))), 0
 
 
-def slogdet(a, dt):
-    lu, pivots, info = _lu(packed2(a, dt))
-    sign, logdet = dt(1.0), dt(0.0)
+def _slogdet(a, out):
+    """``out[0], out[1] = sign, log|det|`` of a square ``a`` (``0, -inf`` where LAPACK finds it singular);
+    ``info`` as a float."""
+    lu, pivots, info = _lu(a)
+    sign, logdet = 1.0, 0.0
     for i in range(a.shape[0]):
-        u = getitem_unchecked(lu, (i, i))
+        u = float(getitem_unchecked(lu, (i, i)))
         if getitem_unchecked(pivots, i) != i + 1:
             sign = -sign
         if u < 0:
             sign = -sign
-        logdet = logdet + dt(math.log(abs(u))) if u != 0 else logdet
+        if u != 0:
+            logdet += math.log(abs(u))
     if info > 0:
-        return (dt(0.0), dt(-math.inf)), 0
-    return (sign, logdet), 0
+        sign, logdet = 0.0, -math.inf
+    out[0] = sign
+    out[1] = logdet
+    return float(info)
+
+
+def slogdet_into(a, out):
+    if a.shape[0] != a.shape[1] or out.shape[0] != 2:
+        return -1.0
+    return _slogdet(a, out)
+
+
+def slogdet(a, dt):
+    out = new_array((2,), dt)
+    slogdet_into(a, out)
+    return (out[0], out[1]), 0
+
+
+def slogdet_copied(a, dt):
+    out = new_array((2,), dt)
+    _slogdet(packed2(a, dt), out)
+    return (out[0], out[1]), 0
 
 
 def cholesky(a, dt):
@@ -265,9 +288,9 @@ def lstsq1(a, b, rcond, eps, dt):
 
 
 #: the functions of float arrays the Enzyme plugin gives derivative rules
-DIFFERENTIABLE = (solve_into1, solve_into2, inv_into, det_of)
+DIFFERENTIABLE = (solve_into1, solve_into2, inv_into, det_of, slogdet_into)
 #: name -> (implementation of operands of the working dtype, of the others): ``solve``'s by the rank of ``b``
 DIRECT = {"solve": {1: (solve1, solve1_copied), 2: (solve2, solve2_copied)}, "inv": (inv, inv_copied),
-          "det": (det, det_copied)}
+          "det": (det, det_copied), "slogdet": (slogdet, slogdet_copied)}
 
-__all__ = ["DIFFERENTIABLE", "DIRECT", "solve_into1", "solve_into2", "inv_into", "det_of", "copy1", "copy2"]
+__all__ = ["DIFFERENTIABLE", "DIRECT", "solve_into1", "solve_into2", "inv_into", "det_of", "slogdet_into", "copy1", "copy2"]

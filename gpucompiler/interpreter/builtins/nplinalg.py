@@ -133,7 +133,7 @@ def _linalg(interp, fn, values: list, kw: dict) -> CallResult | None:
     return CallResult(out, lower)
 
 
-_IMPLS = {**P.DIRECT, "slogdet": P.slogdet, "cholesky": P.cholesky, "eigh": P.eigh,
+_IMPLS = {**P.DIRECT, "cholesky": P.cholesky, "eigh": P.eigh,
           "lstsq": {1: P.lstsq1, 2: P.lstsq2}}
 
 

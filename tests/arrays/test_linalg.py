@@ -81,6 +81,14 @@ def test_solve_inv_det_match_numpy_for_every_layout_and_float32(kind):
         _close(got, want, tol)
 
 
+def test_float32_with_float64_solves_in_float64_as_numpy():
+    a32 = A.astype(np.float32)
+    _close(solve(a32, V), np.linalg.solve(a32, V))
+    _close(solve(A, V.astype(np.float32)), np.linalg.solve(A, V.astype(np.float32)))
+    got = lstsq(a32, B)
+    assert got[0].dtype == np.linalg.lstsq(a32, B)[0].dtype == np.float64
+
+
 def test_integer_matrices_work_in_float64_and_expressions_are_accepted():
     m = np.array([[4, 1], [2, 3]])
     _close(solve(m, np.array([1, 2])), np.linalg.solve(m, np.array([1, 2])))

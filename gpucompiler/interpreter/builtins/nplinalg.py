@@ -101,15 +101,15 @@ def _linalg(interp, fn, values: list, kw: dict) -> CallResult | None:
     if name == "eigh" and _constant(name, "UPLO", given.get("UPLO"), "L") != "L":
         raise TypeInferenceError("np.linalg.eigh(..., UPLO='U') is not supported in compiled code",
                                  hint="pass the matrix's transpose with the default UPLO='L'")
-    args, shown = [a], [given["a"]]
+    args = [a]
     if "b" in given:
         b = widen(given["b"])
-        _work_type(name, b)
+        if _work_type(name, b) != dt:  # float32 with anything else: float64, as NumPy's common type
+            dt = T.float64
         if b.ndim not in (1, 2):
             raise TypeInferenceError(f"np.linalg.{name}() of a {b.ndim}-d right-hand side is not supported in "
                                      "compiled code", (b,), hint="pass a vector or a matrix")
         args.append(b)
-        shown.append(given["b"])
     impl = _IMPLS[name] if name not in ("solve", "lstsq") else _IMPLS[name][args[1].ndim]
     if isinstance(impl, tuple):  # the user's arrays themselves where their dtype is the working one
         impl = impl[0] if all(isinstance(x, T.ArrayType) and x.dtype == dt for x in args) else impl[1]

@@ -60,6 +60,11 @@ def _invariant(v, lp, depth: int = 0) -> bool:
     return all(_invariant(o, lp, depth + 1) for o in v.operands)
 
 
+def _exact_trip(lp) -> bool:
+    """Whether loop ``lp`` runs exactly its computed trip count (it has no exit besides the counted test)."""
+    return lp.trip is not None and not lp.bounded
+
+
 def _first_non_phi(block):
     return next(i for i in block.instructions if i.opcode != "phi")
 
@@ -161,8 +166,10 @@ class LoopTape(ReverseState):
             ee = sw.vmap[e]
             b.position_before(_first_non_phi(ee))
             st["exit_base"][e] = b.load(T.ptr(), state)
-            if trip is not None and e in self.cfg.reachable:
-                b.call(self.engine.helper("trip_check"), [k, trip])
+            if trip is not None and e in self.cfg.reachable:  # k < trip; exactly trip - 1 where _last_k needs it
+                one = const_int(T.i64, 1)
+                check = [b.sub(b.sub(trip, one), k), one] if _exact_trip(lp) else [k, trip]
+                b.call(self.engine.helper("trip_check"), check)
         self.lstate[lp] = st
 
     # -- reverse ---------------------------------------------------------------
@@ -176,10 +183,24 @@ class LoopTape(ReverseState):
         if lp is None or self.cur in lp.blocks:
             return
         st = self.lstate[lp]
-        k = self._from_forward(lp.header, st["k"])
+        k = self._last_k(lp)
         base = self._from_forward(self.cur, st["exit_base"][self.cur])
         self.b.store(k, st["kslot"])
         self.b.store(base, st["bslot"])
+
+    def _last_k(self, lp):
+        """``k`` of the loop's last iteration: ``trip - 1`` rebuilt in the reverse sweep when the loop leaves
+        only through the test its trip count counts (the forward sweep checks that at the exit), else read
+        from the tape (once per execution of the loop: every outer iteration for an inner loop)."""
+        if _exact_trip(lp):
+            saved = dict(self.memo)
+            try:
+                trip = emit_trip_count(self.b, lp.trip, self.fwd)
+            finally:  # what it rebuilt lies in this edge's block, which the other edges do not pass
+                self.memo = saved
+            if trip is not None:
+                return self.b.sub(trip, const_int(T.i64, 1))
+        return self._from_forward(lp.header, self.lstate[lp]["k"])
 
     def _reverse_header(self, block, ds):
         """The reverse of a counted loop's header: back to the latch while ``k > 0``, else leave."""

@@ -137,6 +137,43 @@ def k_aos_energy(x, dx, noffs, nbr):
         autodiff(Reverse, aos_energy, Duplicated(x, dx), Const(noffs), Const(nbr), Const(i))
 
 
+def list_of_lists(x, noffs, nbr, i):
+    """A list per neighbour (CSR of CSR: the neighbour's own list in ``noffs``): the inner loop's last
+    counter is rebuilt from its trip count, not taped on every outer iteration, and so is the branch that
+    skips an empty inner list."""
+    s = 0.0
+    for k in range(noffs[i], noffs[i + 1]):
+        j = nbr[k]
+        for q in range(noffs[j], noffs[j + 1]):
+            s += math.exp(-x[nbr[q]] * x[j]) / (1.0 + x[i] * x[nbr[q]])
+    return s
+
+
+def inner_walks(x, noffs, nbr, i):
+    """Inner lists walked backwards and by twos (other trip-count formulas; LLVM unrolls them with a
+    remainder, whose values are taped)."""
+    s = 0.0
+    for k in range(noffs[i], noffs[i + 1]):
+        j = nbr[k]
+        for q in range(noffs[j + 1] - 1, noffs[j] - 1, -1):
+            s += math.sin(x[nbr[q]] - x[i]) * x[j]
+        for q in range(noffs[j], noffs[j + 1], 2):
+            s -= math.sqrt(1.0 + x[nbr[q]] * x[nbr[q]]) * x[i]
+    return s
+
+
+def k_inner_walks(x, dx, noffs, nbr):
+    i = gd.grid(1)
+    if i < noffs.shape[0] - 1:
+        autodiff(Reverse, inner_walks, Duplicated(x, dx), Const(noffs), Const(nbr), Const(i))
+
+
+def k_list_of_lists(x, dx, noffs, nbr):
+    i = gd.grid(1)
+    if i < noffs.shape[0] - 1:
+        autodiff(Reverse, list_of_lists, Duplicated(x, dx), Const(noffs), Const(nbr), Const(i))
+
+
 def _lists(n: int, seed: int, lo: int = 0, hi: int = 6):
     rng = np.random.default_rng(seed)
     lens = rng.integers(lo, hi + 1, n)
@@ -219,6 +256,8 @@ def test_the_neighbour_gradient_matches_finite_differences_on_the_emulation():
 CASES = {
     "cutoff_force": (cutoff_force, k_cutoff_force),
     "list_of_solves": (list_of_solves, k_list_of_solves),
+    "list_of_lists": (list_of_lists, k_list_of_lists),
+    "inner_walks": (inner_walks, k_inner_walks),
 }
 
 
@@ -283,3 +322,14 @@ def test_a_constant_loop_in_a_list_loop_gives_the_finite_differences(boundscheck
     dx = np.zeros_like(x)
     kernel(k_aos_energy, plugins=P, boundscheck=boundscheck)[1, 32, "cpu"](x, dx, noffs, nbr)
     np.testing.assert_allclose(dx, _central(total, [x], 0), rtol=1e-6, atol=1e-6)
+
+
+def test_inner_lists_keep_nothing_on_the_tape():
+    """Was: the inner loop's last counter, its array's (null) base and the branch around it stored on every
+    outer iteration, into a tape arena."""
+    ir = kernel(k_list_of_lists, plugins=P).inspect_llvm(A, A, IA, IA)
+    looped = _blocks_on_cycles(ir, "k_list_of_lists")
+    assert looped
+    stores = [i for insts in looped.values() for i in insts if re.match(r"\s*store ", i)]
+    assert stores == [], stores
+    assert not re.search(r"alloca \[\d+ x i8\]", ir), "a tape arena"

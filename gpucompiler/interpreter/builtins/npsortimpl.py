@@ -7,13 +7,16 @@ three medians past ``NINTHER``; a branch-free partition) down to runs of
 log of the length (O(n log n) in the worst case). Keys equal to the pivot
 with nothing below it are set aside in one more pass, so many equal keys
 stay O(n log n). The stable kinds (``stable``, ``mergesort``) are a merge
-sort: runs of ``RUN`` by insertion, then bottom-up merges that go back and
-forth between the array and one buffer (at most one copy back at the end),
-equal keys from the left first, NaN last. ``argsort`` sorts a contiguous
-copy of the keys and the indices together (no indirect loads), so the
-stable kind gives NumPy's ``kind="stable"`` order exactly; the unstable
-kind may order equal keys otherwise than NumPy (whose order of them is its
-own algorithm's). The loops move values with plain loads and stores, so the
+sort: NaN moved last in their order, runs of ``RUN`` by insertion, then
+bottom-up merges that go back and forth between the array and one buffer
+(at most one copy back at the end), equal keys from the left first.
+``argsort`` sorts a contiguous copy of the keys and the indices together
+(no indirect loads), so the stable kind gives NumPy's ``kind="stable"``
+order exactly; the unstable kind may order equal keys otherwise than NumPy
+(whose order of them is its own algorithm's). Keys and indices are moved
+inline, not by a helper: a call taking a new array (reference counted)
+counts a reference in and out each time. The loops move values with plain
+loads and stores, so the
 Enzyme plugin differentiates ``np.sort`` (each output is one input). ``x``
 is an array or a fused expression, ``dt`` its element type, ``stable``
 the kind; the results are new C-ordered arrays except for ``inplace*``.
@@ -33,13 +36,6 @@ RUN = 32
 """the merge sort's runs sorted by insertion before the merges"""
 STACK = 64
 """the quicksort's stack of pending ranges (it holds the larger side: at most log2(n) of them)"""
-
-
-def _less(a, b):
-    """NumPy's sort order: ``a < b``, NaN after every number (no branch: merges choose by a select).
-    The loops below move keys and indices inline: a call taking a new array (reference counted) would
-    count a reference in and out for each element."""
-    return (a < b) | ((b != b) & (a == a))
 
 
 def _log2(n):
@@ -305,13 +301,31 @@ def introsort_by(k, ix):
 # --- stable merge sort ----------------------------------------------------------------------
 
 
+def _nans_after(v, tmp, n):
+    """NaN moved after the numbers of ``v[:n]``, both in their order (through ``tmp``); the count of
+    numbers (``n`` for integers)."""
+    j = 0
+    m = 0
+    for i in range(n):
+        x = get(v, i)
+        if x == x:
+            put(v, j, x)
+            j += 1
+        else:
+            put(tmp, m, x)
+            m += 1
+    for q in range(m):
+        put(v, j + q, get(tmp, q))
+    return j
+
+
 def _runs(v, n):
     for lo in range(0, n, RUN):
         hi = min(lo + RUN, n)
         for i in range(lo + 1, hi):
             x = get(v, i)
             j = i
-            while j > lo and _less(x, get(v, j - 1)):
+            while j > lo and x < get(v, j - 1):
                 put(v, j, get(v, j - 1))
                 j -= 1
             put(v, j, x)
@@ -324,7 +338,7 @@ def _merge(src, dst, lo, mid, hi):
     while i < mid and j < hi:
         a = get(src, i)
         b = get(src, j)
-        right = int(_less(b, a))
+        right = int(b < a)
         put(dst, k, b if right else a)
         j += right
         i += 1 - right
@@ -343,8 +357,9 @@ def _pass(src, dst, n, width):
 
 
 def merge_sort(v, tmp):
-    """Sort the 1-d array ``v`` (any layout) in place, stably; ``tmp`` holds as many elements."""
-    n = v.shape[0]
+    """Sort the 1-d array ``v`` (any layout) in place, stably, NaN last; ``tmp`` holds as many
+    elements."""
+    n = _nans_after(v, tmp, v.shape[0])
     _runs(v, n)
     width = RUN
     back = False  # whether the sorted runs are in tmp
@@ -360,6 +375,26 @@ def merge_sort(v, tmp):
             put(v, i, get(tmp, i))
 
 
+def _nans_after_by(k, ix, tk, tix, n):
+    j = 0
+    m = 0
+    for i in range(n):
+        x = get(k, i)
+        y = get(ix, i)
+        if x == x:
+            put(k, j, x)
+            put(ix, j, y)
+            j += 1
+        else:
+            put(tk, m, x)
+            put(tix, m, y)
+            m += 1
+    for q in range(m):
+        put(k, j + q, get(tk, q))
+        put(ix, j + q, get(tix, q))
+    return j
+
+
 def _runs_by(k, ix, n):
     for lo in range(0, n, RUN):
         hi = min(lo + RUN, n)
@@ -367,7 +402,7 @@ def _runs_by(k, ix, n):
             x = get(k, i)
             y = get(ix, i)
             j = i
-            while j > lo and _less(x, get(k, j - 1)):
+            while j > lo and x < get(k, j - 1):
                 put(k, j, get(k, j - 1))
                 put(ix, j, get(ix, j - 1))
                 j -= 1
@@ -380,7 +415,7 @@ def _merge_by(k, ix, dk, dix, lo, mid, hi):
     while i < mid and j < hi:
         a = get(k, i)
         b = get(k, j)
-        right = int(_less(b, a))
+        right = int(b < a)
         put(dk, q, b if right else a)
         put(dix, q, get(ix, j) if right else get(ix, i))
         j += right
@@ -402,11 +437,11 @@ def _pass_by(k, ix, dk, dix, n, width):
 
 
 def merge_sort_by(k, ix, dt):
-    """Sort the keys ``k`` (contiguous) stably, reordering the indices ``ix`` with them."""
-    n = k.shape[0]
+    """Sort the keys ``k`` (contiguous) stably, NaN last, reordering the indices ``ix`` with them."""
+    tk = new_array((k.shape[0],), dt)
+    tix = new_array((k.shape[0],), INDEX)
+    n = _nans_after_by(k, ix, tk, tix, k.shape[0])
     _runs_by(k, ix, n)
-    tk = new_array((n,), dt)
-    tix = new_array((n,), INDEX)
     width = RUN
     back = False
     while width < n:

@@ -214,3 +214,45 @@ def test_a_host_dlpack_array_on_the_gpu_is_staged_like_a_numpy_array(fake):
 def test_a_cuda_dlpack_array_on_the_cpu_grid_emulation_is_refused():
     with pytest.raises(LaunchError, match="CPU grid emulation runs on host memory"):
         scale[1, 32, "cpu"](Producer(np.zeros(4)), 2.0)
+
+
+@pytest.mark.parametrize("device", [(1, 0), (3, 0)])  # CPU, CUDA pinned host memory
+def test_a_hand_made_host_capsule_on_the_cpu_grid_emulation(device):
+    x = np.arange(12.0).reshape(3, 4)[:, 1::2]
+    base = x.base
+    dst = np.zeros((3, 2))
+    p = Producer(x, device=device, versioned=True)
+    copy2d[1, 32, "cpu"](p, Producer(dst, device=device))
+    np.testing.assert_array_equal(dst, x + 1)
+    assert p.streams == [None]  # host memory: no stream asked for
+    assert base is not None and np.shares_memory(base, x)
+
+
+def test_a_producer_without_dlpack_device_is_read_from_its_capsule(fake):
+    class NoDevice(Producer):
+        __dlpack_device__ = None  # pyright: ignore[reportAssignmentType]
+
+    x = np.arange(10.0)
+    p = NoDevice(x)
+    scale[1, 32](p, 4.0)
+    np.testing.assert_array_equal(x, 4.0 * np.arange(10.0))
+    assert p.streams == [None]
+
+
+def test_an_empty_array(fake):
+    x = np.zeros(0)
+    p = Producer(x)
+    fake.producer = p
+    scale[1, 32](p, 2.0)  # nothing to do, nothing read
+    assert fake.alive_at_launch == [1] and x.shape == (0,)
+
+
+def test_a_capsule_of_a_later_major_version_is_refused(fake):
+    class Version2(Producer):
+        def __dlpack__(self, stream=None, max_version=None):
+            capsule = super().__dlpack__(stream, max_version)
+            self._keep[-1][2].version.major = 2
+            return capsule
+
+    with pytest.raises(ArgumentTypeError, match=r"version 2\.0"):
+        scale[1, 32](Version2(np.zeros(4), versioned=True), 2.0)

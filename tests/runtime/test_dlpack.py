@@ -256,3 +256,18 @@ def test_a_capsule_of_a_later_major_version_is_refused(fake):
 
     with pytest.raises(ArgumentTypeError, match=r"version 2\.0"):
         scale[1, 32](Version2(np.zeros(4), versioned=True), 2.0)
+
+
+@pytest.mark.gpu
+def test_cupy_arrays_through_dlpack_only_on_a_gpu():
+    """On a GPU: CuPy's ``__dlpack__`` (its ``__cuda_array_interface__`` hidden) in place, strided, on a stream."""
+    cp = pytest.importorskip("cupy")
+    x = cp.arange(4096, dtype=cp.float64)
+    scale[16, 256](NumPyDLPack(x), 3.0)  # the wrapper forwards any array's __dlpack__
+    src = cp.arange(300, dtype=cp.float32).reshape(100, 3)[:, ::2]
+    dst = cp.zeros((100, 2), cp.float32)
+    stream = cp.cuda.Stream(non_blocking=True)
+    copy2d[1, 128, stream.ptr](NumPyDLPack(src), NumPyDLPack(dst))
+    stream.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(x), 3.0 * np.arange(4096.0))
+    np.testing.assert_array_equal(cp.asnumpy(dst), cp.asnumpy(src) + 1)

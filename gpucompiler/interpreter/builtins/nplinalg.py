@@ -111,8 +111,8 @@ def _linalg(interp, fn, values: list, kw: dict) -> CallResult | None:
                                      "compiled code", (b,), hint="pass a vector or a matrix")
         args.append(b)
     impl = _IMPLS[name] if name not in ("solve", "lstsq") else _IMPLS[name][args[1].ndim]
-    if isinstance(impl, tuple):  # the user's arrays themselves where their dtype is the working one
-        impl = impl[0] if all(isinstance(x, T.ArrayType) and x.dtype == dt for x in args) else impl[1]
+    if isinstance(impl, tuple):
+        impl = impl[0] if _lasting(interp, args, dt) else impl[1]
     extra = [const(_rcond(given.get("rcond"))), const(_EPS[dt])] if name == "lstsq" else []
     res = invoke_impl(interp, f"np.linalg.{name}()", impl, [*args, *extra, const(dt)])
     inner = widen(res.restype)
@@ -131,6 +131,17 @@ def _linalg(interp, fn, values: list, kw: dict) -> CallResult | None:
         disown(cg, result, out)  # codegen adds the rule result's reference
         return result
     return CallResult(out, lower)
+
+
+def _lasting(interp, args, dt) -> bool:
+    """Whether the operands are arrays of the working dtype that outlive every use of this call's
+    results: the arguments (and their views) of the function being compiled, not arrays it made (a
+    temporary is freed after its last use) nor those of a callee (which may be its caller's
+    temporaries). The implementations with derivative rules take such arrays themselves, since the
+    rules read them again in a reverse sweep, after the function has run; others get copies, through
+    which differentiating is the AD engine's error on the LAPACK call."""
+    return len(interp.stack) == 1 and all(isinstance(x, T.ArrayType) and x.dtype == dt and not x.managed
+                                          for x in args)
 
 
 _IMPLS = {**P.DIRECT, "cholesky": P.cholesky, "eigh": P.eigh,

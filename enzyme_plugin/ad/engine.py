@@ -17,6 +17,7 @@ from .globals import GlobalShadows
 from .helpers import HELPERS, PREFIX as _PREFIX, memcpy_adjoint
 from .reverse import TAPE, Reverse
 from .sweep import Sweep
+from .floatbits import retype_float_bit_calls
 from .typeinfo import MemoryTypes, retype_integer_copies
 
 
@@ -90,6 +91,7 @@ class Engine:
             if fn.name not in self._retyped:
                 self._retyped.add(fn.name)
                 retype_integer_copies(fn)
+                retype_float_bit_calls(fn, {*self.custom_gradients, *self.custom_derivatives, *self.function_like})
             act = self._acts[key] = Activity(fn, kinds, INACTIVE, self.global_operands(fn), MemoryTypes())
             self.globals.seed_calls(act, self.global_callees)
         return act

@@ -26,11 +26,12 @@ import weakref
 
 import attrs
 
-from gpucompiler.llvm import Builder, Function, Instruction, const_int, constant, types as T
+from gpucompiler.llvm import Builder, Function, Instruction, const_int, types as T
 
 from .analysis import CONST, DUP, OUT, callee_name
 from .emit import declare, is_float_like
 from .errors import unsupported
+from .floatbits import float_bits, retyped_clone
 from .gpu import atomic_fadd
 
 FORK = "__kmpc_fork_call"
@@ -114,47 +115,16 @@ def _make_model(module, outlined: Function) -> _Model:
         if name.startswith(("__kmpc_", "omp_")):
             raise unsupported(f"@{name} in an OpenMP parallel region: the AD engine does not model this "
                               "runtime call", inst, outlined)
-    floats = [_float_bits(a) for a in outlined.args[2:]]
+    floats = [float_bits(a) for a in outlined.args[2:]]
     name = outlined.name + ".gpuc.omp"
-    clone = outlined.clone(name if not any(floats) else name + ".bits")
+    clone = retyped_clone(outlined, name, [None, None, *floats]) if any(floats) else outlined.clone(name)
     for inst in list(clone.instructions()):
         which = callee_name(inst) if inst.opcode == "call" else None
         if which == _REDUCE:
             _atomic_reduction(inst, outlined)
         elif which == _CRITICAL:
             _atomic_critical(inst, outlined)
-    if not any(floats):
-        return _Model(clone, floats)
-    params = [a.type for a in clone.args[:2]] + [f or a.type for a, f in zip(clone.args[2:], floats)]
-    fn = Function(name, T.function(T.void, params), prefix="internal")
-    fn.metadata = dict(clone.metadata)
-    fn.blocks = clone.blocks
-    clone.blocks = []
-    for block in fn.blocks:
-        block.parent = fn
-    for old, new, f in zip(clone.args, fn.args, [None, None, *floats]):
-        if f is None:
-            old.replace_all_uses_with(new)
-            continue
-        for cast in [u for u in old.users if isinstance(u, Instruction) and old in u.operands]:
-            cast.replace_all_uses_with(new)
-            cast.erase()
-        old.replace_all_uses_with(constant(old.type, "poison"))  # what debug records said of it
-    module.remove_function(clone)
-    module.add_function(fn)
-    return _Model(fn, floats)
-
-
-def _float_bits(a):
-    """The float type an integer parameter holds the bits of (every use a ``bitcast`` to it), else None."""
-    if a.type.kind != "int":
-        return None
-    uses = [u for u in a.users if isinstance(u, Instruction) and a in u.operands]  # not debug records
-    tys = {u.type for u in uses if u.opcode == "bitcast"}
-    if not uses or len(tys) != 1 or any(u.opcode != "bitcast" for u in uses):
-        return None
-    t = next(iter(tys))
-    return t if t.kind == "float" else None
+    return _Model(clone, floats)
 
 
 def _atomic_reduction(call, outlined) -> None:

@@ -272,6 +272,10 @@ class MemoryTypes:
                     if hi > lo:
                         out |= self._at(ob, oc + lo, os_, hi - lo, depth + 1)
                 continue
+            if size is not None and n is None:  # a copy of unknown length: byte b lands at b - cc + oc
+                g = gcd(gcd(s, cs), os_)
+                out |= self._at(ob, (c - cc + oc) % g if g else c - cc + oc, g, size, depth + 1)
+                continue
             out |= self._at(ob, oc, os_, n, depth + 1)  # where in the copy is not known: all of it
         return out
 

@@ -11,6 +11,9 @@ round (CPU seconds of the process: ``time.process_time``, as on a loaded
 machine wall time is what other jobs leave; the ``prange`` rows use wall
 time, since their threads' CPU time adds up) and the median over rounds of
 ours / Numba's in the same round. Without Numba the Numba column is empty.
+The sort rows also time the function run by CPython (NumPy's own sort) and
+give ours / NumPy's; Numba refuses ``np.sort``'s ``kind=`` (its column
+empty there).
 """
 
 from __future__ import annotations
@@ -75,6 +78,10 @@ def _cases():
         ("prange s += a[i], parallel (1M)", K.prange_sum, (a,), {"parallel": True}),
         ("vectorize rel_diff(a, b) (1M)", K.rel_diff, (a, a[::-1].copy()), {"vectorize": True}),
         ("vectorize rel_diff(m, row) (1000x1000)", K.rel_diff, (m, a[:1000].copy()), {"vectorize": True}),
+        ("np.sort(a) (1M)", K.sort, (a,), {"numpy": True}),
+        ("np.argsort(a) (1M)", K.argsort, (a,), {"numpy": True}),
+        ("np.sort(a, kind='stable') (1M)", K.sort_stable, (a,), {"numpy": True}),
+        ("np.argsort(a, kind='mergesort') (1M)", K.argsort_stable, (a,), {"numpy": True}),
     ]
 
 
@@ -98,24 +105,37 @@ def main() -> None:
             if numba is not None:
                 engines["numba"] = numba.vectorize(sig)(fn)
         else:
-            engines = {"gpucompiler": jit(fn, **options)}
-            if njit is not None:  # the same code, with Numba's prange in its globals
+            jit_options = {k: v for k, v in options.items() if k != "numpy"}
+            engines = {"gpucompiler": jit(fn, **jit_options)}
+            if numba is not None and njit is not None:  # the same code, with Numba's prange in its globals
                 engines["numba"] = njit(types.FunctionType(fn.__code__, {**fn.__globals__, "prange": numba.prange},
-                                                           fn.__name__), **options)
+                                                           fn.__name__), **jit_options)
+            if options.get("numpy"):  # the function run by CPython: NumPy's own time
+                engines["numpy"] = fn
         want = fn(*args)
-        for k, f in engines.items():
-            got = f(*args)
+        for k, f in list(engines.items()):
+            try:
+                got = f(*args)
+            except Exception as exc:  # Numba refuses some spellings (np.sort's kind=)
+                if k != "numba":
+                    raise
+                print(f"{name}: numba refuses it ({type(exc).__name__})", flush=True)
+                del engines[k]
+                continue
             if want is not None:
                 np.testing.assert_allclose(got, want, rtol=1e-9, err_msg=f"{k}: {name}")
         clock = time.perf_counter if options.get("parallel") else time.process_time
         times = _paired(engines, args, opts.rounds, clock)
         row = {"case": name, "options": options, **{f"{k}_s": min(t) for k, t in times.items()}}
-        if "numba" in times:
-            ratios = sorted(a / b for a, b in zip(times["gpucompiler"], times["numba"]))
-            row["gpucompiler_over_numba"] = ratios[len(ratios) // 2]
+        for other in ("numba", "numpy"):
+            if other in times:
+                ratios = sorted(a / b for a, b in zip(times["gpucompiler"], times[other]))
+                row[f"gpucompiler_over_{other}"] = ratios[len(ratios) // 2]
         rows.append(row)
         print(f"{name:42s} " + " ".join(f"{k} {min(t) * 1e6:9.1f}us" for k, t in times.items())
-              + (f"  {row['gpucompiler_over_numba']:5.2f}x" if "gpucompiler_over_numba" in row else ""), flush=True)
+              + "".join(f"  {row[r]:5.2f}x {r.rsplit('_', 1)[1]}" for r in ("gpucompiler_over_numba",
+                                                                          "gpucompiler_over_numpy") if r in row),
+              flush=True)
     after = os.getloadavg()
     print(f"rounds {opts.rounds}; load average {load[0]:.1f} before, {after[0]:.1f} after; "
           f"{os.cpu_count()} CPUs")

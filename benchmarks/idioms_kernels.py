@@ -95,3 +95,19 @@ def prange_sum(a):
 
 def rel_diff(x, y):
     return abs(x - y) / (abs(x) + abs(y) + 1e-12)
+
+
+def sort(a):
+    return np.sort(a)
+
+
+def argsort(a):
+    return np.argsort(a)
+
+
+def sort_stable(a):
+    return np.sort(a, kind="stable")
+
+
+def argsort_stable(a):
+    return np.argsort(a, kind="mergesort")

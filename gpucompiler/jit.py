@@ -615,7 +615,8 @@ def jit(fn=None, **options) -> Any:
     ``IndexError`` as in NumPy; default on), ``error_model`` (``"python"``:
     math errors raise CPython's exceptions; ``"numpy"``: IEEE results),
     ``parallel`` (``prange`` loops on threads), ``nogil``, ``fastmath``,
-    ``cache`` (on-disk cache tiers; default on), ``inline`` (``"never"``:
+    ``cache`` (on-disk cache tiers; default on), ``tier`` (quick code first
+    while the full level compiles, docs/user_guide.md; default on), ``inline`` (``"never"``:
     LLVM decides; ``"always"``: calls from compiled code are inlined) and
     ``nopython=True`` (the only mode: ``nopython=False``/``forceobj=True``
     and Numba's options with no counterpart are ConfigErrors saying so).
@@ -628,7 +629,9 @@ def jit(fn=None, **options) -> Any:
     if isinstance(fn, (str, Signature, list, tuple)):
         signatures = tuple(parse_signature(s) for s in (fn if isinstance(fn, (list, tuple)) else [fn]))
         fn = None
-    JitOptions.from_keywords(numba_options(options)[0])  # a wrong option fails at the decorator
+    checked = dict(options)
+    _tier_option(checked)
+    JitOptions.from_keywords(numba_options(checked)[0])  # a wrong option fails at the decorator
     if fn is None:
         return lambda f: Dispatcher(f, signatures=signatures, **options)
     return Dispatcher(fn, signatures=signatures, **options)

@@ -13,6 +13,7 @@ below, which take the environment as an argument for tests).
   :func:`runtime_dir`: ``XDG_RUNTIME_DIR`` (where ``gpuc serve`` writes a generated token);
 * :class:`CompileSettings`: ``GPUC_DUMP_DIR`` (dump every stage's IR);
 * :class:`LogSettings`: ``GPUC_LOG`` (``info`` or ``debug``: the compile's log records on stderr);
+* :class:`TierSettings`: ``GPUC_TIER`` (``off``: ``@jit`` functions compile at their full level at once);
 * :class:`ToolchainSettings`: ``GPUC_PTXAS``, ``GPUC_LIBDEVICE``, ``CUDA_HOME``,
   ``CUDA_PATH``, ``CUDA_ROOT``;
 * :class:`ROCmSettings`: ``GPUC_ROCM_DEVICE_LIBS``, ``ROCM_PATH``, ``HIP_PATH`` (the AMD device libraries);
@@ -268,6 +269,22 @@ class LogSettings:
         if text.strip().lower() not in _LOG_LEVELS:
             raise ConfigError(f"GPUC_LOG={text!r}: write info, debug, warning or off")
         return cls(_LOG_LEVELS[text.strip().lower()])
+
+
+@attrs.frozen
+class TierSettings:
+    """``GPUC_TIER``: whether ``@jit`` functions may run quick code first (docs/user_guide.md, "Tiered
+    first compiles"); read at each first compile."""
+
+    enabled: bool = True
+    """``on`` (the default) or ``off``: every first call waits for the full optimisation level."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> TierSettings:
+        text = environ.get("GPUC_TIER", "").strip().lower()
+        if text not in ("", "1", "on", "yes", "true", "0", "off", "no", "false"):
+            raise ConfigError(f"GPUC_TIER={environ['GPUC_TIER']!r}: write on or off")
+        return cls(text not in ("0", "off", "no", "false"))
 
 
 def debug_tracebacks(environ: Mapping[str, str] = os.environ) -> bool:

@@ -1,0 +1,395 @@
+"""Tiered first compiles of ``@jit`` (docs/user_guide.md, "Tiered first compiles"): a function with a
+loop first runs quick code (O0) while a thread compiles the full level, which replaces it.
+
+Results never depend on the tier: the differential fuzzer's programs give the same bits at O0, O1
+and O2, and a tiered function the same bits before and after its tier-up, from one thread or many
+during the swap. The cache holds both tiers; a fresh process that finds the full one uses it and
+compiles nothing. ``tier=False`` and ``GPUC_TIER=off`` turn it off; errors stay the typed ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+from gpucompiler import jit
+from gpucompiler.cached import memory_cache
+from gpucompiler.errors import ConfigError, TypeInferenceError
+
+J = importlib.import_module("gpucompiler.jit")  # the module (``gpucompiler.jit`` is the decorator)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def level(f) -> int:
+    """The optimisation level of the code ``f``'s last compile made (or found)."""
+    return f.last_compile.result.job.config.opt_level
+
+
+def bits(value) -> str:
+    """``value`` exactly: floats by ``float.hex``, arrays by their bytes, exceptions by their type."""
+    if isinstance(value, tuple):
+        return "(" + ",".join(bits(v) for v in value) + ")"
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype}{value.shape}:{value.tobytes().hex()}"
+    if isinstance(value, float):
+        return value.hex()
+    return repr(value)
+
+
+def horner(xs, n):
+    s = 0.0
+    for i in range(n):
+        s = s * 0.75 + xs[i % xs.shape[0]] / (i + 1.0)
+        if s > 10.0:
+            s -= 3.1
+    return s
+
+
+def series(n, x):
+    t = 1.0
+    s = 0.0
+    k = 0
+    while k < n:
+        s += t
+        t = t * x / (k + 1)
+        k += 1
+    return s
+
+
+@pytest.fixture(autouse=True)
+def tiers_on(monkeypatch):
+    """Tiers on (the suite runs with ``GPUC_TIER=off``: tests count compiles), and none of this module's
+    functions compiled yet: ``cache=False`` functions share the process's memory tier."""
+    monkeypatch.setenv("GPUC_TIER", "on")
+    memory_cache().memory.clear()
+
+
+@pytest.fixture
+def held():
+    """The process's ``@jit`` compile lock held: a tier-up thread waits until the test lets it go."""
+    J._COMPILING.acquire()
+    try:
+        yield J._COMPILING
+    finally:
+        J._COMPILING.release()
+
+
+def test_a_loop_runs_quick_code_first_and_the_full_level_once_ready(held):
+    f = jit(horner, cache=False)
+    xs = np.linspace(-1.0, 3.0, 17)
+    inputs = [(xs, n) for n in (0, 1, 5, 40, 1000)]
+    quick = [f(*a) for a in inputs]
+    assert level(f) == J.QUICK_LEVEL and f.last_compile.tier == "compiled"
+    entry = next(iter(f._entries.values()))
+    assert entry.tier_up is not None and entry.full is None and type(f).__call__ is entry.fast
+    held.release()
+    try:
+        assert f.wait_tier_up(120)
+    finally:
+        held.acquire()
+    assert level(f) == 2 and entry.full is not None and type(f).__call__ is entry.full.fast
+    full = [f(*a) for a in inputs]
+    assert [bits(v) for v in quick] == [bits(v) for v in full] == [bits(horner(*a)) for a in inputs]
+    assert [bits(jit(horner, tier=False, cache=False)(*a)) for a in inputs] == [bits(v) for v in full]
+
+
+def test_many_threads_calling_during_the_swap_all_get_the_same_bits(held):
+    f = jit(series, cache=False)
+    want = {n: series(n, 0.37) for n in range(0, 60, 7)}
+    assert f(3, 0.37) == series(3, 0.37) and level(f) == J.QUICK_LEVEL
+    got: list[tuple[int, float]] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(9)
+
+    def work():
+        try:
+            start.wait()
+            for _ in range(300):
+                for n in want:
+                    got.append((n, f(n, 0.37)))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    held.release()  # the tier-up now compiles and swaps while the threads call
+    try:
+        start.wait()
+        assert f.wait_tier_up(120)
+        for t in threads:
+            t.join(120)
+    finally:
+        held.acquire()
+    assert not errors and len(got) == 8 * 300 * len(want)
+    assert all(v.hex() == want[n].hex() for n, v in got)
+    entry = next(iter(f._entries.values()))
+    assert level(f) == 2 and entry.tier_up is None and type(f).__call__ is entry.fast  # the full level's
+
+
+@pytest.mark.parametrize("opt", [0, 1])
+def test_the_fuzzers_programs_give_the_same_bits_at_each_level(opt):
+    """The differential fuzzer's programs (scalars, and NumPy array programs) at O0 or O1 against O2,
+    no tiering: the floats bit for bit, the same exception types."""
+    script = textwrap.dedent(f"""
+        import json, os, sys, tempfile, warnings
+        import numpy as np
+        sys.path.insert(0, {ROOT!r})
+        from gpucompiler import jit
+        from tests.frontend import fuzz_arrays as A, fuzz_programs as F
+        from tests.frontend.test_tiered_compile import bits
+
+        def outcome(fn, args):
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                kind, *rest = F._outcome(fn, args)
+            return bits(rest[0]) + bits(args) if kind == "ok" else rest[0].__name__
+
+        differ, compared = [], 0
+        with tempfile.TemporaryDirectory() as tmp:
+            for seed in range(70):
+                src, inputs = F.generate(seed)
+                mod = F._load(src, os.path.join(tmp, f"prog_{{seed}}.py"))
+                fast, quick = jit(mod.f, tier=False), jit(mod.f, tier=False, opt_level={opt})
+                for i, j, x, y, arr in inputs:
+                    a, b = outcome(fast, (i, j, x, y, np.array(arr))), outcome(quick, (i, j, x, y, np.array(arr)))
+                    compared += 1
+                    if a != b:
+                        differ.append((seed, a[:80], b[:80]))
+            for seed in range(40):
+                src, inputs = A.generate(seed)
+                mod = F._load(src, os.path.join(tmp, f"arr_{{seed}}.py"))
+                fast, quick = jit(mod.f, tier=False), jit(mod.f, tier=False, opt_level={opt})
+                for dtype, la, lb, sa, sb, sv, s in inputs:
+                    args = lambda: (A._array(dtype, sa, la, s), A._array(dtype, sb, lb, s + 0.1),
+                                    A._array(dtype, sv, "C", s + 0.2))
+                    a, b = outcome(fast, args()), outcome(quick, args())
+                    compared += 1
+                    if a != b:
+                        differ.append(("arrays", seed, a[:80], b[:80]))
+        print(json.dumps({{"differ": differ, "compared": compared}}))
+    """)
+    env = {**os.environ, "GPUC_CACHE": "off", "PYTHONPATH": ROOT}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=900,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["compared"] == 70 * 4 + 40 * 3 and not out["differ"], out["differ"][:5]
+
+
+_TWO_PROCESSES = textwrap.dedent("""
+    import importlib, json, sys
+    sys.path.insert(0, sys.argv[1])
+    from gpucompiler.cached import cache_from_settings, default_cache
+    from gpucompiler.settings import CacheSettings
+    from tests.frontend.test_tiered_compile import J, horner, level
+    import numpy as np
+    from gpucompiler import jit
+    f = jit(horner)
+    value = f(np.linspace(-1.0, 3.0, 17), 300)
+    first = (level(f), f.last_compile.tier)
+    stats = dict(default_cache().stats)  # before the tier-up's compile
+    entry = next(iter(f._entries.values()))  # quick code, or a hit's full level
+    tiered = f.wait_tier_up(120)
+    disk = cache_from_settings(CacheSettings.from_env())  # its memory tier empty: the disk answers
+    on_disk = []
+    for e in (entry, entry.full):
+        try:
+            on_disk.append(disk.compile(e.job, ("obj",), compiler=J._not_cached).job.config.opt_level)
+        except (J._NotCached, AttributeError):
+            pass
+    print(json.dumps({"value": value.hex(), "first": first, "after": [level(f), f.last_compile.tier],
+                      "tiered": tiered, "pending": entry.tier_up is not None, "stats": stats,
+                      "on_disk": on_disk}))
+""")
+
+
+def _fresh(tmp_path, **env) -> dict:
+    environ = {**os.environ, "GPUC_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": ROOT, **env}
+    environ.pop("GPUC_SERVICE_URL", None)
+    environ.pop("GPUC_CACHE_URL", None)
+    done = subprocess.run([sys.executable, "-c", _TWO_PROCESSES, ROOT], env=environ, capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_cache_holds_both_tiers_and_a_fresh_process_runs_the_full_one(tmp_path):
+    cold = _fresh(tmp_path)
+    assert cold["first"] == [J.QUICK_LEVEL, "compiled"] and cold["after"] == [2, "compiled"] and cold["tiered"]
+    assert cold["on_disk"] == [J.QUICK_LEVEL, 2]  # both tiers' code, read back by a new cache
+    warm = _fresh(tmp_path)
+    # the full level from the disk: no compile at all (the quick level is not compiled, nor looked up)
+    assert warm["first"] == [2, "disk"] and not warm["pending"] and "compile" not in warm["stats"]
+    assert warm["value"] == cold["value"]
+    quick = _fresh(tmp_path, GPUC_TIER="off")
+    assert quick["first"] == [2, "disk"]
+
+
+def test_both_tiers_are_entries_of_the_cache(held):
+    f = jit(series, cache=False)
+    f(4, 0.5)
+    entry = next(iter(f._entries.values()))
+    held.release()
+    try:
+        assert f.wait_tier_up(120)
+    finally:
+        held.acquire()
+    assert next(iter(f._entries.values())) is entry.full
+    cache = memory_cache()
+    for e in (entry, entry.full):
+        assert e is not None
+        found = cache.compile(e.job, ("obj",), compiler=J._not_cached)  # a hit, or _NotCached
+        assert found.job.config.opt_level == e.job.config.opt_level
+    assert entry.job.config.opt_level == J.QUICK_LEVEL and entry.full is not None
+    assert entry.full.job.config.opt_level == 2
+
+
+def test_the_off_switches(monkeypatch):
+    xs = np.arange(5.0)
+    off = jit(horner, tier=False, cache=False)
+    assert off(xs, 7) == horner(xs, 7) and level(off) == 2 and not any(e.tier_up for e in off._entries.values())
+    monkeypatch.setenv("GPUC_TIER", "off")
+    env_off = jit(series, cache=False)
+    assert env_off(9, 0.25) == series(9, 0.25) and level(env_off) == 2
+    monkeypatch.setenv("GPUC_TIER", "maybe")
+    with pytest.raises(ConfigError, match="GPUC_TIER"):
+        jit(series, cache=False)(9, 0.5)
+    with pytest.raises(ConfigError, match="tier must be True or False"):
+        jit(series, tier="yes")
+
+
+def straight(a, b):
+    return a * b + 1.5
+
+
+def with_math(xs):
+    s = 0.0
+    for i in range(xs.shape[0]):
+        s += math.sin(xs[i])
+    return s
+
+
+def calls_math(xs):
+    s = 0.0
+    for i in range(xs.shape[0]):
+        s += through(xs[i])
+    return s
+
+
+def through(x):
+    return math.exp(x) - 1.0
+
+
+def test_what_is_not_tiered():
+    xs = np.linspace(0.0, 2.0, 64)
+    cases = [(jit(straight, cache=False), (2.0, 3.0)),  # no loop: the full level at once
+             (jit(with_math, cache=False), (xs,)),  # its own math call: O2 may vectorize it (libmvec)
+             (jit(calls_math, cache=False), (xs,)),  # a callee's: the quick code is made, then refused
+             (jit(horner, fastmath=True, cache=False), (xs, 9)),  # fast-math: the levels' bits may differ
+             (jit(horner, opt_level=0, cache=False), (xs, 9)),  # nothing quicker than O0
+             (jit("float64(float64[:], int64)", cache=False)(horner), (xs, 9))]  # eager: compiled at once
+    for f, args in cases:
+        value = f(*args)
+        assert value == pytest.approx(f.py_func(*args), rel=1e-12)
+        assert level(f) == f.opt_level and all(e.tier_up is None for e in f._entries.values()), f
+
+
+def test_a_gradient_is_never_tiered_and_differentiates_the_full_level():
+    pytest.importorskip("enzyme_plugin")
+    from enzyme_plugin import Active, Const, Reverse, autodiff
+
+    def loss(w, xs, n):
+        acc = 0.0
+        for i in range(n):
+            r = w * xs[i] - 1.0
+            acc += r * r
+        return acc
+
+    def grad(w, xs, n):
+        total = 0.0
+        for _ in range(2):  # a loop of its own: only the plugin keeps it from being tiered
+            total += autodiff(Reverse, loss, Active(w), Const(xs), Const(n))[0]
+        return total
+
+    xs = np.linspace(0.0, 1.0, 11)
+    g = jit(grad, cache=False)
+    dw = g(0.5, xs, 11)
+    assert dw == pytest.approx(2 * sum(2 * (0.5 * x - 1.0) * x for x in xs), rel=1e-12)
+    assert g.plugins == ("enzyme",) and level(g) == 2 and all(e.tier_up is None for e in g._entries.values())
+
+
+def bad(n):
+    s = 0
+    for _ in range(n):
+        s += "a"
+    return s
+
+
+def checked(xs, n):
+    s = 0.0
+    for i in range(n):
+        s += xs[i] / xs[0]
+    return s
+
+
+@pytest.mark.parametrize("tier", [True, False])
+def test_errors_are_the_same_typed_ones_on_each_tier(tier, held):
+    with pytest.raises(TypeInferenceError):
+        jit(bad, tier=tier, cache=False)(3)
+    f = jit(checked, tier=tier, cache=False)
+    xs = np.array([0.0, 1.0, 2.0])
+    for _ in range(2):  # the quick code, then (tiered) the full level's: the same exceptions
+        with pytest.raises(ZeroDivisionError):
+            f(xs, 2)
+        with pytest.raises(IndexError):
+            f(np.array([1.0, 2.0]), 3)
+        assert f(np.array([2.0, 1.0]), 2) == 1.5
+        assert level(f) == (J.QUICK_LEVEL if tier else 2)
+        held.release()
+        try:
+            assert f.wait_tier_up(120)
+        finally:
+            held.acquire()
+        tier = False  # the second round runs the full level either way
+
+
+def test_a_tier_up_that_fails_keeps_the_quick_code(held, caplog):
+    f = jit(series, cache=False)
+    assert f(5, 0.5) == series(5, 0.5)
+    entry = next(iter(f._entries.values()))
+
+    def broken():
+        raise ConfigError("no full level here")
+
+    f._config = broken  # the tier-up thread's job cannot be made
+    with caplog.at_level("WARNING", logger="gpucompiler.jit"):
+        held.release()
+        try:
+            assert not f.wait_tier_up(120)
+        finally:
+            held.acquire()
+    assert "the quick code stays" in caplog.text and entry.full is None
+    assert f(11, 0.5).hex() == series(11, 0.5).hex() and level(f) == J.QUICK_LEVEL
+
+
+def test_loops_are_found_in_the_bytecode():
+    def comprehension(xs):
+        return sum([x for x in xs])
+
+    def while_loop(x):
+        while x > 1:
+            x = x / 2
+        return x
+
+    assert J._has_loop(horner.__code__) and J._has_loop(series.__code__) and J._has_loop(while_loop.__code__)
+    assert J._has_loop(comprehension.__code__) and not J._has_loop(straight.__code__)

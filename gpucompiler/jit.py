@@ -96,6 +96,25 @@ def _has_loop(code) -> bool:
             or any(_has_loop(c) for c in code.co_consts if isinstance(c, type(code))))
 
 
+#: a tiered first compile pays when the first call is short (the quick code runs loops ~10x slower): every
+#: array argument has at most this many elements, every integer argument (often a loop's bound) at most
+#: this magnitude
+SMALL_CALL = 1 << 12
+
+
+def _small(value) -> bool:
+    """Whether ``value`` is a small argument (:data:`SMALL_CALL`): arrays by their size, integers by their
+    magnitude, tuples and lists item by item; floats and anything else are small."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return abs(value) <= SMALL_CALL
+    if isinstance(value, (tuple, list)):
+        return len(value) <= SMALL_CALL and all(_small(v) for v in value)
+    dtype, size = getattr(value, "dtype", None), getattr(value, "size", None)
+    if getattr(value, "ndim", None) == 0 and getattr(dtype, "kind", "") in "iu":  # a NumPy integer
+        return abs(int(value)) <= SMALL_CALL
+    return not isinstance(size, int) or size <= SMALL_CALL
+
+
 def _recorded_restype(text: str | None) -> T.Type | None:
     """The return type a verified dependency record names by its ``repr``: a scalar, none, or a
     tuple (nested) of those, rebuilt only when its ``repr`` is ``text`` again; None for any other
@@ -364,7 +383,7 @@ class Dispatcher:
         prepare_loader()
         cache = default_cache() if self.options.cache else memory_cache()  # GPUC_CACHE_*, GPUC_SERVICE_URL
         with _COMPILING:
-            entry = self._tiered(spec, job, argtypes, cache)
+            entry = self._tiered(spec, job, argtypes, cache, all(_small(a) for a in args))
             self._entries[argtypes] = entry
             if entry.tier_up is not None:
                 entry.tier_up.start()
@@ -382,17 +401,18 @@ class Dispatcher:
         self.last_compile = report(result, time.perf_counter() - start, job.config.plugins)
         return self._entry(result, spec, job, argtypes), result
 
-    def _tiered(self, spec: FunctionSpec, job: CompilerJob, argtypes, cache) -> _Entry:
+    def _tiered(self, spec: FunctionSpec, job: CompilerJob, argtypes, cache, small: bool) -> _Entry:
         """The entry of ``job``'s code, or, when a tiered first compile pays and is safe, of quick code
         (:data:`QUICK_LEVEL`) with a thread (not started) to compile the full level. It pays when the
-        function loops and no cache tier holds the full level's code; it is safe when both levels give
+        function loops, the first call's arguments are ``small`` (:func:`_small`) and no cache tier
+        holds the full level's code; it is safe when both levels give
         the same bits: no fast-math, no plugin (AD differentiates the full level's IR only), no call
         of a math function that the full level may vectorize with libmvec."""
         from .targets import libmvec
 
         config = job.config
         maths = libmvec.scalar_names()
-        if not (self.tier and not self.declared and config.opt_level > QUICK_LEVEL and not config.plugins
+        if not (self.tier and small and not self.declared and config.opt_level > QUICK_LEVEL and not config.plugins
                 and not config.frontend.fastmath and _has_loop(self.py_func.__code__)
                 and maths.isdisjoint(self.py_func.__code__.co_names) and TierSettings.from_env().enabled):
             return self._compiled(spec, job, argtypes, cache)[0]

@@ -297,7 +297,10 @@ def test_what_is_not_tiered():
              (jit(calls_math, cache=False), (xs,)),  # a callee's: the quick code is made, then refused
              (jit(horner, fastmath=True, cache=False), (xs, 9)),  # fast-math: the levels' bits may differ
              (jit(horner, opt_level=0, cache=False), (xs, 9)),  # nothing quicker than O0
-             (jit("float64(float64[:], int64)", cache=False)(horner), (xs, 9))]  # eager: compiled at once
+             (jit("float64(float64[:], int64)", cache=False)(horner), (xs, 9)),  # eager: compiled at once
+             (jit(horner, cache=False), (np.ones(J.SMALL_CALL + 1), 9)),  # a long first call: O0 would be slow
+             (jit(series, cache=False), (J.SMALL_CALL + 1, 0.5)),  # an integer argument a loop may run to
+             (jit(series, cache=False), (np.int32(-J.SMALL_CALL - 1), 0.5))]
     for f, args in cases:
         value = f(*args)
         assert value == pytest.approx(f.py_func(*args), rel=1e-12)
@@ -380,6 +383,13 @@ def test_a_tier_up_that_fails_keeps_the_quick_code(held, caplog):
             held.acquire()
     assert "the quick code stays" in caplog.text and entry.full is None
     assert f(11, 0.5).hex() == series(11, 0.5).hex() and level(f) == J.QUICK_LEVEL
+
+
+def test_small_arguments():
+    small = (1.5e300, True, -J.SMALL_CALL, np.int64(J.SMALL_CALL), np.zeros((64, 64)), (3, np.ones(5)), [1, 2],
+             "text", None, np.float64(1e12))
+    large = (J.SMALL_CALL + 1, np.uint64(J.SMALL_CALL + 1), np.zeros((65, 64)), (1, (2, 10**9)), [0] * (J.SMALL_CALL + 1))
+    assert all(J._small(v) for v in small) and not any(J._small(v) for v in large)
 
 
 def test_loops_are_found_in_the_bytecode():

@@ -1,16 +1,22 @@
-"""How much of a cold compile is LLVM's own work, next to Numba's whole compile of the same function.
+"""How much of a cold compile is LLVM's own work, next to Numba's whole compile of the same function,
+and what a tiered first compile (docs/user_guide.md) makes of it.
 
     python benchmarks/compile_floor.py [--rounds N] [--json out.json]
 
-Each round runs two fresh processes (compile caches off, ``OPENBLAS_NUM_THREADS=1``), ours then
-Numba's. Each first compiles a warm-up function (each engine's one-time set-up: its modules,
-LLVM's initialisation, its rule tables), then times the first call of ``loop20``
-(``frontend_kernels.py``) on the main thread's CPU clock. Ours also keeps the module text it hands
-to LLVM and times LLVM alone on it, the median of 7 repetitions: parsing and verifying
-(``parse_assembly``), the O2 pipeline and object code (``emit_object``), the same three steps
-the pipeline runs. That sum is a floor no change on the Python side can go under without
-changing the code that runs. Prints medians over rounds and the ratios to Numba's compile;
-writes ``benchmarks/results/compile_floor.json``.
+Each round runs three fresh processes (compile caches off, ``OPENBLAS_NUM_THREADS=1``): ours at
+the full level at once (``tier=False``), ours tiered, then Numba's. Each first compiles a warm-up
+function (each engine's one-time set-up: its modules, LLVM's initialisation, its rule tables),
+then times the first call of ``loop20`` (``frontend_kernels.py``) on the main thread's CPU clock
+(and the wall clock). The untiered process also keeps the module text it hands to LLVM and times
+LLVM alone on it, the median of 7 repetitions: parsing and verifying (``parse_assembly``), the O2
+pipeline and object code (``emit_object``), the same three steps the pipeline runs. That sum is a
+floor no change on the Python side can go under without changing the code that runs. The tiered
+process times, from the first call, the wall time until the full level is swapped in, and counts
+the pure-Python work the main thread gets done meanwhile against the same loop before the call
+(the tier-up thread holds the GIL in the Python stages only: LLVM's passes and code generation
+run without it). Both processes then time ``loop20(2_000_000, 1.5)`` (median of 5): the run
+time after the tier-up against the untiered one's, and the quick code's own. Prints medians over
+rounds and the ratios to Numba's compile; writes ``benchmarks/results/compile_floor.json``.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -39,12 +46,39 @@ llvm.parse_assembly = lambda text, *a, **k: (texts.append(text), parse(text, *a,
 def warm(a, b):
     return a * b - 1
 
+def spin(seconds):
+    n, end = 0, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        n += 1
+    return n / seconds
+
+def run_ms(f):  # a call of compiled code holds the GIL: timed after the tier-up
+    f(2_000_000, 1.5)
+    return statistics.median(-time.perf_counter() + (f(2_000_000, 1.5), time.perf_counter())[1] for _ in range(5)) * 1e3
+
 jit(warm)(2, 3)
 texts.clear()
-f = jit(K.loop20)
-c0 = time.thread_time()
+tiered = sys.argv[1] == "tiered"
+f = jit(K.loop20, tier=tiered)
+before = spin(0.05)
+c0, w0 = time.thread_time(), time.perf_counter()
 f(10, 1.5)
-compile_ms = (time.thread_time() - c0) * 1e3
+compile_ms, first_wall = (time.thread_time() - c0) * 1e3, (time.perf_counter() - w0) * 1e3
+level = f.last_compile.result.job.config.opt_level
+if tiered:
+    entry = next(iter(f._entries.values()))
+    n, s0 = 0.0, time.perf_counter()
+    while entry.tier_up.is_alive():
+        n += spin(0.002) * 0.002
+    during = n / max(time.perf_counter() - s0, 1e-9)
+    f.wait_tier_up()
+    up_wall = (time.perf_counter() - w0) * 1e3
+    quick_ms = run_ms(entry.call)  # the quick code, still loaded (through ctypes: so is the full level's)
+    stages = {{k: v * 1e3 for k, v in f.last_compile.stage_times.items()}}
+    print(json.dumps({{"compile": compile_ms, "first_wall": first_wall, "level": level, "tier_up_wall": up_wall,
+                      "python_during": during / before, "quick_run": quick_ms, "run": run_ms(f),
+                      "full_stages": stages}}))
+    sys.exit(0)
 machine = NativeTarget().target_machine(2)
 steps = []
 for _ in range(7):
@@ -58,7 +92,8 @@ for _ in range(7):
     machine.emit_object(m)
     steps.append(((b - a) * 1e3, (c - b) * 1e3, (time.thread_time() - c) * 1e3))
 parse_ms, o2_ms, codegen_ms = (statistics.median(s[k] for s in steps) for k in range(3))
-print(json.dumps({{"compile": compile_ms, "llvm_parse": parse_ms, "llvm_o2": o2_ms, "llvm_codegen": codegen_ms}}))
+print(json.dumps({{"compile": compile_ms, "first_wall": first_wall, "level": level, "llvm_parse": parse_ms,
+                  "llvm_o2": o2_ms, "llvm_codegen": codegen_ms, "run": run_ms(f)}}))
 """
 
 _NUMBA = """
@@ -79,9 +114,9 @@ print(json.dumps({{"compile": (time.thread_time() - c0) * 1e3}}))
 """
 
 
-def _run(script: str) -> dict[str, float]:
-    env = dict(os.environ, GPUC_CACHE="off", OPENBLAS_NUM_THREADS="1", NUMBA_DISABLE_CACHE="1")
-    out = subprocess.run([sys.executable, script], capture_output=True, text=True, env=env)
+def _run(script: str, *args: str) -> dict[str, Any]:
+    env = dict(os.environ, GPUC_CACHE="off", OPENBLAS_NUM_THREADS="1", NUMBA_DISABLE_CACHE="1", GPUC_TIER="on")
+    out = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise RuntimeError(f"{script} failed:\n{out.stderr}")
     return json.loads(out.stdout)
@@ -93,8 +128,9 @@ def main() -> None:
     ap.add_argument("--json", default=os.path.join(HERE, "results", "compile_floor.json"))
     opts = ap.parse_args()
     load = [os.getloadavg()[0]]
-    ours: list[dict[str, float]] = []
-    numba: list[dict[str, float]] = []
+    ours: list[dict[str, Any]] = []
+    tiered: list[dict[str, Any]] = []
+    numba: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         paths = {}
         for name, text in (("ours", _OURS), ("numba", _NUMBA)):
@@ -102,15 +138,20 @@ def main() -> None:
             with open(paths[name], "w") as f:
                 f.write(text.format(here=HERE))
         for _ in range(opts.rounds):
-            ours.append(_run(paths["ours"]))
+            ours.append(_run(paths["ours"], "full"))
+            tiered.append(_run(paths["ours"], "tiered"))
             numba.append(_run(paths["numba"]))
     load.append(os.getloadavg()[0])
+    assert all(o["level"] == 2 for o in ours) and all(t["level"] == 0 for t in tiered), "a level differs"
     med = {k: statistics.median(s[k] for s in ours) for k in ours[0]}
+    tmed = {k: statistics.median(s[k] for s in tiered) for k in tiered[0] if k != "full_stages"}
+    stages = {k: statistics.median(t["full_stages"][k] for t in tiered) for k in tiered[0]["full_stages"]}
     med["llvm_total"] = statistics.median(s["llvm_parse"] + s["llvm_o2"] + s["llvm_codegen"] for s in ours)
     med["numba_compile"] = statistics.median(s["compile"] for s in numba)
     ratios = {k: statistics.median(o[k] / n["compile"] for o, n in zip(ours, numba)) for k in ("compile",)}
     ratios["llvm_total"] = statistics.median((o["llvm_parse"] + o["llvm_o2"] + o["llvm_codegen"]) / n["compile"]
                                              for o, n in zip(ours, numba))
+    ratios["tiered"] = statistics.median(t["compile"] / n["compile"] for t, n in zip(tiered, numba))
     print(f"{opts.rounds} rounds, fresh processes after each engine's set-up; load average "
           f"{load[0]:.1f} -> {load[1]:.1f}; medians, ms of the main thread's CPU time")
     print("| what | ms | / Numba's compile |\n|---|---:|---:|")
@@ -120,10 +161,17 @@ def main() -> None:
     print(f"| LLVM alone: O2 pipeline | {med['llvm_o2']:.1f} | |")
     print(f"| LLVM alone: object code | {med['llvm_codegen']:.1f} | |")
     print(f"| LLVM alone, total | {med['llvm_total']:.1f} | {ratios['llvm_total']:.2f} |")
+    print(f"| ours, tiered: `loop20`'s first call (O0 code) | {tmed['compile']:.1f} | {ratios['tiered']:.2f} |")
+    print(f"\nwall clock, ms: first call {med['first_wall']:.1f} at once, {tmed['first_wall']:.1f} tiered; the full "
+          f"level swapped in {tmed['tier_up_wall']:.1f} after the tiered call began (its compile: "
+          + ", ".join(f"{k} {v:.1f}" for k, v in stages.items() if v >= 0.1) + ")")
+    print(f"pure-Python work on the main thread during the tier-up: {tmed['python_during']:.2f}x its rate before")
+    print(f"loop20(2_000_000, 1.5), ms: {med['run']:.2f} compiled at once, {tmed['run']:.2f} after the tier-up "
+          f"({tmed['run'] / med['run']:.2f}x), {tmed['quick_run']:.2f} on the quick code")
     os.makedirs(os.path.dirname(opts.json), exist_ok=True)
     with open(opts.json, "w") as f:
-        json.dump({"rounds": opts.rounds, "load_average": load, "medians_ms": med, "ratios": ratios,
-                   "ours": ours, "numba": numba}, f, indent=1)
+        json.dump({"rounds": opts.rounds, "load_average": load, "medians_ms": med, "tiered_medians": tmed,
+                   "ratios": ratios, "ours": ours, "tiered": tiered, "numba": numba}, f, indent=1)
 
 
 if __name__ == "__main__":

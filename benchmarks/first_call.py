@@ -1,6 +1,18 @@
-"""A cached ``@jit`` gradient's first call in a fresh process, and the plugin modules it imports.
+"""A cached ``@jit`` gradient's first call in a fresh process, and the plugin modules it imports; with
+``--jax``, six gradient programs' cold first calls next to JAX's first ``jit(grad)`` call.
 
     python benchmarks/first_call.py [--rounds 9] [--tree OLD ...]
+    python benchmarks/first_call.py --jax [--rounds 3]
+
+``--jax``: six programs a JAX user writes (:data:`GRADIENTS`: an MLP loss with ``tanh`` in loops,
+log-sum-exp, a softplus regression with ``Active`` scalars, a Rosenbrock Hessian-vector product
+(forward over reverse), the Jacobian of an RK4 step (forward sweeps), a Newton ``while`` loop), each
+written once with ``autodiff`` inside ``@jit`` and once in ``jax.numpy`` under ``jax.jit``
+(``grad``, ``jvp`` of ``grad``, ``jacfwd``; the Newton loop by ``jacfwd``, as JAX's reverse mode
+refuses ``while_loop``). Every round runs each program's two fresh processes, alternated, with
+our compile cache empty and JAX's persistent cache off; the first call is timed after the
+imports (wall, and the process's CPU time), its result checked against JAX's. Prints the medians,
+the ratios, the load, and where our cold compile went, stage by stage.
 
 The program is the MLP-free case of a JAX user's first gradient: a
 least-squares loss over a loop, differentiated by ``autodiff(Reverse, ...)``
@@ -72,6 +84,257 @@ print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_call_ms": (t3 - t2) * 1e3
 """
 
 
+GRADIENTS = r"""
+import math
+import numpy as np
+from enzyme_plugin import Active, Const, Duplicated, Forward, Reverse, autodiff
+
+
+def mlp_loss(W1, b1, w2, xs, ys):
+    m, d = xs.shape
+    acc = 0.0
+    for i in range(m):
+        out = 0.0
+        for j in range(b1.shape[0]):
+            z = b1[j]
+            for k in range(d):
+                z += W1[j, k] * xs[i, k]
+            out += w2[j] * math.tanh(z)
+        r = out - ys[i]
+        acc += r * r
+    return acc / m
+
+
+def mlp(W1, b1, w2, xs, ys):
+    dW1, db1, dw2 = np.zeros_like(W1), np.zeros_like(b1), np.zeros_like(w2)
+    autodiff(Reverse, mlp_loss, Duplicated(W1, dW1), Duplicated(b1, db1), Duplicated(w2, dw2), Const(xs), Const(ys))
+    return dW1, db1, dw2
+
+
+def lse_value(x):
+    m = x[0]
+    for i in range(x.shape[0]):
+        m = max(m, x[i])
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += math.exp(x[i] - m)
+    return m + math.log(s)
+
+
+def lse(x):
+    dx = np.zeros_like(x)
+    autodiff(Reverse, lse_value, Duplicated(x, dx))
+    return dx
+
+
+def softplus_loss(w, b, xs, ys):
+    acc = 0.0
+    for i in range(xs.shape[0]):
+        z = w * xs[i] + b
+        acc += math.log1p(math.exp(z)) - ys[i] * z
+    return acc
+
+
+def softplus(w, b, xs, ys):
+    return autodiff(Reverse, softplus_loss, Active(w), Active(b), Const(xs), Const(ys))
+
+
+def rosenbrock(x):
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        a = x[i + 1] - x[i] * x[i]
+        b = 1.0 - x[i]
+        s += 100.0 * a * a + b * b
+    return s
+
+
+def rosen_grad(x, dx):
+    autodiff(Reverse, rosenbrock, Duplicated(x, dx))
+
+
+def hvp(x, v):
+    dx, hv = np.zeros_like(x), np.zeros_like(x)
+    autodiff(Forward, rosen_grad, Duplicated(x, v), Duplicated(dx, hv))
+    return hv
+
+
+def rk4_step(y, out, h):
+    k1a = y[0] - y[0] * y[1]
+    k1b = y[0] * y[1] - y[1]
+    a, b = y[0] + 0.5 * h * k1a, y[1] + 0.5 * h * k1b
+    k2a, k2b = a - a * b, a * b - b
+    a, b = y[0] + 0.5 * h * k2a, y[1] + 0.5 * h * k2b
+    k3a, k3b = a - a * b, a * b - b
+    a, b = y[0] + h * k3a, y[1] + h * k3b
+    k4a, k4b = a - a * b, a * b - b
+    out[0] = y[0] + h / 6.0 * (k1a + 2.0 * k2a + 2.0 * k3a + k4a)
+    out[1] = y[1] + h / 6.0 * (k1b + 2.0 * k2b + 2.0 * k3b + k4b)
+
+
+def rk4(y, h):
+    J = np.zeros((2, 2))
+    out = np.zeros(2)
+    for k in range(2):
+        e = np.zeros(2)
+        e[k] = 1.0
+        col = np.zeros(2)
+        autodiff(Forward, rk4_step, Duplicated(y, e), Duplicated(out, col), Const(h))
+        J[0, k] = col[0]
+        J[1, k] = col[1]
+    return J
+
+
+def newton_root(a):
+    x = a
+    while abs(x * x * x - a) > 1e-12 * a:
+        x = x - (x * x * x - a) / (3.0 * x * x)
+    return x
+
+
+def newton(a):
+    return autodiff(Reverse, newton_root, Active(a))[0]
+"""
+
+JAX_GRADIENTS = r"""
+import jax
+import jax.numpy as jnp
+jax.config.update("jax_enable_x64", True)
+
+
+def mlp_loss(W1, b1, w2, xs, ys):
+    return jnp.mean((jnp.tanh(xs @ W1.T + b1) @ w2 - ys) ** 2)
+
+
+def lse_value(x):
+    m = jnp.max(x)
+    return m + jnp.log(jnp.sum(jnp.exp(x - m)))
+
+
+def softplus_loss(w, b, xs, ys):
+    z = w * xs + b
+    return jnp.sum(jnp.log1p(jnp.exp(z)) - ys * z)
+
+
+def rosenbrock(x):
+    return jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def rk4_step(y, h):
+    f = lambda y: jnp.array([y[0] - y[0] * y[1], y[0] * y[1] - y[1]])  # noqa: E731
+    k1 = f(y)
+    k2 = f(y + 0.5 * h * k1)
+    k3 = f(y + 0.5 * h * k2)
+    k4 = f(y + h * k3)
+    return y + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+
+
+def newton_root(a):
+    step = lambda x: x - (x * x * x - a) / (3.0 * x * x)  # noqa: E731
+    return jax.lax.while_loop(lambda x: jnp.abs(x * x * x - a) > 1e-12 * a, step, a)
+
+
+mlp = jax.jit(jax.grad(mlp_loss, argnums=(0, 1, 2)))
+lse = jax.jit(jax.grad(lse_value))
+softplus = jax.jit(jax.grad(softplus_loss, argnums=(0, 1)))
+hvp = jax.jit(lambda x, v: jax.jvp(jax.grad(rosenbrock), (x,), (v,))[1])
+rk4 = jax.jit(jax.jacfwd(rk4_step))
+newton = jax.jit(jax.jacfwd(newton_root))
+"""
+
+#: each program's arguments (built from NumPy in the child)
+ARGUMENTS = {
+    "mlp": "rng.normal(size=(8, 3)), rng.normal(size=8), rng.normal(size=8), rng.normal(size=(16, 3)), "
+           "rng.normal(size=16)",
+    "lse": "rng.normal(size=10),",
+    "softplus": "0.3, -0.1, rng.normal(size=16), (rng.normal(size=16) > 0).astype(float)",
+    "hvp": "np.array([0.8, -0.3, 1.1, 0.5]), np.array([1.0, 2.0, -1.0, 0.5])",
+    "rk4": "np.array([1.0, 0.5]), 0.1",
+    "newton": "5.0,",
+}
+
+VERSUS = r"""
+import json, logging, sys, time
+engine, name, folder = sys.argv[1:4]
+sys.path.insert(0, folder)
+t0 = time.perf_counter()
+import numpy as np
+if engine == "ours":
+    from gpucompiler import jit
+    import grad_programs as P
+    stages = {}
+
+    class Stages(logging.Handler):
+        def emit(self, record):  # "<job>: stage <name> <ms> ms": summed over the gradient's nested jobs
+            _, stage, ms = record.args[:3]
+            stages[stage] = stages.get(stage, 0.0) + ms
+
+    logging.getLogger("gpucompiler.stages").addHandler(Stages())
+    logging.getLogger("gpucompiler.stages").setLevel(logging.INFO)
+    fn = jit(getattr(P, name), plugins=("enzyme",))
+    block = lambda r: r  # noqa: E731
+else:
+    import jax_programs as P
+    stages = {}
+    fn = getattr(P, name)
+    block = lambda r: __import__("jax").block_until_ready(r)  # noqa: E731
+rng = np.random.default_rng(0)
+args = (ARGS)
+t1 = time.perf_counter()
+c1 = time.process_time()
+out = block(fn(*args))
+c2 = time.process_time()
+t2 = time.perf_counter()
+flat = [float(v) for part in (out if isinstance(out, tuple) else (out,)) for v in np.ravel(np.asarray(part))]
+print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_ms": (t2 - t1) * 1e3, "cpu_ms": (c2 - c1) * 1e3,
+                  "values": flat, "stages_ms": stages}))
+"""
+
+
+def versus_jax(rounds: int) -> None:
+    """Each program's cold first call, ours and JAX's, in fresh processes alternated ``rounds`` times."""
+    import numpy as np
+
+    rows: dict[tuple[str, str], list[dict]] = {}
+    load = [os.getloadavg()[0]]
+    with tempfile.TemporaryDirectory() as tmp:
+        for fname, text in (("grad_programs.py", GRADIENTS), ("jax_programs.py", JAX_GRADIENTS)):
+            with open(os.path.join(tmp, fname), "w") as f:
+                f.write(text)
+        for r in range(rounds):
+            for name, arguments in ARGUMENTS.items():
+                for engine in ("ours", "jax"):
+                    env = {**os.environ, "GPUC_CACHE_DIR": os.path.join(tmp, f"cache-{r}-{name}"),
+                           "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join([ROOT, os.path.join(ROOT, "plugins")])}
+                    for var in ("GPUC_SERVICE_URL", "GPUC_CACHE_URL", "JAX_COMPILATION_CACHE_DIR"):
+                        env.pop(var, None)
+                    done = subprocess.run([sys.executable, "-c", VERSUS.replace("(ARGS)", f"({arguments})"), engine,
+                                           name, tmp], env=env, cwd=tmp, capture_output=True, text=True)
+                    if done.returncode != 0:
+                        raise RuntimeError(f"{engine} {name}: {done.stderr[-2000:]}")
+                    rows.setdefault((name, engine), []).append(json.loads(done.stdout.strip().splitlines()[-1]))
+    load.append(os.getloadavg()[0])
+    print(f"{rounds} rounds, fresh processes alternated (ours, JAX) per program; load average "
+          f"{load[0]:.1f} -> {load[1]:.1f}; medians, ms")
+    print("| program | ours: first call (CPU) | JAX: first call (CPU) | ours / JAX (wall) | same values |")
+    print("|---|---:|---:|---:|---|")
+    for name in ARGUMENTS:
+        ours, jax_rows = rows[(name, "ours")], rows[(name, "jax")]
+        same = all(np.allclose(a["values"], b["values"], rtol=1e-9, atol=1e-12) for a, b in zip(ours, jax_rows))
+        ratio = statistics.median(a["first_ms"] / b["first_ms"] for a, b in zip(ours, jax_rows))
+        print(f"| {name} | {statistics.median(o['first_ms'] for o in ours):.0f} "
+              f"({statistics.median(o['cpu_ms'] for o in ours):.0f}) | "
+              f"{statistics.median(j['first_ms'] for j in jax_rows):.0f} "
+              f"({statistics.median(j['cpu_ms'] for j in jax_rows):.0f}) | {ratio:.2f} | {'yes' if same else 'NO'} |")
+    print("\nour cold compile by stage (ms, summed over the gradient's jobs, median over rounds):")
+    for name in ARGUMENTS:
+        parts: dict[str, list[float]] = {}
+        for o in rows[(name, "ours")]:
+            for k, v in o["stages_ms"].items():
+                parts.setdefault(k, []).append(v)
+        med = sorted(((k, statistics.median(v)) for k, v in parts.items()), key=lambda kv: -kv[1])
+        print(f"  {name}: " + ", ".join(f"{k} {v:.0f}" for k, v in med if v >= 1))
+
+
 def run(tree: str, cache: str, *flags: str) -> dict:
     env = {**os.environ, "GPUC_CACHE_DIR": cache,
            "PYTHONPATH": os.pathsep.join([tree, os.path.join(tree, "plugins")])}
@@ -86,7 +349,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="a cached @jit gradient's first call in fresh processes")
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--tree", action="append", default=[], help="an older tree to alternate with")
+    parser.add_argument("--jax", action="store_true", help="six gradient programs' cold first calls next to JAX's")
     args = parser.parse_args()
+    if args.jax:
+        versus_jax(args.rounds)
+        return
     trees = [ROOT, *args.tree]
     with tempfile.TemporaryDirectory() as tmp:
         caches = {t: os.path.join(tmp, f"cache{k}") for k, t in enumerate(trees)}

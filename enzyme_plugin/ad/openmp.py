@@ -90,6 +90,8 @@ class _Model:
 
 
 _MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: per engine: name of a function a region calls that calls the runtime -> its model (:func:`_model_body`)
+_BODIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: per forward sweep: fork call -> (tape array, reverse wrapper, kinds, model)
 _FORKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -100,31 +102,57 @@ def model(engine, outlined: Function) -> _Model:
     cache = _MODELS.setdefault(engine, {})
     hit = cache.get(outlined.name)
     if hit is None:
-        hit = cache[outlined.name] = _make_model(engine.module, outlined)
+        hit = cache[outlined.name] = _make_model(outlined, _BODIES.setdefault(engine, {}))
     return hit
 
 
-def _make_model(module, outlined: Function) -> _Model:
-    for inst in outlined.instructions():
+def _make_model(outlined: Function, bodies: dict) -> _Model:
+    floats = [float_bits(a) for a in outlined.args[2:]]
+    name = outlined.name + ".gpuc.omp"
+    _check_runtime_calls(outlined)
+    clone = retyped_clone(outlined, name, [None, None, *floats]) if any(floats) else outlined.clone(name)
+    _model_body(clone, outlined, bodies)
+    return _Model(clone, floats)
+
+
+def _check_runtime_calls(fn: Function) -> None:
+    """A call of an OpenMP runtime function the model does not cover is an ADError naming the C line."""
+    for inst in fn.instructions():
         name = callee_name(inst) if inst.opcode in ("call", "invoke") else None
-        if name is None or name in _MODELED:
+        if name is None or name in _MODELED or not _declared(inst.callee):
             continue
         for prefix, advice in _ADVICE.items():
             if name.startswith(prefix):
-                raise unsupported(f"@{name} in an OpenMP parallel region: {advice}", inst, outlined)
+                raise unsupported(f"@{name} in an OpenMP parallel region: {advice}", inst, fn)
         if name.startswith(("__kmpc_", "omp_")):
             raise unsupported(f"@{name} in an OpenMP parallel region: the AD engine does not model this "
-                              "runtime call", inst, outlined)
-    floats = [float_bits(a) for a in outlined.args[2:]]
-    name = outlined.name + ".gpuc.omp"
-    clone = retyped_clone(outlined, name, [None, None, *floats]) if any(floats) else outlined.clone(name)
-    for inst in list(clone.instructions()):
+                              "runtime call", inst, fn)
+
+
+def _model_body(fn: Function, original: Function, models: dict) -> None:
+    """Reductions and critical sums of ``fn`` (a copy of ``original``) made atomic; a defined function it
+    calls that calls the runtime (clang -O0 -g outlines the body once more, into ``*_debug__``) is
+    called as its own model (``models``: original name -> model, made once)."""
+    models[original.name] = fn
+    for inst in list(fn.instructions()):
         which = callee_name(inst) if inst.opcode == "call" else None
+        callee = inst.callee
         if which == _REDUCE:
-            _atomic_reduction(inst, outlined)
+            _atomic_reduction(inst, original)
         elif which == _CRITICAL:
-            _atomic_critical(inst, outlined)
-    return _Model(clone, floats)
+            _atomic_critical(inst, original)
+        elif isinstance(callee, Function) and not callee.is_declaration and any(
+                (callee_name(i) or "").startswith("__kmpc_") for i in callee.instructions() if i.opcode == "call"):
+            model = models.get(callee.name)
+            if model is None:
+                _check_runtime_calls(callee)
+                model = callee.clone(callee.name + ".gpuc.omp")
+                _model_body(model, callee, models)
+            inst.set_operand(inst.operands.index(callee), model)
+
+
+def _declared(callee) -> bool:
+    return isinstance(callee, Function) and callee.is_declaration
 
 
 def _atomic_reduction(call, outlined) -> None:

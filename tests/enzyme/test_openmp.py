@@ -20,6 +20,7 @@ import enzyme_plugin
 from clang_levels import C_DIR, clang, compile_c, needs_clang
 from enzyme_plugin.cc import clang_ir
 from enzyme_plugin.cpipeline import differentiate_in_pipeline
+from gpucompiler.cli import main as gpuc
 from gpucompiler.llvm import parse
 from gpucompiler.runtime import CPULibrary
 
@@ -121,6 +122,28 @@ def test_parallel_gradient_matches_the_serial_build(route, name):
                                    err_msg=f"{name}, {route}, {threads} threads")
 
 
+@functools.cache
+def _lib_at(level: int):
+    """c/openmp.c with -g through the pipeline at ``level`` (at -O0 clang outlines each body once more, into
+    a ``*_debug__`` function the outlined one calls)."""
+    _omp()
+    text = clang_ir(C_DIR / "openmp.c", level, [f"-I{C_DIR}", "--target=x86_64-pc-linux-gnu", "-ffp-contract=off",
+                                                "-fopenmp"], debug=True)
+    return CPULibrary.from_ir(differentiate_in_pipeline(text, level))
+
+
+@pytest.mark.parametrize("level", [0, 1, 3])
+def test_gradients_through_the_pipeline_at_other_levels(level):
+    lib = _lib_at(level)
+    for name, n in sorted(CASES.items()):
+        x = _point(n)
+        _omp().omp_set_num_threads(2)
+        fd = _central_differences(lib, name, x)
+        for threads in (1, 4):
+            np.testing.assert_allclose(_gradient(lib, name, x, threads), fd, rtol=1e-6, atol=1e-7,
+                                       err_msg=f"{name}, -O{level}, {threads} threads")
+
+
 def test_the_reverse_is_a_parallel_region_with_atomic_adjoints():
     """The gradient of the collapsed nest forks twice (forward, then reverse with the forward's team size);
     the reverse body adds the adjoint of the shared column a[j] atomically."""
@@ -160,6 +183,30 @@ def test_vectors_of_adjoints_into_shared_memory_are_added_lane_by_lane_atomicall
     assert any(i.type.kind == "vector" for i in insts)  # the region is vectorized
     assert not [i for i in insts if i.opcode == "store" and i.value_operand.type.kind == "vector"]
     assert sum(i.opcode == "atomicrmw" for i in insts) >= 16
+
+
+DOCS = C_DIR.parents[2] / "docs" / "enzyme.md"
+
+
+def test_the_docs_example_runs_through_gpuc_cc(tmp_path):
+    """docs/enzyme.md's OpenMP example, compiled with the command the page gives (gpuc cc -O2 -fopenmp):
+    the gradient of a dot product at 1, 2 and 4 threads is (y, x)."""
+    text = DOCS.read_text()
+    section = text[text.index("## OpenMP parallel regions"):]
+    source = re.search(r"^```c\n(.*?)^```", section, re.S | re.M)
+    assert source is not None
+    (tmp_path / "dot.c").write_text(source.group(1))
+    assert gpuc(["cc", "-O2", "--clang-flag=-fopenmp", str(tmp_path / "dot.c"), "-o", str(tmp_path / "dot.ll")]) == 0
+    _omp()
+    lib = CPULibrary.from_ir((tmp_path / "dot.ll").read_text())
+    grad = lib.function("dot_grad", None, _P, _P, _P, _P, ctypes.c_int)
+    x, y = _point(50), np.linspace(-1.0, 2.0, 50)
+    for threads in THREADS:
+        _omp().omp_set_num_threads(threads)
+        dx, dy = np.zeros(50), np.zeros(50)
+        grad(_ptr(x), _ptr(dx), _ptr(y), _ptr(dy), 50)
+        np.testing.assert_allclose(dx, y, rtol=1e-15)
+        np.testing.assert_allclose(dy, x, rtol=1e-15)
 
 
 def _callee(inst) -> str:

@@ -260,19 +260,38 @@ def _pow_type(a, b):
     return t if t.kind == "f" else T.float64
 
 
+_LIKELY = [1 << 20, 1]
+
+
 @base.define(operator.pow, Number, Number, restype=_pow_type)
 def _pow(cg, args, argtypes, rt):
     a, b = (cg.cast(v, widen(t), rt) for v, t in zip(args, argtypes))
     e = argtypes[1]
     n = small_exponent(e.value) if isinstance(e, Const) else None
     if n is None:
-        r = exact_pow(cg, rt, [a, b])
-        ok = finite(cg, r)
-    else:  # multiplications (powers.py); ok: the compensated value is finite, so r is
-        r, ok = small_power(cg, a, n)
-    if cg.mod.math_errors:  # CPython's float_pow: r finite on the hot path, the rest cold
-        cg.check_cases(ok, lambda: _pow_cases(cg, rt, r, a, b, n is not None), math=True)
-    return r
+        r, ok, always = exact_pow(cg, rt, [a, b]), None, True
+    else:  # multiplications (powers.py)
+        r, ok, always = small_power(cg, a, n)
+    if always:
+        if cg.mod.math_errors:  # CPython's float_pow: r finite on the hot path, the rest cold
+            cg.check_cases(ok if ok is not None else finite(cg, r),
+                           lambda: _pow_cases(cg, rt, r, a, b, n is not None), math=True)
+        return r
+    # the products hold where ok does; elsewhere libm's pow as CPython calls it, on a cold path
+    B, hot = cg.b, cg.b.block
+    cold, done = cg.fn.append_basic_block("pow.cold"), cg.fn.append_basic_block("pow.done")
+    B.cbranch(ok, done, cold).set_weights(_LIKELY)
+    B.position_at_end(cold)
+    slow = exact_pow(cg, rt, [a, b])
+    if cg.mod.math_errors:
+        cg.check_cases(finite(cg, slow), lambda: _pow_cases(cg, rt, slow, a, b, True), math=True)
+    end = B.block
+    B.branch(done)
+    B.position_at_end(done)
+    value = B.phi(cg.ll(rt))
+    value.add_incoming(r, hot)
+    value.add_incoming(slow, end)
+    return value
 
 
 def _pow_cases(cg, rt, r, a, b, integral=False):
@@ -282,7 +301,7 @@ def _pow_cases(cg, rt, r, a, b, integral=False):
     is_nan = B.fcmp_unordered("uno", r, r)
     nan_in = B.or_(B.fcmp_unordered("uno", a, a), B.fcmp_unordered("uno", b, b))
     fails = B.or_(B.and_(is_nan, B.not_(nan_in)), B.and_(B.not_(is_nan), B.and_(finite(cg, a), finite(cg, b))))
-    fails = B.and_(B.not_(finite(cg, r)), fails)  # a small power's r may be finite here (powers.py)
+    fails = B.and_(B.not_(finite(cg, r)), fails)
     zero = B.fcmp_ordered("==", a, ir.Constant(r.type, 0.0))
     cases = [(B.and_(B.not_(is_nan), zero), "ZeroDivisionError", "0.0 cannot be raised to a negative power"),
              (B.not_(is_nan), "OverflowError", "(34, 'Numerical result out of range')")]

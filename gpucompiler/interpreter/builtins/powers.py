@@ -6,9 +6,12 @@ an FMA (``x * x`` as the unevaluated sum ``h + l``, exactly) and carry it
 through each product, so the result is rounded once, as a correctly
 rounded ``pow`` would round it; glibc's ``pow``, which CPython calls, is
 within 0.52 ulp and so differs from this in rare cases by one ulp (measured
-in docs/benchmarks.md "Integer powers"). Where the compensated value is not
-finite (an overflow, an infinite or NaN base) the plain product is the
-result, which has IEEE's inf/NaN/zero behaviour. Under ``fastmath`` every
+in docs/benchmarks.md "Integer powers"). The products are exact only while
+``|x| ** |n|`` stays well inside the normal range (``SAFE``): a zero,
+infinite or NaN base, an overflow, and a result or reciprocal near or
+below the subnormals (where a square already rounds, ``x ** -2`` was 4 ulp
+off near 2**1024 and ``x ** -8`` 0.0 for a subnormal result) are libm's
+``pow`` on a cold path, as CPython computes them. Under ``fastmath`` every
 power is the plain product chain (LLVM's and Numba's ``afn`` rewriting).
 """
 
@@ -21,6 +24,9 @@ from .floatint import finite
 
 #: the exponents that compile to multiplications (beyond them: ``pow``)
 SMALL = 8
+#: float bits -> the log2 bound on ``|x| ** |n|`` within which the compensated products are exact (an
+#: FMA's error of a product above 2**-960 is a normal double) and a reciprocal stays normal
+SAFE = {32: 100, 64: 960}
 
 
 def small_exponent(value) -> int | None:
@@ -80,16 +86,19 @@ def _compensated(cg, x, n: int):
 
 
 def small_power(cg, x, n: int):
-    """``x ** n`` (``n`` from :func:`small_exponent`), in ``x``'s float type, and whether it is
-    finite (an ``i1``: the hot path's check of the Python error model)."""
+    """``x ** n`` (``n`` from :func:`small_exponent`), in ``x``'s float type, as ``(r, ok, always)``:
+    ``always`` (a Python bool): ``r`` is the value for every ``x`` and ``ok`` (an ``i1``) says it is
+    finite (the Python error model's check); otherwise ``r`` is the value where ``ok`` holds, and
+    elsewhere the caller computes libm's ``pow`` (on a cold path: ``ok`` holds for every ``x`` whose
+    power is neither tiny nor huge)."""
     b, one = cg.b, ir.Constant(x.type, 1.0)
     if n == 0:
-        return one, ir.Constant(ir.IntType(1), 1)  # CPython: x ** 0 is 1.0 for every x, NaN included
+        return one, ir.Constant(ir.IntType(1), 1), True  # CPython: x ** 0 is 1.0 for every x, NaN included
     plain = _plain(b, x, abs(n))
     if n < 0:
         plain = b.fdiv(one, plain)
-    if n in (1, 2, -1) or cg.mod.fastmath:
-        return plain, finite(cg, plain)
+    if n in (1, 2, -1) or cg.mod.fastmath:  # one correctly rounded operation (or afn's products)
+        return plain, finite(cg, plain), True
     h, low = _compensated(cg, x, abs(n))
     if n > 0:
         r = b.fadd(h, low)
@@ -98,6 +107,9 @@ def small_power(cg, x, n: int):
         t = cg.call_intrinsic("llvm.fma", _ftype(x), [b.fneg(r0), h, one])
         err = b.fsub(t, b.fmul(r0, low))
         r = cg.call_intrinsic("llvm.fma", _ftype(x), [r0, err, r0])
-    r = cg.call_intrinsic("llvm.copysign", _ftype(x), [r, plain])  # (-0.0) ** 3 is -0.0: plain's sign
-    ok = finite(cg, r)
-    return b.select(ok, r, plain), ok
+    bound = SAFE[64 if _ftype(x) == T.float64 else 32]
+    size = cg.call_intrinsic("llvm.fabs", _ftype(x), [h])
+    ok = b.fcmp_ordered(">=", size, ir.Constant(x.type, 2.0 ** -bound))  # false for a zero or NaN base
+    # below the top: a finite positive power, a reciprocal that stays normal
+    top = finite(cg, r) if n > 0 else b.fcmp_ordered("<=", size, ir.Constant(x.type, 2.0 ** bound))
+    return r, b.and_(ok, top), False

@@ -1,4 +1,4 @@
-"""OpenMP parallel regions in reverse mode, as Enzyme differentiates them.
+"""OpenMP parallel regions in reverse and forward mode, as Enzyme differentiates them.
 
 clang outlines the body of ``#pragma omp parallel for`` into ``@f.omp_outlined(ptr gtid, ptr btid,
 captured...)`` and calls ``__kmpc_fork_call(loc, n, @f.omp_outlined, captured...)``; the body takes its
@@ -17,7 +17,8 @@ runtime's atomic branch (each thread ``atomicrmw fadd`` its partial sum into ``s
 every thread the adjoint of ``s``), and a ``critical`` section that is ``s += v`` of one float becomes
 ``atomicrmw fadd``. Whatever else the runtime is asked for in a differentiated region (dynamic or guided
 schedules, tasks, ``single``/``master``, nested regions, the thread number, a ``num_threads`` clause) is
-an :class:`ADError` naming the C line. A barrier is kept, and mirrored in the reverse.
+an :class:`ADError` naming the C line, as is batch (vector) mode. A barrier is kept, and mirrored in the
+reverse. Forward mode forks the model's forward derivative (tangents travel with the values; no tape).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import attrs
 from gpucompiler.llvm import Builder, Function, Instruction, const_int, types as T
 
 from .analysis import CONST, DUP, OUT, callee_name
-from .emit import declare, is_float_like
+from .emit import declare, is_float_like, zero
 from .errors import unsupported
 from .floatbits import float_bits, retyped_clone
 from .gpu import atomic_fadd
@@ -212,11 +213,14 @@ def forward(s, inst) -> None:
     outlined = inst.args[2]
     if not isinstance(outlined, Function) or outlined.is_declaration:
         raise unsupported("a parallel region whose outlined body is not a function of the module", inst, s.fn)
-    if s.tangents or s.width > 1:
-        raise unsupported("forward and batch mode through an OpenMP parallel region are not implemented: "
-                          "differentiate it in reverse mode (__enzyme_autodiff)", inst, s.fn)
+    if s.width > 1:
+        raise unsupported("batch mode through an OpenMP parallel region is not implemented: differentiate it "
+                          "with width 1", inst, s.fn)
     _refuse_num_threads(inst, s.fn)
     m = model(s.engine, outlined)
+    if s.tangents:
+        _forward_mode(s, inst, m)
+        return
     kinds = [CONST, CONST]
     for a, f in zip(inst.args[3:], m.floats):
         if f is not None:
@@ -248,6 +252,33 @@ def forward(s, inst) -> None:
     s.vmap[inst] = _fork(b, module, args)
     copy.erase()
     _FORKS.setdefault(s, {})[inst] = (tapes, rev_w, kinds)
+
+
+def _forward_mode(s, inst, m: _Model) -> None:
+    """Forward mode: the fork of the model's forward derivative replaces the copied one (no tape: each
+    thread's tangents are complete when its chunk is)."""
+    act, b = s.act, s.b
+    kinds = [CONST, CONST]
+    args = [s.val(inst.args[0]), None, None]
+    for a, f in zip(inst.args[3:], m.floats):
+        src = _float_source(a, act)
+        args.append(s.val(a))
+        if f is not None and src is not None:
+            kinds.append(DUP)
+            t = s.tangent(src)
+            args.append(b.bitcast(t if t is not None else zero(src.type), a.type))
+        elif src is not None or (f is None and a in act.active):
+            raise unsupported("the bits of an active float captured by a parallel region that uses them as an "
+                              "integer (not only as a float)", inst, s.fn)
+        elif f is None and a in act.shadowed and _holds_shadowed_pointers(a, act, s.fn):
+            kinds.append(DUP)
+            args.append(s.shadow(a, inst))
+        else:
+            kinds.append(CONST)
+    args[2] = _forward_wrapper(s.engine, s.engine.forward_fn(m.fn, kinds), m, kinds)
+    copy = s.vmap[inst]
+    s.vmap[inst] = _fork(b, s.engine.module, args)
+    copy.erase()
 
 
 def reverse(r, inst) -> None:
@@ -313,6 +344,37 @@ def _fork(b, module, args):
     fork = declare(module, FORK, T.function(T.void, [T.ptr(), T.i32, T.ptr()], vararg=True))
     args[1] = const_int(T.i32, len(args) - 3)
     return b.call(fork, args)
+
+
+def _forward_wrapper(engine, target, m: _Model, kinds) -> Function:
+    """The outlined function a fork of forward mode calls: ``(gtid, btid, captured and tangents)`` -> ``target``
+    (the model's forward derivative; a firstprivate float's tangent comes as bits too)."""
+    module = engine.module
+    name = f"{target.name}.omp"
+    have = module.functions.get(name)
+    if have is not None:
+        return have
+    params: list[T.Type] = [T.ptr(), T.ptr()]
+    for a, k, f in zip(m.fn.args[2:], kinds[2:], m.floats):
+        t = T.int_type(_bits(f)) if f is not None else a.type
+        params += [t, t] if k == DUP else [t]
+    fn = Function(name, T.function(T.void, params), prefix="internal")
+    module.add_function(fn)
+    b = Builder(fn.append_block("entry"))
+    args: list = []
+    for v, f in zip(fn.args, [None, None, *_with_shadows(m.floats, kinds[2:])]):
+        args.append(b.bitcast(v, f) if f is not None else v)
+    b.call(target, args)
+    b.ret()
+    return fn
+
+
+def _with_shadows(floats, kinds) -> list:
+    """``floats`` with each entry repeated for the shadow (tangent) a ``DUP`` kind adds."""
+    out = []
+    for f, k in zip(floats, kinds):
+        out += [f, f] if k == DUP else [f]
+    return out
 
 
 def _wrapper(engine, target, m: _Model, kinds, reverse: bool) -> Function:

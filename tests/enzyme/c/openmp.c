@@ -232,3 +232,34 @@ void shared_grad(double *x, double *dx, int n) {
   dx[0] += __enzyme_autodiff((void *)omp_shared_outer, enzyme_out, x[0], enzyme_dup, x + 1, dx + 1, enzyme_dup, y, dy,
                              enzyme_const, n - 1);
 }
+
+/* forward mode: NAME_fwd(x, v, n) is the derivative of NAME_primal along v */
+double scale_fwd(double *x, double *v, int n) {
+  double y[N_MAX], dy[N_MAX], s = 0.0;
+  __enzyme_fwddiff_void((void *)omp_scale, enzyme_dup, x, v, enzyme_dup, y, dy, enzyme_const, n);
+  for (int i = 0; i < n; i++) s += (i + 1) * dy[i];
+  return s;
+}
+double dot_fwd(double *x, double *v, int n) {
+  return __enzyme_fwddiff((void *)omp_dot, enzyme_dup, x, v, enzyme_dup, x + n / 2, v + n / 2, enzyme_const, n / 2);
+}
+double axpy_fwd(double *x, double *v, int n) {
+  double y[N_MAX], dy[N_MAX], s = 0.0;
+  for (int i = 0; i < n - 1; i++) {
+    y[i] = x[i + 1] - 0.5;
+    dy[i] = v[i + 1];
+  }
+  __enzyme_fwddiff_void((void *)omp_axpy, enzyme_dup, x[0], v[0], enzyme_dup, x + 1, v + 1, enzyme_dup, y, dy,
+                        enzyme_const, n - 1);
+  for (int i = 0; i < n - 1; i++) s += (i + 2) * dy[i];
+  return s;
+}
+double critical_fwd(double *x, double *v, int n) {
+  return __enzyme_fwddiff((void *)omp_critical_sum, enzyme_dup, x, v, enzyme_const, n);
+}
+double barrier_fwd(double *x, double *v, int n) {
+  double y[N_MAX], dy[N_MAX], z[N_MAX], dz[N_MAX], s = 0.0;
+  __enzyme_fwddiff_void((void *)omp_two_loops, enzyme_dup, x, v, enzyme_dup, y, dy, enzyme_dup, z, dz, enzyme_const, n);
+  for (int i = 0; i < n; i++) s += (i % 4 + 1) * dz[i];
+  return s;
+}

@@ -49,7 +49,8 @@ void region(const double *x, double *y, int n) {
     y[i] = x[i] * x[i];
   }
 }
-#elif CASE == 7 /* forward mode (below) */
+#elif CASE == 7 /* vector (batch) forward mode, below */
+int enzyme_width;
 void region(const double *x, double *y, int n) {
 #pragma omp parallel for
   for (int i = 0; i < n; i++) y[i] = x[i] * x[i];
@@ -58,7 +59,8 @@ void region(const double *x, double *y, int n) {
 
 void region_grad(double *x, double *dx, double *y, double *dy, int n) {
 #if CASE == 7
-  __enzyme_fwddiff_void((void *)region, enzyme_dup, x, dx, enzyme_dup, y, dy, enzyme_const, n);
+  __enzyme_fwddiff_void((void *)region, enzyme_width, 2, enzyme_dup, x, dx, dx + n, enzyme_dup, y, dy, dy + n,
+                        enzyme_const, n);
 #else
   __enzyme_autodiff_void((void *)region, enzyme_dup, x, dx, enzyme_dup, y, dy, enzyme_const, n);
 #endif

@@ -17,6 +17,9 @@ the pure-Python work the main thread gets done meanwhile against the same loop b
 run without it). Both processes then time ``loop20(2_000_000, 1.5)`` (median of 5): the run
 time after the tier-up against the untiered one's, and the quick code's own. Prints medians over
 rounds and the ratios to Numba's compile; writes ``benchmarks/results/compile_floor.json``.
+
+``--levels``: instead, the first call of ``loop20``, ``stencil`` and ``primes`` compiled at O0, O1
+and O2 (``tier=False``), a fresh process each, ``--rounds`` rounds: which level the quick tier uses.
 """
 
 from __future__ import annotations
@@ -114,6 +117,41 @@ print(json.dumps({{"compile": (time.thread_time() - c0) * 1e3}}))
 """
 
 
+_LEVEL = """
+import json, sys, time
+sys.path.insert(0, {here!r})
+import numpy as np
+from gpucompiler import jit
+import frontend_kernels as K
+
+def warm(a, b):
+    return a * b - 1
+
+name, level = sys.argv[1], int(sys.argv[2])
+jit(warm, opt_level=level, tier=False)(2, 3)
+args = {{"loop20": (100, 1.5), "stencil": (np.ones((10, 10)), np.zeros((10, 10))), "primes": (100,)}}[name]
+f = jit(getattr(K, name), opt_level=level, tier=False)
+c0 = time.thread_time()
+f(*args)
+print(json.dumps({{"compile": (time.thread_time() - c0) * 1e3}}))
+"""
+
+
+def levels(script: str, rounds: int) -> None:
+    """Each function's first call at O0, O1 and O2 (main thread's CPU), medians over ``rounds``."""
+    rows: dict[tuple[str, int], list[float]] = {}
+    load = [os.getloadavg()[0]]
+    for _ in range(rounds):
+        for name in ("loop20", "stencil", "primes"):
+            for level in (0, 1, 2):
+                rows.setdefault((name, level), []).append(_run(script, name, str(level))["compile"])
+    load.append(os.getloadavg()[0])
+    print(f"{rounds} rounds; load average {load[0]:.1f} -> {load[1]:.1f}; first call, ms of the main thread's CPU")
+    print("| function | O0 | O1 | O2 |\n|---|---:|---:|---:|")
+    for name in ("loop20", "stencil", "primes"):
+        print(f"| `{name}` | " + " | ".join(f"{statistics.median(rows[(name, lv)]):.1f}" for lv in (0, 1, 2)) + " |")
+
+
 def _run(script: str, *args: str) -> dict[str, Any]:
     env = dict(os.environ, GPUC_CACHE="off", OPENBLAS_NUM_THREADS="1", NUMBA_DISABLE_CACHE="1", GPUC_TIER="on")
     out = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, env=env)
@@ -126,7 +164,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--json", default=os.path.join(HERE, "results", "compile_floor.json"))
+    ap.add_argument("--levels", action="store_true", help="the first call at O0, O1 and O2 instead")
     opts = ap.parse_args()
+    if opts.levels:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "floor_levels.py")
+            with open(path, "w") as f:
+                f.write(_LEVEL.format(here=HERE))
+            levels(path, opts.rounds)
+        return
     load = [os.getloadavg()[0]]
     ours: list[dict[str, Any]] = []
     tiered: list[dict[str, Any]] = []

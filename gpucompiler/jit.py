@@ -69,8 +69,9 @@ _BY_REPR = {repr(t): t for t in (*_CTYPES, T.none)}  # return types a dependency
 #: the optimisation level of a tiered first compile's quick code: at O0 the first call of a loop
 #: function waits about half as long as at O1 or O2 (docs/benchmarks.md, "Tiered first compiles")
 QUICK_LEVEL = 0
-#: ``@jit`` compiles run one at a time in a process (the callers' and the tier-up threads'); a fork
-#: waits for the one under way, so that a child never inherits the lock held
+#: ``@jit`` compiles (and the inspection methods' inference and compiles) run one at a time in a process,
+#: the callers' and the tier-up threads'; a fork waits for the one under way, so that a child never
+#: inherits the lock held
 _COMPILING = threading.RLock()
 os.register_at_fork(before=_COMPILING.acquire, after_in_parent=_COMPILING.release,
                     after_in_child=_COMPILING.release)
@@ -310,7 +311,8 @@ class Dispatcher:
         from .targets.native import NativeTarget
 
         try:
-            return widen(self._spec(argtypes).infer(NativeTarget(), self.plugins, True)[1].rettype)
+            with _COMPILING:
+                return widen(self._spec(argtypes).infer(NativeTarget(), self.plugins, True)[1].rettype)
         except GPUCompilerError as exc:
             raise for_user(exc, debug_tracebacks())
 
@@ -560,7 +562,8 @@ class Dispatcher:
         from .source.spec import FunctionSpec
         from .targets.native import NativeTarget
 
-        interp, frame = FunctionSpec(self.py_func, argtypes).infer(NativeTarget(), self.plugins, True)
+        with _COMPILING:
+            interp, frame = FunctionSpec(self.py_func, argtypes).infer(NativeTarget(), self.plugins, True)
         frames = [frame] + [f for f in interp.done.values() if f is not frame]
         out = []
         for f in frames:
@@ -581,7 +584,8 @@ class Dispatcher:
     def _emit(self, kind, argtypes) -> str:
         from . import pipeline
 
-        text = pipeline.compile(self._job(tuple(argtypes)), emit=(kind,)).artifacts[kind]
+        with _COMPILING:
+            text = pipeline.compile(self._job(tuple(argtypes)), emit=(kind,)).artifacts[kind]
         assert isinstance(text, str), f"{kind} is text"
         return text
 
@@ -605,7 +609,8 @@ class Dispatcher:
 
         job = self._job(self._argtypes(argtypes))
         with tempfile.TemporaryDirectory() as tmp:
-            pipeline.compile(job, emit=(), settings=CompileSettings(dump_dir=Path(tmp)))
+            with _COMPILING:
+                pipeline.compile(job, emit=(), settings=CompileSettings(dump_dir=Path(tmp)))
             name = re.sub(r"[^\w.-]", "_", job.name)
             return (Path(tmp) / f"{name}.{STAGE_INDEX[stage]:02d}.{stage}.after.ll").read_text()
 

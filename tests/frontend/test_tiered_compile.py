@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from gpucompiler import jit
+from gpucompiler import types as gpuc_types
 from gpucompiler.cached import memory_cache
 from gpucompiler.errors import ConfigError, TypeInferenceError
 
@@ -383,6 +384,20 @@ def test_a_tier_up_that_fails_keeps_the_quick_code(held, caplog):
             held.acquire()
     assert "the quick code stays" in caplog.text and entry.full is None
     assert f(11, 0.5).hex() == series(11, 0.5).hex() and level(f) == J.QUICK_LEVEL
+
+
+def test_inspecting_during_a_tier_up(held):
+    f = jit(series, cache=False)
+    assert f(6, 0.25) == series(6, 0.25)
+    held.release()  # the tier-up compiles while this thread infers and compiles for inspection
+    try:
+        for _ in range(3):
+            assert repr(f.result_type(gpuc_types.int64, gpuc_types.float64)) == "float64"
+            assert "define" in f.inspect_llvm(gpuc_types.int64, gpuc_types.float64)
+        assert f.wait_tier_up(120)
+    finally:
+        held.acquire()
+    assert level(f) == 2 and f(6, 0.25).hex() == series(6, 0.25).hex()
 
 
 def test_small_arguments():

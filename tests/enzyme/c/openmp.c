@@ -263,3 +263,12 @@ double barrier_fwd(double *x, double *v, int n) {
   for (int i = 0; i < n; i++) s += (i % 4 + 1) * dz[i];
   return s;
 }
+
+/* split mode: __enzyme_augmentfwd forks the forward, __enzyme_reverse the reverse, the tape between them */
+double split_primal(double *x, int n) { return scale_primal(x, n); }
+void split_grad(double *x, double *dx, int n) {
+  double y[N_MAX], dy[N_MAX];
+  for (int i = 0; i < n; i++) dy[i] = i + 1;
+  void *tape = __enzyme_augmentfwd((void *)omp_scale, enzyme_dup, x, dx, enzyme_dup, y, dy, enzyme_const, n);
+  __enzyme_reverse((void *)omp_scale, enzyme_dup, x, dx, enzyme_dup, y, dy, enzyme_const, n, tape);
+}

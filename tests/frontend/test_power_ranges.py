@@ -115,3 +115,25 @@ def test_in_a_loop_the_error_comes_at_its_element(tmp_path):
         jit(squares_of_cubes)(a, out)
     np.testing.assert_array_equal(out, [8.0, 1e-110 ** 3, 0.0, 27.0, 0.0, 0.0])
     assert math.copysign(1.0, out[2]) == -1.0
+
+
+@pytest.mark.parametrize("n", (-8, -3, -2, 3, 4, 8))
+def test_float32_edges_within_an_ulp_of_numpy(n, tmp_path):
+    """float32 powers have their own range (powers.SAFE): NumPy's float32 power, within an ulp."""
+    _, f, _ = _compiled(n, tmp_path, error_model="numpy")
+    bad = []
+    with np.errstate(all="ignore"):
+        for k in (128, 100, -100, -126, -140, -149):
+            if abs(k / n) >= 127:
+                continue
+            x = np.float32(2.0 ** (k / n))
+            for _ in range(20):
+                x = np.nextafter(x, np.float32(0.0))
+            for _ in range(40):
+                want, got = np.float32(x) ** np.float32(n), f(x)
+                ok = (np.isnan(want) and np.isnan(got)) or want == got or (
+                    np.isfinite(want) and abs(np.float32(got) - want) <= np.spacing(np.abs(want)))
+                if not ok:
+                    bad.append((float(x), got, want))
+                x = np.nextafter(x, np.float32(np.inf))
+    assert not bad, bad[:5]

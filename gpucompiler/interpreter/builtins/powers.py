@@ -17,6 +17,8 @@ power is the plain product chain (LLVM's and Numba's ``afn`` rewriting).
 
 from __future__ import annotations
 
+import struct
+
 from llvmlite import ir
 
 from ... import types as T
@@ -107,9 +109,25 @@ def small_power(cg, x, n: int):
         t = cg.call_intrinsic("llvm.fma", _ftype(x), [b.fneg(r0), h, one])
         err = b.fsub(t, b.fmul(r0, low))
         r = cg.call_intrinsic("llvm.fma", _ftype(x), [r0, err, r0])
-    bound = SAFE[64 if _ftype(x) == T.float64 else 32]
-    size = cg.call_intrinsic("llvm.fabs", _ftype(x), [h])
-    ok = b.fcmp_ordered(">=", size, ir.Constant(x.type, 2.0 ** -bound))  # false for a zero or NaN base
-    # below the top: a finite positive power, a reciprocal that stays normal
-    top = finite(cg, r) if n > 0 else b.fcmp_ordered("<=", size, ir.Constant(x.type, 2.0 ** bound))
-    return r, b.and_(ok, top), False
+    return r, _in_range(cg, h), False
+
+
+def _in_range(cg, h):
+    """``2**-SAFE <= |h| <= 2**SAFE`` (false for a zero, an infinity, NaN): one unsigned comparison of
+    the bits shifted past the sign; in differentiated code (whose AD refuses an active float's bits
+    as an integer) two float comparisons."""
+    b, bits = cg.b, 64 if isinstance(h.type, ir.DoubleType) else 32
+    if cg.mod.error_slot:
+        size = cg.call_intrinsic("llvm.fabs", _ftype(h), [h])
+        return b.and_(b.fcmp_ordered(">=", size, ir.Constant(h.type, 2.0 ** -SAFE[bits])),
+                      b.fcmp_ordered("<=", size, ir.Constant(h.type, 2.0 ** SAFE[bits])))
+    word = ir.IntType(bits)
+    fmt = "<d" if bits == 64 else "<f"
+    code = "<q" if bits == 64 else "<i"
+
+    def shifted(v: float) -> int:
+        return struct.unpack(code, struct.pack(fmt, v))[0] << 1
+
+    lo, hi = shifted(2.0 ** -SAFE[bits]), shifted(2.0 ** SAFE[bits])
+    offset = b.sub(b.shl(b.bitcast(h, word), ir.Constant(word, 1)), ir.Constant(word, lo))
+    return b.icmp_unsigned("<=", offset, ir.Constant(word, hi - lo))

@@ -422,8 +422,11 @@ class Dispatcher:
             return self._compiled(spec, job, argtypes, cache, compiler=_not_cached)[0]  # the full level, cached
         except _NotCached:
             pass
-        quick, result = self._compiled(spec, CompilerJob(spec, attrs.evolve(config, opt_level=QUICK_LEVEL)),
-                                       argtypes, cache)
+        try:
+            quick, result = self._compiled(spec, CompilerJob(spec, attrs.evolve(config, opt_level=QUICK_LEVEL)),
+                                           argtypes, cache)
+        except GPUCompilerError:  # the full level's compile says what is wrong, if anything
+            return self._compiled(spec, job, argtypes, cache)[0]
         symbols = result.meta.get("symbols")
         called = {row[0] for row in symbols} if symbols else set(result.module.function_names())
         if not maths.isdisjoint(called):  # a callee's math call: the full level's bits may differ

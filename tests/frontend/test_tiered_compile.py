@@ -208,14 +208,15 @@ _TWO_PROCESSES = textwrap.dedent("""
             on_disk.append(disk.compile(e.job, ("obj",), compiler=J._not_cached).job.config.opt_level)
         except (J._NotCached, AttributeError):
             pass
+    from gpucompiler.identity.keys import code_digest
     print(json.dumps({"value": value.hex(), "first": first, "after": [level(f), f.last_compile.tier],
                       "tiered": tiered, "pending": entry.tier_up is not None, "stats": stats,
-                      "on_disk": on_disk}))
+                      "on_disk": on_disk, "compiler": code_digest("gpucompiler")}))
 """)
 
 
-def _fresh(tmp_path, **env) -> dict:
-    environ = {**os.environ, "GPUC_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": ROOT, **env}
+def _fresh(cache, **env) -> dict:
+    environ = {**os.environ, "GPUC_CACHE_DIR": str(cache), "PYTHONPATH": ROOT, **env}
     environ.pop("GPUC_SERVICE_URL", None)
     environ.pop("GPUC_CACHE_URL", None)
     done = subprocess.run([sys.executable, "-c", _TWO_PROCESSES, ROOT], env=environ, capture_output=True, text=True,
@@ -225,14 +226,17 @@ def _fresh(tmp_path, **env) -> dict:
 
 
 def test_the_cache_holds_both_tiers_and_a_fresh_process_runs_the_full_one(tmp_path):
-    cold = _fresh(tmp_path)
+    for attempt in range(3):  # again when the compiler's own source (part of every key) was edited meanwhile
+        cold = _fresh(tmp_path / str(attempt))
+        warm = _fresh(tmp_path / str(attempt))
+        if warm["compiler"] == cold["compiler"]:
+            break
     assert cold["first"] == [J.QUICK_LEVEL, "compiled"] and cold["after"] == [2, "compiled"] and cold["tiered"]
     assert cold["on_disk"] == [J.QUICK_LEVEL, 2]  # both tiers' code, read back by a new cache
-    warm = _fresh(tmp_path)
     # the full level from the disk: no compile at all (the quick level is not compiled, nor looked up)
     assert warm["first"] == [2, "disk"] and not warm["pending"] and "compile" not in warm["stats"]
     assert warm["value"] == cold["value"]
-    quick = _fresh(tmp_path, GPUC_TIER="off")
+    quick = _fresh(tmp_path / str(attempt), GPUC_TIER="off")
     assert quick["first"] == [2, "disk"]
 
 
@@ -384,6 +388,15 @@ def test_a_tier_up_that_fails_keeps_the_quick_code(held, caplog):
             held.acquire()
     assert "the quick code stays" in caplog.text and entry.full is None
     assert f(11, 0.5).hex() == series(11, 0.5).hex() and level(f) == J.QUICK_LEVEL
+
+
+def test_a_quick_compile_that_fails_leaves_the_full_level_to_decide(monkeypatch):
+    monkeypatch.setattr(J, "QUICK_LEVEL", -1)  # not a level: the quick job's config is a ConfigError
+    f = jit(series, cache=False)
+    assert f(7, 0.5) == series(7, 0.5) and level(f) == 2
+    assert all(e.tier_up is None for e in f._entries.values())
+    with pytest.raises(TypeInferenceError):
+        jit(bad, cache=False)(3)
 
 
 def test_inspecting_during_a_tier_up(held):

@@ -137,6 +137,30 @@ def test_many_threads_calling_during_the_swap_all_get_the_same_bits(held):
     assert level(f) == 2 and entry.tier_up is None and type(f).__call__ is entry.fast  # the full level's
 
 
+def test_a_call_running_the_quick_code_during_the_swap_finishes(held):
+    f = jit(series, nogil=True, cache=False)  # its calls release the GIL: the swap may run beside one
+    assert f(3, 0.5) == series(3, 0.5) and level(f) == J.QUICK_LEVEL
+    quick = next(iter(f._entries.values()))
+    n, x = 20_000_000, 1.0 - 1e-9
+    want = jit(series, tier=False, cache=False)(n, x)
+    began, out = threading.Event(), []
+
+    def long_call():
+        began.set()
+        out.append(quick.call(n, x))  # the quick code, called directly
+
+    worker = threading.Thread(target=long_call)
+    worker.start()
+    began.wait()
+    held.release()
+    try:
+        assert f.wait_tier_up(120)  # usually while the long call still runs (its GIL released)
+        worker.join(120)
+    finally:
+        held.acquire()
+    assert out and out[0].hex() == want.hex() and f(n, x).hex() == want.hex()
+
+
 @pytest.mark.parametrize("opt", [0, 1])
 def test_the_fuzzers_programs_give_the_same_bits_at_each_level(opt):
     """The differential fuzzer's programs (scalars, and NumPy array programs) at O0 or O1 against O2,

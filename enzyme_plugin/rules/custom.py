@@ -230,7 +230,9 @@ def _flat_function(cg, name, params, ret, target, argtypes, shadows, shadowed_sc
         return fn
     args = list(fn.args)
     vals = _unflatten(b, argtypes, args[:len(args) - extra], shadows, shadowed_scalars) + args[len(args) - extra:]
-    out = b.call(target, vals)
+    # not inlined: the rebuilt arrays stay whole, so no shape or stride of them is a dead parameter that
+    # the optimiser turns into poison at the calls (the reverse rule's tape copies the operands by them)
+    out = b.call(target, vals, attrs=("noinline",))
     b.ret_void() if isinstance(ret, ir.VoidType) else b.ret(out)
     return fn
 
@@ -250,9 +252,8 @@ def _lower_flat(cg, f_ll, argtypes, ret, vals, fwd, rev):
         params = [p for t in argtypes for p in _flat_types(t, isinstance(t, T.ArrayType))]
         user = cg.mod.function_for(rev, plain=True)
         dret = [rty] if _is_float(ret) else []
-        reverse = _flat_function(cg, f"{flat.name}.reverse", params + dret, user.function_type.return_type, user,
-                                 argtypes, True, False, extra=len(dret))
-        augment = _flat_function(cg, f"{flat.name}.augment", params, ir.VoidType(), None, argtypes, True, False)
+        reverse = _saved_reverse(cg, f"{flat.name}.reverse", params + dret, user, argtypes, len(dret))
+        augment = _saving_augment(cg, f"{flat.name}.augment", params, argtypes)
         _register_global(cg, "gradient", flat, [flat, augment, reverse])
     args = []
     for v, t in zip(vals, argtypes):
@@ -262,6 +263,101 @@ def _lower_flat(cg, f_ll, argtypes, ret, vals, fwd, rev):
         else:
             args.append(v)
     return cg.b.call(flat, args)
+
+
+# -- the reverse rule reads the array operands as they were at the call --------------------------------
+# The reverse sweep runs after the rest of the function: an operand may have been written since, or (a
+# temporary) freed. The augmented forward copies each array operand's bytes (the span its strides reach)
+# into a block of its own and hands the table of blocks to the engine as the rule's tape; the reverse
+# wrapper gives the user's rule arrays over those copies (the shadows are the arguments' own) and frees
+# them after it.
+def _libc(mod, name: str, ret, params) -> ir.Function:
+    fn = mod.globals.get(name)
+    return fn if fn is not None else ir.Function(mod, ir.FunctionType(ret, params), name=name)
+
+
+def _array_params(argtypes, params):
+    """``(argument type, data pointer, [shape..., strides...])`` of each array among flat ``params`` (with
+    shadows: a shadow pointer after each data pointer)."""
+    it, out = iter(params), []
+    for t in argtypes:
+        if isinstance(t, T.ArrayType):
+            data = next(it)
+            next(it)  # its shadow
+            out.append((t, data, [next(it) for _ in range(2 * t.ndim)]))
+        else:
+            next(it)
+    return out
+
+
+def _span(b, t, dims):
+    """``(low, bytes)``: the byte offset of the lowest element an array reaches from its data pointer
+    (strides may be negative) and the bytes from there to the end of its highest element; 0 bytes when
+    it has no element."""
+    zero = ir.Constant(_I64, 0)
+    low, high, empty = zero, ir.Constant(_I64, t.dtype.itemsize), ir.Constant(ir.IntType(1), 0)
+    for k in range(t.ndim):
+        n, stride = dims[k], dims[t.ndim + k]
+        empty = b.or_(empty, b.icmp_signed("<=", n, zero))
+        reach = b.mul(b.sub(n, ir.Constant(_I64, 1)), stride)
+        neg = b.icmp_signed("<", reach, zero)
+        low = b.add(low, b.select(neg, reach, zero))
+        high = b.add(high, b.select(neg, zero, reach))
+    return low, b.select(empty, zero, b.sub(high, low))
+
+
+def _saving_augment(cg, name, params, argtypes):
+    """The augmented forward of a reverse rule with array operands: copies of the operands, as its tape."""
+    mod = cg.mod.module
+    fn = mod.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(mod, ir.FunctionType(PTR, params), name=name)
+    fn.linkage = "internal"
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    arrays = _array_params(argtypes, list(fn.args))
+    malloc = _libc(mod, "malloc", PTR, [_I64])
+    memcpy = _libc(mod, "memcpy", PTR, [PTR, PTR, _I64])
+    table = b.call(malloc, [ir.Constant(_I64, 8 * len(arrays))])
+    for k, (t, data, dims) in enumerate(arrays):
+        low, nbytes = _span(b, t, dims)
+        block = b.call(malloc, [b.add(nbytes, ir.Constant(_I64, 1))])  # 1 byte more: never malloc(0)
+        b.call(memcpy, [block, b.gep(data, [low], source_etype=ir.IntType(8)), nbytes])
+        b.store(block, b.gep(table, [ir.Constant(_I64, k)], source_etype=PTR))
+    b.ret(table)
+    return fn
+
+
+def _saved_reverse(cg, name, params, user, argtypes, extra):
+    """The reverse of a rule with array operands: the user's rule on the operands the augmented forward
+    copied (tape: the last parameter), then the copies freed."""
+    mod = cg.mod.module
+    fn = mod.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(mod, ir.FunctionType(user.function_type.return_type, [*params, PTR]), name=name)
+    fn.linkage = "internal"
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    args, table = list(fn.args[:-1]), fn.args[-1]
+    flat, blocks = list(args[:len(args) - extra]), []
+    at = 0
+    for t in argtypes:
+        if isinstance(t, T.ArrayType):
+            dims = flat[at + 2:at + 2 + 2 * t.ndim]
+            low, _ = _span(b, t, dims)
+            block = b.load(b.gep(table, [ir.Constant(_I64, len(blocks))], source_etype=PTR), typ=PTR)
+            blocks.append(block)
+            flat[at] = b.gep(block, [b.neg(low)], source_etype=ir.IntType(8))  # the copy, as the array saw it
+            at += 2 + 2 * t.ndim
+        else:
+            at += 1
+    out = b.call(user, _unflatten(b, argtypes, flat, True, False) + args[len(args) - extra:])
+    free = _libc(mod, "free", ir.VoidType(), [PTR])
+    for block in blocks:
+        b.call(free, [block])
+    b.call(free, [table])
+    b.ret_void() if isinstance(fn.function_type.return_type, ir.VoidType) else b.ret(out)
+    return fn
 
 
 def _check_rule_arity(rule_fn, params: list[str]) -> None:

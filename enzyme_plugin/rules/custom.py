@@ -339,7 +339,8 @@ def _saved_reverse(cg, name, params, user, argtypes, extra):
     fn.linkage = "internal"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     args, table = list(fn.args[:-1]), fn.args[-1]
-    flat, blocks = list(args[:len(args) - extra]), []
+    flat: list[ir.Value] = list(args[:len(args) - extra])
+    blocks: list[ir.Value] = []
     at = 0
     for t in argtypes:
         if isinstance(t, T.ArrayType):

@@ -33,6 +33,8 @@ def _inputs(n: int) -> dict:
         "signed zeros": RNG.choice(np.array([0.0, -0.0]), n),
         "sorted": np.sort(r),
         "reversed": np.sort(r)[::-1].copy(),
+        "reversed with ties": np.sort(RNG.integers(0, 3, n))[::-1].astype(np.float64),
+        "sorted then one out": np.concatenate([np.sort(r)[1:], r[:1]]),
         "equal": np.full(n, 2.5),
         "nan": np.full(n, np.nan),
         "organ pipe": np.concatenate([np.arange(n // 2), np.arange(n - n // 2)[::-1]]).astype(np.float64),

@@ -4,7 +4,8 @@ NumPy's default kind (``quicksort``, also ``heapsort``) is an introsort:
 NaN moved after the numbers first, then quicksort (median of three, or of
 three medians past ``NINTHER``; a branch-free partition) down to runs of
 ``SMALL`` sorted by insertion, heapsort where the depth passes twice the
-log of the length (O(n log n) in the worst case). Keys equal to the pivot
+log of the length (O(n log n) in the worst case); an input found ascending
+(or descending: reversed) in one pass is not sorted again. Keys equal to the pivot
 with nothing below it are set aside in one more pass, so many equal keys
 stay O(n log n). The stable kinds (``stable``, ``mergesort``) are a merge
 sort: NaN moved last in their order, runs of ``RUN`` by insertion, then
@@ -133,9 +134,37 @@ def _heapsort(v, lo, hi):
         _sift(v, lo, 0, end)
 
 
+def _ordered(v, n):
+    """1 if ``v[:n]`` is ascending, -1 if it is descending (and not ascending), else 0; a random
+    array answers within its first few elements."""
+    up = True
+    down = True
+    for i in range(1, n):
+        a = get(v, i - 1)
+        b = get(v, i)
+        up = up and not b < a
+        down = down and not a < b
+        if not (up or down):
+            return 0
+    return 1 if up else -1
+
+
+def _reverse(v, n):
+    for i in range(n // 2):
+        x = get(v, i)
+        put(v, i, get(v, n - 1 - i))
+        put(v, n - 1 - i, x)
+
+
 def introsort(v):
-    """Sort the 1-d array ``v`` (any layout) in place, NaN last; not stable."""
+    """Sort the 1-d array ``v`` (any layout) in place, NaN last; not stable. An ascending input is left
+    as it is, a descending one reversed."""
     hi = _nans_last(v, v.shape[0])
+    order = _ordered(v, hi)
+    if order != 0:
+        if order < 0:
+            _reverse(v, hi)
+        return
     lo = 0
     stack = new_array((3 * STACK,), INDEX)
     top = 0
@@ -262,6 +291,12 @@ def _heapsort_by(k, ix, lo, hi):
 def introsort_by(k, ix):
     """Sort the keys ``k`` and reorder the indices ``ix`` (both 1-d, as long) with them; not stable."""
     hi = _nans_last_by(k, ix, k.shape[0])
+    order = _ordered(k, hi)
+    if order != 0:
+        if order < 0:
+            _reverse(k, hi)
+            _reverse(ix, hi)
+        return
     lo = 0
     stack = new_array((3 * STACK,), INDEX)
     top = 0

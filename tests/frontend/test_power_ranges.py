@@ -18,7 +18,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from gpucompiler import jit
+from gpucompiler import device as gd
+from gpucompiler import jit, kernel
+from gpucompiler.targets import PTXTarget
 
 EDGES = (1024, 1000, 969, -969, -1000, -1022, -1060, -1074)
 EXPONENTS = (-8, -5, -3, -2, -1, 2, 3, 4, 5, 7, 8)
@@ -137,3 +139,19 @@ def test_float32_edges_within_an_ulp_of_numpy(n, tmp_path):
                     bad.append((float(x), got, want))
                 x = np.nextafter(x, np.float32(np.inf))
     assert not bad, bad[:5]
+
+
+@kernel
+def powers_kernel(x, out):
+    i = gd.grid(1)
+    if i < out.shape[0]:
+        out[i] = x[i] ** 3 + x[i] ** -2 + x[i] ** 8 + x[i] ** 2.5
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_cold_pow_path_in_a_gpu_kernel_assembles(dtype, check_ptx):
+    """The cold path's pow, and x ** 2.5, call libdevice's pow on NVPTX (which cannot lower llvm.pow: LLVM
+    aborted the process before): the PTX is accepted by ptxas."""
+    x = np.zeros(4, dtype)
+    ptx = powers_kernel.inspect_asm(x, x.copy(), target=PTXTarget(capability=(9, 0)))
+    check_ptx(ptx, arch="sm_90")

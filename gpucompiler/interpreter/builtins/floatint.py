@@ -37,7 +37,12 @@ def finite(cg, v):
 def exact_pow(cg, rt, xs):
     """``x ** y`` as libm's ``pow``, declared ``nobuiltin``: LLVM rewrites ``pow(2**53, y)`` into
     ``exp2(53 * y)``, which rounds ``53 * y`` first (a result 20 ulp off CPython's). The
-    intrinsic on the GPU and in differentiated code (the AD engine's rules know it)."""
+    intrinsic in differentiated code (the AD engine's rules know it) and on a GPU, there the device
+    library's ``pow`` where the target names one (NVPTX cannot lower ``llvm.pow``)."""
+    if cg.target.is_gpu and not cg.mod.error_slot:
+        device = cg.target.math_to_device("llvm.pow." + ("f32" if rt == T.float32 else "f64"))
+        if device is not None:
+            return cg.call_extern(device, rt, xs)
     if cg.target.is_gpu or cg.mod.error_slot:
         return cg.call_intrinsic("llvm.pow", rt, xs)
     fn = cg.mod.declare("pow" + ("f" if rt == T.float32 else ""), cg.ll(rt), [x.type for x in xs])

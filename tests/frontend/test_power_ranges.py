@@ -18,6 +18,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from enzyme_plugin import Const, Duplicated, Reverse, autodiff
 from gpucompiler import device as gd
 from gpucompiler import jit, kernel
 from gpucompiler.targets import PTXTarget
@@ -155,3 +156,24 @@ def test_the_cold_pow_path_in_a_gpu_kernel_assembles(dtype, check_ptx):
     x = np.zeros(4, dtype)
     ptx = powers_kernel.inspect_asm(x, x.copy(), target=PTXTarget(capability=(9, 0)))
     check_ptx(ptx, arch="sm_90")
+
+
+def power_energy(x, w, i):
+    return w[0] * x[i] ** 3 + x[i] ** -2 + x[i] ** 2.5
+
+
+def power_gradient_kernel(x, dx, w, dw):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        autodiff(Reverse, power_energy, Duplicated(x, dx), Duplicated(w, dw), Const(i))
+
+
+def test_powers_differentiated_inside_a_kernel(check_ptx):
+    """The range test is float comparisons where the AD engine may differentiate (an active float's
+    bits as an integer are refused): PTX through ptxas, and the CPU grid's gradient exact."""
+    k = kernel(power_gradient_kernel, plugins=("enzyme",))
+    check_ptx(k.inspect_asm(np.ones(256), np.ones(256), np.ones(1), np.ones(1)))
+    x, dx, w, dw = np.linspace(0.5, 2.0, 256), np.zeros(256), np.array([0.7]), np.zeros(1)
+    k[2, 128, "cpu"](x, dx, w, dw)  # pyright: ignore[reportIndexIssue]
+    np.testing.assert_allclose(dx, 3 * 0.7 * x ** 2 - 2 * x ** -3 + 2.5 * x ** 1.5, rtol=1e-12)
+    np.testing.assert_allclose(dw, [np.sum(x ** 3)], rtol=1e-12)

@@ -114,10 +114,10 @@ def small_power(cg, x, n: int):
 
 def _in_range(cg, h):
     """``2**-SAFE <= |h| <= 2**SAFE`` (false for a zero, an infinity, NaN): one unsigned comparison of
-    the bits shifted past the sign; in differentiated code (whose AD refuses an active float's bits
-    as an integer) two float comparisons."""
+    the bits shifted past the sign; in code the AD engine may differentiate (it refuses an active
+    float's bits as an integer: ``error_slot`` functions, and any on a GPU) two float comparisons."""
     b, bits = cg.b, 64 if isinstance(h.type, ir.DoubleType) else 32
-    if cg.mod.error_slot:
+    if cg.mod.error_slot or cg.target.is_gpu:
         size = cg.call_intrinsic("llvm.fabs", _ftype(h), [h])
         return b.and_(b.fcmp_ordered(">=", size, ir.Constant(h.type, 2.0 ** -SAFE[bits])),
                       b.fcmp_ordered("<=", size, ir.Constant(h.type, 2.0 ** SAFE[bits])))

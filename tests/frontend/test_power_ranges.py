@@ -21,6 +21,7 @@ import pytest
 from enzyme_plugin import Const, Duplicated, Reverse, autodiff
 from gpucompiler import device as gd
 from gpucompiler import jit, kernel
+from gpucompiler.errors import GPUCompilerError
 from gpucompiler.targets import PTXTarget
 
 EDGES = (1024, 1000, 969, -969, -1000, -1022, -1060, -1074)
@@ -151,8 +152,8 @@ def powers_kernel(x, out):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_the_cold_pow_path_in_a_gpu_kernel_assembles(dtype, check_ptx):
-    """The cold path's pow, and x ** 2.5, call libdevice's pow on NVPTX (which cannot lower llvm.pow: LLVM
-    aborted the process before): the PTX is accepted by ptxas."""
+    """x ** 2.5 calls libdevice's pow on NVPTX (which cannot lower llvm.pow: LLVM aborted the process
+    before), the small powers none: the PTX is accepted by ptxas."""
     x = np.zeros(4, dtype)
     ptx = powers_kernel.inspect_asm(x, x.copy(), target=PTXTarget(capability=(9, 0)))
     check_ptx(ptx, arch="sm_90")
@@ -177,3 +178,26 @@ def test_powers_differentiated_inside_a_kernel(check_ptx):
     k[2, 128, "cpu"](x, dx, w, dw)  # pyright: ignore[reportIndexIssue]
     np.testing.assert_allclose(dx, 3 * 0.7 * x ** 2 - 2 * x ** -3 + 2.5 * x ** 1.5, rtol=1e-12)
     np.testing.assert_allclose(dw, [np.sum(x ** 3)], rtol=1e-12)
+
+
+@kernel
+def float64_powers_kernel(x, out):
+    i = gd.grid(1)
+    if i < out.shape[0]:
+        out[i] = x[i] ** 3 + x[i] ** -2 + x[i] ** 8
+
+
+def test_small_float64_powers_run_on_vulkan():
+    """Vulkan has no float64 pow: the small powers call none on a GPU (the products everywhere)."""
+    from gpucompiler.runtime import vulkan
+
+    try:
+        vulkan.device()
+    except GPUCompilerError as exc:
+        pytest.skip(f"no Vulkan device: {exc}")
+    x = np.concatenate([np.linspace(0.5, 2.0, 126), [0.0, -0.0]])
+    out = np.zeros(x.size)
+    with np.errstate(divide="ignore"):
+        want = x ** 3 + x ** -2.0 + x ** 8
+        vulkan.launch(float64_powers_kernel, 2, 64, (x, out))
+    np.testing.assert_allclose(out, want, rtol=4e-16)

@@ -11,7 +11,9 @@ in docs/benchmarks.md "Integer powers"). The products are exact only while
 infinite or NaN base, an overflow, and a result or reciprocal near or
 below the subnormals (where a square already rounds, ``x ** -2`` was 4 ulp
 off near 2**1024 and ``x ** -8`` 0.0 for a subnormal result) are libm's
-``pow`` on a cold path, as CPython computes them. Under ``fastmath`` every
+``pow`` on a cold path, as CPython computes them (on a GPU, whose device
+``pow`` is not CPython's and Vulkan's has no float64, the plain product
+there: IEEE's zero, inf and NaN, an ulp or so off at the ends). Under ``fastmath`` every
 power is the plain product chain (LLVM's and Numba's ``afn`` rewriting).
 """
 
@@ -109,7 +111,11 @@ def small_power(cg, x, n: int):
         t = cg.call_intrinsic("llvm.fma", _ftype(x), [b.fneg(r0), h, one])
         err = b.fsub(t, b.fmul(r0, low))
         r = cg.call_intrinsic("llvm.fma", _ftype(x), [r0, err, r0])
-    return r, _in_range(cg, h), False
+    ok = _in_range(cg, h)
+    if cg.target.is_gpu:  # no pow on the side (Vulkan has no float64 one; device pows are not CPython's)
+        value = b.select(ok, r, plain)  # the plain product: IEEE's zero, inf and NaN, an ulp or so at the ends
+        return value, finite(cg, value), True
+    return r, ok, False
 
 
 def _in_range(cg, h):

@@ -161,7 +161,7 @@ def _run(script: str, *args: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--json", default=os.path.join(HERE, "results", "compile_floor.json"))
     ap.add_argument("--levels", action="store_true", help="the first call at O0, O1 and O2 instead")

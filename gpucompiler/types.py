@@ -1,4 +1,4 @@
-"""Value types of the Python frontend: scalars, NumPy-style arrays, tuples, lists.
+"""Value types of the Python frontend: scalars, NumPy-style arrays, tuples, lists, dicts.
 
 Types are frozen ``attrs`` classes: hashable, comparable, part of job keys.
 ``typeof(value)`` gives the type of a Python argument; ``promote`` is the
@@ -110,6 +110,34 @@ class ListType(Type):
 
     def __repr__(self) -> str:
         return f"list({self.item!r})" if self.item is not None else "list(?)"
+
+
+@attrs.frozen(repr=False, cache_hash=True)
+class DictType(Type):
+    """A dict of one ``key`` and one ``value`` number type (Numba's typed dict), made by compiled code.
+
+    A value is the address of a reference-counted block ``{count, data, length, capacity}``
+    (interpreter/builtins/dictmem.py); ``key``/``value`` are None for an empty dict not typed yet,
+    made at ``site`` (its first item assignment types it, as an append types a list).
+    """
+
+    key: Type | None
+    value: Type | None
+    site: tuple | None = None
+
+    def __repr__(self) -> str:
+        return f"dict({self.key!r}, {self.value!r})" if self.key is not None else "dict(?)"
+
+
+@attrs.frozen(repr=False, cache_hash=True)
+class DictView(Type):
+    """``d.keys()``, ``d.values()`` or ``d.items()`` (``kind``) of a dict of type ``of``: at run time the dict."""
+
+    of: DictType
+    kind: str
+
+    def __repr__(self) -> str:
+        return f"{self.kind}({self.of!r})"
 
 
 @attrs.frozen(repr=False, cache_hash=True)

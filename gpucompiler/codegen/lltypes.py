@@ -52,7 +52,7 @@ def ll(t) -> ir.Type:
     if isinstance(t, T.ArrayType):  # {data, shape, strides in bytes[, refcounted buffer or null]}
         dims = ir.ArrayType(I64, t.ndim)
         return ir.LiteralStructType([PTR, dims, dims, PTR] if t.managed else [PTR, dims, dims])
-    if isinstance(t, T.ListType):  # the address of its reference-counted block
+    if isinstance(t, (T.ListType, T.DictType, T.DictView)):  # the address of its reference-counted block
         return PTR
     if isinstance(t, T.SliceType):  # the parts that are present
         return ir.LiteralStructType([I64] * (t.has_start + t.has_stop + t.has_step))

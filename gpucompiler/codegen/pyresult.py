@@ -54,7 +54,7 @@ def boxable(t) -> bool:
         return all(boxable(it) for it in t.items)
     if isinstance(t, T.ArrayType):
         return t.dtype in NUMPY_TYPE_NUMS
-    if isinstance(t, T.ListType):  # a Python list of its numbers
+    if isinstance(t, (T.ListType, T.DictType)):  # a Python list (dict) of its numbers
         return True
     return t == T.none or isinstance(t, T.Scalar)
 

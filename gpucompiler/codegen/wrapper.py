@@ -21,7 +21,7 @@ from ..errors import TypeInferenceError
 from ..frontend.ir import Return
 from ..interpreter.lattice import widen
 from .lltypes import I64, PTR, has_value, ll
-from .pylist import box_list
+from .pylist import box_dict, box_list
 
 # offsets in PyArrayObject (after PyObject_HEAD): data, nd, dimensions, strides
 _DATA, _DIMS, _STRIDES = 16, 32, 40
@@ -157,7 +157,9 @@ def _box(mod, b, v, t):
     if isinstance(t, T.RecordType):  # the tuple of its fields: runtime/owned.py makes the instance
         return _box(mod, b, v, T.TupleType(t.items))
     if isinstance(t, T.ListType):
-        return box_list(mod, b, v, t, lambda bb, item, it: _box(mod, bb, item, it))
+        return box_list(mod, b, v, t, lambda bb, x, xt: _box(mod, bb, x, xt))
+    if isinstance(t, T.DictType):
+        return box_dict(mod, b, v, t, lambda bb, x, xt: _box(mod, bb, x, xt))
     if isinstance(t, T.ArrayType):
         setitem = mod.declare("PyTuple_SetItem", ir.IntType(32), [PTR, I64, PTR])
         ints = [b.extract_value(v, [f, k]) for f in (1, 2) for k in range(t.ndim)]
@@ -271,7 +273,7 @@ def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
     check_returnable(frame)
     argtypes = [widen(t) for t in frame.argtypes]
     rt = widen(frame.rettype)
-    if isinstance(rt, (T.TupleType, T.RecordType, T.ArrayType, T.ListType)) or _is_complex(rt):
+    if isinstance(rt, (T.TupleType, T.RecordType, T.ArrayType, T.ListType, T.DictType)) or _is_complex(rt):
         ret = PTR
     elif has_value(rt):
         ret = _I8 if rt == T.boolean else ll(rt)
@@ -294,7 +296,7 @@ def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
             else:
                 b.ret(ir.Constant(ret, None))
         out = b.extract_value(out, 0) if has_value(rt) else None
-    if isinstance(rt, (T.TupleType, T.RecordType, T.ArrayType, T.ListType)) or _is_complex(rt):
+    if isinstance(rt, (T.TupleType, T.RecordType, T.ArrayType, T.ListType, T.DictType)) or _is_complex(rt):
         b.ret(_box(mod, b, out, rt))
     elif not has_value(rt):
         b.ret_void()

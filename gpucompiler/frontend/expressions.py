@@ -171,6 +171,9 @@ class Expressions(LoweringState):
         return value
 
     def _compare(self, node, op, left, right):
+        if isinstance(op, (ast.In, ast.NotIn)):  # Python's `x in c` is c.__contains__(x)
+            found = self.emit(operator.contains, [right, left], node)
+            return self.emit(operator.not_, [found], node) if isinstance(op, ast.NotIn) else found
         fn = _CMPOPS.get(type(op))
         if fn is None:
             self.unsupported(node, f"comparison {type(op).__name__}")

@@ -19,6 +19,11 @@ def build_list(site, *items):
     return list(items)
 
 
+def build_dict(site, *items):
+    """``{k1: v1, k2: v2, ...}`` (``items`` alternate keys and values); ``site`` as for :func:`build_list`."""
+    return dict(zip(items[0::2], items[1::2]))
+
+
 def call_method(obj, name, *args):
     """``obj.name(*args)``: what a call of a method value (``z.conjugate()``) means, and a method
     called on a value computed at run time (``a.copy()`` of a local ``a``)."""
@@ -72,6 +77,12 @@ def range_length(start, stop, step):
 def range_cond(i, stop, step):
     """Whether the loop over a range goes on with ``i``."""
     return i < stop if step > 0 else i > stop
+
+
+def iter_len(obj, first):
+    """The length of ``obj`` at a step of a loop over it whose length was ``first`` when it began (a
+    list may grow; a dict that changed size is CPython's RuntimeError)."""
+    return len(obj)
 
 
 def getitem_unchecked(obj, index):

@@ -34,13 +34,19 @@ class Iteration(LoweringState):
                 and name not in self.locals)
 
     def iterate(self, node: ast.For) -> None:
-        length, item = self.iterable(node.iter)
+        generic = not self._special(node.iter)
+        seq, (length, item) = self._generic(node.iter) if generic else (None, self.iterable(node.iter))
         counter, stop = self.temp(), self.temp()
         self.write(counter, Const(0))
         self.write(stop, length)
 
         def cond():
-            return self.emit(operator.lt, [self.read(counter), self.read(stop)], node)
+            if seq is None:
+                return self.emit(operator.lt, [self.read(counter), self.read(stop)], node)
+            # the length again at every step: a list that grows is walked to its end (CPython's list
+            # iterator); a dict whose size changed is CPython's RuntimeError
+            n = self.emit(K.iter_len, [self.read(seq), self.read(stop)], node)
+            return self.emit(operator.lt, [self.read(counter), n], node)
 
         def prologue():
             i = self.read(counter)
@@ -60,10 +66,23 @@ class Iteration(LoweringState):
             return self._enumerate(node)
         if self.builtin_call(node, "zip") and node.args:
             return self._zip(node)
+        return self._generic(node)[1]
+
+    def _special(self, node) -> bool:
+        """Whether ``node`` is a ``range``, ``enumerate`` or ``zip`` call lowered as such."""
+        return (self.builtin_call(node, "range") and 1 <= len(node.args) <= 3) or (
+            self.builtin_call(node, "enumerate") and 1 <= len(node.args) <= 2) or (
+            self.builtin_call(node, "zip") and bool(node.args))
+
+    def _generic(self, node) -> tuple[str, tuple[Value, Item]]:
+        """The variable holding the iterable ``node`` (evaluated once), its length and its item function."""
+        if node.__class__ is ast.Call and node.keywords and any(self.builtin_call(node, n) for n in
+                                                                 ("range", "enumerate", "zip")):
+            self.unsupported(node.keywords[0], "keyword arguments", "pass arguments by position")
         var = self.temp()
         self.write(var, self.expr(node))
-        return (self.emit(len, [self.read(var)], node),
-                lambda i: self.emit(K.getitem_unchecked, [self.read(var), i], node))
+        return var, (self.emit(len, [self.read(var)], node),
+                     lambda i: self.emit(K.getitem_unchecked, [self.read(var), i], node))
 
     def _saved(self, values: list[Value]) -> list[str]:
         names = []

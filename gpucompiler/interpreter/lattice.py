@@ -9,6 +9,7 @@ of different item types included, is a union, which is an error.
 
 from __future__ import annotations
 
+from types import MethodType
 from typing import Any
 
 import attrs
@@ -53,6 +54,8 @@ class Const:
                 and self.type == other.type and _same(self.value, other.value))
 
     def __hash__(self) -> int:
+        if isinstance(self.value, MethodType):  # made anew by every attribute read: equal, not identical
+            return hash((self.type, id(self.value.__self__), self.value.__func__))
         frozen = self.type == pyobj or isinstance(self.type, T.ArrayType) or _holds_array(self.type)
         return hash((self.type, id(self.value) if frozen else self.value))
 
@@ -67,7 +70,7 @@ def _same(a, b) -> bool:
         return (a == b and str(a) == str(b)) or (a != a and b != b)
     if isinstance(a, tuple):
         return len(a) == len(b) and all(type(x) is type(y) and _same(x, y) for x, y in zip(a, b))
-    return a is b or (type(a) in (int, bool, str, type(None)) and a == b)
+    return a is b or (type(a) in (int, bool, str, type(None), MethodType) and a == b)
 
 
 INT64_RANGE = range(-(2**63), 2**63)
@@ -175,4 +178,6 @@ def join(a, b):
     if isinstance(ta, T.ListType) and isinstance(tb, T.ListType) and (ta.item is None or tb.item is None):
         # an empty list not typed yet (made at a site, typed by an append) joins a typed one
         return None if ta.item is None and tb.item is None else (tb if ta.item is None else ta)
+    if isinstance(ta, T.DictType) and isinstance(tb, T.DictType) and (ta.key is None or tb.key is None):
+        return None if ta.key is None and tb.key is None else (tb if ta.key is None else ta)  # as lists
     return None  # tuples of different item types too: Python would keep each item's type

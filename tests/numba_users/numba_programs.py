@@ -412,6 +412,63 @@ def bootstrap_mean(x, rounds, seed):
     return means
 
 
+@njit
+def dict_histogram(data, width):
+    counts = {}
+    for x in data:
+        b = int(x // width)
+        if b in counts:
+            counts[b] += 1
+        else:
+            counts[b] = 1
+    return counts
+
+
+@njit
+def primes_by_comprehension(n):
+    return [p for p in range(2, n) if all_odd_divisors_fail(p)]
+
+
+@njit
+def all_odd_divisors_fail(p):
+    if p % 2 == 0:
+        return p == 2
+    d = 3
+    while d * d <= p:
+        if p % d == 0:
+            return False
+        d += 2
+    return True
+
+
+@njit
+def count_values(keys):
+    seen = {}
+    for k in keys:
+        if k in seen:
+            seen[k] += 1
+        else:
+            seen[k] = 1
+    most, best = 0, -1
+    for k, c in seen.items():
+        if c > most:
+            most, best = c, k
+    return len(seen), best, most
+
+
+@njit
+def smooth(x, weight=0.5, bias=0.0):
+    return weight * x + (1.0 - weight) * bias
+
+
+@njit
+def kwargs_helper(a):
+    out = [smooth(a[0])]
+    for i in range(1, a.shape[0]):
+        out.append(smooth(a[i], bias=out[-1], weight=0.25))
+    return sum(out), out
+
+
 _rng = np.random.default_rng(28)
 _A = _rng.standard_normal(1000)
 _M = _rng.standard_normal((40, 30))
@@ -461,4 +518,8 @@ CASES = [
     ("random_walk", random_walk, (500, 3)),
     ("permutation_test", permutation_test, (_A[:30] + 0.3, _A[30:70], 200, 11)),
     ("bootstrap_mean", bootstrap_mean, (_A[:50], 100, 5)),
+    ("dict_histogram", dict_histogram, (_A, 0.25)),
+    ("primes_by_comprehension", primes_by_comprehension, (500,)),
+    ("count_values", count_values, (np.arange(1000) * 7 % 13,)),
+    ("kwargs_helper", kwargs_helper, (_A[:100],)),
 ]

@@ -4,5 +4,5 @@
 from . import arrayexpr, npcast, npcumul, npjoin, npmethods, npnonzero, npsort, npsorted, reductions, selection, ufuncs  # noqa: F401  (registration)
 from . import blas, nplinalg  # noqa: F401  (np.linalg; the BLAS and LAPACK intrinsics)
 from . import nprandom, nprandomstate  # noqa: F401  (np.random: its handler and its state's intrinsics)
-from . import lists  # noqa: F401  (compiled lists)
+from . import dicts, fancy, lists, numbatyped  # noqa: F401  (compiled lists and dicts, Numba's spellings)
 from . import complexes, containers, creation, mathlib, numbers, output, parallel, pyfuncs, records, views  # noqa: F401

@@ -316,6 +316,9 @@ def _setitem(interp, fn, args):
         return CallResult(T.none, lambda cg, a, at, rt: assign(cg, a[0], a[2], at[0], at[2]))
     if is_arraylike(index) and widen(index).dtype == T.boolean:
         return _mask_assign(interp, arr, index, value)
+    parts = widen(index).items if isinstance(widen(index), T.TupleType) else (widen(index),)
+    if any(is_arraylike(p) and widen(p).dtype.kind in "iu" for p in parts):
+        return None  # integer-array indices select elements, not a view: fancy.py's assignment
     if not isinstance(widen(value), _E) and (interp.target.is_gpu or not isinstance(widen(value), _A)):
         return None  # numbers (and arrays in kernels) into views: the views' own rule (overlap read as NumPy reads it)
     view = interp.abstract_call(operator.getitem, [arr, index])

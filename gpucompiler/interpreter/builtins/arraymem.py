@@ -92,7 +92,7 @@ def holds_managed(t) -> bool:
         return holds_managed(t.receiver)
     if isinstance(t, T.ArrayExpr):  # its leaves are read where it is consumed: they live as long
         return any(holds_managed(leaf) for leaf in t.leaves)
-    return isinstance(t, T.ListType) or (isinstance(t, T.ArrayType) and t.managed)
+    return isinstance(t, (T.ListType, T.DictType, T.DictView)) or (isinstance(t, T.ArrayType) and t.managed)
 
 
 def c_strides(cg, shape, itemsize: int) -> list:
@@ -170,7 +170,8 @@ def _each_managed(cg, value, t, action) -> None:
                 _each_managed(cg, cg.b.extract_value(value, k), leaf, action)
     elif isinstance(t, T.ArrayType) and t.managed:
         action(cg.b.extract_value(value, 3))
-    elif isinstance(t, T.ListType):  # the block itself: {count, data, length, capacity} (builtins/lists.py)
+    elif isinstance(t, (T.ListType, T.DictType, T.DictView)):  # the block itself: {count, data, ...}
+        # (builtins/listmem.py, dictmem.py)
         action(value)
 
 

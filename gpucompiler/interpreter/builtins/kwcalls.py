@@ -19,6 +19,7 @@ from ...errors import TypeInferenceError
 from ..lattice import Const, const, pyobj
 from ..rules import CallResult
 from .arraymem import disown
+from .numbatyped import PARAMETERS, numba_typed, typed_call
 
 
 def _bind(fn, positional: list, keywords: dict) -> list:
@@ -56,6 +57,9 @@ def keyword_call(interp, args) -> CallResult | None:
     """``call_kw(g, names, *values)`` of a Python function ``g`` compiled with the caller, else None."""
     callee = args[0].value if isinstance(args[0], Const) else None
     callee = getattr(callee, "py_func", callee) if hasattr(callee, "inspect_ir") else callee  # a @jit function
+    kind = numba_typed(callee)
+    if kind in PARAMETERS:  # typed.Dict.empty(key_type=..., value_type=...)
+        return _typed(kind, args)
     if (not isinstance(callee, pytypes.FunctionType)
             or (callee.__module__ or "").partition(".")[0] in ("numpy", "gpucompiler")):
         return None
@@ -79,3 +83,23 @@ def keyword_call(interp, args) -> CallResult | None:
 def _has_value(c: Const) -> bool:
     """Whether a default's constant has a run-time value (not None, not a Python object)."""
     return c.type != T.none and c.type != pyobj
+
+
+def _typed(kind: str, args) -> CallResult:
+    """Numba's typed-container constructor ``kind`` called with keywords: its type arguments in order."""
+    names, values = args[1].value, args[2:]
+    split = len(values) - len(names)
+    params = PARAMETERS[kind]
+    given = dict(zip(params, values[:split]))
+    for name, v in zip(names, values[split:]):
+        if name not in params or name in given:
+            raise TypeInferenceError(f"{kind}() got an unexpected or repeated keyword argument {name!r}")
+        given[name] = v
+    ordered = []
+    for p in params:
+        if p not in given:
+            break
+        ordered.append(given[p])
+    if len(ordered) != len(given):
+        raise TypeInferenceError(f"{kind}() is missing an argument before {list(given)[len(ordered)]!r}")
+    return typed_call(kind, ordered)

@@ -24,11 +24,13 @@ from llvmlite import ir
 from ... import types as T
 from ...errors import TypeInferenceError
 from ...frontend import intrinsics as K
-from ...frontend.intrinsics import getitem_unchecked, setitem_unchecked
+from ...frontend.intrinsics import check, getitem_unchecked, setitem_unchecked
 from ...frontend.ir import Const as IRConst
 from ..lattice import BOTTOM, Const, const, widen
 from ..rules import CallResult
 from . import listmem as L
+from .npdtypes import numpy_function
+from .npintrinsics import new_array
 from .numbers import base
 from .reductions import invoke_impl, returned
 
@@ -40,6 +42,30 @@ def list_sum(lst, start):
     for i in range(len(lst)):
         s = s + getitem_unchecked(lst, i)
     return s
+
+
+_NAN = ("x in a list or tuple with x a NaN: CPython finds it by identity (the same object), which compiled "
+        "numbers do not have")
+
+
+def list_contains(lst, x):
+    check(x == x, "ValueError", _NAN)
+    return array_contains(lst, x)
+
+
+def array_contains(lst, x):
+    for i in range(len(lst)):  # noqa: SIM110  (compiled: a loop that stops at the first match)
+        if getitem_unchecked(lst, i) == x:
+            return True
+    return False
+
+
+def list_to_array(lst, dt):
+    n = len(lst)
+    out = new_array((n,), dt)
+    for i in range(n):
+        setitem_unchecked(out, i, getitem_unchecked(lst, i))
+    return out
 
 
 def _item(t, what: str) -> T.Scalar:
@@ -86,7 +112,7 @@ def _stored(t: T.ListType, x) -> T.Scalar:
 def _type_empty(interp, t: T.ListType, x) -> None:
     """Record the first append's item type of an empty list made in this function."""
     frame = interp.stack[-1] if interp.stack else None
-    if not _made_in(frame, t.site):
+    if not made_in(frame, t.site, K.build_list):
         raise TypeInferenceError("append() to an empty list made in another function: its item type is unknown "
                                  "here", (t,), hint="append in the function that makes the list, or make it "
                                  "with an item ([0.0] then pop()) so that it has a type")
@@ -97,10 +123,10 @@ def _type_empty(interp, t: T.ListType, x) -> None:
                                  "type", (seen, xt), hint="convert the values to one type: float(x)")
 
 
-def _made_in(frame, site) -> bool:
-    """Whether ``frame``'s function makes an empty list at ``site``."""
+def made_in(frame, site, maker) -> bool:
+    """Whether ``frame``'s function makes an empty list or dict (``maker``: its intrinsic) at ``site``."""
     return frame is not None and any(
-        isinstance(inst.fn, IRConst) and inst.fn.value is K.build_list and isinstance(inst.args[0], IRConst)
+        isinstance(inst.fn, IRConst) and inst.fn.value is maker and isinstance(inst.args[0], IRConst)
         and inst.args[0].value == site for bl in frame.ir.blocks for inst in bl.insts)
 
 
@@ -122,7 +148,7 @@ def _pop(interp, lst, rest) -> CallResult:
         raise TypeInferenceError(f"pop() takes one integer index at most, got {', '.join(repr(widen(r)) for r in rest)}",
                                  tuple(widen(r) for r in rest))
     if t.item is None:
-        return CallResult(BOTTOM, _untyped)
+        return CallResult(BOTTOM, untyped)
     item = t.item
 
     def lower(cg, a, at, rt):
@@ -140,9 +166,11 @@ def _pop(interp, lst, rest) -> CallResult:
     return CallResult(item, lower)
 
 
-def _untyped(cg, a, at, rt):
-    raise TypeInferenceError("the items of this empty list have no type: nothing is appended to it",
-                             hint="append to the list before reading it, or make it with an item",
+def untyped(cg, a, at, rt):
+    """The lowering of a read of a list or dict that stayed empty and untyped: a typed error at the line."""
+    raise TypeInferenceError("the items of this empty list or dict have no type: nothing is added to it",
+                             hint="append to the list (set an item of the dict) before reading it, or make it "
+                             "with an item",
                              loc=cg.frame.where(cg.inst), function=cg.frame.ir.name)
 
 
@@ -157,7 +185,7 @@ def _getitem(interp, lst, index) -> CallResult:
         raise TypeInferenceError(f"a list index must be an integer, got {widen(index)!r} (slices of compiled lists "
                                  "are not supported)", (widen(index),), hint="index one item at a time")
     if t.item is None:
-        return CallResult(BOTTOM, _untyped)
+        return CallResult(BOTTOM, untyped)
     item = t.item
 
     def lower(cg, a, at, rt):
@@ -171,7 +199,7 @@ def _setitem(interp, lst, index, value) -> CallResult:
     if not _integer(index):
         raise TypeInferenceError(f"a list index must be an integer, got {widen(index)!r}", (widen(index),))
     if t.item is None:  # typed by a later append (inference runs again), else an error when lowered
-        return CallResult(T.none, _untyped)
+        return CallResult(T.none, untyped)
     item = _stored(t, value)
 
     def lower(cg, a, at, rt):
@@ -180,10 +208,22 @@ def _setitem(interp, lst, index, value) -> CallResult:
     return CallResult(T.none, lower)
 
 
+def _array(interp, lst) -> CallResult:
+    """``np.array(l)``: a new 1-d array of the list's items (NumPy's dtype of Python numbers: bool, int64,
+    float64, complex128)."""
+    t = widen(lst)
+    if t.item is None:
+        return CallResult(BOTTOM, untyped)
+    dt = const(t.item)
+    res = invoke_impl(interp, "np.array(list)", list_to_array, [t, dt])
+    return CallResult(res.restype, lambda cg, a, at, rt: returned(cg, cg.call_result(res, [a[0], None], [at[0], dt],
+                                                                                      rt), rt))
+
+
 def _sum(interp, lst, start) -> CallResult:
     t = widen(lst)
     if t.item is None:
-        return CallResult(BOTTOM, _untyped)
+        return CallResult(BOTTOM, untyped)
     first = start if start is not None else const(0)
     res = invoke_impl(interp, "sum()", list_sum, [t, first])
 
@@ -197,11 +237,47 @@ _METHODS = {"append": lambda interp, a: _append(interp, a[0], a[2]) if len(a) ==
             "pop": lambda interp, a: _pop(interp, a[0], a[2:])}
 
 
+def _walkable(seq) -> bool:
+    """A 1-d array or a tuple of numbers of one type: ``x in seq`` is the loop of :func:`list_contains`."""
+    t = widen(seq)
+    if isinstance(t, T.ArrayType):
+        return t.ndim == 1
+    return isinstance(t, T.TupleType) and len({widen(i) for i in t.items}) == 1 and isinstance(widen(t.items[0]), T.Scalar)
+
+
+def _contains(interp, seq, x) -> CallResult:
+    """``x in seq`` (any item ``== x``, as CPython and NumPy compare) of a list, a 1-d array or a tuple."""
+    _item(x, "x in sequence")
+    impl = array_contains if isinstance(widen(seq), T.ArrayType) else list_contains  # NumPy compares by ==
+    res = invoke_impl(interp, "x in sequence", impl, [widen(seq), x])
+    return CallResult(res.restype, lambda cg, a, at, rt: cg.call_result(res, a, at, rt))
+
+
+def _iter_len(interp, seq) -> CallResult | None:
+    """``iter_len(seq, first)``: a list's length now; of anything else but a dict (dicts.py), its ``len``."""
+    t = widen(seq)
+    if isinstance(t, T.ListType):
+        return CallResult(T.int64, lambda cg, a, at, rt: L.length(cg, a[0]))
+    if isinstance(t, (T.DictType, T.DictView)):
+        return None
+    res = interp.abstract_call(builtins.len, [seq])
+    if res is None:
+        raise TypeInferenceError(f"no implementation of len({t!r}): a for loop walks arrays, tuples, lists and "
+                                 "dicts", (t,))
+    if isinstance(res.restype, Const):
+        return CallResult(res.restype, lambda *a: None)
+    return CallResult(res.restype, lambda cg, a, at, rt: cg.call_result(res, a[:1], at[:1], rt))
+
+
 @base.handler
 def _lists(interp, fn, args):
     """Every call that makes or takes a compiled list."""
     if fn is K.build_list:
         return _build(interp, args)
+    if fn is K.iter_len:
+        return _iter_len(interp, args[0])
+    if fn is operator.contains and len(args) == 2 and _walkable(args[0]):
+        return _contains(interp, args[0], args[1])
     if not args or not isinstance(widen(args[0]), T.ListType):
         return None
     if fn is K.call_method and isinstance(args[1], Const) and args[1].value in _METHODS:
@@ -212,6 +288,12 @@ def _lists(interp, fn, args):
         return _getitem(interp, args[0], args[1])
     if fn in (operator.setitem, setitem_unchecked) and len(args) == 3:
         return _setitem(interp, args[0], args[1], args[2])
+    if numpy_function(fn) in ("array", "asarray") and len(args) == 1:
+        return _array(interp, args[0])
+    if fn is operator.contains and len(args) == 2:
+        if widen(args[0]).item is None:
+            return CallResult(T.boolean, lambda cg, a, at, rt: ir.Constant(ir.IntType(1), 0))
+        return _contains(interp, args[0], args[1])
     if fn is builtins.sum and len(args) in (1, 2):
         return _sum(interp, args[0], args[1] if len(args) == 2 else None)
     return None

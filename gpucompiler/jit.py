@@ -90,25 +90,11 @@ def _not_cached(job, kinds):
 _BACKWARD = frozenset(code for name, code in opcode.opmap.items() if "BACKWARD" in name or name == "JUMP_ABSOLUTE")
 
 
-#: ``**`` and ``**=``: CPython 3.11's ``BINARY_OP`` with ``NB_POWER`` or ``NB_INPLACE_POWER``, older ones' opcodes
-_POWER = ((opcode.opmap["BINARY_OP"], (8, 21)),) if "BINARY_OP" in opcode.opmap else \
-    tuple((opcode.opmap[name], None) for name in ("BINARY_POWER", "INPLACE_POWER"))
-
-
 def _has_loop(code) -> bool:
     """Whether ``code`` (or a code object nested in it) jumps backwards: a ``for`` or ``while`` loop."""
     raw = code.co_code
     return (any(raw[k] in _BACKWARD for k in range(0, len(raw), 2))
             or any(_has_loop(c) for c in code.co_consts if isinstance(c, type(code))))
-
-
-def _has_power(code) -> bool:
-    """Whether ``code`` (or a code object nested in it) computes ``**``: a call of ``pow`` in compiled code,
-    at least on its edge cases, which the full level may vectorize with libmvec."""
-    raw = code.co_code
-    return (any(raw[k] == op and (args is None or raw[k + 1] in args) for k in range(0, len(raw), 2)
-                for op, args in _POWER)
-            or any(_has_power(c) for c in code.co_consts if isinstance(c, type(code))))
 
 
 #: a tiered first compile pays when the first call is short (the quick code runs loops ~10x slower): every
@@ -430,8 +416,7 @@ class Dispatcher:
         maths = libmvec.scalar_names()
         if not (self.tier and small and not self.declared and config.opt_level > QUICK_LEVEL and not config.plugins
                 and not config.frontend.fastmath and _has_loop(self.py_func.__code__)
-                and maths.isdisjoint(self.py_func.__code__.co_names) and not _has_power(self.py_func.__code__)
-                and TierSettings.from_env().enabled):
+                and maths.isdisjoint(self.py_func.__code__.co_names) and TierSettings.from_env().enabled):
             return self._compiled(spec, job, argtypes, cache)[0]
         try:
             return self._compiled(spec, job, argtypes, cache, compiler=_not_cached)[0]  # the full level, cached

@@ -10,7 +10,6 @@ default ``argsort`` is a permutation that sorts the keys (the order of
 equal keys is the algorithm's, NumPy's included).
 """
 
-import time
 
 import numpy as np
 import pytest
@@ -178,20 +177,3 @@ def test_sort_gradient_through_the_quicksort():
     weights = np.linspace(1.0, 2.0, x.size)[np.argsort(np.argsort(s))]  # each input's place in the sort
     np.testing.assert_allclose(dx, weights * (2 * x - 1), rtol=1e-12)
 
-
-def _best(f, a, rounds=5):
-    best = np.inf
-    for _ in range(rounds):
-        t = time.perf_counter()
-        f(a)
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
-def test_default_sort_is_a_quicksort_not_a_merge_sort():
-    """The default kind runs well below NumPy's stable sort (timsort) on random floats: a merge
-    sort written in the language (the previous default) ran 1.5x NumPy's stable time."""
-    a = RNG.random(300_000)
-    f = _SORT[0]
-    f(a)
-    assert _best(f, a) < 0.8 * _best(lambda a: np.sort(a, kind="stable"), a)

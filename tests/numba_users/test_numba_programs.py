@@ -8,6 +8,7 @@ Numba's import line runs under Numba and gives the same results.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 import sys
 from pathlib import Path
 
@@ -20,6 +21,9 @@ HERE = Path(__file__).parent
 
 
 def _same(got, want):
+    if isinstance(want, Mapping):  # a dict (Numba's typed Dict): the same entries in the same order
+        assert isinstance(got, Mapping) and list(dict(got).items()) == list(dict(want).items())
+        return
     if isinstance(want, tuple):
         assert isinstance(got, tuple) and len(got) == len(want)
         for g, w in zip(got, want):

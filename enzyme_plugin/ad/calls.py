@@ -10,7 +10,7 @@ from __future__ import annotations
 from gpucompiler.llvm import types as T
 
 from .analysis import CONST, DUP, OUT, ArgKind, callee_name, memory_type
-from .emit import zero
+from .emit import sizeof, zero
 from . import gpu, memory, openmp, stack
 from .errors import VectorizedCodeError, unsupported
 from .rules import MATH_FORWARD, MATH_REVERSE, derived_forward, math_name
@@ -132,6 +132,10 @@ def copied_type(e, inst, kind):
         raise unsupported(f"{kind} over memory holding several float types", inst, e.fn)
     if floats and any(t.kind == "ptr" for t in held):
         raise unsupported(f"{kind} over memory holding both floating-point values and pointers", inst, e.fn)
+    if floats and any(e.act.mem.misaligned_floats(q, size, sizeof(next(iter(floats))))
+                      for q in inst.args[:2 if kind == "memcpy" else 1]):
+        raise unsupported(f"{kind} over floats that do not start at multiples of their size from the copy's start "
+                          "(a packed record): copy the fields one by one", inst, e.fn)
     return next(iter(floats)) if floats else None
 
 

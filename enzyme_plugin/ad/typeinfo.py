@@ -280,6 +280,29 @@ class MemoryTypes:
         return out
 
 
+    def misaligned_floats(self, p, size: int | None, unit: int) -> bool:
+        """Whether a float in ``[p, p + size)`` (``size`` None: anywhere in ``p``'s object) is known to start at
+        a distance from ``p`` that is not a multiple of ``unit`` bytes (a packed record): a copy's adjoint moved
+        ``unit`` bytes at a time would split it. Accesses at offsets known only loosely are no evidence."""
+        base, c, s, _ = locate(p)
+        return self._misaligned(base, c, s, size, unit, 0)
+
+    def _misaligned(self, base, c, s, size, unit, depth) -> bool:
+        info = self._info(base)
+        for ic, is_, n, t in info.items:
+            if t.kind == "float" and (size is None or _overlaps(c, s, size, ic, is_, n)) and \
+                    gcd(s, is_) % unit == 0 and (ic - c) % unit:
+                return True
+        if depth >= 4:
+            return False
+        for cc, cs, other, _ in info.copies:
+            ob, oc, os_, _ = locate(other)
+            g = gcd(gcd(s, cs), os_)
+            if self._misaligned(ob, (c - cc + oc) % g if g else c - cc + oc, g, size, unit, depth + 1):
+                return True
+        return False
+
+
 def _overlaps(c1, s1, n1, c2, s2, n2) -> bool:
     g = gcd(s1, s2)
     if g == 0:

@@ -70,6 +70,15 @@ def test_gradient_through_integer_bytes_matches_finite_differences(route, name):
 
 
 @pytest.mark.parametrize("route", ROUTES)
+def test_a_copy_of_packed_records_is_an_error_not_split_adjoints(route):
+    """A double 4 bytes into each 12-byte record: a memcpy's adjoint moved 8 bytes at a time from the copy's
+    start would add halves of adjoints as doubles (a wrong gradient once the bytes were followed exactly)."""
+    with pytest.raises(enzyme_plugin.ADError, match=r"bytes\.c:16\d: memcpy over floats that do not start at "
+                                                    r"multiples of their size .*packed record"):
+        _differentiate(route, 8)
+
+
+@pytest.mark.parametrize("route", ROUTES)
 def test_bits_changed_as_an_integer_stay_an_error_naming_the_line(route):
     with pytest.raises(enzyme_plugin.ADError, match=r"bytes\.c:14\d: bit pattern of an active float used as an integer"):
         _differentiate(route, 7)

@@ -149,3 +149,24 @@ __attribute__((noinline)) double bit_abs(const double *x, int n) {
 double abs_primal(double *x, int n) { return bit_abs(x, n); }
 void abs_grad(double *x, double *dx, int n) { __enzyme_autodiff((void *)bit_abs, enzyme_dup, x, dx, enzyme_const, n); }
 #endif
+
+#if CASE == 8 /* packed records: a double 4 bytes into each 12-byte record, copied whole (an ADError: moving
+                 its adjoint 8 bytes at a time from the copy's start would split it) */
+typedef struct __attribute__((packed)) {
+  int k;
+  double v;
+} packed_rec;
+__attribute__((noinline)) double packed_records(const double *x, int n) {
+  packed_rec r[N_MAX], c[N_MAX];
+  double s = 0.0;
+  for (int i = 0; i < n; i++) {
+    r[i].k = i % 3;
+    r[i].v = x[i] * x[i];
+  }
+  memcpy(c, r, (size_t)n * sizeof(packed_rec));
+  for (int i = 0; i < n; i++) s += c[i].v * (c[i].k + 1) + r[i].v * r[i].v * 0.5;
+  return s;
+}
+double packed_primal(double *x, int n) { return packed_records(x, n); }
+void packed_grad(double *x, double *dx, int n) { __enzyme_autodiff((void *)packed_records, enzyme_dup, x, dx, enzyme_const, n); }
+#endif

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from enzyme_plugin import gradient
-from gpucompiler import jit
+from gpucompiler import jit, prange
 from gpucompiler.errors import TypeInferenceError, UnsupportedError
 
 
@@ -377,3 +377,26 @@ def test_np_array_of_a_list_is_numpys():
         for g, w in zip(got, want):
             assert g.tolist() == w.tolist()
             assert g.dtype == w.dtype or (n == 0 and g.dtype == np.int64)  # NumPy: an empty list is float64
+
+
+def test_a_list_made_before_a_prange_loop_is_refused_inside_it_and_one_made_inside_works():
+    @jit(parallel=True)
+    def shared(n):
+        xs = [0.0]
+        for i in prange(n):
+            xs.append(i * 1.0)
+        return len(xs)
+
+    @jit(parallel=True)
+    def private(n):
+        s = 0.0
+        for i in prange(n):
+            xs = [i * 1.0, 2.0]
+            xs.append(3.0)
+            s += sum(xs)
+        return s
+
+    with pytest.raises(TypeInferenceError) as info:
+        shared(1000)
+    assert "prange" in str(info.value) and info.value.line == shared.py_func.__code__.co_firstlineno + 3
+    assert private(1000) == private.py_func(1000) == sum(i + 5.0 for i in range(1000))

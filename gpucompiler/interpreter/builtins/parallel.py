@@ -62,8 +62,21 @@ def region_call(interp, body, combine, start, step, rest):
 def _parallel_region(interp, fn, args):
     if fn is not K.parallel_region:
         return None
+    shared = [widen(a) for a in args[5:] if _container(widen(a))]
+    if shared:
+        raise TypeInferenceError(f"a {shared[0]!r} made before a prange loop is used inside it: its threads would "
+                                 "share it (appends and item assignments would race)", tuple(shared),
+                                 hint="convert it before the loop (np.array(items)), write results into an array "
+                                 "indexed by the loop variable, or make the list inside the loop body")
     rt, lower = region_call(interp, args[0].value, args[1].value, args[3], args[4], args[5:])
     return CallResult(rt, lambda cg, values, types, restype: lower(cg, values[2:], types[2:], restype))
+
+
+def _container(t) -> bool:
+    """Whether ``t`` is (or holds) a list or dict compiled code made (one block every holder shares)."""
+    if isinstance(t, T.TupleType):
+        return any(_container(widen(i)) for i in t.items)
+    return isinstance(t, (T.ListType, T.DictType, T.DictView))
 
 
 def _bottom(t) -> bool:

@@ -37,7 +37,7 @@ def _libomp() -> str | None:
 LIBOMP = _libomp()
 pytestmark = [needs_clang, pytest.mark.skipif(LIBOMP is None, reason="libomp (libomp-19-dev) is not installed")]
 
-CASES = {"scale": 37, "dot": 38, "axpy": 37, "critical": 37, "nest": 36, "repeat": 29, "barrier": 41, "chunks": 34, "matvec": 16, "shared": 33, "split": 30}
+CASES = {"scale": 37, "dot": 38, "axpy": 37, "critical": 37, "nest": 36, "repeat": 29, "barrier": 41, "chunks": 34, "matvec": 16, "shared": 33, "split": 30, "global": 30}
 THREADS = (1, 2, 4)
 ROUTES = ("optimised", "pipeline")
 _P = ctypes.POINTER(ctypes.c_double)

@@ -272,3 +272,17 @@ void split_grad(double *x, double *dx, int n) {
   void *tape = __enzyme_augmentfwd((void *)omp_scale, enzyme_dup, x, dx, enzyme_dup, y, dy, enzyme_const, n);
   __enzyme_reverse((void *)omp_scale, enzyme_dup, x, dx, enzyme_dup, y, dy, enzyme_const, n, tape);
 }
+
+/* a region writing a global array (its shadow global, adjoints from every thread) */
+static double omp_g[N_MAX];
+__attribute__((noinline)) double omp_with_global(const double *x, int n) {
+  double s = 0.0;
+#pragma omp parallel for
+  for (int i = 0; i < n; i++) omp_g[i] = x[i] * x[i] * (i % 3 + 1);
+  for (int i = 0; i < n; i++) s += omp_g[i] * omp_g[(i + 5) % n];
+  return s;
+}
+double global_primal(double *x, int n) { return omp_with_global(x, n); }
+void global_grad(double *x, double *dx, int n) {
+  __enzyme_autodiff((void *)omp_with_global, enzyme_dup, x, dx, enzyme_const, n);
+}

@@ -478,7 +478,7 @@ class Dispatcher:
         if rt != T.none and _ctype(rt) is None:
             raise TypeInferenceError(f"{self.py_func.__qualname__} returns a value of type {rt}, which compiled "
                                      "code cannot hand back to Python", (rt,), function=self.py_func.__qualname__,
-                                     hint="return bool, int, float, a tuple of those or an array")
+                                     hint="return bool, int, float, a tuple of those, an array, a list or a dict")
         restype = _ctype(rt) if rt != T.none else None
         native = ctypes.PYFUNCTYPE(restype, *[_ctype(t) for t in argtypes])(address)
         native._library = lib  # pyright: ignore[reportAttributeAccessIssue]  (keeps the code loaded)

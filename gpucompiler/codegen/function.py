@@ -62,6 +62,9 @@ class FunctionCodegen:
         """where the values holding managed arrays give back their references"""
         self.inst = None
         """the instruction being lowered (its source location names a failed check)"""
+        self.held: dict = {}
+        """SSA value holding managed memory -> (its stack slot, its type): the slot holds the value while
+        it owns its reference (null otherwise), so that a failed call gives back what it made"""
 
     # -- helpers for rules -------------------------------------------------
     def ll(self, t):
@@ -471,6 +474,10 @@ class FunctionCodegen:
             if bl is frame.ir.entry:
                 for arg in self.lives.params:  # the caller keeps its own reference
                     mem.incref(self, self.values[arg], frame.typeof(arg))
+                    self._hold(arg, frame.typeof(arg))
+            for phi in bl.phis:
+                if phi in self.values and holds_managed(frame.types.get(phi, BOTTOM)):
+                    self._hold(phi, frame.types[phi])
             for v in self.lives.at_start.get(bl, ()):
                 self._release(v)
             for inst in bl.insts:
@@ -486,6 +493,7 @@ class FunctionCodegen:
                     pending += self._terminator(bl, blocks)
         for phi, v, block in pending:
             phi.add_incoming(v, block)
+        self._release_on_failure()
 
     def _inst(self, inst):
         self.inst = inst
@@ -512,6 +520,8 @@ class FunctionCodegen:
                 self.values[inst] = self._lower_rule(res, inst, args, argtypes, t)
             if self.values[inst] is not None and holds_managed(t) and inst not in self.lives.borrowed:
                 mem.incref(self, self.values[inst], t)
+        if self.values[inst] is not None and holds_managed(t) and inst not in self.lives.borrowed:
+            self._hold(inst, t)
         for dead in self.lives.after.get(inst, ()):
             self._release(dead)
         if mark is not None:
@@ -679,6 +689,39 @@ class FunctionCodegen:
         llv = self.values.get(v)
         if llv is not None and v not in self.lives.borrowed:
             mem.decref(self, llv, self.frame.typeof(v) if not isinstance(v, Inst) else self.frame.types[v])
+            if v in self.held:
+                slot, t = self.held[v]
+                self.b.store(ir.Constant(ll(t), None), slot)
+
+    def _hold(self, v, t) -> None:
+        """Note in ``v``'s slot that it owns its reference now (functions with a status only: their
+        failure path gives the references back)."""
+        if not self.mod.status:
+            return
+        t = widen(t)
+        if v not in self.held:
+            slot = self.alloca(ll(t), name="held")
+            here = self.b.block
+            self.b.position_after(slot)
+            self.b.store(ir.Constant(ll(t), None), slot)
+            if here is not None:
+                self.b.position_at_end(here)
+            self.held[v] = (slot, t)
+        self.b.store(self.values[v], self.held[v][0])
+
+    def _release_on_failure(self) -> None:
+        """On the failure path: give back the references of the values that hold one there."""
+        if self._failed is None or not self.held:
+            return
+        ret = self._failed.instructions.pop()  # the ``ret``, put back after the releases
+        self._failed.terminator = None
+        self.b.position_at_end(self._failed)
+        for slot, t in self.held.values():
+            mem.decref(self, self.b.load(slot, typ=ll(t)), t)
+        end = self.b.block
+        assert end is not None
+        end.instructions.append(ret)
+        ret.parent, end.terminator = end, ret
 
 
 __all__ = ["FunctionCodegen"]

@@ -15,9 +15,8 @@ from .ir import Block, Branch, Call, Const, Function, Inst, Jump, Value
 from .ssa import SSABuilder
 
 _HINTS = {
-    "ListComp": "build results in an array argument with a loop over range()",
-    "List": "use a tuple or an array argument", "Dict": "dicts are not supported in compiled code",
-    "Set": "sets are not supported in compiled code",
+    "Set": "sets are not supported in compiled code: a dict of its members to True works",
+    "SetComp": "sets are not supported in compiled code: a dict comprehension {x: True for x in ...} works",
     "Lambda": "bind the lambda to a name (f = lambda x: ...) and call it, or define a function",
     "Try": "compiled code cannot catch exceptions",
     "With": "context managers are not supported", "Slice": "index elements one at a time",

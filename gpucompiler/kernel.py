@@ -458,7 +458,10 @@ class Launch:
                     return bound[1](args)
                 except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
                     raise for_user(exc, debug_tracebacks())
-        return self._call(args, kwargs)
+        try:
+            return self._call(args, kwargs)
+        except GPUCompilerError as exc:  # the caller's frame on top: this one, no frame of the compiler's
+            raise for_user(exc, debug_tracebacks())
 
     def _call(self, args, kwargs) -> None:
         record = _RECORDER.get()
@@ -470,8 +473,6 @@ class Launch:
         token = None if device is None else chosen(device)  # the runtime launches on the chosen device
         try:
             return self._first(args, kwargs)
-        except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
-            raise for_user(exc, debug_tracebacks())
         finally:
             if token is not None:
                 restore(token)

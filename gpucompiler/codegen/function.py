@@ -31,7 +31,7 @@ from .deferred import lower_deferred
 from .lifetimes import Lifetimes, plan
 from .lltypes import I64, PTR, STATUS, has_value, ll
 from .options import ErrorPolicy
-from .pyobjects import print_python, print_vprintf, set_exception
+from .pyobjects import builtin_exception, print_python, print_vprintf, set_exception
 
 _INT_SUFFIX: dict[T.Type, str] = {T.float32: "f32", T.float64: "f64"}
 _LIKELY = [1 << 20, 1]  # branch weights: the first successor is taken, the second is cold
@@ -355,7 +355,7 @@ class FunctionCodegen:
         self.b.call(self.mod.declare("PyGILState_Release", ir.VoidType(), [ir.IntType(32)]), [state])
 
     def _set_python_error_held(self, exc_name, message, values):
-        exc = self.b.load(self.mod.extern_global("PyExc_" + exc_name), typ=PTR)
+        exc = builtin_exception(self.mod, self.b, exc_name)
         if values:
             fmt = self.mod.module.globals.get("PyErr_Format")
             if fmt is None:

@@ -8,8 +8,12 @@ is CUDA's ``vprintf`` (``%g`` for floats).
 
 ``raise Cls("text")`` and ``assert`` make the exception object, add a note
 with the ``file:line`` of the statement (PEP 678: tracebacks show it), and
-set it as the error. A built-in class is CPython's global (``PyExc_...``);
-another class is imported by module and qualified name when raised.
+set it as the error. A built-in class is CPython's global (``PyExc_...``),
+read through a name of ours (:data:`PYEXC`, bound to that variable when the
+code is loaded): another user of LLVM in the process, Numba, registers
+``PyExc_...`` as the class object itself, not CPython's pointer variable, and
+code reading the pointer through it raised with a garbage class (a segfault).
+Another class is imported by module and qualified name when raised.
 """
 
 from __future__ import annotations
@@ -21,6 +25,14 @@ from .lltypes import I64, PTR
 
 _I32 = ir.IntType(32)
 _F64 = ir.DoubleType()
+
+PYEXC = "gpuc.pyexc."
+"""The prefix of the names compiled code reads CPython's ``PyExc_<name>`` variables through."""
+
+
+def builtin_exception(mod, b, exc_name: str):
+    """CPython's built-in exception class ``exc_name`` (a borrowed reference)."""
+    return b.load(mod.extern_global(PYEXC + exc_name), typ=PTR)
 
 
 def _decl(mod, name, ret, args, var_arg=False) -> ir.Function:
@@ -46,7 +58,7 @@ def exception_class(cg, exc_name: str):
     borrowed) or ``module:qualname`` (imported: a new reference)."""
     module, _, qualname = exc_name.rpartition(":")
     if not module:
-        return cg.b.load(cg.mod.extern_global("PyExc_" + exc_name), typ=PTR), False
+        return builtin_exception(cg.mod, cg.b, exc_name), False
     return lookup(cg.mod, cg.b, module, qualname), True
 
 

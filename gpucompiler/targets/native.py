@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import functools
 
 import attrs
@@ -12,6 +13,7 @@ from ..llvm.binding import initialize_native, parse_ir
 from ..llvm.vector_variants import declarations, name_variants, release
 from ..core import Target
 from ..core.facts import ModuleFacts
+from ..codegen.pyobjects import PYEXC
 from . import hostblas
 from . import libmvec
 
@@ -142,12 +144,24 @@ def process_symbol(name: str) -> int | None:
     the process and the libraries loaded with ``load_library_permanently``;
     NumPy's BLAS and LAPACK names load NumPy's OpenBLAS first (:mod:`.hostblas`).
     """
+    if name.startswith(PYEXC):
+        return _cpython_variable("PyExc_" + name[len(PYEXC):])
     _open_process()
     address = llvm.address_of_symbol(name)
     if address is None and hostblas.provides(name):
         hostblas.load()
         address = llvm.address_of_symbol(name)
     return address
+
+
+@functools.cache
+def _cpython_variable(name: str) -> int | None:
+    """The address of CPython's global variable ``name`` (``PyExc_OverflowError``: where the class
+    pointer is), asked of the interpreter, not of LLVM's symbol table (which Numba changes)."""
+    try:
+        return ctypes.addressof(ctypes.c_void_p.in_dll(ctypes.pythonapi, name))
+    except ValueError:
+        return None
 
 
 @functools.cache

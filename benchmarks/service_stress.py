@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpucompiler.pipeline import compile as compile_job  # noqa: E402
-from gpucompiler.service.protocol import answer_signer, binding, decode_artifacts, make_request  # noqa: E402
+from gpucompiler.service.protocol import (answer_about, answer_signer, binding, decode_artifacts,  # noqa: E402
+                                          make_request)
 from tests.cache import aborting, jobs  # noqa: E402
 from tests.cache.servers import start_service, stop  # noqa: E402
 
@@ -123,7 +124,9 @@ async def run(url: str, total: int, concurrency: int, seed: int, limit: int) -> 
                 ok = r.status_code == 200
                 if ok:
                     arts = decode_artifacts(data["artifacts"])
-                    ok = arts.get("obj") == expected[which] and data.get("mac") == signer.answer_mac(*binding(json.loads(body)), arts)
+                    about = answer_about(data["key"], data["origin"], data["meta"])
+                    ok = arts.get("obj") == expected[which] and data.get("mac") == signer.answer_mac(
+                        *binding(json.loads(body)), arts, about)
                 if not ok:
                     failures.append(f"valid {which}: {r.status_code} {str(data)[:160]}")
             elif kind == "aborting":

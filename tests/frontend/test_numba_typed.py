@@ -24,11 +24,11 @@ def filled(n):
 
 
 def test_empty_list_and_dict_empty_make_compiled_containers():
+    """Numba's answer (its typed List and Dict, converted) written out: running Numba's own compiled
+    containers in this process before our compiled calls has ended in a segfault (two LLVM JITs)."""
     xs, d, n = filled(4)
     assert xs == [0.0, 1.0, 2.0, 3.0] and type(xs) is list
     assert d == {0: 0.0, 1: 0.5, 2: 1.0, 3: 1.5} and n == 2
-    want = filled.py_func(4)
-    assert list(want[0]) == xs and dict(want[1]) == d and want[2] == n
 
 
 def test_a_typed_list_without_its_type_is_a_typed_error_with_the_spelling_that_works():

@@ -77,6 +77,15 @@ SLOW_FILES = frozenset({
     "tests/targets/test_amdgpu_gradients.py",
     "tests/spirv/test_spirv_gradient_corpus.py",
     "tests/scaling/test_clusters.py",
+    "tests/frontend/test_tiered_compile.py",
+    "tests/arrays/test_linalg.py",
+    "tests/arrays/test_sort_kinds.py",
+    "tests/arrays/test_nprandom_legacy.py",
+    "tests/enzyme/test_openmp.py",
+    "tests/arrays/test_matmul_blas.py",
+    "tests/spirv/test_spirv_fuzz.py",
+    "tests/enzyme_plugin/test_jax_shard_map.py",
+    "tests/frontend/test_no_source.py",
 })
 
 

@@ -86,6 +86,9 @@ SLOW_FILES = frozenset({
     "tests/spirv/test_spirv_fuzz.py",
     "tests/enzyme_plugin/test_jax_shard_map.py",
     "tests/frontend/test_no_source.py",
+    "tests/arrays/test_sorting.py",
+    "tests/enzyme/test_pipeline_corpus.py",
+    "tests/enzyme_plugin/test_index_gradients.py",
 })
 
 

@@ -22,6 +22,6 @@ for version in 3.10 3.12; do
     "$venv/bin/python" -m pip install -q -e . pytest 2>&1 | grep -v "^WARNING: Location" || true
     echo "python-versions: $("$venv/bin/python" --version)"
     "$venv/bin/python" -c "import gpucompiler, enzyme_plugin, gpucompiler_plugins" || status=1
-    "$venv/bin/python" -m pytest -q -p no:cacheprovider "${smoke[@]}" || status=1
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "slow or not slow" "${smoke[@]}" || status=1
 done
 exit $status

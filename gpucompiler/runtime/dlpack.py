@@ -125,21 +125,27 @@ def view(value, name: str = "?", function: str = "", stream: int | None = None) 
     if tag == b"dltensor_versioned":
         managed = DLManagedTensorVersioned.from_address(_capsule_pointer(capsule, tag))
         if managed.version.major != 1:
-            _refuse(value, name, function, f"its DLPack capsule is of version {managed.version.major}."
-                    f"{managed.version.minor}; this runtime reads 1.x")
+            hint = f"its DLPack capsule is of version {managed.version.major}.{managed.version.minor}; this " \
+                   "runtime reads 1.x"
+            capsule = None  # released before the error: its destructor must not run while the error propagates
+            _refuse(value, name, function, hint)
         tensor, flags = managed.dl_tensor, int(managed.flags)
     elif tag == b"dltensor":
         tensor, flags = DLManagedTensor.from_address(_capsule_pointer(capsule, tag)).dl_tensor, 0
     else:
-        _refuse(value, name, function, f"its __dlpack__() gave {capsule!r}, not a DLPack capsule "
-                "('dltensor' or 'dltensor_versioned'; 'used_dltensor' was consumed already)")
+        hint = (f"its __dlpack__() gave {capsule!r}, not a DLPack capsule ('dltensor' or 'dltensor_versioned'; "
+                "'used_dltensor' was consumed already)")
+        capsule = None
+        _refuse(value, name, function, hint)
     kind = int(tensor.device.device_type)
     if kind not in CUDA_DEVICES and kind not in HOST_DEVICES:
+        capsule = None
         _refuse(value, name, function, f"it is a DLPack array on a {DEVICE_NAMES.get(kind, 'unknown')} device "
                 f"(device type {kind}); kernels take CUDA and host memory: copy it to one of them")
     code, bits, lanes = int(tensor.dtype.code), int(tensor.dtype.bits), int(tensor.dtype.lanes)
     typestr = TYPESTRS.get((code, bits)) if lanes == 1 else None
     if typestr is None:
+        capsule = None
         _refuse(value, name, function, f"its DLPack dtype (code {code}, {bits} bits, {lanes} lanes) is not an "
                 "element type of kernels: bool, int8-int64, uint8-uint64, float32, float64, complex64, complex128")
     ndim, itemsize = int(tensor.ndim), bits // 8

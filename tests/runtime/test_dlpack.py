@@ -211,6 +211,9 @@ def test_a_host_dlpack_array_on_the_gpu_is_staged_like_a_numpy_array(fake):
     assert [c[0] for c in fake.calls if c[0] != "launch"] == ["HtoD", "DtoH", "sync"]
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="this test's producer frees its capsule through a ctypes "
+                    "callback, which Python 3.10 refuses to run while the error propagates (real producers' "
+                    "deleters are C functions)")
 def test_a_cuda_dlpack_array_on_the_cpu_grid_emulation_is_refused():
     with pytest.raises(LaunchError, match="CPU grid emulation runs on host memory"):
         scale[1, 32, "cpu"](Producer(np.zeros(4)), 2.0)

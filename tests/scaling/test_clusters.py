@@ -20,7 +20,7 @@ def test_dask_local_cluster():
     except Exception as exc:  # the machine cannot start one (sandboxes without process spawning...)
         pytest.skip(f"Dask could not start a local cluster here: {exc!r}")
     with cluster, distributed.Client(cluster) as client:
-        value, compiles = client.submit(shipped.call, shipped.poly, 2.0).result()
+        value, compiles = client.submit(shipped.call, shipped.poly, 2.0).result(timeout=180)
     assert value == 9.0 and compiles == 0
 
 
@@ -35,7 +35,7 @@ def test_ray_local_cluster():
     except Exception as exc:  # the machine cannot start Ray (no /dev/shm, a container's limits...)
         pytest.skip(f"Ray could not start here: {exc!r}")
     try:
-        value, compiles = ray.get(ray.remote(shipped.call).remote(shipped.poly, 2.0))
+        value, compiles = ray.get(ray.remote(shipped.call).remote(shipped.poly, 2.0), timeout=180)
     finally:
         ray.shutdown()
     assert value == 9.0 and compiles == 0

@@ -64,7 +64,7 @@ import glob, json, os, sys, time
 sys.path.insert(0, {here!r})
 from ad_engine import loop_ir
 import enzyme_plugin
-from enzyme_plugin.ad import ADError, interface, preprocess
+from enzyme_plugin.ad import ADError, c_interface, preprocess
 from gpucompiler.llvm import parse
 
 def count(text):
@@ -97,7 +97,7 @@ out["fixtures"] = {{"instructions": n, "total_s": total, "llvm_s": llvm_cpu[0], 
 for k in {sizes!r}:
     pre = preprocess.prepare(loop_ir(k))
     c0 = time.process_time()
-    interface.differentiate_nested(pre, lambda s: s)
+    c_interface.differentiate_nested(pre, lambda s: s)
     out[f"loop {{k}}"] = {{"instructions": count(pre), "engine_s": time.process_time() - c0}}
 print(json.dumps(out))
 """
@@ -116,11 +116,11 @@ def measure(tree: str, sizes: list[int]) -> dict:
 def _o2_seconds(sizes: list[int]) -> dict[int, float]:
     import time
 
-    from enzyme_plugin.ad import interface, preprocess
+    from enzyme_plugin.ad import c_interface, preprocess
 
     out = {}
     for k in sizes:
-        text = interface.differentiate_nested(preprocess.prepare(loop_ir(k)), lambda s: s)
+        text = c_interface.differentiate_nested(preprocess.prepare(loop_ir(k)), lambda s: s)
         c0 = time.process_time()
         preprocess.optimize(text, 2)
         out[k] = time.process_time() - c0

@@ -20,8 +20,8 @@ from .api import (Active, BatchDuplicated, BatchDuplicatedNoNeed, Const, Duplica
                   ReverseSplit, ReverseWithPrimal, autodiff, autodiff_thunk, set_runtime_activity)
 
 if TYPE_CHECKING:
-    from .ad.interface import differentiate
-    from .rules.custom import CustomRuleError, custom_rule
+    from .ad.c_interface import differentiate
+    from .language.custom import CustomRuleError, custom_rule
     from .derivatives import gradient, hvp, jacobian
     from .options import EnzymeOptions
     from .launches import KernelGradientError, LaunchTape, LaunchTapeError, register_gradient
@@ -31,9 +31,9 @@ if TYPE_CHECKING:
 #: of the conveniences, split mode and launch tapes import NumPy (about 35 ms), the AD engine's twenty modules
 #: are needed only once something is differentiated, the interpreter rules (with the compiler they
 #: need, ~100 ms) once something is compiled or a custom rule declared
-_LAZY = {"EnzymeOptions": "options", "CustomRuleError": "rules.custom", "custom_rule": "rules.custom", "gradient": "derivatives",
+_LAZY = {"EnzymeOptions": "options", "CustomRuleError": "language.custom", "custom_rule": "language.custom", "gradient": "derivatives",
          "hvp": "derivatives", "jacobian": "derivatives", "Tape": "split", "TapeError": "split", "KernelGradientError": "launches", "LaunchTape": "launches",
-         "LaunchTapeError": "launches", "register_gradient": "launches", "differentiate": "ad.interface"}
+         "LaunchTapeError": "launches", "register_gradient": "launches", "differentiate": "ad.c_interface"}
 
 
 def __getattr__(name: str) -> Any:

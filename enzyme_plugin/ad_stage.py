@@ -10,7 +10,7 @@ from gpucompiler.module import IRModule
 from .ad import batch, leftover
 from .ad.errors import VectorizedCodeError
 from .ad.gpu import EngineOptions
-from .ad.interface import differentiate_nested
+from .ad.c_interface import differentiate_nested
 from .options import EnzymeOptions
 from .passes import nvvm
 

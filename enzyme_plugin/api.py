@@ -3,7 +3,7 @@
 In compiled code (``@jit(plugins=("enzyme",))``, ``@kernel(plugins=("enzyme",))``)
 a call ``autodiff(Reverse, f, Active(x), Duplicated(a, da), Const(n))`` becomes
 a nested compile job of ``f`` that the AD stage differentiates
-(:mod:`enzyme_plugin.rules`, :mod:`enzyme_plugin.plugin`). From plain Python
+(:mod:`enzyme_plugin.language`, :mod:`enzyme_plugin.plugin`). From plain Python
 the same call compiles a small entry function for the CPU and runs it.
 
 Conventions (as in Enzyme.jl):
@@ -54,7 +54,7 @@ from .values import (add_into, copied, holds_array, init_less_dataclass, is_floa
 
 class Activity(enum.Enum):
     """How ``autodiff`` treats an argument (Enzyme's annotations); the value is the code the
-    marker call carries to the AD stage (:mod:`enzyme_plugin.rules.lowering`)."""
+    marker call carries to the AD stage (:mod:`enzyme_plugin.language.lowering`)."""
 
     CONST = 0
     ACTIVE = 1
@@ -109,7 +109,7 @@ class Mode(enum.Enum):
 
     @property
     def code(self) -> int:
-        """The mode's code in the marker call (:mod:`enzyme_plugin.rules.lowering`); only the modes
+        """The mode's code in the marker call (:mod:`enzyme_plugin.language.lowering`); only the modes
         a marker call can carry have one."""
         return _MODE_CODES[self]
 
@@ -619,7 +619,7 @@ def _entry(mode, f, kinds: tuple[tuple[str, tuple], ...]):
 
 def autodiff_thunk(mode: Mode, f, *activities):
     """Split mode: ``fwd, rev = autodiff_thunk(ReverseSplit, f, Active, Duplicated, ...)``, made in Python; the
-    thunks are called from Python, ``@jit`` functions and kernels (:mod:`enzyme_plugin.rules.thunks`)."""
+    thunks are called from Python, ``@jit`` functions and kernels (:mod:`enzyme_plugin.language.thunks`)."""
     from .split import autodiff_thunk as thunk
 
     return thunk(mode, f, *activities)

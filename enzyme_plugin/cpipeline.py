@@ -31,7 +31,7 @@ from gpucompiler.llvm import Module, parse
 
 from .ad import batch, custom, leftover, preprocess
 from .ad.errors import ADError
-from .ad.interface import differentiate_here, differentiate_nested
+from .ad.c_interface import differentiate_here, differentiate_nested
 from .passes import noinline
 
 #: function attributes only LLVM's optimiser infers (clang alone never sets them)

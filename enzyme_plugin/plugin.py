@@ -8,7 +8,7 @@ Stages (each callback marker-gated, so modules without ``autodiff`` are untouche
 ``optimize``       the job's ``O<n>`` pipeline (the driver's), before AD (the module before it is kept);
                    at ``optimize.last`` NVVM preserve: NVVM intrinsics / libdevice calls -> forms the
                    engine has rules for
-``ad``             the engine (:func:`enzyme_plugin.ad.interface.differentiate_module`); the driver then
+``ad``             the engine (:func:`enzyme_plugin.ad.c_interface.differentiate_module`); the driver then
                    runs ``ad.late`` callbacks and ``O<n>`` again
 ``post_ad``        NVVM and noinline restore
 =================  =========================================================
@@ -24,7 +24,7 @@ from .passes import inttoptr, lower, noinline, nvvm
 from . import cli, cpipeline
 from .ad_stage import run_ad
 from .options import EnzymeOptions
-from .rules import MARKER, rules
+from .language import MARKER, rules
 
 AD_MARKERS = ("__enzyme_autodiff", "__enzyme_fwddiff", "__enzyme_augmentfwd", "__enzyme_reverse")
 

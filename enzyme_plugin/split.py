@@ -24,7 +24,7 @@ A tape is consumed by its first ``rev``: a second use raises
 :class:`TapeError`. A tape never reversed is freed by its finaliser, which
 runs the reverse sweep with a zero seed into scratch shadows.
 Thunks made here are called inside ``@jit`` functions and kernels too, the tape an ``int64``
-handle there (:mod:`enzyme_plugin.rules.thunks`).
+handle there (:mod:`enzyme_plugin.language.thunks`).
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def _check(what: str, f, kinds: tuple, args) -> list:
 
 
 class _Thunk:
-    """A split-mode thunk; called from Python here, in compiled code by :mod:`enzyme_plugin.rules.thunks`."""
+    """A split-mode thunk; called from Python here, in compiled code by :mod:`enzyme_plugin.language.thunks`."""
 
     __slots__ = ("f", "kinds", "entry", "__weakref__")
 

@@ -52,7 +52,7 @@ def check_globals(module) -> None:
 
 
 #: the marker calls whose first function argument the engine differentiates (substrings, as
-#: :class:`~.interface.MarkerMode` matches them)
+#: :class:`~.c_interface.MarkerMode` matches them)
 _MARKER_CALLS = ("__enzyme_autodiff", "__enzyme_fwddiff", "__enzyme_augmentfwd", "__enzyme_reverse")
 
 

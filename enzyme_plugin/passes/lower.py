@@ -1,7 +1,7 @@
 """``gpuc.enzyme.autodiff`` markers -> calls of Enzyme's C interface.
 
 The interpreter leaves ``call @gpuc.enzyme.autodiff(ptr @f, i32 mode, (i32 activity, values...)...)``
-(:mod:`enzyme_plugin.rules`). Once the nested job ``@f`` is linked, each call
+(:mod:`enzyme_plugin.language`). Once the nested job ``@f`` is linked, each call
 becomes, for ``f(double x, array a)`` with ``Active(x)``, ``Duplicated(a, da)``::
 
     define internal double @f.enzyme(double %x, ptr %a.data, i64 %a.n, i64 %a.stride) alwaysinline {
@@ -23,7 +23,7 @@ from gpucompiler.llvm import Builder, Function, GlobalVariable, constant, types 
 from ..ad.errors import ADError, python_line, source_location
 from ..ad.typeinfo import ENZYME_TYPE, MemoryTypes
 from ..api import Activity, Mode
-from ..rules import MARKER
+from ..language import MARKER
 
 ENZYME_MARKERS = tuple(a.marker for a in Activity if a is not Activity.TAPE)
 """Enzyme's marker globals the lowered calls name."""

@@ -12,7 +12,7 @@ from gpucompiler import CompilerConfig, NativeTarget
 
 
 def test_import_enzyme_plugin_loads_neither_numpy_nor_networkx_nor_the_engine_nor_the_compiler():
-    heavy = ("numpy", "networkx", "enzyme_plugin.ad.engine", "enzyme_plugin.ad.interface", "enzyme_plugin.rules",
+    heavy = ("numpy", "networkx", "enzyme_plugin.ad.engine", "enzyme_plugin.ad.c_interface", "enzyme_plugin.language",
              "llvmlite", "importlib.metadata", "gpucompiler.interpreter.infer", "gpucompiler.codegen",
              "gpucompiler.llvm", "gpucompiler.pipeline", "gpucompiler.device")
     code = f"import sys, enzyme_plugin; print(sorted(m for m in {heavy!r} if m in sys.modules))"
@@ -26,10 +26,10 @@ def test_names_loaded_on_first_use_are_the_modules_objects():
 
     assert enzyme_plugin.gradient is derivatives.gradient
     assert enzyme_plugin.Tape is split.Tape
-    from enzyme_plugin.ad import interface
+    from enzyme_plugin.ad import c_interface
 
-    assert enzyme_plugin.differentiate is interface.differentiate
-    from enzyme_plugin.rules import custom
+    assert enzyme_plugin.differentiate is c_interface.differentiate
+    from enzyme_plugin.language import custom
 
     assert enzyme_plugin.custom_rule is custom.custom_rule
     with pytest.raises(AttributeError):

@@ -302,9 +302,9 @@ def reverse(r, inst):
             return
         d = r.take_adjoint(inst)
         rule = MATH_REVERSE[_math_key(inst, like)]
-        for k, a in enumerate(inst.args):
-            if k < len(rule) and rule[k] is not None and a in act.active:
-                r.accumulate(a, rule[k](r, inst, d))
+        for a, adjoint in zip(inst.args, rule):
+            if adjoint is not None and a in act.active:
+                r.accumulate(a, adjoint(r, inst, d))
         return
     if kind in ("alloc", "calloc") or (kind == "posix_memalign" and inst.args[0] in act.shadowed):
         _tape_like(inst, r.call("free", T.void, [r.fwd_shadow(inst, inst)]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from typing import Any
 
 import gpucompiler
 from gpucompiler.errors import GPUCompilerError
@@ -157,8 +158,9 @@ def _compilers_own(path: str) -> bool:
     return path.startswith(os.path.dirname(os.path.abspath(gpucompiler.__file__)) + os.sep)
 
 
-def unsupported(message: str, inst=None, function=None, kind: type[ADError] = ADError) -> ADError:
-    """Report ``message`` about ``inst`` in ``function`` through the handler, then raise (a ``kind``)."""
+def unsupported(message: str, inst: Any = None, function: Any = None, kind: type[ADError] = ADError) -> ADError:
+    """Report ``message`` about ``inst`` (an instruction or value of the IR model) in ``function`` (one, or its
+    name) through the handler, then raise (a ``kind``)."""
     fn = function
     if fn is None and inst is not None and getattr(inst, "parent", None) is not None:
         fn = inst.parent.parent

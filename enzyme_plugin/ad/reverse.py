@@ -266,9 +266,9 @@ class Reverse(Emit, Recompute, LoopTape):
         if rule is None:
             raise unsupported(f"no reverse rule for '{op}'", inst, self.fn)
         d = self.take_adjoint(inst)
-        for k, v in enumerate(inst.operands):
-            if k < len(rule) and rule[k] is not None and v in self.act.active:
-                self.accumulate(v, rule[k](self, inst, d))
+        for v, adjoint in zip(inst.operands, rule):
+            if adjoint is not None and v in self.act.active:
+                self.accumulate(v, adjoint(self, inst, d))
 
     def _materialize(self):
         """Stores at the end of each forward block (into its loop's array; in combined mode for

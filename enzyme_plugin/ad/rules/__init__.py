@@ -13,24 +13,34 @@ scalar factor; the few others (casts, vector shuffles, reductions) give a
 forward rule of their own: ``fwd(e, inst, tangents) -> tangent``.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpucompiler.llvm import Instruction, Value
+
 from .aggregate import FORWARD as _AGG_FORWARD, REVERSE as _AGG_REVERSE
 from .arith import FORWARD as _ARITH_FORWARD, REVERSE as _ARITH_REVERSE
 from .math import FORWARD as MATH_FORWARD, REVERSE as MATH_REVERSE, math_name
+from .table import ForwardRule, ForwardTable, ReverseRule, ReverseTable, RuleEmitter
 
-ARITH_REVERSE = {**_ARITH_REVERSE, **_AGG_REVERSE}
+ARITH_REVERSE: ReverseTable = {**_ARITH_REVERSE, **_AGG_REVERSE}
 """Reverse rules of arithmetic, casts, select, vector and aggregate instructions."""
-ARITH_FORWARD = {**_ARITH_FORWARD, **_AGG_FORWARD}
+ARITH_FORWARD: ForwardTable = {**_ARITH_FORWARD, **_AGG_FORWARD}
 """Forward rules that are not derived from the reverse ones."""
 
-__all__ = ["ARITH_FORWARD", "ARITH_REVERSE", "MATH_FORWARD", "MATH_REVERSE", "math_name", "derived_forward"]
+__all__ = ["ARITH_FORWARD", "ARITH_REVERSE", "MATH_FORWARD", "MATH_REVERSE", "ForwardRule", "ForwardTable", "ReverseRule",
+           "ReverseTable", "RuleEmitter", "derived_forward", "math_name"]
 
 
-def derived_forward(rule, e, inst, tangents):
-    """The tangent of ``inst`` from its reverse ``rule``: the sum over operands with a tangent."""
-    out = None
+def derived_forward(rule: tuple[ReverseRule | None, ...], e: RuleEmitter, inst: Instruction,
+                    tangents: Sequence[Value | None]) -> Value | None:
+    """The tangent of ``inst`` from its reverse ``rule``: the sum over operands with a tangent (None: none has one)."""
+    out: Value | None = None
     for k, t in enumerate(tangents):
-        if t is None or k >= len(rule) or rule[k] is None:
+        r = rule[k] if k < len(rule) else None
+        if t is None or r is None:
             continue
-        c = rule[k](e, inst, t)
+        c = r(e, inst, t)
         out = c if out is None else e.fadd(out, c)
     return out

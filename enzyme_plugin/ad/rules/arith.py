@@ -2,33 +2,36 @@
 
 from __future__ import annotations
 
-from gpucompiler.llvm import const_int, types as T
+from collections.abc import Sequence
+
+from gpucompiler.llvm import Instruction, User, Value, const_int, types as T
 
 from ..emit import zero
 from ..errors import unsupported
+from .table import ForwardRule, ForwardTable, ReverseTable, RuleEmitter, vector_type
 
 
-def _d(e, I, d):
+def _d(e: RuleEmitter, I: Instruction, d: Value) -> Value:
     return d
 
 
-def _neg(e, I, d):
+def _neg(e: RuleEmitter, I: Instruction, d: Value) -> Value:
     return e.fneg(d)
 
 
-def _frem_x(e, I, d):
+def _frem_x(e: RuleEmitter, I: Instruction, d: Value) -> Value:
     # 1, and NaN where the remainder is undefined (y = 0, x infinite: the result is NaN)
     r = e.res(I)
     return e.select(e.fcmp("uno", r, r), r, d)
 
 
-def _frem_y(e, I, d):
+def _frem_y(e: RuleEmitter, I: Instruction, d: Value) -> Value:
     # x - y * trunc(x / y): d/dy = -trunc(x / y)
     q = e.math("trunc", e.fdiv(e.op(I, 0), e.op(I, 1)))
     return e.fneg(e.fmul(d, q))
 
 
-REVERSE = {
+REVERSE: ReverseTable = {
     "fadd": (_d, _d),
     "fsub": (_d, _neg),
     "fmul": (lambda e, I, d: e.fmul(d, e.op(I, 1)), lambda e, I, d: e.fmul(d, e.op(I, 0))),
@@ -50,18 +53,22 @@ REVERSE = {
 }
 
 
-def _mask(I) -> list[int]:
+def _mask(I: Instruction) -> list[int]:
     m = I.operands[2]
     text = m.ref
-    n = I.type.count
+    n = vector_type(I.type).count
     if text is None:  # a constant vector with element operands
-        return [-1 if o.ref in ("undef", "poison") else int(o.ref) for o in m.operands]
+        lanes = m.operands if isinstance(m, User) else [m]
+        refs = [o.ref for o in lanes]
+        if not all(r is not None and (r in ("undef", "poison") or r.lstrip("-").isdigit()) for r in refs):
+            raise unsupported(f"shufflevector mask {refs} not understood", I)
+        return [-1 if r in ("undef", "poison") else int(str(r)) for r in refs]
     if text in ("zeroinitializer",):
         return [0] * n
     if text in ("undef", "poison"):
         return [-1] * n
     if text.startswith("<"):
-        out = []
+        out: list[int] = []
         for item in text.strip("<>").split(","):
             w = item.split()[-1]
             out.append(-1 if w in ("undef", "poison") else int(w))
@@ -72,11 +79,11 @@ def _mask(I) -> list[int]:
     raise unsupported(f"shufflevector mask {text} not understood", I)
 
 
-def _unshuffle(e, I, d, which: int):
+def _unshuffle(e: RuleEmitter, I: Instruction, d: Value, which: int) -> Value:
     """Adjoint of shufflevector operand ``which``: lanes of ``d`` summed back where the mask took them."""
     src = I.operands[which].type
-    n = src.count
-    acc = zero(src)
+    n = vector_type(src).count
+    acc: Value = zero(src)
     for j, m in enumerate(_mask(I)):
         if m < 0 or (m >= n) != bool(which):
             continue
@@ -87,23 +94,33 @@ def _unshuffle(e, I, d, which: int):
     return acc
 
 
-def _shuffle_fwd(e, I, ts):
+def _shuffle_fwd(e: RuleEmitter, I: Instruction, ts: Sequence[Value | None]) -> Value:
     a = ts[0] if ts[0] is not None else zero(I.operands[0].type)
     b = ts[1] if ts[1] is not None else zero(I.operands[1].type)
     return e.b.shufflevector(a, b, I.operands[2])
 
 
-def _insert_fwd(e, I, ts):
+def _insert_fwd(e: RuleEmitter, I: Instruction, ts: Sequence[Value | None]) -> Value:
     v = ts[0] if ts[0] is not None else zero(I.type)
     x = ts[1] if ts[1] is not None else zero(I.operands[1].type)
     return e.b.insertelement(v, x, e.op(I, 2))
 
 
-FORWARD = {
-    "fpext": lambda e, I, ts: e.cast("fpext", ts[0], I.type),
-    "fptrunc": lambda e, I, ts: e.cast("fptrunc", ts[0], I.type),
-    "bitcast": lambda e, I, ts: e.cast("bitcast", ts[0], I.type),
-    "extractelement": lambda e, I, ts: e.b.extractelement(ts[0], e.op(I, 1)),
+def _cast_fwd(op: str) -> ForwardRule:
+    def fwd(e: RuleEmitter, I: Instruction, ts: Sequence[Value | None]) -> Value:
+        return zero(I.type) if ts[0] is None else e.cast(op, ts[0], I.type)
+    return fwd
+
+
+def _extract_fwd(e: RuleEmitter, I: Instruction, ts: Sequence[Value | None]) -> Value:
+    return zero(I.type) if ts[0] is None else e.b.extractelement(ts[0], e.op(I, 1))
+
+
+FORWARD: ForwardTable = {
+    "fpext": _cast_fwd("fpext"),
+    "fptrunc": _cast_fwd("fptrunc"),
+    "bitcast": _cast_fwd("bitcast"),
+    "extractelement": _extract_fwd,
     "insertelement": _insert_fwd,
     "shufflevector": _shuffle_fwd,
 }

@@ -54,9 +54,9 @@ from .runtime.arguments import argument_type
 from .frontend import function_source, with_parameters
 from .frontend.fingerprint import code_fingerprint
 from .frontend.parallel import from_template
-from .interpreter.builtins.creation import KEYWORD_HINT
-from .interpreter.builtins.numbers import base
-from .interpreter.builtins.parallel import region_call
+from .language.numpy.creation import KEYWORD_HINT
+from .language.python.numbers import base
+from .language.python.parallel import region_call
 from .interpreter.lattice import Const, const, pyobj, widen
 from .interpreter.rules import CallResult
 from .jit import jit

@@ -117,7 +117,7 @@ class DictType(Type):
     """A dict of one ``key`` and one ``value`` number type (Numba's typed dict), made by compiled code.
 
     A value is the address of a reference-counted block ``{count, data, length, capacity}``
-    (interpreter/builtins/dictmem.py); ``key``/``value`` are None for an empty dict not typed yet,
+    (language/python/dictmem.py); ``key``/``value`` are None for an empty dict not typed yet,
     made at ``site`` (its first item assignment types it, as an append types a list).
     """
 

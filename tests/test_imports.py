@@ -18,7 +18,7 @@ import gpucompiler
 
 #: modules that ``import gpucompiler`` and decorating with ``@jit`` / ``@kernel`` must not load
 HEAVY = ("llvmlite", "numpy", "networkx", "importlib.metadata", "gpucompiler.frontend.lower",
-         "gpucompiler.interpreter.infer", "gpucompiler.interpreter.builtins", "gpucompiler.codegen",
+         "gpucompiler.interpreter.infer", "gpucompiler.language", "gpucompiler.codegen",
          "gpucompiler.llvm", "gpucompiler.targets.native", "gpucompiler.pipeline", "gpucompiler.cache",
          "gpucompiler.cached", "gpucompiler.identity", "gpucompiler.runtime.cpu", "gpucompiler.device",
          "gpucompiler.service", "gpucompiler.cli")
@@ -168,7 +168,7 @@ def test_the_compiler_loaded_after_rebinding_holds_none_of_the_rebound_functions
                     setattr(ns, name, wrapper)
         try:
             for module in ("gpucompiler.pipeline", "gpucompiler.parallel", "gpucompiler.runtime.grid",
-                           "gpucompiler.interpreter.builtins"):
+                           "gpucompiler.language"):
                 importlib.import_module(module)
         finally:
             for (ns, name), value in saved.items():

@@ -28,7 +28,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("llvm", "module"),                          # the LLVM IR model; a module in its three forms
     ("core",),                                   # the contract: Target, CompilerConfig, CompilerJob, Source
     ("interface", "plugin"),                     # the plugin hooks and the registry
-    ("frontend", "interpreter", "codegen"),      # Python source -> SSA -> types -> LLVM IR
+    ("frontend", "interpreter"),                 # Python source -> SSA -> types (the rule machinery)
+    ("language",),                               # the language's rules: Python, math, NumPy
+    ("codegen",),                                # typed SSA -> LLVM IR
     ("device",),                                 # the kernel language (rules for both devices)
     ("targets",),                                # the targets: each one's overlays, lowering, checks
     ("source", "identity", "cache"),             # Python job sources; job keys; cache tiers
@@ -51,7 +53,7 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
     ("arguments.py", "numpy"): "import time: NumPy (~240 ms), only for array arguments",
     ("runtime/owned.py", "numpy"): "import time: NumPy (~240 ms), only for returned arrays",
     ("parallel.py", "numpy"): "import time: NumPy (~240 ms), only for device reductions",
-    ("interpreter/builtins/ufuncs.py", "numpy"): "import time: NumPy (~240 ms), only when NumPy code is compiled",
+    ("language/numpy/ufuncs.py", "numpy"): "import time: NumPy (~240 ms), only when NumPy code is compiled",
     ("jit.py", "tempfile"): "import time: tempfile, shutil, random, bz2 and lzma (~3 ms), only for a stage's IR",
     ("cached.py", "gpucompiler.pipeline"): "import time: the pipeline's modules (~40 ms) load at the first compile, "
                                            "not on a cache hit",

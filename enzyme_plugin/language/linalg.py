@@ -1,14 +1,14 @@
 """Linear algebra in differentiated code: loops for the matrix products, rules for solve, inv and det.
 
 ``a @ b`` and ``np.dot`` of float matrices call the host's BLAS
-(:mod:`gpucompiler.interpreter.builtins.linalgimpl`), whose calls the AD engine has
+(:mod:`gpucompiler.language.numpy.linalg.linalgimpl`), whose calls the AD engine has
 no rule for. Inside a differentiated function (the nested jobs of ``autodiff``)
 the product runs the same loops as before BLAS instead, which the engine
 differentiates whatever the activity of each operand (a constant matrix times an
 active one included).
 
 ``np.linalg.solve``, ``inv``, ``det`` and ``slogdet`` go through one function each
-(:data:`gpucompiler.interpreter.builtins.lapackimpl.DIFFERENTIABLE`), given forward
+(:data:`gpucompiler.language.numpy.linalg.lapackimpl.DIFFERENTIABLE`), given forward
 and reverse rules here (``custom_rule``): ``dx = a^-1 (db - da x)``, ``dx = -x da x``,
 ``d det = det * trace(a^-1 da)``, ``d log|det| = trace(a^-1 da)`` and their adjoints. The other functions of
 ``np.linalg`` that call LAPACK have no rule: differentiating through them is the
@@ -22,10 +22,9 @@ import types as pytypes
 
 from gpucompiler import types as T
 from gpucompiler.interpreter import widen
-from gpucompiler.interpreter.builtins.blas import NO_TRANS, ROW_MAJOR, TRANS, blas_call, new_like
-from gpucompiler.interpreter.builtins.lapackimpl import (copy2, det_of, inv_into, slogdet_into, solve_into1,
-                                                         solve_into2)
-from gpucompiler.interpreter.builtins.linalgimpl import LOOPS
+from gpucompiler.language.numpy.linalg.blas import NO_TRANS, ROW_MAJOR, TRANS, blas_call, new_like
+from gpucompiler.language.numpy.linalg.lapackimpl import copy2, det_of, inv_into, slogdet_into, solve_into1, solve_into2
+from gpucompiler.language.numpy.linalg.linalgimpl import LOOPS
 
 from . import nested_rules
 from .custom import custom_rule

@@ -24,8 +24,8 @@ from .. import types as T
 from ..errors import GPUCompilerError, PluginError, UnsupportedError
 from ..interface import plugin_location
 from ..frontend.ir import Branch, Inst, Jump, Return
-from ..interpreter.builtins import arraymem as mem
-from ..interpreter.builtins.arraymem import holds_managed
+from ..language.numpy import arraymem as mem
+from ..language.numpy.arraymem import holds_managed
 from ..interpreter.lattice import BOTTOM, Const, const, pyobj, widen
 from .deferred import lower_deferred
 from .lifetimes import Lifetimes, plan

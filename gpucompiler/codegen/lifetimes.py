@@ -1,6 +1,6 @@
 """Where the SSA values holding managed arrays die: liveness over the reachable blocks.
 
-Every such value owns one reference (interpreter/builtins/arraymem.py),
+Every such value owns one reference (language/numpy/arraymem.py),
 except a view whose viewed value is live wherever the view is (``borrowed``).
 Codegen gives it back after the value's last use: right after an
 instruction (``after``), at the start of a block for phis nobody reads
@@ -14,7 +14,7 @@ from __future__ import annotations
 import attrs
 
 from ..frontend.ir import Call, Phi, Return
-from ..interpreter.builtins.arraymem import holds_managed
+from ..language.numpy.arraymem import holds_managed
 from ..interpreter.lattice import BOTTOM
 
 

@@ -1,8 +1,8 @@
 """Abstract interpretation (type inference) and its extension points.
 
 The names load their modules on first use (:mod:`gpucompiler.lazy`): the lattice and the
-rule registry are imported without the inference engine and the base rules, which
-:mod:`.infer` registers.
+rule registry are imported without the inference engine. The rules of the language itself
+(Python, ``math``, NumPy) are :mod:`gpucompiler.language`'s, which registers them.
 """
 
 from typing import TYPE_CHECKING
@@ -10,15 +10,14 @@ from typing import TYPE_CHECKING
 from ..lazy import attach
 
 if TYPE_CHECKING:
-    from .builtins.arraymem import borrowed
-    from .deferred import (JOB_GLOBAL_PREFIX, LOOKUP, DeferredCall, DeferredJob, DeferredMeta, deferred_call,
-                           is_function, nested_interpreter)
+    from .deferred import (JOB_GLOBAL_PREFIX, LOOKUP, DeferredCall, DeferredJob, DeferredMeta, borrowed,
+                           deferred_call, is_function, nested_interpreter)
     from .infer import Frame, Interpreter, spec_argtypes
     from .lattice import BOTTOM, Const, pyobj, widen
     from .rules import (Any_, Bool, CallResult, Complex, Constant, Float, Int, Number, Numeric, RULE_SETS, RuleSet,
                         register)
 
-_LAZY = {"borrowed": ".builtins.arraymem", "JOB_GLOBAL_PREFIX": ".deferred", "LOOKUP": ".deferred",
+_LAZY = {"borrowed": ".deferred", "JOB_GLOBAL_PREFIX": ".deferred", "LOOKUP": ".deferred",
          "DeferredCall": ".deferred", "DeferredJob": ".deferred", "DeferredMeta": ".deferred",
          "deferred_call": ".deferred", "is_function": ".deferred", "nested_interpreter": ".deferred",
          "Frame": ".infer", "Interpreter": ".infer", "spec_argtypes": ".infer", "BOTTOM": ".lattice",

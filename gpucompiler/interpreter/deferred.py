@@ -39,12 +39,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
+from .. import types as T
 from ..errors import CompileError, TypeInferenceError
 from ..arguments import cell_filled
 from ..frontend.fingerprint import encode_value, python_function
 from ..hashing import stable_hash
 from ..core import GRID_EMULATION
-from .builtins.arraymem import borrowed
 from .infer import Interpreter, spec_argtypes
 from .lattice import BOTTOM, Const, pyobj, widen
 from .rules import CallResult, RuleSet
@@ -200,6 +200,18 @@ def nested_interpreter(interp, rule_sets: tuple[RuleSet, ...]):
         child.plugin_sets = [*interp.plugin_sets, *extra]
         children[key] = child
     return child
+
+
+def borrowed(v):
+    """``v`` (an abstract value) as a callee that only borrows its arrays sees it: no buffer field."""
+    t = v if isinstance(v, T.Type) else None
+    if isinstance(t, T.TupleType):
+        return T.TupleType(borrowed(it) for it in t.items)
+    if isinstance(t, T.RecordType):
+        return T.RecordType(t.module, t.qualname, ((n, borrowed(it)) for n, it in t.fields), t.indexable)
+    if isinstance(t, T.ArrayType) and t.managed:
+        return T.ArrayType(t.dtype, t.ndim, t.layout, t.readonly)
+    return v
 
 
 def deferred_call(interp, meta, fn, args, *, marker: str) -> CallResult:

@@ -22,7 +22,6 @@ from .. import types as T
 from ..errors import PLUGIN_ATTRIBUTE, PluginError, PluginRequiredError, TypeInferenceError, UnsupportedError
 from ..frontend import intrinsics as K, lower_function
 from ..frontend.ir import Arg, Branch, Const as IRConst, Global, Inst, Return, Undef
-from . import builtins as _base_rules  # noqa: F401  (registers the base rules)
 from .lattice import BOTTOM, MISSING, Const, big_int, computed, const, join, pyobj, widen
 from .rules import CallResult, claim, enabled_rule_sets
 
@@ -116,7 +115,7 @@ class Interpreter:
         """name -> the abstract value of an undefined global (one object: inference converges)"""
         self.list_items: dict = {}
         """(frame, site) -> the item type the first ``append`` gave an empty list made at ``site``
-        (builtins/lists.py); a new entry makes the frame's inference run another round"""
+        (language/python/lists.py); a new entry makes the frame's inference run another round"""
         """names of extra rule sets -> the child interpreter that infers nested jobs under them"""
 
     # -- specializations ----------------------------------------------------

@@ -65,6 +65,10 @@ class Const:
         return f"Const({self.value!r}::{self.type!r})"
 
 
+AbstractValue = T.Type | Const | _Bottom
+"""What the interpreter knows of a value: its type, a constant of a type, or ⊥ (not reached yet)."""
+
+
 def _same(a, b) -> bool:
     if isinstance(a, (float, complex)):
         return (a == b and str(a) == str(b)) or (a != a and b != b)

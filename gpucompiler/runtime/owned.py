@@ -2,7 +2,7 @@
 
 The CPython wrapper boxes a returned array as ``(owner, data, *shape,
 *strides)`` (codegen/wrapper.py). ``owner`` is a capsule holding the array's
-reference to an allocation of the compiled code (interpreter/builtins/arraymem.py):
+reference to an allocation of the compiled code (language/numpy/arraymem.py):
 the NumPy array keeps it in its ``base`` chain, and its destructor gives the
 reference back (the allocation is freed with the last). A zero ``owner`` is
 memory borrowed from an argument (an array, or one in a tuple or record argument):

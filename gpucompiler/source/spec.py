@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 
 from .. import codegen, interpreter, types as T  # loaded when a spec is first inferred or generated
+from .. import language  # noqa: F401  (registers the language's rules, which every Interpreter consults)
 from ..frontend.fingerprint import encode_value, python_function
 from ..interpreter.lattice import MISSING
 from ..reference import module_name

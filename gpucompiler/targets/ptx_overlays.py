@@ -12,7 +12,7 @@ from llvmlite import ir
 
 from .. import types as T
 from ..device import Dim3, KernelLowering, kernel_rules, new_shared_name
-from ..interpreter.builtins.mathlib import device_math_rules
+from ..language.math.mathlib import device_math_rules
 from ..interpreter.rules import RuleSet
 from .libdevice import libdevice_name
 

@@ -21,7 +21,7 @@ from gpucompiler import device as gd
 from gpucompiler import jit, kernel, parse_target, prange
 from gpucompiler import types as T
 from gpucompiler.errors import TypeInferenceError
-from gpucompiler.interpreter.builtins.nprandomgen import Generator
+from gpucompiler.language.numpy.random.nprandomgen import Generator
 
 SEEDS = [0, 1, 2, 42, 12345, 2**31, 2**32 - 1] + list(range(100, 130))
 
@@ -418,7 +418,7 @@ def test_threads_past_the_slots_share_one_state(tmp_path):
     script = tmp_path / "threads.py"
     script.write_text(
         "import threading\nimport numpy as np\nfrom gpucompiler import jit\n"
-        "from gpucompiler.interpreter.builtins import nprandomstate as S\n\n@jit\n"
+        "from gpucompiler.language.numpy.random import nprandomstate as S\n\n@jit\n"
         "def f(s):\n    np.random.seed(s)\n    return np.random.random()\n\nout = {}\n"
         "barrier = threading.Barrier(160)\n\ndef run(k):\n    out[k] = f(k)\n    barrier.wait()\n\n"
         "threads = [threading.Thread(target=run, args=(k,)) for k in range(160)]\n"

@@ -1,7 +1,7 @@
 """The sort kinds of ``np.sort``/``np.argsort``/``a.sort()`` against NumPy over sweeps of hard inputs.
 
 The default kind (``quicksort``, also ``heapsort``) is an introsort, the
-stable kinds a merge sort (gpucompiler/interpreter/builtins/npsortimpl.py).
+stable kinds a merge sort (gpucompiler/language/numpy/sort/npsortimpl.py).
 Sorted values equal NumPy's (NaN last); the output is a permutation of the
 input bit for bit (NumPy's own vectorised quicksort may return ``-0.0``
 for a ``0.0``, so its signs of zero are not the reference); the stable
@@ -16,7 +16,7 @@ import pytest
 
 from enzyme_plugin import Duplicated, Reverse, autodiff
 from gpucompiler import jit
-from gpucompiler.interpreter.builtins import npsortimpl
+from gpucompiler.language.numpy.sort import npsortimpl
 
 RNG = np.random.default_rng(28)
 _SIZES = [*range(0, 41), 63, 64, 65, 127, 128, 129, 500, 1000, 2000]

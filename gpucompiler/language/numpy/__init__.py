@@ -1,0 +1,1 @@
+"""NumPy: arrays the compiled code owns, expressions and ufuncs, constructors, reductions, views."""

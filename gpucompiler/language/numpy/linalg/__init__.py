@@ -1,0 +1,1 @@
+"""``np.linalg`` and matrix products: BLAS and LAPACK through the host's libraries."""

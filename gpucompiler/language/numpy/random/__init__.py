@@ -1,0 +1,1 @@
+"""``np.random``: NumPy's legacy functions and ``default_rng``'s Generator."""

@@ -1,0 +1,1 @@
+"""``np.sort`` and ``np.argsort``, ``a.sort()``, ``sorted``: sorts written in Python and compiled."""

@@ -1,0 +1,1 @@
+"""Python's own language: numbers, tuples and indexing, records, lists, dicts, builtins, keyword calls."""

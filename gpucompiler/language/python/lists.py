@@ -1,0 +1,299 @@
+"""Lists made in compiled code: ``[]``, ``[a, b]``, comprehensions, ``append``, ``pop``, ``len``,
+indexing, iteration, ``sum``; returned to Python as a Python list.
+
+A list holds numbers of one type, as Numba's typed lists do: ``[1, 2.0]``
+is a ``TypeInferenceError`` naming both types, and an append converts only
+where no value changes (an int into a list of floats). An empty list ``[]``
+has no item type until its first ``append`` in the function that made it:
+the append records the type for the list's site (``interp.list_items``)
+and inference runs again with the list typed. The memory is a
+reference-counted block (listmem.py), freed with the last reference.
+Indexing is checked always (``IndexError: list index out of range``, as
+CPython); a loop over a list reads its length once, so a list that shrinks
+inside a loop over it is an ``IndexError`` where CPython stops early.
+Python lists passed as arguments stay unsupported (no reflection).
+"""
+
+from __future__ import annotations
+
+from ...pristine import builtins  # as imported (pristine.py: the rules key on its functions)
+import operator
+
+from llvmlite import ir
+
+from ... import types as T
+from ...errors import TypeInferenceError
+from ...frontend import intrinsics as K
+from ...frontend.intrinsics import check, getitem_unchecked, setitem_unchecked
+from ...frontend.ir import Const as IRConst
+from ...interpreter.lattice import BOTTOM, Const, const, widen
+from ...interpreter.rules import CallResult
+from . import listmem as L
+from ..numpy.npdtypes import numpy_function
+from ..numpy.npintrinsics import new_array
+from .numbers import base
+from ..numpy.reductions import invoke_impl, returned
+
+_HINT = "a compiled list holds numbers of one type (Numba's typed list); use a tuple or a NumPy array for others"
+
+
+def list_sum(lst, start):
+    s = start
+    for i in range(len(lst)):
+        s = s + getitem_unchecked(lst, i)
+    return s
+
+
+_NAN = ("x in a list or tuple with x a NaN: CPython finds it by identity (the same object), which compiled "
+        "numbers do not have")
+
+
+def list_contains(lst, x):
+    check(x == x, "ValueError", _NAN)
+    return array_contains(lst, x)
+
+
+def array_contains(lst, x):
+    for i in range(len(lst)):  # noqa: SIM110  (compiled: a loop that stops at the first match)
+        if getitem_unchecked(lst, i) == x:
+            return True
+    return False
+
+
+def list_to_array(lst, dt):
+    n = len(lst)
+    out = new_array((n,), dt)
+    for i in range(n):
+        setitem_unchecked(out, i, getitem_unchecked(lst, i))
+    return out
+
+
+def _item(t, what: str) -> T.Scalar:
+    """The item type of a list ``what`` holds, or a TypeInferenceError naming it."""
+    t = widen(t)
+    if not isinstance(t, T.Scalar):
+        raise TypeInferenceError(f"{what}: a compiled list holds numbers, not {t!r}", (t,), hint=_HINT)
+    return t
+
+
+def _build(interp, args) -> CallResult:
+    site, items = args[0].value, args[1:]
+    if not items:
+        typed = interp.list_items.get((interp.stack[-1], site)) if interp.stack else None
+        t = T.ListType(typed) if typed is not None else T.ListType(None, site)
+        return CallResult(t, lambda cg, a, at, rt: L.new_list(cg, None, 0))
+    kinds = list(dict.fromkeys(_item(i, "[...]") for i in items))
+    if len(kinds) > 1:
+        raise TypeInferenceError(f"a list of items of several types ({', '.join(map(repr, kinds))}): a compiled "
+                                 "list holds items of one type", tuple(kinds),
+                                 hint="convert the items to one type: float(x), or write 1.0 for 1")
+    item = kinds[0]
+
+    def lower(cg, a, at, rt):
+        lst = L.new_list(cg, item, len(items))
+        for k, (v, vt) in enumerate(zip(a[1:], at[1:])):
+            cg.store_scalar(cg.cast(v, widen(vt), item), L.item_pointer(cg, lst, ir.Constant(ir.IntType(64), k),
+                                                                        item), item)
+        return lst
+    return CallResult(T.ListType(item), lower)
+
+
+def _stored(t: T.ListType, x) -> T.Scalar:
+    """The item type of ``t`` after a check that ``x`` fits it without changing value."""
+    item, xt = t.item, _item(x, "append()")
+    assert isinstance(item, T.Scalar)
+    if xt != item and not (T.promote(item, xt) == item and item.kind != "b"):
+        raise TypeInferenceError(f"a list of {item!r} cannot hold a {xt!r} (compiled lists hold items of one "
+                                 "type)", (item, xt), hint="convert the value, or make the list of the wider "
+                                 "type: [float(v) for v in ...]")
+    return item
+
+
+def _type_empty(interp, t: T.ListType, x) -> None:
+    """Record the first append's item type of an empty list made in this function."""
+    frame = interp.stack[-1] if interp.stack else None
+    if not made_in(frame, t.site, K.build_list):
+        raise TypeInferenceError("append() to an empty list made in another function: its item type is unknown "
+                                 "here", (t,), hint="append in the function that makes the list, or make it "
+                                 "with an item ([0.0] then pop()) so that it has a type")
+    xt = _item(x, "append()")
+    seen = interp.list_items.setdefault((frame, t.site), xt)
+    if seen != xt:
+        raise TypeInferenceError(f"appends of {seen!r} and {xt!r} to one list: a compiled list holds items of one "
+                                 "type", (seen, xt), hint="convert the values to one type: float(x)")
+
+
+def made_in(frame, site, maker) -> bool:
+    """Whether ``frame``'s function makes an empty list or dict (``maker``: its intrinsic) at ``site``."""
+    return frame is not None and any(
+        isinstance(inst.fn, IRConst) and inst.fn.value is maker and isinstance(inst.args[0], IRConst)
+        and inst.args[0].value == site for bl in frame.ir.blocks for inst in bl.insts)
+
+
+def _append(interp, lst, x) -> CallResult:
+    t = widen(lst)
+    if t.item is None:
+        _type_empty(interp, t, x)
+        return CallResult(T.none, lambda *a: None)  # typed on the next round, lowered then
+    item = _stored(t, x)
+
+    def lower(cg, a, at, rt):
+        L.append(cg, a[0], cg.cast(a[2], widen(at[2]), item), item)
+    return CallResult(T.none, lower)
+
+
+def _pop(interp, lst, rest) -> CallResult:
+    t = widen(lst)
+    if len(rest) > 1 or (rest and not _integer(rest[0])):
+        raise TypeInferenceError(f"pop() takes one integer index at most, got {', '.join(repr(widen(r)) for r in rest)}",
+                                 tuple(widen(r) for r in rest))
+    if t.item is None:
+        return CallResult(BOTTOM, untyped)
+    item = t.item
+
+    def lower(cg, a, at, rt):
+        if len(a) > 2 and cg.mod.error_slot:  # the items' shift: its derivatives are wrong today
+            raise TypeInferenceError("pop(i) of a list in code that is differentiated: the derivatives through "
+                                     "the items it moves are not supported", (t,), cg.frame.where(cg.inst),
+                                     cg.frame.ir.name, "pop() the last item, or build a new list without item i")
+        if len(a) > 2:
+            index = L.checked_index(cg, a[0], cg.cast(a[2], widen(at[2]), T.int64), "pop index out of range")
+        else:
+            n = L.length(cg, a[0])
+            cg.check_required(cg.b.icmp_signed(">", n, ir.Constant(n.type, 0)), "IndexError", "pop from empty list")
+            index = cg.b.sub(n, ir.Constant(n.type, 1))
+        return L.pop(cg, a[0], index, item)
+    return CallResult(item, lower)
+
+
+def untyped(cg, a, at, rt):
+    """The lowering of a read of a list or dict that stayed empty and untyped: a typed error at the line."""
+    raise TypeInferenceError("the items of this empty list or dict have no type: nothing is added to it",
+                             hint="append to the list (set an item of the dict) before reading it, or make it "
+                             "with an item",
+                             loc=cg.frame.where(cg.inst), function=cg.frame.ir.name)
+
+
+def _integer(v) -> bool:
+    t = widen(v)
+    return isinstance(t, T.Scalar) and t.is_integer
+
+
+def _getitem(interp, lst, index) -> CallResult:
+    t = widen(lst)
+    if not _integer(index):
+        raise TypeInferenceError(f"a list index must be an integer, got {widen(index)!r} (slices of compiled lists "
+                                 "are not supported)", (widen(index),), hint="index one item at a time")
+    if t.item is None:
+        return CallResult(BOTTOM, untyped)
+    item = t.item
+
+    def lower(cg, a, at, rt):
+        at_ = L.checked_index(cg, a[0], cg.cast(a[1], widen(at[1]), T.int64))
+        return cg.load_scalar(L.item_pointer(cg, a[0], at_, item), item)
+    return CallResult(item, lower)
+
+
+def _setitem(interp, lst, index, value) -> CallResult:
+    t = widen(lst)
+    if not _integer(index):
+        raise TypeInferenceError(f"a list index must be an integer, got {widen(index)!r}", (widen(index),))
+    if t.item is None:  # typed by a later append (inference runs again), else an error when lowered
+        return CallResult(T.none, untyped)
+    item = _stored(t, value)
+
+    def lower(cg, a, at, rt):
+        at_ = L.checked_index(cg, a[0], cg.cast(a[1], widen(at[1]), T.int64), "list assignment index out of range")
+        cg.store_scalar(cg.cast(a[2], widen(at[2]), item), L.item_pointer(cg, a[0], at_, item), item)
+    return CallResult(T.none, lower)
+
+
+def _array(interp, lst) -> CallResult:
+    """``np.array(l)``: a new 1-d array of the list's items (NumPy's dtype of Python numbers: bool, int64,
+    float64, complex128)."""
+    t = widen(lst)
+    if t.item is None:
+        return CallResult(BOTTOM, untyped)
+    dt = const(t.item)
+    res = invoke_impl(interp, "np.array(list)", list_to_array, [t, dt])
+    return CallResult(res.restype, lambda cg, a, at, rt: returned(cg, cg.call_result(res, [a[0], None], [at[0], dt],
+                                                                                      rt), rt))
+
+
+def _sum(interp, lst, start) -> CallResult:
+    t = widen(lst)
+    if t.item is None:
+        return CallResult(BOTTOM, untyped)
+    first = start if start is not None else const(0)
+    res = invoke_impl(interp, "sum()", list_sum, [t, first])
+
+    def lower(cg, a, at, rt):
+        s = a[1] if start is not None else cg.const(T.int64, 0)
+        return returned(cg, cg.call_result(res, [a[0], s], [at[0], at[1] if start is not None else first], rt), rt)
+    return CallResult(res.restype, lower)
+
+
+_METHODS = {"append": lambda interp, a: _append(interp, a[0], a[2]) if len(a) == 3 else None,
+            "pop": lambda interp, a: _pop(interp, a[0], a[2:])}
+
+
+def _walkable(seq) -> bool:
+    """A 1-d array or a tuple of numbers of one type: ``x in seq`` is the loop of :func:`list_contains`."""
+    t = widen(seq)
+    if isinstance(t, T.ArrayType):
+        return t.ndim == 1
+    return isinstance(t, T.TupleType) and len({widen(i) for i in t.items}) == 1 and isinstance(widen(t.items[0]), T.Scalar)
+
+
+def _contains(interp, seq, x) -> CallResult:
+    """``x in seq`` (any item ``== x``, as CPython and NumPy compare) of a list, a 1-d array or a tuple."""
+    _item(x, "x in sequence")
+    impl = array_contains if isinstance(widen(seq), T.ArrayType) else list_contains  # NumPy compares by ==
+    res = invoke_impl(interp, "x in sequence", impl, [widen(seq), x])
+    return CallResult(res.restype, lambda cg, a, at, rt: cg.call_result(res, a, at, rt))
+
+
+def _iter_len(interp, seq) -> CallResult | None:
+    """``iter_len(seq, first)``: a list's length now; of anything else but a dict (dicts.py), its ``len``."""
+    t = widen(seq)
+    if isinstance(t, T.ListType):
+        return CallResult(T.int64, lambda cg, a, at, rt: L.length(cg, a[0]))
+    if isinstance(t, (T.DictType, T.DictView)):
+        return None
+    res = interp.abstract_call(builtins.len, [seq])
+    if res is None:
+        raise TypeInferenceError(f"no implementation of len({t!r}): a for loop walks arrays, tuples, lists and "
+                                 "dicts", (t,))
+    if isinstance(res.restype, Const):
+        return CallResult(res.restype, lambda *a: None)
+    return CallResult(res.restype, lambda cg, a, at, rt: cg.call_result(res, a[:1], at[:1], rt))
+
+
+@base.handler
+def _lists(interp, fn, args):
+    """Every call that makes or takes a compiled list."""
+    if fn is K.build_list:
+        return _build(interp, args)
+    if fn is K.iter_len:
+        return _iter_len(interp, args[0])
+    if fn is operator.contains and len(args) == 2 and _walkable(args[0]):
+        return _contains(interp, args[0], args[1])
+    if not args or not isinstance(widen(args[0]), T.ListType):
+        return None
+    if fn is K.call_method and isinstance(args[1], Const) and args[1].value in _METHODS:
+        return _METHODS[args[1].value](interp, args)
+    if fn is builtins.len and len(args) == 1:
+        return CallResult(T.int64, lambda cg, a, at, rt: L.length(cg, a[0]))
+    if fn in (operator.getitem, getitem_unchecked) and len(args) == 2:
+        return _getitem(interp, args[0], args[1])
+    if fn in (operator.setitem, setitem_unchecked) and len(args) == 3:
+        return _setitem(interp, args[0], args[1], args[2])
+    if numpy_function(fn) in ("array", "asarray") and len(args) == 1:
+        return _array(interp, args[0])
+    if fn is operator.contains and len(args) == 2:
+        if widen(args[0]).item is None:
+            return CallResult(T.boolean, lambda cg, a, at, rt: ir.Constant(ir.IntType(1), 0))
+        return _contains(interp, args[0], args[1])
+    if fn is builtins.sum and len(args) in (1, 2):
+        return _sum(interp, args[0], args[1] if len(args) == 2 else None)
+    return None

@@ -81,6 +81,9 @@ class EnzymePlugin(gp.Plugin):
 
     @gp.callback("optimize.last", markers=AD_MARKERS)
     def preserve_nvvm(self, job, module):
+        if module.parsed and all(nvvm.preserved_name(f.name, job.target) is None
+                                 for f in module.ref.functions if f.is_declaration):
+            return  # nothing to rename: the module is not parsed into the Python model for nothing
         nvvm.preserve(module.model, job.target)
 
     @gp.callback("ad", markers=AD_MARKERS)
@@ -94,6 +97,8 @@ class EnzymePlugin(gp.Plugin):
     def restore(self, job, module, state: EnzymeJobState):
         if not state.ran_ad and not any(n.startswith(nvvm.RESTORE_MARKERS_PREFIXES) for n in module.function_names()):
             return  # nothing differentiated, nothing renamed (contract.mark_inactive) to give back
+        if module.parsed and not _restores(module.ref, job.target):
+            return  # nothing to give back or drop: the module is not parsed into the Python model for nothing
         model = module.model
         nvvm.restore(model, job.target)
         noinline.restore(model)
@@ -105,3 +110,18 @@ class EnzymePlugin(gp.Plugin):
             fn = model.functions.get(name)
             if fn is not None and not fn.uses:
                 model.remove_function(fn)
+
+
+def _restores(ref, target) -> bool:
+    """Whether :meth:`EnzymePlugin.restore` has anything to change in the LLVM module ``ref``: a renamed
+    function, a device-library mapping, a function ``noinline`` marked, a registration or marker global,
+    a marker declaration."""
+    for f in ref.functions:
+        name = f.name
+        if name.startswith(nvvm.RESTORE_MARKERS_PREFIXES) or name in AD_MARKERS:
+            return True
+        if f.is_declaration and target.math_to_device(name) is not None:
+            return True
+        if any(noinline.RECORD in a.decode(errors="replace") for a in f.attributes):
+            return True
+    return any(noinline.REGISTER in g.name or g.name in lower.ENZYME_MARKERS for g in ref.global_variables)

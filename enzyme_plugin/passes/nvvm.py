@@ -43,22 +43,23 @@ def _rename(model, fn: Function, new: str) -> Function:
     return target
 
 
+def preserved_name(name: str, target: Target) -> str | None:
+    """The name :func:`preserve` gives the declaration ``name``; None when it keeps its own."""
+    if name in EMULATION_INACTIVE or target.inactive_intrinsic(name):
+        return INACTIVE_PREFIX + name
+    if name in EMULATION_BARRIERS or target.barrier_intrinsic(name):
+        return BARRIER_PREFIX + name
+    return target.math_from_device(name)
+
+
 def preserve(model, target: Target) -> int:
     """Rename the intrinsics (see the module docstring); returns how many functions were renamed."""
     n = 0
     for fn in list(model.functions.values()):
-        if not fn.is_declaration:
-            continue
-        name = fn.name
-        if name in EMULATION_INACTIVE or target.inactive_intrinsic(name):
-            _rename(model, fn, INACTIVE_PREFIX + name)
-        elif name in EMULATION_BARRIERS or target.barrier_intrinsic(name):
-            _rename(model, fn, BARRIER_PREFIX + name)
-        elif (libm := target.math_from_device(name)) is not None:
-            _rename(model, fn, libm)
-        else:
-            continue
-        n += 1
+        new = preserved_name(fn.name, target) if fn.is_declaration else None
+        if new is not None:
+            _rename(model, fn, new)
+            n += 1
     return n
 
 

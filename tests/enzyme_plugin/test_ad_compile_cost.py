@@ -1,0 +1,89 @@
+"""What a gradient's compile does not do: parse a module into the Python model where a callback has
+nothing to change in it (the results checked against exact derivatives)."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+import pytest
+
+from enzyme_plugin import Active, Const, Duplicated, Reverse, autodiff
+from gpucompiler import jit
+from gpucompiler.llvm.binding import parse_ir
+from gpucompiler.module import IRModule
+from gpucompiler.targets import NativeTarget
+from enzyme_plugin.plugin import _restores
+
+
+def sq_loss(w, xs):
+    acc = 0.0
+    for i in range(xs.shape[0]):
+        r = math.tanh(w * xs[i])
+        acc += r * r
+    return acc
+
+
+def grad_sq_loss(w, xs):
+    return autodiff(Reverse, sq_loss, Active(w), Const(xs))
+
+
+def weighted(x, y):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * x[i] * y
+    return s
+
+
+def grad_weighted(x, y):
+    dx = np.zeros_like(x)
+    autodiff(Reverse, weighted, Duplicated(x, dx), Const(y))
+    return dx
+
+
+@pytest.fixture
+def model_parses(monkeypatch):
+    """The names of the functions that asked for a module's Python model where it had none."""
+    callers: list[str] = []
+    prop = IRModule.model
+    read, write = prop.fget, prop.fset
+    assert read is not None and write is not None
+
+    def getter(self):
+        if self._model is None:
+            callers.append(sys._getframe(1).f_code.co_name)
+        return read(self)
+
+    monkeypatch.setattr(IRModule, "model", property(getter, write))
+    return callers
+
+
+def test_a_reverse_gradient_parses_no_module_after_ad(model_parses):
+    xs = np.linspace(-1.0, 2.0, 7)
+    g = jit(grad_sq_loss, plugins=("enzyme",))
+    for w in (0.3, -1.1):
+        (dw,) = g(w, xs)
+        want = sum(2.0 * math.tanh(w * x) * (1.0 - math.tanh(w * x) ** 2) * x for x in xs)
+        assert dw == pytest.approx(want, rel=1e-12)
+    assert "lower_autodiff" in model_parses  # the marker lowering needs the model: the count sees parses
+    assert "restore" not in model_parses and "preserve_nvvm" not in model_parses
+
+
+def test_an_array_gradient_parses_no_module_after_ad(model_parses):
+    x = np.array([0.5, -2.0, 3.0])
+    got = jit(grad_weighted, plugins=("enzyme",))(x, 1.5)
+    np.testing.assert_allclose(got, 2.0 * x * 1.5, rtol=1e-15)
+    assert "restore" not in model_parses and "preserve_nvvm" not in model_parses
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("define double @f(double %x) {\n  ret double %x\n}\n", False),
+    ("declare double @__enzyme_autodiff(...)\n", True),
+    ("@enzyme_dup = external global i8\n", True),
+    ('@__enzyme_register_gradient_f = global [1 x ptr] [ptr @f]\ndeclare void @f()\n', True),
+    ("define void @f() #0 {\n  ret void\n}\nattributes #0 = { noinline \"gpuc.enzyme.noinline\" }\n", True),
+    ("declare i32 @gpuc.inactive.omp_get_thread_num()\n", True),
+])
+def test_restore_is_skipped_only_where_it_has_nothing_to_change(text, expected):
+    assert _restores(parse_ir(text), NativeTarget()) is expected

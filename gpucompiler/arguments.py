@@ -16,6 +16,15 @@ attributes included, is refused with an error naming the parameter: compiled
 code reads arrays at NumPy's struct offsets. A 0-d array is an array
 (``a[()]`` reads and writes its element).
 
+A Python ``list`` of numbers of one type (``[1.0, 2.0]``) is a compiled list
+and a ``dict`` of number keys and number values (``{1: 0.5}``) a compiled
+dict for the call (:mod:`gpucompiler.codegen.pyargs` converts them), and
+what the call does to them is reflected into the caller's object when it
+returns, as Numba reflects lists: appends, pops and item assignments are seen
+by the caller, and an item the call left equal keeps its object. Empty and
+mixed containers, containers of other values, and one container passed to
+two parameters are refused with an error naming the parameter.
+
 A subclass of ``ndarray`` is passed as its array unless it redefines what
 compiled code does to arrays (indexing, operators, ufuncs, reductions:
 ``np.matrix``'s ``*``, a masked array's mask): compiled code would ignore
@@ -88,6 +97,10 @@ def argument(value, name: str, function: str) -> tuple:
     t = _PY.get(type(value))
     if t is not None:
         return t, value
+    if type(value) is list:
+        return _list_type(value, name, function), value
+    if type(value) is dict:
+        return _dict_type(value, name, function), value
     np = sys.modules.get("numpy")
     if np is None or not isinstance(value, (np.ndarray, np.generic)):
         t = T.typeof(value)
@@ -100,6 +113,9 @@ def argument(value, name: str, function: str) -> tuple:
                 value = np.asarray(value)
             except (TypeError, ValueError) as exc:
                 _refuse(value, name, function, f"NumPy cannot view it as an array ({exc})")
+        elif type(value).__module__.startswith("numba.typed"):
+            _refuse(value, name, function, "pass list(xs) or dict(d): a Python list or dict of numbers is converted "
+                    "for the call and what the call does to it is written back into it")
         else:
             _refuse(value, name, function)
     if type(value) is not np.ndarray and isinstance(value, np.ndarray):
@@ -139,6 +155,51 @@ def _plain_behaviour(value, np, name: str, function: str) -> None:
                 "the plain array you mean (a masked array's a.filled(fill_value))")
 
 
+def _items_type(values, name: str, function: str, what: str, keys: bool = False) -> T.Scalar:
+    """The one number type of ``values`` (a list's items, a dict's keys or values), else the error."""
+    classes = set(map(type, values))
+    kinds = {_PY.get(c) or T.typeof(next(v for v in values if type(v) is c)) for c in classes}
+    if len(kinds) > 1 or not all(isinstance(k, T.Scalar) for k in kinds):
+        shown = ", ".join(sorted(c.__name__ for c in classes))
+        raise ArgumentTypeError(name, f"{what} of {shown}", function=function,
+                                hint="a compiled list or dict holds numbers of one type (lists of lists, of "
+                                "tuples or of arrays are not taken): convert the numbers ([float(x) for x in xs]), "
+                                "pass a NumPy array (np.array(rows) for rows of one length), or build the container "
+                                "inside the compiled function")
+    t = kinds.pop()
+    assert isinstance(t, T.Scalar)
+    if t.is_integer and t.kind == "i" and not -(1 << 63) <= min(values) <= max(values) < 1 << 63:
+        raise ArgumentTypeError(name, f"{what} of int beyond int64", function=function,
+                                hint="a compiled list or dict holds int64 integers (CPython's ints are unbounded): "
+                                "pass integers within int64, or floats")
+    if keys and (t.kind == "c" or (t.kind == "f" and any(k != k for k in values))):
+        raise ArgumentTypeError(name, f"{what} of {'complex' if t.kind == 'c' else 'float with a NaN'}",
+                                function=function, hint="a compiled dict's keys are bools, integers or floats "
+                                "other than NaN (CPython finds a NaN key by identity)")
+    return t
+
+
+def _list_type(value: list, name: str, function: str) -> T.ListType:
+    if not value:
+        raise ArgumentTypeError(name, "empty list", function=function,
+                                hint="an empty list has no item type to compile for: build it inside the function "
+                                "([] takes the type of its first append), or pass a NumPy array (np.empty(0))")
+    return T.ListType(_items_type(value, name, function, "list"))
+
+
+def _dict_type(value: dict, name: str, function: str) -> T.DictType:
+    if not value:
+        raise ArgumentTypeError(name, "empty dict", function=function,
+                                hint="an empty dict has no key and value types to compile for: build it inside the "
+                                "function ({} takes the types of its first item)")
+    if any(type(k) is str for k in value):
+        raise ArgumentTypeError(name, "dict with str keys", function=function,
+                                hint="compiled dicts have number keys: map the names to integers before the call "
+                                "({i: d[k] for i, k in enumerate(names)}), or pass the values as an array")
+    return T.DictType(_items_type(list(value), name, function, "dict keys", True),
+                      _items_type(list(value.values()), name, function, "dict values"))
+
+
 def _has_buffer(value) -> bool:
     if isinstance(value, (str, tuple, list, dict)):
         return False
@@ -160,9 +221,22 @@ def arguments(values, names, function: str) -> tuple[tuple, tuple]:
             t = T.typeof(v)
         if t is None:
             typed = [argument(v, n, function) for v, n in zip(values, names)]
+            _distinct_containers(values, names, function)
             return tuple(t for t, _ in typed), tuple(v for _, v in typed)
         types.append(t)
     return tuple(types), values
+
+
+def _distinct_containers(values, names, function: str) -> None:
+    """Refuse one list or dict passed to two parameters: the call converts each, so a change through one
+    name would not be seen through the other as CPython sees it."""
+    seen: dict[int, str] = {}
+    for v, n in zip(values, names):
+        if type(v) in (list, dict):
+            other = seen.setdefault(id(v), n)
+            if other != n:
+                raise ArgumentTypeError(n, f"the same {type(v).__name__} as parameter {other!r}", function=function,
+                                        hint="pass a copy (list(xs), dict(d)) to one of them, or pass it once")
 
 
 def cell_filled(cell) -> bool:

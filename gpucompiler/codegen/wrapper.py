@@ -21,6 +21,7 @@ from ..errors import TypeInferenceError
 from ..frontend.ir import Return
 from ..interpreter.lattice import widen
 from .lltypes import I64, PTR, has_value, ll
+from .pyargs import Reflected
 from .pylist import box_dict, box_list
 
 # offsets in PyArrayObject (after PyObject_HEAD): data, nd, dimensions, strides
@@ -29,7 +30,7 @@ _I8 = ir.IntType(8)
 
 
 def _param_type(t):
-    if isinstance(t, (T.ArrayType, T.TupleType, T.RecordType)) or _is_complex(t):
+    if isinstance(t, (T.ArrayType, T.TupleType, T.RecordType, T.ListType, T.DictType)) or _is_complex(t):
         return PTR
     return _I8 if t == T.boolean else ll(t)
 
@@ -145,8 +146,9 @@ def _release_function(mod) -> ir.Function:
     return fn
 
 
-def _box(mod, b, v, t):
-    """A new reference to a Python object holding ``v`` of type ``t``.
+def _box(mod, b, v, t, parents=()):
+    """A new reference to a Python object holding ``v`` of type ``t`` (a list or dict argument's compiled copy
+    in ``parents``: that argument, :mod:`.pyargs`).
 
     An array is boxed as the tuple ``(owner, data, *shape, *strides)``: ``owner`` is
     a capsule holding the array's reference to its allocation (released by
@@ -155,11 +157,11 @@ def _box(mod, b, v, t):
     runtime/owned.py makes the NumPy arrays and the records, however nested.
     """
     if isinstance(t, T.RecordType):  # the tuple of its fields: runtime/owned.py makes the instance
-        return _box(mod, b, v, T.TupleType(t.items))
+        return _box(mod, b, v, T.TupleType(t.items), parents)
     if isinstance(t, T.ListType):
-        return box_list(mod, b, v, t, lambda bb, x, xt: _box(mod, bb, x, xt))
+        return box_list(mod, b, v, t, lambda bb, x, xt: _box(mod, bb, x, xt), parents)
     if isinstance(t, T.DictType):
-        return box_dict(mod, b, v, t, lambda bb, x, xt: _box(mod, bb, x, xt))
+        return box_dict(mod, b, v, t, lambda bb, x, xt: _box(mod, bb, x, xt), parents)
     if isinstance(t, T.ArrayType):
         setitem = mod.declare("PyTuple_SetItem", ir.IntType(32), [PTR, I64, PTR])
         ints = [b.extract_value(v, [f, k]) for f in (1, 2) for k in range(t.ndim)]
@@ -176,7 +178,7 @@ def _box(mod, b, v, t):
         setitem = mod.declare("PyTuple_SetItem", ir.IntType(32), [PTR, I64, PTR])
         tup = b.call(new, [ir.Constant(I64, len(t.items))])
         for k, (it, item) in enumerate(zip(t.items, items_of(b, v, t))):
-            b.call(setitem, [tup, ir.Constant(I64, k), _box(mod, b, item, it)])
+            b.call(setitem, [tup, ir.Constant(I64, k), _box(mod, b, item, it, parents)])
         return tup
     if not has_value(t):  # None (an item of a tuple): CPython's own object
         none = mod.extern_global("_Py_NoneStruct")
@@ -282,8 +284,15 @@ def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
     fn = ir.Function(mod.module, ir.FunctionType(ret, [_param_type(t) for t in argtypes]), name=name)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     args = []
+    reflected = Reflected(mod, b, lambda bb, x, xt: _box(mod, bb, x, xt), lambda x, xt: _unbox(mod, b, x, xt))
+
+    def bail():
+        reflected.finish()
+        b.ret_void() if isinstance(ret, ir.VoidType) else b.ret(ir.Constant(ret, None))
     for p, t in zip(fn.args, argtypes):
-        if isinstance(t, (T.ArrayType, T.TupleType, T.RecordType)) or _is_complex(t):
+        if isinstance(t, (T.ListType, T.DictType)):  # a compiled copy, reflected into the argument on return
+            args.append(reflected.unbox(p, t, bail))
+        elif isinstance(t, (T.ArrayType, T.TupleType, T.RecordType)) or _is_complex(t):
             args.append(_unbox(mod, b, p, t))
         else:
             args.append(b.trunc(p, ir.IntType(1)) if t == T.boolean else p)
@@ -291,15 +300,16 @@ def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
     if mod.status:
         failed = b.extract_value(out, 1) if has_value(rt) else out
         with b.if_then(failed, likely=False):
-            if isinstance(ret, ir.VoidType):
-                b.ret_void()
-            else:
-                b.ret(ir.Constant(ret, None))
+            bail()
         out = b.extract_value(out, 0) if has_value(rt) else None
     if isinstance(rt, (T.TupleType, T.RecordType, T.ArrayType, T.ListType, T.DictType)) or _is_complex(rt):
-        b.ret(_box(mod, b, out, rt))
+        result = _box(mod, b, out, rt, reflected.items)
+        reflected.finish()
+        b.ret(result)
     elif not has_value(rt):
+        reflected.finish()
         b.ret_void()
     else:
+        reflected.finish()
         b.ret(b.zext(out, _I8) if rt == T.boolean else out)
     return fn

@@ -38,7 +38,7 @@ def is_contiguous(shape, strides, dtype) -> bool:
 
 
 def kernel_argument(value, name: str, function: str) -> tuple:
-    """:func:`~gpucompiler.arguments.argument` for a kernel: tuples and records are refused; a DLPack array
+    """:func:`~gpucompiler.arguments.argument` for a kernel: tuples, records, lists and dicts are refused; a DLPack array
     in host memory is viewed as NumPy's ``np.from_dlpack`` would, one in CUDA memory passed as its
     :class:`~.dlpack.CudaView`."""
     if dlpack.is_dlpack(value):
@@ -50,6 +50,10 @@ def kernel_argument(value, name: str, function: str) -> tuple:
         raise ArgumentTypeError(name, type(value).__name__, function=function,
                                 hint="kernels take scalars and arrays: pass the tuple's or record's fields "
                                      "as arguments of their own (@jit functions take tuples and records)")
+    if isinstance(t, (T.ListType, T.DictType)):
+        raise ArgumentTypeError(name, type(value).__name__, function=function,
+                                hint="kernels take scalars and arrays: pass the list as an array (np.asarray(xs)); "
+                                     "@jit functions take lists and dicts")
     return t, v
 
 

@@ -156,8 +156,9 @@ def test_array_interface_and_buffer_objects_are_viewed_without_a_copy():
     assert base.tolist() == [7.0] * 3
     with pytest.raises(ReadOnlyArrayError):
         jit(fill)(memoryview(b"\0" * 16).cast("d"), 1.0)  # bytes: a read-only buffer
-    with pytest.raises(ArgumentTypeError, match="'a'"):
-        jit(total)([1.0, 2.0])  # a list is no array (NumPy would copy it: writes would be lost)
+    with pytest.raises(TypeInferenceError, match="no attribute 'shape'") as info:
+        jit(total)([1.0, 2.0])  # a list is a list, not an array viewed (NumPy would copy it: writes would be lost)
+    assert info.value.line == _line(total, "a.shape[0]") and "np.asarray" in info.value.hint
 
 
 def _fill_kernel(a, v):

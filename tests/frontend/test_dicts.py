@@ -203,15 +203,6 @@ def test_del_and_mapping_unpacking_stay_refused():
         assert info.value.filename == __file__
 
 
-def test_python_dicts_as_arguments_stay_refused():
-    @jit
-    def takes(d):
-        return len(d)
-
-    with pytest.raises((TypeInferenceError, UnsupportedError, TypeError)):
-        takes({1: 2.0})
-
-
 # -- memory ----------------------------------------------------------------------------------
 def _rss() -> int:
     with open("/proc/self/statm") as f:

@@ -11,7 +11,7 @@ import pytest
 
 from enzyme_plugin import gradient
 from gpucompiler import jit, prange
-from gpucompiler.errors import TypeInferenceError, UnsupportedError
+from gpucompiler.errors import TypeInferenceError
 
 
 def _same(compiled, *args):
@@ -242,15 +242,6 @@ def test_an_empty_list_returned_is_an_empty_python_list():
         return xs, len(xs)
 
     assert empty() == ([], 0)
-
-
-def test_python_lists_as_arguments_stay_refused():
-    @jit
-    def takes(xs):
-        return len(xs)
-
-    with pytest.raises((TypeInferenceError, UnsupportedError, TypeError)):
-        takes([1.0, 2.0])
 
 
 def test_list_slices_are_typed_errors():

@@ -469,6 +469,36 @@ def kwargs_helper(a):
     return sum(out), out
 
 
+@njit
+def extend_running_sums(xs):
+    # a Python list passed in (Numba's reflected list): what the call appends is seen by the caller
+    s = 0.0
+    for i in range(len(xs)):
+        s += xs[i]
+        xs.append(s)
+    return len(xs), s, xs
+
+
+@njit
+def top_k_of_list(values, k):
+    out = []
+    for _ in range(k):
+        best = 0
+        for i in range(len(values)):
+            if values[i] > values[best]:
+                best = i
+        out.append(values.pop(best))
+    return out, len(values)
+
+
+@njit
+def sample_without_replacement(a, k, seed):
+    np.random.seed(seed)
+    picked = np.random.choice(a, k, replace=False)
+    again = np.random.choice(a.shape[0], size=(2, 3))
+    return picked, again, np.random.choice(a)
+
+
 _rng = np.random.default_rng(28)
 _A = _rng.standard_normal(1000)
 _M = _rng.standard_normal((40, 30))
@@ -522,4 +552,7 @@ CASES = [
     ("primes_by_comprehension", primes_by_comprehension, (500,)),
     ("count_values", count_values, (np.arange(1000) * 7 % 13,)),
     ("kwargs_helper", kwargs_helper, (_A[:100],)),
+    ("extend_running_sums", extend_running_sums, ([float(x) for x in _A[:20]],)),
+    ("top_k_of_list", top_k_of_list, ([float(x) for x in _A[:40]], 5)),
+    ("sample_without_replacement", sample_without_replacement, (_A[:60], 10, 4)),
 ]

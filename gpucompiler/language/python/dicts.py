@@ -10,7 +10,7 @@ list: ``interp.list_items``). A missing key is CPython's ``KeyError``;
 are never removed (``del d[k]`` and ``pop`` are not supported), and a loop
 over a dict whose size changes is CPython's ``RuntimeError``. The memory
 is a reference-counted hash table (dictmem.py). Python dicts passed as
-arguments stay unsupported.
+arguments are converted and reflected at the call boundary (codegen/pyargs.py).
 """
 
 from __future__ import annotations

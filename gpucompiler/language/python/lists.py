@@ -11,7 +11,8 @@ reference-counted block (listmem.py), freed with the last reference.
 Indexing is checked always (``IndexError: list index out of range``, as
 CPython); a loop over a list reads its length once, so a list that shrinks
 inside a loop over it is an ``IndexError`` where CPython stops early.
-Python lists passed as arguments stay unsupported (no reflection).
+Python lists passed as arguments are converted and reflected at the call boundary
+(codegen/pyargs.py).
 """
 
 from __future__ import annotations
@@ -284,6 +285,10 @@ def _lists(interp, fn, args):
         return _METHODS[args[1].value](interp, args)
     if fn is builtins.len and len(args) == 1:
         return CallResult(T.int64, lambda cg, a, at, rt: L.length(cg, a[0]))
+    if fn is builtins.getattr and len(args) == 2 and isinstance(args[1], Const):
+        raise TypeInferenceError(f"a list has no attribute {args[1].value!r}", (widen(args[0]),),
+                                 hint="a Python list passed in is a list in compiled code too: use len(xs) and "
+                                 "xs[i], or pass np.asarray(xs) for an array")
     if fn in (operator.getitem, getitem_unchecked) and len(args) == 2:
         return _getitem(interp, args[0], args[1])
     if fn in (operator.setitem, setitem_unchecked) and len(args) == 3:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+import math
 
-from gpucompiler.llvm import Instruction, User, Value, const_int, types as T
+from gpucompiler.llvm import ConstantAggregate, ConstantData, ConstantExpr, Instruction, User, Value, const_int, \
+    types as T
 
 from ..emit import zero
 from ..errors import unsupported
-from .table import ForwardRule, ForwardTable, ReverseTable, RuleEmitter, vector_type
+from .table import ForwardRule, ForwardTable, ReverseRule, ReverseTable, RuleEmitter, vector_type
 
 
 def _d(e: RuleEmitter, I: Instruction, d: Value) -> Value:
@@ -31,10 +33,32 @@ def _frem_y(e: RuleEmitter, I: Instruction, d: Value) -> Value:
     return e.fneg(e.fmul(d, q))
 
 
+def _non_finite(v: Value) -> bool:
+    """Whether the constant ``v`` (a number, or a vector of them) holds an infinity or a NaN."""
+    if isinstance(v, ConstantData):
+        x = v.value
+        return isinstance(x, float) and not math.isfinite(x)
+    if isinstance(v, (ConstantAggregate, ConstantExpr)):
+        return any(_non_finite(o) for o in v.operands)
+    return False
+
+
+def _times(k: int) -> ReverseRule:
+    """The adjoint of ``fmul``'s other operand: ``d`` times operand ``k``. By a constant infinity or NaN
+    (``x * math.inf`` in an arm of a ``select``), a zero ``d`` (the arm not taken) stays zero: the
+    product would be NaN."""
+    def rule(e: RuleEmitter, I: Instruction, d: Value) -> Value:
+        p = e.fmul(d, e.op(I, k))
+        if _non_finite(I.operands[k]):
+            return e.select(e.fcmp("oeq", d, zero(d.type)), zero(d.type), p)
+        return p
+    return rule
+
+
 REVERSE: ReverseTable = {
     "fadd": (_d, _d),
     "fsub": (_d, _neg),
-    "fmul": (lambda e, I, d: e.fmul(d, e.op(I, 1)), lambda e, I, d: e.fmul(d, e.op(I, 0))),
+    "fmul": (_times(1), _times(0)),
     "fdiv": (lambda e, I, d: e.fdiv(d, e.op(I, 1)),
              lambda e, I, d: e.fneg(e.fdiv(e.fmul(d, e.res(I)), e.op(I, 1)))),
     "frem": (_frem_x, _frem_y),

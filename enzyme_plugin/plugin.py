@@ -16,6 +16,8 @@ Stages (each callback marker-gated, so modules without ``autodiff`` are untouche
 
 from __future__ import annotations
 
+import re
+
 import attrs
 
 import gpucompiler.plugin as gp
@@ -27,6 +29,9 @@ from .options import EnzymeOptions
 from .language import MARKER, rules
 
 AD_MARKERS = ("__enzyme_autodiff", "__enzyme_fwddiff", "__enzyme_augmentfwd", "__enzyme_reverse")
+#: an ``inttoptr`` constant expression (``inttoptr (i64 N to ptr)``), which the instruction form
+#: (``%p = inttoptr i64 %n to ptr``, common in the frontend's code) is not
+_CONSTANT_INTTOPTR = re.compile(r"\binttoptr\s*\(")
 
 
 @attrs.define
@@ -57,7 +62,7 @@ class EnzymePlugin(gp.Plugin):
 
     @gp.callback("post_irgen")
     def preserve_inttoptr(self, job, module):
-        if "inttoptr" in module.text:  # cheap text check: most modules have none
+        if _CONSTANT_INTTOPTR.search(module.text):  # cheap text check: most modules call no constant address
             inttoptr.preserve(module.model)
 
     @gp.callback("link_deferred", markers=(MARKER,))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -23,6 +24,10 @@ CALLING_CONVENTIONS = frozenset(
     "x86_thiscallcc x86_vectorcallcc x86_regcallcc x86_intrcc amdgpu_kernel spir_kernel spir_func "
     "aarch64_vector_pcs aarch64_sve_vector_pcs arm_apcscc arm_aapcscc arm_aapcs_vfpcc "
     "win64cc x86_64_sysvcc".split())
+
+
+#: a name printed as itself (quoted or not): printable ASCII without ``"`` and ``\\``
+_UNESCAPED = re.compile(r'[ !#-\[\]-~]+')
 
 
 @contextmanager
@@ -83,13 +88,23 @@ class GlobalValue(User):
     """Common base: module-level named values (``@name``).
 
     Its uses include those in function bodies not parsed yet (:func:`parse` with ``lazy=True``):
-    asking for them parses every such body first.
+    asking for them (or renaming it) parses every such body whose text spells its name first.
     """
 
     __slots__ = ("module", "metadata")
     sigil = "@"
     #: the module holding this value (set when it is added to one)
     module: Module | None
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @name.setter
+    def name(self, name: str) -> None:
+        if getattr(self, "_name", name) != name:
+            self._all_bodies()  # the bodies left unparsed spell the old name
+        Value.name.fset(self, name)  # pyright: ignore[reportOptionalCall]
 
     @property
     def uses(self) -> list[Use]:
@@ -106,9 +121,9 @@ class GlobalValue(User):
         User.replace_all_uses_with(self, new)
 
     def _all_bodies(self) -> None:
-        m = self.module
+        m = getattr(self, "module", None)
         if m is not None and m.unparsed:
-            m.parse_bodies()
+            m.parse_bodies(self._name)
 
     @property
     def addrspace(self) -> int:
@@ -312,19 +327,22 @@ class Module:
         self.named_metadata: dict[str, NamedMetadata] = {}
         #: every numbered node, in print order
         self.metadata: list[MDNode] = []
-        #: definitions whose bodies are parsed on first use, in module order
-        self.unparsed: dict[Function, None] = {}
+        #: definitions whose bodies are parsed on first use, in module order -> the body's text
+        self.unparsed: dict[Function, str] = {}
 
     def __str__(self) -> str:
         from .printer import print_module
 
         return print_module(self)
 
-    def parse_bodies(self) -> None:
-        """Parse every body left for its first use."""
+    def parse_bodies(self, mentioning: str | None = None) -> None:
+        """Parse every body left for its first use; with ``mentioning``, only those whose text holds
+        that global's name (the others cannot use it: a name LLVM prints escaped parses them all)."""
+        spelled = mentioning if mentioning is not None and _UNESCAPED.fullmatch(mentioning) else None
         with no_cyclic_gc():
-            for fn in list(self.unparsed):
-                fn.parse_body()
+            for fn, text in list(self.unparsed.items()):
+                if spelled is None or spelled in text:
+                    fn.parse_body()
 
     def get_struct(self, name: str) -> T.StructType:
         """The named struct ``%name`` (created opaque if new)."""

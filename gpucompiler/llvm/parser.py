@@ -339,7 +339,8 @@ class Parser(InstructionParser):
         first = last = self.lineno + 1
         while last < len(lines) and lines[last][:1] != "}":
             last += 1
-        if last == len(lines) or _INDENTED_BRACE.search("\n" + "\n".join(lines[first:last])):
+        text = "\n" + "\n".join(lines[first:last])
+        if last == len(lines) or _INDENTED_BRACE.search(text):
             return False
         start = self.lineno
 
@@ -347,7 +348,7 @@ class Parser(InstructionParser):
             self._parse_left_body(f, names, start)
 
         fn.body_parser = parse_body
-        self.module.unparsed[fn] = None
+        self.module.unparsed[fn] = text
         self.lineno = last
         return True
 

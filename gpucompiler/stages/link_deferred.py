@@ -53,7 +53,8 @@ def lookups(module: IRModule) -> list[str]:
     """The job ids ``module`` looks up, in order of first appearance, without repeats."""
     if LOOKUP not in module.function_names():
         return []
-    model = module.model
+    # read, not changed: LLVM's module stays the authoritative form and only the bodies that call the lookup are parsed
+    model = ir_model.parse(module.text, lazy=True) if module.parsed else module.model
     ids: list[str] = []
     for use in model.functions[LOOKUP].uses:
         call = use.user
@@ -129,8 +130,8 @@ def link(ctx: CompileContext) -> None:
         for job_id in sorted(modules):  # a fixed order: byte-identical output
             names[job_id] = graph.jobs[job_id].name
             ctx.ir.ref.link_in(modules[job_id].ref)
-        replace_lookups(ctx.ir, names)
         ref = ctx.ir.ref
         for name in names.values():
             ref.get_function(name).linkage = "internal"
+        replace_lookups(ctx.ir, names)  # last: the callbacks take its Python model as it is (no print, no parse)
     run_hooks(ctx, "link_deferred")

@@ -14,7 +14,7 @@ import llvmlite.binding as llvm
 import pytest
 
 from gpucompiler.errors import IRParseError
-from gpucompiler.llvm import parse
+from gpucompiler.llvm import Instruction, parse
 
 CORPUS = sorted((Path(__file__).parent / "corpus").glob("*.ll"))
 
@@ -70,7 +70,7 @@ def test_a_global_counts_uses_in_bodies_not_parsed_yet():
     g = m.functions["g"]
     assert len(g.uses) == 3
     assert not m.unparsed
-    assert {u.user.function.name for u in g.uses} == {"f", "k"}
+    assert {u.user.function.name for u in g.uses if isinstance(u.user, Instruction) and u.user.function} == {"f", "k"}
 
 
 def test_replacing_a_global_reaches_bodies_not_parsed_yet():
@@ -120,7 +120,7 @@ def test_an_argument_counts_uses_in_its_body_not_parsed_yet():
     """A pass that starts from a kernel's arguments (the PTX target's global pointers) sees their uses."""
     m = parse(TEXT, lazy=True)
     x = m.functions["k"].args[0]
-    assert [u.user.opcode for u in x.uses] == ["call"]
+    assert [u.user.opcode for u in x.uses if isinstance(u.user, Instruction)] == ["call"]
     assert list(m.unparsed) == [m.functions["f"]]
 
 
@@ -137,3 +137,50 @@ def test_a_body_that_fails_leaves_no_uses_or_names_behind():
         with pytest.raises(IRParseError, match="undefined value %zz"):
             g.uses  # noqa: B018
 
+
+
+APART = """declare i32 @g(i32)
+declare i32 @h(i32)
+declare i32 @"q\\22uoted"(i32)
+
+define i32 @f(i32 %x) {
+entry:
+  %a = call i32 @g(i32 %x)
+  ret i32 %a
+}
+
+define i32 @k(i32 %x) {
+entry:
+  %a = call i32 @h(i32 %x)
+  %b = call i32 @"q\\22uoted"(i32 %a)
+  ret i32 %b
+}
+"""
+
+
+def _callers(fn) -> list[str]:
+    return [u.user.function.name for u in fn.uses if isinstance(u.user, Instruction) and u.user.function is not None]
+
+
+def test_a_global_asked_for_its_uses_parses_only_the_bodies_that_spell_its_name():
+    m = parse(APART, lazy=True)
+    h = m.functions["h"]
+    assert _callers(h) == ["k"]
+    assert list(m.unparsed) == [m.functions["f"]]
+    assert str(m) == str(parse(APART))
+
+
+def test_a_name_printed_escaped_parses_every_body_for_its_uses():
+    m = parse(APART, lazy=True)
+    quoted = m.functions['q"uoted']
+    assert _callers(quoted) == ["k"]
+    assert not m.unparsed
+
+
+def test_a_global_renamed_keeps_its_uses_in_bodies_not_parsed_yet():
+    m = parse(APART, lazy=True)
+    g = m.rename_function(m.functions["g"], "g2")
+    assert _callers(g) == ["f"]
+    text = str(m)
+    assert text.count("call i32 @g2(") == 1 and "@g(" not in text
+    llvm.parse_assembly(text, context=llvm.create_context()).verify()

@@ -11,7 +11,7 @@ from gpucompiler.llvm import types as T
 
 from .analysis import CONST, DUP, OUT, ArgKind, callee_name, memory_type
 from .emit import sizeof, zero
-from . import gpu, memory, openmp, stack
+from . import explain, gpu, memory, openmp, stack
 from .errors import VectorizedCodeError, unsupported
 from .rules import MATH_FORWARD, MATH_REVERSE, derived_forward, math_name
 
@@ -127,7 +127,10 @@ def copied_type(e, inst, kind):
     if not held and kind == "memset":
         return None  # no load or store gives the bytes a type: none of them carries a derivative
     if not held:
-        raise unsupported(f"cannot deduce the type of the memory a {kind} writes", inst, e.fn)
+        source = f" from {explain.describe(inst.args[1])}" if kind == "memcpy" else ""
+        raise unsupported(f"cannot deduce the type of the memory a {kind} writes: the bytes it copies{source} into "
+                          f"{explain.describe(inst.args[0])} are never loaded or stored with a type"
+                          f"{explain.settle(inst, inst.args[0])}", inst, e.fn, quote=False)
     if len(floats) > 1:
         raise unsupported(f"{kind} over memory holding several float types", inst, e.fn)
     if floats and any(t.kind == "ptr" for t in held):

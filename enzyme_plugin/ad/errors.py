@@ -158,9 +158,11 @@ def _compilers_own(path: str) -> bool:
     return path.startswith(os.path.dirname(os.path.abspath(gpucompiler.__file__)) + os.sep)
 
 
-def unsupported(message: str, inst: Any = None, function: Any = None, kind: type[ADError] = ADError) -> ADError:
+def unsupported(message: str, inst: Any = None, function: Any = None, kind: type[ADError] = ADError,
+                quote: bool = True) -> ADError:
     """Report ``message`` about ``inst`` (an instruction or value of the IR model) in ``function`` (one, or its
-    name) through the handler, then raise (a ``kind``)."""
+    name) through the handler, then raise (a ``kind``). ``quote=False``: the message names what it is about in
+    the source's terms (:mod:`.explain`); ``inst`` only gives the location, and the error quotes no IR."""
     fn = function
     if fn is None and inst is not None and getattr(inst, "parent", None) is not None:
         fn = inst.parent.parent
@@ -171,7 +173,7 @@ def unsupported(message: str, inst: Any = None, function: Any = None, kind: type
             where = f"{line[0]}:{line[1]}" if line else None
     except Exception:  # a malformed location must never hide the real error
         where = None
-    err = kind(message, print_instruction(inst) if inst is not None else None,
+    err = kind(message, print_instruction(inst) if inst is not None and quote else None,
                   getattr(fn, "name", fn) if fn is not None else None, where)
     _handler[0](err)
     raise err

@@ -9,7 +9,7 @@ from __future__ import annotations
 from gpucompiler.llvm import Instruction, const_int, types as T
 
 from .emit import has_float, is_float_like, sizeof, zero
-from . import gpu, stack
+from . import explain, gpu, stack
 from .errors import unsupported
 from .typeinfo import is_copy_store
 
@@ -46,14 +46,18 @@ def _int_access_check(s, inst, p, t):
     held = s.act.mem.types_at(p, sizeof(t))
     bad = sorted({str(x) for x in held if x.kind in ("float", "ptr")})
     if bad:
-        what = "load from" if inst.opcode == "load" else "store into"
-        raise unsupported(f"integer {what} memory holding {', '.join(bad)} (an active bit pattern)", inst, s.fn)
+        what, verb = ("load from", "read") if inst.opcode == "load" else ("store into", "written")
+        raise unsupported(f"integer {what} memory holding {', '.join(bad)} (an active bit pattern): "
+                          f"{explain.describe(p)} holds {' and '.join(bad)} but is {verb} as {t}, which would "
+                          f"lose its derivative{explain.settle(inst, p)}", inst, s.fn, quote=False)
     if inst.opcode == "store" and is_copy_store(inst) and not held:
         v = inst.value_operand
         src = v.pointer_operand if isinstance(v, Instruction) and v.opcode == "load" else None
         if src is not None and not s.act.mem.types_at(src, sizeof(t)):
-            raise unsupported("cannot deduce the type of the bytes an integer copy moves between memories "
-                              "with shadows", inst, s.fn)
+            raise unsupported(f"cannot deduce the type of the bytes an integer copy ({t}) moves from "
+                              f"{explain.describe(src)} to {explain.describe(p)}, memories with shadows: nothing "
+                              f"loads or stores them with a type{explain.settle(inst, src)}", inst, s.fn,
+                              quote=False)
 
 
 def fwd_load(s, inst):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from gpucompiler.llvm import Builder, Instruction, Value, constant
 
-from . import calls, memory, openmp
+from . import calls, explain, memory, openmp
 from .analysis import CFG, holds_pointer
 from .emit import Emit, is_float_like, zero
 from .errors import VectorizedCodeError, unsupported
@@ -210,10 +210,36 @@ class Sweep(Emit):
 
 
 def _bits_of_active(s, inst):
-    """``bitcast`` of an active float to an integer: its derivative would be lost."""
+    """``bitcast`` of an active float to an integer, or to a float of integer bits read from memory with a
+    shadow (where the type analysis saw only integers): the derivative would be lost."""
     v = inst.operands[0]
     if v in s.act.active and not is_float_like(inst.type) and not openmp.passed_to_fork(inst):
-        raise unsupported("bit pattern of an active float used as an integer", inst, s.fn)
+        raise unsupported(f"bit pattern of an active float used as an integer: the bits of {explain.describe(v)} "
+                          f"({v.type}) become {inst.type}, which would lose its derivative{explain.settle(inst)}",
+                          inst, s.fn, quote=False)
+    load = _loaded_from_shadowed(s, v) if is_float_like(inst.type) and v.type.scalar.kind == "int" else None
+    if load is not None:
+        p = load.pointer_operand
+        raise unsupported(f"a float made of integer bits read from memory with a shadow: {explain.describe(p)} is "
+                          f"read as {load.type} and its bits become {inst.type}, which would lose the derivative of "
+                          f"what is stored there{explain.settle(inst, p)}", inst, s.fn, quote=False)
+
+
+def _loaded_from_shadowed(s, v):
+    """The load of memory with a shadow that integer ``v`` is computed from (through integer arithmetic,
+    casts, selects and phis), else None."""
+    work, seen = [v], set()
+    while work:
+        v = work.pop()
+        if not isinstance(v, Instruction) or v in seen:
+            continue
+        seen.add(v)
+        if v.opcode == "load":
+            if v.pointer_operand in s.act.shadowed:
+                return v
+        elif v.opcode in _INT_FLOW:
+            work += v.operands
+    return None
 
 
 def _from_shadowed_pointer(s, v):
@@ -228,8 +254,7 @@ def _from_shadowed_pointer(s, v):
         if v.opcode == "ptrtoint":
             if v.operands[0] in s.act.shadowed:
                 return True
-        elif v.opcode in ("add", "sub", "and", "or", "xor", "shl", "lshr", "mul", "trunc", "zext", "sext",
-                          "select", "phi", "freeze"):
+        elif v.opcode in _INT_FLOW:
             work += v.operands
     return False
 
@@ -244,6 +269,9 @@ def _store_check(s, inst):
     if inst.value_operand.type.scalar.kind == "int" and _from_shadowed_pointer(s, inst.value_operand):
         raise unsupported("address of memory with a shadow stored as an integer", inst, s.fn)
 
+
+#: integer instructions whose result is computed from their operands' bits
+_INT_FLOW = ("add", "sub", "and", "or", "xor", "shl", "lshr", "mul", "trunc", "zext", "sext", "select", "phi", "freeze")
 
 #: checks of instructions that are otherwise copied without a rule
 _CHECKED = {"bitcast": _bits_of_active, "inttoptr": _int_to_pointer, "store": _store_check}

@@ -1,0 +1,33 @@
+/* Programs whose memory or values the type analysis cannot follow: each is an ADError that names the
+ * value (the C variable with -g), its line and what would settle it.  One case per module (-DCASE=N).
+ * The line each error names carries the comment ERROR-LINE. */
+#include <string.h>
+#include "enzyme.h"
+
+#if CASE == 1
+/* integer arithmetic on the bits of the doubles of an active array (was a silently wrong gradient) */
+double bump(double *vals, int n) {
+    long *bits = (long *)vals;
+    bits[1] = bits[0] + n;
+    return vals[1] * vals[0]; /* ERROR-LINE: the doubles are made of the integers' bits here */
+}
+void grad(double *x, double *dx, int n) { __enzyme_autodiff_void((void *)bump, x, dx, n); }
+
+#elif CASE == 2
+/* the bits of an active double changed as an integer */
+double nudge(double x) {
+    union { double d; long l; } u = {x};
+    u.l += 3; /* ERROR-LINE */
+    return u.d * x;
+}
+double grad(double x) { return __enzyme_autodiff((void *)nudge, x); }
+
+#elif CASE == 3
+/* bytes copied between active memories that nothing reads or writes with a type */
+void move(char *to, const char *from) {
+    memcpy(to, from, 24); /* ERROR-LINE */
+}
+void grad(char *a, char *da, char *b, char *db) {
+    __enzyme_autodiff_void((void *)move, enzyme_dup, a, da, enzyme_dup, b, db);
+}
+#endif

@@ -49,8 +49,8 @@ import inspect
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
-from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar, cast
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import attrs
 import pluggy
@@ -63,6 +63,10 @@ if TYPE_CHECKING:
     from .core import CompilerJob, PluginOptions, Rules
 
 PROJECT = "gpucompiler"
+
+JSONData: TypeAlias = "bool | int | float | str | Sequence[JSONData] | Mapping[str, JSONData] | None"
+"""JSON data, as a plugin gives it (``cache_settings``, ``save_report``); ``load_report`` gets it back untrusted
+(typed ``Any``: the plugin checks its shape)."""
 
 
 # -- the stages and their hook points ------------------------------------------------
@@ -132,7 +136,7 @@ class Plugin:
     """Names of the functions the plugin's marker calls use (``("__autodiff",)``): its own stages lower
     them all; one still in the module at ``validate`` is a PluginError naming the plugin."""
 
-    def cache_settings(self) -> Any:
+    def cache_settings(self) -> JSONData:
         """JSON data describing options that change the plugin's output (part of job keys); None: none."""
         return None
 
@@ -146,7 +150,7 @@ class Plugin:
         ``state`` (when declared): the plugin's state of this compile."""
         return None
 
-    def save_report(self, report: Any) -> Any:
+    def save_report(self, report: Any) -> JSONData:
         """``report`` as JSON data, stored in the cache entry of the compile (None: not stored, so a cache
         hit has none). Default: JSON data as it is, an ``attrs`` instance as ``attrs.asdict``, else None."""
         return report_data(report)
@@ -165,7 +169,7 @@ _HOOKS = ("name", "version", "rules", "options", "markers", "cache_settings", "n
           "load_report", "add_commands")
 
 
-def report_data(report: Any) -> Any:
+def report_data(report: Any) -> JSONData:
     """The default of :meth:`Plugin.save_report`: ``report`` when it is JSON data (dicts with string keys,
     lists, tuples as lists, strings, numbers, booleans, None), ``attrs.asdict(report)`` when that is, else None."""
     if attrs.has(cast("type[Any]", report.__class__)):
@@ -274,5 +278,5 @@ def listener(fn: F) -> F:
 
 
 __all__ = ["EVENTS", "HOOK_ARGS", "HOOK_POINTS", "STAGES", "STAGE_INDEX", "STAGE_NAMES", "STAGE_OF_HOOK",
-           "Callback", "Plugin", "Stage", "call_hook", "callback", "hook", "hook_spec_name", "listener",
+           "Callback", "JSONData", "Plugin", "Stage", "call_hook", "callback", "hook", "hook_spec_name", "listener",
            "plugin_location", "report_data"]

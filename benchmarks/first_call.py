@@ -2,7 +2,7 @@
 ``--jax``, six gradient programs' cold first calls next to JAX's first ``jit(grad)`` call.
 
     python benchmarks/first_call.py [--rounds 9] [--tree OLD ...]
-    python benchmarks/first_call.py --jax [--rounds 3]
+    python benchmarks/first_call.py --jax [--rounds 3] [--tree OLD ...] [--json OUT] [--bytecode]
 
 ``--jax``: six programs a JAX user writes (:data:`GRADIENTS`: an MLP loss with ``tanh`` in loops,
 log-sum-exp, a softplus regression with ``Active`` scalars, a Rosenbrock Hessian-vector product
@@ -12,7 +12,10 @@ written once with ``autodiff`` inside ``@jit`` and once in ``jax.numpy`` under `
 refuses ``while_loop``). Every round runs each program's two fresh processes, alternated, with
 our compile cache empty and JAX's persistent cache off; the first call is timed after the
 imports (wall, and the process's CPU time), its result checked against JAX's. Prints the medians,
-the ratios, the load, and where our cold compile went, stage by stage.
+the ratios, the load, and where our cold compile went, stage by stage, with the parts the child
+times inside the stages: LLVM's own work on the final module (the ``O<n>`` pipeline after AD,
+:func:`gpucompiler.stages.optimize.after_ad`, and the code generation) and the cache key's plugin
+identity. With ``--tree``, each older tree's process joins the round (ours, each tree's, JAX's).
 
 The program is the MLP-free case of a JAX user's first gradient: a
 least-squares loss over a loop, differentiated by ``autodiff(Reverse, ...)``
@@ -258,10 +261,10 @@ engine, name, folder = sys.argv[1:4]
 sys.path.insert(0, folder)
 t0 = time.perf_counter()
 import numpy as np
+stages = {}
 if engine == "ours":
     from gpucompiler import jit
     import grad_programs as P
-    stages = {}
 
     class Stages(logging.Handler):
         def emit(self, record):  # "<job>: stage <name> <ms> ms": summed over the gradient's nested jobs
@@ -270,11 +273,28 @@ if engine == "ours":
 
     logging.getLogger("gpucompiler.stages").addHandler(Stages())
     logging.getLogger("gpucompiler.stages").setLevel(logging.INFO)
+
+    def timed(owner, attr, part):  # LLVM's own work on the final module, and the cache key's plugin identity
+        f = getattr(owner, attr)
+
+        def run(*a, **k):
+            t = time.perf_counter()
+            try:
+                return f(*a, **k)
+            finally:
+                stages[part] = stages.get(part, 0.0) + (time.perf_counter() - t) * 1e3
+        setattr(owner, attr, run)
+
+    from llvmlite.binding import targets
+    from gpucompiler.identity import keys
+    from gpucompiler.stages import optimize
+    timed(optimize, "after_ad", "llvm: O<n> after AD")
+    timed(targets.TargetMachine, "emit_object", "llvm: code generation")
+    timed(keys, "plugin_identity", "key: plugin identity")
     fn = jit(getattr(P, name), plugins=("enzyme",))
     block = lambda r: r  # noqa: E731
 else:
     import jax_programs as P
-    stages = {}
     fn = getattr(P, name)
     block = lambda r: __import__("jax").block_until_ready(r)  # noqa: E731
 rng = np.random.default_rng(0)
@@ -290,49 +310,81 @@ print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_ms": (t2 - t1) * 1e3, "cp
 """
 
 
-def versus_jax(rounds: int) -> None:
-    """Each program's cold first call, ours and JAX's, in fresh processes alternated ``rounds`` times."""
+#: the parts of our cold first call the child times itself (LLVM's own work on the final module: the
+#: pipeline after AD and the code generation; the key's plugin identity), beside the stage records
+LLVM_PARTS = ("llvm: O<n> after AD", "llvm: code generation")
+
+
+def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = False) -> None:
+    """Each program's cold first call, ours (from each of ``trees``) and JAX's, in fresh processes
+    alternated ``rounds`` times; with ``out``, the rows as JSON there. ``bytecode``: Python writes and
+    reads ``__pycache__`` (as for an installed package) whatever ``PYTHONDONTWRITEBYTECODE`` says, after
+    a first round, not counted, that writes it."""
     import numpy as np
 
     rows: dict[tuple[str, str], list[dict]] = {}
+    engines = [("ours", t) for t in trees] + [("jax", ROOT)]
     load = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
         for fname, text in (("grad_programs.py", GRADIENTS), ("jax_programs.py", JAX_GRADIENTS)):
             with open(os.path.join(tmp, fname), "w") as f:
                 f.write(text)
-        for r in range(rounds):
+        for r in range(-1 if bytecode else 0, rounds):
             for name, arguments in ARGUMENTS.items():
-                for engine in ("ours", "jax"):
-                    env = {**os.environ, "GPUC_CACHE_DIR": os.path.join(tmp, f"cache-{r}-{name}"),
-                           "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join([ROOT, os.path.join(ROOT, "plugins")])}
-                    for var in ("GPUC_SERVICE_URL", "GPUC_CACHE_URL", "JAX_COMPILATION_CACHE_DIR"):
+                for k, (engine, tree) in enumerate(engines):
+                    env = {**os.environ, "GPUC_CACHE_DIR": os.path.join(tmp, f"cache-{r}-{name}-{k}"),
+                           "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join([tree, os.path.join(tree, "plugins")])}
+                    for var in ("GPUC_SERVICE_URL", "GPUC_CACHE_URL", "JAX_COMPILATION_CACHE_DIR",
+                                *(("PYTHONDONTWRITEBYTECODE",) if bytecode else ())):
                         env.pop(var, None)
                     done = subprocess.run([sys.executable, "-c", VERSUS.replace("(ARGS)", f"({arguments})"), engine,
                                            name, tmp], env=env, cwd=tmp, capture_output=True, text=True)
                     if done.returncode != 0:
-                        raise RuntimeError(f"{engine} {name}: {done.stderr[-2000:]}")
-                    rows.setdefault((name, engine), []).append(json.loads(done.stdout.strip().splitlines()[-1]))
+                        raise RuntimeError(f"{engine} {tree} {name}: {done.stderr[-2000:]}")
+                    key = "jax" if engine == "jax" else tree
+                    if r < 0:
+                        continue  # the round that wrote the bytecode
+                    rows.setdefault((name, key), []).append(json.loads(done.stdout.strip().splitlines()[-1]))
     load.append(os.getloadavg()[0])
-    print(f"{rounds} rounds, fresh processes alternated (ours, JAX) per program; load average "
-          f"{load[0]:.1f} -> {load[1]:.1f}; medians, ms")
-    print("| program | ours: first call (CPU) | JAX: first call (CPU) | ours / JAX (wall) | same values |")
-    print("|---|---:|---:|---:|---|")
+    med = statistics.median
+    print(f"{rounds} rounds, fresh processes alternated ({', '.join(t[-30:] for t in trees)}, JAX) per program; "
+          f"{'bytecode read; ' if bytecode else ''}load average {load[0]:.1f} -> {load[1]:.1f}; medians, ms "
+          "(CPU time of the process in brackets)")
+    print("| program | " + " | ".join(f"ours {t[-30:]}: first call (CPU) | / JAX" for t in trees)
+          + " | JAX: first call (CPU) | same values |")
+    print("|---|" + "---:|---:|" * len(trees) + "---:|---|")
     for name in ARGUMENTS:
-        ours, jax_rows = rows[(name, "ours")], rows[(name, "jax")]
-        same = all(np.allclose(a["values"], b["values"], rtol=1e-9, atol=1e-12) for a, b in zip(ours, jax_rows))
-        ratio = statistics.median(a["first_ms"] / b["first_ms"] for a, b in zip(ours, jax_rows))
-        print(f"| {name} | {statistics.median(o['first_ms'] for o in ours):.0f} "
-              f"({statistics.median(o['cpu_ms'] for o in ours):.0f}) | "
-              f"{statistics.median(j['first_ms'] for j in jax_rows):.0f} "
-              f"({statistics.median(j['cpu_ms'] for j in jax_rows):.0f}) | {ratio:.2f} | {'yes' if same else 'NO'} |")
-    print("\nour cold compile by stage (ms, summed over the gradient's jobs, median over rounds):")
-    for name in ARGUMENTS:
-        parts: dict[str, list[float]] = {}
-        for o in rows[(name, "ours")]:
-            for k, v in o["stages_ms"].items():
-                parts.setdefault(k, []).append(v)
-        med = sorted(((k, statistics.median(v)) for k, v in parts.items()), key=lambda kv: -kv[1])
-        print(f"  {name}: " + ", ".join(f"{k} {v:.0f}" for k, v in med if v >= 1))
+        jax_rows = rows[(name, "jax")]
+        cells = []
+        same = True
+        for t in trees:
+            ours = rows[(name, t)]
+            same = same and all(np.allclose(a["values"], b["values"], rtol=1e-9, atol=1e-12)
+                                for a, b in zip(ours, jax_rows))
+            ratio = med(a["first_ms"] / b["first_ms"] for a, b in zip(ours, jax_rows))
+            cells.append(f"{med(o['first_ms'] for o in ours):.0f} ({med(o['cpu_ms'] for o in ours):.0f}) | {ratio:.2f}")
+        print(f"| {name} | " + " | ".join(cells) + f" | {med(j['first_ms'] for j in jax_rows):.0f} "
+              f"({med(j['cpu_ms'] for j in jax_rows):.0f}) | {'yes' if same else 'NO'} |")
+    for t in trees:
+        print(f"\n{t[-40:]}: our cold compile by part (ms, summed over the gradient's jobs, median over rounds; "
+              "the stages, then what the child timed inside them):")
+        for name in ARGUMENTS:
+            parts: dict[str, list[float]] = {}
+            for o in rows[(name, t)]:
+                for k, v in o["stages_ms"].items():
+                    parts.setdefault(k, []).append(v)
+            medians = sorted(((k, med(v)) for k, v in parts.items()), key=lambda kv: -kv[1])
+            llvm = med(sum(o["stages_ms"].get(p, 0.0) for p in LLVM_PARTS) for o in rows[(name, t)])
+            first = med(o["first_ms"] for o in rows[(name, t)])
+            unkeyed = med((o["first_ms"] - o["stages_ms"].get("key: plugin identity", 0.0)) / j["first_ms"]
+                          for o, j in zip(rows[(name, t)], rows[(name, "jax")]))
+            print(f"  {name}: " + ", ".join(f"{k} {v:.0f}" for k, v in medians if v >= 1)
+                  + f"; LLVM on the final module {llvm:.0f} of {first:.0f} ({llvm / first:.0%}); "
+                  f"the first call less the plugin identity / JAX's {unkeyed:.2f}")
+    if out:
+        with open(out, "w") as f:
+            json.dump({"rounds": rounds, "load": load, "trees": trees, "bytecode": bytecode,
+                       "rows": {f"{name}|{key}": v for (name, key), v in rows.items()}}, f, indent=1)
 
 
 def run(tree: str, cache: str, *flags: str) -> dict:
@@ -350,11 +402,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--tree", action="append", default=[], help="an older tree to alternate with")
     parser.add_argument("--jax", action="store_true", help="six gradient programs' cold first calls next to JAX's")
+    parser.add_argument("--json", help="with --jax: write every run's numbers there")
+    parser.add_argument("--bytecode", action="store_true",
+                        help="with --jax: write and read __pycache__ (a first round, not counted, writes it)")
     args = parser.parse_args()
-    if args.jax:
-        versus_jax(args.rounds)
-        return
     trees = [ROOT, *args.tree]
+    if args.jax:
+        versus_jax(args.rounds, trees, args.json, args.bytecode)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         caches = {t: os.path.join(tmp, f"cache{k}") for k, t in enumerate(trees)}
         cold = {t: run(t, caches[t], "--stages") for t in trees}

@@ -8,9 +8,9 @@ with NumPy's algorithms (:mod:`.nprandomimpl`): after ``np.random.seed(s)``
 in compiled code they give what ``np.random.RandomState(s)`` gives.
 ``np.random.default_rng(seed)`` makes a Generator whose ``random``,
 ``uniform``, ``integers``, ``normal``, ``standard_normal``, ``exponential``,
-``standard_exponential``, ``shuffle`` and ``permutation`` give NumPy's
-Generator's numbers for the seed
-(:mod:`.nprandomgen`). ``size=`` is an integer or a tuple of integers; parameters are numbers (arrays of parameters
+``standard_exponential``, ``shuffle``, ``permutation`` and ``choice`` give
+NumPy's Generator's numbers for the seed (:mod:`.nprandomgen`,
+:mod:`.genchoice`). ``size=`` is an integer or a tuple of integers; parameters are numbers (arrays of parameters
 are refused). Anything else of ``np.random`` is a typed error.
 """
 
@@ -25,6 +25,7 @@ from ....errors import TypeInferenceError
 from ....frontend import intrinsics as K
 from ....interpreter.lattice import Const, const, widen
 from ....interpreter.rules import CallResult
+from . import genchoice as C
 from . import nprandomgen as G
 from . import nprandomimpl as I
 from ..npdtypes import dtype_of
@@ -291,10 +292,13 @@ def _generator_method(interp, name: str, values: list, kwnames: tuple, first: in
     _on_host(interp, what)
     if name in ("shuffle", "permutation"):
         return _generator_shuffle(interp, what, name, values, kwnames, first)
+    if name == "choice":
+        return _generator_choice(interp, what, values, kwnames, first)
     if name not in _METHODS:
         raise TypeInferenceError(f"{what}() is not supported in compiled code",
                                  hint="compiled code's Generator has random, uniform, integers, normal, "
-                                 "standard_normal, exponential, standard_exponential, shuffle and permutation")
+                                 "standard_normal, exponential, standard_exponential, shuffle, permutation and "
+                                 "choice")
     params, defaults = _METHODS[name]
     call = _Call(what, params, defaults, values[1:], kwnames, first + 1)
     impl, names, dt = _GEN_DISTS[name]
@@ -335,6 +339,52 @@ def _generator_shuffle(interp, what: str, name: str, values: list, kwnames: tupl
         return _call(interp, what, G.shuffle, [gen, x])
     impl = G.permutation_of if widen(x[0]).ndim == 1 else G.permutation_rows
     return _call(interp, what, impl, [gen, x, _dtype(x)])
+
+
+#: ``sqrt(finfo(float64).eps)`` and ``sqrt(finfo(float32).eps)``: how far ``p``'s sum may be from 1
+_ATOL64, _ATOL32 = 1.4901161193847656e-08, 0.00034526698300124393
+
+
+def _probabilities(call: _Call) -> tuple[tuple, tuple]:
+    """The slots of ``p=`` (a 1-d array or a list of numbers) and of its tolerance, as NumPy's choice sets it."""
+    v, k = call.given["p"]
+    t = widen(v)
+    if isinstance(t, T.ListType) and isinstance(t.item, T.Scalar) and t.item.kind in "biuf":
+        return (v, k), (const(_ATOL64), None)
+    if isinstance(t, T.ArrayType) and t.ndim == 1 and t.dtype.kind in "biuf":
+        return (v, k), (const(_ATOL32 if t.dtype == T.float32 else _ATOL64), None)
+    raise TypeInferenceError(f"{call.what}(..., p=...) of {t!r} is not supported in compiled code", (t,),
+                             hint="pass p as a 1-d array or a list of numbers")
+
+
+def _generator_choice(interp, what: str, values: list, kwnames: tuple, first: int) -> CallResult:
+    """``rng.choice(a, size, replace, p, axis=0, shuffle)`` of an integer, a 1-d array or a list."""
+    call = _Call(what, ("a", "size", "replace", "p", "axis", "shuffle"),
+                 {"size": None, "replace": True, "p": None, "axis": 0, "shuffle": True}, values[1:], kwnames, first + 1)
+    if call.constant("axis") != 0:
+        raise TypeInferenceError(f"{what}(..., axis=...) other than 0 is not supported in compiled code")
+    flags = [call.number(n) for n in ("replace", "shuffle")]
+    if call.is_none("p"):
+        fn, p, atol = (const(C.uniform_indices), None), (const(0.0), None), (const(0.0), None)
+    else:
+        fn, (p, atol) = (const(C.weighted_indices), None), _probabilities(call)
+    gen, (a, k) = (values[0], first - 1), call.given["a"]
+    t = widen(a)
+    size = _size(call)
+    rest = [flags[0], p, atol, flags[1]]
+    if isinstance(t, T.Scalar) and t.is_integer:
+        if size is None:
+            return _call(interp, what, C.choose_int, [fn, gen, (a, k), *rest])
+        return _call(interp, what, C.choose_ints1 if size[1] else C.choose_ints, [fn, gen, (a, k), size[0], *rest])
+    if isinstance(t, T.ListType) and isinstance(t.item, T.Scalar):
+        dt = (const(t.item), None)
+    else:
+        x = _array(call, "a", (1,))
+        dt = _dtype(x)
+    if size is None:
+        return _call(interp, what, C.choose_item, [fn, gen, (a, k), *rest])
+    impl = C.choose_items1 if size[1] else C.choose_items
+    return _call(interp, what, impl, [fn, gen, (a, k), size[0], *rest, dt])
 
 
 def _is_generator(t) -> bool:

@@ -132,9 +132,13 @@ def copied_type(e, inst, kind):
                           f"{explain.describe(inst.args[0])} are never loaded or stored with a type"
                           f"{explain.settle(inst, inst.args[0])}", inst, e.fn, quote=False)
     if len(floats) > 1:
-        raise unsupported(f"{kind} over memory holding several float types", inst, e.fn)
+        raise unsupported(f"{kind} over memory holding several float types: {explain.describe(inst.args[0])} holds "
+                          f"{' and '.join(sorted(map(str, floats)))}; copy them field by field"
+                          f"{explain.debug_hint(inst)}", inst, e.fn, quote=False)
     if floats and any(t.kind == "ptr" for t in held):
-        raise unsupported(f"{kind} over memory holding both floating-point values and pointers", inst, e.fn)
+        raise unsupported(f"{kind} over memory holding both floating-point values and pointers: "
+                          f"{explain.describe(inst.args[0])}; copy the "
+                          f"fields one by one{explain.debug_hint(inst)}", inst, e.fn, quote=False)
     if floats and any(e.act.mem.misaligned_floats(q, size, sizeof(next(iter(floats))))
                       for q in inst.args[:2 if kind == "memcpy" else 1]):
         raise unsupported(f"{kind} over floats that do not start at multiples of their size from the copy's start "

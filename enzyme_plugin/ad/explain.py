@@ -95,12 +95,12 @@ def describe(v, depth: int = 0) -> str:
                       and u.operands[1] is slot]
             if name:
                 return f"`{name}`"
-            if len(stored) == 1 and isinstance(stored[0], Argument):
+            if len(stored) == 1:  # a variable written once: what was written
                 return describe(stored[0], depth + 1)
         return f"a value loaded from {describe(slot, depth + 1)}{_at(v)}"
     if op == "call":
-        callee = v.operands[-1] if v.operands else None
-        callee_name = getattr(callee, "name", None)
+        callee = getattr(v, "callee", None)
+        callee_name = getattr(callee, "name", None) if getattr(callee, "sigil", None) == "@" else None
         return f"the result of `{callee_name}`{_at(v)}" if callee_name else f"the result of a call{_at(v)}"
     if op in ("phi", "select"):
         return f"a value chosen by a branch{_at(v)}"
@@ -126,7 +126,9 @@ def settle(inst, pointer=None) -> str:
         ways.append(f"pass {describe(root)} as `enzyme_const` if it carries no derivative")
     ways.append("keep the value in a floating-point variable (copy its bytes with memcpy or through a "
                 "union member of type double/float, not through an integer variable)")
-    text = "; to settle it, " + ", or ".join(ways)
-    if not has_debug_info(inst):
-        text += " (compile with -g for the C line and the variables' names)"
-    return text
+    return "; to settle it, " + ", or ".join(ways) + debug_hint(inst)
+
+
+def debug_hint(inst) -> str:
+    """`` (compile with -g ...)`` when ``inst`` has no debug info, else nothing."""
+    return "" if has_debug_info(inst) else " (compile with -g for the C line and the variables' names)"

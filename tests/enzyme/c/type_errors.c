@@ -1,6 +1,7 @@
 /* Programs whose memory or values the type analysis cannot follow: each is an ADError that names the
  * value (the C variable with -g), its line and what would settle it.  One case per module (-DCASE=N).
  * The line each error names carries the comment ERROR-LINE. */
+#include <stdlib.h>
 #include <string.h>
 #include "enzyme.h"
 
@@ -30,4 +31,23 @@ void move(char *to, const char *from) {
 void grad(char *a, char *da, char *b, char *db) {
     __enzyme_autodiff_void((void *)move, enzyme_dup, a, da, enzyme_dup, b, db);
 }
+
+#elif CASE == 4
+/* records holding a double and a pointer copied whole */
+typedef struct { double w; double *p; } item;
+double weigh(double *x, int n) {
+    item *a = malloc((size_t)n * sizeof(item)), *b = malloc((size_t)n * sizeof(item));
+#pragma clang loop vectorize(disable) interleave(disable)
+    for (int i = 0; i < n; i++) {
+        a[i].w = x[i] * x[i];
+        a[i].p = &x[(i + 1) % n];
+    }
+    for (int i = 0; i < n; i++) memcpy(&b[(3 * i) % n], &a[i], sizeof(item)); /* ERROR-LINE */
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += b[i].w * *b[i].p;
+    free(a);
+    free(b);
+    return s;
+}
+void grad(double *x, double *dx, int n) { __enzyme_autodiff_void((void *)weigh, enzyme_dup, x, dx, enzyme_const, n); }
 #endif

@@ -45,7 +45,6 @@ from llvmlite import ir
 from . import plugin, types as T
 from .core import GRID_EMULATION
 from .errors import ReadOnlyArrayError, TypeInferenceError
-from . import language as _base_rules  # noqa: F401  (base rules registered first)
 from .language.python.containers import _element_pointer, _getitem_type, _indices
 from .interpreter.lattice import Const, pyobj, widen
 from .interpreter.rules import Any_, CallResult, Number, RuleSet

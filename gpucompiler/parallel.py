@@ -55,7 +55,7 @@ from .frontend import function_source, with_parameters
 from .frontend.fingerprint import code_fingerprint
 from .frontend.parallel import from_template
 from .language.numpy.creation import KEYWORD_HINT
-from .language.python.numbers import base
+from .language.precedence import base
 from .language.python.parallel import region_call
 from .interpreter.lattice import Const, const, pyobj, widen
 from .interpreter.rules import CallResult

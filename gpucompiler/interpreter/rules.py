@@ -123,12 +123,21 @@ class RuleSet:
     name it); by default the part of ``name`` before its first dot.
     ``builtin`` marks the compiler's own rules, which every job uses (a
     plugin's are enabled per job).
+
+    ``parts``, when given, is the set's precedence: the modules whose rules it
+    holds, in order. Call handlers are asked in that order (the first claim
+    wins); a function's definitions are tried from the last part back (a later
+    part refines an earlier one's definitions of the same function); within a
+    module, handlers in definition order and definitions from its last. The
+    order modules are imported in is then irrelevant, and a rule from a module
+    not listed is refused (its place must be stated).
     """
 
     def __init__(self, name: str, target: str | None = None, plugin: str | None = None, *,
-                 builtin: bool = False):
+                 builtin: bool = False, parts: tuple[str, ...] = ()):
         self.name, self.target, self.builtin = name, target, builtin
         self.plugin = plugin or name.partition(".")[0]
+        self.parts = parts
         self.methods: dict[Any, list[Method]] = {}
         self.handlers: list[Callable] = []
         self.inline_policy: Callable | None = None
@@ -143,14 +152,27 @@ class RuleSet:
         ``pure`` rules of constant arguments are folded by calling ``fn``.
         """
         def deco(lower):
-            self.methods.setdefault(fn, []).append(Method(sig, varargs, restype, lower, pure))
+            methods = self.methods.setdefault(fn, [])
+            methods.append(Method(sig, varargs, restype, lower, pure))
+            methods.sort(key=lambda m: self._rank(m.lower))  # stable: a module's own in definition order
             return lower
         return deco
 
     def handler(self, fn: Callable) -> Callable:
         """Register ``fn(interp, callee, argtypes) -> CallResult | None`` (a call handler)."""
         self.handlers.append(fn)
+        self.handlers.sort(key=self._rank)
         return fn
+
+    def _rank(self, rule: Callable) -> int:
+        """The place of ``rule``'s module in ``parts`` (0 for a set without them)."""
+        if not self.parts:
+            return 0
+        module = getattr(rule, "__module__", None)
+        if module not in self.parts:
+            raise ConfigError(f"rule set {self.name!r}: {module}.{getattr(rule, '__qualname__', rule)} comes from "
+                              "a module not in its precedence: add the module to the set's `parts`")
+        return self.parts.index(module)
 
     def overload(self, fn, *, target: str | None = None) -> Callable:
         """Decorator (Numba's ``@overload``): a Python implementation compiled in place of calls of ``fn``
@@ -167,7 +189,8 @@ class RuleSet:
                 return interp.invoke(impl, list(argtypes))
 
             route.__qualname__ = getattr(impl, "__qualname__", repr(impl))
-            self.handlers.append(route)
+            route.__module__ = getattr(impl, "__module__", route.__module__)
+            self.handler(route)
             return impl
         return deco
 
@@ -200,11 +223,15 @@ def enabled_rule_sets(target: Target, plugins) -> tuple[list[RuleSet], list[Rule
     """``(plugin rule sets, base rule sets)`` for a job; base starts with the target's overlays.
 
     A rule set with a ``target`` (a plugin's overlay, like the base ones)
-    applies only to jobs for that target.
+    applies only to jobs for that target. The precedence: the target's
+    overlays (in the target's order), then the registered builtin sets by
+    name (the language's ``base``, its own precedence in its ``parts``:
+    :mod:`gpucompiler.language.precedence`); plugins' claims do not compete by
+    order: two claims are a :class:`RuleConflictError`.
     """
     plugin_sets = [rs for name in plugins for rs in _plugin_rules(name) if rs.applies_to(target)]
-    base = [*target.rule_overlays(), *(r for r in RULE_SETS.values() if r.builtin and r.target is None)]
-    return plugin_sets, base
+    builtin = sorted((r for r in RULE_SETS.values() if r.builtin and r.target is None), key=lambda r: r.name)
+    return plugin_sets, [*target.rule_overlays(), *builtin]
 
 
 def _plugin_rules(name: str) -> tuple[RuleSet, ...]:

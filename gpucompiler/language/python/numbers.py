@@ -10,12 +10,12 @@ from llvmlite import ir
 from ... import types as T
 from ...frontend import intrinsics as K
 from ...interpreter.lattice import Const, computed, widen
-from ...interpreter.rules import Any_, Bool, CallResult, Constant, Float, Int, Number, RuleSet, register
+from ...interpreter.rules import Any_, Bool, CallResult, Constant, Float, Int, Number
 from . import pyhelpers as H
 from .floatint import _MIRROR, compare_int_float, exact_pow, fcmp, finite
 from .powers import small_exponent, small_power
+from ..precedence import base
 
-base = register(RuleSet("base", builtin=True))
 IntLike = lambda t: isinstance(widen(t), T.Scalar) and widen(t).kind in "ibu"  # noqa: E731
 _CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
 

@@ -12,12 +12,14 @@ is the engine on any LLVM IR that calls ``__enzyme_autodiff`` /
 ``__enzyme_fwddiff`` (docs/enzyme.md).
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gpucompiler import lazy
 
 from .ad.errors import ADError
-from .api import (Active, BatchDuplicated, BatchDuplicatedNoNeed, Const, Duplicated, DuplicatedNoNeed, Forward, ForwardWithPrimal, Mode, Reverse,
-                  ReverseSplit, ReverseWithPrimal, autodiff, autodiff_thunk, set_runtime_activity)
+from .activities import Active, BatchDuplicated, BatchDuplicatedNoNeed, Const, Duplicated, DuplicatedNoNeed
+from .dispatch import autodiff
+from .modes import Forward, ForwardWithPrimal, Mode, Reverse, ReverseSplit, ReverseWithPrimal, set_runtime_activity
 
 if TYPE_CHECKING:
     from .ad.c_interface import differentiate
@@ -25,24 +27,18 @@ if TYPE_CHECKING:
     from .derivatives import gradient, hvp, jacobian
     from .options import EnzymeOptions
     from .launches import KernelGradientError, LaunchTape, LaunchTapeError, register_gradient
-    from .split import Tape, TapeError
+    from .split import Tape, TapeError, autodiff_thunk
 
 #: names loaded on first use, measured import-time savings (``python -X importtime``): the modules
 #: of the conveniences, split mode and launch tapes import NumPy (about 35 ms), the AD engine's twenty modules
 #: are needed only once something is differentiated, the interpreter rules (with the compiler they
 #: need, ~100 ms) once something is compiled or a custom rule declared
-_LAZY = {"EnzymeOptions": "options", "CustomRuleError": "language.custom", "custom_rule": "language.custom", "gradient": "derivatives",
-         "hvp": "derivatives", "jacobian": "derivatives", "Tape": "split", "TapeError": "split", "KernelGradientError": "launches", "LaunchTape": "launches",
-         "LaunchTapeError": "launches", "register_gradient": "launches", "differentiate": "ad.c_interface"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+_LAZY = {"EnzymeOptions": ".options", "CustomRuleError": ".language.custom", "custom_rule": ".language.custom",
+         "gradient": ".derivatives", "hvp": ".derivatives", "jacobian": ".derivatives", "Tape": ".split",
+         "TapeError": ".split", "autodiff_thunk": ".split", "KernelGradientError": ".launches",
+         "LaunchTape": ".launches", "LaunchTapeError": ".launches", "register_gradient": ".launches",
+         "differentiate": ".ad.c_interface"}
+__getattr__, __dir__ = lazy.attach(__name__, _LAZY, globals())
 
 __version__ = "0.1.0"
 __all__ = ["ADError", "Active", "BatchDuplicated", "BatchDuplicatedNoNeed", "Const", "Duplicated", "DuplicatedNoNeed", "Forward", "ForwardWithPrimal", "Mode",

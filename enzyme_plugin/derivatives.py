@@ -22,8 +22,11 @@ import numpy as np
 
 from gpucompiler.errors import ArgumentTypeError
 
-from .api import (ACTIVITIES, Active, Const, Duplicated, Forward, Reverse, autodiff, checked_function, primal_value,
-                  user_errors)
+from .activities import ACTIVITIES, Active, Const, Duplicated
+from .compiled import checked_function, primal_value
+from .dispatch import autodiff
+from .locations import user_errors
+from .modes import Forward, Reverse
 
 
 def _kind(fname: str, name: str, v) -> str:

@@ -35,18 +35,17 @@ import weakref
 
 import numpy as np
 
+from gpucompiler import jit
 from gpucompiler.reference import function, function_reference
 from gpucompiler.errors import (PLUGIN_ATTRIBUTE, ArgumentBindingError, ArgumentTypeError, GPUCompilerError,
                                TypeInferenceError)
 
-from .api import (ACTIVITIES, Active, Annotation, Const, Duplicated, DuplicatedNoNeed, Mode, Reverse, ReverseSplit,
-                  autodiff, check_arguments, checked_function, user_errors)
-
-_AUGMENT = Mode.Augment
-_SPLIT_REVERSE = Mode.SplitReverse
-SPLIT_MODES = (_AUGMENT, _SPLIT_REVERSE)
-"""The two halves of split mode, for compiled callers that keep the tape themselves (launch tapes:
-``autodiff(half, f, holder, activities...)`` with an int64 holder array of one element)."""
+from .activities import ACTIVITIES, Active, Annotation, Const, Duplicated, DuplicatedNoNeed
+from .calls import Call, marked
+from .compiled import autodiff_deferred, check_arguments, checked_function
+from .locations import user_errors
+from .modes import Mode, Reverse, ReverseSplit
+from .splitting import PRIMAL_FILE, Thunk, primal_wrapper
 
 
 class TapeError(GPUCompilerError, ValueError):
@@ -110,24 +109,16 @@ def _check(what: str, f, kinds: tuple, args) -> list:
     return [v for a in ann for v in a.values()]
 
 
-class _Thunk:
-    """A split-mode thunk; called from Python here, in compiled code by :mod:`enzyme_plugin.language.thunks`."""
+class ForwardThunk(Thunk):
+    """``fwd(args...) -> (tape, result)``: the augmented forward pass; called in compiled code too
+    (:mod:`enzyme_plugin.language.thunks`)."""
 
-    __slots__ = ("f", "kinds", "entry", "__weakref__")
-
-    def __init__(self, f, kinds, entry):
-        self.f, self.kinds, self.entry = f, kinds, entry
+    __slots__ = ()
 
     def __reduce__(self) -> tuple:
         """Pickled by reference (:mod:`gpucompiler.reference`): ``f``'s place and the activities; the receiving
         process makes the thunks again, their compiled entry from the cache tiers."""
         return _forward_thunk, (function_reference(self.f, "autodiff_thunk function"), self.kinds)
-
-
-class ForwardThunk(_Thunk):
-    """``fwd(args...) -> (tape, result)``: the augmented forward pass."""
-
-    __slots__ = ()
 
     def __call__(self, *args):
         flat = _check("forward thunk", self.f, self.kinds, args)
@@ -135,7 +126,7 @@ class ForwardThunk(_Thunk):
         try:
             self.entry(0, holder, out, dout, *flat)
         except TypeInferenceError as exc:
-            if not (exc.filename or "").startswith(_PRIMAL_FILE):
+            if not (exc.filename or "").startswith(PRIMAL_FILE):
                 raise
             raise TypeInferenceError(f"split mode: {self.f.__qualname__} must return a float or nothing "
                                      f"({exc.message})", function="forward thunk",
@@ -147,10 +138,11 @@ class ForwardThunk(_Thunk):
     __call__ = user_errors(__call__, "forward thunk")
 
 
-class ReverseThunk(_Thunk):
+class ReverseThunk(Thunk):
     """``rev(args..., seed, tape) -> derivatives of the Active arguments``: the reverse pass."""
 
     __slots__ = ("fwd",)
+    forward = False
 
     def __call__(self, *args):
         if len(args) < 2:
@@ -202,6 +194,7 @@ def _reverse_thunk(fwd: ForwardThunk) -> ReverseThunk:
 _SPLIT_ACTIVITIES = (Active, Const, Duplicated, DuplicatedNoNeed)
 
 
+@marked(Call.AUTODIFF_THUNK)
 @user_errors
 def autodiff_thunk(mode: Mode, f, *activities):
     """``fwd, rev`` for split reverse mode (see the module docstring).
@@ -228,32 +221,9 @@ def autodiff_thunk(mode: Mode, f, *activities):
     return fwd, rev
 
 
-_PRIMAL_FILE = "<enzyme_plugin.split primal"
-"""How the source of :func:`primal_wrapper`'s functions is named (an error there is about ``f``'s result)."""
-
-
-@functools.lru_cache(maxsize=256)
-def primal_wrapper(f, n: int):
-    """``split_primal(out, x0, ..., x<n-1>)``: ``f``'s result into ``out[0]`` and 1.0 into ``out[1]``
-    (the primal comes back through ``out``, the seed goes in through its shadow)."""
-    fargs = ", ".join(f"x{i}" for i in range(n))
-    src = (f"def split_primal(out, {fargs}):\n"
-           f"    r = F({fargs})\n"
-           f"    if r is not None:\n"
-           f"        out[0] = r\n"
-           f"        out[1] = 1.0\n")
-    filename = f"{_PRIMAL_FILE} {f.__module__}.{f.__qualname__} {n}>"
-    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # source for the frontend
-    namespace = {"F": f}
-    exec(compile(src, filename, "exec"), namespace)
-    return namespace["split_primal"]
-
-
 @functools.lru_cache(maxsize=256)
 def _entry(f, kinds: tuple[str, ...]):
     """``split_entry(op, holder, out, dout, flattened values...)``: op 0 augments, op 1 reverses."""
-    from gpucompiler import jit
-
     params, wrapped, k = [], [], 0
     for kind in kinds:
         n = 2 if issubclass(ACTIVITIES[kind], Duplicated) else 1
@@ -268,12 +238,12 @@ def _entry(f, kinds: tuple[str, ...]):
            f"    return autodiff(SPLIT_REVERSE, split_primal, holder, {acts})\n")
     filename = f"<enzyme_plugin.split {f.__module__}.{f.__qualname__} {' '.join(kinds)}>"
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # source for the frontend
-    namespace = {"autodiff": autodiff, "AUGMENT": _AUGMENT, "SPLIT_REVERSE": _SPLIT_REVERSE,
+    namespace = {"autodiff": autodiff_deferred, "AUGMENT": Mode.Augment, "SPLIT_REVERSE": Mode.SplitReverse,
                  "split_primal": primal_wrapper(f, len(kinds)), **ACTIVITIES}
     exec(compile(src, filename, "exec"), namespace)
     return jit(namespace["split_entry"], plugins=("enzyme",))
 
 
-setattr(_Thunk, PLUGIN_ATTRIBUTE, "enzyme")  # calls of thunks in compiled code need the plugin
+setattr(autodiff_thunk, PLUGIN_ATTRIBUTE, "enzyme")  # a call in compiled code enables the plugin (to refuse it)
 
 __all__ = ["ReverseSplit", "autodiff_thunk", "Tape", "TapeError", "ForwardThunk", "ReverseThunk"]

@@ -43,7 +43,7 @@ from jax import core as jax_core
 
 from gpucompiler.errors import ArgumentTypeError
 
-from ..api import caller_location
+from ..locations import caller_location
 from .program import Program, check_program, gradient_or_zeros, is_float
 
 

@@ -32,7 +32,7 @@ import torch  # pyright: ignore[reportMissingImports]  (optional: installed wher
 from gpucompiler.errors import ArgumentTypeError
 from gpucompiler.runtime.devices import Device
 
-from ..api import caller_location
+from ..locations import caller_location
 from .program import Program, check_program, gradient_or_zeros, is_float
 
 

@@ -45,8 +45,8 @@ from gpucompiler.errors import SourceError, TypeInferenceError
 from gpucompiler.interpreter import BOTTOM, CallResult, widen
 from gpucompiler.kernel import Kernel
 
-from ..api import caller_location
-from . import nested_rules
+from ..locations import caller_location
+from .sets import nested_rules
 
 
 class CustomRuleError(SourceError, TypeError):

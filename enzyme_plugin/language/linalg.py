@@ -26,7 +26,7 @@ from gpucompiler.language.numpy.linalg.blas import NO_TRANS, ROW_MAJOR, TRANS, b
 from gpucompiler.language.numpy.linalg.lapackimpl import copy2, det_of, inv_into, slogdet_into, solve_into1, solve_into2
 from gpucompiler.language.numpy.linalg.linalgimpl import LOOPS
 
-from . import nested_rules
+from .sets import nested_rules
 from .custom import custom_rule
 
 

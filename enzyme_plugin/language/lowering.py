@@ -8,8 +8,9 @@ from gpucompiler import types as T
 from gpucompiler.codegen import PTR, TypedCallee, job_global, ll
 from gpucompiler.interpreter import LOOKUP, borrowed
 
-from ..api import Activity
-from . import MARKER, width
+from ..activities import Activity
+from .sets import MARKER
+from .types import width
 
 _I32 = ir.IntType(32)
 

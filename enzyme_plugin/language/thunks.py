@@ -17,17 +17,19 @@ primal result and the seed, and the holder of the tape pointer are ``alloca``s o
 
 from __future__ import annotations
 
-import sys
-
 from llvmlite import ir
 
 from gpucompiler import types as T
 from gpucompiler.errors import TypeInferenceError
 from gpucompiler.interpreter import BOTTOM, CallResult, deferred_call, nested_interpreter, widen
 
-from .. import api
-from . import MARKER, ActivityType, EnzymeMeta, _activities, _check_arity, result_type, rules
+from ..activities import ACTIVITIES, Activity
+from ..modes import Mode, Reverse
+from ..splitting import Thunk, primal_wrapper
+from .autodiff import activities_of, check_arity
 from .lowering import emit_autodiff
+from .sets import MARKER, rules
+from .types import ActivityType, EnzymeMeta, result_type
 
 _F64 = ir.DoubleType()
 _I64 = ir.IntType(64)
@@ -53,7 +55,7 @@ def _array(cg, t, slot, n: int, itemsize: int):
 
 def _check_kinds(thunk, acts, wrapped) -> None:
     for k, (kind, act, is_wrapped) in enumerate(zip(thunk.kinds, acts, wrapped)):
-        want = api.ACTIVITIES[kind].kind
+        want = ACTIVITIES[kind].kind
         if act.kind is not want or (not is_wrapped and kind != "Const"):
             raise TypeInferenceError(f"{type(thunk).__name__} of {thunk.f.__qualname__}: argument {k} must be "
                                      f"{kind}(...), got {act!r}", hint="call the thunk with the activities it "
@@ -62,12 +64,9 @@ def _check_kinds(thunk, acts, wrapped) -> None:
 
 @rules.handler
 def _thunk_call(interp, fn, args):
-    # enzyme_plugin.split (it loads NumPy) is not imported for the check: while it is not loaded,
-    # no thunk exists (autodiff_thunk makes them)
-    split_api = sys.modules.get(f"{api.__name__.rpartition('.')[0]}.split")
-    if split_api is None or not isinstance(fn, split_api._Thunk):
+    if not isinstance(fn, Thunk):
         return None
-    forward = isinstance(fn, split_api.ForwardThunk)
+    forward = fn.forward
     f, n = fn.f, len(fn.kinds)
     if not forward:
         if len(args) != n + 2:
@@ -77,14 +76,14 @@ def _thunk_call(interp, fn, args):
         if widen(tape) != T.int64:
             raise TypeInferenceError(f"ReverseThunk of {f.__qualname__}: the tape must be the int64 handle the "
                                      f"forward thunk returned, got {widen(tape)!r}")
-    acts, wrapped = _activities(api.Reverse, args)
+    acts, wrapped = activities_of(Reverse, args)
     if len(acts) != n:
         raise TypeInferenceError(f"{type(fn).__name__} of {f.__qualname__}: expected {n} argument(s), got "
                                  f"{len(acts)}")
     _check_kinds(fn, acts, wrapped)
-    _check_arity(f, n)
+    check_arity(f, n)
     primal = tuple(a.items[0] for a in acts)
-    wrapper = split_api.primal_wrapper(f, n)
+    wrapper = primal_wrapper(f, n)
     meta = EnzymeMeta("ReverseSplit")
     res = deferred_call(interp, meta, wrapper, (_OUT, *primal), marker=MARKER)
     if res.restype is BOTTOM:
@@ -95,8 +94,8 @@ def _thunk_call(interp, fn, args):
     if not (ret == T.none or (isinstance(ret, T.Scalar) and ret.kind == "f")):
         raise TypeInferenceError(f"split mode of {f.__qualname__}: it returns {ret!r}; split mode differentiates "
                                  "functions returning a float or nothing")
-    out_act = ActivityType((_OUT, _OUT), api.Activity.DUP)
-    derivs = result_type(api.Reverse, acts, T.none)
+    out_act = ActivityType((_OUT, _OUT), Activity.DUP)
+    derivs = result_type(Reverse, acts, T.none)
     if not forward and ret != T.none and not (isinstance(widen(seed), T.Scalar) and widen(seed).kind == "f"):
         raise TypeInferenceError(f"ReverseThunk of {f.__qualname__}: the seed must be a float, got "
                                  f"{widen(seed)!r}", hint="pass the adjoint of f's result (1.0 for the gradient)")
@@ -108,7 +107,7 @@ def _thunk_call(interp, fn, args):
         zero = ir.Constant(ir.ArrayType(_F64, 2), None)
         cg.b.store(zero, out)
         cg.b.store(zero, dout)
-        mode = split_api._AUGMENT if forward else split_api._SPLIT_REVERSE
+        mode = Mode.Augment if forward else Mode.SplitReverse
         if not forward:
             cg.b.store(values[n + 1], holder)
             if ret != T.none:

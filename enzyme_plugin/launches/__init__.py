@@ -1,6 +1,5 @@
 """Reverse-mode AD across kernel launches: a launch tape, generated and hand-written kernel gradients."""
 
-from . import rules as _rules  # noqa: F401  (registers the error for launches in compiled code)
 from .gradients import KernelGradientError, register_gradient
 from .tape import LaunchTape, LaunchTapeError
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from gpucompiler.errors import ArgumentTypeError
 
-from ..api import caller_location
+from ..locations import caller_location
 
 
 class ArrayOps:

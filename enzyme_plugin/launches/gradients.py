@@ -36,8 +36,10 @@ from gpucompiler.errors import SourceError
 from gpucompiler.interpreter import widen
 from gpucompiler.kernel import Kernel
 
-from ..api import ACTIVITIES, Reverse, autodiff, caller_location
-from ..split import SPLIT_MODES
+from ..activities import ACTIVITIES
+from ..compiled import autodiff_deferred
+from ..locations import caller_location
+from ..modes import SPLIT_MODES, Reverse
 
 GRADIENT_ATTRIBUTE = "__enzyme_kernel_gradient__"
 """Set on a :class:`~gpucompiler.kernel.Kernel` by :func:`register_gradient`: its hand-written gradient."""
@@ -91,7 +93,7 @@ def gradient_kernel(k: Kernel, dup: tuple[bool, ...]) -> Kernel:
     params, acts = _activities(names, dup)
     src = (f"def gpuc_grad_{k.symbol}({', '.join(params)}):\n"
            f"    autodiff(MODE, F, {', '.join(acts)})\n")
-    return _compile(k, "gradient", src, {"autodiff": autodiff, "MODE": Reverse, "F": k.py_func, **ACTIVITIES})
+    return _compile(k, "gradient", src, {"autodiff": autodiff_deferred, "MODE": Reverse, "F": k.py_func, **ACTIVITIES})
 
 
 @functools.lru_cache(maxsize=256)
@@ -106,7 +108,7 @@ def split_kernel(k: Kernel, dup: tuple[bool, ...]) -> Kernel:
            f"        autodiff(AUGMENT, {call}\n"
            f"    else:\n"
            f"        autodiff(SPLIT_REVERSE, {call}\n")
-    return _compile(k, "split gradient", src, {"autodiff": autodiff, "AUGMENT": augment, "SPLIT_REVERSE": reverse,
+    return _compile(k, "split gradient", src, {"autodiff": autodiff_deferred, "AUGMENT": augment, "SPLIT_REVERSE": reverse,
                                                "F": k.py_func, "gd": gd, **ACTIVITIES})
 
 

@@ -52,8 +52,10 @@ from gpucompiler.kernel import CPU, Kernel
 from gpucompiler.parallel import (BLOCK, MAX, MIN, SUM, DeviceReduction, Space, parallel_for, parallel_reduce, reduce_on_device,
                                   reducer_of)
 
-from ..api import (ACTIVITIES, Active, Annotation, BatchDuplicated, Const, Duplicated, Mode, Reverse, autodiff,
-                   caller_location)
+from ..activities import ACTIVITIES, Active, Annotation, BatchDuplicated, Const, Duplicated
+from ..compiled import autodiff_deferred
+from ..locations import caller_location
+from ..modes import Mode, Reverse
 from .arrays import ops_of
 from .gradients import register_gradient
 from .tape import LaunchTape
@@ -322,7 +324,7 @@ def reduce_gradient(functor, dtype: T.Scalar, dup: tuple[bool, ...]) -> Kernel:
             f"        autodiff(Reverse, SEEDED, Const(i), Const(seed){', ' if acts else ''}{acts})\n"
             "        i += stride\n") if dtype.kind == "f" and any(dup) else "    return\n"
     src = f"def reduce_grad({', '.join(params)}):\n{body}"
-    fn = from_template(src, "reduce_grad", {"gd": gd, "autodiff": autodiff, "Reverse": Reverse,
+    fn = from_template(src, "reduce_grad", {"gd": gd, "autodiff": autodiff_deferred, "Reverse": Reverse,
                                             "SEEDED": _seeded(functor, len(dup)), **ACTIVITIES},
                        f"reduce_gradient[{functor.__qualname__}]", functor.__module__)
     return Kernel(fn, plugins=("enzyme",))
@@ -352,7 +354,7 @@ _SEARCH = """\
 
 def _select_cells(functor, nargs: int) -> dict:
     return {"gd": gd, "functor": functor, "BLOCK": BLOCK, "INT64": T.int64, "SEEDED": _seeded(functor, nargs),
-            "autodiff": autodiff, "Reverse": Reverse, **ACTIVITIES}
+            "autodiff": autodiff_deferred, "Reverse": Reverse, **ACTIVITIES}
 
 
 @functools.lru_cache(maxsize=128)
@@ -453,7 +455,7 @@ def _tail(prog: _Program, recorder: _Recorder, ann, tape: LaunchTape) -> tuple:
     # what the tail does not read (the space, arrays only kernels read) is passed as a placeholder
     targs = [a if isinstance(a, Active) else Const(0) if n not in used else
              Const(_stand_in(a.val)) if _is_array(a.val) else a for n, a in zip(names, ann)]
-    derivs = autodiff(Reverse, tail, Duplicated(r, dr), Const(ri), *targs)
+    derivs = autodiff_deferred(Reverse, tail, Duplicated(r, dr), Const(ri), *targs)
     seeds = [(a.val, a.dval) for a in ann if isinstance(a, Duplicated) and tape.knows(a.val)]
     for j, red in recorder.reductions.items():
         if floats[j]:

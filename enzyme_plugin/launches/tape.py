@@ -61,7 +61,7 @@ from gpucompiler.runtime.arguments import SCALAR_TYPES
 from gpucompiler import settings
 
 from ..ad.helpers import TAPE_INLINE
-from ..api import caller_location
+from ..locations import caller_location
 from .arrays import NUMPY, ArrayOps, ops_of
 from .gradients import differentiable, gradient_kernel, registered_gradient, split_kernel
 from .writes import read_parameters, written_parameters

@@ -22,7 +22,8 @@ from gpucompiler.llvm import Builder, Function, GlobalVariable, constant, types 
 
 from ..ad.errors import ADError, python_line, source_location
 from ..ad.typeinfo import ENZYME_TYPE, MemoryTypes
-from ..api import Activity, Mode
+from ..activities import Activity
+from ..modes import Mode
 from ..language import MARKER
 
 ENZYME_MARKERS = tuple(a.marker for a in Activity if a is not Activity.TAPE)

@@ -9,7 +9,7 @@ from gpucompiler.errors import TypeInferenceError
 from gpucompiler.interpreter import Const
 from gpucompiler.kernel import Kernel, Launch
 
-from ..language import nested_rules, rules
+from .sets import nested_rules, rules
 
 
 def _launch_in_compiled_code(interp, fn, args):

@@ -2,7 +2,7 @@
 ``--jax``, six gradient programs' cold first calls next to JAX's first ``jit(grad)`` call.
 
     python benchmarks/first_call.py [--rounds 9] [--tree OLD ...]
-    python benchmarks/first_call.py --jax [--rounds 3] [--tree OLD ...] [--json OUT] [--bytecode]
+    python benchmarks/first_call.py --jax [--rounds 3] [--tree OLD ...] [--json OUT] [--bytecode] [--memo]
 
 ``--jax``: six programs a JAX user writes (:data:`GRADIENTS`: an MLP loss with ``tanh`` in loops,
 log-sum-exp, a softplus regression with ``Active`` scalars, a Rosenbrock Hessian-vector product
@@ -315,11 +315,15 @@ print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_ms": (t2 - t1) * 1e3, "cp
 LLVM_PARTS = ("llvm: O<n> after AD", "llvm: code generation")
 
 
-def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = False) -> None:
+def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = False, memo: bool = False) -> None:
     """Each program's cold first call, ours (from each of ``trees``) and JAX's, in fresh processes
     alternated ``rounds`` times; with ``out``, the rows as JSON there. ``bytecode``: Python writes and
     reads ``__pycache__`` (as for an installed package) whatever ``PYTHONDONTWRITEBYTECODE`` says, after
-    a first round, not counted, that writes it."""
+    a first round, not counted, that writes it. ``memo``: each cache directory starts with the memos of
+    the plugin's identity that the first compile of an installation leaves (docs/cache.md "Plugins in
+    keys"), and nothing compiled: a new gradient's first call on an installed system."""
+    import shutil
+
     import numpy as np
 
     rows: dict[tuple[str, str], list[dict]] = {}
@@ -329,6 +333,7 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
         for fname, text in (("grad_programs.py", GRADIENTS), ("jax_programs.py", JAX_GRADIENTS)):
             with open(os.path.join(tmp, fname), "w") as f:
                 f.write(text)
+        memos: dict[str, str] = {}
         for r in range(-1 if bytecode else 0, rounds):
             for name, arguments in ARGUMENTS.items():
                 for k, (engine, tree) in enumerate(engines):
@@ -337,6 +342,13 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
                     for var in ("GPUC_SERVICE_URL", "GPUC_CACHE_URL", "JAX_COMPILATION_CACHE_DIR",
                                 *(("PYTHONDONTWRITEBYTECODE",) if bytecode else ())):
                         env.pop(var, None)
+                    if memo and engine == "ours" and r >= 0:  # made after the bytecode: its stamp holds the tree
+                        if tree not in memos:
+                            memos[tree] = os.path.join(tmp, f"memo-{k}")
+                            subprocess.run([sys.executable, "-c", "from gpucompiler.identity import keys; "
+                                            "keys.plugin_identity(('enzyme',))"],
+                                           env={**env, "GPUC_CACHE_DIR": memos[tree]}, cwd=tmp, check=True)
+                        shutil.copytree(memos[tree], env["GPUC_CACHE_DIR"])
                     done = subprocess.run([sys.executable, "-c", VERSUS.replace("(ARGS)", f"({arguments})"), engine,
                                            name, tmp], env=env, cwd=tmp, capture_output=True, text=True)
                     if done.returncode != 0:
@@ -348,7 +360,7 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
     load.append(os.getloadavg()[0])
     med = statistics.median
     print(f"{rounds} rounds, fresh processes alternated ({', '.join(t[-30:] for t in trees)}, JAX) per program; "
-          f"{'bytecode read; ' if bytecode else ''}load average {load[0]:.1f} -> {load[1]:.1f}; medians, ms "
+          f"{'bytecode read; ' if bytecode else ''}{'the plugin identity memoised; ' if memo else ''}load average {load[0]:.1f} -> {load[1]:.1f}; medians, ms "
           "(CPU time of the process in brackets)")
     print("| program | " + " | ".join(f"ours {t[-30:]}: first call (CPU) | / JAX" for t in trees)
           + " | JAX: first call (CPU) | same values |")
@@ -383,7 +395,7 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
                   f"the first call less the plugin identity / JAX's {unkeyed:.2f}")
     if out:
         with open(out, "w") as f:
-            json.dump({"rounds": rounds, "load": load, "trees": trees, "bytecode": bytecode,
+            json.dump({"rounds": rounds, "load": load, "trees": trees, "bytecode": bytecode, "memo": memo,
                        "rows": {f"{name}|{key}": v for (name, key), v in rows.items()}}, f, indent=1)
 
 
@@ -405,10 +417,12 @@ def main() -> None:
     parser.add_argument("--json", help="with --jax: write every run's numbers there")
     parser.add_argument("--bytecode", action="store_true",
                         help="with --jax: write and read __pycache__ (a first round, not counted, writes it)")
+    parser.add_argument("--memo", action="store_true",
+                        help="with --jax: each cache starts with the plugin identity's memos, nothing compiled")
     args = parser.parse_args()
     trees = [ROOT, *args.tree]
     if args.jax:
-        versus_jax(args.rounds, trees, args.json, args.bytecode)
+        versus_jax(args.rounds, trees, args.json, args.bytecode, args.memo)
         return
     with tempfile.TemporaryDirectory() as tmp:
         caches = {t: os.path.join(tmp, f"cache{k}") for k, t in enumerate(trees)}

@@ -1,0 +1,42 @@
+"""The language's AD rules are all registered with the plugin, whatever the program imported: a kernel
+launch inside differentiated compiled code points to the launch tape in a process that never imported
+``enzyme_plugin.launches`` (before, that rule was registered by importing it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+PROGRAM = f"""
+import json, sys
+sys.path.insert(0, {str(HERE)!r})
+import numpy as np
+import launch_programs as P
+from enzyme_plugin import Duplicated, Reverse, autodiff
+from gpucompiler.errors import TypeInferenceError
+
+x, y = np.ones(4), np.zeros(4)
+try:
+    autodiff(Reverse, P.host_program, Duplicated(x, np.zeros(4)), Duplicated(y, np.ones(4)))
+    out = {{"raised": None}}
+except TypeInferenceError as exc:
+    out = {{"raised": type(exc).__name__, "message": exc.message, "hint": exc.hint, "file": exc.filename}}
+out["launches imported"] = "enzyme_plugin.launches" in sys.modules
+print(json.dumps(out))
+"""
+
+
+def test_a_launch_in_differentiated_compiled_code_points_to_the_launch_tape_without_importing_launches(tmp_path):
+    done = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "GPUC_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["launches imported"] is False
+    assert out["raised"] == "TypeInferenceError"
+    assert "in compiled code: kernels are launched from Python" in out["message"]
+    assert "LaunchTape" in out["hint"] and out["file"] == str(HERE / "launch_programs.py")

@@ -1,4 +1,4 @@
-"""Conveniences over :func:`enzyme_plugin.api.autodiff`: ``gradient``, ``jacobian``, ``hvp`` (plain Python).
+"""Conveniences over :func:`enzyme_plugin.dispatch.autodiff`: ``gradient``, ``jacobian``, ``hvp`` (plain Python).
 
 * ``gradient(f, x)``: one reverse sweep; ``x`` a float gives a float, ``x`` a
   float array an array of its shape. ``f`` returns a float.

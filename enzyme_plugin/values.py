@@ -1,4 +1,4 @@
-"""Python values as :func:`enzyme_plugin.api.autodiff` sees them: scalars and arrays, and tuples, ``NamedTuple``
+"""Python values as :func:`enzyme_plugin.dispatch.autodiff` sees them: scalars and arrays, and tuples, ``NamedTuple``
 and dataclass records of them walked member by member (their nesting, their leaves, shadows written back)."""
 
 from __future__ import annotations

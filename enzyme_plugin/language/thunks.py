@@ -11,7 +11,7 @@ The tape is an ``int64`` handle to the engine's tape (on the device heap in a ke
 it where it wants between the two halves (a local, or an ``int64`` array element to carry it from one
 kernel launch to the next) and hands it to ``REV``, which consumes and frees it. Each call lowers to the
 two halves Python's split mode compiles (``Augment`` / ``SplitReverse`` of ``f``'s primal wrapper,
-:func:`enzyme_plugin.split.primal_wrapper`): the wrapper's ``out`` and ``dout`` arrays, which carry the
+:func:`enzyme_plugin.splitting.primal_wrapper`): the wrapper's ``out`` and ``dout`` arrays, which carry the
 primal result and the seed, and the holder of the tape pointer are ``alloca``s of the caller.
 """
 

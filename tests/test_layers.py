@@ -20,6 +20,8 @@ from pathlib import Path
 
 import networkx as nx
 
+from import_graph import imports as _imports  # the walk, shared with tests/test_enzyme_layers.py
+
 PACKAGE = Path(__file__).resolve().parent.parent / "gpucompiler"
 
 #: the layers, bottom first: a room may import only rooms listed before it (and itself)
@@ -77,41 +79,6 @@ def _module_name(path: Path) -> str:
 def _room(module: str) -> str:
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
-
-
-def _lazy_table(node: ast.AST) -> bool:
-    """``_LAZY = {...}``: the names a package facade loads on first use (:mod:`gpucompiler.lazy`)."""
-    return (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
-            and [ast.unparse(t) for t in node.targets] == ["_LAZY"])
-
-
-def _imports(path: Path, modules: set[str], source: str | None = None):
-    """``(imported module, line, inside a function)`` for every runtime import of ``path``."""
-    name = _module_name(path)
-    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-
-    def visit(node: ast.AST, in_function: bool):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.Import):
-                for alias in child.names:
-                    yield alias.name, child.lineno, in_function
-            elif isinstance(child, ast.ImportFrom):
-                base = package[:len(package) - child.level + 1] if child.level else []
-                module = ".".join(base + ([child.module] if child.module else []))
-                for alias in child.names:
-                    sub = f"{module}.{alias.name}"
-                    yield (sub if sub in modules else module), child.lineno, in_function
-            elif _lazy_table(child):
-                assert isinstance(child, ast.Assign) and isinstance(child.value, ast.Dict)
-                for value in child.value.values:
-                    assert isinstance(value, ast.Constant) and isinstance(value.value, str)
-                    relative = value.value.lstrip(".")
-                    base = package[:len(package) - (len(value.value) - len(relative)) + 1]
-                    yield ".".join([*base, relative]), child.lineno, in_function
-            else:
-                yield from visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
-
-    yield from visit(ast.parse(path.read_text() if source is None else source), False)
 
 
 def _graph():

@@ -45,11 +45,17 @@ class LoweringState:
     range_vars: list[str]
     #: ids of subscripts proven in bounds (versioning.py)
     unchecked: set[int]
+    #: the flag the powers being lowered record into (None: the checked operator; powerloops.py)
+    power_flag: str | None
+    #: a chunk's scan is being lowered: array stores are left out (powerloops.py)
+    scan: bool
     ntemp: int
 
     if TYPE_CHECKING:  # defined by the halves and the lowerer
         def expr(self, node: ast.AST) -> Value: ...
         def body(self, stmts: list[ast.stmt]) -> None: ...
+        def power(self, node: ast.BinOp, n: int | float) -> Value: ...
+        def power_loop(self, node: ast.For, args: list, versioned) -> None: ...
 
     def loc(self, node) -> tuple:
         return (self.filename, node.lineno + self.offset, node.col_offset)

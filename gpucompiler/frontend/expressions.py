@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from . import intrinsics as K
 from .builder import LoweringState
 from .ir import Const, Global, Value
+from .powerloops import exponent
 
 _BINOPS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -78,6 +79,10 @@ class Expressions(LoweringState):
         op = _BINOPS.get(type(node.op))
         if op is None:
             self.unsupported(node, type(node.op).__name__)
+        if self.power_flag is not None and op is operator.pow:  # an unchecked copy (powerloops.py)
+            n = exponent(node.right)
+            if n is not None:
+                return self.power(node, n)
         return self.emit(op, [self.expr(node.left), self.expr(node.right)], node)
 
     def expr_UnaryOp(self, node):

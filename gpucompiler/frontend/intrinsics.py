@@ -101,6 +101,45 @@ def all_in_bounds(*quads):
                for k in range(0, len(quads), 4))
 
 
+def power_fast(x, n):
+    """``x ** n`` (``n`` a small integral constant) without its range check: the value wherever
+    :func:`power_outside` is false (see frontend/powerloops.py)."""
+    return x ** n
+
+
+def power_outside(x, n):
+    """Whether ``x ** n`` needs the checked operator: its result leaves the range where
+    :func:`power_fast` is exact, or it raises."""
+    try:
+        return not math.isfinite(x ** n) and math.isfinite(x)
+    except (OverflowError, ZeroDivisionError):
+        return True
+
+
+def powers_unchecked(roles, *values):
+    """Whether a loop's powers may run unchecked (frontend/powerloops.py): every value with role 0 is
+    a float, an int or a bool; with role ``k > 0`` a float array of ``k`` dimensions read, ``-k`` one
+    written."""
+    return all((isinstance(v, (bool, int, float)) if r == 0 else v.ndim == abs(r) and v.dtype.kind == "f")
+               for r, v in zip(roles, values))
+
+
+def _extent(a):
+    """The addresses ``[lo, hi)`` spanned by the elements of array ``a`` (empty: ``lo == hi``)."""
+    lo = hi = a.__array_interface__["data"][0]
+    if 0 in a.shape:
+        return lo, lo
+    for n, stride in zip(a.shape, a.strides):
+        lo, hi = lo + min(0, (n - 1) * stride), hi + max(0, (n - 1) * stride)
+    return lo, hi + a.itemsize
+
+
+def disjoint(a, b):
+    """Whether the elements of arrays ``a`` and ``b`` lie in disjoint memory (by their extents)."""
+    (alo, ahi), (blo, bhi) = _extent(a), _extent(b)
+    return ahi <= blo or bhi <= alo or alo == ahi or blo == bhi
+
+
 def check(ok, exc_name, message):
     """Raise the built-in exception named ``exc_name`` when ``ok`` is false."""
     if not ok:

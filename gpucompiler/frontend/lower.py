@@ -26,6 +26,7 @@ from .closures import CLOSURES_ATTRIBUTE, SOURCE_ATTRIBUTE, Closures, own_bindin
 from .comprehensions import Comprehensions
 from .expressions import Expressions
 from .iteration import Iteration
+from .powerloops import PowerLoops
 
 
 
@@ -119,7 +120,7 @@ def _parameters(node: ast.FunctionDef | ast.Lambda) -> list[ast.arg]:
     return [*a.posonlyargs, *a.args, *a.kwonlyargs]
 
 
-class _Lowerer(Statements, Expressions, Iteration, Closures, Comprehensions):
+class _Lowerer(Statements, Expressions, Iteration, Closures, Comprehensions, PowerLoops):
     def __init__(self, pyfunc, node: ast.FunctionDef, filename: str, offset: int):
         self.node, self.filename, self.offset = node, filename, offset
         a = node.args
@@ -135,6 +136,7 @@ class _Lowerer(Statements, Expressions, Iteration, Closures, Comprehensions):
         self.params = {a.arg for a in _parameters(node)}
         self.range_vars = []
         self.unchecked = set()
+        self.power_flag, self.scan = None, False
         self.ntemp = 0
 
     # -- driver ------------------------------------------------------------

@@ -11,6 +11,7 @@ from .builder import LoweringState
 from .expressions import _BINOPS
 from .ir import Const, Return
 from .parallel import Reduction, is_prange, outline
+from .powerloops import plan
 from .versioning import covered_accesses, step_sign
 
 
@@ -70,7 +71,8 @@ class Statements(LoweringState):
             unchecked = id(target) in self.unchecked
             old = self.emit(K.getitem_unchecked if unchecked else operator.getitem, [obj, index], node)
             new = self.emit(op, [old, self.expr(node.value)], node)
-            self.emit(K.setitem_unchecked if unchecked else operator.setitem, [obj, index, new], node)
+            if not self.scan:  # a chunk's scan (powerloops.py) computes the value only
+                self.emit(K.setitem_unchecked if unchecked else operator.setitem, [obj, index, new], node)
         else:
             self.unsupported(target, "augmented assignment to " + type(target).__name__)
 
@@ -82,6 +84,8 @@ class Statements(LoweringState):
             for i, elt in enumerate(target.elts):
                 self.assign_to(elt, self.emit(operator.getitem, [checked, Const(i)], node), node)
         elif isinstance(target, ast.Subscript):
+            if self.scan:  # a chunk's scan (powerloops.py) computes the value only
+                return
             fn = K.setitem_unchecked if id(target) in self.unchecked else operator.setitem
             self.emit(fn, [self.expr(target.value), self.expr(target.slice), value], node)
         else:
@@ -136,17 +140,23 @@ class Statements(LoweringState):
         sign = step_sign(it)
         covered = covered_accesses(node, self.params, self.range_vars) if sign else []
         self.range_vars.append(node.target.id if isinstance(node.target, ast.Name) else "")
+        versioned = plan(node, [sub for sub, _, _ in covered], sign)  # powers (powerloops.py)
         if covered:
             fast, slow, after = self.ssa.new_block(), self.ssa.new_block(), self.ssa.new_block()
             self.branch(self._range_test(node, args, sign, covered), fast, slow, node)
             for block, unchecked in ((fast, {id(sub) for sub, _, _ in covered}), (slow, set())):
                 self.ssa.seal(block)
                 self.block, saved, self.unchecked = block, self.unchecked, self.unchecked | unchecked
-                self._range_loop(node, it, args)
+                if unchecked and versioned:
+                    self.power_loop(node, args, versioned)
+                else:
+                    self._range_loop(node, it, args)
                 self.unchecked = saved
                 self.goto(after, node)
             self.ssa.seal(after)
             self.block = after
+        elif versioned:
+            self.power_loop(node, args, versioned)
         else:
             self._range_loop(node, it, args)
         self.range_vars.pop()

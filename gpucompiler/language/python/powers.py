@@ -15,16 +15,25 @@ off near 2**1024 and ``x ** -8`` 0.0 for a subnormal result) are libm's
 ``pow`` is not CPython's and Vulkan's has no float64, the plain product
 there: IEEE's zero, inf and NaN, an ulp or so off at the ends). Under ``fastmath`` every
 power is the plain product chain (LLVM's and Numba's ``afn`` rewriting).
+
+In a loop the frontend versions (frontend/powerloops.py) a power is
+:func:`fast_power`: the same value with no branch, and a flag saying where
+the checked operator must run instead (the loop is then rerun checked).
 """
 
 from __future__ import annotations
 
+import operator
 import struct
 
 from llvmlite import ir
 
 from ... import types as T
-from .floatint import finite
+from ...frontend import intrinsics as K
+from ...interpreter.lattice import Const, const, widen
+from ...interpreter.rules import Any_, CallResult, Constant
+from ..precedence import base
+from .floatint import exact_pow, finite
 
 #: the exponents that compile to multiplications (beyond them: ``pow``)
 SMALL = 8
@@ -137,3 +146,106 @@ def _in_range(cg, h):
     lo, hi = shifted(2.0 ** -SAFE[bits]), shifted(2.0 ** SAFE[bits])
     offset = b.sub(b.shl(b.bitcast(h, word), ir.Constant(word, 1)), ir.Constant(word, lo))
     return b.icmp_unsigned("<=", offset, ir.Constant(word, hi - lo))
+
+
+# -- loops whose powers are versioned (frontend/powerloops.py): the unchecked copy's intrinsics
+_SCALAR = {T.float64, T.float32, T.int64, T.boolean}
+#: n -> (comparison, float bits -> log2 bound): ``x * x`` is infinite exactly where ``|x| >= 2**512``
+#: (``2**64`` in float32), ``1 / x`` where ``|x| <= 2**-1024`` (``2**-128``)
+_OVERFLOWS = {2: (">=", {64: 512, 32: 64}), -1: ("<=", {64: -1024, 32: -128})}
+
+
+def fast_power(cg, x, n: int):
+    """``x ** n`` as :func:`small_power` computes it on its hot path, with no branch: ``(value, outside)``,
+    ``value`` the checked operator's result wherever the ``i1`` ``outside`` is false. A zero, infinite or
+    NaN base gives the plain product's IEEE value, which is libm's ``pow`` there; ``outside`` holds
+    where the operator raises (under the Python error model) or takes libm's ``pow`` for a finite
+    nonzero base whose power is huge or tiny."""
+    b = cg.b
+    r, ok, always = small_power(cg, x, n)
+    checked = cg.mod.python_errors and not cg.mod.error_slot and cg.mod.math_errors  # check_cases's test
+    if always:  # raises where the result is not finite for a finite base (an overflow, 0.0 ** -1)
+        if not checked:
+            return r, ir.Constant(ir.IntType(1), 0)
+        bits = 64 if isinstance(x.type, ir.DoubleType) else 32
+        if n in _OVERFLOWS:  # one comparison of |x| (the only ones, as the scan of a chunk needs no r)
+            sym, bound = _OVERFLOWS[n]
+            size = cg.call_intrinsic("llvm.fabs", _ftype(x), [x])
+            return r, b.fcmp_ordered(sym, size, ir.Constant(x.type, 2.0 ** bound[bits]))
+        return r, b.and_(b.not_(ok), finite(cg, x))
+    if cg.mod.error_slot:  # code the AD engine transforms: libm's pow in a select, never a rerun
+        libm = exact_pow(cg, _ftype(x), [x, ir.Constant(x.type, float(n))])
+        return b.select(ok, r, libm), ir.Constant(ir.IntType(1), 0)
+    plain = _plain(b, x, abs(n))
+    if n < 0:
+        plain = b.fdiv(ir.Constant(x.type, 1.0), plain)
+    zero = b.fcmp_ordered("==", x, ir.Constant(x.type, 0.0))
+    ordinary = b.and_(finite(cg, x), b.not_(zero))
+    outside = b.and_(b.not_(ok), ordinary)
+    if checked and n < 0:  # 0.0 ** -n: ZeroDivisionError
+        outside = b.or_(outside, zero)
+    return b.select(ok, r, plain), outside
+
+
+@base.handler
+def _versioned_power(interp, fn, args):
+    """``power_fast(x, n)``, ``power_outside(x, n)``."""
+    if fn not in (K.power_fast, K.power_outside) or len(args) != 2:
+        return None
+    x, n = args
+    checked = interp.abstract_call(operator.pow, [x, n])
+    if checked is None:
+        return None
+    rt = checked.restype
+    if isinstance(rt, Const) or not isinstance(n, Const) or widen(rt).kind != "f":  # folded, or an int power
+        return checked if fn is K.power_fast else CallResult(const(False))
+    which = 0 if fn is K.power_fast else 1
+    return CallResult(rt if which == 0 else T.boolean, lambda cg, a, at, _rt: fast_power(
+        cg, cg.cast(a[0], widen(at[0]), widen(rt)), int(n.value))[which])
+
+
+def _unchecked_type(roles, *values):
+    ok = len(roles.value) == len(values)
+    for role, v in zip(roles.value, values):
+        w = widen(v)
+        if role == 0:
+            ok = ok and w in _SCALAR
+        else:
+            ok = (ok and isinstance(w, T.ArrayType) and w.ndim == abs(role) and w.dtype in (T.float32, T.float64)
+                  and not (role < 0 and w.readonly))
+    return const(ok)
+
+
+@base.define(K.powers_unchecked, Constant, Any_, varargs=True, restype=_unchecked_type)
+def _powers_unchecked(cg, args, argtypes, rt):
+    return None
+
+
+def _extent(cg, arr, t):
+    """``(lo, hi, empty)``: the addresses ``[lo, hi)`` spanned by the elements of ``arr`` (an array of
+    type ``t``), and whether it has none."""
+    b, i64 = cg.b, ir.IntType(64)
+    lo = hi = b.ptrtoint(b.extract_value(arr, 0), i64)
+    empty = ir.Constant(ir.IntType(1), 0)
+    size = i64(t.dtype.itemsize)
+    for axis in range(t.ndim):
+        n = b.extract_value(arr, [1, axis])
+        empty = b.or_(empty, b.icmp_signed("<=", n, i64(0)))
+        if t.layout == "C":
+            size = b.mul(size, n)
+            continue
+        span = b.mul(b.sub(n, i64(1)), b.extract_value(arr, [2, axis]))
+        negative = b.icmp_signed("<", span, i64(0))
+        lo = b.add(lo, b.select(negative, span, i64(0)))
+        hi = b.add(hi, b.select(negative, i64(0), span))
+    return lo, b.add(hi, size if t.layout == "C" else i64(t.dtype.itemsize)), empty
+
+
+@base.define(K.disjoint, T.ArrayType, T.ArrayType, restype=lambda a, b: T.boolean, pure=False)
+def _disjoint(cg, args, argtypes, rt):
+    b = cg.b
+    if cg.mod.error_slot:  # no power is rerun there (fast_power): the copies compute the same
+        return ir.Constant(ir.IntType(1), 1)
+    (alo, ahi, aempty), (blo, bhi, bempty) = (_extent(cg, v, widen(t)) for v, t in zip(args, argtypes))
+    apart = b.or_(b.icmp_unsigned("<=", ahi, blo), b.icmp_unsigned("<=", bhi, alo))
+    return b.or_(apart, b.or_(aempty, bempty))

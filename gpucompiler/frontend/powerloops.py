@@ -1,0 +1,342 @@
+"""Loop versioning for powers: ``x ** n`` in a loop without a branch per element.
+
+Under the Python error model ``x ** n`` (``n`` a small integral constant)
+raises where CPython does (``1e200 ** 2.0`` is an OverflowError), and the
+compensated powers (``|n| >= 3``) take libm's ``pow`` where their products
+stop being exact; either is a branch per element, which stops LLVM's
+vectorizer. A ``for v in range(...)`` loop whose body is straight-line
+arithmetic on floats is lowered with a copy whose powers only record
+whether any of them needs the checked operator (an OR over the elements)::
+
+    flag = not powers_unchecked(...)   # a compile-time constant: the types allow it
+    if not flag:
+        <the loop, powers unchecked, flag |= power_outside(x, n)>
+    if flag:                           # rare: a big, tiny, zero-division or libm result
+        <the names the loop assigns, as before it>
+        <the loop, every power checked>   # raises exactly where CPython does
+
+A loop that stores array elements cannot run twice; it runs in chunks,
+each scanned first without its stores (reads only)::
+
+    for each chunk of CHUNK values of v:
+        <the chunk, stores left out, powers flagged>     # the flag of this chunk
+        <the names the loop assigns, as before the chunk>
+        <the chunk, powers unchecked> if not flag else <the chunk, checked>
+
+so on an overflow the elements before the failing one are written, the rest
+untouched, and the error raised at the user's line. The scan reads what the
+stores would leave only if no store changes a later read: every array stored
+is read, if at all, in its own store statement at the index it is stored to,
+and it lies in memory disjoint from every other array the loop reads (a
+run-time test; an overlap runs the checked loop).
+
+Nothing in the body may raise in the unchecked copy (a later error would hide
+an earlier overflow): the body is assignments of ``+``, ``-``, ``*``, unary
+signs, powers with small integral constant exponents, number constants,
+names and array elements in bounds (versioning.py); the types are checked at
+compile time (``powers_unchecked``: floats, ints and bools, float arrays of
+as many dimensions as indices).
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from typing import TYPE_CHECKING
+
+import attrs
+
+from . import intrinsics as K
+from .builder import LoweringState
+from .ir import Const, Global, Phi, Undef, Value
+
+#: the largest ``|n|`` whose power is multiplications (language/python/powers.py)
+SMALL = 8
+#: loop iterations per chunk of a storing loop (its reads stay in the L1 cache between scan and stores)
+CHUNK = 512
+_ARITH = (ast.Add, ast.Sub, ast.Mult)
+
+
+@attrs.frozen
+class PowerPlan:
+    """How a loop's powers are versioned (None from :func:`plan`: they are not)."""
+
+    #: the body stores array elements (chunks, each scanned first)
+    stores: bool
+    #: names the body reads before it assigns them, or never assigns: values from before the loop
+    inputs: tuple[str, ...]
+    #: names the body assigns (restored before a checked rerun)
+    written: tuple[str, ...]
+    #: ``(array, number of indices, stored)`` for each array the body indexes
+    arrays: tuple[tuple[str, int, bool], ...]
+    #: ``(stored array, other array)`` pairs whose memory must be disjoint
+    overlaps: tuple[tuple[str, str], ...]
+
+
+def exponent(node) -> int | float | None:
+    """The exponent a power versions: an integral int or float constant with ``|n| <= SMALL``."""
+    sign = 1
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        sign, node = -1, node.operand
+    value = node.value if isinstance(node, ast.Constant) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not (abs(value) <= SMALL and float(value).is_integer()):
+        return None
+    return sign * value
+
+
+def _number(value) -> bool:
+    """A constant the unchecked copy takes: a float, or an int (bool) that fits an int64."""
+    return isinstance(value, float) or (isinstance(value, int) and abs(value) < 2 ** 63)
+
+
+class _Walk:
+    """The body's reads and writes in execution order; ``ok`` false at the first construct it refuses."""
+
+    def __init__(self, var: str, covered: dict[int, ast.Subscript]):
+        self.var, self.covered, self.ok = var, covered, True
+        self.inputs: list[str] = []
+        self.written: list[str] = []
+        self.loads: dict[str, list[tuple[ast.Subscript, int]]] = {}
+        self.stores: dict[str, list[tuple[ast.Subscript, int]]] = {}
+        self.powers = 0
+        self.stmt = 0
+
+    def name(self, name: str) -> None:
+        if name != self.var and name not in self.written and name not in self.inputs:
+            self.inputs.append(name)
+
+    def subscript(self, sub: ast.Subscript, table) -> None:
+        if id(sub) not in self.covered:
+            self.ok = False
+            return
+        assert isinstance(sub.value, ast.Name)
+        for elt in ast.walk(sub.slice):
+            if isinstance(elt, ast.Name):
+                self.name(elt.id)
+        table.setdefault(sub.value.id, []).append((sub, self.stmt))
+
+    def expr(self, node) -> None:
+        match node:
+            case ast.Constant(value=v) if _number(v):
+                pass
+            case ast.Name(id=name):
+                self.name(name)
+            case ast.BinOp(op=ast.Pow()) if exponent(node.right) is not None:
+                self.powers += 1
+                self.expr(node.left)
+            case ast.BinOp(op=op) if isinstance(op, _ARITH):
+                self.expr(node.left)
+                self.expr(node.right)
+            case ast.UnaryOp(op=ast.USub() | ast.UAdd()):
+                self.expr(node.operand)
+            case ast.Subscript(ctx=ast.Load()):
+                self.subscript(node, self.loads)
+            case _:
+                self.ok = False
+
+    def target(self, node) -> None:
+        if isinstance(node, ast.Name):
+            if node.id not in self.written:
+                self.written.append(node.id)
+        elif isinstance(node, ast.Subscript):
+            self.subscript(node, self.stores)
+        else:
+            self.ok = False
+
+    def statement(self, stmt) -> None:
+        self.stmt += 1
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            self.expr(stmt.value)
+            self.target(stmt.targets[0])
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, _ARITH):
+            if isinstance(stmt.target, ast.Subscript):  # a read of the element, then the store
+                self.subscript(stmt.target, self.loads)
+            else:
+                self.expr(stmt.target)
+            self.expr(stmt.value)
+            self.target(stmt.target)
+        elif not isinstance(stmt, ast.Pass):
+            self.ok = False
+
+
+def _same(a: ast.Subscript, b: ast.Subscript) -> bool:
+    return ast.dump(a.slice) == ast.dump(b.slice)
+
+
+def plan(loop: ast.For, covered: list[ast.Subscript], sign: int | None) -> PowerPlan | None:
+    """The versioning of ``loop`` (a range loop whose in-bounds accesses are ``covered``), or None."""
+    if sign is None or not isinstance(loop.target, ast.Name):
+        return None
+    walk = _Walk(loop.target.id, {id(sub): sub for sub in covered})
+    for stmt in loop.body:
+        walk.statement(stmt)
+    if not walk.ok or not walk.powers or loop.target.id in walk.written:
+        return None
+    overlaps = []
+    for array, stores in walk.stores.items():
+        sub, at = stores[0]
+        # one store statement per array, its reads only there and at the stored index (each
+        # iteration reads its element before writing it: the scan reads what the loop reads)
+        if len(stores) > 1 or any(k != at or not _same(s, sub) for s, k in walk.loads.get(array, [])):
+            return None
+        overlaps += [(array, other) for other in walk.loads if other != array]
+    if walk.stores and sign < 0:
+        return None
+    arrays = {name: (name, len(_indices(subs[0][0])), name in walk.stores)
+              for table in (walk.loads, walk.stores) for name, subs in table.items()}
+    if any(len(_indices(s)) != arrays[name][1] for table in (walk.loads, walk.stores)
+           for name, subs in table.items() for s, _ in subs):
+        return None
+    return PowerPlan(bool(walk.stores), tuple(walk.inputs), (loop.target.id, *walk.written),
+                     tuple(arrays.values()), tuple(overlaps))
+
+
+def _indices(sub: ast.Subscript) -> list:
+    return sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+
+
+class PowerLoops(LoweringState):
+    """Mixin of the AST lowerer: the versioned copies of a loop :func:`plan` accepts."""
+
+    if TYPE_CHECKING:  # defined by the statement and expression halves
+        def _range_loop(self, node: ast.For, it: ast.Call, args: list) -> None: ...
+        def _defined(self, name: str) -> bool: ...
+
+    def power_loop(self, node: ast.For, args: list, versioned: PowerPlan) -> None:
+        """``node`` (a range loop over ``args``) with its powers versioned."""
+        gate = self._gate(node, versioned)
+        if gate is None:
+            self._range_loop(node, node.iter, args)  # type: ignore[arg-type]
+        elif versioned.stores:
+            self._chunks(node, args, versioned, gate)
+        else:
+            self._twice(node, args, versioned, gate)
+
+    def power(self, node: ast.BinOp, n: int | float) -> Value:
+        """``x ** n`` in an unchecked copy: its value, and whether it needs the checked operator
+        ORed into the flag."""
+        flag = self.power_flag
+        assert flag is not None
+        x, e = self.expr(node.left), Const(n, self.loc(node.right))
+        outside = self.emit(K.power_outside, [x, e], node)
+        self.write(flag, self.emit(operator.or_, [self.read(flag), outside], node))
+        return self.emit(K.power_fast, [x, e], node)
+
+    def _input(self, name: str, node: ast.For) -> Value | None:
+        """The value ``name`` has before the loop, when it is surely bound (else None: no versioning,
+        which would read it before CPython does)."""
+        if name in self.params or name in self.range_vars:
+            return self.read(name)
+        if name not in self.locals:
+            return Global(name, self.loc(node)) if self._defined(name) else None
+        value = self.read(name)
+        return None if isinstance(value, (Phi, Undef)) else value
+
+    def _gate(self, node: ast.For, versioned: PowerPlan) -> Value | None:
+        roles, values = [], []
+        for name in versioned.inputs:
+            value = self._input(name, node)
+            if value is None:
+                return None
+            roles.append(0)
+            values.append(value)
+        for array, k, stored in versioned.arrays:
+            roles.append(-k if stored else k)
+            values.append(self.read(array))
+        return self.emit(K.powers_unchecked, [Const(tuple(roles)), *values], node)
+
+    def _copy(self, node: ast.For, args: list, flag: str | None, scan: bool = False) -> None:
+        saved = self.power_flag, self.scan
+        self.power_flag, self.scan = flag, scan
+        self._range_loop(node, node.iter, args)  # type: ignore[arg-type]
+        self.power_flag, self.scan = saved
+
+    def _restore(self, saved: dict[str, Value]) -> None:
+        for name, value in saved.items():
+            self.write(name, value)
+
+    def _twice(self, node: ast.For, args: list, versioned: PowerPlan, gate: Value) -> None:
+        """A loop without stores: the unchecked copy, then the checked one if a power needs it."""
+        flag = self.temp()
+        self.write(flag, self.emit(operator.not_, [gate], node))
+        saved = {name: self.read(name) for name in versioned.written}
+        fast, join, slow, after = (self.ssa.new_block() for _ in range(4))
+        self.branch(gate, fast, join, node)
+        self.ssa.seal(fast)
+        self.block = fast
+        self._copy(node, args, flag)
+        self.goto(join, node)
+        self.ssa.seal(join)
+        self.block = join
+        self.branch(self.read(flag), slow, after, node)
+        self.ssa.seal(slow)
+        self.block = slow
+        self._restore(saved)
+        self._copy(node, args, None)
+        self.goto(after, node)
+        self.ssa.seal(after)
+        self.block = after
+
+    def _chunks(self, node: ast.For, args: list, versioned: PowerPlan, gate: Value) -> None:
+        """A loop that stores: chunks of ``CHUNK`` iterations, each scanned before it runs."""
+        it = node.iter
+        plain, chunked, after = self.ssa.new_block(), self.ssa.new_block(), self.ssa.new_block()
+        self.branch(gate, chunked, plain, node)
+        self.ssa.seal(plain)
+        self.block = plain
+        self._copy(node, args, None)
+        self.goto(after, node)
+        self.ssa.seal(chunked)
+        self.block = chunked
+        ok: Value = Const(True)
+        for stored, other in versioned.overlaps:
+            apart = self.emit(K.disjoint, [self.read(stored), self.read(other)], node)
+            ok = self.emit(operator.and_, [ok, apart], node)
+        start, stop, step = (self.emit(fn, args, it) for fn in (K.range_start, K.range_stop, K.range_step))
+        j = self.temp()
+        self.write(j, start)
+        header, body, done = self.ssa.new_block(), self.ssa.new_block(), self.ssa.new_block()
+        self.goto(header, node)
+        self.block = header
+        self.branch(self.emit(K.range_cond, [self.read(j), stop, step], node), body, done, node)
+        self.ssa.seal(body)
+        self.block = body
+        first = self.read(j)
+        span = self.emit(operator.mul, [Const(CHUNK), step], node)
+        end = self.emit(min, [self.emit(operator.add, [first, span], node), stop], node)
+        # never below start (the step is positive): LLVM then knows an index from range(n) is not
+        # negative (no wrap-around select, a vector load)
+        chunk = [self.emit(max, [first, start], node), end, step]
+        flag = self.temp()
+        self.write(flag, self.emit(operator.not_, [ok], node))
+        saved = {name: self.read(name) for name in versioned.written}
+        scan, decide = self.ssa.new_block(), self.ssa.new_block()
+        self.branch(ok, scan, decide, node)
+        self.ssa.seal(scan)
+        self.block = scan
+        self._copy(node, chunk, flag, scan=True)
+        self.goto(decide, node)
+        self.ssa.seal(decide)
+        self.block = decide
+        self._restore(saved)
+        fast, slow, step_on = self.ssa.new_block(), self.ssa.new_block(), self.ssa.new_block()
+        self.branch(self.read(flag), slow, fast, node)
+        for block, how in ((fast, self.temp()), (slow, None)):
+            self.ssa.seal(block)
+            self.block = block
+            if how is not None:
+                self.write(how, Const(False))
+            self._copy(node, chunk, how)
+            self.goto(step_on, node)
+        self.ssa.seal(step_on)
+        self.block = step_on
+        self.write(j, end)
+        self.goto(header, node)
+        self.ssa.seal(header)
+        self.ssa.seal(done)
+        self.block = done
+        self.goto(after, node)
+        self.ssa.seal(after)
+        self.block = after

@@ -1,0 +1,353 @@
+"""Loops whose powers are versioned (frontend/powerloops.py): CPython's results and errors, vector code.
+
+The reference is the same function run by CPython on arrays whose elements
+read as Python floats (:class:`PyArray`: ``1e200 ** 2.0`` raises there, as
+in CPython, where a NumPy scalar would give inf), writing into the same
+NumPy memory, so aliasing behaves as it does for the compiled call. Each
+case compares the values bit for bit (signed zeros and NaNs included), the
+exception type, and the arrays' state after an exception. Arrays span
+several chunks (``CHUNK``) with the interesting elements at chunk edges.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from gpucompiler import jit
+from gpucompiler.frontend.powerloops import CHUNK
+
+
+_ONE: dict = {}
+
+
+def _scalar_power(n):
+    """The compiled scalar ``x ** n`` (tests/frontend/test_power_ranges.py holds it to CPython: the same
+    exceptions, the same values but where glibc's ``pow`` is an ulp off the correctly rounded power)."""
+    if n not in _ONE:
+        scope: dict = {}
+        exec(f"def one(x):\n    return x ** {n!r}\n", scope)
+        _ONE[n] = jit(scope["one"])
+    return _ONE[n]
+
+
+class F(float):
+    """A Python float whose ``**`` is the compiled scalar power; arithmetic keeps the type."""
+
+    def __pow__(self, n):  # pyright: ignore[reportIncompatibleMethodOverride]
+        return F(_scalar_power(n)(float(self)))
+
+    def __add__(self, o):
+        return F(float(self) + o)
+
+    def __radd__(self, o):
+        return F(o + float(self))
+
+    def __sub__(self, o):
+        return F(float(self) - o)
+
+    def __rsub__(self, o):
+        return F(o - float(self))
+
+    def __mul__(self, o):
+        return F(float(self) * o)
+
+    def __rmul__(self, o):
+        return F(o * float(self))
+
+    def __truediv__(self, o):
+        return F(float(self) / o)
+
+
+class PyArray:
+    """A NumPy array run by CPython: its elements read as :class:`F` (a Python float, raising where
+    CPython raises, where a NumPy scalar would give inf)."""
+
+    def __init__(self, a):
+        self.a, self.shape = a, a.shape
+
+    def __getitem__(self, i):
+        return F(self.a[i])
+
+    def __setitem__(self, i, v):
+        self.a[i] = v
+
+
+def square_into(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] ** 2.0
+
+
+def cube_into(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] ** 3
+
+
+def reciprocal_into(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] ** -1
+
+
+def inverse_square_into(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] ** -2
+
+
+def eighth_into(a, out):
+    for i in range(1, a.shape[0]):
+        out[i - 1] = 0.5 * a[i] ** 8 - a[i - 1]
+
+
+def square_in_place(a):
+    for i in range(a.shape[0]):
+        a[i] = a[i] ** 2.0
+
+
+def add_cube_in_place(a):
+    for i in range(a.shape[0]):
+        a[i] += a[i] ** 3
+
+
+def smoothed_cubes(a, out):
+    t = 1.0
+    for i in range(a.shape[0]):
+        t = t * 0.5 + a[i]
+        out[i] = t ** 3
+
+
+def cube_over(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] ** 3 / a[i]
+
+
+def sum_cubes(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] ** 3
+    return s
+
+
+def sum_mixed(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] ** 2 - 3.0 * a[i] ** -1 + a[i] ** -5
+    return s
+
+
+def sum_squares_rows(m, out):
+    for i in range(m.shape[0]):
+        s = 0.0
+        for j in range(m.shape[1]):
+            s += m[i, j] ** 2
+        out[i] = s
+
+
+STORES = [square_into, cube_into, reciprocal_into, inverse_square_into, eighth_into, smoothed_cubes]
+N = 3 * CHUNK + 7
+EDGES = (0, CHUNK - 1, CHUNK, 2 * CHUNK + 3, N - 1)
+SPECIALS = (0.0, -0.0, math.inf, -math.inf, math.nan, 5e-324, -5e-324, 2.0 ** -1022, 1e-300, 1e200, -1e200,
+            2.0 ** 512, 2.0 ** -1024, 1.7976931348623157e308)
+
+
+def _run(f, *arrays):
+    """``("value", result, arrays)`` or ``("raises", type, arrays)``: the arrays as the call left them."""
+    try:
+        result = f(*arrays)
+    except ArithmeticError as exc:
+        return "raises", type(exc), arrays
+    return "value", result, arrays
+
+
+def _same(x, y) -> bool:
+    """Bit for bit (NaNs equal, zeros by sign)."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    return x.shape == y.shape and bool(np.all((x == y) & (np.signbit(x) == np.signbit(y))
+                                              | (np.isnan(x) & np.isnan(y))))
+
+
+def _check(fn, f, *arrays):
+    """``f`` (compiled ``fn``) as CPython runs ``fn`` on copies of ``arrays``."""
+    mine = [a.copy() for a in arrays]
+    theirs = [a.copy() for a in arrays]
+    got = _run(f, *mine)
+    want = _run(fn, *(PyArray(a) for a in theirs))
+    assert got[0] == want[0], (got[:2], want[:2])
+    if got[0] == "raises":
+        assert got[1] is want[1]
+    elif got[1] is not None:
+        assert _same(got[1], want[1]), (got[1], want[1])
+    for m, t in zip(mine, theirs):
+        assert _same(m, t), np.flatnonzero(~((m == t) | (np.isnan(m) & np.isnan(t))))[:10]
+
+
+def _base(rng, n=N):
+    return rng.uniform(0.5, 2.0, n) * rng.choice([-1.0, 1.0], n)
+
+
+@pytest.mark.parametrize("fn", STORES, ids=lambda f: f.__name__)
+def test_stores_raise_at_their_element(fn):
+    """An overflow or a zero division at a chunk's edge or inside one: the elements before it written,
+    the rest untouched, CPython's exception."""
+    f, rng = jit(fn), np.random.default_rng(1)
+    _check(fn, f, _base(rng), np.full(N, 7.0))
+    for at in EDGES:
+        for bad in (1e200, -1e120, 0.0, 1e-200, math.inf, math.nan):
+            a = _base(rng)
+            a[at] = bad
+            _check(fn, f, a, np.full(N, 7.0))
+
+
+@pytest.mark.parametrize("fn", [sum_cubes, sum_mixed], ids=lambda f: f.__name__)
+def test_sums_raise_as_cpython(fn):
+    f, rng = jit(fn), np.random.default_rng(2)
+    _check(fn, f, _base(rng))
+    for at in EDGES:
+        for bad in (1e200, 1e-120, 0.0, -0.0, math.inf, math.nan, 5e-324):
+            a = _base(rng)
+            a[at] = bad
+            _check(fn, f, a)
+
+
+def test_the_first_failing_element_decides_the_exception():
+    """``0.0 ** -1`` (ZeroDivisionError) before ``1e200 ** 2`` (OverflowError), and the other way round."""
+    f = jit(sum_mixed)
+    for first, then, exc in ((0.0, 1e200, ZeroDivisionError), (1e200, 0.0, OverflowError)):
+        a = np.ones(N)
+        a[CHUNK + 5], a[2 * CHUNK] = first, then
+        with pytest.raises(exc):
+            f(a)
+
+
+@pytest.mark.parametrize("fn", [square_in_place, add_cube_in_place], ids=lambda f: f.__name__)
+def test_in_place(fn):
+    f, rng = jit(fn), np.random.default_rng(3)
+    _check(fn, f, _base(rng))
+    for at in EDGES:
+        a = _base(rng)
+        a[at] = 1e160
+        _check(fn, f, a)
+
+
+VIEWS = [lambda x: (x, x), lambda x: (x[1:], x[:-1]), lambda x: (x[:-1], x[1:]), lambda x: (x[::-1], x),
+         lambda x: (x[: N // 2], x[N // 2 + 1:]), lambda x: (x[::2], x[1::2])]
+
+
+@pytest.mark.parametrize("views", range(len(VIEWS)))
+@pytest.mark.parametrize("big", [None, 0, -1])
+def test_aliased_arrays(views, big):
+    """The same memory through two names, and overlapping views: a store changes a later read (the
+    squares chain up to an overflow the original values do not have, or overwrite a huge one first)."""
+    f = jit(square_into)
+    x = np.full(N + 1, 1.5)
+    if big is not None:
+        x[big] = 1e200
+    mine, theirs = x.copy(), x.copy()
+    got = _run(f, *VIEWS[views](mine))
+    want = _run(square_into, *(PyArray(v) for v in VIEWS[views](theirs)))
+    assert got[:2] == want[:2]
+    assert _same(mine, theirs)
+
+
+@pytest.mark.parametrize("error_model", ["python", "numpy"])
+@pytest.mark.parametrize("n", [-8, -5, -3, -2, -1, 0, 1, 2, 3, 4, 5, 7, 8])
+def test_special_bases_as_the_scalar_power(n, error_model):
+    """NaN, infinities, zeros, subnormals and the range's edges in a versioned loop: the values and
+    errors of the scalar ``x ** n`` (tests/frontend/test_power_ranges.py holds it to CPython and NumPy)."""
+    scope: dict = {}
+    exec(f"def loop(a, out):\n    for i in range(a.shape[0]):\n        out[i] = a[i] ** {n}\n\n"
+         f"def one(x):\n    return x ** {n}\n", scope)
+    loop, one = jit(scope["loop"], error_model=error_model), jit(scope["one"], error_model=error_model)
+    rng = np.random.default_rng(4)
+    xs = np.concatenate([SPECIALS, -np.asarray(SPECIALS), _base(rng, 40)])
+    for x in xs:  # each between ordinary values, past the first chunk
+        want = _run(one, float(x))
+        a = np.concatenate([_base(rng, CHUNK - 3), [x], _base(rng, 9)])
+        out = np.full(a.size, 7.0)
+        got = _run(loop, a, out)
+        assert got[0] == want[0], (x, got[:2], want[:2])
+        k = CHUNK - 3
+        if got[0] == "raises":
+            assert got[1] is want[1]
+            assert np.all(out[k:] == 7.0)
+        else:
+            assert _same(out[k], want[1]), (x, out[k], want[1])
+        assert _same(out[:k], [one(float(v)) for v in a[:k]])
+
+
+@pytest.mark.parametrize("error_model", ["python", "numpy"])
+def test_sums_of_special_bases(error_model):
+    rng = np.random.default_rng(5)
+    f = jit(sum_mixed, error_model=error_model)
+    one = jit(lambda x: x ** 2 - 3.0 * x ** -1 + x ** -5, error_model=error_model)
+    for x in SPECIALS:
+        a = np.concatenate([_base(rng, 100), [x], _base(rng, 100)])
+        s = 0.0  # the same additions in the same order
+        try:
+            for e in a:
+                s += one(float(e))
+            want = ("value", s)
+        except ArithmeticError as exc:
+            want = ("raises", type(exc))
+        got = _run(f, a)
+        assert got[0] == want[0] and (got[1] is want[1] if got[0] == "raises" else _same(got[1], want[1])), x
+
+
+def test_fastmath_and_float32():
+    rng = np.random.default_rng(6)
+    a = _base(rng)
+    out = np.zeros(N)
+    jit(cube_into, fastmath=True)(a, out)
+    assert _same(out, [x * x * x for x in a.tolist()])
+    a32 = a.astype(np.float32)
+    out32 = np.zeros(N, np.float32)
+    jit(square_into)(a32, out32)
+    assert _same(out32, a32 * a32)
+    a32[CHUNK + 1] = np.float32(2.0 ** 64)
+    out32[:] = 7.0
+    with pytest.raises(OverflowError):
+        jit(square_into)(a32, out32)
+    assert _same(out32[:CHUNK + 1], a32[:CHUNK + 1] * a32[:CHUNK + 1]) and np.all(out32[CHUNK + 1:] == 7.0)
+
+
+def test_loops_left_alone():
+    """An int array, a body that divides or calls, a variable unbound before the loop: as CPython."""
+    ints = np.arange(-5, N - 5)
+    _check(square_into, jit(square_into), ints, np.zeros(N))
+    out = np.zeros(N, np.int64)
+    jit(cube_into)(ints, out)
+    assert np.array_equal(out, ints ** 3)
+    a = _base(np.random.default_rng(7))
+    a[CHUNK + 2], a[2 * CHUNK] = 0.0, 1e200
+    _check(cube_over, jit(cube_over), a, np.full(N, 7.0))
+    a[CHUNK + 2], a[2 * CHUNK] = 1e200, 0.0
+    _check(cube_over, jit(cube_over), a, np.full(N, 7.0))
+
+    def unbound(a):
+        for i in range(a.shape[0]):
+            s += a[i] ** 3  # noqa: F821, F841  # pyright: ignore[reportUnboundVariable]
+        return 0.0
+
+    g = jit(unbound)
+    assert g(np.zeros(0)) == 0.0
+    with pytest.raises(UnboundLocalError):
+        g(np.ones(3))
+
+
+def _vector(f, *args) -> bool:
+    f(*args)
+    text = "\n".join(f.inspect_llvm().values())
+    return re.search(r"<(2|4|8) x double>", text) is not None
+
+
+@pytest.mark.parametrize("fn, options", [
+    (square_into, {}), (cube_into, {}), (square_in_place, {}), (sum_cubes, {}),
+    (sum_cubes, {"error_model": "numpy"}), (sum_mixed, {})], ids=str)
+def test_the_loop_is_vectorised(fn, options):
+    """The unchecked copy has no branch per element: LLVM vectorises it (the checked loop it replaces did
+    not: the overflow test, or the range test of the compensated power, stopped the vectorizer)."""
+    a = np.linspace(0.5, 2.0, 64)
+    args = (a, np.zeros(64)) if fn.__code__.co_argcount == 2 else (a,)
+    assert _vector(jit(fn, **options), *args)

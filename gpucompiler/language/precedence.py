@@ -31,6 +31,7 @@ PRECEDENCE: tuple[str, ...] = (
     _L + "numpy.views",
     _L + "numpy.npcast",
     _L + "numpy.npcumul",
+    _L + "numpy.npstats",
     _L + "numpy.npjoin",
     _L + "numpy.npmethods",
     _L + "numpy.npnonzero",

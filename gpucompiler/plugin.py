@@ -30,7 +30,7 @@ from __future__ import annotations
 import inspect
 import threading
 import warnings
-from typing import Any
+from typing import Any, TypeVar, overload
 from collections.abc import Callable, Iterable
 
 import attrs
@@ -41,6 +41,7 @@ from .interface import (CALLBACK_ATTR as _ATTR, EVENTS, HOOK_ARGS, HOOK_POINTS, 
                         call_hook, callback, hook, hook_spec_name, listener, plugin_location)
 
 ENTRY_POINT_GROUP = "gpucompiler.plugins"
+P = TypeVar("P")
 _hookspec = pluggy.HookspecMarker(PROJECT)
 
 
@@ -210,6 +211,12 @@ def _load(names: Iterable[str] | None = None) -> _Manager:
         else:
             manager.tried |= wanted  # not installed: not looked for again
     return manager
+
+
+@overload
+def register(plugin: type[P], *, replace: bool = False) -> P: ...
+@overload
+def register(plugin: P, *, replace: bool = False) -> P: ...
 
 
 def register(plugin: Any, *, replace: bool = False) -> Any:

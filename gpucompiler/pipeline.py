@@ -20,7 +20,7 @@ from . import plugin as plugins
 from .errors import ConfigError, PluginError
 from .core import CompilerJob
 from .module import IRModule
-from .stages import ad, irgen, link_deferred, lower, optimize
+from .stages import ad, emit, finish, irgen, link_deferred, optimize, validate
 from .settings import CompileSettings
 from .stages.context import CompileContext, run_hooks, stage
 from .core.facts import ModuleFacts
@@ -42,7 +42,7 @@ class PreparedSource:
     def generate_ir(self, job: CompilerJob) -> str:
         return self.ir_text
 
-EMIT_KINDS = lower.EMIT_KINDS
+EMIT_KINDS = emit.EMIT_KINDS
 
 
 @attrs.frozen
@@ -122,15 +122,15 @@ def emit_back(ctx: CompileContext) -> None:
     with stage(ctx, "post_ad"):
         run_hooks(ctx, "post_ad")
     with stage(ctx, "finish"):
-        lower.finish(ctx)
+        finish.finish(ctx)
     with stage(ctx, "validate"):
-        lower.validate(ctx)
+        validate.validate(ctx)
 
 
 def emit_code(ctx: CompileContext, kinds: Sequence[str]) -> None:
     """Emit each kind of code into ``ctx.artifacts``."""
     with stage(ctx, "emit"):
-        lower.emit(ctx, kinds)
+        emit.emit(ctx, kinds)
 
 
 def collect_reports(ctx: CompileContext) -> dict[str, Any]:

@@ -1,24 +1,11 @@
-"""The last three stages: target lowering (``finish``), ``validate`` and ``emit``.
-
-Each is a few lines around a target hook, so they share this module.
-"""
+"""The ``validate`` stage: no plugin marker left, its callbacks, then the target's checks."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from .. import plugin as plugins
 from ..errors import CompileError, InvalidIRError, PluginError
 from ..core.facts import ModuleFacts
 from .context import CompileContext, run_hooks
-
-EMIT_KINDS = ("llvm", "bc", "asm", "obj")
-
-
-def finish(ctx: CompileContext) -> None:
-    """``target.finish`` (library linking, annotations), then the ``finish`` callbacks."""
-    ctx.job.target.finish(ctx.job, ctx.ir)
-    run_hooks(ctx, "finish")
 
 
 def validate(ctx: CompileContext) -> None:
@@ -49,9 +36,3 @@ def check_markers(ctx: CompileContext) -> None:
                 f"after its stages ran: plugin {p.name!r} (version {p.version}) must lower every marker call "
                 "and remove the declarations; report this to the plugin's authors"))
 
-
-def emit(ctx: CompileContext, kinds: Sequence[str]) -> None:
-    """``emit`` callbacks, then ``target.emit`` once per requested kind."""
-    run_hooks(ctx, "emit")
-    for kind in kinds:
-        ctx.artifacts[kind] = ctx.job.target.emit(ctx.job, ctx.ir, kind)

@@ -66,7 +66,7 @@ FRESH = """
 import sys, time, json
 sys.path.insert(0, {root!r})
 from tests.cache import jobs
-from gpucompiler.cached import compile_cached
+from gpucompiler.cache.default import compile_cached
 job = jobs.job(3000)
 t = time.perf_counter(); r = compile_cached(job, emit=("obj",)); dt = time.perf_counter() - t
 assert r.origin == "disk", r.origin
@@ -94,7 +94,7 @@ JIT = """
 import sys, time, json
 sys.path.insert(0, {bench!r})
 import gpucompiler, frontend_kernels as K
-from gpucompiler.cached import default_cache
+from gpucompiler.cache.default import default_cache
 f = gpucompiler.jit(K.loop20)
 t = time.perf_counter(); f(10, 1.5); dt = time.perf_counter() - t
 print(json.dumps([dt, dict(default_cache().stats)]))
@@ -125,7 +125,7 @@ sys.path.insert(0, {ez!r})
 t0 = time.perf_counter()
 import numpy as np, ez_funcs as F
 from gpucompiler import kernel, types as T
-from gpucompiler.cached import default_cache
+from gpucompiler.cache.default import default_cache
 t1 = time.perf_counter()
 k = kernel(F.grad_energy_kernel, plugins=("enzyme",))
 x, w = np.linspace(-2.0, 2.0, 256), np.array([1.5, -0.25])

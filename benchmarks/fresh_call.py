@@ -7,7 +7,7 @@ One process compiles ``frontend_kernels.loop20`` into an empty cache; then
 the kernel's module), the first call (a disk hit: the compiler's cache and
 runtime modules imported on first use, the host machine asked of LLVM, the
 LLJIT made, the key checked, the object linked) and the second call. The
-``preimported`` rows import ``gpucompiler.cached`` before the timed call, as
+``preimported`` rows import ``gpucompiler.cache.default`` before the timed call, as
 benchmarks/cache.py does: that call is the hit alone, without the imports.
 """
 
@@ -33,14 +33,14 @@ t1 = time.perf_counter()
 f = gpucompiler.jit(K.loop20)
 t = time.perf_counter(); f(10, 1.5); dt = time.perf_counter() - t
 t2 = time.perf_counter(); f(10, 1.5); dt2 = time.perf_counter() - t2
-from gpucompiler.cached import default_cache
+from gpucompiler.cache.default import default_cache
 print(json.dumps([t1 - t0, dt, dt2, dict(default_cache().stats)]))
 """
 PRE = """
 import sys, time, json
 sys.path.insert(0, {bench!r})
 import gpucompiler, frontend_kernels as K
-from gpucompiler.cached import default_cache
+from gpucompiler.cache.default import default_cache
 f = gpucompiler.jit(K.loop20)
 t = time.perf_counter(); f(10, 1.5); dt = time.perf_counter() - t
 print(json.dumps([0.0, dt, 0.0, dict(default_cache().stats)]))

@@ -374,7 +374,7 @@ class Dispatcher:
 
     def _compile_once(self, argtypes, args=()) -> _Entry:
         from . import identity as _keys
-        from .cached import default_cache, memory_cache
+        from .cache.default import default_cache, memory_cache
         from .runtime.cpu import prepare as prepare_loader
 
         spec = self._spec(argtypes, args)

@@ -337,7 +337,7 @@ class Kernel:
 
     def _compile(self, key, target: Target):
         from .cache.report import report
-        from .cached import compile_cached
+        from .cache.default import compile_cached
 
         hit = self._compiled.get(key)
         if hit is None:

@@ -20,7 +20,7 @@ import gpucompiler
 HEAVY = ("llvmlite", "numpy", "networkx", "importlib.metadata", "gpucompiler.frontend.lower",
          "gpucompiler.interpreter.infer", "gpucompiler.language", "gpucompiler.codegen",
          "gpucompiler.llvm", "gpucompiler.targets.native", "gpucompiler.pipeline", "gpucompiler.cache",
-         "gpucompiler.cached", "gpucompiler.identity", "gpucompiler.runtime.cpu", "gpucompiler.device",
+         "gpucompiler.cache.default", "gpucompiler.identity", "gpucompiler.runtime.cpu", "gpucompiler.device",
          "gpucompiler.service", "gpucompiler.cli")
 
 
@@ -63,7 +63,7 @@ def test_a_first_call_served_from_the_disk_cache_loads_neither_the_pipeline_nor_
     code = """
         import json, sys
         from gpucompiler import jit
-        from gpucompiler.cached import default_cache
+        from gpucompiler.cache.default import default_cache
 
         def poly(x, n):
             s = 0.0

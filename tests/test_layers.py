@@ -1,6 +1,7 @@
 """The rooms of gpucompiler/ import one way: a declared layer order, no cycles, no plugin imports.
 
-A *room* is a folder of ``gpucompiler/`` or one of its top-level modules.
+A *room* is a folder of ``gpucompiler/`` or one of its top-level modules, or a module of a folder that
+sits on another layer than the rest of it (``SUB_ROOMS``: ``cache.default``).
 The import graph is read from the source with ``ast`` (every ``import`` and
 ``from ... import``, at any depth; imports under ``if TYPE_CHECKING:`` count
 as module-level imports: an annotation that names a room above is the same
@@ -37,17 +38,19 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("targets",),                                # the targets: each one's overlays, lowering, checks
     ("source", "identity", "cache"),             # Python job sources; job keys; cache tiers
     ("stages", "pipeline"),                      # the driver
-    ("service", "cached"),                       # the compile service; the default cache, wired
+    ("service", "cache.default", "cached"),      # the compile service; the default cache, wired (its former path)
     ("runtime",),                                # loading and launching: CPU JIT, grid emulation, CUDA
     ("kernel", "jit", "parallel", "ufunc", "cli", "__main__", "__init__"),  # user API and command line
 )
 ORDER = [room for layer in LAYERS for room in layer]
+#: modules that are rooms of their own inside a folder (above the folder's other modules)
+SUB_ROOMS = ("cache.default",)
 
 #: imports inside functions, each an optional dependency or a measured import-time saving
 ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
     ("cache/tiers.py", "redis"): "optional dependency",
     ("service/client.py", "httpx"): "optional dependency",
-    ("cached.py", "gpucompiler.service.client"): "optional dependency (httpx)",
+    ("cache/default.py", "gpucompiler.service.client"): "optional dependency (httpx)",
     ("cli/serve.py", "uvicorn"): "optional dependency",
     ("cli/serve.py", "gpucompiler.service.app"): "optional dependency (starlette)",
     ("runtime/cuda.py", "cuda.bindings"): "optional dependency",
@@ -57,7 +60,7 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
     ("parallel.py", "numpy"): "import time: NumPy (~240 ms), only for device reductions",
     ("language/numpy/ufuncs.py", "numpy"): "import time: NumPy (~240 ms), only when NumPy code is compiled",
     ("jit.py", "tempfile"): "import time: tempfile, shutil, random, bz2 and lzma (~3 ms), only for a stage's IR",
-    ("cached.py", "gpucompiler.pipeline"): "import time: the pipeline's modules (~40 ms) load at the first compile, "
+    ("cache/default.py", "gpucompiler.pipeline"): "import time: the pipeline's modules (~40 ms) load at the first compile, "
                                            "not on a cache hit",
     ("plugin.py", "importlib.metadata"): "import time: importlib.metadata (~12 ms), when plugins are discovered",
     ("llvm/instructions.py", "gpucompiler.llvm.module"): "the block class of the module that holds instructions",
@@ -78,7 +81,8 @@ def _module_name(path: Path) -> str:
 
 def _room(module: str) -> str:
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
+    sub = ".".join(parts[1:3])
+    return sub if sub in SUB_ROOMS else parts[1] if len(parts) > 1 else "__init__"
 
 
 def _graph():

@@ -1,8 +1,8 @@
 """Content-addressed compile cache: memory, local disk, Redis; serialisable IR; no pickle.
 
-    from gpucompiler.cached import compile_cached    # the default cache, wired to the pipeline
-    result = compile_cached(job, emit=("obj",))      # same shape as pipeline.compile
-    result.origin                                    # "compiled", "memory", "disk", "redis", "service"
+    from gpucompiler.cache.default import compile_cached  # the default cache, wired to the pipeline
+    result = compile_cached(job, emit=("obj",))            # same shape as pipeline.compile
+    result.origin                                          # "compiled", "memory", "disk", "redis", "service"
 
 See ``docs/cache.md``.
 """

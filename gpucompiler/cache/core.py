@@ -4,7 +4,7 @@
 result that has the same ``job``, ``artifacts``, ``module``, ``stage_times``
 and ``reports``. The cache is given the compile function (and optionally a
 compile service client) by its owner; it imports neither. The process's
-default cache, wired to the pipeline, is :mod:`gpucompiler.cached`.
+default cache, wired to the pipeline, is :mod:`gpucompiler.cache.default`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """One function builds a cache from the settings, for every user of one: the library's default cache
-(:mod:`gpucompiler.cached`), ``gpuc cache``, ``gpuc serve`` and its workers.
+(:mod:`gpucompiler.cache.default`), ``gpuc cache``, ``gpuc serve`` and its workers.
 
 The tiers and their checks are therefore the same everywhere: the private
 directory refused (with a warning) when another user owns it or can write to

@@ -50,7 +50,7 @@ import llvmlite.binding as llvm
 
 from .. import types as T
 from ..cache.report import report
-from ..cached import compile_cached
+from ..cache.default import compile_cached
 from ..codegen import ErrorPolicy, ModuleCodegen
 from ..codegen.lltypes import has_value, ll
 from ..core import CompilerConfig, CompilerJob, FrontendOptions

@@ -1,7 +1,7 @@
 """The client of ``gpuc serve``: send a job, get a :class:`~gpucompiler.cache.core.CachedResult` back
 (``origin`` is where the service found the code: ``compiled``, ``memory``, ``disk`` or ``redis``).
 
-``GPUC_SERVICE_URL=http://127.0.0.1:8765`` makes :func:`gpucompiler.cached.compile_cached`
+``GPUC_SERVICE_URL=http://127.0.0.1:8765`` makes :func:`gpucompiler.cache.default.compile_cached`
 (and through it ``@jit``) compile its cache misses here.
 """
 

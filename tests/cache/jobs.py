@@ -62,7 +62,7 @@ def run(result, variant: int = 0) -> float:
 
 
 if __name__ == "__main__":  # python jobs.py VARIANT: compile through the default cache, print JSON
-    from gpucompiler.cached import compile_cached
+    from gpucompiler.cache.default import compile_cached
 
     variant = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     res = compile_cached(job(variant), emit=("obj",))

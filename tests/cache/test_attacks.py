@@ -27,7 +27,7 @@ from gpucompiler import identity as keys
 from gpucompiler.cache import Cache, DiskTier, decode
 from gpucompiler.cache.core import CachedResult, shared_disk
 from gpucompiler.cache.entry import Entry
-from gpucompiler.cached import compile_cached
+from gpucompiler.cache.default import compile_cached
 from gpucompiler.cli import main
 from gpucompiler.errors import CacheError, CacheForgeryError, CacheWarning
 from gpucompiler.pipeline import compile as compile_job

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from gpucompiler.cache import Cache, DiskTier, decode
-from gpucompiler.cached import compile_cached
+from gpucompiler.cache.default import compile_cached
 from gpucompiler.errors import CacheWarning
 from gpucompiler.pipeline import compile as compile_job
 from tests.cache import jobs

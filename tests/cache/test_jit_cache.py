@@ -30,7 +30,7 @@ SCRIPT = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, sys.argv[1])
     import jitmod
-    from gpucompiler.cached import default_cache
+    from gpucompiler.cache.default import default_cache
     value = jitmod.total(100)
     print(json.dumps({"value": value, "stats": dict(default_cache().stats)}))
 """)

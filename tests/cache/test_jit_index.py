@@ -76,7 +76,7 @@ SCRIPT = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, sys.argv[1])
     import jitmod
-    from gpucompiler.cached import default_cache
+    from gpucompiler.cache.default import default_cache
     value = jitmod.total(20)
     stats = dict(default_cache().stats)
     spec = next(iter(jitmod.total._entries.values())).spec
@@ -133,7 +133,7 @@ WORLD_AGE = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, sys.argv[1])
     import jitmod
-    from gpucompiler.cached import default_cache
+    from gpucompiler.cache.default import default_cache
     stats = default_cache().stats
     out = [jitmod.total(20), dict(stats)]
     jitmod.SCALE = 5                       # a rebound global recompiles at the next call

@@ -22,7 +22,7 @@ WORKER = textwrap.dedent("""
     from pathlib import Path
     from tests.cache import jobs
     from gpucompiler.cache import key_document, digest
-    from gpucompiler.cached import compile_cached
+    from gpucompiler.cache.default import compile_cached
     go = Path(sys.argv[1])
     deadline = time.monotonic() + 30
     while not go.exists() and time.monotonic() < deadline:   # start together

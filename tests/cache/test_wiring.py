@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from gpucompiler.cached import cache_from_settings
+from gpucompiler.cache.default import cache_from_settings
 from gpucompiler.cli import cache_cmd
 from gpucompiler.errors import CacheWarning
 from gpucompiler.settings import CacheSettings

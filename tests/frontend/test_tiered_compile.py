@@ -23,7 +23,7 @@ import pytest
 
 from gpucompiler import jit
 from gpucompiler import types as gpuc_types
-from gpucompiler.cached import memory_cache
+from gpucompiler.cache.default import memory_cache
 from gpucompiler.errors import ConfigError, TypeInferenceError
 
 J = importlib.import_module("gpucompiler.jit")  # the module (``gpucompiler.jit`` is the decorator)
@@ -214,7 +214,7 @@ def test_the_fuzzers_programs_give_the_same_bits_at_each_level(opt):
 _TWO_PROCESSES = textwrap.dedent("""
     import importlib, json, sys
     sys.path.insert(0, sys.argv[1])
-    from gpucompiler.cached import cache_from_settings, default_cache
+    from gpucompiler.cache.default import cache_from_settings, default_cache
     from gpucompiler.settings import CacheSettings
     from tests.frontend.test_tiered_compile import J, horner, level
     import numpy as np

@@ -28,7 +28,7 @@ if sys.argv[1] == "hit":  # any frontend or interpreter work is an error
 import numpy as np
 import ez_funcs as F
 from gpucompiler import kernel, parse_target, types as T
-from gpucompiler.cached import default_cache
+from gpucompiler.cache.default import default_cache
 
 k = kernel(F.grad_energy_kernel, plugins=("enzyme",))
 x, w = np.linspace(-2.0, 2.0, 256), np.array([1.5, -0.25])
@@ -98,7 +98,7 @@ def test_a_rebound_global_misses_the_cached_kernel_in_a_fresh_process(tmp_path):
     compiles again (and gives the new result)."""
     source = tmp_path / "kmod.py"
     script = ("import sys, json; sys.path.insert(0, {d!r}); import numpy as np, kmod\n"
-              "from gpucompiler import kernel\nfrom gpucompiler.cached import default_cache\n"
+              "from gpucompiler import kernel\nfrom gpucompiler.cache.default import default_cache\n"
               "out = np.zeros(4); kernel(kmod.fill)[1, 4, 'cpu'](out)\n"
               "print(json.dumps({{'out': out.tolist(), 'compiles': default_cache().stats['compile']}}))")
     env = {**os.environ, "GPUC_CACHE_DIR": str(tmp_path / "cache")}

@@ -12,7 +12,7 @@ import attrs
 import numpy as np
 import pytest
 
-import gpucompiler.cached as cached
+import gpucompiler.cache.default as cached
 import gpucompiler.plugin as gp
 from gpucompiler import jit, kernel
 from gpucompiler import device as gd

@@ -11,7 +11,7 @@ import warnings
 
 import pytest
 
-import gpucompiler.cached as cached
+import gpucompiler.cache.default as cached
 from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, NativeTarget
 from gpucompiler.cache.core import Cache, private_disk
 from gpucompiler.service import ServiceClient

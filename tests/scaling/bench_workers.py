@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 import scaling_shipped as shipped
-from gpucompiler.cached import default_cache
+from gpucompiler.cache.default import default_cache
 
 
 def first_call(_: str) -> dict:

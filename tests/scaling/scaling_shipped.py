@@ -7,7 +7,7 @@ import numpy as np
 from enzyme_plugin import Active
 from gpucompiler import device as gd
 from gpucompiler import jit, kernel
-from gpucompiler.cached import default_cache
+from gpucompiler.cache.default import default_cache
 
 
 @jit

@@ -216,7 +216,7 @@ def test_split_thunks_in_a_spawned_worker_hit_the_cache():
 _SCRIPT = '''
 import multiprocessing
 from gpucompiler import jit
-from gpucompiler.cached import default_cache
+from gpucompiler.cache.default import default_cache
 
 
 @jit

@@ -145,7 +145,7 @@ DEFERRED_CLIENT = """
 import json, sys
 sys.path[:0] = [{tests!r}]
 from gpucompiler import jit, types
-from gpucompiler.cached import compile_cached
+from gpucompiler.cache.default import compile_cached
 from deferred.deferred_funcs import uses_square_twice
 
 f = jit(plugins=("mock_enzyme",))(uses_square_twice)
@@ -179,7 +179,7 @@ import json, sys
 sys.path[:0] = [{ez!r}]
 import numpy as np, ez_funcs as F
 from gpucompiler import kernel, parse_target, types as T
-from gpucompiler.cached import default_cache
+from gpucompiler.cache.default import default_cache
 k = kernel(F.grad_energy_kernel, plugins=("enzyme",))
 A = T.ArrayType(T.float64, 1, "C")
 ptx, job = k.compile((A, A, A, A), parse_target("ptx:sm_80"))

@@ -92,6 +92,14 @@ class Statements(LoweringState):
             self.unsupported(target, "assignment to " + type(target).__name__,
                              "assign to local names, tuples of names or array elements")
 
+    def stmt_Delete(self, node):
+        """``del obj[index]`` (a list's item or slice, a dict's key): ``operator.delitem``."""
+        for target in node.targets:
+            if not isinstance(target, ast.Subscript):
+                self.unsupported(target, "del of " + type(target).__name__,
+                                 "del removes items of lists and dicts (del xs[i], del d[k]); rebind a name instead")
+            self.emit(operator.delitem, [self.expr(target.value), self.expr(target.slice)], node)
+
     def stmt_If(self, node):
         then, after = self.ssa.new_block(), self.ssa.new_block()
         orelse = self.ssa.new_block() if node.orelse else after

@@ -234,3 +234,12 @@ def test_random_programs_on_list_and_dict_arguments_against_cpython():
             raised += isinstance(out, Exception)
             checked += 1
     assert checked == 150 and 0 < raised < checked
+
+
+def test_del_of_items_compiles_without_source_too():
+    """``del`` read back from bytecode (exec of a string: no source file) is the same statement."""
+    source = "def f(xs, d, k):\n    del xs[k]\n    del xs[::2]\n    del d[k]\n    return len(xs)\n"
+    space: dict = {}
+    exec(compile(source, "<no source>", "exec"), space)  # the function under test, without a source file
+    _same(jit(space["f"]), [1, 2, 3, 4, 5, 6], {1: 0.5, 2: 1.5}, 2)
+    _same(jit(space["f"]), [1, 2], {1: 0.5}, 2)  # IndexError, as CPython's

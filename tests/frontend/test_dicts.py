@@ -186,21 +186,66 @@ def test_what_compiled_dicts_refuse_is_a_typed_error_at_the_line():
         assert info.value.line == fn.py_func.__code__.co_firstlineno + line
 
 
-def test_del_and_mapping_unpacking_stay_refused():
-    @jit
-    def deleting(k):
-        d = {1: 2.0}
-        del d[k]
-        return len(d)
-
+def test_mapping_unpacking_and_del_of_a_name_stay_refused():
     @jit
     def unpacking(k):
         return {**{1: 2.0}}
 
-    for fn in (deleting, unpacking):
+    @jit
+    def unbinding(k):
+        d = {1: 2.0}
+        del d
+        return k
+
+    for fn in (unpacking, unbinding):
         with pytest.raises(UnsupportedError) as info:
             fn(1)
         assert info.value.filename == __file__
+
+
+@jit
+def removals(n, k):
+    d = {i % 11: i * 0.5 for i in range(n)}
+    a = d.pop(k, -1.0)
+    if k + 1 in d:
+        del d[k + 1]
+    d[100 + k] = 2.5  # after the removals: the new entry goes last, as in CPython
+    b = d.popitem() if d else (0, 0.0)
+    s = 0.0
+    for key, v in d.items():
+        s = s * 0.5 + key * v
+    return a, b, s, d, len(d), d.pop(k + 2)
+
+
+@pytest.mark.parametrize("n", [0, 3, 9, 20, 40])
+@pytest.mark.parametrize("k", [0, 4, 9, 30])
+def test_pop_popitem_and_del_keep_cpythons_order_and_errors(n, k):
+    _same(removals, n, k)
+
+
+def test_emptied_dicts_are_refilled_and_a_deleting_loop_is_cpythons_runtime_error():
+    @jit
+    def churn(n):
+        d = {}
+        for i in range(n):
+            d[i % 7] = i
+            if i % 3 == 0:
+                del d[i % 7]
+        kept = len(d)
+        d.clear()
+        d[1] = 2
+        return kept, d
+
+    @jit
+    def deleting_loop(n):
+        d = {i: i for i in range(n)}
+        for k in d:
+            del d[k]
+        return len(d)
+
+    for n in (0, 1, 5, 50):
+        _same(churn, n)
+        _same(deleting_loop, n)
 
 
 # -- memory ----------------------------------------------------------------------------------
@@ -271,7 +316,9 @@ def _program(rng: random.Random) -> str:
             f"d[{k}] = t", f"d[n + {k}] = d.get(n, 1.0) * 2.0", f"t += d.get({k}, -1.0)", f"t += d[{k}]",
             "for x in a:\n        d[int(x * 3.0)] = x", "t += len(d)", f"t += 1.0 if {k} in d else 2.0",
             "for key, v in d.items():\n        t = t * 0.5 + key * v",
-            f"d = {{i % 5: i * 0.5 for i in range(n + {abs(k)})}}", "t += sum([v for v in d.values()])"]))
+            f"d = {{i % 5: i * 0.5 for i in range(n + {abs(k)})}}", "t += sum([v for v in d.values()])",
+            f"t += d.pop({k}, 0.25)", f"t += d.pop(n + {k})", f"del d[{k}]", "t += d.popitem()[1]",
+            f"if {k} in d:\n        del d[{k}]"]))
     lines.append("    return t, d")
     return "\n".join(lines)
 

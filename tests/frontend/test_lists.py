@@ -244,15 +244,117 @@ def test_an_empty_list_returned_is_an_empty_python_list():
     assert empty() == ([], 0)
 
 
-def test_list_slices_are_typed_errors():
-    @jit
-    def sliced(n):
-        xs = [1.0, 2.0]
-        return xs[0:n]
+@jit
+def sliced(n, a, b, c):
+    xs = [i * 1.5 for i in range(n)]
+    return xs[a:b], xs[::c], xs[a::c], xs[:b:c], xs[a:], xs[:b], xs[::-1], xs[a:b:c]
 
-    with pytest.raises(TypeInferenceError) as info:
-        sliced(1)
-    assert "slices" in str(info.value) and info.value.filename == __file__
+
+@pytest.mark.parametrize("n", [0, 1, 5, 8])
+@pytest.mark.parametrize("a,b,c", [(0, 3, 1), (-2, 9, 2), (5, -6, -1), (1, 1, 3), (-9, -1, -2), (3, 0, -2)])
+def test_slices_are_cpythons(n, a, b, c):
+    _same(sliced, n, a, b, c)
+
+
+def test_a_slice_step_of_zero_is_cpythons_value_error():
+    _same(sliced, 4, 0, 2, 0)
+
+
+@jit
+def spliced(n, a, b, c, m):
+    xs = [i for i in range(n)]
+    ys = [-i for i in range(m)]
+    xs[a:b] = ys
+    zs = [i for i in range(n)]
+    zs[a:b:c] = ys  # an extended slice takes exactly as many items as it has places
+    ws = [i for i in range(n)]
+    del ws[a:b:c]
+    vs = [i for i in range(n)]
+    vs[a:b] = vs  # a copy of itself spliced in
+    return xs, zs, ws, vs
+
+
+@pytest.mark.parametrize("n,a,b,c,m", [(6, 1, 3, 1, 4), (6, 1, 3, 1, 0), (6, 4, 1, 1, 2), (6, 0, 6, 2, 3),
+                                       (6, 5, 0, -2, 3), (6, -1, -7, -1, 6), (5, 0, 5, 2, 2), (0, 0, 0, 1, 1)])
+def test_slice_assignment_and_deletion_are_cpythons(n, a, b, c, m):
+    _same(spliced, n, a, b, c, m)
+
+
+@jit
+def methods(n, k, x):
+    xs = [i * 0.5 for i in range(n)]
+    xs.extend([x, x])
+    xs.extend((1.0, 2.0))
+    xs.extend(np.arange(3.0))
+    xs.insert(k, x)
+    both = xs + [x] + xs[:2]
+    twice, thrice = xs[:3] * 2, 3 * xs[:2]
+    none = xs * -1
+    xs.reverse()
+    c = xs.count(x)
+    ys = xs.copy()
+    ys.append(1.0)
+    del xs[k]
+    aliased = xs
+    aliased += [9.0]
+    aliased *= 2
+    xs.extend(xs)  # its length read once: doubled, as in CPython
+    i = xs.index(x)
+    zs = [1.0]
+    zs.clear()
+    return both, twice, thrice, none, c, ys, xs, aliased is xs, i, zs, len(ys) == len(xs)
+
+
+@pytest.mark.parametrize("n", [0, 1, 4])
+@pytest.mark.parametrize("k", [-9, -1, 0, 2, 50])
+@pytest.mark.parametrize("x", [0.5, 7.0])
+def test_list_methods_and_operators_are_cpythons(n, k, x):
+    _same(methods, n, k, x)
+
+
+def test_is_of_lists_and_dicts_is_identity():
+    """Compiled code answered False for ``a is b`` of two names of one list (a wrong answer)."""
+    @jit
+    def same(n):
+        a, c, d, f = [1.0 * n], [1.0 * n], {n: 1}, {n: 1}
+        b, e = a, d
+        return a is b, a is c, a is not b, a is not c, d is e, d is not f
+
+    assert same(2) == same.py_func(2) == (True, False, False, True, True, True)
+
+
+def test_truth_of_lists_and_dicts_is_their_length():
+    @jit
+    def truth(n):
+        a = [1.0] * n
+        d = {i: 1 for i in range(n)}
+        return (1 if a else 2), (3 if d else 4), bool(a), not d, not a
+
+    for n in (0, 1, 3):
+        _same(truth, n)
+
+
+def test_what_lists_cannot_take_is_a_typed_error_at_the_line():
+    @jit
+    def mixed(n):
+        return [1, 2] + [1.0 * n]
+
+    @jit
+    def floats_into_ints(n):
+        xs = [1, 2]
+        xs.extend([0.5 * n])
+        return xs
+
+    @jit
+    def nan_count(x):
+        return [1.0, x].count(x)
+
+    for fn, line in ((mixed, 2), (floats_into_ints, 3)):  # counted from the decorator's line
+        with pytest.raises(TypeInferenceError) as info:
+            fn(1)
+        assert info.value.filename == __file__ and info.value.line == fn.py_func.__code__.co_firstlineno + line
+    with pytest.raises(ValueError, match="identity"):
+        nan_count(float("nan"))
 
 
 # -- memory ----------------------------------------------------------------------------------
@@ -335,7 +437,10 @@ def _program(rng: random.Random) -> str:
             f"xs.append(t * {k} + 1.5)", "ys.append(len(xs))", f"t += xs[{k}]", "t += xs.pop()",
             f"xs[{k}] = t", f"t += sum([x * {k} for x in xs if x > t])", f"ys = [i * {k} for i in range(n)]",
             "t += sum(ys)", f"t += ys.pop({k})" if k else "t -= ys.pop(0)",
-            "for x in xs:\n        t = t * 0.5 + x"]))
+            "for x in xs:\n        t = t * 0.5 + x", f"xs = xs[{k}:] + xs[:{k}:2]", "xs = xs[::-1] * 2",
+            f"xs[{k}:{k + 2}] = [t, 0.5]", f"del xs[{k}]", f"del ys[{k}::2]", f"xs.insert({k}, t)", "xs.reverse()",
+            "xs.extend(xs)", "t += xs.count(0.5) + ys.count(0)", f"t += ys.index({k})", f"xs += [t * {k}]",
+            f"ys *= {k}"]))
     lines.append("    return t, xs, ys")
     return "\n".join(lines)
 

@@ -253,6 +253,9 @@ class Runner:
             elif k == "store_subscr":
                 index, obj = self.value(op), self.value(op)
                 self.store(self.at(ast.Subscript(obj, index, ast.Store()), op), op)
+            elif k == "delete_subscr":
+                index, obj = self.value(op), self.value(op)
+                self.emit(ast.Delete([self.at(ast.Subscript(obj, index, ast.Del()), op)]), op)
             elif k == "store_slice":
                 hi, lo, obj = self.value(op), self.value(op), self.value(op)
                 sl = self.at(ast.Slice(self._none(lo), self._none(hi), None), op)

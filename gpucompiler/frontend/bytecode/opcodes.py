@@ -36,7 +36,7 @@ COND_JUMPS = {"POP_JUMP_IF_FALSE": "false", "POP_JUMP_IF_TRUE": "true", "POP_JUM
               "POP_JUMP_IF_NOT_NONE": "notnone"}
 NO_OPS = {"NOP", "RESUME", "PRECALL", "COPY_FREE_VARS", "MAKE_CELL", "CACHE", "EXTENDED_ARG", "GEN_START",
           "TO_BOOL", "NOT_TAKEN"}
-SIMPLE = {"BINARY_SUBSCR": "binary_subscr", "STORE_SUBSCR": "store_subscr", "BINARY_SLICE": "binary_slice",
+SIMPLE = {"BINARY_SUBSCR": "binary_subscr", "STORE_SUBSCR": "store_subscr", "DELETE_SUBSCR": "delete_subscr", "BINARY_SLICE": "binary_slice",
           "STORE_SLICE": "store_slice", "POP_TOP": "pop", "GET_ITER": "get_iter", "RETURN_VALUE": "return",
           "PUSH_NULL": "push_null"}
 

@@ -356,6 +356,8 @@ def _inplace(interp, fn, args):
     if fn is not K.inplace:
         return None
     old, new = args
+    if isinstance(widen(old), T.ListType):  # extended in place: python/lists.py
+        return None
     if isinstance(widen(old), _A) and is_arraylike(new):
         assign = _assigner(interp, old, new)
 

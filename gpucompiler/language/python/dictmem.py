@@ -7,8 +7,9 @@ an array header's: codegen keeps its references as of arrays and lists).
 ``c`` keys, then ``c`` values, both in insertion order (CPython's order of
 iteration), then an index of ``2c`` i64 slots, each 0 (free) or one more
 than the position of the entry whose key hashes there (open addressing,
-linear probing, at most half full). Nothing is ever removed, so a probe
-ends at the first free slot. Keys are bools, integers or floats compared
+linear probing, at most half full). A removal (:func:`remove`) moves the
+later entries down one place and builds the index again, so the index has
+no tombstones and a probe ends at the first free slot. Keys are bools, integers or floats compared
 by ``==`` (``-0.0`` is ``0.0``; a NaN key is refused by the rules, dicts.py).
 """
 
@@ -197,3 +198,21 @@ def store(cg, d, key, value, kt: T.Scalar, vt: T.Scalar) -> None:
             cg.store_scalar(value, table.value_at(n), vt)
             table.place(n, key)
             b.store(b.add(n, _c(1)), _field(cg, d, _LENGTH))
+
+
+def remove(cg, d, e, kt: T.Scalar, vt: T.Scalar) -> None:
+    """Remove entry ``e`` (a position in range): the later entries move down one place (their order
+    kept, as CPython's), then the index is built again."""
+    b = cg.b
+    table = Table(cg, d, kt, vt)
+    n = b.sub(length(cg, d), _c(1))
+
+    def down(i):
+        after = b.add(i, _c(1))
+        cg.store_scalar(cg.load_scalar(table.key_at(after), kt), table.key_at(i), kt)
+        cg.store_scalar(cg.load_scalar(table.value_at(after), vt), table.value_at(i), vt)
+    loop(cg, e, n, down)
+    b.store(n, _field(cg, d, _LENGTH))
+    memset = cg.mod.declare("llvm.memset.p0.i64", ir.VoidType(), [_PTR, _I8, _I64, ir.IntType(1)])
+    b.call(memset, [table.slot_at(_c(0)), ir.Constant(_I8, 0), b.mul(table.cap, _c(16)), ir.Constant(ir.IntType(1), 0)])
+    loop(cg, _c(0), n, lambda i: table.place(i, cg.load_scalar(table.key_at(i), kt)))

@@ -1,13 +1,13 @@
 """Dicts made in compiled code: ``{}``, ``{k: v}``, comprehensions, ``d[k] = v``, ``d[k]``,
 ``d.get(k, default)``, ``k in d``, ``len``, loops over keys, ``keys()``, ``values()``, ``items()``;
-returned to Python as a Python dict.
+``pop``, ``popitem``, ``del d[k]``, ``clear``; returned to Python as a Python dict.
 
 A dict maps numbers of one key type (bool, integer or float) to numbers of
 one value type, as Numba's typed dicts do. An empty ``{}`` is typed by its
 first item assignment in the function that made it (as an append types a
 list: ``interp.list_items``). A missing key is CPython's ``KeyError``;
-``d.get(k)`` without a default (it would return None) is refused. Entries
-are never removed (``del d[k]`` and ``pop`` are not supported), and a loop
+``d.get(k)`` without a default (it would return None) is refused. A removed
+entry's followers keep their order (dictmem.py's ``remove``), and a loop
 over a dict whose size changes is CPython's ``RuntimeError``. The memory
 is a reference-counted hash table (dictmem.py). Python dicts passed as
 arguments are converted and reflected at the call boundary (codegen/pyargs.py).
@@ -139,6 +139,80 @@ def _lookup(interp, d, key, default, has_default: bool) -> CallResult:
     return CallResult(out, lower)
 
 
+def _pop(interp, d, key, default, has_default: bool, keep: bool) -> CallResult:
+    """``d.pop(k)``, ``d.pop(k, default)``, and ``del d[k]`` (``keep``: no value)."""
+    t = widen(d)
+    if t.key is None and has_default:  # nothing stored in it yet: the default
+        return CallResult(widen(default), lambda cg, a, at, rt: cg.cast(a[2], widen(at[2]), rt))
+    if t.key is None:
+        return CallResult(BOTTOM, untyped)
+    what = "del d[k]" if not keep else "d.pop(k)"
+    kt, vt = _fits(t.key, key, what), t.value
+    out = T.none if not keep else vt
+    if has_default:
+        dt = _number(default, "d.pop(k, default)")
+        out = vt if dt == vt else T.promote(vt, dt)
+
+    def lower(cg, a, at, rt):
+        k = _key(cg, t, a[1], at[1])
+        found = D.Table(cg, a[0], kt, vt).find(k)
+        there = cg.b.icmp_signed(">=", found, ir.Constant(_I64, 0))
+        if not has_default:
+            args = (k,) if kt.is_integer else ()
+            cg.check_required(there, "KeyError", "%lld" if args else "key not in the dict", *args)
+            value = cg.load_scalar(D.Table(cg, a[0], kt, vt).value_at(found), vt)
+            D.remove(cg, a[0], found, kt, vt)
+            return value if keep else None
+        with cg.b.if_else(there) as (hit, miss):
+            with hit:
+                value = cg.cast(cg.load_scalar(D.Table(cg, a[0], kt, vt).value_at(found), vt), vt, out)
+                D.remove(cg, a[0], found, kt, vt)
+                hit_end = cg.b.block
+            with miss:
+                fallback = cg.cast(a[2], widen(at[2]), out)
+                miss_end = cg.b.block
+        phi = cg.b.phi(value.type)
+        phi.add_incoming(value, hit_end)
+        phi.add_incoming(fallback, miss_end)
+        return phi
+    return CallResult(out, lower)
+
+
+def _popitem(interp, d) -> CallResult:
+    """``d.popitem()``: the last entry, removed; CPython's KeyError when empty."""
+    t = widen(d)
+    if t.key is None:
+        return CallResult(BOTTOM, untyped)
+    kt, vt = t.key, t.value
+    assert isinstance(kt, T.Scalar) and isinstance(vt, T.Scalar)
+
+    def lower(cg, a, at, rt):
+        n = D.length(cg, a[0])
+        cg.check_required(cg.b.icmp_signed(">", n, ir.Constant(_I64, 0)), "KeyError",
+                          "popitem(): dictionary is empty")
+        last = cg.b.sub(n, ir.Constant(_I64, 1))
+        table = D.Table(cg, a[0], kt, vt)
+        key, value = cg.load_scalar(table.key_at(last), kt), cg.load_scalar(table.value_at(last), vt)
+        D.remove(cg, a[0], last, kt, vt)
+        pair = cg.b.insert_value(ir.Constant(ir.LiteralStructType([key.type, value.type]), ir.Undefined), key, 0)
+        return cg.b.insert_value(pair, value, 1)
+    return CallResult(T.TupleType((kt, vt)), lower)
+
+
+def _clear(interp, d) -> CallResult:
+    t = widen(d)
+    if t.key is None:
+        return CallResult(T.none, lambda *a: None)
+    kt, vt = t.key, t.value
+    assert isinstance(kt, T.Scalar) and isinstance(vt, T.Scalar)
+
+    def lower(cg, a, at, rt):
+        n = D.length(cg, a[0])
+        D.loop(cg, ir.Constant(_I64, 0), n, lambda i: D.remove(cg, a[0], cg.b.sub(D.length(cg, a[0]),
+                                                                                  ir.Constant(_I64, 1)), kt, vt))
+    return CallResult(T.none, lower)
+
+
 def _contains(interp, d, key) -> CallResult:
     t = widen(d)
     if t.key is None:
@@ -208,6 +282,13 @@ def _method(interp, args) -> CallResult | None:
         return CallResult(res.restype, lambda cg, a, at, rt: cg.call_result(res, [a[0], *a[2:]], [at[0], *at[2:]], rt))
     if name in _VIEWS and not rest:
         return CallResult(T.DictView(widen(d), name), lambda cg, a, at, rt: a[0])
+    if name == "pop" and len(rest) in (1, 2):
+        res = _pop(interp, d, rest[0], rest[1] if len(rest) == 2 else None, len(rest) == 2, True)
+        return CallResult(res.restype, lambda cg, a, at, rt: cg.call_result(res, [a[0], *a[2:]], [at[0], *at[2:]], rt))
+    if name == "popitem" and not rest:
+        return _popitem(interp, d)
+    if name == "clear" and not rest:
+        return _clear(interp, d)
     return None
 
 
@@ -237,6 +318,8 @@ def _dicts(interp, fn, args):
         return _lookup(interp, args[0], args[1], None, False)
     if fn is operator.contains and len(args) == 2:
         return _contains(interp, args[0], args[1])
+    if fn is operator.delitem and len(args) == 2:
+        return _pop(interp, args[0], args[1], None, False, False)
     if fn is getitem_unchecked:
         return _item(interp, args[0], args[1])
     return _iter_len(interp, args[0]) if fn is K.iter_len else None

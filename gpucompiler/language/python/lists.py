@@ -29,11 +29,13 @@ from ...frontend.intrinsics import check, getitem_unchecked, setitem_unchecked
 from ...frontend.ir import Const as IRConst
 from ...interpreter.lattice import BOTTOM, Const, const, widen
 from ...interpreter.rules import CallResult
+from . import listimpl as M
 from . import listmem as L
 from ..numpy.npdtypes import numpy_function
 from ..numpy.npintrinsics import new_array
 from .numbers import base
 from ..numpy.reductions import invoke_impl, returned
+from ..numpy.views import slice_indices
 
 _HINT = "a compiled list holds numbers of one type (Numba's typed list); use a tuple or a NumPy array for others"
 
@@ -180,11 +182,60 @@ def _integer(v) -> bool:
     return isinstance(t, T.Scalar) and t.is_integer
 
 
+def _impl(interp, what: str, impl, types: list, values) -> CallResult:
+    """The call of the compiled Python ``impl`` (listimpl.py) on ``types``; ``values(cg, a, at)`` gives its
+    run-time arguments."""
+    res = invoke_impl(interp, what, impl, types)
+    none = isinstance(res.restype, Const) and res.restype.value is None
+    return CallResult(T.none if none else res.restype,
+                      lambda cg, a, at, rt: returned(cg, cg.call_result(res, values(cg, a, at), types, rt), rt))
+
+
+def _sliced(impl, what: str):
+    """A rule calling ``impl(lst, start, step, count, *rest)`` for ``lst[slice]`` (and a value to assign)."""
+    def rule(interp, lst, index, *rest) -> CallResult:
+        t = widen(lst)
+        if t.item is None:
+            return CallResult(BOTTOM, untyped)
+        if rest:
+            _items_fit(t, rest[0], what)
+
+        def values(cg, a, at):
+            start, step, count = slice_indices(cg, a[1], widen(at[1]), L.length(cg, a[0]))
+            return [a[0], start, step, count, *a[2:]]
+        return _impl(interp, what, impl, [t, T.int64, T.int64, T.int64, *map(widen, rest)], values)
+    return rule
+
+
+def _item_of(seq) -> T.Type | None:
+    """The item type of a list, a 1-d array or a tuple of numbers of one type (what a list can take the items
+    of), else None."""
+    t = widen(seq)
+    if isinstance(t, T.ListType):
+        return t.item
+    if isinstance(t, T.ArrayType) and t.ndim == 1:
+        return t.dtype
+    if isinstance(t, T.TupleType) and _walkable(t):
+        return widen(t.items[0])
+    return None
+
+
+def _items_fit(t: T.ListType, seq, what: str) -> None:
+    """Check that the items of ``seq`` go into ``t`` unchanged (an int into a list of floats)."""
+    item = _item_of(seq)
+    if item is None:
+        raise TypeInferenceError(f"{what} of {widen(seq)!r}: a compiled list takes the items of a list, a 1-d array "
+                                 "or a tuple of numbers of one type", (t, widen(seq)))
+    _stored(t, item)
+
+
 def _getitem(interp, lst, index) -> CallResult:
     t = widen(lst)
+    if isinstance(widen(index), T.SliceType):
+        return _sliced(M.list_slice, "xs[a:b:c]")(interp, lst, index)
     if not _integer(index):
-        raise TypeInferenceError(f"a list index must be an integer, got {widen(index)!r} (slices of compiled lists "
-                                 "are not supported)", (widen(index),), hint="index one item at a time")
+        raise TypeInferenceError(f"a list index must be an integer or a slice, got {widen(index)!r}",
+                                 (widen(index),), hint="index one item at a time")
     if t.item is None:
         return CallResult(BOTTOM, untyped)
     item = t.item
@@ -197,6 +248,8 @@ def _getitem(interp, lst, index) -> CallResult:
 
 def _setitem(interp, lst, index, value) -> CallResult:
     t = widen(lst)
+    if isinstance(widen(index), T.SliceType):
+        return _sliced(M.list_setslice, "xs[a:b:c] = ys")(interp, lst, index, value)
     if not _integer(index):
         raise TypeInferenceError(f"a list index must be an integer, got {widen(index)!r}", (widen(index),))
     if t.item is None:  # typed by a later append (inference runs again), else an error when lowered
@@ -234,8 +287,96 @@ def _sum(interp, lst, start) -> CallResult:
     return CallResult(res.restype, lower)
 
 
+def _delitem(interp, lst, index) -> CallResult:
+    """``del xs[i]`` (CPython's IndexError out of range), ``del xs[a:b:c]``."""
+    t = widen(lst)
+    if isinstance(widen(index), T.SliceType):
+        return _sliced(M.list_delslice, "del xs[a:b:c]")(interp, lst, index)
+    if not _integer(index):
+        raise TypeInferenceError(f"a list index must be an integer or a slice, got {widen(index)!r}", (widen(index),))
+    if t.item is None:
+        return CallResult(T.none, untyped)
+    item = t.item
+
+    def lower(cg, a, at, rt):
+        if cg.mod.error_slot:  # the items' shift, as pop(i)
+            raise TypeInferenceError("del xs[i] of a list in code that is differentiated: the derivatives through "
+                                     "the items it moves are not supported", (t,), cg.frame.where(cg.inst),
+                                     cg.frame.ir.name, "build a new list without item i")
+        L.pop(cg, a[0], L.checked_index(cg, a[0], cg.cast(a[1], widen(at[1]), T.int64),
+                                        "list assignment index out of range"), item)
+    return CallResult(T.none, lower)
+
+
+def _with_items(impl, what: str):
+    """A method rule ``xs.name(ys)`` calling ``impl(xs, ys)`` after checking that ``ys``'s items fit."""
+    def rule(interp, args) -> CallResult | None:
+        if len(args) != 3:
+            return None
+        t = widen(args[0])
+        if t.item is None:
+            return CallResult(T.none, untyped)
+        _items_fit(t, args[2], what)
+        chosen = M.list_extend_iter if isinstance(widen(args[2]), T.TupleType) else impl
+        return _impl(interp, what, chosen, [t, widen(args[2])], lambda cg, a, at: [a[0], a[2]])
+    return rule
+
+
+def _method(impl, what: str, nargs: int, value: bool = False):
+    """A method rule ``xs.name(*rest)`` calling ``impl(xs, *rest)`` (``rest``: ``nargs`` arguments; with
+    ``value``, the last a value the list must hold)."""
+    def rule(interp, args) -> CallResult | None:
+        if len(args) != 2 + nargs:
+            return None
+        t, rest = widen(args[0]), list(args[2:])
+        if t.item is None:
+            return CallResult(BOTTOM, untyped)
+        if value:
+            _stored(t, rest[-1])
+        if what == "insert()" and not _integer(rest[0]):
+            raise TypeInferenceError(f"insert()'s index must be an integer, not {widen(rest[0])!r}", (widen(rest[0]),))
+        return _impl(interp, what, impl, [t, *map(widen, rest)], lambda cg, a, at: [a[0], *a[2:]])
+    return rule
+
+
 _METHODS = {"append": lambda interp, a: _append(interp, a[0], a[2]) if len(a) == 3 else None,
-            "pop": lambda interp, a: _pop(interp, a[0], a[2:])}
+            "pop": lambda interp, a: _pop(interp, a[0], a[2:]),
+            "extend": _with_items(M.list_extend, "extend()"),
+            "insert": _method(M.list_insert, "insert()", 2, value=True),
+            "reverse": _method(M.list_reverse, "reverse()", 0),
+            "index": _method(M.list_index, "index()", 1),
+            "count": _method(M.list_count, "count()", 1),
+            "copy": _method(M.list_copy, "copy()", 0),
+            "clear": _method(M.list_clear, "clear()", 0)}
+
+
+def _concat(interp, a, b) -> CallResult:
+    """``xs + ys`` of two lists of one item type: a new list."""
+    ta, tb = widen(a), widen(b)
+    if ta.item is None or tb.item is None:
+        return CallResult(BOTTOM, untyped)
+    if ta.item != tb.item:
+        raise TypeInferenceError(f"{ta!r} + {tb!r}: a compiled list holds items of one type", (ta, tb),
+                                 hint="convert the items of one list: [float(x) for x in ys]")
+    return _impl(interp, "xs + ys", M.list_concat, [ta, tb], lambda cg, v, at: list(v))
+
+
+def _repeat(interp, lst, k, first: bool) -> CallResult:
+    """``xs * k`` and ``k * xs``: a new list."""
+    t = widen(lst)
+    if t.item is None:
+        return CallResult(BOTTOM, untyped)
+    return _impl(interp, "xs * k", M.list_repeat, [t, widen(k)],
+                 lambda cg, v, at: [v[0], v[1]] if first else [v[1], v[0]])
+
+
+def _inplace(interp, old, new) -> CallResult:
+    """``xs += ys``, ``xs *= k``: the list ``xs`` itself takes the result, as CPython extends it in place."""
+    t = widen(old)
+    if t.item is None:
+        return CallResult(BOTTOM, untyped)
+    _stored(t, widen(new).item)
+    return _impl(interp, "xs += ys", M.list_assign, [t, widen(new)], lambda cg, v, at: list(v))
 
 
 def _walkable(seq) -> bool:
@@ -279,8 +420,27 @@ def _lists(interp, fn, args):
         return _iter_len(interp, args[0])
     if fn is operator.contains and len(args) == 2 and _walkable(args[0]):
         return _contains(interp, args[0], args[1])
+    if fn in (builtins.bool, operator.not_) and len(args) == 1 and isinstance(widen(args[0]), (T.ListType,
+                                                                                               T.DictType)):
+        empty = "==" if fn is operator.not_ else "!="  # a list's or dict's length is its block's third word
+        return CallResult(T.boolean, lambda cg, a, at, rt: cg.b.icmp_signed(empty, L.length(cg, a[0]),
+                                                                             ir.Constant(ir.IntType(64), 0)))
+    if fn in (operator.is_, operator.is_not) and len(args) == 2 and all(
+            isinstance(widen(v), (T.ListType, T.DictType)) for v in args):  # the same block: the same object
+        same = "==" if fn is operator.is_ else "!="
+        return CallResult(T.boolean, lambda cg, a, at, rt: cg.b.icmp_unsigned(same, a[0], a[1]))
+    if fn is operator.mul and len(args) == 2 and isinstance(widen(args[1]), T.ListType) and _integer(args[0]):
+        return _repeat(interp, args[1], args[0], False)
     if not args or not isinstance(widen(args[0]), T.ListType):
         return None
+    if fn is K.inplace and len(args) == 2 and isinstance(widen(args[1]), T.ListType):
+        return _inplace(interp, args[0], args[1])
+    if fn is operator.add and len(args) == 2 and isinstance(widen(args[1]), T.ListType):
+        return _concat(interp, args[0], args[1])
+    if fn is operator.mul and len(args) == 2 and _integer(args[1]):
+        return _repeat(interp, args[0], args[1], True)
+    if fn is operator.delitem and len(args) == 2:
+        return _delitem(interp, args[0], args[1])
     if fn is K.call_method and isinstance(args[1], Const) and args[1].value in _METHODS:
         return _METHODS[args[1].value](interp, args)
     if fn is builtins.len and len(args) == 1:

@@ -1,0 +1,162 @@
+"""The list operations that compiled code runs as compiled Python (lists.py dispatches to them): slices
+and their assignment and deletion, ``extend``, ``+``, ``*``, ``insert``, ``reverse``, ``index``,
+``count``, ``copy``, with CPython's semantics.
+
+Each reads a list it also writes through a snapshot (a length read once, or a copy of the source):
+``xs.extend(xs)`` doubles the list and ``xs[1:2] = xs`` splices a copy, as in CPython. Slices come
+as ``(start, step, count)``, the result of ``slice.indices`` (views.py's ``slice_indices``).
+"""
+
+from __future__ import annotations
+
+from ...frontend.intrinsics import check, getitem_unchecked, setitem_unchecked
+
+def list_slice(lst, start, step, count):
+    """``lst[start::step]``, ``count`` items: a new list."""
+    out = []
+    for i in range(count):
+        out.append(getitem_unchecked(lst, start + i * step))
+    return out
+
+
+def _refill(lst, items):
+    """Make ``lst`` hold the items of the list ``items`` (another list)."""
+    while len(lst) > 0:
+        lst.pop()
+    for i in range(len(items)):
+        lst.append(getitem_unchecked(items, i))
+
+
+def list_setslice(lst, start, step, count, src):
+    """``lst[slice] = src``: a simple slice (step 1) is replaced by ``src``'s items, however many; an
+    extended one takes exactly ``count`` items, one for each place."""
+    items = []  # a copy: src may be lst itself
+    for i in range(len(src)):
+        items.append(src[i])
+    m = len(items)
+    if step == 1:
+        kept = []
+        for i in range(start):
+            kept.append(getitem_unchecked(lst, i))
+        for i in range(m):
+            kept.append(getitem_unchecked(items, i))
+        for i in range(start + count, len(lst)):
+            kept.append(getitem_unchecked(lst, i))
+        _refill(lst, kept)
+    else:
+        check(m == count, "ValueError", "attempt to assign a sequence to an extended slice of another size")
+        for i in range(m):
+            setitem_unchecked(lst, start + i * step, getitem_unchecked(items, i))
+
+
+def list_delslice(lst, start, step, count):
+    """``del lst[slice]``: the ``count`` items from ``start`` by ``step`` removed."""
+    if count == 0:
+        return
+    if step < 0:  # the same places, walked upwards
+        start = start + (count - 1) * step
+        step = -step
+    kept = []
+    k = 0
+    for i in range(len(lst)):
+        if k < count and i == start + k * step:
+            k += 1
+        else:
+            kept.append(getitem_unchecked(lst, i))
+    _refill(lst, kept)
+
+
+def list_extend(lst, src):
+    """``lst.extend(src)`` of a list or a 1-d array: its length read once (``lst.extend(lst)`` doubles)."""
+    n = len(src)
+    for i in range(n):
+        lst.append(src[i])
+
+
+def list_extend_iter(lst, src):
+    """``lst.extend(src)`` of a tuple."""
+    for x in src:
+        lst.append(x)
+
+
+def list_concat(a, b):
+    """``a + b``: a new list."""
+    out = []
+    for i in range(len(a)):
+        out.append(getitem_unchecked(a, i))
+    for i in range(len(b)):
+        out.append(getitem_unchecked(b, i))
+    return out
+
+
+def list_repeat(a, k):
+    """``a * k``: a new list of ``k`` copies of ``a``'s items (none for ``k <= 0``)."""
+    out = []
+    n = len(a)
+    for _ in range(k):
+        for i in range(n):
+            out.append(getitem_unchecked(a, i))
+    return out
+
+
+def list_assign(lst, new):
+    """``lst += ys``, ``lst *= k``: ``lst`` itself holds the result (every name of it sees it)."""
+    _refill(lst, new)
+    return lst
+
+
+def list_insert(lst, i, v):
+    """``lst.insert(i, v)``: ``i`` clamped as CPython clamps it, the items from ``i`` moved up one."""
+    n = len(lst)
+    if i < 0:
+        i += n
+        if i < 0:
+            i = 0
+    elif i > n:
+        i = n
+    lst.append(v)
+    j = n
+    while j > i:
+        setitem_unchecked(lst, j, getitem_unchecked(lst, j - 1))
+        j -= 1
+    setitem_unchecked(lst, i, v)
+
+
+def list_reverse(lst):
+    i, j = 0, len(lst) - 1
+    while i < j:
+        v = getitem_unchecked(lst, i)
+        setitem_unchecked(lst, i, getitem_unchecked(lst, j))
+        setitem_unchecked(lst, j, v)
+        i += 1
+        j -= 1
+
+
+def list_index(lst, x):
+    """The first place of an item ``== x``; CPython's ValueError when none is."""
+    check(x == x, "ValueError", "list.index(x) with x a NaN: CPython finds it by identity (the same object), "
+          "which compiled numbers do not have")
+    for i in range(len(lst)):
+        if getitem_unchecked(lst, i) == x:
+            return i
+    check(False, "ValueError", "list.index(x): x not in list")
+    return -1
+
+
+def list_count(lst, x):
+    check(x == x, "ValueError", "list.count(x) with x a NaN: CPython counts it by identity (the same object), "
+          "which compiled numbers do not have")
+    c = 0
+    for i in range(len(lst)):
+        if getitem_unchecked(lst, i) == x:
+            c += 1
+    return c
+
+
+def list_copy(lst):
+    return list_slice(lst, 0, 1, len(lst))
+
+
+def list_clear(lst):
+    while len(lst) > 0:
+        lst.pop()

@@ -1,6 +1,6 @@
 """Idioms Numba users write (powers, sums of squares, slices, masks, prange reductions), beside Numba.
 
-    python benchmarks/idioms.py [--json benchmarks/results/idioms.json] [--rounds 7]
+    python benchmarks/idioms.py [--json benchmarks/results/idioms.json] [--rounds 7] [--only TEXT]
 
 Each row is the same Python function (benchmarks/idioms_kernels.py) compiled
 by ``gpucompiler.jit`` and ``numba.njit`` with the same options (the row
@@ -89,6 +89,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=os.path.join(HERE, "results", "idioms.json"))
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--only", default="", help="run the rows whose name contains this text")
     opts = ap.parse_args()
     from gpucompiler import jit, vectorize
     try:
@@ -99,6 +100,8 @@ def main() -> None:
     load = os.getloadavg()
     rows = []
     for name, fn, args, options in _cases():
+        if opts.only not in name:
+            continue
         if options.get("vectorize"):  # a ufunc of the scalar function, one signature
             sig = ["float64(float64, float64)"]
             engines = {"gpucompiler": vectorize(sig)(fn)}

@@ -17,8 +17,11 @@ import re
 import numpy as np
 import pytest
 
-from gpucompiler import jit
+from enzyme_plugin import Duplicated, Reverse, autodiff
+from gpucompiler import device as gd
+from gpucompiler import jit, kernel
 from gpucompiler.frontend.powerloops import CHUNK
+from gpucompiler.targets import PTXTarget
 
 
 _ONE: dict = {}
@@ -145,7 +148,20 @@ def sum_squares_rows(m, out):
         out[i] = s
 
 
-STORES = [square_into, cube_into, reciprocal_into, inverse_square_into, eighth_into, smoothed_cubes]
+def every_third_square(a, out):
+    for i in range(1, a.shape[0], 3):
+        out[i] = a[i] ** 2.0
+
+
+def sum_cubes_backwards(a):
+    s = 0.0
+    for i in range(a.shape[0] - 1, -1, -1):
+        s += a[i] ** 3
+    return s
+
+
+STORES = [square_into, cube_into, reciprocal_into, inverse_square_into, eighth_into, smoothed_cubes,
+          every_third_square]
 N = 3 * CHUNK + 7
 EDGES = (0, CHUNK - 1, CHUNK, 2 * CHUNK + 3, N - 1)
 SPECIALS = (0.0, -0.0, math.inf, -math.inf, math.nan, 5e-324, -5e-324, 2.0 ** -1022, 1e-300, 1e200, -1e200,
@@ -200,7 +216,7 @@ def test_stores_raise_at_their_element(fn):
             _check(fn, f, a, np.full(N, 7.0))
 
 
-@pytest.mark.parametrize("fn", [sum_cubes, sum_mixed], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [sum_cubes, sum_mixed, sum_cubes_backwards], ids=lambda f: f.__name__)
 def test_sums_raise_as_cpython(fn):
     f, rng = jit(fn), np.random.default_rng(2)
     _check(fn, f, _base(rng))
@@ -351,3 +367,48 @@ def test_the_loop_is_vectorised(fn, options):
     a = np.linspace(0.5, 2.0, 64)
     args = (a, np.zeros(64)) if fn.__code__.co_argcount == 2 else (a,)
     assert _vector(jit(fn, **options), *args)
+
+
+def store_then_sum(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] ** 3
+    s = 0.0
+    for i in range(out.shape[0]):
+        s += out[i]
+    return s
+
+
+def gradient_of_cubes(a, da):
+    autodiff(Reverse, sum_cubes, Duplicated(a, da))
+
+
+def gradient_of_stored_cubes(a, da, out, dout):
+    autodiff(Reverse, store_then_sum, Duplicated(a, da), Duplicated(out, dout))
+
+
+def test_versioned_loops_differentiated():
+    """In differentiated code no power is rerun (libm's pow in a select): the gradients exact."""
+    a = np.linspace(-2.0, 2.0, N)
+    da = np.zeros(N)
+    jit(gradient_of_cubes, plugins=("enzyme",))(a, da)
+    np.testing.assert_allclose(da, 3 * a ** 2, rtol=1e-15)
+    da[:] = 0.0
+    jit(gradient_of_stored_cubes, plugins=("enzyme",))(a, da, np.zeros(N), np.zeros(N))
+    np.testing.assert_allclose(da, 3 * a ** 2, rtol=1e-15)
+
+
+@kernel
+def cubes_kernel(x, out):
+    i = gd.grid(1)
+    if i < out.shape[0]:
+        s = 0.0
+        for j in range(x.shape[0]):
+            s += x[j] ** 3
+        out[i] = s
+
+
+def test_versioned_loop_in_a_kernel(check_ptx):
+    x, out = np.linspace(0.5, 2.0, 64), np.zeros(4)
+    check_ptx(cubes_kernel.inspect_asm(x, out, target=PTXTarget(capability=(9, 0))), arch="sm_90")
+    cubes_kernel[1, 4, "cpu"](x, out)  # pyright: ignore[reportIndexIssue]
+    np.testing.assert_allclose(out, np.sum(x ** 3), rtol=1e-14)

@@ -32,6 +32,7 @@ PRECEDENCE: tuple[str, ...] = (
     _L + "numpy.npcast",
     _L + "numpy.npcumul",
     _L + "numpy.npstats",
+    _L + "numpy.npsearch",
     _L + "numpy.npjoin",
     _L + "numpy.npmethods",
     _L + "numpy.npnonzero",

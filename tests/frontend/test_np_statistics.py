@@ -5,42 +5,13 @@ unsupported, and derivatives against central differences."""
 
 from __future__ import annotations
 
-import importlib.util
-import warnings
-
 import numpy as np
 import pytest
 
 from gpucompiler import errors, jit
 from enzyme_plugin import Duplicated, Reverse, autodiff
 
-
-def _same(got, want, rtol):
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want)
-        for g, w in zip(got, want):
-            _same(g, w, rtol)
-        return
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    # a number returns as a Python float or int (float32, uint8...), as Numba returns it; arrays keep NumPy's dtype
-    kind = {"u": "i"}.get(want.dtype.kind, want.dtype.kind)
-    assert got.dtype.kind == kind if want.ndim == 0 else got.dtype == want.dtype, (got.dtype, want.dtype)
-    if want.dtype.kind in "fc":
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, equal_nan=True)
-    else:
-        np.testing.assert_array_equal(got, want)
-
-
-_COMPILED: dict = {}
-
-
-def _check(fn, *args, rtol=1e-12):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        want = fn(*args)
-    compiled = _COMPILED.setdefault(fn, jit(fn))  # one compile per argument types across the tests
-    _same(compiled(*args), want, rtol)
+from numpy_reference import central, check, function
 
 
 def stats(a):
@@ -71,17 +42,6 @@ def unravel(m, k):
     return np.unravel_index(np.argmax(m), m.shape), np.unravel_index(k, (4, 3, 2)), np.unravel_index(k, (24,))
 
 
-def _function(tmp_path, body: str):
-    """``def f(a): return <body>`` written to a module file and imported (compiled from its source)."""
-    path = tmp_path / "forms.py"
-    path.write_text(f"import numpy as np\n\ndef f(a):\n    return {body}\n")
-    spec = importlib.util.spec_from_file_location(f"forms_{abs(hash(body))}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.f
-
-
 DTYPES = [np.float64, np.float32, np.int64, np.int32, np.uint8, np.bool_]
 
 
@@ -91,8 +51,8 @@ def test_one_dimension_as_numpy(dtype, n):
     rng = np.random.default_rng(n)
     a = (rng.standard_normal(n) * 50).astype(dtype) if dtype is not np.bool_ else rng.random(n) > 0.5
     rtol = 2e-6 if dtype is np.float32 else 1e-12
-    _check(bool_stats if dtype is np.bool_ else stats, a, rtol=rtol)
-    _check(shapes, a, a[: max(n // 2, 1)][::-1].copy(), rtol=rtol)
+    check(bool_stats if dtype is np.bool_ else stats, a, rtol=rtol)
+    check(shapes, a, a[: max(n // 2, 1)][::-1].copy(), rtol=rtol)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.uint8], ids=lambda d: np.dtype(d).name)
@@ -101,39 +61,39 @@ def test_two_dimensions_as_numpy(dtype, shape):
     rng = np.random.default_rng(sum(shape))
     m = (rng.standard_normal(shape) * 20).astype(dtype)
     rtol = 2e-6 if dtype is np.float32 else 1e-12
-    _check(stats_along, m, rtol=rtol)
-    _check(shapes2, m, rtol=rtol)
+    check(stats_along, m, rtol=rtol)
+    check(shapes2, m, rtol=rtol)
 
 
 def test_expressions_and_views():
     rng = np.random.default_rng(3)
     m = rng.standard_normal((5, 4))
-    _check(lambda m: (np.std(m * 2.0 + 1.0), np.median(m[:, 1] - 3.0), np.var(m.T, axis=0), np.unique(m[1:3] > 0)),
+    check(lambda m: (np.std(m * 2.0 + 1.0), np.median(m[:, 1] - 3.0), np.var(m.T, axis=0), np.unique(m[1:3] > 0)),
            m)
 
 
 def test_nan_infinities_and_duplicates():
     a = np.array([3.0, np.nan, -1.0, 2.0, np.nan])
-    _check(lambda a: (np.median(a), np.percentile(a, 10), np.var(a), np.unique(a)), a)
+    check(lambda a: (np.median(a), np.percentile(a, 10), np.var(a), np.unique(a)), a)
     b = np.array([2.0, -np.inf, 2.0, 0.0, -0.0, np.inf, 2.0])
-    _check(lambda b: (np.median(b), np.unique(b), np.diff(b), np.quantile(b, 0.5)), b)
-    _check(lambda k: np.unique(k), np.array([5, 1, 5, 5, 0, 1], dtype=np.int32))
+    check(lambda b: (np.median(b), np.unique(b), np.diff(b), np.quantile(b, 0.5)), b)
+    check(lambda k: np.unique(k), np.array([5, 1, 5, 5, 0, 1], dtype=np.int32))
 
 
 def test_empty_and_degenerate_counts():
     e = np.zeros(0)
-    _check(lambda e: (np.var(e), np.std(e), np.median(e), np.diff(e), np.unique(e), np.outer(e, e)), e)
+    check(lambda e: (np.var(e), np.std(e), np.median(e), np.diff(e), np.unique(e), np.outer(e, e)), e)
     one = np.array([4.0])
-    _check(lambda a: (np.var(a, ddof=1), np.std(a, ddof=3), np.var(a, ddof=0)), one)  # 0/0: NaN
+    check(lambda a: (np.var(a, ddof=1), np.std(a, ddof=3), np.var(a, ddof=0)), one)  # 0/0: NaN
     two = np.array([1.0, 3.0])
-    _check(lambda a: (np.var(a, ddof=2), np.var(a, ddof=5)), two)  # sum of squares over 0: inf
-    _check(lambda a: np.diff(a, 5), np.arange(3.0))
+    check(lambda a: (np.var(a, ddof=2), np.var(a, ddof=5)), two)  # sum of squares over 0: inf
+    check(lambda a: np.diff(a, 5), np.arange(3.0))
 
 
 def test_unravel_index_as_numpy():
     m = np.random.default_rng(0).standard_normal((4, 6))
     for k in (0, 5, 23):
-        _check(unravel, m, k)
+        check(unravel, m, k)
 
 
 @pytest.mark.parametrize("source,error", [
@@ -151,7 +111,7 @@ def test_unravel_index_as_numpy():
     ("np.percentile(a > 1.0, 50.0)", errors.TypeInferenceError),
 ])
 def test_unsupported_forms_are_typed_errors_at_the_line(source, error, tmp_path):
-    f = _function(tmp_path, source)
+    f = function(tmp_path, source)
     with pytest.raises(error) as info:
         jit(f)(np.arange(6.0))
     assert f"{f.__code__.co_filename}:4" in str(info.value)
@@ -165,21 +125,11 @@ def test_unsupported_forms_are_typed_errors_at_the_line(source, error, tmp_path)
     ("np.unravel_index(-1, (6,))", "out of bounds"),
 ])
 def test_run_time_errors_are_numpys(source, message, tmp_path):
-    f = _function(tmp_path, source)
+    f = function(tmp_path, source)
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         jit(f)(np.arange(6.0))
     with pytest.raises(ValueError):
         f(np.arange(6.0))
-
-
-def _central(f, a, eps=1e-6):
-    g = np.zeros_like(a)
-    for i in range(a.size):
-        up, down = a.copy(), a.copy()
-        up[i] += eps
-        down[i] -= eps
-        g[i] = (f(up) - f(down)) / (2 * eps)
-    return g
 
 
 def _spread(a):
@@ -202,4 +152,4 @@ def test_gradients_against_central_differences(f):
     a = np.random.default_rng(7).standard_normal(6)
     da = np.zeros(6)
     autodiff(Reverse, f, Duplicated(a.copy(), da))
-    np.testing.assert_allclose(da, _central(f, a), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(da, central(f, a), rtol=1e-6, atol=1e-8)

@@ -11,67 +11,29 @@ and fused expressions are taken; what NumPy offers beyond the common use (``out=
 
 from __future__ import annotations
 
-from typing import Any
-
 from ... import types as T
 from ...errors import AxisError, TypeInferenceError
-from ...frontend import intrinsics as K
 from ...interpreter.lattice import Const, const, widen
-from ...interpreter.rules import CallResult
 from . import npstatsimpl as S
-from .npdtypes import numpy_function
+from .npcalls import Bindings, Bound, Plan, Signature, register
 from ..python.numbers import base
-from .reductions import invoke_impl, returned
 from .ufuncs import is_arraylike, numpy, scalar_type
 
-#: a bound argument: its index among the call's values (None: a compile-time default) and its abstract value
-Bound = tuple[int | None, Any]
-
-#: name -> NumPy's parameters in order, and those compiled code takes
-_PARAMS: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
-    "var": (("a", "axis", "dtype", "out", "ddof", "keepdims"), frozenset({"a", "axis", "ddof"})),
-    "std": (("a", "axis", "dtype", "out", "ddof", "keepdims"), frozenset({"a", "axis", "ddof"})),
-    "median": (("a", "axis", "out", "overwrite_input", "keepdims"), frozenset({"a"})),
-    "percentile": (("a", "q", "axis", "out", "overwrite_input", "method", "keepdims"), frozenset({"a", "q"})),
-    "quantile": (("a", "q", "axis", "out", "overwrite_input", "method", "keepdims"), frozenset({"a", "q"})),
-    "outer": (("a", "b", "out"), frozenset({"a", "b"})),
-    "diff": (("a", "n", "axis", "prepend", "append"), frozenset({"a", "n", "axis"})),
-    "tril": (("m", "k"), frozenset({"m", "k"})),
-    "triu": (("m", "k"), frozenset({"m", "k"})),
-    "unique": (("ar", "return_index", "return_inverse", "return_counts", "axis", "equal_nan"),
-               frozenset({"ar"})),
-    "unravel_index": (("indices", "shape", "order"), frozenset({"indices", "shape"})),
-}
-#: the array methods among them
-_METHODS = frozenset({"var", "std"})
+_STAT = ("a", "axis", "dtype", "out", "ddof", "keepdims")
+_ORDER = ("a", "q", "axis", "out", "overwrite_input", "method", "keepdims")
 
 
-def _bind(name: str, positional: list[Bound], keywords: dict[str, Bound]) -> dict[str, Bound]:
-    params, supported = _PARAMS[name]
-    if len(positional) > len(params):
-        raise TypeInferenceError(f"np.{name}() takes at most {len(params)} arguments")
-    bound = dict(zip(params, positional))
-    for key, value in keywords.items():
-        if key not in params or key in bound:
-            raise TypeInferenceError(f"np.{name}() got an unexpected or repeated keyword argument {key!r}")
-        bound[key] = value
-    for key, (_, value) in list(bound.items()):
-        if key not in supported:
-            if isinstance(value, Const) and (value.value is None or value.value is False):  # NumPy's default, spelled out
-                del bound[key]
-                continue
-            raise TypeInferenceError(f"np.{name}(..., {key}=...) is not supported in compiled code",
-                                     hint="the supported arguments are " + ", ".join(
-                                         p for p in params if p in supported))
-    first = params[0]
-    if first not in bound or not is_arraylike(bound[first][1]):
+def _array(name: str, bound: Bindings) -> Bound:
+    """The array argument, of 1 or 2 dimensions."""
+    first = next((bound[k] for k in ("a", "m", "ar") if k in bound), None)
+    if first is None or not is_arraylike(first[1]):
         raise TypeInferenceError(f"np.{name}() takes an array in compiled code",
                                  tuple(widen(v) for _, v in bound.values()), hint="pass a NumPy array")
-    x = widen(bound[first][1])
+    x = widen(first[1])
     if x.ndim not in (1, 2):
         raise TypeInferenceError(f"np.{name}() of a {x.ndim}-d array is not supported in compiled code", (x,),
                                  hint="pass a 1-d or 2-d array, or write the loops")
-    return bound
+    return first
 
 
 def _statistic_type(name: str, x) -> T.Scalar:
@@ -82,7 +44,7 @@ def _statistic_type(name: str, x) -> T.Scalar:
     return T.float64 if d.kind in "biu" else d
 
 
-def _constant_axis(name: str, bound: dict[str, Bound], ndim: int) -> int | None:
+def _constant_axis(name: str, bound: Bindings, ndim: int) -> int | None:
     """The constant ``axis`` counted from 0 (None: every element; a 1-d array's one axis is every element)."""
     _, value = bound.get("axis", (None, const(None)))
     if not (isinstance(value, Const) and (value.value is None or type(value.value) is int)):
@@ -96,7 +58,7 @@ def _constant_axis(name: str, bound: dict[str, Bound], ndim: int) -> int | None:
     return None if ndim == 1 else axis % ndim
 
 
-def _integer(name: str, what: str, bound: dict[str, Bound], default: int) -> Bound:
+def _integer(name: str, what: str, bound: Bindings, default: int) -> Bound:
     index, value = bound.get(what, (None, const(default)))
     t = widen(value)
     if not (isinstance(t, T.Scalar) and t.kind in "iu"):
@@ -104,7 +66,7 @@ def _integer(name: str, what: str, bound: dict[str, Bound], default: int) -> Bou
     return index, value
 
 
-def _number(name: str, what: str, bound: dict[str, Bound]) -> Bound:
+def _number(name: str, what: str, bound: Bindings) -> Bound:
     if what not in bound:
         raise TypeInferenceError(f"np.{name}() needs {what}")
     index, value = bound[what]
@@ -115,10 +77,9 @@ def _number(name: str, what: str, bound: dict[str, Bound]) -> Bound:
     return index, value
 
 
-def _plan(name: str, bound: dict[str, Bound]) -> tuple[Any, list[Bound]]:
+def _plan(name: str, bound: Bindings) -> Plan:
     """``(loop, its arguments)`` of the call."""
-    first = _PARAMS[name][0][0]
-    xb = bound[first]
+    xb = _array(name, bound)
     x = widen(xb[1])
     if name in ("var", "std"):
         dt = const(_statistic_type(name, x))
@@ -164,7 +125,7 @@ def _plan(name: str, bound: dict[str, Bound]) -> tuple[Any, list[Bound]]:
     return S.unique, [xb, (None, const(x.dtype))]
 
 
-def _unravel(bound: dict[str, Bound]) -> tuple[Any, list[Bound]]:
+def _unravel(name: str, bound: Bindings) -> Plan:
     index, value = bound.get("indices", (None, None))
     t = widen(value) if value is not None else None
     if not (isinstance(t, T.Scalar) and t.kind in "iu"):
@@ -179,55 +140,17 @@ def _unravel(bound: dict[str, Bound]) -> tuple[Any, list[Bound]]:
     return (S.unravel1, S.unravel2, S.unravel3)[len(items) - 1], [(index, value), shape]
 
 
-def _call(interp, name: str, positional: list[Bound], keywords: dict[str, Bound]) -> CallResult:
-    if name == "unravel_index":
-        params, supported = _PARAMS[name]
-        bound = dict(zip(params, positional)) | keywords
-        if set(bound) - supported:
-            raise TypeInferenceError("np.unravel_index(..., order=...) is not supported in compiled code")
-        loop, plan = _unravel(bound)
-    else:
-        loop, plan = _plan(name, _bind(name, positional, keywords))
-    res = invoke_impl(interp, f"np.{name}()", loop, [value for _, value in plan])
-
-    def lower(cg, a, at, rt):
-        values = [a[i] if i is not None else _number_value(cg, value) for i, value in plan]
-        types = [at[i] if i is not None else value for i, value in plan]
-        return returned(cg, cg.call_result(res, values, types, rt), rt)
-    return CallResult(res.restype, lower)
-
-
-def _number_value(cg, value):
-    """A default number's value (``ddof=0``: the loop takes it as a number); None for a compile-time one."""
-    v = value.value
-    return cg.const(widen(value), v) if type(v) in (int, float, bool) else None
-
-
-def _name(fn) -> str | None:
-    name = numpy_function(fn)
-    return name if name in _PARAMS and fn is getattr(numpy(), name, None) else None
-
-
-@base.handler
-def _statistics(interp, fn, args):
-    """The functions above, called plainly, with keywords, or as ``a.var()``/``a.std()``."""
-    if fn is K.call_kw:
-        callee, names = args[0], args[1]
-        if not (isinstance(callee, Const) and isinstance(names, Const)):
-            return None
-        values: list[Bound] = [(i, a) for i, a in enumerate(args) if i >= 2]
-        npos = len(values) - len(names.value)
-        keywords = dict(zip(names.value, values[npos:]))
-        if callee.value is K.call_method:
-            receiver, method = values[0][1], values[1][1]
-            if not (is_arraylike(receiver) and isinstance(method, Const) and method.value in _METHODS):
-                return None
-            return _call(interp, method.value, [values[0], *values[2:npos]], keywords)
-        name = _name(callee.value)
-        return _call(interp, name, values[:npos], keywords) if name is not None else None
-    if fn is K.call_method:
-        if not (is_arraylike(args[0]) and isinstance(args[1], Const) and args[1].value in _METHODS):
-            return None
-        return _call(interp, args[1].value, [(0, args[0]), *[(i, a) for i, a in enumerate(args)][2:]], {})
-    name = _name(fn)
-    return _call(interp, name, list(enumerate(args)), {}) if name is not None else None
+register(base, __name__, {
+    "var": (Signature(_STAT, frozenset({"a", "axis", "ddof"}), method=True), _plan),
+    "std": (Signature(_STAT, frozenset({"a", "axis", "ddof"}), method=True), _plan),
+    "median": (Signature(("a", "axis", "out", "overwrite_input", "keepdims"), frozenset({"a"})), _plan),
+    "percentile": (Signature(_ORDER, frozenset({"a", "q"})), _plan),
+    "quantile": (Signature(_ORDER, frozenset({"a", "q"})), _plan),
+    "outer": (Signature(("a", "b", "out"), frozenset({"a", "b"})), _plan),
+    "diff": (Signature(("a", "n", "axis", "prepend", "append"), frozenset({"a", "n", "axis"})), _plan),
+    "tril": (Signature(("m", "k"), frozenset({"m", "k"})), _plan),
+    "triu": (Signature(("m", "k"), frozenset({"m", "k"})), _plan),
+    "unique": (Signature(("ar", "return_index", "return_inverse", "return_counts", "axis", "equal_nan"),
+                         frozenset({"ar"})), _plan),
+    "unravel_index": (Signature(("indices", "shape", "order"), frozenset({"indices", "shape"})), _unravel),
+})

@@ -483,3 +483,19 @@ def test_gradient_through_an_expression_bound_to_a_name_matches_finite_differenc
     grad(x, dx)
     y = x * x + np.sin(x)
     assert np.allclose(dx, 2.0 * y * (2.0 * x + np.cos(x)), rtol=1e-12, atol=1e-12)
+
+
+def expression_casts(a, m):
+    return ((a * 10).astype(np.int32), (m > 0.5).astype(np.float64), (a - 0.5).astype(dtype=np.float32),
+            np.abs(m - 1.0).astype(np.uint8), (m * 2).astype(np.float64).sum())
+
+
+def test_astype_of_an_expression_as_numpy():
+    rng = np.random.default_rng(5)
+    a, m = rng.random(11) * 3, rng.random((3, 4)) * 4
+    got, want = jit(expression_casts)(a, m), expression_casts(a, m)
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype or np.ndim(w) == 0
+        np.testing.assert_allclose(g, w, rtol=1e-7)
+    with pytest.raises(ValueError, match="NaN"):  # astype's rule for arrays too: NaN to an integer raises
+        jit(lambda a: (a * np.nan).astype(np.int64))(a)

@@ -26,6 +26,7 @@ from ..python.numbers import base
 from .orders import Order
 from .reductions import invoke_impl, returned
 from .ufuncs import keyword_call, numpy
+from .npstatsimpl import flat
 from .views import copy_into
 
 _A = T.ArrayType
@@ -62,6 +63,13 @@ def _astype(interp, pos, kw) -> CallResult:
     if interp.target.is_gpu:
         raise TypeInferenceError("a.astype() makes a new array, which kernels on the GPU cannot do",
                                  hint="allocate the result on the host, pass it in and convert in a loop")
+    if isinstance(a, T.ArrayExpr):
+        if a.ndim not in (1, 2):
+            raise TypeInferenceError(f"astype() of a {a.ndim}-d expression is not supported in compiled code", (a,),
+                                     hint="evaluate it into an array first")
+        res = invoke_impl(interp, "astype()", cast_expression, [pos[0], const(dt)])
+        return CallResult(res.restype, lambda cg, v, at, rt: returned(
+            cg, cg.call_result(res, [v[0], None], [at[0], const(dt)], rt), rt))
     rt = mem.managed_array(dt, a.ndim, orders.layout(Order.K, a.ndim, a))
 
     def lower(cg, v, at, rt):
@@ -73,6 +81,11 @@ def _astype(interp, pos, kw) -> CallResult:
         copy_into(cg, v[0], a, out, rt)
         return out
     return CallResult(rt, lower)
+
+
+def cast_expression(x, dt):
+    """``x.astype(dt)`` of a fused expression: its elements converted into a new C-ordered array."""
+    return flat(x, dt).reshape(x.shape)
 
 
 # -- clip: compiled Python over np.minimum / np.maximum (passed in: no NumPy import at start-up) ------
@@ -169,7 +182,8 @@ def _method(interp, fn, args) -> CallResult | None:
 
 
 def _named(receiver, name, wanted: str) -> bool:
-    return isinstance(widen(receiver), _A) and isinstance(name, Const) and name.value == wanted
+    arrays = (_A, T.ArrayExpr) if wanted == "astype" else (_A,)
+    return isinstance(widen(receiver), arrays) and isinstance(name, Const) and name.value == wanted
 
 
 base.handler(_method)

@@ -18,7 +18,8 @@ code reads arrays at NumPy's struct offsets. A 0-d array is an array
 
 A Python ``list`` of numbers of one type (``[1.0, 2.0]``) is a compiled list
 and a ``dict`` of number keys and number values (``{1: 0.5}``) a compiled
-dict for the call (:mod:`gpucompiler.codegen.pyargs` converts them), and
+dict for the call (:mod:`gpucompiler.codegen.pyargs` converts them; Numba's
+``typed.List`` and ``typed.Dict`` of numbers too), and
 what the call does to them is reflected into the caller's object when it
 returns, as Numba reflects lists: appends, pops and item assignments are seen
 by the caller, and an item the call left equal keeps its object. Empty and
@@ -114,8 +115,7 @@ def argument(value, name: str, function: str) -> tuple:
             except (TypeError, ValueError) as exc:
                 _refuse(value, name, function, f"NumPy cannot view it as an array ({exc})")
         elif type(value).__module__.startswith("numba.typed"):
-            _refuse(value, name, function, "pass list(xs) or dict(d): a Python list or dict of numbers is converted "
-                    "for the call and what the call does to it is written back into it")
+            return _numba_typed(value, name, function), value
         else:
             _refuse(value, name, function)
     if type(value) is not np.ndarray and isinstance(value, np.ndarray):
@@ -200,6 +200,28 @@ def _dict_type(value: dict, name: str, function: str) -> T.DictType:
                       _items_type(list(value.values()), name, function, "dict values"))
 
 
+def _numba_item(t, name: str, function: str, keys: bool = False) -> T.Scalar:
+    """Our number type of Numba's type ``t`` (read by name: Numba is not imported here)."""
+    ours = {"bool": T.boolean}.get(str(t)) or T.SCALARS.get(str(t))
+    if ours is None or (keys and ours.kind == "c"):
+        raise ArgumentTypeError(name, f"a Numba typed container of {t}", function=function,
+                                hint="compiled lists and dicts hold numbers (dict keys: bools, integers or floats)")
+    return ours
+
+
+def _numba_typed(value, name: str, function: str) -> T.ListType | T.DictType:
+    """The type of Numba's ``typed.List`` or ``typed.Dict`` ``value`` (converted and reflected as a Python
+    list or dict is: :mod:`gpucompiler.codegen.pyargs`)."""
+    kind = type(value).__name__
+    if kind not in ("List", "Dict") or not getattr(value, "_typed", False):
+        _refuse(value, name, function, "pass a typed.List or typed.Dict whose types are known (made with items, "
+                "or with List.empty_list(item_type) / Dict.empty(key_type, value_type)), or a Python list or dict")
+    if kind == "List":
+        return T.ListType(_numba_item(value._dtype, name, function))
+    dt = value._dict_type
+    return T.DictType(_numba_item(dt.key_type, name, function, True), _numba_item(dt.value_type, name, function))
+
+
 def _has_buffer(value) -> bool:
     if isinstance(value, (str, tuple, list, dict)):
         return False
@@ -232,7 +254,7 @@ def _distinct_containers(values, names, function: str) -> None:
     name would not be seen through the other as CPython sees it."""
     seen: dict[int, str] = {}
     for v, n in zip(values, names):
-        if type(v) in (list, dict):
+        if type(v) in (list, dict) or type(v).__module__.startswith("numba.typed"):
             other = seen.setdefault(id(v), n)
             if other != n:
                 raise ArgumentTypeError(n, f"the same {type(v).__name__} as parameter {other!r}", function=function,

@@ -1,9 +1,10 @@
 """Python lists and dicts passed to a ``@jit`` function: converted at the call, reflected when it returns.
 
-The CPython wrapper (:mod:`.wrapper`) makes each ``list`` argument a
+The CPython wrapper (:mod:`.wrapper`) makes each list argument (a Python
+``list``, or Numba's ``typed.List``: read through the sequence protocol) a
 compiled list (a new block of its items, language/python/listmem.py)
-and each ``dict`` argument a compiled dict (a table sized for its entries,
-dictmem.py), holding one reference of its own. After the call, whether it
+and each dict argument (a ``dict``, Numba's ``typed.Dict``: read through
+``items()``) a compiled dict (a table sized for its entries, dictmem.py), holding one reference of its own. After the call, whether it
 returned or raised, it writes what the call did back into the caller's
 object, as Numba reflects a list: an item whose value changed is replaced,
 an item left equal (bit for bit) keeps its object, the list is cut or
@@ -90,104 +91,158 @@ def _block(mod, b: ir.IRBuilder, data_bytes, length, capacity, bail: Callable):
     return block
 
 
+def _item(mod, b: ir.IRBuilder, obj, i):
+    """``obj[i]`` (a new reference, NULL with the error set when it failed) and a stand-in never NULL to read."""
+    got = b.call(mod.declare("PySequence_GetItem", PTR, [PTR, I64]), [obj, i])
+    none = mod.extern_global("_Py_NoneStruct")
+    return got, b.select(b.icmp_unsigned("==", got, ir.Constant(PTR, None)), none, got)
+
+
+def _failed(mod, b: ir.IRBuilder, block, bail: Callable) -> None:
+    """Where reading the container set an error: its block given back, then ``bail()``."""
+    error = b.call(mod.declare("PyErr_Occurred", PTR, []), [])
+    with b.if_then(b.icmp_unsigned("!=", error, ir.Constant(PTR, None)), likely=False):
+        release(mod, b, block)
+        bail()
+
+
 def unbox_list(mod, b: ir.IRBuilder, obj, t: T.ListType, unbox_item: Callable, bail: Callable):
-    """The compiled list (one reference, the wrapper's) of the Python list ``obj``."""
+    """The compiled list (one reference, the wrapper's) of the list ``obj`` (a Python list or any sequence
+    with ``len`` and indexing: Numba's ``typed.List``)."""
     item = t.item
     assert isinstance(item, T.Scalar)
-    n = b.call(mod.declare("PyList_Size", I64, [PTR]), [obj])
+    n = b.call(mod.declare("PySequence_Size", I64, [PTR]), [obj])
+    n = b.select(b.icmp_signed("<", n, _c(0)), _c(0), n)  # an error: caught below
     block = _block(mod, b, b.mul(n, _c(item.itemsize)), n, n, bail)
     data = field(b, block, _DATA, PTR)
-    get = mod.declare("PyList_GetItem", PTR, [PTR, I64])  # a borrowed reference
-    _range(b, _c(0), n, lambda i: _store(b, unbox_item(b.call(get, [obj, i]), item),
-                                         b.gep(data, [b.mul(i, _c(item.itemsize))], source_etype=_I8), item))
+    decref = mod.declare("Py_DecRef", ir.VoidType(), [PTR])
+
+    def read(i):
+        got, readable = _item(mod, b, obj, i)
+        _store(b, unbox_item(readable, item), b.gep(data, [b.mul(i, _c(item.itemsize))], source_etype=_I8), item)
+        b.call(decref, [got])  # NULL-safe
+    _range(b, _c(0), n, read)
+    _failed(mod, b, block, bail)
     return block
+
+
+def _items(mod, b: ir.IRBuilder, obj):
+    """``list(obj.items())``: a new reference (NULL with the error set)."""
+    return b.call(mod.declare("PyMapping_Items", PTR, [PTR]), [obj])
+
+
+def _pair(mod, b: ir.IRBuilder, items, e) -> tuple:
+    """The key and the value of entry ``e`` of ``items`` (a list of pairs; borrowed references)."""
+    pair = b.call(mod.declare("PyList_GetItem", PTR, [PTR, I64]), [items, e])
+    get = mod.declare("PyTuple_GetItem", PTR, [PTR, I64])
+    return b.call(get, [pair, _c(0)]), b.call(get, [pair, _c(1)])
 
 
 def unbox_dict(mod, b: ir.IRBuilder, obj, t: T.DictType, unbox_item: Callable, bail: Callable):
-    """The compiled dict (one reference, the wrapper's) of the Python dict ``obj``: room for its entries
-    (a power of two, 8 at least), entries in its order, the index built."""
+    """The compiled dict (one reference, the wrapper's) of the mapping ``obj`` (a Python dict, Numba's
+    ``typed.Dict``): room for its entries (a power of two, 8 at least), entries in its order, the index
+    built."""
     kt, vt = t.key, t.value
     assert isinstance(kt, T.Scalar) and isinstance(vt, T.Scalar)
-    n = b.call(mod.declare("PyDict_Size", I64, [PTR]), [obj])
+    items = _items(mod, b, obj)
+    with b.if_then(b.icmp_unsigned("==", items, ir.Constant(PTR, None)), likely=False):
+        bail()
+    n = b.call(mod.declare("PyList_Size", I64, [PTR]), [items])
     ctlz = mod.declare("llvm.ctlz.i64", I64, [I64, _I1])
     room = b.shl(_c(1), b.sub(_c(64), b.call(ctlz, [b.sub(n, _c(1)), ir.Constant(_I1, 0)])))
     room = b.select(b.icmp_signed("<=", n, _c(_FIRST_ROOM)), _c(_FIRST_ROOM), room)
-    block = _block(mod, b, b.mul(room, _c(kt.itemsize + vt.itemsize + 16)), n, room, bail)
+    decref = mod.declare("Py_DecRef", ir.VoidType(), [PTR])
+    block = _block(mod, b, b.mul(room, _c(kt.itemsize + vt.itemsize + 16)), n, room,
+                   lambda: (b.call(decref, [items]), bail()))
     table = Table(SimpleNamespace(b=b, fn=b.function), block, kt, vt)
     memset = mod.declare("llvm.memset.p0.i64", ir.VoidType(), [PTR, _I8, I64, _I1])
     b.call(memset, [table.slot_at(_c(0)), ir.Constant(_I8, 0), b.mul(room, _c(16)), ir.Constant(_I1, 0)])
-    pos, key, value = b.alloca(I64), b.alloca(PTR), b.alloca(PTR)
-    b.store(_c(0), pos)
-    step = mod.declare("PyDict_Next", _I32, [PTR, PTR, PTR, PTR])  # borrowed references
 
     def entry(e):
-        b.call(step, [obj, pos, key, value])
-        k = unbox_item(b.load(key, typ=PTR), kt)
+        key, value = _pair(mod, b, items, e)
+        k = unbox_item(key, kt)
         _store(b, k, table.key_at(e), kt)
-        _store(b, unbox_item(b.load(value, typ=PTR), vt), table.value_at(e), vt)
+        _store(b, unbox_item(value, vt), table.value_at(e), vt)
         table.place(e, k)
     _range(b, _c(0), n, entry)
+    b.call(decref, [items])
+    _failed(mod, b, block, bail)
     return block
 
 
+def _call_method(mod, b: ir.IRBuilder, obj, name: str, *args) -> None:
+    """``obj.name(*args)`` (``args``: objects), its result dropped; an error stays set."""
+    fn = mod.module.globals.get("PyObject_CallMethod") or ir.Function(
+        mod.module, ir.FunctionType(PTR, [PTR, PTR, PTR], var_arg=True), name="PyObject_CallMethod")
+    fmt = mod.cstring("O" * len(args)) if args else ir.Constant(PTR, None)
+    out = b.call(fn, [obj, mod.cstring(name), fmt, *args])
+    b.call(mod.declare("Py_DecRef", ir.VoidType(), [PTR]), [out])
+
+
 def reflect_list(mod, b: ir.IRBuilder, obj, block, t: T.ListType, box_item: Callable, unbox_item: Callable) -> None:
-    """Write the compiled list ``block``'s items back into the Python list ``obj`` (see the module docstring)."""
+    """Write the compiled list ``block``'s items back into the list ``obj`` (see the module docstring)."""
     item = t.item
     assert isinstance(item, T.Scalar)
-    new, old = field(b, block, _LENGTH, I64), b.call(mod.declare("PyList_Size", I64, [PTR]), [obj])
+    new, old = field(b, block, _LENGTH, I64), b.call(mod.declare("PySequence_Size", I64, [PTR]), [obj])
     data = field(b, block, _DATA, PTR)
     common = b.select(b.icmp_signed("<", new, old), new, old)
     at = lambda i: load_item(b, data, b.mul(i, _c(item.itemsize)), item)  # noqa: E731
+    decref = mod.declare("Py_DecRef", ir.VoidType(), [PTR])
+    null = ir.Constant(PTR, None)
 
     def replace(i):
         value = at(i)
-        kept = unbox_item(b.call(mod.declare("PyList_GetItem", PTR, [PTR, I64]), [obj, i]), item)
+        got, readable = _item(mod, b, obj, i)
+        kept = unbox_item(readable, item)
+        b.call(decref, [got])
         with b.if_then(b.not_(_same(b, kept, value, item))):
             boxed = box_item(b, value, item)
-            with b.if_then(b.icmp_unsigned("!=", boxed, ir.Constant(PTR, None))):
-                b.call(mod.declare("PyList_SetItem", _I32, [PTR, I64, PTR]), [obj, i, boxed])  # takes it
+            with b.if_then(b.icmp_unsigned("!=", boxed, null)):
+                b.call(mod.declare("PySequence_SetItem", _I32, [PTR, I64, PTR]), [obj, i, boxed])
+                b.call(decref, [boxed])
     _range(b, _c(0), common, replace)
     with b.if_then(b.icmp_signed("<", new, old)):
-        b.call(mod.declare("PyList_SetSlice", _I32, [PTR, I64, I64, PTR]), [obj, new, old, ir.Constant(PTR, None)])
+        b.call(mod.declare("PySequence_DelSlice", _I32, [PTR, I64, I64]), [obj, new, old])
 
     def append(i):
         boxed = box_item(b, at(i), item)
-        with b.if_then(b.icmp_unsigned("!=", boxed, ir.Constant(PTR, None))):
-            b.call(mod.declare("PyList_Append", _I32, [PTR, PTR]), [obj, boxed])
-            b.call(mod.declare("Py_DecRef", ir.VoidType(), [PTR]), [boxed])
+        with b.if_then(b.icmp_unsigned("!=", boxed, null)):
+            _call_method(mod, b, obj, "append", boxed)
+            b.call(decref, [boxed])
     _range(b, common, new, append)
 
 
 def reflect_dict(mod, b: ir.IRBuilder, obj, block, t: T.DictType, box_item: Callable, unbox_item: Callable) -> None:
-    """Write the compiled dict ``block``'s entries back into the Python dict ``obj`` when they differ."""
+    """Write the compiled dict ``block``'s entries back into the mapping ``obj`` when they differ."""
     kt, vt = t.key, t.value
     assert isinstance(kt, T.Scalar) and isinstance(vt, T.Scalar)
     new = field(b, block, _LENGTH, I64)
+    items = _items(mod, b, obj)
+    null = ir.Constant(PTR, None)
     differs = b.alloca(_I1)
-    b.store(b.icmp_signed("!=", new, b.call(mod.declare("PyDict_Size", I64, [PTR]), [obj])), differs)
+    b.store(b.icmp_unsigned("==", items, null), differs)
     table = Table(SimpleNamespace(b=b, fn=b.function), block, kt, vt)
     key_of = lambda e: load_item(b, table.key_at(e), _c(0), kt)  # noqa: E731
     value_of = lambda e: load_item(b, table.value_at(e), _c(0), vt)  # noqa: E731
+    decref = mod.declare("Py_DecRef", ir.VoidType(), [PTR])
     with b.if_then(b.not_(b.load(differs, typ=_I1))):
-        pos, key, value = b.alloca(I64), b.alloca(PTR), b.alloca(PTR)
-        b.store(_c(0), pos)
-        step = mod.declare("PyDict_Next", _I32, [PTR, PTR, PTR, PTR])
-
-        def compare(e):
-            b.call(step, [obj, pos, key, value])
-            same = b.and_(_same(b, unbox_item(b.load(key, typ=PTR), kt), key_of(e), kt),
-                          _same(b, unbox_item(b.load(value, typ=PTR), vt), value_of(e), vt))
-            b.store(b.or_(b.load(differs, typ=_I1), b.not_(same)), differs)
-        _range(b, _c(0), new, compare)
+        old = b.call(mod.declare("PyList_Size", I64, [PTR]), [items])
+        b.store(b.icmp_signed("!=", new, old), differs)
+        with b.if_then(b.icmp_signed("==", new, old)):
+            def compare(e):
+                key, value = _pair(mod, b, items, e)
+                same = b.and_(_same(b, unbox_item(key, kt), key_of(e), kt),
+                              _same(b, unbox_item(value, vt), value_of(e), vt))
+                b.store(b.or_(b.load(differs, typ=_I1), b.not_(same)), differs)
+            _range(b, _c(0), new, compare)
+    b.call(decref, [items])
     with b.if_then(b.load(differs, typ=_I1)):
-        b.call(mod.declare("PyDict_Clear", ir.VoidType(), [PTR]), [obj])
-        decref = mod.declare("Py_DecRef", ir.VoidType(), [PTR])
+        _call_method(mod, b, obj, "clear")
 
         def fill(e):
             k, v = box_item(b, key_of(e), kt), box_item(b, value_of(e), vt)
-            null = ir.Constant(PTR, None)
             with b.if_then(b.and_(b.icmp_unsigned("!=", k, null), b.icmp_unsigned("!=", v, null))):
-                b.call(mod.declare("PyDict_SetItem", _I32, [PTR, PTR, PTR]), [obj, k, v])  # takes its own
+                b.call(mod.declare("PyObject_SetItem", _I32, [PTR, PTR, PTR]), [obj, k, v])  # takes its own
             b.call(decref, [k])  # NULL-safe
             b.call(decref, [v])
         _range(b, _c(0), new, fill)

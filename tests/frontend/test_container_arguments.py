@@ -243,3 +243,52 @@ def test_del_of_items_compiles_without_source_too():
     exec(compile(source, "<no source>", "exec"), space)  # the function under test, without a source file
     _same(jit(space["f"]), [1, 2, 3, 4, 5, 6], {1: 0.5, 2: 1.5}, 2)
     _same(jit(space["f"]), [1, 2], {1: 0.5}, 2)  # IndexError, as CPython's
+
+
+_TYPED = """
+import warnings
+warnings.simplefilter("ignore")
+from numba import njit, typed, types
+from gpucompiler import jit
+from gpucompiler.errors import ArgumentTypeError
+
+def update(xs, d, k):
+    xs.append(xs[0] * 2.0)
+    del xs[0]
+    d[k] = d.get(k, 0.0) + 1.0
+    d.pop(1, 0.0)
+    return xs, d, len(xs)
+
+def made(kind):
+    xs, d = typed.List([1.0, 2.0, 3.0]), typed.Dict.empty(types.int64, types.float64)
+    d[1], d[2] = 5.0, 6.0
+    return xs, d
+
+ours, theirs = made(0), made(1)
+got, want = jit(update)(*ours, 7), njit(update)(*theirs, 7)
+assert got[0] is ours[0] and got[1] is ours[1] and got[2] == want[2] == 3
+assert list(ours[0]) == list(theirs[0]) == [2.0, 3.0, 2.0] and dict(ours[1]) == dict(theirs[1]) == {2: 6.0, 7: 1.0}
+def grow(xs):
+    xs.append(4)
+    return len(xs)
+
+empty = typed.List.empty_list(types.int64)
+assert jit(grow)(empty) == 1 and list(empty) == [4]
+try:
+    jit(update)(typed.List(), ours[1], 1)
+except ArgumentTypeError as exc:
+    assert exc.parameter == "xs" and "empty_list" in exc.hint
+else:
+    raise AssertionError("an untyped typed.List was taken")
+print("same as Numba")
+"""
+
+
+def test_numbas_typed_list_and_dict_are_taken_and_changed_as_numba_changes_them():
+    """Numba's typed containers in a process of their own: two LLVM JITs in the test's process once crashed."""
+    pytest.importorskip("numba", reason="numba.typed's objects exist only where Numba is installed")
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _TYPED], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "same as Numba" in out.stdout, out.stderr[-3000:]

@@ -69,6 +69,21 @@ def test_numpy_round_of_arrays():
     _agree(numpy_rounded_arrays, np.array(FLOATS))
 
 
+def numpy_rounded_decimals(a, x):
+    return (np.round(a, 2), np.round(a, -1), np.around(a * 3, decimals=3), np.round(x, 1), np.round(a, 12),
+            np.round(a.astype(np.float32), 2))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_numpy_round_to_decimals_is_numpys_to_the_bit(seed):
+    rng = np.random.default_rng(seed)
+    a = np.concatenate([rng.standard_normal(40) * 10 ** seed, [2.675, 0.125, -0.5, 1e300, np.inf, np.nan, -0.0]])
+    got, want = jit(numpy_rounded_decimals)(a, float(a[0])), numpy_rounded_decimals(a, float(a[0]))
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype or np.ndim(w) == 0
+        np.testing.assert_array_equal(g, w)  # the same operations: the same bits, NaN and -0.0 included
+
+
 def power(x, y):
     return pow(x, y)
 

@@ -334,15 +334,31 @@ def elementwise_call(interp, fn, args, kw=None) -> CallResult | None:
 
 
 def _round_call(interp, args, kw) -> CallResult:
-    """``np.round(x)`` of floats: ``np.rint`` (half to even). Other decimals or dtypes are refused."""
+    """``np.round(x, decimals)`` of floats as NumPy computes it: ``np.rint`` (half to even) of ``x`` scaled
+    by ``10 ** decimals``, scaled back (a constant ``decimals`` of either sign). Integers are refused."""
     decimals = (kw or {}).get("decimals", args[1] if len(args) > 1 else Const(0, T.int64))
     x = widen(args[0]) if args else None
     dtype = x.dtype if isinstance(x, (_A, _E)) else x
-    if (len(args) + len(kw or {}) not in (1, 2) or not isinstance(decimals, Const) or decimals.value != 0
+    if (len(args) + len(kw or {}) not in (1, 2) or not isinstance(decimals, Const) or type(decimals.value) is not int
             or not isinstance(dtype, T.Scalar) or dtype.kind != "f"):
-        raise TypeInferenceError("np.round() is supported in compiled code for floats with decimals=0",
+        raise TypeInferenceError("np.round() is supported in compiled code for floats and a constant decimals",
                                  hint="np.rint(x) rounds to the nearest integer (ties to even)")
-    return _ufunc_call(interp, numpy().rint, args[:1])
+    d = decimals.value
+    if d == 0:
+        return _ufunc_call(interp, numpy().rint, args[:1])
+    np_ = numpy()
+    factor = Const(float(10 ** abs(d)), T.float64)
+    scale, unscale = (np_.multiply, np_.true_divide) if d > 0 else (np_.true_divide, np_.multiply)
+    scaled = _ufunc_call(interp, scale, [args[0], factor])
+    rounded = _ufunc_call(interp, np_.rint, [scaled.restype])
+    back = _ufunc_call(interp, unscale, [rounded.restype, factor])
+
+    def lower(cg, a, at, rt):
+        f = ir.Constant(ir.DoubleType(), factor.value)
+        v = cg.call_result(scaled, [a[0], f], [at[0], factor], scaled.restype)
+        v = cg.call_result(rounded, [v], [scaled.restype], rounded.restype)
+        return cg.call_result(back, [v, f], [rounded.restype, factor], rt)
+    return CallResult(back.restype, lower)
 
 
 @base.handler

@@ -2,9 +2,9 @@
 
 Only blocks and edges the interpreter found reachable are emitted; values
 the interpreter knows as constants are materialised instead of computed.
-This class is also the ``cg`` object rules lower with: ``b`` (the builder),
-``cast``, ``truth``, ``call_intrinsic``, ``call_extern``, ``check``,
-``check_index``.
+This class is also the ``cg`` object rules lower with: what they may use of it
+(``b``, the builder; ``cast``, ``call_intrinsic``, ``check``...) is the protocol
+:class:`~gpucompiler.interpreter.lowering.CodeGen`.
 
 Errors stop execution: in a module with a status (``mod.status``) a failed
 check sets the error and returns ``failed`` at once, and every call of a

@@ -45,7 +45,8 @@ def spec_name(frame) -> str:
 
 
 class ModuleCodegen:
-    """Builds one ``ir.Module`` from inferred frames."""
+    """Builds one ``ir.Module`` from inferred frames (``cg.mod`` of a rule's lowering: what rules may use of it
+    is the protocol :class:`~gpucompiler.interpreter.lowering.ModuleGen`)."""
 
     def __init__(self, name: str, interp, triple: str = "", data_layout: str = "", *,
                  status: bool = False, boundscheck: bool = False, on_error: ErrorPolicy = ErrorPolicy.PYTHON,

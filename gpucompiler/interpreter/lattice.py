@@ -145,7 +145,7 @@ def _frozen(value) -> Any:
     return value
 
 
-def widen(x) -> Any:
+def widen(x: object) -> Any:
     """The type of an abstract value (a ``types.Type``; typed ``Any`` because a rule's
     signature, which a type checker does not see, says which kind of type it is)."""
     return x.type if isinstance(x, Const) else x

@@ -9,13 +9,14 @@ the base rules, the overlays of its target and the rule sets of the plugins
 its config enables, so a plugin's rules never leak into jobs that did not ask
 for them.
 
-Example: a plugin adding an intrinsic ``fma3(a, b, c)``::
+Example: a plugin adding an intrinsic ``fma3(a, b, c)`` (what a lowering and a
+handler receive is typed in :mod:`.lowering`)::
 
     rules = RuleSet("my_plugin")
 
-    @rules.define(fma3, Float, Float, Float, restype=lambda a, b, c: a)
-    def _fma3(cg, args, argtypes, restype):
-        return cg.call_intrinsic("llvm.fma", restype, args)
+    @rules.define(fma3, Float, Float, Float, restype=lambda a, b, c: widen(a))
+    def _fma3(cg: CodeGen, args: Args, argtypes: ArgTypes, restype: T.Type) -> ir.Value:
+        return cg.call_intrinsic("llvm.fma", restype, values(args))
 
     class MyPlugin(gpucompiler.plugin.Plugin):
         name, version, rules = "my_plugin", "1.0", rules
@@ -25,39 +26,31 @@ Example: a plugin adding an intrinsic ``fma3(a, b, c)``::
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, cast
 
 import attrs
 
 from .. import plugin as gp, types as T
 from ..errors import ConfigError, GPUCompilerError, PluginError, RuleConflictError
-from .lattice import Const, widen
+from .lattice import AbstractValue, Const, widen
+from .lowering import ArgTypes, CallResult, Handler, InlinePolicy, Interp, Lowering
 
 if TYPE_CHECKING:
     from ..core import Rules, Target
 
 
-@attrs.frozen(eq=False)
-class CallResult:
-    """What a call means: its result (an abstract value) and how to lower it.
-
-    ``lower(cg, args, argtypes, restype)`` returns the LLVM value (``None``
-    for results without one); ``callee`` instead names a specialization
-    ``(pyfunc, argtypes)`` to call; ``deferred`` a
-    :class:`~gpucompiler.interpreter.deferred.DeferredCall` (a nested job);
-    ``rule_set`` is the claimant's name. ``method``: the call of a method value
-    (:class:`~gpucompiler.types.BoundMethod`), which means
-    ``call_method(receiver, name, *args)``: its lowering gets those arguments.
-    """
-
-    restype: Any
-    lower: Callable | None = None
-    callee: Any = None
-    rule_set: str = ""
-    deferred: Any = None
-    method: bool = False
-
+Pattern: TypeAlias = "T.Type | type[T.Type] | tuple[str, ...] | Callable[[AbstractValue], bool]"
+"""A rule signature's entry: a type, a type class (``ArrayType``), one of the patterns below, or a predicate
+on the abstract value."""
+Restype: TypeAlias = "T.Type | Const | Callable[..., AbstractValue | None]"
+"""A rule's result: a type, a constant (the call's value is known), or a function of the argument types
+giving one of them (None: the rule declines the call)."""
+Claim: TypeAlias = "CallResult | tuple[tuple[Method, AbstractValue], str]"
+"""A plugin's claim on a call: its handler's result, or ``((method, result type), rule set name)``."""
+L = TypeVar("L", bound=Lowering)
+H = TypeVar("H", bound=Handler)
+F = TypeVar("F", bound=Callable[..., Any])
 
 Float = ("kind", "f")
 Int = ("kind", "i")
@@ -70,14 +63,15 @@ Numeric = ("numeric",)
 Any_ = ("any",)
 
 
-def _matches(pattern: Any, t) -> bool:
+def _matches(pattern: Pattern, t: AbstractValue) -> bool:
     w = widen(t)
     if isinstance(pattern, T.Type):
         return w == pattern
     if isinstance(pattern, type):
         return isinstance(w, pattern)
     if isinstance(pattern, tuple):
-        tag = pattern[0]
+        tags = cast("tuple[str, ...]", pattern)  # (isinstance also admits a callable subclass of tuple)
+        tag = tags[0]
         if tag == "any":
             return True
         if tag == "number":
@@ -85,10 +79,10 @@ def _matches(pattern: Any, t) -> bool:
         if tag == "numeric":
             return isinstance(w, T.Scalar)
         if tag == "kind":
-            return isinstance(w, T.Scalar) and w.kind == pattern[1]
+            return isinstance(w, T.Scalar) and w.kind == tags[1]
         if tag == "const":
             return isinstance(t, Const)
-    assert callable(pattern), f"rule pattern {pattern!r}"
+    assert not isinstance(pattern, tuple) and callable(pattern), f"rule pattern {pattern!r}"
     return bool(pattern(t))
 
 
@@ -100,18 +94,18 @@ class Method:
 
     __slots__ = ("sig", "varargs", "restype", "lower", "pure")
 
-    def __init__(self, sig, varargs, restype, lower, pure):
+    def __init__(self, sig: tuple[Pattern, ...], varargs: bool, restype: Restype, lower: Lowering, pure: bool):
         self.sig, self.varargs, self.restype = sig, varargs, restype
         self.lower, self.pure = lower, pure
 
-    def match(self, argtypes) -> bool:
+    def match(self, argtypes: ArgTypes) -> bool:
         n = len(self.sig)
         if len(argtypes) != n and not (self.varargs and len(argtypes) >= n - 1):
             return False
         pats = list(self.sig) + [self.sig[-1]] * (len(argtypes) - n) if n else []
         return all(_matches(p, t) for p, t in zip(pats, argtypes))
 
-    def result(self, argtypes):
+    def result(self, argtypes: ArgTypes) -> AbstractValue | None:
         r = self.restype
         return r(*argtypes) if callable(r) and not isinstance(r, T.Type) else r
 
@@ -138,11 +132,12 @@ class RuleSet:
         self.name, self.target, self.builtin = name, target, builtin
         self.plugin = plugin or name.partition(".")[0]
         self.parts = parts
-        self.methods: dict[Any, list[Method]] = {}
-        self.handlers: list[Callable] = []
-        self.inline_policy: Callable | None = None
+        self.methods: dict[object, list[Method]] = {}
+        self.handlers: list[Handler] = []
+        self.inline_policy: InlinePolicy | None = None
 
-    def define(self, fn, *sig, restype, varargs: bool = False, pure: bool = True):
+    def define(self, fn: object, *sig: Pattern, restype: Restype, varargs: bool = False,
+               pure: bool = True) -> Callable[[L], L]:
         """Decorator: ``lower(cg, args, argtypes, restype)`` implements ``fn`` for ``sig``.
 
         Signature entries are types, type classes (``ArrayType``), the
@@ -151,20 +146,20 @@ class RuleSet:
         function of the argument types; it may return ``None`` to decline.
         ``pure`` rules of constant arguments are folded by calling ``fn``.
         """
-        def deco(lower):
+        def deco(lower: L) -> L:
             methods = self.methods.setdefault(fn, [])
             methods.append(Method(sig, varargs, restype, lower, pure))
             methods.sort(key=lambda m: self._rank(m.lower))  # stable: a module's own in definition order
             return lower
         return deco
 
-    def handler(self, fn: Callable) -> Callable:
+    def handler(self, fn: H) -> H:
         """Register ``fn(interp, callee, argtypes) -> CallResult | None`` (a call handler)."""
         self.handlers.append(fn)
         self.handlers.sort(key=self._rank)
         return fn
 
-    def _rank(self, rule: Callable) -> int:
+    def _rank(self, rule: Callable[..., Any]) -> int:
         """The place of ``rule``'s module in ``parts`` (0 for a set without them)."""
         if not self.parts:
             return 0
@@ -174,7 +169,7 @@ class RuleSet:
                               "a module not in its precedence: add the module to the set's `parts`")
         return self.parts.index(module)
 
-    def overload(self, fn, *, target: str | None = None) -> Callable:
+    def overload(self, fn: object, *, target: str | None = None) -> Callable[[F], F]:
         """Decorator (Numba's ``@overload``): a Python implementation compiled in place of calls of ``fn``
         (on the target named ``target`` only, when given), with the same arguments::
 
@@ -182,8 +177,8 @@ class RuleSet:
             def hypot_ptx(x, y):
                 return math.sqrt(x * x + y * y)
         """
-        def deco(impl: Callable) -> Callable:
-            def route(interp, callee, argtypes):
+        def deco(impl: F) -> F:
+            def route(interp: Interp, callee: object, argtypes: ArgTypes) -> CallResult | None:
                 if callee is not fn or (target is not None and interp.target.name != target):
                     return None
                 return interp.invoke(impl, list(argtypes))
@@ -194,7 +189,7 @@ class RuleSet:
             return impl
         return deco
 
-    def lookup(self, fn, argtypes) -> tuple[Method, Any] | None:
+    def lookup(self, fn: object, argtypes: ArgTypes) -> tuple[Method, AbstractValue] | None:
         for method in reversed(self.methods.get(fn, ())):
             if method.match(argtypes):
                 res = method.result(argtypes)
@@ -219,7 +214,7 @@ def register(rule_set: RuleSet) -> RuleSet:
     return rule_set
 
 
-def enabled_rule_sets(target: Target, plugins) -> tuple[list[RuleSet], list[Rules]]:
+def enabled_rule_sets(target: Target, plugins: Iterable[str]) -> tuple[list[RuleSet], list[Rules]]:
     """``(plugin rule sets, base rule sets)`` for a job; base starts with the target's overlays.
 
     A rule set with a ``target`` (a plugin's overlay, like the base ones)
@@ -241,12 +236,12 @@ def _plugin_rules(name: str) -> tuple[RuleSet, ...]:
     if rules is None:
         rules = RULE_SETS.get(name)
     sets = () if rules is None else (rules,) if isinstance(rules, RuleSet) else rules
-    if not isinstance(sets, (tuple, list)) or not all(isinstance(rs, RuleSet) for rs in sets):
+    if not isinstance(sets, (tuple, list)) or not all(isinstance(rs, RuleSet) for rs in cast("Sequence[object]", sets)):
         raise ConfigError(f"plugin {name!r}: `rules` must be a RuleSet or a tuple of RuleSets, got {rules!r}")
-    return tuple(sets)
+    return tuple(cast("Sequence[RuleSet]", sets))  # checked just above
 
 
-def call_handler(rs: RuleSet, handler: Callable, interp, fn, argtypes) -> CallResult | None:
+def call_handler(rs: RuleSet, handler: Handler, interp: Interp, fn: object, argtypes: ArgTypes) -> CallResult | None:
     """``handler(interp, fn, argtypes)`` of rule set ``rs``; a failure (other than a typed compiler
     error) becomes a :class:`PluginError` naming the plugin and the handler (the interpreter adds
     the user's file:line)."""
@@ -259,12 +254,12 @@ def call_handler(rs: RuleSet, handler: Callable, interp, fn, argtypes) -> CallRe
         raise PluginError(rs.plugin, "call handler", name, exc, at=gp.plugin_location(exc, handler)) from exc
 
 
-def claim(plugin_sets: list[RuleSet], interp, fn, argtypes) -> CallResult | None:
+def claim(plugin_sets: list[RuleSet], interp: Interp, fn: object, argtypes: ArgTypes) -> Claim | None:
     """The one plugin claim on ``fn(argtypes)``; several claims raise RuleConflictError (within one
     plugin, its rule sets for the job's target win over those for every target)."""
-    claims = []
+    claims: list[tuple[RuleSet, Claim]] = []
     for rs in plugin_sets:
-        found = None
+        found: Claim | None = None
         for h in rs.handlers:
             found = call_handler(rs, h, interp, fn, argtypes)
             if found is not None:
@@ -277,8 +272,8 @@ def claim(plugin_sets: list[RuleSet], interp, fn, argtypes) -> CallResult | None
         if found is not None:
             claims.append((rs, found))
     by_target = {rs.plugin for rs, _ in claims if rs.target is not None}
-    claims = [c for rs, c in claims if rs.target is not None or rs.plugin not in by_target]  # a plugin's own
-    if len(claims) > 1:  # rules for this target win over its rules for every target
-        names = [c.rule_set if isinstance(c, CallResult) else c[1] for c in claims]
+    kept = [c for rs, c in claims if rs.target is not None or rs.plugin not in by_target]  # a plugin's own
+    if len(kept) > 1:  # rules for this target win over its rules for every target
+        names = [c.rule_set if isinstance(c, CallResult) else c[1] for c in kept]
         raise RuleConflictError(getattr(fn, "__qualname__", repr(fn)), names)
-    return claims[0] if claims else None
+    return kept[0] if kept else None

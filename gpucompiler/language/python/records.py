@@ -103,7 +103,7 @@ def _construct(interp, fn, args):
                                                                   "a record")
 
     def build(cg, values, argtypes, rt):
-        values = [m.lower(cg, [v], [at], m.restype) if m is not None else v
+        values = [cg.call_result(m, [v], [at], widen(m.restype)) if m is not None else v
                   for m, v, at in zip(made, values, argtypes)]
         return _build(cg, values, types, rt)
     return CallResult(_R(fn.__module__, fn.__qualname__, tuple(zip(names, types)), issubclass(fn, tuple)), build)

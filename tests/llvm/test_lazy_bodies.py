@@ -184,3 +184,27 @@ def test_a_global_renamed_keeps_its_uses_in_bodies_not_parsed_yet():
     text = str(m)
     assert text.count("call i32 @g2(") == 1 and "@g(" not in text
     llvm.parse_assembly(text, context=llvm.create_context()).verify()
+
+
+def _use_sites(v) -> list[tuple[str, str]]:
+    """Each use of ``v`` as (the using function's name or the global's, the user's opcode or kind)."""
+    out = []
+    for u in v.uses:
+        user = u.user
+        if isinstance(user, Instruction):
+            out.append((user.function.name if user.function is not None else "", user.opcode))
+        else:
+            out.append((getattr(user, "name", ""), type(user).__name__))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
+def test_every_global_asked_in_turn_has_the_uses_of_the_eager_parse(path):
+    """Each global's uses, asked one after another of one lazy parse (each question parsing the bodies that
+    spell that name), are the eager parse's; the module then prints as the eager one."""
+    text = _printed(path)
+    eager, lazy = parse(text), parse(text, lazy=True)
+    for table in ("functions", "globals"):
+        for name, v in getattr(eager, table).items():
+            assert _use_sites(getattr(lazy, table)[name]) == _use_sites(v), name
+    assert str(lazy) == str(eager)

@@ -225,6 +225,27 @@ def test_none_inside_returned_tuples_and_the_items_after_it():
     assert gpuc.jit(picks_after_a_none)(5.0, 2.0) == 3.0
 
 
+def slices_around_a_none(x, a, b):
+    t = (None, a, x, None, b, 4.0)
+    u = t[1:]
+    return u, t[::2], t[2:][2:], t[1:3], u[1] + u[4], (None, a)[1:]
+
+
+def test_slices_of_a_tuple_holding_none_pick_the_items_python_picks():
+    """A slice indexed the tuple's fields by Python's positions, which a None shifts: an error from inside
+    LLVM's bindings (or the wrong item when the types matched)."""
+    a, b = np.arange(3.0), np.ones(2)
+    got, want = gpuc.jit(slices_around_a_none)(1.5, a, b), slices_around_a_none(1.5, a, b)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        if isinstance(w, tuple):
+            assert len(g) == len(w)
+            for gi, wi in zip(g, w):
+                assert (gi is None and wi is None) or np.array_equal(gi, wi)
+        else:
+            assert g == w
+
+
 def test_a_record_of_a_class_defined_in_a_function_is_a_typed_error():
     class Local(NamedTuple):
         x: float

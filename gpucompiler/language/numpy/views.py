@@ -25,6 +25,7 @@ from ...interpreter.lattice import Const, const, pyobj, widen
 from ...interpreter.rules import Any_, Constant
 from . import arraymem as mem
 from .arrayloops import nested_loop
+from ..python.containers import _has_value
 from ..python.numbers import base
 
 _A = T.ArrayType
@@ -76,10 +77,11 @@ def _tuple_slice_type(tup, index):
 
 @base.define(operator.getitem, T.TupleType, Any_, restype=_tuple_slice_type)
 def _tuple_slice(cg, args, argtypes, rt):
-    picked = range(len(widen(argtypes[0]).items))[slice(*argtypes[1].value)]
+    items = widen(argtypes[0]).items
+    picked = [i for i in range(len(items))[slice(*argtypes[1].value)] if _has_value(items[i])]
     value = ir.Constant(cg.ll(rt), ir.Undefined)
-    for k, i in enumerate(picked):
-        value = cg.b.insert_value(value, cg.b.extract_value(args[0], i), k)
+    for k, i in enumerate(picked):  # fields: the items that have a value (None has no field)
+        value = cg.b.insert_value(value, cg.b.extract_value(args[0], sum(map(_has_value, items[:i]))), k)
     return value
 
 

@@ -16,8 +16,8 @@ atomics) is :mod:`gpucompiler.device`.
 """
 
 from .math import mathlib  # noqa: F401  (registration, like every import below)
-from .numpy import (arrayexpr, creation, fancy, npcast, npcumul, npjoin, npsearch, npstats, npmethods, npnonzero,  # noqa: F401
-                    reductions, selection, ufuncs, views)
+from .numpy import (arrayexpr, creation, fancy, npcast, npcumul, npjoin, npmatrix, npmethods,  # noqa: F401
+                    npnonzero, npsearch, npstats, reductions, selection, ufuncs, views)
 from .numpy.linalg import blas, nplinalg  # noqa: F401
 from .numpy.random import nprandom, nprandomstate  # noqa: F401
 from .numpy.sort import npsort, npsorted  # noqa: F401

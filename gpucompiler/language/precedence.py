@@ -33,6 +33,7 @@ PRECEDENCE: tuple[str, ...] = (
     _L + "numpy.npcumul",
     _L + "numpy.npstats",
     _L + "numpy.npsearch",
+    _L + "numpy.npmatrix",
     _L + "numpy.npjoin",
     _L + "numpy.npmethods",
     _L + "numpy.npnonzero",

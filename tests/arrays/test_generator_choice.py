@@ -184,3 +184,52 @@ def test_random_choices_against_numpy():
                 compiled[weighted](*args)
             continue
         _same(compiled[weighted](*args), want)
+
+
+# -- the legacy np.random.choice(..., p=...) -------------------------------------------------------------------
+def legacy_weighted(seed, a, p, k):
+    np.random.seed(seed)
+    return (np.random.choice(a, k, p=p), np.random.choice(a, (2, 2), replace=False, p=p), np.random.choice(a, p=p),
+            np.random.choice(a.shape[0], k, replace=False, p=p), np.random.choice(a.shape[0], p=p),
+            np.random.random())
+
+
+def _legacy_reference(seed, a, p, k):
+    rs = np.random.RandomState(seed)
+    return (rs.choice(a, k, p=p), rs.choice(a, (2, 2), replace=False, p=p), rs.choice(a, p=p),
+            rs.choice(a.shape[0], k, replace=False, p=p), rs.choice(a.shape[0], p=p), rs.random())
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_legacy_choice_with_p_is_randomstates_bit_for_bit(seed):
+    a = np.arange(15) * 2 - 9
+    p = np.random.default_rng(seed + 50).random(15)
+    p[[0, 6, 7]] = 0.0
+    p /= p.sum()
+    _same(jit(legacy_weighted)(seed, a, p, 7), _legacy_reference(seed, a, p, 7))
+
+
+def legacy_bad(case):
+    np.random.seed(0)
+    if case == 0:
+        return float(np.random.choice(3, 2, p=np.array([0.5, 0.5]))[0])
+    if case == 1:
+        return float(np.random.choice(2, 2, p=np.array([np.nan, 0.5]))[0])
+    if case == 2:
+        return float(np.random.choice(2, 2, p=np.array([-0.5, 1.5]))[0])
+    if case == 3:
+        return float(np.random.choice(2, 2, p=np.array([0.4, 0.5]))[0])
+    if case == 4:
+        return float(np.random.choice(3, 3, replace=False, p=np.array([0.5, 0.5, 0.0]))[0])
+    if case == 5:
+        return float(np.random.choice(3, 4, replace=False, p=np.array([0.5, 0.25, 0.25]))[0])
+    return float(np.random.choice(0, 2, p=np.zeros(0))[0])
+
+
+@pytest.mark.parametrize("case", range(7))
+def test_legacy_choice_errors_are_randomstates(case):
+    with pytest.raises(ValueError) as want:
+        legacy_bad(case)
+    with pytest.raises(ValueError) as got:
+        jit(legacy_bad)(case)
+    assert str(got.value) == str(want.value)

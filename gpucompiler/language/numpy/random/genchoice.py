@@ -9,7 +9,9 @@ with bounded draws (Lemire's method, as ``integers``), or, for more than
 10000 items of which more than a fiftieth are drawn, the tail of a partial
 shuffle of ``arange``. With ``p`` and without replacement: rounds of
 doubles, each round's new indices kept in their first order, the chosen
-entries' probabilities zeroed for the next round. ``p`` is checked as NumPy
+entries' probabilities zeroed for the next round; the legacy
+``np.random.choice(..., p=...)`` runs the same algorithm on the thread's
+MT19937 state (its messages are its own). ``p`` is checked as NumPy
 checks it (its length, no NaN, no negative entry, a Kahan sum within
 ``atol`` of 1). Each function takes the population and the pick of the
 result as function constants (an integer ``a`` or a sequence), so that one
@@ -23,6 +25,7 @@ from typing import Any
 from .... import types as T
 from ....frontend.intrinsics import check, getitem_unchecked, setitem_unchecked
 from ..npintrinsics import new_array
+from . import nprandomimpl as legacy
 from .nprandomgen import _bounded, _store, next_double
 from .nprandomimpl import count, mask_of
 
@@ -101,6 +104,19 @@ def uniform_indices(t, pop, n, replace, p, atol, shuffle):
     return out, _floyd(t, pop, n, out, shuffle)
 
 
+def _kahan(q):
+    """Kahan's sum of ``q`` (how NumPy checks that ``p`` sums to 1)."""
+    d = q.shape[0]
+    s = getitem_unchecked(q, 0) if d > 0 else 0.0
+    c = 0.0
+    for i in range(1, d):
+        y = getitem_unchecked(q, i) - c
+        u = s + y
+        c = (u - s) - y
+        s = u
+    return s
+
+
 def _checked(p, pop, atol):
     """``p`` as float64 (a copy), checked as NumPy checks it."""
     d = len(p)
@@ -108,13 +124,7 @@ def _checked(p, pop, atol):
     q = new_array((d,), F64)
     for i in range(d):
         setitem_unchecked(q, i, F64(p[i]))
-    s = getitem_unchecked(q, 0) if d > 0 else 0.0
-    c = 0.0
-    for i in range(1, d):  # Kahan's sum
-        y = getitem_unchecked(q, i) - c
-        u = s + y
-        c = (u - s) - y
-        s = u
+    s = _kahan(q)
     check(s == s, "ValueError", "Probabilities contain NaN")
     for i in range(d):
         check(not getitem_unchecked(q, i) < 0.0, "ValueError", "Probabilities are not non-negative")
@@ -147,18 +157,18 @@ def _search(cdf, u):
     return lo
 
 
-def weighted_indices(t, pop, n, replace, p, atol, shuffle):
-    """``(indices, state)``: ``n`` indices below ``pop`` drawn with the probabilities ``p``."""
-    q = _checked(p, pop, atol)
+def _weighted(draw, src, q, pop, n, replace):
+    """``(indices, source)``: ``n`` indices below ``pop`` drawn with the (checked) probabilities ``q``, each
+    double ``draw(src) -> (u, src)``; without replacement, rounds of doubles whose new indices are kept in
+    their first order, the chosen entries' probabilities zeroed for the next round (both APIs' algorithm)."""
     out = new_array((n,), I64)
     cdf = new_array((pop,), F64)
     if replace:
         _cdf(q, cdf)
         for i in range(n):
-            u, t = next_double(t)
+            u, src = draw(src)
             setitem_unchecked(out, i, _search(cdf, u))
-        return out, t
-    check(n <= pop, "ValueError", _FULL)
+        return out, src
     nonzero = 0
     for i in range(pop):
         if getitem_unchecked(q, i) > 0.0:
@@ -172,7 +182,7 @@ def weighted_indices(t, pop, n, replace, p, atol, shuffle):
     while done < n:
         m = n - done
         for i in range(m):
-            u, t = next_double(t)
+            u, src = draw(src)
             setitem_unchecked(x, i, u)
         for i in range(done):
             setitem_unchecked(q, getitem_unchecked(out, i), 0.0)
@@ -186,7 +196,75 @@ def weighted_indices(t, pop, n, replace, p, atol, shuffle):
                 added += 1
         done += added
         rounds += 1
-    return out, t
+    return out, src
+
+
+def weighted_indices(t, pop, n, replace, p, atol, shuffle):
+    """``(indices, state)``: ``n`` indices below ``pop`` drawn with the probabilities ``p``."""
+    q = _checked(p, pop, atol)
+    check(replace or n <= pop, "ValueError", _FULL)
+    return _weighted(next_double, t, q, pop, n, replace)
+
+
+# -- the legacy np.random.choice(..., p=...): the same algorithm on the thread's MT19937 state ----------
+def _legacy_double(st):
+    return legacy.next_double(st), st
+
+
+def _legacy_checked(p, pop, atol):
+    """``p`` as float64 (a copy), checked as NumPy's ``RandomState.choice`` checks it."""
+    d = len(p)
+    check(d == pop, "ValueError", "'a' and 'p' must have same size")
+    q = new_array((d,), F64)
+    for i in range(d):
+        setitem_unchecked(q, i, F64(p[i]))
+    s = _kahan(q)
+    check(s == s, "ValueError", "probabilities contain NaN")
+    for i in range(d):
+        check(not getitem_unchecked(q, i) < 0.0, "ValueError", "probabilities are not non-negative")
+    check(not abs(s - 1.0) > atol, "ValueError", "probabilities do not sum to 1")
+    return q
+
+
+def legacy_indices(pop, n, replace, p, atol):
+    """The indices of ``np.random.choice(pop, n, replace, p)`` from the calling thread's state."""
+    q = _legacy_checked(p, pop, atol)
+    check(replace or n <= pop, "ValueError", "Cannot take a larger sample than population when 'replace=False'")
+    return _weighted(_legacy_double, legacy.state(), q, pop, n, replace)[0]
+
+
+def legacy_int(a, replace, p, atol):
+    check(a > 0, "ValueError", "a must be greater than 0 unless no samples are taken")
+    return getitem_unchecked(legacy_indices(a, 1, replace, p, atol), 0)
+
+
+def legacy_ints(a, shape, replace, p, atol):
+    n = count(shape)
+    check(a > 0 or n == 0, "ValueError", "a must be greater than 0 unless no samples are taken")
+    return legacy_indices(a, n, replace, p, atol).reshape(shape)
+
+
+def legacy_ints1(a, d0, replace, p, atol):
+    return legacy_ints(a, (d0,), replace, p, atol)
+
+
+def legacy_item(a, replace, p, atol):
+    check(len(a) > 0, "ValueError", "'a' cannot be empty unless no samples are taken")
+    return a[getitem_unchecked(legacy_indices(len(a), 1, replace, p, atol), 0)]
+
+
+def legacy_items(a, shape, replace, p, atol, dt):
+    n = count(shape)
+    check(len(a) > 0 or n == 0, "ValueError", "'a' cannot be empty unless no samples are taken")
+    idx = legacy_indices(len(a), n, replace, p, atol)
+    out = new_array((n,), dt)
+    for i in range(n):
+        setitem_unchecked(out, i, a[getitem_unchecked(idx, i)])
+    return out.reshape(shape)
+
+
+def legacy_items1(a, d0, replace, p, atol, dt):
+    return legacy_items(a, (d0,), replace, p, atol, dt)
 
 
 def choose(indices, population, g, a, shape, replace, p, atol, shuffle):

@@ -2,7 +2,7 @@
 
 The legacy functions (``seed``, ``random``/``random_sample``/``rand``,
 ``uniform``, ``normal``/``standard_normal``/``randn``, ``exponential``,
-``randint``, ``shuffle``, ``permutation``, ``choice``) draw from the
+``randint``, ``shuffle``, ``permutation``, ``choice``, with ``p`` too) draw from the
 process's state (:mod:`.nprandomstate`), apart from NumPy's own as in Numba,
 with NumPy's algorithms (:mod:`.nprandomimpl`): after ``np.random.seed(s)``
 in compiled code they give what ``np.random.RandomState(s)`` gives.
@@ -228,10 +228,29 @@ def _dtype(slot: tuple) -> tuple:
     return const(t.dtype), None
 
 
+def _weighted_choice(interp, call: _Call) -> CallResult:
+    """``np.random.choice(a, size, replace, p)`` with ``p``: genchoice.py's algorithm on the legacy state."""
+    p, atol = _probabilities(call)
+    replace = call.number("replace")
+    a, k = call.given["a"]
+    t = widen(a)
+    size = _size(call)
+    if isinstance(t, T.Scalar) and t.is_integer:
+        if size is None:
+            return _call(interp, call.what, C.legacy_int, [(a, k), replace, p, atol])
+        return _call(interp, call.what, C.legacy_ints1 if size[1] else C.legacy_ints, [(a, k), size[0], replace, p,
+                                                                                       atol])
+    dt = (const(t.item), None) if isinstance(t, T.ListType) and isinstance(t.item, T.Scalar) else \
+        _dtype(_array(call, "a", (1,)))
+    if size is None:
+        return _call(interp, call.what, C.legacy_item, [(a, k), replace, p, atol])
+    return _call(interp, call.what, C.legacy_items1 if size[1] else C.legacy_items, [(a, k), size[0], replace, p,
+                                                                                     atol, dt])
+
+
 def _choice(interp, call: _Call) -> CallResult:
     if not call.is_none("p"):
-        raise TypeInferenceError("np.random.choice(..., p=...) is not supported in compiled code",
-                                 hint="draw u = np.random.random() and search the cumulative sum of p")
+        return _weighted_choice(interp, call)
     replace = (const(bool(call.constant("replace"))), None)
     a, k = call.given["a"]
     t = widen(a)

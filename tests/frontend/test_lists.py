@@ -420,6 +420,27 @@ def test_gradients_through_lists_match_finite_differences():
     assert abs(gradient(grown_product, x) - fd) < 1e-5 * max(1.0, abs(fd))
 
 
+def rearranged(x):
+    xs = [x, 2.0 * x, 3.0 * x, x * x]
+    ys = xs[1:3] + xs[::-1]
+    ys.extend(xs)
+    ys.insert(2, x * 5.0)
+    ys.reverse()
+    ys.pop()
+    ys[1:3] = [x, x * x * x]
+    ys *= 2
+    s = 0.0
+    for v in ys:
+        s = s * 0.5 + v * v
+    return s
+
+
+def test_gradients_through_slices_extend_insert_and_reverse_match_finite_differences():
+    x, h = 0.7, 1e-6
+    fd = (rearranged(x + h) - rearranged(x - h)) / (2 * h)
+    assert abs(gradient(rearranged, x) - fd) < 1e-6 * max(1.0, abs(fd))
+
+
 def test_pop_of_an_inner_item_in_differentiated_code_is_a_typed_error_at_the_line():
     """The items' shift gave a wrong derivative (21.0 for 18.2 at 0.7): refused, never a wrong number."""
     with pytest.raises(TypeInferenceError) as info:

@@ -7,6 +7,7 @@ and its arguments; the reference is the same function run by CPython
 (``f.py_func``) on copies of the arguments.
 """
 
+from collections import namedtuple
 import math
 
 import numpy as np
@@ -492,11 +493,77 @@ def top_k_of_list(values, k):
 
 
 @njit
+def sorted_insert_window(values, width):
+    # a running sorted window kept as a list: insert, slices, del and extend, as Numba users write them
+    window = [values[0]]
+    medians = []
+    for i in range(1, len(values)):
+        v = values[i]
+        j = 0
+        while j < len(window) and window[j] < v:
+            j += 1
+        window.insert(j, v)
+        if len(window) > width:
+            old = values[i - width]
+            k = window.index(old)
+            del window[k]
+        medians.append(window[len(window) // 2])
+    tail = window[1:]
+    tail.extend(window[:1])
+    return medians, tail, window[::-1]
+
+
+@njit
 def sample_without_replacement(a, k, seed):
     np.random.seed(seed)
     picked = np.random.choice(a, k, replace=False)
     again = np.random.choice(a.shape[0], size=(2, 3))
     return picked, again, np.random.choice(a)
+
+
+
+Particle = namedtuple("Particle", ["x", "v", "m"])
+
+
+@njit
+def kinetic_energy(particles):
+    e = 0.0
+    for p in particles:
+        e += 0.5 * p.m * p.v * p.v
+    return e, Particle(particles[0].x + 1.0, particles[0].v, particles[0].m)
+
+
+@njit
+def summary_statistics(a):
+    return (a.mean(), a.std(), np.var(a, ddof=1), np.median(a), np.percentile(a, 95.0),
+            np.quantile(a, 0.25), np.nanmean(a))
+
+
+@njit
+def numpy_histogram(a, bins):
+    counts, edges = np.histogram(a, bins, (-3.0, 3.0))
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    return counts, centres, np.bincount(np.searchsorted(edges, a) % bins)
+
+
+@njit
+def resample_curve(x, y, at):
+    order = np.argsort(x)
+    return np.interp(at, x[order], y[order])
+
+
+@njit
+def solve_with_identity(m, rhs, lam):
+    n = m.shape[1]
+    a = m.T @ m + lam * np.eye(n)
+    w = np.linalg.solve(a, m.T @ rhs)
+    return w, np.trace(a)
+
+
+@njit
+def unique_and_steps(k, a):
+    u = np.unique(k)
+    return u, np.diff(a[:10]), np.round(a[:5], 3), np.outer(a[:3], a[3:5])
 
 
 _rng = np.random.default_rng(28)
@@ -555,4 +622,11 @@ CASES = [
     ("extend_running_sums", extend_running_sums, ([float(x) for x in _A[:20]],)),
     ("top_k_of_list", top_k_of_list, ([float(x) for x in _A[:40]], 5)),
     ("sample_without_replacement", sample_without_replacement, (_A[:60], 10, 4)),
+    ("sorted_insert_window", sorted_insert_window, ([float(x) for x in _A[:80]], 9)),
+    ("kinetic_energy", kinetic_energy, ((Particle(0.0, 1.5, 2.0), Particle(1.0, -0.5, 1.0), Particle(2.0, 2.5, 0.5)),)),
+    ("summary_statistics", summary_statistics, (_A,)),
+    ("numpy_histogram", numpy_histogram, (_A, 12)),
+    ("resample_curve", resample_curve, (_A[:50], np.sin(_A[:50]), np.linspace(-1.5, 1.5, 40))),
+    ("solve_with_identity", solve_with_identity, (_M, _A[:40], 0.1)),
+    ("unique_and_steps", unique_and_steps, (np.arange(1000) * 7 % 13, _A)),
 ]

@@ -9,6 +9,7 @@ each such function carries its :class:`Call` in :data:`CALL_ATTRIBUTE` (as every
 from __future__ import annotations
 
 import enum
+import types
 
 CALL_ATTRIBUTE = "__enzyme_call__"
 
@@ -31,8 +32,9 @@ def marked(call: Call):
 
 
 def call_of(fn) -> Call | None:
-    """The :class:`Call` a callee stands for in compiled code, None for any other callee."""
-    call = getattr(fn, CALL_ATTRIBUTE, None) if callable(fn) else None
+    """The :class:`Call` a callee stands for in compiled code, None for any other callee (only a function's
+    own attributes are read: no object's ``__getattr__`` runs)."""
+    call = fn.__dict__.get(CALL_ATTRIBUTE) if isinstance(fn, types.FunctionType) else None
     return call if isinstance(call, Call) else None
 
 

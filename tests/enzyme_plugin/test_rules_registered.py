@@ -40,3 +40,26 @@ def test_a_launch_in_differentiated_compiled_code_points_to_the_launch_tape_with
     assert out["raised"] == "TypeInferenceError"
     assert "in compiled code: kernels are launched from Python" in out["message"]
     assert "LaunchTape" in out["hint"] and out["file"] == str(HERE / "launch_programs.py")
+
+
+def _cube(x):
+    return x * x * x
+
+
+def test_the_generated_callers_autodiff_is_the_same_call_as_the_users_in_compiled_code_and_from_python():
+    """The rules know ``autodiff`` by its ``Call``: the user's and the one generated callers use
+    (``autodiff_deferred``, below the modules that run ``autodiff`` from Python) type and run alike."""
+    from enzyme_plugin import Active, Reverse, autodiff
+    from enzyme_plugin.calls import Call, call_of
+    from enzyme_plugin.compiled import autodiff_deferred
+    from gpucompiler import jit
+
+    assert call_of(autodiff) is Call.AUTODIFF and call_of(autodiff_deferred) is Call.AUTODIFF
+    assert call_of(_cube) is None and call_of(print) is None
+
+    @jit(plugins=("enzyme",))
+    def both(x):
+        return autodiff(Reverse, _cube, Active(x))[0] + 10.0 * autodiff_deferred(Reverse, _cube, Active(x))[0]
+
+    assert both(1.5) == 11.0 * 3 * 1.5 ** 2
+    assert autodiff_deferred(Reverse, _cube, Active(2.0)) == (12.0,)

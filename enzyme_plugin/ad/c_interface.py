@@ -92,8 +92,63 @@ _UNSUPPORTED_MARKERS = ("enzyme_vector", "enzyme_scalar", "enzyme_context", "enz
                         "enzyme_const_return", "enzyme_noret")
 
 
+class _TooFew(Exception):
+    """The marker call ran out of arguments (the message says what was missing)."""
+
+
+def _integer_accesses(p, depth: int = 0) -> int | None:
+    """How many integer loads and stores the function makes through pointer ``p`` (through the pointers it
+    loads from it, and in the defined functions it passes ``p`` to); None when it accesses the memory
+    otherwise, or lets ``p`` go elsewhere, so that the memory might carry a derivative."""
+    if depth > 3:
+        return None
+    n = 0
+    for u in p.users:
+        if not isinstance(u, Instruction):
+            return None
+        k = None
+        if u.opcode == "getelementptr" and u.operands[0] is p:
+            k = _integer_accesses(u, depth)
+        elif u.opcode == "load" and u.operands[0] is p:
+            k = _integer_accesses(u, depth + 1) if u.type.kind == "ptr" else int(u.type.scalar.kind == "int") or None
+        elif u.opcode == "store" and u.operands[1] is p and (u.operands[0].type.scalar.kind == "int"
+                                                              or getattr(u.operands[0], "ref", None) == "null"):
+            k = 1
+        elif u.opcode == "call" and isinstance(u.callee, Function) and u.callee.blocks:
+            params = [a for a, v in zip(u.callee.args, u.args) if v is p]
+            counts = [_integer_accesses(a, depth + 1) for a in params]
+            k = None if not params or None in counts else sum(c or 0 for c in counts)
+        if k is None:
+            return None
+        n += k
+    return n
+
+
+def _integer_memory(p) -> bool:
+    """Whether the function reads or writes ``p``'s memory, and only as integers (:func:`_integer_accesses`)."""
+    return bool(_integer_accesses(p))
+
+
 def decode(inst, fn, mode: MarkerMode, sret=None):
     """``(kinds, caller values per derivative parameter, split-mode extras)`` of a marker call on ``fn``.
+
+    An unmarked pointer is ``enzyme_dup``; when that leaves the call without enough arguments, an unmarked
+    pointer to memory ``fn`` only reads and writes as integers (``int *n``, ``long **meta``: no derivative
+    can flow through it) is ``enzyme_const``, as Enzyme's C interface takes such calls.
+    """
+    try:
+        return _decode(inst, fn, mode, sret, False)
+    except _TooFew as short:
+        if any(a.type.kind == "ptr" and _integer_memory(a) for a in fn.args):
+            try:
+                return _decode(inst, fn, mode, sret, True)
+            except _TooFew:
+                pass
+        raise unsupported(str(short), inst) from None
+
+
+def _decode(inst, fn, mode: MarkerMode, sret, int_pointers_const: bool):
+    """:func:`decode`, with unmarked pointers to integer memory constant when ``int_pointers_const``.
 
     ``enzyme_allocated, N`` and ``enzyme_tape, t`` may stand before, between or after the
     arguments; in split reverse mode a trailing pointer is the tape (as ``__enzyme_augmentfwd``
@@ -111,7 +166,7 @@ def decode(inst, fn, mode: MarkerMode, sret=None):
     def take(n: int, what: str) -> list:
         nonlocal i
         if i + n > len(items):
-            raise unsupported(f"too few arguments for @{fn.name} in the marker call (missing {what})", inst)
+            raise _TooFew(f"too few arguments for @{fn.name} in the marker call (missing {what})")
         out = items[i:i + n]
         i += n
         return out
@@ -134,13 +189,13 @@ def decode(inst, fn, mode: MarkerMode, sret=None):
     for a in fn.args:
         take_extras()
         if i >= len(items):
-            raise unsupported(f"too few arguments for @{fn.name} in the marker call", inst)
+            raise _TooFew(f"too few arguments for @{fn.name} in the marker call")
         m = _marker_of(items[i])
         if m is not None:
             i += 1
         else:
             if a.type.kind == "ptr":
-                m = "enzyme_dup"
+                m = "enzyme_const" if int_pointers_const and _integer_memory(a) else "enzyme_dup"
             elif is_float_like(a.type):
                 m = "enzyme_dup" if mode is MarkerMode.FORWARD else "enzyme_out"
             else:

@@ -535,7 +535,7 @@ def kinetic_energy(particles):
 
 @njit
 def summary_statistics(a):
-    return (a.mean(), a.std(), np.var(a, ddof=1), np.median(a), np.percentile(a, 95.0),
+    return (a.mean(), a.std(), np.var(a), np.median(a), np.percentile(a, 95.0),
             np.quantile(a, 0.25), np.nanmean(a))
 
 

@@ -4,7 +4,12 @@ there), and a lowering typed with them compiles and computes."""
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
+import subprocess
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from llvmlite import ir
@@ -102,3 +107,28 @@ def test_values_gives_the_llvm_values_and_refuses_an_argument_without_one():
     assert values([one, one]) == [one, one]
     with pytest.raises(TypeError, match="argument 1 has no LLVM value"):
         values([one, None])
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _strict_errors(code: str, tmp_path: Path) -> list[str]:
+    """basedpyright's errors on ``code`` checked in strict mode, under the project's configuration."""
+    path = tmp_path / "typed_plugin.py"
+    path.write_text("# pyright: strict, reportMissingTypeStubs=false\n" + code)
+    out = subprocess.run([str(shutil.which("basedpyright")), "--outputjson", str(path)], capture_output=True,
+                         text=True, cwd=ROOT, timeout=300)
+    return [d["message"] for d in json.loads(out.stdout)["generalDiagnostics"] if d["severity"] == "error"]
+
+
+@pytest.mark.skipif(shutil.which("basedpyright") is None, reason="basedpyright (the lint extra) is not installed")
+def test_the_docs_typed_plugin_checks_strictly_and_a_lowering_of_the_wrong_signature_does_not(tmp_path):
+    text = (ROOT / "docs" / "plugins.md").read_text()
+    match = re.search(r"```python\n(.*?)```", text[text.index("## Typed rules and plugins"):], re.S)
+    assert match is not None
+    code = match.group(1)
+    assert "@typed.define" in code and "@typed.handler" in code and "class Typed(gp.Plugin)" in code
+    assert _strict_errors(code, tmp_path) == []
+    wrong = code.replace("restype: T.Type) -> ir.Value:", "restype: int) -> ir.Value:")  # not a Lowering
+    assert wrong != code
+    assert any("Lowering" in e or "restype" in e for e in _strict_errors(wrong, tmp_path))

@@ -61,19 +61,23 @@ def _lower(inst: Instruction) -> None:
         raise unsupported("__enzyme_batch needs enzyme_width, N (a constant N >= 1) after the function", inst)
     lanes: list[list] = [[] for _ in range(width)]
     i = 2
-    for a in f.args:
+    for number, _ in enumerate(f.args, 1):
         kind = marker_of(rest[i]) if i < len(rest) else None
-        if kind not in ("enzyme_vector", "enzyme_scalar"):
-            raise unsupported(f"argument {a.ref} of @{f.name} in __enzyme_batch: precede it by enzyme_vector "
-                              f"({width} values) or enzyme_scalar (one value)", inst)
+        if kind in ("enzyme_vector", "enzyme_scalar"):
+            i += 1
+        elif kind is None and i < len(rest):
+            kind = "enzyme_vector"  # Enzyme's default: one value per lane
+        else:
+            raise unsupported(f"argument {number} of @{f.name} in __enzyme_batch: give it {width} values "
+                              f"(enzyme_vector, the default) or enzyme_scalar and one value", inst)
         n = width if kind == "enzyme_vector" else 1
-        values = rest[i + 1:i + 1 + n]
+        values = rest[i:i + n]
         if len(values) < n or any(marker_of(v) for v in values):
-            raise unsupported(f"too few values after {kind} for argument {a.ref} of @{f.name} in __enzyme_batch",
+            raise unsupported(f"too few values ({kind}) for argument {number} of @{f.name} in __enzyme_batch",
                               inst)
         for k in range(width):
             lanes[k].append(values[k if n > 1 else 0])
-        i += 1 + n
+        i += n
     if i < len(rest):
         raise unsupported(f"{len(rest) - i} argument(s) too many for @{f.name} in __enzyme_batch", inst)
     shape = _shape(inst, f, width, sret)

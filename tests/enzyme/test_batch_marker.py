@@ -65,7 +65,8 @@ def test_gradient_through_a_batch_call(level, pre_opt):
 
 BAD = {
     "no_width": ("__enzyme_batch_two((void *)poly, enzyme_vector, x, x, enzyme_scalar, 1.0)", "enzyme_width, N"),
-    "unmarked": ("__enzyme_batch_two((void *)poly, enzyme_width, 2, x, x, enzyme_scalar, 1.0)", "enzyme_vector"),
+    "unmarked_short": ("__enzyme_batch_two((void *)poly, enzyme_width, 2, x, x, enzyme_scalar)", "enzyme_scalar"),
+    "marker_short": ("__enzyme_batch_two((void *)poly, enzyme_width, 2, x)", "too few values"),
     "too_few": ("__enzyme_batch_two((void *)poly, enzyme_width, 2, enzyme_vector, x, x, enzyme_vector, 1.0)",
                 "too few values"),
     "too_many": ("__enzyme_batch_two((void *)poly, enzyme_width, 2, enzyme_vector, x, x, enzyme_scalar, 1.0, x)",
@@ -109,3 +110,19 @@ def test_batch_through_the_compile_pipeline(tmp_path):
     assert proc.returncode == 0, proc.stderr
     asm = out.read_text()
     assert "batched_sum" in asm and "__enzyme_" not in asm
+
+
+def test_unmarked_arguments_take_one_value_per_lane(tmp_path):
+    """An argument without enzyme_vector or enzyme_scalar is a vector (Enzyme's default): N values."""
+    src = tmp_path / "unmarked.c"
+    src.write_text(PROLOGUE + "void use(double x, double y, double *out) {\n"
+                   "  two t = __enzyme_batch_two((void *)poly, enzyme_width, 2, x, y, 3.0, -1.0);\n"
+                   "  out[0] = t.a; out[1] = t.b;\n}\n")
+    cc = clang()
+    assert cc is not None
+    text = subprocess.run([cc, "-O2", "-S", "-emit-llvm", str(src), "-o", "-"], capture_output=True, text=True,
+                          check=True).stdout
+    use = CPULibrary.from_ir(enzyme_plugin.differentiate(text)).function("use", None, D, D, P)
+    out = np.zeros(2)
+    use(1.5, 2.0, out.ctypes.data)
+    np.testing.assert_array_equal(out, [3.0 * 1.5 * 1.5, -1.0 * 2.0 * 2.0])

@@ -3,7 +3,9 @@ plugins in one package key apart (editing one leaves the other's cache keys and 
 
 from __future__ import annotations
 
+import ast
 import importlib
+from pathlib import Path
 import shutil
 import sys
 import types
@@ -11,7 +13,7 @@ import textwrap
 
 import pytest
 
-from gpucompiler.identity import keys
+from gpucompiler.identity import imports, keys
 from gpucompiler.identity.imports import import_closure
 
 from installing import AUTHOR_PLUGINS, HERE, install
@@ -107,3 +109,35 @@ def test_the_import_closure_follows_every_spelling_of_an_import_inside_the_packa
     assert covered == sorted(["__init__.py", "sub/__init__.py", "base.py", "sub/plug.py", "absolute.py",
                               "sub/sibling.py", "sub/nested/__init__.py", "sub/nested/inner.py", "other.py",
                               "by_name.py", "deep.py", "sub/lazily.py"])
+
+
+def test_an_import_after_the_256th_constant_is_followed(tmp_path):
+    """The import's level and names are constants past the 256th of their code object (an EXTENDED_ARG
+    prefix): it was missed, and editing the imported file left the plugin's keys unchanged."""
+    top = tmp_path / "pkg"
+    top.mkdir()
+    many = ", ".join(f"{k}.5" for k in range(300))
+    (top / "__init__.py").write_text("")
+    (top / "plug.py").write_text(f"TABLE = [{many}]\n\ndef late():\n    x = [{many}]\n    from . import helper\n")
+    (top / "helper.py").write_text("")
+    covered = [rel for rel, _ in import_closure("pkg", str(top), "pkg.plug")]
+    assert covered == ["__init__.py", "helper.py", "plug.py"]
+
+
+def _ast_imports(path: Path) -> list[tuple[int, str, tuple[str, ...]]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(0, alias.name, ()) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.level, node.module or "", tuple(alias.name for alias in node.names)))
+    return sorted(found)
+
+
+def test_the_bytecode_scan_finds_the_imports_ast_finds_in_every_module_of_the_project():
+    root = Path(imports.__file__).resolve().parents[2]
+    files = sorted([*root.glob("gpucompiler/**/*.py"), *root.glob("enzyme_plugin/**/*.py")])
+    assert len(files) > 100
+    for path in files:
+        code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+        assert sorted(imports._import_statements(code)) == _ast_imports(path), path

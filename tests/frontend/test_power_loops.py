@@ -360,7 +360,8 @@ def _vector(f, *args) -> bool:
 
 @pytest.mark.parametrize("fn, options", [
     (square_into, {}), (cube_into, {}), (square_in_place, {}), (sum_cubes, {}),
-    (sum_cubes, {"error_model": "numpy"}), (sum_mixed, {})], ids=str)
+    (sum_cubes, {"error_model": "numpy"}), (sum_mixed, {})],
+    ids=lambda v: v.__name__ if callable(v) else "-".join(f"{k}={w}" for k, w in v.items()) or "default")
 def test_the_loop_is_vectorised(fn, options):
     """The unchecked copy has no branch per element: LLVM vectorises it (the checked loop it replaces did
     not: the overflow test, or the range test of the compensated power, stopped the vectorizer)."""

@@ -13,21 +13,26 @@ from collections.abc import Collection
 
 from gpucompiler.llvm import Builder, Function, Instruction, constant, types as T
 
+from .emit import sizeof
+
 #: the suffix of a clone taking floats where the original took their bits
 SUFFIX = ".gpuc.bits"
 
 
-def float_bits(param):
-    """The float type an integer parameter holds the bits of (its every use a ``bitcast`` to that type, debug
-    records aside), else None."""
+def float_bits(param, hint=None):
+    """The float type an integer parameter holds the bits of, else None: its every use (debug records aside) a
+    ``bitcast`` to that type, or a store of the bits into memory (the float is ``hint``, what the caller
+    passes the bits of, when no use casts them)."""
     if param.type.kind != "int":
         return None
     uses = _operand_users(param)
-    tys = {u.type for u in uses}
-    if not uses or len(tys) != 1 or any(u.opcode != "bitcast" for u in uses):
+    casts = [u for u in uses if u.opcode == "bitcast"]
+    stores = [u for u in uses if u.opcode == "store" and u.operands[0] is param and u.operands[1] is not param]
+    tys = {u.type for u in casts}
+    if not uses or len(casts) + len(stores) != len(uses) or len(tys) > 1:
         return None
-    t = next(iter(tys))
-    return t if t.kind == "float" else None
+    t = next(iter(tys)) if tys else hint
+    return t if t is not None and t.kind == "float" and sizeof(t) == sizeof(param.type) else None
 
 
 def retyped_clone(fn: Function, name: str, floats: list, result=None) -> Function:
@@ -46,8 +51,8 @@ def retyped_clone(fn: Function, name: str, floats: list, result=None) -> Functio
     clone.blocks = []
     for block in new.blocks:
         block.parent = new
+    b = Builder()
     if result is not None:
-        b = Builder()
         for block in new.blocks:
             term = block.terminator
             if term is not None and term.opcode == "ret":
@@ -63,9 +68,13 @@ def retyped_clone(fn: Function, name: str, floats: list, result=None) -> Functio
         if f is None:
             old.replace_all_uses_with(arg)
             continue
-        for cast in _operand_users(old):
-            cast.replace_all_uses_with(arg)
-            cast.erase()
+        for use in _operand_users(old):
+            if use.opcode == "store":  # the bits stored: the float (same bytes)
+                b.position_before(use)
+                b.store(arg, use.operands[1], align=use.alignment)
+            else:
+                use.replace_all_uses_with(arg)
+            use.erase()
         old.replace_all_uses_with(constant(old.type, "poison"))  # what debug records said of it
     module.remove_function(clone)
     module.add_function(new)
@@ -122,7 +131,7 @@ def retype_float_bit_calls(fn: Function, ruled: Collection[str] = ()) -> None:
         floats, sources = [], []
         for a, p in zip(inst.args, callee.args):
             src = _float_source(a)
-            if src is not None and float_bits(p) is src.type:
+            if src is not None and float_bits(p, src.type) is src.type:
                 floats.append(src.type)
                 sources.append(src)
             else:

@@ -23,7 +23,7 @@ from gpucompiler.runtime import CPULibrary
 pytestmark = needs_clang
 
 #: case name -> CASE of c/bytes.c
-CASES = {"bits": 1, "union": 2, "struct": 3, "mixed": 4, "param": 5, "result": 6}
+CASES = {"bits": 1, "union": 2, "struct": 3, "mixed": 4, "param": 5, "result": 6, "stored": 9}
 ROUTES = ("optimised", "pipeline")
 _P = ctypes.POINTER(ctypes.c_double)
 

@@ -2,6 +2,7 @@
  * Each case (compiled with -DCASE=k, one per module) defines double NAME_primal(double *x, int n) and
  * void NAME_grad(double *x, double *dx, int n). */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "enzyme.h"
 
@@ -169,4 +170,29 @@ __attribute__((noinline)) double packed_records(const double *x, int n) {
 }
 double packed_primal(double *x, int n) { return packed_records(x, n); }
 void packed_grad(double *x, double *dx, int n) { __enzyme_autodiff((void *)packed_records, enzyme_dup, x, dx, enzyme_const, n); }
+#endif
+
+#if CASE == 9 /* a double's bits passed through an integer parameter that the callee stores into memory */
+__attribute__((noinline)) static uint64_t *store_bits(uint64_t u, uint64_t tag) {
+  uint64_t *cell = malloc(2 * sizeof *cell);
+  double d;
+  memcpy(&d, &u, sizeof d);
+  *(double *)cell = d;
+  cell[1] = tag;
+  return cell;
+}
+__attribute__((noinline)) double stored_bits(const double *x, int n) {
+  double s = 0.0;
+  for (int i = 0; i < n; i++) {
+    uint64_t u;
+    double v = x[i] * x[i];
+    memcpy(&u, &v, sizeof u);
+    uint64_t *cell = store_bits(u, (uint64_t)i);
+    s += *(double *)cell * (i % 3 + 1);
+    free(cell);
+  }
+  return s;
+}
+double stored_primal(double *x, int n) { return stored_bits(x, n); }
+void stored_grad(double *x, double *dx, int n) { __enzyme_autodiff((void *)stored_bits, enzyme_dup, x, dx, enzyme_const, n); }
 #endif

@@ -223,6 +223,25 @@ def test_pop_popitem_and_del_keep_cpythons_order_and_errors(n, k):
     _same(removals, n, k)
 
 
+@jit
+def merged(n, k):
+    d = {i: i * 0.5 for i in range(n)}
+    e = dict(d)
+    e[100] = 1.0
+    f = d.copy()
+    f.update(e)
+    f.update({k: -1.0, 200: 2.0})
+    a = f.setdefault(k, 7.5)
+    b = f.setdefault(300 + k, 8.5)
+    return d, e, f, a, b
+
+
+@pytest.mark.parametrize("n", [0, 3, 12])
+@pytest.mark.parametrize("k", [1, 50])
+def test_copy_update_and_setdefault_are_cpythons(n, k):
+    _same(merged, n, k)
+
+
 def test_emptied_dicts_are_refilled_and_a_deleting_loop_is_cpythons_runtime_error():
     @jit
     def churn(n):

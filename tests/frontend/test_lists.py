@@ -4,6 +4,7 @@ against CPython running the same functions."""
 from __future__ import annotations
 
 import linecache
+import math
 import random
 
 import numpy as np
@@ -332,6 +333,39 @@ def test_truth_of_lists_and_dicts_is_their_length():
 
     for n in (0, 1, 3):
         _same(truth, n)
+
+
+@jit
+def ordered(xs, reverse):
+    ys = list(xs)
+    ys.sort()
+    zs = sorted(xs, reverse=True) if reverse else sorted(xs)
+    ws = list(xs)
+    ws.sort(reverse=True)  # a constant, as sorted()'s
+    return ys, zs, ws, min(xs), max(xs), any(xs), all(xs), xs == ys, xs != zs, ys == zs
+
+
+@pytest.mark.parametrize("xs", [[3.0, -1.0, 2.5, -1.0], [0.0, -0.0, 1.0, -0.0], [5], [2, 9, -4, 9, 0],
+                                [True, False, True], [float("inf"), -2.0]])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_sort_sorted_min_max_any_all_and_equality_are_cpythons(xs, reverse):
+    got = _same(ordered, list(xs), reverse)
+    want = ordered.py_func(list(xs), reverse)
+    signs = lambda r: [[math.copysign(1.0, v) for v in part] for part in r[:3]]  # noqa: E731  (-0.0 kept in place)
+    assert signs(got) == signs(want)
+
+
+def test_what_cpython_orders_by_identity_or_not_at_all_is_a_value_error():
+    nan = float("nan")
+    for xs in ([1.0, nan], [nan]):
+        with pytest.raises(ValueError, match="NaN"):
+            ordered(xs, False)
+    bounds = jit(lambda xs: (min(xs), max(xs)))
+    assert all(map(math.isnan, bounds([nan, 1.0, 2.0])))  # CPython keeps the first: compared, never replaced
+    assert all(map(math.isnan, bounds.py_func([nan, 1.0, 2.0])))
+    assert bounds([1.0, nan, 0.5]) == bounds.py_func([1.0, nan, 0.5]) == (0.5, 1.0)
+    _same(jit(lambda xs: xs == [1.0]), [nan])  # one NaN: not equal, whatever its identity
+    _same(jit(lambda n: min([i * 1.0 for i in range(n)])), 0)  # empty: CPython's ValueError
 
 
 def test_what_lists_cannot_take_is_a_typed_error_at_the_line():

@@ -27,9 +27,10 @@ from ...frontend.intrinsics import getitem_unchecked, setitem_unchecked
 from ...interpreter.lattice import BOTTOM, Const, const, widen
 from ...interpreter.rules import CallResult
 from . import dictmem as D
+from . import listimpl as M
 from .lists import list_sum, made_in, untyped
 from .numbers import base
-from ..numpy.reductions import invoke_impl
+from ..numpy.reductions import invoke_impl, returned
 
 _I64 = ir.IntType(64)
 _VIEWS = ("keys", "values", "items")
@@ -199,6 +200,43 @@ def _popitem(interp, d) -> CallResult:
     return CallResult(T.TupleType((kt, vt)), lower)
 
 
+def _impl(interp, what: str, impl, types: list, values) -> CallResult:
+    """The call of the compiled Python ``impl`` (listimpl.py) on ``types``; ``values(a)``: its arguments."""
+    res = invoke_impl(interp, what, impl, types)
+    none = isinstance(res.restype, Const) and res.restype.value is None
+    return CallResult(T.none if none else res.restype,
+                      lambda cg, a, at, rt: returned(cg, cg.call_result(res, values(a), types, rt), rt))
+
+
+def _copy(interp, d) -> CallResult:
+    """``d.copy()``, ``dict(d)``: a new dict of the entries in their order."""
+    t = widen(d)
+    if t.key is None:
+        return CallResult(BOTTOM, untyped)
+    return _impl(interp, "dict(d)", M.dict_copy, [t], lambda a: [a[0]])
+
+
+def _update(interp, d, other) -> CallResult:
+    t, o = widen(d), widen(other)
+    if not isinstance(o, T.DictType):
+        raise TypeInferenceError(f"d.update() of {o!r}: compiled code updates a dict from a dict", (t, o),
+                                 hint="set the items one by one: d[k] = v")
+    if t.key is None or o.key is None:
+        return CallResult(T.none, untyped)
+    _fits(t.key, o.key, "d.update(other)")
+    _fits(t.value, o.value, "d.update(other)")
+    return _impl(interp, "d.update()", M.dict_update, [t, o], lambda a: [a[0], a[2]])
+
+
+def _setdefault(interp, d, key, value) -> CallResult:
+    t = widen(d)
+    if t.key is None:
+        return CallResult(BOTTOM, untyped)
+    _fits(t.key, key, "d.setdefault(k, v)")
+    _fits(t.value, value, "d.setdefault(k, v)")
+    return _impl(interp, "d.setdefault()", M.dict_setdefault, [t, widen(key), widen(value)], lambda a: [a[0], *a[2:]])
+
+
 def _clear(interp, d) -> CallResult:
     t = widen(d)
     if t.key is None:
@@ -287,6 +325,12 @@ def _method(interp, args) -> CallResult | None:
         return CallResult(res.restype, lambda cg, a, at, rt: cg.call_result(res, [a[0], *a[2:]], [at[0], *at[2:]], rt))
     if name == "popitem" and not rest:
         return _popitem(interp, d)
+    if name == "copy" and not rest:
+        return _copy(interp, d)
+    if name == "update" and len(rest) == 1:
+        return _update(interp, d, rest[0])
+    if name == "setdefault" and len(rest) == 2:
+        return _setdefault(interp, d, rest[0], rest[1])
     if name == "clear" and not rest:
         return _clear(interp, d)
     return None
@@ -312,6 +356,8 @@ def _dicts(interp, fn, args):
         return _method(interp, args)
     if fn is builtins.len and len(args) == 1:
         return CallResult(T.int64, lambda cg, a, at, rt: D.length(cg, a[0]))
+    if fn is builtins.dict and len(args) == 1:
+        return _copy(interp, args[0])
     if fn in (operator.setitem, setitem_unchecked) and len(args) == 3:
         return _setitem(interp, args[0], args[1], args[2])
     if fn is operator.getitem and len(args) == 2:

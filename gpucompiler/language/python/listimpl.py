@@ -1,6 +1,7 @@
 """The list operations that compiled code runs as compiled Python (lists.py dispatches to them): slices
 and their assignment and deletion, ``extend``, ``+``, ``*``, ``insert``, ``reverse``, ``index``,
-``count``, ``copy``, with CPython's semantics.
+``count``, ``copy``, ``sort``/``sorted``, ``min``/``max``, ``any``/``all``, ``==``; and a dict's
+``copy``, ``update``, ``setdefault``; with CPython's semantics.
 
 Each reads a list it also writes through a snapshot (a length read once, or a copy of the source):
 ``xs.extend(xs)`` doubles the list and ``xs[1:2] = xs`` splices a copy, as in CPython. Slices come
@@ -10,6 +11,8 @@ as ``(start, step, count)``, the result of ``slice.indices`` (views.py's ``slice
 from __future__ import annotations
 
 from ...frontend.intrinsics import check, getitem_unchecked, setitem_unchecked
+from ..numpy.npintrinsics import new_array
+from ..numpy.sort.npsortimpl import merge_sort
 
 def list_slice(lst, start, step, count):
     """``lst[start::step]``, ``count`` items: a new list."""
@@ -160,3 +163,99 @@ def list_copy(lst):
 def list_clear(lst):
     while len(lst) > 0:
         lst.pop()
+
+
+_NAN_SORT = "sorting values holding a NaN: CPython's order of them is its algorithm's, not reproduced here"
+
+
+def list_sort(lst, dt, reverse):
+    """``lst.sort(reverse=...)``: stable, as CPython's (reversed, sorted, reversed again for ``reverse``);
+    a NaN is a ValueError (CPython's order of one is its algorithm's)."""
+    n = len(lst)
+    a = new_array((n,), dt)
+    for i in range(n):
+        v = getitem_unchecked(lst, n - 1 - i) if reverse else getitem_unchecked(lst, i)
+        check(v == v, "ValueError", _NAN_SORT)
+        setitem_unchecked(a, i, v)
+    merge_sort(a, new_array((n,), dt))
+    for i in range(n):
+        setitem_unchecked(lst, i, getitem_unchecked(a, n - 1 - i) if reverse else getitem_unchecked(a, i))
+
+
+def list_sorted(lst, dt, reverse):
+    """``sorted(lst, reverse=...)``: a new list."""
+    out = list_copy(lst)
+    list_sort(out, dt, reverse)
+    return out
+
+
+def list_min(lst):
+    """``min(lst)`` as CPython walks it: an item replaces the best only where ``item < best``."""
+    check(len(lst) > 0, "ValueError", "min() arg is an empty sequence")
+    best = getitem_unchecked(lst, 0)
+    for i in range(1, len(lst)):
+        v = getitem_unchecked(lst, i)
+        if v < best:
+            best = v
+    return best
+
+
+def list_max(lst):
+    check(len(lst) > 0, "ValueError", "max() arg is an empty sequence")
+    best = getitem_unchecked(lst, 0)
+    for i in range(1, len(lst)):
+        v = getitem_unchecked(lst, i)
+        if v > best:
+            best = v
+    return best
+
+
+def list_any(lst):
+    for i in range(len(lst)):  # noqa: SIM110  (compiled: a loop that stops at the first true item)
+        if getitem_unchecked(lst, i):
+            return True
+    return False
+
+
+def list_all(lst):
+    for i in range(len(lst)):  # noqa: SIM110  (compiled: a loop that stops at the first false item)
+        if not getitem_unchecked(lst, i):
+            return False
+    return True
+
+
+def list_equal(a, b):
+    """``a == b``: the same length and items ``==`` pairwise; two NaNs at one place are a ValueError (CPython
+    compares their identity first, which compiled numbers do not have)."""
+    if len(a) != len(b):
+        return False
+    for i in range(len(a)):
+        x, y = getitem_unchecked(a, i), getitem_unchecked(b, i)
+        check(x == x or y == y, "ValueError", "lists holding NaNs at one place compared: CPython compares their "
+              "identity first, which compiled numbers do not have")
+        if x != y:
+            return False
+    return True
+
+
+def list_not_equal(a, b):
+    return not list_equal(a, b)
+
+
+def dict_copy(d):
+    """``dict(d)``, ``d.copy()``: a new dict of the entries in their order."""
+    out = {}
+    for k, v in d.items():
+        out[k] = v
+    return out
+
+
+def dict_update(d, other):
+    for k, v in other.items():
+        d[k] = v
+
+
+def dict_setdefault(d, k, v):
+    if k not in d:
+        d[k] = v
+    return d[k]

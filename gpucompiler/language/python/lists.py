@@ -339,7 +339,38 @@ def _method(impl, what: str, nargs: int, value: bool = False):
     return rule
 
 
+def _ordered(t: T.ListType, what: str) -> T.Scalar:
+    item = t.item
+    assert isinstance(item, T.Scalar)
+    if item.kind == "c":
+        raise TypeInferenceError(f"{what} of {t!r}: complex numbers have no order", (t,))
+    return item
+
+
+def sort_call(interp, lst, flag, new: bool) -> CallResult:
+    """``xs.sort(reverse=flag)`` (``new``: ``sorted(xs, reverse=flag)``, a new list)."""
+    t = widen(lst)
+    if t.item is None:
+        return CallResult(BOTTOM if new else T.none, untyped)
+    if not (isinstance(flag, Const) and isinstance(flag.value, (bool, int))):
+        raise TypeInferenceError("sort(reverse=...) must be a constant True or False in compiled code",
+                                 (widen(flag),))
+    dt, rev = const(_ordered(t, "sorting")), const(bool(flag.value))
+    res = invoke_impl(interp, "sorted()" if new else "sort()", M.list_sorted if new else M.list_sort, [t, dt, rev])
+    none = isinstance(res.restype, Const) and res.restype.value is None
+
+    def lower(cg, a, at, rt):
+        on = ir.Constant(ir.IntType(1), int(bool(flag.value)))  # a constant bool is still an argument
+        return returned(cg, cg.call_result(res, [a[0], None, on], [t, dt, rev], rt), rt)
+    return CallResult(T.none if none else res.restype, lower)
+
+
+def _sort_method(interp, args) -> CallResult | None:
+    return sort_call(interp, args[0], const(False), False) if len(args) == 2 else None
+
+
 _METHODS = {"append": lambda interp, a: _append(interp, a[0], a[2]) if len(a) == 3 else None,
+            "sort": _sort_method,
             "pop": lambda interp, a: _pop(interp, a[0], a[2:]),
             "extend": _with_items(M.list_extend, "extend()"),
             "insert": _method(M.list_insert, "insert()", 2, value=True),
@@ -368,6 +399,40 @@ def _repeat(interp, lst, k, first: bool) -> CallResult:
         return CallResult(BOTTOM, untyped)
     return _impl(interp, "xs * k", M.list_repeat, [t, widen(k)],
                  lambda cg, v, at: [v[0], v[1]] if first else [v[1], v[0]])
+
+
+#: builtins of one list -> (implementation, what)
+_BUILTINS = {builtins.min: (M.list_min, "min()"), builtins.max: (M.list_max, "max()"),
+             builtins.any: (M.list_any, "any()"), builtins.all: (M.list_all, "all()"),
+             builtins.list: (M.list_copy, "list()")}
+
+
+def _builtin(interp, fn, lst) -> CallResult:
+    impl, what = _BUILTINS[fn]
+    t = widen(lst)
+    if t.item is None:
+        return CallResult(BOTTOM, untyped)
+    if fn in (builtins.min, builtins.max):
+        _ordered(t, what)
+    return _impl(interp, what, impl, [t], lambda cg, v, at: [v[0]])
+
+
+def _equal(interp, fn, a, b) -> CallResult:
+    ta, tb = widen(a), widen(b)
+    if ta.item is None or tb.item is None:
+        return CallResult(BOTTOM, untyped)
+    impl = M.list_equal if fn is operator.eq else M.list_not_equal
+    return _impl(interp, "xs == ys", impl, [ta, tb], lambda cg, v, at: list(v))
+
+
+def _sort_keywords(interp, args) -> CallResult | None:
+    """``xs.sort(reverse=...)``: the keyword call of the method."""
+    names = args[1].value
+    if len(args) != 4 + len(names) or tuple(names) != ("reverse",):
+        raise TypeInferenceError("sort() takes only reverse= in compiled code (key= is not supported)",
+                                 hint="sort by a key with np.argsort(keys) and index with the result")
+    res = sort_call(interp, args[2], args[4], False)
+    return CallResult(res.restype, lambda cg, a, at, rt: cg.call_result(res, a[2:3], at[2:3], rt))
 
 
 def _inplace(interp, old, new) -> CallResult:
@@ -416,6 +481,9 @@ def _lists(interp, fn, args):
     """Every call that makes or takes a compiled list."""
     if fn is K.build_list:
         return _build(interp, args)
+    if fn is K.call_kw and len(args) > 3 and isinstance(args[0], Const) and args[0].value is K.call_method \
+            and isinstance(widen(args[2]), T.ListType) and isinstance(args[3], Const) and args[3].value == "sort":
+        return _sort_keywords(interp, args)
     if fn is K.iter_len:
         return _iter_len(interp, args[0])
     if fn is operator.contains and len(args) == 2 and _walkable(args[0]):
@@ -441,6 +509,10 @@ def _lists(interp, fn, args):
         return _repeat(interp, args[0], args[1], True)
     if fn is operator.delitem and len(args) == 2:
         return _delitem(interp, args[0], args[1])
+    if fn in _BUILTINS and len(args) == 1:
+        return _builtin(interp, fn, args[0])
+    if fn in (operator.eq, operator.ne) and len(args) == 2 and isinstance(widen(args[1]), T.ListType):
+        return _equal(interp, fn, args[0], args[1])
     if fn is K.call_method and isinstance(args[1], Const) and args[1].value in _METHODS:
         return _METHODS[args[1].value](interp, args)
     if fn is builtins.len and len(args) == 1:

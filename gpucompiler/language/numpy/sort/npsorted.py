@@ -1,4 +1,5 @@
-"""``sorted(t)`` of a tuple of numbers and ``sorted(a)`` of a 1-d array, ``reverse=`` too.
+"""``sorted(t)`` of a tuple of numbers and ``sorted(a)`` of a 1-d array, ``reverse=`` too (of a list:
+python/lists.py's ``sort_call``).
 
 Compiled code has no lists: ``sorted`` of a tuple is a tuple (its items of
 one type, as CPython orders them: a stable sort by ``<``), of a 1-d array a
@@ -24,6 +25,7 @@ from ....interpreter.lattice import Const, const, widen
 from ....interpreter.rules import CallResult
 from ..npintrinsics import element, new_array
 from .npsortimpl import merge_sort
+from ...python.lists import sort_call
 from ...python.numbers import base
 from ..reductions import invoke_impl, returned
 
@@ -102,6 +104,8 @@ def _sorted(interp, x, kw: dict) -> CallResult:
     t = widen(x)
     if isinstance(t, T.TupleType):
         return _sorted_tuple(t, reverse)
+    if isinstance(t, T.ListType):  # a new list (python/lists.py)
+        return sort_call(interp, x, flag, True)
     if not (isinstance(t, (T.ArrayType, T.ArrayExpr)) and t.ndim == 1) or t.dtype.kind == "c":
         raise TypeInferenceError(f"sorted() of {t!r} is not supported in compiled code", (t,),
                                  hint="sort a tuple of numbers or a 1-d real array (rows of a 2-d array "

@@ -24,7 +24,7 @@ from gpucompiler.contain import contained
 
 from . import batch, custom, leftover, preprocess, splitmode, stack
 from .analysis import CONST, DUP, OUT
-from .emit import carries_derivative, is_float_like
+from .emit import carries_derivative, is_float_like, sizeof
 from .engine import Engine
 from .gpu import EngineOptions
 from .errors import unsupported
@@ -266,6 +266,8 @@ def _convert(b, v, want, inst):
         return zero(want)
     if have is want:
         return v
+    if have.kind == "float" and want.kind == "float":  # a float derivative through a `double` prototype
+        return b.cast("fpext" if sizeof(want) > sizeof(have) else "fptrunc", v, want)
     hel = have.elements or () if isinstance(have, T.StructType) else None
     if hel is not None and len(hel) == 1 and hel[0] is want:
         return b.extractvalue(v, 0)

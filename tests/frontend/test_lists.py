@@ -368,6 +368,21 @@ def test_what_cpython_orders_by_identity_or_not_at_all_is_a_value_error():
     _same(jit(lambda n: min([i * 1.0 for i in range(n)])), 0)  # empty: CPython's ValueError
 
 
+@jit
+def searched(xs, x, a, b):
+    i = xs.index(x, a)
+    j = xs.index(x, a, b)
+    ys = list(xs)  # the argument unchanged: _same runs CPython first on the same list
+    ys.remove(x)
+    return i, j, ys, ys.index(x)
+
+
+@pytest.mark.parametrize("x,a,b", [(2, 0, 5), (2, 2, -1), (2, -3, 10), (2, -10, -1), (2, 1, 1), (3, 2, 3),
+                                   (7, 0, 5), (5, 4, 5)])
+def test_index_with_bounds_and_remove_are_cpythons(x, a, b):
+    _same(searched, [1, 2, 3, 2, 5], x, a, b)
+
+
 def test_what_lists_cannot_take_is_a_typed_error_at_the_line():
     @jit
     def mixed(n):
@@ -495,6 +510,7 @@ def _program(rng: random.Random) -> str:
             "for x in xs:\n        t = t * 0.5 + x", f"xs = xs[{k}:] + xs[:{k}:2]", "xs = xs[::-1] * 2",
             f"xs[{k}:{k + 2}] = [t, 0.5]", f"del xs[{k}]", f"del ys[{k}::2]", f"xs.insert({k}, t)", "xs.reverse()",
             "xs.extend(xs)", "t += xs.count(0.5) + ys.count(0)", f"t += ys.index({k})", f"xs += [t * {k}]",
+            f"ys.remove({k})", f"t += ys.index(0, {k})",
             f"ys *= {k}"]))
     lines.append("    return t, xs, ys")
     return "\n".join(lines)

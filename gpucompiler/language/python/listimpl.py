@@ -146,6 +146,40 @@ def list_index(lst, x):
     return -1
 
 
+def list_index_from(lst, x, start, stop):
+    """``lst.index(x, start, stop)``: ``start`` and ``stop`` clamped as slice bounds are."""
+    check(x == x, "ValueError", "list.index(x) with x a NaN: CPython finds it by identity (the same object), "
+          "which compiled numbers do not have")
+    n = len(lst)
+    if start < 0:
+        start = max(start + n, 0)
+    if stop < 0:
+        stop = max(stop + n, 0)
+    for i in range(start, min(stop, n)):
+        if getitem_unchecked(lst, i) == x:
+            return i
+    check(False, "ValueError", "list.index(x): x not in list")
+    return -1
+
+
+def list_index_start(lst, x, start):
+    return list_index_from(lst, x, start, len(lst))
+
+
+def list_remove(lst, x):
+    """``lst.remove(x)``: the first item ``== x`` removed; CPython's ValueError when none is."""
+    check(x == x, "ValueError", "list.remove(x) with x a NaN: CPython finds it by identity (the same object), "
+          "which compiled numbers do not have")
+    n = len(lst)
+    for i in range(n):
+        if getitem_unchecked(lst, i) == x:
+            for j in range(i, n - 1):
+                setitem_unchecked(lst, j, getitem_unchecked(lst, j + 1))
+            lst.pop()
+            return
+    check(False, "ValueError", "list.remove(x): x not in list")
+
+
 def list_count(lst, x):
     check(x == x, "ValueError", "list.count(x) with x a NaN: CPython counts it by identity (the same object), "
           "which compiled numbers do not have")

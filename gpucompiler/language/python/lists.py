@@ -375,7 +375,9 @@ _METHODS = {"append": lambda interp, a: _append(interp, a[0], a[2]) if len(a) ==
             "extend": _with_items(M.list_extend, "extend()"),
             "insert": _method(M.list_insert, "insert()", 2, value=True),
             "reverse": _method(M.list_reverse, "reverse()", 0),
-            "index": _method(M.list_index, "index()", 1),
+            "index": lambda interp, a: _method({3: M.list_index, 4: M.list_index_start, 5: M.list_index_from}.get(
+                len(a), M.list_index), "index()", len(a) - 2)(interp, a) if len(a) in (3, 4, 5) else None,
+            "remove": _method(M.list_remove, "remove()", 1),
             "count": _method(M.list_count, "count()", 1),
             "copy": _method(M.list_copy, "copy()", 0),
             "clear": _method(M.list_clear, "clear()", 0)}

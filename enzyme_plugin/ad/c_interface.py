@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import attrs
 
-from gpucompiler.llvm import (Builder, ConstantExpr, Function, GlobalVariable, Instruction, Module, constant,
+from gpucompiler.llvm import (BasicBlock, Builder, ConstantExpr, Function, GlobalVariable, Instruction, Module, constant,
                               no_cyclic_gc, parse, types as T)
 from gpucompiler.contain import contained
 
@@ -281,10 +281,31 @@ def _convert(b, v, want, inst):
     raise unsupported(f"marker call returns {want} but the derivative gives {have}", inst)
 
 
+def _invoked_markers_as_calls(fn) -> None:
+    """``invoke`` of a marker (C++ compiled with exceptions): a marker does not throw, so it becomes a call
+    and a branch to the normal destination (an unwind destination with phis, or an ``sret`` result: left)."""
+    b = Builder()
+    for inst in [i for i in fn.instructions() if i.opcode == "invoke"]:
+        callee = inst.callee
+        if getattr(callee, "sigil", "") != "@" or marker_mode(callee.name) is None or inst.has_attribute("sret"):
+            continue
+        normal, unwind = [o for o in inst.operands if isinstance(o, BasicBlock)][-2:]
+        if any(i.opcode == "phi" for i in unwind.instructions):
+            continue
+        b.position_before(inst)
+        call = b.call(callee, inst.args)
+        if inst.type is not T.void:
+            inst.replace_all_uses_with(call)
+        b.br(normal)
+        inst.erase()
+
+
 def marker_sites(module) -> list:
-    """Every marker call of ``module`` as ``(call, mode)``, in module order."""
+    """Every marker call of ``module`` as ``(call, mode)``, in module order (an ``invoke`` of a marker made a
+    call first)."""
     sites = []
     for fn in list(module.functions.values()):
+        _invoked_markers_as_calls(fn)
         for inst in list(fn.instructions()):
             if inst.opcode != "call" or inst.callee is None or getattr(inst.callee, "sigil", "") != "@":
                 continue

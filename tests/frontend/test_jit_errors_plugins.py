@@ -259,7 +259,7 @@ def test_returning_a_python_object_is_a_typed_error_not_none():
         jit(_returns_str)(1)
 
 
-@pytest.mark.parametrize("value,shown", [([1, 2], "list"), ("text", "str"),
+@pytest.mark.parametrize("value,shown", [([[1, 2], [3]], "list of list"), ("text", "str"),
                                          (np.zeros(3, dtype=np.float16), "ndarray of dtype float16")])
 def test_argument_type_errors_name_the_python_type(value, shown):
     from gpucompiler.errors import ArgumentTypeError

@@ -337,11 +337,15 @@ def retype_integer_copies(fn, mt: MemoryTypes | None = None) -> None:
     b = Builder()
     for inst in list(fn.instructions()):
         if inst.opcode == "load" and _int_like(inst.type) and inst.users:
-            ft = float_view(mt.types_at(inst.pointer_operand, sizeof(inst.type)), inst.type)
-            if ft is None:
+            if not is_copy_load(inst):
                 continue
             users = inst.users
-            if not is_copy_load(inst):
+            ft = float_view(mt.types_at(inst.pointer_operand, sizeof(inst.type)), inst.type)
+            if ft is None and not mt.types_at(inst.pointer_operand, sizeof(inst.type)):
+                # bytes of unknown type copied into memory holding floats: they are those floats
+                views = {float_view(mt.types_at(u.operands[1], sizeof(inst.type)), inst.type) for u in users}
+                ft = next(iter(views)) if len(views) == 1 else None
+            if ft is None:
                 continue
             b.position_before(inst)
             new = b.load(ft, inst.pointer_operand, align=inst.alignment)

@@ -2,29 +2,35 @@
 as ``enzyme_dup`` leaves the call short of arguments, a pointer the function only reads and writes as
 integers (``int *n``; ``long **meta`` through a callee) is constant, as Enzyme's C interface takes it. Calls
 that give the shadow keep it; a pointer to doubles without its shadow stays an ADError. Exact gradients at
-clang's -O1 and -O2 and through the pipeline."""
+clang's -O0 (optnone too: arguments kept in stack slots), -O1 and -O2 and through the pipeline."""
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import subprocess
 
 import numpy as np
 import pytest
 
 import enzyme_plugin
-from clang_levels import C_DIR, compile_c, needs_clang
+from clang_levels import C_DIR, clang, compile_c, needs_clang
 from enzyme_plugin.cc import clang_ir
 from enzyme_plugin.cpipeline import differentiate_in_pipeline
 from gpucompiler.runtime import CPULibrary
 
 pytestmark = needs_clang
 
-ROUTES = ("O1", "O2", "pipeline")
+ROUTES = ("O0", "O0-optnone", "O1", "O2", "pipeline")
 _P = ctypes.POINTER(ctypes.c_double)
 
 
 def _ir(route: str) -> str:
+    if route == "O0-optnone":  # what Enzyme's RUN lines give: the arguments kept in stack slots
+        cc = clang()
+        assert cc is not None
+        return subprocess.run([cc, "-O0", f"-I{C_DIR}", "-S", "-emit-llvm", str(C_DIR / "int_pointers.c"), "-o", "-"],
+                              capture_output=True, text=True, check=True).stdout
     if route == "pipeline":
         return clang_ir(C_DIR / "int_pointers.c", 2, [f"-I{C_DIR}", "--target=x86_64-pc-linux-gnu"])
     return compile_c("int_pointers.c", route)

@@ -109,8 +109,11 @@ def augment(engine, b, inst, f, kinds, values, extras):
     if want.kind == "struct" and len(want.elements) == 2 and want.elements[0].kind == "ptr" \
             and want.elements[1] is f.return_type:
         return b.insertvalue(b.insertvalue(constant(want, "poison"), ts, 0), prim, 1)
+    if want.kind == "struct" and len(want.elements) == 2 and want.elements[0] is f.return_type \
+            and f.return_type.kind != "ptr" and want.elements[1].kind == "ptr":  # {result, void *}
+        return b.insertvalue(b.insertvalue(constant(want, "poison"), prim, 0), ts, 1)
     raise unsupported(f"__enzyme_augmentfwd returns {want}: expected void *, the result of @{f.name}, "
-                      f"or {{void *, result}}", inst)
+                      f"{{void *, result}} or {{result, void *}}", inst)
 
 
 def reverse(engine, b, inst, f, kinds, values, extras, conventions):

@@ -25,14 +25,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucompiler.llvm import Builder, Instruction, const_int, constant, types as T
+import attrs
+
+from gpucompiler.llvm import Builder, Instruction, Value, const_int, constant, types as T
 
 from .calls import classify
 from .emit import declare, sizeof, zero
 from .gpu import add_to_shadow
 from .host import ReverseState
 from .recompute import MAX_DEPTH, PURE
-from .loops import body_runs_every_iteration, emit_trip_count, find_loops, plan_nests, static_trip_count
+from .loops import Loop, body_runs_every_iteration, emit_trip_count, find_loops, plan_nests, static_trip_count
 
 #: a loop array's forward state: base, capacity in frames (growth), inline segment (or null)
 _STATE = T.struct([T.ptr(), T.i64, T.ptr()])
@@ -69,6 +71,30 @@ def _first_non_phi(block):
     return next(i for i in block.instructions if i.opcode != "phi")
 
 
+@attrs.define
+class LoopState:
+    """One counted loop's tape: made by the forward sweep, read and updated by the reverse sweep."""
+
+    k: Value
+    """the forward sweep's iteration counter (a phi)"""
+    state: Value
+    """the ``{ptr base, i64 capacity, ptr segment}`` ``alloca`` of its growing frames"""
+    trip: Value | None
+    """its trip count where known before it runs (frames sized once), else None (grown)"""
+    kslot: Value
+    """the reverse sweep's counter slot"""
+    bslot: Value
+    """the reverse sweep's slot of the frames' base"""
+    exit_base: dict[Any, Value] = attrs.field(factory=dict)
+    """exit block -> the load of the frames' base there"""
+    base_iter: Value | None = None
+    """the current iteration's frame base (forward)"""
+    flush: tuple[Any, Any] | None = None
+    """the reverse's (flush block, continuation) where deferred adjoints are added"""
+    free: Instruction | None = None
+    """the call freeing its frames in the reverse sweep (None: its nest's root frees them)"""
+
+
 class LoopTape(ReverseState):
     """Forward and reverse bookkeeping of counted loops (see the module docstring)."""
 
@@ -82,9 +108,8 @@ class LoopTape(ReverseState):
         self.arena = None
         #: loop -> [(accumulator slot, shadow pointer slot, type)] of the adjoints :meth:`defer_adjoint` holds
         self.deferred: dict = {}
-        #: loop -> {"k": forward counter phi, "state": {ptr, cap} alloca, "trip": i64 or None,
-        #:          "exit_base": {exit block: load of the base}, "kslot"/"bslot": reverse slots}
-        self.lstate = {}
+        #: counted loop -> its tape's state (:class:`LoopTape`)
+        self.lstate: dict[Loop, LoopState] = {}
         for lp in self.loops:
             if lp.counted:
                 self._setup_forward(lp)
@@ -160,12 +185,11 @@ class LoopTape(ReverseState):
         b.store(_NULL, state)
         b.store(const_int(T.i64, 0), b.gep(T.i8, state, [const_int(T.i64, 8)]))
         b.store(_NULL, b.gep(T.i8, state, [const_int(T.i64, 16)]))
-        st = {"k": k, "state": state, "trip": trip, "exit_base": {}, "kslot": self._rev_alloca(T.i64, const_int(T.i64, 0)),
-              "bslot": self._rev_alloca(T.ptr(), _NULL), "base_iter": None}
+        st = LoopState(k, state, trip, self._rev_alloca(T.i64, const_int(T.i64, 0)), self._rev_alloca(T.ptr(), _NULL))
         for e in lp.exits:
             ee = sw.vmap[e]
             b.position_before(_first_non_phi(ee))
-            st["exit_base"][e] = b.load(T.ptr(), state)
+            st.exit_base[e] = b.load(T.ptr(), state)
             if trip is not None and e in self.cfg.reachable:  # k < trip; exactly trip - 1 where _last_k needs it
                 one = const_int(T.i64, 1)
                 check = [b.sub(b.sub(trip, one), k), one] if _exact_trip(lp) else [k, trip]
@@ -184,9 +208,9 @@ class LoopTape(ReverseState):
             return
         st = self.lstate[lp]
         k = self._last_k(lp)
-        base = self._from_forward(self.cur, st["exit_base"][self.cur])
-        self.b.store(k, st["kslot"])
-        self.b.store(base, st["bslot"])
+        base = self._from_forward(self.cur, st.exit_base[self.cur])
+        self.b.store(k, st.kslot)
+        self.b.store(base, st.bslot)
 
     def _last_k(self, lp):
         """``k`` of the loop's last iteration: ``trip - 1`` rebuilt in the reverse sweep when the loop leaves
@@ -200,7 +224,7 @@ class LoopTape(ReverseState):
                 self.memo = saved
             if trip is not None:
                 return self.b.sub(trip, const_int(T.i64, 1))
-        return self._from_forward(lp.header, self.lstate[lp]["k"])
+        return self._from_forward(lp.header, self.lstate[lp].k)
 
     def _reverse_header(self, block, ds):
         """The reverse of a counted loop's header: back to the latch while ``k > 0``, else leave."""
@@ -208,19 +232,19 @@ class LoopTape(ReverseState):
         if lp is None or lp.header is not block:
             return False
         st = self.lstate[lp]
-        k = self.b.load(T.i64, st["kslot"])
+        k = self.b.load(T.i64, st.kslot)
         leave, again = self.rev.append_block(""), self.rev.append_block("")
         self.b.cond_br(self.b.icmp("eq", k, const_int(T.i64, 0)), leave, again)
         self.b.position_at_end(leave)
         flush, cont = self.rev.append_block(""), self.rev.append_block("")
         self.b.br(flush)  # filled by _flush_deferred
-        st["flush"] = (flush, cont)
+        st.flush = (flush, cont)
         self.b.position_at_end(cont)
         if lp.host is None:  # a hosted loop's frames are freed with its nest's root
-            st["free"] = self.b.call(self.engine.helper("tape_free"), [self.b.load(T.ptr(), st["bslot"])])
+            st.free = self.b.call(self.engine.helper("tape_free"), [self.b.load(T.ptr(), st.bslot)])
         self._edge(ds, lp.preheader)
         self.b.position_at_end(again)
-        self.b.store(self.b.sub(k, const_int(T.i64, 1)), st["kslot"])
+        self.b.store(self.b.sub(k, const_int(T.i64, 1)), st.kslot)
         self._edge(ds, lp.latch)
         return True
 
@@ -258,10 +282,10 @@ class LoopTape(ReverseState):
         """At the end of each counted loop's reverse: the adjoints :meth:`defer_adjoint` held, each added
         with one atomic into the shadow it was read through (if the loop's reverse read any), then reset."""
         for lp, st in self.lstate.items():
-            if "flush" not in st:
+            if st.flush is None:
                 assert lp not in self.deferred, "a loop holding adjoints has an end"
                 continue
-            block, cont = st["flush"]
+            block, cont = st.flush
             b = self.b
             b.position_at_end(block)
             for acc, at, t, pt in self.deferred.get(lp, ()):
@@ -321,7 +345,7 @@ class LoopTape(ReverseState):
             return hit
         _, start, step, _ = iv
         start = self.fwd(start)
-        k = self._slot_load(T.i64, self.lstate[lp]["kslot"], ("k", self.cur, lp))
+        k = self._slot_load(T.i64, self.lstate[lp].kslot, ("k", self.cur, lp))
         if v.type.bits < 64:
             k = self.b.trunc(k, v.type)
         out = self.b.add(start, self.b.mul(k, const_int(v.type, step)))
@@ -374,29 +398,29 @@ class LoopTape(ReverseState):
         for lp, st in self.lstate.items():
             if lp.host is not None:
                 continue
-            if st["trip"] is None:
+            if st.trip is None:
                 if frames.get(lp, 0):
                     arena = self._arena()
                     b.position_before(_first_non_phi(self.sweep.vmap[lp.header]))
                     if arena is None:
                         self._inline_segment(lp, st, frames[lp])
-                        st["base_iter"] = b.call(self.engine.helper("loop_grow"),
-                                                 [st["state"], st["k"], const_int(T.i64, frames[lp])])
+                        st.base_iter = b.call(self.engine.helper("loop_grow"),
+                                                 [st.state, st.k, const_int(T.i64, frames[lp])])
                     else:
-                        st["base_iter"] = b.call(self._helper("loop_grow_arena"),
-                                                 [st["state"], st["k"], const_int(T.i64, frames[lp]), arena])
+                        st.base_iter = b.call(self._helper("loop_grow_arena"),
+                                                 [st.state, st.k, const_int(T.i64, frames[lp]), arena])
                 continue
             nest = [o for o in self.loops if o.root is lp]
             if any(frames.get(o, 0) for o in nest):
                 self._allocate_nest(nest, frames)
         for lp, st in self.lstate.items():
-            if st["trip"] is not None and frames.get(lp, 0):
+            if st.trip is not None and frames.get(lp, 0):
                 b.position_before(_first_non_phi(self.sweep.vmap[lp.header]))
-                st["base_iter"] = b.load(T.ptr(), st["state"])
-            free = st.get("free") if self.arena is not None else None
+                st.base_iter = b.load(T.ptr(), st.state)
+            free = st.free if self.arena is not None else None
             if free is not None:  # a block of the arena is not the heap's
                 b.position_before(free)
-                st["free"] = b.call(self._helper("arena_free"), [self.arena, free.args[0]])
+                st.free = b.call(self._helper("arena_free"), [self.arena, free.args[0]])
                 free.erase()
         return frames, offsets
 
@@ -408,7 +432,7 @@ class LoopTape(ReverseState):
             st = self.lstate.get(lp)
             if st is None or any(self.requests.get(b) for b in lp.blocks):
                 continue
-            for e, base in st["exit_base"].items():
+            for e, base in st.exit_base.items():
                 reqs = self.requests.get(e)
                 kept = [r for r in reqs or () if r[0] is not base]
                 if reqs is None or len(kept) == len(reqs):
@@ -450,10 +474,10 @@ class LoopTape(ReverseState):
         mem = self._fwd_alloca_bytes(INLINE_SEGMENT)
         b = Builder()
         b.position_before(self.sweep.vmap[lp.preheader].terminator)
-        b.store(mem, st["state"])
-        b.store(const_int(T.i64, INLINE_SEGMENT // frame), b.gep(T.i8, st["state"], [const_int(T.i64, 8)]))
-        b.store(mem, b.gep(T.i8, st["state"], [const_int(T.i64, 16)]))
-        free = st.pop("free", None)
+        b.store(mem, st.state)
+        b.store(const_int(T.i64, INLINE_SEGMENT // frame), b.gep(T.i8, st.state, [const_int(T.i64, 8)]))
+        b.store(mem, b.gep(T.i8, st.state, [const_int(T.i64, 16)]))
+        free, st.free = st.free, None
         if free is not None:  # the reverse frees the array only if it left the inline segment
             b.position_before(free)
             b.call(self.engine.helper("loop_free"), [free.args[0], mem])
@@ -473,7 +497,7 @@ class LoopTape(ReverseState):
             total, regions = static
             mem = self._fwd_alloca_bytes(max(total, 8))
             regions = {lp: const_int(T.i64, off) for lp, off in regions.items()}
-            free = st.pop("free", None)
+            free, st.free = st.free, None
             if free is not None:
                 free.erase()
         else:
@@ -483,18 +507,19 @@ class LoopTape(ReverseState):
             arena = self._arena()
             mem = (b.call(self._helper("tape_alloc"), [total]) if arena is None
                    else b.call(self._helper("arena_alloc"), [arena, total]))
-        b.store(mem, st["state"])
+        b.store(mem, st.state)
         rows: dict = {root: None}
         for lp in nest:
             if lp is root:
                 continue
             pst, lst = self.lstate[lp.host], self.lstate[lp]
             b.position_before(sw.vmap[lp.preheader].terminator)
-            at = pst["k"] if rows[lp.host] is None else b.add(rows[lp.host], pst["k"])
-            rows[lp] = b.mul(at, lst["trip"])
+            at = pst.k if rows[lp.host] is None else b.add(rows[lp.host], pst.k)
+            assert lst.trip is not None, "a hosted loop's trip count is known before its host runs"
+            rows[lp] = b.mul(at, lst.trip)
             if lp in regions:
                 off = b.add(regions[lp], b.mul(rows[lp], const_int(T.i64, frames[lp])))
-                b.store(b.gep(T.i8, mem, [off]), lst["state"])
+                b.store(b.gep(T.i8, mem, [off]), lst.state)
 
     def _helper(self, key):
         """``engine.helper(key)`` with the intrinsics its body calls declared."""
@@ -516,16 +541,16 @@ class LoopTape(ReverseState):
         if lp is None:
             return None
         st = self.lstate[lp]
-        off = b.add(b.mul(st["k"], const_int(T.i64, frames[lp])), const_int(T.i64, offsets[block]))
-        return b.gep(T.i8, st["base_iter"], [off])
+        off = b.add(b.mul(st.k, const_int(T.i64, frames[lp])), const_int(T.i64, offsets[block]))
+        return b.gep(T.i8, st.base_iter, [off])
 
     def _loop_pop(self, block, b, frames, offsets):
         lp = self._counted(block)
         if lp is None:
             return None
         st = self.lstate[lp]
-        k = b.load(T.i64, st["kslot"])
-        base = b.load(T.ptr(), st["bslot"])
+        k = b.load(T.i64, st.kslot)
+        base = b.load(T.ptr(), st.bslot)
         off = b.add(b.mul(k, const_int(T.i64, frames[lp])), const_int(T.i64, offsets[block]))
         return b.gep(T.i8, base, [off])
 
@@ -564,7 +589,7 @@ class _EmittedSizes:
         self.tape, self.b = tape, b
 
     def root_trip(self, lp):
-        return self.tape.lstate[lp]["trip"]
+        return self.tape.lstate[lp].trip
 
     def trip(self, lp):
         return emit_trip_count(self.b, lp.trip, self.tape.sweep.val)

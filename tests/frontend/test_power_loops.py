@@ -311,6 +311,29 @@ def test_sums_of_special_bases(error_model):
         assert got[0] == want[0] and (got[1] is want[1] if got[0] == "raises" else _same(got[1], want[1])), x
 
 
+def sum_squares(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] ** 2
+    return s
+
+
+def test_fastmath_loops_record_no_range_flag():
+    """Under fastmath the checked operator's finiteness test folds away (``ninf``): the versioned copy
+    records nothing either, so no rerun is left and the loop is Numba's (it compared every |x| with
+    2**512, the square's overflow bound: 1.23x Numba's time)."""
+    bound = "0x5FF0000000000000"  # 2.0 ** 512 as LLVM prints it
+    a = np.linspace(0.5, 2.0, 64)
+    checked, fast = jit(sum_squares), jit(sum_squares, fastmath=True)
+    checked(a)
+    assert fast(a) == pytest.approx(float(np.sum(a * a)), rel=1e-12)
+    assert np.isinf(fast(np.array([1e200, 1.0])))  # as the unversioned fastmath loop: inf, no OverflowError
+    with pytest.raises(OverflowError):
+        checked(np.array([1e200, 1.0]))
+    text = lambda f: "\n".join(f.inspect_llvm().values())  # noqa: E731
+    assert bound in text(checked) and bound not in text(fast)
+
+
 def test_fastmath_and_float32():
     rng = np.random.default_rng(6)
     a = _base(rng)

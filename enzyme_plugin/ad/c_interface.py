@@ -129,6 +129,28 @@ def _integer_memory(p) -> bool:
     return bool(_integer_accesses(p))
 
 
+def _integer_object(v) -> bool:
+    """Whether ``v`` points into a stack slot or global declared as integers (an ``int`` array)."""
+    while isinstance(v, (Instruction, ConstantExpr)) and v.opcode in ("getelementptr", "bitcast", "addrspacecast"):
+        v = v.operands[0]
+    t = v.allocated_type if isinstance(v, Instruction) and v.opcode == "alloca" else \
+        v.value_type if isinstance(v, GlobalVariable) else None
+    while isinstance(t, (T.ArrayType, T.VectorType)):
+        t = t.element
+    return t is not None and t.kind == "int"
+
+
+def _integer_argument(a, value) -> bool:
+    """Whether unmarked pointer parameter ``a``, given ``value``, can carry no derivative: the function only
+    reads and writes its memory as integers, or never touches it and ``value`` points to integers."""
+    return _integer_memory(a) or (not _used(a) and _integer_object(value))
+
+
+def _used(a) -> bool:
+    """Whether an instruction uses ``a`` (debug records aside)."""
+    return any(isinstance(u, Instruction) for u in a.users)
+
+
 def decode(inst, fn, mode: MarkerMode, sret=None):
     """``(kinds, caller values per derivative parameter, split-mode extras)`` of a marker call on ``fn``.
 
@@ -139,7 +161,7 @@ def decode(inst, fn, mode: MarkerMode, sret=None):
     try:
         return _decode(inst, fn, mode, sret, False)
     except _TooFew as short:
-        if any(a.type.kind == "ptr" and _integer_memory(a) for a in fn.args):
+        if any(a.type.kind == "ptr" and (_integer_memory(a) or not _used(a)) for a in fn.args):
             try:
                 return _decode(inst, fn, mode, sret, True)
             except _TooFew:
@@ -195,7 +217,7 @@ def _decode(inst, fn, mode: MarkerMode, sret, int_pointers_const: bool):
             i += 1
         else:
             if a.type.kind == "ptr":
-                m = "enzyme_const" if int_pointers_const and _integer_memory(a) else "enzyme_dup"
+                m = "enzyme_const" if int_pointers_const and _integer_argument(a, items[i]) else "enzyme_dup"
             elif is_float_like(a.type):
                 m = "enzyme_dup" if mode is MarkerMode.FORWARD else "enzyme_out"
             else:

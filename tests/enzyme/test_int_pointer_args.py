@@ -70,3 +70,11 @@ def test_a_segment_behind_a_pointer_to_a_pointer_in_a_callee(route):
 def test_a_pointer_to_doubles_without_its_shadow_stays_an_error(route):
     with pytest.raises(enzyme_plugin.ADError, match="too few arguments for @dot"):
         enzyme_plugin.differentiate(compile_c("int_pointers.c", route, False, ("-DWITH_DOT",)))
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_an_unread_pointer_to_an_int_array(route):
+    grad = _lib(route).function("twice_grad", None, _P, _P, ctypes.c_int)
+    x, dx = np.array([1.5, 2.5]), np.zeros(2)
+    grad(_ptr(x), _ptr(dx), 3)
+    np.testing.assert_array_equal(dx, [2.0, 0.0])

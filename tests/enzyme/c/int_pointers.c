@@ -31,6 +31,13 @@ void meta_grad(double *x, double *dx, long lo, long hi) {
     __enzyme_autodiff_void((void *)meta_fn, x, dx, &m);
 }
 
+/* a pointer the function never reads, to an int array of the caller: constant */
+double twice(double *x, int *tags) { return 2.0 * x[0]; }
+void twice_grad(double *x, double *dx, int n) {
+    int tags[4] = {n, n, n, n};
+    __enzyme_autodiff_void((void *)twice, x, dx, tags);
+}
+
 #ifdef WITH_DOT
 /* a pointer to doubles with no shadow after it stays an error (it may carry a derivative) */
 double dot(double *x, double *y) { return x[0] * y[0] + x[1] * y[1]; }

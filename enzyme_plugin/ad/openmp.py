@@ -167,8 +167,9 @@ def _atomic_reduction(call, outlined) -> None:
 
 
 def _atomic_critical(call, outlined) -> None:
-    """``critical { s += v; }`` of one float becomes ``atomicrmw fadd s, v``; a critical section that
-    touches no float is kept; any other is refused."""
+    """``critical { s += v; }`` of one float becomes ``atomicrmw fadd s, v`` (a sum clang computes in
+    double for a float ``s`` adds ``v`` rounded to float: the same derivative, rounding differs by the
+    order of the threads anyway); a critical section that touches no float is kept; any other is refused."""
     block = call.parent
     k = block.instructions.index(call)
     body = []
@@ -188,20 +189,47 @@ def _atomic_critical(call, outlined) -> None:
         return
     if not touches_floats:
         return
-    shape = [i.opcode for i in body]
-    if shape == ["load", "fadd", "store"]:
-        load, add, store = body
-        v = add.operands[1] if add.operands[0] is load else add.operands[0]
-        if (store.pointer_operand is load.pointer_operand and store.value_operand is add
-                and load in add.operands and v is not load and len(load.users) == 1 and len(add.users) == 1):
-            b = Builder()
-            b.position_before(store)
-            atomic_fadd(b, load.pointer_operand, v)
-            for inst in (store, add, load, end, call):
-                inst.erase()
-            return
+    chain = _critical_sum(body)
+    if chain is not None:
+        load, store, v, between = chain
+        b = Builder()
+        b.position_before(store)
+        if v.type != store.value_operand.type:  # the sum was in double: each thread adds its value rounded
+            v = b.cast("fptrunc", v, store.value_operand.type)
+        atomic_fadd(b, load.pointer_operand, v)
+        for inst in (store, *reversed(between), load, end, call):
+            inst.erase()
+        return
     raise unsupported("a critical section other than `shared += value` of one float is not modeled",
                       call, outlined)
+
+
+def _critical_sum(body):
+    """``(load s, store s, v, between)`` when ``body`` is ``s = [fptrunc] fadd([fpext] s, v)`` (casts of
+    ``v`` inside the section allowed; ``between``: the chain's instructions from the load to the store,
+    exclusive), else None."""
+    loads = [i for i in body if i.opcode == "load"]
+    stores = [i for i in body if i.opcode == "store"]
+    if len(loads) != 1 or len(stores) != 1:
+        return None
+    load, store = loads[0], stores[0]
+    if store.pointer_operand is not load.pointer_operand or store.value_operand.type != load.type:
+        return None
+    narrow = store.value_operand
+    add = narrow.operands[0] if isinstance(narrow, Instruction) and narrow.opcode == "fptrunc" else narrow
+    widen = next((u for u in load.users if isinstance(u, Instruction) and u.opcode == "fpext"), None)
+    old = load if widen is None else widen
+    if not isinstance(add, Instruction) or add.opcode != "fadd" or old not in add.operands:
+        return None
+    v = add.operands[1] if add.operands[0] is old else add.operands[0]
+    between = [i for i in (widen, add, narrow if narrow is not add else None) if i is not None]
+    chain = [load, *between, store]
+    if v is old or any(len(i.users) != 1 for i in chain[:-1]) or any(i not in body for i in between):
+        return None
+    rest = [i for i in body if i not in chain]
+    if any(i.opcode not in ("fpext", "fptrunc") or any(u not in body for u in i.users) for i in rest):
+        return None
+    return load, store, v, between
 
 
 # -- the forward and reverse sweeps --------------------------------------------------------------

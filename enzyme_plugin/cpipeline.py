@@ -29,7 +29,7 @@ from gpucompiler.contain import contained
 
 from gpucompiler.llvm import Module, parse
 
-from .ad import batch, custom, leftover, preprocess
+from .ad import batch, custom, leftover, preprocess, splitmode
 from .ad.errors import ADError
 from .ad.c_interface import differentiate_here, differentiate_nested
 from .passes import noinline
@@ -64,6 +64,7 @@ def differentiate_in_pipeline(text: str, level: int = 2) -> str:
 def differentiate_in_pipeline_here(text: str, level: int = 2) -> str:
     """:func:`differentiate_in_pipeline` in this process (for a caller that contains it already)."""
     text = batch.lower_text(text)
+    text = splitmode.virtual_reverse_pairs(text)
     leftover.refuse_unknown(text)
     module = parse(text)
     keep_rules_out_of_line(module)

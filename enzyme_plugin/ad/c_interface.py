@@ -501,6 +501,7 @@ def differentiate_here(ir_text: str, *, optimize: bool = True, options: EngineOp
     """:func:`differentiate` in this process (for a caller that contains it already). A marker left
     in the result is an ADError (:mod:`.leftover`)."""
     ir_text = batch.lower_text(ir_text)
+    ir_text = splitmode.virtual_reverse_pairs(ir_text)
     leftover.refuse_unknown(ir_text)
     text = differentiate_nested(ir_text, lambda t: preprocess.optimize(t, 2), options)
     return leftover.check_output(preprocess.optimize(text, 2 if optimize else 0))

@@ -15,8 +15,10 @@ _MARKER_NAME = re.compile(r'@"?([\w.$]*__enzyme_[\w.$]*)"?\(')
 
 #: what to do instead, for the markers of Enzyme's tests the engine does not implement
 _ADVICE = {
-    "__enzyme_virtualreverse": "the virtual reverse pass of a function pointer is not implemented: "
-                               "differentiate the function itself with __enzyme_augmentfwd/__enzyme_reverse",
+    "__enzyme_virtualreverse": "it is implemented for a function of the module whose arguments and result "
+                               "are floats; for another argument (a vtable, a function taking pointers) make "
+                               "the pair {augmented forward, reverse} of wrappers calling "
+                               "__enzyme_augmentfwd/__enzyme_reverse",
     "__enzyme_shadow": "shadow lookups of globals by marker call are not implemented: pass the shadow "
                        "explicitly (enzyme_dup, value, shadow)",
     "__enzyme_set_fixed_point": "fixed-point iteration markers are not implemented: differentiate the loop "

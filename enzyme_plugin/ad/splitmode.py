@@ -26,7 +26,9 @@ The reverse call frees the tape.
 
 from __future__ import annotations
 
-from gpucompiler.llvm import MDNode, constant, types as T
+import re
+
+from gpucompiler.llvm import Function, MDNode, constant, parse, types as T
 
 from .emit import carries_derivative, declare, fconst, is_float_like, zero
 from .errors import unsupported
@@ -57,6 +59,63 @@ class TapeConventions:
 
 TAPE_BYTES = 32
 """Bytes of a tape header on the heap (:data:`.reverse.TAPE`)."""
+
+#: ``%v = call ... @__enzyme_virtualreverse(ptr @f)`` (C++-mangled names too): the value and the function
+_VIRTUAL = re.compile(r'^(\s*%[\w.$"-]+ = )(?:tail |notail )?call [^@\n]*@"?[\w.$]*__enzyme_virtualreverse[\w.$]*"?'
+                      r'\([^@)\n]*@("[^"\n]+"|[\w.$-]+)\)[^\n]*$', re.M)
+
+
+def virtual_reverse_pairs(text: str) -> str:
+    """``__enzyme_virtualreverse(f)`` of a function ``f`` of the module that takes and returns floats becomes
+    the address of ``{f's augmented forward, f's reverse}``, Enzyme's shadow of a function pointer:
+    ``{double, void *} aug(x...)`` (result, tape) and ``reverse(x..., d_result, tape)`` returning the adjoint
+    of ``x`` (a struct of them for several), made of ``__enzyme_augmentfwd``/``__enzyme_reverse`` calls. A
+    call of any other argument is left (:mod:`.leftover` refuses it)."""
+    sites = _VIRTUAL.findall(text)
+    if not sites:
+        return text
+    module = parse(text)
+    made: dict[str, str] = {}
+    for _, name in sites:
+        fn = module.functions.get(name.strip('"'))
+        if isinstance(fn, Function) and not fn.is_declaration and name not in made and _float_signature(fn):
+            made[name] = _pair_text(name, fn)
+    if not made:
+        return text
+
+    def replace(m: re.Match) -> str:
+        if m.group(2) not in made:
+            return m.group(0)
+        return f'{m.group(1)}getelementptr i8, ptr @"{m.group(2).strip(chr(34))}.gpuc.virtual", i64 0'
+
+    return _VIRTUAL.sub(replace, text) + "".join(made.values()) + (
+        "\ndeclare ptr @__enzyme_augmentfwd.gpuc.virtual(ptr, ...)\n"
+        "declare ptr @__enzyme_reverse.gpuc.virtual(ptr, ...)\n")
+
+
+def _float_signature(fn) -> bool:
+    ft = fn.function_type
+    return bool(ft.params) and not ft.vararg and is_float_like(ft.ret) and all(
+        p.kind in ("float", "double") for p in ft.params)
+
+
+def _pair_text(name: str, fn) -> str:
+    """The IR text of ``@f.gpuc.virtual``, the pair of :func:`virtual_reverse_pairs`, for ``@name``."""
+    base = name.strip('"')
+    ps = fn.function_type.params
+    ret = fn.function_type.ret
+    args = ", ".join(f"{p} %{k}" for k, p in enumerate(ps))
+    adj = str(ps[0]) if len(ps) == 1 else "{ " + ", ".join(str(p) for p in ps) + " }"
+    n = len(ps)
+    return (f'\n@"{base}.gpuc.virtual" = internal constant [2 x ptr] [ptr @"{base}.gpuc.vaug", '
+            f'ptr @"{base}.gpuc.vrev"]\n'
+            f'define internal {{ {ret}, ptr }} @"{base}.gpuc.vaug"({args}) {{\n'
+            f'  %r = call {{ {ret}, ptr }} (ptr, ...) @__enzyme_augmentfwd.gpuc.virtual(ptr @{name}, {args})\n'
+            f'  ret {{ {ret}, ptr }} %r\n}}\n'
+            f'define internal {adj} @"{base}.gpuc.vrev"({args}, {ret} %{n}, ptr %{n + 1}) {{\n'
+            f'  %r = call {adj} (ptr, ...) @__enzyme_reverse.gpuc.virtual(ptr @{name}, {args}, {ret} %{n}, '
+            f'ptr %{n + 1})\n'
+            f'  ret {adj} %r\n}}\n')
 
 
 def _in_caller_memory(engine, extras) -> bool:

@@ -13,9 +13,10 @@ double use(double x) { return __enzyme_batch((void *)sq, enzyme_width, 2, enzyme
 double *__enzyme_shadow(void *, ...);
 double g_data[2];
 double use(double x) { return __enzyme_shadow((void *)g_data)[0] + x; }
-#elif CASE == 3
+#elif CASE == 3 /* implemented for functions of floats (c/virtual_reverse.c), not of a pointer */
 void *__enzyme_virtualreverse(void *);
-double use(double x) { return __enzyme_virtualreverse((void *)sq) ? x : 0.0; }
+double first(double *p) { return p[0] * p[0]; }
+double use(double x) { return __enzyme_virtualreverse((void *)first) ? x : 0.0; }
 #elif CASE == 4
 void __enzyme_set_fixed_point(void *, ...);
 double use(double x) { __enzyme_set_fixed_point((void *)sq, 1e-6); return x; }

@@ -31,7 +31,7 @@ from gpucompiler.llvm import Module, parse
 
 from .ad import batch, custom, leftover, preprocess, splitmode
 from .ad.errors import ADError
-from .ad.c_interface import differentiate_here, differentiate_nested
+from .ad.c_interface import differentiate_here, differentiate_nested, iterations_marked, iterations_resolved
 from .passes import noinline
 
 #: function attributes only LLVM's optimiser infers (clang alone never sets them)
@@ -64,7 +64,7 @@ def differentiate_in_pipeline(text: str, level: int = 2) -> str:
 def differentiate_in_pipeline_here(text: str, level: int = 2) -> str:
     """:func:`differentiate_in_pipeline` in this process (for a caller that contains it already)."""
     text = batch.lower_text(text)
-    text = splitmode.virtual_reverse_pairs(text)
+    text = iterations_marked(splitmode.virtual_reverse_pairs(text))
     leftover.refuse_unknown(text)
     module = parse(text)
     keep_rules_out_of_line(module)
@@ -78,7 +78,7 @@ def differentiate_in_pipeline_here(text: str, level: int = 2) -> str:
         out = differentiate_nested(marked, optimize)
     module = parse(out)
     noinline.restore(module)
-    return leftover.check_output(preprocess.optimize(str(module), level))
+    return leftover.check_output(preprocess.optimize(iterations_resolved(str(module)), level))
 
 
 def keep_rules_out_of_line(module: Module) -> None:

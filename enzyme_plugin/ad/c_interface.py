@@ -374,6 +374,7 @@ def differentiate_module(module, sites=None, options: EngineOptions = EngineOpti
     themselves: :func:`differentiate_nested` orders them."""
     engine = Engine(module, options)
     sites = marker_sites(module) if sites is None else sites
+    existing = set(module.functions)
     augmented = []
     for inst, mode in sites:
         if mode is MarkerMode.AUGMENT:
@@ -425,7 +426,43 @@ def differentiate_module(module, sites=None, options: EngineOptions = EngineOpti
             inst.replace_all_uses_with(new)
         inst.erase()
     engine.run()
+    _count_iterations_up([f for name, f in module.functions.items() if name not in existing])
     return engine, len(sites)
+
+
+#: what ``__enzyme_iter`` is called while the engine works (a name :mod:`.leftover` does not refuse)
+_ITER_NAME = "gpuc.enzyme.iter"
+
+
+def _count_iterations_up(derivatives) -> None:
+    """``__enzyme_iter(n, k)`` in the functions a differentiation made becomes ``__enzyme_iter(n + k, k)``:
+    each derivative taken of code runs ``k`` more iterations than the code (Enzyme's convention)."""
+    b = Builder()
+    for fn in derivatives:
+        for inst in [i for i in fn.instructions() if i.opcode == "call" and _ITER_NAME in getattr(i.callee, "name", "")]:
+            b.position_before(inst)
+            n, k = inst.args[0], inst.args[1]
+            inst.set_operand(inst.operands.index(n), b.binop("add", n, k))
+
+
+def iterations_marked(text: str) -> str:
+    """``text`` with ``__enzyme_iter`` renamed for the engine (:func:`_count_iterations_up`)."""
+    return text.replace("__enzyme_iter", _ITER_NAME)
+
+
+def iterations_resolved(text: str) -> str:
+    """``text`` with each ``__enzyme_iter(n, k)`` left replaced by ``n``."""
+    if _ITER_NAME not in text:
+        return text
+    module = parse(text)
+    for fn in list(module.functions.values()):
+        if _ITER_NAME in fn.name and fn.is_declaration:
+            for inst in [u for u in fn.users if isinstance(u, Instruction) and u.opcode == "call"]:
+                inst.replace_all_uses_with(inst.args[0])
+                inst.erase()
+            if not fn.users:
+                module.remove_function(fn)
+    return str(module)
 
 
 def _take_location(marker, emitted) -> None:
@@ -501,7 +538,7 @@ def differentiate_here(ir_text: str, *, optimize: bool = True, options: EngineOp
     """:func:`differentiate` in this process (for a caller that contains it already). A marker left
     in the result is an ADError (:mod:`.leftover`)."""
     ir_text = batch.lower_text(ir_text)
-    ir_text = splitmode.virtual_reverse_pairs(ir_text)
+    ir_text = iterations_marked(splitmode.virtual_reverse_pairs(ir_text))
     leftover.refuse_unknown(ir_text)
-    text = differentiate_nested(ir_text, lambda t: preprocess.optimize(t, 2), options)
+    text = iterations_resolved(differentiate_nested(ir_text, lambda t: preprocess.optimize(t, 2), options))
     return leftover.check_output(preprocess.optimize(text, 2 if optimize else 0))

@@ -45,3 +45,13 @@ def test_iter_counts_n_in_the_primal_and_n_plus_k_in_the_derivatives(route):
         assert dx[0] == pytest.approx(derivative, rel=1e-13)
         v = np.array([-0.5])
         assert fwd(x.ctypes.data_as(_P), v.ctypes.data_as(_P), 1) == pytest.approx(-0.5 * derivative, rel=1e-13)
+
+
+@pytest.mark.parametrize("level", ["O0", "O2"])
+def test_iter_counts_k_more_per_derivative_level(level):
+    lib = CPULibrary.from_ir(enzyme_plugin.differentiate(compile_c("iter.c", level)))
+    grad2 = lib.function("iter2_grad", None, _P, _P, ctypes.c_int)
+    for a in (0.6, -1.7):
+        x, dx = np.array([a]), np.zeros(1)
+        grad2(x.ctypes.data_as(_P), dx.ctypes.data_as(_P), 1)
+        assert dx[0] == pytest.approx(_partial(a, 5), rel=1e-13)  # d2/dx2 of the sum up to 7

@@ -18,3 +18,7 @@ double series(double x) {
 double iter_primal(double *x, int n) { return series(x[0]); }
 void iter_grad(double *x, double *dx, int n) { dx[0] += __enzyme_autodiff((void *)series, x[0]); }
 double iter_fwd(double *x, double *v, int n) { return __enzyme_fwddiff((void *)series, x[0], v[0]); }
+
+/* a second derivative: n + 2k iterations */
+double d_series(double x) { return __enzyme_autodiff((void *)series, x); }
+void iter2_grad(double *x, double *dx, int n) { dx[0] += __enzyme_autodiff((void *)d_series, x[0]); }

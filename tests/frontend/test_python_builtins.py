@@ -181,3 +181,29 @@ def test_zero_to_a_negative_int_power_is_cpythons_zero_division_error():
             jit(int_power)(0, b)
     with pytest.raises(ValueError, match="negative exponent"):  # CPython's 0.5: a float, documented
         jit(int_power)(2, -1)
+
+
+def angles(x):
+    return math.degrees(x), math.radians(x), math.radians(math.degrees(x))
+
+
+@pytest.mark.parametrize("x", FLOATS + [3, -4, True, 1e308, 5e-324])
+def test_degrees_and_radians_are_cpythons_to_the_bit(x):
+    got, want = jit(angles)(x), angles(x)
+    for g, w in zip(got, want):
+        assert (math.isnan(g) and math.isnan(w)) or (g == w and math.copysign(1.0, g) == math.copysign(1.0, w))
+
+
+def test_degrees_differentiated_and_in_a_kernel():
+    from enzyme_plugin import Active, Reverse, autodiff
+    (d,) = autodiff(Reverse, lambda x: math.degrees(x) * math.radians(x), Active(0.7))
+    assert d == pytest.approx(2 * 0.7, rel=1e-15)
+
+    def to_degrees(a, out):
+        i = gd.grid(1)
+        if i < a.shape[0]:
+            out[i] = math.degrees(a[i])
+
+    a, out = np.linspace(-3.0, 3.0, 40), np.zeros(40)
+    kernel(to_degrees)[2, 32, "cpu"](a, out)
+    assert np.array_equal(out, [math.degrees(v) for v in a])

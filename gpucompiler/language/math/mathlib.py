@@ -168,3 +168,17 @@ def _classify(kind):
 
 for _name in ("isnan", "isinf", "isfinite"):
     base.define(getattr(math, _name), Number, restype=T.boolean)(_classify(_name))
+
+#: ``math.degrees`` and ``math.radians``: one product with the constant CPython's mathmodule.c uses
+_SCALES = {math.degrees: 180.0 / math.pi, math.radians: math.pi / 180.0}
+
+
+def _scaled(factor: float):
+    def lower(cg, args, argtypes, rt):
+        (x,) = _args(cg, args, argtypes, rt)
+        return cg.b.fmul(x, ir.Constant(x.type, factor))
+    return lower
+
+
+for _fn, _factor in _SCALES.items():
+    base.define(_fn, Number, restype=T.float64)(_scaled(_factor))

@@ -386,6 +386,7 @@ def test_relative_error_is_elementwise():
     assert ad_gpu._rel_err(want[:2], want) == float("inf")
 
 
+@pytest.mark.slow  # the whole benchmark in the emulation: with the slow set
 def test_emulated_benchmark_passes_and_fails_loudly(monkeypatch, capsys):
     assert ad_gpu.main(["--emulate"]) == 0
     assert "FAILED" not in capsys.readouterr().out

@@ -145,6 +145,7 @@ def heap_in_use() -> int:
     return info.uordblks + info.hblkhd
 
 
+@pytest.mark.slow  # many rounds of a recorded program: with the slow set
 def test_split_tapes_are_freed_by_backward_and_reset_the_heap_does_not_grow():
     x, y = np.linspace(0.1, 1.0, 4096), np.zeros(4096)
 

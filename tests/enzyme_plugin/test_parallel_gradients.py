@@ -283,7 +283,7 @@ def twice_smallest_shifted(v):
     return 2.0 * parallel_reduce(v.shape[0], lambda i: v[i] - 1.0, "min", space=EMU)
 
 
-@pytest.mark.parametrize("n", [1, 5, 300, 5000])
+@pytest.mark.parametrize("n", [1, 5, 300, pytest.param(5000, marks=pytest.mark.slow)])
 def test_min_and_max_send_the_adjoint_to_the_selected_index(n):
     v = np.random.default_rng(n).normal(size=n)
     dv = np.zeros_like(v)

@@ -216,6 +216,7 @@ def _program(rng: random.Random) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow  # a fuzzer: with the slow set (README, tests/conftest.py)
 def test_random_programs_on_list_and_dict_arguments_against_cpython():
     rng = random.Random(2030)
     checked = raised = 0

@@ -342,6 +342,7 @@ def _program(rng: random.Random) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow  # a fuzzer: with the slow set (README, tests/conftest.py)
 def test_random_dict_programs_against_cpython():
     rng = random.Random(2029)
     checked = raised = 0

@@ -516,6 +516,7 @@ def _program(rng: random.Random) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow  # a fuzzer: with the slow set (README, tests/conftest.py)
 def test_random_list_programs_against_cpython():
     rng = random.Random(2028)
     checked = raised = 0

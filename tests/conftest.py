@@ -89,6 +89,9 @@ SLOW_FILES = frozenset({
     "tests/arrays/test_sorting.py",
     "tests/enzyme/test_pipeline_corpus.py",
     "tests/enzyme_plugin/test_index_gradients.py",
+    "tests/cache/test_jit_index.py",
+    "tests/cache/test_plugin_keys_noimport.py",
+    "tests/targets/test_spirv_libm64_range.py",
 })
 
 

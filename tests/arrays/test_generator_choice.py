@@ -68,8 +68,8 @@ def test_choice_without_shuffle_is_numpys(n, k):
         _same(jit(ints_unshuffled)(seed, n, k), ints_unshuffled(seed, n, k))
 
 
-@pytest.mark.parametrize("dtype", [np.float64, *(pytest.param(d, marks=pytest.mark.slow) for d in (
-    np.float32, np.int64, np.int32, np.bool_, np.complex128))])  # float64 by default, the others with the slow set
+@pytest.mark.slow  # every dtype at each algorithm's size thresholds: with the slow set
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32, np.bool_, np.complex128])
 def test_choice_of_items_with_and_without_p_is_numpys(dtype):
     a = (np.arange(12) * 3 - 7).astype(dtype)
     weights = np.random.default_rng(5).random(12)

@@ -51,6 +51,7 @@ def test_o2_fixtures_hold_the_constructs_the_issue_lists():
     assert "@realloc" in fixture_text("realloc", "O2")
 
 
+@pytest.mark.slow  # clang over the whole corpus: with the slow set
 @pytest.mark.skipif(shutil.which("clang-19") is None,
                     reason="clang-19 is not installed (CI reads the committed fixtures)")
 def test_regeneration_is_byte_identical():

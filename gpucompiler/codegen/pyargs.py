@@ -24,6 +24,7 @@ from types import SimpleNamespace
 from llvmlite import ir
 
 from .. import types as T
+from ..language.numpy.arrayloops import range_loop
 from ..language.python.dictmem import Table
 from .lltypes import I64, PTR
 from .pylist import field, load_item, release
@@ -35,22 +36,6 @@ _FIRST_ROOM = 8
 
 def _c(v: int) -> ir.Constant:
     return ir.Constant(I64, v)
-
-
-def _range(b: ir.IRBuilder, start, stop, body: Callable) -> None:
-    """``for i in range(start, stop): body(i)`` (i64 values) at the builder's position."""
-    head, inside, done = (b.function.append_basic_block(f"arg.{s}") for s in ("head", "body", "done"))
-    entry = b.block
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I64)
-    i.add_incoming(start, entry)
-    b.cbranch(b.icmp_signed("<", i, stop), inside, done)
-    b.position_at_end(inside)
-    body(i)
-    i.add_incoming(b.add(i, _c(1)), b.block)
-    b.branch(head)
-    b.position_at_end(done)
 
 
 def _store(b: ir.IRBuilder, value, at, t: T.Scalar) -> None:
@@ -121,7 +106,7 @@ def unbox_list(mod, b: ir.IRBuilder, obj, t: T.ListType, unbox_item: Callable, b
         got, readable = _item(mod, b, obj, i)
         _store(b, unbox_item(readable, item), b.gep(data, [b.mul(i, _c(item.itemsize))], source_etype=_I8), item)
         b.call(decref, [got])  # NULL-safe
-    _range(b, _c(0), n, read)
+    range_loop(b, _c(0), n, read)
     _failed(mod, b, block, bail)
     return block
 
@@ -164,7 +149,7 @@ def unbox_dict(mod, b: ir.IRBuilder, obj, t: T.DictType, unbox_item: Callable, b
         _store(b, k, table.key_at(e), kt)
         _store(b, unbox_item(value, vt), table.value_at(e), vt)
         table.place(e, k)
-    _range(b, _c(0), n, entry)
+    range_loop(b, _c(0), n, entry)
     b.call(decref, [items])
     _failed(mod, b, block, bail)
     return block
@@ -200,7 +185,7 @@ def reflect_list(mod, b: ir.IRBuilder, obj, block, t: T.ListType, box_item: Call
             with b.if_then(b.icmp_unsigned("!=", boxed, null)):
                 b.call(mod.declare("PySequence_SetItem", _I32, [PTR, I64, PTR]), [obj, i, boxed])
                 b.call(decref, [boxed])
-    _range(b, _c(0), common, replace)
+    range_loop(b, _c(0), common, replace)
     with b.if_then(b.icmp_signed("<", new, old)):
         b.call(mod.declare("PySequence_DelSlice", _I32, [PTR, I64, I64]), [obj, new, old])
 
@@ -209,7 +194,7 @@ def reflect_list(mod, b: ir.IRBuilder, obj, block, t: T.ListType, box_item: Call
         with b.if_then(b.icmp_unsigned("!=", boxed, null)):
             _call_method(mod, b, obj, "append", boxed)
             b.call(decref, [boxed])
-    _range(b, common, new, append)
+    range_loop(b, common, new, append)
 
 
 def reflect_dict(mod, b: ir.IRBuilder, obj, block, t: T.DictType, box_item: Callable, unbox_item: Callable) -> None:
@@ -234,7 +219,7 @@ def reflect_dict(mod, b: ir.IRBuilder, obj, block, t: T.DictType, box_item: Call
                 same = b.and_(_same(b, unbox_item(key, kt), key_of(e), kt),
                               _same(b, unbox_item(value, vt), value_of(e), vt))
                 b.store(b.or_(b.load(differs, typ=_I1), b.not_(same)), differs)
-            _range(b, _c(0), new, compare)
+            range_loop(b, _c(0), new, compare)
     b.call(decref, [items])
     with b.if_then(b.load(differs, typ=_I1)):
         _call_method(mod, b, obj, "clear")
@@ -245,7 +230,7 @@ def reflect_dict(mod, b: ir.IRBuilder, obj, block, t: T.DictType, box_item: Call
                 b.call(mod.declare("PyObject_SetItem", _I32, [PTR, PTR, PTR]), [obj, k, v])  # takes its own
             b.call(decref, [k])  # NULL-safe
             b.call(decref, [v])
-        _range(b, _c(0), new, fill)
+        range_loop(b, _c(0), new, fill)
 
 
 class Reflected:

@@ -11,14 +11,18 @@ _I64 = ir.IntType(64)
 
 def counted_loop(cg, count, body: Callable) -> None:
     """``for i in range(count): body(i)`` (``count`` an i64 value; ``body`` emits at ``cg.b``)."""
-    b = cg.b
+    range_loop(cg.b, ir.Constant(_I64, 0), count, body)
+
+
+def range_loop(b: ir.IRBuilder, start, stop, body: Callable) -> None:
+    """``for i in range(start, stop): body(i)`` (i64 values) at the builder's position."""
     before = b.block
-    head, loop, done = (cg.fn.append_basic_block(n) for n in ("loop.head", "loop.body", "loop.done"))
+    head, loop, done = (b.function.append_basic_block(n) for n in ("loop.head", "loop.body", "loop.done"))
     b.branch(head)
     b.position_at_end(head)
     i = b.phi(_I64, name="i")
-    i.add_incoming(ir.Constant(_I64, 0), before)
-    b.cbranch(b.icmp_signed("<", i, count), loop, done)
+    i.add_incoming(start, before)
+    b.cbranch(b.icmp_signed("<", i, stop), loop, done)
     b.position_at_end(loop)
     body(i)
     i.add_incoming(b.add(i, ir.Constant(_I64, 1)), b.block)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from llvmlite import ir
 
 from ... import types as T
+from ..numpy.arrayloops import range_loop
 
 _I64, _I8, _PTR = ir.IntType(64), ir.IntType(8), ir.PointerType()
 _DATA, _LENGTH, _CAPACITY, _BLOCK = 8, 16, 24, 32
@@ -54,19 +55,7 @@ def new_dict(cg):
 
 def loop(cg, start, stop, body: Callable) -> None:
     """``for i in range(start, stop): body(i)`` (i64 values) at the builder's position."""
-    b = cg.b
-    head, inside, done = (cg.fn.append_basic_block(f"dict.{s}") for s in ("head", "body", "done"))
-    entry = b.block
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(_I64)
-    i.add_incoming(start, entry)
-    b.cbranch(b.icmp_signed("<", i, stop), inside, done)
-    b.position_at_end(inside)
-    body(i)
-    i.add_incoming(b.add(i, _c(1)), b.block)
-    b.branch(head)
-    b.position_at_end(done)
+    range_loop(cg.b, start, stop, body)
 
 
 class Table:

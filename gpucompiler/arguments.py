@@ -30,7 +30,8 @@ A subclass of ``ndarray`` is passed as its array unless it redefines what
 compiled code does to arrays (indexing, operators, ufuncs, reductions:
 ``np.matrix``'s ``*``, a masked array's mask): compiled code would ignore
 the redefinition and return another number than Python, so it is refused
-(``np.memmap`` and subclasses that add attributes or methods pass).
+(``np.memmap``, a structured ``np.recarray`` and subclasses that add
+attributes or methods pass).
 """
 
 from __future__ import annotations
@@ -122,10 +123,21 @@ def argument(value, name: str, function: str) -> tuple:
         _plain_behaviour(value, np, name, function)
     t = T.typeof(value)
     if t is None:
-        _refuse(value, name, function)
+        _refuse(value, name, function, _struct_hint(value.dtype) if value.dtype.names else _HINT)
     if isinstance(value, np.generic):
         value = value.item()
     return t, value
+
+
+def _struct_hint(dtype) -> str:
+    """What to do with a structured array or scalar that compiled code does not take."""
+    problem = T.struct_problem(dtype)
+    if problem is None:  # a NumPy record scalar (np.void) or a 0-d structured array
+        return ("compiled code takes structured arrays of at least one dimension: pass the array and an index "
+                "(f(a, i) reading a[i]), or a.reshape(1)")
+    return (f"{problem}: fields of structured arrays are numbers (bool, int8-int64, uint8-uint64, float32, "
+            "float64, complex64, complex128) or sub-arrays of numbers, in the machine's byte order; pass a view "
+            "of the numeric fields (a[['x', 'm']]) or a converted copy (a.astype(...))")
 
 
 #: names a subclass of ndarray may define without changing what compiled code computes with it
@@ -146,7 +158,10 @@ def _redefined(cls: type, ndarray: type, memmap: type) -> tuple[str, ...]:
 
 
 def _plain_behaviour(value, np, name: str, function: str) -> None:
-    """Refuse an ndarray subclass that redefines what compiled code does to arrays."""
+    """Refuse an ndarray subclass that redefines what compiled code does to arrays (a structured
+    ``np.recarray`` passes: compiled code reads fields as attributes as it does, ``a.x``, ``a[i].x``)."""
+    if type(value) is np.recarray and value.dtype.names is not None:
+        return
     redefined = _redefined(type(value), np.ndarray, np.memmap)
     if redefined:
         shown = ", ".join(redefined[:4]) + (", ..." if len(redefined) > 4 else "")

@@ -138,7 +138,7 @@ def _recorded_restype(text: str | None) -> T.Type | None:
 
 
 def _ctype(t) -> Any:
-    if isinstance(t, (T.ArrayType, T.TupleType, T.RecordType, T.ListType, T.DictType)):
+    if isinstance(t, (T.ArrayType, T.StructArrayType, T.TupleType, T.RecordType, T.ListType, T.DictType)):
         return ctypes.py_object
     return _CTYPES.get(t)
 

@@ -74,6 +74,52 @@ class ArrayType(Type):
 
 
 @attrs.frozen(repr=False, cache_hash=True)
+class StructDtype(Type):
+    """A NumPy structured dtype: ``fields`` are ``(name, scalar, byte offset, sub-array shape)`` in
+    order, ``itemsize`` the element's bytes; both read from the dtype, so packed, aligned and
+    padded layouts are what NumPy made them (two layouts never share compiled code)."""
+
+    fields: tuple = attrs.field(converter=tuple)
+    itemsize: int
+
+    def field(self, name: str):
+        """``(scalar, offset, shape)`` of field ``name``, or None."""
+        for n, t, offset, shape in self.fields:
+            if n == name:
+                return t, offset, shape
+        return None
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{n}: {t!r}{list(s) if s else ''} @{o}" for n, t, o, s in self.fields)
+        return f"struct({parts}; {self.itemsize} bytes)"
+
+
+@attrs.frozen(repr=False, cache_hash=True)
+class StructArrayType(Type):
+    """A strided array of a structured dtype (``{data, shape, strides in bytes}``, as :class:`ArrayType`)."""
+
+    dtype: StructDtype
+    ndim: int
+    layout: str = "C"
+    readonly: bool = False
+
+    def __repr__(self) -> str:
+        return f"array({self.dtype!r}, {self.ndim}d, {self.layout}{', readonly' if self.readonly else ''})"
+
+
+@attrs.frozen(repr=False, cache_hash=True)
+class StructRef(Type):
+    """One element of a structured array (NumPy's ``a[i]``): its address, so that reads and writes of
+    its fields go to the array's memory."""
+
+    dtype: StructDtype
+    readonly: bool = False
+
+    def __repr__(self) -> str:
+        return f"record({self.dtype!r}{', readonly' if self.readonly else ''})"
+
+
+@attrs.frozen(repr=False, cache_hash=True)
 class SliceType(Type):
     """A slice ``start:stop:step``; each part an integer or absent (``None``, known when compiling)."""
 
@@ -349,7 +395,36 @@ _C_CONTIGUOUS, _WRITEABLE = 0x0001, 0x0400  # NPY_ARRAY_C_CONTIGUOUS, NPY_ARRAY_
 
 
 def _array_type(dtype, ndim: int, c_contiguous: bool, readonly: bool):
+    if dtype.names is not None:
+        struct = struct_dtype(dtype)
+        return None if struct is None or ndim == 0 else StructArrayType(
+            struct, ndim, "C" if c_contiguous else "A", readonly)
     scalar = SCALARS.get(str(dtype))
     if scalar is None:
         return None
     return ArrayType(scalar, ndim, "C" if c_contiguous else "A", readonly)
+
+
+def struct_dtype(dtype) -> StructDtype | None:
+    """The :class:`StructDtype` of a NumPy structured ``dtype``; None when a field is not a number (or
+    a sub-array of numbers) in the machine's byte order: :func:`struct_problem` says which."""
+    fields = []
+    for name in dtype.names:
+        ft, offset = dtype.fields[name][:2]
+        scalar = SCALARS.get(str(ft.base))
+        if scalar is None or not isinstance(name, str):
+            return None
+        fields.append((name, scalar, offset, tuple(ft.shape)))
+    return StructDtype(tuple(fields), dtype.itemsize)
+
+
+def struct_problem(dtype) -> str | None:
+    """Why compiled code does not take the structured ``dtype`` (its first field that is not a number),
+    or None."""
+    for name in dtype.names or ():
+        ft = dtype.fields[name][0]
+        if SCALARS.get(str(ft.base)) is None:
+            kind = ("a nested structure" if ft.base.names is not None else
+                    "in the other byte order" if ft.base.byteorder == ">" else f"of dtype {ft.base}")
+            return f"field {name!r} is {kind}"
+    return None

@@ -49,10 +49,11 @@ def ll(t) -> ir.Type:
         return ir.LiteralStructType([ll(i) for i in t.items if has_value(i)])
     if isinstance(t, T.BoundMethod):
         return ll(t.receiver)
-    if isinstance(t, T.ArrayType):  # {data, shape, strides in bytes[, refcounted buffer or null]}
+    if isinstance(t, (T.ArrayType, T.StructArrayType)):  # {data, shape, strides in bytes[, refcounted buffer]}
         dims = ir.ArrayType(I64, t.ndim)
-        return ir.LiteralStructType([PTR, dims, dims, PTR] if t.managed else [PTR, dims, dims])
-    if isinstance(t, (T.ListType, T.DictType, T.DictView)):  # the address of its reference-counted block
+        managed = isinstance(t, T.ArrayType) and t.managed
+        return ir.LiteralStructType([PTR, dims, dims, PTR] if managed else [PTR, dims, dims])
+    if isinstance(t, (T.ListType, T.DictType, T.DictView, T.StructRef)):  # an address: the block's, the element's
         return PTR
     if isinstance(t, T.SliceType):  # the parts that are present
         return ir.LiteralStructType([I64] * (t.has_start + t.has_stop + t.has_step))

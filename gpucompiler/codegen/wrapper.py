@@ -30,7 +30,8 @@ _I8 = ir.IntType(8)
 
 
 def _param_type(t):
-    if isinstance(t, (T.ArrayType, T.TupleType, T.RecordType, T.ListType, T.DictType)) or _is_complex(t):
+    if isinstance(t, (T.ArrayType, T.StructArrayType, T.TupleType, T.RecordType, T.ListType, T.DictType)) \
+            or _is_complex(t):
         return PTR
     return _I8 if t == T.boolean else ll(t)
 
@@ -51,7 +52,7 @@ def _unbox_complex(mod, b, obj, t):
 def _unbox(mod, b, obj, t):
     """The value of type ``t`` of the Python object ``obj`` (a tuple's or record's part: its type was
     checked by ``typeof`` at the call)."""
-    if isinstance(t, T.ArrayType):
+    if isinstance(t, (T.ArrayType, T.StructArrayType)):
         return _array(b, obj, t)
     if _is_complex(t):
         return _unbox_complex(mod, b, obj, t)
@@ -83,7 +84,7 @@ def _field(b, obj, offset):
     return b.load(b.gep(obj, [ir.Constant(I64, offset)], source_etype=_I8), typ=PTR)
 
 
-def _array(b, obj, t: T.ArrayType):
+def _array(b, obj, t: T.ArrayType | T.StructArrayType):
     data, dims = _field(b, obj, _DATA), _field(b, obj, _DIMS)
     shape = [b.load(b.gep(dims, [ir.Constant(I64, k)], source_etype=I64), typ=I64)
              for k in range(t.ndim)]
@@ -218,15 +219,26 @@ def _local_record(t) -> T.RecordType | None:
     return None
 
 
+def _structured(t) -> bool:
+    """Whether ``t`` is (or holds) a structured array or one of its elements."""
+    if isinstance(t, (T.TupleType, T.RecordType)):
+        return any(map(_structured, t.items))
+    return isinstance(t, (T.StructArrayType, T.StructRef))
+
+
 def check_returnable(frame) -> None:
-    """Refuse a returned record of a class defined inside a function (every other record, tuple and
-    array comes back, however nested)."""
+    """Refuse a returned record of a class defined inside a function, and a returned structured array or
+    element (every other record, tuple and array comes back, however nested)."""
     rt = widen(frame.rettype)
     local = _local_record(rt)
-    if local is None:
+    if local is None and not _structured(rt):
         return
     loc = next((frame.where(bl.term) for bl in frame.ir.blocks
                 if isinstance(bl.term, Return) and frame.executable(bl)), (frame.ir.filename, frame.ir.line, 0))
+    if local is None:
+        raise TypeInferenceError("returning a structured array or one of its elements to Python is not supported",
+                                 (rt,), loc, frame.ir.name, "return a field (a['x'], a['x'].copy(), p.x) or the "
+                                 "numbers you need; writes through the array (a[i].x = v) reach the caller's array")
     raise TypeInferenceError(f"returning an instance of {local.qualname}, a class defined inside a function, to "
                              "Python is not supported", (rt,), loc, frame.ir.name,
                              "define the NamedTuple or dataclass at the top level of a module")
@@ -292,7 +304,7 @@ def emit_wrapper(mod, frame, entry: ir.Function, name: str) -> ir.Function:
     for p, t in zip(fn.args, argtypes):
         if isinstance(t, (T.ListType, T.DictType)):  # a compiled copy, reflected into the argument on return
             args.append(reflected.unbox(p, t, bail))
-        elif isinstance(t, (T.ArrayType, T.TupleType, T.RecordType)) or _is_complex(t):
+        elif isinstance(t, (T.ArrayType, T.StructArrayType, T.TupleType, T.RecordType)) or _is_complex(t):
             args.append(_unbox(mod, b, p, t))
         else:
             args.append(b.trunc(p, ir.IntType(1)) if t == T.boolean else p)

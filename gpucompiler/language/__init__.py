@@ -6,7 +6,7 @@
 * :mod:`.math`: the ``math`` module (LLVM intrinsics or libm; a target's device
   library through its overlay);
 * :mod:`.numpy`: arrays the compiled code owns, expressions, ufuncs,
-  constructors, reductions, views, casts, joins; :mod:`.numpy.linalg`,
+  constructors, reductions, views, casts, joins, structured arrays; :mod:`.numpy.linalg`,
   :mod:`.numpy.random`, :mod:`.numpy.sort`.
 
 Importing the package registers the language's rules in :data:`.precedence.base`, the
@@ -17,7 +17,7 @@ atomics) is :mod:`gpucompiler.device`.
 
 from .math import mathlib  # noqa: F401  (registration, like every import below)
 from .numpy import (arrayexpr, creation, fancy, npcast, npcumul, npjoin, npmatrix, npmethods,  # noqa: F401
-                    npnonzero, npsearch, npstats, reductions, selection, ufuncs, views)
+                    npnonzero, npsearch, npstats, reductions, selection, structured, ufuncs, views)
 from .numpy.linalg import blas, nplinalg  # noqa: F401
 from .numpy.random import nprandom, nprandomstate  # noqa: F401
 from .numpy.sort import npsort, npsorted  # noqa: F401

@@ -12,8 +12,9 @@ Why this order: the numbers' and the containers' handlers are asked before
 NumPy's; NumPy's functions (expressions, reductions, casts, joins, sorts,
 ``np.linalg``, ``np.random``) claim their keyword calls before the
 constructors (``creation``, near the end) refuse the rest; the lists', dicts'
-and records' handlers follow; ``gpucompiler.parallel``'s (``parallel_for``
-and ``parallel_reduce`` called in compiled code) comes last.
+and records' handlers follow, then structured arrays' rules (the one module
+that assigns attributes); ``gpucompiler.parallel``'s (``parallel_for`` and
+``parallel_reduce`` called in compiled code) comes last.
 """
 
 from ..interpreter.rules import RuleSet, register
@@ -52,6 +53,7 @@ PRECEDENCE: tuple[str, ...] = (
     _L + "python.parallel",
     _L + "python.pyfuncs",
     _L + "python.records",
+    _L + "numpy.structured",
     _L + "numpy.creation",
     _L + "math.mathlib",
     "gpucompiler.parallel",

@@ -54,6 +54,10 @@ def kernel_argument(value, name: str, function: str) -> tuple:
         raise ArgumentTypeError(name, type(value).__name__, function=function,
                                 hint="kernels take scalars and arrays: pass the list as an array (np.asarray(xs)); "
                                      "@jit functions take lists and dicts")
+    if isinstance(t, T.StructArrayType):
+        raise ArgumentTypeError(name, f"structured array of {t.dtype!r}", function=function,
+                                hint="kernels take arrays of numbers: pass each field as an array of its own "
+                                     "(a['x'], a['m']); @jit functions take structured arrays")
     return t, v
 
 

@@ -9,6 +9,7 @@ floats within rounding.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,9 +25,9 @@ VECTORS = np.dtype([("pos", np.float64, (3,)), ("q", np.float32), ("ok", np.bool
 MIXED = np.dtype([("c", np.complex128), ("u", np.uint16), ("b", np.bool_), ("f", np.float32), ("k", np.int64)])
 
 
-def _particles(dtype, n=7, seed=0):
+def _particles(dtype, n=7, seed=0) -> Any:
     rng = np.random.default_rng(seed)
-    a = np.zeros(n, dtype)
+    a: Any = np.zeros(n, dtype)
     a["x"], a["v"], a["m"] = rng.standard_normal(n), rng.standard_normal(n), rng.random(n) + 0.5
     a["id"] = np.arange(n) * 3 + 1
     return a
@@ -324,12 +325,12 @@ def test_index_errors_and_kernels():
     with pytest.raises(IndexError):
         at(a, 4)
 
-    @kernel
-    def k(a, out):
+    def fill(a, out):
         out[0] = 1.0
 
+    k = kernel(fill)
     with pytest.raises(ArgumentTypeError, match="structured array"):
-        k[1, 1, "cpu"](a, np.zeros(1))
+        k[1, 1, "cpu"](a, np.zeros(1))  # pyright: ignore[reportIndexIssue]
 
 
 _TYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.float32, np.float64, np.bool_]

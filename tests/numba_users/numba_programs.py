@@ -566,6 +566,41 @@ def unique_and_steps(k, a):
     return u, np.diff(a[:10]), np.round(a[:5], 3), np.outer(a[:3], a[3:5])
 
 
+STAR = np.dtype([("x", np.float64), ("v", np.float64), ("m", np.float64), ("id", np.int32)], align=True)
+
+
+@njit
+def leapfrog_records(stars, dt, steps):
+    for _ in range(steps):
+        for i in range(len(stars)):
+            p = stars[i]
+            p.v -= dt * p.x
+            p.x += dt * p.v
+    e = 0.0
+    for p in stars:
+        e += 0.5 * p.m * p.v ** 2
+    return e, stars["x"].copy(), stars[0].id
+
+
+@njit
+def centre_of_mass(stars):
+    m = stars["m"]
+    heaviest = 0
+    for i in range(1, len(stars)):
+        if stars[i].m > stars[heaviest].m:
+            heaviest = i
+    return (stars["x"] * m).sum() / m.sum(), stars[heaviest].id, np.mean(stars[::2]["v"])
+
+
+def _stars(n, packed=False):
+    """A record array of ``n`` stars (np.recarray: CPython reads fields as attributes, as Numba does)."""
+    rng = np.random.default_rng(n)
+    dtype = np.dtype([("x", np.float64), ("v", np.float64), ("m", np.float64), ("id", np.int32)]) if packed else STAR
+    stars = np.zeros(n, dtype).view(np.recarray)
+    stars.x, stars.v, stars.m, stars.id = rng.standard_normal(n), rng.standard_normal(n), rng.random(n), np.arange(n)
+    return stars
+
+
 _rng = np.random.default_rng(28)
 _A = _rng.standard_normal(1000)
 _M = _rng.standard_normal((40, 30))
@@ -629,4 +664,6 @@ CASES = [
     ("resample_curve", resample_curve, (_A[:50], np.sin(_A[:50]), np.linspace(-1.5, 1.5, 40))),
     ("solve_with_identity", solve_with_identity, (_M, _A[:40], 0.1)),
     ("unique_and_steps", unique_and_steps, (np.arange(1000) * 7 % 13, _A)),
+    ("leapfrog_records", leapfrog_records, (_stars(50), 0.01, 20)),
+    ("centre_of_mass", centre_of_mass, (_stars(40, packed=True),)),
 ]

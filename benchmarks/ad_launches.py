@@ -14,7 +14,8 @@ gradient / primal of the same implementation. ``tape µs/launch``: the
 launch tape's own host cost per recorded launch: the gradient's time minus
 the time of the same kernel launches made directly (the two forward or
 augmented launches and the two gradient or reverse launches, on arguments
-prepared once), over the number of recorded launches.
+typed once: on the CPU the emulation's compiled kernels called directly),
+over the number of recorded launches.
 
     PYTHONPATH=.:plugins python benchmarks/ad_launches.py [--device cpu|gpu] [--n N] [--json PATH]
 
@@ -105,32 +106,35 @@ def ours(x, w, xp, dev, split, reps, sync):
     return primal, grad, timed(primal, reps, sync), timed(grad, reps, sync)
 
 
+def prepared(k, blocks, dev, *args):
+    """One launch of ``k`` on ``args`` typed once: on the CPU the grid emulation's compiled kernel called
+    directly (the floor the tape's launches are measured against), on a GPU the bound launch."""
+    if dev != "cpu":
+        launch = k[blocks, BLOCK, dev]
+        return lambda: launch(*args)
+    em, grid, block = k.emulated(k.host_arguments(args)[0]), (blocks, 1, 1), (BLOCK, 1, 1)
+    return lambda: em.launch(grid, block, args)
+
+
 def launches_only(x, w, xp, dev, split, reps, sync, rows=None) -> float:
     """The kernel launches of a gradient made directly, without the tape (see the module docstring); split
     mode: per-thread tape rows of ``rows[k]`` words for launch ``k``, as the tape made them."""
     y, out = xp.zeros_like(x), xp.zeros(1)
     dx, dy, dw, dout = xp.zeros_like(x), xp.zeros_like(x), xp.zeros_like(w), xp.ones(1)
     blocks = (x.shape[0] + BLOCK - 1) // BLOCK
-    tk, ek = transform[blocks, BLOCK, dev], energy[blocks, BLOCK, dev]
     if split:
-        holders = [xp.zeros((blocks * BLOCK, words), dtype=xp.int64) for words in rows or (1,) * LAUNCHES]
+        h = [xp.zeros((blocks * BLOCK, words), dtype=xp.int64) for words in rows or (1,) * LAUNCHES]
         ts, es = split_kernel(transform, (True, True)), split_kernel(energy, (True, True, True))
-        ts, es = ts[blocks, BLOCK, dev], es[blocks, BLOCK, dev]
-
-        def run():
-            ts(0, holders[0], x, dx, y, dy)
-            es(0, holders[1], y, dy, w, dw, out, dout)
-            es(1, holders[1], y, dy, w, dw, out, dout)
-            ts(1, holders[0], x, dx, y, dy)
+        calls = [prepared(ts, blocks, dev, 0, h[0], x, dx, y, dy), prepared(es, blocks, dev, 0, h[1], y, dy, w, dw, out, dout),
+                 prepared(es, blocks, dev, 1, h[1], y, dy, w, dw, out, dout), prepared(ts, blocks, dev, 1, h[0], x, dx, y, dy)]
     else:
-        tg = gradient_kernel(transform, (True, True))[blocks, BLOCK, dev]
-        eg = gradient_kernel(energy, (True, True, True))[blocks, BLOCK, dev]
+        tg, eg = gradient_kernel(transform, (True, True)), gradient_kernel(energy, (True, True, True))
+        calls = [prepared(transform, blocks, dev, x, y), prepared(energy, blocks, dev, y, w, out),
+                 prepared(eg, blocks, dev, y, dy, w, dw, out, dout), prepared(tg, blocks, dev, x, dx, y, dy)]
 
-        def run():
-            tk(x, y)
-            ek(y, w, out)
-            eg(y, dy, w, dw, out, dout)
-            tg(x, dx, y, dy)
+    def run():
+        for call in calls:
+            call()
     return timed(run, reps, sync)
 
 

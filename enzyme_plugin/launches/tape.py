@@ -47,6 +47,7 @@ import math
 import sys
 import warnings
 from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import attrs
@@ -86,8 +87,8 @@ class LaunchTapeError(SourceError, ValueError):
 @attrs.define(eq=False)
 class LaunchRecord:
     """One recorded launch: the kernel with its configuration, the bound arguments, the copies of the
-    arrays it writes that its gradient needs (taken before it ran) and, in split mode, its per-thread
-    tapes."""
+    arrays it writes that its gradient needs (taken before it ran), in split mode its per-thread tapes,
+    and its gradient's launch, built when it was recorded (``reverse(reverse_args)``)."""
 
     launch: Launch
     args: tuple
@@ -97,6 +98,12 @@ class LaunchRecord:
     ops: ArrayOps
     holders: Any = None
     """split mode: the per-thread tapes (one row of int64 words per thread)"""
+    reverse: Callable[[tuple], None] | None = None
+    """the launch of the gradient (generated, hand-written or split mode's reverse sweep); None: no float array"""
+    reverse_args: tuple = ()
+    """its arguments: the launch's, each float array followed by its shadow (split: ``1, holders`` first)"""
+    split: bool = False
+    """split mode's augmented launch: reversed from its per-thread tapes"""
 
     @property
     def dup(self) -> tuple[bool, ...]:
@@ -154,8 +161,24 @@ class LaunchPlan:
     """the array parameters the kernel may write"""
     reads: frozenset[int]
     """the array parameters whose elements the kernel may read"""
+    gradient_types: tuple
+    """the gradient kernel's argument types: each float array's followed by its shadow's (a writable array of
+    its layout: :meth:`~.arrays.ArrayOps.zeros_like`)"""
+    pairs: tuple[tuple[int, int], ...]
+    """the pairs of array parameters, whose memory must not overlap"""
     tapes: TapeSizes = attrs.field(factory=TapeSizes, eq=False)
     """split mode: the per-thread tape size learned from earlier launches"""
+    runs: dict = attrs.field(factory=dict, eq=False)
+    """(grid, block, stream, typed directly) -> :class:`Runs`, made by :func:`_runs`"""
+
+    @property
+    def differentiable(self) -> bool:
+        """Whether a parameter is a float array (the launch has a gradient)."""
+        return True in self.dup
+
+
+_HOLDERS = T.ArrayType(T.int64, 2, "C")
+"""The type of split mode's per-thread tape rows (an int64 array made by :meth:`LaunchTape._tapes`)."""
 
 
 @functools.lru_cache(maxsize=512)
@@ -164,23 +187,74 @@ def _plan(k: Kernel, argtypes: tuple) -> LaunchPlan:
         return k.specialization(argtypes).infer(k.target.for_inference(), k.plugins)[1]
     frame = k._enabling_plugins(infer)
     arrays = tuple(j for j, t in enumerate(argtypes) if isinstance(widen(t), T.ArrayType))
-    return LaunchPlan(differentiable(argtypes), arrays, tuple(sorted(written_parameters(frame))),
-                      read_parameters(frame))
+    dup = differentiable(argtypes)
+    types: list = []
+    for t, d in zip(argtypes, dup):
+        types += [t, attrs.evolve(widen(t), readonly=False, managed=False)] if d else [t]
+    pairs = tuple((i, j) for m, i in enumerate(arrays) for j in arrays[m + 1:])
+    return LaunchPlan(dup, arrays, tuple(sorted(written_parameters(frame))), read_parameters(frame),
+                      tuple(types), pairs)
 
 
-def _argtypes(k: Kernel, args: tuple, cpu: bool) -> tuple:
-    """The kernel's argument types of ``args`` (NumPy arrays and Python scalars typed directly)."""
+def _argtypes(k: Kernel, args: tuple, cpu: bool) -> tuple[tuple, bool]:
+    """``(the kernel's argument types of args, whether they are all NumPy arrays and Python scalars)``: those
+    the CPU grid emulation takes as they are, typed directly (:func:`_emulate`)."""
     if not cpu:
-        return k.argument_types(args)
+        return k.argument_types(args), False
     out = []
     for a in args:
         t = SCALAR_TYPES.get(type(a))
         if t is None:
             if type(a) is not np.ndarray:
-                return k.host_arguments(args)[0]
+                return k.host_arguments(args)[0], False
             t = T.typeof(a)
         out.append(t)
-    return tuple(out)
+    return tuple(out), True
+
+
+def _emulate(k: Kernel, argtypes: tuple, grid, block, args: tuple) -> None:
+    """Launch ``k`` on the CPU grid emulation with arguments of known types (NumPy arrays and Python scalars
+    only): what :meth:`~gpucompiler.kernel.Launch.run` does for them, without typing them again."""
+    k.refresh()  # world age: a rebound global recompiles
+    k.emulated(argtypes).launch(grid, block, args)
+
+
+def _launcher(k: Kernel, launch: Launch, argtypes: tuple | None) -> Callable[[tuple], None]:
+    """``run(args)``: ``k`` launched with ``launch``'s configuration; on the emulation with ``argtypes`` as
+    they are (None: arguments typed at each launch, as any launch)."""
+    if argtypes is not None:
+        return functools.partial(_emulate, k, argtypes, launch.grid, launch.block)
+    where = launch.device if launch.device is not None else launch.stream
+    run = k[launch.grid, launch.block, where].run
+    return lambda args: run(*args)
+
+
+@attrs.frozen
+class Runs:
+    """The launches behind one recorded configuration (kernel, signature, grid, block, stream), made once."""
+
+    forward: Callable[[tuple], None]
+    """the kernel"""
+    gradient: Callable[[tuple], None]
+    """the generated gradient kernel (its arguments: each float array followed by its shadow)"""
+    split: Callable[[tuple], None]
+    """split mode's kernel (``0 or 1, holders``, then the gradient kernel's arguments)"""
+
+
+def _runs(plan: LaunchPlan, launch: Launch, argtypes: tuple, direct: bool) -> Runs:
+    """The :class:`Runs` of ``launch`` with arguments of ``argtypes`` (``direct``: NumPy arrays and Python
+    scalars on the emulation), remembered in ``plan`` for configurations of plain values."""
+    key = (launch.grid, launch.block, launch.stream, direct)
+    runs = plan.runs.get(key) if launch.device is None and type(launch.stream) in (str, int, type(None)) else None
+    if runs is None:
+        k = launch.kernel
+        runs = Runs(_launcher(k, launch, argtypes if direct else None),
+                    _launcher(gradient_kernel(k, plan.dup), launch, plan.gradient_types if direct else None),
+                    _launcher(split_kernel(k, plan.dup), launch,
+                              (T.int64, _HOLDERS, *plan.gradient_types) if direct else None))
+        if launch.device is None and type(launch.stream) in (str, int, type(None)) and len(plan.runs) < 64:
+            plan.runs[key] = runs
+    return runs
 
 
 def _span(a) -> tuple[int, int] | None:
@@ -197,6 +271,11 @@ def _span(a) -> tuple[int, int] | None:
     lo = start + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
     hi = start + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + itemsize
     return lo, hi
+
+
+def _names(k: Kernel) -> tuple[str, ...]:
+    """The kernel's parameter names (for messages)."""
+    return k.py_func.__code__.co_varnames
 
 
 def _overlap(a, b) -> bool:
@@ -242,35 +321,57 @@ class LaunchTape:
         if not cpu and isinstance(launch.stream, str):
             raise LaunchError(f"unknown device {launch.stream!r}; use {CPU!r} for the CPU grid emulation "
                               "or a CUDA stream")
-        plan = _plan(k, _argtypes(k, args, cpu))
-        self._check_overlaps(k, args, plan.arrays)
-        ops = ops_of(args[plan.arrays[0]], "array argument") if plan.arrays else NUMPY
-        names = k.py_func.__code__.co_varnames
+        argtypes, direct = _argtypes(k, args, cpu)
+        plan = _plan(k, argtypes)
+        if plan.pairs:
+            self._check_overlaps(k, args, plan.pairs)
+        ops = NUMPY if direct or not plan.arrays else ops_of(args[plan.arrays[0]], "array argument")
         hand = registered_gradient(k)
-        taken, keep = self._taken, []
-        read = {id(args[j]) for j in plan.reads}  # an array passed twice is read if either parameter is
-        for j in plan.written:
-            ops_of(args[j], names[j])
-            # the gradient kernel reads what its kernel read: a copy of what the kernel overwrites, unless it
-            # only stores into the array and no earlier launch took it (the stores come out the same again)
-            if hand is not None or id(args[j]) in read or id(args[j]) in taken:
-                keep.append(j)
-        snapshots = []
-        if keep:
-            self._sync(launch, ops)
-            snapshots = [(j, ops_of(args[j]).copy(args[j])) for j in keep]
-            self._sync(launch, ops)
-        taken.update(id(args[j]) for j in plan.arrays)
-        record = LaunchRecord(launch, tuple(args), plan, snapshots, ops)
-        with_shadows = self._with_shadows(record)  # every float array gets its shadow now
-        if self.split and any(plan.dup) and hand is None:
-            g, b = launch.grid, launch.block
-            shape = (g[0] * g[1] * g[2] * b[0] * b[1] * b[2], plan.tapes.words(cpu))
-            record.holders = self._tapes(ops, shape, args[plan.arrays[0]])
-            split_kernel(k, plan.dup)[g, b, launch.stream].run(0, record.holders, *with_shadows)
-        else:
-            launch.run(*args)
+        snapshots = self._snapshots(launch, args, plan, ops, hand, direct) if plan.written else []
+        taken = self._taken
+        for j in plan.arrays:
+            taken.add(id(args[j]))
+        record = LaunchRecord(launch, args, plan, snapshots, ops)
+        runs = _runs(plan, launch, argtypes, direct)
+        if plan.differentiable:  # every float array gets its shadow now
+            shadow, with_shadows = self._shadow, []
+            for a, d in zip(args, plan.dup):
+                with_shadows.append(a)
+                if d:
+                    with_shadows.append(shadow(a))
+            if hand is not None:
+                adjoints = tuple(shadow(a) if d else a for a, d in zip(args, plan.dup))
+                record.reverse, record.reverse_args = _launcher(hand, launch, None), args + adjoints
+            elif self.split:
+                g, b = launch.grid, launch.block
+                shape = (g[0] * g[1] * g[2] * b[0] * b[1] * b[2], plan.tapes.words(cpu))
+                record.holders = holders = self._tapes(ops, shape, args[plan.arrays[0]])
+                record.reverse, record.reverse_args, record.split = runs.split, (1, holders, *with_shadows), True
+                runs.split((0, holders, *with_shadows))
+                self.records.append(record)
+                return
+            else:
+                record.reverse, record.reverse_args = runs.gradient, tuple(with_shadows)
+        runs.forward(args)
         self.records.append(record)
+
+    def _snapshots(self, launch: Launch, args: tuple, plan: LaunchPlan, ops: ArrayOps, hand, direct: bool) -> list:
+        """Copies of the arrays the launch may overwrite whose old values its gradient reads: those it reads
+        too, or an earlier launch took, or all of them for a hand-written gradient (an array the kernel only
+        stores into, that no earlier launch took, gets the same stores again from the gradient kernel)."""
+        taken = self._taken
+        read = {id(args[j]) for j in plan.reads}  # an array passed twice is read if either parameter is
+        keep = [j for j in plan.written if hand is not None or id(args[j]) in read or id(args[j]) in taken]
+        if not direct:  # each written array's library: the copies are its own
+            names = _names(launch.kernel)
+            for j in plan.written:
+                ops_of(args[j], names[j])
+        if not keep:
+            return []
+        self._sync(launch, ops)
+        snapshots = [(j, ops_of(args[j]).copy(args[j])) for j in keep]
+        self._sync(launch, ops)
+        return snapshots
 
     def _tapes(self, ops: ArrayOps, shape: tuple[int, int], like):
         """An array of one row of int64 words per thread (a reversed one again, or a new one: not zeroed,
@@ -293,17 +394,15 @@ class LaunchTape:
             cuda_runtime.synchronize()
 
     @staticmethod
-    def _check_overlaps(k: Kernel, args, arrays) -> None:
+    def _check_overlaps(k: Kernel, args, pairs) -> None:
         """Two different array objects over the same memory would get two shadows: a wrong gradient."""
-        if len(arrays) < 2:
-            return
-        names = k.py_func.__code__.co_varnames
-        for m, i in enumerate(arrays):
-            for j in arrays[m + 1:]:
-                if args[i] is not args[j] and _overlap(args[i], args[j]):
-                    raise LaunchTapeError(f"{k.py_func.__qualname__}: the arrays {names[i]!r} and {names[j]!r} "
-                                          "overlap in memory: a recorded launch takes each array once (or the "
-                                          "same object twice), not two views of one buffer")
+        for i, j in pairs:
+            a, b = args[i], args[j]
+            if a is not b and _overlap(a, b):
+                names = _names(k)
+                raise LaunchTapeError(f"{k.py_func.__qualname__}: the arrays {names[i]!r} and {names[j]!r} "
+                                      "overlap in memory: a recorded launch takes each array once (or the "
+                                      "same object twice), not two views of one buffer")
 
     # -- shadows ---------------------------------------------------------------
     def gradient(self, a):
@@ -338,12 +437,6 @@ class LaunchTape:
                 return shadow
         return ops.zeros_like(a)
 
-    def _with_shadows(self, record: LaunchRecord) -> list:
-        out = []
-        for a, d in zip(record.args, record.dup):
-            out += [a, self._shadow(a)] if d else [a]
-        return out
-
     def zero(self) -> None:
         """Zero every shadow (before another ``backward`` of the same recording)."""
         for a, s in self._shadows.values():
@@ -364,7 +457,7 @@ class LaunchTape:
     def _backward(self, grads: list, loss, scratch: bool) -> None:
         if self._recording is not None:
             raise LaunchTapeError("backward() inside the tape's `with` block: leave it first")
-        if self.split and any(r.holders is None and self._needs_tape(r) for r in self.records):
+        if any(r.split and r.holders is None for r in self.records):
             raise LaunchTapeError("this split tape was already reversed (a split tape is consumed by its "
                                   "backward): record the launches again")
         shadows = self._scratch() if scratch else None
@@ -382,10 +475,17 @@ class LaunchTape:
             ops_of(loss).add_into(shadow, 1.0)
         finals = self._final_values()
         for record in reversed(self.records):  # before each: the memory as the launch left it
-            if record.holders is None:  # the gradient kernel reads the memory the launch read
+            if record.snapshots and not record.split:  # the gradient kernel reads the memory the launch read
                 self._restore(record)
-            self._reverse(record, shadows)
-            self._restore(record)  # the memory as the launch found it: as the launch before left it
+            run = record.reverse
+            if run is not None:
+                args = record.reverse_args if shadows is None else self._scratch_args(record, shadows)
+                if record.split:
+                    self._reverse_split(record, run, args)
+                else:
+                    run(args)
+            if record.snapshots:
+                self._restore(record)  # the memory as the launch found it: as the launch before left it
         for a, value in finals:
             ops_of(a).assign(a, value)
 
@@ -403,9 +503,6 @@ class LaunchTape:
         raise LaunchTapeError(f"{what} a {type(a).__name__} that no recorded launch took "
                               "(pass the same array object the kernels were launched on)")
 
-    def _needs_tape(self, record: LaunchRecord) -> bool:
-        return any(record.dup) and registered_gradient(record.launch.kernel) is None
-
     def _final_values(self) -> list:
         """Copies of the arrays that the replay changes: those with snapshots. (An array without one is
         written by one launch, which only stores into it: its gradient kernel stores the same values.)"""
@@ -419,8 +516,6 @@ class LaunchTape:
         return list(seen.values())
 
     def _restore(self, record: LaunchRecord) -> None:
-        if not record.snapshots:
-            return
         self._sync(record.launch, record.ops)
         for j, value in record.snapshots:
             ops_of(record.args[j]).assign(record.args[j], value)
@@ -429,29 +524,26 @@ class LaunchTape:
     def _scratch(self) -> dict[int, Any]:
         return {key: ops_of(a).zeros_like(a) for key, (a, _) in self._shadows.items()}
 
-    def _reverse(self, record: LaunchRecord, scratch: dict | None) -> None:
-        if not any(record.dup):
-            return
-        launch, k = record.launch, record.launch.kernel
-        shadow = (lambda a: scratch[id(a)]) if scratch is not None else self._shadow
-        hand = registered_gradient(k)
-        g, b, s = launch.grid, launch.block, launch.stream
-        if hand is not None:
-            adjoints = [shadow(a) if d else a for a, d in zip(record.args, record.dup)]
-            hand[g, b, s].run(*record.args, *adjoints)
-            return
-        with_shadows = []
-        for a, d in zip(record.args, record.dup):
-            with_shadows += [a, shadow(a)] if d else [a]
-        if record.holders is not None:
-            holders, record.holders = record.holders, None  # the reverse sweep frees what the tapes grew into
-            if not record.plan.tapes.measured(holders, record.on_cpu):
-                self._sync(record.launch, record.ops)  # the headers as the augmented launch left them
-                record.plan.tapes.measure(holders, record.on_cpu)
-            split_kernel(k, record.dup)[g, b, s].run(1, holders, *with_shadows)
-            self._spare.setdefault((type(record.ops), holders.shape), []).append(holders)
-        else:
-            gradient_kernel(k, record.dup)[g, b, s].run(*with_shadows)
+    @staticmethod
+    def _scratch_args(record: LaunchRecord, scratch: dict) -> tuple:
+        """The gradient's arguments with scratch shadows (:meth:`reset` of a split tape not reversed)."""
+        args, dup = record.args, record.plan.dup
+        if not record.split:  # a hand-written gradient: the launch's arguments, then one adjoint each
+            return args + tuple(scratch[id(a)] if d else a for a, d in zip(args, dup))
+        out = [1, record.holders]
+        for a, d in zip(args, dup):
+            out += [a, scratch[id(a)]] if d else [a]
+        return tuple(out)
+
+    def _reverse_split(self, record: LaunchRecord, run: Callable[[tuple], None], args: tuple) -> None:
+        """The reverse sweep from a split launch's tapes, which it frees; the rows go to the next recording."""
+        holders, record.holders = record.holders, None
+        if not record.plan.tapes.measured(holders, record.on_cpu):
+            self._sync(record.launch, record.ops)  # the headers as the augmented launch left them
+            record.plan.tapes.measure(holders, record.on_cpu)
+        run(args)
+        record.reverse_args = ()  # the rows are the next recording's
+        self._spare.setdefault((type(record.ops), holders.shape), []).append(holders)
 
     def reset(self) -> None:
         """Forget the recording and the shadows; in split mode first free the tapes of launches not yet
@@ -474,4 +566,4 @@ class LaunchTape:
         return f"<LaunchTape{' (split)' if self.split else ''} of {len(self.records)} launch(es)>"
 
 
-__all__ = ["LaunchTape", "LaunchTapeError", "LaunchPlan", "LaunchRecord", "TapeSizes"]
+__all__ = ["LaunchTape", "LaunchTapeError", "LaunchPlan", "LaunchRecord", "Runs", "TapeSizes"]

@@ -87,6 +87,16 @@ def clip_straight_through(x, y, dx, dy):
         dy[i] = 0.0
 
 
+SCALE = 2.0
+
+
+@kernel
+def scaled_square(x, y):                # reads a module global: a rebound SCALE recompiles (world age)
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        y[i] = SCALE * x[i] * x[i]
+
+
 def program(x, y, w, out, grid, block, device):
     """A host program of three launches: out = sum(w0 * sin(x^2))."""
     square[grid, block, device](x, y)

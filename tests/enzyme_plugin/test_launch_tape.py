@@ -526,3 +526,73 @@ def test_register_gradient_errors_name_the_call():
     with pytest.raises(KernelGradientError, match="must be a Python function or a @kernel, got int") as info:
         register_gradient(P.clip, 3)
     assert info.value.filename == __file__
+
+
+class _Sub(np.ndarray):
+    """A plain NumPy subclass: typed as an array like NumPy's own, launched through the general path."""
+
+
+def _square_round(tape, x, y, grid, block, dy=None):
+    tape.reset()
+    with tape:
+        P.square[grid, block, CPU](x, y)
+        P.sin_in_place[grid, block, CPU](y)
+    tape.backward(grads=[(y, np.ones(y.shape[0]) if dy is None else dy)])
+    return tape.gradient(x)
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["recompute", "split"])
+def test_launches_of_other_layouts_after_a_cached_one_get_their_own_plans(split):
+    """What a tape works out once per kernel and signature (the plan, the gradient kernel's argument types,
+    the launches of a configuration) must not be reused for another signature or configuration: float64
+    then strided, read-only, float32, subclass arrays and other grids, each against its exact derivative."""
+    tape = LaunchTape(split=split)
+    base = np.linspace(0.1, 1.2, 128)
+    cases = [(base[:64].copy(), np.zeros(64), 2, 32),
+             (base[::2], np.zeros((64, 2))[:, 1], 2, 32),               # strided views ("A" layout)
+             (np.asfortranarray(base.reshape(2, 64))[0], np.zeros(64), 2, 32),
+             (base[:64].copy(), np.zeros(64), 1, 64),                   # another grid and block
+             (base[:64].astype(np.float32), np.zeros(64, np.float32), 2, 32),
+             (base[:64].copy().view(_Sub), np.zeros(64).view(_Sub), 2, 32),
+             (base[:64].copy(), np.zeros(64), 4, 16)]
+    ro = base[:64].copy()
+    ro.flags.writeable = False                                           # read-only: its shadow is writable
+    cases.insert(3, (ro, np.zeros(64), 2, 32))
+    for x, y, grid, block in cases * 2:                                  # twice: the second round hits the caches
+        g = _square_round(tape, x, y, grid, block)
+        want = np.cos(np.asarray(x, np.float64) ** 2) * 2 * np.asarray(x, np.float64)
+        tol = 1e-5 if x.dtype == np.float32 else 1e-13
+        assert g.dtype == x.dtype and g.shape == x.shape
+        np.testing.assert_allclose(g, want, rtol=tol)
+        np.testing.assert_allclose(y, np.sin(np.asarray(x) * np.asarray(x)), rtol=tol)
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["recompute", "split"])
+def test_reset_then_recording_other_sizes_gives_each_its_gradient(split):
+    """Shadows and split tape rows are reused across reset() only where they fit: other sizes (and the
+    first size again) after a reset get their own, and the gradient of each round is its own."""
+    tape = LaunchTape(split=split)
+    for n in (64, 100, 16, 64, 1000, 64):
+        x, y = np.linspace(-1.0, 1.2, n), np.zeros(n)
+        dy = np.linspace(0.5, 1.5, n)
+        g = _square_round(tape, x, y, (n + 31) // 32, 32, dy)
+        np.testing.assert_allclose(g, dy * np.cos(x * x) * 2 * x, rtol=1e-13)
+        assert g.shape == (n,)
+
+
+def test_a_global_rebound_between_recordings_is_seen_by_the_launch_and_its_gradient():
+    """Recorded launches on the emulation skip the second typing of their arguments, not world age: a
+    rebound global recompiles the kernel and its gradient."""
+    x, y = np.linspace(0.1, 1.2, 64), np.zeros(64)
+    tape = LaunchTape()
+    try:
+        for scale in (2.0, 3.0):
+            P.SCALE = scale
+            tape.reset()
+            with tape:
+                P.scaled_square[2, 32, CPU](x, y)
+            np.testing.assert_allclose(y, scale * x * x, rtol=1e-15)
+            tape.backward(grads=[(y, np.ones(64))])
+            np.testing.assert_allclose(tape.gradient(x), 2 * scale * x, rtol=1e-15)
+    finally:
+        P.SCALE = 2.0

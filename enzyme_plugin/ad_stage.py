@@ -48,8 +48,7 @@ def run_ad(job, module, unoptimized: str | None = None) -> None:
     emulated = job.config.emulates_grid
     atomic = job.target.is_gpu or job.config.options(EnzymeOptions).atomic_adjoints or emulated
     device = job.target.is_gpu or emulated  # the emulation runs the tape code the device runs
-    options = EngineOptions(atomic_adjoints=atomic, warp_aggregate=job.target.warp_intrinsics(), device_tape=device,
-                            thread_exit=job.target.thread_exit(),
+    options = EngineOptions(atomic_adjoints=atomic, device_tape=device, thread_exit=job.target.thread_exit(),
                             tape_arena=job.config.options(EnzymeOptions).tape_arena)
 
     def scalar(t: str) -> str:

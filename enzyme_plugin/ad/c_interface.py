@@ -485,7 +485,7 @@ def differentiate_nested(text: str, optimize: Callable[[str], str],
     its own marker calls became calls of derivative functions; between the levels the module
     is optimised (``optimize``: text -> text) and prepared again, so the outer derivative
     sees the inner one as SSA code, as Enzyme differentiates its own output. Inner levels add
-    adjoints with plain atomics (no warp shuffles), which the outer level differentiates."""
+    adjoints with plain atomics, which the outer level differentiates."""
     with no_cyclic_gc():  # the engine builds many long-lived objects, as the parser does
         return _differentiate_levels(text, optimize, options)
 
@@ -500,9 +500,9 @@ def _differentiate_levels(text: str, optimize: Callable[[str], str], options: En
             stack.inline_again(module)
             _drop_marker_declarations(module)
             return engine.finalize(str(module))
-        # plain atomics (no warp shuffles) and loop tapes on the heap (no tape arena, whose pointers would
-        # mix memory with and without shadow): the outer level differentiates them
-        engine, _ = differentiate_module(module, ready, attrs.evolve(options, warp_aggregate=None, tape_arena=0))
+        # loop tapes on the heap (no tape arena, whose pointers would mix memory with and without
+        # shadow): the outer level differentiates them
+        engine, _ = differentiate_module(module, ready, attrs.evolve(options, tape_arena=0))
         text = engine.finalize(str(module), out_of_line=True)
         module = _prepared(optimize(text))
 

@@ -4,12 +4,8 @@
   memory adds its adjoint with ``atomicrmw fadd`` (threads of a kernel may
   read the same element, so their adjoints collide), except for memory the
   function allocated itself (``alloca``), which is private to the thread.
-* ``with options(warp_aggregate=target.warp_intrinsics())`` (PTX, AMD): such an atomic first checks
-  whether the whole warp is active and adds to one address (a parameter every
-  thread reads, ``w[j]`` at a loop index ``j`` shared by the warp); then the
-  adjoints are summed with butterfly shuffles (the target's intrinsics) and one lane adds the sum,
-  so a warp's width times fewer atomics contend for the address. Otherwise each lane
-  adds its own. A record with ``target_sum`` (SPIR-V) marks the adjoint instead, and the target sums.
+  The adds are plain ``atomicrmw fadd``: a GPU target's ``finish`` sums a warp's adds to one address
+  (a parameter every thread reads) before one atomic (``gpucompiler.targets.warpatomics``).
 * ``atomicrmw fadd/fsub`` into shadowed memory (``atomic_add(out, 0, v)`` of a
   reduction) whose old value is unused: the forward sweep keeps it, the
   reverse reads the adjoint of the element with a plain load (an atomic add
@@ -34,7 +30,6 @@ from __future__ import annotations
 
 import attrs
 
-from gpucompiler.core import WarpIntrinsics
 from gpucompiler.llvm import GlobalVariable, Instruction, const_int
 from gpucompiler.runtime.device_heap import FLAG as HEAP_FLAG
 
@@ -50,9 +45,6 @@ class EngineOptions:
 
     atomic_adjoints: bool = False
     """accumulate into shadow memory with atomic adds (GPU kernels, the CPU grid emulation)"""
-    warp_aggregate: WarpIntrinsics | None = None
-    """the target's warp intrinsics: sum a warp's adjoints with shuffles before one atomic add per warp
-    (``Target.warp_intrinsics()``; None: an atomic add per thread)"""
     device_tape: bool = False
     """growing tapes avoid realloc (a device has none) and start in an inline segment (PTX, emulation)"""
     tape_arena: int = 1024
@@ -92,22 +84,16 @@ def atomic_accumulate(r, inst, sp, d) -> bool:
     """Add ``d`` into shadow pointer ``sp`` atomically when enabled; False to let the caller do it."""
     if not r.engine.options.atomic_adjoints or _thread_private(inst.pointer_operand):
         return False
-    if d.type.kind != "float" and (d.type.kind != "vector" or r.engine.options.warp_aggregate is not None):
-        return False  # vectors on a GPU: the plain accumulation (no vector atomics in PTX)
+    if d.type.kind not in ("float", "vector"):
+        return False
     if not r.defer_adjoint(inst, sp, d):  # (deferred: one atomic when the loop's reverse ends, tape.py)
         add_to_shadow(r, sp, d)
     return True
 
 
 def add_to_shadow(r, sp, d) -> None:
-    """``atomicrmw fadd sp, d`` at ``r.b``: once per warp with the warp's sum when warp aggregation is on
-    and every lane adds to ``sp`` (``r.b`` then ends in a new block)."""
-    warp = r.engine.options.warp_aggregate
-    if warp is not None and warp.target_sum and d.type in _BITS:  # the target sums in its finish
-        atomic_fadd(r.b, sp, r.call(f"{warp.target_sum}.f{_BITS[d.type]}", d.type, [d]))
-    elif warp is not None and d.type in _BITS:
-        _warp_aggregated_add(r, warp, sp, d)
-    elif d.type.kind == "vector":  # the CPU (OpenMP regions vectorized by clang): one atomic add per lane
+    """``atomicrmw fadd sp, d`` at ``r.b``; a vector (OpenMP regions vectorized by clang) one per lane."""
+    if d.type.kind == "vector":
         for k in range(d.type.count):
             atomic_fadd(r.b, r.b.gep(d.type.element, sp, [const_int(_T.i64, k)]),
                         r.b.extractelement(d, const_int(_T.i64, k)))
@@ -123,62 +109,6 @@ def atomic_fadd(b, sp, d):
     rmw.append_operand(d)
     b.insert(rmw)
     return rmw
-
-
-_FULL = 0xFFFFFFFF
-
-
-def _shfl(r, name, width, v, lane):
-    """The shuffle intrinsic ``name`` over the full warp (``width`` lanes) of a 32- or 64-bit integer ``v``."""
-    i32 = _T.i32
-    args = lambda w: [const_int(i32, -1), w, const_int(i32, lane), const_int(i32, width - 1)]  # noqa: E731
-    if v.type is i32:
-        return r.call(name, i32, args(v))
-    lo = r.b.trunc(v, i32)
-    hi = r.b.trunc(r.b.lshr(v, const_int(_T.i64, 32)), i32)
-    lo, hi = r.call(name, i32, args(lo)), r.call(name, i32, args(hi))
-    return r.b.or_(r.b.zext(lo, _T.i64), r.b.shl(r.b.zext(hi, _T.i64), const_int(_T.i64, 32)))
-
-
-def _warp_aggregated_add(r, warp: WarpIntrinsics, sp, d):
-    """``atomicrmw fadd sp, d``, once per warp with the warp's sum when all lanes add to ``sp``.
-
-    Emits, in the reverse function::
-
-        full = activemask() == -1            ; every lane here (then shuffles are legal)
-        br full, check, single
-      check: same = vote.all(sp == shfl.idx(sp, 0)); br same, reduce, single
-      reduce: s = butterfly sum of d (log2(width) shuffles); br laneid == 0, add, join
-      add:    atomicrmw fadd sp, s
-      single: atomicrmw fadd sp, d
-    """
-    b, fn = r.b, r.rev
-    i32, i64 = _T.i32, _T.i64
-    check, reduce, add, single, join = (fn.append_block("") for _ in range(5))
-    full = b.icmp("eq", r.call(warp.active_mask, i32, []), const_int(i32, -1))
-    b.cond_br(full, check, single)
-    b.position_at_end(check)
-    addr = b.ptrtoint(sp, i64)
-    lead = _shfl(r, warp.shuffle_index, warp.width, addr, 0)
-    same = r.call(warp.vote_all, _T.i1, [const_int(i32, -1), b.icmp("eq", addr, lead)])
-    b.cond_br(same, reduce, single)
-    b.position_at_end(reduce)
-    it = _T.int_type(_BITS[d.type])
-    s = d
-    lane = warp.width // 2
-    while lane:
-        other = _shfl(r, warp.shuffle_xor, warp.width, b.bitcast(s, it), lane)
-        lane //= 2
-        s = b.fadd(s, b.bitcast(other, d.type))
-    first = b.icmp("eq", r.call(warp.lane_id, i32, []), const_int(i32, 0))
-    b.cond_br(first, add, join)
-    b.position_at_end(add)
-    atomic_fadd(b, sp, s)
-    b.br(join)
-    b.position_at_end(single)
-    atomic_fadd(b, sp, d)
-    b.br(join)
-    b.position_at_end(join)
 
 
 # -- atomic adds into shadowed memory ----------------------------------------------
@@ -252,4 +182,3 @@ def reverse_barrier(r, inst) -> None:
 from gpucompiler.llvm import types as _T  # noqa: E402
 
 T_PTR = _T.ptr()
-_BITS = {_T.float_: 32, _T.double: 64}

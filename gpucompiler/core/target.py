@@ -38,7 +38,7 @@ TARGET_CLASSES: dict[str, type[Target]] = {}
 @attrs.frozen
 class WarpIntrinsics:
     """A target's warp-level intrinsics, by name, in the shapes of ``shfl.sync``-style collectives over a
-    warp of :attr:`width` lanes (the mask ``-1`` names every lane), or a target's own :attr:`target_sum`."""
+    warp of :attr:`width` lanes (the mask ``-1`` names every lane)."""
 
     active_mask: str = ""
     """``i32 ()``: the mask of the lanes executing this instruction"""
@@ -52,16 +52,12 @@ class WarpIntrinsics:
     """``i32 ()``: this lane's index in its warp"""
     width: int = 32
     """lanes in a warp (a wavefront: 64 on AMD's CDNA)"""
-    target_sum: str = ""
-    """instead of the above, for a target whose addresses exist only after its ``finish`` (Vulkan's logical
-    pointers): ``T (T v)`` (``.f32``/``.f64`` appended), through which the engine passes each such adjoint
-    into a plain atomic add; the target's ``finish`` then sums the lanes that add to one address"""
 
     def __attrs_post_init__(self) -> None:
         shaped = (self.active_mask, self.vote_all, self.shuffle_index, self.shuffle_xor, self.lane_id)
-        if not self.target_sum and not all(shaped):
-            raise ConfigError("WarpIntrinsics names either target_sum or all five collectives (active_mask, "
-                              "vote_all, shuffle_index, shuffle_xor, lane_id)")
+        if not all(shaped):
+            raise ConfigError("WarpIntrinsics names all five collectives (active_mask, vote_all, "
+                              "shuffle_index, shuffle_xor, lane_id)")
         if self.width < 2 or self.width & (self.width - 1):
             raise ConfigError(f"a warp's width is a power of two, got {self.width}")
 
@@ -132,8 +128,9 @@ class Target:
     is_gpu: bool = False
 
     def warp_intrinsics(self) -> WarpIntrinsics | None:
-        """The intrinsics with which an AD plugin may sum a warp's atomic adjoints before one atomic add
-        (:class:`WarpIntrinsics`); None (the default): each thread adds its own."""
+        """The intrinsics with which the target's ``finish`` sums a warp's atomic adds to one address before
+        one atomic (:class:`WarpIntrinsics`, ``gpucompiler.targets.warpatomics``); None (the default): a
+        target without them, or with its own collectives (SPIR-V's subgroup operations)."""
         return None
 
     def thread_exit(self) -> str | None:

@@ -146,8 +146,12 @@ _SHADERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def compile_spirv(kernel, argtypes: tuple, workgroup: tuple[int, int, int], subgroups: bool = True) -> bytes:
     """The SPIR-V binary of ``kernel`` for ``argtypes`` with ``workgroup`` (through the compile cache);
-    ``subgroups``: whether the device sums over subgroups (else one atomic per lane for shared adjoints)."""
-    binary = kernel.compile(argtypes, SPIRVTarget(workgroup=workgroup, subgroups=subgroups))[0]
+    ``subgroups``: whether the device sums over subgroups (else one atomic add per lane); the kernel's own
+    ``SPIRVTarget(aggregate_atomics=False)`` is kept."""
+    own = kernel.target
+    aggregate = own.aggregate_atomics if isinstance(own, SPIRVTarget) else True
+    binary = kernel.compile(argtypes, SPIRVTarget(workgroup=workgroup, subgroups=subgroups,
+                                                  aggregate_atomics=aggregate))[0]
     assert isinstance(binary, bytes)
     return binary
 

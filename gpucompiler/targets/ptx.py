@@ -16,6 +16,7 @@ from ..core import Rules, Target, WarpIntrinsics
 from .libdevice import PREFIX, device_name, libdevice_digest, libdevice_functions, libm_name, link_libdevice
 from .native import cached_target_machine, emit_with
 from .ptx_overlays import KERNEL_RULES, MATH_RULES
+from .warpatomics import aggregate_atomics
 from ..core.facts import ALLOCATION_FUNCTIONS, ModuleFacts
 from ..toolchain import find_ptxas
 
@@ -53,7 +54,8 @@ class PTXTarget(Target):
     in libdevice), marks floating-point operations ``fast`` and computes
     ``a / sqrt(x)`` as ``a * rsqrt(x)`` (libdevice's ``__nv_rsqrt``, within
     about one ulp, instead of a correctly rounded square root and division);
-    ``maxregs`` limits registers per thread in kernels.
+    ``maxregs`` limits registers per thread in kernels; ``aggregate_atomics`` sums a warp's atomic adds
+    to one address before one atomic (:mod:`.warpatomics`; False: one atomic per thread).
     """
 
     name = "ptx"
@@ -115,6 +117,7 @@ class PTXTarget(Target):
     ptx_version: int | None = None
     fastmath: bool = False
     maxregs: int | None = None
+    aggregate_atomics: bool = True
 
     # -- identity ---------------------------------------------------------
     def triple(self) -> str:
@@ -150,11 +153,13 @@ class PTXTarget(Target):
         return {"triple": TRIPLE, "libdevice": libdevice_digest()}
 
     def options(self) -> dict:
-        return {"fastmath": self.fastmath, "maxregs": self.maxregs, "capability": self.capability}
+        return {"fastmath": self.fastmath, "maxregs": self.maxregs, "capability": self.capability,
+                "aggregate_atomics": self.aggregate_atomics}
 
     # -- pipeline hooks ----------------------------------------------------
     def finish(self, job, module) -> None:
-        """Link libdevice, annotate the kernel, set fast-math and reflect flags, re-optimise.
+        """Link libdevice, annotate the kernel, sum warps' atomic adds (:mod:`.warpatomics`), set fast-math
+        and reflect flags, re-optimise.
 
         Only the ``__nv_*`` functions the module declares are linked; they
         are internalised and, once inlined, removed by global DCE, so the
@@ -175,6 +180,8 @@ class PTXTarget(Target):
             if self.maxregs:
                 entry.add_attribute(f'"nvvm.maxnreg"="{self.maxregs}"')
             global_array_pointers(entry)
+        if self.aggregate_atomics:
+            aggregate_atomics(model, self.warp_intrinsics(), model.functions.get(name) if name else None, GLOBAL)
         if self.fastmath:
             for fn in model.functions.values():
                 if not fn.is_declaration:

@@ -23,6 +23,7 @@ from ...errors import ConfigError, ErrorKind
 from ...llvm import Builder, Function, InlineAsm, initialize, parse, types as LT
 from ..native import cached_target_machine, emit_with
 from ..ptx import global_array_pointers
+from ..warpatomics import aggregate_atomics
 from . import devicelibs, lowering, tools, warp
 from .heap import HEAP_IR
 
@@ -58,6 +59,8 @@ class AMDGPUTarget(Target):
     """An AMD GPU of architecture ``arch`` (``gfx90a``: MI200, ``gfx942``: MI300, ``gfx1100``: RX 7900).
 
     ``emit("obj")`` is the loadable code object (an ELF shared object); ``asm`` the GCN assembly.
+    ``aggregate_atomics`` sums a wavefront's atomic adds to one address before one atomic
+    (:mod:`..warpatomics`; False: one atomic per work-item).
     """
 
     name = "amdgpu"
@@ -65,6 +68,7 @@ class AMDGPUTarget(Target):
     is_gpu = True
 
     arch: str = attrs.field(default="gfx90a", validator=_arch)
+    aggregate_atomics: bool = True
 
     @classmethod
     def from_spelling(cls, arg: str) -> AMDGPUTarget | None:
@@ -138,16 +142,20 @@ class AMDGPUTarget(Target):
 
     def finish(self, job, module) -> None:
         """Math to the device libraries (or exact intrinsics), the kernel's calling convention and
-        global array pointers, fenced barriers; then the libraries linked, internalised and re-optimised."""
+        global array pointers, fenced barriers, wavefronts' atomic adds summed (:mod:`..warpatomics`); then
+        the libraries linked, internalised and re-optimised."""
         model = module.model
         private_allocas(model)
         drop_free_of_null(model)
         devicelibs.lower_math(model)
         lowering.fence_barriers(model)
+        entry = None
         if job.config.kernel:
             entry = model.functions[job.name if job.name in model.functions else job.source.entry]
             entry.calling_convention = "amdgpu_kernel"
             global_array_pointers(entry)
+        if self.aggregate_atomics:
+            aggregate_atomics(model, self.warp_intrinsics(), entry)
         heap = tape_heap_only(model)
         ref = module.ref
         linked = devicelibs.link_device_libs(ref, self.arch, self.wavefront_size)
@@ -156,7 +164,7 @@ class AMDGPUTarget(Target):
                                             + HEAP_IR))
             linked += ["malloc", "free"]
         used = [f.name for f in ref.functions if f.name.startswith(warp.PREFIX)]
-        if used:  # the AD engine's warp aggregation
+        if used:  # the summed atomic adds' collectives
             ref.link_in(llvm.parse_assembly(f'target triple = "{TRIPLE}"\ntarget datalayout = "{ref.data_layout}"\n'
                                             + warp.definitions(self.wavefront_size)))
             linked += used

@@ -20,7 +20,7 @@ import llvmlite.binding as llvm
 from ...contain import contained
 from ...errors import ConfigError, ErrorKind
 from ...llvm import initialize
-from ...core import Rules, Target, WarpIntrinsics
+from ...core import Rules, Target
 from ..native import cached_target_machine, emit_with
 from ...core.facts import ModuleFacts
 from ...core.mathfns import math_function
@@ -29,7 +29,7 @@ from .libm64 import IMPLEMENTED
 from .lower import MATH_F64, lower_shader
 from ..ptx import entry_name
 from .rules import BARRIER, INDEX_READS, KERNEL_RULES_SPIRV, MATH_RULES_SPIRV, NAME
-from .warp import SUM, aggregate_adds
+from .warp import aggregate_adds
 from .tools import (SpirvValidationError, no_contraction, order_barriers, place_merges, relaxed_atomics,
                     validate_binary)
 
@@ -74,9 +74,12 @@ class SPIRVTarget(Target):
     workgroup: tuple[int, int, int] = attrs.field(default=(64, 1, 1), converter=_workgroup)
     subgroups: bool = True
     """whether the device runs subgroup votes and arithmetic in compute shaders (Vulkan 1.1's
-    ``subgroupSupportedOperations``; every desktop driver and lavapipe): gradients then sum a subgroup's
-    adjoints of one address before one atomic add (:mod:`.warp`); False: an atomic add per lane (the
-    runtime's launches compile with the default)"""
+    ``subgroupSupportedOperations``; every desktop driver and lavapipe): a subgroup's atomic adds to one
+    address are then summed before one atomic add (:mod:`.warp`); False: an atomic add per lane (the
+    runtime's launches compile with what the device reports)"""
+    aggregate_atomics: bool = True
+    """sum a subgroup's atomic adds to one address first (with ``subgroups``; :mod:`.warp`); False: one
+    atomic per invocation"""
 
     def for_inference(self) -> SPIRVTarget:
         return SPIRVTarget()
@@ -85,11 +88,6 @@ class SPIRVTarget(Target):
         """float64 math in the kernel language (:mod:`.libm64`) and the kernel language on Vulkan
         (indices, barriers, shared memory, shuffles)."""
         return (MATH_RULES_SPIRV, KERNEL_RULES_SPIRV)
-
-    def warp_intrinsics(self) -> WarpIntrinsics | None:
-        """The subgroup's sum of the adjoints that go to one buffer element, made in :meth:`finish` once
-        the element is known (:mod:`.warp`); None without ``subgroups``."""
-        return WarpIntrinsics(target_sum=SUM) if self.subgroups else None
 
     def inactive_intrinsic(self, name: str) -> bool:
         """Thread, workgroup and lane index reads, and the workgroup size."""
@@ -123,12 +121,14 @@ class SPIRVTarget(Target):
                 fn.add_function_attribute("alwaysinline")
 
     def finish(self, job, module) -> None:
-        """Give a kernel its shader entry point and logical pointers (see the module docstring)."""
+        """Give a kernel its shader entry point and logical pointers (see the module docstring), then sum
+        subgroups' atomic adds (:mod:`.warp`)."""
         if not job.config.kernel:
             raise ConfigError("the SPIR-V target compiles kernels (@kernel): Vulkan runs compute shaders, "
                               "which take no arguments and return nothing")
         lower_shader(job, module, self)
-        aggregate_adds(module.model)
+        if self.subgroups and self.aggregate_atomics:
+            aggregate_adds(module.model)
 
     def validate(self, job, module, facts: ModuleFacts) -> list[tuple[str, str]]:
         """UNKNOWN_FUNCTION (libm calls, float64 functions Vulkan lacks), RECURSION, DYNAMIC_ALLOCATION."""

@@ -1,14 +1,29 @@
-"""The first ``@jit`` call of a fresh process served from the disk cache, as a user meets it.
+"""The first call of a fresh process served from the disk cache, as a user meets it.
 
-    python benchmarks/fresh_call.py [--json benchmarks/results/fresh_call.json] [-n 7]
+    python benchmarks/fresh_call.py [--json benchmarks/results/fresh_call.json] [-n 7] [--tree OLD ...] [--bytecode]
 
-One process compiles ``frontend_kernels.loop20`` into an empty cache; then
-``n`` fresh processes each time (perf_counter): ``import gpucompiler`` (and
-the kernel's module), the first call (a disk hit: the compiler's cache and
-runtime modules imported on first use, the host machine asked of LLVM, the
-LLJIT made, the key checked, the object linked) and the second call. The
-``preimported`` rows import ``gpucompiler.cache.default`` before the timed call, as
-benchmarks/cache.py does: that call is the hit alone, without the imports.
+Two programs: ``@jit`` of ``frontend_kernels.loop20`` (no plugin), and a kernel with ``autodiff``
+inside (``ad_kernels.elem_grad``, the Enzyme plugin) launched on the CPU grid emulation. For each
+tree (this checkout, and every ``--tree`` directory: an older tree exported with ``git archive REV |
+tar -x -C OLD``) one process compiles both into an empty cache; then ``n`` rounds, each running
+every tree's fresh processes alternated, timed inside them (perf_counter): the imports (``import
+gpucompiler`` and the program's module), the first call (a disk hit: the compiler's cache and runtime
+modules imported on first use, the key, the entry read and checked, the object linked), and the
+second call. Each program runs twice a round:
+
+* ``warm``: the cache directory as the compiling process left it, the key's code digests memoised
+  in ``<cache dir>/code/`` (docs/cache.md "Keys");
+* ``cold``: a copy of the cache holding the entries alone (no ``code/``), as a process meets entries
+  that came from elsewhere (a shared tier, another machine's copy): the code digests, the plugin's
+  import closure and whether it defines ``cache_settings`` found anew.
+
+Each row also records how many ``enzyme_plugin`` modules the call imported (the program's module
+imports its API: 4 modules; a hit should import none) and, per round, ``import llvmlite.binding``
+in a fresh process after ``import gpucompiler``: the goal (docs/benchmarks.md) counts the first
+call beyond that import. ``preimported``: ``gpucompiler.cache.default`` imported before the timed
+call, as benchmarks/cache.py does (the jit program, warm): the hit alone. ``--bytecode``: Python
+writes and reads ``__pycache__`` whatever ``PYTHONDONTWRITEBYTECODE`` says, as for an installed
+package (the compiling process writes it).
 """
 
 from __future__ import annotations
@@ -21,60 +36,114 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-USER = """
+PROGRAMS = {
+    "jit": ("frontend_kernels", "f = gpucompiler.jit(M.loop20)\ncall = lambda: f(10, 1.5)"),
+    "kernel": ("ad_kernels", "import numpy as np\nk = gpucompiler.kernel(M.elem_grad, plugins=('enzyme',))\n"
+               "x, dx = np.linspace(-2.0, 2.0, 256), np.zeros(256)\n"
+               "def call():\n    dx[:] = 0.0\n    k[4, 64, 'cpu'](x, dx)\n    return float(dx.sum())"),
+}
+CHILD = """
 import sys, time, json
+sys.path.insert(0, {bench!r})
 t0 = time.perf_counter()
 import gpucompiler
-sys.path.insert(0, {bench!r})
-import frontend_kernels as K
+import {module} as M
 t1 = time.perf_counter()
-f = gpucompiler.jit(K.loop20)
-t = time.perf_counter(); f(10, 1.5); dt = time.perf_counter() - t
-t2 = time.perf_counter(); f(10, 1.5); dt2 = time.perf_counter() - t2
+{setup}
+if {pre}:
+    import gpucompiler.cache.default
+before = {{m for m in sys.modules if m.startswith("enzyme_plugin")}}
+t = time.perf_counter(); value = call(); dt = time.perf_counter() - t
+plugin = len({{m for m in sys.modules if m.startswith("enzyme_plugin")}} - before)
+t2 = time.perf_counter(); call(); dt2 = time.perf_counter() - t2
 from gpucompiler.cache.default import default_cache
-print(json.dumps([t1 - t0, dt, dt2, dict(default_cache().stats)]))
+print(json.dumps([t1 - t0, dt, dt2, plugin, value, dict(default_cache().stats)]))
 """
-PRE = """
-import sys, time, json
-sys.path.insert(0, {bench!r})
-import gpucompiler, frontend_kernels as K
-from gpucompiler.cache.default import default_cache
-f = gpucompiler.jit(K.loop20)
-t = time.perf_counter(); f(10, 1.5); dt = time.perf_counter() - t
-print(json.dumps([0.0, dt, 0.0, dict(default_cache().stats)]))
+LLVMLITE = """
+import time, json, gpucompiler
+t = time.perf_counter()
+import llvmlite.binding
+print(json.dumps(time.perf_counter() - t))
 """
+
+
+def child(tree: str, env: dict, code: str) -> Any:
+    done = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": tree}, capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{tree}: {done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def program(name: str, pre: bool = False) -> str:
+    module, setup = PROGRAMS[name]
+    return CHILD.format(bench=HERE, module=module, setup=setup, pre=pre)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=os.path.join(HERE, "results", "fresh_call.json"))
     ap.add_argument("-n", type=int, default=7)
+    ap.add_argument("--tree", action="append", default=[], help="an older tree to alternate with")
+    ap.add_argument("--bytecode", action="store_true", help="write and read __pycache__ (an installed package)")
     opts = ap.parse_args()
-    cache = tempfile.mkdtemp(prefix="gpuc-fresh-")
-    env = {k: v for k, v in os.environ.items() if k not in ("GPUC_SERVICE_URL", "GPUC_CACHE_URL")}
-    env["GPUC_CACHE_DIR"] = cache
+    trees = [os.path.dirname(HERE), *opts.tree]
+    tmp = tempfile.mkdtemp(prefix="gpuc-fresh-")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GPUC_SERVICE_URL", "GPUC_CACHE_URL", "GPUC_CACHE_SHARED_DIR")
+           and not (opts.bytecode and k == "PYTHONDONTWRITEBYTECODE")}
     load = os.getloadavg()
-    out: dict = {}
+    rows: dict[str, list] = {}
     try:
-        for name, code in (("user", USER), ("preimported", PRE)):
-            rows = []
-            for k in range(opts.n + (name == "user")):
-                r = json.loads(subprocess.run([sys.executable, "-c", code.format(bench=HERE)], env=env,
-                                              capture_output=True, text=True, check=True).stdout)
-                if name == "user" and k == 0:
-                    continue  # the cold compile that fills the cache
-                assert "hit.disk" in r[3], r[3]
-                rows.append(r[:3])
-            out[name] = {"import_ms": statistics.median(r[0] for r in rows) * 1e3,
-                         "first_call_ms": statistics.median(r[1] for r in rows) * 1e3,
-                         "first_call_range_ms": [min(r[1] for r in rows) * 1e3, max(r[1] for r in rows) * 1e3],
-                         "second_call_us": statistics.median(r[2] for r in rows) * 1e6}
-            print(name, json.dumps(out[name]))
+        filled = {}
+        for k, tree in enumerate(trees):  # fill each tree's cache; a second run settles the memos' stamps
+            filled[tree] = os.path.join(tmp, f"filled-{k}")
+            for _ in range(2):
+                for name in PROGRAMS:
+                    child(tree, {**env, "GPUC_CACHE_DIR": filled[tree]}, program(name))
+            shutil.copytree(filled[tree], filled[tree] + "-entries", ignore=shutil.ignore_patterns("code"))
+        for r in range(opts.n):
+            for k, tree in enumerate(trees):
+                rows.setdefault(f"{k}|llvmlite", []).append(child(tree, env, LLVMLITE))
+                for name in PROGRAMS:
+                    for memo in ("warm", "cold"):
+                        cache = filled[tree]
+                        if memo == "cold":
+                            cache = os.path.join(tmp, f"cold-{r}-{k}-{name}")
+                            shutil.copytree(filled[tree] + "-entries", cache)
+                        got = child(tree, {**env, "GPUC_CACHE_DIR": cache}, program(name))
+                        assert "hit.disk" in got[5] and "compile" not in got[5], (tree, name, memo, got[5])
+                        rows.setdefault(f"{k}|{name}|{memo}", []).append(got)
+                got = child(tree, {**env, "GPUC_CACHE_DIR": filled[tree]}, program("jit", pre=True))
+                rows.setdefault(f"{k}|preimported", []).append(got)
     finally:
-        shutil.rmtree(cache, ignore_errors=True)
-    out.update(loadavg_before=load, loadavg_after=os.getloadavg(), cpus=os.cpu_count(), n=opts.n)
+        shutil.rmtree(tmp, ignore_errors=True)
+    med = statistics.median
+    out: dict = {"trees": trees, "n": opts.n, "bytecode": opts.bytecode, "cpus": os.cpu_count(),
+                 "loadavg_before": load, "loadavg_after": os.getloadavg(), "rows": {}}
+    for k, tree in enumerate(trees):
+        llvmlite = med(rows[f"{k}|llvmlite"]) * 1e3
+        print(f"{tree}: llvmlite.binding's import after gpucompiler's {llvmlite:.1f} ms")
+        for key in (f"{k}|{n}|{m}" for n in PROGRAMS for m in ("warm", "cold")):
+            got = rows[key]
+            first = [g[1] * 1e3 for g in got]
+            values = {g[4] for g in got}
+            row = out["rows"][key] = {
+                "import_ms": med(g[0] for g in got) * 1e3, "first_call_ms": med(first),
+                "first_call_range_ms": [min(first), max(first)], "beyond_llvmlite_ms": med(first) - llvmlite,
+                "second_call_us": med(g[2] for g in got) * 1e6, "plugin_modules_imported": max(g[3] for g in got),
+                "values": len(values)}
+            print(f"  {key.split('|', 1)[1]:12} import {row['import_ms']:6.1f}  first call {row['first_call_ms']:6.1f} "
+                  f"({min(first):.1f}-{max(first):.1f}), beyond llvmlite {row['beyond_llvmlite_ms']:6.1f}, "
+                  f"second {row['second_call_us']:.1f} us, enzyme_plugin modules imported {row['plugin_modules_imported']}")
+            assert len(values) == 1, (key, values)
+        pre = [g[1] * 1e3 for g in rows[f"{k}|preimported"]]
+        out["rows"][f"{k}|preimported"] = {"first_call_ms": med(pre), "first_call_range_ms": [min(pre), max(pre)]}
+        out["rows"][f"{k}|llvmlite"] = {"import_ms": llvmlite}
+        print(f"  preimported  first call {med(pre):6.1f} ({min(pre):.1f}-{max(pre):.1f})")
     print(f"load average {load[0]:.1f} before, {out['loadavg_after'][0]:.1f} after; {os.cpu_count()} CPUs")
     os.makedirs(os.path.dirname(opts.json), exist_ok=True)
     with open(opts.json, "w") as f:

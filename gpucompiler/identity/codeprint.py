@@ -168,6 +168,17 @@ def code_digest(module_name: str) -> str | None:
     return tree_digest(name, *where)
 
 
+def source_files(module_name: str) -> list[tuple[str, str]] | None:
+    """``(relative path, path)`` of the source files :func:`code_digest` covers, sorted; None if none."""
+    where = _root(module_name.partition(".")[0])
+    return None if where is None else _scan(*where)
+
+
+def files_under(directory: str) -> list[tuple[str, str]]:
+    """``(relative path, path)`` of every ``.py`` file under ``directory`` (a package), sorted."""
+    return _scan(directory, True)
+
+
 def tree_digest(name: str, root: str, package: bool) -> str:
     """SHA-256 of the ``.py`` files under directory ``root`` (``package``) or of the file ``root``,
     memoised in the cache directory as :func:`code_digest` is (not in the process); ``name`` is the dotted module name of ``root``, imported or

@@ -27,7 +27,8 @@ from collections.abc import Callable, Iterable
 from .. import plugin as gp
 from ..core import RecordedSource
 from ..hashing import canonical
-from .codeprint import code_digest, memo_path, memoised_digest, publish, read_memo
+from .codeprint import code_digest, files_under, memo_path, memoised_digest, publish, read_memo, source_files
+from .hookprobe import defines_no_settings
 from .imports import import_closure
 from ..interface import Plugin
 from ..llvm.binding import llvm_version
@@ -36,6 +37,7 @@ from ..version import __version__
 
 #: bumped when the entry layout or the key document changes
 FORMAT_VERSION = 6
+_COMPILER = __name__.partition(".")[0]
 
 
 def plugin_identity(names: Iterable[str]) -> list[list[Any]]:
@@ -75,13 +77,18 @@ def installed_identity(ep: Any, plugin: Any = None) -> list[Any]:
     (:func:`covered_files`: not its package's other plugins), found on ``sys.path`` and hashed
     without importing anything (memoised in the cache directory: :func:`plugin_code`).
     ``settings`` needs the plugin's ``cache_settings()``: it is called when the
-    plugin is loaded (``plugin``), or when the plugin's class defines one (known
-    from a memo written the first time the plugin was loaded with these files);
-    otherwise None without importing it.
+    plugin is loaded (``plugin``), or when the plugin's class defines one or may
+    (a memo written the first time the plugin was loaded with these files says so,
+    or, without a memo, the package's source does not show that it defines none:
+    :mod:`.hookprobe`); otherwise None without importing it.
     """
     dist = ep.dist
     code = plugin_code(ep.module)
-    if plugin is None and (code is None or _defines_settings(ep.name, code) is not False):
+    defines = None if code is None else _defines_settings(ep.name, code)
+    if plugin is None and code is not None and defines is None and _reads_no_settings(ep):
+        defines = False
+        _note_settings(ep.name, code, False)
+    if plugin is None and defines is not False:
         plugin = gp.enabled([ep.name])[0]  # unknown yet: import it once
     settings = None if plugin is None else _settings(plugin)
     if plugin is not None and code is not None:
@@ -92,7 +99,13 @@ def installed_identity(ep: Any, plugin: Any = None) -> list[Any]:
 @functools.cache
 def plugin_code(module: str) -> str | None:
     """The digest of the files :func:`covered_files` names for module ``module``, once per process
-    (memoised in the cache directory with their stamp: :func:`.codeprint.memoised_digest`)."""
+    (memoised in the cache directory with their stamp: :func:`.codeprint.memoised_digest`).
+
+    A module of gpucompiler itself (a built-in plugin: the CPU grid emulation's) has the compiler's
+    digest, which every key holds already: no import closure of the compiler's modules is found.
+    """
+    if module.partition(".")[0] == _COMPILER:
+        return code_digest(_COMPILER)
     where = _located(module)
     if where is None:
         return None
@@ -108,8 +121,12 @@ def covered_files(module: str) -> list[str] | None:
     (:func:`.imports.import_closure`): its own, its packages' ``__init__`` files and the modules
     of its top-level package they import, not the package's other modules, so two plugins in one
     package key apart. For a top-level single-file module, that file. None when the module has no
-    source (on ``sys.path``, or in ``sys.modules`` for a plugin defined in a script).
+    source (on ``sys.path``, or in ``sys.modules`` for a plugin defined in a script). For a module of
+    gpucompiler: every file of the compiler (:func:`plugin_code`).
     """
+    if module.partition(".")[0] == _COMPILER:
+        files = source_files(_COMPILER)
+        return None if files is None else [rel for rel, _ in files]
     where = _located(module)
     return None if where is None else [rel for rel, _ in where[2]()]
 
@@ -134,6 +151,16 @@ def _located(module: str) -> tuple[str, str, Callable[[], list[tuple[str, str]]]
     if not (os.path.isfile(os.path.join(root, *parts) + ".py") or os.path.isfile(os.path.join(root, *parts, "__init__.py"))):
         return None
     return top, root, functools.partial(import_closure, top, root, module)
+
+
+def _reads_no_settings(ep: Any) -> bool:
+    """Whether the source of entry point ``ep``'s package shows that its class defines no
+    ``cache_settings`` (:mod:`.hookprobe`; a single-file module is not read)."""
+    where = _located(ep.module)
+    if where is None or not ep.attr or "." in ep.attr or not os.path.isdir(where[1]):
+        return False
+    top, root, _ = where
+    return defines_no_settings(top, root, files_under(root), ep.module, ep.attr)
 
 
 def _has_settings_hook(plugin: Any) -> bool:

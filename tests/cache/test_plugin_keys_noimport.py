@@ -3,8 +3,9 @@
 Two plugins are installed as pip would (a ``*.dist-info`` with entry points) in
 their own packages, ``alpha_plug`` and ``beta_plug``; ``gamma_plug`` defines
 ``cache_settings()`` (read from the environment), so its settings are part of
-the key and it is imported on a hit to ask for them. Every run is a fresh
-process with its own hash seed.
+the key and it is imported on a hit to ask for them; ``zeta_plug`` inherits
+the hook from another package's class. Every run is a fresh process with its
+own hash seed.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -39,6 +41,18 @@ class {cls}(gp.Plugin):
 SETTINGS = '''
     def cache_settings(self):
         return {"mode": os.environ.get("GAMMA_MODE", "a")}
+'''
+
+ZETA_BASE = '''
+import os
+import gpucompiler.plugin as gp
+
+
+class Base(gp.Plugin):
+    version = "1.0"
+
+    def cache_settings(self):
+        return {"mode": os.environ.get("ZETA_MODE", "a")}
 '''
 
 SCRIPT = textwrap.dedent('''
@@ -85,6 +99,11 @@ def installed(tmp_path):
         package.mkdir(parents=True)
         (package / "__init__.py").write_text("")
         (package / "plugin.py").write_text(PLUGIN.format(cls=cls, name=f"{name}_plug", scale=1, extra=extra))
+    zeta = site / "zeta_plug"  # its class inherits cache_settings from another top-level package's
+    zeta.mkdir()
+    (zeta / "__init__.py").write_text("")
+    (zeta / "plugin.py").write_text("from zeta_base import Base\n\n\nclass Zeta(Base):\n    name = 'zeta_plug'\n")
+    (site / "zeta_base.py").write_text(ZETA_BASE)
     delta = site / "delta_plug"  # its entry point names the class where the package re-exports it
     delta.mkdir()
     (delta / "__init__.py").write_text("from .impl import Delta\n")
@@ -94,7 +113,8 @@ def installed(tmp_path):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plug_dist\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(
         "[gpucompiler.plugins]\n" + "".join(f"{n}_plug = {n}_plug.plugin:{c}\n"
-                                            for n, c in (("alpha", "Alpha"), ("beta", "Beta"), ("gamma", "Gamma")))
+                                            for n, c in (("alpha", "Alpha"), ("beta", "Beta"), ("gamma", "Gamma"),
+                                                         ("zeta", "Zeta")))
         + "delta_plug = delta_plug:Delta\n")
     return site
 
@@ -150,6 +170,40 @@ def test_a_plugin_with_cache_settings_is_asked_for_them_on_a_hit(installed, tmp_
     other = _run(installed, tmp_path, "gamma_plug", seed=8, GAMMA_MODE="b")
     assert other["origins"] == ["compiled", "compiled"]
     assert [first["identity"][0][2], other["identity"][0][2]] == [{"mode": "a"}, {"mode": "b"}]
+
+
+def _forget_memos(tmp_path: Path) -> None:
+    """The cache's entries kept, its memos of code digests and plugins' hooks removed: entries that came
+    from elsewhere (a shared tier, a copied directory), read by a process that finds everything anew."""
+    shutil.rmtree(tmp_path / "cache" / "code")
+
+
+def test_a_hit_without_memos_imports_no_plugin(installed, tmp_path):
+    """Each plugin's class is read from its source (``delta_plug``'s through its package's re-export) to
+    learn that it defines no ``cache_settings`` (before: imported to ask it)."""
+    cold = _run(installed, tmp_path, "alpha_plug,delta_plug", seed=9)
+    _forget_memos(tmp_path)
+    warm = _run(installed, tmp_path, "alpha_plug,delta_plug", seed=10)
+    assert warm["origins"] == ["disk", "disk"]
+    assert warm["imported"] == []
+    assert warm["identity"] == cold["identity"]
+    assert warm["jit"] == cold["jit"] == 2.0 * 3.5 + 1.0 and warm["kernel"] == cold["kernel"] == 7.0
+
+
+@pytest.mark.parametrize("plugin,variable", [("gamma_plug", "GAMMA_MODE"), ("zeta_plug", "ZETA_MODE")])
+def test_without_memos_a_plugin_that_may_define_cache_settings_is_asked_for_them(installed, tmp_path, plugin,
+                                                                                 variable):
+    """``gamma_plug`` defines the hook; ``zeta_plug`` inherits it from a class of another package (its own
+    files never name it): each is imported and asked, and other settings compile anew."""
+    first = _run(installed, tmp_path, plugin, seed=11)
+    _forget_memos(tmp_path)
+    other = _run(installed, tmp_path, plugin, seed=12, **{variable: "b"})
+    assert other["origins"] == ["compiled", "compiled"] and f"{plugin}.plugin" in other["imported"]
+    _forget_memos(tmp_path)
+    again = _run(installed, tmp_path, plugin, seed=13)
+    assert again["origins"] == ["disk", "disk"]
+    assert [first["identity"][0][2], other["identity"][0][2], again["identity"][0][2]] == \
+        [{"mode": "a"}, {"mode": "b"}, {"mode": "a"}]
 
 
 def test_covered_files_are_what_the_entry_points_module_runs(installed, monkeypatch):

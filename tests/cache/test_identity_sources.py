@@ -1,0 +1,199 @@
+"""What a plugin's identity reads from its package without importing it: the import closure from valid
+``__pycache__`` bytecode (compiling only what is missing or stale), whether its class defines
+``cache_settings`` from the source, and a built-in plugin's digest (the compiler's own)."""
+
+from __future__ import annotations
+
+import builtins
+import importlib.util
+import os
+import py_compile
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpucompiler.identity import code_digest, hookprobe, imports, keys
+from gpucompiler.identity.codeprint import files_under
+
+PLUGIN = "from . import base\nfrom .util import helper\n_PAD = 'abcdefghijklmno'\n\n\ndef run():\n    from .lazy import thing\n    return thing\n"
+EDITED = "from . import base\nfrom .util import helper\nfrom . import extra as e\n\n\ndef run():\n    from .lazy import thing\n    return thing\n"
+
+
+@pytest.fixture
+def package(tmp_path):
+    """``pkg`` with ``plug.py`` importing ``base``, ``util`` and (in a function) ``lazy``; ``extra.py``
+    is imported by nobody, until :data:`EDITED` (the same size as :data:`PLUGIN`) replaces ``plug.py``."""
+    assert len(PLUGIN) == len(EDITED)
+    top = tmp_path / "pkg"
+    top.mkdir()
+    for name, text in (("__init__", ""), ("plug", PLUGIN), ("base", "X = 1\n"), ("util", "def helper():\n    pass\n"),
+                       ("lazy", "thing = 2\n"), ("extra", "Y = 3\n")):
+        (top / f"{name}.py").write_text(text)
+    return top
+
+
+def _closure(top: Path) -> list[str]:
+    return [rel for rel, _ in imports.import_closure("pkg", str(top), "pkg.plug")]
+
+
+@pytest.fixture
+def compiles(monkeypatch):
+    """The paths ``compile`` is called on while the test runs."""
+    seen: list[str] = []
+    real = builtins.compile
+
+    def spy(source, filename, *args, **kwargs):
+        seen.append(str(filename))
+        return real(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "compile", spy)
+    return seen
+
+
+def _write_pycs(top: Path, mode: py_compile.PycInvalidationMode) -> None:
+    for path in top.glob("*.py"):
+        py_compile.compile(str(path), doraise=True, invalidation_mode=mode)
+
+
+WITHOUT = ["__init__.py", "base.py", "lazy.py", "plug.py", "util.py"]
+
+
+@pytest.mark.parametrize("mode", list(py_compile.PycInvalidationMode))
+def test_valid_bytecode_is_read_not_compiled(package, compiles, mode):
+    expected = _closure(package)  # no __pycache__ yet: compiled
+    assert expected == WITHOUT and len(compiles) == 5
+    _write_pycs(package, mode)
+    compiles.clear()
+    assert _closure(package) == expected
+    assert [c for c in compiles if c.startswith(str(package))] == []  # each file's .pyc, no compile
+
+
+@pytest.mark.parametrize("mode", list(py_compile.PycInvalidationMode))
+def test_a_same_size_edit_that_keeps_the_mtime_is_not_read_from_the_stale_pyc(package, compiles, mode):
+    """The header of a timestamp ``.pyc`` still matches (mtime in seconds and size), as it would for an
+    import; an unchecked hash-based one is never compared by an import. Both are stale here."""
+    _write_pycs(package, mode)
+    plug = package / "plug.py"
+    st = plug.stat()
+    plug.write_text(EDITED)
+    os.utime(plug, ns=(st.st_atime_ns, st.st_mtime_ns))
+    compiles.clear()
+    assert _closure(package) == ["__init__.py", "base.py", "extra.py", "lazy.py", "plug.py", "util.py"]
+    assert [c for c in compiles if c.startswith(str(package))] == [str(plug)]  # the others' .pyc still read
+
+
+def test_a_pyc_of_another_interpreter_or_a_truncated_one_is_compiled_instead(package, compiles):
+    _write_pycs(package, py_compile.PycInvalidationMode.TIMESTAMP)
+    pyc = Path(importlib.util.cache_from_source(str(package / "plug.py")))
+    data = pyc.read_bytes()
+    pyc.write_bytes(b"\x00\x00\r\n" + data[4:])  # another magic number
+    util = Path(importlib.util.cache_from_source(str(package / "util.py")))
+    util.write_bytes(util.read_bytes()[:20])  # a valid header, half a code object
+    compiles.clear()
+    assert _closure(package) == WITHOUT
+    assert sorted(c for c in compiles if c.startswith(str(package))) == [str(package / "plug.py"),
+                                                                          str(package / "util.py")]
+
+
+def test_an_optimised_pyc_is_not_used(package, compiles):
+    """``-O`` bytecode drops ``if __debug__:`` blocks, imports included."""
+    (package / "plug.py").write_text("if __debug__:\n    from . import extra\n")
+    for path in package.glob("*.py"):
+        py_compile.compile(str(path), doraise=True, optimize=1)
+    compiles.clear()
+    assert _closure(package) == ["__init__.py", "extra.py", "plug.py"]
+    assert str(package / "plug.py") in compiles
+
+
+def test_a_builtin_plugin_has_the_compilers_digest_without_an_import_closure(monkeypatch):
+    """The CPU grid emulation's plugin lives in gpucompiler.device: its code is the compiler's, whose digest
+    every key holds (before: the closure of 200 of the compiler's modules, compiled in every fresh process
+    without a memo)."""
+    keys.plugin_code.cache_clear()
+
+    def refuse(*args):
+        raise AssertionError("an import closure of the compiler's modules")
+
+    monkeypatch.setattr(imports, "import_closure", refuse)
+    monkeypatch.setattr(keys, "import_closure", refuse)
+    try:
+        assert keys.plugin_code("gpucompiler.device") == code_digest("gpucompiler")
+    finally:
+        keys.plugin_code.cache_clear()
+    files = keys.covered_files("gpucompiler.device")
+    assert files is not None and "device.py" in files and "identity/keys.py" in files
+
+
+# -- whether a class defines cache_settings, from its package's source --------------------------------
+
+BASE = "import gpucompiler.plugin as gp\n\n\nclass Base(gp.Plugin):\n    name = 'base'\n"
+CASES = {  # name: ({file: source}, class module, class name, known to define no cache_settings)
+    "gp.Plugin": ({"plug.py": "import gpucompiler.plugin as gp\n\n\nclass P(gp.Plugin):\n    name = 'p'\n"},
+                  "plug", "P", True),
+    "Plugin imported": ({"plug.py": "from gpucompiler.interface import Plugin as B\n\n\nclass P(B):\n    pass\n"},
+                        "plug", "P", True),
+    "dotted module": ({"plug.py": "import gpucompiler.plugin\n\n\nclass P(gpucompiler.plugin.Plugin):\n    pass\n"},
+                      "plug", "P", True),
+    "from gpucompiler import plugin": ({"plug.py": "from gpucompiler import plugin\n\n\nclass P(plugin.Plugin):\n"
+                                                   "    pass\n"}, "plug", "P", True),
+    "a base of the package": ({"base.py": BASE, "plug.py": "from .base import Base\n\n\nclass P(Base):\n    pass\n"},
+                              "plug", "P", True),
+    "a base in the same module": ({"plug.py": BASE + "\n\nclass P(Base):\n    pass\n"}, "plug", "P", True),
+    "re-exported by __init__": ({"__init__.py": "from .impl import P\n",
+                                 "impl.py": "import gpucompiler.plugin as gp\n\n\nclass P(gp.Plugin):\n    pass\n"},
+                                "", "P", True),
+    "the hook defined": ({"plug.py": BASE + "\n    def cache_settings(self):\n        return 1\n"}, "plug", "Base",
+                         False),
+    "the hook in a base": ({"base.py": BASE + "\n    def cache_settings(self):\n        return 1\n",
+                            "plug.py": "from .base import Base\n\n\nclass P(Base):\n    pass\n"}, "plug", "P", False),
+    "set by name elsewhere": ({"__init__.py": "from . import extra\n", "plug.py": BASE,
+                               "extra.py": "from .plug import Base\n"
+                               "setattr(Base, 'cache_settings', lambda self: 1)\n"}, "plug", "Base", False),
+    "a base of another package": ({"plug.py": "from otherpkg import Base\n\n\nclass P(Base):\n    pass\n"},
+                                  "plug", "P", False),
+    "a decorator": ({"plug.py": "from otherpkg import add_hooks\n" + BASE.replace("class", "@add_hooks\nclass")},
+                    "plug", "Base", False),
+    "a metaclass": ({"plug.py": BASE.replace("(gp.Plugin)", "(gp.Plugin, metaclass=type)")}, "plug", "Base", False),
+    "bound twice": ({"plug.py": BASE + "\ntry:\n    from otherpkg import Base\nexcept ImportError:\n    pass\n"},
+                    "plug", "Base", False),
+    "another module's Plugin": ({"plug.py": "import otherpkg as gp\n\n\nclass P(gp.Plugin):\n    pass\n"},
+                                "plug", "P", False),
+    "not a class": ({"plug.py": "def P():\n    pass\n"}, "plug", "P", False),
+    "a syntax error": ({"plug.py": "class P(:\n"}, "plug", "P", False),
+}
+OTHER = "import gpucompiler.plugin as gp\n\n\ndef add_hooks(cls):\n    cls.cache_settings = lambda self: 1\n    return cls\n\n\n" \
+        "class Base(gp.Plugin):\n    def cache_settings(self):\n        return 1\n\n\nPlugin = Base\n"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_source_tells_a_class_without_cache_settings_and_nothing_else(tmp_path, case):
+    files, module, name, expected = CASES[case]
+    top = tmp_path / "probepkg"
+    top.mkdir()
+    (top / "__init__.py").write_text("")
+    for fname, text in files.items():
+        (top / fname).write_text(text)
+    (tmp_path / "otherpkg.py").write_text(OTHER)
+    dotted = "probepkg" + (f".{module}" if module else "")
+    got = hookprobe.defines_no_settings("probepkg", str(top), files_under(str(top)), dotted, name)
+    assert got is expected
+    if case == "a syntax error":
+        return
+    # the truth, in a fresh interpreter: only a class without the hook may be said to have none
+    check = textwrap.dedent(f"""
+        import importlib, sys
+        from gpucompiler.identity.keys import _has_settings_hook
+        cls = getattr(importlib.import_module({dotted!r}), {name!r})
+        print(isinstance(cls, type) and _has_settings_hook(cls()))
+    """)
+    done = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
+    assert done.returncode == 0, done.stderr
+    defines = done.stdout.strip() == "True"
+    assert not (got and defines)
+    assert defines == (case in ("the hook defined", "the hook in a base", "set by name elsewhere",
+                                "a base of another package", "a decorator", "bound twice",
+                                "another module's Plugin"))

@@ -24,6 +24,7 @@ from gpucompiler.llvm import Argument, Instruction, types as T
 
 from .emit import has_float, is_float_like
 from .errors import unsupported
+from .helpers import PREFIX
 
 if TYPE_CHECKING:
     from .typeinfo import MemoryTypes
@@ -47,7 +48,10 @@ class ArgKind(enum.Enum):
 
 CONST, DUP, OUT = ArgKind.CONST, ArgKind.DUP, ArgKind.OUT
 
-ALLOCATORS = frozenset(("malloc", "calloc", "realloc", "_Znwm", "_Znam"))
+#: the engine's own block allocator (malloc that traps on failure), left as a call where an outer derivative
+#: sees an inner one's code before the inliner ran (AD in the pipeline at -O0)
+TAPE_ALLOC = PREFIX + "tape_alloc"
+ALLOCATORS = frozenset(("malloc", "calloc", "realloc", "_Znwm", "_Znam", TAPE_ALLOC))
 
 _INT = "integer result: carries no derivative (float bits reach integers only through checked bitcasts and loads)"
 #: Every instruction of the LLVM LangRef the engine models, and how (``tests/enzyme/test_opcode_coverage.py``

@@ -7,9 +7,9 @@ intrinsics, calls to defined functions differentiated recursively.
 
 from __future__ import annotations
 
-from gpucompiler.llvm import types as T
+from gpucompiler.llvm import const_int, types as T
 
-from .analysis import CONST, DUP, OUT, ArgKind, callee_name, memory_type
+from .analysis import CONST, DUP, OUT, TAPE_ALLOC, ArgKind, callee_name, memory_type
 from .emit import sizeof, zero
 from . import explain, gpu, memory, openmp, stack
 from .errors import VectorizedCodeError, unsupported
@@ -32,7 +32,7 @@ _IGNORED_PREFIXES = ("llvm.lifetime.", "llvm.dbg.", "llvm.assume", "llvm.experim
 #: an arithmetic fence): the shadow, tangent or adjoint passes through them
 _PASSTHROUGH_PREFIXES = ("llvm.ptr.annotation.", "llvm.launder.invariant.group.", "llvm.strip.invariant.group.",
                          "llvm.ssa.copy.", "llvm.arithmetic.fence.")
-ALLOC = frozenset(("malloc", "_Znwm", "_Znam"))
+ALLOC = frozenset(("malloc", "_Znwm", "_Znam", TAPE_ALLOC))
 FREE = frozenset(("free", "_ZdlPv", "_ZdaPv", "_ZdlPvm"))
 
 
@@ -272,17 +272,26 @@ def _tape_like(primal, call):
 
 def _forward_realloc(s, inst):
     """Forward mode: the shadow is reallocated alike. Reverse mode: a fresh zeroed shadow; the old
-    one stays alive so the reverse can hand back the adjoints of the bytes realloc copied."""
+    one stays alive so the reverse can hand back the adjoints of the bytes realloc copied. Memory of
+    pointers and integers (a grown tape of shadow pointers in higher-order AD) has no adjoints: its
+    new shadow gets the old one's bytes, as the new block gets the old one's."""
     old, n = inst.args
     so = s.shadow(old, inst)
     if s.tangents:
         s.shadow_map[inst] = s.call("realloc", inst.type, [so, s.val(n)])
         return
+    kinds = {t.kind for p in (inst, old) for t in s.act.mem.types_at(p, None)}
+    if "float" in kinds and "ptr" in kinds:
+        raise unsupported(f"realloc of memory holding both floating-point values and pointers "
+                          f"({explain.describe(old)}): keep them in separate allocations{explain.debug_hint(inst)}",
+                          inst, s.fn, quote=False)
     ns = s.call("malloc", inst.type, [s.val(n)])
     s.memset(ns, s.val(n))
     usable = s.call("malloc_usable_size", T.i64, [so])
     nn = s.val(n) if s.val(n).type is T.i64 else s.b.zext(s.val(n), T.i64)
-    s.realloc_bytes[inst] = s.select(s.b.icmp("ult", usable, nn), usable, nn)
+    s.realloc_bytes[inst] = kept = s.select(s.b.icmp("ult", usable, nn), usable, nn)
+    if "float" not in kinds:
+        s.call("llvm.memcpy.p0.p0.i64", T.void, [ns, so, kept, const_int(T.i1, 0)])
     s.shadow_map[inst] = ns
 
 

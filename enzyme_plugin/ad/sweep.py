@@ -244,7 +244,8 @@ def _loaded_from_shadowed(s, v):
 
 def _from_shadowed_pointer(s, v):
     """Whether integer ``v`` is computed from ``ptrtoint`` of a pointer with a shadow (through integer
-    arithmetic, casts, selects, phis and freezes, at any depth)."""
+    arithmetic, casts, selects, phis and freezes, at any depth). The difference of two such addresses is
+    a distance (a slot's offset in a tape that may move), not an address."""
     work, seen = [v], set()
     while work:
         v = work.pop()
@@ -254,6 +255,8 @@ def _from_shadowed_pointer(s, v):
         if v.opcode == "ptrtoint":
             if v.operands[0] in s.act.shadowed:
                 return True
+        elif v.opcode == "sub" and all(_from_shadowed_pointer(s, o) for o in v.operands):
+            continue
         elif v.opcode in _INT_FLOW:
             work += v.operands
     return False

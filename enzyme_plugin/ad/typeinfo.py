@@ -48,13 +48,22 @@ def _const(v):
 def _index_form(v, depth: int = 0) -> tuple[int, int]:
     """``(c, s)``: integer ``v`` is ``c`` plus a multiple of ``s`` (``s == 0``: exactly ``c``), read
     through ``add``/``mul``/``shl``/``or disjoint`` by constants (a record of ``n`` bytes indexed as
-    ``i * n + k`` in an ``i8`` GEP, the layout of tapes). Unknown values are ``(0, 1)``."""
+    ``i * n + k`` in an ``i8`` GEP, the layout of tapes), and through ``phi``/``select`` of such values
+    (the join of their forms: what GVN leaves when it merges two equal offset computations). Unknown
+    values are ``(0, 1)``."""
     k = _const(v)
     if k is not None:
         return k, 0
     if not isinstance(v, Instruction) or depth > 6 or v.opcode not in ("add", "mul", "shl", "or", "sext",
-                                                                      "zext"):
+                                                                      "zext", "phi", "select"):
         return 0, 1
+    if v.opcode in ("phi", "select"):
+        options = [x for x, _ in v.incoming] if v.opcode == "phi" else v.operands[1:]
+        forms = [_index_form(o, depth + 1) for o in options]
+        c0, s = forms[0][0], 0
+        for c, step in forms:
+            s = gcd(gcd(s, step), abs(c - c0))
+        return c0, s
     if v.opcode in ("sext", "zext"):
         return _index_form(v.operands[0], depth + 1)
     a, b = (_index_form(o, depth + 1) for o in v.operands)

@@ -79,3 +79,33 @@ def test_device_arrays_on_the_default_stream_need_no_synchronisation_and_give_th
     assert np.isclose(out[0], 3.0 * np.sum(np.sin(x * x)))
     kinds = [c[0] for c in device.calls]
     assert kinds.count("launch") == 6 and "ctx sync" not in kinds      # three forward, three gradient launches
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["recompute", "split"])
+def test_rounds_after_reset_and_backward_again_never_synchronise_the_host(device, split):
+    """Later rounds take the cached plans and launches, the reused shadows and (split) tape rows: still no
+    synchronisation by the tape and no copy through the host in recording, ``backward``, ``zero`` or
+    ``reset``, each round's gradient exact; the gradient launches go back to back on the default stream.
+    (Split kernels may grow a tape onto the device heap: the runtime waits for each of their launches to
+    check the heap's exhaustion flag, ``cuStreamSynchronize``, one after each launch.)"""
+    heap_checks = ["sync"] if split else []
+    x = np.linspace(0.1, 1.2, 100)
+    dx, y, out, w = (np.asarray(a).view(DeviceArray) for a in (x, np.zeros(100), np.zeros(1), [3.0]))
+    tape = LaunchTape(split=split)
+    for _ in range(3):
+        out[0] = 0.0
+        tape.reset()
+        with tape:
+            P.program(dx, y, w, out, 4, 32, None)
+        start = len(device.calls)
+        tape.backward(loss=out)
+        assert [c[0] for c in device.calls[start:]] == ["launch", *heap_checks] * 3  # three gradient launches
+        assert np.allclose(tape.gradient(dx), 3.0 * np.cos(x * x) * 2 * x, rtol=1e-13)
+        assert np.isclose(tape.gradient(w)[0], np.sum(np.sin(x * x)), rtol=1e-13)
+    if not split:  # the same recording reversed again after zero()
+        tape.zero()
+        tape.backward(loss=out)
+        assert np.allclose(tape.gradient(dx), 3.0 * np.cos(x * x) * 2 * x, rtol=1e-13)
+    tape.reset()
+    kinds = [c[0] for c in device.calls]
+    assert kinds == ["launch", *heap_checks] * (len(kinds) // (1 + len(heap_checks))), set(kinds)

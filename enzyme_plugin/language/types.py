@@ -43,8 +43,11 @@ def is_float(t) -> bool:
 
 
 def is_float_array(t) -> bool:
-    """A float or complex array."""
+    """A float or complex array, or a structured array with a float or complex field (its shadow, of the same
+    dtype, takes the derivatives in those fields)."""
     t = widen(t)
+    if isinstance(t, T.StructArrayType):
+        return any(scalar.kind in "fc" for _, scalar, _, _ in t.dtype.fields)
     return isinstance(t, T.ArrayType) and t.dtype.kind in "fc"
 
 

@@ -166,6 +166,11 @@ class LaunchPlan:
     its layout: :meth:`~.arrays.ArrayOps.zeros_like`)"""
     pairs: tuple[tuple[int, int], ...]
     """the pairs of array parameters, whose memory must not overlap"""
+    copied: tuple[int, ...]
+    """the written parameters the kernel also reads: copied before every launch"""
+    stored: tuple[int, ...]
+    """the written parameters the kernel only stores into: copied when an earlier launch took the array, or
+    another parameter that the kernel reads is the same array"""
     tapes: TapeSizes = attrs.field(factory=TapeSizes, eq=False)
     """split mode: the per-thread tape size learned from earlier launches"""
     runs: dict = attrs.field(factory=dict, eq=False)
@@ -192,8 +197,9 @@ def _plan(k: Kernel, argtypes: tuple) -> LaunchPlan:
     for t, d in zip(argtypes, dup):
         types += [t, attrs.evolve(widen(t), readonly=False, managed=False)] if d else [t]
     pairs = tuple((i, j) for m, i in enumerate(arrays) for j in arrays[m + 1:])
-    return LaunchPlan(dup, arrays, tuple(sorted(written_parameters(frame))), read_parameters(frame),
-                      tuple(types), pairs)
+    written, reads = tuple(sorted(written_parameters(frame))), read_parameters(frame)
+    return LaunchPlan(dup, arrays, written, reads, tuple(types), pairs, tuple(j for j in written if j in reads),
+                      tuple(j for j in written if j not in reads))
 
 
 def _argtypes(k: Kernel, args: tuple, cpu: bool) -> tuple[tuple, bool]:
@@ -328,17 +334,16 @@ class LaunchTape:
         ops = NUMPY if direct or not plan.arrays else ops_of(args[plan.arrays[0]], "array argument")
         hand = registered_gradient(k)
         snapshots = self._snapshots(launch, args, plan, ops, hand, direct) if plan.written else []
-        taken = self._taken
-        for j in plan.arrays:
-            taken.add(id(args[j]))
+        self._taken.update([id(args[j]) for j in plan.arrays])
         record = LaunchRecord(launch, args, plan, snapshots, ops)
         runs = _runs(plan, launch, argtypes, direct)
         if plan.differentiable:  # every float array gets its shadow now
-            shadow, with_shadows = self._shadow, []
+            shadow, shadows, with_shadows = self._shadow, self._shadows, []
             for a, d in zip(args, plan.dup):
                 with_shadows.append(a)
                 if d:
-                    with_shadows.append(shadow(a))
+                    hit = shadows.get(id(a))
+                    with_shadows.append(hit[1] if hit is not None else shadow(a))
             if hand is not None:
                 adjoints = tuple(shadow(a) if d else a for a, d in zip(args, plan.dup))
                 record.reverse, record.reverse_args = _launcher(hand, launch, None), args + adjoints
@@ -359,9 +364,14 @@ class LaunchTape:
         """Copies of the arrays the launch may overwrite whose old values its gradient reads: those it reads
         too, or an earlier launch took, or all of them for a hand-written gradient (an array the kernel only
         stores into, that no earlier launch took, gets the same stores again from the gradient kernel)."""
-        taken = self._taken
-        read = {id(args[j]) for j in plan.reads}  # an array passed twice is read if either parameter is
-        keep = [j for j in plan.written if hand is not None or id(args[j]) in read or id(args[j]) in taken]
+        if hand is not None:
+            keep = list(plan.written)
+        else:
+            taken, keep = self._taken, list(plan.copied)
+            for j in plan.stored:
+                a = args[j]
+                if id(a) in taken or any(args[i] is a for i in plan.reads):
+                    keep.append(j)
         if not direct:  # each written array's library: the copies are its own
             names = _names(launch.kernel)
             for j in plan.written:
@@ -369,7 +379,7 @@ class LaunchTape:
         if not keep:
             return []
         self._sync(launch, ops)
-        snapshots = [(j, ops_of(args[j]).copy(args[j])) for j in keep]
+        snapshots = [(j, ops_of(args[j]).copy(args[j])) for j in sorted(keep)]
         self._sync(launch, ops)
         return snapshots
 

@@ -15,6 +15,7 @@ import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
+from enzyme_plugin import Const, Duplicated, Reverse, autodiff
 from gpucompiler import device as gd, kernel, types as T
 from gpucompiler.errors import GPUCompilerError, ToolNotFoundError
 from gpucompiler.llvm import parse
@@ -78,6 +79,18 @@ def maximum(x, out):
     i = gd.grid(1)
     if i < x.shape[0]:
         gd.atomic_max(out, 0, x[i])
+
+
+def energy(x, w, out, i):
+    gd.atomic_add(out, 0, w[0] * x[i] * x[i])
+
+
+def grad_energy(x, dx, w, dw, out, dout):
+    """The gradient of a one-address reduction: every thread reads dout[0] and adds into dw[0]; lanes
+    whose x is below -1 (and past the end) take no part."""
+    i = gd.grid(1)
+    if i < x.shape[0] and x[i] > -1.0:
+        autodiff(Reverse, energy, Duplicated(x, dx), Duplicated(w, dw), Duplicated(out, dout), Const(i))
 
 
 A32, A64, I32, I64 = (T.ArrayType(t, 1, "C") for t in (T.float32, T.float64, T.int32, T.int64))
@@ -293,12 +306,17 @@ def _reference(fn, x) -> list:
         return [np.sum(x * x), 0]
     if fn is where_positive:
         return [np.sum(x[x > 0]), 0]
+    if fn is in_shared_memory:
+        return [np.sum(x), 0]
     return [np.sum(x[0::2]), np.sum(x[1::2])]
 
 
-@pytest.mark.parametrize("fn", [one_address, where_positive, two_addresses])
+SUMS = [(fn, dtype) for fn in (one_address, where_positive, two_addresses) for dtype in (np.float32, np.int32)]
+SUMS.append((in_shared_memory, np.float32))
+
+
+@pytest.mark.parametrize("fn, dtype", SUMS, ids=lambda v: getattr(v, "__name__", str(v)))
 @pytest.mark.parametrize("n", [256, 200, 37, 4099])
-@pytest.mark.parametrize("dtype", [np.float32, np.int32])
 def test_one_address_reductions_on_lavapipe_match_numpy(vulkan_device, fn, n, dtype):
     x = _values(n, dtype)
     out = np.zeros(2, dtype)
@@ -319,6 +337,7 @@ def test_the_emulation_sums_right(fn, dtype):
 # -- on a CUDA device -----------------------------------------------------------------------------------------
 GPU_CASES = [(fn, n, dtype) for fn in (one_address, where_positive, two_addresses)
              for n in (1 << 16, 1000, 31) for dtype in (np.float32, np.float64, np.int32, np.int64)]
+GPU_CASES += [(in_shared_memory, n, np.float32) for n in (1 << 16, 1000, 31)]
 
 
 @pytest.mark.gpu
@@ -330,3 +349,29 @@ def test_one_address_reductions_on_the_gpu_match_numpy(fn, n, dtype, aggregate):
     out = np.zeros(2, dtype)
     kernel(fn)[(n + 127) // 128, 128, PTXTarget(aggregate_atomics=aggregate)](x, out)
     assert out.tolist() == _reference(fn, x)
+
+
+def _gradient_case(n):
+    x = _values(n, np.float64)
+    args = (x, np.zeros(n), np.array([0.75]), np.zeros(1), np.zeros(1), np.array([2.0]))
+    on = x > -1.0
+    want_dw = [2.0 * np.sum(x[on] * x[on])]
+    want_dx = np.where(on, 2.0 * 0.75 * 2.0 * x, 0.0)
+    return args, want_dx, want_dw
+
+
+@pytest.mark.parametrize("n", [1000, 31])
+def test_the_gradient_of_a_one_address_reduction_on_the_emulation(n):
+    args, want_dx, want_dw = _gradient_case(n)
+    kernel(grad_energy, plugins=("enzyme",))[(n + 127) // 128, 128, "cpu"](*args)
+    assert args[3].tolist() == want_dw and args[1].tolist() == want_dx.tolist()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("aggregate", [True, False])
+@pytest.mark.parametrize("n", [1 << 16, 1000, 31])
+def test_the_gradient_of_a_one_address_reduction_on_the_gpu(n, aggregate):
+    args, want_dx, want_dw = _gradient_case(n)
+    k = kernel(grad_energy, plugins=("enzyme",))
+    k[(n + 127) // 128, 128, PTXTarget(aggregate_atomics=aggregate)](*args)
+    assert args[3].tolist() == want_dw and args[1].tolist() == want_dx.tolist()

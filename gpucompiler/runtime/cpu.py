@@ -34,6 +34,7 @@ import llvmlite.binding as llvm
 from ..errors import CompileError, ConfigError
 from ..llvm.binding import address_bindings, initialize_native, parse_ir
 from ..targets.native import NativeTarget, process_symbol
+from . import threadpool
 
 
 class LinkError(CompileError):
@@ -219,3 +220,6 @@ class SymbolTable:
 
     def declares(self, name: str) -> bool:
         return any(f.name == name and f.is_declaration for f in self.functions)
+
+
+threadpool.install(CPULibrary.from_ir)  # the first parallel region compiles the process's worker pool with it

@@ -106,9 +106,9 @@ def test_without_parallel_prange_is_range_and_spawns_no_thread():
     a = np.random.default_rng(2).random(50)
     serial = jit(_sum_max_prod)
     np.testing.assert_allclose(serial(a), _sum_max_prod(a), rtol=1e-12)
-    assert "pthread_create" not in serial.inspect_llvm(gpucompiler.types.ArrayType(gpucompiler.types.float64, 1))
+    assert "gpuc_parallel_pool" not in serial.inspect_llvm(gpucompiler.types.ArrayType(gpucompiler.types.float64, 1))
     threaded = jit(parallel=True)(_sum_max_prod)
-    assert "pthread_create" in threaded.inspect_llvm(gpucompiler.types.ArrayType(gpucompiler.types.float64, 1))
+    assert "gpuc_parallel_pool" in threaded.inspect_llvm(gpucompiler.types.ArrayType(gpucompiler.types.float64, 1))
 
 
 def test_prange_is_range_in_plain_python():

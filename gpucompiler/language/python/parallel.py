@@ -4,24 +4,32 @@ Inference calls the body ``(lo, hi, start, step, args...)`` and the combine
 ``(a, b)`` like any compiled function. Lowering runs the body once over the
 whole range (``lo, hi = 0, n``) unless the module asks for threads
 (``mod.parallel_threads > 1``: ``@jit(parallel=True)``); then the range is cut
-into at most that many chunks of near-equal size, chunk 0 runs on the
-calling thread and the others on POSIX threads (``pthread_create`` /
-``pthread_join`` from the C library, called by the generated code), and the
-partials are combined in chunk order, so the result does not depend on
-which thread finishes first.
+into at most that many chunks of near-equal size, one record each (bounds,
+arguments, result, error), and the process's worker pool runs them: the
+generated code calls the function in the slot :data:`POOL_SYMBOL` as
+``run(chunk, records, stride, count)``, which returns once every chunk has
+run (chunk 0 on the calling thread; :mod:`gpucompiler.runtime.threadpool`). While the slot is empty (no pool
+loaded in this process) the chunks run one after another on the calling
+thread. The partials are combined in chunk order, so the result does not
+depend on which thread finishes first.
 
 The GIL: the calling thread releases it for the region when it holds it
-(``PyGILState_Check``), so the threads run at once. Each chunk runs through a
-trampoline that attaches its thread to the interpreter (``PyGILState_Ensure``)
-and detaches it for the body (``PyEval_SaveThread``); a check that fails in
-the body takes the GIL only to set its exception (the module's ``gil_free``
-errors), and the trampoline moves that exception into the chunk's record
-(``PyErr_Fetch``). After the join the first failed chunk's exception (in
-chunk order) is raised in the caller; the others are dropped.
+(``PyGILState_Check``), so the threads run at once. Each chunk runs through
+a trampoline on a thread attached to the interpreter (a pool worker attaches
+once, at its start; the trampoline attaches a thread that is not, as the
+calling thread of a foreign caller, for the chunk): the body runs without
+the GIL, a check that fails in it takes the GIL only to set its exception
+(the module's ``gil_free`` errors), and the trampoline moves that exception
+into the chunk's record (``PyErr_Fetch``). After the region the first
+failed chunk's exception (in chunk order) is raised in the caller; the
+others are dropped.
 """
 
 from __future__ import annotations
 
+import ctypes
+
+import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ... import types as T
@@ -34,6 +42,27 @@ from .numbers import base
 _I8, _I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
 _EXC = 3  # PyErr_Fetch's type, value, traceback
+
+_RUN_TYPE = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64])
+POOL_SYMBOL = "gpuc_parallel_pool"
+"""the name compiled code finds the pool's slot by: a pointer to the function that runs a region's chunks
+(``void(ptr chunk, ptr records, i64 stride, i64 count)``, :mod:`gpucompiler.runtime.threadpool`), or
+null (the chunks run serially)"""
+
+
+def pool_slot() -> int:
+    """The address of the slot named :data:`POOL_SYMBOL`, registered with ``llvmlite.binding.add_symbol``
+    by the first module that asks (this one or the runtime's pool, which loads without the language)."""
+    address = llvm.address_of_symbol(POOL_SYMBOL)
+    if address is None:
+        _SLOTS.append((ctypes.c_void_p * 1)())
+        address = ctypes.addressof(_SLOTS[-1])
+        llvm.add_symbol(POOL_SYMBOL, address)
+    return address
+
+
+_SLOTS: list = []  # the slot this module made, kept alive
+pool_slot()
 
 
 def region_call(interp, body, combine, start, step, rest):
@@ -153,7 +182,7 @@ class _Threads:
         nargs = len(args)
         self.layout = (ctx_ty, nargs, has_ret)
         tramp = self._trampoline(ctx_ty, nargs, has_ret)
-        ctxs, tids = self._entry_allocas(ctx_ty)
+        ctxs = cg.alloca(ctx_ty, "region.chunks", ir.Constant(I64, self.threads))
 
         # GIL: released for the region when this thread holds it
         held = b.icmp_signed("!=", b.call(self._decl("PyGILState_Check", _I32, []), []), ir.Constant(_I32, 0))
@@ -179,26 +208,7 @@ class _Threads:
             b.store(ir.Constant(_I8, 0), self._field(slot, 2 + nargs + has_ret))
 
         self._loop(ir.Constant(I64, 0), count, fill)
-        create = self._decl("pthread_create", _I32, [PTR, PTR, PTR, PTR])
-
-        def spawn(t):
-            slot = self._chunk(ctxs, t)
-            tid = b.gep(tids, [t])
-            rc = b.call(create, [tid, ir.Constant(PTR, None), tramp, slot])
-            with b.if_then(b.icmp_signed("!=", rc, ir.Constant(_I32, 0)), likely=False):
-                b.call(tramp, [slot])  # no thread to be had: this one runs the chunk
-                b.store(ir.Constant(I64, 0), tid)
-
-        self._loop(one, count, spawn)
-        b.call(tramp, [self._chunk(ctxs, ir.Constant(I64, 0))])
-        join = self._decl("pthread_join", _I32, [I64, PTR])
-
-        def wait(t):
-            tid = b.load(b.gep(tids, [t]), typ=I64)
-            with b.if_then(b.icmp_signed("!=", tid, ir.Constant(I64, 0))):
-                b.call(join, [tid, ir.Constant(PTR, None)])
-
-        self._loop(one, count, wait)
+        self._run(tramp, ctxs, count)
         with b.if_then(held):
             b.call(self._decl("PyEval_RestoreThread", ir.VoidType(), [PTR]), [b.load(saved, typ=PTR)])
         self._raise_first(ctxs, count)
@@ -223,10 +233,20 @@ class _Threads:
     def _field(self, slot, k):
         return self.b.gep(slot, [ir.Constant(_I32, 0), ir.Constant(_I32, k)])
 
-    def _entry_allocas(self, ctx_ty):
-        cg = self.cg
-        size = ir.Constant(I64, self.threads)
-        return cg.alloca(ctx_ty, "region.chunks", size), cg.alloca(I64, "region.threads", size)
+    def _run(self, tramp, ctxs, count):
+        """The pool in the slot :data:`POOL_SYMBOL` runs the ``count`` chunks (each record ``stride`` bytes after the one
+        before); an empty slot: this thread runs them, in order."""
+        b = self.b
+        slot = self.cg.mod.module.globals.get(POOL_SYMBOL)
+        if slot is None:
+            slot = ir.GlobalVariable(self.cg.mod.module, PTR, POOL_SYMBOL)
+        run = b.load(slot, typ=PTR)
+        stride = b.sub(b.ptrtoint(self._chunk(ctxs, ir.Constant(I64, 1)), I64), b.ptrtoint(ctxs, I64))
+        with b.if_else(b.icmp_unsigned("!=", run, ir.Constant(PTR, None)), likely=True) as (pooled, alone):
+            with pooled:
+                b.call(_Indirect(run, _RUN_TYPE), [tramp, ctxs, stride, count])
+            with alone:
+                self._loop(ir.Constant(I64, 0), count, lambda t: b.call(tramp, [self._chunk(ctxs, t)]))
 
     def _loop(self, lo, hi, body):
         """``for t in range(lo, hi): body(t)`` (the counter in a stack slot; mem2reg makes it a phi)."""
@@ -269,13 +289,15 @@ class _Threads:
         self.cg.stop_if_failed(any_failed)
 
     def _trampoline(self, ctx_ty, nargs, has_ret) -> ir.Function:
-        """``ptr @<body>.chunk(ptr ctx)``: run the body over the chunk ``ctx`` describes, off the GIL."""
+        """``void @<body>.chunk(ptr ctx)``: run the body over the chunk ``ctx`` describes, off the GIL, on a
+        thread attached to the interpreter (attached for the chunk when it is not: a failed check's
+        exception lives in the thread's state until it is fetched)."""
         mod = self.cg.mod
         name = self.body.name + ".chunk"
         existing = mod.module.globals.get(name)
         if existing is not None:
             return existing
-        fn = ir.Function(mod.module, ir.FunctionType(PTR, [PTR]), name=name)
+        fn = ir.Function(mod.module, ir.FunctionType(ir.VoidType(), [PTR]), name=name)
         fn.linkage = "internal"
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         ctx = fn.args[0]
@@ -283,21 +305,40 @@ class _Threads:
         def field(k):
             return b.gep(ctx, [ir.Constant(_I32, 0), ir.Constant(_I32, k)], source_etype=ctx_ty)
 
-        state = b.call(self._decl("PyGILState_Ensure", _I32, []), [])
-        saved = b.call(self._decl("PyEval_SaveThread", PTR, []), [])
+        ensure = self._decl("PyGILState_Ensure", _I32, [])
+        release = self._decl("PyGILState_Release", ir.VoidType(), [_I32])
+        own = b.call(self._decl("PyGILState_GetThisThreadState", PTR, []), [])
+        stranger = b.icmp_unsigned("==", own, ir.Constant(PTR, None))
+        state, saved = b.alloca(_I32), b.alloca(PTR)
+        with b.if_then(stranger, likely=False):
+            b.store(b.call(ensure, []), state)
+            b.store(b.call(self._decl("PyEval_SaveThread", PTR, []), []), saved)
         params = [b.load(field(k), typ=ctx_ty.elements[k]) for k in range(2 + nargs)]
         out = b.call(self.body, params)
         failed = b.extract_value(out, 1) if has_ret else out
         if has_ret:
             b.store(b.extract_value(out, 0), field(2 + nargs))
         b.store(b.zext(failed, _I8), field(2 + nargs + has_ret))
-        b.call(self._decl("PyEval_RestoreThread", ir.VoidType(), [PTR]), [saved])
         with b.if_then(failed, likely=False):
+            held = b.call(ensure, [])
             b.call(self._decl("PyErr_Fetch", ir.VoidType(), [PTR, PTR, PTR]),
                    [field(2 + nargs + has_ret + 1 + j) for j in range(_EXC)])
-        b.call(self._decl("PyGILState_Release", ir.VoidType(), [_I32]), [state])
-        b.ret(ir.Constant(PTR, None))
+            b.call(release, [held])
+        with b.if_then(stranger, likely=False):
+            b.call(self._decl("PyEval_RestoreThread", ir.VoidType(), [PTR]), [b.load(saved, typ=PTR)])
+            b.call(release, [b.load(state, typ=_I32)])
+        b.ret_void()
         return fn
+
+
+class _Indirect:
+    """A call through a loaded function pointer (llvmlite calls only values of a function type)."""
+
+    def __init__(self, value, ftype: ir.FunctionType):
+        self.value, self.function_type, self.type = value, ftype, value.type
+
+    def get_reference(self) -> str:
+        return self.value.get_reference()
 
 
 def _has_value(t) -> bool:

@@ -58,7 +58,7 @@ from gpucompiler.errors import GPUCompilerError, LaunchError, SourceError, for_u
 from gpucompiler.interpreter import widen
 from gpucompiler.kernel import CPU, Kernel, Launch, recording_launches
 from gpucompiler.runtime import cuda as cuda_runtime
-from gpucompiler.runtime.arguments import SCALAR_TYPES
+from gpucompiler.runtime.arguments import SCALAR_TYPES, cuda_array_type
 from gpucompiler import settings
 
 from ..ad.helpers import TAPE_INLINE
@@ -202,11 +202,44 @@ def _plan(k: Kernel, argtypes: tuple) -> LaunchPlan:
                       tuple(j for j in written if j not in reads))
 
 
-def _argtypes(k: Kernel, args: tuple, cpu: bool) -> tuple[tuple, bool]:
-    """``(the kernel's argument types of args, whether they are all NumPy arrays and Python scalars)``: those
-    the CPU grid emulation takes as they are, typed directly (:func:`_emulate`)."""
-    if not cpu:
-        return k.argument_types(args), False
+_DEVICE_TYPES: dict = {}
+"""``__cuda_array_interface__``'s (typestr, shape, strides, read-only) -> the array's frontend type"""
+
+
+def _device_arguments(k: Kernel, args: tuple) -> tuple[tuple, list | None]:
+    """``(types, spans)`` of a GPU launch's arguments, each array's ``__cuda_array_interface__`` read once:
+    its type remembered per layout, its span (:func:`_span`) for the overlap check. Arguments of other kinds
+    take the general path (:meth:`~gpucompiler.kernel.Kernel.argument_types`; spans None)."""
+    types, spans = [], []
+    for a in args:
+        t = SCALAR_TYPES.get(type(a))
+        if t is not None:
+            types.append(t)
+            spans.append(None)
+            continue
+        cai = getattr(a, "__cuda_array_interface__", None)
+        if not isinstance(cai, dict) or type(data := cai.get("data")) is not tuple:
+            return k.argument_types(args), None
+        shape, strides = cai["shape"], cai.get("strides")
+        key = (cai["typestr"], shape, strides, data[1])
+        try:
+            t = _DEVICE_TYPES.get(key)
+        except TypeError:  # a list where a tuple was expected
+            return k.argument_types(args), None
+        if t is None:
+            t = cuda_array_type(cai)
+            if t is None or t.ndim == 0:
+                return k.argument_types(args), None  # the error naming the argument
+            if len(_DEVICE_TYPES) < 4096:
+                _DEVICE_TYPES[key] = t
+        types.append(t)
+        spans.append(_extent(data[0], t.dtype.itemsize, shape, strides))
+    return tuple(types), spans
+
+
+def _host_arguments(k: Kernel, args: tuple) -> tuple[tuple, bool]:
+    """``(the kernel's argument types of args, whether they are all NumPy arrays and Python scalars)`` on the
+    CPU grid emulation: those it takes as they are, typed directly (:func:`_emulate`)."""
     out = []
     for a in args:
         t = SCALAR_TYPES.get(type(a))
@@ -270,8 +303,11 @@ def _span(a) -> tuple[int, int] | None:
         iface = getattr(a, "__array_interface__", None)
     if iface is None or not isinstance(iface.get("data"), (tuple, list)):
         return None
-    start, itemsize = iface["data"][0], np.dtype(iface["typestr"]).itemsize
-    shape, strides = iface["shape"], iface.get("strides")
+    return _extent(iface["data"][0], np.dtype(iface["typestr"]).itemsize, iface["shape"], iface.get("strides"))
+
+
+def _extent(start: int, itemsize: int, shape, strides) -> tuple[int, int]:
+    """``(start, end)`` bytes of an array at ``start`` (strides None: C-contiguous)."""
     if strides is None:
         return start, start + itemsize * math.prod(shape)
     lo = start + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
@@ -287,7 +323,10 @@ def _names(k: Kernel) -> tuple[str, ...]:
 def _overlap(a, b) -> bool:
     if type(a) is np.ndarray and type(b) is np.ndarray:
         return bool(np.may_share_memory(a, b))
-    sa, sb = _span(a), _span(b)
+    return _spans_overlap(_span(a), _span(b))
+
+
+def _spans_overlap(sa, sb) -> bool:
     return bool(sa and sb and sa[0] < sb[1] and sb[0] < sa[1] and sa[0] != sa[1] and sb[0] != sb[1])
 
 
@@ -327,10 +366,14 @@ class LaunchTape:
         if not cpu and isinstance(launch.stream, str):
             raise LaunchError(f"unknown device {launch.stream!r}; use {CPU!r} for the CPU grid emulation "
                               "or a CUDA stream")
-        argtypes, direct = _argtypes(k, args, cpu)
+        spans = None
+        if cpu:
+            argtypes, direct = _host_arguments(k, args)
+        else:
+            (argtypes, spans), direct = _device_arguments(k, args), False
         plan = _plan(k, argtypes)
         if plan.pairs:
-            self._check_overlaps(k, args, plan.pairs)
+            self._check_overlaps(k, args, plan.pairs, spans)
         ops = NUMPY if direct or not plan.arrays else ops_of(args[plan.arrays[0]], "array argument")
         hand = registered_gradient(k)
         snapshots = self._snapshots(launch, args, plan, ops, hand, direct) if plan.written else []
@@ -404,11 +447,12 @@ class LaunchTape:
             cuda_runtime.synchronize()
 
     @staticmethod
-    def _check_overlaps(k: Kernel, args, pairs) -> None:
-        """Two different array objects over the same memory would get two shadows: a wrong gradient."""
+    def _check_overlaps(k: Kernel, args, pairs, spans: list | None) -> None:
+        """Two different array objects over the same memory would get two shadows: a wrong gradient.
+        ``spans``: each argument's bytes (device arrays), None: found here."""
         for i, j in pairs:
             a, b = args[i], args[j]
-            if a is not b and _overlap(a, b):
+            if a is not b and (_overlap(a, b) if spans is None else _spans_overlap(spans[i], spans[j])):
                 names = _names(k)
                 raise LaunchTapeError(f"{k.py_func.__qualname__}: the arrays {names[i]!r} and {names[j]!r} "
                                       "overlap in memory: a recorded launch takes each array once (or the "

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from enzyme_plugin import LaunchTape
+from enzyme_plugin import LaunchTape, LaunchTapeError
 from enzyme_plugin.launches import arrays
 from test_cuda_heap import HeapDriver
 
@@ -109,3 +109,36 @@ def test_rounds_after_reset_and_backward_again_never_synchronise_the_host(device
     tape.reset()
     kinds = [c[0] for c in device.calls]
     assert kinds == ["launch", *heap_checks] * (len(kinds) // (1 + len(heap_checks))), set(kinds)
+
+
+def test_device_arrays_typed_once_per_layout_and_overlapping_views_refused(device):
+    """On a GPU the tape reads each array's ``__cuda_array_interface__`` once and remembers its type per
+    layout: views of one shape and dtype but other strides (or offsets) give their exact gradients, an int64
+    array of the same shape gets no shadow; two views over the same bytes (by their strides) are still a
+    LaunchTapeError, disjoint ones are not."""
+    base = np.linspace(0.1, 1.2, 128).view(DeviceArray)
+    tape = LaunchTape()
+    for x in (base[:64], base[::2], base[64:], base[1::2], base[:64]):
+        y = np.zeros(64).view(DeviceArray)
+        tape.reset()
+        with tape:
+            P.square[2, 32, None](x, y)
+            P.sin_in_place[2, 32, None](y)
+        assert np.allclose(y, np.sin(np.asarray(x) ** 2), rtol=1e-15)
+        tape.backward(grads=[(y, np.ones(64).view(DeviceArray))])
+        np.testing.assert_allclose(tape.gradient(x), np.cos(np.asarray(x) ** 2) * 2 * np.asarray(x), rtol=1e-13)
+    with pytest.raises(LaunchTapeError, match="overlap in memory"), LaunchTape():
+        P.square[2, 32, None](base[:64], base[32:96])
+    with pytest.raises(LaunchTapeError, match="overlap in memory"), LaunchTape():
+        P.square[2, 32, None](base[::2], base[1::2])        # interleaved: their spans overlap (conservative)
+    with pytest.raises(LaunchTapeError, match="overlap in memory"), LaunchTape():
+        P.square[2, 32, None](base[:128:2], base[100:])     # elements 100, 102, ... in both: the stride counts
+    xi, yi = np.arange(64).view(DeviceArray), np.zeros(64, np.int64).view(DeviceArray)
+    with LaunchTape() as tape:                               # the same shape in int64: no shadows
+        P.square[2, 32, None](xi, yi)
+    assert np.array_equal(yi, np.arange(64) ** 2)
+    with pytest.raises(LaunchTapeError, match="int64 array, which has no shadow"):
+        tape.gradient(yi)
+    with LaunchTape() as tape:
+        P.square[2, 32, None](base[:64], base[64:])         # adjacent, disjoint
+    assert np.allclose(base[64:], np.asarray(base[:64]) ** 2)

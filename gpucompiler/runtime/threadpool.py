@@ -13,12 +13,13 @@ its ``gpuc_pool_run`` in the slot.
 
 * the calling thread runs chunk 0; chunk ``k`` runs on worker ``k``,
   started at the first region that needs it and kept for the life of the
-  process (detached POSIX threads, every signal blocked, so they never hold
-  up the exit); a worker that cannot be started leaves its chunk to the
+  process (detached POSIX threads named :data:`THREAD_NAME`, every signal
+  blocked, so they never hold up the exit); a worker that cannot be started leaves its chunk to the
   calling thread;
 * a region is published by one atomic store of a word holding a generation
   and the number of chunks; idle workers spin on it for :data:`SPIN`
-  pauses, then sleep on a condition variable that the next region
+  pauses (:data:`THROTTLED` when the region had more threads than the
+  process has CPUs), then sleep on a condition variable that the next region
   broadcasts only when somebody sleeps; the caller waits for the chunks the
   same way (a count the workers decrement);
 * a region inside a region (a ``prange`` in a function called from a
@@ -56,11 +57,16 @@ POOL_SYMBOL = "gpuc_parallel_pool"
 RUN = "gpuc_pool_run"
 """the pool's entry point, ``void(ptr chunk, ptr ctxs, i64 stride, i64 count)``"""
 INIT = "gpuc_pool_init"
-"""called once after loading: makes the thread-specific key (0: done)"""
+"""called once after loading with the CPUs the process may use: makes the thread-specific key (0: done)"""
 FORGET = "gpuc_pool_forget"
 """run in a forked child (``os.register_at_fork``): the parent's pool is dropped, the next region makes one"""
+THREAD_NAME = "gpuc-pool"
+"""the workers' name (``/proc/self/task/*/comm``, ``top -H``)"""
 SPIN = 4096
 """pauses an idle worker (or a caller waiting for its chunks) spins before it sleeps"""
+THROTTLED = 64
+"""the same when the last region had more threads than the process has CPUs (spinning would take the
+CPU from a thread that has a chunk to run)"""
 COUNT_BITS = 13
 """the low bits of the published word that hold the chunk count (regions have at most 4096)"""
 
@@ -85,12 +91,14 @@ def _slot() -> ctypes.c_void_p:
 _SLOTS: list = []  # the slot this module made, kept alive
 
 # The pool, 768 bytes: workers (0, under the region lock), the published word (64), chunk/ctxs/stride (72,
-# 80, 88), chunks left (128), sleeping workers (192), caller asleep (200), the region lock (256), the
+# 80, 88), the spin limit (96), chunks left (128), sleeping workers (192), caller asleep (200), the region lock (256), the
 # sleep mutex (384), the wake (512) and done (640) condition variables (128 bytes each: any libc's fit).
 POOL_IR = r"""
 @current = internal global ptr null, align 8
 @create_lock = internal global [128 x i8] zeroinitializer, align 16
 @key = internal global i32 0, align 4
+@cpus = internal global i64 1, align 8
+@name = internal constant [NAME_SIZE x i8] c"THREADNAME\00"
 
 declare i32 @pthread_mutex_init(ptr, ptr)
 declare i32 @pthread_mutex_lock(ptr)
@@ -105,6 +113,8 @@ declare i32 @pthread_key_create(ptr, ptr)
 declare ptr @pthread_getspecific(i32)
 declare i32 @pthread_setspecific(i32, ptr)
 declare i32 @pthread_sigmask(i32, ptr, ptr)
+declare i64 @pthread_self()
+declare i32 @pthread_setname_np(i64, ptr)
 declare i32 @sigfillset(ptr)
 declare ptr @calloc(i64, i64)
 declare void @free(ptr)
@@ -143,7 +153,8 @@ define void @gpuc_pool_forget() {
   ret void
 }
 
-define i32 @gpuc_pool_init() {
+define i32 @gpuc_pool_init(i64 %cpus) {
+  store i64 %cpus, ptr @cpus, align 8
   %rc = call i32 @pthread_key_create(ptr @key, ptr null)
   ret i32 %rc
 }
@@ -184,6 +195,8 @@ entry:
   %sp = getelementptr i8, ptr %arg, i64 16
   %seen0 = load i64, ptr %sp, align 8
   call void @free(ptr %arg)
+  %self = call i64 @pthread_self()
+  call i32 @pthread_setname_np(i64 %self, ptr @name)
   %key = load i32, ptr @key, align 4
   call i32 @pthread_setspecific(i32 %key, ptr %p)
   call i32 @PyGILState_Ensure()
@@ -192,6 +205,7 @@ entry:
   %fnp = getelementptr i8, ptr %p, i64 72
   %ctxsp = getelementptr i8, ptr %p, i64 80
   %stridep = getelementptr i8, ptr %p, i64 88
+  %spinp = getelementptr i8, ptr %p, i64 96
   %remp = getelementptr i8, ptr %p, i64 128
   %sleepp = getelementptr i8, ptr %p, i64 192
   %waitp = getelementptr i8, ptr %p, i64 200
@@ -201,6 +215,7 @@ entry:
   br label %wait
 wait:
   %seen = phi i64 [ %seen0, %entry ], [ %w, %after ]
+  %limit = load atomic i64, ptr %spinp monotonic, align 8
   br label %spin
 spin:
   %n = phi i64 [ 0, %wait ], [ %n1, %again ]
@@ -208,7 +223,7 @@ spin:
   %same = icmp eq i64 %w1, %seen
   br i1 %same, label %idle, label %got
 idle:
-  %short = icmp ult i64 %n, SPIN
+  %short = icmp ult i64 %n, %limit
   br i1 %short, label %again, label %sleep
 again:
   call void @pause()
@@ -341,8 +356,13 @@ go:
   %fits = icmp slt i64 %count, %cap
   %active = select i1 %fits, i64 %count, i64 %cap
   %par = icmp sgt i64 %active, 1
+  %cpus = load i64, ptr @cpus, align 8
+  %crowded = icmp sgt i64 %active, %cpus
+  %limit = select i1 %crowded, i64 THROTTLED, i64 SPIN
   br i1 %par, label %publish, label %own
 publish:
+  %spinp = getelementptr i8, ptr %p, i64 96
+  store atomic i64 %limit, ptr %spinp monotonic, align 8
   %fnp = getelementptr i8, ptr %p, i64 72
   store ptr %fn, ptr %fnp, align 8
   %ctxsp = getelementptr i8, ptr %p, i64 80
@@ -374,7 +394,7 @@ join:
   %all = icmp eq i64 %left, 0
   br i1 %all, label %finish, label %idle
 idle:
-  %short = icmp ult i64 %n, SPIN
+  %short = icmp ult i64 %n, %limit
   br i1 %short, label %again, label %sleep
 again:
   call void @pause()
@@ -409,7 +429,8 @@ def pool_ir(arch: str) -> str:
     call, declaration = ("", "") if hint is None else (
         f"  call void @{hint[0]}({hint[1]})", f"declare void @{hint[0]}({hint[1].split()[0] if hint[1] else ''})")
     return (POOL_IR.replace("PAUSE_CALL", call).replace("PAUSE_DECLARATION", declaration)
-            .replace("SPIN", str(SPIN))
+            .replace("THREADNAME", THREAD_NAME).replace("NAME_SIZE", str(len(THREAD_NAME) + 1))
+            .replace("THROTTLED", str(THROTTLED)).replace("SPIN", str(SPIN))
             .replace("MASK", str((1 << COUNT_BITS) - 1)).replace("BITS", str(COUNT_BITS)))
 
 
@@ -429,7 +450,7 @@ class _Pool:
             if self.run is None and self.library is None:
                 try:
                     library = self.load(pool_ir(llvm.get_process_triple().split("-")[0]))
-                    if library.function(INIT, ctypes.c_int32)() != 0:
+                    if library.function(INIT, ctypes.c_int32, ctypes.c_int64)(_cpus()) != 0:
                         raise OSError("pthread_key_create failed")
                 except Exception:
                     _log.warning("parallel regions run serially: the worker pool could not be made",
@@ -446,6 +467,11 @@ class _Pool:
 
 
 _pool: _Pool | None = None
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _first_region(chunk: int, ctxs: int, stride: int, count: int) -> None:
@@ -477,4 +503,5 @@ def started() -> bool:
     return _pool is not None and _pool.run is not None
 
 
-__all__ = ["COUNT_BITS", "FORGET", "INIT", "POOL_IR", "POOL_SYMBOL", "RUN", "SPIN", "install", "pool_ir", "started"]
+__all__ = ["COUNT_BITS", "FORGET", "INIT", "POOL_IR", "POOL_SYMBOL", "RUN", "SPIN", "THREAD_NAME", "THROTTLED",
+           "install", "pool_ir", "started"]

@@ -76,11 +76,13 @@ class ArrayType(Type):
 @attrs.frozen(repr=False, cache_hash=True)
 class StructDtype(Type):
     """A NumPy structured dtype: ``fields`` are ``(name, scalar, byte offset, sub-array shape)`` in
-    order, ``itemsize`` the element's bytes; both read from the dtype, so packed, aligned and
-    padded layouts are what NumPy made them (two layouts never share compiled code)."""
+    order, ``itemsize`` the element's bytes, ``alignment`` NumPy's (1 for a packed dtype); all read
+    from the dtype, so packed, aligned and padded layouts are what NumPy made them (two layouts
+    never share compiled code)."""
 
     fields: tuple = attrs.field(converter=tuple)
     itemsize: int
+    alignment: int = 1
 
     def field(self, name: str):
         """``(scalar, offset, shape)`` of field ``name``, or None."""
@@ -91,32 +93,39 @@ class StructDtype(Type):
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{n}: {t!r}{list(s) if s else ''} @{o}" for n, t, o, s in self.fields)
-        return f"struct({parts}; {self.itemsize} bytes)"
+        return f"struct({parts}; {self.itemsize} bytes, align {self.alignment})"
 
 
 @attrs.frozen(repr=False, cache_hash=True)
 class StructArrayType(Type):
-    """A strided array of a structured dtype (``{data, shape, strides in bytes}``, as :class:`ArrayType`)."""
+    """A strided array of a structured dtype (``{data, shape, strides in bytes}``, as :class:`ArrayType`).
+
+    ``aligned``: NumPy's ``flags.aligned`` (data and strides multiples of the dtype's alignment), so
+    that each field's loads may assume the alignment its offset gives it."""
 
     dtype: StructDtype
     ndim: int
     layout: str = "C"
     readonly: bool = False
+    aligned: bool = True
 
     def __repr__(self) -> str:
-        return f"array({self.dtype!r}, {self.ndim}d, {self.layout}{', readonly' if self.readonly else ''})"
+        flags = (", readonly" if self.readonly else "") + ("" if self.aligned else ", unaligned")
+        return f"array({self.dtype!r}, {self.ndim}d, {self.layout}{flags})"
 
 
 @attrs.frozen(repr=False, cache_hash=True)
 class StructRef(Type):
     """One element of a structured array (NumPy's ``a[i]``): its address, so that reads and writes of
-    its fields go to the array's memory."""
+    its fields go to the array's memory (``readonly`` and ``aligned`` are its array's)."""
 
     dtype: StructDtype
     readonly: bool = False
+    aligned: bool = True
 
     def __repr__(self) -> str:
-        return f"record({self.dtype!r}{', readonly' if self.readonly else ''})"
+        flags = (", readonly" if self.readonly else "") + ("" if self.aligned else ", unaligned")
+        return f"record({self.dtype!r}{flags})"
 
 
 @attrs.frozen(repr=False, cache_hash=True)
@@ -354,7 +363,8 @@ def typeof(value):
     try:
         return _ARRAY_TYPES[key]
     except KeyError:
-        t = _ARRAY_TYPES[key] = _array_type(dtype, ndim, bool(key[2] & _C_CONTIGUOUS), not key[2] & _WRITEABLE)
+        t = _ARRAY_TYPES[key] = _array_type(dtype, ndim, bool(key[2] & _C_CONTIGUOUS), not key[2] & _WRITEABLE,
+                                            bool(key[2] & _ALIGNED))
         return t
 
 
@@ -391,14 +401,14 @@ _NUMPY_CLASSES: dict = {}
 
 #: (dtype, ndim, NumPy flag bits) -> type; typeof is on the dispatch path of every call
 _ARRAY_TYPES: dict = {}
-_C_CONTIGUOUS, _WRITEABLE = 0x0001, 0x0400  # NPY_ARRAY_C_CONTIGUOUS, NPY_ARRAY_WRITEABLE
+_C_CONTIGUOUS, _WRITEABLE, _ALIGNED = 0x0001, 0x0400, 0x0100  # NPY_ARRAY_C_CONTIGUOUS, _WRITEABLE, _ALIGNED
 
 
-def _array_type(dtype, ndim: int, c_contiguous: bool, readonly: bool):
+def _array_type(dtype, ndim: int, c_contiguous: bool, readonly: bool, aligned: bool):
     if dtype.names is not None:
         struct = struct_dtype(dtype)
         return None if struct is None or ndim == 0 else StructArrayType(
-            struct, ndim, "C" if c_contiguous else "A", readonly)
+            struct, ndim, "C" if c_contiguous else "A", readonly, aligned)
     scalar = SCALARS.get(str(dtype))
     if scalar is None:
         return None
@@ -415,7 +425,7 @@ def struct_dtype(dtype) -> StructDtype | None:
         if scalar is None or not isinstance(name, str):
             return None
         fields.append((name, scalar, offset, tuple(ft.shape)))
-    return StructDtype(tuple(fields), dtype.itemsize)
+    return StructDtype(tuple(fields), dtype.itemsize, dtype.alignment)
 
 
 def struct_problem(dtype) -> str | None:

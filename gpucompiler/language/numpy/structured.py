@@ -2,8 +2,11 @@
 
 A structured array is ``{data, shape, strides in bytes}`` like any array; its
 dtype's fields keep the offsets and the itemsize NumPy gave them, so packed,
-aligned and padded layouts are read where NumPy wrote them (loads and stores
-of a field assume no alignment). What compiled code does with one:
+aligned and padded layouts are read where NumPy wrote them. A field's loads
+and stores assume the alignment its offset has in an array NumPy flags as
+aligned (a float64 at offset 8 of an ``align=True`` dtype: 8 bytes; any
+field of a packed dtype, or of an unaligned array: none). What compiled
+code does with one:
 
 * ``a[i]`` (or ``a[i, j]``, every axis indexed) is the element: its address,
   so ``a[i].x = v``, ``p = a[i]; p.v += dv`` and ``p["m"] = 2`` write the
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import operator
 
+import attrs
 from llvmlite import ir
 
 from ... import types as T
@@ -67,14 +71,23 @@ def _address(cg, ptr, offset: int):
     return cg.b.gep(ptr, [ir.Constant(_I64, offset)], source_etype=_I8) if offset else ptr
 
 
-def _load(cg, ptr, t: T.Scalar):
+def _alignment(t, scalar: T.Scalar, offset: int) -> int:
+    """The alignment a field at ``offset`` has in elements of the array or element type ``t``: the
+    largest power of two dividing the dtype's alignment and the offset, at most the field's own."""
+    if not t.aligned:
+        return 1
+    own = scalar.itemsize // 2 if scalar.kind == "c" else scalar.itemsize
+    return min(own, t.dtype.alignment & -t.dtype.alignment, (offset & -offset) if offset else own)
+
+
+def _load(cg, ptr, t: T.Scalar, align: int):
     if t == T.boolean:
         return cg.b.icmp_unsigned("!=", cg.b.load(ptr, typ=_I8, align=1), ir.Constant(_I8, 0))
-    return cg.b.load(ptr, typ=cg.ll(t), align=1)
+    return cg.b.load(ptr, typ=cg.ll(t), align=align)
 
 
-def _store(cg, value, ptr, t: T.Scalar) -> None:
-    cg.b.store(cg.b.zext(value, _I8) if t == T.boolean else value, ptr, align=1)
+def _store(cg, value, ptr, t: T.Scalar, align: int) -> None:
+    cg.b.store(cg.b.zext(value, _I8) if t == T.boolean else value, ptr, align=align)
 
 
 def _sub_view(cg, ptr, scalar: T.Scalar, shape: tuple, rt: T.ArrayType, outer=((), ())):
@@ -94,7 +107,7 @@ def _member(cg, args, argtypes, rt):
     rec = widen(argtypes[0])
     scalar, offset, shape = _field(rec.dtype, argtypes[1])
     ptr = _address(cg, args[0], offset)
-    return _sub_view(cg, ptr, scalar, shape, rt) if shape else _load(cg, ptr, scalar)
+    return _sub_view(cg, ptr, scalar, shape, rt) if shape else _load(cg, ptr, scalar, _alignment(rec, scalar, offset))
 
 
 base.define(builtins.getattr, _SR, Constant, restype=_member_type, pure=False)(_member)
@@ -125,7 +138,8 @@ def _assign_member_type(r, key, value):
 def _assign_member(cg, args, argtypes, rt):
     rec = widen(argtypes[0])
     scalar, offset, _ = _field(rec.dtype, argtypes[1])
-    _store(cg, cg.cast(args[2], widen(argtypes[2]), scalar), _address(cg, args[0], offset), scalar)
+    _store(cg, cg.cast(args[2], widen(argtypes[2]), scalar), _address(cg, args[0], offset), scalar,
+           _alignment(rec, scalar, offset))
 
 
 base.define(builtins.setattr, Any_, Constant, Any_, restype=_assign_member_type, pure=False)(_assign_member)
@@ -153,16 +167,17 @@ def _getitem_type(a, index):
         raise TypeInferenceError(f"too many indices for an array of {at.ndim} dimensions: {len(items)}", (at,))
     ndim = at.ndim - sum(1 for it in items if isinstance(it, T.Scalar))
     if ndim == 0:
-        return _SR(at.dtype, at.readonly)
+        return _SR(at.dtype, at.readonly, at.aligned)
     whole = all(isinstance(it, T.Scalar) for it in items) and at.layout == "C"  # rows of a C array
-    return _SA(at.dtype, ndim, "C" if whole else "A", at.readonly)
+    return _SA(at.dtype, ndim, "C" if whole else "A", at.readonly, at.aligned)
 
 
 def _dims(cg, arr, at):
-    shape = [cg.b.extract_value(arr, [1, k]) for k in range(at.ndim)]
-    if at.layout == "C":
-        return shape, mem.c_strides(cg, shape, at.dtype.itemsize)
-    return shape, [cg.b.extract_value(arr, [2, k]) for k in range(at.ndim)]
+    """Extents and strides: the strides as the value holds them, also of a C-contiguous array (its
+    constant itemsize stride made LLVM gather the fields of several elements into vectors, several
+    times slower than loading them one by one on x86)."""
+    return ([cg.b.extract_value(arr, [1, k]) for k in range(at.ndim)],
+            [cg.b.extract_value(arr, [2, k]) for k in range(at.ndim)])
 
 
 def _field_view(cg, arr, at, name, rt):
@@ -182,7 +197,7 @@ def _getitem(cg, args, argtypes, rt, checked=True):
     items = list(it.items) if isinstance(it, T.TupleType) else [it]
     values = [cg.b.extract_value(index, k) for k in range(len(items))] if isinstance(it, T.TupleType) else [index]
     if all(isinstance(t, T.Scalar) for t in items) and isinstance(rt, _SR):
-        return _element_pointer(cg, arr, values, items, at, checked)
+        return _element_pointer(cg, arr, values, items, attrs.evolve(at, layout="A"), checked)
     shape, strides = _dims(cg, arr, at)
     offset = ir.Constant(_I64, 0)
     out_shape, out_strides = [], []
@@ -235,7 +250,7 @@ def _copy(cg, args, argtypes, rt, checked=True):
     it = widen(argtypes[1])
     items = list(it.items) if isinstance(it, T.TupleType) else [it]
     values = [cg.b.extract_value(args[1], k) for k in range(len(items))] if isinstance(it, T.TupleType) else [args[1]]
-    dst = _element_pointer(cg, args[0], values, items, at, checked)
+    dst = _element_pointer(cg, args[0], values, items, attrs.evolve(at, layout="A"), checked)
     cg.b.call(cg.mod.declare("llvm.memmove.p0.p0.i64", ir.VoidType(), [dst.type, dst.type, _I64, ir.IntType(1)]),
               [dst, args[2], ir.Constant(_I64, at.dtype.itemsize), ir.Constant(ir.IntType(1), 0)])
 

@@ -20,9 +20,10 @@ import enum
 from typing import TYPE_CHECKING
 
 from gpucompiler.graphs import immediate_dominators, postorder, strongly_connected_components
-from gpucompiler.llvm import Argument, Instruction, types as T
+from gpucompiler.llvm import Argument, Function, Instruction, types as T
 
 from .emit import has_float, is_float_like
+from . import allocators
 from .errors import unsupported
 from .helpers import PREFIX
 
@@ -332,7 +333,10 @@ class Activity:
             return "shadow" if inst.pointer_operand in self.shadowed else None
         if op == "call":
             name = callee_name(inst)
-            if name in ALLOCATORS:
+            target = allocators.initial_callee(inst) if name is None else None
+            if name in ALLOCATORS or (target is not None and target.name in ALLOCATORS):
+                return "shadow"
+            if isinstance(inst.callee, Function) and allocators.returns_allocation(inst.callee, ALLOCATORS):
                 return "shadow"
             if name in self._inactive_calls:
                 return None

@@ -11,7 +11,7 @@ from gpucompiler.llvm import const_int, types as T
 
 from .analysis import CONST, DUP, OUT, TAPE_ALLOC, ArgKind, callee_name, memory_type
 from .emit import sizeof, zero
-from . import explain, gpu, memory, openmp, stack
+from . import allocators, explain, gpu, memory, openmp, stack
 from .errors import VectorizedCodeError, unsupported
 from .rules import MATH_FORWARD, MATH_REVERSE, derived_forward, math_name
 
@@ -56,11 +56,20 @@ def _math_key(inst, like) -> str:
     return key
 
 
+def _called(inst) -> str | None:
+    """The callee's name; for a call through a global's pointer, what :mod:`.allocators` models it as."""
+    name = callee_name(inst)
+    if name is not None:
+        return name
+    target = allocators.initial_callee(inst)
+    return target.name if target is not None else None
+
+
 def classify(inst, like=None) -> str:
     """What kind of call ``inst`` is: ``ignored``, ``passthrough``, ``math``, ``alloc``, ``calloc``, ``realloc``,
     ``free``, ``memcpy``, ``memset``, ``tape`` (the engine's stack helpers), ``omp_fork`` (an OpenMP
     parallel region, :mod:`.openmp`), ``defined``, ``inactive`` or ``unknown``. ``like`` as in :func:`rule_name`."""
-    name = callee_name(inst)
+    name = _called(inst)
     if name is None:
         return "unknown"
     if like and name in like:
@@ -182,9 +191,13 @@ def forward(s, inst):
             t = fwd(s, inst, ts) if fwd else derived_forward(MATH_REVERSE[key], s, inst, ts)
             s.shadow_map[inst] = t if t is not None else zero(inst.type)
         return
+    if kind in ("alloc", "calloc", "free") and callee_name(inst) is None:
+        target = allocators.initial_callee(inst)
+        assert target is not None, "classify named it"
+        allocators.check_callee(s, inst, target)
     if kind in ("alloc", "calloc"):
         copy = s.vmap[inst]
-        sh = _tape_like(inst, s.call(callee_name(inst), inst.type, [s.val(a) for a in inst.args]))
+        sh = _tape_like(inst, s.call(_called(inst), inst.type, [s.val(a) for a in inst.args]))
         if kind == "alloc":
             s.memset(sh, s.val(inst.args[0]))
         s.shadow_map[inst] = sh
@@ -199,7 +212,7 @@ def forward(s, inst):
     if kind == "free":
         p = inst.args[0]
         if s.tangents and p in act.shadowed:
-            _tape_like(inst, s.call(callee_name(inst), T.void, [s.shadow(p, inst)]))
+            _tape_like(inst, s.call(_called(inst), T.void, [s.shadow(p, inst)]))
         return
     if kind in ("memcpy", "memset"):
         dst = inst.args[0]

@@ -78,6 +78,10 @@ class Engine:
                 declare(self.module, "malloc", T.function(T.ptr(), [T.i64]))
             if key in ("trip_check", "tape_alloc", "tape_open", *grow):  # trap on overrun or out of memory
                 declare(self.module, "llvm.trap", T.function(T.void, []))
+            if key == "check_callee":
+                declare(self.module, "strlen", T.function(T.i64, [T.ptr()]))
+                declare(self.module, "write", T.function(T.i64, [T.i32, T.ptr(), T.i64]))
+                declare(self.module, "abort", T.function(T.void, []))
             if key in ("tape_alloc", "tape_open", *grow):  # what an allocation that failed calls
                 self.helper("out_of_heap")
             if variant == "out_of_heap_exit" and self.options.thread_exit is not None:

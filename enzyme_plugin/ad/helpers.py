@@ -390,6 +390,22 @@ done:
   ret void
 }}
 """.replace("TAPE_INLINE", str(TAPE_INLINE))),
+    # a call through a function pointer differentiated as a call of %want (.allocators) reached another
+    # function: the program stops with the note naming the call
+    "check_callee": (T.function(T.void, [T.ptr(), T.ptr(), T.ptr()]), """
+define internal void @{name}(ptr %f, ptr %want, ptr %note) {{
+entry:
+  %ok = icmp eq ptr %f, %want
+  br i1 %ok, label %done, label %stop, !prof !{{!"branch_weights", i32 2000, i32 1}}
+stop:
+  %n = call i64 @strlen(ptr %note)
+  %w = call i64 @write(i32 2, ptr %note, i64 %n)
+  call void @abort()
+  unreachable
+done:
+  ret void
+}}
+"""),
     # a tape allocation failed: the thread stops. On the host and in the grid emulation by a trap; on a
     # device whose target names a thread exit (``EngineOptions.thread_exit``, replacing THREAD_EXIT) the
     # thread sets the module's flag and exits, so that the context survives and the runtime raises

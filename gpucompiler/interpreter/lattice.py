@@ -179,6 +179,12 @@ def join(a, b):
     if isinstance(ta, T.ArrayType) and isinstance(tb, T.ArrayType) and (ta.dtype, ta.ndim) == (tb.dtype, tb.ndim):
         return T.ArrayType(ta.dtype, ta.ndim, ta.layout if ta.layout == tb.layout else "A",
                            ta.readonly or tb.readonly, ta.managed or tb.managed)
+    if isinstance(ta, T.StructArrayType) and isinstance(tb, T.StructArrayType) and ta.dtype == tb.dtype \
+            and ta.ndim == tb.ndim:  # a structured array and a view of it (layouts, flags) join as arrays do
+        return T.StructArrayType(ta.dtype, ta.ndim, ta.layout if ta.layout == tb.layout else "A",
+                                 ta.readonly or tb.readonly, ta.aligned and tb.aligned)
+    if isinstance(ta, T.StructRef) and isinstance(tb, T.StructRef) and ta.dtype == tb.dtype:
+        return T.StructRef(ta.dtype, ta.readonly or tb.readonly, ta.aligned and tb.aligned)
     if isinstance(ta, T.ListType) and isinstance(tb, T.ListType) and (ta.item is None or tb.item is None):
         # an empty list not typed yet (made at a site, typed by an append) joins a typed one
         return None if ta.item is None and tb.item is None else (tb if ta.item is None else ta)

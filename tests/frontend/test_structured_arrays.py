@@ -467,3 +467,23 @@ def test_a_function_without_source_writes_fields():
     exec("def kick(a, dt):\n    for p in a:\n        p.v += dt * p.x\n        p.x = p.x * 2\n    a[0].m = 7.0\n"
          "    return a['v'].sum()\n", namespace)
     _check(namespace["kick"], _particles(PARTICLE), 0.5)
+
+
+def test_views_and_elements_of_several_kinds_join_at_merges():
+    def pick(a, flag):
+        b = a if flag else a[::2]
+        p = b[1] if flag else a[::-1][0]
+        p.m = -1.0
+        return b[len(b) - 1].x + p.x, len(b)
+
+    for flag in (True, False):
+        _check(pick, _particles(PARTICLE, 8), flag)
+    raw = np.zeros(8 * PARTICLE_ALIGNED.itemsize + 1, np.uint8)
+    unaligned = np.frombuffer(raw.data, PARTICLE_ALIGNED, 8, offset=1)
+    unaligned[...] = _particles(PARTICLE_ALIGNED, 8)
+
+    def mixed_alignment(a, b, flag):
+        p = a[0] if flag else b[0]
+        return p.x
+
+    assert jit(mixed_alignment)(_particles(PARTICLE_ALIGNED, 8), unaligned, False) == unaligned[0]["x"]

@@ -43,6 +43,8 @@ _FASTMATH_ATTRIBUTE = '"denormal-fp-math-f32"="preserve-sign,preserve-sign"'
 _FLOAT_OPS = frozenset({"fadd", "fsub", "fmul", "fdiv", "frem", "fneg"})
 GLOBAL = 1
 """The NVPTX address space of global (device) memory."""
+WARP_PTX_VERSION = 62
+"""The first PTX ISA version with ``activemask`` (and the ``.sync`` shuffles and votes, from 6.0)."""
 
 
 @attrs.frozen
@@ -81,7 +83,11 @@ class PTXTarget(Target):
     def for_inference(self) -> PTXTarget:
         return PTXTarget()
 
-    def warp_intrinsics(self) -> WarpIntrinsics:
+    def warp_intrinsics(self) -> WarpIntrinsics | None:
+        """``activemask``, ``vote.sync``, ``shfl.sync`` and ``%laneid``; None before PTX ISA 6.2 (sm_5x and
+        sm_6x by default), which has no ``activemask`` (LLVM would stop the process)."""
+        if self.isa_version() < WARP_PTX_VERSION:
+            return None
         return WarpIntrinsics(active_mask="llvm.nvvm.activemask", vote_all="llvm.nvvm.vote.all.sync",
                               shuffle_index="llvm.nvvm.shfl.sync.idx.i32",
                               shuffle_xor="llvm.nvvm.shfl.sync.bfly.i32", lane_id="llvm.nvvm.read.ptx.sreg.laneid")
@@ -180,8 +186,9 @@ class PTXTarget(Target):
             if self.maxregs:
                 entry.add_attribute(f'"nvvm.maxnreg"="{self.maxregs}"')
             global_array_pointers(entry)
-        if self.aggregate_atomics:
-            aggregate_atomics(model, self.warp_intrinsics(), model.functions.get(name) if name else None, GLOBAL)
+        warp = self.warp_intrinsics() if self.aggregate_atomics else None
+        if warp is not None:
+            aggregate_atomics(model, warp, model.functions.get(name) if name else None, GLOBAL)
         if self.fastmath:
             for fn in model.functions.values():
                 if not fn.is_declaration:

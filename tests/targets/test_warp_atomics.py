@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import math
 import struct
+import subprocess
+import sys
+import textwrap
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -238,6 +241,42 @@ def test_shared_memory_atomics_stay_per_lane(check_ptx):
     assert shared  # the block's adds: per lane
     # only the global add (by thread 0) is checked for a full warp
     assert sum(ln.startswith("activemask.b32") for ln in lines) == 1
+
+
+@pytest.mark.parametrize("capability, isa, summed", [((7, 0), None, False), ((6, 1), None, False),
+                                                     ((7, 0), 63, True), ((7, 5), None, True)])
+def test_before_ptx_6_2_atomics_stay_per_thread(capability, isa, summed):
+    """``activemask`` needs PTX ISA 6.2: sm_70's default 6.0 keeps one atomic per thread (LLVM would stop
+    the process on the intrinsic); naming a newer ISA sums the warp."""
+    target = PTXTarget(capability=capability, ptx_version=isa)
+    assert (target.warp_intrinsics() is not None) == summed
+    lines = _ptx(one_address, A32, A32, target=target)
+    assert any(ln.startswith("activemask.b32") for ln in lines) == summed
+    assert sum(ln.startswith(("atom.global.add.f32", "red.global.add.f32")) for ln in lines) >= 1
+
+
+def test_a_gradient_kernel_for_sm_70_compiles():
+    """(In a child process: LLVM stopped the process on ``activemask`` for PTX ISA 6.0.)"""
+    code = textwrap.dedent("""
+        from enzyme_plugin import Const, Duplicated, Reverse, autodiff
+        from gpucompiler import device as gd, kernel, types as T
+        from gpucompiler.targets.ptx import PTXTarget
+
+        A = T.ArrayType(T.float64, 1, "C")
+
+        def term(x, w, i):
+            return w[0] * x[i] * x[i]
+
+        def grad(x, dx, w, dw):
+            i = gd.grid(1)
+            if i < x.shape[0]:
+                autodiff(Reverse, term, Duplicated(x, dx), Duplicated(w, dw), Const(i))
+
+        ptx = kernel(grad, plugins=("enzyme",), target=PTXTarget(capability=(7, 0))).inspect_asm(A, A, A, A)
+        assert ".target sm_70" in ptx and "activemask" not in ptx and "atom.global.add.f64" in ptx
+    """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
 
 
 # -- AMD ---------------------------------------------------------------------------------------------------

@@ -74,7 +74,7 @@ class FunctionCodegen:
         t = widen(t)
         if isinstance(t, T.TupleType):
             return ir.Constant(ll(t), [self.const(it, v) for it, v in zip(t.items, value) if has_value(it)])
-        if isinstance(t, T.ArrayType):
+        if isinstance(t, (T.ArrayType, T.StructArrayType)):
             return self.mod.frozen_array(t, value)
         if isinstance(t, T.Scalar) and t.kind == "c":
             part = T.float_of(t)

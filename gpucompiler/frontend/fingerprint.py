@@ -58,7 +58,9 @@ def encode_value(value) -> Any:
         return [encode_value(v) for v in value]
     if type(value).__module__ == "numpy" and hasattr(value, "tobytes") and hasattr(value, "shape"):
         # a NumPy array or scalar, frozen into the code: its contents (repr elides large arrays)
-        return {"numpy": value.dtype.str, "shape": list(value.shape),
+        # (a structured dtype by its fields and offsets: its str is only its size)
+        dtype = str(value.dtype) if value.dtype.names is not None else value.dtype.str
+        return {"numpy": dtype, "shape": list(value.shape),
                 "sha256": hashlib.sha256(value.tobytes(order="C")).hexdigest()}
     if isinstance(value, pytypes.FunctionType):
         return {"function": f"{module_name(value.__module__)}.{value.__qualname__}",

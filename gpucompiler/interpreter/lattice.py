@@ -107,6 +107,8 @@ def const_type(value) -> T.Type:
         t = T.typeof(value)
         if isinstance(t, T.ArrayType):
             return attrs.evolve(t, layout="C", readonly=True)
+        if isinstance(t, T.StructArrayType):  # frozen 16-byte aligned, which every dtype's alignment divides
+            return attrs.evolve(t, layout="C", readonly=True, aligned=True)
     return pyobj
 
 

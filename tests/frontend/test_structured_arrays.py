@@ -18,6 +18,7 @@ import pytest
 from gpucompiler import jit, kernel
 from gpucompiler.errors import ArgumentTypeError, GPUCompilerError, ReadOnlyArrayError, TypeInferenceError
 from gpucompiler import types as T
+from gpucompiler.frontend.fingerprint import encode_value
 
 PARTICLE = np.dtype([("x", np.float64), ("v", np.float64), ("m", np.float64), ("id", np.int32)])
 PARTICLE_ALIGNED = np.dtype(PARTICLE.descr, align=True)
@@ -487,3 +488,35 @@ def test_views_and_elements_of_several_kinds_join_at_merges():
         return p.x
 
     assert jit(mixed_alignment)(_particles(PARTICLE_ALIGNED, 8), unaligned, False) == unaligned[0]["x"]
+
+
+TABLE = _particles(PARTICLE, 5)
+
+
+def _table_energy():
+    e = 0.0
+    for p in TABLE:
+        e += p.m * p.x
+    return e + TABLE[1]["id"]
+
+
+def test_a_module_level_structured_array_is_frozen_read_only():
+    global TABLE
+    want = float((TABLE["m"] * TABLE["x"]).sum() + TABLE["id"][1])
+    f = jit(_table_energy)
+    assert f() == pytest.approx(want, rel=1e-15)
+    saved = TABLE
+    try:  # the same bytes under another layout: another fingerprint, and the new layout's numbers
+        TABLE = np.frombuffer(saved.tobytes(), np.dtype({"names": ["m", "x", "id"], "formats": [np.float64] * 2
+                                                          + [np.int32], "offsets": [0, 8, 24], "itemsize": 28}))
+        assert encode_value(TABLE) != encode_value(saved)
+        assert f() == pytest.approx(float((TABLE["m"] * TABLE["x"]).sum() + TABLE["id"][1]), rel=1e-15)
+    finally:
+        TABLE = saved
+
+    def write():
+        TABLE[0].x = 1.0
+
+    with pytest.raises(ReadOnlyArrayError, match="read-only") as info:
+        jit(write)()
+    assert "frozen" in info.value.hint and info.value.line == write.__code__.co_firstlineno + 1

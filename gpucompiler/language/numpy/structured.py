@@ -44,6 +44,8 @@ from .views import slice_indices
 
 _SA, _SR = T.StructArrayType, T.StructRef
 _I8, _I64 = ir.IntType(8), ir.IntType(64)
+_WRITEABLE = ("pass a writeable array as an argument (a.copy(), or a.flags.writeable = True; a module-level "
+              "array is frozen into the compiled code, read-only)")
 
 
 # -- fields -------------------------------------------------------------------
@@ -130,8 +132,7 @@ def _assign_member_type(r, key, value):
         raise TypeInferenceError(f"cannot assign {v!r} to the {scalar!r} field {key.value!r}", (rec, v),
                                  hint="assign a real number (NumPy would drop a complex number's imaginary part)")
     if rec.readonly:
-        raise ReadOnlyArrayError("assignment destination is read-only", (rec,),
-                                 hint="pass a writeable array (a.copy(), or a.flags.writeable = True)")
+        raise ReadOnlyArrayError("assignment destination is read-only", (rec,), hint=_WRITEABLE)
     return T.none
 
 
@@ -240,8 +241,7 @@ def _copy_type(a, index, value):
                                  hint="assign an element of an array of the same dtype (a[i] = b[j]), or the "
                                       "fields one by one (a[i].x = v)")
     if at.readonly:
-        raise ReadOnlyArrayError("assignment destination is read-only", (at,),
-                                 hint="pass a writeable array (a.copy(), or a.flags.writeable = True)")
+        raise ReadOnlyArrayError("assignment destination is read-only", (at,), hint=_WRITEABLE)
     return T.none
 
 

@@ -21,7 +21,10 @@ from enzyme_plugin.ad import gpu
 from gpucompiler import device as gd
 from gpucompiler import kernel
 from gpucompiler import types as T
+from gpucompiler.core import CompilerConfig, CompilerJob, LLVMSource
 from gpucompiler.llvm import parse
+from gpucompiler.pipeline import compile
+from gpucompiler.targets import PTXTarget
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
 import ad_gpu
@@ -411,3 +414,29 @@ def test_analytic_reference_catches_an_unprobed_element(monkeypatch):
     g[0][j] += 1e-6 * abs(g[0][j])
     err, tol, _ = ad_gpu.check_gradients(case, a, g)
     assert err > tol
+
+
+VECTOR_LOAD = """
+define double @f(ptr %x) {
+  %v = load <2 x double>, ptr %x, align 16
+  %a = extractelement <2 x double> %v, i64 0
+  %b = extractelement <2 x double> %v, i64 1
+  %m = fmul double %a, %b
+  ret double %m
+}
+define void @k(ptr %x, ptr %dx) {
+  %d = call double (ptr, ...) @__enzyme_autodiff(ptr @f, ptr %x, ptr %dx)
+  ret void
+}
+declare double @__enzyme_autodiff(ptr, ...)
+"""
+
+
+def test_a_vector_adjoint_in_a_gpu_kernel_is_added_atomically_lane_by_lane():
+    """Threads may share x: the adjoint of a <2 x double> load is two atomic adds (was a plain vector
+    load, add and store into dx on PTX, which loses other threads' adds)."""
+    job = CompilerJob(LLVMSource(VECTOR_LOAD, "k"), CompilerConfig(target=PTXTarget(), kernel=True, plugins=P,
+                                                                  opt_level=0))
+    model = parse(compile(job, ("llvm",)).artifacts["llvm"])
+    atomics = [i for f in _defined(model) for i in f.instructions() if i.opcode == "atomicrmw"]
+    assert len(atomics) == 2 and all(i.operation == "fadd" and str(i.type) == "double" for i in atomics)

@@ -183,6 +183,52 @@ def test_the_sum_keeps_the_operation_type_and_order():
     assert text.count("@llvm.nvvm.shfl.sync.bfly.i32(") == 5 * (1 + 2 + 1 + 2 + 1 + 1) + 1
 
 
+PROVENANCE = """
+@s = addrspace(3) global float 0.0
+
+define void @k({ ptr, i64 } %arr, ptr %a, ptr %b, float %v, i1 %c) {
+entry:
+  %own = alloca float, align 4
+  %data = extractvalue { ptr, i64 } %arr, 0
+  %fd = freeze { ptr, i64 } %arr
+  %frozen = extractvalue { ptr, i64 } %fd, 0
+  %either = select i1 %c, ptr %a, ptr %b
+  %mine = select i1 %c, ptr %a, ptr %own
+  %gen = addrspacecast ptr addrspace(3) @s to ptr
+  %built = insertvalue { ptr, i64 } undef, ptr %own, 0
+  %back = extractvalue { ptr, i64 } %built, 0
+  br i1 %c, label %l, label %r
+l:
+  br label %r
+r:
+  %joined = phi ptr [ %a, %entry ], [ %b, %l ]
+  %mixed = phi ptr [ %a, %entry ], [ %own, %l ]
+  %y0 = atomicrmw fadd ptr %data, float %v monotonic, align 4
+  %y1 = atomicrmw fadd ptr %frozen, float %v monotonic, align 4
+  %y2 = atomicrmw fadd ptr %either, float %v monotonic, align 4
+  %y3 = atomicrmw fadd ptr %joined, float %v monotonic, align 4
+  %n0 = atomicrmw fadd ptr %mine, float %v monotonic, align 4
+  %n1 = atomicrmw fadd ptr %gen, float %v monotonic, align 4
+  %n2 = atomicrmw fadd ptr %back, float %v monotonic, align 4
+  %n3 = atomicrmw fadd ptr %mixed, float %v monotonic, align 4
+  ret void
+}
+"""
+
+
+def test_a_generic_pointer_is_global_only_from_kernel_arguments():
+    """Through extractvalue (of a frozen argument too), selects and phis to the kernel's arguments: summed;
+    anything that may be the thread's own alloca or shared memory: per lane."""
+    model = parse(PROVENANCE)
+    assert aggregate_atomics(model, WARP, model.functions["k"]) == 4
+    _verified(str(model))
+    names = [i.name for i in model.functions["k"].instructions() if i.opcode == "atomicrmw"]
+    assert sorted(n for n in names if n) == ["n0", "n1", "n2", "n3", "y0", "y1", "y2", "y3"]
+    assert names.count("") == 4
+    model = parse(PROVENANCE)  # not the kernel: its arguments may point anywhere
+    assert aggregate_atomics(model, WARP, None) == 0
+
+
 def test_a_phi_successor_is_fed_from_the_join():
     ir = """
 define void @k(ptr %out, float %v, i1 %c) {

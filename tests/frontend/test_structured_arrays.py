@@ -102,6 +102,7 @@ def by_index(a):
 def copies(a):
     a[0] = a[len(a) - 1]
     a[2] = a[1]
+    a[3] = (a[4].m, -1.5, 2, a[5].x * 10.0)  # one number per field, each cast (float to int truncates)
     return a[0].id + a[2].id
 
 
@@ -301,11 +302,14 @@ def test_typed_errors_name_the_field_and_the_line():
     def plain_attribute(a):
         a[0].z = 1.0
 
+    def short_tuple(a):
+        a[0] = (1.0, 2.0, 3.0)
+
     cases = [(missing, "no field 'z'", PARTICLE), (returns_element, "returning a structured array", PARTICLE),
              (returns_array, "returning a structured array", PARTICLE),
              (complex_into_float, "cannot assign complex128", PARTICLE),
              (whole_sub_array, "sub-array field 'pos'", VECTORS), (whole_field, r"a\['x'\]\[:\] = v", PARTICLE),
-             (plain_attribute, "no field 'z'", PARTICLE)]
+             (plain_attribute, "no field 'z'", PARTICLE), (short_tuple, r"assignment of tuple\(", PARTICLE)]
     for fn, message, dt in cases:
         with pytest.raises(TypeInferenceError, match=message) as info:
             jit(fn)(np.zeros(3, dt))

@@ -12,7 +12,8 @@ code does with one:
   so ``a[i].x = v``, ``p = a[i]; p.v += dv`` and ``p["m"] = 2`` write the
   caller's array; ``p.x``, ``p["x"]`` and ``p[k]`` (the k-th field) read it; a
   sub-array field (``("pos", np.float64, (3,))``) is a view ``p.pos``;
-  ``a[i] = a[j]`` copies a whole element;
+  ``a[i] = a[j]`` copies a whole element, ``a[i] = (x, v, m, n)`` assigns
+  every field;
 * ``a["x"]`` (and ``a.x``, as ``np.recarray`` and Numba read it) is the field
   as an ordinary strided array (a view: NumPy's functions and methods take
   it, ``a["x"][:] = 0.0`` writes the field);
@@ -236,13 +237,22 @@ def _copy_type(a, index, value):
         raise TypeInferenceError(f"assignment of {v!r} to a part of a structured array", (at, v),
                                  hint="assign one element from another (a[i] = a[j]) or the fields of an element "
                                       "(a[i].x = v)")
-    if not isinstance(v, _SR) or v.dtype != at.dtype:
+    if not (isinstance(v, _SR) and v.dtype == at.dtype) and not _fits_fields(v, at.dtype):
         raise TypeInferenceError(f"assignment of {v!r} to an element of {at!r}", (at, v),
-                                 hint="assign an element of an array of the same dtype (a[i] = b[j]), or the "
-                                      "fields one by one (a[i].x = v)")
+                                 hint="assign an element of an array of the same dtype (a[i] = b[j]), a tuple of "
+                                      "one real number per field (a[i] = (x, v, m, n)), or the fields one by one "
+                                      "(a[i].x = v)")
     if at.readonly:
         raise ReadOnlyArrayError("assignment destination is read-only", (at,), hint=_WRITEABLE)
     return T.none
+
+
+def _fits_fields(v, dtype: T.StructDtype) -> bool:
+    """Whether ``v`` is a tuple of one number per field (NumPy's ``a[i] = (x, v, m, n)``), none a sub-array and
+    none a complex number for a real field."""
+    return isinstance(v, T.TupleType) and len(v.items) == len(dtype.fields) and all(
+        isinstance(t, T.Scalar) and not shape and (t.kind != "c" or scalar.kind == "c")
+        for t, (_, scalar, _, shape) in zip(v.items, dtype.fields))
 
 
 def _copy(cg, args, argtypes, rt, checked=True):
@@ -251,6 +261,12 @@ def _copy(cg, args, argtypes, rt, checked=True):
     items = list(it.items) if isinstance(it, T.TupleType) else [it]
     values = [cg.b.extract_value(args[1], k) for k in range(len(items))] if isinstance(it, T.TupleType) else [args[1]]
     dst = _element_pointer(cg, args[0], values, items, attrs.evolve(at, layout="A"), checked)
+    source = widen(argtypes[2])
+    if isinstance(source, T.TupleType):  # one number per field, each cast to the field's type
+        for k, (t, (_, scalar, offset, _)) in enumerate(zip(source.items, at.dtype.fields)):
+            value = cg.cast(cg.b.extract_value(args[2], k), t, scalar)
+            _store(cg, value, _address(cg, dst, offset), scalar, _alignment(at, scalar, offset))
+        return
     cg.b.call(cg.mod.declare("llvm.memmove.p0.p0.i64", ir.VoidType(), [dst.type, dst.type, _I64, ir.IntType(1)]),
               [dst, args[2], ir.Constant(_I64, at.dtype.itemsize), ir.Constant(ir.IntType(1), 0)])
 

@@ -47,8 +47,8 @@ class LoweringState:
     unchecked: set[int]
     #: the flag the powers being lowered record into (None: the checked operator; powerloops.py)
     power_flag: str | None
-    #: a chunk's scan is being lowered: array stores are left out (powerloops.py)
-    scan: bool
+    #: the array stores held back while a block of a power loop is lowered (powerloops.py), else None
+    held: list | None
     ntemp: int
 
     if TYPE_CHECKING:  # defined by the halves and the lowerer
@@ -56,6 +56,7 @@ class LoweringState:
         def body(self, stmts: list[ast.stmt]) -> None: ...
         def power(self, node: ast.BinOp, n: int | float) -> Value: ...
         def power_loop(self, node: ast.For, args: list, versioned) -> None: ...
+        def store(self, fn, args: list, node) -> None: ...
 
     def loc(self, node) -> tuple:
         return (self.filename, node.lineno + self.offset, node.col_offset)

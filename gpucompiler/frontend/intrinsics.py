@@ -116,6 +116,12 @@ def power_outside(x, n):
         return True
 
 
+def vector_block(flag):
+    """``flag``: whether a block of a power loop's iterations, lowered as straight-line code, must run
+    checked (frontend/powerloops.py); the module asks for the SLP vectorizer."""
+    return flag
+
+
 def powers_unchecked(roles, *values):
     """Whether a loop's powers may run unchecked (frontend/powerloops.py): every value with role 0 is
     a float, an int or a bool; with role ``k > 0`` a float array of ``k`` dimensions read, ``-k`` one

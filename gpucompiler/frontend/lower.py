@@ -136,7 +136,7 @@ class _Lowerer(Statements, Expressions, Iteration, Closures, Comprehensions, Pow
         self.params = {a.arg for a in _parameters(node)}
         self.range_vars = []
         self.unchecked = set()
-        self.power_flag, self.scan = None, False
+        self.power_flag, self.held = None, None
         self.ntemp = 0
 
     # -- driver ------------------------------------------------------------

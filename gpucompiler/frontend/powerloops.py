@@ -15,20 +15,25 @@ whether any of them needs the checked operator (an OR over the elements)::
         <the names the loop assigns, as before it>
         <the loop, every power checked>   # raises exactly where CPython does
 
-A loop that stores array elements cannot run twice; it runs in chunks,
-each scanned first without its stores (reads only)::
+A loop that stores array elements cannot run twice; it runs in blocks of
+``block`` iterations (16 for a small body), each lowered as straight-line
+code: the iterations one after another, their stores held back::
 
-    for each chunk of CHUNK values of v:
-        <the chunk, stores left out, powers flagged>     # the flag of this chunk
-        <the names the loop assigns, as before the chunk>
-        <the chunk, powers unchecked> if not flag else <the chunk, checked>
+    for each whole block of values of v:
+        <the block's iterations, powers flagged, stores held back>
+        if not flag: <the block's stores, in order>
+        else: <the names the loop assigns, as before the block>; <the block's loop, checked>
+    <the iterations after the last whole block, checked>
 
 so on an overflow the elements before the failing one are written, the rest
-untouched, and the error raised at the user's line. The scan reads what the
-stores would leave only if no store changes a later read: every array stored
-is read, if at all, in its own store statement at the index it is stored to,
-and it lies in memory disjoint from every other array the loop reads (a
-run-time test; an overlap runs the checked loop).
+untouched, and the error raised at the user's line. Each element is loaded
+once (the SLP vectorizer, which the module asks for, makes a block a few
+vector operations and one branch). Holding the stores back changes nothing
+only if no store changes a later read: every array stored is read, if at
+all, in its own store statement at the index it is stored to (an index
+that moves with the loop variable, versioning.py), and it lies in memory
+disjoint from every other array the loop reads (a run-time test; an
+overlap runs the checked loop); the stores keep their order.
 
 Nothing in the body may raise in the unchecked copy (a later error would hide
 an earlier overflow): the body is assignments of ``+``, ``-``, ``*``, unary
@@ -52,8 +57,13 @@ from .ir import Const, Global, Phi, Undef, Value
 
 #: the largest ``|n|`` whose power is multiplications (language/python/powers.py)
 SMALL = 8
-#: loop iterations per chunk of a storing loop (its reads stay in the L1 cache between scan and stores)
-CHUNK = 512
+#: loop iterations per block of a storing loop whose body has at most ``SMALL_BODY`` syntax nodes (a
+#: vector of 16 float32 or two of 8 float64 under AVX-512); 4 for a larger body (code size)
+BLOCK = 16
+SMALL_BODY = 40
+#: the largest loop value a block takes unclamped (LLVM then knows ``v + k`` is not negative: no
+#: wrap-around select for Python's negative indices, consecutive addresses)
+LARGEST = 2 ** 62
 _ARITH = (ast.Add, ast.Sub, ast.Mult)
 
 
@@ -61,7 +71,7 @@ _ARITH = (ast.Add, ast.Sub, ast.Mult)
 class PowerPlan:
     """How a loop's powers are versioned (None from :func:`plan`: they are not)."""
 
-    #: the body stores array elements (chunks, each scanned first)
+    #: the body stores array elements (blocks, their stores held back)
     stores: bool
     #: names the body reads before it assigns them, or never assigns: values from before the loop
     inputs: tuple[str, ...]
@@ -71,6 +81,8 @@ class PowerPlan:
     arrays: tuple[tuple[str, int, bool], ...]
     #: ``(stored array, other array)`` pairs whose memory must be disjoint
     overlaps: tuple[tuple[str, str], ...]
+    #: iterations per block of a storing loop
+    block: int
 
 
 def exponent(node) -> int | float | None:
@@ -178,7 +190,7 @@ def plan(loop: ast.For, covered: list[ast.Subscript], sign: int | None) -> Power
     for array, stores in walk.stores.items():
         sub, at = stores[0]
         # one store statement per array, its reads only there and at the stored index (each
-        # iteration reads its element before writing it: the scan reads what the loop reads)
+        # iteration reads its element before writing it: holding the stores back changes no read)
         if len(stores) > 1 or any(k != at or not _same(s, sub) for s, k in walk.loads.get(array, [])):
             return None
         overlaps += [(array, other) for other in walk.loads if other != array]
@@ -189,8 +201,9 @@ def plan(loop: ast.For, covered: list[ast.Subscript], sign: int | None) -> Power
     if any(len(_indices(s)) != arrays[name][1] for table in (walk.loads, walk.stores)
            for name, subs in table.items() for s, _ in subs):
         return None
+    size = sum(1 for stmt in loop.body for _ in ast.walk(stmt))
     return PowerPlan(bool(walk.stores), tuple(walk.inputs), (loop.target.id, *walk.written),
-                     tuple(arrays.values()), tuple(overlaps))
+                     tuple(arrays.values()), tuple(overlaps), BLOCK if size <= SMALL_BODY else 4)
 
 
 def _indices(sub: ast.Subscript) -> list:
@@ -203,6 +216,7 @@ class PowerLoops(LoweringState):
     if TYPE_CHECKING:  # defined by the statement and expression halves
         def _range_loop(self, node: ast.For, it: ast.Call, args: list) -> None: ...
         def _defined(self, name: str) -> bool: ...
+        def assign_to(self, target, value: Value, node) -> None: ...
 
     def power_loop(self, node: ast.For, args: list, versioned: PowerPlan) -> None:
         """``node`` (a range loop over ``args``) with its powers versioned."""
@@ -210,9 +224,16 @@ class PowerLoops(LoweringState):
         if gate is None:
             self._range_loop(node, node.iter, args)  # type: ignore[arg-type]
         elif versioned.stores:
-            self._chunks(node, args, versioned, gate)
+            self._blocks(node, args, versioned, gate)
         else:
             self._twice(node, args, versioned, gate)
+
+    def store(self, fn, args: list, node) -> None:
+        """An array store (``setitem``): emitted, or held back while a block is lowered."""
+        if self.held is None:
+            self.emit(fn, args, node)
+        else:
+            self.held.append((fn, args, node))
 
     def power(self, node: ast.BinOp, n: int | float) -> Value:
         """``x ** n`` in an unchecked copy: its value, and whether it needs the checked operator
@@ -247,11 +268,11 @@ class PowerLoops(LoweringState):
             values.append(self.read(array))
         return self.emit(K.powers_unchecked, [Const(tuple(roles)), *values], node)
 
-    def _copy(self, node: ast.For, args: list, flag: str | None, scan: bool = False) -> None:
-        saved = self.power_flag, self.scan
-        self.power_flag, self.scan = flag, scan
+    def _copy(self, node: ast.For, args: list, flag: str | None) -> None:
+        saved = self.power_flag
+        self.power_flag = flag
         self._range_loop(node, node.iter, args)  # type: ignore[arg-type]
-        self.power_flag, self.scan = saved
+        self.power_flag = saved
 
     def _restore(self, saved: dict[str, Value]) -> None:
         for name, value in saved.items():
@@ -279,57 +300,59 @@ class PowerLoops(LoweringState):
         self.ssa.seal(after)
         self.block = after
 
-    def _chunks(self, node: ast.For, args: list, versioned: PowerPlan, gate: Value) -> None:
-        """A loop that stores: chunks of ``CHUNK`` iterations, each scanned before it runs."""
-        it = node.iter
-        plain, chunked, after = self.ssa.new_block(), self.ssa.new_block(), self.ssa.new_block()
-        self.branch(gate, chunked, plain, node)
+    def _blocks(self, node: ast.For, args: list, versioned: PowerPlan, gate: Value) -> None:
+        """A loop that stores: blocks of ``versioned.block`` iterations, straight-line code each, their
+        stores held back until the block's powers are known to need no checked operator."""
+        it, size = node.iter, versioned.block
+        start, stop, step = (self.emit(fn, args, it) for fn in (K.range_start, K.range_stop, K.range_step))
+        ok = self.emit(operator.and_, [gate, self.emit(operator.le, [stop, Const(LARGEST)], node)], node)
+        for stored, other in versioned.overlaps:
+            apart = self.emit(K.disjoint, [self.read(stored), self.read(other)], node)
+            ok = self.emit(operator.and_, [ok, apart], node)
+        plain, blocked, after = self.ssa.new_block(), self.ssa.new_block(), self.ssa.new_block()
+        self.branch(ok, blocked, plain, node)
         self.ssa.seal(plain)
         self.block = plain
         self._copy(node, args, None)
         self.goto(after, node)
-        self.ssa.seal(chunked)
-        self.block = chunked
-        ok: Value = Const(True)
-        for stored, other in versioned.overlaps:
-            apart = self.emit(K.disjoint, [self.read(stored), self.read(other)], node)
-            ok = self.emit(operator.and_, [ok, apart], node)
-        start, stop, step = (self.emit(fn, args, it) for fn in (K.range_start, K.range_stop, K.range_step))
+        self.ssa.seal(blocked)
+        self.block = blocked
+        span = self.emit(operator.mul, [Const(size), step], node)
         j = self.temp()
         self.write(j, start)
         header, body, done = self.ssa.new_block(), self.ssa.new_block(), self.ssa.new_block()
         self.goto(header, node)
         self.block = header
-        self.branch(self.emit(K.range_cond, [self.read(j), stop, step], node), body, done, node)
+        last = self.emit(operator.add, [self.read(j), self.emit(operator.sub, [span, step], node)], node)
+        self.branch(self.emit(K.range_cond, [last, stop, step], node), body, done, node)
         self.ssa.seal(body)
         self.block = body
-        first = self.read(j)
-        span = self.emit(operator.mul, [Const(CHUNK), step], node)
-        end = self.emit(min, [self.emit(operator.add, [first, span], node), stop], node)
-        # never below start (the step is positive): LLVM then knows an index from range(n) is not
-        # negative (no wrap-around select, a vector load)
-        chunk = [self.emit(max, [first, start], node), end, step]
-        flag = self.temp()
-        self.write(flag, self.emit(operator.not_, [ok], node))
+        # the value itself (start <= v < stop <= LARGEST), clamped for LLVM's sake
+        first = self.emit(min, [self.emit(max, [self.read(j), start], node), Const(LARGEST)], node)
         saved = {name: self.read(name) for name in versioned.written}
-        scan, decide = self.ssa.new_block(), self.ssa.new_block()
-        self.branch(ok, scan, decide, node)
-        self.ssa.seal(scan)
-        self.block = scan
-        self._copy(node, chunk, flag, scan=True)
-        self.goto(decide, node)
-        self.ssa.seal(decide)
-        self.block = decide
-        self._restore(saved)
+        flag = self.temp()
+        self.write(flag, Const(False))
+        outer = self.power_flag, self.held
+        self.power_flag, self.held = flag, []
+        for k in range(size):
+            v = self.emit(operator.add, [first, self.emit(operator.mul, [Const(k), step], node)], node)
+            self.assign_to(node.target, v, node)
+            self.body(node.body)
+        stores = self.held
+        self.power_flag, self.held = outer
+        end = self.emit(operator.add, [first, span], node)
         fast, slow, step_on = self.ssa.new_block(), self.ssa.new_block(), self.ssa.new_block()
-        self.branch(self.read(flag), slow, fast, node)
-        for block, how in ((fast, self.temp()), (slow, None)):
-            self.ssa.seal(block)
-            self.block = block
-            if how is not None:
-                self.write(how, Const(False))
-            self._copy(node, chunk, how)
-            self.goto(step_on, node)
+        self.branch(self.emit(K.vector_block, [self.read(flag)], node), slow, fast, node)
+        self.ssa.seal(fast)
+        self.block = fast
+        for fn, values, where in stores:
+            self.emit(fn, values, where)
+        self.goto(step_on, node)
+        self.ssa.seal(slow)
+        self.block = slow
+        self._restore(saved)
+        self._copy(node, [first, end, step], None)
+        self.goto(step_on, node)
         self.ssa.seal(step_on)
         self.block = step_on
         self.write(j, end)
@@ -337,6 +360,7 @@ class PowerLoops(LoweringState):
         self.ssa.seal(header)
         self.ssa.seal(done)
         self.block = done
+        self._copy(node, [self.read(j), stop, step], None)  # the last partial block
         self.goto(after, node)
         self.ssa.seal(after)
         self.block = after

@@ -71,13 +71,11 @@ class Statements(LoweringState):
             unchecked = id(target) in self.unchecked
             old = self.emit(K.getitem_unchecked if unchecked else operator.getitem, [obj, index], node)
             new = self.emit(op, [old, self.expr(node.value)], node)
-            if not self.scan:  # a chunk's scan (powerloops.py) computes the value only
-                self.emit(K.setitem_unchecked if unchecked else operator.setitem, [obj, index, new], node)
+            self.store(K.setitem_unchecked if unchecked else operator.setitem, [obj, index, new], node)
         elif isinstance(target, ast.Attribute):  # a field of an element of a structured array: p.v += dv
             obj = self.expr(target.value)
             new = self.emit(op, [self.emit(getattr, [obj, Const(target.attr)], node), self.expr(node.value)], node)
-            if not self.scan:
-                self.emit(setattr, [obj, Const(target.attr), new], node)
+            self.store(setattr, [obj, Const(target.attr), new], node)
         else:
             self.unsupported(target, "augmented assignment to " + type(target).__name__)
 
@@ -89,13 +87,10 @@ class Statements(LoweringState):
             for i, elt in enumerate(target.elts):
                 self.assign_to(elt, self.emit(operator.getitem, [checked, Const(i)], node), node)
         elif isinstance(target, ast.Subscript):
-            if self.scan:  # a chunk's scan (powerloops.py) computes the value only
-                return
             fn = K.setitem_unchecked if id(target) in self.unchecked else operator.setitem
-            self.emit(fn, [self.expr(target.value), self.expr(target.slice), value], node)
+            self.store(fn, [self.expr(target.value), self.expr(target.slice), value], node)
         elif isinstance(target, ast.Attribute):  # rules decide: a field of a structured array's element
-            if not self.scan:
-                self.emit(setattr, [self.expr(target.value), Const(target.attr), value], node)
+            self.store(setattr, [self.expr(target.value), Const(target.attr), value], node)
         else:
             self.unsupported(target, "assignment to " + type(target).__name__,
                              "assign to local names, tuples of names or array elements")

@@ -13,21 +13,27 @@ from __future__ import annotations
 
 import llvmlite.binding as llvm
 
+from ..language.python.powers import SLP_MARKER
 from ..module import IRModule
 from .context import CompileContext, run_hooks
 
 
-def _pass_builder(ctx: CompileContext) -> llvm.PassBuilder:
+def _pass_builder(ctx: CompileContext, slp: bool = False) -> llvm.PassBuilder:
     opt = ctx.job.config.opt_level
     tm = ctx.job.target.target_machine(opt)  # initialises LLVM's target
-    return llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=opt))
+    tuning = llvm.create_pipeline_tuning_options(speed_level=opt)
+    tuning.slp_vectorization = slp
+    return llvm.create_pass_builder(tm, tuning)
 
 
 def default_pipeline(ctx: CompileContext, module: IRModule) -> None:
     """Run the default module pipeline at the job's opt level: the last one, unless a plugin's marker is in
-    the module (an AD engine may read the result)."""
-    ctx.job.target.before_optimize(ctx.job, module, final=not ctx.note_markers())
-    pb = _pass_builder(ctx)
+    the module (an AD engine may read the result). The SLP vectorizer runs in the last one of a host module
+    that holds a power loop's straight-line blocks (frontend/powerloops.py)."""
+    final = not ctx.note_markers()
+    ctx.job.target.before_optimize(ctx.job, module, final=final)
+    slp = final and not ctx.job.target.is_gpu and SLP_MARKER in module.function_names()
+    pb = _pass_builder(ctx, slp)
     pb.getModulePassManager().run(module.ref, pb)
 
 

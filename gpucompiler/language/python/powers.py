@@ -223,6 +223,17 @@ def _powers_unchecked(cg, args, argtypes, rt):
     return None
 
 
+#: the function a module declares when it holds a power loop's blocks (frontend/powerloops.py): the
+#: optimisation runs the SLP vectorizer over it (stages/optimize.py)
+SLP_MARKER = "gpuc.vector_blocks"
+
+
+@base.define(K.vector_block, T.boolean, restype=T.boolean, pure=False)
+def _vector_block(cg, args, argtypes, rt):
+    cg.mod.declare(SLP_MARKER, ir.VoidType(), [])
+    return args[0]
+
+
 def _extent(cg, arr, t):
     """``(lo, hi, empty)``: the addresses ``[lo, hi)`` spanned by the elements of ``arr`` (an array of
     type ``t``), and whether it has none."""

@@ -71,8 +71,8 @@ print(json.dumps(time.perf_counter() - t))
 
 
 def child(tree: str, env: dict, code: str) -> Any:
-    done = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": tree}, capture_output=True,
-                          text=True)
+    done = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": tree}, cwd=tree, capture_output=True,
+                          text=True)  # cwd: `python -c` puts it first on sys.path
     if done.returncode != 0:
         raise RuntimeError(f"{tree}: {done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

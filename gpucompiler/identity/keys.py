@@ -28,6 +28,7 @@ from .. import plugin as gp
 from ..core import RecordedSource
 from ..hashing import canonical
 from .codeprint import code_digest, files_under, memo_path, memoised_digest, publish, read_memo, source_files
+from .entrypoints import Installed, installed
 from .hookprobe import defines_no_settings
 from .imports import import_closure
 from ..interface import Plugin
@@ -54,7 +55,7 @@ def plugin_identity(names: Iterable[str]) -> list[list[Any]]:
     """
     out = []
     for name in sorted(set(names)):
-        ep = gp.entry_point(name)
+        ep = installed(name)
         p = gp.loaded(name)
         if ep is not None and (p is None or gp.loaded_from_entry_point(p)):
             out.append(installed_identity(ep, p))
@@ -70,8 +71,9 @@ def _settings(plugin: Any) -> Any:
     return None if settings is None else canonical(settings)
 
 
-def installed_identity(ep: Any, plugin: Any = None) -> list[Any]:
-    """``[name, "distribution==version", settings, code]`` of the entry point ``ep``.
+def installed_identity(ep: Installed, plugin: Any = None) -> list[Any]:
+    """``[name, "distribution==version", settings, code]`` of the entry point ``ep`` (memoised with the
+    distributions' stamp: :mod:`.entrypoints`).
 
     ``code`` is the digest of the files the entry point's module runs
     (:func:`covered_files`: not its package's other plugins), found on ``sys.path`` and hashed
@@ -82,7 +84,6 @@ def installed_identity(ep: Any, plugin: Any = None) -> list[Any]:
     or, without a memo, the package's source does not show that it defines none:
     :mod:`.hookprobe`); otherwise None without importing it.
     """
-    dist = ep.dist
     code = plugin_code(ep.module)
     defines = None if code is None else _defines_settings(ep.name, code)
     if plugin is None and code is not None and defines is None and _reads_no_settings(ep):
@@ -93,7 +94,7 @@ def installed_identity(ep: Any, plugin: Any = None) -> list[Any]:
     settings = None if plugin is None else _settings(plugin)
     if plugin is not None and code is not None:
         _note_settings(ep.name, code, _has_settings_hook(plugin))
-    return [ep.name, None if dist is None else f"{dist.name}=={dist.version}", settings, code]
+    return [ep.name, ep.dist, settings, code]
 
 
 @functools.cache
@@ -153,7 +154,7 @@ def _located(module: str) -> tuple[str, str, Callable[[], list[tuple[str, str]]]
     return top, root, functools.partial(import_closure, top, root, module)
 
 
-def _reads_no_settings(ep: Any) -> bool:
+def _reads_no_settings(ep: Installed) -> bool:
     """Whether the source of entry point ``ep``'s package shows that its class defines no
     ``cache_settings`` (:mod:`.hookprobe`; a single-file module is not read)."""
     where = _located(ep.module)

@@ -85,7 +85,7 @@ SCRIPT = textwrap.dedent('''
     k[1, 1, "cpu"](a)
     out = {"jit": f(2.0, 3.5), "kernel": float(a[0]), "origins": origins,
            "imported": sorted(m for m in sys.modules if m.split(".")[0].endswith("_plug")),
-           "identity": plugin_identity(plugins)}
+           "identity": plugin_identity(plugins), "metadata": "importlib.metadata" in sys.modules}
     print(json.dumps(out))
 ''')
 
@@ -135,6 +135,7 @@ def test_a_cached_jit_function_and_kernel_hit_without_importing_their_plugins(in
     warm = _run(installed, tmp_path, "alpha_plug,beta_plug", seed=2)
     assert warm["origins"] == ["disk", "disk"]
     assert warm["imported"] == []  # nothing of either plugin, not even its package's __init__
+    assert cold["metadata"] and not warm["metadata"]  # the entry points memoised (importlib.metadata: ~12 ms)
     assert warm["jit"] == cold["jit"] == 2.0 * 3.5 + 1.0
     assert warm["kernel"] == cold["kernel"] == 3.0 * 2.0 + 1.0
     assert warm["identity"] == cold["identity"]  # stable across processes and hash seeds
@@ -204,6 +205,27 @@ def test_without_memos_a_plugin_that_may_define_cache_settings_is_asked_for_them
     assert again["origins"] == ["disk", "disk"]
     assert [first["identity"][0][2], other["identity"][0][2], again["identity"][0][2]] == \
         [{"mode": "a"}, {"mode": "b"}, {"mode": "a"}]
+
+
+def test_an_entry_point_or_a_version_edited_in_place_is_seen_by_the_next_process(installed, tmp_path):
+    """The memo of the entry points is stamped with each distribution's metadata files: an edit that
+    keeps the directories as they were (no file added or removed) still reaches the key."""
+    before = _run(installed, tmp_path, "alpha_plug", seed=14)
+    (installed / "alpha_plug" / "other.py").write_text(PLUGIN.format(cls="Alpha", name="alpha_plug", scale=3,
+                                                                     extra=""))
+    info = installed / "plug_dist-1.0.dist-info"
+    points = info / "entry_points.txt"
+    points.write_text(points.read_text().replace("alpha_plug.plugin:Alpha", "alpha_plug.other:Alpha"))
+    after = _run(installed, tmp_path, "alpha_plug", seed=15)
+    assert after["origins"] == ["compiled", "compiled"]
+    assert after["identity"][0][3] != before["identity"][0][3]  # the code of alpha_plug.other
+    metadata = info / "METADATA"
+    metadata.write_text(metadata.read_text().replace("Version: 1.0", "Version: 1.1"))
+    bumped = _run(installed, tmp_path, "alpha_plug", seed=16)
+    assert bumped["identity"][0][1] == "plug_dist==1.1" and bumped["origins"] == ["compiled", "compiled"]
+    _forget_memos(tmp_path)
+    fresh = _run(installed, tmp_path, "alpha_plug", seed=17)
+    assert fresh["identity"] == bumped["identity"] and fresh["origins"] == ["disk", "disk"]
 
 
 def test_covered_files_are_what_the_entry_points_module_runs(installed, monkeypatch):

@@ -84,8 +84,8 @@ class PTXTarget(Target):
         return PTXTarget()
 
     def warp_intrinsics(self) -> WarpIntrinsics | None:
-        """``activemask``, ``vote.sync``, ``shfl.sync`` and ``%laneid``; None before PTX ISA 6.2 (sm_5x and
-        sm_6x by default), which has no ``activemask`` (LLVM would stop the process)."""
+        """``activemask``, ``vote.sync``, ``shfl.sync`` and ``%laneid``; None before PTX ISA 6.2 (sm_72 and older
+        by default), which has no ``activemask`` (LLVM would stop the process)."""
         if self.isa_version() < WARP_PTX_VERSION:
             return None
         return WarpIntrinsics(active_mask="llvm.nvvm.activemask", vote_all="llvm.nvvm.vote.all.sync",

@@ -10,6 +10,11 @@ with Numba (``njit`` / ``njit(parallel=True)``) when it is installed. The
 table shows the best of several runs, the speedup over the serial loop, and
 the CPU time the process used per second of wall time during the threaded
 run (2.0 means both cores were busy: the machine's load shows there).
+
+A last line gives the cost of one parallel region: the wall time per call of
+the ``sum`` prange loop over ``--small`` (1000) elements on every usable CPU,
+ours and Numba's, paired (each round times both; best round, and the median
+of ours / Numba's over the rounds).
 """
 
 from __future__ import annotations
@@ -72,6 +77,26 @@ def _best(fn, a, repeat: int = 5) -> tuple[float, float]:
     return best, ratio
 
 
+def _per_call(engines: dict, a, rounds: int = 7, number: int = 2000) -> tuple[dict[str, float], float | None]:
+    """Best wall seconds per call of each engine over paired rounds, and the median of the first's over
+    the second's (None with one engine)."""
+    times: dict[str, list[float]] = {k: [] for k in engines}
+    for fn in engines.values():
+        fn(a)
+    for _ in range(rounds):
+        for k, fn in engines.items():
+            t = time.perf_counter()
+            for _ in range(number):
+                fn(a)
+            times[k].append((time.perf_counter() - t) / number)
+    names = list(times)
+    ratio = None
+    if len(names) > 1:
+        ratios = sorted(x / y for x, y in zip(times[names[0]], times[names[1]]))
+        ratio = ratios[len(ratios) // 2]
+    return {k: min(v) for k, v in times.items()}, ratio
+
+
 def _gpucompiler(threads: int):
     os.environ["GPUC_NUM_THREADS"] = str(threads)
     from gpucompiler import jit, prange
@@ -85,6 +110,7 @@ def _gpucompiler(threads: int):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=20_000_000)
+    ap.add_argument("--small", type=int, default=1000, help="elements of the per-call (region start) row")
     ap.add_argument("--json", default=os.path.join(HERE, "results", "parallel.json"))
     opts = ap.parse_args()
     from gpucompiler import jit
@@ -122,10 +148,17 @@ def main() -> None:
     for r in rows:
         sp = f"{r['speedup_vs_serial']:.2f}x" if r["speedup_vs_serial"] else ""
         print(f"{r['kernel']:14s} {r['variant']:32s} {r['seconds'] * 1e3:9.2f} {sp:>8s} {r['cpu_per_wall']:8.2f}")
+    threaded = [name for name in variants if name.endswith(f"{cpus} threads")]
+    per_call, ratio = _per_call({name: variants[name]["sum"] for name in threaded}, a[:opts.small])
+    print(f"per call, sum of {opts.small} elements on {cpus} threads: "
+          + ", ".join(f"{name.split()[0]} {s * 1e6:.2f} us" for name, s in per_call.items())
+          + (f"; ours / numba (median of paired rounds) {ratio:.2f}x" if ratio is not None else "")
+          + f"; load average after: {os.getloadavg()[0]:.2f}")
     if opts.json:
         os.makedirs(os.path.dirname(opts.json), exist_ok=True)
         with open(opts.json, "w") as f:
-            json.dump({"n": opts.n, "cpus": cpus, "loadavg": load, "rows": rows}, f, indent=2)
+            json.dump({"n": opts.n, "cpus": cpus, "loadavg": load, "rows": rows,
+                       "per_call": {"n": opts.small, "seconds": per_call, "over_numba": ratio}}, f, indent=2)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ the IR holds no address) as ``run(chunk, ctxs, stride, count)``: ``chunk``
 is called once for each ``ctxs + k * stride``, ``0 <= k < count``, and
 ``run`` returns when every call has returned. Until the first region the
 slot holds a ctypes function that compiles the pool (:data:`POOL_IR`, LLVM
-IR through the CPU loader, a few milliseconds once per process) and puts
+IR through the CPU loader at ``-O0``, a few milliseconds once per process) and puts
 its ``gpuc_pool_run`` in the slot.
 
 ``gpuc_pool_run``:
@@ -437,7 +437,7 @@ def pool_ir(arch: str) -> str:
 class _Pool:
     """The compiled pool of this process (its library kept for the life of the process)."""
 
-    def __init__(self, load: Callable[[str], Any]):
+    def __init__(self, load: Callable[..., Any]):
         self.load = load
         self.lock = threading.Lock()
         self.library: Any = None
@@ -449,7 +449,9 @@ class _Pool:
         with self.lock:
             if self.run is None and self.library is None:
                 try:
-                    library = self.load(pool_ir(llvm.get_process_triple().split("-")[0]))
+                    # -O0: code generation of this hand-written SSA takes a quarter of -O2's time, on the
+                    # path of the first parallel loop of every process (the hot loops are a load and a pause)
+                    library = self.load(pool_ir(llvm.get_process_triple().split("-")[0]), opt_level=0)
                     if library.function(INIT, ctypes.c_int32, ctypes.c_int64)(_cpus()) != 0:
                         raise OSError("pthread_key_create failed")
                 except Exception:
@@ -489,8 +491,8 @@ def _first_region(chunk: int, ctxs: int, stride: int, count: int) -> None:
 _FIRST = _RUN_TYPE(_first_region)
 
 
-def install(load: Callable[[str], Any]) -> None:
-    """Fill the slot: the first region compiles the pool with ``load(ir_text)`` (a
+def install(load: Callable[..., Any]) -> None:
+    """Fill the slot: the first region compiles the pool with ``load(ir_text, opt_level=0)`` (a
     :class:`~gpucompiler.runtime.cpu.CPULibrary` maker). Idempotent."""
     global _pool
     if _pool is None:

@@ -17,6 +17,8 @@ second call. Each program runs twice a round:
   that came from elsewhere (a shared tier, another machine's copy): the code digests, the plugin's
   import closure and whether it defines ``cache_settings`` found anew.
 
+``identity``: ``keys.plugin_identity(("enzyme",))`` alone in a fresh process with an empty cache
+directory (no memo: the plugin's entry point, import closure, code digest and hooks found anew).
 Each row also records how many ``enzyme_plugin`` modules the call imported (the program's module
 imports its API: 4 modules; a hit should import none) and, per round, ``import llvmlite.binding``
 in a fresh process after ``import gpucompiler``: the goal (docs/benchmarks.md) counts the first
@@ -61,6 +63,12 @@ plugin = len({{m for m in sys.modules if m.startswith("enzyme_plugin")}} - befor
 t2 = time.perf_counter(); call(); dt2 = time.perf_counter() - t2
 from gpucompiler.cache.default import default_cache
 print(json.dumps([t1 - t0, dt, dt2, plugin, value, dict(default_cache().stats)]))
+"""
+IDENTITY = """
+import time, json, sys
+from gpucompiler.identity import keys
+t = time.perf_counter(); keys.plugin_identity(("enzyme",)); dt = time.perf_counter() - t
+print(json.dumps([dt, len([m for m in sys.modules if m.startswith("enzyme_plugin")])]))
 """
 LLVMLITE = """
 import time, json, gpucompiler
@@ -108,6 +116,8 @@ def main() -> None:
         for r in range(opts.n):
             for k, tree in enumerate(trees):
                 rows.setdefault(f"{k}|llvmlite", []).append(child(tree, env, LLVMLITE))
+                empty = os.path.join(tmp, f"empty-{r}-{k}")
+                rows.setdefault(f"{k}|identity", []).append(child(tree, {**env, "GPUC_CACHE_DIR": empty}, IDENTITY))
                 for name in PROGRAMS:
                     for memo in ("warm", "cold"):
                         cache = filled[tree]
@@ -143,6 +153,11 @@ def main() -> None:
         pre = [g[1] * 1e3 for g in rows[f"{k}|preimported"]]
         out["rows"][f"{k}|preimported"] = {"first_call_ms": med(pre), "first_call_range_ms": [min(pre), max(pre)]}
         out["rows"][f"{k}|llvmlite"] = {"import_ms": llvmlite}
+        ident = rows[f"{k}|identity"]
+        out["rows"][f"{k}|identity"] = {"ms": med(g[0] for g in ident) * 1e3,
+                                        "plugin_modules_imported": max(g[1] for g in ident)}
+        print(f"  the enzyme plugin's identity, empty cache directory {med(g[0] for g in ident) * 1e3:6.1f} ms, "
+              f"enzyme_plugin modules imported {max(g[1] for g in ident)}")
         print(f"  preimported  first call {med(pre):6.1f} ({min(pre):.1f}-{max(pre):.1f})")
     print(f"load average {load[0]:.1f} before, {out['loadavg_after'][0]:.1f} after; {os.cpu_count()} CPUs")
     os.makedirs(os.path.dirname(opts.json), exist_ok=True)

@@ -442,6 +442,11 @@ class _Pool:
         self.lock = threading.Lock()
         self.library: Any = None
         self.run: Any = None
+        os.register_at_fork(after_in_child=self._fresh_lock)
+
+    def _fresh_lock(self) -> None:
+        """A forked child's lock: another thread of the parent may have held it, compiling."""
+        self.lock = threading.Lock()
 
     def entry(self) -> Any:
         """``gpuc_pool_run`` as a ctypes function, compiled and put in the slot at the first call; None

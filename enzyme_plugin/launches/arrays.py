@@ -49,6 +49,10 @@ class ArrayOps:
     def assign(self, dst, src) -> None:
         dst[...] = src
 
+    def zero(self, a) -> None:
+        """Zero ``a`` in place (CuPy: an asynchronous memset of a contiguous array, on the current stream)."""
+        a.fill(0)
+
     def add_into(self, dst, src) -> None:
         dst += src
 
@@ -105,6 +109,10 @@ class TorchOps(ArrayOps):
                 dst.fill_(src)
             else:
                 dst.copy_(src)
+
+    def zero(self, a) -> None:
+        with self.module.no_grad():
+            a.zero_()
 
     def add_into(self, dst, src) -> None:
         with self.module.no_grad():

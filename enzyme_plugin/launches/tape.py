@@ -104,6 +104,8 @@ class LaunchRecord:
     """its arguments: the launch's, each float array followed by its shadow (split: ``1, holders`` first)"""
     split: bool = False
     """split mode's augmented launch: reversed from its per-thread tapes"""
+    hand: Kernel | None = None
+    """the hand-written gradient ``reverse`` launches (None: a generated one)"""
 
     @property
     def dup(self) -> tuple[bool, ...]:
@@ -388,8 +390,7 @@ class LaunchTape:
                     hit = shadows.get(id(a))
                     with_shadows.append(hit[1] if hit is not None else shadow(a))
             if hand is not None:
-                adjoints = tuple(shadow(a) if d else a for a, d in zip(args, plan.dup))
-                record.reverse, record.reverse_args = _launcher(hand, launch, None), args + adjoints
+                self._hand_written(record, hand)
             elif self.split:
                 g, b = launch.grid, launch.block
                 shape = (g[0] * g[1] * g[2] * b[0] * b[1] * b[2], plan.tapes.words(cpu))
@@ -487,14 +488,14 @@ class LaunchTape:
             # 2: this frame's name and getrefcount's argument; a gradient or a view of it the caller kept adds one
             if sys.getrefcount(shadow) == 2 and shadow.shape == a.shape and shadow.dtype == a.dtype \
                     and shadow.strides == a.strides:
-                ops.assign(shadow, 0)
+                ops.zero(shadow)
                 return shadow
         return ops.zeros_like(a)
 
     def zero(self) -> None:
         """Zero every shadow (before another ``backward`` of the same recording)."""
         for a, s in self._shadows.values():
-            ops_of(a).assign(s, 0)
+            ops_of(a).zero(s)
 
     # -- replay ----------------------------------------------------------------
     def backward(self, loss=None, grads=()) -> None:
@@ -531,13 +532,11 @@ class LaunchTape:
         for record in reversed(self.records):  # before each: the memory as the launch left it
             if record.snapshots and not record.split:  # the gradient kernel reads the memory the launch read
                 self._restore(record)
-            run = record.reverse
-            if run is not None:
-                args = record.reverse_args if shadows is None else self._scratch_args(record, shadows)
-                if record.split:
-                    self._reverse_split(record, run, args)
-                else:
-                    run(args)
+            if record.reverse is not None:
+                hand = registered_gradient(record.launch.kernel)
+                if hand is not record.hand:  # registered after the launch was recorded: it replaces the other
+                    self._hand_written(record, hand)
+                self._reverse(record, record.reverse_args if shadows is None else self._scratch_args(record, shadows))
             if record.snapshots:
                 self._restore(record)  # the memory as the launch found it: as the launch before left it
         for a, value in finals:
@@ -589,8 +588,22 @@ class LaunchTape:
             out += [a, scratch[id(a)]] if d else [a]
         return tuple(out)
 
-    def _reverse_split(self, record: LaunchRecord, run: Callable[[tuple], None], args: tuple) -> None:
-        """The reverse sweep from a split launch's tapes, which it frees; the rows go to the next recording."""
+    def _hand_written(self, record: LaunchRecord, hand) -> None:
+        """Reverse ``record`` by the hand-written gradient ``hand``: the launch's arguments, then one adjoint
+        each (a split launch's tapes are then not reversed: they stay on the heap)."""
+        args, dup = record.args, record.plan.dup
+        adjoints = tuple(self._shadow(a) if d else a for a, d in zip(args, dup))
+        record.hand, record.split = hand, False
+        record.reverse, record.reverse_args = _launcher(hand, record.launch, None), args + adjoints
+
+    def _reverse(self, record: LaunchRecord, args: tuple) -> None:
+        """Launch the gradient of ``record`` (built when it was recorded) on ``args``; a split launch's reverse
+        sweep frees its tapes, and its rows go to the next recording."""
+        run = record.reverse
+        assert run is not None
+        if not record.split:
+            run(args)
+            return
         holders, record.holders = record.holders, None
         if not record.plan.tapes.measured(holders, record.on_cpu):
             self._sync(record.launch, record.ops)  # the headers as the augmented launch left them

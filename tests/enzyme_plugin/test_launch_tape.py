@@ -14,6 +14,7 @@ import pytest
 import launch_programs as P
 from enzyme_plugin import (Active, CustomRuleError, KernelGradientError, LaunchTape, LaunchTapeError, Reverse,
                            autodiff, custom_rule, register_gradient)
+from enzyme_plugin.launches.gradients import GRADIENT_ATTRIBUTE
 from enzyme_plugin.launches.writes import written_parameters
 from gpucompiler.targets import PTXTarget
 from gpucompiler.errors import ArgumentTypeError, LaunchError, TypeInferenceError
@@ -596,3 +597,19 @@ def test_a_global_rebound_between_recordings_is_seen_by_the_launch_and_its_gradi
             np.testing.assert_allclose(tape.gradient(x), 2 * scale * x, rtol=1e-15)
     finally:
         P.SCALE = 2.0
+
+
+def test_a_gradient_registered_after_the_launch_was_recorded_is_the_one_backward_launches():
+    """A recorded launch builds its gradient's launch when it is recorded; a gradient registered between
+    the recording and ``backward`` (device programs register a reduction's after launching it) replaces it."""
+    x, y = np.array([-2.0, 0.5, 3.0]), np.zeros(3)
+    tape = LaunchTape()
+    with tape:
+        P.clip_late[1, 32, CPU](x, y)
+    try:
+        register_gradient(P.clip_late, P.clip_straight_through)
+        tape.backward(grads=[(y, np.ones(3))])
+    finally:
+        delattr(P.clip_late, GRADIENT_ATTRIBUTE)
+    assert list(tape.gradient(x)) == [1.0, 1.0, 1.0]     # the generated gradient: [0, 1, 0]
+    assert list(y) == [-1.0, 0.5, 1.0]

@@ -199,3 +199,39 @@ def test_the_generated_code_calls_the_pool_not_pthread_create():
     vector = T.ArrayType(T.float64, 1)
     text = jit(parallel=True)(_scaled).inspect_llvm(vector, vector, T.float64)
     assert "@gpuc_parallel_pool" in text and "pthread_create" not in text and "pthread_join" not in text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("threads", [2, 5, 8])
+def test_sweep_of_sizes_threads_nesting_errors_and_callers(monkeypatch, threads):
+    monkeypatch.setenv("GPUC_NUM_THREADS", str(threads))
+    isum, rows, inverse = (jit(parallel=True)(f) for f in (_isum, _row_sums, _inverse_sum))
+    rng = np.random.default_rng(threads)
+    failures: list[str] = []
+
+    def work(t: int):
+        for k in range(150):
+            n = int(rng.integers(0, 3 * threads + 40)) if k % 3 else k
+            a = np.arange(n, dtype=np.int64)
+            if isum(a, k + t) != (k + t) * int(a.sum()):
+                failures.append(f"isum n={n}")
+            m = np.random.default_rng(k).random((n % 9 + 1, n % 7 + 1))
+            out = np.zeros(m.shape[0])
+            rows(m, out)
+            if not np.allclose(out, m.sum(axis=1), rtol=1e-12):
+                failures.append(f"rows {m.shape}")
+            x = np.arange(1.0, n + 2.0)
+            x[(k * 7) % x.shape[0]] = 0.0
+            try:
+                inverse(x)
+                failures.append(f"no ZeroDivisionError n={n}")
+            except ZeroDivisionError:
+                pass
+
+    callers = [threading.Thread(target=work, args=(t,), daemon=True) for t in range(3)]
+    for c in callers:
+        c.start()
+    for c in callers:
+        c.join(timeout=300)
+    assert not any(c.is_alive() for c in callers), "a region never finished"
+    assert failures == []

@@ -359,7 +359,9 @@ def typeof(value):
     ndim = value.ndim
     if ndim == 0 and not _is_ndarray(cls):  # a NumPy scalar; a 0-d array is an array
         return SCALARS.get(str(dtype))
-    key = (dtype, ndim, value.flags.num)  # NumPy's flag bits: one read for contiguity and writeability
+    # NumPy's flag bits: one read for contiguity, writeability and alignment; the dtype's alignment too, as
+    # NumPy calls a packed and an aligned structured dtype of the same offsets equal
+    key = (dtype, ndim, value.flags.num, dtype.alignment)
     try:
         return _ARRAY_TYPES[key]
     except KeyError:

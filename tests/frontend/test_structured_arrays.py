@@ -524,3 +524,25 @@ def test_a_module_level_structured_array_is_frozen_read_only():
     with pytest.raises(ReadOnlyArrayError, match="read-only") as info:
         jit(write)()
     assert "frozen" in info.value.hint and info.value.line == write.__code__.co_firstlineno + 1
+
+
+def test_equal_packed_and_aligned_dtypes_keep_their_own_alignment():
+    """NumPy calls [("q1", f8), ("q2", f8)] packed and aligned equal (the same offsets); only the aligned one
+    promises 8-byte fields, whichever is typed first."""
+    aligned = np.dtype([("q1", np.float64), ("q2", np.float64)], align=True)
+    packed = np.dtype([("q1", np.float64), ("q2", np.float64)])
+    assert aligned == packed and (aligned.alignment, packed.alignment) == (8, 1)
+    first, second = T.typeof(np.zeros(2, aligned)), T.typeof(np.zeros(2, packed))
+    assert isinstance(first, T.StructArrayType) and isinstance(second, T.StructArrayType)
+    assert (first.dtype.alignment, second.dtype.alignment) == (8, 1)
+    raw = np.zeros(2 * 16 + 1, np.uint8)
+    odd = np.frombuffer(raw.data, packed, 2, offset=1)  # NumPy's flags.aligned: a packed dtype is never misaligned
+    assert odd.flags.aligned
+
+    @jit
+    def total(a):
+        return a[0].q1 + a[1].q2
+
+    odd[...] = [(1.0, 2.0), (3.0, 4.0)]
+    assert total(np.zeros(2, aligned)) == 0.0 and total(odd) == 5.0
+    assert ("double", 1) in _load_alignments(total, odd) and ("double", 8) not in _load_alignments(total, odd)

@@ -23,9 +23,12 @@ when later launches overwrote it. After ``backward`` the arrays hold their
 values from the end of the recording.
 
 What a launch needs to know of its kernel (the shadowed parameters, the
-written and read arrays) is worked out once per kernel and signature; on a
-GPU, copies and launches on CUDA's legacy default stream are ordered by the
-stream, without a synchronisation.
+written and read arrays, the gradient kernel's argument types) is worked out
+once per kernel and signature (:class:`LaunchPlan`), the launches behind it
+once per configuration (:class:`Runs`); a recorded launch keeps its
+gradient's launch with its arguments, and ``backward`` calls those in
+reverse. On a GPU, copies and launches on CUDA's legacy default stream are
+ordered by the stream, without a synchronisation.
 
 With ``LaunchTape(split=True)`` each launch runs the augmented forward sweep
 of its kernel instead (Enzyme's split mode): every thread keeps what its

@@ -331,6 +331,15 @@ def test_index_errors_and_kernels():
     with pytest.raises(IndexError):
         at(a, 4)
 
+    @jit
+    def row_tail(g, i):
+        return g[i, 1:][0].m
+
+    g = _particles(PARTICLE, 12).reshape(3, 4)
+    assert row_tail(g, np.uint64(2)) == row_tail(g, -1) == g[2, 1]["m"]
+    with pytest.raises(IndexError, match="18446744073709551615 is out of bounds for axis 0"):
+        row_tail(g, np.uint64(2 ** 64 - 1))  # an unsigned index is never wrapped as a negative one
+
     def fill(a, out):
         out[0] = 1.0
 

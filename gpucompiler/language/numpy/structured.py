@@ -211,9 +211,11 @@ def _getitem(cg, args, argtypes, rt, checked=True):
             out_strides.append(cg.b.mul(step, strides[k]))
         else:
             original = cg.cast(v, t, T.int64)
-            i = cg.b.select(cg.b.icmp_signed("<", original, offset.type(0)), cg.b.add(original, shape[k]), original)
+            unsigned = t.kind == "u"  # never negative: a uint64 past int64's range stays out of bounds
+            i = original if unsigned else cg.b.select(cg.b.icmp_signed("<", original, offset.type(0)),
+                                                      cg.b.add(original, shape[k]), original)
             if checked:
-                cg.check_index(i, shape[k], k, original)
+                cg.check_index(i, shape[k], k, original, unsigned)
             offset = cg.b.add(offset, cg.b.mul(i, strides[k]))
     value = ir.Constant(cg.ll(rt), ir.Undefined)
     value = cg.b.insert_value(value, cg.b.gep(cg.b.extract_value(arr, 0), [offset], source_etype=_I8), 0)

@@ -187,11 +187,11 @@ def _same(x, y) -> bool:
 
 
 def _check(fn, f, *arrays):
-    """``f`` (compiled ``fn``) as CPython runs ``fn`` on copies of ``arrays``."""
+    """``f`` (compiled ``fn``) as CPython runs ``fn`` on copies of ``arrays`` (and the ints among them)."""
     mine = [a.copy() for a in arrays]
     theirs = [a.copy() for a in arrays]
     got = _run(f, *mine)
-    want = _run(fn, *(PyArray(a) for a in theirs))
+    want = _run(fn, *(PyArray(a) if isinstance(a, np.ndarray) else a for a in theirs))
     assert got[0] == want[0], (got[:2], want[:2])
     if got[0] == "raises":
         assert got[1] is want[1]
@@ -356,6 +356,38 @@ def test_edges_of_the_range_as_cpython(n):
                 assert _same(out[at], one(x)) and _ulps(out[at], want[1]), (x, at, out[at], want[1])
             k = at if got[0] == "raises" else size
             assert _same(out[:k], [one(float(v)) for v in a[:k]]), (x, at)
+
+
+def squares_and_names(a, out, start):
+    t = -1.0
+    i = -7
+    for i in range(start, a.shape[0] - 3):
+        t = a[i + 3] * 0.5
+        out[i + 3] = t ** 2 + a[i + 3] ** 3
+    return t, i
+
+
+def rows_of_squares(m, out):
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            out[i, j] = m[i, j] ** 2.0
+
+
+@pytest.mark.parametrize("size", [3, 4, 5, BLOCK + 2, BLOCK + 3, BLOCK + 4, 2 * BLOCK + 3, 2 * BLOCK + 10])
+def test_names_after_the_blocks(size):
+    """The loop variable and a name the body assigns keep their last values (a whole block's last
+    iteration, the partial block's, none at all), from a negative start too; a failing block's rerun
+    leaves them as CPython does. Two dimensions: the inner loop in blocks, the outer not."""
+    f, rng = jit(squares_and_names), np.random.default_rng(10)
+    for start in (0, -3, 1):
+        _check(squares_and_names, f, _base(rng, size), np.full(size, 7.0), np.int64(start))
+        if size > 4:
+            a = _base(rng, size)
+            a[size - 2] = 1e300
+            _check(squares_and_names, f, a, np.full(size, 7.0), np.int64(start))
+    m = _base(rng, 3 * size).reshape(3, size)
+    m[1, size - 1] = 1e160
+    _check(rows_of_squares, jit(rows_of_squares), m, np.full((3, size), 7.0))
 
 
 @pytest.mark.slow

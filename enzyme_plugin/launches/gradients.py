@@ -152,8 +152,8 @@ def register_gradient(k: Kernel, grad) -> Kernel:
 
 
 def registered_gradient(k: Kernel) -> Kernel | None:
-    """The gradient registered for ``k``, or None."""
-    return getattr(k, GRADIENT_ATTRIBUTE, None)
+    """The gradient registered for ``k``, or None (read from the instance: no failed attribute lookup)."""
+    return vars(k).get(GRADIENT_ATTRIBUTE)
 
 
 def _parameters(fn) -> list[str] | None:

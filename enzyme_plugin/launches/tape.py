@@ -383,27 +383,31 @@ class LaunchTape:
         hand = registered_gradient(k)
         snapshots = self._snapshots(launch, args, plan, ops, hand, direct) if plan.written else []
         self._taken.update([id(args[j]) for j in plan.arrays])
-        record = LaunchRecord(launch, args, plan, snapshots, ops)
         runs = _runs(plan, launch, argtypes, direct)
-        if plan.differentiable:  # every float array gets its shadow now
-            shadow, shadows, with_shadows = self._shadow, self._shadows, []
-            for a, d in zip(args, plan.dup):
-                with_shadows.append(a)
-                if d:
-                    hit = shadows.get(id(a))
-                    with_shadows.append(hit[1] if hit is not None else shadow(a))
-            if hand is not None:
-                self._hand_written(record, hand)
-            elif self.split:
-                g, b = launch.grid, launch.block
-                shape = (g[0] * g[1] * g[2] * b[0] * b[1] * b[2], plan.tapes.words(cpu))
-                record.holders = holders = self._tapes(ops, shape, args[plan.arrays[0]])
-                record.reverse, record.reverse_args, record.split = runs.split, (1, holders, *with_shadows), True
-                runs.split((0, holders, *with_shadows))
-                self.records.append(record)
-                return
-            else:
-                record.reverse, record.reverse_args = runs.gradient, tuple(with_shadows)
+        if not plan.differentiable:
+            runs.forward(args)
+            self.records.append(LaunchRecord(launch, args, plan, snapshots, ops))
+            return
+        shadow, shadows, with_shadows = self._shadow, self._shadows, []  # every float array gets its shadow now
+        for a, d in zip(args, plan.dup):
+            with_shadows.append(a)
+            if d:
+                hit = shadows.get(id(a))
+                with_shadows.append(hit[1] if hit is not None else shadow(a))
+        if hand is not None:
+            record = LaunchRecord(launch, args, plan, snapshots, ops)
+            self._hand_written(record, hand)
+        elif self.split:
+            g, b = launch.grid, launch.block
+            shape = (g[0] * g[1] * g[2] * b[0] * b[1] * b[2], plan.tapes.words(cpu))
+            holders = self._tapes(ops, shape, args[plan.arrays[0]])
+            record = LaunchRecord(launch, args, plan, snapshots, ops, holders, runs.split,
+                                  (1, holders, *with_shadows), True)
+            runs.split((0, holders, *with_shadows))
+            self.records.append(record)
+            return
+        else:
+            record = LaunchRecord(launch, args, plan, snapshots, ops, None, runs.gradient, tuple(with_shadows))
         runs.forward(args)
         self.records.append(record)
 
@@ -515,7 +519,7 @@ class LaunchTape:
     def _backward(self, grads: list, loss, scratch: bool) -> None:
         if self._recording is not None:
             raise LaunchTapeError("backward() inside the tape's `with` block: leave it first")
-        if any(r.split and r.holders is None for r in self.records):
+        if self.split and any(r.split and r.holders is None for r in self.records):
             raise LaunchTapeError("this split tape was already reversed (a split tape is consumed by its "
                                   "backward): record the launches again")
         shadows = self._scratch() if scratch else None
@@ -532,16 +536,18 @@ class LaunchTape:
                                       hint="seed a larger result with backward(grads=[(y, dy)])")
             ops_of(loss).add_into(shadow, 1.0)
         finals = self._final_values()
+        reverse, restore = self._reverse, self._restore
         for record in reversed(self.records):  # before each: the memory as the launch left it
-            if record.snapshots and not record.split:  # the gradient kernel reads the memory the launch read
-                self._restore(record)
+            snapshots = record.snapshots
+            if snapshots and not record.split:  # the gradient kernel reads the memory the launch read
+                restore(record)
             if record.reverse is not None:
                 hand = registered_gradient(record.launch.kernel)
                 if hand is not record.hand:  # registered after the launch was recorded: it replaces the other
                     self._hand_written(record, hand)
-                self._reverse(record, record.reverse_args if shadows is None else self._scratch_args(record, shadows))
-            if record.snapshots:
-                self._restore(record)  # the memory as the launch found it: as the launch before left it
+                reverse(record, record.reverse_args if shadows is None else self._scratch_args(record, shadows))
+            if snapshots:
+                restore(record)  # the memory as the launch found it: as the launch before left it
         for a, value in finals:
             ops_of(a).assign(a, value)
 
@@ -564,6 +570,8 @@ class LaunchTape:
         written by one launch, which only stores into it: its gradient kernel stores the same values.)"""
         seen: dict[int, Any] = {}
         for r in self.records:
+            if not r.snapshots:
+                continue
             for j, _ in r.snapshots:
                 a = r.args[j]
                 if id(a) not in seen:

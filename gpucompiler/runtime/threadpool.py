@@ -1,21 +1,23 @@
 """The process's worker pool for parallel regions (``prange`` loops, ``parallel_for``/``parallel_reduce``).
 
 Generated code runs a region by calling the function whose address is in the
-slot :data:`~gpucompiler.language.python.parallel.POOL` (reached by name, so
-the IR holds no address) as ``run(chunk, ctxs, stride, count)``: ``chunk``
-is called once for each ``ctxs + k * stride``, ``0 <= k < count``, and
-``run`` returns when every call has returned. Until the first region the
-slot holds a ctypes function that compiles the pool (:data:`POOL_IR`, LLVM
-IR through the CPU loader at ``-O0``, a few milliseconds once per process) and puts
-its ``gpuc_pool_run`` in the slot.
+slot named :data:`POOL_SYMBOL` (reached by name, so the IR holds no address;
+whichever of this module and the language's
+:func:`~gpucompiler.language.python.parallel.pool_slot` loads first registers
+it, the other finds it) as ``run(chunk, ctxs, stride, count)``: ``chunk`` is
+called once for each ``ctxs + k * stride``, ``0 <= k < count``, and ``run``
+returns when every call has returned. Until the first region the slot holds
+a ctypes function that compiles the pool (:data:`POOL_IR`, LLVM IR through
+the CPU loader at ``-O0``, a few milliseconds once per process) and puts its
+``gpuc_pool_run`` in the slot.
 
 ``gpuc_pool_run``:
 
 * the calling thread runs chunk 0; chunk ``k`` runs on worker ``k``,
   started at the first region that needs it and kept for the life of the
   process (detached POSIX threads named :data:`THREAD_NAME`, every signal
-  blocked, so they never hold up the exit); a worker that cannot be started leaves its chunk to the
-  calling thread;
+  blocked, so they never hold up the exit); a worker that cannot be
+  started leaves its chunk to the calling thread;
 * a region is published by one atomic store of a word holding a generation
   and the number of chunks; idle workers spin on it for :data:`SPIN`
   pauses (:data:`THROTTLED` when the region had more threads than the

@@ -121,6 +121,38 @@ def test_a_forked_child_starts_its_own_workers_and_gets_right_results():
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
 
 
+def test_the_interpreter_exits_while_daemon_threads_are_inside_regions():
+    result = _run(_PRELUDE + """
+    import threading, time
+
+    @jit(parallel=True)
+    def inverse(a):
+        s = 0.0
+        for i in prange(a.shape[0]):
+            s += 1.0 / a[i]
+        return s
+
+    a = np.arange(1.0, 1_000_001.0)
+    b = a.copy()
+    b[-1] = 0.0
+    assert isum(np.arange(10), 1) == 45 and inverse(a) > 0.0
+
+    def loop():
+        while True:
+            inverse(a)
+            try:
+                inverse(b)  # a worker's chunk fails: it takes the GIL while the interpreter may be finalizing
+            except ZeroDivisionError:
+                pass
+
+    for _ in range(2):
+        threading.Thread(target=loop, daemon=True).start()
+    time.sleep(0.3)
+    print("ok")
+    """, threads=3)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
+
 def test_one_thread_runs_every_region_on_the_caller():
     result = _run(_PRELUDE + """
     a = np.arange(1, 1001, dtype=np.int64)

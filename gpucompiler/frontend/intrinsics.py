@@ -122,6 +122,12 @@ def vector_block(flag):
     return flag
 
 
+def unit_strides(*arrays):
+    """Whether every array is C-ordered (a compile-time constant): a power loop's blocks load its
+    elements as vectors (frontend/powerloops.py)."""
+    return all(a.flags.c_contiguous for a in arrays)
+
+
 def powers_unchecked(roles, *values):
     """Whether a loop's powers may run unchecked (frontend/powerloops.py): every value with role 0 is
     a float, an int or a bool; with role ``k > 0`` a float array of ``k`` dimensions read, ``-k`` one

@@ -22,7 +22,7 @@ import pytest
 from enzyme_plugin import Duplicated, Reverse, autodiff
 from gpucompiler import device as gd
 from gpucompiler import jit, kernel
-from gpucompiler.frontend.powerloops import BLOCK
+from gpucompiler.frontend.powerloops import BLOCK, CHUNK
 from gpucompiler.targets import PTXTarget
 
 
@@ -356,6 +356,26 @@ def test_edges_of_the_range_as_cpython(n):
                 assert _same(out[at], one(x)) and _ulps(out[at], want[1]), (x, at, out[at], want[1])
             k = at if got[0] == "raises" else size
             assert _same(out[:k], [one(float(v)) for v in a[:k]]), (x, at)
+
+
+@pytest.mark.parametrize("fn", [square_into, cube_into, reciprocal_into, smoothed_cubes], ids=lambda f: f.__name__)
+def test_strided_stores_run_in_chunks(fn):
+    """Arrays whose elements are apart in memory (every other one) take the chunks, each scanned first: an
+    error at a chunk's edge leaves the elements before it written and the rest untouched."""
+    f, rng = jit(fn), np.random.default_rng(11)
+    n = 2 * CHUNK + 9
+    for at in (None, 0, CHUNK - 1, CHUNK, 2 * CHUNK + 3, n - 1):
+        for bad in (1e200, 0.0, math.nan):
+            a = _base(rng, 2 * n)
+            if at is not None:
+                a[2 * at] = bad
+            mine, theirs = (np.full(2 * n, 7.0) for _ in range(2))
+            got = _run(f, a[::2], mine[::2])
+            want = _run(fn, PyArray(a[::2]), PyArray(theirs[::2]))
+            assert got[:2] == want[:2], (at, bad, got[:2], want[:2])
+            assert _same(mine, theirs), (at, bad)
+            if at is None:
+                break
 
 
 def squares_and_names(a, out, start):

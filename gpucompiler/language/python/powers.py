@@ -182,11 +182,23 @@ def fast_power(cg, x, n: int):
     if n < 0:
         plain = b.fdiv(ir.Constant(x.type, 1.0), plain)
     zero = b.fcmp_ordered("==", x, ir.Constant(x.type, 0.0))
-    ordinary = b.and_(finite(cg, x), b.not_(zero))
-    outside = b.and_(b.not_(ok), ordinary)
+    outside = b.and_(b.not_(ok), _ordinary(cg, x, zero))
     if checked and n < 0:  # 0.0 ** -n: ZeroDivisionError
         outside = b.or_(outside, zero)
     return b.select(ok, r, plain), outside
+
+
+def _ordinary(cg, x, zero):
+    """``x`` is finite and not zero: on the host one unsigned comparison of the bits shifted past the sign
+    (LLVM's SLP vectorizer leaves scalar the ``is.fpclass`` test it makes of float comparisons)."""
+    b = cg.b
+    if cg.mod.error_slot or cg.target.is_gpu:
+        return b.and_(finite(cg, x), b.not_(zero))
+    double = isinstance(x.type, ir.DoubleType)
+    word = ir.IntType(64 if double else 32)
+    infinity = (0x7FF0000000000000 if double else 0x7F800000) << 1
+    size = b.shl(b.bitcast(x, word), word(1))
+    return b.icmp_unsigned("<", b.sub(size, word(1)), word(infinity - 1))
 
 
 @base.handler
@@ -220,6 +232,12 @@ def _unchecked_type(roles, *values):
 
 @base.define(K.powers_unchecked, Constant, Any_, varargs=True, restype=_unchecked_type)
 def _powers_unchecked(cg, args, argtypes, rt):
+    return None
+
+
+@base.define(K.unit_strides, Any_, varargs=True,
+             restype=lambda *arrays: const(all(getattr(widen(a), "layout", None) == "C" for a in arrays)))
+def _unit_strides(cg, args, argtypes, rt):
     return None
 
 

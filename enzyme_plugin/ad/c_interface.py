@@ -22,12 +22,12 @@ from gpucompiler.llvm import (BasicBlock, Builder, ConstantExpr, Function, Globa
                               no_cyclic_gc, parse, types as T)
 from gpucompiler.contain import contained
 
-from . import batch, custom, leftover, preprocess, splitmode, stack
+from . import batch, custom, leaf, leftover, preprocess, splitmode, stack
 from .analysis import CONST, DUP, OUT
 from .emit import carries_derivative, is_float_like, sizeof
 from .engine import Engine
 from .gpu import EngineOptions
-from .errors import unsupported
+from .errors import ADError, unsupported
 
 
 
@@ -166,11 +166,30 @@ def decode(inst, fn, mode: MarkerMode, sret=None):
                 return _decode(inst, fn, mode, sret, True)
             except _TooFew:
                 pass
+        leaf_lanes = _leaf_lanes(inst, fn, mode, sret)
+        if leaf_lanes is not None:
+            return leaf_lanes
         raise unsupported(str(short), inst) from None
 
 
-def _decode(inst, fn, mode: MarkerMode, sret, int_pointers_const: bool):
-    """:func:`decode`, with unmarked pointers to integer memory constant when ``int_pointers_const``.
+def _leaf_lanes(inst, fn, mode: MarkerMode, sret):
+    """A forward-mode batch call with exactly one shadow after each duplicated pointer (and no active scalar),
+    decoded with ``extras["leaf_lanes"]`` set (:mod:`.leaf`); else None."""
+    if mode is not MarkerMode.FORWARD:
+        return None
+    try:
+        kinds, values, extras = _decode(inst, fn, mode, sret, False, leaf_lanes=True)
+    except (ADError, _TooFew):
+        return None
+    if width_of(extras, inst) == 1 or any(k == DUP and a.type.kind != "ptr" for a, k in zip(fn.args, kinds)):
+        return None
+    extras["leaf_lanes"] = True
+    return kinds, values, extras
+
+
+def _decode(inst, fn, mode: MarkerMode, sret, int_pointers_const: bool, leaf_lanes: bool = False):
+    """:func:`decode`, with unmarked pointers to integer memory constant when ``int_pointers_const``, and one
+    shadow after each ``enzyme_dup`` pointer of a batch when ``leaf_lanes`` (:mod:`.leaf`).
 
     ``enzyme_allocated, N`` and ``enzyme_tape, t`` may stand before, between or after the
     arguments; in split reverse mode a trailing pointer is the tape (as ``__enzyme_augmentfwd``
@@ -224,8 +243,12 @@ def _decode(inst, fn, mode: MarkerMode, sret, int_pointers_const: bool):
                 m = "enzyme_const"
         if m in ("enzyme_dup", "enzyme_dupnoneed") and (mode is MarkerMode.FORWARD or a.type.kind == "ptr"):
             kinds.append(DUP)
-            n = width_of(extras, inst)
-            values += take(1 + n, f"the value and shadow after {m}" if n == 1 else f"the value and {n} shadows after {m}")
+            n = 1 if leaf_lanes else width_of(extras, inst)
+            what = f"the value and shadow after {m}" if n == 1 else f"the value and {n} shadows after {m}"
+            taken = take(1 + n, what)
+            if any(_marker_of(v) is not None for v in taken[1:]):  # a marker is never a shadow
+                raise _TooFew(f"too few arguments for @{fn.name} in the marker call (missing {what})")
+            values += taken
         elif m in ("enzyme_dup", "enzyme_dupnoneed", "enzyme_out"):
             kinds.append(OUT if is_float_like(a.type) else CONST)
             values += take(1, f"the value after {m}")
@@ -403,8 +426,9 @@ def differentiate_module(module, sites=None, options: EngineOptions = EngineOpti
         elif mode is MarkerMode.SPLIT_REVERSE:
             res = splitmode.reverse(engine, b, inst, f, kinds, values, extras, tapes)
         elif mode is MarkerMode.FORWARD:
-            d = engine.forward_fn(f, kinds, width)
-            out = b.call(d, values)
+            leaf_lanes = "leaf_lanes" in extras
+            d = engine.forward_fn(f, kinds, width, leaf_lanes)
+            out = b.call(d, _lanes_of(b, kinds, values, width) if leaf_lanes else values)
             res = b.extractvalue(out, 1) if carries_derivative(f.return_type) or f.return_type.kind == "ptr" else None
             if "enzyme_primal_return" in extras:  # {primal, tangent}
                 res = out if res is not None else None
@@ -428,6 +452,17 @@ def differentiate_module(module, sites=None, options: EngineOptions = EngineOpti
     engine.run()
     _count_iterations_up([f for name, f in module.functions.items() if name not in existing])
     return engine, len(sites)
+
+
+def _lanes_of(b, kinds, values, width: int) -> list:
+    """``values`` with each duplicated argument's one shadow buffer given as its ``width`` lanes' shadows."""
+    out, rest = [], iter(values)
+    for k in kinds:
+        out.append(next(rest))
+        if k == DUP:
+            buffer = next(rest)
+            out += [leaf.lane_shadow(b, buffer, lane) for lane in range(width)]
+    return out
 
 
 #: what ``__enzyme_iter`` is called while the engine works (a name :mod:`.leftover` does not refuse)

@@ -8,7 +8,7 @@ import re
 from gpucompiler.llvm import Builder, Function, constant, types as T
 
 from .analysis import CONST, DUP, OUT, Activity
-from . import custom, gpu, openmp, stack
+from . import custom, gpu, leaf, openmp, stack
 from .calls import INACTIVE
 from .emit import carries_derivative, declare, fconst, is_float_like, zero
 from .errors import unsupported
@@ -194,15 +194,21 @@ class Engine:
             raise unsupported(f"batch mode (width {width}) of @{fn.name}, which returns a pointer", None, fn)
 
     # -- forward mode -------------------------------------------------------------
-    def forward_fn(self, fn, kinds, width: int = 1) -> Function:
+    def forward_fn(self, fn, kinds, width: int = 1, leaf_lanes: bool = False) -> Function:
         """``fwd(args, tangents of dup args) -> {ret, dret}`` (float return) or ``ret``; in a batch of
-        ``width`` > 1 every dup argument takes ``width`` tangents and ``dret`` is a struct of ``width``."""
-        key = ("fwd", fn.name, tuple(kinds), width, self.runtime_activity)
+        ``width`` > 1 every dup argument takes ``width`` tangents and ``dret`` is a struct of ``width``.
+        ``leaf_lanes``: the lanes' shadows of each argument share one buffer (:mod:`.leaf`)."""
+        key = ("fwd", fn.name, tuple(kinds), width, self.runtime_activity, leaf_lanes)
         if key in self._fns:
             return self._fns[key]
         if fn.is_declaration:
             raise unsupported(f"cannot differentiate declared function @{fn.name}", None, fn)
         self._check_batch(fn, width, forward=True)
+        if leaf_lanes:
+            if fn.name in self.custom_derivatives:
+                raise unsupported(f"vector forward mode with one shadow buffer per argument of @{fn.name}, which "
+                                  "has a registered derivative", None, fn)
+            leaf.check(fn, self.activity(fn, kinds))
         rt = fn.return_type
         ret = T.struct([rt, self.batch_type(rt, width)]) if carries_derivative(rt) or rt.kind == "ptr" else rt
         types, roles = self._params(fn, kinds, width=width)
@@ -212,13 +218,14 @@ class Engine:
         if user is not None:
             self._queue(lambda: custom.gen_forward(self, fn, kinds, new, user, width))
         else:
-            self._queue(lambda: self._gen_forward(fn, kinds, new, roles, width))
+            self._queue(lambda: self._gen_forward(fn, kinds, new, roles, width, leaf_lanes))
         return new
 
-    def _gen_forward(self, fn, kinds, new, roles, width: int = 1):
+    def _gen_forward(self, fn, kinds, new, roles, width: int = 1, leaf_lanes: bool = False):
         act = self.activity(fn, kinds)
         args, shadows, _ = self._roles(new, roles, width)
         sw = Sweep(self, fn, act, new, args, shadows, tangents=True)
+        sw.leaf_lanes = leaf_lanes
         sw.run()
         rt = fn.return_type
         if rt.kind == "ptr":

@@ -9,7 +9,7 @@ from __future__ import annotations
 from gpucompiler.llvm import Instruction, const_int, types as T
 
 from .emit import has_float, is_float_like, sizeof, zero
-from . import explain, gpu, stack
+from . import explain, gpu, leaf, stack
 from .errors import unsupported
 from .typeinfo import is_copy_store
 
@@ -124,6 +124,9 @@ def _origin(p) -> str:
 def fwd_address(s, inst):
     """getelementptr / bitcast / addrspacecast: the same computation on the shadow."""
     if inst not in s.act.shadowed:
+        return
+    if s.leaf_lanes and inst.opcode == "getelementptr":
+        leaf.scaled_address(s, inst)
         return
     copy = s.vmap[inst]
     sh = copy.detached_copy("")

@@ -49,6 +49,8 @@ class Sweep(Emit):
         self.heap_shadows = False
         #: the tape pointer of the forward sweep (reverse mode; set by Reverse)
         self.tape: Value | None = None
+        #: the lanes' shadows share one buffer per argument (:mod:`.leaf`): addresses move ``width`` times as far
+        self.leaf_lanes = False
 
     # -- lanes of a batch ------------------------------------------------------
     @property

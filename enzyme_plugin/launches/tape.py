@@ -249,9 +249,9 @@ def _host_arguments(k: Kernel, args: tuple) -> tuple[tuple, bool]:
     for a in args:
         t = SCALAR_TYPES.get(type(a))
         if t is None:
-            if type(a) is not np.ndarray:
+            t = T.typeof(a) if type(a) is np.ndarray else None
+            if t is None:  # another kind of argument, or an array of a dtype kernels do not take (its error)
                 return k.host_arguments(args)[0], False
-            t = T.typeof(a)
         out.append(t)
     return tuple(out), True
 

@@ -613,3 +613,12 @@ def test_a_gradient_registered_after_the_launch_was_recorded_is_the_one_backward
         delattr(P.clip_late, GRADIENT_ATTRIBUTE)
     assert list(tape.gradient(x)) == [1.0, 1.0, 1.0]     # the generated gradient: [0, 1, 0]
     assert list(y) == [-1.0, 0.5, 1.0]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ">f8", object])
+def test_an_array_of_a_dtype_kernels_do_not_take_is_the_launchs_argument_error_under_a_tape(dtype):
+    """Under a tape such an array was typed None and reached type inference: a TypeInferenceError about
+    ``getattr(None, pyobject)`` inside the kernel. It is the error the launch gives without a tape."""
+    x = np.arange(4).astype(dtype)
+    with pytest.raises(ArgumentTypeError, match=r"parameter 'x' .* ndarray of dtype"), LaunchTape():
+        P.square[1, 32, CPU](x, np.zeros(4))

@@ -70,8 +70,9 @@ SMALL_BODY = 40
 #: loop iterations per chunk of a storing loop whose elements are apart in memory (its reads stay in the
 #: L1 cache between scan and stores)
 CHUNK = 512
-#: the largest loop value a block takes unclamped (LLVM then knows ``v + k`` is not negative: no
-#: wrap-around select for Python's negative indices, consecutive addresses)
+#: the largest ``stop`` of a loop run in blocks (beyond: the checked loop); a block's first value is
+#: clamped to it, a no-op that tells LLVM ``v + k`` does not wrap (no select for Python's negative
+#: indices: consecutive addresses)
 LARGEST = 2 ** 62
 _ARITH = (ast.Add, ast.Sub, ast.Mult)
 

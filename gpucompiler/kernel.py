@@ -298,6 +298,12 @@ class Kernel:
             if self._runtime is not None:
                 self._runtime.forget(self)
 
+    @property
+    def world_age(self) -> int:
+        """How many times :meth:`refresh` forgot this kernel's code for a rebound global: what a caller worked
+        out from the code once (a launch tape's plan) holds while this stays the same."""
+        return self._epoch
+
     def _record_deps(self, deps) -> None:
         """Add a specialisation's global reads to those :meth:`refresh` checks."""
         from .source.spec import deps_valid  # loaded by the compile that recorded the reads

@@ -192,7 +192,8 @@ _HOLDERS = T.ArrayType(T.int64, 2, "C")
 
 
 @functools.lru_cache(maxsize=512)
-def _plan(k: Kernel, argtypes: tuple) -> LaunchPlan:
+def _plan(k: Kernel, argtypes: tuple, world_age: int) -> LaunchPlan:
+    """The plan of ``k`` for ``argtypes`` while its globals keep the values of ``world_age``."""
     def infer():
         return k.specialization(argtypes).infer(k.target.for_inference(), k.plugins)[1]
     frame = k._enabling_plugins(infer)
@@ -376,7 +377,8 @@ class LaunchTape:
             argtypes, direct = _host_arguments(k, args)
         else:
             (argtypes, spans), direct = _device_arguments(k, args), False
-        plan = _plan(k, argtypes)
+        k.refresh()  # world age: a rebound global the kernel reads (a function it calls) gives a new plan
+        plan = _plan(k, argtypes, k.world_age)
         if plan.pairs:
             self._check_overlaps(k, args, plan.pairs, spans)
         ops = NUMPY if direct or not plan.arrays else ops_of(args[plan.arrays[0]], "array argument")

@@ -104,6 +104,24 @@ def scaled_square(x, y):                # reads a module global: a rebound SCALE
         y[i] = SCALE * x[i] * x[i]
 
 
+def store_step(x, y, i):               # only stores into y
+    y[i] = 3.0 * x[i]
+
+
+def scale_step(x, y, i):               # reads y too: its gradient needs y's old value
+    y[i] = y[i] * x[i]
+
+
+STEP = store_step
+
+
+@kernel
+def apply_step(x, y):                   # calls a module global: rebinding STEP changes what it writes and reads
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        STEP(x, y, i)
+
+
 def program(x, y, w, out, grid, block, device):
     """A host program of three launches: out = sum(w0 * sin(x^2))."""
     square[grid, block, device](x, y)

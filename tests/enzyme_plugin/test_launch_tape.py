@@ -622,3 +622,24 @@ def test_an_array_of_a_dtype_kernels_do_not_take_is_the_launchs_argument_error_u
     x = np.arange(4).astype(dtype)
     with pytest.raises(ArgumentTypeError, match=r"parameter 'x' .* ndarray of dtype"), LaunchTape():
         P.square[1, 32, CPU](x, np.zeros(4))
+
+
+def test_a_rebound_global_function_gets_a_new_plan_of_written_and_read_arrays():
+    """Which arrays a launch copies is worked out once per kernel and signature: a global the kernel calls,
+    rebound to a function that also reads the array it stores into, must give a new plan (the old one did
+    not copy y, and the gradient read y as the launch left it: a wrong gradient)."""
+    x, y0 = np.linspace(0.5, 1.5, 64), np.linspace(2.0, 3.0, 64)
+    tape = LaunchTape()
+    try:
+        with tape:
+            P.apply_step[2, 32, CPU](x, np.zeros(64))
+        P.STEP = P.scale_step
+        y = y0.copy()
+        tape.reset()
+        with tape:
+            P.apply_step[2, 32, CPU](x, y)              # y = y0 * x
+        np.testing.assert_allclose(y, y0 * x, rtol=1e-15)
+        tape.backward(grads=[(y, np.ones(64))])
+        np.testing.assert_allclose(tape.gradient(x), y0, rtol=1e-15)   # d(y0 * x)/dx = y0, not y0 * x
+    finally:
+        P.STEP = P.store_step

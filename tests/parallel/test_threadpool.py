@@ -6,12 +6,14 @@ them exactly, or fork, run in a fresh interpreter (with a timeout: a hang fails 
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import sys
 import textwrap
 import threading
 
+import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
@@ -267,3 +269,22 @@ def test_sweep_of_sizes_threads_nesting_errors_and_callers(monkeypatch, threads)
         c.join(timeout=300)
     assert not any(c.is_alive() for c in callers), "a region never finished"
     assert failures == []
+
+
+def test_an_empty_slot_runs_the_chunks_serially_on_the_caller(monkeypatch):
+    # what the generated code does when the pool cannot be made (the slot is emptied)
+    monkeypatch.setenv("GPUC_NUM_THREADS", "3")
+    isum, inverse = jit(parallel=True)(_isum), jit(parallel=True)(_inverse_sum)
+    a = np.arange(1, 1001, dtype=np.int64)
+    assert isum(a, 1) == int(a.sum())
+    slot = ctypes.c_void_p.from_address(llvm.address_of_symbol("gpuc_parallel_pool"))
+    saved = slot.value
+    try:
+        slot.value = None
+        for k in range(20):
+            assert isum(a[k:], k) == k * int(a[k:].sum())
+        with pytest.raises(ZeroDivisionError):
+            inverse(np.array([1.0, 2.0, 0.0, 4.0]))
+    finally:
+        slot.value = saved
+    assert isum(a, 2) == 2 * int(a.sum())

@@ -179,7 +179,7 @@ class LaunchPlan:
     tapes: TapeSizes = attrs.field(factory=TapeSizes, eq=False)
     """split mode: the per-thread tape size learned from earlier launches"""
     runs: dict = attrs.field(factory=dict, eq=False)
-    """(grid, block, stream, typed directly) -> :class:`Runs`, made by :func:`_runs`"""
+    """(grid, block, stream, typed directly, split mode) -> :class:`Runs`, made by :func:`_runs`"""
 
     @property
     def differentiable(self) -> bool:
@@ -279,25 +279,31 @@ class Runs:
     """The launches behind one recorded configuration (kernel, signature, grid, block, stream), made once."""
 
     forward: Callable[[tuple], None]
-    """the kernel"""
-    gradient: Callable[[tuple], None]
-    """the generated gradient kernel (its arguments: each float array followed by its shadow)"""
-    split: Callable[[tuple], None]
-    """split mode's kernel (``0 or 1, holders``, then the gradient kernel's arguments)"""
+    """the kernel (split mode: its split kernel with ``0, holders`` first)"""
+    reverse: Callable[[tuple], None] | None
+    """the generated gradient kernel (its arguments: each float array followed by its shadow; split mode: the
+    split kernel, ``1, holders`` first); None without a float array"""
 
 
-def _runs(plan: LaunchPlan, launch: Launch, argtypes: tuple, direct: bool) -> Runs:
+def _runs(plan: LaunchPlan, launch: Launch, argtypes: tuple, direct: bool, split: bool) -> Runs:
     """The :class:`Runs` of ``launch`` with arguments of ``argtypes`` (``direct``: NumPy arrays and Python
-    scalars on the emulation), remembered in ``plan`` for configurations of plain values."""
-    key = (launch.grid, launch.block, launch.stream, direct)
-    runs = plan.runs.get(key) if launch.device is None and type(launch.stream) in (str, int, type(None)) else None
+    scalars on the emulation), in split mode or not, remembered in ``plan`` for configurations of plain
+    values."""
+    key = (launch.grid, launch.block, launch.stream, direct, split)
+    plain = launch.device is None and type(launch.stream) in (str, int, type(None))
+    runs = plan.runs.get(key) if plain else None
     if runs is None:
-        k = launch.kernel
-        runs = Runs(_launcher(k, launch, argtypes if direct else None),
-                    _launcher(gradient_kernel(k, plan.dup), launch, plan.gradient_types if direct else None),
-                    _launcher(split_kernel(k, plan.dup), launch,
-                              (T.int64, _HOLDERS, *plan.gradient_types) if direct else None))
-        if launch.device is None and type(launch.stream) in (str, int, type(None)) and len(plan.runs) < 64:
+        k, gradient_types = launch.kernel, plan.gradient_types if direct else None
+        if not plan.differentiable:
+            runs = Runs(_launcher(k, launch, argtypes if direct else None), None)
+        elif split:
+            types = None if gradient_types is None else (T.int64, _HOLDERS, *gradient_types)
+            run = _launcher(split_kernel(k, plan.dup), launch, types)
+            runs = Runs(run, run)
+        else:
+            runs = Runs(_launcher(k, launch, argtypes if direct else None),
+                        _launcher(gradient_kernel(k, plan.dup), launch, gradient_types))
+        if plain and len(plan.runs) < 64:
             plan.runs[key] = runs
     return runs
 
@@ -385,8 +391,9 @@ class LaunchTape:
         hand = registered_gradient(k)
         snapshots = self._snapshots(launch, args, plan, ops, hand, direct) if plan.written else []
         self._taken.update([id(args[j]) for j in plan.arrays])
-        runs = _runs(plan, launch, argtypes, direct)
-        if not plan.differentiable:
+        split = self.split and hand is None
+        runs = _runs(plan, launch, argtypes, direct, split)
+        if runs.reverse is None:  # no float array: nothing to differentiate
             runs.forward(args)
             self.records.append(LaunchRecord(launch, args, plan, snapshots, ops))
             return
@@ -399,17 +406,17 @@ class LaunchTape:
         if hand is not None:
             record = LaunchRecord(launch, args, plan, snapshots, ops)
             self._hand_written(record, hand)
-        elif self.split:
+        elif split:
             g, b = launch.grid, launch.block
             shape = (g[0] * g[1] * g[2] * b[0] * b[1] * b[2], plan.tapes.words(cpu))
             holders = self._tapes(ops, shape, args[plan.arrays[0]])
-            record = LaunchRecord(launch, args, plan, snapshots, ops, holders, runs.split,
+            record = LaunchRecord(launch, args, plan, snapshots, ops, holders, runs.reverse,
                                   (1, holders, *with_shadows), True)
-            runs.split((0, holders, *with_shadows))
+            runs.forward((0, holders, *with_shadows))
             self.records.append(record)
             return
         else:
-            record = LaunchRecord(launch, args, plan, snapshots, ops, None, runs.gradient, tuple(with_shadows))
+            record = LaunchRecord(launch, args, plan, snapshots, ops, None, runs.reverse, tuple(with_shadows))
         runs.forward(args)
         self.records.append(record)
 

@@ -240,7 +240,7 @@ class _Threads:
         slot = self.cg.mod.module.globals.get(POOL_SYMBOL)
         if slot is None:
             slot = ir.GlobalVariable(self.cg.mod.module, PTR, POOL_SYMBOL)
-        run = b.load(slot, typ=PTR)
+        run = b.load_atomic(slot, "acquire", 8, typ=PTR)  # filled by another thread at the first region
         stride = b.sub(b.ptrtoint(self._chunk(ctxs, ir.Constant(I64, 1)), I64), b.ptrtoint(ctxs, I64))
         with b.if_else(b.icmp_unsigned("!=", run, ir.Constant(PTR, None)), likely=True) as (pooled, alone):
             with pooled:

@@ -16,6 +16,7 @@ from enzyme_plugin import (Active, CustomRuleError, KernelGradientError, LaunchT
                            autodiff, custom_rule, register_gradient)
 from enzyme_plugin.launches.gradients import GRADIENT_ATTRIBUTE
 from enzyme_plugin.launches.writes import written_parameters
+from gpucompiler import types as gtypes
 from gpucompiler.targets import PTXTarget
 from gpucompiler.errors import ArgumentTypeError, LaunchError, TypeInferenceError
 
@@ -643,3 +644,27 @@ def test_a_rebound_global_function_gets_a_new_plan_of_written_and_read_arrays():
         np.testing.assert_allclose(tape.gradient(x), y0, rtol=1e-15)   # d(y0 * x)/dx = y0, not y0 * x
     finally:
         P.STEP = P.store_step
+
+
+def test_a_recorded_round_types_each_array_argument_once(monkeypatch):
+    """The tape's own typing is the only one: the emulation runs recorded launches and their gradient
+    launches with the types worked out when they were recorded (the launch path typed every argument of
+    every launch again, the gradient launches' shadows included)."""
+    x, w = np.linspace(0.1, 1.2, 64), np.array([3.0])
+    y, out = np.zeros(64), np.zeros(1)
+    tape = LaunchTape()
+
+    def round_():
+        out[0] = 0.0
+        tape.reset()
+        with tape:
+            P.program(x, y, w, out, 2, 32, CPU)
+        tape.backward(loss=out)
+
+    round_()
+    typed = []
+    real = gtypes.typeof
+    monkeypatch.setattr(gtypes, "typeof", lambda v: typed.append(v) or real(v))
+    round_()
+    assert len(typed) == 6                          # square(x, y), sin_in_place(y), weighted_total(y, w, out)
+    assert np.allclose(tape.gradient(x), 3.0 * np.cos(x * x) * 2 * x, rtol=1e-13)

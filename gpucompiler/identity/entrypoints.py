@@ -49,25 +49,43 @@ class Installed(NamedTuple):
 
 
 def installed(name: str) -> Installed | None:
-    """The entry point of group ``gpucompiler.plugins`` named ``name``; None if none is installed."""
+    """The entry point of group ``gpucompiler.plugins`` named ``name``; None if none is installed.
+
+    On a memo's miss the registry's entry point is the answer (the one this process loads), and
+    the memo gets what the distributions say now, read between two equal stamps (a registry read
+    before a distribution changed must not reach other processes)."""
     paths = _search_path()
     memo_file = None if paths is None else memo_path("entry-points", "/" + _digest(paths))
     memo = None if memo_file is None else read_memo(memo_file)
-    if memo is not None and paths is not None and _holds(memo, paths):
+    holds = memo is not None and paths is not None and _holds(memo, paths)
+    if memo is not None and holds:
         known = memo["names"].get(name, False)
         if known is None:
             return None
         if _well_formed(known):
             return Installed(name, *known)
-    stamp = None if paths is None else _stamp(paths)
-    ep = gp.entry_point(name)
-    found = None if ep is None else Installed(
-        name, ep.module, ep.attr or None, None if ep.dist is None else f"{ep.dist.name}=={ep.dist.version}")
-    if memo_file is not None and paths is not None and stamp is not None and _stamp(paths) == stamp:
-        names = memo["names"] if memo is not None and _holds(memo, paths) else {}
-        names[name] = None if found is None else list(found[1:])
-        publish(memo_file, json.dumps({**stamp, "names": names}))
+    found = _described(name, gp.entry_point(name))
+    if memo_file is not None and paths is not None:
+        _remember(memo_file, memo["names"] if memo is not None and holds else {}, paths, name)
     return found
+
+
+def _described(name: str, ep: Any) -> Installed | None:
+    if ep is None:
+        return None
+    return Installed(name, ep.module, ep.attr or None, None if ep.dist is None else f"{ep.dist.name}=={ep.dist.version}")
+
+
+def _remember(memo_file: str, names: dict[str, Any], paths: list[str], name: str) -> None:
+    import importlib.metadata  # import time: ~12 ms, on a memo's miss only (imported by the registry's lookup)
+
+    stamp = _stamp(paths)
+    if stamp is None:
+        return
+    current = {ep.name: ep for ep in importlib.metadata.entry_points(group=gp.ENTRY_POINT_GROUP)}.get(name)
+    found = _described(name, current)
+    if _stamp(paths) == stamp:  # nothing installed or edited while it was read
+        publish(memo_file, json.dumps({**stamp, "names": {**names, name: None if found is None else list(found[1:])}}))
 
 
 def _well_formed(row: Any) -> bool:

@@ -23,7 +23,7 @@ import pytest
 
 import gpucompiler.plugin as gp
 from gpucompiler.errors import UnknownPluginError
-from gpucompiler.identity import keys
+from gpucompiler.identity import entrypoints, keys
 
 jit_module = importlib.import_module("gpucompiler.jit")  # the module: `gpucompiler.jit` is the decorator
 
@@ -348,3 +348,20 @@ def test_the_identity_is_the_same_before_and_after_the_plugin_is_loaded(fresh_re
     assert [type(p).__module__ for p in loaded] == ["alpha_plug.plugin", "delta_plug.impl"]
     assert keys.plugin_identity(["alpha_plug", "delta_plug"]) == before
     assert [i[1] for i in before] == ["plug_dist==1.0", "plug_dist==1.0"]
+
+
+def test_a_registry_read_before_an_edit_never_reaches_the_memo(fresh_registry, monkeypatch):
+    """A long-running process read the entry points before the distribution changed: it keeps naming
+    what it loads, and the memo that other processes trust gets what the files say now."""
+    assert (entrypoints.installed("alpha_plug") or [None, None])[1] == "alpha_plug.plugin"
+    (fresh_registry / "alpha_plug" / "other.py").write_text(PLUGIN.format(cls="Alpha", name="alpha_plug", scale=3,
+                                                                          extra=""))
+    points = fresh_registry / "plug_dist-1.0.dist-info" / "entry_points.txt"
+    points.write_text(points.read_text().replace("alpha_plug.plugin:Alpha", "alpha_plug.other:Alpha"))
+    assert (entrypoints.installed("alpha_plug") or [None, None])[1] == "alpha_plug.plugin"  # this registry's
+
+    def refuse(name):
+        raise AssertionError("the memo was not used")
+
+    monkeypatch.setattr(gp, "entry_point", refuse)  # another process: the memo alone
+    assert (entrypoints.installed("alpha_plug") or [None, None])[1] == "alpha_plug.other"

@@ -9,7 +9,7 @@
 * the *combine* ``(a, b)`` joins two tuples of partials.
 
 Each runs on its own chunk of iterations (in parallel where the job asks
-for it, see :mod:`gpucompiler.codegen.parallel`); the partials are combined in
+for it, see :mod:`gpucompiler.language.python.parallel`); the partials are combined in
 chunk order and then with the values the variables had before the loop. A
 *reduction* is a variable every assignment of which in the body has one of
 Numba's shapes: ``s += e``, ``s -= e``, ``s *= e``, ``s /= e``, ``s = s + e``

@@ -8,16 +8,16 @@ into at most that many chunks of near-equal size, one record each (bounds,
 arguments, result, error), and the process's worker pool runs them: the
 generated code calls the function in the slot :data:`POOL_SYMBOL` as
 ``run(chunk, records, stride, count)``, which returns once every chunk has
-run (chunk 0 on the calling thread; :mod:`gpucompiler.runtime.threadpool`). While the slot is empty (no pool
-loaded in this process) the chunks run one after another on the calling
-thread. The partials are combined in chunk order, so the result does not
-depend on which thread finishes first.
+run (chunk 0 on the calling thread; :mod:`gpucompiler.runtime.threadpool`).
+While the slot is empty (no pool in this process) the chunks run one after
+another on the calling thread. The partials are combined in chunk order,
+so the result does not depend on which thread finishes first.
 
 The GIL: the calling thread releases it for the region when it holds it
 (``PyGILState_Check``), so the threads run at once. Each chunk runs through
 a trampoline on a thread attached to the interpreter (a pool worker attaches
-once, at its start; the trampoline attaches a thread that is not, as the
-calling thread of a foreign caller, for the chunk): the body runs without
+once, at its start; the trampoline attaches a thread that is not, such as a
+caller that is no Python thread, for the chunk): the body runs without
 the GIL, a check that fails in it takes the GIL only to set its exception
 (the module's ``gil_free`` errors), and the trampoline moves that exception
 into the chunk's record (``PyErr_Fetch``). After the region the first
@@ -234,8 +234,8 @@ class _Threads:
         return self.b.gep(slot, [ir.Constant(_I32, 0), ir.Constant(_I32, k)])
 
     def _run(self, tramp, ctxs, count):
-        """The pool in the slot :data:`POOL_SYMBOL` runs the ``count`` chunks (each record ``stride`` bytes after the one
-        before); an empty slot: this thread runs them, in order."""
+        """The pool in the slot :data:`POOL_SYMBOL` runs the ``count`` chunks (each record ``stride`` bytes
+        after the one before); an empty slot: this thread runs them, in order."""
         b = self.b
         slot = self.cg.mod.module.globals.get(POOL_SYMBOL)
         if slot is None:

@@ -167,12 +167,15 @@ def test_one_thread_runs_every_region_on_the_caller():
 
 
 def test_regions_from_several_python_threads_at_once_all_finish_right(monkeypatch):
-    monkeypatch.setenv("GPUC_NUM_THREADS", "3")
-    isum, scaled = jit(parallel=True)(_isum), jit(parallel=True)(_scaled)
-    monkeypatch.setenv("GPUC_NUM_THREADS", "4")  # another count, compiled into the second pair
-    isum4 = jit(parallel=True)(_isum)
     a = np.arange(1, 2001, dtype=np.int64)
     x = np.random.default_rng(0).random(3000)
+    monkeypatch.setenv("GPUC_NUM_THREADS", "3")  # read when a function compiles: at its first call
+    isum, scaled = jit(parallel=True)(_isum), jit(parallel=True)(_scaled)
+    isum(a, 0)
+    scaled(x, np.empty_like(x), 0.0)
+    monkeypatch.setenv("GPUC_NUM_THREADS", "4")
+    isum4 = jit(parallel=True)(_isum)
+    isum4(a, 0)
     failures: list[str] = []
 
     def work(t: int):

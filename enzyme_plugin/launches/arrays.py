@@ -59,10 +59,10 @@ class ArrayOps:
     def int64_empty(self, shape: tuple[int, int], like):
         return self.module.empty(shape, dtype=self.module.int64)
 
-    def on_default_stream(self) -> bool:
-        """Whether the library queues its work on CUDA's legacy default stream (handle 0), the stream of a
-        launch without one: then its copies and the launches are ordered without a synchronisation."""
-        return True
+    def current_stream(self) -> int:
+        """The handle of the CUDA stream the library queues its work on now (0: the legacy default stream):
+        its copies and the launches on that stream are ordered without a synchronisation."""
+        return 0
 
 
 def _span(shape, strides, itemsize: int) -> tuple[int, int]:
@@ -80,8 +80,8 @@ class CupyOps(ArrayOps):
         buffer = self.module.zeros(size, dtype=self.module.uint8)
         return self.module.ndarray(a.shape, a.dtype, buffer.data + offset, a.strides)
 
-    def on_default_stream(self) -> bool:
-        return self.module.cuda.get_current_stream().ptr == 0
+    def current_stream(self) -> int:
+        return int(self.module.cuda.get_current_stream().ptr)
 
 
 class TorchOps(ArrayOps):
@@ -121,8 +121,8 @@ class TorchOps(ArrayOps):
     def int64_empty(self, shape: tuple[int, int], like):
         return self.module.empty(shape, dtype=self.module.int64, device=like.device)
 
-    def on_default_stream(self) -> bool:
-        return not self.module.cuda.is_available() or self.module.cuda.current_stream().cuda_stream == 0
+    def current_stream(self) -> int:
+        return int(self.module.cuda.current_stream().cuda_stream) if self.module.cuda.is_available() else 0
 
 
 NUMPY = ArrayOps()

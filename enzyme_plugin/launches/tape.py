@@ -109,6 +109,8 @@ class LaunchRecord:
     """split mode's augmented launch: reversed from its per-thread tapes"""
     hand: Kernel | None = None
     """the hand-written gradient ``reverse`` launches (None: a generated one)"""
+    stream: int | None = None
+    """the handle of the CUDA stream the launch went to (None: the CPU grid emulation)"""
 
     @property
     def dup(self) -> tuple[bool, ...]:
@@ -212,11 +214,12 @@ _DEVICE_TYPES: dict = {}
 """``__cuda_array_interface__``'s (typestr, shape, strides, read-only) -> the array's frontend type"""
 
 
-def _device_arguments(k: Kernel, args: tuple) -> tuple[tuple, list | None]:
-    """``(types, spans)`` of a GPU launch's arguments, each array's ``__cuda_array_interface__`` read once:
-    its type remembered per layout, its span (:func:`_span`) for the overlap check. Arguments of other kinds
-    take the general path (:meth:`~gpucompiler.kernel.Kernel.argument_types`; spans None)."""
-    types, spans = [], []
+def _device_arguments(k: Kernel, args: tuple) -> tuple[tuple, list | None, Any]:
+    """``(types, spans, stream)`` of a GPU launch's arguments, each array's ``__cuda_array_interface__`` read
+    once: its type remembered per layout, its span (:func:`_span`) for the overlap check, the first stream an
+    array's producer names (None: none does). Arguments of other kinds take the general path
+    (:meth:`~gpucompiler.kernel.Kernel.argument_types`; spans and stream None)."""
+    types, spans, named = [], [], None
     for a in args:
         t = SCALAR_TYPES.get(type(a))
         if t is not None:
@@ -225,22 +228,24 @@ def _device_arguments(k: Kernel, args: tuple) -> tuple[tuple, list | None]:
             continue
         cai = getattr(a, "__cuda_array_interface__", None)
         if not isinstance(cai, dict) or type(data := cai.get("data")) is not tuple:
-            return k.argument_types(args), None
+            return k.argument_types(args), None, None
         shape, strides = cai["shape"], cai.get("strides")
         key = (cai["typestr"], shape, strides, data[1])
         try:
             t = _DEVICE_TYPES.get(key)
         except TypeError:  # a list where a tuple was expected
-            return k.argument_types(args), None
+            return k.argument_types(args), None, None
         if t is None:
             t = cuda_array_type(cai)
             if t is None or t.ndim == 0:
-                return k.argument_types(args), None  # the error naming the argument
+                return k.argument_types(args), None, None  # the error naming the argument
             if len(_DEVICE_TYPES) < 4096:
                 _DEVICE_TYPES[key] = t
         types.append(t)
         spans.append(_extent(data[0], t.dtype.itemsize, shape, strides))
-    return tuple(types), spans
+        if named is None:
+            named = cai.get("stream")
+    return tuple(types), spans, named
 
 
 def _host_arguments(k: Kernel, args: tuple) -> tuple[tuple, bool]:
@@ -378,24 +383,25 @@ class LaunchTape:
         if not cpu and isinstance(launch.stream, str):
             raise LaunchError(f"unknown device {launch.stream!r}; use {CPU!r} for the CPU grid emulation "
                               "or a CUDA stream")
-        spans = None
+        spans, stream = None, None
         if cpu:
             argtypes, direct = _host_arguments(k, args)
         else:
-            (argtypes, spans), direct = _device_arguments(k, args), False
+            (argtypes, spans, named), direct = _device_arguments(k, args), False
+            stream = self._stream(launch, args, spans, named)
         k.refresh()  # world age: a rebound global the kernel reads (a function it calls) gives a new plan
         plan = _plan(k, argtypes, k.world_age)
         if plan.pairs:
             self._check_overlaps(k, args, plan.pairs, spans)
         ops = NUMPY if direct or not plan.arrays else ops_of(args[plan.arrays[0]], "array argument")
         hand = registered_gradient(k)
-        snapshots = self._snapshots(launch, args, plan, ops, hand, direct) if plan.written else []
+        snapshots = self._snapshots(launch, args, plan, ops, hand, direct, stream) if plan.written else []
         self._taken.update([id(args[j]) for j in plan.arrays])
         split = self.split and hand is None
         runs = _runs(plan, launch, argtypes, direct, split)
         if runs.reverse is None:  # no float array: nothing to differentiate
             runs.forward(args)
-            self.records.append(LaunchRecord(launch, args, plan, snapshots, ops))
+            self.records.append(LaunchRecord(launch, args, plan, snapshots, ops, stream=stream))
             return
         shadow, shadows, with_shadows = self._shadow, self._shadows, []  # every float array gets its shadow now
         for a, d in zip(args, plan.dup):
@@ -404,23 +410,25 @@ class LaunchTape:
                 hit = shadows.get(id(a))
                 with_shadows.append(hit[1] if hit is not None else shadow(a))
         if hand is not None:
-            record = LaunchRecord(launch, args, plan, snapshots, ops)
+            record = LaunchRecord(launch, args, plan, snapshots, ops, stream=stream)
             self._hand_written(record, hand)
         elif split:
             g, b = launch.grid, launch.block
             shape = (g[0] * g[1] * g[2] * b[0] * b[1] * b[2], plan.tapes.words(cpu))
             holders = self._tapes(ops, shape, args[plan.arrays[0]])
             record = LaunchRecord(launch, args, plan, snapshots, ops, holders, runs.reverse,
-                                  (1, holders, *with_shadows), True)
+                                  (1, holders, *with_shadows), True, stream=stream)
             runs.forward((0, holders, *with_shadows))
             self.records.append(record)
             return
         else:
-            record = LaunchRecord(launch, args, plan, snapshots, ops, None, runs.reverse, tuple(with_shadows))
+            record = LaunchRecord(launch, args, plan, snapshots, ops, None, runs.reverse, tuple(with_shadows),
+                                  stream=stream)
         runs.forward(args)
         self.records.append(record)
 
-    def _snapshots(self, launch: Launch, args: tuple, plan: LaunchPlan, ops: ArrayOps, hand, direct: bool) -> list:
+    def _snapshots(self, launch: Launch, args: tuple, plan: LaunchPlan, ops: ArrayOps, hand, direct: bool,
+                   stream: int | None) -> list:
         """Copies of the arrays the launch may overwrite whose old values its gradient reads: those it reads
         too, or an earlier launch took, or all of them for a hand-written gradient (an array the kernel only
         stores into, that no earlier launch took, gets the same stores again from the gradient kernel)."""
@@ -438,9 +446,9 @@ class LaunchTape:
                 ops_of(args[j], names[j])
         if not keep:
             return []
-        self._sync(launch, ops)
+        self._sync(stream, ops)
         snapshots = [(j, ops_of(args[j]).copy(args[j])) for j in sorted(keep)]
-        self._sync(launch, ops)
+        self._sync(stream, ops)
         return snapshots
 
     def _tapes(self, ops: ArrayOps, shape: tuple[int, int], like):
@@ -457,10 +465,22 @@ class LaunchTape:
                                   "LaunchTape() (recompute mode: no tapes)") from None
 
     @staticmethod
-    def _sync(launch: Launch, ops: ArrayOps) -> None:
-        """Copies run on the array library's stream, launches on theirs: on a GPU, wait between them unless
-        both are CUDA's legacy default stream (then they are in order)."""
-        if launch.stream != CPU and not (launch.stream in (None, 0) and ops.on_default_stream()):
+    def _stream(launch: Launch, args: tuple, spans: list | None, named) -> int:
+        """The handle of the stream a GPU launch goes to: its own, else the first one the arrays' producers
+        name (``named``, read with their types; ``spans`` None: not read, asked of the arrays here), else
+        the legacy default stream (as :class:`~gpucompiler.runtime.cuda.BoundLaunch` chooses)."""
+        if launch.stream is not None:
+            return cuda_runtime.stream_handle(launch.stream)
+        if spans is None:
+            streams = cuda_runtime.producer_streams(args)
+            return streams[0] if streams else 0
+        return cuda_runtime.producer_handle(named) if named is not None else 0
+
+    @staticmethod
+    def _sync(stream: int | None, ops: ArrayOps) -> None:
+        """Copies run on the array library's current stream, a launch on ``stream``: on a GPU, wait between
+        them unless they are the same stream (then they are in order)."""
+        if stream is not None and stream != ops.current_stream():
             cuda_runtime.synchronize()
 
     @staticmethod
@@ -584,15 +604,15 @@ class LaunchTape:
             for j, _ in r.snapshots:
                 a = r.args[j]
                 if id(a) not in seen:
-                    self._sync(r.launch, r.ops)
+                    self._sync(r.stream, r.ops)
                     seen[id(a)] = (a, ops_of(a).copy(a))
         return list(seen.values())
 
     def _restore(self, record: LaunchRecord) -> None:
-        self._sync(record.launch, record.ops)
+        self._sync(record.stream, record.ops)
         for j, value in record.snapshots:
             ops_of(record.args[j]).assign(record.args[j], value)
-        self._sync(record.launch, record.ops)
+        self._sync(record.stream, record.ops)
 
     def _scratch(self) -> dict[int, Any]:
         return {key: ops_of(a).zeros_like(a) for key, (a, _) in self._shadows.items()}
@@ -626,7 +646,7 @@ class LaunchTape:
             return
         holders, record.holders = record.holders, None
         if not record.plan.tapes.measured(holders, record.on_cpu):
-            self._sync(record.launch, record.ops)  # the headers as the augmented launch left them
+            self._sync(record.stream, record.ops)  # the headers as the augmented launch left them
             record.plan.tapes.measure(holders, record.on_cpu)
         run(args)
         record.reverse_args = ()  # the rows are the next recording's

@@ -142,3 +142,50 @@ def test_device_arrays_typed_once_per_layout_and_overlapping_views_refused(devic
     with LaunchTape() as tape:
         P.square[2, 32, None](base[:64], base[64:])         # adjacent, disjoint
     assert np.allclose(base[64:], np.asarray(base[:64]) ** 2)
+
+
+class StreamArray(DeviceArray):
+    """A device array whose producer names stream 5 (as CuPy names its current stream)."""
+
+    @property
+    def __cuda_array_interface__(self):
+        return {**super().__cuda_array_interface__, "stream": 5}
+
+
+class StreamOps(DeviceOps):
+    """The library of :class:`StreamArray`: its copies go to stream 5."""
+
+    def zeros_like(self, a):
+        return super().zeros_like(a).view(StreamArray)
+
+    def copy(self, a):
+        return np.array(a).view(StreamArray)
+
+    def int64_empty(self, shape, like):
+        return np.empty(shape, dtype=np.int64).view(StreamArray)
+
+    def current_stream(self) -> int:
+        return 5
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["recompute", "split"])
+def test_a_library_on_another_stream_orders_copies_and_launches_by_that_stream(device, monkeypatch, split):
+    """Arrays whose producer names its current stream: launches without a stream go to it, the tape's copies
+    too, so nothing waits for the device; a launch on a stream of its own (7) while the library copies on
+    another (5) is separated from the copies by a synchronisation. The gradient is exact either way."""
+    ops, known = StreamOps(), arrays._ops_of_type
+    monkeypatch.setattr(arrays, "_ops_of_type", lambda cls: ops if cls is StreamArray else known(cls))
+    x = np.linspace(0.1, 1.2, 100)
+    for stream, waits in ((None, False), (7, True)):
+        dx, y, out, w = (np.asarray(a).view(StreamArray) for a in (x, np.zeros(100), np.zeros(1), [3.0]))
+        start = len(device.calls)
+        tape = LaunchTape(split=split)
+        with tape:
+            P.program(dx, y, w, out, 4, 32, stream)
+        tape.backward(loss=out)
+        calls = device.calls[start:]
+        launched = {int(c[3]) for c in calls if c[0] == "launch"}
+        assert launched == {5 if stream is None else 7}
+        assert (("ctx sync",) in calls) == waits
+        assert np.allclose(tape.gradient(dx), 3.0 * np.cos(x * x) * 2 * x, rtol=1e-13)
+        assert np.isclose(tape.gradient(w)[0], np.sum(np.sin(x * x)), rtol=1e-13)

@@ -113,10 +113,6 @@ class LaunchRecord:
     """the handle of the CUDA stream the launch went to (None: the CPU grid emulation)"""
 
     @property
-    def dup(self) -> tuple[bool, ...]:
-        return self.plan.dup
-
-    @property
     def on_cpu(self) -> bool:
         return self.launch.stream == CPU
 

@@ -265,6 +265,11 @@ def _emulate(k: Kernel, argtypes: tuple, grid, block, args: tuple) -> None:
     k.emulated(argtypes).launch(grid, block, args)
 
 
+def _emulate_refreshed(k: Kernel, argtypes: tuple, grid, block, args: tuple) -> None:
+    """:func:`_emulate` of a kernel the caller has just refreshed (the tape, looking up its plan)."""
+    k.emulated(argtypes).launch(grid, block, args)
+
+
 def _launcher(k: Kernel, launch: Launch, argtypes: tuple | None) -> Callable[[tuple], None]:
     """``run(args)``: ``k`` launched with ``launch``'s configuration; on the emulation with ``argtypes`` as
     they are (None: arguments typed at each launch, as any launch)."""
@@ -295,15 +300,16 @@ def _runs(plan: LaunchPlan, launch: Launch, argtypes: tuple, direct: bool, split
     runs = plan.runs.get(key) if plain else None
     if runs is None:
         k, gradient_types = launch.kernel, plan.gradient_types if direct else None
+        forward = functools.partial(_emulate_refreshed, k, argtypes, launch.grid, launch.block) if direct \
+            else _launcher(k, launch, None)
         if not plan.differentiable:
-            runs = Runs(_launcher(k, launch, argtypes if direct else None), None)
+            runs = Runs(forward, None)
         elif split:
             types = None if gradient_types is None else (T.int64, _HOLDERS, *gradient_types)
             run = _launcher(split_kernel(k, plan.dup), launch, types)
             runs = Runs(run, run)
         else:
-            runs = Runs(_launcher(k, launch, argtypes if direct else None),
-                        _launcher(gradient_kernel(k, plan.dup), launch, gradient_types))
+            runs = Runs(forward, _launcher(gradient_kernel(k, plan.dup), launch, gradient_types))
         if plain and len(plan.runs) < 64:
             plan.runs[key] = runs
     return runs

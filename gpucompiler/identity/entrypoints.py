@@ -98,7 +98,9 @@ def _search_path() -> list[str] | None:
     for finder in sys.meta_path:
         if hasattr(finder, "find_distributions") and finder is not importlib.machinery.PathFinder:
             return None
-    return [os.path.abspath(p or os.curdir) for p in sys.path if isinstance(p, str)]
+    if not all(isinstance(p, str) for p in sys.path):
+        return None
+    return [os.path.abspath(p or os.curdir) for p in sys.path]
 
 
 def _digest(paths: list[str]) -> str:

@@ -11,11 +11,12 @@ import py_compile
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from gpucompiler.identity import code_digest, hookprobe, imports, keys
+from gpucompiler.identity import code_digest, entrypoints, hookprobe, imports, keys
 from gpucompiler.identity.codeprint import files_under
 
 PLUGIN = "from . import base\nfrom .util import helper\n_PAD = 'abcdefghijklmno'\n\n\ndef run():\n    from .lazy import thing\n    return thing\n"
@@ -197,3 +198,33 @@ def test_the_source_tells_a_class_without_cache_settings_and_nothing_else(tmp_pa
     assert defines == (case in ("the hook defined", "the hook in a base", "set by name elsewhere",
                                 "a base of another package", "a decorator", "bound twice",
                                 "another module's Plugin"))
+
+
+def test_no_entry_point_memo_where_distributions_could_hide_from_its_stamp(tmp_path, monkeypatch):
+    """A zip on ``sys.path`` (its distributions are not listed) or another finder of distributions on
+    ``sys.meta_path``: the entry point is read each time, nothing memoised."""
+    monkeypatch.setenv("GPUC_CACHE_DIR", str(tmp_path / "cache"))
+    memos = tmp_path / "cache" / "code"
+    found = entrypoints.installed("enzyme")
+    assert found is not None and found.module == "enzyme_plugin.plugin" and found.attr == "EnzymePlugin"
+    assert len(list(memos.glob("entry-points-*.json"))) == 1
+    assert entrypoints.installed("enzyme") == found  # from the memo
+    zipped = tmp_path / "dists.zip"
+    zipfile.ZipFile(zipped, "w").close()
+    monkeypatch.setattr(sys, "path", [*sys.path, str(zipped)])
+    assert entrypoints.installed("enzyme") == found
+    monkeypatch.setattr(sys, "path", sys.path[:-1])
+
+    class Finder:
+        @staticmethod
+        def find_spec(*args, **kwargs):
+            return None
+
+        @staticmethod
+        def find_distributions(*args, **kwargs):
+            return iter(())
+
+    monkeypatch.setattr(sys, "meta_path", [Finder, *sys.meta_path])
+    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path)])  # a new search path: no memo of it yet
+    assert entrypoints.installed("enzyme") == found
+    assert len(list(memos.glob("entry-points-*.json"))) == 1

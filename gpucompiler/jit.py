@@ -52,6 +52,7 @@ from .signatures import Signature, accepts, parse_signature
 
 if TYPE_CHECKING:
     from .cache.report import CompileReport
+    from .runtime.pyentry import Dtypes
     from .source.spec import FunctionSpec
 
 # The compiler (frontend, interpreter, code generation, the cache and LLVM) is imported at the
@@ -158,12 +159,14 @@ def deps_valid(deps) -> bool:
 
 
 class _Entry:
-    __slots__ = ("call", "deps", "spec", "job", "fast", "guard", "full", "tier_up")
+    __slots__ = ("call", "deps", "spec", "job", "fast", "guard", "dtypes", "full", "tier_up")
 
     def __init__(self, call, deps, spec, job, fast=None, guard=None):
         self.call, self.deps, self.spec, self.job = call, deps, spec, job
         #: the builtin function of the compiled entry (None: calls stay on ``call``), and its globals' guard
         self.fast, self.guard = fast, guard
+        #: the structured dtypes the entry takes by address (None: no structured argument)
+        self.dtypes: Dtypes | None = None
         #: quick code only: the full level's entry once it replaced this one, and the thread compiling it
         self.full: _Entry | None = None
         self.tier_up: threading.Thread | None = None
@@ -266,19 +269,22 @@ class Dispatcher:
         except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
             raise for_user(exc, debug_tracebacks())
         if entry.tier_up is None:
-            self._install(entry)
+            self._install(entry, args)
         else:  # quick code: not installed after its tier-up's swap
             with self._swap:
                 entry = entry.full or entry
-                self._install(entry)
+                self._install(entry, args)
         return entry.call(*args)
 
-    def _install(self, entry: _Entry) -> None:
-        """Make ``entry``'s compiled entry the class's ``__call__`` (or, without one, this dispatcher)."""
+    def _install(self, entry: _Entry, args: tuple = ()) -> None:
+        """Make ``entry``'s compiled entry the class's ``__call__`` (or, without one, this dispatcher);
+        the dtypes of the structured arrays among ``args`` (a call typed to it) are what it takes next."""
         cls = type(self)
         if entry.fast is not None:  # the next call with these types runs the compiled entry
             if entry.guard is not None:
                 entry.guard.refresh()  # the reads were just checked one by one
+            if entry.dtypes is not None and args:
+                entry.dtypes.take(args)
             if cls.__dict__.get("__call__") is not entry.fast:
                 cls.__call__ = entry.fast
         elif "__call__" in cls.__dict__:  # no entry for these types: calls come here first
@@ -463,7 +469,7 @@ class Dispatcher:
     def _entry(self, result, spec: FunctionSpec, job: CompilerJob, argtypes) -> _Entry:
         """The callable of ``result``'s code (loaded once per process, never unloaded)."""
         from .runtime.cpu import CPULibrary
-        from .runtime.pyentry import FastEntry, Guard, numpy_words
+        from .runtime.pyentry import Dtypes, FastEntry, Guard, numpy_words
         from .targets.native import NativeTarget
 
         loaded = _LOADED.get(result.key)
@@ -510,8 +516,9 @@ class Dispatcher:
             if guard is not None:
                 ndarray = getattr(sys.modules.get("numpy"), "ndarray", None)
                 numpy = numpy_words() if _holds_array(rt) else None
+                entry.dtypes = Dtypes.of(argtypes)
                 entry.fast = FastEntry(lib.address(spec.entry + ".pyentry"), self.py_func.__name__,
-                                       self._fallback, guard, ndarray, numpy).function
+                                       self._fallback, guard, ndarray, numpy, entry.dtypes).function
                 entry.guard = guard
         return entry
 

@@ -4,7 +4,7 @@
 it a builtin function object: :mod:`gpucompiler.runtime.pyentry`). Its
 signature is ``PyObject *f(PyObject *self, PyObject *const *args,
 Py_ssize_t nargs, PyObject *kwnames)``; ``self`` is a tuple ``(fallback,
-ndarray type, guard words, NumPy words, borrowed, ...)`` (see the ``SELF_`` indices). It
+ndarray type, guard words, NumPy words, borrowed, ..., dtype words)`` (see the ``SELF_`` indices). It
 
 1. checks the call: no keywords, the positional count, every guard of a
    global read still holding: a word (a global dict's version tag, a
@@ -14,15 +14,21 @@ ndarray type, guard words, NumPy words, borrowed, ...)`` (see the ``SELF_`` indi
 2. checks and unboxes every argument by its exact type: ``int`` (the value
    must fit in int64), ``float``, ``complex``, ``True``/``False``, an ``ndarray`` of the
    specialization's ndim, dtype, byte order, contiguity and writeability
-   (read from the ``PyArrayObject`` struct: no Python-level work);
+   (read from the ``PyArrayObject`` struct: no Python-level work); a
+   structured array's dtype by its address, which must be the one the
+   dispatcher last remembered for that argument (a dtype of the compiled
+   layout: :class:`~gpucompiler.runtime.pyentry.Dtypes`), still holding the
+   ``names`` tuple it held then (renaming fields in place replaces it), and
+   its alignment flag too;
 3. calls the specialization and boxes its result (arrays through NumPy's
    C API: :mod:`.pyresult`); a raised error (the entry's status) returns
    ``NULL`` with the Python exception already set.
 
 Anything else (a keyword, a subclass, an overflowing ``int``, a rebound
-global) is a *miss*: the call is handed unchanged to ``fallback`` (the
-Python dispatcher), which types the arguments as before, compiles when
-needed and raises the errors Python would. The struct offsets used here are
+global, a structured dtype object not remembered yet) is a *miss*: the call
+is handed unchanged to ``fallback`` (the Python dispatcher), which types the
+arguments as before (remembering structured dtypes), compiles when needed
+and raises the errors Python would. The struct offsets used here are
 CPython's and NumPy's (3.10-3.12, NumPy 1 and 2); the runtime checks them
 on live objects before it ever calls an entry.
 """
@@ -41,13 +47,17 @@ I8, I32 = ir.IntType(8), ir.IntType(32)
 _OB_TYPE, _FLOAT_VALUE, _TUPLE_ITEMS, _CDATA_PTR = 8, 16, 24, 16
 _ND, _DESCR, _FLAGS = 24, 56, 64            # PyArrayObject
 _BYTEORDER, _TYPE_NUM = 26, 28              # PyArray_Descr (both NumPy 1 and 2)
-_C_CONTIGUOUS, _WRITEABLE = 0x0001, 0x0400
+_C_CONTIGUOUS, _WRITEABLE, _ALIGNED = 0x0001, 0x0400, 0x0100
 #: NumPy type numbers an array of each element type may carry (Linux: long and longlong are 64-bit)
 TYPE_NUMS = {T.boolean: (0,), T.int32: (5,), T.int64: (7, 9), T.float32: (11,), T.float64: (12,)}
 #: the items of the entry's ``self`` tuple it reads: the Python dispatcher, ``numpy.ndarray``, the guard
-#: words, the NumPy words (:data:`.pyresult.NUMPY_FUNCTIONS`), the helper boxing borrowed arrays and the
-#: keyword miss's helper
-SELF_FALLBACK, SELF_NDARRAY, SELF_GUARD, SELF_NUMPY, SELF_BORROWED, SELF_KEYWORDS = 0, 1, 2, 3, 4, 5
+#: words, the NumPy words (:data:`.pyresult.NUMPY_FUNCTIONS`), the helper boxing borrowed arrays, the
+#: keyword miss's helper and the dtype words (see :data:`DTYPE_WORDS`)
+SELF_FALLBACK, SELF_NDARRAY, SELF_GUARD, SELF_NUMPY, SELF_BORROWED, SELF_KEYWORDS, SELF_DTYPES = range(7)
+#: the dtype words: word 0 the offset of ``names`` in a structured ``PyArray_Descr`` (NumPy 1 and 2
+#: differ), then per argument the address of the dtype its structured array must have and of that
+#: dtype's ``names`` tuple (0: none yet, every call misses)
+DTYPE_WORDS = 2
 #: words per guard after ``guard[0]`` (their count): the address of the watched word, its expected
 #: value, and for a dict's version tag the dict, the name read and the object it found (0: none)
 GUARD_WORDS = 5
@@ -58,6 +68,8 @@ def supported(argtypes, rettype) -> bool:
     def arg(t):
         if isinstance(t, T.ArrayType):
             return t.dtype in TYPE_NUMS and t.ndim >= 1
+        if isinstance(t, T.StructArrayType):
+            return t.ndim >= 1
         return t in (T.int64, T.float64, T.boolean, T.complex128)
 
     return all(arg(t) for t in argtypes) and boxable(rettype)
@@ -171,23 +183,40 @@ class _Emitter:
         b.position_at_end(ok)
         return value
 
-    def array(self, obj, t: T.ArrayType, ndarray, k: int):
+    def array(self, obj, t: T.ArrayType | T.StructArrayType, ndarray, dtypes, k: int):
         b = self.b
         self.is_type(obj, ndarray, f"arg{k}.ndarray")
         self.expect(b.icmp_signed("==", self.word(obj, _ND, I32), ir.Constant(I32, t.ndim)), f"arg{k}.ndim")
         descr = self.word(obj, _DESCR)
-        num = self.word(descr, _TYPE_NUM, I32)
-        ok = None
-        for n in TYPE_NUMS[t.dtype]:
-            eq = b.icmp_signed("==", num, ir.Constant(I32, n))
-            ok = eq if ok is None else b.or_(ok, eq)
-        swapped = b.icmp_unsigned("==", self.word(descr, _BYTEORDER, I8), ir.Constant(I8, ord(">")))
-        self.expect(b.and_(ok, b.not_(swapped)), f"arg{k}.dtype")
         mask = _C_CONTIGUOUS | _WRITEABLE
         want = (_C_CONTIGUOUS if t.layout == "C" else 0) | (0 if t.readonly else _WRITEABLE)
+        if isinstance(t, T.StructArrayType):
+            self.struct_dtype(descr, dtypes, k)
+            mask, want = mask | _ALIGNED, want | (_ALIGNED if t.aligned else 0)
+        else:
+            num = self.word(descr, _TYPE_NUM, I32)
+            ok = None
+            for n in TYPE_NUMS[t.dtype]:
+                eq = b.icmp_signed("==", num, ir.Constant(I32, n))
+                ok = eq if ok is None else b.or_(ok, eq)
+            swapped = b.icmp_unsigned("==", self.word(descr, _BYTEORDER, I8), ir.Constant(I8, ord(">")))
+            self.expect(b.and_(ok, b.not_(swapped)), f"arg{k}.dtype")
         flags = b.and_(self.word(obj, _FLAGS, I32), ir.Constant(I32, mask))
         self.expect(b.icmp_unsigned("==", flags, ir.Constant(I32, want)), f"arg{k}.flags")
         return _array(b, obj, t)
+
+    def struct_dtype(self, descr, dtypes, k: int) -> None:
+        """The structured dtype ``descr`` is the one remembered for argument ``k`` and holds the names it
+        held then (see :data:`DTYPE_WORDS`); its ``names`` is read only once its address matched."""
+        b = self.b
+
+        def word(j: int):
+            return b.load(b.gep(dtypes, [ir.Constant(I64, j)], source_etype=I64), typ=I64)
+
+        at = 1 + DTYPE_WORDS * k
+        self.expect(b.icmp_unsigned("==", b.ptrtoint(descr, I64), word(at)), f"arg{k}.descr")
+        names = b.load(b.gep(descr, [word(0)], source_etype=I8), typ=I64)
+        self.expect(b.icmp_unsigned("==", names, word(at + 1)), f"arg{k}.names")
 
     def result(self, out, rt, self_tuple, args, count: int):
         b, mod = self.b, self.mod
@@ -240,10 +269,14 @@ def emit_pyentry(mod, frame, entry: ir.Function, name: str, reads: int) -> ir.Fu
     guard = e.word(e.word(self_tuple, _TUPLE_ITEMS + 8 * SELF_GUARD), _CDATA_PTR)
     e.guards(guard, reads)
     ndarray = e.word(self_tuple, _TUPLE_ITEMS + 8 * SELF_NDARRAY)
+    dtypes = None
+    if any(isinstance(t, T.StructArrayType) for t in argtypes):
+        dtypes = e.word(e.word(self_tuple, _TUPLE_ITEMS + 8 * SELF_DTYPES), _CDATA_PTR)
     values = []
     for k, t in enumerate(argtypes):
         obj = b.load(b.gep(args, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR)
-        values.append(e.array(obj, t, ndarray, k) if isinstance(t, T.ArrayType) else e.scalar(obj, t, k))
+        is_array = isinstance(t, (T.ArrayType, T.StructArrayType))
+        values.append(e.array(obj, t, ndarray, dtypes, k) if is_array else e.scalar(obj, t, k))
     out = call_entry(mod, b, entry, values)
     if mod.status:
         failed = b.extract_value(out, 1) if has_value(rt) else out

@@ -5,8 +5,8 @@ becomes a real builtin function (a ``PyMethodDef`` made here and
 ``PyCFunction_NewEx``, ``METH_FASTCALL | METH_KEYWORDS``): the jitted
 object's class gets it as ``__call__`` and a warm call runs compiled code
 from the interpreter's call to the boxed result. Its ``self`` is the tuple
-``(fallback, numpy.ndarray, guard words, NumPy words, borrowed-array helper, keyword call, method
-def, guard)``.
+``(fallback, numpy.ndarray, guard words, NumPy words, borrowed-array helper, keyword call, dtype
+words, method def, guard, dtypes)``.
 
 A :class:`Guard` replaces per-call checks of every global the code read by
 a word compare each that the entry makes: the version tag of the dict a
@@ -19,6 +19,13 @@ changed cell, the call is a miss: the Python dispatcher checks the reads
 one by one as before, recompiles when one changed, and when they all hold
 :meth:`Guard.refresh` takes the current words.
 
+A :class:`Dtypes` holds the structured dtypes an entry takes by address: per
+structured argument, the last dtype object of the compiled layout that the
+dispatcher typed (NumPy makes a new object for each structured dtype built,
+equal or not), so that repeated calls with it, or with arrays sharing it,
+stay in compiled code; a call with another object misses once and is
+remembered.
+
 Every layout this relies on is checked on live objects first
 (:func:`layout_ok`); where one differs (another Python), no entry is made
 and calls stay on the ctypes path.
@@ -29,10 +36,12 @@ from __future__ import annotations
 import ctypes
 import functools
 import sys
+import threading
 import types
 from typing import Any
 
-from ..codegen.pyentry import GUARD_WORDS
+from .. import types as T
+from ..codegen.pyentry import DTYPE_WORDS, GUARD_WORDS
 from ..codegen.pyresult import NUMPY_FUNCTIONS, holds_array
 from ..interpreter.lattice import MISSING
 from . import owned
@@ -97,6 +106,22 @@ def _ndarray_layout_ok() -> bool:
     return (_word(id(a) + 16) == a.ctypes.data and ctypes.c_int.from_address(id(a) + 24).value == 2
             and descr == id(a.dtype) and ctypes.c_int.from_address(descr + 28).value == a.dtype.num
             and ctypes.c_int.from_address(id(a) + 64).value & 0xFFFF == a.flags.num & 0xFFFF)
+
+
+@functools.cache
+def names_offset() -> int | None:
+    """Where a structured ``PyArray_Descr`` holds its ``names`` tuple (NumPy 2: 104, NumPy 1: 56), found on
+    a live dtype whose fields are renamed (which must replace the tuple); None where neither holds it."""
+    np: Any = sys.modules.get("numpy")
+    if np is None:
+        return None
+    dtype = np.dtype([("a", np.int8), ("b", np.float64)])
+    for offset in (104, 56):
+        before = dtype.names
+        if _word(id(dtype) + offset) == id(before):
+            dtype.names = ("c", "d")
+            return offset if _word(id(dtype) + offset) == id(dtype.names) != id(before) else None
+    return None
 
 
 @functools.cache
@@ -179,6 +204,46 @@ class Guard:
             self.words[2 + GUARD_WORDS * k] = _word(address)
 
 
+class Dtypes:
+    """The dtype words an entry reads (see :data:`~gpucompiler.codegen.pyentry.DTYPE_WORDS`): per structured
+    argument, the dtype object last seen with the compiled layout and its ``names`` tuple.
+
+    Both objects stay referenced while the words hold their addresses, so an address in the words is
+    never that of a freed object reused by a dtype of another layout."""
+
+    __slots__ = ("words", "_layouts", "_kept", "_lock")
+
+    def __init__(self, layouts: dict[int, T.StructDtype], count: int):
+        self._layouts = layouts
+        self.words = (ctypes.c_uint64 * (1 + DTYPE_WORDS * count))()
+        self.words[0] = names_offset() or 0
+        self._kept: dict[int, tuple[Any, Any]] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, argtypes) -> Dtypes | None:
+        """The dtype words of a specialization on ``argtypes``; None without a structured argument."""
+        layouts = {k: t.dtype for k, t in enumerate(argtypes) if isinstance(t, T.StructArrayType)}
+        return cls(layouts, len(argtypes)) if layouts else None
+
+    def take(self, args) -> None:
+        """Remember the dtype of each structured argument of ``args`` (a call the dispatcher is about to run
+        on this specialization) that has the compiled layout, names and alignment included; the dtype
+        remembered before is released once no word names it."""
+        words = self.words
+        for k, layout in self._layouts.items():
+            dtype = getattr(args[k], "dtype", None)
+            at = 1 + DTYPE_WORDS * k
+            if dtype is None or (words[at] == id(dtype) and words[at + 1] == id(dtype.names)):
+                continue
+            names = dtype.names  # read before the layout: a rename in between leaves a stale word (a miss)
+            if names is None or T.struct_dtype(dtype) != layout:
+                continue
+            with self._lock:
+                words[at], words[at + 1] = id(dtype), id(names)
+                self._kept[k] = (dtype, names)
+
+
 def _keyword_call(fallback, address: int, nargs: int, kwnames: tuple[str, ...]) -> Any:
     """``fallback`` called as a keyword call that missed the entry was: its arguments read from the
     interpreter's vector at ``address`` (``nargs`` positional values, then one per name of
@@ -193,13 +258,16 @@ class FastEntry:
 
     __slots__ = ("function",)
 
-    def __init__(self, address: int, name: str, fallback, guard: Guard, ndarray: Any, numpy: Any = None):
+    def __init__(self, address: int, name: str, fallback, guard: Guard, ndarray: Any, numpy: Any = None,
+                 dtypes: Dtypes | None = None):
         method = _MethodDef(name.encode(), address, _METH_FASTCALL | _METH_KEYWORDS, None)
         if numpy is None:  # the entry returns no array: it never reads them
             numpy = (ctypes.c_uint64 * len(NUMPY_FUNCTIONS))()
-        # the tuple keeps the def, the words and (through the guard) the objects they point into alive
+        # without a structured argument the entry never reads the dtype words
+        dtype_words = dtypes.words if dtypes is not None else (ctypes.c_uint64 * 1)()
+        # the tuple keeps the def, the words and (through the guard and dtypes) the objects they point into alive
         state = (fallback, ndarray, guard.words, numpy, owned.borrowed, functools.partial(_keyword_call, fallback),
-                 method, guard)
+                 dtype_words, method, guard, dtypes)
         self.function = _new_builtin(ctypes.byref(method), state, None)
 
     @staticmethod
@@ -208,7 +276,9 @@ class FastEntry:
         arrays = any(getattr(t, "ndim", 0) for t in argtypes)
         if holds_array(rettype) and numpy_words() is None:
             return False
+        if any(isinstance(t, T.StructArrayType) for t in argtypes) and names_offset() is None:
+            return False
         return layout_ok() and (not arrays or _ndarray_layout_ok())
 
 
-__all__ = ["FastEntry", "Guard", "layout_ok"]
+__all__ = ["Dtypes", "FastEntry", "Guard", "layout_ok"]

@@ -7,6 +7,14 @@ compute shader's workgroup size in the module, so ``blockDim`` is a placeholder 
 placeholder (:data:`SHUFFLE_DOWN`) the target lowers to ``OpGroupNonUniformShuffle``.
 Shared memory is a ``Workgroup`` (address space 3) global; atomics are LLVM's
 ``atomicrmw``/``cmpxchg``, which the target rebuilds on Vulkan's logical pointers.
+
+A loop's powers are checked one by one, as outside loops: the versioned copies
+of frontend/powerloops.py (an unchecked copy, rerun checked) are for the CPU's
+vectorizer, and on Vulkan they cannot be built. Their test that a stored array
+and a read one are disjoint compares addresses, which logical pointers do not
+have (and two bindings may be one buffer: the runtime binds an array passed
+twice once); and LLVM 22's SPIR-V back end leaves the copies of a storing loop
+unstructured (``a[j] = a[j] ** 2``: spirv-val refused the shader).
 """
 
 from __future__ import annotations
@@ -15,8 +23,9 @@ from llvmlite import ir
 
 from ...device import Dim3, KernelLowering, blockDim, blockIdx, gridDim, kernel_rules, new_shared_name, threadIdx
 from ... import types as T
-from ...interpreter.lattice import widen
-from ...interpreter.rules import RuleSet
+from ...frontend import intrinsics as K
+from ...interpreter.lattice import const, widen
+from ...interpreter.rules import Any_, Constant, RuleSet
 from .libm64 import FUNCTIONS, bit_rules
 
 NAME = "spirv"
@@ -98,5 +107,12 @@ MATH_RULES_SPIRV.handler(_float64_math)
 KERNEL_RULES_SPIRV = kernel_rules(RuleSet("base.kernel.spirv", target=NAME, builtin=True),
                                   KernelLowering(_register, _barrier, _shared, _shuffle_down))
 """The kernel language on Vulkan (every SPIR-V job)."""
+
+
+@KERNEL_RULES_SPIRV.define(K.powers_unchecked, Constant, Any_, varargs=True, restype=lambda *values: const(False))
+def _powers_checked(cg, args, argtypes, rt):
+    """A loop's powers are never unchecked (see the module docstring): the versioned loop is its checked copy."""
+    return None
+
 
 __all__ = ["BARRIER", "INDEX_READS", "KERNEL_RULES_SPIRV", "MATH_RULES_SPIRV", "NAME", "SHARED", "SHUFFLE_DOWN", "WORKGROUP_SIZE"]

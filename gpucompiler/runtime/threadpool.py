@@ -8,7 +8,7 @@ it, the other finds it) as ``run(chunk, ctxs, stride, count)``: ``chunk`` is
 called once for each ``ctxs + k * stride``, ``0 <= k < count``, and ``run``
 returns when every call has returned. Until the first region the slot holds
 a ctypes function that compiles the pool (:data:`POOL_IR`, LLVM IR through
-the CPU loader at ``-O0``, a few milliseconds once per process) and puts its
+the CPU loader at ``-O0``, about 10 ms once per process) and puts its
 ``gpuc_pool_run`` in the slot.
 
 ``gpuc_pool_run``:

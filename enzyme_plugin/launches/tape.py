@@ -57,10 +57,10 @@ import attrs
 import numpy as np
 
 from gpucompiler import types as T
-from gpucompiler.errors import GPUCompilerError, LaunchError, SourceError, for_user
+from gpucompiler.errors import DeviceHeapError, GPUCompilerError, LaunchError, SourceError, for_user
 from gpucompiler.interpreter import widen
 from gpucompiler.kernel import CPU, Kernel, Launch, recording_launches
-from gpucompiler.runtime import cuda as cuda_runtime
+from gpucompiler.runtime import cuda as cuda_runtime, device_heap
 from gpucompiler.runtime.arguments import SCALAR_TYPES, cuda_array_type
 from gpucompiler import settings
 
@@ -360,6 +360,9 @@ class LaunchTape:
         self._taken: set[int] = set()  # id() of the arrays recorded launches took (the records keep them alive)
         self._spare: dict[tuple, list] = {}  # split mode: per-thread tape arrays reversed, for the next recording
         self._recording = None
+        self._deferring = None
+        #: a launch of the recording ran out of device heap: its results and tapes are incomplete
+        self._incomplete = False
 
     # -- recording -------------------------------------------------------------
     def __enter__(self) -> LaunchTape:
@@ -367,16 +370,36 @@ class LaunchTape:
             raise LaunchTapeError("this tape is already recording")
         self._recording = recording_launches(self._record)
         self._recording.__enter__()
+        self._deferring = device_heap.deferring()  # the launches' heap checks: read at the end of the recording
+        self._deferring.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
         rec, self._recording = self._recording, None
+        deferring, self._deferring = self._deferring, None
         if rec is not None:
             rec.__exit__(*exc)
+        if deferring is not None:
+            deferring.__exit__(None, None, None)
+            device_heap.PENDING.where = None
+            self._check_heap(recording=True)
+
+    def _check_heap(self, recording: bool) -> None:
+        """Read the heap flags of the launches made since the last check (one wait per stream; none without
+        such a launch); a DeviceHeapError when a thread ran out, and then, for a ``recording``, the recorded
+        launches are incomplete: ``backward`` refuses them, :meth:`reset` drops them."""
+        try:
+            cuda_runtime.check_heap()
+        except DeviceHeapError as err:
+            self._incomplete = self._incomplete or recording
+            raise for_user(err, settings.debug_tracebacks())
 
     def _record(self, launch: Launch, args: tuple) -> None:
         try:
             self._record_launch(launch, args)
+        except DeviceHeapError as exc:  # read where the host waited for the device (a launch's, a copy's)
+            self._incomplete = True
+            raise for_user(exc, settings.debug_tracebacks())
         except GPUCompilerError as exc:
             raise for_user(exc, settings.debug_tracebacks())
 
@@ -400,6 +423,7 @@ class LaunchTape:
         snapshots = self._snapshots(launch, args, plan, ops, hand, direct, stream) if plan.written else []
         self._taken.update([id(args[j]) for j in plan.arrays])
         split = self.split and hand is None
+        device_heap.PENDING.where = ("recorded launch", len(self.records) + 1)  # named by a heap error
         runs = _runs(plan, launch, argtypes, direct, split)
         if runs.reverse is None:  # no float array: nothing to differentiate
             runs.forward(args)
@@ -550,6 +574,11 @@ class LaunchTape:
     def _backward(self, grads: list, loss, scratch: bool) -> None:
         if self._recording is not None:
             raise LaunchTapeError("backward() inside the tape's `with` block: leave it first")
+        if self._incomplete:
+            raise LaunchTapeError("a launch of this recording ran out of device heap (the DeviceHeapError at the "
+                                  "end of the recording): its results and tapes are incomplete, so it has no "
+                                  "gradient", hint="reset() the tape and record again with more device heap "
+                                  "(GPUC_DEVICE_HEAP) or fewer threads a launch")
         if self.split and any(r.split and r.holders is None for r in self.records):
             raise LaunchTapeError("this split tape was already reversed (a split tape is consumed by its "
                                   "backward): record the launches again")
@@ -566,9 +595,20 @@ class LaunchTape:
                 raise LaunchTapeError(f"backward: loss= takes a one-element array, got one of {_shape_text(loss)}",
                                       hint="seed a larger result with backward(grads=[(y, dy)])")
             ops_of(loss).add_into(shadow, 1.0)
+        with device_heap.deferring():  # the gradient launches' heap checks: read once, after the last
+            try:
+                self._replay(shadows)
+            finally:
+                device_heap.PENDING.where = None
+        self._check_heap(recording=False)
+
+    def _replay(self, shadows: dict | None) -> None:
+        """Launch the gradients of the recorded launches, last first (``shadows``: scratch ones)."""
         finals = self._final_values()
-        reverse, restore = self._reverse, self._restore
-        for record in reversed(self.records):  # before each: the memory as the launch left it
+        reverse, restore, pending = self._reverse, self._restore, device_heap.PENDING
+        for i in range(len(self.records) - 1, -1, -1):  # before each: the memory as the launch left it
+            record = self.records[i]
+            pending.where = ("gradient of recorded launch", i + 1)
             snapshots = record.snapshots
             if snapshots and not record.split:  # the gradient kernel reads the memory the launch read
                 restore(record)
@@ -658,7 +698,11 @@ class LaunchTape:
         """Forget the recording and the shadows; in split mode first free the tapes of launches not yet
         reversed (their reverse sweeps run into scratch shadows). The next recording zeroes and reuses a
         shadow nothing else holds any more (NumPy and CuPy arrays: a view of a gradient holds it too)."""
-        if self.split and any(r.holders is not None for r in self.records):
+        if self._incomplete:  # tapes a launch left incomplete cannot be reversed: they stay on the heap
+            for r in self.records:
+                r.holders = None
+            self._incomplete = False
+        elif self.split and any(r.holders is not None for r in self.records):
             self._backward([], None, scratch=True)
         self.records.clear()
         self._dropped, self._shadows = self._shadows, {}  # reused by the next recording when nobody holds them

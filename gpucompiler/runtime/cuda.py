@@ -52,10 +52,14 @@ first use). CUDA refuses the change once a
 kernel using ``malloc`` has run in the context: the launch then goes on with
 the heap as it is, after a ``RuntimeWarning``. A thread whose tape ``malloc``
 returns null gives back the block it was growing, sets its module's flag and
-exits (:mod:`.device_heap`): after every launch of such a kernel the runtime
+exits (:mod:`.device_heap`): after a launch of such a kernel the runtime
 waits for it, reads the flag and raises :class:`~gpucompiler.errors.DeviceHeapError`
 saying how large the heap is and how to raise it; the context stays usable
-(these launches are therefore synchronous). Once a kernel calling ``malloc``
+(these launches are therefore synchronous). A launch tape defers these checks
+while it records and replays (:func:`.device_heap.deferring`): they are read
+at the end of its recording and of its ``backward``, at :func:`synchronize`,
+:func:`check_heap` and a launch that copies results back to the host, each
+stream waited for once. Once a kernel calling ``malloc``
 has been loaded, a trap (``CUDA_ERROR_LAUNCH_FAILED`` or
 ``CUDA_ERROR_ILLEGAL_INSTRUCTION``: a tape's overrun or size check) reported
 by any later driver call also raises :class:`DeviceHeapError`; the context is
@@ -80,7 +84,7 @@ from ..errors import CudaError, DeviceHeapError, DeviceMismatchError, LaunchErro
 from ..settings import DEFAULT_DEVICE_HEAP as DEFAULT_DEVICE_HEAP, RuntimeSettings
 from .arguments import SCALAR_TYPES, TYPESTR, argument_type, cuda_array_type, is_contiguous
 from . import dlpack
-from .device_heap import flag_address, raise_if_exhausted
+from .device_heap import after_launch, check_pending, flag_address
 from .devices import chosen_device, current_device
 from ..targets.ptx import PTXTarget
 from .grid import array_param, param_array, scalar_param
@@ -489,7 +493,7 @@ class Launcher:
     __slots__ = ("fn", "ctx", "key", "packer", "buffer", "params", "params_address", "lock", "launch_kernel",
                  "heap", "state", "thread")
 
-    def __init__(self, d, fn, argtypes, flag: int | None = None, ctx: int = 0, key: tuple = ()):
+    def __init__(self, d, fn, argtypes, flag: int | None = None, ctx: int = 0, key: tuple = (), name: str = ""):
         fmt = "<" + "".join(_SCALAR_FORMAT[t] if not isinstance(t, T.ArrayType) else "q" * (1 + 2 * t.ndim)
                             for t in argtypes)
         self.fn, self.ctx, self.key, self.packer = fn, ctx, key, struct.Struct(fmt)
@@ -502,8 +506,9 @@ class Launcher:
         self.params_address = ctypes.addressof(self.params)
         self.lock = threading.Lock()
         self.launch_kernel = d.cuLaunchKernel
-        #: (driver, heap flag address) of a kernel whose tape allocates: checked after every launch
-        self.heap = (d, flag) if flag is not None else None
+        #: (driver, heap flag address, kernel name) of a kernel whose tape allocates: checked after every
+        #: launch (:func:`.device_heap.after_launch`)
+        self.heap = (d, flag, name) if flag is not None else None
         #: the runtime state it was made under (a launch reusing it checks it is still the current one)
         self.state = _state
         #: per thread, the context the driver last said is current (``ctx``, None before the first launch)
@@ -529,7 +534,7 @@ class Launcher:
         if err:
             return int(err)
         if self.heap is not None:
-            raise_if_exhausted(self.heap[0], hstream, self.heap[1])
+            after_launch(self.heap[0], hstream, self.heap[1], self.heap[2], check)
         return 0
 
 
@@ -598,7 +603,8 @@ class BoundLaunch:
                         elif launcher.heap is None:
                             return None
                         else:
-                            return raise_if_exhausted(launcher.heap[0], self.hstream, launcher.heap[1])
+                            heap = launcher.heap
+                            return after_launch(heap[0], self.hstream, heap[1], heap[2], check)
                     else:  # a producer's stream, or another thread launching through it: Launcher.__call__
                         hstream = self.hstream if named is None or not self.follow else producer_handle(named)
                         try:
@@ -667,7 +673,7 @@ def _new_launcher(d, kernel, ctx, key, args) -> Launcher:
         kernel.bind.bind(tuple(args), {})  # raises the binding error
     fn = load_function(kernel, argtypes, ctx)
     launcher = _launchers[(id(kernel), ctx, key)] = Launcher(d, fn, argtypes, heap_flag(kernel, argtypes, ctx),
-                                                             ctx, key)
+                                                             ctx, key, kernel.py_func.__qualname__)
     return launcher
 
 
@@ -696,13 +702,14 @@ def slow_launch(kernel, grid, block, hstream: int, args) -> None:
                                ctypes.addressof(params), 0), "cuLaunchKernel")
         flag = heap_flag(kernel, argtypes, ctx)
         if flag is not None:
-            raise_if_exhausted(d, hstream, flag)
+            after_launch(d, hstream, flag, kernel.py_func.__qualname__, check)
         if copies:
             for c in copies:  # a read-only array is not written by the kernel (its type forbids it)
                 if c.nbytes and c.host.flags.writeable:
                     check(d.cuMemcpyDtoHAsync(c.staged.ctypes.data, c.dptr, c.nbytes, hstream),
                           "cuMemcpyDtoHAsync")
             check(d.cuStreamSynchronize(hstream), "cuStreamSynchronize")
+            check_pending(check)  # results on the host: launches deferred before them are checked now
             for c in copies:
                 if c.staged is not c.host and c.host.flags.writeable:
                     c.host[...] = c.staged
@@ -712,9 +719,17 @@ def slow_launch(kernel, grid, block, hstream: int, args) -> None:
 
 
 def synchronize() -> None:
-    """Wait for all work of the current context."""
+    """Wait for all work of the current context; then read the heap flags of launches that deferred their
+    check (:mod:`.device_heap`)."""
     current_context()
     check(_driver().cuCtxSynchronize(), "cuCtxSynchronize")
+    check_pending(check)
+
+
+def check_heap() -> None:
+    """Read the heap flags of launches that deferred their check (:func:`.device_heap.deferring`), waiting
+    for their streams; a DeviceHeapError when a thread ran out. Nothing to do: no driver call."""
+    check_pending(check)
 
 
 @attrs.frozen

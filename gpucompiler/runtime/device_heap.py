@@ -3,19 +3,49 @@
 A tape that grows with device ``malloc`` (the AD tape of a loop whose trip count is known only as it
 runs) stops a thread whose ``malloc`` returns null: it gives back the block it was growing, sets the
 module's flag :data:`FLAG` (an ``i32`` in global memory) and exits (``exit``, not ``trap``: a trap
-poisons the context, every later driver call fails). After each launch of a kernel whose module
-defines the flag, the runtime waits for the launch, reads the flag and, when it is set, clears it and
-raises :class:`~gpucompiler.errors.DeviceHeapError`; the context stays usable.
+poisons the context, every later driver call fails). The runtime reads the flag once the launch has
+finished and, when it is set, clears it and raises :class:`~gpucompiler.errors.DeviceHeapError`; the
+context stays usable.
+
+When the flag is read: after each such launch (the runtime waits for it), unless the launching thread
+defers the checks (:func:`deferring`, as a launch tape does while it records and while it replays
+gradients). A deferred launch is noted (its flag, stream and a description) and read by
+:func:`check_pending`, which the deferring code calls where it must know (a launch tape at the end of
+its recording and of ``backward``), and which the runtime calls where the host waits anyway (its
+``synchronize()``, a launch that copies results back to the host, a launch checked at once).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..errors import DeviceHeapError
 
 FLAG = "__gpuc_device_heap_exhausted"
 """The global a stopped thread sets (defined by the tape's helpers in the module that uses it)."""
+
+_NAMED = 4
+"""launches a deferred check names per flag (the others are counted)"""
+
+
+class Pending(threading.local):
+    """Per thread: whether launches defer their checks, and the checks not yet made."""
+
+    depth: int = 0
+    """open :func:`deferring` blocks"""
+    where: tuple[str, int] | None = None
+    """what the next launch is for the caller (``("recorded launch", 3)``), named by an error"""
+
+    def __init__(self):
+        #: flag address -> (driver, streams launched on, launches named, launches in all)
+        self.checks: dict[int, list] = {}
+
+
+PENDING = Pending()
 
 
 def flag_address(d, module) -> int | None:
@@ -24,9 +54,70 @@ def flag_address(d, module) -> int | None:
     return int(dptr) if int(err) == 0 else None
 
 
-def raise_if_exhausted(d, hstream: int, flag: int) -> None:
-    """Wait for stream ``hstream``; raise DeviceHeapError (clearing the flag) when a thread ran out of
-    device heap. Driver errors are the caller's (``check``) to report."""
+@contextlib.contextmanager
+def deferring() -> Iterator[None]:
+    """Launches in this thread note their checks instead of waiting for the device; the caller reads them
+    with :func:`check_pending` before anything depends on the launches having completed."""
+    PENDING.depth += 1
+    try:
+        yield
+    finally:
+        PENDING.depth -= 1
+
+
+def after_launch(d, hstream: int, flag: int, kernel: str, check: Callable[[Any, str], Any]) -> None:
+    """Called after a launch of ``kernel`` (its module's flag at ``flag``) on stream ``hstream``: noted
+    while the thread defers (:func:`deferring`), else checked now, after any checks still pending (a
+    deferring block left by an exception before it read them). ``check``: as :func:`check_pending`'s."""
+    pending = PENDING
+    if not pending.depth:
+        if pending.checks:
+            check_pending(check)
+        return raise_if_exhausted(d, hstream, flag, kernel)
+    hit = pending.checks.get(flag)
+    if hit is None:
+        hit = pending.checks[flag] = [d, [], [], 0]
+    if hstream not in hit[1]:
+        hit[1].append(hstream)
+    hit[3] += 1
+    if len(hit[2]) < _NAMED:
+        where = pending.where
+        hit[2].append(kernel if where is None else f"{kernel} ({where[0]} {where[1]})")
+    return None
+
+
+def check_pending(check: Callable[[Any, str], Any]) -> None:
+    """Wait for the streams of the deferred launches and read their flags (each stream and flag once);
+    raise DeviceHeapError naming the launches of each flag that was set (cleared here). ``check``
+    raises the driver's errors (``gpucompiler.runtime.cuda.check``)."""
+    checks = PENDING.checks
+    if not checks:
+        return
+    PENDING.checks = {}
+    waited: set = set()
+    for d, streams, _, _ in checks.values():
+        for s in streams:
+            if (id(d), s) not in waited:
+                waited.add((id(d), s))
+                check(d.cuStreamSynchronize(s), "cuStreamSynchronize")
+    stopped = []
+    for flag, (d, _, named, count) in checks.items():
+        word = ctypes.c_int32(0)
+        check(d.cuMemcpyDtoH(ctypes.addressof(word), flag, 4), "cuMemcpyDtoH")
+        if word.value:
+            check(d.cuMemsetD32(flag, 0, 1), "cuMemsetD32")
+            more = f" and {count - len(named)} more" if count > len(named) else ""
+            stopped.append((d, f"{', '.join(named)}{more}"))
+    if stopped:
+        which = "; ".join(text for _, text in stopped)
+        raise _exhausted(stopped[0][0], f"a thread of one of the launches {which} (launched without waiting "
+                         "for them; a thread that runs out stops and leaves its results and its tape "
+                         "incomplete)")
+
+
+def raise_if_exhausted(d, hstream: int, flag: int, kernel: str = "") -> None:
+    """Wait for stream ``hstream``; raise DeviceHeapError (clearing the flag) when a thread of the launch of
+    ``kernel`` ran out of device heap. Driver errors are the caller's (``check``) to report."""
     err = d.cuStreamSynchronize(hstream)[0]
     if int(err):
         return  # the launch failed otherwise: the caller's next check names the error
@@ -34,14 +125,19 @@ def raise_if_exhausted(d, hstream: int, flag: int) -> None:
     if int(d.cuMemcpyDtoH(ctypes.addressof(word), flag, 4)[0]) or word.value == 0:
         return
     d.cuMemsetD32(flag, 0, 1)
+    raise _exhausted(d, f"a thread of the launch of {kernel or 'a kernel'} (it stopped: the gradient is "
+                     "incomplete)")
+
+
+def _exhausted(d, what: str) -> DeviceHeapError:
     err, heap = d.cuCtxGetLimit(d.CUlimit.CU_LIMIT_MALLOC_HEAP_SIZE)
     heap = int(heap) if int(err) == 0 else 0
-    raise DeviceHeapError("GPUC_DEVICE_HEAP_EXHAUSTED",
-                          f"a kernel's AD tape needed more device heap than the {heap} bytes it has: the "
-                          f"threads that ran out stopped, so the gradient is incomplete. Set GPUC_DEVICE_HEAP "
-                          f"to more (e.g. GPUC_DEVICE_HEAP={max(2 * heap, 1 << 30) >> 20}M) before the first "
-                          "launch in a new process, or launch fewer threads at a time; the CUDA context is "
-                          "still usable", "cuLaunchKernel")
+    return DeviceHeapError("GPUC_DEVICE_HEAP_EXHAUSTED",
+                           f"{what} needed more device heap for its AD tape than the {heap} bytes it has. Set "
+                           f"GPUC_DEVICE_HEAP to more (e.g. GPUC_DEVICE_HEAP={max(2 * heap, 1 << 30) >> 20}M) "
+                           "before the first launch in a new process, or launch fewer threads at a time; the "
+                           "CUDA context is still usable", "cuLaunchKernel")
 
 
-__all__ = ["FLAG", "flag_address", "raise_if_exhausted"]
+__all__ = ["FLAG", "PENDING", "Pending", "after_launch", "check_pending", "deferring", "flag_address",
+           "raise_if_exhausted"]

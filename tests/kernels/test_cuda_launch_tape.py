@@ -2,6 +2,7 @@
 arrays with ``__cuda_array_interface__`` on the default stream, gradient and split kernels launched through
 the driver, no device synchronisation between the tape's copies and the launches, split tapes in rows."""
 
+import ctypes
 import os
 import sys
 
@@ -86,8 +87,9 @@ def test_rounds_after_reset_and_backward_again_never_synchronise_the_host(device
     """Later rounds take the cached plans and launches, the reused shadows and (split) tape rows: still no
     synchronisation by the tape and no copy through the host in recording, ``backward``, ``zero`` or
     ``reset``, each round's gradient exact; the gradient launches go back to back on the default stream.
-    (Split kernels may grow a tape onto the device heap: the runtime waits for each of their launches to
-    check the heap's exhaustion flag, ``cuStreamSynchronize``, one after each launch.)"""
+    (Split kernels may grow a tape onto the device heap: the heap's exhaustion flag is read once at the end
+    of the recording and once at the end of ``backward``, each after one ``cuStreamSynchronize``; none
+    between the launches.)"""
     heap_checks = ["sync"] if split else []
     x = np.linspace(0.1, 1.2, 100)
     dx, y, out, w = (np.asarray(a).view(DeviceArray) for a in (x, np.zeros(100), np.zeros(1), [3.0]))
@@ -95,11 +97,14 @@ def test_rounds_after_reset_and_backward_again_never_synchronise_the_host(device
     for _ in range(3):
         out[0] = 0.0
         tape.reset()
+        start = len(device.calls)
         with tape:
             P.program(dx, y, w, out, 4, 32, None)
+            assert [c[0] for c in device.calls[start:]] == ["launch"] * 3       # recording: no waiting
+        assert [c[0] for c in device.calls[start:]] == ["launch"] * 3 + heap_checks
         start = len(device.calls)
         tape.backward(loss=out)
-        assert [c[0] for c in device.calls[start:]] == ["launch", *heap_checks] * 3  # three gradient launches
+        assert [c[0] for c in device.calls[start:]] == ["launch"] * 3 + heap_checks  # three gradient launches
         assert np.allclose(tape.gradient(dx), 3.0 * np.cos(x * x) * 2 * x, rtol=1e-13)
         assert np.isclose(tape.gradient(w)[0], np.sum(np.sin(x * x)), rtol=1e-13)
     if not split:  # the same recording reversed again after zero()
@@ -108,7 +113,7 @@ def test_rounds_after_reset_and_backward_again_never_synchronise_the_host(device
         assert np.allclose(tape.gradient(dx), 3.0 * np.cos(x * x) * 2 * x, rtol=1e-13)
     tape.reset()
     kinds = [c[0] for c in device.calls]
-    assert kinds == ["launch", *heap_checks] * (len(kinds) // (1 + len(heap_checks))), set(kinds)
+    assert kinds == ["launch", "launch", "launch", *heap_checks] * (len(kinds) // (3 + len(heap_checks))), kinds
 
 
 def test_device_arrays_typed_once_per_layout_and_overlapping_views_refused(device):
@@ -189,3 +194,143 @@ def test_a_library_on_another_stream_orders_copies_and_launches_by_that_stream(d
         assert (("ctx sync",) in calls) == waits
         assert np.allclose(tape.gradient(dx), 3.0 * np.cos(x * x) * 2 * x, rtol=1e-13)
         assert np.isclose(tape.gradient(w)[0], np.sum(np.sin(x * x)), rtol=1e-13)
+
+
+class ModuleFlagDriver(SyncCountingDriver):
+    """A heap flag per module (as each loaded PTX module has its own), set by the launches chosen in
+    ``exhaust`` (their positions in the driver's launches, from 1) as a thread that ran out of heap does."""
+
+    def __init__(self):
+        super().__init__()
+        self.flags, self.exhaust, self.read = {}, set(), []
+
+    def cuModuleGetGlobal(self, module, name):
+        super().cuModuleGetGlobal(module, name)
+        flag = self.flags.setdefault(module, ctypes.c_int32(0))
+        return (0, ctypes.addressof(flag), 4)
+
+    def cuMemcpyDtoH(self, dst, src, nbytes):
+        self.read.append(src)
+        return super().cuMemcpyDtoH(dst, src, nbytes)
+
+    def cuLaunchKernel(self, fn, *rest):
+        out = super().cuLaunchKernel(fn, *rest)
+        if sum(c[0] == "launch" for c in self.calls) in self.exhaust:
+            self.flags[fn[0]].value = 1
+        return out
+
+    def launches(self, start=0):
+        return [c for c in self.calls[start:] if c[0] == "launch"]
+
+
+@pytest.fixture
+def flags(device, monkeypatch):
+    from gpucompiler.runtime import cuda
+
+    driver = ModuleFlagDriver()
+    monkeypatch.setattr(cuda, "_driver", lambda: driver)
+    return driver
+
+
+def _program_arrays(cls=DeviceArray):
+    x = np.linspace(0.1, 1.2, 100)
+    return x, [np.asarray(a).view(cls) for a in (x, np.zeros(100), np.zeros(1), [3.0])]
+
+
+def _exact(tape, x, dx, w):
+    assert np.allclose(tape.gradient(dx), 3.0 * np.cos(x * x) * 2 * x, rtol=1e-13)
+    assert np.isclose(tape.gradient(w)[0], np.sum(np.sin(x * x)), rtol=1e-13)
+
+
+def test_a_split_launch_that_ran_out_of_heap_is_reported_at_the_end_of_the_recording_never_reversed(flags):
+    """The second augmented launch of a split round runs out of device heap: the launches go on without
+    waiting, the recording's end waits once and raises DeviceHeapError naming the kernel and the recorded
+    launch (its flag cleared, the others read); backward() then refuses the incomplete tapes, reset() drops
+    them without launching their reverse sweeps, and the next round gives the exact gradient."""
+    from gpucompiler.errors import DeviceHeapError
+
+    x, (dx, y, out, w) = _program_arrays()
+    tape = LaunchTape(split=True)
+    flags.exhaust = {2}
+    with pytest.raises(DeviceHeapError, match=r"gpuc_split_\w*sin_in_place \(recorded launch 2\).*"
+                       r"GPUC_DEVICE_HEAP=1024M.*still usable") as info, tape:
+        P.program(dx, y, w, out, 4, 32, None)
+        assert [c[0] for c in flags.calls] == ["launch"] * 3   # nothing waited for yet
+    assert info.value.name == "GPUC_DEVICE_HEAP_EXHAUSTED" and "recorded launch 1" not in str(info.value)
+    assert [c[0] for c in flags.calls] == ["launch"] * 3 + ["sync"]
+    assert sorted(flags.read) == sorted(ctypes.addressof(f) for f in flags.flags.values())  # each module once
+    assert all(f.value == 0 for f in flags.flags.values())
+    start = len(flags.calls)
+    with pytest.raises(LaunchTapeError, match="ran out of device heap"):
+        tape.backward(loss=out)
+    tape.reset()
+    assert flags.calls[start:] == []                               # no reverse sweep of incomplete tapes
+    flags.exhaust = set()
+    out[0] = 0.0
+    with tape:
+        P.program(dx, y, w, out, 4, 32, None)
+    tape.backward(loss=out)
+    _exact(tape, x, dx, w)
+
+
+def test_a_gradient_launch_that_ran_out_of_heap_is_reported_at_the_end_of_backward(flags):
+    """The reverse sweeps of backward go back to back; the one that ran out (of the first recorded launch,
+    launched last) is named by the DeviceHeapError that backward raises after them, having waited once."""
+    from gpucompiler.errors import DeviceHeapError
+
+    _, (dx, y, out, w) = _program_arrays()
+    tape = LaunchTape(split=True)
+    with tape:
+        P.program(dx, y, w, out, 4, 32, None)
+    flags.exhaust = {6}
+    start = len(flags.calls)
+    with pytest.raises(DeviceHeapError, match=r"gpuc_split_\w*square \(gradient of recorded launch 1\)"):
+        tape.backward(loss=out)
+    assert [c[0] for c in flags.calls[start:]] == ["launch"] * 3 + ["sync"]
+
+
+def test_a_wait_inside_the_recording_reads_the_flags_and_the_tape_is_incomplete(flags, monkeypatch):
+    """A launch on its own stream (7) while the library copies on stream 5 makes the tape wait for the device
+    between them (``synchronize``): the flags of the launches before are read there, the error raised at the
+    launch that waited, and the recording counts as incomplete."""
+    from gpucompiler.errors import DeviceHeapError
+
+    ops, known = StreamOps(), arrays._ops_of_type
+    monkeypatch.setattr(arrays, "_ops_of_type", lambda cls: ops if cls is StreamArray else known(cls))
+    _, (dx, y, out, w) = _program_arrays(StreamArray)
+    tape = LaunchTape(split=True)
+    flags.exhaust = {1}
+    with pytest.raises(DeviceHeapError, match=r"square \(recorded launch 1\)"), tape:
+        P.program(dx, y, w, out, 4, 32, 7)
+    assert len(flags.launches()) == 1 and ("ctx sync",) in flags.calls
+    with pytest.raises(LaunchTapeError, match="ran out of device heap"):
+        tape.backward(loss=out)
+
+
+def test_deferred_checks_are_read_by_synchronize_and_by_a_copy_to_the_host(flags):
+    """Outside a tape a launch is checked at once; deferred (device_heap.deferring), its flag is read by the
+    runtime's synchronize() or by the next launch that copies results to the host, never lost."""
+    from gpucompiler import kernel
+    from gpucompiler.errors import DeviceHeapError
+    from gpucompiler.runtime import cuda, device_heap
+
+    import ez_funcs as F
+
+    x = np.linspace(-0.4, 0.6, 12)
+    k = kernel(F.loop_in_kernel, plugins=("enzyme",))
+    flags.exhaust = {1}
+    with pytest.raises(DeviceHeapError, match=r"launch of loop_in_kernel"):
+        k[1, 16](x, np.zeros_like(x))                                 # at once: NumPy arrays, no tape
+    assert [c[0] for c in flags.calls][:2] == ["HtoD", "HtoD"] and ("sync", 0) in flags.calls
+    for reader in (cuda.synchronize, lambda: k[1, 16](x, np.zeros_like(x))):
+        flags.calls.clear()
+        flags.exhaust = {sum(c[0] == "launch" for c in flags.calls) + 1}
+        dx = np.zeros_like(x).view(DeviceArray)
+        with device_heap.deferring():
+            k[1, 16](np.asarray(x).view(DeviceArray), dx)
+        assert "sync" not in [c[0] for c in flags.calls]
+        flags.calls.clear()
+        flags.exhaust = set()
+        with pytest.raises(DeviceHeapError, match=r"one of the launches loop_in_kernel\b"):
+            reader()
+        cuda.synchronize()                                            # read and cleared: reported once

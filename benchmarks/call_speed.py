@@ -5,7 +5,8 @@
 Warm calls (one process, both engines compiled and warmed, the pairs
 alternated in every round; the best round of each): ``add(1, 2)``,
 ``two_arrays(a, b)`` on two float64 arrays, ``globals8(1.0)`` that reads 8
-module globals. Kernels in ``call_kernels.py``.
+module globals, ``record_field(a)`` reading a field of a structured array's
+first element. Kernels in ``call_kernels.py`` (``record_field`` here).
 
 Fresh processes (the caches filled by a first run; ``GPUC_CACHE_DIR`` and
 ``NUMBA_CACHE_DIR`` point into one temporary directory; pairs alternated;
@@ -74,6 +75,10 @@ def whole(engine: str, env: dict[str, str]) -> float:
     return (time.perf_counter() - t) * 1e3
 
 
+def record_field(a):
+    return a[0].m
+
+
 def warm(fn, args, number: int = 100_000) -> float:
     """Microseconds per call, best of three repeats."""
     return min(timeit.repeat(lambda: fn(*args), number=number, repeat=3)) / number * 1e6
@@ -89,8 +94,9 @@ def main() -> None:
     from gpucompiler import jit
 
     a, b = np.arange(100.0), np.ones(100)
+    particles = np.zeros(100, [("x", np.float64), ("v", np.float64), ("m", np.float64), ("id", np.int32)])
     cases = {"add(1, 2)": (K.add, (1, 2)), "two arrays": (K.two_arrays, (a, b)),
-             "8 globals": (K.globals8, (1.0,))}
+             "8 globals": (K.globals8, (1.0,)), "structured array": (record_field, (particles,))}
     engines = {"gpucompiler": jit, "numba": njit}
     compiled = {e: {c: deco(fn) for c, (fn, _) in cases.items()} for e, deco in engines.items()}
     for e in engines:
@@ -126,6 +132,7 @@ def main() -> None:
     load_after = os.getloadavg()
 
     goals = {"warm call add(1, 2) (µs)": 2.0, "warm call two arrays (µs)": 2.0, "warm call 8 globals (µs)": 2.0,
+             "warm call structured array (µs)": 2.0,
              "disk hit after set-up: loop20 (ms)": 0.5,
              "whole process: python -c import + loop20 from the cache (ms)": 0.4}
     print(f"{'case':64}{'gpucompiler':>12}{'numba':>10}{'ratio':>8}  goal")

@@ -28,7 +28,10 @@ once per kernel and signature (:class:`LaunchPlan`), the launches behind it
 once per configuration (:class:`Runs`); a recorded launch keeps its
 gradient's launch with its arguments, and ``backward`` calls those in
 reverse. On a GPU, copies and launches on CUDA's legacy default stream are
-ordered by the stream, without a synchronisation.
+ordered by the stream, without a synchronisation; the heap-exhaustion flags of
+kernels whose tapes allocate on the device are read once at the end of the
+recording and once after ``backward`` (:func:`gpucompiler.runtime.device_heap.deferring`):
+a recording that ran out is incomplete, never reversed.
 
 With ``LaunchTape(split=True)`` each launch runs the augmented forward sweep
 of its kernel instead (Enzyme's split mode): every thread keeps what its

@@ -134,6 +134,15 @@ def test_a_loop_storing_powers_runs_exactly_as_numpy(vulkan_device, spirv_val, k
     np.testing.assert_array_equal(emulated, want)
 
 
+@pytest.mark.parametrize("opt_level", [0, 1])
+def test_unoptimised_kernels_too(vulkan_device, opt_level):
+    """The versioned copies are gone before LLVM optimises: nothing of them reaches the shader at -O0."""
+    k = kernel(squares.py_func, opt_level=opt_level)
+    got = np.zeros(N)
+    vulkan.launch(k, 1, 64, (got, BASES, N))
+    np.testing.assert_array_equal(got, BASES ** 2)
+
+
 def test_a_loop_squaring_its_array_in_place(vulkan_device):
     (got, _), (emulated, _) = _run(squares_in_place, (BASES, N))
     np.testing.assert_array_equal(got, BASES ** 2)

@@ -175,6 +175,7 @@ def test_an_unaligned_array_of_an_aligned_dtype_misses_to_its_own_specialization
     f = jit(_sum_m, tier=False)
     assert f(a) == pytest.approx(float(a["m"].sum())) and f(a) == pytest.approx(float(a["m"].sum()))
     count = len(misses)
+    assert f(a) == pytest.approx(float(a["m"].sum())) and len(misses) == count
     assert f(odd) == pytest.approx(float(a["m"].sum())) and len(misses) == count + 1
     assert {t.aligned for (t,) in f.signatures} == {True, False}
 
@@ -215,15 +216,59 @@ def test_a_field_view_is_an_ordinary_strided_array_on_the_entry(misses):
     assert T.typeof(a["m"]) == T.ArrayType(T.float64, 1, "A")
 
 
+def _views(a, k):
+    return a["m"], a[1:]["x"], a[k].v
+
+
+def _mixed(w, a, b):
+    return w[0] + a[0].m + b[1].x
+
+
+def test_field_views_returned_from_the_entry_keep_the_array_alive(misses):
+    f = jit(_views)
+    a = _particles(np.dtype(PARTICLE), seed=9)
+    f(a, 2)
+    count = len(misses)
+    for k in range(3):
+        m, x, v = f(a, k)
+        assert np.array_equal(m, a["m"]) and np.array_equal(x, a["x"][1:]) and v == a[k]["v"]
+        assert np.shares_memory(m, a) and np.shares_memory(x, a) and m.strides == (a.dtype.itemsize,)
+    assert len(misses) == count
+    b = a.copy()
+    m, x, _ = f(b, 0)
+    want_m, want_x = b["m"].copy(), b["x"][1:].copy()
+    del b  # the views hold the array's memory
+    assert np.array_equal(m, want_m) and np.array_equal(x, want_x)
+
+
+def test_two_structured_arguments_after_a_plain_array_are_checked_each_by_its_own_words(misses):
+    packed, aligned = np.dtype(PARTICLE), np.dtype(PARTICLE, align=True)
+    w = np.array([0.25, 0.5])
+    a, b = _particles(packed, seed=10), _particles(aligned, seed=11)
+    f = jit(_mixed)
+
+    def want(p, q):
+        return 0.25 + p[0]["m"] + q[1]["x"]
+
+    assert f(w, a, b) == want(a, b) and f(w, a, b) == want(a, b)
+    count = len(misses)
+    assert f(w, a, b) == want(a, b) and len(misses) == count
+    assert f(w, b, a) == want(b, a) and len(misses) == count + 1  # swapped: another specialization
+    assert f(w, a, a) == want(a, a) and f(w, a, a) == want(a, a) and len(misses) == count + 2
+    assert len(f.signatures) == 3
+
+
 def test_renaming_fields_in_place_is_seen_by_the_next_call(misses):
     dtype = np.dtype([("x", np.float64), ("v", np.float64)])
     a = np.array([(1.0, 2.0), (3.0, 4.0)], dtype)
     f = jit(_firsts)
     assert f(a) == (1.0, 2.0) and f(a) == (1.0, 2.0)
+    count = len(misses)
     dtype.names = ("v", "x")  # the same object, now x at offset 8
-    assert a.dtype is dtype and f(a) == (2.0, 1.0) and f(a) == (2.0, 1.0)
+    assert a.dtype is dtype and f(a) == (2.0, 1.0) and f(a) == (2.0, 1.0) and f(a) == (2.0, 1.0)
+    assert len(misses) == count + 1  # typed once with its new names, then the entry again
     dtype.names = ("x", "v")
-    assert f(a) == (1.0, 2.0)
+    assert f(a) == (1.0, 2.0) and f(a) == (1.0, 2.0) and len(misses) == count + 2
 
 
 def test_dtypes_of_another_layout_made_after_one_was_freed_are_never_taken(misses):

@@ -110,13 +110,14 @@ def _ndarray_layout_ok() -> bool:
 
 @functools.cache
 def names_offset() -> int | None:
-    """Where a structured ``PyArray_Descr`` holds its ``names`` tuple (NumPy 2: 104, NumPy 1: 56), found on
-    a live dtype whose fields are renamed (which must replace the tuple); None where neither holds it."""
+    """Where a structured ``PyArray_Descr`` holds its ``names`` tuple (NumPy 1: 56, NumPy 2: 104), found on
+    a live dtype whose fields are renamed (which must replace the tuple); None where neither holds it.
+    56 is tried first: it lies inside both versions' struct (NumPy 2's ``metadata``, never the tuple)."""
     np: Any = sys.modules.get("numpy")
     if np is None:
         return None
     dtype = np.dtype([("a", np.int8), ("b", np.float64)])
-    for offset in (104, 56):
+    for offset in (56, 104):
         before = dtype.names
         if _word(id(dtype) + offset) == id(before):
             dtype.names = ("c", "d")

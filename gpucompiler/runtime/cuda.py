@@ -534,7 +534,7 @@ class Launcher:
         if err:
             return int(err)
         if self.heap is not None:
-            after_launch(self.heap[0], hstream, self.heap[1], self.heap[2], check)
+            after_launch(self.heap[0], self.ctx, hstream, self.heap[1], self.heap[2], check)
         return 0
 
 
@@ -604,7 +604,7 @@ class BoundLaunch:
                             return None
                         else:
                             heap = launcher.heap
-                            return after_launch(heap[0], self.hstream, heap[1], heap[2], check)
+                            return after_launch(heap[0], ctx, self.hstream, heap[1], heap[2], check)
                     else:  # a producer's stream, or another thread launching through it: Launcher.__call__
                         hstream = self.hstream if named is None or not self.follow else producer_handle(named)
                         try:
@@ -702,7 +702,7 @@ def slow_launch(kernel, grid, block, hstream: int, args) -> None:
                                ctypes.addressof(params), 0), "cuLaunchKernel")
         flag = heap_flag(kernel, argtypes, ctx)
         if flag is not None:
-            after_launch(d, hstream, flag, kernel.py_func.__qualname__, check)
+            after_launch(d, ctx, hstream, flag, kernel.py_func.__qualname__, check)
         if copies:
             for c in copies:  # a read-only array is not written by the kernel (its type forbids it)
                 if c.nbytes and c.host.flags.writeable:

@@ -41,7 +41,7 @@ class Pending(threading.local):
     """what the next launch is for the caller (``("recorded launch", 3)``), named by an error"""
 
     def __init__(self):
-        #: flag address -> (driver, streams launched on, launches named, launches in all)
+        #: flag address -> (driver, (context, stream) launched on, launches named, launches in all)
         self.checks: dict[int, list] = {}
 
 
@@ -65,8 +65,9 @@ def deferring() -> Iterator[None]:
         PENDING.depth -= 1
 
 
-def after_launch(d, hstream: int, flag: int, kernel: str, check: Callable[[Any, str], Any]) -> None:
-    """Called after a launch of ``kernel`` (its module's flag at ``flag``) on stream ``hstream``: noted
+def after_launch(d, ctx: int, hstream: int, flag: int, kernel: str, check: Callable[[Any, str], Any]) -> None:
+    """Called after a launch of ``kernel`` (its module's flag at ``flag``) on stream ``hstream`` of context
+    ``ctx`` (current during the call): noted
     while the thread defers (:func:`deferring`), else checked now, after any checks still pending (a
     deferring block left by an exception before it read them). ``check``: as :func:`check_pending`'s."""
     pending = PENDING
@@ -77,8 +78,8 @@ def after_launch(d, hstream: int, flag: int, kernel: str, check: Callable[[Any, 
     hit = pending.checks.get(flag)
     if hit is None:
         hit = pending.checks[flag] = [d, [], [], 0]
-    if hstream not in hit[1]:
-        hit[1].append(hstream)
+    if (ctx, hstream) not in hit[1]:
+        hit[1].append((ctx, hstream))
     hit[3] += 1
     if len(hit[2]) < _NAMED:
         where = pending.where
@@ -96,10 +97,10 @@ def check_pending(check: Callable[[Any, str], Any]) -> None:
     PENDING.checks = {}
     waited: set = set()
     for d, streams, _, _ in checks.values():
-        for s in streams:
-            if (id(d), s) not in waited:
-                waited.add((id(d), s))
-                check(d.cuStreamSynchronize(s), "cuStreamSynchronize")
+        for ctx, s in streams:
+            if (id(d), ctx, s) not in waited:
+                waited.add((id(d), ctx, s))
+                _wait(d, ctx, s, check)
     stopped = []
     for flag, (d, _, named, count) in checks.items():
         word = ctypes.c_int32(0)
@@ -113,6 +114,18 @@ def check_pending(check: Callable[[Any, str], Any]) -> None:
         raise _exhausted(stopped[0][0], f"a thread of one of the launches {which} (launched without waiting "
                          "for them; a thread that runs out stops and leaves its results and its tape "
                          "incomplete)")
+
+
+def _wait(d, ctx: int, hstream: int, check) -> None:
+    """Wait for stream ``hstream`` of context ``ctx`` (pushed for the call when another one is current)."""
+    pushed = bool(ctx) and int(check(d.cuCtxGetCurrent(), "cuCtxGetCurrent")) != ctx
+    if pushed:
+        check(d.cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
+    try:
+        check(d.cuStreamSynchronize(hstream), "cuStreamSynchronize")
+    finally:
+        if pushed:
+            check(d.cuCtxPopCurrent(), "cuCtxPopCurrent")
 
 
 def raise_if_exhausted(d, hstream: int, flag: int, kernel: str = "") -> None:

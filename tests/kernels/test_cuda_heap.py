@@ -195,3 +195,44 @@ def test_a_launch_without_a_tape_never_reads_the_flag(heap_fake):
     heap_fake.flag.value = 1  # would raise if it were read
     saxpy[1, 8](np.float32(2.0), x, x, np.zeros_like(x))
     assert heap_fake.flag.value == 1
+
+
+def test_deferred_checks_wait_for_each_stream_in_the_context_it_was_launched_in():
+    """Launches deferred in two contexts (a device chosen for them: its context pushed during the launch)
+    and on two streams: check_pending waits once per (context, stream), with that context current, then
+    reads each flag once; a set one is a DeviceHeapError naming the launches, and it is cleared."""
+    from gpucompiler.runtime import device_heap
+
+    class Driver(HeapDriver):
+        def __init__(self):
+            super().__init__()
+            self.ctx, self.stack = 3, []
+
+        def cuCtxPushCurrent(self, ctx):
+            self.calls.append(("push", ctx))
+            self.stack.append(self.ctx)
+            self.ctx = ctx
+            return (0,)
+
+        def cuCtxPopCurrent(self):
+            self.calls.append(("pop",))
+            self.ctx = self.stack.pop()
+            return (0, self.ctx)
+
+        def cuStreamSynchronize(self, stream):
+            self.calls.append(("sync", self.ctx, stream))
+            return (0,)
+
+    d, other = Driver(), ctypes.c_int32(0)
+    flag, other_flag = ctypes.addressof(d.flag), ctypes.addressof(other)
+    with device_heap.deferring():
+        for ctx, stream, where in ((3, 0, flag), (5, 0, flag), (5, 0, other_flag), (3, 9, flag), (3, 0, flag)):
+            device_heap.after_launch(d, ctx, stream, where, "k", cuda.check)
+    assert d.calls == []
+    d.flag.value = 1
+    with pytest.raises(DeviceHeapError, match=r"launches k, k, k, k \(launched without waiting"):
+        device_heap.check_pending(cuda.check)
+    assert d.calls == [("sync", 3, 0), ("push", 5), ("sync", 5, 0), ("pop",), ("sync", 3, 9)]
+    assert d.flag.value == 0 and device_heap.PENDING.checks == {}
+    device_heap.check_pending(cuda.check)                      # nothing pending: no driver call
+    assert len(d.calls) == 5

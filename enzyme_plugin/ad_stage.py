@@ -5,14 +5,11 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 
 from gpucompiler.llvm import initialize, parse_ir
-from gpucompiler.module import IRModule
 
 from .ad import batch, leftover
-from .ad.errors import VectorizedCodeError
 from .ad.gpu import EngineOptions
 from .ad.c_interface import differentiate_nested
 from .options import EnzymeOptions
-from .passes import nvvm
 
 
 def optimize(job, text: str, vectorize: bool = True) -> llvm.ModuleRef:
@@ -37,15 +34,14 @@ def optimize(job, text: str, vectorize: bool = True) -> llvm.ModuleRef:
     return ref
 
 
-def run_ad(job, module, unoptimized: str | None = None) -> None:
+def run_ad(job, module) -> None:
     """Differentiate every Enzyme marker call of ``module`` in place (the ``ad`` stage then runs the
     ``ad.late`` callbacks and optimises the result at the job's level).
 
-    Where the vectorizers of the ``optimize`` stage made memory operations the engine has no rules
-    for (masked loads and stores, gathers and scatters: the host's cost model chooses them), the
-    module is differentiated again from ``unoptimized`` (the module before that stage) optimised
-    without the vectorizers. Vectorized code is kept otherwise: its derivative is faster than that
-    of the scalar code LLVM unrolls instead."""
+    The ``optimize`` stage left loops rolled and scalar (:func:`gpucompiler.stages.optimize.default_pipeline`):
+    memory operations the engine has no rules for (masked loads and stores, gathers and scatters) come
+    only from IR given vectorized, where the engine raises
+    :class:`~enzyme_plugin.ad.errors.VectorizedCodeError` naming the instruction."""
     emulated = job.config.emulates_grid
     atomic = job.target.is_gpu or job.config.options(EnzymeOptions).atomic_adjoints or emulated
     device = job.target.is_gpu or emulated  # the emulation runs the tape code the device runs
@@ -58,14 +54,7 @@ def run_ad(job, module, unoptimized: str | None = None) -> None:
     # ADError names the instruction; the driver names the stage
     source = batch.lower_text(module.text)
     leftover.refuse_unknown(source)
-    try:
-        text = differentiate_nested(source, scalar, options)
-    except VectorizedCodeError:
-        if unoptimized is None:
-            raise
-        again = IRModule(scalar(batch.lower_text(unoptimized)))
-        nvvm.preserve(again.model, job.target)  # as the ``optimize.last`` callback did
-        text = differentiate_nested(again.text, scalar, options)
+    text = differentiate_nested(source, scalar, options)
     ref = parse_ir(job.target.adapt_ir(leftover.check_output(text)))
     ref.verify()
     module.ref = ref

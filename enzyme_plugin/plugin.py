@@ -5,7 +5,7 @@ Stages (each callback marker-gated, so modules without ``autodiff`` are untouche
 =================  =========================================================
 ``post_irgen``     inttoptr preserve: calls through constant addresses -> named declarations
 ``link_deferred``  ``gpuc.enzyme.autodiff`` -> Enzyme's C interface; custom-rule functions noinline
-``optimize``       the job's ``O<n>`` pipeline (the driver's), before AD (the module before it is kept);
+``optimize``       the job's ``O<n>`` pipeline (the driver's), before AD (loops left rolled and scalar);
                    at ``optimize.last`` NVVM preserve: NVVM intrinsics / libdevice calls -> forms the
                    engine has rules for
 ``ad``             the engine (:func:`enzyme_plugin.ad.c_interface.differentiate_module`); the driver then
@@ -40,9 +40,6 @@ class EnzymeJobState:
 
     ran_ad: bool = False
     """whether the ``ad`` stage differentiated this module (``post_ad`` restores only then)"""
-    unoptimized: str | None = None
-    """the module before the ``optimize`` stage: AD starts again from it optimised without the vectorizers
-    where they made memory operations the engine has no rules for (:func:`enzyme_plugin.ad_stage.run_ad`)"""
 
 
 class EnzymePlugin(gp.Plugin):
@@ -80,10 +77,6 @@ class EnzymePlugin(gp.Plugin):
         if cpipeline.looks_unoptimised(module.text):
             cpipeline.keep_rules_out_of_line(module.model)
 
-    @gp.callback("optimize.early", markers=AD_MARKERS)
-    def keep_unoptimized(self, job, module, state: EnzymeJobState):
-        state.unoptimized = str(module.ref)  # LLVM prints it (the stage needs the ref anyway)
-
     @gp.callback("optimize.last", markers=AD_MARKERS)
     def preserve_nvvm(self, job, module):
         if module.parsed and all(nvvm.preserved_name(f.name, job.target) is None
@@ -95,7 +88,7 @@ class EnzymePlugin(gp.Plugin):
     def differentiate(self, job, module, state: EnzymeJobState):
         if module.function_names().isdisjoint(AD_MARKERS):
             return  # the optimiser deleted every marker call (dead code): nothing to differentiate
-        run_ad(job, module, state.unoptimized)
+        run_ad(job, module)
         state.ran_ad = True
 
     @gp.callback("post_ad")

@@ -40,8 +40,8 @@ class ADError(GPUCompilerError):
 
 class VectorizedCodeError(ADError):
     """Memory operations of the loop and SLP vectorizers the engine has no rules for (masked loads and
-    stores, gathers and scatters through vectors of addresses); the ``ad`` stage differentiates such a
-    module again from code optimised without the vectorizers."""
+    stores, gathers and scatters through vectors of addresses): in IR given vectorized (the pipeline before
+    AD runs no vectorizer)."""
 
 
 def _raise(err: ADError) -> None:

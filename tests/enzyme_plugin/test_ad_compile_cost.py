@@ -162,3 +162,34 @@ def test_the_outer_level_reads_rolled_loops(monkeypatch):
     (text,) = between
     assert " x double>" not in text, "a vectorized loop reached the outer level"
     assert max(b.count("@llvm.cos.f64(") for b in text.split("\n\n")) == 1, "an unrolled loop reached the outer level"
+
+
+def gathered(x, idx, n):
+    s = 0.0
+    for i in range(n):
+        s += math.sin(x[idx[i]])
+    return s
+
+
+@jit(boundscheck=False, plugins=("enzyme",), cache=False, tier=False)
+def grad_gathered(x, dx, idx, n):
+    autodiff(Reverse, gathered, Duplicated(x, dx), Const(idx), Const(n))
+
+
+def test_a_loop_through_an_index_array_is_differentiated_once(monkeypatch):
+    """The loop vectorizer made a gather of this loop before AD, which the engine refused: the whole
+    module was optimised and differentiated a second time, from a copy printed before the pipeline."""
+    calls: list[str] = []
+    nested = ad_stage.differentiate_nested
+
+    def counting(text, optimize, options):
+        calls.append(text)
+        return nested(text, optimize, options)
+
+    monkeypatch.setattr(ad_stage, "differentiate_nested", counting)
+    x = np.linspace(-1.0, 1.0, 64)
+    idx = np.arange(64)[::-1].copy()
+    dx = np.zeros_like(x)
+    grad_gathered(x, dx, idx, 64)
+    np.testing.assert_allclose(dx, np.cos(x), rtol=1e-15)
+    assert len(calls) == 1

@@ -52,8 +52,8 @@ def _store_and_reduce(x, y, b, n):
 
 
 def test_a_loop_the_vectorizer_scattered_is_differentiated():
-    """The host's cost model vectorised this loop with a masked scatter before AD (an ADError); the ad
-    stage differentiates such a module again from code optimised without the vectorizers."""
+    """The host's cost model vectorised this loop with a masked scatter before AD (an ADError); the
+    pipeline before AD now runs no vectorizer."""
     b, db = np.zeros(2), np.zeros(2)
     dx, dy = autodiff(Reverse, _store_and_reduce, Active(0.3), Active(0.2), Duplicated(b, db), Const(20))
     fx = _fd(lambda v: _store_and_reduce(v, 0.2, np.zeros(2), 20), 0.3)

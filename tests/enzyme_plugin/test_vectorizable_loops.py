@@ -1,7 +1,6 @@
 """Loops LLVM's vectorizers turn into gathers and scatters (indexing through an index array, strided
-access) when no bounds check stands in the way: the engine refuses the vector of addresses and the
-``ad`` stage differentiates the module again from code optimised without the vectorizers, so the
-gradients are right. They were zero: the lanes of addresses (``<8 x ptr>``) carried no shadow, so
+access) when no bounds check stands in the way: the pipeline before AD runs no vectorizer (the one after
+AD vectorizes the derivative), so the engine sees scalar loops and the gradients are right. They were zero: the lanes of addresses (``<8 x ptr>``) carried no shadow, so
 ``llvm.masked.gather`` looked constant."""
 
 from __future__ import annotations

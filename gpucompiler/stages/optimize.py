@@ -44,6 +44,8 @@ def default_pipeline(ctx: CompileContext, module: IRModule) -> None:
     slp = final and not ctx.job.target.is_gpu and SLP_MARKER in module.function_names()
     pb = _pass_builder(ctx, slp, loops=final)
     pb.getModulePassManager().run(module.ref, pb)
+    if final:
+        _drop_marker(ctx, module)
 
 
 def after_ad(ctx: CompileContext, module: IRModule) -> None:
@@ -56,7 +58,17 @@ def after_ad(ctx: CompileContext, module: IRModule) -> None:
     tuning.loop_vectorization = tuning.slp_vectorization = True
     pb = llvm.create_pass_builder(tm, tuning)
     pb.getModulePassManager().run(module.ref, pb)
+    _drop_marker(ctx, module)
     module.ref.verify()
+
+
+def _drop_marker(ctx: CompileContext, module: IRModule) -> None:
+    """Remove the SLP marker's declaration (never called: read above, then dead), which the pipelines of
+    opt level 0 keep and the linker would find unresolved."""
+    if SLP_MARKER in module.function_names():
+        mpm = llvm.create_new_module_pass_manager()
+        mpm.add_strip_dead_prototype_pass()
+        mpm.run(module.ref, _pass_builder(ctx))
 
 
 def cleanup(ctx: CompileContext, module: IRModule) -> None:

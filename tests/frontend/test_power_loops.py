@@ -585,3 +585,28 @@ def test_versioned_loop_in_a_kernel(check_ptx):
     check_ptx(cubes_kernel.inspect_asm(x, out, target=PTXTarget(capability=(9, 0))), arch="sm_90")
     cubes_kernel[1, 4, "cpu"](x, out)  # pyright: ignore[reportIndexIssue]
     np.testing.assert_allclose(out, np.sum(x ** 3), rtol=1e-14)
+
+
+def _square_into(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] ** 2.0
+
+
+def _square_rows(a, out):
+    i = gd.grid(1)
+    if i < a.shape[0]:
+        for j in range(4):
+            out[i, j] = a[i, j] ** 2.0
+
+
+@pytest.mark.parametrize("opt_level", [0, 1, 2])
+def test_power_loops_link_at_every_opt_level(opt_level):
+    # the blocks' SLP marker is a declaration nothing calls: opt level 0 keeps such declarations, and the
+    # linker refused it (LinkError: unresolved gpuc.vector_blocks) before the pipeline dropped it
+    a = np.linspace(-3.0, 3.0, 3 * BLOCK + 5)
+    out = np.zeros_like(a)
+    jit(_square_into, opt_level=opt_level)(a, out)
+    assert np.array_equal(out, a * a)
+    m, mo = np.linspace(-2.0, 2.0, 64).reshape(16, 4), np.zeros((16, 4))
+    kernel(_square_rows, opt_level=opt_level)[1, 32, "cpu"](m, mo)
+    assert np.array_equal(mo, m * m)

@@ -15,7 +15,7 @@ ndarray type, guard words, NumPy words, borrowed, ..., dtype words)`` (see the `
    must fit in int64), ``float``, ``complex``, ``True``/``False``, an ``ndarray`` of the
    specialization's ndim, dtype, byte order, contiguity and writeability
    (read from the ``PyArrayObject`` struct: no Python-level work); a
-   structured array's dtype by its address, which must be the one the
+   structured array (or ``numpy.recarray``) by its dtype's address, which must be the one the
    dispatcher last remembered for that argument (a dtype of the compiled
    layout: :class:`~gpucompiler.runtime.pyentry.Dtypes`), still holding the
    ``names`` tuple it held then (renaming fields in place replaces it), and
@@ -55,9 +55,10 @@ TYPE_NUMS = {T.boolean: (0,), T.int32: (5,), T.int64: (7, 9), T.float32: (11,), 
 #: keyword miss's helper and the dtype words (see :data:`DTYPE_WORDS`)
 SELF_FALLBACK, SELF_NDARRAY, SELF_GUARD, SELF_NUMPY, SELF_BORROWED, SELF_KEYWORDS, SELF_DTYPES = range(7)
 #: the dtype words: word 0 the offset of ``names`` in a structured ``PyArray_Descr`` (NumPy 1 and 2
-#: differ), then per argument the address of the dtype its structured array must have and of that
-#: dtype's ``names`` tuple (0: none yet, every call misses)
-DTYPE_WORDS = 2
+#: differ), word 1 the address of ``numpy.recarray`` (a structured argument may be one), then
+#: :data:`DTYPE_WORDS` per argument: the address of the dtype its structured array must have and of
+#: that dtype's ``names`` tuple (0: none yet, every call misses)
+DTYPE_HEADER, DTYPE_WORDS = 2, 2
 #: words per guard after ``guard[0]`` (their count): the address of the watched word, its expected
 #: value, and for a dict's version tag the dict, the name read and the object it found (0: none)
 GUARD_WORDS = 5
@@ -185,7 +186,14 @@ class _Emitter:
 
     def array(self, obj, t: T.ArrayType | T.StructArrayType, ndarray, dtypes, k: int):
         b = self.b
-        self.is_type(obj, ndarray, f"arg{k}.ndarray")
+        if isinstance(t, T.StructArrayType):  # an ndarray or a recarray (as the dispatcher takes them)
+            cls = self.word(obj, _OB_TYPE)
+            recarray = b.load(b.gep(dtypes, [ir.Constant(I64, 1)], source_etype=I64), typ=I64)
+            either = b.or_(b.icmp_unsigned("==", cls, ndarray),
+                           b.icmp_unsigned("==", b.ptrtoint(cls, I64), recarray))
+            self.expect(either, f"arg{k}.ndarray")
+        else:
+            self.is_type(obj, ndarray, f"arg{k}.ndarray")
         self.expect(b.icmp_signed("==", self.word(obj, _ND, I32), ir.Constant(I32, t.ndim)), f"arg{k}.ndim")
         descr = self.word(obj, _DESCR)
         mask = _C_CONTIGUOUS | _WRITEABLE
@@ -213,7 +221,7 @@ class _Emitter:
         def word(j: int):
             return b.load(b.gep(dtypes, [ir.Constant(I64, j)], source_etype=I64), typ=I64)
 
-        at = 1 + DTYPE_WORDS * k
+        at = DTYPE_HEADER + DTYPE_WORDS * k
         self.expect(b.icmp_unsigned("==", b.ptrtoint(descr, I64), word(at)), f"arg{k}.descr")
         names = b.load(b.gep(descr, [word(0)], source_etype=I8), typ=I64)
         self.expect(b.icmp_unsigned("==", names, word(at + 1)), f"arg{k}.names")

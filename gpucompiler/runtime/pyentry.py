@@ -22,9 +22,9 @@ one by one as before, recompiles when one changed, and when they all hold
 A :class:`Dtypes` holds the structured dtypes an entry takes by address: per
 structured argument, the last dtype object of the compiled layout that the
 dispatcher typed (NumPy makes a new object for each structured dtype built,
-equal or not), so that repeated calls with it, or with arrays sharing it,
-stay in compiled code; a call with another object misses once and is
-remembered.
+equal or not), so that repeated calls with it, or with arrays sharing it
+(plain arrays or ``np.recarray`` views), stay in compiled code; a call with
+another object misses once and is remembered.
 
 Every layout this relies on is checked on live objects first
 (:func:`layout_ok`); where one differs (another Python), no entry is made
@@ -41,7 +41,7 @@ import types
 from typing import Any
 
 from .. import types as T
-from ..codegen.pyentry import DTYPE_WORDS, GUARD_WORDS
+from ..codegen.pyentry import DTYPE_HEADER, DTYPE_WORDS, GUARD_WORDS
 from ..codegen.pyresult import NUMPY_FUNCTIONS, holds_array
 from ..interpreter.lattice import MISSING
 from . import owned
@@ -206,18 +206,20 @@ class Guard:
 
 
 class Dtypes:
-    """The dtype words an entry reads (see :data:`~gpucompiler.codegen.pyentry.DTYPE_WORDS`): per structured
-    argument, the dtype object last seen with the compiled layout and its ``names`` tuple.
+    """The dtype words an entry reads (see :data:`~gpucompiler.codegen.pyentry.DTYPE_WORDS`): ``numpy.recarray``
+    and, per structured argument, the dtype object last seen with the compiled layout and its ``names`` tuple.
 
     Both objects stay referenced while the words hold their addresses, so an address in the words is
     never that of a freed object reused by a dtype of another layout."""
 
-    __slots__ = ("words", "_layouts", "_kept", "_lock")
+    __slots__ = ("words", "_layouts", "_recarray", "_kept", "_lock")
 
     def __init__(self, layouts: dict[int, T.StructDtype], count: int):
         self._layouts = layouts
-        self.words = (ctypes.c_uint64 * (1 + DTYPE_WORDS * count))()
+        self.words = (ctypes.c_uint64 * (DTYPE_HEADER + DTYPE_WORDS * count))()
+        self._recarray = getattr(sys.modules.get("numpy"), "recarray", None)
         self.words[0] = names_offset() or 0
+        self.words[1] = 0 if self._recarray is None else id(self._recarray)
         self._kept: dict[int, tuple[Any, Any]] = {}
         self._lock = threading.Lock()
 
@@ -234,7 +236,7 @@ class Dtypes:
         words = self.words
         for k, layout in self._layouts.items():
             dtype = getattr(args[k], "dtype", None)
-            at = 1 + DTYPE_WORDS * k
+            at = DTYPE_HEADER + DTYPE_WORDS * k
             if dtype is None or (words[at] == id(dtype) and words[at + 1] == id(dtype.names)):
                 continue
             names = dtype.names  # read before the layout: a rename in between leaves a stale word (a miss)

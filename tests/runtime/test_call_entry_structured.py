@@ -258,6 +258,28 @@ def test_two_structured_arguments_after_a_plain_array_are_checked_each_by_its_ow
     assert len(f.signatures) == 3
 
 
+def test_a_recarray_runs_the_entry_and_alternating_with_its_plain_array_stays_right(misses):
+    a = _particles(np.dtype(PARTICLE), seed=12)
+    r = a.view(np.recarray)
+    assert r.dtype is not a.dtype  # a dtype of np.record items: another object of the same layout
+    f, bump = jit(_first_m), jit(_bump, tier=False)
+    assert f(r) == a[0]["m"] and isinstance(_fast(f), types.BuiltinFunctionType)
+    count = len(misses)
+    for _ in range(3):
+        assert f(r) == a[0]["m"]
+    assert len(misses) == count
+    v = a["v"].copy()
+    assert bump(r) == 9 and bump(a) == 9 and bump(r) == 9 and bump(r) == 9
+    assert np.allclose(a["v"], v + 4.0) and len(f.signatures) == 1
+
+    class Tagged(np.ndarray):
+        pass
+
+    t = a.view(Tagged)
+    count = len(misses)
+    assert f(t) == a[0]["m"] and f(t) == a[0]["m"] and len(misses) == count + 2  # other subclasses: dispatcher
+
+
 def test_renaming_fields_in_place_is_seen_by_the_next_call(misses):
     dtype = np.dtype([("x", np.float64), ("v", np.float64)])
     a = np.array([(1.0, 2.0), (3.0, 4.0)], dtype)

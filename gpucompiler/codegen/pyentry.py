@@ -15,8 +15,8 @@ ndarray type, guard words, NumPy words, borrowed, ..., dtype words)`` (see the `
    must fit in int64), ``float``, ``complex``, ``True``/``False``, an ``ndarray`` of the
    specialization's ndim, dtype, byte order, contiguity and writeability
    (read from the ``PyArrayObject`` struct: no Python-level work); a
-   structured array (or ``numpy.recarray``) by its dtype's address, which must be the one the
-   dispatcher last remembered for that argument (a dtype of the compiled
+   structured array (or ``numpy.recarray``) by its dtype's address, which must be one of the two
+   the dispatcher last remembered for that argument (dtypes of the compiled
    layout: :class:`~gpucompiler.runtime.pyentry.Dtypes`), still holding the
    ``names`` tuple it held then (renaming fields in place replaces it), and
    its alignment flag too;
@@ -56,9 +56,9 @@ TYPE_NUMS = {T.boolean: (0,), T.int32: (5,), T.int64: (7, 9), T.float32: (11,), 
 SELF_FALLBACK, SELF_NDARRAY, SELF_GUARD, SELF_NUMPY, SELF_BORROWED, SELF_KEYWORDS, SELF_DTYPES = range(7)
 #: the dtype words: word 0 the offset of ``names`` in a structured ``PyArray_Descr`` (NumPy 1 and 2
 #: differ), word 1 the address of ``numpy.recarray`` (a structured argument may be one), then
-#: :data:`DTYPE_WORDS` per argument: the address of the dtype its structured array must have and of
-#: that dtype's ``names`` tuple (0: none yet, every call misses)
-DTYPE_HEADER, DTYPE_WORDS = 2, 2
+#: :data:`DTYPE_WORDS` per argument: two slots, each the address of a dtype its structured array may
+#: have and of that dtype's ``names`` tuple (0: none yet; the two never hold one dtype)
+DTYPE_HEADER, DTYPE_WORDS = 2, 4
 #: words per guard after ``guard[0]`` (their count): the address of the watched word, its expected
 #: value, and for a dict's version tag the dict, the name read and the object it found (0: none)
 GUARD_WORDS = 5
@@ -214,17 +214,20 @@ class _Emitter:
         return _array(b, obj, t)
 
     def struct_dtype(self, descr, dtypes, k: int) -> None:
-        """The structured dtype ``descr`` is the one remembered for argument ``k`` and holds the names it
-        held then (see :data:`DTYPE_WORDS`); its ``names`` is read only once its address matched."""
+        """The structured dtype ``descr`` is one of the two remembered for argument ``k`` and holds the
+        names it held then (see :data:`DTYPE_WORDS`); its ``names`` is read only once its address matched."""
         b = self.b
 
         def word(j: int):
             return b.load(b.gep(dtypes, [ir.Constant(I64, j)], source_etype=I64), typ=I64)
 
         at = DTYPE_HEADER + DTYPE_WORDS * k
-        self.expect(b.icmp_unsigned("==", b.ptrtoint(descr, I64), word(at)), f"arg{k}.descr")
+        address = b.ptrtoint(descr, I64)
+        first = b.icmp_unsigned("==", address, word(at))
+        self.expect(b.or_(first, b.icmp_unsigned("==", address, word(at + 2))), f"arg{k}.descr")
         names = b.load(b.gep(descr, [word(0)], source_etype=I8), typ=I64)
-        self.expect(b.icmp_unsigned("==", names, word(at + 1)), f"arg{k}.names")
+        expected = b.select(first, word(at + 1), word(at + 3))
+        self.expect(b.icmp_unsigned("==", names, expected), f"arg{k}.names")
 
     def result(self, out, rt, self_tuple, args, count: int):
         b, mod = self.b, self.mod

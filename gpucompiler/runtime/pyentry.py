@@ -207,12 +207,13 @@ class Guard:
 
 class Dtypes:
     """The dtype words an entry reads (see :data:`~gpucompiler.codegen.pyentry.DTYPE_WORDS`): ``numpy.recarray``
-    and, per structured argument, the dtype object last seen with the compiled layout and its ``names`` tuple.
+    and, per structured argument, the last two dtype objects seen with the compiled layout (a plain array and
+    its ``np.recarray`` view, two dtypes built alike) and their ``names`` tuples.
 
     Both objects stay referenced while the words hold their addresses, so an address in the words is
     never that of a freed object reused by a dtype of another layout."""
 
-    __slots__ = ("words", "_layouts", "_recarray", "_kept", "_lock")
+    __slots__ = ("words", "_layouts", "_recarray", "_kept", "_next", "_lock")
 
     def __init__(self, layouts: dict[int, T.StructDtype], count: int):
         self._layouts = layouts
@@ -220,7 +221,8 @@ class Dtypes:
         self._recarray = getattr(sys.modules.get("numpy"), "recarray", None)
         self.words[0] = names_offset() or 0
         self.words[1] = 0 if self._recarray is None else id(self._recarray)
-        self._kept: dict[int, tuple[Any, Any]] = {}
+        self._kept: dict[tuple[int, int], tuple[Any, Any]] = {}  # (argument, slot) -> (dtype, names)
+        self._next = dict.fromkeys(layouts, 0)  # the slot each argument's next new dtype replaces
         self._lock = threading.Lock()
 
     @classmethod
@@ -231,20 +233,26 @@ class Dtypes:
 
     def take(self, args) -> None:
         """Remember the dtype of each structured argument of ``args`` (a call the dispatcher is about to run
-        on this specialization) that has the compiled layout, names and alignment included; the dtype
-        remembered before is released once no word names it."""
+        on this specialization) that has the compiled layout, names and alignment included: in its own slot
+        where it is there with other names (renamed), else in the older one, whose dtype is released once
+        no word names it."""
         words = self.words
         for k, layout in self._layouts.items():
             dtype = getattr(args[k], "dtype", None)
+            if dtype is None:
+                continue
             at = DTYPE_HEADER + DTYPE_WORDS * k
-            if dtype is None or (words[at] == id(dtype) and words[at + 1] == id(dtype.names)):
+            pair = (id(dtype), id(dtype.names))
+            if pair in ((words[at], words[at + 1]), (words[at + 2], words[at + 3])):
                 continue
             names = dtype.names  # read before the layout: a rename in between leaves a stale word (a miss)
             if names is None or T.struct_dtype(dtype) != layout:
                 continue
             with self._lock:
-                words[at], words[at + 1] = id(dtype), id(names)
-                self._kept[k] = (dtype, names)
+                slot = 0 if words[at] == id(dtype) else 1 if words[at + 2] == id(dtype) else self._next[k]
+                words[at + 2 * slot], words[at + 2 * slot + 1] = id(dtype), id(names)
+                self._kept[k, slot] = (dtype, names)
+                self._next[k] = 1 - slot
 
 
 def _keyword_call(fallback, address: int, nargs: int, kwnames: tuple[str, ...]) -> Any:

@@ -103,17 +103,23 @@ def test_the_same_dtype_object_runs_the_builtin_entry_after_the_first_call(misse
     assert len(misses) == 1
 
 
-def test_an_equal_dtype_made_separately_misses_once_then_is_remembered(misses):
-    first, second = np.dtype(PARTICLE), np.dtype(PARTICLE)
-    assert first == second and first is not second
-    a, b = _particles(first, seed=1), _particles(second, seed=2)
+def test_equal_dtypes_made_separately_miss_once_and_the_last_two_are_remembered(misses):
+    first, second, third = np.dtype(PARTICLE), np.dtype(PARTICLE), np.dtype(PARTICLE)
+    assert first == second == third and first is not second
+    a, b, c = _particles(first, seed=1), _particles(second, seed=2), _particles(third, seed=3)
     f = jit(_first_m)
-    assert f(a) == a[0]["m"] and f(a) == a[0]["m"] and len(misses) == 1
-    assert f(b) == b[0]["m"] and len(misses) == 2  # a new object: typed once, one specialization
-    for _ in range(4):
-        assert f(b) == b[0]["m"]
-    assert len(misses) == 2 and len(f.signatures) == 1
-    assert f(a) == a[0]["m"] and f(a) == a[0]["m"] and len(misses) == 3  # the last one seen is remembered
+
+    def calls(*arrays):
+        for x in arrays:
+            assert f(x) == x[0]["m"]
+        return len(misses)
+
+    assert calls(a, a) == 1
+    assert calls(b) == 2  # a new object: typed once, one specialization
+    assert calls(b, b, a, b, a) == 2 and len(f.signatures) == 1  # both remembered
+    assert calls(c) == 3 and calls(c, b, c) == 3  # the third replaces the older slot (a's)
+    assert calls(a) == 4 and calls(a, c, a) == 4  # and a the next (b's)
+    assert calls(b) == 5
 
 
 def test_the_same_itemsize_with_other_offsets_is_another_specialization(misses):
@@ -258,7 +264,7 @@ def test_two_structured_arguments_after_a_plain_array_are_checked_each_by_its_ow
     assert len(f.signatures) == 3
 
 
-def test_a_recarray_runs_the_entry_and_alternating_with_its_plain_array_stays_right(misses):
+def test_a_recarray_and_its_plain_array_both_run_the_entry(misses):
     a = _particles(np.dtype(PARTICLE), seed=12)
     r = a.view(np.recarray)
     assert r.dtype is not a.dtype  # a dtype of np.record items: another object of the same layout
@@ -268,6 +274,10 @@ def test_a_recarray_runs_the_entry_and_alternating_with_its_plain_array_stays_ri
     for _ in range(3):
         assert f(r) == a[0]["m"]
     assert len(misses) == count
+    assert f(a) == a[0]["m"] and len(misses) == count + 1
+    for _ in range(3):  # both dtype objects remembered
+        assert f(r) == a[0]["m"] and f(a) == a[0]["m"]
+    assert len(misses) == count + 1
     v = a["v"].copy()
     assert bump(r) == 9 and bump(a) == 9 and bump(r) == 9 and bump(r) == 9
     assert np.allclose(a["v"], v + 4.0) and len(f.signatures) == 1
@@ -305,14 +315,15 @@ def test_dtypes_of_another_layout_made_after_one_was_freed_are_never_taken(misse
     assert len(f.signatures) == 2
 
 
-def test_the_remembered_dtype_is_held_while_remembered_and_released_after():
-    first, second = np.dtype(PARTICLE), np.dtype(PARTICLE)
+def test_a_remembered_dtype_is_held_while_remembered_and_released_after():
+    first, second, third = np.dtype(PARTICLE), np.dtype(PARTICLE), np.dtype(PARTICLE)
     f = jit(_first_m)
-    a, b = _particles(first), _particles(second, seed=1)
+    a, b, c = _particles(first), _particles(second, seed=1), _particles(third, seed=2)
     assert f(a) == a[0]["m"]  # typeof's memo keeps the first dtype of a layout; ``second`` is never a key
     held = sys.getrefcount(second)
     assert f(b) == b[0]["m"] and sys.getrefcount(second) == held + 1  # its address is in the entry's words
-    assert f(a) == a[0]["m"] and sys.getrefcount(second) == held  # another one remembered: released
+    assert f(a) == a[0]["m"] and f(c) == c[0]["m"] and sys.getrefcount(second) == held + 1  # c replaced a
+    assert f(a) == a[0]["m"] and sys.getrefcount(second) == held  # a replaced it: released
 
 
 def test_threads_alternating_equal_and_other_dtype_objects():

@@ -363,7 +363,8 @@ class LaunchTape:
         self._taken: set[int] = set()  # id() of the arrays recorded launches took (the records keep them alive)
         self._spare: dict[tuple, list] = {}  # split mode: per-thread tape arrays reversed, for the next recording
         self._recording = None
-        self._deferring = None
+        self._deferring = False  # the recording's GPU launches defer their heap checks (device_heap.deferring)
+        self._on_device = False  # a recorded launch went to a GPU (since the last reset)
         #: a launch of the recording ran out of device heap: its results and tapes are incomplete
         self._incomplete = False
 
@@ -373,17 +374,15 @@ class LaunchTape:
             raise LaunchTapeError("this tape is already recording")
         self._recording = recording_launches(self._record)
         self._recording.__enter__()
-        self._deferring = device_heap.deferring()  # the launches' heap checks: read at the end of the recording
-        self._deferring.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
         rec, self._recording = self._recording, None
-        deferring, self._deferring = self._deferring, None
+        deferring, self._deferring = self._deferring, False
         if rec is not None:
             rec.__exit__(*exc)
-        if deferring is not None:
-            deferring.__exit__(None, None, None)
+        if deferring:  # the heap checks of the recording's GPU launches, read now
+            device_heap.deferring().__exit__(None, None, None)
             device_heap.PENDING.where = None
             self._check_heap(recording=True)
 
@@ -417,6 +416,9 @@ class LaunchTape:
         else:
             (argtypes, spans, named), direct = _device_arguments(k, args), False
             stream = self._stream(launch, args, spans, named)
+            if not self._deferring:  # its heap check, if its kernel has one: read at the end of the recording
+                device_heap.deferring().__enter__()
+                self._deferring = self._on_device = True
         k.refresh()  # world age: a rebound global the kernel reads (a function it calls) gives a new plan
         plan = _plan(k, argtypes, k.world_age)
         if plan.pairs:
@@ -426,7 +428,8 @@ class LaunchTape:
         snapshots = self._snapshots(launch, args, plan, ops, hand, direct, stream) if plan.written else []
         self._taken.update([id(args[j]) for j in plan.arrays])
         split = self.split and hand is None
-        device_heap.PENDING.where = ("recorded launch", len(self.records) + 1)  # named by a heap error
+        if not cpu:
+            device_heap.PENDING.where = ("recorded launch", len(self.records) + 1)  # named by a heap error
         runs = _runs(plan, launch, argtypes, direct, split)
         if runs.reverse is None:  # no float array: nothing to differentiate
             runs.forward(args)
@@ -598,6 +601,9 @@ class LaunchTape:
                 raise LaunchTapeError(f"backward: loss= takes a one-element array, got one of {_shape_text(loss)}",
                                       hint="seed a larger result with backward(grads=[(y, dy)])")
             ops_of(loss).add_into(shadow, 1.0)
+        if not self._on_device:  # the emulation's launches: no heap flags
+            self._replay(shadows)
+            return
         with device_heap.deferring():  # the gradient launches' heap checks: read once, after the last
             try:
                 self._replay(shadows)
@@ -708,6 +714,7 @@ class LaunchTape:
         elif self.split and any(r.holders is not None for r in self.records):
             self._backward([], None, scratch=True)
         self.records.clear()
+        self._on_device = False
         self._dropped, self._shadows = self._shadows, {}  # reused by the next recording when nobody holds them
         self._taken.clear()
 

@@ -17,10 +17,9 @@ its recording and of ``backward``), and which the runtime calls where the host w
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import DeviceHeapError
@@ -54,15 +53,26 @@ def flag_address(d, module) -> int | None:
     return int(dptr) if int(err) == 0 else None
 
 
-@contextlib.contextmanager
-def deferring() -> Iterator[None]:
-    """Launches in this thread note their checks instead of waiting for the device; the caller reads them
-    with :func:`check_pending` before anything depends on the launches having completed."""
-    PENDING.depth += 1
-    try:
-        yield
-    finally:
+class Deferring:
+    """``with deferring():`` launches in this thread note their checks instead of waiting for the device;
+    the caller reads them with :func:`check_pending` before anything depends on the launches having
+    completed. (A class, not a generator: a launch tape enters it twice a round.)"""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        PENDING.depth += 1
+
+    def __exit__(self, *exc) -> None:
         PENDING.depth -= 1
+
+
+_DEFERRING = Deferring()
+
+
+def deferring() -> Deferring:
+    """The context in which launches defer their checks (:class:`Deferring`)."""
+    return _DEFERRING
 
 
 def after_launch(d, ctx: int, hstream: int, flag: int, kernel: str, check: Callable[[Any, str], Any]) -> None:
@@ -152,5 +162,5 @@ def _exhausted(d, what: str) -> DeviceHeapError:
                            "CUDA context is still usable", "cuLaunchKernel")
 
 
-__all__ = ["FLAG", "PENDING", "Pending", "after_launch", "check_pending", "deferring", "flag_address",
+__all__ = ["FLAG", "PENDING", "Deferring", "Pending", "after_launch", "check_pending", "deferring", "flag_address",
            "raise_if_exhausted"]

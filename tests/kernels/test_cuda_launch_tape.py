@@ -334,3 +334,22 @@ def test_deferred_checks_are_read_by_synchronize_and_by_a_copy_to_the_host(flags
         with pytest.raises(DeviceHeapError, match=r"one of the launches loop_in_kernel\b"):
             reader()
         cuda.synchronize()                                            # read and cleared: reported once
+
+
+def test_a_split_round_of_many_launches_waits_once_at_its_end_and_once_in_backward(device):
+    """Twelve recorded launches (the program four times, each step feeding the next through ``y``) and their
+    twelve reverse sweeps: one synchronisation after the recording, one after backward, none between."""
+    x = np.linspace(0.1, 1.2, 100)
+    dx, y, w = (np.asarray(a).view(DeviceArray) for a in (x, np.zeros(100), [3.0]))
+    outs = [np.zeros(1).view(DeviceArray) for _ in range(4)]
+    tape = LaunchTape(split=True)
+    start = len(device.calls)
+    with tape:
+        for out in outs:
+            P.program(dx, y, w, out, 4, 32, None)
+    assert [c[0] for c in device.calls[start:]] == ["launch"] * 12 + ["sync"]
+    start = len(device.calls)
+    tape.backward(grads=[(out, np.ones(1).view(DeviceArray)) for out in outs])
+    assert [c[0] for c in device.calls[start:]] == ["launch"] * 12 + ["sync"]
+    assert np.allclose(tape.gradient(dx), 4 * 3.0 * np.cos(x * x) * 2 * x, rtol=1e-13)
+    assert np.isclose(tape.gradient(w)[0], 4 * np.sum(np.sin(x * x)), rtol=1e-13)

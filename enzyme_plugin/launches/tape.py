@@ -384,17 +384,18 @@ class LaunchTape:
         if deferring:  # the heap checks of the recording's GPU launches, read now
             device_heap.deferring().__exit__(None, None, None)
             device_heap.PENDING.where = None
-            self._check_heap(recording=True)
+            self._check_heap(recording=True, failed=exc[1] is not None)
 
-    def _check_heap(self, recording: bool) -> None:
+    def _check_heap(self, recording: bool, failed: bool = False) -> None:
         """Read the heap flags of the launches made since the last check (one wait per stream; none without
         such a launch); a DeviceHeapError when a thread ran out, and then, for a ``recording``, the recorded
-        launches are incomplete: ``backward`` refuses them, :meth:`reset` drops them."""
+        launches are incomplete: ``backward`` refuses them, :meth:`reset` drops them. ``failed``: the
+        recording ended with an exception, kept as the error's context."""
         try:
             cuda_runtime.check_heap()
         except DeviceHeapError as err:
             self._incomplete = self._incomplete or recording
-            raise for_user(err, settings.debug_tracebacks())
+            raise for_user(err, settings.debug_tracebacks() or failed)
 
     def _record(self, launch: Launch, args: tuple) -> None:
         try:

@@ -353,3 +353,19 @@ def test_a_split_round_of_many_launches_waits_once_at_its_end_and_once_in_backwa
     assert [c[0] for c in device.calls[start:]] == ["launch"] * 12 + ["sync"]
     assert np.allclose(tape.gradient(dx), 4 * 3.0 * np.cos(x * x) * 2 * x, rtol=1e-13)
     assert np.isclose(tape.gradient(w)[0], 4 * np.sum(np.sin(x * x)), rtol=1e-13)
+
+
+def test_an_exception_in_the_recording_after_a_launch_ran_out_keeps_both_errors(flags):
+    """The recording ends with the user's exception after a launch that ran out of heap: the DeviceHeapError
+    is raised (never lost) with the user's exception as its context, and the recording is incomplete."""
+    from gpucompiler.errors import DeviceHeapError
+
+    _, (dx, y, _, _) = _program_arrays()
+    tape = LaunchTape(split=True)
+    flags.exhaust = {1}
+    with pytest.raises(DeviceHeapError, match=r"square \(recorded launch 1\)") as info, tape:
+        P.square[4, 32, None](dx, y)
+        raise KeyError("the user's own error")
+    assert isinstance(info.value.__context__, KeyError) and not info.value.__suppress_context__  # both shown
+    with pytest.raises(LaunchTapeError, match="ran out of device heap"):
+        tape.backward(grads=[(y, np.ones(100).view(DeviceArray))])

@@ -13,11 +13,17 @@ the CPU loader at ``-O0``, about 10 ms once per process) and puts its
 
 ``gpuc_pool_run``:
 
-* the calling thread runs chunk 0; chunk ``k`` runs on worker ``k``,
-  started at the first region that needs it and kept for the life of the
-  process (detached POSIX threads named :data:`THREAD_NAME`, every signal
-  blocked, so they never hold up the exit); a worker that cannot be
-  started leaves its chunk to the calling thread;
+* the calling thread runs chunk 0, then it and the workers claim the
+  other chunks one at a time (a compare-and-swap of a word holding the
+  region's generation and the next chunk), so a chunk no worker has
+  started yet (a worker asleep, or waiting for a CPU) is run by the caller
+  instead of waited for; which thread runs a chunk changes no result (each
+  chunk has its own record, combined in chunk order);
+* a region of ``count`` chunks has ``count - 1`` workers, started at the
+  first region that needs them and kept for the life of the process
+  (detached POSIX threads named :data:`THREAD_NAME`, every signal blocked,
+  so they never hold up the exit); when no worker can be started the
+  calling thread runs every chunk;
 * a region is published by one atomic store of a word holding a generation
   and the number of chunks; idle workers spin on it for :data:`SPIN`
   pauses (:data:`THROTTLED` when the region had more threads than the
@@ -93,7 +99,7 @@ def _slot() -> ctypes.c_void_p:
 _SLOTS: list = []  # the slot this module made, kept alive
 
 # The pool, 768 bytes: workers (0, under the region lock), the published word (64), chunk/ctxs/stride (72,
-# 80, 88), the spin limit (96), chunks left (128), sleeping workers (192), caller asleep (200), the region lock (256), the
+# 80, 88), the spin limit (96), chunks left (128), the claim word (136), sleeping workers (192), caller asleep (200), the region lock (256), the
 # sleep mutex (384), the wake (512) and done (640) condition variables (128 bytes each: any libc's fit).
 POOL_IR = r"""
 @current = internal global ptr null, align 8
@@ -115,7 +121,6 @@ declare i32 @pthread_key_create(ptr, ptr)
 declare ptr @pthread_getspecific(i32)
 declare i32 @pthread_setspecific(i32, ptr)
 declare i32 @pthread_sigmask(i32, ptr, ptr)
-declare i64 @pthread_self()
 declare i32 @pthread_setname_np(i64, ptr)
 declare i32 @sigfillset(ptr)
 declare ptr @calloc(i64, i64)
@@ -188,32 +193,72 @@ out:
   ret ptr %r
 }
 
-; worker k of pool p; seen: the published word when it was started
+; run chunks of generation gen (of count) until none is left to claim: each claim is one compare-and-swap of
+; the claim word (the generation and the next chunk), so a thread that wakes late, or that belongs to a
+; region already finished, claims nothing; the last chunk to finish wakes a caller asleep
+define internal void @take(ptr %p, i64 %gen, i64 %count) {
+entry:
+  %claimp = getelementptr i8, ptr %p, i64 136
+  %fnp = getelementptr i8, ptr %p, i64 72
+  %ctxsp = getelementptr i8, ptr %p, i64 80
+  %stridep = getelementptr i8, ptr %p, i64 88
+  %remp = getelementptr i8, ptr %p, i64 128
+  %waitp = getelementptr i8, ptr %p, i64 200
+  %m = getelementptr i8, ptr %p, i64 384
+  %done = getelementptr i8, ptr %p, i64 640
+  br label %claim
+claim:
+  %c = load atomic i64, ptr %claimp monotonic, align 8
+  %cgen = lshr i64 %c, BITS
+  %current = icmp eq i64 %cgen, %gen
+  %k = and i64 %c, MASK
+  %more = icmp slt i64 %k, %count
+  %open = and i1 %current, %more
+  br i1 %open, label %try, label %out
+try:
+  %c1 = add i64 %c, 1
+  %pair = cmpxchg ptr %claimp, i64 %c, i64 %c1 acq_rel monotonic, align 8
+  %won = extractvalue { i64, i1 } %pair, 1
+  br i1 %won, label %run, label %claim
+run:
+  %fn = load ptr, ptr %fnp, align 8
+  %ctxs = load ptr, ptr %ctxsp, align 8
+  %stride = load i64, ptr %stridep, align 8
+  %off = mul i64 %k, %stride
+  %ctx = getelementptr i8, ptr %ctxs, i64 %off
+  call void %fn(ptr %ctx)
+  %old = atomicrmw sub ptr %remp, i64 1 seq_cst
+  %last = icmp eq i64 %old, 1
+  br i1 %last, label %last_one, label %claim
+last_one:
+  %waiting = load atomic i64, ptr %waitp seq_cst, align 8
+  %asleep = icmp ne i64 %waiting, 0
+  br i1 %asleep, label %signal, label %claim
+signal:
+  call i32 @pthread_mutex_lock(ptr %m)
+  call i32 @pthread_cond_signal(ptr %done)
+  call i32 @pthread_mutex_unlock(ptr %m)
+  br label %claim
+out:
+  ret void
+}
+
+; a worker of pool p; seen: the published word when it was started
 define internal ptr @worker(ptr %arg) {
 entry:
   %p = load ptr, ptr %arg, align 8
-  %kp = getelementptr i8, ptr %arg, i64 8
-  %k = load i64, ptr %kp, align 8
-  %sp = getelementptr i8, ptr %arg, i64 16
+  %sp = getelementptr i8, ptr %arg, i64 8
   %seen0 = load i64, ptr %sp, align 8
   call void @free(ptr %arg)
-  %self = call i64 @pthread_self()
-  call i32 @pthread_setname_np(i64 %self, ptr @name)
   %key = load i32, ptr @key, align 4
   call i32 @pthread_setspecific(i32 %key, ptr %p)
   call i32 @PyGILState_Ensure()
   call ptr @PyEval_SaveThread()
   %wordp = getelementptr i8, ptr %p, i64 64
-  %fnp = getelementptr i8, ptr %p, i64 72
-  %ctxsp = getelementptr i8, ptr %p, i64 80
-  %stridep = getelementptr i8, ptr %p, i64 88
   %spinp = getelementptr i8, ptr %p, i64 96
-  %remp = getelementptr i8, ptr %p, i64 128
   %sleepp = getelementptr i8, ptr %p, i64 192
-  %waitp = getelementptr i8, ptr %p, i64 200
   %m = getelementptr i8, ptr %p, i64 384
   %wake = getelementptr i8, ptr %p, i64 512
-  %done = getelementptr i8, ptr %p, i64 640
   br label %wait
 wait:
   %seen = phi i64 [ %seen0, %entry ], [ %w, %after ]
@@ -248,46 +293,26 @@ woke:
   br label %got
 got:
   %w = phi i64 [ %w1, %spin ], [ %w2, %woke ]
-  %active = and i64 %w, MASK
-  %mine = icmp slt i64 %k, %active
-  br i1 %mine, label %run, label %after
-run:
-  %fn = load ptr, ptr %fnp, align 8
-  %ctxs = load ptr, ptr %ctxsp, align 8
-  %stride = load i64, ptr %stridep, align 8
-  %off = mul i64 %k, %stride
-  %ctx = getelementptr i8, ptr %ctxs, i64 %off
-  call void %fn(ptr %ctx)
-  %old = atomicrmw sub ptr %remp, i64 1 seq_cst
-  %last = icmp eq i64 %old, 1
-  br i1 %last, label %last_one, label %after
-last_one:
-  %waiting = load atomic i64, ptr %waitp seq_cst, align 8
-  %asleep = icmp ne i64 %waiting, 0
-  br i1 %asleep, label %signal, label %after
-signal:
-  call i32 @pthread_mutex_lock(ptr %m)
-  call i32 @pthread_cond_signal(ptr %done)
-  call i32 @pthread_mutex_unlock(ptr %m)
+  %gen = lshr i64 %w, BITS
+  %count = and i64 %w, MASK
+  call void @take(ptr %p, i64 %gen, i64 %count)
   br label %after
 after:
   br label %wait
 }
 
-; start worker k (every signal blocked in it; detached); false when no thread can be had
-define internal i1 @spawn(ptr %p, i64 %k, i64 %seen) {
+; start a worker (every signal blocked in it; detached); false when no thread can be had
+define internal i1 @spawn(ptr %p, i64 %seen) {
 entry:
   %set = alloca [256 x i8], align 16
   %old = alloca [256 x i8], align 16
   %tid = alloca i64, align 8
-  %arg = call ptr @calloc(i64 3, i64 8)
+  %arg = call ptr @calloc(i64 2, i64 8)
   %ok = icmp ne ptr %arg, null
   br i1 %ok, label %start, label %fail
 start:
   store ptr %p, ptr %arg, align 8
-  %kp = getelementptr i8, ptr %arg, i64 8
-  store i64 %k, ptr %kp, align 8
-  %sp = getelementptr i8, ptr %arg, i64 16
+  %sp = getelementptr i8, ptr %arg, i64 8
   store i64 %seen, ptr %sp, align 8
   call i32 @sigfillset(ptr %set)
   call i32 @pthread_sigmask(i32 2, ptr %set, ptr %old)
@@ -297,6 +322,7 @@ start:
   br i1 %made, label %detach, label %undo
 detach:
   %t = load i64, ptr %tid, align 8
+  call i32 @pthread_setname_np(i64 %t, ptr @name)
   call i32 @pthread_detach(i64 %t)
   ret i1 true
 undo:
@@ -347,21 +373,21 @@ grow:
   br i1 %lacking, label %spawn, label %go
 spawn:
   %next = add i64 %workers, 1
-  %started = call i1 @spawn(ptr %p, i64 %next, i64 %seen)
+  %started = call i1 @spawn(ptr %p, i64 %seen)
   br i1 %started, label %spawned, label %go
 spawned:
   store i64 %next, ptr %p, align 8
   br label %grow
 go:
   %have_w = load i64, ptr %p, align 8
-  %cap = add i64 %have_w, 1
-  %fits = icmp slt i64 %count, %cap
-  %active = select i1 %fits, i64 %count, i64 %cap
-  %par = icmp sgt i64 %active, 1
+  %par = icmp sgt i64 %have_w, 0
   %cpus = load i64, ptr @cpus, align 8
-  %crowded = icmp sgt i64 %active, %cpus
+  %crowded = icmp sgt i64 %count, %cpus
   %limit = select i1 %crowded, i64 THROTTLED, i64 SPIN
-  br i1 %par, label %publish, label %own
+  br i1 %par, label %publish, label %own_all
+own_all:
+  call void @serial(ptr %fn, ptr %ctxs, i64 %stride, i64 0, i64 %count)
+  br label %finish
 publish:
   %spinp = getelementptr i8, ptr %p, i64 96
   store atomic i64 %limit, ptr %spinp monotonic, align 8
@@ -371,12 +397,15 @@ publish:
   store ptr %ctxs, ptr %ctxsp, align 8
   %stridep = getelementptr i8, ptr %p, i64 88
   store i64 %stride, ptr %stridep, align 8
-  %rem = sub i64 %active, 1
+  %rem = sub i64 %count, 1
   store atomic i64 %rem, ptr %remp monotonic, align 8
   %gen = lshr i64 %seen, BITS
   %gen1 = add i64 %gen, 1
   %high = shl i64 %gen1, BITS
-  %word = or i64 %high, %active
+  %claim1 = or i64 %high, 1
+  %claimp = getelementptr i8, ptr %p, i64 136
+  store atomic i64 %claim1, ptr %claimp monotonic, align 8
+  %word = or i64 %high, %count
   store atomic i64 %word, ptr %wordp seq_cst, align 8
   %sleepers = load atomic i64, ptr %sleepp seq_cst, align 8
   %anyone = icmp ne i64 %sleepers, 0
@@ -388,8 +417,8 @@ rouse:
   br label %own
 own:
   call void %fn(ptr %ctxs)
-  call void @serial(ptr %fn, ptr %ctxs, i64 %stride, i64 %active, i64 %count)
-  br i1 %par, label %join, label %finish
+  call void @take(ptr %p, i64 %gen1, i64 %count)
+  br label %join
 join:
   %n = phi i64 [ 0, %own ], [ %n1, %again ]
   %left = load atomic i64, ptr %remp acquire, align 8

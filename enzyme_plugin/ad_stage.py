@@ -15,18 +15,20 @@ from .options import EnzymeOptions
 def optimize(job, text: str, vectorize: bool = True) -> llvm.ModuleRef:
     """``O<opt_level>`` of ``job``'s target machine on ``text``; returns the verified module.
 
-    Between levels of nested AD (``vectorize=False``) the loop unroller and the loop and SLP
-    vectorizers stay off: the next level differentiates this code, the vectorizers' masked loads,
-    stores, gathers and scatters (chosen by the host's cost model, so they differ between machines)
-    have no derivative rules, and each unrolled copy of a loop body would be differentiated again;
-    the final optimisation unrolls and vectorizes as usual."""
+    Between levels of nested AD (``vectorize=False``) the loop and SLP vectorizers, and on the host
+    the loop unroller, stay off (as before AD: :func:`gpucompiler.stages.optimize.default_pipeline`):
+    the next level differentiates this code, the vectorizers' masked loads, stores, gathers and
+    scatters (chosen by the host's cost model, so they differ between machines) have no derivative
+    rules, and each unrolled copy of a loop body would be differentiated again; the final
+    optimisation unrolls and vectorizes as usual."""
     ref = parse_ir(job.target.adapt_ir(text))
     opt = job.config.opt_level
     if opt > 0:
         initialize()
         tm = job.target.target_machine(opt)
         tuning = llvm.create_pipeline_tuning_options(speed_level=opt)
-        tuning.loop_vectorization = tuning.loop_interleaving = tuning.loop_unrolling = vectorize
+        tuning.loop_vectorization = tuning.loop_interleaving = vectorize
+        tuning.loop_unrolling = vectorize or job.target.is_gpu or job.config.emulates_grid  # a device's tape
         tuning.slp_vectorization = vectorize
         pb = llvm.create_pass_builder(tm, tuning)
         pb.getModulePassManager().run(ref, pb)

@@ -18,16 +18,25 @@ from ..module import IRModule
 from .context import CompileContext, run_hooks
 
 
-def _pass_builder(ctx: CompileContext, slp: bool = False, loops: bool = True) -> llvm.PassBuilder:
-    """The job's pass builder; ``loops=False`` leaves out the loop unroller and the loop vectorizer (and its
-    interleaving)."""
+def _pass_builder(ctx: CompileContext, slp: bool = False, vectorize: bool = True,
+                  unroll: bool = True) -> llvm.PassBuilder:
+    """The job's pass builder; ``vectorize=False`` leaves out the loop vectorizer (and its interleaving),
+    ``unroll=False`` the loop unroller."""
     opt = ctx.job.config.opt_level
     tm = ctx.job.target.target_machine(opt)  # initialises LLVM's target
     tuning = llvm.create_pipeline_tuning_options(speed_level=opt)
     tuning.slp_vectorization = slp
-    if not loops:
-        tuning.loop_unrolling = tuning.loop_interleaving = tuning.loop_vectorization = False
+    if not vectorize:
+        tuning.loop_interleaving = tuning.loop_vectorization = False
+    if not unroll:
+        tuning.loop_unrolling = False
     return llvm.create_pass_builder(tm, tuning)
+
+
+def _device_tape(ctx: CompileContext) -> bool:
+    """Whether the job's derivatives keep their tape as a GPU's does (a GPU target, or the CPU grid
+    emulation): loops of a few iterations are unrolled before AD there, so that they need no tape."""
+    return ctx.job.target.is_gpu or ctx.job.config.emulates_grid
 
 
 def default_pipeline(ctx: CompileContext, module: IRModule) -> None:
@@ -35,14 +44,16 @@ def default_pipeline(ctx: CompileContext, module: IRModule) -> None:
     the module (an AD engine may read the result). The SLP vectorizer runs in the last one of a host module
     that holds a power loop's straight-line blocks (frontend/powerloops.py).
 
-    Before AD the pipeline leaves loops rolled and scalar (no unroller, no loop vectorizer): the engine
-    would differentiate every unrolled or vectorized copy of a loop body, and the pipeline after AD
-    (:func:`after_ad`) unrolls and vectorizes the derivative's loops itself. An MLP loss's derivative
-    was 6,200 instructions from the unrolled primal, and the compile after AD a third of that time."""
+    Before AD the pipeline runs no loop vectorizer and, on the host, no loop unroller: the engine would
+    differentiate every unrolled or vectorized copy of a loop body (an MLP loss's derivative was 6,200
+    instructions from its unrolled and vectorized primal, 2,400 from the rolled one), and the pipeline
+    after AD (:func:`after_ad`) unrolls and vectorizes the derivative's loops itself. A kernel's loops
+    are unrolled before AD (:func:`_device_tape`): a loop of at most three iterations inside a
+    data-dependent one needs no tape once unrolled, where the device would take it from its heap."""
     final = not ctx.note_markers()
     ctx.job.target.before_optimize(ctx.job, module, final=final)
     slp = final and not ctx.job.target.is_gpu and SLP_MARKER in module.function_names()
-    pb = _pass_builder(ctx, slp, loops=final)
+    pb = _pass_builder(ctx, slp, vectorize=final, unroll=final or _device_tape(ctx))
     pb.getModulePassManager().run(module.ref, pb)
     if final:
         _drop_marker(ctx, module)

@@ -61,6 +61,7 @@ def _cases():
 
 
 def main() -> None:
+    os.environ.setdefault("GPUC_TIER", "off")  # steady state: the full level, what a tiered function runs after tier-up
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=os.path.join(HERE, "results", "arrays.json"))
     ap.add_argument("--rounds", type=int, default=9)

@@ -158,6 +158,7 @@ def array_kernels(rounds: int, json_path: str | None) -> None:
 
 
 def main() -> None:
+    os.environ.setdefault("GPUC_TIER", "off")  # steady state: the full level, what a tiered function runs after tier-up
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None, help="default: results/frontend.json (frontend_arrays.json with --arrays)")
     ap.add_argument("--arrays", action="store_true", help="the array-expression kernels, paired")

@@ -9,7 +9,9 @@ timed. The engines are paired: in each round every engine runs the case
 once (enough calls for about 50 ms); the table gives each engine's best
 round (CPU seconds of the process: ``time.process_time``, as on a loaded
 machine wall time is what other jobs leave; the ``prange`` rows use wall
-time, since their threads' CPU time adds up) and the median over rounds of
+time, since their threads' CPU time adds up, and each of their rounds starts
+after half a second of sleep, so that the other engine's idle threads, which
+may spin a while, have stopped) and the median over rounds of
 ours / Numba's in the same round. Without Numba the Numba column is empty.
 The sort rows also time the function run by CPython (NumPy's own sort) and
 give ours / NumPy's; Numba refuses ``np.sort``'s ``kind=`` (its column
@@ -40,12 +42,15 @@ def _calls(fn, args, number: int, clock) -> float:
     return (clock() - t) / number
 
 
-def _paired(engines: dict, args, rounds: int, clock) -> dict:
+def _paired(engines: dict, args, rounds: int, clock, settle: float = 0.0) -> dict:
+    """Rounds of each engine in turn; ``settle`` seconds of sleep before each engine's round (threaded rows: an
+    engine's idle workers still spinning, OpenMP's for instance, would take the cores from the next one)."""
     once = max(_calls(f, args, 1, time.perf_counter) for f in engines.values())
     number = max(1, int(0.05 / max(once, 1e-7)))
     times: dict = {k: [] for k in engines}
     for _ in range(rounds):
         for k, f in engines.items():
+            time.sleep(settle)
             times[k].append(_calls(f, args, number, clock))
     return times
 
@@ -86,6 +91,7 @@ def _cases():
 
 
 def main() -> None:
+    os.environ.setdefault("GPUC_TIER", "off")  # steady state: the full level, what a tiered function runs after tier-up
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=os.path.join(HERE, "results", "idioms.json"))
     ap.add_argument("--rounds", type=int, default=7)
@@ -128,7 +134,7 @@ def main() -> None:
             if want is not None:
                 np.testing.assert_allclose(got, want, rtol=1e-9, err_msg=f"{k}: {name}")
         clock = time.perf_counter if options.get("parallel") else time.process_time
-        times = _paired(engines, args, opts.rounds, clock)
+        times = _paired(engines, args, opts.rounds, clock, 0.5 if options.get("parallel") else 0.0)
         row = {"case": name, "options": options, **{f"{k}_s": min(t) for k, t in times.items()}}
         for other in ("numba", "numpy"):
             if other in times:

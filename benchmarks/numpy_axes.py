@@ -74,6 +74,7 @@ def _turns(engines: dict, args, turns: int = 25) -> dict:
 
 
 def main() -> None:
+    os.environ.setdefault("GPUC_TIER", "off")  # steady state: the full level, what a tiered function runs after tier-up
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=os.path.join(HERE, "results", "numpy_axes.json"))
     opts = ap.parse_args()

@@ -108,6 +108,7 @@ def _gpucompiler(threads: int):
 
 
 def main() -> None:
+    os.environ.setdefault("GPUC_TIER", "off")  # steady state: the full level, what a tiered function runs after tier-up
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=20_000_000)
     ap.add_argument("--small", type=int, default=1000, help="elements of the per-call (region start) row")

@@ -381,9 +381,9 @@ class LaunchTape:
         deferring, self._deferring = self._deferring, False
         if rec is not None:
             rec.__exit__(*exc)
+        device_heap.PENDING.where = None  # (later launches of the thread are not the recording's)
         if deferring:  # the heap checks of the recording's GPU launches, read now
             device_heap.deferring().__exit__(None, None, None)
-            device_heap.PENDING.where = None
             self._check_heap(recording=True, failed=exc[1] is not None)
 
     def _check_heap(self, recording: bool, failed: bool = False) -> None:
@@ -606,29 +606,29 @@ class LaunchTape:
             self._replay(shadows)
             return
         with device_heap.deferring():  # the gradient launches' heap checks: read once, after the last
-            try:
-                self._replay(shadows)
-            finally:
-                device_heap.PENDING.where = None
+            self._replay(shadows)
         self._check_heap(recording=False)
 
     def _replay(self, shadows: dict | None) -> None:
         """Launch the gradients of the recorded launches, last first (``shadows``: scratch ones)."""
         finals = self._final_values()
         reverse, restore, pending = self._reverse, self._restore, device_heap.PENDING
-        for i in range(len(self.records) - 1, -1, -1):  # before each: the memory as the launch left it
-            record = self.records[i]
-            pending.where = ("gradient of recorded launch", i + 1)
-            snapshots = record.snapshots
-            if snapshots and not record.split:  # the gradient kernel reads the memory the launch read
-                restore(record)
-            if record.reverse is not None:
-                hand = registered_gradient(record.launch.kernel)
-                if hand is not record.hand:  # registered after the launch was recorded: it replaces the other
-                    self._hand_written(record, hand)
-                reverse(record, record.reverse_args if shadows is None else self._scratch_args(record, shadows))
-            if snapshots:
-                restore(record)  # the memory as the launch found it: as the launch before left it
+        try:
+            for i in range(len(self.records) - 1, -1, -1):  # before each: the memory as the launch left it
+                record = self.records[i]
+                pending.where = ("gradient of recorded launch", i + 1)
+                snapshots = record.snapshots
+                if snapshots and not record.split:  # the gradient kernel reads the memory the launch read
+                    restore(record)
+                if record.reverse is not None:
+                    hand = registered_gradient(record.launch.kernel)
+                    if hand is not record.hand:  # registered after the launch was recorded: it replaces the other
+                        self._hand_written(record, hand)
+                    reverse(record, record.reverse_args if shadows is None else self._scratch_args(record, shadows))
+                if snapshots:
+                    restore(record)  # the memory as the launch found it: as the launch before left it
+        finally:
+            pending.where = None  # (later launches of the thread are not the tape's)
         for a, value in finals:
             ops_of(a).assign(a, value)
 

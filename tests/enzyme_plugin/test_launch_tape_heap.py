@@ -22,6 +22,7 @@ from gpucompiler.kernel import CPU
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "enzyme"))
 import heap_kernels as H  # noqa: E402
+import launch_programs as P  # noqa: E402
 
 
 @kernel
@@ -94,3 +95,23 @@ def test_split_tape_out_of_device_heap_is_reported_at_the_end_of_the_recording_o
     assert "spin_total (recorded launch 1)" in lines[1] and "still usable" in lines[1], out
     assert lines[2].startswith("LaunchTapeError:") and "ran out of device heap" in lines[2], out
     assert lines[3].startswith("after ") and float(lines[3].split()[1]) < 1e-12, out
+
+
+def test_a_tape_leaves_no_launch_label_behind_for_the_threads_later_launches():
+    # the label a heap error names ("gradient of recorded launch 1") stayed set after an emulated backward, and
+    # a later, unrelated deferred launch of the thread was reported under it
+    from gpucompiler.runtime import device_heap
+
+    x, w = np.linspace(0.1, 1.2, 64), np.array([3.0])
+    y, out = np.zeros(64), np.zeros(1)
+    with LaunchTape() as tape:
+        P.program(x, y, w, out, 2, 32, "cpu")
+    tape.backward(loss=out)
+    assert device_heap.PENDING.where is None
+    try:
+        with LaunchTape():
+            P.program(x, y, w, out, 2, 32, "cpu")
+            raise KeyError("the user's own error")
+    except KeyError:
+        pass
+    assert device_heap.PENDING.where is None

@@ -92,6 +92,11 @@ SLOW_FILES = frozenset({
     "tests/cache/test_jit_index.py",
     "tests/cache/test_plugin_keys_noimport.py",
     "tests/targets/test_spirv_libm64_range.py",
+    "tests/arrays/test_generator_choice.py",
+    "tests/arrays/test_astype_clip_newaxis.py",
+    "tests/arrays/test_join.py",
+    "tests/arrays/test_nprandom_generator.py",
+    "tests/frontend/test_integer_powers.py",
 })
 
 

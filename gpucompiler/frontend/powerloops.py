@@ -342,17 +342,7 @@ class PowerLoops(LoweringState):
         it, size = node.iter, versioned.block
         start, stop, step = (self.emit(fn, args, it) for fn in (K.range_start, K.range_stop, K.range_step))
         ok = self.emit(operator.and_, [gate, self.emit(operator.le, [stop, Const(LARGEST)], node)], node)
-        for stored, other in versioned.overlaps:
-            apart = self.emit(K.disjoint, [self.read(stored), self.read(other)], node)
-            ok = self.emit(operator.and_, [ok, apart], node)
-        plain, blocked, after = self.ssa.new_block(), self.ssa.new_block(), self.ssa.new_block()
-        self.branch(ok, blocked, plain, node)
-        self.ssa.seal(plain)
-        self.block = plain
-        self._copy(node, args, None)
-        self.goto(after, node)
-        self.ssa.seal(blocked)
-        self.block = blocked
+        after = self._checked_unless(self._apart(ok, versioned, node), node, args)
         span = self.emit(operator.mul, [Const(size), step], node)
         j = self.temp()
         self.write(j, start)
@@ -401,22 +391,32 @@ class PowerLoops(LoweringState):
         self.ssa.seal(after)
         self.block = after
 
-    def _chunks(self, node: ast.For, args: list, versioned: PowerPlan, gate: Value) -> None:
-        """A loop that stores, its elements apart in memory: chunks of ``CHUNK`` iterations, each scanned
-        (its stores dropped) before it runs."""
-        it = node.iter
-        plain, chunked, after = self.ssa.new_block(), self.ssa.new_block(), self.ssa.new_block()
-        self.branch(gate, chunked, plain, node)
+    def _checked_unless(self, ok: Value, node: ast.For, args: list):
+        """Branch on ``ok``: where it fails, the loop's checked copy, then the returned join block; the
+        current block is then the one where it holds."""
+        plain, fast, after = self.ssa.new_block(), self.ssa.new_block(), self.ssa.new_block()
+        self.branch(ok, fast, plain, node)
         self.ssa.seal(plain)
         self.block = plain
         self._copy(node, args, None)
         self.goto(after, node)
-        self.ssa.seal(chunked)
-        self.block = chunked
-        ok: Value = Const(True)
+        self.ssa.seal(fast)
+        self.block = fast
+        return after
+
+    def _apart(self, ok: Value, versioned: PowerPlan, node: ast.For) -> Value:
+        """``ok`` and, for each stored array that may overlap one read, that the two are disjoint."""
         for stored, other in versioned.overlaps:
-            apart = self.emit(K.disjoint, [self.read(stored), self.read(other)], node)
-            ok = self.emit(operator.and_, [ok, apart], node)
+            ok = self.emit(operator.and_, [ok, self.emit(K.disjoint, [self.read(stored), self.read(other)], node)],
+                           node)
+        return ok
+
+    def _chunks(self, node: ast.For, args: list, versioned: PowerPlan, gate: Value) -> None:
+        """A loop that stores, its elements apart in memory: chunks of ``CHUNK`` iterations, each scanned
+        (its stores dropped) before it runs."""
+        it = node.iter
+        after = self._checked_unless(gate, node, args)
+        ok = self._apart(Const(True), versioned, node)
         start, stop, step = (self.emit(fn, args, it) for fn in (K.range_start, K.range_stop, K.range_step))
         j = self.temp()
         self.write(j, start)

@@ -59,8 +59,17 @@ def test_import_and_decorating_load_no_compiler_module_and_the_first_call_loads_
     assert {"llvmlite", "gpucompiler.pipeline", "gpucompiler.interpreter.infer"} <= set(after)
 
 
+#: what a cold first compile loads and a first call served from the disk cache must not: the pipeline, the
+#: interpreter, the lowering, the code generators (the Python entry's too: the runtime takes the words it
+#: fills from :mod:`gpucompiler.codegen.entrywords`) and the language's rules (a hit infers nothing)
+COMPILER = ("gpucompiler.pipeline", "gpucompiler.interpreter.infer", "gpucompiler.interpreter.rules",
+            "gpucompiler.frontend.lower", "gpucompiler.codegen.function", "gpucompiler.codegen.pyentry",
+            "gpucompiler.codegen.wrapper", "gpucompiler.stages", "gpucompiler.language",
+            "gpucompiler.language.precedence", "gpucompiler.language.math.mathlib")
+
+
 def test_a_first_call_served_from_the_disk_cache_loads_neither_the_pipeline_nor_the_interpreter(tmp_path):
-    code = """
+    code = f"""
         import json, sys
         from gpucompiler import jit
         from gpucompiler.cache.default import default_cache
@@ -72,16 +81,51 @@ def test_a_first_call_served_from_the_disk_cache_loads_neither_the_pipeline_nor_
             return s
 
         value = jit(poly)(1.5, 4)
-        compiler = ("gpucompiler.pipeline", "gpucompiler.interpreter.infer", "gpucompiler.frontend.lower",
-                    "gpucompiler.codegen.function", "gpucompiler.stages")
-        print(json.dumps([value, dict(default_cache().stats), [m for m in compiler if m in sys.modules]]))
+        print(json.dumps([value, dict(default_cache().stats), [m for m in {COMPILER!r} if m in sys.modules]]))
     """
     env = {"GPUC_CACHE": "", "GPUC_CACHE_DIR": str(tmp_path / "cache")}
     value, stats, loaded = json.loads(_run(tmp_path, code, **env))
-    assert value == 9.0 and stats.get("compile") == 1 and len(loaded) == 5
+    assert value == 9.0 and stats.get("compile") == 1 and loaded == list(COMPILER)
     value, stats, loaded = json.loads(_run(tmp_path, code, **env))
     assert value == 9.0 and "compile" not in stats and stats.get("hit.disk") == 1
     assert loaded == []
+
+
+def test_a_compile_after_a_disk_hit_loads_the_language_and_its_rules_apply(tmp_path):
+    """A hit leaves the language's rules unloaded; a later compile in the same process (its own first
+    inference) registers them, and functions calling ``math``, NumPy and builtins compute what CPython does.
+    The hit's key is the compiling process's: the second process finds the entry."""
+    code = """
+        import json, math, sys
+        import numpy as np
+        from gpucompiler import jit
+        from gpucompiler.cache.default import default_cache
+
+        def poly(x, n):
+            s = 0.0
+            for i in range(n):
+                s += x * i
+            return s
+
+        def mixed(a, x):
+            return float(np.sum(a * a)) + math.sin(x) + abs(-x) + max(a.shape[0], 2)
+
+        hit = jit(poly, tier=False)(1.5, 4)
+        before = "gpucompiler.language" in sys.modules
+        a = np.linspace(-1.0, 2.0, 7)
+        got = jit(mixed, cache=False)(a, 0.75)
+        print(json.dumps([hit, before, "gpucompiler.language" in sys.modules, got, dict(default_cache().stats)]))
+    """
+    env = {"GPUC_CACHE": "", "GPUC_CACHE_DIR": str(tmp_path / "cache")}
+    np = pytest.importorskip("numpy")
+    a = np.linspace(-1.0, 2.0, 7)
+    expected = float(np.sum(a * a)) + math.sin(0.75) + 0.75 + 7
+    hit, before, after, got, stats = json.loads(_run(tmp_path, code, **env))
+    assert hit == 9.0 and before and after and got == pytest.approx(expected, rel=1e-13)
+    assert stats.get("compile") == 1
+    hit, before, after, got, stats = json.loads(_run(tmp_path, code, **env))
+    assert hit == 9.0 and stats.get("hit.disk") == 1 and "compile" not in stats
+    assert not before and after and got == pytest.approx(expected, rel=1e-13)
 
 
 def test_public_names_load_on_first_use_as_the_modules_objects():

@@ -39,6 +39,7 @@ from llvmlite import ir
 
 from .. import types as T
 from ..interpreter.lattice import widen
+from .entrywords import DTYPE_HEADER, DTYPE_WORDS, GUARD_WORDS
 from .lltypes import I64, PTR, has_value, ll
 from .pyresult import ResultBoxer, boxable
 from .wrapper import _array, call_entry
@@ -51,17 +52,9 @@ _C_CONTIGUOUS, _WRITEABLE, _ALIGNED = 0x0001, 0x0400, 0x0100
 #: NumPy type numbers an array of each element type may carry (Linux: long and longlong are 64-bit)
 TYPE_NUMS = {T.boolean: (0,), T.int32: (5,), T.int64: (7, 9), T.float32: (11,), T.float64: (12,)}
 #: the items of the entry's ``self`` tuple it reads: the Python dispatcher, ``numpy.ndarray``, the guard
-#: words, the NumPy words (:data:`.pyresult.NUMPY_FUNCTIONS`), the helper boxing borrowed arrays, the
+#: words, the NumPy words (:data:`.entrywords.NUMPY_FUNCTIONS`), the helper boxing borrowed arrays, the
 #: keyword miss's helper and the dtype words (see :data:`DTYPE_WORDS`)
 SELF_FALLBACK, SELF_NDARRAY, SELF_GUARD, SELF_NUMPY, SELF_BORROWED, SELF_KEYWORDS, SELF_DTYPES = range(7)
-#: the dtype words: word 0 the offset of ``names`` in a structured ``PyArray_Descr`` (NumPy 1 and 2
-#: differ), word 1 the address of ``numpy.recarray`` (a structured argument may be one), then
-#: :data:`DTYPE_WORDS` per argument: two slots, each the address of a dtype its structured array may
-#: have and of that dtype's ``names`` tuple (0: none yet; the two never hold one dtype)
-DTYPE_HEADER, DTYPE_WORDS = 2, 4
-#: words per guard after ``guard[0]`` (their count): the address of the watched word, its expected
-#: value, and for a dict's version tag the dict, the name read and the object it found (0: none)
-GUARD_WORDS = 5
 
 
 def supported(argtypes, rettype) -> bool:

@@ -31,8 +31,6 @@ _WRITEABLE = 0x0400
 #: NumPy's type number of each element type (Linux: int64 is ``long``)
 NUMPY_TYPE_NUMS = {T.boolean: 0, T.int8: 1, T.uint8: 2, T.int16: 3, T.uint16: 4, T.int32: 5, T.uint32: 6,
                    T.int64: 7, T.uint64: 8, T.float32: 11, T.float64: 12, T.complex64: 14, T.complex128: 15}
-#: the words of the entry's NumPy state: the addresses of these C API functions, in this order
-NUMPY_FUNCTIONS = ("PyArray_NewFromDescr", "PyArray_SetBaseObject", "PyArray_DescrFromType")
 _NEW_FROM_DESCR = ir.FunctionType(PTR, [PTR, PTR, _I32, PTR, PTR, PTR, _I32, PTR])
 _SET_BASE = ir.FunctionType(_I32, [PTR, PTR])
 _DESCR_FROM_TYPE = ir.FunctionType(PTR, [_I32])
@@ -57,12 +55,6 @@ def boxable(t) -> bool:
     if isinstance(t, (T.ListType, T.DictType)):  # a Python list (dict) of its numbers
         return True
     return t == T.none or isinstance(t, T.Scalar)
-
-
-def holds_array(t) -> bool:
-    if isinstance(t, T.TupleType):
-        return any(holds_array(it) for it in t.items)
-    return isinstance(t, T.ArrayType)
 
 
 class ResultBoxer:

@@ -41,13 +41,12 @@ import types
 from typing import Any
 
 from .. import types as T
-from ..codegen.pyentry import DTYPE_HEADER, DTYPE_WORDS, GUARD_WORDS
-from ..codegen.pyresult import NUMPY_FUNCTIONS, holds_array
+from ..codegen.entrywords import DTYPE_HEADER, DTYPE_WORDS, GUARD_WORDS, NUMPY_FUNCTIONS, holds_array
 from ..interpreter.lattice import MISSING
 from . import owned
 
 #: the slots of NumPy's C API table (``__multiarray_api.h``; NumPy's ABI, the same in NumPy 1 and 2):
-#: the ``ndarray`` type and each of :data:`~gpucompiler.codegen.pyresult.NUMPY_FUNCTIONS`
+#: the ``ndarray`` type and each of :data:`~gpucompiler.codegen.entrywords.NUMPY_FUNCTIONS`
 _API_SLOTS = {"PyArray_Type": 2, "PyArray_NewFromDescr": 94, "PyArray_SetBaseObject": 282,
               "PyArray_DescrFromType": 45}
 
@@ -127,7 +126,7 @@ def names_offset() -> int | None:
 
 @functools.cache
 def numpy_words() -> ctypes.Array | None:
-    """The addresses of :data:`~gpucompiler.codegen.pyresult.NUMPY_FUNCTIONS` in NumPy's C API (read from
+    """The addresses of :data:`~gpucompiler.codegen.entrywords.NUMPY_FUNCTIONS` in NumPy's C API (read from
     its ``_ARRAY_API`` table), after making an array with them; None where NumPy is not imported or
     the table does not hold what its slots should (calls returning arrays then stay on ctypes)."""
     np: Any = sys.modules.get("numpy")
@@ -165,7 +164,7 @@ def _makes_arrays(np: Any, words: ctypes.Array) -> bool:
 
 
 class Guard:
-    """The guard words the entry checks on each call (see :data:`~gpucompiler.codegen.pyentry.GUARD_WORDS`):
+    """The guard words the entry checks on each call (see :data:`~gpucompiler.codegen.entrywords.GUARD_WORDS`):
     one guard per global read, on its dict's version tag or its cell's contents."""
 
     __slots__ = ("words", "_addresses", "_holders")
@@ -206,7 +205,7 @@ class Guard:
 
 
 class Dtypes:
-    """The dtype words an entry reads (see :data:`~gpucompiler.codegen.pyentry.DTYPE_WORDS`): ``numpy.recarray``
+    """The dtype words an entry reads (see :data:`~gpucompiler.codegen.entrywords.DTYPE_WORDS`): ``numpy.recarray``
     and, per structured argument, the last two dtype objects seen with the compiled layout (a plain array and
     its ``np.recarray`` view, two dtypes built alike) and their ``names`` tuples.
 

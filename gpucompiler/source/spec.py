@@ -26,8 +26,7 @@ from typing import Any
 
 import attrs
 
-from .. import codegen, interpreter, types as T  # loaded when a spec is first inferred or generated
-from .. import language  # noqa: F401  (registers the language's rules, which every Interpreter consults)
+from .. import codegen, interpreter, types as T  # facades: their modules load when a spec is first inferred
 from ..frontend.fingerprint import encode_value, python_function
 from ..interpreter.lattice import MISSING
 from ..reference import module_name
@@ -86,6 +85,10 @@ class FunctionSpec:
         target = (target if target is not None else NativeTarget()).for_inference()
         key = (target, tuple(plugins), python_errors)
         if key not in self._cache:
+            # the language's rules, which every Interpreter consults, register at the first inference: a hit
+            # through a verified dependency record infers nothing and loads none of them
+            from .. import language  # noqa: F401
+
             interp = interpreter.Interpreter(target, plugins, python_errors)
             frame = interp.infer(self.fn, list(self.argtypes))
             if frame.rettype is interpreter.BOTTOM:  # it always raises (or never ends), as it would in Python

@@ -15,10 +15,15 @@ by the plugin's version) and modules imported by a computed name
 (``importlib.import_module(name)``): a plugin whose output depends on those
 bumps its ``version``.
 
-A file's bytecode is read from its ``__pycache__`` when the ``.pyc`` there
-is valid for the source (:func:`_cached_code`); only a missing or stale one
-is compiled (milliseconds a file: compiling a plugin's 70 modules took most
-of a fresh process's cache hit when no memo held the result).
+Where a file's text shows every import statement (each ``import`` keyword
+begins its line, or follows the ``from <module>`` that does:
+:func:`_statements_code`), those statements alone are compiled (the Enzyme
+plugin's closure of 72 modules: 12 ms, against 68 ms compiling every file,
+most of a fresh process's plugin identity without ``__pycache__``). A
+statement that is really text in a string adds imports, never removes one.
+Otherwise the file's bytecode is read from its ``__pycache__`` when the
+``.pyc`` there is valid for the source (:func:`_cached_code`); only a
+missing or stale one is compiled.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import dis
 import importlib.util
 import marshal
 import os
+import re
 import types
 
 
@@ -46,7 +52,8 @@ def _imports(path: str, package: list[str]) -> list[list[str]]:
         with open(path, "rb") as fh:
             source = fh.read()
             st = os.fstat(fh.fileno())
-        code = _cached_code(path, source, st) or compile(source, path, "exec", dont_inherit=True)
+        code = _statements_code(source, path) or _cached_code(path, source, st) or compile(
+            source, path, "exec", dont_inherit=True)
     except (OSError, SyntaxError, ValueError):
         return []  # unreadable: its bytes are in the digest anyway
     out: list[list[str]] = []
@@ -61,6 +68,43 @@ def _imports(path: str, package: list[str]) -> list[list[str]]:
         out += [mod[:i] for i in range(1, len(mod) + 1)]
         out += [mod + [name] for name in names if name != "*"]
     return out
+
+
+_KEYWORD = re.compile(rb"\bimport\b")
+_LEAD = re.compile(rb"[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?")  # what may come before `import` on its line
+
+
+def _statements_code(source: bytes, path: str) -> types.CodeType | None:
+    """The code of ``source``'s import statements alone, compiled together; None unless the text shows
+    every one of them.
+
+    Every ``import`` keyword must begin, or follow the ``from <module>`` that begins, a line that no
+    backslash continues; each such statement runs to the end of its line, or of its parentheses. A
+    statement that is really text in a string only adds imports (more files covered, never fewer);
+    anything else (an ``import`` after ``;`` or in a comment, a line continued, a statement the cut
+    leaves invalid) is None, and the whole file's bytecode is read instead.
+    """
+    cuts = []
+    for keyword in _KEYWORD.finditer(source):
+        start = source.rfind(b"\n", 0, keyword.start()) + 1
+        if not _LEAD.fullmatch(source, start, keyword.start()):
+            return None
+        if start and source[source.rfind(b"\n", 0, start - 1) + 1:start - 1].rstrip(b"\r").endswith(b"\\"):
+            return None  # `from m \` + `import n`: the line is part of a longer statement
+        end, depth = start, 0
+        while True:
+            newline = source.find(b"\n", end)
+            stop = len(source) if newline < 0 else newline
+            line = source[end:stop]
+            depth += line.count(b"(") - line.count(b")")
+            if newline < 0 or (depth <= 0 and not line.rstrip().endswith(b"\\")):
+                break
+            end = stop + 1
+        cuts.append(source[start:stop].lstrip(b" \t"))
+    try:
+        return compile(b"\n".join(cuts), path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return None
 
 
 def _cached_code(path: str, source: bytes, st: os.stat_result) -> types.CodeType | None:

@@ -1,6 +1,7 @@
-"""What a plugin's identity reads from its package without importing it: the import closure from valid
-``__pycache__`` bytecode (compiling only what is missing or stale), whether its class defines
-``cache_settings`` from the source, and a built-in plugin's digest (the compiler's own)."""
+"""What a plugin's identity reads from its package without importing it: the import closure from the
+import statements the text shows, else from valid ``__pycache__`` bytecode (compiling only what is
+missing or stale), whether its class defines ``cache_settings`` from the source, and a built-in
+plugin's digest (the compiler's own)."""
 
 from __future__ import annotations
 
@@ -24,16 +25,22 @@ PLUGIN = "from . import base\nfrom .util import helper\n_PAD = 'abcdefghijklmno'
 EDITED = "from . import base\nfrom .util import helper\nfrom . import extra as e\n\n\ndef run():\n    from .lazy import thing\n    return thing\n"
 
 
+#: a comment naming ``import``: the text no longer shows where every import statement is, so the
+#: file's bytecode is read (from ``__pycache__`` or compiled)
+OPAQUE = "# an import in a comment\n"
+
+
 @pytest.fixture
 def package(tmp_path):
     """``pkg`` with ``plug.py`` importing ``base``, ``util`` and (in a function) ``lazy``; ``extra.py``
-    is imported by nobody, until :data:`EDITED` (the same size as :data:`PLUGIN`) replaces ``plug.py``."""
+    is imported by nobody, until :data:`EDITED` (the same size as :data:`PLUGIN`) replaces ``plug.py``.
+    Every file ends with :data:`OPAQUE`: its imports come from its bytecode."""
     assert len(PLUGIN) == len(EDITED)
     top = tmp_path / "pkg"
     top.mkdir()
     for name, text in (("__init__", ""), ("plug", PLUGIN), ("base", "X = 1\n"), ("util", "def helper():\n    pass\n"),
                        ("lazy", "thing = 2\n"), ("extra", "Y = 3\n")):
-        (top / f"{name}.py").write_text(text)
+        (top / f"{name}.py").write_text(text + OPAQUE)
     return top
 
 
@@ -81,7 +88,7 @@ def test_a_same_size_edit_that_keeps_the_mtime_is_not_read_from_the_stale_pyc(pa
     plug = package / "plug.py"
     st = plug.stat()
     time.sleep(0.05)  # past the file system's clock tick: the edit comes after the .pyc was written
-    plug.write_text(EDITED)
+    plug.write_text(EDITED + OPAQUE)
     os.utime(plug, ns=(st.st_atime_ns, st.st_mtime_ns))
     compiles.clear()
     assert _closure(package) == ["__init__.py", "base.py", "extra.py", "lazy.py", "plug.py", "util.py"]
@@ -103,12 +110,84 @@ def test_a_pyc_of_another_interpreter_or_a_truncated_one_is_compiled_instead(pac
 
 def test_an_optimised_pyc_is_not_used(package, compiles):
     """``-O`` bytecode drops ``if __debug__:`` blocks, imports included."""
-    (package / "plug.py").write_text("if __debug__:\n    from . import extra\n")
+    (package / "plug.py").write_text("if __debug__:\n    from . import extra\n" + OPAQUE)
     for path in package.glob("*.py"):
         py_compile.compile(str(path), doraise=True, optimize=1)
     compiles.clear()
     assert _closure(package) == ["__init__.py", "extra.py", "plug.py"]
     assert str(package / "plug.py") in compiles
+
+
+def test_a_file_whose_text_shows_its_imports_is_never_compiled_whole(tmp_path, monkeypatch):
+    """Without ``__pycache__`` (``PYTHONDONTWRITEBYTECODE``, a fresh checkout) each file of a plugin was
+    compiled to read its imports: most of a fresh process's plugin identity without a memo. Now only
+    the import statements are compiled, and the closure is the bytecode's."""
+    top = tmp_path / "pkg"
+    top.mkdir()
+    for name, text in (("__init__", '"""A package.\n\nimported by nobody here."""\n'), ("plug", PLUGIN),
+                       ("base", "X = 1\n"), ("util", "def helper():\n    pass\n"), ("lazy", "thing = 2\n"),
+                       ("extra", "Y = 3\n")):
+        (top / f"{name}.py").write_text(text)
+    sources: list[bytes] = []
+    real = builtins.compile
+
+    def spy(source, filename, *args, **kwargs):
+        sources.append(source)
+        return real(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "compile", spy)
+    assert _closure(top) == WITHOUT
+    whole = {(top / rel).read_bytes() for rel in WITHOUT} - {b""}
+    assert sources and not whole & set(sources)
+
+
+#: sources whose import statements the text alone does not show, or shows inside strings; the scan
+#: must find every import the bytecode holds (falling back to the bytecode) and may add only the
+#: ones that strings spell
+TRICKY = {
+    "after a semicolon": "X = 1; from . import extra\n",
+    "on an if's line": "if True: from . import extra\n",
+    "from continued": "from . \\\n    import extra\n",
+    "module continued": "from \\\n    .extra import Y\n",
+    "no space after from": "from.extra import Y\n",
+    "a paren in a comment": "from . import (base,  # )\n    extra)\n",
+    "an open paren in a comment": "from . import base  # (\nfrom . import extra\n",
+    "a docstring's example": 'def f():\n    """Use it so:\n\n    from . import extra\n    """\n',
+    "prose in a docstring": '"""Then import it."""\nfrom . import extra\n',
+    "a future import after a docstring's": '"""\nimport base\n"""\nfrom __future__ import annotations\n'
+                                            'from . import extra\n',
+    "tabs and a form feed": "if True:\n\f\tfrom . import extra\n",
+    "CR line ends": "X = 1\rfrom . import extra\r",
+    "a star import": "from .extra import *\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRICKY))
+def test_the_text_scan_finds_every_import_the_bytecode_holds(name):
+    source = TRICKY[name].encode()
+    exact = set(imports._import_statements(compile(source, "plug.py", "exec", dont_inherit=True)))
+    code = imports._statements_code(source, "plug.py")
+    found = exact if code is None else set(imports._import_statements(code))
+    assert exact <= found
+    assert found - exact <= {(0, "base", ()), (1, "", ("extra",))}  # only what a string spells
+
+
+def test_the_text_scan_finds_every_import_the_bytecode_holds_in_every_module_of_the_project():
+    root = Path(imports.__file__).resolve().parents[2]
+    files = sorted(root.glob("**/*.py"))
+    assert len(files) > 300
+    scanned = 0
+    for path in files:
+        source = path.read_bytes()
+        try:
+            exact = set(imports._import_statements(compile(source, str(path), "exec", dont_inherit=True)))
+        except SyntaxError:
+            continue
+        code = imports._statements_code(source, str(path))
+        if code is not None:
+            scanned += 1
+            assert exact <= set(imports._import_statements(code)), path
+    assert scanned > len(files) // 2
 
 
 def test_a_builtin_plugin_has_the_compilers_digest_without_an_import_closure(monkeypatch):

@@ -537,7 +537,7 @@ def _differentiate_levels(text: str, optimize: Callable[[str], str], options: En
             return engine.finalize(str(module))
         # loop tapes on the heap (no tape arena, whose pointers would mix memory with and without
         # shadow): the outer level differentiates them
-        engine, _ = differentiate_module(module, ready, attrs.evolve(options, tape_arena=0))
+        engine, _ = differentiate_module(module, ready, attrs.evolve(options, tape_arena=0, differentiated_again=True))
         text = engine.finalize(str(module), out_of_line=True)
         module = _prepared(optimize(text))
 

@@ -52,6 +52,9 @@ class EngineOptions:
     are carved from an ``alloca`` of this size (a GPU's local memory, reserved by the driver once per
     launch, not a ``malloc`` per thread); what does not fit comes from the device heap (0: all of it).
     Kernels set it with ``EnzymeOptions(tape_arena=...)``"""
+    differentiated_again: bool = False
+    """the derivatives are differentiated once more (an inner level of nested AD): a host loop's growing
+    tape stays on the heap from its first frame, where the next level's ``realloc`` rule follows it"""
     thread_exit: str | None = None
     """the target's intrinsic that ends a thread (``Target.thread_exit``): a thread whose tape ``malloc``
     fails sets the module's heap flag and calls it instead of trapping, so that the context survives

@@ -6,11 +6,12 @@ Mixed into :class:`~.reverse.Reverse`. For each loop in canonical form
 blocks of the loop store what their reverses need at ``base + k * frame +
 offset`` in one array per loop execution: allocated in the preheader when
 the trip count is known there (and checked at the exit), grown from the
-header otherwise: by ``realloc`` on the host; on a device (PTX and the grid
-emulation: ``EngineOptions.device_tape``) by ``malloc`` of twice the
-size, a copy and ``free`` (a device has no ``realloc``), starting in an
-inline ``alloca`` segment of :data:`INLINE_SEGMENT` bytes when the loop runs
-once per call and the reverse runs in the same call. Each exit block's frame records
+header otherwise: starting in an inline ``alloca`` segment of
+:data:`INLINE_SEGMENT` bytes when the loop runs once per call and the
+reverse runs in the same call, then by ``malloc`` of twice the size, a copy
+and ``free`` (a device has no ``realloc``, which cannot move an ``alloca``
+either); by ``realloc`` from the first frame on the host where there is no
+segment or the derivative is differentiated again. Each exit block's frame records
 ``k`` and ``base``; the reverse sweep counts ``k`` down, leaves the loop at
 ``k == 0`` and frees the array. Affine induction variables are rebuilt from
 ``k`` instead of being stored.
@@ -403,9 +404,9 @@ class LoopTape(ReverseState):
                     arena = self._arena()
                     b.position_before(_first_non_phi(self.sweep.vmap[lp.header]))
                     if arena is None:
-                        self._inline_segment(lp, st, frames[lp])
-                        st.base_iter = b.call(self.engine.helper("loop_grow"),
-                                                 [st.state, st.k, const_int(T.i64, frames[lp])])
+                        inline = self._inline_segment(lp, st, frames[lp])
+                        grow = "loop_grow_device" if inline and not self.engine.options.device_tape else "loop_grow"
+                        st.base_iter = b.call(self.engine.helper(grow), [st.state, st.k, const_int(T.i64, frames[lp])])
                     else:
                         st.base_iter = b.call(self._helper("loop_grow_arena"),
                                                  [st.state, st.k, const_int(T.i64, frames[lp]), arena])
@@ -465,12 +466,17 @@ class LoopTape(ReverseState):
             self.arena = state
         return self.arena
 
-    def _inline_segment(self, lp, st, frame):
+    def _inline_segment(self, lp, st, frame) -> bool:
         """Start a growing array in an ``alloca`` of :data:`INLINE_SEGMENT` bytes when the reverse
         runs in the same call (combined mode) and the loop runs once per call (no enclosing loop):
-        trip counts up to ``INLINE_SEGMENT // frame`` then never touch the heap."""
-        if not self.engine.options.device_tape or not self.combined or lp.parent is not None or frame > INLINE_SEGMENT:
-            return
+        trip counts up to ``INLINE_SEGMENT // frame`` then never touch the heap. Whether it does: the
+        array then grows by ``malloc``, a copy and ``free`` (``loop_grow_device``; ``realloc`` cannot move
+        an ``alloca``), on the host too unless the derivative is differentiated again (its tape stays with
+        ``realloc``, whose rule the next level has: ``EngineOptions.differentiated_again``)."""
+        options = self.engine.options
+        if (not options.device_tape and options.differentiated_again) or not self.combined or lp.parent is not None \
+                or frame > INLINE_SEGMENT:
+            return False
         mem = self._fwd_alloca_bytes(INLINE_SEGMENT)
         b = Builder()
         b.position_before(self.sweep.vmap[lp.preheader].terminator)
@@ -482,6 +488,7 @@ class LoopTape(ReverseState):
             b.position_before(free)
             b.call(self.engine.helper("loop_free"), [free.args[0], mem])
             free.erase()
+        return True
 
     def _allocate_nest(self, nest, frames):
         """One array for the loops of ``nest`` (its root first): a region per loop with frames,

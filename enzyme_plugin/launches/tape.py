@@ -71,6 +71,7 @@ from ..ad.helpers import TAPE_INLINE
 from ..locations import caller_location
 from .arrays import NUMPY, ArrayOps, ops_of
 from .gradients import differentiable, gradient_kernel, registered_gradient, split_kernel
+from .graphs import GraphReplay, graph_key
 from .writes import read_parameters, written_parameters
 
 
@@ -114,6 +115,8 @@ class LaunchRecord:
     """the hand-written gradient ``reverse`` launches (None: a generated one)"""
     stream: int | None = None
     """the handle of the CUDA stream the launch went to (None: the CPU grid emulation)"""
+    gradient: Kernel | None = None
+    """the kernel ``reverse`` launches (generated or hand-written; None: split mode or no float array)"""
 
     @property
     def on_cpu(self) -> bool:
@@ -292,6 +295,8 @@ class Runs:
     reverse: Callable[[tuple], None] | None
     """the generated gradient kernel (its arguments: each float array followed by its shadow; split mode: the
     split kernel, ``1, holders`` first); None without a float array"""
+    gradient: Kernel | None = None
+    """the generated gradient kernel ``reverse`` launches (not in split mode)"""
 
 
 def _runs(plan: LaunchPlan, launch: Launch, argtypes: tuple, direct: bool, split: bool) -> Runs:
@@ -312,7 +317,8 @@ def _runs(plan: LaunchPlan, launch: Launch, argtypes: tuple, direct: bool, split
             run = _launcher(split_kernel(k, plan.dup), launch, types)
             runs = Runs(run, run)
         else:
-            runs = Runs(forward, _launcher(gradient_kernel(k, plan.dup), launch, gradient_types))
+            g = gradient_kernel(k, plan.dup)
+            runs = Runs(forward, _launcher(g, launch, gradient_types), g)
         if plain and len(plan.runs) < 64:
             plan.runs[key] = runs
     return runs
@@ -355,12 +361,18 @@ def _spans_overlap(sa, sb) -> bool:
 class LaunchTape:
     """Records kernel launches and replays their gradient kernels in reverse (see the module docstring)."""
 
-    def __init__(self, split: bool = False):
+    def __init__(self, split: bool = False, graphs: bool = True):
         self.split = bool(split)
         self.records: list[LaunchRecord] = []
         self._shadows: dict[int, tuple[Any, Any]] = {}  # id(array) -> (array, shadow); the array kept alive
         self._dropped: dict[int, tuple[Any, Any]] = {}  # the shadows before reset(), as _shadows
         self._taken: set[int] = set()  # id() of the arrays recorded launches took (the records keep them alive)
+        self._copies: dict[tuple, Any] = {}  # the copies of this recording: snapshots, the final values
+        #: a repeated backward on the GPU replays as one CUDA graph (:mod:`.graphs`); False: launch by launch
+        self.graphs = bool(graphs)
+        self._graph = GraphReplay()
+        self._capturing = False  # the backward is being captured into a graph
+        self._buffers: dict[tuple, Any] = {}  # the last recording's, reused by :meth:`_copy`
         self._spare: dict[tuple, list] = {}  # split mode: per-thread tape arrays reversed, for the next recording
         self._recording = None
         self._deferring = False  # the recording's GPU launches defer their heap checks (device_heap.deferring)
@@ -456,7 +468,7 @@ class LaunchTape:
             return
         else:
             record = LaunchRecord(launch, args, plan, snapshots, ops, None, runs.reverse, tuple(with_shadows),
-                                  stream=stream)
+                                  stream=stream, gradient=runs.gradient)
         runs.forward(args)
         self.records.append(record)
 
@@ -480,9 +492,26 @@ class LaunchTape:
         if not keep:
             return []
         self._sync(stream, ops)
-        snapshots = [(j, ops_of(args[j]).copy(args[j])) for j in sorted(keep)]
+        at = len(self.records)
+        snapshots = [(j, self._copy((at, j), args[j])) for j in sorted(keep)]
         self._sync(stream, ops)
         return snapshots
+
+    def _copy(self, key: tuple, a, fill: bool = True):
+        """A copy of ``a`` in the buffer ``key`` had in the last recording when it fits and nothing else holds
+        it (the tape's own copies: the same memory each round, which a replayed graph names), else a new one
+        (``fill`` False: a buffer kept is not filled here)."""
+        ops = ops_of(a)
+        old = self._buffers.pop(key, None)
+        if old is not None and ops.views_hold_base and sys.getrefcount(old) == 2 and old.shape == a.shape \
+                and old.dtype == a.dtype and old.strides == a.strides and type(old) is type(a):
+            if fill:
+                ops.assign(old, a)
+            self._copies[key] = old
+            return old
+        del old
+        self._copies[key] = copy = ops.copy(a)
+        return copy
 
     def _tapes(self, ops: ArrayOps, shape: tuple[int, int], like):
         """An array of one row of int64 words per thread (a reversed one again, or a new one: not zeroed,
@@ -509,11 +538,11 @@ class LaunchTape:
             return streams[0] if streams else 0
         return cuda_runtime.producer_handle(named) if named is not None else 0
 
-    @staticmethod
-    def _sync(stream: int | None, ops: ArrayOps) -> None:
+    def _sync(self, stream: int | None, ops: ArrayOps) -> None:
         """Copies run on the array library's current stream, a launch on ``stream``: on a GPU, wait between
-        them unless they are the same stream (then they are in order)."""
-        if stream is not None and stream != ops.current_stream():
+        them unless they are the same stream (then they are in order), or while a graph is captured (then
+        every copy and launch goes to the capturing stream)."""
+        if stream is not None and not self._capturing and stream != ops.current_stream():
             cuda_runtime.synchronize()
 
     @staticmethod
@@ -590,28 +619,48 @@ class LaunchTape:
             raise LaunchTapeError("this split tape was already reversed (a split tape is consumed by its "
                                   "backward): record the launches again")
         shadows = self._scratch() if scratch else None
+        seeds = []  # (array, its shadow, the adjoint added into it)
         for a, g in grads:
             shadow = self._known_shadow(a)
             if tuple(getattr(g, "shape", ())) not in ((), tuple(a.shape)):
                 raise LaunchTapeError(f"backward: the adjoint of an array of {_shape_text(a)} has shape "
                                       f"{tuple(g.shape)}", hint="give each array's adjoint its shape (or a scalar)")
-            ops_of(a).add_into(shadow, g)
+            seeds.append((a, shadow, g))
         if loss is not None:
             shadow = self._known_shadow(loss)
             if _size(loss) != 1:
                 raise LaunchTapeError(f"backward: loss= takes a one-element array, got one of {_shape_text(loss)}",
                                       hint="seed a larger result with backward(grads=[(y, dy)])")
-            ops_of(loss).add_into(shadow, 1.0)
+            seeds.append((loss, shadow, 1.0))
+        finals = self._final_values()
         if not self._on_device:  # the emulation's launches: no heap flags
-            self._replay(shadows)
+            self._run_backward(seeds, finals, shadows)
             return
         with device_heap.deferring():  # the gradient launches' heap checks: read once, after the last
-            self._replay(shadows)
+            key = graph_key(self.records, seeds, finals) if self.graphs and shadows is None else None
+            if key is None or not self._graph.run(key, self.records[0].ops.module, self._captured(seeds, finals)):
+                self._run_backward(seeds, finals, shadows)
         self._check_heap(recording=False)
 
-    def _replay(self, shadows: dict | None) -> None:
-        """Launch the gradients of the recorded launches, last first (``shadows``: scratch ones)."""
-        finals = self._final_values()
+    def _captured(self, seeds: list, finals: list) -> Callable[[int], None]:
+        """The backward's work launched on stream ``handle`` (the one a graph is captured from)."""
+        def work(handle: int) -> None:
+            self._capturing = True
+            try:
+                self._run_backward(seeds, finals, None, handle)
+            finally:
+                self._capturing = False
+        return work
+
+    def _run_backward(self, seeds: list, finals: list, shadows: dict | None, stream: int | None = None) -> None:
+        """Add the seeds, keep the final values, launch the gradients of the recorded launches, last first
+        (``shadows``: scratch ones; ``stream``: every launch on that stream, not the recorded one's), then
+        put the final values back."""
+        for a, shadow, g in seeds:
+            ops_of(a).add_into(shadow, g)
+        for a, copy, r in finals:
+            self._sync(r.stream, r.ops)
+            ops_of(a).assign(copy, a)
         reverse, restore, pending = self._reverse, self._restore, device_heap.PENDING
         try:
             for i in range(len(self.records) - 1, -1, -1):  # before each: the memory as the launch left it
@@ -624,12 +673,13 @@ class LaunchTape:
                     hand = registered_gradient(record.launch.kernel)
                     if hand is not record.hand:  # registered after the launch was recorded: it replaces the other
                         self._hand_written(record, hand)
-                    reverse(record, record.reverse_args if shadows is None else self._scratch_args(record, shadows))
+                    args = record.reverse_args if shadows is None else self._scratch_args(record, shadows)
+                    reverse(record, args, stream)
                 if snapshots:
                     restore(record)  # the memory as the launch found it: as the launch before left it
         finally:
             pending.where = None  # (later launches of the thread are not the tape's)
-        for a, value in finals:
+        for a, value, _ in finals:
             ops_of(a).assign(a, value)
 
     def _known_shadow(self, a):
@@ -647,8 +697,9 @@ class LaunchTape:
                               "(pass the same array object the kernels were launched on)")
 
     def _final_values(self) -> list:
-        """Copies of the arrays that the replay changes: those with snapshots. (An array without one is
-        written by one launch, which only stores into it: its gradient kernel stores the same values.)"""
+        """``(array, buffer, the first record that snapshots it)`` for the arrays the replay changes: those
+        with snapshots; the backward copies each into its buffer first and back at its end. (An array without
+        one is written by one launch, which only stores into it: its gradient kernel stores the same values.)"""
         seen: dict[int, Any] = {}
         for r in self.records:
             if not r.snapshots:
@@ -656,8 +707,7 @@ class LaunchTape:
             for j, _ in r.snapshots:
                 a = r.args[j]
                 if id(a) not in seen:
-                    self._sync(r.stream, r.ops)
-                    seen[id(a)] = (a, ops_of(a).copy(a))
+                    seen[id(a)] = (a, self._copy(("final", id(a)), a, fill=False), r)
         return list(seen.values())
 
     def _restore(self, record: LaunchRecord) -> None:
@@ -685,14 +735,18 @@ class LaunchTape:
         each (a split launch's tapes are then not reversed: they stay on the heap)."""
         args, dup = record.args, record.plan.dup
         adjoints = tuple(self._shadow(a) if d else a for a, d in zip(args, dup))
-        record.hand, record.split = hand, False
+        record.hand, record.split, record.gradient = hand, False, hand
         record.reverse, record.reverse_args = _launcher(hand, record.launch, None), args + adjoints
 
-    def _reverse(self, record: LaunchRecord, args: tuple) -> None:
-        """Launch the gradient of ``record`` (built when it was recorded) on ``args``; a split launch's reverse
-        sweep frees its tapes, and its rows go to the next recording."""
+    def _reverse(self, record: LaunchRecord, args: tuple, stream: int | None = None) -> None:
+        """Launch the gradient of ``record`` (built when it was recorded) on ``args`` (on ``stream`` when one is
+        given); a split launch's reverse sweep frees its tapes, and its rows go to the next recording."""
         run = record.reverse
         assert run is not None
+        if stream is not None and record.gradient is not None:
+            launch = record.launch
+            record.gradient[launch.grid, launch.block, stream].run(*args)
+            return
         if not record.split:
             run(args)
             return
@@ -715,6 +769,7 @@ class LaunchTape:
         elif self.split and any(r.holders is not None for r in self.records):
             self._backward([], None, scratch=True)
         self.records.clear()
+        self._buffers, self._copies = self._copies, {}
         self._on_device = False
         self._dropped, self._shadows = self._shadows, {}  # reused by the next recording when nobody holds them
         self._taken.clear()

@@ -1,0 +1,126 @@
+"""A launch tape's backward replayed as one CUDA graph.
+
+A training loop records the same launches on the same arrays round after
+round, and its ``backward`` makes the same seeds, copies and gradient
+launches each time: a dozen host calls of 5-25 µs each, where the kernels
+themselves take a few µs. So ``backward`` on a GPU keys its work by what
+it touches: every gradient launch (its launcher, grid and block), the
+address, shape, strides and dtype of every array it takes and of the tape's
+own copies (reused from round to round), every scalar's value, the seeds
+and the device. A backward whose key repeats the previous one's is captured
+from a stream of its own (CuPy's stream capture) into a graph, launched at
+once, and every later backward with that key is one launch of that graph;
+any other key runs launch by launch and is remembered.
+
+An address in the key is the memory the graph reads and writes, so a graph
+never runs on memory its arrays no longer own: an array freed and another
+allocated at the same address with the same layout is, to the graph, the
+same memory, and anything else changes the key. The graph's stream waits
+for CUDA's legacy default stream and is waited for by it (a blocking stream), as
+the tape's copies and launches on the legacy stream are ordered. What takes
+the launch-by-launch path instead: split mode (its reverse sweeps free the
+tapes the recording made), the CPU grid emulation, arrays of another
+library than CuPy or on a stream of their own, launches on a chosen device,
+adjoints that are host arrays, and a backward whose gradient kernels
+allocate on the device heap (their exhaustion flags are read after each
+backward: a graph would hide them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gpucompiler.runtime import device_heap
+from gpucompiler.runtime.arguments import SCALAR_TYPES
+
+from .arrays import CupyOps
+from .gradients import registered_gradient
+
+
+def _memory(x, ndarray: type) -> tuple | None:
+    """What a graph takes of an argument: a CuPy array's address and layout, a scalar's type and value (None:
+    anything else)."""
+    tp = type(x)
+    if tp is ndarray:
+        return x.data.ptr, x.shape, x.strides, x.dtype.char
+    if tp in SCALAR_TYPES:
+        return tp, x
+    return None
+
+
+def graph_key(records: list, seeds: list, finals: list) -> tuple | None:
+    """The key of a backward (see the module docstring), or None when it is not replayed as a graph.
+    ``records``: the tape's; ``seeds``: ``(array, shadow, adjoint)``; ``finals``: ``(array, its copy, record)``."""
+    if not records:
+        return None
+    ops = records[0].ops
+    if type(ops) is not CupyOps or ops.current_stream() != 0:
+        return None
+    ndarray = ops.module.ndarray
+    parts: list = []
+    for r in records:
+        if r.split or r.stream != 0 or r.ops is not ops or r.launch.device is not None \
+                or (r.reverse is not None and r.gradient is None) or registered_gradient(r.launch.kernel) is not r.hand:
+            return None  # (a gradient registered since the recording: the backward launch by launch takes it)
+        args = r.reverse_args if r.reverse is not None else ()
+        memory = tuple(_memory(a, ndarray) for a in args)
+        copies = tuple(_memory(v, ndarray) for _, v in r.snapshots)
+        if None in memory or None in copies:
+            return None
+        parts.append((r.gradient, r.launch.grid, r.launch.block, memory, tuple(j for j, _ in r.snapshots), copies))
+    for _, shadow, g in seeds:
+        parts.append((_memory(shadow, ndarray), _memory(g, ndarray)))
+    for a, copy, _ in finals:
+        parts.append((_memory(a, ndarray), _memory(copy, ndarray)))
+    if any(None in p for p in parts[len(records):]):
+        return None
+    return ops.module.cuda.Device().id, tuple(parts)
+
+
+class GraphReplay:
+    """The graph of the last backward key seen twice (see the module docstring)."""
+
+    __slots__ = ("seen", "key", "graph", "streams", "refused")
+
+    def __init__(self):
+        self.seen: tuple | None = None  # the key of the last backward run launch by launch
+        self.key: tuple | None = None  # the key of ``graph``
+        self.graph: Any = None
+        self.streams: dict[int, Any] = {}  # device -> the blocking stream graphs are captured from and run on
+        self.refused: tuple | None = None  # a key whose capture launched kernels that use the device heap
+
+    def run(self, key: tuple, cupy: Any, work: Callable[[int], None]) -> bool:
+        """Replay the backward of ``key`` when its graph exists, or capture ``work`` (the backward's work,
+        given a stream handle) into one when ``key`` repeats the last key seen (``cupy``: the module of the
+        key's arrays); True when the graph ran, False when the caller runs the backward launch by launch."""
+        if key == self.key:
+            self.graph.launch(self.streams[key[0]])
+            return True
+        if key != self.seen or key == self.refused:
+            self.seen = key
+            return False
+        stream = self.streams.get(key[0])
+        if stream is None:
+            stream = self.streams[key[0]] = cupy.cuda.Stream(non_blocking=False)
+        noted = sum(c[3] for c in device_heap.PENDING.checks.values())
+        with stream:
+            stream.begin_capture()
+            try:
+                work(stream.ptr)
+            except BaseException:
+                try:
+                    stream.end_capture()
+                except Exception:  # the capture was invalidated by the error being raised
+                    pass
+                raise
+            graph = stream.end_capture()
+        if sum(c[3] for c in device_heap.PENDING.checks.values()) != noted:  # a launch with a heap flag
+            self.refused, self.seen = key, None
+            return False
+        graph.launch(stream)
+        self.key, self.graph, self.seen = key, graph, None
+        return True
+
+
+__all__ = ["GraphReplay", "graph_key"]

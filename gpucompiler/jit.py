@@ -17,7 +17,8 @@ type needs type inference, and the checked live reads are the world-age deps.
 A first compile may be tiered (docs/user_guide.md, "Tiered first compiles"): when
 no cache tier holds the full level's code, a function with a loop first runs code
 compiled at :data:`QUICK_LEVEL` while a thread compiles the full level, which then
-replaces it; the quick code stays loaded (never freed), so a call still running it
+replaces it; the quick code has no CPython call entry (its calls go through the
+dispatcher and ctypes), and stays loaded (never freed), so a call still running it
 finishes.
 """
 
@@ -428,32 +429,35 @@ class Dispatcher:
             return self._compiled(spec, job, argtypes, cache, compiler=_not_cached)[0]  # the full level, cached
         except _NotCached:
             pass
+        quick_spec = spec.without_call_entry()  # calls go through the dispatcher until the tier-up
         try:
-            quick, result = self._compiled(spec, CompilerJob(spec, attrs.evolve(config, opt_level=QUICK_LEVEL)),
-                                           argtypes, cache)
+            quick_job = CompilerJob(quick_spec, attrs.evolve(config, opt_level=QUICK_LEVEL))
+            quick, result = self._compiled(quick_spec, quick_job, argtypes, cache)
         except GPUCompilerError:  # the full level's compile says what is wrong, if anything
             return self._compiled(spec, job, argtypes, cache)[0]
         symbols = result.meta.get("symbols")
         called = {row[0] for row in symbols} if symbols else set(result.module.function_names())
         if not maths.isdisjoint(called):  # a callee's math call: the full level's bits may differ
             return self._compiled(spec, job, argtypes, cache)[0]
-        quick.tier_up = threading.Thread(target=self._tier_up, args=(quick, argtypes, cache),
+        quick.tier_up = threading.Thread(target=self._tier_up, args=(quick, spec, argtypes, cache),
                                          name=f"tier-up {self.py_func.__qualname__}")
         return quick
 
-    def _tier_up(self, quick: _Entry, argtypes, cache) -> None:
-        """The tier-up thread: compile the full level of ``quick``'s job, then swap it in atomically (the
-        quick code stays loaded: a call running it finishes). A failure keeps the quick code, which gives
-        the same results, and is logged."""
+    def _tier_up(self, quick: _Entry, spec: FunctionSpec, argtypes, cache) -> None:
+        """The tier-up thread: compile the full level of ``spec`` (``quick``'s function, with the CPython call
+        entry), then swap it in atomically (the quick code stays loaded: a call running it finishes). A failure
+        keeps the quick code, which gives the same results, and is logged."""
         try:
             with _COMPILING:
-                full = self._compiled(quick.spec, CompilerJob(quick.spec, self._config()), argtypes, cache)[0]
+                full = self._compiled(spec, CompilerJob(spec, self._config()), argtypes, cache)[0]
                 with self._swap:
                     quick.full = full
                     for key, entry in list(self._entries.items()):
                         if entry is quick:
                             self._entries[key] = full
-                    if type(self).__dict__.get("__call__") is quick.fast and quick.fast is not None:
+                    # the quick code has no call entry: when none is installed (another specialization's
+                    # stays), the full level's takes the next call; other types miss to the dispatcher
+                    if "__call__" not in type(self).__dict__:
                         self._install(full)
         except Exception as exc:  # the quick code stays: the same results, slower
             log.warning("%s: the full optimisation level did not compile (%s: %s); the quick code stays",

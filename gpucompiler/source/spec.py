@@ -73,7 +73,16 @@ class FunctionSpec:
 
     fn: Any
     argtypes: tuple = attrs.field(converter=tuple)
+    call_entry: bool = True
+    """under the Python ABI, whether the module has the CPython call entry (``<entry>.pyentry``) beside the
+    ctypes wrapper; a tiered first compile's quick code has none (its calls go through the dispatcher until
+    the full level replaces it), which saves generating and compiling about half of its module"""
     _cache: dict = attrs.field(factory=dict, eq=False, repr=False, alias="_cache")
+
+    def without_call_entry(self) -> FunctionSpec:
+        """This spec without the CPython call entry (:attr:`call_entry`), sharing its inference and verified
+        records (neither depends on the entry)."""
+        return FunctionSpec(self.fn, self.argtypes, False, _cache=self._cache)
 
     @property
     def entry(self) -> str:
@@ -120,14 +129,15 @@ class FunctionSpec:
 
     def index_fingerprint(self) -> Any:
         """The part of :meth:`fingerprint` known without inference: the entry's code and argument types."""
-        return {"python": encode_value(self.fn), "argtypes": [repr(t) for t in self.argtypes]}
+        index = {"python": encode_value(self.fn), "argtypes": [repr(t) for t in self.argtypes]}
+        return index if self.call_entry else {**index, "call_entry": False}
 
     def fingerprint(self, job=None) -> Any:
         """Content of the source; ``job`` (when given) selects its target's and plugins' rules."""
         key = self._norm(_settings(job))
         verified = self._cache.get(("verified", key))
         if verified is not None and key not in self._cache:  # inference, once run, is preferred
-            return verified["fingerprint"]
+            return {**self.index_fingerprint(), "globals": verified["globals"], "restype": verified["restype"]}
         interp, frame = self.infer(*_settings(job))
         deps = [read_fingerprint(h, n, v) for h, n, v in interp.deps.values()]
         return {**self.index_fingerprint(), "globals": sorted_reads(deps), "restype": _restype(frame)}
@@ -157,7 +167,7 @@ class FunctionSpec:
             reads.append([ref, name, read_fingerprint(holder, name, value)])
         record = {"reads": reads, "restype": _restype(frame)}
         # the record must reproduce this very fingerprint from the live objects, else it is useless
-        probe = FunctionSpec(self.fn, self.argtypes)
+        probe = FunctionSpec(self.fn, self.argtypes, self.call_entry)
         if probe.verify_record(job, record) != self.fingerprint(job):
             return None
         return record
@@ -239,11 +249,9 @@ class FunctionSpec:
         if not isinstance(restype, str):
             return None
         # the return type is part of the full key: a wrong one here can only miss
-        fingerprint = {**self.index_fingerprint(), "globals": sorted_reads([read_fingerprint(*t) for t in live]),
-                       "restype": restype}
-        self._cache[("verified", self._norm(_settings(job)))] = {
-            "deps": live, "fingerprint": fingerprint, "restype": record.get("restype")}
-        return fingerprint
+        reads = sorted_reads([read_fingerprint(*t) for t in live])
+        self._cache[("verified", self._norm(_settings(job)))] = {"deps": live, "globals": reads, "restype": restype}
+        return {**self.index_fingerprint(), "globals": reads, "restype": restype}
 
     def discard_verified(self, job) -> None:
         """Forget a verified record for ``job``'s settings: the fingerprint comes from inference again."""
@@ -269,7 +277,8 @@ class FunctionSpec:
         entry = mod.emit(frame, self.entry)
         if abi:
             codegen.emit_wrapper(mod, frame, entry, self.entry + ".pywrap")
-            codegen.emit_pyentry(mod, frame, entry, self.entry + ".pyentry", len(interp.deps))
+            if self.call_entry:
+                codegen.emit_pyentry(mod, frame, entry, self.entry + ".pyentry", len(interp.deps))
         return str(mod.module)
 
 

@@ -91,7 +91,9 @@ def test_a_loop_runs_quick_code_first_and_the_full_level_once_ready(held):
     quick = [f(*a) for a in inputs]
     assert level(f) == J.QUICK_LEVEL and f.last_compile.tier == "compiled"
     entry = next(iter(f._entries.values()))
-    assert entry.tier_up is not None and entry.full is None and type(f).__call__ is entry.fast
+    # the quick code has no CPython call entry: its calls go through the dispatcher until the tier-up
+    assert entry.tier_up is not None and entry.full is None and entry.fast is None
+    assert "__call__" not in type(f).__dict__
     held.release()
     try:
         assert f.wait_tier_up(120)
@@ -455,3 +457,50 @@ def test_loops_are_found_in_the_bytecode():
 
     assert J._has_loop(horner.__code__) and J._has_loop(series.__code__) and J._has_loop(while_loop.__code__)
     assert J._has_loop(comprehension.__code__) and not J._has_loop(straight.__code__)
+
+
+def test_the_quick_code_has_no_call_entry_and_keys_apart_from_a_users_opt_level_0(held):
+    """The quick module holds the ctypes wrapper, not the CPython call entry (the full level's has it). Its
+    key says so: ``@jit(opt_level=0)`` of the same function, compiled after it in the same process (the
+    memory tier shared), compiles its own code with a call entry instead of finding the quick code."""
+    f = jit(horner, cache=False)
+    xs = np.linspace(-1.0, 3.0, 17)
+    quick_value = f(xs, 9)
+    quick = next(iter(f._entries.values()))
+    names = set(f.last_compile.result.module.function_names())
+    entry_name = quick.spec.entry  # the module's name as this test was imported
+    assert level(f) == J.QUICK_LEVEL and entry_name + ".pywrap" in names
+    assert not any(n.endswith(".pyentry") for n in names)
+    user = jit(horner, opt_level=0, tier=False, cache=False)
+    assert user(xs, 9) == quick_value and level(user) == 0 and user.last_compile.tier == "compiled"
+    mine = next(iter(user._entries.values()))
+    assert mine.fast is not None and mine.job.source.call_entry and not quick.job.source.call_entry
+    held.release()
+    try:
+        assert f.wait_tier_up(120)
+    finally:
+        held.acquire()
+    assert quick.full is not None and quick.full.fast is not None and quick.full.job.source.call_entry
+    assert entry_name + ".pyentry" in f.last_compile.result.module.function_names()
+    assert bits(f(xs, 9)) == bits(quick_value) == bits(horner(xs, 9))
+
+
+def test_a_verified_record_keys_the_spec_with_and_without_its_call_entry_apart():
+    """A dependency record verified through one spec serves the other's fingerprint (they share it), each with
+    its own index part: never the one of the other, whose code differs."""
+    from gpucompiler.core import CompilerJob
+    from gpucompiler.source.spec import FunctionSpec
+
+    argtypes = (gpuc_types.int64, gpuc_types.float64)
+    job = jit(series, cache=False)._job(argtypes)
+    full = job.source
+    record = FunctionSpec(series, argtypes).dependency_record(job)
+    assert record is not None
+    by_inference = (full.fingerprint(job), full.without_call_entry().fingerprint(job))
+    verified = FunctionSpec(series, argtypes)
+    assert verified.verify_record(job, record) == by_inference[0]
+    quick = verified.without_call_entry()
+    quick_job = CompilerJob(quick, job.config)
+    assert quick.fingerprint(quick_job) == by_inference[1] != by_inference[0]
+    assert by_inference[1] == {**by_inference[0], "call_entry": False}
+    assert verified.fingerprint(job) == by_inference[0]

@@ -113,6 +113,10 @@ class Reverse(Emit, Recompute, LoopTape):
         return self._from_forward(v.parent if isinstance(v, Instruction) else None, s)
 
     def op(self, inst, k):
+        if k == 0 and inst.opcode == "select":
+            chained = self.chain_condition(inst)
+            if chained is not None:
+                return chained
         return self.fwd(inst.args[k] if inst.opcode == "call" else inst.operands[k])
 
     def res(self, inst):

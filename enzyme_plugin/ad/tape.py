@@ -46,6 +46,9 @@ _INERT = frozenset("phi br switch select icmp fcmp getelementptr add sub mul sdi
                    "and or xor trunc zext sext fadd fsub fmul fdiv frem fneg fpext fptrunc sitofp uitofp "
                    "fptosi fptoui ptrtoint inttoptr bitcast addrspacecast freeze extractvalue".split())
 _ARENA = T.struct([T.ptr(), T.ptr(), T.ptr()])
+#: active instructions a loop that skips iterations (:meth:`LoopTape._skippable`) may hold besides its chains,
+#: when their adjoints come only from a chain select's other arm
+_ARM_OPS = frozenset(("load", "fneg", "fpext", "fptrunc", "fadd", "fsub"))
 _NULL = constant(T.ptr(), "null")
 #: largest nest array (bytes per call) kept in an ``alloca`` when every trip count is a constant
 MAX_STACK_TAPE = 1024
@@ -96,6 +99,26 @@ class LoopState:
     """the call freeing its frames in the reverse sweep (None: its nest's root frees them)"""
 
 
+@attrs.define
+class Chain:
+    """A select that carries one value through the iterations of a counted loop and has no other active use
+    there (``m = max(m, x[i])``: ``m = select(x[i] > m, x[i], m)``). An adjoint enters such a chain only where
+    the loop ends; going back, the first iteration whose select took the other arm takes all of it, and
+    nothing flows on. So the reverse of the select needs only that iteration, which the forward sweep keeps
+    (one integer per execution of the loop) instead of each iteration's condition or the values it
+    compared."""
+
+    loop: Loop
+    takes_true: bool
+    """whether the other arm (not the carried value) is the select's true operand"""
+    last: Value
+    """the forward sweep's slot: the last iteration that took the other arm (-1: none)"""
+    rslot: Value
+    """the reverse sweep's slot of that iteration"""
+    exit_last: dict[Any, Value] = attrs.field(factory=dict)
+    """exit block -> the load of ``last`` there"""
+
+
 class LoopTape(ReverseState):
     """Forward and reverse bookkeeping of counted loops (see the module docstring)."""
 
@@ -111,9 +134,14 @@ class LoopTape(ReverseState):
         self.deferred: dict = {}
         #: counted loop -> its tape's state (:class:`LoopTape`)
         self.lstate: dict[Loop, LoopState] = {}
+        #: select -> its :class:`Chain`
+        self.chains: dict[Instruction, Chain] = {}
+        #: loops whose reverse visits only the iterations their chains need (:meth:`_skippable`)
+        self.skipping: set = set()
         for lp in self.loops:
             if lp.counted:
                 self._setup_forward(lp)
+                self._setup_chains(lp)
 
     def _searches(self) -> list:
         """Loops whose reverse does nothing (a search: no store, no call but inactive math, no active
@@ -197,6 +225,102 @@ class LoopTape(ReverseState):
                 b.call(self.engine.helper("trip_check"), check)
         self.lstate[lp] = st
 
+    def _setup_chains(self, lp):
+        """Find the :class:`Chain` selects of counted loop ``lp`` and keep, in the forward sweep, the last
+        iteration at which each took its other arm."""
+        sw, st, b = self.sweep, self.lstate[lp], Builder()
+        for phi in lp.header.instructions:
+            if phi.opcode != "phi":
+                break
+            found = self._chain_select(lp, phi)
+            if found is None:
+                continue
+            sel, takes_true = found
+            last = self._fwd_alloca(T.i64, const_int(T.i64, -1))
+            b.position_before(sw.vmap[lp.preheader].terminator)
+            b.store(const_int(T.i64, -1), last)
+            b.position_after(sw.vmap[sel])
+            took = sw.val(sel.operands[0])
+            kept = b.load(T.i64, last)
+            b.store(b.select(took, st.k, kept) if takes_true else b.select(took, kept, st.k), last)
+            ch = self.chains[sel] = Chain(lp, takes_true, last, self._rev_alloca(T.i64, const_int(T.i64, -1)))
+            for e in lp.exits:
+                b.position_before(_first_non_phi(sw.vmap[e]))
+                ch.exit_last[e] = b.load(T.i64, last)
+        if self._skippable(lp):
+            self.skipping.add(lp)
+
+    def _skippable(self, lp) -> bool:
+        """Whether the reverse of an iteration of ``lp`` does something only at a :class:`Chain`'s last
+        iteration that took the other arm: besides its chains, the loop (no loop inside) holds only
+        what a search may hold (:meth:`_inert`) and values whose adjoints come only from the other arm
+        of a chain select (the element loaded, negated, converted, shifted by a constant). Going back,
+        an iteration between two such ones passes the chain's adjoint on unchanged, and one before
+        all of them passes zero: the reverse visits the last iteration, those iterations and the
+        first (:meth:`_next_k`)."""
+        sels = {ch_sel for ch_sel, ch in self.chains.items() if ch.loop is lp}
+        if not sels or any(self.innermost.get(b) is not lp for b in lp.blocks):
+            return False
+        carried = sels | {u for sel in sels for u in sel.users if isinstance(u, Instruction) and u.opcode == "phi"
+                          and u.parent is lp.header}
+        for inst in (i for block in lp.blocks for i in block.instructions):
+            if inst in carried or self._inert(inst):
+                continue
+            if inst not in self.act.active or inst.opcode not in _ARM_OPS:
+                return False
+            for u in inst.users:
+                if not isinstance(u, Instruction) or u.parent not in lp.blocks:
+                    return False
+                if u in sels:
+                    if u.operands[1 if self.chains[u].takes_true else 2] is not inst:
+                        return False  # only the other arm
+                elif u in self.act.active and u.opcode not in _ARM_OPS:
+                    return False
+        return True
+
+    def _next_k(self, lp, k):
+        """The iteration the reverse of skipping loop ``lp`` visits after ``k`` (> 0): the latest last
+        iteration of its chains before ``k``, else the first."""
+        best = const_int(T.i64, 0)
+        for ch in (ch for ch in self.chains.values() if ch.loop is lp):
+            last = self.b.load(T.i64, ch.rslot)
+            later = self.b.and_(self.b.icmp("slt", last, k), self.b.icmp("sgt", last, best))
+            best = self.b.select(later, last, best)
+        return best
+
+    def _chain_select(self, lp, phi):
+        """``(select, takes_true)`` when header phi ``phi`` of ``lp`` is carried by a :class:`Chain` select."""
+        incoming = dict((id(blk), v) for v, blk in phi.incoming)
+        sel = incoming.get(id(lp.latch))
+        if len(phi.incoming) != 2 or not isinstance(sel, Instruction) or sel.opcode != "select":
+            return None
+        if sel not in self.act.active or self.innermost.get(sel.parent) is not lp:
+            return None
+        cond, a, c = sel.operands
+        if (a is phi) == (c is phi) or not isinstance(cond.type, T.IntType):  # (a vector of conditions)
+            return None
+        for v, carried_to in ((phi, sel), (sel, phi)):  # no other active use inside the loop
+            for u in v.users:
+                if u is not carried_to and isinstance(u, Instruction) and u.parent in lp.blocks and \
+                        u in self.act.active:
+                    return None
+        return sel, c is phi
+
+    def chain_condition(self, sel):
+        """The condition the reverse of :class:`Chain` select ``sel`` uses (None: ``sel`` is none): at the
+        iteration that took the other arm last, that arm; at every other, the carried value, whose
+        adjoint is then either all of it (later iterations) or zero (earlier ones)."""
+        ch = self.chains.get(sel)
+        if ch is None:
+            return None
+        key = ("chain", self.cur, sel)
+        hit = self.memo.get(key)
+        if hit is None:
+            k = self._slot_load(T.i64, self.lstate[ch.loop].kslot, ("k", self.cur, ch.loop))
+            last = self._slot_load(T.i64, ch.rslot, ("last", self.cur, sel))
+            hit = self.memo[key] = self.b.icmp("eq" if ch.takes_true else "ne", k, last)
+        return hit
+
     # -- reverse ---------------------------------------------------------------
     def _counted(self, block):
         lp = self.innermost.get(block) if block is not None else None
@@ -212,6 +336,9 @@ class LoopTape(ReverseState):
         base = self._from_forward(self.cur, st.exit_base[self.cur])
         self.b.store(k, st.kslot)
         self.b.store(base, st.bslot)
+        for ch in self.chains.values():
+            if ch.loop is lp:
+                self.b.store(self._from_forward(self.cur, ch.exit_last[self.cur]), ch.rslot)
 
     def _last_k(self, lp):
         """``k`` of the loop's last iteration: ``trip - 1`` rebuilt in the reverse sweep when the loop leaves
@@ -245,7 +372,7 @@ class LoopTape(ReverseState):
             st.free = self.b.call(self.engine.helper("tape_free"), [self.b.load(T.ptr(), st.bslot)])
         self._edge(ds, lp.preheader)
         self.b.position_at_end(again)
-        self.b.store(self.b.sub(k, const_int(T.i64, 1)), st.kslot)
+        self.b.store(self._next_k(lp, k) if lp in self.skipping else self.b.sub(k, const_int(T.i64, 1)), st.kslot)
         self._edge(ds, lp.latch)
         return True
 

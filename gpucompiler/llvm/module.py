@@ -6,6 +6,7 @@ import gc
 import re
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Protocol
 
 from . import types as T
 from .instructions import DebugRecord, Instruction
@@ -169,6 +170,19 @@ class GlobalAlias(GlobalValue):
         return self.operands[0]
 
 
+class LeftBody(Protocol):
+    """A function body the parser left for its first use (``parse(text, lazy=True)``)."""
+
+    def __call__(self, fn: Function) -> None:
+        """Parse the body into ``fn``."""
+
+    def printed(self, fn: Function, text: str, ref: Callable[[Value], str], md: Callable[[MDNode], str],
+                group: Callable[[AttributeGroup], str]) -> str | None:
+        """The body's ``text`` as a print of the parsed body would read to LLVM, its metadata and
+        attribute groups numbered by ``md`` and ``group`` (``ref``: how the arguments print); None where
+        it cannot tell without parsing."""
+
+
 class Function(GlobalValue):
     """``define``/``declare``. ``prefix`` holds linkage, visibility, calling convention and
     return attributes; ``pre_attrs`` unnamed_addr/addrspace; ``attributes`` inline attributes and
@@ -186,7 +200,7 @@ class Function(GlobalValue):
         self.args = [Argument(t, n, "", self) for t, n in zip(function_type.params, names)]
         self._blocks: list[BasicBlock] = []
         #: parses the body on first use of :attr:`blocks` (a lazily parsed definition), else None
-        self.body_parser: Callable[[Function], None] | None = None
+        self.body_parser: LeftBody | None = None
         self.prefix, self.pre_attrs, self.post = prefix, "", []
         self.attributes: list[str] = []
         self.attribute_groups: list[AttributeGroup] = []

@@ -32,8 +32,10 @@ def parse(text: str, *, lazy: bool = False) -> Module:
     """Parse LLVM's printed IR into a :class:`Module`; malformed text raises :class:`IRParseError` at
     its line and column.
 
-    ``lazy=True`` leaves each function body to its first use (``fn.blocks``, printing, asking a
-    global for its uses), as LLVM's lazy bitcode reader does: an error inside a body is raised then.
+    ``lazy=True`` leaves each function body to its first use (``fn.blocks``, asking a global for its
+    uses), as LLVM's lazy bitcode reader does: an error inside a body is raised then. Printing is
+    not a use: a body nothing read is written from its text, its metadata and attribute groups
+    renumbered (for text LLVM printed, which LLVM reads back; an error in it is LLVM's to find).
     """
     with no_cyclic_gc():
         p = Parser(text, lazy=lazy)
@@ -41,6 +43,49 @@ def parse(text: str, *, lazy: bool = False) -> Module:
             m = p.run()
         del p  # freed before the collector, enabled again, looks at what the parse made
     return m
+
+
+#: in a body's text: a string, a comment, or a metadata node, attribute group or unnamed global by number
+_NUMBERED = re.compile(r'"[^"]*"|;[^\n]*|[!#@][0-9]+')
+
+
+class _LeftBody:
+    """A body :meth:`Parser._leave_body` skipped: parsed when called; printed from its text while
+    nothing asked for it (a lazy parse's untouched bodies cost neither a parse nor a print)."""
+
+    __slots__ = ("parser", "names", "start")
+
+    def __init__(self, parser: Parser, names: list, start: int):
+        self.parser, self.names, self.start = parser, names, start
+
+    def __call__(self, fn: Function) -> None:
+        self.parser._parse_left_body(fn, self.names, self.start)
+
+    def printed(self, fn, text, ref, md, group) -> str | None:
+        """``text`` with each ``!N`` and ``#N`` the parse would read numbered by ``md`` and ``group``,
+        without comments and blank lines, as the printer writes a parsed body; None where the arguments no longer print as the text names them, or where it names an
+        unnamed global (``@N``: numbered anew in every print) or a number the parse never read."""
+        if [ref(a) for a in fn.args] != self.names:
+            return None
+        mds, groups = self.parser.mds, self.parser.groups
+        unknown = False
+
+        def number(match: re.Match[str]) -> str:
+            nonlocal unknown
+            tok = match.group()
+            kind = tok[0]
+            if kind == "!" and tok in mds:
+                return md(mds[tok])
+            if kind == "#" and tok in groups:
+                return group(groups[tok])
+            if kind == ";":
+                return ""  # LLVM's comments (`; preds = ...`), which the printer does not write
+            if kind != '"':
+                unknown = True
+            return tok
+
+        lines = [line.rstrip() for line in _NUMBERED.sub(number, text).split("\n")]
+        return None if unknown else "".join(f"\n{line}" for line in lines if line)
 
 
 def split_attachments(toks: list[str], comma: bool = True) -> list[tuple[str, str]]:
@@ -342,12 +387,7 @@ class Parser(InstructionParser):
         text = "\n" + "\n".join(lines[first:last])
         if last == len(lines) or _INDENTED_BRACE.search(text):
             return False
-        start = self.lineno
-
-        def parse_body(f: Function) -> None:
-            self._parse_left_body(f, names, start)
-
-        fn.body_parser = parse_body
+        fn.body_parser = _LeftBody(self, names, self.lineno)
         self.module.unparsed[fn] = text
         self.lineno = last
         return True

@@ -161,9 +161,10 @@ class Printer:
         return "\n".join(out)
 
     def function_lines(self, fn: Function, out: list[str]) -> None:
-        """Append the lines of ``fn`` to ``out``."""
+        """Append the lines of ``fn`` to ``out`` (a body a lazy parse left unparsed: from its text)."""
         self._number(fn)
-        define = bool(fn.blocks)
+        left = fn.body_parser
+        define = left is not None or bool(fn._blocks)
         args = []
         for a in fn.args:
             s = a.type._s
@@ -190,6 +191,15 @@ class Printer:
         if not define:
             out.append(text)
             return
+        if left is not None:
+            unparsed = fn.module.unparsed.get(fn) if fn.module is not None else None
+            body = None if unparsed is None else left.printed(fn, unparsed, self.ref, self.md, self.group)
+            if body is not None:
+                out.append(text + " {" + body)
+                out.append("}")
+                return
+            fn.parse_body()
+            self._number(fn)
         out.append(text + " {")
         for k, b in enumerate(fn.blocks):
             self._block(b, k, out)
@@ -202,7 +212,7 @@ class Printer:
         seen: set[str] = set()
         n = 0
         void = T.void
-        for vs in (fn.args, *([b, *[i for i in b.instructions if i.type is not void]] for b in fn.blocks)):
+        for vs in (fn.args, *([b, *[i for i in b.instructions if i.type is not void]] for b in fn._blocks)):
             for v in vs:
                 r = v.ref
                 if r is None:

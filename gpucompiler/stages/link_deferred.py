@@ -26,6 +26,8 @@ inferred in this process (:func:`gpucompiler.interpreter.deferred.resolve`).
 
 from __future__ import annotations
 
+import re
+
 import attrs
 
 from ..errors import CompileError
@@ -49,12 +51,30 @@ class JobGraph:
     jobs: dict[str, CompilerJob] = attrs.field(factory=dict)
 
 
+#: a lookup as LLVM prints one: ``@gpuc.lookup(ptr @gpuc.job.<id>)``
+_LOOKUP_CALL = re.compile(re.escape(f"@{LOOKUP}(ptr @{JOB_GLOBAL_PREFIX}") + r"([0-9a-f]+)\)")
+
+
 def lookups(module: IRModule) -> list[str]:
-    """The job ids ``module`` looks up, in order of first appearance, without repeats."""
+    """The job ids ``module`` looks up, in order of first appearance, without repeats.
+
+    A module LLVM holds is read from its text when every mention of ``@gpuc.lookup`` but its
+    declaration is a call spelled so (no body parsed); otherwise from the model, which names what is
+    wrong."""
     if LOOKUP not in module.function_names():
         return []
+    if not module.parsed:
+        return _lookups_of(module.model)
+    text = module.text
+    ids = _LOOKUP_CALL.findall(text)
+    if text.count(f"@{LOOKUP}") == len(ids) + 1 and f"declare ptr @{LOOKUP}(ptr)" in text:
+        return list(dict.fromkeys(ids))
     # read, not changed: LLVM's module stays the authoritative form and only the bodies that call the lookup are parsed
-    model = ir_model.parse(module.text, lazy=True) if module.parsed else module.model
+    return _lookups_of(ir_model.parse(text, lazy=True))
+
+
+def _lookups_of(model: ir_model.Module) -> list[str]:
+    """:func:`lookups` of a Python model: every use of ``@gpuc.lookup`` must take a job's constant."""
     ids: list[str] = []
     for use in model.functions[LOOKUP].uses:
         call = use.user
@@ -107,8 +127,11 @@ def generate(parent: CompileContext, job: CompilerJob) -> CompileContext:
 
 
 def replace_lookups(module: IRModule, names: dict[str, str]) -> None:
-    """Point every lookup at its nested function; drop ``@gpuc.lookup`` and the job constants."""
-    model = module.model
+    """Point every lookup at its nested function; drop ``@gpuc.lookup`` and the job constants.
+
+    The model is parsed lazily: the bodies that call no lookup (the nested functions, the Python
+    entry) stay text until a callback reads them, and print as they were read."""
+    model = module.model = ir_model.parse(module.text, lazy=True)
     lookup = model.functions[LOOKUP]
     for use in list(lookup.uses):
         call = use.user

@@ -420,15 +420,17 @@ class Dispatcher:
         from .targets import libmvec
 
         config = job.config
-        maths = libmvec.scalar_names()
         if not (self.tier and small and not self.declared and config.opt_level > QUICK_LEVEL and not config.plugins
                 and not config.frontend.fastmath and _has_loop(self.py_func.__code__)
-                and maths.isdisjoint(self.py_func.__code__.co_names) and TierSettings.from_env().enabled):
+                and TierSettings.from_env().enabled):
             return self._compiled(spec, job, argtypes, cache)[0]
         try:
             return self._compiled(spec, job, argtypes, cache, compiler=_not_cached)[0]  # the full level, cached
         except _NotCached:
             pass
+        maths = libmvec.scalar_names()  # after the probe: a hit loads no math table
+        if not maths.isdisjoint(self.py_func.__code__.co_names):
+            return self._compiled(spec, job, argtypes, cache)[0]
         quick_spec = spec.without_call_entry()  # calls go through the dispatcher until the tier-up
         try:
             quick_job = CompilerJob(quick_spec, attrs.evolve(config, opt_level=QUICK_LEVEL))

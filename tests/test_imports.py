@@ -65,7 +65,11 @@ def test_import_and_decorating_load_no_compiler_module_and_the_first_call_loads_
 COMPILER = ("gpucompiler.pipeline", "gpucompiler.interpreter.infer", "gpucompiler.interpreter.rules",
             "gpucompiler.frontend.lower", "gpucompiler.codegen.function", "gpucompiler.codegen.pyentry",
             "gpucompiler.codegen.wrapper", "gpucompiler.stages", "gpucompiler.language",
-            "gpucompiler.language.precedence", "gpucompiler.language.math.mathlib")
+            "gpucompiler.language.precedence", "gpucompiler.language.math.mathlib", "gpucompiler.cache.serialisable",
+            "gpucompiler.core.facts")
+#: what a hit does not load either, though a cold compile may not: the math calls' vector variants, NumPy's BLAS
+#: names (for a symbol not found in the process), the math table
+NOT_ON_A_HIT = COMPILER + ("gpucompiler.llvm.vector_variants", "gpucompiler.targets.hostblas", "gpucompiler.core.mathfns")
 
 
 def test_a_first_call_served_from_the_disk_cache_loads_neither_the_pipeline_nor_the_interpreter(tmp_path):
@@ -81,11 +85,11 @@ def test_a_first_call_served_from_the_disk_cache_loads_neither_the_pipeline_nor_
             return s
 
         value = jit(poly, tier=False)(1.5, 4)  # the full level at once: its call entry generated
-        print(json.dumps([value, dict(default_cache().stats), [m for m in {COMPILER!r} if m in sys.modules]]))
+        print(json.dumps([value, dict(default_cache().stats), [m for m in {NOT_ON_A_HIT!r} if m in sys.modules]]))
     """
     env = {"GPUC_CACHE": "", "GPUC_CACHE_DIR": str(tmp_path / "cache")}
     value, stats, loaded = json.loads(_run(tmp_path, code, **env))
-    assert value == 9.0 and stats.get("compile") == 1 and loaded == list(COMPILER)
+    assert value == 9.0 and stats.get("compile") == 1 and set(COMPILER) <= set(loaded)
     value, stats, loaded = json.loads(_run(tmp_path, code, **env))
     assert value == 9.0 and "compile" not in stats and stats.get("hit.disk") == 1
     assert loaded == []

@@ -25,7 +25,6 @@ from ..llvm.binding import address_bindings
 from ..module import IRModule
 from ..settings import private_directory_problem
 from .entry import Entry, decode
-from .serialisable import serialisation_errors
 from .files import GROUP
 from .report import loaded_reports, recorded_warnings, replay, stored_reports
 from .tiers import DiskTier, MemoryTier, RedisTier
@@ -336,6 +335,8 @@ class Cache:
             meta["addresses"] = addresses
         entry = Entry(key, document, dict(result.artifacts), meta)
         facts = getattr(result, "facts", None)  # what validation found (a service's answer has none)
+        from .serialisable import serialisation_errors  # import time: the module facts' walk, not a hit's
+
         problems = serialisation_errors(result.module, facts)
         if problems:
             self.stats["uncacheable"] += 1

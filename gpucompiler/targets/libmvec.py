@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import functools
 import os
+from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm
 
-from ..core.mathfns import MATH_FUNCTIONS
-from ..llvm.vector_variants import VectorVariant
+if TYPE_CHECKING:
+    from ..llvm.vector_variants import VectorVariant
+
+# The math table and the variants' module load with the first compile that asks (scalar_names, variants):
+# a cache hit asks only which library is loaded (the key's machine), ~2 ms of imports less.
 
 SONAME = "libmvec.so.1"
 PREFIX = "_ZGV"
@@ -68,6 +72,8 @@ def is_variant(name: str) -> bool:
 def scalar_names() -> frozenset[str]:
     """Every name a call of a math function of the table may use (``sin``, ``sinf``, ``llvm.sin.f64``...):
     a module naming none has nothing to vectorize (a test without looking up a symbol)."""
+    from ..core.mathfns import MATH_FUNCTIONS
+
     return frozenset(name for fn in MATH_FUNCTIONS for float32, suffix in ((False, "f64"), (True, "f32"))
                      for name in (fn.name(float32), f"{fn.intrinsic}.{suffix}" if fn.intrinsic else ""))
 
@@ -77,6 +83,9 @@ def variants(features: str) -> dict[str, tuple[VectorVariant, ...]]:
     """Scalar call name -> its libmvec versions for code with ``features``; empty without libmvec."""
     if loaded() is None:
         return {}
+    from ..core.mathfns import MATH_FUNCTIONS
+    from ..llvm.vector_variants import VectorVariant
+
     out: dict[str, tuple[VectorVariant, ...]] = {}
     for fn in MATH_FUNCTIONS:
         for float32, element, suffix in ((False, "double", "f64"), (True, "float", "f32")):

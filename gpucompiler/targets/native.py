@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from typing import TYPE_CHECKING
 
 import attrs
 import llvmlite.binding as llvm
 
 from ..errors import ConfigError, ErrorKind
 from ..llvm.binding import initialize_native, parse_ir
-from ..llvm.vector_variants import declarations, name_variants, release
 from ..core import Target
-from ..core.facts import ModuleFacts
 from ..codegen.pyobjects import PYEXC
-from . import hostblas
 from . import libmvec
+
+if TYPE_CHECKING:
+    from ..core.facts import ModuleFacts
 
 EMIT_KINDS = ("llvm", "bc", "asm", "obj")
 
@@ -98,6 +99,9 @@ class NativeTarget(Target):
         host = self.host_features()
         if not libmvec.variants(host):
             return
+        # import time: the vector variants' patterns (~1 ms), loaded by a compile, not by a cache hit
+        from ..llvm.vector_variants import declarations, name_variants
+
         text, named = name_variants(module.text, lambda own: libmvec.variants(host if own is None else own))
         if named:
             ref = parse_ir(text)
@@ -107,6 +111,8 @@ class NativeTarget(Target):
     def finish(self, job, module) -> None:
         """The libmvec versions leave ``@llvm.compiler.used`` (see :meth:`before_optimize`)."""
         if any(libmvec.is_variant(f.name) for f in module.ref.functions):
+            from ..llvm.vector_variants import release  # loaded by before_optimize, which named them
+
             text = release(module.text, libmvec.is_variant)
             if text is not None:
                 module.ref = parse_ir(text)
@@ -148,9 +154,12 @@ def process_symbol(name: str) -> int | None:
         return _cpython_variable("PyExc_" + name[len(PYEXC):])
     _open_process()
     address = llvm.address_of_symbol(name)
-    if address is None and hostblas.provides(name):
-        hostblas.load()
-        address = llvm.address_of_symbol(name)
+    if address is None:
+        from . import hostblas  # import time: glob and the BLAS names, for a name LLVM did not find
+
+        if hostblas.provides(name):
+            hostblas.load()
+            address = llvm.address_of_symbol(name)
     return address
 
 

@@ -350,6 +350,9 @@ def marker_sites(module) -> list:
     call first)."""
     sites = []
     for fn in list(module.functions.values()):
+        left = module.unparsed.get(fn)
+        if left is not None and "__enzyme_" not in left:
+            continue  # a body not parsed yet that names no marker (every MarkerMode's name holds it)
         _invoked_markers_as_calls(fn)
         for inst in list(fn.instructions()):
             if inst.opcode != "call" or inst.callee is None or getattr(inst.callee, "sigil", "") != "@":
@@ -366,9 +369,7 @@ def _innermost(module, sites) -> list:
     the code of the inner one (higher-order AD). A marker reached from its own function
     (``f`` differentiating itself) is an ADError."""
     holders = {inst.parent.parent for inst, _ in sites}
-    refs: dict = {}
-    for fn in module.functions.values():
-        refs[fn] = {op for inst in fn.instructions() for op in inst.operands if isinstance(op, Function)}
+    refs: dict = {}  # a function -> the functions its body names, read for those a site reaches only
 
     def reaches_marker(f) -> bool:
         seen, todo = set(), [f]
@@ -378,7 +379,9 @@ def _innermost(module, sites) -> list:
                 return True
             if g not in seen:
                 seen.add(g)
-                todo.extend(refs.get(g, ()))
+                if g not in refs:
+                    refs[g] = {op for inst in g.instructions() for op in inst.operands if isinstance(op, Function)}
+                todo.extend(refs[g])
         return False
 
     ready = []
@@ -552,7 +555,7 @@ def _drop_marker_declarations(module) -> None:
 
 def _prepared(text: str) -> Module:
     """The IR model of ``text`` after the cleanup passes, every vector lane defined."""
-    module = parse(preprocess.prepare(text))
+    module = parse(preprocess.prepare(text), lazy=True)  # the bodies the engine never reads print as read
     preprocess.define_unused_lanes(module)
     return module
 

@@ -23,6 +23,8 @@ from .emit import has_float
 from .emit import declare, sizeof, zero
 
 _ADDRESS = ("getelementptr", "bitcast", "addrspacecast")
+#: a global's name as IR text spells it (printable ASCII without ``"`` and ``\\``: not escaped)
+_SPELLED = re.compile(r'[ !#-\[\]-~]+')
 _WRITES = ("store", "atomicrmw", "cmpxchg")
 
 
@@ -54,7 +56,12 @@ class GlobalShadows:
         #: primal global -> its shadow global
         self.of: dict[GlobalVariable, GlobalVariable] = {}
         self._exprs: dict = {}
+        writable = [g.name for g in module.globals.values() if not g.is_constant and g.addrspace == 0]
+        spelled = all(_SPELLED.fullmatch(name) for name in writable)
         for fn in module.functions.values():
+            left = module.unparsed.get(fn)
+            if left is not None and spelled and not any(name in left for name in writable):
+                continue  # a body not parsed yet that names no global it could write
             for inst in fn.instructions():
                 g = _written(inst)
                 if g is not None and g not in self.of and self._wants_shadow(g, inst):

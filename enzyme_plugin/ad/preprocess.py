@@ -62,6 +62,8 @@ def optimize(text: str, level: int = 2) -> str:
 
 _UNDEFINED = frozenset(("poison", "undef"))
 _UNDEFINED_WORD = re.compile(r"\b(?:poison|undef)\b")
+#: an undefined vector (``<2 x double> poison``) or lane (``<double 1.0, double undef>``) in IR text
+_UNDEFINED_LANE = re.compile(r"(?:>\s*|<[^<>]*)\b(?:poison|undef)\b")
 _FLOATS = frozenset(("half", "bfloat", "float", "double", "fp128", "x86_fp80", "ppc_fp128"))
 
 
@@ -73,7 +75,8 @@ def define_unused_lanes(module: Module) -> None:
     an SLP-vectorized ``<a*b, poison>`` gives the unused lane the adjoint ``0 * poison``, which is
     poison, not 0, and spoiled the lanes it was added to (clang -O2 code's gradients came out wrong)."""
     for fn in module.functions.values():
-        if fn.is_declaration:
+        left = module.unparsed.get(fn)  # a body not parsed yet: left so unless it may spell an undefined lane
+        if fn.is_declaration or (left is not None and not _UNDEFINED_LANE.search(left)):
             continue
         for block in fn.blocks:
             for inst in block.instructions:

@@ -1,7 +1,7 @@
 """How much of a cold compile is LLVM's own work, next to Numba's whole compile of the same function,
 and what a tiered first compile (docs/user_guide.md) makes of it.
 
-    python benchmarks/compile_floor.py [--rounds N] [--json out.json]
+    python benchmarks/compile_floor.py [--rounds N] [--json out.json] [--tree OLD ...]
 
 Each round runs three fresh processes (compile caches off, ``OPENBLAS_NUM_THREADS=1``): ours at
 the full level at once (``tier=False``), ours tiered, then Numba's. Each first compiles a warm-up
@@ -17,6 +17,10 @@ the pure-Python work the main thread gets done meanwhile against the same loop b
 run without it). Both processes then time ``loop20(2_000_000, 1.5)`` (median of 5): the run
 time after the tier-up against the untiered one's, and the quick code's own. Prints medians over
 rounds and the ratios to Numba's compile; writes ``benchmarks/results/compile_floor.json``.
+
+``--tree OLD`` (repeatable): an older tree exported with ``git archive REV | tar -x -C OLD``, whose two
+processes (at once and tiered) run in every round beside this checkout's, alternated; its rows are printed
+after this checkout's table, their ratios to the same round's Numba compile.
 
 ``--levels``: instead, the first call of ``loop20``, ``stencil`` and ``primes`` compiled at O0, O1
 and O2 (``tier=False``), a fresh process each, ``--rounds`` rounds: which level the quick tier uses.
@@ -152,8 +156,11 @@ def levels(script: str, rounds: int) -> None:
         print(f"| `{name}` | " + " | ".join(f"{statistics.median(rows[(name, lv)]):.1f}" for lv in (0, 1, 2)) + " |")
 
 
-def _run(script: str, *args: str) -> dict[str, Any]:
+def _run(script: str, *args: str, tree: str | None = None) -> dict[str, Any]:
+    """``script``'s JSON line; ``tree``: gpucompiler imported from that directory (an exported older tree)."""
     env = dict(os.environ, GPUC_CACHE="off", OPENBLAS_NUM_THREADS="1", NUMBA_DISABLE_CACHE="1", GPUC_TIER="on")
+    if tree is not None:
+        env["PYTHONPATH"] = tree
     out = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise RuntimeError(f"{script} failed:\n{out.stderr}")
@@ -165,6 +172,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--json", default=os.path.join(HERE, "results", "compile_floor.json"))
     ap.add_argument("--levels", action="store_true", help="the first call at O0, O1 and O2 instead")
+    ap.add_argument("--tree", action="append", default=[], help="an older tree to alternate with")
     opts = ap.parse_args()
     if opts.levels:
         with tempfile.TemporaryDirectory() as tmp:
@@ -177,6 +185,7 @@ def main() -> None:
     ours: list[dict[str, Any]] = []
     tiered: list[dict[str, Any]] = []
     numba: list[dict[str, Any]] = []
+    old: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {t: ([], []) for t in opts.tree}
     with tempfile.TemporaryDirectory() as tmp:
         paths = {}
         for name, text in (("ours", _OURS), ("numba", _NUMBA)):
@@ -186,6 +195,9 @@ def main() -> None:
         for _ in range(opts.rounds):
             ours.append(_run(paths["ours"], "full"))
             tiered.append(_run(paths["ours"], "tiered"))
+            for tree, (full_runs, tiered_runs) in old.items():
+                full_runs.append(_run(paths["ours"], "full", tree=tree))
+                tiered_runs.append(_run(paths["ours"], "tiered", tree=tree))
             numba.append(_run(paths["numba"]))
     load.append(os.getloadavg()[0])
     assert all(o["level"] == 2 for o in ours) and all(t["level"] == 0 for t in tiered), "a level differs"
@@ -208,6 +220,10 @@ def main() -> None:
     print(f"| LLVM alone: object code | {med['llvm_codegen']:.1f} | |")
     print(f"| LLVM alone, total | {med['llvm_total']:.1f} | {ratios['llvm_total']:.2f} |")
     print(f"| ours, tiered: `loop20`'s first call (O0 code) | {tmed['compile']:.1f} | {ratios['tiered']:.2f} |")
+    for tree, (full_runs, tiered_runs) in old.items():
+        for what, runs in (("compile, the full level at once", full_runs), ("tiered first call", tiered_runs)):
+            ratio = statistics.median(r["compile"] / n["compile"] for r, n in zip(runs, numba))
+            print(f"| {tree}: `loop20`'s {what} | {statistics.median(r['compile'] for r in runs):.1f} | {ratio:.2f} |")
     print(f"\nwall clock, ms: first call {med['first_wall']:.1f} at once, {tmed['first_wall']:.1f} tiered; the full "
           f"level swapped in {tmed['tier_up_wall']:.1f} after the tiered call began (its compile: "
           + ", ".join(f"{k} {v:.1f}" for k, v in stages.items() if v >= 0.1) + ")")
@@ -217,7 +233,8 @@ def main() -> None:
     os.makedirs(os.path.dirname(opts.json), exist_ok=True)
     with open(opts.json, "w") as f:
         json.dump({"rounds": opts.rounds, "load_average": load, "medians_ms": med, "tiered_medians": tmed,
-                   "ratios": ratios, "ours": ours, "tiered": tiered, "numba": numba}, f, indent=1)
+                   "ratios": ratios, "ours": ours, "tiered": tiered, "numba": numba,
+                   "trees": {t: {"full": a, "tiered": b} for t, (a, b) in old.items()}}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -65,9 +65,9 @@ def test_the_emulated_gradient_runs_the_reduction_kernel_gradient(monkeypatch):
     reversed_kernels = []
     original = LaunchTape._reverse
 
-    def spy(self, record, args):
+    def spy(self, record, args, stream=None):
         reversed_kernels.append(record.launch.kernel.py_func.__name__)
-        return original(self, record, args)
+        return original(self, record, args, stream)
 
     monkeypatch.setattr(LaunchTape, "_reverse", spy)
     v = np.arange(1.0, 6.0)

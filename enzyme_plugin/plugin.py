@@ -23,7 +23,7 @@ import attrs
 import gpucompiler.plugin as gp
 
 from .passes import inttoptr, lower, noinline, nvvm
-from . import cli, cpipeline
+from . import cpipeline
 from .ad_stage import run_ad
 from .options import EnzymeOptions
 from .language import MARKER, rules
@@ -55,6 +55,8 @@ class EnzymePlugin(gp.Plugin):
         return EnzymeJobState()
 
     def add_commands(self, subparsers) -> None:
+        from . import cli  # import time: the command line's modules and gpucompiler's (~11 ms uncompiled), for gpuc only
+
         cli.add_parser(subparsers)  # gpuc enzyme
 
     @gp.callback("post_irgen")

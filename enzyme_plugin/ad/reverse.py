@@ -63,6 +63,8 @@ class Reverse(Emit, Recompute, LoopTape):
         self.request_bytes: dict = {}  # primal block -> bytes its requests take so far
         self.memo: dict = {}
         self.cur = None
+        #: values whose adjoints are zero: only comparisons use them (:func:`_compared_only`)
+        self.compared_only = _compared_only(fn)
         # split mode: the reverse runs after the forward function returned, so shadows of allocas live on the heap
         self.sweep.heap_shadows = not self.combined
 
@@ -150,7 +152,7 @@ class Reverse(Emit, Recompute, LoopTape):
             b = Builder()
             b.position_before(self.rev_entry.instructions[0])
             s = b.alloca(v.type)
-            b.store(zero(v.type), s)
+            b.store(_slot_zero(v), s)
             self.slots[v] = s
         return s
 
@@ -158,7 +160,7 @@ class Reverse(Emit, Recompute, LoopTape):
         """The adjoint of ``v`` accumulated so far; the slot is reset to zero."""
         s = self.slot(v)
         d = self.b.load(v.type, s)
-        self.b.store(zero(v.type), s)
+        self.b.store(_slot_zero(v), s)
         return d
 
     def accumulate(self, v, d):
@@ -253,6 +255,8 @@ class Reverse(Emit, Recompute, LoopTape):
 
     def reverse_rule(self, inst):
         op = inst.opcode
+        if inst in self.compared_only:
+            return
         if op == "ret":
             dret = self.drets[self.lane]
             if inst.operands and dret is not None:
@@ -305,6 +309,37 @@ class Reverse(Emit, Recompute, LoopTape):
 
 def _slot(t) -> int:
     return (sizeof(t) + 7) // 8 * 8
+
+
+
+def _slot_zero(v):
+    """What the adjoint slot of ``v`` starts (and is reset) at: ``-0.0`` for a float instruction, the identity
+    of ``fadd`` (LLVM folds ``-0.0 + d`` to ``d``, not ``0.0 + d``: the first contribution to an adjoint
+    costs no addition on the reverse sweep's chain of dependent operations), else zero (an argument's adjoint
+    is returned: ``+0.0`` when nothing reached it)."""
+    t = v.type
+    if isinstance(v, Instruction) and t.kind == "float" and not isinstance(t, T.VectorType):
+        return fconst(t, -0.0)
+    return zero(t)
+
+
+def _compared_only(fn) -> set:
+    """Arithmetic and math calls of ``fn`` (not phis) whose results reach only comparisons, directly or through
+    one another (``abs(s * w) > tol``): their adjoints are zero, and their reverses are left out. Run, they
+    would add zero to their operands' adjoints, or a zero's product with a factor that may be infinite: NaN
+    (``s * w`` with ``w = inf``)."""
+    candidates = [i for i in fn.instructions() if i.users and (
+        (i.opcode in ARITH_REVERSE and i.opcode != "phi") or (i.opcode == "call" and calls.classify(i) == "math"))]
+    found: set = set()
+    grew = True
+    while grew:
+        grew = False
+        for inst in reversed(candidates):
+            if inst not in found and all(isinstance(u, Instruction) and (u.opcode in ("fcmp", "icmp") or u in found)
+                                         for u in inst.users):
+                found.add(inst)
+                grew = True
+    return found
 
 
 __all__ = ["Reverse", "TAPE", "fconst", "is_float_like"]

@@ -1,0 +1,134 @@
+"""A kernel's first launch on a GPU in a fresh process, cold and from the disk cache.
+
+    PYTHONPATH=.:plugins python benchmarks/first_launch_gpu.py [--rounds 5] [--json PATH]
+
+Two kernels of ``benchmarks/ad_kernels.py``: ``elem_primal`` and ``elem_grad`` (the same function with
+``autodiff(Reverse, ...)`` inside). Each round runs, for each kernel, fresh processes timed inside
+(``perf_counter``): the imports (``gpucompiler``, CuPy, the kernels' module), then the first launch on
+2^20 elements up to the device's completion (``cuda.synchronize``), then a second launch:
+
+* ``cold``: an empty cache directory and the CUDA driver's own JIT cache off (``CUDA_CACHE_DISABLE=1``):
+  inference, the pipeline, AD, LLVM's PTX and the driver's PTX-to-SASS compile all happen in the launch;
+* ``cached``: the cache directory a cold process filled (the PTX and its key's memos), the driver's cache
+  still off: the key, the PTX read and checked, and the driver's compile of it;
+* ``cached, driver cache``: the same with the driver's JIT cache on (its default; warmed by one process),
+  as a machine that ran the program before meets it.
+
+The cold rows also give the stages' times (the ``gpucompiler.stages`` log records summed over the
+launch's jobs). The gradient is checked against the analytic derivative in every process. Goals (issue
+29): the gradient kernel's first launch ≤ 250 ms cold, ≤ 20 ms beyond the imports from the cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+CHILD = r"""
+import json, logging, sys, time
+sys.path.insert(0, {bench!r})
+t0 = time.perf_counter()
+import numpy as np
+import cupy as cp
+import gpucompiler
+import ad_kernels as M
+t1 = time.perf_counter()
+stages = {{}}
+
+
+class Stages(logging.Handler):
+    def emit(self, record):  # "<job>: stage <name> <ms> ms"
+        _, name, ms = record.args[:3]
+        stages[name] = stages.get(name, 0.0) + ms
+
+
+logging.getLogger("gpucompiler.stages").addHandler(Stages())
+logging.getLogger("gpucompiler.stages").setLevel(logging.INFO)
+from gpucompiler.runtime import cuda
+n = 1 << 20
+xh = np.linspace(-2.0, 2.0, n)
+x, out = cp.asarray(xh), cp.zeros(n)
+k = gpucompiler.kernel(M.{name}, plugins=("enzyme",)) if {grad} else gpucompiler.kernel(M.{name})
+cuda.synchronize()
+t = time.perf_counter()
+k[n // 256, 256](x, out)
+cuda.synchronize()
+first = time.perf_counter() - t
+t = time.perf_counter()
+k[n // 256, 256](x, out)
+cuda.synchronize()
+second = time.perf_counter() - t
+got = cp.asnumpy(out)
+if {grad}:
+    got = got / 2  # two launches added into dx
+    v = xh
+    want = np.cos(v) * np.exp(-0.5 * v * v) - v * np.sin(v) * np.exp(-0.5 * v * v) + 2 * v / (1 + v * v)
+else:
+    v = xh
+    want = np.sin(v) * np.exp(-0.5 * v * v) + np.log(1 + v * v)
+assert np.allclose(got, want, rtol=1e-12, atol=1e-14), "wrong result"
+print(json.dumps({{"imports": t1 - t0, "first": first, "second": second, "stages": stages}}))
+"""
+
+
+def child(name: str, env: dict) -> dict:
+    code = CHILD.format(bench=HERE, name=name, grad=name.endswith("grad"))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    base = {k: v for k, v in os.environ.items() if k not in ("GPUC_SERVICE_URL", "GPUC_CACHE_URL")}
+    base["PYTHONPATH"] = os.pathsep.join([ROOT, os.path.join(ROOT, "plugins"), base.get("PYTHONPATH", "")])
+    rows: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for name in ("elem_primal", "elem_grad"):
+                cache = os.path.join(tmp, f"cache-{r}-{name}")
+                nv = os.path.join(tmp, f"nv-{r}-{name}")
+                cold = {**base, "GPUC_CACHE_DIR": cache, "CUDA_CACHE_DISABLE": "1"}
+                runs = {"cold": child(name, cold), "cached": child(name, cold)}
+                warm = {**base, "GPUC_CACHE_DIR": cache, "CUDA_CACHE_PATH": nv}
+                child(name, warm)  # fills the driver's cache
+                runs["cached, driver cache"] = child(name, warm)
+                for how, got in runs.items():
+                    rows.setdefault((name, how), []).append(got)
+    print(f"first launch on the GPU of a fresh process, 2^20 float64, medians of {args.rounds} (ms)")
+    print("| kernel | how | imports | first launch | second launch |")
+    print("|---|---|---:|---:|---:|")
+    out = {}
+    for (name, how), runs in rows.items():
+        med = {key: statistics.median(g[key] for g in runs) * 1e3 for key in ("imports", "first", "second")}
+        print(f"| {name} | {how} | {med['imports']:.1f} | {med['first']:.1f} | {med['second']:.2f} |")
+        stages = {s: statistics.median(g["stages"].get(s, 0.0) for g in runs) for s in runs[0]["stages"]}
+        out[f"{name} {how}"] = {**med, "stages_ms": stages}
+    for name in ("elem_primal", "elem_grad"):
+        stages = out[f"{name} cold"]["stages_ms"]
+        print(f"{name} cold, stages (ms): " + ", ".join(f"{s} {v:.0f}" for s, v in sorted(stages.items(),
+                                                                                        key=lambda kv: -kv[1])))
+    grad = out["elem_grad cold"]["first"], out["elem_grad cached"]["first"]
+    print(f"GOAL gradient kernel's first launch cold <= 250 ms: {grad[0]:.0f} ms "
+          f"({'MET' if grad[0] <= 250 else 'not met'}); from the cache <= 20 ms beyond the imports: "
+          f"{grad[1]:.1f} ms ({'MET' if grad[1] <= 20 else 'not met'})")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"rounds": args.rounds, "rows": out, "load": os.getloadavg()}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -126,12 +126,63 @@ def generate(parent: CompileContext, job: CompilerJob) -> CompileContext:
     return nctx
 
 
+#: a lookup's call as LLVM prints it, its result named: ``%f = call ptr @gpuc.lookup(ptr @gpuc.job.<id>)``
+_LOOKUP_LINE = re.compile(r"^  (%[-a-zA-Z$._][-a-zA-Z$._0-9]*) = " + re.escape(f"call ptr @{LOOKUP}(ptr @{JOB_GLOBAL_PREFIX}")
+                          + r"([0-9a-f]+)\)\n", re.MULTILINE)
+#: a job's constant as LLVM prints it
+_JOB_LINE = re.compile(r"^@" + re.escape(JOB_GLOBAL_PREFIX) + r"([0-9a-f]+) = [^\n]*\n", re.MULTILINE)
+#: a name LLVM prints unquoted
+_PLAIN_NAME = re.compile(r"[-a-zA-Z$._][-a-zA-Z$._0-9]*")
+
+
+def _replaced_in_text(text: str, names: dict[str, str]) -> str | None:
+    """LLVM's ``text`` with each lookup's result replaced by its nested function in the body that calls
+    it, the calls, ``@gpuc.lookup`` and the job constants no longer named removed; None where the text
+    shows anything else (a lookup not so spelled, a result unnamed, a function name LLVM quotes)."""
+    calls = list(_LOOKUP_LINE.finditer(text))
+    declaration = f"\ndeclare ptr @{LOOKUP}(ptr)\n"
+    if not calls or text.count(f"@{LOOKUP}") != len(calls) + 1 or declaration not in text:
+        return None
+    if not all(m.group(2) in names and _PLAIN_NAME.fullmatch(names[m.group(2)]) for m in calls):
+        return None
+    out: list[str] = []
+    done = k = 0
+    while k < len(calls):  # one function at a time: its lookups' lines dropped, their results renamed
+        first = text.rfind("\ndefine ", 0, calls[k].start()) + 1
+        end = text.find("\n}\n", calls[k].end())
+        if first <= done or end < 0:
+            return None
+        group: list[re.Match[str]] = []
+        while k < len(calls) and calls[k].start() < end:
+            group.append(calls[k])
+            k += 1
+        pieces: list[str] = []
+        at = first
+        for m in group:
+            pieces.append(text[at:m.start()])
+            at = m.end()
+        body = "".join(pieces) + text[at:end]
+        results = {m.group(1): f"@{names[m.group(2)]}" for m in group}
+        result = re.compile(r'("[^"]*")|(' + "|".join(map(re.escape, results)) + r")(?![-a-zA-Z$._0-9])")
+        out += [text[done:first], result.sub(lambda r, results=results: r.group(1) or results[r.group(2)], body)]
+        done = end
+    edited = "".join(out) + text[done:]
+    edited = edited.replace(declaration, "\n", 1)
+    return _JOB_LINE.sub(lambda j: "" if edited.count(f"@{JOB_GLOBAL_PREFIX}{j.group(1)}") == 1 else j.group(0), edited)
+
+
 def replace_lookups(module: IRModule, names: dict[str, str]) -> None:
     """Point every lookup at its nested function; drop ``@gpuc.lookup`` and the job constants.
 
-    The model is parsed lazily: the bodies that call no lookup (the nested functions, the Python
-    entry) stay text until a callback reads them, and print as they were read."""
-    model = module.model = ir_model.parse(module.text, lazy=True)
+    Done on LLVM's text where it shows every lookup plainly (:func:`_replaced_in_text`), else on the
+    model. The model is parsed lazily: the bodies that no callback reads (the nested functions, the
+    Python entry, the caller itself) print as they were read."""
+    text = module.text
+    edited = _replaced_in_text(text, names)
+    if edited is not None:
+        module.model = ir_model.parse(edited, lazy=True)
+        return
+    model = module.model = ir_model.parse(text, lazy=True)
     lookup = model.functions[LOOKUP]
     for use in list(lookup.uses):
         call = use.user

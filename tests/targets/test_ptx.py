@@ -180,6 +180,27 @@ def test_missing_libdevice_is_a_clear_error(monkeypatch, tmp_path):
             fn.cache_clear()
 
 
+def test_a_first_gpu_compile_parses_libdevice_once(monkeypatch):
+    """Its function names and the pruned copy of the functions the module calls come from one parse."""
+    from gpucompiler.targets import libdevice
+
+    whole, real = [], libdevice.llvm.parse_bitcode
+
+    def counting(data):
+        if data is libdevice._bitcode():
+            whole.append(len(data))
+        return real(data)
+
+    for fn in (libdevice.libdevice_functions, libdevice._pruned):
+        fn.cache_clear()
+    libdevice._SPARE.clear()
+    monkeypatch.setattr(libdevice.llvm, "parse_bitcode", counting)
+    ptx = _ptx(MATH, entry="k").artifacts["asm"]
+    assert "__nv_sinf" not in ptx and len(whole) == 1 and not libdevice._SPARE
+    _ptx(MATH.replace("__nv_exp", "__nv_log"), entry="k")  # another set of functions: the library parsed again
+    assert len(whole) == 2
+
+
 def test_the_targets_output_check_runs_ptxas_for_its_capability(ptxas_path):
     """``check_output`` is the PTX target's tool: ptxas accepts its PTX and reports an error as a ToolchainError."""
     ptx = _ptx(SAXPY, capability=(8, 0)).artifacts["asm"]

@@ -100,6 +100,10 @@ echo "== benchmarks/ad_launches.py (a two-kernel program's gradient: LaunchTape,
 timeout 150 "$PY" benchmarks/ad_launches.py --device gpu --n 1048576 --reps 10 --json "$REPORT/ad_launches_gpu.json" 2>&1 \
     | tee "$REPORT/ad_launches_gpu.txt"
 [ "${PIPESTATUS[0]}" -ne 0 ] && BENCH_RC=1
+echo "== benchmarks/first_launch_gpu.py (a kernel's first launch in a fresh process: cold, from the cache)"
+timeout 200 "$PY" benchmarks/first_launch_gpu.py --rounds 3 --json "$REPORT/first_launch_gpu.json" 2>&1 \
+    | tee "$REPORT/first_launch_gpu.txt"
+[ "${PIPESTATUS[0]}" -ne 0 ] && BENCH_RC=1
 echo "== SPIR-V on Vulkan (the NVIDIA Vulkan driver): tests/spirv and benchmarks/gpu_vulkan.py"
 # The Vulkan loader may be missing on the GPU machine: carried Debian packages in .gl/ (libvulkan1, the
 # glvnd libraries and spirv-tools, see docs/vulkan.md) are unpacked into /; the NVIDIA ICD is named when none is; the

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from enzyme_plugin import Active, Const, Duplicated, Reverse, ReverseSplit, autodiff, autodiff_thunk
+from enzyme_plugin import Active, Const, Duplicated, Forward, Reverse, ReverseSplit, autodiff, autodiff_thunk
 from gpucompiler import device as gd
 from gpucompiler import jit, kernel
 from gpucompiler import types as T
@@ -227,3 +227,82 @@ def test_kernel_in_the_grid_emulation():
 
 def test_kernel_ptx_passes_ptxas(check_ptx):
     check_ptx(kernel(_row_max_kernel, plugins=P).inspect_asm(A2, A2))
+
+
+def max_squared(x):
+    m = x[0]
+    for i in range(1, x.shape[0]):
+        m = max(m, x[i])
+    return m * m
+
+
+def grad_max_squared(x, dx):
+    autodiff(Reverse, max_squared, Duplicated(x, dx))
+
+
+@pytest.mark.parametrize("n", [1, 4, 33])
+def test_hessian_vector_products_through_a_chain(n):
+    """Forward over reverse and reverse over reverse: the inner derivative's kept iteration is an integer
+    the outer level sees as inactive; H = 2 e_j e_j^T at the first maximum j."""
+    x = np.round(np.random.default_rng(n).standard_normal(n) * 2)
+    v = np.random.default_rng(n + 1).standard_normal(n)
+    j = _first_argmax(x)
+    dx, hv = np.zeros(n), np.zeros(n)
+    autodiff(Forward, grad_max_squared, Duplicated(x.copy(), v.copy()), Duplicated(dx, hv))
+    np.testing.assert_array_equal(dx, _one_hot(n, j, 2.0 * x[j]))
+    np.testing.assert_array_equal(hv, _one_hot(n, j, 2.0 * v[j]))
+    hv2 = np.zeros(n)
+    autodiff(Reverse, grad_max_squared, Duplicated(x.copy(), hv2), Duplicated(np.zeros(n), v.copy()))
+    np.testing.assert_array_equal(hv2, _one_hot(n, j, 2.0 * v[j]))
+
+
+def pick_by_rank(x, rank):
+    """The carried value is chosen by an integer comparison."""
+    m = x[0]
+    best = rank[0]
+    for i in range(1, x.shape[0]):
+        if rank[i] > best:
+            best = rank[i]
+            m = x[i]
+    return m * 3.0
+
+
+def replace_above(x, c, t):
+    """The other arm is a value from before the loop: ``c`` gets the adjoint if any element exceeds t."""
+    m = x[0]
+    for i in range(1, x.shape[0]):
+        m = c if x[i] > t else m
+    return m * m
+
+
+def max_until_large(x):
+    """A break leaves the loop with the running maximum from the middle of an iteration."""
+    m = x[0]
+    for i in range(1, x.shape[0]):
+        if x[i] > 100.0:
+            break
+        m = max(m, x[i])
+    return m * 2.0
+
+
+@pytest.mark.parametrize("n", [1, 2, 6, 50])
+def test_integer_decided_invariant_arm_and_early_exit(n):
+    rng = np.random.default_rng(n)
+    x = np.round(rng.standard_normal(n) * 2)
+    rank = rng.integers(0, 5, n)
+    g = np.zeros(n)
+    autodiff(Reverse, pick_by_rank, Duplicated(x.copy(), g), Const(rank))
+    np.testing.assert_array_equal(g, _one_hot(n, _first_argmax(rank), 3.0))
+    for t in (-10.0, 0.5, 10.0):
+        g = np.zeros(n)
+        (dc,) = autodiff(Reverse, replace_above, Duplicated(x.copy(), g), Active(1.25), Const(t))
+        took = any(x[1:] > t)
+        assert dc == (2.5 if took else 0.0)
+        np.testing.assert_array_equal(g, np.zeros(n) if took else _one_hot(n, 0, 2.0 * x[0]))
+    y = x.copy()
+    if n > 3:
+        y[n // 2] = 500.0  # the loop stops there
+    g = np.zeros(n)
+    autodiff(Reverse, max_until_large, Duplicated(y.copy(), g))
+    stop = next((i for i in range(1, n) if y[i] > 100.0), n)
+    np.testing.assert_array_equal(g, _one_hot(n, _first_argmax(y[:stop]), 2.0))

@@ -16,6 +16,7 @@ from ..core import Rules, Target, WarpIntrinsics
 from .libdevice import PREFIX, device_name, libdevice_digest, libdevice_functions, libm_name, link_libdevice
 from .native import cached_target_machine, emit_with
 from .ptx_overlays import KERNEL_RULES, MATH_RULES
+from .ptx_blocksums import sum_per_block
 from .warpatomics import aggregate_atomics
 from ..core.facts import ALLOCATION_FUNCTIONS, ModuleFacts
 from ..toolchain import find_ptxas
@@ -188,7 +189,12 @@ class PTXTarget(Target):
             global_array_pointers(entry)
         warp = self.warp_intrinsics() if self.aggregate_atomics else None
         if warp is not None:
-            aggregate_atomics(model, warp, model.functions.get(name) if name else None, GLOBAL)
+            kernel = model.functions.get(name) if name else None
+            # sm_70: the non-aligned barrier at the kernel's exit
+            blocks = sum_per_block(model, kernel, GLOBAL) if kernel is not None and self.capability >= (7, 0) else None
+            aggregate_atomics(model, warp, kernel, GLOBAL, blocks.slots if blocks is not None else ())
+            if blocks is not None:
+                blocks.finish()
         if self.fastmath:
             for fn in model.functions.values():
                 if not fn.is_declaration:

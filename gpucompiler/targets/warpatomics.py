@@ -28,6 +28,8 @@ lane (``PTXTarget(aggregate_atomics=False)``, ``AMDGPUTarget(...)``, ``SPIRVTarg
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from ..core import WarpIntrinsics
 from ..llvm import Argument, BasicBlock, Builder, Function, GlobalVariable, Instruction, Value, const_int, types as LT
 
@@ -41,9 +43,10 @@ _THROUGH = frozenset({"getelementptr", "bitcast", "addrspacecast", "freeze"})
 """Instructions whose pointer result addresses the object of their first operand."""
 
 
-def eligible(inst: Instruction, entry: Function | None, global_space: int = 1) -> bool:
+def eligible(inst: Instruction, entry: Function | None, global_space: int = 1, summable: Collection[Value] = ()) -> bool:
     """Whether ``inst`` is an atomic add that may be summed over a warp first (see the module docstring);
-    ``entry`` is the kernel, whose arguments point to global memory."""
+    ``entry`` is the kernel, whose arguments point to global memory; ``summable``: shared slots a block sums
+    into (:mod:`.ptx_blocksums`), summable too."""
     if inst.opcode != "atomicrmw" or inst.operation not in _COMBINE or inst.users or inst.is_volatile:
         return False
     if str(inst.type) not in ("float", "double", "i32", "i64") or (inst.type.is_float != inst.operation.startswith("f")):
@@ -52,7 +55,8 @@ def eligible(inst: Instruction, entry: Function | None, global_space: int = 1) -
     words = tail.split(",", 1)[0].split() if type(tail) is str else []
     if not words or words[-1] != "monotonic" or " ".join(words[:-1]) not in _SCOPES:
         return False
-    return global_memory(inst.operands[0], entry, global_space)
+    p = inst.operands[0]
+    return any(p is slot for slot in summable) or global_memory(p, entry, global_space)
 
 
 def global_memory(p: Value, entry: Function | None, global_space: int = 1) -> bool:
@@ -90,11 +94,12 @@ def global_memory(p: Value, entry: Function | None, global_space: int = 1) -> bo
     return True
 
 
-def aggregate_atomics(model, warp: WarpIntrinsics, entry: Function | None, global_space: int = 1) -> int:
+def aggregate_atomics(model, warp: WarpIntrinsics, entry: Function | None, global_space: int = 1,
+                      summable: Collection[Value] = ()) -> int:
     """Rewrite every eligible atomic add of ``model``'s defined functions into the warp-aggregated form
-    (the module docstring) with ``warp``'s intrinsics; returns how many."""
+    (the module docstring) with ``warp``'s intrinsics; returns how many (``summable``: as :func:`eligible`'s)."""
     sites = [inst for fn in model.functions.values() if not fn.is_declaration for inst in fn.instructions()
-             if eligible(inst, entry, global_space)]
+             if eligible(inst, entry, global_space, summable)]
     for rmw in sites:
         _aggregate(_Collectives(model, warp, rmw), rmw)
     return len(sites)

@@ -262,8 +262,9 @@ def test_a_one_address_reduction_sums_the_warp_in_ptx(check_ptx, array, halves):
     assert sum(ln.startswith("shfl.sync.idx.b32") for ln in lines) == 2  # the address, in two halves
     assert sum(ln.startswith("shfl.sync.bfly.b32") for ln in lines) == 5 * halves
     assert any(ln.startswith("mov.u32") and "%laneid" in ln for ln in lines)
-    atoms = [ln for ln in lines if ln.startswith(("atom.", "red."))]
-    assert atoms and all(".global.add." in ln for ln in atoms)
+    atoms = [ln for ln in lines if ln.startswith(("atom.", "red."))]  # the warp's sum into the block's, which
+    assert sum(".shared.add." in ln for ln in atoms) == 1 and sum(".global.add." in ln for ln in atoms) == 1  # one adds
+    assert len(atoms) == 2                                                  # (.ptx_blocksums)
 
 
 def test_the_opt_out_keeps_one_atomic_per_thread(check_ptx):

@@ -1,0 +1,284 @@
+"""Block-summed atomic adds (PTX): an atomic add to one address that every thread of the kernel computes
+alike is summed per block in shared memory, and one thread adds the block's sum at the kernel's end.
+
+``atomic_add(out, 0, v)`` from every thread of a grid, warp-summed (:mod:`.warpatomics`), still makes
+one global atomic per warp, and the memory system does them one after another at that address: 32,768
+of them, about 60 µs on an H200, for 2^20 threads. With a sum per block it makes one per block (4,096
+for blocks of 256). Each eligible ``atomicrmw`` (:func:`eligible_sites`) is retargeted to a slot of the
+block's shared memory (the warp sum then goes there, :mod:`.warpatomics` treats the slot as summable),
+and the kernel becomes::
+
+    entry:  (its allocas) store 0 -> slot; barrier          ; every thread, before any add
+    ...     ret void  ->  br exit                           ; every return of the kernel
+    exit:   barrier (non-aligned); br thread 0 ? flush : done
+    flush:  atomicrmw add p, load slot                      ; the block's sum, once
+    done:   ret void
+
+Deferring a thread's add to the end of its block changes nothing another thread can rely on (relaxed
+atomics are unordered between threads), but would change what the thread itself reads or overwrites
+afterwards; so a site is eligible only when:
+
+* it is ``fadd`` or ``add`` (``float``, ``double``, ``i32``, ``i64``) with its old value unused, in the
+  kernel function itself, on memory :func:`.warpatomics.eligible` accepts;
+* its address is the same in every thread: computed by pure instructions (address arithmetic, casts,
+  ``extractvalue``) from the kernel's arguments and constants only (``out[0]``, never ``out[i]``);
+* nothing the thread may run after it reads memory that could be that address (a load that is not from
+  its own stack, shared or constant memory, an atomic whose old value is used, a compare-exchange, a call
+  of anything but a known intrinsic or libdevice) or stores into memory that could be (a plain store to
+  global or generic memory; other atomic adds commute with it);
+
+and the kernel as a whole qualifies only when every thread reaches one of its returns and nothing else
+waits for the block: it calls no function that could end a thread or wait elsewhere (``llvm.nvvm.exit``,
+inline assembly, a defined function not inlined), has no barrier of its own (a kernel whose threads
+return early before a ``syncthreads()`` the others reach would pair the two barriers), and every return
+is ``ret void``. Float sums are reassociated, as the warp's are
+(results may differ in the last bits from run to run, as any atomic sum's do); integer sums are exact.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from ..llvm import (Argument, BasicBlock, Builder, Function, GlobalVariable, Instruction, Value, const_int, constant,
+                    types as LT)
+from .warpatomics import eligible
+
+SHARED = 3
+_PURE = frozenset({"getelementptr", "bitcast", "addrspacecast", "freeze", "extractvalue", "add", "sub", "mul", "shl",
+                   "lshr", "ashr", "and", "or", "xor", "zext", "sext", "trunc", "icmp", "select", "ptrtoint",
+                   "inttoptr"})
+"""Instructions whose result is a function of their operands alone (the same in every thread when they are)."""
+_PRIVATE_SPACES = frozenset({3, 4, 5})
+"""Shared, constant and local memory: never the global memory an eligible atomic adds into."""
+_SAFE_CALLS = ("llvm.nvvm.read.ptx.sreg.", "llvm.nvvm.shfl.", "llvm.nvvm.vote.", "llvm.nvvm.activemask",
+               "llvm.nvvm.fma.", "llvm.nvvm.sqrt.", "llvm.nvvm.rsqrt.", "llvm.nvvm.rcp.",
+               "llvm.nvvm.fabs.", "llvm.nvvm.ex2.", "llvm.nvvm.lg2.", "llvm.nvvm.sin.", "llvm.nvvm.cos.",
+               "llvm.dbg.", "llvm.lifetime.", "llvm.assume", "__nv_")
+"""Calls that neither read nor write global memory a kernel argument points to, nor end a thread (libdevice's
+functions read only their own constant tables)."""
+_MATH_INTRINSICS = frozenset({"sqrt", "fabs", "fma", "fmuladd", "minnum", "maxnum", "minimum", "maximum", "copysign",
+                              "floor", "ceil", "trunc", "round", "rint", "nearbyint", "roundeven", "smax", "smin",
+                              "umax", "umin", "abs", "ctpop", "ctlz", "cttz", "bswap", "bitreverse", "fshl", "fshr",
+                              "sadd", "uadd", "ssub", "usub", "smul", "umul", "is"})
+"""``llvm.<name>.*`` intrinsics computing on values only."""
+
+
+def _callee_name(inst: Instruction) -> str | None:
+    callee = inst.operands[-1] if inst.operands else None
+    return callee.name if isinstance(callee, Function) else None
+
+
+def _safe_call(inst: Instruction) -> bool:
+    name = _callee_name(inst)
+    if name is None:
+        return False
+    if name.startswith(_SAFE_CALLS):
+        return True
+    return name.startswith("llvm.") and name.split(".")[1] in _MATH_INTRINSICS
+
+
+def _private(p: Value) -> bool:
+    """Whether pointer ``p`` addresses the thread's own stack, shared or constant memory."""
+    while True:
+        space = getattr(p.type, "addrspace", 0)
+        if space in _PRIVATE_SPACES:
+            return True
+        if isinstance(p, Instruction) and p.opcode == "alloca":
+            return True
+        if isinstance(p, Instruction) and p.opcode in ("getelementptr", "bitcast", "addrspacecast"):
+            p = p.operands[0]
+            continue
+        return False
+
+
+def _may_touch(inst: Instruction) -> bool:
+    """Whether ``inst`` may read, or store into, global memory an atomic add targets (see the docstring)."""
+    op = inst.opcode
+    if op == "load":
+        return not _private(inst.operands[0])
+    if op == "store":
+        return not _private(inst.operands[1])
+    if op == "atomicrmw":
+        return bool(inst.users) or (inst.operation not in ("add", "fadd") and not _private(inst.operands[0]))
+    if op == "cmpxchg":
+        return not _private(inst.operands[0])
+    if op == "call":
+        return not _safe_call(inst)
+    return False
+
+
+def _uniform(v: Value, entry: Function, memo: dict[int, bool]) -> bool:
+    """Whether ``v`` is the same in every thread: an argument of ``entry``, a constant or a global's address,
+    or a pure instruction of such operands."""
+    if isinstance(v, Argument):
+        return v in entry.args
+    if not isinstance(v, Instruction):
+        return not isinstance(v, BasicBlock)  # constants, globals, functions
+    hit = memo.get(id(v))
+    if hit is None:
+        memo[id(v)] = False  # (a cycle through phis is not pure anyway)
+        hit = memo[id(v)] = v.opcode in _PURE and all(_uniform(op, entry, memo) for op in v.operands)
+    return hit
+
+
+def _after(rmw: Instruction) -> list[Instruction]:
+    """The instructions a thread may run after ``rmw``: the rest of its block and every block reachable from
+    there (all of its block when that is in a loop)."""
+    block = rmw.parent
+    assert block is not None
+    seen: set[int] = set()
+    work = list(block.successors)
+    blocks: list[BasicBlock] = []
+    while work:
+        b = work.pop()
+        if id(b) in seen:
+            continue
+        seen.add(id(b))
+        blocks.append(b)
+        work.extend(b.successors)
+    insts = block.instructions
+    out = list(insts) if id(block) in seen else insts[insts.index(rmw) + 1:]
+    for b in blocks:
+        if b is not block:
+            out.extend(b.instructions)
+    return out
+
+
+def eligible_sites(entry: Function, global_space: int = 1) -> list[Instruction]:
+    """The atomic adds of kernel ``entry`` a block may sum (see the module docstring); none when some thread
+    could leave the kernel elsewhere than at a ``ret void``."""
+    rets = []
+    for inst in entry.instructions():
+        if inst.opcode == "ret":
+            if inst.operands:
+                return []
+            rets.append(inst)
+        elif inst.opcode in ("call", "invoke", "callbr"):
+            callee = inst.operands[-1] if inst.operands else None
+            if not isinstance(callee, Function) or callee.name == "llvm.nvvm.exit" \
+                    or callee.name.startswith("llvm.nvvm.bar") \
+                    or (not callee.is_declaration and not callee.name.startswith("__nv_")):
+                # inline assembly, a call through a pointer, a thread's exit, a function not inlined; a barrier
+                # of the kernel's own (a thread that returned early would wait at the exit's barrier and
+                # release the others from theirs)
+                return []
+    if not rets:
+        return []
+    memo: dict[int, bool] = {}
+    sites = []
+    for inst in entry.instructions():
+        if inst.opcode != "atomicrmw" or inst.operation not in ("add", "fadd") or not eligible(inst, entry, global_space):
+            continue
+        if not _uniform(inst.operands[0], entry, memo):
+            continue
+        if any(_may_touch(later) for later in _after(inst)):
+            continue
+        sites.append(inst)
+    return sites
+
+
+@attrs.frozen
+class BlockSums:
+    """The sites of a kernel retargeted to shared ``slots`` (:func:`sum_per_block`); :meth:`finish` adds the
+    zeroing at the kernel's start and the flush at its end, after the warps' sums are in place."""
+
+    model: Any
+    entry: Function
+    slots: list[GlobalVariable]
+    flushes: list[tuple[Instruction, Value, Any]]
+    """per slot: the atomic that adds it (no operands yet), its address, its debug location"""
+
+    def finish(self) -> None:
+        if self.slots:
+            _start(self.model, self.entry, self.slots)
+            _finish(self.model, self.entry, self.slots, self.flushes)
+
+
+def sum_per_block(model, entry: Function, global_space: int = 1) -> BlockSums:
+    """Retarget the eligible atomic adds of kernel ``entry`` to shared slots summed per block (the module
+    docstring); the slots go to :func:`.warpatomics.aggregate_atomics` (which then sums warps into them),
+    then :meth:`BlockSums.finish` completes the kernel."""
+    slots, flushes = [], []
+    for n, rmw in enumerate(eligible_sites(entry, global_space)):
+        slot = model.add_global(GlobalVariable(f"gpuc.blocksum.{n}", rmw.type, prefix=f"internal addrspace({SHARED})",
+                                               suffix=", align 8", initializer=constant(rmw.type, "undef"),
+                                               addrspace=SHARED))
+        flushes.append((rmw.detached_copy(""), rmw.operands[0], rmw.metadata.get("dbg")))
+        _retarget(rmw, slot)
+        slots.append(slot)
+    return BlockSums(model, entry, slots, flushes)
+
+
+def _retarget(rmw: Instruction, slot: GlobalVariable) -> None:
+    """``rmw`` adds into ``slot`` instead (its spelling names the pointer's type before the operand)."""
+    parts = list(rmw.parts)
+    k = parts.index(0)
+    parts[k - 2] = slot.type
+    rmw.parts = tuple(parts)
+    rmw.set_operand(0, slot)
+
+
+def _declare(model, name: str, ret: LT.Type, params: list[LT.Type]) -> Function:
+    fn = model.functions.get(name)
+    if fn is None:
+        fn = model.add_function(Function(name, LT.function(ret, params)))
+    return fn
+
+
+def _zero(t: LT.Type) -> Value:
+    return const_int(t, 0) if t.is_integer else constant(t, "0.0")
+
+
+def _start(model, entry: Function, slots: list[GlobalVariable]) -> None:
+    """Every thread zeroes the slots, then the block waits: no add reaches a slot before it is zero."""
+    first = entry.blocks[0]
+    at = next(i for i in first.instructions if i.opcode != "alloca")
+    b = Builder()
+    b.position_before(at)
+    for slot in slots:
+        b.store(_zero(slot.value_type), slot)
+    b.call(_declare(model, "llvm.nvvm.barrier.cta.sync.aligned.all", LT.void, [LT.i32]), [const_int(LT.i32, 0)])
+
+
+def _finish(model, entry: Function, slots: list[GlobalVariable], flushes: list[tuple[Instruction, Value, Any]]) -> None:
+    """Every return goes to one exit where the block waits for all its threads, then thread 0 adds each
+    slot into its address."""
+    exit_, flush, done = BasicBlock("gpuc.blocksum.exit", entry), BasicBlock("", entry), BasicBlock("", entry)
+    entry.blocks.extend([exit_, flush, done])
+    for ret in [i for i in entry.instructions() if i.opcode == "ret" and i.parent not in (exit_, flush, done)]:
+        block = ret.parent
+        assert block is not None
+        ret.erase()
+        Builder(block).br(exit_)
+    b = Builder(exit_)
+    b.call(_declare(model, "llvm.nvvm.barrier.cta.sync.all", LT.void, [LT.i32]), [const_int(LT.i32, 0)])
+    tid = [b.call(_declare(model, f"llvm.nvvm.read.ptx.sreg.tid.{axis}", LT.i32, []), []) for axis in "xyz"]
+    b.cond_br(b.icmp("eq", b.or_(b.or_(tid[0], tid[1]), tid[2]), const_int(LT.i32, 0)), flush, done)
+    b.position_at_end(flush)
+    copies: dict[int, Value] = {}
+    for (total, p, dbg), slot in zip(flushes, slots):
+        total.append_operand(_rebuilt(b, p, copies))
+        total.append_operand(b.load(slot.value_type, slot))
+        if dbg is not None:
+            total.metadata["dbg"] = dbg
+        b.insert(total)
+    b.br(done)
+    Builder(done).ret()
+
+
+def _rebuilt(b: Builder, v: Value, copies: dict[int, Value]) -> Value:
+    """``v`` (uniform: pure instructions over arguments and constants) computed again at ``b``."""
+    if not isinstance(v, Instruction):
+        return v
+    hit = copies.get(id(v))
+    if hit is None:
+        c = v.detached_copy("")
+        for op in v.operands:
+            c.append_operand(_rebuilt(b, op, copies))
+        hit = copies[id(v)] = b.insert(c)
+    return hit
+
+
+__all__ = ["BlockSums", "eligible_sites", "sum_per_block"]

@@ -14,6 +14,7 @@ from enzyme_plugin import Active, Const, Duplicated, Forward, Reverse, autodiff
 from gpucompiler import jit
 from gpucompiler.llvm.binding import parse_ir
 from gpucompiler.module import IRModule
+from gpucompiler.stages import link_deferred
 from gpucompiler.targets import NativeTarget
 from enzyme_plugin import ad_stage
 from enzyme_plugin.plugin import _restores
@@ -46,7 +47,8 @@ def grad_weighted(x, y):
 
 @pytest.fixture
 def model_parses(monkeypatch):
-    """The names of the functions that asked for a module's Python model where it had none."""
+    """The names of the functions that asked for a module's Python model where it had none, or parsed
+    one themselves (``link_deferred`` parses the linked module lazily)."""
     callers: list[str] = []
     prop = IRModule.model
     read, write = prop.fget, prop.fset
@@ -57,7 +59,16 @@ def model_parses(monkeypatch):
             callers.append(sys._getframe(1).f_code.co_name)
         return read(self)
 
+    real_parse = link_deferred.ir_model.parse
+
+    def parse(text, **kwargs):
+        caller = sys._getframe(1).f_code.co_name
+        if caller != "model":  # the getter's own parse, counted above
+            callers.append(caller)
+        return real_parse(text, **kwargs)
+
     monkeypatch.setattr(IRModule, "model", property(getter, write))
+    monkeypatch.setattr(link_deferred.ir_model, "parse", parse)
     return callers
 
 

@@ -22,10 +22,13 @@ afterwards; so a site is eligible only when:
   kernel function itself, on memory :func:`.warpatomics.eligible` accepts;
 * its address is the same in every thread: computed by pure instructions (address arithmetic, casts,
   ``extractvalue``) from the kernel's arguments and constants only (``out[0]``, never ``out[i]``);
-* nothing the thread may run after it reads memory that could be that address (a load that is not from
-  its own stack, shared or constant memory, an atomic whose old value is used, a compare-exchange, a call
-  of anything but a known intrinsic or libdevice) or stores into memory that could be (a plain store to
-  global or generic memory; other atomic adds commute with it);
+* nothing the thread may run after it reads or stores into memory that could be that address: every
+  load, store, compare-exchange or atomic whose old value is used (other atomic adds commute with it)
+  afterwards is on the thread's own stack, shared or constant memory, or on another array argument's
+  data, and no call but of a known intrinsic or libdevice follows. Another array's data may still be the
+  same memory (a view passed twice): the kernel checks at its start, the same way in every thread, that
+  each such array's bytes (over-estimated from its shape and strides) lie clear of the address, and where
+  one does not, the site adds into the address itself (per warp) and its slot stays unused;
 
 and the kernel as a whole qualifies only when every thread reaches one of its returns and nothing else
 waits for the block: it calls no function that could end a thread or wait elsewhere (``llvm.nvvm.exit``,
@@ -79,6 +82,10 @@ def _safe_call(inst: Instruction) -> bool:
     return name.startswith("llvm.") and name.split(".")[1] in _MATH_INTRINSICS
 
 
+_UNKNOWN = "unknown"
+"""What :func:`_touched` says of an access whose memory it cannot name."""
+
+
 def _private(p: Value) -> bool:
     """Whether pointer ``p`` addresses the thread's own stack, shared or constant memory."""
     while True:
@@ -93,20 +100,52 @@ def _private(p: Value) -> bool:
         return False
 
 
-def _may_touch(inst: Instruction) -> bool:
-    """Whether ``inst`` may read, or store into, global memory an atomic add targets (see the docstring)."""
+def _array(a: Argument) -> int | None:
+    """The number of dimensions of a kernel's array argument (``{ ptr, [n x i64], [n x i64] }``: data, shape,
+    byte strides), None for another argument."""
+    t = a.type
+    fields = getattr(t, "elements", None)
+    if not fields or len(fields) != 3 or str(fields[0]) != "ptr" or str(fields[1]) != str(fields[2]):
+        return None
+    n = getattr(fields[1], "count", None)
+    return n if isinstance(n, int) and str(fields[1]) == f"[{n} x i64]" else None
+
+
+def _base(p: Value, entry: Function) -> Argument | str | None:
+    """The array argument of ``entry`` whose data ``p`` points into (through address arithmetic and casts),
+    None for memory no argument can be (the thread's own, shared, constant, a constant global), else
+    :data:`_UNKNOWN`."""
+    while True:
+        if _private(p) or (isinstance(p, GlobalVariable) and p.is_constant):
+            return None
+        if isinstance(p, Instruction) and p.opcode in ("getelementptr", "bitcast", "addrspacecast", "freeze"):
+            p = p.operands[0]
+            continue
+        if isinstance(p, Instruction) and p.opcode == "extractvalue" and tuple(p.aggregate_indices or ()) == (0,):
+            a = p.operands[0]
+            if isinstance(a, Argument) and a in entry.args and _array(a) is not None:
+                return a
+        return _UNKNOWN
+
+
+def _touched(inst: Instruction, entry: Function) -> Argument | str | None:
+    """What global memory ``inst`` may read or store into that an earlier atomic add must not have been deferred
+    past: None (none: a value-only instruction, its own or constant memory, an atomic add whose old value is
+    unused, which commutes with the deferred one), an array argument (its data), or :data:`_UNKNOWN`."""
     op = inst.opcode
     if op == "load":
-        return not _private(inst.operands[0])
+        return _base(inst.operands[0], entry)
     if op == "store":
-        return not _private(inst.operands[1])
+        return _base(inst.operands[1], entry)
     if op == "atomicrmw":
-        return bool(inst.users) or (inst.operation not in ("add", "fadd") and not _private(inst.operands[0]))
+        if not inst.users and inst.operation in ("add", "fadd"):
+            return None
+        return _base(inst.operands[0], entry)
     if op == "cmpxchg":
-        return not _private(inst.operands[0])
+        return _base(inst.operands[0], entry)
     if op == "call":
-        return not _safe_call(inst)
-    return False
+        return None if _safe_call(inst) else _UNKNOWN
+    return None
 
 
 def _uniform(v: Value, entry: Function, memo: dict[int, bool]) -> bool:
@@ -146,7 +185,16 @@ def _after(rmw: Instruction) -> list[Instruction]:
     return out
 
 
-def eligible_sites(entry: Function, global_space: int = 1) -> list[Instruction]:
+@attrs.frozen
+class Site:
+    """An atomic add a block may sum: deferring it is safe when the memory of the arrays ``disjoint`` (read or
+    stored into after it, in other arguments than its own) does not hold its address, checked at run time."""
+
+    rmw: Instruction
+    disjoint: tuple[Argument, ...]
+
+
+def eligible_sites(entry: Function, global_space: int = 1) -> list[Site]:
     """The atomic adds of kernel ``entry`` a block may sum (see the module docstring); none when some thread
     could leave the kernel elsewhere than at a ``ret void``."""
     rets = []
@@ -173,51 +221,107 @@ def eligible_sites(entry: Function, global_space: int = 1) -> list[Instruction]:
             continue
         if not _uniform(inst.operands[0], entry, memo):
             continue
-        if any(_may_touch(later) for later in _after(inst)):
-            continue
-        sites.append(inst)
+        own = _base(inst.operands[0], entry)
+        others: dict[int, Argument] = {}
+        for later in _after(inst):
+            what = _touched(later, entry)
+            if what is None:
+                continue
+            if what is _UNKNOWN or what is own or isinstance(what, str):
+                break
+            others[id(what)] = what
+        else:
+            sites.append(Site(inst, tuple(others.values())))
     return sites
 
 
 @attrs.frozen
+class Flush:
+    """How one slot reaches memory at the kernel's end: ``total`` (the site's atomic, no operands yet) adds it
+    to ``address`` (``flag``: only when the arrays named by the site's disjointness hold none of it)."""
+
+    total: Instruction
+    address: Value
+    dbg: Any
+    slot: GlobalVariable
+    flag: Value | None
+
+
+@attrs.frozen
 class BlockSums:
-    """The sites of a kernel retargeted to shared ``slots`` (:func:`sum_per_block`); :meth:`finish` adds the
-    zeroing at the kernel's start and the flush at its end, after the warps' sums are in place."""
+    """The sites of a kernel retargeted to shared slots (:func:`sum_per_block`); ``summable``: the pointers they
+    add into now (a slot, or a choice between the slot and the address made at run time), for the warp's
+    sums; :meth:`finish` adds the zeroing at the kernel's start and the flush at its end."""
 
     model: Any
     entry: Function
-    slots: list[GlobalVariable]
-    flushes: list[tuple[Instruction, Value, Any]]
-    """per slot: the atomic that adds it (no operands yet), its address, its debug location"""
+    summable: list[Value]
+    flushes: list[Flush]
 
     def finish(self) -> None:
-        if self.slots:
-            _start(self.model, self.entry, self.slots)
-            _finish(self.model, self.entry, self.slots, self.flushes)
+        if self.flushes:
+            _start(self.model, self.entry, [f.slot for f in self.flushes])
+            _finish(self.model, self.entry, self.flushes)
 
 
 def sum_per_block(model, entry: Function, global_space: int = 1) -> BlockSums:
     """Retarget the eligible atomic adds of kernel ``entry`` to shared slots summed per block (the module
-    docstring); the slots go to :func:`.warpatomics.aggregate_atomics` (which then sums warps into them),
-    then :meth:`BlockSums.finish` completes the kernel."""
-    slots, flushes = [], []
-    for n, rmw in enumerate(eligible_sites(entry, global_space)):
+    docstring); :attr:`BlockSums.summable` goes to :func:`.warpatomics.aggregate_atomics` (which then sums warps
+    into them), then :meth:`BlockSums.finish` completes the kernel."""
+    summable, flushes = [], []
+    for n, site in enumerate(eligible_sites(entry, global_space)):
+        rmw = site.rmw
         slot = model.add_global(GlobalVariable(f"gpuc.blocksum.{n}", rmw.type, prefix=f"internal addrspace({SHARED})",
                                                suffix=", align 8", initializer=constant(rmw.type, "undef"),
                                                addrspace=SHARED))
-        flushes.append((rmw.detached_copy(""), rmw.operands[0], rmw.metadata.get("dbg")))
-        _retarget(rmw, slot)
-        slots.append(slot)
-    return BlockSums(model, entry, slots, flushes)
+        p = rmw.operands[0]
+        flag = _disjoint(entry, p, site.disjoint) if site.disjoint else None
+        flushes.append(Flush(rmw.detached_copy(""), p, rmw.metadata.get("dbg"), slot, flag))
+        if flag is None:
+            target: Value = slot
+        else:  # the slot where the arrays read afterwards are elsewhere, else the address itself, as written
+            b = Builder()
+            b.position_before(rmw)
+            target = b.select(flag, b.cast("addrspacecast", slot, LT.ptr()), _generic(b, p))
+        _retarget(rmw, target)
+        summable.append(target)
+    return BlockSums(model, entry, summable, flushes)
 
 
-def _retarget(rmw: Instruction, slot: GlobalVariable) -> None:
-    """``rmw`` adds into ``slot`` instead (its spelling names the pointer's type before the operand)."""
+def _generic(b: Builder, p: Value) -> Value:
+    return p if getattr(p.type, "addrspace", 0) == 0 else b.cast("addrspacecast", p, LT.ptr())
+
+
+def _disjoint(entry: Function, p: Value, arrays: tuple[Argument, ...]) -> Value:
+    """An ``i1`` computed at the kernel's start, the same in every thread: whether the bytes of every array in
+    ``arrays`` lie clear of the 16 bytes at address ``p`` (each array's span over-estimated: its data pointer
+    plus or minus the sum over dimensions of extent times the larger of its stride's magnitude and 16)."""
+    b, i64 = Builder(), LT.i64
+    b.position_before(next(i for i in entry.blocks[0].instructions if i.opcode != "alloca"))
+    at = b.cast("ptrtoint", _generic(b, _rebuilt(b, p, {})), i64)
+    end = b.binop("add", at, const_int(i64, 16))
+    flag: Value = const_int(LT.i1, 1)
+    for a in arrays:
+        data = b.cast("ptrtoint", b.extractvalue(a, 0), i64)
+        span: Value = const_int(i64, 0)
+        for d in range(_array(a) or 0):
+            stride = b.extractvalue(a, (2, d))
+            size = b.select(b.icmp("slt", stride, const_int(i64, 0)), b.binop("sub", const_int(i64, 0), stride), stride)
+            size = b.select(b.icmp("slt", size, const_int(i64, 16)), const_int(i64, 16), size)
+            span = b.binop("add", span, b.binop("mul", b.extractvalue(a, (1, d)), size))
+        clear = b.binop("or", b.icmp("sle", end, b.binop("sub", data, span)),
+                        b.icmp("sle", b.binop("add", data, span), at))
+        flag = b.binop("and", flag, clear)
+    return flag
+
+
+def _retarget(rmw: Instruction, target: Value) -> None:
+    """``rmw`` adds into ``target`` instead (its spelling names the pointer's type before the operand)."""
     parts = list(rmw.parts)
     k = parts.index(0)
-    parts[k - 2] = slot.type
+    parts[k - 2] = target.type
     rmw.parts = tuple(parts)
-    rmw.set_operand(0, slot)
+    rmw.set_operand(0, target)
 
 
 def _declare(model, name: str, ret: LT.Type, params: list[LT.Type]) -> Function:
@@ -242,12 +346,12 @@ def _start(model, entry: Function, slots: list[GlobalVariable]) -> None:
     b.call(_declare(model, "llvm.nvvm.barrier.cta.sync.aligned.all", LT.void, [LT.i32]), [const_int(LT.i32, 0)])
 
 
-def _finish(model, entry: Function, slots: list[GlobalVariable], flushes: list[tuple[Instruction, Value, Any]]) -> None:
+def _finish(model, entry: Function, flushes: list[Flush]) -> None:
     """Every return goes to one exit where the block waits for all its threads, then thread 0 adds each
-    slot into its address."""
-    exit_, flush, done = BasicBlock("gpuc.blocksum.exit", entry), BasicBlock("", entry), BasicBlock("", entry)
-    entry.blocks.extend([exit_, flush, done])
-    for ret in [i for i in entry.instructions() if i.opcode == "ret" and i.parent not in (exit_, flush, done)]:
+    slot into its address (a slot with a flag only where the flag holds)."""
+    exit_, flush = BasicBlock("gpuc.blocksum.exit", entry), BasicBlock("", entry)
+    entry.blocks.extend([exit_, flush])
+    for ret in [i for i in entry.instructions() if i.opcode == "ret" and i.parent not in (exit_, flush)]:
         block = ret.parent
         assert block is not None
         ret.erase()
@@ -255,16 +359,29 @@ def _finish(model, entry: Function, slots: list[GlobalVariable], flushes: list[t
     b = Builder(exit_)
     b.call(_declare(model, "llvm.nvvm.barrier.cta.sync.all", LT.void, [LT.i32]), [const_int(LT.i32, 0)])
     tid = [b.call(_declare(model, f"llvm.nvvm.read.ptx.sreg.tid.{axis}", LT.i32, []), []) for axis in "xyz"]
+    done = BasicBlock("", entry)
     b.cond_br(b.icmp("eq", b.or_(b.or_(tid[0], tid[1]), tid[2]), const_int(LT.i32, 0)), flush, done)
     b.position_at_end(flush)
     copies: dict[int, Value] = {}
-    for (total, p, dbg), slot in zip(flushes, slots):
-        total.append_operand(_rebuilt(b, p, copies))
-        total.append_operand(b.load(slot.value_type, slot))
-        if dbg is not None:
-            total.metadata["dbg"] = dbg
+    for f in flushes:
+        add = BasicBlock("", entry) if f.flag is not None else None
+        after = BasicBlock("", entry) if f.flag is not None else None
+        if add is not None and after is not None and f.flag is not None:
+            entry.blocks.extend([add, after])
+            b.cond_br(f.flag, add, after)
+            b.position_at_end(add)
+        total = f.total
+        total.append_operand(_rebuilt(b, f.address, copies))
+        total.append_operand(b.load(f.slot.value_type, f.slot))
+        if f.dbg is not None:
+            total.metadata["dbg"] = f.dbg
         b.insert(total)
+        if after is not None:
+            b.br(after)
+            b.position_at_end(after)
+            copies = {}  # (what the add's block computed does not dominate the next)
     b.br(done)
+    entry.blocks.append(done)
     Builder(done).ret()
 
 
@@ -281,4 +398,4 @@ def _rebuilt(b: Builder, v: Value, copies: dict[int, Value]) -> Value:
     return hit
 
 
-__all__ = ["BlockSums", "eligible_sites", "sum_per_block"]
+__all__ = ["BlockSums", "Flush", "Site", "eligible_sites", "sum_per_block"]

@@ -76,11 +76,18 @@ def with_a_barrier(x, out):
     gd.atomic_add(out, 0, s[0])
 
 
-def read_in_a_loop(x, out, steps):
+def reads_itself_in_a_loop(x, out, steps):
     i = gd.grid(1)
     if i < x.shape[0]:
         for k in range(steps):
-            gd.atomic_add(out, 0, x[i] * k)
+            gd.atomic_add(out, 0, out[1] * k + x[i])
+
+
+def other_arrays_after(x, out, y):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        gd.atomic_add(out, 0, x[i])
+        y[i] = 2.0 * x[i]               # x and y could be out's memory: checked when the kernel starts
 
 
 F64 = np.zeros(4)
@@ -114,7 +121,7 @@ def test_an_integer_count_and_a_float_sum_get_a_slot_each(check_ptx):
 
 
 @pytest.mark.parametrize("fn, args", [(two_addresses, (F64, F64)), (read_after, (F64, F64, F64)),
-                                      (store_after, (F64, F64)), (read_in_a_loop, (F64, F64, 3)),
+                                      (store_after, (F64, F64)), (reads_itself_in_a_loop, (F64, F64, 3)),
                                       (with_a_barrier, (F64, F64))],
                          ids=["address-per-thread", "read-after", "store-after", "loop-reads-again", "own-barrier"])
 def test_kernels_that_could_see_the_delay_keep_the_warp_sum(check_ptx, fn, args):
@@ -123,6 +130,15 @@ def test_kernels_that_could_see_the_delay_keep_the_warp_sum(check_ptx, fn, args)
     assert "blocksum" not in ptx and "barrier.sync" not in ptx
     shared, glob = _atoms(ptx)
     assert shared == 0 and glob >= 1
+
+
+def test_other_arrays_used_after_the_add_are_checked_to_lie_elsewhere_at_run_time(check_ptx):
+    ptx = _ptx(other_arrays_after, F64, F64, F64)
+    check_ptx(ptx)
+    lines = [ln.strip() for ln in ptx.splitlines()]
+    assert "gpuc_$_blocksum_$_0" in ptx and "barrier.sync" in ptx
+    assert sum(ln.startswith(("atom.add.f64", "red.add.f64")) for ln in lines) == 1  # the slot, or out[0]: chosen
+    assert sum(ln.startswith(("atom.global", "red.global")) for ln in lines) == 1      # the block's sum, when clear
 
 
 def test_not_below_sm_70_nor_without_aggregation(check_ptx):
@@ -156,6 +172,23 @@ def test_block_sums_on_the_device_match_numpy(n, block):
     assert got[1][0] == 0.0 and np.isclose(got[1][1], np.sum(x[x >= 0.0]), rtol=1e-12)
     (got, _) = _both(count_and_sum, grid, block, x, np.zeros(1, dtype=np.int64), np.zeros(1))
     assert got[1][0] == np.count_nonzero(x > 0.5) and np.isclose(got[2][0], np.sum(x[x > 0.5]), rtol=1e-12)
+    (got, _) = _both(other_arrays_after, grid, block, x, np.zeros(1), np.zeros(n))
+    assert np.isclose(got[1][0], np.sum(x), rtol=1e-12) and np.array_equal(got[2], 2.0 * x)
+
+
+@pytest.mark.gpu
+def test_arrays_over_the_added_address_take_the_per_warp_path():
+    cp = pytest.importorskip("cupy")
+    n = 1000
+    x = cp.asarray(np.linspace(0.0, 1.0, n))
+    buf = cp.zeros(n + 1)
+    out, y = buf[0:1], buf[1:]          # y's span starts next to out[0]: not clear of it
+    kernel(other_arrays_after)[4, 256](x, out, y)
+    assert np.isclose(float(out[0]), float(x.sum()), rtol=1e-12)
+    assert np.array_equal(cp.asnumpy(y), 2.0 * cp.asnumpy(x))
+    out2, y2 = cp.zeros(1), cp.zeros(n)  # apart: the block's sum
+    kernel(other_arrays_after)[4, 256](x, out2, y2)
+    assert np.isclose(float(out2[0]), float(x.sum()), rtol=1e-12) and np.array_equal(cp.asnumpy(y2), cp.asnumpy(y))
 
 
 @pytest.mark.gpu

@@ -192,7 +192,7 @@ class PTXTarget(Target):
             kernel = model.functions.get(name) if name else None
             # sm_70: the non-aligned barrier at the kernel's exit
             blocks = sum_per_block(model, kernel, GLOBAL) if kernel is not None and self.capability >= (7, 0) else None
-            aggregate_atomics(model, warp, kernel, GLOBAL, blocks.slots if blocks is not None else ())
+            aggregate_atomics(model, warp, kernel, GLOBAL, blocks.summable if blocks is not None else ())
             if blocks is not None:
                 blocks.finish()
         if self.fastmath:

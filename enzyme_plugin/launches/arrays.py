@@ -89,6 +89,13 @@ class CupyOps(ArrayOps):
             return
         dst[...] = src
 
+    def zero(self, a) -> None:
+        """An asynchronous memset of a contiguous array (on the current stream), else CuPy's fill."""
+        if a.flags.c_contiguous or a.flags.f_contiguous:
+            self.module.cuda.runtime.memsetAsync(a.data.ptr, 0, a.nbytes, self.module.cuda.get_current_stream().ptr)
+            return
+        a.fill(0)
+
     def current_stream(self) -> int:
         return int(self.module.cuda.get_current_stream().ptr)
 

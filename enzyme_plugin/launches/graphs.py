@@ -6,8 +6,8 @@ launches each time: a dozen host calls of 5-25 µs each, where the kernels
 themselves take a few µs. So ``backward`` on a GPU keys its work by what
 it touches: every gradient launch (its launcher, grid and block), the
 address, shape, strides and dtype of every array it takes and of the tape's
-own copies (reused from round to round), every scalar's value, the seeds
-and the device. A backward whose key repeats the previous one's is captured
+own copies (reused from round to round), every scalar's value, the shadows
+it zeroes first (those reused from the last recording), the seeds and the device. A backward whose key repeats the previous one's is captured
 from a stream of its own (CuPy's stream capture) into a graph, launched at
 once, and every later backward with that key is one launch of that graph;
 any other key runs launch by launch and is remembered.
@@ -49,9 +49,10 @@ def _memory(x, ndarray: type) -> tuple | None:
     return None
 
 
-def graph_key(records: list, seeds: list, finals: list) -> tuple | None:
+def graph_key(records: list, unzeroed: list, seeds: list, finals: list) -> tuple | None:
     """The key of a backward (see the module docstring), or None when it is not replayed as a graph.
-    ``records``: the tape's; ``seeds``: ``(array, shadow, adjoint)``; ``finals``: ``(array, its copy, record)``."""
+    ``records``: the tape's; ``unzeroed``: ``(array, shadow)`` the backward zeroes first; ``seeds``: ``(array,
+    shadow, adjoint)``; ``finals``: ``(array, its copy, record)``."""
     if not records:
         return None
     ops = records[0].ops
@@ -69,6 +70,7 @@ def graph_key(records: list, seeds: list, finals: list) -> tuple | None:
         if None in memory or None in copies:
             return None
         parts.append((r.gradient, r.launch.grid, r.launch.block, memory, tuple(j for j, _ in r.snapshots), copies))
+    parts.append(tuple(_memory(shadow, ndarray) for _, shadow in unzeroed))
     for _, shadow, g in seeds:
         parts.append((_memory(shadow, ndarray), _memory(g, ndarray)))
     for a, copy, _ in finals:

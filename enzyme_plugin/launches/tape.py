@@ -368,6 +368,8 @@ class LaunchTape:
         self._dropped: dict[int, tuple[Any, Any]] = {}  # the shadows before reset(), as _shadows
         self._taken: set[int] = set()  # id() of the arrays recorded launches took (the records keep them alive)
         self._copies: dict[tuple, Any] = {}  # the copies of this recording: snapshots, the final values
+        #: (array, shadow) reused from the last recording and not zeroed yet: ``backward`` zeroes them first
+        self._unzeroed: list[tuple[Any, Any]] = []
         #: a repeated backward on the GPU replays as one CUDA graph (:mod:`.graphs`); False: launch by launch
         self.graphs = bool(graphs)
         self._graph = GraphReplay()
@@ -563,6 +565,8 @@ class LaunchTape:
         hit = self._shadows.get(id(a))
         if hit is None:
             self._no_shadow(a, "gradient() of")
+        if self._unzeroed:
+            self._zero_reused()
         return hit[1]
 
     def knows(self, a) -> bool:
@@ -586,12 +590,22 @@ class LaunchTape:
             # 2: this frame's name and getrefcount's argument; a gradient or a view of it the caller kept adds one
             if sys.getrefcount(shadow) == 2 and shadow.shape == a.shape and shadow.dtype == a.dtype \
                     and shadow.strides == a.strides:
-                ops.zero(shadow)
+                if self.split:  # the augmented sweeps take the shadows
+                    ops.zero(shadow)
+                else:  # only gradient kernels read it: zeroed by backward (on the GPU, in its graph)
+                    self._unzeroed.append((a, shadow))
                 return shadow
         return ops.zeros_like(a)
 
+    def _zero_reused(self) -> None:
+        """Zero the shadows reused from the last recording that are not zeroed yet."""
+        for a, shadow in self._unzeroed:
+            ops_of(a).zero(shadow)
+        self._unzeroed = []
+
     def zero(self) -> None:
         """Zero every shadow (before another ``backward`` of the same recording)."""
+        self._unzeroed = []
         for a, s in self._shadows.values():
             ops_of(a).zero(s)
 
@@ -632,30 +646,36 @@ class LaunchTape:
                 raise LaunchTapeError(f"backward: loss= takes a one-element array, got one of {_shape_text(loss)}",
                                       hint="seed a larger result with backward(grads=[(y, dy)])")
             seeds.append((loss, shadow, 1.0))
-        finals = self._final_values()
+        finals, unzeroed = self._final_values(), self._unzeroed
         if not self._on_device:  # the emulation's launches: no heap flags
-            self._run_backward(seeds, finals, shadows)
+            self._run_backward(unzeroed, seeds, finals, shadows)
+            self._unzeroed = []
             return
         with device_heap.deferring():  # the gradient launches' heap checks: read once, after the last
-            key = graph_key(self.records, seeds, finals) if self.graphs and shadows is None else None
-            if key is None or not self._graph.run(key, self.records[0].ops.module, self._captured(seeds, finals)):
-                self._run_backward(seeds, finals, shadows)
+            key = graph_key(self.records, unzeroed, seeds, finals) if self.graphs and shadows is None else None
+            if key is None or not self._graph.run(key, self.records[0].ops.module,
+                                                  self._captured(unzeroed, seeds, finals)):
+                self._run_backward(unzeroed, seeds, finals, shadows)
+            self._unzeroed = []
         self._check_heap(recording=False)
 
-    def _captured(self, seeds: list, finals: list) -> Callable[[int], None]:
+    def _captured(self, unzeroed: list, seeds: list, finals: list) -> Callable[[int], None]:
         """The backward's work launched on stream ``handle`` (the one a graph is captured from)."""
         def work(handle: int) -> None:
             self._capturing = True
             try:
-                self._run_backward(seeds, finals, None, handle)
+                self._run_backward(unzeroed, seeds, finals, None, handle)
             finally:
                 self._capturing = False
         return work
 
-    def _run_backward(self, seeds: list, finals: list, shadows: dict | None, stream: int | None = None) -> None:
-        """Add the seeds, keep the final values, launch the gradients of the recorded launches, last first
-        (``shadows``: scratch ones; ``stream``: every launch on that stream, not the recorded one's), then
-        put the final values back."""
+    def _run_backward(self, unzeroed: list, seeds: list, finals: list, shadows: dict | None,
+                      stream: int | None = None) -> None:
+        """Zero the reused shadows not zeroed yet, add the seeds, keep the final values, launch the gradients
+        of the recorded launches, last first (``shadows``: scratch ones; ``stream``: every launch on that
+        stream, not the recorded one's), then put the final values back."""
+        for a, shadow in unzeroed:
+            ops_of(a).zero(shadow)
         for a, shadow, g in seeds:
             ops_of(a).add_into(shadow, g)
         for a, copy, r in finals:
@@ -770,6 +790,7 @@ class LaunchTape:
             self._backward([], None, scratch=True)
         self.records.clear()
         self._buffers, self._copies = self._copies, {}
+        self._unzeroed = []
         self._on_device = False
         self._dropped, self._shadows = self._shadows, {}  # reused by the next recording when nobody holds them
         self._taken.clear()

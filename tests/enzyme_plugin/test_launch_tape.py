@@ -668,3 +668,25 @@ def test_a_recorded_round_types_each_array_argument_once(monkeypatch):
     round_()
     assert len(typed) == 6                          # square(x, y), sin_in_place(y), weighted_total(y, w, out)
     assert np.allclose(tape.gradient(x), 3.0 * np.cos(x * x) * 2 * x, rtol=1e-13)
+
+
+def test_a_reused_shadow_reads_zero_before_backward_and_the_next_gradient_is_not_doubled():
+    """Shadows reused after reset() are zeroed by backward (on a GPU inside its graph), or when read first."""
+    x, w = np.linspace(0.1, 1.2, 100), np.array([3.0])
+    y, out = np.zeros(100), np.zeros(1)
+    tape = LaunchTape()
+    want = 3.0 * np.cos(x * x) * 2 * x
+    for _ in range(2):
+        tape.reset()
+        with tape:
+            P.program(x, y, w, out, 4, 32, CPU)
+        tape.backward(loss=out)
+        assert np.allclose(tape.gradient(x), want, rtol=1e-13)
+    shadow = tape.gradient(x)
+    del shadow
+    tape.reset()
+    with tape:
+        P.program(x, y, w, out, 4, 32, CPU)
+    assert not tape.gradient(x).any() and not tape.gradient(w).any()  # read before backward: zeros
+    tape.backward(loss=out)
+    assert np.allclose(tape.gradient(x), want, rtol=1e-13)

@@ -454,12 +454,17 @@ class Dispatcher:
                 full = self._compiled(spec, CompilerJob(spec, self._config()), argtypes, cache)[0]
                 with self._swap:
                     quick.full = full
+                    replaced = False
                     for key, entry in list(self._entries.items()):
                         if entry is quick:
                             self._entries[key] = full
-                    # the quick code has no call entry: when none is installed (another specialization's
-                    # stays), the full level's takes the next call; other types miss to the dispatcher
-                    if "__call__" not in type(self).__dict__:
+                            replaced = True
+                    # the quick code has no call entry: the full level's takes the next call when the quick
+                    # code is still this function's (no rebound global recompiled it meanwhile), its reads
+                    # still hold (checked one by one, as a call checks them before it installs an entry: the
+                    # full level was compiled from the quick compile's inference) and no other specialization's
+                    # entry is installed; other types miss to the dispatcher
+                    if replaced and "__call__" not in type(self).__dict__ and deps_valid(full.deps):
                         self._install(full)
         except Exception as exc:  # the quick code stays: the same results, slower
             log.warning("%s: the full optimisation level did not compile (%s: %s); the quick code stays",

@@ -504,3 +504,108 @@ def test_a_verified_record_keys_the_spec_with_and_without_its_call_entry_apart()
     assert quick.fingerprint(quick_job) == by_inference[1] != by_inference[0]
     assert by_inference[1] == {**by_inference[0], "call_entry": False}
     assert verified.fingerprint(job) == by_inference[0]
+
+
+def running(a):
+    out = np.empty_like(a)
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * SCALE
+        out[i] = s
+    return out
+
+
+def stats(xs, n, *, shift=0.5):
+    lo, hi, k = xs[0], xs[0], 0
+    for i in range(n):
+        v = xs[i % xs.shape[0]] - shift
+        lo, hi = min(lo, v), max(hi, v)
+        k += v > 0.0
+    return k, hi - lo, k == n
+
+
+def wrapped(n, m):
+    t = 0
+    for i in range(n):
+        t = (t * 31 + i) % m
+    return t
+
+
+SCALE = 2.0
+
+
+def test_the_quick_code_without_its_call_entry_answers_as_the_full_level(held):
+    """Before its tier-up the quick code is called through the dispatcher and ctypes: arrays and tuples
+    returned, keyword arguments, integers out of int64, a rebound global (world age) and Python's
+    exceptions are what the full level (through its call entry) and CPython give."""
+    xs = np.linspace(-1.0, 2.0, 9)
+    f, g, h = jit(running, cache=False), jit(stats, cache=False), jit(wrapped, cache=False)
+    calls = [(f, (xs,), {}), (g, (xs, 13), {}), (g, (xs,), {"n": 5, "shift": -0.25}), (h, (50, 7), {}),
+             (h, (3, 0), {}), (h, (1 << 63, 7), {}), (f, (xs.reshape(3, 3),), {}), (g, ([1.0],), {"n": 2})]
+
+    def outcomes():
+        got = []
+        for fn, args, kwargs in calls:
+            try:
+                got.append(bits(fn(*args, **kwargs)))
+            except Exception as exc:  # compared by type, as CPython raises them
+                got.append(type(exc).__name__)
+        return got
+
+    global SCALE
+    quick = outcomes()
+    assert [level(fn) for fn in (f, g, h)] == [J.QUICK_LEVEL] * 3
+    assert all(e.fast is None and e.tier_up is not None for fn in (f, g, h) for e in fn._entries.values())
+    python = []
+    for fn, args, kwargs in calls[:5]:  # the others are refused before they run (CPython would loop 2**63 times)
+        try:
+            value = fn.py_func(*args, **kwargs)  # NumPy scalars where compiled code gives Python's
+            python.append(bits(tuple(v.item() if isinstance(v, np.generic) else v for v in value)
+                               if isinstance(value, tuple) else value))
+        except Exception as exc:
+            python.append(type(exc).__name__)
+    assert quick[:5] == python and quick[4] == "ZeroDivisionError"
+    assert quick[5] == "OverflowError"  # not an int64
+    assert quick[6] in ("TypeInferenceError", "ArgumentTypeError", "ValueError", "IndexError") and quick[7] != bits(
+        stats(np.array([1.0]), 2))  # a 2-d array for a 1-d loop, a list for an array: never a silent answer
+    SCALE = 3.0  # rebound: the quick code's next call compiles again (its tier-up still waits)
+    try:
+        assert bits(f(xs)) == bits(running(xs))
+        held.release()
+        try:
+            assert all(fn.wait_tier_up(120) for fn in (f, g, h))
+        finally:
+            held.acquire()
+        # the full level's call entries (a keyword-only parameter, as stats's, keeps calls on ctypes at every level)
+        assert all(e.fast is not None for fn in (f, h) for e in fn._entries.values())
+        assert all(e.fast is None and e.spec.call_entry for e in g._entries.values())
+        assert bits(f(xs)) == bits(running(xs))
+    finally:
+        SCALE = 2.0
+    assert outcomes() == quick
+
+
+def test_a_global_rebound_before_the_tier_up_is_seen_by_the_next_call(held):
+    """The full level compiles from the quick compile's inference: a global rebound after the quick code's
+    last call and before the swap makes it stale. The swap installs no entry then, and the next call
+    compiles again with the new value (before, the swap installed the stale code with the new dict tag
+    taken as expected: the rebound global was never seen)."""
+    global SCALE
+    xs = np.linspace(-1.0, 2.0, 9)
+    f = jit(running, cache=False)
+    assert bits(f(xs)) == bits(running(xs)) and level(f) == J.QUICK_LEVEL
+    quick = next(iter(f._entries.values()))
+    SCALE = 5.0
+    try:
+        held.release()
+        try:
+            assert f.wait_tier_up(120) and quick.full is not None
+        finally:
+            held.acquire()
+        stale_installed = "__call__" in type(f).__dict__
+        assert bits(f(xs)) == bits(running(xs)) == bits(np.cumsum(xs * 5.0))
+        assert not stale_installed  # the swap installed nothing: the call compiled again
+        assert bits(f(xs)) == bits(running(xs))  # and through whatever the call installed
+    finally:
+        SCALE = 2.0
+    assert bits(f(xs)) == bits(running(xs)) == bits(np.cumsum(xs * 2.0))

@@ -172,6 +172,18 @@ _REGISTRY: dict[str, DeferredJob] = {}
 """Every deferred job recorded in this process, by id (ids are content hashes)."""
 
 
+_INFERRED: dict[str, tuple[Any, Any]] = {}
+"""job id -> ``(interpreter, frame)`` of the last :func:`deferred_call` that inferred it: the nested job's
+code generation takes it (:func:`take_inferred`) instead of inferring the function again"""
+_INFERRED_KEPT = 64
+
+
+def take_inferred(job_id: str) -> tuple[Any, Any] | None:
+    """``(interpreter, frame)`` of the deferred call that last inferred job ``job_id`` in this process, once
+    (None after, or when none did): the caller checks that the globals it read are still bound alike."""
+    return _INFERRED.pop(job_id, None)
+
+
 def resolve(job_id: str) -> DeferredJob:
     """The deferred job recorded under ``job_id`` in this process."""
     job = _REGISTRY.get(job_id)
@@ -233,6 +245,10 @@ def deferred_call(interp, meta, fn, args, *, marker: str) -> CallResult:
                       _encode_function(fn), tuple(child.plugin_sets))
     job_id = job.id
     _REGISTRY.setdefault(job_id, job)
+    _INFERRED.pop(job_id, None)
+    _INFERRED[job_id] = (child, frame)
+    while len(_INFERRED) > _INFERRED_KEPT:
+        del _INFERRED[next(iter(_INFERRED))]
     interp.deferred[job_id] = job
     if ret is BOTTOM:
         return CallResult(BOTTOM)
@@ -241,4 +257,4 @@ def deferred_call(interp, meta, fn, args, *, marker: str) -> CallResult:
 
 
 __all__ = ["DeferredMeta", "DeferredJob", "DeferredCall", "deferred_call", "is_function", "resolve", "LOOKUP",
-           "JOB_GLOBAL_PREFIX", "nested_interpreter"]
+           "JOB_GLOBAL_PREFIX", "nested_interpreter", "take_inferred"]

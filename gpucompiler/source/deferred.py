@@ -14,8 +14,8 @@ import attrs
 from ..codegen import ErrorPolicy, ModuleCodegen
 from ..errors import TypeInferenceError
 from ..interpreter import BOTTOM, Interpreter
-from ..interpreter.deferred import DeferredJob
-from .spec import read_fingerprint, sorted_reads
+from ..interpreter.deferred import DeferredJob, take_inferred
+from .spec import deps_valid, read_fingerprint, sorted_reads
 
 
 @attrs.frozen
@@ -49,9 +49,21 @@ class DeferredSpec:
         deps = [read_fingerprint(h, n, v) for h, n, v in self.dependencies()]
         return {"deferred": self.job.id, "globals": sorted_reads(deps)}
 
+    def _inferred(self):
+        """``(interpreter, entry frame)`` to generate code from: the parent's inference of the call when it
+        made one in this process and every global it read is still bound alike (world age), else
+        :meth:`infer`'s. (Its interpreter may hold other frames too: its reads are not this job's
+        :meth:`dependencies`, which :meth:`infer` keeps to itself.)"""
+        if "codegen" not in self._cache:
+            hit = take_inferred(self.job.id)
+            if hit is None or hit[1].rettype is BOTTOM or not deps_valid(hit[0].deps.values()):
+                hit = self.infer()
+            self._cache["codegen"] = hit
+        return self._cache["codegen"]
+
     def generate_ir(self, job) -> str:
         """The LLVM IR of the nested entry and its callees."""
-        interp, frame = self.infer()
+        interp, frame = self._inferred()
         mod = ModuleCodegen(self.entry, interp, **nested_checks(self.job, job.config))
         mod.emit(frame, self.entry)
         return str(mod.module)

@@ -21,7 +21,8 @@ the tape's copies and launches on the legacy stream are ordered. What takes
 the launch-by-launch path instead: split mode (its reverse sweeps free the
 tapes the recording made), the CPU grid emulation, arrays of another
 library than CuPy or on a stream of their own, launches on a chosen device,
-adjoints that are host arrays, and a backward whose gradient kernels
+adjoints that are host arrays or arrays of another dtype or shape than their
+array's (CuPy may add them through a temporary), and a backward whose gradient kernels
 allocate on the device heap (their exhaustion flags are read after each
 backward: a graph would hide them).
 """
@@ -72,6 +73,8 @@ def graph_key(records: list, unzeroed: list, seeds: list, finals: list) -> tuple
         parts.append((r.gradient, r.launch.grid, r.launch.block, memory, tuple(j for j, _ in r.snapshots), copies))
     parts.append(tuple(_memory(shadow, ndarray) for _, shadow in unzeroed))
     for _, shadow, g in seeds:
+        if type(g) is ndarray and (g.dtype != shadow.dtype or g.shape != shadow.shape):
+            return None  # (CuPy could make a temporary for it, which the graph would outlive)
         parts.append((_memory(shadow, ndarray), _memory(g, ndarray)))
     for a, copy, _ in finals:
         parts.append((_memory(a, ndarray), _memory(copy, ndarray)))

@@ -73,6 +73,9 @@ class Target:
     kernel_default: ClassVar[bool] = False
     #: the emit kind its runtime loads (``asm``: PTX text; ``obj``: a code object)
     launch_artifact: ClassVar[str] = "obj"
+    #: the module that registers the runtime launching its kernels (``gpucompiler.runtime.cuda``), imported at
+    #: the first launch alone; empty: every runtime module is imported to find one
+    runtime_module: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

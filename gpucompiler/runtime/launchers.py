@@ -2,8 +2,8 @@
 
 A runtime file of this package registers itself for its target class when
 imported (``register_runtime(PTXTarget, CUDA)`` in :mod:`.cuda`);
-:func:`runtime_for` imports the package's modules once and returns the
-runtime of a target, so ``k[grid, block, target_or_stream](...)`` launches
+:func:`runtime_for` imports the one a target names (``runtime_module``), or
+else the package's modules once, and returns the runtime of a target, so ``k[grid, block, target_or_stream](...)`` launches
 on any target that has one. A runtime imports its optional bindings (the
 CUDA driver's, Vulkan's, HIP's) when it first launches, not when imported.
 """
@@ -81,13 +81,30 @@ def _load_all() -> tuple[str, ...]:
     return tuple(failures)
 
 
-def runtime_for(target: Target) -> Runtime:
-    """The runtime that launches ``target``'s kernels; a LaunchError when none does."""
-    failures = _load_all()
+def _registered(target: Target) -> Runtime | None:
     for cls in type(target).__mro__:
         found = RUNTIMES.get(cls)
         if found is not None:
             return found
+    return None
+
+
+def runtime_for(target: Target) -> Runtime:
+    """The runtime that launches ``target``'s kernels (its :attr:`~gpucompiler.core.Target.runtime_module`
+    imported alone when it names one); a LaunchError when none does."""
+    found = _registered(target)
+    if found is None and target.runtime_module:
+        try:
+            importlib.import_module(target.runtime_module)
+        except Exception:  # said with the others' failures below
+            pass
+        found = _registered(target)
+    if found is not None:
+        return found
+    failures = _load_all()
+    found = _registered(target)
+    if found is not None:
+        return found
     detail = f" (runtimes that could not be imported: {'; '.join(failures)})" if failures else ""
     raise LaunchError(f"no runtime launches kernels for target {target.name!r}{detail}; compile with "
                       "Kernel.compile or inspect_asm, or launch on 'cpu' (the grid emulation)")

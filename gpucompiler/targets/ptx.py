@@ -65,6 +65,7 @@ class PTXTarget(Target):
     spellings = ("ptx", "ptx:sm_XY", "ptx:sm_XY:ptxNN")
     kernel_default = True
     launch_artifact = "asm"
+    runtime_module = "gpucompiler.runtime.cuda"
     is_gpu = True
 
     @classmethod

@@ -69,8 +69,19 @@ def parse_target(spec: str | Target) -> Target:
     return target
 
 
+KERNEL_DEFAULT_MODULE = "gpucompiler.targets.ptx"
+"""The module of the target ``@kernel`` compiles for when none is named, imported alone for it
+(``tests/targets`` checks that its class is the one registered target with ``kernel_default``)."""
+
+
 def default_kernel_target() -> Target:
     """The target ``@kernel`` compiles for when none is named: the registered one that says so."""
+    module = importlib.import_module(KERNEL_DEFAULT_MODULE)
+    named = [cls for cls in vars(module).values()
+             if isinstance(cls, type) and issubclass(cls, Target) and cls.__module__ == module.__name__
+             and cls.kernel_default]
+    if len(named) == 1:
+        return named[0]()
     defaults = [cls for cls in target_classes().values() if cls.kernel_default]
     if len(defaults) != 1:
         failures = _load_all()

@@ -11,6 +11,10 @@ through this file.
 
 from __future__ import annotations
 
+import importlib
+import subprocess
+import sys
+
 import attrs
 import llvmlite.binding as llvm
 import numpy as np
@@ -129,5 +133,35 @@ def test_a_target_module_that_cannot_be_imported_is_named_where_a_target_is_aske
         parse_target("broken")
     assert parse_target("wasm") == WasmTarget()
     monkeypatch.setattr(spelling, "target_classes", lambda: {"wasm": WasmTarget})
+    monkeypatch.setattr(spelling, "KERNEL_DEFAULT_MODULE", "gpucompiler.targets.native")  # no default there
     with pytest.raises(ConfigError, match=r"found none \(target modules that could not be imported: .*broken"):
         spelling.default_kernel_target()
+
+
+def test_the_default_kernel_targets_module_holds_the_one_class_that_says_so():
+    defaults = [cls for cls in spelling.target_classes().values() if cls.kernel_default]
+    assert len(defaults) == 1 and defaults[0].__module__ == spelling.KERNEL_DEFAULT_MODULE
+    assert type(spelling.default_kernel_target()) is defaults[0]
+
+
+def test_a_targets_runtime_module_registers_the_runtime_that_launches_it():
+    from gpucompiler.runtime.launchers import RUNTIMES
+
+    named = [cls for cls in spelling.target_classes().values() if cls.runtime_module]
+    assert {cls.name for cls in named} >= {"ptx", "amdgpu", "spirv"}
+    for cls in named:
+        importlib.import_module(cls.runtime_module)
+        assert any(base in RUNTIMES for base in cls.__mro__), cls
+
+
+def test_a_launch_on_the_default_target_imports_no_other_target_or_runtime():
+    code = ("import sys\n"
+            "from gpucompiler.targets.spelling import default_kernel_target\n"
+            "from gpucompiler.runtime.launchers import runtime_for\n"
+            "runtime_for(default_kernel_target())\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('gpucompiler.targets.', 'gpucompiler.runtime.'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = done.stdout
+    assert "gpucompiler.runtime.cuda" in loaded and "gpucompiler.targets.ptx" in loaded
+    for other in ("amdgpu", "spirv", "runtime.vulkan", "runtime.hip"):
+        assert other not in loaded, loaded

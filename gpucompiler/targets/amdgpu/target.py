@@ -64,6 +64,7 @@ class AMDGPUTarget(Target):
     """
 
     name = "amdgpu"
+    runtime_module = "gpucompiler.runtime.hip"
     spellings = ("amdgpu", *(f"amdgpu:{a}" for a in ARCHITECTURES))
     is_gpu = True
 

@@ -58,6 +58,7 @@ class SPIRVTarget(Target):
     """A Vulkan compute shader with ``workgroup`` invocations per workgroup (the launch's block)."""
 
     name = NAME
+    runtime_module = "gpucompiler.runtime.vulkan"
     spellings = ("spirv", "spirv:X[xY[xZ]]")
     is_gpu = True
 

@@ -50,8 +50,8 @@ def test_rounds_replay_one_graph_with_each_rounds_values(cp):
         assert np.allclose(got[0], gx, rtol=1e-12) and np.isclose(got[1], gw, rtol=1e-12)
         assert np.array_equal(got[0], ref[0]) and np.isclose(got[1], ref[1], rtol=1e-13)  # (atomics' order)
         assert np.allclose(got[2], np.sin(x * x), rtol=1e-14) and np.isclose(got[3], 3.0 * gw, rtol=1e-12)
-        if r >= 1:
-            assert graphed._graph.graph is not None  # captured at the second round, replayed after
+        # round 1 makes the shadows, round 2 reuses them (zeroed in backward: its key is seen), round 3 captures
+        assert (graphed._graph.graph is not None) == (r >= 2)
     assert eager._graph.graph is None
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucompiler.errors import ToolNotFoundError
+from gpucompiler.errors import GPUCompilerError, ToolNotFoundError
 from gpucompiler.targets import parse_target
 from gpucompiler.toolchain import find_libdevice, find_ptxas
 from plugin_authors.installing import install
@@ -116,6 +116,29 @@ def pytest_collection_modifyitems(config, items):
 def cuda_available() -> bool:
     """Whether a CUDA device is visible (for tests that run GPU parts only when it is)."""
     return cuda_device_visible()
+
+
+@pytest.fixture(scope="session")
+def vulkan_device(spirv_val):
+    """The process's Vulkan device; skips when the binding, the loader or a driver is missing (or
+    spirv-val, which the runtime runs on every shader before loading it)."""
+    from gpucompiler.runtime import vulkan
+
+    try:
+        return vulkan.device()
+    except GPUCompilerError as exc:
+        pytest.skip(f"no Vulkan device: {exc}")
+
+
+@pytest.fixture(scope="session")
+def spirv_val():
+    """``spirv-val``'s path; skips when SPIRV-Tools is not installed."""
+    from gpucompiler.targets.spirv.tools import find_spirv_val
+
+    path = find_spirv_val()
+    if path is None:
+        pytest.skip("spirv-val is not installed (apt-get install spirv-tools)")
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -19,10 +19,8 @@ import pytest
 
 from enzyme_plugin import Active, Const, Duplicated, Forward, Reverse, autodiff
 from gpucompiler import device as gd, kernel
-from gpucompiler.errors import GPUCompilerError
 from gpucompiler.runtime import vulkan
 from gpucompiler.targets.spirv import libm64 as L
-from gpucompiler.targets.spirv.tools import find_spirv_val
 
 WORST = 6381956970095103 * 2.0 ** 797
 """The double closest to a multiple of pi/2 (``r`` about ``4.7e-19``)."""
@@ -131,15 +129,6 @@ def test_special_values():
 
 
 # -- the same on lavapipe ------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def vulkan_device():
-    """The Vulkan device (lavapipe in CI); skipped with the reason without one or without spirv-val."""
-    if find_spirv_val() is None:
-        pytest.skip("spirv-val is not installed (apt-get install spirv-tools)")
-    try:
-        return vulkan.device()
-    except GPUCompilerError as exc:
-        pytest.skip(f"no Vulkan device: {exc}")
 
 
 def launch(k, out, *arrays) -> None:

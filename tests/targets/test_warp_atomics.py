@@ -20,14 +20,13 @@ import pytest
 
 from enzyme_plugin import Const, Duplicated, Reverse, autodiff
 from gpucompiler import device as gd, kernel, types as T
-from gpucompiler.errors import GPUCompilerError, ToolNotFoundError
+from gpucompiler.errors import ToolNotFoundError
 from gpucompiler.llvm import parse
 from gpucompiler.llvm.binding import initialize
-from gpucompiler.runtime import hip, vulkan
+from gpucompiler.runtime import hip
 from gpucompiler.targets.amdgpu import ARCHITECTURES, AMDGPUTarget, tools
 from gpucompiler.targets.ptx import PTXTarget
 from gpucompiler.targets.spirv import SPIRVTarget
-from gpucompiler.targets.spirv.tools import find_spirv_val
 from gpucompiler.targets.warpatomics import aggregate_atomics
 
 WARP = PTXTarget().warp_intrinsics()
@@ -346,14 +345,6 @@ def test_a_one_address_reduction_sums_the_wavefront_on_amd(arch):
 
 
 # -- SPIR-V on lavapipe ------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def vulkan_device():
-    if find_spirv_val() is None:
-        pytest.skip("spirv-val is not installed (apt-get install spirv-tools)")
-    try:
-        return vulkan.device()
-    except GPUCompilerError as exc:
-        pytest.skip(f"no Vulkan device: {exc}")
 
 
 def _opcodes(binary: bytes) -> set[int]:

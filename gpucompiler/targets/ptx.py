@@ -17,6 +17,7 @@ from .libdevice import PREFIX, device_name, libdevice_digest, libdevice_function
 from .native import cached_target_machine, emit_with
 from .ptx_overlays import KERNEL_RULES, MATH_RULES
 from .ptx_blocksums import sum_per_block
+from .ptx_zerostores import order_zero_stores
 from .warpatomics import aggregate_atomics
 from ..core.facts import ALLOCATION_FUNCTIONS, ModuleFacts
 from ..toolchain import find_ptxas
@@ -166,8 +167,8 @@ class PTXTarget(Target):
 
     # -- pipeline hooks ----------------------------------------------------
     def finish(self, job, module) -> None:
-        """Link libdevice, annotate the kernel, sum warps' atomic adds (:mod:`.warpatomics`), set fast-math
-        and reflect flags, re-optimise.
+        """Link libdevice, annotate the kernel, sum warps' atomic adds (:mod:`.warpatomics`), make zero stores
+        wait for their loads (:mod:`.ptx_zerostores`), set fast-math and reflect flags, re-optimise.
 
         Only the ``__nv_*`` functions the module declares are linked; they
         are internalised and, once inlined, removed by global DCE, so the
@@ -196,6 +197,9 @@ class PTXTarget(Target):
             aggregate_atomics(model, warp, kernel, GLOBAL, blocks.summable if blocks is not None else ())
             if blocks is not None:
                 blocks.finish()
+        for fn in model.functions.values():  # after the block sums, which refuse kernels with inline asm
+            if not fn.is_declaration and fn.name not in linked:
+                order_zero_stores(fn)
         if self.fastmath:
             for fn in model.functions.values():
                 if not fn.is_declaration:

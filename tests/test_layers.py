@@ -72,6 +72,13 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
                                                        "not a cache hit (which asks only loaded())",
     ("targets/libmvec.py", "gpucompiler.llvm.vector_variants"): "import time: its patterns (~1 ms), for a compile, "
                                                                 "not a cache hit",
+    ("identity/documents.py", "gpucompiler.identity.keys"): "import time: the plugin registry and the plugins' "
+                                                           "identity (~1.5 ms), for a key that names plugins",
+    ("cache/report.py", "gpucompiler.plugin"): "import time: the plugin registry (~0.8 ms), for a compile's or a "
+                                               "read report, not a cache hit",
+    ("cache/core.py", "gpucompiler.cache.trust"): "import time: hmac and the MACs (~0.3 ms), with a shared tier's "
+                                                  "secret, not for the private disk alone",
+    ("cache/tiers.py", "fcntl"): "import time: ~0.25 ms, for a miss's compile lock, not a cache hit",
     ("cache/default.py", "gpucompiler.pipeline"): "import time: the pipeline's modules (~40 ms) load at the first compile, "
                                            "not on a cache hit",
     ("plugin.py", "importlib.metadata"): "import time: importlib.metadata (~12 ms), when plugins are discovered",

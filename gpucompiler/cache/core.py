@@ -14,7 +14,7 @@ import os
 import time
 import warnings
 from collections import Counter
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -28,7 +28,9 @@ from .entry import Entry, decode
 from .files import GROUP
 from .report import loaded_reports, recorded_warnings, replay, stored_reports
 from .tiers import DiskTier, MemoryTier, RedisTier
-from .trust import Signer, SignedTier
+
+if TYPE_CHECKING:
+    from .trust import SignedTier, Signer
 
 log = logging.getLogger("gpucompiler.cache")
 
@@ -117,15 +119,21 @@ class Cache:
                  memory: MemoryTier | None = None, service: CompileService | None = None, *,
                  shared: DiskTier | None = None, secret: bytes | None = None,
                  compiler: Compiler | None = None, service_fallback: bool = True):
-        signer = self.signer = Signer(secret) if secret else None
-        if (redis is not None or shared is not None) and signer is None:
+        self.signer: Signer | None = None
+        self.shared: SignedTier | None = None
+        self.redis: SignedTier | None = None
+        if secret:
+            from .trust import SignedTier, Signer  # import time: hmac and the MACs (~0.3 ms), with a secret only
+
+            signer = self.signer = Signer(secret)
+            self.shared = SignedTier(shared, signer) if shared is not None else None
+            self.redis = SignedTier(redis, signer) if redis is not None else None
+        elif redis is not None or shared is not None:
             raise CacheError("a shared cache tier (Redis, a shared directory) needs the deployment's "
                              "secret, to sign and check its entries: set GPUC_CACHE_SECRET_FILE (a file "
                              "only you can read) or GPUC_CACHE_SECRET")
         self.memory = memory if memory is not None else MemoryTier()
         self.disk = disk
-        self.shared = SignedTier(shared, signer) if shared is not None and signer is not None else None
-        self.redis = SignedTier(redis, signer) if redis is not None and signer is not None else None
         self.tiers = tuple(t for t in (disk, self.shared, self.redis) if t is not None)
         self.service = service
         self.service_fallback = service_fallback

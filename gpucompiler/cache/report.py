@@ -31,9 +31,8 @@ from typing import Any, cast
 
 import attrs
 
-from .. import plugin as gp
 from ..errors import PluginError
-from ..interface import STAGE_INDEX, plugin_location
+from ..interface import STAGE_INDEX, hook, plugin_location
 from ..settings import LogSettings
 
 STAGES = logging.getLogger("gpucompiler.stages")
@@ -124,6 +123,8 @@ def report(result: Any, seconds: float, plugins: tuple[str, ...]) -> CompileRepo
 def stored_reports(reports: dict[str, Any]) -> dict[str, Any]:
     """What an entry keeps of a compile's ``reports``: each plugin's ``save_report`` (JSON data); a report
     it gives None for is not kept."""
+    from .. import plugin as gp  # import time: the plugin registry (~0.8 ms), for a compile, not a hit
+
     out: dict[str, Any] = {}
     for name, report in reports.items():
         plugin = gp.loaded(name)
@@ -135,15 +136,17 @@ def stored_reports(reports: dict[str, Any]) -> dict[str, Any]:
 
 def loaded_reports(stored: Any) -> dict[str, Any]:
     """The reports rebuilt from an entry's ``stored`` data by each plugin's ``load_report`` (importing it)."""
+    from .. import plugin as gp  # import time: the registry, when a report is read, not on the hit
+
     table: dict[str, Any] = cast("dict[str, Any]", stored) if isinstance(stored, dict) else {}
     return {name: _hooked(gp.enabled([name])[0], name, "load_report", data) for name, data in table.items()}
 
 
-def _hooked(plugin: Any, name: str, hook: str, value: Any) -> Any:
+def _hooked(plugin: Any, name: str, point: str, value: Any) -> Any:
     try:
-        return gp.hook(plugin, hook)(value)
+        return hook(plugin, point)(value)
     except Exception as exc:
-        raise PluginError(name, "report", hook, exc, at=plugin_location(exc, plugin)) from exc
+        raise PluginError(name, "report", point, exc, at=plugin_location(exc, plugin)) from exc
 
 
 # -- warnings in entries -----------------------------------------------------------------------

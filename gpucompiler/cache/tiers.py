@@ -10,7 +10,6 @@ checking entries, falling back and logging are :class:`~.core.Cache`'s job.
 from __future__ import annotations
 
 import errno
-import fcntl
 import logging
 import os
 import re
@@ -195,6 +194,8 @@ class DiskTier:
     @contextmanager
     def lock(self, key: str, timeout: float = 120.0) -> Generator[bool, None, None]:
         """Hold the cross-process lock of ``key``; yields False when the lock file cannot be made."""
+        import fcntl  # import time: ~0.25 ms, for a miss's lock, not a hit
+
         try:
             os.makedirs(self.root, mode=self.modes.directory & 0o777, exist_ok=True)
             with directory(self._root, ("locks",), self.modes) as dfd:

@@ -11,30 +11,24 @@ among the names registered with ``llvmlite.binding.add_symbol`` or loaded
 with ``load_library_permanently``, then in the process (libm's ``sin``...).
 The IR never holds an address, so it stays cacheable.
 
-Creating the process's ``LLJIT`` (with the host target's initialisation)
-costs about 1 ms, the largest single step of a fresh process's first call
-served from the cache. :func:`prepare` starts it in a background thread:
-LLVM runs without the GIL, so it overlaps the cache lookup (reading files,
-JSON, hashes) instead of following it. The first load waits for it.
+The process's ``LLJIT`` is made in the background while a first call's modules load
+(:mod:`.lljit`).
 """
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import itertools
-import os
-import threading
-import _thread
 from types import SimpleNamespace
 from typing import Any
 
 import llvmlite.binding as llvm
 
 from ..errors import CompileError, ConfigError
-from ..llvm.binding import address_bindings, initialize_native, parse_ir
+from ..llvm.binding import address_bindings, parse_ir
 from ..targets.native import NativeTarget, process_symbol
 from . import threadpool
+from .lljit import lljit
 
 
 class LinkError(CompileError):
@@ -42,77 +36,6 @@ class LinkError(CompileError):
 
 
 _library_ids = itertools.count()
-
-
-_JIT: llvm.LLJIT | None = None
-_pending: Any = None  # a lock the background thread holds until the LLJIT is made
-_jit_lock = threading.Lock()
-
-
-def _create() -> llvm.LLJIT:
-    initialize_native()
-    return llvm.create_lljit_compiler()
-
-
-def _create_in_background(done: Any) -> None:
-    global _JIT
-    try:
-        jit = _create()
-        with _jit_lock:
-            if _JIT is None:
-                _JIT = jit
-    except BaseException:
-        pass
-    finally:
-        done.release()
-
-
-def prepare() -> None:
-    """Start creating the process's LLJIT in a background thread, if it is not made yet.
-
-    Called when code is about to be loaded (``@jit``'s first call per signature),
-    before the cache lookup that it then overlaps. A failure is raised by the
-    load that needs the LLJIT, not here. (``_thread`` directly: ``threading``'s
-    start-up handshake costs more than a quarter of what it overlaps.)
-    """
-    global _pending
-    if _JIT is not None or _pending is not None:
-        return
-    with _jit_lock:
-        if _JIT is not None or _pending is not None:
-            return
-        done = _thread.allocate_lock()
-        done.acquire()
-        try:
-            _thread.start_new_thread(_create_in_background, (done,))
-        except RuntimeError:  # no thread to be had: _jit() creates it when needed
-            return
-        _pending = done
-
-
-def _wait() -> None:
-    """Until the background creation, if one was started, has finished."""
-    done = _pending
-    if done is not None:
-        done.acquire()
-        done.release()
-
-
-# a fork while the thread is inside LLVM would leave the child's LLVM lock held, and an
-# exit would tear LLVM down under it: both wait for it (a millisecond at most)
-os.register_at_fork(before=_wait)
-atexit.register(_wait)
-
-
-def _jit() -> llvm.LLJIT:
-    """The process's LLJIT (one per process; each library is its own JIT dylib in it)."""
-    global _JIT
-    if _JIT is None:
-        _wait()
-        with _jit_lock:
-            if _JIT is None:
-                _JIT = _create()
-    return _JIT
 
 
 class CPULibrary:
@@ -148,7 +71,7 @@ class CPULibrary:
         for name in exports:
             builder.export_symbol(name)
         try:
-            self._tracker = builder.link(_jit(), f"gpuc_cpu_{next(_library_ids)}")
+            self._tracker = builder.link(lljit(), f"gpuc_cpu_{next(_library_ids)}")
         except RuntimeError as exc:
             raise LinkError(f"loading the object code failed: {exc}") from None
         self.names = tuple(sorted(exports))

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import gpucompiler.identity.codeprint as codeprint
-from gpucompiler.runtime import cpu
+from gpucompiler.runtime import cpu, lljit
 
 _KEEP: list = []
 IR = "define i64 @twice(i64 %x) {\n  %y = mul i64 %x, 2\n  ret i64 %y\n}\n"
@@ -31,7 +31,7 @@ def fakepkg(tmp_path, monkeypatch):
     codeprint.code_digest.cache_clear()
 
 
-def _digest() -> str:
+def _digest() -> str | None:
     codeprint.code_digest.cache_clear()
     return codeprint.code_digest("fakepkg2")
 
@@ -62,23 +62,23 @@ def test_digest_equals_the_hash_of_the_files(fakepkg, tmp_path, monkeypatch):
 
 
 def test_loader_made_in_the_background(monkeypatch):
-    monkeypatch.setattr(cpu, "_JIT", None)
-    monkeypatch.setattr(cpu, "_pending", None)
-    cpu.prepare()
-    cpu.prepare()  # once
+    monkeypatch.setattr(lljit, "_JIT", None)
+    monkeypatch.setattr(lljit, "_pending", None)
+    lljit.prepare()
+    lljit.prepare()  # once
     lib = cpu.CPULibrary.from_ir(IR)
-    assert cpu._JIT is not None
+    assert lljit._JIT is not None
     assert lib.function("twice", ctypes.c_int64, ctypes.c_int64)(21) == 42
-    _KEEP.append((cpu._JIT, lib))  # the LLJIT outlives its libraries
+    _KEEP.append((lljit._JIT, lib))  # the LLJIT outlives its libraries
 
 
 def test_a_failure_in_the_background_is_raised_by_the_load(monkeypatch):
     def broken():
         raise RuntimeError("no LLJIT here")
 
-    monkeypatch.setattr(cpu, "_JIT", None)
-    monkeypatch.setattr(cpu, "_pending", None)
-    monkeypatch.setattr(cpu, "_create", broken)
-    cpu.prepare()
+    monkeypatch.setattr(lljit, "_JIT", None)
+    monkeypatch.setattr(lljit, "_pending", None)
+    monkeypatch.setattr(lljit, "_create", broken)
+    lljit.prepare()
     with pytest.raises(RuntimeError, match="no LLJIT here"):
-        cpu._jit()
+        lljit.lljit()

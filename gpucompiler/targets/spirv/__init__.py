@@ -25,6 +25,7 @@ from ..native import cached_target_machine, emit_with
 from ...core.facts import ModuleFacts
 from ...core.mathfns import math_function
 from .atomics import EXTENSIONS
+from .exits import exit_through_headers
 from .libm64 import IMPLEMENTED
 from .lower import MATH_F64, lower_shader
 from ..ptx import entry_name
@@ -122,14 +123,17 @@ class SPIRVTarget(Target):
                 fn.add_function_attribute("alwaysinline")
 
     def finish(self, job, module) -> None:
-        """Give a kernel its shader entry point and logical pointers (see the module docstring), then sum
-        subgroups' atomic adds (:mod:`.warp`)."""
+        """Give a kernel its shader entry point and logical pointers (see the module docstring), sum
+        subgroups' atomic adds (:mod:`.warp`), and let loops leave through their headers (:mod:`.exits`)."""
         if not job.config.kernel:
             raise ConfigError("the SPIR-V target compiles kernels (@kernel): Vulkan runs compute shaders, "
                               "which take no arguments and return nothing")
         lower_shader(job, module, self)
         if self.subgroups and self.aggregate_atomics:
             aggregate_adds(module.model)
+        for fn in module.model.functions.values():
+            if not fn.is_declaration:
+                exit_through_headers(fn)
 
     def validate(self, job, module, facts: ModuleFacts) -> list[tuple[str, str]]:
         """UNKNOWN_FUNCTION (libm calls, float64 functions Vulkan lacks), RECURSION, DYNAMIC_ALLOCATION."""

@@ -19,8 +19,7 @@ import os
 import stat
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
-
-import attrs
+from typing import NamedTuple
 
 from ..errors import CacheCorruptionError
 
@@ -34,9 +33,9 @@ class LinkInTree(OSError):
     """A name inside a tier's tree is a link (or not a directory) where a directory belongs."""
 
 
-@attrs.frozen
-class Modes:
-    """Permissions of the directories and files a tier creates (applied with ``fchmod``: no umask)."""
+class Modes(NamedTuple):
+    """Permissions of the directories and files a tier creates (applied with ``fchmod``: no umask).
+    (A named tuple: an attrs class costs ~0.2 ms to create, on the path of a fresh process's cache hit.)"""
 
     directory: int
     file: int

@@ -22,9 +22,7 @@ from __future__ import annotations
 import builtins
 import json
 import types as pytypes
-from typing import Any
-
-import attrs
+from typing import Any, cast
 
 from .. import codegen, interpreter, types as T  # facades: their modules load when a spec is first inferred
 from ..frontend.fingerprint import encode_value, python_function
@@ -67,17 +65,33 @@ def _settings(job) -> tuple:
                                    job.config.frontend.python_abi)
 
 
-@attrs.frozen
 class FunctionSpec:
-    """Compile ``fn`` for ``argtypes`` (a tuple of :mod:`gpucompiler.types`)."""
+    """Compile ``fn`` for ``argtypes`` (a tuple of :mod:`gpucompiler.types`); equal specs have the same
+    function, argument types and :attr:`call_entry`. (A plain class: an attrs class costs ~0.2 ms to
+    create, on the path of a fresh process's cache hit.)"""
 
-    fn: Any
-    argtypes: tuple = attrs.field(converter=tuple)
-    call_entry: bool = True
-    """under the Python ABI, whether the module has the CPython call entry (``<entry>.pyentry``) beside the
-    ctypes wrapper; a tiered first compile's quick code has none (its calls go through the dispatcher until
-    the full level replaces it): about a seventh of its compile saved"""
-    _cache: dict = attrs.field(factory=dict, eq=False, repr=False, alias="_cache")
+    __slots__ = ("fn", "argtypes", "call_entry", "_cache")
+
+    def __init__(self, fn: Any, argtypes: Any, call_entry: bool = True, _cache: dict | None = None):
+        self.fn = fn
+        self.argtypes = tuple(argtypes)
+        self.call_entry = call_entry
+        """under the Python ABI, whether the module has the CPython call entry (``<entry>.pyentry``) beside
+        the ctypes wrapper; a tiered first compile's quick code has none (its calls go through the dispatcher
+        until the full level replaces it): about a seventh of its compile saved"""
+        self._cache: dict = {} if _cache is None else _cache
+
+    def _identity(self) -> tuple:
+        return (self.fn, self.argtypes, self.call_entry)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._identity() == cast("FunctionSpec", other)._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
+    def __repr__(self) -> str:
+        return f"FunctionSpec(fn={self.fn!r}, argtypes={self.argtypes!r}, call_entry={self.call_entry!r})"
 
     def without_call_entry(self) -> FunctionSpec:
         """This spec without the CPython call entry (:attr:`call_entry`), sharing its inference and verified

@@ -75,7 +75,7 @@ with tier.lock(sys.argv[2]) as held:
 
 
 def test_a_killed_lock_holder_does_not_block_the_others(redis_url, tmp_path):
-    from gpucompiler.identity import keys
+    from gpucompiler import identity as keys
 
     key = keys.digest(keys.key_document(jobs.job(901)))
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, redis_url, key], cwd=ROOT, stdout=subprocess.PIPE,

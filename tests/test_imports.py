@@ -68,8 +68,23 @@ COMPILER = ("gpucompiler.pipeline", "gpucompiler.interpreter.infer", "gpucompile
             "gpucompiler.language.precedence", "gpucompiler.language.math.mathlib", "gpucompiler.cache.serialisable",
             "gpucompiler.core.facts")
 #: what a hit does not load either, though a cold compile may not: the math calls' vector variants, NumPy's BLAS
-#: names (for a symbol not found in the process), the math table
-NOT_ON_A_HIT = COMPILER + ("gpucompiler.llvm.vector_variants", "gpucompiler.targets.hostblas", "gpucompiler.core.mathfns")
+#: names (for a symbol not found in the process), the math table; for a job that names no plugin, the plugin
+#: registry and the plugins' identity; without a shared tier's secret, the MACs
+NOT_ON_A_HIT = COMPILER + ("gpucompiler.llvm.vector_variants", "gpucompiler.targets.hostblas", "gpucompiler.core.mathfns",
+                           "gpucompiler.plugin", "gpucompiler.identity.keys", "gpucompiler.identity.entrypoints",
+                           "gpucompiler.identity.hookprobe", "gpucompiler.identity.imports", "gpucompiler.cache.trust")
+#: every gpucompiler module a first call served from the disk cache may load beyond ``import gpucompiler``: the
+#: key's (documents, code digest, the native target), the cache's tiers and records, the source's index key and
+#: dependency record, the loader (docs/benchmarks.md "A cached function's or kernel's first call")
+ON_A_HIT = frozenset({
+    "gpucompiler.cache", "gpucompiler.cache.core", "gpucompiler.cache.default", "gpucompiler.cache.entry",
+    "gpucompiler.cache.files", "gpucompiler.cache.fleet", "gpucompiler.cache.report", "gpucompiler.cache.tiers",
+    "gpucompiler.cache.wiring", "gpucompiler.codegen", "gpucompiler.codegen.entrywords", "gpucompiler.codegen.lltypes",
+    "gpucompiler.codegen.pyobjects", "gpucompiler.frontend", "gpucompiler.frontend.fingerprint", "gpucompiler.hashing",
+    "gpucompiler.identity", "gpucompiler.identity.codeprint", "gpucompiler.identity.documents", "gpucompiler.llvm",
+    "gpucompiler.llvm.binding", "gpucompiler.llvm.types", "gpucompiler.module", "gpucompiler.runtime.cpu",
+    "gpucompiler.runtime.lljit", "gpucompiler.runtime.pyentry", "gpucompiler.runtime.threadpool", "gpucompiler.source",
+    "gpucompiler.source.spec", "gpucompiler.targets", "gpucompiler.targets.libmvec", "gpucompiler.targets.native"})
 
 
 def test_a_first_call_served_from_the_disk_cache_loads_neither_the_pipeline_nor_the_interpreter(tmp_path):
@@ -93,6 +108,36 @@ def test_a_first_call_served_from_the_disk_cache_loads_neither_the_pipeline_nor_
     value, stats, loaded = json.loads(_run(tmp_path, code, **env))
     assert value == 9.0 and "compile" not in stats and stats.get("hit.disk") == 1
     assert loaded == []
+
+
+def test_a_first_call_served_from_the_disk_cache_loads_only_the_keys_the_caches_and_the_loaders_modules(tmp_path):
+    """The modules a hit loads are pinned: a module added to the path of a fresh process's cache hit must be
+    listed in :data:`ON_A_HIT` (its cost measured: docs/benchmarks.md); neither the plugin registry nor the
+    plugins' identity load for a function without plugins, nor the MACs without a shared tier."""
+    code = """
+        import json, sys
+        from gpucompiler import jit
+
+        def poly(x, n):
+            s = 0.0
+            for i in range(n):
+                s += x * i
+            return s
+
+        f = jit(poly, tier=False)
+        before = set(sys.modules)
+        value = f(1.5, 4)
+        loaded = sorted(m for m in set(sys.modules) - before if m.startswith("gpucompiler"))
+        from gpucompiler.cache.default import default_cache
+        print(json.dumps([value, dict(default_cache().stats), loaded]))
+    """
+    env = {"GPUC_CACHE": "", "GPUC_CACHE_DIR": str(tmp_path / "cache")}
+    value, stats, compiled = json.loads(_run(tmp_path, code, **env))
+    assert value == 9.0 and stats.get("compile") == 1 and "gpucompiler.pipeline" in compiled
+    value, stats, loaded = json.loads(_run(tmp_path, code, **env))
+    assert value == 9.0 and "compile" not in stats and stats.get("hit.disk") == 1
+    assert sorted(set(loaded) - ON_A_HIT) == []
+    assert {"gpucompiler.cache.core", "gpucompiler.identity.documents", "gpucompiler.runtime.cpu"} <= set(loaded)
 
 
 def test_a_compile_after_a_disk_hit_loads_the_language_and_its_rules_apply(tmp_path):

@@ -491,10 +491,11 @@ class Engine:
     def finalize(self, text: str, *, out_of_line: bool = False) -> str:
         """Replace the helper declarations of ``text`` by their definitions (the stack helpers
         ``noinline`` when ``out_of_line``: the derivative is differentiated again, :mod:`.stack`)."""
-        for name, body in self._helpers.items():
-            text = re.sub(rf"^declare [^\n]*@{re.escape(name)}\([^\n]*\n", "", text, flags=re.M)
-            text += stack.out_of_line(body) if out_of_line else body
-        return text
+        if not self._helpers:
+            return text
+        names = "|".join(map(re.escape, self._helpers))  # one pass over the text for every helper's declaration
+        text = re.sub(rf"^declare [^\n]*@(?:{names})\([^\n]*\n", "", text, flags=re.M)
+        return text + "".join(stack.out_of_line(body) if out_of_line else body for body in self._helpers.values())
 
 
 __all__ = ["CONST", "DUP", "OUT", "Engine"]

@@ -19,6 +19,7 @@ import attrs
 from . import plugin as plugins
 from .errors import ConfigError, PluginError
 from .core import CompilerJob
+from .llvm.module import no_cyclic_gc
 from .module import IRModule
 from .stages import ad, emit, finish, irgen, link_deferred, optimize, validate
 from .settings import CompileSettings
@@ -72,9 +73,11 @@ def compile(job: CompilerJob, emit: Sequence[str] = ("llvm",), *,
     unknown = [k for k in emit if k not in EMIT_KINDS]
     if unknown:
         raise ConfigError(f"unknown emit kind(s) {unknown}; known: {', '.join(EMIT_KINDS)}")
-    ctx = CompileContext(job, settings or CompileSettings.from_env(), plugins.enabled(job.config.plugins))
-    emit_llvm(ctx)
-    emit_code(ctx, emit)
+    with no_cyclic_gc():  # the modules a compile loads and the objects it builds live until it ends:
+        # the collector's passes would only rescan them
+        ctx = CompileContext(job, settings or CompileSettings.from_env(), plugins.enabled(job.config.plugins))
+        emit_llvm(ctx)
+        emit_code(ctx, emit)
     return CompileResult(job, dict(ctx.artifacts), ctx.ir, dict(ctx.stage_times), collect_reports(ctx),
                          ctx.facts)
 
@@ -86,8 +89,9 @@ def prepare(job: CompilerJob, *, settings: CompileSettings | None = None) -> IRM
     plugin markers stay), so a compile service can run the rest from the
     text: see :class:`PreparedSource`.
     """
-    ctx = CompileContext(job, settings or CompileSettings.from_env(), plugins.enabled(job.config.plugins))
-    emit_front(ctx)
+    with no_cyclic_gc():  # as in compile
+        ctx = CompileContext(job, settings or CompileSettings.from_env(), plugins.enabled(job.config.plugins))
+        emit_front(ctx)
     return ctx.ir
 
 

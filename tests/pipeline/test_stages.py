@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import llvmlite.binding as llvm
 import pytest
 
@@ -83,6 +85,45 @@ def test_late_callbacks_are_cleaned_up(register):
 
     register(Messy)
     compile(make_job(plugins=("messy",)))
+
+
+def test_cyclic_gc_pauses_for_a_compile_and_resumes_after(register):
+    """A compile's objects live until it ends: the collector stays off while its stages run (and the
+    plugins load), and is back on after it, a failed compile included."""
+    seen: list = []
+    fail: list = []
+
+    class Watch(gp.Plugin):
+        name = "watch"
+        version = "1"
+
+        @gp.callback("post_irgen")
+        def irgen(self, module):
+            seen.append(gc.isenabled())
+
+        @gp.callback("optimize.last")
+        def last(self, module):
+            seen.append(gc.isenabled())
+
+        @gp.callback("post_ad")
+        def fails(self, module):
+            if fail:
+                raise ValueError("bad rewrite")
+
+    register(Watch)
+    assert gc.isenabled()
+    compile(make_job(plugins=("watch",)))
+    assert seen == [False, False] and gc.isenabled()
+    fail.append(True)
+    with pytest.raises(PluginError, match="bad rewrite"):
+        compile(make_job(plugins=("watch",)))
+    assert gc.isenabled()
+    gc.disable()
+    try:  # a caller's own pause is kept
+        compile(make_job())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_dump_dir_gets_before_and_after_of_every_stage(tmp_path):

@@ -25,7 +25,10 @@ signature) holds the function handle, a ``struct`` packer writing every
 parameter into one preallocated buffer and the ``void*[]`` pointing into it.
 The signature key holds each scalar's Python type and each array's typestr,
 rank, contiguity and writability: whatever changes the argument types changes
-the key, so it compiles a new specialisation. A launch configuration
+the key, so it compiles a new specialisation. A CuPy array is read by its
+attributes (``data.ptr``, ``dtype``, ``shape``, ``strides``), not by its
+``__cuda_array_interface__``, a dict CuPy builds at each access; it names
+CuPy's current stream, as that dict does. A launch configuration
 (``k[grid, block]``) keeps its last launcher (:class:`BoundLaunch`): a launch
 with the same signature in the same context is one signature tuple compared,
 one ``pack_into`` and ``cuLaunchKernel``, with no driver query. The context is
@@ -72,6 +75,7 @@ import ctypes
 import functools
 import re
 import struct
+import sys
 import threading
 from typing import Any, ClassVar
 import warnings
@@ -403,6 +407,7 @@ _SCALAR_FORMAT = {T.float64: "d", T.float32: "f4x", T.int64: "q", T.int32: "i4x"
 #: the NumPy scalar types launches pack as they are (their frontend types have a ``_SCALAR_FORMAT``)
 _NUMPY_SCALARS = frozenset({np.float64, np.float32, np.int64, np.int32, np.bool_})
 _LAYOUTS: dict = {}  # (typestr, shape, readonly[, strides]) -> (signature key item, strides in bytes) or None
+_CUPY_LAYOUTS: dict = {}  # a CuPy array's (dtype, shape, strides) -> as _LAYOUTS
 #: what a launch reports when its function belongs to another context than the current one (none
 #: current, another one made current by another library, a destroyed one): the thread's context is asked again
 _CONTEXT_CODES = frozenset({201, 400, 709})
@@ -412,13 +417,38 @@ def signature(args):
     """``(key, values, stream)``: the argument signature, the flat parameter values and the stream the
     arrays' producers name (``__cuda_array_interface__``'s ``stream``, as given; None when none names one),
     or ``None`` when an argument is neither a Python or NumPy (float64, float32, int64, int32, bool) scalar
-    nor a ``__cuda_array_interface__`` array of a known type, or when two arrays name different streams."""
-    key, values, stream = [], [], None
+    nor a ``__cuda_array_interface__`` array of a known type, or when two arrays name different streams.
+
+    A CuPy array (its exact type, CuPy already imported) is read by its attributes (``data.ptr``, ``dtype``,
+    ``shape``, ``strides``): its ``__cuda_array_interface__`` builds a new dict at each access. It names
+    CuPy's current stream, as that dict would (asked once a launch)."""
+    key, values, stream, current = [], [], None, None
+    cupy = sys.modules.get("cupy")
+    ndarray = getattr(cupy, "ndarray", None) if cupy is not None else None
     for a in args:
         tp = type(a)
         if tp is float or tp is int or tp is bool:
             key.append(tp)
             values.append(a)
+            continue
+        if tp is ndarray:
+            shape = a.shape
+            try:
+                found = _CUPY_LAYOUTS[(a.dtype, shape, a.strides)]
+            except KeyError:
+                found = _cupy_layout(a)
+            if found is None:
+                return None
+            if current is None:
+                current = _cupy_stream(cupy)
+                if stream is None:
+                    stream = current
+            if current != stream:
+                return None
+            key.append(found[0])
+            values.append(a.data.ptr)
+            values.extend(shape)
+            values.extend(found[1])
             continue
         cai = getattr(a, "__cuda_array_interface__", None)
         if cai is None:
@@ -446,6 +476,22 @@ def signature(args):
         values.extend(shape)
         values.extend(found[1])
     return tuple(key), values, stream
+
+
+def _cupy_layout(a):
+    """:func:`_array_layout` of a CuPy array (writable: CuPy has no read-only arrays), remembered by its
+    ``(dtype, shape, strides)``."""
+    dtype, shape, strides = a.dtype, a.shape, a.strides
+    found = _array_layout(dtype.str, shape, False, strides)
+    if len(_CUPY_LAYOUTS) < 4096:
+        _CUPY_LAYOUTS[(dtype, shape, strides)] = found
+    return found
+
+
+def _cupy_stream(cupy) -> int:
+    """The ``stream`` CuPy's ``__cuda_array_interface__`` names now: its current stream's handle, 1 for the
+    legacy default stream (handle 0)."""
+    return cupy.cuda.get_current_stream().ptr or 1
 
 
 def producer_streams(args) -> list[int]:
@@ -580,12 +626,15 @@ class BoundLaunch:
                       functools.partial(launcher.launch_kernel, launcher.fn, *self.dims, self.stream,
                                         launcher.params_address, 0), launcher)
 
-    def __call__(self, args) -> None:
+    def __call__(self, args, sig=None) -> None:
+        """Launch on ``args``; ``sig``: their :func:`signature` when the caller has read it already (a launch
+        tape: each argument read once), None: read here."""
         bound = self.bound
         if bound is not None:
             thread, ctx, state, key, lock, pack, go, launcher = bound
             if thread.ctx == ctx and state is _state and chosen_device() is None:
-                sig = signature(args)
+                if sig is None:
+                    sig = signature(args)
                 if sig is not None and sig[0] == key:
                     named = sig[2]
                     if (named is None or named == 1 or not self.follow) and lock.acquire(False):

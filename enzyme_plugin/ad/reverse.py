@@ -63,6 +63,8 @@ class Reverse(Emit, Recompute, LoopTape):
         self.request_bytes: dict = {}  # primal block -> bytes its requests take so far
         self.memo: dict = {}
         self.cur = None
+        #: values whose adjoints are zero: only comparisons use them (:func:`_compared_only`)
+        self.compared_only = _compared_only(fn)
         # split mode: the reverse runs after the forward function returned, so shadows of allocas live on the heap
         self.sweep.heap_shadows = not self.combined
 
@@ -253,6 +255,8 @@ class Reverse(Emit, Recompute, LoopTape):
 
     def reverse_rule(self, inst):
         op = inst.opcode
+        if inst in self.compared_only:
+            return
         if op == "ret":
             dret = self.drets[self.lane]
             if inst.operands and dret is not None:
@@ -317,6 +321,25 @@ def _slot_zero(v):
     if isinstance(v, Instruction) and t.kind == "float" and not isinstance(t, T.VectorType):
         return fconst(t, -0.0)
     return zero(t)
+
+
+def _compared_only(fn) -> set:
+    """Arithmetic and math calls of ``fn`` (not phis) whose results reach only comparisons, directly or through
+    one another (``abs(s * w) > tol``): their adjoints are zero, and their reverses are left out. Run, they
+    would add zero to their operands' adjoints, or a zero's product with a factor that may be infinite: NaN
+    (``s * w`` with ``w = inf``)."""
+    candidates = [i for i in fn.instructions() if i.users and (
+        (i.opcode in ARITH_REVERSE and i.opcode != "phi") or (i.opcode == "call" and calls.classify(i) == "math"))]
+    found: set = set()
+    grew = True
+    while grew:
+        grew = False
+        for inst in reversed(candidates):
+            if inst not in found and all(isinstance(u, Instruction) and (u.opcode in ("fcmp", "icmp") or u in found)
+                                         for u in inst.users):
+                found.add(inst)
+                grew = True
+    return found
 
 
 __all__ = ["Reverse", "TAPE", "fconst", "is_float_like"]

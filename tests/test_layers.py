@@ -79,6 +79,10 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
     ("cache/core.py", "gpucompiler.cache.trust"): "import time: hmac and the MACs (~0.3 ms), with a shared tier's "
                                                   "secret, not for the private disk alone",
     ("cache/tiers.py", "fcntl"): "import time: ~0.25 ms, for a miss's compile lock, not a cache hit",
+    ("cache/tiers.py", "gpucompiler.cache.fleet"): "import time: the fleet's breaker and lease (~0.15 ms), with a "
+                                                   "Redis tier only",
+    ("cache/core.py", "gpucompiler.module"): "import time: the IR module's facade (~0.1 ms), when a hit's module "
+                                             "is read, not on the hit",
     ("cache/default.py", "gpucompiler.pipeline"): "import time: the pipeline's modules (~40 ms) load at the first compile, "
                                            "not on a cache hit",
     ("plugin.py", "importlib.metadata"): "import time: importlib.metadata (~12 ms), when plugins are discovered",

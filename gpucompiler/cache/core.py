@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from .. import identity as keys
 from ..errors import CacheCorruptionError, CacheError, CacheForgeryError, CacheWarning, ConfigError, ServiceError
 from ..llvm.binding import address_bindings
-from ..module import IRModule
 from ..settings import private_directory_problem
 from .entry import Entry, decode
 from .files import GROUP
@@ -58,6 +57,8 @@ class CachedResult:
     def module(self) -> Any:
         """The final module (parsed from the ``llvm`` artifact on first use after a hit)."""
         if self._module is None:
+            from ..module import IRModule  # import time: the IR model's facade, when a hit's module is read
+
             text = self.artifacts["llvm"]
             assert isinstance(text, str), "LLVM IR is text"
             self._module = IRModule(text)

@@ -25,7 +25,6 @@ from collections.abc import Generator
 from ..errors import CacheCorruptionError, CacheError, CacheWarning
 from .entry import Entry
 from .files import PRIVATE, LinkInTree, Modes, directory, listing, read_regular, unlink_regular, write_atomic
-from .fleet import CircuitBreaker, LeaseLock, TierUnavailable
 
 log = logging.getLogger("gpucompiler.cache")
 
@@ -246,6 +245,8 @@ class RedisTier:
         except ImportError:
             raise CacheError(f"GPUC_CACHE_URL={url} needs the redis client: pip install "
                              "'gpucompiler[redis]'") from None
+        from .fleet import CircuitBreaker, TierUnavailable  # import time: the fleet's machinery, with Redis only
+
         self.url = url
         self.prefix = prefix
         self.max_entry_bytes = max_entry_bytes
@@ -278,6 +279,8 @@ class RedisTier:
     @contextmanager
     def lock(self, key: str, wait: float = 600.0) -> Generator[bool, None, None]:
         """Hold the fleet's compile lock of ``key``; yields False when Redis cannot be used."""
+        from .fleet import LeaseLock  # loaded by __init__
+
         lease = LeaseLock(self._call, self.client, f"{self.prefix}lock:{key}", self.lock_lease, wait)
         try:
             lease.acquire()

@@ -7,7 +7,9 @@ a float32 Newton loop was NaN for the invocations that converged early, with the
 emulation and the SPIR-V (``spirv-val``) all right. The kernels below are that gradient written by
 hand (a tape stored by a forward loop and read back by a reverse loop, no AD), on lavapipe against the
 CPU grid emulation and ``d sqrt(c)/dc``; without the rewrite their early lanes gave ``-inf`` or NaN.
-The rewrite itself is checked on the CPU: each rewritten loop computes what the original did.
+Then the AD batch gradients themselves: the corpus's Newton loop, and one whose exit test scales the
+residual by an infinite factor (a value only compared: no reverse, else ``0 * inf``). The rewrite itself
+is checked on the CPU: each rewritten loop computes what the original did.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import ctypes
 import numpy as np
 import pytest
 
+from enzyme_plugin import BatchDuplicated, Const, Reverse, autodiff
 from gpucompiler import device as gd
 from gpucompiler.kernel import Kernel
 from gpucompiler.llvm.parser import parse
 from gpucompiler.runtime import CPULibrary
 from gpucompiler.targets.spirv import SPIRVTarget
 from gpucompiler.targets.spirv.exits import exit_through_headers
+from tests.enzyme_plugin.test_batch_mode import grad_newton_batch2
 
 f32 = np.float32
 
@@ -115,6 +119,41 @@ def test_values_leaving_a_divergent_loop_are_each_invocations_own(vulkan_device,
     assert np.isfinite(got).all(), got
     np.testing.assert_allclose(got, want, rtol=1e-5)
     np.testing.assert_allclose(got, 0.5 / np.sqrt(cs.astype(np.float64)), rtol=1e-4)
+
+
+def guarded_sqrt(cs, ws, i):
+    """Newton's sqrt whose exit test scales the residual by ``w`` (only compared: no reverse)."""
+    c = cs[i]
+    y = c
+    k = 0
+    while abs((y * y - c) * ws[i]) > 1e-6 and k < 60:
+        y = 0.5 * (y + c / y)
+        k += 1
+    return y
+
+
+def grad_guarded_batch2(cs, ws, dc1, dc2):
+    i = gd.grid(1)
+    if i < cs.shape[0]:
+        autodiff(Reverse, guarded_sqrt, BatchDuplicated(cs, (dc1, dc2)), Const(ws), Const(i))
+
+
+@pytest.mark.parametrize("cs", [ALTERNATING, C], ids=["alternating", "linspace"])
+def test_batch_gradients_through_a_divergent_newton_loop_on_vulkan(vulkan_device, cs):
+    """The gradients that were NaN on lavapipe for the invocations leaving early, and the same with the
+    residual scaled by an infinite (or zero) factor that only decides the exit."""
+    want = 0.5 / np.sqrt(cs.astype(np.float64))
+    dc1, dc2 = np.zeros(64, f32), np.ones(64, f32)
+    Kernel(grad_newton_batch2, plugins=("enzyme",))[2, 32, SPIRVTarget()](cs.copy(), dc1, dc2)
+    np.testing.assert_allclose(dc1, want, rtol=1e-5)
+    np.testing.assert_allclose(dc2, 1.0 + want, rtol=1e-5)
+    ws = np.array([np.inf, 1.0, -np.inf, 0.0] * 16, f32)
+    dc1, dc2 = np.zeros(64, f32), np.zeros(64, f32)
+    Kernel(grad_guarded_batch2, plugins=("enzyme",))[2, 32, SPIRVTarget()](cs.copy(), ws, dc1, dc2)
+    converged = ws != 0.0  # w = 0: no iteration, y = c
+    np.testing.assert_allclose(dc1[converged], want[converged], rtol=1e-5)
+    np.testing.assert_array_equal(dc1[~converged], 1.0)
+    np.testing.assert_array_equal(dc2, dc1)
 
 
 # -- the rewrite on the CPU: the same results from every loop shape it rewrites (and the ones it leaves)

@@ -49,6 +49,10 @@ class ArrayOps:
     def assign(self, dst, src) -> None:
         dst[...] = src
 
+    def copy_into(self, dst, src) -> None:
+        """:meth:`assign` of arrays of one type, dtype, shape and strides (a copy kept from an earlier round)."""
+        self.assign(dst, src)
+
     def zero(self, a) -> None:
         """Zero ``a`` in place (CuPy: an asynchronous memset of a contiguous array, on the current stream)."""
         a.fill(0)
@@ -84,6 +88,15 @@ class CupyOps(ArrayOps):
         """An asynchronous copy of the bytes when both arrays have one contiguous layout, else CuPy's copy."""
         if type(src) is type(dst) and src.dtype == dst.dtype and src.shape == dst.shape \
                 and src.strides == dst.strides and (dst.flags.c_contiguous or dst.flags.f_contiguous):
+            self.module.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, dst.nbytes, _DEVICE_TO_DEVICE,
+                                                 self.module.cuda.get_current_stream().ptr)
+            return
+        dst[...] = src
+
+    def copy_into(self, dst, src) -> None:
+        """The bytes copied asynchronously when the layout both share is one contiguous block."""
+        flags = src.flags
+        if flags.c_contiguous or flags.f_contiguous:
             self.module.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, dst.nbytes, _DEVICE_TO_DEVICE,
                                                  self.module.cuda.get_current_stream().ptr)
             return

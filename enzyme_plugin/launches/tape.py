@@ -71,7 +71,9 @@ from ..ad.helpers import TAPE_INLINE
 from ..locations import caller_location
 from .arrays import NUMPY, ArrayOps, ops_of
 from .gradients import differentiable, gradient_kernel, registered_gradient, split_kernel
+from . import signed
 from .graphs import GraphReplay, graph_key
+from .signed import SignedLaunch
 from .writes import read_parameters, written_parameters
 
 
@@ -290,8 +292,9 @@ def _launcher(k: Kernel, launch: Launch, argtypes: tuple | None) -> Callable[[tu
 class Runs:
     """The launches behind one recorded configuration (kernel, signature, grid, block, stream), made once."""
 
-    forward: Callable[[tuple], None]
-    """the kernel (split mode: its split kernel with ``0, holders`` first)"""
+    forward: Callable[..., None]
+    """the kernel (split mode: its split kernel with ``0, holders`` first); on a GPU a
+    :class:`~.signed.SignedLaunch`, also given the arguments' signature when the tape read it"""
     reverse: Callable[[tuple], None] | None
     """the generated gradient kernel (its arguments: each float array followed by its shadow; split mode: the
     split kernel, ``1, holders`` first); None without a float array"""
@@ -309,7 +312,7 @@ def _runs(plan: LaunchPlan, launch: Launch, argtypes: tuple, direct: bool, split
     if runs is None:
         k, gradient_types = launch.kernel, plan.gradient_types if direct else None
         forward = functools.partial(_emulate_refreshed, k, argtypes, launch.grid, launch.block) if direct \
-            else _launcher(k, launch, None)
+            else SignedLaunch(k, launch)
         if not plan.differentiable:
             runs = Runs(forward, None)
         elif split:
@@ -425,37 +428,49 @@ class LaunchTape:
         if not cpu and isinstance(launch.stream, str):
             raise LaunchError(f"unknown device {launch.stream!r}; use {CPU!r} for the CPU grid emulation "
                               "or a CUDA stream")
-        spans, stream = None, None
+        spans, stream, sig, slots = None, None, None, None
         if cpu:
             argtypes, direct = _host_arguments(k, args)
         else:
-            (argtypes, spans, named), direct = _device_arguments(k, args), False
-            stream = self._stream(launch, args, spans, named)
+            direct = False
+            if launch.device is None and (sig := cuda_runtime.signature(args)) is not None \
+                    and (found := signed.typed(sig[0])) is not None:
+                (argtypes, slots), named = found, sig[2]
+            else:
+                sig = None
+                argtypes, spans, named = _device_arguments(k, args)
+            stream = self._stream(launch, args, sig is not None or spans is not None, named)
             if not self._deferring:  # its heap check, if its kernel has one: read at the end of the recording
                 device_heap.deferring().__enter__()
                 self._deferring = self._on_device = True
         k.refresh()  # world age: a rebound global the kernel reads (a function it calls) gives a new plan
         plan = _plan(k, argtypes, k.world_age)
         if plan.pairs:
+            if sig is not None and slots is not None:  # (the signature's: none read above)
+                spans = signed.spans(sig[1], slots)
             self._check_overlaps(k, args, plan.pairs, spans)
         ops = NUMPY if direct or not plan.arrays else ops_of(args[plan.arrays[0]], "array argument")
         hand = registered_gradient(k)
         snapshots = self._snapshots(launch, args, plan, ops, hand, direct, stream) if plan.written else []
-        self._taken.update([id(args[j]) for j in plan.arrays])
+        taken = self._taken
+        for j in plan.arrays:
+            taken.add(id(args[j]))
         split = self.split and hand is None
         if not cpu:
             device_heap.PENDING.where = ("recorded launch", len(self.records) + 1)  # named by a heap error
         runs = _runs(plan, launch, argtypes, direct, split)
         if runs.reverse is None:  # no float array: nothing to differentiate
-            runs.forward(args)
+            runs.forward(args) if sig is None else runs.forward(args, sig)
             self.records.append(LaunchRecord(launch, args, plan, snapshots, ops, stream=stream))
             return
-        shadow, shadows, with_shadows = self._shadow, self._shadows, []  # every float array gets its shadow now
+        new_shadow, shadows, with_shadows = self._new_shadow, self._shadows, []  # every float array's shadow now
         for a, d in zip(args, plan.dup):
             with_shadows.append(a)
             if d:
                 hit = shadows.get(id(a))
-                with_shadows.append(hit[1] if hit is not None else shadow(a))
+                if hit is None:
+                    hit = shadows[id(a)] = (a, new_shadow(a))
+                with_shadows.append(hit[1])
         if hand is not None:
             record = LaunchRecord(launch, args, plan, snapshots, ops, stream=stream)
             self._hand_written(record, hand)
@@ -471,7 +486,7 @@ class LaunchTape:
         else:
             record = LaunchRecord(launch, args, plan, snapshots, ops, None, runs.reverse, tuple(with_shadows),
                                   stream=stream, gradient=runs.gradient)
-        runs.forward(args)
+        runs.forward(args) if sig is None else runs.forward(args, sig)
         self.records.append(record)
 
     def _snapshots(self, launch: Launch, args: tuple, plan: LaunchPlan, ops: ArrayOps, hand, direct: bool,
@@ -485,18 +500,27 @@ class LaunchTape:
             taken, keep = self._taken, list(plan.copied)
             for j in plan.stored:
                 a = args[j]
-                if id(a) in taken or any(args[i] is a for i in plan.reads):
+                if id(a) in taken:
                     keep.append(j)
-        if not direct:  # each written array's library: the copies are its own
-            names = _names(launch.kernel)
+                    continue
+                for i in plan.reads:
+                    if args[i] is a:
+                        keep.append(j)
+                        break
+        if not direct:  # each written array's library (that of the first array's type is ops): the copies are its own
+            first = type(args[plan.arrays[0]])
             for j in plan.written:
-                ops_of(args[j], names[j])
+                if type(args[j]) is not first:
+                    ops_of(args[j], _names(launch.kernel)[j])
         if not keep:
             return []
-        self._sync(stream, ops)
+        wait = self._waits(stream, ops)
+        if wait:
+            cuda_runtime.synchronize()
         at = len(self.records)
         snapshots = [(j, self._copy((at, j), args[j])) for j in sorted(keep)]
-        self._sync(stream, ops)
+        if wait:
+            cuda_runtime.synchronize()
         return snapshots
 
     def _copy(self, key: tuple, a, fill: bool = True):
@@ -505,10 +529,10 @@ class LaunchTape:
         (``fill`` False: a buffer kept is not filled here)."""
         ops = ops_of(a)
         old = self._buffers.pop(key, None)
-        if old is not None and ops.views_hold_base and sys.getrefcount(old) == 2 and old.shape == a.shape \
-                and old.dtype == a.dtype and old.strides == a.strides and type(old) is type(a):
+        if old is not None and type(old) is type(a) and ops.views_hold_base and sys.getrefcount(old) == 2 \
+                and old.shape == a.shape and old.dtype == a.dtype and old.strides == a.strides:
             if fill:
-                ops.assign(old, a)
+                ops.copy_into(old, a)
             self._copies[key] = old
             return old
         del old
@@ -529,13 +553,13 @@ class LaunchTape:
                                   "LaunchTape() (recompute mode: no tapes)") from None
 
     @staticmethod
-    def _stream(launch: Launch, args: tuple, spans: list | None, named) -> int:
+    def _stream(launch: Launch, args: tuple, read: bool, named) -> int:
         """The handle of the stream a GPU launch goes to: its own, else the first one the arrays' producers
-        name (``named``, read with their types; ``spans`` None: not read, asked of the arrays here), else
+        name (``named``, read with their types; ``read`` False: not read, asked of the arrays here), else
         the legacy default stream (as :class:`~gpucompiler.runtime.cuda.BoundLaunch` chooses)."""
         if launch.stream is not None:
             return cuda_runtime.stream_handle(launch.stream)
-        if spans is None:
+        if not read:
             streams = cuda_runtime.producer_streams(args)
             return streams[0] if streams else 0
         return cuda_runtime.producer_handle(named) if named is not None else 0
@@ -544,8 +568,12 @@ class LaunchTape:
         """Copies run on the array library's current stream, a launch on ``stream``: on a GPU, wait between
         them unless they are the same stream (then they are in order), or while a graph is captured (then
         every copy and launch goes to the capturing stream)."""
-        if stream is not None and not self._capturing and stream != ops.current_stream():
+        if self._waits(stream, ops):
             cuda_runtime.synchronize()
+
+    def _waits(self, stream: int | None, ops: ArrayOps) -> bool:
+        """Whether :meth:`_sync` waits (the library's current stream asked once)."""
+        return stream is not None and not self._capturing and stream != ops.current_stream()
 
     @staticmethod
     def _check_overlaps(k: Kernel, args, pairs, spans: list | None) -> None:

@@ -116,9 +116,12 @@ def _decode(address, t):
     if isinstance(t, T.ArrayType):
         fields = (ctypes.c_int64 * (1 + 2 * t.ndim)).from_address(address)
         ptr, shape, strides = fields[0], tuple(fields[1:1 + t.ndim]), tuple(fields[1 + t.ndim:])
-        span = sum((n - 1) * s for n, s in zip(shape, strides)) + t.dtype.itemsize if all(shape) else 0
-        raw = np.frombuffer((ctypes.c_uint8 * span).from_address(ptr), np.uint8) if span else np.zeros(0, np.uint8)
-        return np.lib.stride_tricks.as_strided(raw.view(_NP[t.dtype]), shape, strides)
+        if not all(shape):
+            return np.zeros(shape, _NP[t.dtype])
+        low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)  # negative strides: bytes below ptr
+        span = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) - low + t.dtype.itemsize
+        raw = np.frombuffer((ctypes.c_uint8 * span).from_address(ptr + low), np.uint8)
+        return np.ndarray(shape, _NP[t.dtype], buffer=raw, offset=-low, strides=strides)
     return _NP[t](np.frombuffer((ctypes.c_uint8 * 8).from_address(address), _NP[t])[0]).item()
 
 

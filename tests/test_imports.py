@@ -78,13 +78,12 @@ NOT_ON_A_HIT = COMPILER + ("gpucompiler.llvm.vector_variants", "gpucompiler.targ
 #: dependency record, the loader (docs/benchmarks.md "A cached function's or kernel's first call")
 ON_A_HIT = frozenset({
     "gpucompiler.cache", "gpucompiler.cache.core", "gpucompiler.cache.default", "gpucompiler.cache.entry",
-    "gpucompiler.cache.files", "gpucompiler.cache.report", "gpucompiler.cache.tiers",
-    "gpucompiler.cache.wiring", "gpucompiler.codegen", "gpucompiler.codegen.entrywords", "gpucompiler.codegen.lltypes",
-    "gpucompiler.codegen.pyobjects", "gpucompiler.frontend", "gpucompiler.frontend.fingerprint", "gpucompiler.hashing",
-    "gpucompiler.identity", "gpucompiler.identity.codeprint", "gpucompiler.identity.documents", "gpucompiler.llvm",
-    "gpucompiler.llvm.binding", "gpucompiler.llvm.types", "gpucompiler.runtime.cpu",
-    "gpucompiler.runtime.lljit", "gpucompiler.runtime.pyentry", "gpucompiler.runtime.threadpool", "gpucompiler.source",
-    "gpucompiler.source.spec", "gpucompiler.targets", "gpucompiler.targets.libmvec", "gpucompiler.targets.native"})
+    "gpucompiler.cache.files", "gpucompiler.cache.report", "gpucompiler.cache.tiers", "gpucompiler.cache.wiring",
+    "gpucompiler.codegen", "gpucompiler.codegen.entrywords", "gpucompiler.frontend", "gpucompiler.frontend.fingerprint",
+    "gpucompiler.hashing", "gpucompiler.identity", "gpucompiler.identity.codeprint", "gpucompiler.identity.documents",
+    "gpucompiler.llvm", "gpucompiler.llvm.binding", "gpucompiler.runtime.cpu", "gpucompiler.runtime.lljit",
+    "gpucompiler.runtime.pyentry", "gpucompiler.runtime.threadpool", "gpucompiler.source", "gpucompiler.source.spec",
+    "gpucompiler.targets", "gpucompiler.targets.libmvec", "gpucompiler.targets.native"})
 
 
 def test_a_first_call_served_from_the_disk_cache_loads_neither_the_pipeline_nor_the_interpreter(tmp_path):

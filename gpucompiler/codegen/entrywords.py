@@ -1,5 +1,7 @@
 """The words a Python entry reads from its state, laid out once for the code generator that reads them
-(:mod:`.pyentry`, :mod:`.pyresult`) and the runtime that fills them (:mod:`gpucompiler.runtime.pyentry`).
+(:mod:`.pyentry`, :mod:`.pyresult`) and the runtime that fills them (:mod:`gpucompiler.runtime.pyentry`),
+and the names through which compiled code reads CPython's exception classes (:data:`PYEXC`: the loader
+binds them).
 
 This module needs neither llvmlite nor the language's rules: a cached function's first call makes its
 entry from these and loads no code generator.
@@ -9,6 +11,9 @@ from __future__ import annotations
 
 from .. import types as T
 
+PYEXC = "gpuc.pyexc."
+"""The prefix of the names compiled code reads CPython's ``PyExc_<name>`` variables through
+(:mod:`.pyobjects`)."""
 #: the dtype words: word 0 the offset of ``names`` in a structured ``PyArray_Descr`` (NumPy 1 and 2
 #: differ), word 1 the address of ``numpy.recarray`` (a structured argument may be one), then
 #: :data:`DTYPE_WORDS` per argument: two slots, each the address of a dtype its structured array may

@@ -21,13 +21,11 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import types as T
+from .entrywords import PYEXC
 from .lltypes import I64, PTR
 
 _I32 = ir.IntType(32)
 _F64 = ir.DoubleType()
-
-PYEXC = "gpuc.pyexc."
-"""The prefix of the names compiled code reads CPython's ``PyExc_<name>`` variables through."""
 
 
 def builtin_exception(mod, b, exc_name: str):

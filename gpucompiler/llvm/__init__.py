@@ -1,16 +1,17 @@
 """A mutable Python model of LLVM IR: ``parse(text) -> Module``, ``str(module)`` prints it.
 
 ``binding`` keeps the llvmlite helpers (``parse_ir``, ``initialize``), imported with the package;
-the model loads on first use.
+the model (its ``types`` too) loads on first use.
 """
 
 from typing import TYPE_CHECKING
 
 from ..lazy import attach
-from . import binding, types
+from . import binding
 from .binding import ADDRESSES, address_bindings, initialize, parse_ir
 
 if TYPE_CHECKING:
+    from . import types
     from .builder import Builder
     from .instructions import DebugRecord, Instruction
     from .metadata import AttributeGroup, MDNode, NamedMetadata
@@ -30,7 +31,7 @@ _LAZY = {"Builder": ".builder", "DebugRecord": ".instructions", "Instruction": "
          "ConstantData": ".values", "ConstantExpr": ".values", "InlineAsm": ".values", "Use": ".values",
          "User": ".values", "Value": ".values", "const_float": ".values", "const_int": ".values",
          "constant": ".values"}
-__getattr__, __dir__ = attach(__name__, _LAZY, globals())
+__getattr__, __dir__ = attach(__name__, _LAZY, globals(), submodules=True)
 
 __all__ = [
     "ADDRESSES", "address_bindings", "Argument", "AttributeGroup", "BasicBlock", "Builder", "ConstantAggregate", "ConstantData", "ConstantExpr",

@@ -12,7 +12,7 @@ import llvmlite.binding as llvm
 from ..errors import ConfigError, ErrorKind
 from ..llvm.binding import initialize_native, parse_ir
 from ..core import Target
-from ..codegen.pyobjects import PYEXC
+from ..codegen.entrywords import PYEXC
 from . import libmvec
 
 if TYPE_CHECKING:

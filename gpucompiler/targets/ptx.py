@@ -17,6 +17,7 @@ from .libdevice import PREFIX, device_name, libdevice_digest, libdevice_function
 from .native import cached_target_machine, emit_with
 from .ptx_overlays import KERNEL_RULES, MATH_RULES
 from .ptx_blocksums import sum_per_block
+from .ptx_ownelements import own_element_adds
 from .ptx_zerostores import order_zero_stores
 from .warpatomics import aggregate_atomics
 from ..core.facts import ALLOCATION_FUNCTIONS, ModuleFacts
@@ -167,7 +168,8 @@ class PTXTarget(Target):
 
     # -- pipeline hooks ----------------------------------------------------
     def finish(self, job, module) -> None:
-        """Link libdevice, annotate the kernel, sum warps' atomic adds (:mod:`.warpatomics`), make zero stores
+        """Link libdevice, annotate the kernel, make atomic adds into a thread's own element plain
+        (:mod:`.ptx_ownelements`), sum warps' atomic adds (:mod:`.warpatomics`), make zero stores
         wait for their loads (:mod:`.ptx_zerostores`), set fast-math and reflect flags, re-optimise.
 
         Only the ``__nv_*`` functions the module declares are linked; they
@@ -192,6 +194,8 @@ class PTXTarget(Target):
         warp = self.warp_intrinsics() if self.aggregate_atomics else None
         if warp is not None:
             kernel = model.functions.get(name) if name else None
+            if kernel is not None:
+                own_element_adds(model, kernel)
             # sm_70: the non-aligned barrier at the kernel's exit
             blocks = sum_per_block(model, kernel, GLOBAL) if kernel is not None and self.capability >= (7, 0) else None
             aggregate_atomics(model, warp, kernel, GLOBAL, blocks.summable if blocks is not None else ())

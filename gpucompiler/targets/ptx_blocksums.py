@@ -69,11 +69,11 @@ _MATH_INTRINSICS = frozenset({"sqrt", "fabs", "fma", "fmuladd", "minnum", "maxnu
 
 
 def _callee_name(inst: Instruction) -> str | None:
-    callee = inst.operands[-1] if inst.operands else None
+    callee = inst.callee
     return callee.name if isinstance(callee, Function) else None
 
 
-def _safe_call(inst: Instruction) -> bool:
+def safe_call(inst: Instruction) -> bool:
     name = _callee_name(inst)
     if name is None:
         return False
@@ -82,7 +82,7 @@ def _safe_call(inst: Instruction) -> bool:
     return name.startswith("llvm.") and name.split(".")[1] in _MATH_INTRINSICS
 
 
-_UNKNOWN = "unknown"
+UNKNOWN = "unknown"
 """What :func:`_touched` says of an access whose memory it cannot name."""
 
 
@@ -100,7 +100,7 @@ def _private(p: Value) -> bool:
         return False
 
 
-def _array(a: Argument) -> int | None:
+def array_rank(a: Argument) -> int | None:
     """The number of dimensions of a kernel's array argument (``{ ptr, [n x i64], [n x i64] }``: data, shape,
     byte strides), None for another argument."""
     t = a.type
@@ -111,10 +111,10 @@ def _array(a: Argument) -> int | None:
     return n if isinstance(n, int) and str(fields[1]) == f"[{n} x i64]" else None
 
 
-def _base(p: Value, entry: Function) -> Argument | str | None:
+def array_of(p: Value, entry: Function) -> Argument | str | None:
     """The array argument of ``entry`` whose data ``p`` points into (through address arithmetic and casts),
     None for memory no argument can be (the thread's own, shared, constant, a constant global), else
-    :data:`_UNKNOWN`."""
+    :data:`UNKNOWN`."""
     while True:
         if _private(p) or (isinstance(p, GlobalVariable) and p.is_constant):
             return None
@@ -123,28 +123,28 @@ def _base(p: Value, entry: Function) -> Argument | str | None:
             continue
         if isinstance(p, Instruction) and p.opcode == "extractvalue" and tuple(p.aggregate_indices or ()) == (0,):
             a = p.operands[0]
-            if isinstance(a, Argument) and a in entry.args and _array(a) is not None:
+            if isinstance(a, Argument) and a in entry.args and array_rank(a) is not None:
                 return a
-        return _UNKNOWN
+        return UNKNOWN
 
 
 def _touched(inst: Instruction, entry: Function) -> Argument | str | None:
     """What global memory ``inst`` may read or store into that an earlier atomic add must not have been deferred
     past: None (none: a value-only instruction, its own or constant memory, an atomic add whose old value is
-    unused, which commutes with the deferred one), an array argument (its data), or :data:`_UNKNOWN`."""
+    unused, which commutes with the deferred one), an array argument (its data), or :data:`UNKNOWN`."""
     op = inst.opcode
     if op == "load":
-        return _base(inst.operands[0], entry)
+        return array_of(inst.operands[0], entry)
     if op == "store":
-        return _base(inst.operands[1], entry)
+        return array_of(inst.operands[1], entry)
     if op == "atomicrmw":
         if not inst.users and inst.operation in ("add", "fadd"):
             return None
-        return _base(inst.operands[0], entry)
+        return array_of(inst.operands[0], entry)
     if op == "cmpxchg":
-        return _base(inst.operands[0], entry)
+        return array_of(inst.operands[0], entry)
     if op == "call":
-        return None if _safe_call(inst) else _UNKNOWN
+        return None if safe_call(inst) else UNKNOWN
     return None
 
 
@@ -204,7 +204,7 @@ def eligible_sites(entry: Function, global_space: int = 1) -> list[Site]:
                 return []
             rets.append(inst)
         elif inst.opcode in ("call", "invoke", "callbr"):
-            callee = inst.operands[-1] if inst.operands else None
+            callee = inst.callee
             if not isinstance(callee, Function) or callee.name == "llvm.nvvm.exit" \
                     or callee.name.startswith("llvm.nvvm.bar") \
                     or (not callee.is_declaration and not callee.name.startswith("__nv_")):
@@ -221,13 +221,13 @@ def eligible_sites(entry: Function, global_space: int = 1) -> list[Site]:
             continue
         if not _uniform(inst.operands[0], entry, memo):
             continue
-        own = _base(inst.operands[0], entry)
+        own = array_of(inst.operands[0], entry)
         others: dict[int, Argument] = {}
         for later in _after(inst):
             what = _touched(later, entry)
             if what is None:
                 continue
-            if what is _UNKNOWN or what is own or isinstance(what, str):
+            if what is UNKNOWN or what is own or isinstance(what, str):
                 break
             others[id(what)] = what
         else:
@@ -282,13 +282,13 @@ def sum_per_block(model, entry: Function, global_space: int = 1) -> BlockSums:
         else:  # the slot where the arrays read afterwards are elsewhere, else the address itself, as written
             b = Builder()
             b.position_before(rmw)
-            target = b.select(flag, b.cast("addrspacecast", slot, LT.ptr()), _generic(b, p))
+            target = b.select(flag, b.cast("addrspacecast", slot, LT.ptr()), generic(b, p))
         _retarget(rmw, target)
         summable.append(target)
     return BlockSums(model, entry, summable, flushes)
 
 
-def _generic(b: Builder, p: Value) -> Value:
+def generic(b: Builder, p: Value) -> Value:
     return p if getattr(p.type, "addrspace", 0) == 0 else b.cast("addrspacecast", p, LT.ptr())
 
 
@@ -298,13 +298,13 @@ def _disjoint(entry: Function, p: Value, arrays: tuple[Argument, ...]) -> Value:
     plus or minus the sum over dimensions of extent times the larger of its stride's magnitude and 16)."""
     b, i64 = Builder(), LT.i64
     b.position_before(next(i for i in entry.blocks[0].instructions if i.opcode != "alloca"))
-    at = b.cast("ptrtoint", _generic(b, _rebuilt(b, p, {})), i64)
+    at = b.cast("ptrtoint", generic(b, _rebuilt(b, p, {})), i64)
     end = b.binop("add", at, const_int(i64, 16))
     flag: Value = const_int(LT.i1, 1)
     for a in arrays:
         data = b.cast("ptrtoint", b.extractvalue(a, 0), i64)
         span: Value = const_int(i64, 0)
-        for d in range(_array(a) or 0):
+        for d in range(array_rank(a) or 0):
             stride = b.extractvalue(a, (2, d))
             size = b.select(b.icmp("slt", stride, const_int(i64, 0)), b.binop("sub", const_int(i64, 0), stride), stride)
             size = b.select(b.icmp("slt", size, const_int(i64, 16)), const_int(i64, 16), size)
@@ -398,4 +398,5 @@ def _rebuilt(b: Builder, v: Value, copies: dict[int, Value]) -> Value:
     return hit
 
 
-__all__ = ["BlockSums", "Flush", "Site", "eligible_sites", "sum_per_block"]
+__all__ = ["UNKNOWN", "BlockSums", "Flush", "Site", "array_of", "array_rank", "eligible_sites", "generic", "safe_call",
+           "sum_per_block"]

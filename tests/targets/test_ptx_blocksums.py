@@ -80,7 +80,7 @@ def reads_itself_in_a_loop(x, out, steps):
     i = gd.grid(1)
     if i < x.shape[0]:
         for k in range(steps):
-            gd.atomic_add(out, 0, out[1] * k + x[i])
+            gd.atomic_add(out, 0, out[0] * k + x[i])  # (out[1] would be read once, before the loop)
 
 
 def other_arrays_after(x, out, y):

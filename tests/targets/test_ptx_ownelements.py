@@ -1,0 +1,127 @@
+"""Atomic adds into a thread's own element become plain adds (``gpucompiler.targets.ptx_ownelements``).
+
+Which adds get a plain path is read from the PTX (assembled by ptxas): every access of the array at
+``a[grid(1)]``, nothing called that could touch memory; the others keep their atomics. On a CUDA device
+(marked ``gpu``) the sums against NumPy where the run-time check must keep the atomics: blocks of two
+rows whose threads share ``grid(1)``, and two arrays over the same buffer.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from gpucompiler import device as gd, kernel
+from gpucompiler.targets.ptx import PTXTarget
+
+F64 = np.zeros(4)
+
+
+def own(x, dx, v):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        gd.atomic_add(dx, i, x[i] * 2.0)
+        gd.atomic_add(dx, i, v[i])
+
+
+def neighbour(x, dx):
+    i = gd.grid(1)
+    if i < x.shape[0] - 1:
+        gd.atomic_add(dx, i, x[i])
+        gd.atomic_add(dx, i + 1, x[i])
+
+
+def reads_another_element(x, dx):
+    i = gd.grid(1)
+    if 0 < i < x.shape[0]:
+        gd.atomic_add(dx, i, dx[i - 1] * x[i])
+
+
+def one_address(x, out):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        gd.atomic_add(out, 0, x[i])
+
+
+def two_own(x, da, db):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        gd.atomic_add(da, i, x[i])
+        gd.atomic_add(db, i, 1.0)
+
+
+def _ptx(fn, *args, **target):
+    return kernel(fn, target=PTXTarget(**target)).inspect_asm(*args)
+
+
+def _plain_adds(ptx: str) -> int:
+    """``ld.global`` + ``add`` + ``st.global`` on one address: the plain path."""
+    return len(re.findall(r"ld\.global\.b64\s+(%\w+), \[(%\w+)\];\s+add\.rn\.f64\s+(%\w+), (?:[^,;]+, \1|\1, [^;]+);"
+                          r"\s+st\.global\.b64\s+\[\2\], \3;", ptx))
+
+
+def _global_atoms(ptx: str) -> int:
+    return len(re.findall(r"^\s*(?:atom|red)\.global\.add", ptx, re.M))
+
+
+def test_adds_into_the_threads_own_element_get_a_plain_path(check_ptx):
+    ptx = _ptx(own, F64, F64, F64)
+    check_ptx(ptx)
+    assert _plain_adds(ptx) == 2, ptx
+    assert "%nctaid.y" in ptx and "%ntid.z" in ptx  # the one-dimensional launch, checked at the kernel's start
+    assert _global_atoms(ptx) >= 2  # the atomic path stays, for other launches
+
+
+@pytest.mark.parametrize("fn, args", [(neighbour, (F64, F64)), (reads_another_element, (F64, F64)),
+                                      (one_address, (F64, F64))])
+def test_arrays_touched_elsewhere_keep_their_atomics(check_ptx, fn, args):
+    ptx = _ptx(fn, *args)
+    check_ptx(ptx)
+    assert _plain_adds(ptx) == 0 and "%nctaid.y" not in ptx, ptx
+
+
+def test_no_plain_path_without_aggregation(check_ptx):
+    ptx = _ptx(own, F64, F64, F64, aggregate_atomics=False)
+    check_ptx(ptx)
+    assert _plain_adds(ptx) == 0 and _global_atoms(ptx) == 2
+
+
+def test_other_written_arrays_are_checked_to_lie_elsewhere(check_ptx):
+    ptx = _ptx(two_own, F64, F64, F64)
+    check_ptx(ptx)
+    assert _plain_adds(ptx) == 2
+    assert len(re.findall(r"setp\.(?:le|ge|lt|gt)\.s64", ptx)) >= 2  # da's span against db's and back
+
+
+# -- on a GPU ---------------------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [1000, 1 << 16])
+def test_own_element_adds_match_numpy(n):
+    rng = np.random.default_rng(n)
+    x, v = rng.uniform(-1.0, 1.0, n), rng.uniform(-1.0, 1.0, n)
+    dx = rng.uniform(-1.0, 1.0, n)
+    want = dx + 2.0 * x + v
+    kernel(own)[(n + 127) // 128, 128](x, dx, v)
+    np.testing.assert_allclose(dx, want, rtol=1e-15, atol=1e-15)
+
+
+@pytest.mark.gpu
+def test_two_rows_of_threads_sharing_an_index_keep_their_atomics():
+    n = 4096
+    x, v = np.linspace(0.0, 1.0, n), np.ones(n)
+    dx = np.zeros(n)
+    kernel(own)[(n + 63) // 64, (64, 2)](x, dx, v)  # threads (i, 0) and (i, 1) add into dx[i]
+    np.testing.assert_allclose(dx, 2.0 * (2.0 * x + v), rtol=1e-15)
+
+
+@pytest.mark.gpu
+def test_two_arrays_over_one_buffer_keep_their_atomics():
+    cp = pytest.importorskip("cupy")
+    n = 1 << 20
+    x = cp.asarray(np.arange(n, dtype=np.float64))
+    buf = cp.zeros(n + 1)
+    kernel(two_own)[n // 256, 256](x, buf[:n], buf[1:])  # buf[k] gets x[k] from thread k, 1.0 from thread k - 1
+    want = np.concatenate([np.arange(n, dtype=np.float64), [0.0]]) + np.concatenate([[0.0], np.ones(n)])
+    np.testing.assert_array_equal(cp.asnumpy(buf), want)

@@ -3,6 +3,7 @@
 
     python benchmarks/first_call.py [--rounds 9] [--tree OLD ...]
     python benchmarks/first_call.py --jax [--rounds 3] [--tree OLD ...] [--json OUT] [--bytecode] [--memo]
+                                    [--profile N]
 
 ``--jax``: six programs a JAX user writes (:data:`GRADIENTS`: an MLP loss with ``tanh`` in loops,
 log-sum-exp, a softplus regression with ``Active`` scalars, a Rosenbrock Hessian-vector product
@@ -15,7 +16,11 @@ imports (wall, and the process's CPU time), its result checked against JAX's. Pr
 the ratios, the load, and where our cold compile went, stage by stage, with the parts the child
 times inside the stages: LLVM's own work on the final module (the ``O<n>`` pipeline after AD,
 :func:`gpucompiler.stages.optimize.after_ad`, and the code generation) and the cache key's plugin
-identity. With ``--tree``, each older tree's process joins the round (ours, each tree's, JAX's).
+identity; then a table per tree splitting each first call into LLVM's own work on the final module and
+the rest, with the rest's imports (Python modules loaded during the call) and its time outside the
+pipeline (the key with inference, the cache, loading). ``--profile N``: each program's first call once
+more under ``cProfile``, its ``N`` functions with the most time of their own. With ``--tree``, each
+older tree's process joins the round (ours, each tree's, JAX's).
 
 The program is the MLP-free case of a JAX user's first gradient: a
 least-squares loss over a loop, differentiated by ``autodiff(Reverse, ...)``
@@ -256,7 +261,7 @@ ARGUMENTS = {
 }
 
 VERSUS = r"""
-import json, logging, sys, time
+import json, logging, re, sys, time
 engine, name, folder = sys.argv[1:4]
 sys.path.insert(0, folder)
 t0 = time.perf_counter()
@@ -285,12 +290,28 @@ if engine == "ours":
                 stages[part] = stages.get(part, 0.0) + (time.perf_counter() - t) * 1e3
         setattr(owner, attr, run)
 
+    from importlib import _bootstrap_external
     from llvmlite.binding import targets
+    from gpucompiler import pipeline
     from gpucompiler.identity import keys
     from gpucompiler.stages import optimize
     timed(optimize, "after_ad", "llvm: O<n> after AD")
     timed(targets.TargetMachine, "emit_object", "llvm: code generation")
     timed(keys, "plugin_identity", "key: plugin identity")
+    timed(pipeline, "compile", "pipeline")
+    loading = _bootstrap_external._LoaderBasics.exec_module
+    depth = [0]
+
+    def exec_module(self, module):  # a Python module's import (compiled where no __pycache__ holds it), outermost
+        depth[0] += 1
+        t = time.perf_counter()
+        try:
+            return loading(self, module)
+        finally:
+            depth[0] -= 1
+            if depth[0] == 0:
+                stages["imports"] = stages.get("imports", 0.0) + (time.perf_counter() - t) * 1e3
+    _bootstrap_external._LoaderBasics.exec_module = exec_module
     fn = jit(getattr(P, name), plugins=("enzyme",))
     block = lambda r: r  # noqa: E731
 else:
@@ -299,14 +320,27 @@ else:
     block = lambda r: __import__("jax").block_until_ready(r)  # noqa: E731
 rng = np.random.default_rng(0)
 args = (ARGS)
+top = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+if top:
+    import cProfile
+    profile = cProfile.Profile()
+    profile.enable()
 t1 = time.perf_counter()
 c1 = time.process_time()
 out = block(fn(*args))
 c2 = time.process_time()
 t2 = time.perf_counter()
+functions = []
+if top:  # the functions with the most time of their own (the profile's overhead included)
+    import pstats
+    profile.disable()
+    own = sorted(pstats.Stats(profile).stats.items(), key=lambda kv: -kv[1][2])[:top]
+    package = re.compile(r".*/(?=(?:gpucompiler|enzyme_plugin|llvmlite|numpy|importlib)/)")
+    functions = [[f"{package.sub('', path)}:{line}({fn})", tt * 1e3, ct * 1e3]
+                 for (path, line, fn), (_, _, tt, ct, _) in own]
 flat = [float(v) for part in (out if isinstance(out, tuple) else (out,)) for v in np.ravel(np.asarray(part))]
 print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_ms": (t2 - t1) * 1e3, "cpu_ms": (c2 - c1) * 1e3,
-                  "values": flat, "stages_ms": stages}))
+                  "values": flat, "stages_ms": stages, "profile": functions}))
 """
 
 
@@ -315,13 +349,16 @@ print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_ms": (t2 - t1) * 1e3, "cp
 LLVM_PARTS = ("llvm: O<n> after AD", "llvm: code generation")
 
 
-def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = False, memo: bool = False) -> None:
+def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = False, memo: bool = False,
+               profile: int = 0) -> None:
     """Each program's cold first call, ours (from each of ``trees``) and JAX's, in fresh processes
     alternated ``rounds`` times; with ``out``, the rows as JSON there. ``bytecode``: Python writes and
     reads ``__pycache__`` (as for an installed package) whatever ``PYTHONDONTWRITEBYTECODE`` says, after
     a first round, not counted, that writes it. ``memo``: each cache directory starts with the memos of
     the plugin's identity that the first compile of an installation leaves (docs/cache.md "Plugins in
-    keys"), and nothing compiled: a new gradient's first call on an installed system."""
+    keys"), and nothing compiled: a new gradient's first call on an installed system. ``profile``: after the
+    rounds, one more process of this tree per program runs its first call under ``cProfile`` and the
+    ``profile`` functions with the most time of their own are printed (not counted in the medians)."""
     import shutil
 
     import numpy as np
@@ -357,6 +394,8 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
                     if r < 0:
                         continue  # the round that wrote the bytecode
                     rows.setdefault((name, key), []).append(json.loads(done.stdout.strip().splitlines()[-1]))
+        profiles = {name: _profiled(name, arguments, profile, tmp, bytecode) for name, arguments in ARGUMENTS.items()
+                    if profile}
     load.append(os.getloadavg()[0])
     med = statistics.median
     print(f"{rounds} rounds, fresh processes alternated ({', '.join(t[-30:] for t in trees)}, JAX) per program; "
@@ -393,10 +432,43 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
             print(f"  {name}: " + ", ".join(f"{k} {v:.0f}" for k, v in medians if v >= 1)
                   + f"; LLVM on the final module {llvm:.0f} of {first:.0f} ({llvm / first:.0%}); "
                   f"the first call less the plugin identity / JAX's {unkeyed:.2f}")
+        print(f"\n{t[-40:]}: LLVM's own work on the final module (its O<n> pipeline after AD and its code "
+              "generation) and the rest (ms, medians; the imports are Python modules loaded during the call, compiled "
+              "where no __pycache__ holds them; outside the pipeline: the cache key with inference, the cache, "
+              "loading the code):")
+        print("| program | first call | LLVM on the final module | the rest | of which imports | of which outside "
+              "the pipeline | JAX |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for name in ARGUMENTS:
+            ours = rows[(name, t)]
+
+            def part(o: dict, key: str) -> float:
+                return o["stages_ms"].get(key, 0.0)
+            llvm = [sum(part(o, p) for p in LLVM_PARTS) for o in ours]
+            print(f"| {name} | {med(o['first_ms'] for o in ours):.0f} | {med(llvm):.0f} | "
+                  f"{med(o['first_ms'] - x for o, x in zip(ours, llvm)):.0f} | {med(part(o, 'imports') for o in ours):.0f} "
+                  f"| {med(o['first_ms'] - part(o, 'pipeline') for o in ours):.0f} | "
+                  f"{med(j['first_ms'] for j in rows[(name, 'jax')]):.0f} |")
+    for name, functions in profiles.items():
+        print(f"\n{trees[0][-40:]}: {name}'s first call under cProfile, the functions with the most time of their own "
+              "(ms own, ms with callees):")
+        for fn, own, total in functions:
+            print(f"  {own:7.1f} {total:7.1f}  {fn}")
     if out:
         with open(out, "w") as f:
             json.dump({"rounds": rounds, "load": load, "trees": trees, "bytecode": bytecode, "memo": memo,
                        "rows": {f"{name}|{key}": v for (name, key), v in rows.items()}}, f, indent=1)
+
+
+def _profiled(name: str, arguments: str, top: int, tmp: str, bytecode: bool) -> list:
+    """The ``top`` functions by own time of ``name``'s first call in a fresh process of this tree."""
+    env = {**os.environ, "GPUC_CACHE_DIR": os.path.join(tmp, f"cache-profile-{name}"), "JAX_PLATFORMS": "cpu",
+           "PYTHONPATH": os.pathsep.join([ROOT, os.path.join(ROOT, "plugins")])}
+    for var in ("GPUC_SERVICE_URL", "GPUC_CACHE_URL", *(("PYTHONDONTWRITEBYTECODE",) if bytecode else ())):
+        env.pop(var, None)
+    done = subprocess.run([sys.executable, "-c", VERSUS.replace("(ARGS)", f"({arguments})"), "ours", name, tmp,
+                           str(top)], env=env, cwd=tmp, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])["profile"]
 
 
 def run(tree: str, cache: str, *flags: str) -> dict:
@@ -417,12 +489,14 @@ def main() -> None:
     parser.add_argument("--json", help="with --jax: write every run's numbers there")
     parser.add_argument("--bytecode", action="store_true",
                         help="with --jax: write and read __pycache__ (a first round, not counted, writes it)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="with --jax: then each program's first call under cProfile, its N costliest functions")
     parser.add_argument("--memo", action="store_true",
                         help="with --jax: each cache starts with the plugin identity's memos, nothing compiled")
     args = parser.parse_args()
     trees = [ROOT, *args.tree]
     if args.jax:
-        versus_jax(args.rounds, trees, args.json, args.bytecode, args.memo)
+        versus_jax(args.rounds, trees, args.json, args.bytecode, args.memo, args.profile)
         return
     with tempfile.TemporaryDirectory() as tmp:
         caches = {t: os.path.join(tmp, f"cache{k}") for k, t in enumerate(trees)}

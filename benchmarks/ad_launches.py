@@ -17,11 +17,22 @@ augmented launches and the two gradient or reverse launches, on arguments
 typed once: on the CPU the emulation's compiled kernels called directly),
 over the number of recorded launches.
 
-    PYTHONPATH=.:plugins python benchmarks/ad_launches.py [--device cpu|gpu] [--n N] [--json PATH]
+    PYTHONPATH=.:plugins python benchmarks/ad_launches.py [--device cpu|gpu|fake] [--n N] [--json PATH]
 
 On the CPU the kernels run on the grid emulation (one OS thread: blocks and
 threads in order) and JAX on its CPU backend; on a GPU with CuPy (and JAX,
 PyTorch when installed).
+
+``--device fake`` times the host side of a round anywhere: the CUDA path with
+the fake driver of tests/kernels/test_cuda_launch.py whose ``cuLaunchKernel``
+returns at once, on the fake CuPy of tests/runtime/fake_cupy.py (its arrays'
+attributes and ``__cuda_array_interface__`` as costly as CuPy's to read, their
+copies and memsets on the host, a captured graph replaying nothing). Per part
+of a round (``out[0] = 0`` and ``reset()``, the two recorded launches,
+``backward``) the median and the best of ``--reps`` rounds, beside the same
+launches made directly (the two kernels, then the two gradient kernels):
+the tape's own work per recorded launch is the recording's time less the
+direct launches', over two.
 """
 
 from __future__ import annotations
@@ -34,6 +45,7 @@ import platform
 import statistics
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -138,6 +150,69 @@ def launches_only(x, w, xp, dev, split, reps, sync, rows=None) -> float:
     return timed(run, reps, sync)
 
 
+def fake_rows(n: int, reps: int) -> dict:
+    """``--device fake``: µs per part of a round (median, best), see the module docstring."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:0] = [os.path.join(here, "..", "tests", "kernels"), os.path.join(here, "..", "tests", "runtime")]
+    import fake_cupy  # pyright: ignore[reportMissingImports]
+    from test_cuda_launch import FakeDriver  # pyright: ignore[reportMissingImports]
+
+    from gpucompiler.runtime import cuda
+
+    class NullDriver(FakeDriver):
+        def cuLaunchKernel(self, *args):
+            return (0,)
+
+    driver = NullDriver()
+    cuda._driver = lambda: driver
+    cuda._state, cuda._functions, cuda._launchers, cuda._capability = {"init": False}, {}, {}, {}
+    blocks = (n + BLOCK - 1) // BLOCK
+    with fake_cupy.installed() as cp:
+        x, w, y, out = cp.asarray(np.linspace(0.1, 1.2, n)), cp.asarray([0.75]), cp.zeros(n), cp.zeros(1)
+        dx, dy, dw, dout = cp.zeros(n), cp.zeros(n), cp.zeros(1), cp.asarray([1.0])
+        tape = LaunchTape()
+        tg, eg = gradient_kernel(transform, (True, True)), gradient_kernel(energy, (True, True, True))
+        kernels: list[Any] = [transform, energy, eg, tg]
+        launches = [k[blocks, BLOCK] for k in kernels]
+        parts: dict[str, list[int]] = {k: [] for k in ("reset", "record", "backward", "launches", "gradients")}
+        clock = time.perf_counter_ns
+        for r in range(reps + 20):  # the first rounds compile, make the shadows and capture the graph
+            t0 = clock()
+            out[0] = 0.0
+            tape.reset()
+            t1 = clock()
+            with tape:
+                program(x, y, w, out, None)
+            t2 = clock()
+            tape.backward(loss=out)
+            t3 = clock()
+            launches[0](x, y)
+            launches[1](y, w, out)
+            t4 = clock()
+            launches[2](y, dy, w, dw, out, dout)
+            launches[3](x, dx, y, dy)
+            t5 = clock()
+            if r >= 20:
+                for key, ns in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
+                    parts[key].append(ns)
+    rows = {k: (statistics.median(v) / 1e3, min(v) / 1e3) for k, v in parts.items()}
+    (record, best), (direct, direct_best) = rows["record"], rows["launches"]
+    rows["tape per launch"] = ((record - direct) / LAUNCHES, (best - direct_best) / LAUNCHES)
+    return rows
+
+
+def print_fake(n: int, reps: int, rows: dict) -> None:
+    print(f"two-kernel program, n = {n}, the fake driver and fake CuPy ({reps} rounds), load "
+          f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"| {'part of a round':36} | median (µs) | best (µs) |")
+    print(f"|{'-' * 38}|-------------|-----------|")
+    names = {"reset": "out[0] = 0, reset()", "record": "recording the two launches", "backward": "backward",
+             "launches": "the two launches made directly", "gradients": "the two gradient launches directly",
+             "tape per launch": "tape's own work per recorded launch"}
+    for key, (median, best) in rows.items():
+        print(f"| {names[key]:36} | {median:11.2f} | {best:9.2f} |")
+
+
 def jax_rows(xh, wh, gpu, reps):
     try:
         import jax
@@ -195,11 +270,20 @@ def torch_rows(xh, wh, gpu, reps):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    ap.add_argument("--device", choices=("cpu", "gpu", "fake"), default="cpu")
     ap.add_argument("--n", type=int, default=None, help="elements (default: 2^18 on the CPU, 2^24 on a GPU)")
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    if args.device == "fake":
+        n, reps = args.n or 1024, args.reps or 3000
+        fake = fake_rows(n, reps)
+        print_fake(n, reps, fake)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"device": "fake", "n": n, "reps": reps, "us_median_best": fake, "load": os.getloadavg(),
+                           "machine": platform.processor() or platform.machine()}, fh, indent=1)
+        return 0
     gpu = args.device == "gpu"
     n = args.n or (1 << 24 if gpu else 1 << 18)
     reps = args.reps or (50 if gpu else 7)

@@ -327,6 +327,45 @@ def _runs(plan: LaunchPlan, launch: Launch, argtypes: tuple, direct: bool, split
     return runs
 
 
+@attrs.frozen
+class DeviceForm:
+    """What recording a GPU launch of one configuration and argument signature needs, worked out once per
+    world age of its kernel (:func:`_device_form`)."""
+
+    age: int
+    """the kernel's world age it holds for"""
+    argtypes: tuple
+    slots: tuple
+    """where each array's pointer, shape and strides sit among the signature's values (:func:`.signed.typed`)"""
+    plan: LaunchPlan
+    runs: Runs
+
+
+_FORMS: dict = {}
+"""(kernel, grid, block, stream handle or None, split mode, signature key) -> :class:`DeviceForm`"""
+
+
+def _device_form(launch: Launch, key: tuple, split: bool) -> DeviceForm | None:
+    """The :class:`DeviceForm` of ``launch`` with arguments of signature ``key``, remembered for a launch
+    without a chosen device on a stream given as None or a handle; None: arguments the signature does not type
+    (the general path's)."""
+    k = launch.kernel
+    plain = launch.device is None and type(launch.stream) in (int, type(None))
+    fkey = (k, launch.grid, launch.block, launch.stream, split, key) if plain else None
+    form = _FORMS.get(fkey) if plain else None
+    age = k.world_age
+    if form is not None and form.age == age:
+        return form
+    found = signed.typed(key)
+    if found is None:
+        return None
+    plan = _plan(k, found[0], age)
+    form = DeviceForm(age, found[0], found[1], plan, _runs(plan, launch, found[0], False, split))
+    if plain and len(_FORMS) < 4096:
+        _FORMS[fkey] = form
+    return form
+
+
 def _span(a) -> tuple[int, int] | None:
     """The bytes an array covers, ``(start, end)``; None for scalars."""
     iface = getattr(a, "__cuda_array_interface__", None)
@@ -428,37 +467,42 @@ class LaunchTape:
         if not cpu and isinstance(launch.stream, str):
             raise LaunchError(f"unknown device {launch.stream!r}; use {CPU!r} for the CPU grid emulation "
                               "or a CUDA stream")
-        spans, stream, sig, slots = None, None, None, None
+        hand = registered_gradient(k)
+        split = self.split and hand is None
+        spans, stream, sig, form = None, None, None, None
         if cpu:
             argtypes, direct = _host_arguments(k, args)
         else:
             direct = False
-            if launch.device is None and (sig := cuda_runtime.signature(args)) is not None \
-                    and (found := signed.typed(sig[0])) is not None:
-                (argtypes, slots), named = found, sig[2]
-            else:
+            if launch.device is None and (sig := cuda_runtime.signature(args)) is not None:
+                k.refresh()  # world age (below for the others): a rebound global gives a new form
+                form = _device_form(launch, sig[0], split)
+            if form is None or sig is None:
                 sig = None
                 argtypes, spans, named = _device_arguments(k, args)
-            stream = self._stream(launch, args, sig is not None or spans is not None, named)
+            else:
+                argtypes, named = form.argtypes, sig[2]
+            stream = self._stream(launch, args, form is not None or spans is not None, named)
             if not self._deferring:  # its heap check, if its kernel has one: read at the end of the recording
                 device_heap.deferring().__enter__()
                 self._deferring = self._on_device = True
-        k.refresh()  # world age: a rebound global the kernel reads (a function it calls) gives a new plan
-        plan = _plan(k, argtypes, k.world_age)
+        if form is None:
+            k.refresh()  # world age: a rebound global the kernel reads (a function it calls) gives a new plan
+            plan = _plan(k, argtypes, k.world_age)
+            runs = _runs(plan, launch, argtypes, direct, split)
+        else:
+            plan, runs = form.plan, form.runs
         if plan.pairs:
-            if sig is not None and slots is not None:  # (the signature's: none read above)
-                spans = signed.spans(sig[1], slots)
+            if sig is not None and form is not None:  # (the signature's: none read above)
+                spans = signed.spans(sig[1], form.slots)
             self._check_overlaps(k, args, plan.pairs, spans)
         ops = NUMPY if direct or not plan.arrays else ops_of(args[plan.arrays[0]], "array argument")
-        hand = registered_gradient(k)
         snapshots = self._snapshots(launch, args, plan, ops, hand, direct, stream) if plan.written else []
         taken = self._taken
         for j in plan.arrays:
             taken.add(id(args[j]))
-        split = self.split and hand is None
         if not cpu:
             device_heap.PENDING.where = ("recorded launch", len(self.records) + 1)  # named by a heap error
-        runs = _runs(plan, launch, argtypes, direct, split)
         if runs.reverse is None:  # no float array: nothing to differentiate
             runs.forward(args) if sig is None else runs.forward(args, sig)
             self.records.append(LaunchRecord(launch, args, plan, snapshots, ops, stream=stream))
@@ -834,4 +878,4 @@ class LaunchTape:
         return f"<LaunchTape{' (split)' if self.split else ''} of {len(self.records)} launch(es)>"
 
 
-__all__ = ["LaunchTape", "LaunchTapeError", "LaunchPlan", "LaunchRecord", "Runs", "TapeSizes"]
+__all__ = ["DeviceForm", "LaunchTape", "LaunchTapeError", "LaunchPlan", "LaunchRecord", "Runs", "TapeSizes"]

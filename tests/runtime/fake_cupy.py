@@ -2,7 +2,7 @@
 
 With the fake driver of tests/kernels/test_cuda_launch.py ("device" memory is the host's), its arrays are
 CuPy arrays to the code under test: their type's module is ``cupy`` and ``sys.modules["cupy"]`` is this
-module while :func:`installed` is active. Like CuPy's, an array's ``__cuda_array_interface__`` builds a new
+module while :func:`installed` is active (no in-place reshaping: an array's layout is set when it is made). Like CuPy's, an array's ``__cuda_array_interface__`` builds a new
 dict at each access (it names the current stream, 1 for the legacy default one) and counts the accesses
 (:data:`READS`); ``data.ptr``, ``shape``, ``strides`` and ``dtype`` are attributes. Copies and memsets run at
 once (host memory); a captured graph replays nothing (use ``LaunchTape(graphs=False)`` where results count).
@@ -36,7 +36,7 @@ class MemoryPointer:
 class ndarray:
     """A CuPy-like array viewing a NumPy array (``host``)."""
 
-    __slots__ = ("host", "data", "__weakref__")
+    __slots__ = ("host", "data", "shape", "strides", "dtype", "__weakref__")
 
     def __init__(self, shape, dtype=float, memptr: MemoryPointer | None = None, strides=None):
         dtype = np.dtype(dtype)
@@ -50,15 +50,10 @@ class ndarray:
             raw = np.ctypeslib.as_array(ctypes.cast(memptr.ptr + low, ctypes.POINTER(ctypes.c_uint8)),
                                         (high - low + dtype.itemsize,))
             host = np.ndarray(shape, dtype, buffer=raw, offset=-low, strides=strides)
-            self.data = MemoryPointer(memptr.ptr, memptr.owner)
-            self.host = host
+            _view(self, host, MemoryPointer(memptr.ptr, memptr.owner))
             return
-        self.host = host
-        self.data = MemoryPointer(host.ctypes.data, host)
+        _view(self, host, MemoryPointer(host.ctypes.data, host))
 
-    shape = property(lambda self: self.host.shape)
-    strides = property(lambda self: self.host.strides)
-    dtype = property(lambda self: self.host.dtype)
     flags = property(lambda self: self.host.flags)
     nbytes = property(lambda self: self.host.nbytes)
     size = property(lambda self: self.host.size)
@@ -113,8 +108,13 @@ def _c_strides(shape, itemsize: int) -> tuple:
 def wrap(host: np.ndarray) -> ndarray:
     """A fake CuPy array viewing ``host``."""
     a = ndarray.__new__(ndarray)
-    a.host, a.data = host, MemoryPointer(host.ctypes.data, host)
+    _view(a, host, MemoryPointer(host.ctypes.data, host))
     return a
+
+
+def _view(a: ndarray, host: np.ndarray, data: MemoryPointer) -> None:
+    """``a`` views ``host`` at ``data``; its layout attributes read as cheaply as CuPy's (set once)."""
+    a.host, a.data, a.shape, a.strides, a.dtype = host, data, host.shape, host.strides, host.dtype
 
 
 class Stream:

@@ -380,17 +380,17 @@ class Dispatcher:
                 self.plugins = tuple(sorted({*self.plugins, exc.plugin}))
 
     def _compile_once(self, argtypes, args=()) -> _Entry:
-        from .runtime import lljit
-
-        # first: the LLJIT is made in the background (LLVM runs without the GIL) while the modules
-        # below load and the cache is looked up
-        lljit.prepare()
         from . import identity as _keys
-        from .cache.default import default_cache, memory_cache
+        from .runtime import lljit
 
         spec = self._spec(argtypes, args)
         job = CompilerJob(spec, self._config())
         _keys.machine(job.config.target)  # the host machine (part of the key), asked of LLVM once
+        # then the LLJIT is made in the background (LLVM runs without the GIL) while the cache's modules
+        # load and the cache is looked up
+        lljit.prepare()
+        from .cache.default import default_cache, memory_cache
+
         cache = default_cache() if self.options.cache else memory_cache()  # GPUC_CACHE_*, GPUC_SERVICE_URL
         with _COMPILING:
             entry = self._tiered(spec, job, argtypes, cache, all(_small(a) for a in args))

@@ -3,10 +3,12 @@
 Creating it (with the host target's initialisation) costs about 1.3 ms, the
 largest single step of a fresh process's first call served from the cache.
 :func:`prepare` starts it in a background thread: LLVM runs without the GIL,
-so it overlaps the first call's imports (the cache's, the key's, the
-runtime's) and the cache lookup instead of following them. The first load
-(:func:`lljit`) waits for it. A fork or the interpreter's exit waits for it
-too; a failure there is raised by the load that needs the LLJIT.
+so it overlaps the first call's imports (the cache's, the runtime's) and the
+cache lookup instead of following them. It starts after the key has asked
+LLVM for the host machine: llvmlite's calls take one lock, which the creation
+holds. The first load (:func:`lljit`) waits for it. A fork or the
+interpreter's exit waits for it too; a failure there is raised by the load
+that needs the LLJIT.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ tests/kernels/test_cuda_launch.py whose ``cuLaunchKernel`` returns at once:
 what remains is the Python work of a launch (the configuration, world-age
 check, argument signature, packing), the part this project controls. Arrays
 are CuPy-like: ``__cuda_array_interface__`` a property that builds its dict
-at each access, as CuPy's does. Each figure is the CPU time of the launching
+at each access, as CuPy's does; the ``fake CuPy`` rows launch on the fake
+CuPy arrays of tests/runtime/fake_cupy.py, which the runtime reads by their
+attributes as it reads CuPy's. Each figure is the CPU time of the launching
 thread (all a launch does on this driver is CPU work; on a shared host its
 wall time also counts the waits for a core), the best of 40 rounds of
 ``--launches / 10`` launches. ``--profile`` prints where the one-array launch spends its
@@ -41,11 +43,13 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "kernels"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "runtime"))
 
 from gpucompiler import device as gd  # noqa: E402
 from gpucompiler.kernel import Kernel  # noqa: E402
 from gpucompiler.runtime import cuda  # noqa: E402
 from test_cuda_launch import FakeDriver  # pyright: ignore[reportMissingImports]  # noqa: E402
+import fake_cupy  # pyright: ignore[reportMissingImports]  # noqa: E402
 
 
 def _touch(x):
@@ -113,6 +117,15 @@ def fake_rows(launches: int, profile: bool) -> list[tuple[str, float]]:
     four()
     rows = [("fake driver: touch[1, 32](x)", _best_ns(one, launches) / 1e3),
             ("fake driver: axpy[4, 256](2.0, x, y, out)", _best_ns(four, launches) / 1e3)]
+    with fake_cupy.installed() as cp:
+        cx, ca, cb, cout = cp.zeros(32), cp.zeros(1024), cp.zeros(1024), cp.zeros(1024)
+        cp_one = lambda: fake_touch[1, 32](cx)  # noqa: E731
+        cp_four = lambda: fake_axpy[4, 256](2.0, ca, cb, cout)  # noqa: E731
+        for _ in range(2):
+            cp_one()
+            cp_four()
+        rows += [("fake driver, fake CuPy: touch[1, 32](x)", _best_ns(cp_one, launches) / 1e3),
+                 ("fake driver, fake CuPy: axpy[4, 256](2.0, x, y, out)", _best_ns(cp_four, launches) / 1e3)]
     if profile:
         prof = cProfile.Profile()
         prof.enable()
@@ -192,16 +205,16 @@ def main(argv=None) -> int:
     if opts.json == "-":
         print(json.dumps(result))
         return 0
-    print(f"| {'launch':44} | µs per launch | note")
-    print(f"|{'-' * 46}|---------------|------")
+    print(f"| {'launch':52} | µs per launch | note")
+    print(f"|{'-' * 54}|---------------|------")
     for (label, us), old in zip(rows, base or [None] * len(rows)):
         note = f"baseline {old[1]:.2f} µs: {old[1] / us:.2f}x faster" if old else "host work only"
-        print(f"| {label:44} | {us:13.2f} | {note}")
+        print(f"| {label:52} | {us:13.2f} | {note}")
     for label, us in real:
         note = f"{us / real[1][1]:.2f}x CuPy's time" if label.startswith("GPU: gpuc") and len(real) > 1 else ""
-        print(f"| {label:44} | {us:13.2f} | {note}")
+        print(f"| {label:52} | {us:13.2f} | {note}")
     if not real:
-        print(f"| {'GPU launches':44} | {'-':>13} | no GPU with CuPy here")
+        print(f"| {'GPU launches':52} | {'-':>13} | no GPU with CuPy here")
     if opts.json:
         with open(opts.json, "w") as fh:
             json.dump(result, fh, indent=2)

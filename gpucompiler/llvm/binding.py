@@ -48,7 +48,8 @@ def llvm_version() -> str:
     return ".".join(map(str, llvm.llvm_version_info))
 
 
-_LINE = re.compile(r"<string>:(\d+):(\d+):\s*(?:error:\s*)?(.*)")
+#: patterns compiled at their first use (``re``'s own cache), not at import: a cache hit parses no IR
+_LINE = r"<string>:(\d+):(\d+):\s*(?:error:\s*)?(.*)"
 
 
 def parse_ir(text: str, *, verify: bool = True) -> llvm.ModuleRef:
@@ -67,7 +68,7 @@ def parse_ir(text: str, *, verify: bool = True) -> llvm.ModuleRef:
 
 
 def _parse_error(message: str, text: str) -> IRParseError:
-    match = _LINE.search(message)
+    match = re.search(_LINE, message)
     if not match:
         return IRParseError(message.strip())
     line = int(match.group(1))
@@ -81,12 +82,12 @@ ADDRESSES = "gpuc.addresses"
 ``!gpuc.addresses = !{!0}``, ``!0 = !{!"name", i64 address}``. A loader binds each name to its
 address, so the IR holds names (it validates and can be cached) and still calls what the source
 called. The addresses come from the source text, which is part of the job's key."""
-_NAMED = re.compile(r"^!" + re.escape(ADDRESSES) + r" = !\{([^}]*)\}", re.M)
+_NAMED = r"^!" + re.escape(ADDRESSES) + r" = !\{([^}]*)\}"
 
 
 def address_bindings(text: str) -> dict[str, int]:
     """``{name: address}`` of the :data:`ADDRESSES` record of the LLVM IR ``text`` (empty without one)."""
-    named = _NAMED.search(text)
+    named = re.search(_NAMED, text, re.M)
     if named is None:
         return {}
     out: dict[str, int] = {}

@@ -195,7 +195,7 @@ class PTXTarget(Target):
         if warp is not None:
             kernel = model.functions.get(name) if name else None
             if kernel is not None:
-                own_element_adds(model, kernel)
+                own_element_adds(model, kernel, GLOBAL)
             # sm_70: the non-aligned barrier at the kernel's exit
             blocks = sum_per_block(model, kernel, GLOBAL) if kernel is not None and self.capability >= (7, 0) else None
             aggregate_atomics(model, warp, kernel, GLOBAL, blocks.summable if blocks is not None else ())

@@ -8,7 +8,7 @@ block by :mod:`.ptx_blocksums`) they queue behind them in the memory system: on 
 ``dy[i]``'s atomic add with a block-summed ``dw[0]`` took 385 µs, the plain add 143 µs.
 
 :func:`own_element_adds` rewrites, in a kernel that calls nothing unknown and writes through no pointer of
-unknown origin, each ``atomicrmw add``/``fadd`` (old value unused, not volatile) into an array argument
+unknown origin, each relaxed ``atomicrmw add``/``fadd`` (old value unused, not volatile) into an array argument
 whose every access in the kernel (load, store, atomic) is at byte ``G * s`` of its data, where ``G`` is
 the thread's x index in the grid (``ctaid.x * ntid.x + tid.x``) and ``s`` (a constant, at least the
 access's size) is the same for all of them::
@@ -29,15 +29,16 @@ from __future__ import annotations
 
 from ..llvm import Argument, BasicBlock, Builder, ConstantData, Function, Instruction, Value, const_int, types as LT
 from .ptx_blocksums import UNKNOWN, array_of, array_rank, generic, safe_call
-from .warpatomics import split_after
+from .warpatomics import eligible, split_after
 
 _SIZES = {"i8": 1, "i16": 2, "half": 2, "bfloat": 2, "i32": 4, "float": 4, "i64": 8, "double": 8}
 _ADDS = {"add": "add", "fadd": "fadd"}
 _SREG = "llvm.nvvm.read.ptx.sreg."
 
 
-def own_element_adds(model, entry: Function) -> int:
-    """Rewrite kernel ``entry``'s atomic adds into its threads' own elements (module docstring); how many."""
+def own_element_adds(model, entry: Function, global_space: int = 1) -> int:
+    """Rewrite kernel ``entry``'s atomic adds into its threads' own elements (module docstring); how many.
+    The adds are those :func:`.warpatomics.eligible` accepts (relaxed, old value unused, global memory)."""
     accesses: dict[int, list[Instruction]] = {}
     arrays: dict[int, Argument] = {}
     written: dict[int, Argument] = {}
@@ -62,8 +63,7 @@ def own_element_adds(model, entry: Function) -> int:
             written[id(what)] = what
     sites: list[tuple[Argument, Instruction]] = []
     for key, insts in accesses.items():
-        rmws = [i for i in insts if i.opcode == "atomicrmw" and i.operation in _ADDS and not i.users
-                and not i.is_volatile]
+        rmws = [i for i in insts if i.opcode == "atomicrmw" and i.operation in _ADDS and eligible(i, entry, global_space)]
         scales = {_own_scale(i, arrays[key]) for i in insts}
         if rmws and len(scales) == 1 and None not in scales:
             sites.extend((arrays[key], rmw) for rmw in rmws)

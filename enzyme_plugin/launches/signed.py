@@ -82,6 +82,17 @@ def spans(values: list, slots: tuple) -> list:
     return out
 
 
+def overlapping(values: list, slots: tuple, pairs: tuple) -> list[tuple[int, int]]:
+    """The ``pairs`` of arguments whose bytes overlap (empty arrays overlap nothing), by the signature's values."""
+    found = spans(values, slots)
+    out = []
+    for i, j in pairs:
+        a, b = found[i], found[j]
+        if a[0] < b[1] and b[0] < a[1] and a[0] != a[1] and b[0] != b[1]:
+            out.append((i, j))
+    return out
+
+
 class SignedLaunch:
     """``launch(args, sig=None)``: a kernel launched on one configuration, ``sig`` the arguments'
     :func:`~gpucompiler.runtime.cuda.signature` when the caller read it. The first launch goes the kernel's
@@ -110,4 +121,4 @@ class SignedLaunch:
                 self.bound = runtime.bind(self.kernel, launch.grid, launch.block, launch.stream)
 
 
-__all__ = ["SignedLaunch", "spans", "typed"]
+__all__ = ["SignedLaunch", "overlapping", "spans", "typed"]

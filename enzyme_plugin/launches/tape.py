@@ -327,7 +327,7 @@ def _runs(plan: LaunchPlan, launch: Launch, argtypes: tuple, direct: bool, split
     return runs
 
 
-@attrs.frozen
+@attrs.define(eq=False)
 class DeviceForm:
     """What recording a GPU launch of one configuration and argument signature needs, worked out once per
     world age of its kernel (:func:`_device_form`)."""
@@ -339,6 +339,9 @@ class DeviceForm:
     """where each array's pointer, shape and strides sit among the signature's values (:func:`.signed.typed`)"""
     plan: LaunchPlan
     runs: Runs
+    clear: list | None = None
+    """the last signature values whose arrays' bytes were found not to overlap at all (a training loop launches
+    on the same arrays each round: the overlap check is one comparison then)"""
 
 
 _FORMS: dict = {}
@@ -493,9 +496,14 @@ class LaunchTape:
         else:
             plan, runs = form.plan, form.runs
         if plan.pairs:
-            if sig is not None and form is not None:  # (the signature's: none read above)
-                spans = signed.spans(sig[1], form.slots)
-            self._check_overlaps(k, args, plan.pairs, spans)
+            if sig is None or form is None:
+                self._check_overlaps(k, args, plan.pairs, spans)
+            elif sig[1] != form.clear:  # the spans from the signature's values
+                found = signed.overlapping(sig[1], form.slots, plan.pairs)
+                if found:
+                    self._check_overlaps(k, args, found, signed.spans(sig[1], form.slots))
+                else:
+                    form.clear = sig[1]
         ops = NUMPY if direct or not plan.arrays else ops_of(args[plan.arrays[0]], "array argument")
         snapshots = self._snapshots(launch, args, plan, ops, hand, direct, stream) if plan.written else []
         taken = self._taken

@@ -99,7 +99,8 @@ def test_each_round_takes_the_buffers_lengths_strides_dtypes_and_ids_it_is_given
 
 def test_overlaps_are_found_from_the_signatures_spans(fake):
     """The spans come from each launch's own pointer, shape and strides: two views that overlap only at their
-    new length are refused, reversed views by their true span, and empty views overlap nothing."""
+    new length are refused, reversed views by their true span, and empty views overlap nothing. Values found
+    clear are not checked again; values where the same object is passed twice are, with two objects."""
     cp, _ = fake
     base = cp.asarray(np.linspace(0.1, 1.2, 128))
     for _ in range(2):
@@ -113,6 +114,12 @@ def test_overlaps_are_found_from_the_signatures_spans(fake):
         square[2, 32, None](base[:64][::-1], base[63:127])
     with LaunchTape(graphs=False):
         square[1, 32, None](base[5:5], base[5:5][::-1])  # two empty views at one address
+    x = cp.asarray(np.linspace(0.1, 1.2, 64))
+    for _ in range(2):  # the same object twice: allowed, and no reason to skip the check for these values
+        with LaunchTape(graphs=False):
+            square[2, 32, None](x, x)
+    with pytest.raises(LaunchTapeError, match="overlap in memory"), LaunchTape(graphs=False):
+        square[2, 32, None](x, x[:])  # the same values, two objects
 
 
 def test_a_global_rebound_between_rounds_reaches_the_recorded_launch_and_its_gradient(fake):

@@ -2,7 +2,7 @@
 
 Mesa's lavapipe (llvmpipe, Mesa 22.3) keeps running a loop's body for an invocation that has left the
 loop while others of its SIMD group iterate on, and the code after a rotated loop (exit test in the
-latch) read what the body computed then, when the invocation's loads read zeros: the batch gradient of
+latch) read what the body computed then (a tape load there read 0): the batch gradient of
 a float32 Newton loop was NaN for the invocations that converged early, with the engine's IR, its
 emulation and the SPIR-V (``spirv-val``) all right. The kernels below are that gradient written by
 hand (a tape stored by a forward loop and read back by a reverse loop, no AD), on lavapipe against the

@@ -4,7 +4,7 @@ LLVM rotates loops: the exit test sits in the latch, and the code after the loop
 iteration's values straight from the loop's body. Mesa's lavapipe (llvmpipe, Mesa 22.3) runs a loop
 as long as any invocation of a SIMD group is in it; an invocation that left early is masked off, and
 a value computed in the body and read after the loop may then be the one the last iteration computed
-for it while it was masked off (its loads read zeros then), not the one of its own last iteration:
+for it while it was masked off (a tape load there read 0), not the one of its own last iteration:
 NaN in a gradient's reverse loop (``tests/spirv/test_spirv_loop_exits.py``). A value carried by a
 phi is kept per invocation, so :func:`exit_through_headers` rewrites each loop whose only exit is
 its latch's conditional branch::

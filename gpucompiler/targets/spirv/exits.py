@@ -15,7 +15,7 @@ its latch's conditional branch::
                                         H: body ...   T: ... br G      X: use(v')
 
 The rewritten loop has the same iterations and the same values (``v'`` on the exit is the ``v`` of
-the last iteration); every Vulkan driver runs it as written. Loops that exit elsewhere, or whose
+the last iteration), in the plain ``while`` form lavapipe runs right. Loops that exit elsewhere, or whose
 values leaving are not integers or floats (a phi of pointers needs ``VariablePointers``), keep
 their form.
 """

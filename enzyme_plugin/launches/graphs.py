@@ -44,10 +44,24 @@ def _memory(x, ndarray: type) -> tuple | None:
     anything else)."""
     tp = type(x)
     if tp is ndarray:
-        return x.data.ptr, x.shape, x.strides, x.dtype.char
+        return x.data.ptr, x.shape, x.strides, x.dtype
     if tp in SCALAR_TYPES:
         return tp, x
     return None
+
+
+def _memories(xs, ndarray: type) -> tuple | None:
+    """:func:`_memory` of each of ``xs``; None when one has none."""
+    out = []
+    for x in xs:
+        tp = type(x)
+        if tp is ndarray:
+            out.append((x.data.ptr, x.shape, x.strides, x.dtype))
+        elif tp in SCALAR_TYPES:
+            out.append((tp, x))
+        else:
+            return None
+    return tuple(out)
 
 
 def graph_key(records: list, unzeroed: list, seeds: list, finals: list) -> tuple | None:
@@ -65,10 +79,9 @@ def graph_key(records: list, unzeroed: list, seeds: list, finals: list) -> tuple
         if r.split or r.stream != 0 or r.ops is not ops or r.launch.device is not None \
                 or (r.reverse is not None and r.gradient is None) or registered_gradient(r.launch.kernel) is not r.hand:
             return None  # (a gradient registered since the recording: the backward launch by launch takes it)
-        args = r.reverse_args if r.reverse is not None else ()
-        memory = tuple(_memory(a, ndarray) for a in args)
-        copies = tuple(_memory(v, ndarray) for _, v in r.snapshots)
-        if None in memory or None in copies:
+        memory = _memories(r.reverse_args, ndarray) if r.reverse is not None else ()
+        copies = _memories([v for _, v in r.snapshots], ndarray) if r.snapshots else ()
+        if memory is None or copies is None:
             return None
         parts.append((r.gradient, r.launch.grid, r.launch.block, memory, tuple(j for j, _ in r.snapshots), copies))
     parts.append(tuple(_memory(shadow, ndarray) for _, shadow in unzeroed))

@@ -16,6 +16,7 @@ import pytest
 
 import launch_programs as P
 from enzyme_plugin import LaunchTape, LaunchTapeError
+from enzyme_plugin.launches.graphs import graph_key
 from gpucompiler.runtime import cuda
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kernels"))
@@ -157,3 +158,27 @@ def test_a_recorded_launch_goes_to_cupys_current_stream(fake):
         assert "sync" not in [c[0] for c in driver.calls[start:]]  # copies and launches on one stream
         np.testing.assert_allclose(gx, _expected(xh, w)[0], rtol=1e-13)
         assert np.isclose(gw, _expected(xh, w)[1], rtol=1e-13)
+
+
+def test_the_graph_key_names_each_arrays_memory(fake):
+    """A backward's graph key (``launches.graphs``) repeats when a round launches on the same memory (the
+    shadows and copies reused after ``reset()``) and changes with a buffer, a length or a dtype (the same
+    element count in float32 and float64 differs)."""
+    cp, _ = fake
+    tape = LaunchTape(graphs=False)
+
+    def key_of(x, y, w, out):
+        tape.reset()
+        with tape:
+            P.program(x, y, w, out, 2, 32, None)
+        return graph_key(tape.records, [], [(out, tape.gradient(out), 1.0)], tape._final_values())
+
+    arrays = [cp.asarray(np.linspace(0.1, 1.2, 64)), cp.zeros(64), cp.asarray([2.0]), cp.zeros(1)]
+    key_of(*arrays)
+    first = key_of(*arrays)
+    assert first is not None and key_of(*arrays) == first
+    assert key_of(cp.asarray(np.linspace(0.1, 1.2, 64)), *arrays[1:]) != first     # another buffer
+    assert key_of(arrays[0][:48], arrays[1][:48], *arrays[2:]) != first             # another length
+    x32 = [cp.asarray(np.linspace(0.1, 1.2, 64), np.float32), cp.zeros(64, np.float32),
+           cp.asarray([2.0], np.float32), cp.zeros(1, np.float32)]
+    assert key_of(*x32) != first

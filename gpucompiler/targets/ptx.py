@@ -194,10 +194,10 @@ class PTXTarget(Target):
         warp = self.warp_intrinsics() if self.aggregate_atomics else None
         if warp is not None:
             kernel = model.functions.get(name) if name else None
-            if kernel is not None:
-                own_element_adds(model, kernel, GLOBAL)
             # sm_70: the non-aligned barrier at the kernel's exit
             blocks = sum_per_block(model, kernel, GLOBAL) if kernel is not None and self.capability >= (7, 0) else None
+            if kernel is not None:  # (after the block sums: a plain add after a deferred one needs no check)
+                own_element_adds(model, kernel, GLOBAL, blocks)
             aggregate_atomics(model, warp, kernel, GLOBAL, blocks.summable if blocks is not None else ())
             if blocks is not None:
                 blocks.finish()

@@ -28,7 +28,7 @@ to zero, the plain add keeps them). ``PTXTarget(aggregate_atomics=False)`` keeps
 from __future__ import annotations
 
 from ..llvm import Argument, BasicBlock, Builder, ConstantData, Function, Instruction, Value, const_int, types as LT
-from .ptx_blocksums import UNKNOWN, array_of, array_rank, generic, safe_call
+from .ptx_blocksums import UNKNOWN, BlockSums, array_of, array_rank, generic, safe_call
 from .warpatomics import eligible, split_after
 
 _SIZES = {"i8": 1, "i16": 2, "half": 2, "bfloat": 2, "i32": 4, "float": 4, "i64": 8, "double": 8}
@@ -36,19 +36,29 @@ _ADDS = {"add": "add", "fadd": "fadd"}
 _SREG = "llvm.nvvm.read.ptx.sreg."
 
 
-def own_element_adds(model, entry: Function, global_space: int = 1) -> int:
+def own_element_adds(model, entry: Function, global_space: int = 1, blocks: BlockSums | None = None) -> int:
     """Rewrite kernel ``entry``'s atomic adds into its threads' own elements (module docstring); how many.
-    The adds are those :func:`.warpatomics.eligible` accepts (relaxed, old value unused, global memory)."""
+    The adds are those :func:`.warpatomics.eligible` accepts (relaxed, old value unused, global memory);
+    ``blocks``: the adds already moved to a block's slot (:mod:`.ptx_blocksums`), whose addresses the block
+    still writes at its end."""
+    slots = {id(p) for p in blocks.summable} if blocks is not None else set()
+    summed = [f.address for f in blocks.flushes] if blocks is not None else []
     accesses: dict[int, list[Instruction]] = {}
     arrays: dict[int, Argument] = {}
     written: dict[int, Argument] = {}
+    for p in summed:
+        what = array_of(p, entry)
+        if isinstance(what, str):
+            return 0
+        if what is not None:
+            written[id(what)] = what
     for inst in entry.instructions():
         op = inst.opcode
         if op in ("call", "invoke", "callbr"):
             if not safe_call(inst):
                 return 0
             continue
-        if op not in ("load", "store", "atomicrmw", "cmpxchg"):
+        if op not in ("load", "store", "atomicrmw", "cmpxchg") or id(inst.pointer_operand) in slots:
             continue
         what = array_of(inst.pointer_operand, entry)  # pyright: ignore[reportArgumentType]
         if what is None:

@@ -52,6 +52,13 @@ def two_own(x, da, db):
         gd.atomic_add(db, i, 1.0)
 
 
+def summed_then_own(x, dx, dw):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        gd.atomic_add(dw, 0, x[i])      # summed per block, added at the block's end
+        gd.atomic_add(dx, i, 2.0 * x[i])
+
+
 def _ptx(fn, *args, **target):
     return kernel(fn, target=PTXTarget(**target)).inspect_asm(*args)
 
@@ -95,6 +102,14 @@ def test_other_written_arrays_are_checked_to_lie_elsewhere(check_ptx):
     assert len(re.findall(r"setp\.(?:le|ge|lt|gt)\.s64", ptx)) >= 2  # da's span against db's and back
 
 
+def test_a_block_summed_address_counts_as_written(check_ptx):
+    """dw[0]'s block sum reaches memory at the block's end: dx's plain path is checked to lie clear of dw."""
+    ptx = _ptx(summed_then_own, F64, F64, F64)
+    check_ptx(ptx)
+    assert "blocksum" in ptx and _plain_adds(ptx) == 1
+    assert len(re.findall(r"setp\.(?:le|ge|lt|gt)\.s64", ptx)) >= 2
+
+
 # -- on a GPU ---------------------------------------------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", [1000, 1 << 16])
@@ -125,3 +140,15 @@ def test_two_arrays_over_one_buffer_keep_their_atomics():
     kernel(two_own)[n // 256, 256](x, buf[:n], buf[1:])  # buf[k] gets x[k] from thread k, 1.0 from thread k - 1
     want = np.concatenate([np.arange(n, dtype=np.float64), [0.0]]) + np.concatenate([[0.0], np.ones(n)])
     np.testing.assert_array_equal(cp.asnumpy(buf), want)
+
+
+@pytest.mark.gpu
+def test_an_own_element_over_a_block_summed_address_keeps_its_atomic():
+    cp = pytest.importorskip("cupy")
+    n = 1 << 16
+    x = cp.asarray(np.linspace(0.0, 1.0, n))
+    buf = cp.zeros(n)
+    kernel(summed_then_own)[n // 256, 256](x, buf, buf[:1])  # dw[0] is dx[0]
+    want = 2.0 * np.linspace(0.0, 1.0, n)
+    want[0] += float(x.sum())
+    np.testing.assert_allclose(cp.asnumpy(buf), want, rtol=1e-12)

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import json
 import os
+import shutil
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -82,3 +86,50 @@ def test_a_failure_in_the_background_is_raised_by_the_load(monkeypatch):
     lljit.prepare()
     with pytest.raises(RuntimeError, match="no LLJIT here"):
         lljit.lljit()
+
+
+_PROGRAM = """
+import json, sys
+from gpucompiler import jit
+
+def poly(x, n):
+    s = 0.0
+    for i in range(n):
+        s += x * i
+    return s
+
+value = jit(poly, tier=False)(1.5, 4)
+from gpucompiler.cache.default import default_cache
+print(json.dumps([value, dict(default_cache().stats), "gpucompiler.plugin" in sys.modules]))
+"""
+
+
+def test_an_edit_in_place_of_a_module_a_hit_does_not_import_is_a_miss(tmp_path):
+    """A cached call loads neither the plugin registry nor the plugins' identity, so nothing checks their
+    ``.pyc``: an edit in place of ``gpucompiler/plugin.py`` (same inode and directory, as an editor writing
+    over the file leaves them) must still change the compiler's code digest, and the next fresh process
+    compiles again instead of serving the other build's code."""
+    src = tmp_path / "src"
+    shutil.copytree(os.path.dirname(codeprint.__file__).rsplit(os.sep, 1)[0], src / "gpucompiler",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUC_") and k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPATH=str(src), GPUC_CACHE_DIR=str(tmp_path / "cache"))
+
+    def run() -> tuple[float, dict, bool]:
+        out = subprocess.run([sys.executable, "-c", _PROGRAM], env=env, cwd=tmp_path, capture_output=True,
+                             text=True, check=True)
+        value, stats, plugin = json.loads(out.stdout)
+        return value, stats, plugin
+
+    assert run()[1].get("compile") == 1
+    run()  # the stamps settle (the first process wrote bytecode after its memo)
+    value, stats, plugin = run()
+    assert (value, stats.get("hit.disk"), "compile" in stats, plugin) == (9.0, 1, False, False)
+    target = src / "gpucompiler" / "plugin.py"
+    inode = os.stat(target).st_ino
+    time.sleep(0.02)  # past the file system's timestamp granularity
+    with open(target, "a") as fh:
+        fh.write("# edited in place\n")
+    assert os.stat(target).st_ino == inode
+    value, stats, _ = run()
+    assert value == 9.0 and stats.get("compile") == 1 and "hit.disk" not in stats

@@ -466,50 +466,51 @@ class LaunchTape:
             raise for_user(exc, settings.debug_tracebacks())
 
     def _record_launch(self, launch: Launch, args: tuple) -> None:
-        k, cpu = launch.kernel, launch.stream == CPU
-        if not cpu and isinstance(launch.stream, str):
-            raise LaunchError(f"unknown device {launch.stream!r}; use {CPU!r} for the CPU grid emulation "
-                              "or a CUDA stream")
+        k, where = launch.kernel, launch.stream
         hand = registered_gradient(k)
         split = self.split and hand is None
-        spans, stream, sig, form = None, None, None, None
-        if cpu:
-            argtypes, direct = _host_arguments(k, args)
-        else:
-            direct = False
-            if launch.device is None and (sig := cuda_runtime.signature(args)) is not None:
-                k.refresh()  # world age (below for the others): a rebound global gives a new form
-                form = _device_form(launch, sig[0], split)
-            if form is None or sig is None:
-                sig = None
-                argtypes, spans, named = _device_arguments(k, args)
-            else:
-                argtypes, named = form.argtypes, sig[2]
-            stream = self._stream(launch, args, form is not None or spans is not None, named)
+        sig = form = None
+        if where != CPU:
+            if isinstance(where, str):
+                raise LaunchError(f"unknown device {where!r}; use {CPU!r} for the CPU grid emulation or a CUDA "
+                                  "stream")
             if not self._deferring:  # its heap check, if its kernel has one: read at the end of the recording
                 device_heap.deferring().__enter__()
                 self._deferring = self._on_device = True
-        if form is None:
-            k.refresh()  # world age: a rebound global the kernel reads (a function it calls) gives a new plan
-            plan = _plan(k, argtypes, k.world_age)
-            runs = _runs(plan, launch, argtypes, direct, split)
-        else:
-            plan, runs = form.plan, form.runs
-        if plan.pairs:
-            if sig is None or form is None:
-                self._check_overlaps(k, args, plan.pairs, spans)
-            elif sig[1] != form.clear:  # the spans from the signature's values
+            if launch.device is None and (sig := cuda_runtime.signature(args)) is not None:
+                k.refresh()  # world age (below for the others): a rebound global gives a new form
+                form = _FORMS.get((k, launch.grid, launch.block, where, split, sig[0])) \
+                    if where is None or type(where) is int else None
+                if form is None or form.age != k.world_age:
+                    form = _device_form(launch, sig[0], split)
+        if form is not None and sig is not None:  # a GPU launch typed by its arguments' signature
+            direct, plan, runs, named = False, form.plan, form.runs, sig[2]
+            stream = cuda_runtime.stream_handle(where) if where is not None else 0 if named is None or named == 1 \
+                else cuda_runtime.producer_handle(named)  # as _stream says
+            if plan.pairs and sig[1] != form.clear:  # the spans from the signature's values
                 found = signed.overlapping(sig[1], form.slots, plan.pairs)
                 if found:
                     self._check_overlaps(k, args, found, signed.spans(sig[1], form.slots))
                 else:
                     form.clear = sig[1]
+        else:
+            sig, spans, stream = None, None, None
+            if where == CPU:
+                argtypes, direct = _host_arguments(k, args)
+            else:
+                (argtypes, spans, named), direct = _device_arguments(k, args), False
+                stream = self._stream(launch, args, spans is not None, named)
+            k.refresh()  # world age: a rebound global the kernel reads (a function it calls) gives a new plan
+            plan = _plan(k, argtypes, k.world_age)
+            runs = _runs(plan, launch, argtypes, direct, split)
+            if plan.pairs:
+                self._check_overlaps(k, args, plan.pairs, spans)
         ops = NUMPY if direct or not plan.arrays else ops_of(args[plan.arrays[0]], "array argument")
         snapshots = self._snapshots(launch, args, plan, ops, hand, direct, stream) if plan.written else []
         taken = self._taken
         for j in plan.arrays:
             taken.add(id(args[j]))
-        if not cpu:
+        if stream is not None:  # on a GPU
             device_heap.PENDING.where = ("recorded launch", len(self.records) + 1)  # named by a heap error
         if runs.reverse is None:  # no float array: nothing to differentiate
             runs.forward(args) if sig is None else runs.forward(args, sig)
@@ -528,7 +529,7 @@ class LaunchTape:
             self._hand_written(record, hand)
         elif split:
             g, b = launch.grid, launch.block
-            shape = (g[0] * g[1] * g[2] * b[0] * b[1] * b[2], plan.tapes.words(cpu))
+            shape = (g[0] * g[1] * g[2] * b[0] * b[1] * b[2], plan.tapes.words(where == CPU))
             holders = self._tapes(ops, shape, args[plan.arrays[0]])
             record = LaunchRecord(launch, args, plan, snapshots, ops, holders, runs.reverse,
                                   (1, holders, *with_shadows), True, stream=stream)

@@ -158,6 +158,15 @@ def test_a_recorded_launch_goes_to_cupys_current_stream(fake):
         assert "sync" not in [c[0] for c in driver.calls[start:]]  # copies and launches on one stream
         np.testing.assert_allclose(gx, _expected(xh, w)[0], rtol=1e-13)
         assert np.isclose(gw, _expected(xh, w)[1], rtol=1e-13)
+    for given in (cp.cuda.Stream(ptr=0x77), 0x78, cp.cuda.Stream(ptr=0x77)):  # a stream given: the launch's own
+        start = len(driver.calls)
+        tape.reset()
+        with tape:
+            square[2, 32, given](x, y)
+        handle = getattr(given, "ptr", given)
+        assert [c[3] for c in driver.calls[start:] if c[0] == "launch"] == [handle]
+        assert tape.records[0].stream == handle
+        np.testing.assert_allclose(y.get(), xh * xh, rtol=1e-15)
 
 
 def test_the_graph_key_names_each_arrays_memory(fake):

@@ -67,7 +67,9 @@ def compile(job: CompilerJob, emit: Sequence[str] = ("llvm",), *,
             settings: CompileSettings | None = None) -> CompileResult:
     """Compile ``job`` and emit each kind in ``emit``.
 
-    ``settings`` defaults to :meth:`CompileSettings.from_env` (``GPUC_DUMP_DIR``).
+    ``settings`` defaults to :meth:`CompileSettings.from_env` (``GPUC_DUMP_DIR``). Cyclic garbage
+    collection is paused while it runs, for the whole process (a compile in a background thread pauses
+    it for the other threads too), and resumes after it unless the caller had paused it.
     """
     emit = (emit,) if isinstance(emit, str) else tuple(emit)
     unknown = [k for k in emit if k not in EMIT_KINDS]

@@ -338,7 +338,8 @@ class DeviceForm:
     slots: tuple
     """where each array's pointer, shape and strides sit among the signature's values (:func:`.signed.typed`)"""
     plan: LaunchPlan
-    runs: Runs
+    runs: Runs | None = None
+    """made at the first launch whose arguments passed the overlap check (:func:`_runs`)"""
     clear: list | None = None
     """the last signature values whose arrays' bytes were found not to overlap at all (a training loop launches
     on the same arrays each round: the overlap check is one comparison then)"""
@@ -362,8 +363,7 @@ def _device_form(launch: Launch, key: tuple, split: bool) -> DeviceForm | None:
     found = signed.typed(key)
     if found is None:
         return None
-    plan = _plan(k, found[0], age)
-    form = DeviceForm(age, found[0], found[1], plan, _runs(plan, launch, found[0], False, split))
+    form = DeviceForm(age, found[0], found[1], _plan(k, found[0], age))
     if plain and len(_FORMS) < 4096:
         _FORMS[fkey] = form
     return form
@@ -493,6 +493,8 @@ class LaunchTape:
                     self._check_overlaps(k, args, found, signed.spans(sig[1], form.slots))
                 else:
                     form.clear = sig[1]
+            if runs is None:
+                runs = form.runs = _runs(plan, launch, form.argtypes, False, split)
         else:
             sig, spans, stream = None, None, None
             if where == CPU:
@@ -502,9 +504,9 @@ class LaunchTape:
                 stream = self._stream(launch, args, spans is not None, named)
             k.refresh()  # world age: a rebound global the kernel reads (a function it calls) gives a new plan
             plan = _plan(k, argtypes, k.world_age)
-            runs = _runs(plan, launch, argtypes, direct, split)
             if plan.pairs:
                 self._check_overlaps(k, args, plan.pairs, spans)
+            runs = _runs(plan, launch, argtypes, direct, split)
         ops = NUMPY if direct or not plan.arrays else ops_of(args[plan.arrays[0]], "array argument")
         snapshots = self._snapshots(launch, args, plan, ops, hand, direct, stream) if plan.written else []
         taken = self._taken

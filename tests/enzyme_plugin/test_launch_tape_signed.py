@@ -16,6 +16,7 @@ import pytest
 
 import launch_programs as P
 from enzyme_plugin import LaunchTape, LaunchTapeError
+from enzyme_plugin.launches import tape as tape_module
 from enzyme_plugin.launches.graphs import graph_key
 from gpucompiler.runtime import cuda
 
@@ -121,6 +122,20 @@ def test_overlaps_are_found_from_the_signatures_spans(fake):
             square[2, 32, None](x, x)
     with pytest.raises(LaunchTapeError, match="overlap in memory"), LaunchTape(graphs=False):
         square[2, 32, None](x, x[:])  # the same values, two objects
+
+
+def test_overlapping_arrays_are_refused_before_the_gradient_kernel_is_made(fake, monkeypatch):
+    """The overlap check comes first: a configuration never launched before makes its gradient's launches only
+    for arguments that passed it."""
+    cp, _ = fake
+    base = cp.asarray(np.linspace(0.1, 1.2, 128))
+
+    def unreachable(*args):
+        raise AssertionError("the gradient kernel was made for overlapping arrays")
+
+    monkeypatch.setattr(tape_module, "gradient_kernel", unreachable)
+    with pytest.raises(LaunchTapeError, match="overlap in memory"), LaunchTape(graphs=False):
+        square[3, 16, None](base[:48], base[32:80])
 
 
 def test_a_global_rebound_between_rounds_reaches_the_recorded_launch_and_its_gradient(fake):

@@ -3,7 +3,7 @@
 
     python benchmarks/first_call.py [--rounds 9] [--tree OLD ...]
     python benchmarks/first_call.py --jax [--rounds 3] [--tree OLD ...] [--json OUT] [--bytecode] [--memo]
-                                    [--profile N]
+                                    [--profile N] [--warm N]
 
 ``--jax``: six programs a JAX user writes (:data:`GRADIENTS`: an MLP loss with ``tanh`` in loops,
 log-sum-exp, a softplus regression with ``Active`` scalars, a Rosenbrock Hessian-vector product
@@ -19,7 +19,9 @@ times inside the stages: LLVM's own work on the final module (the ``O<n>`` pipel
 identity; then a table per tree splitting each first call into LLVM's own work on the final module and
 the rest, with the rest's imports (Python modules loaded during the call) and its time outside the
 pipeline (the key with inference, the cache, loading). ``--profile N``: each program's first call once
-more under ``cProfile``, its ``N`` functions with the most time of their own. With ``--tree``, each
+more under ``cProfile``, its ``N`` functions with the most time of their own. ``--warm N``: each program's
+first call ``N`` more times with the modules it loaded imported before it (medians), split into the pipeline (LLVM on
+the final module, its ``O<n>`` before AD, the rest) and what is outside it. With ``--tree``, each
 older tree's process joins the round (ours, each tree's, JAX's).
 
 The program is the MLP-free case of a JAX user's first gradient: a
@@ -296,6 +298,7 @@ if engine == "ours":
     from gpucompiler.identity import keys
     from gpucompiler.stages import optimize
     timed(optimize, "after_ad", "llvm: O<n> after AD")
+    timed(optimize, "default_pipeline", "llvm: O<n> before AD")
     timed(targets.TargetMachine, "emit_object", "llvm: code generation")
     timed(keys, "plugin_identity", "key: plugin identity")
     timed(pipeline, "compile", "pipeline")
@@ -321,6 +324,12 @@ else:
 rng = np.random.default_rng(0)
 args = (ARGS)
 top = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+if len(sys.argv) > 5:  # the modules a first call of this program loads, imported before it (not timed)
+    import importlib
+    for module in open(sys.argv[5]).read().split():
+        importlib.import_module(module)
+    stages.pop("imports", None)
+before = set(sys.modules)
 if top:
     import cProfile
     profile = cProfile.Profile()
@@ -340,7 +349,8 @@ if top:  # the functions with the most time of their own (the profile's overhead
                  for (path, line, fn), (_, _, tt, ct, _) in own]
 flat = [float(v) for part in (out if isinstance(out, tuple) else (out,)) for v in np.ravel(np.asarray(part))]
 print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_ms": (t2 - t1) * 1e3, "cpu_ms": (c2 - c1) * 1e3,
-                  "values": flat, "stages_ms": stages, "profile": functions}))
+                  "values": flat, "stages_ms": stages, "profile": functions,
+                  "loaded": sorted(m for m in set(sys.modules) - before if m.split(".")[0] != "__mp_main__")}))
 """
 
 
@@ -350,7 +360,7 @@ LLVM_PARTS = ("llvm: O<n> after AD", "llvm: code generation")
 
 
 def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = False, memo: bool = False,
-               profile: int = 0) -> None:
+               profile: int = 0, warm: int = 0) -> None:
     """Each program's cold first call, ours (from each of ``trees``) and JAX's, in fresh processes
     alternated ``rounds`` times; with ``out``, the rows as JSON there. ``bytecode``: Python writes and
     reads ``__pycache__`` (as for an installed package) whatever ``PYTHONDONTWRITEBYTECODE`` says, after
@@ -358,7 +368,10 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
     the plugin's identity that the first compile of an installation leaves (docs/cache.md "Plugins in
     keys"), and nothing compiled: a new gradient's first call on an installed system. ``profile``: after the
     rounds, one more process of this tree per program runs its first call under ``cProfile`` and the
-    ``profile`` functions with the most time of their own are printed (not counted in the medians)."""
+    ``profile`` functions with the most time of their own are printed (not counted in the medians).
+    ``warm``: after the rounds, ``warm`` more processes of this tree per program import the modules its
+    first call loaded in the first round, then make the call: the compile's parts without the imports
+    (medians)."""
     import shutil
 
     import numpy as np
@@ -396,6 +409,8 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
                     rows.setdefault((name, key), []).append(json.loads(done.stdout.strip().splitlines()[-1]))
         profiles = {name: _profiled(name, arguments, profile, tmp, bytecode) for name, arguments in ARGUMENTS.items()
                     if profile}
+        warmed = {name: [_profiled(name, arguments, 0, tmp, bytecode, rows[(name, ROOT)][0]["loaded"], k)
+                         for k in range(warm)] for name, arguments in ARGUMENTS.items() if warm}
     load.append(os.getloadavg()[0])
     med = statistics.median
     print(f"{rounds} rounds, fresh processes alternated ({', '.join(t[-30:] for t in trees)}, JAX) per program; "
@@ -449,6 +464,23 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
                   f"{med(o['first_ms'] - x for o, x in zip(ours, llvm)):.0f} | {med(part(o, 'imports') for o in ours):.0f} "
                   f"| {med(o['first_ms'] - part(o, 'pipeline') for o in ours):.0f} | "
                   f"{med(j['first_ms'] for j in rows[(name, 'jax')]):.0f} |")
+    if warmed:
+        print(f"\n{ROOT[-40:]}: each first call again, the modules it loads imported before it (ms, medians of {warm} "
+              "processes; the rest of the pipeline: IR generation, deferred linking, the AD engine, the stages' checks):")
+        print("| program | first call | the pipeline | LLVM on the final module | O<n> before AD | the rest of the "
+              "pipeline | outside the pipeline | of which the plugin identity | imports left |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for name, records in warmed.items():
+            def each(f, records: list = records) -> float:
+                return med(f(o["first_ms"], o["stages_ms"].get) for o in records)
+            llvm = each(lambda _, got: sum(got(p, 0.0) for p in LLVM_PARTS))
+            before = each(lambda _, got: got("llvm: O<n> before AD", 0.0))
+            pipe = each(lambda _, got: got("pipeline", 0.0))
+            rest = each(lambda _, got: got("pipeline", 0.0) - sum(got(p, 0.0) for p in LLVM_PARTS)
+                        - got("llvm: O<n> before AD", 0.0))
+            print(f"| {name} | {each(lambda first, _: first):.0f} | {pipe:.0f} | {llvm:.0f} | {before:.0f} | {rest:.0f} | "
+                  f"{each(lambda first, got: first - got('pipeline', 0.0)):.0f} | "
+                  f"{each(lambda _, got: got('key: plugin identity', 0.0)):.0f} | {each(lambda _, got: got('imports', 0.0)):.0f} |")
     for name, functions in profiles.items():
         print(f"\n{trees[0][-40:]}: {name}'s first call under cProfile, the functions with the most time of their own "
               "(ms own, ms with callees):")
@@ -460,15 +492,25 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
                        "rows": {f"{name}|{key}": v for (name, key), v in rows.items()}}, f, indent=1)
 
 
-def _profiled(name: str, arguments: str, top: int, tmp: str, bytecode: bool) -> list:
-    """The ``top`` functions by own time of ``name``'s first call in a fresh process of this tree."""
+def _profiled(name: str, arguments: str, top: int, tmp: str, bytecode: bool, preload: list | None = None,
+              run: int = 0):
+    """The ``top`` functions by own time of ``name``'s first call in a fresh process of this tree; with
+    ``preload`` (module names, imported before the call), the child's whole record (``run``: its number,
+    for a cache directory of its own)."""
     env = {**os.environ, "GPUC_CACHE_DIR": os.path.join(tmp, f"cache-profile-{name}"), "JAX_PLATFORMS": "cpu",
            "PYTHONPATH": os.pathsep.join([ROOT, os.path.join(ROOT, "plugins")])}
     for var in ("GPUC_SERVICE_URL", "GPUC_CACHE_URL", *(("PYTHONDONTWRITEBYTECODE",) if bytecode else ())):
         env.pop(var, None)
+    extra = []
+    if preload is not None:
+        extra = [os.path.join(tmp, f"preload-{name}.txt")]
+        with open(extra[0], "w") as f:
+            f.write("\n".join(preload))
+        env["GPUC_CACHE_DIR"] += f"-warm-{run}"
     done = subprocess.run([sys.executable, "-c", VERSUS.replace("(ARGS)", f"({arguments})"), "ours", name, tmp,
-                           str(top)], env=env, cwd=tmp, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])["profile"]
+                           str(top), *extra], env=env, cwd=tmp, capture_output=True, text=True, check=True)
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    return record if preload is not None else record["profile"]
 
 
 def run(tree: str, cache: str, *flags: str) -> dict:
@@ -491,12 +533,14 @@ def main() -> None:
                         help="with --jax: write and read __pycache__ (a first round, not counted, writes it)")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="with --jax: then each program's first call under cProfile, its N costliest functions")
+    parser.add_argument("--warm", type=int, default=0, metavar="N",
+                        help="with --jax: then N more first calls of each program, its modules imported before it")
     parser.add_argument("--memo", action="store_true",
                         help="with --jax: each cache starts with the plugin identity's memos, nothing compiled")
     args = parser.parse_args()
     trees = [ROOT, *args.tree]
     if args.jax:
-        versus_jax(args.rounds, trees, args.json, args.bytecode, args.memo, args.profile)
+        versus_jax(args.rounds, trees, args.json, args.bytecode, args.memo, args.profile, args.warm)
         return
     with tempfile.TemporaryDirectory() as tmp:
         caches = {t: os.path.join(tmp, f"cache{k}") for k, t in enumerate(trees)}

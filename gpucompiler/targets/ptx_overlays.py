@@ -12,7 +12,7 @@ from llvmlite import ir
 
 from .. import types as T
 from ..device import Dim3, KernelLowering, kernel_rules, new_shared_name
-from ..language.math.mathlib import device_math_rules, pure
+from ..language.math.mathlib import device_math_rules
 from ..interpreter.rules import RuleSet
 from .libdevice import libdevice_name
 
@@ -51,9 +51,7 @@ def _shuffle_down(cg, word, delta):
 
 
 def _libdevice(cg, fn, rt, xs):
-    """A call of libdevice's version of ``fn``: pure (no ``errno`` on a GPU), so that LLVM merges the loads
-    around it before AD (one adjoint per element read, not one per load)."""
-    return pure(cg.call_extern(libdevice_name(fn, rt == T.float32), rt, xs))
+    return cg.call_extern(libdevice_name(fn, rt == T.float32), rt, xs)
 
 
 MATH_RULES = device_math_rules(RuleSet("base.ptx", target="ptx", builtin=True), _libdevice)

@@ -59,8 +59,9 @@ REVERSE: ReverseTable = {
     "fadd": (_d, _d),
     "fsub": (_d, _neg),
     "fmul": (_times(1), _times(0)),
+    # d(a / b) = d / b, and -(d / b) * (a / b) for b: one division when both are active (LLVM merges the two)
     "fdiv": (lambda e, I, d: e.fdiv(d, e.op(I, 1)),
-             lambda e, I, d: e.fneg(e.fdiv(e.fmul(d, e.res(I)), e.op(I, 1)))),
+             lambda e, I, d: e.fneg(e.fmul(e.fdiv(d, e.op(I, 1)), e.res(I)))),
     "frem": (_frem_x, _frem_y),
     "fneg": (_neg,),
     "freeze": (_d,),

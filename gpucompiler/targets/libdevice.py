@@ -13,12 +13,22 @@ libdevice branches on ``__nvvm_reflect("__CUDA_FTZ")`` and
 ``("__CUDA_ARCH")``; LLVM's NVVMReflect pass (run by the NVPTX pipeline and
 code generator) folds those from the ``nvvm-reflect-ftz`` module flag and
 the target's ``sm_XY``.
+
+The first parse starts on a thread when a compile first names a libdevice
+function (:func:`libdevice_name`: the code generator's math call, the AD
+engine's derivative), so that it overlaps the rest of the compile (type
+inference of other functions, AD, LLVM's passes between LLVM calls; every
+llvmlite call holds llvmlite's one lock) instead of adding ~30 ms to the
+``finish`` stage.
 """
 
 from __future__ import annotations
 
+import _thread
+import atexit
 import functools
 import hashlib
+import os
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -34,7 +44,9 @@ NATIVE_INTRINSICS = frozenset({"llvm.sqrt", "llvm.fabs", "llvm.floor", "llvm.cei
 
 
 def libdevice_name(fn: MathFunction, float32: bool) -> str:
-    """libdevice's name of a math function: ``__nv_sin``, ``__nv_sinf``."""
+    """libdevice's name of a math function: ``__nv_sin``, ``__nv_sinf``; the first call starts
+    parsing the library (:func:`prefetch`)."""
+    prefetch()
     return PREFIX + fn.name(float32)
 
 
@@ -77,12 +89,58 @@ _SPARE: list[tuple[bytes, llvm.ModuleRef]] = []
 parsing the library again (a cold GPU compile parsed it twice, ~25 ms each here, ~50 on a slower host)."""
 
 
+_pending: list[_thread.LockType] = []
+"""The lock a :func:`prefetch` thread releases when done (empty when none was started)."""
+
+
+def prefetch() -> None:
+    """Parse libdevice into :data:`_SPARE` on a thread, once per process.
+
+    A failure (no libdevice, a bad file) is left to the parse that needs the library, which raises it
+    typed. (``_thread`` directly, as :mod:`gpucompiler.runtime.lljit` does: ``threading``'s start-up
+    handshake costs a good part of what little Python work the thread does.)
+    """
+    if _pending or libdevice_functions.cache_info().currsize:
+        return
+    done = _thread.allocate_lock()
+    done.acquire()
+    try:
+        _thread.start_new_thread(_parse_spare, (done,))
+    except RuntimeError:  # no thread to be had: the compile parses the library when it links it
+        return
+    _pending.append(done)
+
+
+def _parse_spare(done: _thread.LockType) -> None:
+    try:
+        bitcode = _bitcode()
+        _SPARE.append((bitcode, llvm.parse_bitcode(bitcode)))
+    except BaseException:  # raised again, typed, by the parse that needs the library
+        pass
+    finally:
+        done.release()
+
+
+def _wait() -> None:
+    """Until the :func:`prefetch` thread, if one was started, has finished."""
+    for done in _pending:
+        done.acquire()
+        done.release()
+
+
+# a fork while the thread is inside LLVM would leave the child's llvmlite lock held, and an exit would
+# tear LLVM down under it: both wait for it
+os.register_at_fork(before=_wait)
+atexit.register(_wait)
+
+
 def _parsed() -> llvm.ModuleRef:
     """libdevice parsed: the spare parse when it is of the bitcode in use, else a new one."""
+    _wait()
     bitcode = _bitcode()
     while _SPARE:
         read, lib = _SPARE.pop()
-        if read is bitcode:
+        if read == bitcode:  # (a thread's read may be another bytes object of the same file)
             return lib
     return llvm.parse_bitcode(bitcode)
 

@@ -168,23 +168,24 @@ class PTXTarget(Target):
 
     # -- pipeline hooks ----------------------------------------------------
     def finish(self, job, module) -> None:
-        """Link libdevice, annotate the kernel, make atomic adds into a thread's own element plain
+        """Annotate the kernel, make atomic adds into a thread's own element plain
         (:mod:`.ptx_ownelements`), sum warps' atomic adds (:mod:`.warpatomics`), make zero stores
-        wait for their loads (:mod:`.ptx_zerostores`), set fast-math and reflect flags, re-optimise.
+        wait for their loads (:mod:`.ptx_zerostores`), link libdevice, set fast-math and reflect
+        flags, re-optimise.
 
         Only the ``__nv_*`` functions the module declares are linked; they
         are internalised and, once inlined, removed by global DCE, so the
-        output never carries the library.
+        output never carries the library. The passes above run on the
+        Python model before the link, which they leave alone (a libdevice
+        call is a declaration to them, linked or not), so that it never
+        parses the library's functions; fast-math alone marks them, after.
         """
-        if self.fastmath:
-            use_rsqrt(module.model)
-        ref = module.ref
-        linked = set(link_libdevice(ref))
-        for fn in ref.functions:
-            if fn.name in linked:
-                fn.linkage = "internal"
-        name = entry_name(job, ref) if job.config.kernel else None
         model = module.model
+        name = None
+        if job.config.kernel:  # (as entry_name, on the model)
+            name = job.name if job.name in model.functions else job.source.entry
+        if self.fastmath:
+            use_rsqrt(model)
         if name is not None:
             entry = model.functions[name]
             entry.calling_convention = "ptx_kernel"
@@ -202,15 +203,20 @@ class PTXTarget(Target):
             if blocks is not None:
                 blocks.finish()
         for fn in model.functions.values():  # after the block sums, which refuse kernels with inline asm
-            if not fn.is_declaration and fn.name not in linked:
+            if not fn.is_declaration:
                 order_zero_stores(fn)
+        model.add_module_flag(4, "nvvm-reflect-ftz", const_int(LT.i32, int(self.fastmath)))
+        ref = module.ref
+        linked = set(link_libdevice(ref))
+        for fn in ref.functions:
+            if fn.name in linked:
+                fn.linkage = "internal"
         if self.fastmath:
-            for fn in model.functions.values():
+            for fn in module.model.functions.values():
                 if not fn.is_declaration:
                     fn.add_attribute(_FASTMATH_ATTRIBUTE)
                     add_fast_math_flags(fn)
-        model.add_module_flag(4, "nvvm-reflect-ftz", const_int(LT.i32, int(self.fastmath)))
-        ref = module.ref
+            ref = module.ref
         machine = self.target_machine(job.config.opt_level)
         builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(job.config.opt_level))
         builder.getModulePassManager().run(ref, builder)

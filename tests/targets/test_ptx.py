@@ -201,6 +201,82 @@ def test_a_first_gpu_compile_parses_libdevice_once(monkeypatch):
     assert len(whole) == 2
 
 
+def test_finish_never_parses_libdevice_into_the_python_model(monkeypatch, libdevice_path, check_ptx):
+    """The model passes of ``finish`` run before libdevice is linked: no model the compile parses holds a
+    libdevice function's body (fast-math alone marks them, so its modules do), and the PTX is complete."""
+    from gpucompiler import module as holder
+
+    parsed, real = [], holder.ir_model.parse
+    monkeypatch.setattr(holder.ir_model, "parse", lambda text: parsed.append(text) or real(text))
+    ptx = _ptx(MATH, entry="k").artifacts["asm"]
+    assert isinstance(ptx, str) and parsed and not [t for t in parsed if re.search(r"^define .*@__nv_", t, re.M)]
+    assert "__nv_" not in ptx and "sin.approx" not in ptx
+    check_ptx(ptx)
+    parsed.clear()
+    _ptx(MATH, entry="k", fastmath=True)
+    assert [t for t in parsed if re.search(r"^define .*@__nv_sinf", t, re.M)]
+
+
+def test_naming_a_libdevice_function_parses_the_library_on_a_thread(monkeypatch, libdevice_path):
+    """The code generator's first ``__nv_*`` name starts libdevice's parse; the compile that links it
+    then finds the parse made and parses the whole library no more."""
+    from gpucompiler.core.mathfns import math_function
+    from gpucompiler.targets import libdevice
+
+    libdevice._wait()
+    for fn in (libdevice.libdevice_functions, libdevice._pruned):
+        fn.cache_clear()
+    libdevice._SPARE.clear()
+    monkeypatch.setattr(libdevice, "_pending", [])
+    sin, cos = math_function("sin"), math_function("cos")
+    assert sin is not None and cos is not None
+    assert libdevice.libdevice_name(sin, False) == "__nv_sin"
+    assert len(libdevice._pending) == 1
+    libdevice._wait()  # (what the compile's own parse does first)
+    assert len(libdevice._SPARE) == 1
+    whole, real = [], libdevice.llvm.parse_bitcode
+    monkeypatch.setattr(libdevice.llvm, "parse_bitcode",
+                        lambda data: whole.append(len(data)) or real(data))
+    assert "__nv_sin" in libdevice.libdevice_functions() and whole == []
+    ptx = _ptx(MATH, entry="k").artifacts["asm"]
+    assert isinstance(ptx, str) and "__nv_exp" not in ptx and len(whole) == 1  # the pruned copy only
+    libdevice.libdevice_name(cos, False)  # once per process
+    assert len(libdevice._pending) == 1
+
+
+FORK_DURING_PARSE = """
+import os, signal, sys, time
+import llvmlite.binding as llvm
+from gpucompiler.core.mathfns import math_function
+from gpucompiler.targets import libdevice
+libdevice.libdevice_name(math_function("sin"), False)
+lock = llvm.ffi.lib._lock._lock  # llvmlite's one lock: fork once the thread holds it (inside the parse)
+for _ in range(20000):
+    if not lock.acquire(blocking=False):
+        break
+    lock.release()
+    time.sleep(0.0001)
+else:
+    sys.exit(3)
+pid = os.fork()
+if pid == 0:
+    signal.alarm(30)  # a hung child ends
+    llvm.parse_assembly("define i32 @f() { ret i32 1 }")  # llvmlite's lock, free in the child
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_fork_while_libdevice_parses_leaves_the_child_llvm(libdevice_path):
+    """A fork waits for the parse's thread: the child's llvmlite lock is not left held (a hang)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", FORK_DURING_PARSE], capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_the_targets_output_check_runs_ptxas_for_its_capability(ptxas_path):
     """``check_output`` is the PTX target's tool: ptxas accepts its PTX and reports an error as a ToolchainError."""
     ptx = _ptx(SAXPY, capability=(8, 0)).artifacts["asm"]

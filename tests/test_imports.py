@@ -139,6 +139,36 @@ def test_a_first_call_served_from_the_disk_cache_loads_only_the_keys_the_caches_
     assert {"gpucompiler.cache.core", "gpucompiler.identity.documents", "gpucompiler.runtime.cpu"} <= set(loaded)
 
 
+def test_a_kernel_launched_on_the_grid_emulation_from_the_disk_cache_loads_no_code_generator(tmp_path):
+    """The grid emulation's source generates its driver at a compile; a launch served from the cache loads
+    neither the code generator nor, with it, the interpreter and the frontend's lowering."""
+    code = """
+        import json, sys
+        import numpy as np
+        from gpucompiler import kernel, device as gd
+
+        @kernel
+        def scale(a, s):
+            i = gd.grid(1)
+            if i < a.shape[0]:
+                a[i] = s * a[i] + i
+
+        a = np.arange(8.0)
+        before = set(sys.modules)  # the kernel language (gpucompiler.device) loads its rules at its import
+        scale[2, 4, "cpu"](a, 0.5)
+        loaded = sorted(m for m in set(sys.modules) - before if m.startswith("gpucompiler"))
+        from gpucompiler.cache.default import default_cache
+        print(json.dumps([a.tolist(), dict(default_cache().stats), loaded]))
+    """
+    env = {"GPUC_CACHE": "", "GPUC_CACHE_DIR": str(tmp_path / "cache")}
+    expected = [0.5 * k + k for k in range(8)]
+    values, stats, loaded = json.loads(_run(tmp_path, code, **env))
+    assert values == expected and stats.get("compile") == 1 and "gpucompiler.codegen.function" in loaded
+    values, stats, loaded = json.loads(_run(tmp_path, code, **env))
+    assert values == expected and "compile" not in stats and stats.get("hit.disk") == 1
+    assert [m for m in loaded if m in COMPILER] == []
+
+
 def test_a_compile_after_a_disk_hit_loads_the_language_and_its_rules_apply(tmp_path):
     """A hit leaves the language's rules unloaded; a later compile in the same process (its own first
     inference) registers them, and functions calling ``math``, NumPy and builtins compute what CPython does.

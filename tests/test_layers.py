@@ -83,6 +83,8 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
                                                    "Redis tier only",
     ("cache/core.py", "gpucompiler.module"): "import time: the IR module's facade (~0.1 ms), when a hit's module "
                                              "is read, not on the hit",
+    ("runtime/grid.py", "gpucompiler.codegen"): "import time: the code generator, the interpreter and the frontend "
+                                                "(~10 ms), for a compile, not a launch served from the cache",
     ("cache/default.py", "gpucompiler.pipeline"): "import time: the pipeline's modules (~40 ms) load at the first compile, "
                                            "not on a cache hit",
     ("plugin.py", "importlib.metadata"): "import time: importlib.metadata (~12 ms), when plugins are discovered",

@@ -51,7 +51,6 @@ import llvmlite.binding as llvm
 from .. import types as T
 from ..cache.report import report
 from ..cache.default import compile_cached
-from ..codegen import ErrorPolicy, ModuleCodegen
 from ..codegen.lltypes import has_value, ll
 from ..core import CompilerConfig, CompilerJob, FrontendOptions
 from ..device import GridEmulationPlugin
@@ -104,6 +103,10 @@ class EmulationSource:
         self.spec.discard_verified(job)
 
     def generate_ir(self, job) -> str:
+        # import time: the code generator and with it the interpreter and the frontend (~10 ms), for a
+        # compile: a launch served from the cache loads none of them
+        from ..codegen import ErrorPolicy, ModuleCodegen
+
         interp, frame = self.spec.infer(job.target, job.config.plugins, False)
         checked = job.config.frontend.boundscheck
         # errors stop the thread (a status) also without bounds checks: unbound names...

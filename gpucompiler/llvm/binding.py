@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import re
 
@@ -65,6 +66,26 @@ def parse_ir(text: str, *, verify: bool = True) -> llvm.ModuleRef:
     except RuntimeError as exc:
         raise _parse_error(str(exc), text) from None
     return ref
+
+
+def parse_bitcode_apart(bitcode: bytes) -> llvm.ModuleRef:
+    """Parse ``bitcode`` into an ``LLVMContext`` of its own, without holding llvmlite's lock.
+
+    llvmlite serialises every call through one process-wide lock; LLVM itself allows
+    distinct contexts to be used from distinct threads at once (ThinLTO parses modules so).
+    A thread parsing a large library this way lets the compile's own LLVM calls go on. The
+    module's later uses take the lock as usual; it cannot be linked into a module of another
+    context (its bitcode can). Raises ``RuntimeError`` for bad bitcode, as ``parse_bitcode`` does.
+    """
+    context = llvm.create_context()
+    with llvm.ffi.OutputString() as errmsg:
+        module = llvm.ModuleRef(  # (``_cfn``: the ctypes function under llvmlite's locking wrapper)
+            llvm.ffi.lib.LLVMPY_ParseBitcode._cfn(  # pyright: ignore[reportPrivateUsage]
+                context, ctypes.c_char_p(bitcode), len(bitcode), errmsg), context)
+        if errmsg:
+            module.close()
+            raise RuntimeError(f"LLVM bitcode parsing error\n{errmsg}")
+    return module
 
 
 def _parse_error(message: str, text: str) -> IRParseError:

@@ -16,10 +16,11 @@ the target's ``sm_XY``.
 
 The first parse starts on a thread when a compile first names a libdevice
 function (:func:`libdevice_name`: the code generator's math call, the AD
-engine's derivative), so that it overlaps the rest of the compile (type
-inference of other functions, AD, LLVM's passes between LLVM calls; every
-llvmlite call holds llvmlite's one lock) instead of adding ~30 ms to the
-``finish`` stage.
+engine's derivative), into an LLVM context of its own and outside llvmlite's
+process-wide lock (:func:`~gpucompiler.llvm.binding.parse_bitcode_apart`), so
+that it overlaps the rest of the compile, LLVM's work included, instead of
+adding ~30 ms to the ``finish`` stage. The pruned bitcode is parsed into the
+global context, where the module is.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import llvmlite.binding as llvm
 
 from ..core.mathfns import MathFunction, math_function
 from ..errors import ToolNotFoundError
+from ..llvm.binding import parse_bitcode_apart
 from ..toolchain import find_libdevice
 
 PREFIX = "__nv_"
@@ -114,7 +116,7 @@ def prefetch() -> None:
 def _parse_spare(done: _thread.LockType) -> None:
     try:
         bitcode = _bitcode()
-        _SPARE.append((bitcode, llvm.parse_bitcode(bitcode)))
+        _SPARE.append((bitcode, parse_bitcode_apart(bitcode)))
     except BaseException:  # raised again, typed, by the parse that needs the library
         pass
     finally:

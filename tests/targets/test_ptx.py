@@ -244,6 +244,35 @@ def test_naming_a_libdevice_function_parses_the_library_on_a_thread(monkeypatch,
     assert len(libdevice._pending) == 1
 
 
+def test_the_threads_parse_leaves_llvmlites_lock_free(libdevice_path):
+    """libdevice's parse on the thread takes its own context and not llvmlite's lock: the compile's LLVM
+    calls go on meanwhile; bad bitcode is a RuntimeError, as llvmlite's own parse raises."""
+    import threading
+    import time
+
+    import llvmlite.binding as llvm
+
+    from gpucompiler.llvm.binding import parse_bitcode_apart
+    from gpucompiler.targets import libdevice
+
+    got = []
+    thread = threading.Thread(target=lambda: got.append(parse_bitcode_apart(libdevice._bitcode())))
+    lock = llvm.ffi.lib._lock._lock
+    free = []
+    thread.start()
+    while thread.is_alive():
+        took = lock.acquire(blocking=False)
+        free.append(took)
+        if took:
+            lock.release()
+        time.sleep(0.0002)  # (the GIL for the thread: it holds the lock while it waits for it)
+    thread.join()
+    assert len(free) > 10 and free.count(False) < len(free) // 10  # (held only to make and free its context)
+    assert "__nv_sin" in {f.name for f in got[0].functions if not f.is_declaration}
+    with pytest.raises(RuntimeError, match="bitcode"):
+        parse_bitcode_apart(b"BC\xc0\xde not bitcode")
+
+
 FORK_DURING_PARSE = """
 import os, signal, sys, time
 import llvmlite.binding as llvm

@@ -87,8 +87,9 @@ def libdevice_digest() -> str | None:
 
 
 _SPARE: list[tuple[bytes, llvm.ModuleRef]] = []
-"""The parse :func:`libdevice_functions` made, with the bitcode it read: the first pruning takes it instead of
-parsing the library again (a cold GPU compile parsed it twice, ~25 ms each here, ~50 on a slower host)."""
+"""The parse :func:`prefetch`'s thread or :func:`libdevice_functions` made, with the bitcode it read: the first
+pruning takes it instead of parsing the library again (a cold GPU compile parsed it twice, ~25 ms each here,
+~50 on a slower host)."""
 
 
 _pending: list[_thread.LockType] = []

@@ -21,6 +21,7 @@ import re
 import attrs
 
 import gpucompiler.plugin as gp
+from gpucompiler.llvm import parse_ir
 
 from .passes import inttoptr, lower, noinline, nvvm
 from . import cpipeline
@@ -40,6 +41,9 @@ class EnzymeJobState:
 
     ran_ad: bool = False
     """whether the ``ad`` stage differentiated this module (``post_ad`` restores only then)"""
+    lowered: tuple[object, str] | None = None
+    """the module LLVM parsed from the marker lowering's print, and that print (read again by
+    :meth:`EnzymePlugin.keep_rules_out_of_line` while the module is that one, not printed again)"""
 
 
 class EnzymePlugin(gp.Plugin):
@@ -65,18 +69,23 @@ class EnzymePlugin(gp.Plugin):
             inttoptr.preserve(module.model)
 
     @gp.callback("link_deferred", markers=(MARKER,))
-    def lower_autodiff(self, job, module):
+    def lower_autodiff(self, job, module, state: EnzymeJobState):
         model = module.model
         lower.lower_markers(model)
         noinline.mark(model)
+        text = str(model)
+        module.ref = parse_ir(text)  # verified, as the driver verifies a module left as model
+        state.lowered = (module.ref, text)
 
     @gp.callback("link_deferred", markers=AD_MARKERS)
-    def keep_rules_out_of_line(self, job, module):
+    def keep_rules_out_of_line(self, job, module, state: EnzymeJobState):
         """IR no pass ran on (Enzyme's C interface from ``clang -O<N> -Xclang -disable-llvm-optzns``):
         functions with registered rules stay out of line until AD has seen their calls (undone by
         :meth:`restore`), as ``gpuc cc`` keeps them. Optimised IR is left alone: a rule's function
         clang inlined already must stay visible to the engine's check, which refuses it."""
-        if cpipeline.looks_unoptimised(module.text):
+        lowered = state.lowered
+        same = lowered is not None and module.parsed and module.ref is lowered[0]
+        if cpipeline.looks_unoptimised(lowered[1] if same and lowered is not None else module.text):
             cpipeline.keep_rules_out_of_line(module.model)
 
     @gp.callback("optimize.last", markers=AD_MARKERS)

@@ -103,9 +103,9 @@ class NativeTarget(Target):
         from ..llvm.vector_variants import declarations, name_variants
 
         text, named = name_variants(module.text, lambda own: libmvec.variants(host if own is None else own))
-        if named:
-            ref = parse_ir(text)
-            ref.link_in(parse_ir(declarations(named)))
+        if named:  # our edit of LLVM's print: parsed unverified, the optimiser's caller verifies what it made
+            ref = parse_ir(text, verify=False)
+            ref.link_in(parse_ir(declarations(named), verify=False))
             module.ref = ref
 
     def finish(self, job, module) -> None:
@@ -114,8 +114,8 @@ class NativeTarget(Target):
             from ..llvm.vector_variants import release  # loaded by before_optimize, which named them
 
             text = release(module.text, libmvec.is_variant)
-            if text is not None:
-                module.ref = parse_ir(text)
+            if text is not None:  # LLVM's print of a verified module less a list entry and unused declarations
+                module.ref = parse_ir(text, verify=False)
 
     def validate(self, job, module, facts: ModuleFacts) -> list[tuple[str, str]]:
         """Unresolvable external names and constant pointers (see :mod:`.validation`); the job's

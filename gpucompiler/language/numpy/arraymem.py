@@ -177,17 +177,39 @@ def incref(cg, value, t) -> None:
     _each_managed(cg, value, t, add)
 
 
+DECREF = "gpuc.array.decref"
+"""The module's ``void(ptr block)`` giving back one reference of an allocation (see :func:`decref`)."""
+
+
 def decref(cg, value, t) -> None:
-    """Give back a reference of every managed array ``value`` holds; free blocks nobody holds."""
-    def release(block):
-        b = cg.b
-        with b.if_then(b.icmp_unsigned("!=", block, ir.Constant(_PTR, None))):
-            before = b.atomic_rmw("sub", block, ir.Constant(_I64, 1), "acq_rel")
-            with b.if_then(b.icmp_signed("==", before, ir.Constant(_I64, 1))):
-                free = cg.mod.declare("free", ir.VoidType(), [_PTR])
-                b.call(free, [b.load(b.gep(block, [ir.Constant(_I64, 8)], source_etype=_I8), typ=_PTR)])
-                b.call(free, [block])
-    _each_managed(cg, value, t, release)
+    """Give back a reference of every managed array ``value`` holds; free blocks nobody holds.
+
+    Each block's release is a call of :data:`DECREF` (internal, ``alwaysinline``: every pipeline, ``O0``'s
+    too, inlines it before optimisation or AD reads the code), not its body at every exit: the IR the
+    stages before the optimiser parse and print is that much smaller."""
+    release = _decref_function(cg)
+    _each_managed(cg, value, t, lambda block: cg.b.call(release, [block]))
+
+
+def _decref_function(cg) -> ir.Function:
+    """The module's :data:`DECREF`, defined at its first use."""
+    module = cg.mod.module
+    fn = module.globals.get(DECREF)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR]), name=DECREF)
+    fn.linkage = "internal"
+    fn.attributes.add("alwaysinline")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    block = fn.args[0]
+    with b.if_then(b.icmp_unsigned("!=", block, ir.Constant(_PTR, None))):
+        before = b.atomic_rmw("sub", block, ir.Constant(_I64, 1), "acq_rel")
+        with b.if_then(b.icmp_signed("==", before, ir.Constant(_I64, 1))):
+            free = cg.mod.declare("free", ir.VoidType(), [_PTR])
+            b.call(free, [b.load(b.gep(block, [ir.Constant(_I64, 8)], source_etype=_I8), typ=_PTR)])
+            b.call(free, [block])
+    b.ret_void()
+    return fn
 
 
 def disown(cg, value, t) -> None:

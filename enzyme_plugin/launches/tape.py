@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import sys
 import warnings
 from collections.abc import Mapping
@@ -70,7 +71,7 @@ from gpucompiler import settings
 from ..ad.helpers import TAPE_INLINE
 from ..locations import caller_location
 from .arrays import NUMPY, ArrayOps, ops_of
-from .gradients import differentiable, gradient_kernel, registered_gradient, split_kernel
+from .gradients import GRADIENT_ATTRIBUTE, differentiable, gradient_kernel, registered_gradient, split_kernel
 from . import signed
 from .graphs import GraphReplay, graph_key
 from .signed import SignedLaunch
@@ -340,13 +341,38 @@ class DeviceForm:
     plan: LaunchPlan
     runs: Runs | None = None
     """made at the first launch whose arguments passed the overlap check (:func:`_runs`)"""
+    ops: tuple = (None, None)
+    """(the type of the first array argument, its :class:`~.arrays.ArrayOps`) of the last launch"""
     clear: list | None = None
     """the last signature values whose arrays' bytes were found not to overlap at all (a training loop launches
     on the same arrays each round: the overlap check is one comparison then)"""
 
 
+@attrs.define(eq=False)
+class Repeat:
+    """What recording a GPU launch found, for the launch at the same place of the next recording: when that one
+    is the same launch on the same argument objects with the same signature values (buffers, shapes, strides,
+    scalars, the named stream) and its kernel's world age is the form's, and every launch before it in the
+    recording was such a repeat (the same arrays taken before it), it gets the same plan, launches, stream,
+    library and snapshot choice without working them out again (the overlap check passed on the same values)."""
+
+    launch: Launch
+    args: tuple
+    """the arguments (kept: an object compared by identity stays itself)"""
+    sig: tuple
+    """the signature's (key, values, named stream)"""
+    form: DeviceForm
+    stream: int
+    ops: ArrayOps
+    keep: tuple[int, ...]
+    """the parameters whose arrays were copied before the launch"""
+    ids: tuple[int, ...]
+    """``id()`` of the array arguments (the tape's taken arrays)"""
+
+
 _FORMS: dict = {}
-"""(kernel, grid, block, stream handle or None, split mode, signature key) -> :class:`DeviceForm`"""
+"""(launch, split mode, signature key) -> :class:`DeviceForm` (a :class:`~gpucompiler.kernel.Launch` of a stream
+given as None or a handle: its kernel, grid, block and stream, set when it was made)"""
 
 
 def _device_form(launch: Launch, key: tuple, split: bool) -> DeviceForm | None:
@@ -355,7 +381,7 @@ def _device_form(launch: Launch, key: tuple, split: bool) -> DeviceForm | None:
     (the general path's)."""
     k = launch.kernel
     plain = launch.device is None and type(launch.stream) in (int, type(None))
-    fkey = (k, launch.grid, launch.block, launch.stream, split, key) if plain else None
+    fkey = (launch, split, key) if plain else None
     form = _FORMS.get(fkey) if plain else None
     age = k.world_age
     if form is not None and form.age == age:
@@ -399,6 +425,14 @@ def _overlap(a, b) -> bool:
     return _spans_overlap(_span(a), _span(b))
 
 
+_is = operator.is_
+
+
+def _same_dtype(a, b) -> bool:
+    """Whether two dtypes are the same (the same object mostly: no comparison then)."""
+    return a is b or a == b
+
+
 def _spans_overlap(sa, sb) -> bool:
     return bool(sa and sb and sa[0] < sb[1] and sb[0] < sa[1] and sa[0] != sa[1] and sb[0] != sb[1])
 
@@ -412,6 +446,10 @@ class LaunchTape:
         self._shadows: dict[int, tuple[Any, Any]] = {}  # id(array) -> (array, shadow); the array kept alive
         self._dropped: dict[int, tuple[Any, Any]] = {}  # the shadows before reset(), as _shadows
         self._taken: set[int] = set()  # id() of the arrays recorded launches took (the records keep them alive)
+        #: the :class:`Repeat` of each GPU launch of this recording and of the last one (None: not repeatable)
+        self._repeats: list[Repeat | None] = []
+        self._last: list[Repeat | None] = []
+        self._same = True  # every launch of this recording so far repeated the last recording's at its place
         self._copies: dict[tuple, Any] = {}  # the copies of this recording: snapshots, the final values
         #: (array, shadow) reused from the last recording and not zeroed yet: ``backward`` zeroes them first
         self._unzeroed: list[tuple[Any, Any]] = []
@@ -467,7 +505,7 @@ class LaunchTape:
 
     def _record_launch(self, launch: Launch, args: tuple) -> None:
         k, where = launch.kernel, launch.stream
-        hand = registered_gradient(k)
+        hand = k.__dict__.get(GRADIENT_ATTRIBUTE)  # registered_gradient(k)
         split = self.split and hand is None
         sig = form = None
         if where != CPU:
@@ -479,10 +517,18 @@ class LaunchTape:
                 self._deferring = self._on_device = True
             if launch.device is None and (sig := cuda_runtime.signature(args)) is not None:
                 k.refresh()  # world age (below for the others): a rebound global gives a new form
-                form = _FORMS.get((k, launch.grid, launch.block, where, split, sig[0])) \
-                    if where is None or type(where) is int else None
+                if self._same:
+                    at, last = len(self.records), self._last
+                    m = last[at] if at < len(last) else None
+                    if m is not None and m.launch is launch and hand is None and not split \
+                            and m.form.age == k.world_age and m.sig[1] == sig[1] and m.sig[0] == sig[0] \
+                            and m.sig[2] == sig[2] and len(m.args) == len(args) and all(map(_is, m.args, args)):
+                        self._repeat(m, args, sig)
+                        return
+                form = _FORMS.get((launch, split, sig[0])) if where is None or type(where) is int else None
                 if form is None or form.age != k.world_age:
                     form = _device_form(launch, sig[0], split)
+        self._same = False  # (not a repeat: the launches after it are not either)
         if form is not None and sig is not None:  # a GPU launch typed by its arguments' signature
             direct, plan, runs, named = False, form.plan, form.runs, sig[2]
             stream = cuda_runtime.stream_handle(where) if where is not None else 0 if named is None or named == 1 \
@@ -507,24 +553,35 @@ class LaunchTape:
             if plan.pairs:
                 self._check_overlaps(k, args, plan.pairs, spans)
             runs = _runs(plan, launch, argtypes, direct, split)
-        ops = NUMPY if direct or not plan.arrays else ops_of(args[plan.arrays[0]], "array argument")
-        snapshots = self._snapshots(launch, args, plan, ops, hand, direct, stream) if plan.written else []
-        taken = self._taken
-        for j in plan.arrays:
-            taken.add(id(args[j]))
+        if direct or not plan.arrays:
+            ops = NUMPY
+        elif form is not None and type(args[plan.arrays[0]]) is form.ops[0]:
+            ops = form.ops[1]
+        else:
+            ops = ops_of(args[plan.arrays[0]], "array argument")
+            if form is not None:
+                form.ops = (type(args[plan.arrays[0]]), ops)
+        keep = self._kept(launch, args, plan, hand, direct) if plan.written else ()
+        snapshots = self._snapshots(args, keep, ops, type(args[plan.arrays[0]]), stream) if keep else []
+        ids = tuple([id(args[j]) for j in plan.arrays])
+        self._taken.update(ids)
+        repeat = Repeat(launch, args, sig, form, stream, ops, keep, ids) \
+            if sig is not None and form is not None and stream is not None and hand is None and not split else None
         if stream is not None:  # on a GPU
             device_heap.PENDING.where = ("recorded launch", len(self.records) + 1)  # named by a heap error
         if runs.reverse is None:  # no float array: nothing to differentiate
             runs.forward(args) if sig is None else runs.forward(args, sig)
             self.records.append(LaunchRecord(launch, args, plan, snapshots, ops, stream=stream))
+            self._repeats.append(repeat)
             return
         new_shadow, shadows, with_shadows = self._new_shadow, self._shadows, []  # every float array's shadow now
+        first = type(args[plan.arrays[0]])
         for a, d in zip(args, plan.dup):
             with_shadows.append(a)
             if d:
                 hit = shadows.get(id(a))
                 if hit is None:
-                    hit = shadows[id(a)] = (a, new_shadow(a))
+                    hit = shadows[id(a)] = (a, new_shadow(a, ops if type(a) is first else ops_of(a)))
                 with_shadows.append(hit[1])
         if hand is not None:
             record = LaunchRecord(launch, args, plan, snapshots, ops, stream=stream)
@@ -537,20 +594,52 @@ class LaunchTape:
                                   (1, holders, *with_shadows), True, stream=stream)
             runs.forward((0, holders, *with_shadows))
             self.records.append(record)
+            self._repeats.append(None)
             return
         else:
-            record = LaunchRecord(launch, args, plan, snapshots, ops, None, runs.reverse, tuple(with_shadows),
-                                  stream=stream, gradient=runs.gradient)
+            record = LaunchRecord(launch, args, plan, snapshots, ops, None, runs.reverse, tuple(with_shadows), False,
+                                  None, stream, runs.gradient)
         runs.forward(args) if sig is None else runs.forward(args, sig)
         self.records.append(record)
+        self._repeats.append(repeat)
 
-    def _snapshots(self, launch: Launch, args: tuple, plan: LaunchPlan, ops: ArrayOps, hand, direct: bool,
-                   stream: int | None) -> list:
-        """Copies of the arrays the launch may overwrite whose old values its gradient reads: those it reads
-        too, or an earlier launch took, or all of them for a hand-written gradient (an array the kernel only
-        stores into, that no earlier launch took, gets the same stores again from the gradient kernel)."""
+    def _repeat(self, m: Repeat, args: tuple, sig: tuple) -> None:
+        """Record a launch that repeats ``m`` (see :class:`Repeat`): its copies, shadows and record."""
+        form, ops, stream = m.form, m.ops, m.stream
+        plan, runs, at = form.plan, form.runs, len(self.records)
+        assert runs is not None
+        snapshots = self._snapshots(args, m.keep, ops, type(args[plan.arrays[0]]), stream) if m.keep else []
+        self._taken.update(m.ids)
+        device_heap.PENDING.where = ("recorded launch", at + 1)  # named by a heap error
+        if runs.reverse is None:
+            runs.forward(args, sig)
+            self.records.append(LaunchRecord(m.launch, args, plan, snapshots, ops, stream=stream))
+            self._repeats.append(m)
+            return
+        new_shadow, shadows, with_shadows, first = self._new_shadow, self._shadows, [], type(args[plan.arrays[0]])
+        for a, d in zip(args, plan.dup):
+            with_shadows.append(a)
+            if d:
+                hit = shadows.get(id(a))
+                if hit is None:
+                    hit = shadows[id(a)] = (a, new_shadow(a, ops if type(a) is first else None))
+                with_shadows.append(hit[1])
+        record = LaunchRecord(m.launch, args, plan, snapshots, ops, None, runs.reverse, tuple(with_shadows), False,
+                              None, stream, runs.gradient)
+        runs.forward(args, sig)
+        self.records.append(record)
+        self._repeats.append(m)
+
+    def _kept(self, launch: Launch, args: tuple, plan: LaunchPlan, hand, direct: bool) -> tuple[int, ...]:
+        """The parameters whose arrays are copied before the launch: those it may overwrite whose old values
+        its gradient reads (those it reads too, or an earlier launch took, or all of them for a hand-written
+        gradient; an array the kernel only stores into, that no earlier launch took, gets the same stores again
+        from the gradient kernel), in order. Each written array's library is checked here."""
+        keep: list[int] | tuple[int, ...]
         if hand is not None:
-            keep = list(plan.written)
+            keep = plan.written
+        elif not plan.stored:
+            keep = plan.copied
         else:
             taken, keep = self._taken, list(plan.copied)
             for j in plan.stored:
@@ -567,25 +656,29 @@ class LaunchTape:
             for j in plan.written:
                 if type(args[j]) is not first:
                     ops_of(args[j], _names(launch.kernel)[j])
-        if not keep:
-            return []
+        return keep if type(keep) is tuple else tuple(sorted(keep))
+
+    def _snapshots(self, args: tuple, keep: tuple[int, ...], ops: ArrayOps, first: type, stream: int | None) -> list:
+        """Copies of the arrays of parameters ``keep`` (:meth:`_kept`), in the buffers of the last recording's
+        launch at this place when they fit (``ops``: the library of the arrays of type ``first``)."""
         wait = self._waits(stream, ops)
         if wait:
             cuda_runtime.synchronize()
-        at = len(self.records)
-        snapshots = [(j, self._copy((at, j), args[j])) for j in sorted(keep)]
+        at, copy = len(self.records), self._copy
+        snapshots = [(j, copy((at, j), args[j], True, ops if type(args[j]) is first else None)) for j in keep]
         if wait:
             cuda_runtime.synchronize()
         return snapshots
 
-    def _copy(self, key: tuple, a, fill: bool = True):
+    def _copy(self, key: tuple, a, fill: bool = True, ops: ArrayOps | None = None):
         """A copy of ``a`` in the buffer ``key`` had in the last recording when it fits and nothing else holds
         it (the tape's own copies: the same memory each round, which a replayed graph names), else a new one
-        (``fill`` False: a buffer kept is not filled here)."""
-        ops = ops_of(a)
+        (``fill`` False: a buffer kept is not filled here; ``ops``: ``a``'s library when the caller has it)."""
+        if ops is None:
+            ops = ops_of(a)
         old = self._buffers.pop(key, None)
         if old is not None and type(old) is type(a) and ops.views_hold_base and sys.getrefcount(old) == 2 \
-                and old.shape == a.shape and old.dtype == a.dtype and old.strides == a.strides:
+                and old.shape == a.shape and old.strides == a.strides and _same_dtype(old.dtype, a.dtype):
             if fill:
                 ops.copy_into(old, a)
             self._copies[key] = old
@@ -662,17 +755,18 @@ class LaunchTape:
             hit = self._shadows[id(a)] = (a, self._new_shadow(a))
         return hit[1]
 
-    def _new_shadow(self, a):
+    def _new_shadow(self, a, ops: ArrayOps | None = None):
         """A zero shadow of ``a``: the one it had before :meth:`reset` when nothing else holds that any more
-        (zeroed in place: no allocation), else a new one."""
-        ops = ops_of(a)
+        (zeroed in place: no allocation), else a new one (``ops``: ``a``'s library when the caller has it)."""
+        if ops is None:
+            ops = ops_of(a)
         old = self._dropped.pop(id(a), None)
         if old is not None and old[0] is a and ops.views_hold_base:
             shadow = old[1]
             del old
             # 2: this frame's name and getrefcount's argument; a gradient or a view of it the caller kept adds one
-            if sys.getrefcount(shadow) == 2 and shadow.shape == a.shape and shadow.dtype == a.dtype \
-                    and shadow.strides == a.strides:
+            if sys.getrefcount(shadow) == 2 and shadow.shape == a.shape and shadow.strides == a.strides \
+                    and _same_dtype(shadow.dtype, a.dtype):
                 if self.split:  # the augmented sweeps take the shadows
                     ops.zero(shadow)
                 else:  # only gradient kernels read it: zeroed by backward (on the GPU, in its graph)
@@ -872,6 +966,7 @@ class LaunchTape:
         elif self.split and any(r.holders is not None for r in self.records):
             self._backward([], None, scratch=True)
         self.records.clear()
+        self._last, self._repeats, self._same = self._repeats, [], True
         self._buffers, self._copies = self._copies, {}
         self._unzeroed = []
         self._on_device = False

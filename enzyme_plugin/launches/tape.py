@@ -25,7 +25,8 @@ values from the end of the recording.
 What a launch needs to know of its kernel (the shadowed parameters, the
 written and read arrays, the gradient kernel's argument types) is worked out
 once per kernel and signature (:class:`LaunchPlan`), the launches behind it
-once per configuration (:class:`Runs`); a recorded launch keeps its
+once per configuration (:class:`Runs`), and a GPU launch repeating the last recording's at its place takes
+what that one found (:class:`Repeat`); a recorded launch keeps its
 gradient's launch with its arguments, and ``backward`` calls those in
 reverse. On a GPU, copies and launches on CUDA's legacy default stream are
 ordered by the stream, without a synchronisation; the heap-exhaustion flags of
@@ -958,7 +959,9 @@ class LaunchTape:
     def reset(self) -> None:
         """Forget the recording and the shadows; in split mode first free the tapes of launches not yet
         reversed (their reverse sweeps run into scratch shadows). The next recording zeroes and reuses a
-        shadow nothing else holds any more (NumPy and CuPy arrays: a view of a gradient holds it too)."""
+        shadow nothing else holds any more (NumPy and CuPy arrays: a view of a gradient holds it too), and
+        recognises the GPU launches that repeat this recording's (:class:`Repeat`: their arguments are kept
+        until the next reset)."""
         if self._incomplete:  # tapes a launch left incomplete cannot be reversed: they stay on the heap
             for r in self.records:
                 r.holders = None
@@ -984,4 +987,4 @@ class LaunchTape:
         return f"<LaunchTape{' (split)' if self.split else ''} of {len(self.records)} launch(es)>"
 
 
-__all__ = ["DeviceForm", "LaunchTape", "LaunchTapeError", "LaunchPlan", "LaunchRecord", "Runs", "TapeSizes"]
+__all__ = ["DeviceForm", "LaunchTape", "LaunchTapeError", "LaunchPlan", "LaunchRecord", "Repeat", "Runs", "TapeSizes"]

@@ -267,38 +267,33 @@ def test_the_threads_parse_leaves_llvmlites_lock_free(libdevice_path):
             lock.release()
         time.sleep(0.0002)  # (the GIL for the thread: it holds the lock while it waits for it)
     thread.join()
-    assert len(free) > 10 and free.count(False) < len(free) // 10  # (held only to make and free its context)
+    # held only to make and free its context (llvmlite's own parse holds it throughout: nearly every sample)
+    assert len(free) >= 5 and free.count(False) <= len(free) // 2, free
     assert "__nv_sin" in {f.name for f in got[0].functions if not f.is_declaration}
     with pytest.raises(RuntimeError, match="bitcode"):
         parse_bitcode_apart(b"BC\xc0\xde not bitcode")
 
 
 FORK_DURING_PARSE = """
-import os, signal, sys, time
+import os, signal, sys
 import llvmlite.binding as llvm
 from gpucompiler.core.mathfns import math_function
 from gpucompiler.targets import libdevice
-libdevice.libdevice_name(math_function("sin"), False)
-lock = llvm.ffi.lib._lock._lock  # llvmlite's one lock: fork once the thread holds it (inside the parse)
-for _ in range(20000):
-    if not lock.acquire(blocking=False):
-        break
-    lock.release()
-    time.sleep(0.0001)
-else:
-    sys.exit(3)
-pid = os.fork()
+libdevice.libdevice_name(math_function("sin"), False)  # starts the library's parse on its thread (~25 ms)
+pid = os.fork()  # at once: the fork waits for that thread
 if pid == 0:
     signal.alarm(30)  # a hung child ends
-    llvm.parse_assembly("define i32 @f() { ret i32 1 }")  # llvmlite's lock, free in the child
-    os._exit(0)
+    parsed = bool(libdevice._SPARE)  # the parse ended before the fork
+    llvm.parse_assembly("define i32 @f() { ret i32 1 }")  # LLVM usable in the child
+    os._exit(0 if parsed else 4)
 _, status = os.waitpid(pid, 0)
 sys.exit(os.waitstatus_to_exitcode(status))
 """
 
 
 def test_a_fork_while_libdevice_parses_leaves_the_child_llvm(libdevice_path):
-    """A fork waits for the parse's thread: the child's llvmlite lock is not left held (a hang)."""
+    """A fork waits for the parse's thread: the child finds the parse done and LLVM usable (exit 4: forked
+    while the thread was inside LLVM; a hang: the child's llvmlite lock held)."""
     import subprocess
     import sys
 

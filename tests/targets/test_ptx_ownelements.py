@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 from gpucompiler import device as gd, kernel
+from gpucompiler.llvm import parse
 from gpucompiler.targets.ptx import PTXTarget
+from gpucompiler.targets.ptx_ownelements import own_element_adds
 
 F64 = np.zeros(4)
 
@@ -108,6 +110,52 @@ def test_a_block_summed_address_counts_as_written(check_ptx):
     check_ptx(ptx)
     assert "blocksum" in ptx and _plain_adds(ptx) == 1
     assert len(re.findall(r"setp\.(?:le|ge|lt|gt)\.s64", ptx)) >= 2
+
+
+_KERNEL_IR = """
+declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+declare void @opaque(ptr)
+
+define void @k({ ptr, [1 x i64], [1 x i64] } %a, { ptr, [1 x i64], [1 x i64] } %b) {
+entry:
+  %c = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+  %n = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %cw = zext i32 %c to i64
+  %nw = zext i32 %n to i64
+  %tw = zext i32 %t to i64
+  %m = mul i64 %nw, %cw
+  %g = add i64 %tw, %m
+  %off = shl i64 %g, 3
+  %pa = extractvalue { ptr, [1 x i64], [1 x i64] } %a, 0
+  %p = getelementptr i8, ptr %pa, i64 %off
+  %r = atomicrmw fadd ptr %p, double 1.0 monotonic, align 8
+  ret void
+}
+"""
+
+
+@pytest.mark.parametrize("old, new, plain", [
+    ("", "", 1),  # ntid * ctaid + tid, operands in another order than the code generator's
+    ("%off = shl i64 %g, 3", "%off = mul i64 %g, 16", 1),  # every other element: still the thread's own
+    ("%g = add i64 %tw, %m", "%g = add i64 %m, 1", 0),  # not the thread's index
+    ("%off = shl i64 %g, 3", "%off = shl i64 %g, 2", 0),  # 4-byte steps, 8-byte adds: neighbours overlap
+    ("  ret void", "  call void @opaque(ptr %pa)\n  ret void", 0),  # a call that may touch the array
+    ("  ret void", "  %q = inttoptr i64 4096 to ptr\n  store double 0.0, ptr %q\n  ret void", 0),  # a wild store
+    ("monotonic", "seq_cst", 0),  # an ordering the thread's own adds could not keep for others
+    ("  ret void", "  %u = fadd double %r, 1.0\n  ret void", 0),  # the old value used
+    ("  ret void", "  %pb = extractvalue { ptr, [1 x i64], [1 x i64] } %b, 0\n  %w = getelementptr i8, ptr %pb, "
+                   "i64 8\n  store double 2.0, ptr %w\n  ret void", 1),  # b written: checked to lie apart
+])
+def test_which_adds_get_a_plain_path(old, new, plain):
+    module = parse(_KERNEL_IR.replace(old, new) if old else _KERNEL_IR)
+    assert own_element_adds(module, module.functions["k"]) == plain
+    text = str(module)
+    assert text.count("load double, ptr %p") == plain and "atomicrmw fadd ptr %p" in text
+    if plain and "%b, 0" in new:  # a's span against b's: both arrays' shapes read in the flag
+        assert text.count("extractvalue { ptr, [1 x i64], [1 x i64] } %b, 1, 0") == 1
 
 
 # -- on a GPU ---------------------------------------------------------------------------------------------

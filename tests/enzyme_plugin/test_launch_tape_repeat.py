@@ -17,7 +17,6 @@ import pytest
 import launch_programs as P
 from enzyme_plugin import LaunchTape, LaunchTapeError, register_gradient
 from enzyme_plugin.launches.gradients import GRADIENT_ATTRIBUTE
-from gpucompiler.runtime import cuda
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kernels"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime"))
@@ -31,11 +30,7 @@ square, zero_out, clip_late = (getattr(P, name) for name in ("square", "zero_out
 @pytest.fixture
 def fake(monkeypatch):
     driver = FakeDriver()
-    monkeypatch.setattr(cuda, "_driver", lambda: driver)
-    for name, value in (("_functions", {}), ("_launchers", {}), ("_capability", {}), ("_contexts", {}),
-                        ("_state", {"init": False}), ("_heap_checked", set())):
-        monkeypatch.setattr(cuda, name, value)
-    with fake_cupy.installed() as module:
+    with fake_cupy.on_driver(monkeypatch, driver) as module:
         yield module, driver
 
 

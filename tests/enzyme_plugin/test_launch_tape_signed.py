@@ -18,7 +18,6 @@ import launch_programs as P
 from enzyme_plugin import LaunchTape, LaunchTapeError
 from enzyme_plugin.launches import tape as tape_module
 from enzyme_plugin.launches.graphs import graph_key
-from gpucompiler.runtime import cuda
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kernels"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime"))
@@ -32,11 +31,7 @@ square, scaled_square = (getattr(P, name) for name in ("square", "scaled_square"
 @pytest.fixture
 def fake(monkeypatch):
     driver = FakeDriver()
-    monkeypatch.setattr(cuda, "_driver", lambda: driver)
-    for name, value in (("_functions", {}), ("_launchers", {}), ("_capability", {}), ("_contexts", {}),
-                        ("_state", {"init": False}), ("_heap_checked", set())):
-        monkeypatch.setattr(cuda, name, value)
-    with fake_cupy.installed() as module:
+    with fake_cupy.on_driver(monkeypatch, driver) as module:
         yield module, driver
 
 

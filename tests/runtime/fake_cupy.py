@@ -17,6 +17,8 @@ import types
 
 import numpy as np
 
+from gpucompiler.runtime import cuda as runtime_cuda
+
 READS = [0]
 """``__cuda_array_interface__`` accesses so far"""
 
@@ -201,3 +203,15 @@ def installed():
             sys.modules.pop("cupy", None)
         else:
             sys.modules["cupy"] = before
+
+
+@contextlib.contextmanager
+def on_driver(monkeypatch, driver):
+    """The CUDA runtime on ``driver`` (tests/kernels/test_cuda_launch.py's fake; the runtime's caches emptied,
+    put back after) with this fake installed as ``cupy``: yields the fake module."""
+    monkeypatch.setattr(runtime_cuda, "_driver", lambda: driver)
+    for name, value in (("_functions", {}), ("_launchers", {}), ("_capability", {}), ("_contexts", {}),
+                        ("_state", {"init": False}), ("_heap_checked", set())):
+        monkeypatch.setattr(runtime_cuda, name, value)
+    with installed() as module:
+        yield module

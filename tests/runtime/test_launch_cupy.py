@@ -15,7 +15,6 @@ import pytest
 from gpucompiler import device as gd
 from gpucompiler.errors import ArgumentTypeError
 from gpucompiler.kernel import Kernel
-from gpucompiler.runtime import cuda
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kernels"))
 sys.path.insert(0, os.path.dirname(__file__))
@@ -26,11 +25,7 @@ from test_cuda_launch import FakeDriver  # pyright: ignore[reportMissingImports]
 @pytest.fixture
 def fake(monkeypatch):
     driver = FakeDriver()
-    monkeypatch.setattr(cuda, "_driver", lambda: driver)
-    for name, value in (("_functions", {}), ("_launchers", {}), ("_capability", {}), ("_contexts", {}),
-                        ("_state", {"init": False}), ("_heap_checked", set())):
-        monkeypatch.setattr(cuda, name, value)
-    with fake_cupy.installed() as module:
+    with fake_cupy.on_driver(monkeypatch, driver) as module:
         yield module, driver
 
 

@@ -302,17 +302,24 @@ def _disjoint(entry: Function, p: Value, arrays: tuple[Argument, ...]) -> Value:
     end = b.binop("add", at, const_int(i64, 16))
     flag: Value = const_int(LT.i1, 1)
     for a in arrays:
-        data = b.cast("ptrtoint", b.extractvalue(a, 0), i64)
-        span: Value = const_int(i64, 0)
-        for d in range(array_rank(a) or 0):
-            stride = b.extractvalue(a, (2, d))
-            size = b.select(b.icmp("slt", stride, const_int(i64, 0)), b.binop("sub", const_int(i64, 0), stride), stride)
-            size = b.select(b.icmp("slt", size, const_int(i64, 16)), const_int(i64, 16), size)
-            span = b.binop("add", span, b.binop("mul", b.extractvalue(a, (1, d)), size))
-        clear = b.binop("or", b.icmp("sle", end, b.binop("sub", data, span)),
-                        b.icmp("sle", b.binop("add", data, span), at))
+        lo, hi = array_span(b, a)
+        clear = b.binop("or", b.icmp("sle", end, lo), b.icmp("sle", hi, at))
         flag = b.binop("and", flag, clear)
     return flag
+
+
+def array_span(b: Builder, a: Argument) -> tuple[Value, Value]:
+    """``(lo, hi)`` at ``b``: bytes around array argument ``a``'s data that hold all of it, its pointer minus and
+    plus the sum over dimensions of extent times the larger of the stride's magnitude and 16."""
+    i64 = LT.i64
+    data = b.cast("ptrtoint", generic(b, b.extractvalue(a, 0)), i64)
+    span: Value = const_int(i64, 0)
+    for d in range(array_rank(a) or 0):
+        stride = b.extractvalue(a, (2, d))
+        size = b.select(b.icmp("slt", stride, const_int(i64, 0)), b.binop("sub", const_int(i64, 0), stride), stride)
+        size = b.select(b.icmp("slt", size, const_int(i64, 16)), const_int(i64, 16), size)
+        span = b.binop("add", span, b.binop("mul", b.extractvalue(a, (1, d)), size))
+    return b.binop("sub", data, span), b.binop("add", data, span)
 
 
 def _retarget(rmw: Instruction, target: Value) -> None:
@@ -398,5 +405,5 @@ def _rebuilt(b: Builder, v: Value, copies: dict[int, Value]) -> Value:
     return hit
 
 
-__all__ = ["UNKNOWN", "BlockSums", "Flush", "Site", "array_of", "array_rank", "eligible_sites", "generic", "safe_call",
+__all__ = ["UNKNOWN", "BlockSums", "Flush", "Site", "array_of", "array_rank", "array_span", "eligible_sites", "generic", "safe_call",
            "sum_per_block"]

@@ -28,7 +28,7 @@ to zero, the plain add keeps them). ``PTXTarget(aggregate_atomics=False)`` keeps
 from __future__ import annotations
 
 from ..llvm import Argument, BasicBlock, Builder, ConstantData, Function, Instruction, Value, const_int, types as LT
-from .ptx_blocksums import UNKNOWN, BlockSums, array_of, array_rank, generic, safe_call
+from .ptx_blocksums import UNKNOWN, BlockSums, array_of, array_span, safe_call
 from .warpatomics import eligible, split_after
 
 _SIZES = {"i8": 1, "i16": 2, "half": 2, "bfloat": 2, "i32": 4, "float": 4, "i64": 8, "double": 8}
@@ -174,25 +174,11 @@ def _exclusive(model, entry: Function, array: Argument, others: list[Argument]) 
         if fn is None:
             fn = model.add_function(Function(_SREG + reg, LT.function(i32, [])))
         flag = b.binop("and", flag, b.icmp("eq", b.call(fn, []), const_int(i32, 1)))
-    lo, hi = _span(b, array)
+    lo, hi = array_span(b, array)
     for other in others:
-        olo, ohi = _span(b, other)
+        olo, ohi = array_span(b, other)
         flag = b.binop("and", flag, b.binop("or", b.icmp("sle", hi, olo), b.icmp("sle", ohi, lo)))
     return flag
-
-
-def _span(b: Builder, a: Argument) -> tuple[Value, Value]:
-    """Bytes around ``a``'s data that hold all of it: its pointer minus and plus the sum over dimensions of extent
-    times the larger of the stride's magnitude and 16."""
-    i64 = LT.i64
-    data = b.cast("ptrtoint", generic(b, b.extractvalue(a, 0)), i64)
-    span: Value = const_int(i64, 0)
-    for d in range(array_rank(a) or 0):
-        stride = b.extractvalue(a, (2, d))
-        size = b.select(b.icmp("slt", stride, const_int(i64, 0)), b.binop("sub", const_int(i64, 0), stride), stride)
-        size = b.select(b.icmp("slt", size, const_int(i64, 16)), const_int(i64, 16), size)
-        span = b.binop("add", span, b.binop("mul", b.extractvalue(a, (1, d)), size))
-    return b.binop("sub", data, span), b.binop("add", data, span)
 
 
 def _plain_when(flag: Value, rmw: Instruction) -> None:

@@ -32,7 +32,7 @@ from .ptx_blocksums import UNKNOWN, BlockSums, array_of, array_span, safe_call
 from .warpatomics import eligible, split_after
 
 _SIZES = {"i8": 1, "i16": 2, "half": 2, "bfloat": 2, "i32": 4, "float": 4, "i64": 8, "double": 8}
-_ADDS = {"add": "add", "fadd": "fadd"}
+_ADDS = frozenset({"add", "fadd"})
 _SREG = "llvm.nvvm.read.ptx.sreg."
 
 
@@ -195,7 +195,7 @@ def _plain_when(flag: Value, rmw: Instruction) -> None:
     p, v = rmw.operands[0], rmw.operands[1]
     size = _SIZES[str(v.type)]
     old = b.load(v.type, p, align=size)
-    b.store(b.binop(_ADDS[str(rmw.operation)], old, v), p, align=size)
+    b.store(b.binop(str(rmw.operation), old, v), p, align=size)
     b.br(join)
 
 

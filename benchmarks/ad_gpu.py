@@ -429,11 +429,8 @@ def main(argv=None) -> int:
     print(f"| GOAL median ratio <= 3x | {med:.2f}x ({'MET' if med <= 3 else 'not met'}); "
           f"below JAX and torch on every kernel: {'yes' if faster else 'no'} |")
     for name, r in rows.items():
-        if cases_with_tape(name) and r["jax"] is not None:
-            o = r["ours"]
-            met = o["ratio"] <= 3 and o["grad_s"] < r["jax"]["grad_s"]
-            print(f"| GOAL {name}: ratio <= 3x and grad faster than JAX's | {o['ratio']:.2f}x, "
-                  f"{o['grad_s'] * 1e6:.1f} vs {r['jax']['grad_s'] * 1e6:.1f} us ({'MET' if met else 'not met'}) |")
+        if r["jax"] is not None:
+            print(goal_line(name, r["ours"], r["jax"]))
     os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
     with open(args.json, "w") as fh:
         json.dump({"device": device, "command": "python benchmarks/ad_gpu.py " + " ".join(argv or sys.argv[1:]),
@@ -442,9 +439,15 @@ def main(argv=None) -> int:
     return 0 if ok else 1
 
 
-def cases_with_tape(name) -> bool:
-    """Whether ``name`` is one of the loop-heavy kernels (the ones whose tape is reported)."""
-    return name.startswith(("iterated branchy map", "Newton solve", "cross-section", "neighbour-list"))
+def goal_line(name: str, ours: dict, jax: dict) -> str:
+    """Issue 27's goal for one kernel: the nested data-dependent loops ≤ 3× their primal, the others ≤ 2× or
+    ≤ JAX's ratio, whichever is larger; every gradient faster than JAX's."""
+    nested = name.startswith(("cross-section", "neighbour-list"))
+    bound = 3.0 if nested else max(2.0, jax["ratio"])
+    met = ours["ratio"] <= bound and ours["grad_s"] < jax["grad_s"]
+    what = "ratio <= 3x" if nested else f"ratio <= max(2x, JAX's {jax['ratio']:.2f}x)"
+    return (f"| GOAL {name}: {what}, grad faster than JAX's | {ours['ratio']:.2f}x, {ours['grad_s'] * 1e6:.1f} vs "
+            f"{jax['grad_s'] * 1e6:.1f} us ({'MET' if met else 'not met'}) |")
 
 
 def _check_cell(o) -> str:

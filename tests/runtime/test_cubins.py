@@ -10,9 +10,11 @@ directory; every launch runs through the CPU grid emulation and is compared with
 from __future__ import annotations
 
 import ctypes
+import json
 import logging
 import os
 import struct
+import subprocess
 import sys
 import types
 import warnings
@@ -190,7 +192,8 @@ def test_another_driver_version_or_capability_misses_and_links_its_own(cache_dir
 def test_the_key_holds_the_ptx_the_capability_the_driver_and_the_jit_options():
     ptx = b".version 8.0\n.target sm_80\n\0"
     base = cubins.cubin_document(ptx, (8, 0), 12040)
-    assert base["jit_options"] == list(cubins.JIT_OPTIONS) and base["ptx"] != cubins.cubin_document(b"x", (8, 0), 0)["ptx"]
+    assert base["jit_options"] == list(cubins.JIT_OPTIONS)
+    assert base["ptx"] != cubins.cubin_document(b"x", (8, 0), 0)["ptx"]
     others = [cubins.cubin_document(ptx + b" ", (8, 0), 12040), cubins.cubin_document(ptx, (8, 6), 12040),
               cubins.cubin_document(ptx, (9, 0), 12040), cubins.cubin_document(ptx, (8, 0), 12041)]
     assert len({digest(d) for d in [base, *others]}) == 5
@@ -368,3 +371,51 @@ def test_a_cubin_that_cannot_be_stored_is_used_without_a_warning(cache_dir, monk
         assert _launch_warnings(monkeypatch, driver) == []
     assert (driver.links, driver.loads) == (2, ["cubin", "cubin"]) and cubin_entries(cache_dir) == {}
     assert sum("is not kept" in r.getMessage() for r in caplog.records) == 2
+
+
+GPU_MODULE = """
+from gpucompiler import device as gd
+
+
+def scale_add(a, x, y):
+    i = gd.grid(1)
+    if i < y.shape[0]:
+        y[i] = a * x[i] + y[i]
+"""
+
+GPU_SCRIPT = """
+import json, sys
+sys.path.insert(0, {where!r})
+import numpy as np
+import kmod
+from gpucompiler import kernel
+from gpucompiler.cache.default import default_cache
+
+n = 1000
+x, y = np.linspace(-1.0, 2.0, n), np.arange(n, dtype=np.float64)
+kernel(kmod.scale_add)[(n + 255) // 256, 256](1.5, x, y)
+print(json.dumps({{"y": y.tolist(), "stats": dict(default_cache().stats)}}))
+"""
+
+
+@pytest.mark.gpu
+def test_a_fresh_process_on_the_gpu_loads_the_cubin_the_first_one_linked(tmp_path):
+    (tmp_path / "kmod.py").write_text(GPU_MODULE)
+    env = {**os.environ, "GPUC_CACHE_DIR": str(tmp_path / "cache"), "CUDA_CACHE_DISABLE": "1"}
+    for name in ("GPUC_CACHE", "GPUC_CACHE_URL", "GPUC_SERVICE_URL", "GPUC_CACHE_SHARED_DIR"):
+        env.pop(name, None)
+    answers = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", GPU_SCRIPT.format(where=str(tmp_path))], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        answers.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    n = 1000
+    want = 1.5 * np.linspace(-1.0, 2.0, n) + np.arange(n)
+    for answer in answers:
+        np.testing.assert_allclose(answer["y"], want, rtol=1e-15)
+    assert answers[0]["stats"]["cubin.linked"] == 1 and "cubin.hit.disk" not in answers[0]["stats"]
+    assert answers[1]["stats"]["cubin.hit.disk"] == 1 and "cubin.linked" not in answers[1]["stats"]
+    (entry,) = cubin_entries(tmp_path / "cache").values()
+    cubin = entry.artifacts["cubin"]
+    assert isinstance(cubin, bytes) and cubin[:4] == b"\x7fELF"  # the device's code, not PTX

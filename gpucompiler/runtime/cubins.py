@@ -37,7 +37,7 @@ from typing import Any
 from ..cache.core import Cache
 from ..cache.default import default_cache
 from ..cache.entry import Entry
-from ..errors import CudaError
+from ..errors import CudaError, DeviceHeapError
 from ..identity import digest
 
 log = logging.getLogger("gpucompiler.cache")
@@ -89,8 +89,13 @@ def _cubin_module(d, image: bytes, capability: tuple[int, int], name: str, check
     key = digest(document)
     found = cache.lookup(key, document, (KIND,), counter="cubin.hit", refused=set())
     if found is not None:
+        cubin = found[0].artifacts[KIND]
         try:
-            return check(d.cuModuleLoadData(found[0].artifacts[KIND]), "cuModuleLoadData")
+            if not isinstance(cubin, bytes):
+                raise CudaError("not a binary image", "a text artifact", "cuModuleLoadData")
+            return check(d.cuModuleLoadData(cubin), "cuModuleLoadData")
+        except DeviceHeapError:
+            raise  # the context is lost (a trap of an earlier launch), not the image
         except CudaError as exc:
             _drop(cache, key, f"the driver refused the cached cubin of {name} ({exc}): dropped, loading its PTX")
             return None

@@ -25,7 +25,7 @@ import pytest
 from gpucompiler import device as gd
 from gpucompiler.cache import DiskTier, Entry, decode
 from gpucompiler.cache.default import default_cache
-from gpucompiler.errors import CacheWarning
+from gpucompiler.errors import CacheWarning, DeviceHeapError
 from gpucompiler.identity import digest
 from gpucompiler.kernel import Kernel
 from gpucompiler.runtime import cubins, cuda
@@ -292,6 +292,36 @@ def test_a_cubin_the_driver_refuses_is_dropped_and_the_ptx_loaded(cache_dir, mon
     process(monkeypatch, later)
     launch_both()
     assert (later.links, later.loads) == (2, ["cubin", "cubin"]) and len(cubin_entries(cache_dir)) == 2
+
+
+def test_a_well_formed_entry_holding_text_instead_of_a_cubin_is_dropped_and_the_ptx_loaded(cache_dir, monkeypatch):
+    process(monkeypatch, LinkingDriver())
+    launch_both()
+    tier = DiskTier(cache_dir)
+    for key, entry in cubin_entries(cache_dir).items():  # valid checksums, the PTX text as the "cubin"
+        cubin = entry.artifacts["cubin"]
+        assert isinstance(cubin, bytes)
+        text = cubin[len(MAGIC) + 12:].decode()
+        tier.path(key).write_bytes(Entry(key, entry.document, {"cubin": text}, entry.meta).encode())
+    driver = LinkingDriver()
+    cache = process(monkeypatch, driver)
+    launch_both()
+    assert driver.loads == ["ptx", "ptx"] and cache.stats["cubin.refused"] == 2 and cubin_entries(cache_dir) == {}
+
+
+def test_a_lost_context_is_reported_and_the_cached_cubin_kept(cache_dir, monkeypatch):
+    """A trap of an earlier launch (a DeviceHeapError: the context is lost) says nothing of the image."""
+    class LostContext(LinkingDriver):
+        def cuModuleLoadData(self, image):
+            return (719, None)
+
+    process(monkeypatch, LinkingDriver())
+    launch_both()
+    process(monkeypatch, LostContext())
+    cuda._heap_checked.add(0xC7)  # a kernel that allocates was loaded in this context
+    with pytest.raises(DeviceHeapError):
+        launch_both()
+    assert len(cubin_entries(cache_dir)) == 2
 
 
 def test_a_freshly_linked_cubin_the_driver_refuses_is_not_kept_and_the_ptx_loaded(cache_dir, monkeypatch):

@@ -12,13 +12,16 @@ The hooks a plugin implements are declared in :mod:`gpucompiler.interface`
         def rewrite(self, job, module):   # module: gpucompiler.module.IRModule
             ...
 
-Plugins come from the entry-point group ``gpucompiler.plugins`` or from
+Plugins come from the entry-point group ``gpucompiler.plugins`` (read from the
+installed distributions once per registry: :mod:`.discovery`) or from
 :func:`register`; a job runs only the plugins its ``CompilerConfig.plugins``
 names. Callbacks of one hook point run in a fixed order: by ``order`` (lower
 first), then plugin name, then declaration order in the class.
 
-pluggy carries the registry: one hookspec per hook point, entry-point
-discovery, and validation of callback signatures against the hookspecs. The
+pluggy carries the registry: one hookspec per hook point and validation of
+callback signatures against the hookspecs (its entry-point loading reads every
+distribution's entry points again for each plugin: :mod:`.discovery` reads
+them once). The
 pipeline does *not* call ``pm.hook.<name>(...)``: it reads the hook
 implementations, keeps the enabled plugins, sorts them as above and calls
 them one by one, so that marker gating, ordering and error attribution are
@@ -36,6 +39,7 @@ from collections.abc import Callable, Iterable
 import attrs
 import pluggy
 
+from . import discovery
 from .errors import ConfigError, PluginError, UnknownPluginError
 from .interface import (CALLBACK_ATTR as _ATTR, EVENTS, HOOK_ARGS, HOOK_POINTS, PROJECT, Callback, Plugin,
                         call_hook, callback, hook, hook_spec_name, listener, plugin_location)
@@ -108,8 +112,8 @@ class _Manager(pluggy.PluginManager):
         self.broken: dict[str, PluginError] = {}
         """installed entry points that failed to load while every plugin was listed, by name: left out
         of the listing (a warning), their error raised when a job names them"""
-        self.entry_points: dict[str, Any] | None = None
-        """the installed entry points by name, read (not loaded) once: :func:`entry_point`"""
+        self.found: discovery.Found | None = None
+        """the installed entry points, read (not loaded) once: :func:`installed_entry_points`"""
         self.installed: dict[str, Any] = {}
         """the instances loaded from installed entry points, by name (:func:`loaded_from_entry_point`)"""
 
@@ -188,15 +192,14 @@ def _load(names: Iterable[str] | None = None) -> _Manager:
     wanted = None if names is None else {n for n in names if manager.get_plugin(n) is None} - manager.tried
     if wanted == set():
         return manager
-    import importlib.metadata  # import time: ~12 ms, needed once the plugins are discovered
-
+    found = installed_entry_points()
     with _BUILDING:  # one instance per plugin however many threads ask at once
-        for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        for ep in sorted(found.first().values(), key=lambda e: e.name):
             if ep.name in manager.tried or (wanted is not None and ep.name not in wanted):
                 continue
             if manager.get_plugin(ep.name) is None:  # not registered by hand first
                 try:
-                    manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=ep.name)
+                    manager.register(ep.load(), name=ep.name)
                     manager.installed[ep.name] = manager.get_plugin(ep.name)
                 except Exception as exc:  # an installed plugin that does not load
                     error = exc if isinstance(exc, PluginError) else PluginError(
@@ -256,15 +259,25 @@ def failed() -> dict[str, PluginError]:
     return dict(sorted(_load().broken.items()))
 
 
-def entry_point(name: str) -> Any:
-    """The installed entry point (``importlib.metadata.EntryPoint``) named ``name``, None if none; read
-    from the distributions' metadata once per registry, loading no plugin (cache keys: no imports)."""
+def installed_entry_points() -> discovery.Found:
+    """The installed entry points of group ``gpucompiler.plugins``, read from the distributions' metadata once
+    per registry (:func:`.discovery.scan`), loading no plugin (cache keys: no imports)."""
     manager = _registry()
-    if manager.entry_points is None:
-        import importlib.metadata  # import time: ~12 ms, as in _load
+    if manager.found is None:
+        with _BUILDING:
+            if manager.found is None:
+                manager.found = discovery.scan(ENTRY_POINT_GROUP)
+    return manager.found
 
-        manager.entry_points = {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
-    return manager.entry_points.get(name)
+
+def read_entry_points() -> discovery.Found | None:
+    """The registry's :func:`installed_entry_points` if read already, else None; reads nothing."""
+    return _registry().found
+
+
+def entry_point(name: str) -> discovery.EntryPoint | None:
+    """The installed entry point named ``name`` (the first on ``sys.path`` when several are), None if none."""
+    return installed_entry_points().first().get(name)
 
 
 def loaded(name: str) -> Any:
@@ -330,4 +343,4 @@ def constrained(ranked: list[BoundCallback], point: str) -> list[BoundCallback]:
 
 
 __all__ = ["ENTRY_POINT_GROUP", "EVENTS", "HOOK_ARGS", "BoundCallback", "Callback", "Plugin", "builtin", "callback",
-           "call_hook", "callbacks", "constrained", "declared_callbacks", "discovered", "enabled", "entry_point", "failed", "hook", "listener", "loaded", "loaded_from_entry_point", "plugin_location", "register", "unregister"]
+           "call_hook", "callbacks", "constrained", "declared_callbacks", "discovered", "enabled", "entry_point", "failed", "hook", "installed_entry_points", "listener", "loaded", "loaded_from_entry_point", "plugin_location", "read_entry_points", "register", "unregister"]

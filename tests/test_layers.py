@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "version", "lazy", "pristine", "types", "hashing", "settings", "toolchain", "arguments", "graphs", "signatures", "reference", "contain"),  # ground
     ("llvm", "module"),                          # the LLVM IR model; a module in its three forms
     ("core",),                                   # the contract: Target, CompilerConfig, CompilerJob, Source
-    ("interface", "plugin"),                     # the plugin hooks and the registry
+    ("interface", "discovery", "plugin"),        # the plugin hooks; installed entry points; the registry
     ("frontend", "interpreter"),                 # Python source -> SSA -> types (the rule machinery)
     ("language",),                               # the language's rules: Python, math, NumPy
     ("codegen",),                                # typed SSA -> LLVM IR
@@ -87,8 +87,8 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
                                                 "(~10 ms), for a compile, not a launch served from the cache",
     ("cache/default.py", "gpucompiler.pipeline"): "import time: the pipeline's modules (~40 ms) load at the first compile, "
                                            "not on a cache hit",
-    ("plugin.py", "importlib.metadata"): "import time: importlib.metadata (~12 ms), when plugins are discovered",
-    ("identity/entrypoints.py", "importlib.metadata"): "import time: importlib.metadata (~12 ms), on a memo's miss",
+    ("discovery.py", "importlib.metadata"): "import time: importlib.metadata (~18 ms), for distributions or a "
+                                            "METADATA its own read does not take",
     ("llvm/instructions.py", "gpucompiler.llvm.module"): "the block class of the module that holds instructions",
     ("llvm/module.py", "gpucompiler.llvm.clone"): "the cloner works on the module's classes",
     ("llvm/module.py", "gpucompiler.llvm.printer"): "the printer works on the module's classes",

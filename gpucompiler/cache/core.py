@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 
 from .. import identity as keys
 from ..errors import CacheCorruptionError, CacheError, CacheForgeryError, CacheWarning, ConfigError, ServiceError
-from ..llvm.binding import address_bindings
 from ..settings import private_directory_problem
 from .entry import Entry, decode
 from .files import GROUP
@@ -348,6 +347,8 @@ class Cache:
                 "reports": stored_reports(reports), "warnings": caught, "created": time.time(),
                 "compile_seconds": time.perf_counter() - start}
         llvm_text = result.artifacts.get("llvm")
+        from ..llvm.binding import address_bindings  # import time: llvmlite's binding, which a GPU kernel's hit never needs
+
         addresses = address_bindings(llvm_text) if isinstance(llvm_text, str) else {}
         if addresses:  # names the module binds itself: a loader binds them without parsing the IR
             meta["addresses"] = addresses

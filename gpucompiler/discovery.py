@@ -171,27 +171,29 @@ def _scan(group: str, paths: list[str]) -> Found:
 
 
 def _metadata_children(where: str) -> list[tuple[str, str]]:
-    """The metadata directories in ``where`` and their distributions' normalised names, in importlib.metadata's
-    order: grouped by name, in the listing's order within a name."""
+    """The metadata directories in ``where`` and their distributions' normalised names, in the listing's order.
+
+    importlib.metadata groups them by their lowercase name first, then tells them apart by the name before
+    the suffix: where the suffix is spelled as is the two are one name, so that the first of each name and
+    the order of the names are the listing's (else it reads the name from METADATA: not read here).
+    """
     try:
         children = os.listdir(where)
     except OSError:
         return []
     egg = os.path.basename(where).lower().endswith(".egg")
-    named: dict[str, list[tuple[str, str]]] = {}
+    out: list[tuple[str, str]] = []
     for child in children:
         low = child.lower()
         if low.endswith(_SUFFIXES):
-            # importlib.metadata groups them by the lowercase name, and tells distributions apart by the
-            # name before the suffix; the two agree where the suffix is spelled as is (else: from METADATA)
             stem, suffix = os.path.splitext(child)
             name = _normalize(stem.partition("-")[0]) if suffix in _SUFFIXES else ""
             if not name:
                 raise _Different(child)
-            named.setdefault(name, []).append((child, name))
+            out.append((child, name))
         elif egg and low == "egg-info":
             raise _Different(where)  # an egg's name is in its metadata
-    return [child for group in named.values() for child in group]
+    return out
 
 
 def _normalize(name: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,22 @@ def test_a_version_edited_in_place_reaches_the_next_process(fresh, tmp_path, mon
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ep_dist\nVersion: 1.1\n")
     monkeypatch.setattr(gp, "_manager", None)
     assert (entrypoints.installed("ep_v") or entrypoints.Installed("", "", None, None)).dist == "ep_dist==1.1"
+
+
+def test_a_read_through_importlib_metadata_is_made_once_and_not_memoised(tmp_path, monkeypatch):
+    """A zip on ``sys.path``: importlib.metadata lists its distributions, once per process; no memo, and no
+    fresh read for one on each later key."""
+    monkeypatch.setattr(gp, "_manager", None)
+    monkeypatch.setenv("GPUC_CACHE_DIR", str(tmp_path / "cache"))
+    zipped = tmp_path / "dists.zip"
+    with zipfile.ZipFile(zipped, "w") as z:
+        z.writestr("ep_zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: ep_zipped\nVersion: 1.0\n")
+        z.writestr("ep_zipped-1.0.dist-info/entry_points.txt", "[gpucompiler.plugins]\nep_zip = ep_test_zip:P\n")
+    monkeypatch.syspath_prepend(str(zipped))
+    calls = []
+    real = importlib.metadata.entry_points
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda **kw: calls.append(kw) or real(**kw))
+    for _ in range(3):
+        assert entrypoints.installed("ep_zip") == entrypoints.Installed("ep_zip", "ep_test_zip", "P", "ep_zipped==1.0")
+    assert len(calls) == 1
+    assert not list((tmp_path / "cache").rglob("entry-points-*.json"))

@@ -66,9 +66,10 @@ def installed(name: str) -> Installed | None:
     earlier = gp.read_entry_points()
     ep = gp.entry_point(name)
     found = _described(name, ep.value, ep.dist) if ep is not None else None
-    if memo_file is not None:
-        current = gp.read_entry_points() if earlier is None else discovery.scan(gp.ENTRY_POINT_GROUP)
-        if current is not None and current.rows is not None and list(current.paths) == paths:
+    registry = gp.read_entry_points()
+    if memo_file is not None and registry is not None and registry.rows is not None:  # a read it can stamp
+        current = registry if earlier is None else discovery.scan(gp.ENTRY_POINT_GROUP)
+        if current.rows is not None and list(current.paths) == paths:
             publish(memo_file, json.dumps({"version": _VERSION, "path": paths, "rows": current.rows, "entry_points": {
                 n: [e.value, e.dist] for n, e in current.first().items()}}))
     return found

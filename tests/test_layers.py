@@ -74,6 +74,8 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
                                                                 "not a cache hit",
     ("identity/documents.py", "gpucompiler.identity.keys"): "import time: the plugin registry and the plugins' "
                                                            "identity (~1.5 ms), for a key that names plugins",
+    ("identity/llvmversion.py", "gpucompiler.llvm.binding"): "import time: llvmlite's library (~20 ms), for a "
+                                                            "key's LLVM version without its memo",
     ("cache/report.py", "gpucompiler.plugin"): "import time: the plugin registry (~0.8 ms), for a compile's or a "
                                                "read report, not a cache hit",
     ("cache/core.py", "gpucompiler.cache.trust"): "import time: hmac and the MACs (~0.3 ms), with a shared tier's "

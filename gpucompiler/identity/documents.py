@@ -22,10 +22,10 @@ from collections.abc import Sequence
 
 from ..core import RecordedSource
 from ..hashing import canonical
-from ..llvm.binding import llvm_version
 from ..targets.native import NativeTarget
 from ..version import __version__
 from .codeprint import code_digest
+from .llvmversion import llvm_version
 
 #: bumped when the entry layout or the key document changes
 FORMAT_VERSION = 6

@@ -28,9 +28,11 @@ is skipped here; one in this group's section, or a file that cannot be read for
 another reason than its absence or its permissions, raises :class:`ConfigError`
 naming the file (``importlib.metadata``: ``TypeError``, ``OSError``).
 
-Every file and directory read is stamped (:func:`row`) before it is read, so
-that a memo of the entry points checked against these stamps in another
-process never holds what was read before a change (:mod:`.identity.entrypoints`).
+Every file and directory read is stamped (:func:`row`) before it is read (a
+metadata directory only where it has no ``entry_points.txt``, whose stamp says
+more), so that a memo of the entry points checked against these stamps in
+another process never holds what was read before a change
+(:mod:`.identity.entrypoints`).
 """
 
 from __future__ import annotations
@@ -160,8 +162,10 @@ def _scan(group: str, paths: list[str]) -> Found:
                 continue  # a distribution of this name earlier on sys.path wins
             seen.add(name)
             meta = os.path.join(where, child)
-            rows[meta] = row(meta)  # a file added to it (entry_points.txt) changes its stamp
+            rows[meta] = row(meta)  # an entry_points.txt added to it changes its stamp
             text = _read(meta + os.sep + "entry_points.txt", rows, needle)
+            if rows.get(meta + os.sep + "entry_points.txt") is not None:
+                del rows[meta]  # the file's own stamp says more (and a METADATA read is stamped too)
             if text is not None:
                 points = _section(text, group, meta + os.sep + "entry_points.txt")
                 if points:

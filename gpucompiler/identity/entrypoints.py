@@ -6,15 +6,15 @@ process, shared with the plugin registry). What a key needs of them (each
 one's module, class and ``distribution==version``) is therefore kept in
 ``<cache dir>/code/entry-points-<digest of sys.path>.json`` with the stamps the
 read took (:func:`..discovery.row`: size, modification and change times,
-inode), which a process checks instead, about one ``stat`` call per installed
+inode), which a process checks instead, one ``stat`` call per installed
 distribution:
 
 * ``sys.path`` itself (absolute: ``''`` is the working directory), and each of
   its directories: a distribution installed or removed adds or removes its
   ``*.dist-info`` or ``*.egg-info``;
-* every such metadata directory (a file added to it, ``entry_points.txt``), its
-  ``entry_points.txt`` where it has one, and the ``METADATA`` (``PKG-INFO``) of
-  a distribution with plugins: an entry point or a version edited in place.
+* each ``entry_points.txt`` there, every such metadata directory without one
+  (one added to it), and the ``METADATA`` (``PKG-INFO``) of a distribution with
+  plugins: an entry point or a version edited in place.
 
 Each stamp is taken before its file is read, so a memo never holds what was
 read before a change its stamps miss. Nothing is memoised when the read went

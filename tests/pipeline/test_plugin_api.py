@@ -252,13 +252,18 @@ def test_entry_points_are_looked_for_once_per_process(monkeypatch):
     # distributions each time made it time out under load
     import importlib.metadata
 
+    from gpucompiler import discovery
+
     gp.discovered()
     scans = []
     real = importlib.metadata.entry_points
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda **kw: scans.append(kw) or real(**kw))
+    real_scan = discovery.scan
+    monkeypatch.setattr(discovery, "scan", lambda group: scans.append(group) or real_scan(group))
     for _ in range(3):
         assert {"mock_enzyme", "instrumentation"} <= set(gp.discovered())
         assert [p.name for p in gp.enabled(["instrumentation"])] == ["instrumentation"]
         with pytest.raises(UnknownPluginError):
             gp.enabled(["surely_not_installed"])
+        assert gp.entry_point("instrumentation") is not None and gp.entry_point("surely_not_installed") is None
     assert scans == []

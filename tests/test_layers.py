@@ -76,6 +76,15 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
                                                            "identity (~1.5 ms), for a key that names plugins",
     ("identity/llvmversion.py", "gpucompiler.llvm.binding"): "import time: llvmlite's library (~20 ms), for a "
                                                             "key's LLVM version without its memo",
+    ("targets/ptx.py", "gpucompiler.targets.ptx_codegen"): "import time: the IR model, libdevice's linking, the "
+                                                          "atomics' passes and LLVM (~8 ms, ~28 with llvmlite's "
+                                                          "library), for a compile, not a launch from the cache",
+    ("targets/ptx.py", "gpucompiler.targets.ptx_overlays"): "import time: the kernel language's rules (~17 ms), "
+                                                           "for inference, not a launch from the cache",
+    ("targets/ptx.py", "gpucompiler.targets.libdevice"): "import time: llvmlite's library and the math table "
+                                                        "(~22 ms), for the AD engine's math names",
+    ("targets/ptx.py", "gpucompiler.llvm.binding"): "import time: llvmlite's library (~20 ms), for the message of "
+                                                   "an unknown PTX ISA version",
     ("cache/report.py", "gpucompiler.plugin"): "import time: the plugin registry (~0.8 ms), for a compile's or a "
                                                "read report, not a cache hit",
     ("cache/core.py", "gpucompiler.cache.trust"): "import time: hmac and the MACs (~0.3 ms), with a shared tier's "
@@ -83,6 +92,8 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
     ("cache/tiers.py", "fcntl"): "import time: ~0.25 ms, for a miss's compile lock, not a cache hit",
     ("cache/tiers.py", "gpucompiler.cache.fleet"): "import time: the fleet's breaker and lease (~0.15 ms), with a "
                                                    "Redis tier only",
+    ("cache/core.py", "gpucompiler.llvm.binding"): "import time: llvmlite's library (~20 ms), for a compile's "
+                                                  "address bindings, not a GPU kernel's hit",
     ("cache/core.py", "gpucompiler.module"): "import time: the IR module's facade (~0.1 ms), when a hit's module "
                                              "is read, not on the hit",
     ("runtime/grid.py", "gpucompiler.codegen"): "import time: the code generator, the interpreter and the frontend "

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from typing import Any
 from collections.abc import Sequence
 
 from ..core import RecordedSource
 from ..hashing import canonical
-from ..targets.native import NativeTarget
 from ..version import __version__
 from .codeprint import code_digest
 from .llvmversion import llvm_version
@@ -42,6 +42,9 @@ def _plugins(names: Sequence[str]) -> list[list[Any]]:
 
 
 _MACHINES: dict[Any, dict[str, Any]] = {}
+_NATIVE = "gpucompiler.targets.native"
+"""The native target's module, looked up in ``sys.modules``, not imported (it loads llvmlite's library, which a
+GPU kernel's key does not need): a native target exists only once its module is loaded."""
 
 
 def machine(target: Any) -> dict[str, Any]:
@@ -52,7 +55,8 @@ def machine(target: Any) -> dict[str, Any]:
     process runs. Other targets are asked every time (the libdevice in use may
     be switched by the environment).
     """
-    if type(target) is not NativeTarget:
+    native = sys.modules.get(_NATIVE)
+    if native is None or type(target) is not native.NativeTarget:
         return canonical(target.machine())
     value = _MACHINES.get(target)
     if value is None:

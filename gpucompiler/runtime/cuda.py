@@ -93,7 +93,7 @@ from .device_heap import after_launch, check_pending, flag_address
 from .cubins import load_module
 from .devices import chosen_device, current_device
 from ..targets.ptx import PTXTarget
-from .grid import array_param, param_array, scalar_param
+from .params import array_param, param_array, scalar_param
 from .pointers import pointer_ordinal
 from .launchers import register_runtime
 

@@ -24,12 +24,11 @@ import json
 import types as pytypes
 from typing import Any, cast
 
-from .. import codegen, interpreter, types as T  # facades: their modules load when a spec is first inferred
+from .. import codegen, interpreter, targets, types as T  # facades: their modules load on first use
 from ..frontend.fingerprint import encode_value, python_function
 from ..interpreter.lattice import MISSING
 from ..reference import module_name
 from ..core import Target
-from ..targets import NativeTarget
 
 def _builtins_of(fn) -> dict:
     """The builtins namespace ``fn``'s global lookups fall back to."""
@@ -105,7 +104,7 @@ class FunctionSpec:
 
     def infer(self, target: Target | None = None, plugins=(), python_errors: bool = False):
         """``(interpreter, entry frame)``, computed once per setting (``target``: the host's by default)."""
-        target = (target if target is not None else NativeTarget()).for_inference()
+        target = (target if target is not None else targets.NativeTarget()).for_inference()
         key = (target, tuple(plugins), python_errors)
         if key not in self._cache:
             # the language's rules, which every Interpreter consults, register at the first inference: a hit
@@ -125,7 +124,7 @@ class FunctionSpec:
         After a successful :meth:`verify_record` for these settings, the live reads
         it checked (the same triples inference would record), without inference.
         """
-        key = self._norm((target or NativeTarget(), plugins, python_errors))
+        key = self._norm((target or targets.NativeTarget(), plugins, python_errors))
         verified = self._cache.get(("verified", key))
         if verified is not None and key not in self._cache:
             return list(verified["deps"])
@@ -133,8 +132,9 @@ class FunctionSpec:
 
     @staticmethod
     def _norm(settings) -> tuple:
-        padded: tuple[Any, ...] = tuple(settings) + (NativeTarget(), (), False)[len(settings):]
+        padded: tuple[Any, ...] = tuple(settings) + (None, (), False)[len(settings):]
         target, plugins, abi = padded
+        target = target if target is not None else targets.NativeTarget()
         return (target.for_inference(), tuple(plugins), bool(abi))
 
     def fingerprint_for(self, job) -> Any:

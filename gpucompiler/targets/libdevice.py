@@ -28,16 +28,14 @@ from __future__ import annotations
 import _thread
 import atexit
 import functools
-import hashlib
 import os
-from pathlib import Path
 
 import llvmlite.binding as llvm
 
 from ..core.mathfns import MathFunction, math_function
 from ..errors import ToolNotFoundError
 from ..llvm.binding import parse_bitcode_apart
-from ..toolchain import find_libdevice
+from .libdevicefile import bitcode as _bitcode, libdevice_digest as libdevice_digest
 
 PREFIX = "__nv_"
 #: math intrinsics the NVPTX back end lowers itself (the rest call libdevice)
@@ -70,20 +68,6 @@ def device_name(name: str) -> str | None:
         stem, _, suffix = name.rpartition(".")
         return None if stem in NATIVE_INTRINSICS else libdevice_name(fn, suffix == "f32")
     return PREFIX + name
-
-
-@functools.cache
-def _bitcode() -> bytes:
-    return Path(find_libdevice()).read_bytes()
-
-
-@functools.cache
-def libdevice_digest() -> str | None:
-    """SHA-256 of the libdevice in use (None when none is found): part of PTX cache keys."""
-    try:
-        return hashlib.sha256(_bitcode()).hexdigest()
-    except ToolNotFoundError:
-        return None
 
 
 _SPARE: list[tuple[bytes, llvm.ModuleRef]] = []

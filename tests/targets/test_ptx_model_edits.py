@@ -10,7 +10,7 @@ import numpy as np
 from gpucompiler import device as gd, kernel, types as T
 from gpucompiler.llvm import const_int, parse, types as LT
 from gpucompiler.llvm.binding import parse_ir
-from gpucompiler.targets.ptx import add_fast_math_flags, global_array_pointers
+from gpucompiler.targets.ptx_codegen import add_fast_math_flags, global_array_pointers
 
 IR = str(parse_ir("""
 target triple = "nvptx64-nvidia-cuda"

@@ -17,8 +17,8 @@ processes, the trees alternated, timed inside them (perf_counter):
 * ``first launch``: a kernel with ``autodiff`` inside (``ad_kernels.elem_grad``) compiled into an
   empty cache and launched on the CPU grid emulation, the whole first call.
 
-Each row also says how often ``importlib.metadata.entry_points`` and ``distributions`` were called and
-whether ``importlib.metadata`` was imported. The peer reference: ``importlib.metadata``'s import and
+Each row also says how often ``importlib.metadata.entry_points`` and ``distributions`` were called (and
+``gpucompiler.discovery.scan``, in a tree that has it) and whether ``importlib.metadata`` was imported. The peer reference: ``importlib.metadata``'s import and
 ``importlib.metadata.entry_points(group="gpucompiler.plugins")``, first and second call in a process.
 """
 
@@ -61,6 +61,16 @@ class _Spy:
         spec.loader.exec_module = exec_module
         return spec
 sys.meta_path.insert(0, _Spy)
+try:  # this project's own read of the distributions (a tree from before it has none)
+    import gpucompiler.discovery as _discovery
+except ImportError:
+    pass
+else:
+    calls["discovery.scan"] = 0
+    def _scan(group, _real=_discovery.scan):
+        calls["discovery.scan"] += 1
+        return _real(group)
+    _discovery.scan = _scan
 """
 KEY = SPY + """
 import gpucompiler.plugin as gp
@@ -163,8 +173,9 @@ def main() -> None:
         ms = [t * 1e3 for t in times]
         out["rows"][key] = {"ms": med(ms), "range_ms": [min(ms), max(ms)], "calls": calls,
                             "imports_importlib_metadata": metadata}
+        ours = f", discovery.scan() {calls['discovery.scan']}" if "discovery.scan" in calls else ""
         print(f"  {label:34} {med(ms):7.2f} ms ({min(ms):.2f}-{max(ms):.2f})  entry_points() "
-              f"{calls['entry_points']}, distributions() {calls['distributions']}, "
+              f"{calls['entry_points']}, distributions() {calls['distributions']}{ours}, "
               f"importlib.metadata {'imported' if metadata else 'not imported'}")
 
     peer = rows["peer"]

@@ -89,8 +89,11 @@ class Found(NamedTuple):
     """The entry points of one group on a search path, as one read found them."""
 
     group: str
+    sys_path: tuple[Any, ...]
+    """``sys.path`` when it was read, as it was"""
     paths: tuple[str, ...]
-    """the search path read (``sys.path``, absolute)"""
+    """the directories read (``sys.path``, absolute; empty when read through ``importlib.metadata``
+    because of another finder or an entry that is not a string)"""
     entry_points: tuple[EntryPoint, ...]
     """in ``importlib.metadata.entry_points(group=...)``'s order, names repeated as it repeats them"""
     rows: dict[str, list[int] | None] | None
@@ -134,16 +137,16 @@ class _Different(Exception):
 
 def scan(group: str) -> Found:
     """The entry points of ``group`` on ``sys.path`` now."""
-    paths = search_path()
+    snapshot, paths = tuple(sys.path), search_path()
     if paths is not None:
         try:
-            return _scan(group, paths)
+            return _scan(group, snapshot, paths)
         except _Different:
             pass
-    return _through_importlib(group, tuple(paths or ()))
+    return _through_importlib(group, snapshot, tuple(paths or ()))
 
 
-def _scan(group: str, paths: list[str]) -> Found:
+def _scan(group: str, snapshot: tuple[Any, ...], paths: list[str]) -> Found:
     rows: dict[str, list[int] | None] = {}
     found: list[EntryPoint] = []
     seen: set[str] = set()
@@ -171,7 +174,7 @@ def _scan(group: str, paths: list[str]) -> Found:
                 if points:
                     dist = _dist(meta, rows)
                     found.extend(EntryPoint(n, v, group, dist) for n, v in points)
-    return Found(group, tuple(paths), tuple(found), rows)
+    return Found(group, snapshot, tuple(paths), tuple(found), rows)
 
 
 def _metadata_children(where: str) -> list[tuple[str, str]]:
@@ -307,7 +310,7 @@ def _dist_through_importlib(meta: str) -> str:
                           f"{exc}); reinstall it")
 
 
-def _through_importlib(group: str, paths: tuple[str, ...]) -> Found:
+def _through_importlib(group: str, snapshot: tuple[Any, ...], paths: tuple[str, ...]) -> Found:
     import importlib.metadata  # import time: ~18 ms, for distributions this module does not list
 
     found = []
@@ -319,4 +322,4 @@ def _through_importlib(group: str, paths: tuple[str, ...]) -> Found:
             raise ConfigError(f"the metadata of the distribution of entry point {ep.name!r} ({ep.value}) cannot be "
                               f"read ({type(exc).__name__}: {exc}); reinstall it")
         found.append(EntryPoint(ep.name, ep.value, ep.group, named))
-    return Found(group, paths, tuple(found), None)
+    return Found(group, snapshot, paths, tuple(found), None)

@@ -31,6 +31,7 @@ ours (pluggy's own order is registration LIFO).
 from __future__ import annotations
 
 import inspect
+import sys
 import threading
 import warnings
 from typing import Any, TypeVar, overload
@@ -261,18 +262,22 @@ def failed() -> dict[str, PluginError]:
 
 def installed_entry_points() -> discovery.Found:
     """The installed entry points of group ``gpucompiler.plugins``, read from the distributions' metadata once
-    per registry (:func:`.discovery.scan`), loading no plugin (cache keys: no imports)."""
+    per registry and ``sys.path`` (:func:`.discovery.scan`), loading no plugin (cache keys: no imports)."""
     manager = _registry()
-    if manager.found is None:
+    found = manager.found
+    if found is None or found.sys_path != tuple(sys.path):
         with _BUILDING:
-            if manager.found is None:
-                manager.found = discovery.scan(ENTRY_POINT_GROUP)
-    return manager.found
+            found = manager.found
+            if found is None or found.sys_path != tuple(sys.path):  # a directory added since: read again
+                found = manager.found = discovery.scan(ENTRY_POINT_GROUP)
+    return found
 
 
 def read_entry_points() -> discovery.Found | None:
-    """The registry's :func:`installed_entry_points` if read already, else None; reads nothing."""
-    return _registry().found
+    """The registry's :func:`installed_entry_points` of the current ``sys.path`` if read already, else None;
+    reads nothing."""
+    found = _registry().found
+    return found if found is not None and found.sys_path == tuple(sys.path) else None
 
 
 def entry_point(name: str) -> discovery.EntryPoint | None:

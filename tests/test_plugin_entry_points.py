@@ -150,3 +150,18 @@ def test_a_read_through_importlib_metadata_is_made_once_and_not_memoised(tmp_pat
         assert entrypoints.installed("ep_zip") == entrypoints.Installed("ep_zip", "ep_test_zip", "P", "ep_zipped==1.0")
     assert len(calls) == 1
     assert not list((tmp_path / "cache").rglob("entry-points-*.json"))
+
+
+def test_a_plugin_in_a_directory_added_to_sys_path_later_is_found_by_its_key_and_its_job(fresh, tmp_path,
+                                                                                          monkeypatch):
+    install(tmp_path / "site", "ep_dist", "[gpucompiler.plugins]\nep_later = ep_test_later:P\n",
+            {"ep_test_later": "ep_later"})
+    assert entrypoints.installed("ep_later") is None and gp.entry_point("ep_later") is None
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    importlib.invalidate_caches()
+    assert [type(p).__module__ for p in gp.enabled(["ep_later"])] == ["ep_test_later"]
+    assert entrypoints.installed("ep_later") == entrypoints.Installed("ep_later", "ep_test_later", "P", "ep_dist==1.0")
+    assert fresh[:2] == [gp.ENTRY_POINT_GROUP] * 2  # read again once sys.path changed
+    gp.enabled(["ep_later"])
+    assert gp.entry_point("ep_later") is not None
+    assert len(fresh) == 3  # and a third for the key's memo (the registry's read was not made by that key)

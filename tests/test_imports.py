@@ -74,13 +74,14 @@ NOT_ON_A_HIT = COMPILER + ("gpucompiler.llvm.vector_variants", "gpucompiler.targ
                            "gpucompiler.plugin", "gpucompiler.identity.keys", "gpucompiler.identity.entrypoints",
                            "gpucompiler.identity.hookprobe", "gpucompiler.identity.imports", "gpucompiler.cache.trust")
 #: every gpucompiler module a first call served from the disk cache may load beyond ``import gpucompiler``: the
-#: key's (documents, code digest, the native target), the cache's tiers and records, the source's index key and
-#: dependency record, the loader (docs/benchmarks.md "A cached function's or kernel's first call")
+#: key's (documents, code digest, LLVM version, the native target), the cache's tiers and records, the source's
+#: index key and dependency record, the loader (docs/benchmarks.md "A cached function's or kernel's first call")
 ON_A_HIT = frozenset({
     "gpucompiler.cache", "gpucompiler.cache.core", "gpucompiler.cache.default", "gpucompiler.cache.entry",
     "gpucompiler.cache.files", "gpucompiler.cache.report", "gpucompiler.cache.tiers", "gpucompiler.cache.wiring",
     "gpucompiler.codegen", "gpucompiler.codegen.entrywords", "gpucompiler.frontend", "gpucompiler.frontend.fingerprint",
     "gpucompiler.hashing", "gpucompiler.identity", "gpucompiler.identity.codeprint", "gpucompiler.identity.documents",
+    "gpucompiler.identity.llvmversion",
     "gpucompiler.llvm", "gpucompiler.llvm.binding", "gpucompiler.runtime.cpu", "gpucompiler.runtime.lljit",
     "gpucompiler.runtime.pyentry", "gpucompiler.runtime.threadpool", "gpucompiler.source", "gpucompiler.source.spec",
     "gpucompiler.targets", "gpucompiler.targets.libmvec", "gpucompiler.targets.native"})
@@ -167,6 +168,87 @@ def test_a_kernel_launched_on_the_grid_emulation_from_the_disk_cache_loads_no_co
     values, stats, loaded = json.loads(_run(tmp_path, code, **env))
     assert values == expected and "compile" not in stats and stats.get("hit.disk") == 1
     assert [m for m in loaded if m in COMPILER] == []
+
+
+#: what a GPU kernel's launch served from the cache loads neither at the CUDA runtime's import nor at the launch:
+#: llvmlite's library, the IR model, the kernel language, the code generation (the PTX's and the host's), the
+#: compiler; its PTX or cubin goes to the driver
+NOT_ON_A_GPU_HIT = ("llvmlite.binding", "gpucompiler.llvm", "gpucompiler.language", "gpucompiler.device",
+                    "gpucompiler.targets.ptx_codegen", "gpucompiler.targets.ptx_overlays", "gpucompiler.targets.libdevice",
+                    "gpucompiler.targets.native", "gpucompiler.runtime.grid", "gpucompiler.codegen.function",
+                    "gpucompiler.pipeline", "gpucompiler.interpreter.infer")
+
+
+def _among(modules, names) -> list[str]:
+    """The modules of ``modules`` that are, or are under, one of ``names``."""
+    return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in names))
+
+
+def test_importing_the_cuda_runtime_loads_neither_llvm_nor_the_kernel_language(tmp_path):
+    out = _run(tmp_path, f"""
+        import json, sys
+        import gpucompiler, numpy
+        import gpucompiler.runtime.cuda
+        print(json.dumps(sorted(m for m in sys.modules if any(m == n or m.startswith(n + ".") for n in {NOT_ON_A_GPU_HIT!r}))))
+    """)
+    assert json.loads(out) == []
+
+
+def test_a_gpu_kernel_with_autodiff_launched_from_the_disk_cache_loads_neither_llvm_nor_the_kernel_language(tmp_path):
+    """A kernel calling ``autodiff``, launched in a fresh process on the fake CUDA driver that links PTX to a
+    cubin (tests/runtime/test_cubins.py): the first process compiles and links; the second finds the PTX and
+    the cubin in the cache, and between the CUDA runtime's import (the first launch's) and the driver's
+    ``cuLaunchKernel`` loads none of :data:`NOT_ON_A_GPU_HIT` (the program's ``gpucompiler.device`` loaded the
+    kernel language and llvmlite before). The driver runs each launch through the grid emulation: the
+    gradient is checked against the derivative."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    code = f"""
+        import json, math, os, sys
+        sys.path[:0] = [os.path.join({tests!r}, "kernels"), os.path.join({tests!r}, "runtime")]
+        import numpy as np
+        import gpucompiler
+        from gpucompiler import device as gd
+        from enzyme_plugin import Const, Duplicated, Reverse, autodiff
+
+        def f(x, i):
+            v = x[i]
+            return math.sin(v) * v * v
+
+        def grad(x, dx):
+            i = gd.grid(1)
+            if i < x.shape[0]:
+                autodiff(Reverse, f, Duplicated(x, dx), Const(i))
+
+        k = gpucompiler.kernel(grad, plugins=("enzyme",))
+        before = set(sys.modules)
+        from test_cubins import LinkingDriver  # it imports the CUDA runtime, as a first launch does
+        from gpucompiler.cache.default import default_cache
+        from gpucompiler.runtime import cuda
+
+        class Probe(LinkingDriver):
+            def cuLaunchKernel(self, *args):
+                self.at_launch = [sorted(set(sys.modules) - before), dict(default_cache().stats)]
+                return super().cuLaunchKernel(*args)
+
+        driver = Probe()
+        cuda._driver = lambda: driver
+        x, dx = np.linspace(-2.0, 2.0, 300), np.zeros(300)
+        k[3, 128](x, dx)
+        print(json.dumps([dx.tolist(), driver.links, driver.loads, *driver.at_launch]))
+    """
+    env = {"GPUC_CACHE": "", "GPUC_CACHE_DIR": str(tmp_path / "cache")}
+    np = pytest.importorskip("numpy")
+    x = np.linspace(-2.0, 2.0, 300)
+    want = np.cos(x) * x * x + 2 * x * np.sin(x)
+    dx, links, loads, loaded, stats = json.loads(_run(tmp_path, code, **env))
+    np.testing.assert_allclose(dx, want, rtol=1e-12, atol=1e-14)
+    assert (links, loads) == (1, ["cubin"]) and stats.get("compile") == 1
+    assert {"gpucompiler.llvm", "gpucompiler.codegen.function"} <= set(_among(loaded, NOT_ON_A_GPU_HIT))
+    dx, links, loads, loaded, stats = json.loads(_run(tmp_path, code, **env))
+    np.testing.assert_allclose(dx, want, rtol=1e-12, atol=1e-14)
+    assert (links, loads) == (0, ["cubin"]) and "compile" not in stats
+    assert stats.get("hit.disk") == 1 and stats.get("cubin.hit.disk") == 1
+    assert "gpucompiler.runtime.cuda" in loaded and _among(loaded, NOT_ON_A_GPU_HIT) == []
 
 
 def test_a_compile_after_a_disk_hit_loads_the_language_and_its_rules_apply(tmp_path):

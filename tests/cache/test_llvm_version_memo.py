@@ -56,16 +56,18 @@ def test_the_first_process_asks_llvmlite_and_the_next_reads_the_memo_without_loa
     assert _run(tmp_path)[:2] == (REAL, False)
 
 
-def test_the_key_document_holds_the_binding_s_version_from_the_memo_too(tmp_path):
-    """The memo's value is the binding's: a key document's ``llvm`` is the same in both processes."""
+def test_the_key_document_holds_the_binding_s_version_and_a_second_process_loads_no_llvm(tmp_path):
+    """The memo's value is the binding's: a key document's ``llvm`` is the same in both processes, and the
+    second one imports the key's module without llvmlite's library (nor the native target's module)."""
     from gpucompiler.llvm.binding import llvm_version
 
-    code = "import json; from gpucompiler.identity import documents; print(json.dumps(documents.llvm_version()))"
+    code = ("import json, sys; from gpucompiler.identity import documents; "
+            "print(json.dumps([documents.llvm_version(), 'llvmlite.binding' in sys.modules]))")
     environ = {k: v for k, v in os.environ.items() if not k.startswith("GPUC_")}
-    for _ in range(2):
+    for expect_loaded in (True, False):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                              env={**environ, "GPUC_CACHE_DIR": str(tmp_path / "cache")})
-        assert json.loads(out.stdout) == llvm_version() == REAL
+        assert json.loads(out.stdout) == [llvm_version(), expect_loaded] and llvm_version() == REAL
     assert len(_memos(tmp_path)) == 1
 
 

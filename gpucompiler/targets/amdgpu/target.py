@@ -22,7 +22,7 @@ from ...core.mathfns import math_function
 from ...errors import ConfigError, ErrorKind
 from ...llvm import Builder, Function, InlineAsm, initialize, parse, types as LT
 from ..native import cached_target_machine, emit_with
-from ..ptx import global_array_pointers
+from ..ptx_codegen import global_array_pointers
 from ..warpatomics import aggregate_atomics
 from . import devicelibs, lowering, tools, warp
 from .heap import HEAP_IR

@@ -7,8 +7,8 @@ every installed distribution and an ``EntryPoint`` for every line of every
 module reads the same directories the same way and keeps only one group:
 
 * each directory of ``sys.path`` in order, its ``*.dist-info`` and ``*.egg-info``
-  children grouped by their name as ``importlib.metadata`` groups them, and a
-  distribution of a name already seen left out (the first on ``sys.path`` wins);
+  children in the listing's order, a distribution of a name already seen left
+  out (the first on ``sys.path`` wins; names normalised as PEP 503 says);
 * each one's ``entry_points.txt`` read as bytes and parsed only when the group's
   name is in it; a section's lines as ``importlib.metadata`` reads them
   (stripped, ``#`` comments and blank lines skipped, ``[name]`` starts a section,
@@ -22,11 +22,14 @@ entry of ``sys.path`` that is not a directory (a zip) or not a string, a
 metadata directory whose name does not give the distribution's name
 (``Foo.DIST-INFO``, ``-1.0.dist-info``, an ``.egg`` directory's ``EGG-INFO``),
 a ``METADATA`` head this reader does not take (folded or non-ASCII lines...).
-Two differences remain, both errors: a line without ``=`` in another group's
-section, which makes ``importlib.metadata`` raise ``TypeError`` for every group,
-is skipped here; one in this group's section, or a file that cannot be read for
-another reason than its absence or its permissions, raises :class:`ConfigError`
-naming the file (``importlib.metadata``: ``TypeError``, ``OSError``).
+Where ``importlib.metadata`` raises for every group, a distribution is left out
+instead: a line without ``=`` in another group's section (``TypeError``) is
+skipped; one in this group's section, a file that is not UTF-8 and names the
+group (``UnicodeDecodeError``), a file that cannot be read for another reason
+than its absence or its permissions (``OSError``) or a plugin distribution's
+unreadable ``METADATA`` leaves that distribution's entry points out, with a
+``RuntimeWarning`` naming the file (and line), as a plugin that fails to load is
+left out of a listing; such a read is not memoised, so every process warns.
 
 Every file and directory read is stamped (:func:`row`) before it is read (a
 metadata directory only where it has no ``entry_points.txt``, whose stamp says
@@ -43,6 +46,7 @@ import os
 import re
 import stat
 import sys
+import warnings
 from typing import Any, NamedTuple
 
 from .errors import ConfigError
@@ -98,7 +102,7 @@ class Found(NamedTuple):
     """in ``importlib.metadata.entry_points(group=...)``'s order, names repeated as it repeats them"""
     rows: dict[str, list[int] | None] | None
     """:func:`row` of every directory and file read, taken before reading it; None when the read went
-    through ``importlib.metadata``"""
+    through ``importlib.metadata`` or left a distribution out (not to be memoised)"""
 
     def first(self) -> dict[str, EntryPoint]:
         """The entry points by name, the first of a name repeated (the one loaded) kept."""
@@ -149,6 +153,7 @@ def scan(group: str) -> Found:
 def _scan(group: str, snapshot: tuple[Any, ...], paths: list[str]) -> Found:
     rows: dict[str, list[int] | None] = {}
     found: list[EntryPoint] = []
+    problems: list[ConfigError] = []
     seen: set[str] = set()
     needle = group.encode()
     for where in dict.fromkeys(paths):
@@ -166,15 +171,23 @@ def _scan(group: str, snapshot: tuple[Any, ...], paths: list[str]) -> Found:
             seen.add(name)
             meta = os.path.join(where, child)
             rows[meta] = row(meta)  # an entry_points.txt added to it changes its stamp
-            text = _read(meta + os.sep + "entry_points.txt", rows, needle)
-            if rows.get(meta + os.sep + "entry_points.txt") is not None:
-                del rows[meta]  # the file's own stamp says more (and a METADATA read is stamped too)
-            if text is not None:
-                points = _section(text, group, meta + os.sep + "entry_points.txt")
+            try:
+                text = _read(meta + os.sep + "entry_points.txt", rows, needle)
+                if rows.get(meta + os.sep + "entry_points.txt") is not None:
+                    del rows[meta]  # the file's own stamp says more (and a METADATA read is stamped too)
+                points = [] if text is None else _section(text, group, meta + os.sep + "entry_points.txt")
                 if points:
                     dist = _dist(meta, rows)
                     found.extend(EntryPoint(n, v, group, dist) for n, v in points)
-    return Found(group, snapshot, tuple(paths), tuple(found), rows)
+            except ConfigError as exc:
+                problems.append(exc)
+    _warn(problems)
+    return Found(group, snapshot, tuple(paths), tuple(found), None if problems else rows)
+
+
+def _warn(problems: list[ConfigError]) -> None:
+    for problem in problems:
+        warnings.warn(f"{problem}; its entry points are left out", RuntimeWarning, stacklevel=4)
 
 
 def _metadata_children(where: str) -> list[tuple[str, str]]:
@@ -313,13 +326,21 @@ def _dist_through_importlib(meta: str) -> str:
 def _through_importlib(group: str, snapshot: tuple[Any, ...], paths: tuple[str, ...]) -> Found:
     import importlib.metadata  # import time: ~18 ms, for distributions this module does not list
 
-    found = []
-    for ep in importlib.metadata.entry_points(group=group):
+    try:
+        listed = importlib.metadata.entry_points(group=group)
+    except Exception as exc:  # a malformed entry_points.txt anywhere: importlib.metadata lists nothing
+        raise ConfigError(f"importlib.metadata cannot list the installed entry points ({type(exc).__name__}: {exc}); "
+                          "repair or reinstall the distribution it names")
+    found: list[EntryPoint] = []
+    problems: list[ConfigError] = []
+    for ep in listed:
         dist = getattr(ep, "dist", None)
         try:
             named = None if dist is None else f"{dist.name}=={dist.version}"
         except Exception as exc:
-            raise ConfigError(f"the metadata of the distribution of entry point {ep.name!r} ({ep.value}) cannot be "
-                              f"read ({type(exc).__name__}: {exc}); reinstall it")
+            problems.append(ConfigError(f"the metadata of the distribution of entry point {ep.name!r} ({ep.value}) "
+                                        f"cannot be read ({type(exc).__name__}: {exc}); reinstall it"))
+            continue
         found.append(EntryPoint(ep.name, ep.value, ep.group, named))
+    _warn(problems)
     return Found(group, snapshot, paths, tuple(found), None)

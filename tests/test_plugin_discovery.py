@@ -3,8 +3,8 @@
 Every case builds site directories of its own (importlib.metadata caches a directory's listing by its
 path and modification time), puts them alone on ``sys.path`` and compares both reads: each entry
 point's name, value, group and ``name==version`` of its distribution. Where importlib.metadata
-raises for every group (a malformed line of another group), discovery reads on; where it raises
-for this group, discovery raises ConfigError naming the file.
+raises for every group, discovery reads on: past a malformed line of another group; leaving out,
+with a RuntimeWarning naming the file, a plugin distribution it cannot read.
 """
 
 from __future__ import annotations
@@ -269,18 +269,48 @@ def test_a_malformed_line_of_another_group_breaks_importlib_metadata_not_discove
     assert got == reference() and len(got) == 3
 
 
-@pytest.mark.parametrize("content,error", [
-    (f"[{GROUP}]\nno equals sign here\n", r"entry_points\.txt:2: 'no equals sign here' in section"),
-    (f"[{GROUP}]\nx = caf".encode() + b"\xe9:P\n", r"entry_points\.txt is not UTF-8"),
-])
-def test_a_malformed_or_undecodable_section_of_the_group_is_a_config_error_naming_the_file(tmp_path, on_path,
-                                                                                          content, error):
-    info = dist(tmp_path / "site", "bad-1.0.dist-info")
-    (info / "entry_points.txt").write_bytes(content if isinstance(content, bytes) else content.encode())
-    on_path(tmp_path / "site")
-    with pytest.raises((TypeError, UnicodeDecodeError)):
+def _broken(info: Path, what: str) -> None:
+    """Breaks the plugin distribution ``info`` as ``what`` says."""
+    if what == "a line without '='":
+        (info / "entry_points.txt").write_text(f"[{GROUP}]\nbad = bad:P\nno equals sign here\n")
+    elif what == "entry points not UTF-8":
+        (info / "entry_points.txt").write_bytes(f"[{GROUP}]\nbad = caf".encode() + b"\xe9:P\n")
+    elif what == "a link loop":
+        (info / "entry_points.txt").unlink()
+        (info / "entry_points.txt").symlink_to(info / "entry_points.txt")
+    else:
+        (info / "METADATA").write_bytes(b"Metadata-Version: 2.1\nName: bad\nVersion: 1.0\nAuthor: Zo\xeb\n")
+
+
+BROKEN = {"a line without '='": (TypeError, r"entry_points\.txt:3: 'no equals sign here' in section"),
+          "entry points not UTF-8": (UnicodeDecodeError, r"entry_points\.txt is not UTF-8"),
+          "a link loop": (OSError, r"entry_points\.txt cannot be read"),
+          "METADATA not UTF-8": (UnicodeDecodeError, r"METADATA is not UTF-8")}
+
+
+@pytest.mark.parametrize("what", BROKEN)
+def test_a_broken_plugin_distribution_is_left_out_with_a_warning_naming_the_file(tmp_path, on_path, what):
+    """Where importlib.metadata raises for every group (or for the distribution's name), that distribution's
+    plugins are left out, as a plugin that fails to load is; the others are listed, and nothing is memoised."""
+    site = tmp_path / "site"
+    _broken(dist(site, "bad-1.0.dist-info", f"[{GROUP}]\nbad = bad:P\n"), what)
+    dist(site, "good-1.0.dist-info", f"[{GROUP}]\ngood = good:P\n")
+    on_path(site)
+    error, message = BROKEN[what]
+    with pytest.raises(error):
         reference()
-    with pytest.raises(ConfigError, match=error):
+    with pytest.warns(RuntimeWarning, match=message + ".*its entry points are left out"):
+        found = discovery.scan(GROUP)
+    assert [(ep.name, ep.dist) for ep in found.entry_points] == [("good", "good==1.0")] and found.rows is None
+
+
+def test_what_importlib_metadata_cannot_list_is_a_config_error(tmp_path, on_path):
+    site = tmp_path / "site"
+    dist(site, "bad-1.0.dist-info", "[console_scripts]\nno equals sign here\n")
+    zipped = tmp_path / "dists.zip"  # read through importlib.metadata
+    zipfile.ZipFile(zipped, "w").close()
+    on_path(site, zipped)
+    with pytest.raises(ConfigError, match=r"importlib\.metadata cannot list the installed entry points \(TypeError"):
         ours()
 
 

@@ -13,19 +13,19 @@ The hooks a plugin implements are declared in :mod:`gpucompiler.interface`
             ...
 
 Plugins come from the entry-point group ``gpucompiler.plugins`` (read from the
-installed distributions once per registry: :mod:`.discovery`) or from
-:func:`register`; a job runs only the plugins its ``CompilerConfig.plugins``
-names. Callbacks of one hook point run in a fixed order: by ``order`` (lower
-first), then plugin name, then declaration order in the class.
+installed distributions once per registry and ``sys.path``: :mod:`.discovery`,
+shared with the cache keys) or from :func:`register`; a job runs only the
+plugins its ``CompilerConfig.plugins`` names. Callbacks of one hook point run
+in a fixed order: by ``order`` (lower first), then plugin name, then
+declaration order in the class.
 
 pluggy carries the registry: one hookspec per hook point and validation of
-callback signatures against the hookspecs (its entry-point loading reads every
-distribution's entry points again for each plugin: :mod:`.discovery` reads
-them once). The
-pipeline does *not* call ``pm.hook.<name>(...)``: it reads the hook
-implementations, keeps the enabled plugins, sorts them as above and calls
-them one by one, so that marker gating, ordering and error attribution are
-ours (pluggy's own order is registration LIFO).
+callback signatures against the hookspecs (not its entry-point loading, which
+reads every distribution's entry points again for each plugin). The pipeline
+does *not* call ``pm.hook.<name>(...)``: it reads the hook implementations,
+keeps the enabled plugins, sorts them as above and calls them one by one, so
+that marker gating, ordering and error attribution are ours (pluggy's own
+order is registration LIFO).
 """
 
 from __future__ import annotations

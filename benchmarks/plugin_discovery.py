@@ -5,9 +5,10 @@
 A synthetic site directory of ``--dists`` distributions (``*.dist-info`` with a ``METADATA``; a third
 with an ``entry_points.txt`` of other groups, ``console_scripts`` and ``pytest11``; one with a
 ``gpucompiler.plugins`` group) goes first on ``sys.path`` of every process, as a user's environment
-with torch, JAX and CuPy installed holds hundreds. For each tree (this checkout, and every ``--tree``
-directory: an older tree exported with ``git archive REV | tar -x -C OLD``), ``n`` rounds of fresh
-processes, the trees alternated, timed inside them (perf_counter):
+with torch, JAX and CuPy installed holds hundreds (``--dists 0``: the environment's own alone, as on
+the GPU machine). For each tree (this checkout, and every ``--tree`` directory: an older tree exported
+with ``git archive REV | tar -x -C OLD``), ``n`` rounds of fresh processes, the trees alternated,
+timed inside them (perf_counter):
 
 * ``key``: the entry point a cache key names (``identity.entrypoints.installed("enzyme")``) in an
   empty cache directory (no memo: found and memoised), then ``memo``: the same in a second process
@@ -77,7 +78,9 @@ t = time.perf_counter(); found = entrypoints.installed("enzyme"); key = time.per
 metadata = "importlib.metadata" in sys.modules
 t = time.perf_counter(); gp._load(["enzyme"]); registry = time.perf_counter() - t
 assert gp.loaded("enzyme") is not None and found is not None and found[1] == "enzyme_plugin.plugin"
-print(json.dumps([key, registry, calls, metadata, "importlib.metadata" in sys.modules]))
+read = getattr(gp, "read_entry_points", lambda: None)()  # None: a tree without the read
+own = None if read is None else read.rows is not None  # False: read through importlib.metadata
+print(json.dumps([key, registry, calls, metadata, "importlib.metadata" in sys.modules, own]))
 """
 MEMO = SPY + """
 from gpucompiler.identity import entrypoints
@@ -184,8 +187,11 @@ def main() -> None:
         out["rows"][f"peer|{label}"] = {"ms": med(ms), "range_ms": [min(ms), max(ms)]}
         print(f"  {label:34} {med(ms):7.2f} ms ({min(ms):.2f}-{max(ms):.2f})")
     for k, tree in enumerate(trees):
-        print(f"{tree}:")
         key, memo = rows[f"{k}|key"], rows[f"{k}|memo"]
+        own = {None: "", True: " (distributions read by discovery itself)",
+               False: " (distributions read through importlib.metadata: see gpucompiler/discovery.py)"}[key[0][5]]
+        out["rows"][f"{k}|own_read"] = key[0][5]
+        print(f"{tree}:{own}")
         assert all(g[2] == key[0][2] for g in key), key
         show(f"{k}|key", "key's entry point, no memo", [g[0] for g in key], key[0][2], key[0][3])
         show(f"{k}|registry", "then the registry's load", [g[1] for g in key], key[0][2], key[0][4])

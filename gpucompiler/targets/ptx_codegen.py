@@ -96,7 +96,7 @@ def validate(job, module, facts: ModuleFacts) -> list[tuple[str, str]]:
                 else "a GPU kernel can call only functions in its module, LLVM/NVVM intrinsics "
                      "and libdevice (__nv_*)")
         errors.append((ErrorKind.UNKNOWN_FUNCTION, f"call to undefined @{name} in "
-                                           f"{', '.join('@' + u for u in users)}: {hint}"))
+                                                   f"{', '.join('@' + u for u in users)}: {hint}"))
     return (errors + facts.recursion_errors() + facts.allocation_errors()
             + facts.pointer_constant_errors())
 

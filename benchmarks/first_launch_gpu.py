@@ -10,11 +10,9 @@ others), then the first launch on 2^20 elements up to the device's completion (`
 second launch:
 
 * ``cold``: an empty cache directory and the CUDA driver's own JIT cache off (``CUDA_CACHE_DISABLE=1``):
-  inference, the pipeline, AD, LLVM's PTX and the driver's PTX-to-SASS compile (through its linker, whose
-  cubin is stored beside the PTX: gpucompiler/runtime/cubins.py) all happen in the launch;
-* ``cached``: the cache directory a cold process filled (the PTX, the cubin and the key's memos), the
-  driver's cache still off: the key, the PTX and the cubin read and checked, the cubin loaded (no
-  PTX-to-SASS compile; before the cubins, this row held the driver's compile of the PTX);
+  inference, the pipeline, AD, LLVM's PTX and the driver's PTX-to-SASS compile all happen in the launch;
+* ``cached``: the cache directory a cold process filled (the PTX and its key's memos), the driver's cache
+  still off: the key, the PTX read and checked, and the driver's compile of it;
 * ``cached, driver cache``: the same with the driver's JIT cache on (its default; warmed by one process),
   as a machine that ran the program before meets it.
 

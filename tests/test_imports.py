@@ -172,7 +172,7 @@ def test_a_kernel_launched_on_the_grid_emulation_from_the_disk_cache_loads_no_co
 
 #: what a GPU kernel's launch served from the cache loads neither at the CUDA runtime's import nor at the launch:
 #: llvmlite's library, the IR model, the kernel language, the code generation (the PTX's and the host's), the
-#: compiler; its PTX or cubin goes to the driver
+#: compiler; its PTX goes to the driver
 NOT_ON_A_GPU_HIT = ("llvmlite.binding", "gpucompiler.llvm", "gpucompiler.language", "gpucompiler.device",
                     "gpucompiler.targets.ptx_codegen", "gpucompiler.targets.ptx_overlays", "gpucompiler.targets.libdevice",
                     "gpucompiler.targets.native", "gpucompiler.runtime.grid", "gpucompiler.codegen.function",
@@ -195,16 +195,16 @@ def test_importing_the_cuda_runtime_loads_neither_llvm_nor_the_kernel_language(t
 
 
 def test_a_gpu_kernel_with_autodiff_launched_from_the_disk_cache_loads_neither_llvm_nor_the_kernel_language(tmp_path):
-    """A kernel calling ``autodiff``, launched in a fresh process on the fake CUDA driver that links PTX to a
-    cubin (tests/runtime/test_cubins.py): the first process compiles and links; the second finds the PTX and
-    the cubin in the cache, and between the CUDA runtime's import (the first launch's) and the driver's
+    """A kernel calling ``autodiff``, launched in a fresh process on the fake CUDA driver
+    (tests/kernels/test_cuda_launch.py): the first process compiles; the second finds the PTX in the
+    cache, and between the CUDA runtime's import (the first launch's) and the driver's
     ``cuLaunchKernel`` loads none of :data:`NOT_ON_A_GPU_HIT` (the program's ``gpucompiler.device`` loaded the
     kernel language and llvmlite before). The driver runs each launch through the grid emulation: the
     gradient is checked against the derivative."""
     tests = os.path.dirname(os.path.abspath(__file__))
     code = f"""
         import json, math, os, sys
-        sys.path[:0] = [os.path.join({tests!r}, "kernels"), os.path.join({tests!r}, "runtime")]
+        sys.path[:0] = [os.path.join({tests!r}, "kernels")]
         import numpy as np
         import gpucompiler
         from gpucompiler import device as gd
@@ -221,11 +221,11 @@ def test_a_gpu_kernel_with_autodiff_launched_from_the_disk_cache_loads_neither_l
 
         k = gpucompiler.kernel(grad, plugins=("enzyme",))
         before = set(sys.modules)
-        from test_cubins import LinkingDriver  # it imports the CUDA runtime, as a first launch does
+        from test_cuda_launch import FakeDriver  # it imports the CUDA runtime, as a first launch does
         from gpucompiler.cache.default import default_cache
         from gpucompiler.runtime import cuda
 
-        class Probe(LinkingDriver):
+        class Probe(FakeDriver):
             def cuLaunchKernel(self, *args):
                 self.at_launch = [sorted(set(sys.modules) - before), dict(default_cache().stats)]
                 return super().cuLaunchKernel(*args)
@@ -234,20 +234,19 @@ def test_a_gpu_kernel_with_autodiff_launched_from_the_disk_cache_loads_neither_l
         cuda._driver = lambda: driver
         x, dx = np.linspace(-2.0, 2.0, 300), np.zeros(300)
         k[3, 128](x, dx)
-        print(json.dumps([dx.tolist(), driver.links, driver.loads, *driver.at_launch]))
+        print(json.dumps([dx.tolist(), len(driver.modules), *driver.at_launch]))
     """
     env = {"GPUC_CACHE": "", "GPUC_CACHE_DIR": str(tmp_path / "cache")}
     np = pytest.importorskip("numpy")
     x = np.linspace(-2.0, 2.0, 300)
     want = np.cos(x) * x * x + 2 * x * np.sin(x)
-    dx, links, loads, loaded, stats = json.loads(_run(tmp_path, code, **env))
+    dx, loads, loaded, stats = json.loads(_run(tmp_path, code, **env))
     np.testing.assert_allclose(dx, want, rtol=1e-12, atol=1e-14)
-    assert (links, loads) == (1, ["cubin"]) and stats.get("compile") == 1
+    assert loads == 1 and stats.get("compile") == 1
     assert {"gpucompiler.llvm", "gpucompiler.codegen.function"} <= set(_among(loaded, NOT_ON_A_GPU_HIT))
-    dx, links, loads, loaded, stats = json.loads(_run(tmp_path, code, **env))
+    dx, loads, loaded, stats = json.loads(_run(tmp_path, code, **env))
     np.testing.assert_allclose(dx, want, rtol=1e-12, atol=1e-14)
-    assert (links, loads) == (0, ["cubin"]) and "compile" not in stats
-    assert stats.get("hit.disk") == 1 and stats.get("cubin.hit.disk") == 1
+    assert loads == 1 and "compile" not in stats and stats.get("hit.disk") == 1
     assert "gpucompiler.runtime.cuda" in loaded and _among(loaded, NOT_ON_A_GPU_HIT) == []
 
 

@@ -206,23 +206,19 @@ class Cache:
         return entry
 
     # -- publishing ---------------------------------------------------------
-    def publish(self, entry: Entry, *, quiet: bool = False) -> None:
-        """Store ``entry`` in every tier; a tier that cannot be written is skipped with a warning (``quiet``:
-        only logged, for an entry whose absence costs time alone, such as a driver's compiled kernel)."""
+    def publish(self, entry: Entry) -> None:
+        """Store ``entry`` in every tier; a tier that cannot be written is skipped with a warning."""
         self.memory.put(entry)
         data = entry.encode()
         for tier in self.tiers:
-            self._write(tier, entry.key, data, quiet)
+            self._write(tier, entry.key, data)
 
-    def _write(self, tier: Any, key: str, data: bytes, quiet: bool = False) -> None:
+    def _write(self, tier: Any, key: str, data: bytes) -> None:
         try:
             tier.put(key, data)
             self.stats[f"write.{tier.name}"] += 1
         except self._errors(tier) as exc:
             self.stats["write_error"] += 1
-            if quiet:
-                log.info("cannot write the %s cache (%s); %s is not kept", tier.name, exc, key)
-                return
             _warn(f"cannot write the {tier.name} cache ({exc}); the compiled code is used "
                   "but not kept")
 

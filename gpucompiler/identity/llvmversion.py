@@ -1,7 +1,7 @@
 """The version of the LLVM that llvmlite links, for job keys, without loading llvmlite's library.
 
 Loading ``libllvmlite`` (what ``import llvmlite.binding`` does) costs ~20 ms of a fresh process, which a
-GPU kernel's cache hit needs for nothing else: its PTX or cubin goes to the driver. The version is
+GPU kernel's cache hit needs for nothing else: its PTX goes to the driver. The version is
 therefore kept in the cache directory (``code/llvm-version-<path digest>.json``, beside the code
 digests' memos of :mod:`.codeprint`) with the stat of the library file (size, modification and change
 times, inode): a process that finds the same file reads the version there. A reinstalled llvmlite is a

@@ -8,8 +8,7 @@
   another device than the launch's is a ``DeviceMismatchError``
   (``cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)``, per launch).
 * One PTX module per (kernel, argument types, compute capability), loaded
-  once per context and its function looked up once: as the cubin the driver's
-  linker made of it, kept in the cache tiers beside the PTX (:mod:`.cubins`).
+  once per context (``cuModuleLoadData``) and its function looked up once.
 * Arguments: an object with ``__cuda_array_interface__`` (CuPy, PyTorch,
   Numba...) is used in place; a NumPy array is copied to the device before
   the launch and back after it (the launch then synchronises its stream);
@@ -90,7 +89,6 @@ from ..settings import DEFAULT_DEVICE_HEAP as DEFAULT_DEVICE_HEAP, RuntimeSettin
 from .arguments import SCALAR_TYPES, TYPESTR, argument_type, cuda_array_type, is_contiguous
 from . import dlpack
 from .device_heap import after_launch, check_pending, flag_address
-from .cubins import load_module
 from .devices import chosen_device, current_device
 from ..targets.ptx import PTXTarget
 from .params import array_param, param_array, scalar_param
@@ -314,11 +312,10 @@ def load_function(kernel, argtypes, ctx: int):
     hit = _functions.get(key)
     if hit is None:
         d = _driver()
-        cap = capability(ctx)
-        ptx, _ = kernel.compile(argtypes, attrs.evolve(kernel.target, capability=cap))
+        ptx, _ = kernel.compile(argtypes, attrs.evolve(kernel.target, capability=capability(ctx)))
         if calls_malloc(ptx):
             ensure_device_heap(d, ctx)
-        module = load_module(d, ptx, cap, kernel.symbol, check)  # the cached cubin, else the PTX linked
+        module = check(d.cuModuleLoadData(ptx.encode() + b"\0"), "cuModuleLoadData")
         fn = check(d.cuModuleGetFunction(module, kernel.symbol.encode()), "cuModuleGetFunction")
         flag = flag_address(d, module) if calls_malloc(ptx) else None
         hit = _functions[key] = (fn, module, kernel, flag)

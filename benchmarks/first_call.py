@@ -31,7 +31,7 @@ older tree exported with ``git archive REV | tar -x -C OLD``) gets its own
 cache directory, filled by one run; then the trees' fresh processes alternate,
 ``--rounds`` each, and the medians are printed: the imports (``gpucompiler``,
 ``enzyme_plugin``'s API, NumPy), the first call from the disk cache, and how
-many ``enzyme_plugin`` modules the process holds after it (the API alone is 4);
+many ``enzyme_plugin`` modules the process holds after it (importing the API alone loads 10);
 then where the cold compile's time went, stage by stage (the ``gpucompiler.stages``
 log records, summed over the gradient's jobs: a nested job's stages run inside its
 parent's ``link_deferred``, so the sum exceeds the wall time when there are several).

@@ -2,7 +2,7 @@
 
 ``installed`` writes a ``*.dist-info`` with an ``entry_points.txt`` (group ``gpucompiler.plugins``) into
 a temporary directory on ``sys.path``, as ``pip install`` of a package would, and gives the tests a
-fresh plugin registry, so the plugins load through ``importlib.metadata`` like any installed plugin.
+fresh plugin registry, so the plugins are found and loaded like any installed plugin (gpucompiler/discovery.py).
 """
 
 from __future__ import annotations

@@ -17,9 +17,10 @@ bumps its ``version``.
 
 Where a file's text shows every import statement (each ``import`` keyword
 begins its line, or follows the ``from <module>`` that does:
-:func:`_statements_code`), those statements alone are compiled (the Enzyme
-plugin's closure of 72 modules: 12 ms, against 68 ms compiling every file,
-most of a fresh process's plugin identity without ``__pycache__``). A
+:func:`_statements_code`, the keyword found by ``bytes.find``), those
+statements alone are compiled (the Enzyme plugin's closure of 74 modules:
+7 ms, against 68 ms compiling every file, most of a fresh process's plugin
+identity without ``__pycache__``). A
 statement that is really text in a string adds imports, never removes one.
 Otherwise the file's bytecode is read from its ``__pycache__`` when the
 ``.pyc`` there is valid for the source (:func:`_cached_code`); only a
@@ -70,8 +71,20 @@ def _imports(path: str, package: list[str]) -> list[list[str]]:
     return out
 
 
-_KEYWORD = re.compile(rb"\bimport\b")
 _LEAD = re.compile(rb"[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?")  # what may come before `import` on its line
+_WORD = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")  # what bytes patterns' \w match
+
+
+def _keywords(source: bytes):
+    """The offsets of the word ``import`` in ``source``, as ``re.finditer(rb"\\bimport\\b", source)`` finds
+    them, by ``bytes.find`` (a pattern that starts with ``\\b`` is tried at every offset: 13 times slower,
+    most of the Enzyme plugin's closure)."""
+    i = source.find(b"import")
+    while i >= 0:
+        end = i + 6
+        if (not i or source[i - 1] not in _WORD) and (end == len(source) or source[end] not in _WORD):
+            yield i
+        i = source.find(b"import", end)
 
 
 def _statements_code(source: bytes, path: str) -> types.CodeType | None:
@@ -85,9 +98,9 @@ def _statements_code(source: bytes, path: str) -> types.CodeType | None:
     leaves invalid) is None, and the whole file's bytecode is read instead.
     """
     cuts = []
-    for keyword in _KEYWORD.finditer(source):
-        start = source.rfind(b"\n", 0, keyword.start()) + 1
-        if not _LEAD.fullmatch(source, start, keyword.start()):
+    for keyword in _keywords(source):
+        start = source.rfind(b"\n", 0, keyword) + 1
+        if not _LEAD.fullmatch(source, start, keyword):
             return None
         if start and source[source.rfind(b"\n", 0, start - 1) + 1:start - 1].rstrip(b"\r").endswith(b"\\"):
             return None  # `from m \` + `import n`: the line is part of a longer statement

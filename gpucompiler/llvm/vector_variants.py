@@ -51,11 +51,13 @@ class VectorVariant:
 
 
 _CALL = re.compile(r"\bcall\b[^\n]*?@(?P<name>\"[^\"]+\"|[-\w.$]+)\((?:[^()\n]|\([^()\n]*\))*\)")
-_DEFINE = re.compile(r"^define\b[^\n]*\{\n.*?^\}\n", re.M | re.S)
-_GROUP = re.compile(r"^attributes #(\d+) = \{([^\n]*)\}", re.M)
+_DEFINE = re.compile(r"\ndefine\b[^\n]*\{\n")
+_DECLARE = re.compile(r"\ndeclare [^\n]*?@([-\w.$]+)\(")
+_GROUP = re.compile(r"\nattributes #(\d+) = \{([^\n]*)\}")
 _CPU = re.compile(r'"target-cpu"')
 _FEATURES = re.compile(r'"target-features"="([^"]*)"')
 _VECTOR_INTRINSIC = re.compile(r"(llvm\.[\w.]+)\.v(\d+)(f64|f32)")
+_NAME = re.compile(r'@("[^"]+"|[-\w.$]+)\(')
 
 Variants = Mapping[str, Sequence[VectorVariant]]
 """Scalar call name -> its vector versions."""
@@ -70,40 +72,75 @@ def name_variants(text: str, variants: Callable[[str | None], Variants]) -> tupl
     registers follow the caller's features. A function with a CPU but no features of its own is left
     alone. A call of a scalar name carries the attribute that names its versions; a call of the vector
     form of a math intrinsic (``llvm.sin.v8f64``, made by a vectorizer that ran before, which the code
-    generator would split into scalar calls) calls the version of its width instead."""
-    groups = {m.group(1): m.group(2) for m in _GROUP.finditer(text)}
+    generator would split into scalar calls) calls the version of its width instead.
+
+    Only the lines naming a function the table has are read by the call pattern (one line is one
+    instruction in LLVM's print): a large module's other calls cost a scan for names, not a match each."""
+    text_nl = "\n" + text  # every pattern starts at a line's start: a literal prefix the scanner skips to
     used: dict[str, VectorVariant] = {}
-
-    def annotate(m: re.Match[str], table: Variants) -> str:
-        name = m.group("name").strip('"')
-        found = table.get(name)
-        if found:
-            used.update((v.name, v) for v in found)
-            return f'{m.group(0)} "{ATTRIBUTE}"="{",".join(v.mangled() for v in found)}"'
-        vector = _VECTOR_INTRINSIC.fullmatch(name)
-        wanted = vector and (f"{vector.group(1)}.{vector.group(3)}", int(vector.group(2)))
-        one = wanted and next((v for v in table.get(wanted[0], ()) if v.lanes == wanted[1]), None)
-        if not one:
-            return m.group(0)
-        used[one.name] = one
-        start, end = m.span("name")
-        return m.group(0)[:start - m.start()] + one.name + m.group(0)[end - m.start():]
-
-    def function(m: re.Match[str]) -> str:
-        header = m.group(0).split("\n", 1)[0]
-        attributes = header + "".join(groups.get(g, "") for g in re.findall(r"#(\d+)", header))
+    declared = {m.group(1) for m in _DECLARE.finditer(text_nl)}
+    functions = [(m.start(), m.end(), text_nl.find("\n}\n", m.end() - 1)) for m in _DEFINE.finditer(text_nl)]
+    groups: dict[str, str] | None = None
+    edits: list[tuple[int, int, str]] = []  # (start, end, new text) of the lines changed, in order
+    for head, body, end in functions:
+        if end < 0:  # no closing line: not a function LLVM printed
+            continue
+        header = text_nl[head + 1:body - 1]
+        refs = re.findall(r"#(\d+)", header)
+        if refs and groups is None:
+            groups = {m.group(1): m.group(2) for m in _GROUP.finditer(text_nl)}
+        attributes = header + "".join((groups or {}).get(g, "") for g in refs)
         features = _FEATURES.search(attributes)
         if features is None and _CPU.search(attributes):
-            return m.group(0)
+            continue
         table = variants(features.group(1) if features else None)
-        return _CALL.sub(lambda call: annotate(call, table), m.group(0)) if table else m.group(0)
-
-    out = _DEFINE.sub(function, text)
+        if not table:
+            continue
+        lines = sorted({text_nl.rfind("\n", 0, m.start()) + 1 for m in _NAME.finditer(text_nl, head + 1, end)
+                        if _changes(m.group(1).strip('"'), table)})
+        for start in lines:
+            stop = text_nl.find("\n", start)
+            line = text_nl[start:stop]
+            new = _CALL.sub(lambda call, table=table: _annotate(call, table, used), line)
+            if new != line:
+                edits.append((start, stop, new))
     if not used:
         return text, []
-    declared = set(re.findall(r"^declare [^\n]*?@([-\w.$]+)\(", out, re.M))
+    pieces, at = [], 1
+    for start, stop, new in edits:
+        pieces += [text_nl[at:start], new]
+        at = stop
+    out = "".join(pieces) + text_nl[at:]
     missing = [v.declaration() for v in used.values() if v.name not in declared]
     return out + "".join(f"\n{d}\n" for d in missing), list(used.values())
+
+
+def _changes(name: str, table: Variants) -> bool:
+    """Whether a call of ``name`` gets versions from ``table``: a scalar name it has, or the vector form of a
+    math intrinsic with a version of that width."""
+    if name in table:
+        return True
+    vector = _VECTOR_INTRINSIC.fullmatch(name)
+    return bool(vector) and any(v.lanes == int(vector.group(2))
+                                for v in table.get(f"{vector.group(1)}.{vector.group(3)}", ()))
+
+
+def _annotate(m: re.Match[str], table: Variants, used: dict[str, VectorVariant]) -> str:
+    """The call ``m`` naming its versions in ``table`` (recorded in ``used``), or calling the version of its
+    vector intrinsic's width; unchanged when ``table`` has none."""
+    name = m.group("name").strip('"')
+    found = table.get(name)
+    if found:
+        used.update((v.name, v) for v in found)
+        return f'{m.group(0)} "{ATTRIBUTE}"="{",".join(v.mangled() for v in found)}"'
+    vector = _VECTOR_INTRINSIC.fullmatch(name)
+    wanted = vector and (f"{vector.group(1)}.{vector.group(3)}", int(vector.group(2)))
+    one = wanted and next((v for v in table.get(wanted[0], ()) if v.lanes == wanted[1]), None)
+    if not one:
+        return m.group(0)
+    used[one.name] = one
+    start, end = m.span("name")
+    return m.group(0)[:start - m.start()] + one.name + m.group(0)[end - m.start():]
 
 
 def declarations(named: Sequence[VectorVariant]) -> str:

@@ -348,3 +348,120 @@ def test_the_derivative_the_engine_writes_calls_libmvec_too():
     ir = grad.inspect_llvm(x, dx)
     assert _vector_calls(ir, "cos") and not re.search(r"@llvm\.cos\.v\d+f64\(", ir)
     assert _ulp_errors(dx, _scalar("cos", np.float64, [x])) == []
+
+
+def _name_variants_reference(text, variants):
+    """name_variants as a plain reading of its contract: every define block whole, every call in it."""
+    call = re.compile(r"\bcall\b[^\n]*?@(?P<name>\"[^\"]+\"|[-\w.$]+)\((?:[^()\n]|\([^()\n]*\))*\)")
+    groups = dict(re.findall(r"^attributes #(\d+) = \{([^\n]*)\}", text, re.M))
+    used = {}
+
+    def annotate(m, table):
+        name = m.group("name").strip('"')
+        if table.get(name):
+            used.update((v.name, v) for v in table[name])
+            return m.group(0) + ' "vector-function-abi-variant"="' + ",".join(v.mangled() for v in table[name]) + '"'
+        vec = re.fullmatch(r"(llvm\.[\w.]+)\.v(\d+)(f64|f32)", name)
+        one = vec and next((v for v in table.get(f"{vec.group(1)}.{vec.group(3)}", ()) if v.lanes == int(vec.group(2))),
+                           None)
+        if not one:
+            return m.group(0)
+        used[one.name] = one
+        return m.group(0).replace("@" + m.group("name") + "(", "@" + one.name + "(", 1)
+
+    def function(m):
+        header = m.group(0).split("\n", 1)[0]
+        attributes = header + "".join(groups.get(g, "") for g in re.findall(r"#(\d+)", header))
+        features = re.search(r'"target-features"="([^"]*)"', attributes)
+        if features is None and '"target-cpu"' in attributes:
+            return m.group(0)
+        table = variants(features.group(1) if features else None)
+        return call.sub(lambda c: annotate(c, table), m.group(0)) if table else m.group(0)
+
+    out = re.sub(r"^define\b[^\n]*\{\n.*?^\}\n", function, text, flags=re.M | re.S)
+    if not used:
+        return text, []
+    declared = set(re.findall(r"^declare [^\n]*?@([-\w.$]+)\(", out, re.M))
+    return out + "".join(f"\n{v.declaration()}\n" for v in used.values() if v.name not in declared), list(used.values())
+
+
+_CALL_LINES = (
+    "  %{n} = call double @sin(double %x)",
+    "  %{n} = tail call double @llvm.sin.f64(double %x) #1",
+    "  %{n} = call <4 x double> @llvm.sin.v4f64(<4 x double> %v)",
+    "  %{n} = call <8 x double> @llvm.sin.v8f64(<8 x double> %w)",
+    "  %{n} = call double @cos(double %x), !dbg !3",
+    "  %{n} = call double @exp(double %x) #1 ; call @sin(double %x)",
+    "  call void @use(ptr @sin, double %x)",
+    "  %{n} = call double @\"odd name\"(double %x)",
+    "  %{n} = call double @sinf_like(double %x)",
+    "  %{n} = fadd double %x, %x",
+    "  %{n} = call {{ double, double }} @pair(ptr nonnull @sin, {{ i64, i64 }} {{ i64 1, i64 2 }})",
+    "  %{n} = invoke double @sin(double %x) to label %ok unwind label %bad",
+)
+_HEADERS = ("define double @f{i}(double %x, <4 x double> %v, <8 x double> %w) {{",
+            "define double @f{i}(double %x, <4 x double> %v, <8 x double> %w) #0 {{",
+            "define double @f{i}(double %x, <4 x double> %v, <8 x double> %w) #2 {{",
+            "define internal double @sin(double %x) #1 {{")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_name_variants_reads_only_math_calls_and_edits_as_the_whole_module_reading_does(seed):
+    # the fast path reads only the lines that name a function the table has: every other line of every
+    # function is left as the whole-module reading leaves it, on random modules of calls and headers
+    rng = np.random.default_rng(seed)
+    sin = VectorVariant("sin", "_ZGVdN4v_sin", 4, 1, "double")
+    sin8 = VectorVariant("llvm.sin.f64", "_ZGVeN8v_sin", 8, 1, "double")
+    cos = VectorVariant("cos", "_ZGVbN2v_cos", 2, 1, "double")
+    tables = {None: {"sin": (sin,), "llvm.sin.f64": (sin8,)}, "+sse2": {"cos": (cos,), "sin": (sin,)}}
+    parts = ["; ModuleID = 'm'", "declare double @llvm.sin.f64(double)", "declare double @cos(double)",
+             "declare <8 x double> @llvm.sin.v8f64(<8 x double>)"]
+    if rng.random() < 0.5:
+        parts.append("declare double @sin(double)")
+    for i in range(int(rng.integers(1, 6))):
+        header = _HEADERS[int(rng.integers(0, len(_HEADERS)))].format(i=i)
+        if "@sin(" in header and any("define internal double @sin" in p for p in parts):
+            header = _HEADERS[0].format(i=i)
+        body = [_CALL_LINES[int(k)].format(n=j) for j, k in enumerate(rng.integers(0, len(_CALL_LINES), 8))]
+        parts.append("\n".join([header, "entry:", *body, "  ret double %x", "}"]))
+    parts.append('attributes #0 = { "target-cpu"="x86-64" }\nattributes #1 = { nounwind }\n'
+                 'attributes #2 = { "target-cpu"="x86-64" "target-features"="+sse2" }')
+    text = "\n\n".join(parts) + "\n"
+    asked, expected_asked = [], []
+
+    def table(features):
+        asked.append(features)
+        return tables[features]
+
+    def reference_table(features):
+        expected_asked.append(features)
+        return tables[features]
+
+    assert name_variants(text, table) == _name_variants_reference(text, reference_table)
+    assert asked == expected_asked
+
+
+def test_name_variants_of_a_compiled_gradient_match_the_whole_module_reading():
+    from gpucompiler.targets.native import NativeTarget as Native
+
+    from enzyme_plugin import Duplicated, Reverse, autodiff
+
+    def loss(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += math.tanh(x[i]) * math.exp(x[i])
+        return s
+
+    @jit(plugins=("enzyme",), error_model="numpy", opt_level=0)
+    def grad(x, dx):
+        autodiff(Reverse, loss, Duplicated(x, dx))
+
+    x = np.linspace(-1.0, 1.0, 64)
+    text = grad.inspect_llvm(x, np.zeros_like(x))
+    host = Native().host_features()
+
+    def table(own):
+        return libmvec.variants(host if own is None else own)
+
+    out, named = name_variants(text, table)
+    assert named and (out, named) == _name_variants_reference(text, table)

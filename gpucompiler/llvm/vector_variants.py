@@ -10,8 +10,9 @@ call that may set ``errno`` stays scalar.
 
 :func:`name_variants` adds the attribute to every such call of the module's
 text, declares the versions it named and returns them; :func:`declarations`
-keeps them in ``@llvm.compiler.used`` until the vectorizer has run (global DCE
-drops unused declarations before it), and :func:`release` lets them go after it.
+keeps them declared until the vectorizer has run (global DCE drops unused
+declarations before it), in a constant the target lets go after it with no
+edit of the module's text.
 """
 
 from __future__ import annotations
@@ -143,36 +144,12 @@ def _annotate(m: re.Match[str], table: Variants, used: dict[str, VectorVariant])
     return m.group(0)[:start - m.start()] + one.name + m.group(0)[end - m.start():]
 
 
-def declarations(named: Sequence[VectorVariant]) -> str:
-    """A module declaring ``named`` and keeping them in ``@llvm.compiler.used``, to link into the module
-    whose calls name them (appending globals concatenate)."""
+def declarations(named: Sequence[VectorVariant], keeper: str) -> str:
+    """A module declaring ``named`` and keeping them in the initializer of the constant ``@keeper`` (an
+    external definition: no pass deletes it or them), to link into the module whose calls name them. Once
+    the vectorizer has run, ``@keeper`` made internal is global DCE's to drop, with the versions no call uses."""
     refs = ", ".join(f"ptr @{v.name}" for v in named)
-    return "\n".join([*(v.declaration() for v in named),
-                      f'@llvm.compiler.used = appending global [{len(named)} x ptr] [{refs}], '
-                      'section "llvm.metadata"', ""])
+    return "\n".join([*(v.declaration() for v in named), f"@{keeper} = constant [{len(named)} x ptr] [{refs}]", ""])
 
 
-_KEPT = re.compile(r'^@llvm\.compiler\.used = appending global \[\d+ x ptr\] \[([^\]\n]*)\], section "llvm\.metadata"\n',
-                   re.M)
-
-
-def release(text: str, named: Callable[[str], bool]) -> str | None:
-    """``text`` with the functions ``named`` accepts out of ``@llvm.compiler.used``, and their declarations no
-    call uses dropped (the vectorizer has run; no loader meets the list), None when none is in it."""
-    kept = _KEPT.search(text)
-    if kept is None:
-        return None
-    refs = [r.strip() for r in kept.group(1).split(",")]
-    rest = [r for r in refs if not named(r.removeprefix("ptr @").strip('"'))]
-    if len(rest) == len(refs):
-        return None
-    line = (f'@llvm.compiler.used = appending global [{len(rest)} x ptr] [{", ".join(rest)}], '
-            'section "llvm.metadata"\n') if rest else ""
-    text = text[:kept.start()] + line + text[kept.end():]
-    unused = {r.removeprefix("ptr @") for r in refs if r not in rest}
-    unused = {n for n in unused if text.count(f"@{n}(") == 1}  # its declaration alone
-    return re.sub(r"^declare [^\n]*?@([-\w.$]+)\([^\n]*\n", lambda m: "" if m.group(1) in unused else m.group(0),
-                  text, flags=re.M)
-
-
-__all__ = ["ATTRIBUTE", "Variants", "VectorVariant", "declarations", "name_variants", "release"]
+__all__ = ["ATTRIBUTE", "Variants", "VectorVariant", "declarations", "name_variants"]

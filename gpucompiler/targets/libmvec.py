@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 SONAME = "libmvec.so.1"
 PREFIX = "_ZGV"
 """what the vector function ABI's names start with"""
+KEEPER = "gpuc.libmvec"
+"""the constant keeping the versions a module's calls name declared until the vectorizer has run"""
 
 #: (ISA letter, doubles per vector, the target feature it needs), widest first for each width
 _ISAS = (("e", 8, "avx512f"), ("d", 4, "avx2"), ("c", 4, "avx"), ("b", 2, "sse2"))
@@ -103,4 +105,4 @@ def variants(features: str) -> dict[str, tuple[VectorVariant, ...]]:
     return out
 
 
-__all__ = ["PREFIX", "SONAME", "is_variant", "isas", "loaded", "scalar_names", "variants"]
+__all__ = ["KEEPER", "PREFIX", "SONAME", "is_variant", "isas", "loaded", "scalar_names", "variants"]

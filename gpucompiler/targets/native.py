@@ -105,17 +105,21 @@ class NativeTarget(Target):
         text, named = name_variants(module.text, lambda own: libmvec.variants(host if own is None else own))
         if named:  # our edit of LLVM's print: parsed unverified, the optimiser's caller verifies what it made
             ref = parse_ir(text, verify=False)
-            ref.link_in(parse_ir(declarations(named), verify=False))
+            ref.link_in(parse_ir(declarations(named, libmvec.KEEPER), verify=False))
             module.ref = ref
 
     def finish(self, job, module) -> None:
-        """The libmvec versions leave ``@llvm.compiler.used`` (see :meth:`before_optimize`)."""
-        if any(libmvec.is_variant(f.name) for f in module.ref.functions):
-            from ..llvm.vector_variants import release  # loaded by before_optimize, which named them
-
-            text = release(module.text, libmvec.is_variant)
-            if text is not None:  # LLVM's print of a verified module less a list entry and unused declarations
-                module.ref = parse_ir(text, verify=False)
+        """The libmvec versions :meth:`before_optimize` kept declared are let go: their keeper made internal,
+        global DCE drops it and the versions no vectorized call uses (no print and parse of the module)."""
+        try:
+            keeper = module.ref.get_global_variable(libmvec.KEEPER)
+        except NameError:  # no version was named
+            return
+        keeper.linkage = llvm.Linkage.internal
+        mpm = llvm.create_new_module_pass_manager()
+        mpm.add_global_dead_code_eliminate_pass()
+        mpm.run(module.ref, llvm.create_pass_builder(self.target_machine(job.config.opt_level),
+                                                     llvm.create_pipeline_tuning_options()))
 
     def validate(self, job, module, facts: ModuleFacts) -> list[tuple[str, str]]:
         """Unresolvable external names and constant pointers (see :mod:`.validation`); the job's

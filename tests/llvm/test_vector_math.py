@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from gpucompiler import jit
-from gpucompiler.llvm.vector_variants import VectorVariant, declarations, name_variants, release
+from gpucompiler.llvm.vector_variants import VectorVariant, declarations, name_variants
 from gpucompiler.llvm.binding import parse_ir
 from gpucompiler.targets import NativeTarget
 from gpucompiler.targets import libmvec
@@ -248,6 +248,17 @@ def test_the_gradient_of_a_loop_of_exp_calls_libmvec_and_is_exact():
     np.testing.assert_allclose(dx, e / math.fsum(e.tolist()), rtol=1e-13)
 
 
+def _released(ref) -> str:
+    """The native target's ``finish`` on ``ref``: the module's text once the kept versions are let go."""
+    from gpucompiler.core import CompilerConfig, CompilerJob, LLVMSource
+    from gpucompiler.module import IRModule
+
+    module = IRModule(ref=ref)
+    NativeTarget().finish(CompilerJob(LLVMSource(str(ref), "f"), CompilerConfig(target=NativeTarget())), module)
+    assert module.ref is ref  # let go in place: no print and parse of the module
+    return module.text
+
+
 def test_name_variants_follow_each_functions_features_and_rename_vector_intrinsics():
     sin = VectorVariant("llvm.sin.f64", "_ZGVdN4v_sin", 4, 1, "double")
     sse = VectorVariant("llvm.sin.f64", "_ZGVbN2v_sin", 2, 1, "double")
@@ -286,25 +297,24 @@ attributes #2 = { nounwind "target-cpu"="x86-64" "target-features"="+cx8,+sse,+s
     assert asked == [None, "+cx8,+sse,+sse2"]  # g: a CPU without features of its own is left alone
     assert named == [sin, sse]
     ref = parse_ir(out)
-    ref.link_in(parse_ir(declarations(named)))
+    ref.link_in(parse_ir(declarations(named, libmvec.KEEPER)))
     f, g = (str(ref.get_function(n)) for n in ("f", "g"))
     assert '@llvm.sin.f64(double %x) "vector-function-abi-variant"="_ZGV_LLVM_N4v_llvm.sin.f64(_ZGVdN4v_sin)" #1' in out
     assert "call <4 x double> @_ZGVdN4v_sin(<4 x double> %v)" in f and "@cos(double %a)" in f
     assert "_ZGV" not in g
     assert '"_ZGV_LLVM_N2v_llvm.sin.f64(_ZGVbN2v_sin)"' in out.split("define double @h")[1]
-    kept = str(ref)
-    assert "@llvm.compiler.used" in kept
-    released = release(kept, libmvec.is_variant)
-    assert released is not None and "@llvm.compiler.used" not in released
-    assert release(released, libmvec.is_variant) is None
+    assert f"@{libmvec.KEEPER} = constant [2 x ptr] [ptr @_ZGVdN4v_sin, ptr @_ZGVbN2v_sin]" in str(ref)
+    released = _released(ref)  # h names the SSE version (its call keeps the attribute), no call calls it
+    assert f"@{libmvec.KEEPER}" not in released and "@_ZGVbN2v_sin(" not in released
+    assert "declare <4 x double> @_ZGVdN4v_sin(<4 x double>)" in released
+    assert str(parse_ir(released)) == released
     wide = VectorVariant("llvm.sin.f64", "_ZGVeN8v_sin", 8, 1, "double")  # named, never called
     out, named = name_variants(text, lambda features: {"llvm.sin.f64": (sin, wide)})
     ref = parse_ir(out)
-    ref.link_in(parse_ir(declarations(named)))
-    released = release(str(ref), libmvec.is_variant)
-    assert released is not None and "declare <4 x double> @_ZGVdN4v_sin" in released
-    assert "@_ZGVeN8v_sin(" not in released
-    parse_ir(released)
+    ref.link_in(parse_ir(declarations(named, libmvec.KEEPER)))
+    released = _released(ref)
+    assert "declare <4 x double> @_ZGVdN4v_sin" in released
+    assert "@_ZGVeN8v_sin(" not in released and libmvec.KEEPER not in released
     assert name_variants(text, lambda features: {}) == (text, [])
 
 
@@ -465,3 +475,33 @@ def test_name_variants_of_a_compiled_gradient_match_the_whole_module_reading():
 
     out, named = name_variants(text, table)
     assert named and (out, named) == _name_variants_reference(text, table)
+
+
+def test_the_kept_versions_are_let_go_when_no_scalar_math_call_is_left():
+    # a loop vectorized whole leaves no call of the scalar name: the keeper goes all the same
+    text = f"""declare <4 x double> @_ZGVdN4v_sin(<4 x double>)
+declare <8 x double> @_ZGVeN8v_sin(<8 x double>)
+@{libmvec.KEEPER} = constant [2 x ptr] [ptr @_ZGVdN4v_sin, ptr @_ZGVeN8v_sin]
+
+define <4 x double> @f(<4 x double> %v) {{
+  %r = call <4 x double> @_ZGVdN4v_sin(<4 x double> %v)
+  ret <4 x double> %r
+}}
+"""
+    released = _released(parse_ir(text))
+    assert libmvec.KEEPER not in released and "_ZGVeN8v_sin" not in released
+    assert "call <4 x double> @_ZGVdN4v_sin(<4 x double> %v)" in released
+
+
+def test_a_loop_of_sin_calls_libmvec_and_its_code_keeps_no_keeper():
+    @jit(error_model="numpy")
+    def sines(x, out):
+        for i in range(x.shape[0]):
+            out[i] = math.sin(x[i])
+
+    x = np.linspace(-4.0, 4.0, 1024)
+    out = np.zeros_like(x)
+    sines(x, out)
+    ir = sines.inspect_llvm(x, out)
+    assert _vector_calls(ir, "sin") and libmvec.KEEPER not in ir
+    assert _ulp_errors(out, _scalar("sin", np.float64, [x])) == []

@@ -407,7 +407,10 @@ _SCALAR_FORMAT = {T.float64: "d", T.float32: "f4x", T.int64: "q", T.int32: "i4x"
 #: the NumPy scalar types launches pack as they are (their frontend types have a ``_SCALAR_FORMAT``)
 _NUMPY_SCALARS = frozenset({np.float64, np.float32, np.int64, np.int32, np.bool_})
 _LAYOUTS: dict = {}  # (typestr, shape, readonly[, strides]) -> (signature key item, strides in bytes) or None
-_CUPY_LAYOUTS: dict = {}  # a CuPy array's (dtype, shape, strides) -> as _LAYOUTS
+_CUPY_LAYOUTS: dict = {}  # a CuPy array's (dtype, shape, strides) -> (signature key item, (*shape, *strides)) or None
+#: the ``cupy`` module :func:`signature` last found in ``sys.modules`` (None: none), its ``ndarray`` type (None:
+#: arrays read by their ``__cuda_array_interface__``) and its ``cuda.get_current_stream``
+_CUPY_SEEN: tuple = (None, None, None)
 #: what a launch reports when its function belongs to another context than the current one (none
 #: current, another one made current by another library, a destroyed one): the thread's context is asked again
 _CONTEXT_CODES = frozenset({201, 400, 709})
@@ -424,31 +427,32 @@ def signature(args):
     CuPy's current stream, as that dict would (asked once a launch)."""
     key, values, stream, current = [], [], None, None
     cupy = sys.modules.get("cupy")
-    ndarray = getattr(cupy, "ndarray", None) if cupy is not None else None
+    seen = _CUPY_SEEN
+    if seen[0] is not cupy:
+        seen = _see_cupy(cupy)
+    ndarray = seen[1]
     for a in args:
         tp = type(a)
-        if tp is float or tp is int or tp is bool:
-            key.append(tp)
-            values.append(a)
-            continue
         if tp is ndarray:
-            shape = a.shape
             try:
-                found = _CUPY_LAYOUTS[(a.dtype, shape, a.strides)]
+                found = _CUPY_LAYOUTS[(a.dtype, a.shape, a.strides)]
             except KeyError:
                 found = _cupy_layout(a)
             if found is None:
                 return None
-            if current is None:
-                current = _cupy_stream(cupy)
+            if current is None:  # the stream its __cuda_array_interface__ would name: CuPy's current one
+                current = seen[2]().ptr or 1
                 if stream is None:
                     stream = current
             if current != stream:
                 return None
             key.append(found[0])
             values.append(a.data.ptr)
-            values.extend(shape)
-            values.extend(found[1])
+            values += found[1]
+            continue
+        if tp is float or tp is int or tp is bool:
+            key.append(tp)
+            values.append(a)
             continue
         cai = getattr(a, "__cuda_array_interface__", None)
         if cai is None:
@@ -479,19 +483,24 @@ def signature(args):
 
 
 def _cupy_layout(a):
-    """:func:`_array_layout` of a CuPy array (writable: CuPy has no read-only arrays), remembered by its
-    ``(dtype, shape, strides)``."""
+    """The signature key item of a CuPy array (writable: CuPy has no read-only arrays) and its shape and strides
+    in bytes, one tuple, as they go among the parameter values; remembered by its ``(dtype, shape, strides)``."""
     dtype, shape, strides = a.dtype, a.shape, a.strides
     found = _array_layout(dtype.str, shape, False, strides)
+    if found is not None:
+        found = (found[0], (*shape, *found[1]))
     if len(_CUPY_LAYOUTS) < 4096:
         _CUPY_LAYOUTS[(dtype, shape, strides)] = found
     return found
 
 
-def _cupy_stream(cupy) -> int:
-    """The ``stream`` CuPy's ``__cuda_array_interface__`` names now: its current stream's handle, 1 for the
-    legacy default stream (handle 0)."""
-    return cupy.cuda.get_current_stream().ptr or 1
+def _see_cupy(cupy) -> tuple:
+    """Remember ``cupy`` (the module ``sys.modules`` holds now, or None) as :data:`_CUPY_SEEN` says."""
+    global _CUPY_SEEN
+    ndarray = getattr(cupy, "ndarray", None)
+    current = getattr(getattr(cupy, "cuda", None), "get_current_stream", None)
+    _CUPY_SEEN = (cupy, ndarray if current is not None else None, current)
+    return _CUPY_SEEN
 
 
 def producer_streams(args) -> list[int]:
@@ -536,7 +545,7 @@ class Launcher:
     """One (kernel, context, argument signature): function handle and parameter layout, the
     ``void*[]`` and the parameter buffer it points into built once and refilled by each launch."""
 
-    __slots__ = ("fn", "ctx", "key", "packer", "buffer", "params", "params_address", "lock", "launch_kernel",
+    __slots__ = ("fn", "ctx", "key", "packer", "buffer", "params", "params_address", "free", "launch_kernel",
                  "heap", "state", "thread")
 
     def __init__(self, d, fn, argtypes, flag: int | None = None, ctx: int = 0, key: tuple = (), name: str = ""):
@@ -550,7 +559,11 @@ class Launcher:
             at += 8 * (1 + 2 * t.ndim) if isinstance(t, T.ArrayType) else 8
         self.params = (ctypes.c_void_p * max(len(argtypes), 1))(*offsets)
         self.params_address = ctypes.addressof(self.params)
-        self.lock = threading.Lock()
+        #: ``[True]`` while no launch is packing into ``buffer`` and handing it to the driver (which copies it
+        #: during the call): a launch takes the token with ``pop()`` (atomic; an ``IndexError`` when another
+        #: launch holds it, of another thread or one the same thread started meanwhile) and puts it back after.
+        #: Cheaper than a lock's non-blocking acquire and release.
+        self.free = [True]
         self.launch_kernel = d.cuLaunchKernel
         #: (driver, heap flag address, kernel name) of a kernel whose tape allocates: checked after every
         #: launch (:func:`.device_heap.after_launch`)
@@ -563,13 +576,18 @@ class Launcher:
     def __call__(self, dims, stream, hstream: int, values) -> int:
         """Launch on ``dims`` (grid x, y, z, block x, y, z, shared bytes) and ``stream`` (the handle
         ``hstream`` as the driver takes it); the CUDA error code (0: launched)."""
-        if self.lock.acquire(False):  # the shared buffer: the driver copies it during the call
+        free = self.free
+        try:
+            token = free.pop()
+        except IndexError:  # another launch is using the shared buffer: private buffers
+            token = None
+        if token is not None:
             try:
                 self.packer.pack_into(self.buffer, 0, *values)
                 err = self.launch_kernel(self.fn, *dims, stream, self.params_address, 0)[0]
             finally:
-                self.lock.release()
-        else:  # another thread is launching this signature: private buffers
+                free.append(token)
+        else:
             buffer = ctypes.create_string_buffer(self.packer.size + 8)
             self.packer.pack_into(buffer, 0, *values)
             base, offsets = ctypes.addressof(buffer), []
@@ -585,8 +603,8 @@ class Launcher:
 
 
 class BoundLaunch:
-    """The launch of one kernel on one grid, block and stream (``k[grid, block, stream]``), called with
-    the arguments.
+    """The launch of one kernel on one grid, block and stream (``k[grid, block, stream]``); its
+    :meth:`launch` is called with the arguments.
 
     Without a stream given, a launch goes to the stream the array arguments' producers name in their
     ``__cuda_array_interface__`` (CuPy names its current stream), the legacy default stream when none
@@ -617,43 +635,50 @@ class BoundLaunch:
     def keep(self, launcher: Launcher | None) -> None:
         """Reuse ``launcher`` (None: none) while its signature and context hold: what a launch through it
         passes to the driver, all but the parameters' values, is bound here, in one tuple (replaced at once:
-        a thread launching while another keeps a new launcher sees the old one whole or the new one)."""
+        a thread launching while another keeps a new launcher sees the old one whole or the new one).
+        The streams the producers may name that the launch goes to as they are (None, 1: the legacy
+        default stream; any when a stream was given) are in that tuple too."""
         if launcher is None:
             self.bound = None
             return
-        self.bound = (launcher.thread, launcher.ctx, launcher.state, launcher.key, launcher.lock,
+        self.bound = (launcher.thread, launcher.ctx, launcher.state, launcher.key,
+                      _LEGACY_NAMED if self.follow else None, launcher.free,
                       functools.partial(launcher.packer.pack_into, launcher.buffer, 0),
                       functools.partial(launcher.launch_kernel, launcher.fn, *self.dims, self.stream,
                                         launcher.params_address, 0), launcher)
 
-    def __call__(self, args, sig=None) -> None:
+    def launch(self, args, sig=None) -> None:
         """Launch on ``args``; ``sig``: their :func:`signature` when the caller has read it already (a launch
         tape: each argument read once), None: read here."""
         bound = self.bound
         if bound is not None:
-            thread, ctx, state, key, lock, pack, go, launcher = bound
+            thread, ctx, state, key, named_as_is, free, pack, go, launcher = bound
             if thread.ctx == ctx and state is _state and chosen_device() is None:
                 if sig is None:
                     sig = signature(args)
                 if sig is not None and sig[0] == key:
-                    named = sig[2]
-                    if (named is None or named == 1 or not self.follow) and lock.acquire(False):
+                    named, token = sig[2], None
+                    if named_as_is is None or named in named_as_is:
+                        try:
+                            token = free.pop()
+                        except IndexError:  # another launch holds the shared buffer: Launcher.__call__'s own
+                            pass
+                    if token is not None:
                         try:  # as Launcher.__call__, with its calls bound
                             pack(*sig[1])
                             err = go()[0]
                         except struct.error:  # a scalar out of its type's range: the slow path names the problem
                             err = None
                         finally:
-                            lock.release()
-                        if err is None:
-                            return slow_launch(self.kernel, self.grid, self.block, self.hstream, args)
-                        if err:
-                            err = int(err)
-                        elif launcher.heap is None:
-                            return None
-                        else:
+                            free.append(token)
+                        if not err:
+                            if err is None:
+                                return slow_launch(self.kernel, self.grid, self.block, self.hstream, args)
                             heap = launcher.heap
+                            if heap is None:
+                                return None
                             return after_launch(heap[0], ctx, self.hstream, heap[1], heap[2], check)
+                        err = int(err)
                     else:  # a producer's stream, or another thread launching through it: Launcher.__call__
                         hstream = self.hstream if named is None or not self.follow else producer_handle(named)
                         try:
@@ -672,6 +697,11 @@ class BoundLaunch:
             hstream = streams[0] if streams else self.hstream
         self.keep(fast_launch(self.kernel, self.grid, self.block, hstream, args))
         return None
+
+
+#: the streams an array's producer may name that a launch without a stream given goes to as it is (None: none
+#: named; 1: the legacy default stream, the launch's handle 0)
+_LEGACY_NAMED = (None, 1)
 
 
 def fast_launch(kernel, grid, block, hstream: int, args) -> Launcher | None:
@@ -794,9 +824,10 @@ class CudaRuntime:
     def launch(self, kernel, grid, block, hstream: int, args) -> None:
         fast_launch(kernel, grid, block, hstream, args)
 
-    def bind(self, kernel, grid, block, stream) -> BoundLaunch:
-        """The launch of ``kernel`` on ``grid``, ``block`` and ``stream`` (as given), called with the arguments."""
-        return BoundLaunch(kernel, grid, block, stream)
+    def bind(self, kernel, grid, block, stream):
+        """The launch of ``kernel`` on ``grid``, ``block`` and ``stream`` (as given), called with the arguments:
+        :meth:`BoundLaunch.launch` (a bound method: called at once, without an instance's ``__call__``)."""
+        return BoundLaunch(kernel, grid, block, stream).launch
 
     def forget(self, kernel) -> None:
         forget(kernel)

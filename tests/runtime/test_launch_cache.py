@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -406,6 +407,39 @@ def test_threads_sharing_a_launch_with_different_signatures(fake):
     assert errors == []
     for x, y in arrays.values():
         np.testing.assert_array_equal(x, rounds * y)
+
+
+class NestingDriver(ThreadedDriver):
+    """Runs ``nested()`` inside the next ``cuLaunchKernel``, before it reads its parameter buffers: a launch
+    started while another one of the same signature is handing its buffers to the driver (another thread,
+    a signal handler or a finalizer of this one)."""
+
+    nested: Callable[[], None] | None = None
+
+    def cuLaunchKernel(self, fn, *rest):
+        nested, self.nested = self.nested, None
+        if nested is not None:
+            nested()
+        return super().cuLaunchKernel(fn, *rest)
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_a_launch_started_during_another_one_packs_into_its_own_buffer(monkeypatch, times):
+    """The launcher's shared parameter buffer is one launch's at a time: a launch of the same signature made
+    while another is in its driver call packs its own buffers, so neither launches the other's arguments
+    (``times``: the nested launch is the bound launch's first, or a later one through the same launcher)."""
+    fake = _reset(monkeypatch, NestingDriver())
+    launch = add[1, 32]
+    x, y, u, v = np.zeros(8), np.arange(8.0), np.zeros(8), np.full(8, 10.0)
+    for _ in range(times):
+        launch(DeviceArray(u), DeviceArray(v))
+    fake.nested = lambda: launch(DeviceArray(u), DeviceArray(v))
+    launch(DeviceArray(x), DeviceArray(y))
+    np.testing.assert_array_equal(x, np.arange(8.0))
+    np.testing.assert_array_equal(u, np.full(8, 10.0 * (times + 1)))
+    launch(DeviceArray(x), DeviceArray(y))  # the shared buffer is free again
+    np.testing.assert_array_equal(x, 2 * np.arange(8.0))
+    assert len(cuda._launchers) == 1
 
 
 @pytest.mark.parametrize("factor, dtype", [(np.float32(2.5), np.float32), (np.float64(2.5), np.float64),

@@ -29,6 +29,7 @@ import _thread
 import atexit
 import functools
 import os
+from typing import NamedTuple
 
 import llvmlite.binding as llvm
 
@@ -70,10 +71,17 @@ def device_name(name: str) -> str | None:
     return PREFIX + name
 
 
-_SPARE: list[tuple[bytes, llvm.ModuleRef]] = []
-"""The parse :func:`prefetch`'s thread or :func:`libdevice_functions` made, with the bitcode it read: the first
-pruning takes it instead of parsing the library again (a cold GPU compile parsed it twice, ~25 ms each here,
-~50 on a slower host)."""
+class _Defined(NamedTuple):
+    """What a parse of libdevice defines, listed once (each value's name is a call into LLVM)."""
+
+    functions: list[tuple[llvm.ValueRef, str]]
+    variables: list[tuple[llvm.ValueRef, str]]
+
+
+_SPARE: list[tuple[bytes, llvm.ModuleRef, _Defined | None]] = []
+"""The parse :func:`prefetch`'s thread or :func:`libdevice_functions` made, with the bitcode it read and what it
+defines once listed: the first pruning takes it instead of parsing the library again (a cold GPU compile parsed
+it twice, ~25 ms each here, ~50 on a slower host) or listing its 580 values again (~2.5 ms)."""
 
 
 _pending: list[_thread.LockType] = []
@@ -101,7 +109,7 @@ def prefetch() -> None:
 def _parse_spare(done: _thread.LockType) -> None:
     try:
         bitcode = _bitcode()
-        _SPARE.append((bitcode, parse_bitcode_apart(bitcode)))
+        _SPARE.append((bitcode, parse_bitcode_apart(bitcode), None))
     except BaseException:  # raised again, typed, by the parse that needs the library
         pass
     finally:
@@ -121,31 +129,38 @@ os.register_at_fork(before=_wait)
 atexit.register(_wait)
 
 
-def _parsed() -> llvm.ModuleRef:
-    """libdevice parsed: the spare parse when it is of the bitcode in use, else a new one."""
+def _parsed() -> tuple[llvm.ModuleRef, _Defined]:
+    """libdevice parsed, and what it defines: the spare parse when it is of the bitcode in use, else a new one."""
     _wait()
     bitcode = _bitcode()
     while _SPARE:
-        read, lib = _SPARE.pop()
+        read, lib, defined = _SPARE.pop()
         if read == bitcode:  # (a thread's read may be another bytes object of the same file)
-            return lib
-    return llvm.parse_bitcode(bitcode)
+            return lib, _defined(lib) if defined is None else defined
+    lib = llvm.parse_bitcode(bitcode)
+    return lib, _defined(lib)
+
+
+def _defined(lib: llvm.ModuleRef) -> _Defined:
+    """``(value, name)`` of each function, then of each global variable, that ``lib`` defines."""
+    return _Defined([(f, f.name) for f in lib.functions if not f.is_declaration],
+                    [(g, g.name) for g in lib.global_variables if not g.is_declaration])
 
 
 @functools.cache
 def libdevice_functions() -> frozenset[str]:
     """Names of the functions libdevice defines."""
-    lib = _parsed()
-    _SPARE.append((_bitcode(), lib))
-    return frozenset(f.name for f in lib.functions if not f.is_declaration)
+    lib, defined = _parsed()
+    _SPARE.append((_bitcode(), lib, defined))
+    return frozenset(name for _, name in defined.functions)
 
 
 @functools.cache
 def _pruned(names: frozenset[str], triple: str, data_layout: str) -> bytes:
-    lib = _parsed()
+    lib, defined = _parsed()
     lib.triple, lib.data_layout = triple, data_layout
-    for value in (*lib.functions, *lib.global_variables):
-        if not value.is_declaration and value.name not in names:
+    for value, name in (*defined.functions, *defined.variables):
+        if name not in names:
             value.linkage = "internal"
     pm = llvm.create_new_module_pass_manager()
     pm.add_global_dead_code_eliminate_pass()

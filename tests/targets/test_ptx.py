@@ -201,6 +201,42 @@ def test_a_first_gpu_compile_parses_libdevice_once(monkeypatch):
     assert len(whole) == 2
 
 
+def test_a_first_gpu_compile_lists_libdevices_values_once(monkeypatch):
+    """Its function names and its pruning read one listing of what the parse defines (each name a call into
+    LLVM: listing the 580 values twice cost ~2.5 ms of a cold kernel's compile); the pruned copy still keeps
+    exactly the functions the module calls, the rest internal and dropped."""
+    from gpucompiler.targets import libdevice
+
+    libraries, listed = [], []
+    real_parse, real_functions = libdevice.llvm.parse_bitcode, libdevice.llvm.ModuleRef.functions.fget
+    assert real_functions is not None
+
+    def parse(data):
+        module = real_parse(data)
+        if data is libdevice._bitcode():
+            libraries.append(module)
+        return module
+
+    def functions(module):
+        if any(module is lib for lib in libraries):
+            listed.append(module)
+        return real_functions(module)
+
+    libdevice._wait()
+    for fn in (libdevice.libdevice_functions, libdevice._pruned):
+        fn.cache_clear()
+    libdevice._SPARE.clear()
+    monkeypatch.setattr(libdevice.llvm, "parse_bitcode", parse)
+    monkeypatch.setattr(libdevice.llvm.ModuleRef, "functions", property(functions))
+    ptx = _ptx(MATH, entry="k").artifacts["asm"]
+    assert isinstance(ptx, str) and len(libraries) == 1 and len(listed) == 1
+    names = frozenset({"__nv_sinf", "__nv_exp"})
+    pruned = real_parse(libdevice._pruned(names, "nvptx64-nvidia-cuda", ""))
+    defined = [f for f in real_functions(pruned) if not f.is_declaration]
+    assert {f.name for f in defined if f.linkage != libdevice.llvm.Linkage.internal} == names
+    assert len(defined) < 20  # the rest dropped
+
+
 def test_finish_never_parses_libdevice_into_the_python_model(monkeypatch, libdevice_path, check_ptx):
     """The model passes of ``finish`` run before libdevice is linked: no model the compile parses holds a
     libdevice function's body (fast-math alone marks them, so its modules do), and the PTX is complete."""

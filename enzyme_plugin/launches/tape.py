@@ -369,6 +369,9 @@ class Repeat:
     """the parameters whose arrays were copied before the launch"""
     ids: tuple[int, ...]
     """``id()`` of the array arguments (the tape's taken arrays)"""
+    go: Callable[[tuple, tuple], None] | None = None
+    """the kernel's bound launch given the signature (:attr:`.signed.SignedLaunch.bound`, once a launch bound
+    it): what ``form.runs.forward`` calls, called without it"""
 
 
 _FORMS: dict = {}
@@ -522,8 +525,8 @@ class LaunchTape:
                     at, last = len(self.records), self._last
                     m = last[at] if at < len(last) else None
                     if m is not None and m.launch is launch and hand is None and not split \
-                            and m.form.age == k.world_age and m.sig[1] == sig[1] and m.sig[0] == sig[0] \
-                            and m.sig[2] == sig[2] and len(m.args) == len(args) and all(map(_is, m.args, args)):
+                            and m.form.age == k.world_age and m.sig == sig and len(m.args) == len(args) \
+                            and all(map(_is, m.args, args)):
                         self._repeat(m, args, sig)
                         return
                 form = _FORMS.get((launch, split, sig[0])) if where is None or type(where) is int else None
@@ -627,7 +630,12 @@ class LaunchTape:
                 with_shadows.append(hit[1])
         record = LaunchRecord(m.launch, args, plan, snapshots, ops, None, runs.reverse, tuple(with_shadows), False,
                               None, stream, runs.gradient)
-        runs.forward(args, sig)
+        go = m.go
+        if go is not None:
+            go(args, sig)
+        else:
+            runs.forward(args, sig)
+            m.go = runs.forward.bound if type(runs.forward) is SignedLaunch else None
         self.records.append(record)
         self._repeats.append(m)
 
@@ -662,7 +670,7 @@ class LaunchTape:
     def _snapshots(self, args: tuple, keep: tuple[int, ...], ops: ArrayOps, first: type, stream: int | None) -> list:
         """Copies of the arrays of parameters ``keep`` (:meth:`_kept`), in the buffers of the last recording's
         launch at this place when they fit (``ops``: the library of the arrays of type ``first``)."""
-        wait = self._waits(stream, ops)
+        wait = stream is not None and not self._capturing and stream != ops.current_stream()  # as _waits
         if wait:
             cuda_runtime.synchronize()
         at, copy = len(self.records), self._copy

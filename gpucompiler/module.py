@@ -10,7 +10,8 @@ Asking for ``ref`` or ``model`` makes that form the authoritative one: later
 changes to it are seen by the next stage, and the other form is rebuilt from
 it on demand (printing and re-parsing). Converting only when a stage needs
 another form keeps the common path (no Python-model pass) free of Python-side
-parsing.
+parsing. :meth:`IRModule.keep_text` keeps one print of a module no stage
+changes any more (after validation) for every later reader of its text.
 """
 
 from __future__ import annotations
@@ -43,10 +44,19 @@ class IRModule:
         """The module printed as LLVM IR."""
         if self._model is not None:
             return str(self._model)
+        if self._text is not None:  # the authoritative form, or the ref's print kept by keep_text
+            return self._text
+        assert self._ref is not None
+        return str(self._ref)
+
+    def keep_text(self) -> str:
+        """The module's text, printed once and kept beside the ``ModuleRef`` until a stage asks for
+        ``ref`` or ``model`` again (which may change it): the validated module's readers (its facts, the
+        ``llvm`` artifact, dumps) share one print."""
+        text = self.text
         if self._ref is not None:
-            return str(self._ref)
-        assert self._text is not None
-        return self._text
+            self._text = text
+        return text
 
     @property
     def parsed(self) -> bool:
@@ -59,7 +69,8 @@ class IRModule:
         """The module as an llvmlite ``ModuleRef``; becomes the authoritative form."""
         if self._ref is None:
             self._ref = parse_ir(self.text)
-            self._model = self._text = None
+            self._model = None
+        self._text = None  # the caller may change the module: a kept print is stale from now on
         return self._ref
 
     @ref.setter
@@ -82,7 +93,8 @@ class IRModule:
         """Names of every function defined or declared in the module."""
         if self._model is not None:
             return set(self._model.functions)
-        return {f.name for f in self.ref.functions}
+        ref = self._ref if self._ref is not None else self.ref  # read only: a kept print stays
+        return {f.name for f in ref.functions}
 
     def __str__(self) -> str:
         return self.text

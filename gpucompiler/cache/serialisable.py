@@ -24,7 +24,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ErrorKind, UnserialisableIRError
-from ..llvm.binding import address_bindings, parse_ir
+from ..llvm.binding import parse_ir
 from ..core.facts import ModuleFacts
 
 if TYPE_CHECKING:
@@ -33,26 +33,20 @@ if TYPE_CHECKING:
 #: hexadecimal runs of 8+ digits (``0x7f3a...`` or bare) or explicit address markers in a symbol name
 _ADDRESS_NAME = re.compile(r"(0x[0-9a-fA-F]{6,}|(?<![0-9a-zA-Z])[0-9a-fA-F]{12,}(?![0-9a-zA-Z])|"
                            r"__gpuc_addr|\baddr_\d{6,}|\bpid\d+)")
-_GLOBAL_INTTOPTR = re.compile(r"inttoptr\s*\(\s*i\d+\s+(-?\d+)")
 
 
 def serialisation_errors(module: Any, facts: ModuleFacts | None = None) -> list[tuple[str, str]]:
     """Every reason ``module`` (IR text, an ``IRModule`` or a ``ModuleRef``) cannot be serialised;
-    ``facts``: the module's :class:`ModuleFacts` when validation has them (else walked here)."""
-    ref = _ref(module)
-    errors = (facts if facts is not None else ModuleFacts.of(ref)).pointer_constant_errors()
-    for gv in ref.global_variables:
-        text = str(gv)
-        if not gv.is_declaration and _GLOBAL_INTTOPTR.search(text):
-            errors.append((ErrorKind.POINTER_CONSTANT,
-                           f"constant address in the initializer of @{gv.name}: `{text.strip()}`; "
-                           "refer to the object by name instead"))
-    bound = address_bindings(module if isinstance(module, str) else str(ref))
-    for g in (*ref.functions, *ref.global_variables):
-        if g.is_declaration and _ADDRESS_NAME.search(g.name) and g.name not in bound:
-            errors.append((ErrorKind.PROCESS_SYMBOL,
-                           f"@{g.name} names a process-specific object (an address in its name); "
-                           "another process cannot resolve it: declare a stable symbol name"))
+    ``facts``: the module's :class:`ModuleFacts` when validation has them (else read here). The facts
+    hold all the check asks: given them, the module is neither printed nor walked again."""
+    if facts is None:
+        facts = ModuleFacts.of(_ref(module))
+    errors = facts.pointer_constant_errors()
+    errors += [(ErrorKind.POINTER_CONSTANT, f"constant address in the initializer of @{name}: `{line}`; "
+                "refer to the object by name instead") for name, line in facts.global_pointer_constants]
+    errors += [(ErrorKind.PROCESS_SYMBOL, f"@{name} names a process-specific object (an address in its name); "
+                "another process cannot resolve it: declare a stable symbol name")
+               for name in facts.declarations if _ADDRESS_NAME.search(name) and name not in facts.addresses]
     return errors
 
 

@@ -3,8 +3,10 @@
 :class:`ModuleFacts` reads every instruction once, from the module's printed
 text, and records what validation rules ask about: which declarations are
 used and by whom, the call graph, dynamic allocations, and constant
-pointers. Each rule then returns ``(KIND, message)`` pairs; the driver
-raises them together.
+pointers; and what the cache's serialisable check asks about the rest of the
+module (its declarations, constant addresses in globals' initializers, the
+names it binds to addresses). Each rule then returns ``(KIND, message)``
+pairs; the driver raises them together.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import attrs
 import llvmlite.binding as llvm
 
 from ..errors import ErrorKind
+from ..llvm.binding import ADDRESSES, address_bindings
 from ..graphs import find_cycle, strongly_connected_components
 
 
@@ -44,20 +47,33 @@ class ModuleFacts:
     pointer_constants: list[tuple[str, str]] = attrs.field(factory=list)
     #: ``(function, callee)`` of each malloc/free the AD engine marked as a tape allocation
     tape_allocations: list[tuple[str, str]] = attrs.field(factory=list)
+    #: names of the functions and global variables declared (not defined), in the module's order
+    declarations: list[str] = attrs.field(factory=list)
+    #: ``(global, its line)`` of each global variable whose initializer holds a constant address
+    global_pointer_constants: list[tuple[str, str]] = attrs.field(factory=list)
+    #: the names the module binds to addresses (:data:`~gpucompiler.llvm.binding.ADDRESSES`) -> address
+    addresses: dict[str, int] = attrs.field(factory=dict)
 
     @classmethod
-    def of(cls, ref: llvm.ModuleRef) -> ModuleFacts:
-        """The facts of ``ref``, read from its printed text: one line per instruction, no call into
-        LLVM per instruction or operand (which cost a compile more than its optimisation)."""
-        declared = {g.name for g in (*ref.functions, *ref.global_variables) if g.is_declaration}
-        facts = cls()
+    def of(cls, ref: llvm.ModuleRef, text: str | None = None) -> ModuleFacts:
+        """The facts of ``ref``, read from its printed text (``text`` when the caller has printed it):
+        one line per instruction or global, no call into LLVM per instruction or operand (which cost a
+        compile more than its optimisation)."""
+        facts = cls(declarations=[g.name for g in (*ref.functions, *ref.global_variables) if g.is_declaration])
+        declared = set(facts.declarations)
+        text = str(ref) if text is None else text
         calls: list[tuple[str, str]] = []
         fname = None
-        for line in str(ref).splitlines():
+        bound = False
+        for line in text.splitlines():
             if fname is None:
                 if line.startswith("define "):
                     fname = _callee(line) or ""
                     facts.calls[fname] = set()
+                elif line.startswith("@") and "inttoptr" in line:
+                    facts._visit_global(line)
+                elif line.startswith("!"):
+                    bound = bound or line.startswith(f"!{ADDRESSES} = ")
             elif line == "}":
                 fname = None
             elif "@" in line or "alloca" in line or "inttoptr" in line:
@@ -67,7 +83,15 @@ class ModuleFacts:
         for caller, callee in calls:
             if callee in facts.calls:
                 facts.calls[caller].add(callee)
+        if bound:
+            facts.addresses = address_bindings(text)
         return facts
+
+    def _visit_global(self, line: str) -> None:
+        """Record global variable ``line``'s constant address, if its initializer holds one."""
+        head = _GLOBAL_VARIABLE.match(line)
+        if head is not None and _INTTOPTR_CONSTANT.search(_code(line[head.end():])):
+            self.global_pointer_constants.append((_unquote(head.group(1)), line.strip()))
 
     def _visit(self, fname: str, line: str, declared: set[str]) -> str | None:
         """Record what instruction ``line`` of function ``fname`` uses; returns the global it calls."""
@@ -140,6 +164,10 @@ _DYNAMIC_COUNT = re.compile(r",\s*i\d+\s+%")
 _ESCAPE = re.compile(rb"\\(\\|[0-9A-Fa-f]{2})")
 #: the operand of an ``inttoptr`` instruction, after its type (a vector type has spaces)
 _CAST_OPERAND = re.compile(r"\s*(?:<[^>]*>|\S+)\s+(\S+)")
+#: a global variable's line up to its type: its name, then linkage and other keywords, then the kind
+_GLOBAL_VARIABLE = re.compile(r'@("[^"]*"|[-\w$.]+) = (?:[\w()]+ )*?(?:global|constant) ')
+#: an inttoptr constant expression of a constant integer
+_INTTOPTR_CONSTANT = re.compile(r"inttoptr\s*\(\s*i\d+\s+(-?\d+)")
 
 
 def _unquote(name: str) -> str:

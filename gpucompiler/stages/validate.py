@@ -10,12 +10,15 @@ from .context import CompileContext, run_hooks
 
 def validate(ctx: CompileContext) -> None:
     """``validate`` callbacks, then the target's checks on the module's facts (one walk, kept in
-    ``ctx.facts``); all problems raise one InvalidIRError."""
+    ``ctx.facts``); all problems raise one InvalidIRError. The facts are read from the module's print
+    kept for its later readers (:meth:`gpucompiler.module.IRModule.keep_text`: the ``llvm`` artifact), which the cache's
+    serialisable check reads no more: one print of the final module."""
     check_markers(ctx)
     run_hooks(ctx, "validate")
     if not ctx.job.config.validate:
         return
-    ctx.facts = ModuleFacts.of(ctx.ir.ref)
+    ref = ctx.ir.ref
+    ctx.facts = ModuleFacts.of(ref, ctx.ir.keep_text())
     problems = list(ctx.job.target.validate(ctx.job, ctx.ir, ctx.facts))
     if problems:
         raise InvalidIRError(problems, job_name=ctx.job.name)

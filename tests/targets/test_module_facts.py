@@ -17,7 +17,7 @@ import pytest
 from gpucompiler.core import CompilerConfig
 from gpucompiler.errors import InvalidIRError
 from gpucompiler.core import CompilerJob, LLVMSource
-from gpucompiler.llvm.binding import parse_ir
+from gpucompiler.llvm.binding import address_bindings, parse_ir
 from gpucompiler.pipeline import compile
 from gpucompiler.targets import PTXTarget
 from gpucompiler.core.facts import TAPE_FUNCTIONS, TAPE_METADATA, ModuleFacts
@@ -27,6 +27,7 @@ CORPORA = sorted([*TESTS.glob("llvm/corpus/*.ll"), *TESTS.glob("enzyme/fixtures/
 _CONSTANTS = (llvm.ValueKind.constant_expr, llvm.ValueKind.constant_array, llvm.ValueKind.constant_struct,
               llvm.ValueKind.constant_vector)
 _GLOBAL = re.compile(r'@("[^"]*"|[-\w$.]+)')
+_GLOBAL_INTTOPTR = re.compile(r"inttoptr\s*\(\s*i\d+\s+(-?\d+)")
 
 
 def _uses(op, declared: set[str]) -> list[str]:
@@ -43,6 +44,10 @@ def reference_facts(ref) -> ModuleFacts:
     """The facts from llvmlite's instruction and operand objects (every function named)."""
     facts = ModuleFacts()
     declared = {g.name for g in (*ref.functions, *ref.global_variables) if g.is_declaration}
+    facts.declarations = [g.name for g in (*ref.functions, *ref.global_variables) if g.is_declaration]
+    facts.global_pointer_constants = [(gv.name, str(gv).strip()) for gv in ref.global_variables
+                                      if not gv.is_declaration and _GLOBAL_INTTOPTR.search(str(gv))]
+    facts.addresses = address_bindings(str(ref))
     for fn in ref.functions:
         if fn.is_declaration:
             continue

@@ -233,6 +233,38 @@ def test_the_closure_of_every_module_of_a_package_is_the_word_pattern_scans(wher
         assert imports.import_closure(package, str(top_dir), module) == scanned[module], module
 
 
+ADVERSARIAL = {  # a package whose modules hide, spell or break their imports
+    "__init__.py": "from . import plug\n",
+    "plug.py": "import sys\nif sys.version_info > (3,):\n    from . import cond\nelse:\n    from .never import x\n"
+               "try:\n    from .opt import y\nexcept ImportError:\n    y = None\n"
+               "def f():\n    from .lazy import z  # imported late\n    return z\n"
+               "IMPORTANT = 'reimport_x'  # éimport\nimport importlib\nM = importlib.import_module('pkg.computed')\n",
+    "cond.py": '"""Docs: import pkg.doc"""\nfrom .. import nothing\n',
+    "opt.py": "y = 1\r\nfrom .crlf import w\r\n",
+    "crlf.py": "w = 2\n",
+    "lazy.py": "from . import broken\nz = 3\n",
+    "broken.py": "def (:\n    import pkg.hidden\n",
+    "doc.py": "from .deep import *\n",
+    "deep.py": "D = 4\n",
+    "never.py": "", "computed.py": "", "hidden.py": "", "nothing.py": "",
+}
+
+
+def test_the_closure_of_an_adversarial_package_is_the_word_pattern_scans(tmp_path, monkeypatch):
+    top = tmp_path / "pkg"
+    top.mkdir()
+    for name, text in ADVERSARIAL.items():
+        (top / name).write_bytes(text.encode())
+    scanned = _closure(top)
+    # conditional, optional, late and CRLF imports followed; a computed name not, nor `..` past the top; a
+    # docstring's prose beside `import` sends its file to the bytecode (doc.py not reached); a file that does
+    # not compile still has its import lines read from its text
+    assert scanned == ["__init__.py", "broken.py", "cond.py", "crlf.py", "hidden.py", "lazy.py", "never.py",
+                       "opt.py", "plug.py"]
+    monkeypatch.setattr(imports, "_keywords", lambda source: (m.start() for m in re.finditer(rb"\bimport\b", source)))
+    assert _closure(top) == scanned
+
+
 def test_a_builtin_plugin_has_the_compilers_digest_without_an_import_closure(monkeypatch):
     """The CPU grid emulation's plugin lives in gpucompiler.device: its code is the compiler's, whose digest
     every key holds (before: the closure of 200 of the compiler's modules, compiled in every fresh process

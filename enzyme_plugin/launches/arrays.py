@@ -79,6 +79,10 @@ def _span(shape, strides, itemsize: int) -> tuple[int, int]:
 class CupyOps(ArrayOps):
     def __init__(self, module):
         self.module = module
+        #: CuPy's asynchronous copy and memset and its current stream, looked up once (a launch tape copies and
+        #: zeroes at each recorded launch)
+        self._memcpy, self._memset = module.cuda.runtime.memcpyAsync, module.cuda.runtime.memsetAsync
+        self._stream = module.cuda.get_current_stream
 
     def _strided_zeros(self, a, size: int, offset: int):
         buffer = self.module.zeros(size, dtype=self.module.uint8)
@@ -88,8 +92,7 @@ class CupyOps(ArrayOps):
         """An asynchronous copy of the bytes when both arrays have one contiguous layout, else CuPy's copy."""
         if type(src) is type(dst) and src.dtype == dst.dtype and src.shape == dst.shape \
                 and src.strides == dst.strides and (dst.flags.c_contiguous or dst.flags.f_contiguous):
-            self.module.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, dst.nbytes, _DEVICE_TO_DEVICE,
-                                                 self.module.cuda.get_current_stream().ptr)
+            self._memcpy(dst.data.ptr, src.data.ptr, dst.nbytes, _DEVICE_TO_DEVICE, self._stream().ptr)
             return
         dst[...] = src
 
@@ -97,20 +100,19 @@ class CupyOps(ArrayOps):
         """The bytes copied asynchronously when the layout both share is one contiguous block."""
         flags = src.flags
         if flags.c_contiguous or flags.f_contiguous:
-            self.module.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, dst.nbytes, _DEVICE_TO_DEVICE,
-                                                 self.module.cuda.get_current_stream().ptr)
+            self._memcpy(dst.data.ptr, src.data.ptr, dst.nbytes, _DEVICE_TO_DEVICE, self._stream().ptr)
             return
         dst[...] = src
 
     def zero(self, a) -> None:
         """An asynchronous memset of a contiguous array (on the current stream), else CuPy's fill."""
         if a.flags.c_contiguous or a.flags.f_contiguous:
-            self.module.cuda.runtime.memsetAsync(a.data.ptr, 0, a.nbytes, self.module.cuda.get_current_stream().ptr)
+            self._memset(a.data.ptr, 0, a.nbytes, self._stream().ptr)
             return
         a.fill(0)
 
     def current_stream(self) -> int:
-        return int(self.module.cuda.get_current_stream().ptr)
+        return int(self._stream().ptr)
 
 
 _DEVICE_TO_DEVICE = 3

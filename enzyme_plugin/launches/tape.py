@@ -673,8 +673,10 @@ class LaunchTape:
         wait = stream is not None and not self._capturing and stream != ops.current_stream()  # as _waits
         if wait:
             cuda_runtime.synchronize()
-        at, copy = len(self.records), self._copy
-        snapshots = [(j, copy((at, j), args[j], True, ops if type(args[j]) is first else None)) for j in keep]
+        at, copy, snapshots = len(self.records), self._copy, []
+        for j in keep:
+            a = args[j]
+            snapshots.append((j, copy((at, j), a, True, ops if type(a) is first else None)))
         if wait:
             cuda_runtime.synchronize()
         return snapshots

@@ -16,7 +16,10 @@ attributes as it reads CuPy's. Each figure is the CPU time of the launching
 thread (all a launch does on this driver is CPU work; on a shared host its
 wall time also counts the waits for a core), the best of 40 rounds of
 ``--launches / 10`` launches. ``--profile`` prints where the one-array launch spends its
-time (cProfile, by own time). ``--baseline DIR`` times the same launches with
+time: cProfile by own time, then its parts timed alone in ``perf_counter_ns`` loops of ``--launches`` calls
+(cProfile's own cost per call distorts code this short): the argument signature, the bound launch given it
+(guards, packing, the driver call) and the driver's ``cuLaunchKernel`` alone, on the fake driver's CuPy-like
+and fake CuPy arrays, and with a GPU on a CuPy array. ``--baseline DIR`` times the same launches with
 the ``gpucompiler`` package under DIR as well (e.g. an older commit:
 ``git archive <commit> gpucompiler | tar -x -C DIR``), in subprocesses
 alternating with this checkout's, and prints the ratio.
@@ -31,10 +34,12 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import io
 import json
 import os
 import pstats
+import statistics
 import subprocess
 import sys
 import time
@@ -101,6 +106,39 @@ def _best_ns(fn, launches: int) -> float:
     return best
 
 
+def parts(label: str, launch, args: tuple, launches: int) -> list[tuple[str, float]]:
+    """``(label, ns per call)`` of the parts of ``launch(*args)`` (launched before: bound to its runtime), each
+    the median of 5 ``perf_counter_ns`` loops of ``launches`` calls."""
+    run = launch._bound[1]  # BoundLaunch.launch, bound to the configuration by the first launch
+    bound = run.__self__
+    launcher = bound.bound[-1]
+    sig = cuda.signature(args)
+    driver = functools.partial(launcher.launch_kernel, launcher.fn, *bound.dims, bound.stream,
+                               launcher.params_address, 0)
+
+    def per_call(fn) -> float:
+        fn()
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter_ns()
+            for _ in range(launches):
+                fn()
+            times.append((time.perf_counter_ns() - t0) / launches)
+        return statistics.median(times)
+
+    loop = per_call(lambda: None)  # the loop and the lambda's call, taken off each part
+    return [(f"{label}: {what}", per_call(fn) - loop) for what, fn in (
+        ("the whole launch", lambda: launch(*args)), ("signature(args)", lambda: cuda.signature(args)),
+        ("the bound launch given the signature", lambda: run(args, sig)),
+        ("cuLaunchKernel alone", driver))]
+
+
+def print_parts(rows: list[tuple[str, float]]) -> None:
+    print(f"{'part (perf_counter_ns loops, loop taken off)':70} ns per call", file=sys.stderr)
+    for label, ns in rows:
+        print(f"{label:70} {ns:8.0f}", file=sys.stderr)
+
+
 def fake_rows(launches: int, profile: bool) -> list[tuple[str, float]]:
     """``(label, µs per launch)`` through the fake driver; with ``profile``, the one-array launch's profile."""
     driver = NullDriver()
@@ -126,6 +164,10 @@ def fake_rows(launches: int, profile: bool) -> list[tuple[str, float]]:
             cp_four()
         rows += [("fake driver, fake CuPy: touch[1, 32](x)", _best_ns(cp_one, launches) / 1e3),
                  ("fake driver, fake CuPy: axpy[4, 256](2.0, x, y, out)", _best_ns(cp_four, launches) / 1e3)]
+        if profile:
+            split = parts("fake CuPy touch", fake_touch[1, 32], (cx,), launches)
+    if profile:
+        split = parts("CuPy-like touch", fake_touch[1, 32], (x,), launches) + split
     if profile:
         prof = cProfile.Profile()
         prof.enable()
@@ -135,6 +177,7 @@ def fake_rows(launches: int, profile: bool) -> list[tuple[str, float]]:
         text = io.StringIO()
         pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(12)
         print(text.getvalue().split("\n", 4)[-1].strip("\n"), file=sys.stderr)
+        print_parts(split)
     return rows
 
 
@@ -151,8 +194,9 @@ def baseline_rows(directory: str, launches: int) -> list[tuple[str, float]]:
     return [tuple(r) for r in found["fake_us"]]
 
 
-def gpu_rows(launches: int) -> list[tuple[str, float]]:
-    """Real launches of the one-array kernel: ours and CuPy's RawKernel; none without a GPU and CuPy."""
+def gpu_rows(launches: int, profile: bool = False) -> list[tuple[str, float]]:
+    """Real launches of the one-array kernel: ours and CuPy's RawKernel; none without a GPU and CuPy (with
+    ``profile``, the parts of ours printed)."""
     try:
         import cupy as cp  # pyright: ignore[reportMissingImports]  (optional)
         cp.cuda.runtime.getDeviceCount()
@@ -180,6 +224,9 @@ def gpu_rows(launches: int) -> list[tuple[str, float]]:
     touch[1, 32](x)
     raw((1,), (32,), (x,))
     ok = float(x[0]) == 2.0
+    if profile:
+        print_parts(parts("GPU touch", touch[1, 32], (x,), launches))
+        cp.cuda.Device().synchronize()
     return [("GPU: gpucompiler touch[1, 32](x)" + ("" if ok else " WRONG RESULT"), ours),
             ("GPU: CuPy RawKernel((1,), (32,), (x,))", theirs)]
 
@@ -192,7 +239,7 @@ def main(argv=None) -> int:
     parser.add_argument("--baseline", help="a directory holding another gpucompiler package to compare with")
     parser.add_argument("--fake-only", action="store_true", help=argparse.SUPPRESS)
     opts = parser.parse_args(argv)
-    real = [] if opts.fake_only else gpu_rows(opts.launches)  # before the fake driver replaces the real one
+    real = [] if opts.fake_only else gpu_rows(opts.launches, opts.profile)  # before the fake driver replaces the real one
     rows = fake_rows(opts.launches, opts.profile)
     base: list[tuple[str, float]] = []
     if opts.baseline:

@@ -65,11 +65,6 @@ def isas(features: str) -> tuple[tuple[str, int], ...]:
     return tuple((letter, lanes) for lanes, letter in sorted(out.items()))
 
 
-def is_variant(name: str) -> bool:
-    """Whether ``name`` is a vector function ABI name (``_ZGVdN4v_sin``)."""
-    return name.startswith(PREFIX)
-
-
 @functools.cache
 def scalar_names() -> frozenset[str]:
     """Every name a call of a math function of the table may use (``sin``, ``sinf``, ``llvm.sin.f64``...):
@@ -105,4 +100,4 @@ def variants(features: str) -> dict[str, tuple[VectorVariant, ...]]:
     return out
 
 
-__all__ = ["KEEPER", "PREFIX", "SONAME", "is_variant", "isas", "loaded", "scalar_names", "variants"]
+__all__ = ["KEEPER", "PREFIX", "SONAME", "isas", "loaded", "scalar_names", "variants"]

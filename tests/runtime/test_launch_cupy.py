@@ -116,6 +116,28 @@ def test_the_launch_follows_cupys_current_stream(fake):
     np.testing.assert_array_equal(y.get(), 5.0 * np.arange(8.0))
 
 
+def test_cupy_imported_after_launches_and_gone_again_is_seen_by_the_next_launch(monkeypatch):
+    """Launches before ``cupy`` is imported; then CuPy arrays, read by their attributes (no interface read);
+    then ``cupy`` gone from ``sys.modules``: the same objects are arrays like any other, read by their
+    ``__cuda_array_interface__``. Every launch gives its result."""
+    driver = FakeDriver()
+    with fake_cupy.on_driver(monkeypatch, driver) as cp:
+        x, y = cp.asarray(np.arange(8.0)), cp.zeros(8)
+    launch = axpy[1, 32]
+    for _ in range(2):  # no cupy imported: read by the interface
+        launch(1.0, x, y)
+    with fake_cupy.installed():
+        before = fake_cupy.READS[0]
+        for _ in range(3):
+            launch(1.0, x, y)
+        assert fake_cupy.READS[0] == before
+    before = fake_cupy.READS[0]
+    for _ in range(2):
+        launch(1.0, x, y)
+    assert fake_cupy.READS[0] >= before + 2 * 2  # both arrays at each launch
+    np.testing.assert_array_equal(y.get(), 7.0 * np.arange(8.0))
+
+
 def test_an_unsupported_dtype_after_cached_launches_is_a_typed_error(fake):
     cp = fake[0]
     x, y = cp.asarray(np.arange(8.0)), cp.zeros(8)

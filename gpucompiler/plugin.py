@@ -286,7 +286,12 @@ def entry_point(name: str) -> discovery.EntryPoint | None:
 
 
 def loaded(name: str) -> Any:
-    """The plugin registered as ``name`` in this process so far, None if none yet; loads nothing."""
+    """The plugin registered as ``name`` in this process so far, None if none yet; loads nothing.
+
+    Before the registry is built (every registration builds it) only a built-in plugin can answer: a
+    name none of them has is None without building it (~0.5 ms of a cached gradient's first call)."""
+    if _manager is None and all(isinstance(getattr(p, "name", None), str) and p.name != name for p in _BUILTIN):
+        return None
     return _registry().get_plugin(name)
 
 

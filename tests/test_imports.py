@@ -85,6 +85,11 @@ ON_A_HIT = frozenset({
     "gpucompiler.llvm", "gpucompiler.llvm.binding", "gpucompiler.runtime.cpu", "gpucompiler.runtime.lljit",
     "gpucompiler.runtime.pyentry", "gpucompiler.runtime.threadpool", "gpucompiler.source", "gpucompiler.source.spec",
     "gpucompiler.targets", "gpucompiler.targets.libmvec", "gpucompiler.targets.native"})
+#: what a hit of a job naming plugins loads beyond :data:`ON_A_HIT`: the plugins' identity, read from their files
+#: (the entry points' scan is the registry module's; the registry itself is not built)
+PLUGIN_IDENTITY = frozenset({"gpucompiler.discovery", "gpucompiler.plugin", "gpucompiler.identity.keys",
+                             "gpucompiler.identity.entrypoints", "gpucompiler.identity.hookprobe",
+                             "gpucompiler.identity.imports"})
 
 
 def test_a_first_call_served_from_the_disk_cache_loads_neither_the_pipeline_nor_the_interpreter(tmp_path):
@@ -248,6 +253,73 @@ def test_a_gpu_kernel_with_autodiff_launched_from_the_disk_cache_loads_neither_l
     np.testing.assert_allclose(dx, want, rtol=1e-12, atol=1e-14)
     assert loads == 1 and "compile" not in stats and stats.get("hit.disk") == 1
     assert "gpucompiler.runtime.cuda" in loaded and _among(loaded, NOT_ON_A_GPU_HIT) == []
+
+
+def test_a_cpu_gradient_served_from_the_disk_cache_imports_no_plugin_and_builds_no_registry(tmp_path):
+    """A ``@jit`` gradient (``autodiff`` inside) in a fresh process: the first compiles; the second's first call,
+    from the disk cache, loads only :data:`ON_A_HIT`'s modules and the plugins' identity
+    (:data:`PLUGIN_IDENTITY`), imports no plugin module beyond the API's, and leaves the plugin registry unbuilt
+    (no plugin is registered: the key reads the enzyme plugin's identity from its files). The gradient is the
+    derivative's."""
+    code = """
+        import json, sys
+        import numpy as np
+        from gpucompiler import jit
+        from gpucompiler.cache.default import default_cache
+        from enzyme_plugin import Active, Const, Reverse, autodiff
+
+        def loss(w, b, xs, ys, n):
+            acc = 0.0
+            for i in range(n):
+                r = w * xs[i] + b - ys[i]
+                acc += r * r
+            return acc / n
+
+        def grad(w, b, xs, ys, n):
+            return autodiff(Reverse, loss, Active(w), Active(b), Const(xs), Const(ys), Const(n))
+
+        g = jit(grad, plugins=("enzyme",))
+        xs = np.linspace(0.0, 1.0, 50)
+        ys = 3.0 * xs + 1.0
+        before = set(sys.modules)
+        dw, db = g(2.0, 0.5, xs, ys, 50)
+        loaded = sorted(set(sys.modules) - before)
+        registry = sys.modules.get("gpucompiler.plugin")
+        built = registry is not None and registry._manager is not None
+        print(json.dumps([[dw, db], dict(default_cache().stats), loaded, built]))
+    """
+    env = {"GPUC_CACHE": "", "GPUC_CACHE_DIR": str(tmp_path / "cache")}
+    n = 50
+    xs = [k / (n - 1) for k in range(n)]
+    res = [2.0 * x + 0.5 - (3.0 * x + 1.0) for x in xs]
+    want = [sum(2.0 * r * x for r, x in zip(res, xs)) / n, sum(2.0 * r for r in res) / n]
+    grad, stats, loaded, built = json.loads(_run(tmp_path, code, **env))
+    assert grad == pytest.approx(want, rel=1e-13) and stats.get("compile") == 1 and built
+    grad, stats, loaded, built = json.loads(_run(tmp_path, code, **env))
+    assert grad == pytest.approx(want, rel=1e-13) and "compile" not in stats and stats.get("hit.disk") == 1
+    assert not built
+    assert _among(loaded, ("enzyme_plugin",)) == []
+    assert sorted(m for m in loaded if m.startswith("gpucompiler") and m not in ON_A_HIT | PLUGIN_IDENTITY) == []
+
+
+def test_the_registry_unbuilt_answers_no_plugin_but_a_built_in_one_by_its_name(tmp_path):
+    """``plugin.loaded`` before the registry is built: an unknown name is None and builds nothing; a built-in
+    plugin's name builds it and answers its instance; a plugin registered by hand is found."""
+    out = _run(tmp_path, """
+        import json
+        import gpucompiler.device
+        import gpucompiler.plugin as gp
+        from gpucompiler.core.config import GRID_EMULATION
+
+        class Mine(gp.Plugin):
+            name = "mine"
+
+        unknown = gp.loaded("mine") is None and gp._manager is None
+        builtin = gp.loaded(GRID_EMULATION)
+        mine = gp.register(Mine)
+        print(json.dumps([unknown, getattr(builtin, "name", None), gp.loaded("mine") is mine]))
+    """)
+    assert json.loads(out) == [True, "gpuc_grid", True]
 
 
 def test_a_compile_after_a_disk_hit_loads_the_language_and_its_rules_apply(tmp_path):

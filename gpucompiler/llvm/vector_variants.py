@@ -9,7 +9,7 @@ only uses a variant where the scalar call reads and writes no memory: a libm
 call that may set ``errno`` stays scalar.
 
 :func:`name_variants` adds the attribute to every such call of the module's
-text, declares the versions it named and returns them; :func:`declarations`
+text, declares the versions it named and returns them; :func:`keeper`
 keeps them declared until the vectorizer has run (global DCE drops unused
 declarations before it), in a constant the target lets go after it with no
 edit of the module's text.
@@ -66,7 +66,7 @@ Variants = Mapping[str, Sequence[VectorVariant]]
 
 def name_variants(text: str, variants: Callable[[str | None], Variants]) -> tuple[str, list[VectorVariant]]:
     """``text`` (LLVM IR) with the math calls given SIMD versions, declared, and the versions named (empty,
-    with ``text`` unchanged, when none was); :func:`declarations` keeps them until the vectorizer runs.
+    with ``text`` unchanged, when none was); :func:`keeper` keeps them until the vectorizer runs.
 
     ``variants(features)`` gives the versions for code with a function's own ``"target-features"``
     (clang's), ``variants(None)`` for code without (the target machine's): a vector argument's
@@ -144,12 +144,11 @@ def _annotate(m: re.Match[str], table: Variants, used: dict[str, VectorVariant])
     return m.group(0)[:start - m.start()] + one.name + m.group(0)[end - m.start():]
 
 
-def declarations(named: Sequence[VectorVariant], keeper: str) -> str:
-    """A module declaring ``named`` and keeping them in the initializer of the constant ``@keeper`` (an
-    external definition: no pass deletes it or them), to link into the module whose calls name them. Once
-    the vectorizer has run, ``@keeper`` made internal is global DCE's to drop, with the versions no call uses."""
-    refs = ", ".join(f"ptr @{v.name}" for v in named)
-    return "\n".join([*(v.declaration() for v in named), f"@{keeper} = constant [{len(named)} x ptr] [{refs}]", ""])
+def keeper(named: Sequence[VectorVariant], name: str) -> str:
+    """The line defining the constant ``@name`` whose initializer keeps ``named`` declared (an external
+    definition: no pass deletes it or them), to append to the text :func:`name_variants` gave. Once the
+    vectorizer has run, ``@name`` made internal is global DCE's to drop, with the versions no call uses."""
+    return f"@{name} = constant [{len(named)} x ptr] [{', '.join(f'ptr @{v.name}' for v in named)}]\n"
 
 
-__all__ = ["ATTRIBUTE", "Variants", "VectorVariant", "declarations", "name_variants"]
+__all__ = ["ATTRIBUTE", "Variants", "VectorVariant", "keeper", "name_variants"]

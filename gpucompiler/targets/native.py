@@ -100,13 +100,11 @@ class NativeTarget(Target):
         if not libmvec.variants(host):
             return
         # import time: the vector variants' patterns (~1 ms), loaded by a compile, not by a cache hit
-        from ..llvm.vector_variants import declarations, name_variants
+        from ..llvm.vector_variants import keeper, name_variants
 
         text, named = name_variants(module.text, lambda own: libmvec.variants(host if own is None else own))
         if named:  # our edit of LLVM's print: parsed unverified, the optimiser's caller verifies what it made
-            ref = parse_ir(text, verify=False)
-            ref.link_in(parse_ir(declarations(named, libmvec.KEEPER), verify=False))
-            module.ref = ref
+            module.ref = parse_ir(text + keeper(named, libmvec.KEEPER), verify=False)
 
     def finish(self, job, module) -> None:
         """The libmvec versions :meth:`before_optimize` kept declared are let go: their keeper made internal,

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from gpucompiler import jit
-from gpucompiler.llvm.vector_variants import VectorVariant, declarations, name_variants
+from gpucompiler.llvm.vector_variants import VectorVariant, keeper, name_variants
 from gpucompiler.llvm.binding import parse_ir
 from gpucompiler.targets import NativeTarget
 from gpucompiler.targets import libmvec
@@ -296,8 +296,7 @@ attributes #2 = { nounwind "target-cpu"="x86-64" "target-features"="+cx8,+sse,+s
     out, named = name_variants(text, table)
     assert asked == [None, "+cx8,+sse,+sse2"]  # g: a CPU without features of its own is left alone
     assert named == [sin, sse]
-    ref = parse_ir(out)
-    ref.link_in(parse_ir(declarations(named, libmvec.KEEPER)))
+    ref = parse_ir(out + keeper(named, libmvec.KEEPER))
     f, g = (str(ref.get_function(n)) for n in ("f", "g"))
     assert '@llvm.sin.f64(double %x) "vector-function-abi-variant"="_ZGV_LLVM_N4v_llvm.sin.f64(_ZGVdN4v_sin)" #1' in out
     assert "call <4 x double> @_ZGVdN4v_sin(<4 x double> %v)" in f and "@cos(double %a)" in f
@@ -310,8 +309,7 @@ attributes #2 = { nounwind "target-cpu"="x86-64" "target-features"="+cx8,+sse,+s
     assert str(parse_ir(released)) == released
     wide = VectorVariant("llvm.sin.f64", "_ZGVeN8v_sin", 8, 1, "double")  # named, never called
     out, named = name_variants(text, lambda features: {"llvm.sin.f64": (sin, wide)})
-    ref = parse_ir(out)
-    ref.link_in(parse_ir(declarations(named, libmvec.KEEPER)))
+    ref = parse_ir(out + keeper(named, libmvec.KEEPER))
     released = _released(ref)
     assert "declare <4 x double> @_ZGVdN4v_sin" in released
     assert "@_ZGVeN8v_sin(" not in released and libmvec.KEEPER not in released
@@ -505,3 +503,21 @@ def test_a_loop_of_sin_calls_libmvec_and_its_code_keeps_no_keeper():
     ir = sines.inspect_llvm(x, out)
     assert _vector_calls(ir, "sin") and libmvec.KEEPER not in ir
     assert _ulp_errors(out, _scalar("sin", np.float64, [x])) == []
+
+
+def test_naming_the_versions_parses_the_module_once(monkeypatch):
+    import llvmlite.binding as llvm
+
+    from gpucompiler.core import CompilerConfig, CompilerJob, LLVMSource
+    from gpucompiler.module import IRModule
+
+    module = IRModule(ref=parse_ir(_SIN_LOOP))
+    parses = []
+    parse = llvm.parse_assembly
+    monkeypatch.setattr(llvm, "parse_assembly", lambda text, *a, **k: (parses.append(text), parse(text, *a, **k))[1])
+    job = CompilerJob(LLVMSource(_SIN_LOOP, "sins"), CompilerConfig(target=NativeTarget()))
+    NativeTarget().before_optimize(job, module, final=True)
+    text = module.text
+    assert len(parses) == 1  # the edited text with its declarations and keeper: no second module linked in
+    assert '"vector-function-abi-variant"="_ZGV_LLVM_N' in text
+    assert f"@{libmvec.KEEPER} = constant" in text and "declare <" in text

@@ -89,18 +89,14 @@ def test_without_a_cache_directory_the_version_is_asked_and_nothing_is_written(t
     assert not (tmp_path / "cache").exists()
 
 
-_ADD_SYMBOL = "def add_symbol(name, address):\n    pass\n"
-
-
 def _fake_llvmlite(root: Path, version: tuple[int, int, int]) -> None:
     """A package ``llvmlite`` under ``root``: ``utils.get_library_name`` and a binding whose library
-    file is a few bytes, whose ``llvm_version_info`` is ``version`` and whose ``add_symbol`` takes the
-    process's named addresses (:mod:`gpucompiler.symbols`) and does nothing."""
+    file is a few bytes and whose ``llvm_version_info`` is ``version``."""
     binding = root / "llvmlite" / "binding"
     binding.mkdir(parents=True, exist_ok=True)
     (root / "llvmlite" / "__init__.py").write_text("")
     (root / "llvmlite" / "utils.py").write_text("def get_library_name():\n    return 'libllvmlite.so'\n")
-    (binding / "__init__.py").write_text(f"llvm_version_info = {version!r}\n{_ADD_SYMBOL}")
+    (binding / "__init__.py").write_text(f"llvm_version_info = {version!r}\n")
     fresh = binding / "libllvmlite.so.new"
     fresh.write_bytes(b"\x7fELF" + bytes(version))
     os.replace(fresh, binding / "libllvmlite.so")  # as pip does: a new file
@@ -118,7 +114,7 @@ def test_a_replaced_library_is_asked_again_and_the_same_file_is_not(tmp_path):
     """)
     version, loaded, library = _run(tmp_path, prelude)
     assert (version, loaded, library) == ("1.2.3", True, str(root / "llvmlite" / "binding" / "libllvmlite.so"))
-    (root / "llvmlite" / "binding" / "__init__.py").write_text("llvm_version_info = (7, 7, 7)\n" + _ADD_SYMBOL)
+    (root / "llvmlite" / "binding" / "__init__.py").write_text("llvm_version_info = (7, 7, 7)\n")
     assert _run(tmp_path, prelude)[:2] == ("1.2.3", False)
     _fake_llvmlite(root, (4, 5, 6))
     assert _run(tmp_path, prelude)[:2] == ("4.5.6", True)

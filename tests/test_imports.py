@@ -75,8 +75,7 @@ NOT_ON_A_HIT = COMPILER + ("gpucompiler.llvm.vector_variants", "gpucompiler.targ
                            "gpucompiler.identity.hookprobe", "gpucompiler.identity.imports", "gpucompiler.cache.trust")
 #: every gpucompiler module a first call served from the disk cache may load beyond ``import gpucompiler``: the
 #: key's (documents, code digest, LLVM version, the native target), the cache's tiers and records, the source's
-#: index key and dependency record, the loader and the addresses it gives compiled code by name
-#: (docs/benchmarks.md "A cached function's or kernel's first call")
+#: index key and dependency record, the loader (docs/benchmarks.md "A cached function's or kernel's first call")
 ON_A_HIT = frozenset({
     "gpucompiler.cache", "gpucompiler.cache.core", "gpucompiler.cache.default", "gpucompiler.cache.entry",
     "gpucompiler.cache.files", "gpucompiler.cache.report", "gpucompiler.cache.tiers", "gpucompiler.cache.wiring",
@@ -85,7 +84,7 @@ ON_A_HIT = frozenset({
     "gpucompiler.identity.llvmversion",
     "gpucompiler.llvm", "gpucompiler.llvm.binding", "gpucompiler.runtime.cpu", "gpucompiler.runtime.lljit",
     "gpucompiler.runtime.pyentry", "gpucompiler.runtime.threadpool", "gpucompiler.source", "gpucompiler.source.spec",
-    "gpucompiler.symbols", "gpucompiler.targets", "gpucompiler.targets.libmvec", "gpucompiler.targets.native"})
+    "gpucompiler.targets", "gpucompiler.targets.libmvec", "gpucompiler.targets.native"})
 #: what a hit of a job naming plugins loads beyond :data:`ON_A_HIT`: the plugins' identity, read from their files
 #: (the entry points' scan is the registry module's; the registry itself is not built)
 PLUGIN_IDENTITY = frozenset({"gpucompiler.discovery", "gpucompiler.plugin", "gpucompiler.identity.keys",
@@ -198,44 +197,6 @@ def test_importing_the_cuda_runtime_loads_neither_llvm_nor_the_kernel_language(t
         print(json.dumps(sorted(m for m in sys.modules if any(m == n or m.startswith(n + ".") for n in {NOT_ON_A_GPU_HIT!r}))))
     """)
     assert json.loads(out) == []
-
-
-def test_importing_the_kernel_language_loads_no_llvm_library_and_its_symbols_reach_compiled_code(tmp_path):
-    """``import gpucompiler.device`` (a kernel program's) does not load llvmlite's library: the language's
-    named addresses (the random states, the parallel pool's slot) wait in :mod:`gpucompiler.symbols` and reach
-    LLVM when it loads; then a ``@jit`` function drawing from ``np.random`` after seeding draws NumPy's
-    legacy stream (the state was found by name), and a ``prange`` sum is right."""
-    out = _run(tmp_path, """
-        import json, sys
-        import numpy as np
-        import gpucompiler
-        import gpucompiler.device
-        before = "llvmlite.binding" in sys.modules
-
-        @gpucompiler.jit
-        def draws(n):
-            np.random.seed(7)
-            out = np.empty(n)
-            for i in range(n):
-                out[i] = np.random.random()
-            return out
-
-        @gpucompiler.jit
-        def total(x):
-            s = 0.0
-            for i in gpucompiler.prange(x.shape[0]):
-                s += x[i]
-            return s
-
-        x = np.arange(1000.0)
-        print(json.dumps([before, draws(5).tolist(), total(x)]))
-    """)
-    before, got, total = json.loads(out)
-    np = pytest.importorskip("numpy")
-    assert before is False
-    np.random.seed(7)
-    assert got == np.random.random(5).tolist()
-    assert total == 499500.0
 
 
 def test_a_gpu_kernel_with_autodiff_launched_from_the_disk_cache_loads_neither_llvm_nor_the_kernel_language(tmp_path):

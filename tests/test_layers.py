@@ -27,7 +27,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gpucompiler"
 
 #: the layers, bottom first: a room may import only rooms listed before it (and itself)
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "version", "lazy", "pristine", "types", "hashing", "settings", "toolchain", "arguments", "graphs", "signatures", "reference", "contain", "symbols"),  # ground
+    ("errors", "version", "lazy", "pristine", "types", "hashing", "settings", "toolchain", "arguments", "graphs", "signatures", "reference", "contain"),  # ground
     ("llvm", "module"),                          # the LLVM IR model; a module in its three forms
     ("core",),                                   # the contract: Target, CompilerConfig, CompilerJob, Source
     ("interface", "discovery", "plugin"),        # the plugin hooks; installed entry points; the registry

@@ -10,10 +10,7 @@ import re
 
 import llvmlite.binding as llvm
 
-from .. import symbols
 from ..errors import IRParseError
-
-symbols.bind(llvm.add_symbol)  # the addresses given before llvmlite's library was loaded, and the later ones
 
 
 @functools.cache

@@ -60,8 +60,6 @@ from typing import Any
 
 import llvmlite.binding as llvm
 
-from .. import symbols
-
 POOL_SYMBOL = "gpuc_parallel_pool"
 """the slot's name (the language's ``POOL_SYMBOL``: this module loads without the language's rules)"""
 RUN = "gpuc_pool_run"
@@ -89,9 +87,16 @@ _log = logging.getLogger(__name__)
 
 
 def _slot() -> ctypes.c_void_p:
-    """The slot named :data:`POOL_SYMBOL` (:func:`gpucompiler.symbols.slot`: made here if the language did not
-    make it first)."""
-    return ctypes.c_void_p.from_address(symbols.slot(POOL_SYMBOL))
+    """The slot named :data:`POOL_SYMBOL`, registered here if the language did not register it first."""
+    address = llvm.address_of_symbol(POOL_SYMBOL)
+    if address is None:
+        _SLOTS.append((ctypes.c_void_p * 1)())
+        address = ctypes.addressof(_SLOTS[-1])
+        llvm.add_symbol(POOL_SYMBOL, address)
+    return ctypes.c_void_p.from_address(address)
+
+
+_SLOTS: list = []  # the slot this module made, kept alive
 
 # The pool, 768 bytes: workers (0, under the region lock), the published word (64), chunk/ctxs/stride (72,
 # 80, 88), the spin limit (96), chunks left (128), the claim word (136), sleeping workers (192), caller asleep (200), the region lock (256), the

@@ -27,9 +27,12 @@ others are dropped.
 
 from __future__ import annotations
 
+import ctypes
+
+import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ... import symbols, types as T
+from ... import types as T
 from ...errors import TypeInferenceError
 from ...frontend import intrinsics as K
 from ...interpreter.lattice import Const, pyobj, widen
@@ -48,11 +51,17 @@ null (the chunks run serially)"""
 
 
 def pool_slot() -> int:
-    """The address of the slot named :data:`POOL_SYMBOL` (:func:`gpucompiler.symbols.slot`: made by the first
-    module that asks, this one or the runtime's pool, which loads without the language)."""
-    return symbols.slot(POOL_SYMBOL)
+    """The address of the slot named :data:`POOL_SYMBOL`, registered with ``llvmlite.binding.add_symbol``
+    by the first module that asks (this one or the runtime's pool, which loads without the language)."""
+    address = llvm.address_of_symbol(POOL_SYMBOL)
+    if address is None:
+        _SLOTS.append((ctypes.c_void_p * 1)())
+        address = ctypes.addressof(_SLOTS[-1])
+        llvm.add_symbol(POOL_SYMBOL, address)
+    return address
 
 
+_SLOTS: list = []  # the slot this module made, kept alive
 pool_slot()
 
 

@@ -1,7 +1,7 @@
 """The process's ``np.random`` states that compiled code draws from (NumPy's legacy API).
 
 Buffers per process, apart from NumPy's own state (as Numba keeps it),
-reached by name (:data:`SYMBOL`, given to compiled code by :mod:`gpucompiler.symbols`)
+reached by name (:data:`SYMBOL`, registered with ``llvmlite.binding.add_symbol``)
 so that the IR holds no address. One holds OS entropy and a count of
 unseeded states and generators, then a table of thread ids and one MT19937
 state per thread (:data:`SLOTS` of them), and one more state that threads
@@ -23,9 +23,10 @@ from __future__ import annotations
 import ctypes
 import os
 
+import llvmlite.binding as llvm
 from llvmlite import ir
 
-from .... import symbols, types as T
+from .... import types as T
 from ....interpreter.rules import Int
 from ...python.numbers import base
 
@@ -73,8 +74,8 @@ def _forget() -> None:
 
 _forget()
 os.register_at_fork(after_in_child=_forget)
-symbols.provide(SYMBOL, ctypes.addressof(_STATE))
-symbols.provide(GAUSS_SYMBOL, ctypes.addressof(_GAUSS))
+llvm.add_symbol(SYMBOL, ctypes.addressof(_STATE))
+llvm.add_symbol(GAUSS_SYMBOL, ctypes.addressof(_GAUSS))
 
 
 def process_words():

@@ -49,7 +49,8 @@ from ..settings import CacheSettings, private_directory_problem
 _STAMP_VERSION = 1
 
 
-def _stat_row(path: str) -> list[int] | None:
+def stat_row(path: str) -> list[int] | None:
+    """A file's stamp: size, modification and change times, inode (None when it cannot be read)."""
     try:
         st = os.stat(path)
     except OSError:
@@ -78,7 +79,7 @@ def _stamp(root: str, files: list[tuple[str, str]]) -> dict:
     trusted = {d for d in dirs if os.access(os.path.join(d, "__pycache__"), os.W_OK)}
     return {"version": _STAMP_VERSION, "root": root, "installed": _installed(root),
             "dirs": {d: [_dir_row(d), _dir_row(os.path.join(d, "__pycache__")), d in trusted] for d in dirs},
-            "files": {p: _stat_row(p) for _, p in files}}
+            "files": {p: stat_row(p) for _, p in files}}
 
 
 def _installed(root: str) -> bool:
@@ -104,7 +105,7 @@ def _holds(memo: dict, root: str, name: str) -> bool:
     for path, row in memo["files"].items():
         if path in imported and os.path.dirname(path) in trusted:
             continue
-        if _stat_row(path) != row:
+        if stat_row(path) != row:
             return False
     return True
 

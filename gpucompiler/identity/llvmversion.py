@@ -21,7 +21,7 @@ import re
 
 from llvmlite.utils import get_library_name
 
-from .codeprint import memo_path, publish, read_memo
+from .codeprint import memo_path, publish, read_memo, stat_row
 
 _VERSION = re.compile(r"\d+(?:\.\d+)*")
 
@@ -37,20 +37,12 @@ def library_file() -> str | None:
     return path if os.path.isfile(path) else None
 
 
-def _stat(path: str) -> list[int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-
-
 @functools.cache
 def llvm_version() -> str:
     """The version of the LLVM that llvmlite links, e.g. ``"22.1.0"``: the memo's when it describes the
     library file, else asked of llvmlite (and memoised); once per process."""
     library = library_file()
-    stat = _stat(library) if library is not None else None
+    stat = stat_row(library) if library is not None else None
     memo_file = memo_path("llvm-version", library) if library is not None and stat is not None else None
     if memo_file is not None:
         memo = read_memo(memo_file)
@@ -61,6 +53,6 @@ def llvm_version() -> str:
     from ..llvm.binding import llvm_version as asked  # import time: llvmlite's library (~20 ms), without a memo
 
     version = asked()
-    if memo_file is not None and library is not None and _stat(library) == stat:  # not replaced meanwhile
+    if memo_file is not None and library is not None and stat_row(library) == stat:  # not replaced meanwhile
         publish(memo_file, json.dumps({"library": library, "stat": stat, "version": version}))
     return version

@@ -75,13 +75,19 @@ def finish(target: PTXTarget, job, module) -> None:
                 fn.add_attribute(_FASTMATH_ATTRIBUTE)
                 add_fast_math_flags(fn)
         ref = module.ref
+    optimize_linked(target, job, ref)
+    module.ref = ref
+
+
+def optimize_linked(target, job, ref) -> None:
+    """The job's optimisation pipeline on ``ref`` after the device library's link, then global DCE (the
+    library's functions nothing calls go)."""
     machine = target.target_machine(job.config.opt_level)
     builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(job.config.opt_level))
     builder.getModulePassManager().run(ref, builder)
     cleanup = llvm.create_new_module_pass_manager()
     cleanup.add_global_dead_code_eliminate_pass()
     cleanup.run(ref, builder)
-    module.ref = ref
 
 
 def validate(job, module, facts: ModuleFacts) -> list[tuple[str, str]]:

@@ -22,7 +22,7 @@ from ...core.mathfns import math_function
 from ...errors import ConfigError, ErrorKind
 from ...llvm import Builder, Function, InlineAsm, initialize, parse, types as LT
 from ..native import cached_target_machine, emit_with
-from ..ptx_codegen import global_array_pointers
+from ..ptx_codegen import global_array_pointers, optimize_linked
 from ..warpatomics import aggregate_atomics
 from . import devicelibs, lowering, tools, warp
 from .heap import HEAP_IR
@@ -172,12 +172,7 @@ class AMDGPUTarget(Target):
         for fn in ref.functions:
             if fn.name in linked:
                 fn.linkage = "internal"
-        machine = self.target_machine(job.config.opt_level)
-        builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(job.config.opt_level))
-        builder.getModulePassManager().run(ref, builder)
-        cleanup = llvm.create_new_module_pass_manager()
-        cleanup.add_global_dead_code_eliminate_pass()
-        cleanup.run(ref, builder)
+        optimize_linked(self, job, ref)
         module.ref = ref
 
     def validate(self, job, module, facts: ModuleFacts) -> list[tuple[str, str]]:

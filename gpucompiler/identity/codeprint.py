@@ -66,11 +66,20 @@ def _dir_row(path: str) -> list[int] | None:
     return [st.st_mtime_ns, st.st_ino]
 
 
-def _imported(name: str) -> set[str]:
-    """Source paths of ``name``'s modules in ``sys.modules`` (their ``.pyc`` was checked on import)."""
-    prefix = name + "."
-    found = (getattr(m, "__file__", None) for k, m in list(sys.modules.items()) if k == name or k.startswith(prefix))
-    return {f for f in found if f}
+def _is_imported(name: str, root: str, path: str) -> bool:
+    """Whether source file ``path`` of top-level module ``name`` (at ``root``) is the file of a module in
+    ``sys.modules`` (its ``.pyc`` was checked on import): one lookup of the name the path gives, not a walk
+    over every loaded module (thousands in a process that imported CuPy or PyTorch)."""
+    if path == root:
+        module = name
+    elif path.startswith(root + os.sep) and path.endswith(".py"):
+        parts = path[len(root) + 1:-3].split(os.sep)
+        if parts[-1] == "__init__":
+            parts.pop()
+        module = ".".join((name, *parts))
+    else:
+        return False
+    return getattr(sys.modules.get(module), "__file__", None) == path
 
 
 def _stamp(root: str, files: list[tuple[str, str]]) -> dict:
@@ -101,9 +110,8 @@ def _holds(memo: dict, root: str, name: str) -> bool:
             trusted.add(d)
     if memo.get("installed") and _installed(root):
         return True  # pip replaces files (their directories change); nobody edits them in place
-    imported = _imported(name) if trusted else set()
     for path, row in memo["files"].items():
-        if path in imported and os.path.dirname(path) in trusted:
+        if os.path.dirname(path) in trusted and _is_imported(name, root, path):
             continue
         if stat_row(path) != row:
             return False

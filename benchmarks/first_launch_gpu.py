@@ -1,6 +1,7 @@
 """A kernel's first launch on a GPU in a fresh process, cold and from the disk cache.
 
     PYTHONPATH=.:plugins python benchmarks/first_launch_gpu.py [--rounds 5] [--json PATH]
+    PYTHONPATH=.:plugins python benchmarks/first_launch_gpu.py --compile-only [--tree OLD ...] [--rounds 9]
 
 Two kernels of ``benchmarks/ad_kernels.py``: ``elem_primal`` and ``elem_grad`` (the same function with
 ``autodiff(Reverse, ...)`` inside). Each round runs, for each kernel, fresh processes timed inside
@@ -22,6 +23,12 @@ As for an installed package, the project's modules are compiled to bytecode firs
 The cold rows also give the stages' times (the ``gpucompiler.stages`` log records summed over the
 launch's jobs). The gradient is checked against the analytic derivative in every process. Goals (issue
 29): the gradient kernel's first launch ≤ 250 ms cold, ≤ 20 ms beyond the imports from the cache.
+
+``--compile-only`` needs no GPU: the cold launch's compile alone, ``elem_grad`` compiled to PTX for sm_90
+(``kernel.compile``) in fresh processes with an empty cache directory, after the same imports and the
+runtime's; for this tree and each ``--tree`` directory (an older tree: ``git archive REV | tar -x -C OLD``),
+the trees alternated in each round. It prints the medians of the compile, of the time spent importing
+modules inside it (the first imports a cold launch pays) and of the stages.
 """
 
 from __future__ import annotations
@@ -85,6 +92,91 @@ print(json.dumps({{"imports": t1 - t0, "runtime": t2 - t1, "first": first, "seco
 """
 
 
+COMPILE = r"""
+import builtins, json, logging, sys, time
+sys.path.insert(0, {bench!r})
+import numpy as np
+import gpucompiler
+from gpucompiler import types as T
+from gpucompiler.targets import PTXTarget
+from gpucompiler.runtime import cuda
+import ad_kernels as M
+stages = {{}}
+
+
+class Stages(logging.Handler):
+    def emit(self, record):  # "<job>: stage <name> <ms> ms"
+        _, name, ms = record.args[:3]
+        stages[name] = stages.get(name, 0.0) + ms
+
+
+logging.getLogger("gpucompiler.stages").addHandler(Stages())
+logging.getLogger("gpucompiler.stages").setLevel(logging.INFO)
+imported = [0.0, 0]
+real = builtins.__import__
+
+
+def timed(*args, **kwargs):  # the outermost imports that load a module: their whole time
+    if imported[1]:
+        return real(*args, **kwargs)
+    imported[1] = 1
+    t = time.perf_counter()
+    try:
+        return real(*args, **kwargs)
+    finally:
+        imported[0] += time.perf_counter() - t
+        imported[1] = 0
+
+
+array = T.ArrayType(T.float64, 1, "C")
+k = gpucompiler.kernel(M.elem_grad, plugins=("enzyme",))
+loaded = len(sys.modules)
+builtins.__import__ = timed
+t = time.perf_counter()
+ptx = k.compile((array, array), PTXTarget())[0]
+compile_s = time.perf_counter() - t
+builtins.__import__ = real
+assert ".entry" in ptx
+print(json.dumps({{"compile": compile_s, "imports": imported[0], "modules": len(sys.modules) - loaded,
+                  "stages": stages}}))
+"""
+
+
+def compile_only(args, base: dict) -> int:
+    """The ``--compile-only`` rounds (see the module docstring)."""
+    trees = [ROOT, *map(os.path.abspath, args.tree)]
+    for tree in trees[1:]:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", "gpucompiler", "enzyme_plugin", "plugins"],
+                       cwd=tree, check=True)
+    rows: dict = {tree: [] for tree in trees}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for i, tree in enumerate(trees):
+                env = {**base, "GPUC_CACHE_DIR": os.path.join(tmp, f"cache-{r}-{i}"),
+                       "PYTHONPATH": os.pathsep.join([tree, os.path.join(tree, "plugins"), os.environ.get("PYTHONPATH", "")])}
+                done = subprocess.run([sys.executable, "-c", COMPILE.format(bench=HERE)], env=env, cwd=tree,
+                                      capture_output=True, text=True)
+                if done.returncode != 0:
+                    raise RuntimeError(f"{tree}: {done.stderr[-3000:]}")
+                rows[tree].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    print(f"elem_grad's cold compile to PTX (sm_90) in a fresh process, medians of {args.rounds} (ms), "
+          f"load {os.getloadavg()[0]:.1f}")
+    print("| tree | compile | imports inside it | modules imported | stages (sum) |")
+    print("|---|---:|---:|---:|---:|")
+    out = {}
+    for tree, runs in rows.items():
+        med = {key: statistics.median(g[key] for g in runs) for key in ("compile", "imports", "modules")}
+        stages = {s: statistics.median(g["stages"].get(s, 0.0) for g in runs) for s in runs[0]["stages"]}
+        print(f"| {tree} | {med['compile'] * 1e3:.1f} | {med['imports'] * 1e3:.1f} | {med['modules']:.0f} | "
+              f"{sum(stages.values()):.1f} |")
+        print("  stages (ms): " + ", ".join(f"{s} {v:.1f}" for s, v in sorted(stages.items(), key=lambda kv: -kv[1])))
+        out[tree] = {**med, "stages_ms": stages}
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"rounds": args.rounds, "trees": out, "load": os.getloadavg()}, fh, indent=1)
+    return 0
+
+
 def child(name: str, env: dict) -> dict:
     code = CHILD.format(bench=HERE, name=name, grad=name.endswith("grad"))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT)
@@ -97,6 +189,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--compile-only", action="store_true", help="the cold compile alone, on the CPU (no GPU)")
+    ap.add_argument("--tree", action="append", default=[], help="with --compile-only: an older tree, alternated")
     args = ap.parse_args()
     # as an installed package: the project's bytecode compiled first and read (PYTHONDONTWRITEBYTECODE in the
     # environment would have every process compile the modules it imports, inside the timed launch for those
@@ -105,6 +199,8 @@ def main() -> int:
             if k not in ("GPUC_SERVICE_URL", "GPUC_CACHE_URL", "PYTHONDONTWRITEBYTECODE")}
     subprocess.run([sys.executable, "-m", "compileall", "-q", "gpucompiler", "enzyme_plugin", "plugins", "benchmarks"],
                    cwd=ROOT, check=True)
+    if args.compile_only:
+        return compile_only(args, base)
     base["PYTHONPATH"] = os.pathsep.join([ROOT, os.path.join(ROOT, "plugins"), base.get("PYTHONPATH", "")])
     rows: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -133,10 +229,13 @@ def main() -> int:
         stages = out[f"{name} cold"]["stages_ms"]
         print(f"{name} cold, stages (ms): " + ", ".join(f"{s} {v:.0f}" for s, v in sorted(stages.items(),
                                                                                         key=lambda kv: -kv[1])))
-    grad = out["elem_grad cold"]["first"], out["elem_grad cached"]["first"]
-    print(f"GOAL gradient kernel's first launch cold <= 250 ms: {grad[0]:.0f} ms "
-          f"({'MET' if grad[0] <= 250 else 'not met'}); from the cache <= 20 ms beyond the imports: "
-          f"{grad[1]:.1f} ms ({'MET' if grad[1] <= 20 else 'not met'})")
+    # from the cache: the driver's JIT cache as CUDA has it by default (on); its runtime import counted
+    cold = out["elem_grad cold"]["first"]
+    warm = out["elem_grad cached, driver cache"]["first"] + out["elem_grad cached, driver cache"]["runtime"]
+    print(f"GOAL gradient kernel's first launch cold <= 250 ms: {cold:.0f} ms "
+          f"({'MET' if cold <= 250 else 'not met'}); from the cache <= 20 ms beyond the imports: "
+          f"{warm:.1f} ms with the runtime's import ({'MET' if warm <= 20 else 'not met'}; "
+          f"{out['elem_grad cached']['first']:.1f} ms with the driver's JIT cache off, the driver compiling the PTX)")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"rounds": args.rounds, "rows": out, "load": os.getloadavg()}, fh, indent=1)

@@ -23,7 +23,7 @@ import attrs
 import gpucompiler.plugin as gp
 from gpucompiler.llvm import parse_ir
 
-from .passes import inttoptr, lower, noinline, nvvm
+from .passes import lower, noinline, nvvm
 from . import cpipeline
 from .ad_stage import run_ad
 from .options import EnzymeOptions
@@ -66,6 +66,8 @@ class EnzymePlugin(gp.Plugin):
     @gp.callback("post_irgen")
     def preserve_inttoptr(self, job, module):
         if _CONSTANT_INTTOPTR.search(module.text):  # cheap text check: most modules call no constant address
+            from .passes import inttoptr  # import time: ctypes.util and subprocess (~4 ms), for such a module only
+
             inttoptr.preserve(module.model)
 
     @gp.callback("link_deferred", markers=(MARKER,))

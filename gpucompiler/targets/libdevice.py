@@ -19,7 +19,9 @@ function (:func:`libdevice_name`: the code generator's math call, the AD
 engine's derivative), into an LLVM context of its own and outside llvmlite's
 process-wide lock (:func:`~gpucompiler.llvm.binding.parse_bitcode_apart`), so
 that it overlaps the rest of the compile, LLVM's work included, instead of
-adding ~30 ms to the ``finish`` stage. The pruned bitcode is parsed into the
+adding ~30 ms to the ``finish`` stage; the thread then lists the functions and
+variables the library defines (~2.5 ms of calls into LLVM, which the
+``finish`` stage made before). The pruned bitcode is parsed into the
 global context, where the module is.
 """
 
@@ -81,7 +83,9 @@ class _Defined(NamedTuple):
 _SPARE: list[tuple[bytes, llvm.ModuleRef, _Defined | None]] = []
 """The parse :func:`prefetch`'s thread or :func:`libdevice_functions` made, with the bitcode it read and what it
 defines once listed: the first pruning takes it instead of parsing the library again (a cold GPU compile parsed
-it twice, ~25 ms each here, ~50 on a slower host) or listing its 580 values again (~2.5 ms)."""
+it twice, ~25 ms each here, ~50 on a slower host) or listing its 580 values again (~2.5 ms). The thread lists
+them itself after its parse (through llvmlite's lock, one call at a time), so that the compile waiting for the
+library finds the listing made too."""
 
 
 _pending: list[_thread.LockType] = []
@@ -109,7 +113,8 @@ def prefetch() -> None:
 def _parse_spare(done: _thread.LockType) -> None:
     try:
         bitcode = _bitcode()
-        _SPARE.append((bitcode, parse_bitcode_apart(bitcode), None))
+        lib = parse_bitcode_apart(bitcode)
+        _SPARE.append((bitcode, lib, _defined(lib)))  # listed here too, off the compile's path
     except BaseException:  # raised again, typed, by the parse that needs the library
         pass
     finally:

@@ -8,10 +8,6 @@ generates code.
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
-from pathlib import Path
-
 import llvmlite.binding as llvm
 
 from ..core.facts import ALLOCATION_FUNCTIONS, ModuleFacts
@@ -116,6 +112,10 @@ def check_output(target: PTXTarget, kind: str, artifact: str | bytes) -> None:
     """:meth:`.ptx.PTXTarget.check_output`."""
     if kind != "asm":
         return
+    import subprocess  # import time: subprocess, signal, selectors (~3 ms), for a check only, not in a compile
+    import tempfile
+    from pathlib import Path
+
     text = artifact.decode() if isinstance(artifact, bytes) else artifact
     with tempfile.TemporaryDirectory(prefix="gpuc-ptxas-") as tmp:
         source = Path(tmp) / "kernel.ptx"

@@ -310,6 +310,79 @@ def test_the_threads_parse_leaves_llvmlites_lock_free(libdevice_path):
         parse_bitcode_apart(b"BC\xc0\xde not bitcode")
 
 
+def test_the_threads_parse_lists_what_libdevice_defines_off_the_compiles_thread(monkeypatch, libdevice_path):
+    """The thread that parses libdevice also lists its functions and variables (~2.5 ms of calls into LLVM):
+    the compile waiting for the library lists nothing itself, and the names and the pruned copy are those of
+    the listing."""
+    import _thread
+
+    import llvmlite.binding as llvm
+
+    from gpucompiler.core.mathfns import math_function
+    from gpucompiler.targets import libdevice
+
+    libdevice._wait()
+    for fn in (libdevice.libdevice_functions, libdevice._pruned):
+        fn.cache_clear()
+    libdevice._SPARE.clear()
+    monkeypatch.setattr(libdevice, "_pending", [])
+    listed, real = [], llvm.ModuleRef.functions.fget
+    assert real is not None
+    monkeypatch.setattr(llvm.ModuleRef, "functions", property(lambda m: listed.append(_thread.get_ident()) or real(m)))
+    sin = math_function("sin")
+    assert sin is not None
+    libdevice.libdevice_name(sin, False)
+    libdevice._wait()
+    assert len(libdevice._SPARE) == 1 and libdevice._SPARE[0][2] is not None
+    main = _thread.get_ident()
+    assert listed and main not in listed  # listed on the thread only
+    listed.clear()
+    names = libdevice.libdevice_functions()
+    assert {"__nv_sin", "__nv_cos", "__nv_expf"} <= names and len(names) > 300 and listed == []
+    pruned = llvm.parse_bitcode(libdevice._pruned(frozenset({"__nv_sin"}), "nvptx64-nvidia-cuda", ""))
+    assert listed == []
+    kept = {f.name for f in real(pruned) if not f.is_declaration and f.linkage != llvm.Linkage.internal}
+    assert kept == {"__nv_sin"}
+
+
+def test_a_cold_gpu_compile_with_autodiff_imports_no_subprocess_nor_the_inttoptr_pass(tmp_path, libdevice_path):
+    """A kernel with ``autodiff`` and math compiled to PTX in a fresh process (an empty cache) loads neither
+    ``subprocess`` (only ``ptxas``'s check runs it: ~3 ms with ``signal``, ``selectors``, ``locale``) nor the
+    Enzyme plugin's inttoptr pass (``ctypes.util``: only modules that call a constant address need it)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "program.py"
+    script.write_text(textwrap.dedent("""
+        import json, math, sys
+        import gpucompiler
+        from gpucompiler import device as gd, types as T
+        from gpucompiler.targets import PTXTarget
+        from enzyme_plugin import Const, Duplicated, Reverse, autodiff
+
+        def f(x, i):
+            v = x[i]
+            return math.sin(v) * math.exp(v)
+
+        def grad(x, dx):
+            i = gd.grid(1)
+            if i < x.shape[0]:
+                autodiff(Reverse, f, Duplicated(x, dx), Const(i))
+
+        a = T.ArrayType(T.float64, 1, "C")
+        ptx = gpucompiler.kernel(grad, plugins=("enzyme",)).compile((a, a), PTXTarget())[0]
+        print(json.dumps([".entry grad" in ptx, sorted(m for m in ("subprocess", "ctypes.util",
+                          "enzyme_plugin.passes.inttoptr", "enzyme_plugin.plugin") if m in sys.modules)]))
+    """))
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("GPUC_")}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True,
+                         env={**environ, "GPUC_CACHE_DIR": str(tmp_path / "cache")})
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [True, ["enzyme_plugin.plugin"]]
+
+
 FORK_DURING_PARSE = """
 import os, signal, sys
 import llvmlite.binding as llvm

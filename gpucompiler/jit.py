@@ -88,6 +88,18 @@ def _not_cached(job, kinds):
     raise _NotCached(job.name)
 
 
+def _before_compile(job) -> None:
+    """A miss (never a hit, which loads its entry's shared object without LLVM): without a linker, no shared
+    object will be made, so the LLJIT that loads the code is made in the background (LLVM runs without the
+    GIL) while the compile starts."""
+    from .targets.sharedlink import find_linker
+
+    if find_linker() is None:
+        from .runtime import lljit
+
+        lljit.prepare()
+
+
 #: the jumps of a loop's back edge (CPython 3.11's ``*JUMP_BACKWARD*``, older versions' ``JUMP_ABSOLUTE``)
 _BACKWARD = frozenset(code for name, code in opcode.opmap.items() if "BACKWARD" in name or name == "JUMP_ABSOLUTE")
 
@@ -381,14 +393,10 @@ class Dispatcher:
 
     def _compile_once(self, argtypes, args=()) -> _Entry:
         from . import identity as _keys
-        from .runtime import lljit
 
         spec = self._spec(argtypes, args)
         job = CompilerJob(spec, self._config())
-        _keys.machine(job.config.target)  # the host machine (part of the key), asked of LLVM once
-        # then the LLJIT is made in the background (LLVM runs without the GIL) while the cache's modules
-        # load and the cache is looked up
-        lljit.prepare()
+        _keys.machine(job.config.target)  # the host machine (part of the key): its memo, else asked of LLVM
         from .cache.default import default_cache, memory_cache
 
         cache = default_cache() if self.options.cache else memory_cache()  # GPUC_CACHE_*, GPUC_SERVICE_URL
@@ -407,7 +415,7 @@ class Dispatcher:
 
         # through the cache's index key: on a hit in a fresh process no type inference runs
         start = time.perf_counter()
-        result = cache.compile(job, ("obj",), compiler=compiler)
+        result = cache.compile(job, ("obj",), compiler=compiler, check=_before_compile)
         self.last_compile = report(result, time.perf_counter() - start, job.config.plugins)
         return self._entry(result, spec, job, argtypes), result
 
@@ -479,14 +487,22 @@ class Dispatcher:
         return all(e.tier_up is None or e.full is not None for e in self._entries.values())
 
     def _entry(self, result, spec: FunctionSpec, job: CompilerJob, argtypes) -> _Entry:
-        """The callable of ``result``'s code (loaded once per process, never unloaded)."""
-        from .runtime.cpu import CPULibrary
+        """The callable of ``result``'s code (loaded once per process, never unloaded): its entry's shared
+        object through the dynamic loader, without LLVM, else its object code through the LLJIT."""
+        from .runtime import shared_object
         from .runtime.pyentry import Dtypes, FastEntry, Guard, numpy_words
         from .targets.native import NativeTarget
 
         loaded = _LOADED.get(result.key)
         if loaded is None:
-            lib = CPULibrary.from_cached(result)
+            shared, symbols = result.artifacts.get(shared_object.KIND), result.meta.get("symbols")
+            lib: Any = None
+            if isinstance(shared, bytes) and symbols:
+                lib = shared_object.load(shared, symbols, spec.entry)
+            if lib is None:
+                from .runtime.cpu import CPULibrary
+
+                lib = CPULibrary.from_cached(result)
             loaded = _LOADED[result.key] = (lib, lib.address(spec.entry + ".pywrap"))
         lib, address = loaded
         rt = _recorded_restype(spec.verified_restype(job))  # a hit through the index: no inference

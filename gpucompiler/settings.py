@@ -304,11 +304,14 @@ class ToolchainSettings:
     """``GPUC_LIBDEVICE``: an explicit ``libdevice.10.bc``."""
     cuda_roots: tuple[Path, ...] = ()
     """``CUDA_HOME``, ``CUDA_PATH``, ``CUDA_ROOT`` (those set, in this order)."""
+    linker: str | None = None
+    """``GPUC_LINKER``: the linker that makes a native function's shared object (``ld.lld``, ``ld``, ``cc``)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> ToolchainSettings:
         roots = tuple(Path(environ[v]) for v in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT") if environ.get(v))
-        return cls(environ.get("GPUC_PTXAS") or None, environ.get("GPUC_LIBDEVICE") or None, roots)
+        return cls(environ.get("GPUC_PTXAS") or None, environ.get("GPUC_LIBDEVICE") or None, roots,
+                   environ.get("GPUC_LINKER") or None)
 
 
 @attrs.frozen

@@ -81,10 +81,19 @@ ON_A_HIT = frozenset({
     "gpucompiler.cache.files", "gpucompiler.cache.report", "gpucompiler.cache.tiers", "gpucompiler.cache.wiring",
     "gpucompiler.codegen", "gpucompiler.codegen.entrywords", "gpucompiler.frontend", "gpucompiler.frontend.fingerprint",
     "gpucompiler.hashing", "gpucompiler.identity", "gpucompiler.identity.codeprint", "gpucompiler.identity.documents",
-    "gpucompiler.identity.llvmversion",
-    "gpucompiler.llvm", "gpucompiler.llvm.binding", "gpucompiler.runtime.cpu", "gpucompiler.runtime.lljit",
-    "gpucompiler.runtime.pyentry", "gpucompiler.runtime.threadpool", "gpucompiler.source", "gpucompiler.source.spec",
+    "gpucompiler.identity.llvmversion", "gpucompiler.identity.hostmachine", "gpucompiler.runtime.shared_object",
+    "gpucompiler.runtime.pyentry", "gpucompiler.source", "gpucompiler.source.spec",
     "gpucompiler.targets", "gpucompiler.targets.libmvec", "gpucompiler.targets.native"})
+#: what a hit loads beyond :data:`ON_A_HIT` where no linker made its entry's shared object: LLVM and the LLJIT
+LLJIT_LOADER = frozenset({"gpucompiler.llvm", "gpucompiler.llvm.binding", "gpucompiler.runtime.cpu",
+                          "gpucompiler.runtime.lljit", "gpucompiler.runtime.threadpool"})
+
+
+def _hit_modules() -> frozenset[str]:
+    """:data:`ON_A_HIT`, and the LLJIT's modules without a linker."""
+    from gpucompiler.targets.sharedlink import find_linker
+
+    return ON_A_HIT if find_linker() is not None else ON_A_HIT | LLJIT_LOADER
 #: what a hit of a job naming plugins loads beyond :data:`ON_A_HIT`: the plugins' identity, read from their files
 #: (the entry points' scan is the registry module's; the registry itself is not built)
 PLUGIN_IDENTITY = frozenset({"gpucompiler.discovery", "gpucompiler.plugin", "gpucompiler.identity.keys",
@@ -141,8 +150,8 @@ def test_a_first_call_served_from_the_disk_cache_loads_only_the_keys_the_caches_
     assert value == 9.0 and stats.get("compile") == 1 and "gpucompiler.pipeline" in compiled
     value, stats, loaded = json.loads(_run(tmp_path, code, **env))
     assert value == 9.0 and "compile" not in stats and stats.get("hit.disk") == 1
-    assert sorted(set(loaded) - ON_A_HIT) == []
-    assert {"gpucompiler.cache.core", "gpucompiler.identity.documents", "gpucompiler.runtime.cpu"} <= set(loaded)
+    assert sorted(set(loaded) - _hit_modules()) == []
+    assert {"gpucompiler.cache.core", "gpucompiler.identity.documents", "gpucompiler.runtime.shared_object"} <= set(loaded)
 
 
 def test_a_kernel_launched_on_the_grid_emulation_from_the_disk_cache_loads_no_code_generator(tmp_path):
@@ -299,7 +308,7 @@ def test_a_cpu_gradient_served_from_the_disk_cache_imports_no_plugin_and_builds_
     assert grad == pytest.approx(want, rel=1e-13) and "compile" not in stats and stats.get("hit.disk") == 1
     assert not built
     assert _among(loaded, ("enzyme_plugin",)) == []
-    assert sorted(m for m in loaded if m.startswith("gpucompiler") and m not in ON_A_HIT | PLUGIN_IDENTITY) == []
+    assert sorted(m for m in loaded if m.startswith("gpucompiler") and m not in _hit_modules() | PLUGIN_IDENTITY) == []
 
 
 def test_the_registry_unbuilt_answers_no_plugin_but_a_built_in_one_by_its_name(tmp_path):

@@ -25,6 +25,7 @@ from ..core import RecordedSource
 from ..hashing import canonical
 from ..version import __version__
 from .codeprint import code_digest
+from .hostmachine import host_machine
 from .llvmversion import llvm_version
 
 #: bumped when the entry layout or the key document changes
@@ -50,17 +51,17 @@ GPU kernel's key does not need): a native target exists only once its module is 
 def machine(target: Any) -> dict[str, Any]:
     """``target.machine()``: what code generation depends on beyond the target's fields.
 
-    For the native target (host triple, CPU and features, asked of LLVM) it is
-    kept once per process and target value: the host does not change while the
-    process runs. Other targets are asked every time (the libdevice in use may
-    be switched by the environment).
+    For the native target (host triple, CPU and features) it is kept once per
+    process and target value, the host does not change while the process runs,
+    and read from its memo without LLVM (:mod:`.hostmachine`). Other targets are
+    asked every time (the libdevice in use may be switched by the environment).
     """
     native = sys.modules.get(_NATIVE)
     if native is None or type(target) is not native.NativeTarget:
         return canonical(target.machine())
     value = _MACHINES.get(target)
     if value is None:
-        value = _MACHINES[target] = canonical(target.machine())
+        value = _MACHINES[target] = canonical(host_machine(target))
     return value
 
 

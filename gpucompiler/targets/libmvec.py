@@ -22,8 +22,6 @@ import functools
 import os
 from typing import TYPE_CHECKING
 
-import llvmlite.binding as llvm
-
 if TYPE_CHECKING:
     from ..llvm.vector_variants import VectorVariant
 
@@ -43,6 +41,8 @@ _ISAS = (("e", 8, "avx512f"), ("d", 4, "avx2"), ("c", 4, "avx"), ("b", 2, "sse2"
 @functools.cache
 def loaded() -> str | None:
     """The glibc version whose libmvec this process loaded (``"glibc 2.36"``), or None where there is none."""
+    import llvmlite.binding as llvm  # import time: llvmlite's library (~20 ms), not on a cache hit
+
     try:
         llvm.load_library_permanently(SONAME)
     except RuntimeError:  # llvmlite reports a failed dlopen so
@@ -80,6 +80,7 @@ def variants(features: str) -> dict[str, tuple[VectorVariant, ...]]:
     """Scalar call name -> its libmvec versions for code with ``features``; empty without libmvec."""
     if loaded() is None:
         return {}
+    import llvmlite.binding as llvm
     from ..core.mathfns import MATH_FUNCTIONS
     from ..llvm.vector_variants import VectorVariant
 

@@ -1,4 +1,9 @@
-"""The host CPU target: host triple, cpu and features; emits LLVM IR, bitcode, assembly, objects."""
+"""The host CPU target: host triple, cpu and features; emits LLVM IR, bitcode, assembly, objects.
+
+llvmlite's binding is imported by the methods that ask LLVM, not with the module: a ``@jit`` function's
+cache hit names this target in its key and loads its code without LLVM (:mod:`gpucompiler.runtime.shared_object`,
+the host machine from its memo, :mod:`gpucompiler.identity.hostmachine`).
+"""
 
 from __future__ import annotations
 
@@ -7,15 +12,15 @@ import functools
 from typing import TYPE_CHECKING
 
 import attrs
-import llvmlite.binding as llvm
 
 from ..errors import ConfigError, ErrorKind
-from ..llvm.binding import initialize_native, parse_ir
 from ..core import Target
 from ..codegen.entrywords import PYEXC
 from . import libmvec
 
 if TYPE_CHECKING:
+    import llvmlite.binding as llvm
+
     from ..core.facts import ModuleFacts
 
 EMIT_KINDS = ("llvm", "bc", "asm", "obj")
@@ -29,6 +34,8 @@ def cached_target_machine(triple: str, cpu: str, features: str, opt_level: int,
     Targets are frozen ``attrs`` values, so the cache lives here, keyed by value. The
     caller has initialised LLVM's target for ``triple``.
     """
+    import llvmlite.binding as llvm  # import time: llvmlite's library (~20 ms), not on a cache hit
+
     return llvm.Target.from_triple(triple).create_target_machine(
         cpu=cpu, features=features, opt=opt_level, reloc=reloc, codemodel=codemodel)
 
@@ -66,6 +73,8 @@ class NativeTarget(Target):
     features: str = ""
 
     def triple(self) -> str:
+        import llvmlite.binding as llvm
+
         return llvm.get_process_triple()
 
     def pinned(self) -> NativeTarget:
@@ -79,13 +88,19 @@ class NativeTarget(Target):
 
     def host_cpu(self) -> str:
         """The CPU name code is generated for."""
-        return self.cpu or llvm.get_host_cpu_name()
+        if self.cpu:
+            return self.cpu
+        import llvmlite.binding as llvm
+
+        return llvm.get_host_cpu_name()
 
     def host_features(self) -> str:
         """The feature string code is generated with."""
         return self.features or _host_features()
 
     def target_machine(self, opt_level: int) -> llvm.TargetMachine:
+        from ..llvm.binding import initialize_native
+
         initialize_native()  # the host's target alone: a quarter of initialising them all
         return cached_target_machine(self.triple(), self.host_cpu(), self.host_features(),
                                      opt_level, "pic", "jitdefault")
@@ -100,6 +115,7 @@ class NativeTarget(Target):
         if not libmvec.variants(host):
             return
         # import time: the vector variants' patterns (~1 ms), loaded by a compile, not by a cache hit
+        from ..llvm.binding import parse_ir
         from ..llvm.vector_variants import keeper, name_variants
 
         text, named = name_variants(module.text, lambda own: libmvec.variants(host if own is None else own))
@@ -109,6 +125,8 @@ class NativeTarget(Target):
     def finish(self, job, module) -> None:
         """The libmvec versions :meth:`before_optimize` kept declared are let go: their keeper made internal,
         global DCE drops it and the versions no vectorized call uses (no print and parse of the module)."""
+        import llvmlite.binding as llvm
+
         try:
             keeper = module.ref.get_global_variable(libmvec.KEEPER)
         except NameError:  # no version was named
@@ -141,6 +159,8 @@ class NativeTarget(Target):
 def _open_process() -> None:
     # LLVM searches the process's own symbols (libc, libm...) only once the
     # process is "loaded"; the C API's LoadLibraryPermanently(NULL) does that.
+    import llvmlite.binding as llvm
+
     llvm.ffi.lib.LLVMPY_LoadLibraryPermanently(None, None)
     libmvec.loaded()  # the vector math loops compiled for this host call (absent: none do)
 
@@ -154,6 +174,8 @@ def process_symbol(name: str) -> int | None:
     """
     if name.startswith(PYEXC):
         return _cpython_variable("PyExc_" + name[len(PYEXC):])
+    import llvmlite.binding as llvm
+
     _open_process()
     address = llvm.address_of_symbol(name)
     if address is None:
@@ -178,4 +200,6 @@ def _cpython_variable(name: str) -> int | None:
 @functools.cache
 def _host_features() -> str:
     # no target initialisation needed (it costs ~1 ms, on the path of every fresh-process cache hit)
+    import llvmlite.binding as llvm
+
     return llvm.get_host_cpu_features().flatten()

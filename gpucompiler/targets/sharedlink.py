@@ -1,0 +1,176 @@
+"""A native function's object code linked into a shared object, kept beside it in its cache entry.
+
+A cache hit then loads its code with the dynamic loader (:mod:`gpucompiler.runtime.shared_object`),
+without LLVM: importing llvmlite's binding is most of a fresh process's cached first call. The object
+is position independent with the JIT's code model, so a linker takes it as it is (one subprocess,
+no shell): ``ld``, ``ld.lld`` (any version) or ``cc``, or ``GPUC_LINKER``; without one there is
+no shared object and the hit loads through the LLJIT, as before.
+
+The shared object is made only when the dynamic loader resolves each name the code imports to the
+address the in-process loader binds it to (:func:`gpucompiler.targets.native.process_symbol`), checked
+in the compiling process: a name registered with ``llvmlite.binding.add_symbol`` (LLVM's answer differs
+from the process's), bound by the module's own address record, or not in the process's global scope
+keeps the entry without one. The exception classes' names (``gpuc.pyexc.IndexError``) become CPython's
+variables (``PyExc_IndexError``) by renaming the undefined symbol in the object's string table: an ELF
+symbol cannot alias an undefined one (``--defsym`` refuses it). ``-Bsymbolic`` binds the code's own
+names to its own definitions, as the JIT's dylib does.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import glob
+import logging
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..codegen.entrywords import PYEXC
+from ..llvm.binding import address_bindings
+from ..settings import ToolchainSettings
+from .native import process_symbol
+
+log = logging.getLogger("gpucompiler.targets.sharedlink")
+
+KIND = "so"
+"""The artifact kind of the shared object in a native job's cache entry."""
+
+_CPYTHON_PREFIX = "PyExc_"
+_DRIVERS = ("cc", "gcc", "clang")
+
+
+@functools.cache
+def find_linker() -> str | None:
+    """The linker's path: ``GPUC_LINKER`` (None when it names no executable), else ``ld``, ``ld.lld``, the
+    newest ``ld.lld-<N>``, ``cc`` on ``PATH``; None when there is none. (GNU ``ld`` first: it starts in
+    ~2.5 ms, ``ld.lld`` in ~20, loading LLVM's libraries.)"""
+    explicit = ToolchainSettings.from_env().linker
+    if explicit:
+        found = shutil.which(explicit)
+        if found is None:
+            log.debug("GPUC_LINKER=%r is not an executable: no shared objects", explicit)
+        return found
+    versioned = sorted({os.path.basename(p) for d in os.environ.get("PATH", "").split(os.pathsep) if d
+                        for p in glob.glob(os.path.join(glob.escape(d), "ld.lld-*"))},
+                       key=lambda n: [int(x) if x.isdigit() else -1 for x in n[len("ld.lld-"):].split(".")],
+                       reverse=True)
+    for name in ("ld", "ld.lld", *versioned, "cc"):
+        found = shutil.which(name)
+        if found is not None:
+            return found
+    return None
+
+
+def _command(linker: str, obj: str, out: str) -> list[str]:
+    if os.path.basename(linker).split("-")[0] in _DRIVERS:
+        return [linker, "-shared", "-nostdlib", "-Wl,-Bsymbolic", "-Wl,-z,noexecstack", "-o", out, obj]
+    return [linker, "-shared", "-Bsymbolic", "-z", "noexecstack", "-o", out, obj]
+
+
+def _dlsym(name: str) -> int | None:
+    """The address the dynamic loader gives ``name`` in this process's global scope, or None."""
+    try:
+        return ctypes.cast(ctypes.CDLL(None)[name], ctypes.c_void_p).value
+    except AttributeError:
+        return None
+
+
+def _loader_name(name: str) -> str | None:
+    """The name the dynamic loader looks ``name`` up by, when it resolves it where the JIT does; else None."""
+    loader_name = _CPYTHON_PREFIX + name[len(PYEXC):] if name.startswith(PYEXC) else name
+    address = process_symbol(name)  # first: it opens the libraries the JIT resolves in (libmvec)
+    return loader_name if address is not None and address == _dlsym(loader_name) else None
+
+
+def rename_undefined(obj: bytes, names: dict[str, str]) -> bytes | None:
+    """``obj`` (a 64-bit little-endian ELF relocatable) with each undefined symbol of ``names`` renamed to its
+    value, written over the old name in the string table (the new names are not longer); None when the
+    object is not such a file, a name is missing or is defined, or another name shares its bytes."""
+    if not names:
+        return obj
+    if obj[:6] != b"\x7fELF\x02\x01":
+        return None
+    data = bytearray(obj)
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + k * shentsize) for k in range(shnum)]
+    found: dict[str, int] = {}
+    for index, (_, kind, _, _, offset, size, link, _, _, entsize) in enumerate(sections):
+        if kind != 2 or entsize != 24:  # SHT_SYMTAB
+            continue
+        strtab = sections[link][4]
+        users = [struct.unpack_from("<I", data, offset + k * 24)[0] for k in range(size // 24)]
+        if shstrndx == link:
+            users += [s[0] for s in sections]
+        for k in range(size // 24):
+            st_name, _, _, shndx = struct.unpack_from("<IBBH", data, offset + k * 24)
+            end = data.index(0, strtab + st_name)
+            name = data[strtab + st_name:end].decode(errors="replace")
+            new = names.get(name)
+            if new is None:
+                continue
+            if shndx != 0 or len(new) > len(name) or any(st_name < u < st_name + len(name) for u in users):
+                return None
+            data[strtab + st_name:end] = new.encode().ljust(len(name), b"\0")
+            found[name] = index
+    return bytes(data) if found.keys() == names.keys() else None
+
+
+def link(obj: bytes, symbols: Sequence[Sequence[Any]], addresses: dict[str, int] | None = None) -> bytes | None:
+    """``obj`` linked into a shared object, when the dynamic loader resolves its imports (``symbols``: the
+    cache entry's ``[name, is_declaration, linkage]`` rows) as the JIT does; None otherwise (no linker,
+    a name it would bind elsewhere, the linker failed)."""
+    linker = find_linker()
+    if linker is None or addresses:
+        return None
+    renamed: dict[str, str] = {}
+    for name, is_declaration, _ in symbols:
+        if not is_declaration or name.startswith("llvm."):
+            continue
+        loader_name = _loader_name(name)
+        if loader_name is None:
+            log.debug("no shared object: the dynamic loader would not bind %s as the JIT does", name)
+            return None
+        if loader_name != name:
+            renamed[name] = loader_name
+    edited = rename_undefined(obj, renamed)
+    if edited is None:
+        log.debug("no shared object: the exception names of the object could not be renamed")
+        return None
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="gpuc-link-") as tmp:
+        source, out = os.path.join(tmp, "code.o"), os.path.join(tmp, "code.so")
+        with open(source, "wb") as fh:
+            fh.write(edited)
+        try:
+            done = subprocess.run(_command(linker, source, out), capture_output=True, timeout=60, check=False)
+        except (OSError, subprocess.SubprocessError) as exc:
+            log.debug("no shared object: %s failed: %s", linker, exc)
+            return None
+        if done.returncode != 0:
+            log.debug("no shared object: %s failed: %s", linker, done.stderr.decode(errors="replace")[:2000])
+            return None
+        with open(out, "rb") as fh:
+            shared = fh.read()
+    log.debug("linked a shared object with %s in %.1f ms", linker, (time.perf_counter() - start) * 1e3)
+    return shared
+
+
+
+def attach(result: Any) -> None:
+    """Add the shared object of a native compile ``result`` (its ``obj`` artifact) to its artifacts as
+    :data:`KIND`, when :func:`link` makes one."""
+    obj = result.artifacts.get("obj")
+    text = result.artifacts.get("llvm")
+    ref = result.module.ref
+    symbols = [[g.name, bool(g.is_declaration), g.linkage.name] for g in (*ref.functions, *ref.global_variables)]
+    addresses = address_bindings(text if isinstance(text, str) else result.module.text)
+    shared = link(obj, symbols, addresses) if isinstance(obj, bytes) else None
+    if shared is not None:
+        result.artifacts[KIND] = shared

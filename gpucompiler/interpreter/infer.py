@@ -67,7 +67,7 @@ class Frame:
     """The inference state and result of one specialization."""
 
     __slots__ = ("pyfunc", "argtypes", "ir", "types", "calls", "rettype", "returned", "provisional",
-                 "recursive", "depth", "low", "edges", "name", "raising")
+                 "recursive", "depth", "low", "edges", "name", "raising", "settled")
 
     def __init__(self, pyfunc, argtypes, ir, depth):
         self.pyfunc, self.argtypes, self.ir, self.depth = pyfunc, argtypes, ir, depth
@@ -111,6 +111,8 @@ class Interpreter:
         self.deferred: dict = {}
         """job id -> DeferredJob of every deferred call inferred (see interpreter.deferred)"""
         self.deferred_children: dict = {}
+        self.inferred = 0
+        """how many specializations :meth:`infer` was asked for (a call whose meaning asked none is settled)"""
         self.undefined: dict = {}
         """name -> the abstract value of an undefined global (one object: inference converges)"""
         self.list_items: dict = {}
@@ -121,6 +123,7 @@ class Interpreter:
     # -- specializations ----------------------------------------------------
     def infer(self, pyfunc, argtypes) -> Frame:
         """Infer ``pyfunc`` for the abstract argument values ``argtypes``."""
+        self.inferred += 1
         key = (pyfunc, spec_argtypes(argtypes))
         if key in self.done:
             return self.done[key]
@@ -148,6 +151,8 @@ class Interpreter:
 
     def _run(self, frame: Frame) -> None:
         frame.types, frame.calls, frame.edges, frame.rettype = {}, {}, set(), BOTTOM
+        frame.settled = {}
+        """call -> (callee, argument values, typed lists) and the settled meaning they gave (:meth:`_meaning`)"""
         frame.returned = {}
         """return terminator -> the abstract value it returns now (the return type joins these: a
         value that rose while a loop's types rose is not joined with its earlier, lower value)"""
@@ -251,7 +256,7 @@ class Interpreter:
         if owner is not None and owner not in self.plugins and all(rs.name != owner for rs in self.plugin_sets):
             raise PluginRequiredError(owner, fn.value, frame.where(inst), frame.ir.name)
         try:
-            result = self.abstract_call(fn.value, args)
+            result = self._meaning(frame, inst, fn.value, args)
         except TypeInferenceError as exc:
             where = frame.where(inst)
             if exc.loc is None or (_inside_compiler(exc.loc) and not _inside_compiler(where)):
@@ -284,6 +289,24 @@ class Interpreter:
                                      [widen(a) for a in args], frame.where(inst), frame.ir.name)
         frame.calls[inst] = attrs.evolve(result, method=True) if method else result
         return result.restype
+
+    def _meaning(self, frame: Frame, inst, fn, args) -> CallResult | None:
+        """:meth:`abstract_call` of ``fn(*args)`` at ``inst``, asked once per :meth:`_run` for the same callee,
+        argument values and typed lists: its rounds over the blocks after the first re-ask only the calls whose
+        arguments rose (or whose lists were typed since). A meaning is settled (kept) when it is a known value
+        (not ⊥) that came from the rules alone: no specialization inferred (a callee's type may rise while a
+        recursion converges), no nested job deferred, no plugin's rules (which may look at the interpreter's
+        stack)."""
+        asked = (fn, tuple(args), len(self.list_items))
+        kept = frame.settled.get(inst)
+        if kept is not None and kept[0][0] is fn and kept[0][1:] == asked[1:]:
+            return kept[1]
+        inferred, deferred = self.inferred, len(self.deferred)
+        result = self.abstract_call(fn, args)
+        if (result is not None and result.restype is not BOTTOM and result.callee is None and result.deferred is None
+                and inferred == self.inferred and deferred == len(self.deferred) and not self.plugin_sets):
+            frame.settled[inst] = (asked, result)
+        return result
 
     def _value(self, frame: Frame, v):
         if isinstance(v, Global):

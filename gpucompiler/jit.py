@@ -88,18 +88,6 @@ def _not_cached(job, kinds):
     raise _NotCached(job.name)
 
 
-def _before_compile(job) -> None:
-    """A miss (never a hit, which loads its entry's shared object without LLVM): without a linker, no shared
-    object will be made, so the LLJIT that loads the code is made in the background (LLVM runs without the
-    GIL) while the compile starts."""
-    from .targets.sharedlink import find_linker
-
-    if find_linker() is None:
-        from .runtime import lljit
-
-        lljit.prepare()
-
-
 #: the jumps of a loop's back edge (CPython 3.11's ``*JUMP_BACKWARD*``, older versions' ``JUMP_ABSOLUTE``)
 _BACKWARD = frozenset(code for name, code in opcode.opmap.items() if "BACKWARD" in name or name == "JUMP_ABSOLUTE")
 
@@ -415,9 +403,20 @@ class Dispatcher:
 
         # through the cache's index key: on a hit in a fresh process no type inference runs
         start = time.perf_counter()
-        result = cache.compile(job, ("obj",), compiler=compiler, check=_before_compile)
+        result = cache.compile(job, ("obj",), compiler=compiler, check=self._before_compile)
         self.last_compile = report(result, time.perf_counter() - start, job.config.plugins)
         return self._entry(result, spec, job, argtypes), result
+
+    def _before_compile(self, job) -> None:
+        """A miss (never a hit, which loads its entry's shared object without LLVM): when no shared object will
+        be made (the cache is kept in memory alone, or no linker is found), the LLJIT that loads the code is made
+        in the background (LLVM runs without the GIL) while the compile starts."""
+        from .targets.sharedlink import find_linker
+
+        if not self.options.cache or find_linker() is None:
+            from .runtime import lljit
+
+            lljit.prepare()
 
     def _tiered(self, spec: FunctionSpec, job: CompilerJob, argtypes, cache, small: bool) -> _Entry:
         """The entry of ``job``'s code, or, when a tiered first compile pays and is safe, of quick code

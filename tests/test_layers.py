@@ -73,7 +73,7 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
     ("targets/libmvec.py", "llvmlite.binding"): "import time: llvmlite's library (~20 ms), for a compile or the "
                                                 "LLJIT, not a cache hit loading its shared object",
     ("cache/default.py", "gpucompiler.targets.sharedlink"): "import time: the linker's subprocess and files "
-                                                            "(~4 ms), for a compile, not a cache hit",
+                                                            "(~3 ms), for a compile, not a cache hit",
     ("targets/native.py", "gpucompiler.targets.hostblas"): "import time: glob and the BLAS names (~0.3 ms), for a "
                                                           "symbol LLVM did not find",
     ("targets/libmvec.py", "gpucompiler.core.mathfns"): "import time: the math table (~0.8 ms), for a compile, "

@@ -30,7 +30,8 @@ def cache_from_settings(settings: CacheSettings) -> Cache:
         from ..service.client import ServiceClient  # optional dependency (httpx)
 
         service = ServiceClient(settings.service_url, token=settings.service_token, secret=settings.secret)
-    return build_cache(settings, compiler=_compile, service=service)
+    kept = settings.directory or settings.shared_dir or settings.redis_url  # entries another process reads
+    return build_cache(settings, compiler=compile_kept if kept else _compile, service=service)
 
 
 def _compile(job: Any, kinds: Sequence[str]) -> Any:
@@ -38,9 +39,16 @@ def _compile(job: Any, kinds: Sequence[str]) -> Any:
     the first compile, and a process whose calls all hit the cache never loads it."""
     from .. import pipeline  # import time: the pipeline's modules, not needed by a cache hit
 
-    result = pipeline.compile(job, kinds)
+    return pipeline.compile(job, kinds)
+
+
+def compile_kept(job: Any, kinds: Sequence[str]) -> Any:
+    """:func:`_compile` for a cache whose entries outlive the process: native object code is also linked
+    into the shared object that another process's hit loads without LLVM (``so``, :mod:`..targets.sharedlink`;
+    ~3 ms of imports and one linker run per compile, so a cache kept in memory alone does without)."""
+    result = _compile(job, kinds)
     if job.target.name == "native" and isinstance(result.artifacts.get("obj"), bytes):
-        # import time: the linker's subprocess and files (~4 ms), for a compile, not a cache hit
+        # import time: the linker's subprocess and files (~3 ms), for a compile, not a cache hit
         from ..targets import sharedlink
 
         sharedlink.attach(result)  # the shared object a hit loads without LLVM (runtime/shared_object.py)

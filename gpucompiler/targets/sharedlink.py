@@ -10,7 +10,8 @@ The shared object is made only when the dynamic loader resolves each name the co
 address the in-process loader binds it to (:func:`gpucompiler.targets.native.process_symbol`), checked
 in the compiling process: a name registered with ``llvmlite.binding.add_symbol`` (LLVM's answer differs
 from the process's), bound by the module's own address record, or not in the process's global scope
-keeps the entry without one. The exception classes' names (``gpuc.pyexc.IndexError``) become CPython's
+keeps the entry without one, as do NumPy's BLAS names (the JIT's lookup opens OpenBLAS with
+global scope; a fresh process has not). The exception classes' names (``gpuc.pyexc.IndexError``) become CPython's
 variables (``PyExc_IndexError``) by renaming the undefined symbol in the object's string table: an ELF
 symbol cannot alias an undefined one (``--defsym`` refuses it). ``-Bsymbolic`` binds the code's own
 names to its own definitions, as the JIT's dylib does.
@@ -34,6 +35,7 @@ from typing import Any
 from ..codegen.entrywords import PYEXC
 from ..llvm.binding import address_bindings
 from ..settings import ToolchainSettings
+from . import hostblas
 from .native import process_symbol
 
 log = logging.getLogger("gpucompiler.targets.sharedlink")
@@ -83,6 +85,8 @@ def _dlsym(name: str) -> int | None:
 
 def _loader_name(name: str) -> str | None:
     """The name the dynamic loader looks ``name`` up by, when it resolves it where the JIT does; else None."""
+    if hostblas.provides(name):  # NumPy's OpenBLAS: opened with global scope by the JIT's lookup alone
+        return None
     loader_name = _CPYTHON_PREFIX + name[len(PYEXC):] if name.startswith(PYEXC) else name
     address = process_symbol(name)  # first: it opens the libraries the JIT resolves in (libmvec)
     return loader_name if address is not None and address == _dlsym(loader_name) else None

@@ -15,7 +15,7 @@ import pytest
 
 from gpucompiler.cache import Cache, decode
 from gpucompiler.cache.core import shared_disk
-from gpucompiler.cache.default import _compile as default_compile
+from gpucompiler.cache.default import compile_kept
 from gpucompiler.errors import CacheWarning
 from gpucompiler.targets import sharedlink
 from tests.cache import jobs
@@ -123,15 +123,15 @@ def _load(result):
 def test_a_forged_shared_object_in_a_signed_tier_is_refused_and_the_code_recompiled(tmp_path):
     secret = b"a-deployment-secret-of-32-bytes!"
     shared = shared_disk(tmp_path / "shared")
-    first = Cache(None, shared=shared, secret=secret, compiler=default_compile).compile(jobs.job(61), ("obj",))
-    other = Cache(None, compiler=default_compile).compile(jobs.job(62), ("obj",))  # another function's code
+    first = Cache(None, shared=shared, secret=secret, compiler=compile_kept).compile(jobs.job(61), ("obj",))
+    other = Cache(None, compiler=compile_kept).compile(jobs.job(62), ("obj",))  # another function's code
     assert sharedlink.KIND in first.artifacts and _load(first) == ("so", pytest.approx(jobs.expected(61)))
     path = shared.path(first.key)
     sealed = path.read_bytes()
     entry = decode(sealed[8 + 32:], "test")
     forged = entry._replace(artifacts={**entry.artifacts, sharedlink.KIND: other.artifacts[sharedlink.KIND]})
     path.write_bytes(sealed[:8 + 32] + forged.encode())  # checksums right, the MAC not
-    again = Cache(None, shared=shared, secret=secret, compiler=default_compile)
+    again = Cache(None, shared=shared, secret=secret, compiler=compile_kept)
     with pytest.warns(CacheWarning, match="MAC does not verify"):
         result = again.compile(jobs.job(61), ("obj",))
     assert again.stats["forged"] == 1 and result.origin == "compiled"
@@ -143,14 +143,14 @@ def test_a_bit_flipped_shared_object_on_the_private_disk_is_evicted_and_the_code
     from gpucompiler.cache import DiskTier
 
     disk = DiskTier(tmp_path / "private")
-    first = Cache(disk, compiler=default_compile).compile(jobs.job(63), ("obj",))
+    first = Cache(disk, compiler=compile_kept).compile(jobs.job(63), ("obj",))
     data = bytearray(disk.path(first.key).read_bytes())
     so = first.artifacts[sharedlink.KIND]
     assert isinstance(so, bytes)
     at = bytes(data).index(so) + len(so) // 2
     data[at] ^= 0xFF
     disk.path(first.key).write_bytes(bytes(data))
-    again = Cache(disk, compiler=default_compile)
+    again = Cache(disk, compiler=compile_kept)
     result = again.compile(jobs.job(63), ("obj",))
     assert again.stats["corrupt"] == 1 and result.origin == "compiled"
     assert _load(result) == ("so", pytest.approx(jobs.expected(63)))
@@ -176,7 +176,7 @@ def test_an_import_registered_with_add_symbol_gets_no_shared_object_and_runs(tmp
           ret double %r
         }"""
     job = CompilerJob(LLVMSource(textwrap.dedent(text), "scaled"), CompilerConfig(NativeTarget()))
-    result = Cache(None, compiler=default_compile).compile(job, ("obj",))
+    result = Cache(None, compiler=compile_kept).compile(job, ("obj",))
     assert sharedlink.KIND not in result.artifacts
     lib = CPULibrary.from_cached(result)
     assert ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(lib.address("scaled"))(2.5) == 7.5
@@ -307,3 +307,16 @@ def test_a_forged_host_machine_memo_in_a_directory_another_user_can_write_is_ign
         assert hostmachine.host_machine(_target()) == truth
     finally:
         os.chmod(cache, 0o700)
+
+
+@needs_linker
+def test_only_a_cache_kept_beyond_the_process_links_and_blas_names_are_refused(tmp_path, monkeypatch):
+    from gpucompiler.cache.default import cache_from_settings, memory_cache
+    from gpucompiler.settings import CacheSettings
+
+    assert sharedlink.KIND not in memory_cache().compile(jobs.job(64), ("obj",)).artifacts  # cache=False: no link
+    monkeypatch.setenv("GPUC_CACHE_DIR", str(tmp_path / "cache"))
+    kept = cache_from_settings(CacheSettings.from_env()).compile(jobs.job(65), ("obj",))
+    assert sharedlink.KIND in kept.artifacts and _load(kept) == ("so", pytest.approx(jobs.expected(65)))
+    # NumPy's BLAS names resolve in the compiling process only once the JIT's lookup opened OpenBLAS
+    assert sharedlink._loader_name("scipy_cblas_ddot64_") is None

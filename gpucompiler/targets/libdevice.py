@@ -19,10 +19,11 @@ function (:func:`libdevice_name`: the code generator's math call, the AD
 engine's derivative), into an LLVM context of its own and outside llvmlite's
 process-wide lock (:func:`~gpucompiler.llvm.binding.parse_bitcode_apart`), so
 that it overlaps the rest of the compile, LLVM's work included, instead of
-adding ~30 ms to the ``finish`` stage; the thread then lists the functions and
-variables the library defines (~2.5 ms of calls into LLVM, which the
-``finish`` stage made before). The pruned bitcode is parsed into the
-global context, where the module is.
+adding ~30 ms to the ``finish`` stage. Before the module's last optimisation
+the target names what it will link (:func:`prune_ahead`): that parse is pruned
+to those functions on a thread while the optimisation and the ``finish``
+stage's own passes run. The pruned bitcode is parsed into the global context,
+where the module is.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import _thread
 import atexit
 import functools
 import os
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import llvmlite.binding as llvm
@@ -80,16 +82,29 @@ class _Defined(NamedTuple):
     variables: list[tuple[llvm.ValueRef, str]]
 
 
-_SPARE: list[tuple[bytes, llvm.ModuleRef, _Defined | None]] = []
+class _Spare(NamedTuple):
+    """A parse of libdevice kept for the link that needs it."""
+
+    bitcode: bytes
+    """the library's bytes it was parsed from"""
+    lib: llvm.ModuleRef
+    defined: _Defined | None
+    """what ``lib`` defines, once listed"""
+    covers: frozenset[str] | None
+    """None: the whole library; else the functions ``lib`` was pruned to ahead (:func:`prune_ahead`)"""
+
+
+_SPARE: list[_Spare] = []
 """The parse :func:`prefetch`'s thread or :func:`libdevice_functions` made, with the bitcode it read and what it
 defines once listed: the first pruning takes it instead of parsing the library again (a cold GPU compile parsed
-it twice, ~25 ms each here, ~50 on a slower host) or listing its 580 values again (~2.5 ms). The thread lists
-them itself after its parse (through llvmlite's lock, one call at a time), so that the compile waiting for the
-library finds the listing made too."""
+it twice, ~25 ms each here, ~50 on a slower host) or listing its 580 values again (~2.5 ms); or that parse
+pruned ahead (:func:`prune_ahead`)."""
 
 
 _pending: list[_thread.LockType] = []
 """The lock a :func:`prefetch` thread releases when done (empty when none was started)."""
+_pending_ahead: list[_thread.LockType] = []
+"""The lock the thread of :func:`prune_ahead` releases when done (empty when none was started)."""
 
 
 def prefetch() -> None:
@@ -101,29 +116,82 @@ def prefetch() -> None:
     """
     if _pending or libdevice_functions.cache_info().currsize:
         return
+    _start(_parse_spare, _pending)
+
+
+def _start(work, pending: list[_thread.LockType], *args) -> None:
+    """``work(*args, done)`` on a new thread, its lock ``done`` noted in ``pending``; nothing without a thread
+    (the compile then does the work itself)."""
     done = _thread.allocate_lock()
     done.acquire()
     try:
-        _thread.start_new_thread(_parse_spare, (done,))
-    except RuntimeError:  # no thread to be had: the compile parses the library when it links it
+        _thread.start_new_thread(work, (*args, done))
+    except RuntimeError:
         return
-    _pending.append(done)
+    pending.append(done)
 
 
 def _parse_spare(done: _thread.LockType) -> None:
     try:
         bitcode = _bitcode()
-        lib = parse_bitcode_apart(bitcode)
-        _SPARE.append((bitcode, lib, _defined(lib)))  # listed here too, off the compile's path
+        _SPARE.append(_Spare(bitcode, parse_bitcode_apart(bitcode), None, None))
     except BaseException:  # raised again, typed, by the parse that needs the library
         pass
     finally:
         done.release()
 
 
+def prune_ahead(names: Iterable[str]) -> None:
+    """Drop from the parse :func:`prefetch` made, on a thread, the functions a link will not ask for: the
+    libdevice functions among ``names`` stay, with what they call.
+
+    Once per process, with that parse (waited for): its values are listed and internalised here (~3 ms),
+    then global DCE drops the other ~570 functions and frees them (~6 ms here) on a thread, in one call
+    outside llvmlite's lock (the parse has an LLVM context of its own:
+    :func:`~gpucompiler.llvm.binding.parse_bitcode_apart`), while the compile goes on. (A thread that
+    made many calls into LLVM would wait for Python's lock between them while the compile runs Python:
+    the compile's own calls into LLVM release it and take it back, each time before a waiting thread.)
+    A link that needs a subset of these functions prunes that parse further (the same module as pruning
+    the whole library to them); one that needs others parses the library again.
+    """
+    wanted = frozenset(n for n in names if n.startswith(PREFIX))
+    if not wanted or not _pending or _pending_ahead:
+        return
+    _wait()  # the parse's thread: its call into LLVM is over by now, or soon (the link would wait for it)
+    whole = next((spare for spare in _SPARE if spare.covers is None), None)
+    if whole is None or whole.bitcode != _bitcode():  # (no parse: no library, or a bad file, which the link reports)
+        return
+    bitcode = whole.bitcode
+    covers = wanted & libdevice_functions()
+    if not covers:
+        return
+    lib, defined = _parsed()
+    _internalise_others(defined, covers)
+    pm, pb = _global_dce()
+    spare, running = _Spare(bitcode, lib, None, covers), _thread.allocate_lock()
+    running.acquire()
+    _start(_drop_dead, _pending_ahead, spare, pm, pb, running)
+    if _pending_ahead:  # until the thread runs, which would wait for Python's lock while the compile goes on
+        running.acquire()
+    else:  # no thread: the link prunes it
+        _SPARE.append(spare)
+
+
+def _drop_dead(spare: _Spare, pm, pb, running: _thread.LockType, done: _thread.LockType) -> None:
+    try:
+        running.release()
+        # (``_cfn``: the ctypes function under llvmlite's locking wrapper)
+        llvm.ffi.lib.LLVMPY_RunNewModulePassManager._cfn(pm, spare.lib, pb)  # pyright: ignore[reportPrivateUsage]
+        _SPARE.append(spare)
+    except BaseException:  # the link parses the library again
+        pass
+    finally:
+        done.release()
+
+
 def _wait() -> None:
-    """Until the :func:`prefetch` thread, if one was started, has finished."""
-    for done in _pending:
+    """Until the threads of :func:`prefetch` and :func:`prune_ahead`, where started, have finished."""
+    for done in (*_pending, *_pending_ahead):
         done.acquire()
         done.release()
 
@@ -134,14 +202,16 @@ os.register_at_fork(before=_wait)
 atexit.register(_wait)
 
 
-def _parsed() -> tuple[llvm.ModuleRef, _Defined]:
-    """libdevice parsed, and what it defines: the spare parse when it is of the bitcode in use, else a new one."""
+def _parsed(names: frozenset[str] | None = None) -> tuple[llvm.ModuleRef, _Defined]:
+    """libdevice parsed, and what it defines: the spare parse when it is of the bitcode in use (and, for
+    ``names``, holds them: the whole library, or one pruned ahead to more), else a new one."""
     _wait()
     bitcode = _bitcode()
-    while _SPARE:
-        read, lib, defined = _SPARE.pop()
-        if read == bitcode:  # (a thread's read may be another bytes object of the same file)
-            return lib, _defined(lib) if defined is None else defined
+    for spare in list(_SPARE):
+        # (a thread's read may be another bytes object of the same file)
+        if spare.bitcode == bitcode and (spare.covers is None or (names is not None and names <= spare.covers)):
+            _SPARE.remove(spare)
+            return spare.lib, _defined(spare.lib) if spare.defined is None else spare.defined
     lib = llvm.parse_bitcode(bitcode)
     return lib, _defined(lib)
 
@@ -156,20 +226,31 @@ def _defined(lib: llvm.ModuleRef) -> _Defined:
 def libdevice_functions() -> frozenset[str]:
     """Names of the functions libdevice defines."""
     lib, defined = _parsed()
-    _SPARE.append((_bitcode(), lib, defined))
+    _SPARE.append(_Spare(_bitcode(), lib, defined, None))
     return frozenset(name for _, name in defined.functions)
+
+
+def _internalise_others(defined: _Defined, names: frozenset[str]) -> None:
+    """Internal linkage for every function and variable of ``defined`` but ``names`` (global DCE drops those
+    nothing of ``names`` uses)."""
+    for value, name in (*defined.functions, *defined.variables):
+        if name not in names:
+            value.linkage = "internal"
+
+
+def _global_dce() -> tuple[llvm.ModulePassManager, llvm.PassBuilder]:
+    pm = llvm.create_new_module_pass_manager()
+    pm.add_global_dead_code_eliminate_pass()
+    return pm, llvm.create_pass_builder(None, llvm.create_pipeline_tuning_options(0))
 
 
 @functools.cache
 def _pruned(names: frozenset[str], triple: str, data_layout: str) -> bytes:
-    lib, defined = _parsed()
+    lib, defined = _parsed(names)
     lib.triple, lib.data_layout = triple, data_layout
-    for value, name in (*defined.functions, *defined.variables):
-        if name not in names:
-            value.linkage = "internal"
-    pm = llvm.create_new_module_pass_manager()
-    pm.add_global_dead_code_eliminate_pass()
-    pm.run(lib, llvm.create_pass_builder(None, llvm.create_pipeline_tuning_options(0)))
+    _internalise_others(defined, names)
+    pm, pb = _global_dce()
+    pm.run(lib, pb)
     return lib.as_bitcode()
 
 

@@ -171,6 +171,14 @@ class PTXTarget(Target):
                 "aggregate_atomics": self.aggregate_atomics}
 
     # -- pipeline hooks ----------------------------------------------------
+    def before_optimize(self, job, module, final: bool) -> None:
+        """Before the last optimisation (``final``): libdevice pruned on a thread to the functions the
+        ``finish`` stage will link (:func:`.ptx_codegen.prune_libdevice_ahead`)."""
+        if final:
+            from .ptx_codegen import prune_libdevice_ahead  # import time: the code generation, for a compile
+
+            prune_libdevice_ahead(self, module)
+
     def finish(self, job, module) -> None:
         """Annotate the kernel, make atomic adds into a thread's own element plain
         (:mod:`.ptx_ownelements`), sum warps' atomic adds (:mod:`.warpatomics`), make zero stores

@@ -14,7 +14,7 @@ from ..core.facts import ALLOCATION_FUNCTIONS, ModuleFacts
 from ..errors import ErrorKind, ToolchainError
 from ..llvm import Builder, Function, const_int, initialize, types as LT
 from ..toolchain import find_ptxas
-from .libdevice import PREFIX, libdevice_functions, link_libdevice
+from .libdevice import PREFIX, libdevice_functions, link_libdevice, prune_ahead
 from .native import cached_target_machine, emit_with
 from .ptx import DEVICE_RUNTIME, GLOBAL, TRIPLE, PTXTarget
 from .ptx_blocksums import sum_per_block
@@ -30,6 +30,22 @@ def target_machine(target: PTXTarget, opt_level: int) -> llvm.TargetMachine:
     """:meth:`.ptx.PTXTarget.target_machine`."""
     initialize()
     return cached_target_machine(TRIPLE, target.cpu(), f"+ptx{target.isa_version()}", opt_level)
+
+
+def prune_libdevice_ahead(target: PTXTarget, module) -> None:
+    """:meth:`.ptx.PTXTarget.before_optimize` of the last optimisation: libdevice pruned on a thread
+    (:func:`.libdevice.prune_ahead`) to the ``__nv_*`` functions the module declares, those of the math it
+    calls by C or intrinsic names (an AD engine's: the ``post_ad`` restore maps them to libdevice) and, with
+    fast math, the reciprocal square roots :func:`use_rsqrt` may call. A function the link needs beyond
+    these is found by parsing the library again."""
+    names = set()
+    for fn in module.ref.functions:
+        if fn.is_declaration:
+            name = fn.name
+            names.add(name if name.startswith(PREFIX) else target.math_to_device(name) or "")
+    if target.fastmath:
+        names |= {"__nv_rsqrt", "__nv_rsqrtf"}
+    prune_ahead(names)
 
 
 def finish(target: PTXTarget, job, module) -> None:

@@ -310,15 +310,8 @@ def test_the_threads_parse_leaves_llvmlites_lock_free(libdevice_path):
         parse_bitcode_apart(b"BC\xc0\xde not bitcode")
 
 
-def test_the_threads_parse_lists_what_libdevice_defines_off_the_compiles_thread(monkeypatch, libdevice_path):
-    """The thread that parses libdevice also lists its functions and variables (~2.5 ms of calls into LLVM):
-    the compile waiting for the library lists nothing itself, and the names and the pruned copy are those of
-    the listing."""
-    import _thread
-
-    import llvmlite.binding as llvm
-
-    from gpucompiler.core.mathfns import math_function
+def _fresh_libdevice(monkeypatch):
+    """libdevice's state as in a new process: no parse, no thread started, nothing pruned."""
     from gpucompiler.targets import libdevice
 
     libdevice._wait()
@@ -326,23 +319,89 @@ def test_the_threads_parse_lists_what_libdevice_defines_off_the_compiles_thread(
         fn.cache_clear()
     libdevice._SPARE.clear()
     monkeypatch.setattr(libdevice, "_pending", [])
-    listed, real = [], llvm.ModuleRef.functions.fget
-    assert real is not None
-    monkeypatch.setattr(llvm.ModuleRef, "functions", property(lambda m: listed.append(_thread.get_ident()) or real(m)))
-    sin = math_function("sin")
-    assert sin is not None
-    libdevice.libdevice_name(sin, False)
+    monkeypatch.setattr(libdevice, "_pending_ahead", [])
+    return libdevice
+
+
+def _ad_kernel_outputs(kernel_fn, nargs=2, **options):
+    from gpucompiler import kernel
+    from gpucompiler import types as T
+    from gpucompiler.pipeline import compile as run
+
+    a = T.ArrayType(T.float64, 1, "C")
+    job = kernel(kernel_fn, plugins=("enzyme",), **options).job((a,) * nargs, PTXTarget())
+    out = run(job, ("asm", "llvm")).artifacts
+    asm, llvm_ir = out["asm"], out["llvm"]
+    assert isinstance(asm, str) and isinstance(llvm_ir, str)
+    return re.sub(r"callseq \d+", "callseq", asm), llvm_ir  # (NVPTX numbers the calls of the whole process)
+
+
+@pytest.mark.parametrize("name, nargs, fastmath", [("elem_grad", 2, False), ("nbody_grad", 6, True),
+                                                   ("sten_grad", 2, False), ("elem_primal", 2, False)])
+def test_libdevice_pruned_ahead_on_a_thread_links_what_pruning_at_the_link_does(monkeypatch, libdevice_path,
+                                                                                 name, nargs, fastmath):
+    """Before the last optimisation the target names what ``finish`` will link, and a thread drops the rest
+    of the library's parse (global DCE of ~570 functions, ~6 ms) meanwhile: the link takes that pruned parse
+    (the whole library is parsed once, on the prefetch's thread), and the PTX and the final LLVM IR are
+    those of a compile that prunes at the link."""
+    import os
+    import sys
+
+    from gpucompiler.targets import ptx_codegen
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+    import ad_kernels  # pyright: ignore[reportMissingImports]
+
+    fn = getattr(ad_kernels, name)
+    libdevice = _fresh_libdevice(monkeypatch)
+    taken, real_parsed = [], libdevice._parsed
+
+    def parsed(names=None):
+        if names is not None:  # the link's pruning: which parse it finds
+            libdevice._wait()
+            taken.append([spare.covers for spare in libdevice._SPARE])
+        return real_parsed(names)
+
+    whole, real_parse = [], libdevice.llvm.parse_bitcode
+    monkeypatch.setattr(libdevice, "_parsed", parsed)
+    monkeypatch.setattr(libdevice.llvm, "parse_bitcode",
+                        lambda data: (whole.append(data) if data is libdevice._bitcode() else None) or real_parse(data))
+    ahead = _ad_kernel_outputs(fn, nargs, fastmath=fastmath)
+    assert len(libdevice._pending_ahead) == 1 and whole == []
+    assert len(taken) == 1 and len(taken[0]) == 1 and taken[0][0]  # the pruned parse, not the whole library
+    assert {n for n in taken[0][0] if n.startswith("__nv_")} == set(taken[0][0])
+    libdevice = _fresh_libdevice(monkeypatch)
+    monkeypatch.setattr(ptx_codegen, "prune_ahead", lambda names: None)
+    at_link = _ad_kernel_outputs(fn, nargs, fastmath=fastmath)
+    assert libdevice._pending_ahead == []
+    assert ahead == at_link
+
+
+def test_a_parse_pruned_ahead_serves_a_subset_and_not_other_functions(monkeypatch, libdevice_path):
+    """The link that needs fewer functions than were pruned ahead prunes that parse further (the same module
+    as the whole library pruned to them); one that needs another function parses the library again."""
+    from gpucompiler.llvm.binding import parse_bitcode_apart
+
+    triple, layout = "nvptx64-nvidia-cuda", "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+    direct = {}
+    for names in (frozenset({"__nv_sin"}), frozenset({"__nv_tanh"})):
+        libdevice = _fresh_libdevice(monkeypatch)
+        libdevice.prefetch()  # (a parse of its own context: the struct types keep their names)
+        direct[names] = str(parse_bitcode_apart(libdevice._pruned(names, triple, layout)))
+    libdevice = _fresh_libdevice(monkeypatch)
+    libdevice.prefetch()
+    libdevice.prune_ahead(["__nv_sin", "__nv_cos", "__nv_exp", "sin", "__nv_no_such_function"])
     libdevice._wait()
-    assert len(libdevice._SPARE) == 1 and libdevice._SPARE[0][2] is not None
-    main = _thread.get_ident()
-    assert listed and main not in listed  # listed on the thread only
-    listed.clear()
-    names = libdevice.libdevice_functions()
-    assert {"__nv_sin", "__nv_cos", "__nv_expf"} <= names and len(names) > 300 and listed == []
-    pruned = llvm.parse_bitcode(libdevice._pruned(frozenset({"__nv_sin"}), "nvptx64-nvidia-cuda", ""))
-    assert listed == []
-    kept = {f.name for f in real(pruned) if not f.is_declaration and f.linkage != llvm.Linkage.internal}
-    assert kept == {"__nv_sin"}
+    assert [spare.covers for spare in libdevice._SPARE] == [frozenset({"__nv_sin", "__nv_cos", "__nv_exp"})]
+    whole, real_parse = [], libdevice.llvm.parse_bitcode
+    monkeypatch.setattr(libdevice.llvm, "parse_bitcode",
+                        lambda data: (whole.append(data) if data is libdevice._bitcode() else None) or real_parse(data))
+    sin = libdevice._pruned(frozenset({"__nv_sin"}), triple, layout)
+    assert whole == [] and libdevice._SPARE == []
+    assert str(parse_bitcode_apart(sin)) == direct[frozenset({"__nv_sin"})]
+    tanh = libdevice._pruned(frozenset({"__nv_tanh"}), triple, layout)  # parsed into the global context
+    assert len(whole) == 1 and re.sub(r"(%struct\.\w+?)(?:\.\d+)+\b", r"\1", str(parse_bitcode_apart(tanh))) == \
+        direct[frozenset({"__nv_tanh"})]
 
 
 def test_a_cold_gpu_compile_with_autodiff_imports_no_subprocess_nor_the_inttoptr_pass(tmp_path, libdevice_path):

@@ -28,6 +28,7 @@ from ..language.numpy import arraymem as mem
 from ..language.numpy.arraymem import holds_managed
 from ..interpreter.lattice import BOTTOM, Const, const, pyobj, widen
 from .deferred import lower_deferred
+from .folding import FoldingBuilder, is_true
 from .lifetimes import Lifetimes, plan
 from .lltypes import I64, PTR, STATUS, has_value, ll
 from .options import ErrorPolicy
@@ -251,6 +252,8 @@ class FunctionCodegen:
         functions), whose AD would have to go through the cold paths too."""
         if not self.mod.python_errors or self.mod.error_slot or (math and not self.mod.math_errors):
             return
+        if self.mod.fold and is_true(ok):
+            return
         cold, cont = self.fn.append_basic_block("check.cold"), self.fn.append_basic_block("ok")
         self.b.cbranch(ok, cont, cold).set_weights(_LIKELY)
         self.b.position_at_end(cold)
@@ -366,8 +369,15 @@ class FunctionCodegen:
             setter = self.mod.declare("PyErr_SetString", ir.VoidType(), [PTR, PTR])
             self.b.call(setter, [exc, self.mod.cstring(message)])
 
+    def builder(self, block: ir.Block) -> ir.IRBuilder:
+        """A builder at the end of ``block``: folding constants when the module does (:mod:`.folding`)."""
+        return FoldingBuilder(block) if self.mod.fold else ir.IRBuilder(block)
+
     def _unless(self, ok, report):
-        """Run ``report()`` on the cold path where ``ok`` is false, then stop (or go on)."""
+        """Run ``report()`` on the cold path where ``ok`` is false, then stop (or go on); nothing when the
+        module folds and ``ok`` is the constant true."""
+        if self.mod.fold and is_true(ok):
+            return
         fail = self.fn.append_basic_block("raise")
         cont = self.fn.append_basic_block("ok")
         self.b.cbranch(ok, cont, fail).set_weights(_LIKELY)
@@ -462,14 +472,14 @@ class FunctionCodegen:
                 self.values[arg] = next(params)
         self.lives = plan(frame)
         for bl in live:
-            self.b = ir.IRBuilder(blocks[bl])
+            self.b = self.builder(blocks[bl])
             for phi in bl.phis:
                 t = widen(frame.types.get(phi, BOTTOM))
                 if t is not BOTTOM and has_value(t):
                     self.values[phi] = self.b.phi(ll(t), name=phi.var.replace("$", "t"))
         pending = []
         for bl in live:
-            self.b = ir.IRBuilder(blocks[bl])
+            self.b = self.builder(blocks[bl])
             self.b.position_at_end(blocks[bl])
             if bl is frame.ir.entry:
                 for arg in self.lives.params:  # the caller keeps its own reference

@@ -52,7 +52,7 @@ class ModuleCodegen:
                  status: bool = False, boundscheck: bool = False, on_error: ErrorPolicy = ErrorPolicy.PYTHON,
                  error_slot: bool = False, source_lines: bool = False,
                  error_model: ErrorModel = ErrorModel.PYTHON, parallel_threads: int = 0, nogil: bool = False,
-                 fastmath: bool = False):
+                 fastmath: bool = False, fold: bool = False):
         """``status``: every function also returns a failure flag (see :func:`status_type`);
         ``boundscheck``: array indices are checked; ``on_error`` says how a failed
         index check reports (:class:`ErrorPolicy`): an ``IndexError`` is set, ``llvm.trap``,
@@ -64,7 +64,9 @@ class ModuleCodegen:
         call of a compiled function tests the slot after it (see
         :meth:`FunctionCodegen.call_slot`). ``source_lines``: instructions carry
         ``!gpuc.loc !{!"file", i32 line}``, their Python line (for a plugin's errors). ``error_model``: whether math errors
-        raise (``PYTHON``, with Python errors) or give IEEE results (``NUMPY``)."""
+        raise (``PYTHON``, with Python errors) or give IEEE results (``NUMPY``). ``fold``: comparisons,
+        conversions and selects of constants are folded, and checks that cannot fail left out
+        (:mod:`.folding`: for code compiled at ``opt_level=0``, which LLVM folds nothing of)."""
         self.module = ir.Module(name=name)
         if triple:
             self.module.triple = triple
@@ -78,6 +80,7 @@ class ModuleCodegen:
         self.math_errors = self.python_errors and error_model is ErrorModel.PYTHON
         self.status, self.boundscheck, self.on_error = status, boundscheck, on_error
         self.parallel_threads, self.nogil, self.fastmath = parallel_threads, nogil, fastmath
+        self.fold = fold
         self.gil_free = self.python_errors and (nogil or parallel_threads > 1)
         self.slotted: set[str] = set()
         """names of the functions taking the error slot (all but those asked ``plain``)"""

@@ -287,7 +287,7 @@ class FunctionSpec:
                             boundscheck=options.boundscheck,
                             on_error=codegen.ErrorPolicy.PYTHON if abi else codegen.ErrorPolicy.TRAP,
                             error_model=options.error_model, parallel_threads=options.parallel_threads,
-                            nogil=options.nogil, fastmath=options.fastmath)
+                            nogil=options.nogil, fastmath=options.fastmath, fold=job.config.opt_level == 0)
         entry = mod.emit(frame, self.entry)
         if abi:
             codegen.emit_wrapper(mod, frame, entry, self.entry + ".pywrap")

@@ -320,3 +320,69 @@ def test_only_a_cache_kept_beyond_the_process_links_and_blas_names_are_refused(t
     assert sharedlink.KIND in kept.artifacts and _load(kept) == ("so", pytest.approx(jobs.expected(65)))
     # NumPy's BLAS names resolve in the compiling process only once the JIT's lookup opened OpenBLAS
     assert sharedlink._loader_name("scipy_cblas_ddot64_") is None
+
+
+DIFFERENTIAL = """
+    import json, math, sys
+    import numpy as np
+    from gpucompiler import jit
+
+    def vector_tanh(x):  # an array expression whose loop libmvec's vector tanh serves on AVX hosts
+        return np.tanh(x)
+
+    def fresh(n):  # an array made and handed back
+        return np.arange(n) * 0.5
+
+    def table(n):  # a dict and a tuple
+        d = {i: i * i for i in range(n)}
+        return d[n - 1], len(d), (n, 2.5)
+
+    def lookup(n, k):
+        d = {i: float(i) for i in range(n)}
+        return d[k]
+
+    def overflow(x):
+        return math.exp(x)
+
+    x = np.linspace(-3.0, 3.0, 1001)
+    out = {"vector_tanh": jit(vector_tanh)(x).tolist(), "fresh": jit(fresh)(7).tolist(),
+           "table": list(jit(table)(5)), "lookup": jit(lookup)(4, 3)}
+    for f, args in ((lookup, (4, 9)), (overflow, (1000.0,))):
+        try:
+            jit(f)(*args)
+            out[f.__name__ + "_raised"] = None
+        except Exception as exc:
+            out[f.__name__ + "_raised"] = type(exc).__name__
+    loaded = [type(lib).__name__ for lib, _ in sys.modules["gpucompiler.jit"]._LOADED.values()]
+    out["loaders"] = sorted(set(loaded)) if len(loaded) >= 5 else loaded  # 5 functions; a tier-up loads two
+    print(json.dumps(out))
+"""
+
+
+@needs_linker
+def test_the_shared_objects_and_the_lljit_give_the_same_bits_and_exceptions(tmp_path):
+    """Differential: each function's hit through its shared object, against the same functions compiled and loaded
+    with no linker (the LLJIT), against NumPy; vectorized libmvec calls, returned arrays, dicts, exceptions."""
+    (tmp_path / "so").mkdir()
+    (tmp_path / "jit").mkdir()
+    cold = _run(tmp_path / "so", DIFFERENTIAL)
+    hit = _run(tmp_path / "so", DIFFERENTIAL)
+    missing = {"GPUC_LINKER": str(tmp_path / "no-linker")}
+    _run(tmp_path / "jit", DIFFERENTIAL, **missing)
+    lljit = _run(tmp_path / "jit", DIFFERENTIAL, **missing)
+    assert hit.pop("loaders") == cold.pop("loaders") == ["SharedLibrary"] and lljit.pop("loaders") == ["CPULibrary"]
+    assert hit == cold == lljit
+    import numpy as np
+
+    x = np.linspace(-3.0, 3.0, 1001)
+    assert hit["vector_tanh"] == pytest.approx(np.tanh(x).tolist(), rel=4e-15, abs=1e-300)  # libmvec: 4 ulp at most
+    from gpucompiler.targets import libmvec
+    from gpucompiler.targets.native import NativeTarget
+
+    if libmvec.variants(NativeTarget().host_features()).get("tanh"):  # the vector tanh's name is imported
+        entries = [decode(p.read_bytes(), str(p)) for p in (tmp_path / "so" / "cache").rglob("*") if p.is_file()
+                   and p.read_bytes().startswith(b"GPUCENT1")]
+        imports = {row[0] for e in entries if sharedlink.KIND in e.artifacts for row in e.meta["symbols"] if row[1]}
+        assert any(name.startswith(libmvec.PREFIX) for name in imports)
+    assert hit["fresh"] == (np.arange(7) * 0.5).tolist() and hit["table"] == [16, 5, [5, 2.5]]
+    assert hit["lookup"] == 3.0 and hit["lookup_raised"] == "KeyError" and hit["overflow_raised"] == "OverflowError"

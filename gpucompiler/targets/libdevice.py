@@ -145,9 +145,10 @@ def prune_ahead(names: Iterable[str]) -> None:
     """Drop from the parse :func:`prefetch` made, on a thread, the functions a link will not ask for: the
     libdevice functions among ``names`` stay, with what they call.
 
-    Once per process, with that parse (waited for): its values are listed and internalised here (~3 ms),
-    then global DCE drops the other ~570 functions and frees them (~6 ms here) on a thread, in one call
-    outside llvmlite's lock (the parse has an LLVM context of its own:
+    Once per process, when that parse is over (else the link prunes it: waiting for it here would take
+    the compile's passes until the link off the parse's time): its values are listed and internalised
+    here (~3 ms), then global DCE drops the other ~570 functions and frees them (~6 ms here) on a
+    thread, in one call outside llvmlite's lock (the parse has an LLVM context of its own:
     :func:`~gpucompiler.llvm.binding.parse_bitcode_apart`), while the compile goes on. (A thread that
     made many calls into LLVM would wait for Python's lock between them while the compile runs Python:
     the compile's own calls into LLVM release it and take it back, each time before a waiting thread.)
@@ -155,9 +156,8 @@ def prune_ahead(names: Iterable[str]) -> None:
     the whole library to them); one that needs others parses the library again.
     """
     wanted = frozenset(n for n in names if n.startswith(PREFIX))
-    if not wanted or not _pending or _pending_ahead:
+    if not wanted or not _pending or _pending_ahead or not _finished(_pending):
         return
-    _wait()  # the parse's thread: its call into LLVM is over by now, or soon (the link would wait for it)
     whole = next((spare for spare in _SPARE if spare.covers is None), None)
     if whole is None or whole.bitcode != _bitcode():  # (no parse: no library, or a bad file, which the link reports)
         return
@@ -187,6 +187,16 @@ def _drop_dead(spare: _Spare, pm, pb, running: _thread.LockType, done: _thread.L
         pass
     finally:
         done.release()
+
+
+def _finished(pending: list[_thread.LockType]) -> bool:
+    """Whether the threads of ``pending`` have finished; a thread done with LLVM gets Python's lock in the
+    millisecond given to it here (while the compile runs, it waits up to the interpreter's switch interval)."""
+    for done in pending:
+        if not done.acquire(timeout=0.001):
+            return False
+        done.release()
+    return True
 
 
 def _wait() -> None:

@@ -8,13 +8,15 @@ registers, ``bar.sync``, ``shfl.sync`` and ``addrspace(3)`` globals.
 
 from __future__ import annotations
 
+from types import FunctionType
+
 from llvmlite import ir
 
 from .. import types as T
 from ..device import Dim3, KernelLowering, kernel_rules, new_shared_name
 from ..language.math.mathlib import device_math_rules
 from ..interpreter.rules import RuleSet
-from .libdevice import libdevice_name
+from .libdevice import libdevice_name, prefetch
 
 _I32, _I64 = ir.IntType(32), ir.IntType(64)
 _SPECIAL_REGISTERS = {"threadIdx": "tid", "blockIdx": "ctaid", "blockDim": "ntid", "gridDim": "nctaid"}
@@ -54,7 +56,25 @@ def _libdevice(cg, fn, rt, xs):
     return cg.call_extern(libdevice_name(fn, rt == T.float32), rt, xs)
 
 
-MATH_RULES = device_math_rules(RuleSet("base.ptx", target="ptx", builtin=True), _libdevice)
+class _PrefetchingRules(RuleSet):
+    """Rules whose result types, when inferred, start libdevice's parse on its thread (:func:`.libdevice.prefetch`):
+    the inference of a math call comes before the key's lookup and the IR generation, ~20 ms before the code
+    generator names its first ``__nv_*`` function, so that the parse is over by the time the link needs it."""
+
+    def define(self, fn, *sig, restype, varargs=False, pure=True):
+        if isinstance(restype, FunctionType):
+            restype = _prefetching(restype)
+        return super().define(fn, *sig, restype=restype, varargs=varargs, pure=pure)
+
+
+def _prefetching(restype: FunctionType):
+    def infer(*argtypes):
+        prefetch()
+        return restype(*argtypes)
+    return infer
+
+
+MATH_RULES = device_math_rules(_PrefetchingRules("base.ptx", target="ptx", builtin=True), _libdevice)
 """libdevice's math (every PTX job)."""
 KERNEL_RULES = kernel_rules(RuleSet("base.kernel.ptx", target="ptx", builtin=True),
                             KernelLowering(_read, _barrier, _shared, _shuffle_down))

@@ -366,12 +366,16 @@ def test_libdevice_pruned_ahead_on_a_thread_links_what_pruning_at_the_link_does(
     monkeypatch.setattr(libdevice, "_parsed", parsed)
     monkeypatch.setattr(libdevice.llvm, "parse_bitcode",
                         lambda data: (whole.append(data) if data is libdevice._bitcode() else None) or real_parse(data))
+    libdevice.prefetch()
+    libdevice._wait()  # (the parse over before the last optimisation, as in a compile behind a cold key)
     ahead = _ad_kernel_outputs(fn, nargs, fastmath=fastmath)
     assert len(libdevice._pending_ahead) == 1 and whole == []
     assert len(taken) == 1 and len(taken[0]) == 1 and taken[0][0]  # the pruned parse, not the whole library
     assert {n for n in taken[0][0] if n.startswith("__nv_")} == set(taken[0][0])
     libdevice = _fresh_libdevice(monkeypatch)
     monkeypatch.setattr(ptx_codegen, "prune_ahead", lambda names: None)
+    libdevice.prefetch()
+    libdevice._wait()
     at_link = _ad_kernel_outputs(fn, nargs, fastmath=fastmath)
     assert libdevice._pending_ahead == []
     assert ahead == at_link
@@ -390,6 +394,7 @@ def test_a_parse_pruned_ahead_serves_a_subset_and_not_other_functions(monkeypatc
         direct[names] = str(parse_bitcode_apart(libdevice._pruned(names, triple, layout)))
     libdevice = _fresh_libdevice(monkeypatch)
     libdevice.prefetch()
+    libdevice._wait()
     libdevice.prune_ahead(["__nv_sin", "__nv_cos", "__nv_exp", "sin", "__nv_no_such_function"])
     libdevice._wait()
     assert [spare.covers for spare in libdevice._SPARE] == [frozenset({"__nv_sin", "__nv_cos", "__nv_exp"})]
@@ -402,6 +407,51 @@ def test_a_parse_pruned_ahead_serves_a_subset_and_not_other_functions(monkeypatc
     tanh = libdevice._pruned(frozenset({"__nv_tanh"}), triple, layout)  # parsed into the global context
     assert len(whole) == 1 and re.sub(r"(%struct\.\w+?)(?:\.\d+)+\b", r"\1", str(parse_bitcode_apart(tanh))) == \
         direct[frozenset({"__nv_tanh"})]
+
+
+def test_no_pruning_ahead_while_libdevice_is_still_parsed(monkeypatch, libdevice_path):
+    """A parse not over by the last optimisation is left to the link: the compile does not wait for it there
+    (its passes until the link would no longer overlap the parse), and starts no thread."""
+    import _thread
+    import time
+
+    libdevice = _fresh_libdevice(monkeypatch)
+    parsing = _thread.allocate_lock()
+    parsing.acquire()  # a prefetch thread still inside LLVM
+    monkeypatch.setattr(libdevice, "_pending", [parsing])
+    start = time.perf_counter()
+    libdevice.prune_ahead(["__nv_sin"])
+    assert time.perf_counter() - start < 0.05 and libdevice._pending_ahead == [] and libdevice._SPARE == []
+    parsing.release()
+
+
+def test_inferring_a_kernels_math_starts_libdevices_parse(monkeypatch, libdevice_path):
+    """The math overlay's result types start the parse (a cold compile infers its kernel for the key, before
+    the lookup and the IR generation), not only the code generator's first ``__nv_*`` name; other calls
+    do not."""
+    import math
+
+    from gpucompiler import device as gd
+    from gpucompiler import kernel
+    from gpucompiler import types as T
+    from gpucompiler.targets import ptx_overlays
+
+    started = []
+    monkeypatch.setattr(ptx_overlays, "prefetch", lambda: started.append(1))
+
+    def with_math(x, out):
+        i = gd.grid(1)
+        out[i] = math.exp(x[i])
+
+    def without(x, out):
+        i = gd.grid(1)
+        out[i] = x[i] * 2.0
+
+    a = T.ArrayType(T.float64, 1, "C")
+    kernel(without).job((a, a), PTXTarget()).source_fingerprint()
+    assert started == []
+    kernel(with_math).job((a, a), PTXTarget()).source_fingerprint()
+    assert started
 
 
 def test_a_cold_gpu_compile_with_autodiff_imports_no_subprocess_nor_the_inttoptr_pass(tmp_path, libdevice_path):

@@ -15,6 +15,7 @@ import inspect
 import linecache
 import sys
 import textwrap
+import tokenize
 
 from ..errors import UnsupportedError
 from .ir import Arg, Const, Function, Return
@@ -43,20 +44,62 @@ def _parse(pyfunc) -> tuple[ast.FunctionDef, str, int]:
     if registered_elsewhere(code):  # exec() of a string under `python -c` on 3.13
         return function_ast(pyfunc)
     try:
-        lines, first = inspect.getsourcelines(pyfunc)
+        obj = inspect.unwrap(pyfunc)
+        lines, lnum = inspect.findsource(obj)
     except (OSError, TypeError):
         return function_ast(pyfunc)  # the REPL, `python -c`, standard input, exec() of a string
-    try:
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-    except SyntaxError:
-        raise UnsupportedError("function whose source does not parse on its own", (code.co_filename, first, 0),
-                               pyfunc.__qualname__, "the source on record may have changed since the function "
-                               "was defined: define it with a plain `def` statement") from None
+    first = lnum + 1
+    end = _end_by_positions(getattr(obj, "__code__", None), lines, lnum)
+    tree = None
+    if end is not None:
+        try:
+            tree = ast.parse(textwrap.dedent("".join(lines[lnum:end])))
+        except SyntaxError:  # a closing bracket on a line of its own after the last position
+            pass
+    if tree is None:
+        try:
+            tree = ast.parse(textwrap.dedent("".join(inspect.getblock(lines[lnum:]))))
+        except (SyntaxError, tokenize.TokenError):  # tokenizing stopped inside a statement
+            raise UnsupportedError("function whose source does not parse on its own", (code.co_filename, first, 0),
+                                   pyfunc.__qualname__, "the source on record may have changed since the "
+                                   "function was defined: define it with a plain `def` statement") from None
     node = tree.body[0]
     if not isinstance(node, ast.FunctionDef):
         raise UnsupportedError(type(node).__name__, (inspect.getsourcefile(pyfunc), first, 0),
                                hint="compile a plain `def` function")
     return node, inspect.getsourcefile(pyfunc) or "<unknown>", first - 1
+
+
+def _end_by_positions(code, lines: list[str], lnum: int) -> int | None:
+    """The end (exclusive line index) of the ``def`` at ``lines[lnum]``, from the positions of ``code`` and its
+    nested code (Python 3.11+), where that is the block ``inspect.getsourcelines`` finds by tokenizing the rest
+    of the file (a third of a small function's lowering): the next line that is neither blank nor a
+    comment is indented no deeper than the ``def``. None otherwise (code the compiler dropped after the last
+    position, tabs in the indentation, no positions): the caller tokenizes. Lines cut inside a statement
+    (a closing bracket of its own at the ``def``'s indentation) do not parse, and the caller tokenizes too."""
+    if code is None or not hasattr(code, "co_positions"):
+        return None
+    end, todo = 0, [code]
+    while todo:
+        c = todo.pop()
+        end = max([end, *(p[1] for p in c.co_positions() if p[1] is not None)])
+        todo += [k for k in c.co_consts if isinstance(k, type(code))]
+    indent = _indent(lines[lnum])
+    if end <= lnum or indent is None:
+        return None
+    for line in lines[end:]:
+        text = line.strip()
+        if text and not text.startswith("#"):
+            deeper = _indent(line)
+            return end if deeper is not None and deeper <= indent else None
+    return end
+
+
+def _indent(line: str) -> int | None:
+    """The indentation of ``line`` in spaces; None when it holds another white space character (a tab)."""
+    body = line.lstrip()
+    lead = line[:len(line) - len(body)]
+    return len(lead) if lead.strip(" ") == "" else None
 
 
 def _lambda(pyfunc) -> ast.FunctionDef:

@@ -27,8 +27,11 @@ launch's jobs). The gradient is checked against the analytic derivative in every
 ``--compile-only`` needs no GPU: the cold launch's compile alone, ``elem_grad`` compiled to PTX for sm_90
 (``kernel.compile``) in fresh processes with an empty cache directory, after the same imports and the
 runtime's; for this tree and each ``--tree`` directory (an older tree: ``git archive REV | tar -x -C OLD``),
-the trees alternated in each round. It prints the medians of the compile (and its fastest round), of the time
-spent importing modules inside it (the first imports a cold launch pays) and of the stages.
+the trees alternated in each round. It prints the medians of the compile (and its fastest round, and the median
+of its per-round ratio to this tree's), of the CPU time the compile's thread and all the process's threads spent
+in it (``time.thread_time``, ``time.process_time``: less inflated by other work than wall time; libdevice's parse
+runs on a thread of its own), of the time spent importing modules inside it (the first imports a cold launch
+pays) and of the stages.
 """
 
 from __future__ import annotations
@@ -132,13 +135,13 @@ array = T.ArrayType(T.float64, 1, "C")
 k = gpucompiler.kernel(M.elem_grad, plugins=("enzyme",))
 loaded = len(sys.modules)
 builtins.__import__ = timed
-t = time.perf_counter()
+t, cpu, own = time.perf_counter(), time.process_time(), time.thread_time()
 ptx = k.compile((array, array), PTXTarget())[0]
-compile_s = time.perf_counter() - t
+compile_s, cpu, own = time.perf_counter() - t, time.process_time() - cpu, time.thread_time() - own
 builtins.__import__ = real
 assert ".entry" in ptx
 print(json.dumps({{"compile": compile_s, "imports": imported[0], "modules": len(sys.modules) - loaded,
-                  "stages": stages}}))
+                  "cpu": cpu, "own": own, "stages": stages}}))
 """
 
 
@@ -161,15 +164,18 @@ def compile_only(args, base: dict) -> int:
                 rows[tree].append(json.loads(done.stdout.strip().splitlines()[-1]))
     print(f"elem_grad's cold compile to PTX (sm_90) in a fresh process, medians of {args.rounds} (ms), "
           f"load {os.getloadavg()[0]:.1f}")
-    print("| tree | compile | its fastest | imports inside it | modules imported | stages (sum) |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| tree | compile | its fastest | / this tree's (per round) | CPU, its thread | CPU, all threads | "
+          "imports inside it | modules imported | stages (sum) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     out = {}
     for tree, runs in rows.items():
-        med = {key: statistics.median(g[key] for g in runs) for key in ("compile", "imports", "modules")}
+        med = {key: statistics.median(g[key] for g in runs) for key in ("compile", "imports", "modules", "cpu", "own")}
         med["fastest"] = min(g["compile"] for g in runs)
+        med["ratio"] = statistics.median(g["compile"] / h["compile"] for g, h in zip(runs, rows[ROOT]))
         stages = {s: statistics.median(g["stages"].get(s, 0.0) for g in runs) for s in runs[0]["stages"]}
-        print(f"| {tree} | {med['compile'] * 1e3:.1f} | {med['fastest'] * 1e3:.1f} | {med['imports'] * 1e3:.1f} | "
-              f"{med['modules']:.0f} | {sum(stages.values()):.1f} |")
+        print(f"| {tree} | {med['compile'] * 1e3:.1f} | {med['fastest'] * 1e3:.1f} | {med['ratio']:.3f} | "
+              f"{med['own'] * 1e3:.1f} | {med['cpu'] * 1e3:.1f} | {med['imports'] * 1e3:.1f} | {med['modules']:.0f} | "
+              f"{sum(stages.values()):.1f} |")
         print("  stages (ms): " + ", ".join(f"{s} {v:.1f}" for s, v in sorted(stages.items(), key=lambda kv: -kv[1])))
         out[tree] = {**med, "stages_ms": stages}
     if args.json:

@@ -44,7 +44,6 @@ KIND = "so"
 """The artifact kind of the shared object in a native job's cache entry."""
 
 _CPYTHON_PREFIX = "PyExc_"
-_DRIVERS = ("cc", "gcc", "clang")
 
 
 @functools.cache
@@ -70,9 +69,12 @@ def find_linker() -> str | None:
 
 
 def _command(linker: str, obj: str, out: str) -> list[str]:
-    if os.path.basename(linker).split("-")[0] in _DRIVERS:
-        return [linker, "-shared", "-nostdlib", "-Wl,-Bsymbolic", "-Wl,-z,noexecstack", "-o", out, obj]
-    return [linker, "-shared", "-Bsymbolic", "-z", "noexecstack", "-o", out, obj]
+    """The link's command line: a linker's (``ld``, ``ld.lld-19``, ``x86_64-linux-gnu-ld.bfd``) or, for a
+    compiler driver (``cc``, ``gcc-12``, ``clang``), the same options passed through to its linker."""
+    name = os.path.basename(linker)
+    if name.startswith(("ld", "lld")) or "-ld" in name:
+        return [linker, "-shared", "-Bsymbolic", "-z", "noexecstack", "-o", out, obj]
+    return [linker, "-shared", "-nostdlib", "-Wl,-Bsymbolic", "-Wl,-z,noexecstack", "-o", out, obj]
 
 
 def _dlsym(name: str) -> int | None:

@@ -386,3 +386,19 @@ def test_the_shared_objects_and_the_lljit_give_the_same_bits_and_exceptions(tmp_
         assert any(name.startswith(libmvec.PREFIX) for name in imports)
     assert hit["fresh"] == (np.arange(7) * 0.5).tolist() and hit["table"] == [16, 5, [5, 2.5]]
     assert hit["lookup"] == 3.0 and hit["lookup_raised"] == "KeyError" and hit["overflow_raised"] == "OverflowError"
+
+
+@pytest.mark.parametrize("linker", ["ld", "ld.lld", "ld.lld-19", "cc", "clang-19"])
+def test_each_kind_of_linker_makes_a_shared_object_that_loads_and_runs(linker, monkeypatch):
+    import shutil
+
+    if shutil.which(linker) is None:
+        pytest.skip(f"no {linker} on PATH")
+    monkeypatch.setenv("GPUC_LINKER", linker)
+    sharedlink.find_linker.cache_clear()
+    try:
+        result = Cache(None, compiler=compile_kept).compile(jobs.job(66), ("obj",))
+    finally:
+        sharedlink.find_linker.cache_clear()
+    assert sharedlink.KIND in result.artifacts, f"{linker} made no shared object"
+    assert _load(result) == ("so", pytest.approx(jobs.expected(66)))

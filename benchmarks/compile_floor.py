@@ -24,6 +24,11 @@ after this checkout's table, their ratios to the same round's Numba compile.
 
 ``--levels``: instead, the first call of ``loop20``, ``stencil`` and ``primes`` compiled at O0, O1
 and O2 (``tier=False``), a fresh process each, ``--rounds`` rounds: which level the quick tier uses.
+
+``--parts``: instead, where the tiered first call of ``loop20`` spends the main thread's CPU time: the
+compiler's functions of each part wrapped (type inference with its lowering to SSA, IR generation,
+LLVM's passes, validation, object code; the rest is the keys, the cache's publishing and the load),
+this checkout and each ``--tree`` alternated, ``--rounds`` rounds, medians.
 """
 
 from __future__ import annotations
@@ -141,6 +146,67 @@ print(json.dumps({{"compile": (time.thread_time() - c0) * 1e3}}))
 """
 
 
+_PARTS = """
+import json, sys, threading, time
+sys.path.insert(0, {here!r})
+from gpucompiler import jit
+from gpucompiler.interpreter import infer
+from gpucompiler.source.spec import FunctionSpec
+from gpucompiler.stages import emit, irgen, optimize, validate
+import frontend_kernels as K
+
+def warm(a, b):
+    return a * b - 1
+
+jit(warm)(2, 3)
+spent, main = {{}}, threading.main_thread()
+
+def timed(owner, name, part):
+    fn = getattr(owner, name)
+    def wrapper(*a, **k):
+        if threading.current_thread() is not main:  # the tier-up thread's
+            return fn(*a, **k)
+        t = time.thread_time()
+        try:
+            return fn(*a, **k)
+        finally:
+            spent[part] = spent.get(part, 0.0) + (time.thread_time() - t) * 1e3
+    setattr(owner, name, wrapper)
+
+for owner, name, part in ((FunctionSpec, "infer", "type inference"), (infer, "lower_function", "of which SSA"),
+                          (irgen, "generate", "IR generation"), (optimize, "optimize", "passes"),
+                          (validate, "validate", "validation"), (emit, "emit", "object code")):
+    timed(owner, name, part)
+f = jit(K.loop20)
+c0 = time.thread_time()
+f(10, 1.5)
+total = (time.thread_time() - c0) * 1e3
+assert f.last_compile.result.job.config.opt_level == 0, "not tiered"
+f.wait_tier_up()
+named = sum(v for k, v in spent.items() if k != "of which SSA")
+print(json.dumps({{"total": total, **spent, "the rest": total - named}}))
+"""
+
+_PART_NAMES = ("type inference", "of which SSA", "IR generation", "passes", "validation", "object code", "the rest",
+               "total")
+
+
+def parts(script: str, rounds: int, trees: list[str]) -> None:
+    """The tiered first call's parts, this checkout and each of ``trees`` alternated, medians over ``rounds``."""
+    runs: dict[str, list[dict[str, float]]] = {t: [] for t in ["this checkout", *trees]}
+    load = [os.getloadavg()[0]]
+    for _ in range(rounds):
+        for tree in runs:
+            runs[tree].append(_run(script, tree=None if tree == "this checkout" else tree))
+    load.append(os.getloadavg()[0])
+    print(f"{rounds} rounds; load average {load[0]:.1f} -> {load[1]:.1f}; loop20's tiered first call, ms of the "
+          "main thread's CPU time (medians)")
+    print("| part | " + " | ".join(runs) + " |\n|---|" + "---:|" * len(runs))
+    for part in _PART_NAMES:
+        print(f"| {part} | " + " | ".join(f"{statistics.median(r.get(part, 0.0) for r in rs):.2f}"
+                                          for rs in runs.values()) + " |")
+
+
 def levels(script: str, rounds: int) -> None:
     """Each function's first call at O0, O1 and O2 (main thread's CPU), medians over ``rounds``."""
     rows: dict[tuple[str, int], list[float]] = {}
@@ -172,8 +238,16 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--json", default=os.path.join(HERE, "results", "compile_floor.json"))
     ap.add_argument("--levels", action="store_true", help="the first call at O0, O1 and O2 instead")
+    ap.add_argument("--parts", action="store_true", help="the tiered first call's parts instead")
     ap.add_argument("--tree", action="append", default=[], help="an older tree to alternate with")
     opts = ap.parse_args()
+    if opts.parts:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "floor_parts.py")
+            with open(path, "w") as f:
+                f.write(_PARTS.format(here=HERE))
+            parts(path, opts.rounds, opts.tree)
+        return
     if opts.levels:
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "floor_levels.py")

@@ -6,15 +6,16 @@ is position independent with the JIT's code model, so a linker takes it as it is
 no shell): ``ld``, ``ld.lld`` (any version) or ``cc``, or ``GPUC_LINKER``; without one there is
 no shared object and the hit loads through the LLJIT, as before.
 
-The shared object is made only when the dynamic loader resolves each name the code imports to the
-address the in-process loader binds it to (:func:`gpucompiler.targets.native.process_symbol`), checked
-in the compiling process: a name registered with ``llvmlite.binding.add_symbol`` (LLVM's answer differs
-from the process's), bound by the module's own address record, or not in the process's global scope
-keeps the entry without one, as do NumPy's BLAS names (the JIT's lookup opens OpenBLAS with
-global scope; a fresh process has not). The exception classes' names (``gpuc.pyexc.IndexError``) become CPython's
-variables (``PyExc_IndexError``) by renaming the undefined symbol in the object's string table: an ELF
-symbol cannot alias an undefined one (``--defsym`` refuses it). ``-Bsymbolic`` binds the code's own
-names to its own definitions, as the JIT's dylib does.
+The shared object is made only for a 64-bit little-endian ELF object (the loader's ``memfd_create`` and
+``/proc/self/fd`` are Linux's) and only when the dynamic loader resolves each name the code imports to
+the address the in-process loader binds it to (:func:`gpucompiler.targets.native.process_symbol`),
+checked in the compiling process: a name registered with ``llvmlite.binding.add_symbol`` (LLVM's
+answer differs from the process's), bound by the module's own address record, or not in the process's
+global scope keeps the entry without one, as do NumPy's BLAS names (the JIT's lookup opens OpenBLAS
+with global scope; a fresh process has not). The exception classes' names (``gpuc.pyexc.IndexError``)
+become CPython's variables (``PyExc_IndexError``) by renaming the undefined symbol in the object's
+string table: an ELF symbol cannot alias an undefined one (``--defsym`` refuses it). ``-Bsymbolic``
+binds the code's own names to its own definitions, as the JIT's dylib does.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ KIND = "so"
 """The artifact kind of the shared object in a native job's cache entry."""
 
 _CPYTHON_PREFIX = "PyExc_"
+_ELF64_LE = b"\x7fELF\x02\x01"
 
 
 @functools.cache
@@ -100,14 +102,23 @@ def rename_undefined(obj: bytes, names: dict[str, str]) -> bytes | None:
     object is not such a file, a name is missing or is defined, or another name shares its bytes."""
     if not names:
         return obj
-    if obj[:6] != b"\x7fELF\x02\x01":
+    if not obj.startswith(_ELF64_LE):
         return None
+    try:
+        data, found = _renamed(obj, names)
+    except (struct.error, ValueError, IndexError):  # not a well-formed object
+        return None
+    return bytes(data) if found == names.keys() else None
+
+
+def _renamed(obj: bytes, names: dict[str, str]) -> tuple[bytearray, set[str]]:
+    """:func:`rename_undefined`'s edit and the names it renamed; ValueError for a name it must not rename."""
     data = bytearray(obj)
     shoff, = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
     sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + k * shentsize) for k in range(shnum)]
-    found: dict[str, int] = {}
-    for index, (_, kind, _, _, offset, size, link, _, _, entsize) in enumerate(sections):
+    found: set[str] = set()
+    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
         if kind != 2 or entsize != 24:  # SHT_SYMTAB
             continue
         strtab = sections[link][4]
@@ -117,15 +128,15 @@ def rename_undefined(obj: bytes, names: dict[str, str]) -> bytes | None:
         for k in range(size // 24):
             st_name, _, _, shndx = struct.unpack_from("<IBBH", data, offset + k * 24)
             end = data.index(0, strtab + st_name)
-            name = data[strtab + st_name:end].decode(errors="replace")
-            new = names.get(name)
+            name = bytes(data[strtab + st_name:end])
+            new = names.get(name.decode(errors="replace"))
             if new is None:
                 continue
-            if shndx != 0 or len(new) > len(name) or any(st_name < u < st_name + len(name) for u in users):
-                return None
+            if shndx != 0 or len(new.encode()) > len(name) or any(st_name < u < st_name + len(name) for u in users):
+                raise ValueError(name)  # defined, longer, or sharing its bytes: not renamed
             data[strtab + st_name:end] = new.encode().ljust(len(name), b"\0")
-            found[name] = index
-    return bytes(data) if found.keys() == names.keys() else None
+            found.add(name.decode())
+    return data, found
 
 
 def link(obj: bytes, symbols: Sequence[Sequence[Any]], addresses: dict[str, int] | None = None) -> bytes | None:
@@ -133,7 +144,7 @@ def link(obj: bytes, symbols: Sequence[Sequence[Any]], addresses: dict[str, int]
     cache entry's ``[name, is_declaration, linkage]`` rows) as the JIT does; None otherwise (no linker,
     a name it would bind elsewhere, the linker failed)."""
     linker = find_linker()
-    if linker is None or addresses:
+    if linker is None or addresses or not obj.startswith(_ELF64_LE):
         return None
     renamed: dict[str, str] = {}
     for name, is_declaration, _ in symbols:

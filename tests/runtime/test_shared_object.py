@@ -243,6 +243,8 @@ def test_the_exception_names_are_renamed_in_place_and_a_shared_tail_is_refused()
     assert sharedlink.rename_undefined(obj, {"f": "g"}) is None  # defined: not renamed
     assert sharedlink.rename_undefined(obj, {"nowhere": "x"}) is None
     assert sharedlink.rename_undefined(b"not an object", names) is None
+    assert sharedlink.rename_undefined(obj[:200], names) is None  # truncated: its section table is gone
+    assert sharedlink.link(b"\xcf\xfa\xed\xfe" + obj[4:], []) is None  # not ELF (a Mach-O magic): no link
     # a defined name that is the exception name's tail shares its bytes in the string table: not renamed
     tail = _object(reads + '\n@"pyexc.IndexError" = global i32 0')
     assert tail.count(b"pyexc.IndexError\0") == 1, "LLVM's string table merged no tail here"

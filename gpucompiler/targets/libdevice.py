@@ -92,6 +92,8 @@ class _Spare(NamedTuple):
     """what ``lib`` defines, once listed"""
     covers: frozenset[str] | None
     """None: the whole library; else the functions ``lib`` was pruned to ahead (:func:`prune_ahead`)"""
+    apart: bool
+    """whether ``lib`` has an LLVM context of its own (:func:`prefetch`'s parse), not the global one"""
 
 
 _SPARE: list[_Spare] = []
@@ -134,7 +136,7 @@ def _start(work, pending: list[_thread.LockType], *args) -> None:
 def _parse_spare(done: _thread.LockType) -> None:
     try:
         bitcode = _bitcode()
-        _SPARE.append(_Spare(bitcode, parse_bitcode_apart(bitcode), None, None))
+        _SPARE.append(_Spare(bitcode, parse_bitcode_apart(bitcode), None, None, True))
     except BaseException:  # raised again, typed, by the parse that needs the library
         pass
     finally:
@@ -156,19 +158,36 @@ def prune_ahead(names: Iterable[str]) -> None:
     the whole library to them); one that needs others parses the library again.
     """
     wanted = frozenset(n for n in names if n.startswith(PREFIX))
-    if not wanted or not _pending or _pending_ahead or not _finished(_pending):
+    if not wanted or not _pending or _pending_ahead or not _finished(_pending) or not _CLAIM.acquire(False):
         return
-    whole = next((spare for spare in _SPARE if spare.covers is None), None)
-    if whole is None or whole.bitcode != _bitcode():  # (no parse: no library, or a bad file, which the link reports)
+    try:
+        if not _pending_ahead:  # (one compile of the process, whichever thread runs it)
+            _prune_whole(wanted)
+    finally:
+        _CLAIM.release()
+
+
+_CLAIM = _thread.allocate_lock()
+"""Held by the compile that prunes ahead (:func:`prune_ahead`) while it takes the parse."""
+
+
+def _prune_whole(wanted: frozenset[str]) -> None:
+    """:func:`prune_ahead` with the parse of :func:`prefetch`'s thread: never another (the thread's pass takes
+    no lock: only a parse of its own context may be handed to it)."""
+    if not any(spare.covers is None for spare in _SPARE):  # (no parse: no library, or a bad file)
         return
-    bitcode = whole.bitcode
-    covers = wanted & libdevice_functions()
-    if not covers:
+    covers = wanted & libdevice_functions()  # (lists the parse once, kept for the link's own calls)
+    bitcode = _bitcode()
+    whole = next((spare for spare in _SPARE if spare.covers is None and spare.bitcode == bitcode), None)
+    if not covers or whole is None or not whole.apart:
         return
-    lib, defined = _parsed()
-    _internalise_others(defined, covers)
+    try:
+        _SPARE.remove(whole)
+    except ValueError:  # another compile's link took it
+        return
+    _internalise_others(whole.defined or _defined(whole.lib), covers)
     pm, pb = _global_dce()
-    spare, running = _Spare(bitcode, lib, None, covers), _thread.allocate_lock()
+    spare, running = whole._replace(defined=None, covers=covers), _thread.allocate_lock()
     running.acquire()
     _start(_drop_dead, _pending_ahead, spare, pm, pb, running)
     if _pending_ahead:  # until the thread runs, which would wait for Python's lock while the compile goes on
@@ -234,9 +253,19 @@ def _defined(lib: llvm.ModuleRef) -> _Defined:
 
 @functools.cache
 def libdevice_functions() -> frozenset[str]:
-    """Names of the functions libdevice defines."""
-    lib, defined = _parsed()
-    _SPARE.append(_Spare(_bitcode(), lib, defined, None))
+    """Names of the functions libdevice defines (listed from the spare parse, kept for the link)."""
+    _wait()
+    bitcode = _bitcode()
+    for k, spare in enumerate(_SPARE):
+        if spare.covers is None and spare.bitcode == bitcode:
+            defined = spare.defined
+            if defined is None:
+                defined = _defined(spare.lib)
+                _SPARE[k] = spare._replace(defined=defined)
+            return frozenset(name for _, name in defined.functions)
+    lib = llvm.parse_bitcode(bitcode)
+    defined = _defined(lib)
+    _SPARE.append(_Spare(bitcode, lib, defined, None, False))
     return frozenset(name for _, name in defined.functions)
 
 

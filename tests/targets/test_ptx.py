@@ -425,6 +425,20 @@ def test_no_pruning_ahead_while_libdevice_is_still_parsed(monkeypatch, libdevice
     parsing.release()
 
 
+def test_a_parse_of_the_global_context_is_never_pruned_on_a_thread(monkeypatch, libdevice_path):
+    """The thread's pass takes no lock, which only a parse of an LLVM context of its own allows: a library the
+    compile parsed itself (the prefetch's parse failed, or none was made) stays for the link to prune."""
+    import _thread
+
+    libdevice = _fresh_libdevice(monkeypatch)
+    over = _thread.allocate_lock()  # a prefetch thread that finished without a parse
+    monkeypatch.setattr(libdevice, "_pending", [over])
+    assert "__nv_sin" in libdevice.libdevice_functions()
+    assert [(spare.covers, spare.apart) for spare in libdevice._SPARE] == [(None, False)]
+    libdevice.prune_ahead(["__nv_sin"])
+    assert libdevice._pending_ahead == [] and [spare.covers for spare in libdevice._SPARE] == [None]
+
+
 def test_inferring_a_kernels_math_starts_libdevices_parse(monkeypatch, libdevice_path):
     """The math overlay's result types start the parse (a cold compile infers its kernel for the key, before
     the lookup and the IR generation), not only the code generator's first ``__nv_*`` name; other calls

@@ -8,6 +8,8 @@ registers, ``bar.sync``, ``shfl.sync`` and ``addrspace(3)`` globals.
 
 from __future__ import annotations
 
+import functools
+import os
 from types import FunctionType
 
 from llvmlite import ir
@@ -57,9 +59,12 @@ def _libdevice(cg, fn, rt, xs):
 
 
 class _PrefetchingRules(RuleSet):
-    """Rules whose result types, when inferred, start libdevice's parse on its thread (:func:`.libdevice.prefetch`):
-    the inference of a math call comes before the key's lookup and the IR generation, ~20 ms before the code
-    generator names its first ``__nv_*`` function, so that the parse is over by the time the link needs it."""
+    """Rules whose result types, when inferred, start libdevice's parse on its thread (:func:`.libdevice.prefetch`)
+    where a core is free for it (:func:`_core_to_spare`): the inference of a math call comes before the key's
+    lookup and the IR generation, ~20 ms before the code generator names its first ``__nv_*`` function, so that
+    the parse is over by the time the link needs it. Without a free core the parse would take the compile's
+    (its imports and IR generation grew by more than the link saved on the loaded development VM); the code
+    generator's first name starts it then."""
 
     def define(self, fn, *sig, restype, varargs=False, pure=True):
         if isinstance(restype, FunctionType):
@@ -69,9 +74,20 @@ class _PrefetchingRules(RuleSet):
 
 def _prefetching(restype: FunctionType):
     def infer(*argtypes):
-        prefetch()
+        if _core_to_spare():
+            prefetch()
         return restype(*argtypes)
     return infer
+
+
+@functools.cache
+def _core_to_spare() -> bool:
+    """Whether the load average leaves a core this process may run on free beside the compile's (asked once)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # (not Linux)
+        cores = os.cpu_count() or 1
+    return os.getloadavg()[0] <= cores - 1
 
 
 MATH_RULES = device_math_rules(_PrefetchingRules("base.ptx", target="ptx", builtin=True), _libdevice)

@@ -440,9 +440,9 @@ def test_a_parse_of_the_global_context_is_never_pruned_on_a_thread(monkeypatch, 
 
 
 def test_inferring_a_kernels_math_starts_libdevices_parse(monkeypatch, libdevice_path):
-    """The math overlay's result types start the parse (a cold compile infers its kernel for the key, before
-    the lookup and the IR generation), not only the code generator's first ``__nv_*`` name; other calls
-    do not."""
+    """Where a core is free for it, the math overlay's result types start the parse (a cold compile infers its
+    kernel for the key, before the lookup and the IR generation), not only the code generator's first
+    ``__nv_*`` name; other calls do not."""
     import math
 
     from gpucompiler import device as gd
@@ -450,22 +450,43 @@ def test_inferring_a_kernels_math_starts_libdevices_parse(monkeypatch, libdevice
     from gpucompiler import types as T
     from gpucompiler.targets import ptx_overlays
 
-    started = []
-    monkeypatch.setattr(ptx_overlays, "prefetch", lambda: started.append(1))
-
-    def with_math(x, out):
+    def with_exp(x, out):
         i = gd.grid(1)
         out[i] = math.exp(x[i])
+
+    def with_log(x, out):
+        i = gd.grid(1)
+        out[i] = math.log(x[i])
 
     def without(x, out):
         i = gd.grid(1)
         out[i] = x[i] * 2.0
 
+    started = []
+    monkeypatch.setattr(ptx_overlays, "prefetch", lambda: started.append(1))
     a = T.ArrayType(T.float64, 1, "C")
+    monkeypatch.setattr(ptx_overlays, "_core_to_spare", lambda: False)  # no free core: the code generator starts it
+    kernel(with_log).job((a, a), PTXTarget()).source_fingerprint()
+    assert started == []
+    monkeypatch.setattr(ptx_overlays, "_core_to_spare", lambda: True)
     kernel(without).job((a, a), PTXTarget()).source_fingerprint()
     assert started == []
-    kernel(with_math).job((a, a), PTXTarget()).source_fingerprint()
+    kernel(with_exp).job((a, a), PTXTarget()).source_fingerprint()
     assert started
+
+
+@pytest.mark.parametrize("load, cores, free", [(0.9, 2, True), (1.2, 2, False), (3.0, 2, False), (1.2, 16, True),
+                                               (15.5, 16, False)])
+def test_a_core_is_to_spare_where_the_load_leaves_one_beside_the_compiles(monkeypatch, load, cores, free):
+    from gpucompiler.targets import ptx_overlays
+
+    monkeypatch.setattr(ptx_overlays.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(ptx_overlays.os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    ptx_overlays._core_to_spare.cache_clear()
+    try:
+        assert ptx_overlays._core_to_spare() is free
+    finally:
+        ptx_overlays._core_to_spare.cache_clear()
 
 
 def test_a_cold_gpu_compile_with_autodiff_imports_no_subprocess_nor_the_inttoptr_pass(tmp_path, libdevice_path):

@@ -88,11 +88,7 @@ class NativeTarget(Target):
 
     def host_cpu(self) -> str:
         """The CPU name code is generated for."""
-        if self.cpu:
-            return self.cpu
-        import llvmlite.binding as llvm
-
-        return llvm.get_host_cpu_name()
+        return self.cpu or _host_cpu()
 
     def host_features(self) -> str:
         """The feature string code is generated with."""
@@ -195,6 +191,14 @@ def _cpython_variable(name: str) -> int | None:
         return ctypes.addressof(ctypes.c_void_p.in_dll(ctypes.pythonapi, name))
     except ValueError:
         return None
+
+
+@functools.cache
+def _host_cpu() -> str:
+    # asked by every target machine's lookup (~50 us each: LLVM reads the CPU's identification again)
+    import llvmlite.binding as llvm
+
+    return llvm.get_host_cpu_name()
 
 
 @functools.cache

@@ -11,6 +11,7 @@ from gpucompiler.core import CompilerJob, LLVMSource
 from gpucompiler.llvm.binding import parse_ir
 from gpucompiler.pipeline import compile
 from gpucompiler.targets import NativeTarget
+from gpucompiler.targets import native
 
 IR = """
 define i64 @triple_plus(i64 %x) {
@@ -43,6 +44,20 @@ def test_target_machine_is_cached_and_uses_the_host():
     assert t.target_machine(2).triple == llvm.get_process_triple()
     assert t.host_cpu() == llvm.get_host_cpu_name()
     assert NativeTarget(cpu="x86-64").host_cpu() == "x86-64"
+
+
+def test_the_host_cpu_is_asked_of_llvm_once_per_process(monkeypatch):
+    """Every target machine's lookup names the host CPU: LLVM identifies it once (~50 us a time)."""
+    asked = []
+    name = llvm.get_host_cpu_name()
+    monkeypatch.setattr(llvm, "get_host_cpu_name", lambda: asked.append(1) or name)
+    native._host_cpu.cache_clear()
+    try:
+        for level in (0, 2, 0):
+            NativeTarget().target_machine(level)
+        assert NativeTarget().host_cpu() == name and asked == [1]
+    finally:
+        native._host_cpu.cache_clear()
 
 
 def test_validation_collects_unknown_names_and_pointer_constants():

@@ -118,7 +118,11 @@ def prefetch() -> None:
     """
     if _pending or libdevice_functions.cache_info().currsize:
         return
-    _start(_parse_spare, _pending)
+    running = _thread.allocate_lock()
+    running.acquire()
+    _start(_parse_spare, _pending, running)
+    if _pending:  # until the thread runs: it would wait for Python's lock while the compile goes on (~5 ms)
+        running.acquire()
 
 
 def _start(work, pending: list[_thread.LockType], *args) -> None:
@@ -133,9 +137,12 @@ def _start(work, pending: list[_thread.LockType], *args) -> None:
     pending.append(done)
 
 
-def _parse_spare(done: _thread.LockType) -> None:
+def _parse_spare(running: _thread.LockType, done: _thread.LockType) -> None:
     try:
-        bitcode = _bitcode()
+        try:
+            bitcode = _bitcode()
+        finally:
+            running.release()
         _SPARE.append(_Spare(bitcode, parse_bitcode_apart(bitcode), None, None, True))
     except BaseException:  # raised again, typed, by the parse that needs the library
         pass

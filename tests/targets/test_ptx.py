@@ -409,6 +409,20 @@ def test_a_parse_pruned_ahead_serves_a_subset_and_not_other_functions(monkeypatc
         direct[frozenset({"__nv_tanh"})]
 
 
+def test_the_prefetch_returns_once_its_thread_runs(monkeypatch, libdevice_path):
+    """The parse's thread has read the library when ``prefetch`` returns (a new thread waits for Python's lock
+    while the compile runs, up to the interpreter's switch interval, before its parse can start)."""
+    import _thread
+
+    libdevice = _fresh_libdevice(monkeypatch)
+    real, read = libdevice._bitcode, []
+    monkeypatch.setattr(libdevice, "_bitcode", lambda: read.append(_thread.get_ident()) or real())
+    libdevice.prefetch()
+    assert read and read[0] != _thread.get_ident()
+    libdevice._wait()
+    assert len(libdevice._SPARE) == 1 and libdevice._SPARE[0].apart
+
+
 def test_no_pruning_ahead_while_libdevice_is_still_parsed(monkeypatch, libdevice_path):
     """A parse not over by the last optimisation is left to the link: the compile does not wait for it there
     (its passes until the link would no longer overlap the parse), and starts no thread."""

@@ -7,6 +7,7 @@ the typed IR against one inferred with every call asked in every round."""
 from __future__ import annotations
 
 import collections
+import gc
 
 import pytest
 
@@ -148,3 +149,20 @@ def test_the_typed_ir_is_the_one_every_round_asking_every_call_gives(monkeypatch
 def test_results_are_cpythons(fn, args):
     got, want = jit(fn, tier=False)(*args), fn(*args)
     assert got == want and type(got) is type(want), (got, want)
+
+
+def test_the_collector_is_paused_while_a_job_is_inferred_and_then_as_it_was(monkeypatch):
+    """Inference builds what lives as long as the job: cyclic collection waits for it (one pass of the
+    second generation cost loop20's first call 1 ms); a caller's own pause is kept."""
+    enabled = []
+    lower = I.lower_function
+    monkeypatch.setattr(I, "lower_function", lambda fn: (enabled.append(gc.isenabled()), lower(fn))[1])
+    assert gc.isenabled()
+    FunctionSpec(parity_sum, (T.int64,)).infer(NativeTarget(), (), True)
+    assert enabled and not any(enabled) and gc.isenabled()  # parity_sum, even, odd (each a few times)
+    gc.disable()
+    try:
+        FunctionSpec(rises, (T.int64,)).infer(NativeTarget(), (), True)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

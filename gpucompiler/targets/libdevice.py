@@ -16,7 +16,8 @@ the target's ``sm_XY``.
 
 The first parse starts on a thread when a compile first names a libdevice
 function (:func:`libdevice_name`: the code generator's math call, the AD
-engine's derivative), into an LLVM context of its own and outside llvmlite's
+engine's derivative) or, where a core is free for it, infers a math call
+(:mod:`.ptx_overlays`), into an LLVM context of its own and outside llvmlite's
 process-wide lock (:func:`~gpucompiler.llvm.binding.parse_bitcode_apart`), so
 that it overlaps the rest of the compile, LLVM's work included, instead of
 adding ~30 ms to the ``finish`` stage. Before the module's last optimisation

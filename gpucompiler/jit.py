@@ -118,10 +118,24 @@ def _small(value) -> bool:
     return not isinstance(size, int) or size <= SMALL_CALL
 
 
+def _recorded_array(text: str) -> T.Type | None:
+    """An array of scalars named by its ``repr`` (``array(float64, 1d, C, managed)``: every field of
+    :class:`~gpucompiler.types.ArrayType`), rebuilt only when its ``repr`` is ``text`` again."""
+    parts = text[6:-1].split(", ")
+    dtype = _BY_REPR.get(parts[0])
+    if len(parts) < 3 or not isinstance(dtype, T.Scalar) or not parts[1][:-1].isdigit():
+        return None
+    rebuilt = T.ArrayType(dtype, int(parts[1][:-1]), parts[2], readonly="readonly" in parts[3:],
+                          managed="managed" in parts[3:])
+    return rebuilt if repr(rebuilt) == text else None
+
+
 def _recorded_restype(text: str | None) -> T.Type | None:
-    """The return type a verified dependency record names by its ``repr``: a scalar, none, or a
-    tuple (nested) of those, rebuilt only when its ``repr`` is ``text`` again; None for any other
-    (inferred: arrays and records box with their full type)."""
+    """The return type a verified dependency record names by its ``repr``: a scalar, none, an array of
+    scalars or a tuple (nested) of those, rebuilt only when its ``repr`` is ``text`` again; None for any
+    other (inferred: records box with their full type)."""
+    if text is not None and text.startswith("array(") and text.endswith(")"):
+        return _recorded_array(text)
     if text is None or text in _BY_REPR or not (text.startswith("tuple(") and text.endswith(")")):
         return None if text is None else _BY_REPR.get(text)
     items, depth, start = [], 0, 6

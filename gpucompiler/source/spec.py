@@ -15,12 +15,19 @@ objects; when every fingerprint is unchanged the full fingerprint is rebuilt
 from those live reads, equal to what inference would give, without
 inference. The cache (:mod:`gpucompiler.cache.core`) stores the record in
 an *index entry*; it is checked on every use, never trusted.
+
+Reads that inference makes in the language's Python overlays (``np.tanh`` of
+an array runs ``gpucompiler.language.numpy.npimpl``'s helpers, reached
+through a rule, not through a read) are named by module: see
+:func:`_compiler_read`.
 """
 
 from __future__ import annotations
 
 import builtins
+import importlib
 import json
+import sys
 import types as pytypes
 from typing import Any, cast
 
@@ -34,6 +41,47 @@ def _builtins_of(fn) -> dict:
     """The builtins namespace ``fn``'s global lookups fall back to."""
     b = fn.__globals__.get("__builtins__", builtins)
     return b if isinstance(b, dict) else vars(b)
+
+
+_COMPILER = __name__.partition(".")[0]
+_OVERLAYS = f"{_COMPILER}.language"
+"""The package of the language's overlays (their globals are read by inference, reached through rules)."""
+
+
+def _module_named(holder) -> str | None:
+    """The dotted name of the module in ``sys.modules`` whose globals ``holder`` is, else None."""
+    name = holder.get("__name__") if isinstance(holder, dict) else None
+    module = sys.modules.get(name) if isinstance(name, str) else None
+    return name if module is not None and getattr(module, "__dict__", None) is holder else None
+
+
+def _overlay(name: str) -> bool:
+    return name == _OVERLAYS or name.startswith(_OVERLAYS + ".")
+
+
+def _compiler_read(module: str, fingerprint: Any) -> bool:
+    """Whether a read of ``module``'s globals may be taken from its record, unread, in a process that has
+    not imported ``module``.
+
+    Only for the language's own modules (:data:`_OVERLAYS`), and only for a read
+    that found nothing (``"<builtin>"``) or a function of the compiler (its own
+    or one it imports from the frontend): the compiler's source is covered by its
+    code digest and version in every key
+    document (the index key's included), and a module that was never imported
+    cannot have been patched; a fresh import would bind the same names to the
+    same functions, since those modules define their functions unconditionally
+    (``tests/cache/test_array_index.py`` checks their source). Importing them
+    is what a cached hit avoids: they load the language's rules. In a process
+    that has imported the module every read is done again, so a patched helper
+    misses. Any other value (a constant that may be computed at import, a
+    module whose attributes are then read) imports the module and reads it.
+    """
+    if not _overlay(module):
+        return False
+    if fingerprint == "<builtin>":
+        return True
+    named = fingerprint.get("function") if isinstance(fingerprint, dict) else None
+    return isinstance(named, str) and named.startswith(_COMPILER + ".")  # "<module>.<qualname>"
 
 
 def _holder(holder) -> str:
@@ -164,10 +212,13 @@ class FunctionSpec:
         read them; ``holder`` is ``["globals", i]`` (the globals of the function
         that is the value of read ``i``; -1: the entry function),
         ``["cell", i, freevar]`` (a closure cell of that function),
-        ``["builtins", i]`` (the builtins that function's globals fall back to) or
+        ``["builtins", i]`` (the builtins that function's globals fall back to),
         ``["value", i]`` (an attribute of the value of read ``i``: a module, a
-        class...). ``restype`` is the entry's return type. None when some read
-        cannot be located that way (the job is then always keyed by inference).
+        class...) or ``["module", name]`` (the globals of module ``name``: always
+        for the language's overlays, which inference reaches through its rules,
+        else where no path reaches them). ``restype`` is the entry's return type.
+        None when some read cannot be located that way (the job is then always
+        keyed by inference).
         """
         settings = _settings(job)
         interp, frame = self.infer(*settings)
@@ -188,6 +239,9 @@ class FunctionSpec:
 
     @staticmethod
     def _locate(holder, values, k) -> list | None:
+        module = _module_named(holder)
+        if module is not None and _overlay(module):  # the language's globals: named, whoever read them
+            return ["module", module]
         for j, v in enumerate(values):
             if j == k + 1:
                 continue
@@ -202,31 +256,67 @@ class FunctionSpec:
                         return ["cell", j - 1, var]
             if holder is v and not isinstance(v, (dict, bool, int, float, str, type(None))):
                 return ["value", j - 1]
-        return None
+        # a module's globals reached through a rule (a plugin's overlay): read again only where it is imported
+        return None if module is None else ["module", module]
 
     def verify_record(self, job, record) -> Any:
         """The fingerprint rebuilt from the live objects the record names, or None on any change.
 
         Every recorded read is done again (from the entry function's globals and
-        closure on, through the live values of the earlier reads) and its
+        closure on, through the live values of the earlier reads; a
+        ``["module", name]`` read on the globals of ``sys.modules[name]``) and its
         fingerprint compared with the recorded one; all equal means inference
         would read the same values and give this same fingerprint. On success the
         live reads serve :meth:`dependencies` and :meth:`fingerprint` for ``job``'s
         settings, so neither runs inference.
+
+        A read of a language module this process has not imported is taken from
+        the record where :func:`_compiler_read` allows it (importing it is the
+        cost a hit avoids), and is then no world-age dependency of the code;
+        otherwise (or when a later read goes through its value) the module is
+        imported and read. A module outside the language that is not imported
+        fails the check: inference decides.
         """
         try:
             reads = record["reads"]
-            live: list = [None] * len(reads)
+            live: list = [None] * len(reads)  # (holder, name, value); None: taken from the record
+            prints: list = [None] * len(reads)
             done = [False] * len(reads)
+
+            def module_read(k: int, load: bool) -> None:
+                (_, module), name, expected = reads[k]
+                if not isinstance(module, str) or expected[:2] != [f"globals:{module}", name]:
+                    raise KeyError(module)
+                found = sys.modules.get(module)
+                if found is None and not load and _compiler_read(module, expected[2]):
+                    live[k], prints[k] = None, expected
+                    return
+                if found is None:
+                    if not _overlay(module):
+                        raise KeyError(module)
+                    found = importlib.import_module(module)
+                holder = vars(found)
+                triple = (holder, name, holder.get(name, MISSING))
+                printed = read_fingerprint(*triple)
+                if _encoded(printed) != _encoded(expected):
+                    raise KeyError(name)
+                live[k], prints[k] = triple, printed
+
             progress = True
             while progress and not all(done):
                 progress = False
                 for k, (ref, name, expected) in enumerate(reads):
                     if done[k]:
                         continue
+                    if ref[0] == "module":
+                        module_read(k, False)
+                        done[k] = progress = True
+                        continue
                     j = ref[1]
                     if j >= 0 and not done[j]:
                         continue
+                    if j >= 0 and live[j] is None:  # through the value of a read taken from the record
+                        module_read(j, True)
                     base = self.fn if j < 0 else live[j][2]
                     if ref[0] == "value":
                         holder = base
@@ -252,19 +342,21 @@ class FunctionSpec:
                         else:
                             return None
                     triple = (holder, name, value)
-                    if json.dumps(read_fingerprint(*triple), sort_keys=True) != json.dumps(expected, sort_keys=True):
+                    printed = read_fingerprint(*triple)
+                    if _encoded(printed) != _encoded(expected):
                         return None
-                    live[k], done[k], progress = triple, True, True
+                    live[k], prints[k], done[k], progress = triple, printed, True, True
             if not all(done):
                 return None
-        except (KeyError, IndexError, TypeError, AttributeError):
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError, ImportError):
             return None
         restype = record.get("restype")
         if not isinstance(restype, str):
             return None
         # the return type is part of the full key: a wrong one here can only miss
-        reads = sorted_reads([read_fingerprint(*t) for t in live])
-        self._cache[("verified", self._norm(_settings(job)))] = {"deps": live, "globals": reads, "restype": restype}
+        reads = sorted_reads(prints)
+        deps = [t for t in live if t is not None]
+        self._cache[("verified", self._norm(_settings(job)))] = {"deps": deps, "globals": reads, "restype": restype}
         return {**self.index_fingerprint(), "globals": reads, "restype": restype}
 
     def discard_verified(self, job) -> None:
@@ -294,6 +386,10 @@ class FunctionSpec:
             if self.call_entry:
                 codegen.emit_pyentry(mod, frame, entry, self.entry + ".pyentry", len(interp.deps))
         return str(mod.module)
+
+
+def _encoded(fingerprint) -> str:
+    return json.dumps(fingerprint, sort_keys=True)
 
 
 def deps_valid(deps) -> bool:

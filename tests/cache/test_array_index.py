@@ -1,0 +1,298 @@
+"""Array functions through the index key: a fresh process's cached hit of ``np.tanh(x)``, ``np.arange``,
+reductions, slices, a loop over ``x.shape[0]``... runs no type inference, loads neither the language's
+rules nor llvmlite's binding, and returns the cold process's numbers; every change inference would see
+(a rebound global, a patched NumPy attribute, a patched overlay helper, a closure cell, an edited helper
+module) misses and gives what a compile from an empty cache gives.
+
+The language's overlays (``gpucompiler.language.numpy.npimpl``...) are reached by inference through its
+rules, not through a read the record can follow: their reads are recorded as ``["module", name]``
+(``FunctionSpec.verify_record``).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import gpucompiler
+from gpucompiler import types as T
+import gpucompiler.source.spec as spec_module
+from gpucompiler.source import FunctionSpec
+from gpucompiler.source.spec import sorted_reads
+from gpucompiler.targets import sharedlink
+from tests.cache.servers import ROOT
+
+needs_linker = pytest.mark.skipif(sharedlink.find_linker() is None, reason="no linker (ld.lld, ld, cc) on PATH: "
+                                  "no shared objects are made")
+
+CORPUS = textwrap.dedent("""
+    import math
+    import numpy as np
+    from gpucompiler import jit
+    import arrhelp
+    from arrhelp import bump
+
+    SCALE = 0.5
+
+    def plain(a):
+        return a * 2.0 + 1.0
+
+    @jit
+    def jitted(a):
+        return a - 1.0
+
+    def make(k):
+        def scaled(x):
+            return x * k
+        return scaled
+
+    scaled_by = make(3.0)
+
+    @jit
+    def tanh(x):
+        return np.tanh(x)
+
+    @jit
+    def ramp(n):
+        return np.arange(n) * SCALE
+
+    @jit
+    def walk(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += x[i] * i
+        return s
+
+    @jit
+    def reduce(x):
+        return np.sum(x) + x.max()
+
+    @jit
+    def fill(n):
+        a = np.zeros(n)
+        b = np.empty(n)
+        for i in range(n):
+            b[i] = i * i
+        return a + b
+
+    @jit
+    def diff(x):
+        return x[1:] - x[:-1]
+
+    @jit
+    def mathy(a):
+        return math.exp(a) + math.sqrt(a) + math.pi
+
+    @jit
+    def calls(a):
+        return plain(a) + jitted(a) + bump(a) + arrhelp.OFFSET
+
+    @jit
+    def closure(x):
+        return scaled_by(x) + np.abs(x)
+""")
+
+HELPER = "OFFSET = 7.0\n\ndef bump(a):\n    return a * a\n"
+
+X = [0.25, -1.5, 2.0, 3.5, 0.125]
+XS = np.array(X)
+CALLS = {"tanh": "x", "ramp": "6", "walk": "x", "reduce": "x", "fill": "5", "diff": "x", "mathy": "2.0",
+         "calls": "1.5", "closure": "x"}
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    {before}
+    import arrmod
+    x = np.array({x})
+    out = {{}}
+    for name, arg in json.loads(sys.argv[2]).items():
+        value = getattr(arrmod, name)(eval(arg))
+        out[name] = value.tolist() if hasattr(value, "tolist") else value
+    loaded = {{m: m in sys.modules for m in ("llvmlite.binding", "gpucompiler.language",
+                                              "gpucompiler.interpreter.infer")}}
+    inferred = [n for n in out for e in getattr(arrmod, n)._entries.values()
+                if any(not (isinstance(k, tuple) and k and k[0] == "verified") for k in e.spec._cache)]
+    from gpucompiler.cache.default import default_cache
+    stats = dict(default_cache().stats)  # the calls' (the references below call `jitted` too)
+    expected = {{}}
+    for name, arg in json.loads(sys.argv[2]).items():
+        value = getattr(arrmod, name).py_func(eval(arg))
+        expected[name] = value.tolist() if hasattr(value, "tolist") else value
+    print(json.dumps({{"out": out, "expected": expected, "loaded": loaded, "inferred": inferred,
+                      "stats": stats}}))
+""")
+
+
+def write(directory, corpus=CORPUS, helper=HELPER):
+    directory.mkdir(exist_ok=True)
+    (directory / "arrmod.py").write_text(corpus)
+    (directory / "arrhelp.py").write_text(helper)
+
+
+def run(directory, cache, calls=CALLS, before=""):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUC_")}
+    env.update(GPUC_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
+    script = SCRIPT.format(before=before, x=X)
+    proc = subprocess.run([sys.executable, "-c", script, str(directory), json.dumps(calls)], env=env,
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def close(a, b) -> bool:
+    return a == pytest.approx(b, rel=1e-14, abs=1e-15)
+
+
+@needs_linker
+def test_a_cached_array_function_hit_infers_nothing_and_loads_no_llvmlite(tmp_path):
+    write(tmp_path / "src")
+    cold = run(tmp_path / "src", tmp_path / "cache")
+    # every compile (a tiered first call's quick code included) has a record
+    assert cold["stats"].get("index.write") == cold["stats"]["compile"] >= len(CALLS)
+    assert "index.unrecordable" not in cold["stats"]
+    for name in CALLS:
+        assert close(cold["out"][name], cold["expected"][name]), name
+    # the corpus against NumPy here, not only against its own Python
+    assert close(cold["out"]["tanh"], np.tanh(XS).tolist())
+    assert close(cold["out"]["reduce"], float(np.sum(XS) + XS.max()))
+    assert close(cold["out"]["mathy"], math.exp(2.0) + math.sqrt(2.0) + math.pi)
+    hit = run(tmp_path / "src", tmp_path / "cache")
+    assert "compile" not in hit["stats"] and hit["stats"].get("index.hit.disk") == len(CALLS)
+    assert hit["inferred"] == []
+    assert hit["loaded"] == {"llvmlite.binding": False, "gpucompiler.language": False,
+                             "gpucompiler.interpreter.infer": False}
+    assert hit["out"] == cold["out"]
+
+
+# each edit of a hit process (code run before the corpus is imported, or the sources edited between
+# processes) must give what a compile from an empty cache gives, never the cached code's numbers
+PATCHES = {  # what the patched process must compute, from NumPy here
+    "numpy attribute": ("np.tanh = np.sin", {"tanh": "x"}, np.sin(XS).tolist()),
+    "numpy reduction": ("np.sum = np.prod", {"reduce": "x"}, float(np.prod(XS) + XS.max())),
+    "overlay helper": ("import gpucompiler.language.numpy.npimpl as npimpl\n"
+                       "npimpl.fmaximum = lambda a, b: a if a <= b else b", {"reduce": "x"},
+                       float(np.sum(XS) + XS.min())),
+}
+
+EDITS = {
+    "rebound global": (("SCALE = 0.5", "SCALE = 0.25"), None, {"ramp": "6"}),
+    "closure cell": (("make(3.0)", "make(4.0)"), None, {"closure": "x"}),
+    "helper module constant": (None, ("OFFSET = 7.0", "OFFSET = 8.0"), {"calls": "1.5"}),
+    "helper module body": (None, ("a * a", "a * a * a"), {"calls": "1.5"}),
+    "plain callee body": (("a * 2.0 + 1.0", "a * 2.0 + 2.0"), None, {"calls": "1.5"}),
+}
+
+
+@pytest.mark.parametrize("case", list(PATCHES))
+def test_a_patch_before_the_call_misses(tmp_path, case):
+    before, calls, want = PATCHES[case]
+    write(tmp_path / "src")
+    cold = run(tmp_path / "src", tmp_path / "cache", calls)
+    again = run(tmp_path / "src", tmp_path / "cache", calls)
+    assert "compile" not in again["stats"] and again["out"] == cold["out"]
+    patched = run(tmp_path / "src", tmp_path / "cache", calls, before)
+    fresh = run(tmp_path / "src", tmp_path / "empty", calls, before)  # the reference: a compile, no cache
+    name = next(iter(calls))
+    assert patched["out"] == fresh["out"] and close(fresh["out"][name], want)
+    assert patched["out"][name] != cold["out"][name]
+    assert patched["stats"].get("compile") == 1 and patched["stats"].get("index.stale") == 1
+
+
+@pytest.mark.parametrize("case", list(EDITS))
+def test_an_edit_between_processes_misses(tmp_path, case):
+    corpus_edit, helper_edit, calls = EDITS[case]
+    write(tmp_path / "src")
+    cold = run(tmp_path / "src", tmp_path / "cache", calls)
+    corpus = CORPUS.replace(*corpus_edit) if corpus_edit else CORPUS
+    helper = HELPER.replace(*helper_edit) if helper_edit else HELPER
+    assert (corpus, helper) != (CORPUS, HELPER)
+    write(tmp_path / "src", corpus, helper)
+    edited = run(tmp_path / "src", tmp_path / "cache", calls)
+    write(tmp_path / "ref", corpus, helper)
+    fresh = run(tmp_path / "ref", tmp_path / "empty", calls)
+    name = next(iter(calls))
+    assert edited["out"] == fresh["out"] != cold["out"] and close(fresh["out"][name], fresh["expected"][name])
+    assert edited["stats"].get("compile") == 1
+
+
+def test_a_loaded_overlay_module_is_read_again():
+    """In a process that imported the overlays, their reads are done on the live module: a hit when
+    unchanged; a patched or deleted helper fails the check."""
+    spec = FunctionSpec(lambda x: np.tanh(x), (T.typeof(np.zeros(3)),))
+    record = spec.dependency_record(None)
+    assert record is not None
+    modules = {ref[1] for ref, _, _ in record["reads"] if ref[0] == "module"}
+    assert modules and all(m.startswith("gpucompiler.language.") for m in modules)
+    assert FunctionSpec(spec.fn, spec.argtypes).verify_record(None, record) == spec.fingerprint()
+    ref, name, _ = next(r for r in record["reads"] if r[0][0] == "module")
+    holder = vars(sys.modules[ref[1]])
+    original = holder[name]
+    try:
+        holder[name] = lambda *a: None
+        assert FunctionSpec(spec.fn, spec.argtypes).verify_record(None, record) is None
+        del holder[name]
+        assert FunctionSpec(spec.fn, spec.argtypes).verify_record(None, record) is None
+    finally:
+        holder[name] = original
+    assert FunctionSpec(spec.fn, spec.argtypes).verify_record(None, record) == spec.fingerprint()
+
+
+def test_a_record_read_is_taken_unread_only_for_the_languages_functions(monkeypatch):
+    """A read of a language module this process has not imported is taken from the record only when it
+    found one of the language's functions; anything else imports the module and reads it, and a module
+    outside the language is never imported by the check."""
+    spec = FunctionSpec(lambda x: np.tanh(x), (T.typeof(np.zeros(3)),))
+    record = spec.dependency_record(None)
+    assert record is not None
+    at = next(k for k, r in enumerate(record["reads"]) if r[0][0] == "module")
+    module = record["reads"][at][0][1]
+    loaded = sys.modules[module]
+    imported: list[str] = []
+
+    def import_module(name):  # what a fresh process's import would return, without running it again
+        imported.append(name)
+        return loaded
+
+    monkeypatch.setattr(spec_module.importlib, "import_module", import_module)
+    probe = lambda rec: FunctionSpec(spec.fn, spec.argtypes).verify_record(None, rec)  # noqa: E731
+    monkeypatch.delitem(sys.modules, module)  # as in a fresh process
+    assert probe(record) == spec.fingerprint() and imported == []  # taken from the record
+    forged = json.loads(json.dumps(record))
+    forged["reads"][at][2][2] = 42  # a constant there: not taken unread; the import reads the function
+    assert probe(forged) is None and imported == [module]
+    later = json.loads(json.dumps(record))  # a read through the value of that read imports it too
+    later["reads"].append([["value", at], "__name__", ["closure", "__name__", record["reads"][at][1]]])
+    assert probe(later) == {**spec.fingerprint(), "globals": sorted_reads(
+        [r[2] for r in later["reads"]])} and imported == [module, module]
+    outside = json.loads(json.dumps(record))
+    outside["reads"][at][0][1] = "json.decoder"
+    outside["reads"][at][2][0] = "globals:json.decoder"
+    monkeypatch.delitem(sys.modules, "json.decoder")
+    assert probe(outside) is None and imported == [module, module]
+
+
+def test_the_language_defines_its_functions_unconditionally():
+    """What lets a hit take a read of an overlay module it has not imported from the record: importing it
+    would bind the same names to the same functions (no definition under an ``if``, ``try``, loop or
+    ``with``, no name chosen by a conditional expression)."""
+    root = pathlib.Path(gpucompiler.__file__).parent / "language"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.If, ast.Try, ast.For, ast.While, ast.With)):
+                found += [(str(path), sub.lineno) for sub in ast.walk(node)
+                          if isinstance(sub, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))]
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, (ast.IfExp, ast.BoolOp)):
+                found.append((str(path), node.lineno))
+    assert found == []

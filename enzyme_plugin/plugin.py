@@ -92,9 +92,8 @@ class EnzymePlugin(gp.Plugin):
 
     @gp.callback("optimize.last", markers=AD_MARKERS)
     def preserve_nvvm(self, job, module):
-        if module.parsed and all(nvvm.preserved_name(f.name, job.target) is None
-                                 for f in module.ref.functions if f.is_declaration):
-            return  # nothing to rename: the module is not parsed into the Python model for nothing
+        if module.parsed and _rename_in_place(module.ref, job.target):
+            return  # renamed through LLVM (or nothing to rename): not printed and parsed into the Python model
         nvvm.preserve(module.model, job.target)
 
     @gp.callback("ad", markers=AD_MARKERS)
@@ -121,6 +120,21 @@ class EnzymePlugin(gp.Plugin):
             fn = model.functions.get(name)
             if fn is not None and not fn.uses:
                 model.remove_function(fn)
+
+
+def _rename_in_place(ref, target) -> bool:
+    """:func:`.passes.nvvm.preserve` on the LLVM module ``ref`` itself, where each declaration it renames takes a
+    name no global of ``ref`` has (LLVM would suffix a taken one; the Python model's pass points the uses at
+    that global instead); False, renaming nothing, otherwise."""
+    functions = list(ref.functions)
+    renames = [(f, new) for f in functions if f.is_declaration and (new := nvvm.preserved_name(f.name, target))]
+    taken = {f.name for f in functions} | {g.name for g in ref.global_variables}
+    new_names = {new for _, new in renames}
+    if len(new_names) < len(renames) or new_names & taken:
+        return False
+    for f, new in renames:
+        f.name = new
+    return True
 
 
 def _restores(ref, target) -> bool:

@@ -1,9 +1,12 @@
 """The first call of a fresh process served from the disk cache, as a user meets it.
 
     python benchmarks/fresh_call.py [--json benchmarks/results/fresh_call.json] [-n 7] [--tree OLD ...] [--bytecode]
+                                    [--programs jit,kernel,zeros,slices,where]
 
-Two programs: ``@jit`` of ``frontend_kernels.loop20`` (no plugin), and a kernel with ``autodiff``
-inside (``ad_kernels.elem_grad``, the Enzyme plugin) launched on the CPU grid emulation. For each
+Programs: ``@jit`` of ``frontend_kernels.loop20`` (no plugin), a kernel with ``autodiff``
+inside (``ad_kernels.elem_grad``, the Enzyme plugin) launched on the CPU grid emulation, and ``@jit``
+of three array functions (``np.zeros`` returned, slices, ``np.where``: their inference reads the
+language's NumPy overlays); ``--programs`` picks some. For each
 tree (this checkout, and every ``--tree`` directory: an older tree exported with ``git archive REV |
 tar -x -C OLD``) one process compiles both into an empty cache; then ``n`` rounds, each running
 every tree's fresh processes alternated, timed inside them (perf_counter): the imports (``import
@@ -51,6 +54,12 @@ PROGRAMS = {
     "kernel": ("ad_kernels", "import numpy as np\nk = gpucompiler.kernel(M.elem_grad, plugins=('enzyme',))\n"
                "x, dx = np.linspace(-2.0, 2.0, 256), np.zeros(256)\n"
                "def call():\n    dx[:] = 0.0\n    k[4, 64, 'cpu'](x, dx)\n    return float(dx.sum())"),
+    # array functions, whose inference reads the language's NumPy overlays
+    "zeros": ("arrays_kernels", "f = gpucompiler.jit(M.small_new)\ncall = lambda: float(f(1000).sum())"),
+    "slices": ("idioms_kernels", "import numpy as np\nf = gpucompiler.jit(M.diff_slices)\n"
+               "a = np.linspace(0.0, 1.0, 1000) ** 2\ncall = lambda: f(a)"),
+    "where": ("idioms_kernels", "import numpy as np\nf = gpucompiler.jit(M.where_sum)\n"
+              "a = np.linspace(0.0, 1.0, 1000)\ncall = lambda: f(a)"),
 }
 #: the modules a cached ``@jit`` call loads (an older tree has some of them: those it has are imported)
 HIT_MODULES = ("gpucompiler.cache.default", "gpucompiler.cache.report", "gpucompiler.identity.documents",
@@ -70,9 +79,10 @@ for name in {pre!r}:
 before = {{m for m in sys.modules if m.startswith("enzyme_plugin")}}
 t = time.perf_counter(); value = call(); dt = time.perf_counter() - t
 plugin = len({{m for m in sys.modules if m.startswith("enzyme_plugin")}} - before)
+loaded = [m in sys.modules for m in ("gpucompiler.language", "llvmlite.binding")]
 t2 = time.perf_counter(); call(); dt2 = time.perf_counter() - t2
 from gpucompiler.cache.default import default_cache
-print(json.dumps([t1 - t0, dt, dt2, plugin, value, dict(default_cache().stats)]))
+print(json.dumps([t1 - t0, dt, dt2, plugin, value, dict(default_cache().stats), loaded]))
 """
 IDENTITY = """
 import time, json, sys
@@ -110,7 +120,9 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=7)
     ap.add_argument("--tree", action="append", default=[], help="an older tree to alternate with")
     ap.add_argument("--bytecode", action="store_true", help="write and read __pycache__ (an installed package)")
+    ap.add_argument("--programs", default=",".join(PROGRAMS), help="which programs, comma-separated")
     opts = ap.parse_args()
+    programs = {name: PROGRAMS[name] for name in opts.programs.split(",")}
     trees = [os.path.dirname(HERE), *opts.tree]
     tmp = tempfile.mkdtemp(prefix="gpuc-fresh-")
     env = {k: v for k, v in os.environ.items()
@@ -123,17 +135,17 @@ def main() -> None:
         for k, tree in enumerate(trees):  # fill each tree's cache; a second run settles the memos' stamps
             filled[tree] = os.path.join(tmp, f"filled-{k}")
             for _ in range(2):
-                for name in PROGRAMS:
+                for name in programs:
                     child(tree, {**env, "GPUC_CACHE_DIR": filled[tree]}, program(name))
             shutil.copytree(filled[tree], filled[tree] + "-entries", ignore=shutil.ignore_patterns("code"))
         for r in range(opts.n):
             for k, tree in enumerate(trees):
-                for name, (module, _) in PROGRAMS.items():
+                for name, (module, _) in programs.items():
                     rows.setdefault(f"{k}|{name}|llvmlite", []).append(
                         child(tree, env, LLVMLITE.format(bench=HERE, module=module)))
                 empty = os.path.join(tmp, f"empty-{r}-{k}")
                 rows.setdefault(f"{k}|identity", []).append(child(tree, {**env, "GPUC_CACHE_DIR": empty}, IDENTITY))
-                for name in PROGRAMS:
+                for name in programs:
                     for memo in ("warm", "cold"):
                         cache = filled[tree]
                         if memo == "cold":
@@ -152,10 +164,10 @@ def main() -> None:
     out: dict = {"trees": trees, "n": opts.n, "bytecode": opts.bytecode, "cpus": os.cpu_count(),
                  "loadavg_before": load, "loadavg_after": os.getloadavg(), "rows": {}}
     for k, tree in enumerate(trees):
-        llvmlites = {n: med(rows[f"{k}|{n}|llvmlite"]) * 1e3 for n in PROGRAMS}
+        llvmlites = {n: med(rows[f"{k}|{n}|llvmlite"]) * 1e3 for n in programs}
         print(f"{tree}: llvmlite.binding's import after gpucompiler's and the program's module's: "
               + ", ".join(f"{n} {v:.1f} ms" for n, v in llvmlites.items()))
-        for key in (f"{k}|{n}|{m}" for n in PROGRAMS for m in ("warm", "cold")):
+        for key in (f"{k}|{n}|{m}" for n in programs for m in ("warm", "cold")):
             llvmlite = llvmlites[key.split("|")[1]]
             got = rows[key]
             first = [g[1] * 1e3 for g in got]
@@ -164,10 +176,12 @@ def main() -> None:
                 "import_ms": med(g[0] for g in got) * 1e3, "first_call_ms": med(first),
                 "first_call_range_ms": [min(first), max(first)], "beyond_llvmlite_ms": med(first) - llvmlite,
                 "second_call_us": med(g[2] for g in got) * 1e6, "plugin_modules_imported": max(g[3] for g in got),
-                "values": len(values)}
+                "values": len(values), "language_loaded": any(g[6][0] for g in got if len(g) > 6),
+                "llvmlite_loaded": any(g[6][1] for g in got if len(g) > 6)}
             print(f"  {key.split('|', 1)[1]:12} import {row['import_ms']:6.1f}  first call {row['first_call_ms']:6.1f} "
                   f"({min(first):.1f}-{max(first):.1f}), beyond llvmlite {row['beyond_llvmlite_ms']:6.1f}, "
-                  f"second {row['second_call_us']:.1f} us, enzyme_plugin modules imported {row['plugin_modules_imported']}")
+                  f"second {row['second_call_us']:.1f} us, enzyme_plugin modules imported {row['plugin_modules_imported']}, "
+                  f"language/llvmlite binding loaded {row['language_loaded']}/{row['llvmlite_loaded']}")
             assert len(values) == 1, (key, values)
         for row in ("preimported", "llvmlite_first"):
             pre = [g[1] * 1e3 for g in rows[f"{k}|{row}"]]

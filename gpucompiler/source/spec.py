@@ -257,7 +257,8 @@ class FunctionSpec:
             if holder is v and not isinstance(v, (dict, bool, int, float, str, type(None))):
                 return ["value", j - 1]
         # a module's globals reached through a rule (a plugin's overlay): read again only where it is imported
-        return None if module is None else ["module", module]
+        # (not a script's: another process's __main__ is another module)
+        return None if module is None or module_name(module) == "__main__" else ["module", module]
 
     def verify_record(self, job, record) -> Any:
         """The fingerprint rebuilt from the live objects the record names, or None on any change.

@@ -167,7 +167,7 @@ class Interpreter:
     def _run(self, frame: Frame) -> None:
         frame.types, frame.calls, frame.edges, frame.rettype = {}, {}, set(), BOTTOM
         frame.settled = {}
-        """call -> (callee, argument values, typed lists) and the settled meaning they gave (:meth:`_meaning`)"""
+        """call -> (callee, argument values, typed lists) and the settled meaning they gave (:meth:`_settled`)"""
         frame.returned = {}
         """return terminator -> the abstract value it returns now (the return type joins these: a
         value that rose while a loop's types rose is not joined with its earlier, lower value)"""
@@ -245,6 +245,11 @@ class Interpreter:
         fn = self._value(frame, inst.fn)
         args = [self._value(frame, a) for a in inst.args]
         frame.raising.pop(inst, None)  # a check may stop failing as types rise
+        asked = (fn, tuple(args), len(self.list_items))
+        kept = frame.settled.get(inst)
+        if kept is not None and kept[0] == asked:  # the meaning this call settled in an earlier round
+            frame.calls[inst] = kept[1]
+            return kept[1].restype
         undefined = [v.value for v in (fn, *args) if isinstance(v, Const) and isinstance(v.value, Undefined)]
         if undefined:  # CPython raises NameError when the name is read
             frame.raising[inst] = ("NameError", undefined[0].message)
@@ -270,8 +275,9 @@ class Interpreter:
         owner = getattr(fn.value, PLUGIN_ATTRIBUTE, None)
         if owner is not None and owner not in self.plugins and all(rs.name != owner for rs in self.plugin_sets):
             raise PluginRequiredError(owner, fn.value, frame.where(inst), frame.ir.name)
+        inferred, deferred = self.inferred, len(self.deferred)
         try:
-            result = self._meaning(frame, inst, fn.value, args)
+            result = self.abstract_call(fn.value, args)
         except TypeInferenceError as exc:
             where = frame.where(inst)
             if exc.loc is None or (_inside_compiler(exc.loc) and not _inside_compiler(where)):
@@ -302,26 +308,20 @@ class Interpreter:
             shown = ", ".join(repr(widen(a)) for a in args)
             raise TypeInferenceError(f"no implementation of {name}({shown})",
                                      [widen(a) for a in args], frame.where(inst), frame.ir.name)
-        frame.calls[inst] = attrs.evolve(result, method=True) if method else result
+        frame.calls[inst] = meaning = attrs.evolve(result, method=True) if method else result
+        if self._settled(result, inferred, deferred):
+            frame.settled[inst] = (asked, meaning)
         return result.restype
 
-    def _meaning(self, frame: Frame, inst, fn, args) -> CallResult | None:
-        """:meth:`abstract_call` of ``fn(*args)`` at ``inst``, asked once per :meth:`_run` for the same callee,
-        argument values and typed lists: its rounds over the blocks after the first re-ask only the calls whose
-        arguments rose (or whose lists were typed since). A meaning is settled (kept) when it is a known value
-        (not ⊥) that came from the rules alone: no specialization inferred (a callee's type may rise while a
-        recursion converges), no nested job deferred, no plugin's rules (which may look at the interpreter's
-        stack)."""
-        asked = (fn, tuple(args), len(self.list_items))
-        kept = frame.settled.get(inst)
-        if kept is not None and kept[0][0] is fn and kept[0][1:] == asked[1:]:
-            return kept[1]
-        inferred, deferred = self.inferred, len(self.deferred)
-        result = self.abstract_call(fn, args)
-        if (result is not None and result.restype is not BOTTOM and result.callee is None and result.deferred is None
-                and inferred == self.inferred and deferred == len(self.deferred) and not self.plugin_sets):
-            frame.settled[inst] = (asked, result)
-        return result
+    def _settled(self, result: CallResult, inferred: int, deferred: int) -> bool:
+        """Whether a call's meaning ``result`` is kept for the rest of this :meth:`_run` (asked before
+        ``inferred`` specializations and ``deferred`` nested jobs): the rounds over the blocks after the
+        first re-ask only the calls whose callee or arguments rose, or whose lists were typed since
+        (:meth:`_call`). Kept is a known value (not ⊥) from the rules alone: no specialization inferred (a
+        callee's type may rise while a recursion converges), no nested job deferred, no plugin's rules
+        (which may look at the interpreter's stack)."""
+        return (result.restype is not BOTTOM and result.callee is None and result.deferred is None
+                and inferred == self.inferred and deferred == len(self.deferred) and not self.plugin_sets)
 
     def _value(self, frame: Frame, v):
         if isinstance(v, Global):

@@ -92,9 +92,11 @@ class EnzymePlugin(gp.Plugin):
 
     @gp.callback("optimize.last", markers=AD_MARKERS)
     def preserve_nvvm(self, job, module):
-        if module.parsed and _rename_in_place(module.ref, job.target):
+        target = job.target
+        if module.parsed and _rename_in_place(
+                module.ref, lambda f: nvvm.preserved_name(f.name, target) if f.is_declaration else None):
             return  # renamed through LLVM (or nothing to rename): not printed and parsed into the Python model
-        nvvm.preserve(module.model, job.target)
+        nvvm.preserve(module.model, target)
 
     @gp.callback("ad", markers=AD_MARKERS)
     def differentiate(self, job, module, state: EnzymeJobState):
@@ -107,8 +109,10 @@ class EnzymePlugin(gp.Plugin):
     def restore(self, job, module, state: EnzymeJobState):
         if not state.ran_ad and not any(n.startswith(nvvm.RESTORE_MARKERS_PREFIXES) for n in module.function_names()):
             return  # nothing differentiated, nothing renamed (contract.mark_inactive) to give back
-        if module.parsed and not _restores(module.ref, job.target):
-            return  # nothing to give back or drop: the module is not parsed into the Python model for nothing
+        target = job.target
+        if module.parsed and (not _restores(module.ref, target) or (not _drops(module.ref) and _rename_in_place(
+                module.ref, lambda f: nvvm.restored_name(f.name, f.is_declaration, target)))):
+            return  # nothing to give back or drop, or names alone, through LLVM: not parsed into the Python model
         model = module.model
         nvvm.restore(model, job.target)
         noinline.restore(model)
@@ -122,12 +126,13 @@ class EnzymePlugin(gp.Plugin):
                 model.remove_function(fn)
 
 
-def _rename_in_place(ref, target) -> bool:
-    """:func:`.passes.nvvm.preserve` on the LLVM module ``ref`` itself, where each declaration it renames takes a
-    name no global of ``ref`` has (LLVM would suffix a taken one; the Python model's pass points the uses at
-    that global instead); False, renaming nothing, otherwise."""
+def _rename_in_place(ref, new_name) -> bool:
+    """Rename the functions of the LLVM module ``ref`` that ``new_name(function)`` names anew (the NVVM
+    preserve's or restore's names) through LLVM, where each new name is one no global of ``ref`` has (LLVM
+    would suffix a taken one; the Python model's passes point the uses at that global instead); False,
+    renaming nothing, otherwise."""
     functions = list(ref.functions)
-    renames = [(f, new) for f in functions if f.is_declaration and (new := nvvm.preserved_name(f.name, target))]
+    renames = [(f, new) for f in functions if (new := new_name(f))]
     taken = {f.name for f in functions} | {g.name for g in ref.global_variables}
     new_names = {new for _, new in renames}
     if len(new_names) < len(renames) or new_names & taken:
@@ -139,14 +144,14 @@ def _rename_in_place(ref, target) -> bool:
 
 def _restores(ref, target) -> bool:
     """Whether :meth:`EnzymePlugin.restore` has anything to change in the LLVM module ``ref``: a renamed
-    function, a device-library mapping, a function ``noinline`` marked, a registration or marker global,
-    a marker declaration."""
+    function, a device-library mapping, or what :func:`_drops` finds."""
+    return _drops(ref) or any(nvvm.restored_name(f.name, f.is_declaration, target) is not None for f in ref.functions)
+
+
+def _drops(ref) -> bool:
+    """Whether :meth:`EnzymePlugin.restore` has more than names to change in the LLVM module ``ref`` (through the
+    Python model): a function ``noinline`` marked, a registration or marker global, a marker declaration."""
     for f in ref.functions:
-        name = f.name
-        if name.startswith(nvvm.RESTORE_MARKERS_PREFIXES) or name in AD_MARKERS:
-            return True
-        if f.is_declaration and target.math_to_device(name) is not None:
-            return True
-        if any(noinline.RECORD in a.decode(errors="replace") for a in f.attributes):
+        if f.name in AD_MARKERS or any(noinline.RECORD in a.decode(errors="replace") for a in f.attributes):
             return True
     return any(noinline.REGISTER in g.name or g.name in lower.ENZYME_MARKERS for g in ref.global_variables)

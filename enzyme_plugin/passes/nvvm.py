@@ -63,17 +63,21 @@ def preserve(model, target: Target) -> int:
     return n
 
 
+def restored_name(name: str, declaration: bool, target: Target) -> str | None:
+    """The name :func:`restore` gives the function ``name`` (a ``declaration`` or not); None when it keeps its
+    own."""
+    if name.startswith(RESTORE_MARKERS_PREFIXES):
+        return name.split(".", 2)[2]
+    return target.math_to_device(name) if declaration else None
+
+
 def restore(model, target: Target) -> int:
     """Undo :func:`preserve`, and map math calls to the target's device library. Returns how many
     functions were renamed."""
     n = 0
     for fn in list(model.functions.values()):
-        name = fn.name
-        if name.startswith(RESTORE_MARKERS_PREFIXES):
-            _rename(model, fn, name.split(".", 2)[2])
-        elif fn.is_declaration and (new := target.math_to_device(name)) is not None:
+        new = restored_name(fn.name, fn.is_declaration, target)
+        if new is not None:
             _rename(model, fn, new)
-        else:
-            continue
-        n += 1
+            n += 1
     return n

@@ -106,6 +106,47 @@ def test_nvvm_preserve_renames_a_parsed_module_in_place_as_the_model_pass_does(m
     assert (parsed == []) is (extra == "")
 
 
+RESTORE_IR = """
+declare i32 @gpuc.inactive.llvm.nvvm.read.ptx.sreg.tid.x()
+declare double @sin(double)
+declare double @cos(double)
+define double @f(double %x) {
+  %t = call i32 @gpuc.inactive.llvm.nvvm.read.ptx.sreg.tid.x()
+  %s = call double @sin(double %x)
+  %c = call double @cos(double %s)
+  ret double %c
+}
+"""
+
+
+@pytest.mark.parametrize("extra", ["", "@enzyme_dup = external global i32\n", "declare double @__nv_cos(double)\n"])
+def test_nvvm_restore_renames_a_parsed_module_in_place_as_the_model_pass_does(monkeypatch, extra):
+    """The ``post_ad`` restore gives names back and maps the math to libdevice through LLVM when names are
+    all it changes: the module text of the model's passes, without parsing it into the Python model. A
+    marker global to drop, or a new name taken (``__nv_cos`` declared beside ``cos``), takes the model's
+    passes, as before."""
+    from enzyme_plugin.plugin import EnzymeJobState, EnzymePlugin
+    from gpucompiler import module as holder
+    from gpucompiler.core import CompilerConfig as Config, CompilerJob as Job
+    from gpucompiler.llvm.binding import parse_ir
+    from gpucompiler.module import IRModule
+
+    text = RESTORE_IR + extra
+    job = Job(LLVMSource(text, "f"), Config(target=PTXTarget()))
+    through_model = IRModule(ref=parse_ir(text))
+    assert through_model.model is not None  # held as the Python model: the restore's model passes run on it
+    EnzymePlugin().restore(job, through_model, EnzymeJobState(ran_ad=True))
+    expected = str(parse_ir(str(through_model)))  # (printed and parsed back, as the driver does)
+    parsed, real = [], holder.ir_model.parse
+    monkeypatch.setattr(holder.ir_model, "parse", lambda text: parsed.append(text) or real(text))
+    module = IRModule(ref=parse_ir(text))
+    EnzymePlugin().restore(job, module, EnzymeJobState(ran_ad=True))
+    assert str(parse_ir(str(module))) == expected
+    names = {f.name for f in module.ref.functions}
+    assert {"llvm.nvvm.read.ptx.sreg.tid.x", "__nv_sin", "__nv_cos"} <= names and not {"sin", "cos"} & names
+    assert (parsed == []) is (extra == "")
+
+
 def _sin_address() -> int:
     libm = ctypes.CDLL(ctypes.util.find_library("m"))
     return ctypes.cast(libm.sin, ctypes.c_void_p).value

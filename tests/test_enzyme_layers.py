@@ -42,6 +42,8 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
                                                         "space",
     ("plugin.py", "enzyme_plugin.cli"): "import time: gpuc's and the plugin's command-line modules (~11 ms without "
                                         "__pycache__), only when gpuc builds its parser",
+    ("plugin.py", "enzyme_plugin.passes.inttoptr"): "import time: ctypes.util and subprocess (~4 ms), only for a "
+                                                    "module that calls a constant address",
 }
 
 

@@ -93,6 +93,8 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
                                                         "(~22 ms), for the AD engine's math names",
     ("targets/ptx.py", "gpucompiler.llvm.binding"): "import time: llvmlite's library (~20 ms), for the message of "
                                                    "an unknown PTX ISA version",
+    ("targets/ptx_codegen.py", "subprocess"): "import time: subprocess, signal, selectors, locale (~3 ms), for "
+                                              "ptxas's check, not a compile",
     ("cache/report.py", "gpucompiler.plugin"): "import time: the plugin registry (~0.8 ms), for a compile's or a "
                                                "read report, not a cache hit",
     ("cache/core.py", "gpucompiler.cache.trust"): "import time: hmac and the MACs (~0.3 ms), with a shared tier's "

@@ -8,6 +8,9 @@ generates code.
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import llvmlite.binding as llvm
 
 from ..core.facts import ALLOCATION_FUNCTIONS, ModuleFacts
@@ -129,8 +132,6 @@ def check_output(target: PTXTarget, kind: str, artifact: str | bytes) -> None:
     if kind != "asm":
         return
     import subprocess  # import time: subprocess, signal, selectors (~3 ms), for a check only, not in a compile
-    import tempfile
-    from pathlib import Path
 
     text = artifact.decode() if isinstance(artifact, bytes) else artifact
     with tempfile.TemporaryDirectory(prefix="gpuc-ptxas-") as tmp:

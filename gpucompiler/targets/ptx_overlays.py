@@ -87,7 +87,10 @@ def _core_to_spare() -> bool:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # (not Linux)
         cores = os.cpu_count() or 1
-    return os.getloadavg()[0] <= cores - 1
+    try:
+        return os.getloadavg()[0] <= cores - 1
+    except (AttributeError, OSError):  # no load average to be had: the code generator starts the parse
+        return False
 
 
 MATH_RULES = device_math_rules(_PrefetchingRules("base.ptx", target="ptx", builtin=True), _libdevice)

@@ -499,6 +499,13 @@ def test_a_core_is_to_spare_where_the_load_leaves_one_beside_the_compiles(monkey
     ptx_overlays._core_to_spare.cache_clear()
     try:
         assert ptx_overlays._core_to_spare() is free
+        ptx_overlays._core_to_spare.cache_clear()
+
+        def unknown():
+            raise OSError("no load average")
+
+        monkeypatch.setattr(ptx_overlays.os, "getloadavg", unknown)
+        assert ptx_overlays._core_to_spare() is False
     finally:
         ptx_overlays._core_to_spare.cache_clear()
 

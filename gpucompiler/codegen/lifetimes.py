@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import attrs
 
-from ..frontend.ir import Call, Phi, Return
+from ..frontend.ir import Arg, Call, Phi, Return
 from ..language.numpy.arraymem import holds_managed
 from ..interpreter.lattice import BOTTOM
 
@@ -90,11 +90,11 @@ def plan(frame) -> Lifetimes:
             elif not (isinstance(where, Return) and where.value is v):
                 out.after.setdefault(where, []).append(v)
         for s in succs[bl]:
-            dead = [v for v in live_out[bl] if v not in live_in[s]]
+            dead = sorted((v for v in live_out[bl] if v not in live_in[s]), key=_order)
             if dead:
                 out.on_edge[(bl, s)] = dead
-    for key in out.after:
-        out.after[key].sort(key=lambda v: v.id)
+    for values in (*out.after.values(), *out.at_start.values()):  # sets gave them: the IR's order, every process
+        values.sort(key=_order)
     out.borrowed = _borrowers(frame, blocks, tracked, live_in, live_out, defs, lasts)
     return out
 
@@ -149,6 +149,12 @@ def _covers(src, v, blocks, live_in, live_out, defs, lasts, where) -> bool:
         if pos(bl, src, -1) < pos(bl, v, start):
             return False
     return True
+
+
+def _order(v) -> tuple[int, int]:
+    """A value's place in the function (parameters, numbered -1, by position): the order references are released
+    in, the same in every process (sets of values iterate in the order of their addresses)."""
+    return v.id, v.index if isinstance(v, Arg) else -1
 
 
 def _successors(bl) -> tuple:

@@ -31,7 +31,7 @@ import sys
 import types as pytypes
 from typing import Any, cast
 
-from .. import codegen, interpreter, targets, types as T  # facades: their modules load on first use
+from .. import codegen, interpreter, pristine, targets, types as T  # facades: their modules load on first use
 from ..frontend.fingerprint import encode_value, python_function
 from ..interpreter.lattice import MISSING
 from ..reference import module_name
@@ -64,8 +64,10 @@ def _compiler_read(module: str, fingerprint: Any) -> bool:
     not imported ``module``.
 
     Only for the language's own modules (:data:`_OVERLAYS`), and only for a read
-    that found nothing (``"<builtin>"``) or a function of the compiler (its own
-    or one it imports from the frontend): the compiler's source is covered by its
+    that found nothing (``"<builtin>"``), a function of the compiler (its own
+    or one it imports from the frontend) or a :data:`_PRISTINE` namespace (taken
+    from ``gpucompiler.pristine``, which ``import gpucompiler`` made; the reads
+    through it are done again): the compiler's source is covered by its
     code digest and version in every key
     document (the index key's included), and a module that was never imported
     cannot have been patched; a fresh import would bind the same names to the
@@ -78,7 +80,7 @@ def _compiler_read(module: str, fingerprint: Any) -> bool:
     """
     if not _overlay(module):
         return False
-    if fingerprint == "<builtin>":
+    if fingerprint == "<builtin>" or (isinstance(fingerprint, dict) and fingerprint.get("pristine") in _PRISTINE):
         return True
     named = fingerprint.get("function") if isinstance(fingerprint, dict) else None
     return isinstance(named, str) and named.startswith(_COMPILER + ".")  # "<module>.<qualname>"
@@ -92,9 +94,22 @@ def _holder(holder) -> str:
     return "closure"
 
 
+_PRISTINE = {"math": pristine.math, "builtins": pristine.builtins}
+"""The namespaces the language reads CPython's functions from (:mod:`gpucompiler.pristine`): named, as a
+module is by its name (their ``repr`` holds addresses, which differ in every process); the reads through
+them are recorded one by one."""
+
+
+def _encode(value) -> Any:
+    for name, namespace in _PRISTINE.items():
+        if value is namespace:
+            return {"pristine": name}
+    return encode_value(value)
+
+
 def read_fingerprint(holder, name, value) -> list:
     """``[holder kind, name, encoded value]`` of one global read."""
-    return [_holder(holder), name, "<builtin>" if value is MISSING else encode_value(value)]
+    return [_holder(holder), name, "<builtin>" if value is MISSING else _encode(value)]
 
 
 def sorted_reads(deps: list) -> list:
@@ -280,7 +295,8 @@ class FunctionSpec:
         """
         try:
             reads = record["reads"]
-            live: list = [None] * len(reads)  # (holder, name, value); None: taken from the record
+            # (holder, name, value); None: taken from the record; holder None: a pristine namespace, so taken
+            live: list = [None] * len(reads)
             prints: list = [None] * len(reads)
             done = [False] * len(reads)
 
@@ -290,7 +306,9 @@ class FunctionSpec:
                     raise KeyError(module)
                 found = sys.modules.get(module)
                 if found is None and not load and _compiler_read(module, expected[2]):
-                    live[k], prints[k] = None, expected
+                    recorded = expected[2]
+                    namespace = _PRISTINE.get(str(recorded.get("pristine"))) if isinstance(recorded, dict) else None
+                    live[k], prints[k] = (None if namespace is None else (None, name, namespace)), expected
                     return
                 if found is None:
                     if not _overlay(module):
@@ -356,7 +374,7 @@ class FunctionSpec:
             return None
         # the return type is part of the full key: a wrong one here can only miss
         reads = sorted_reads(prints)
-        deps = [t for t in live if t is not None]
+        deps = [t for t in live if t is not None and t[0] is not None]
         self._cache[("verified", self._norm(_settings(job)))] = {"deps": deps, "globals": reads, "restype": restype}
         return {**self.index_fingerprint(), "globals": reads, "restype": restype}
 

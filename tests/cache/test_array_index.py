@@ -99,6 +99,14 @@ CORPUS = textwrap.dedent("""
     @jit
     def closure(x):
         return scaled_by(x) + np.abs(x)
+
+    @jit
+    def ordered(x):
+        return np.sort(x)
+
+    @jit
+    def spread(x):
+        return np.mean(x) + x.var()
 """)
 
 HELPER = "OFFSET = 7.0\n\ndef bump(a):\n    return a * a\n"
@@ -173,6 +181,25 @@ def test_a_cached_array_function_hit_infers_nothing_and_loads_no_llvmlite(tmp_pa
     assert hit["loaded"] == {"llvmlite.binding": False, "gpucompiler.language": False,
                              "gpucompiler.interpreter.infer": False}
     assert hit["out"] == cold["out"]
+
+
+@pytest.mark.parametrize("name", ["ordered", "spread"])
+def test_reads_through_overlay_namespaces_and_constants_infer_nothing(tmp_path, name):
+    """``np.mean`` and ``x.var()`` read ``math.nan`` through the language's snapshot of ``math``
+    (``gpucompiler.pristine``), named in the record, not by its ``repr`` (which holds addresses: such a
+    record never verified in another process): their hit loads nothing of the language. ``np.sort``
+    reads constants of its overlay module, which no record stands for: its hit imports the language and
+    reads them, still without inference."""
+    calls = {name: "x"}
+    write(tmp_path / "src")
+    cold = run(tmp_path / "src", tmp_path / "cache", calls)
+    want = np.sort(XS).tolist() if name == "ordered" else float(np.mean(XS) + XS.var())
+    assert close(cold["out"][name], want) and "index.unrecordable" not in cold["stats"]
+    hit = run(tmp_path / "src", tmp_path / "cache", calls)
+    assert "compile" not in hit["stats"] and hit["stats"].get("index.hit.disk") == 1
+    assert hit["inferred"] == [] and hit["out"] == cold["out"]
+    assert hit["loaded"]["gpucompiler.language"] == (name == "ordered")
+    assert not hit["loaded"]["gpucompiler.interpreter.infer"]
 
 
 # each edit of a hit process (code run before the corpus is imported, or the sources edited between

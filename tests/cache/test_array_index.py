@@ -253,6 +253,35 @@ def test_an_edit_between_processes_misses(tmp_path, case):
     assert edited["stats"].get("compile") == 1
 
 
+WORLD_AGE = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import arrmod
+    from gpucompiler.cache.default import default_cache
+    first = arrmod.ramp(4).tolist()
+    hit = dict(default_cache().stats)
+    arrmod.SCALE = 0.25                    # rebound after the hit: the next call compiles again
+    second = arrmod.ramp(4).tolist()
+    print(json.dumps([first, hit, second, dict(default_cache().stats)]))
+""")
+
+
+def test_world_age_after_an_array_functions_hit(tmp_path):
+    """After an index hit whose overlay reads were taken from the record, the user's globals are still
+    the code's world-age dependencies."""
+    write(tmp_path / "src")
+    run(tmp_path / "src", tmp_path / "cache", {"ramp": "6"})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUC_")}
+    env.update(GPUC_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.run([sys.executable, "-c", WORLD_AGE, str(tmp_path / "src")], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    first, hit, second, stats = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "compile" not in hit and hit.get("index.hit.disk") == 1
+    assert first == [0.0, 0.5, 1.0, 1.5] and second == [0.0, 0.25, 0.5, 0.75]
+    assert stats.get("compile", 0) >= 1
+
+
 def test_a_loaded_overlay_module_is_read_again():
     """In a process that imported the overlays, their reads are done on the live module: a hit when
     unchanged; a patched or deleted helper fails the check."""

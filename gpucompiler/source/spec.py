@@ -59,28 +59,50 @@ def _overlay(name: str) -> bool:
     return name == _OVERLAYS or name.startswith(_OVERLAYS + ".")
 
 
-def _compiler_read(module: str, fingerprint: Any) -> bool:
-    """Whether a read of ``module``'s globals may be taken from its record, unread, in a process that has
-    not imported ``module``.
+REGISTERS = (f"{_OVERLAYS}.numpy.random",)
+"""Packages of the language whose import registers names that compiled code links against
+(``llvmlite.binding.add_symbol``: NumPy's random state): a read of their globals is always done, importing
+them, so that code loaded through the LLJIT finds those names."""
 
-    Only for the language's own modules (:data:`_OVERLAYS`), and only for a read
+
+def _registers(name: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in REGISTERS)
+
+
+def constant_name(name: str) -> bool:
+    """An upper-case name (``MAX_DIMS``, ``N``), the language's constants' (not ``_INF``: a private one
+    may be computed)."""
+    return name[:1].isupper() and name.isupper()
+
+
+def _compiler_read(module: str, name: str, fingerprint: Any) -> bool:
+    """Whether a read of ``module``'s global ``name`` may be taken from its record, unread, in a process that
+    has not imported ``module``.
+
+    Only for the language's own modules (:data:`_OVERLAYS`) but those of
+    :data:`REGISTERS`, and only for a read
     that found nothing (``"<builtin>"``), a function of the compiler (its own
-    or one it imports from the frontend) or a :data:`_PRISTINE` namespace (taken
+    or one it imports from the frontend), a :data:`_PRISTINE` namespace (taken
     from ``gpucompiler.pristine``, which ``import gpucompiler`` made; the reads
-    through it are done again): the compiler's source is covered by its
-    code digest and version in every key
-    document (the index key's included), and a module that was never imported
-    cannot have been patched; a fresh import would bind the same names to the
-    same functions, since those modules define their functions unconditionally
-    (``tests/cache/test_array_index.py`` checks their source). Importing them
-    is what a cached hit avoids: they load the language's rules. In a process
-    that has imported the module every read is done again, so a patched helper
-    misses. Any other value (a constant that may be computed at import, a
-    module whose attributes are then read) imports the module and reads it.
+    through it are done again) or, under an upper-case name, a number, a
+    string or a scalar type: the compiler's source is covered by its code
+    digest and version in every key document (the index key's included), and
+    a module that was never imported cannot have been patched; a fresh import
+    would bind the same names to the same values, since those modules define
+    their functions unconditionally and their upper-case constants once, by
+    constant expressions (``tests/cache/test_array_index.py`` checks their
+    source). Importing them is what a cached hit avoids: they load the
+    language's rules. In a process that has imported the module every read is
+    done again, so a patched helper misses. Any other value (a lower-case
+    name's, which an import may compute; a module whose attributes are then
+    read) imports the module and reads it.
     """
-    if not _overlay(module):
+    if not _overlay(module) or _registers(module):
         return False
     if fingerprint == "<builtin>" or (isinstance(fingerprint, dict) and fingerprint.get("pristine") in _PRISTINE):
+        return True
+    if constant_name(name) and (isinstance(fingerprint, (bool, int, float, str)) or (
+            isinstance(fingerprint, dict) and fingerprint.get("object") == "Scalar")):
         return True
     named = fingerprint.get("function") if isinstance(fingerprint, dict) else None
     return isinstance(named, str) and named.startswith(_COMPILER + ".")  # "<module>.<qualname>"
@@ -305,7 +327,7 @@ class FunctionSpec:
                 if not isinstance(module, str) or expected[:2] != [f"globals:{module}", name]:
                     raise KeyError(module)
                 found = sys.modules.get(module)
-                if found is None and not load and _compiler_read(module, expected[2]):
+                if found is None and not load and _compiler_read(module, name, expected[2]):
                     recorded = expected[2]
                     namespace = _PRISTINE.get(str(recorded.get("pristine"))) if isinstance(recorded, dict) else None
                     live[k], prints[k] = (None if namespace is None else (None, name, namespace)), expected

@@ -12,6 +12,7 @@ rules, not through a read the record can follow: their reads are recorded as ``[
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import math
 import os
@@ -187,9 +188,8 @@ def test_a_cached_array_function_hit_infers_nothing_and_loads_no_llvmlite(tmp_pa
 def test_reads_through_overlay_namespaces_and_constants_infer_nothing(tmp_path, name):
     """``np.mean`` and ``x.var()`` read ``math.nan`` through the language's snapshot of ``math``
     (``gpucompiler.pristine``), named in the record, not by its ``repr`` (which holds addresses: such a
-    record never verified in another process): their hit loads nothing of the language. ``np.sort``
-    reads constants of its overlay module, which no record stands for: its hit imports the language and
-    reads them, still without inference."""
+    record never verified in another process); ``np.sort`` reads its overlay module's constants
+    (``RUN``, ``INDEX``...). The hit of either loads nothing of the language."""
     calls = {name: "x"}
     write(tmp_path / "src")
     cold = run(tmp_path / "src", tmp_path / "cache", calls)
@@ -198,8 +198,7 @@ def test_reads_through_overlay_namespaces_and_constants_infer_nothing(tmp_path, 
     hit = run(tmp_path / "src", tmp_path / "cache", calls)
     assert "compile" not in hit["stats"] and hit["stats"].get("index.hit.disk") == 1
     assert hit["inferred"] == [] and hit["out"] == cold["out"]
-    assert hit["loaded"]["gpucompiler.language"] == (name == "ordered")
-    assert not hit["loaded"]["gpucompiler.interpreter.infer"]
+    assert not any(hit["loaded"].values())
 
 
 # each edit of a hit process (code run before the corpus is imported, or the sources edited between
@@ -338,10 +337,57 @@ def test_a_record_read_is_taken_unread_only_for_the_languages_functions(monkeypa
     assert probe(outside) is None and imported == [module, module]
 
 
+def _bound_by_constants(path: pathlib.Path, module: str) -> list[str]:
+    """The upper-case names of ``module`` (source ``path``) whose value is a number, a string or a scalar
+    type and that are not bound exactly once, at module level, by a constant expression (literals, the
+    module's earlier such constants, attributes of ``gpucompiler.types`` as ``T``) or by an import from
+    another module of the language (checked there)."""
+    imported = vars(importlib.import_module(module))
+    depth = module.count(".") + 1 - (path.name == "__init__.py")  # the package's depth, for relative imports
+    known: set[str] = set()
+    bound: dict[str, list[bool]] = {}
+
+    def constant(e: ast.expr) -> bool:
+        if isinstance(e, ast.Constant):
+            return True
+        if isinstance(e, ast.BinOp):
+            return constant(e.left) and constant(e.right)
+        if isinstance(e, ast.UnaryOp):
+            return constant(e.operand)
+        if isinstance(e, ast.Name):
+            return e.id in known
+        return (isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "T"
+                and imported.get("T") is T)
+
+    for node in ast.parse(path.read_text()).body:
+        pairs: list[tuple[str, bool]] = []
+        if isinstance(node, ast.ImportFrom):
+            inside = node.level > 0 and depth - node.level + 1 >= 2  # still under gpucompiler.language
+            pairs = [(a.asname or a.name, inside) for a in node.names]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name):
+                    pairs.append((target.id, constant(node.value)))
+                elif isinstance(target, ast.Tuple):
+                    values = node.value.elts if isinstance(node.value, ast.Tuple) else []
+                    ok = len(values) == len(target.elts)
+                    pairs += [(t.id, ok and constant(v)) for t, v in zip(target.elts, values or target.elts)
+                              if isinstance(t, ast.Name)]
+        else:
+            pairs = [(n.id, False) for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+        for name, ok in pairs:
+            bound.setdefault(name, []).append(ok)
+            if ok:
+                known.add(name)
+    return [f"{module}.{name}" for name, value in imported.items()
+            if spec_module.constant_name(name) and isinstance(value, (bool, int, float, str, T.Scalar))
+            and bound.get(name) != [True]]
+
+
 def test_the_language_defines_its_functions_unconditionally():
     """What lets a hit take a read of an overlay module it has not imported from the record: importing it
     would bind the same names to the same functions (no definition under an ``if``, ``try``, loop or
-    ``with``, no name chosen by a conditional expression)."""
+    ``with``, no name chosen by a conditional expression) and its upper-case constants to the same values."""
     root = pathlib.Path(gpucompiler.__file__).parent / "language"
     found = []
     for path in sorted(root.rglob("*.py")):
@@ -351,4 +397,35 @@ def test_the_language_defines_its_functions_unconditionally():
                           if isinstance(sub, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))]
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, (ast.IfExp, ast.BoolOp)):
                 found.append((str(path), node.lineno))
+        module = ".".join(("gpucompiler", *path.relative_to(root.parent).with_suffix("").parts)).removesuffix(".__init__")
+        found += _bound_by_constants(path, module)
     assert found == []
+
+
+def test_modules_that_register_names_for_compiled_code_are_always_imported():
+    """A language module that registers a name with LLVM when imported (NumPy's random state) lies in a
+    package whose reads are never taken from the record: a hit imports it, and its code links."""
+    root = pathlib.Path(gpucompiler.__file__).parent / "language"
+    registering = []
+    for path in sorted(root.rglob("*.py")):
+        module = ".".join(("gpucompiler", *path.relative_to(root.parent).with_suffix("").parts)).removesuffix(".__init__")
+        top = [n for n in ast.parse(path.read_text()).body if not isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        if any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "add_symbol"
+               for n in top for c in ast.walk(n)):
+            registering.append(module)
+    assert "gpucompiler.language.numpy.random.nprandomstate" in registering
+    assert all(spec_module._registers(m) for m in registering)
+    assert not spec_module._compiler_read(registering[0], "SLOTS", 128)
+
+
+def test_the_constants_check_finds_a_computed_constant(tmp_path, monkeypatch):
+    """The check above is not vacuous: a constant computed at import, one bound twice, one imported from
+    outside the language are found; literal ones are not."""
+    package = tmp_path / "gpucompiler_probe_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "mod.py").write_text("import os\nfrom gpucompiler import types as T\nA = 1\nB = A * 2 + 1\n"
+                                    "C = T.int64\nD = os.cpu_count()\nE = 1\nE = 2\nF = len('ab')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = _bound_by_constants(package / "mod.py", "gpucompiler_probe_pkg.mod")
+    assert sorted(found) == [f"gpucompiler_probe_pkg.mod.{n}" for n in "DEF"]

@@ -297,14 +297,16 @@ def test_a_cached_gradient_returning_a_tuple_hits_without_the_enzyme_plugin_or_i
 
 
 @pytest.mark.parametrize("text", ["float64", "none", "tuple()", "tuple(float64)", "tuple(int64, bool)",
-                                  "tuple(tuple(int32, float32), uint8)"])
+                                  "tuple(tuple(int32, float32), uint8)", "array(float64, 1d, C)",
+                                  "array(int32, 3d, A, readonly, managed)", "tuple(array(float64, 1d, C), float64)"])
 def test_recorded_return_types_round_trip(text):
     rebuilt = jit_module._recorded_restype(text)
     assert rebuilt is not None and repr(rebuilt) == text
 
 
-@pytest.mark.parametrize("text", [None, "", "tuple(array(float64, 1d, C), float64)", "tuple(float64, float64",
-                                  "tuple(float64,, int64)", "tuple(Record(x))", "array(float64, 1d, C)"])
+@pytest.mark.parametrize("text", [None, "", "tuple(float64, float64", "tuple(float64,, int64)", "tuple(Record(x))",
+                                  "array(float64, 1d)", "array(none, 1d, C)", "array(float64, xd, C)",
+                                  "array(float64, 1d, C, weird)", "array(Record(x), 1d, C)"])
 def test_other_return_types_are_inferred(text):
     assert jit_module._recorded_restype(text) is None
 

@@ -75,6 +75,19 @@ def constant_name(name: str) -> bool:
     return name[:1].isupper() and name.isupper()
 
 
+def _taken_value(fingerprint: Any) -> Any:
+    """The object a read taken from the record found, where later reads may go through it: a
+    :data:`_PRISTINE` namespace, or a module of the compiler this process has imported (bound by an
+    ``import`` in the language: ``T``, ``gpucompiler.types``); else None."""
+    if not isinstance(fingerprint, dict):
+        return None
+    named = fingerprint.get("pristine")
+    if named is not None:
+        return _PRISTINE.get(str(named))
+    module = fingerprint.get("module")
+    return sys.modules.get(module) if isinstance(module, str) and module.startswith(_COMPILER + ".") else None
+
+
 def _compiler_read(module: str, name: str, fingerprint: Any) -> bool:
     """Whether a read of ``module``'s global ``name`` may be taken from its record, unread, in a process that
     has not imported ``module``.
@@ -84,22 +97,23 @@ def _compiler_read(module: str, name: str, fingerprint: Any) -> bool:
     that found nothing (``"<builtin>"``), a function of the compiler (its own
     or one it imports from the frontend), a :data:`_PRISTINE` namespace (taken
     from ``gpucompiler.pristine``, which ``import gpucompiler`` made; the reads
-    through it are done again) or, under an upper-case name, a number, a
+    through it are done again), a module of the compiler this process has
+    imported (likewise) or, under an upper-case name, a number, a
     string or a scalar type: the compiler's source is covered by its code
     digest and version in every key document (the index key's included), and
     a module that was never imported cannot have been patched; a fresh import
     would bind the same names to the same values, since those modules define
-    their functions unconditionally and their upper-case constants once, by
-    constant expressions (``tests/cache/test_array_index.py`` checks their
-    source). Importing them is what a cached hit avoids: they load the
-    language's rules. In a process that has imported the module every read is
-    done again, so a patched helper misses. Any other value (a lower-case
-    name's, which an import may compute; a module whose attributes are then
-    read) imports the module and reads it.
+    their functions unconditionally, name modules by imports alone and bind
+    their upper-case constants once, by constant expressions
+    (``tests/cache/test_array_index.py`` checks their source). Importing them
+    is what a cached hit avoids: they load the language's rules. In a process
+    that has imported the module every read is done again, so a patched
+    helper misses. Any other value (a lower-case name's, which an import may
+    compute; a module not imported here) imports the module and reads it.
     """
     if not _overlay(module) or _registers(module):
         return False
-    if fingerprint == "<builtin>" or (isinstance(fingerprint, dict) and fingerprint.get("pristine") in _PRISTINE):
+    if fingerprint == "<builtin>" or _taken_value(fingerprint) is not None:
         return True
     if constant_name(name) and (isinstance(fingerprint, (bool, int, float, str)) or (
             isinstance(fingerprint, dict) and fingerprint.get("object") == "Scalar")):
@@ -317,7 +331,7 @@ class FunctionSpec:
         """
         try:
             reads = record["reads"]
-            # (holder, name, value); None: taken from the record; holder None: a pristine namespace, so taken
+            # (holder, name, value); None: taken from the record; holder None: taken, with its value
             live: list = [None] * len(reads)
             prints: list = [None] * len(reads)
             done = [False] * len(reads)
@@ -328,9 +342,8 @@ class FunctionSpec:
                     raise KeyError(module)
                 found = sys.modules.get(module)
                 if found is None and not load and _compiler_read(module, name, expected[2]):
-                    recorded = expected[2]
-                    namespace = _PRISTINE.get(str(recorded.get("pristine"))) if isinstance(recorded, dict) else None
-                    live[k], prints[k] = (None if namespace is None else (None, name, namespace)), expected
+                    value = _taken_value(expected[2])
+                    live[k], prints[k] = (None if value is None else (None, name, value)), expected
                     return
                 if found is None:
                     if not _overlay(module):

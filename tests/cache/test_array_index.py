@@ -20,6 +20,7 @@ import pathlib
 import subprocess
 import sys
 import textwrap
+import types
 
 import numpy as np
 import pytest
@@ -341,7 +342,8 @@ def _bound_by_constants(path: pathlib.Path, module: str) -> list[str]:
     """The upper-case names of ``module`` (source ``path``) whose value is a number, a string or a scalar
     type and that are not bound exactly once, at module level, by a constant expression (literals, the
     module's earlier such constants, attributes of ``gpucompiler.types`` as ``T``) or by an import from
-    another module of the language (checked there)."""
+    another module of the language (checked there); and the names of modules bound otherwise than by an
+    import."""
     imported = vars(importlib.import_module(module))
     depth = module.count(".") + 1 - (path.name == "__init__.py")  # the package's depth, for relative imports
     known: set[str] = set()
@@ -379,9 +381,12 @@ def _bound_by_constants(path: pathlib.Path, module: str) -> list[str]:
             bound.setdefault(name, []).append(ok)
             if ok:
                 known.add(name)
+    assigned = {n.id for node in ast.parse(path.read_text()).body if not isinstance(node, (ast.Import, ast.ImportFrom))
+                for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     return [f"{module}.{name}" for name, value in imported.items()
-            if spec_module.constant_name(name) and isinstance(value, (bool, int, float, str, T.Scalar))
-            and bound.get(name) != [True]]
+            if (spec_module.constant_name(name) and isinstance(value, (bool, int, float, str, T.Scalar))
+                and bound.get(name) != [True])
+            or (isinstance(value, types.ModuleType) and name in assigned)]  # a module: named by imports alone
 
 
 def test_the_language_defines_its_functions_unconditionally():
@@ -419,13 +424,14 @@ def test_modules_that_register_names_for_compiled_code_are_always_imported():
 
 
 def test_the_constants_check_finds_a_computed_constant(tmp_path, monkeypatch):
-    """The check above is not vacuous: a constant computed at import, one bound twice, one imported from
-    outside the language are found; literal ones are not."""
+    """The check above is not vacuous: a constant computed at import, one bound twice, a module chosen by an
+    expression are found; literal constants are not."""
     package = tmp_path / "gpucompiler_probe_pkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "mod.py").write_text("import os\nfrom gpucompiler import types as T\nA = 1\nB = A * 2 + 1\n"
-                                    "C = T.int64\nD = os.cpu_count()\nE = 1\nE = 2\nF = len('ab')\n")
+                                    "C = T.int64\nD = os.cpu_count()\nE = 1\nE = 2\nF = len('ab')\n"
+                                    "import json\nG = os if D else json\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     found = _bound_by_constants(package / "mod.py", "gpucompiler_probe_pkg.mod")
-    assert sorted(found) == [f"gpucompiler_probe_pkg.mod.{n}" for n in "DEF"]
+    assert sorted(found) == [f"gpucompiler_probe_pkg.mod.{n}" for n in "DEFG"]

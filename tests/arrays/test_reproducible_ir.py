@@ -42,7 +42,7 @@ print(ir if isinstance(ir, str) else "\n".join(ir.values()))
 
 def test_the_ir_of_a_function_holding_arrays_is_the_same_in_every_process():
     outputs = set()
-    for seed in range(6):  # hash seeds and address layouts differ from process to process
+    for seed in range(4):  # hash seeds and address layouts differ from process to process
         env = {**os.environ, "PYTHONHASHSEED": str(seed), "GPUC_CACHE": "0"}
         done = subprocess.run([sys.executable, "-c", PROGRAM], env=env, capture_output=True, text=True, check=True)
         first, _, ir = done.stdout.partition("\n")

@@ -221,7 +221,13 @@ EDITS = {
 }
 
 
-@pytest.mark.parametrize("case", list(PATCHES))
+def _first_fast(cases) -> list:
+    """The first case in the default set, the others with the slow sweeps (each is four fresh processes)."""
+    names = list(cases)
+    return names[:1] + [pytest.param(n, marks=pytest.mark.slow) for n in names[1:]]
+
+
+@pytest.mark.parametrize("case", _first_fast(PATCHES))
 def test_a_patch_before_the_call_misses(tmp_path, case):
     before, calls, want = PATCHES[case]
     write(tmp_path / "src")
@@ -236,7 +242,7 @@ def test_a_patch_before_the_call_misses(tmp_path, case):
     assert patched["stats"].get("compile") == 1 and patched["stats"].get("index.stale") == 1
 
 
-@pytest.mark.parametrize("case", list(EDITS))
+@pytest.mark.parametrize("case", _first_fast(EDITS))
 def test_an_edit_between_processes_misses(tmp_path, case):
     corpus_edit, helper_edit, calls = EDITS[case]
     write(tmp_path / "src")

@@ -131,11 +131,15 @@ def _recorded_array(text: str) -> T.Type | None:
 
 
 def _recorded_restype(text: str | None) -> T.Type | None:
-    """The return type a verified dependency record names by its ``repr``: a scalar, none, an array of
-    scalars or a tuple (nested) of those, rebuilt only when its ``repr`` is ``text`` again; None for any
-    other (inferred: records box with their full type)."""
+    """The return type a verified dependency record names by its ``repr``: a scalar, none, an array or a
+    typed list of scalars or a tuple (nested) of those, rebuilt only when its ``repr`` is ``text`` again; None
+    for any other (inferred: records box with their full type)."""
     if text is not None and text.startswith("array(") and text.endswith(")"):
         return _recorded_array(text)
+    if text is not None and text.startswith("list(") and text.endswith(")"):  # a typed list of scalars
+        item = _BY_REPR.get(text[5:-1])
+        rebuilt = T.ListType(item) if isinstance(item, T.Scalar) else None
+        return rebuilt if rebuilt is not None and repr(rebuilt) == text else None
     if text is None or text in _BY_REPR or not (text.startswith("tuple(") and text.endswith(")")):
         return None if text is None else _BY_REPR.get(text)
     items, depth, start = [], 0, 6

@@ -109,6 +109,13 @@ CORPUS = textwrap.dedent("""
     @jit
     def spread(x):
         return np.mean(x) + x.var()
+
+    @jit
+    def listed(n):
+        out = []
+        for i in range(n):
+            out.append(i * i - 3)
+        return out
 """)
 
 HELPER = "OFFSET = 7.0\n\ndef bump(a):\n    return a * a\n"
@@ -441,3 +448,16 @@ def test_the_constants_check_finds_a_computed_constant(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     found = _bound_by_constants(package / "mod.py", "gpucompiler_probe_pkg.mod")
     assert sorted(found) == [f"gpucompiler_probe_pkg.mod.{n}" for n in "DEFG"]
+
+
+@needs_linker
+def test_a_function_returning_a_typed_list_hits_without_inference(tmp_path):
+    """The list's type (``list(int64)``) is rebuilt from the record to box the result, as an array's is."""
+    calls = {"listed": "6"}
+    write(tmp_path / "src")
+    cold = run(tmp_path / "src", tmp_path / "cache", calls)
+    assert cold["out"]["listed"] == [i * i - 3 for i in range(6)] == cold["expected"]["listed"]
+    hit = run(tmp_path / "src", tmp_path / "cache", calls)
+    assert "compile" not in hit["stats"] and hit["stats"].get("index.hit.disk") == 1
+    assert hit["inferred"] == [] and hit["out"] == cold["out"]
+    assert hit["loaded"]["gpucompiler.interpreter.infer"] is False and hit["loaded"]["llvmlite.binding"] is False

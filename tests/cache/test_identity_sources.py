@@ -216,7 +216,9 @@ def test_the_keyword_scan_finds_what_the_word_boundary_pattern_finds_in_every_mo
         assert list(imports._keywords(source)) == [m.start() for m in re.finditer(rb"\bimport\b", source)], path
 
 
-@pytest.mark.parametrize("where", ["enzyme_plugin", "gpucompiler", "plugins/gpucompiler_plugins"])
+# the compiler's ~400 modules: 40 s, with the slow set (the keyword scan itself is checked on every file above)
+@pytest.mark.parametrize("where", ["enzyme_plugin", pytest.param("gpucompiler", marks=pytest.mark.slow),
+                                   "plugins/gpucompiler_plugins"])
 def test_the_closure_of_every_module_of_a_package_is_the_word_pattern_scans(where, monkeypatch, tmp_path):
     """Differential: every module's import closure with the keyword scan and with the pattern it replaced (on
     a copy of the package: the checkout's files may change between the two)."""

@@ -47,15 +47,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-CHILD = r"""
-import json, logging, sys, time
-sys.path.insert(0, {bench!r})
-t0 = time.perf_counter()
-import numpy as np
-import cupy as cp
-import gpucompiler
-import ad_kernels as M
-t1 = time.perf_counter()
+#: the child's stage times: the ``gpucompiler.stages`` log records summed over the launch's jobs
+STAGES = r"""
 stages = {{}}
 
 
@@ -67,7 +60,18 @@ class Stages(logging.Handler):
 
 logging.getLogger("gpucompiler.stages").addHandler(Stages())
 logging.getLogger("gpucompiler.stages").setLevel(logging.INFO)
-from gpucompiler.runtime import cuda
+"""
+
+CHILD = r"""
+import json, logging, sys, time
+sys.path.insert(0, {bench!r})
+t0 = time.perf_counter()
+import numpy as np
+import cupy as cp
+import gpucompiler
+import ad_kernels as M
+t1 = time.perf_counter()
+""" + STAGES + r"""from gpucompiler.runtime import cuda
 t2 = time.perf_counter()
 n = 1 << 20
 xh = np.linspace(-2.0, 2.0, n)
@@ -104,18 +108,7 @@ from gpucompiler import types as T
 from gpucompiler.targets import PTXTarget
 from gpucompiler.runtime import cuda
 import ad_kernels as M
-stages = {{}}
-
-
-class Stages(logging.Handler):
-    def emit(self, record):  # "<job>: stage <name> <ms> ms"
-        _, name, ms = record.args[:3]
-        stages[name] = stages.get(name, 0.0) + ms
-
-
-logging.getLogger("gpucompiler.stages").addHandler(Stages())
-logging.getLogger("gpucompiler.stages").setLevel(logging.INFO)
-imported = [0.0, 0]
+""" + STAGES + r"""imported = [0.0, 0]
 real = builtins.__import__
 
 

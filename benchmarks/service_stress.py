@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import json
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -166,6 +167,7 @@ def main() -> int:
         out = asyncio.run(run(url, args.requests, args.concurrency, args.seed, int(limit_mb * (1 << 20))))
     finally:
         stop(proc)
+        shutil.rmtree(tmp, ignore_errors=True)
     ok = not out["failures"] and out["alive_after"] and not any(s.startswith("5") for s in out["statuses"])
     out["pass"] = ok
     print(f"{out['requests']} requests, {out['concurrency']} concurrent, {out['seconds']:.1f} s "

@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 smoke=(tests/frontend/test_call_boundary.py tests/runtime tests/kernels/test_emulation.py
        tests/enzyme_plugin/test_autodiff_api.py tests/frontend/test_no_source.py)  # the last: bytecode per version
 status=0
+made=()
+trap 'rm -rf "${made[@]}"' EXIT  # the venvs (about 280 MB each)
 for version in 3.10 3.12; do
     py="$(ls -d /root/.pyenv/versions/"$version".*/bin/python 2>/dev/null | sort -V | tail -1 || true)"
     if [ -z "$py" ]; then  # a pyenv shim on PATH may name a version it cannot run: try it
@@ -17,7 +19,8 @@ for version in 3.10 3.12; do
         echo "python-versions: no Python $version on this machine (pyenv or PATH): not checked" >&2
         continue
     fi
-    venv="$(mktemp -d)/venv$version"
+    made+=("$(mktemp -d)")
+    venv="${made[-1]}/venv$version"
     "$py" -m venv "$venv"
     "$venv/bin/python" -m pip install -q -e . pytest 2>&1 | grep -v "^WARNING: Location" || true
     echo "python-versions: $("$venv/bin/python" --version)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -40,18 +41,30 @@ REFERENCE_PLUGINS = {"mock_enzyme": "gpucompiler_plugins.mock_enzyme:MockEnzymeP
 PLUGIN_SITE = "GPUC_TEST_PLUGIN_SITE"
 
 
+#: the directories this process made in pytest_configure (xdist's workers inherit them and make none)
+CREATED: list[str] = []
+
+
+def pytest_unconfigure(config):
+    """The run's caches and plugin site are removed by the process that made them (hundreds of MB a run)."""
+    while CREATED:
+        shutil.rmtree(CREATED.pop(), ignore_errors=True)
+
+
 def pytest_configure(config):
     """Compile caches of a test run live in a fresh directory, never the user's; the reference plugins
     are installed, as pip would, in another, on ``sys.path`` and ``PYTHONPATH`` (subprocesses see them)."""
     if "GPUC_CACHE_DIR" not in os.environ:
         os.environ["GPUC_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpuc-test-cache-")
+        CREATED.append(os.environ["GPUC_CACHE_DIR"])
     # one compile per first call, as tests that count compiles expect; tests/frontend/test_tiered_compile.py
     # turns tiered first compiles on (GPUC_TIER=on runs the suite with them)
     os.environ.setdefault("GPUC_TIER", "off")
     site = os.environ.get(PLUGIN_SITE)
     if site is None or not os.path.isdir(site):
-        site = str(install(Path(tempfile.mkdtemp(prefix="gpuc-test-plugins-")), "gpucompiler_reference_plugins",
-                           REFERENCE_PLUGINS))
+        root = tempfile.mkdtemp(prefix="gpuc-test-plugins-")
+        CREATED.append(root)
+        site = str(install(Path(root), "gpucompiler_reference_plugins", REFERENCE_PLUGINS))
         os.environ[PLUGIN_SITE] = site
     path = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     if site not in path:

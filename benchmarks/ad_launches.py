@@ -166,43 +166,50 @@ def fake_rows(n: int, reps: int) -> dict:
     driver = NullDriver()
     cuda._driver = lambda: driver
     cuda._state, cuda._functions, cuda._launchers, cuda._capability = {"init": False}, {}, {}, {}
-    blocks = (n + BLOCK - 1) // BLOCK
     with fake_cupy.installed() as cp:
-        x, w, y, out = cp.asarray(np.linspace(0.1, 1.2, n)), cp.asarray([0.75]), cp.zeros(n), cp.zeros(1)
-        dx, dy, dw, dout = cp.zeros(n), cp.zeros(n), cp.zeros(1), cp.asarray([1.0])
-        tape = LaunchTape()
-        tg, eg = gradient_kernel(transform, (True, True)), gradient_kernel(energy, (True, True, True))
-        kernels: list[Any] = [transform, energy, eg, tg]
-        launches = [k[blocks, BLOCK] for k in kernels]
-        parts: dict[str, list[int]] = {k: [] for k in ("reset", "record", "backward", "launches", "gradients")}
-        clock = time.perf_counter_ns
-        for r in range(reps + 20):  # the first rounds compile, make the shadows and capture the graph
-            t0 = clock()
-            out[0] = 0.0
-            tape.reset()
-            t1 = clock()
-            with tape:
-                program(x, y, w, out, None)
-            t2 = clock()
-            tape.backward(loss=out)
-            t3 = clock()
-            launches[0](x, y)
-            launches[1](y, w, out)
-            t4 = clock()
-            launches[2](y, dy, w, dw, out, dout)
-            launches[3](x, dx, y, dy)
-            t5 = clock()
-            if r >= 20:
-                for key, ns in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
-                    parts[key].append(ns)
+        return part_rows(cp, n, reps, lambda: None)
+
+
+def part_rows(cp, n: int, reps: int, sync) -> dict:
+    """µs per part of a round (median, best) on the arrays of ``cp`` (CuPy or the fake one): host times, the
+    launches queued and not waited for (a GPU round ends with ``sync()``, outside the parts)."""
+    blocks = (n + BLOCK - 1) // BLOCK
+    x, w, y, out = cp.asarray(np.linspace(0.1, 1.2, n)), cp.asarray([0.75]), cp.zeros(n), cp.zeros(1)
+    dx, dy, dw, dout = cp.zeros(n), cp.zeros(n), cp.zeros(1), cp.asarray([1.0])
+    tape = LaunchTape()
+    tg, eg = gradient_kernel(transform, (True, True)), gradient_kernel(energy, (True, True, True))
+    kernels: list[Any] = [transform, energy, eg, tg]
+    launches = [k[blocks, BLOCK] for k in kernels]
+    parts: dict[str, list[int]] = {k: [] for k in ("reset", "record", "backward", "launches", "gradients")}
+    clock = time.perf_counter_ns
+    for r in range(reps + 20):  # the first rounds compile, make the shadows and capture the graph
+        t0 = clock()
+        out[0] = 0.0
+        tape.reset()
+        t1 = clock()
+        with tape:
+            program(x, y, w, out, None)
+        t2 = clock()
+        tape.backward(loss=out)
+        t3 = clock()
+        launches[0](x, y)
+        launches[1](y, w, out)
+        t4 = clock()
+        launches[2](y, dy, w, dw, out, dout)
+        launches[3](x, dx, y, dy)
+        t5 = clock()
+        sync()
+        if r >= 20:
+            for key, ns in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
+                parts[key].append(ns)
     rows = {k: (statistics.median(v) / 1e3, min(v) / 1e3) for k, v in parts.items()}
     (record, best), (direct, direct_best) = rows["record"], rows["launches"]
     rows["tape per launch"] = ((record - direct) / LAUNCHES, (best - direct_best) / LAUNCHES)
     return rows
 
 
-def print_fake(n: int, reps: int, rows: dict) -> None:
-    print(f"two-kernel program, n = {n}, the fake driver and fake CuPy ({reps} rounds), load "
+def print_parts(n: int, reps: int, rows: dict, where: str = "the fake driver and fake CuPy") -> None:
+    print(f"two-kernel program, n = {n}, {where} ({reps} rounds), load "
           f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(f"| {'part of a round':36} | median (µs) | best (µs) |")
     print(f"|{'-' * 38}|-------------|-----------|")
@@ -274,11 +281,13 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=None, help="elements (default: 2^18 on the CPU, 2^24 on a GPU)")
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--parts", type=int, default=0, metavar="ROUNDS",
+                    help="on a GPU, also the host time of each part of a round, as --device fake prints it")
     args = ap.parse_args()
     if args.device == "fake":
         n, reps = args.n or 1024, args.reps or 3000
         fake = fake_rows(n, reps)
-        print_fake(n, reps, fake)
+        print_parts(n, reps, fake)
         if args.json:
             with open(args.json, "w") as fh:
                 json.dump({"device": "fake", "n": n, "reps": reps, "us_median_best": fake, "load": os.getloadavg(),
@@ -335,10 +344,15 @@ def main() -> int:
             continue
         per = f"{r['tape_per_launch_s'] * 1e6:14.1f}" if "tape_per_launch_s" in r else f"{'-':>14}"
         print(f"| {name:22} | {r['primal_s'] * 1e3:11.3f} | {r['grad_s'] * 1e3:13.3f} | {r['ratio']:15.2f} | {per} |")
+    parts = None
+    if gpu and args.parts and not lost:
+        parts = part_rows(cp, n, args.parts, sync)  # pyright: ignore[reportPossiblyUnboundVariable]
+        print_parts(n, args.parts, parts, f"host times on {label}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"device": args.device, "machine": label, "n": n, "reps": reps, "rows": rows,
-                       "load": os.getloadavg(), "device_heap": os.environ.get("GPUC_DEVICE_HEAP")}, fh, indent=1)
+                       "us_median_best": parts, "load": os.getloadavg(),
+                       "device_heap": os.environ.get("GPUC_DEVICE_HEAP")}, fh, indent=1)
     if lost:  # CuPy's finalizers would free into the lost context at exit (errors printed during shutdown)
         sys.stdout.flush()
         sys.stderr.flush()

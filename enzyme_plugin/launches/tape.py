@@ -76,7 +76,7 @@ from .gradients import GRADIENT_ATTRIBUTE, differentiable, gradient_kernel, regi
 from . import signed
 from .graphs import GraphReplay, graph_key
 from .signed import SignedLaunch
-from .writes import read_parameters, written_parameters
+from .writes import accumulated_parameters, read_parameters, written_parameters
 
 
 def _size(a) -> int:
@@ -182,8 +182,11 @@ class LaunchPlan:
     copied: tuple[int, ...]
     """the written parameters the kernel also reads: copied before every launch"""
     stored: tuple[int, ...]
-    """the written parameters the kernel only stores into: copied when an earlier launch took the array, or
-    another parameter that the kernel reads is the same array"""
+    """the written parameters the kernel only stores into (or adds into atomically, the old value unused):
+    copied when an earlier launch took the array, or another parameter that the kernel reads is the same array"""
+    accumulated: tuple[int, ...]
+    """the written parameters an ``atomic_add`` may add into: their final values are kept aside during
+    ``backward`` (the gradient kernel adds the same values again)"""
     tapes: TapeSizes = attrs.field(factory=TapeSizes, eq=False)
     """split mode: the per-thread tape size learned from earlier launches"""
     runs: dict = attrs.field(factory=dict, eq=False)
@@ -212,8 +215,9 @@ def _plan(k: Kernel, argtypes: tuple, world_age: int) -> LaunchPlan:
         types += [t, attrs.evolve(widen(t), readonly=False, managed=False)] if d else [t]
     pairs = tuple((i, j) for m, i in enumerate(arrays) for j in arrays[m + 1:])
     written, reads = tuple(sorted(written_parameters(frame))), read_parameters(frame)
+    accumulated = accumulated_parameters(frame)
     return LaunchPlan(dup, arrays, written, reads, tuple(types), pairs, tuple(j for j in written if j in reads),
-                      tuple(j for j in written if j not in reads))
+                      tuple(j for j in written if j not in reads), tuple(j for j in written if j in accumulated))
 
 
 _DEVICE_TYPES: dict = {}
@@ -905,14 +909,16 @@ class LaunchTape:
                               "(pass the same array object the kernels were launched on)")
 
     def _final_values(self) -> list:
-        """``(array, buffer, the first record that snapshots it)`` for the arrays the replay changes: those
-        with snapshots; the backward copies each into its buffer first and back at its end. (An array without
-        one is written by one launch, which only stores into it: its gradient kernel stores the same values.)"""
+        """``(array, buffer, the first record that snapshots or accumulates it)`` for the arrays the replay
+        changes: those with snapshots and those a launch adds into atomically (its gradient kernel adds the
+        same values again); the backward copies each into its buffer first and back at its end. (Another
+        array is written by one launch, which only stores into it: its gradient kernel stores the same values.)"""
         seen: dict[int, Any] = {}
         for r in self.records:
-            if not r.snapshots:
+            accumulated = r.plan.accumulated
+            if not r.snapshots and not accumulated:
                 continue
-            for j, _ in r.snapshots:
+            for j in (*(j for j, _ in r.snapshots), *accumulated):
                 a = r.args[j]
                 if id(a) not in seen:
                     seen[id(a)] = (a, self._copy(("final", id(a)), a, fill=False), r)

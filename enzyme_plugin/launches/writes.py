@@ -7,17 +7,20 @@ one) passed to anything that is not a known read (indexing, ``.shape``,
 a parameter makes every array parameter written. Too many snapshots cost a
 copy; too few would give a wrong gradient.
 
-An array is *read* unless it is only stored into (``a[i] = number``) and
-its metadata asked for (``a.shape``, ``len(a)``): a kernel that writes an
-array without reading it computes the same stores from the same inputs when
-its gradient kernel runs again, so its launch needs no snapshot of it.
+An array is *read* unless it is only stored into (``a[i] = number``) or
+added into by ``atomic_add`` whose old value is not used, and its metadata
+asked for (``a.shape``, ``len(a)``): a kernel that writes an array without
+reading it computes the same stores from the same inputs when its gradient
+kernel runs again, so its launch needs no snapshot of it. The arrays added
+into are *accumulated*: the gradient kernel's run adds the same values
+again, so the tape keeps their final values aside while it replays.
 """
 
 from __future__ import annotations
 
 import operator
 
-from gpucompiler import types as T
+from gpucompiler import device as gd, types as T
 from gpucompiler.frontend import intrinsics, ir
 from gpucompiler.interpreter import Const, widen
 
@@ -54,6 +57,20 @@ def _origins(frame, v, seen: set) -> set[int]:
     raise _Everything
 
 
+def _unused(frame, inst) -> bool:
+    """Whether no instruction, phi or terminator of ``frame`` takes the value of ``inst``."""
+    for block in frame.ir.blocks:
+        for other in (*block.phis, *block.insts, block.term):
+            if other is not None and any(v is inst for v in getattr(other, "operands", ())):
+                return False
+    return True
+
+
+def _added_into(frame, inst, fn) -> bool:
+    """Whether ``inst`` is ``atomic_add(a, i, v)`` whose result (the old ``a[i]``) nothing uses."""
+    return fn is gd.atomic_add and _unused(frame, inst)
+
+
 def _written_by(frame, inst, fn, arrays: list[int]) -> list[int]:
     """The array operands a call may write: all of them unless it is a known read."""
     return [] if fn in _READS else arrays
@@ -63,9 +80,14 @@ def _read_by(frame, inst, fn, arrays: list[int]) -> list[int]:
     """The array operands a call may read: all but the metadata asked for and a parameter stored into."""
     if fn in _METADATA and not _carries_array(frame.typeof(inst)):
         return []
-    if fn in _STORES and isinstance(inst.args[0], ir.Arg):  # a parameter itself, not a view of it
-        return [k for k in arrays if k != 0]
+    if (fn in _STORES or _added_into(frame, inst, fn)) and isinstance(inst.args[0], ir.Arg):
+        return [k for k in arrays if k != 0]  # a parameter itself, not a view of it
     return arrays
+
+
+def _accumulated_by(frame, inst, fn, arrays: list[int]) -> list[int]:
+    """The array operand ``atomic_add`` adds into, its result used or not."""
+    return [k for k in arrays if k == 0] if fn is gd.atomic_add else []
 
 
 def _touched(frame, touches, active: set) -> set[int]:
@@ -109,4 +131,10 @@ def written_parameters(frame) -> frozenset[int]:
     return _parameters(frame, _written_by)
 
 
-__all__ = ["read_parameters", "written_parameters"]
+def accumulated_parameters(frame) -> frozenset[int]:
+    """Indices of the array parameters of ``frame`` that an ``atomic_add`` may add into (see the module
+    docstring); every array parameter when an array's origin is not known."""
+    return _parameters(frame, _accumulated_by)
+
+
+__all__ = ["accumulated_parameters", "read_parameters", "written_parameters"]

@@ -30,6 +30,22 @@ def weighted_total(y, w, out):
 
 
 @kernel
+def scale_by(y, out, z):
+    i = gd.grid(1)
+    if i < y.shape[0]:
+        z[i] = y[i] * out[0]
+
+
+@kernel
+def ticket_scaled(x, counter, y):
+    """``atomic_add`` whose old value is used: it reads ``counter``."""
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        old = gd.atomic_add(counter, 0, 1.0)
+        y[i] = x[i] * (old * 0.0 + 1.0)
+
+
+@kernel
 def zero_out(x):
     i = gd.grid(1)
     if i < x.shape[0]:

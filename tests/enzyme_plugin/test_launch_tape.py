@@ -319,7 +319,7 @@ def test_autodiff_of_a_host_function_that_launches_kernels_points_to_the_launch_
 
 
 def test_read_parameters_leave_out_arrays_the_kernel_only_stores_into():
-    from enzyme_plugin.launches.writes import read_parameters
+    from enzyme_plugin.launches.writes import accumulated_parameters, read_parameters
 
     def frame(k, *args):
         return k.specialization(k.argument_types(args)).infer(PTXTarget(), ())[1]
@@ -328,7 +328,10 @@ def test_read_parameters_leave_out_arrays_the_kernel_only_stores_into():
     assert read_parameters(frame(P.square, x, x)) == {0}                  # y[i] = ...: y only stored into
     assert read_parameters(frame(P.zero_out, x)) == set()
     assert read_parameters(frame(P.sin_in_place, x)) == {0}               # y[i] = sin(y[i])
-    assert read_parameters(frame(P.weighted_total, x, x[:1], x[:1])) == {0, 1, 2}   # the atomic add reads out
+    assert read_parameters(frame(P.weighted_total, x, x[:1], x[:1])) == {0, 1}   # out only added into
+    assert accumulated_parameters(frame(P.weighted_total, x, x[:1], x[:1])) == {2}
+    assert read_parameters(frame(P.ticket_scaled, x, x[:1], x)) == {0, 1}      # the old value used: a read
+    assert accumulated_parameters(frame(P.square, x, x)) == set()
     assert read_parameters(frame(P.through_helper, x, x, x)) == {0}       # z stored through helper_store
 
 
@@ -337,11 +340,36 @@ def test_a_launch_that_only_stores_into_a_fresh_array_takes_no_snapshot_and_the_
     tape, y, out = run_program(x, w)
     first = tape.records[0]
     assert first.launch.kernel is P.square and first.snapshots == []     # y: stored, never read before
-    assert [j for j, _ in tape.records[-1].snapshots] == [2]              # out: the atomic add reads it
+    assert tape.records[-1].snapshots == []                                # out: only added into
     y_end = y.copy()
+    for _ in range(2):  # the gradient kernel adds into out again: backward puts its final value back
+        tape.zero()
+        tape.backward(loss=out)
+        assert np.allclose(tape.gradient(x), 3.0 * np.cos(x * x) * 2 * x, rtol=1e-13)
+        assert np.array_equal(y, y_end) and np.isclose(out[0], 3.0 * np.sum(np.sin(x * x)), rtol=1e-14)
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["recompute", "split"])
+def test_arrays_added_into_keep_their_values_and_a_snapshot_where_an_earlier_launch_read_them(split):
+    """Two launches add into out, a third reads it between them: the first needs no snapshot, the second one
+    (an earlier launch took out), and after backward out holds its final value."""
+    x, w = np.linspace(0.1, 1.2, 64), np.array([1.5])
+    y, out, z = np.zeros(64), np.zeros(1), np.zeros(64)
+    tape = LaunchTape(split=split)
+    with tape:
+        P.weighted_total[2, 32, CPU](x, w, out)           # out = 1.5 * sum(x)
+        P.square[2, 32, CPU](x, y)                        # y = x * x  (out unchanged)
+        P.scale_by[2, 32, CPU](y, out, z)                 # z = y * out[0]: reads out
+        P.weighted_total[2, 32, CPU](z, w, out)           # out += 1.5 * sum(z)
+    assert tape.records[0].snapshots == [] and [j for j, _ in tape.records[3].snapshots] == [2]
+    s = 1.5 * np.sum(x)
+    final = s + 1.5 * np.sum(x * x) * s
+    assert np.isclose(out[0], final, rtol=1e-14)
     tape.backward(loss=out)
-    assert np.allclose(tape.gradient(x), 3.0 * np.cos(x * x) * 2 * x, rtol=1e-13)
-    assert np.array_equal(y, y_end) and np.isclose(out[0], 3.0 * np.sum(np.sin(x * x)))
+    # d final / d x_i = 1.5 + 1.5 * (2 x_i s + sum(x^2) * 1.5)
+    expected = 1.5 + 1.5 * (2 * x * s + np.sum(x * x) * 1.5)
+    assert np.allclose(tape.gradient(x), expected, rtol=1e-12)
+    assert np.isclose(out[0], final, rtol=1e-14) and np.allclose(z, x * x * s, rtol=1e-14)
 
 
 @pytest.mark.parametrize("split", [False, True], ids=["recompute", "split"])

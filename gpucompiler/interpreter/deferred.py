@@ -92,11 +92,17 @@ class DeferredJob:
     ``exec``'d copies, are different jobs)"""
     plugin_sets: tuple = attrs.field(default=(), eq=False, repr=False, metadata={"hash": False})
     """the rule sets named by ``rules``, in the order the nested interpreter consults them"""
+    _id: str | None = attrs.field(default=None, init=False, eq=False, repr=False, metadata={"hash": False})
 
     @property
     def id(self) -> str:
-        """Content hash: equal in every process for the same function, types, meta and context."""
-        return stable_hash(self)
+        """Content hash: equal in every process for the same function, types, meta and context (hashed
+        once: the job's name, its lookups and its lowering each ask for it)."""
+        known = self._id
+        if known is None:
+            known = stable_hash(self)
+            object.__setattr__(self, "_id", known)
+        return known
 
     @property
     def takes_error_slot(self) -> bool:

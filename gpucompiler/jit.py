@@ -24,6 +24,7 @@ finishes.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import logging
@@ -33,6 +34,7 @@ import re
 import sys
 import threading
 import time
+import _thread
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from pathlib import Path
@@ -78,6 +80,49 @@ _COMPILING = threading.RLock()
 os.register_at_fork(before=_COMPILING.acquire, after_in_parent=_COMPILING.release,
                     after_in_child=_COMPILING.release)
 log = logging.getLogger("gpucompiler.jit")
+#: a function whose object code, made at :data:`QUICK_LEVEL` in a background thread while the quick code's IR is
+#: generated, sets up LLVM's code generator of that level's target machine (its subtarget: ~1 ms at the machine's
+#: first object in a process, on the main thread otherwise)
+_WARM_IR = "define i64 @gpuc.warm(i64 %a) {\n  %b = add i64 %a, 1\n  ret i64 %b\n}\n"
+_warmed: dict[Any, Any] = {}  # target -> a lock its warm-up thread holds until done
+
+
+def _warm_code_generator(target) -> None:
+    """Start making a small object at :data:`QUICK_LEVEL` with ``target``'s machine in a background thread,
+    once per target and process. llvmlite runs one LLVM call at a time, so the stages' calls wait for the
+    thread's rather than share the machine with it (a machine the stages make while the thread makes its own
+    replaces it in the targets' memo: the same code, only the set-up is lost); a fork or the interpreter's exit
+    waits for the thread too."""
+    if target in _warmed:
+        return
+    import llvmlite.binding as llvm  # import time: llvmlite's library, on this thread (the stages need it next)
+
+    done = _thread.allocate_lock()
+    done.acquire()
+    try:
+        _thread.start_new_thread(_warm, (target, llvm.parse_assembly, done))
+    except RuntimeError:  # no thread to be had: the quick compile sets it up itself
+        return
+    _warmed[target] = done
+
+
+def _warm(target, parse, done) -> None:
+    try:
+        target.target_machine(QUICK_LEVEL).emit_object(parse(_WARM_IR))
+    except Exception:  # a machine that cannot emit fails the quick compile itself, with its error
+        pass
+    finally:
+        done.release()
+
+
+def _wait_warm() -> None:
+    for done in list(_warmed.values()):
+        done.acquire()
+        done.release()
+
+
+os.register_at_fork(before=_wait_warm)
+atexit.register(_wait_warm)
 
 
 class _NotCached(Exception):
@@ -457,6 +502,7 @@ class Dispatcher:
         maths = libmvec.scalar_names()  # after the probe: a hit loads no math table
         if not maths.isdisjoint(self.py_func.__code__.co_names):
             return self._compiled(spec, job, argtypes, cache)[0]
+        _warm_code_generator(config.target)  # while the quick code's IR is generated
         quick_spec = spec.without_call_entry()  # calls go through the dispatcher until the tier-up
         try:
             quick_job = CompilerJob(quick_spec, attrs.evolve(config, opt_level=QUICK_LEVEL))

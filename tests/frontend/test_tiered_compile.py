@@ -609,3 +609,46 @@ def test_a_global_rebound_before_the_tier_up_is_seen_by_the_next_call(held):
     finally:
         SCALE = 2.0
     assert bits(f(xs)) == bits(running(xs)) == bits(np.cumsum(xs * 2.0))
+
+
+_WARM_UP = textwrap.dedent("""
+    import importlib, json, sys, threading
+    import llvmlite.binding as llvm
+    from gpucompiler import jit
+    from gpucompiler.targets.native import NativeTarget
+    sys.path.insert(0, sys.argv[1] + "/tests/frontend")
+    from test_tiered_compile import series
+    J = importlib.import_module("gpucompiler.jit")
+    if sys.argv[2] == "off":
+        J._warm_code_generator = lambda target: None
+    made, emit = [], llvm.TargetMachine.emit_object
+    def recorded(machine, module):
+        made.append((machine, threading.current_thread() is threading.main_thread()))
+        return emit(machine, module)
+    llvm.TargetMachine.emit_object = recorded
+    f = jit(series, cache=False)
+    value = f(5, 0.25)
+    assert f.last_compile.result.job.config.opt_level == J.QUICK_LEVEL
+    quick = NativeTarget().target_machine(J.QUICK_LEVEL)
+    mains = [main for machine, main in made if machine is quick]
+    obj = f.last_compile.result.artifacts["obj"]
+    f.wait_tier_up()
+    print(json.dumps({"mains": mains, "value": value.hex(), "obj": obj.hex()}))
+""")
+
+
+def _quick_objects(switch: str) -> dict:
+    env = {**os.environ, "GPUC_TIER": "on", "GPUC_CACHE": "off", "PYTHONPATH": ROOT}
+    done = subprocess.run([sys.executable, "-c", _WARM_UP, ROOT, switch], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_quick_levels_code_generator_is_set_up_off_the_callers_thread():
+    """A fresh process's first quick compile: the quick level's machine makes its first object (LLVM's set-up
+    of its code generator, ~1 ms) in a background thread while the quick code's IR is generated, then the
+    quick code's on the caller's thread; that object is the same bytes as without the set-up ahead."""
+    ahead, alone = _quick_objects("on"), _quick_objects("off")
+    assert ahead["mains"] == [False, True] and alone["mains"] == [True]
+    assert ahead["obj"] == alone["obj"] and ahead["value"] == alone["value"] == series(5, 0.25).hex()

@@ -26,13 +26,11 @@ from ..codegen.entrywords import PYEXC
 from ..errors import ConfigError
 from ..targets.libmvec import PREFIX as VECTOR_PREFIX
 from ..targets.libmvec import SONAME as VECTOR_SONAME
+from ..targets.native import SHARED_OBJECT_KIND as KIND  # noqa: F401 (the kind its callers look up)
 from ..targets.native import process_symbol
 
 log = logging.getLogger("gpucompiler.runtime.shared_object")
 
-KIND = "so"
-"""The artifact kind of the shared object in a native job's cache entry
-(:data:`gpucompiler.targets.sharedlink.KIND`)."""
 
 _paths: set[str] = set()
 """The ``/proc/self/fd/N`` paths loaded so far (a second library under one would be the first one)."""

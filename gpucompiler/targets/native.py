@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from ..core.facts import ModuleFacts
 
 EMIT_KINDS = ("llvm", "bc", "asm", "obj")
+SHARED_OBJECT_KIND = "so"
+"""The artifact kind of the shared object a native job's cache entry may hold (:mod:`.sharedlink` makes it,
+:mod:`gpucompiler.runtime.shared_object` loads it)."""
 
 
 @functools.cache

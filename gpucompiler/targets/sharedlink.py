@@ -37,12 +37,10 @@ from ..codegen.entrywords import PYEXC
 from ..llvm.binding import address_bindings
 from ..settings import ToolchainSettings
 from . import hostblas
-from .native import process_symbol
+from .native import SHARED_OBJECT_KIND as KIND, process_symbol
 
 log = logging.getLogger("gpucompiler.targets.sharedlink")
 
-KIND = "so"
-"""The artifact kind of the shared object in a native job's cache entry."""
 
 _CPYTHON_PREFIX = "PyExc_"
 _ELF64_LE = b"\x7fELF\x02\x01"

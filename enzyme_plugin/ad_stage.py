@@ -6,7 +6,7 @@ import llvmlite.binding as llvm
 
 from gpucompiler.llvm import initialize, parse_ir
 
-from .ad import batch, leftover
+from .ad import batch, leftover, preprocess
 from .ad.gpu import EngineOptions
 from .ad.c_interface import differentiate_nested
 from .options import EnzymeOptions
@@ -50,11 +50,17 @@ def run_ad(job, module) -> None:
     options = EngineOptions(atomic_adjoints=atomic, device_tape=device, thread_exit=job.target.thread_exit(),
                             tape_arena=job.config.options(EnzymeOptions).tape_arena)
 
-    def scalar(t: str) -> str:
-        return str(optimize(job, t, vectorize=False))
+    def scalar(t: str) -> llvm.ModuleRef:  # prepared in place by the next level: not printed and parsed again
+        return optimize(job, t, vectorize=False)
 
     # ADError names the instruction; the driver names the stage
-    source = batch.lower_text(module.text)
+    printed = module.text
+    source = batch.lower_text(printed)
     leftover.refuse_unknown(source)
-    text = differentiate_nested(source, scalar, options)
+    if source is printed and module.parsed and not preprocess.has_optnone(printed):
+        ref = module.ref  # prepared in place (replaced below): LLVM does not parse its own print again
+        ref.verify()
+        text = differentiate_nested(ref, scalar, options)
+    else:
+        text = differentiate_nested(source, scalar, options)
     module.ref = parse_ir(job.target.adapt_ir(leftover.check_output(text)))  # parsed and verified

@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -29,6 +30,8 @@ from .engine import Engine
 from .gpu import EngineOptions
 from .errors import ADError, unsupported
 
+if TYPE_CHECKING:  # pragma: no cover
+    import llvmlite.binding as llvm
 
 
 class MarkerMode(enum.Enum):
@@ -514,22 +517,25 @@ def _take_location(marker, emitted) -> None:
         i.metadata = {**(i.metadata or {}), "dbg": loc}
 
 
-def differentiate_nested(text: str, optimize: Callable[[str], str],
+def differentiate_nested(ir: str | llvm.ModuleRef, optimize: Callable[[str], str | llvm.ModuleRef],
                          options: EngineOptions = EngineOptions()) -> str:
-    """Differentiate every marker call of LLVM IR ``text``, innermost first; returns the text
-    (helpers defined, not optimised).
+    """Differentiate every marker call of LLVM IR ``ir`` (text, or a module LLVM holds, verified, with no
+    ``optnone`` function: prepared in place), innermost first; returns the text (helpers defined, not
+    optimised).
 
     A function that calls ``__enzyme_autodiff``/``__enzyme_fwddiff`` is differentiated after
     its own marker calls became calls of derivative functions; between the levels the module
-    is optimised (``optimize``: text -> text) and prepared again, so the outer derivative
+    is optimised (``optimize``: text -> text, or -> the verified module LLVM holds, prepared
+    in place where no function is ``optnone``) and prepared again, so the outer derivative
     sees the inner one as SSA code, as Enzyme differentiates its own output. Inner levels add
     adjoints with plain atomics, which the outer level differentiates."""
     with no_cyclic_gc():  # the engine builds many long-lived objects, as the parser does
-        return _differentiate_levels(text, optimize, options)
+        return _differentiate_levels(ir, optimize, options)
 
 
-def _differentiate_levels(text: str, optimize: Callable[[str], str], options: EngineOptions) -> str:
-    module = _prepared(text)
+def _differentiate_levels(ir: str | llvm.ModuleRef, optimize: Callable[[str], str | llvm.ModuleRef],
+                          options: EngineOptions) -> str:
+    module = _prepared(ir)
     while True:
         sites = marker_sites(module)
         ready = _innermost(module, sites) if sites else []
@@ -542,7 +548,10 @@ def _differentiate_levels(text: str, optimize: Callable[[str], str], options: En
         # shadow): the outer level differentiates them
         engine, _ = differentiate_module(module, ready, attrs.evolve(options, tape_arena=0, differentiated_again=True))
         text = engine.finalize(str(module), out_of_line=True)
-        module = _prepared(optimize(text))
+        optimized = optimize(text)
+        if not isinstance(optimized, str) and preprocess.has_optnone(text):
+            optimized = str(optimized)  # the text path drops optnone
+        module = _prepared(optimized)
 
 
 def _drop_marker_declarations(module) -> None:
@@ -553,9 +562,10 @@ def _drop_marker_declarations(module) -> None:
             module.remove_function(fn)
 
 
-def _prepared(text: str) -> Module:
-    """The IR model of ``text`` after the cleanup passes, every vector lane defined."""
-    module = parse(preprocess.prepare(text), lazy=True)  # the bodies the engine never reads print as read
+def _prepared(ir: str | llvm.ModuleRef) -> Module:
+    """The IR model of ``ir`` (text, or a module LLVM holds: :func:`preprocess.prepare`) after the
+    cleanup passes, every vector lane defined."""
+    module = parse(preprocess.prepare(ir), lazy=True)  # the bodies the engine never reads print as read
     preprocess.define_unused_lanes(module)
     return module
 

@@ -27,14 +27,14 @@ def _pass_builder(ref: llvm.ModuleRef, opt: int) -> llvm.PassBuilder:
     return llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=opt))
 
 
-def prepare(text: str) -> str:
+def prepare(ir: str | llvm.ModuleRef) -> str:
     """SROA/mem2reg, instcombine, simplifycfg, a single exit per function and
-    loops in canonical form (loop-simplify, LCSSA).
+    loops in canonical form (loop-simplify, LCSSA); returns the text.
 
-    ``optnone`` is dropped first (clang -O0 sets it; the derivative is
-    optimised anyway)."""
-    text = _OPTNONE.sub("", text)
-    ref = parse_ir(text)
+    ``ir``: LLVM IR text, whose ``optnone`` is dropped first (clang -O0 sets it; the derivative is
+    optimised anyway), or a verified module LLVM holds and no function of which is ``optnone``
+    (changed in place: the text's print and parse between an optimisation and this saved)."""
+    ref = parse_ir(_OPTNONE.sub("", ir)) if isinstance(ir, str) else ir
     pb = _pass_builder(ref, 2)
     mpm = llvm.create_new_module_pass_manager()
     mpm.add_sroa_pass()
@@ -48,6 +48,11 @@ def prepare(text: str) -> str:
     mpm.add_lcssa_pass()
     mpm.run(ref, pb)
     return str(ref)
+
+
+def has_optnone(text: str) -> bool:
+    """Whether ``text`` may spell ``optnone`` (then :func:`prepare` takes it as text, which drops it)."""
+    return _OPTNONE.search(text) is not None
 
 
 def optimize(text: str, level: int = 2) -> str:

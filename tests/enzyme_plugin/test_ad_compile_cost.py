@@ -119,9 +119,9 @@ def test_the_engine_reads_rolled_scalar_loops(monkeypatch):
     read: list[str] = []
     nested = ad_stage.differentiate_nested
 
-    def recording(text, optimize, options):
-        read.append(text)
-        return nested(text, optimize, options)
+    def recording(ir, optimize, options):
+        read.append(str(ir))  # text, or the module LLVM holds (printed before the engine's cleanup changes it)
+        return nested(ir, optimize, options)
 
     monkeypatch.setattr(ad_stage, "differentiate_nested", recording)
     x = np.linspace(-2.0, 2.0, 37)
@@ -263,3 +263,33 @@ def test_no_module_printed_or_verified_twice_for_our_own_edits(llvm_calls):
     if NativeTarget().machine()["vector_math"]:  # the round trips these cover ran (tanh named its vector versions)
         parses = [f for what, f in llvm_calls if what == "parse"]
         assert _in([fr for f in parses for fr in f], "gpucompiler/targets/native.py", "before_optimize")
+
+
+def cube_sum(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * x[i] * x[i]
+    return s
+
+
+def cube_sum_gradient(x, dx):
+    autodiff(Reverse, cube_sum, Duplicated(x, dx))
+
+
+def cube_sum_hvp(x, v, dx, hv):
+    autodiff(Forward, cube_sum_gradient, Duplicated(x, v), Duplicated(dx, hv))
+
+
+def test_the_engine_s_cleanup_takes_llvm_s_module_as_it_is(llvm_calls):
+    """The cleanup before each level of AD runs on the module LLVM holds (after the ``optimize`` stage,
+    and after the optimisation between levels), not on a print of it parsed again; the second
+    derivative is exact."""
+    x, v = np.linspace(-2.0, 2.0, 37), np.linspace(1.0, -1.0, 37)
+    dx, hv = np.zeros_like(x), np.zeros_like(x)
+    jit(cube_sum_hvp, plugins=("enzyme",), cache=False, tier=False)(x, v, dx, hv)
+    np.testing.assert_allclose(dx, 3.0 * x * x, rtol=1e-15)
+    np.testing.assert_allclose(hv, 6.0 * x * v, rtol=1e-15)
+    cleanup = [what for what, f in llvm_calls if _in(f, "enzyme_plugin/ad/preprocess.py", "prepare")]
+    assert cleanup == ["print", "print"], "a level's cleanup parsed or verified its module"  # its print: the engine's
+    between = [f for what, f in llvm_calls if what == "print" and _in(f, "enzyme_plugin/ad_stage.py", "scalar")]
+    assert not between, "the module optimised between the levels was printed for the next level's cleanup"

@@ -29,7 +29,7 @@ backward: a graph would hide them).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpucompiler.runtime import device_heap
@@ -64,10 +64,15 @@ def _memories(xs, ndarray: type) -> tuple | None:
     return tuple(out)
 
 
-def graph_key(records: list, unzeroed: list, seeds: list, finals: list) -> tuple | None:
+def graph_key(records: list, unzeroed: list, seeds: list, finals: list, repeats: Sequence = (),
+              generation: int | None = None) -> tuple | None:
     """The key of a backward (see the module docstring), or None when it is not replayed as a graph.
     ``records``: the tape's; ``unzeroed``: ``(array, shadow)`` the backward zeroes first; ``seeds``: ``(array,
-    shadow, adjoint)``; ``finals``: ``(array, its copy, record)``."""
+    shadow, adjoint)``; ``finals``: ``(array, its copy, record)``; ``repeats``: the tape's ``Repeat`` of each
+    record (None: none), each keeping the part of the key its record gave (``graph_part``) with the tape's
+    ``generation`` then (None: keep none): the tape moves it on every launch that is not a repeat and every
+    shadow or copy it makes anew, so while it stays, each repeated launch's record takes the same objects
+    (no reference to them is kept: the tape reuses a shadow or copy only when nothing else holds it)."""
     if not records:
         return None
     ops = records[0].ops
@@ -75,15 +80,23 @@ def graph_key(records: list, unzeroed: list, seeds: list, finals: list) -> tuple
         return None
     ndarray = ops.module.ndarray
     parts: list = []
-    for r in records:
+    for i, r in enumerate(records):
         if r.split or r.stream != 0 or r.ops is not ops or r.launch.device is not None \
                 or (r.reverse is not None and r.gradient is None) or registered_gradient(r.launch.kernel) is not r.hand:
             return None  # (a gradient registered since the recording: the backward launch by launch takes it)
+        m = repeats[i] if i < len(repeats) and generation is not None else None
+        known = m.graph_part if m is not None else None
+        if known is not None and known[0] == generation and known[1] is r.gradient and known[2] is r.launch:
+            parts.append(known[3])
+            continue
         memory = _memories(r.reverse_args, ndarray) if r.reverse is not None else ()
         copies = _memories([v for _, v in r.snapshots], ndarray) if r.snapshots else ()
         if memory is None or copies is None:
             return None
-        parts.append((r.gradient, r.launch.grid, r.launch.block, memory, tuple(j for j, _ in r.snapshots), copies))
+        part = (r.gradient, r.launch.grid, r.launch.block, memory, tuple(j for j, _ in r.snapshots), copies)
+        if m is not None:
+            m.graph_part = (generation, r.gradient, r.launch, part)
+        parts.append(part)
     parts.append(tuple(_memory(shadow, ndarray) for _, shadow in unzeroed))
     for _, shadow, g in seeds:
         if type(g) is ndarray and (g.dtype != shadow.dtype or g.shape != shadow.shape):

@@ -376,6 +376,9 @@ class Repeat:
     go: Callable[[tuple, tuple], None] | None = None
     """the kernel's bound launch given the signature (:attr:`.signed.SignedLaunch.bound`, once a launch bound
     it): what ``form.runs.forward`` calls, called without it"""
+    graph_part: tuple | None = None
+    """(the tape's generation, the gradient kernel, the launch, its record's part of a backward's graph key)
+    (:func:`.graphs.graph_key`)"""
 
 
 _FORMS: dict = {}
@@ -458,6 +461,9 @@ class LaunchTape:
         self._repeats: list[Repeat | None] = []
         self._last: list[Repeat | None] = []
         self._same = True  # every launch of this recording so far repeated the last recording's at its place
+        #: moved on by every launch that is not a repeat and every shadow or copy made anew: while it stays, a
+        #: repeated launch's record takes the same objects as when its part of a graph key was read
+        self._generation = 0
         self._copies: dict[tuple, Any] = {}  # the copies of this recording: snapshots, the final values
         #: (array, shadow) reused from the last recording and not zeroed yet: ``backward`` zeroes them first
         self._unzeroed: list[tuple[Any, Any]] = []
@@ -537,6 +543,7 @@ class LaunchTape:
                 if form is None or form.age != k.world_age:
                     form = _device_form(launch, sig[0], split)
         self._same = False  # (not a repeat: the launches after it are not either)
+        self._generation += 1
         if form is not None and sig is not None:  # a GPU launch typed by its arguments' signature
             direct, plan, runs, named = False, form.plan, form.runs, sig[2]
             stream = cuda_runtime.stream_handle(where) if where is not None else 0 if named is None or named == 1 \
@@ -700,6 +707,7 @@ class LaunchTape:
             return old
         del old
         self._copies[key] = copy = ops.copy(a)
+        self._generation += 1
         return copy
 
     def _tapes(self, ops: ArrayOps, shape: tuple[int, int], like):
@@ -787,6 +795,7 @@ class LaunchTape:
                 else:  # only gradient kernels read it: zeroed by backward (on the GPU, in its graph)
                     self._unzeroed.append((a, shadow))
                 return shadow
+        self._generation += 1
         return ops.zeros_like(a)
 
     def _zero_reused(self) -> None:
@@ -844,7 +853,8 @@ class LaunchTape:
             self._unzeroed = []
             return
         with device_heap.deferring():  # the gradient launches' heap checks: read once, after the last
-            key = graph_key(self.records, unzeroed, seeds, finals) if self.graphs and shadows is None else None
+            key = graph_key(self.records, unzeroed, seeds, finals, self._repeats, self._generation) \
+                if self.graphs and shadows is None else None
             if key is None or not self._graph.run(key, self.records[0].ops.module,
                                                   self._captured(unzeroed, seeds, finals)):
                 self._run_backward(unzeroed, seeds, finals, shadows)

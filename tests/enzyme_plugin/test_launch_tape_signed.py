@@ -201,3 +201,36 @@ def test_the_graph_key_names_each_arrays_memory(fake):
     x32 = [cp.asarray(np.linspace(0.1, 1.2, 64), np.float32), cp.zeros(64, np.float32),
            cp.asarray([2.0], np.float32), cp.zeros(1, np.float32)]
     assert key_of(*x32) != first
+
+
+def test_the_graph_key_kept_by_repeated_launches_is_the_key_read_afresh(fake):
+    """A repeated launch's part of the key is kept (``Repeat.graph_part``) and not read from the arrays again:
+    round after round it equals the key read afresh, also when a shadow is replaced (the user holds the last
+    gradient), an argument is another array of the same layout, or the memory is another length."""
+    cp, _ = fake
+    tape = LaunchTape(graphs=False)
+    held = []
+
+    def keys(x, y, w, out):
+        tape.reset()
+        with tape:
+            P.program(x, y, w, out, 2, 32, None)
+        seeds, finals = [(out, tape.gradient(out), 1.0)], tape._final_values()
+        kept = graph_key(tape.records, [], seeds, finals, tape._repeats, tape._generation)
+        afresh = graph_key(tape.records, [], seeds, finals)
+        return kept, afresh
+
+    arrays = [cp.asarray(np.linspace(0.1, 1.2, 64)), cp.zeros(64), cp.asarray([2.0]), cp.zeros(1)]
+    seen = set()
+    for step in range(8):
+        args = list(arrays)
+        if step == 3:
+            held.append(tape.gradient(arrays[0]))  # this round's x gets a new shadow
+        if step == 5:
+            args[0] = cp.asarray(np.linspace(0.1, 1.2, 64))  # another buffer, same layout
+        if step == 6:
+            args = [arrays[0][:48], arrays[1][:48], *arrays[2:]]
+        kept, afresh = keys(*args)
+        assert kept is not None and kept == afresh
+        seen.add(kept)
+    assert len(seen) >= 3 and any(r is not None and r.graph_part is not None for r in tape._repeats)

@@ -89,12 +89,16 @@ class IRModule:
     def model(self, value: Module) -> None:
         self._model, self._ref, self._text = value, None, None
 
+    def read_ref(self) -> llvm.ModuleRef:
+        """The module as an llvmlite ``ModuleRef`` for a reader that does not change it (a clone for the
+        code generator, the bitcode): a print kept by :meth:`keep_text` stays."""
+        return self._ref if self._ref is not None else self.ref
+
     def function_names(self) -> set[str]:
         """Names of every function defined or declared in the module."""
         if self._model is not None:
             return set(self._model.functions)
-        ref = self._ref if self._ref is not None else self.ref  # read only: a kept print stays
-        return {f.name for f in ref.functions}
+        return {f.name for f in self.read_ref().functions}
 
     def __str__(self) -> str:
         return self.text

@@ -53,11 +53,11 @@ def emit_with(machine: llvm.TargetMachine, module, kind: str) -> str | bytes:
     if kind == "llvm":
         return module.text
     if kind == "bc":
-        return module.ref.as_bitcode()
-    if kind == "asm":
-        return machine.emit_assembly(module.ref.clone())
+        return module.read_ref().as_bitcode()
+    if kind == "asm":  # read only: the validated module's print stays kept for its ``llvm`` artifact
+        return machine.emit_assembly(module.read_ref().clone())
     if kind == "obj":
-        return machine.emit_object(module.ref.clone())
+        return machine.emit_object(module.read_ref().clone())
     raise ConfigError(f"unknown emit kind {kind!r}; known: {', '.join(EMIT_KINDS)}")
 
 

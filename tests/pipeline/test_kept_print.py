@@ -48,3 +48,17 @@ def test_the_validated_module_is_the_llvm_artifact_printed_once(monkeypatch):
     assert len(prints) == after == 1
     assert str(parse_ir(text)) == text
     assert result.facts is not None and result.facts.declarations == []
+
+
+def test_code_before_the_llvm_artifact_keeps_the_validated_print(monkeypatch):
+    """Assembly, an object or bitcode emitted first read the module without changing it: the ``llvm``
+    artifact after them is the validated module's one print, not a second one."""
+    prints = _counting(monkeypatch)
+    result = compile(make_job(), ("asm", "obj", "bc", "llvm"))
+    text = result.artifacts["llvm"]
+    assert isinstance(text, str) and text is result.module.text
+    assert len(prints) == 1
+    assert str(parse_ir(text)) == text
+    asm = result.artifacts["asm"]
+    assert isinstance(asm, str) and "add" in asm
+    assert llvm.parse_bitcode(result.artifacts["bc"]).get_function("add") is not None

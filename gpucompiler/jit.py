@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import functools
+import gc
 import logging
 import opcode
 import os
@@ -123,6 +124,40 @@ def _wait_warm() -> None:
 
 os.register_at_fork(before=_wait_warm)
 atexit.register(_wait_warm)
+
+#: cyclic garbage collection waits while a ``@jit`` compile runs, as in ``pipeline.compile``, and for a tiered
+#: first compile until its tier-up ends (the function compiled at both levels): what they build lives until
+#: then, and the collector's passes would only rescan it (a pass of its second generation costs 1 ms, which
+#: fell in the quick code's compile or not by the allocations before it). ``[holders, resume]``: the compiles
+#: and tier-ups holding the pause, and whether the collector ran when the first began.
+_collector = [0, False]
+_collector_lock = threading.Lock()
+
+
+def _hold_collector() -> None:
+    with _collector_lock:
+        if _collector[0] == 0:
+            _collector[1] = gc.isenabled()
+            gc.disable()
+        _collector[0] += 1
+
+
+def _release_collector() -> None:
+    """The last holder resumes the collector if it ran before (a caller's own pause is kept)."""
+    with _collector_lock:
+        _collector[0] -= 1
+        if _collector[0] == 0 and _collector[1]:
+            gc.enable()
+
+
+def _collector_in_child() -> None:
+    """A fork's child has no tier-up thread to release the pause: it resumes as the last holder would."""
+    if _collector[0] and _collector[1]:
+        gc.enable()
+    _collector[0] = 0
+
+
+os.register_at_fork(after_in_child=_collector_in_child)
 
 
 class _NotCached(Exception):
@@ -452,11 +487,18 @@ class Dispatcher:
 
         cache = default_cache() if self.options.cache else memory_cache()  # GPUC_CACHE_*, GPUC_SERVICE_URL
         with _COMPILING:
-            entry = self._tiered(spec, job, argtypes, cache, all(_small(a) for a in args))
-            self._entries[argtypes] = entry
-            if entry.tier_up is not None:
-                entry.tier_up.start()
-            return entry
+            _hold_collector()
+            handed = False
+            try:
+                entry = self._tiered(spec, job, argtypes, cache, all(_small(a) for a in args))
+                self._entries[argtypes] = entry
+                if entry.tier_up is not None:
+                    entry.tier_up.start()  # the tier-up releases the collector when it ends
+                    handed = True
+                return entry
+            finally:
+                if not handed:
+                    _release_collector()
 
     def _compiled(self, spec: FunctionSpec, job: CompilerJob, argtypes, cache,
                   compiler=None) -> tuple[_Entry, Any]:
@@ -541,6 +583,8 @@ class Dispatcher:
         except Exception as exc:  # the quick code stays: the same results, slower
             log.warning("%s: the full optimisation level did not compile (%s: %s); the quick code stays",
                         self.py_func.__qualname__, type(exc).__name__, exc)
+        finally:
+            _release_collector()  # held since the quick compile began
 
     def wait_tier_up(self, timeout: float | None = None) -> bool:
         """Wait for the tier-ups under way; True when every specialization runs its full level's code."""

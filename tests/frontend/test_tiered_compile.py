@@ -9,6 +9,7 @@ compiles nothing. ``tier=False`` and ``GPUC_TIER=off`` turn it off; errors stay 
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import math
@@ -69,8 +70,12 @@ def series(n, x):
 @pytest.fixture(autouse=True)
 def tiers_on(monkeypatch):
     """Tiers on (the suite runs with ``GPUC_TIER=off``: tests count compiles), and none of this module's
-    functions compiled yet: ``cache=False`` functions share the process's memory tier."""
+    functions compiled yet: ``cache=False`` functions share the process's memory tier (a tier-up an earlier
+    test left waiting publishes there first)."""
     monkeypatch.setenv("GPUC_TIER", "on")
+    for thread in threading.enumerate():
+        if thread.name.startswith("tier-up "):
+            thread.join(120)
     memory_cache().memory.clear()
 
 
@@ -652,3 +657,44 @@ def test_the_quick_levels_code_generator_is_set_up_off_the_callers_thread():
     ahead, alone = _quick_objects("on"), _quick_objects("off")
     assert ahead["mains"] == [False, True] and alone["mains"] == [True]
     assert ahead["obj"] == alone["obj"] and ahead["value"] == alone["value"] == series(5, 0.25).hex()
+
+
+def test_the_collector_waits_until_the_tier_up_ends_and_a_forks_child_resumes_it(held):
+    """A tiered first compile pauses cyclic collection from its start until its tier-up ends (what both levels
+    build lives until then); an untiered compile resumes it when it returns; a caller's own pause is kept, and
+    a child forked while a tier-up holds the pause resumes it (no thread there ends it)."""
+    assert gc.isenabled()
+    f = jit(series, cache=False)
+    assert f(4, 0.5) == series(4, 0.5) and level(f) == J.QUICK_LEVEL
+    assert not gc.isenabled()  # the tier-up waits for the lock the test holds
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, then leave at once
+        os.write(write, b"1" if gc.isenabled() else b"0")
+        os._exit(0)
+    os.close(write)
+    child = os.read(read, 1)
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert child == b"1"
+    held.release()
+    try:
+        assert f.wait_tier_up(120)
+    finally:
+        held.acquire()
+    assert gc.isenabled() and level(f) == 2
+    g = jit(series, cache=False, tier=False)
+    assert g(4, 0.5) == series(4, 0.5) and gc.isenabled()
+    gc.disable()
+    try:
+        h = jit(horner, cache=False)
+        xs = np.linspace(0.0, 1.0, 5)
+        assert bits(h(xs, 7)) == bits(horner(xs, 7)) and level(h) == J.QUICK_LEVEL
+        held.release()
+        try:
+            assert h.wait_tier_up(120)
+        finally:
+            held.acquire()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -136,7 +136,7 @@ def _check_unbound_reads(fn: Function, reads) -> None:
                     maybe.add(phi)
                     changed = True
     flags: dict[Phi, Phi] = {}
-    for phi in maybe:
+    for phi in [phi for b in fn.blocks for phi in b.phis if phi in maybe]:  # in order: the same text in every process
         flag = Phi("$bound." + phi.var, phi.loc)
         flag.block = phi.block
         phi.block.phis.append(flag)

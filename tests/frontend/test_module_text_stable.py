@@ -26,7 +26,7 @@ def five_maybe(n):
         e = 5.0
     s = 0.0
     for i in range(n):
-        s += a * i + b - c + d * e
+        s += a * i + b - c + d * e  # pyright: ignore[reportOperatorIssue]  (maybe unbound: under test)
     return s
 
 
@@ -42,7 +42,7 @@ def seven_maybe(n, x):
     s = 0.0
     k = 0
     while k < n:
-        s += p + q + r + t + u + v + w
+        s += p + q + r + t + u + v + w  # pyright: ignore[reportOperatorIssue]  (maybe unbound: under test)
         k += 1
     return s
 

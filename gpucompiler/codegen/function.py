@@ -523,14 +523,13 @@ class FunctionCodegen:
             args, argtypes = [self.value(inst.fn), None, *args], [method.receiver, const(method.name), *argtypes]
         if res.callee is not None:  # a compiled function's result: its reference moves here
             self.values[inst] = self._invoke(res.callee, args, argtypes, t)
+        elif res.deferred is not None:
+            self.values[inst] = lower_deferred(self, res.deferred, args, argtypes)
         else:
-            if res.deferred is not None:
-                self.values[inst] = lower_deferred(self, res.deferred, args, argtypes)
-            else:
-                self.values[inst] = self._lower_rule(res, inst, args, argtypes, t)
-            if self.values[inst] is not None and holds_managed(t) and inst not in self.lives.borrowed:
-                mem.incref(self, self.values[inst], t)
+            self.values[inst] = self._lower_rule(res, inst, args, argtypes, t)
         if self.values[inst] is not None and holds_managed(t) and inst not in self.lives.borrowed:
+            if res.callee is None:  # a rule's or a nested job's result: a reference of its own
+                mem.incref(self, self.values[inst], t)
             self._hold(inst, t)
         for dead in self.lives.after.get(inst, ()):
             self._release(dead)

@@ -68,7 +68,7 @@ class Frame:
     """The inference state and result of one specialization."""
 
     __slots__ = ("pyfunc", "argtypes", "ir", "types", "calls", "rettype", "returned", "provisional",
-                 "recursive", "depth", "low", "edges", "name", "raising", "settled")
+                 "recursive", "depth", "low", "edges", "name", "raising", "settled", "consts")
 
     def __init__(self, pyfunc, argtypes, ir, depth):
         self.pyfunc, self.argtypes, self.ir, self.depth = pyfunc, argtypes, ir, depth
@@ -77,12 +77,17 @@ class Frame:
         self.recursive = False
         self.name = ""
         """the LLVM name of the specialization (set by codegen)"""
+        self.consts: dict = {}
+        """literal -> its abstract value, made once (inference's rounds and codegen read each literal often)"""
 
     def typeof(self, v):
         if isinstance(v, Arg):
             return self.argtypes[v.index]
         if isinstance(v, IRConst):
-            return const(v.value)
+            c = self.consts.get(v)
+            if c is None:
+                c = self.consts[v] = const(v.value)
+            return c
         return self.types.get(v, BOTTOM)
 
     def where(self, v):

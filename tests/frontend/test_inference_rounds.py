@@ -166,3 +166,18 @@ def test_the_collector_is_paused_while_a_job_is_inferred_and_then_as_it_was(monk
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_literal_is_made_once_per_specialization(monkeypatch):
+    """Each literal's abstract value is made once per frame (inference's rounds and codegen read loop20's
+    literals about 450 times), equal to the constant of its value: the typed IR is unchanged."""
+    made = []
+    const = I.const
+    monkeypatch.setattr(I, "const", lambda value: (made.append(value), const(value))[1])
+    _, frame = FunctionSpec(loop20, (T.int64, T.float64)).infer(NativeTarget(), (), True)
+    literals = {v for block in frame.ir.blocks for inst in [*block.phis, *block.insts, block.term]
+                for v in inst.operands if isinstance(v, I.IRConst)}
+    assert len(literals) > 10
+    assert all(frame.typeof(v) is frame.typeof(v) and frame.typeof(v) == const(v.value) for v in literals)
+    assert len(made) < 1.5 * len(literals), (len(made), len(literals))  # with its other constants (was 312)
+    assert jit(loop20, tier=False)(40, 0.75) == loop20(40, 0.75)

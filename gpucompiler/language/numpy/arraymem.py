@@ -74,6 +74,8 @@ def managed_array(dtype: T.Scalar, ndim: int, layout: str = "C") -> T.ArrayType:
 def holds_managed(t) -> bool:
     """Whether values of type ``t`` hold references to managed arrays."""
     t = widen(t)
+    if type(t) is T.Scalar:  # most values: codegen asks of every instruction
+        return False
     if isinstance(t, (T.TupleType, T.RecordType)):
         return any(holds_managed(it) for it in t.items)
     if isinstance(t, T.BoundMethod):  # a method value is its receiver at run time

@@ -31,11 +31,16 @@ from .powerloops import PowerLoops
 
 
 
-@functools.lru_cache(maxsize=512)
 def _parse(pyfunc) -> tuple[ast.FunctionDef, str, int]:
     """``(def node, file name, line offset)``; the source comes through :mod:`linecache` (files,
-    notebook cells, any source registered there), lambdas from the statement that holds them."""
-    code = pyfunc.__code__
+    notebook cells, any source registered there), lambdas from the statement that holds them. Kept per
+    function and code object: a function whose code is replaced (``f.__code__ = ...``, as IPython's
+    autoreload does) is parsed again, as its key (the code's digest) changes with it."""
+    return _parse_code(pyfunc, pyfunc.__code__)
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_code(pyfunc, code) -> tuple[ast.FunctionDef, str, int]:
     nested = getattr(pyfunc, SOURCE_ATTRIBUTE, None)
     if nested is not None:  # made from a nested def or lambda (closures.py)
         return nested

@@ -241,8 +241,14 @@ class FunctionSpec:
         return self.fingerprint(job)
 
     def index_fingerprint(self) -> Any:
-        """The part of :meth:`fingerprint` known without inference: the entry's code and argument types."""
-        index = {"python": encode_value(self.fn), "argtypes": [repr(t) for t in self.argtypes]}
+        """The part of :meth:`fingerprint` known without inference: the entry's code and argument types. The
+        code's encoding is taken once per spec (with :meth:`without_call_entry`'s), as its inference is: a
+        tier-up, which compiles after the first call returned, keys the code it compiles even when the
+        function's code was replaced meanwhile (``f.__code__ = ...``)."""
+        python = self._cache.get(("python",))
+        if python is None:
+            python = self._cache[("python",)] = encode_value(self.fn)
+        index = {"python": python, "argtypes": [repr(t) for t in self.argtypes]}
         return index if self.call_entry else {**index, "call_entry": False}
 
     def fingerprint(self, job=None) -> Any:

@@ -209,6 +209,8 @@ class Cache:
     def publish(self, entry: Entry) -> None:
         """Store ``entry`` in every tier; a tier that cannot be written is skipped with a warning."""
         self.memory.put(entry)
+        if not self.tiers:  # kept in memory alone (GPUC_CACHE=off, cache=False): no bytes to make
+            return
         data = entry.encode()
         for tier in self.tiers:
             self._write(tier, entry.key, data)

@@ -32,7 +32,7 @@ def _inspects(fn) -> str:
 
 
 def _ours(fn) -> str:
-    node, _, _ = lower._parse.__wrapped__(fn)  # pyright: ignore[reportFunctionMemberAccess]  (lru_cache's)
+    node, _, _ = lower._parse_code.__wrapped__(fn, fn.__code__)  # pyright: ignore[reportFunctionMemberAccess]
     return ast.dump(node, include_attributes=True)
 
 
@@ -105,11 +105,11 @@ def test_a_function_whose_positions_end_its_block_needs_no_tokenizing(monkeypatc
         raise AssertionError("inspect.getblock tokenized the file")
 
     monkeypatch.setattr(inspect, "getblock", tokenized)
-    lower._parse.cache_clear()
+    lower._parse_code.cache_clear()
     try:
         assert jit(loops, tier=False)(7) == loops(7)
     finally:
-        lower._parse.cache_clear()
+        lower._parse_code.cache_clear()
 
 
 def test_a_function_whose_source_changed_is_still_refused(tmp_path, monkeypatch):
@@ -121,6 +121,6 @@ def test_a_function_whose_source_changed_is_still_refused(tmp_path, monkeypatch)
         path.write_text("def f(x):\n    return (x\n")  # the file on record no longer parses
         linecache.checkcache(str(path))
         with pytest.raises(UnsupportedError, match="does not parse on its own"):
-            lower._parse.__wrapped__(module.f)  # pyright: ignore[reportFunctionMemberAccess]
+            lower._parse_code.__wrapped__(module.f, module.f.__code__)  # pyright: ignore[reportFunctionMemberAccess]
     finally:
         sys.modules.pop("changed_source", None)

@@ -3,7 +3,7 @@
 
     python benchmarks/first_call.py [--rounds 9] [--tree OLD ...]
     python benchmarks/first_call.py --jax [--rounds 3] [--tree OLD ...] [--json OUT] [--bytecode] [--memo]
-                                    [--profile N] [--warm N] [--cached]
+                                    [--profile N] [--warm N] [--cached] [--no-jax]
 
 ``--jax``: six programs a JAX user writes (:data:`GRADIENTS`: an MLP loss with ``tanh`` in loops,
 log-sum-exp, a softplus regression with ``Active`` scalars, a Rosenbrock Hessian-vector product
@@ -23,7 +23,9 @@ more under ``cProfile``, its ``N`` functions with the most time of their own. ``
 first call ``N`` more times with the modules it loaded imported before it (medians), split into the pipeline (LLVM on
 the final module, its ``O<n>`` before AD, the rest) and what is outside it. ``--cached``: our first calls from the disk
 cache (each filled by an uncounted cold process of the same program) against JAX's cold first calls. With ``--tree``, each
-older tree's process joins the round (ours, each tree's, JAX's).
+older tree's process joins the round (ours, each tree's, JAX's). ``--no-jax``: the trees' processes alone (no JAX process),
+each older tree's first call against this tree's in the same round (the median of the per-round ratios of the process's CPU
+time, less moved by other work on the machine than the wall time).
 
 The program is the MLP-free case of a JAX user's first gradient: a
 least-squares loss over a loop, differentiated by ``autodiff(Reverse, ...)``
@@ -361,7 +363,7 @@ LLVM_PARTS = ("llvm: O<n> after AD", "llvm: code generation")
 
 
 def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = False, memo: bool = False,
-               profile: int = 0, warm: int = 0, cached: bool = False) -> None:
+               profile: int = 0, warm: int = 0, cached: bool = False, jax: bool = True) -> None:
     """Each program's cold first call, ours (from each of ``trees``) and JAX's, in fresh processes
     alternated ``rounds`` times; with ``out``, the rows as JSON there. ``bytecode``: Python writes and
     reads ``__pycache__`` (as for an installed package) whatever ``PYTHONDONTWRITEBYTECODE`` says, after
@@ -374,13 +376,13 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
     first call loaded in the first round, then make the call: the compile's parts without the imports
     (medians). ``cached``: our process's cache directory is filled first by an uncounted process of the same
     program, so ours is the first call from the disk cache, JAX's still its cold first call (the goal:
-    ≤ 0.2× of it)."""
+    ≤ 0.2× of it). ``jax=False``: no JAX process; each older tree against this tree, round by round."""
     import shutil
 
     import numpy as np
 
     rows: dict[tuple[str, str], list[dict]] = {}
-    engines = [("ours", t) for t in trees] + [("jax", ROOT)]
+    engines = [("ours", t) for t in trees] + ([("jax", ROOT)] if jax else [])
     load = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
         for fname, text in (("grad_programs.py", GRADIENTS), ("jax_programs.py", JAX_GRADIENTS)):
@@ -418,25 +420,29 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
                          for k in range(warm)] for name, arguments in ARGUMENTS.items() if warm}
     load.append(os.getloadavg()[0])
     med = statistics.median
-    print(f"{rounds} rounds, fresh processes alternated ({', '.join(t[-30:] for t in trees)}, JAX) per program; "
+    # the reference of the ratios: JAX's first call, or without JAX this tree's (by the process's CPU time)
+    ref, ref_name, measure = ("jax", "JAX", "first_ms") if jax else (ROOT, "this tree (CPU)", "cpu_ms")
+    print(f"{rounds} rounds, fresh processes alternated ({', '.join(t[-30:] for t in trees)}{', JAX' if jax else ''}) "
+          "per program; "
           f"{'ours from the disk cache, JAX cold; ' if cached else ''}"
           f"{'bytecode read; ' if bytecode else ''}{'the plugin identity memoised; ' if memo else ''}load average {load[0]:.1f} -> {load[1]:.1f}; medians, ms "
           "(CPU time of the process in brackets)")
-    print("| program | " + " | ".join(f"ours {t[-30:]}: first call (CPU) | / JAX" for t in trees)
-          + " | JAX: first call (CPU) | same values |")
-    print("|---|" + "---:|---:|" * len(trees) + "---:|---|")
+    print("| program | " + " | ".join(f"ours {t[-30:]}: first call (CPU) | / {ref_name}" for t in trees)
+          + (" | JAX: first call (CPU)" if jax else "") + " | same values |")
+    print("|---|" + "---:|---:|" * len(trees) + ("---:|" if jax else "") + "---|")
     for name in ARGUMENTS:
-        jax_rows = rows[(name, "jax")]
+        ref_rows = rows[(name, ref)]
         cells = []
         same = True
         for t in trees:
             ours = rows[(name, t)]
             same = same and all(np.allclose(a["values"], b["values"], rtol=1e-9, atol=1e-12)
-                                for a, b in zip(ours, jax_rows))
-            ratio = med(a["first_ms"] / b["first_ms"] for a, b in zip(ours, jax_rows))
-            cells.append(f"{med(o['first_ms'] for o in ours):.0f} ({med(o['cpu_ms'] for o in ours):.0f}) | {ratio:.2f}")
-        print(f"| {name} | " + " | ".join(cells) + f" | {med(j['first_ms'] for j in jax_rows):.0f} "
-              f"({med(j['cpu_ms'] for j in jax_rows):.0f}) | {'yes' if same else 'NO'} |")
+                                for a, b in zip(ours, ref_rows))
+            ratio = med(a[measure] / b[measure] for a, b in zip(ours, ref_rows))
+            cells.append(f"{med(o['first_ms'] for o in ours):.0f} ({med(o['cpu_ms'] for o in ours):.0f}) | "
+                         f"{ratio:.{2 if jax else 3}f}")
+        theirs = f" | {med(j['first_ms'] for j in ref_rows):.0f} ({med(j['cpu_ms'] for j in ref_rows):.0f})" if jax else ""
+        print(f"| {name} | " + " | ".join(cells) + f"{theirs} | {'yes' if same else 'NO'} |")
     for t in trees:
         print(f"\n{t[-40:]}: our cold compile by part (ms, summed over the gradient's jobs, median over rounds; "
               "the stages, then what the child timed inside them):")
@@ -449,17 +455,17 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
             llvm = med(sum(o["stages_ms"].get(p, 0.0) for p in LLVM_PARTS) for o in rows[(name, t)])
             first = med(o["first_ms"] for o in rows[(name, t)])
             unkeyed = med((o["first_ms"] - o["stages_ms"].get("key: plugin identity", 0.0)) / j["first_ms"]
-                          for o, j in zip(rows[(name, t)], rows[(name, "jax")]))
+                          for o, j in zip(rows[(name, t)], rows[(name, ref)]))
             print(f"  {name}: " + ", ".join(f"{k} {v:.0f}" for k, v in medians if v >= 1)
-                  + f"; LLVM on the final module {llvm:.0f} of {first:.0f} ({llvm / first:.0%}); "
-                  f"the first call less the plugin identity / JAX's {unkeyed:.2f}")
+                  + f"; LLVM on the final module {llvm:.0f} of {first:.0f} ({llvm / first:.0%})"
+                  + (f"; the first call less the plugin identity / JAX's {unkeyed:.2f}" if jax else ""))
         print(f"\n{t[-40:]}: LLVM's own work on the final module (its O<n> pipeline after AD and its code "
               "generation) and the rest (ms, medians; the imports are Python modules loaded during the call, compiled "
               "where no __pycache__ holds them; outside the pipeline: the cache key with inference, the cache, "
               "loading the code):")
         print("| program | first call | LLVM on the final module | the rest | of which imports | of which outside "
-              "the pipeline | JAX |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
+              "the pipeline |" + (" JAX |" if jax else ""))
+        print("|---|---:|---:|---:|---:|---:|" + ("---:|" if jax else ""))
         for name in ARGUMENTS:
             ours = rows[(name, t)]
 
@@ -468,8 +474,8 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
             llvm = [sum(part(o, p) for p in LLVM_PARTS) for o in ours]
             print(f"| {name} | {med(o['first_ms'] for o in ours):.0f} | {med(llvm):.0f} | "
                   f"{med(o['first_ms'] - x for o, x in zip(ours, llvm)):.0f} | {med(part(o, 'imports') for o in ours):.0f} "
-                  f"| {med(o['first_ms'] - part(o, 'pipeline') for o in ours):.0f} | "
-                  f"{med(j['first_ms'] for j in rows[(name, 'jax')]):.0f} |")
+                  f"| {med(o['first_ms'] - part(o, 'pipeline') for o in ours):.0f} |"
+                  + (f" {med(j['first_ms'] for j in rows[(name, 'jax')]):.0f} |" if jax else ""))
     if warmed:
         print(f"\n{ROOT[-40:]}: each first call again, the modules it loads imported before it (ms, medians of {warm} "
               "processes; the rest of the pipeline: IR generation, deferred linking, the AD engine, the stages' checks):")
@@ -543,12 +549,15 @@ def main() -> None:
                         help="with --jax: then N more first calls of each program, its modules imported before it")
     parser.add_argument("--memo", action="store_true",
                         help="with --jax: each cache starts with the plugin identity's memos, nothing compiled")
+    parser.add_argument("--no-jax", action="store_true",
+                        help="with --jax: no JAX process; each --tree against this tree by CPU time, round by round")
     parser.add_argument("--cached", action="store_true",
                         help="with --jax: ours from the disk cache (filled by an uncounted process), JAX's cold")
     args = parser.parse_args()
     trees = [ROOT, *args.tree]
     if args.jax:
-        versus_jax(args.rounds, trees, args.json, args.bytecode, args.memo, args.profile, args.warm, args.cached)
+        versus_jax(args.rounds, trees, args.json, args.bytecode, args.memo, args.profile, args.warm, args.cached,
+                   not args.no_jax)
         return
     with tempfile.TemporaryDirectory() as tmp:
         caches = {t: os.path.join(tmp, f"cache{k}") for k, t in enumerate(trees)}

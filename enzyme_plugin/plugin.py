@@ -65,7 +65,9 @@ class EnzymePlugin(gp.Plugin):
 
     @gp.callback("post_irgen")
     def preserve_inttoptr(self, job, module):
-        if _CONSTANT_INTTOPTR.search(module.text):  # cheap text check: most modules call no constant address
+        # a cheap text check (most modules call no constant address) on a print kept for the next reader: the
+        # deferred linking reads the module's lookups from it
+        if _CONSTANT_INTTOPTR.search(module.keep_text()):
             from .passes import inttoptr  # import time: ctypes.util and subprocess (~4 ms), for such a module only
 
             inttoptr.preserve(module.model)

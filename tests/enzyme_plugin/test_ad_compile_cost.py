@@ -293,3 +293,31 @@ def test_the_engine_s_cleanup_takes_llvm_s_module_as_it_is(llvm_calls):
     assert cleanup == ["print", "print"], "a level's cleanup parsed or verified its module"  # its print: the engine's
     between = [f for what, f in llvm_calls if what == "print" and _in(f, "enzyme_plugin/ad_stage.py", "scalar")]
     assert not between, "the module optimised between the levels was printed for the next level's cleanup"
+
+
+def quartic_sum(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * x[i] * x[i] * x[i]
+    return s
+
+
+def quartic_sum_gradient(x, dx):
+    autodiff(Reverse, quartic_sum, Duplicated(x, dx))
+
+
+def quartic_sum_hvp(x, v, dx, hv):
+    autodiff(Forward, quartic_sum_gradient, Duplicated(x, v), Duplicated(dx, hv))
+
+
+def test_each_job_s_generated_module_is_printed_once_before_its_link(llvm_calls):
+    """The Enzyme plugin's check for constant addresses after IR generation keeps its print of each job's
+    module, from which the deferred linking reads the module's lookups (it printed the module again)."""
+    x, v = np.linspace(-1.0, 1.5, 11), np.linspace(2.0, -1.0, 11)
+    dx, hv = np.zeros_like(x), np.zeros_like(x)
+    jit(quartic_sum_hvp, plugins=("enzyme",), cache=False, tier=False)(x, v, dx, hv)
+    np.testing.assert_allclose(dx, 4.0 * x ** 3, rtol=1e-14)
+    np.testing.assert_allclose(hv, 12.0 * x * x * v, rtol=1e-14)
+    checked = [f for what, f in llvm_calls if what == "print" and _in(f, "enzyme_plugin/plugin.py", "preserve_inttoptr")]
+    assert len(checked) == 3  # the job and its two nested jobs
+    assert not any(what == "print" and _in(f, "gpucompiler/stages/link_deferred.py", "lookups") for what, f in llvm_calls)

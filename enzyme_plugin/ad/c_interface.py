@@ -526,7 +526,7 @@ def differentiate_nested(ir: str | llvm.ModuleRef, optimize: Callable[[str], str
     A function that calls ``__enzyme_autodiff``/``__enzyme_fwddiff`` is differentiated after
     its own marker calls became calls of derivative functions; between the levels the module
     is optimised (``optimize``: text -> text, or -> the verified module LLVM holds, prepared
-    in place where no function is ``optnone``) and prepared again, so the outer derivative
+    in place) and prepared again, so the outer derivative
     sees the inner one as SSA code, as Enzyme differentiates its own output. Inner levels add
     adjoints with plain atomics, which the outer level differentiates."""
     with no_cyclic_gc():  # the engine builds many long-lived objects, as the parser does
@@ -548,10 +548,7 @@ def _differentiate_levels(ir: str | llvm.ModuleRef, optimize: Callable[[str], st
         # shadow): the outer level differentiates them
         engine, _ = differentiate_module(module, ready, attrs.evolve(options, tape_arena=0, differentiated_again=True))
         text = engine.finalize(str(module), out_of_line=True)
-        optimized = optimize(text)
-        if not isinstance(optimized, str) and preprocess.has_optnone(text):
-            optimized = str(optimized)  # the text path drops optnone
-        module = _prepared(optimized)
+        module = _prepared(optimize(text))  # no optnone left: the first level's cleanup dropped it
 
 
 def _drop_marker_declarations(module) -> None:

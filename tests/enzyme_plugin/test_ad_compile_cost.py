@@ -4,6 +4,7 @@ checked against exact derivatives)."""
 
 from __future__ import annotations
 
+import ctypes
 import math
 import sys
 
@@ -11,9 +12,11 @@ import numpy as np
 import pytest
 
 from enzyme_plugin import Active, Const, Duplicated, Forward, Reverse, autodiff
-from gpucompiler import jit
+from gpucompiler import CompilerConfig, CompilerJob, LLVMSource, jit
 from gpucompiler.llvm.binding import parse_ir
 from gpucompiler.module import IRModule
+from gpucompiler.pipeline import compile
+from gpucompiler.runtime.cpu import CPULibrary
 from gpucompiler.stages import link_deferred
 from gpucompiler.targets import NativeTarget
 from enzyme_plugin import ad_stage
@@ -321,3 +324,33 @@ def test_each_job_s_generated_module_is_printed_once_before_its_link(llvm_calls)
     checked = [f for what, f in llvm_calls if what == "print" and _in(f, "enzyme_plugin/plugin.py", "preserve_inttoptr")]
     assert len(checked) == 3  # the job and its two nested jobs
     assert not any(what == "print" and _in(f, "gpucompiler/stages/link_deferred.py", "lookups") for what, f in llvm_calls)
+
+
+_OPTNONE_IR = """
+define double @f(double %x) #0 {
+  %slot = alloca double
+  store double %x, ptr %slot
+  %v = load double, ptr %slot
+  %y = fmul double %v, %v
+  %z = fmul double %y, %v
+  ret double %z
+}
+declare double @__enzyme_autodiff(ptr, ...)
+define double @df(double %x) {
+  %d = call double (ptr, ...) @__enzyme_autodiff(ptr @f, double %x)
+  ret double %d
+}
+attributes #0 = { noinline optnone }
+"""
+
+
+@pytest.mark.parametrize("optnone", [True, False])
+def test_a_module_spelling_optnone_is_cleaned_up_from_its_text(llvm_calls, optnone):
+    """``optnone`` (clang -O0's) is dropped from the text before the engine's cleanup: such a module takes the
+    text path (parsed again without it), any other the module LLVM holds; the derivative is exact either way."""
+    ir = _OPTNONE_IR if optnone else _OPTNONE_IR.replace(" optnone", "")
+    result = compile(CompilerJob(LLVMSource(ir, "df"), CompilerConfig(NativeTarget(), plugins=("enzyme",))), ("obj",))
+    df = CPULibrary.from_result(result).function("df", ctypes.c_double, ctypes.c_double)
+    assert df(0.7) == pytest.approx(3 * 0.49, rel=1e-15)
+    parsed = [f for what, f in llvm_calls if what == "parse" and _in(f, "enzyme_plugin/ad/preprocess.py", "prepare")]
+    assert len(parsed) == (1 if optnone else 0)

@@ -151,7 +151,10 @@ def _release_collector() -> None:
 
 
 def _collector_in_child() -> None:
-    """A fork's child has no tier-up thread to release the pause: it resumes as the last holder would."""
+    """A fork's child has no tier-up thread to release the pause: it resumes as the last holder would (with a
+    new lock: a tier-up may have held the parent's at the fork)."""
+    global _collector_lock
+    _collector_lock = threading.Lock()
     if _collector[0] and _collector[1]:
         gc.enable()
     _collector[0] = 0

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -698,3 +699,26 @@ def test_the_collector_waits_until_the_tier_up_ends_and_a_forks_child_resumes_it
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_child_forked_while_the_collectors_lock_is_held_compiles():
+    """A tier-up releases the collector's pause under a lock of its own, after the compile lock a fork waits
+    for: a child forked meanwhile gets a new lock (the parent's stays held there by no thread)."""
+    J._collector_lock.acquire()
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: compile and call, then leave at once
+            code = 2
+            try:
+                code = 0 if jit(series, cache=False, tier=False)(3, 0.5) == series(3, 0.5) else 1
+            finally:
+                os._exit(code)
+    finally:
+        J._collector_lock.release()
+    deadline = time.monotonic() + 60
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    assert done[0] == pid and os.waitstatus_to_exitcode(done[1]) == 0

@@ -5,6 +5,7 @@ loads the object code; the key's host machine comes from its memo (identity/host
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import subprocess
@@ -391,7 +392,7 @@ def test_the_shared_objects_and_the_lljit_give_the_same_bits_and_exceptions(tmp_
 
 
 @pytest.mark.parametrize("linker", ["ld", "ld.lld", "ld.lld-19", "cc", "clang-19"])
-def test_each_kind_of_linker_makes_a_shared_object_that_loads_and_runs(linker, monkeypatch):
+def test_each_kind_of_linker_makes_a_shared_object_that_loads_and_runs(linker, monkeypatch, caplog):
     import shutil
 
     if shutil.which(linker) is None:
@@ -399,8 +400,9 @@ def test_each_kind_of_linker_makes_a_shared_object_that_loads_and_runs(linker, m
     monkeypatch.setenv("GPUC_LINKER", linker)
     sharedlink.find_linker.cache_clear()
     try:
-        result = Cache(None, compiler=compile_kept).compile(jobs.job(66), ("obj",))
+        with caplog.at_level(logging.DEBUG, logger="gpucompiler.targets.sharedlink"):
+            result = Cache(None, compiler=compile_kept).compile(jobs.job(66), ("obj",))
     finally:
         sharedlink.find_linker.cache_clear()
-    assert sharedlink.KIND in result.artifacts, f"{linker} made no shared object"
+    assert sharedlink.KIND in result.artifacts, f"{linker} made no shared object: {caplog.messages}"
     assert _load(result) == ("so", pytest.approx(jobs.expected(66)))

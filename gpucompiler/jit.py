@@ -516,15 +516,12 @@ class Dispatcher:
         return self._entry(result, spec, job, argtypes), result
 
     def _before_compile(self, job) -> None:
-        """A miss (never a hit, which loads its entry's shared object without LLVM): when no shared object will
-        be made (the cache is kept in memory alone, or no linker is found), the LLJIT that loads the code is made
-        in the background (LLVM runs without the GIL) while the compile starts."""
-        from .targets.sharedlink import find_linker
+        """A miss (never a hit, which loads its entry's shared object without LLVM): the LLJIT that loads the
+        compiled code (its shared object, if any, is linked after the call: ``cache/later.py``) is made in the
+        background (LLVM runs without the GIL) while the compile starts."""
+        from .runtime import lljit
 
-        if not self.options.cache or find_linker() is None:
-            from .runtime import lljit
-
-            lljit.prepare()
+        lljit.prepare()
 
     def _tiered(self, spec: FunctionSpec, job: CompilerJob, argtypes, cache, small: bool) -> _Entry:
         """The entry of ``job``'s code, or, when a tiered first compile pays and is safe, of quick code

@@ -78,7 +78,7 @@ NOT_ON_A_HIT = COMPILER + ("gpucompiler.llvm.vector_variants", "gpucompiler.targ
 #: index key and dependency record, the loader (docs/benchmarks.md "A cached function's or kernel's first call")
 ON_A_HIT = frozenset({
     "gpucompiler.cache", "gpucompiler.cache.core", "gpucompiler.cache.default", "gpucompiler.cache.entry",
-    "gpucompiler.cache.files", "gpucompiler.cache.report", "gpucompiler.cache.tiers", "gpucompiler.cache.wiring",
+    "gpucompiler.cache.files", "gpucompiler.cache.later", "gpucompiler.cache.report", "gpucompiler.cache.tiers", "gpucompiler.cache.wiring",
     "gpucompiler.codegen", "gpucompiler.codegen.entrywords", "gpucompiler.frontend", "gpucompiler.frontend.fingerprint",
     "gpucompiler.hashing", "gpucompiler.identity", "gpucompiler.identity.codeprint", "gpucompiler.identity.documents",
     "gpucompiler.identity.llvmversion", "gpucompiler.identity.hostmachine", "gpucompiler.runtime.shared_object",

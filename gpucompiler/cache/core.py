@@ -9,8 +9,10 @@ default cache, wired to the pipeline, is :mod:`gpucompiler.cache.default`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import threading
 import time
 import warnings
 from collections import Counter
@@ -21,6 +23,7 @@ from .. import identity as keys
 from ..errors import CacheCorruptionError, CacheError, CacheForgeryError, CacheWarning, ConfigError, ServiceError
 from ..settings import private_directory_problem
 from .entry import Entry, decode
+from . import later as _later
 from .files import GROUP
 from .report import loaded_reports, recorded_warnings, replay, stored_reports
 from .tiers import DiskTier, MemoryTier, RedisTier
@@ -101,6 +104,10 @@ Compiler = Callable[[Any, tuple[str, ...]], Any]
 """``compiler(job, kinds)`` -> a result with ``artifacts``, ``module``, ``stage_times``, ``reports``
 (:func:`gpucompiler.pipeline.compile`)."""
 
+Later = Callable[[Any, Entry], "Callable[[], dict[str, bytes]] | None"]
+"""``later(job, entry)``, on the compiling thread once ``entry`` is published: None, or the work a thread then
+runs (:mod:`.later`) whose artifacts, when it makes any, are added to the entry, published again."""
+
 
 class CompileService(Protocol):
     """What the cache needs of a compile service client (:class:`gpucompiler.service.client.ServiceClient`)."""
@@ -123,7 +130,7 @@ class Cache:
     def __init__(self, disk: DiskTier | None = None, redis: RedisTier | None = None,
                  memory: MemoryTier | None = None, service: CompileService | None = None, *,
                  shared: DiskTier | None = None, secret: bytes | None = None,
-                 compiler: Compiler | None = None, service_fallback: bool = True):
+                 compiler: Compiler | None = None, service_fallback: bool = True, later: Later | None = None):
         self.signer: Signer | None = None
         self.shared: SignedTier | None = None
         self.redis: SignedTier | None = None
@@ -144,7 +151,9 @@ class Cache:
         self.service_fallback = service_fallback
         self._fallback_warned = False
         self.compiler = compiler
+        self.later = later
         self.stats: Counter[str] = Counter()
+        self._counting = threading.Lock()  # a later publish's thread counts its writes too
 
     # -- lookup -------------------------------------------------------------
     def lookup(self, key: str, document: dict[str, Any], kinds: Sequence[str], *,
@@ -218,9 +227,11 @@ class Cache:
     def _write(self, tier: Any, key: str, data: bytes) -> None:
         try:
             tier.put(key, data)
-            self.stats[f"write.{tier.name}"] += 1
+            with self._counting:
+                self.stats[f"write.{tier.name}"] += 1
         except self._errors(tier) as exc:
-            self.stats["write_error"] += 1
+            with self._counting:
+                self.stats["write_error"] += 1
             _warn(f"cannot write the {tier.name} cache ({exc}); the compiled code is used "
                   "but not kept")
 
@@ -361,7 +372,22 @@ class Cache:
                   + "; ".join(f"[{k}] {m}" for k, m in problems))
         else:
             self.publish(entry)
+            work = self.later(job, entry) if self.later is not None and self.tiers and origin == "compiled" else None
+            if work is not None:
+                _later.start(functools.partial(self._publish_later, entry, work), f"gpuc publish {job.name}")
         return CachedResult(job, entry.artifacts, key, origin, meta, result.module, reports)
+
+    def _publish_later(self, entry: Entry, work: Callable[[], dict[str, bytes]]) -> None:
+        """On a thread: ``entry`` published again to the tiers (the memory tier's code is loaded) with the
+        artifacts ``work`` makes; a failure keeps the entry as it is, logged."""
+        try:
+            extra = work()
+            if extra:
+                data = entry._replace(artifacts={**entry.artifacts, **extra}).encode()
+                for tier in self.tiers:
+                    self._write(tier, entry.key, data)
+        except Exception as exc:  # the entry stays whole without the artifact
+            log.warning("%s: no later artifact (%s: %s)", entry.meta.get("name"), type(exc).__name__, exc)
 
 
     def _service_compile(self, job: Any, kinds: tuple[str, ...]) -> Any:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 from ..settings import CacheSettings
 from .core import Cache, CachedResult
+from .entry import Entry
 from .wiring import build_cache
 
 
@@ -31,7 +32,7 @@ def cache_from_settings(settings: CacheSettings) -> Cache:
 
         service = ServiceClient(settings.service_url, token=settings.service_token, secret=settings.secret)
     kept = settings.directory or settings.shared_dir or settings.redis_url  # entries another process reads
-    return build_cache(settings, compiler=compile_kept if kept else _compile, service=service)
+    return build_cache(settings, compiler=_compile, service=service, later=link_later if kept else None)
 
 
 def _compile(job: Any, kinds: Sequence[str]) -> Any:
@@ -42,10 +43,24 @@ def _compile(job: Any, kinds: Sequence[str]) -> Any:
     return pipeline.compile(job, kinds)
 
 
+def link_later(job: Any, entry: Entry) -> Callable[[], dict[str, bytes]] | None:
+    """For a cache whose entries outlive the process: a native entry's object code linked, after the call
+    returns, into the shared object that another process's hit loads without LLVM (``so``,
+    :mod:`..targets.sharedlink`, published again by :mod:`.later`; a linker run of ~3-20 ms, off the first
+    call's path: this process loads the object code it compiled through the LLJIT)."""
+    obj, symbols = entry.artifacts.get("obj"), entry.meta.get("symbols")
+    if job.target.name != "native" or not isinstance(obj, bytes) or not symbols:
+        return None
+    # import time: the linker's subprocess and files, for a compile, not a cache hit
+    from ..targets import sharedlink
+
+    return sharedlink.later(obj, symbols, entry.meta.get("addresses"))
+
+
 def compile_kept(job: Any, kinds: Sequence[str]) -> Any:
     """:func:`_compile` for a cache whose entries outlive the process: native object code is also linked
-    into the shared object that another process's hit loads without LLVM (``so``, :mod:`..targets.sharedlink`;
-    ~3 ms of imports and one linker run per compile, so a cache kept in memory alone does without)."""
+    into the shared object that another process's hit loads without LLVM (``so``, :mod:`..targets.sharedlink`)
+    before it returns, where :func:`link_later` links after."""
     result = _compile(job, kinds)
     if job.target.name == "native" and isinstance(result.artifacts.get("obj"), bytes):
         # import time: the linker's subprocess and files (~3 ms), for a compile, not a cache hit

@@ -30,7 +30,7 @@ import struct
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..codegen.entrywords import PYEXC
@@ -141,8 +141,16 @@ def link(obj: bytes, symbols: Sequence[Sequence[Any]], addresses: dict[str, int]
     """``obj`` linked into a shared object, when the dynamic loader resolves its imports (``symbols``: the
     cache entry's ``[name, is_declaration, linkage]`` rows) as the JIT does; None otherwise (no linker,
     a name it would bind elsewhere, the linker failed)."""
-    linker = find_linker()
-    if linker is None or addresses or not obj.startswith(_ELF64_LE):
+    run = linking(obj, symbols, addresses)
+    return run() if run is not None else None
+
+
+def linking(obj: bytes, symbols: Sequence[Sequence[Any]],
+            addresses: dict[str, int] | None = None) -> Callable[[], bytes | None] | None:
+    """:func:`link` in two parts: the checks of this process's names now (None when the dynamic loader would
+    bind one elsewhere), and the link itself (finding the linker, renaming, the linker's run: no LLVM, no
+    import), returned to be run later, on any thread."""
+    if addresses or not obj.startswith(_ELF64_LE):
         return None
     renamed: dict[str, str] = {}
     for name, is_declaration, _ in symbols:
@@ -154,6 +162,13 @@ def link(obj: bytes, symbols: Sequence[Sequence[Any]], addresses: dict[str, int]
             return None
         if loader_name != name:
             renamed[name] = loader_name
+    return functools.partial(_linked, obj, renamed)
+
+
+def _linked(obj: bytes, renamed: dict[str, str]) -> bytes | None:
+    linker = find_linker()
+    if linker is None:
+        return None
     edited = rename_undefined(obj, renamed)
     if edited is None:
         log.debug("no shared object: the exception names of the object could not be renamed")
@@ -177,7 +192,6 @@ def link(obj: bytes, symbols: Sequence[Sequence[Any]], addresses: dict[str, int]
     return shared
 
 
-
 def attach(result: Any) -> None:
     """Add the shared object of a native compile ``result`` (its ``obj`` artifact) to its artifacts as
     :data:`KIND`, when :func:`link` makes one."""
@@ -189,3 +203,18 @@ def attach(result: Any) -> None:
     shared = link(obj, symbols, addresses) if isinstance(obj, bytes) else None
     if shared is not None:
         result.artifacts[KIND] = shared
+
+
+def later(obj: bytes, symbols: Sequence[Sequence[Any]],
+          addresses: dict[str, int] | None = None) -> Callable[[], dict[str, bytes]] | None:
+    """The cache entry's later artifacts (:mod:`gpucompiler.cache.later`): :func:`linking`'s run, giving
+    ``{KIND: shared object}``, or nothing when no shared object is made; None when none can be."""
+    run = linking(obj, symbols, addresses)
+    if run is None:
+        return None
+
+    def artifacts() -> dict[str, bytes]:
+        shared = run()
+        return {KIND: shared} if shared is not None else {}
+
+    return artifacts

@@ -95,6 +95,8 @@ ALLOWED_FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
                                                         "(~22 ms), for the AD engine's math names",
     ("targets/ptx.py", "gpucompiler.llvm.binding"): "import time: llvmlite's library (~20 ms), for the message of "
                                                    "an unknown PTX ISA version",
+    ("targets/sharedlink.py", "subprocess"): "import time: subprocess and selectors (~3 ms, not loaded by a "
+                                              "compile), on the thread that links after the first call",
     ("targets/ptx_codegen.py", "subprocess"): "import time: subprocess, signal, selectors, locale (~3 ms), for "
                                               "ptxas's check, not a compile",
     ("cache/report.py", "gpucompiler.plugin"): "import time: the plugin registry (~0.8 ms), for a compile's or a "

@@ -27,7 +27,6 @@ import logging
 import os
 import shutil
 import struct
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -166,6 +165,9 @@ def linking(obj: bytes, symbols: Sequence[Sequence[Any]],
 
 
 def _linked(obj: bytes, renamed: dict[str, str]) -> bytes | None:
+    # import time: subprocess and selectors (~3 ms, not loaded by a compile), on the link's thread
+    import subprocess
+
     linker = find_linker()
     if linker is None:
         return None

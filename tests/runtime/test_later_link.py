@@ -30,7 +30,7 @@ def _gate_linker(monkeypatch) -> tuple[threading.Event, list[bool]]:
         came.append(returned.wait(10.0))
         return run(*args, **kwargs)
 
-    monkeypatch.setattr(sharedlink.subprocess, "run", gated)
+    monkeypatch.setattr(subprocess, "run", gated)
     return returned, came
 
 
@@ -79,7 +79,7 @@ def test_a_failed_link_keeps_the_entry_whole_and_the_numbers_right(tmp_path, mon
     def broken(*args, **kwargs):
         raise MemoryError("no memory for the link")
 
-    monkeypatch.setattr(sharedlink.subprocess, "run", broken)
+    monkeypatch.setattr(subprocess, "run", broken)
     disk = DiskTier(tmp_path / "private")
     first = Cache(disk, compiler=_compile, later=link_later).compile(jobs.job(73), ("obj",))
     later.wait()

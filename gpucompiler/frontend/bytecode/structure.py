@@ -13,19 +13,19 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from .blocks import PREFIX, Block, slot_name
 
-@dataclass(frozen=True)
 class Loop:
     """A loop: its head, body and the blocks it leaves to (the normal exit of a ``for`` first); with
     more than one, each ``break`` sets the selector ``__bc_x<head>`` and the code after the loop
     dispatches on it (``for``/``else``, a ``continue`` of a rotated ``while`` that re-tests the
     condition from the top)."""
-    head: int
-    body: frozenset[int]
-    exits: tuple[int, ...]
+
+    __slots__ = ("head", "body", "exits")
+
+    def __init__(self, head: int, body: frozenset[int], exits: tuple[int, ...]):
+        self.head, self.body, self.exits = head, body, exits
 
     @property
     def selector(self) -> str:

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import re
 
-import attrs
-
 import gpucompiler.plugin as gp
 from gpucompiler.llvm import parse_ir
 
@@ -35,15 +33,18 @@ AD_MARKERS = ("__enzyme_autodiff", "__enzyme_fwddiff", "__enzyme_augmentfwd", "_
 _CONSTANT_INTTOPTR = re.compile(r"\binttoptr\s*\(")
 
 
-@attrs.define
 class EnzymeJobState:
-    """The plugin's state for one compile (``CompileContext.plugin_state["enzyme"]``)."""
+    """The plugin's state for one compile (``CompileContext.plugin_state["enzyme"]``; a plain class: an
+    ``attrs`` class took ~0.3 ms to make at a process's first compile)."""
 
-    ran_ad: bool = False
-    """whether the ``ad`` stage differentiated this module (``post_ad`` restores only then)"""
-    lowered: tuple[object, str] | None = None
-    """the module LLVM parsed from the marker lowering's print, and that print (read again by
-    :meth:`EnzymePlugin.keep_rules_out_of_line` while the module is that one, not printed again)"""
+    __slots__ = ("ran_ad", "lowered")
+
+    def __init__(self, ran_ad: bool = False):
+        self.ran_ad = ran_ad
+        """whether the ``ad`` stage differentiated this module (``post_ad`` restores only then)"""
+        self.lowered: tuple[object, str] | None = None
+        """the module LLVM parsed from the marker lowering's print, and that print (read again by
+        :meth:`EnzymePlugin.keep_rules_out_of_line` while the module is that one, not printed again)"""
 
 
 class EnzymePlugin(gp.Plugin):

@@ -83,11 +83,13 @@ def passed_to_fork(inst) -> bool:
                                     for u in inst.users)
 
 
-@attrs.define
 class _Model:
-    fn: Function
-    #: per captured value: the float type its integer bits carry (``firstprivate``), else None
-    floats: list
+    __slots__ = ("fn", "floats")
+
+    def __init__(self, fn: Function, floats: list):
+        self.fn = fn
+        #: per captured value: the float type its integer bits carry (``firstprivate``), else None
+        self.floats = floats
 
 
 _MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

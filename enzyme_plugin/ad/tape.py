@@ -26,8 +26,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
-
 from gpucompiler.llvm import Builder, Instruction, Value, const_int, constant, types as T
 
 from .calls import classify
@@ -75,31 +73,33 @@ def _first_non_phi(block):
     return next(i for i in block.instructions if i.opcode != "phi")
 
 
-@attrs.define
 class LoopState:
-    """One counted loop's tape: made by the forward sweep, read and updated by the reverse sweep."""
+    """One counted loop's tape: made by the forward sweep, read and updated by the reverse sweep (a plain
+    class, as :class:`Chain`: an ``attrs`` class took ~0.3 ms to make at a process's first compile)."""
 
-    k: Value
-    """the forward sweep's iteration counter (a phi)"""
-    state: Value
-    """the ``{ptr base, i64 capacity, ptr segment}`` ``alloca`` of its growing frames"""
-    trip: Value | None
-    """its trip count where known before it runs (frames sized once), else None (grown)"""
-    kslot: Value
-    """the reverse sweep's counter slot"""
-    bslot: Value
-    """the reverse sweep's slot of the frames' base"""
-    exit_base: dict[Any, Value] = attrs.field(factory=dict)
-    """exit block -> the load of the frames' base there"""
-    base_iter: Value | None = None
-    """the current iteration's frame base (forward)"""
-    flush: tuple[Any, Any] | None = None
-    """the reverse's (flush block, continuation) where deferred adjoints are added"""
-    free: Instruction | None = None
-    """the call freeing its frames in the reverse sweep (None: its nest's root frees them)"""
+    __slots__ = ("k", "state", "trip", "kslot", "bslot", "exit_base", "base_iter", "flush", "free")
+
+    def __init__(self, k: Value, state: Value, trip: Value | None, kslot: Value, bslot: Value):
+        self.k = k
+        """the forward sweep's iteration counter (a phi)"""
+        self.state = state
+        """the ``{ptr base, i64 capacity, ptr segment}`` ``alloca`` of its growing frames"""
+        self.trip = trip
+        """its trip count where known before it runs (frames sized once), else None (grown)"""
+        self.kslot = kslot
+        """the reverse sweep's counter slot"""
+        self.bslot = bslot
+        """the reverse sweep's slot of the frames' base"""
+        self.exit_base: dict[Any, Value] = {}
+        """exit block -> the load of the frames' base there"""
+        self.base_iter: Value | None = None
+        """the current iteration's frame base (forward)"""
+        self.flush: tuple[Any, Any] | None = None
+        """the reverse's (flush block, continuation) where deferred adjoints are added"""
+        self.free: Instruction | None = None
+        """the call freeing its frames in the reverse sweep (None: its nest's root frees them)"""
 
 
-@attrs.define
 class Chain:
     """A select that carries one value through the iterations of a counted loop and has no other active use
     there (``m = max(m, x[i])``: ``m = select(x[i] > m, x[i], m)``). An adjoint enters such a chain only where
@@ -108,15 +108,18 @@ class Chain:
     (one integer per execution of the loop) instead of each iteration's condition or the values it
     compared."""
 
-    loop: Loop
-    takes_true: bool
-    """whether the other arm (not the carried value) is the select's true operand"""
-    last: Value
-    """the forward sweep's slot: the last iteration that took the other arm (-1: none)"""
-    rslot: Value
-    """the reverse sweep's slot of that iteration"""
-    exit_last: dict[Any, Value] = attrs.field(factory=dict)
-    """exit block -> the load of ``last`` there"""
+    __slots__ = ("loop", "takes_true", "last", "rslot", "exit_last")
+
+    def __init__(self, loop: Loop, takes_true: bool, last: Value, rslot: Value):
+        self.loop = loop
+        self.takes_true = takes_true
+        """whether the other arm (not the carried value) is the select's true operand"""
+        self.last = last
+        """the forward sweep's slot: the last iteration that took the other arm (-1: none)"""
+        self.rslot = rslot
+        """the reverse sweep's slot of that iteration"""
+        self.exit_last: dict[Any, Value] = {}
+        """exit block -> the load of ``last`` there"""
 
 
 class LoopTape(ReverseState):

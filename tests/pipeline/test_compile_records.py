@@ -1,0 +1,28 @@
+"""The mutable records a first compile makes (the code generator's reference lifetimes, the deferred
+linking's job graph) are plain classes: an ``attrs`` class took ~0.3 ms to make at a process's first
+compile; they behave as the ``attrs`` classes did."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from gpucompiler.codegen.lifetimes import Lifetimes
+from gpucompiler.stages.link_deferred import JobGraph
+
+
+def test_the_records_are_not_attrs_classes():
+    assert [cls.__name__ for cls in (Lifetimes, JobGraph) if attrs.has(cls)] == []
+
+
+def test_each_record_has_its_own_containers():
+    a, b = Lifetimes(), Lifetimes(params=["x"])
+    a.after["i"] = ["v"]
+    a.borrowed.add("w")
+    assert (b.after, b.at_start, b.on_edge, b.params, b.borrowed) == ({}, {}, {}, ["x"], set())
+    assert not Lifetimes().any() and Lifetimes(params=["x"]).any() and a.any()
+    job: Any = object()  # the graph holds jobs without reading them
+    g, h = JobGraph(jobs={"root": job}), JobGraph(jobs={})
+    g.edges["root"] = ["j"]
+    assert (h.edges, h.jobs, g.jobs) == ({}, {}, {"root": job})

@@ -367,9 +367,16 @@ class Dispatcher:
             if entry is None and self.declared:
                 entry = self._fitting(key)
             if entry is None or (entry.deps and not deps_valid(entry.deps)):
-                entry = self._compile(key, args)
+                from .cache import later
+
+                with later.held():  # the cache's work for later processes starts on its thread once this returns
+                    return self._call(self._compile(key, args), args)
         except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
             raise for_user(exc, debug_tracebacks())
+        return self._call(entry, args)
+
+    def _call(self, entry: _Entry, args: tuple) -> Any:
+        """Install ``entry`` (:meth:`_install`) and call it."""
         if entry.tier_up is None:
             self._install(entry, args)
         else:  # quick code: not installed after its tier-up's swap

@@ -271,9 +271,11 @@ class Cache:
                 if found is None:
                     if check is not None:
                         check(job)
-                    result = self._compile_and_publish(job, emit, key, document, compiler)
+                    result, work = self._compile_and_publish(job, emit, key, document, compiler)
                     if self.memory.get(key) is not None:  # published (its IR is serialisable)
                         self._publish_index(job, index, key)
+                    if work is not None:  # after this thread's writes: it would take the GIL from them
+                        _later.start(work, f"gpuc publish {job.name}")
                     return result
         self._publish_index(job, index, key)
         return _result(job, *found)
@@ -335,7 +337,9 @@ class Cache:
                                             "record": record, "created": time.time()}))
 
     def _compile_and_publish(self, job: Any, emit: tuple[str, ...], key: str, document: dict[str, Any],
-                             compiler: Compiler | None) -> CachedResult:
+                             compiler: Compiler | None) -> tuple[CachedResult, Callable[[], None] | None]:
+        """The compiled result, published, and the work that publishes it again with its later artifacts (to be
+        started on a thread: :mod:`.later`), if any."""
         kinds = tuple(sorted(set(emit) | {"llvm"}))
         start = time.perf_counter()
         # kept in the entry, shown again on every hit (a service client runs the first stages here)
@@ -366,6 +370,7 @@ class Cache:
         from .serialisable import serialisation_errors  # import time: the module facts' walk, not a hit's
 
         problems = serialisation_errors(result.module, facts)
+        republish: Callable[[], None] | None = None
         if problems:
             self.stats["uncacheable"] += 1
             _warn(f"job {job.name!r} is not cached: its IR is not serialisable: "
@@ -374,8 +379,8 @@ class Cache:
             self.publish(entry)
             work = self.later(job, entry) if self.later is not None and self.tiers and origin == "compiled" else None
             if work is not None:
-                _later.start(functools.partial(self._publish_later, entry, work), f"gpuc publish {job.name}")
-        return CachedResult(job, entry.artifacts, key, origin, meta, result.module, reports)
+                republish = functools.partial(self._publish_later, entry, work)
+        return CachedResult(job, entry.artifacts, key, origin, meta, result.module, reports), republish
 
     def _publish_later(self, entry: Entry, work: Callable[[], dict[str, bytes]]) -> None:
         """On a thread: ``entry`` published again to the tiers (the memory tier's code is loaded) with the

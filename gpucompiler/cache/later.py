@@ -5,22 +5,52 @@ The entry is published whole when its compile ends; the thread publishes it agai
 with the same document and meta and one more artifact, encoded, signed and written atomically as any
 entry: a reader sees the entry without the artifact or with it, never half of it. The process waits for
 these threads before it exits (they are not daemons) and before it forks (a child gets no half-made
-artifact and no lock held by a thread it does not have); :func:`wait` waits for them on demand.
+artifact and no lock held by a thread it does not have); :func:`wait` waits for them on demand. Inside
+:func:`held` (a ``@jit`` function's call that compiles), the threads start when the block ends: a thread
+that took the GIL at its start would delay the call's last steps by up to the interpreter's switch interval.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
 
 _threads: list[threading.Thread] = []
 _guard = threading.Lock()
 
 
+class _Held(threading.local):
+    queue: list[tuple[Callable[[], None], str]] | None = None
+    """The work held by this thread's :func:`held` block, else None."""
+
+
+_local = _Held()
+
+
+@contextmanager
+def held() -> Generator[None, None, None]:
+    """The work :func:`start` is given on this thread inside the block starts when the outermost block ends."""
+    if _local.queue is not None:  # an outer block holds it
+        yield
+        return
+    _local.queue = []
+    try:
+        yield
+    finally:
+        queue, _local.queue = _local.queue, None
+        for work, name in queue:
+            start(work, name)
+
+
 def start(work: Callable[[], None], name: str) -> None:
     """Run ``work`` on a thread of its own, waited for at exit and at fork (here, when no thread can start:
-    at the interpreter's shutdown)."""
+    at the interpreter's shutdown); inside :func:`held`, when its block ends."""
+    queue = _local.queue
+    if queue is not None:
+        queue.append((work, name))
+        return
     thread = threading.Thread(target=work, name=name)  # not a daemon: the interpreter joins it at exit
     with _guard:  # started under the guard: wait() sees it alive
         _threads[:] = [t for t in _threads if t.is_alive()]
@@ -51,6 +81,9 @@ def _forget() -> None:
     global _guard
     _threads.clear()
     _guard = threading.Lock()
+    queue = _local.queue
+    if queue:  # the parent starts the work its block holds
+        queue.clear()
 
 
 os.register_at_fork(before=wait, after_in_child=_forget)

@@ -56,11 +56,16 @@ def find_linker() -> str | None:
         if found is None:
             log.debug("GPUC_LINKER=%r is not an executable: no shared objects", explicit)
         return found
+    for name in ("ld", "ld.lld"):
+        found = shutil.which(name)
+        if found is not None:
+            return found
+    # only now the listing of every PATH directory (~2 ms)
     versioned = sorted({os.path.basename(p) for d in os.environ.get("PATH", "").split(os.pathsep) if d
                         for p in glob.glob(os.path.join(glob.escape(d), "ld.lld-*"))},
                        key=lambda n: [int(x) if x.isdigit() else -1 for x in n[len("ld.lld-"):].split(".")],
                        reverse=True)
-    for name in ("ld", "ld.lld", *versioned, "cc"):
+    for name in (*versioned, "cc"):
         found = shutil.which(name)
         if found is not None:
             return found

@@ -95,3 +95,47 @@ def test_a_cache_in_memory_alone_links_nothing(monkeypatch):
     result = cache.compile(jobs.job(74), ("obj",))
     later.wait()
     assert called == [] and jobs.run(result, 74) == pytest.approx(jobs.expected(74))
+
+
+@needs_linker
+def test_a_jit_functions_first_call_runs_before_its_link_starts_and_a_later_process_loads_it(tmp_path, monkeypatch):
+    import numpy as np
+
+    from gpucompiler import jit
+    from gpucompiler.cache.core import Cache as CacheClass
+    from gpucompiler.cache.default import default_cache
+
+    monkeypatch.setenv("GPUC_CACHE_DIR", str(tmp_path / "cache"))
+    out = np.zeros(3)
+    seen: list[float] = []
+    publish = CacheClass._publish_later
+
+    def probe(self, entry, work):
+        seen.append(float(out[0]))  # the call's store, done or not, when the link's thread begins
+        publish(self, entry, work)
+
+    monkeypatch.setattr(CacheClass, "_publish_later", probe)
+
+    def fill(a, v):  # no loop: no tiered compile
+        a[0], a[1], a[2] = v, 2.0 * v, 3.0 * v
+        return a.sum()
+
+    assert jit(fill)(out, 2.5) == 15.0 and out.tolist() == [2.5, 5.0, 7.5]
+    later.wait()
+    assert seen == [2.5], "the link's thread began before the call ran"
+    entries = [decode(p.read_bytes(), str(p)) for p in (tmp_path / "cache").rglob("*") if p.is_file()
+               and p.read_bytes().startswith(b"GPUCENT1")]
+    assert any(sharedlink.KIND in e.artifacts for e in entries)
+    assert default_cache().stats["write.disk"] == 3  # the entry, its index entry, the entry again with its link
+
+
+def test_work_given_inside_a_held_block_starts_when_the_outermost_block_ends():
+    ran: list[str] = []
+    with later.held():
+        with later.held():
+            later.start(lambda: ran.append("inner"), "inner")
+        later.start(lambda: ran.append("outer"), "outer")
+        later.wait()
+        assert ran == []
+    later.wait()
+    assert sorted(ran) == ["inner", "outer"]

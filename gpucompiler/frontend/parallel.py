@@ -30,8 +30,6 @@ import sys
 import types as pytypes
 from collections.abc import Callable
 
-import attrs
-
 from ..errors import UnsupportedError
 from .closures import SOURCE_ATTRIBUTE
 from .reads import read_after
@@ -56,16 +54,19 @@ _AUG = {ast.Add: Reduction.ADD, ast.Sub: Reduction.ADD, ast.Mult: Reduction.MUL,
 _COMMUTES = (ast.Add, ast.Mult)
 
 
-@attrs.frozen
 class Region:
-    """An outlined ``prange`` loop: the generated functions and what the parent passes and gets back."""
+    """An outlined ``prange`` loop: the generated functions and what the parent passes and gets back (a plain
+    class: an ``attrs`` class took ~0.4 ms to make at a process's first compile)."""
 
-    body: pytypes.FunctionType
-    combine: pytypes.FunctionType | None
-    captured: tuple[str, ...]
-    """parent variables the body reads (passed by value after ``lo, hi, start, step``)"""
-    reductions: tuple[tuple[str, Reduction], ...]
-    """reduction variables (passed after the captured ones; their partials come back in this order)"""
+    __slots__ = ("body", "combine", "captured", "reductions")
+
+    def __init__(self, body: pytypes.FunctionType, combine: pytypes.FunctionType | None, captured: tuple[str, ...],
+                 reductions: tuple[tuple[str, Reduction], ...]):
+        self.body, self.combine = body, combine
+        self.captured = captured
+        """parent variables the body reads (passed by value after ``lo, hi, start, step``)"""
+        self.reductions = reductions
+        """reduction variables (passed after the captured ones; their partials come back in this order)"""
 
 
 def is_prange(node: ast.For, local_names: set[str]) -> bool:

@@ -54,8 +54,6 @@ import ast
 import operator
 from typing import TYPE_CHECKING
 
-import attrs
-
 from . import intrinsics as K
 from .builder import LoweringState
 from .ir import Const, Global, Phi, Undef, Value
@@ -77,23 +75,27 @@ LARGEST = 2 ** 62
 _ARITH = (ast.Add, ast.Sub, ast.Mult)
 
 
-@attrs.frozen
 class PowerPlan:
-    """How a loop's powers are versioned (None from :func:`plan`: they are not)."""
+    """How a loop's powers are versioned (None from :func:`plan`: they are not; a plain class: an ``attrs``
+    class took ~0.4 ms to make at a process's first compile)."""
 
-    #: the body stores array elements (blocks, their stores held back)
-    stores: bool
-    #: names the body reads before it assigns them, or never assigns: values from before the loop
-    inputs: tuple[str, ...]
-    #: names the body assigns (restored before a checked rerun)
-    written: tuple[str, ...]
-    #: ``(array, number of indices, stored)`` for each array the body indexes
-    arrays: tuple[tuple[str, int, bool], ...]
-    #: ``(stored array, other array)`` pairs whose memory must be disjoint
-    overlaps: tuple[tuple[str, str], ...]
-    #: iterations per block of a storing loop; 0: chunks (an index's last component is not the loop
-    #: variable, or the step is not 1: the elements are apart in memory)
-    block: int
+    __slots__ = ("stores", "inputs", "written", "arrays", "overlaps", "block")
+
+    def __init__(self, stores: bool, inputs: tuple[str, ...], written: tuple[str, ...],
+                 arrays: tuple[tuple[str, int, bool], ...], overlaps: tuple[tuple[str, str], ...], block: int):
+        #: the body stores array elements (blocks, their stores held back)
+        self.stores = stores
+        #: names the body reads before it assigns them, or never assigns: values from before the loop
+        self.inputs = inputs
+        #: names the body assigns (restored before a checked rerun)
+        self.written = written
+        #: ``(array, number of indices, stored)`` for each array the body indexes
+        self.arrays = arrays
+        #: ``(stored array, other array)`` pairs whose memory must be disjoint
+        self.overlaps = overlaps
+        #: iterations per block of a storing loop; 0: chunks (an index's last component is not the loop
+        #: variable, or the step is not 1: the elements are apart in memory)
+        self.block = block
 
 
 def exponent(node) -> int | float | None:

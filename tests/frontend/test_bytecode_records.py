@@ -1,6 +1,7 @@
-"""The bytecode frontend's records (instructions, blocks, loops, nested functions, iterators) are plain
-classes: a dataclass took ~0.3-0.5 ms to make, at each process's first compile; and the code they carry
-compiles as CPython runs it."""
+"""The frontend's records (the bytecode frontend's instructions, blocks, loops, nested functions and
+iterators; a ``prange`` region; a power loop's plan) are plain classes: a dataclass or an ``attrs`` class
+took ~0.3-0.5 ms to make, at each process's first compile; and the code they carry compiles as CPython runs
+it."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import dataclasses
 import importlib
 import pkgutil
 
+import attrs
 import pytest
 
 import gpucompiler.frontend.bytecode as bytecode
 from gpucompiler import jit
+from gpucompiler.frontend.parallel import Region
+from gpucompiler.frontend.powerloops import PowerPlan
 
 SOURCE = '''
 def records(n, k):
@@ -40,6 +44,10 @@ def test_the_bytecode_frontends_modules_make_no_dataclass():
         made += [f"{info.name}.{name}" for name, value in vars(module).items()
                  if isinstance(value, type) and value.__module__ == info.name and dataclasses.is_dataclass(value)]
     assert made == []
+
+
+def test_a_prange_region_and_a_power_loops_plan_are_not_attrs_classes():
+    assert [cls.__name__ for cls in (Region, PowerPlan) if attrs.has(cls)] == []
 
 
 @pytest.mark.parametrize("n, k", [(0, 0), (5, 9), (7, 3), (8, 0)])

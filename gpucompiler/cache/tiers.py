@@ -10,6 +10,7 @@ checking entries, falling back and logging are :class:`~.core.Cache`'s job.
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import os
 import re
@@ -23,6 +24,7 @@ from typing import Any
 from collections.abc import Generator
 
 from ..errors import CacheCorruptionError, CacheError, CacheWarning
+from . import later
 from .entry import Entry
 from .files import PRIVATE, LinkInTree, Modes, directory, listing, read_regular, unlink_regular, write_atomic
 
@@ -112,11 +114,13 @@ class DiskTier:
             raise CacheCorruptionError(where, "its directory is a link or not a directory (never followed)") from None
 
     def put(self, key: str, data: bytes) -> None:
-        """Publish ``data`` atomically (a new temporary file, renamed); OSError when not writable."""
+        """Publish ``data`` atomically (a new temporary file, renamed); OSError when not writable. The eviction
+        pass that follows runs when a compiling ``@jit`` call has returned (:mod:`.later`), else now."""
         os.makedirs(self.root, mode=self.modes.directory & 0o777, exist_ok=True)
         with directory(self._root, ("entries", self._check(key)[:2]), self.modes) as fd:
             write_atomic(fd, key, data, self.modes.file)
-        self.evict(keep=key)
+        # the pass lists the whole directory: inside a compiling call, after it (:func:`.later.after`)
+        later.after(functools.partial(self.evict, keep=key), f"evict {self.name}")
 
     def delete(self, key: str) -> bool:
         """Remove the entry file of ``key`` (a regular file only, reached through no link)."""

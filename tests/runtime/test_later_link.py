@@ -139,3 +139,39 @@ def test_work_given_inside_a_held_block_starts_when_the_outermost_block_ends():
         assert ran == []
     later.wait()
     assert sorted(ran) == ["inner", "outer"]
+
+
+def test_a_compiling_calls_eviction_pass_runs_after_the_call_and_bounds_the_directory(tmp_path, monkeypatch):
+    import numpy as np
+
+    from gpucompiler import jit
+    from gpucompiler.cache import DiskTier
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("GPUC_CACHE_DIR", str(cache))
+    monkeypatch.setenv("GPUC_CACHE_SIZE", "1M")
+    old = DiskTier(cache)
+    stale = [f"{k:02x}" * 32 for k in range(6)]
+    for k, key in enumerate(stale):  # older entries filling the bound
+        old.put(key, b"x" * 200_000)
+        os.utime(old.path(key), (1_000_000 + k, 1_000_000 + k))
+    out = np.zeros(3)
+    seen: list[float] = []
+    evict = DiskTier.evict
+
+    def probe(self, keep=None):
+        seen.append(float(out[0]))  # the call's store, done or not, when the pass begins
+        return evict(self, keep)
+
+    monkeypatch.setattr(DiskTier, "evict", probe)
+
+    def fill(a, v):  # no loop: no tiered compile
+        a[0], a[1], a[2] = v, 2.0 * v, 3.0 * v
+        return a.sum()
+
+    assert jit(fill)(out, 1.5) == 9.0
+    later.wait()
+    assert seen and all(v == 1.5 for v in seen), "an eviction pass ran before the call"
+    left = {key for key, _, _ in DiskTier(cache).files()}
+    assert sum(size for _, size, _ in DiskTier(cache).files()) <= 1 << 20
+    assert not set(stale[:2]) & left and len(left - set(stale)) >= 2  # the oldest went; the new entries stayed

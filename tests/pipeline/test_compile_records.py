@@ -1,6 +1,7 @@
-"""The mutable records a first compile makes (the code generator's reference lifetimes, the deferred
-linking's job graph) are plain classes: an ``attrs`` class took ~0.3 ms to make at a process's first
-compile; they behave as the ``attrs`` classes did."""
+"""The records a first compile's modules define (the code generator's reference lifetimes, the deferred
+linking's job graph, the language's tables of NumPy constructors and NumPy functions' parameters) are plain
+classes: an ``attrs`` class took ~0.3 ms to make at a process's first compile; they behave as the ``attrs``
+classes did."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from typing import Any
 import attrs
 
 from gpucompiler.codegen.lifetimes import Lifetimes
+from gpucompiler.language.numpy.creation import CONSTRUCTORS, Constructor
+from gpucompiler.language.numpy.npcalls import Signature
 from gpucompiler.stages.link_deferred import JobGraph
 
 
 def test_the_records_are_not_attrs_classes():
-    assert [cls.__name__ for cls in (Lifetimes, JobGraph) if attrs.has(cls)] == []
+    assert [cls.__name__ for cls in (Lifetimes, JobGraph, Constructor, Signature) if attrs.has(cls)] == []
 
 
 def test_each_record_has_its_own_containers():
@@ -26,3 +29,10 @@ def test_each_record_has_its_own_containers():
     g, h = JobGraph(jobs={"root": job}), JobGraph(jobs={})
     g.edges["root"] = ["j"]
     assert (h.edges, h.jobs, g.jobs) == ({}, {}, {"root": job})
+
+
+def test_the_tables_records_keep_their_fields():
+    sig = Signature(("a", "axis"), frozenset({"a"}))
+    assert (sig.params, sig.supported, sig.method, Signature((), frozenset(), method=True).method) == (
+        ("a", "axis"), frozenset({"a"}), False, True)
+    assert list(CONSTRUCTORS["zeros"].params.parameters) == ["shape", "dtype", "order"]

@@ -42,8 +42,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
-
 from ..llvm import (Argument, BasicBlock, Builder, Function, GlobalVariable, Instruction, Value, const_int, constant,
                     types as LT)
 from .warpatomics import eligible
@@ -185,13 +183,16 @@ def _after(rmw: Instruction) -> list[Instruction]:
     return out
 
 
-@attrs.frozen
 class Site:
     """An atomic add a block may sum: deferring it is safe when the memory of the arrays ``disjoint`` (read or
-    stored into after it, in other arguments than its own) does not hold its address, checked at run time."""
+    stored into after it, in other arguments than its own) does not hold its address, checked at run time
+    (plain classes, as :class:`Flush` and :class:`BlockSums`: an ``attrs`` class took ~0.3 ms to make at a
+    process's first compile)."""
 
-    rmw: Instruction
-    disjoint: tuple[Argument, ...]
+    __slots__ = ("rmw", "disjoint")
+
+    def __init__(self, rmw: Instruction, disjoint: tuple[Argument, ...]):
+        self.rmw, self.disjoint = rmw, disjoint
 
 
 def eligible_sites(entry: Function, global_space: int = 1) -> list[Site]:
@@ -235,28 +236,25 @@ def eligible_sites(entry: Function, global_space: int = 1) -> list[Site]:
     return sites
 
 
-@attrs.frozen
 class Flush:
     """How one slot reaches memory at the kernel's end: ``total`` (the site's atomic, no operands yet) adds it
     to ``address`` (``flag``: only when the arrays named by the site's disjointness hold none of it)."""
 
-    total: Instruction
-    address: Value
-    dbg: Any
-    slot: GlobalVariable
-    flag: Value | None
+    __slots__ = ("total", "address", "dbg", "slot", "flag")
+
+    def __init__(self, total: Instruction, address: Value, dbg: Any, slot: GlobalVariable, flag: Value | None):
+        self.total, self.address, self.dbg, self.slot, self.flag = total, address, dbg, slot, flag
 
 
-@attrs.frozen
 class BlockSums:
     """The sites of a kernel retargeted to shared slots (:func:`sum_per_block`); ``summable``: the pointers they
     add into now (a slot, or a choice between the slot and the address made at run time), for the warp's
     sums; :meth:`finish` adds the zeroing at the kernel's start and the flush at its end."""
 
-    model: Any
-    entry: Function
-    summable: list[Value]
-    flushes: list[Flush]
+    __slots__ = ("model", "entry", "summable", "flushes")
+
+    def __init__(self, model: Any, entry: Function, summable: list[Value], flushes: list[Flush]):
+        self.model, self.entry, self.summable, self.flushes = model, entry, summable, flushes
 
     def finish(self) -> None:
         if self.flushes:

@@ -1,7 +1,7 @@
 """The records a first compile's modules define (the code generator's reference lifetimes, the deferred
 linking's job graph, the language's tables of NumPy constructors and NumPy functions' parameters, the PTX
-target's block sums) are plain classes: an ``attrs`` class took ~0.3 ms to make at a process's first compile; they behave as the ``attrs``
-classes did."""
+target's block sums) are plain classes: an ``attrs`` class took ~0.3 ms to make at a process's first
+compile; they behave as the ``attrs`` classes did."""
 
 from __future__ import annotations
 

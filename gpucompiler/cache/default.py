@@ -57,19 +57,6 @@ def link_later(job: Any, entry: Entry) -> Callable[[], dict[str, bytes]] | None:
     return sharedlink.later(obj, symbols, entry.meta.get("addresses"))
 
 
-def compile_kept(job: Any, kinds: Sequence[str]) -> Any:
-    """:func:`_compile` for a cache whose entries outlive the process: native object code is also linked
-    into the shared object that another process's hit loads without LLVM (``so``, :mod:`..targets.sharedlink`)
-    before it returns, where :func:`link_later` links after."""
-    result = _compile(job, kinds)
-    if job.target.name == "native" and isinstance(result.artifacts.get("obj"), bytes):
-        # import time: the linker's subprocess and files (~3 ms), for a compile, not a cache hit
-        from ..targets import sharedlink
-
-        sharedlink.attach(result)  # the shared object a hit loads without LLVM (runtime/shared_object.py)
-    return result
-
-
 @functools.lru_cache(maxsize=1)
 def _cache_for(settings: CacheSettings) -> Cache:
     return cache_from_settings(settings)

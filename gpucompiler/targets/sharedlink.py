@@ -33,7 +33,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..codegen.entrywords import PYEXC
-from ..llvm.binding import address_bindings
 from ..settings import ToolchainSettings
 from . import hostblas
 from .native import SHARED_OBJECT_KIND as KIND, process_symbol
@@ -197,19 +196,6 @@ def _linked(obj: bytes, renamed: dict[str, str]) -> bytes | None:
             shared = fh.read()
     log.debug("linked a shared object with %s in %.1f ms", linker, (time.perf_counter() - start) * 1e3)
     return shared
-
-
-def attach(result: Any) -> None:
-    """Add the shared object of a native compile ``result`` (its ``obj`` artifact) to its artifacts as
-    :data:`KIND`, when :func:`link` makes one."""
-    obj = result.artifacts.get("obj")
-    text = result.artifacts.get("llvm")
-    ref = result.module.ref
-    symbols = [[g.name, bool(g.is_declaration), g.linkage.name] for g in (*ref.functions, *ref.global_variables)]
-    addresses = address_bindings(text if isinstance(text, str) else result.module.text)
-    shared = link(obj, symbols, addresses) if isinstance(obj, bytes) else None
-    if shared is not None:
-        result.artifacts[KIND] = shared
 
 
 def later(obj: bytes, symbols: Sequence[Sequence[Any]],

@@ -14,9 +14,9 @@ import textwrap
 
 import pytest
 
-from gpucompiler.cache import Cache, decode, later
+from gpucompiler.cache import Cache, DiskTier, decode, later
 from gpucompiler.cache.core import shared_disk
-from gpucompiler.cache.default import compile_kept
+from gpucompiler.cache.default import _compile, link_later
 from gpucompiler.errors import CacheWarning
 from gpucompiler.targets import sharedlink
 from tests.cache import jobs
@@ -103,6 +103,19 @@ def test_without_a_linker_there_is_no_shared_object_and_the_hit_loads_through_th
     assert entries and not any(sharedlink.KIND in e.artifacts for e in entries)
 
 
+def _kept(*tiers, **options) -> Cache:
+    """A cache that links as the default kept cache does (``cache.default.link_later``, after the compile)."""
+    return Cache(*tiers, compiler=_compile, later=link_later, **options)
+
+
+def _linked(cache: Cache, job):
+    """``job`` through ``cache``, read again once its shared object was published: what a later process reads."""
+    cache.compile(job, ("obj",))
+    later.wait()
+    cache.memory.clear()
+    return cache.compile(job, ("obj",))
+
+
 def _load(result):
     """``result``'s ``wsum`` through the hit's loader: the shared object, else the LLJIT (as ``@jit``'s ``_entry``)."""
     import ctypes
@@ -124,37 +137,37 @@ def _load(result):
 def test_a_forged_shared_object_in_a_signed_tier_is_refused_and_the_code_recompiled(tmp_path):
     secret = b"a-deployment-secret-of-32-bytes!"
     shared = shared_disk(tmp_path / "shared")
-    first = Cache(None, shared=shared, secret=secret, compiler=compile_kept).compile(jobs.job(61), ("obj",))
-    other = Cache(None, compiler=compile_kept).compile(jobs.job(62), ("obj",))  # another function's code
+    first = _linked(_kept(None, shared=shared, secret=secret), jobs.job(61))
+    other = _linked(_kept(DiskTier(tmp_path / "other")), jobs.job(62))  # another function's code
     assert sharedlink.KIND in first.artifacts and _load(first) == ("so", pytest.approx(jobs.expected(61)))
     path = shared.path(first.key)
     sealed = path.read_bytes()
     entry = decode(sealed[8 + 32:], "test")
     forged = entry._replace(artifacts={**entry.artifacts, sharedlink.KIND: other.artifacts[sharedlink.KIND]})
     path.write_bytes(sealed[:8 + 32] + forged.encode())  # checksums right, the MAC not
-    again = Cache(None, shared=shared, secret=secret, compiler=compile_kept)
+    again = _kept(None, shared=shared, secret=secret)
     with pytest.warns(CacheWarning, match="MAC does not verify"):
         result = again.compile(jobs.job(61), ("obj",))
     assert again.stats["forged"] == 1 and result.origin == "compiled"
-    assert _load(result) == ("so", pytest.approx(jobs.expected(61)))
+    assert _load(result) == ("lljit", pytest.approx(jobs.expected(61)))  # its own link comes after the compile
+    relinked = _linked(again, jobs.job(61))  # the forged entry replaced, signed
+    assert relinked.origin == "shared" and _load(relinked) == ("so", pytest.approx(jobs.expected(61)))
 
 
 @needs_linker
 def test_a_bit_flipped_shared_object_on_the_private_disk_is_evicted_and_the_code_recompiled(tmp_path):
-    from gpucompiler.cache import DiskTier
-
     disk = DiskTier(tmp_path / "private")
-    first = Cache(disk, compiler=compile_kept).compile(jobs.job(63), ("obj",))
+    first = _linked(_kept(disk), jobs.job(63))
     data = bytearray(disk.path(first.key).read_bytes())
     so = first.artifacts[sharedlink.KIND]
     assert isinstance(so, bytes)
     at = bytes(data).index(so) + len(so) // 2
     data[at] ^= 0xFF
     disk.path(first.key).write_bytes(bytes(data))
-    again = Cache(disk, compiler=compile_kept)
+    again = _kept(disk)
     result = again.compile(jobs.job(63), ("obj",))
     assert again.stats["corrupt"] == 1 and result.origin == "compiled"
-    assert _load(result) == ("so", pytest.approx(jobs.expected(63)))
+    assert _load(_linked(again, jobs.job(63))) == ("so", pytest.approx(jobs.expected(63)))
 
 
 @needs_linker
@@ -177,8 +190,8 @@ def test_an_import_registered_with_add_symbol_gets_no_shared_object_and_runs(tmp
           ret double %r
         }"""
     job = CompilerJob(LLVMSource(textwrap.dedent(text), "scaled"), CompilerConfig(NativeTarget()))
-    result = Cache(None, compiler=compile_kept).compile(job, ("obj",))
-    assert sharedlink.KIND not in result.artifacts
+    result = _linked(_kept(DiskTier(tmp_path / "cache")), job)
+    assert result.origin == "disk" and sharedlink.KIND not in result.artifacts
     lib = CPULibrary.from_cached(result)
     assert ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(lib.address("scaled"))(2.5) == 7.5
     # a libc name registered elsewhere is refused too: LLVM binds it to the registration, the loader to libc's
@@ -396,7 +409,7 @@ def test_the_shared_objects_and_the_lljit_give_the_same_bits_and_exceptions(tmp_
 
 
 @pytest.mark.parametrize("linker", ["ld", "ld.lld", "ld.lld-19", "cc", "clang-19"])
-def test_each_kind_of_linker_makes_a_shared_object_that_loads_and_runs(linker, monkeypatch, caplog):
+def test_each_kind_of_linker_makes_a_shared_object_that_loads_and_runs(linker, monkeypatch, caplog, tmp_path):
     import shutil
 
     if shutil.which(linker) is None:
@@ -405,7 +418,7 @@ def test_each_kind_of_linker_makes_a_shared_object_that_loads_and_runs(linker, m
     sharedlink.find_linker.cache_clear()
     try:
         with caplog.at_level(logging.DEBUG, logger="gpucompiler.targets.sharedlink"):
-            result = Cache(None, compiler=compile_kept).compile(jobs.job(66), ("obj",))
+            result = _linked(_kept(DiskTier(tmp_path / "cache")), jobs.job(66))
     finally:
         sharedlink.find_linker.cache_clear()
     assert sharedlink.KIND in result.artifacts, f"{linker} made no shared object: {caplog.messages}"

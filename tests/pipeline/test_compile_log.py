@@ -164,7 +164,9 @@ def test_gpuc_log_from_the_shell_names_the_tier_of_each_hit(tmp_path):
     assert not any(ln.startswith("gpucompiler.stages") for ln in warm_log)  # nothing compiled
     assert sum(": disk hit in" in ln for ln in warm_log) == 1
     assert list(warm["stages"]) == list(STAGE_NAMES)  # the recorded compile's, in running order
-    assert warm["stages"] == pytest.approx(cold["stages"]) and warm["sizes"] == cold["sizes"]
+    # the entry's shared object is linked after the cold call returned (a later process's hit loads it)
+    assert warm["stages"] == pytest.approx(cold["stages"]) and "so" not in cold["sizes"]
+    assert {kind: size for kind, size in warm["sizes"].items() if kind != "so"} == cold["sizes"]
     quiet, quiet_log = _run(tmp_path, "off")
     assert quiet["tier"] == "disk" and not any(ln.startswith("gpucompiler") for ln in quiet_log)
 

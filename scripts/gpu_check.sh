@@ -64,7 +64,7 @@ echo "== parallel_reduce / parallel_for kernels (block tree + one atomic per blo
 [ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
 
 echo "== gradients of parallel_reduce / parallel_for on the GPU (Kokkos 2-norm: v/||v|| vs analytic, FD, emulation)"
-"$PY" -m pytest -q -p no:cacheprovider tests/enzyme_plugin/test_parallel_gradients.py \
+"$PY" -m pytest -q -p no:cacheprovider -m "slow or not slow" tests/enzyme_plugin/test_parallel_gradients.py \
     "tests/test_docs.py::test_doc_examples_run[parallel.md]" 2>&1 | tail -n 5
 [ "${PIPESTATUS[0]}" -ne 0 ] && TESTS_RC=1
 

@@ -6,6 +6,7 @@ import functools
 import importlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -110,6 +111,8 @@ SLOW_FILES = frozenset({
     "tests/arrays/test_join.py",
     "tests/arrays/test_nprandom_generator.py",
     "tests/frontend/test_integer_powers.py",
+    "tests/enzyme_plugin/test_parallel_gradients.py",
+    "tests/enzyme/test_nested_tapes.py",
 })
 
 
@@ -123,6 +126,30 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+
+
+#: set in the fresh interpreter a ``loader_symbols`` test is run in (no second run from there)
+FRESH = "GPUC_TEST_FRESH_PROCESS"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """A test marked ``loader_symbols`` expects LLVM to bind libm's names where the dynamic loader does (a
+    native entry then gets its shared object). Numba's first compile registers its own ``sin``, ``exp``...
+    with LLVM for the rest of its process, as it should for its code; in a worker where a test ran Numba,
+    such a test runs in a fresh interpreter instead, and passes or fails with it."""
+    if pyfuncitem.get_closest_marker("loader_symbols") is None or os.environ.get(FRESH):
+        return None
+    from gpucompiler.targets import sharedlink
+
+    if sharedlink._loader_name("sin") is not None:
+        return None
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", pyfuncitem.nodeid],
+                          cwd=pyfuncitem.config.rootpath, env={**os.environ, FRESH: "1"}, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, ("in a fresh interpreter (Numba changed this one's LLVM symbols):\n"
+                                  + done.stdout[-6000:] + done.stderr[-2000:])
+    return True
 
 
 @pytest.fixture(scope="session")

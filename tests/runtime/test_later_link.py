@@ -18,6 +18,9 @@ from gpucompiler.targets import sharedlink
 from tests.cache import jobs
 from tests.runtime.test_shared_object import _load, needs_linker
 
+#: the shared object is made only where LLVM binds libm's names as the loader does (tests/conftest.py)
+pytestmark = pytest.mark.loader_symbols
+
 SECRET = b"a-deployment-secret-of-32-bytes!"
 
 

@@ -21,6 +21,9 @@ from gpucompiler.errors import CacheWarning
 from gpucompiler.targets import sharedlink
 from tests.cache import jobs
 
+#: the shared object is made only where LLVM binds libm's names as the loader does (tests/conftest.py)
+pytestmark = pytest.mark.loader_symbols
+
 needs_linker = pytest.mark.skipif(sharedlink.find_linker() is None, reason="no linker (ld.lld, ld, cc) on PATH: "
                                   "no shared objects are made")
 

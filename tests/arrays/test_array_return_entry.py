@@ -119,7 +119,7 @@ def test_one_allocation_returned_twice_is_one_memory_freed_with_the_last_array()
     assert a[1] == -1.0
     del a
     gc.collect()
-    assert _heap_in_use() - before >= 8 << 20  # b keeps it
+    assert _heap_in_use() - before > 7 << 20  # b keeps it (the rest of the process frees a little meanwhile)
     del b
     gc.collect()
     assert _heap_in_use() - before < 1 << 20

@@ -7,26 +7,11 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from enzyme_plugin import Duplicated, Forward, Reverse, autodiff
 from gpucompiler import jit
 from gpucompiler.hashing import stable_hash
 from gpucompiler.interpreter import deferred
 from gpucompiler.interpreter.deferred import _REGISTRY, DeferredJob
-
-
-def cube_sum(x):
-    s = 0.0
-    for i in range(x.shape[0]):
-        s += x[i] * x[i] * x[i]
-    return s
-
-
-def cube_sum_gradient(x, dx):
-    autodiff(Reverse, cube_sum, Duplicated(x, dx))
-
-
-def cube_sum_hvp(x, v, dx, hv):
-    autodiff(Forward, cube_sum_gradient, Duplicated(x, v), Duplicated(dx, hv))
+from tests.enzyme_plugin.ho_funcs import cube_sum, cube_sum_gradient, cube_sum_hvp
 
 
 def _counting(monkeypatch) -> list[object]:

@@ -199,3 +199,19 @@ def nested_unsupported_kernel(x, v, dx, hv, out, dout):
     if i < x.shape[0]:
         autodiff(Forward, grad_reads_old_value, Duplicated(x, v), Duplicated(dx, hv), Const(out), Const(dout),
                  Const(i))
+
+
+# -- a sum of cubes: its gradient and Hessian-vector product (forward over reverse) ------------
+def cube_sum(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * x[i] * x[i]
+    return s
+
+
+def cube_sum_gradient(x, dx):
+    autodiff(Reverse, cube_sum, Duplicated(x, dx))
+
+
+def cube_sum_hvp(x, v, dx, hv):
+    autodiff(Forward, cube_sum_gradient, Duplicated(x, v), Duplicated(dx, hv))

@@ -21,6 +21,7 @@ from gpucompiler.stages import link_deferred
 from gpucompiler.targets import NativeTarget
 from enzyme_plugin import ad_stage
 from enzyme_plugin.plugin import _restores
+from tests.enzyme_plugin.ho_funcs import cube_sum_hvp
 
 
 def sq_loss(w, xs):
@@ -266,21 +267,6 @@ def test_no_module_printed_or_verified_twice_for_our_own_edits(llvm_calls):
     if NativeTarget().machine()["vector_math"]:  # the round trips these cover ran (tanh named its vector versions)
         parses = [f for what, f in llvm_calls if what == "parse"]
         assert _in([fr for f in parses for fr in f], "gpucompiler/targets/native.py", "before_optimize")
-
-
-def cube_sum(x):
-    s = 0.0
-    for i in range(x.shape[0]):
-        s += x[i] * x[i] * x[i]
-    return s
-
-
-def cube_sum_gradient(x, dx):
-    autodiff(Reverse, cube_sum, Duplicated(x, dx))
-
-
-def cube_sum_hvp(x, v, dx, hv):
-    autodiff(Forward, cube_sum_gradient, Duplicated(x, v), Duplicated(dx, hv))
 
 
 def test_the_engine_s_cleanup_takes_llvm_s_module_as_it_is(llvm_calls):

@@ -3,6 +3,7 @@ and the O2 pipeline after (what Enzyme does so the derivative is fast)."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 import llvmlite.binding as llvm
@@ -12,9 +13,11 @@ from gpucompiler.llvm import ConstantAggregate, ConstantData, Module, constant, 
 _OPTNONE = re.compile(r"\boptnone\b")
 
 
-def _target_machine(ref: llvm.ModuleRef, opt: int):
+@functools.cache
+def _target_machine(triple: str, opt: int) -> llvm.TargetMachine:
+    """One target machine per triple and level for the process (each took ~0.5 ms to make, and
+    :func:`prepare` runs at every level of AD)."""
     initialize()
-    triple = ref.triple or llvm.get_process_triple()
     try:
         target = llvm.Target.from_triple(triple)
     except RuntimeError:
@@ -23,7 +26,7 @@ def _target_machine(ref: llvm.ModuleRef, opt: int):
 
 
 def _pass_builder(ref: llvm.ModuleRef, opt: int) -> llvm.PassBuilder:
-    tm = _target_machine(ref, opt)
+    tm = _target_machine(ref.triple or llvm.get_process_triple(), opt)
     return llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=opt))
 
 

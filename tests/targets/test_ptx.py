@@ -583,3 +583,27 @@ def test_the_targets_output_check_runs_ptxas_for_its_capability(ptxas_path):
     with pytest.raises(ToolchainError, match="ptxas rejected the PTX for sm_80"):
         PTXTarget(capability=(8, 0)).check_output("asm", broken)
     NativeTarget().check_output("obj", b"")  # the host has no output check: nothing runs
+
+
+def test_the_data_layout_comes_from_the_machine_a_kernel_s_compile_makes(monkeypatch):
+    """A kernel compiles at level 3 by default: the data layout is read from that machine, so asking for it
+    makes no second machine (the layout is the same at every level, LLVM's machine at level 2 says)."""
+    import llvmlite.binding as llvm
+
+    from gpucompiler.targets.native import cached_target_machine
+
+    made: list[int] = []
+    real = llvm.Target.create_target_machine
+
+    def counted(self, *args, **kwargs):
+        made.append(kwargs.get("opt", 2))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(llvm.Target, "create_target_machine", counted)
+    cached_target_machine.cache_clear()
+    target = PTXTarget()
+    layout = target.data_layout()
+    target.target_machine(3)  # the kernel's optimisation and code generation
+    assert made == [3]
+    assert layout == str(target.target_machine(2).target_data)
+    assert layout.startswith("e-") and "i64:64" in layout

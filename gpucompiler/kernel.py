@@ -55,6 +55,9 @@ if TYPE_CHECKING:
 # LLVM) is imported at the first compile, in the methods that compile: decorating costs only this
 # module's imports.
 
+NATIVE_AFTER = 16
+"""Bound launches of one launch object before its runtime is asked for a native entry (see :class:`Launch`)."""
+
 CPU = "cpu"
 """The device spelling of the CPU grid emulation: ``k[grid, block, "cpu"]``."""
 
@@ -449,10 +452,14 @@ class Launch:
 
     The first launch binds the configuration to its runtime (:func:`~gpucompiler.runtime.launchers.bound_launch`);
     a later one with positional arguments only, no device given, no recorder and no global rebound since
-    (world age) calls that bound launch directly.
+    (world age) calls that bound launch directly. After ``NATIVE_AFTER`` of these, the runtime may give a
+    native entry doing the same checks and launch in compiled code (``native(run, args, fallback,
+    recorder)``: the CUDA runtime's, :mod:`gpucompiler.runtime.launch_entry`): it becomes this object's
+    ``__call__`` (the object's class is replaced by a subclass made for it), and calls it cannot take go
+    to this class's ``__call__``. Each later ask waits twice as long.
     """
 
-    __slots__ = ("kernel", "grid", "block", "stream", "device", "_bound", "_nargs")
+    __slots__ = ("kernel", "grid", "block", "stream", "device", "_bound", "_nargs", "_hits", "_every")
 
     def __init__(self, kernel: Kernel, grid, block, stream, device: Device | None = None):
         self.kernel, self.grid, self.block, self.stream, self.device = kernel, grid, block, stream, device
@@ -460,6 +467,8 @@ class Launch:
         #: global moves the epoch (one tuple: a thread sees the launch with the epoch it was bound in)
         self._bound: tuple[int, Callable[[tuple], None]] | None = None
         self._nargs = kernel.bind.positional
+        #: bound launches left before the runtime is asked for a native entry, and the wait after that ask
+        self._hits = self._every = NATIVE_AFTER
 
     def __call__(self, *args, **kwargs) -> None:
         bound = self._bound
@@ -469,13 +478,29 @@ class Launch:
             deps = k._deps
             if bound[0] == k._epoch and (not deps or k._deps_current(deps)):
                 try:
-                    return bound[1](args)
+                    bound[1](args)
                 except GPUCompilerError as exc:  # the caller's frame on top, not the compiler's
                     raise for_user(exc, debug_tracebacks())
+                self._hits -= 1
+                if not self._hits:
+                    self._native(bound[1], args)
+                return None
         try:
             return self._call(args, kwargs)
         except GPUCompilerError as exc:  # the caller's frame on top: this one, no frame of the compiler's
             raise for_user(exc, debug_tracebacks())
+
+    def _native(self, run, args) -> None:
+        """Ask the runtime for a native entry of ``run`` (launches like ``args``); where it gives one, make it
+        this object's ``__call__``, its misses calling :meth:`__call__` of this class."""
+        self._every = min(2 * self._every, 1 << 30)
+        self._hits = self._every
+        native = getattr(self.kernel._runtime, "native", None)
+        entry = None if native is None else native(run, args, functools.partial(Launch.__call__, self), _RECORDER)
+        if entry is not None:
+            cls = type("Launch", (Launch,), {"__slots__": (), "__call__": entry, "__module__": __name__,
+                                             "__qualname__": "Launch"})
+            object.__setattr__(self, "__class__", cls)
 
     def _call(self, args, kwargs) -> None:
         record = _RECORDER.get()

@@ -84,12 +84,16 @@ import attrs
 import numpy as np
 
 from .. import types as T
-from ..errors import CudaError, DeviceHeapError, DeviceMismatchError, LaunchError, ToolchainError
-from ..settings import DEFAULT_DEVICE_HEAP as DEFAULT_DEVICE_HEAP, RuntimeSettings
+from ..errors import (CudaError, DeviceHeapError, DeviceMismatchError, GPUCompilerError, LaunchError, ToolchainError,
+                      for_user)
+from ..settings import DEFAULT_DEVICE_HEAP as DEFAULT_DEVICE_HEAP, RuntimeSettings, debug_tracebacks
 from .arguments import SCALAR_TYPES, TYPESTR, argument_type, cuda_array_type, is_contiguous
 from . import dlpack
 from .device_heap import after_launch, check_pending, flag_address
 from .devices import chosen_device, current_device
+from .launch_entry import (NativeLaunch, StreamMode, current_stream, driver_launch, invalidate, is_valid, layout_ok,
+                           plan_of)
+from .pyentry import Guard
 from ..targets.ptx import PTXTarget
 from .params import array_param, param_array, scalar_param
 from .pointers import pointer_ordinal
@@ -102,6 +106,7 @@ _functions: dict = {}    # (kernel id, argtypes, context) -> (CUfunction, module
 _launchers: dict = {}    # (kernel id, context, signature key) -> Launcher
 _heap_checked: set = set()  # contexts whose device heap limit was checked
 _contexts: dict = {}     # device ordinal -> its primary context (a device chosen with runtime.devices)
+_natives: dict = {}      # kernel id -> the words of the native launch entries made for it (BoundLaunch.native)
 
 #: what a trap on the device reports (CUDA_ERROR_ILLEGAL_INSTRUCTION, CUDA_ERROR_LAUNCH_FAILED)
 _TRAP_CODES = frozenset({715, 719})
@@ -336,6 +341,8 @@ def forget(kernel) -> None:
         del _functions[key]
     for key in [k for k in _launchers if k[0] == id(kernel)]:
         del _launchers[key]
+    for words in _natives.pop(id(kernel), ()):
+        invalidate(words)
 
 
 # -- arguments --------------------------------------------------------------------------
@@ -618,7 +625,7 @@ class BoundLaunch:
     asked again and the launch goes through :func:`fast_launch`.
     """
 
-    __slots__ = ("kernel", "grid", "block", "hstream", "follow", "dims", "stream", "streams", "bound")
+    __slots__ = ("kernel", "grid", "block", "hstream", "follow", "dims", "stream", "streams", "bound", "entry")
 
     def __init__(self, kernel, grid, block, stream):
         self.kernel, self.grid, self.block = kernel, grid, block
@@ -630,6 +637,8 @@ class BoundLaunch:
         #: a handle as the driver's binding takes a stream (cuda-bindings: a CUstream)
         self.streams = getattr(d, "CUstream", int)
         self.stream = self.streams(self.hstream)  # converted once here, not by each cuLaunchKernel
+        #: the native entry made over the kept launcher (:meth:`native`), None: none
+        self.entry: NativeLaunch | None = None
         self.keep(None)
 
     def keep(self, launcher: Launcher | None) -> None:
@@ -637,7 +646,11 @@ class BoundLaunch:
         passes to the driver, all but the parameters' values, is bound here, in one tuple (replaced at once:
         a thread launching while another keeps a new launcher sees the old one whole or the new one).
         The streams the producers may name that the launch goes to as they are (None, 1: the legacy
-        default stream; any when a stream was given) are in that tuple too."""
+        default stream; any when a stream was given) are in that tuple too. A native entry made over the
+        launcher kept before hands its calls to the Python launch from now on."""
+        entry, self.entry = self.entry, None
+        if entry is not None:
+            invalidate(entry.words)
         if launcher is None:
             self.bound = None
             return
@@ -697,6 +710,49 @@ class BoundLaunch:
             hstream = streams[0] if streams else self.hstream
         self.keep(fast_launch(self.kernel, self.grid, self.block, hstream, args))
         return None
+
+    def native(self, args, fallback, recorder) -> Any:
+        """A builtin function launching like :meth:`launch` through the kept launcher in native code
+        (:mod:`.launch_entry`), made for launches like ``args`` by this thread: its misses call ``fallback``
+        (the launch object's Python call), ``recorder`` is the launch recorder's context variable. None where
+        the launcher is not kept, its kernel's tape checks the device heap, ``args`` are not of its
+        signature or hold an array other than a CuPy ``ndarray``, or the interpreter's layouts differ."""
+        kept = self.bound
+        if kept is None or not layout_ok():
+            return None
+        thread, ctx, state, key, _, _, _, _, launcher = kept
+        if launcher.heap is not None or state is not _state or thread.ctx != ctx or chosen_device() is not None:
+            return None
+        sig = signature(args)
+        d = state.get("driver")
+        if sig is None or sig[0] != key or d is None:
+            return None
+        cupy, ndarray = _CUPY_SEEN[0], _CUPY_SEEN[1]
+        current, mode = current_stream(cupy) if self.follow and ndarray is not None else (None, StreamMode.GIVEN)
+        plan = plan_of(args, key, ndarray, mode)
+        guard = Guard.of([*self.kernel._deps, (globals(), "_state", _state)])
+        launch = driver_launch(d) if plan is not None and guard is not None else None
+        if plan is None or guard is None or launch is None:
+            return None
+        made: list = []
+        entry = NativeLaunch(plan, launch, launcher, self.dims, self.hstream, current, args, fallback,
+                             functools.partial(_refused, made), recorder, chosen_device.__self__, guard, ndarray)
+        made.append(entry.words)
+        self.entry = entry
+        _natives[id(self.kernel)] = [w for w in _natives.get(id(self.kernel), ()) if is_valid(w)] + [entry.words]
+        return entry.function
+
+
+def _refused(made: list, code: int) -> None:
+    """A native launch the driver refused (it ran nothing; ``made[0]``: its entry's words): its typed error;
+    where another context is current, the entry hands this and later calls to the Python launch, which asks."""
+    if code in _CONTEXT_CODES:
+        invalidate(made[0])
+        return
+    try:
+        check((code,), "cuLaunchKernel")
+    except GPUCompilerError as exc:  # the caller's frame on top, as the Python launch raises it
+        raise for_user(exc, debug_tracebacks()) from None
 
 
 #: the streams an array's producer may name that a launch without a stream given goes to as it is (None: none
@@ -828,6 +884,12 @@ class CudaRuntime:
         """The launch of ``kernel`` on ``grid``, ``block`` and ``stream`` (as given), called with the arguments:
         :meth:`BoundLaunch.launch` (a bound method: called at once, without an instance's ``__call__``)."""
         return BoundLaunch(kernel, grid, block, stream).launch
+
+    def native(self, run, args, fallback, recorder) -> Any:
+        """A builtin function doing ``run(args)``'s launches in native code (:meth:`BoundLaunch.native`), or
+        None."""
+        bound = getattr(run, "__self__", None)
+        return bound.native(args, fallback, recorder) if isinstance(bound, BoundLaunch) else None
 
     def forget(self, kernel) -> None:
         forget(kernel)

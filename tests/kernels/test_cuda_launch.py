@@ -28,6 +28,9 @@ class FakeDriver:
 
     def __init__(self):
         self.memory, self.modules, self.calls = {}, [], []
+        #: per launch that ran, each parameter's bytes as the driver received them
+        self.params: list[list[bytes]] = []
+        self.native, self.native_launches = None, 0
         self.ctx = 0
 
     # context and device
@@ -103,10 +106,36 @@ class FakeDriver:
             return (1,)
         kernel, argtypes = next((hit[2], key[1]) for key, hit in cuda._functions.items() if hit[0] == fn)
         pointers = (ctypes.c_void_p * len(argtypes)).from_address(params)
+        self.params.append([ctypes.string_at(p, 8 * (1 + 2 * t.ndim) if isinstance(t, T.ArrayType) else 8)
+                            for p, t in zip(pointers, argtypes)])
         args = [_decode(p, t) for p, t in zip(pointers, argtypes)]
         kernel.emulated(argtypes).launch((gx, gy, gz), (bx, by, bz), args)
         return (0,)
 
+
+    def native_launch(self):
+        """``(address, handle)``: a C ``cuLaunchKernel`` over this driver (a ctypes callback, made once and kept
+        with the driver: entries hold its address) and the int handle of a function, as the runtime's native
+        launch entries call the driver; ``native_launches`` counts the launches made through it."""
+        if self.native is None:
+            handles: dict[int, object] = {}
+
+            def handle(fn) -> int:
+                handles[id(fn)] = fn
+                return id(fn)
+
+            def launch(fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra) -> int:
+                self.native_launches += 1
+                return int(self.cuLaunchKernel(handles[fn], gx, gy, gz, bx, by, bz, shared, stream or 0, params,
+                                               extra)[0])
+
+            self.native = (_LAUNCH_KERNEL(launch), handle)
+        return ctypes.cast(self.native[0], ctypes.c_void_p).value, self.native[1]
+
+
+#: ``CUresult cuLaunchKernel(CUfunction, unsigned x 7, CUstream, void **, void **)``
+_LAUNCH_KERNEL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
+                                  ctypes.c_void_p, ctypes.c_void_p)
 
 _NP = {T.float32: np.float32, T.float64: np.float64, T.int32: np.int32, T.int64: np.int64,
        T.boolean: np.bool_}

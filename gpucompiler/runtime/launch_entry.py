@@ -1,0 +1,190 @@
+"""Native launch entries: a repeated kernel launch's host work in compiled code.
+
+A launch object (``k[grid, block]``) that launched the same signature many times through its bound launcher
+(:class:`gpucompiler.runtime.cuda.BoundLaunch`'s fast path: one device, none chosen, no device-heap check)
+gets a builtin function as its ``__call__`` (:func:`gpucompiler.kernel.Launch` asks its runtime for one):
+the entry of :mod:`gpucompiler.codegen.launchentry`, compiled once per :data:`~.launchentry.Plan` (the
+arguments' kinds) and made a ``PyCFunction`` whose ``self`` tuple holds this launch's words. A warm launch
+is then the interpreter's call into native code that checks what the Python launch checks (argument
+count and exact types, each CuPy array's ``dtype``, ``shape`` and ``strides``, the kernel's global reads,
+the launch recorder, the chosen device, the thread, the runtime's state), reads CuPy's current stream,
+fills its own parameter buffer and calls the driver's ``cuLaunchKernel`` through its C function pointer.
+Anything else goes to the Python launch unchanged (:class:`NativeLaunch`).
+
+The driver's function comes from the driver binding's ``native_launch()`` where it has one (the tests' fake
+drivers: a ctypes callback), else from ``libcuda.so.1`` (the library cuda-bindings loaded: the same
+driver state); a function handle is its ``int``. Entries are made only where :func:`.pyentry.layout_ok`
+(and, for NumPy scalar arguments, :func:`numpy_scalars_ok`) holds on live objects.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import sys
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..codegen.launchwords import (ARG_WORDS, W_ARGS, W_BUFFER, W_CURRENT, W_DATA, W_DEVICE, W_DIMS, W_DTYPE,
+                                   W_FUNCTION, W_GUARD, W_LAUNCH, W_NDARRAY, W_PARAMS, W_PTR, W_RECORDER, W_SHAPE,
+                                   W_STREAM, W_STRIDES, W_THREAD, W_VALID, Kind, Plan, StreamMode, param_sizes)
+from .pyentry import Guard, layout_ok
+
+_METH_FASTCALL, _METH_KEYWORDS = 0x0080, 0x0002
+_NAME = "gpuc_launch_entry"
+#: how an entry reads each scalar type a signature may hold (NumPy's by their value, ``obval``)
+SCALAR_KINDS = {float: Kind.FLOAT, int: Kind.INT, bool: Kind.BOOL, np.float64: Kind.NP_FLOAT64,
+                np.float32: Kind.NP_FLOAT32, np.int64: Kind.NP_INT64, np.int32: Kind.NP_INT32,
+                np.bool_: Kind.NP_BOOL}
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
+                ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
+
+
+#: ``PyCFunction_NewEx`` through a prototype of its own (``ctypes.pythonapi.PyCFunction_NewEx`` is one object,
+#: shared with :mod:`.pyentry`, whose argument types it sets)
+_new_builtin = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.py_object)(
+    ("PyCFunction_NewEx", ctypes.pythonapi))
+_compile_lock = threading.Lock()
+
+
+@functools.cache
+def _entry(plan: Plan) -> tuple[Any, int]:
+    """The compiled entry of ``plan`` (the library, kept alive here, and the entry's address). The code
+    generator and llvmlite's library load here, at the first entry, not with the CUDA runtime."""
+    from ..codegen.launchentry import emit_launch_entry
+    from .cpu import CPULibrary
+
+    with _compile_lock:
+        lib = CPULibrary.from_ir(emit_launch_entry(plan, _NAME))
+    return lib, lib.address(_NAME)
+
+
+@functools.cache
+def numpy_scalars_ok() -> bool:
+    """Whether NumPy's scalars hold their value at :data:`~.launchentry._SCALAR_VALUE` (``obval``), checked on
+    one of each kind."""
+    kinds = ((np.float64(1.5), ctypes.c_double), (np.float32(-2.25), ctypes.c_float), (np.int64(-7), ctypes.c_int64),
+             (np.int32(-9), ctypes.c_int32), (np.bool_(True), ctypes.c_bool))
+    return all(ctype.from_address(id(value) + 16).value == value for value, ctype in kinds)
+
+
+@functools.cache
+def libcuda_launch() -> int | None:
+    """The address of ``cuLaunchKernel`` in ``libcuda.so.1`` (``_ptsz`` where cuda-bindings calls the per-thread
+    default stream's variant), or None where the library cannot be loaded."""
+    per_thread = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0") not in ("", "0")
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        fn = getattr(lib, "cuLaunchKernel_ptsz" if per_thread else "cuLaunchKernel")
+    except (OSError, AttributeError):
+        return None
+    return ctypes.cast(fn, ctypes.c_void_p).value
+
+
+def driver_launch(d) -> tuple[int, Any] | None:
+    """``(address of a C cuLaunchKernel, handle(CUfunction) -> int)`` of driver binding ``d``; None: none."""
+    own = getattr(d, "native_launch", None)
+    if own is not None:
+        return own()
+    address = libcuda_launch()
+    return None if address is None else (address, int)
+
+
+def plan_of(args, key, ndarray, stream_mode: StreamMode) -> Plan | None:
+    """The plan of a launch on ``args`` (their signature ``key``; ``ndarray``: CuPy's type, None: none), or
+    None where an argument is of another kind (an array read by its ``__cuda_array_interface__``)."""
+    kinds = []
+    for a, item in zip(args, key):
+        tp = type(a)
+        kind = SCALAR_KINDS.get(tp) if tp is item else None
+        if kind is not None:
+            if kind.value.startswith("np.") and not numpy_scalars_ok():
+                return None
+            kinds.append((kind, 0))
+        elif ndarray is not None and tp is ndarray:
+            kinds.append((Kind.ARRAY, len(a.shape)))
+        else:
+            return None
+    arrays = any(kind is Kind.ARRAY for kind, _ in kinds)
+    return tuple(kinds), stream_mode if arrays else StreamMode.GIVEN
+
+
+class NativeLaunch:
+    """A native entry over one launcher: its words, parameter buffer and builtin function (``function``).
+
+    ``words[W_VALID]`` is cleared by :func:`invalidate` (the launcher or the kernel's code was dropped, or
+    the driver said another context is current): the entry then hands every call to the Python launch,
+    which makes a new one when the launches settle again."""
+
+    __slots__ = ("words", "function")
+
+    def __init__(self, plan: Plan, launch: tuple[int, Any], launcher, dims, stream: int, current, args,
+                 fallback, on_error, recorder, device, guard: Guard, ndarray):
+        kinds = plan[0]
+        sizes = param_sizes(plan)
+        buffer = (ctypes.c_int64 * max(sum(sizes) // 8, 1))()
+        base, offsets, at = ctypes.addressof(buffer), [], 0
+        for size in sizes:
+            offsets.append(base + at)
+            at += size
+        params = (ctypes.c_void_p * max(len(sizes), 1))(*offsets)
+        names = tuple(sys.intern(n) for n in ("dtype", "shape", "strides", "data", "ptr"))
+        words = (ctypes.c_uint64 * (W_ARGS + ARG_WORDS * len(kinds)))()
+        address, handle = launch
+        words[W_THREAD], words[W_LAUNCH], words[W_FUNCTION] = threading.get_ident(), address, handle(launcher.fn)
+        words[W_STREAM], words[W_PARAMS], words[W_BUFFER] = stream, ctypes.addressof(params), base
+        words[W_RECORDER], words[W_DEVICE], words[W_GUARD] = id(recorder), id(device), ctypes.addressof(guard.words)
+        words[W_NDARRAY], words[W_CURRENT] = id(ndarray), id(current)
+        for at, name in zip((W_DTYPE, W_SHAPE, W_STRIDES, W_DATA, W_PTR), names):
+            words[at] = id(name)
+        for j, value in enumerate(dims):
+            words[W_DIMS + j] = value
+        expected: list[Any] = []
+        for k, ((kind, _), a) in enumerate(zip(kinds, args)):
+            at = W_ARGS + ARG_WORDS * k
+            if kind is Kind.ARRAY:
+                layout = (a.dtype, a.shape, a.strides)
+                expected.append(layout)
+                words[at], words[at + 1], words[at + 2] = map(id, layout)
+                word = (offsets[k] - base) // 8  # the shape and the strides in bytes, after the pointer
+                for j, value in enumerate((*a.shape, *a.strides)):
+                    buffer[word + 1 + j] = value
+            elif kind not in (Kind.FLOAT, Kind.INT, Kind.BOOL):
+                words[at] = id(type(a))
+        words[W_VALID] = 1
+        self.words = words
+        method = _MethodDef(_NAME.encode(), _entry(plan)[1], _METH_FASTCALL | _METH_KEYWORDS, None)
+        # the tuple keeps alive everything the words point at
+        state = (fallback, words, on_error, method, buffer, params, guard, names, expected, recorder, device,
+                 ndarray, current, launcher, _entry(plan)[0])
+        self.function = _new_builtin(ctypes.addressof(method), state, None)
+
+
+
+def invalidate(words) -> None:
+    """Hand every later call of the entry over ``words`` (a :class:`NativeLaunch`'s) to the Python launch."""
+    words[W_VALID] = 0
+
+
+def is_valid(words) -> bool:
+    """Whether the entry over ``words`` still launches."""
+    return bool(words[W_VALID])
+
+
+def current_stream(cupy) -> tuple[Any, StreamMode]:
+    """CuPy's current-stream function: ``cupy.cuda.stream.get_current_stream_ptr`` (a handle, no Stream object
+    made) where it exists, else ``cupy.cuda.get_current_stream`` (its ``ptr``)."""
+    ptr = getattr(getattr(getattr(cupy, "cuda", None), "stream", None), "get_current_stream_ptr", None)
+    if ptr is not None:
+        return ptr, StreamMode.PTR_CALL
+    return cupy.cuda.get_current_stream, StreamMode.OBJECT
+
+
+__all__ = ["NativeLaunch", "StreamMode", "current_stream", "driver_launch", "invalidate", "is_valid", "layout_ok", "numpy_scalars_ok",
+           "plan_of"]

@@ -1,0 +1,441 @@
+"""The native launch entry (gpucompiler/runtime/launch_entry.py): a launch object launched many times with one
+signature gets a compiled ``__call__`` that checks, packs and calls ``cuLaunchKernel`` through the driver's C
+function (here the fake driver of tests/kernels/test_cuda_launch.py, through a ctypes callback that runs each
+launch in the CPU grid emulation, on the fake CuPy arrays of fake_cupy.py).
+
+Every launch is compared with the Python launch of the same arguments (``Launch.__call__`` of the class: the
+path the entry falls back to): the same parameter bytes, grid, block and stream reach the driver, and the
+kernels' results are NumPy's. Every guard of the Python launch is tripped once the entry is made."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from gpucompiler import device as gd
+from gpucompiler.errors import ArgumentBindingError, CudaError
+from gpucompiler.kernel import NATIVE_AFTER, Kernel, Launch, recording_launches
+from gpucompiler.runtime.devices import Device
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kernels"))
+sys.path.insert(0, os.path.dirname(__file__))
+import fake_cupy
+from test_cuda_launch import FakeDriver  # pyright: ignore[reportMissingImports]
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    driver = FakeDriver()
+    with fake_cupy.on_driver(monkeypatch, driver) as module:
+        yield module, driver
+
+
+def native(launch) -> bool:
+    """Whether ``launch`` has a native entry as its ``__call__``."""
+    return type(launch) is not Launch and type(type(launch).__dict__["__call__"]).__name__ == "builtin_function_or_method"
+
+
+def warm(launch, *args) -> None:
+    """Launch until the entry is made (NATIVE_AFTER launches through the bound launch, one more)."""
+    for _ in range(NATIVE_AFTER + 1):
+        launch(*args)
+    assert native(launch)
+
+
+def _scale1(x, a):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        x[i] = x[i] * a + i
+
+
+def _scale2(x, a):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        for j in range(x.shape[1]):
+            x[i, j] = x[i, j] * a + j
+
+
+def _scale3(x, a):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        for j in range(x.shape[1]):
+            for k in range(x.shape[2]):
+                x[i, j, k] = x[i, j, k] * a + j - k
+
+
+def _scalars(out, a, b, c, d, e):
+    if gd.grid(1) == 0:
+        out[0] = a
+        out[1] = b
+        out[2] = d + e
+        if c:
+            out[3] = 1.0
+        else:
+            out[3] = -1.0
+
+
+def _count(out):
+    i = gd.grid(1)
+    if i < out.shape[0]:
+        out[i] += 1
+
+
+def _axpy6(a, x, y, out, n, flag):
+    i = gd.grid(1)
+    if i < n:
+        out[i] = a * x[i] + y[i]
+        if flag:
+            out[i] += 1.0
+
+
+def scale1():  # each test its own kernel objects: no launch object made in another test (on another driver)
+    return Kernel(_scale1)
+
+
+def scalars():
+    return Kernel(_scalars)
+
+
+def count():
+    return Kernel(_count)
+
+
+def axpy6():
+    return Kernel(_axpy6)
+
+
+def _expected_scale(host: np.ndarray, a) -> np.ndarray:
+    idx = np.indices(host.shape)
+    extra = idx[0].astype(host.dtype)
+    if host.ndim == 2:
+        extra = idx[1].astype(host.dtype)
+    elif host.ndim == 3:
+        extra = (idx[1] - idx[2]).astype(host.dtype)
+    return host * host.dtype.type(a) + extra
+
+
+def _array(cp, case: str):
+    base = np.arange(1.0, 1 + 6 * 4 * 5)
+    return {
+        "1d": lambda: cp.asarray(np.arange(40.0)),
+        "1d f32": lambda: cp.asarray(np.arange(40.0, dtype=np.float32)),
+        "1d i64": lambda: cp.asarray(np.arange(40)),
+        "1d strided": lambda: cp.asarray(base.copy())[::3],
+        "2d": lambda: cp.asarray(base.reshape(12, 10).copy()),
+        "2d transposed": lambda: cp.asarray(base.reshape(10, 12).copy()).reshape(10, 12)[:, ::2],
+        "3d": lambda: cp.asarray(base.reshape(6, 4, 5).copy()),
+        "3d strided": lambda: cp.asarray(base.reshape(6, 4, 5).copy())[::2, :, 1:],
+    }[case]()
+
+
+SCALES = [(_scale1, "1d", 1.5, 1, 64), (_scale1, "1d f32", np.float32(0.5), 2, 32), (_scale1, "1d i64", 3, 1, 64),
+          (_scale1, "1d strided", 2.0, (1, 1, 1), (64, 1, 1)), (_scale1, "1d", np.float64(-1.0), 4, 16),
+          (_scale2, "2d", 0.25, 1, 32), (_scale2, "2d transposed", 2.0, 2, 8),
+          (_scale3, "3d", 1.0, 1, 8), (_scale3, "3d strided", -2.0, (1, 1), (8, 1))]
+
+
+@pytest.mark.parametrize("fn,case,a,grid,block", SCALES)
+def test_native_launches_pass_the_python_launchs_bytes_and_give_numpys_results(fake, fn, case, a, grid, block):
+    cp, driver = fake
+    x = _array(cp, case)
+    launch = Kernel(fn)[grid, block]
+    expected = x.get()
+    warm(launch, x, a)
+    for _ in range(NATIVE_AFTER + 1):
+        expected = _expected_scale(expected, a)
+    np.testing.assert_array_equal(x.get(), expected)
+    before = driver.native_launches
+    launch(x, a)
+    assert driver.native_launches == before + 1  # through the entry
+    native_bytes, native_call = driver.params[-1], driver.calls[-1]
+    Launch.__call__(launch, x, a)  # the Python launch of the same arguments
+    assert driver.native_launches == before + 1
+    assert driver.params[-1] == native_bytes and driver.calls[-1] == native_call
+    np.testing.assert_array_equal(x.get(), _expected_scale(_expected_scale(expected, a), a))
+
+
+@pytest.mark.parametrize("a,b,c,d,e", [
+    (1.5, 7, True, np.float32(2.5), np.int32(-3)), (-0.0, -(2**63), False, np.float64(1e300), np.int64(2**62)),
+    (float("inf"), 2**63 - 1, np.bool_(True), np.float32(-1.0), np.int64(-5)),
+    (np.float32(3.25), np.int32(9), np.bool_(False), np.float64(-2.0), 11)])
+def test_scalars_of_every_type_reach_the_kernel_as_the_python_launch_packs_them(fake, a, b, c, d, e):
+    cp, driver = fake
+    out = cp.zeros(4)
+    launch = scalars()[1, 1]
+    warm(launch, out, a, b, c, d, e)
+    before = driver.native_launches
+    out.fill(0)
+    launch(out, a, b, c, d, e)
+    assert driver.native_launches == before + 1
+    native_bytes = driver.params[-1]
+    Launch.__call__(launch, out, a, b, c, d, e)
+    assert driver.params[-1] == native_bytes
+    # the kernel's own conversions, as the emulation computes them for these argument types
+    assert out.get()[3] == (1.0 if c else -1.0) and out.get()[0] == np.float64(a)
+
+
+def test_six_arguments_on_several_grids_and_given_streams(fake):
+    cp, driver = fake
+    n = 100
+    x, y = cp.asarray(np.arange(n, dtype=np.float64)), cp.asarray(np.ones(n))
+    for grid, block, stream in ((4, 32, None), ((2, 1, 1), 64, 5), (1, 128, 0), (8, (16, 1, 1), 99)):
+        out = cp.zeros(n)
+        launch = axpy6()[grid, block] if stream is None else axpy6()[grid, block, stream]
+        warm(launch, 2.0, x, y, out, n, False)
+        before = driver.native_launches
+        launch(3.0, x, y, out, n, True)  # another flag and scalar: the same signature
+        assert driver.native_launches == before + 1
+        np.testing.assert_array_equal(out.get(), 3.0 * np.arange(n) + 2.0)
+        assert driver.calls[-1][3] == (stream or 0)
+        native_call, native_bytes = driver.calls[-1], driver.params[-1]
+        Launch.__call__(launch, 3.0, x, y, out, n, True)
+        assert driver.calls[-1] == native_call and driver.params[-1] == native_bytes
+
+
+def test_cupys_current_stream_is_followed(fake):
+    cp, driver = fake
+    out = cp.zeros(8)
+    launch = count()[1, 8]
+    warm(launch, out)
+    for ptr, handle in ((77, 77), (1, 0), (2, 2), (0, 0)):
+        with cp.cuda.Stream(ptr=ptr):
+            before = driver.native_launches
+            launch(out)
+            assert driver.native_launches == before + 1 and driver.calls[-1][3] == handle
+            Launch.__call__(launch, out)
+            assert driver.calls[-1][3] == handle
+    np.testing.assert_array_equal(out.get(), np.full(8, NATIVE_AFTER + 1 + 8))
+
+
+def test_a_new_buffer_of_the_same_layout_is_launched_on(fake):
+    cp, driver = fake
+    launch = count()[1, 8]
+    warm(launch, cp.zeros(8))
+    for _ in range(3):
+        out = cp.zeros(8)
+        before = driver.native_launches
+        launch(out)
+        assert driver.native_launches == before + 1
+        np.testing.assert_array_equal(out.get(), np.ones(8))
+
+
+SCALE = 2.0
+
+
+def _global_scale(x):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        x[i] = SCALE
+
+
+def test_a_rebound_global_recompiles(fake):
+    global SCALE
+    cp, driver = fake
+    k = Kernel(_global_scale)
+    x = cp.zeros(4)
+    launch = k[1, 4]
+    warm(launch, x)
+    assert (x.get() == 2.0).all()
+    try:
+        SCALE = 5.0
+        launch(x)
+        np.testing.assert_array_equal(x.get(), np.full(4, 5.0))
+        assert len(driver.modules) == 2  # compiled again
+        before = driver.native_launches
+        for _ in range(2 * NATIVE_AFTER + 1):  # a new entry over the new code (the next ask waits twice as long)
+            launch(x)
+        assert driver.native_launches == before + 1
+        SCALE = 7.0
+        launch(x)  # a miss: the Python launch compiles and launches
+        np.testing.assert_array_equal(x.get(), np.full(4, 7.0))
+        assert driver.native_launches == before + 1 and len(driver.modules) == 3
+    finally:
+        SCALE = 2.0
+
+
+def test_another_global_of_the_module_changing_keeps_the_entry(fake):
+    global OTHER
+    cp, driver = fake
+    k = Kernel(_global_scale)
+    x = cp.zeros(4)
+    launch = k[1, 4]
+    warm(launch, x)
+    OTHER = object()  # the module's dict changes (its version tag moves), SCALE stays
+    before = driver.native_launches
+    launch(x)
+    assert driver.native_launches == before + 1 and len(driver.modules) == 1
+
+
+OTHER = None
+
+
+def test_an_active_recorder_records_instead_of_launching(fake):
+    cp, driver = fake
+    out = cp.zeros(8)
+    launch = count()[1, 8]
+    warm(launch, out)
+    recorded = []
+    launches = len(driver.params)
+    with recording_launches(lambda launch, args: recorded.append((launch, args))):
+        launch(out)
+    assert recorded == [(launch, (out,))] and len(driver.params) == launches
+
+
+def test_a_chosen_device_takes_the_python_launch(fake):
+    cp, driver = fake
+    out = cp.zeros(8)
+    launch = count()[1, 8]
+    warm(launch, out)
+    before = driver.native_launches
+    with Device(0):
+        launch(out)
+    assert driver.native_launches == before
+    np.testing.assert_array_equal(out.get(), np.full(8, NATIVE_AFTER + 2))
+
+
+def test_other_shapes_dtypes_and_strides_launch_right(fake):
+    cp = fake[0]
+    launch = scale1()[4, 32]
+    warm(launch, cp.zeros(64), 1.0)
+    for make in (lambda: cp.asarray(np.arange(33.0)), lambda: cp.asarray(np.arange(64, dtype=np.float32)),
+                 lambda: cp.asarray(np.arange(128.0))[::2], lambda: cp.asarray(np.arange(64))):
+        x = make()
+        expected = _expected_scale(x.get(), 2)
+        launch(x, 2)
+        np.testing.assert_array_equal(x.get(), expected)
+
+
+def test_wrong_count_and_out_of_range_scalars_are_the_python_launchs_typed_errors(fake):
+    cp, driver = fake
+    out = cp.zeros(4)
+    launch = scalars()[1, 1]
+    args = (out, 1.0, 2, True, np.float32(1.0), np.int32(1))
+    warm(launch, *args)
+    with pytest.raises(ArgumentBindingError):
+        launch(out, 1.0)
+    with pytest.raises(ArgumentBindingError):
+        launch(*args, 3)
+    launches = len(driver.params)
+    with pytest.raises(OverflowError) as native_error:  # the Python launch's error (runtime/params.py)
+        launch(out, 1.0, 2**63, True, np.float32(1.0), np.int32(1))
+    with pytest.raises(OverflowError) as python_error:
+        Launch.__call__(launch, out, 1.0, 2**63, True, np.float32(1.0), np.int32(1))
+    assert str(native_error.value) == str(python_error.value) and len(driver.params) == launches
+    with pytest.raises(ArgumentBindingError, match="unexpected keyword argument 'keyword'"):
+        launch(out, 1.0, 2, True, np.float32(1.0), np.int32(1), keyword=1)
+    out.fill(0)
+    launch(out, 1.5, 2, c=False, d=np.float32(1.0), e=np.int32(2))  # keywords: the Python launch binds them
+    np.testing.assert_array_equal(out.get(), [1.5, 2.0, 3.0, -1.0])
+
+
+def test_a_context_error_asks_again_and_launches_once(fake, monkeypatch):
+    cp, driver = fake
+    out = cp.zeros(8)
+    launch = count()[1, 8]
+    warm(launch, out)
+    refused = []
+    original = driver.cuLaunchKernel
+
+    def once(*args):
+        if not refused:
+            refused.append(args)
+            return (201,)  # CUDA_ERROR_INVALID_CONTEXT: nothing ran
+        return original(*args)
+
+    monkeypatch.setattr(driver, "cuLaunchKernel", once)
+    before = driver.native_launches
+    launch(out)
+    assert refused and driver.native_launches == before + 1
+    np.testing.assert_array_equal(out.get(), np.full(8, NATIVE_AFTER + 2))  # one launch, not two
+    for _ in range(4 * NATIVE_AFTER):  # the entry was dropped; a new one is made
+        launch(out)
+    assert native(launch) and driver.native_launches > before + 1
+
+
+def test_another_driver_error_is_a_typed_error(fake, monkeypatch):
+    cp, driver = fake
+    out = cp.zeros(8)
+    launch = count()[1, 8]
+    warm(launch, out)
+    monkeypatch.setattr(driver, "cuLaunchKernel", lambda *args: (1,))
+    before = driver.native_launches
+    with pytest.raises(CudaError) as info:
+        launch(out)
+    assert info.value.name == "CUDA_ERROR_INVALID_VALUE" and info.value.call == "cuLaunchKernel"
+    assert driver.native_launches == before + 1  # raised from the entry's launch, not a second one
+    assert info.value.__traceback__ is not None and info.value.__cause__ is None
+
+
+def test_threads_launching_concurrently(fake):
+    cp, driver = fake
+    n, rounds = 64, 3 * NATIVE_AFTER
+    outs = [cp.zeros(n) for _ in range(4)]
+    launch = count()[2, 32]
+    errors = []
+
+    def work(out):
+        try:
+            for _ in range(rounds):
+                launch(out)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(out,)) for out in outs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and driver.native_launches > 0
+    for out in outs:
+        np.testing.assert_array_equal(out.get(), np.full(n, float(rounds)))
+
+
+class ndarray:  # named as CuPy's, in a module named cupy: another type all the same
+    """An impostor: CuPy's attributes, another type."""
+
+    def __init__(self, real):
+        self.real = real
+        self.data, self.shape, self.strides, self.dtype = real.data, real.shape, real.strides, real.dtype
+
+    @property
+    def __cuda_array_interface__(self):
+        return self.real.__cuda_array_interface__
+
+
+ndarray.__module__ = "cupy"
+
+
+def test_an_impostor_and_a_subclass_of_cupys_array_take_the_python_launch(fake):
+    cp, driver = fake
+    launch = count()[1, 8]
+    warm(launch, cp.zeros(8))
+
+    class Sub(cp.ndarray):
+        __slots__ = ()
+
+    real = cp.zeros(8)
+    sub = Sub.__new__(Sub)
+    fake_cupy._view(sub, real.host, real.data)
+    before = driver.native_launches
+    for x in (ndarray(real), sub):
+        launch(x)
+    assert driver.native_launches == before
+    np.testing.assert_array_equal(real.get(), np.full(8, 2.0))
+
+
+def test_a_bool_where_an_int_was_and_numpy_scalars_where_python_ones_were(fake):
+    """``True`` is an ``int`` to Python, ``np.float64`` a ``float``: neither is the type the entry was made for."""
+    cp, driver = fake
+    for made, given in ((1, True), (2.0, np.float64(0.5)), (2.0, np.float32(0.5)), (np.int64(1), 1)):
+        launch = scale1()[1, 8]
+        x = cp.zeros(8)
+        warm(launch, x, made)
+        before = driver.native_launches
+        x.fill(1.0)
+        launch(x, given)
+        assert driver.native_launches == before
+        np.testing.assert_array_equal(x.get(), _expected_scale(np.ones(8), given))

@@ -12,22 +12,29 @@ check, argument signature, packing), the part this project controls. Arrays
 are CuPy-like: ``__cuda_array_interface__`` a property that builds its dict
 at each access, as CuPy's does; the ``fake CuPy`` rows launch on the fake
 CuPy arrays of tests/runtime/fake_cupy.py, which the runtime reads by their
-attributes as it reads CuPy's. Each figure is the CPU time of the launching
+attributes as it reads CuPy's. A launch object launched many times with one
+signature on CuPy arrays and scalars gets a native entry (``gpucompiler/runtime/launch_entry.py``: the
+launch's checks and ``cuLaunchKernel`` in compiled code; here the fake driver's C ``cuLaunchKernel`` is a
+compiled function returning 0), so the ``fake CuPy`` rows are native launches; the ``Python launch`` rows
+after them launch the same arguments through ``Launch.__call__`` (what the entry falls back to, and what
+every launch was before it). The CuPy-like arrays are read by their ``__cuda_array_interface__``: those
+launches stay Python. Each figure is the CPU time of the launching
 thread (all a launch does on this driver is CPU work; on a shared host its
 wall time also counts the waits for a core), the best of 40 rounds of
 ``--launches / 10`` launches. ``--profile`` prints where the one-array launch spends its
 time: cProfile by own time, then its parts timed alone in ``perf_counter_ns`` loops of ``--launches`` calls
-(cProfile's own cost per call distorts code this short): the argument signature, the bound launch given it
-(guards, packing, the driver call) and the driver's ``cuLaunchKernel`` alone, on the fake driver's CuPy-like
-and fake CuPy arrays, and with a GPU on a CuPy array. ``--baseline DIR`` times the same launches with
+(cProfile's own cost per call distorts code this short): the whole launch (native where the launch has an
+entry), the Python launch, the argument signature, the bound launch given it (guards, packing, the driver
+call) and the driver's ``cuLaunchKernel`` alone, on the fake driver's CuPy-like and fake CuPy arrays, and with
+a GPU on a CuPy array. ``--baseline DIR`` times the same launches with
 the ``gpucompiler`` package under DIR as well (e.g. an older commit:
 ``git archive <commit> gpucompiler | tar -x -C DIR``), in subprocesses
 alternating with this checkout's, and prints the ratio.
 
 With a GPU, CuPy and cuda-bindings, the last rows are real launches: host
 wall time per launch of the same one-array kernel many times in a row, ours
-(``touch[1, 32](x)``) beside CuPy's ``RawKernel`` of the same body. Goal:
-ours no slower than CuPy's.
+(``touch[1, 32](x)``, the label saying whether it ran through its native entry) beside CuPy's
+``RawKernel`` of the same body, then ours through the Python launch. Goal: ours no slower than CuPy's.
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "kernels"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "runtime"))
 
 from gpucompiler import device as gd  # noqa: E402
-from gpucompiler.kernel import Kernel  # noqa: E402
+from gpucompiler.kernel import Kernel, Launch  # noqa: E402
 from gpucompiler.runtime import cuda  # noqa: E402
 from test_cuda_launch import FakeDriver  # pyright: ignore[reportMissingImports]  # noqa: E402
 import fake_cupy  # pyright: ignore[reportMissingImports]  # noqa: E402
@@ -75,10 +82,32 @@ axpy = Kernel(_axpy)
 
 
 class NullDriver(FakeDriver):
-    """The test suite's fake driver, launching nothing."""
+    """The test suite's fake driver, launching nothing; its C ``cuLaunchKernel`` (for native entries) a compiled
+    function returning 0, its function handles their ``id``."""
 
     def cuLaunchKernel(self, *args):
         return (0,)
+
+    def native_launch(self):
+        return _null_launch(), id
+
+
+@functools.cache
+def _null_launch() -> int:
+    """The address of ``int f(void *, unsigned x 7, void *, void **, void **) { return 0; }``, compiled here."""
+    from gpucompiler.runtime.cpu import CPULibrary
+
+    params = ", ".join(["ptr %f", *(f"i32 %d{k}" for k in range(7)), "i64 %s", "ptr %p", "ptr %e"])
+    lib = _KEPT["null"] = CPULibrary.from_ir(f"define i32 @gpuc_null_launch({params}) {{\n  ret i32 0\n}}\n")
+    return lib.address("gpuc_null_launch")
+
+
+_KEPT: dict = {}  # the null function's library, loaded while the process runs
+
+
+def native(launch) -> bool:
+    """Whether ``launch`` (a launch object) runs through a native entry (its class replaced for it)."""
+    return type(launch) is not Launch
 
 
 class CupyLike:
@@ -128,7 +157,8 @@ def parts(label: str, launch, args: tuple, launches: int) -> list[tuple[str, flo
 
     loop = per_call(lambda: None)  # the loop and the lambda's call, taken off each part
     return [(f"{label}: {what}", per_call(fn) - loop) for what, fn in (
-        ("the whole launch", lambda: launch(*args)), ("signature(args)", lambda: cuda.signature(args)),
+        ("the whole launch", lambda: launch(*args)), ("the Python launch", lambda: Launch.__call__(launch, *args)),
+        ("signature(args)", lambda: cuda.signature(args)),
         ("the bound launch given the signature", lambda: run(args, sig)),
         ("cuLaunchKernel alone", driver))]
 
@@ -159,11 +189,15 @@ def fake_rows(launches: int, profile: bool) -> list[tuple[str, float]]:
         cx, ca, cb, cout = cp.zeros(32), cp.zeros(1024), cp.zeros(1024), cp.zeros(1024)
         cp_one = lambda: fake_touch[1, 32](cx)  # noqa: E731
         cp_four = lambda: fake_axpy[4, 256](2.0, ca, cb, cout)  # noqa: E731
-        for _ in range(2):
+        for _ in range(2100):  # the native entries are made on the way (within 2 x 1024 launches)
             cp_one()
             cp_four()
+        py_one = functools.partial(Launch.__call__, fake_touch[1, 32], cx)
+        py_four = functools.partial(Launch.__call__, fake_axpy[4, 256], 2.0, ca, cb, cout)
         rows += [("fake driver, fake CuPy: touch[1, 32](x)", _best_ns(cp_one, launches) / 1e3),
-                 ("fake driver, fake CuPy: axpy[4, 256](2.0, x, y, out)", _best_ns(cp_four, launches) / 1e3)]
+                 ("fake driver, fake CuPy: axpy[4, 256](2.0, x, y, out)", _best_ns(cp_four, launches) / 1e3),
+                 ("fake CuPy, Python launch: touch[1, 32](x)", _best_ns(py_one, launches) / 1e3),
+                 ("fake CuPy, Python launch: axpy[4, 256](2.0, x, y, out)", _best_ns(py_four, launches) / 1e3)]
         if profile:
             split = parts("fake CuPy touch", fake_touch[1, 32], (cx,), launches)
     if profile:
@@ -220,15 +254,19 @@ def gpu_rows(launches: int, profile: bool = False) -> list[tuple[str, float]]:
         if (blockIdx.x * blockDim.x + threadIdx.x == 0) x[0] = x[0] + 1.0; }''', "touch")
     ours = per_launch_us(lambda: touch[1, 32](x))
     theirs = per_launch_us(lambda: raw((1,), (32,), (x,)))
+    python = per_launch_us(functools.partial(Launch.__call__, touch[1, 32], x))
     x.fill(0)
     touch[1, 32](x)
     raw((1,), (32,), (x,))
-    ok = float(x[0]) == 2.0
+    Launch.__call__(touch[1, 32], x)
+    ok = float(x[0]) == 3.0
     if profile:
         print_parts(parts("GPU touch", touch[1, 32], (x,), launches))
         cp.cuda.Device().synchronize()
-    return [("GPU: gpucompiler touch[1, 32](x)" + ("" if ok else " WRONG RESULT"), ours),
-            ("GPU: CuPy RawKernel((1,), (32,), (x,))", theirs)]
+    how = "native entry" if native(touch[1, 32]) else "no native entry"
+    return [(f"GPU: gpucompiler touch[1, 32](x), {how}" + ("" if ok else " WRONG RESULT"), ours),
+            ("GPU: CuPy RawKernel((1,), (32,), (x,))", theirs),
+            ("GPU: gpucompiler touch[1, 32](x), Python launch", python)]
 
 
 def main(argv=None) -> int:

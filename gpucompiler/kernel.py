@@ -56,7 +56,11 @@ if TYPE_CHECKING:
 # module's imports.
 
 NATIVE_AFTER = 16
-"""Bound launches of one launch object before its runtime is asked for a native entry (see :class:`Launch`)."""
+"""Bound launches of one launch object before its runtime is asked for a native entry (see :class:`Launch`);
+each later ask waits twice as long as the one before, up to :data:`NATIVE_WAIT` launches."""
+NATIVE_WAIT = 1024
+"""The most bound launches between two asks for a native entry (a launch whose signature changed since gets
+one within as many launches; a signature no entry takes costs an ask per as many)."""
 
 CPU = "cpu"
 """The device spelling of the CPU grid emulation: ``k[grid, block, "cpu"]``."""
@@ -456,7 +460,7 @@ class Launch:
     native entry doing the same checks and launch in compiled code (``native(run, args, fallback,
     recorder)``: the CUDA runtime's, :mod:`gpucompiler.runtime.launch_entry`): it becomes this object's
     ``__call__`` (the object's class is replaced by a subclass made for it), and calls it cannot take go
-    to this class's ``__call__``. Each later ask waits twice as long.
+    to this class's ``__call__``. Each later ask waits twice as long, at most ``NATIVE_WAIT`` launches.
     """
 
     __slots__ = ("kernel", "grid", "block", "stream", "device", "_bound", "_nargs", "_hits", "_every")
@@ -493,7 +497,7 @@ class Launch:
     def _native(self, run, args) -> None:
         """Ask the runtime for a native entry of ``run`` (launches like ``args``); where it gives one, make it
         this object's ``__call__``, its misses calling :meth:`__call__` of this class."""
-        self._every = min(2 * self._every, 1 << 30)
+        self._every = min(2 * self._every, NATIVE_WAIT)
         self._hits = self._every
         native = getattr(self.kernel._runtime, "native", None)
         entry = None if native is None else native(run, args, functools.partial(Launch.__call__, self), _RECORDER)

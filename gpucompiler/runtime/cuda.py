@@ -625,7 +625,7 @@ class BoundLaunch:
     asked again and the launch goes through :func:`fast_launch`.
     """
 
-    __slots__ = ("kernel", "grid", "block", "hstream", "follow", "dims", "stream", "streams", "bound", "entry")
+    __slots__ = ("kernel", "grid", "block", "hstream", "follow", "dims", "stream", "streams", "bound", "entries")
 
     def __init__(self, kernel, grid, block, stream):
         self.kernel, self.grid, self.block = kernel, grid, block
@@ -637,8 +637,9 @@ class BoundLaunch:
         #: a handle as the driver's binding takes a stream (cuda-bindings: a CUstream)
         self.streams = getattr(d, "CUstream", int)
         self.stream = self.streams(self.hstream)  # converted once here, not by each cuLaunchKernel
-        #: the native entry made over the kept launcher (:meth:`native`), None: none
-        self.entry: NativeLaunch | None = None
+        #: the words of the native entries made over the kept launcher (:meth:`native`: one per launch object
+        #: sharing this configuration)
+        self.entries: list = []
         self.keep(None)
 
     def keep(self, launcher: Launcher | None) -> None:
@@ -646,11 +647,11 @@ class BoundLaunch:
         passes to the driver, all but the parameters' values, is bound here, in one tuple (replaced at once:
         a thread launching while another keeps a new launcher sees the old one whole or the new one).
         The streams the producers may name that the launch goes to as they are (None, 1: the legacy
-        default stream; any when a stream was given) are in that tuple too. A native entry made over the
-        launcher kept before hands its calls to the Python launch from now on."""
-        entry, self.entry = self.entry, None
-        if entry is not None:
-            invalidate(entry.words)
+        default stream; any when a stream was given) are in that tuple too. The native entries made over the
+        launcher kept before hand their calls to the Python launch from now on."""
+        entries, self.entries = self.entries, []
+        for words in entries:
+            invalidate(words)
         if launcher is None:
             self.bound = None
             return
@@ -738,7 +739,7 @@ class BoundLaunch:
         entry = NativeLaunch(plan, launch, launcher, self.dims, self.hstream, current, args, fallback,
                              functools.partial(_refused, made), recorder, chosen_device.__self__, guard, ndarray)
         made.append(entry.words)
-        self.entry = entry
+        self.entries.append(entry.words)
         _natives[id(self.kernel)] = [w for w in _natives.get(id(self.kernel), ()) if is_valid(w)] + [entry.words]
         return entry.function
 

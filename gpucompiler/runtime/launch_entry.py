@@ -179,11 +179,16 @@ def is_valid(words) -> bool:
 
 def current_stream(cupy) -> tuple[Any, StreamMode]:
     """CuPy's current-stream function: ``cupy.cuda.stream.get_current_stream_ptr`` (a handle, no Stream object
-    made) where it exists, else ``cupy.cuda.get_current_stream`` (its ``ptr``)."""
-    ptr = getattr(getattr(getattr(cupy, "cuda", None), "stream", None), "get_current_stream_ptr", None)
-    if ptr is not None:
-        return ptr, StreamMode.PTR_CALL
-    return cupy.cuda.get_current_stream, StreamMode.OBJECT
+    made) where Python can call it without arguments and it gives ``get_current_stream().ptr``, else
+    ``cupy.cuda.get_current_stream`` (its ``ptr``)."""
+    current = cupy.cuda.get_current_stream
+    ptr = getattr(getattr(cupy.cuda, "stream", None), "get_current_stream_ptr", None)
+    try:
+        if ptr is not None and ptr() == current().ptr:
+            return ptr, StreamMode.PTR_CALL
+    except Exception:  # another signature (a device argument) or a cdef function: the Stream object's ptr
+        pass
+    return current, StreamMode.OBJECT
 
 
 __all__ = ["NativeLaunch", "StreamMode", "current_stream", "driver_launch", "invalidate", "is_valid", "layout_ok", "numpy_scalars_ok",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import types
 
 import numpy as np
 import pytest
@@ -196,8 +197,13 @@ def test_six_arguments_on_several_grids_and_given_streams(fake):
         assert driver.calls[-1] == native_call and driver.params[-1] == native_bytes
 
 
-def test_cupys_current_stream_is_followed(fake):
+@pytest.mark.parametrize("ptr_function", [False, True])
+def test_cupys_current_stream_is_followed(fake, monkeypatch, ptr_function):
+    """Through ``get_current_stream().ptr``, or ``cupy.cuda.stream.get_current_stream_ptr()`` where it exists."""
     cp, driver = fake
+    if ptr_function:
+        monkeypatch.setattr(cp.cuda, "stream", types.SimpleNamespace(
+            get_current_stream_ptr=lambda: cp.cuda.get_current_stream().ptr), raising=False)
     out = cp.zeros(8)
     launch = count()[1, 8]
     warm(launch, out)
@@ -439,3 +445,19 @@ def test_a_bool_where_an_int_was_and_numpy_scalars_where_python_ones_were(fake):
         launch(x, given)
         assert driver.native_launches == before
         np.testing.assert_array_equal(x.get(), _expected_scale(np.ones(8), given))
+
+
+def test_two_launch_objects_of_one_configuration_each_keep_their_entry(fake):
+    cp, driver = fake
+    k = count()
+    first, second = k[1, 8], k[(1, 1, 1), (8, 1, 1)]
+    assert first is not second
+    out = cp.zeros(8)
+    warm(first, out)
+    warm(second, out)
+    before = driver.native_launches
+    for _ in range(3):
+        first(out)
+        second(out)
+    assert driver.native_launches == before + 6
+    np.testing.assert_array_equal(out.get(), np.full(8, 2 * (NATIVE_AFTER + 1) + 6))

@@ -31,7 +31,9 @@ the trees alternated in each round. It prints the medians of the compile (and it
 of its per-round ratio to this tree's), of the CPU time the compile's thread and all the process's threads spent
 in it (``time.thread_time``, ``time.process_time``: less inflated by other work than wall time; libdevice's parse
 runs on a thread of its own), of the time spent importing modules inside it (the first imports a cold launch
-pays) and of the stages.
+pays), of the stages, and of LLVM's own work on the final module (the optimisation after libdevice's link,
+``ptx_codegen.optimize_linked``, and the PTX code generation, each clocked once the compile imported its module)
+with the rest of the compile beside it.
 """
 
 from __future__ import annotations
@@ -110,6 +112,31 @@ from gpucompiler.runtime import cuda
 import ad_kernels as M
 """ + STAGES + r"""imported = [0.0, 0]
 real = builtins.__import__
+#: LLVM's own work on the final module: the optimisation after libdevice's link and the PTX code generation
+llvm_ms = {{"O<n> after the link": 0.0, "code generation": 0.0}}
+clocked = set()
+
+
+def clock(owner, attr, part):
+    f = getattr(owner, attr)
+
+    def run(*a, **kw):
+        t = time.perf_counter()
+        try:
+            return f(*a, **kw)
+        finally:
+            llvm_ms[part] += (time.perf_counter() - t) * 1e3
+    setattr(owner, attr, run)
+    clocked.add(part)
+
+
+def watch():  # each part clocked once its module is imported (importing it first would move its import out)
+    codegen = sys.modules.get("gpucompiler.targets.ptx_codegen")
+    if "O<n> after the link" not in clocked and hasattr(codegen, "optimize_linked"):
+        clock(codegen, "optimize_linked", "O<n> after the link")
+    targets = sys.modules.get("llvmlite.binding.targets")
+    if "code generation" not in clocked and targets is not None:
+        clock(targets.TargetMachine, "emit_assembly", "code generation")
 
 
 def timed(*args, **kwargs):  # the outermost imports that load a module: their whole time
@@ -122,11 +149,13 @@ def timed(*args, **kwargs):  # the outermost imports that load a module: their w
     finally:
         imported[0] += time.perf_counter() - t
         imported[1] = 0
+        watch()
 
 
 array = T.ArrayType(T.float64, 1, "C")
 k = gpucompiler.kernel(M.elem_grad, plugins=("enzyme",))
 loaded = len(sys.modules)
+watch()
 builtins.__import__ = timed
 t, cpu, own = time.perf_counter(), time.process_time(), time.thread_time()
 ptx = k.compile((array, array), PTXTarget())[0]
@@ -134,7 +163,7 @@ compile_s, cpu, own = time.perf_counter() - t, time.process_time() - cpu, time.t
 builtins.__import__ = real
 assert ".entry" in ptx
 print(json.dumps({{"compile": compile_s, "imports": imported[0], "modules": len(sys.modules) - loaded,
-                  "cpu": cpu, "own": own, "stages": stages}}))
+                  "cpu": cpu, "own": own, "stages": stages, "llvm": llvm_ms}}))
 """
 
 
@@ -158,19 +187,23 @@ def compile_only(args, base: dict) -> int:
     print(f"elem_grad's cold compile to PTX (sm_90) in a fresh process, medians of {args.rounds} (ms), "
           f"load {os.getloadavg()[0]:.1f}")
     print("| tree | compile | its fastest | / this tree's (per round) | CPU, its thread | CPU, all threads | "
-          "imports inside it | modules imported | stages (sum) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "imports inside it | modules imported | stages (sum) | LLVM on the final module | the rest |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     out = {}
     for tree, runs in rows.items():
         med = {key: statistics.median(g[key] for g in runs) for key in ("compile", "imports", "modules", "cpu", "own")}
         med["fastest"] = min(g["compile"] for g in runs)
         med["ratio"] = statistics.median(g["compile"] / h["compile"] for g, h in zip(runs, rows[ROOT]))
         stages = {s: statistics.median(g["stages"].get(s, 0.0) for g in runs) for s in runs[0]["stages"]}
+        llvm = {part: statistics.median(g["llvm"][part] for g in runs) for part in runs[0]["llvm"]}
+        final = statistics.median(sum(g["llvm"].values()) for g in runs)
+        rest = statistics.median(g["compile"] * 1e3 - sum(g["llvm"].values()) for g in runs)
         print(f"| {tree} | {med['compile'] * 1e3:.1f} | {med['fastest'] * 1e3:.1f} | {med['ratio']:.3f} | "
               f"{med['own'] * 1e3:.1f} | {med['cpu'] * 1e3:.1f} | {med['imports'] * 1e3:.1f} | {med['modules']:.0f} | "
-              f"{sum(stages.values()):.1f} |")
+              f"{sum(stages.values()):.1f} | {final:.1f} | {rest:.1f} |")
         print("  stages (ms): " + ", ".join(f"{s} {v:.1f}" for s, v in sorted(stages.items(), key=lambda kv: -kv[1])))
-        out[tree] = {**med, "stages_ms": stages}
+        print("  LLVM on the final module (ms): " + ", ".join(f"{p} {v:.1f}" for p, v in llvm.items()))
+        out[tree] = {**med, "stages_ms": stages, "llvm_ms": llvm}
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"rounds": args.rounds, "trees": out, "load": os.getloadavg()}, fh, indent=1)

@@ -16,8 +16,9 @@ entry serves every launch of that plan. It
    tags of :class:`gpucompiler.runtime.pyentry.Guard`, rechecked by name where a tag moved);
 2. reads every argument by its exact type: ``float``, ``int`` (fitting in int64), ``True``/``False``, a NumPy
    scalar of the kind's type (its value at the scalar object's ``obval``), a CuPy ``ndarray`` (the type in
-   ``W_NDARRAY``) whose ``dtype``, ``shape`` and ``strides`` equal those the entry was made for (so its
-   shape and strides in the parameter buffer, written once, hold) and whose ``data.ptr`` is an ``int``;
+   ``W_NDARRAY``) whose ``dtype`` equals the signature's, whose ``shape`` and ``strides`` are tuples of the
+   signature's rank of ``int`` and give its contiguity (C order, dimensions of extent 1 aside, as the
+   signature computes it), and whose ``data.ptr`` is an ``int``: any length and strides of that layout;
 3. takes the stream: the given one (``W_STREAM``), or where the launch follows the arrays' producers
    CuPy's current stream (``cupy.cuda.stream.get_current_stream_ptr()``, else ``get_current_stream().ptr``;
    0 and 1 are the legacy default stream, handle 0);
@@ -42,7 +43,7 @@ from .launchwords import (ARG_WORDS, SELF_ERROR, SELF_FALLBACK, SELF_WORDS, W_AR
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
-_OB_TYPE, _TUPLE_ITEMS, _CDATA_PTR, _SCALAR_VALUE = 8, 24, 16, 16
+_OB_TYPE, _OB_SIZE, _TUPLE_ITEMS, _CDATA_PTR, _SCALAR_VALUE = 8, 16, 24, 16, 16
 _PY_EQ = 2
 
 _NUMPY_VALUES = {Kind.NP_FLOAT64: ir.DoubleType(), Kind.NP_FLOAT32: ir.FloatType(), Kind.NP_INT64: I64,
@@ -205,18 +206,69 @@ class _Emitter:
             self.call("PyErr_Clear", ir.VoidType(), [])
         self.expect(b.icmp_signed("==", same, ir.Constant(I32, 1)), name)
 
-    def array(self, obj, k: int):
+    def array(self, obj, k: int, ndim: int) -> list:
+        """The parameter of CuPy array ``obj``: its ``data.ptr``, shape and strides, once its dtype is the
+        expected one and its contiguity the signature's (as ``runtime.arguments.is_contiguous`` decides it)."""
+        b = self.b
         self.is_type(obj, self.word(W_NDARRAY), f"arg{k}.ndarray")
         at = W_ARGS + ARG_WORDS * k
         self.equal_attribute(obj, W_DTYPE, at, f"arg{k}.dtype")
-        self.equal_attribute(obj, W_SHAPE, at + 1, f"arg{k}.shape")
-        self.equal_attribute(obj, W_STRIDES, at + 2, f"arg{k}.strides")
+        shape = self.int_tuple(obj, W_SHAPE, ndim, f"arg{k}.shape")
+        strides = self.int_tuple(obj, W_STRIDES, ndim, f"arg{k}.strides")
+        contiguous, expect = ir.Constant(ir.IntType(1), 1), self.word(at + 1, I64)
+        for n, stride in zip(reversed(shape), reversed(strides)):
+            one = b.icmp_signed("==", n, ir.Constant(I64, 1))
+            contiguous = b.and_(contiguous, b.or_(one, b.icmp_signed("==", stride, expect)))
+            expect = b.mul(expect, n)
+        wanted = b.icmp_unsigned("!=", self.word(at + 2, I64), ir.Constant(I64, 0))
+        self.expect(b.icmp_unsigned("==", contiguous, wanted), f"arg{k}.contiguity")
         data = self.call("PyObject_GetAttr", PTR, [obj, self.word(W_DATA)])
         self.expect_object(data, f"arg{k}.data")
         ptr = self.call("PyObject_GetAttr", PTR, [data, self.word(W_PTR)])
         self.decref(data)
         self.expect_object(ptr, f"arg{k}.ptr")
-        return self.as_int64(ptr, f"arg{k}.address")
+        return [self.as_int64(ptr, f"arg{k}.address"), *shape, *strides]
+
+    def int_tuple(self, obj, name_word: int, ndim: int, name: str) -> list:
+        """The ``ndim`` values of attribute ``obj.<name>``, an exact tuple of exact ints fitting in int64; the
+        tuple is released on every path."""
+        b = self.b
+        value = self.call("PyObject_GetAttr", PTR, [obj, self.word(name_word)])
+        self.expect_object(value, name + ".read")
+        drop = self.fn.append_basic_block(name + ".drop")
+        is_tuple = b.icmp_unsigned("==", self.load_at(value, _OB_TYPE), self.extern("PyTuple_Type"))
+        sized = b.icmp_signed("==", self.load_at(value, _OB_SIZE, I64), ir.Constant(I64, ndim))
+        self.expect_to(b.and_(is_tuple, sized), name + ".tuple", drop)
+        items = []
+        for j in range(ndim):
+            item = self.load_at(value, _TUPLE_ITEMS + 8 * j)
+            self.expect_to(b.icmp_unsigned("==", self.load_at(item, _OB_TYPE), self.extern("PyLong_Type")),
+                           f"{name}.{j}.int", drop)
+            got = self.call("PyLong_AsLongLong", I64, [item])
+            maybe, ok = self.fn.append_basic_block(f"{name}.{j}.maybe"), self.fn.append_basic_block(f"{name}.{j}.ok")
+            b.cbranch(b.icmp_signed("==", got, ir.Constant(I64, -1)), maybe, ok)
+            b.position_at_end(maybe)
+            raised = b.icmp_unsigned("!=", self.call("PyErr_Occurred", PTR, []), ir.Constant(PTR, None))
+            clear = self.fn.append_basic_block(f"{name}.{j}.overflow")
+            b.cbranch(raised, clear, ok)
+            b.position_at_end(clear)
+            self.call("PyErr_Clear", ir.VoidType(), [])
+            b.branch(drop)
+            b.position_at_end(ok)
+            items.append(got)
+        self.decref(value)
+        cont = b.block
+        b.position_at_end(drop)
+        self.decref(value)
+        b.branch(self.miss)
+        b.position_at_end(cont)
+        return items
+
+    def expect_to(self, ok, name: str, otherwise) -> None:
+        """Go on where ``ok``, else to block ``otherwise``."""
+        cont = self.fn.append_basic_block(name)
+        self.b.cbranch(ok, cont, otherwise)
+        self.b.position_at_end(cont)
 
     def stream(self, mode: StreamMode):
         b = self.b
@@ -289,13 +341,14 @@ def emit_launch_entry(plan: Plan, name: str) -> str:
     e.unset(W_DEVICE, "device")
     e.guards()
     values = []
-    for k, (kind, _) in enumerate(kinds):
+    for k, (kind, ndim) in enumerate(kinds):
         obj = b.load(b.gep(args, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR)
-        values.append(e.array(obj, k) if kind is Kind.ARRAY else e.scalar(obj, kind, k))
+        values.append(e.array(obj, k, ndim) if kind is Kind.ARRAY else [e.scalar(obj, kind, k)])
     stream = e.stream(mode)
     buffer, at = e.word(W_BUFFER), 0
-    for value, size in zip(values, param_sizes(plan)):
-        b.store(value, b.gep(buffer, [ir.Constant(I64, at)], source_etype=I8))
+    for words, size in zip(values, param_sizes(plan)):
+        for j, value in enumerate(words):  # an array's pointer, shape and strides, 8 bytes each
+            b.store(value, b.gep(buffer, [ir.Constant(I64, at + 8 * j)], source_etype=I8))
         at += size
     e.launch(stream, self_tuple, args, nargs, kwnames)
     return str(module)

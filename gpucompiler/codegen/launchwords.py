@@ -19,7 +19,8 @@ SELF_FALLBACK, SELF_WORDS, SELF_ERROR = range(3)
  W_NDARRAY, W_CURRENT, W_DTYPE, W_SHAPE, W_STRIDES, W_DATA, W_PTR) = range(18)
 W_DIMS = 18
 W_ARGS = W_DIMS + 7
-#: words per argument: a NumPy scalar's type, or an array's expected ``dtype``, ``shape`` and ``strides``
+#: words per argument: a NumPy scalar's type, or an array's expected ``dtype``, its item size and whether the
+#: signature says the array is contiguous (1) or not (0)
 ARG_WORDS = 3
 
 

@@ -637,8 +637,8 @@ class BoundLaunch:
         #: a handle as the driver's binding takes a stream (cuda-bindings: a CUstream)
         self.streams = getattr(d, "CUstream", int)
         self.stream = self.streams(self.hstream)  # converted once here, not by each cuLaunchKernel
-        #: the words of the native entries made over the kept launcher (:meth:`native`: one per launch object
-        #: sharing this configuration)
+        #: ``(context, words)`` of the native entries made here (:meth:`native`: one per launch object sharing
+        #: this configuration and signature it was made for)
         self.entries: list = []
         self.keep(None)
 
@@ -647,11 +647,14 @@ class BoundLaunch:
         passes to the driver, all but the parameters' values, is bound here, in one tuple (replaced at once:
         a thread launching while another keeps a new launcher sees the old one whole or the new one).
         The streams the producers may name that the launch goes to as they are (None, 1: the legacy
-        default stream; any when a stream was given) are in that tuple too. The native entries made over the
-        launcher kept before hand their calls to the Python launch from now on."""
-        entries, self.entries = self.entries, []
-        for words in entries:
-            invalidate(words)
+        default stream; any when a stream was given) are in that tuple too. The native entries made in
+        another context than ``launcher``'s hand their calls to the Python launch from now on (those of
+        other signatures in the same context hold: each checks its own)."""
+        if launcher is not None:
+            for ctx, words in self.entries:
+                if ctx != launcher.ctx:
+                    invalidate(words)
+            self.entries = [(ctx, words) for ctx, words in self.entries if is_valid(words)]
         if launcher is None:
             self.bound = None
             return
@@ -736,10 +739,10 @@ class BoundLaunch:
         if plan is None or guard is None or launch is None:
             return None
         made: list = []
-        entry = NativeLaunch(plan, launch, launcher, self.dims, self.hstream, current, args, fallback,
+        entry = NativeLaunch(plan, launch, launcher, self.dims, self.hstream, current, args, key, fallback,
                              functools.partial(_refused, made), recorder, chosen_device.__self__, guard, ndarray)
         made.append(entry.words)
-        self.entries.append(entry.words)
+        self.entries = [(c, w) for c, w in self.entries if is_valid(w)] + [(ctx, entry.words)]
         _natives[id(self.kernel)] = [w for w in _natives.get(id(self.kernel), ()) if is_valid(w)] + [entry.words]
         return entry.function
 

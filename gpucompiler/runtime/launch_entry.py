@@ -124,7 +124,7 @@ class NativeLaunch:
 
     __slots__ = ("words", "function")
 
-    def __init__(self, plan: Plan, launch: tuple[int, Any], launcher, dims, stream: int, current, args,
+    def __init__(self, plan: Plan, launch: tuple[int, Any], launcher, dims, stream: int, current, args, key,
                  fallback, on_error, recorder, device, guard: Guard, ndarray):
         kinds = plan[0]
         sizes = param_sizes(plan)
@@ -146,15 +146,11 @@ class NativeLaunch:
         for j, value in enumerate(dims):
             words[W_DIMS + j] = value
         expected: list[Any] = []
-        for k, ((kind, _), a) in enumerate(zip(kinds, args)):
+        for k, ((kind, _), a, item) in enumerate(zip(kinds, args, key)):
             at = W_ARGS + ARG_WORDS * k
-            if kind is Kind.ARRAY:
-                layout = (a.dtype, a.shape, a.strides)
-                expected.append(layout)
-                words[at], words[at + 1], words[at + 2] = map(id, layout)
-                word = (offsets[k] - base) // 8  # the shape and the strides in bytes, after the pointer
-                for j, value in enumerate((*a.shape, *a.strides)):
-                    buffer[word + 1 + j] = value
+            if kind is Kind.ARRAY:  # item: the signature's (typestr, ndim, contiguous, readonly)
+                expected.append(a.dtype)
+                words[at], words[at + 1], words[at + 2] = id(a.dtype), a.dtype.itemsize, int(item[2])
             elif kind not in (Kind.FLOAT, Kind.INT, Kind.BOOL):
                 words[at] = id(type(a))
         words[W_VALID] = 1

@@ -461,3 +461,24 @@ def test_two_launch_objects_of_one_configuration_each_keep_their_entry(fake):
         second(out)
     assert driver.native_launches == before + 6
     np.testing.assert_array_equal(out.get(), np.full(8, 2 * (NATIVE_AFTER + 1) + 6))
+
+
+def test_other_lengths_and_strides_of_the_signatures_layout_stay_native(fake):
+    """The entry takes any shape and strides whose contiguity is the signature's (a dimension of extent 1 has
+    any stride, as the Python launch's ``is_contiguous`` says), and passes them as the Python launch does."""
+    cp, driver = fake
+    launch = Kernel(_scale2)[2, 16]
+    warm(launch, cp.asarray(np.ones((12, 10))), 1.0)
+    host = np.arange(1.0, 41.0)
+    odd = cp.ndarray((5, 1), float, memptr=cp.asarray(host).data, strides=(8, 999))
+    for x, goes_native in ((cp.asarray(np.ones((3, 7))), True), (cp.asarray(host[:20].reshape(20, 1)), True),
+                           (cp.asarray(np.ones((1, 30))), True), (odd, True),
+                           (cp.asarray(host.reshape(4, 10))[:, ::2], False), (cp.asarray(host.reshape(10, 4)).reshape(4, 10), True)):
+        expected = _expected_scale(x.get(), 2.0)
+        before = driver.native_launches
+        launch(x, 2.0)
+        assert driver.native_launches == before + goes_native
+        np.testing.assert_array_equal(x.get(), expected)
+        launched = driver.params[-1], driver.calls[-1]
+        Launch.__call__(launch, x, 2.0)
+        assert (driver.params[-1], driver.calls[-1]) == launched

@@ -61,6 +61,9 @@ each later ask waits twice as long as the one before, up to :data:`NATIVE_WAIT` 
 NATIVE_WAIT = 1024
 """The most bound launches between two asks for a native entry (a launch whose signature changed since gets
 one within as many launches; a signature no entry takes costs an ask per as many)."""
+NATIVE_CHAIN = 4
+"""The most native entries of one launch object, each the fallback of the next one made (launches alternating
+between signatures stay native); the next one starts a new chain."""
 
 CPU = "cpu"
 """The device spelling of the CPU grid emulation: ``k[grid, block, "cpu"]``."""
@@ -460,10 +463,12 @@ class Launch:
     native entry doing the same checks and launch in compiled code (``native(run, args, fallback,
     recorder)``: the CUDA runtime's, :mod:`gpucompiler.runtime.launch_entry`): it becomes this object's
     ``__call__`` (the object's class is replaced by a subclass made for it), and calls it cannot take go
-    to this class's ``__call__``. Each later ask waits twice as long, at most ``NATIVE_WAIT`` launches.
+    to the entry made before it (another signature's), at last to this class's ``__call__``: at most
+    ``NATIVE_CHAIN`` entries. Each later ask waits twice as long, at most ``NATIVE_WAIT`` launches.
     """
 
-    __slots__ = ("kernel", "grid", "block", "stream", "device", "_bound", "_nargs", "_hits", "_every")
+    __slots__ = ("kernel", "grid", "block", "stream", "device", "_bound", "_nargs", "_hits", "_every",
+                 "_entries")
 
     def __init__(self, kernel: Kernel, grid, block, stream, device: Device | None = None):
         self.kernel, self.grid, self.block, self.stream, self.device = kernel, grid, block, stream, device
@@ -473,6 +478,8 @@ class Launch:
         self._nargs = kernel.bind.positional
         #: bound launches left before the runtime is asked for a native entry, and the wait after that ask
         self._hits = self._every = NATIVE_AFTER
+        #: the native entries of this object, the newest first (each one's misses call the next one)
+        self._entries: tuple = ()
 
     def __call__(self, *args, **kwargs) -> None:
         bound = self._bound
@@ -496,12 +503,15 @@ class Launch:
 
     def _native(self, run, args) -> None:
         """Ask the runtime for a native entry of ``run`` (launches like ``args``); where it gives one, make it
-        this object's ``__call__``, its misses calling :meth:`__call__` of this class."""
+        this object's ``__call__``, its misses calling the entry before it or :meth:`__call__` of this class."""
         self._every = min(2 * self._every, NATIVE_WAIT)
         self._hits = self._every
         native = getattr(self.kernel._runtime, "native", None)
-        entry = None if native is None else native(run, args, functools.partial(Launch.__call__, self), _RECORDER)
+        chain = self._entries if len(self._entries) < NATIVE_CHAIN else ()
+        fallback = chain[0] if chain else functools.partial(Launch.__call__, self)
+        entry = None if native is None else native(run, args, fallback, _RECORDER)
         if entry is not None:
+            self._entries = (entry, *chain)
             cls = type("Launch", (Launch,), {"__slots__": (), "__call__": entry, "__module__": __name__,
                                              "__qualname__": "Launch"})
             object.__setattr__(self, "__class__", cls)

@@ -482,3 +482,44 @@ def test_other_lengths_and_strides_of_the_signatures_layout_stay_native(fake):
         launched = driver.params[-1], driver.calls[-1]
         Launch.__call__(launch, x, 2.0)
         assert (driver.params[-1], driver.calls[-1]) == launched
+
+
+def test_launches_and_misses_hold_no_reference(fake):
+    """Every object the entries read (the array, its dtype, shape, strides, data, the stream, the scalars) has
+    the references it had before a thousand rounds of native launches and of each kind of miss, once the
+    entries of the three signatures were made."""
+    cp, driver = fake
+    launch = Kernel(_scale2)[1, 8]
+    x = cp.asarray(np.ones((4, 8)))
+    strided = cp.asarray(np.ones((4, 16)))[:, ::2]  # another contiguity: its tuples read, then a miss
+    other = cp.asarray(np.ones((4, 8), np.float32))  # another dtype: a miss
+
+    def rounds(count: int) -> None:
+        for _ in range(count):
+            launch(x, 1.0)
+            launch(strided, 1.0)
+            launch(other, 1.0)
+            with pytest.raises(ArgumentBindingError):
+                launch(x)
+        with pytest.raises(OverflowError):  # not an int64: a miss, the Python launch raises
+            launch(x, 2**70)
+
+    rounds(3000)
+    assert len(launch._entries) == 3  # one per signature, each falling back to the one before
+    watched = [x, x.dtype, x.shape, x.strides, x.data, strided, strided.shape, strided.strides, other,
+               other.dtype, cp.cuda.get_current_stream(), np.float64, 1.0]
+    before = [sys.getrefcount(o) for o in watched]
+    natives = driver.native_launches
+    rounds(1000)
+    assert driver.native_launches == natives + 3000
+    assert [sys.getrefcount(o) for o in watched] == before
+
+
+def test_numpy_arrays_on_a_native_launch_are_still_copied_in_and_out(fake):
+    cp, driver = fake
+    launch = Kernel(_scale1)[1, 64]
+    warm(launch, cp.zeros(40), 1.0)
+    host = np.arange(40.0)
+    launch(host, 2.0)
+    np.testing.assert_array_equal(host, 2.0 * np.arange(40.0) + np.arange(40.0))
+    assert driver.memory == {}

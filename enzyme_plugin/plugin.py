@@ -81,6 +81,7 @@ class EnzymePlugin(gp.Plugin):
         text = str(model)
         module.ref = parse_ir(text)  # verified, as the driver verifies a module left as model
         state.lowered = (module.ref, text)
+        model.drop()  # freed now, not by a pass of the collector when the compile's pause ends
 
     @gp.callback("link_deferred", markers=AD_MARKERS)
     def keep_rules_out_of_line(self, job, module, state: EnzymeJobState):

@@ -543,11 +543,14 @@ def _differentiate_levels(ir: str | llvm.ModuleRef, optimize: Callable[[str], st
             engine, _ = differentiate_module(module, ready, options)
             stack.inline_again(module)
             _drop_marker_declarations(module)
-            return engine.finalize(str(module))
+            text = engine.finalize(str(module))
+            module.drop()  # freed now, not by a pass of the collector when the compile's pause ends
+            return text
         # loop tapes on the heap (no tape arena, whose pointers would mix memory with and without
         # shadow): the outer level differentiates them
         engine, _ = differentiate_module(module, ready, attrs.evolve(options, tape_arena=0, differentiated_again=True))
         text = engine.finalize(str(module), out_of_line=True)
+        module.drop()
         module = _prepared(optimize(text))  # no optnone left: the first level's cleanup dropped it
 
 

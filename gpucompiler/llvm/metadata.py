@@ -18,6 +18,7 @@ class MDNode(User):
     """``!N = [distinct] !{...}`` or a specialised node ``!DILocation(...)``."""
 
     __slots__ = ("parts", "distinct", "slot")
+    released_with_users = True
 
     def __init__(self, parts: list[Part] | None = None, operands: Iterable[Value] = (), distinct: bool = False):
         User.__init__(self, T.metadata, operands)

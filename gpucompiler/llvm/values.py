@@ -124,6 +124,8 @@ class Value:
 
     __slots__ = ("type", "_name", "ref", "_uses")
     sigil = "%"
+    #: a constant made of operands or a metadata node: :meth:`User.release` of a user releases it
+    released_with_users = False
 
     def __init__(self, type: T.Type, name: str = ""):
         self.type = type
@@ -169,6 +171,10 @@ class Value:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.ref or '(unnamed)'}: {self.type}>"
+
+    def release(self) -> None:
+        """Forget the uses (the module is dropped: :meth:`Module.drop`); the value is unusable afterwards."""
+        del self._uses
 
 
 class User(Value):
@@ -217,6 +223,17 @@ class User(Value):
         else:
             use = opuses[index] = old or Use(self, index)
             value.use_dict()[use] = None
+
+    def release(self) -> None:
+        """Forget the operands and the uses (the module is dropped), and release the constant expressions,
+        aggregates and metadata nodes among the operands (no block holds them); unusable afterwards."""
+        operands, opuses = self.operands, self._opuses
+        del self.operands, self._opuses, self._uses
+        if type(opuses) is PendingUses:
+            opuses.users.clear()
+        for op in operands:
+            if op.released_with_users and hasattr(op, "operands"):  # not released through another user yet
+                op.release()
 
     def drop_operands(self) -> None:
         """Unregister every operand use (before deleting ``self``)."""
@@ -313,6 +330,7 @@ class ConstantAggregate(User):
     """``[..]``, ``<..>``, ``{..}``, ``<{..}>`` constants; operands are the elements."""
 
     __slots__ = ()
+    released_with_users = True
 
 
 class ConstantExpr(User):
@@ -320,6 +338,7 @@ class ConstantExpr(User):
     ``blockaddress``, ...). ``parts`` is its spelling with operand slots."""
 
     __slots__ = ("opcode", "parts")
+    released_with_users = True
 
     def __init__(self, type: T.Type, opcode: str, parts: list[Part], operands: Iterable[Value]):
         User.__init__(self, type, operands)

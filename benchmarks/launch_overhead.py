@@ -165,7 +165,8 @@ def parts(label: str, launch, args: tuple, launches: int) -> list[tuple[str, flo
 
     loop = per_call(lambda: None)  # the loop and the lambda's call, taken off each part
     return [(f"{label}: {what}", per_call(fn) - loop) for what, fn in (
-        ("the whole launch", lambda: launch(*args)), ("the Python launch", lambda: Launch.__call__(launch, *args)),
+        ("the whole launch", lambda: launch(*args)),
+        ("the Python launch", functools.partial(Launch.__call__, _python_only(launch), *args)),
         ("signature(args)", lambda: cuda.signature(args)),
         ("the bound launch given the signature", lambda: run(args, sig)),
         ("cuLaunchKernel alone", driver))]

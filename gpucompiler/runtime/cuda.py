@@ -35,6 +35,9 @@ one ``pack_into`` and ``cuLaunchKernel``, with no driver query. The context is
 the one the driver last reported current to this thread; a launch refused
 because another library made another context current since is asked again and
 retried (a refused launch ran nothing), so switching contexts stays correct.
+A launch object that launched many times through its bound launcher gets a native entry over it
+(:meth:`BoundLaunch.native`, :mod:`.launch_entry`): the same checks, the packing and ``cuLaunchKernel``
+(libcuda's C function, not the binding's) in compiled code, the Python launch for anything else.
 
 Launches are asynchronous on the given stream, like CUDA; synchronise before
 reading device results. Without a stream, a launch goes to the stream its

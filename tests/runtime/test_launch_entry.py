@@ -523,3 +523,36 @@ def test_numpy_arrays_on_a_native_launch_are_still_copied_in_and_out(fake):
     launch(host, 2.0)
     np.testing.assert_array_equal(host, 2.0 * np.arange(40.0) + np.arange(40.0))
     assert driver.memory == {}
+
+
+def test_a_rebound_closure_variable_recompiles(fake):
+    cp, driver = fake
+    factor = 2.0
+
+    def _fill(x):
+        i = gd.grid(1)
+        if i < x.shape[0]:
+            x[i] = factor
+
+    launch = Kernel(_fill)[1, 4]
+    x = cp.zeros(4)
+    warm(launch, x)
+    assert (x.get() == 2.0).all()
+    factor = 3.0
+    launch(x)
+    np.testing.assert_array_equal(x.get(), np.full(4, factor))
+    assert len(driver.modules) == 2  # compiled again for the cell's new value
+
+
+def test_run_launches_natively_while_launches_are_recorded(fake):
+    cp, driver = fake
+    out = cp.zeros(8)
+    launch = count()[1, 8]
+    warm(launch, out)
+    recorded = []
+    before = driver.native_launches
+    with recording_launches(lambda launch, args: recorded.append(args)):
+        launch(out)  # recorded
+        launch.run(out)  # launched now
+    assert recorded == [(out,)] and driver.native_launches == before + 1
+    np.testing.assert_array_equal(out.get(), np.full(8, NATIVE_AFTER + 2))

@@ -64,11 +64,11 @@ def _memories(xs, ndarray: type) -> tuple | None:
     return tuple(out)
 
 
-def graph_key(records: list, unzeroed: list, seeds: list, finals: list, repeats: Sequence = (),
-              generation: int | None = None) -> tuple | None:
+def graph_key(records: list, args_of: Callable[[Any], tuple], unzeroed: list, seeds: list, finals: list,
+              repeats: Sequence = (), generation: int | None = None) -> tuple | None:
     """The key of a backward (see the module docstring), or None when it is not replayed as a graph.
-    ``records``: the tape's; ``unzeroed``: ``(array, shadow)`` the backward zeroes first; ``seeds``: ``(array,
-    shadow, adjoint)``; ``finals``: ``(array, its copy, record)``; ``repeats``: the tape's ``Repeat`` of each
+    ``records``: the tape's; ``args_of``: a record's gradient arguments; ``unzeroed``: ``(array, shadow)`` the
+    backward zeroes first; ``seeds``: ``(array, shadow, adjoint)``; ``finals``: ``(array, its copy, record)``; ``repeats``: the tape's ``Repeat`` of each
     record (None: none), each keeping the part of the key its record gave (``graph_part``) with the tape's
     ``generation`` then (None: keep none): the tape moves it on every launch that is not a repeat and every
     shadow or copy it makes anew, so while it stays, each repeated launch's record takes the same objects
@@ -89,7 +89,7 @@ def graph_key(records: list, unzeroed: list, seeds: list, finals: list, repeats:
         if known is not None and known[0] == generation and known[1] is r.gradient and known[2] is r.launch:
             parts.append(known[3])
             continue
-        memory = _memories(r.reverse_args, ndarray) if r.reverse is not None else ()
+        memory = _memories(args_of(r), ndarray) if r.reverse is not None else ()
         copies = _memories([v for _, v in r.snapshots], ndarray) if r.snapshots else ()
         if memory is None or copies is None:
             return None

@@ -26,9 +26,10 @@ What a launch needs to know of its kernel (the shadowed parameters, the
 written and read arrays, the gradient kernel's argument types) is worked out
 once per kernel and signature (:class:`LaunchPlan`), the launches behind it
 once per configuration (:class:`Runs`), and a GPU launch repeating the last recording's at its place takes
-what that one found (:class:`Repeat`); a recorded launch keeps its
-gradient's launch with its arguments, and ``backward`` calls those in
-reverse. On a GPU, copies and launches on CUDA's legacy default stream are
+what that one found (:class:`Repeat`), its record too when it copies nothing; its float arrays get their
+shadows when the recording ends (all of the last recording's at once when every launch repeated it and
+nothing else holds those that were handed out). A recorded launch keeps its gradient's launch, and
+``backward`` calls those in reverse. On a GPU, copies and launches on CUDA's legacy default stream are
 ordered by the stream, without a synchronisation; the heap-exhaustion flags of
 kernels whose tapes allocate on the device are read once at the end of the
 recording and once after ``backward`` (:func:`gpucompiler.runtime.device_heap.deferring`):
@@ -99,7 +100,8 @@ class LaunchTapeError(SourceError, ValueError):
 class LaunchRecord:
     """One recorded launch: the kernel with its configuration, the bound arguments, the copies of the
     arrays it writes that its gradient needs (taken before it ran), in split mode its per-thread tapes,
-    and its gradient's launch, built when it was recorded (``reverse(reverse_args)``)."""
+    and its gradient's launch, built when it was recorded (``reverse(args)``, ``args`` from
+    :meth:`LaunchTape._gradient_args`)."""
 
     launch: Launch
     args: tuple
@@ -111,8 +113,10 @@ class LaunchRecord:
     """split mode: the per-thread tapes (one row of int64 words per thread)"""
     reverse: Callable[[tuple], None] | None = None
     """the launch of the gradient (generated, hand-written or split mode's reverse sweep); None: no float array"""
-    reverse_args: tuple = ()
-    """its arguments: the launch's, each float array followed by its shadow (split: ``1, holders`` first)"""
+    reverse_args: tuple | None = ()
+    """its arguments (a hand-written gradient's: the launch's, then one adjoint each; split mode's: ``1, holders``,
+    then the launch's, each float array followed by its shadow); None: a generated gradient's, the launch's with
+    each float array followed by its shadow, taken from the tape's shadows when they are needed"""
     split: bool = False
     """split mode's augmented launch: reversed from its per-thread tapes"""
     hand: Kernel | None = None
@@ -359,7 +363,8 @@ class Repeat:
     is the same launch on the same argument objects with the same signature values (buffers, shapes, strides,
     scalars, the named stream) and its kernel's world age is the form's, and every launch before it in the
     recording was such a repeat (the same arrays taken before it), it gets the same plan, launches, stream,
-    library and snapshot choice without working them out again (the overlap check passed on the same values)."""
+    library and snapshot choice without working them out again (the overlap check passed on the same values),
+    and, when it copies nothing, the same record."""
 
     launch: Launch
     args: tuple
@@ -371,8 +376,15 @@ class Repeat:
     ops: ArrayOps
     keep: tuple[int, ...]
     """the parameters whose arrays were copied before the launch"""
-    ids: tuple[int, ...]
-    """``id()`` of the array arguments (the tape's taken arrays)"""
+    first: type
+    """the type of the first array argument (the arrays of ``ops``)"""
+    where: tuple[str, int]
+    """what the launch is named by a heap error: ``("recorded launch", its place from 1)``"""
+    fresh: tuple[int, ...]
+    """the parameters whose float arrays no launch before it took: each gets its shadow here"""
+    record: LaunchRecord | None
+    """its record, taken again by a repeat (None: the launch copies arrays, its record takes the copies); it
+    holds no shadow or copy of the tape's (those are reused only while nothing else holds them)"""
     go: Callable[[tuple, tuple], None] | None = None
     """the kernel's bound launch given the signature (:attr:`.signed.SignedLaunch.bound`, once a launch bound
     it): what ``form.runs.forward`` calls, called without it"""
@@ -461,6 +473,11 @@ class LaunchTape:
         self._repeats: list[Repeat | None] = []
         self._last: list[Repeat | None] = []
         self._same = True  # every launch of this recording so far repeated the last recording's at its place
+        self._settled = 0  # the records whose float arrays have their shadows (a repeat's get them later: _settle)
+        #: id() of the arrays whose shadows were handed out (gradient(), a hand-written gradient's arguments) since
+        #: the last reset, and before it: only those may be held elsewhere
+        self._escaped: set[int] = set()
+        self._handed: set[int] = set()
         #: moved on by every launch that is not a repeat and every shadow or copy made anew: while it stays, a
         #: repeated launch's record takes the same objects as when its part of a graph key was read
         self._generation = 0
@@ -493,9 +510,12 @@ class LaunchTape:
         if rec is not None:
             rec.__exit__(*exc)
         device_heap.PENDING.where = None  # (later launches of the thread are not the recording's)
-        if deferring:  # the heap checks of the recording's GPU launches, read now
-            device_heap.deferring().__exit__(None, None, None)
-            self._check_heap(recording=True, failed=exc[1] is not None)
+        try:
+            self._settle()  # the shadows of the repeated launches' arrays
+        finally:
+            if deferring:  # the heap checks of the recording's GPU launches, read now
+                device_heap.deferring().__exit__(None, None, None)
+                self._check_heap(recording=True, failed=exc[1] is not None)
 
     def _check_heap(self, recording: bool, failed: bool = False) -> None:
         """Read the heap flags of the launches made since the last check (one wait per stream; none without
@@ -510,7 +530,11 @@ class LaunchTape:
 
     def _record(self, launch: Launch, args: tuple) -> None:
         try:
+            if self._same and self._repeated(launch, args):
+                return
+            self._settle()
             self._record_launch(launch, args)
+            self._settled = len(self.records)
         except DeviceHeapError as exc:  # read where the host waited for the device (a launch's, a copy's)
             self._incomplete = True
             raise for_user(exc, settings.debug_tracebacks())
@@ -531,18 +555,13 @@ class LaunchTape:
                 self._deferring = self._on_device = True
             if launch.device is None and (sig := cuda_runtime.signature(args)) is not None:
                 k.refresh()  # world age (below for the others): a rebound global gives a new form
-                if self._same:
-                    at, last = len(self.records), self._last
-                    m = last[at] if at < len(last) else None
-                    if m is not None and m.launch is launch and hand is None and not split \
-                            and m.form.age == k.world_age and m.sig == sig and len(m.args) == len(args) \
-                            and all(map(_is, m.args, args)):
-                        self._repeat(m, args, sig)
-                        return
                 form = _FORMS.get((launch, split, sig[0])) if where is None or type(where) is int else None
                 if form is None or form.age != k.world_age:
                     form = _device_form(launch, sig[0], split)
-        self._same = False  # (not a repeat: the launches after it are not either)
+        if self._same:  # (not a repeat: the launches after it are not either)
+            self._same = False
+            for r in self.records:  # the arrays the repeats before it took
+                self._taken.update(id(r.args[j]) for j in r.plan.arrays)
         self._generation += 1
         if form is not None and sig is not None:  # a GPU launch typed by its arguments' signature
             direct, plan, runs, named = False, form.plan, form.runs, sig[2]
@@ -578,69 +597,74 @@ class LaunchTape:
                 form.ops = (type(args[plan.arrays[0]]), ops)
         keep = self._kept(launch, args, plan, hand, direct) if plan.written else ()
         snapshots = self._snapshots(args, keep, ops, type(args[plan.arrays[0]]), stream) if keep else []
-        ids = tuple([id(args[j]) for j in plan.arrays])
-        self._taken.update(ids)
-        repeat = Repeat(launch, args, sig, form, stream, ops, keep, ids) \
-            if sig is not None and form is not None and stream is not None and hand is None and not split else None
+        self._taken.update([id(args[j]) for j in plan.arrays])
+        place = ("recorded launch", len(self.records) + 1)  # named by a heap error
         if stream is not None:  # on a GPU
-            device_heap.PENDING.where = ("recorded launch", len(self.records) + 1)  # named by a heap error
-        if runs.reverse is None:  # no float array: nothing to differentiate
-            runs.forward(args) if sig is None else runs.forward(args, sig)
-            self.records.append(LaunchRecord(launch, args, plan, snapshots, ops, stream=stream))
-            self._repeats.append(repeat)
-            return
-        new_shadow, shadows, with_shadows = self._new_shadow, self._shadows, []  # every float array's shadow now
-        first = type(args[plan.arrays[0]])
-        for a, d in zip(args, plan.dup):
-            with_shadows.append(a)
-            if d:
-                hit = shadows.get(id(a))
-                if hit is None:
-                    hit = shadows[id(a)] = (a, new_shadow(a, ops if type(a) is first else ops_of(a)))
-                with_shadows.append(hit[1])
-        if hand is not None:
+            device_heap.PENDING.where = place
+        shadows, fresh = self._shadows, []  # every float array's shadow now
+        if runs.reverse is not None:
+            first = type(args[plan.arrays[0]])
+            for j, d in enumerate(plan.dup):
+                if d and id(a := args[j]) not in shadows:
+                    shadows[id(a)] = (a, self._new_shadow(a, ops if type(a) is first else ops_of(a)))
+                    fresh.append(j)
+        if runs.reverse is None or (hand is None and not split):
+            record = LaunchRecord(launch, args, plan, snapshots, ops, None, runs.reverse, None, False, None, stream,
+                                  runs.gradient)
+        elif hand is not None:
             record = LaunchRecord(launch, args, plan, snapshots, ops, stream=stream)
             self._hand_written(record, hand)
-        elif split:
+        else:
             g, b = launch.grid, launch.block
             shape = (g[0] * g[1] * g[2] * b[0] * b[1] * b[2], plan.tapes.words(where == CPU))
             holders = self._tapes(ops, shape, args[plan.arrays[0]])
-            record = LaunchRecord(launch, args, plan, snapshots, ops, holders, runs.reverse,
-                                  (1, holders, *with_shadows), True, stream=stream)
+            with_shadows = self._with_shadows(args, plan.dup)
+            record = LaunchRecord(launch, args, plan, snapshots, ops, holders, runs.reverse, (1, holders, *with_shadows),
+                                  True, stream=stream)
             runs.forward((0, holders, *with_shadows))
             self.records.append(record)
             self._repeats.append(None)
             return
-        else:
-            record = LaunchRecord(launch, args, plan, snapshots, ops, None, runs.reverse, tuple(with_shadows), False,
-                                  None, stream, runs.gradient)
         runs.forward(args) if sig is None else runs.forward(args, sig)
         self.records.append(record)
-        self._repeats.append(repeat)
+        self._repeats.append(
+            Repeat(launch, args, sig, form, stream, ops, keep, type(args[plan.arrays[0]] if plan.arrays else None),
+                   place, tuple(fresh), None if keep else record)
+            if sig is not None and form is not None and stream is not None and hand is None and not split else None)
 
-    def _repeat(self, m: Repeat, args: tuple, sig: tuple) -> None:
-        """Record a launch that repeats ``m`` (see :class:`Repeat`): its copies, shadows and record."""
-        form, ops, stream = m.form, m.ops, m.stream
-        plan, runs, at = form.plan, form.runs, len(self.records)
+    def _repeated(self, launch: Launch, args: tuple) -> bool:
+        """Record ``launch`` when it repeats the :class:`Repeat` at its place in the last recording (the recording
+        so far repeats the last one): its copies, its fresh shadows and its record (the last one's again when
+        it copies nothing), then the launch; False: it is not a repeat, nothing was done."""
+        at, last = len(self.records), self._last
+        if at >= len(last):
+            return False
+        m = last[at]
+        if m is None or m.launch is not launch or len(m.args) != len(args) or not all(map(_is, m.args, args)):
+            return False
+        k = launch.kernel
+        if k.__dict__.get(GRADIENT_ATTRIBUTE) is not None:  # registered since: its gradient replaces the other
+            return False
+        sig = cuda_runtime.signature(args)
+        if sig != m.sig or sig is None:
+            return False
+        k.refresh()  # world age: a rebound global gives a new form
+        form = m.form
+        if form.age != k.world_age:
+            return False
+        if not self._deferring:  # its heap check, if its kernel has one: read at the end of the recording
+            device_heap.deferring().__enter__()
+            self._deferring = self._on_device = True
+        ops, runs, record = m.ops, form.runs, m.record
         assert runs is not None
-        snapshots = self._snapshots(args, m.keep, ops, type(args[plan.arrays[0]]), stream) if m.keep else []
-        self._taken.update(m.ids)
-        device_heap.PENDING.where = ("recorded launch", at + 1)  # named by a heap error
-        if runs.reverse is None:
-            runs.forward(args, sig)
-            self.records.append(LaunchRecord(m.launch, args, plan, snapshots, ops, stream=stream))
-            self._repeats.append(m)
-            return
-        new_shadow, shadows, with_shadows, first = self._new_shadow, self._shadows, [], type(args[plan.arrays[0]])
-        for a, d in zip(args, plan.dup):
-            with_shadows.append(a)
-            if d:
-                hit = shadows.get(id(a))
-                if hit is None:
-                    hit = shadows[id(a)] = (a, new_shadow(a, ops if type(a) is first else None))
-                with_shadows.append(hit[1])
-        record = LaunchRecord(m.launch, args, plan, snapshots, ops, None, runs.reverse, tuple(with_shadows), False,
-                              None, stream, runs.gradient)
+        if m.keep:
+            snapshots = self._snapshots(args, m.keep, ops, m.first, m.stream)
+            record = LaunchRecord(launch, args, form.plan, snapshots, ops, None, runs.reverse, None, False, None,
+                                  m.stream, runs.gradient)
+        elif record is None or record.hand is not None:  # a gradient registered after it was recorded replaced it
+            record = m.record = LaunchRecord(launch, args, form.plan, [], ops, None, runs.reverse, None, False, None,
+                                             m.stream, runs.gradient)
+        device_heap.PENDING.where = m.where  # named by a heap error
         go = m.go
         if go is not None:
             go(args, sig)
@@ -649,6 +673,7 @@ class LaunchTape:
             m.go = runs.forward.bound if type(runs.forward) is SignedLaunch else None
         self.records.append(record)
         self._repeats.append(m)
+        return True
 
     def _kept(self, launch: Launch, args: tuple, plan: LaunchPlan, hand, direct: bool) -> tuple[int, ...]:
         """The parameters whose arrays are copied before the launch: those it may overwrite whose old values
@@ -761,15 +786,20 @@ class LaunchTape:
     # -- shadows ---------------------------------------------------------------
     def gradient(self, a):
         """The shadow of array ``a``: the gradient accumulated into it (zeros until ``backward``)."""
+        if self._recording is not None:
+            self._settle()
         hit = self._shadows.get(id(a))
         if hit is None:
             self._no_shadow(a, "gradient() of")
+        self._escaped.add(id(a))
         if self._unzeroed:
             self._zero_reused()
         return hit[1]
 
     def knows(self, a) -> bool:
         """Whether a recorded launch took ``a`` (as a float array: it has a shadow)."""
+        if self._recording is not None:
+            self._settle()
         return id(a) in self._shadows
 
     def _shadow(self, a):
@@ -777,6 +807,71 @@ class LaunchTape:
         if hit is None:
             hit = self._shadows[id(a)] = (a, self._new_shadow(a))
         return hit[1]
+
+    def _settle(self) -> None:
+        """Give the float arrays of the records that repeats appended their shadows (a repeat makes none): when
+        every launch of the recording repeated the last one's, the last recording's shadows all at once, if
+        nothing else holds any of them; else each record's fresh ones (:attr:`Repeat.fresh`)."""
+        at, records = self._settled, self.records
+        if at == len(records):
+            return
+        self._settled = len(records)
+        if at == 0 and self._same and len(records) == len(self._last) and self._take_whole():
+            return
+        for i in range(at, len(records)):
+            m = self._repeats[i]
+            assert m is not None
+            if m.fresh:
+                self._fresh_shadows(records[i].args, m.fresh, m.ops, m.first)
+
+    def _take_whole(self) -> bool:
+        """Take the last recording's shadows, all of them, for a recording of the same launches (False: one
+        that was handed out is held elsewhere or was reshaped, or its library may hold it through a view;
+        nothing taken). A shadow never handed out is held by the tape alone."""
+        dropped = self._dropped
+        if self._shadows or not dropped:
+            return False
+        if self._handed:
+            types = set()
+            for m in self._repeats:
+                if m is None or not m.ops.views_hold_base:
+                    return False
+                types.add(m.first)
+            for key in self._handed:
+                pair = dropped.get(key)
+                if pair is None:
+                    continue
+                a = pair[0]  # 2: the pair's reference and getrefcount's argument
+                if type(a) not in types or sys.getrefcount(pair[1]) != 2 or pair[1].shape != a.shape \
+                        or pair[1].strides != a.strides or not _same_dtype(pair[1].dtype, a.dtype):
+                    return False
+        self._shadows, self._dropped = dropped, {}
+        self._unzeroed.extend(dropped.values())  # zeroed by backward (on the GPU, in its graph)
+        return True
+
+    def _fresh_shadows(self, args: tuple, fresh: tuple[int, ...], ops: ArrayOps, first: type) -> None:
+        """The shadows of the arrays of parameters ``fresh`` (``ops``: the library of the arrays of type
+        ``first``), as :meth:`_new_shadow` makes them; the last recording's (array, shadow) pair is taken again
+        as it is when nothing else holds the shadow."""
+        shadows, dropped, reuse = self._shadows, self._dropped, ops.views_hold_base and not self.split
+        for j in fresh:
+            a = args[j]
+            key = id(a)
+            if key in shadows:
+                continue
+            pair = dropped.pop(key, None)
+            # 2: the pair's reference and getrefcount's argument
+            if pair is not None and reuse and pair[0] is a and type(a) is first and sys.getrefcount(pair[1]) == 2:
+                shadow = pair[1]
+                if shadow.shape == a.shape and shadow.strides == a.strides and _same_dtype(shadow.dtype, a.dtype):
+                    self._unzeroed.append(pair)  # zeroed by backward (on the GPU, in its graph)
+                    shadows[key] = pair
+                    continue
+                del shadow
+            if pair is not None:  # _new_shadow decides, as for any array
+                dropped[key] = pair
+                del pair
+            shadows[key] = (a, self._new_shadow(a, ops if type(a) is first else None))
 
     def _new_shadow(self, a, ops: ArrayOps | None = None):
         """A zero shadow of ``a``: the one it had before :meth:`reset` when nothing else holds that any more
@@ -853,7 +948,8 @@ class LaunchTape:
             self._unzeroed = []
             return
         with device_heap.deferring():  # the gradient launches' heap checks: read once, after the last
-            key = graph_key(self.records, unzeroed, seeds, finals, self._repeats, self._generation) \
+            key = graph_key(self.records, self._gradient_args, unzeroed, seeds, finals, self._repeats,
+                            self._generation) \
                 if self.graphs and shadows is None else None
             if key is None or not self._graph.run(key, self.records[0].ops.module,
                                                   self._captured(unzeroed, seeds, finals)):
@@ -895,7 +991,7 @@ class LaunchTape:
                     hand = registered_gradient(record.launch.kernel)
                     if hand is not record.hand:  # registered after the launch was recorded: it replaces the other
                         self._hand_written(record, hand)
-                    args = record.reverse_args if shadows is None else self._scratch_args(record, shadows)
+                    args = self._gradient_args(record) if shadows is None else self._scratch_args(record, shadows)
                     reverse(record, args, stream)
                 if snapshots:
                     restore(record)  # the memory as the launch found it: as the launch before left it
@@ -903,6 +999,20 @@ class LaunchTape:
             pending.where = None  # (later launches of the thread are not the tape's)
         for a, value, _ in finals:
             ops_of(a).assign(a, value)
+
+    def _gradient_args(self, record: LaunchRecord) -> tuple:
+        """The arguments of ``record``'s gradient (see :attr:`LaunchRecord.reverse_args`)."""
+        args = record.reverse_args
+        return tuple(self._with_shadows(record.args, record.plan.dup)) if args is None else args
+
+    def _with_shadows(self, args: tuple, dup: tuple[bool, ...]) -> list:
+        """``args``, each float array followed by its shadow."""
+        shadows, out = self._shadows, []
+        for a, d in zip(args, dup):
+            out.append(a)
+            if d:
+                out.append(shadows[id(a)][1])
+        return out
 
     def _known_shadow(self, a):
         if id(a) not in self._shadows:
@@ -959,6 +1069,7 @@ class LaunchTape:
         each (a split launch's tapes are then not reversed: they stay on the heap)."""
         args, dup = record.args, record.plan.dup
         adjoints = tuple(self._shadow(a) if d else a for a, d in zip(args, dup))
+        self._escaped.update(id(a) for a, d in zip(args, dup) if d)
         record.hand, record.split, record.gradient = hand, False, hand
         record.reverse, record.reverse_args = _launcher(hand, record.launch, None), args + adjoints
 
@@ -1001,6 +1112,8 @@ class LaunchTape:
         self._on_device = False
         self._dropped, self._shadows = self._shadows, {}  # reused by the next recording when nobody holds them
         self._taken.clear()
+        self._settled = 0
+        self._handed, self._escaped = self._escaped, set()
 
     def __del__(self) -> None:
         unfreed = sum(1 for r in getattr(self, "records", ()) if r.holders is not None)

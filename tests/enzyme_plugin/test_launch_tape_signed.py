@@ -190,7 +190,7 @@ def test_the_graph_key_names_each_arrays_memory(fake):
         tape.reset()
         with tape:
             P.program(x, y, w, out, 2, 32, None)
-        return graph_key(tape.records, [], [(out, tape.gradient(out), 1.0)], tape._final_values())
+        return graph_key(tape.records, tape._gradient_args, [], [(out, tape.gradient(out), 1.0)], tape._final_values())
 
     arrays = [cp.asarray(np.linspace(0.1, 1.2, 64)), cp.zeros(64), cp.asarray([2.0]), cp.zeros(1)]
     key_of(*arrays)
@@ -216,8 +216,8 @@ def test_the_graph_key_kept_by_repeated_launches_is_the_key_read_afresh(fake):
         with tape:
             P.program(x, y, w, out, 2, 32, None)
         seeds, finals = [(out, tape.gradient(out), 1.0)], tape._final_values()
-        kept = graph_key(tape.records, [], seeds, finals, tape._repeats, tape._generation)
-        afresh = graph_key(tape.records, [], seeds, finals)
+        kept = graph_key(tape.records, tape._gradient_args, [], seeds, finals, tape._repeats, tape._generation)
+        afresh = graph_key(tape.records, tape._gradient_args, [], seeds, finals)
         return kept, afresh
 
     arrays = [cp.asarray(np.linspace(0.1, 1.2, 64)), cp.zeros(64), cp.asarray([2.0]), cp.zeros(1)]

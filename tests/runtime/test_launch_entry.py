@@ -20,6 +20,7 @@ import pytest
 from gpucompiler import device as gd
 from gpucompiler.errors import ArgumentBindingError, CudaError
 from gpucompiler.kernel import NATIVE_AFTER, Kernel, Launch, recording_launches
+from gpucompiler.runtime import cuda
 from gpucompiler.runtime.devices import Device
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kernels"))
@@ -556,3 +557,79 @@ def test_run_launches_natively_while_launches_are_recorded(fake):
         launch.run(out)  # launched now
     assert recorded == [(out,)] and driver.native_launches == before + 1
     np.testing.assert_array_equal(out.get(), np.full(8, NATIVE_AFTER + 2))
+
+
+def _k1(a):
+    gd.grid(1)
+
+
+def _k2(a, b):
+    gd.grid(1)
+
+
+def _k3(a, b, c):
+    gd.grid(1)
+
+
+def _k4(a, b, c, d):
+    gd.grid(1)
+
+
+def _k5(a, b, c, d, e):
+    gd.grid(1)
+
+
+def _k6(a, b, c, d, e, f):
+    gd.grid(1)
+
+
+ARITIES = (_k1, _k2, _k3, _k4, _k5, _k6)
+DTYPES = (np.float64, np.float32, np.int64, np.int32)
+SCALARS = (lambda r: float(r.normal()), lambda r: int(r.integers(-2**62, 2**62)), lambda r: bool(r.integers(2)),
+           lambda r: np.float64(r.normal()), lambda r: np.float32(r.normal()), lambda r: np.int64(r.integers(-9, 9)),
+           lambda r: np.int32(r.integers(-9, 9)), lambda r: np.bool_(r.integers(2)))
+
+
+def _random_array(cp, rng, dtype, ndim: int, strided: bool, length: int):
+    shape = tuple(int(rng.integers(1, 5)) for _ in range(ndim - 1)) + (length,)
+    full = cp.asarray(np.arange(int(np.prod(shape)) * (2 if strided else 1)).astype(dtype).reshape(
+        *shape[:-1], length * (2 if strided else 1)))
+    return full[..., ::2] if strided else full
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_signatures_pass_the_python_launchs_bytes(fake, seed):
+    """A random kernel signature (1-6 arguments: scalars of each type, CuPy arrays of 1-3 dimensions, four
+    dtypes, strided or not), grid, block and stream: after the entry is made, launches on new values of the same
+    kinds (other scalars, arrays of other lengths) reach the driver through the entry with the Python launch's
+    bytes, grid, block and stream (those of another signature through the Python launch)."""
+    cp, driver = fake
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 7))
+    plan = []
+    for _ in range(n):
+        if rng.random() < 0.5:
+            plan.append(("scalar", int(rng.integers(len(SCALARS)))))
+        else:
+            plan.append(("array", DTYPES[int(rng.integers(4))], int(rng.integers(1, 4)), bool(rng.integers(2))))
+
+    def values(length: int) -> tuple:
+        return tuple(SCALARS[p[1]](rng) if p[0] == "scalar" else _random_array(cp, rng, p[1], p[2], p[3], length)
+                     for p in plan)
+
+    grid = tuple(int(rng.integers(1, 4)) for _ in range(int(rng.integers(1, 4))))
+    block = int(rng.choice([1, 32, 64, 256]))
+    stream = [None, 0, 7][int(rng.integers(3))]
+    kernel = Kernel(ARITIES[n - 1])
+    launch = kernel[grid, block] if stream is None else kernel[grid, block, stream]
+    first = values(5)
+    warm(launch, *first)
+    key = cuda.signature(first)[0]
+    for length in (3, 8, 1):  # 1: a strided array whose last extent is 1 is contiguous, another signature
+        args = values(length)
+        before = driver.native_launches
+        launch(*args)
+        assert driver.native_launches == before + (cuda.signature(args)[0] == key)
+        launched = driver.params[-1], driver.calls[-1]
+        Launch.__call__(launch, *args)
+        assert (driver.params[-1], driver.calls[-1]) == launched

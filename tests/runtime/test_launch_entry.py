@@ -597,6 +597,12 @@ def _random_array(cp, rng, dtype, ndim: int, strided: bool, length: int):
     return full[..., ::2] if strided else full
 
 
+def _key(args) -> tuple:
+    sig = cuda.signature(args)
+    assert sig is not None
+    return sig[0]
+
+
 @pytest.mark.parametrize("seed", range(24))
 def test_random_signatures_pass_the_python_launchs_bytes(fake, seed):
     """A random kernel signature (1-6 arguments: scalars of each type, CuPy arrays of 1-3 dimensions, four
@@ -624,12 +630,12 @@ def test_random_signatures_pass_the_python_launchs_bytes(fake, seed):
     launch = kernel[grid, block] if stream is None else kernel[grid, block, stream]
     first = values(5)
     warm(launch, *first)
-    key = cuda.signature(first)[0]
+    key = _key(first)
     for length in (3, 8, 1):  # 1: a strided array whose last extent is 1 is contiguous, another signature
         args = values(length)
         before = driver.native_launches
         launch(*args)
-        assert driver.native_launches == before + (cuda.signature(args)[0] == key)
+        assert driver.native_launches == before + (_key(args) == key)
         launched = driver.params[-1], driver.calls[-1]
         Launch.__call__(launch, *args)
         assert (driver.params[-1], driver.calls[-1]) == launched

@@ -94,8 +94,8 @@ from .arguments import SCALAR_TYPES, TYPESTR, argument_type, cuda_array_type, is
 from . import dlpack
 from .device_heap import after_launch, check_pending, flag_address
 from .devices import chosen_device, current_device
-from .launch_entry import (NativeLaunch, StreamMode, current_stream, driver_launch, invalidate, is_valid, layout_ok,
-                           plan_of)
+from .launch_entry import (NativeLaunch, StreamMode, compiled, current_stream, driver_launch, invalidate, is_valid,
+                           layout_ok, plan_of)
 from .pyentry import Guard
 from ..targets.ptx import PTXTarget
 from .params import array_param, param_array, scalar_param
@@ -738,11 +738,12 @@ class BoundLaunch:
         current, mode = current_stream(cupy) if self.follow and ndarray is not None else (None, StreamMode.GIVEN)
         plan = plan_of(args, key, ndarray, mode)
         guard = Guard.of([*self.kernel._deps, (globals(), "_state", _state)])
-        launch = driver_launch(d) if plan is not None and guard is not None else None
-        if plan is None or guard is None or launch is None:
+        launch = driver_launch(d, launcher.fn) if plan is not None and guard is not None else None
+        code = compiled(plan) if plan is not None and launch is not None else None
+        if plan is None or guard is None or launch is None or code is None:
             return None
         made: list = []
-        entry = NativeLaunch(plan, launch, launcher, self.dims, self.hstream, current, args, key, fallback,
+        entry = NativeLaunch(plan, code, launch, launcher, self.dims, self.hstream, current, args, key, fallback,
                              functools.partial(_refused, made), recorder, chosen_device.__self__, guard, ndarray)
         made.append(entry.words)
         self.entries = [(c, w) for c, w in self.entries if is_valid(w)] + [(ctx, entry.words)]

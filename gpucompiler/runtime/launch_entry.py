@@ -24,6 +24,7 @@ import functools
 import os
 import sys
 import threading
+import warnings
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ import numpy as np
 from ..codegen.launchwords import (ARG_WORDS, W_ARGS, W_BUFFER, W_CURRENT, W_DATA, W_DEVICE, W_DIMS, W_DTYPE,
                                    W_FUNCTION, W_GUARD, W_LAUNCH, W_NDARRAY, W_PARAMS, W_PTR, W_RECORDER, W_SHAPE,
                                    W_STREAM, W_STRIDES, W_THREAD, W_VALID, Kind, Plan, StreamMode, param_sizes)
+from ..errors import GPUCompilerError
 from .pyentry import Guard, layout_ok
 
 _METH_FASTCALL, _METH_KEYWORDS = 0x0080, 0x0002
@@ -54,15 +56,21 @@ _compile_lock = threading.Lock()
 
 
 @functools.cache
-def _entry(plan: Plan) -> tuple[Any, int]:
-    """The compiled entry of ``plan`` (the library, kept alive here, and the entry's address). The code
+def compiled(plan: Plan) -> tuple[Any, int] | None:
+    """The compiled entry of ``plan`` (the library, kept alive here, and the entry's address); None, after a
+    ``RuntimeWarning``, where LLVM could not compile or load it (launches stay on the Python launch). The code
     generator and llvmlite's library load here, at the first entry, not with the CUDA runtime."""
     from ..codegen.launchentry import emit_launch_entry
     from .cpu import CPULibrary
 
-    with _compile_lock:
-        lib = CPULibrary.from_ir(emit_launch_entry(plan, _NAME))
-    return lib, lib.address(_NAME)
+    try:
+        with _compile_lock:
+            lib = CPULibrary.from_ir(emit_launch_entry(plan, _NAME))
+        return lib, lib.address(_NAME)
+    except (GPUCompilerError, RuntimeError) as exc:
+        warnings.warn(f"no native launch entry for arguments {plan[0]}: {exc}; these launches stay on the Python "
+                      "launch", RuntimeWarning, stacklevel=2)
+        return None
 
 
 @functools.cache
@@ -87,13 +95,15 @@ def libcuda_launch() -> int | None:
     return ctypes.cast(fn, ctypes.c_void_p).value
 
 
-def driver_launch(d) -> tuple[int, Any] | None:
-    """``(address of a C cuLaunchKernel, handle(CUfunction) -> int)`` of driver binding ``d``; None: none."""
+def driver_launch(d, fn) -> tuple[int, int] | None:
+    """``(address of a C cuLaunchKernel, function fn's handle as an int)`` of driver binding ``d``; None where
+    there is no C function or ``fn`` is no handle."""
     own = getattr(d, "native_launch", None)
-    if own is not None:
-        return own()
-    address = libcuda_launch()
-    return None if address is None else (address, int)
+    address, handle = own() if own is not None else (libcuda_launch(), int)
+    try:
+        return None if address is None else (address, handle(fn))
+    except (TypeError, ValueError):  # not a handle the binding converts: launches stay on the Python launch
+        return None
 
 
 def plan_of(args, key, ndarray, stream_mode: StreamMode) -> Plan | None:
@@ -124,8 +134,8 @@ class NativeLaunch:
 
     __slots__ = ("words", "function")
 
-    def __init__(self, plan: Plan, launch: tuple[int, Any], launcher, dims, stream: int, current, args, key,
-                 fallback, on_error, recorder, device, guard: Guard, ndarray):
+    def __init__(self, plan: Plan, code: tuple[Any, int], launch: tuple[int, int], launcher, dims, stream: int,
+                 current, args, key, fallback, on_error, recorder, device, guard: Guard, ndarray):
         kinds = plan[0]
         sizes = param_sizes(plan)
         buffer = (ctypes.c_int64 * max(sum(sizes) // 8, 1))()
@@ -136,8 +146,7 @@ class NativeLaunch:
         params = (ctypes.c_void_p * max(len(sizes), 1))(*offsets)
         names = tuple(sys.intern(n) for n in ("dtype", "shape", "strides", "data", "ptr"))
         words = (ctypes.c_uint64 * (W_ARGS + ARG_WORDS * len(kinds)))()
-        address, handle = launch
-        words[W_THREAD], words[W_LAUNCH], words[W_FUNCTION] = threading.get_ident(), address, handle(launcher.fn)
+        words[W_THREAD], (words[W_LAUNCH], words[W_FUNCTION]) = threading.get_ident(), launch
         words[W_STREAM], words[W_PARAMS], words[W_BUFFER] = stream, ctypes.addressof(params), base
         words[W_RECORDER], words[W_DEVICE], words[W_GUARD] = id(recorder), id(device), ctypes.addressof(guard.words)
         words[W_NDARRAY], words[W_CURRENT] = id(ndarray), id(current)
@@ -155,10 +164,10 @@ class NativeLaunch:
                 words[at] = id(type(a))
         words[W_VALID] = 1
         self.words = words
-        method = _MethodDef(_NAME.encode(), _entry(plan)[1], _METH_FASTCALL | _METH_KEYWORDS, None)
+        method = _MethodDef(_NAME.encode(), code[1], _METH_FASTCALL | _METH_KEYWORDS, None)
         # the tuple keeps alive everything the words point at
         state = (fallback, words, on_error, method, buffer, params, guard, names, expected, recorder, device,
-                 ndarray, current, launcher, _entry(plan)[0])
+                 ndarray, current, launcher, code[0])
         self.function = _new_builtin(ctypes.addressof(method), state, None)
 
 
@@ -187,5 +196,5 @@ def current_stream(cupy) -> tuple[Any, StreamMode]:
     return current, StreamMode.OBJECT
 
 
-__all__ = ["NativeLaunch", "StreamMode", "current_stream", "driver_launch", "invalidate", "is_valid", "layout_ok", "numpy_scalars_ok",
+__all__ = ["NativeLaunch", "StreamMode", "compiled", "current_stream", "driver_launch", "invalidate", "is_valid", "layout_ok", "numpy_scalars_ok",
            "plan_of"]

@@ -9,6 +9,8 @@ kernels' results are NumPy's. Every guard of the Python launch is tripped once t
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import os
 import sys
 import threading
@@ -20,13 +22,14 @@ import pytest
 from gpucompiler import device as gd
 from gpucompiler.errors import ArgumentBindingError, CudaError
 from gpucompiler.kernel import NATIVE_AFTER, Kernel, Launch, recording_launches
-from gpucompiler.runtime import cuda
+from gpucompiler.runtime import cuda, launch_entry
+from gpucompiler.runtime.cpu import CPULibrary, LinkError
 from gpucompiler.runtime.devices import Device
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kernels"))
 sys.path.insert(0, os.path.dirname(__file__))
 import fake_cupy
-from test_cuda_launch import FakeDriver  # pyright: ignore[reportMissingImports]
+from test_cuda_launch import _LAUNCH_KERNEL, FakeDriver  # pyright: ignore[reportMissingImports]
 
 
 @pytest.fixture
@@ -509,10 +512,12 @@ def test_launches_and_misses_hold_no_reference(fake):
     assert len(launch._entries) == 3  # one per signature, each falling back to the one before
     watched = [x, x.dtype, x.shape, x.strides, x.data, strided, strided.shape, strided.strides, other,
                other.dtype, cp.cuda.get_current_stream(), np.float64, 1.0]
+    gc.collect()  # the cycles of earlier tests' entries hold dtypes too: gone before counting
     before = [sys.getrefcount(o) for o in watched]
     natives = driver.native_launches
     rounds(1000)
     assert driver.native_launches == natives + 3000
+    gc.collect()
     assert [sys.getrefcount(o) for o in watched] == before
 
 
@@ -639,3 +644,72 @@ def test_random_signatures_pass_the_python_launchs_bytes(fake, seed):
         launched = driver.params[-1], driver.calls[-1]
         Launch.__call__(launch, *args)
         assert (driver.params[-1], driver.calls[-1]) == launched
+
+
+class IntHandles(FakeDriver):
+    """A driver binding as cuda-bindings is to the entry: no ``native_launch``, int function handles (``int()`` of
+    a ``CUfunction``); its C ``cuLaunchKernel`` stands for libcuda's."""
+
+    native_launch = None  # type: ignore[assignment]
+
+    def cuModuleGetFunction(self, module, name):
+        super().cuModuleGetFunction(module, name)
+        return (0, 4096 + module)
+
+
+def test_a_binding_without_its_own_c_function_launches_through_libcudas(fake, monkeypatch):
+    cp, _ = fake
+    driver = IntHandles()
+    monkeypatch.setattr(cuda, "_driver", lambda: driver)
+    monkeypatch.setattr(cuda, "_state", {"init": False})
+    calls = []
+
+    def launch_kernel(fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        calls.append(fn)
+        return int(driver.cuLaunchKernel(fn, gx, gy, gz, bx, by, bz, shared, stream or 0, params, extra)[0])
+
+    c_launch = _LAUNCH_KERNEL(launch_kernel)
+    monkeypatch.setattr(launch_entry, "libcuda_launch", lambda: ctypes.cast(c_launch, ctypes.c_void_p).value)
+    out = cp.zeros(8)
+    launch = count()[1, 8]
+    warm(launch, out)
+    launch(out)
+    assert calls == [4097]
+    np.testing.assert_array_equal(out.get(), np.full(8, NATIVE_AFTER + 2))
+
+
+def test_no_c_function_or_no_int_handle_keeps_the_python_launch(fake, monkeypatch):
+    cp, driver = fake
+    monkeypatch.setattr(driver, "native_launch", None)
+    monkeypatch.setattr(launch_entry, "libcuda_launch", lambda: None)  # no libcuda here
+    out = cp.zeros(8)
+    launch = count()[1, 8]
+    for _ in range(4 * NATIVE_AFTER):
+        launch(out)
+    assert type(launch) is Launch
+    monkeypatch.setattr(launch_entry, "libcuda_launch", lambda: 1)  # an address, but the fake's handles are tuples
+    launch = count()[1, 8]
+    for _ in range(4 * NATIVE_AFTER):
+        launch(out)
+    assert type(launch) is Launch
+    np.testing.assert_array_equal(out.get(), np.full(8, 8.0 * NATIVE_AFTER))
+
+
+def test_an_entry_llvm_cannot_make_warns_and_keeps_the_python_launch(fake, monkeypatch):
+    cp, _ = fake
+
+    def fails(*args, **kwargs):
+        raise LinkError("unresolved external symbol(s) PyContextVar_Get")
+
+    monkeypatch.setattr(CPULibrary, "from_ir", fails)
+    launch_entry.compiled.cache_clear()
+    try:
+        out = cp.zeros(3)  # a plan no other test compiled before: (one array), three elements
+        launch = count()[1, 3]
+        with pytest.warns(RuntimeWarning, match="no native launch entry"):
+            for _ in range(NATIVE_AFTER + 1):
+                launch(out)
+        assert type(launch) is Launch
+        np.testing.assert_array_equal(out.get(), np.full(3, NATIVE_AFTER + 1.0))
+    finally:
+        launch_entry.compiled.cache_clear()

@@ -18,7 +18,8 @@ times inside the stages: LLVM's own work on the final module (the ``O<n>`` pipel
 :func:`gpucompiler.stages.optimize.after_ad`, and the code generation) and the cache key's plugin
 identity; then a table per tree splitting each first call into LLVM's own work on the final module and
 the rest, with the rest's imports (Python modules loaded during the call) and its time outside the
-pipeline (the key with inference, the cache, loading). ``--profile N``: each program's first call once
+pipeline (the key with inference, the cache, loading), and the cyclic collector's passes during the call (the last
+runs when the compile's pause of the collector ends: its time and the objects it freed). ``--profile N``: each program's first call once
 more under ``cProfile``, its ``N`` functions with the most time of their own. ``--warm N``: each program's
 first call ``N`` more times with the modules it loaded imported before it (medians), split into the pipeline (LLVM on
 the final module, its ``O<n>`` before AD, the rest) and what is outside it. ``--cached``: our first calls from the disk
@@ -333,15 +334,30 @@ if len(sys.argv) > 5:  # the modules a first call of this program loads, importe
         importlib.import_module(module)
     stages.pop("imports", None)
 before = set(sys.modules)
+import gc
+collector = {"ms": 0.0, "collected": 0, "passes": 0, "last_ms": 0.0, "last_collected": 0}
+
+
+def collected(phase, info, start=[0.0]):  # the collector's passes during the call (the last: when the pause ends)
+    if phase == "start":
+        start[0] = time.perf_counter()
+        return
+    ms = (time.perf_counter() - start[0]) * 1e3
+    collector.update(ms=collector["ms"] + ms, collected=collector["collected"] + info["collected"],
+                     passes=collector["passes"] + 1, last_ms=ms, last_collected=info["collected"])
+
+
 if top:
     import cProfile
     profile = cProfile.Profile()
     profile.enable()
+gc.callbacks.append(collected)
 t1 = time.perf_counter()
 c1 = time.process_time()
 out = block(fn(*args))
 c2 = time.process_time()
 t2 = time.perf_counter()
+gc.callbacks.remove(collected)
 functions = []
 if top:  # the functions with the most time of their own (the profile's overhead included)
     import pstats
@@ -352,7 +368,7 @@ if top:  # the functions with the most time of their own (the profile's overhead
                  for (path, line, fn), (_, _, tt, ct, _) in own]
 flat = [float(v) for part in (out if isinstance(out, tuple) else (out,)) for v in np.ravel(np.asarray(part))]
 print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_ms": (t2 - t1) * 1e3, "cpu_ms": (c2 - c1) * 1e3,
-                  "values": flat, "stages_ms": stages, "profile": functions,
+                  "values": flat, "stages_ms": stages, "profile": functions, "collector": collector,
                   "loaded": sorted(m for m in set(sys.modules) - before if m.split(".")[0] != "__mp_main__")}))
 """
 
@@ -476,6 +492,12 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
                   f"{med(o['first_ms'] - x for o, x in zip(ours, llvm)):.0f} | {med(part(o, 'imports') for o in ours):.0f} "
                   f"| {med(o['first_ms'] - part(o, 'pipeline') for o in ours):.0f} |"
                   + (f" {med(j['first_ms'] for j in rows[(name, 'jax')]):.0f} |" if jax else ""))
+        print(f"\n{t[-40:]}: the collector's passes during the call (ms, the objects they freed; medians): "
+              + ", ".join(f"{name} {med(o['collector']['ms'] for o in rows[(name, t)]):.1f} "
+                          f"({med(o['collector']['collected'] for o in rows[(name, t)]):.0f}), the last "
+                          f"{med(o['collector']['last_ms'] for o in rows[(name, t)]):.1f} "
+                          f"({med(o['collector']['last_collected'] for o in rows[(name, t)]):.0f})"
+                          for name in ARGUMENTS if "collector" in rows[(name, t)][0]))
     if warmed:
         print(f"\n{ROOT[-40:]}: each first call again, the modules it loads imported before it (ms, medians of {warm} "
               "processes; the rest of the pipeline: IR generation, deferred linking, the AD engine, the stages' checks):")

@@ -450,6 +450,9 @@ def _overlap(a, b) -> bool:
 
 _is = operator.is_
 
+_DEFERRING = device_heap.deferring()
+"""The context in which this thread's launches defer their heap checks (entered by a recording's first GPU launch)."""
+
 
 def _same_dtype(a, b) -> bool:
     """Whether two dtypes are the same (the same object mostly: no comparison then)."""
@@ -511,11 +514,13 @@ class LaunchTape:
             rec.__exit__(*exc)
         device_heap.PENDING.where = None  # (later launches of the thread are not the recording's)
         try:
-            self._settle()  # the shadows of the repeated launches' arrays
+            if self._settled != len(self.records):
+                self._settle()  # the shadows of the repeated launches' arrays
         finally:
-            if deferring:  # the heap checks of the recording's GPU launches, read now
-                device_heap.deferring().__exit__(None, None, None)
-                self._check_heap(recording=True, failed=exc[1] is not None)
+            if deferring:  # the heap checks of the recording's GPU launches, read now (none noted: nothing to read)
+                _DEFERRING.__exit__(None, None, None)
+                if device_heap.PENDING.checks:
+                    self._check_heap(recording=True, failed=exc[1] is not None)
 
     def _check_heap(self, recording: bool, failed: bool = False) -> None:
         """Read the heap flags of the launches made since the last check (one wait per stream; none without
@@ -551,7 +556,7 @@ class LaunchTape:
                 raise LaunchError(f"unknown device {where!r}; use {CPU!r} for the CPU grid emulation or a CUDA "
                                   "stream")
             if not self._deferring:  # its heap check, if its kernel has one: read at the end of the recording
-                device_heap.deferring().__enter__()
+                _DEFERRING.__enter__()
                 self._deferring = self._on_device = True
             if launch.device is None and (sig := cuda_runtime.signature(args)) is not None:
                 k.refresh()  # world age (below for the others): a rebound global gives a new form
@@ -653,7 +658,7 @@ class LaunchTape:
         if form.age != k.world_age:
             return False
         if not self._deferring:  # its heap check, if its kernel has one: read at the end of the recording
-            device_heap.deferring().__enter__()
+            _DEFERRING.__enter__()
             self._deferring = self._on_device = True
         ops, runs, record = m.ops, form.runs, m.record
         assert runs is not None
@@ -1038,10 +1043,11 @@ class LaunchTape:
             accumulated = r.plan.accumulated
             if not r.snapshots and not accumulated:
                 continue
+            first = type(r.args[r.plan.arrays[0]])  # the type of the arrays of r.ops
             for j in (*(j for j, _ in r.snapshots), *accumulated):
                 a = r.args[j]
                 if id(a) not in seen:
-                    seen[id(a)] = (a, self._copy(("final", id(a)), a, fill=False), r)
+                    seen[id(a)] = (a, self._copy(("final", id(a)), a, False, r.ops if type(a) is first else None), r)
         return list(seen.values())
 
     def _restore(self, record: LaunchRecord) -> None:

@@ -2,11 +2,12 @@
 
 A launch object (``k[grid, block]``) that launched the same signature many times through its bound launcher
 (:class:`gpucompiler.runtime.cuda.BoundLaunch`'s fast path: one device, none chosen, no device-heap check)
-gets a builtin function as its ``__call__`` (:func:`gpucompiler.kernel.Launch` asks its runtime for one):
-the entry of :mod:`gpucompiler.codegen.launchentry`, compiled once per :data:`~.launchentry.Plan` (the
-arguments' kinds) and made a ``PyCFunction`` whose ``self`` tuple holds this launch's words. A warm launch
+gets a builtin function as its ``__call__`` (:class:`gpucompiler.kernel.Launch` asks its runtime for one):
+the entry of :mod:`gpucompiler.codegen.launchentry`, compiled once per :data:`~.launchwords.Plan` (the
+arguments' kinds; :func:`compiled`, which loads llvmlite at the first one) and made a ``PyCFunction`` whose
+``self`` tuple holds this launch's words. A warm launch
 is then the interpreter's call into native code that checks what the Python launch checks (argument
-count and exact types, each CuPy array's ``dtype``, ``shape`` and ``strides``, the kernel's global reads,
+count and exact types, each CuPy array's ``dtype``, rank and contiguity, the kernel's global reads,
 the launch recorder, the chosen device, the thread, the runtime's state), reads CuPy's current stream,
 fills its own parameter buffer and calls the driver's ``cuLaunchKernel`` through its C function pointer.
 Anything else goes to the Python launch unchanged (:class:`NativeLaunch`).
@@ -169,7 +170,6 @@ class NativeLaunch:
         state = (fallback, words, on_error, method, buffer, params, guard, names, expected, recorder, device,
                  ndarray, current, launcher, code[0])
         self.function = _new_builtin(ctypes.addressof(method), state, None)
-
 
 
 def invalidate(words) -> None:

@@ -39,19 +39,9 @@ from .arrays import CupyOps
 from .gradients import registered_gradient
 
 
-def _memory(x, ndarray: type) -> tuple | None:
-    """What a graph takes of an argument: a CuPy array's address and layout, a scalar's type and value (None:
-    anything else)."""
-    tp = type(x)
-    if tp is ndarray:
-        return x.data.ptr, x.shape, x.strides, x.dtype
-    if tp in SCALAR_TYPES:
-        return tp, x
-    return None
-
-
 def _memories(xs, ndarray: type) -> tuple | None:
-    """:func:`_memory` of each of ``xs``; None when one has none."""
+    """What a graph takes of each of ``xs``: a CuPy array's address and layout, a scalar's type and value; None
+    when one is anything else."""
     out = []
     for x in xs:
         tp = type(x)
@@ -97,15 +87,22 @@ def graph_key(records: list, args_of: Callable[[Any], tuple], unzeroed: list, se
         if m is not None:
             m.graph_part = (generation, r.gradient, r.launch, part)
         parts.append(part)
-    parts.append(tuple(_memory(shadow, ndarray) for _, shadow in unzeroed))
+    part = _memories([shadow for _, shadow in unzeroed], ndarray)
+    if part is None:
+        return None
+    parts.append(part)
     for _, shadow, g in seeds:
         if type(g) is ndarray and (g.dtype != shadow.dtype or g.shape != shadow.shape):
             return None  # (CuPy could make a temporary for it, which the graph would outlive)
-        parts.append((_memory(shadow, ndarray), _memory(g, ndarray)))
+        part = _memories((shadow, g), ndarray)
+        if part is None:
+            return None
+        parts.append(part)
     for a, copy, _ in finals:
-        parts.append((_memory(a, ndarray), _memory(copy, ndarray)))
-    if any(None in p for p in parts[len(records):]):
-        return None
+        part = _memories((a, copy), ndarray)
+        if part is None:
+            return None
+        parts.append(part)
     return ops.module.cuda.Device().id, tuple(parts)
 
 

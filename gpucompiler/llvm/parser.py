@@ -12,7 +12,7 @@ from . import types as T
 from .lexer import tokenize, tokenize_lines, unquote
 from .metadata import MDNode, NamedMetadata
 from .module import Function, GlobalAlias, GlobalVariable, Module, no_cyclic_gc
-from .parser_instructions import _MARKER, InstructionParser
+from .parser_instructions import _MARKER, SHAPES, InstructionParser
 from .parser_values import Emitter, _join
 from .values import Argument, PendingUses, Placeholder, constant
 
@@ -26,6 +26,7 @@ _INDENTED_BRACE = re.compile(r"\n[ \t]+\}")
 _TYPELESS_ALIASEES = frozenset(("getelementptr", "bitcast", "addrspacecast", "inttoptr"))
 #: instructions LLVM may print over several lines
 _MULTILINE = frozenset(("switch", *_CONTINUED))
+_NO_SHAPES: dict = {}
 
 
 def parse(text: str, *, lazy: bool = False) -> Module:
@@ -439,6 +440,7 @@ class Parser(InstructionParser):
         blocks = fn.blocks
         fwd, local_values, shapes = self.fwd, self.locals, self.shapes
         marker = _MARKER.get
+        portable = SHAPES.get if self.reuse_shapes else _NO_SHAPES.get
         k = -1
         while True:
             k += 1
@@ -479,14 +481,14 @@ class Parser(InstructionParser):
             # an instruction spelled like an earlier one up to value names and numbers is made from
             # that one's shape; the first of each shape is parsed in full (InstructionParser.instruction)
             key = tuple([marker(t[0], t) for t in (toks[i:] if i else toks)])
-            shape = shapes.get(key)
+            shape = shapes.get(key) or portable(key)
             inst = None
             if shape is not None:
                 name = "" if name_tok is None or name_tok[1:].isdigit() else unquote(name_tok[1:])
                 inst = shape.make(self, toks, i, name)
             if inst is None:
                 self.i = i
-                inst = self.instruction(name_tok, key)
+                inst = self.instruction(name_tok, key, shape)
             if attachments:
                 inst.metadata = {a: self.md(v) if v != "!{}" else MDNode(["!{}"]) for a, v in attachments}
             if records:

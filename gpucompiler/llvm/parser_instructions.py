@@ -92,8 +92,9 @@ class InstructionParser(ValueParser):
     block_lines: dict[str, int]
     #: the call site of the call being parsed
     site: CallSite | None = None
-    #: shapes of the instructions parsed so far, by :func:`shape_key` (None: seen once)
-    shapes: dict[tuple[str, ...], Shape | None]
+    #: this parse's shapes of the instructions parsed so far, by :func:`shape_key` (the portable ones
+    #: are in :data:`SHAPES`)
+    shapes: dict[tuple[str, ...], Shape]
     reuse_shapes: bool
 
     def local(self, tok: str, ty: T.Type) -> Value:
@@ -110,32 +111,36 @@ class InstructionParser(ValueParser):
             self.block_lines[tok] = self.lineno
         return b
 
-    def instruction(self, name_tok: str | None, key: tuple[str, ...] | None = None) -> Instruction:
-        """The instruction spelled by ``self.toks[self.i:]``, named by ``name_tok`` (``%x``) if given.
+    def instruction(self, name_tok: str | None, key: tuple[str, ...], shape: Shape | None) -> Instruction:
+        """The instruction spelled by ``self.toks[self.i:]``, named by ``name_tok`` (``%x``) if given,
+        parsed in full: ``shape``, the shape of its :func:`shape_key` ``key`` if any, could not make it.
 
-        An instruction spelled like one parsed before up to its operands' names and numbers (its
-        :class:`Shape`, found by ``key``, the :func:`shape_key` of the tokens) is made from that one's
-        parts; the first of each shape is parsed in full.
+        The shape of what it parses is kept (:meth:`Shape.of`): as the key's shape, by this parse or,
+        where nothing in it belongs to this module, by every parse of the process (:data:`SHAPES`);
+        else as a variant of ``shape`` (the same spelling but for its fixed tokens).
         """
         toks, i = self.toks, self.i
-        if key is None:
-            key = shape_key(toks, i)
         name = "" if name_tok is None or name_tok[1:].isdigit() else unquote(name_tok[1:])
-        if key not in self.shapes:  # most shapes of a small module are seen once: made on the second sighting
-            self.shapes[key] = None
+        if not self.reuse_shapes:
             return self._parse_instruction(name)
-        shape = self.shapes[key]
-        if shape is not None:
-            inst = shape.make(self, toks, i, name)
-            if inst is not None:
-                return inst
         self.sources = []
         inst = self._parse_instruction(name)
         sources, self.sources = self.sources, None
-        if sources is not None and self.reuse_shapes:
-            shape = Shape.of(self, inst, key, sources, toks, i)
-            if shape is not None:
-                self.shapes[key] = shape
+        new = None if sources is None else Shape.of(self, inst, key, sources, toks, i)
+        if shape is None:
+            if new is None:
+                self.shapes[key] = _UNSHAPED
+            elif new.portable:
+                if len(SHAPES) >= _MAX_SHAPES:
+                    SHAPES.clear()
+                SHAPES[key] = new
+            else:
+                self.shapes[key] = new
+        elif new is not None:
+            if shape.portable and not new.portable:  # this parse's own shape for the key, from now on
+                self.shapes[key] = new
+            else:
+                shape.add_variant(new)
         return inst
 
     def _parse_instruction(self, name: str) -> Instruction:
@@ -299,15 +304,22 @@ _MARKERS = frozenset(_MARKER.values())
 class Shape:
     """What every instruction spelled with one :func:`shape_key` shares: opcode, type, parts, typed
     fields, call site, where each operand's token is, and the tokens behind a marker that are not
-    operands (an alignment, an index, a named struct type), which must match."""
+    operands (an alignment, an index, a named struct type), which must match: spellings alike but
+    for those are the shape's variants, by the fixed tokens. A shape is ``portable`` (valid in any
+    parse) when nothing it holds belongs to one module: no named struct type, metadata node,
+    attribute group or target type, and no fixed ``%`` or ``@`` token."""
 
-    __slots__ = ("opcode", "type", "parts", "fields", "call", "sources", "fixed")
+    __slots__ = ("opcode", "type", "parts", "fields", "call", "sources", "fixed", "portable", "variants")
 
     def __init__(self, inst: Instruction, sources: list[Source], fixed: list[tuple[int, str]]):
         self.opcode, self.type, self.parts, self.call = inst.opcode, inst.type, tuple(inst.parts), inst.call
         self.fields = inst.fields()
         self.sources = tuple(sources)
         self.fixed = tuple(fixed)
+        self.portable = (all(t[0] not in "%@" for _, t in fixed) and _portable_type(self.type)
+                         and all(_portable_part(p) for p in self.parts)
+                         and (self.fields[4] is None or _portable_type(self.fields[4])))
+        self.variants: dict[tuple[str, ...], Shape] | None = None
 
     @classmethod
     def of(cls, p: InstructionParser, inst: Instruction, key: tuple[str, ...], sources: list[Source],
@@ -328,18 +340,37 @@ class Shape:
         fixed = [(k, toks[i + k]) for k, marker in enumerate(key) if marker in _MARKERS and k not in taken]
         return cls(inst, rel, fixed)
 
+    def add_variant(self, other: Shape) -> None:
+        """Keep ``other``, spelled like this shape but for its fixed tokens, as a variant."""
+        if other.portable < self.portable or [k for k, _ in other.fixed] != [k for k, _ in self.fixed]:
+            return
+        if self.variants is None:
+            self.variants = {}
+        elif len(self.variants) >= _MAX_VARIANTS:
+            return
+        self.variants[tuple([t for _, t in other.fixed])] = other
+
     def make(self, p: InstructionParser, toks: list[str], i: int, name: str) -> Instruction | None:
-        """The instruction of this shape spelled by ``toks[i:]``, None if a fixed token differs."""
+        """The instruction of this shape (or of its variant) spelled by ``toks[i:]``, None if it has no
+        variant with these fixed tokens or an operand's token names a struct type of this module."""
         for k, t in self.fixed:
             if toks[i + k] != t:
-                return None
+                if self.variants is None:
+                    return None
+                variant = self.variants.get(tuple([toks[i + k] for k, _ in self.fixed]))
+                return None if variant is None else variant.make(p, toks, i, name)
         ops: list[Value] = []
         local, block, glob = p.locals.get, p.blocks.get, p.gvals.get
+        structs = p.module.struct_types if self.portable else None
         for k, kind, ty in self.sources:
             t = toks[i + k]
             if kind == LOCAL:
                 v = local(t)
-                ops.append(v if v is not None else p.local(t, ty))
+                if v is None:
+                    if structs and unquote(t[1:]) in structs:
+                        return None
+                    v = p.local(t, ty)
+                ops.append(v)
             elif kind == CONSTANT:
                 ops.append(constant(ty, t))
             elif kind == BLOCK:
@@ -349,6 +380,36 @@ class Shape:
                 v = glob(t)
                 ops.append(v if v is not None else p.global_ref(t))
         return p.made(Instruction.parsed(self.opcode, self.type, self.parts, name, self.call, self.fields), ops)
+
+
+class _Unshaped(Shape):
+    """The mark of a key whose instruction has no shape in this parse (an operand spelled over
+    several tokens, a ``metadata`` argument): parsed in full each time."""
+
+    def __init__(self):
+        self.fixed, self.variants, self.portable = (), None, False
+
+    def add_variant(self, other: Shape) -> None:
+        pass
+
+    def make(self, p: InstructionParser, toks: list[str], i: int, name: str) -> Instruction | None:
+        return None
+
+
+_UNSHAPED = _Unshaped()
+#: portable shapes, by key, for every parse of the process (cleared when it reaches its bound)
+SHAPES: dict[tuple[str, ...], Shape] = {}
+_MAX_SHAPES = 20000
+_MAX_VARIANTS = 64
+
+
+def _portable_type(t: T.Type) -> bool:
+    s = str(t)
+    return "%" not in s and "target(" not in s
+
+
+def _portable_part(p: object) -> bool:
+    return type(p) is str or type(p) is int or (isinstance(p, T.Type) and _portable_type(p))
 
 
 def _resolve(p: InstructionParser, kind: int, tok: str, ty: T.Type) -> Value:

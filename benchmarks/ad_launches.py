@@ -32,7 +32,10 @@ of a round (``out[0] = 0`` and ``reset()``, the two recorded launches,
 ``backward``) the median and the best of ``--reps`` rounds, beside the same
 launches made directly (the two kernels, then the two gradient kernels):
 the tape's own work per recorded launch is the recording's time less the
-direct launches', over two.
+direct launches', over two. ``--read-gradients``: each round also reads
+``tape.gradient(x)`` and ``tape.gradient(w)`` after its timed parts, as a
+training loop does (the next recording then checks those two shadows for
+other holders before it takes them again).
 """
 
 from __future__ import annotations
@@ -150,7 +153,7 @@ def launches_only(x, w, xp, dev, split, reps, sync, rows=None) -> float:
     return timed(run, reps, sync)
 
 
-def fake_rows(n: int, reps: int) -> dict:
+def fake_rows(n: int, reps: int, read: bool = False) -> dict:
     """``--device fake``: µs per part of a round (median, best), see the module docstring."""
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:0] = [os.path.join(here, "..", "tests", "kernels"), os.path.join(here, "..", "tests", "runtime")]
@@ -167,12 +170,13 @@ def fake_rows(n: int, reps: int) -> dict:
     cuda._driver = lambda: driver
     cuda._state, cuda._functions, cuda._launchers, cuda._capability = {"init": False}, {}, {}, {}
     with fake_cupy.installed() as cp:
-        return part_rows(cp, n, reps, lambda: None)
+        return part_rows(cp, n, reps, lambda: None, read)
 
 
-def part_rows(cp, n: int, reps: int, sync) -> dict:
+def part_rows(cp, n: int, reps: int, sync, read: bool = False) -> dict:
     """µs per part of a round (median, best) on the arrays of ``cp`` (CuPy or the fake one): host times, the
-    launches queued and not waited for (a GPU round ends with ``sync()``, outside the parts)."""
+    launches queued and not waited for (a GPU round ends with ``sync()``, outside the parts; ``read``: then
+    reads the gradients of ``x`` and ``w``)."""
     blocks = (n + BLOCK - 1) // BLOCK
     x, w, y, out = cp.asarray(np.linspace(0.1, 1.2, n)), cp.asarray([0.75]), cp.zeros(n), cp.zeros(1)
     dx, dy, dw, dout = cp.zeros(n), cp.zeros(n), cp.zeros(1), cp.asarray([1.0])
@@ -199,6 +203,9 @@ def part_rows(cp, n: int, reps: int, sync) -> dict:
         launches[3](x, dx, y, dy)
         t5 = clock()
         sync()
+        if read:
+            tape.gradient(x)
+            tape.gradient(w)
         if r >= 20:
             for key, ns in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
                 parts[key].append(ns)
@@ -281,16 +288,19 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=None, help="elements (default: 2^18 on the CPU, 2^24 on a GPU)")
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--read-gradients", action="store_true",
+                    help="--device fake: each round also reads the gradients of x and w (outside the parts)")
     ap.add_argument("--parts", type=int, default=0, metavar="ROUNDS",
                     help="on a GPU, also the host time of each part of a round, as --device fake prints it")
     args = ap.parse_args()
     if args.device == "fake":
         n, reps = args.n or 1024, args.reps or 3000
-        fake = fake_rows(n, reps)
-        print_parts(n, reps, fake)
+        fake = fake_rows(n, reps, args.read_gradients)
+        print_parts(n, reps, fake, "the fake driver and fake CuPy" + (", the gradients read" if args.read_gradients else ""))
         if args.json:
             with open(args.json, "w") as fh:
-                json.dump({"device": "fake", "n": n, "reps": reps, "us_median_best": fake, "load": os.getloadavg(),
+                json.dump({"device": "fake", "n": n, "reps": reps, "read_gradients": args.read_gradients,
+                           "us_median_best": fake, "load": os.getloadavg(),
                            "machine": platform.processor() or platform.machine()}, fh, indent=1)
         return 0
     gpu = args.device == "gpu"

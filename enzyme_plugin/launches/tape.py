@@ -846,9 +846,9 @@ class LaunchTape:
                 pair = dropped.get(key)
                 if pair is None:
                     continue
-                a = pair[0]  # 2: the pair's reference and getrefcount's argument
-                if type(a) not in types or sys.getrefcount(pair[1]) != 2 or pair[1].shape != a.shape \
-                        or pair[1].strides != a.strides or not _same_dtype(pair[1].dtype, a.dtype):
+                a, shadow = pair  # 3: the pair's reference, this name's and getrefcount's argument
+                if type(a) not in types or sys.getrefcount(shadow) != 3 or shadow.shape != a.shape \
+                        or shadow.strides != a.strides or (shadow.dtype is not a.dtype and shadow.dtype != a.dtype):
                     return False
         self._shadows, self._dropped = dropped, {}
         self._unzeroed.extend(dropped.values())  # zeroed by backward (on the GPU, in its graph)

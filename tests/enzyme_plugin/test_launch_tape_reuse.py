@@ -46,8 +46,9 @@ def _squares(tape, cp, *pairs):
 
 
 def test_a_gradient_the_caller_kept_is_not_taken_by_the_next_round(fake):
-    """Round 3 repeats round 2 whole; the shadow of ``x`` that ``gradient`` handed out and the caller still holds
-    keeps round 2's values, and round 3's gradient, of new values of ``x``, is another array."""
+    """A round that repeats the last one whole takes its shadows again, also one ``gradient`` handed out that
+    nobody holds any more; one the caller still holds keeps its values, and the next round's gradient, of new
+    values of ``x``, is another array."""
     cp = fake
     x, y = cp.asarray(XH), cp.zeros(64)
     tape = LaunchTape(graphs=False)
@@ -55,6 +56,9 @@ def test_a_gradient_the_caller_kept_is_not_taken_by_the_next_round(fake):
     _squares(tape, cp, (x, y))
     generation = tape._generation
     _squares(tape, cp, (x, y))  # nothing handed out: the same shadows, nothing made anew
+    assert tape._generation == generation
+    np.testing.assert_allclose(tape.gradient(x).get(), 2 * XH, rtol=1e-15)  # handed out, not kept
+    _squares(tape, cp, (x, y))
     assert tape._generation == generation
     kept = tape.gradient(x)
     x[...] = cp.asarray(3 * XH)

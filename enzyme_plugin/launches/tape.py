@@ -952,7 +952,7 @@ class LaunchTape:
             self._run_backward(unzeroed, seeds, finals, shadows)
             self._unzeroed = []
             return
-        with device_heap.deferring():  # the gradient launches' heap checks: read once, after the last
+        with _DEFERRING:  # the gradient launches' heap checks: read once, after the last
             key = graph_key(self.records, self._gradient_args, unzeroed, seeds, finals, self._repeats,
                             self._generation) \
                 if self.graphs and shadows is None else None
@@ -960,7 +960,8 @@ class LaunchTape:
                                                   self._captured(unzeroed, seeds, finals)):
                 self._run_backward(unzeroed, seeds, finals, shadows)
             self._unzeroed = []
-        self._check_heap(recording=False)
+        if device_heap.PENDING.checks:  # (none noted: nothing to read)
+            self._check_heap(recording=False)
 
     def _captured(self, unzeroed: list, seeds: list, finals: list) -> Callable[[int], None]:
         """The backward's work launched on stream ``handle`` (the one a graph is captured from)."""

@@ -316,9 +316,7 @@ class Shape:
         self.fields = inst.fields()
         self.sources = tuple(sources)
         self.fixed = tuple(fixed)
-        self.portable = (all(t[0] not in "%@" for _, t in fixed) and _portable_type(self.type)
-                         and all(_portable_part(p) for p in self.parts)
-                         and (self.fields[4] is None or _portable_type(self.fields[4])))
+        self.portable = _portable(self, fixed)
         self.variants: dict[tuple[str, ...], Shape] | None = None
 
     @classmethod
@@ -359,18 +357,15 @@ class Shape:
                     return None
                 variant = self.variants.get(tuple([toks[i + k] for k, _ in self.fixed]))
                 return None if variant is None else variant.make(p, toks, i, name)
+        if self.portable and p.module.struct_types and self._names_a_struct(p, toks, i):
+            return None
         ops: list[Value] = []
         local, block, glob = p.locals.get, p.blocks.get, p.gvals.get
-        structs = p.module.struct_types if self.portable else None
         for k, kind, ty in self.sources:
             t = toks[i + k]
             if kind == LOCAL:
                 v = local(t)
-                if v is None:
-                    if structs and unquote(t[1:]) in structs:
-                        return None
-                    v = p.local(t, ty)
-                ops.append(v)
+                ops.append(v if v is not None else p.local(t, ty))
             elif kind == CONSTANT:
                 ops.append(constant(ty, t))
             elif kind == BLOCK:
@@ -380,6 +375,12 @@ class Shape:
                 v = glob(t)
                 ops.append(v if v is not None else p.global_ref(t))
         return p.made(Instruction.parsed(self.opcode, self.type, self.parts, name, self.call, self.fields), ops)
+
+    def _names_a_struct(self, p: InstructionParser, toks: list[str], i: int) -> bool:
+        """Whether an operand's ``%`` token names a struct type of this module (which the shape, made
+        where it did not, read as a value)."""
+        structs = p.module.struct_types
+        return any(kind == LOCAL and unquote(toks[i + k][1:]) in structs for k, kind, _ in self.sources)
 
 
 class _Unshaped(Shape):
@@ -404,12 +405,25 @@ _MAX_VARIANTS = 64
 
 
 def _portable_type(t: T.Type) -> bool:
-    s = str(t)
+    s = t._s  # pyright: ignore[reportPrivateUsage]
     return "%" not in s and "target(" not in s
 
 
-def _portable_part(p: object) -> bool:
-    return type(p) is str or type(p) is int or (isinstance(p, T.Type) and _portable_type(p))
+def _portable(shape: Shape, fixed: list[tuple[int, str]]) -> bool:
+    """Whether nothing ``shape`` holds belongs to one module."""
+    for _, t in fixed:
+        if t[0] == "%" or t[0] == "@":
+            return False
+    if not _portable_type(shape.type):
+        return False
+    element = shape.fields[4]
+    if element is not None and not _portable_type(element):
+        return False
+    for part in shape.parts:
+        c = type(part)
+        if c is not str and c is not int and not (isinstance(part, T.Type) and _portable_type(part)):
+            return False
+    return True
 
 
 def _resolve(p: InstructionParser, kind: int, tok: str, ty: T.Type) -> Value:

@@ -28,6 +28,11 @@ CONSTEXPR = frozenset(
     "insertelement shufflevector splat ptrauth dso_local_equivalent no_cfi blockaddress".split()
 )
 VALUE_WORDS = CONST_WORDS | CONSTEXPR | {"asm"}
+#: literal aggregate types by their tokens (none naming a struct type), for every parse of the process
+AGGREGATE_TYPES: dict[tuple[str, ...], T.Type] = {}
+_MAX_AGGREGATE_TYPES = 4096
+_OPENERS = frozenset("{[<")
+_CLOSERS = frozenset("}]>")
 #: how an operand was spelled: one token naming a local value, a block, a global or a simple constant
 LOCAL, BLOCK, GLOBAL, CONSTANT = range(4)
 _U = TypeVar("_U", bound=User)
@@ -189,7 +194,7 @@ class ValueParser:
             elif c == "%":
                 ty = self.module.get_struct(unquote(t[1:]))
             elif c == "<" or c == "[" or c == "{":
-                ty = self._aggregate_type(c)
+                ty = self._cached_aggregate_type(c)
             elif t == "target":
                 ty = self._target_type()
             else:
@@ -205,6 +210,35 @@ class ValueParser:
             self.i += 4
             return int(n)
         return 0
+
+    def _cached_aggregate_type(self, c: str) -> T.Type:
+        """:meth:`_aggregate_type`, from :data:`AGGREGATE_TYPES` where the same tokens, naming no struct
+        type of a module, were read before."""
+        toks = self.toks
+        start = self.i - 1
+        depth, j, n = 0, start, len(toks)
+        while j < n:
+            t = toks[j]
+            j += 1
+            if t in _OPENERS:
+                depth += 1
+            elif t in _CLOSERS:
+                depth -= 1
+                if depth == 0:
+                    break
+            elif t[0] == "%":
+                return self._aggregate_type(c)
+        key = tuple(toks[start:j])
+        ty = AGGREGATE_TYPES.get(key)
+        if ty is not None:
+            self.i = j
+            return ty
+        ty = self._aggregate_type(c)
+        if self.i == j:
+            if len(AGGREGATE_TYPES) >= _MAX_AGGREGATE_TYPES:
+                AGGREGATE_TYPES.clear()
+            AGGREGATE_TYPES[key] = ty
+        return ty
 
     def _aggregate_type(self, c: str) -> T.Type:
         if c == "{" or (c == "<" and self.peek() == "{"):

@@ -8,7 +8,9 @@ recording. A fake ``cupy`` over the fake driver, which runs every launch through
 
 from __future__ import annotations
 
+import operator
 import os
+import random
 import sys
 
 import numpy as np
@@ -154,3 +156,80 @@ def test_shadows_asked_for_inside_the_recording_are_the_repeated_launches(fake):
     assert tape.gradient(x) is inside
     np.testing.assert_allclose(inside.get(), 2 * XH, rtol=1e-15)
     np.testing.assert_allclose(tape.gradient(z).get(), 2 * (XH + 1), rtol=1e-15)
+
+
+def _menu(rng, n: int) -> tuple:
+    """A random launch over arrays ``0..n-1`` of the pool: ``(kernel name, argument indices or scalars)``."""
+    i, j = rng.sample(range(n), 2)
+    return rng.choice((("square", (i, j)), ("sin", (i,)), ("zero", (i,)), ("axpy", (rng.choice((0.5, 2.0)), i, j))))
+
+
+def _mutated(rng, program: list, n: int) -> list:
+    """The last round's program again (half the time), or one changed: a launch dropped, added or replaced."""
+    how = rng.random()
+    if how < 0.5:
+        return program
+    if how < 0.65 and len(program) > 1:
+        return program[:-1]
+    if how < 0.8 and len(program) < 4:
+        return [*program, _menu(rng, n)]
+    changed = list(program)
+    changed[rng.randrange(len(changed))] = _menu(rng, n)
+    return changed
+
+
+def _run(tape, program: list, pool: list, init: list, cp, read: bool = True) -> dict:
+    """One round on ``tape``: the pool set to ``init``, the launches recorded, the gradient of the sum of the last
+    launch's output; the arrays the tape knows, the gradient of each (``read``; else none is handed out), and
+    every array's values after ``backward``."""
+    kernels = {"square": square, "sin": P.sin_in_place, "zero": zero_out, "axpy": P.axpy}
+    for a, v in zip(pool, init):
+        a[...] = cp.asarray(v)
+    tape.reset()
+    with tape:
+        for name, args in program:
+            kernels[name][2, 32, None](*(pool[a] if type(a) is int else a for a in args))
+    name, args = program[-1]
+    out = pool[args[-1]]
+    tape.backward(grads=[(out, cp.asarray(np.ones(64)))])
+    known = [k for k, a in enumerate(pool) if tape.knows(a)]
+    grads = {k: tape.gradient(pool[k]).get() for k in known} if read else {}
+    return {"known": known, "grads": grads, "values": [a.get() for a in pool]}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_rounds_give_what_a_new_tape_gives(fake, seed):
+    """Differential: rounds of random programs (most repeating the last one, others one launch dropped, added or
+    replaced; now and then a view object standing for an array), each recorded on one tape used again and on a
+    new tape: the same gradients (read in most rounds), the same final values, the same arrays known; a
+    gradient kept from an earlier round keeps its values. Most rounds repeat the last one whole."""
+    cp = fake
+    rng = random.Random(seed)
+    n = 4
+    init = [np.linspace(0.1 * (k + 1), 1.0 + k, 64) for k in range(n)]
+    base = [cp.asarray(v) for v in init]
+    tape = LaunchTape(graphs=False)
+    program = [_menu(rng, n)]
+    kept: list = []
+    repeated = 0
+    for r in range(60):
+        program = _mutated(rng, program, n)
+        pool = [a[:] if rng.random() < 0.1 else a for a in base]
+        values = [v * (1 + 0.05 * r) for v in init]  # other values each round: other gradients
+        last = list(tape._repeats)
+        got = _run(tape, program, pool, values, cp, read=rng.random() < 0.6)
+        repeated += len(last) == len(tape._repeats) and all(map(operator.is_, last, tape._repeats))
+        want = _run(LaunchTape(graphs=False), program, pool, values, cp)
+        assert got["known"] == want["known"], program
+        for k, g in got["grads"].items():
+            np.testing.assert_array_equal(g, want["grads"][k], err_msg=str(program))
+        for a, b in zip(got["values"], want["values"]):
+            np.testing.assert_array_equal(a, b, err_msg=str(program))
+        for shadow, values in kept:
+            np.testing.assert_array_equal(shadow.get(), values)
+        if rng.random() < 0.5 and got["grads"]:
+            k = rng.choice(list(got["grads"]))
+            kept.append((tape.gradient(pool[k]), got["grads"][k]))
+        if kept and rng.random() < 0.2:
+            kept.pop(0)
+    assert repeated >= 10

@@ -20,26 +20,39 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-import attrs
-
 ATTRIBUTE = "vector-function-abi-variant"
 """LLVM's call-site attribute naming a call's vector versions."""
 
 
-@attrs.frozen
 class VectorVariant:
-    """One vector version of a scalar function: ``lanes`` elements of ``element`` per argument."""
+    """One vector version of a scalar function: ``lanes`` elements of ``element`` per argument. Compared and
+    hashed by value; a plain class (an ``attrs`` class cost ~0.5 ms to make, at a first compile's import)."""
 
-    scalar: str
-    """the name the calls use: ``sin``, ``sinf``, ``llvm.sin.f64``"""
-    name: str
-    """the vector function's symbol: ``_ZGVdN4v_sin``"""
-    lanes: int
-    """elements per vector (the vectorization factor it serves)"""
-    arity: int
-    """how many vector arguments it takes (each ``<lanes x element>``)"""
-    element: str
-    """the LLVM element type: ``double`` or ``float``"""
+    __slots__ = ("scalar", "name", "lanes", "arity", "element")
+
+    def __init__(self, scalar: str, name: str, lanes: int, arity: int, element: str):
+        #: the name the calls use: ``sin``, ``sinf``, ``llvm.sin.f64``
+        self.scalar = scalar
+        #: the vector function's symbol: ``_ZGVdN4v_sin``
+        self.name = name
+        #: elements per vector (the vectorization factor it serves)
+        self.lanes = lanes
+        #: how many vector arguments it takes (each ``<lanes x element>``)
+        self.arity = arity
+        #: the LLVM element type: ``double`` or ``float``
+        self.element = element
+
+    def _fields(self) -> tuple[str, str, int, int, str]:
+        return self.scalar, self.name, self.lanes, self.arity, self.element
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is VectorVariant and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return "VectorVariant(scalar={!r}, name={!r}, lanes={!r}, arity={!r}, element={!r})".format(*self._fields())
 
     def mangled(self) -> str:
         """The attribute's entry: ``_ZGV_LLVM_N4v_sin(_ZGVdN4v_sin)`` (unmasked, every argument a vector)."""

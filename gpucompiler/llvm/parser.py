@@ -480,12 +480,13 @@ class Parser(InstructionParser):
             attachments = split_attachments(toks) if last_tok[0] == "!" or last_tok == "}" else None
             # an instruction spelled like an earlier one up to value names and numbers is made from
             # that one's shape; the first of each shape is parsed in full (InstructionParser.instruction)
-            key = tuple([marker(t[0], t) for t in (toks[i:] if i else toks)])
+            rest = toks[i:] if i else toks
+            key = tuple([marker(t[0], t) for t in rest])
             shape = shapes.get(key) or portable(key)
             inst = None
             if shape is not None:
                 name = "" if name_tok is None or name_tok[1:].isdigit() else unquote(name_tok[1:])
-                inst = shape.make(self, toks, i, name)
+                inst = shape.make(self, rest, name)
             if inst is None:
                 self.i = i
                 inst = self.instruction(name_tok, key, shape)

@@ -348,39 +348,48 @@ class Shape:
             return
         self.variants[tuple([t for _, t in other.fixed])] = other
 
-    def make(self, p: InstructionParser, toks: list[str], i: int, name: str) -> Instruction | None:
-        """The instruction of this shape (or of its variant) spelled by ``toks[i:]``, None if it has no
-        variant with these fixed tokens or an operand's token names a struct type of this module."""
+    def make(self, p: InstructionParser, toks: list[str], name: str) -> Instruction | None:
+        """The instruction of this shape (or of its variant) spelled by ``toks`` (from its opcode on),
+        None if it has no variant with these fixed tokens or an operand's token names a struct type
+        of this module."""
         for k, t in self.fixed:
-            if toks[i + k] != t:
+            if toks[k] != t:
                 if self.variants is None:
                     return None
-                variant = self.variants.get(tuple([toks[i + k] for k, _ in self.fixed]))
-                return None if variant is None else variant.make(p, toks, i, name)
-        if self.portable and p.module.struct_types and self._names_a_struct(p, toks, i):
+                variant = self.variants.get(tuple([toks[k] for k, _ in self.fixed]))
+                return None if variant is None else variant.make(p, toks, name)
+        if self.portable and p.module.struct_types and self._names_a_struct(p, toks):
             return None
         ops: list[Value] = []
+        append = ops.append
         local, block, glob = p.locals.get, p.blocks.get, p.gvals.get
         for k, kind, ty in self.sources:
-            t = toks[i + k]
+            t = toks[k]
             if kind == LOCAL:
                 v = local(t)
-                ops.append(v if v is not None else p.local(t, ty))
+                append(v if v is not None else p.local(t, ty))
             elif kind == CONSTANT:
-                ops.append(constant(ty, t))
+                append(constant(ty, t))
             elif kind == BLOCK:
                 v = block(t)
-                ops.append(v if v is not None else p.block(t))
+                append(v if v is not None else p.block(t))
             else:
                 v = glob(t)
-                ops.append(v if v is not None else p.global_ref(t))
-        return p.made(Instruction.parsed(self.opcode, self.type, self.parts, name, self.call, self.fields), ops)
+                append(v if v is not None else p.global_ref(t))
+        inst = Instruction.parsed(self.opcode, self.type, self.parts, name, self.call, self.fields)
+        p.pending.add(inst, ops)
+        if p.fwd or p.gfwd:
+            for v in ops:
+                if v.__class__ is Placeholder:
+                    p.patches.append(inst)
+                    break
+        return inst
 
-    def _names_a_struct(self, p: InstructionParser, toks: list[str], i: int) -> bool:
+    def _names_a_struct(self, p: InstructionParser, toks: list[str]) -> bool:
         """Whether an operand's ``%`` token names a struct type of this module (which the shape, made
         where it did not, read as a value)."""
         structs = p.module.struct_types
-        return any(kind == LOCAL and unquote(toks[i + k][1:]) in structs for k, kind, _ in self.sources)
+        return any(kind == LOCAL and unquote(toks[k][1:]) in structs for k, kind, _ in self.sources)
 
 
 class _Unshaped(Shape):
@@ -393,7 +402,7 @@ class _Unshaped(Shape):
     def add_variant(self, other: Shape) -> None:
         pass
 
-    def make(self, p: InstructionParser, toks: list[str], i: int, name: str) -> Instruction | None:
+    def make(self, p: InstructionParser, toks: list[str], name: str) -> Instruction | None:
         return None
 
 

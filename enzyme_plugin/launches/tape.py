@@ -836,20 +836,14 @@ class LaunchTape:
         dropped = self._dropped
         if self._shadows or not dropped:
             return False
-        if self._handed:
-            types = set()
-            for m in self._repeats:
-                if m is None or not m.ops.views_hold_base:
-                    return False
-                types.add(m.first)
-            for key in self._handed:
-                pair = dropped.get(key)
-                if pair is None:
-                    continue
-                a, shadow = pair  # 3: the pair's reference, this name's and getrefcount's argument
-                if type(a) not in types or sys.getrefcount(shadow) != 3 or shadow.shape != a.shape \
-                        or shadow.strides != a.strides or (shadow.dtype is not a.dtype and shadow.dtype != a.dtype):
-                    return False
+        for key in self._handed:
+            pair = dropped.get(key)
+            if pair is None:
+                continue
+            a, shadow = pair  # 3: the pair's reference, this name's and getrefcount's argument
+            if sys.getrefcount(shadow) != 3 or not ops_of(a).views_hold_base or shadow.shape != a.shape \
+                    or shadow.strides != a.strides or (shadow.dtype is not a.dtype and shadow.dtype != a.dtype):
+                return False
         self._shadows, self._dropped = dropped, {}
         self._unzeroed.extend(dropped.values())  # zeroed by backward (on the GPU, in its graph)
         return True

@@ -33,6 +33,7 @@ import numpy as np
 from ..codegen.launchwords import (ARG_WORDS, W_ARGS, W_BUFFER, W_CURRENT, W_DATA, W_DEVICE, W_DIMS, W_DTYPE,
                                    W_FUNCTION, W_GUARD, W_LAUNCH, W_NDARRAY, W_PARAMS, W_PTR, W_RECORDER, W_SHAPE,
                                    W_STREAM, W_STRIDES, W_THREAD, W_VALID, Kind, Plan, StreamMode, param_sizes)
+from ..cache import later
 from ..errors import GPUCompilerError
 from .pyentry import Guard, layout_ok
 
@@ -54,24 +55,44 @@ class _MethodDef(ctypes.Structure):
 _new_builtin = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.py_object)(
     ("PyCFunction_NewEx", ctypes.pythonapi))
 _compile_lock = threading.Lock()
+#: plan -> its compiled entry ``(library, address)``, :data:`_COMPILING`, or the error that stopped its compile
+_compiles: dict = {}
+_COMPILING, _FAILED = object(), object()
 
 
-@functools.cache
 def compiled(plan: Plan) -> tuple[Any, int] | None:
-    """The compiled entry of ``plan`` (the library, kept alive here, and the entry's address); None, after a
-    ``RuntimeWarning``, where LLVM could not compile or load it (launches stay on the Python launch). The code
-    generator and llvmlite's library load here, at the first entry, not with the CUDA runtime."""
+    """The compiled entry of ``plan`` (the library, kept alive here, and the entry's address), or None while it
+    compiles: the first ask starts the compile on a thread of its own (:func:`gpucompiler.cache.later.start`,
+    waited for at exit and fork), so no launch waits for LLVM (tens of milliseconds, the first one loading
+    llvmlite and the code generator). None too, after one ``RuntimeWarning``, where LLVM could not compile or
+    load it: these launches stay on the Python launch."""
+    got = _compiles.get(plan)
+    if got is None:
+        with _compile_lock:
+            start = plan not in _compiles
+            if start:
+                _compiles[plan] = _COMPILING
+        if start:
+            later.start(functools.partial(_compile, plan), "gpuc-launch-entry")
+        got = _compiles[plan]  # made already where no thread could start (the interpreter's shutdown)
+    if isinstance(got, BaseException):
+        _compiles[plan] = _FAILED
+        warnings.warn(f"no native launch entry for arguments {plan[0]}: {got}; these launches stay on the Python "
+                      "launch", RuntimeWarning, stacklevel=2)
+        return None
+    return None if got is _COMPILING or got is _FAILED else got
+
+
+def _compile(plan: Plan) -> None:
+    """Compile and load ``plan``'s entry into :data:`_compiles` (its error where LLVM fails)."""
     from ..codegen.launchentry import emit_launch_entry
     from .cpu import CPULibrary
 
     try:
-        with _compile_lock:
-            lib = CPULibrary.from_ir(emit_launch_entry(plan, _NAME))
-        return lib, lib.address(_NAME)
+        lib = CPULibrary.from_ir(emit_launch_entry(plan, _NAME))
+        _compiles[plan] = (lib, lib.address(_NAME))
     except (GPUCompilerError, RuntimeError) as exc:
-        warnings.warn(f"no native launch entry for arguments {plan[0]}: {exc}; these launches stay on the Python "
-                      "launch", RuntimeWarning, stacklevel=2)
-        return None
+        _compiles[plan] = exc
 
 
 @functools.cache

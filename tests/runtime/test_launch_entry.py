@@ -21,7 +21,8 @@ import pytest
 
 from gpucompiler import device as gd
 from gpucompiler.errors import ArgumentBindingError, CudaError
-from gpucompiler.kernel import NATIVE_AFTER, Kernel, Launch, recording_launches
+from gpucompiler.cache import later
+from gpucompiler.kernel import NATIVE_AFTER, NATIVE_WAIT, Kernel, Launch, recording_launches
 from gpucompiler.runtime import cuda, launch_entry
 from gpucompiler.runtime.cpu import CPULibrary, LinkError
 from gpucompiler.runtime.devices import Device
@@ -44,11 +45,16 @@ def native(launch) -> bool:
     return type(launch) is not Launch and type(type(launch).__dict__["__call__"]).__name__ == "builtin_function_or_method"
 
 
-def warm(launch, *args) -> None:
-    """Launch until the entry is made (NATIVE_AFTER launches through the bound launch, one more)."""
-    for _ in range(NATIVE_AFTER + 1):
+def warm(launch, *args) -> int:
+    """Launch until the entry is made (NATIVE_AFTER launches through the bound launch, then, where its plan is
+    new, until an ask after its compile on a thread of its own ended); the number of launches made."""
+    for count in range(1, 8 * NATIVE_WAIT):
         launch(*args)
-    assert native(launch)
+        if native(launch):
+            return count
+        if count % NATIVE_AFTER == 0:
+            later.wait()
+    raise AssertionError(f"no native entry after {8 * NATIVE_WAIT} launches")
 
 
 def _scale1(x, a):
@@ -149,8 +155,7 @@ def test_native_launches_pass_the_python_launchs_bytes_and_give_numpys_results(f
     x = _array(cp, case)
     launch = Kernel(fn)[grid, block]
     expected = x.get()
-    warm(launch, x, a)
-    for _ in range(NATIVE_AFTER + 1):
+    for _ in range(warm(launch, x, a)):
         expected = _expected_scale(expected, a)
     np.testing.assert_array_equal(x.get(), expected)
     before = driver.native_launches
@@ -210,7 +215,7 @@ def test_cupys_current_stream_is_followed(fake, monkeypatch, ptr_function):
             get_current_stream_ptr=lambda: cp.cuda.get_current_stream().ptr), raising=False)
     out = cp.zeros(8)
     launch = count()[1, 8]
-    warm(launch, out)
+    warmed = warm(launch, out)
     for ptr, handle in ((77, 77), (1, 0), (2, 2), (0, 0)):
         with cp.cuda.Stream(ptr=ptr):
             before = driver.native_launches
@@ -218,7 +223,7 @@ def test_cupys_current_stream_is_followed(fake, monkeypatch, ptr_function):
             assert driver.native_launches == before + 1 and driver.calls[-1][3] == handle
             Launch.__call__(launch, out)
             assert driver.calls[-1][3] == handle
-    np.testing.assert_array_equal(out.get(), np.full(8, NATIVE_AFTER + 1 + 8))
+    np.testing.assert_array_equal(out.get(), np.full(8, warmed + 8))
 
 
 def test_a_new_buffer_of_the_same_layout_is_launched_on(fake):
@@ -256,13 +261,14 @@ def test_a_rebound_global_recompiles(fake):
         np.testing.assert_array_equal(x.get(), np.full(4, 5.0))
         assert len(driver.modules) == 2  # compiled again
         before = driver.native_launches
-        for _ in range(2 * NATIVE_AFTER + 1):  # a new entry over the new code (the next ask waits twice as long)
+        for _ in range(NATIVE_WAIT + 1):  # a new entry over the new code, at the next ask
             launch(x)
-        assert driver.native_launches == before + 1
+        assert driver.native_launches > before
+        before = driver.native_launches
         SCALE = 7.0
         launch(x)  # a miss: the Python launch compiles and launches
         np.testing.assert_array_equal(x.get(), np.full(4, 7.0))
-        assert driver.native_launches == before + 1 and len(driver.modules) == 3
+        assert driver.native_launches == before and len(driver.modules) == 3
     finally:
         SCALE = 2.0
 
@@ -299,12 +305,12 @@ def test_a_chosen_device_takes_the_python_launch(fake):
     cp, driver = fake
     out = cp.zeros(8)
     launch = count()[1, 8]
-    warm(launch, out)
+    warmed = warm(launch, out)
     before = driver.native_launches
     with Device(0):
         launch(out)
     assert driver.native_launches == before
-    np.testing.assert_array_equal(out.get(), np.full(8, NATIVE_AFTER + 2))
+    np.testing.assert_array_equal(out.get(), np.full(8, warmed + 1))
 
 
 def test_other_shapes_dtypes_and_strides_launch_right(fake):
@@ -346,7 +352,7 @@ def test_a_context_error_asks_again_and_launches_once(fake, monkeypatch):
     cp, driver = fake
     out = cp.zeros(8)
     launch = count()[1, 8]
-    warm(launch, out)
+    warmed = warm(launch, out)
     refused = []
     original = driver.cuLaunchKernel
 
@@ -360,7 +366,7 @@ def test_a_context_error_asks_again_and_launches_once(fake, monkeypatch):
     before = driver.native_launches
     launch(out)
     assert refused and driver.native_launches == before + 1
-    np.testing.assert_array_equal(out.get(), np.full(8, NATIVE_AFTER + 2))  # one launch, not two
+    np.testing.assert_array_equal(out.get(), np.full(8, warmed + 1))  # one launch, not two
     for _ in range(4 * NATIVE_AFTER):  # the entry was dropped; a new one is made
         launch(out)
     assert native(launch) and driver.native_launches > before + 1
@@ -383,8 +389,11 @@ def test_another_driver_error_is_a_typed_error(fake, monkeypatch):
 def test_threads_launching_concurrently(fake):
     cp, driver = fake
     n, rounds = 64, 3 * NATIVE_AFTER
+    warm(count()[2, 32], cp.zeros(n))  # the plan compiled: the launch below gets its entry at its first ask
+    k = count()
+    k[(2, 1, 1), 32](cp.zeros(n))  # its code loaded once (the fake driver finds a function loaded twice once)
     outs = [cp.zeros(n) for _ in range(4)]
-    launch = count()[2, 32]
+    launch = k[2, 32]
     errors = []
 
     def work(out):
@@ -457,14 +466,13 @@ def test_two_launch_objects_of_one_configuration_each_keep_their_entry(fake):
     first, second = k[1, 8], k[(1, 1, 1), (8, 1, 1)]
     assert first is not second
     out = cp.zeros(8)
-    warm(first, out)
-    warm(second, out)
+    warmed = warm(first, out) + warm(second, out)
     before = driver.native_launches
     for _ in range(3):
         first(out)
         second(out)
     assert driver.native_launches == before + 6
-    np.testing.assert_array_equal(out.get(), np.full(8, 2 * (NATIVE_AFTER + 1) + 6))
+    np.testing.assert_array_equal(out.get(), np.full(8, warmed + 6))
 
 
 def test_other_lengths_and_strides_of_the_signatures_layout_stay_native(fake):
@@ -554,14 +562,14 @@ def test_run_launches_natively_while_launches_are_recorded(fake):
     cp, driver = fake
     out = cp.zeros(8)
     launch = count()[1, 8]
-    warm(launch, out)
+    warmed = warm(launch, out)
     recorded = []
     before = driver.native_launches
     with recording_launches(lambda launch, args: recorded.append(args)):
         launch(out)  # recorded
         launch.run(out)  # launched now
     assert recorded == [(out,)] and driver.native_launches == before + 1
-    np.testing.assert_array_equal(out.get(), np.full(8, NATIVE_AFTER + 2))
+    np.testing.assert_array_equal(out.get(), np.full(8, warmed + 1))
 
 
 def _k1(a):
@@ -672,10 +680,10 @@ def test_a_binding_without_its_own_c_function_launches_through_libcudas(fake, mo
     monkeypatch.setattr(launch_entry, "libcuda_launch", lambda: ctypes.cast(c_launch, ctypes.c_void_p).value)
     out = cp.zeros(8)
     launch = count()[1, 8]
-    warm(launch, out)
+    warmed = warm(launch, out)
     launch(out)
     assert calls == [4097]
-    np.testing.assert_array_equal(out.get(), np.full(8, NATIVE_AFTER + 2))
+    np.testing.assert_array_equal(out.get(), np.full(8, warmed + 1))
 
 
 def test_no_c_function_or_no_int_handle_keeps_the_python_launch(fake, monkeypatch):
@@ -702,14 +710,14 @@ def test_an_entry_llvm_cannot_make_warns_and_keeps_the_python_launch(fake, monke
         raise LinkError("unresolved external symbol(s) PyContextVar_Get")
 
     monkeypatch.setattr(CPULibrary, "from_ir", fails)
-    launch_entry.compiled.cache_clear()
-    try:
-        out = cp.zeros(3)  # a plan no other test compiled before: (one array), three elements
-        launch = count()[1, 3]
-        with pytest.warns(RuntimeWarning, match="no native launch entry"):
-            for _ in range(NATIVE_AFTER + 1):
-                launch(out)
-        assert type(launch) is Launch
-        np.testing.assert_array_equal(out.get(), np.full(3, NATIVE_AFTER + 1.0))
-    finally:
-        launch_entry.compiled.cache_clear()
+    monkeypatch.setattr(launch_entry, "_compiles", {})  # every plan compiles again (and fails)
+    out = cp.zeros(3)
+    launch = count()[1, 3]
+    with pytest.warns(RuntimeWarning, match="no native launch entry"):
+        for _ in range(NATIVE_AFTER + 1):  # the first ask (the first launch binds, uncounted) starts the compile
+            launch(out)
+        later.wait()
+        for _ in range(2 * NATIVE_AFTER):  # the next one finds it failed
+            launch(out)
+    assert type(launch) is Launch
+    np.testing.assert_array_equal(out.get(), np.full(3, 3.0 * NATIVE_AFTER + 1))

@@ -2,7 +2,7 @@
 ``--jax``, six gradient programs' cold first calls next to JAX's first ``jit(grad)`` call.
 
     python benchmarks/first_call.py [--rounds 9] [--tree OLD ...]
-    python benchmarks/first_call.py --jax [--rounds 3] [--tree OLD ...] [--json OUT] [--bytecode] [--memo]
+    python benchmarks/first_call.py --jax [--rounds 3] [--tree OLD ...] [--json OUT] [--bytecode] [--memo | --installed]
                                     [--profile N] [--warm N] [--cached] [--no-jax]
 
 ``--jax``: six programs a JAX user writes (:data:`GRADIENTS`: an MLP loss with ``tanh`` in loops,
@@ -255,6 +255,23 @@ rk4 = jax.jit(jax.jacfwd(rk4_step))
 newton = jax.jit(jax.jacfwd(newton_root))
 """
 
+#: a first compile of another gradient, whose memos (``code/``) ``--installed`` starts each cache directory with
+FIRST_COMPILE = r"""
+from enzyme_plugin import Active, Reverse, autodiff
+from gpucompiler import jit
+
+
+def square(x):
+    return x * x
+
+
+def grad(x):
+    return autodiff(Reverse, square, Active(x))[0]
+
+
+assert jit(grad, plugins=("enzyme",))(3.0) == 6.0
+"""
+
 #: each program's arguments (built from NumPy in the child)
 ARGUMENTS = {
     "mlp": "rng.normal(size=(8, 3)), rng.normal(size=8), rng.normal(size=8), rng.normal(size=(16, 3)), "
@@ -379,13 +396,16 @@ LLVM_PARTS = ("llvm: O<n> after AD", "llvm: code generation")
 
 
 def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = False, memo: bool = False,
-               profile: int = 0, warm: int = 0, cached: bool = False, jax: bool = True) -> None:
+               profile: int = 0, warm: int = 0, cached: bool = False, jax: bool = True, installed: bool = False) -> None:
     """Each program's cold first call, ours (from each of ``trees``) and JAX's, in fresh processes
     alternated ``rounds`` times; with ``out``, the rows as JSON there. ``bytecode``: Python writes and
     reads ``__pycache__`` (as for an installed package) whatever ``PYTHONDONTWRITEBYTECODE`` says, after
     a first round, not counted, that writes it. ``memo``: each cache directory starts with the memos of
     the plugin's identity that the first compile of an installation leaves (docs/cache.md "Plugins in
-    keys"), and nothing compiled: a new gradient's first call on an installed system. ``profile``: after the
+    keys"), and nothing compiled: a new gradient's first call on an installed system. ``installed``: each
+    cache directory starts with every memo a first compile of another gradient left (``code/``: the plugin's
+    identity, the compiler's code digest, the host machine, LLVM's version), none of its entries: a new
+    gradient's first call on a system where anything was compiled before. ``profile``: after the
     rounds, one more process of this tree per program runs its first call under ``cProfile`` and the
     ``profile`` functions with the most time of their own are printed (not counted in the medians).
     ``warm``: after the rounds, ``warm`` more processes of this tree per program import the modules its
@@ -404,6 +424,9 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
         for fname, text in (("grad_programs.py", GRADIENTS), ("jax_programs.py", JAX_GRADIENTS)):
             with open(os.path.join(tmp, fname), "w") as f:
                 f.write(text)
+        with open(os.path.join(tmp, "first_compile.py"), "w") as f:
+            f.write(FIRST_COMPILE)
+        memo = memo or installed
         memos: dict[str, str] = {}
         for r in range(-1 if bytecode else 0, rounds):
             for name, arguments in ARGUMENTS.items():
@@ -416,9 +439,13 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
                     if memo and engine == "ours" and r >= 0:  # made after the bytecode: its stamp holds the tree
                         if tree not in memos:
                             memos[tree] = os.path.join(tmp, f"memo-{k}")
-                            subprocess.run([sys.executable, "-c", "from gpucompiler.identity import keys; "
-                                            "keys.plugin_identity(('enzyme',))"],
-                                           env={**env, "GPUC_CACHE_DIR": memos[tree]}, cwd=tmp, check=True)
+                            first = ([os.path.join(tmp, "first_compile.py")] if installed else
+                                     ["-c", "from gpucompiler.identity import keys; keys.plugin_identity(('enzyme',))"])
+                            subprocess.run([sys.executable, *first], env={**env, "GPUC_CACHE_DIR": memos[tree]},
+                                           cwd=tmp, check=True)
+                            for folder in os.listdir(memos[tree]) if installed else ():
+                                if folder != "code":  # its entries, index and locks
+                                    shutil.rmtree(os.path.join(memos[tree], folder))
                         shutil.copytree(memos[tree], env["GPUC_CACHE_DIR"])
                     child = [sys.executable, "-c", VERSUS.replace("(ARGS)", f"({arguments})"), engine, name, tmp]
                     if cached and engine == "ours":  # the cold compile that fills the cache, not counted
@@ -441,7 +468,8 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
     print(f"{rounds} rounds, fresh processes alternated ({', '.join(t[-30:] for t in trees)}{', JAX' if jax else ''}) "
           "per program; "
           f"{'ours from the disk cache, JAX cold; ' if cached else ''}"
-          f"{'bytecode read; ' if bytecode else ''}{'the plugin identity memoised; ' if memo else ''}load average {load[0]:.1f} -> {load[1]:.1f}; medians, ms "
+          f"{'bytecode read; ' if bytecode else ''}"
+          f"{'every memo of a first compile; ' if installed else 'the plugin identity memoised; ' if memo else ''}load average {load[0]:.1f} -> {load[1]:.1f}; medians, ms "
           "(CPU time of the process in brackets)")
     print("| program | " + " | ".join(f"ours {t[-30:]}: first call (CPU) | / {ref_name}" for t in trees)
           + (" | JAX: first call (CPU)" if jax else "") + " | same values |")
@@ -522,7 +550,7 @@ def versus_jax(rounds: int, trees: list[str], out: str | None, bytecode: bool = 
             print(f"  {own:7.1f} {total:7.1f}  {fn}")
     if out:
         with open(out, "w") as f:
-            json.dump({"rounds": rounds, "load": load, "trees": trees, "bytecode": bytecode, "memo": memo,
+            json.dump({"rounds": rounds, "load": load, "trees": trees, "bytecode": bytecode, "memo": memo, "installed": installed,
                        "rows": {f"{name}|{key}": v for (name, key), v in rows.items()}}, f, indent=1)
 
 
@@ -571,6 +599,8 @@ def main() -> None:
                         help="with --jax: then N more first calls of each program, its modules imported before it")
     parser.add_argument("--memo", action="store_true",
                         help="with --jax: each cache starts with the plugin identity's memos, nothing compiled")
+    parser.add_argument("--installed", action="store_true",
+                        help="with --jax: each cache starts with every memo a first compile of another gradient left")
     parser.add_argument("--no-jax", action="store_true",
                         help="with --jax: no JAX process; each --tree against this tree by CPU time, round by round")
     parser.add_argument("--cached", action="store_true",
@@ -579,7 +609,7 @@ def main() -> None:
     trees = [ROOT, *args.tree]
     if args.jax:
         versus_jax(args.rounds, trees, args.json, args.bytecode, args.memo, args.profile, args.warm, args.cached,
-                   not args.no_jax)
+                   not args.no_jax, args.installed)
         return
     with tempfile.TemporaryDirectory() as tmp:
         caches = {t: os.path.join(tmp, f"cache{k}") for k, t in enumerate(trees)}

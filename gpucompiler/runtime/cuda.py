@@ -723,7 +723,8 @@ class BoundLaunch:
         (:mod:`.launch_entry`), made for launches like ``args`` by this thread: its misses call ``fallback``
         (the launch object's Python call), ``recorder`` is the launch recorder's context variable. None where
         the launcher is not kept, its kernel's tape checks the device heap, ``args`` are not of its
-        signature or hold an array other than a CuPy ``ndarray``, or the interpreter's layouts differ."""
+        signature or hold an array other than a CuPy ``ndarray``, or the interpreter's layouts differ; None
+        too while the entry's code compiles (the first ask of a kind of arguments starts it)."""
         kept = self.bound
         if kept is None or not layout_ok():
             return None
@@ -737,10 +738,10 @@ class BoundLaunch:
         cupy, ndarray = _CUPY_SEEN[0], _CUPY_SEEN[1]
         current, mode = current_stream(cupy) if self.follow and ndarray is not None else (None, StreamMode.GIVEN)
         plan = plan_of(args, key, ndarray, mode)
-        guard = Guard.of([*self.kernel._deps, (globals(), "_state", _state)])
-        launch = driver_launch(d, launcher.fn) if plan is not None and guard is not None else None
+        launch = driver_launch(d, launcher.fn) if plan is not None else None
         code = compiled(plan) if plan is not None and launch is not None else None
-        if plan is None or guard is None or launch is None or code is None:
+        guard = Guard.of([*self.kernel._deps, (globals(), "_state", _state)]) if code is not None else None
+        if plan is None or launch is None or code is None or guard is None:
             return None
         made: list = []
         entry = NativeLaunch(plan, code, launch, launcher, self.dims, self.hstream, current, args, key, fallback,

@@ -815,8 +815,9 @@ class LaunchTape:
 
     def _settle(self) -> None:
         """Give the float arrays of the records that repeats appended their shadows (a repeat makes none): when
-        every launch of the recording repeated the last one's, the last recording's shadows all at once, if
-        nothing else holds any of them; else each record's fresh ones (:attr:`Repeat.fresh`)."""
+        every launch of the recording repeated the last one's, the last recording's shadows all at once, when
+        none of those handed out is held elsewhere (:meth:`_take_whole`); else each record's fresh ones
+        (:attr:`Repeat.fresh`)."""
         at, records = self._settled, self.records
         if at == len(records):
             return

@@ -441,10 +441,12 @@ class Parser(InstructionParser):
         fwd, local_values, shapes = self.fwd, self.locals, self.shapes
         marker = _MARKER.get
         portable = SHAPES.get if self.reuse_shapes else _NO_SHAPES.get
+        insts: list = []
+        size = len(body)
         k = -1
         while True:
             k += 1
-            if k >= len(body):
+            if k >= size:
                 self.lineno = max(n for n, line in enumerate(lines) if line.strip())
                 self.error("missing '}' at the end of the function body", token="")
             toks = body[k]
@@ -460,10 +462,11 @@ class Parser(InstructionParser):
                     self.error(f"redefinition of block {t0}", token=t0)
                 block.parent = fn
                 blocks.append(block)
+                insts = block.instructions
                 self.block_lines.pop("%" + t0, None)
                 continue
-            self.toks, self.i = toks, 0
             if t0[0] == "#" and t0[:5] == "#dbg_":
+                self.toks, self.i = toks, 0
                 records.append(self.debug_record())
                 continue
             name_tok = None
@@ -471,24 +474,27 @@ class Parser(InstructionParser):
             if t0[0] == "%" and len(toks) > 1 and toks[1] == "=":
                 name_tok, i = t0, 2
                 if len(toks) == 2:
-                    self.i = 2
+                    self.toks, self.i = toks, 2
                     self.error("expected an instruction after '='")
             if toks[i] in _MULTILINE:
-                self.i = i
+                self.toks, self.i = toks, i
                 k = self._continuation(toks, body, k)
             last_tok = toks[-1]
             attachments = split_attachments(toks) if last_tok[0] == "!" or last_tok == "}" else None
             # an instruction spelled like an earlier one up to value names and numbers is made from
             # that one's shape; the first of each shape is parsed in full (InstructionParser.instruction)
-            rest = toks[i:] if i else toks
+            rest = toks[2:] if i else toks
             key = tuple([marker(t[0], t) for t in rest])
             shape = shapes.get(key) or portable(key)
             inst = None
             if shape is not None:
-                name = "" if name_tok is None or name_tok[1:].isdigit() else unquote(name_tok[1:])
+                if name_tok is None or name_tok[1:].isdigit():
+                    name = ""
+                else:
+                    name = name_tok[1:] if name_tok[1] != '"' else unquote(name_tok[1:])
                 inst = shape.make(self, rest, name)
             if inst is None:
-                self.i = i
+                self.toks, self.i = toks, i
                 inst = self.instruction(name_tok, key, shape)
             if attachments:
                 inst.metadata = {a: self.md(v) if v != "!{}" else MDNode(["!{}"]) for a, v in attachments}
@@ -500,13 +506,14 @@ class Parser(InstructionParser):
                 self.block_lines.pop(entry)
                 block.parent = fn
                 blocks.append(block)
+                insts = block.instructions
             call = inst.call
             if call is not None and type(inst.operands[call.callee_index]) is Placeholder:
                 self.undeclared_calls.setdefault(inst.operands[call.callee_index], inst)
-            block.instructions.append(inst)
+            insts.append(inst)
             inst.parent = block
             if name_tok is not None:
-                ph = fwd.pop(name_tok, None)
+                ph = fwd.pop(name_tok, None) if fwd else None
                 if ph is not None:
                     ph.value = inst
                 elif name_tok in local_values:

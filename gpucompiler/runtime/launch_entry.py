@@ -43,6 +43,7 @@ _NAME = "gpuc_launch_entry"
 SCALAR_KINDS = {float: Kind.FLOAT, int: Kind.INT, bool: Kind.BOOL, np.float64: Kind.NP_FLOAT64,
                 np.float32: Kind.NP_FLOAT32, np.int64: Kind.NP_INT64, np.int32: Kind.NP_INT32,
                 np.bool_: Kind.NP_BOOL}
+_PYTHON_KINDS = frozenset({Kind.FLOAT, Kind.INT, Kind.BOOL})
 
 
 class _MethodDef(ctypes.Structure):
@@ -136,7 +137,7 @@ def plan_of(args, key, ndarray, stream_mode: StreamMode) -> Plan | None:
         tp = type(a)
         kind = SCALAR_KINDS.get(tp) if tp is item else None
         if kind is not None:
-            if kind.value.startswith("np.") and not numpy_scalars_ok():
+            if kind not in _PYTHON_KINDS and not numpy_scalars_ok():
                 return None
             kinds.append((kind, 0))
         elif ndarray is not None and tp is ndarray:
@@ -182,7 +183,7 @@ class NativeLaunch:
             if kind is Kind.ARRAY:  # item: the signature's (typestr, ndim, contiguous, readonly)
                 expected.append(a.dtype)
                 words[at], words[at + 1], words[at + 2] = id(a.dtype), a.dtype.itemsize, int(item[2])
-            elif kind not in (Kind.FLOAT, Kind.INT, Kind.BOOL):
+            elif kind not in _PYTHON_KINDS:  # a NumPy scalar: its type
                 words[at] = id(type(a))
         words[W_VALID] = 1
         self.words = words

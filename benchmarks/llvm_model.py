@@ -15,6 +15,16 @@ and splitting the text at whitespace alone, each against LLVM's parse. Times are
 time (``time.process_time``: LLVM's parser runs in this thread too), which a
 loaded machine inflates less than wall time; garbage left by earlier rounds
 is collected before each text, outside the timings.
+
+``--ad-path [--tree OLD ...]``: the texts the parser gets on the AD path instead. A child process compiles
+the six gradient programs of ``benchmarks/first_call.py`` (``@jit`` with ``autodiff`` inside, a fresh
+cache) and saves every text handed to the parser (the deferred linking's and the marker lowering's,
+lazy or not); then, for this tree and each older tree (``git archive REV | tar -x -C OLD``), fresh
+processes time an eager parse of each text (every body parsed), as µs per instruction, three ways:
+``once`` (each text once, in the order the compile parsed them, in a fresh process: what that process
+paid), ``alone`` (each text with the parser's process-wide tables emptied first: a module parsed
+first in its process) and ``again`` (each text after the same texts were parsed in the process).
+Medians over ``--rounds`` processes (``once``) and rounds (the others), trees alternated.
 """
 
 from __future__ import annotations
@@ -24,6 +34,9 @@ import gc
 import json
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,7 +58,7 @@ def _libdevice() -> str | None:
     return str(llvm.parse_bitcode(Path(path).read_bytes(), context=llvm.create_context()))
 
 
-def _optimised_corpus() -> str | None:
+def _optimised_corpus() -> list[str] | None:
     """Every host-target corpus module after O2, concatenated as separate modules' texts."""
     texts = []
     for f in sorted((ROOT / "tests/llvm/corpus").glob("*.ll")):
@@ -147,10 +160,117 @@ def floor(texts, reps: int) -> dict:
     return {k: statistics.median(v) for k, v in ratios.items()}
 
 
+#: run in a child: compile the six gradient programs, saving every text the parser gets (argv: folder)
+CAPTURE = r"""
+import os, re, sys
+folder = sys.argv[1]
+import gpucompiler.llvm.parser as P
+init = P.Parser.__init__
+count = [0]
+
+def saving(self, text, **kw):
+    count[0] += 1
+    with open(os.path.join(folder, f"{count[0]:04d}.ll"), "w") as f:
+        f.write(text)
+    init(self, text, **kw)
+
+P.Parser.__init__ = saving
+import numpy as np
+from gpucompiler import jit
+source = open(os.path.join(sys.argv[2], "benchmarks", "first_call.py")).read()
+programs = re.search(r'GRADIENTS = r\"\"\"(.*?)\"\"\"', source, re.S).group(1)
+with open(os.path.join(folder, "grad_programs.py"), "w") as f:
+    f.write(programs)
+sys.path.insert(0, folder)
+import grad_programs as G
+ns = {}
+exec(source[source.index("ARGUMENTS = {"):source.index("VERSUS = ")], ns)
+rng = np.random.default_rng(0)
+for name, args in ns["ARGUMENTS"].items():
+    jit(getattr(G, name), plugins=("enzyme",))(*eval("(" + args + ")", {"rng": rng, "np": np}))
+"""
+
+#: run in a child with a tree first on the path: µs per instruction of eager parses (argv: tree, folder, mode, rounds)
+TIMED = r"""
+import gc, glob, json, statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+import gpucompiler.llvm as L
+from gpucompiler.llvm import parser_instructions, parser_values
+assert L.__file__.startswith(sys.argv[1])
+texts = [open(f).read() for f in sorted(glob.glob(sys.argv[2] + "/*.ll"))]
+mode, rounds = sys.argv[3], int(sys.argv[4])
+tables = [getattr(parser_instructions, "SHAPES", {}), getattr(parser_values, "AGGREGATE_TYPES", {})]
+
+def one_round(empty):
+    total, n = 0.0, 0
+    for t in texts:
+        if empty:
+            for table in tables:
+                table.clear()
+        gc.collect()
+        t0 = time.process_time()
+        m = L.parse(t)
+        total += time.process_time() - t0
+        n += sum(len(b.instructions) for f in m.functions.values() for b in f.blocks)
+    return total / n * 1e6, n
+
+if mode == "once":
+    print(json.dumps(one_round(False)))
+else:
+    one_round(mode == "alone")
+    got = [one_round(mode == "alone") for _ in range(rounds)]
+    print(json.dumps([statistics.median(g[0] for g in got), got[0][1]]))
+"""
+
+
+def ad_path(trees: list[str], rounds: int) -> dict:
+    """µs per instruction of each tree's parser on the texts the AD path parses (see the module's docstring)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = os.path.join(tmp, "texts")
+        os.mkdir(folder)
+        env = {**os.environ, "GPUC_CACHE_DIR": os.path.join(tmp, "cache"),
+               "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "plugins")])}
+        for var in ("GPUC_SERVICE_URL", "GPUC_CACHE_URL"):
+            env.pop(var, None)
+        subprocess.run([sys.executable, "-c", CAPTURE, folder, str(ROOT)], env=env, check=True)
+        n_texts = len([f for f in os.listdir(folder) if f.endswith(".ll")])
+        got: dict[str, dict[str, list[float]]] = {t: {"once": [], "alone": [], "again": []} for t in trees}
+        n = 0
+        for mode in ("once", "alone", "again"):
+            for _ in range(rounds if mode == "once" else 1):
+                for tree in trees:
+                    out = subprocess.run([sys.executable, "-c", TIMED, tree, folder, mode, str(rounds)],
+                                         env=env, check=True, capture_output=True, text=True).stdout
+                    us, n = json.loads(out)
+                    got[tree][mode].append(us)
+    return {"texts": n_texts, "instructions": n,
+            "us_per_instruction": {t: {m: statistics.median(v) for m, v in modes.items()} for t, modes in got.items()}}
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="one repetition")
+    ap.add_argument("--ad-path", action="store_true", help="the texts the AD path parses, µs per instruction")
+    ap.add_argument("--tree", action="append", default=[], help="with --ad-path: an older tree to time too")
+    ap.add_argument("--rounds", type=int, default=7, help="with --ad-path: processes (once) and rounds (the others)")
     args = ap.parse_args()
+    if args.ad_path:
+        trees = [str(ROOT), *args.tree]
+        print(f"load average {os.getloadavg()[0]:.1f}")
+        r = ad_path(trees, args.rounds)
+        print(f"{r['texts']} texts, {r['instructions']} instructions; µs per instruction of an eager parse (medians)")
+        print(f"{'tree':<40}{'once':>8}{'alone':>8}{'again':>8}")
+        for tree, us in r["us_per_instruction"].items():
+            print(f"{tree:<40}" + "".join(f"{us[m]:>8.2f}" for m in ("once", "alone", "again")))
+        mine = r["us_per_instruction"][str(ROOT)]
+        for tree in args.tree:
+            old = r["us_per_instruction"][tree]
+            print(f"{tree} / this tree: " + ", ".join(f"{m} {old[m] / mine[m]:.2f}x" for m in ("once", "alone", "again")))
+        r["load_average_after"] = os.getloadavg()[0]
+        out = ROOT / "benchmarks/results/llvm_model_ad_path.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(r, indent=2) + "\n")
+        return
     initialize()
     reps = 1 if args.quick else 5
     cases = {"libdevice": _libdevice(), "corpus-O2": _optimised_corpus(), "generated-chain": _generated()}

@@ -28,6 +28,10 @@ CONSTEXPR = frozenset(
     "insertelement shufflevector splat ptrauth dso_local_equivalent no_cfi blockaddress".split()
 )
 VALUE_WORDS = CONST_WORDS | CONSTEXPR | {"asm"}
+#: one-token types: ``ptr`` (when no ``addrspace`` follows), the simple types and the common integers
+_SCALAR_TYPES: dict[str, T.Type] = {**T.SIMPLE, "ptr": T.ptr(), **{str(t): t for t in (T.i1, T.i8, T.i16, T.i32, T.i64)}}
+#: tokens after which a one-token type is read otherwise (a function type, an address space) or is no type
+_NOT_SCALAR_AFTER = frozenset(("(", ":", "addrspace"))
 #: literal aggregate types by their tokens (none naming a struct type), for every parse of the process
 AGGREGATE_TYPES: dict[tuple[str, ...], T.Type] = {}
 _MAX_AGGREGATE_TYPES = 4096
@@ -180,7 +184,9 @@ class ValueParser:
         toks = self.toks
         t = toks[self.i]
         self.i += 1
-        ty = T.SIMPLE.get(t)
+        ty = _SCALAR_TYPES.get(t)
+        if ty is not None and t == "ptr" and self.i < len(toks) and toks[self.i] == "addrspace":
+            ty = None
         if ty is None:
             c = t[0]
             if c == "i" and t[1:].isdigit():
@@ -408,6 +414,18 @@ class ValueParser:
             c = t[0]
             if depth == 0 and t == closer:
                 return
+            ty = _SCALAR_TYPES.get(t)
+            if ty is not None:  # a one-token type (what ptype reads it as, when no '(', ':' or addrspace follows)
+                j = self.i + 1
+                nxt = toks[j] if j < n else ""
+                if nxt not in _NOT_SCALAR_AFTER:
+                    self.i = j
+                    if tys is not None and depth == 0:
+                        tys.append(ty)
+                    em.obj(ty)
+                    if j < n and self.is_value_start(nxt):
+                        em.slot(self.pvalue(ty))
+                    continue
             if c in "({[<%" or t in T.SIMPLE or c == "i" or t == "ptr" or t == "target":
                 if self.is_type_start(t) and self.peek(1) != ":":
                     ty = self.ptype()

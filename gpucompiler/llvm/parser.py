@@ -427,6 +427,7 @@ class Parser(InstructionParser):
     def _body(self, fn: Function, names: list) -> None:
         self.locals = {n: a for n, a in zip(names, fn.args) if n is not None}
         self.fwd, self.blocks, self.block_lines = {}, {}, {}
+        self.lookups = (self.locals.get, self.blocks.get, self.gvals.get)
         lines = self.lines
         first = self.lineno + 1
         last = first

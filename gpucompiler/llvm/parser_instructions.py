@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..errors import UnsupportedIRError
 from . import types as T
 from .instructions import BINARY, CASTS, FLAG_WORDS, CallSite, DebugRecord, Instruction
@@ -90,6 +92,8 @@ class InstructionParser(ValueParser):
     fwd: dict[str, Placeholder]
     blocks: dict[str, BasicBlock]
     block_lines: dict[str, int]
+    #: ``get`` of :attr:`locals`, :attr:`blocks` and the globals, for the function being parsed
+    lookups: tuple[Callable[[str], Value | None], Callable[[str], BasicBlock | None], Callable[[str], Value | None]]
     #: the call site of the call being parsed
     site: CallSite | None = None
     #: this parse's shapes of the instructions parsed so far, by :func:`shape_key` (the portable ones
@@ -362,7 +366,7 @@ class Shape:
             return None
         ops: list[Value] = []
         append = ops.append
-        local, block, glob = p.locals.get, p.blocks.get, p.gvals.get
+        local, block, glob = p.lookups
         for k, kind, ty in self.sources:
             t = toks[k]
             if kind == LOCAL:

@@ -113,6 +113,34 @@ def test_a_second_parse_makes_its_instructions_from_shared_shapes(cold, full_par
     assert str(m) == str(Parser(text, reuse_shapes=False).run())
 
 
+# -- the texts the AD path hands the parser ------------------------------------------------------
+
+def test_the_ad_path_texts_round_trip_with_shapes_shared_across_parses(cold, monkeypatch):
+    """The texts a nested gradient's compile parses (the deferred linking's and the marker lowering's:
+    `@jit` IR with its aggregates, checks and location metadata), parsed again one after the other:
+    each agrees with the reference path and LLVM, and the Hessian-vector product is right."""
+    np = pytest.importorskip("numpy")
+    from gpucompiler import jit
+    from tests.enzyme_plugin import ho_funcs as F
+
+    texts: list[str] = []
+    init = Parser.__init__
+
+    def saving(self, text, **kw):
+        texts.append(text)
+        init(self, text, **kw)
+
+    monkeypatch.setattr(Parser, "__init__", saving)
+    x, v, hv = np.linspace(-0.5, 1.3, 6), np.cos(np.arange(6.0)), np.zeros(6)
+    jit(F.rosenbrock_hvp_fwd_rev, plugins=("enzyme",), cache=False)(x, v, np.zeros(6), hv, 6)
+    np.testing.assert_allclose(hv, F.hess_rosenbrock(x) @ v, rtol=1e-12)
+    monkeypatch.setattr(Parser, "__init__", init)
+    assert len(texts) >= 2
+    cold.SHAPES.clear()
+    for k, text in enumerate(texts):
+        _check_round_trip(text, f"AD path text {k}")
+
+
 # -- each form, spelled twice (the second made from the first one's shape) -----------------------
 
 FORMS = """

@@ -44,6 +44,22 @@ def spec_name(frame) -> str:
     return f"{fn.__module__}.{fn.__qualname__}({sig})"
 
 
+def release(module: ir.Module) -> None:
+    """Clear the attributes of ``module``'s globals, their blocks, instructions and arguments, and of the module:
+    they refer to each other (an instruction and its block, a block and its function, a function and the
+    module), so a module let go would wait for the cyclic collector, whose pass at the end of a compile cost
+    several times more. Types and constants, which modules share, are left as they are."""
+    for value in module.globals.values():
+        for block in getattr(value, "blocks", ()):
+            for inst in block.instructions:
+                vars(inst).clear()
+            vars(block).clear()
+        for arg in getattr(value, "args", ()):
+            vars(arg).clear()
+        vars(value).clear()
+    vars(module).clear()
+
+
 class ModuleCodegen:
     """Builds one ``ir.Module`` from inferred frames (``cg.mod`` of a rule's lowering: what rules may use of it
     is the protocol :class:`~gpucompiler.interpreter.lowering.ModuleGen`)."""
@@ -163,6 +179,13 @@ class ModuleCodegen:
                 if decision is not None:
                     return decision
         return None
+
+    def text(self) -> str:
+        """The module's LLVM IR, for a caller done with the module: its llvmlite objects are let go (see
+        :func:`release`), so :attr:`module` is unusable afterwards."""
+        text = str(self.module)
+        release(self.module)
+        return text
 
     def emit(self, entry_frame, entry_name: str) -> ir.Function:
         entry = self.function_for(entry_frame, entry_name)

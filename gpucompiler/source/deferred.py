@@ -66,7 +66,7 @@ class DeferredSpec:
         interp, frame = self._inferred()
         mod = ModuleCodegen(self.entry, interp, **nested_checks(self.job, job.config))
         mod.emit(frame, self.entry)
-        return str(mod.module)
+        return mod.text()
 
 
 def nested_checks(deferred: DeferredJob, config) -> dict:

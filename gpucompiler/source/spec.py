@@ -445,7 +445,7 @@ class FunctionSpec:
             codegen.emit_wrapper(mod, frame, entry, self.entry + ".pywrap")
             if self.call_entry:
                 codegen.emit_pyentry(mod, frame, entry, self.entry + ".pyentry", len(interp.deps))
-        return str(mod.module)
+        return mod.text()
 
 
 def _encoded(fingerprint) -> str:

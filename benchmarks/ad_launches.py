@@ -25,14 +25,18 @@ PyTorch when installed).
 
 ``--device fake`` times the host side of a round anywhere: the CUDA path with
 the fake driver of tests/kernels/test_cuda_launch.py whose ``cuLaunchKernel``
-returns at once, on the fake CuPy of tests/runtime/fake_cupy.py (its arrays'
-attributes and ``__cuda_array_interface__`` as costly as CuPy's to read, their
-copies and memsets on the host, a captured graph replaying nothing). Per part
-of a round (``out[0] = 0`` and ``reset()``, the two recorded launches,
-``backward``) the median and the best of ``--reps`` rounds, beside the same
-launches made directly (the two kernels, then the two gradient kernels):
-the tape's own work per recorded launch is the recording's time less the
-direct launches', over two. ``--read-gradients``: each round also reads
+returns at once (its C function, which native launch entries call, too:
+benchmarks/launch_overhead.py's ``NullDriver``), on the fake CuPy of
+tests/runtime/fake_cupy.py (its arrays' attributes and
+``__cuda_array_interface__`` as costly as CuPy's to read, their copies and
+memsets on the host, a captured graph replaying nothing). Per part of a round
+(``out[0] = 0`` and ``reset()``, the two recorded launches, ``backward``) the
+median and the best of ``--reps`` rounds, beside the same launches made
+directly (the two kernels, then the two gradient kernels): the tape's own
+work per recorded launch is the recording's time less the direct launches',
+over two. Rounds run first until the launches made directly and the tape's
+repeated launches have their native entries; the table says the path each
+took (native or Python). ``--read-gradients``: each round also reads
 ``tape.gradient(x)`` and ``tape.gradient(w)`` after its timed parts, as a
 training loop does (the next recording then checks those two shadows for
 other holders before it takes them again).
@@ -57,8 +61,11 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 from enzyme_plugin import LaunchTape
 from enzyme_plugin.launches.gradients import gradient_kernel, split_kernel
+from enzyme_plugin.launches.tape import Repeat
 from gpucompiler import device as gd
 from gpucompiler import GPUCompilerError, kernel
+from gpucompiler.cache import later
+from gpucompiler.kernel import Launch
 from gpucompiler.errors import DeviceHeapError
 
 BLOCK = 256
@@ -158,13 +165,9 @@ def fake_rows(n: int, reps: int, read: bool = False) -> dict:
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:0] = [os.path.join(here, "..", "tests", "kernels"), os.path.join(here, "..", "tests", "runtime")]
     import fake_cupy  # pyright: ignore[reportMissingImports]
-    from test_cuda_launch import FakeDriver  # pyright: ignore[reportMissingImports]
+    from launch_overhead import NullDriver  # its C cuLaunchKernel (native entries') returns 0 too
 
     from gpucompiler.runtime import cuda
-
-    class NullDriver(FakeDriver):
-        def cuLaunchKernel(self, *args):
-            return (0,)
 
     driver = NullDriver()
     cuda._driver = lambda: driver
@@ -186,6 +189,14 @@ def part_rows(cp, n: int, reps: int, sync, read: bool = False) -> dict:
     launches = [k[blocks, BLOCK] for k in kernels]
     parts: dict[str, list[int]] = {k: [] for k in ("reset", "record", "backward", "launches", "gradients")}
     clock = time.perf_counter_ns
+    for count in range(4096):  # until the launches made directly and the recorded ones have native entries
+        round_(tape, x, y, w, out, dx, dy, dw, dout, launches)
+        sync()
+        direct, recorded = _natives(tape, launches)
+        if direct == len(launches) and (recorded == LAUNCHES or not hasattr(Repeat, "native")):
+            break  # (a tree without the tape's entries: its recorded launches stay Python)
+        if count % 16 == 15:
+            later.wait()  # (entries compile on a thread of their own)
     for r in range(reps + 20):  # the first rounds compile, make the shadows and capture the graph
         t0 = clock()
         out[0] = 0.0
@@ -209,22 +220,49 @@ def part_rows(cp, n: int, reps: int, sync, read: bool = False) -> dict:
         if r >= 20:
             for key, ns in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
                 parts[key].append(ns)
-    rows = {k: (statistics.median(v) / 1e3, min(v) / 1e3) for k, v in parts.items()}
+    rows: dict[str, Any] = {k: (statistics.median(v) / 1e3, min(v) / 1e3) for k, v in parts.items()}
     (record, best), (direct, direct_best) = rows["record"], rows["launches"]
     rows["tape per launch"] = ((record - direct) / LAUNCHES, (best - direct_best) / LAUNCHES)
+    direct, recorded = _natives(tape, launches)
+    rows["native"] = (direct, len(launches), recorded)  # the paths taken, printed with the parts
     return rows
+
+
+def round_(tape, x, y, w, out, dx, dy, dw, dout, launches) -> None:
+    """One untimed round of :func:`part_rows`."""
+    out[0] = 0.0
+    tape.reset()
+    with tape:
+        program(x, y, w, out, None)
+    tape.backward(loss=out)
+    launches[0](x, y)
+    launches[1](y, w, out)
+    launches[2](y, dy, w, dw, out, dout)
+    launches[3](x, dx, y, dy)
+
+
+def _natives(tape, launches) -> tuple[int, int]:
+    """(the launch objects of ``launches`` with a native entry, the launches of ``tape``'s recording that repeat
+    the last one's through a native entry of the tape's)."""
+    direct = sum(type(launch) is not Launch for launch in launches)
+    return direct, sum(getattr(m, "native", None) is not None for m in tape._repeats if m is not None)
 
 
 def print_parts(n: int, reps: int, rows: dict, where: str = "the fake driver and fake CuPy") -> None:
     print(f"two-kernel program, n = {n}, {where} ({reps} rounds), load "
           f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}")
-    print(f"| {'part of a round':36} | median (µs) | best (µs) |")
-    print(f"|{'-' * 38}|-------------|-----------|")
-    names = {"reset": "out[0] = 0, reset()", "record": "recording the two launches", "backward": "backward",
-             "launches": "the two launches made directly", "gradients": "the two gradient launches directly",
+    print(f"| {'part of a round':44} | median (µs) | best (µs) |")
+    print(f"|{'-' * 46}|-------------|-----------|")
+    direct, made, recorded = rows["native"]
+    path = {0: "Python", made: "native"}.get(direct, f"{direct} of {made} native")
+    names = {"reset": "out[0] = 0, reset()",
+             "record": f"recording the two launches ({'native' if recorded == LAUNCHES else 'Python'})",
+             "backward": "backward", "launches": f"the two launches made directly ({path})",
+             "gradients": f"the two gradient launches directly ({path})",
              "tape per launch": "tape's own work per recorded launch"}
-    for key, (median, best) in rows.items():
-        print(f"| {names[key]:36} | {median:11.2f} | {best:9.2f} |")
+    for key, name in names.items():
+        median, best = rows[key]
+        print(f"| {name:44} | {median:11.2f} | {best:9.2f} |")
 
 
 def jax_rows(xh, wh, gpu, reps):

@@ -482,9 +482,15 @@ class Launch:
         self._entries: tuple = ()
 
     def __call__(self, *args, **kwargs) -> None:
+        record = _RECORDER.get()
+        if record is not None and not kwargs and len(args) == self._nargs:  # a launch tape records and launches it
+            try:
+                return record(self, args)
+            except GPUCompilerError as exc:  # the caller's frame on top, not the recorder's
+                raise for_user(exc, debug_tracebacks())
         bound = self._bound
         if bound is not None and not kwargs and len(args) == self._nargs and self.device is None \
-                and _RECORDER.get() is None:
+                and record is None:
             k = self.kernel
             deps = k._deps
             if bound[0] == k._epoch and (not deps or k._deps_current(deps)):

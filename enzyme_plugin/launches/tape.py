@@ -26,7 +26,9 @@ What a launch needs to know of its kernel (the shadowed parameters, the
 written and read arrays, the gradient kernel's argument types) is worked out
 once per kernel and signature (:class:`LaunchPlan`), the launches behind it
 once per configuration (:class:`Runs`), and a GPU launch repeating the last recording's at its place takes
-what that one found (:class:`Repeat`), its record too when it copies nothing; its float arrays get their
+what that one found (:class:`Repeat`), its record too when it copies nothing (and then, once it repeated a
+few times, it launches through a native entry of the CUDA runtime's made for its values, :attr:`Repeat.native`,
+without its signature read in Python); its float arrays get their
 shadows when the recording ends (all of the last recording's at once when every launch repeated it and
 nothing else holds those that were handed out). A recorded launch keeps its gradient's launch, and
 ``backward`` calls those in reverse. On a GPU, copies and launches on CUDA's legacy default stream are
@@ -357,6 +359,12 @@ class DeviceForm:
     on the same arrays each round: the overlap check is one comparison then)"""
 
 
+NATIVE_AFTER = 16
+"""The launches of a :class:`Repeat` through its bound launch before the tape asks for its native entry."""
+NATIVE_WAIT = 1024
+"""The most such launches between two asks (each later ask waits twice as long as the one before)."""
+
+
 @attrs.define(eq=False)
 class Repeat:
     """What recording a GPU launch found, for the launch at the same place of the next recording: when that one
@@ -391,6 +399,14 @@ class Repeat:
     graph_part: tuple | None = None
     """(the tape's generation, the gradient kernel, the launch, its record's part of a backward's graph key)
     (:func:`.graphs.graph_key`)"""
+    native: Callable[..., Any] | None = None
+    """the runtime's fixed native entry of ``go`` (:meth:`~gpucompiler.runtime.cuda.BoundLaunch.native`), asked
+    for when the launch copies nothing, after ``hits`` launches through ``go``: it checks in compiled code what a
+    repeat's signature comparison and world-age check and the bound launch check (the same signature values and
+    stream, the kernel's global reads, context, device, thread), and launches; a miss returns False"""
+    hits: int = NATIVE_AFTER
+    every: int = NATIVE_AFTER
+    """the launches through ``go`` between two asks for ``native`` (doubling, at most ``NATIVE_WAIT``)"""
 
 
 _FORMS: dict = {}
@@ -449,6 +465,11 @@ def _overlap(a, b) -> bool:
 
 
 _is = operator.is_
+
+
+def _missed(*args) -> bool:
+    """What a launch's fixed native entry (:attr:`Repeat.native`) returns where it did not launch."""
+    return False
 
 _DEFERRING = device_heap.deferring()
 """The context in which this thread's launches defer their heap checks (entered by a recording's first GPU launch)."""
@@ -640,7 +661,8 @@ class LaunchTape:
     def _repeated(self, launch: Launch, args: tuple) -> bool:
         """Record ``launch`` when it repeats the :class:`Repeat` at its place in the last recording (the recording
         so far repeats the last one): its copies, its fresh shadows and its record (the last one's again when
-        it copies nothing), then the launch; False: it is not a repeat, nothing was done."""
+        it copies nothing), then the launch; False: it is not a repeat. A launch with a fixed native entry
+        (:attr:`Repeat.native`) goes there first: its signature is read only where the entry did not launch."""
         at, last = len(self.records), self._last
         if at >= len(last):
             return False
@@ -650,6 +672,14 @@ class LaunchTape:
         k = launch.kernel
         if k.__dict__.get(GRADIENT_ATTRIBUTE) is not None:  # registered since: its gradient replaces the other
             return False
+        if not self._deferring:  # its heap check, if its kernel has one: read at the end of the recording
+            _DEFERRING.__enter__()
+            self._deferring = self._on_device = True
+        native, record = m.native, m.record
+        if native is not None and record is not None and record.hand is None and native(*args) is None:
+            self.records.append(record)  # launched in native code: the last recording's record again
+            self._repeats.append(m)
+            return True
         sig = cuda_runtime.signature(args)
         if sig != m.sig or sig is None:
             return False
@@ -657,10 +687,7 @@ class LaunchTape:
         form = m.form
         if form.age != k.world_age:
             return False
-        if not self._deferring:  # its heap check, if its kernel has one: read at the end of the recording
-            _DEFERRING.__enter__()
-            self._deferring = self._on_device = True
-        ops, runs, record = m.ops, form.runs, m.record
+        ops, runs = m.ops, form.runs
         assert runs is not None
         if m.keep:
             snapshots = self._snapshots(args, m.keep, ops, m.first, m.stream)
@@ -673,6 +700,11 @@ class LaunchTape:
         go = m.go
         if go is not None:
             go(args, sig)
+            m.hits -= 1
+            if not m.hits and not m.keep:
+                m.every = min(2 * m.every, NATIVE_WAIT)
+                m.hits = m.every
+                m.native = cuda_runtime.CUDA.native(go, args, _missed, None)
         else:
             runs.forward(args, sig)
             m.go = runs.forward.bound if type(runs.forward) is SignedLaunch else None
@@ -1128,4 +1160,5 @@ class LaunchTape:
         return f"<LaunchTape{' (split)' if self.split else ''} of {len(self.records)} launch(es)>"
 
 
-__all__ = ["DeviceForm", "LaunchTape", "LaunchTapeError", "LaunchPlan", "LaunchRecord", "Repeat", "Runs", "TapeSizes"]
+__all__ = ["DeviceForm", "LaunchTape", "LaunchTapeError", "LaunchPlan", "LaunchRecord", "NATIVE_AFTER", "NATIVE_WAIT",
+           "Repeat", "Runs", "TapeSizes"]

@@ -25,10 +25,15 @@ entry serves every launch of that plan. It
 4. writes the values into its own parameter buffer (a builtin holds the GIL throughout: no other thread
    runs between the writes and the driver's copy of them) and calls ``cuLaunchKernel`` at ``W_LAUNCH``.
 
-Anything that does not hold is a *miss*: the call goes unchanged to ``fallback`` (the Python launch), which
-launches, records, recompiles or raises as it does without an entry. A launch the driver refuses ran nothing:
-``on_error(code)`` is called (it raises the typed error, or returns when the Python launch should ask for
-the context again), then the fallback. Every attribute read releases its reference before any branch.
+A *fixed* entry (the plan's third item: a launch tape's, for a launch that repeats one it recorded) leaves
+out the recorder check (its caller is the recorder) and writes nothing: every value must equal, bit for bit,
+the one its buffer holds (the runtime's packing of the recorded launch's values) and the stream the one in
+``W_STREAM``, or the call is a miss.
+
+Anything that does not hold is a *miss*: the call goes unchanged to ``fallback`` (the Python launch, or a fixed
+entry's tape), which launches, records, recompiles or raises as it does without an entry. A launch the driver
+refuses ran nothing: ``on_error(code)`` is called (it raises the typed error, or returns when the Python
+launch should ask for the context again), then the fallback. Every attribute read releases its reference before any branch.
 """
 
 from __future__ import annotations
@@ -286,6 +291,16 @@ class _Emitter:
         legacy = b.icmp_unsigned("==", value, ir.Constant(I64, 1))  # the legacy default stream: handle 0
         return b.select(legacy, ir.Constant(I64, 0), value)
 
+    def same_as_buffer(self, at: int, value):
+        """Whether ``value`` has the bits the parameter buffer holds at byte ``at``."""
+        b = self.b
+        bits = ir.IntType(value.type.width if isinstance(value.type, ir.IntType)
+                          else 64 if isinstance(value.type, ir.DoubleType) else 32)
+        if not isinstance(value.type, ir.IntType):
+            value = b.bitcast(value, bits)
+        held = b.load(b.gep(self.word(W_BUFFER), [ir.Constant(I64, at)], source_etype=I8), typ=bits)
+        return b.icmp_unsigned("==", value, held)
+
     def launch(self, stream, self_tuple, args, nargs, kwnames) -> None:
         """Busy around ``cuLaunchKernel``; None on success, else ``on_error(code)`` then the miss."""
         b = self.b
@@ -330,14 +345,15 @@ def emit_launch_entry(plan: Plan, name: str) -> str:
     self_tuple, args, nargs, kwnames = fn.args
     e = _Emitter(module, fn)
     b = e.b
-    kinds, mode = plan
+    kinds, mode, fixed = plan
     e.expect(b.icmp_unsigned("==", kwnames, ir.Constant(PTR, None)), "positional")
     e.expect(b.icmp_signed("==", nargs, ir.Constant(I64, len(kinds))), "count")
     e.expect(b.icmp_unsigned("!=", e.word(W_VALID, I64), ir.Constant(I64, 0)), "valid")
     e.expect(b.icmp_unsigned("==", e.word(W_BUSY, I64), ir.Constant(I64, 0)), "idle")
     thread = e.call("PyThread_get_thread_ident", I64, [])
     e.expect(b.icmp_unsigned("==", thread, e.word(W_THREAD, I64)), "thread")
-    e.unset(W_RECORDER, "recorder")
+    if not fixed:
+        e.unset(W_RECORDER, "recorder")
     e.unset(W_DEVICE, "device")
     e.guards()
     values = []
@@ -345,11 +361,19 @@ def emit_launch_entry(plan: Plan, name: str) -> str:
         obj = b.load(b.gep(args, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR)
         values.append(e.array(obj, k, ndim) if kind is Kind.ARRAY else [e.scalar(obj, kind, k)])
     stream = e.stream(mode)
+    same = ir.Constant(ir.IntType(1), 1)
+    if fixed and mode is not StreamMode.GIVEN:  # (a given stream is W_STREAM itself)
+        same = b.icmp_unsigned("==", stream, e.word(W_STREAM, I64))
     buffer, at = e.word(W_BUFFER), 0
     for words, size in zip(values, param_sizes(plan)):
         for j, value in enumerate(words):  # an array's pointer, shape and strides, 8 bytes each
-            b.store(value, b.gep(buffer, [ir.Constant(I64, at + 8 * j)], source_etype=I8))
+            if fixed:
+                same = b.and_(same, e.same_as_buffer(at + 8 * j, value))
+            else:
+                b.store(value, b.gep(buffer, [ir.Constant(I64, at + 8 * j)], source_etype=I8))
         at += size
+    if fixed:
+        e.expect(same, "fixed")
     e.launch(stream, self_tuple, args, nargs, kwnames)
     return str(module)
 

@@ -11,10 +11,10 @@ import enum
 #: the items of the entry's ``self`` tuple it reads: the Python launch, the words, the driver-error handler
 SELF_FALLBACK, SELF_WORDS, SELF_ERROR = range(3)
 #: the words (see :mod:`.launchentry`): validity, busy flag, owner thread, ``cuLaunchKernel``, the
-#: function handle, the given stream, the ``void*[]`` of parameters, the parameter buffer, the recorder and
-#: device context variables, the guard words, CuPy's ``ndarray`` type, the current-stream callable, the
-#: attribute names ``dtype``, ``shape``, ``strides``, ``data``, ``ptr`` (``str`` objects), the grid, block and
-#: shared bytes; then :data:`ARG_WORDS` per argument from ``W_ARGS``
+#: function handle, the given stream (a fixed entry's: the expected one), the ``void*[]`` of parameters, the
+#: parameter buffer, the recorder and device context variables, the guard words, CuPy's ``ndarray`` type, the
+#: current-stream callable, the attribute names ``dtype``, ``shape``, ``strides``, ``data``, ``ptr`` (``str``
+#: objects), the grid, block and shared bytes; then :data:`ARG_WORDS` per argument from ``W_ARGS``
 (W_VALID, W_BUSY, W_THREAD, W_LAUNCH, W_FUNCTION, W_STREAM, W_PARAMS, W_BUFFER, W_RECORDER, W_DEVICE, W_GUARD,
  W_NDARRAY, W_CURRENT, W_DTYPE, W_SHAPE, W_STRIDES, W_DATA, W_PTR) = range(18)
 W_DIMS = 18
@@ -46,8 +46,10 @@ class StreamMode(enum.Enum):
     OBJECT = 2     # W_CURRENT().ptr is (CuPy's get_current_stream)
 
 
-#: an entry's arguments, each ``(kind, ndim)`` (ndim 0 for scalars), and its stream
-Plan = tuple[tuple[tuple[Kind, int], ...], StreamMode]
+#: an entry's arguments, each ``(kind, ndim)`` (ndim 0 for scalars), its stream, and whether it is *fixed*: a
+#: launch tape's entry for a repeated launch, which launches only on the parameter values and stream its buffer
+#: and ``W_STREAM`` hold (compared, not written) and leaves the launch recorder to its caller, the recorder
+Plan = tuple[tuple[tuple[Kind, int], ...], StreamMode, bool]
 
 
 def param_sizes(plan: Plan) -> list[int]:

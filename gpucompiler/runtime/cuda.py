@@ -724,7 +724,11 @@ class BoundLaunch:
         (the launch object's Python call), ``recorder`` is the launch recorder's context variable. None where
         the launcher is not kept, its kernel's tape checks the device heap, ``args`` are not of its
         signature or hold an array other than a CuPy ``ndarray``, or the interpreter's layouts differ; None
-        too while the entry's code compiles (the first ask of a kind of arguments starts it)."""
+        too while the entry's code compiles (the first ask of a kind of arguments starts it).
+
+        ``recorder`` None: a launch tape's *fixed* entry, which the recorder itself calls (no recorder
+        check) for a launch it found repeating one it recorded: it launches only on ``args``' signature
+        values of now (the same pointers, shapes, strides and scalars, on the same stream), else misses."""
         kept = self.bound
         if kept is None or not layout_ok():
             return None
@@ -737,15 +741,19 @@ class BoundLaunch:
             return None
         cupy, ndarray = _CUPY_SEEN[0], _CUPY_SEEN[1]
         current, mode = current_stream(cupy) if self.follow and ndarray is not None else (None, StreamMode.GIVEN)
-        plan = plan_of(args, key, ndarray, mode)
+        fixed = recorder is None
+        plan = plan_of(args, key, ndarray, mode, fixed)
         launch = driver_launch(d, launcher.fn) if plan is not None else None
         code = compiled(plan) if plan is not None and launch is not None else None
         guard = Guard.of([*self.kernel._deps, (globals(), "_state", _state)]) if code is not None else None
         if plan is None or launch is None or code is None or guard is None:
             return None
+        named = sig[2]  # a fixed entry's stream: the one this launch goes to (as launch() chooses it)
+        stream = producer_handle(named) if fixed and self.follow and named not in _LEGACY_NAMED else self.hstream
         made: list = []
-        entry = NativeLaunch(plan, code, launch, launcher, self.dims, self.hstream, current, args, key, fallback,
-                             functools.partial(_refused, made), recorder, chosen_device.__self__, guard, ndarray)
+        entry = NativeLaunch(plan, code, launch, launcher, self.dims, stream, current, args, key, fallback,
+                             functools.partial(_refused, made), recorder, chosen_device.__self__, guard, ndarray,
+                             sig[1])
         made.append(entry.words)
         self.entries = [(c, w) for c, w in self.entries if is_valid(w)] + [(ctx, entry.words)]
         _natives[id(self.kernel)] = [w for w in _natives.get(id(self.kernel), ()) if is_valid(w)] + [entry.words]

@@ -12,6 +12,11 @@ the launch recorder, the chosen device, the thread, the runtime's state), reads 
 fills its own parameter buffer and calls the driver's ``cuLaunchKernel`` through its C function pointer.
 Anything else goes to the Python launch unchanged (:class:`NativeLaunch`).
 
+A launch tape asks for a *fixed* entry of a launch it recorded and found repeating (:data:`~.launchwords.Plan`'s
+third item): the tape calls it while it records, so it does not check the recorder, and it launches only on the
+values its buffer holds (the recorded launch's, packed as the Python launch packs them) and on the stream
+it was made for: the same argument objects reshaped, moved or on another stream are a miss.
+
 The driver's function comes from the driver binding's ``native_launch()`` where it has one (the tests' fake
 drivers: a ctypes callback), else from ``libcuda.so.1`` (the library cuda-bindings loaded: the same
 driver state); a function handle is its ``int``. Entries are made only where :func:`.pyentry.layout_ok`
@@ -26,6 +31,7 @@ import os
 import sys
 import threading
 import warnings
+import weakref
 from typing import Any
 
 import numpy as np
@@ -129,9 +135,10 @@ def driver_launch(d, fn) -> tuple[int, int] | None:
         return None
 
 
-def plan_of(args, key, ndarray, stream_mode: StreamMode) -> Plan | None:
-    """The plan of a launch on ``args`` (their signature ``key``; ``ndarray``: CuPy's type, None: none), or
-    None where an argument is of another kind (an array read by its ``__cuda_array_interface__``)."""
+def plan_of(args, key, ndarray, stream_mode: StreamMode, fixed: bool = False) -> Plan | None:
+    """The plan of a launch on ``args`` (their signature ``key``; ``ndarray``: CuPy's type, None: none;
+    ``fixed``: a launch tape's entry, see :data:`~.launchwords.Plan`), or None where an argument is of another
+    kind (an array read by its ``__cuda_array_interface__``)."""
     kinds = []
     for a, item in zip(args, key):
         tp = type(a)
@@ -145,23 +152,27 @@ def plan_of(args, key, ndarray, stream_mode: StreamMode) -> Plan | None:
         else:
             return None
     arrays = any(kind is Kind.ARRAY for kind, _ in kinds)
-    return tuple(kinds), stream_mode if arrays else StreamMode.GIVEN
+    return tuple(kinds), stream_mode if arrays else StreamMode.GIVEN, fixed
 
 
 class NativeLaunch:
     """A native entry over one launcher: its words, parameter buffer and builtin function (``function``).
 
-    ``words[W_VALID]`` is cleared by :func:`invalidate` (the launcher or the kernel's code was dropped, or
-    the driver said another context is current): the entry then hands every call to the Python launch,
-    which makes a new one when the launches settle again."""
+    ``words[W_VALID]`` is cleared by :func:`invalidate` (the launcher or the kernel's code was dropped, the
+    driver said another context is current, or nothing holds the function any more): the entry then hands
+    every call to the Python launch, which makes a new one when the launches settle again. A fixed entry's
+    buffer holds ``values`` (the launch's signature values) packed as ``launcher`` packs them, and ``stream``
+    is the one it expects."""
 
     __slots__ = ("words", "function")
 
     def __init__(self, plan: Plan, code: tuple[Any, int], launch: tuple[int, int], launcher, dims, stream: int,
-                 current, args, key, fallback, on_error, recorder, device, guard: Guard, ndarray):
+                 current, args, key, fallback, on_error, recorder, device, guard: Guard, ndarray, values=()):
         kinds = plan[0]
         sizes = param_sizes(plan)
         buffer = (ctypes.c_int64 * max(sum(sizes) // 8, 1))()
+        if plan[2]:
+            launcher.packer.pack_into(buffer, 0, *values)
         base, offsets, at = ctypes.addressof(buffer), [], 0
         for size in sizes:
             offsets.append(base + at)
@@ -192,6 +203,7 @@ class NativeLaunch:
         state = (fallback, words, on_error, method, buffer, params, guard, names, expected, recorder, device,
                  ndarray, current, launcher, code[0])
         self.function = _new_builtin(ctypes.addressof(method), state, None)
+        weakref.finalize(self.function, invalidate, words).atexit = False
 
 
 def invalidate(words) -> None:

@@ -616,14 +616,10 @@ def _key(args) -> tuple:
     return sig[0]
 
 
-@pytest.mark.parametrize("seed", range(24))
-def test_random_signatures_pass_the_python_launchs_bytes(fake, seed):
-    """A random kernel signature (1-6 arguments: scalars of each type, CuPy arrays of 1-3 dimensions, four
-    dtypes, strided or not), grid, block and stream: after the entry is made, launches on new values of the same
-    kinds (other scalars, arrays of other lengths) reach the driver through the entry with the Python launch's
-    bytes, grid, block and stream (those of another signature through the Python launch)."""
-    cp, driver = fake
-    rng = np.random.default_rng(seed)
+def _random_case(cp, rng) -> tuple:
+    """A launch object of a random kernel signature (1-6 arguments: scalars of each type, CuPy arrays of 1-3
+    dimensions, four dtypes, strided or not), grid, block and stream, and ``values(length)``: random arguments
+    of that signature (its arrays of that last extent)."""
     n = int(rng.integers(1, 7))
     plan = []
     for _ in range(n):
@@ -640,7 +636,18 @@ def test_random_signatures_pass_the_python_launchs_bytes(fake, seed):
     block = int(rng.choice([1, 32, 64, 256]))
     stream = [None, 0, 7][int(rng.integers(3))]
     kernel = Kernel(ARITIES[n - 1])
-    launch = kernel[grid, block] if stream is None else kernel[grid, block, stream]
+    return (kernel[grid, block] if stream is None else kernel[grid, block, stream]), values
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_signatures_pass_the_python_launchs_bytes(fake, seed):
+    """A random kernel signature (1-6 arguments: scalars of each type, CuPy arrays of 1-3 dimensions, four
+    dtypes, strided or not), grid, block and stream: after the entry is made, launches on new values of the same
+    kinds (other scalars, arrays of other lengths) reach the driver through the entry with the Python launch's
+    bytes, grid, block and stream (those of another signature through the Python launch)."""
+    cp, driver = fake
+    rng = np.random.default_rng(seed)
+    launch, values = _random_case(cp, rng)
     first = values(5)
     warm(launch, *first)
     key = _key(first)
@@ -652,6 +659,83 @@ def test_random_signatures_pass_the_python_launchs_bytes(fake, seed):
         launched = driver.params[-1], driver.calls[-1]
         Launch.__call__(launch, *args)
         assert (driver.params[-1], driver.calls[-1]) == launched
+
+
+def _missed(*args) -> str:
+    return "missed"
+
+
+def fixed_entry(launch, args):
+    """A fixed entry (a launch tape's, :meth:`cuda.BoundLaunch.native` without a recorder) of ``launch``'s bound
+    launch for ``args``, once its code compiled; its misses return ``"missed"``."""
+    for _ in range(100):
+        entry = cuda.CUDA.native(launch._bound[1], args, _missed, None)
+        if entry is not None:
+            return entry
+        later.wait()
+    raise AssertionError("no fixed entry")
+
+
+def _other(value, rng):
+    """Another scalar of ``value``'s type (its bits differ)."""
+    if type(value) in (bool, np.bool_):
+        return type(value)(not value)
+    for _ in range(100):
+        other = type(value)(value + type(value)(rng.integers(1, 9)))
+        if np.asarray(other).tobytes() != np.asarray(value).tobytes():
+            return other
+    raise AssertionError(f"no other value than {value!r}")
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_fixed_entries_launch_only_on_their_own_values(fake, seed):
+    """A fixed entry made on random arguments launches those (the same objects, or a copy of a scalar) with
+    the Python launch's bytes, grid, block and stream, also while a launch recorder is active (its caller is the
+    recorder); any one argument replaced by another of the same kind (another array of the same layout, another
+    scalar value) or an array reshaped under the same object is a miss that launches nothing."""
+    cp, driver = fake
+    rng = np.random.default_rng(1000 + seed)
+    launch, values = _random_case(cp, rng)
+    args = values(5)
+    warm(launch, *args)
+    entry = fixed_entry(launch, args)
+    before, launches = driver.native_launches, len(driver.params)
+    with recording_launches(lambda launch, args: pytest.fail("a fixed entry's call was recorded")):
+        assert entry(*args) is None
+    assert driver.native_launches == before + 1
+    launched = driver.params[-1], driver.calls[-1]
+    Launch.__call__(launch, *args)
+    assert (driver.params[-1], driver.calls[-1]) == launched
+    others = values(5)
+    launches = len(driver.params)
+    for k, a in enumerate(args):
+        other = others[k] if isinstance(a, fake_cupy.ndarray) else _other(a, rng)
+        assert entry(*args[:k], other, *args[k + 1:]) == "missed"
+        if isinstance(a, fake_cupy.ndarray) and a.shape[-1] > 1:
+            host, data = a.host, a.data
+            fake_cupy._view(a, host[..., :-1], data)  # the same object and pointer, shorter
+            try:
+                assert entry(*args) == "missed"
+            finally:
+                fake_cupy._view(a, host, data)
+    assert len(driver.params) == launches
+    assert entry(*args) is None and driver.params[-1] == launched[0]
+
+
+def test_a_fixed_entry_launches_only_on_its_stream(fake):
+    """Made while CuPy's current stream is the legacy default one (named 1, or 0): launches there, misses on
+    another stream."""
+    cp, driver = fake
+    out = cp.zeros(8)
+    launch = count()[1, 8]
+    warm(launch, out)
+    entry = fixed_entry(launch, (out,))
+    for ptr, result in ((0, None), (1, None), (77, "missed"), (2, "missed")):
+        with cp.cuda.Stream(ptr=ptr):
+            before = driver.native_launches
+            assert entry(out) == result
+            assert driver.native_launches == before + (result is None)
+    assert driver.calls[-1][3] == 0
 
 
 class IntHandles(FakeDriver):

@@ -514,7 +514,7 @@ class LaunchTape:
         self._capturing = False  # the backward is being captured into a graph
         self._buffers: dict[tuple, Any] = {}  # the last recording's, reused by :meth:`_copy`
         self._spare: dict[tuple, list] = {}  # split mode: per-thread tape arrays reversed, for the next recording
-        self._recording = None
+        self._recording: recording_launches | None = None
         self._deferring = False  # the recording's GPU launches defer their heap checks (device_heap.deferring)
         self._on_device = False  # a recorded launch went to a GPU (since the last reset)
         #: a launch of the recording ran out of device heap: its results and tapes are incomplete
@@ -524,15 +524,16 @@ class LaunchTape:
     def __enter__(self) -> LaunchTape:
         if self._recording is not None:
             raise LaunchTapeError("this tape is already recording")
-        self._recording = recording_launches(self._record)
-        self._recording.__enter__()
+        rec = recording_launches(self._record)  # (one per recording: a tape holding one would be a cycle)
+        rec.__enter__()
+        self._recording = rec
         return self
 
     def __exit__(self, *exc) -> None:
         rec, self._recording = self._recording, None
         deferring, self._deferring = self._deferring, False
         if rec is not None:
-            rec.__exit__(*exc)
+            rec.__exit__()
         device_heap.PENDING.where = None  # (later launches of the thread are not the recording's)
         try:
             if self._settled != len(self.records):
@@ -555,9 +556,28 @@ class LaunchTape:
             raise for_user(err, settings.debug_tracebacks() or failed)
 
     def _record(self, launch: Launch, args: tuple) -> None:
+        """Record ``launch`` on ``args`` and launch it. One that repeats the :class:`Repeat` at its place in the
+        last recording (the same launch and argument objects, no gradient registered since; the recording so far
+        repeats the last one) and has a native entry (:attr:`Repeat.native`) appends the last recording's record
+        when the entry launched it; its signature and world age are read only where the entry did not launch
+        (:meth:`_repeated`)."""
         try:
-            if self._same and self._repeated(launch, args):
-                return
+            if self._same:
+                at, last = len(self.records), self._last
+                m = last[at] if at < len(last) else None
+                if m is not None and m.launch is launch and len(m.args) == len(args) and all(map(_is, m.args, args)) \
+                        and launch.kernel.__dict__.get(GRADIENT_ATTRIBUTE) is None:  # registered since: not a repeat
+                    native, record = m.native, m.record
+                    if native is not None and record is not None and record.hand is None and native(*args) is None:
+                        self._on_device = True  # (a kernel with a native entry has no heap check to defer)
+                        self.records.append(record)  # launched in native code: the last recording's record again
+                        self._repeats.append(m)
+                        return
+                    if not self._deferring:  # its heap check, if its kernel has one: read at the end of the recording
+                        _DEFERRING.__enter__()
+                        self._deferring = self._on_device = True
+                    if self._repeated(m, launch, args):
+                        return
             self._settle()
             self._record_launch(launch, args)
             self._settled = len(self.records)
@@ -658,36 +678,19 @@ class LaunchTape:
                    place, tuple(fresh), None if keep else record)
             if sig is not None and form is not None and stream is not None and hand is None and not split else None)
 
-    def _repeated(self, launch: Launch, args: tuple) -> bool:
-        """Record ``launch`` when it repeats the :class:`Repeat` at its place in the last recording (the recording
-        so far repeats the last one): its copies, its fresh shadows and its record (the last one's again when
-        it copies nothing), then the launch; False: it is not a repeat. A launch with a fixed native entry
-        (:attr:`Repeat.native`) goes there first: its signature is read only where the entry did not launch."""
-        at, last = len(self.records), self._last
-        if at >= len(last):
-            return False
-        m = last[at]
-        if m is None or m.launch is not launch or len(m.args) != len(args) or not all(map(_is, m.args, args)):
-            return False
-        k = launch.kernel
-        if k.__dict__.get(GRADIENT_ATTRIBUTE) is not None:  # registered since: its gradient replaces the other
-            return False
-        if not self._deferring:  # its heap check, if its kernel has one: read at the end of the recording
-            _DEFERRING.__enter__()
-            self._deferring = self._on_device = True
-        native, record = m.native, m.record
-        if native is not None and record is not None and record.hand is None and native(*args) is None:
-            self.records.append(record)  # launched in native code: the last recording's record again
-            self._repeats.append(m)
-            return True
+    def _repeated(self, m: Repeat, launch: Launch, args: tuple) -> bool:
+        """Record ``launch``, found by :meth:`_record` to be ``m``'s (its launch, argument objects, no gradient
+        registered since), when it also has its signature values and world age: its copies, its fresh shadows and
+        its record (the last one's again when it copies nothing), then the launch; False: it is not a repeat."""
         sig = cuda_runtime.signature(args)
         if sig != m.sig or sig is None:
             return False
+        k = launch.kernel
         k.refresh()  # world age: a rebound global gives a new form
         form = m.form
         if form.age != k.world_age:
             return False
-        ops, runs = m.ops, form.runs
+        ops, runs, record = m.ops, form.runs, m.record
         assert runs is not None
         if m.keep:
             snapshots = self._snapshots(args, m.keep, ops, m.first, m.stream)

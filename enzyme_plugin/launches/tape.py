@@ -534,7 +534,8 @@ class LaunchTape:
         deferring, self._deferring = self._deferring, False
         if rec is not None:
             rec.__exit__()
-        device_heap.PENDING.where = None  # (later launches of the thread are not the recording's)
+        if deferring:  # (set by the launches that entered it: later launches of the thread are not the recording's)
+            device_heap.PENDING.where = None
         try:
             if self._settled != len(self.records):
                 self._settle()  # the shadows of the repeated launches' arrays

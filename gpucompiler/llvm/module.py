@@ -378,7 +378,7 @@ class Module:
         """Break the model's reference cycles (values and their uses, instructions and their blocks,
         blocks and their function, functions and the module, a lazy parse's bodies and its parser) for a
         module its owner is done with: reference counting frees it when the last reference goes, where
-        the cyclic collector's pass over it would cost about three times as long. The module is empty
+        the cyclic collector's pass over it costs two to three times as long. The module is empty
         afterwards and each of its values unusable (its operands and uses are gone)."""
         for fn in self.functions.values():
             fn.release()

@@ -267,3 +267,114 @@ def test_a_launch_that_copies_an_array_stays_on_the_python_path(fake):
     tape.backward(grads=[(y, cp.asarray(np.ones(64)))])
     np.testing.assert_allclose(tape.gradient(x).get(), 2 * xh, rtol=1e-15)
     assert tape._repeats[0] is not None and tape._repeats[0].native is None and driver.native_launches == 0
+
+
+def test_a_launch_object_with_an_entry_of_its_own_is_recorded_and_launched_once(fake):
+    """Launched directly often enough, the launch object's ``__call__`` is its own native entry: while a tape
+    records, that entry hands the call to the tape, whose own entry launches it, once."""
+    cp, driver = fake
+    square = Kernel(_square)
+    xh = np.linspace(0.1, 1.2, 64)
+    x, y = cp.asarray(xh), cp.zeros(64)
+    launch = square[2, 32]
+    tape = LaunchTape(graphs=False)
+
+    def round_():
+        launch(x, y)  # directly
+        tape.reset()
+        with tape:
+            launch(x, y)
+
+    def own_entry() -> bool:
+        return type(type(launch).__dict__["__call__"]).__name__ == "builtin_function_or_method"
+
+    for count in range(1, 8 * NATIVE_WAIT):
+        until_native(tape, round_)
+        if own_entry():
+            break
+        if count % NATIVE_AFTER == 0:
+            later.wait()
+    assert own_entry()
+    launches, before = len(driver.params), driver.native_launches
+    y[...] = 0.0
+    tape.reset()
+    with tape:
+        launch(x, y)
+    assert len(driver.params) == launches + 1 and driver.native_launches == before + 1
+    tape.backward(grads=[(y, cp.asarray(np.ones(64)))])
+    np.testing.assert_allclose(y.get(), xh * xh, rtol=1e-15)
+    np.testing.assert_allclose(tape.gradient(x).get(), 2 * xh, rtol=1e-15)
+
+
+SHIFT = 0.0
+
+
+def _shifted_affine(x, y, a, n):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        y[i] = a * x[i] * x[i] + n + SHIFT
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_rounds_with_random_changes_keep_every_result_and_gradient(fake, seed):
+    """Rounds of a two-launch program on one tape, each after a random change or none: a scalar argument of
+    another value or another object of the same value, an array moved to other memory or shortened under the
+    same object, another array object, CuPy's current stream, the global the kernel reads. Every round's
+    results and gradients are NumPy's, whichever path each launch took; the unchanged rounds go native."""
+    global SHIFT
+    cp, driver = fake
+    driver.cuCtxSynchronize = lambda: (0,)  # (backward waits where a launch went to another stream than CuPy's)
+    rng = np.random.default_rng(seed)
+    affine, total = Kernel(_shifted_affine), Kernel(_total)
+    n = 64
+    state = {"a": 1.5, "n": 3, "x": cp.asarray(np.linspace(0.1, 1.2, n)), "y": cp.zeros(n), "w": cp.asarray([0.75]),
+             "stream": 0}
+    out = cp.zeros(1)
+    tape = LaunchTape(graphs=False)
+    natives = 0
+    changes = ["none"] * 6 + ["a", "a object", "x moved", "x shorter", "y object", "stream", "global"]
+    try:
+        for r in range(160):
+            change = changes[int(rng.integers(len(changes)))] if r >= 50 else "none"
+            if change == "a":
+                state["a"] = float(rng.normal())
+            elif change == "a object":
+                state["a"] = float(repr(state["a"]))  # equal, another object
+            elif change == "x moved":
+                x = state["x"]
+                moved = cp.asarray(np.concatenate([np.zeros(3), x.get()]))[3:]
+                fake_cupy._view(x, moved.host, moved.data)
+                state["keep"] = moved  # (its memory stays alive)
+            elif change == "x shorter" and state["x"].shape[0] > 8:
+                x = state["x"]
+                fake_cupy._view(x, x.host[:-int(rng.integers(1, 5))], x.data)
+            elif change == "y object":
+                state["y"] = cp.zeros(n)
+            elif change == "stream":
+                state["stream"] = [0, 5, 77][int(rng.integers(3))]
+            elif change == "global":
+                SHIFT = float(rng.integers(-3, 4))
+            x, y, w, a, k = state["x"], state["y"], state["w"], state["a"], state["n"]
+            y[...] = 0.0
+            out[...] = 0.0
+            tape.reset()
+            before = driver.native_launches
+            with cp.cuda.Stream(ptr=state["stream"]), tape:
+                affine[2, 32](x, y, a, k)
+                total[2, 32](y, w, out)
+            natives += driver.native_launches - before
+            assert [rec.stream for rec in tape.records] == [state["stream"]] * 2
+            assert [call[3] for call in driver.calls[-2:]] == [state["stream"]] * 2
+            xh, m = x.get(), x.shape[0]
+            expected = np.zeros(n)
+            expected[:m] = a * xh * xh + k + SHIFT
+            np.testing.assert_allclose(y.get(), expected, rtol=1e-14, atol=1e-14)
+            np.testing.assert_allclose(out.get(), [0.75 * np.sum(expected)], rtol=1e-12)
+            tape.backward(loss=out)
+            np.testing.assert_allclose(tape.gradient(x).get(), 2 * a * xh * 0.75, rtol=1e-14, atol=1e-14)
+            np.testing.assert_allclose(tape.gradient(w).get(), [np.sum(expected)], rtol=1e-12)
+            if r % NATIVE_AFTER == NATIVE_AFTER - 1:
+                later.wait()
+    finally:
+        SHIFT = 0.0
+    assert natives > 0

@@ -738,6 +738,26 @@ def test_a_fixed_entry_launches_only_on_its_stream(fake):
     assert driver.calls[-1][3] == 0
 
 
+def test_an_entry_nobody_holds_is_invalidated_and_left_out_of_the_next_ask(fake):
+    """A fixed entry dropped by its holder (a launch tape's repeat that is not repeated any more) hands later
+    calls to its fallback and leaves the launcher's list of entries at the next ask: the list does not grow."""
+    cp, _ = fake
+    out = cp.zeros(8)
+    launch = count()[1, 8]
+    warm(launch, out)
+    bound = launch._bound[1].__self__
+    entry = fixed_entry(launch, (out,))
+    words = entry.__self__[1]
+    assert launch_entry.is_valid(words)
+    del entry
+    gc.collect()
+    assert not launch_entry.is_valid(words)
+    for _ in range(6):
+        entry = fixed_entry(launch, (out,))
+        del entry
+    assert len(bound.entries) <= 2 and sum(launch_entry.is_valid(w) for _, w in bound.entries) == 1  # the launch's
+
+
 class IntHandles(FakeDriver):
     """A driver binding as cuda-bindings is to the entry: no ``native_launch``, int function handles (``int()`` of
     a ``CUfunction``); its C ``cuLaunchKernel`` stands for libcuda's."""

@@ -745,6 +745,7 @@ def test_an_entry_nobody_holds_is_invalidated_and_left_out_of_the_next_ask(fake)
     out = cp.zeros(8)
     launch = count()[1, 8]
     warm(launch, out)
+    assert launch._bound is not None
     bound = launch._bound[1].__self__
     entry = fixed_entry(launch, (out,))
     words = entry.__self__[1]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -723,7 +724,7 @@ def test_a_reused_shadow_reads_zero_before_backward_and_the_next_gradient_is_not
 def test_a_tape_entered_inside_another_ones_recording_can_record_after_it():
     """The refused inner ``with`` leaves the inner tape as it was: it records once the outer one ended."""
     x, y = np.linspace(0.1, 1.2, 64), np.zeros(64)
-    square = getattr(P, "square")  # (a Kernel: the type checker reads launch_programs' decorator as a function)
+    square: Any = P.square  # (a Kernel: the type checker reads launch_programs' decorator as a function)
     outer, inner = LaunchTape(), LaunchTape()
     with outer:
         with pytest.raises(LaunchError, match="already being recorded"), inner:

@@ -115,7 +115,7 @@ class EmulationSource:
                             on_error=ErrorPolicy.EMULATION)
         entry = mod.emit(frame, self.spec.entry)
         _emit_driver(mod, frame, entry)
-        return str(mod.module)
+        return mod.text()
 
 
 class _Loop:

@@ -13,7 +13,7 @@ import pytest
 from llvmlite import ir
 
 from enzyme_plugin import Active, Const, Reverse, autodiff
-from gpucompiler import jit
+from gpucompiler import device as gd, jit, kernel
 from gpucompiler.codegen.module import ModuleCodegen
 
 
@@ -61,6 +61,12 @@ def _grad(w, xs, n):
     return autodiff(Reverse, _loss, Active(w), Const(xs), Const(n))[0]
 
 
+def _scaled(a, out, s):
+    i = gd.grid(1)
+    if i < out.shape[0]:
+        out[i] = s * a[i] + math.cos(a[i])
+
+
 def _reference_poly(x, n):
     acc = 0.0
     for i in range(n):
@@ -98,3 +104,11 @@ def test_a_released_module_printed_first_and_unusable_after():
     assert mod.text() == printed
     with pytest.raises(AttributeError):
         str(mod.module)
+
+
+def test_a_kernels_emulated_compile_leaves_no_llvmlite_ir_for_the_collector():
+    a, out = np.linspace(-1.0, 1.0, 16), np.zeros(16)
+    k = kernel(_scaled)
+    found = of_llvmlite_ir(found_by_the_collector(lambda: k[2, 8, "cpu"](a, out, 3.0)))  # pyright: ignore[reportIndexIssue]
+    np.testing.assert_allclose(out, 3.0 * a + np.cos(a), rtol=1e-14)
+    assert found == []

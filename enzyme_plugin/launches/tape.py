@@ -402,8 +402,9 @@ class Repeat:
     native: Callable[..., Any] | None = None
     """the runtime's fixed native entry of ``go`` (:meth:`~gpucompiler.runtime.cuda.BoundLaunch.native`), asked
     for when the launch copies nothing, after ``hits`` launches through ``go``: it checks in compiled code what a
-    repeat's signature comparison and world-age check and the bound launch check (the same signature values and
-    stream, the kernel's global reads, context, device, thread), and launches; a miss returns False"""
+    repeat's identity check, signature comparison and world-age check and the bound launch check (the same
+    argument objects, signature values and stream, the kernel's global reads, context, device, thread), and
+    launches; a miss returns False"""
     hits: int = NATIVE_AFTER
     every: int = NATIVE_AFTER
     """the launches through ``go`` between two asks for ``native`` (doubling, at most ``NATIVE_WAIT``)"""
@@ -560,25 +561,27 @@ class LaunchTape:
         """Record ``launch`` on ``args`` and launch it. One that repeats the :class:`Repeat` at its place in the
         last recording (the same launch and argument objects, no gradient registered since; the recording so far
         repeats the last one) and has a native entry (:attr:`Repeat.native`) appends the last recording's record
-        when the entry launched it; its signature and world age are read only where the entry did not launch
-        (:meth:`_repeated`)."""
+        when the entry launched it; the identity of its arguments, their signature and the world age are checked
+        in Python only where the entry did not launch (:meth:`_repeated`)."""
         try:
             if self._same:
                 at, last = len(self.records), self._last
                 m = last[at] if at < len(last) else None
-                if m is not None and m.launch is launch and len(m.args) == len(args) and all(map(_is, m.args, args)) \
+                if m is not None and m.launch is launch \
                         and launch.kernel.__dict__.get(GRADIENT_ATTRIBUTE) is None:  # registered since: not a repeat
                     native, record = m.native, m.record
                     if native is not None and record is not None and record.hand is None and native(*args) is None:
+                        # launched in native code, on the same argument objects (the entry compares them)
                         self._on_device = True  # (a kernel with a native entry has no heap check to defer)
-                        self.records.append(record)  # launched in native code: the last recording's record again
+                        self.records.append(record)  # the last recording's record again
                         self._repeats.append(m)
                         return
-                    if not self._deferring:  # its heap check, if its kernel has one: read at the end of the recording
-                        _DEFERRING.__enter__()
-                        self._deferring = self._on_device = True
-                    if self._repeated(m, launch, args):
-                        return
+                    if len(m.args) == len(args) and all(map(_is, m.args, args)):
+                        if not self._deferring:  # its heap check, if its kernel has one: read at the recording's end
+                            _DEFERRING.__enter__()
+                            self._deferring = self._on_device = True
+                        if self._repeated(m, launch, args):
+                            return
             self._settle()
             self._record_launch(launch, args)
             self._settled = len(self.records)

@@ -26,9 +26,9 @@ entry serves every launch of that plan. It
    runs between the writes and the driver's copy of them) and calls ``cuLaunchKernel`` at ``W_LAUNCH``.
 
 A *fixed* entry (the plan's third item: a launch tape's, for a launch that repeats one it recorded) leaves
-out the recorder check (its caller is the recorder) and writes nothing: every value must equal, bit for bit,
-the one its buffer holds (the runtime's packing of the recorded launch's values) and the stream the one in
-``W_STREAM``, or the call is a miss.
+out the recorder check (its caller is the recorder) and writes nothing: every argument must be the recorded
+launch's object (``ARG_OBJECT``), every value equal, bit for bit, the one its buffer holds (the runtime's
+packing of the recorded launch's values) and the stream the one in ``W_STREAM``, or the call is a miss.
 
 Anything that does not hold is a *miss*: the call goes unchanged to ``fallback`` (the Python launch, or a fixed
 entry's tape), which launches, records, recompiles or raises as it does without an entry. A launch the driver
@@ -41,7 +41,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .entrywords import GUARD_WORDS
-from .launchwords import (ARG_WORDS, SELF_ERROR, SELF_FALLBACK, SELF_WORDS, W_ARGS, W_BUFFER, W_BUSY, W_CURRENT, W_DATA,
+from .launchwords import (ARG_OBJECT, ARG_WORDS, SELF_ERROR, SELF_FALLBACK, SELF_WORDS, W_ARGS, W_BUFFER, W_BUSY, W_CURRENT, W_DATA,
                           W_DEVICE, W_DIMS, W_DTYPE, W_FUNCTION, W_GUARD, W_LAUNCH, W_NDARRAY, W_PARAMS, W_PTR,
                           W_RECORDER, W_SHAPE, W_STREAM, W_STRIDES, W_THREAD, W_VALID, Kind, Plan, StreamMode,
                           param_sizes)
@@ -359,6 +359,8 @@ def emit_launch_entry(plan: Plan, name: str) -> str:
     values = []
     for k, (kind, ndim) in enumerate(kinds):
         obj = b.load(b.gep(args, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR)
+        if fixed:  # the recorded launch's object itself
+            e.expect(b.icmp_unsigned("==", obj, e.word(W_ARGS + ARG_WORDS * k + ARG_OBJECT)), f"arg{k}.same")
         values.append(e.array(obj, k, ndim) if kind is Kind.ARRAY else [e.scalar(obj, kind, k)])
     stream = e.stream(mode)
     same = ir.Constant(ir.IntType(1), 1)

@@ -20,8 +20,11 @@ SELF_FALLBACK, SELF_WORDS, SELF_ERROR = range(3)
 W_DIMS = 18
 W_ARGS = W_DIMS + 7
 #: words per argument: a NumPy scalar's type, or an array's expected ``dtype``, its item size and whether the
-#: signature says the array is contiguous (1) or not (0)
-ARG_WORDS = 3
+#: signature says the array is contiguous (1) or not (0); then, in a fixed entry, the argument object itself
+#: (its address: the entry takes that object only)
+ARG_WORDS = 4
+#: the word of an argument's object (from its first word)
+ARG_OBJECT = 3
 
 
 class Kind(enum.Enum):
@@ -57,7 +60,7 @@ def param_sizes(plan: Plan) -> list[int]:
     return [8 * (1 + 2 * ndim) if kind is Kind.ARRAY else 8 for kind, ndim in plan[0]]
 
 
-__all__ = ["ARG_WORDS", "SELF_ERROR", "SELF_FALLBACK", "SELF_WORDS", "W_ARGS", "W_BUFFER", "W_BUSY", "W_CURRENT",
-           "W_DATA", "W_DEVICE", "W_DIMS", "W_DTYPE", "W_FUNCTION", "W_GUARD", "W_LAUNCH", "W_NDARRAY", "W_PARAMS",
+__all__ = ["ARG_OBJECT", "ARG_WORDS", "SELF_ERROR", "SELF_FALLBACK", "SELF_WORDS", "W_ARGS", "W_BUFFER", "W_BUSY",
+           "W_CURRENT", "W_DATA", "W_DEVICE", "W_DIMS", "W_DTYPE", "W_FUNCTION", "W_GUARD", "W_LAUNCH", "W_NDARRAY", "W_PARAMS",
            "W_PTR", "W_RECORDER", "W_SHAPE", "W_STREAM", "W_STRIDES", "W_THREAD", "W_VALID", "Kind", "Plan",
            "StreamMode", "param_sizes"]

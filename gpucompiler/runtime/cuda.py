@@ -727,8 +727,9 @@ class BoundLaunch:
         too while the entry's code compiles (the first ask of a kind of arguments starts it).
 
         ``recorder`` None: a launch tape's *fixed* entry, which the recorder itself calls (no recorder
-        check) for a launch it found repeating one it recorded: it launches only on ``args``' signature
-        values of now (the same pointers, shapes, strides and scalars, on the same stream), else misses."""
+        check) for a launch it found repeating one it recorded: it launches only on the objects of ``args`` and
+        their signature values of now (the same pointers, shapes, strides and scalars, on the same stream), else
+        misses."""
         kept = self.bound
         if kept is None or not layout_ok():
             return None

@@ -14,8 +14,9 @@ Anything else goes to the Python launch unchanged (:class:`NativeLaunch`).
 
 A launch tape asks for a *fixed* entry of a launch it recorded and found repeating (:data:`~.launchwords.Plan`'s
 third item): the tape calls it while it records, so it does not check the recorder, and it launches only on the
-values its buffer holds (the recorded launch's, packed as the Python launch packs them) and on the stream
-it was made for: the same argument objects reshaped, moved or on another stream are a miss.
+argument objects it was made for, with the values its buffer holds (the recorded launch's, packed as the Python
+launch packs them) and on the stream it was made for: other objects, or the same ones reshaped, moved or on
+another stream, are a miss.
 
 The driver's function comes from the driver binding's ``native_launch()`` where it has one (the tests' fake
 drivers: a ctypes callback), else from ``libcuda.so.1`` (the library cuda-bindings loaded: the same
@@ -36,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codegen.launchwords import (ARG_WORDS, W_ARGS, W_BUFFER, W_CURRENT, W_DATA, W_DEVICE, W_DIMS, W_DTYPE,
+from ..codegen.launchwords import (ARG_OBJECT, ARG_WORDS, W_ARGS, W_BUFFER, W_CURRENT, W_DATA, W_DEVICE, W_DIMS, W_DTYPE,
                                    W_FUNCTION, W_GUARD, W_LAUNCH, W_NDARRAY, W_PARAMS, W_PTR, W_RECORDER, W_SHAPE,
                                    W_STREAM, W_STRIDES, W_THREAD, W_VALID, Kind, Plan, StreamMode, param_sizes)
 from ..cache import later
@@ -162,7 +163,7 @@ class NativeLaunch:
     driver said another context is current, or nothing holds the function any more): the entry then hands
     every call to the Python launch, which makes a new one when the launches settle again. A fixed entry's
     buffer holds ``values`` (the launch's signature values) packed as ``launcher`` packs them, and ``stream``
-    is the one it expects."""
+    is the one it expects; it takes the objects of ``args`` only (kept alive here)."""
 
     __slots__ = ("words", "function")
 
@@ -196,12 +197,14 @@ class NativeLaunch:
                 words[at], words[at + 1], words[at + 2] = id(a.dtype), a.dtype.itemsize, int(item[2])
             elif kind not in _PYTHON_KINDS:  # a NumPy scalar: its type
                 words[at] = id(type(a))
+            if plan[2]:  # a fixed entry takes this object only
+                words[at + ARG_OBJECT] = id(a)
         words[W_VALID] = 1
         self.words = words
         method = _MethodDef(_NAME.encode(), code[1], _METH_FASTCALL | _METH_KEYWORDS, None)
         # the tuple keeps alive everything the words point at
         state = (fallback, words, on_error, method, buffer, params, guard, names, expected, recorder, device,
-                 ndarray, current, launcher, code[0])
+                 ndarray, current, launcher, code[0], tuple(args) if plan[2] else ())
         self.function = _new_builtin(ctypes.addressof(method), state, None)
         weakref.finalize(self.function, invalidate, words).atexit = False
 

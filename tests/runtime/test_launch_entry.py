@@ -689,10 +689,11 @@ def _other(value, rng):
 
 @pytest.mark.parametrize("seed", range(16))
 def test_random_fixed_entries_launch_only_on_their_own_values(fake, seed):
-    """A fixed entry made on random arguments launches those (the same objects, or a copy of a scalar) with
-    the Python launch's bytes, grid, block and stream, also while a launch recorder is active (its caller is the
-    recorder); any one argument replaced by another of the same kind (another array of the same layout, another
-    scalar value) or an array reshaped under the same object is a miss that launches nothing."""
+    """A fixed entry made on random arguments launches those objects with the Python launch's bytes, grid, block
+    and stream, also while a launch recorder is active (its caller is the recorder); any one argument replaced by
+    another of the same kind (another array of the same layout, another scalar value), by another object of the
+    same values (a view of the same memory, an equal float), or an array reshaped under the same object is a
+    miss that launches nothing."""
     cp, driver = fake
     rng = np.random.default_rng(1000 + seed)
     launch, values = _random_case(cp, rng)
@@ -711,6 +712,11 @@ def test_random_fixed_entries_launch_only_on_their_own_values(fake, seed):
     for k, a in enumerate(args):
         other = others[k] if isinstance(a, fake_cupy.ndarray) else _other(a, rng)
         assert entry(*args[:k], other, *args[k + 1:]) == "missed"
+        # another object of the same values: a view of the same memory, or an equal float
+        same = fake_cupy.wrap(a.host) if isinstance(a, fake_cupy.ndarray) else float(repr(a)) \
+            if type(a) is float else None
+        if same is not None:
+            assert same is not a and entry(*args[:k], same, *args[k + 1:]) == "missed"
         if isinstance(a, fake_cupy.ndarray) and a.shape[-1] > 1:
             host, data = a.host, a.data
             fake_cupy._view(a, host[..., :-1], data)  # the same object and pointer, shorter

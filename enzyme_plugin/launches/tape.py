@@ -472,6 +472,7 @@ def _missed(*args) -> bool:
     """What a launch's fixed native entry (:attr:`Repeat.native`) returns where it did not launch."""
     return False
 
+
 _DEFERRING = device_heap.deferring()
 """The context in which this thread's launches defer their heap checks (entered by a recording's first GPU launch)."""
 

@@ -33,7 +33,8 @@ packing of the recorded launch's values) and the stream the one in ``W_STREAM``,
 Anything that does not hold is a *miss*: the call goes unchanged to ``fallback`` (the Python launch, or a fixed
 entry's tape), which launches, records, recompiles or raises as it does without an entry. A launch the driver
 refuses ran nothing: ``on_error(code)`` is called (it raises the typed error, or returns when the Python
-launch should ask for the context again), then the fallback. Every attribute read releases its reference before any branch.
+launch should ask for the context again), then the fallback. Every attribute read releases its reference
+before any branch.
 """
 
 from __future__ import annotations
@@ -41,10 +42,10 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .entrywords import GUARD_WORDS
-from .launchwords import (ARG_OBJECT, ARG_WORDS, SELF_ERROR, SELF_FALLBACK, SELF_WORDS, W_ARGS, W_BUFFER, W_BUSY, W_CURRENT, W_DATA,
-                          W_DEVICE, W_DIMS, W_DTYPE, W_FUNCTION, W_GUARD, W_LAUNCH, W_NDARRAY, W_PARAMS, W_PTR,
-                          W_RECORDER, W_SHAPE, W_STREAM, W_STRIDES, W_THREAD, W_VALID, Kind, Plan, StreamMode,
-                          param_sizes)
+from .launchwords import (ARG_OBJECT, ARG_WORDS, SELF_ERROR, SELF_FALLBACK, SELF_WORDS, W_ARGS, W_BUFFER, W_BUSY,
+                          W_CURRENT, W_DATA, W_DEVICE, W_DIMS, W_DTYPE, W_FUNCTION, W_GUARD, W_LAUNCH, W_NDARRAY,
+                          W_PARAMS, W_PTR, W_RECORDER, W_SHAPE, W_STREAM, W_STRIDES, W_THREAD, W_VALID, Kind, Plan,
+                          StreamMode, param_sizes)
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()

@@ -61,6 +61,6 @@ def param_sizes(plan: Plan) -> list[int]:
 
 
 __all__ = ["ARG_OBJECT", "ARG_WORDS", "SELF_ERROR", "SELF_FALLBACK", "SELF_WORDS", "W_ARGS", "W_BUFFER", "W_BUSY",
-           "W_CURRENT", "W_DATA", "W_DEVICE", "W_DIMS", "W_DTYPE", "W_FUNCTION", "W_GUARD", "W_LAUNCH", "W_NDARRAY", "W_PARAMS",
-           "W_PTR", "W_RECORDER", "W_SHAPE", "W_STREAM", "W_STRIDES", "W_THREAD", "W_VALID", "Kind", "Plan",
+           "W_CURRENT", "W_DATA", "W_DEVICE", "W_DIMS", "W_DTYPE", "W_FUNCTION", "W_GUARD", "W_LAUNCH", "W_NDARRAY",
+           "W_PARAMS", "W_PTR", "W_RECORDER", "W_SHAPE", "W_STREAM", "W_STRIDES", "W_THREAD", "W_VALID", "Kind", "Plan",
            "StreamMode", "param_sizes"]

@@ -37,9 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from ..codegen.launchwords import (ARG_OBJECT, ARG_WORDS, W_ARGS, W_BUFFER, W_CURRENT, W_DATA, W_DEVICE, W_DIMS, W_DTYPE,
-                                   W_FUNCTION, W_GUARD, W_LAUNCH, W_NDARRAY, W_PARAMS, W_PTR, W_RECORDER, W_SHAPE,
-                                   W_STREAM, W_STRIDES, W_THREAD, W_VALID, Kind, Plan, StreamMode, param_sizes)
+from ..codegen.launchwords import (ARG_OBJECT, ARG_WORDS, W_ARGS, W_BUFFER, W_CURRENT, W_DATA, W_DEVICE, W_DIMS,
+                                   W_DTYPE, W_FUNCTION, W_GUARD, W_LAUNCH, W_NDARRAY, W_PARAMS, W_PTR, W_RECORDER,
+                                   W_SHAPE, W_STREAM, W_STRIDES, W_THREAD, W_VALID, Kind, Plan, StreamMode,
+                                   param_sizes)
 from ..cache import later
 from ..errors import GPUCompilerError
 from .pyentry import Guard, layout_ok

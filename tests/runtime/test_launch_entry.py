@@ -120,13 +120,15 @@ def axpy6():
 
 
 def _expected_scale(host: np.ndarray, a) -> np.ndarray:
-    idx = np.indices(host.shape)
-    extra = idx[0].astype(host.dtype)
+    """One launch of ``_scale<ndim>``, the kernel's operations in its order (``x * a + j - k`` is
+    ``(x * a + j) - k``: values grow with the launches, where another order rounds differently)."""
+    idx = np.indices(host.shape).astype(host.dtype)
+    scaled = host * host.dtype.type(a)
+    if host.ndim == 1:
+        return scaled + idx[0]
     if host.ndim == 2:
-        extra = idx[1].astype(host.dtype)
-    elif host.ndim == 3:
-        extra = (idx[1] - idx[2]).astype(host.dtype)
-    return host * host.dtype.type(a) + extra
+        return scaled + idx[1]
+    return (scaled + idx[1]) - idx[2]
 
 
 def _array(cp, case: str):

@@ -95,7 +95,7 @@ from . import dlpack
 from .device_heap import after_launch, check_pending, flag_address
 from .devices import chosen_device, current_device
 from .launch_entry import (NativeLaunch, StreamMode, compiled, current_stream, driver_launch, invalidate, is_valid,
-                           layout_ok, plan_of)
+                           plan_of, supported)
 from .pyentry import Guard
 from ..targets.ptx import PTXTarget
 from .params import array_param, param_array, scalar_param
@@ -731,7 +731,7 @@ class BoundLaunch:
         their signature values of now (the same pointers, shapes, strides and scalars, on the same stream), else
         misses."""
         kept = self.bound
-        if kept is None or not layout_ok():
+        if kept is None or not supported():
             return None
         thread, ctx, state, key, _, _, _, _, launcher = kept
         if launcher.heap is not None or state is not _state or thread.ctx != ctx or chosen_device() is not None:

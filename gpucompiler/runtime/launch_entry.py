@@ -20,8 +20,8 @@ another stream, are a miss.
 
 The driver's function comes from the driver binding's ``native_launch()`` where it has one (the tests' fake
 drivers: a ctypes callback), else from ``libcuda.so.1`` (the library cuda-bindings loaded: the same
-driver state); a function handle is its ``int``. Entries are made only where :func:`.pyentry.layout_ok`
-(and, for NumPy scalar arguments, :func:`numpy_scalars_ok`) holds on live objects.
+driver state); a function handle is its ``int``. Entries are made only where :func:`supported` (CPython 3.11 on,
+:func:`.pyentry.layout_ok` on live objects) and, for NumPy scalar arguments, :func:`numpy_scalars_ok`.
 """
 
 from __future__ import annotations
@@ -102,6 +102,14 @@ def _compile(plan: Plan) -> None:
         _compiles[plan] = (lib, lib.address(_NAME))
     except (GPUCompilerError, RuntimeError) as exc:
         _compiles[plan] = exc
+
+
+@functools.cache
+def supported() -> bool:
+    """Whether this interpreter can run entries: its objects laid out as :func:`.pyentry.layout_ok` checks, and
+    ``PyObject_Vectorcall`` exported (a function from CPython 3.11; 3.10 has it inline in its headers only), which
+    an entry calls to hand a miss to the Python launch. Elsewhere every launch is the Python launch."""
+    return layout_ok() and hasattr(ctypes.pythonapi, "PyObject_Vectorcall")
 
 
 @functools.cache
@@ -234,5 +242,5 @@ def current_stream(cupy) -> tuple[Any, StreamMode]:
     return current, StreamMode.OBJECT
 
 
-__all__ = ["NativeLaunch", "StreamMode", "compiled", "current_stream", "driver_launch", "invalidate", "is_valid", "layout_ok", "numpy_scalars_ok",
-           "plan_of"]
+__all__ = ["NativeLaunch", "StreamMode", "compiled", "current_stream", "driver_launch", "invalidate", "is_valid",
+           "numpy_scalars_ok", "plan_of", "supported"]

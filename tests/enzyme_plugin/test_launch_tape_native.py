@@ -20,12 +20,17 @@ from gpucompiler import device as gd
 from gpucompiler.cache import later
 from enzyme_plugin.launches.tape import NATIVE_AFTER, NATIVE_WAIT
 from gpucompiler.kernel import Kernel
+from gpucompiler.runtime import launch_entry
 from gpucompiler.runtime.devices import Device
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kernels"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime"))
 import fake_cupy  # pyright: ignore[reportMissingImports]
 from test_cuda_launch import FakeDriver  # pyright: ignore[reportMissingImports]
+
+#: an interpreter that cannot run native launch entries (CPython 3.10) keeps every launch on the Python launch
+pytestmark = pytest.mark.skipif(not launch_entry.supported(), reason="native launch entries need CPython 3.11 "
+                                "or later (PyObject_Vectorcall exported)")
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from .emit import carries_derivative, declare, fconst, is_float_like, zero
 from .errors import unsupported
 from .gpu import EngineOptions
 from .globals import GlobalShadows
-from .helpers import HELPERS, PREFIX as _PREFIX, memcpy_adjoint
+from .helpers import HELPERS, HELPERS_AGAIN, PREFIX as _PREFIX, memcpy_adjoint
 from .reverse import TAPE, Reverse
 from .sweep import Sweep
 from .floatbits import retype_float_bit_calls
@@ -50,7 +50,7 @@ class Engine:
         """The runtime helper ``key``; a growing tape's on a device (``EngineOptions.device_tape``:
         PTX and the grid emulation) copies into a new malloc'd block instead of calling realloc."""
         variant = key + "_device" if key in ("push", "loop_grow") and self.options.device_tape else key
-        fnty, text = HELPERS[variant]
+        fnty, text = (HELPERS_AGAIN if self.options.differentiated_again else HELPERS)[variant]
         exit_intrinsic = self.options.thread_exit
         if key == "out_of_heap" and exit_intrinsic is not None:  # the target ends threads without a trap
             variant = "out_of_heap_exit"

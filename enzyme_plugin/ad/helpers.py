@@ -3,6 +3,8 @@ the module (internal, always inlined): the tape stack and memcpy adjoints."""
 
 from __future__ import annotations
 
+import re
+
 from gpucompiler.llvm import types as T
 from gpucompiler.runtime.device_heap import FLAG as DEVICE_HEAP_FLAG
 
@@ -26,6 +28,38 @@ def _trap_if_null(value: str, next_label: str, release: str = "") -> str:
             f"  br i1 %lost, label %oom, label %{next_label}, "
             "!prof !{{!\"branch_weights\", i32 1, i32 2000}}\n"
             f"oom:\n{release}  call void @{OUT_OF_HEAP}()\n  unreachable\n")
+
+
+def _copy_words(dst: str, src: str, nbytes: str, at: str) -> str:
+    """IR lines copying ``nbytes`` from ``src`` to ``dst`` eight bytes at a time, from block ``at`` to a new
+    block ``copied``. Tape blocks are 8-aligned and frames and pushes are whole 8-byte slots, so
+    ``nbytes`` is a multiple of 8; ``llvm.memcpy`` of a size known only at run time becomes a byte loop on
+    NVPTX whatever alignment it states."""
+    return (f"  %cpn = lshr i64 {nbytes}, 3 ; copy {dst} {src} {nbytes}\n"
+            "  %cpnone = icmp eq i64 %cpn, 0\n"
+            "  br i1 %cpnone, label %copied, label %cpword\n"
+            "cpword:\n"
+            f"  %cpi = phi i64 [ 0, %{at} ], [ %cpi1, %cpword ]\n"
+            f"  %cps = getelementptr inbounds i64, ptr {src}, i64 %cpi\n"
+            "  %cpv = load i64, ptr %cps, align 8\n"
+            f"  %cpd = getelementptr inbounds i64, ptr {dst}, i64 %cpi\n"
+            "  store i64 %cpv, ptr %cpd, align 8\n"
+            "  %cpi1 = add i64 %cpi, 1\n"
+            "  %cpmore = icmp ult i64 %cpi1, %cpn\n"
+            "  br i1 %cpmore, label %cpword, label %copied\n"
+            "copied:\n")
+
+
+#: a copy :func:`_copy_words` emits: its arguments (the next level of nested AD reads them back)
+_WORD_COPY = re.compile(r"  %cpn = lshr i64 (\S+), 3 ; copy (\S+) (\S+) \S+\n.*?\ncopied:\n", re.S)
+
+
+def _as_memcpy(text: str) -> str:
+    """``text`` with each copy of :func:`_copy_words` as one ``llvm.memcpy``: what a derivative that is
+    differentiated again holds (its rule types the bytes by the memory's; a loop of integer loads and
+    stores of doubles would hide their derivatives)."""
+    return _WORD_COPY.sub(lambda m: f"  call void @llvm.memcpy.p0.p0.i64(ptr align 8 {m[2]}, ptr align 8 {m[3]}, "
+                                    f"i64 {m[1]}, i1 false)\n  br label %copied\ncopied:\n", text)
 
 
 #: ``a OP b`` on sizes, trapping on unsigned overflow (OP: umul or uadd)
@@ -89,8 +123,8 @@ _GROW_COPY = ("  %nb = call ptr @malloc(i64 %nc), !gpuc.ad.tape !{{}}\n"
                               "  %ofree = select i1 %oheld, ptr %b, ptr null\n"
                               "  call void @free(ptr %ofree), !gpuc.ad.tape !{{}}\n")
               + "copy:\n"
-              "  call void @llvm.memcpy.p0.p0.i64(ptr %nb, ptr %b, i64 %sp, i1 false)\n"
-              "  %fixedp = getelementptr inbounds i8, ptr %t, i64 24\n"
+              + _copy_words("%nb", "%b", "%sp", "copy")
+              + "  %fixedp = getelementptr inbounds i8, ptr %t, i64 24\n"
               "  %fixed = load ptr, ptr %fixedp, align 8\n"
               "  %some = icmp ne ptr %b, null\n"
               "  %lent = icmp ne ptr %b, %fixed\n"
@@ -138,8 +172,8 @@ _LOOP_GROW_COPY = ("  %nb = call ptr @malloc(i64 %bytes), !gpuc.ad.tape !{{}}\n"
                    + "copy:\n"
                    "  %b = load ptr, ptr %t, align 8\n"
                    "  %used = mul i64 %cap, %frame\n"
-                   "  call void @llvm.memcpy.p0.p0.i64(ptr %nb, ptr %b, i64 %used, i1 false)\n"
-                   "  %inlp = getelementptr inbounds i8, ptr %t, i64 16\n"
+                   + _copy_words("%nb", "%b", "%used", "copy")
+                   + "  %inlp = getelementptr inbounds i8, ptr %t, i64 16\n"
                    "  %inl = load ptr, ptr %inlp, align 8\n"
                    "  %heap = icmp ne ptr %b, %inl\n"
                    "  br i1 %heap, label %release, label %grown\n"
@@ -290,11 +324,10 @@ bump:
   br label %grown
 fresh:
   %nb1 = call ptr @__gpuc_ad_arena_alloc(ptr %a, i64 %bytes)
-  call void @llvm.memcpy.p0.p0.i64(ptr %nb1, ptr %b, i64 %used, i1 false)
-  call void @__gpuc_ad_arena_free(ptr %a, ptr %b)
+""" + _copy_words("%nb1", "%b", "%used", "fresh") + """  call void @__gpuc_ad_arena_free(ptr %a, ptr %b)
   br label %grown
 grown:
-  %nb = phi ptr [ %b, %bump ], [ %nb1, %fresh ]
+  %nb = phi ptr [ %b, %bump ], [ %nb1, %copied ]
   store ptr %nb, ptr %t, align 8
   store i64 %nc, ptr %capp, align 8
   br label %ok
@@ -460,6 +493,9 @@ done:
   ret void
 }}
 """
+
+#: :data:`HELPERS` for a derivative that is differentiated again (``EngineOptions.differentiated_again``)
+HELPERS_AGAIN = {key: (fnty, _as_memcpy(text)) for key, (fnty, text) in HELPERS.items()}
 
 
 def memcpy_adjoint(ty: T.Type):

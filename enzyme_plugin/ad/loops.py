@@ -12,7 +12,9 @@ decisions back.
 The array is sized before the loop when the trip count is known there (the
 latch or the header tests an affine induction variable against a value
 defined outside the loop); with early exits besides (``break``, ``return``)
-that count is an upper bound, enough to size the array. Otherwise it grows.
+that count is an upper bound, enough to size the array. So is a constant cap
+tested beside a data-dependent condition (``while r > tol and k < 60``:
+:attr:`Loop.capped`), when the array it sizes is small. Otherwise it grows.
 
 Nests share one array: a loop whose trip count is known before the outermost
 loop of its nest (a rectangular nest) and which runs on every iteration of
@@ -48,6 +50,10 @@ class Loop:
         self.exiting = None
         #: whether the loop has other exits too (``break``, ``return``): ``trip`` is then an upper bound
         self.bounded = False
+        #: whether that bound is a cap tested together with a condition that usually ends the loop first
+        #: (``while r > tol and k < 60``): its array is sized by the bound only when that is small (tape.py)
+        #: and it is never hosted in a nest
+        self.capped = False
         #: the enclosing loop whose nest array holds this loop's frames (None: an array of its own)
         self.host = None
         #: the outermost loop of the nest this loop's frames live in (itself when not hosted)
@@ -128,7 +134,7 @@ def plan_nests(cfg, loops) -> None:
     iteration of the parent, and its trip count depends only on values defined before the root."""
     for lp in loops:
         p = lp.parent
-        if lp.trip is None or p is None or p.trip is None or p.bounded or lp.root is not lp:
+        if lp.trip is None or p is None or p.trip is None or p.bounded or lp.root is not lp or lp.capped:
             continue  # (a parent that may break before its body: the count need not mean anything)
         if not dominates(cfg, lp.preheader, p.latch):
             continue
@@ -268,22 +274,22 @@ def _constant_bound(cfg, lp):
         if term is None or term.opcode != "br" or len(term.operands) != 3:
             continue
         cond, if_true, if_false = term.operands
-        if not isinstance(cond, Instruction) or cond.opcode != "icmp":
-            continue
         exit_when = if_true not in lp.blocks
         if exit_when == (if_false not in lp.blocks):
             continue
-        a, n = cond.operands
-        pred = cond.predicate
-        if pred is None:
-            continue
-        if _int_value(a) is not None:
-            a, n, pred = n, a, _SWAP[pred]
-        bound = _int_value(n)
-        shifted = _iv_plus_constant(lp, a)
-        if bound is None or shifted is None:
-            continue
-        tests.append((shifted, pred, bound, exit_when))
+        for test in _exiting_tests(cond, exit_when):
+            a, n = test.operands
+            pred = test.predicate
+            if pred is None:
+                continue
+            if _int_value(a) is not None:
+                a, n, pred = n, a, _SWAP[pred]
+            bound = _int_value(n)
+            shifted = _iv_plus_constant(lp, a)
+            if bound is None or shifted is None:
+                continue
+            tests.append((shifted, pred, bound, exit_when))
+            lp.capped = lp.capped or test is not cond
     first = None
     for (start, step, bits), pred, bound, exit_when in tests:
         for k in range(MAX_SIMULATED if first is None else first):
@@ -291,6 +297,26 @@ def _constant_bound(cfg, lp):
                 first = k
                 break
     return ConstantTrip(first + 1) if first is not None else None
+
+
+def _exiting_tests(cond, exit_when: bool) -> list:
+    """The ``icmp`` tests each of which leaves the loop alone when its value is ``exit_when``: ``cond``
+    itself, or the operands of the ``or`` (exit on true) or ``and`` (exit on false) it is, with
+    ``select`` as the logical form of either (``while r > tol and k < 60``)."""
+    if not isinstance(cond, Instruction):
+        return []
+    if cond.opcode == "icmp":
+        return [cond]
+    one_bit = isinstance(cond.type, T.IntType) and cond.type.bits == 1
+    if cond.opcode in ("and", "or") and one_bit:
+        parts = cond.operands if (cond.opcode == "or") == exit_when else []
+    elif cond.opcode == "select" and one_bit:
+        c, t, f = cond.operands  # c or f when t is true; c and t when f is false
+        short = t if exit_when else f
+        parts = [c, f if exit_when else t] if _int_value(short) == (1 if exit_when else 0) else []
+    else:
+        parts = []
+    return [test for part in parts for test in _exiting_tests(part, exit_when)]
 
 
 def _iv_plus_constant(lp, v):

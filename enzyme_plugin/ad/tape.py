@@ -447,9 +447,10 @@ class LoopTape(ReverseState):
     def _tape_in_memory(self, lp) -> bool:
         """Whether the frames of counted loop ``lp`` live in memory (the arena, the heap) rather than in an
         ``alloca`` of constant size: they do unless every trip count of its nest is a constant and the nest
-        is not inside another loop (:meth:`_allocate_nest`, whose size limit is not checked here)."""
+        is not inside another loop (:meth:`_allocate_nest`, whose size limit is not checked here) and is not
+        capped (:meth:`_cap_fits` decides only once the frames are known)."""
         root = lp.root
-        if root.parent is not None or not self.combined:
+        if root.parent is not None or not self.combined or root.capped:
             return True
         return any(o.trip is None or static_trip_count(o.trip) is None for o in self.loops if o.root is root)
 
@@ -529,6 +530,8 @@ class LoopTape(ReverseState):
         for lp, st in self.lstate.items():
             if lp.host is not None:
                 continue
+            if st.trip is not None and lp.capped and not self._cap_fits(lp, frames.get(lp, 0)):
+                st.trip = None  # (the exits' checks of k against the cap stay true)
             if st.trip is None:
                 if frames.get(lp, 0):
                     arena = self._arena()
@@ -554,6 +557,16 @@ class LoopTape(ReverseState):
                 st.free = b.call(self._helper("arena_free"), [self.arena, free.args[0]])
                 free.erase()
         return frames, offsets
+
+    def _cap_fits(self, lp, frame) -> bool:
+        """Whether capped loop ``lp`` (``while r > tol and k < 60``: :attr:`.loops.Loop.capped`) gets its
+        array once before it, sized by the cap: when the loop is inside no other one (which would take a
+        block of the cap's size at each of its iterations) and the array is small: at most
+        :data:`MAX_STACK_TAPE` bytes, or the tape arena's size on a device. Otherwise it grows."""
+        options = self.engine.options
+        limit = max(MAX_STACK_TAPE, options.tape_arena if options.device_tape and self.combined else 0)
+        count = static_trip_count(lp.trip)
+        return lp.parent is None and count is not None and count * frame <= limit
 
     def _drop_unused_bases(self):
         """A loop none of whose blocks stores anything has no array (its base stays null): its exits do not

@@ -15,7 +15,7 @@ import pytest
 
 from enzyme_plugin import Const, Duplicated, Reverse, autodiff
 from gpucompiler import device as gd
-from gpucompiler import kernel
+from gpucompiler import jit, kernel
 from gpucompiler import types as T
 from gpucompiler.targets import PTXTarget
 
@@ -89,4 +89,132 @@ def test_growing_loop_gradient_on_the_cpu():
 def test_growing_loop_ptx_assembles(tmp_path):
     path = tmp_path / "k.ptx"
     path.write_text(_ptx(k_long_walk))
+    subprocess.run([PTXAS, "-arch=sm_90", str(path), "-o", str(tmp_path / "k.cubin")], check=True)
+
+
+# -- loops with a constant cap on their trip count (``while ... and it < CAP``) --------------------------
+
+
+def capped_walk(x, i):
+    """Stops when s reaches 30 (x[i] near 1: early) or at the cap of 60 iterations (x[i] small)."""
+    a = x[i]
+    s = a
+    it = 0
+    while s < 30.0 and it < 60:
+        s = s + a * (1.0 + 0.01 * s)
+        it += 1
+    return s * s
+
+
+def long_capped_walk(x, i):
+    """The same with a cap of 400 iterations: 400 frames exceed the limit, the array grows."""
+    a = x[i]
+    s = a
+    it = 0
+    while s < 30.0 and it < 400:
+        s = s + a * (1.0 + 0.01 * s)
+        it += 1
+    return s * s
+
+
+def walk_derivative(a: float, cap: int) -> tuple[float, int]:
+    """(d/da of the walk's s^2, its iterations), exactly by forward differentiation of the recurrence."""
+    s, ds, it = a, 1.0, 0
+    while s < 30.0 and it < cap:
+        s, ds = s + a * (1.0 + 0.01 * s), ds + (1.0 + 0.01 * s) + a * 0.01 * ds
+        it += 1
+    return 2.0 * s * ds, it
+
+
+def k_capped_walk(x, dx):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        autodiff(Reverse, capped_walk, Duplicated(x, dx), Const(i))
+
+
+def k_long_capped_walk(x, dx):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        autodiff(Reverse, long_capped_walk, Duplicated(x, dx), Const(i))
+
+
+def h_capped_walk(x, dx, i):
+    autodiff(Reverse, capped_walk, Duplicated(x, dx), Const(i))
+
+
+def h_long_capped_walk(x, dx, i):
+    autodiff(Reverse, long_capped_walk, Duplicated(x, dx), Const(i))
+
+
+#: x[i] that stop early (s reaches 30 after 1 to ~20 iterations), exactly at or just past the cap of 60,
+#: and well past it (the cap of 400 too)
+WALK_X = np.array([29.5, 10.0, 3.0, 1.0, 0.7, 0.5, 0.45, 0.43, 0.42, 0.3, 0.1, 0.05, 0.001, 0.0, -0.5])
+CAPS = {capped_walk: 60, long_capped_walk: 400}
+GROWS = re.compile(r"^cpword[.\w]*:", re.M)  # the copy of a growth step
+
+
+def _expected(fn):
+    found = [walk_derivative(float(a), CAPS[fn]) for a in WALK_X]
+    return np.array([d for d, _ in found]), {it for _, it in found}
+
+
+def test_walk_inputs_stop_early_and_at_the_cap():
+    for fn, cap in CAPS.items():
+        _, counts = _expected(fn)
+        assert cap in counts and min(counts) < 10 and len(counts) > 5, (cap, counts)
+
+
+@pytest.mark.parametrize("fn,k", [(capped_walk, k_capped_walk), (long_capped_walk, k_long_capped_walk)],
+                         ids=["cap60", "cap400"])
+def test_capped_loop_gradient_on_the_emulation(fn, k):
+    dx = np.zeros_like(WALK_X)
+    kernel(k, plugins=P)[1, 32, "cpu"](WALK_X.copy(), dx)
+    np.testing.assert_allclose(dx, _expected(fn)[0], rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("fn,h", [(capped_walk, h_capped_walk), (long_capped_walk, h_long_capped_walk)],
+                         ids=["cap60", "cap400"])
+def test_capped_loop_gradient_on_the_cpu(fn, h):
+    expected = _expected(fn)[0]
+    g = jit(h, plugins=P)
+    for i in range(len(WALK_X)):
+        dx = np.zeros_like(WALK_X)
+        g(WALK_X.copy(), dx, i)
+        want = np.zeros_like(WALK_X)
+        want[i] = expected[i]
+        np.testing.assert_allclose(dx, want, rtol=1e-12, atol=1e-300, err_msg=f"x={WALK_X[i]}")
+
+
+def test_capped_loop_gets_one_array_in_a_kernel():
+    """60 frames of 8 bytes: one array before the loop, no growth, no heap (the arena is not needed)."""
+    text = kernel(k_capped_walk, plugins=P).inspect_llvm(A, A)
+    assert not GROWS.search(text) and "arena_spill" not in text and "malloc" not in text, text
+
+
+def test_capped_newton_gets_one_array():
+    """The benchmark's Newton solve (``while abs(r) > tol and it < 60``): 60 frames of 16 bytes in one
+    array of local memory; the PTX's forward loop stores into it with no capacity test."""
+    text = kernel(K.newton_grad, plugins=P).inspect_llvm(A, A)
+    assert not GROWS.search(text) and "arena_spill" not in text and "malloc" not in text, text
+    ptx = _ptx(K.newton_grad)
+    assert re.search(r"\.local \.align \d+ \.b8\s+__local_depot0\[960\]", ptx), ptx
+    assert ptx.count("st.local.b64") >= 2 and "call.uni" not in ptx.split("newton_grad(")[1].split("\n}\n")[0]
+
+
+def test_capped_loop_gets_one_array_on_the_cpu():
+    text = jit(h_capped_walk, plugins=P).inspect_llvm(A, A, T.int64)
+    assert not GROWS.search(text) and "malloc" not in text, text
+
+
+def test_capped_loop_past_the_limit_grows_as_before():
+    """400 frames of 8 bytes exceed MAX_STACK_TAPE and the arena: the array grows (checked above: gradients)."""
+    assert GROWS.search(kernel(k_long_capped_walk, plugins=P).inspect_llvm(A, A))
+    assert GROWS.search(jit(h_long_capped_walk, plugins=P).inspect_llvm(A, A, T.int64))
+
+
+@pytest.mark.skipif(not os.path.exists(PTXAS), reason="ptxas not installed")
+@pytest.mark.parametrize("fn", [k_capped_walk, k_long_capped_walk, K.newton_grad])
+def test_capped_loop_ptx_assembles(fn, tmp_path):
+    path = tmp_path / "k.ptx"
+    path.write_text(_ptx(fn))
     subprocess.run([PTXAS, "-arch=sm_90", str(path), "-o", str(tmp_path / "k.cubin")], check=True)

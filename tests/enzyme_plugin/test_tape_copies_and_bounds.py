@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from enzyme_plugin import Const, Duplicated, Reverse, autodiff
+from enzyme_plugin import Const, Duplicated, EnzymeOptions, Reverse, ReverseSplit, autodiff, autodiff_thunk
 from gpucompiler import device as gd
 from gpucompiler import jit, kernel
 from gpucompiler import types as T
@@ -218,3 +218,171 @@ def test_capped_loop_ptx_assembles(fn, tmp_path):
     path = tmp_path / "k.ptx"
     path.write_text(_ptx(fn))
     subprocess.run([PTXAS, "-arch=sm_90", str(path), "-o", str(tmp_path / "k.cubin")], check=True)
+
+
+# -- variants of the cap against a dual-number run of the same Python code --------------------------------
+
+
+class Dual:
+    """a + b·ε: the exact derivative of the Python function, run as written."""
+
+    def __init__(self, a, b=0.0):
+        self.a, self.b = a, b
+
+    @staticmethod
+    def _of(v):
+        return v if isinstance(v, Dual) else Dual(float(v))
+
+    def __add__(self, o):
+        o = Dual._of(o)
+        return Dual(self.a + o.a, self.b + o.b)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        o = Dual._of(o)
+        return Dual(self.a - o.a, self.b - o.b)
+
+    def __rsub__(self, o):
+        return Dual._of(o) - self
+
+    def __mul__(self, o):
+        o = Dual._of(o)
+        return Dual(self.a * o.a, self.a * o.b + self.b * o.a)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o):
+        o = Dual._of(o)
+        return Dual(self.a / o.a, (self.b * o.a - self.a * o.b) / (o.a * o.a))
+
+    def __lt__(self, o):
+        return self.a < Dual._of(o).a
+
+    def __gt__(self, o):
+        return self.a > Dual._of(o).a
+
+    def __le__(self, o):
+        return self.a <= Dual._of(o).a
+
+    def __ge__(self, o):
+        return self.a >= Dual._of(o).a
+
+
+def cap_or(x, i):
+    """The cap under ``or`` (exit on true), the counter stepping by 3 from 5."""
+    a = x[i]
+    s = a
+    it = 5
+    while not (s >= 30.0 or it >= 95):
+        s = s + a * (1.0 + 0.01 * s)
+        it += 3
+    return s * s
+
+
+def cap_first(x, i):
+    """The cap tested before the data (the header then tests the counter alone)."""
+    a = x[i]
+    s = a
+    it = 0
+    while it < 50 and s < 30.0:
+        s = s + a * (1.0 + 0.01 * s)
+        it += 1
+    return s * s
+
+
+def cap_break(x, i):
+    """``while True`` left by a ``break`` whose test holds the cap."""
+    a = x[i]
+    s = a
+    it = 0
+    while True:
+        s = s + a / (1.0 + 0.01 * s)
+        it += 1
+        if s >= 30.0 or it >= 40:
+            break
+    return s * s
+
+
+def cap_down(x, i):
+    """A counter counting down to the cap."""
+    a = x[i]
+    s = a
+    it = 70
+    while s < 30.0 and it > 10:
+        s = s + a * (1.0 + 0.01 * s)
+        it -= 1
+    return s * s
+
+
+def cap_in_for(x, i):
+    """A capped ``while`` inside a ``for``: it grows (an array of the cap per outer iteration would not)."""
+    a = x[i]
+    t = 0.0
+    for j in range(len(x) // 5):  # (a count LLVM cannot unroll)
+        s = a + 0.1 * j
+        it = 0
+        while s < 30.0 and it < 60:
+            s = s + a * (1.0 + 0.01 * s)
+            it += 1
+        t = t + s
+    return t * t
+
+
+VARIANTS = [cap_or, cap_first, cap_break, cap_down, cap_in_for, capped_walk]
+
+
+def _dual_grad(fn, x):
+    out = np.zeros_like(x)
+    for i in range(len(x)):
+        xs = [Dual(float(v), 1.0 if j == i else 0.0) for j, v in enumerate(x)]
+        out[i] = fn(xs, i).b
+    return out
+
+
+def _variant_kernel(fn):
+    def grad_kernel(x, dx):
+        i = gd.grid(1)
+        if i < x.shape[0]:
+            autodiff(Reverse, fn, Duplicated(x, dx), Const(i))
+
+    return grad_kernel
+
+
+@pytest.mark.parametrize("fn", VARIANTS, ids=lambda f: f.__name__)
+def test_cap_variants_on_the_emulation_and_the_cpu(fn):
+    expected = _dual_grad(fn, WALK_X)
+    dx = np.zeros_like(WALK_X)
+    kernel(_variant_kernel(fn), plugins=P)[1, 32, "cpu"](WALK_X.copy(), dx)
+    np.testing.assert_allclose(dx, expected, rtol=1e-12, atol=1e-300)
+    for i in range(len(WALK_X)):
+        dx = np.zeros_like(WALK_X)
+        autodiff(Reverse, fn, Duplicated(WALK_X.copy(), dx), Const(i))
+        np.testing.assert_allclose(dx[i], expected[i], rtol=1e-12, atol=1e-300, err_msg=f"x={WALK_X[i]}")
+        assert not np.any(np.delete(dx, i))
+
+
+def test_capped_loop_inside_a_loop_grows():
+    assert GROWS.search(kernel(_variant_kernel(cap_in_for), plugins=P).inspect_llvm(A, A))
+
+
+@pytest.mark.parametrize("arena", [0, 64, 4096])
+def test_capped_loop_with_other_arena_sizes(arena):
+    """No arena, one too small for anything (both: 3200 bytes grow), one that holds the cap's array."""
+    dx = np.zeros_like(WALK_X)
+    k = kernel(k_long_capped_walk, plugins=P, options=EnzymeOptions(tape_arena=arena))
+    k[1, 32, "cpu"](WALK_X.copy(), dx)
+    np.testing.assert_allclose(dx, _expected(long_capped_walk)[0], rtol=1e-12, atol=1e-300)
+    text = k.inspect_llvm(A, A)
+    assert bool(GROWS.search(text)) == (arena < 3200 + 8), arena  # 400 frames of 8 bytes fit 4 KiB
+
+
+def test_capped_loop_in_split_mode():
+    fwd, rev = autodiff_thunk(ReverseSplit, capped_walk, Duplicated, Const)
+    expected = _expected(capped_walk)[0]
+    for i in range(len(WALK_X)):
+        dx = np.zeros_like(WALK_X)
+        tape, y = fwd(Duplicated(WALK_X.copy(), dx), Const(i))
+        assert y == capped_walk(WALK_X, i)
+        rev(Duplicated(WALK_X.copy(), dx), Const(i), 1.0, tape)
+        np.testing.assert_allclose(dx[i], expected[i], rtol=1e-12, atol=1e-300, err_msg=f"x={WALK_X[i]}")

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from enzyme_plugin import Const, Duplicated, EnzymeOptions, Reverse, ReverseSplit, autodiff, autodiff_thunk
+from enzyme_plugin import Const, Duplicated, EnzymeOptions, Forward, Reverse, ReverseSplit, autodiff, autodiff_thunk
 from gpucompiler import device as gd
 from gpucompiler import jit, kernel
 from gpucompiler import types as T
@@ -386,3 +386,24 @@ def test_capped_loop_in_split_mode():
         assert y == capped_walk(WALK_X, i)
         rev(Duplicated(WALK_X.copy(), dx), Const(i), 1.0, tape)
         np.testing.assert_allclose(dx[i], expected[i], rtol=1e-12, atol=1e-300, err_msg=f"x={WALK_X[i]}")
+
+
+def grad_capped_walk(x, dx, i):
+    autodiff(Reverse, capped_walk, Duplicated(x, dx), Const(i))
+
+
+def k_capped_walk_second(x, v, dx, hv):
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        autodiff(Forward, grad_capped_walk, Duplicated(x, v), Duplicated(dx, hv), Const(i))
+
+
+def test_capped_loop_differentiated_again_in_a_kernel():
+    """Forward over reverse: the inner gradient's capped array, differentiated by the outer level."""
+    v = np.linspace(-1.0, 2.0, len(WALK_X))
+    dx, hv = np.zeros_like(WALK_X), np.zeros_like(WALK_X)
+    kernel(k_capped_walk_second, plugins=P)[1, 32, "cpu"](WALK_X.copy(), v.copy(), dx, hv)
+    np.testing.assert_allclose(dx, _expected(capped_walk)[0], rtol=1e-12, atol=1e-300)
+    h = 1e-6
+    d2 = [(walk_derivative(a + h, 60)[0] - walk_derivative(a - h, 60)[0]) / (2 * h) for a in WALK_X]
+    np.testing.assert_allclose(hv, np.array(d2) * v, rtol=1e-5, atol=1e-6)

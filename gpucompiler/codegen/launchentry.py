@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .entrywords import GUARD_WORDS
+from .guardloop import emit_guard_loop
 from .launchwords import (ARG_OBJECT, ARG_WORDS, SELF_ERROR, SELF_FALLBACK, SELF_WORDS, W_ARGS, W_BUFFER, W_BUSY,
                           W_CURRENT, W_DATA, W_DEVICE, W_DIMS, W_DTYPE, W_FUNCTION, W_GUARD, W_LAUNCH, W_NDARRAY,
                           W_PARAMS, W_PTR, W_RECORDER, W_SHAPE, W_STREAM, W_STRIDES, W_THREAD, W_VALID, Kind, Plan,
@@ -122,40 +122,7 @@ class _Emitter:
     def guards(self) -> None:
         """Every guard of the guard words holds (see :data:`~.entrywords.GUARD_WORDS`); a dict whose tag
         moved is looked up again and its new tag taken where the name finds the same object."""
-        b = self.b
-        guard = self.word(W_GUARD)
-        n = b.load(guard, typ=I64)
-        head, body = self.fn.append_basic_block("guard.head"), self.fn.append_basic_block("guard.body")
-        recheck, lookup = self.fn.append_basic_block("guard.recheck"), self.fn.append_basic_block("guard.lookup")
-        same, step = self.fn.append_basic_block("guard.same"), self.fn.append_basic_block("guard.next")
-        done = self.fn.append_basic_block("guard.done")
-        start = b.block
-        b.branch(head)
-        b.position_at_end(head)
-        k = b.phi(I64, name="k")
-        k.add_incoming(ir.Constant(I64, 0), start)
-        b.cbranch(b.icmp_unsigned("<", k, n), body, done)
-        b.position_at_end(body)
-        base = b.add(b.mul(k, ir.Constant(I64, GUARD_WORDS)), ir.Constant(I64, 1))
-
-        def slot(j):
-            return b.gep(guard, [b.add(base, ir.Constant(I64, j))], source_etype=I64)
-
-        live = b.load(b.inttoptr(b.load(slot(0), typ=I64), PTR), typ=I64)
-        b.cbranch(b.icmp_unsigned("==", live, b.load(slot(1), typ=I64)), step, recheck)
-        b.position_at_end(recheck)
-        holder = b.load(slot(2), typ=PTR)
-        b.cbranch(b.icmp_unsigned("==", holder, ir.Constant(PTR, None)), self.miss, lookup)
-        b.position_at_end(lookup)
-        found = self.call("PyDict_GetItem", PTR, [holder, b.load(slot(3), typ=PTR)])
-        b.cbranch(b.icmp_unsigned("==", found, b.load(slot(4), typ=PTR)), same, self.miss)
-        b.position_at_end(same)
-        b.store(live, slot(1))
-        b.branch(step)
-        b.position_at_end(step)
-        k.add_incoming(b.add(k, ir.Constant(I64, 1)), step)
-        b.branch(head)
-        b.position_at_end(done)
+        emit_guard_loop(self.b, self.fn, self.word(W_GUARD), self.miss, self.declare("PyDict_GetItem", PTR, [PTR, PTR]))
 
     def as_int64(self, obj, name: str):
         """The value of ``obj`` (a new reference, released here), an exact ``int`` fitting in int64."""

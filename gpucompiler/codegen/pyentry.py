@@ -39,7 +39,8 @@ from llvmlite import ir
 
 from .. import types as T
 from ..interpreter.lattice import widen
-from .entrywords import DTYPE_HEADER, DTYPE_WORDS, GUARD_WORDS
+from .entrywords import DTYPE_HEADER, DTYPE_WORDS
+from .guardloop import emit_guard_loop
 from .lltypes import I64, PTR, has_value, ll
 from .pyresult import ResultBoxer, boxable
 from .wrapper import _array, call_entry
@@ -96,7 +97,7 @@ class _Emitter:
         self.expect(self.b.icmp_unsigned("==", self.word(obj, _OB_TYPE), type_ptr), name)
 
     def guards(self, guard, reads: int) -> None:
-        """Every guard of ``guard[1:]`` holds; see :data:`GUARD_WORDS`.
+        """Every guard of ``guard[1:]`` holds; see :data:`~.entrywords.GUARD_WORDS`.
 
         A dict guard whose version tag moved looks its name up again
         (``PyDict_GetItem``): the same object means the change was to another
@@ -105,45 +106,10 @@ class _Emitter:
         loop costs LLVM's loop passes and a third of the entry's compile).
         """
         b, mod = self.b, self.mod
-        n = b.load(guard, typ=I64)
         if reads == 0:
-            self.expect(b.icmp_unsigned("==", n, ir.Constant(I64, 0)), "guard.none")
+            self.expect(b.icmp_unsigned("==", b.load(guard, typ=I64), ir.Constant(I64, 0)), "guard.none")
             return
-        head = self.fn.append_basic_block("guard.head")
-        body = self.fn.append_basic_block("guard.body")
-        recheck = self.fn.append_basic_block("guard.recheck")
-        lookup = self.fn.append_basic_block("guard.lookup")
-        same = self.fn.append_basic_block("guard.same")
-        step = self.fn.append_basic_block("guard.next")
-        done = self.fn.append_basic_block("guard.done")
-        start = b.block
-        b.branch(head)
-        b.position_at_end(head)
-        k = b.phi(I64, name="k")
-        k.add_incoming(ir.Constant(I64, 0), start)
-        b.cbranch(b.icmp_unsigned("<", k, n), body, done)
-        b.position_at_end(body)
-        base = b.add(b.mul(k, ir.Constant(I64, GUARD_WORDS)), ir.Constant(I64, 1))
-
-        def slot(j):
-            return b.gep(guard, [b.add(base, ir.Constant(I64, j))], source_etype=I64)
-
-        live = b.load(b.inttoptr(b.load(slot(0), typ=I64), PTR), typ=I64)
-        b.cbranch(b.icmp_unsigned("==", live, b.load(slot(1), typ=I64)), step, recheck)
-        b.position_at_end(recheck)
-        holder = b.load(slot(2), typ=PTR)
-        b.cbranch(b.icmp_unsigned("==", holder, ir.Constant(PTR, None)), self.miss, lookup)
-        b.position_at_end(lookup)
-        found = b.call(mod.declare("PyDict_GetItem", PTR, [PTR, PTR]), [holder, b.load(slot(3), typ=PTR)])
-        expected = b.load(slot(4), typ=PTR)
-        b.cbranch(b.icmp_unsigned("==", found, expected), same, self.miss)
-        b.position_at_end(same)
-        b.store(live, slot(1))  # another binding changed: the new tag holds for this read
-        b.branch(step)
-        b.position_at_end(step)
-        k.add_incoming(b.add(k, ir.Constant(I64, 1)), step)
-        b.branch(head)
-        b.position_at_end(done)
+        emit_guard_loop(b, self.fn, guard, self.miss, mod.declare("PyDict_GetItem", PTR, [PTR, PTR]))
 
     def scalar(self, obj, t, k: int):
         b, mod = self.b, self.mod

@@ -126,6 +126,12 @@ def declare(module, name: str, fnty: T.FunctionType) -> Function:
     return fn
 
 
+#: fast-math flags of the derivative arithmetic (tangents, adjoints): a product and a sum may be fused
+#: into one ``fma`` (what nvcc does by default), never the primal's own arithmetic, which is copied as
+#: written; the derivative changes by rounding only
+DERIVATIVE_FLAGS = ("contract",)
+
+
 class Emit:
     """A builder with float helpers; ``module`` gets the declarations it needs."""
 
@@ -142,22 +148,23 @@ class Emit:
         if a.type.kind in ("struct", "array"):  # adjoints of aggregates: member by member
             out = a
             for path, _ in float_leaves(a.type):
-                s = self.b.fadd(self.b.extractvalue(a, path), self.b.extractvalue(b, path))
+                s = self.b.binop("fadd", self.b.extractvalue(a, path), self.b.extractvalue(b, path),
+                                 flags=DERIVATIVE_FLAGS)
                 out = self.b.insertvalue(out, s, path)
             return out
-        return self.b.fadd(a, b)
+        return self.b.binop("fadd", a, b, flags=DERIVATIVE_FLAGS)
 
     def fsub(self, a, b):
-        return a if _is_zero(b) else self.b.fsub(a, b)
+        return a if _is_zero(b) else self.b.binop("fsub", a, b, flags=DERIVATIVE_FLAGS)
 
     def fmul(self, a, b):
-        return self.b.fmul(a, b)
+        return self.b.binop("fmul", a, b, flags=DERIVATIVE_FLAGS)
 
     def fdiv(self, a, b):
         return self.b.fdiv(a, b)
 
     def fneg(self, a):
-        return self.b.fneg(a)
+        return self.b.fneg(a, flags=DERIVATIVE_FLAGS)
 
     def const(self, t, x: float):
         return fconst(t, x)

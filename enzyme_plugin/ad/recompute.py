@@ -15,8 +15,9 @@ iteration and thread. There a division or any math call (``exp``, ``sqrt``...)
 is recomputed too when everything it depends on is rebuilt without the tape
 (the loop counter, values from before the loop, memory the function never
 writes): a loop over a neighbour list then keeps nothing on its tape. A value
-that needs a taped one (a Newton step's quotient of loop-carried values) is
-still taped: recomputing it would add work and save no memory traffic.
+that needs a taped one is still taped: recomputing it would add work and save
+no memory traffic (a Newton step's quotient needs no slot for another reason:
+its adjoints take the reciprocal and the residual, :mod:`.carried`).
 """
 
 from __future__ import annotations

@@ -124,6 +124,15 @@ class Reverse(Emit, Recompute, LoopTape):
     def res(self, inst):
         return self.fwd(inst)
 
+    def taped(self, v) -> bool:
+        """Whether :meth:`fwd` of ``v`` would read a tape slot of the current block's own (kept per
+        iteration of its loop), not yet read here."""
+        if not isinstance(v, Instruction) or (self.combined and v.parent in self.cfg.once):
+            return False
+        if (self.cur, self.sweep.vmap[v]) in self.memo or self._hoist_loop(v.parent) is not None:
+            return False
+        return self._iv_here(v) is None and not self._recomputable(v)
+
     def _from_forward(self, block, fv):
         if self.combined and (block is None or block in self.cfg.once):
             return fv

@@ -72,6 +72,9 @@ class Sweep(Emit):
     def res(self, inst):
         return self.vmap[inst]
 
+    def taped(self, v) -> bool:
+        return False  # the forward sweep has every primal value at hand
+
     def shadow(self, v, inst=None):
         """The shadow (pointer) or tangent (float) of primal ``v``."""
         s = self.shadow_map.get(v)

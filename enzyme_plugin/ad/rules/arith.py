@@ -33,6 +33,32 @@ def _frem_y(e: RuleEmitter, I: Instruction, d: Value) -> Value:
     return e.fneg(e.fmul(d, q))
 
 
+def _by_reciprocal(e: RuleEmitter, I: Instruction) -> bool:
+    """Whether ``fdiv``'s adjoints take ``1 / b`` and ``a`` rather than ``a / b`` itself: when the quotient
+    would cost a tape slot and ``a`` would not (a Newton step's residual, rebuilt from the iterate:
+    :mod:`..carried`)."""
+    return e.taped(I) and not e.taped(I.operands[0])
+
+
+def _reciprocal(e: RuleEmitter, I: Instruction) -> Value:
+    return e.fdiv(e.const(I.type, 1.0), e.op(I, 1))
+
+
+# d(a / b) = d / b, and -(d / b) * (a / b) for b: one division when both are active (LLVM merges the two);
+# by the reciprocal, d * (1 / b) and -(d * (1 / b)) * (a * (1 / b))
+def _fdiv_x(e: RuleEmitter, I: Instruction, d: Value) -> Value:
+    if _by_reciprocal(e, I):
+        return e.fmul(d, _reciprocal(e, I))
+    return e.fdiv(d, e.op(I, 1))
+
+
+def _fdiv_y(e: RuleEmitter, I: Instruction, d: Value) -> Value:
+    if _by_reciprocal(e, I):
+        inverse = _reciprocal(e, I)
+        return e.fneg(e.fmul(e.fmul(d, inverse), e.fmul(e.op(I, 0), inverse)))
+    return e.fneg(e.fmul(e.fdiv(d, e.op(I, 1)), e.res(I)))
+
+
 def _non_finite(v: Value) -> bool:
     """Whether the constant ``v`` (a number, or a vector of them) holds an infinity or a NaN."""
     if isinstance(v, ConstantData):
@@ -59,9 +85,7 @@ REVERSE: ReverseTable = {
     "fadd": (_d, _d),
     "fsub": (_d, _neg),
     "fmul": (_times(1), _times(0)),
-    # d(a / b) = d / b, and -(d / b) * (a / b) for b: one division when both are active (LLVM merges the two)
-    "fdiv": (lambda e, I, d: e.fdiv(d, e.op(I, 1)),
-             lambda e, I, d: e.fneg(e.fmul(e.fdiv(d, e.op(I, 1)), e.res(I)))),
+    "fdiv": (_fdiv_x, _fdiv_y),
     "frem": (_frem_x, _frem_y),
     "fneg": (_neg,),
     "freeze": (_d,),

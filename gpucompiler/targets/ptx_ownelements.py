@@ -9,9 +9,10 @@ block by :mod:`.ptx_blocksums`) they queue behind them in the memory system: on 
 
 :func:`own_element_adds` rewrites, in a kernel that calls nothing unknown and writes through no pointer of
 unknown origin, each relaxed ``atomicrmw add``/``fadd`` (old value unused, not volatile) into an array argument
-whose every access in the kernel (load, store, atomic) is at byte ``G * s`` of its data, where ``G`` is
-the thread's x index in the grid (``ctaid.x * ntid.x + tid.x``) and ``s`` (a constant, at least the
-access's size) is the same for all of them::
+whose every access in the kernel (load, store, atomic) is at byte ``(G + N * m) * s`` of its data, where ``G``
+is the thread's x index in the grid (``ctaid.x * ntid.x + tid.x``), ``N`` the grid's x size (``nctaid.x *
+ntid.x``: a grid-stride loop's step, or a multiple of it), ``m`` any integer and ``s`` (a constant, at least
+the access's size) is the same for all of them (:func:`_thread_scale`)::
 
     head:   br ok, plain, atomic
     plain:  old = load p; store old + v -> p; br join     ; the thread's own element
@@ -20,12 +21,15 @@ access's size) is the same for all of them::
 ``ok`` is computed once at the kernel's start, the same in every thread: the grid and its blocks are
 one-dimensional (otherwise threads of another row share ``G``), and the array's bytes lie clear of every
 other array argument the kernel writes into (each span over-estimated as :mod:`.ptx_blocksums` does), so
-that no other thread's store or atomic reaches the element. Then no two threads touch one element, and the
+that no other thread's store or atomic reaches the element. Then no two threads touch one element (their
+``G`` differ and lie in ``[0, N)``, so their elements differ modulo ``N``), and the
 thread's own adds in program order give the sums its atomics would have (``float`` atomics flush subnormals
 to zero, the plain add keeps them). ``PTXTarget(aggregate_atomics=False)`` keeps every atomic as written.
 """
 
 from __future__ import annotations
+
+import math
 
 from ..llvm import Argument, BasicBlock, Builder, ConstantData, Function, Instruction, Value, const_int, types as LT
 from .ptx_blocksums import UNKNOWN, BlockSums, array_of, array_span, safe_call
@@ -113,17 +117,133 @@ def _stripped(p: Value | None) -> Value | None:
 
 
 def _thread_scale(v: Value) -> int | None:
-    """``k`` when ``v`` is ``G * k`` (``G``: the thread's x index in the grid; ``k`` a positive constant)."""
-    if _grid_x(v):
-        return 1
-    if isinstance(v, Instruction) and v.opcode in ("shl", "mul"):
-        a, c = v.operands
-        if v.opcode == "mul" and not _grid_x(a):
-            a, c = c, a
-        k = _constant_int(c)
-        if _grid_x(a) and k is not None and k > 0:
-            return 1 << k if v.opcode == "shl" and k < 32 else (k if v.opcode == "mul" else None)
-    return None
+    """``k`` when ``v`` is ``(G + N * m) * k``: ``G`` the thread's x index in the grid, ``N`` the grid's x size
+    (``nctaid.x * ntid.x``), ``m`` any integer (a grid-stride loop's count), ``k`` a positive constant."""
+    return _IndexForm().scale(v)
+
+
+class _IndexForm:
+    """The forms of :func:`_thread_scale`, by structure: ``G``; ``a * c`` and ``a << c`` of a form; ``a + b``
+    and ``a - b`` of a form of scale ``k`` and a multiple of ``N * k``; a phi all of whose values have one form
+    (assumed while its values are checked: a loop's index); Python's wrap of a negative index
+    (``i + (i < 0 ? n : 0)``) of a form that is never negative. 64-bit arithmetic only (an index that wrapped
+    around 2^64 addresses no array)."""
+
+    def __init__(self) -> None:
+        self.phis: dict[int, int] = {}  # phi -> the scale assumed while its values are checked
+        self.multiples: set[tuple[int, int]] = set()
+        self.nonnegative_phis: set[int] = set()
+        self.budget = 256
+
+    def scale(self, v: Value) -> int | None:
+        if _grid_x(v):
+            return 1
+        self.budget -= 1
+        if not isinstance(v, Instruction) or str(v.type) != "i64" or self.budget < 0:
+            return None
+        op = v.opcode
+        if op in ("shl", "mul"):
+            a, c = v.operands
+            if op == "mul" and _constant_int(a) is not None:
+                a, c = c, a
+            k = _constant_int(c)
+            if k is None or k <= 0 or (op == "shl" and k >= 32):
+                return None
+            s = self.scale(a)
+            if s is None:
+                return None
+            return s << k if op == "shl" else s * k
+        if op in ("add", "sub"):
+            a, b = v.operands
+            wrapped = self._unwrapped(v)
+            if wrapped is not None:
+                return self.scale(wrapped)
+            s = self.scale(a)
+            if s is not None and self.multiple(b, s):
+                return s
+            s = self.scale(b) if op == "add" else None
+            return s if s is not None and self.multiple(a, s) else None
+        if op == "phi":
+            if id(v) in self.phis:
+                return self.phis[id(v)]
+            values = [x for x, _ in v.incoming]
+            first = next((x for x in values if not (isinstance(x, Instruction) and x.opcode == "phi")), None)
+            s = self.scale(first) if first is not None else None
+            if s is None:
+                return None
+            self.phis[id(v)] = s
+            ok = all(self.scale(x) == s for x in values)
+            del self.phis[id(v)]
+            return s if ok else None
+        return None
+
+    def multiple(self, v: Value, k: int) -> bool:
+        """Whether ``v`` is a multiple of ``N * k``."""
+        if _constant_int(v) == 0:
+            return True
+        if k == 1 and _grid_size(v):
+            return True
+        self.budget -= 1
+        if not isinstance(v, Instruction) or str(v.type) != "i64" or self.budget < 0:
+            return False
+        op = v.opcode
+        if op in ("shl", "mul"):
+            a, c = v.operands
+            if op == "mul" and _constant_int(a) is not None:
+                a, c = c, a
+            n = _constant_int(c)
+            if n is None:
+                return op == "mul" and (self.multiple(a, k) or self.multiple(c, k))
+            if n <= 0 or (op == "shl" and n >= 32):
+                return False
+            factor = 1 << n if op == "shl" else n
+            return self.multiple(a, k // math.gcd(k, factor))
+        if op in ("add", "sub"):
+            return all(self.multiple(x, k) for x in v.operands)
+        if op == "phi":
+            key = (id(v), k)
+            if key in self.multiples:
+                return True
+            self.multiples.add(key)
+            ok = all(self.multiple(x, k) for x, _ in v.incoming)
+            self.multiples.discard(key)
+            return ok
+        return False
+
+    def _unwrapped(self, v: Instruction) -> Value | None:
+        """``i`` when ``v`` is ``i + select(i < 0, n, 0)`` (either order) and ``i`` is never negative."""
+        if v.opcode != "add":
+            return None
+        for i, sel in (v.operands, reversed(v.operands)):
+            if not (isinstance(sel, Instruction) and sel.opcode == "select" and _constant_int(sel.operands[2]) == 0):
+                continue
+            test = sel.operands[0]
+            if isinstance(test, Instruction) and test.opcode == "icmp" and test.predicate == "slt" \
+                    and test.operands[0] is i and _constant_int(test.operands[1]) == 0 and self.nonnegative(i):
+                return i
+        return None
+
+    def nonnegative(self, v: Value) -> bool:
+        """Whether ``v`` is never negative: a special register, a zero extension, sums, products and shifts of
+        such values and non-negative constants, phis of them (64-bit: no wrap, as above)."""
+        c = _constant_int(v)
+        if c is not None:
+            return c >= 0
+        if _sreg_any(v) or (isinstance(v, Instruction) and v.opcode == "zext"):
+            return True
+        self.budget -= 1
+        if not isinstance(v, Instruction) or str(v.type) != "i64" or self.budget < 0:
+            return False
+        if v.opcode in ("add", "mul", "shl"):
+            return all(self.nonnegative(x) for x in v.operands)
+        if v.opcode == "phi":
+            if id(v) in self.nonnegative_phis:
+                return True
+            self.nonnegative_phis.add(id(v))
+            ok = all(self.nonnegative(x) for x, _ in v.incoming)
+            self.nonnegative_phis.discard(id(v))
+            return ok
+        return False
 
 
 def _constant_int(v: Value) -> int | None:
@@ -147,6 +267,21 @@ def _sreg(v: Value, name: str) -> bool:
         return False
     callee = v.callee
     return isinstance(callee, Function) and callee.name == _SREG + name
+
+
+def _sreg_any(v: Value) -> bool:
+    v = _widened(v)
+    callee = v.callee if isinstance(v, Instruction) and v.opcode == "call" else None
+    return isinstance(callee, Function) and callee.name.startswith(_SREG)
+
+
+def _grid_size(v: Value) -> bool:
+    """Whether ``v`` is ``nctaid.x * ntid.x`` (in either order, widened or not)."""
+    v = _widened(v)
+    if not (isinstance(v, Instruction) and v.opcode == "mul"):
+        return False
+    a, b = v.operands
+    return (_sreg(a, "nctaid.x") and _sreg(b, "ntid.x")) or (_sreg(a, "ntid.x") and _sreg(b, "nctaid.x"))
 
 
 def _grid_x(v: Value) -> bool:

@@ -1,7 +1,8 @@
 """Atomic adds into a thread's own element become plain adds (``gpucompiler.targets.ptx_ownelements``).
 
 Which adds get a plain path is read from the PTX (assembled by ptxas): every access of the array at
-``a[grid(1)]``, nothing called that could touch memory; the others keep their atomics. On a CUDA device
+``a[grid(1)]`` or, in a grid-stride loop, ``a[grid(1) + k * gridsize(1)]``, nothing called that could touch
+memory; the others keep their atomics. On a CUDA device
 (marked ``gpu``) the sums against NumPy where the run-time check must keep the atomics: blocks of two
 rows whose threads share ``grid(1)``, and two arrays over the same buffer.
 """
@@ -39,6 +40,14 @@ def reads_another_element(x, dx):
     i = gd.grid(1)
     if 0 < i < x.shape[0]:
         gd.atomic_add(dx, i, dx[i - 1] * x[i])
+
+
+def grid_stride(x, dx):
+    i = gd.grid(1)
+    step = gd.gridsize(1)
+    while i < x.shape[0]:
+        gd.atomic_add(dx, i, x[i] * 2.0)
+        i += step
 
 
 def one_address(x, out):
@@ -158,6 +167,66 @@ def test_which_adds_get_a_plain_path(old, new, plain):
         assert text.count("extractvalue { ptr, [1 x i64], [1 x i64] } %b, 1, 0") == 1
 
 
+_STRIDE_IR = """
+declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
+
+define void @k({ ptr, [1 x i64], [1 x i64] } %a, i64 %len) {
+entry:
+  %c = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+  %n = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %nc = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
+  %cw = zext i32 %c to i64
+  %nw = zext i32 %n to i64
+  %tw = zext i32 %t to i64
+  %ncw = zext i32 %nc to i64
+  %m = mul i64 %cw, %nw
+  %g = add i64 %m, %tw
+  %N = mul i64 %ncw, %nw
+  %pa = extractvalue { ptr, [1 x i64], [1 x i64] } %a, 0
+  %start = add i64 %g, 0
+  br label %loop
+loop:
+  %i = phi i64 [ %start, %entry ], [ %i.next, %loop ]
+  %neg = icmp slt i64 %i, 0
+  %wrap = select i1 %neg, i64 %len, i64 0
+  %j = add i64 %wrap, %i
+  %off = shl i64 %j, 3
+  %p = getelementptr i8, ptr %pa, i64 %off
+  %r = atomicrmw fadd ptr %p, double 1.0 monotonic, align 8
+  %i2 = add i64 %i, %N
+  %off2 = shl i64 %i2, 3
+  %p2 = getelementptr i8, ptr %pa, i64 %off2
+  %r2 = atomicrmw fadd ptr %p2, double 2.0 monotonic, align 8
+  %step = shl i64 %N, 1
+  %i.next = add i64 %i, %step
+  %more = icmp slt i64 %i.next, %len
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}
+"""
+
+
+@pytest.mark.parametrize("old, new, plain", [
+    ("", "", 2),  # a grid-stride loop: i = G + 2N m, its accesses at i (through Python's wrap) and i + N
+    ("%step = shl i64 %N, 1", "%step = add i64 %N, 1", 0),  # a stride that is not a multiple of the grid
+    ("%i2 = add i64 %i, %N", "%i2 = add i64 %i, 1", 0),  # i + 1: the next thread's element
+    ("%start = add i64 %g, 0", "%start = add i64 %len, 0", 0),  # not the thread's index
+    ("%start = add i64 %g, 0", "%start = sub i64 %g, %N", 0),  # may be negative: the wrap adds the length
+    ("%neg = icmp slt i64 %i, 0", "%neg = icmp slt i64 %g, 0", 0),  # a select that is not the index's wrap
+    ("%N = mul i64 %ncw, %nw", "%N = mul i64 %ncw, %tw", 0),  # not the grid's size
+])
+def test_grid_stride_indices_are_the_threads_own(old, new, plain):
+    module = parse(_STRIDE_IR.replace(old, new) if old else _STRIDE_IR)
+    assert own_element_adds(module, module.functions["k"]) == plain
+    text = str(module)
+    assert text.count("load double, ptr %p") == plain and "atomicrmw fadd ptr %p2" in text
+
+
 # -- on a GPU ---------------------------------------------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", [1000, 1 << 16])
@@ -167,6 +236,22 @@ def test_own_element_adds_match_numpy(n):
     dx = rng.uniform(-1.0, 1.0, n)
     want = dx + 2.0 * x + v
     kernel(own)[(n + 127) // 128, 128](x, dx, v)
+    np.testing.assert_allclose(dx, want, rtol=1e-15, atol=1e-15)
+
+
+def test_a_grid_stride_loop_gets_a_plain_path(check_ptx):
+    ptx = _ptx(grid_stride, F64, F64)
+    check_ptx(ptx)
+    assert _plain_adds(ptx) == 1 and "%nctaid.y" in ptx, ptx
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n, blocks, threads", [(1000, 2, 128), (1 << 20, 80, 256), (4099, 3, 96)])
+def test_grid_stride_adds_match_numpy(n, blocks, threads):
+    rng = np.random.default_rng(n)
+    x, dx = rng.uniform(-1.0, 1.0, n), rng.uniform(-1.0, 1.0, n)
+    want = dx + 2.0 * x
+    kernel(grid_stride)[blocks, threads](x, dx)  # each thread adds into n / (blocks * threads) elements
     np.testing.assert_allclose(dx, want, rtol=1e-15, atol=1e-15)
 
 

@@ -12,7 +12,8 @@ and gives that to every use of the phi (the same operations on the same operands
 values). The reverse sweep then takes the adjoint of ``r`` to the iteration's own ``y`` (taped anyway)
 instead of back through the previous iteration's ``g(y')``, which needed ``y'`` and so the quotient that
 made it: one tape slot per iteration instead of two (the quotient's adjoint is then taken with its
-operands, :data:`~.rules.arith.REVERSE`'s ``fdiv``).
+operands, :data:`~.rules.arith.REVERSE`'s ``fdiv``). The forward sweep, which needs no adjoint, carries the
+phi again (:class:`Carried`, :meth:`.sweep.Sweep.run`): ``g(y)`` is not computed twice there.
 
 A value the loop passes out the same way (``y*y`` after the loop, which LLVM takes from the last
 iteration's ``y'*y'`` that the residual computes anyway) is rebuilt after the loop from ``y'`` there:
@@ -24,7 +25,9 @@ loop's invariants and constants as the other leaves; commutative operands may be
 
 from __future__ import annotations
 
-from gpucompiler.llvm import Builder, Instruction, User, Value
+from typing import NamedTuple
+
+from gpucompiler.llvm import BasicBlock, Builder, Instruction, User, Value
 
 from .analysis import CFG
 from .emit import is_float_like
@@ -38,10 +41,21 @@ _COMMUTATIVE = frozenset("add mul and or xor fadd fmul".split())
 MAX_NODES = 24
 
 
-def rebuild_carried(fn) -> int:
-    """Rewrite every header phi of ``fn``'s canonical loops that carries ``g`` of another phi (see the
-    module docstring); returns how many were rewritten."""
-    rewritten = 0
+class Carried(NamedTuple):
+    """A header phi :func:`rebuild_carried` replaced by ``value`` (``g`` of another phi): its incoming
+    ``start`` from ``preheader`` and ``back`` from ``latch``."""
+
+    value: Instruction
+    start: Value
+    back: Value
+    preheader: BasicBlock
+    latch: BasicBlock
+
+
+def rebuild_carried(fn) -> list[Carried]:
+    """Rewrite every header phi of ``fn``'s canonical loops that carries ``g`` of another phi, and the loops'
+    exit values computed the same way (see the module docstring); returns the header phis replaced."""
+    rewritten: list[Carried] = []
     for lp in find_loops(CFG(fn))[0]:
         if lp.preheader is None or lp.latch is None:
             continue
@@ -57,10 +71,11 @@ def rebuild_carried(fn) -> int:
             leaves = _match(back, start, lp, others, nodes)
             if leaves is None or len(leaves) != 1 or not nodes:
                 continue
-            p.replace_all_uses_with(_emit(back, lp, {others[q][1]: q for q in leaves}, _after_phis(lp.header)))
+            value = _emit(back, lp, {others[q][1]: q for q in leaves}, _after_phis(lp.header))
+            p.replace_all_uses_with(value)
             p.erase()
-            rewritten += 1
-        rewritten += _rebuild_outside(lp, {e[1] for e in edges.values() if e is not None})
+            rewritten.append(Carried(value, start, back, lp.preheader, lp.latch))
+        _rebuild_outside(lp, {e[1] for e in edges.values() if e is not None})
     return rewritten
 
 
@@ -157,14 +172,14 @@ def _match(back: Value, start: Value, lp, others: dict, nodes: list) -> set | No
     return None
 
 
-def _emit(back: Value, lp, leaves: dict, at: Instruction) -> Value:
+def _emit(back: Value, lp, leaves: dict, at: Instruction) -> Instruction:
     """``back`` computed again before ``at`` from the values ``leaves`` maps its leaves to (a latch value
     to its phi)."""
     b = Builder()
     b.position_before(at)
     made: dict = {}
 
-    def build(v: Value) -> Value:
+    def build(v: Value) -> Value:  # (``back`` is an instruction of the loop: so is what it gives)
         if v in leaves:
             return leaves[v]
         if not isinstance(v, Instruction) or v.parent not in lp.blocks:
@@ -177,7 +192,9 @@ def _emit(back: Value, lp, leaves: dict, at: Instruction) -> Value:
             hit = made[v] = b.insert(clone)
         return hit
 
-    return build(back)
+    out = build(back)
+    assert isinstance(out, Instruction)
+    return out
 
 
 __all__ = ["rebuild_carried"]

@@ -10,7 +10,7 @@ from gpucompiler.llvm import Builder, Function, constant, types as T
 from .analysis import CONST, DUP, OUT, Activity
 from . import custom, gpu, leaf, openmp, stack
 from .calls import INACTIVE
-from .carried import rebuild_carried
+from .carried import Carried, rebuild_carried
 from .emit import carries_derivative, declare, fconst, is_float_like, zero
 from .errors import unsupported
 from .gpu import EngineOptions
@@ -34,6 +34,8 @@ class Engine:
         self._work: list = []
         self._helpers: dict = {}
         self._retyped: set = set()
+        #: function name -> the header values :func:`.carried.rebuild_carried` made of its loop-carried phis
+        self.carried: dict[str, list[Carried]] = {}
         custom.check_globals(module)
         self.custom_gradients, self.custom_derivatives = custom.registered(module)
         #: callee name -> math function it behaves like (``__enzyme_function_like``)
@@ -97,7 +99,7 @@ class Engine:
                 self._retyped.add(fn.name)
                 retype_integer_copies(fn)
                 retype_float_bit_calls(fn, {*self.custom_gradients, *self.custom_derivatives, *self.function_like})
-                rebuild_carried(fn)
+                self.carried[fn.name] = rebuild_carried(fn)
             act = self._acts[key] = Activity(fn, kinds, INACTIVE, self.global_operands(fn), MemoryTypes())
             self.globals.seed_calls(act, self.global_callees)
         return act

@@ -140,6 +140,18 @@ class Sweep(Emit):
             for v, blk in inst.incoming:
                 phi.add_incoming(self._phi_incoming(inst, v), self.vmap[blk])
         self.set_lane(0)
+        self._carry_again()
+
+    def _carry_again(self) -> None:
+        """The loop-carried values rebuilt at their headers for the reverse sweep (:mod:`.carried`) carried by
+        a phi again in this copy, bitwise the same: the copy of ``g(y)`` is left to dead-code elimination."""
+        for c in self.engine.carried.get(self.fn.name, ()):
+            copy = self.vmap[c.value]
+            b = Builder()
+            b.position_before(self._first_non_phi(copy.parent))
+            phi = b.phi(c.value.type, [(self.val(c.start), self.vmap[c.preheader]), (self.val(c.back), self.vmap[c.latch])])
+            copy.replace_all_uses_with(phi)
+            self.vmap[c.value] = phi
 
     def _phi_incoming(self, inst, v):
         if inst.type.kind in ("struct", "array") and inst in self.act.shadowed:

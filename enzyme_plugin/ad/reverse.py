@@ -124,12 +124,19 @@ class Reverse(Emit, Recompute, LoopTape):
     def res(self, inst):
         return self.fwd(inst)
 
+    def at_hand(self, v) -> bool:
+        """Whether :meth:`fwd` of ``v`` costs nothing more here: a constant or argument, a value of a block run
+        once (combined mode), one fetched in this block already or kept for the whole loop around it; not a
+        value to read from the tape per iteration or to recompute."""
+        if not isinstance(v, Instruction) or (self.combined and v.parent in self.cfg.once):
+            return True
+        return (self.cur, self.sweep.vmap[v]) in self.memo or ("re", self.cur, v) in self.memo \
+            or self._hoist_loop(v.parent) is not None
+
     def taped(self, v) -> bool:
         """Whether :meth:`fwd` of ``v`` would read a tape slot of the current block's own (kept per
         iteration of its loop), not yet read here."""
-        if not isinstance(v, Instruction) or (self.combined and v.parent in self.cfg.once):
-            return False
-        if (self.cur, self.sweep.vmap[v]) in self.memo or self._hoist_loop(v.parent) is not None:
+        if self.at_hand(v):
             return False
         return self._iv_here(v) is None and not self._recomputable(v)
 

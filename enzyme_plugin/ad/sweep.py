@@ -72,8 +72,11 @@ class Sweep(Emit):
     def res(self, inst):
         return self.vmap[inst]
 
+    def at_hand(self, v) -> bool:
+        return True  # the forward sweep has every primal value at hand
+
     def taped(self, v) -> bool:
-        return False  # the forward sweep has every primal value at hand
+        return False
 
     def shadow(self, v, inst=None):
         """The shadow (pointer) or tangent (float) of primal ``v``."""

@@ -232,6 +232,9 @@ def test_the_neighbour_loop_keeps_nothing_on_its_tape():
     assert not re.search(r"alloca \[\d+ x i8\]", ir), "a tape arena"
     ptx = k.inspect_asm(*types)
     assert "__local_depot" not in ptx and "malloc" not in ptx
+    # the quotient exp(-r2) / (r2 + 0.1), needed again in the reverse: its adjoints take 1 / (r2 + 0.1) and the
+    # exp the reverse computes anyway, one division instead of the quotient's and the adjoint's
+    assert ptx.count("div.rn.f64") == 0 and ptx.count("rcp.rn.f64") == 1, ptx
     # one loop is left, the reverse one: its three scatters into the neighbour's adjoints
     assert sum(i.count("atomicrmw fadd") for insts in looped.values() for i in insts) == 3
 

@@ -34,10 +34,10 @@ def _frem_y(e: RuleEmitter, I: Instruction, d: Value) -> Value:
 
 
 def _by_reciprocal(e: RuleEmitter, I: Instruction) -> bool:
-    """Whether ``fdiv``'s adjoints take ``1 / b`` and ``a`` rather than ``a / b`` itself: when the quotient
-    would cost a tape slot and ``a`` would not (a Newton step's residual, rebuilt from the iterate:
-    :mod:`..carried`)."""
-    return e.taped(I) and not e.taped(I.operands[0])
+    """Whether ``fdiv``'s adjoints take ``1 / b`` and ``a`` rather than ``a / b`` itself: when the quotient is
+    not at hand (it would cost a tape slot, or a division to compute again) and ``a`` costs no tape slot (a
+    Newton step's residual, rebuilt from the iterate: :mod:`..carried`; an ``exp`` computed again anyway)."""
+    return not e.at_hand(I) and not e.taped(I.operands[0])
 
 
 def _reciprocal(e: RuleEmitter, I: Instruction) -> Value:

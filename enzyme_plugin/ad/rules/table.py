@@ -36,6 +36,11 @@ class RuleEmitter(Protocol):
         """The primal result of ``inst``, as available where the rule runs."""
         ...
 
+    def at_hand(self, v: Value) -> bool:
+        """Whether the primal value ``v`` costs nothing more where the rule runs (not a tape slot to read,
+        not a value to compute again in the reverse sweep)."""
+        ...
+
     def taped(self, v: Value) -> bool:
         """Whether the primal value ``v`` would cost a tape slot where the rule runs (the reverse sweep of
         a loop), so that a rule may rather rebuild what it needs from values it has anyway."""

@@ -186,7 +186,8 @@ class PTXTarget(Target):
 
     def finish(self, job, module) -> None:
         """Annotate the kernel, make atomic adds into a thread's own element plain
-        (:mod:`.ptx_ownelements`), sum warps' atomic adds (:mod:`.warpatomics`), make zero stores
+        (:mod:`.ptx_ownelements`), combine a warp's adds into neighbouring elements
+        (:mod:`.ptx_neighbouradds`), sum warps' atomic adds (:mod:`.warpatomics`), make zero stores
         wait for their loads (:mod:`.ptx_zerostores`), link libdevice, set fast-math and reflect
         flags, re-optimise.
 

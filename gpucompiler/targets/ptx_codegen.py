@@ -21,6 +21,7 @@ from .libdevice import PREFIX, libdevice_functions, link_libdevice, prune_ahead
 from .native import cached_target_machine, emit_with
 from .ptx import DEVICE_RUNTIME, GLOBAL, TRIPLE, PTXTarget
 from .ptx_blocksums import sum_per_block
+from .ptx_neighbouradds import neighbour_adds
 from .ptx_ownelements import own_element_adds
 from .ptx_zerostores import order_zero_stores
 from .warpatomics import aggregate_atomics
@@ -70,9 +71,11 @@ def finish(target: PTXTarget, job, module) -> None:
         kernel = model.functions.get(name) if name else None
         # sm_70: the non-aligned barrier at the kernel's exit
         blocks = sum_per_block(model, kernel, GLOBAL) if kernel is not None and target.capability >= (7, 0) else None
+        combined = []
         if kernel is not None:  # (after the block sums: a plain add after a deferred one needs no check)
             own_element_adds(model, kernel, GLOBAL, blocks)
-        aggregate_atomics(model, warp, kernel, GLOBAL, blocks.summable if blocks is not None else ())
+            combined = neighbour_adds(model, warp, kernel, GLOBAL)  # (each lane's add at its own address)
+        aggregate_atomics(model, warp, kernel, GLOBAL, blocks.summable if blocks is not None else (), keep=combined)
         if blocks is not None:
             blocks.finish()
     for fn in model.functions.values():  # after the block sums, which refuse kernels with inline asm

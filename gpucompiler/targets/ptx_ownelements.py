@@ -35,7 +35,8 @@ from ..llvm import Argument, BasicBlock, Builder, ConstantData, Function, Instru
 from .ptx_blocksums import UNKNOWN, BlockSums, array_of, array_span, safe_call
 from .warpatomics import eligible, split_after
 
-_SIZES = {"i8": 1, "i16": 2, "half": 2, "bfloat": 2, "i32": 4, "float": 4, "i64": 8, "double": 8}
+SIZES = {"i8": 1, "i16": 2, "half": 2, "bfloat": 2, "i32": 4, "float": 4, "i64": 8, "double": 8}
+"""Bytes of a scalar access of each type, by the type's spelling."""
 _ADDS = frozenset({"add", "fadd"})
 _SREG = "llvm.nvvm.read.ptx.sreg."
 
@@ -86,7 +87,7 @@ def own_element_adds(model, entry: Function, global_space: int = 1, blocks: Bloc
     flags: dict[int, Value] = {}
     for array, rmw in sites:
         if id(array) not in flags:
-            flags[id(array)] = _exclusive(model, entry, array, [w for w in written.values() if w is not array])
+            flags[id(array)] = exclusive(model, entry, array, [w for w in written.values() if w is not array])
         _plain_when(flags[id(array)], rmw)
     return len(sites)
 
@@ -95,22 +96,23 @@ def _own_scale(inst: Instruction, array: Argument) -> int | None:
     """``s`` when ``inst`` accesses byte ``G * s`` of ``array``'s data (``s`` at least the access's size), else
     None."""
     value = inst.value_operand if inst.opcode in ("store", "atomicrmw") else inst
-    size = _SIZES.get(str(value.type)) if value is not None else None
-    gep = _stripped(inst.pointer_operand)
+    size = SIZES.get(str(value.type)) if value is not None else None
+    gep = stripped(inst.pointer_operand)
     if size is None or not isinstance(gep, Instruction) or gep.opcode != "getelementptr" or len(gep.operands) != 2:
         return None
-    base = _stripped(gep.operands[0])
+    base = stripped(gep.operands[0])
     if not (isinstance(base, Instruction) and base.opcode == "extractvalue" and base.operands[0] is array
             and tuple(base.aggregate_indices or ()) == (0,)):
         return None
-    unit = _SIZES.get(str(gep.source_element_type))
+    unit = SIZES.get(str(gep.source_element_type))
     scale = _thread_scale(gep.operands[1])
     if unit is None or scale is None or unit * scale < size:
         return None
     return unit * scale
 
 
-def _stripped(p: Value | None) -> Value | None:
+def stripped(p: Value | None) -> Value | None:
+    """``p`` through its bitcasts and address-space casts: the pointer they cast."""
     while isinstance(p, Instruction) and p.opcode in ("bitcast", "addrspacecast"):
         p = p.operands[0]
     return p
@@ -136,7 +138,7 @@ class _IndexForm:
         self.budget = 256
 
     def scale(self, v: Value) -> int | None:
-        if _grid_x(v):
+        if grid_x(v):
             return 1
         self.budget -= 1
         if not isinstance(v, Instruction) or str(v.type) != "i64" or self.budget < 0:
@@ -144,9 +146,9 @@ class _IndexForm:
         op = v.opcode
         if op in ("shl", "mul"):
             a, c = v.operands
-            if op == "mul" and _constant_int(a) is not None:
+            if op == "mul" and constant_int(a) is not None:
                 a, c = c, a
-            k = _constant_int(c)
+            k = constant_int(c)
             if k is None or k <= 0 or (op == "shl" and k >= 32):
                 return None
             s = self.scale(a)
@@ -179,7 +181,7 @@ class _IndexForm:
 
     def multiple(self, v: Value, k: int) -> bool:
         """Whether ``v`` is a multiple of ``N * k``."""
-        if _constant_int(v) == 0:
+        if constant_int(v) == 0:
             return True
         if k == 1 and _grid_size(v):
             return True
@@ -189,9 +191,9 @@ class _IndexForm:
         op = v.opcode
         if op in ("shl", "mul"):
             a, c = v.operands
-            if op == "mul" and _constant_int(a) is not None:
+            if op == "mul" and constant_int(a) is not None:
                 a, c = c, a
-            n = _constant_int(c)
+            n = constant_int(c)
             if n is None:
                 return op == "mul" and (self.multiple(a, k) or self.multiple(c, k))
             if n <= 0 or (op == "shl" and n >= 32):
@@ -215,18 +217,18 @@ class _IndexForm:
         if v.opcode != "add":
             return None
         for i, sel in (v.operands, reversed(v.operands)):
-            if not (isinstance(sel, Instruction) and sel.opcode == "select" and _constant_int(sel.operands[2]) == 0):
+            if not (isinstance(sel, Instruction) and sel.opcode == "select" and constant_int(sel.operands[2]) == 0):
                 continue
             test = sel.operands[0]
             if isinstance(test, Instruction) and test.opcode == "icmp" and test.predicate == "slt" \
-                    and test.operands[0] is i and _constant_int(test.operands[1]) == 0 and self.nonnegative(i):
+                    and test.operands[0] is i and constant_int(test.operands[1]) == 0 and self.nonnegative(i):
                 return i
         return None
 
     def nonnegative(self, v: Value) -> bool:
         """Whether ``v`` is never negative: a special register, a zero extension, sums, products and shifts of
         such values and non-negative constants, phis of them (64-bit: no wrap, as above)."""
-        c = _constant_int(v)
+        c = constant_int(v)
         if c is not None:
             return c >= 0
         if _sreg_any(v) or (isinstance(v, Instruction) and v.opcode == "zext"):
@@ -246,7 +248,8 @@ class _IndexForm:
         return False
 
 
-def _constant_int(v: Value) -> int | None:
+def constant_int(v: Value) -> int | None:
+    """The value of integer constant ``v``, None when ``v`` is no simple integer constant."""
     if not isinstance(v, ConstantData) or not v.type.is_integer:
         return None
     try:
@@ -284,7 +287,7 @@ def _grid_size(v: Value) -> bool:
     return (_sreg(a, "nctaid.x") and _sreg(b, "ntid.x")) or (_sreg(a, "ntid.x") and _sreg(b, "nctaid.x"))
 
 
-def _grid_x(v: Value) -> bool:
+def grid_x(v: Value) -> bool:
     """Whether ``v`` is ``ctaid.x * ntid.x + tid.x`` (in any operand order, widened or not)."""
     v = _widened(v)
     if not (isinstance(v, Instruction) and v.opcode == "add"):
@@ -298,13 +301,17 @@ def _grid_x(v: Value) -> bool:
     return False
 
 
-def _exclusive(model, entry: Function, array: Argument, others: list[Argument]) -> Value:
-    """An ``i1`` computed at the kernel's start: the grid and blocks are one-dimensional, and ``array``'s bytes
-    lie clear of every array in ``others``."""
+def exclusive(model, entry: Function, array: Argument, others: list[Argument], one_dimensional: bool = True) -> Value:
+    """An ``i1`` computed at the kernel's start, the same in every thread: the grid and blocks are
+    one-dimensional (only when ``one_dimensional``), and ``array``'s bytes lie clear of every array in
+    ``others`` (each span over-estimated, :func:`.ptx_blocksums.array_span`). ``true`` when nothing is
+    checked."""
     b, i32 = Builder(), LT.i32
     b.position_before(next(i for i in entry.blocks[0].instructions if i.opcode != "alloca"))
     flag: Value = const_int(LT.i1, 1)
-    for reg in ("nctaid.y", "nctaid.z", "ntid.y", "ntid.z"):
+    if not one_dimensional and not others:
+        return flag
+    for reg in ("nctaid.y", "nctaid.z", "ntid.y", "ntid.z") if one_dimensional else ():
         fn = model.functions.get(_SREG + reg)
         if fn is None:
             fn = model.add_function(Function(_SREG + reg, LT.function(i32, [])))
@@ -328,10 +335,10 @@ def _plain_when(flag: Value, rmw: Instruction) -> None:
     b.cond_br(flag, plain, own)
     b.position_at_end(plain)
     p, v = rmw.operands[0], rmw.operands[1]
-    size = _SIZES[str(v.type)]
+    size = SIZES[str(v.type)]
     old = b.load(v.type, p, align=size)
     b.store(b.binop(str(rmw.operation), old, v), p, align=size)
     b.br(join)
 
 
-__all__ = ["own_element_adds"]
+__all__ = ["SIZES", "constant_int", "exclusive", "grid_x", "own_element_adds", "stripped"]

@@ -95,18 +95,21 @@ def global_memory(p: Value, entry: Function | None, global_space: int = 1) -> bo
 
 
 def aggregate_atomics(model, warp: WarpIntrinsics, entry: Function | None, global_space: int = 1,
-                      summable: Collection[Value] = ()) -> int:
+                      summable: Collection[Value] = (), keep: Collection[Instruction] = ()) -> int:
     """Rewrite every eligible atomic add of ``model``'s defined functions into the warp-aggregated form
-    (the module docstring) with ``warp``'s intrinsics; returns how many (``summable``: as :func:`eligible`'s)."""
+    (the module docstring) with ``warp``'s intrinsics; returns how many (``summable``: as :func:`eligible`'s;
+    ``keep``: atomics left as they are, e.g. those a warp already combined, each lane at its own address)."""
+    kept = {id(inst) for inst in keep}
     sites = [inst for fn in model.functions.values() if not fn.is_declaration for inst in fn.instructions()
-             if eligible(inst, entry, global_space, summable)]
+             if id(inst) not in kept and eligible(inst, entry, global_space, summable)]
     for rmw in sites:
-        _aggregate(_Collectives(model, warp, rmw), rmw)
+        _aggregate(Collectives(model, warp, rmw), rmw)
     return len(sites)
 
 
-class _Collectives:
-    """Calls of the warp intrinsics at a builder, carrying the atomic's debug location."""
+class Collectives:
+    """Calls of the warp intrinsics at a builder (:attr:`b`, positioned by the caller), carrying the atomic's
+    debug location; a function called is declared in ``model`` on first use."""
 
     def __init__(self, model, warp: WarpIntrinsics, rmw: Instruction):
         self.model, self.warp, self.b = model, warp, Builder()
@@ -124,12 +127,14 @@ class _Collectives:
             call.metadata["dbg"] = self.dbg
         return call
 
-    def shuffle(self, name: str, v: Value, lane: int) -> Value:
-        """``name`` (``shuffle_index``/``shuffle_xor`` shape) over the whole warp of a 32- or 64-bit ``v``."""
+    def shuffle(self, name: str, v: Value, lane: int | Value) -> Value:
+        """``name`` (``shuffle_index``/``shuffle_xor`` shape) over the whole warp of a 32- or 64-bit ``v``;
+        ``lane``: a constant or an ``i32`` value (the source lane of ``shuffle_index``)."""
         b, i32, width = self.b, LT.i32, self.warp.width
         bits = {"float": 32, "double": 64, "i32": 32, "i64": 64}[str(v.type)]
         x = v if v.type.is_integer else b.bitcast(v, LT.int_type(bits))
-        args = lambda w: [const_int(i32, -1), w, const_int(i32, lane), const_int(i32, width - 1)]  # noqa: E731
+        source = const_int(i32, lane) if isinstance(lane, int) else lane
+        args = lambda w: [const_int(i32, -1), w, source, const_int(i32, width - 1)]  # noqa: E731
         if bits == 32:
             y: Value = self.call(name, i32, args(x))
         else:
@@ -139,7 +144,7 @@ class _Collectives:
         return y if v.type.is_integer else b.bitcast(y, v.type)
 
 
-def _aggregate(c: _Collectives, rmw: Instruction) -> None:
+def _aggregate(c: Collectives, rmw: Instruction) -> None:
     b, warp, i32 = c.b, c.warp, LT.i32
     head = rmw.parent
     assert head is not None and head.parent is not None

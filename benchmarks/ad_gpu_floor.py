@@ -1,7 +1,6 @@
-"""The Newton solve's gradient beside a hand-written CUDA C reverse on the same GPU: how far the tape is from the floor.
+"""Two gradients of benchmarks/ad_gpu.py beside hand-written CUDA C on the same GPU: how far each is from its floor.
 
-``benchmarks/ad_gpu.py``'s Newton kernel (``ad_kernels.newton``: ``y³ + y = x[i]`` by a data-dependent
-``while``, at most 60 steps, ``out[i] = y²``) against CUDA C kernels compiled by CuPy's NVRTC:
+``ad_kernels.newton`` (``y³ + y = x[i]`` by a data-dependent ``while``, at most 60 steps, ``out[i] = y²``):
 
 * the primal, the same loop;
 * its reverse by hand, as ``autodiff`` computes it: the forward sweep keeps each step's iterate in a
@@ -9,8 +8,15 @@
   and adds into ``dx`` (``autodiff`` accumulates into the shadow it is given);
 * for scale, the implicit derivative ``2y / (3y² + 1)`` of the converged solve (not the iterations').
 
+``ad_kernels.sten`` (``out[i] = tanh(0.25 x[i-1] + 0.5 x[i] + 0.25 x[i+1])`` on the interior):
+
+* the primal;
+* its reverse by hand as a gather, no atomics: each thread computes the three ``tanh`` whose stencil
+  reads its element and adds their share into ``dx[i]``;
+* the memory floor of an accumulating gradient: ``dx[i] += x[i]`` against the copy ``out[i] = x[i]``.
+
 Each kernel's median time over 21 launches after 3 (CUDA events), 2^24 threads, ``x`` uniform in [-2, 2] as in
-``ad_gpu.py``; ours checked against the hand-written reverse first.
+``ad_gpu.py``; ours checked against the hand-written reverses first.
 
     PYTHONPATH=.:plugins python benchmarks/ad_gpu_floor.py [--log2n 24]
 """
@@ -47,6 +53,26 @@ extern "C" __global__ void reverse(const double* x, double* dx, long n) {
   }
   dx[i] += da + dy;  /* y_0 = a */
 }
+extern "C" __global__ void sten_primal(const double* x, double* out, long n) {
+  long i = (long)blockIdx.x * blockDim.x + threadIdx.x; if (i <= 0 || i >= n - 1) return;
+  out[i] = tanh(0.25 * x[i - 1] + 0.5 * x[i] + 0.25 * x[i + 1]);
+}
+extern "C" __global__ void sten_gather(const double* x, double* dx, long n) {
+  long i = (long)blockIdx.x * blockDim.x + threadIdx.x; if (i >= n) return;
+  double s = 0.0;
+  for (int c = -1; c <= 1; c++) {  /* the stencil centred at j = i - c reads x[i] with weight w */
+    long j = i - c; if (j <= 0 || j >= n - 1) continue;
+    double t = tanh(0.25 * x[j - 1] + 0.5 * x[j] + 0.25 * x[j + 1]);
+    s += (1.0 - t * t) * (c == 0 ? 0.5 : 0.25);
+  }
+  dx[i] += s;
+}
+extern "C" __global__ void copy(const double* x, double* out, long n) {
+  long i = (long)blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = x[i];
+}
+extern "C" __global__ void accumulate(const double* x, double* dx, long n) {
+  long i = (long)blockIdx.x * blockDim.x + threadIdx.x; if (i < n) dx[i] += x[i];
+}
 extern "C" __global__ void implicit(const double* x, double* dx, long n) {
   long i = (long)blockIdx.x * blockDim.x + threadIdx.x; if (i >= n) return;
   double a = x[i], y = a, r = y * y * y + y - a; int it = 0;
@@ -54,6 +80,39 @@ extern "C" __global__ void implicit(const double* x, double* dx, long n) {
   dx[i] += 2.0 * y / (3.0 * y * y + 1.0);
 }
 """
+
+
+def median_us(cp, launch) -> float:
+    for _ in range(3):
+        launch()
+    times = []
+    for _ in range(21):
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        launch()
+        stop.record()
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop) * 1e3)
+    return float(np.median(times))
+
+
+def checked(cp, ours, hand, x, dx, size, blocks, what: str) -> float:
+    """Our gradient's relative difference from the hand-written one (exits when above 1e-9)."""
+    hand((blocks,), (256,), (x, dx, size))
+    want = dx.get()
+    dx.fill(0)
+    ours[blocks, 256](x, dx)
+    error = float(np.max(np.abs(dx.get() - want)) / np.max(np.abs(want)))
+    if not error < 1e-9:
+        sys.exit(f"FAILED: our {what} gradient differs from the hand-written reverse by {error:.1e} (relative)")
+    return error
+
+
+def table(title: str, rows: list[tuple[str, float]]) -> None:
+    print(title)
+    print("| kernel | µs | × CUDA C primal |\n|---|---:|---:|")
+    for name, us in rows:
+        print(f"| {name} | {us:.1f} | {us / rows[0][1]:.2f} |")
 
 
 def main() -> None:
@@ -65,46 +124,37 @@ def main() -> None:
     n = 1 << opts.log2n
     blocks = (n + 255) // 256
     module = cp.RawModule(code=SOURCE, options=(f"-DTOL={K.NEWTON_TOL!r}",))
-    primal, reverse, implicit = (module.get_function(name) for name in ("primal", "reverse", "implicit"))
+    fn = module.get_function
     x = cp.asarray(np.random.default_rng(0).uniform(-2.0, 2.0, n))
     out, dx = cp.zeros(n), cp.zeros(n)
-    ours_primal, ours_grad = kernel(K.newton_primal, plugins=("enzyme",)), kernel(K.newton_grad, plugins=("enzyme",))
     size = np.int64(n)
+    device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    time = lambda k: median_us(cp, lambda: k((blocks,), (256,), (x, out, size)))  # noqa: E731
+    time_dx = lambda k: median_us(cp, lambda: k((blocks,), (256,), (x, dx, size)))  # noqa: E731
+    ours_time = lambda k, a: median_us(cp, lambda: k[blocks, 256](x, a))  # noqa: E731
 
-    def median_us(launch) -> float:
-        for _ in range(3):
-            launch()
-        times = []
-        for _ in range(21):
-            start, stop = cp.cuda.Event(), cp.cuda.Event()
-            start.record()
-            launch()
-            stop.record()
-            stop.synchronize()
-            times.append(cp.cuda.get_elapsed_time(start, stop) * 1e3)
-        return float(np.median(times))
-
-    reverse((blocks,), (256,), (x, dx, size))
-    want = dx.get()
-    dx.fill(0)
-    ours_grad[blocks, 256](x, dx)
-    error = float(np.max(np.abs(dx.get() - want)) / np.max(np.abs(want)))
-    if not error < 1e-9:
-        sys.exit(f"FAILED: our gradient differs from the hand-written reverse by {error:.1e} (relative)")
-    rows = [("CUDA C primal", median_us(lambda: primal((blocks,), (256,), (x, out, size)))),
-            ("CUDA C reverse (iterates in a local array)", median_us(lambda: reverse((blocks,), (256,), (x, dx, size)))),
-            ("CUDA C implicit derivative (not the iterations')",
-             median_us(lambda: implicit((blocks,), (256,), (x, dx, size)))),
-            ("ours: primal", median_us(lambda: ours_primal[blocks, 256](x, out))),
-            ("ours: gradient (autodiff inside)", median_us(lambda: ours_grad[blocks, 256](x, dx)))]
-    base = rows[0][1]
-    print(f"Newton solve, 2^{opts.log2n} threads, {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; "
-          f"ours against the hand-written reverse: {error:.0e} (relative)")
-    print("| kernel | µs | × CUDA C primal |\n|---|---:|---:|")
-    for name, us in rows:
-        print(f"| {name} | {us:.1f} | {us / base:.2f} |")
+    primal, grad = kernel(K.newton_primal, plugins=("enzyme",)), kernel(K.newton_grad, plugins=("enzyme",))
+    error = checked(cp, grad, fn("reverse"), x, dx, size, blocks, "Newton")
+    rows = [("CUDA C primal", time(fn("primal"))),
+            ("CUDA C reverse (iterates in a local array)", time_dx(fn("reverse"))),
+            ("CUDA C implicit derivative (not the iterations')", time_dx(fn("implicit"))),
+            ("ours: primal", ours_time(primal, out)), ("ours: gradient (autodiff inside)", ours_time(grad, dx))]
+    table(f"Newton solve, 2^{opts.log2n} threads, {device}; ours against the hand-written reverse: {error:.0e} "
+          "(relative)", rows)
     print(f"ours gradient / ours primal: {rows[4][1] / rows[3][1]:.2f}x; "
-          f"hand-written reverse / CUDA C primal: {rows[1][1] / base:.2f}x")
+          f"hand-written reverse / CUDA C primal: {rows[1][1] / rows[0][1]:.2f}x\n")
+
+    primal, grad = kernel(K.sten_primal), kernel(K.sten_grad, plugins=("enzyme",))
+    error = checked(cp, grad, fn("sten_gather"), x, dx, size, blocks, "stencil")
+    rows = [("CUDA C primal", time(fn("sten_primal"))),
+            ("CUDA C reverse by gather (three tanh, no atomics)", time_dx(fn("sten_gather"))),
+            ("CUDA C copy out[i] = x[i]", time(fn("copy"))), ("CUDA C dx[i] += x[i]", time_dx(fn("accumulate"))),
+            ("ours: primal", ours_time(primal, out)), ("ours: gradient (autodiff inside)", ours_time(grad, dx))]
+    table(f"Stencil, 2^{opts.log2n} threads, {device}; ours against the hand-written gather: {error:.0e} (relative)",
+          rows)
+    print(f"ours gradient / ours primal: {rows[5][1] / rows[4][1]:.2f}x; "
+          f"hand-written gather / CUDA C primal: {rows[1][1] / rows[0][1]:.2f}x; "
+          f"accumulate / copy: {rows[3][1] / rows[2][1]:.2f}x")
 
 
 if __name__ == "__main__":

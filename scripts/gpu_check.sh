@@ -94,7 +94,7 @@ echo "== benchmarks/ad_gpu.py"
 "$PY" benchmarks/ad_gpu.py --json "$REPORT/ad_gpu.json" 2>&1 | tee "$REPORT/ad_gpu.txt"
 AD_BENCH_RC=${PIPESTATUS[0]}
 [ "$AD_BENCH_RC" -ne 0 ] && BENCH_RC=$AD_BENCH_RC
-echo "== benchmarks/ad_gpu_floor.py (the Newton gradient beside a hand-written CUDA C reverse)"
+echo "== benchmarks/ad_gpu_floor.py (the Newton and stencil gradients beside hand-written CUDA C)"
 "$PY" benchmarks/ad_gpu_floor.py 2>&1 | tee "$REPORT/ad_gpu_floor.txt"
 
 echo "== benchmarks/ad_launches.py (a two-kernel program's gradient: LaunchTape, JAX, PyTorch; 2^20 elements)"

@@ -19,7 +19,7 @@ A value the loop passes out the same way (``y*y`` after the loop, which LLVM tak
 iteration's ``y'*y'`` that the residual computes anyway) is rebuilt after the loop from ``y'`` there:
 the reverse sweep of the loop then needs no ``y'`` for it either.
 
-Only operations without side effects are matched (arithmetic, casts, comparisons, selects), with the
+Only operations without side effects are matched (arithmetic, divisions included, casts, comparisons, selects), with the
 loop's invariants and constants as the other leaves; commutative operands may be spelled in either order.
 """
 
@@ -33,9 +33,10 @@ from .analysis import CFG
 from .emit import is_float_like
 from .loops import find_loops
 
-#: opcodes matched inside ``g`` (those of the recomputation, :mod:`.recompute`, without memory)
-_PURE = frozenset("add sub mul shl lshr ashr and or xor trunc zext sext icmp fcmp select fadd fsub fmul fneg "
-                  "fpext fptrunc sitofp uitofp".split())
+#: opcodes matched inside ``g``: those without side effects or memory (a division too: the reverse sweep
+#: computes it again or tapes it, :mod:`.recompute`, as it would the residual's own slot)
+_PURE = frozenset("add sub mul shl lshr ashr and or xor trunc zext sext icmp fcmp select fadd fsub fmul fdiv "
+                  "fneg fpext fptrunc sitofp uitofp".split())
 _COMMUTATIVE = frozenset("add mul and or xor fadd fmul".split())
 #: most instructions in one ``g`` (a residual of a few terms is 4 to 8)
 MAX_NODES = 24

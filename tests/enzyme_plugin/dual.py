@@ -39,6 +39,9 @@ class Dual:
         o = Dual._of(o)
         return Dual(self.a / o.a, (self.b * o.a - self.a * o.b) / (o.a * o.a))
 
+    def __rtruediv__(self, o):
+        return Dual._of(o) / self
+
     def __neg__(self):
         return Dual(-self.a, -self.b)
 

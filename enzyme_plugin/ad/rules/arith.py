@@ -40,22 +40,95 @@ def _by_reciprocal(e: RuleEmitter, I: Instruction) -> bool:
     return not e.at_hand(I) and not e.taped(I.operands[0])
 
 
-def _reciprocal(e: RuleEmitter, I: Instruction) -> Value:
-    return e.fdiv(e.const(I.type, 1.0), e.op(I, 1))
+#: below this magnitude ``1 / b`` would overflow (from about 2^-1024 down: the subnormals), so the reciprocal is
+#: taken of ``b * 2^64`` and the products by it multiplied by 2^64 again (exact: a power of two)
+_TINY = 2.0 ** -960
+_SCALE = 2.0 ** 64
+
+
+def _reciprocal(e: RuleEmitter, I: Instruction) -> tuple[Value, Value | None]:
+    """``(1 / (b * k), k)``: ``k`` is 2^64 where ``|b|`` is below :data:`_TINY`, else 1; None when ``b`` is
+    never that small (:func:`_at_least`: a Newton step's ``3 y² + 1``)."""
+    b, t = e.op(I, 1), I.type
+    one = e.const(t, 1.0)
+    if _at_least(I.operands[1]) >= _TINY:
+        return e.fdiv(one, b), None
+    k = e.select(e.fcmp("olt", e.math("fabs", b), e.const(t, _TINY)), e.const(t, _SCALE), one)
+    return e.fdiv(one, e.fmul(b, k)), k
+
+
+def _over(e: RuleEmitter, v: Value, reciprocal: tuple[Value, Value | None]) -> Value:
+    """``v / b`` by the reciprocal: ``(v * (1 / (b * k))) * k``."""
+    inverse, k = reciprocal
+    product = e.fmul(v, inverse)
+    return product if k is None else e.fmul(product, k)
+
+
+def _at_least(v: Value, depth: int = 8) -> float:
+    """A lower bound of ``|v|`` (or ``v`` is NaN) read from its expression: a constant's magnitude; a sum of a
+    constant and a value never negative (``fadd``); 0 otherwise."""
+    c = _constant_float(v)
+    if c is not None:
+        return abs(c)
+    if isinstance(v, Instruction) and v.opcode == "fadd" and depth > 0:
+        for x, y in (v.operands, v.operands[::-1]):
+            c = _constant_float(y)
+            if c is not None and c > 0.0 and _never_negative(x, depth - 1):
+                return c
+    return 0.0
+
+
+def _never_negative(v: Value, depth: int) -> bool:
+    """Whether ``v`` is never below 0 (or is NaN): a constant, ``fabs``, a sum of such values, a product of
+    two values of one sign (``y * y``, ``(3 * y) * y``)."""
+    c = _constant_float(v)
+    if c is not None:
+        return c >= 0.0
+    if not isinstance(v, Instruction) or depth <= 0:
+        return False
+    if v.opcode == "fadd":
+        return all(_never_negative(x, depth - 1) for x in v.operands)
+    if v.opcode == "fmul":
+        a, b = v.operands
+        return _signed_root(a) == _signed_root(b) or all(_never_negative(x, depth - 1) for x in v.operands)
+    return v.opcode == "call" and getattr(v.callee, "name", "").startswith("llvm.fabs.")
+
+
+def _signed_root(v: Value, depth: int = 4) -> tuple[int, bool]:
+    """``(id(y), s)`` when ``v`` is ``y`` times positive constants (``s``: True) or negative ones (False)."""
+    sign = True
+    while isinstance(v, Instruction) and v.opcode == "fmul" and depth > 0:
+        x, c = v.operands
+        k = _constant_float(c)
+        if k is None:
+            x, c = c, x
+            k = _constant_float(c)
+        if k is None or k == 0.0:
+            break
+        sign, v, depth = sign == (k > 0.0), x, depth - 1
+    return id(v), sign
+
+
+def _constant_float(v: Value) -> float | None:
+    """A scalar float constant's value (None for anything else)."""
+    if not isinstance(v, ConstantData) or v.type.kind != "float":
+        return None
+    x = v.value
+    return x if isinstance(x, float) else None
 
 
 # d(a / b) = d / b, and -(d / b) * (a / b) for b: one division when both are active (LLVM merges the two);
-# by the reciprocal, d * (1 / b) and -(d * (1 / b)) * (a * (1 / b))
+# by the reciprocal, d * (1 / b) and -(d * (1 / b)) * (a * (1 / b)), each product by 1 / b scaled as above
 def _fdiv_x(e: RuleEmitter, I: Instruction, d: Value) -> Value:
     if _by_reciprocal(e, I):
-        return e.fmul(d, _reciprocal(e, I))
+        return _over(e, d, _reciprocal(e, I))
     return e.fdiv(d, e.op(I, 1))
 
 
 def _fdiv_y(e: RuleEmitter, I: Instruction, d: Value) -> Value:
     if _by_reciprocal(e, I):
-        inverse = _reciprocal(e, I)
-        return e.fneg(e.fmul(e.fmul(d, inverse), e.fmul(e.op(I, 0), inverse)))
+        reciprocal = _reciprocal(e, I)
+        return e.fneg(e.fmul(_over(e, d, reciprocal), _over(e, e.op(I, 0), reciprocal)))
     return e.fneg(e.fmul(e.fdiv(d, e.op(I, 1)), e.res(I)))
 
 

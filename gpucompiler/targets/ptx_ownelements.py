@@ -132,7 +132,7 @@ class _IndexForm:
     around 2^64 addresses no array)."""
 
     def __init__(self) -> None:
-        self.phis: dict[int, int] = {}  # phi -> the scale assumed while its values are checked
+        self.phis: dict[int, int | None] = {}  # phi -> the scale assumed while its values are checked
         self.multiples: set[tuple[int, int]] = set()
         self.nonnegative_phis: set[int] = set()
         self.budget = 256
@@ -145,16 +145,9 @@ class _IndexForm:
             return None
         op = v.opcode
         if op in ("shl", "mul"):
-            a, c = v.operands
-            if op == "mul" and constant_int(a) is not None:
-                a, c = c, a
-            k = constant_int(c)
-            if k is None or k <= 0 or (op == "shl" and k >= 32):
-                return None
-            s = self.scale(a)
-            if s is None:
-                return None
-            return s << k if op == "shl" else s * k
+            times = _times_constant(v)
+            s = self.scale(times[0]) if times is not None else None
+            return None if s is None or times is None else s * times[1]
         if op in ("add", "sub"):
             a, b = v.operands
             wrapped = self._unwrapped(v)
@@ -167,14 +160,14 @@ class _IndexForm:
             return s if s is not None and self.multiple(a, s) else None
         if op == "phi":
             if id(v) in self.phis:
-                return self.phis[id(v)]
+                return self.phis[id(v)]  # (None while its scale is looked for)
             values = [x for x, _ in v.incoming]
-            first = next((x for x in values if not (isinstance(x, Instruction) and x.opcode == "phi")), None)
-            s = self.scale(first) if first is not None else None
-            if s is None:
-                return None
-            self.phis[id(v)] = s
-            ok = all(self.scale(x) == s for x in values)
+            self.phis[id(v)] = None
+            s = next((s for s in map(self.scale, values) if s is not None), None)  # from a value not through it
+            ok = False
+            if s is not None:
+                self.phis[id(v)] = s
+                ok = all(self.scale(x) == s for x in values)
             del self.phis[id(v)]
             return s if ok else None
         return None
@@ -190,16 +183,10 @@ class _IndexForm:
             return False
         op = v.opcode
         if op in ("shl", "mul"):
-            a, c = v.operands
-            if op == "mul" and constant_int(a) is not None:
-                a, c = c, a
-            n = constant_int(c)
-            if n is None:
-                return op == "mul" and (self.multiple(a, k) or self.multiple(c, k))
-            if n <= 0 or (op == "shl" and n >= 32):
-                return False
-            factor = 1 << n if op == "shl" else n
-            return self.multiple(a, k // math.gcd(k, factor))
+            times = _times_constant(v)
+            if times is not None:
+                return self.multiple(times[0], k // math.gcd(k, times[1]))
+            return op == "mul" and any(self.multiple(x, k) for x in v.operands)
         if op in ("add", "sub"):
             return all(self.multiple(x, k) for x in v.operands)
         if op == "phi":
@@ -270,6 +257,17 @@ def _sreg(v: Value, name: str) -> bool:
         return False
     callee = v.callee
     return isinstance(callee, Function) and callee.name == _SREG + name
+
+
+def _times_constant(v: Instruction) -> tuple[Value, int] | None:
+    """``(a, f)`` when ``v`` is ``a * f`` or ``a << log2(f)`` with ``f`` a positive constant (shifts under 32)."""
+    a, c = v.operands
+    if v.opcode == "mul" and constant_int(a) is not None:
+        a, c = c, a
+    n = constant_int(c)
+    if n is None or n <= 0 or (v.opcode == "shl" and n >= 32):
+        return None
+    return a, (1 << n if v.opcode == "shl" else n)
 
 
 def _sreg_any(v: Value) -> bool:

@@ -219,6 +219,8 @@ done:
     ("%start = add i64 %g, 0", "%start = sub i64 %g, %N", 0),  # may be negative: the wrap adds the length
     ("%neg = icmp slt i64 %i, 0", "%neg = icmp slt i64 %g, 0", 0),  # a select that is not the index's wrap
     ("%N = mul i64 %ncw, %nw", "%N = mul i64 %ncw, %tw", 0),  # not the grid's size
+    ("%i = phi i64 [ %start, %entry ], [ %i.next, %loop ]",
+     "%i = phi i64 [ %i.next, %loop ], [ %start, %entry ]", 2),  # the loop's value spelled first
 ])
 def test_grid_stride_indices_are_the_threads_own(old, new, plain):
     module = parse(_STRIDE_IR.replace(old, new) if old else _STRIDE_IR)

@@ -338,3 +338,14 @@ def test_the_stencil_gradient_on_the_gpu_matches_numpy(n, block):
     dx = np.zeros(n)
     kernel(sten_grad, plugins=P)[(n + block - 1) // block, block](x, dx)
     np.testing.assert_allclose(dx, _want(x), rtol=1e-12)
+
+
+@pytest.mark.gpu
+def test_two_rows_of_threads_sharing_an_index_add_both():
+    """Blocks of (64, 2): threads (i, 0) and (i, 1) both add into dx's elements around i; each warp lies in one
+    row and combines its own shares, the rows' sums meet atomically: the gradient counts twice, nothing lost."""
+    n = 4096 + 3
+    x = np.random.default_rng(7).uniform(-2.0, 2.0, n)
+    dx = np.zeros(n)
+    kernel(sten_grad, plugins=P)[(n + 63) // 64, (64, 2)](x, dx)
+    np.testing.assert_allclose(dx, 2.0 * _want(x), rtol=1e-12)

@@ -27,7 +27,7 @@ afterwards; so a site is eligible only when:
   afterwards is on the thread's own stack, shared or constant memory, or on another array argument's
   data, and no call but of a known intrinsic or libdevice follows. Another array's data may still be the
   same memory (a view passed twice): the kernel checks at its start, the same way in every thread, that
-  each such array's bytes (over-estimated from its shape and strides) lie clear of the address, and where
+  each such array's bytes (from its data pointer, shape and strides) lie clear of the address, and where
   one does not, the site adds into the address itself (per warp) and its slot stays unused;
 
 and the kernel as a whole qualifies only when every thread reaches one of its returns and nothing else
@@ -292,8 +292,7 @@ def generic(b: Builder, p: Value) -> Value:
 
 def _disjoint(entry: Function, p: Value, arrays: tuple[Argument, ...]) -> Value:
     """An ``i1`` computed at the kernel's start, the same in every thread: whether the bytes of every array in
-    ``arrays`` lie clear of the 16 bytes at address ``p`` (each array's span over-estimated: its data pointer
-    plus or minus the sum over dimensions of extent times the larger of its stride's magnitude and 16)."""
+    ``arrays`` (:func:`array_span`) lie clear of the 16 bytes at address ``p``."""
     b, i64 = Builder(), LT.i64
     b.position_before(next(i for i in entry.blocks[0].instructions if i.opcode != "alloca"))
     at = b.cast("ptrtoint", generic(b, _rebuilt(b, p, {})), i64)
@@ -307,17 +306,22 @@ def _disjoint(entry: Function, p: Value, arrays: tuple[Argument, ...]) -> Value:
 
 
 def array_span(b: Builder, a: Argument) -> tuple[Value, Value]:
-    """``(lo, hi)`` at ``b``: bytes around array argument ``a``'s data that hold all of it, its pointer minus and
-    plus the sum over dimensions of extent times the larger of the stride's magnitude and 16."""
+    """``(lo, hi)`` at ``b``: the bytes ``[lo, hi)`` that hold every element of array argument ``a``: from its
+    data pointer, per dimension, ``(extent - 1) * stride`` down where the stride is negative and up where it is
+    positive (nothing for an extent of 0 or 1, or a stride of 0), and 16 bytes (the largest element) past the
+    last element's address."""
     i64 = LT.i64
-    data = b.cast("ptrtoint", generic(b, b.extractvalue(a, 0)), i64)
-    span: Value = const_int(i64, 0)
+    zero = const_int(i64, 0)
+    lo: Value = b.cast("ptrtoint", generic(b, b.extractvalue(a, 0)), i64)
+    hi: Value = lo
     for d in range(array_rank(a) or 0):
-        stride = b.extractvalue(a, (2, d))
-        size = b.select(b.icmp("slt", stride, const_int(i64, 0)), b.binop("sub", const_int(i64, 0), stride), stride)
-        size = b.select(b.icmp("slt", size, const_int(i64, 16)), const_int(i64, 16), size)
-        span = b.binop("add", span, b.binop("mul", b.extractvalue(a, (1, d)), size))
-    return b.binop("sub", data, span), b.binop("add", data, span)
+        stride, extent = b.extractvalue(a, (2, d)), b.extractvalue(a, (1, d))
+        last = b.select(b.icmp("sgt", extent, zero), b.binop("sub", extent, const_int(i64, 1)), zero)
+        step = b.binop("mul", last, stride)
+        down = b.icmp("slt", step, zero)
+        lo = b.binop("add", lo, b.select(down, step, zero))
+        hi = b.binop("add", hi, b.select(down, zero, step))
+    return lo, b.binop("add", hi, const_int(i64, 16))
 
 
 def _retarget(rmw: Instruction, target: Value) -> None:

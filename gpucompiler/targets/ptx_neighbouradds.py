@@ -23,7 +23,10 @@ A group of two adds or more becomes, at its last add (where every operand of the
             atomicrmw add (G + c_k) * s, v_k  where l + c_k is outside [0, 32)  ; the warp's edges
     lanes:  the group's atomics as written, in their order                 ; any other launch or warp
 
-(``l`` the lane's index). Where ``ntid.x`` is a multiple of 32 a warp lies in one row of its block, its lanes
+(``l`` the lane's index). Where the launch is one-dimensional and the group's adds are the only ones the kernel
+makes into the array, a lane whose element takes all its shares from its own warp (every ``0 <= l - c_k <
+32``: lanes 1 to 30 of a 3-point stencil) adds the sum with a plain load and store instead: no other thread
+touches that element. Where ``ntid.x`` is a multiple of 32 a warp lies in one row of its block, its lanes
 are 32 consecutive ``tid.x`` and lane ``l``'s ``G`` is ``G_0 + l``: lane ``m``'s add ``k`` goes to element
 ``G_0 + m + c_k``, added by lane ``m + c_k`` when that is a lane of the warp, by lane ``m`` itself (an edge)
 when it is not; each add is made exactly once. The shuffles run in every lane (the validity of a source
@@ -77,15 +80,29 @@ def neighbour_adds(model, warp: WarpIntrinsics, entry: Function, global_space: i
     if accessed is None:
         return []
     groups = [g for block in entry.blocks for g in _groups(block, entry, global_space, warp.width, accessed)]
+    adds = _adds_per_array(entry)
     made: list[Instruction] = []
-    flags: dict[int, Value] = {}
+    flags: dict[int, tuple[Value, Value | None]] = {}
     for group in groups:
         array = group[0].array
         if id(array) not in flags:
             others = [a for a in accessed.values() if a is not array]
-            flags[id(array)] = exclusive(model, entry, array, others, one_dimensional=False)
-        made += _combine(model, warp, group, flags[id(array)])
+            sole = adds.get(id(array)) == len(group)  # the group's adds are all the kernel makes into the array
+            flags[id(array)] = (exclusive(model, entry, array, others, one_dimensional=False),
+                                exclusive(model, entry, array, others) if sole else None)
+        made += _combine(model, warp, group, *flags[id(array)])
     return made
+
+
+def _adds_per_array(entry: Function) -> dict[int, int]:
+    """How many commuting atomic adds of ``entry`` go into each array argument."""
+    out: dict[int, int] = {}
+    for inst in entry.instructions():
+        if _commutes(inst):
+            what = array_of(inst.pointer_operand, entry)  # pyright: ignore[reportArgumentType]
+            if isinstance(what, Argument):
+                out[id(what)] = out.get(id(what), 0) + 1
+    return out
 
 
 def _commutes(inst: Instruction) -> bool:
@@ -204,8 +221,10 @@ def _affine(v: Value, budget: list[int]) -> tuple[int, int] | None:
     return (x[0] * factor, x[1] * factor) if x is not None and factor is not None else None
 
 
-def _combine(model, warp: WarpIntrinsics, group: list[_Add], flag: Value) -> list[Instruction]:
-    """Rewrite ``group`` (the module docstring); the atomics of the warp's path."""
+def _combine(model, warp: WarpIntrinsics, group: list[_Add], flag: Value, alone: Value | None) -> list[Instruction]:
+    """Rewrite ``group`` (the module docstring); the atomics of the warp's path. ``alone``: where it holds (a
+    one-dimensional launch, the group the only adds into its array), a lane's element that takes shares from
+    its own warp alone gets a plain add."""
     last = group[-1].rmw
     head = last.parent
     assert head is not None and head.parent is not None
@@ -255,12 +274,30 @@ def _combine(model, warp: WarpIntrinsics, group: list[_Add], flag: Value) -> lis
         b.cond_br(some, mine, after)
         b.position_at_end(mine)
     if own is not None:
-        made.append(_add_like(b, own.rmw, own.rmw.operands[0], total))
+        rmw, at = own.rmw, own.rmw.operands[0]
     else:
-        first = group[0]
+        rmw = group[0].rmw
+        at = b.gep(LT.i8, rmw.operands[0], [const_int(LT.i64, -group[0].offset * SIZES[str(t)])])
+    if alone is None:
+        made.append(_add_like(b, rmw, at, total))
+    else:  # every share of the element from a lane of this warp: nobody else adds into it
+        inner = alone
+        for inside in valid:
+            inner = b.binop("and", inner, inside)
+        plain, atomic, added = BasicBlock("", fn), BasicBlock("", fn), BasicBlock("", fn)
+        current = b.block
+        assert current is not None
+        here = fn.blocks.index(current) + 1  # (in the order control goes: the blocks after it come later)
+        fn.blocks[here:here] = [plain, atomic, added]
+        b.cond_br(inner, plain, atomic)
+        b.position_at_end(plain)
         size = SIZES[str(t)]
-        at = b.gep(LT.i8, first.rmw.operands[0], [const_int(LT.i64, -first.offset * size)])
-        made.append(_add_like(b, first.rmw, at, total))
+        b.store(b.binop(str(rmw.operation), b.load(t, at, align=size), total), at, align=size)
+        b.br(added)
+        b.position_at_end(atomic)
+        made.append(_add_like(b, rmw, at, total))
+        b.br(added)
+        b.position_at_end(added)
     if after is not None:
         b.br(after)
         b.position_at_end(after)

@@ -20,7 +20,7 @@ the access's size) is the same for all of them (:func:`_thread_scale`)::
 
 ``ok`` is computed once at the kernel's start, the same in every thread: the grid and its blocks are
 one-dimensional (otherwise threads of another row share ``G``), and the array's bytes lie clear of every
-other array argument the kernel writes into (each span over-estimated as :mod:`.ptx_blocksums` does), so
+other array argument the kernel writes into (each span as :func:`.ptx_blocksums.array_span` reads it), so
 that no other thread's store or atomic reaches the element. Then no two threads touch one element (their
 ``G`` differ and lie in ``[0, N)``, so their elements differ modulo ``N``), and the
 thread's own adds in program order give the sums its atomics would have (``float`` atomics flush subnormals
@@ -302,7 +302,7 @@ def grid_x(v: Value) -> bool:
 def exclusive(model, entry: Function, array: Argument, others: list[Argument], one_dimensional: bool = True) -> Value:
     """An ``i1`` computed at the kernel's start, the same in every thread: the grid and blocks are
     one-dimensional (only when ``one_dimensional``), and ``array``'s bytes lie clear of every array in
-    ``others`` (each span over-estimated, :func:`.ptx_blocksums.array_span`). ``true`` when nothing is
+    ``others`` (:func:`.ptx_blocksums.array_span`). ``true`` when nothing is
     checked."""
     b, i32 = Builder(), LT.i32
     b.position_before(next(i for i in entry.blocks[0].instructions if i.opcode != "alloca"))

@@ -68,7 +68,8 @@ def test_the_stencil_gradient_shuffles_each_adjoint_to_the_lane_of_its_element(c
     assert len(by_lane) == 4, by_lane
     assert "%laneid" in ptx and sum(ln.startswith("activemask") for ln in body) >= 1
     assert re.search(r"and\.b32\s+%r\d+, %r\d+, 31;", ptx)  # ntid.x a multiple of 32
-    assert "%nctaid.y" not in ptx  # a warp lies in one row of its block: no one-dimensional launch needed
+    # the lane's own element by a plain add where the warp alone adds into it, on a one-dimensional launch
+    assert "%nctaid.y" in ptx and re.search(r"st\.global\.b64", ptx)
     # the warp's path: one add of the lane's own element and one per edge; the lanes' path: the three as written
     # (beside their warp-summed forms, gpucompiler.targets.warpatomics, which LLVM partly merges)
     assert _global_adds(ptx) >= 3 + 3, ptx
@@ -168,7 +169,8 @@ def test_other_spellings_and_offsets_are_combined(adds, made, own, guarded):
     text = str(module)
     assert len(out) == made
     assert f"atomicrmw fadd ptr {own}" in text if own.startswith("%") else own in text
-    assert text.count("\n  br i1 ") == 1 + (made - 1) + guarded  # warp or lanes; each edge; the share's guard
+    # warp or lanes; each edge; the share's guard; a plain or an atomic add of the lane's own element
+    assert text.count("\n  br i1 ") == 1 + (made - 1) + guarded + 1
 
 
 @pytest.mark.parametrize("value, step, op", [("float 1.0", 4, "fadd"), ("i64 3", 8, "add"), ("i32 3", 4, "add")])
@@ -206,8 +208,17 @@ def test_other_arrays_read_are_checked_to_lie_elsewhere():
     module, made = _run(_kernel(_add(0, 0), _add(1, 1), tail=tail))
     text = str(module)
     assert len(made) == 2
-    assert text.count("extractvalue { ptr, [1 x i64], [1 x i64] } %b, 1, 0") == 1  # b's span read in the flag
-    assert "sreg.nctaid.y" not in text
+    # b's span read in the flags: the warp's, and the plain add's (which checks the launch one-dimensional)
+    assert text.count("extractvalue { ptr, [1 x i64], [1 x i64] } %b, 1, 0") == 2
+    assert text.count("call i32 @llvm.nvvm.read.ptx.sreg.nctaid.y()") == 1
+
+
+def test_an_array_added_into_elsewhere_too_keeps_atomic_adds():
+    """Another add into the array (outside the group): another thread's may reach a lane's element, so the
+    lane's own element takes its total atomically, and no one-dimensional launch is checked."""
+    module, made = _run(_kernel(_add(0, 0), _add(1, 1), tail="  br label %more\nmore:\n" + _add(2, 5)))
+    text = str(module)
+    assert len(made) == 2 and "sreg.nctaid.y" not in text and "store double" not in text
 
 
 # -- one warp, simulated ------------------------------------------------------------------------------------
@@ -222,21 +233,27 @@ _MASK = {"i1": 1, "i32": (1 << 32) - 1, "i64": (1 << 64) - 1}
 _BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
            "shl": lambda a, b: a << b, "lshr": lambda a, b: a >> b, "and": lambda a, b: a & b,
            "or": lambda a, b: a | b, "fadd": lambda a, b: a + b, "fmul": lambda a, b: a * b}
-_COMPARE = {"eq": lambda a, b: a == b, "ult": lambda a, b: a < b, "uge": lambda a, b: a >= b}
+_COMPARE = {"eq": lambda a, b: a == b, "ult": lambda a, b: a < b, "uge": lambda a, b: a >= b,
+            "slt": lambda a, b: _signed(a) < _signed(b), "sle": lambda a, b: _signed(a) <= _signed(b),
+            "sgt": lambda a, b: _signed(a) > _signed(b)}
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 64) if v >> 63 else v
 _ARGUMENTS = {"s": 7, "v": 1.0, "a": 0, "b": 1 << 20}  # (an array: the byte its data starts at)
 
 
 class _Warp:
     """The first warp of block 3 (``ntid`` threads) running kernel ``k``, lanes ``active`` of it, in lockstep:
     the lanes at one block run it together, instruction by instruction, the first block in the function's
-    order first (the kernels here branch only forward). ``memory``: element -> what was added into it;
-    ``atomics``: how many atomic adds the lanes made."""
+    order first (the kernels here branch only forward), on a one-dimensional launch. ``memory``: element ->
+    what was added into it; ``atomics``, ``plain``: how many atomic and plain adds (stores) the lanes made."""
 
     def __init__(self, ntid: int, active: range):
         self.ntid, self.active = ntid, active
         self.env: dict[int, dict[int, object]] = {lane: {} for lane in active}
         self.memory: dict[int, float] = {}
-        self.atomics = 0
+        self.atomics = self.plain = 0
 
     def run(self, fn) -> dict[int, float]:
         order = {id(b): n for n, b in enumerate(fn.blocks)}
@@ -283,6 +300,15 @@ class _Warp:
             return val[1] if val[0] else val[2]
         if op in ("zext", "trunc"):
             return val[0] & _MASK[str(inst.type)]
+        if op == "ptrtoint":
+            return val[0]
+        if op == "load":
+            return self.memory.get(val[0] // 8, 0.0)
+        if op == "store":
+            assert val[1] % 8 == 0, inst
+            self.memory[val[1] // 8] = val[0]
+            self.plain += 1
+            return None
         if op == "uitofp":
             return float(val[0])
         if op == "bitcast":
@@ -304,7 +330,8 @@ class _Warp:
             assert len(lanes) == 32, "a shuffle of the whole warp where part of it runs"
             return self.value(args[1], self.value(args[2], lane) & 31)
         sreg = name.removeprefix("llvm.nvvm.read.ptx.sreg.")
-        return {"ctaid.x": 3, "ntid.x": self.ntid, "tid.x": lane, "tid.y": 0, "laneid": lane}[sreg]
+        return {"ctaid.x": 3, "ntid.x": self.ntid, "tid.x": lane, "tid.y": 0, "laneid": lane,
+                "nctaid.y": 1, "nctaid.z": 1, "ntid.y": 1, "ntid.z": 1}[sreg]
 
 
 @pytest.mark.parametrize("offsets", [(-1, 0, 1), (1, 0, -1), (-1, 1), (2, 3), (-3, 5, 0), (-31, 31)])
@@ -325,7 +352,9 @@ def test_a_warp_adds_each_share_once(offsets, ntid, active):
     combined = ntid % 32 == 0 and len(active) == 32
     edges = sum(not 0 <= lane + c < 32 for lane in active for c in offsets)
     owners = sum(any(0 <= lane - c < 32 for c in offsets) for lane in active)  # lanes with a share of their own
-    assert warp.atomics == (owners + edges if combined else len(active) * len(offsets))
+    alone = sum(all(0 <= lane - c < 32 for c in offsets) for lane in active)  # ... all of them from this warp
+    assert warp.atomics == (owners - alone + edges if combined else len(active) * len(offsets))
+    assert warp.plain == (alone if combined else 0)
 
 
 # -- on a GPU ---------------------------------------------------------------------------------------------

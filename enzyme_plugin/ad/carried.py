@@ -38,6 +38,8 @@ from .loops import find_loops
 _PURE = frozenset("add sub mul shl lshr ashr and or xor trunc zext sext icmp fcmp select fadd fsub fmul fdiv "
                   "fneg fpext fptrunc sitofp uitofp".split())
 _COMMUTATIVE = frozenset("add mul and or xor fadd fmul".split())
+#: instructions that must come first after a block's phis (nothing is computed before them)
+_EH_PADS = frozenset(("landingpad", "catchpad", "cleanuppad", "catchswitch"))
 #: most instructions in one ``g`` (a residual of a few terms is 4 to 8)
 MAX_NODES = 24
 
@@ -58,7 +60,7 @@ def rebuild_carried(fn) -> list[Carried]:
     exit values computed the same way (see the module docstring); returns the header phis replaced."""
     rewritten: list[Carried] = []
     for lp in find_loops(CFG(fn))[0]:
-        if lp.preheader is None or lp.latch is None:
+        if lp.preheader is None or lp.latch is None or _after_phis(lp.header).opcode in _EH_PADS:
             continue
         phis = [i for i in lp.header.instructions if i.opcode == "phi"]
         edges = {p: _edges(p, lp) for p in phis}
@@ -85,8 +87,8 @@ def _rebuild_outside(lp, backs: set) -> int:
     (an exit's one-entry phi) that are computed from those values alone and used in the loop too."""
     rewritten = 0
     for block in lp.exits:
-        if list(block.predecessors) != [lp.latch]:
-            continue
+        if list(block.predecessors) != [lp.latch] or _after_phis(block).opcode in _EH_PADS:
+            continue  # (an unwind destination: nothing but phis may come before its pad)
         for phi in [i for i in block.instructions if i.opcode == "phi"]:
             (v, _), = phi.incoming
             if not is_float_like(phi.type) or not isinstance(v, Instruction) or v in backs:

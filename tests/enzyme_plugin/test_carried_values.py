@@ -145,3 +145,34 @@ def test_update_of_the_iterate_itself_is_rebuilt():
     """``s - y1`` against the start ``a*a - a``: ``y*y - y`` at every iteration (``a`` is ``y``'s start)."""
     n, text = _rewritten("%y1")
     assert n == 1 and "%r = phi" not in text, text
+
+
+UNWIND = """
+declare void @may_throw()
+declare i32 @__gxx_personality_v0(...)
+
+define double @f(double %a) personality ptr @__gxx_personality_v0 {
+entry:
+  br label %loop
+loop:
+  %y = phi double [ %a, %entry ], [ %y1, %loop ]
+  %y1 = fmul double %y, 0.5
+  %s = fmul double %y1, %y1
+  %w = fadd double %s, %y1
+  invoke void @may_throw() to label %loop unwind label %pad
+pad:
+  %v = phi double [ %s, %loop ]
+  %lp = landingpad { ptr, i32 } cleanup
+  ret double %v
+}
+"""
+
+
+def test_a_loop_left_by_an_exception_is_left_valid():
+    """The exit is an unwind destination (C++ compiled by clang): nothing may be computed before its
+    ``landingpad``, so ``y1 * y1`` is not rebuilt there; the IR stays valid."""
+    module = parse(UNWIND)
+    rebuild_carried(module.functions["f"])
+    text = str(module)
+    parse_ir(text).verify()
+    assert "%v = phi double [ %s, %loop ]" in text, text

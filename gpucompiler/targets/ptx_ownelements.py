@@ -30,6 +30,7 @@ to zero, the plain add keeps them). ``PTXTarget(aggregate_atomics=False)`` keeps
 from __future__ import annotations
 
 import math
+from typing import TypeGuard
 
 from ..llvm import Argument, BasicBlock, Builder, ConstantData, Function, Instruction, Value, const_int, types as LT
 from .ptx_blocksums import UNKNOWN, BlockSums, array_of, array_span, safe_call
@@ -137,11 +138,15 @@ class _IndexForm:
         self.nonnegative_phis: set[int] = set()
         self.budget = 256
 
+    def _step(self, v: Value) -> TypeGuard[Instruction]:
+        """Whether ``v`` is a 64-bit instruction to look into, the walk's budget lasting (a step of it)."""
+        self.budget -= 1
+        return isinstance(v, Instruction) and str(v.type) == "i64" and self.budget >= 0
+
     def scale(self, v: Value) -> int | None:
         if grid_x(v):
             return 1
-        self.budget -= 1
-        if not isinstance(v, Instruction) or str(v.type) != "i64" or self.budget < 0:
+        if not self._step(v):
             return None
         op = v.opcode
         if op in ("shl", "mul"):
@@ -178,8 +183,7 @@ class _IndexForm:
             return True
         if k == 1 and _grid_size(v):
             return True
-        self.budget -= 1
-        if not isinstance(v, Instruction) or str(v.type) != "i64" or self.budget < 0:
+        if not self._step(v):
             return False
         op = v.opcode
         if op in ("shl", "mul"):
@@ -220,8 +224,7 @@ class _IndexForm:
             return c >= 0
         if _sreg_any(v) or (isinstance(v, Instruction) and v.opcode == "zext"):
             return True
-        self.budget -= 1
-        if not isinstance(v, Instruction) or str(v.type) != "i64" or self.budget < 0:
+        if not self._step(v):
             return False
         if v.opcode in ("add", "mul", "shl"):
             return all(self.nonnegative(x) for x in v.operands)

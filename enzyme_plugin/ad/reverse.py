@@ -20,6 +20,7 @@ from .emit import Emit, fconst, is_float_like, sizeof, zero
 from .errors import unsupported
 from .recompute import Recompute
 from .rules import ARITH_REVERSE
+from .rules.polynomial import PolynomialTrees, leaf_adjoint
 from .sweep import PASSIVE, Sweep
 from .tape import LoopTape
 
@@ -65,6 +66,8 @@ class Reverse(Emit, Recompute, LoopTape):
         self.cur = None
         #: values whose adjoints are zero: only comparisons use them (:func:`_compared_only`)
         self.compared_only = _compared_only(fn)
+        #: polynomial expressions whose adjoints are taken whole (:mod:`.rules.polynomial`)
+        self.polynomials = PolynomialTrees(fn.instructions())
         # split mode: the reverse runs after the forward function returned, so shadows of allocas live on the heap
         self.sweep.heap_shadows = not self.combined
 
@@ -284,7 +287,14 @@ class Reverse(Emit, Recompute, LoopTape):
         if op == "call":
             calls.reverse(self, inst)
             return
-        if op in PASSIVE or inst not in self.act.active:
+        if op in PASSIVE or inst not in self.act.active or inst in self.polynomials.inner:
+            return
+        polynomial = self.polynomials.roots.get(inst)
+        if polynomial is not None:
+            d = self.take_adjoint(inst)
+            for leaf in polynomial.terms:
+                if leaf in self.act.active:
+                    self.accumulate(leaf, leaf_adjoint(self, polynomial, leaf, self.fwd(leaf), d))
             return
         rule = ARITH_REVERSE.get(op)
         if rule is None:

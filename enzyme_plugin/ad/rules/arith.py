@@ -67,12 +67,12 @@ def _over(e: RuleEmitter, v: Value, reciprocal: tuple[Value, Value | None]) -> V
 def _at_least(v: Value, depth: int = 8) -> float:
     """A lower bound of ``|v|`` (or ``v`` is NaN) read from its expression: a constant's magnitude; a sum of a
     constant and a value never negative (``fadd``); 0 otherwise."""
-    c = _constant_float(v)
+    c = constant_float(v)
     if c is not None:
         return abs(c)
     if isinstance(v, Instruction) and v.opcode == "fadd" and depth > 0:
         for x, y in (v.operands, v.operands[::-1]):
-            c = _constant_float(y)
+            c = constant_float(y)
             if c is not None and c > 0.0 and _never_negative(x, depth - 1):
                 return c
     return 0.0
@@ -81,7 +81,7 @@ def _at_least(v: Value, depth: int = 8) -> float:
 def _never_negative(v: Value, depth: int) -> bool:
     """Whether ``v`` is never below 0 (or is NaN): a constant, ``fabs``, a sum of such values, a product of
     two values of one sign (``y * y``, ``(3 * y) * y``)."""
-    c = _constant_float(v)
+    c = constant_float(v)
     if c is not None:
         return c >= 0.0
     if not isinstance(v, Instruction) or depth <= 0:
@@ -99,17 +99,17 @@ def _signed_root(v: Value, depth: int = 4) -> tuple[int, bool]:
     sign = True
     while isinstance(v, Instruction) and v.opcode == "fmul" and depth > 0:
         x, c = v.operands
-        k = _constant_float(c)
+        k = constant_float(c)
         if k is None:
             x, c = c, x
-            k = _constant_float(c)
+            k = constant_float(c)
         if k is None or k == 0.0:
             break
         sign, v, depth = sign == (k > 0.0), x, depth - 1
     return id(v), sign
 
 
-def _constant_float(v: Value) -> float | None:
+def constant_float(v: Value) -> float | None:
     """A scalar float constant's value (None for anything else)."""
     if not isinstance(v, ConstantData) or v.type.kind != "float":
         return None
@@ -247,4 +247,4 @@ FORWARD: ForwardTable = {
     "shufflevector": _shuffle_fwd,
 }
 
-__all__ = ["FORWARD", "REVERSE", "const_int", "T"]
+__all__ = ["FORWARD", "REVERSE", "T", "const_int", "constant_float"]

@@ -41,10 +41,14 @@ the thread itself could read back; so a group is made only when nothing could: t
 but known intrinsics and libdevice (:func:`.ptx_blocksums.safe_call`), has no fence, atomic load or store,
 compare-exchange or atomic stronger than ``monotonic``, and no access of unknown reach but atomic adds whose
 old value is unused (which commute with the group's); the array is accessed only by such adds; nothing
-between the group's first and last add reads or writes global memory; and ``flag``, computed at the
-kernel's start (:func:`.ptx_ownelements.exclusive`), finds the array's bytes clear of every other array the
-kernel reads or writes (a view of the same buffer read after the group would miss a neighbour's add made
-for the thread). Floating sums are reassociated, as any atomic sum's are: results may differ in the
+between the group's first and last add reads or writes global memory; and where the thread may read or
+write global memory after the group, ``flag``, computed at the kernel's start
+(:func:`.ptx_ownelements.exclusive`), finds the array's bytes clear of every other array the kernel reads or
+writes (a view of the same buffer read after the group would miss a neighbour's add made for the thread).
+The plain add's flag also finds them clear of every other array the kernel writes into, by stores or
+atomics (another thread's write through a view could reach the element between the load and the store).
+A stencil's gradient, which ends at its adds and writes no other array, checks only the launch: its spans
+were a fifth of its instructions. Floating sums are reassociated, as any atomic sum's are: results may differ in the
 last bits from the per-lane adds' (``float`` atomics flush subnormals to zero, the register sum keeps them);
 integer sums are exact. ``PTXTarget(aggregate_atomics=False)`` keeps every atomic as written.
 """
@@ -81,17 +85,49 @@ def neighbour_adds(model, warp: WarpIntrinsics, entry: Function, global_space: i
         return []
     groups = [g for block in entry.blocks for g in _groups(block, entry, global_space, warp.width, accessed)]
     adds = _adds_per_array(entry)
+    written = _written(entry)
     made: list[Instruction] = []
-    flags: dict[int, tuple[Value, Value | None]] = {}
     for group in groups:
         array = group[0].array
-        if id(array) not in flags:
-            others = [a for a in accessed.values() if a is not array]
-            sole = adds.get(id(array)) == len(group)  # the group's adds are all the kernel makes into the array
-            flags[id(array)] = (exclusive(model, entry, array, others, one_dimensional=False),
-                                exclusive(model, entry, array, others) if sole else None)
-        made += _combine(model, warp, group, *flags[id(array)])
+        seen = [a for a in accessed.values() if a is not array] if _accessed_after(group[-1].rmw, entry) else []
+        writers = seen + [a for a in written.values() if a is not array and a not in seen]
+        sole = adds.get(id(array)) == len(group)  # the group's adds are all the kernel makes into the array
+        made += _combine(model, warp, group, exclusive(model, entry, array, seen, one_dimensional=False),
+                         exclusive(model, entry, array, writers) if sole else None)
     return made
+
+
+def _accessed_after(last: Instruction, entry: Function) -> bool:
+    """Whether the thread may read or write global memory (but by commuting adds) after ``last``: in its
+    block after it, or in a block reachable from there (its own again through a loop)."""
+    block = last.parent
+    assert block is not None
+    insts = block.instructions
+    if any(_touches_memory(i, entry) for i in insts[insts.index(last) + 1:]):
+        return True
+    seen: set[int] = set()
+    todo = list(block.successors)
+    while todo:
+        b = todo.pop()
+        if id(b) in seen:
+            continue
+        seen.add(id(b))
+        if any(_touches_memory(i, entry) for i in b.instructions):
+            return True
+        todo.extend(b.successors)
+    return False
+
+
+def _written(entry: Function) -> dict[int, Argument]:
+    """The array arguments ``entry`` writes into: by stores and atomics, commuting adds included (another
+    array's add may reach a lane's element through a view of the same buffer)."""
+    out: dict[int, Argument] = {}
+    for inst in entry.instructions():
+        if inst.opcode in ("store", "atomicrmw", "cmpxchg"):
+            what = array_of(inst.pointer_operand, entry)  # pyright: ignore[reportArgumentType]
+            if isinstance(what, Argument):
+                out[id(what)] = what
+    return out
 
 
 def _adds_per_array(entry: Function) -> dict[int, int]:

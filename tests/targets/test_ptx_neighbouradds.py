@@ -213,6 +213,37 @@ def test_other_arrays_read_are_checked_to_lie_elsewhere():
     assert text.count("call i32 @llvm.nvvm.read.ptx.sreg.nctaid.y()") == 1
 
 
+_B_SPAN = "extractvalue { ptr, [1 x i64], [1 x i64] } %b, 1, 0"
+
+
+def test_an_array_read_only_before_the_group_is_not_checked():
+    """Nothing follows the group and ``b`` is only read: no view of ``b`` can miss a moved add, and a read by
+    another thread races with the atomics as much as with the plain add: only the launch is checked."""
+    module, made = _run(_kernel("  %l = load double, ptr %pb\n", _add(0, 0), _add(1, 1)))
+    text = str(module)
+    assert len(made) == 2 and _B_SPAN not in text and "store double" in text
+    assert text.count("call i32 @llvm.nvvm.read.ptx.sreg.nctaid.y()") == 1
+
+
+def test_a_read_in_a_later_iteration_is_checked():
+    """The group in a loop whose next iteration reads ``b`` first: the read follows the group."""
+    loop = ("  br label %loop\nloop:\n  %l = load double, ptr %pb\n" + _add(0, 0) + _add(1, 1)
+            + "  %again = fcmp olt double %l, 0.0\n  br i1 %again, label %loop, label %done\ndone:\n")
+    module, made = _run(_kernel(loop))
+    assert len(made) == 2 and str(module).count(_B_SPAN) == 2
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_an_array_written_elsewhere_is_checked_for_the_plain_add(where):
+    """An atomic add into ``b`` (a view of ``a``'s buffer, perhaps) could reach a lane's element between its
+    plain load and store: ``b``'s span is checked before the plain add; the warp's path, all atomics, is not."""
+    other = _add(9, 0, base="%pb")
+    adds = (other, _add(0, 0), _add(1, 1)) if where == "before" else (_add(0, 0), _add(1, 1), other)
+    module, made = _run(_kernel(*adds))
+    text = str(module)
+    assert len(made) == 2 and text.count(_B_SPAN) == 1 and "store double" in text
+
+
 def test_an_array_added_into_elsewhere_too_keeps_atomic_adds():
     """Another add into the array (outside the group): another thread's may reach a lane's element, so the
     lane's own element takes its total atomically, and no one-dimensional launch is checked."""

@@ -10,7 +10,6 @@ decisions must not change), and the gradient the dual numbers' exact one."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
 
 import numpy as np
@@ -20,6 +19,7 @@ from dual import dual_grad
 from enzyme_plugin import Const, Duplicated, Reverse, ReverseWithPrimal, autodiff
 from gpucompiler import device as gd
 from gpucompiler import kernel
+from program_files import load_program
 
 X = np.array([-1.9, -0.7, -0.05, 0.0, 0.3, 1.1, 1.95])
 
@@ -56,19 +56,9 @@ def program(seed: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _load(tmp_path, seed: int):
-    path = tmp_path / f"carried_{seed}.py"
-    path.write_text(program(seed))
-    spec = importlib.util.spec_from_file_location(f"carried_{seed}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.f
-
-
 @pytest.mark.parametrize("seed", range(32))
 def test_random_carried_loops(seed, tmp_path):
-    fn = _load(tmp_path, seed)
+    fn = load_program(tmp_path, f"carried_{seed}", program(seed))
     expected = dual_grad(fn, X)
     for i in range(len(X)):
         dx = np.zeros_like(X)
@@ -81,7 +71,7 @@ def test_random_carried_loops(seed, tmp_path):
 @pytest.mark.parametrize("seed", range(0, 32, 4))
 def test_random_carried_loops_in_a_kernel_on_the_emulation(seed, tmp_path):
     """The same programs inside a kernel (atomic adjoints, the device's tape arena), on the CPU grid."""
-    fn = _load(tmp_path, seed)
+    fn = load_program(tmp_path, f"carried_{seed}", program(seed))
 
     def grad_kernel(x, dx):
         i = gd.grid(1)

@@ -3,7 +3,6 @@ found, the IR their adjoints make, and random polynomial programs' gradients aga
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import random
 
@@ -15,6 +14,7 @@ from enzyme_plugin import Const, Duplicated, Reverse, autodiff
 from enzyme_plugin.ad.rules.polynomial import PolynomialTrees
 from gpucompiler import jit, kernel, types as T
 from gpucompiler.llvm import parse
+from program_files import load_program
 
 NEWTON_IR = """
 define double @f(double %y, double %a) {
@@ -154,16 +154,6 @@ def program(seed: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _load(tmp_path, seed: int):
-    path = tmp_path / f"poly_{seed}.py"
-    path.write_text(program(seed))
-    spec = importlib.util.spec_from_file_location(f"poly_{seed}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.f
-
-
 def _dual_gradient(fn, x, i):
     out = np.zeros_like(x)
     for j in (i, i + 1):
@@ -175,7 +165,7 @@ def _dual_gradient(fn, x, i):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_random_polynomials(seed, tmp_path):
-    fn = _load(tmp_path, seed)
+    fn = load_program(tmp_path, f"poly_{seed}", program(seed))
     for i in range(len(X) - 1):
         want = _dual_gradient(fn, X, i)
         dx = np.zeros_like(X)

@@ -244,6 +244,20 @@ def test_an_array_written_elsewhere_is_checked_for_the_plain_add(where):
     assert len(made) == 2 and text.count(_B_SPAN) == 1 and "store double" in text
 
 
+def test_the_plain_add_reads_its_element_at_the_start_of_the_block():
+    """The own element's old value is loaded (volatile: the code generator keeps it there) before the block's
+    work, its address's computation moved up with it; the plain path adds to that value."""
+    module, made = _run(_kernel(_add(0, -1), _add(1, 0), _add(2, 1)))
+    fn = module.functions["k"]
+    loads = [i for i in fn.instructions() if i.opcode == "load"]
+    assert len(made) == 3 and len(loads) == 1 and loads[0].is_volatile and loads[0].parent is fn.blocks[0]
+    assert loads[0].operands[0].name == "p1"  # the add at offset 0's address
+    entry = fn.blocks[0].instructions
+    assert entry.index(loads[0]) < min(entry.index(i) for i in entry if i.name in ("pb", "rows", "g4"))
+    stored = next(i for i in fn.instructions() if i.opcode == "store")
+    assert loads[0] in stored.operands[0].operands  # old value + the lanes' total
+
+
 def test_an_array_added_into_elsewhere_too_keeps_atomic_adds():
     """Another add into the array (outside the group): another thread's may reach a lane's element, so the
     lane's own element takes its total atomically, and no one-dimensional launch is checked."""
@@ -373,8 +387,11 @@ def test_a_warp_adds_each_share_once(offsets, ntid, active):
     module, made = _run(_lanes_kernel(offsets))
     assert made
     warp = _Warp(ntid, active)
+    # the elements hold values before the kernel (a plain add reads its element's old value: early, at the start
+    # of the group's block, on a one-dimensional launch)
+    warp.memory = {e: 0.5 * e for e in range(3 * ntid - 40, 3 * ntid + 80)}
+    want = dict(warp.memory)
     got = warp.run(module.functions["k"])
-    want: dict[int, float] = {}
     for lane in active:
         g = 3 * ntid + lane
         for k, c in enumerate(offsets):

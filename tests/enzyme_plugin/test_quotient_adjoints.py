@@ -85,3 +85,35 @@ def test_division_by_a_constant_of_any_size(beta):
     dx = np.zeros_like(X)
     scaled_grad(X.copy(), dx, beta, c, len(X))
     np.testing.assert_allclose(dx, np.full_like(X, c * (1e-20 / beta)), rtol=1e-13)  # CPython's
+
+
+BOUNDED_IR = """
+declare double @llvm.sqrt.f64(double)
+declare double @llvm.fmuladd.f64(double, double, double)
+
+define double @f(double %dx, double %dy, double %dz, double %m) {
+  %yy = fmul double %dy, %dy
+  %s1 = call double @llvm.fmuladd.f64(double %dx, double %dx, double %yy)
+  %s2 = call double @llvm.fmuladd.f64(double %dz, double %dz, double %s1)
+  %r2 = fadd double %s2, 1.000000e-02
+  %r = call double @llvm.sqrt.f64(double %r2)
+  %q = fdiv double %m, %r
+  %mixed = call double @llvm.fmuladd.f64(double %dx, double %dy, double %yy)
+  %r2m = fadd double %mixed, 1.000000e-02
+  %rm = call double @llvm.sqrt.f64(double %r2m)
+  %qm = fdiv double %m, %rm
+  %sum = fadd double %q, %qm
+  ret double %sum
+}
+"""
+
+
+def test_a_distance_from_contracted_squares_is_bounded_below():
+    """``m / sqrt(dx*dx + dy*dy + dz*dz + 0.01)`` as clang -O2 writes it (``fmuladd``): the distance is at least
+    0.1, so its reciprocal needs no scaling (an n-body gradient's inner loop); ``dx*dy + ...`` may be negative."""
+    from enzyme_plugin.ad.rules.arith import _at_least
+    from gpucompiler.llvm import parse
+
+    fn = parse(BOUNDED_IR).functions["f"]
+    named = {i.name: i for i in fn.instructions()}
+    assert _at_least(named["r"]) == pytest.approx(0.1) and _at_least(named["rm"]) == 0.0

@@ -66,21 +66,26 @@ def _over(e: RuleEmitter, v: Value, reciprocal: tuple[Value, Value | None]) -> V
 
 def _at_least(v: Value, depth: int = 8) -> float:
     """A lower bound of ``|v|`` (or ``v`` is NaN) read from its expression: a constant's magnitude; a sum of a
-    constant and a value never negative (``fadd``); 0 otherwise."""
+    constant and a value never negative (``fadd``); the square root of a value with a bound (an n-body
+    distance ``sqrt(r² + ε)``); 0 otherwise."""
     c = constant_float(v)
     if c is not None:
         return abs(c)
-    if isinstance(v, Instruction) and v.opcode == "fadd" and depth > 0:
+    if not isinstance(v, Instruction) or depth <= 0:
+        return 0.0
+    if v.opcode == "fadd":
         for x, y in (v.operands, v.operands[::-1]):
             c = constant_float(y)
             if c is not None and c > 0.0 and _never_negative(x, depth - 1):
                 return c
+    if v.opcode == "call" and getattr(v.callee, "name", "").startswith("llvm.sqrt.") and len(v.args) == 1:
+        return math.sqrt(_at_least(v.args[0], depth - 1))
     return 0.0
 
 
 def _never_negative(v: Value, depth: int) -> bool:
     """Whether ``v`` is never below 0 (or is NaN): a constant, ``fabs``, a sum of such values, a product of
-    two values of one sign (``y * y``, ``(3 * y) * y``)."""
+    two values of one sign (``y * y``, ``(3 * y) * y``), and ``fmuladd``/``fma`` of such a product and sum."""
     c = constant_float(v)
     if c is not None:
         return c >= 0.0
@@ -89,9 +94,16 @@ def _never_negative(v: Value, depth: int) -> bool:
     if v.opcode == "fadd":
         return all(_never_negative(x, depth - 1) for x in v.operands)
     if v.opcode == "fmul":
-        a, b = v.operands
-        return _signed_root(a) == _signed_root(b) or all(_never_negative(x, depth - 1) for x in v.operands)
-    return v.opcode == "call" and getattr(v.callee, "name", "").startswith("llvm.fabs.")
+        return _product_never_negative(*v.operands, depth=depth - 1)
+    name = getattr(v.callee, "name", "") if v.opcode == "call" else ""
+    if name.startswith(("llvm.fmuladd.", "llvm.fma.")) and len(v.args) == 3:  # a * b + c, as clang contracts it
+        a, b, c = v.args
+        return _product_never_negative(a, b, depth=depth - 1) and _never_negative(c, depth - 1)
+    return name.startswith("llvm.fabs.")
+
+
+def _product_never_negative(a: Value, b: Value, depth: int) -> bool:
+    return _signed_root(a) == _signed_root(b) or (_never_negative(a, depth) and _never_negative(b, depth))
 
 
 def _signed_root(v: Value, depth: int = 4) -> tuple[int, bool]:

@@ -42,8 +42,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..llvm import (Argument, BasicBlock, Builder, Function, GlobalVariable, Instruction, Value, const_int, constant,
-                    types as LT)
+from ..llvm import (Argument, BasicBlock, Builder, ConstantExpr, Function, GlobalVariable, Instruction, Value,
+                    const_int, constant, types as LT)
 from .warpatomics import eligible
 
 SHARED = 3
@@ -92,8 +92,8 @@ def _private(p: Value) -> bool:
             return True
         if isinstance(p, Instruction) and p.opcode == "alloca":
             return True
-        if isinstance(p, Instruction) and p.opcode in ("getelementptr", "bitcast", "addrspacecast"):
-            p = p.operands[0]
+        if isinstance(p, (Instruction, ConstantExpr)) and p.opcode in ("getelementptr", "bitcast", "addrspacecast"):
+            p = p.operands[0]  # (a shared array's address is a constant expression: addrspacecast of @buf)
             continue
         return False
 

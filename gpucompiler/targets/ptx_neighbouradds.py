@@ -27,7 +27,8 @@ A group of two adds or more becomes, at its last add (where every operand of the
 makes into the array, a lane whose element takes all its shares from its own warp (every ``0 <= l - c_k <
 32``: lanes 1 to 30 of a 3-point stencil) adds the sum with a plain load and store instead: no other thread
 touches that element. With an add at offset 0 the load is made early, at the start of the group's block
-(:func:`_early_load`): a stencil's gradient then reads ``dx[i]`` while it computes its ``tanh``. Where ``ntid.x`` is a multiple of 32 a warp lies in one row of its block, its lanes
+(:func:`.ptx_ownelements.early_load`): a stencil's gradient then reads ``dx[i]`` while it computes its
+``tanh``. Where ``ntid.x`` is a multiple of 32 a warp lies in one row of its block, its lanes
 are 32 consecutive ``tid.x`` and lane ``l``'s ``G`` is ``G_0 + l``: lane ``m``'s add ``k`` goes to element
 ``G_0 + m + c_k``, added by lane ``m + c_k`` when that is a lane of the warp, by lane ``m`` itself (an edge)
 when it is not; each add is made exactly once. The shuffles run in every lane (the validity of a source
@@ -59,7 +60,7 @@ from __future__ import annotations
 from ..core import WarpIntrinsics
 from ..llvm import Argument, BasicBlock, Function, Instruction, Value, const_int, constant, types as LT
 from .ptx_blocksums import array_of, safe_call
-from .ptx_ownelements import SIZES, constant_int, exclusive, grid_x, stripped
+from .ptx_ownelements import SIZES, constant_int, early_load, exclusive, grid_x, stripped
 from .warpatomics import Collectives, eligible, split_after
 
 _SREG = "llvm.nvvm.read.ptx.sreg."
@@ -267,7 +268,7 @@ def _combine(model, warp: WarpIntrinsics, group: list[_Add], flag: Value, alone:
     assert head is not None and head.parent is not None
     fn = head.parent
     own = next((a for a in group if a.offset == 0), None)
-    early = _early_load(own.rmw) if own is not None and alone is not None else None
+    early = early_load(own.rmw) if own is not None and alone is not None else None
     lanes, join = split_after(last)
     for add in group[:-1]:  # the lanes' path: the group's atomics, as written, at the last one
         add.rmw.remove_from_parent()
@@ -353,47 +354,6 @@ def _combine(model, warp: WarpIntrinsics, group: list[_Add], flag: Value, alone:
         b.position_at_end(rest)
     b.br(join)
     return made
-
-
-_PURE = frozenset({"getelementptr", "extractvalue", "bitcast", "addrspacecast", "add", "sub", "mul", "shl",
-                   "sext", "zext", "trunc", "or", "and"})
-"""Instructions that compute an address from values and may move up their block (besides reads of the
-special registers: ``tid.x``...)."""
-
-
-def _early_load(rmw: Instruction) -> Instruction | None:
-    """A load of the element ``rmw`` adds into, at the start of ``rmw``'s block: the plain add's old value,
-    read before the block's work (a stencil's ``tanh``) rather than after it, which hides its latency (on an
-    H200 the stencil's gradient took 116 µs instead of 185). The address's computation in the block moves
-    up with it; None when it needs a value the block computes otherwise (a load, a call).
-
-    The load runs wherever the block does, on any launch: the block reaches ``rmw``, which addresses the
-    same element, so the address is one the thread uses anyway. Its value serves the plain add only, taken
-    where no other thread touches the element and no array the kernel writes overlaps the array (the
-    plain add's flag), and the array has no other access in the kernel: nothing writes the element
-    between the two."""
-    block = rmw.parent
-    assert block is not None
-    p = rmw.operands[0]
-    chain: list[Instruction] = []
-    todo = [p]
-    while todo:
-        v = todo.pop()
-        if not isinstance(v, Instruction) or v.parent is not block or v in chain:
-            continue
-        if v.opcode not in _PURE and not (v.opcode == "call" and getattr(v.callee, "name", "").startswith(_SREG)):
-            return None
-        chain.append(v)
-        todo.extend(v.operands)
-    insts = block.instructions
-    first = next(i for i in insts if i.opcode != "phi" and i not in chain)
-    for inst in sorted(chain, key=insts.index):  # (in their order: each after what it uses)
-        inst.remove_from_parent()
-        inst.insert_before(first)
-    t = rmw.operands[1].type
-    load = Instruction("load", t, ["load volatile ", t, ", ", p.type, " ", 0, f", align {SIZES[str(t)]}"], (p,))
-    load.insert_before(first)
-    return load
 
 
 def _add_like(b, rmw: Instruction, p: Value, v: Value) -> Instruction:

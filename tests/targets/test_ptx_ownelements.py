@@ -75,9 +75,12 @@ def _ptx(fn, *args, **target):
 
 
 def _plain_adds(ptx: str) -> int:
-    """``ld.global`` + ``add`` + ``st.global`` on one address: the plain path."""
-    return len(re.findall(r"ld\.global\.b64\s+(%\w+), \[(%\w+)\];\s+add\.rn\.f64\s+(%\w+), (?:[^,;]+, \1|\1, [^;]+);"
-                          r"\s+st\.global\.b64\s+\[\2\], \3;", ptx))
+    """Stores of ``old + v`` where ``old`` was loaded from the stored address (volatile: early in the block,
+    ``ptx_ownelements.early_load``): the plain path."""
+    loaded = {reg: at for reg, at in re.findall(r"ld\.(?:volatile\.)?global\.b64\s+(%\w+), \[(%\w+)\];", ptx)}
+    sums = {out: (a, b) for out, a, b in re.findall(r"add\.rn\.f64\s+(%\w+), (%\w+|0d\w+), (%\w+|0d\w+);", ptx)}
+    return sum(1 for at, v in re.findall(r"st\.global\.b64\s+\[(%\w+)\], (%\w+);", ptx)
+               if any(loaded.get(r) == at for r in sums.get(v, ())))
 
 
 def _global_atoms(ptx: str) -> int:
@@ -146,6 +149,22 @@ entry:
 """
 
 
+def test_the_plain_add_reads_its_element_early_but_after_the_thread_wrote_it():
+    """The old value is loaded (volatile) early in the add's block, its address computed first, or right
+    after the thread's last access of the array before the add: here a store of 0.5 into the element."""
+    module = parse(_KERNEL_IR)
+    assert own_element_adds(module, module.functions["k"]) == 1
+    entry = module.functions["k"].blocks[0].instructions
+    load = next(i for i in entry if i.opcode == "load")
+    assert load.is_volatile and load.operands[0].name == "p"
+    text = _KERNEL_IR.replace("  %r = atomicrmw", "  store double 0.5, ptr %p, align 8\n  %r = atomicrmw")
+    module = parse(text)
+    assert own_element_adds(module, module.functions["k"]) == 1
+    entry = module.functions["k"].blocks[0].instructions
+    store, load = (next(i for i in entry if i.opcode == op) for op in ("store", "load"))
+    assert entry.index(store) + 1 == entry.index(load) and load.operands[0] is store.operands[1]
+
+
 @pytest.mark.parametrize("old, new, plain", [
     ("", "", 1),  # ntid * ctaid + tid, operands in another order than the code generator's
     ("%off = shl i64 %g, 3", "%off = mul i64 %g, 16", 1),  # every other element: still the thread's own
@@ -162,7 +181,7 @@ def test_which_adds_get_a_plain_path(old, new, plain):
     module = parse(_KERNEL_IR.replace(old, new) if old else _KERNEL_IR)
     assert own_element_adds(module, module.functions["k"]) == plain
     text = str(module)
-    assert text.count("load double, ptr %p") == plain and "atomicrmw fadd ptr %p" in text
+    assert len(re.findall(r"load (?:volatile )?double, ptr %p", text)) == plain and "atomicrmw fadd ptr %p" in text
     if plain and "%b, 0" in new:  # a's span against b's: both arrays' shapes read in the flag
         assert text.count("extractvalue { ptr, [1 x i64], [1 x i64] } %b, 1, 0") == 1
 
@@ -226,7 +245,7 @@ def test_grid_stride_indices_are_the_threads_own(old, new, plain):
     module = parse(_STRIDE_IR.replace(old, new) if old else _STRIDE_IR)
     assert own_element_adds(module, module.functions["k"]) == plain
     text = str(module)
-    assert text.count("load double, ptr %p") == plain and "atomicrmw fadd ptr %p2" in text
+    assert len(re.findall(r"load (?:volatile )?double, ptr %p", text)) == plain and "atomicrmw fadd ptr %p2" in text
 
 
 # -- on a GPU ---------------------------------------------------------------------------------------------

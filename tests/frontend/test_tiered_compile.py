@@ -654,9 +654,11 @@ def _quick_objects(switch: str) -> dict:
 def test_the_quick_levels_code_generator_is_set_up_off_the_callers_thread():
     """A fresh process's first quick compile: the quick level's machine makes its first object (LLVM's set-up
     of its code generator, ~1 ms) in a background thread while the quick code's IR is generated, then the
-    quick code's on the caller's thread; that object is the same bytes as without the set-up ahead."""
+    quick code's on the caller's thread; that object is the same bytes as without the set-up ahead. Which comes
+    first is the threads' race (on a loaded machine the background thread may start after the caller's IR is
+    ready): the two objects are counted, not ordered."""
     ahead, alone = _quick_objects("on"), _quick_objects("off")
-    assert ahead["mains"] == [False, True] and alone["mains"] == [True]
+    assert sorted(ahead["mains"]) == [False, True] and alone["mains"] == [True]
     assert ahead["obj"] == alone["obj"] and ahead["value"] == alone["value"] == series(5, 0.25).hex()
 
 

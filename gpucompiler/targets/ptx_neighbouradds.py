@@ -268,6 +268,7 @@ def _combine(model, warp: WarpIntrinsics, group: list[_Add], flag: Value, alone:
     assert head is not None and head.parent is not None
     fn = head.parent
     own = next((a for a in group if a.offset == 0), None)
+    # (the array's only other accesses are the group's adds, into other elements: the block's start will do)
     early = early_load(own.rmw) if own is not None and alone is not None else None
     lanes, join = split_after(last)
     for add in group[:-1]:  # the lanes' path: the group's atomics, as written, at the last one

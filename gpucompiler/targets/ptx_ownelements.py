@@ -92,7 +92,7 @@ def own_element_adds(model, entry: Function, global_space: int = 1, blocks: Bloc
     for array, rmw in sites:
         if id(array) not in flags:
             flags[id(array)] = exclusive(model, entry, array, [w for w in written.values() if w is not array])
-        _plain_when(flags[id(array)], rmw, entry)
+        _plain_when(flags[id(array)], rmw, {id(i) for i in accesses[id(array)]})
     return len(sites)
 
 
@@ -381,16 +381,14 @@ def early_load(rmw: Instruction, after: Instruction | None = None) -> Instructio
     return load
 
 
-def _plain_when(flag: Value, rmw: Instruction, entry: Function) -> None:
+def _plain_when(flag: Value, rmw: Instruction, touching: set[int]) -> None:
     """``rmw`` becomes a plain load, add and store where ``flag`` holds, and stays as written elsewhere; the
-    load is made early (:func:`early_load`: after the block's last access of the array before ``rmw``)."""
+    load is made early (:func:`early_load`: after the block's last access of the array before ``rmw``, among
+    the instructions ``touching`` it, by id)."""
     head = rmw.parent
     assert head is not None and head.parent is not None
-    array = array_of(rmw.operands[0], entry)
     before = head.instructions[:head.instructions.index(rmw)]
-    after = next((i for i in reversed(before) if i.opcode in ("load", "store", "atomicrmw", "cmpxchg")
-                  and array_of(i.pointer_operand, entry) is array), None)  # pyright: ignore[reportArgumentType]
-    early = early_load(rmw, after)
+    early = early_load(rmw, next((i for i in reversed(before) if id(i) in touching), None))
     own, join = split_after(rmw)
     fn = head.parent
     plain = BasicBlock("", fn)

@@ -73,11 +73,24 @@ _RECORDER: contextvars.ContextVar[Callable[[Launch, tuple], None] | None] = cont
 """The launch recorder of this thread or task (a context variable: each thread and asyncio task sees its own)."""
 
 
+def start_recording(record: Callable[[Launch, tuple], None]) -> contextvars.Token:
+    """Make ``record`` this thread's (or task's) launch recorder, as :class:`recording_launches` does; the
+    token is :func:`stop_recording`'s. (A launch tape starts one per recording: two calls, no object.)"""
+    if _RECORDER.get() is not None:
+        raise LaunchError("launches are already being recorded (a launch tape inside another one): "
+                          "record one program at a time")
+    return _RECORDER.set(record)
+
+
+def stop_recording(token: contextvars.Token) -> None:
+    """End the recording :func:`start_recording` started with ``token``."""
+    _RECORDER.reset(token)
+
+
 class recording_launches:  # (named as the function it replaces: ``with recording_launches(record):``)
     """While active, a launch ``k[grid, block](*args)`` calls ``record(launch, bound_args)`` *instead of*
     running; ``record`` runs it with :meth:`Launch.run`. One recorder at a time: the AD plugin's launch tape
-    (``enzyme_plugin.LaunchTape``) is one. (A class, not a generator: a launch tape enters one per recording,
-    and a generator's context manager costs ~1 µs more.)"""
+    (``enzyme_plugin.LaunchTape``) is one. A native launch entry hands its call to ``record`` itself."""
 
     __slots__ = ("record", "token")
 
@@ -86,15 +99,12 @@ class recording_launches:  # (named as the function it replaces: ``with recordin
         self.token: contextvars.Token | None = None
 
     def __enter__(self) -> None:
-        if _RECORDER.get() is not None:
-            raise LaunchError("launches are already being recorded (a launch tape inside another one): "
-                              "record one program at a time")
-        self.token = _RECORDER.set(self.record)
+        self.token = start_recording(self.record)
 
     def __exit__(self, *exc) -> None:
         token, self.token = self.token, None
         if token is not None:
-            _RECORDER.reset(token)
+            stop_recording(token)
 
 #: NVIDIA's largest grid and block per axis (x, y, z): the CPU grid emulation keeps them too, so a launch
 #: it runs also runs on a GPU (and a mistyped 2**40 blocks is an error, not an endless emulation)
@@ -461,7 +471,7 @@ class Launch:
     a later one with positional arguments only, no device given, no recorder and no global rebound since
     (world age) calls that bound launch directly. After ``NATIVE_AFTER`` of these, the runtime may give a
     native entry doing the same checks and launch in compiled code (``native(run, args, fallback,
-    recorder)``: the CUDA runtime's, :mod:`gpucompiler.runtime.launch_entry`): it becomes this object's
+    recorder, launch)``: the CUDA runtime's, :mod:`gpucompiler.runtime.launch_entry`): it becomes this object's
     ``__call__`` (the object's class is replaced by a subclass made for it), and calls it cannot take go
     to the entry made before it (another signature's), at last to this class's ``__call__``: at most
     ``NATIVE_CHAIN`` entries. Each later ask waits twice as long, at most ``NATIVE_WAIT`` launches.
@@ -515,7 +525,7 @@ class Launch:
         native = getattr(self.kernel._runtime, "native", None)
         chain = self._entries if len(self._entries) < NATIVE_CHAIN else ()
         fallback = chain[0] if chain else functools.partial(Launch.__call__, self)
-        entry = None if native is None else native(run, args, fallback, _RECORDER)
+        entry = None if native is None else native(run, args, fallback, _RECORDER, self)
         if entry is not None:
             self._entries = (entry, *chain)
             cls = type("Launch", (Launch,), {"__slots__": (), "__call__": entry, "__module__": __name__,
@@ -592,5 +602,5 @@ def kernel(fn=None, **options):
     return Kernel(fn, **options)
 
 
-__all__ = ["CPU", "Kernel", "Launch", "kernel", "recording_launches", "check_kernel", "kernel_symbol",
-           "normalize_dims"]
+__all__ = ["CPU", "Kernel", "Launch", "kernel", "recording_launches", "start_recording", "stop_recording",
+           "check_kernel", "kernel_symbol", "normalize_dims"]

@@ -52,6 +52,7 @@ the reverse sweeps, which a garbage collector's finalizer must not do): a
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import math
 import operator
@@ -67,7 +68,7 @@ import numpy as np
 from gpucompiler import types as T
 from gpucompiler.errors import DeviceHeapError, GPUCompilerError, LaunchError, SourceError, for_user
 from gpucompiler.interpreter import widen
-from gpucompiler.kernel import CPU, Kernel, Launch, recording_launches
+from gpucompiler.kernel import CPU, Kernel, Launch, start_recording, stop_recording
 from gpucompiler.runtime import cuda as cuda_runtime, device_heap
 from gpucompiler.runtime.arguments import SCALAR_TYPES, cuda_array_type
 from gpucompiler import settings
@@ -516,7 +517,7 @@ class LaunchTape:
         self._capturing = False  # the backward is being captured into a graph
         self._buffers: dict[tuple, Any] = {}  # the last recording's, reused by :meth:`_copy`
         self._spare: dict[tuple, list] = {}  # split mode: per-thread tape arrays reversed, for the next recording
-        self._recording: recording_launches | None = None
+        self._recording: contextvars.Token | None = None  # while recording: :func:`stop_recording`'s token
         self._deferring = False  # the recording's GPU launches defer their heap checks (device_heap.deferring)
         self._on_device = False  # a recorded launch went to a GPU (since the last reset)
         #: a launch of the recording ran out of device heap: its results and tapes are incomplete
@@ -526,16 +527,14 @@ class LaunchTape:
     def __enter__(self) -> LaunchTape:
         if self._recording is not None:
             raise LaunchTapeError("this tape is already recording")
-        rec = recording_launches(self._record)  # (one per recording: a tape holding one would be a cycle)
-        rec.__enter__()
-        self._recording = rec
+        self._recording = start_recording(self._record)
         return self
 
     def __exit__(self, *exc) -> None:
-        rec, self._recording = self._recording, None
+        token, self._recording = self._recording, None
         deferring, self._deferring = self._deferring, False
-        if rec is not None:
-            rec.__exit__()
+        if token is not None:
+            stop_recording(token)
         if deferring:  # (set by the launches that entered it: later launches of the thread are not the recording's)
             device_heap.PENDING.where = None
         try:

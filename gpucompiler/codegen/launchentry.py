@@ -11,9 +11,11 @@ entry serves every launch of that plan. It
 1. checks the call: no keywords, the positional count, the entry still valid (``W_VALID``: the runtime
    clears it when the kernel's code or the launch's launcher is dropped), not already launching
    (``W_BUSY``), made by this thread (``W_THREAD``: the thread whose context the runtime checked), the
-   launch recorder and the chosen device (two ``ContextVar``, read with ``PyContextVar_Get``) both None,
-   and every guard word holding (the kernel's global reads and the runtime's state: the dict version
-   tags of :class:`gpucompiler.runtime.pyentry.Guard`, rechecked by name where a tag moved);
+   chosen device (a ``ContextVar``, read with ``PyContextVar_Get``) None, and every guard word holding (the kernel's global reads and the runtime's state: the dict version
+   tags of :class:`gpucompiler.runtime.pyentry.Guard`, rechecked by name where a tag moved); where the
+   launch recorder (another ``ContextVar``) holds a callable, it returns ``recorder(launch, args)`` instead,
+   as the Python launch does (the launch object in ``self``'s item :data:`SELF_LAUNCH`, the arguments made a
+   tuple);
 2. reads every argument by its exact type: ``float``, ``int`` (fitting in int64), ``True``/``False``, a NumPy
    scalar of the kind's type (its value at the scalar object's ``obval``), a CuPy ``ndarray`` (the type in
    ``W_NDARRAY``) whose ``dtype`` equals the signature's, whose ``shape`` and ``strides`` are tuples of the
@@ -42,10 +44,10 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .guardloop import emit_guard_loop
-from .launchwords import (ARG_OBJECT, ARG_WORDS, SELF_ERROR, SELF_FALLBACK, SELF_WORDS, W_ARGS, W_BUFFER, W_BUSY,
-                          W_CURRENT, W_DATA, W_DEVICE, W_DIMS, W_DTYPE, W_FUNCTION, W_GUARD, W_LAUNCH, W_NDARRAY,
-                          W_PARAMS, W_PTR, W_RECORDER, W_SHAPE, W_STREAM, W_STRIDES, W_THREAD, W_VALID, Kind, Plan,
-                          StreamMode, param_sizes)
+from .launchwords import (ARG_OBJECT, ARG_WORDS, SELF_ERROR, SELF_FALLBACK, SELF_LAUNCH, SELF_WORDS, W_ARGS,
+                          W_BUFFER, W_BUSY, W_CURRENT, W_DATA, W_DEVICE, W_DIMS, W_DTYPE, W_FUNCTION, W_GUARD,
+                          W_LAUNCH, W_NDARRAY, W_PARAMS, W_PTR, W_RECORDER, W_SHAPE, W_STREAM, W_STRIDES, W_THREAD,
+                          W_VALID, Kind, Plan, StreamMode, param_sizes)
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -118,6 +120,43 @@ class _Emitter:
         none = b.icmp_unsigned("==", value, self.extern("_Py_NoneStruct"))
         self.decref(value)
         self.expect(none, name)
+
+    def recorder(self, var_word: int, self_tuple, args, count: int) -> None:
+        """When the context variable at ``var_word`` (the launch recorder) holds a callable in this thread or
+        task, return ``recorder(launch, args)`` (the launch object at :data:`SELF_LAUNCH`, the arguments as a
+        tuple): what the Python launch does then, without its frame."""
+        b = self.b
+        out = b.alloca(PTR, name="recorder.value")
+        rc = self.call("PyContextVar_Get", I32, [self.word(var_word), ir.Constant(PTR, None), out])
+        self.expect(b.icmp_signed("==", rc, ir.Constant(I32, 0)), "recorder.read")
+        value = b.load(out, typ=PTR)
+        none = b.icmp_unsigned("==", value, self.extern("_Py_NoneStruct"))
+        record = self.fn.append_basic_block("recorder.call")
+        cont = self.fn.append_basic_block("recorder.none")
+        b.cbranch(none, cont, record)
+        b.position_at_end(record)
+        items = self.call("PyTuple_New", PTR, [ir.Constant(I64, count)], [I64])
+        made = self.fn.append_basic_block("recorder.tuple")
+        failed = self.fn.append_basic_block("recorder.failed")
+        b.cbranch(b.icmp_unsigned("==", items, ir.Constant(PTR, None)), failed, made)
+        b.position_at_end(failed)  # (the MemoryError raised)
+        self.decref(value)
+        b.ret(ir.Constant(PTR, None))
+        b.position_at_end(made)
+        for k in range(count):  # PyTuple_SET_ITEM of a new reference to each argument
+            obj = b.load(b.gep(args, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR)
+            self.call("Py_IncRef", ir.VoidType(), [obj])
+            b.store(obj, b.gep(items, [ir.Constant(I64, _TUPLE_ITEMS + 8 * k)], source_etype=I8))
+        argv = b.alloca(PTR, 2, name="recorder.argv")
+        b.store(self.load_at(self_tuple, _TUPLE_ITEMS + 8 * SELF_LAUNCH), argv)
+        b.store(items, b.gep(argv, [ir.Constant(I64, 1)], source_etype=PTR))
+        result = self.call("PyObject_Vectorcall", PTR, [value, argv, ir.Constant(I64, 2), ir.Constant(PTR, None)],
+                           [PTR, PTR, I64, PTR])
+        self.decref(items)
+        self.decref(value)
+        b.ret(result)
+        b.position_at_end(cont)
+        self.decref(value)
 
     def guards(self) -> None:
         """Every guard of the guard words holds (see :data:`~.entrywords.GUARD_WORDS`); a dict whose tag
@@ -321,7 +360,7 @@ def emit_launch_entry(plan: Plan, name: str) -> str:
     thread = e.call("PyThread_get_thread_ident", I64, [])
     e.expect(b.icmp_unsigned("==", thread, e.word(W_THREAD, I64)), "thread")
     if not fixed:
-        e.unset(W_RECORDER, "recorder")
+        e.recorder(W_RECORDER, self_tuple, args, len(kinds))
     e.unset(W_DEVICE, "device")
     e.guards()
     values = []

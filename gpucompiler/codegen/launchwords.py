@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import enum
 
-#: the items of the entry's ``self`` tuple it reads: the Python launch, the words, the driver-error handler
-SELF_FALLBACK, SELF_WORDS, SELF_ERROR = range(3)
+#: the items of the entry's ``self`` tuple it reads: the Python launch, the words, the driver-error handler, the
+#: launch object (handed to an active launch recorder; None in a fixed entry)
+SELF_FALLBACK, SELF_WORDS, SELF_ERROR, SELF_LAUNCH = range(4)
 #: the words (see :mod:`.launchentry`): validity, busy flag, owner thread, ``cuLaunchKernel``, the
 #: function handle, the given stream (a fixed entry's: the expected one), the ``void*[]`` of parameters, the
 #: parameter buffer, the recorder and device context variables, the guard words, CuPy's ``ndarray`` type, the
@@ -60,7 +61,7 @@ def param_sizes(plan: Plan) -> list[int]:
     return [8 * (1 + 2 * ndim) if kind is Kind.ARRAY else 8 for kind, ndim in plan[0]]
 
 
-__all__ = ["ARG_OBJECT", "ARG_WORDS", "SELF_ERROR", "SELF_FALLBACK", "SELF_WORDS", "W_ARGS", "W_BUFFER", "W_BUSY",
-           "W_CURRENT", "W_DATA", "W_DEVICE", "W_DIMS", "W_DTYPE", "W_FUNCTION", "W_GUARD", "W_LAUNCH", "W_NDARRAY",
+__all__ = ["ARG_OBJECT", "ARG_WORDS", "SELF_ERROR", "SELF_FALLBACK", "SELF_LAUNCH", "SELF_WORDS", "W_ARGS",
+           "W_BUFFER", "W_BUSY", "W_CURRENT", "W_DATA", "W_DEVICE", "W_DIMS", "W_DTYPE", "W_FUNCTION", "W_GUARD", "W_LAUNCH", "W_NDARRAY",
            "W_PARAMS", "W_PTR", "W_RECORDER", "W_SHAPE", "W_STREAM", "W_STRIDES", "W_THREAD", "W_VALID", "Kind", "Plan",
            "StreamMode", "param_sizes"]

@@ -718,10 +718,11 @@ class BoundLaunch:
         self.keep(fast_launch(self.kernel, self.grid, self.block, hstream, args))
         return None
 
-    def native(self, args, fallback, recorder) -> Any:
+    def native(self, args, fallback, recorder, owner=None) -> Any:
         """A builtin function launching like :meth:`launch` through the kept launcher in native code
         (:mod:`.launch_entry`), made for launches like ``args`` by this thread: its misses call ``fallback``
-        (the launch object's Python call), ``recorder`` is the launch recorder's context variable. None where
+        (the launch object's Python call), ``recorder`` is the launch recorder's context variable (while it
+        holds a recorder, the entry calls that with ``owner``, the launch object, and the arguments). None where
         the launcher is not kept, its kernel's tape checks the device heap, ``args`` are not of its
         signature or hold an array other than a CuPy ``ndarray``, or the interpreter's layouts differ; None
         too while the entry's code compiles (the first ask of a kind of arguments starts it).
@@ -754,7 +755,7 @@ class BoundLaunch:
         made: list = []
         entry = NativeLaunch(plan, code, launch, launcher, self.dims, stream, current, args, key, fallback,
                              functools.partial(_refused, made), recorder, chosen_device.__self__, guard, ndarray,
-                             sig[1])
+                             sig[1], owner)
         made.append(entry.words)
         self.entries = [(c, w) for c, w in self.entries if is_valid(w)] + [(ctx, entry.words)]
         _natives[id(self.kernel)] = [w for w in _natives.get(id(self.kernel), ()) if is_valid(w)] + [entry.words]
@@ -903,11 +904,11 @@ class CudaRuntime:
         :meth:`BoundLaunch.launch` (a bound method: called at once, without an instance's ``__call__``)."""
         return BoundLaunch(kernel, grid, block, stream).launch
 
-    def native(self, run, args, fallback, recorder) -> Any:
+    def native(self, run, args, fallback, recorder, owner=None) -> Any:
         """A builtin function doing ``run(args)``'s launches in native code (:meth:`BoundLaunch.native`), or
         None."""
         bound = getattr(run, "__self__", None)
-        return bound.native(args, fallback, recorder) if isinstance(bound, BoundLaunch) else None
+        return bound.native(args, fallback, recorder, owner) if isinstance(bound, BoundLaunch) else None
 
     def forget(self, kernel) -> None:
         forget(kernel)

@@ -172,12 +172,14 @@ class NativeLaunch:
     driver said another context is current, or nothing holds the function any more): the entry then hands
     every call to the Python launch, which makes a new one when the launches settle again. A fixed entry's
     buffer holds ``values`` (the launch's signature values) packed as ``launcher`` packs them, and ``stream``
-    is the one it expects; it takes the objects of ``args`` only (kept alive here)."""
+    is the one it expects; it takes the objects of ``args`` only (kept alive here). ``owner``: the launch object
+    an active launch recorder is handed with the arguments (None in a fixed entry, which has no recorder check)."""
 
     __slots__ = ("words", "function")
 
     def __init__(self, plan: Plan, code: tuple[Any, int], launch: tuple[int, int], launcher, dims, stream: int,
-                 current, args, key, fallback, on_error, recorder, device, guard: Guard, ndarray, values=()):
+                 current, args, key, fallback, on_error, recorder, device, guard: Guard, ndarray, values=(),
+                 owner=None):
         kinds = plan[0]
         sizes = param_sizes(plan)
         buffer = (ctypes.c_int64 * max(sum(sizes) // 8, 1))()
@@ -212,7 +214,7 @@ class NativeLaunch:
         self.words = words
         method = _MethodDef(_NAME.encode(), code[1], _METH_FASTCALL | _METH_KEYWORDS, None)
         # the tuple keeps alive everything the words point at
-        state = (fallback, words, on_error, method, buffer, params, guard, names, expected, recorder, device,
+        state = (fallback, words, on_error, owner, method, buffer, params, guard, names, expected, recorder, device,
                  ndarray, current, launcher, code[0], tuple(args) if plan[2] else ())
         self.function = _new_builtin(ctypes.addressof(method), state, None)
         weakref.finalize(self.function, invalidate, words).atexit = False

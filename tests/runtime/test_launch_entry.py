@@ -307,6 +307,40 @@ def test_an_active_recorder_records_instead_of_launching(fake):
     assert recorded == [(launch, (out,))] and len(driver.params) == launches
 
 
+def test_the_entry_hands_a_recorded_launch_to_the_recorder_itself(fake):
+    """While a recorder is active, the entry calls it (no frame of the Python launch between them) with the
+    launch object and the arguments as a tuple, returns what it returns, passes on what it raises, and keeps
+    no reference to the arguments, the launch or the recorder."""
+    cp, driver = fake
+    launch = Kernel(_scale1)[1, 8]
+    x = cp.asarray(np.ones(8))
+    warm(launch, x, 1.0)
+    callers, calls = [], []
+
+    def record(launch, args):
+        callers.append(sys._getframe(1).f_code.co_name)
+        calls.append((launch, args))
+        if args[1] == 0.0:
+            raise KeyError("refused")
+        return len(calls)
+
+    launches, watched = len(driver.params), [x, launch, record]
+    before = [sys.getrefcount(o) for o in watched]
+    with recording_launches(record):
+        results = [launch(x, float(k + 1)) for k in range(500)]
+        with pytest.raises(KeyError, match="refused"):
+            launch(x, 0.0)
+    assert results == list(range(1, 501)) and len(driver.params) == launches
+    # the caller of each: this test's frame (or its list comprehension's, before Python 3.12), not Launch.__call__
+    assert set(callers) <= {"<listcomp>", "test_the_entry_hands_a_recorded_launch_to_the_recorder_itself"}
+    assert all(got is launch and type(args) is tuple and args[0] is x for got, args in calls)
+    assert [args[1] for _, args in calls] == [float(k + 1) for k in range(500)] + [0.0]
+    calls.clear()
+    callers.clear()
+    gc.collect()
+    assert [sys.getrefcount(o) for o in watched] == before
+
+
 def test_a_chosen_device_takes_the_python_launch(fake):
     cp, driver = fake
     out = cp.zeros(8)

@@ -192,9 +192,10 @@ def part_rows(cp, n: int, reps: int, sync, read: bool = False) -> dict:
     for count in range(4096):  # until the launches made directly and the recorded ones have native entries
         round_(tape, x, y, w, out, dx, dy, dw, dout, launches)
         sync()
-        direct, recorded = _natives(tape, launches)
-        if direct == len(launches) and (recorded == LAUNCHES or not hasattr(Repeat, "native")):
-            break  # (a tree without the tape's entries: its recorded launches stay Python)
+        direct, recorded, replayed = _natives(tape, launches)
+        if direct == len(launches) and (recorded == LAUNCHES or not hasattr(Repeat, "native")) \
+                and replayed is not False:
+            break  # (a tree without the tape's entries or its native recorder: those stay Python)
         if count % 16 == 15:
             later.wait()  # (entries compile on a thread of their own)
     for r in range(reps + 20):  # the first rounds compile, make the shadows and capture the graph
@@ -228,8 +229,8 @@ def part_rows(cp, n: int, reps: int, sync, read: bool = False) -> dict:
     (record, best), (plain, plain_best), (direct, direct_best) = rows["record"], rows["program"], rows["launches"]
     rows["tape per launch"] = ((record - plain) / LAUNCHES, (best - plain_best) / LAUNCHES)
     rows["tape per launch, against launch objects"] = ((record - direct) / LAUNCHES, (best - direct_best) / LAUNCHES)
-    direct, recorded = _natives(tape, launches)
-    rows["native"] = (direct, len(launches), recorded)  # the paths taken, printed with the parts
+    direct, recorded, replayed = _natives(tape, launches)
+    rows["native"] = (direct, len(launches), recorded, replayed)  # the paths taken, printed with the parts
     return rows
 
 
@@ -246,11 +247,13 @@ def round_(tape, x, y, w, out, dx, dy, dw, dout, launches) -> None:
     launches[3](x, dx, y, dy)
 
 
-def _natives(tape, launches) -> tuple[int, int]:
+def _natives(tape, launches) -> tuple[int, int, bool | None]:
     """(the launch objects of ``launches`` with a native entry, the launches of ``tape``'s recording that repeat
-    the last one's through a native entry of the tape's)."""
+    the last one's through a native entry of the tape's, whether the next recording is the tape's native replay:
+    None for a tree without one)."""
     direct = sum(type(launch) is not Launch for launch in launches)
-    return direct, sum(getattr(m, "native", None) is not None for m in tape._repeats if m is not None)
+    recorded = sum(getattr(m, "native", None) is not None for m in tape._repeats if m is not None)
+    return direct, recorded, (tape._replay is not None) if hasattr(tape, "_replay") else None
 
 
 def print_parts(n: int, reps: int, rows: dict, where: str = "the fake driver and fake CuPy") -> None:
@@ -258,10 +261,11 @@ def print_parts(n: int, reps: int, rows: dict, where: str = "the fake driver and
           f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(f"| {'part of a round':44} | median (µs) | best (µs) |")
     print(f"|{'-' * 46}|-------------|-----------|")
-    direct, made, recorded = rows["native"]
+    direct, made, recorded, replayed = rows["native"]
     path = {0: "Python", made: "native"}.get(direct, f"{direct} of {made} native")
+    how = "native replay" if replayed else "native" if recorded == LAUNCHES else "Python"
     names = {"reset": "out[0] = 0, reset()",
-             "record": f"recording the two launches ({'native' if recorded == LAUNCHES else 'Python'})",
+             "record": f"recording the two launches ({how})",
              "backward": "backward", "program": "the program's statements without the tape",
              "launches": f"the two launches made directly ({path})",
              "gradients": f"the two gradient launches directly ({path})",

@@ -82,9 +82,16 @@ def start_recording(record: Callable[[Launch, tuple], None]) -> contextvars.Toke
     return _RECORDER.set(record)
 
 
-def stop_recording(token: contextvars.Token) -> None:
-    """End the recording :func:`start_recording` started with ``token``."""
-    _RECORDER.reset(token)
+stop_recording: Callable[[contextvars.Token], None] = _RECORDER.reset
+"""End the recording :func:`start_recording` started with the token given (the context variable's own
+``reset``: no Python frame)."""
+
+current_recorder: Callable[[], Callable[[Launch, tuple], None] | None] = _RECORDER.get
+"""This thread's (or task's) launch recorder, or None (the context variable's own ``get``)."""
+
+set_recorder: Callable[[Callable[[Launch, tuple], None]], contextvars.Token] = _RECORDER.set
+""":func:`start_recording` without its check, for a caller that found :func:`current_recorder` None (the
+context variable's own ``set``: no Python frame)."""
 
 
 class recording_launches:  # (named as the function it replaces: ``with recording_launches(record):``)
@@ -603,4 +610,4 @@ def kernel(fn=None, **options):
 
 
 __all__ = ["CPU", "Kernel", "Launch", "kernel", "recording_launches", "start_recording", "stop_recording",
-           "check_kernel", "kernel_symbol", "normalize_dims"]
+           "current_recorder", "set_recorder", "check_kernel", "kernel_symbol", "normalize_dims"]

@@ -68,7 +68,8 @@ import numpy as np
 from gpucompiler import types as T
 from gpucompiler.errors import DeviceHeapError, GPUCompilerError, LaunchError, SourceError, for_user
 from gpucompiler.interpreter import widen
-from gpucompiler.kernel import CPU, Kernel, Launch, start_recording, stop_recording
+from gpucompiler.kernel import (CPU, Kernel, Launch, current_recorder, set_recorder, start_recording,
+                                stop_recording)
 from gpucompiler.runtime import cuda as cuda_runtime, device_heap
 from gpucompiler.runtime.arguments import SCALAR_TYPES, cuda_array_type
 from gpucompiler import settings
@@ -79,6 +80,7 @@ from .arrays import NUMPY, ArrayOps, ops_of
 from .gradients import GRADIENT_ATTRIBUTE, differentiable, gradient_kernel, registered_gradient, split_kernel
 from . import signed
 from .graphs import GraphReplay, graph_key
+from .replay import W_COUNT, W_CURSOR, Replay, compiled as replay_code, weak_recorder
 from .signed import SignedLaunch
 from .writes import accumulated_parameters, read_parameters, written_parameters
 
@@ -522,19 +524,88 @@ class LaunchTape:
         self._on_device = False  # a recorded launch went to a GPU (since the last reset)
         #: a launch of the recording ran out of device heap: its results and tapes are incomplete
         self._incomplete = False
+        #: the native recorder of a recording repeating the last one (:mod:`.replay`), the one this recording
+        #: runs (its launches not yet in ``records``: :meth:`_catch_up`), whether the last recording was one
+        #: whole replay (``reset`` keeps the replay then), and whether each of its launches repeated one through
+        #: its fixed entry (the next recording makes a replay)
+        self._replay: Replay | None = None
+        self._replaying: Replay | None = None
+        self._replayed = False
+        self._replayable = False
+        self._native_runs = 0  # this recording's launches through fixed entries (replayed ones once caught up)
 
     # -- recording -------------------------------------------------------------
     def __enter__(self) -> LaunchTape:
         if self._recording is not None:
             raise LaunchTapeError("this tape is already recording")
+        self._replayed = False
+        if not self.records:  # (after reset(): launches at the last recording's places)
+            replay = self._replay
+            if replay is None and self._replayable:
+                replay = self._replay = self._new_replay()
+            self._replayable = False
+            if replay is not None and current_recorder() is None:  # (else start_recording raises)
+                words = replay.words
+                words[W_CURSOR], words[W_COUNT] = 0, replay.count
+                self._recording = set_recorder(replay.function)
+                self._replaying = replay
+                return self
         self._recording = start_recording(self._record)
         return self
 
+    def _new_replay(self) -> Replay | None:
+        """A native recorder for a recording of the last one's launches (:mod:`.replay`), where each has a fixed
+        entry and a record of its own (None elsewhere, and while the recorder's code compiles)."""
+        last, address = self._last, replay_code()
+        if address is None or not last or not all(m is not None and m.native is not None and m.record is not None
+                                                  and m.record.hand is None for m in last):
+            return None
+        return Replay(address, last, weak_recorder(self._record), GRADIENT_ATTRIBUTE)
+
+    def _end_replay(self) -> bool:
+        """At the end of a recording the native recorder ran: when it took every launch, append their records
+        and repeats, and take the last recording's shadows whole (True: nothing left to settle); else
+        :meth:`_catch_up`."""
+        replay = self._replaying
+        assert replay is not None
+        if replay.words[W_CURSOR] != replay.count:
+            self._replayed = self._catch_up()
+            return False
+        self._replaying = None  # (the recorder is no longer reachable: its words stay as they are)
+        self.records += replay.records
+        self._repeats += replay.repeats
+        self._on_device = self._replayed = True
+        if self._take_whole():
+            self._settled = replay.count
+            return True
+        return False
+
+    def _catch_up(self) -> bool:
+        """Append the records and repeats of the launches the native recorder took, and send the recording's
+        later launches to :meth:`_record`; whether it took every launch it replays."""
+        replay, self._replaying = self._replaying, None
+        assert replay is not None
+        at = replay.stop()
+        if at == replay.count:
+            self.records += replay.records
+            self._repeats += replay.repeats
+        elif at:
+            self.records += replay.records[:at]
+            self._repeats += replay.repeats[:at]
+        if at:
+            self._native_runs += at
+            self._on_device = True
+        return at == replay.count
+
     def __exit__(self, *exc) -> None:
         token, self._recording = self._recording, None
-        deferring, self._deferring = self._deferring, False
         if token is not None:
             stop_recording(token)
+        if self._replaying is not None and self._end_replay():
+            return  # every launch replayed natively, the last recording's shadows taken
+        deferring, self._deferring = self._deferring, False
+        runs, self._native_runs = self._native_runs, 0
+        self._replayable = 0 < runs == len(self.records)
         if deferring:  # (set by the launches that entered it: later launches of the thread are not the recording's)
             device_heap.PENDING.where = None
         try:
@@ -563,6 +634,8 @@ class LaunchTape:
         repeats the last one) and has a native entry (:attr:`Repeat.native`) appends the last recording's record
         when the entry launched it; the identity of its arguments, their signature and the world age are checked
         in Python only where the entry did not launch (:meth:`_repeated`)."""
+        if self._replaying is not None:
+            self._catch_up()
         try:
             if self._same:
                 at, last = len(self.records), self._last
@@ -575,6 +648,7 @@ class LaunchTape:
                         self._on_device = True  # (a kernel with a native entry has no heap check to defer)
                         self.records.append(record)  # the last recording's record again
                         self._repeats.append(m)
+                        self._native_runs += 1
                         return
                     if len(m.args) == len(args) and all(map(_is, m.args, args)):
                         if not self._deferring:  # its heap check, if its kernel has one: read at the recording's end
@@ -712,6 +786,8 @@ class LaunchTape:
                 m.every = min(2 * m.every, NATIVE_WAIT)
                 m.hits = m.every
                 m.native = cuda_runtime.CUDA.native(go, args, _missed, None)
+                if m.native is not None:
+                    replay_code()  # (its first ask starts the native recorder's compile)
         else:
             runs.forward(args, sig)
             m.go = runs.forward.bound if type(runs.forward) is SignedLaunch else None
@@ -831,6 +907,8 @@ class LaunchTape:
     def gradient(self, a):
         """The shadow of array ``a``: the gradient accumulated into it (zeros until ``backward``)."""
         if self._recording is not None:
+            if self._replaying is not None:
+                self._catch_up()
             self._settle()
         hit = self._shadows.get(id(a))
         if hit is None:
@@ -843,6 +921,8 @@ class LaunchTape:
     def knows(self, a) -> bool:
         """Whether a recorded launch took ``a`` (as a float array: it has a shadow)."""
         if self._recording is not None:
+            if self._replaying is not None:
+                self._catch_up()
             self._settle()
         return id(a) in self._shadows
 
@@ -1112,6 +1192,7 @@ class LaunchTape:
         adjoints = tuple(self._shadow(a) if d else a for a, d in zip(args, dup))
         self._escaped.update(id(a) for a, d in zip(args, dup) if d)
         record.hand, record.split, record.gradient = hand, False, hand
+        self._replay = None  # (its records had none)
         record.reverse, record.reverse_args = _launcher(hand, record.launch, None), args + adjoints
 
     def _reverse(self, record: LaunchRecord, args: tuple, stream: int | None = None) -> None:
@@ -1147,6 +1228,9 @@ class LaunchTape:
         elif self.split and any(r.holders is not None for r in self.records):
             self._backward([], None, scratch=True)
         self.records.clear()
+        if not self._replayed:  # the replay is of the recording that becomes the last one only when it replayed it
+            self._replay = None
+        self._replayed = False
         self._last, self._repeats, self._same = self._repeats, [], True
         self._buffers, self._copies = self._copies, {}
         self._unzeroed = []

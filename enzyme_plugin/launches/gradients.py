@@ -44,6 +44,10 @@ from ..modes import SPLIT_MODES, Reverse
 GRADIENT_ATTRIBUTE = "__enzyme_kernel_gradient__"
 """Set on a :class:`~gpucompiler.kernel.Kernel` by :func:`register_gradient`: its hand-written gradient."""
 
+REGISTRATIONS = [0]
+"""How many gradients :func:`register_gradient` registered in this process (a launch tape notes the count when
+it starts recording)."""
+
 _THREAD = ("    b = (gd.blockIdx.z * gd.gridDim.y + gd.blockIdx.y) * gd.gridDim.x + gd.blockIdx.x\n"
            "    t = ((b * gd.blockDim.z + gd.threadIdx.z) * gd.blockDim.y + gd.threadIdx.y) * gd.blockDim.x"
            " + gd.threadIdx.x\n")
@@ -148,6 +152,7 @@ def register_gradient(k: Kernel, grad) -> Kernel:
                                   f"({', '.join(got)})", where, name,
                                   f"def {g.py_func.__name__}({', '.join(want)}, {adj}): ...")
     setattr(k, GRADIENT_ATTRIBUTE, g)
+    REGISTRATIONS[0] += 1
     return k
 
 
@@ -164,5 +169,5 @@ def _parameters(fn) -> list[str] | None:
     return [p.name for p in ps]
 
 
-__all__ = ["KernelGradientError", "differentiable", "gradient_kernel", "split_kernel", "register_gradient",
-           "registered_gradient"]
+__all__ = ["GRADIENT_ATTRIBUTE", "REGISTRATIONS", "KernelGradientError", "differentiable", "gradient_kernel",
+           "split_kernel", "register_gradient", "registered_gradient"]

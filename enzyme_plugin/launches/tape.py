@@ -59,7 +59,7 @@ import operator
 import sys
 import warnings
 from collections.abc import Mapping
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
 import attrs
@@ -77,7 +77,8 @@ from gpucompiler import settings
 from ..ad.helpers import TAPE_INLINE
 from ..locations import caller_location
 from .arrays import NUMPY, ArrayOps, ops_of
-from .gradients import GRADIENT_ATTRIBUTE, differentiable, gradient_kernel, registered_gradient, split_kernel
+from .gradients import (GRADIENT_ATTRIBUTE, REGISTRATIONS, differentiable, gradient_kernel, registered_gradient,
+                        split_kernel)
 from . import signed
 from .graphs import GraphReplay, graph_key
 from .replay import W_COUNT, W_CURSOR, Replay, compiled as replay_code, weak_recorder
@@ -192,7 +193,8 @@ class LaunchPlan:
     """the written parameters the kernel also reads: copied before every launch"""
     stored: tuple[int, ...]
     """the written parameters the kernel only stores into (or adds into atomically, the old value unused):
-    copied when an earlier launch took the array, or another parameter that the kernel reads is the same array"""
+    copied when an earlier launch took the array (one only added into: when an earlier launch's gradient may
+    read it), or another parameter that the kernel reads is the same array"""
     accumulated: tuple[int, ...]
     """the written parameters an ``atomic_add`` may add into: their final values are kept aside during
     ``backward`` (the gradient kernel adds the same values again)"""
@@ -471,6 +473,12 @@ def _overlap(a, b) -> bool:
 _is = operator.is_
 
 
+def _gradient_reads(plan: LaunchPlan, hand, split: bool) -> Iterable[int]:
+    """The parameters whose values a launch's gradient may read: the kernel's reads for a generated gradient,
+    every array for a hand-written one (``hand``) or a split launch's reverse sweep."""
+    return plan.arrays if hand is not None or split else plan.reads
+
+
 def _missed(*args) -> bool:
     """What a launch's fixed native entry (:attr:`Repeat.native`) returns where it did not launch."""
     return False
@@ -498,6 +506,9 @@ class LaunchTape:
         self._shadows: dict[int, tuple[Any, Any]] = {}  # id(array) -> (array, shadow); the array kept alive
         self._dropped: dict[int, tuple[Any, Any]] = {}  # the shadows before reset(), as _shadows
         self._taken: set[int] = set()  # id() of the arrays recorded launches took (the records keep them alive)
+        #: id() of the arrays whose values the gradients of the launches before may read (:func:`_gradient_reads`)
+        self._read: set[int] = set()
+        self._registrations = 0  # gradients.REGISTRATIONS when the recording began
         #: the :class:`Repeat` of each GPU launch of this recording and of the last one (None: not repeatable)
         self._repeats: list[Repeat | None] = []
         self._last: list[Repeat | None] = []
@@ -539,7 +550,8 @@ class LaunchTape:
         if self._recording is not None:
             raise LaunchTapeError("this tape is already recording")
         self._replayed = False
-        if not self.records:  # (after reset(): launches at the last recording's places)
+        if not self.records:
+            self._registrations = REGISTRATIONS[0]  # (after reset(): launches at the last recording's places)
             replay = self._replay
             if replay is None and self._replayable:
                 replay = self._replay = self._new_replay()
@@ -686,6 +698,7 @@ class LaunchTape:
             self._same = False
             for r in self.records:  # the arrays the repeats before it took
                 self._taken.update(id(r.args[j]) for j in r.plan.arrays)
+                self._read.update(id(r.args[j]) for j in _gradient_reads(r.plan, r.hand, r.split))
         self._generation += 1
         if form is not None and sig is not None:  # a GPU launch typed by its arguments' signature
             direct, plan, runs, named = False, form.plan, form.runs, sig[2]
@@ -722,6 +735,7 @@ class LaunchTape:
         keep = self._kept(launch, args, plan, hand, direct) if plan.written else ()
         snapshots = self._snapshots(args, keep, ops, type(args[plan.arrays[0]]), stream) if keep else []
         self._taken.update([id(args[j]) for j in plan.arrays])
+        self._read.update([id(args[j]) for j in _gradient_reads(plan, hand, split)])
         place = ("recorded launch", len(self.records) + 1)  # named by a heap error
         if stream is not None:  # on a GPU
             device_heap.PENDING.where = place
@@ -797,19 +811,21 @@ class LaunchTape:
 
     def _kept(self, launch: Launch, args: tuple, plan: LaunchPlan, hand, direct: bool) -> tuple[int, ...]:
         """The parameters whose arrays are copied before the launch: those it may overwrite whose old values
-        its gradient reads (those it reads too, or an earlier launch took, or all of them for a hand-written
+        a gradient reads (those it reads too, or an earlier launch took, or all of them for a hand-written
         gradient; an array the kernel only stores into, that no earlier launch took, gets the same stores again
-        from the gradient kernel), in order. Each written array's library is checked here."""
+        from the gradient kernel; one it only adds into atomically is copied only where an earlier launch's
+        gradient may read it: ``backward`` keeps its final value aside anyway), in order. Each written array's
+        library is checked here."""
         keep: list[int] | tuple[int, ...]
         if hand is not None:
             keep = plan.written
         elif not plan.stored:
             keep = plan.copied
         else:
-            taken, keep = self._taken, list(plan.copied)
+            taken, read, accumulated, keep = self._taken, self._read, plan.accumulated, list(plan.copied)
             for j in plan.stored:
                 a = args[j]
-                if id(a) in taken:
+                if id(a) in (read if j in accumulated else taken):
                     keep.append(j)
                     continue
                 for i in plan.reads:
@@ -1039,6 +1055,8 @@ class LaunchTape:
     def _backward(self, grads: list, loss, scratch: bool) -> None:
         if self._recording is not None:
             raise LaunchTapeError("backward() inside the tape's `with` block: leave it first")
+        if REGISTRATIONS[0] != self._registrations:
+            self._check_registered_since()
         if self._incomplete:
             raise LaunchTapeError("a launch of this recording ran out of device heap (the DeviceHeapError at the "
                                   "end of the recording): its results and tapes are incomplete, so it has no "
@@ -1076,6 +1094,27 @@ class LaunchTape:
             self._unzeroed = []
         if device_heap.PENDING.checks:  # (none noted: nothing to read)
             self._check_heap(recording=False)
+
+    def _check_registered_since(self) -> None:
+        """A gradient registered since the recording began replaces its kernel's generated one, and may read any
+        array of the launch: refused, before anything runs, where a later launch added into one of those that
+        the generated gradient does not read, which the tape did not keep (:meth:`_kept`)."""
+        records = self.records
+        for i, r in enumerate(records):
+            if registered_gradient(r.launch.kernel) is r.hand:
+                continue
+            ids = {id(x) for x in r.args}
+            for later in records[i + 1:]:
+                kept = {j for j, _ in later.snapshots}
+                for j in later.plan.accumulated:
+                    if j not in kept and id(later.args[j]) in ids:
+                        names = _names(later.launch.kernel)
+                        raise LaunchTapeError(
+                            f"backward: a gradient of {r.launch.kernel.py_func.__qualname__} was registered after "
+                            f"its launch was recorded, and a later launch of "
+                            f"{later.launch.kernel.py_func.__qualname__} added into {names[j]!r} of it, whose "
+                            "value before that the tape did not keep (the generated gradient does not read it)",
+                            hint="register gradients before recording, or reset() the tape and record again")
 
     def _captured(self, unzeroed: list, seeds: list, finals: list) -> Callable[[int], None]:
         """The backward's work launched on stream ``handle`` (the one a graph is captured from)."""
@@ -1237,6 +1276,7 @@ class LaunchTape:
         self._on_device = False
         self._dropped, self._shadows = self._shadows, {}  # reused by the next recording when nobody holds them
         self._taken.clear()
+        self._read.clear()
         self._settled = 0
         self._handed, self._escaped = self._escaped, set()
 

@@ -123,7 +123,7 @@ _compiled: list = []  # [] not asked yet; [None] compiling; [(library, address)]
 
 
 def _compile() -> None:
-    from gpucompiler.runtime.cpu import CPULibrary
+    from gpucompiler.runtime import CPULibrary
 
     try:
         lib = CPULibrary.from_ir(emit_replay())

@@ -47,8 +47,9 @@ def run_ad(job, module) -> None:
     emulated = job.config.emulates_grid
     atomic = job.target.is_gpu or job.config.options(EnzymeOptions).atomic_adjoints or emulated
     device = job.target.is_gpu or emulated  # the emulation runs the tape code the device runs
+    enzyme = job.config.options(EnzymeOptions)
     options = EngineOptions(atomic_adjoints=atomic, device_tape=device, thread_exit=job.target.thread_exit(),
-                            tape_arena=job.config.options(EnzymeOptions).tape_arena)
+                            tape_arena=enzyme.tape_arena, noneed_writes=enzyme.noneed_writes)
 
     def scalar(t: str) -> llvm.ModuleRef:  # prepared in place by the next level: not printed and parsed again
         return optimize(job, t, vectorize=False)

@@ -19,3 +19,7 @@ class EnzymeOptions(PluginOptions):
                                                            attrs.validators.ge(0)])
     """bytes of the tape arena of each ``autodiff`` call in a kernel: the loop tapes a thread carves from
     local memory before any reaches the device heap (0: straight to the heap; docs/enzyme.md)"""
+    noneed_writes: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    """in reverse mode, leave out the writes into a ``DuplicatedNoNeed`` argument's memory where nothing in the
+    differentiated function reads it: the caller promises that no other argument reaches that memory (a launch
+    tape's gradient kernels, which check each launch's arrays)"""

@@ -245,6 +245,8 @@ def _decode(inst, fn, mode: MarkerMode, sret, int_pointers_const: bool, leaf_lan
             else:
                 m = "enzyme_const"
         if m in ("enzyme_dup", "enzyme_dupnoneed") and (mode is MarkerMode.FORWARD or a.type.kind == "ptr"):
+            if m == "enzyme_dupnoneed":  # its memory's primal values are not needed afterwards
+                extras["noneed"] = extras.get("noneed", frozenset()) | {len(kinds)}
             kinds.append(DUP)
             n = 1 if leaf_lanes else width_of(extras, inst)
             what = f"the value and shadow after {m}" if n == 1 else f"the value and {n} shadows after {m}"
@@ -442,7 +444,8 @@ def differentiate_module(module, sites=None, options: EngineOptions = EngineOpti
             if "enzyme_primal_return" in extras and not is_float_like(f.return_type):
                 raise unsupported(f"enzyme_primal_return in reverse mode of @{f.name}, which returns "
                                   f"{f.return_type}: a float result is supported", inst)
-            d = engine.combined_fn(f, kinds, width, primal="enzyme_primal_return" in extras)
+            noneed = extras.get("noneed", frozenset()) if engine.options.noneed_writes else frozenset()
+            d = engine.combined_fn(f, kinds, width, primal="enzyme_primal_return" in extras, noneed=noneed)
             out = b.call(d, values)
             res = out if d.return_type is not T.void else None
         if sret is not None and res is not None:  # the struct of adjoints has the sret struct's layout

@@ -8,7 +8,7 @@ import re
 from gpucompiler.llvm import Builder, Function, constant, types as T
 
 from .analysis import CONST, DUP, OUT, Activity
-from . import custom, gpu, leaf, openmp, stack
+from . import custom, gpu, leaf, memory, openmp, stack
 from .calls import INACTIVE
 from .carried import Carried, rebuild_carried
 from .emit import carries_derivative, declare, fconst, is_float_like, zero
@@ -362,11 +362,16 @@ class Engine:
         exit_block = r.cfg.exit
         Builder(entry).br(r.pop_blocks[exit_block])
 
-    def combined_fn(self, fn, kinds, width: int = 1, primal: bool = False) -> Function:
+    def combined_fn(self, fn, kinds, width: int = 1, primal: bool = False,
+                    noneed: frozenset[int] = frozenset()) -> Function:
         """``diffe(args, shadows) -> {adjoints of out args}``, the return seeded with 1; in a batch of
         ``width`` > 1 every dup argument takes ``width`` shadows, every return lane is seeded with 1 and
-        every adjoint is a struct of ``width``. With ``primal``: ``{adjoints, primal result}``."""
-        key = ("combined", fn.name, tuple(kinds), width, self.runtime_activity, primal)
+        every adjoint is a struct of ``width``. With ``primal``: ``{adjoints, primal result}``. ``noneed``: the
+        pointer arguments (``enzyme_dupnoneed``) whose memory's primal values are not needed afterwards: the
+        forward sweep leaves out the writes into it where nothing reads it (:func:`.memory.unneeded_writes`)."""
+        noneed = frozenset(noneed) if width == 1 and not primal and fn.name not in self.custom_gradients \
+            else frozenset()
+        key = ("combined", fn.name, tuple(kinds), width, self.runtime_activity, primal, noneed)
         if key in self._fns:
             return self._fns[key]
         if fn.is_declaration:
@@ -383,7 +388,7 @@ class Engine:
         if fn.name in self.custom_gradients:
             self._queue(lambda: self._gen_combined_from_rule(fn, kinds, new))
         else:
-            self._queue(lambda: self._gen_combined(fn, kinds, new, roles, width, primal))
+            self._queue(lambda: self._gen_combined(fn, kinds, new, roles, width, primal, noneed))
         return new
 
     def _gen_combined_from_rule(self, fn, kinds, new):
@@ -399,7 +404,8 @@ class Engine:
         b.call(self.helper("free"), [tape])
         b.ret(out) if new.return_type is not T.void else b.ret()
 
-    def _gen_combined(self, fn, kinds, new, roles, width: int = 1, primal: bool = False):
+    def _gen_combined(self, fn, kinds, new, roles, width: int = 1, primal: bool = False,
+                      noneed: frozenset[int] = frozenset()):
         _one_return(fn)
         act = self.activity(fn, kinds)
         args, shadows, _ = self._roles(new, roles, width)
@@ -421,6 +427,8 @@ class Engine:
         b.position_before(ret)
         b.br(r.pop_blocks[r.cfg.exit])
         ret.erase()
+        for write in memory.unneeded_writes(fn, noneed):  # their copies in the forward sweep
+            r.sweep.vmap[write].erase()
 
     def _finish(self, r, fn, kinds, rev, tape, primal: bool = False):
         adj = self.adjoint_type(fn, kinds, r.width)

@@ -55,6 +55,9 @@ class EngineOptions:
     differentiated_again: bool = False
     """the derivatives are differentiated once more (an inner level of nested AD): a host loop's growing
     tape stays on the heap from its first frame, where the next level's ``realloc`` rule follows it"""
+    noneed_writes: bool = False
+    """``EnzymeOptions.noneed_writes``: reverse mode leaves out the writes into the memory of ``enzyme_dupnoneed``
+    arguments that nothing in the function reads (:func:`.memory.unneeded_writes`)"""
     thread_exit: str | None = None
     """the target's intrinsic that ends a thread (``Target.thread_exit``): a thread whose tape ``malloc``
     fails sets the module's heap flag and calls it instead of trapping, so that the context survives

@@ -106,6 +106,49 @@ RUNTIME_ACTIVITY = ("; if that memory is meant to be constant (a Const argument 
                     "derivatives that flow through memory without a shadow, as Enzyme's runtime activity does")
 
 
+_ADDRESS_STEPS = ("getelementptr", "bitcast", "addrspacecast")
+
+
+def unneeded_writes(fn, indices) -> list:
+    """The stores and the atomic adds whose old value is unused of ``fn`` into the memory of its pointer
+    arguments ``indices`` (``enzyme_dupnoneed``: their primal values are not needed afterwards), for each such
+    argument whose addresses (the argument, ``getelementptr`` and casts of it) are used by such writes only:
+    nothing in ``fn`` reads or passes on that memory, so leaving the writes out changes no value the
+    derivative computes. An argument whose memory is used any other way keeps its writes."""
+    out: list = []
+    args = list(fn.args)
+    for k in sorted(indices):
+        writes, seen, work, ok = [], set(), [args[k]], True
+        while work and ok:
+            v = work.pop()
+            for u in v.users:
+                if not isinstance(u, Instruction) or id(u) in seen:
+                    continue
+                op = u.opcode
+                if op in _ADDRESS_STEPS and u.operands[0] is v:
+                    seen.add(id(u))
+                    work.append(u)
+                elif _plain_write(u, v):
+                    seen.add(id(u))
+                    writes.append(u)
+                else:
+                    ok = False
+                    break
+        if ok:
+            out += writes
+    return out
+
+
+def _plain_write(inst, p) -> bool:
+    """Whether ``inst`` only writes through address ``p``: a store of another value there, or an atomic
+    read-modify-write of it whose old value is unused (neither volatile)."""
+    if inst.is_volatile:
+        return False
+    if inst.opcode == "store":
+        return inst.pointer_operand is p and inst.value_operand is not p
+    return inst.opcode == "atomicrmw" and inst.operands[0] is p and inst.operands[1] is not p and not inst.users
+
+
 def _zero_aggregate(v) -> bool:
     return v.type.kind in ("struct", "array") and getattr(v, "ref", None) in ("zeroinitializer", "undef", "poison")
 

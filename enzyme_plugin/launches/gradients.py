@@ -31,6 +31,8 @@ import inspect
 import linecache
 import types as pytypes
 
+import attrs
+
 from gpucompiler import device as gd, types as T
 from gpucompiler.errors import SourceError
 from gpucompiler.interpreter import widen
@@ -40,6 +42,7 @@ from ..activities import ACTIVITIES
 from ..compiled import autodiff_deferred
 from ..locations import caller_location
 from ..modes import SPLIT_MODES, Reverse
+from ..options import EnzymeOptions
 
 GRADIENT_ATTRIBUTE = "__enzyme_kernel_gradient__"
 """Set on a :class:`~gpucompiler.kernel.Kernel` by :func:`register_gradient`: its hand-written gradient."""
@@ -67,37 +70,47 @@ def differentiable(argtypes) -> tuple[bool, ...]:
     return tuple(out)
 
 
-def _options(k: Kernel) -> dict:
+def _options(k: Kernel, noneed_writes: bool = False) -> dict:
+    """The options of a kernel made from ``k`` (``noneed_writes``: with ``EnzymeOptions.noneed_writes``)."""
+    options = k.options
+    if noneed_writes:
+        enzyme = next((o for o in options if isinstance(o, EnzymeOptions)), EnzymeOptions())
+        options = (*(o for o in options if not isinstance(o, EnzymeOptions)), attrs.evolve(enzyme, noneed_writes=True))
     return {"opt_level": k.opt_level, "fastmath": k.fastmath, "maxregs": k.maxregs, "boundscheck": k.boundscheck,
-            "plugins": tuple(sorted({*k.plugins, "enzyme"}))}
+            "plugins": tuple(sorted({*k.plugins, "enzyme"})), "options": options}
 
 
-def _activities(names, dup) -> tuple[list[str], list[str]]:
+def _activities(names, dup, noneed=()) -> tuple[list[str], list[str]]:
     params, acts = [], []
-    for name, d in zip(names, dup):
+    for j, (name, d) in enumerate(zip(names, dup)):
         params += [name, f"d_{name}"] if d else [name]
-        acts.append(f"Duplicated({name}, d_{name})" if d else f"Const({name})")
+        kind = "DuplicatedNoNeed" if j in noneed else "Duplicated"
+        acts.append(f"{kind}({name}, d_{name})" if d else f"Const({name})")
     return params, acts
 
 
-def _compile(k: Kernel, kind: str, src: str, namespace: dict) -> Kernel:
+def _compile(k: Kernel, kind: str, src: str, namespace: dict, noneed_writes: bool = False) -> Kernel:
     f = k.py_func
     filename = f"<enzyme_plugin.launches {kind} of {f.__module__}.{f.__qualname__}>"
     # source for the frontend; no mtime (None), so linecache.checkcache keeps the entry
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # pyright: ignore[reportArgumentType]
     exec(compile(src, filename, "exec"), namespace)
     fn = next(v for key, v in namespace.items() if key.startswith("gpuc_") and isinstance(v, pytypes.FunctionType))
-    return Kernel(fn, **_options(k))
+    return Kernel(fn, **_options(k, noneed_writes))
 
 
 @functools.lru_cache(maxsize=256)
-def gradient_kernel(k: Kernel, dup: tuple[bool, ...]) -> Kernel:
-    """``grad(args with a shadow after each float array)``: one reverse sweep of ``k``'s body per thread."""
+def gradient_kernel(k: Kernel, dup: tuple[bool, ...], noneed: tuple[int, ...] = ()) -> Kernel:
+    """``grad(args with a shadow after each float array)``: one reverse sweep of ``k``'s body per thread.
+    ``noneed``: float-array parameters whose values need not be written again (``DuplicatedNoNeed`` with
+    ``EnzymeOptions.noneed_writes``: the sweep leaves out the stores into an array nothing in ``k`` reads); the
+    caller launches it on arrays that do not overlap."""
     names = [f"a{i}" for i in range(len(dup))]
-    params, acts = _activities(names, dup)
+    params, acts = _activities(names, dup, noneed)
     src = (f"def gpuc_grad_{k.symbol}({', '.join(params)}):\n"
            f"    autodiff(MODE, F, {', '.join(acts)})\n")
-    return _compile(k, "gradient", src, {"autodiff": autodiff_deferred, "MODE": Reverse, "F": k.py_func, **ACTIVITIES})
+    return _compile(k, "gradient", src, {"autodiff": autodiff_deferred, "MODE": Reverse, "F": k.py_func, **ACTIVITIES},
+                    bool(noneed))
 
 
 @functools.lru_cache(maxsize=256)

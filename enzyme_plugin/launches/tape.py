@@ -317,6 +317,10 @@ class Runs:
     split kernel, ``1, holders`` first); None without a float array"""
     gradient: Kernel | None = None
     """the generated gradient kernel ``reverse`` launches (not in split mode)"""
+    whole: Runs | None = None
+    """the same with a gradient kernel that writes again every array the kernel writes, for a launch that
+    passes one array object to two parameters (``gradient`` leaves out the writes into the arrays the kernel
+    only stores or adds into, where those cannot be read through another parameter: its ``noneed``)"""
 
 
 def _runs(plan: LaunchPlan, launch: Launch, argtypes: tuple, direct: bool, split: bool) -> Runs:
@@ -337,8 +341,14 @@ def _runs(plan: LaunchPlan, launch: Launch, argtypes: tuple, direct: bool, split
             run = _launcher(split_kernel(k, plan.dup), launch, types)
             runs = Runs(run, run)
         else:
-            g = gradient_kernel(k, plan.dup)
-            runs = Runs(forward, _launcher(g, launch, gradient_types), g)
+            # the arrays it only stores or adds into: their values stay as the launches left them (backward
+            # keeps the added-into ones aside), so the gradient kernel need not store them again
+            noneed = tuple(j for j in plan.stored if plan.dup[j])
+            g, whole = gradient_kernel(k, plan.dup), None
+            if noneed:
+                whole = Runs(forward, _launcher(g, launch, gradient_types), g)
+                g = gradient_kernel(k, plan.dup, noneed)
+            runs = Runs(forward, _launcher(g, launch, gradient_types), g, whole)
         if plain and len(plan.runs) < 64:
             plan.runs[key] = runs
     return runs
@@ -398,6 +408,9 @@ class Repeat:
     record: LaunchRecord | None
     """its record, taken again by a repeat (None: the launch copies arrays, its record takes the copies); it
     holds no shadow or copy of the tape's (those are reused only while nothing else holds them)"""
+    runs: Runs
+    """the launches its records take (``form.runs``, or their :attr:`Runs.whole` for arguments that pass one
+    array twice)"""
     go: Callable[[tuple, tuple], None] | None = None
     """the kernel's bound launch given the signature (:attr:`.signed.SignedLaunch.bound`, once a launch bound
     it): what ``form.runs.forward`` calls, called without it"""
@@ -471,6 +484,11 @@ def _overlap(a, b) -> bool:
 
 
 _is = operator.is_
+
+
+def _one_array_twice(args: tuple, arrays: tuple[int, ...]) -> bool:
+    """Whether one array object is the argument of two of the parameters ``arrays``."""
+    return len({id(args[j]) for j in arrays}) != len(arrays)
 
 
 def _gradient_reads(plan: LaunchPlan, hand, split: bool) -> Iterable[int]:
@@ -724,6 +742,8 @@ class LaunchTape:
             if plan.pairs:
                 self._check_overlaps(k, args, plan.pairs, spans)
             runs = _runs(plan, launch, argtypes, direct, split)
+        if runs.whole is not None and _one_array_twice(args, plan.arrays):
+            runs = runs.whole
         if direct or not plan.arrays:
             ops = NUMPY
         elif form is not None and type(args[plan.arrays[0]]) is form.ops[0]:
@@ -767,7 +787,7 @@ class LaunchTape:
         self.records.append(record)
         self._repeats.append(
             Repeat(launch, args, sig, form, stream, ops, keep, type(args[plan.arrays[0]] if plan.arrays else None),
-                   place, tuple(fresh), None if keep else record)
+                   place, tuple(fresh), None if keep else record, runs)
             if sig is not None and form is not None and stream is not None and hand is None and not split else None)
 
     def _repeated(self, m: Repeat, launch: Launch, args: tuple) -> bool:
@@ -782,7 +802,7 @@ class LaunchTape:
         form = m.form
         if form.age != k.world_age:
             return False
-        ops, runs, record = m.ops, form.runs, m.record
+        ops, runs, record = m.ops, m.runs, m.record
         assert runs is not None
         if m.keep:
             snapshots = self._snapshots(args, m.keep, ops, m.first, m.stream)

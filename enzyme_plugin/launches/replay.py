@@ -25,6 +25,7 @@ import weakref
 
 from gpucompiler.cache import later
 from gpucompiler.errors import GPUCompilerError
+from gpucompiler.runtime.launch_entry import builtin_function
 
 _NAME = "gpuc_tape_replay"
 W_CURSOR, W_COUNT, W_ROWS = 0, 1, 2
@@ -32,7 +33,6 @@ ROW_WORDS = 3
 #: the items of the builtin's ``self`` tuple it reads: the Python recorder, the words, the gradient's attribute name
 SELF_FALLBACK, SELF_WORDS, SELF_NAME = range(3)
 _TUPLE_ITEMS, _CDATA_PTR, _OB_TYPE, _OB_SIZE = 24, 16, 8, 16
-_METH_FASTCALL, _METH_KEYWORDS = 0x0080, 0x0002
 
 
 def emit_replay(name: str = _NAME) -> str:
@@ -111,13 +111,6 @@ def emit_replay(name: str = _NAME) -> str:
     return str(module)
 
 
-class _MethodDef(ctypes.Structure):
-    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
-                ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
-
-
-_new_builtin = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.py_object)(
-    ("PyCFunction_NewEx", ctypes.pythonapi))
 _lock = threading.Lock()
 _compiled: list = []  # [] not asked yet; [None] compiling; [(library, address)] or [exception]
 
@@ -169,10 +162,9 @@ class Replay:
             words[at], words[at + 1], words[at + 2] = id(m.launch), id(kdict), id(native)
         words[W_COUNT] = self.count
         self.words = words
-        method = _MethodDef(_NAME.encode(), address, _METH_FASTCALL | _METH_KEYWORDS, None)
         # the tuple keeps alive everything the words point at
-        state = (fallback, words, gradient_attribute, method, self.repeats, dicts, natives)
-        self.function = _new_builtin(ctypes.addressof(method), state, None)
+        self.function = builtin_function(_NAME, address, (fallback, words, gradient_attribute, self.repeats, dicts,
+                                                          natives))
 
     def stop(self) -> int:
         """How many launches the recorder took; every later call goes to the Python recorder."""

@@ -63,6 +63,15 @@ class _MethodDef(ctypes.Structure):
 #: shared with :mod:`.pyentry`, whose argument types it sets)
 _new_builtin = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.py_object)(
     ("PyCFunction_NewEx", ctypes.pythonapi))
+
+
+def builtin_function(name: str, address: int, state: tuple) -> Any:
+    """A builtin function (``METH_FASTCALL | METH_KEYWORDS``) running the compiled code at ``address``, its
+    ``self`` the tuple ``state`` followed by the method definition (kept alive with the function)."""
+    method = _MethodDef(name.encode(), address, _METH_FASTCALL | _METH_KEYWORDS, None)
+    return _new_builtin(ctypes.addressof(method), (*state, method), None)
+
+
 _compile_lock = threading.Lock()
 #: plan -> its compiled entry ``(library, address)``, :data:`_COMPILING`, or the error that stopped its compile
 _compiles: dict = {}
@@ -212,11 +221,10 @@ class NativeLaunch:
                 words[at + ARG_OBJECT] = id(a)
         words[W_VALID] = 1
         self.words = words
-        method = _MethodDef(_NAME.encode(), code[1], _METH_FASTCALL | _METH_KEYWORDS, None)
         # the tuple keeps alive everything the words point at
-        state = (fallback, words, on_error, owner, method, buffer, params, guard, names, expected, recorder, device,
+        state = (fallback, words, on_error, owner, buffer, params, guard, names, expected, recorder, device,
                  ndarray, current, launcher, code[0], tuple(args) if plan[2] else ())
-        self.function = _new_builtin(ctypes.addressof(method), state, None)
+        self.function = builtin_function(_NAME, code[1], state)
         weakref.finalize(self.function, invalidate, words).atexit = False
 
 
@@ -244,5 +252,5 @@ def current_stream(cupy) -> tuple[Any, StreamMode]:
     return current, StreamMode.OBJECT
 
 
-__all__ = ["NativeLaunch", "StreamMode", "compiled", "current_stream", "driver_launch", "invalidate", "is_valid",
-           "numpy_scalars_ok", "plan_of", "supported"]
+__all__ = ["NativeLaunch", "StreamMode", "builtin_function", "compiled", "current_stream", "driver_launch",
+           "invalidate", "is_valid", "numpy_scalars_ok", "plan_of", "supported"]

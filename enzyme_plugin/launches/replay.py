@@ -19,13 +19,9 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import threading
-import warnings
 import weakref
 
-from gpucompiler.cache import later
-from gpucompiler.errors import GPUCompilerError
-from gpucompiler.runtime.launch_entry import builtin_function
+from gpucompiler.runtime.launch_entry import builtin_function, compiled_code
 
 _NAME = "gpuc_tape_replay"
 W_CURSOR, W_COUNT, W_ROWS = 0, 1, 2
@@ -111,37 +107,11 @@ def emit_replay(name: str = _NAME) -> str:
     return str(module)
 
 
-_lock = threading.Lock()
-_compiled: list = []  # [] not asked yet; [None] compiling; [(library, address)] or [exception]
-
-
-def _compile() -> None:
-    from gpucompiler.runtime import CPULibrary
-
-    try:
-        lib = CPULibrary.from_ir(emit_replay())
-        _compiled[0] = (lib, lib.address(_NAME))
-    except (GPUCompilerError, RuntimeError) as exc:
-        _compiled[0] = exc
-
-
 def compiled() -> int | None:
     """The replay recorder's address, or None while it compiles (the first ask starts that, on a thread of its
     own) or where LLVM could not make it (one ``RuntimeWarning``; recordings stay in Python)."""
-    if not _compiled:
-        with _lock:
-            start = not _compiled
-            if start:
-                _compiled.append(None)
-        if start:
-            later.start(_compile, "gpuc-tape-replay")
-    got = _compiled[0]
-    if isinstance(got, BaseException):
-        _compiled[0] = False
-        warnings.warn(f"no native launch-tape replay: {got}; recordings stay in Python", RuntimeWarning,
-                      stacklevel=2)
-        return None
-    return got[1] if type(got) is tuple else None
+    got = compiled_code(_NAME, emit_replay, _NAME, "launch-tape replay", "recordings stay in Python")
+    return None if got is None else got[1]
 
 
 class Replay:

@@ -616,13 +616,9 @@ class LaunchTape:
         replay, self._replaying = self._replaying, None
         assert replay is not None
         at = replay.stop()
-        if at == replay.count:
-            self.records += replay.records
-            self._repeats += replay.repeats
-        elif at:
+        if at:
             self.records += replay.records[:at]
             self._repeats += replay.repeats[:at]
-        if at:
             self._native_runs += at
             self._on_device = True
         return at == replay.count

@@ -33,6 +33,7 @@ import sys
 import threading
 import warnings
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -73,7 +74,8 @@ def builtin_function(name: str, address: int, state: tuple) -> Any:
 
 
 _compile_lock = threading.Lock()
-#: plan -> its compiled entry ``(library, address)``, :data:`_COMPILING`, or the error that stopped its compile
+#: a plan (or another key of :func:`compiled_code`) -> its compiled code ``(library, address)``, :data:`_COMPILING`,
+#: or the error that stopped its compile
 _compiles: dict = {}
 _COMPILING, _FAILED = object(), object()
 
@@ -84,33 +86,45 @@ def compiled(plan: Plan) -> tuple[Any, int] | None:
     waited for at exit and fork), so no launch waits for LLVM (tens of milliseconds, the first one loading
     llvmlite and the code generator). None too, after one ``RuntimeWarning``, where LLVM could not compile or
     load it: these launches stay on the Python launch."""
-    got = _compiles.get(plan)
+    return compiled_code(plan, functools.partial(_entry_ir, plan), _NAME,
+                         f"launch entry for arguments {plan[0]}", "these launches stay on the Python launch")
+
+
+def _entry_ir(plan: Plan) -> str:
+    from ..codegen.launchentry import emit_launch_entry
+
+    return emit_launch_entry(plan, _NAME)
+
+
+def compiled_code(key, emit: Callable[[], str], name: str, what: str, instead: str) -> tuple[Any, int] | None:
+    """``(library, address of function name)`` of the LLVM IR ``emit()`` gives, compiled once per ``key`` on a
+    thread of its own (as :func:`compiled` says), or None while it compiles, and after one ``RuntimeWarning``
+    (``no native {what}: {error}; {instead}``) where LLVM could not make it."""
+    got = _compiles.get(key)
     if got is None:
         with _compile_lock:
-            start = plan not in _compiles
+            start = key not in _compiles
             if start:
-                _compiles[plan] = _COMPILING
+                _compiles[key] = _COMPILING
         if start:
-            later.start(functools.partial(_compile, plan), "gpuc-launch-entry")
-        got = _compiles[plan]  # made already where no thread could start (the interpreter's shutdown)
+            later.start(functools.partial(_compile, key, emit, name), "gpuc-native-code")
+        got = _compiles[key]  # made already where no thread could start (the interpreter's shutdown)
     if isinstance(got, BaseException):
-        _compiles[plan] = _FAILED
-        warnings.warn(f"no native launch entry for arguments {plan[0]}: {got}; these launches stay on the Python "
-                      "launch", RuntimeWarning, stacklevel=2)
+        _compiles[key] = _FAILED
+        warnings.warn(f"no native {what}: {got}; {instead}", RuntimeWarning, stacklevel=3)
         return None
     return None if got is _COMPILING or got is _FAILED else got
 
 
-def _compile(plan: Plan) -> None:
-    """Compile and load ``plan``'s entry into :data:`_compiles` (its error where LLVM fails)."""
-    from ..codegen.launchentry import emit_launch_entry
+def _compile(key, emit: Callable[[], str], name: str) -> None:
+    """Compile and load ``emit()``'s module into :data:`_compiles` (its error where LLVM fails)."""
     from .cpu import CPULibrary
 
     try:
-        lib = CPULibrary.from_ir(emit_launch_entry(plan, _NAME))
-        _compiles[plan] = (lib, lib.address(_NAME))
+        lib = CPULibrary.from_ir(emit())
+        _compiles[key] = (lib, lib.address(name))
     except (GPUCompilerError, RuntimeError) as exc:
-        _compiles[plan] = exc
+        _compiles[key] = exc
 
 
 @functools.cache
@@ -252,5 +266,5 @@ def current_stream(cupy) -> tuple[Any, StreamMode]:
     return current, StreamMode.OBJECT
 
 
-__all__ = ["NativeLaunch", "StreamMode", "builtin_function", "compiled", "current_stream", "driver_launch",
-           "invalidate", "is_valid", "numpy_scalars_ok", "plan_of", "supported"]
+__all__ = ["NativeLaunch", "StreamMode", "builtin_function", "compiled", "compiled_code", "current_stream",
+           "driver_launch", "invalidate", "is_valid", "numpy_scalars_ok", "plan_of", "supported"]

@@ -10,10 +10,13 @@ import numpy as np
 import pytest
 
 import spirv_gradients as G
-from gpucompiler import kernel
+from gpucompiler import device as gd, kernel
+from gpucompiler import types as T
 from gpucompiler.errors import InvalidIRError
+from gpucompiler.runtime import vulkan
 from gpucompiler.runtime.vulkan_device import DeviceFeatureError
 from gpucompiler.targets.spirv import SPIRVTarget
+from gpucompiler.targets.spirv.tools import validate_binary
 
 P = ("enzyme",)
 rng = np.random.default_rng(5)
@@ -119,3 +122,21 @@ def test_float64_gradient_runs_or_names_the_missing_atomic(vulkan_device):
     k[2, 64, SPIRVTarget()](x, dx, w, dw)  # float64 sin and cos: targets/spirv/libm64.py
     np.testing.assert_allclose(dx, w[0] * (np.cos(x) * x + np.sin(x)) + 2 * w[1] * x, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(dw, [np.sum(np.sin(x) * x), np.sum(x * x)], rtol=1e-12)
+
+
+def _sin_times(x, y):  # a launch tape's kernel: its gradient kernel keeps the bounds test's flag on the tape
+    i = gd.grid(1)
+    if i < x.shape[0]:
+        y[i] = math.sin(x[i]) * x[i]
+
+
+@pytest.mark.parametrize("noneed", [(), (1,)], ids=["every-write", "noneed"])
+def test_a_float64_gradient_whose_tape_holds_flags_passes_spirv_val(spirv_val, noneed):
+    """The float64 ``sin`` (libm64) leaves ``i1`` values on the gradient's tape; the logical-pointer rewrite
+    stores them as bytes (``zext``/``trunc``, not a bitcast LLVM refuses)."""
+    from enzyme_plugin.launches.gradients import gradient_kernel
+
+    a = T.ArrayType(T.float64, 1, "C")
+    g = gradient_kernel(kernel(_sin_times), (True, True), noneed)
+    binary = vulkan.compile_spirv(g, (a, a, a, a), (64, 1, 1))
+    assert validate_binary(binary, required=True)

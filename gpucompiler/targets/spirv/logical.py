@@ -411,12 +411,10 @@ def _rebuild_accesses(walk: _Walk, problems: list[str]) -> None:
         op = inst.opcode
         if op == "load":
             new = b.load(element, ptr, align=inst.alignment)
-            inst.replace_all_uses_with(new if element == inst.type else b.cast("bitcast", new, inst.type))
+            inst.replace_all_uses_with(_retyped(b, new, inst.type))
             inst.erase()
         elif op == "store":
-            value = inst.operands[0]
-            b.store(value if value.type == element else b.cast("bitcast", value, element), ptr,
-                    align=inst.alignment)
+            b.store(_retyped(b, inst.operands[0], element), ptr, align=inst.alignment)
             inst.erase()
         elif not (a.type == element or integer_access(inst)):
             problems.append(f"an atomic {op} on {a.type} elements of {root.name}, which holds {element}")
@@ -503,6 +501,16 @@ def _shift(b: Builder, offset: Value) -> Value:
     """The bit position of byte ``offset`` in its word."""
     return b.binop("shl", b.binop("and", b.cast("trunc", offset, LT.i32), const_int(LT.i32, 3)),
                    const_int(LT.i32, 3))
+
+
+def _retyped(b: Builder, v: Value, t: LT.Type) -> Value:
+    """``v`` as a value of ``t``, the same bytes in memory: an ``i1`` is the byte that holds 0 or 1 (``zext``
+    and ``trunc`` between integers), anything else bitcast."""
+    if v.type == t:
+        return v
+    if isinstance(v.type, LT.IntType) and isinstance(t, LT.IntType):
+        return b.cast("zext" if v.type.bits < t.bits else "trunc", v, t)
+    return b.cast("bitcast", v, t)
 
 
 def _to_bits(b: Builder, v: Value, bits: LT.IntType) -> Value:
